@@ -1,0 +1,98 @@
+//! Errors a tool call can end with: each names the server or tool and says what to do.
+
+use std::time::Duration;
+
+use crate::protocol::jsonrpc::ErrorObject;
+use crate::protocol::render::human_bytes;
+
+/// Why a tool call did not produce a result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// No tool by that name is registered.
+    #[error("unknown tool \"{name}\": `harness9 mcp list` shows the servers and `harness9 mcp get <server>` their tools")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+    },
+    /// The owning server is not connected.
+    #[error("server \"{server}\" is {reason}")]
+    ServerUnavailable {
+        /// The server.
+        server: String,
+        /// Its state (failed: ..., restarting ..., stopped).
+        reason: String,
+    },
+    /// The call took longer than its timeout; the server was sent `notifications/cancelled`.
+    #[error("tool \"{tool}\" on server \"{server}\" timed out after {}; raise toolTimeoutSec for \"{server}\" in .mcp.json if it needs longer", fmt_duration(*.after))]
+    Timeout {
+        /// The server.
+        server: String,
+        /// The tool on that server.
+        tool: String,
+        /// The timeout.
+        after: Duration,
+    },
+    /// The server process went away while the call was in flight.
+    #[error("server \"{server}\" {status} while tool \"{tool}\" was running")]
+    ServerExited {
+        /// The server.
+        server: String,
+        /// The tool on that server.
+        tool: String,
+        /// How it ended (`exited with status 1`, `was killed by signal 9 (SIGKILL)`).
+        status: String,
+    },
+    /// The server answered with a JSON-RPC error.
+    #[error("server \"{server}\" rejected tool \"{tool}\": {error}")]
+    Rpc {
+        /// The server.
+        server: String,
+        /// The tool on that server.
+        tool: String,
+        /// The error object.
+        error: ErrorObject,
+    },
+    /// The reply was longer than the configured maximum message size.
+    #[error("reply of server \"{server}\" to tool \"{tool}\" exceeds the maximum message size of {}; raise maxMessageBytes if it is legitimate", human_bytes(*.max))]
+    TooLarge {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The maximum.
+        max: usize,
+    },
+    /// The reply was not a valid `tools/call` result.
+    #[error("server \"{server}\" sent an invalid result for tool \"{tool}\": {detail}")]
+    InvalidResult {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The parse error.
+        detail: String,
+    },
+    /// The caller cancelled the call; the server was sent `notifications/cancelled`.
+    #[error("tool \"{tool}\" on server \"{server}\" was cancelled")]
+    Cancelled {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
+}
+
+/// `1.5 s`, `250 ms`.
+pub fn fmt_duration(d: Duration) -> String {
+    if d >= Duration::from_secs(1) {
+        let s = d.as_secs_f64();
+        if s.fract() == 0.0 {
+            format!("{} s", s as u64)
+        } else {
+            format!("{s:.1} s")
+        }
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}

@@ -1,0 +1,28 @@
+//! harness9's MCP client runtime on actix actors.
+//!
+//! ```text
+//! caller --CallTool--> ToolRegistry --CallServerTool--> McpServer --stdin--> child process
+//!                          ^                                |
+//!            ServerTools / ServerGone                 ServerEvent
+//!                          |                                v
+//!                     ServerSupervisor --StatusChanged--> subscribers (TUI, CLI)
+//! ```
+//!
+//! [`protocol`] is pure (no actix, no IO). [`messages`] holds every cross-actor message.
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod messages;
+pub mod naming;
+pub mod protocol;
+pub mod registry;
+pub mod server;
+pub mod spec;
+pub mod supervisor;
+pub mod trace;
+
+pub use error::CallError;
+pub use registry::ToolRegistry;
+pub use server::McpServer;
+pub use spec::{RestartPolicy, ServerSpec, TransportSpec};
+pub use supervisor::ServerSupervisor;

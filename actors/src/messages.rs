@@ -1,0 +1,314 @@
+//! Every cross-actor message of the runtime, documented: the crate's contract.
+//!
+//! Commands are imperative (`CallTool`, `Restart`), events past-tense facts (`ServerEvent`,
+//! `StatusChanged`). Flow:
+//!
+//! ```text
+//! caller --CallTool--> ToolRegistry --CallServerTool--> McpServer --stdin--> child
+//! McpServer --ServerEvent{Connected|ToolsChanged|Exited}--> ServerSupervisor
+//! ServerSupervisor --ServerTools / ServerGone--> ToolRegistry
+//! ServerSupervisor --StatusChanged (coalesced, never blocking)--> subscribers (TUI, CLI)
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::CallError;
+use crate::protocol::types::{CallToolResult, Implementation, Tool};
+use crate::server::McpServer;
+
+// ---- tool calls -------------------------------------------------------------------------------
+
+/// Call a registered tool by its full name (`mcp__{server}__{tool}` or a built-in's name).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<CallToolResult, CallError>")]
+pub struct CallTool {
+    /// The registered name.
+    pub name: String,
+    /// The arguments object.
+    pub arguments: Option<Value>,
+    /// Overrides the server's `toolTimeoutSec`.
+    pub timeout: Option<Duration>,
+    /// Cancelling it ends the call and sends `notifications/cancelled`.
+    pub cancel: CancellationToken,
+    /// Receives `notifications/progress` of this call.
+    pub progress: Option<Recipient<ToolProgress>>,
+}
+
+impl CallTool {
+    /// A call with default timeout, no progress, and a fresh cancellation token.
+    pub fn new(name: impl Into<String>, arguments: Option<Value>) -> Self {
+        Self {
+            name: name.into(),
+            arguments,
+            timeout: None,
+            cancel: CancellationToken::new(),
+            progress: None,
+        }
+    }
+}
+
+/// Call a tool on one server actor (sent by the registry).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<CallToolResult, CallError>")]
+pub struct CallServerTool {
+    /// The tool's name on the server.
+    pub tool: String,
+    /// The arguments object.
+    pub arguments: Option<Value>,
+    /// The call's timeout.
+    pub timeout: Duration,
+    /// Cancellation from the caller.
+    pub cancel: CancellationToken,
+    /// Progress subscriber.
+    pub progress: Option<Recipient<ToolProgress>>,
+}
+
+/// A progress notification for one call.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct ToolProgress {
+    /// The server.
+    pub server: String,
+    /// Progress so far.
+    pub progress: f64,
+    /// The total, when known.
+    pub total: Option<f64>,
+    /// The server's message.
+    pub message: Option<String>,
+}
+
+/// A built-in tool call, sent by the registry to the built-in executor.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<CallToolResult, CallError>")]
+pub struct CallBuiltin {
+    /// The built-in's name.
+    pub name: String,
+    /// The arguments object.
+    pub arguments: Option<Value>,
+    /// Cancellation from the caller.
+    pub cancel: CancellationToken,
+}
+
+// ---- registry -----------------------------------------------------------------------------------
+
+/// One registered tool.
+#[derive(Debug, Clone)]
+pub struct ToolEntry {
+    /// The registered name (what the model sees).
+    pub name: String,
+    /// The owning server; `None` for a built-in.
+    pub server: Option<String>,
+    /// The definition as the server listed it.
+    pub tool: Arc<Tool>,
+}
+
+/// Install the built-in tools (they win every name clash) and their executor.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SetBuiltins {
+    /// Their definitions.
+    pub tools: Vec<Tool>,
+    /// Runs them.
+    pub executor: Recipient<CallBuiltin>,
+}
+
+/// A server's current tool list (sent by the supervisor on connect and on list_changed).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ServerTools {
+    /// The server's spec (filters, timeout).
+    pub spec: Arc<crate::spec::ServerSpec>,
+    /// Its current actor.
+    pub addr: Addr<McpServer>,
+    /// Every tool it listed.
+    pub tools: Arc<[Arc<Tool>]>,
+}
+
+/// A server's tools leave the table (failed, restarting, stopped).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct ServerGone {
+    /// The server.
+    pub server: String,
+    /// Its state, for the error a call gets meanwhile (`restarting (attempt 2)`).
+    pub reason: String,
+}
+
+/// Every registered tool, built-ins first.
+#[derive(Debug, Message)]
+#[rtype(result = "Arc<Vec<ToolEntry>>")]
+pub struct ListTools;
+
+// ---- server lifecycle ---------------------------------------------------------------------------
+
+/// What a connection settled on in its handshake.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionInfo {
+    /// The negotiated revision.
+    pub protocol_version: String,
+    /// The server's name and version.
+    pub server_info: Implementation,
+    /// The server's instructions.
+    pub instructions: Option<String>,
+    /// Spawn (or connect) to tools listed.
+    pub connect_time: Duration,
+    /// `stdio`, `http` or `sse`.
+    pub transport: &'static str,
+}
+
+/// Something happened to one server actor (sent to the supervisor).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct ServerEvent {
+    /// The server.
+    pub server: String,
+    /// The actor's generation (stale generations are ignored).
+    pub generation: u64,
+    /// What happened.
+    pub kind: ServerEventKind,
+}
+
+/// The kinds of [`ServerEvent`].
+#[derive(Debug)]
+pub enum ServerEventKind {
+    /// Handshake and first tools/list done.
+    Connected {
+        /// Handshake facts.
+        info: ConnectionInfo,
+        /// The tools.
+        tools: Arc<[Arc<Tool>]>,
+    },
+    /// The tool list was fetched again after `notifications/tools/list_changed`.
+    ToolsChanged {
+        /// The tools.
+        tools: Arc<[Arc<Tool>]>,
+    },
+    /// The actor stopped (its child is gone).
+    Exited {
+        /// Whether it had connected.
+        connected: bool,
+        /// Why (`exited with status 1`, `handshake failed: ...`).
+        reason: String,
+        /// The last lines of stderr.
+        stderr_tail: Vec<String>,
+    },
+}
+
+/// Stop a server actor: graceful closes stdin, then SIGTERM, then SIGKILL; otherwise SIGKILL now.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct Shutdown {
+    /// Give the server its grace periods.
+    pub graceful: bool,
+}
+
+// ---- supervisor ---------------------------------------------------------------------------------
+
+/// The state of one server, as subscribers see it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ServerStatus {
+    /// Starting for the first time.
+    Starting {
+        /// Since when.
+        since: Instant,
+    },
+    /// Handshake done; tools registered.
+    Connected {
+        /// Tools registered for it (after filters).
+        tools: usize,
+        /// Handshake facts.
+        info: ConnectionInfo,
+    },
+    /// Exited after connecting; will be started again.
+    Restarting {
+        /// Exits within the breaker's window.
+        attempt: usize,
+        /// When the next start is due.
+        next_retry: Instant,
+        /// Why it went away.
+        last_error: String,
+    },
+    /// Gave up (start failed, or the crash-loop breaker tripped) until `Restart`.
+    Failed {
+        /// Why.
+        error: String,
+        /// The last lines of stderr.
+        stderr_tail: Vec<String>,
+    },
+    /// Stopped by request or disabled.
+    Stopped,
+}
+
+impl ServerStatus {
+    /// `starting`, `connected`, `restarting`, `failed`, `stopped`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ServerStatus::Starting { .. } => "starting",
+            ServerStatus::Connected { .. } => "connected",
+            ServerStatus::Restarting { .. } => "restarting",
+            ServerStatus::Failed { .. } => "failed",
+            ServerStatus::Stopped => "stopped",
+        }
+    }
+
+    /// Connected, failed or stopped: the state a headless command waits for.
+    pub fn is_settled(&self) -> bool {
+        matches!(
+            self,
+            ServerStatus::Connected { .. } | ServerStatus::Failed { .. } | ServerStatus::Stopped
+        )
+    }
+}
+
+/// One server in a status snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerState {
+    /// `stdio`, `http` or `sse`.
+    pub transport: &'static str,
+    /// Its status.
+    pub status: ServerStatus,
+}
+
+/// The status of every server, by name.
+pub type StatusSnapshot = Arc<BTreeMap<String, ServerState>>;
+
+/// Statuses changed; carries the whole current snapshot, so a dropped intermediate one loses
+/// nothing.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct StatusChanged {
+    /// Every server's state now.
+    pub snapshot: StatusSnapshot,
+}
+
+/// Receive `StatusChanged` from now on (the current snapshot is sent at once).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Subscribe(pub Recipient<StatusChanged>);
+
+/// The current snapshot.
+#[derive(Debug, Message)]
+#[rtype(result = "StatusSnapshot")]
+pub struct GetStatus;
+
+/// Start a server again (also resets the crash-loop breaker).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), String>")]
+pub struct Restart(pub String);
+
+/// Stop one server; it stays Stopped until `Restart`.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), String>")]
+pub struct Stop(pub String);
+
+/// Stop every server; resolves once every child is gone (bounded).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct ShutdownAll;

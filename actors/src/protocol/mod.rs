@@ -1,0 +1,10 @@
+//! Pure wire types and the NDJSON codec: no actix, no IO.
+//!
+//! `jsonrpc` is the JSON-RPC 2.0 envelope, `types` the MCP payloads named as in the spec,
+//! `codec` the byte-level newline-delimited framing, `version` the protocol revisions and eras.
+
+pub mod codec;
+pub mod jsonrpc;
+pub mod render;
+pub mod types;
+pub mod version;

@@ -1,0 +1,360 @@
+//! MCP payload types, named as in the spec (`CallToolResult`, `ListToolsResult`, ...).
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// A client or server name and version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Implementation {
+    /// Programmatic name.
+    pub name: String,
+    /// Version string.
+    #[serde(default)]
+    pub version: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// `initialize` request parameters.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams<'a> {
+    /// The revision we offer.
+    pub protocol_version: &'a str,
+    /// What this client supports.
+    pub capabilities: Value,
+    /// Who we are.
+    pub client_info: &'a Implementation,
+}
+
+/// The server's part of the `tools` capability.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolsCapability {
+    /// Whether `notifications/tools/list_changed` is sent.
+    #[serde(default)]
+    pub list_changed: Option<bool>,
+}
+
+/// The server capabilities we look at; the rest is kept raw.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ServerCapabilities {
+    /// Tools support.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<ToolsCapability>,
+    /// Logging support.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logging: Option<Value>,
+}
+
+/// `initialize` result.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    /// The revision the server chose.
+    pub protocol_version: String,
+    /// What the server supports.
+    #[serde(default)]
+    pub capabilities: ServerCapabilities,
+    /// Who the server is.
+    #[serde(default)]
+    pub server_info: Implementation,
+    /// Usage hints for the model.
+    #[serde(default)]
+    pub instructions: Option<String>,
+}
+
+/// One tool definition as the server lists it; schemas stay raw JSON (never re-parsed).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// The tool's name on its server.
+    pub name: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does, for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments.
+    #[serde(default = "empty_object_schema")]
+    pub input_schema: Box<RawValue>,
+    /// JSON Schema of `structuredContent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Box<RawValue>>,
+    /// Hints (read-only, destructive, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Box<RawValue>>,
+}
+
+fn empty_object_schema() -> Box<RawValue> {
+    RawValue::from_string(r#"{"type":"object"}"#.to_owned()).unwrap_or_else(|_| unreachable!())
+}
+
+/// `tools/list` request parameters.
+#[derive(Debug, Serialize)]
+pub struct ListToolsParams<'a> {
+    /// The page to fetch.
+    pub cursor: &'a str,
+}
+
+/// `tools/list` result.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    /// This page of tools.
+    pub tools: Vec<Tool>,
+    /// The next page, if any.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+/// `_meta` of a request that asks for progress.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestMeta {
+    /// Our token for this request's progress notifications.
+    pub progress_token: i64,
+}
+
+/// `tools/call` request parameters.
+#[derive(Debug, Serialize)]
+pub struct CallToolParams<'a> {
+    /// The tool's name on its server.
+    pub name: &'a str,
+    /// The arguments object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<&'a Value>,
+    /// Progress token.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<RequestMeta>,
+}
+
+/// An embedded resource's contents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceContents {
+    /// The resource URI.
+    pub uri: String,
+    /// Its MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Text contents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Base64 binary contents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+}
+
+/// One content block of a tool result; every kind the spec names is kept.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ContentBlock {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A base64 image.
+    Image {
+        /// Base64 data.
+        data: String,
+        /// MIME type.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    /// Base64 audio.
+    Audio {
+        /// Base64 data.
+        data: String,
+        /// MIME type.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    /// An embedded resource.
+    Resource {
+        /// Its contents.
+        resource: ResourceContents,
+    },
+    /// A link to a resource.
+    ResourceLink {
+        /// The URI.
+        uri: String,
+        /// Its name.
+        name: String,
+        /// MIME type.
+        #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// Description.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+    },
+    /// A block type this client does not know, kept by its type name.
+    #[serde(untagged)]
+    Unknown {
+        /// The `type` field as sent.
+        #[serde(rename = "type")]
+        kind: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawBlock {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    data: Option<String>,
+    #[serde(default)]
+    mime_type: Option<String>,
+    #[serde(default)]
+    resource: Option<ResourceContents>,
+    #[serde(default)]
+    uri: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let b = RawBlock::deserialize(d)?;
+        let missing = |f: &str| D::Error::custom(format!("{} block without {f}", b.kind));
+        Ok(match b.kind.as_str() {
+            "text" => ContentBlock::Text {
+                text: b.text.ok_or_else(|| missing("text"))?,
+            },
+            "image" | "audio" => {
+                let data = b.data.ok_or_else(|| missing("data"))?;
+                let mime_type = b.mime_type.unwrap_or_default();
+                if b.kind == "image" {
+                    ContentBlock::Image { data, mime_type }
+                } else {
+                    ContentBlock::Audio { data, mime_type }
+                }
+            }
+            "resource" => ContentBlock::Resource {
+                resource: b.resource.ok_or_else(|| missing("resource"))?,
+            },
+            "resource_link" => ContentBlock::ResourceLink {
+                uri: b.uri.ok_or_else(|| missing("uri"))?,
+                name: b.name.unwrap_or_default(),
+                mime_type: b.mime_type,
+                description: b.description,
+            },
+            _ => ContentBlock::Unknown { kind: b.kind },
+        })
+    }
+}
+
+/// `tools/call` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// Every content block, in order.
+    #[serde(default)]
+    pub content: Vec<ContentBlock>,
+    /// Structured output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// Whether the tool reports an error.
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+/// `notifications/progress` parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressParams {
+    /// The token of the request this is about.
+    pub progress_token: Value,
+    /// Progress so far.
+    pub progress: f64,
+    /// Total, when known.
+    #[serde(default)]
+    pub total: Option<f64>,
+    /// A human message.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// `notifications/message` (logging) parameters.
+#[derive(Debug, Deserialize)]
+pub struct LoggingMessageParams {
+    /// Severity (`debug` .. `emergency`).
+    #[serde(default)]
+    pub level: String,
+    /// Logger name.
+    #[serde(default)]
+    pub logger: Option<String>,
+    /// The payload.
+    #[serde(default)]
+    pub data: Value,
+}
+
+/// `notifications/cancelled` parameters.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelledParams<'a> {
+    /// The request being cancelled.
+    pub request_id: i64,
+    /// Why.
+    pub reason: &'a str,
+}
+
+/// One root the client exposes.
+#[derive(Debug, Serialize)]
+pub struct Root {
+    /// A `file://` URI.
+    pub uri: String,
+    /// A display name.
+    pub name: String,
+}
+
+/// `roots/list` result.
+#[derive(Debug, Serialize)]
+pub struct ListRootsResult {
+    /// The roots.
+    pub roots: Vec<Root>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_blocks_round_trip_every_kind() {
+        let json = r#"{"content":[
+            {"type":"text","text":"hi"},
+            {"type":"image","data":"AAAA","mimeType":"image/png"},
+            {"type":"audio","data":"AAAA","mimeType":"audio/wav"},
+            {"type":"resource","resource":{"uri":"file:///a","text":"t"}},
+            {"type":"resource_link","uri":"file:///b","name":"b"},
+            {"type":"hologram","x":1}
+        ],"structuredContent":{"a":1},"isError":true}"#;
+        let r: CallToolResult = serde_json::from_str(json).unwrap();
+        assert_eq!(r.content.len(), 6);
+        assert!(r.is_error);
+        assert_eq!(r.content[5], ContentBlock::Unknown { kind: "hologram".into() });
+        let back = serde_json::to_value(&r).unwrap();
+        assert_eq!(back["content"][1]["mimeType"], "image/png");
+        assert_eq!(back["content"][4]["type"], "resource_link");
+        assert_eq!(back["structuredContent"]["a"], 1);
+    }
+
+    #[test]
+    fn tool_keeps_schema_raw() {
+        let t: Tool =
+            serde_json::from_str(r#"{"name":"x","inputSchema":{"type":"object","a":[1]}}"#)
+                .unwrap();
+        assert_eq!(t.input_schema.get(), r#"{"type":"object","a":[1]}"#);
+    }
+}

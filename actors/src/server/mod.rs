@@ -1,0 +1,7 @@
+//! One actor per MCP server: it owns its child process (or HTTP client) and its pending map.
+
+mod process;
+mod stdio;
+
+pub use process::{kill_all_groups, live_group_count};
+pub use stdio::McpServer;

@@ -1,0 +1,802 @@
+//! The stdio `McpServer` actor: spawns the child in its own process group, writes stdin from a
+//! separate task, reads stdout as a stream of NDJSON frames, drains stderr into tracing, runs the
+//! handshake, answers server requests and routes replies through its internal pending map.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use actix::prelude::*;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
+use tokio::process::{ChildStdin, Command};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::FramedRead;
+
+use super::process::{
+    describe_exit, plain_io_error, register_group, signal_group, unregister_group,
+};
+use crate::error::CallError;
+use crate::messages::{
+    CallServerTool, ConnectionInfo, ServerEvent, ServerEventKind, Shutdown, ToolProgress,
+};
+use crate::protocol::codec::{Frame, NdjsonCodec};
+use crate::protocol::jsonrpc::{
+    self, sniff_id, ErrorObject, Incoming, RequestId, METHOD_NOT_FOUND,
+};
+use crate::protocol::types::{
+    CallToolParams, CallToolResult, CancelledParams, Implementation, InitializeParams,
+    InitializeResult, ListRootsResult, ListToolsParams, ListToolsResult, LoggingMessageParams,
+    ProgressParams, RequestMeta, Root, Tool,
+};
+use crate::protocol::version::{negotiate, Era, LATEST};
+use crate::spec::{ServerSpec, TransportSpec};
+use crate::trace::{Direction, WireRecord, WireTap};
+
+const STDERR_TAIL: usize = 100;
+const STDERR_LINE_MAX: usize = 64 * 1024;
+/// After the child exits, how long to wait for the rest of its stderr.
+const STDERR_DRAIN: Duration = Duration::from_millis(200);
+
+/// Why a pending request ended without a result.
+#[derive(Debug)]
+enum ReplyError {
+    Rpc(ErrorObject),
+    Gone(String),
+    TooLarge(usize),
+}
+
+type Reply = Result<Box<RawValue>, ReplyError>;
+
+struct Pending {
+    tx: oneshot::Sender<Reply>,
+    method: &'static str,
+    sent: Instant,
+}
+
+/// One MCP server over stdio.
+pub struct McpServer {
+    spec: Arc<ServerSpec>,
+    name: Arc<str>,
+    generation: u64,
+    events: Recipient<ServerEvent>,
+    tap: Option<WireTap>,
+    writer: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    pgid: i32,
+    pending: HashMap<i64, Pending>,
+    progress: HashMap<i64, Recipient<ToolProgress>>,
+    next_id: i64,
+    stderr_tail: VecDeque<String>,
+    stderr_done: bool,
+    child_exited: bool,
+    connected: bool,
+    closing: bool,
+    listing: bool,
+    relist_pending: bool,
+    era: Option<Era>,
+    exit_reason: Option<String>,
+    cwd: PathBuf,
+    started: Instant,
+}
+
+impl McpServer {
+    /// A server actor for `spec`; it reports to `events` and traces to `tap`.
+    pub fn new(
+        spec: Arc<ServerSpec>,
+        generation: u64,
+        events: Recipient<ServerEvent>,
+        tap: Option<WireTap>,
+    ) -> Self {
+        let cwd = match &spec.transport {
+            TransportSpec::Stdio { cwd: Some(c), .. } => c.clone(),
+            _ => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+        };
+        Self {
+            name: Arc::from(spec.name.as_str()),
+            spec,
+            generation,
+            events,
+            tap,
+            writer: None,
+            pgid: 0,
+            pending: HashMap::new(),
+            progress: HashMap::new(),
+            next_id: 0,
+            stderr_tail: VecDeque::new(),
+            stderr_done: true,
+            child_exited: false,
+            connected: false,
+            closing: false,
+            listing: false,
+            relist_pending: false,
+            era: None,
+            exit_reason: None,
+            cwd,
+            started: Instant::now(),
+        }
+    }
+
+    fn spawn_child(&mut self, ctx: &mut Context<Self>) -> Result<(), String> {
+        let TransportSpec::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } = &self.spec.transport
+        else {
+            return Err("not a stdio server".to_owned());
+        };
+        if let Some(dir) = cwd {
+            if !dir.is_dir() {
+                return Err(format!("cwd {} is not a directory", dir.display()));
+            }
+        }
+        let mut cmd = Command::new(command);
+        cmd.args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        if let Some(dir) = cwd {
+            cmd.current_dir(dir);
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("spawn {command}: {}", plain_io_error(&e)))?;
+        self.pgid = child.id().map(|p| p as i32).unwrap_or(0);
+        register_group(self.pgid);
+        tracing::debug!(target: "mcp", server = %self.name, pid = self.pgid, %command, "spawned");
+
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(format!("spawn {command}: stdio pipes missing"));
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        actix_rt::spawn(write_loop(stdin, rx));
+        self.writer = Some(tx);
+        ctx.add_stream(FramedRead::with_capacity(
+            stdout,
+            NdjsonCodec::new(self.spec.max_message_bytes),
+            64 * 1024,
+        ));
+        self.stderr_done = false;
+        ctx.add_stream(
+            FramedRead::new(stderr, NdjsonCodec::new(STDERR_LINE_MAX)).map(StderrItem),
+        );
+        let wait = async move { child.wait().await };
+        ctx.spawn(wait.into_actor(self).map(|res, act, ctx| act.on_child_exit(res, ctx)));
+        Ok(())
+    }
+
+    fn alloc_id(&mut self) -> i64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    fn trace(&self, dir: Direction, line: &[u8], id: Option<RequestId>, method: Option<&str>, latency: Option<Duration>) {
+        let latency_us = latency.map(|d| d.as_micros() as u64);
+        tracing::debug!(
+            target: "mcp::wire",
+            server = %self.name,
+            dir = dir.as_str(),
+            id = ?id,
+            method = method.unwrap_or(""),
+            bytes = line.len(),
+            latency_us = ?latency_us,
+        );
+        if let Some(tap) = &self.tap {
+            let body = line.strip_suffix(b"\n").unwrap_or(line);
+            let _ = tap.send(WireRecord {
+                ts: SystemTime::now(),
+                server: self.name.clone(),
+                dir,
+                id,
+                method: method.map(str::to_owned),
+                latency_us,
+                message: Bytes::copy_from_slice(body),
+            });
+        }
+    }
+
+    fn write(&mut self, line: Vec<u8>, id: Option<RequestId>, method: &str) -> bool {
+        self.trace(Direction::Send, &line, id, Some(method), None);
+        match &self.writer {
+            Some(w) => w.send(line).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Inserts into the pending map, then writes the request (in that order).
+    fn request(&mut self, method: &'static str, line: Vec<u8>, id: i64) -> oneshot::Receiver<Reply> {
+        let (tx, rx) = oneshot::channel();
+        if self.writer.is_none() {
+            let _ = tx.send(Err(ReplyError::Gone(self.gone_reason())));
+            return rx;
+        }
+        self.pending.insert(
+            id,
+            Pending {
+                tx,
+                method,
+                sent: Instant::now(),
+            },
+        );
+        self.write(line, Some(RequestId::Number(id)), method);
+        rx
+    }
+
+    fn gone_reason(&self) -> String {
+        self.exit_reason
+            .clone()
+            .unwrap_or_else(|| "is shutting down".to_owned())
+    }
+
+    fn fail_all(&mut self, reason: &str) {
+        for (_, p) in self.pending.drain() {
+            let _ = p.tx.send(Err(ReplyError::Gone(reason.to_owned())));
+        }
+        self.progress.clear();
+    }
+
+    fn on_line(&mut self, line: Bytes, ctx: &mut Context<Self>) {
+        let msg = match Incoming::parse(&line) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::debug!(target: "mcp", server = %self.name, error = %e,
+                    line = %String::from_utf8_lossy(&line[..line.len().min(200)]), "skipped a line that is not JSON-RPC");
+                return;
+            }
+        };
+        match msg {
+            Incoming::Response { id, outcome } => {
+                let pending = match id {
+                    RequestId::Number(n) => self.pending.remove(&n).map(|p| (n, p)),
+                    RequestId::String(_) => None,
+                };
+                let Some((n, p)) = pending else {
+                    self.trace(Direction::Recv, &line, Some(id), None, None);
+                    tracing::debug!(target: "mcp", server = %self.name, "reply to no pending request (late or cancelled)");
+                    return;
+                };
+                self.trace(Direction::Recv, &line, Some(id), Some(p.method), Some(p.sent.elapsed()));
+                self.progress.remove(&n);
+                let reply = match outcome {
+                    Ok(raw) => Ok(raw.to_owned()),
+                    Err(e) => Err(ReplyError::Rpc(e)),
+                };
+                let _ = p.tx.send(reply);
+            }
+            Incoming::Request { id, method, params: _ } => {
+                self.trace(Direction::Recv, &line, Some(id.clone()), Some(&method), None);
+                let reply = match &*method {
+                    "ping" => jsonrpc::result_line(&id, &json!({})),
+                    "roots/list" => jsonrpc::result_line(&id, &self.roots()),
+                    other => jsonrpc::error_line(
+                        &id,
+                        &ErrorObject {
+                            code: METHOD_NOT_FOUND,
+                            message: format!("method not found: {other}"),
+                            data: None,
+                        },
+                    ),
+                };
+                let method = method.into_owned();
+                self.write(reply, Some(id), &method);
+            }
+            Incoming::Notification { method, params } => {
+                self.trace(Direction::Recv, &line, None, Some(&method), None);
+                self.on_notification(&method, params, ctx);
+            }
+        }
+    }
+
+    fn roots(&self) -> ListRootsResult {
+        let name = self
+            .cwd
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "/".to_owned());
+        ListRootsResult {
+            roots: vec![Root {
+                uri: format!("file://{}", self.cwd.display()),
+                name,
+            }],
+        }
+    }
+
+    fn on_notification(&mut self, method: &str, params: Option<&RawValue>, ctx: &mut Context<Self>) {
+        match method {
+            "notifications/tools/list_changed" => self.relist(ctx),
+            "notifications/progress" => {
+                let Some(p) = params.and_then(|p| serde_json::from_str::<ProgressParams>(p.get()).ok()) else {
+                    return;
+                };
+                tracing::info!(target: "mcp::progress", server = %self.name, progress = p.progress, total = ?p.total, message = ?p.message);
+                if let Some(rcpt) = p.progress_token.as_i64().and_then(|t| self.progress.get(&t)) {
+                    rcpt.do_send(ToolProgress {
+                        server: self.spec.name.clone(),
+                        progress: p.progress,
+                        total: p.total,
+                        message: p.message,
+                    });
+                }
+            }
+            "notifications/message" => {
+                let Some(m) = params.and_then(|p| serde_json::from_str::<LoggingMessageParams>(p.get()).ok()) else {
+                    return;
+                };
+                let data = match &m.data {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let logger = m.logger.as_deref().unwrap_or("");
+                match m.level.as_str() {
+                    "debug" => tracing::debug!(target: "mcp::server", server = %self.name, logger, "{data}"),
+                    "info" | "notice" => tracing::info!(target: "mcp::server", server = %self.name, logger, "{data}"),
+                    "warning" => tracing::warn!(target: "mcp::server", server = %self.name, logger, "{data}"),
+                    _ => tracing::error!(target: "mcp::server", server = %self.name, logger, level = %m.level, "{data}"),
+                }
+            }
+            _ => tracing::debug!(target: "mcp", server = %self.name, method, "notification ignored"),
+        }
+    }
+
+    fn relist(&mut self, ctx: &mut Context<Self>) {
+        if !self.connected || self.closing {
+            return;
+        }
+        if self.listing {
+            self.relist_pending = true;
+            return;
+        }
+        self.listing = true;
+        let fut = list_tools(ctx.address());
+        ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
+            act.listing = false;
+            match res {
+                Ok(tools) => act.events.do_send(ServerEvent {
+                    server: act.spec.name.clone(),
+                    generation: act.generation,
+                    kind: ServerEventKind::ToolsChanged { tools },
+                }),
+                Err(e) => tracing::warn!(target: "mcp", server = %act.name, "tools/list after list_changed failed: {e}"),
+            }
+            if std::mem::take(&mut act.relist_pending) {
+                act.relist(ctx);
+            }
+        }));
+    }
+
+    fn on_too_long(&mut self, prefix: Bytes, max: usize) {
+        let id = sniff_id(&prefix);
+        tracing::warn!(target: "mcp", server = %self.name, id = ?id, max, "discarded a message over the maximum message size");
+        if let Some(RequestId::Number(n)) = id {
+            if let Some(p) = self.pending.remove(&n) {
+                self.progress.remove(&n);
+                let _ = p.tx.send(Err(ReplyError::TooLarge(max)));
+            }
+        }
+    }
+
+    fn on_handshake(&mut self, res: Result<(InitializeResult, Era, Arc<[Arc<Tool>]>), String>, ctx: &mut Context<Self>) {
+        match res {
+            Ok((init, era, tools)) => {
+                self.connected = true;
+                self.era = Some(era);
+                let info = ConnectionInfo {
+                    protocol_version: era.version_str().to_owned(),
+                    server_info: init.server_info,
+                    instructions: init.instructions,
+                    connect_time: self.started.elapsed(),
+                    transport: self.spec.transport.kind(),
+                };
+                tracing::info!(target: "mcp", server = %self.name, tools = tools.len(), version = %info.protocol_version, "connected");
+                self.events.do_send(ServerEvent {
+                    server: self.spec.name.clone(),
+                    generation: self.generation,
+                    kind: ServerEventKind::Connected { info, tools },
+                });
+            }
+            Err(e) => {
+                if self.exit_reason.is_none() {
+                    self.exit_reason = Some(e);
+                }
+                self.kill_now(ctx);
+            }
+        }
+    }
+
+    fn kill_now(&mut self, ctx: &mut Context<Self>) {
+        self.closing = true;
+        self.writer = None;
+        if self.pgid > 0 && !self.child_exited {
+            signal_group(self.pgid, libc::SIGKILL);
+        } else {
+            ctx.stop();
+        }
+    }
+
+    fn on_child_exit(&mut self, res: io::Result<ExitStatus>, ctx: &mut Context<Self>) {
+        let status = match res {
+            Ok(s) => describe_exit(&s),
+            Err(e) => format!("could not be waited for: {e}"),
+        };
+        tracing::info!(target: "mcp", server = %self.name, "process {status}");
+        // The leader is reaped; sweep anything it left in its group.
+        signal_group(self.pgid, libc::SIGKILL);
+        unregister_group(self.pgid);
+        self.child_exited = true;
+        self.writer = None;
+        let reason = self.exit_reason.get_or_insert(status).clone();
+        self.fail_all(&reason);
+        if self.stderr_done {
+            ctx.stop();
+        } else {
+            ctx.run_later(STDERR_DRAIN, |_, ctx| ctx.stop());
+        }
+    }
+}
+
+async fn write_loop(mut stdin: ChildStdin, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
+    let mut buf = Vec::with_capacity(8 * 1024);
+    while let Some(first) = rx.recv().await {
+        buf.clear();
+        buf.extend_from_slice(&first);
+        while buf.len() < 1024 * 1024 {
+            match rx.try_recv() {
+                Ok(more) => buf.extend_from_slice(&more),
+                Err(_) => break,
+            }
+        }
+        if stdin.write_all(&buf).await.is_err() {
+            return;
+        }
+    }
+    let _ = stdin.shutdown().await;
+}
+
+async fn rpc(addr: &Addr<McpServer>, method: &'static str, params: Option<Value>) -> Result<Box<RawValue>, String> {
+    let rx = addr
+        .send(Rpc { method, params })
+        .await
+        .map_err(|_| "server actor stopped".to_owned())?;
+    match rx.await {
+        Ok(Ok(raw)) => Ok(raw),
+        Ok(Err(ReplyError::Rpc(e))) => Err(format!("{method} failed: {e}")),
+        Ok(Err(ReplyError::Gone(why))) => Err(format!("server {why} during {method}")),
+        Ok(Err(ReplyError::TooLarge(max))) => Err(format!(
+            "{method} reply exceeds the maximum message size of {}",
+            crate::protocol::render::human_bytes(max)
+        )),
+        Err(_) => Err("server actor stopped".to_owned()),
+    }
+}
+
+async fn handshake(addr: Addr<McpServer>) -> Result<(InitializeResult, Era, Arc<[Arc<Tool>]>), String> {
+    let client = Implementation {
+        name: "harness9".to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        title: None,
+    };
+    let params = InitializeParams {
+        protocol_version: LATEST.as_str(),
+        capabilities: json!({ "roots": { "listChanged": false } }),
+        client_info: &client,
+    };
+    let params = serde_json::to_value(&params).map_err(|e| e.to_string())?;
+    let raw = rpc(&addr, "initialize", Some(params)).await?;
+    let init: InitializeResult = serde_json::from_str(raw.get())
+        .map_err(|e| format!("invalid initialize result: {e}"))?;
+    let era = negotiate(&init.protocol_version)?;
+    addr.send(Notify {
+        method: "notifications/initialized",
+    })
+    .await
+    .map_err(|_| "server actor stopped".to_owned())?;
+    let tools = list_tools(addr).await?;
+    Ok((init, era, tools))
+}
+
+async fn list_tools(addr: Addr<McpServer>) -> Result<Arc<[Arc<Tool>]>, String> {
+    let mut all: Vec<Arc<Tool>> = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _page in 0..10_000 {
+        let params = cursor
+            .as_deref()
+            .map(|c| serde_json::to_value(ListToolsParams { cursor: c }).unwrap_or(Value::Null));
+        let raw = rpc(&addr, "tools/list", params).await?;
+        let page: ListToolsResult = serde_json::from_str(raw.get())
+            .map_err(|e| format!("invalid tools/list result: {e}"))?;
+        drop(raw);
+        all.extend(page.tools.into_iter().map(Arc::new));
+        match page.next_cursor {
+            Some(c) if !c.is_empty() => {
+                if cursor.as_deref() == Some(c.as_str()) {
+                    return Err(format!("tools/list returned the same cursor {c:?} twice"));
+                }
+                cursor = Some(c);
+            }
+            _ => return Ok(all.into()),
+        }
+    }
+    Err("tools/list returned more than 10000 pages".to_owned())
+}
+
+// ---- internal messages ------------------------------------------------------------------------
+
+/// Send a request from inside the runtime (handshake, tools/list); replies with the receiver.
+#[derive(Message)]
+#[rtype(result = "oneshot::Receiver<Reply>")]
+struct Rpc {
+    method: &'static str,
+    params: Option<Value>,
+}
+
+/// Send a notification without params.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Notify {
+    method: &'static str,
+}
+
+/// Drop a pending request and tell the server.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct CancelRequest {
+    id: i64,
+    reason: &'static str,
+}
+
+struct StderrItem(Result<Frame, io::Error>);
+
+impl Actor for McpServer {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(usize::MAX);
+        if let Err(e) = self.spawn_child(ctx) {
+            tracing::warn!(target: "mcp", server = %self.name, "{e}");
+            self.exit_reason = Some(e);
+            self.child_exited = true;
+            ctx.stop();
+            return;
+        }
+        let fut = handshake(ctx.address());
+        ctx.spawn(fut.into_actor(self).map(|res, act, ctx| act.on_handshake(res, ctx)));
+    }
+
+    fn stopped(&mut self, _ctx: &mut Self::Context) {
+        let reason = self.gone_reason();
+        self.fail_all(&reason);
+        if !self.child_exited {
+            signal_group(self.pgid, libc::SIGKILL);
+            unregister_group(self.pgid);
+        }
+        self.events.do_send(ServerEvent {
+            server: self.spec.name.clone(),
+            generation: self.generation,
+            kind: ServerEventKind::Exited {
+                connected: self.connected,
+                reason,
+                stderr_tail: self.stderr_tail.drain(..).collect(),
+            },
+        });
+    }
+}
+
+impl StreamHandler<Result<Frame, io::Error>> for McpServer {
+    fn handle(&mut self, item: Result<Frame, io::Error>, ctx: &mut Context<Self>) {
+        match item {
+            Ok(Frame::Line(line)) => self.on_line(line, ctx),
+            Ok(Frame::TooLong { prefix, max }) => self.on_too_long(prefix, max),
+            Err(e) => tracing::debug!(target: "mcp", server = %self.name, "stdout read error: {e}"),
+        }
+    }
+
+    fn finished(&mut self, ctx: &mut Context<Self>) {
+        // The child's exit, not stdout's end, ends the actor; a child that closes stdout but
+        // lives on cannot answer any more, so it is told to go.
+        if !self.child_exited {
+            tracing::debug!(target: "mcp", server = %self.name, "stdout closed");
+            self.exit_reason.get_or_insert_with(|| "closed its stdout".to_owned());
+            self.fail_all("closed its stdout");
+            signal_group(self.pgid, libc::SIGTERM);
+            let pgid = self.pgid;
+            ctx.run_later(self.spec.shutdown_grace, move |act, _| {
+                if !act.child_exited {
+                    signal_group(pgid, libc::SIGKILL);
+                }
+            });
+        }
+    }
+}
+
+impl StreamHandler<StderrItem> for McpServer {
+    fn handle(&mut self, item: StderrItem, _ctx: &mut Context<Self>) {
+        let line = match item.0 {
+            Ok(Frame::Line(l)) => String::from_utf8_lossy(&l).into_owned(),
+            Ok(Frame::TooLong { .. }) => "[stderr line too long, dropped]".to_owned(),
+            Err(_) => return,
+        };
+        tracing::info!(target: "mcp::stderr", server = %self.name, "{line}");
+        if self.stderr_tail.len() == STDERR_TAIL {
+            self.stderr_tail.pop_front();
+        }
+        self.stderr_tail.push_back(line);
+    }
+
+    fn finished(&mut self, ctx: &mut Context<Self>) {
+        self.stderr_done = true;
+        if self.child_exited {
+            ctx.stop();
+        }
+    }
+}
+
+impl Handler<Rpc> for McpServer {
+    type Result = MessageResult<Rpc>;
+
+    fn handle(&mut self, msg: Rpc, _ctx: &mut Context<Self>) -> Self::Result {
+        let id = self.alloc_id();
+        let line = jsonrpc::request_line(id, msg.method, msg.params.as_ref());
+        MessageResult(self.request(msg.method, line, id))
+    }
+}
+
+impl Handler<Notify> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: Notify, _ctx: &mut Context<Self>) {
+        let line = jsonrpc::notification_line::<()>(msg.method, None);
+        self.write(line, None, msg.method);
+    }
+}
+
+impl Handler<CancelRequest> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: CancelRequest, _ctx: &mut Context<Self>) {
+        if self.pending.remove(&msg.id).is_none() {
+            return;
+        }
+        self.progress.remove(&msg.id);
+        let params = CancelledParams {
+            request_id: msg.id,
+            reason: msg.reason,
+        };
+        let line = jsonrpc::notification_line("notifications/cancelled", Some(&params));
+        self.write(line, None, "notifications/cancelled");
+    }
+}
+
+impl Handler<Shutdown> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: Shutdown, ctx: &mut Context<Self>) {
+        if self.child_exited {
+            ctx.stop();
+            return;
+        }
+        if !msg.graceful {
+            self.exit_reason.get_or_insert_with(|| "was stopped".to_owned());
+            self.fail_all("was stopped");
+            self.kill_now(ctx);
+            return;
+        }
+        if self.closing {
+            return;
+        }
+        self.closing = true;
+        self.exit_reason.get_or_insert_with(|| "was stopped".to_owned());
+        self.fail_all("is shutting down");
+        // Dropping the sender lets the writer flush and close stdin.
+        self.writer = None;
+        let grace = self.spec.shutdown_grace;
+        let pgid = self.pgid;
+        ctx.run_later(grace, move |act, ctx| {
+            if act.child_exited {
+                return;
+            }
+            tracing::debug!(target: "mcp", server = %act.name, "still running after stdin closed; SIGTERM");
+            signal_group(pgid, libc::SIGTERM);
+            ctx.run_later(grace, move |act, _| {
+                if !act.child_exited {
+                    tracing::debug!(target: "mcp", server = %act.name, "still running after SIGTERM; SIGKILL");
+                    signal_group(pgid, libc::SIGKILL);
+                }
+            });
+        });
+    }
+}
+
+/// Sends `notifications/cancelled` if the call future is dropped before its reply.
+struct CancelOnDrop {
+    addr: Addr<McpServer>,
+    id: i64,
+    armed: bool,
+}
+
+impl CancelOnDrop {
+    fn fire(&mut self, reason: &'static str) {
+        if std::mem::take(&mut self.armed) {
+            self.addr.do_send(CancelRequest { id: self.id, reason });
+        }
+    }
+}
+
+impl CancelOnDrop {
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.fire("caller went away");
+    }
+}
+
+impl Handler<CallServerTool> for McpServer {
+    type Result = ResponseFuture<Result<CallToolResult, CallError>>;
+
+    fn handle(&mut self, msg: CallServerTool, ctx: &mut Context<Self>) -> Self::Result {
+        let server = self.spec.name.clone();
+        let tool = msg.tool;
+        if !self.connected || self.closing || self.writer.is_none() {
+            let reason = if self.connected { self.gone_reason() } else { "still starting".to_owned() };
+            return Box::pin(async move { Err(CallError::ServerUnavailable { server, reason }) });
+        }
+        let id = self.alloc_id();
+        let meta = msg.progress.map(|rcpt| {
+            self.progress.insert(id, rcpt);
+            RequestMeta { progress_token: id }
+        });
+        let params = CallToolParams {
+            name: &tool,
+            arguments: msg.arguments.as_ref(),
+            meta,
+        };
+        let line = jsonrpc::request_line(id, "tools/call", Some(&params));
+        let rx = self.request("tools/call", line, id);
+        let mut guard = CancelOnDrop {
+            addr: ctx.address(),
+            id,
+            armed: true,
+        };
+        let (timeout, cancel) = (msg.timeout, msg.cancel);
+        Box::pin(async move {
+            let outcome = tokio::select! {
+                biased;
+                r = rx => r,
+                _ = cancel.cancelled() => {
+                    guard.fire("cancelled by the user");
+                    return Err(CallError::Cancelled { server, tool });
+                }
+                _ = tokio::time::sleep(timeout) => {
+                    guard.fire("timed out");
+                    return Err(CallError::Timeout { server, tool, after: timeout });
+                }
+            };
+            guard.disarm();
+            match outcome {
+                Ok(Ok(raw)) => serde_json::from_str::<CallToolResult>(raw.get()).map_err(|e| {
+                    CallError::InvalidResult { server, tool, detail: e.to_string() }
+                }),
+                Ok(Err(ReplyError::Rpc(error))) => Err(CallError::Rpc { server, tool, error }),
+                Ok(Err(ReplyError::Gone(status))) => Err(CallError::ServerExited { server, tool, status }),
+                Ok(Err(ReplyError::TooLarge(max))) => Err(CallError::TooLarge { server, tool, max }),
+                Err(_) => Err(CallError::ServerExited { server, tool, status: "stopped".to_owned() }),
+            }
+        })
+    }
+}

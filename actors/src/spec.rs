@@ -1,0 +1,153 @@
+//! What the runtime needs to know to run one server: built by the config loader, read by actors.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
+
+/// How to reach a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportSpec {
+    /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment (added to the parent's).
+        env: Vec<(String, String)>,
+        /// Working directory (the parent's when absent).
+        cwd: Option<PathBuf>,
+    },
+    /// A Streamable HTTP endpoint (`sse = false`) or a legacy HTTP+SSE one.
+    Http {
+        /// The endpoint URL.
+        url: String,
+        /// Extra request headers.
+        headers: Vec<(String, String)>,
+        /// Legacy HTTP+SSE transport.
+        sse: bool,
+    },
+}
+
+impl TransportSpec {
+    /// `stdio`, `http` or `sse`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TransportSpec::Stdio { .. } => "stdio",
+            TransportSpec::Http { sse: false, .. } => "http",
+            TransportSpec::Http { sse: true, .. } => "sse",
+        }
+    }
+}
+
+/// One configured server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    /// The name from `.mcp.json`.
+    pub name: String,
+    /// How to reach it.
+    pub transport: TransportSpec,
+    /// How long the handshake may take (`startupTimeoutSec`).
+    pub startup_timeout: Duration,
+    /// Default per-call timeout (`toolTimeoutSec`).
+    pub tool_timeout: Duration,
+    /// Only these tools are registered, when set (`enabledTools`).
+    pub enabled_tools: Option<Vec<String>>,
+    /// These tools are never registered (`disabledTools`).
+    pub disabled_tools: Vec<String>,
+    /// The largest message accepted from the server.
+    pub max_message_bytes: usize,
+    /// Shutdown: how long to wait after closing stdin before SIGTERM, and after SIGTERM before
+    /// SIGKILL.
+    pub shutdown_grace: Duration,
+}
+
+impl ServerSpec {
+    /// A stdio server with default settings.
+    pub fn stdio(name: impl Into<String>, command: impl Into<String>, args: Vec<String>) -> Self {
+        Self {
+            name: name.into(),
+            transport: TransportSpec::Stdio {
+                command: command.into(),
+                args,
+                env: Vec::new(),
+                cwd: None,
+            },
+            startup_timeout: Duration::from_secs(30),
+            tool_timeout: Duration::from_secs(60),
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            shutdown_grace: Duration::from_secs(2),
+        }
+    }
+
+    /// Whether a tool of this server (by its own name) is registered.
+    pub fn tool_enabled(&self, tool: &str) -> bool {
+        if self.disabled_tools.iter().any(|t| t == tool) {
+            return false;
+        }
+        match &self.enabled_tools {
+            Some(list) => list.iter().any(|t| t == tool),
+            None => true,
+        }
+    }
+}
+
+/// How the supervisor restarts servers that exit after connecting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestartPolicy {
+    /// Delay before the first restart; doubled for every exit in the window.
+    pub initial_backoff: Duration,
+    /// The largest delay.
+    pub max_backoff: Duration,
+    /// This many exits within `window` trip the breaker: Failed until `Restart`.
+    pub max_exits: usize,
+    /// The breaker's window.
+    pub window: Duration,
+}
+
+impl Default for RestartPolicy {
+    fn default() -> Self {
+        Self {
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+            max_exits: 5,
+            window: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RestartPolicy {
+    /// The delay after the `n`-th exit within the window (n >= 1).
+    pub fn backoff(&self, n: usize) -> Duration {
+        let shift = n.saturating_sub(1).min(20) as u32;
+        self.initial_backoff
+            .saturating_mul(1u32 << shift)
+            .min(self.max_backoff)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let p = RestartPolicy::default();
+        let got: Vec<u64> = (1..=9).map(|n| p.backoff(n).as_millis() as u64).collect();
+        assert_eq!(got, [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
+    }
+
+    #[test]
+    fn tool_filters() {
+        let mut s = ServerSpec::stdio("s", "x", vec![]);
+        assert!(s.tool_enabled("a"));
+        s.disabled_tools = vec!["a".into()];
+        assert!(!s.tool_enabled("a"));
+        s.enabled_tools = Some(vec!["b".into()]);
+        assert!(s.tool_enabled("b") && !s.tool_enabled("c"));
+    }
+}

@@ -1,0 +1,458 @@
+//! The `ServerSupervisor` actor: starts every enabled server concurrently, enforces startup
+//! timeouts, restarts servers that exit after connecting (exponential backoff, crash-loop
+//! breaker), keeps the registry in step, and fans status out to subscribers without ever blocking.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+use crate::error::fmt_duration;
+use crate::messages::{
+    GetStatus, Restart, ServerEvent, ServerEventKind, ServerGone, ServerState, ServerStatus,
+    ServerTools, Shutdown, ShutdownAll, StatusChanged, StatusSnapshot, Stop, Subscribe,
+};
+use crate::registry::ToolRegistry;
+use crate::server::McpServer;
+use crate::spec::{RestartPolicy, ServerSpec, TransportSpec};
+use crate::trace::WireTap;
+
+/// How long `ShutdownAll` waits for children before it gives up on them (they are SIGKILLed).
+const SHUTDOWN_BOUND: Duration = Duration::from_secs(10);
+/// Retry period for subscribers whose mailbox was full.
+const COALESCE_RETRY: Duration = Duration::from_millis(25);
+
+struct Entry {
+    spec: Arc<ServerSpec>,
+    status: ServerStatus,
+    generation: u64,
+    addr: Option<Addr<McpServer>>,
+    exits: VecDeque<Instant>,
+    ever_connected: bool,
+    timer: Option<SpawnHandle>,
+}
+
+struct Subscriber {
+    rcpt: Recipient<StatusChanged>,
+    dirty: bool,
+}
+
+/// Supervises every configured server.
+pub struct ServerSupervisor {
+    entries: BTreeMap<String, Entry>,
+    registry: Addr<ToolRegistry>,
+    policy: RestartPolicy,
+    tap: Option<WireTap>,
+    subscribers: Vec<Subscriber>,
+    retry_armed: bool,
+    next_generation: u64,
+    /// Actors that have not reported their exit yet: generation -> server.
+    live: HashMap<u64, String>,
+    shutdown_waiters: Vec<oneshot::Sender<()>>,
+    shutting_down: bool,
+}
+
+impl ServerSupervisor {
+    /// A supervisor for `specs`; disabled servers are passed as `Stopped` by leaving them out.
+    pub fn new(
+        specs: Vec<ServerSpec>,
+        registry: Addr<ToolRegistry>,
+        policy: RestartPolicy,
+        tap: Option<WireTap>,
+    ) -> Self {
+        let now = Instant::now();
+        let entries = specs
+            .into_iter()
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    Entry {
+                        spec: Arc::new(s),
+                        status: ServerStatus::Starting { since: now },
+                        generation: 0,
+                        addr: None,
+                        exits: VecDeque::new(),
+                        ever_connected: false,
+                        timer: None,
+                    },
+                )
+            })
+            .collect();
+        Self {
+            entries,
+            registry,
+            policy,
+            tap,
+            subscribers: Vec::new(),
+            retry_armed: false,
+            next_generation: 1,
+            live: HashMap::new(),
+            shutdown_waiters: Vec::new(),
+            shutting_down: false,
+        }
+    }
+
+    fn snapshot(&self) -> StatusSnapshot {
+        Arc::new(
+            self.entries
+                .iter()
+                .map(|(name, e)| {
+                    (
+                        name.clone(),
+                        ServerState {
+                            transport: e.spec.transport.kind(),
+                            status: e.status.clone(),
+                        },
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    /// Sends the current snapshot to every subscriber; a full mailbox marks it for a retry.
+    fn publish(&mut self, ctx: &mut Context<Self>) {
+        let snapshot = self.snapshot();
+        self.subscribers.retain_mut(|s| {
+            match s.rcpt.try_send(StatusChanged {
+                snapshot: snapshot.clone(),
+            }) {
+                Ok(()) => {
+                    s.dirty = false;
+                    true
+                }
+                Err(SendError::Full(_)) => {
+                    s.dirty = true;
+                    true
+                }
+                Err(SendError::Closed(_)) => false,
+            }
+        });
+        if self.subscribers.iter().any(|s| s.dirty) && !self.retry_armed {
+            self.retry_armed = true;
+            ctx.run_later(COALESCE_RETRY, |act, ctx| {
+                act.retry_armed = false;
+                if act.subscribers.iter().any(|s| s.dirty) {
+                    act.publish(ctx);
+                }
+            });
+        }
+    }
+
+    fn launch(&mut self, name: &str, ctx: &mut Context<Self>) {
+        let generation = self.next_generation;
+        self.next_generation += 1;
+        let me = ctx.address().recipient();
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        if let Some(t) = entry.timer.take() {
+            ctx.cancel_future(t);
+        }
+        entry.generation = generation;
+        if let TransportSpec::Http { .. } = entry.spec.transport {
+            entry.status = ServerStatus::Failed {
+                error: format!(
+                    "{} transport is not supported yet; use a stdio server",
+                    entry.spec.transport.kind()
+                ),
+                stderr_tail: Vec::new(),
+            };
+            entry.addr = None;
+            return;
+        }
+        let addr = McpServer::new(entry.spec.clone(), generation, me, self.tap.clone()).start();
+        entry.addr = Some(addr);
+        self.live.insert(generation, name.to_owned());
+        let timeout = entry.spec.startup_timeout;
+        let server = name.to_owned();
+        entry.timer = Some(ctx.run_later(timeout, move |act, ctx| {
+            act.startup_timed_out(&server, generation, timeout, ctx)
+        }));
+    }
+
+    fn startup_timed_out(&mut self, name: &str, generation: u64, timeout: Duration, ctx: &mut Context<Self>) {
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        if entry.generation != generation || matches!(entry.status, ServerStatus::Connected { .. }) {
+            return;
+        }
+        entry.timer = None;
+        let error = format!(
+            "did not finish starting within {} (startupTimeoutSec)",
+            fmt_duration(timeout)
+        );
+        tracing::warn!(target: "mcp", server = %name, "{error}");
+        if let Some(addr) = entry.addr.take() {
+            addr.do_send(Shutdown { graceful: false });
+        }
+        if entry.ever_connected {
+            self.exited(name, error, Vec::new(), ctx);
+        } else {
+            entry.status = ServerStatus::Failed {
+                error,
+                stderr_tail: Vec::new(),
+            };
+            self.publish(ctx);
+        }
+    }
+
+    /// A connected server (or a restart attempt) went away: back off and retry, or trip the
+    /// breaker.
+    fn exited(&mut self, name: &str, reason: String, stderr_tail: Vec<String>, ctx: &mut Context<Self>) {
+        let policy = self.policy;
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        entry.addr = None;
+        let now = Instant::now();
+        entry.exits.push_back(now);
+        while entry
+            .exits
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > policy.window)
+        {
+            entry.exits.pop_front();
+        }
+        let n = entry.exits.len();
+        let registry_reason;
+        if n >= policy.max_exits {
+            let error = format!(
+                "exited {n} times within {}; last: {reason}; restart it from the /mcp panel (r) or fix the server",
+                fmt_duration(policy.window)
+            );
+            registry_reason = format!("failed: {error}");
+            entry.status = ServerStatus::Failed { error, stderr_tail };
+        } else {
+            let delay = policy.backoff(n);
+            registry_reason = format!("restarting (attempt {n}) after it {reason}");
+            entry.status = ServerStatus::Restarting {
+                attempt: n,
+                next_retry: now + delay,
+                last_error: reason,
+            };
+            let server = name.to_owned();
+            let generation = entry.generation;
+            entry.timer = Some(ctx.run_later(delay, move |act, ctx| {
+                if act.entries.get(&server).is_some_and(|e| {
+                    e.generation == generation && matches!(e.status, ServerStatus::Restarting { .. })
+                }) {
+                    act.launch(&server, ctx);
+                }
+            }));
+        }
+        self.registry.do_send(ServerGone {
+            server: name.to_owned(),
+            reason: registry_reason,
+        });
+        self.publish(ctx);
+    }
+
+    fn check_shutdown(&mut self) {
+        if self.shutting_down && self.live.is_empty() {
+            for w in self.shutdown_waiters.drain(..) {
+                let _ = w.send(());
+            }
+        }
+    }
+}
+
+impl Actor for ServerSupervisor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(usize::MAX);
+        let names: Vec<String> = self.entries.keys().cloned().collect();
+        for name in names {
+            self.launch(&name, ctx);
+        }
+        self.publish(ctx);
+    }
+}
+
+impl Handler<ServerEvent> for ServerSupervisor {
+    type Result = ();
+
+    fn handle(&mut self, ev: ServerEvent, ctx: &mut Context<Self>) {
+        if let ServerEventKind::Exited { .. } = ev.kind {
+            self.live.remove(&ev.generation);
+        }
+        let Some(entry) = self.entries.get_mut(&ev.server) else {
+            return;
+        };
+        if entry.generation != ev.generation {
+            self.check_shutdown();
+            return;
+        }
+        match ev.kind {
+            ServerEventKind::Connected { info, tools } => {
+                if let Some(t) = entry.timer.take() {
+                    ctx.cancel_future(t);
+                }
+                let Some(addr) = entry.addr.clone() else {
+                    return;
+                };
+                entry.ever_connected = true;
+                let count = tools.iter().filter(|t| entry.spec.tool_enabled(&t.name)).count();
+                entry.status = ServerStatus::Connected { tools: count, info };
+                self.registry.do_send(ServerTools {
+                    spec: entry.spec.clone(),
+                    addr,
+                    tools,
+                });
+                self.publish(ctx);
+            }
+            ServerEventKind::ToolsChanged { tools } => {
+                let (ServerStatus::Connected { tools: count, .. }, Some(addr)) =
+                    (&mut entry.status, entry.addr.clone())
+                else {
+                    return;
+                };
+                *count = tools.iter().filter(|t| entry.spec.tool_enabled(&t.name)).count();
+                self.registry.do_send(ServerTools {
+                    spec: entry.spec.clone(),
+                    addr,
+                    tools,
+                });
+                self.publish(ctx);
+            }
+            ServerEventKind::Exited {
+                connected: _,
+                reason,
+                stderr_tail,
+            } => {
+                if let Some(t) = entry.timer.take() {
+                    ctx.cancel_future(t);
+                }
+                match &mut entry.status {
+                    ServerStatus::Stopped => {}
+                    ServerStatus::Failed { stderr_tail: tail, .. } => {
+                        if tail.is_empty() {
+                            *tail = stderr_tail;
+                        }
+                        self.publish(ctx);
+                    }
+                    _ if self.shutting_down => {
+                        entry.status = ServerStatus::Stopped;
+                        entry.addr = None;
+                        self.publish(ctx);
+                    }
+                    _ if entry.ever_connected => {
+                        tracing::warn!(target: "mcp", server = %ev.server, "{reason}");
+                        let name = ev.server.clone();
+                        self.exited(&name, reason, stderr_tail, ctx);
+                    }
+                    _ => {
+                        tracing::warn!(target: "mcp", server = %ev.server, "connect failed: {reason}");
+                        entry.addr = None;
+                        entry.status = ServerStatus::Failed {
+                            error: reason,
+                            stderr_tail,
+                        };
+                        self.publish(ctx);
+                    }
+                }
+            }
+        }
+        self.check_shutdown();
+    }
+}
+
+impl Handler<Subscribe> for ServerSupervisor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribe, ctx: &mut Context<Self>) {
+        self.subscribers.push(Subscriber {
+            rcpt: msg.0,
+            dirty: true,
+        });
+        self.publish(ctx);
+    }
+}
+
+impl Handler<GetStatus> for ServerSupervisor {
+    type Result = MessageResult<GetStatus>;
+
+    fn handle(&mut self, _msg: GetStatus, _ctx: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.snapshot())
+    }
+}
+
+impl Handler<Restart> for ServerSupervisor {
+    type Result = Result<(), String>;
+
+    fn handle(&mut self, msg: Restart, ctx: &mut Context<Self>) -> Self::Result {
+        let entry = self
+            .entries
+            .get_mut(&msg.0)
+            .ok_or_else(|| format!("no server named \"{}\"", msg.0))?;
+        if let Some(addr) = entry.addr.take() {
+            addr.do_send(Shutdown { graceful: true });
+        }
+        entry.exits.clear();
+        entry.status = ServerStatus::Starting {
+            since: Instant::now(),
+        };
+        self.registry.do_send(ServerGone {
+            server: msg.0.clone(),
+            reason: "restarting".to_owned(),
+        });
+        self.launch(&msg.0, ctx);
+        self.publish(ctx);
+        Ok(())
+    }
+}
+
+impl Handler<Stop> for ServerSupervisor {
+    type Result = Result<(), String>;
+
+    fn handle(&mut self, msg: Stop, ctx: &mut Context<Self>) -> Self::Result {
+        let entry = self
+            .entries
+            .get_mut(&msg.0)
+            .ok_or_else(|| format!("no server named \"{}\"", msg.0))?;
+        if let Some(t) = entry.timer.take() {
+            ctx.cancel_future(t);
+        }
+        if let Some(addr) = entry.addr.take() {
+            addr.do_send(Shutdown { graceful: true });
+        }
+        entry.status = ServerStatus::Stopped;
+        self.registry.do_send(ServerGone {
+            server: msg.0,
+            reason: "stopped".to_owned(),
+        });
+        self.publish(ctx);
+        Ok(())
+    }
+}
+
+impl Handler<ShutdownAll> for ServerSupervisor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _msg: ShutdownAll, ctx: &mut Context<Self>) -> Self::Result {
+        self.shutting_down = true;
+        for entry in self.entries.values_mut() {
+            if let Some(t) = entry.timer.take() {
+                ctx.cancel_future(t);
+            }
+            if let Some(addr) = entry.addr.take() {
+                addr.do_send(Shutdown { graceful: true });
+            }
+            if !matches!(entry.status, ServerStatus::Failed { .. }) {
+                entry.status = ServerStatus::Stopped;
+            }
+        }
+        let (tx, rx) = oneshot::channel();
+        self.shutdown_waiters.push(tx);
+        self.check_shutdown();
+        Box::pin(async move {
+            if tokio::time::timeout(SHUTDOWN_BOUND, rx).await.is_err() {
+                tracing::warn!(target: "mcp", "servers still running after {}; killing them", fmt_duration(SHUTDOWN_BOUND));
+                crate::server::kill_all_groups();
+            }
+        })
+    }
+}

@@ -1,0 +1,52 @@
+//! Message-level tracing: every JSON-RPC message to or from a server, as a record for sinks.
+//!
+//! Server actors always emit a `tracing` event (target `mcp::wire`); when a [`WireTap`] is given
+//! they also send a [`WireRecord`] to it (the `--trace` JSONL writer, the TUI's trace view).
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use bytes::Bytes;
+
+use crate::protocol::jsonrpc::RequestId;
+
+/// Which way a message went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Client to server.
+    Send,
+    /// Server to client.
+    Recv,
+}
+
+impl Direction {
+    /// `send` or `recv`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Send => "send",
+            Direction::Recv => "recv",
+        }
+    }
+}
+
+/// One traced message.
+#[derive(Debug, Clone)]
+pub struct WireRecord {
+    /// When.
+    pub ts: SystemTime,
+    /// Which server.
+    pub server: Arc<str>,
+    /// Which way.
+    pub dir: Direction,
+    /// Its id, if any.
+    pub id: Option<RequestId>,
+    /// Its method; for a response, the method of the request it answers.
+    pub method: Option<String>,
+    /// For a response: time since the request was written.
+    pub latency_us: Option<u64>,
+    /// The raw message, without the newline (secrets are redacted by the sink).
+    pub message: Bytes,
+}
+
+/// Where wire records go.
+pub type WireTap = tokio::sync::mpsc::UnboundedSender<WireRecord>;
