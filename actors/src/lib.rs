@@ -26,3 +26,6 @@ pub use registry::ToolRegistry;
 pub use server::McpServer;
 pub use spec::{RestartPolicy, ServerSpec, TransportSpec};
 pub use supervisor::ServerSupervisor;
+
+/// Mailbox capacity of the runtime's actors: `send` waits only past this many queued messages.
+pub const MAILBOX: usize = 1 << 16;

@@ -138,7 +138,7 @@ impl Actor for ToolRegistry {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.set_mailbox_capacity(usize::MAX);
+        ctx.set_mailbox_capacity(crate::MAILBOX);
     }
 }
 

@@ -263,7 +263,7 @@ impl Actor for ServerSupervisor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.set_mailbox_capacity(usize::MAX);
+        ctx.set_mailbox_capacity(crate::MAILBOX);
         let names: Vec<String> = self.entries.keys().cloned().collect();
         for name in names {
             self.launch(&name, ctx);
@@ -340,12 +340,12 @@ impl Handler<ServerEvent> for ServerSupervisor {
                         self.publish(ctx);
                     }
                     _ if entry.ever_connected => {
-                        tracing::warn!(target: "mcp", server = %ev.server, "{reason}");
+                        tracing::info!(target: "mcp", server = %ev.server, "{reason}");
                         let name = ev.server.clone();
                         self.exited(&name, reason, stderr_tail, ctx);
                     }
                     _ => {
-                        tracing::warn!(target: "mcp", server = %ev.server, "connect failed: {reason}");
+                        tracing::info!(target: "mcp", server = %ev.server, "connect failed: {reason}");
                         entry.addr = None;
                         entry.status = ServerStatus::Failed {
                             error: reason,

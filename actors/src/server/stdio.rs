@@ -563,9 +563,9 @@ impl Actor for McpServer {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.set_mailbox_capacity(usize::MAX);
+        ctx.set_mailbox_capacity(crate::MAILBOX);
         if let Err(e) = self.spawn_child(ctx) {
-            tracing::warn!(target: "mcp", server = %self.name, "{e}");
+            tracing::info!(target: "mcp", server = %self.name, "{e}");
             self.exit_reason = Some(e);
             self.child_exited = true;
             ctx.stop();

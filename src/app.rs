@@ -1,0 +1,104 @@
+//! App wiring: starts the registry and the supervisor for a config, and watches status.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use actix::prelude::*;
+use harness9_actors::messages::{ServerStatus, StatusChanged, StatusSnapshot, Subscribe};
+use harness9_actors::trace::WireTap;
+use harness9_actors::{RestartPolicy, ServerSpec, ServerSupervisor, ToolRegistry};
+use tokio::sync::watch;
+
+/// The running MCP runtime.
+pub struct Runtime {
+    /// The tool table and router.
+    pub registry: Addr<ToolRegistry>,
+    /// Owns every server.
+    pub supervisor: Addr<ServerSupervisor>,
+    /// The latest status snapshot.
+    pub status: watch::Receiver<StatusSnapshot>,
+    /// The longest startup timeout configured.
+    pub max_startup: Duration,
+}
+
+/// Forwards status snapshots into a watch channel (never blocks: the latest wins).
+struct StatusWatch {
+    tx: watch::Sender<StatusSnapshot>,
+}
+
+impl Actor for StatusWatch {
+    type Context = Context<Self>;
+}
+
+impl Handler<StatusChanged> for StatusWatch {
+    type Result = ();
+
+    fn handle(&mut self, msg: StatusChanged, _ctx: &mut Context<Self>) {
+        self.tx.send_replace(msg.snapshot);
+    }
+}
+
+impl Runtime {
+    /// Starts every server in `specs` (on the current actix system).
+    pub fn start(specs: Vec<ServerSpec>, tap: Option<WireTap>, policy: RestartPolicy) -> Self {
+        let max_startup = specs
+            .iter()
+            .map(|s| s.startup_timeout)
+            .max()
+            .unwrap_or_default();
+        let registry = ToolRegistry::new().start();
+        let supervisor = ServerSupervisor::new(specs, registry.clone(), policy, tap).start();
+        let (tx, status) = watch::channel(StatusSnapshot::default());
+        let watcher = StatusWatch { tx }.start();
+        supervisor.do_send(Subscribe(watcher.recipient()));
+        Runtime {
+            registry,
+            supervisor,
+            status,
+            max_startup,
+        }
+    }
+
+    /// Waits until every server is connected, failed or stopped, or `bound` passes; returns the
+    /// snapshot then.
+    pub async fn settled(&mut self, bound: Duration) -> StatusSnapshot {
+        let rx = &mut self.status;
+        let wait = rx.wait_for(|s| !s.is_empty() && s.values().all(|st| st.status.is_settled()));
+        let done = match tokio::time::timeout(bound, wait).await {
+            Ok(Ok(s)) => Some(s.clone()),
+            _ => None,
+        };
+        done.unwrap_or_else(|| self.status.borrow().clone())
+    }
+}
+
+/// Prints `[mcp]` connection events to stderr as statuses change (headless mode).
+pub fn spawn_event_printer(mut rx: watch::Receiver<StatusSnapshot>, verbose: bool) {
+    actix_rt::spawn(async move {
+        let mut last: BTreeMap<String, &'static str> = BTreeMap::new();
+        while rx.changed().await.is_ok() {
+            let snap = rx.borrow_and_update().clone();
+            for (name, st) in snap.iter() {
+                let label = st.status.label();
+                if last.get(name) == Some(&label) {
+                    continue;
+                }
+                last.insert(name.clone(), label);
+                match &st.status {
+                    ServerStatus::Failed { error, .. } => {
+                        eprintln!("[mcp] server \"{name}\" connect failed: {error}")
+                    }
+                    ServerStatus::Restarting { attempt, last_error, .. } => eprintln!(
+                        "[mcp] server \"{name}\" {last_error}; restarting (attempt {attempt})"
+                    ),
+                    ServerStatus::Connected { tools, info } if verbose => eprintln!(
+                        "[mcp] server \"{name}\" connected: {tools} tools, protocol {}, {} ms",
+                        info.protocol_version,
+                        info.connect_time.as_millis()
+                    ),
+                    _ => {}
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,389 @@
+//! The headless CLI: `harness9 mcp list|get|call`.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use anyhow::{bail, Context as _};
+use clap::{Args, Parser, Subcommand};
+use harness9_actors::error::fmt_duration;
+use harness9_actors::messages::{
+    CallTool, ListTools, ServerState, ServerStatus, ShutdownAll, StatusSnapshot, ToolEntry,
+    ToolProgress,
+};
+use harness9_actors::{RestartPolicy, ServerSpec, ToolRegistry};
+use serde_json::{json, Value};
+
+use crate::app::{spawn_event_printer, Runtime};
+
+/// `println!` that returns an error (e.g. a closed pipe) instead of panicking.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($t)*)?;
+    }};
+}
+use crate::config::{self, Config};
+
+/// harness9: a terminal agent harness with an actor-based MCP client runtime.
+#[derive(Debug, Parser)]
+#[command(name = "harness9", version, about)]
+pub struct Cli {
+    /// The MCP config file [default: ./.mcp.json].
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Write every JSON-RPC message as JSONL to FILE (secrets redacted).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// What to do; without a command the interactive session opens.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect and call MCP servers.
+    #[command(subcommand)]
+    Mcp(McpCommand),
+}
+
+/// `harness9 mcp ...`
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Connect every server and show its status; exits 1 if any failed.
+    List(JsonFlag),
+    /// Show one server's tools with descriptions and input schemas.
+    Get {
+        /// The server's name in .mcp.json.
+        server: String,
+        /// Output format.
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Call one tool and print its result; exits 1 on isError, timeout or failure.
+    Call {
+        /// The server's name in .mcp.json.
+        server: String,
+        /// The tool's name on that server.
+        tool: String,
+        /// The arguments as a JSON object, or - to read them from stdin.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// Timeout in seconds (default: the server's toolTimeoutSec).
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<f64>,
+        /// Output format.
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+}
+
+/// `--json`
+#[derive(Debug, Args)]
+pub struct JsonFlag {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn load_config(cli: &Cli) -> anyhow::Result<Config> {
+    let (path, must) = match &cli.config {
+        Some(p) => (p.clone(), true),
+        None => (PathBuf::from(config::DEFAULT_PATH), false),
+    };
+    Ok(config::load(&path, must)?)
+}
+
+/// Runs a `mcp` subcommand; every child is gone when this returns.
+pub async fn run_mcp(cli: &Cli, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
+    let config = load_config(cli)?;
+    let only = match cmd {
+        McpCommand::List(_) => None,
+        McpCommand::Get { server, .. } | McpCommand::Call { server, .. } => Some(server.as_str()),
+    };
+    let specs: Vec<ServerSpec> = match only {
+        None => config.servers.clone(),
+        Some(name) => {
+            if config.disabled.iter().any(|d| d == name) {
+                bail!("server \"{name}\" is disabled in {}", config.path.display());
+            }
+            let Some(s) = config.servers.iter().find(|s| s.name == name) else {
+                let known: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+                bail!(
+                    "no server named \"{name}\" in {} (servers: {})",
+                    config.path.display(),
+                    if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                );
+            };
+            vec![s.clone()]
+        }
+    };
+    let (tap, writer) = match &cli.trace {
+        Some(path) => {
+            let (tap, handle) = crate::trace_file::open(path, config.secrets.clone())?;
+            (Some(tap), Some(handle))
+        }
+        None => (None, None),
+    };
+    let mut rt = Runtime::start(specs, tap, RestartPolicy::default());
+    spawn_event_printer(rt.status.clone(), cli.verbose > 0);
+    let result = async {
+        let bound = rt.max_startup + Duration::from_secs(5);
+        let snap = if config.servers.is_empty() && only.is_none() {
+            StatusSnapshot::default()
+        } else {
+            rt.settled(bound).await
+        };
+        match cmd {
+            McpCommand::List(f) => list(&config, &snap, f.json),
+            McpCommand::Get { server, json } => get(&rt, &snap, server, json.json).await,
+            McpCommand::Call {
+                server,
+                tool,
+                args,
+                timeout,
+                json,
+            } => call(&rt, &snap, server, tool, args.as_deref(), *timeout, json.json).await,
+        }
+    };
+    let out = tokio::select! {
+        r = result => r,
+        _ = interrupted() => {
+            eprintln!("[mcp] interrupted; stopping servers");
+            Ok(ExitCode::from(130))
+        }
+    };
+    let _ = rt.supervisor.send(ShutdownAll).await;
+    drop(rt);
+    if let Some(h) = writer {
+        // The tap clones live in the (now stopped) actors; the writer ends when they are dropped.
+        let _ = tokio::task::spawn_blocking(move || h.join()).await;
+    }
+    out
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn interrupted() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+fn status_json(name: &str, st: &ServerState) -> Value {
+    let mut v = json!({ "name": name, "transport": st.transport, "status": st.status.label() });
+    match &st.status {
+        ServerStatus::Connected { tools, info } => {
+            v["tools"] = json!(tools);
+            v["protocolVersion"] = json!(info.protocol_version);
+            v["serverInfo"] = json!({"name": info.server_info.name, "version": info.server_info.version});
+            v["connectMs"] = json!(info.connect_time.as_secs_f64() * 1000.0);
+        }
+        ServerStatus::Failed { error, stderr_tail } => {
+            v["error"] = json!(error);
+            v["stderrTail"] = json!(stderr_tail);
+        }
+        ServerStatus::Restarting { attempt, last_error, .. } => {
+            v["attempt"] = json!(attempt);
+            v["error"] = json!(last_error);
+        }
+        ServerStatus::Starting { .. } => v["error"] = json!("still starting (did not settle in time)"),
+        _ => {}
+    }
+    v
+}
+
+fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result<ExitCode> {
+    let failed = snap
+        .values()
+        .any(|s| !matches!(s.status, ServerStatus::Connected { .. }));
+    if as_json {
+        let mut rows: Vec<Value> = snap.iter().map(|(n, s)| status_json(n, s)).collect();
+        for d in &config.disabled {
+            rows.push(json!({"name": d, "status": "disabled"}));
+        }
+        say!("{}", serde_json::to_string_pretty(&rows)?);
+    } else if snap.is_empty() && config.disabled.is_empty() {
+        say!("no MCP servers configured in {}", config.path.display());
+    } else {
+        say!("{:<20} {:<9} {:<11} {:>5}  {:<10} {:>8}  DETAIL", "SERVER", "TRANSPORT", "STATUS", "TOOLS", "PROTOCOL", "CONNECT");
+        for (name, st) in snap.iter() {
+            let (tools, proto, time, detail, tail) = match &st.status {
+                ServerStatus::Connected { tools, info } => (
+                    tools.to_string(),
+                    info.protocol_version.clone(),
+                    format!("{} ms", info.connect_time.as_millis()),
+                    format!("{} {}", info.server_info.name, info.server_info.version),
+                    &[][..],
+                ),
+                ServerStatus::Failed { error, stderr_tail } => {
+                    ("-".into(), "-".into(), "-".into(), error.clone(), stderr_tail.as_slice())
+                }
+                ServerStatus::Restarting { last_error, .. } => {
+                    ("-".into(), "-".into(), "-".into(), last_error.clone(), &[][..])
+                }
+                _ => ("-".into(), "-".into(), "-".into(), String::new(), &[][..]),
+            };
+            say!("{name:<20} {:<9} {:<11} {tools:>5}  {proto:<10} {time:>8}  {detail}", st.transport, st.status.label());
+            let skip = tail.len().saturating_sub(10);
+            for line in &tail[skip..] {
+                say!("{:<20}   stderr: {line}", "");
+            }
+        }
+        for d in &config.disabled {
+            say!("{d:<20} {:<9} {:<11}", "-", "disabled");
+        }
+    }
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn ensure_connected(snap: &StatusSnapshot, server: &str) -> anyhow::Result<()> {
+    match snap.get(server).map(|s| &s.status) {
+        Some(ServerStatus::Connected { .. }) => Ok(()),
+        Some(ServerStatus::Failed { error, stderr_tail }) => {
+            let mut msg = format!("server \"{server}\" failed: {error}");
+            for l in stderr_tail.iter().rev().take(10).rev() {
+                msg.push_str("\n  stderr: ");
+                msg.push_str(l);
+            }
+            bail!(msg)
+        }
+        Some(other) => bail!("server \"{server}\" is {}", other.label()),
+        None => bail!("server \"{server}\" is not running"),
+    }
+}
+
+async fn server_tools(rt: &Runtime, server: &str) -> anyhow::Result<Vec<ToolEntry>> {
+    let all = rt.registry.send(ListTools).await.context("the tool registry stopped")?;
+    Ok(all.iter().filter(|t| t.server.as_deref() == Some(server)).cloned().collect())
+}
+
+async fn get(rt: &Runtime, snap: &StatusSnapshot, server: &str, as_json: bool) -> anyhow::Result<ExitCode> {
+    ensure_connected(snap, server)?;
+    let tools = server_tools(rt, server).await?;
+    if as_json {
+        let rows: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "tool": t.tool.name,
+                    "description": t.tool.description,
+                    "inputSchema": t.tool.input_schema,
+                })
+            })
+            .collect();
+        say!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        say!("server \"{server}\": {} tools", tools.len());
+        for t in &tools {
+            say!("\n{}  ({})", t.name, t.tool.name);
+            if let Some(d) = &t.tool.description {
+                for l in d.lines() {
+                    say!("  {l}");
+                }
+            }
+            let schema: Value = serde_json::from_str(t.tool.input_schema.get()).unwrap_or(Value::Null);
+            let pretty = serde_json::to_string_pretty(&schema)?;
+            say!("  input schema:");
+            for l in pretty.lines() {
+                say!("    {l}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints progress notifications of a headless call to stderr.
+struct ProgressPrinter;
+
+impl Actor for ProgressPrinter {
+    type Context = Context<Self>;
+}
+
+impl Handler<ToolProgress> for ProgressPrinter {
+    type Result = ();
+
+    fn handle(&mut self, p: ToolProgress, _ctx: &mut Context<Self>) {
+        let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+        eprintln!("[mcp] progress {}{total} {}", p.progress, p.message.unwrap_or_default());
+    }
+}
+
+async fn call(
+    rt: &Runtime,
+    snap: &StatusSnapshot,
+    server: &str,
+    tool: &str,
+    args: Option<&str>,
+    timeout: Option<f64>,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    let arguments = match args {
+        None => None,
+        Some(text) => {
+            let text = if text == "-" {
+                let mut s = String::new();
+                std::io::stdin().read_to_string(&mut s).context("cannot read --args from stdin")?;
+                s
+            } else {
+                text.to_owned()
+            };
+            let v: Value = serde_json::from_str(&text)
+                .with_context(|| format!("--args is not valid JSON: {text:.200}"))?;
+            if !v.is_object() {
+                bail!("--args must be a JSON object, like '{{\"text\": \"hi\"}}'");
+            }
+            Some(v)
+        }
+    };
+    let timeout = match timeout {
+        Some(t) if t > 0.0 && t.is_finite() => Some(Duration::from_secs_f64(t)),
+        Some(_) => bail!("--timeout must be a positive number of seconds"),
+        None => None,
+    };
+    ensure_connected(snap, server)?;
+    let tools = server_tools(rt, server).await?;
+    let Some(entry) = tools.iter().find(|t| t.tool.name == tool) else {
+        let names: Vec<&str> = tools.iter().map(|t| t.tool.name.as_str()).collect();
+        bail!("server \"{server}\" has no tool \"{tool}\" (tools: {})", names.join(", "));
+    };
+    let mut msg = CallTool::new(entry.name.clone(), arguments);
+    msg.timeout = timeout;
+    msg.progress = Some(ProgressPrinter.start().recipient());
+    let started = std::time::Instant::now();
+    let result = ToolRegistry::send(&rt.registry, msg).await;
+    let elapsed = started.elapsed();
+    match result {
+        Ok(r) => {
+            if as_json {
+                say!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                say!("{}", r.text());
+            }
+            tracing::info!(tool = %entry.name, elapsed = %fmt_duration(elapsed), is_error = r.is_error, "call done");
+            Ok(if r.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        }
+        Err(e) => {
+            if as_json {
+                say!("{}", json!({"error": e.to_string()}));
+            }
+            Err(anyhow::Error::new(e))
+        }
+    }
+}
+
+/// Shared so `main` can tell what to print.
+pub type SharedCli = Arc<Cli>;

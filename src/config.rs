@@ -1,0 +1,457 @@
+//! `.mcp.json`: parsing with file/line/column errors, `${VAR}` expansion, and conversion into the
+//! runtime's `ServerSpec`s.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use harness9_actors::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
+use harness9_actors::{ServerSpec, TransportSpec};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+
+/// The default config file, relative to the working directory.
+pub const DEFAULT_PATH: &str = ".mcp.json";
+
+/// A loaded config.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Config {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// Every enabled server, in file order.
+    pub servers: Vec<ServerSpec>,
+    /// Names of servers marked `disabled`.
+    pub disabled: Vec<String>,
+    /// Values that must never reach a log or trace (env values, header values).
+    pub secrets: Vec<String>,
+}
+
+/// Why a config could not be loaded.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: {message}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The io error.
+        message: String,
+    },
+    /// Invalid JSON or an invalid field, at a position.
+    #[error("{path}:{line}:{column}: {message}")]
+    Syntax {
+        /// The file.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A `${VAR}` that cannot be expanded.
+    #[error("{path}: server \"{server}\", field {field}: {message}")]
+    Expand {
+        /// The file.
+        path: String,
+        /// The server.
+        server: String,
+        /// The field (`args[1]`, `env.TOKEN`, ...).
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    Stdio,
+    Http,
+    Sse,
+}
+
+#[derive(Debug, Default)]
+struct EnvField(Vec<(String, String)>);
+
+impl<'de> Deserialize<'de> for EnvField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = EnvField;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(r#"an object {"KEY": "VALUE"} or a list ["KEY=VALUE"]"#)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<EnvField, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, String>()? {
+                    out.push((k, v));
+                }
+                Ok(EnvField(out))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<EnvField, A::Error> {
+                let mut out = Vec::new();
+                while let Some(item) = s.next_element::<String>()? {
+                    let Some((k, v)) = item.split_once('=') else {
+                        return Err(de::Error::custom(format!(
+                            "env entry {item:?} is not KEY=VALUE"
+                        )));
+                    };
+                    out.push((k.to_owned(), v.to_owned()));
+                }
+                Ok(EnvField(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawServer {
+    #[serde(rename = "type", default)]
+    kind: Option<Kind>,
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: EnvField,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    startup_timeout_sec: Option<f64>,
+    #[serde(default)]
+    tool_timeout_sec: Option<f64>,
+    #[serde(default)]
+    disabled: bool,
+    #[serde(default)]
+    enabled_tools: Option<Vec<String>>,
+    #[serde(default)]
+    disabled_tools: Vec<String>,
+    #[serde(default)]
+    max_message_bytes: Option<usize>,
+}
+
+/// Strips serde_json's ` at line L column C` suffix.
+fn bare(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(i) if e.line() > 0 => s[..i].to_owned(),
+        _ => s,
+    }
+}
+
+struct ServerSeed<'a>(&'a str);
+
+impl<'de> DeserializeSeed<'de> for ServerSeed<'_> {
+    type Value = RawServer;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RawServer, D::Error> {
+        let name = self.0;
+        let raw = RawServer::deserialize(d)
+            .map_err(|e| de::Error::custom(format!("server \"{name}\": {e}")))?;
+        let problem = match (raw.kind, &raw.command, &raw.url) {
+            (None, None, None) => Some("has neither \"command\" nor \"url\"; give one of them"),
+            (Some(Kind::Stdio), None, _) => Some("is \"type\": \"stdio\" but has no \"command\""),
+            (Some(Kind::Http | Kind::Sse), _, None) => Some("is an HTTP server but has no \"url\""),
+            _ => None,
+        };
+        if let Some(p) = problem {
+            return Err(de::Error::custom(format!("server \"{name}\" {p}")));
+        }
+        let bad_timeout = |t: Option<f64>| t.is_some_and(|t| !(t > 0.0 && t.is_finite()));
+        if bad_timeout(raw.startup_timeout_sec) || bad_timeout(raw.tool_timeout_sec) {
+            return Err(de::Error::custom(format!(
+                "server \"{name}\": timeouts must be positive numbers of seconds"
+            )));
+        }
+        Ok(raw)
+    }
+}
+
+struct Servers(Vec<(String, RawServer)>);
+
+impl<'de> Deserialize<'de> for Servers {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Servers;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of servers by name")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Servers, A::Error> {
+                let mut out: Vec<(String, RawServer)> = Vec::new();
+                while let Some(name) = m.next_key::<String>()? {
+                    let raw = m.next_value_seed(ServerSeed(&name))?;
+                    if out.iter().any(|(n, _)| *n == name) {
+                        return Err(de::Error::custom(format!("server \"{name}\" is defined twice")));
+                    }
+                    out.push((name, raw));
+                }
+                Ok(Servers(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawFile {
+    #[serde(default)]
+    mcp_servers: Option<Servers>,
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` using `lookup`.
+pub fn expand(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(format!("unterminated \"${{\" in {s:?}"));
+        };
+        let inner = &after[..end];
+        let (var, default) = match inner.split_once(":-") {
+            Some((v, d)) => (v, Some(d)),
+            None => (inner, None),
+        };
+        let valid = !var.is_empty() && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(format!("\"${{{inner}}}\" is not a valid variable reference"));
+        }
+        match (lookup(var).filter(|v| !v.is_empty() || default.is_none()), default) {
+            (Some(v), _) => out.push_str(&v),
+            (None, Some(d)) => out.push_str(d),
+            (None, None) => {
+                return Err(format!(
+                    "environment variable {var} is not set; set it or write ${{{var}:-default}}"
+                ))
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Loads `path`. A missing file is an empty config unless `must_exist`.
+pub fn load(path: &Path, must_exist: bool) -> Result<Config, ConfigError> {
+    let shown = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !must_exist => {
+            return Ok(Config {
+                path: path.to_owned(),
+                ..Config::default()
+            })
+        }
+        Err(e) => {
+            return Err(ConfigError::Read {
+                path: shown,
+                message: e.to_string(),
+            })
+        }
+    };
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    parse(&text, &shown, &base, &|v| std::env::var(v).ok())
+}
+
+/// Parses config text; `base` resolves relative `cwd`s.
+pub fn parse(
+    text: &str,
+    shown: &str,
+    base: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    let file: RawFile = serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
+        path: shown.to_owned(),
+        line: e.line(),
+        column: e.column(),
+        message: bare(&e),
+    })?;
+    let mut config = Config {
+        path: PathBuf::from(shown),
+        ..Config::default()
+    };
+    for (name, raw) in file.mcp_servers.map(|s| s.0).unwrap_or_default() {
+        if raw.disabled {
+            config.disabled.push(name);
+            continue;
+        }
+        let spec = build(&name, raw, shown, base, lookup, &mut config.secrets)?;
+        config.servers.push(spec);
+    }
+    Ok(config)
+}
+
+fn build(
+    name: &str,
+    raw: RawServer,
+    shown: &str,
+    base: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    secrets: &mut Vec<String>,
+) -> Result<ServerSpec, ConfigError> {
+    let x = |field: &str, v: &str| {
+        expand(v, lookup).map_err(|message| ConfigError::Expand {
+            path: shown.to_owned(),
+            server: name.to_owned(),
+            field: field.to_owned(),
+            message,
+        })
+    };
+    let kind = raw.kind.unwrap_or(if raw.command.is_some() { Kind::Stdio } else { Kind::Http });
+    let transport = match kind {
+        Kind::Stdio => {
+            let command = x("command", raw.command.as_deref().unwrap_or_default())?;
+            let args = raw
+                .args
+                .iter()
+                .enumerate()
+                .map(|(i, a)| x(&format!("args[{i}]"), a))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut env = Vec::new();
+            for (k, v) in &raw.env.0 {
+                let v = x(&format!("env.{k}"), v)?;
+                if v.len() >= 4 {
+                    secrets.push(v.clone());
+                }
+                env.push((k.clone(), v));
+            }
+            let cwd = match &raw.cwd {
+                Some(c) => {
+                    let c = PathBuf::from(x("cwd", c)?);
+                    Some(if c.is_relative() { base.join(c) } else { c })
+                }
+                None => None,
+            };
+            TransportSpec::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            }
+        }
+        Kind::Http | Kind::Sse => {
+            let url = x("url", raw.url.as_deref().unwrap_or_default())?;
+            let mut headers = Vec::new();
+            for (k, v) in &raw.headers {
+                let v = x(&format!("headers.{k}"), v)?;
+                if v.len() >= 4 {
+                    secrets.push(v.clone());
+                }
+                headers.push((k.clone(), v));
+            }
+            TransportSpec::Http {
+                url,
+                headers,
+                sse: kind == Kind::Sse,
+            }
+        }
+    };
+    let mut spec = ServerSpec::stdio(name, "", Vec::new());
+    spec.transport = transport;
+    if let Some(t) = raw.startup_timeout_sec {
+        spec.startup_timeout = Duration::from_secs_f64(t);
+    }
+    if let Some(t) = raw.tool_timeout_sec {
+        spec.tool_timeout = Duration::from_secs_f64(t);
+    }
+    spec.enabled_tools = raw.enabled_tools;
+    spec.disabled_tools = raw.disabled_tools;
+    spec.max_message_bytes = raw.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(v: &str) -> Option<String> {
+        match v {
+            "HOME" => Some("/home/u".into()),
+            "TOKEN" => Some("s3cret-token".into()),
+            _ => None,
+        }
+    }
+
+    fn p(text: &str) -> Result<Config, ConfigError> {
+        parse(text, ".mcp.json", Path::new("/proj"), &env)
+    }
+
+    #[test]
+    fn parses_every_field_and_infers_the_type() {
+        let c = p(r#"{"mcpServers": {
+            "a": {"command": "npx", "args": ["-y", "${HOME}/x"], "env": {"K": "${TOKEN}"}, "cwd": "sub",
+                  "startupTimeoutSec": 5, "toolTimeoutSec": 1.5, "enabledTools": ["echo"], "disabledTools": ["x"]},
+            "b": {"command": "srv", "env": ["A=1", "B=x=y"]},
+            "c": {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+            "d": {"type": "sse", "url": "http://h/sse"},
+            "e": {"command": "off", "disabled": true}
+        }}"#)
+        .unwrap();
+        assert_eq!(c.servers.len(), 4);
+        assert_eq!(c.disabled, vec!["e".to_owned()]);
+        let a = &c.servers[0];
+        assert_eq!(
+            a.transport,
+            TransportSpec::Stdio {
+                command: "npx".into(),
+                args: vec!["-y".into(), "/home/u/x".into()],
+                env: vec![("K".into(), "s3cret-token".into())],
+                cwd: Some(PathBuf::from("/proj/sub")),
+            }
+        );
+        assert_eq!(a.startup_timeout, Duration::from_secs(5));
+        assert_eq!(a.tool_timeout, Duration::from_millis(1500));
+        assert!(a.tool_enabled("echo") && !a.tool_enabled("x") && !a.tool_enabled("y"));
+        let TransportSpec::Stdio { env, .. } = &c.servers[1].transport else { panic!() };
+        assert_eq!(env, &vec![("A".into(), "1".into()), ("B".into(), "x=y".into())]);
+        assert_eq!(c.servers[2].transport.kind(), "http");
+        assert_eq!(c.servers[3].transport.kind(), "sse");
+        assert!(c.secrets.contains(&"Bearer s3cret-token".to_owned()));
+        assert_eq!(c.servers[1].startup_timeout, Duration::from_secs(30));
+        assert_eq!(c.servers[1].tool_timeout, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn errors_name_file_line_column_and_server() {
+        let e = p("{\"mcpServers\": {\n  \"x\": {\"command\": \"a\",}\n}}").unwrap_err().to_string();
+        assert!(e.starts_with(".mcp.json:2:"), "{e}");
+        let e = p("{\"mcpServers\": {\n  \"ws\": {\"type\": \"websocket\", \"url\": \"u\"}\n}}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with(".mcp.json:2:") && e.contains("server \"ws\"") && e.contains("websocket"), "{e}");
+        let e = p("{\"mcpServers\": {\n\n  \"empty\": {\"args\": []}\n}}").unwrap_err().to_string();
+        assert!(e.starts_with(".mcp.json:3:") && e.contains("server \"empty\" has neither"), "{e}");
+        let e = p(r#"{"mcpServers": {"s": {"command": "x", "args": ["${NOPE}"]}}}"#).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            ".mcp.json: server \"s\", field args[0]: environment variable NOPE is not set; set it or write ${NOPE:-default}"
+        );
+    }
+
+    #[test]
+    fn expansion_defaults() {
+        assert_eq!(expand("${NOPE:-d}/${HOME}", &env).unwrap(), "d//home/u");
+        assert_eq!(expand("plain $HOME", &env).unwrap(), "plain $HOME");
+        assert!(expand("${HOME", &env).is_err());
+        assert!(expand("${A B}", &env).is_err());
+    }
+
+    #[test]
+    fn missing_file_is_empty_unless_required() {
+        let c = load(Path::new("/nonexistent/.mcp.json"), false).unwrap();
+        assert!(c.servers.is_empty());
+        assert!(load(Path::new("/nonexistent/.mcp.json"), true).is_err());
+    }
+}

@@ -1,0 +1,7 @@
+//! harness9: config, app wiring and the headless CLI around the `harness9-actors` runtime.
+#![warn(missing_docs)]
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod trace_file;

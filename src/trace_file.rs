@@ -1,0 +1,140 @@
+//! `--trace FILE`: one JSON object per wire message (JSONL), secrets redacted.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use harness9_actors::trace::{WireRecord, WireTap};
+use serde_json::{json, Value};
+
+const REDACTED: &str = "[redacted]";
+
+/// Whether an object key names a credential.
+pub fn is_secret_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    k == "authorization"
+        || k == "proxy-authorization"
+        || k == "cookie"
+        || k == "set-cookie"
+        || k.contains("token")
+        || k.contains("secret")
+        || k.contains("password")
+        || k.contains("api_key")
+        || k.contains("apikey")
+        || k.ends_with("-key")
+        || k.ends_with("_key")
+}
+
+/// Replaces credential values and every known secret string inside `v`.
+pub fn redact(v: &mut Value, secrets: &[String]) {
+    match v {
+        Value::Object(map) => {
+            for (k, val) in map.iter_mut() {
+                if is_secret_key(k) && (val.is_string() || val.is_number()) {
+                    *val = Value::String(REDACTED.to_owned());
+                } else {
+                    redact(val, secrets);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| redact(i, secrets)),
+        Value::String(s) => {
+            for secret in secrets {
+                if s.contains(secret.as_str()) {
+                    *s = s.replace(secret.as_str(), REDACTED);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// RFC 3339 UTC with microseconds.
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_micros()
+    )
+}
+
+/// One JSONL line for a record.
+pub fn record_json(r: &WireRecord, secrets: &[String]) -> Value {
+    let mut message = serde_json::from_slice::<Value>(&r.message)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&r.message).into_owned()));
+    redact(&mut message, secrets);
+    json!({
+        "ts": rfc3339(r.ts),
+        "server": &*r.server,
+        "dir": r.dir.as_str(),
+        "id": r.id,
+        "method": r.method,
+        "latency_us": r.latency_us,
+        "bytes": r.message.len(),
+        "message": message,
+    })
+}
+
+/// Opens `path` and starts a writer thread; returns the tap and a handle that finishes the file
+/// once every tap clone is dropped.
+pub fn open(path: &Path, secrets: Vec<String>) -> anyhow::Result<(WireTap, std::thread::JoinHandle<()>)> {
+    use anyhow::Context as _;
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("cannot create trace file {}", path.display()))?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<WireRecord>();
+    let handle = std::thread::Builder::new()
+        .name("trace-writer".into())
+        .spawn(move || {
+            let mut out = std::io::BufWriter::new(file);
+            while let Some(r) = rx.blocking_recv() {
+                let line = record_json(&r, &secrets);
+                if serde_json::to_writer(&mut out, &line).is_err() || out.write_all(b"\n").is_err() {
+                    return;
+                }
+                if rx.is_empty() {
+                    let _ = out.flush();
+                }
+            }
+            let _ = out.flush();
+        })
+        .context("cannot start the trace writer")?;
+    Ok((tx, handle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_keys_and_known_values() {
+        let mut v = json!({"headers": {"Authorization": "Bearer x", "Accept": "a"},
+            "args": {"api_key": "k", "text": "my hunter2-pass is here"}, "n": [{"token": 5}]});
+        redact(&mut v, &["hunter2-pass".to_owned()]);
+        assert_eq!(v["headers"]["Authorization"], REDACTED);
+        assert_eq!(v["headers"]["Accept"], "a");
+        assert_eq!(v["args"]["api_key"], REDACTED);
+        assert_eq!(v["args"]["text"], "my [redacted] is here");
+        assert_eq!(v["n"][0]["token"], REDACTED);
+    }
+
+    #[test]
+    fn formats_timestamps() {
+        let t = UNIX_EPOCH + std::time::Duration::from_micros(1_780_000_000_123_456);
+        assert_eq!(rfc3339(t), "2026-05-28T20:26:40.123456Z");
+    }
+}
