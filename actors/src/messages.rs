@@ -160,6 +160,8 @@ pub struct ConnectionInfo {
     pub connect_time: Duration,
     /// `stdio`, `http` or `sse`.
     pub transport: &'static str,
+    /// The child's pid (also its process group), for stdio servers.
+    pub pid: Option<u32>,
 }
 
 /// Something happened to one server actor (sent to the supervisor).

@@ -191,6 +191,10 @@ impl ServerSupervisor {
         if entry.ever_connected {
             self.exited(name, error, Vec::new(), ctx);
         } else {
+            self.registry.do_send(ServerGone {
+                server: name.to_owned(),
+                reason: format!("failed: {error}"),
+            });
             entry.status = ServerStatus::Failed {
                 error,
                 stderr_tail: Vec::new(),
@@ -347,6 +351,10 @@ impl Handler<ServerEvent> for ServerSupervisor {
                     _ => {
                         tracing::info!(target: "mcp", server = %ev.server, "connect failed: {reason}");
                         entry.addr = None;
+                        self.registry.do_send(ServerGone {
+                            server: ev.server.clone(),
+                            reason: format!("failed: {reason}"),
+                        });
                         entry.status = ServerStatus::Failed {
                             error: reason,
                             stderr_tail,

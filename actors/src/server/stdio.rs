@@ -399,6 +399,7 @@ impl McpServer {
                     instructions: init.instructions,
                     connect_time: self.started.elapsed(),
                     transport: self.spec.transport.kind(),
+                    pid: u32::try_from(self.pgid).ok().filter(|p| *p > 0),
                 };
                 tracing::info!(target: "mcp", server = %self.name, tools = tools.len(), version = %info.protocol_version, "connected");
                 self.events.do_send(ServerEvent {

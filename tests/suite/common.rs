@@ -1,0 +1,168 @@
+//! Shared test harness: server specs for the pinned reference servers and the fixture, an actix
+//! system per test with a hard timeout, and event-driven waits on status.
+
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use harness9::app::Runtime;
+use harness9_actors::messages::{ServerStatus, ShutdownAll, StatusSnapshot};
+use harness9_actors::{RestartPolicy, ServerSpec, TransportSpec};
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn must_exist(p: PathBuf, what: &str) -> PathBuf {
+    assert!(
+        p.exists(),
+        "{what} not found at {}: run scripts/setup.sh (or scripts/test.sh) first",
+        p.display()
+    );
+    p
+}
+
+/// `@modelcontextprotocol/server-everything` over stdio, as installed by scripts/setup.sh.
+pub fn everything(name: &str) -> ServerSpec {
+    let js = must_exist(
+        repo().join("tests/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+        "server-everything",
+    );
+    ServerSpec::stdio(name, "node", vec![js.display().to_string(), "stdio".into()])
+}
+
+/// The PyPI `mcp` server in tests/python/server.py.
+pub fn python(name: &str) -> ServerSpec {
+    let py = must_exist(repo().join(".deps/venv/bin/python"), "the test venv");
+    ServerSpec::stdio(
+        name,
+        py.display().to_string(),
+        vec![repo().join("tests/python/server.py").display().to_string()],
+    )
+}
+
+/// The fixture server binary (built by `cargo build --workspace --bins`).
+pub fn fixture_bin() -> PathBuf {
+    // target/debug/deps/tests-xxxx -> target/debug/fixture-server
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    must_exist(dir.join("fixture-server"), "the fixture server (cargo build -p fixture-server)")
+}
+
+/// The fixture server with flags.
+pub fn fixture(name: &str, args: &[&str]) -> ServerSpec {
+    let mut s = ServerSpec::stdio(
+        name,
+        fixture_bin().display().to_string(),
+        args.iter().map(|a| a.to_string()).collect(),
+    );
+    s.shutdown_grace = Duration::from_millis(300);
+    s
+}
+
+/// Adds an env var to a stdio spec.
+pub fn with_env(mut s: ServerSpec, k: &str, v: &str) -> ServerSpec {
+    if let TransportSpec::Stdio { env, .. } = &mut s.transport {
+        env.push((k.into(), v.into()));
+    }
+    s
+}
+
+/// A fast restart policy for tests: 50 ms doubling to 400 ms, breaker at 5 exits in 60 s.
+pub fn fast_policy() -> RestartPolicy {
+    RestartPolicy {
+        initial_backoff: Duration::from_millis(50),
+        max_backoff: Duration::from_millis(400),
+        max_exits: 5,
+        window: Duration::from_secs(60),
+    }
+}
+
+/// Runs `f` on a fresh actix system, failing the test after `limit`.
+pub fn run<F, Fut>(limit: Duration, f: F) -> Fut::Output
+where
+    F: FnOnce() -> Fut,
+    Fut: Future,
+{
+    let sys = actix::System::new();
+    let out = sys.block_on(async move { tokio::time::timeout(limit, f()).await });
+    match out {
+        Ok(v) => v,
+        Err(_) => panic!("test did not finish within {limit:?}"),
+    }
+}
+
+/// Starts a runtime for `specs`.
+pub fn start(specs: Vec<ServerSpec>, policy: RestartPolicy) -> Runtime {
+    Runtime::start(specs, None, policy)
+}
+
+/// Waits (on status events) until `server`'s status satisfies `pred`; panics after `bound`.
+pub async fn wait_for(
+    rt: &Runtime,
+    server: &str,
+    bound: Duration,
+    pred: impl Fn(&ServerStatus) -> bool,
+) -> ServerStatus {
+    let mut rx = rt.status.clone();
+    let fut = rx.wait_for(|s| s.get(server).is_some_and(|st| pred(&st.status)));
+    let got = match tokio::time::timeout(bound, fut).await {
+        Ok(Ok(snap)) => Some(snap[server].status.clone()),
+        _ => None,
+    };
+    match got {
+        Some(s) => s,
+        None => panic!(
+            "server {server:?} did not reach the expected status within {bound:?}; now: {:?}",
+            rt.status.borrow().get(server).map(|s| &s.status)
+        ),
+    }
+}
+
+/// Waits until `server` is connected.
+pub async fn connected(rt: &Runtime, server: &str, bound: Duration) -> ServerStatus {
+    wait_for(rt, server, bound, |s| matches!(s, ServerStatus::Connected { .. })).await
+}
+
+/// The pid of a connected server.
+pub fn pid_of(status: &ServerStatus) -> i32 {
+    match status {
+        ServerStatus::Connected { info, .. } => info.pid.expect("stdio pid") as i32,
+        other => panic!("not connected: {other:?}"),
+    }
+}
+
+/// Whether any process of group `pgid` is alive.
+pub fn group_alive(pgid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::killpg(pgid, 0) == 0 }
+}
+
+/// Stops everything and checks no child process is left.
+pub async fn shutdown(rt: Runtime, pgids: &[i32]) {
+    rt.supervisor.send(ShutdownAll).await.expect("supervisor alive");
+    for &p in pgids {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while group_alive(p) {
+            assert!(Instant::now() < deadline, "process group {p} still alive after shutdown");
+            // Reaping is asynchronous; poll a bounded number of times.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// The current snapshot.
+pub fn snapshot(rt: &Runtime) -> StatusSnapshot {
+    Arc::clone(&rt.status.borrow())
+}
+
+/// A unique temp path for this test.
+pub fn temp_path(tag: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!("harness9-test-{}-{tag}-{n}", std::process::id()))
+}

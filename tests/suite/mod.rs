@@ -1,0 +1,4 @@
+//! Test modules; `common` holds the shared harness.
+
+pub mod common;
+mod reference;

@@ -1,0 +1,3 @@
+//! The one integration-test binary: real servers, real child processes.
+
+mod suite;
