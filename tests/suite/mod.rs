@@ -1,4 +1,5 @@
 //! Test modules; `common` holds the shared harness.
 
 pub mod common;
+mod cli;
 mod reference;
