@@ -2,4 +2,5 @@
 
 pub mod common;
 mod cli;
+mod fixtures;
 mod reference;

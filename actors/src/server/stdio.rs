@@ -605,20 +605,27 @@ impl StreamHandler<Result<Frame, io::Error>> for McpServer {
     }
 
     fn finished(&mut self, ctx: &mut Context<Self>) {
-        // The child's exit, not stdout's end, ends the actor; a child that closes stdout but
-        // lives on cannot answer any more, so it is told to go.
-        if !self.child_exited {
-            tracing::debug!(target: "mcp", server = %self.name, "stdout closed");
-            self.exit_reason.get_or_insert_with(|| "closed its stdout".to_owned());
-            self.fail_all("closed its stdout");
-            signal_group(self.pgid, libc::SIGTERM);
-            let pgid = self.pgid;
-            ctx.run_later(self.spec.shutdown_grace, move |act, _| {
+        // The child's exit, not stdout's end, ends the actor (its exit status is the better
+        // reason). A child that closes stdout but lives on cannot answer any more: after the
+        // grace period it is told to go.
+        if self.child_exited {
+            return;
+        }
+        tracing::debug!(target: "mcp", server = %self.name, "stdout closed");
+        let (pgid, grace) = (self.pgid, self.spec.shutdown_grace);
+        ctx.run_later(grace, move |act, ctx| {
+            if act.child_exited {
+                return;
+            }
+            act.exit_reason.get_or_insert_with(|| "closed its stdout but kept running".to_owned());
+            act.fail_all("closed its stdout");
+            signal_group(pgid, libc::SIGTERM);
+            ctx.run_later(grace, move |act, _| {
                 if !act.child_exited {
                     signal_group(pgid, libc::SIGKILL);
                 }
             });
-        }
+        });
     }
 }
 

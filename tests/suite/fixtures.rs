@@ -1,0 +1,332 @@
+//! Against the fixture server that misbehaves on purpose (tests/fixture-server).
+
+use std::time::{Duration, Instant};
+
+use harness9_actors::messages::{
+    CallTool, ListTools, Restart, ServerStatus, SetBuiltins, Stop,
+};
+use harness9_actors::protocol::types::Tool;
+use harness9_actors::{CallError, RestartPolicy, ToolRegistry};
+use serde_json::json;
+
+use super::common::*;
+
+const T: Duration = Duration::from_secs(60);
+const CONNECT: Duration = Duration::from_secs(10);
+
+async fn echo(rt: &harness9::app::Runtime, server: &str, text: &str) -> Result<String, CallError> {
+    ToolRegistry::call(&rt.registry, format!("mcp__{server}__echo"), Some(json!({"text": text})), None)
+        .await
+        .map(|r| r.text())
+}
+
+fn record_has(path: &std::path::Path, needle: &str) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|s| s.contains(needle))
+}
+
+#[test]
+fn sigkill_during_a_call_fails_it_at_once_and_the_server_comes_back_20_times() {
+    run(Duration::from_secs(120), || async {
+        // The breaker is out of the way here (its own test below); backoff stays real.
+        let policy = RestartPolicy { max_exits: 1000, ..fast_policy() };
+        let rt = start(vec![fixture("k", &[])], policy);
+        let mut pgids = Vec::new();
+        for cycle in 0..20 {
+            let pid = pid_of(&connected(&rt, "k", CONNECT).await);
+            pgids.push(pid);
+            assert_eq!(echo(&rt, "k", "before").await.unwrap(), "before", "cycle {cycle}");
+            let registry = rt.registry.clone();
+            let call = actix_rt::spawn(async move {
+                ToolRegistry::call(&registry, "mcp__k__sleep", Some(json!({"ms": 30_000})), None).await
+            });
+            // The sleep call is in flight once the server could have read it; an echo that
+            // returns proves the sleep request was written before it.
+            assert_eq!(echo(&rt, "k", "during").await.unwrap(), "during");
+            let killed = Instant::now();
+            // SAFETY: SIGKILL to the fixture's own process group.
+            unsafe { libc::killpg(pid, libc::SIGKILL) };
+            let err = call.await.unwrap().unwrap_err();
+            let took = killed.elapsed();
+            assert!(took < Duration::from_secs(1), "cycle {cycle}: call failed after {took:?}");
+            assert!(matches!(err, CallError::ServerExited { .. }), "{err}");
+            assert!(err.to_string().contains("server \"k\" was killed by signal 9 (SIGKILL)"), "{err}");
+            wait_for(&rt, "k", CONNECT, |s| matches!(s, ServerStatus::Restarting { .. })).await;
+        }
+        let pid = pid_of(&connected(&rt, "k", CONNECT).await);
+        assert_eq!(echo(&rt, "k", "after").await.unwrap(), "after");
+        pgids.push(pid);
+        shutdown(rt, &pgids).await;
+        assert_eq!(harness9_actors::server::live_group_count(), 0);
+    });
+}
+
+#[test]
+fn crash_loop_breaker_trips_after_5_exits_and_restart_resets_it() {
+    run(T, || async {
+        let rt = start(vec![fixture("c", &["--crash-after", "1"])], fast_policy());
+        for _ in 0..5 {
+            connected(&rt, "c", CONNECT).await;
+            let err = echo(&rt, "c", "x").await.unwrap_err();
+            assert!(err.to_string().contains("exited with status 1"), "{err}");
+        }
+        let st = wait_for(&rt, "c", CONNECT, |s| matches!(s, ServerStatus::Failed { .. })).await;
+        let ServerStatus::Failed { error, stderr_tail } = st else { unreachable!() };
+        assert!(error.contains("exited 5 times"), "{error}");
+        assert!(stderr_tail.iter().any(|l| l.contains("crashing on purpose")), "{stderr_tail:?}");
+        let err = echo(&rt, "c", "x").await.unwrap_err();
+        assert!(matches!(err, CallError::ServerUnavailable { .. }), "{err}");
+        rt.supervisor.send(Restart("c".into())).await.unwrap().unwrap();
+        connected(&rt, "c", CONNECT).await;
+        shutdown(rt, &[]).await;
+    });
+}
+
+#[test]
+fn a_server_that_never_answers_initialize_fails_alone() {
+    run(T, || async {
+        let mut hang = fixture("hang", &["--no-init", "--stderr-lines", "3"]);
+        hang.startup_timeout = Duration::from_millis(800);
+        let rt = start(vec![hang, fixture("ok", &[]), everything("everything")], RestartPolicy::default());
+        let started = Instant::now();
+        connected(&rt, "ok", CONNECT).await;
+        let st = wait_for(&rt, "hang", CONNECT, |s| matches!(s, ServerStatus::Failed { .. })).await;
+        let took = started.elapsed();
+        assert!(took >= Duration::from_millis(800) && took < Duration::from_secs(5), "{took:?}");
+        let ServerStatus::Failed { error, .. } = st else { unreachable!() };
+        assert_eq!(error, "did not finish starting within 800 ms (startupTimeoutSec)");
+        connected(&rt, "everything", Duration::from_secs(30)).await;
+        assert_eq!(echo(&rt, "ok", "fine").await.unwrap(), "fine");
+        // The stderr tail reaches the failed status once the child is gone.
+        let st = wait_for(&rt, "hang", CONNECT, |s| {
+            matches!(s, ServerStatus::Failed { stderr_tail, .. } if !stderr_tail.is_empty())
+        })
+        .await;
+        let ServerStatus::Failed { stderr_tail, .. } = st else { unreachable!() };
+        assert_eq!(stderr_tail, vec!["stderr line 0", "stderr line 1", "stderr line 2"]);
+        shutdown(rt, &[]).await;
+    });
+}
+
+#[test]
+fn a_30_mb_tools_list_line_is_accepted() {
+    run(T, || async {
+        let rt = start(vec![fixture("big", &["--pad-bytes", "30000000"])], RestartPolicy::default());
+        connected(&rt, "big", Duration::from_secs(30)).await;
+        let tools = rt.registry.send(ListTools).await.unwrap();
+        let padded = tools.iter().find(|t| t.name == "mcp__big__padded").expect("padded tool");
+        assert_eq!(padded.tool.description.as_ref().map(String::len), Some(30_000_000));
+        assert_eq!(echo(&rt, "big", "still fine").await.unwrap(), "still fine");
+        shutdown(rt, &[]).await;
+    });
+}
+
+#[test]
+fn a_reply_over_the_maximum_fails_at_once_and_the_connection_keeps_working() {
+    run(T, || async {
+        let mut s = fixture("max", &[]);
+        s.max_message_bytes = 1024 * 1024;
+        s.tool_timeout = Duration::from_secs(30);
+        let rt = start(vec![s], RestartPolicy::default());
+        connected(&rt, "max", CONNECT).await;
+        let t0 = Instant::now();
+        let err = ToolRegistry::call(&rt.registry, "mcp__max__big", Some(json!({"bytes": 3_000_000})), None)
+            .await
+            .unwrap_err();
+        assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}", t0.elapsed());
+        assert!(matches!(err, CallError::TooLarge { max: 1_048_576, .. }), "{err}");
+        assert!(err.to_string().contains("exceeds the maximum message size of 1.0 MB"), "{err}");
+        assert_eq!(echo(&rt, "max", "next").await.unwrap(), "next");
+        let r = ToolRegistry::call(&rt.registry, "mcp__max__big", Some(json!({"bytes": 500_000})), None)
+            .await
+            .unwrap();
+        assert_eq!(r.text().len(), 500_000);
+        shutdown(rt, &[]).await;
+    });
+}
+
+#[test]
+fn garbage_lines_are_skipped() {
+    run(T, || async {
+        let rt = start(vec![fixture("g", &["--garbage"])], RestartPolicy::default());
+        connected(&rt, "g", CONNECT).await;
+        for i in 0..20 {
+            assert_eq!(echo(&rt, "g", &format!("m{i}")).await.unwrap(), format!("m{i}"));
+        }
+        let r = ToolRegistry::call(&rt.registry, "mcp__g__rich", None, None).await.unwrap();
+        assert_eq!(r.content.len(), 3);
+        assert_eq!(r.structured_content, Some(json!({"ok": true, "n": 3})));
+        assert!(r.text().contains("[resource_link x.txt file:///tmp/x.txt]"), "{}", r.text());
+        shutdown(rt, &[]).await;
+    });
+}
+
+#[test]
+fn a_timed_out_call_sends_cancelled_and_others_go_on() {
+    run(T, || async {
+        let record = temp_path("record");
+        let mut s = fixture("slow", &["--slow-ms", "400", "--record", record.to_str().unwrap()]);
+        s.tool_timeout = Duration::from_millis(100);
+        let rt = start(vec![s], RestartPolicy::default());
+        connected(&rt, "slow", CONNECT).await;
+        let err = echo(&rt, "slow", "x").await.unwrap_err();
+        assert!(matches!(err, CallError::Timeout { .. }), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "tool \"echo\" on server \"slow\" timed out after 100 ms; raise toolTimeoutSec for \"slow\" in .mcp.json if it needs longer"
+        );
+        // A longer per-call timeout wins over the server's.
+        let r = ToolRegistry::call(&rt.registry, "mcp__slow__echo", Some(json!({"text": "y"})), Some(Duration::from_secs(5)))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), "y");
+        // The server has read the cancellation: it was written before the second call.
+        assert!(record_has(&record, "notifications/cancelled"));
+        shutdown(rt, &[]).await;
+    });
+}
+
+#[test]
+fn caller_cancellation_sends_cancelled() {
+    run(T, || async {
+        let record = temp_path("record");
+        let rt = start(vec![fixture("s", &["--record", record.to_str().unwrap()])], RestartPolicy::default());
+        connected(&rt, "s", CONNECT).await;
+        let msg = CallTool::new("mcp__s__sleep", Some(json!({"ms": 30_000})));
+        let token = msg.cancel.clone();
+        let registry = rt.registry.clone();
+        let call = actix_rt::spawn(async move { ToolRegistry::send(&registry, msg).await });
+        assert_eq!(echo(&rt, "s", "a").await.unwrap(), "a");
+        token.cancel();
+        let err = call.await.unwrap().unwrap_err();
+        assert!(matches!(err, CallError::Cancelled { .. }), "{err}");
+        assert_eq!(echo(&rt, "s", "b").await.unwrap(), "b");
+        let body = std::fs::read_to_string(&record).unwrap();
+        assert!(body.contains("notifications/cancelled"), "{body}");
+        shutdown(rt, &[]).await;
+    });
+}
+
+#[test]
+fn a_server_that_exits_at_once_is_failed_with_its_stderr() {
+    run(T, || async {
+        let rt = start(vec![fixture("x", &["--exit-at-once"])], RestartPolicy::default());
+        let st = wait_for(&rt, "x", CONNECT, |s| matches!(s, ServerStatus::Failed { .. })).await;
+        let ServerStatus::Failed { error, stderr_tail } = st else { unreachable!() };
+        assert!(error.contains("exited with status 2"), "{error}");
+        assert_eq!(stderr_tail, vec!["fatal: fixture told to exit at once"]);
+        shutdown(rt, &[]).await;
+    });
+}
+
+#[test]
+fn a_server_that_ignores_eof_and_sigterm_is_killed_on_stop() {
+    run(T, || async {
+        let rt = start(
+            vec![fixture("stubborn", &["--ignore-eof", "--ignore-sigterm"])],
+            RestartPolicy::default(),
+        );
+        let pid = pid_of(&connected(&rt, "stubborn", CONNECT).await);
+        let t0 = Instant::now();
+        rt.supervisor.send(Stop("stubborn".into())).await.unwrap().unwrap();
+        wait_for(&rt, "stubborn", CONNECT, |s| matches!(s, ServerStatus::Stopped)).await;
+        shutdown(rt, &[pid]).await;
+        // Grace 300 ms after closing stdin, 300 ms after SIGTERM, then SIGKILL.
+        let took = t0.elapsed();
+        assert!(took >= Duration::from_millis(600) && took < Duration::from_secs(3), "{took:?}");
+    });
+}
+
+#[test]
+fn paginated_tools_list_is_followed_to_the_end() {
+    run(T, || async {
+        let rt = start(vec![fixture("p", &["--tools", "25", "--page-size", "4"])], RestartPolicy::default());
+        let st = connected(&rt, "p", CONNECT).await;
+        let ServerStatus::Connected { tools, .. } = st else { unreachable!() };
+        let all = rt.registry.send(ListTools).await.unwrap();
+        assert_eq!(all.len(), tools);
+        assert!(all.iter().any(|t| t.name == "mcp__p__tool_00024"));
+        assert!(all.iter().any(|t| t.name == "mcp__p__echo"));
+        shutdown(rt, &[]).await;
+    });
+}
+
+#[test]
+fn list_changed_updates_the_registry() {
+    run(T, || async {
+        let rt = start(vec![fixture("lc", &["--list-changed-after", "1"])], RestartPolicy::default());
+        let ServerStatus::Connected { tools: before, .. } = connected(&rt, "lc", CONNECT).await else { unreachable!() };
+        echo(&rt, "lc", "x").await.unwrap();
+        wait_for(&rt, "lc", CONNECT, |s| matches!(s, ServerStatus::Connected { tools, .. } if *tools == before + 1)).await;
+        let r = ToolRegistry::call(&rt.registry, "mcp__lc__added_later", None, None).await.unwrap();
+        assert_eq!(r.text(), "added later");
+        shutdown(rt, &[]).await;
+    });
+}
+
+#[test]
+fn server_requests_are_answered_in_their_own_id_space() {
+    run(T, || async {
+        let record = temp_path("record");
+        let rt = start(
+            vec![fixture("r", &["--server-requests", "--log-messages", "--record", record.to_str().unwrap()])],
+            RestartPolicy::default(),
+        );
+        connected(&rt, "r", CONNECT).await;
+        // Our own ids also start at 0; the echo proves our id space is untouched.
+        assert_eq!(echo(&rt, "r", "mine").await.unwrap(), "mine");
+        let body = std::fs::read_to_string(&record).unwrap();
+        let replies: Vec<serde_json::Value> = body
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v.get("method").is_none() && v.get("id").is_some())
+            .collect();
+        let by_id = |id: i64| replies.iter().find(|v| v["id"] == id).unwrap_or_else(|| panic!("no reply to {id}: {body}"));
+        assert_eq!(by_id(0)["result"], json!({}));
+        let roots = &by_id(1)["result"]["roots"];
+        assert!(roots[0]["uri"].as_str().unwrap().starts_with("file:///"), "{roots}");
+        assert_eq!(by_id(2)["error"]["code"], -32601);
+        shutdown(rt, &[]).await;
+    });
+}
+
+#[test]
+fn tool_filters_and_builtin_clashes() {
+    run(T, || async {
+        let mut s = fixture("f", &[]);
+        s.disabled_tools = vec!["add".into()];
+        let mut only = fixture("o", &[]);
+        only.enabled_tools = Some(vec!["echo".into(), "pid".into()]);
+        let rt = start(vec![s, only], RestartPolicy::default());
+        connected(&rt, "f", CONNECT).await;
+        let ServerStatus::Connected { tools, .. } = connected(&rt, "o", CONNECT).await else { unreachable!() };
+        assert_eq!(tools, 2);
+        // A built-in wins a clash with an MCP tool's registered name.
+        struct Exec;
+        impl actix::Actor for Exec {
+            type Context = actix::Context<Self>;
+        }
+        impl actix::Handler<harness9_actors::messages::CallBuiltin> for Exec {
+            type Result = Result<harness9_actors::protocol::types::CallToolResult, CallError>;
+            fn handle(&mut self, m: harness9_actors::messages::CallBuiltin, _: &mut Self::Context) -> Self::Result {
+                Ok(harness9_actors::protocol::types::CallToolResult {
+                    content: vec![harness9_actors::protocol::types::ContentBlock::Text { text: format!("builtin {}", m.name) }],
+                    structured_content: None,
+                    is_error: false,
+                })
+            }
+        }
+        let tool: Tool = serde_json::from_value(json!({"name": "mcp__f__echo", "inputSchema": {"type": "object"}})).unwrap();
+        use actix::Actor as _;
+        rt.registry.send(SetBuiltins { tools: vec![tool], executor: Exec.start().recipient() }).await.unwrap();
+        let all = rt.registry.send(ListTools).await.unwrap();
+        let names: Vec<&str> = all.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names[0], "mcp__f__echo");
+        assert!(all[0].server.is_none());
+        assert_eq!(names.iter().filter(|n| **n == "mcp__f__echo").count(), 1);
+        assert!(!names.contains(&"mcp__f__add"));
+        assert!(names.contains(&"mcp__o__echo") && names.contains(&"mcp__o__pid") && !names.contains(&"mcp__o__add"));
+        let r = ToolRegistry::call(&rt.registry, "mcp__f__echo", None, None).await.unwrap();
+        assert_eq!(r.text(), "builtin mcp__f__echo");
+        shutdown(rt, &[]).await;
+    });
+}
