@@ -13,8 +13,13 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use harness9_actors::messages::{ListTools, ServerStatus, ShutdownAll, StatusChanged, Subscribe};
-use harness9_actors::{RestartPolicy, ServerSpec, ServerSupervisor, ToolRegistry, TransportSpec};
+use harness9_actors::messages::{
+    CallBuiltin, ListTools, ServerStatus, SetBuiltins, ShutdownAll, StatusChanged, Subscribe,
+};
+use harness9_actors::protocol::types::CallToolResult;
+use harness9_actors::{
+    CallError, RestartPolicy, ServerSpec, ServerSupervisor, ToolRegistry, TransportSpec,
+};
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
@@ -28,6 +33,8 @@ const CONNECT_BOUND: Duration = Duration::from_secs(60);
 const CALL_BOUND: Duration = Duration::from_secs(60);
 /// Bound on `ShutdownAll` (the supervisor bounds itself at 10 s; this is a backstop).
 const SHUTDOWN_BOUND: Duration = Duration::from_secs(30);
+/// Bound on the wait for the dropped registry and supervisor to be freed.
+const TEARDOWN_BOUND: Duration = Duration::from_secs(5);
 
 struct Args {
     server_cmd: Vec<String>,
@@ -97,16 +104,47 @@ impl Handler<StatusChanged> for StatusForward {
     }
 }
 
+/// An executor with no built-ins, installed only so the bench learns when the registry (which
+/// holds its only address) has been dropped: its channel closes then.
+struct DropSignal {
+    _closes_on_drop: mpsc::UnboundedSender<()>,
+}
+
+impl Actor for DropSignal {
+    type Context = Context<Self>;
+}
+
+impl Handler<CallBuiltin> for DropSignal {
+    type Result = Result<CallToolResult, CallError>;
+
+    fn handle(&mut self, msg: CallBuiltin, _ctx: &mut Context<Self>) -> Self::Result {
+        Err(CallError::UnknownTool { name: msg.name })
+    }
+}
+
 /// A running runtime with the bench server connected.
 struct Session {
     registry: Addr<ToolRegistry>,
     supervisor: Addr<ServerSupervisor>,
+    /// Closes when the supervisor is dropped (it holds the status forwarder's only address).
+    status: mpsc::UnboundedReceiver<ServerStatus>,
+    /// Closes when the registry is dropped.
+    registry_gone: mpsc::UnboundedReceiver<()>,
 }
 
 impl Session {
     /// Starts registry + supervisor and waits (bounded) for the server's `Connected` status.
     async fn connect(spec: &ServerSpec) -> Result<Session, String> {
         let registry = ToolRegistry::new().start();
+        let (gone_tx, registry_gone) = mpsc::unbounded_channel();
+        registry.do_send(SetBuiltins {
+            tools: Vec::new(),
+            executor: DropSignal {
+                _closes_on_drop: gone_tx,
+            }
+            .start()
+            .recipient(),
+        });
         let supervisor = ServerSupervisor::new(
             vec![spec.clone()],
             registry.clone(),
@@ -114,13 +152,16 @@ impl Session {
             None,
         )
         .start();
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, status) = mpsc::unbounded_channel();
         let forward = StatusForward(tx).start();
         supervisor.do_send(Subscribe(forward.recipient()));
-        let session = Session {
+        let mut session = Session {
             registry,
             supervisor,
+            status,
+            registry_gone,
         };
+        let rx = &mut session.status;
         let waited = tokio::time::timeout(CONNECT_BOUND, async {
             while let Some(status) = rx.recv().await {
                 match status {
@@ -164,12 +205,35 @@ impl Session {
             .count())
     }
 
-    /// `ShutdownAll`: resolves once the child is gone (bounded).
+    /// `ShutdownAll` (resolves once the child is gone), then drops the runtime and waits until
+    /// the supervisor and the registry (with its tool table) are freed, so that teardown is
+    /// counted here and not in whatever runs next. Every wait is bounded.
     async fn close(self) {
-        match tokio::time::timeout(SHUTDOWN_BOUND, self.supervisor.send(ShutdownAll)).await {
+        let Session {
+            registry,
+            supervisor,
+            mut status,
+            mut registry_gone,
+        } = self;
+        match tokio::time::timeout(SHUTDOWN_BOUND, supervisor.send(ShutdownAll)).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => eprintln!("mcp-bench: ShutdownAll: {e}"),
-            Err(_) => eprintln!("mcp-bench: ShutdownAll did not finish within {} s", SHUTDOWN_BOUND.as_secs()),
+            Err(_) => eprintln!(
+                "mcp-bench: ShutdownAll did not finish within {} s",
+                SHUTDOWN_BOUND.as_secs()
+            ),
+        }
+        drop((registry, supervisor));
+        let freed = tokio::time::timeout(TEARDOWN_BOUND, async {
+            while status.recv().await.is_some() {}
+            while registry_gone.recv().await.is_some() {}
+        })
+        .await;
+        if freed.is_err() {
+            eprintln!(
+                "mcp-bench: registry/supervisor still alive {} s after ShutdownAll",
+                TEARDOWN_BOUND.as_secs()
+            );
         }
     }
 }

@@ -1,1 +1,322 @@
-fn main() {}
+//! An MCP stdio server that misbehaves on purpose, driven by flags, for harness9's tests.
+//!
+//! Tools: echo {text}, add {a,b}, sleep {ms}, big {bytes}, fail, rich, progress {steps},
+//! exit {code}, pid, plus `--tools N` synthetic ones. Flags: see `usage()`.
+
+use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+#[derive(Default)]
+struct Opts {
+    tools: usize,
+    page_size: Option<usize>,
+    pad_bytes: usize,
+    crash_after: Option<usize>,
+    no_init: bool,
+    garbage: bool,
+    slow_ms: u64,
+    ignore_eof: bool,
+    list_changed_after: Option<usize>,
+    server_requests: bool,
+    log_messages: bool,
+    record: Option<String>,
+    protocol: Option<String>,
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: fixture-server [--tools N] [--page-size P] [--pad-bytes B] [--crash-after N] [--no-init] \
+         [--garbage] [--slow-ms MS] [--exit-at-once] [--ignore-eof] [--ignore-sigterm] \
+         [--list-changed-after N] [--stderr-lines N] [--server-requests] [--log-messages] \
+         [--record FILE] [--protocol V]"
+    );
+    std::process::exit(64)
+}
+
+fn parse() -> Opts {
+    let mut o = Opts::default();
+    let mut args = std::env::args().skip(1);
+    let num = |v: Option<String>| -> usize { v.and_then(|s| s.parse().ok()).unwrap_or_else(|| usage()) };
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--tools" => o.tools = num(args.next()),
+            "--page-size" => o.page_size = Some(num(args.next()).max(1)),
+            "--pad-bytes" => o.pad_bytes = num(args.next()),
+            "--crash-after" => o.crash_after = Some(num(args.next())),
+            "--no-init" => o.no_init = true,
+            "--garbage" => o.garbage = true,
+            "--slow-ms" => o.slow_ms = num(args.next()) as u64,
+            "--exit-at-once" => {
+                eprintln!("fatal: fixture told to exit at once");
+                std::process::exit(2);
+            }
+            "--ignore-eof" => o.ignore_eof = true,
+            "--ignore-sigterm" => {
+                // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
+                unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
+            }
+            "--list-changed-after" => o.list_changed_after = Some(num(args.next())),
+            "--stderr-lines" => {
+                for i in 0..num(args.next()) {
+                    eprintln!("stderr line {i}");
+                }
+            }
+            "--server-requests" => o.server_requests = true,
+            "--log-messages" => o.log_messages = true,
+            "--record" => o.record = Some(args.next().unwrap_or_else(|| usage())),
+            "--protocol" => o.protocol = Some(args.next().unwrap_or_else(|| usage())),
+            _ => usage(),
+        }
+    }
+    o
+}
+
+struct Out {
+    garbage: bool,
+}
+
+static OUT: Mutex<Out> = Mutex::new(Out { garbage: false });
+
+fn send_raw(line: &str) {
+    let out = OUT.lock().unwrap_or_else(|e| e.into_inner());
+    let mut so = std::io::stdout().lock();
+    let mut write = |b: &[u8]| {
+        if so.write_all(b).is_err() {
+            std::process::exit(0);
+        }
+    };
+    if out.garbage {
+        write(b"fixture banner: starting up\n");
+        write(b"\xff\xfe garbage \xc3\x28\n");
+        write(b"{\"hello\":\"not json-rpc\"}\n");
+        write(b"\n");
+        write(b"[1,2\n");
+    }
+    write(line.as_bytes());
+    write(b"\n");
+    if so.flush().is_err() {
+        std::process::exit(0);
+    }
+}
+
+/// Responses start exactly with `{"jsonrpc":"2.0","id":<id>,`: the client sniffs the id from
+/// the first bytes of an over-long line.
+fn reply(id: &Value, result: Value) {
+    send_raw(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}"));
+}
+
+fn error(id: &Value, code: i64, message: &str) {
+    let e = json!({"code": code, "message": message});
+    send_raw(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{e}}}"));
+}
+
+fn notify(method: &str, params: Value) {
+    send_raw(&json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string());
+}
+
+fn text(t: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": t.into()}], "isError": false})
+}
+
+fn tool_error(t: &str) -> Value {
+    json!({"content": [{"type": "text", "text": t}], "isError": true})
+}
+
+fn schema(props: Value) -> Value {
+    json!({"type": "object", "properties": props})
+}
+
+struct State {
+    opts: Opts,
+    calls: usize,
+    added_later: bool,
+}
+
+fn tool_list(st: &State) -> Vec<Value> {
+    let mut t = vec![
+        json!({"name": "echo", "description": "echo text back", "inputSchema": schema(json!({"text": {"type": "string"}}))}),
+        json!({"name": "add", "description": "add two numbers", "inputSchema": schema(json!({"a": {"type": "number"}, "b": {"type": "number"}}))}),
+        json!({"name": "sleep", "description": "sleep ms then answer", "inputSchema": schema(json!({"ms": {"type": "integer"}}))}),
+        json!({"name": "big", "description": "a text block of `bytes` bytes", "inputSchema": schema(json!({"bytes": {"type": "integer"}}))}),
+        json!({"name": "fail", "description": "always isError", "inputSchema": schema(json!({}))}),
+        json!({"name": "rich", "description": "text, image, resource link, structured content", "inputSchema": schema(json!({}))}),
+        json!({"name": "progress", "description": "progress notifications", "inputSchema": schema(json!({"steps": {"type": "integer"}}))}),
+        json!({"name": "exit", "description": "exit at once", "inputSchema": schema(json!({"code": {"type": "integer"}}))}),
+        json!({"name": "pid", "description": "the server's pid", "inputSchema": schema(json!({}))}),
+    ];
+    for i in 0..st.opts.tools {
+        t.push(json!({"name": format!("tool_{i:05}"), "description": format!("synthetic tool {i}"),
+            "inputSchema": schema(json!({"x": {"type": "string"}}))}));
+    }
+    if st.opts.pad_bytes > 0 {
+        t.push(json!({"name": "padded", "description": "d".repeat(st.opts.pad_bytes), "inputSchema": schema(json!({}))}));
+    }
+    if st.added_later {
+        t.push(json!({"name": "added_later", "description": "appeared after list_changed", "inputSchema": schema(json!({}))}));
+    }
+    t
+}
+
+fn list_tools(st: &State, id: &Value, params: &Value) {
+    if st.opts.slow_ms > 0 {
+        std::thread::sleep(Duration::from_millis(st.opts.slow_ms));
+    }
+    let all = tool_list(st);
+    let Some(size) = st.opts.page_size else {
+        return reply(id, json!({"tools": all}));
+    };
+    let page = match params.get("cursor").and_then(Value::as_str) {
+        None => 0,
+        Some(c) => match c.strip_prefix("page-").and_then(|n| n.parse::<usize>().ok()) {
+            Some(n) => n,
+            None => return error(id, -32602, "unknown cursor"),
+        },
+    };
+    let chunk: Vec<Value> = all.iter().skip(page * size).take(size).cloned().collect();
+    let mut result = json!({"tools": chunk});
+    if (page + 1) * size < all.len() {
+        result["nextCursor"] = json!(format!("page-{}", page + 1));
+    }
+    reply(id, result);
+}
+
+fn call_tool(id: Value, params: Value, slow_ms: u64) {
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+    let args = params.get("arguments").cloned().unwrap_or(json!({}));
+    let int = |k: &str| args.get(k).and_then(Value::as_u64);
+    if slow_ms > 0 {
+        std::thread::sleep(Duration::from_millis(slow_ms));
+    }
+    let result = match name.as_str() {
+        "echo" => match args.get("text").and_then(Value::as_str) {
+            Some(t) => text(t),
+            None => tool_error("echo needs a string \"text\""),
+        },
+        "add" => match (args.get("a"), args.get("b")) {
+            (Some(a), Some(b)) if a.is_i64() && b.is_i64() => {
+                text((a.as_i64().unwrap_or(0) + b.as_i64().unwrap_or(0)).to_string())
+            }
+            (Some(a), Some(b)) if a.is_number() && b.is_number() => {
+                text((a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0)).to_string())
+            }
+            _ => tool_error("add needs numbers a and b"),
+        },
+        "sleep" => {
+            let ms = int("ms").unwrap_or(0);
+            std::thread::sleep(Duration::from_millis(ms));
+            text(format!("slept {ms}"))
+        }
+        "big" => text("x".repeat(int("bytes").unwrap_or(0) as usize)),
+        "fail" => tool_error("failed on purpose"),
+        "rich" => json!({
+            "content": [
+                {"type": "text", "text": "rich"},
+                {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+                {"type": "resource_link", "uri": "file:///tmp/x.txt", "name": "x.txt"}
+            ],
+            "structuredContent": {"ok": true, "n": 3},
+            "isError": false
+        }),
+        "progress" => {
+            let steps = int("steps").unwrap_or(3);
+            let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
+            for i in 1..=steps {
+                if let Some(t) = &token {
+                    notify("notifications/progress", json!({"progressToken": t, "progress": i, "total": steps, "message": format!("step {i}")}));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            text(format!("done {steps}"))
+        }
+        "exit" => std::process::exit(int("code").unwrap_or(0) as i32),
+        "pid" => text(std::process::id().to_string()),
+        "added_later" => text("added later"),
+        n if n.starts_with("tool_") => text(n),
+        _ => return error(&id, -32602, &format!("unknown tool: {name}")),
+    };
+    reply(&id, result);
+}
+
+fn main() {
+    let opts = parse();
+    OUT.lock().unwrap_or_else(|e| e.into_inner()).garbage = opts.garbage;
+    let mut record = opts.record.as_ref().and_then(|p| {
+        std::fs::OpenOptions::new().create(true).append(true).open(p).ok()
+    });
+    let state = Arc::new(Mutex::new(State { opts, calls: 0, added_later: false }));
+    let stdin = std::io::stdin();
+    let mut buf = Vec::new();
+    let mut lock = stdin.lock();
+    loop {
+        buf.clear();
+        match lock.read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if let Some(f) = record.as_mut() {
+            let _ = f.write_all(&buf);
+            let _ = f.flush();
+        }
+        let Ok(msg) = serde_json::from_slice::<Value>(&buf) else { continue };
+        let method = msg.get("method").and_then(Value::as_str).unwrap_or("").to_owned();
+        let id = msg.get("id").cloned();
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.opts.no_init {
+            continue;
+        }
+        match (method.as_str(), id) {
+            ("", Some(_)) => eprintln!("client replied: {}", String::from_utf8_lossy(&buf).trim_end()),
+            ("initialize", Some(id)) => {
+                let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
+                let known = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+                let v = st.opts.protocol.clone().unwrap_or_else(|| {
+                    if known.contains(&asked) { asked.to_owned() } else { "2025-11-25".to_owned() }
+                });
+                reply(&id, json!({"protocolVersion": v, "capabilities": {"tools": {"listChanged": true}, "logging": {}},
+                    "serverInfo": {"name": "fixture", "version": "1.0.0"}}));
+            }
+            ("notifications/initialized", None) => {
+                if st.opts.server_requests {
+                    send_raw(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#);
+                    send_raw(r#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#);
+                    send_raw(r#"{"jsonrpc":"2.0","id":2,"method":"sampling/createMessage","params":{}}"#);
+                }
+                if st.opts.log_messages {
+                    notify("notifications/message", json!({"level": "info", "logger": "fixture", "data": "hello from fixture"}));
+                }
+            }
+            ("ping", Some(id)) => reply(&id, json!({})),
+            ("tools/list", Some(id)) => list_tools(&st, &id, &params),
+            ("tools/call", Some(id)) => {
+                st.calls += 1;
+                if st.opts.crash_after == Some(st.calls) {
+                    eprintln!("crashing on purpose");
+                    std::process::exit(1);
+                }
+                let changed = st.opts.list_changed_after == Some(st.calls);
+                let slow = st.opts.slow_ms;
+                let state2 = Arc::clone(&state);
+                drop(st);
+                std::thread::spawn(move || {
+                    call_tool(id, params, slow);
+                    if changed {
+                        state2.lock().unwrap_or_else(|e| e.into_inner()).added_later = true;
+                        send_raw(r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#);
+                    }
+                });
+            }
+            (_, Some(id)) => error(&id, -32601, "method not found"),
+            (_, None) => {}
+        }
+    }
+    let ignore_eof = state.lock().map(|s| s.opts.ignore_eof).unwrap_or(false);
+    if ignore_eof {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+}
