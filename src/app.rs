@@ -88,7 +88,11 @@ pub fn spawn_event_printer(mut rx: watch::Receiver<StatusSnapshot>, verbose: boo
                     ServerStatus::Failed { error, .. } => {
                         eprintln!("[mcp] server \"{name}\" connect failed: {error}")
                     }
-                    ServerStatus::Restarting { attempt, last_error, .. } => eprintln!(
+                    ServerStatus::Restarting {
+                        attempt,
+                        last_error,
+                        ..
+                    } => eprintln!(
                         "[mcp] server \"{name}\" {last_error}; restarting (attempt {attempt})"
                     ),
                     ServerStatus::Connected { tools, info } if verbose => eprintln!(

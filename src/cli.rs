@@ -119,7 +119,11 @@ pub async fn run_mcp(cli: &Cli, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
                 bail!(
                     "no server named \"{name}\" in {} (servers: {})",
                     config.path.display(),
-                    if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
                 );
             };
             vec![s.clone()]
@@ -150,7 +154,18 @@ pub async fn run_mcp(cli: &Cli, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
                 args,
                 timeout,
                 json,
-            } => call(&rt, &snap, server, tool, args.as_deref(), *timeout, json.json).await,
+            } => {
+                call(
+                    &rt,
+                    &snap,
+                    server,
+                    tool,
+                    args.as_deref(),
+                    *timeout,
+                    json.json,
+                )
+                .await
+            }
         }
     };
     let out = tokio::select! {
@@ -188,18 +203,25 @@ fn status_json(name: &str, st: &ServerState) -> Value {
         ServerStatus::Connected { tools, info } => {
             v["tools"] = json!(tools);
             v["protocolVersion"] = json!(info.protocol_version);
-            v["serverInfo"] = json!({"name": info.server_info.name, "version": info.server_info.version});
+            v["serverInfo"] =
+                json!({"name": info.server_info.name, "version": info.server_info.version});
             v["connectMs"] = json!(info.connect_time.as_secs_f64() * 1000.0);
         }
         ServerStatus::Failed { error, stderr_tail } => {
             v["error"] = json!(error);
             v["stderrTail"] = json!(stderr_tail);
         }
-        ServerStatus::Restarting { attempt, last_error, .. } => {
+        ServerStatus::Restarting {
+            attempt,
+            last_error,
+            ..
+        } => {
             v["attempt"] = json!(attempt);
             v["error"] = json!(last_error);
         }
-        ServerStatus::Starting { .. } => v["error"] = json!("still starting (did not settle in time)"),
+        ServerStatus::Starting { .. } => {
+            v["error"] = json!("still starting (did not settle in time)")
+        }
         _ => {}
     }
     v
@@ -218,7 +240,15 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
     } else if snap.is_empty() && config.disabled.is_empty() {
         say!("no MCP servers configured in {}", config.path.display());
     } else {
-        say!("{:<20} {:<9} {:<11} {:>5}  {:<10} {:>8}  DETAIL", "SERVER", "TRANSPORT", "STATUS", "TOOLS", "PROTOCOL", "CONNECT");
+        say!(
+            "{:<20} {:<9} {:<11} {:>5}  {:<10} {:>8}  DETAIL",
+            "SERVER",
+            "TRANSPORT",
+            "STATUS",
+            "TOOLS",
+            "PROTOCOL",
+            "CONNECT"
+        );
         for (name, st) in snap.iter() {
             let (tools, proto, time, detail, tail) = match &st.status {
                 ServerStatus::Connected { tools, info } => (
@@ -228,15 +258,27 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
                     format!("{} {}", info.server_info.name, info.server_info.version),
                     &[][..],
                 ),
-                ServerStatus::Failed { error, stderr_tail } => {
-                    ("-".into(), "-".into(), "-".into(), error.clone(), stderr_tail.as_slice())
-                }
-                ServerStatus::Restarting { last_error, .. } => {
-                    ("-".into(), "-".into(), "-".into(), last_error.clone(), &[][..])
-                }
+                ServerStatus::Failed { error, stderr_tail } => (
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    error.clone(),
+                    stderr_tail.as_slice(),
+                ),
+                ServerStatus::Restarting { last_error, .. } => (
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    last_error.clone(),
+                    &[][..],
+                ),
                 _ => ("-".into(), "-".into(), "-".into(), String::new(), &[][..]),
             };
-            say!("{name:<20} {:<9} {:<11} {tools:>5}  {proto:<10} {time:>8}  {detail}", st.transport, st.status.label());
+            say!(
+                "{name:<20} {:<9} {:<11} {tools:>5}  {proto:<10} {time:>8}  {detail}",
+                st.transport,
+                st.status.label()
+            );
             let skip = tail.len().saturating_sub(10);
             for line in &tail[skip..] {
                 say!("{:<20}   stderr: {line}", "");
@@ -246,7 +288,11 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
             say!("{d:<20} {:<9} {:<11}", "-", "disabled");
         }
     }
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn ensure_connected(snap: &StatusSnapshot, server: &str) -> anyhow::Result<()> {
@@ -266,11 +312,24 @@ fn ensure_connected(snap: &StatusSnapshot, server: &str) -> anyhow::Result<()> {
 }
 
 async fn server_tools(rt: &Runtime, server: &str) -> anyhow::Result<Vec<ToolEntry>> {
-    let all = rt.registry.send(ListTools).await.context("the tool registry stopped")?;
-    Ok(all.iter().filter(|t| t.server.as_deref() == Some(server)).cloned().collect())
+    let all = rt
+        .registry
+        .send(ListTools)
+        .await
+        .context("the tool registry stopped")?;
+    Ok(all
+        .iter()
+        .filter(|t| t.server.as_deref() == Some(server))
+        .cloned()
+        .collect())
 }
 
-async fn get(rt: &Runtime, snap: &StatusSnapshot, server: &str, as_json: bool) -> anyhow::Result<ExitCode> {
+async fn get(
+    rt: &Runtime,
+    snap: &StatusSnapshot,
+    server: &str,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
     ensure_connected(snap, server)?;
     let tools = server_tools(rt, server).await?;
     if as_json {
@@ -295,7 +354,8 @@ async fn get(rt: &Runtime, snap: &StatusSnapshot, server: &str, as_json: bool) -
                     say!("  {l}");
                 }
             }
-            let schema: Value = serde_json::from_str(t.tool.input_schema.get()).unwrap_or(Value::Null);
+            let schema: Value =
+                serde_json::from_str(t.tool.input_schema.get()).unwrap_or(Value::Null);
             let pretty = serde_json::to_string_pretty(&schema)?;
             say!("  input schema:");
             for l in pretty.lines() {
@@ -318,7 +378,11 @@ impl Handler<ToolProgress> for ProgressPrinter {
 
     fn handle(&mut self, p: ToolProgress, _ctx: &mut Context<Self>) {
         let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-        eprintln!("[mcp] progress {}{total} {}", p.progress, p.message.unwrap_or_default());
+        eprintln!(
+            "[mcp] progress {}{total} {}",
+            p.progress,
+            p.message.unwrap_or_default()
+        );
     }
 }
 
@@ -336,7 +400,9 @@ async fn call(
         Some(text) => {
             let text = if text == "-" {
                 let mut s = String::new();
-                std::io::stdin().read_to_string(&mut s).context("cannot read --args from stdin")?;
+                std::io::stdin()
+                    .read_to_string(&mut s)
+                    .context("cannot read --args from stdin")?;
                 s
             } else {
                 text.to_owned()
@@ -358,7 +424,10 @@ async fn call(
     let tools = server_tools(rt, server).await?;
     let Some(entry) = tools.iter().find(|t| t.tool.name == tool) else {
         let names: Vec<&str> = tools.iter().map(|t| t.tool.name.as_str()).collect();
-        bail!("server \"{server}\" has no tool \"{tool}\" (tools: {})", names.join(", "));
+        bail!(
+            "server \"{server}\" has no tool \"{tool}\" (tools: {})",
+            names.join(", ")
+        );
     };
     let mut msg = CallTool::new(entry.name.clone(), arguments);
     msg.timeout = timeout;
@@ -374,7 +443,11 @@ async fn call(
                 say!("{}", r.text());
             }
             tracing::info!(tool = %entry.name, elapsed = %fmt_duration(elapsed), is_error = r.is_error, "call done");
-            Ok(if r.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
+            Ok(if r.is_error {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Err(e) => {
             if as_json {

@@ -191,7 +191,9 @@ impl<'de> Deserialize<'de> for Servers {
                 while let Some(name) = m.next_key::<String>()? {
                     let raw = m.next_value_seed(ServerSeed(&name))?;
                     if out.iter().any(|(n, _)| *n == name) {
-                        return Err(de::Error::custom(format!("server \"{name}\" is defined twice")));
+                        return Err(de::Error::custom(format!(
+                            "server \"{name}\" is defined twice"
+                        )));
                     }
                     out.push((name, raw));
                 }
@@ -226,9 +228,14 @@ pub fn expand(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String
         };
         let valid = !var.is_empty() && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid {
-            return Err(format!("\"${{{inner}}}\" is not a valid variable reference"));
+            return Err(format!(
+                "\"${{{inner}}}\" is not a valid variable reference"
+            ));
         }
-        match (lookup(var).filter(|v| !v.is_empty() || default.is_none()), default) {
+        match (
+            lookup(var).filter(|v| !v.is_empty() || default.is_none()),
+            default,
+        ) {
             (Some(v), _) => out.push_str(&v),
             (None, Some(d)) => out.push_str(d),
             (None, None) => {
@@ -309,7 +316,11 @@ fn build(
             message,
         })
     };
-    let kind = raw.kind.unwrap_or(if raw.command.is_some() { Kind::Stdio } else { Kind::Http });
+    let kind = raw.kind.unwrap_or(if raw.command.is_some() {
+        Kind::Stdio
+    } else {
+        Kind::Http
+    });
     let transport = match kind {
         Kind::Stdio => {
             let command = x("command", raw.command.as_deref().unwrap_or_default())?;
@@ -414,8 +425,13 @@ mod tests {
         assert_eq!(a.startup_timeout, Duration::from_secs(5));
         assert_eq!(a.tool_timeout, Duration::from_millis(1500));
         assert!(a.tool_enabled("echo") && !a.tool_enabled("x") && !a.tool_enabled("y"));
-        let TransportSpec::Stdio { env, .. } = &c.servers[1].transport else { panic!() };
-        assert_eq!(env, &vec![("A".into(), "1".into()), ("B".into(), "x=y".into())]);
+        let TransportSpec::Stdio { env, .. } = &c.servers[1].transport else {
+            panic!()
+        };
+        assert_eq!(
+            env,
+            &vec![("A".into(), "1".into()), ("B".into(), "x=y".into())]
+        );
         assert_eq!(c.servers[2].transport.kind(), "http");
         assert_eq!(c.servers[3].transport.kind(), "sse");
         assert!(c.secrets.contains(&"Bearer s3cret-token".to_owned()));
@@ -425,15 +441,27 @@ mod tests {
 
     #[test]
     fn errors_name_file_line_column_and_server() {
-        let e = p("{\"mcpServers\": {\n  \"x\": {\"command\": \"a\",}\n}}").unwrap_err().to_string();
+        let e = p("{\"mcpServers\": {\n  \"x\": {\"command\": \"a\",}\n}}")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with(".mcp.json:2:"), "{e}");
         let e = p("{\"mcpServers\": {\n  \"ws\": {\"type\": \"websocket\", \"url\": \"u\"}\n}}")
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with(".mcp.json:2:") && e.contains("server \"ws\"") && e.contains("websocket"), "{e}");
-        let e = p("{\"mcpServers\": {\n\n  \"empty\": {\"args\": []}\n}}").unwrap_err().to_string();
-        assert!(e.starts_with(".mcp.json:3:") && e.contains("server \"empty\" has neither"), "{e}");
-        let e = p(r#"{"mcpServers": {"s": {"command": "x", "args": ["${NOPE}"]}}}"#).unwrap_err().to_string();
+        assert!(
+            e.starts_with(".mcp.json:2:") && e.contains("server \"ws\"") && e.contains("websocket"),
+            "{e}"
+        );
+        let e = p("{\"mcpServers\": {\n\n  \"empty\": {\"args\": []}\n}}")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(".mcp.json:3:") && e.contains("server \"empty\" has neither"),
+            "{e}"
+        );
+        let e = p(r#"{"mcpServers": {"s": {"command": "x", "args": ["${NOPE}"]}}}"#)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             ".mcp.json: server \"s\", field args[0]: environment variable NOPE is not set; set it or write ${NOPE:-default}"

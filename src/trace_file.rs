@@ -92,7 +92,10 @@ pub fn record_json(r: &WireRecord, secrets: &[String]) -> Value {
 
 /// Opens `path` and starts a writer thread; returns the tap and a handle that finishes the file
 /// once every tap clone is dropped.
-pub fn open(path: &Path, secrets: Vec<String>) -> anyhow::Result<(WireTap, std::thread::JoinHandle<()>)> {
+pub fn open(
+    path: &Path,
+    secrets: Vec<String>,
+) -> anyhow::Result<(WireTap, std::thread::JoinHandle<()>)> {
     use anyhow::Context as _;
     let file = std::fs::File::create(path)
         .with_context(|| format!("cannot create trace file {}", path.display()))?;
@@ -103,7 +106,8 @@ pub fn open(path: &Path, secrets: Vec<String>) -> anyhow::Result<(WireTap, std::
             let mut out = std::io::BufWriter::new(file);
             while let Some(r) = rx.blocking_recv() {
                 let line = record_json(&r, &secrets);
-                if serde_json::to_writer(&mut out, &line).is_err() || out.write_all(b"\n").is_err() {
+                if serde_json::to_writer(&mut out, &line).is_err() || out.write_all(b"\n").is_err()
+                {
                     return;
                 }
                 if rx.is_empty() {

@@ -1,3 +1,4 @@
 //! The one integration-test binary: real servers, real child processes.
+#![allow(clippy::unwrap_used)]
 
 mod suite;

@@ -6,7 +6,13 @@ pub const MAX_NAME: usize = 64;
 /// Every character outside `[A-Za-z0-9_]` becomes `_`.
 pub fn sanitize(s: &str) -> String {
     s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -36,7 +42,10 @@ mod tests {
 
     #[test]
     fn sanitizes_like_the_seed() {
-        assert_eq!(full_name("context7", "resolve-library-id"), "mcp__context7__resolve_library_id");
+        assert_eq!(
+            full_name("context7", "resolve-library-id"),
+            "mcp__context7__resolve_library_id"
+        );
         assert_eq!(full_name("my server", "a.b/c"), "mcp__my_server__a_b_c");
         assert_eq!(full_name("é", "x"), "mcp_____x");
     }

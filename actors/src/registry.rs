@@ -63,7 +63,10 @@ impl ToolRegistry {
     }
 
     /// Sends a prepared `CallTool`, cancelling it if this future is dropped.
-    pub async fn send(addr: &Addr<ToolRegistry>, msg: CallTool) -> Result<CallToolResult, CallError> {
+    pub async fn send(
+        addr: &Addr<ToolRegistry>,
+        msg: CallTool,
+    ) -> Result<CallToolResult, CallError> {
         let name = msg.name.clone();
         let _guard = msg.cancel.clone().drop_guard();
         match addr.send(msg).await {
@@ -101,7 +104,9 @@ impl ToolRegistry {
                     if changed == Some(server.as_str()) {
                         let by = match owner {
                             Route::Builtin => "a built-in tool".to_owned(),
-                            Route::Mcp { server, tool } => format!("tool \"{tool}\" of server \"{server}\""),
+                            Route::Mcp { server, tool } => {
+                                format!("tool \"{tool}\" of server \"{server}\"")
+                            }
                         };
                         tracing::warn!(target: "mcp", server = %server, tool = %t.name, "tool skipped: its name {name} is taken by {by}");
                     }
@@ -202,7 +207,10 @@ impl Handler<CallTool> for ToolRegistry {
                 let Some(table) = self.servers.get(server) else {
                     let server = server.clone();
                     return Box::pin(async move {
-                        Err(CallError::ServerUnavailable { server, reason: "gone".to_owned() })
+                        Err(CallError::ServerUnavailable {
+                            server,
+                            reason: "gone".to_owned(),
+                        })
                     });
                 };
                 let call = table.addr.send(CallServerTool {
@@ -215,7 +223,10 @@ impl Handler<CallTool> for ToolRegistry {
                 let server = server.clone();
                 Box::pin(async move {
                     call.await.unwrap_or_else(|_| {
-                        Err(CallError::ServerUnavailable { server, reason: "stopped".to_owned() })
+                        Err(CallError::ServerUnavailable {
+                            server,
+                            reason: "stopped".to_owned(),
+                        })
                     })
                 })
             }
@@ -234,7 +245,9 @@ impl Handler<CallTool> for ToolRegistry {
                     call.await.unwrap_or_else(|_| {
                         Err(CallError::ServerUnavailable {
                             server: "built-in".to_owned(),
-                            reason: format!("unable to run \"{name}\": the built-in executor stopped"),
+                            reason: format!(
+                                "unable to run \"{name}\": the built-in executor stopped"
+                            ),
                         })
                     })
                 })

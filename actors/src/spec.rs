@@ -138,7 +138,10 @@ mod tests {
     fn backoff_doubles_up_to_the_cap() {
         let p = RestartPolicy::default();
         let got: Vec<u64> = (1..=9).map(|n| p.backoff(n).as_millis() as u64).collect();
-        assert_eq!(got, [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
+        assert_eq!(
+            got,
+            [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]
+        );
     }
 
     #[test]

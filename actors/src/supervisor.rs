@@ -172,11 +172,18 @@ impl ServerSupervisor {
         }));
     }
 
-    fn startup_timed_out(&mut self, name: &str, generation: u64, timeout: Duration, ctx: &mut Context<Self>) {
+    fn startup_timed_out(
+        &mut self,
+        name: &str,
+        generation: u64,
+        timeout: Duration,
+        ctx: &mut Context<Self>,
+    ) {
         let Some(entry) = self.entries.get_mut(name) else {
             return;
         };
-        if entry.generation != generation || matches!(entry.status, ServerStatus::Connected { .. }) {
+        if entry.generation != generation || matches!(entry.status, ServerStatus::Connected { .. })
+        {
             return;
         }
         entry.timer = None;
@@ -205,7 +212,13 @@ impl ServerSupervisor {
 
     /// A connected server (or a restart attempt) went away: back off and retry, or trip the
     /// breaker.
-    fn exited(&mut self, name: &str, reason: String, stderr_tail: Vec<String>, ctx: &mut Context<Self>) {
+    fn exited(
+        &mut self,
+        name: &str,
+        reason: String,
+        stderr_tail: Vec<String>,
+        ctx: &mut Context<Self>,
+    ) {
         let policy = self.policy;
         let Some(entry) = self.entries.get_mut(name) else {
             return;
@@ -241,7 +254,8 @@ impl ServerSupervisor {
             let generation = entry.generation;
             entry.timer = Some(ctx.run_later(delay, move |act, ctx| {
                 if act.entries.get(&server).is_some_and(|e| {
-                    e.generation == generation && matches!(e.status, ServerStatus::Restarting { .. })
+                    e.generation == generation
+                        && matches!(e.status, ServerStatus::Restarting { .. })
                 }) {
                     act.launch(&server, ctx);
                 }
@@ -299,7 +313,10 @@ impl Handler<ServerEvent> for ServerSupervisor {
                     return;
                 };
                 entry.ever_connected = true;
-                let count = tools.iter().filter(|t| entry.spec.tool_enabled(&t.name)).count();
+                let count = tools
+                    .iter()
+                    .filter(|t| entry.spec.tool_enabled(&t.name))
+                    .count();
                 entry.status = ServerStatus::Connected { tools: count, info };
                 self.registry.do_send(ServerTools {
                     spec: entry.spec.clone(),
@@ -314,7 +331,10 @@ impl Handler<ServerEvent> for ServerSupervisor {
                 else {
                     return;
                 };
-                *count = tools.iter().filter(|t| entry.spec.tool_enabled(&t.name)).count();
+                *count = tools
+                    .iter()
+                    .filter(|t| entry.spec.tool_enabled(&t.name))
+                    .count();
                 self.registry.do_send(ServerTools {
                     spec: entry.spec.clone(),
                     addr,
@@ -332,7 +352,9 @@ impl Handler<ServerEvent> for ServerSupervisor {
                 }
                 match &mut entry.status {
                     ServerStatus::Stopped => {}
-                    ServerStatus::Failed { stderr_tail: tail, .. } => {
+                    ServerStatus::Failed {
+                        stderr_tail: tail, ..
+                    } => {
                         if tail.is_empty() {
                             *tail = stderr_tail;
                         }

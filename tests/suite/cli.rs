@@ -17,13 +17,19 @@ fn bin() -> &'static str {
 fn project(tag: &str, servers: Value) -> PathBuf {
     let dir = temp_path(tag);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join(".mcp.json"), json!({ "mcpServers": servers }).to_string()).unwrap();
+    std::fs::write(
+        dir.join(".mcp.json"),
+        json!({ "mcpServers": servers }).to_string(),
+    )
+    .unwrap();
     dir
 }
 
 fn everything_json(extra_env: Value) -> Value {
     let spec = everything("x");
-    let harness9_actors::TransportSpec::Stdio { command, args, .. } = spec.transport else { unreachable!() };
+    let harness9_actors::TransportSpec::Stdio { command, args, .. } = spec.transport else {
+        unreachable!()
+    };
     json!({"command": command, "args": args, "env": extra_env})
 }
 
@@ -32,13 +38,22 @@ fn harness9(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(bin())
         .args(args)
         .current_dir(dir)
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
     }
     let pid = child.id() as i32;
     let killer = std::thread::spawn(move || {
@@ -71,11 +86,28 @@ fn list_shows_connected_and_failed_servers_and_exits_1() {
     );
     let out = harness9(&dir, &["mcp", "list"], None);
     let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", text(&out.stderr));
-    let row = stdout.lines().find(|l| l.starts_with("everything")).expect(&stdout);
-    assert!(row.contains("connected") && row.contains("2025-11-25"), "{row}");
-    let row = stdout.lines().find(|l| l.starts_with("broken")).expect(&stdout);
-    assert!(row.contains("failed") && row.contains("No such file or directory"), "{row}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("everything"))
+        .expect(&stdout);
+    assert!(
+        row.contains("connected") && row.contains("2025-11-25"),
+        "{row}"
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("broken"))
+        .expect(&stdout);
+    assert!(
+        row.contains("failed") && row.contains("No such file or directory"),
+        "{row}"
+    );
     assert!(
         text(&out.stderr).contains("[mcp] server \"broken\" connect failed: spawn /nonexistent/nope: No such file or directory"),
         "{}",
@@ -104,51 +136,104 @@ fn list_without_config_is_empty_and_ok() {
 fn invalid_config_names_file_line_and_column() {
     let dir = temp_path("badconf");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join(".mcp.json"), "{\"mcpServers\": {\n  \"a\": {\"type\": \"ftp\", \"url\": \"x\"}\n}}").unwrap();
+    std::fs::write(
+        dir.join(".mcp.json"),
+        "{\"mcpServers\": {\n  \"a\": {\"type\": \"ftp\", \"url\": \"x\"}\n}}",
+    )
+    .unwrap();
     let out = harness9(&dir, &["mcp", "list"], None);
     assert_ne!(out.status.code(), Some(0));
     let err = text(&out.stderr);
-    assert!(err.contains(".mcp.json:2:") && err.contains("server \"a\"") && err.contains("ftp"), "{err}");
+    assert!(
+        err.contains(".mcp.json:2:") && err.contains("server \"a\"") && err.contains("ftp"),
+        "{err}"
+    );
 }
 
 #[test]
 fn call_prints_text_reads_stdin_args_and_fails_on_is_error() {
     let py = python("py");
-    let harness9_actors::TransportSpec::Stdio { command, args, .. } = py.transport else { unreachable!() };
-    let dir = project("call", json!({"e": everything_json(json!({})), "py": {"command": command, "args": args}}));
-    let out = harness9(&dir, &["mcp", "call", "e", "echo", "--args", r#"{"message":"hi"}"#], None);
+    let harness9_actors::TransportSpec::Stdio { command, args, .. } = py.transport else {
+        unreachable!()
+    };
+    let dir = project(
+        "call",
+        json!({"e": everything_json(json!({})), "py": {"command": command, "args": args}}),
+    );
+    let out = harness9(
+        &dir,
+        &["mcp", "call", "e", "echo", "--args", r#"{"message":"hi"}"#],
+        None,
+    );
     assert_eq!(text(&out.stdout).trim_end(), "Echo: hi");
     assert_eq!(out.status.code(), Some(0));
 
-    let out = harness9(&dir, &["mcp", "call", "e", "get-sum", "--args", "-", "--json"], Some(r#"{"a":1,"b":2}"#));
+    let out = harness9(
+        &dir,
+        &["mcp", "call", "e", "get-sum", "--args", "-", "--json"],
+        Some(r#"{"a":1,"b":2}"#),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["isError"], false);
     assert!(v["content"][0]["text"].as_str().unwrap().contains('3'));
 
-    let out = harness9(&dir, &["mcp", "call", "py", "multiply", "--args", r#"{"a":"x"}"#], None);
+    let out = harness9(
+        &dir,
+        &["mcp", "call", "py", "multiply", "--args", r#"{"a":"x"}"#],
+        None,
+    );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
 
     let out = harness9(&dir, &["mcp", "call", "e", "no-such-tool"], None);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("server \"e\" has no tool \"no-such-tool\""), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("server \"e\" has no tool \"no-such-tool\""),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
 fn trace_file_has_every_message_with_secrets_redacted() {
     let secret = "hunter2-very-secret-value";
-    let dir = project("trace", json!({"e": everything_json(json!({"HARNESS9_TEST_SECRET": secret}))}));
+    let dir = project(
+        "trace",
+        json!({"e": everything_json(json!({"HARNESS9_TEST_SECRET": secret}))}),
+    );
     let trace = dir.join("trace.jsonl");
-    let out = harness9(&dir, &["--trace", trace.to_str().unwrap(), "mcp", "call", "e", "get-env"], None);
+    let out = harness9(
+        &dir,
+        &[
+            "--trace",
+            trace.to_str().unwrap(),
+            "mcp",
+            "call",
+            "e",
+            "get-env",
+        ],
+        None,
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     // The tool itself printed the secret to us (stdout is the user's); the trace must not hold it.
     assert!(text(&out.stdout).contains("HARNESS9_TEST_SECRET"));
     let body = std::fs::read_to_string(&trace).unwrap();
     assert!(!body.contains(secret), "secret leaked into the trace");
     assert!(body.contains("[redacted]"));
-    let records: Vec<Value> = body.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let methods: Vec<&str> = records.iter().filter_map(|r| r["method"].as_str()).collect();
-    for m in ["initialize", "notifications/initialized", "tools/list", "tools/call"] {
+    let records: Vec<Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let methods: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r["method"].as_str())
+        .collect();
+    for m in [
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "tools/call",
+    ] {
         assert!(methods.contains(&m), "{m} not traced: {methods:?}");
     }
     let reply = records
@@ -164,7 +249,9 @@ fn trace_file_has_every_message_with_secrets_redacted() {
 fn pids_with_env(marker: &str) -> Vec<i32> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
         if let Ok(env) = std::fs::read(entry.path().join("environ")) {
             if env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()) {
                 out.push(pid);
@@ -180,7 +267,14 @@ fn ctrl_c_during_a_call_leaves_no_child() {
     let (k, v) = marker.split_once('=').unwrap();
     let dir = project("ctrlc", json!({"e": everything_json(json!({k: v}))}));
     let mut child = Command::new(bin())
-        .args(["mcp", "call", "e", "trigger-long-running-operation", "--args", r#"{"duration":30,"steps":30}"#])
+        .args([
+            "mcp",
+            "call",
+            "e",
+            "trigger-long-running-operation",
+            "--args",
+            r#"{"duration":30,"steps":30}"#,
+        ])
         .current_dir(&dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -192,7 +286,10 @@ fn ctrl_c_during_a_call_leaves_no_child() {
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "harness9 ended before any progress");
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "harness9 ended before any progress"
+        );
         if line.contains("[mcp] progress") {
             break;
         }
@@ -206,7 +303,10 @@ fn ctrl_c_during_a_call_leaves_no_child() {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "harness9 did not exit after SIGINT");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "harness9 did not exit after SIGINT"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(130));

@@ -50,7 +50,10 @@ pub fn fixture_bin() -> PathBuf {
     // target/debug/deps/tests-xxxx -> target/debug/fixture-server
     let exe = std::env::current_exe().expect("current exe");
     let dir = exe.parent().and_then(Path::parent).expect("target dir");
-    must_exist(dir.join("fixture-server"), "the fixture server (cargo build -p fixture-server)")
+    must_exist(
+        dir.join("fixture-server"),
+        "the fixture server (cargo build -p fixture-server)",
+    )
 }
 
 /// The fixture server with flags.
@@ -125,7 +128,10 @@ pub async fn wait_for(
 
 /// Waits until `server` is connected.
 pub async fn connected(rt: &Runtime, server: &str, bound: Duration) -> ServerStatus {
-    wait_for(rt, server, bound, |s| matches!(s, ServerStatus::Connected { .. })).await
+    wait_for(rt, server, bound, |s| {
+        matches!(s, ServerStatus::Connected { .. })
+    })
+    .await
 }
 
 /// The pid of a connected server.
@@ -144,11 +150,17 @@ pub fn group_alive(pgid: i32) -> bool {
 
 /// Stops everything and checks no child process is left.
 pub async fn shutdown(rt: Runtime, pgids: &[i32]) {
-    rt.supervisor.send(ShutdownAll).await.expect("supervisor alive");
+    rt.supervisor
+        .send(ShutdownAll)
+        .await
+        .expect("supervisor alive");
     for &p in pgids {
         let deadline = Instant::now() + Duration::from_secs(5);
         while group_alive(p) {
-            assert!(Instant::now() < deadline, "process group {p} still alive after shutdown");
+            assert!(
+                Instant::now() < deadline,
+                "process group {p} still alive after shutdown"
+            );
             // Reaping is asynchronous; poll a bounded number of times.
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

@@ -2,9 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use harness9_actors::messages::{
-    CallTool, ListTools, Restart, ServerStatus, SetBuiltins, Stop,
-};
+use harness9_actors::messages::{CallTool, ListTools, Restart, ServerStatus, SetBuiltins, Stop};
 use harness9_actors::protocol::types::Tool;
 use harness9_actors::{CallError, RestartPolicy, ToolRegistry};
 use serde_json::json;
@@ -15,9 +13,14 @@ const T: Duration = Duration::from_secs(60);
 const CONNECT: Duration = Duration::from_secs(10);
 
 async fn echo(rt: &harness9::app::Runtime, server: &str, text: &str) -> Result<String, CallError> {
-    ToolRegistry::call(&rt.registry, format!("mcp__{server}__echo"), Some(json!({"text": text})), None)
-        .await
-        .map(|r| r.text())
+    ToolRegistry::call(
+        &rt.registry,
+        format!("mcp__{server}__echo"),
+        Some(json!({"text": text})),
+        None,
+    )
+    .await
+    .map(|r| r.text())
 }
 
 fn record_has(path: &std::path::Path, needle: &str) -> bool {
@@ -28,16 +31,29 @@ fn record_has(path: &std::path::Path, needle: &str) -> bool {
 fn sigkill_during_a_call_fails_it_at_once_and_the_server_comes_back_20_times() {
     run(Duration::from_secs(120), || async {
         // The breaker is out of the way here (its own test below); backoff stays real.
-        let policy = RestartPolicy { max_exits: 1000, ..fast_policy() };
+        let policy = RestartPolicy {
+            max_exits: 1000,
+            ..fast_policy()
+        };
         let rt = start(vec![fixture("k", &[])], policy);
         let mut pgids = Vec::new();
         for cycle in 0..20 {
             let pid = pid_of(&connected(&rt, "k", CONNECT).await);
             pgids.push(pid);
-            assert_eq!(echo(&rt, "k", "before").await.unwrap(), "before", "cycle {cycle}");
+            assert_eq!(
+                echo(&rt, "k", "before").await.unwrap(),
+                "before",
+                "cycle {cycle}"
+            );
             let registry = rt.registry.clone();
             let call = actix_rt::spawn(async move {
-                ToolRegistry::call(&registry, "mcp__k__sleep", Some(json!({"ms": 30_000})), None).await
+                ToolRegistry::call(
+                    &registry,
+                    "mcp__k__sleep",
+                    Some(json!({"ms": 30_000})),
+                    None,
+                )
+                .await
             });
             // The sleep call is in flight once the server could have read it; an echo that
             // returns proves the sleep request was written before it.
@@ -47,10 +63,20 @@ fn sigkill_during_a_call_fails_it_at_once_and_the_server_comes_back_20_times() {
             unsafe { libc::killpg(pid, libc::SIGKILL) };
             let err = call.await.unwrap().unwrap_err();
             let took = killed.elapsed();
-            assert!(took < Duration::from_secs(1), "cycle {cycle}: call failed after {took:?}");
+            assert!(
+                took < Duration::from_secs(1),
+                "cycle {cycle}: call failed after {took:?}"
+            );
             assert!(matches!(err, CallError::ServerExited { .. }), "{err}");
-            assert!(err.to_string().contains("server \"k\" was killed by signal 9 (SIGKILL)"), "{err}");
-            wait_for(&rt, "k", CONNECT, |s| matches!(s, ServerStatus::Restarting { .. })).await;
+            assert!(
+                err.to_string()
+                    .contains("server \"k\" was killed by signal 9 (SIGKILL)"),
+                "{err}"
+            );
+            wait_for(&rt, "k", CONNECT, |s| {
+                matches!(s, ServerStatus::Restarting { .. })
+            })
+            .await;
         }
         let pid = pid_of(&connected(&rt, "k", CONNECT).await);
         assert_eq!(echo(&rt, "k", "after").await.unwrap(), "after");
@@ -69,13 +95,27 @@ fn crash_loop_breaker_trips_after_5_exits_and_restart_resets_it() {
             let err = echo(&rt, "c", "x").await.unwrap_err();
             assert!(err.to_string().contains("exited with status 1"), "{err}");
         }
-        let st = wait_for(&rt, "c", CONNECT, |s| matches!(s, ServerStatus::Failed { .. })).await;
-        let ServerStatus::Failed { error, stderr_tail } = st else { unreachable!() };
+        let st = wait_for(&rt, "c", CONNECT, |s| {
+            matches!(s, ServerStatus::Failed { .. })
+        })
+        .await;
+        let ServerStatus::Failed { error, stderr_tail } = st else {
+            unreachable!()
+        };
         assert!(error.contains("exited 5 times"), "{error}");
-        assert!(stderr_tail.iter().any(|l| l.contains("crashing on purpose")), "{stderr_tail:?}");
+        assert!(
+            stderr_tail
+                .iter()
+                .any(|l| l.contains("crashing on purpose")),
+            "{stderr_tail:?}"
+        );
         let err = echo(&rt, "c", "x").await.unwrap_err();
         assert!(matches!(err, CallError::ServerUnavailable { .. }), "{err}");
-        rt.supervisor.send(Restart("c".into())).await.unwrap().unwrap();
+        rt.supervisor
+            .send(Restart("c".into()))
+            .await
+            .unwrap()
+            .unwrap();
         connected(&rt, "c", CONNECT).await;
         shutdown(rt, &[]).await;
     });
@@ -86,23 +126,45 @@ fn a_server_that_never_answers_initialize_fails_alone() {
     run(T, || async {
         let mut hang = fixture("hang", &["--no-init", "--stderr-lines", "3"]);
         hang.startup_timeout = Duration::from_millis(800);
-        let rt = start(vec![hang, fixture("ok", &[]), everything("everything")], RestartPolicy::default());
+        let rt = start(
+            vec![hang, fixture("ok", &[]), everything("everything")],
+            RestartPolicy::default(),
+        );
         let started = Instant::now();
         connected(&rt, "ok", CONNECT).await;
-        let st = wait_for(&rt, "hang", CONNECT, |s| matches!(s, ServerStatus::Failed { .. })).await;
+        let st = wait_for(&rt, "hang", CONNECT, |s| {
+            matches!(s, ServerStatus::Failed { .. })
+        })
+        .await;
         let took = started.elapsed();
-        assert!(took >= Duration::from_millis(800) && took < Duration::from_secs(5), "{took:?}");
-        let ServerStatus::Failed { error, .. } = st else { unreachable!() };
-        assert_eq!(error, "did not finish starting within 800 ms (startupTimeoutSec)");
+        assert!(
+            took >= Duration::from_millis(800) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+        let ServerStatus::Failed { error, .. } = st else {
+            unreachable!()
+        };
+        assert_eq!(
+            error,
+            "did not finish starting within 800 ms (startupTimeoutSec)"
+        );
         connected(&rt, "everything", Duration::from_secs(30)).await;
         assert_eq!(echo(&rt, "ok", "fine").await.unwrap(), "fine");
         // The stderr tail reaches the failed status once the child is gone.
-        let st = wait_for(&rt, "hang", CONNECT, |s| {
-            matches!(s, ServerStatus::Failed { stderr_tail, .. } if !stderr_tail.is_empty())
-        })
+        let st = wait_for(
+            &rt,
+            "hang",
+            CONNECT,
+            |s| matches!(s, ServerStatus::Failed { stderr_tail, .. } if !stderr_tail.is_empty()),
+        )
         .await;
-        let ServerStatus::Failed { stderr_tail, .. } = st else { unreachable!() };
-        assert_eq!(stderr_tail, vec!["stderr line 0", "stderr line 1", "stderr line 2"]);
+        let ServerStatus::Failed { stderr_tail, .. } = st else {
+            unreachable!()
+        };
+        assert_eq!(
+            stderr_tail,
+            vec!["stderr line 0", "stderr line 1", "stderr line 2"]
+        );
         shutdown(rt, &[]).await;
     });
 }
@@ -110,11 +172,20 @@ fn a_server_that_never_answers_initialize_fails_alone() {
 #[test]
 fn a_30_mb_tools_list_line_is_accepted() {
     run(T, || async {
-        let rt = start(vec![fixture("big", &["--pad-bytes", "30000000"])], RestartPolicy::default());
+        let rt = start(
+            vec![fixture("big", &["--pad-bytes", "30000000"])],
+            RestartPolicy::default(),
+        );
         connected(&rt, "big", Duration::from_secs(30)).await;
         let tools = rt.registry.send(ListTools).await.unwrap();
-        let padded = tools.iter().find(|t| t.name == "mcp__big__padded").expect("padded tool");
-        assert_eq!(padded.tool.description.as_ref().map(String::len), Some(30_000_000));
+        let padded = tools
+            .iter()
+            .find(|t| t.name == "mcp__big__padded")
+            .expect("padded tool");
+        assert_eq!(
+            padded.tool.description.as_ref().map(String::len),
+            Some(30_000_000)
+        );
         assert_eq!(echo(&rt, "big", "still fine").await.unwrap(), "still fine");
         shutdown(rt, &[]).await;
     });
@@ -129,16 +200,37 @@ fn a_reply_over_the_maximum_fails_at_once_and_the_connection_keeps_working() {
         let rt = start(vec![s], RestartPolicy::default());
         connected(&rt, "max", CONNECT).await;
         let t0 = Instant::now();
-        let err = ToolRegistry::call(&rt.registry, "mcp__max__big", Some(json!({"bytes": 3_000_000})), None)
-            .await
-            .unwrap_err();
-        assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}", t0.elapsed());
-        assert!(matches!(err, CallError::TooLarge { max: 1_048_576, .. }), "{err}");
-        assert!(err.to_string().contains("exceeds the maximum message size of 1.0 MB"), "{err}");
+        let err = ToolRegistry::call(
+            &rt.registry,
+            "mcp__max__big",
+            Some(json!({"bytes": 3_000_000})),
+            None,
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            t0.elapsed()
+        );
+        assert!(
+            matches!(err, CallError::TooLarge { max: 1_048_576, .. }),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .contains("exceeds the maximum message size of 1.0 MB"),
+            "{err}"
+        );
         assert_eq!(echo(&rt, "max", "next").await.unwrap(), "next");
-        let r = ToolRegistry::call(&rt.registry, "mcp__max__big", Some(json!({"bytes": 500_000})), None)
-            .await
-            .unwrap();
+        let r = ToolRegistry::call(
+            &rt.registry,
+            "mcp__max__big",
+            Some(json!({"bytes": 500_000})),
+            None,
+        )
+        .await
+        .unwrap();
         assert_eq!(r.text().len(), 500_000);
         shutdown(rt, &[]).await;
     });
@@ -150,12 +242,21 @@ fn garbage_lines_are_skipped() {
         let rt = start(vec![fixture("g", &["--garbage"])], RestartPolicy::default());
         connected(&rt, "g", CONNECT).await;
         for i in 0..20 {
-            assert_eq!(echo(&rt, "g", &format!("m{i}")).await.unwrap(), format!("m{i}"));
+            assert_eq!(
+                echo(&rt, "g", &format!("m{i}")).await.unwrap(),
+                format!("m{i}")
+            );
         }
-        let r = ToolRegistry::call(&rt.registry, "mcp__g__rich", None, None).await.unwrap();
+        let r = ToolRegistry::call(&rt.registry, "mcp__g__rich", None, None)
+            .await
+            .unwrap();
         assert_eq!(r.content.len(), 3);
         assert_eq!(r.structured_content, Some(json!({"ok": true, "n": 3})));
-        assert!(r.text().contains("[resource_link x.txt file:///tmp/x.txt]"), "{}", r.text());
+        assert!(
+            r.text().contains("[resource_link x.txt file:///tmp/x.txt]"),
+            "{}",
+            r.text()
+        );
         shutdown(rt, &[]).await;
     });
 }
@@ -164,7 +265,10 @@ fn garbage_lines_are_skipped() {
 fn a_timed_out_call_sends_cancelled_and_others_go_on() {
     run(T, || async {
         let record = temp_path("record");
-        let mut s = fixture("slow", &["--slow-ms", "400", "--record", record.to_str().unwrap()]);
+        let mut s = fixture(
+            "slow",
+            &["--slow-ms", "400", "--record", record.to_str().unwrap()],
+        );
         s.tool_timeout = Duration::from_millis(100);
         let rt = start(vec![s], RestartPolicy::default());
         connected(&rt, "slow", CONNECT).await;
@@ -175,9 +279,14 @@ fn a_timed_out_call_sends_cancelled_and_others_go_on() {
             "tool \"echo\" on server \"slow\" timed out after 100 ms; raise toolTimeoutSec for \"slow\" in .mcp.json if it needs longer"
         );
         // A longer per-call timeout wins over the server's.
-        let r = ToolRegistry::call(&rt.registry, "mcp__slow__echo", Some(json!({"text": "y"})), Some(Duration::from_secs(5)))
-            .await
-            .unwrap();
+        let r = ToolRegistry::call(
+            &rt.registry,
+            "mcp__slow__echo",
+            Some(json!({"text": "y"})),
+            Some(Duration::from_secs(5)),
+        )
+        .await
+        .unwrap();
         assert_eq!(r.text(), "y");
         // The server has read the cancellation: it was written before the second call.
         assert!(record_has(&record, "notifications/cancelled"));
@@ -189,7 +298,10 @@ fn a_timed_out_call_sends_cancelled_and_others_go_on() {
 fn caller_cancellation_sends_cancelled() {
     run(T, || async {
         let record = temp_path("record");
-        let rt = start(vec![fixture("s", &["--record", record.to_str().unwrap()])], RestartPolicy::default());
+        let rt = start(
+            vec![fixture("s", &["--record", record.to_str().unwrap()])],
+            RestartPolicy::default(),
+        );
         connected(&rt, "s", CONNECT).await;
         let msg = CallTool::new("mcp__s__sleep", Some(json!({"ms": 30_000})));
         let token = msg.cancel.clone();
@@ -209,9 +321,17 @@ fn caller_cancellation_sends_cancelled() {
 #[test]
 fn a_server_that_exits_at_once_is_failed_with_its_stderr() {
     run(T, || async {
-        let rt = start(vec![fixture("x", &["--exit-at-once"])], RestartPolicy::default());
-        let st = wait_for(&rt, "x", CONNECT, |s| matches!(s, ServerStatus::Failed { .. })).await;
-        let ServerStatus::Failed { error, stderr_tail } = st else { unreachable!() };
+        let rt = start(
+            vec![fixture("x", &["--exit-at-once"])],
+            RestartPolicy::default(),
+        );
+        let st = wait_for(&rt, "x", CONNECT, |s| {
+            matches!(s, ServerStatus::Failed { .. })
+        })
+        .await;
+        let ServerStatus::Failed { error, stderr_tail } = st else {
+            unreachable!()
+        };
         assert!(error.contains("exited with status 2"), "{error}");
         assert_eq!(stderr_tail, vec!["fatal: fixture told to exit at once"]);
         shutdown(rt, &[]).await;
@@ -227,21 +347,36 @@ fn a_server_that_ignores_eof_and_sigterm_is_killed_on_stop() {
         );
         let pid = pid_of(&connected(&rt, "stubborn", CONNECT).await);
         let t0 = Instant::now();
-        rt.supervisor.send(Stop("stubborn".into())).await.unwrap().unwrap();
-        wait_for(&rt, "stubborn", CONNECT, |s| matches!(s, ServerStatus::Stopped)).await;
+        rt.supervisor
+            .send(Stop("stubborn".into()))
+            .await
+            .unwrap()
+            .unwrap();
+        wait_for(&rt, "stubborn", CONNECT, |s| {
+            matches!(s, ServerStatus::Stopped)
+        })
+        .await;
         shutdown(rt, &[pid]).await;
         // Grace 300 ms after closing stdin, 300 ms after SIGTERM, then SIGKILL.
         let took = t0.elapsed();
-        assert!(took >= Duration::from_millis(600) && took < Duration::from_secs(3), "{took:?}");
+        assert!(
+            took >= Duration::from_millis(600) && took < Duration::from_secs(3),
+            "{took:?}"
+        );
     });
 }
 
 #[test]
 fn paginated_tools_list_is_followed_to_the_end() {
     run(T, || async {
-        let rt = start(vec![fixture("p", &["--tools", "25", "--page-size", "4"])], RestartPolicy::default());
+        let rt = start(
+            vec![fixture("p", &["--tools", "25", "--page-size", "4"])],
+            RestartPolicy::default(),
+        );
         let st = connected(&rt, "p", CONNECT).await;
-        let ServerStatus::Connected { tools, .. } = st else { unreachable!() };
+        let ServerStatus::Connected { tools, .. } = st else {
+            unreachable!()
+        };
         let all = rt.registry.send(ListTools).await.unwrap();
         assert_eq!(all.len(), tools);
         assert!(all.iter().any(|t| t.name == "mcp__p__tool_00024"));
@@ -253,11 +388,25 @@ fn paginated_tools_list_is_followed_to_the_end() {
 #[test]
 fn list_changed_updates_the_registry() {
     run(T, || async {
-        let rt = start(vec![fixture("lc", &["--list-changed-after", "1"])], RestartPolicy::default());
-        let ServerStatus::Connected { tools: before, .. } = connected(&rt, "lc", CONNECT).await else { unreachable!() };
+        let rt = start(
+            vec![fixture("lc", &["--list-changed-after", "1"])],
+            RestartPolicy::default(),
+        );
+        let ServerStatus::Connected { tools: before, .. } = connected(&rt, "lc", CONNECT).await
+        else {
+            unreachable!()
+        };
         echo(&rt, "lc", "x").await.unwrap();
-        wait_for(&rt, "lc", CONNECT, |s| matches!(s, ServerStatus::Connected { tools, .. } if *tools == before + 1)).await;
-        let r = ToolRegistry::call(&rt.registry, "mcp__lc__added_later", None, None).await.unwrap();
+        wait_for(
+            &rt,
+            "lc",
+            CONNECT,
+            |s| matches!(s, ServerStatus::Connected { tools, .. } if *tools == before + 1),
+        )
+        .await;
+        let r = ToolRegistry::call(&rt.registry, "mcp__lc__added_later", None, None)
+            .await
+            .unwrap();
         assert_eq!(r.text(), "added later");
         shutdown(rt, &[]).await;
     });
@@ -268,7 +417,15 @@ fn server_requests_are_answered_in_their_own_id_space() {
     run(T, || async {
         let record = temp_path("record");
         let rt = start(
-            vec![fixture("r", &["--server-requests", "--log-messages", "--record", record.to_str().unwrap()])],
+            vec![fixture(
+                "r",
+                &[
+                    "--server-requests",
+                    "--log-messages",
+                    "--record",
+                    record.to_str().unwrap(),
+                ],
+            )],
             RestartPolicy::default(),
         );
         connected(&rt, "r", CONNECT).await;
@@ -280,10 +437,18 @@ fn server_requests_are_answered_in_their_own_id_space() {
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .filter(|v| v.get("method").is_none() && v.get("id").is_some())
             .collect();
-        let by_id = |id: i64| replies.iter().find(|v| v["id"] == id).unwrap_or_else(|| panic!("no reply to {id}: {body}"));
+        let by_id = |id: i64| {
+            replies
+                .iter()
+                .find(|v| v["id"] == id)
+                .unwrap_or_else(|| panic!("no reply to {id}: {body}"))
+        };
         assert_eq!(by_id(0)["result"], json!({}));
         let roots = &by_id(1)["result"]["roots"];
-        assert!(roots[0]["uri"].as_str().unwrap().starts_with("file:///"), "{roots}");
+        assert!(
+            roots[0]["uri"].as_str().unwrap().starts_with("file:///"),
+            "{roots}"
+        );
         assert_eq!(by_id(2)["error"]["code"], -32601);
         shutdown(rt, &[]).await;
     });
@@ -298,7 +463,9 @@ fn tool_filters_and_builtin_clashes() {
         only.enabled_tools = Some(vec!["echo".into(), "pid".into()]);
         let rt = start(vec![s, only], RestartPolicy::default());
         connected(&rt, "f", CONNECT).await;
-        let ServerStatus::Connected { tools, .. } = connected(&rt, "o", CONNECT).await else { unreachable!() };
+        let ServerStatus::Connected { tools, .. } = connected(&rt, "o", CONNECT).await else {
+            unreachable!()
+        };
         assert_eq!(tools, 2);
         // A built-in wins a clash with an MCP tool's registered name.
         struct Exec;
@@ -307,25 +474,46 @@ fn tool_filters_and_builtin_clashes() {
         }
         impl actix::Handler<harness9_actors::messages::CallBuiltin> for Exec {
             type Result = Result<harness9_actors::protocol::types::CallToolResult, CallError>;
-            fn handle(&mut self, m: harness9_actors::messages::CallBuiltin, _: &mut Self::Context) -> Self::Result {
+            fn handle(
+                &mut self,
+                m: harness9_actors::messages::CallBuiltin,
+                _: &mut Self::Context,
+            ) -> Self::Result {
                 Ok(harness9_actors::protocol::types::CallToolResult {
-                    content: vec![harness9_actors::protocol::types::ContentBlock::Text { text: format!("builtin {}", m.name) }],
+                    content: vec![harness9_actors::protocol::types::ContentBlock::Text {
+                        text: format!("builtin {}", m.name),
+                    }],
                     structured_content: None,
                     is_error: false,
                 })
             }
         }
-        let tool: Tool = serde_json::from_value(json!({"name": "mcp__f__echo", "inputSchema": {"type": "object"}})).unwrap();
+        let tool: Tool = serde_json::from_value(
+            json!({"name": "mcp__f__echo", "inputSchema": {"type": "object"}}),
+        )
+        .unwrap();
         use actix::Actor as _;
-        rt.registry.send(SetBuiltins { tools: vec![tool], executor: Exec.start().recipient() }).await.unwrap();
+        rt.registry
+            .send(SetBuiltins {
+                tools: vec![tool],
+                executor: Exec.start().recipient(),
+            })
+            .await
+            .unwrap();
         let all = rt.registry.send(ListTools).await.unwrap();
         let names: Vec<&str> = all.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names[0], "mcp__f__echo");
         assert!(all[0].server.is_none());
         assert_eq!(names.iter().filter(|n| **n == "mcp__f__echo").count(), 1);
         assert!(!names.contains(&"mcp__f__add"));
-        assert!(names.contains(&"mcp__o__echo") && names.contains(&"mcp__o__pid") && !names.contains(&"mcp__o__add"));
-        let r = ToolRegistry::call(&rt.registry, "mcp__f__echo", None, None).await.unwrap();
+        assert!(
+            names.contains(&"mcp__o__echo")
+                && names.contains(&"mcp__o__pid")
+                && !names.contains(&"mcp__o__add")
+        );
+        let r = ToolRegistry::call(&rt.registry, "mcp__f__echo", None, None)
+            .await
+            .unwrap();
         assert_eq!(r.text(), "builtin mcp__f__echo");
         shutdown(rt, &[]).await;
     });

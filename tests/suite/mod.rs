@@ -1,6 +1,6 @@
 //! Test modules; `common` holds the shared harness.
 
-pub mod common;
 mod cli;
+pub mod common;
 mod fixtures;
 mod reference;

@@ -18,9 +18,15 @@ fn everything_handshake_lists_its_tools() {
     run(T, || async {
         let rt = start(vec![everything("everything")], RestartPolicy::default());
         let st = connected(&rt, "everything", CONNECT).await;
-        let ServerStatus::Connected { tools, info } = &st else { unreachable!() };
+        let ServerStatus::Connected { tools, info } = &st else {
+            unreachable!()
+        };
         assert_eq!(info.protocol_version, "2025-11-25");
-        assert!(info.server_info.name.contains("everything"), "{:?}", info.server_info);
+        assert!(
+            info.server_info.name.contains("everything"),
+            "{:?}",
+            info.server_info
+        );
         assert!(*tools >= 10, "{tools}");
         let list = rt.registry.send(ListTools).await.unwrap();
         let names: Vec<&str> = list.iter().map(|t| t.name.as_str()).collect();
@@ -33,7 +39,10 @@ fn everything_handshake_lists_its_tools() {
         ] {
             assert!(names.contains(&n), "{n} missing from {names:?}");
         }
-        let echo = list.iter().find(|t| t.name == "mcp__everything__echo").unwrap();
+        let echo = list
+            .iter()
+            .find(|t| t.name == "mcp__everything__echo")
+            .unwrap();
         assert_eq!(echo.tool.name, "echo");
         assert!(echo.tool.input_schema.get().contains("message"));
         let pid = pid_of(&st);
@@ -47,18 +56,30 @@ fn everything_tools_return_every_kind_of_content() {
         let rt = start(vec![everything("e")], RestartPolicy::default());
         let pid = pid_of(&connected(&rt, "e", CONNECT).await);
 
-        let r = ToolRegistry::call(&rt.registry, "mcp__e__echo", Some(json!({"message": "hi"})), None)
-            .await
-            .unwrap();
+        let r = ToolRegistry::call(
+            &rt.registry,
+            "mcp__e__echo",
+            Some(json!({"message": "hi"})),
+            None,
+        )
+        .await
+        .unwrap();
         assert_eq!(r.text(), "Echo: hi");
         assert!(!r.is_error);
 
-        let r = ToolRegistry::call(&rt.registry, "mcp__e__get_sum", Some(json!({"a": 2, "b": 40})), None)
-            .await
-            .unwrap();
+        let r = ToolRegistry::call(
+            &rt.registry,
+            "mcp__e__get_sum",
+            Some(json!({"a": 2, "b": 40})),
+            None,
+        )
+        .await
+        .unwrap();
         assert!(r.text().contains("42"), "{}", r.text());
 
-        let r = ToolRegistry::call(&rt.registry, "mcp__e__get_tiny_image", None, None).await.unwrap();
+        let r = ToolRegistry::call(&rt.registry, "mcp__e__get_tiny_image", None, None)
+            .await
+            .unwrap();
         let image = r.content.iter().find_map(|b| match b {
             ContentBlock::Image { data, mime_type } => Some((data, mime_type)),
             _ => None,
@@ -122,22 +143,39 @@ fn python_sdk_server_calls() {
     run(T, || async {
         let rt = start(vec![python("py")], RestartPolicy::default());
         let st = connected(&rt, "py", CONNECT).await;
-        let ServerStatus::Connected { tools, info } = &st else { unreachable!() };
+        let ServerStatus::Connected { tools, info } = &st else {
+            unreachable!()
+        };
         assert_eq!(*tools, 2);
         assert_eq!(info.server_info.name, "py-fixture");
-        let r = ToolRegistry::call(&rt.registry, "mcp__py__multiply", Some(json!({"a": 6, "b": 7})), None)
-            .await
-            .unwrap();
+        let r = ToolRegistry::call(
+            &rt.registry,
+            "mcp__py__multiply",
+            Some(json!({"a": 6, "b": 7})),
+            None,
+        )
+        .await
+        .unwrap();
         assert_eq!(r.text(), "42");
         assert_eq!(r.structured_content, Some(json!({"result": 42})));
-        let r = ToolRegistry::call(&rt.registry, "mcp__py__greet", Some(json!({"name": "ada"})), None)
-            .await
-            .unwrap();
+        let r = ToolRegistry::call(
+            &rt.registry,
+            "mcp__py__greet",
+            Some(json!({"name": "ada"})),
+            None,
+        )
+        .await
+        .unwrap();
         assert_eq!(r.text(), "hello, ada");
         // A bad argument is the tool's error, reported as isError, not a transport failure.
-        let r = ToolRegistry::call(&rt.registry, "mcp__py__multiply", Some(json!({"a": "x"})), None)
-            .await
-            .unwrap();
+        let r = ToolRegistry::call(
+            &rt.registry,
+            "mcp__py__multiply",
+            Some(json!({"a": "x"})),
+            None,
+        )
+        .await
+        .unwrap();
         assert!(r.is_error, "{r:?}");
         let pid = pid_of(&st);
         shutdown(rt, &[pid]).await;
@@ -156,16 +194,32 @@ fn unknown_tool_and_unavailable_server_are_distinct_errors() {
         };
         let rt = start(vec![everything("e"), broken], RestartPolicy::default());
         let pid = pid_of(&connected(&rt, "e", CONNECT).await);
-        let failed = wait_for(&rt, "broken", CONNECT, |s| matches!(s, ServerStatus::Failed { .. })).await;
-        let ServerStatus::Failed { error, .. } = failed else { unreachable!() };
-        assert_eq!(error, "spawn /nonexistent/harness9-no-such-server: No such file or directory");
+        let failed = wait_for(&rt, "broken", CONNECT, |s| {
+            matches!(s, ServerStatus::Failed { .. })
+        })
+        .await;
+        let ServerStatus::Failed { error, .. } = failed else {
+            unreachable!()
+        };
+        assert_eq!(
+            error,
+            "spawn /nonexistent/harness9-no-such-server: No such file or directory"
+        );
 
-        let e = ToolRegistry::call(&rt.registry, "mcp__e__nope", None, None).await.unwrap_err();
+        let e = ToolRegistry::call(&rt.registry, "mcp__e__nope", None, None)
+            .await
+            .unwrap_err();
         assert!(matches!(e, CallError::UnknownTool { .. }), "{e}");
         // The failed server's tools never registered; calls name the server and its state.
-        let e = ToolRegistry::call(&rt.registry, "mcp__broken__echo", None, None).await.unwrap_err();
+        let e = ToolRegistry::call(&rt.registry, "mcp__broken__echo", None, None)
+            .await
+            .unwrap_err();
         assert!(matches!(e, CallError::ServerUnavailable { .. }), "{e}");
-        assert!(e.to_string().starts_with("server \"broken\" is failed: spawn"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("server \"broken\" is failed: spawn"),
+            "{e}"
+        );
         let e = ToolRegistry::call(
             &rt.registry,
             "mcp__e__echo",

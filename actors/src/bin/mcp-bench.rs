@@ -242,13 +242,21 @@ impl Session {
 async fn echo(registry: &Addr<ToolRegistry>, i: usize) -> Result<Duration, String> {
     let want = format!("m{i}");
     let t = Instant::now();
-    let r = ToolRegistry::call(registry, ECHO, Some(json!({ "text": &want })), Some(CALL_BOUND))
-        .await
-        .map_err(|e| e.to_string())?;
+    let r = ToolRegistry::call(
+        registry,
+        ECHO,
+        Some(json!({ "text": &want })),
+        Some(CALL_BOUND),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     let el = t.elapsed();
     let got = r.text();
     if r.is_error || got != want {
-        return Err(format!("bad echo reply for {want}: {got:?} (isError {})", r.is_error));
+        return Err(format!(
+            "bad echo reply for {want}: {got:?} (isError {})",
+            r.is_error
+        ));
     }
     Ok(el)
 }
@@ -284,11 +292,18 @@ async fn run_calls(a: &Args, spec: &ServerSpec) -> Result<Map<String, Value>, St
     Ok(m)
 }
 
-async fn calls(a: &Args, registry: &Addr<ToolRegistry>) -> Result<(f64, usize, Vec<Duration>), String> {
+async fn calls(
+    a: &Args,
+    registry: &Addr<ToolRegistry>,
+) -> Result<(f64, usize, Vec<Duration>), String> {
     for i in 0..a.n.min(100) {
         echo(registry, i).await?;
     }
-    let k = if a.mode == "seq" { 1 } else { a.inflight.max(1) };
+    let k = if a.mode == "seq" {
+        1
+    } else {
+        a.inflight.max(1)
+    };
     let mut lat = Vec::with_capacity(a.n);
     let t0 = Instant::now();
     if k == 1 {
@@ -363,7 +378,10 @@ fn main() {
         Ok(a) => {
             out.insert("mode".into(), json!(a.mode));
             out.insert("n".into(), json!(a.n));
-            out.insert("runtime".into(), json!("actix 0.13 System (current-thread)"));
+            out.insert(
+                "runtime".into(),
+                json!("actix 0.13 System (current-thread)"),
+            );
             let sys = System::new();
             match sys.block_on(async { run(&a).await }) {
                 Ok(m) => {

@@ -162,8 +162,14 @@ mod tests {
     #[test]
     fn splits_across_chunks_and_skips_blank_lines() {
         let mut c = NdjsonCodec::new(1024);
-        let got = lines(&mut c, &[b"{\"a\"", b":1}\r\n\n  \n{\"b\":2}\n{\"c\"", b":3}"]);
-        assert_eq!(got, vec![line("{\"a\":1}"), line("{\"b\":2}"), line("{\"c\":3}")]);
+        let got = lines(
+            &mut c,
+            &[b"{\"a\"", b":1}\r\n\n  \n{\"b\":2}\n{\"c\"", b":3}"],
+        );
+        assert_eq!(
+            got,
+            vec![line("{\"a\":1}"), line("{\"b\":2}"), line("{\"c\":3}")]
+        );
     }
 
     #[test]

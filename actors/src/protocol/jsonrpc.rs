@@ -295,7 +295,10 @@ mod tests {
         let req = br#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#;
         assert!(matches!(
             Incoming::parse(req).unwrap(),
-            Incoming::Request { id: RequestId::Number(0), .. }
+            Incoming::Request {
+                id: RequestId::Number(0),
+                ..
+            }
         ));
         let resp = br#"{"jsonrpc":"2.0","id":0,"result":{"tools":[]}}"#;
         match Incoming::parse(resp).unwrap() {
@@ -308,10 +311,16 @@ mod tests {
         let err = br#"{"jsonrpc":"2.0","id":"a","error":{"code":-32601,"message":"nope"}}"#;
         assert!(matches!(
             Incoming::parse(err).unwrap(),
-            Incoming::Response { outcome: Err(ErrorObject { code: -32601, .. }), .. }
+            Incoming::Response {
+                outcome: Err(ErrorObject { code: -32601, .. }),
+                ..
+            }
         ));
         let note = br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
-        assert!(matches!(Incoming::parse(note).unwrap(), Incoming::Notification { .. }));
+        assert!(matches!(
+            Incoming::parse(note).unwrap(),
+            Incoming::Notification { .. }
+        ));
         assert!(Incoming::parse(br#"{"hello":1}"#).is_err());
         assert!(Incoming::parse(b"banner").is_err());
         assert!(Incoming::parse(b"[1,2").is_err());
@@ -333,6 +342,9 @@ mod tests {
     #[test]
     fn lines_end_with_newline() {
         let l = request_line(7, "tools/list", None::<&()>);
-        assert_eq!(l, b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}\n");
+        assert_eq!(
+            l,
+            b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}\n"
+        );
     }
 }

@@ -53,7 +53,10 @@ impl CallToolResult {
                             out,
                             "[resource {} {} {}]",
                             resource.uri,
-                            resource.mime_type.as_deref().unwrap_or("application/octet-stream"),
+                            resource
+                                .mime_type
+                                .as_deref()
+                                .unwrap_or("application/octet-stream"),
                             size.unwrap_or_default()
                         );
                     }

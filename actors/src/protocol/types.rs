@@ -343,7 +343,12 @@ mod tests {
         let r: CallToolResult = serde_json::from_str(json).unwrap();
         assert_eq!(r.content.len(), 6);
         assert!(r.is_error);
-        assert_eq!(r.content[5], ContentBlock::Unknown { kind: "hologram".into() });
+        assert_eq!(
+            r.content[5],
+            ContentBlock::Unknown {
+                kind: "hologram".into()
+            }
+        );
         let back = serde_json::to_value(&r).unwrap();
         assert_eq!(back["content"][1]["mimeType"], "image/png");
         assert_eq!(back["content"][4]["type"], "resource_link");

@@ -78,7 +78,9 @@ pub fn negotiate(answered: &str) -> Result<Era, String> {
         Some(v) => Ok(Era::Handshake(v)),
         None => Err(format!(
             "server answered protocol version {answered:?}; this client speaks {}",
-            ProtocolVersion::HANDSHAKE_ERA.map(|v| v.as_str()).join(", ")
+            ProtocolVersion::HANDSHAKE_ERA
+                .map(|v| v.as_str())
+                .join(", ")
         )),
     }
 }
@@ -93,6 +95,9 @@ mod tests {
             assert_eq!(negotiate(v.as_str()), Ok(Era::Handshake(v)));
         }
         let err = negotiate("1999-01-01").unwrap_err();
-        assert!(err.contains("1999-01-01") && err.contains("2025-11-25"), "{err}");
+        assert!(
+            err.contains("1999-01-01") && err.contains("2025-11-25"),
+            "{err}"
+        );
     }
 }

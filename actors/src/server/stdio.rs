@@ -54,6 +54,9 @@ enum ReplyError {
 
 type Reply = Result<Box<RawValue>, ReplyError>;
 
+/// What a successful handshake yields.
+type Handshake = (InitializeResult, Era, Arc<[Arc<Tool>]>);
+
 struct Pending {
     tx: oneshot::Sender<Reply>,
     method: &'static str,
@@ -169,11 +172,12 @@ impl McpServer {
             64 * 1024,
         ));
         self.stderr_done = false;
-        ctx.add_stream(
-            FramedRead::new(stderr, NdjsonCodec::new(STDERR_LINE_MAX)).map(StderrItem),
-        );
+        ctx.add_stream(FramedRead::new(stderr, NdjsonCodec::new(STDERR_LINE_MAX)).map(StderrItem));
         let wait = async move { child.wait().await };
-        ctx.spawn(wait.into_actor(self).map(|res, act, ctx| act.on_child_exit(res, ctx)));
+        ctx.spawn(
+            wait.into_actor(self)
+                .map(|res, act, ctx| act.on_child_exit(res, ctx)),
+        );
         Ok(())
     }
 
@@ -183,7 +187,14 @@ impl McpServer {
         id
     }
 
-    fn trace(&self, dir: Direction, line: &[u8], id: Option<RequestId>, method: Option<&str>, latency: Option<Duration>) {
+    fn trace(
+        &self,
+        dir: Direction,
+        line: &[u8],
+        id: Option<RequestId>,
+        method: Option<&str>,
+        latency: Option<Duration>,
+    ) {
         let latency_us = latency.map(|d| d.as_micros() as u64);
         tracing::debug!(
             target: "mcp::wire",
@@ -217,7 +228,12 @@ impl McpServer {
     }
 
     /// Inserts into the pending map, then writes the request (in that order).
-    fn request(&mut self, method: &'static str, line: Vec<u8>, id: i64) -> oneshot::Receiver<Reply> {
+    fn request(
+        &mut self,
+        method: &'static str,
+        line: Vec<u8>,
+        id: i64,
+    ) -> oneshot::Receiver<Reply> {
         let (tx, rx) = oneshot::channel();
         if self.writer.is_none() {
             let _ = tx.send(Err(ReplyError::Gone(self.gone_reason())));
@@ -268,7 +284,13 @@ impl McpServer {
                     tracing::debug!(target: "mcp", server = %self.name, "reply to no pending request (late or cancelled)");
                     return;
                 };
-                self.trace(Direction::Recv, &line, Some(id), Some(p.method), Some(p.sent.elapsed()));
+                self.trace(
+                    Direction::Recv,
+                    &line,
+                    Some(id),
+                    Some(p.method),
+                    Some(p.sent.elapsed()),
+                );
                 self.progress.remove(&n);
                 let reply = match outcome {
                     Ok(raw) => Ok(raw.to_owned()),
@@ -276,8 +298,18 @@ impl McpServer {
                 };
                 let _ = p.tx.send(reply);
             }
-            Incoming::Request { id, method, params: _ } => {
-                self.trace(Direction::Recv, &line, Some(id.clone()), Some(&method), None);
+            Incoming::Request {
+                id,
+                method,
+                params: _,
+            } => {
+                self.trace(
+                    Direction::Recv,
+                    &line,
+                    Some(id.clone()),
+                    Some(&method),
+                    None,
+                );
                 let reply = match &*method {
                     "ping" => jsonrpc::result_line(&id, &json!({})),
                     "roots/list" => jsonrpc::result_line(&id, &self.roots()),
@@ -314,15 +346,26 @@ impl McpServer {
         }
     }
 
-    fn on_notification(&mut self, method: &str, params: Option<&RawValue>, ctx: &mut Context<Self>) {
+    fn on_notification(
+        &mut self,
+        method: &str,
+        params: Option<&RawValue>,
+        ctx: &mut Context<Self>,
+    ) {
         match method {
             "notifications/tools/list_changed" => self.relist(ctx),
             "notifications/progress" => {
-                let Some(p) = params.and_then(|p| serde_json::from_str::<ProgressParams>(p.get()).ok()) else {
+                let Some(p) =
+                    params.and_then(|p| serde_json::from_str::<ProgressParams>(p.get()).ok())
+                else {
                     return;
                 };
                 tracing::info!(target: "mcp::progress", server = %self.name, progress = p.progress, total = ?p.total, message = ?p.message);
-                if let Some(rcpt) = p.progress_token.as_i64().and_then(|t| self.progress.get(&t)) {
+                if let Some(rcpt) = p
+                    .progress_token
+                    .as_i64()
+                    .and_then(|t| self.progress.get(&t))
+                {
                     rcpt.do_send(ToolProgress {
                         server: self.spec.name.clone(),
                         progress: p.progress,
@@ -332,7 +375,9 @@ impl McpServer {
                 }
             }
             "notifications/message" => {
-                let Some(m) = params.and_then(|p| serde_json::from_str::<LoggingMessageParams>(p.get()).ok()) else {
+                let Some(m) =
+                    params.and_then(|p| serde_json::from_str::<LoggingMessageParams>(p.get()).ok())
+                else {
                     return;
                 };
                 let data = match &m.data {
@@ -341,13 +386,23 @@ impl McpServer {
                 };
                 let logger = m.logger.as_deref().unwrap_or("");
                 match m.level.as_str() {
-                    "debug" => tracing::debug!(target: "mcp::server", server = %self.name, logger, "{data}"),
-                    "info" | "notice" => tracing::info!(target: "mcp::server", server = %self.name, logger, "{data}"),
-                    "warning" => tracing::warn!(target: "mcp::server", server = %self.name, logger, "{data}"),
-                    _ => tracing::error!(target: "mcp::server", server = %self.name, logger, level = %m.level, "{data}"),
+                    "debug" => {
+                        tracing::debug!(target: "mcp::server", server = %self.name, logger, "{data}")
+                    }
+                    "info" | "notice" => {
+                        tracing::info!(target: "mcp::server", server = %self.name, logger, "{data}")
+                    }
+                    "warning" => {
+                        tracing::warn!(target: "mcp::server", server = %self.name, logger, "{data}")
+                    }
+                    _ => {
+                        tracing::error!(target: "mcp::server", server = %self.name, logger, level = %m.level, "{data}")
+                    }
                 }
             }
-            _ => tracing::debug!(target: "mcp", server = %self.name, method, "notification ignored"),
+            _ => {
+                tracing::debug!(target: "mcp", server = %self.name, method, "notification ignored")
+            }
         }
     }
 
@@ -388,7 +443,7 @@ impl McpServer {
         }
     }
 
-    fn on_handshake(&mut self, res: Result<(InitializeResult, Era, Arc<[Arc<Tool>]>), String>, ctx: &mut Context<Self>) {
+    fn on_handshake(&mut self, res: Result<Handshake, String>, ctx: &mut Context<Self>) {
         match res {
             Ok((init, era, tools)) => {
                 self.connected = true;
@@ -466,7 +521,11 @@ async fn write_loop(mut stdin: ChildStdin, mut rx: mpsc::UnboundedReceiver<Vec<u
     let _ = stdin.shutdown().await;
 }
 
-async fn rpc(addr: &Addr<McpServer>, method: &'static str, params: Option<Value>) -> Result<Box<RawValue>, String> {
+async fn rpc(
+    addr: &Addr<McpServer>,
+    method: &'static str,
+    params: Option<Value>,
+) -> Result<Box<RawValue>, String> {
     let rx = addr
         .send(Rpc { method, params })
         .await
@@ -483,7 +542,7 @@ async fn rpc(addr: &Addr<McpServer>, method: &'static str, params: Option<Value>
     }
 }
 
-async fn handshake(addr: Addr<McpServer>) -> Result<(InitializeResult, Era, Arc<[Arc<Tool>]>), String> {
+async fn handshake(addr: Addr<McpServer>) -> Result<Handshake, String> {
     let client = Implementation {
         name: "harness9".to_owned(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -496,8 +555,8 @@ async fn handshake(addr: Addr<McpServer>) -> Result<(InitializeResult, Era, Arc<
     };
     let params = serde_json::to_value(&params).map_err(|e| e.to_string())?;
     let raw = rpc(&addr, "initialize", Some(params)).await?;
-    let init: InitializeResult = serde_json::from_str(raw.get())
-        .map_err(|e| format!("invalid initialize result: {e}"))?;
+    let init: InitializeResult =
+        serde_json::from_str(raw.get()).map_err(|e| format!("invalid initialize result: {e}"))?;
     let era = negotiate(&init.protocol_version)?;
     addr.send(Notify {
         method: "notifications/initialized",
@@ -573,7 +632,10 @@ impl Actor for McpServer {
             return;
         }
         let fut = handshake(ctx.address());
-        ctx.spawn(fut.into_actor(self).map(|res, act, ctx| act.on_handshake(res, ctx)));
+        ctx.spawn(
+            fut.into_actor(self)
+                .map(|res, act, ctx| act.on_handshake(res, ctx)),
+        );
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
@@ -617,7 +679,8 @@ impl StreamHandler<Result<Frame, io::Error>> for McpServer {
             if act.child_exited {
                 return;
             }
-            act.exit_reason.get_or_insert_with(|| "closed its stdout but kept running".to_owned());
+            act.exit_reason
+                .get_or_insert_with(|| "closed its stdout but kept running".to_owned());
             act.fail_all("closed its stdout");
             signal_group(pgid, libc::SIGTERM);
             ctx.run_later(grace, move |act, _| {
@@ -696,7 +759,8 @@ impl Handler<Shutdown> for McpServer {
             return;
         }
         if !msg.graceful {
-            self.exit_reason.get_or_insert_with(|| "was stopped".to_owned());
+            self.exit_reason
+                .get_or_insert_with(|| "was stopped".to_owned());
             self.fail_all("was stopped");
             self.kill_now(ctx);
             return;
@@ -705,7 +769,8 @@ impl Handler<Shutdown> for McpServer {
             return;
         }
         self.closing = true;
-        self.exit_reason.get_or_insert_with(|| "was stopped".to_owned());
+        self.exit_reason
+            .get_or_insert_with(|| "was stopped".to_owned());
         self.fail_all("is shutting down");
         // Dropping the sender lets the writer flush and close stdin.
         self.writer = None;
@@ -737,7 +802,10 @@ struct CancelOnDrop {
 impl CancelOnDrop {
     fn fire(&mut self, reason: &'static str) {
         if std::mem::take(&mut self.armed) {
-            self.addr.do_send(CancelRequest { id: self.id, reason });
+            self.addr.do_send(CancelRequest {
+                id: self.id,
+                reason,
+            });
         }
     }
 }
@@ -761,7 +829,11 @@ impl Handler<CallServerTool> for McpServer {
         let server = self.spec.name.clone();
         let tool = msg.tool;
         if !self.connected || self.closing || self.writer.is_none() {
-            let reason = if self.connected { self.gone_reason() } else { "still starting".to_owned() };
+            let reason = if self.connected {
+                self.gone_reason()
+            } else {
+                "still starting".to_owned()
+            };
             return Box::pin(async move { Err(CallError::ServerUnavailable { server, reason }) });
         }
         let id = self.alloc_id();
@@ -798,12 +870,30 @@ impl Handler<CallServerTool> for McpServer {
             guard.disarm();
             match outcome {
                 Ok(Ok(raw)) => serde_json::from_str::<CallToolResult>(raw.get()).map_err(|e| {
-                    CallError::InvalidResult { server, tool, detail: e.to_string() }
+                    CallError::InvalidResult {
+                        server,
+                        tool,
+                        detail: e.to_string(),
+                    }
                 }),
-                Ok(Err(ReplyError::Rpc(error))) => Err(CallError::Rpc { server, tool, error }),
-                Ok(Err(ReplyError::Gone(status))) => Err(CallError::ServerExited { server, tool, status }),
-                Ok(Err(ReplyError::TooLarge(max))) => Err(CallError::TooLarge { server, tool, max }),
-                Err(_) => Err(CallError::ServerExited { server, tool, status: "stopped".to_owned() }),
+                Ok(Err(ReplyError::Rpc(error))) => Err(CallError::Rpc {
+                    server,
+                    tool,
+                    error,
+                }),
+                Ok(Err(ReplyError::Gone(status))) => Err(CallError::ServerExited {
+                    server,
+                    tool,
+                    status,
+                }),
+                Ok(Err(ReplyError::TooLarge(max))) => {
+                    Err(CallError::TooLarge { server, tool, max })
+                }
+                Err(_) => Err(CallError::ServerExited {
+                    server,
+                    tool,
+                    status: "stopped".to_owned(),
+                }),
             }
         })
     }

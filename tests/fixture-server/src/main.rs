@@ -39,7 +39,8 @@ fn usage() -> ! {
 fn parse() -> Opts {
     let mut o = Opts::default();
     let mut args = std::env::args().skip(1);
-    let num = |v: Option<String>| -> usize { v.and_then(|s| s.parse().ok()).unwrap_or_else(|| usage()) };
+    let num =
+        |v: Option<String>| -> usize { v.and_then(|s| s.parse().ok()).unwrap_or_else(|| usage()) };
     while let Some(a) = args.next() {
         match a.as_str() {
             "--tools" => o.tools = num(args.next()),
@@ -105,12 +106,16 @@ fn send_raw(line: &str) {
 /// Responses start exactly with `{"jsonrpc":"2.0","id":<id>,`: the client sniffs the id from
 /// the first bytes of an over-long line.
 fn reply(id: &Value, result: Value) {
-    send_raw(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}"));
+    send_raw(&format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}"
+    ));
 }
 
 fn error(id: &Value, code: i64, message: &str) {
     let e = json!({"code": code, "message": message});
-    send_raw(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{e}}}"));
+    send_raw(&format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{e}}}"
+    ));
 }
 
 fn notify(method: &str, params: Value) {
@@ -148,8 +153,10 @@ fn tool_list(st: &State) -> Vec<Value> {
         json!({"name": "pid", "description": "the server's pid", "inputSchema": schema(json!({}))}),
     ];
     for i in 0..st.opts.tools {
-        t.push(json!({"name": format!("tool_{i:05}"), "description": format!("synthetic tool {i}"),
-            "inputSchema": schema(json!({"x": {"type": "string"}}))}));
+        t.push(
+            json!({"name": format!("tool_{i:05}"), "description": format!("synthetic tool {i}"),
+            "inputSchema": schema(json!({"x": {"type": "string"}}))}),
+        );
     }
     if st.opts.pad_bytes > 0 {
         t.push(json!({"name": "padded", "description": "d".repeat(st.opts.pad_bytes), "inputSchema": schema(json!({}))}));
@@ -170,7 +177,10 @@ fn list_tools(st: &State, id: &Value, params: &Value) {
     };
     let page = match params.get("cursor").and_then(Value::as_str) {
         None => 0,
-        Some(c) => match c.strip_prefix("page-").and_then(|n| n.parse::<usize>().ok()) {
+        Some(c) => match c
+            .strip_prefix("page-")
+            .and_then(|n| n.parse::<usize>().ok())
+        {
             Some(n) => n,
             None => return error(id, -32602, "unknown cursor"),
         },
@@ -184,7 +194,11 @@ fn list_tools(st: &State, id: &Value, params: &Value) {
 }
 
 fn call_tool(id: Value, params: Value, slow_ms: u64) {
-    let name = params.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
     let args = params.get("arguments").cloned().unwrap_or(json!({}));
     let int = |k: &str| args.get(k).and_then(Value::as_u64);
     if slow_ms > 0 {
@@ -222,10 +236,16 @@ fn call_tool(id: Value, params: Value, slow_ms: u64) {
         }),
         "progress" => {
             let steps = int("steps").unwrap_or(3);
-            let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
+            let token = params
+                .get("_meta")
+                .and_then(|m| m.get("progressToken"))
+                .cloned();
             for i in 1..=steps {
                 if let Some(t) = &token {
-                    notify("notifications/progress", json!({"progressToken": t, "progress": i, "total": steps, "message": format!("step {i}")}));
+                    notify(
+                        "notifications/progress",
+                        json!({"progressToken": t, "progress": i, "total": steps, "message": format!("step {i}")}),
+                    );
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -244,9 +264,17 @@ fn main() {
     let opts = parse();
     OUT.lock().unwrap_or_else(|e| e.into_inner()).garbage = opts.garbage;
     let mut record = opts.record.as_ref().and_then(|p| {
-        std::fs::OpenOptions::new().create(true).append(true).open(p).ok()
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .ok()
     });
-    let state = Arc::new(Mutex::new(State { opts, calls: 0, added_later: false }));
+    let state = Arc::new(Mutex::new(State {
+        opts,
+        calls: 0,
+        added_later: false,
+    }));
     let stdin = std::io::stdin();
     let mut buf = Vec::new();
     let mut lock = stdin.lock();
@@ -260,8 +288,14 @@ fn main() {
             let _ = f.write_all(&buf);
             let _ = f.flush();
         }
-        let Ok(msg) = serde_json::from_slice::<Value>(&buf) else { continue };
-        let method = msg.get("method").and_then(Value::as_str).unwrap_or("").to_owned();
+        let Ok(msg) = serde_json::from_slice::<Value>(&buf) else {
+            continue;
+        };
+        let method = msg
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         let id = msg.get("id").cloned();
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
         let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
@@ -269,24 +303,42 @@ fn main() {
             continue;
         }
         match (method.as_str(), id) {
-            ("", Some(_)) => eprintln!("client replied: {}", String::from_utf8_lossy(&buf).trim_end()),
+            ("", Some(_)) => eprintln!(
+                "client replied: {}",
+                String::from_utf8_lossy(&buf).trim_end()
+            ),
             ("initialize", Some(id)) => {
-                let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
+                let asked = params
+                    .get("protocolVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
                 let known = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
                 let v = st.opts.protocol.clone().unwrap_or_else(|| {
-                    if known.contains(&asked) { asked.to_owned() } else { "2025-11-25".to_owned() }
+                    if known.contains(&asked) {
+                        asked.to_owned()
+                    } else {
+                        "2025-11-25".to_owned()
+                    }
                 });
-                reply(&id, json!({"protocolVersion": v, "capabilities": {"tools": {"listChanged": true}, "logging": {}},
-                    "serverInfo": {"name": "fixture", "version": "1.0.0"}}));
+                reply(
+                    &id,
+                    json!({"protocolVersion": v, "capabilities": {"tools": {"listChanged": true}, "logging": {}},
+                    "serverInfo": {"name": "fixture", "version": "1.0.0"}}),
+                );
             }
             ("notifications/initialized", None) => {
                 if st.opts.server_requests {
                     send_raw(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#);
                     send_raw(r#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#);
-                    send_raw(r#"{"jsonrpc":"2.0","id":2,"method":"sampling/createMessage","params":{}}"#);
+                    send_raw(
+                        r#"{"jsonrpc":"2.0","id":2,"method":"sampling/createMessage","params":{}}"#,
+                    );
                 }
                 if st.opts.log_messages {
-                    notify("notifications/message", json!({"level": "info", "logger": "fixture", "data": "hello from fixture"}));
+                    notify(
+                        "notifications/message",
+                        json!({"level": "info", "logger": "fixture", "data": "hello from fixture"}),
+                    );
                 }
             }
             ("ping", Some(id)) => reply(&id, json!({})),
@@ -305,7 +357,9 @@ fn main() {
                     call_tool(id, params, slow);
                     if changed {
                         state2.lock().unwrap_or_else(|e| e.into_inner()).added_later = true;
-                        send_raw(r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#);
+                        send_raw(
+                            r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+                        );
                     }
                 });
             }
