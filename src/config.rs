@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use harness9_actors::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
 use harness9_actors::{ServerSpec, TransportSpec};
-use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 /// The default config file, relative to the working directory.
@@ -148,32 +148,84 @@ fn bare(e: &serde_json::Error) -> String {
     }
 }
 
-struct ServerSeed<'a>(&'a str);
+/// What is wrong with a parsed server, if anything.
+fn validate(raw: &RawServer) -> Option<&'static str> {
+    let problem = match (raw.kind, &raw.command, &raw.url) {
+        (None, None, None) => Some("has neither \"command\" nor \"url\"; give one of them"),
+        (Some(Kind::Stdio), None, _) => Some("is \"type\": \"stdio\" but has no \"command\""),
+        (Some(Kind::Http | Kind::Sse), _, None) => Some("is an HTTP server but has no \"url\""),
+        _ => None,
+    };
+    let bad_timeout = |t: Option<f64>| t.is_some_and(|t| !(t > 0.0 && t.is_finite()));
+    problem.or_else(|| {
+        (bad_timeout(raw.startup_timeout_sec) || bad_timeout(raw.tool_timeout_sec))
+            .then_some("has a timeout that is not a positive number of seconds")
+    })
+}
 
-impl<'de> DeserializeSeed<'de> for ServerSeed<'_> {
-    type Value = RawServer;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RawServer, D::Error> {
-        let name = self.0;
-        let raw = RawServer::deserialize(d)
-            .map_err(|e| de::Error::custom(format!("server \"{name}\": {e}")))?;
-        let problem = match (raw.kind, &raw.command, &raw.url) {
-            (None, None, None) => Some("has neither \"command\" nor \"url\"; give one of them"),
-            (Some(Kind::Stdio), None, _) => Some("is \"type\": \"stdio\" but has no \"command\""),
-            (Some(Kind::Http | Kind::Sse), _, None) => Some("is an HTTP server but has no \"url\""),
-            _ => None,
-        };
-        if let Some(p) = problem {
-            return Err(de::Error::custom(format!("server \"{name}\" {p}")));
+/// Where each server's key starts: `(name, line, column)`, 1-based, in file order. A small scan
+/// that tracks strings and nesting; only keys directly inside the top-level `mcpServers`.
+fn server_positions(text: &str) -> Vec<(String, usize, usize)> {
+    let mut out = Vec::new();
+    let (mut line, mut col) = (1usize, 0usize);
+    let mut depth = 0usize;
+    let mut in_servers = false;
+    let mut last_top_key = String::new();
+    let mut chars = text.chars().peekable();
+    let mut pending: Option<(String, usize, usize)> = None;
+    while let Some(c) = chars.next() {
+        col += 1;
+        match c {
+            '\n' => {
+                line += 1;
+                col = 0;
+            }
+            '"' => {
+                let (l0, c0) = (line, col);
+                let mut s = String::new();
+                while let Some(c) = chars.next() {
+                    col += 1;
+                    match c {
+                        '\\' => {
+                            if let Some(e) = chars.next() {
+                                col += 1;
+                                s.push(e);
+                            }
+                        }
+                        '"' => break,
+                        '\n' => {
+                            line += 1;
+                            col = 0;
+                        }
+                        c => s.push(c),
+                    }
+                }
+                pending = Some((s, l0, c0));
+                continue;
+            }
+            ':' => {
+                if let Some((key, l, c)) = pending.take() {
+                    if depth == 1 {
+                        last_top_key = key;
+                    } else if depth == 2 && in_servers {
+                        out.push((key, l, c));
+                    }
+                }
+            }
+            '{' | '[' => {
+                depth += 1;
+                if depth == 2 {
+                    in_servers = c == '{' && last_top_key == "mcpServers";
+                }
+            }
+            '}' | ']' => depth = depth.saturating_sub(1),
+            _ => {}
         }
-        let bad_timeout = |t: Option<f64>| t.is_some_and(|t| !(t > 0.0 && t.is_finite()));
-        if bad_timeout(raw.startup_timeout_sec) || bad_timeout(raw.tool_timeout_sec) {
-            return Err(de::Error::custom(format!(
-                "server \"{name}\": timeouts must be positive numbers of seconds"
-            )));
+        if !c.is_whitespace() && c != ':' {
+            pending = None;
         }
-        Ok(raw)
     }
+    out
 }
 
 struct Servers(Vec<(String, RawServer)>);
@@ -189,7 +241,7 @@ impl<'de> Deserialize<'de> for Servers {
             fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Servers, A::Error> {
                 let mut out: Vec<(String, RawServer)> = Vec::new();
                 while let Some(name) = m.next_key::<String>()? {
-                    let raw = m.next_value_seed(ServerSeed(&name))?;
+                    let raw: RawServer = m.next_value()?;
                     if out.iter().any(|(n, _)| *n == name) {
                         return Err(de::Error::custom(format!(
                             "server \"{name}\" is defined twice"
@@ -279,17 +331,40 @@ pub fn parse(
     base: &Path,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Config, ConfigError> {
-    let file: RawFile = serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
-        path: shown.to_owned(),
-        line: e.line(),
-        column: e.column(),
-        message: bare(&e),
+    let positions = || server_positions(text);
+    let file: RawFile = serde_json::from_str(text).map_err(|e| {
+        // Name the server whose entry holds the error position.
+        let owner = positions()
+            .into_iter()
+            .rev()
+            .find(|(_, l, c)| (*l, *c) <= (e.line(), e.column()))
+            .map(|(name, ..)| format!("server \"{name}\": "))
+            .unwrap_or_default();
+        ConfigError::Syntax {
+            path: shown.to_owned(),
+            line: e.line(),
+            column: e.column(),
+            message: format!("{owner}{}", bare(&e)),
+        }
     })?;
     let mut config = Config {
         path: PathBuf::from(shown),
         ..Config::default()
     };
     for (name, raw) in file.mcp_servers.map(|s| s.0).unwrap_or_default() {
+        if let Some(problem) = validate(&raw) {
+            let (line, column) = positions()
+                .into_iter()
+                .find(|(n, ..)| *n == name)
+                .map(|(_, l, c)| (l, c))
+                .unwrap_or((1, 1));
+            return Err(ConfigError::Syntax {
+                path: shown.to_owned(),
+                line,
+                column,
+                message: format!("server \"{name}\" {problem}"),
+            });
+        }
         if raw.disabled {
             config.disabled.push(name);
             continue;
