@@ -520,3 +520,108 @@ fn tool_filters_and_builtin_clashes() {
         shutdown(rt, &[]).await;
     });
 }
+
+#[test]
+fn protocol_versions_are_negotiated() {
+    run(T, || async {
+        let rt = start(
+            vec![
+                fixture("old", &["--protocol", "2024-11-05"]),
+                fixture("alien", &["--protocol", "1999-01-01"]),
+            ],
+            RestartPolicy::default(),
+        );
+        let ServerStatus::Connected { info, .. } = connected(&rt, "old", CONNECT).await else {
+            unreachable!()
+        };
+        assert_eq!(info.protocol_version, "2024-11-05");
+        let st = wait_for(&rt, "alien", CONNECT, |s| {
+            matches!(s, ServerStatus::Failed { .. })
+        })
+        .await;
+        let ServerStatus::Failed { error, .. } = st else {
+            unreachable!()
+        };
+        assert_eq!(
+            error,
+            "server answered protocol version \"1999-01-01\"; this client speaks 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25"
+        );
+        shutdown(rt, &[]).await;
+    });
+}
+
+/// A subscriber that blocks its own thread on every message until the test lets it go, with a
+/// one-slot mailbox.
+struct Sluggish {
+    gate: std::sync::mpsc::Receiver<()>,
+    out: tokio::sync::mpsc::UnboundedSender<harness9_actors::messages::StatusSnapshot>,
+}
+
+impl actix::Actor for Sluggish {
+    type Context = actix::Context<Self>;
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(1);
+    }
+}
+
+impl actix::Handler<harness9_actors::messages::StatusChanged> for Sluggish {
+    type Result = ();
+    fn handle(&mut self, m: harness9_actors::messages::StatusChanged, _: &mut Self::Context) {
+        let _ = self.gate.recv_timeout(Duration::from_secs(20));
+        let _ = self.out.send(m.snapshot);
+    }
+}
+
+#[test]
+fn a_stuck_subscriber_never_stalls_the_runtime_and_gets_the_latest_status() {
+    run(T, || async {
+        let names: Vec<String> = (0..8).map(|i| format!("s{i}")).collect();
+        let rt = start(
+            names.iter().map(|n| fixture(n, &[])).collect(),
+            RestartPolicy::default(),
+        );
+        let (gate_tx, gate) = std::sync::mpsc::channel();
+        let (out, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let arbiter = actix::Arbiter::new();
+        let stuck =
+            actix::Actor::start_in_arbiter(&arbiter.handle(), move |_| Sluggish { gate, out });
+        rt.supervisor
+            .send(harness9_actors::messages::Subscribe(stuck.recipient()))
+            .await
+            .unwrap();
+        // The subscriber is stuck in its first message; the runtime goes on regardless.
+        for n in &names {
+            connected(&rt, n, CONNECT).await;
+            assert_eq!(echo(&rt, n, "hi").await.unwrap(), "hi");
+        }
+        assert!(
+            rx.try_recv().is_err(),
+            "the subscriber was meant to be stuck"
+        );
+        for _ in 0..100 {
+            gate_tx.send(()).unwrap();
+        }
+        // Once free, it sees every server connected, in far fewer messages than changes (9+).
+        let mut got = 0;
+        loop {
+            // A tokio wait: the runtime shares this thread and must keep retrying meanwhile.
+            let snap = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+                .await
+                .ok()
+                .flatten()
+                .expect("the final status reached the subscriber");
+            got += 1;
+            if snap
+                .values()
+                .filter(|s| matches!(s.status, ServerStatus::Connected { .. }))
+                .count()
+                == 8
+            {
+                break;
+            }
+        }
+        assert!(got <= 3, "{got} snapshots: not coalesced");
+        arbiter.stop();
+        shutdown(rt, &[]).await;
+    });
+}
