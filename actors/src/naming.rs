@@ -26,9 +26,27 @@ pub fn fnv1a32(bytes: &[u8]) -> u32 {
     h
 }
 
+/// `mcp__{sanitized server}__`: computed once per server.
+pub fn server_prefix(server: &str) -> String {
+    format!("mcp__{}__", sanitize(server))
+}
+
 /// The registered name of `tool` on `server`.
 pub fn full_name(server: &str, tool: &str) -> String {
-    let name = format!("mcp__{}__{}", sanitize(server), sanitize(tool));
+    full_name_prefixed(&server_prefix(server), tool)
+}
+
+/// `full_name` with the server's prefix given.
+pub fn full_name_prefixed(prefix: &str, tool: &str) -> String {
+    let mut name = String::with_capacity(prefix.len() + tool.len());
+    name.push_str(prefix);
+    name.extend(tool.chars().map(|c| {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            c
+        } else {
+            '_'
+        }
+    }));
     if name.len() <= MAX_NAME {
         return name;
     }

@@ -14,7 +14,7 @@ use crate::messages::{
     CallBuiltin, CallServerTool, CallTool, ListTools, ServerGone, ServerTools, SetBuiltins,
     ToolEntry,
 };
-use crate::naming::{full_name, sanitize};
+use crate::naming::{full_name_prefixed, sanitize, server_prefix};
 use crate::protocol::types::{CallToolResult, Tool};
 use crate::server::McpServer;
 use crate::spec::ServerSpec;
@@ -80,8 +80,11 @@ impl ToolRegistry {
 
     /// Rebuilds the table; warns about clashes that involve `changed`.
     fn rebuild(&mut self, changed: Option<&str>) {
-        let mut routes = HashMap::with_capacity(self.routes.len().max(16));
-        let mut entries = Vec::with_capacity(self.entries.len().max(16));
+        use std::collections::hash_map::Entry;
+        let total =
+            self.builtins.len() + self.servers.values().map(|t| t.tools.len()).sum::<usize>();
+        let mut routes = HashMap::with_capacity(total);
+        let mut entries = Vec::with_capacity(total);
         for t in &self.builtins {
             if routes.insert(t.name.clone(), Route::Builtin).is_none() {
                 entries.push(ToolEntry {
@@ -95,35 +98,37 @@ impl ToolRegistry {
             let Some(table) = self.servers.get(server) else {
                 continue;
             };
+            let prefix = server_prefix(server);
             for t in table.tools.iter() {
                 if !table.spec.tool_enabled(&t.name) {
                     continue;
                 }
-                let name = full_name(server, &t.name);
-                if let Some(owner) = routes.get(&name) {
-                    if changed == Some(server.as_str()) {
-                        let by = match owner {
-                            Route::Builtin => "a built-in tool".to_owned(),
-                            Route::Mcp { server, tool } => {
-                                format!("tool \"{tool}\" of server \"{server}\"")
-                            }
-                        };
-                        tracing::warn!(target: "mcp", server = %server, tool = %t.name, "tool skipped: its name {name} is taken by {by}");
+                match routes.entry(full_name_prefixed(&prefix, &t.name)) {
+                    Entry::Occupied(owner) => {
+                        if changed == Some(server.as_str()) {
+                            let by = match owner.get() {
+                                Route::Builtin => "a built-in tool".to_owned(),
+                                Route::Mcp { server, tool } => {
+                                    format!("tool \"{tool}\" of server \"{server}\"")
+                                }
+                            };
+                            tracing::warn!(target: "mcp", server = %server, tool = %t.name,
+                                "tool skipped: its name {} is taken by {by}", owner.key());
+                        }
                     }
-                    continue;
+                    Entry::Vacant(slot) => {
+                        let name = slot.key().clone();
+                        slot.insert(Route::Mcp {
+                            server: server.clone(),
+                            tool: t.name.clone(),
+                        });
+                        entries.push(ToolEntry {
+                            name,
+                            server: Some(server.clone()),
+                            tool: t.clone(),
+                        });
+                    }
                 }
-                routes.insert(
-                    name.clone(),
-                    Route::Mcp {
-                        server: server.clone(),
-                        tool: t.name.clone(),
-                    },
-                );
-                entries.push(ToolEntry {
-                    name,
-                    server: Some(server.clone()),
-                    tool: t.clone(),
-                });
             }
         }
         self.routes = routes;

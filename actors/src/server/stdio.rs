@@ -52,7 +52,40 @@ enum ReplyError {
     TooLarge(usize),
 }
 
-type Reply = Result<Box<RawValue>, ReplyError>;
+type Reply = Result<Payload, ReplyError>;
+
+/// A successful reply: its result split out by the envelope parser, or (fast path) the whole
+/// line, whose `result` the waiter parses once into its own type.
+#[derive(Debug)]
+enum Payload {
+    Raw(Box<RawValue>),
+    Line(Bytes),
+}
+
+#[derive(serde::Deserialize)]
+struct OnlyResult<T> {
+    result: T,
+}
+
+impl Payload {
+    fn parse<T: serde::de::DeserializeOwned>(&self) -> serde_json::Result<T> {
+        match self {
+            Payload::Raw(r) => serde_json::from_str(r.get()),
+            Payload::Line(l) => serde_json::from_slice::<OnlyResult<T>>(l).map(|o| o.result),
+        }
+    }
+}
+
+/// The id of a line that starts exactly `{"jsonrpc":"2.0","id":<digits>,"result":`: such a line
+/// is a success response and skips the envelope pass (a 4 MB tools/list is then scanned once).
+fn fast_response_id(line: &[u8]) -> Option<i64> {
+    let rest = line.strip_prefix(br#"{"jsonrpc":"2.0","id":"#)?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 18 || !rest[digits..].starts_with(br#","result":"#) {
+        return None;
+    }
+    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
 
 /// What a successful handshake yields.
 type Handshake = (InitializeResult, Era, Arc<[Arc<Tool>]>);
@@ -265,6 +298,21 @@ impl McpServer {
     }
 
     fn on_line(&mut self, line: Bytes, ctx: &mut Context<Self>) {
+        if let Some(n) = fast_response_id(&line) {
+            if let Some(p) = self.pending.remove(&n) {
+                let id = Some(RequestId::Number(n));
+                self.trace(
+                    Direction::Recv,
+                    &line,
+                    id,
+                    Some(p.method),
+                    Some(p.sent.elapsed()),
+                );
+                self.progress.remove(&n);
+                let _ = p.tx.send(Ok(Payload::Line(line)));
+                return;
+            }
+        }
         let msg = match Incoming::parse(&line) {
             Ok(m) => m,
             Err(e) => {
@@ -293,7 +341,7 @@ impl McpServer {
                 );
                 self.progress.remove(&n);
                 let reply = match outcome {
-                    Ok(raw) => Ok(raw.to_owned()),
+                    Ok(raw) => Ok(Payload::Raw(raw.to_owned())),
                     Err(e) => Err(ReplyError::Rpc(e)),
                 };
                 let _ = p.tx.send(reply);
@@ -525,7 +573,7 @@ async fn rpc(
     addr: &Addr<McpServer>,
     method: &'static str,
     params: Option<Value>,
-) -> Result<Box<RawValue>, String> {
+) -> Result<Payload, String> {
     let rx = addr
         .send(Rpc { method, params })
         .await
@@ -555,8 +603,9 @@ async fn handshake(addr: Addr<McpServer>) -> Result<Handshake, String> {
     };
     let params = serde_json::to_value(&params).map_err(|e| e.to_string())?;
     let raw = rpc(&addr, "initialize", Some(params)).await?;
-    let init: InitializeResult =
-        serde_json::from_str(raw.get()).map_err(|e| format!("invalid initialize result: {e}"))?;
+    let init: InitializeResult = raw
+        .parse()
+        .map_err(|e| format!("invalid initialize result: {e}"))?;
     let era = negotiate(&init.protocol_version)?;
     addr.send(Notify {
         method: "notifications/initialized",
@@ -575,7 +624,8 @@ async fn list_tools(addr: Addr<McpServer>) -> Result<Arc<[Arc<Tool>]>, String> {
             .as_deref()
             .map(|c| serde_json::to_value(ListToolsParams { cursor: c }).unwrap_or(Value::Null));
         let raw = rpc(&addr, "tools/list", params).await?;
-        let page: ListToolsResult = serde_json::from_str(raw.get())
+        let page: ListToolsResult = raw
+            .parse()
             .map_err(|e| format!("invalid tools/list result: {e}"))?;
         drop(raw);
         all.extend(page.tools.into_iter().map(Arc::new));
@@ -869,13 +919,14 @@ impl Handler<CallServerTool> for McpServer {
             };
             guard.disarm();
             match outcome {
-                Ok(Ok(raw)) => serde_json::from_str::<CallToolResult>(raw.get()).map_err(|e| {
-                    CallError::InvalidResult {
-                        server,
-                        tool,
-                        detail: e.to_string(),
-                    }
-                }),
+                Ok(Ok(raw)) => {
+                    raw.parse::<CallToolResult>()
+                        .map_err(|e| CallError::InvalidResult {
+                            server,
+                            tool,
+                            detail: e.to_string(),
+                        })
+                }
                 Ok(Err(ReplyError::Rpc(error))) => Err(CallError::Rpc {
                     server,
                     tool,
@@ -896,5 +947,38 @@ impl Handler<CallServerTool> for McpServer {
                 }),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_path_takes_only_the_exact_prefix() {
+        assert_eq!(
+            fast_response_id(br#"{"jsonrpc":"2.0","id":17,"result":{}}"#),
+            Some(17)
+        );
+        assert_eq!(
+            fast_response_id(br#"{"jsonrpc":"2.0","id":0,"result":{}}"#),
+            Some(0)
+        );
+        assert_eq!(
+            fast_response_id(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#),
+            None
+        );
+        assert_eq!(
+            fast_response_id(br#"{"jsonrpc":"2.0","id":1,"error":{}}"#),
+            None
+        );
+        assert_eq!(
+            fast_response_id(br#"{"result":{},"jsonrpc":"2.0","id":1}"#),
+            None
+        );
+        let line =
+            Bytes::from_static(br#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a"}]}}"#);
+        let page: ListToolsResult = Payload::Line(line).parse().unwrap();
+        assert_eq!(page.tools[0].name, "a");
     }
 }
