@@ -73,6 +73,16 @@ pub enum CallError {
         /// The parse error.
         detail: String,
     },
+    /// The HTTP transport could not complete the call (status, content type, broken stream).
+    #[error("server \"{server}\" could not complete tool \"{tool}\": {detail}")]
+    Transport {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// What went wrong, with the HTTP status or cause.
+        detail: String,
+    },
     /// The caller cancelled the call; the server was sent `notifications/cancelled`.
     #[error("tool \"{tool}\" on server \"{server}\" was cancelled")]
     Cancelled {

@@ -16,7 +16,7 @@ use crate::messages::{
 };
 use crate::registry::ToolRegistry;
 use crate::server::McpServer;
-use crate::spec::{RestartPolicy, ServerSpec, TransportSpec};
+use crate::spec::{RestartPolicy, ServerSpec};
 use crate::trace::WireTap;
 
 /// How long `ShutdownAll` waits for children before it gives up on them (they are SIGKILLed).
@@ -102,7 +102,10 @@ impl ServerSupervisor {
                     (
                         name.clone(),
                         ServerState {
-                            transport: e.spec.transport.kind(),
+                            transport: match &e.status {
+                                ServerStatus::Connected { info, .. } => info.transport,
+                                _ => e.spec.transport.kind(),
+                            },
                             status: e.status.clone(),
                         },
                     )
@@ -151,17 +154,6 @@ impl ServerSupervisor {
             ctx.cancel_future(t);
         }
         entry.generation = generation;
-        if let TransportSpec::Http { .. } = entry.spec.transport {
-            entry.status = ServerStatus::Failed {
-                error: format!(
-                    "{} transport is not supported yet; use a stdio server",
-                    entry.spec.transport.kind()
-                ),
-                stderr_tail: Vec::new(),
-            };
-            entry.addr = None;
-            return;
-        }
         let addr = McpServer::new(entry.spec.clone(), generation, me, self.tap.clone()).start();
         entry.addr = Some(addr);
         self.live.insert(generation, name.to_owned());

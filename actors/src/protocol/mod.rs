@@ -6,5 +6,6 @@
 pub mod codec;
 pub mod jsonrpc;
 pub mod render;
+pub mod sse;
 pub mod types;
 pub mod version;

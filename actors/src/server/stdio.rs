@@ -1,4 +1,4 @@
-//! The stdio `McpServer` actor: spawns the child in its own process group, writes stdin from a
+//! The `McpServer` actor (stdio here; HTTP through `http.rs`): spawns the child in its own process group, writes stdin from a
 //! separate task, reads stdout as a stream of NDJSON frames, drains stderr into tracing, runs the
 //! handshake, answers server requests and routes replies through its internal pending map.
 
@@ -50,6 +50,7 @@ enum ReplyError {
     Rpc(ErrorObject),
     Gone(String),
     TooLarge(usize),
+    Transport(String),
 }
 
 type Reply = Result<Payload, ReplyError>;
@@ -119,6 +120,9 @@ pub struct McpServer {
     exit_reason: Option<String>,
     cwd: PathBuf,
     started: Instant,
+    /// `stdio`, `http` or `sse` (after a fallback).
+    kind: &'static str,
+    http: bool,
 }
 
 impl McpServer {
@@ -133,6 +137,7 @@ impl McpServer {
             TransportSpec::Stdio { cwd: Some(c), .. } => c.clone(),
             _ => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         };
+        let kind = spec.transport.kind();
         Self {
             name: Arc::from(spec.name.as_str()),
             spec,
@@ -155,6 +160,8 @@ impl McpServer {
             exit_reason: None,
             cwd,
             started: Instant::now(),
+            kind,
+            http: false,
         }
     }
 
@@ -212,6 +219,28 @@ impl McpServer {
                 .map(|res, act, ctx| act.on_child_exit(res, ctx)),
         );
         Ok(())
+    }
+
+    fn start_http(&mut self, ctx: &mut Context<Self>) {
+        let TransportSpec::Http { url, headers, sse } = &self.spec.transport else {
+            return;
+        };
+        let target = super::http::HttpTarget {
+            name: self.name.clone(),
+            url: url.clone(),
+            headers: headers.clone(),
+            legacy: *sse,
+            max: self.spec.max_message_bytes,
+            request_timeout: self.spec.startup_timeout.max(self.spec.tool_timeout)
+                + Duration::from_secs(5),
+            connect_timeout: self.spec.startup_timeout.min(Duration::from_secs(10)),
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.writer = Some(tx);
+        self.http = true;
+        self.child_exited = true;
+        self.stderr_done = true;
+        actix_rt::spawn(super::http::run(target, rx, ctx.address()));
     }
 
     fn alloc_id(&mut self) -> i64 {
@@ -501,7 +530,7 @@ impl McpServer {
                     server_info: init.server_info,
                     instructions: init.instructions,
                     connect_time: self.started.elapsed(),
-                    transport: self.spec.transport.kind(),
+                    transport: self.kind,
                     pid: u32::try_from(self.pgid).ok().filter(|p| *p > 0),
                 };
                 tracing::info!(target: "mcp", server = %self.name, tools = tools.len(), version = %info.protocol_version, "connected");
@@ -582,6 +611,7 @@ async fn rpc(
         Ok(Ok(raw)) => Ok(raw),
         Ok(Err(ReplyError::Rpc(e))) => Err(format!("{method} failed: {e}")),
         Ok(Err(ReplyError::Gone(why))) => Err(format!("server {why} during {method}")),
+        Ok(Err(ReplyError::Transport(e))) => Err(format!("{method} failed: {e}")),
         Ok(Err(ReplyError::TooLarge(max))) => Err(format!(
             "{method} reply exceeds the maximum message size of {}",
             crate::protocol::render::human_bytes(max)
@@ -674,7 +704,9 @@ impl Actor for McpServer {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(crate::MAILBOX);
-        if let Err(e) = self.spawn_child(ctx) {
+        if matches!(self.spec.transport, TransportSpec::Http { .. }) {
+            self.start_http(ctx);
+        } else if let Err(e) = self.spawn_child(ctx) {
             tracing::info!(target: "mcp", server = %self.name, "{e}");
             self.exit_reason = Some(e);
             self.child_exited = true;
@@ -804,6 +836,20 @@ impl Handler<Shutdown> for McpServer {
     type Result = ();
 
     fn handle(&mut self, msg: Shutdown, ctx: &mut Context<Self>) {
+        if self.http {
+            self.exit_reason
+                .get_or_insert_with(|| "was stopped".to_owned());
+            self.fail_all("is shutting down");
+            // Dropping the sender ends the HTTP task, which DELETEs the session and reports.
+            self.writer = None;
+            self.closing = true;
+            if msg.graceful {
+                ctx.run_later(self.spec.shutdown_grace * 2, |_, ctx| ctx.stop());
+            } else {
+                ctx.stop();
+            }
+            return;
+        }
         if self.child_exited {
             ctx.stop();
             return;
@@ -839,6 +885,51 @@ impl Handler<Shutdown> for McpServer {
                 }
             });
         });
+    }
+}
+
+impl Handler<super::http::Inbound> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: super::http::Inbound, ctx: &mut Context<Self>) {
+        self.on_line(msg.0, ctx);
+    }
+}
+
+impl Handler<super::http::TransportFailed> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: super::http::TransportFailed, ctx: &mut Context<Self>) {
+        if let Some(p) = msg.id.and_then(|id| self.pending.remove(&id)) {
+            if let Some(id) = msg.id {
+                self.progress.remove(&id);
+            }
+            let _ = p.tx.send(Err(ReplyError::Transport(msg.error.clone())));
+        }
+        if msg.fatal && !self.closing {
+            tracing::info!(target: "mcp", server = %self.name, "connection lost: {}", msg.error);
+            let lost = format!("lost its connection ({})", msg.error);
+            self.exit_reason.get_or_insert(msg.error);
+            self.fail_all(&lost);
+            self.writer = None;
+            ctx.stop();
+        }
+    }
+}
+
+impl Handler<super::http::TransportKind> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: super::http::TransportKind, _ctx: &mut Context<Self>) {
+        self.kind = msg.0;
+    }
+}
+
+impl Handler<super::http::TransportClosed> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, _msg: super::http::TransportClosed, ctx: &mut Context<Self>) {
+        ctx.stop();
     }
 }
 
@@ -940,6 +1031,11 @@ impl Handler<CallServerTool> for McpServer {
                 Ok(Err(ReplyError::TooLarge(max))) => {
                     Err(CallError::TooLarge { server, tool, max })
                 }
+                Ok(Err(ReplyError::Transport(detail))) => Err(CallError::Transport {
+                    server,
+                    tool,
+                    detail,
+                }),
                 Err(_) => Err(CallError::ServerExited {
                     server,
                     tool,

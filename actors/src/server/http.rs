@@ -1,0 +1,678 @@
+//! The HTTP side of `McpServer`: Streamable HTTP (POST per message, JSON or SSE replies,
+//! `Mcp-Session-Id`, the optional GET stream) and the legacy HTTP+SSE transport of 2024-11-05.
+//!
+//! It runs as one local task per connection (the `awc::Client` holds an `Rc`, so it is built
+//! here, on the actor's arbiter). The actor hands it serialized lines and gets back incoming
+//! messages as [`Inbound`] lines, exactly as stdout would give them, so every protocol rule lives
+//! in one place.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use actix::prelude::*;
+use awc::http::StatusCode;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::stdio::McpServer;
+use crate::protocol::jsonrpc::{Incoming, RequestId};
+use crate::protocol::sse::SseParser;
+
+/// An incoming JSON-RPC message (one SSE event's data or one JSON body).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Inbound(pub Bytes);
+
+/// A request could not be completed; `fatal` means the connection is gone.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct TransportFailed {
+    pub id: Option<i64>,
+    pub error: String,
+    pub fatal: bool,
+}
+
+/// The transport in use changed (fallback to legacy SSE).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct TransportKind(pub &'static str);
+
+/// The task has ended (after `DELETE`).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct TransportClosed;
+
+/// Where and how to connect.
+pub(crate) struct HttpTarget {
+    pub name: Arc<str>,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub legacy: bool,
+    pub max: usize,
+    pub request_timeout: Duration,
+    pub connect_timeout: Duration,
+}
+
+struct Failure {
+    error: String,
+    fatal: bool,
+}
+
+fn fail(error: impl Into<String>, fatal: bool) -> Failure {
+    Failure {
+        error: error.into(),
+        fatal,
+    }
+}
+
+struct Conn {
+    client: awc::Client,
+    target: HttpTarget,
+    actor: Addr<McpServer>,
+    session: RefCell<Option<String>>,
+    protocol: RefCell<Option<String>>,
+    init_line: RefCell<Option<Vec<u8>>>,
+    endpoint: RefCell<Option<String>>,
+    get_started: Cell<bool>,
+    token: CancellationToken,
+}
+
+/// Installs the rustls crypto provider once (awc panics at first TLS use without one).
+fn install_crypto() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+fn snippet(body: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&body[..body.len().min(300)]);
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Runs one HTTP connection until the actor drops its sender.
+pub(crate) async fn run(
+    target: HttpTarget,
+    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    actor: Addr<McpServer>,
+) {
+    install_crypto();
+    let client = awc::Client::builder()
+        .connector(awc::Connector::new().timeout(target.connect_timeout))
+        .disable_timeout()
+        .finish();
+    let conn = Rc::new(Conn {
+        client,
+        target,
+        actor,
+        session: RefCell::new(None),
+        protocol: RefCell::new(None),
+        init_line: RefCell::new(None),
+        endpoint: RefCell::new(None),
+        get_started: Cell::new(false),
+        token: CancellationToken::new(),
+    });
+    if conn.target.legacy {
+        if let Err(f) = conn.clone().open_legacy().await {
+            conn.actor.do_send(TransportFailed {
+                id: None,
+                error: f.error,
+                fatal: true,
+            });
+            return;
+        }
+    }
+    while let Some(line) = rx.recv().await {
+        let c = conn.clone();
+        let token = conn.token.clone();
+        actix_rt::spawn(async move {
+            token.run_until_cancelled(c.send(line)).await;
+        });
+    }
+    conn.close().await;
+    conn.token.cancel();
+    conn.actor.do_send(TransportClosed);
+}
+
+impl Conn {
+    fn request(
+        &self,
+        method: awc::http::Method,
+        url: &str,
+        with_session: bool,
+    ) -> awc::ClientRequest {
+        let mut req = self
+            .client
+            .request(method, url)
+            .insert_header(("Accept", "application/json, text/event-stream"))
+            .timeout(self.target.request_timeout);
+        for (k, v) in &self.target.headers {
+            req = req.insert_header((k.as_str(), v.as_str()));
+        }
+        if with_session {
+            if let Some(s) = self.session.borrow().as_deref() {
+                req = req.insert_header(("Mcp-Session-Id", s));
+            }
+            if let Some(p) = self.protocol.borrow().as_deref() {
+                req = req.insert_header(("MCP-Protocol-Version", p));
+            }
+        }
+        req
+    }
+
+    fn send_error(&self, e: awc::error::SendRequestError) -> Failure {
+        use awc::error::SendRequestError as E;
+        match e {
+            E::Connect(c) => fail(format!("cannot connect to {}: {c}", self.target.url), true),
+            E::Timeout => fail(
+                format!(
+                    "no response headers from {} within {} s",
+                    self.target.url,
+                    self.target.request_timeout.as_secs()
+                ),
+                false,
+            ),
+            other => fail(
+                format!("request to {} failed: {other}", self.target.url),
+                true,
+            ),
+        }
+    }
+
+    fn report(&self, id: Option<i64>, f: Failure) {
+        if id.is_none() && !f.fatal {
+            tracing::warn!(target: "mcp", server = %self.target.name, "{}", f.error);
+            return;
+        }
+        self.actor.do_send(TransportFailed {
+            id,
+            error: f.error,
+            fatal: f.fatal,
+        });
+    }
+
+    /// Hands an incoming message to the actor; remembers the negotiated version.
+    fn deliver(&self, data: Bytes, is_init: bool) {
+        if is_init {
+            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&data) {
+                if let Some(p) = v
+                    .pointer("/result/protocolVersion")
+                    .and_then(|p| p.as_str())
+                {
+                    *self.protocol.borrow_mut() = Some(p.to_owned());
+                }
+            }
+        }
+        self.actor.do_send(Inbound(data));
+    }
+
+    async fn send(self: Rc<Self>, line: Vec<u8>) {
+        let (id, method) = match Incoming::parse(&line) {
+            Ok(Incoming::Request {
+                id: RequestId::Number(n),
+                method,
+                ..
+            }) => (Some(n), method.into_owned()),
+            Ok(Incoming::Request { method, .. }) | Ok(Incoming::Notification { method, .. }) => {
+                (None, method.into_owned())
+            }
+            _ => (None, String::new()),
+        };
+        if method == "initialize" {
+            *self.init_line.borrow_mut() = Some(line.clone());
+        }
+        let endpoint = self.endpoint.borrow().clone();
+        let result = match endpoint {
+            Some(ep) => self.post_legacy(&ep, line).await,
+            None => self.clone().post(line, id, &method, true).await,
+        };
+        if let Err(f) = result {
+            self.report(id, f);
+        }
+    }
+
+    async fn post(
+        self: Rc<Self>,
+        line: Vec<u8>,
+        id: Option<i64>,
+        method: &str,
+        may_reinit: bool,
+    ) -> Result<(), Failure> {
+        let is_init = method == "initialize";
+        let mut resp = self
+            .request(awc::http::Method::POST, &self.target.url, !is_init)
+            .content_type("application/json")
+            .send_body(line.clone())
+            .await
+            .map_err(|e| self.send_error(e))?;
+        let status = resp.status();
+        if let Some(s) = resp
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
+            *self.session.borrow_mut() = Some(s.to_owned());
+        }
+        tracing::debug!(target: "mcp::wire", server = %self.target.name, method, http_status = status.as_u16(),
+            session = self.session.borrow().as_deref().unwrap_or(""), "http reply");
+        if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
+            if method == "notifications/initialized" && !self.get_started.replace(true) {
+                let c = self.clone();
+                let token = self.token.clone();
+                actix_rt::spawn(async move {
+                    token.run_until_cancelled(c.get_stream()).await;
+                });
+            }
+            return Ok(());
+        }
+        if !status.is_success() {
+            let body = resp.body().limit(64 * 1024).await.unwrap_or_default();
+            let text = snippet(&body);
+            let had_session = self.session.borrow().is_some();
+            let session_lost = !is_init
+                && had_session
+                && (status == StatusCode::NOT_FOUND
+                    || (status == StatusCode::BAD_REQUEST
+                        && text.to_ascii_lowercase().contains("session")));
+            if session_lost && may_reinit {
+                tracing::info!(target: "mcp", server = %self.target.name, "session expired (HTTP {}); initializing again", status.as_u16());
+                self.reinit().await?;
+                return Box::pin(self.clone().post(line, id, method, false)).await;
+            }
+            let legacy_hint = matches!(status.as_u16(), 400 | 404 | 405);
+            if is_init && legacy_hint && !self.target.legacy {
+                tracing::info!(target: "mcp", server = %self.target.name, "initialize got HTTP {}; trying the legacy HTTP+SSE transport", status.as_u16());
+                self.clone().open_legacy().await.map_err(|f| {
+                    fail(format!("initialize got HTTP {status} and the legacy SSE fallback failed too: {}", f.error), f.fatal)
+                })?;
+                let ep = self.endpoint.borrow().clone().unwrap_or_default();
+                return self.post_legacy(&ep, line).await;
+            }
+            let hint = match status.as_u16() {
+                401 | 403 => format!(
+                    "; check the headers of server \"{}\" in .mcp.json",
+                    self.target.name
+                ),
+                _ => String::new(),
+            };
+            return Err(fail(format!("HTTP {status}: {text}{hint}"), false));
+        }
+        let ctype = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if ctype.starts_with("text/event-stream") {
+            return self.pump_reply(resp, id, is_init).await;
+        }
+        if ctype.starts_with("application/json") {
+            let body = resp.body().limit(self.target.max).await.map_err(|e| {
+                fail(
+                    format!(
+                        "reading the reply failed: {e} (maximum message size {} bytes)",
+                        self.target.max
+                    ),
+                    false,
+                )
+            })?;
+            if !body.is_empty() {
+                self.deliver(body, is_init);
+            }
+            return Ok(());
+        }
+        let body = resp.body().limit(64 * 1024).await.unwrap_or_default();
+        Err(fail(
+            format!(
+                "expected JSON or an SSE stream, got {}: {}",
+                if ctype.is_empty() {
+                    "no content type"
+                } else {
+                    &ctype
+                },
+                snippet(&body)
+            ),
+            false,
+        ))
+    }
+
+    /// Reads an SSE reply to one POST; an end before the reply is an error.
+    async fn pump_reply<S>(
+        &self,
+        mut resp: awc::ClientResponse<S>,
+        id: Option<i64>,
+        is_init: bool,
+    ) -> Result<(), Failure>
+    where
+        S: futures_util::Stream<Item = Result<Bytes, awc::error::PayloadError>> + Unpin,
+    {
+        let mut parser = SseParser::new(self.target.max);
+        let mut answered = false;
+        while let Some(chunk) = resp.next().await {
+            let chunk = chunk.map_err(|e| fail(format!("the SSE reply broke off: {e}"), false))?;
+            let events = parser
+                .feed(&chunk)
+                .map_err(|e| fail(e.to_string(), false))?;
+            for ev in events {
+                if !(ev.event.is_empty() || ev.event == "message") || ev.data.trim().is_empty() {
+                    continue;
+                }
+                if let (
+                    Some(want),
+                    Ok(Incoming::Response {
+                        id: RequestId::Number(got),
+                        ..
+                    }),
+                ) = (id, Incoming::parse(ev.data.as_bytes()))
+                {
+                    answered |= want == got;
+                }
+                self.deliver(Bytes::from(ev.data), is_init);
+            }
+            if answered {
+                return Ok(());
+            }
+        }
+        if id.is_some() && !answered {
+            let dead = !self.alive().await;
+            let why = if dead {
+                "the server went away"
+            } else {
+                "the event was cut short"
+            };
+            return Err(fail(
+                format!("the SSE reply ended before the response ({why})"),
+                dead,
+            ));
+        }
+        Ok(())
+    }
+
+    /// A bare TCP connect to the server: tells a server that is gone from a stream that ended.
+    async fn alive(&self) -> bool {
+        let Ok(uri) = self.target.url.parse::<awc::http::Uri>() else {
+            return true;
+        };
+        let host = uri
+            .host()
+            .unwrap_or("127.0.0.1")
+            .trim_matches(['[', ']'])
+            .to_owned();
+        let port = uri
+            .port_u16()
+            .unwrap_or(if uri.scheme_str() == Some("https") {
+                443
+            } else {
+                80
+            });
+        matches!(
+            tokio::time::timeout(
+                Duration::from_secs(1),
+                tokio::net::TcpStream::connect((host.as_str(), port))
+            )
+            .await,
+            Ok(Ok(_))
+        )
+    }
+
+    /// Session lost: initialize again (once) with the remembered initialize request.
+    async fn reinit(&self) -> Result<(), Failure> {
+        let init = self
+            .init_line
+            .borrow()
+            .clone()
+            .ok_or_else(|| fail("session lost before initialize", false))?;
+        *self.session.borrow_mut() = None;
+        let mut resp = self
+            .request(awc::http::Method::POST, &self.target.url, false)
+            .content_type("application/json")
+            .send_body(init)
+            .await
+            .map_err(|e| self.send_error(e))?;
+        if !resp.status().is_success() {
+            return Err(fail(
+                format!(
+                    "re-initialize after session loss got HTTP {}",
+                    resp.status()
+                ),
+                false,
+            ));
+        }
+        if let Some(s) = resp
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
+            *self.session.borrow_mut() = Some(s.to_owned());
+        }
+        // Drain the reply (JSON or a short SSE stream); its id is stale and not delivered.
+        let mut drained = 0usize;
+        while let Some(Ok(chunk)) = resp.next().await {
+            drained += chunk.len();
+            if drained > self.target.max || chunk.windows(2).any(|w| w == b"}\n" || w == b"\n\n") {
+                break;
+            }
+        }
+        let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        let _ = self
+            .request(awc::http::Method::POST, &self.target.url, true)
+            .content_type("application/json")
+            .send_body(&note[..])
+            .await;
+        Ok(())
+    }
+
+    /// The optional GET stream for server-initiated messages; resumed with `Last-Event-ID`.
+    async fn get_stream(self: Rc<Self>) {
+        let mut parser = SseParser::new(self.target.max);
+        loop {
+            let mut req = self.request(awc::http::Method::GET, &self.target.url, true);
+            req = req.insert_header(("Accept", "text/event-stream"));
+            if let Some(last) = parser.last_event_id() {
+                req = req.insert_header(("Last-Event-ID", last));
+            }
+            let mut resp = match req.timeout(Duration::from_secs(3600 * 24)).send().await {
+                Ok(r) if r.status().is_success() => r,
+                Ok(r) => {
+                    tracing::debug!(target: "mcp", server = %self.target.name, status = r.status().as_u16(), "no GET stream");
+                    return;
+                }
+                Err(e) => {
+                    let f = self.send_error(e);
+                    if f.fatal {
+                        self.report(None, f);
+                    }
+                    return;
+                }
+            };
+            while let Some(Ok(chunk)) = resp.next().await {
+                let Ok(events) = parser.feed(&chunk) else {
+                    break;
+                };
+                for ev in events {
+                    if (ev.event.is_empty() || ev.event == "message") && !ev.data.trim().is_empty()
+                    {
+                        self.deliver(Bytes::from(ev.data), false);
+                    }
+                }
+            }
+            if !self.alive().await {
+                self.report(
+                    None,
+                    fail(
+                        "the server went away (its event stream closed and it refuses connections)",
+                        true,
+                    ),
+                );
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(
+                parser.retry_ms.unwrap_or(1000).min(30_000),
+            ))
+            .await;
+        }
+    }
+
+    /// Legacy HTTP+SSE: GET the URL, wait for the `endpoint` event, keep reading messages.
+    async fn open_legacy(self: Rc<Self>) -> Result<(), Failure> {
+        let url = self.target.url.clone();
+        let resp = self
+            .request(awc::http::Method::GET, &url, false)
+            .insert_header(("Accept", "text/event-stream"))
+            .timeout(Duration::from_secs(3600 * 24))
+            .send();
+        let mut resp = tokio::time::timeout(self.target.request_timeout, resp)
+            .await
+            .map_err(|_| {
+                fail(
+                    format!(
+                        "no response from {url} within {} s",
+                        self.target.request_timeout.as_secs()
+                    ),
+                    false,
+                )
+            })?
+            .map_err(|e| self.send_error(e))?;
+        if !resp.status().is_success() {
+            let body = resp.body().limit(64 * 1024).await.unwrap_or_default();
+            return Err(fail(
+                format!(
+                    "legacy SSE GET {url}: HTTP {}: {}",
+                    resp.status(),
+                    snippet(&body)
+                ),
+                false,
+            ));
+        }
+        let mut parser = SseParser::new(self.target.max);
+        let endpoint = loop {
+            let next = tokio::time::timeout(self.target.request_timeout, resp.next()).await;
+            let chunk = match next {
+                Ok(Some(Ok(c))) => c,
+                Ok(Some(Err(e))) => {
+                    return Err(fail(format!("legacy SSE stream broke: {e}"), true))
+                }
+                Ok(None) => {
+                    return Err(fail(
+                        "legacy SSE stream ended before the endpoint event",
+                        true,
+                    ))
+                }
+                Err(_) => return Err(fail("no endpoint event on the legacy SSE stream", false)),
+            };
+            let events = parser
+                .feed(&chunk)
+                .map_err(|e| fail(e.to_string(), false))?;
+            if let Some(ev) = events.iter().find(|e| e.event == "endpoint") {
+                break resolve(&url, ev.data.trim());
+            }
+        };
+        tracing::info!(target: "mcp", server = %self.target.name, %endpoint, "legacy HTTP+SSE transport");
+        *self.endpoint.borrow_mut() = Some(endpoint);
+        self.actor.do_send(TransportKind("sse"));
+        let c = self.clone();
+        let token = self.token.clone();
+        actix_rt::spawn(async move {
+            token
+                .run_until_cancelled(async move {
+                    while let Some(Ok(chunk)) = resp.next().await {
+                        let Ok(events) = parser.feed(&chunk) else {
+                            break;
+                        };
+                        for ev in events {
+                            if (ev.event.is_empty() || ev.event == "message")
+                                && !ev.data.trim().is_empty()
+                            {
+                                c.deliver(Bytes::from(ev.data), false);
+                            }
+                        }
+                    }
+                    c.report(None, fail("the legacy SSE stream closed", true));
+                })
+                .await;
+        });
+        Ok(())
+    }
+
+    async fn post_legacy(&self, endpoint: &str, line: Vec<u8>) -> Result<(), Failure> {
+        let mut resp = self
+            .request(awc::http::Method::POST, endpoint, false)
+            .content_type("application/json")
+            .send_body(line)
+            .await
+            .map_err(|e| self.send_error(e))?;
+        if resp.status().is_success() {
+            return Ok(());
+        }
+        let body = resp.body().limit(64 * 1024).await.unwrap_or_default();
+        Err(fail(
+            format!("HTTP {}: {}", resp.status(), snippet(&body)),
+            false,
+        ))
+    }
+
+    async fn close(&self) {
+        if self.endpoint.borrow().is_some() || self.session.borrow().is_none() {
+            return;
+        }
+        let req = self
+            .request(awc::http::Method::DELETE, &self.target.url, true)
+            .send();
+        match tokio::time::timeout(Duration::from_secs(2), req).await {
+            Ok(Ok(r)) => {
+                tracing::debug!(target: "mcp", server = %self.target.name, status = r.status().as_u16(), "session deleted")
+            }
+            _ => {
+                tracing::debug!(target: "mcp", server = %self.target.name, "DELETE of the session failed")
+            }
+        }
+    }
+}
+
+/// Resolves the legacy `endpoint` event's data against the SSE URL.
+fn resolve(base: &str, data: &str) -> String {
+    if data.starts_with("http://") || data.starts_with("https://") {
+        return data.to_owned();
+    }
+    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
+    let authority_end = base[scheme_end..]
+        .find('/')
+        .map(|i| scheme_end + i)
+        .unwrap_or(base.len());
+    if data.starts_with('/') {
+        return format!("{}{data}", &base[..authority_end]);
+    }
+    let dir_end = base
+        .rfind('/')
+        .filter(|i| *i >= authority_end)
+        .map(|i| i + 1)
+        .unwrap_or(base.len());
+    let mut dir = base[..dir_end].to_owned();
+    if !dir.ends_with('/') {
+        dir.push('/');
+    }
+    format!("{dir}{data}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve;
+
+    #[test]
+    fn endpoint_resolution() {
+        assert_eq!(
+            resolve("http://h:1/sse", "/messages?s=1"),
+            "http://h:1/messages?s=1"
+        );
+        assert_eq!(
+            resolve("http://h:1/a/sse", "msg?s=1"),
+            "http://h:1/a/msg?s=1"
+        );
+        assert_eq!(resolve("http://h:1/sse", "http://x/y"), "http://x/y");
+        assert_eq!(resolve("http://h:1", "m"), "http://h:1/m");
+    }
+}
