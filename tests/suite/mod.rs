@@ -3,4 +3,5 @@
 mod cli;
 pub mod common;
 mod fixtures;
+mod http;
 mod reference;
