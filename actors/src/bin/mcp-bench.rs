@@ -38,6 +38,8 @@ const TEARDOWN_BOUND: Duration = Duration::from_secs(5);
 
 struct Args {
     server_cmd: Vec<String>,
+    /// Extra to the contract: an MCP Streamable HTTP URL instead of a command (seq/conc).
+    url: Option<String>,
     mode: String,
     n: usize,
     inflight: usize,
@@ -46,6 +48,7 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
         server_cmd: Vec::new(),
+        url: None,
         mode: "seq".to_owned(),
         n: 1000,
         inflight: 1,
@@ -56,12 +59,13 @@ fn parse_args() -> Result<Args, String> {
         match k.as_str() {
             "--server-cmd" => a.server_cmd = v.split_whitespace().map(str::to_owned).collect(),
             "--mode" => a.mode = v,
+            "--url" => a.url = Some(v),
             "--n" => a.n = v.parse().map_err(|_| format!("bad --n {v:?}"))?,
             "--inflight" => a.inflight = v.parse().map_err(|_| format!("bad --inflight {v:?}"))?,
             _ => return Err(format!("unknown argument {k}")),
         }
     }
-    if a.server_cmd.is_empty() {
+    if a.server_cmd.is_empty() && a.url.is_none() {
         return Err("--server-cmd is required".to_owned());
     }
     if !matches!(a.mode.as_str(), "seq" | "conc" | "handshake" | "bigList") {
@@ -80,6 +84,15 @@ fn bench_tools(mode: &str) -> String {
 }
 
 fn server_spec(a: &Args) -> ServerSpec {
+    if let Some(url) = &a.url {
+        let mut spec = ServerSpec::stdio(SERVER, "", Vec::new());
+        spec.transport = TransportSpec::Http {
+            url: url.clone(),
+            headers: Vec::new(),
+            sse: false,
+        };
+        return spec;
+    }
     let mut spec = ServerSpec::stdio(SERVER, a.server_cmd[0].clone(), a.server_cmd[1..].to_vec());
     if let TransportSpec::Stdio { env, .. } = &mut spec.transport {
         env.push(("BENCH_TOOLS".to_owned(), bench_tools(&a.mode)));
@@ -240,16 +253,16 @@ impl Session {
 
 /// One echo call through the registry; checks the reply and returns its latency.
 async fn echo(registry: &Addr<ToolRegistry>, i: usize) -> Result<Duration, String> {
-    let want = format!("m{i}");
+    // BENCH_ECHO_KEY / BENCH_ECHO_PREFIX adapt the check to another server's echo tool
+    // (server-everything: `message`, `Echo: `), for transport comparisons.
+    let key = std::env::var("BENCH_ECHO_KEY").unwrap_or_else(|_| "text".to_owned());
+    let prefix = std::env::var("BENCH_ECHO_PREFIX").unwrap_or_default();
+    let arg = format!("m{i}");
+    let want = format!("{prefix}{arg}");
     let t = Instant::now();
-    let r = ToolRegistry::call(
-        registry,
-        ECHO,
-        Some(json!({ "text": &want })),
-        Some(CALL_BOUND),
-    )
-    .await
-    .map_err(|e| e.to_string())?;
+    let r = ToolRegistry::call(registry, ECHO, Some(json!({ key: &arg })), Some(CALL_BOUND))
+        .await
+        .map_err(|e| e.to_string())?;
     let el = t.elapsed();
     let got = r.text();
     if r.is_error || got != want {

@@ -374,6 +374,18 @@ impl Conn {
                 self.deliver(Bytes::from(ev.data), is_init);
             }
             if answered {
+                // Servers close the stream after the response; reading to its end (bounded)
+                // lets the connection go back to the pool instead of being dropped.
+                let drain = async {
+                    while let Some(Ok(chunk)) = resp.next().await {
+                        if let Ok(events) = parser.feed(&chunk) {
+                            for ev in events.into_iter().filter(|e| !e.data.trim().is_empty()) {
+                                self.deliver(Bytes::from(ev.data), false);
+                            }
+                        }
+                    }
+                };
+                let _ = tokio::time::timeout(Duration::from_millis(500), drain).await;
                 return Ok(());
             }
         }
