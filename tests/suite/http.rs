@@ -83,7 +83,7 @@ fn everything_sse(port: u16) -> Proc {
 
 fn python_http(port: u16) -> Proc {
     let mut c = Command::new(repo().join(".deps/venv/bin/python"));
-    c.arg(repo().join("tests/python/http_server.py"))
+    c.arg(repo().join("tests/python/sdk_http_server.py"))
         .args(["--port", &port.to_string()]);
     spawn_server(c, port, "READY")
 }
@@ -91,7 +91,7 @@ fn python_http(port: u16) -> Proc {
 pub fn http_fixture(mode: &str, extra: &[&str]) -> Proc {
     let port = free_port();
     let mut c = Command::new(repo().join(".deps/venv/bin/python"));
-    c.arg(repo().join("tests/python/http_fixture.py"))
+    c.arg(repo().join("tests/python/misbehaving_http.py"))
         .args(["--port", &port.to_string(), "--mode", mode])
         .args(extra);
     spawn_server(c, port, "READY")
@@ -296,7 +296,7 @@ fn session_expiry_between_calls_re_initializes_once() {
         let body = std::fs::read_to_string(&record).unwrap();
         let inits = body
             .lines()
-            .filter(|l| l.contains("\"initialize\""))
+            .filter(|l| l.contains(r#"\"method\":\"initialize\""#))
             .count();
         // One initialize at start, one after each expiry (calls two and three).
         assert_eq!(inits, 3, "{body}");

@@ -1,0 +1,230 @@
+"""An MCP Streamable HTTP server that misbehaves on purpose (stdlib only), for harness9's tests.
+
+--mode: ok | sse | status500 | html | cut-sse | stall | expire | bearer | legacy-only
+Prints `READY <port>` on stdout once listening. Endpoint: /mcp (legacy: /sse + /messages).
+"""
+
+import argparse
+import json
+import queue
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+KNOWN = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
+TOOLS = [
+    {"name": "echo", "description": "echo text", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+    {"name": "big", "description": "bytes of x", "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
+    {"name": "sleep", "description": "sleep ms", "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer"}}}},
+]
+
+ARGS = None
+SESSIONS = set()
+LEGACY = {}  # session -> queue of outgoing SSE payloads
+LOCK = threading.Lock()
+
+
+def record(handler, body):
+    if not ARGS.record:
+        return
+    line = json.dumps({"method": handler.command, "path": handler.path, "headers": dict(handler.headers), "body": body.decode("utf-8", "replace")})
+    with LOCK, open(ARGS.record, "a") as f:
+        f.write(line + "\n")
+
+
+def answer(msg):
+    """The JSON-RPC reply to one request (None for notifications/responses)."""
+    method, mid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+    if mid is None or method is None:
+        return None
+    if method == "initialize":
+        asked = params.get("protocolVersion")
+        result = {"protocolVersion": asked if asked in KNOWN else "2025-11-25", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "http-fixture", "version": "1"}}
+    elif method == "ping":
+        result = {}
+    elif method == "tools/list":
+        result = {"tools": TOOLS}
+    elif method == "tools/call":
+        name, args = params.get("name"), params.get("arguments") or {}
+        if name == "echo":
+            text = str(args.get("text", ""))
+        elif name == "big":
+            text = "x" * int(args.get("bytes", 0))
+        elif name == "sleep":
+            time.sleep(int(args.get("ms", 0)) / 1000)
+            text = "slept"
+        else:
+            return {"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": f"unknown tool {name}"}}
+        result = {"content": [{"type": "text", "text": text}], "isError": False}
+    else:
+        return {"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "method not found"}}
+    return {"jsonrpc": "2.0", "id": mid, "result": result}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def start_sse(self, headers=()):
+        """An SSE response with chunked transfer encoding, as real servers send."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        for k, v in headers:
+            self.send_header(k, v)
+        self.end_headers()
+
+    def chunk(self, data: bytes):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def end_chunks(self):
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def log_message(self, *a):
+        pass
+
+    def send_plain(self, code, body, ctype="text/plain", headers=()):
+        data = body.encode() if isinstance(body, str) else body
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in headers:
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def do_DELETE(self):
+        record(self, b"")
+        with LOCK:
+            SESSIONS.discard(self.headers.get("Mcp-Session-Id"))
+        self.send_plain(200, "")
+
+    def do_GET(self):
+        record(self, b"")
+        if ARGS.mode == "legacy-only" and self.path.split("?")[0] in ("/sse", "/mcp"):
+            return self.legacy_stream()
+        self.send_plain(405, "method not allowed")
+
+    def legacy_stream(self):
+        sid = uuid.uuid4().hex
+        q = queue.Queue()
+        with LOCK:
+            LEGACY[sid] = q
+        self.start_sse()
+        try:
+            self.chunk(f"event: endpoint\ndata: /messages?session={sid}\n\n".encode())
+            while True:
+                try:
+                    payload = q.get(timeout=15)
+                    self.chunk(f"event: message\ndata: {payload}\n\n".encode())
+                except queue.Empty:
+                    self.chunk(b": keepalive\n\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            with LOCK:
+                LEGACY.pop(sid, None)
+        self.close_connection = True
+
+    def do_POST(self):
+        raw = self.body()
+        record(self, raw)
+        mode = ARGS.mode
+        if mode == "stall":
+            time.sleep(3600)
+            return
+        if mode == "status500":
+            return self.send_plain(500, "internal error on purpose")
+        if mode == "html":
+            return self.send_plain(200, "<html><body>login page</body></html>", "text/html")
+        if mode == "bearer" and self.headers.get("Authorization") != "Bearer s3cret-token":
+            return self.send_plain(401, "missing or wrong bearer token", headers=[("WWW-Authenticate", "Bearer")])
+        if mode == "legacy-only":
+            if self.path.startswith("/messages"):
+                sid = self.path.split("session=")[-1]
+                with LOCK:
+                    q = LEGACY.get(sid)
+                if q is None:
+                    return self.send_plain(404, "unknown session")
+                reply = answer(json.loads(raw or b"{}"))
+                self.send_plain(202, "")
+                if reply is not None:
+                    q.put(json.dumps(reply))
+                return
+            return self.send_plain(405, "method not allowed")
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            return self.send_plain(400, "bad json")
+        sid = self.headers.get("Mcp-Session-Id")
+        headers = []
+        if msg.get("method") == "initialize":
+            sid = uuid.uuid4().hex
+            with LOCK:
+                SESSIONS.add(sid)
+            headers.append(("Mcp-Session-Id", sid))
+        elif not sid:
+            err = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"}}
+            return self.send_plain(400, json.dumps(err), "application/json")
+        else:
+            with LOCK:
+                known = sid in SESSIONS
+            if not known:
+                return self.send_plain(404, json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": "Session not found"}}), "application/json")
+        reply = answer(msg)
+        if reply is None:
+            return self.send_plain(202, "", headers=headers)
+        if mode == "expire" and msg.get("method") == "tools/call":
+            with LOCK:
+                SESSIONS.discard(sid)
+        if mode == "cut-sse" and msg.get("method") == "tools/call":
+            self.start_sse()
+            self.chunk(b'event: message\ndata: {"jsonrpc":"2.0","id":')
+            # Close mid-event: no end of the event, no last chunk.
+            self.close_connection = True
+            return
+        if mode == "sse":
+            return self.sse_reply(msg, reply, headers)
+        self.send_plain(200, json.dumps(reply), "application/json", headers)
+
+    def sse_reply(self, msg, reply, headers):
+        self.start_sse(headers)
+        text = json.dumps(reply)
+        cut = text.index(",") + 1
+        parts = [b": keepalive\r\n", f"id: {msg.get('id')}\r\nevent: mess".encode(), b"age\r\n",
+                 f"data: {text[:cut]}\r\n".encode(), f"data: {text[cut:]}\r\n".encode(), b"\r\n"]
+        try:
+            for p in parts:
+                self.chunk(p)
+                time.sleep(0.002)
+            self.end_chunks()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--mode", default="ok")
+    ap.add_argument("--record")
+    ARGS = ap.parse_args()
+    srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+    srv.daemon_threads = True
+    print(f"READY {srv.server_address[1]}", flush=True)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
