@@ -75,10 +75,14 @@ pub fn rfc3339(t: SystemTime) -> String {
 
 /// One JSONL line for a record.
 pub fn record_json(r: &WireRecord, secrets: &[String]) -> Value {
-    let mut message = serde_json::from_slice::<Value>(&r.message)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&r.message).into_owned()));
+    let mut message = if r.message.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice::<Value>(&r.message)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&r.message).into_owned()))
+    };
     redact(&mut message, secrets);
-    json!({
+    let mut v = json!({
         "ts": rfc3339(r.ts),
         "server": &*r.server,
         "dir": r.dir.as_str(),
@@ -87,7 +91,12 @@ pub fn record_json(r: &WireRecord, secrets: &[String]) -> Value {
         "latency_us": r.latency_us,
         "bytes": r.message.len(),
         "message": message,
-    })
+    });
+    if let Some(status) = r.http_status {
+        v["http_status"] = json!(status);
+        v["session"] = json!(r.session);
+    }
+    v
 }
 
 /// Opens `path` and starts a writer thread; returns the tap and a handle that finishes the file

@@ -44,8 +44,13 @@ pub struct WireRecord {
     pub method: Option<String>,
     /// For a response: time since the request was written.
     pub latency_us: Option<u64>,
-    /// The raw message, without the newline (secrets are redacted by the sink).
+    /// The raw message, without the newline (secrets are redacted by the sink); empty for an
+    /// HTTP response record that carried no message (e.g. 202 to a notification).
     pub message: Bytes,
+    /// HTTP transports: the response status.
+    pub http_status: Option<u16>,
+    /// HTTP transports: the `Mcp-Session-Id` in use.
+    pub session: Option<String>,
 }
 
 /// Where wire records go.

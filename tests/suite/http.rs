@@ -467,3 +467,72 @@ fn misbehaving_http_servers_get_clear_errors_and_do_not_affect_others() {
         drop(fixtures);
     });
 }
+
+#[test]
+fn cli_over_http_with_a_bearer_header_and_trace() {
+    let srv = http_fixture("bearer", &[]);
+    let dir = temp_path("http-cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = json!({"mcpServers": {"b": {"url": format!("http://127.0.0.1:{}/mcp", srv.port),
+        "headers": {"Authorization": "Bearer ${HARNESS9_TEST_TOKEN}"}}}});
+    std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
+    let trace = dir.join("trace.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_harness9"))
+        .args([
+            "--trace",
+            trace.to_str().unwrap(),
+            "mcp",
+            "call",
+            "b",
+            "echo",
+            "--args",
+            r#"{"text":"via cli"}"#,
+        ])
+        .current_dir(&dir)
+        .env("HARNESS9_TEST_TOKEN", "s3cret-token")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim_end(),
+        "via cli",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let body = std::fs::read_to_string(&trace).unwrap();
+    assert!(!body.contains("s3cret-token"));
+    let records: Vec<serde_json::Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let status = |m: &str| {
+        records
+            .iter()
+            .find(|r| r["method"] == m && r["http_status"].is_u64())
+            .map(|r| {
+                (
+                    r["http_status"].as_u64().unwrap(),
+                    r["session"].as_str().map(str::to_owned),
+                )
+            })
+    };
+    assert_eq!(status("notifications/initialized").map(|s| s.0), Some(202));
+    let (code, session) = status("tools/call").expect("an HTTP status record for tools/call");
+    assert_eq!(code, 200);
+    assert!(session.is_some_and(|s| s.len() >= 16));
+    // The wrong token gets a clear error naming the server and the status.
+    let out = Command::new(env!("CARGO_BIN_EXE_harness9"))
+        .args(["mcp", "list"])
+        .current_dir(&dir)
+        .env("HARNESS9_TEST_TOKEN", "wrong")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("[mcp] server \"b\" connect failed: initialize failed: HTTP 401"),
+        "{stderr}"
+    );
+}

@@ -36,6 +36,16 @@ pub(crate) struct TransportFailed {
     pub fatal: bool,
 }
 
+/// One HTTP response's status and the session id in use (for the trace).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct HttpStatus {
+    pub id: Option<i64>,
+    pub method: String,
+    pub status: u16,
+    pub session: Option<String>,
+}
+
 /// The transport in use changed (fallback to legacy SSE).
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -257,8 +267,12 @@ impl Conn {
         {
             *self.session.borrow_mut() = Some(s.to_owned());
         }
-        tracing::debug!(target: "mcp::wire", server = %self.target.name, method, http_status = status.as_u16(),
-            session = self.session.borrow().as_deref().unwrap_or(""), "http reply");
+        self.actor.do_send(HttpStatus {
+            id,
+            method: method.to_owned(),
+            status: status.as_u16(),
+            session: self.session.borrow().clone(),
+        });
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
             if method == "notifications/initialized" && !self.get_started.replace(true) {
                 let c = self.clone();

@@ -277,6 +277,8 @@ impl McpServer {
                 method: method.map(str::to_owned),
                 latency_us,
                 message: Bytes::copy_from_slice(body),
+                http_status: None,
+                session: None,
             });
         }
     }
@@ -913,6 +915,28 @@ impl Handler<super::http::TransportFailed> for McpServer {
             self.fail_all(&lost);
             self.writer = None;
             ctx.stop();
+        }
+    }
+}
+
+impl Handler<super::http::HttpStatus> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: super::http::HttpStatus, _ctx: &mut Context<Self>) {
+        tracing::debug!(target: "mcp::wire", server = %self.name, dir = "recv", id = ?msg.id,
+            method = %msg.method, http_status = msg.status, session = msg.session.as_deref().unwrap_or(""));
+        if let Some(tap) = &self.tap {
+            let _ = tap.send(WireRecord {
+                ts: SystemTime::now(),
+                server: self.name.clone(),
+                dir: Direction::Recv,
+                id: msg.id.map(RequestId::Number),
+                method: Some(msg.method),
+                latency_us: None,
+                message: Bytes::new(),
+                http_status: Some(msg.status),
+                session: msg.session,
+            });
         }
     }
 }
