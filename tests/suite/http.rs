@@ -536,3 +536,33 @@ fn cli_over_http_with_a_bearer_header_and_trace() {
         "{stderr}"
     );
 }
+
+#[test]
+fn https_goes_through_rustls_and_a_plain_server_gives_a_clear_error() {
+    let srv = http_fixture("ok", &[]);
+    let port = srv.port;
+    run(T, || async move {
+        // A TLS handshake against a plain-HTTP port: rustls is used (no panic for a missing
+        // crypto provider) and the failure names the cause.
+        let rt = start(
+            vec![http_spec(
+                "tls",
+                format!("https://127.0.0.1:{port}/mcp"),
+                false,
+            )],
+            RestartPolicy::default(),
+        );
+        let st = wait_for(&rt, "tls", CONNECT, |s| {
+            matches!(s, ServerStatus::Failed { .. })
+        })
+        .await;
+        let ServerStatus::Failed { error, .. } = st else {
+            unreachable!()
+        };
+        assert!(
+            error.contains("cannot connect to https://127.0.0.1"),
+            "{error}"
+        );
+        shutdown(rt, &[]).await;
+    });
+}
