@@ -178,3 +178,25 @@ pub fn temp_path(tag: &str) -> PathBuf {
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     std::env::temp_dir().join(format!("harness9-test-{}-{tag}-{n}", std::process::id()))
 }
+
+/// Calls `name` and returns its text rendering (panics on a call error).
+pub async fn call_text(rt: &Runtime, name: &str, args: serde_json::Value) -> String {
+    harness9_actors::ToolRegistry::call(&rt.registry, name, Some(args), None)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .text()
+}
+
+/// The calls every transport must pass against the PyPI `mcp` server named `server`.
+pub async fn python_calls(rt: &Runtime, server: &str) {
+    let multiply = format!("mcp__{server}__multiply");
+    assert_eq!(
+        call_text(rt, &multiply, serde_json::json!({"a": 6, "b": 7})).await,
+        "42"
+    );
+    let greet = format!("mcp__{server}__greet");
+    assert_eq!(
+        call_text(rt, &greet, serde_json::json!({"name": "ada"})).await,
+        "hello, ada"
+    );
+}

@@ -188,24 +188,7 @@ fn python_sdk_server_over_streamable_http() {
             RestartPolicy::default(),
         );
         connected(&rt, "py", CONNECT).await;
-        let r = ToolRegistry::call(
-            &rt.registry,
-            "mcp__py__multiply",
-            Some(json!({"a": 6, "b": 7})),
-            None,
-        )
-        .await
-        .unwrap();
-        assert_eq!(r.text(), "42");
-        let r = ToolRegistry::call(
-            &rt.registry,
-            "mcp__py__greet",
-            Some(json!({"name": "ada"})),
-            None,
-        )
-        .await
-        .unwrap();
-        assert_eq!(r.text(), "hello, ada");
+        python_calls(&rt, "py").await;
         shutdown(rt, &[]).await;
     });
 }

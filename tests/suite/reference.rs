@@ -158,15 +158,7 @@ fn python_sdk_server_calls() {
         .unwrap();
         assert_eq!(r.text(), "42");
         assert_eq!(r.structured_content, Some(json!({"result": 42})));
-        let r = ToolRegistry::call(
-            &rt.registry,
-            "mcp__py__greet",
-            Some(json!({"name": "ada"})),
-            None,
-        )
-        .await
-        .unwrap();
-        assert_eq!(r.text(), "hello, ada");
+        python_calls(&rt, "py").await;
         // A bad argument is the tool's error, reported as isError, not a transport failure.
         let r = ToolRegistry::call(
             &rt.registry,
