@@ -1,20 +1,61 @@
 //! The `harness9` binary: parses the command line and runs it on an actix system.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use clap::Parser;
 use harness9::cli::{run_mcp, Cli, Command};
 use harness9_actors::server::kill_all_groups;
 
-fn init_logging(verbose: u8) {
+/// Where the interactive session logs: `$HARNESS9_LOG`, else
+/// `$XDG_STATE_HOME/harness9/harness9.log` (`~/.local/state/...`), else the temp dir.
+fn tui_log_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("HARNESS9_LOG") {
+        return PathBuf::from(p);
+    }
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("harness9").join("harness9.log")
+}
+
+fn init_logging(verbose: u8, to_file: bool) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
+        0 if to_file => "info",
         0 => "warn",
         1 => "info",
         2 => "debug",
         _ => "trace",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    if to_file {
+        // The screen belongs to the TUI: logs go to a file, or nowhere if it cannot be opened.
+        let path = tui_log_path();
+        let file = path
+            .parent()
+            .map(std::fs::create_dir_all)
+            .transpose()
+            .ok()
+            .and_then(|_| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .ok()
+            });
+        if let Some(file) = file {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_writer(std::sync::Mutex::new(file))
+                .with_ansi(false)
+                .with_target(true)
+                .try_init();
+        }
+        return;
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -29,31 +70,36 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 fn main() -> ExitCode {
+    let started = Instant::now();
     let cli = Cli::parse();
-    init_logging(cli.verbose);
+    let interactive = cli.command.is_none();
+    init_logging(cli.verbose, interactive);
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        // Terminal first, so the message below is readable; then no child outlives us.
+        harness9::tui::restore_terminal();
         kill_all_groups();
+        tracing::error!("panic: {info}");
         default_hook(info);
         std::process::exit(101);
     }));
     let sys = actix::System::new();
     let code = sys.block_on(async {
-        match &cli.command {
-            Some(Command::Mcp(cmd)) => match run_mcp(&cli, cmd).await {
-                Ok(code) => code,
-                Err(e) if is_broken_pipe(&e) => ExitCode::from(1),
-                Err(e) => {
-                    eprintln!("harness9: {e:#}");
-                    ExitCode::from(1)
-                }
-            },
-            None => {
-                eprintln!("harness9: the interactive session is not built yet; use `harness9 mcp list`, `harness9 mcp get <server>` or `harness9 mcp call <server> <tool>`");
-                ExitCode::from(2)
+        let result = match &cli.command {
+            Some(Command::Mcp(cmd)) => run_mcp(&cli, cmd).await,
+            None => harness9::tui::run(&cli, started).await,
+        };
+        match result {
+            Ok(code) => code,
+            Err(e) if is_broken_pipe(&e) => ExitCode::from(1),
+            Err(e) => {
+                harness9::tui::restore_terminal();
+                eprintln!("harness9: {e:#}");
+                ExitCode::from(1)
             }
         }
     });
+    harness9::tui::restore_terminal();
     kill_all_groups();
     code
 }

@@ -310,6 +310,52 @@ pub struct Restart(pub String);
 #[rtype(result = "Result<(), String>")]
 pub struct Stop(pub String);
 
+/// Bring the running servers in line with a new config (hot reload): servers not running yet
+/// start, servers no longer listed stop and leave, servers whose spec changed restart with the new
+/// spec, and unchanged servers are not touched (their calls in flight go on).
+#[derive(Debug, Message)]
+#[rtype(result = "ReconcileReport")]
+pub struct Reconcile {
+    /// Every enabled server of the new config, in file order.
+    pub specs: Vec<crate::spec::ServerSpec>,
+}
+
+/// What a [`Reconcile`] did, by server name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReconcileReport {
+    /// Started for the first time.
+    pub added: Vec<String>,
+    /// Stopped and forgotten.
+    pub removed: Vec<String>,
+    /// Restarted with a new spec.
+    pub changed: Vec<String>,
+    /// Left alone.
+    pub unchanged: Vec<String>,
+}
+
+impl ReconcileReport {
+    /// `added a, b; removed c; restarted d; 3 unchanged`, or `no change`.
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        for (what, names) in [
+            ("added", &self.added),
+            ("removed", &self.removed),
+            ("restarted", &self.changed),
+        ] {
+            if !names.is_empty() {
+                parts.push(format!("{what} {}", names.join(", ")));
+            }
+        }
+        if parts.is_empty() {
+            return "no change".to_owned();
+        }
+        if !self.unchanged.is_empty() {
+            parts.push(format!("{} unchanged", self.unchanged.len()));
+        }
+        parts.join("; ")
+    }
+}
+
 /// Stop every server; resolves once every child is gone (bounded).
 #[derive(Debug, Message)]
 #[rtype(result = "()")]

@@ -11,8 +11,9 @@ use tokio::sync::oneshot;
 
 use crate::error::fmt_duration;
 use crate::messages::{
-    GetStatus, Restart, ServerEvent, ServerEventKind, ServerGone, ServerState, ServerStatus,
-    ServerTools, Shutdown, ShutdownAll, StatusChanged, StatusSnapshot, Stop, Subscribe,
+    GetStatus, Reconcile, ReconcileReport, Restart, ServerEvent, ServerEventKind, ServerGone,
+    ServerState, ServerStatus, ServerTools, Shutdown, ShutdownAll, StatusChanged, StatusSnapshot,
+    Stop, Subscribe,
 };
 use crate::registry::ToolRegistry;
 use crate::server::McpServer;
@@ -32,6 +33,20 @@ struct Entry {
     exits: VecDeque<Instant>,
     ever_connected: bool,
     timer: Option<SpawnHandle>,
+}
+
+impl Entry {
+    fn new(spec: ServerSpec, now: Instant) -> Self {
+        Entry {
+            spec: Arc::new(spec),
+            status: ServerStatus::Starting { since: now },
+            generation: 0,
+            addr: None,
+            exits: VecDeque::new(),
+            ever_connected: false,
+            timer: None,
+        }
+    }
 }
 
 struct Subscriber {
@@ -65,20 +80,7 @@ impl ServerSupervisor {
         let now = Instant::now();
         let entries = specs
             .into_iter()
-            .map(|s| {
-                (
-                    s.name.clone(),
-                    Entry {
-                        spec: Arc::new(s),
-                        status: ServerStatus::Starting { since: now },
-                        generation: 0,
-                        addr: None,
-                        exits: VecDeque::new(),
-                        ever_connected: false,
-                        timer: None,
-                    },
-                )
-            })
+            .map(|s| (s.name.clone(), Entry::new(s, now)))
             .collect();
         Self {
             entries,
@@ -448,6 +450,69 @@ impl Handler<Stop> for ServerSupervisor {
         });
         self.publish(ctx);
         Ok(())
+    }
+}
+
+impl Handler<Reconcile> for ServerSupervisor {
+    type Result = MessageResult<Reconcile>;
+
+    fn handle(&mut self, msg: Reconcile, ctx: &mut Context<Self>) -> Self::Result {
+        let mut report = ReconcileReport::default();
+        let keep: std::collections::HashSet<&str> =
+            msg.specs.iter().map(|s| s.name.as_str()).collect();
+        let gone: Vec<String> = self
+            .entries
+            .keys()
+            .filter(|n| !keep.contains(n.as_str()))
+            .cloned()
+            .collect();
+        for name in gone {
+            if let Some(mut entry) = self.entries.remove(&name) {
+                if let Some(t) = entry.timer.take() {
+                    ctx.cancel_future(t);
+                }
+                if let Some(addr) = entry.addr.take() {
+                    addr.do_send(Shutdown { graceful: true });
+                }
+            }
+            self.registry.do_send(ServerGone {
+                server: name.clone(),
+                reason: "no longer in the config".to_owned(),
+            });
+            report.removed.push(name);
+        }
+        for spec in msg.specs {
+            let name = spec.name.clone();
+            match self.entries.get_mut(&name) {
+                Some(entry) if *entry.spec == spec => report.unchanged.push(name),
+                Some(entry) => {
+                    entry.spec = Arc::new(spec);
+                    entry.ever_connected = false;
+                    if let Some(addr) = entry.addr.take() {
+                        addr.do_send(Shutdown { graceful: true });
+                    }
+                    entry.exits.clear();
+                    entry.status = ServerStatus::Starting {
+                        since: Instant::now(),
+                    };
+                    self.registry.do_send(ServerGone {
+                        server: name.clone(),
+                        reason: "restarting with its new config".to_owned(),
+                    });
+                    self.launch(&name, ctx);
+                    report.changed.push(name);
+                }
+                None => {
+                    self.entries
+                        .insert(name.clone(), Entry::new(spec, Instant::now()));
+                    self.launch(&name, ctx);
+                    report.added.push(name);
+                }
+            }
+        }
+        tracing::info!(target: "mcp", "config reloaded: {}", report.summary());
+        self.publish(ctx);
+        MessageResult(report)
     }
 }
 

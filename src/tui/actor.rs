@@ -1,0 +1,467 @@
+//! The `Tui` actor: glue between the terminal, the runtime's actors and the pure state. It owns
+//! the terminal, turns inputs into [`Event`]s, runs [`update`], carries out the [`Effect`]s and
+//! draws at most one frame per 16 ms.
+
+use std::io::Stdout;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use crossterm::event::{Event as TermEvent, EventStream};
+use harness9_actors::messages::{
+    CallTool, ListTools, Reconcile, Restart, StatusChanged, ToolEntry,
+};
+use harness9_actors::trace::WireRecord;
+use harness9_actors::{ServerSupervisor, ToolRegistry};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::state::{update, Effect, Event, State};
+use super::{restore_terminal, take_terminal, EDITOR_RUNNING};
+use crate::config;
+
+/// Shortest time between two frames.
+const FRAME: Duration = Duration::from_millis(16);
+/// How often `.mcp.json` is checked for changes on disk.
+const WATCH_EVERY: Duration = Duration::from_millis(400);
+
+/// What the TUI needs from the app.
+pub struct TuiSetup {
+    /// The tool table.
+    pub registry: Addr<ToolRegistry>,
+    /// The servers.
+    pub supervisor: Addr<ServerSupervisor>,
+    /// `.mcp.json`.
+    pub config_path: PathBuf,
+    /// Whether a missing config file is an error (given with `--config`).
+    pub config_must_exist: bool,
+    /// The config's load error at start, if any.
+    pub config_error: Option<String>,
+    /// Wire records for `/trace`.
+    pub trace: mpsc::UnboundedReceiver<WireRecord>,
+    /// Gets the exit code when the user quits.
+    pub done: oneshot::Sender<u8>,
+    /// When the process started (for the first-frame measurement).
+    pub started: Instant,
+}
+
+/// Quit as if the user asked (sent on SIGTERM/SIGHUP/SIGINT).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Quit;
+
+/// A file's identity for change detection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    modified: Option<std::time::SystemTime>,
+    len: u64,
+    hash: u64,
+}
+
+fn stamp(path: &std::path::Path) -> Option<Stamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    let text = std::fs::read(path).ok()?;
+    Some(Stamp {
+        modified: meta.modified().ok(),
+        len: meta.len(),
+        hash: u64::from(harness9_actors::naming::fnv1a32(&text)) ^ (text.len() as u64) << 32,
+    })
+}
+
+/// The TUI actor.
+pub struct Tui {
+    state: State,
+    terminal: Option<Terminal<CrosstermBackend<Stdout>>>,
+    setup_registry: Addr<ToolRegistry>,
+    supervisor: Addr<ServerSupervisor>,
+    config_path: PathBuf,
+    config_must_exist: bool,
+    /// The config content last loaded (or seen), to tell real changes from touches.
+    loaded: Option<Stamp>,
+    trace: Option<mpsc::UnboundedReceiver<WireRecord>>,
+    done: Option<oneshot::Sender<u8>>,
+    started: Instant,
+    first_frame: bool,
+    dirty: bool,
+    frame_armed: bool,
+    last_frame: Instant,
+    calls: Vec<(u64, CancellationToken)>,
+    tools_asked: bool,
+    tools_again: bool,
+}
+
+impl Tui {
+    /// A TUI for `setup`; the terminal is taken already (see [`super::take_terminal`]).
+    pub fn new(setup: TuiSetup) -> Self {
+        let (model, help) = (None, super::model_help());
+        let mut state = State::new(setup.config_path.display().to_string(), model, help);
+        if let Some(e) = setup.config_error {
+            state.transcript.push(super::state::Entry::Error(format!(
+                "{e}\nno servers were started; fix the file and /reload (or press e in /mcp)"
+            )));
+        }
+        if let Ok((w, h)) = crossterm::terminal::size() {
+            state.size = (w, h);
+        }
+        Tui {
+            state,
+            terminal: None,
+            setup_registry: setup.registry,
+            supervisor: setup.supervisor,
+            loaded: stamp(&setup.config_path),
+            config_path: setup.config_path,
+            config_must_exist: setup.config_must_exist,
+            trace: Some(setup.trace),
+            done: Some(setup.done),
+            started: setup.started,
+            first_frame: true,
+            dirty: true,
+            frame_armed: false,
+            last_frame: Instant::now(),
+            calls: Vec::new(),
+            tools_asked: false,
+            tools_again: false,
+        }
+    }
+
+    fn draw(&mut self) {
+        self.dirty = false;
+        self.last_frame = Instant::now();
+        let Some(t) = self.terminal.as_mut() else {
+            return;
+        };
+        let state = &self.state;
+        if let Err(e) = t.draw(|f| super::view::view(state, f)) {
+            tracing::error!("cannot draw: {e}");
+        }
+        if self.first_frame {
+            self.first_frame = false;
+            tracing::info!(
+                target: "harness9::tui",
+                elapsed_ms = self.started.elapsed().as_secs_f64() * 1000.0,
+                "first frame drawn"
+            );
+        }
+    }
+
+    /// Draws now if the last frame is old enough, else once the frame time has passed.
+    fn schedule_draw(&mut self, ctx: &mut Context<Self>) {
+        self.dirty = true;
+        if self.frame_armed {
+            return;
+        }
+        let since = self.last_frame.elapsed();
+        if since >= FRAME {
+            self.draw();
+        } else {
+            self.frame_armed = true;
+            ctx.run_later(FRAME - since, |act, _| {
+                act.frame_armed = false;
+                if act.dirty {
+                    act.draw();
+                }
+            });
+        }
+    }
+
+    fn apply(&mut self, event: Event, ctx: &mut Context<Self>) {
+        let effects = update(&mut self.state, event);
+        for e in effects {
+            self.effect(e, ctx);
+        }
+        self.schedule_draw(ctx);
+    }
+
+    fn notice(&mut self, error: bool, text: String, ctx: &mut Context<Self>) {
+        self.apply(Event::Notice { error, text }, ctx);
+    }
+
+    fn effect(&mut self, effect: Effect, ctx: &mut Context<Self>) {
+        match effect {
+            Effect::Quit => self.quit(0, ctx),
+            Effect::Restart(server) => {
+                self.supervisor.do_send(Restart(server.clone()));
+                self.state
+                    .transcript
+                    .push(super::state::Entry::Info(format!(
+                        "restarting server \"{server}\""
+                    )));
+            }
+            Effect::Reload => self.reload(true, ctx),
+            Effect::OpenEditor => self.open_editor(ctx),
+            Effect::CallTool {
+                id,
+                name,
+                arguments,
+            } => {
+                let mut msg = CallTool::new(name, arguments);
+                let cancel = msg.cancel.clone();
+                msg.timeout = None;
+                self.calls.push((id, cancel));
+                let registry = self.setup_registry.clone();
+                let started = Instant::now();
+                ctx.spawn(
+                    async move { ToolRegistry::send(&registry, msg).await }
+                        .into_actor(self)
+                        .map(move |r, act, ctx| {
+                            act.calls.retain(|(c, _)| *c != id);
+                            let (output, is_error) = match r {
+                                Ok(r) => (r.text(), r.is_error),
+                                Err(e) => (e.to_string(), true),
+                            };
+                            act.apply(
+                                Event::CallDone {
+                                    id,
+                                    output,
+                                    is_error,
+                                    elapsed: started.elapsed(),
+                                },
+                                ctx,
+                            );
+                        }),
+                );
+            }
+            Effect::CancelTurn => {
+                for (_, c) in self.calls.drain(..) {
+                    c.cancel();
+                }
+                self.state.busy = false;
+            }
+            Effect::Submit(_) => {
+                self.state.busy = false;
+            }
+        }
+    }
+
+    fn quit(&mut self, code: u8, ctx: &mut Context<Self>) {
+        for (_, c) in self.calls.drain(..) {
+            c.cancel();
+        }
+        self.terminal = None;
+        restore_terminal();
+        if let Some(done) = self.done.take() {
+            let _ = done.send(code);
+        }
+        ctx.stop();
+    }
+
+    /// Reloads `.mcp.json` and reconciles the servers; `forced` reports even an unchanged file.
+    fn reload(&mut self, forced: bool, ctx: &mut Context<Self>) {
+        let now = stamp(&self.config_path);
+        if !forced && now.map(|s| s.hash) == self.loaded.map(|s| s.hash) {
+            self.loaded = now;
+            return;
+        }
+        self.loaded = now;
+        let shown = self.config_path.display().to_string();
+        match config::load(&self.config_path, self.config_must_exist) {
+            Err(e) => self.notice(
+                true,
+                format!("{e}\nthe running servers are kept; fix the file and it reloads by itself"),
+                ctx,
+            ),
+            Ok(cfg) => {
+                let specs = cfg.servers;
+                self.supervisor
+                    .send(Reconcile { specs })
+                    .into_actor(self)
+                    .then(move |r, act, ctx| {
+                        match r {
+                            Ok(report) => act.notice(
+                                false,
+                                format!("reloaded {shown}: {}", report.summary()),
+                                ctx,
+                            ),
+                            Err(e) => act.notice(true, format!("cannot reload: {e}"), ctx),
+                        }
+                        fut::ready(())
+                    })
+                    .spawn(ctx);
+            }
+        }
+    }
+
+    /// Opens `.mcp.json` in `$VISUAL`/`$EDITOR` with the terminal suspended, or hands it to the
+    /// system opener. Runs straight from the key handler inside `ctx.wait`, so no other input is
+    /// read while the editor owns the terminal (DESIGN.md trap 13).
+    fn open_editor(&mut self, ctx: &mut Context<Self>) {
+        let path = self.config_path.clone();
+        if !path.exists() {
+            let skeleton = "{\n  \"mcpServers\": {\n  }\n}\n";
+            if let Err(e) = std::fs::write(&path, skeleton) {
+                self.notice(true, format!("cannot create {}: {e}", path.display()), ctx);
+                return;
+            }
+        }
+        let editor = std::env::var("VISUAL")
+            .ok()
+            .or_else(|| std::env::var("EDITOR").ok())
+            .filter(|e| !e.trim().is_empty());
+        let Some(editor) = editor else {
+            let opener = if cfg!(target_os = "macos") {
+                "open"
+            } else {
+                "xdg-open"
+            };
+            let spawned = std::process::Command::new(opener)
+                .arg(&path)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn();
+            let text = match spawned {
+                Ok(_) => (false, format!("opened {} with {opener}; it reloads by itself when saved (set $EDITOR to edit in the terminal)", path.display())),
+                Err(e) => (true, format!("cannot open {}: {opener}: {e}; set $EDITOR", path.display())),
+            };
+            self.notice(text.0, text.1, ctx);
+            return;
+        };
+        self.terminal = None;
+        restore_terminal();
+        EDITOR_RUNNING.store(true, Ordering::SeqCst);
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("{editor} \"$1\""))
+            .arg("harness9-editor")
+            .arg(&path);
+        let shown = editor.clone();
+        ctx.wait(async move { cmd.status().await }.into_actor(self).map(
+            move |status, act, ctx| {
+                EDITOR_RUNNING.store(false, Ordering::SeqCst);
+                if let Err(e) = act.resume_terminal() {
+                    tracing::error!("cannot take the terminal back: {e}");
+                }
+                match status {
+                    Ok(s) if s.success() => {}
+                    Ok(s) => act.notice(true, format!("editor `{shown}` exited with {s}"), ctx),
+                    Err(e) => act.notice(true, format!("cannot run editor `{shown}`: {e}"), ctx),
+                }
+                act.reload(true, ctx);
+                act.schedule_draw(ctx);
+            },
+        ));
+    }
+
+    fn resume_terminal(&mut self) -> std::io::Result<()> {
+        take_terminal()?;
+        let mut t = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+        t.clear()?;
+        self.terminal = Some(t);
+        if let Ok((w, h)) = crossterm::terminal::size() {
+            self.state.size = (w, h);
+        }
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn ask_tools(&mut self, ctx: &mut Context<Self>) {
+        if self.tools_asked {
+            self.tools_again = true;
+            return;
+        }
+        self.tools_asked = true;
+        self.setup_registry
+            .send(ListTools)
+            .into_actor(self)
+            .then(
+                |r: Result<std::sync::Arc<Vec<ToolEntry>>, MailboxError>, act, ctx| {
+                    act.tools_asked = false;
+                    if let Ok(tools) = r {
+                        act.apply(Event::Tools(tools), ctx);
+                    }
+                    if std::mem::take(&mut act.tools_again) {
+                        act.ask_tools(ctx);
+                    }
+                    fut::ready(())
+                },
+            )
+            .spawn(ctx);
+    }
+}
+
+impl Actor for Tui {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        match Terminal::new(CrosstermBackend::new(std::io::stdout())) {
+            Ok(t) => self.terminal = Some(t),
+            Err(e) => {
+                tracing::error!("cannot open the terminal: {e}");
+                self.quit(1, ctx);
+                return;
+            }
+        }
+        self.draw();
+        ctx.add_stream(EventStream::new());
+        if let Some(mut rx) = self.trace.take() {
+            ctx.add_stream(futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)));
+        }
+        ctx.run_interval(WATCH_EVERY, |act, ctx| {
+            let now = stamp(&act.config_path);
+            if now != act.loaded {
+                act.reload(false, ctx);
+            }
+        });
+        self.ask_tools(ctx);
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        restore_terminal();
+        if let Some(done) = self.done.take() {
+            let _ = done.send(1);
+        }
+    }
+}
+
+impl StreamHandler<std::io::Result<TermEvent>> for Tui {
+    fn handle(&mut self, item: std::io::Result<TermEvent>, ctx: &mut Context<Self>) {
+        let event = match item {
+            Ok(TermEvent::Key(k)) => Event::Key(k),
+            Ok(TermEvent::Paste(p)) => Event::Paste(p),
+            Ok(TermEvent::Resize(w, h)) => {
+                if let Some(t) = self.terminal.as_mut() {
+                    let _ = t.autoresize();
+                }
+                Event::Resize(w, h)
+            }
+            Ok(_) => return,
+            Err(e) => {
+                tracing::error!("terminal input failed: {e}");
+                return;
+            }
+        };
+        self.apply(event, ctx);
+    }
+
+    fn finished(&mut self, _ctx: &mut Context<Self>) {
+        tracing::warn!("terminal input ended");
+    }
+}
+
+impl StreamHandler<WireRecord> for Tui {
+    fn handle(&mut self, item: WireRecord, ctx: &mut Context<Self>) {
+        self.apply(Event::Trace(item), ctx);
+    }
+
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
+}
+
+impl Handler<StatusChanged> for Tui {
+    type Result = ();
+
+    fn handle(&mut self, msg: StatusChanged, ctx: &mut Context<Self>) {
+        self.apply(Event::Status(msg.snapshot), ctx);
+        self.ask_tools(ctx);
+    }
+}
+
+impl Handler<Quit> for Tui {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Quit, ctx: &mut Context<Self>) {
+        self.quit(130, ctx);
+    }
+}

@@ -1,0 +1,1154 @@
+//! The TUI's state and its pure update function: every key, status snapshot, tool list, trace
+//! record and tool result is an [`Event`]; [`update`] changes the [`State`] and returns the
+//! [`Effect`]s the `Tui` actor carries out. Nothing here touches a terminal or an actor.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use harness9_actors::messages::{ServerStatus, StatusSnapshot, ToolEntry};
+use harness9_actors::trace::{Direction, WireRecord};
+use serde_json::Value;
+
+use super::sanitize::clean;
+
+/// Slash commands, in the order `/help` and completion list them.
+pub const COMMANDS: &[(&str, &str)] = &[
+    (
+        "/mcp",
+        "the MCP panel: servers, errors, stderr, tools; r restarts, e edits .mcp.json",
+    ),
+    (
+        "/trace",
+        "the live JSON-RPC message trace; Tab filters by server, Enter expands",
+    ),
+    (
+        "/call",
+        "/call <tool> <json>: run a registered tool and show its result",
+    ),
+    (
+        "/reload",
+        "reload .mcp.json: added servers start, removed stop, changed restart",
+    ),
+    ("/clear", "clear the transcript"),
+    ("/help", "this help"),
+    (
+        "/quit",
+        "stop every server and exit (Ctrl+C works everywhere)",
+    ),
+];
+
+/// Trace rows kept per server.
+pub const TRACE_PER_SERVER: usize = 500;
+/// Bytes of a traced message kept for display.
+pub const TRACE_MESSAGE_MAX: usize = 64 * 1024;
+/// Lines of a tool result shown in the transcript before it is folded.
+pub const RESULT_LINES: usize = 40;
+/// Rows the screen keeps for everything but the transcript / panel body (input, bars, borders).
+const CHROME_ROWS: usize = 4;
+
+/// Something that happened, for [`update`].
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// A key press.
+    Key(KeyEvent),
+    /// Pasted text.
+    Paste(String),
+    /// The terminal's size changed.
+    Resize(u16, u16),
+    /// A new status snapshot from the supervisor.
+    Status(StatusSnapshot),
+    /// The registry's tool table.
+    Tools(Arc<Vec<ToolEntry>>),
+    /// A traced JSON-RPC message.
+    Trace(WireRecord),
+    /// A `/call` finished.
+    CallDone {
+        /// The call's id (the transcript entry).
+        id: u64,
+        /// The text to show.
+        output: String,
+        /// Whether it failed or reported `isError`.
+        is_error: bool,
+        /// How long it took.
+        elapsed: Duration,
+    },
+    /// A line for the transcript from the app (reload results, editor errors).
+    Notice {
+        /// Show as an error.
+        error: bool,
+        /// The text.
+        text: String,
+    },
+}
+
+/// What the actor must do after an update.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Stop every server and exit.
+    Quit,
+    /// Restart one server.
+    Restart(String),
+    /// Open `.mcp.json` in `$EDITOR` (or the system opener), then reload.
+    OpenEditor,
+    /// Reload `.mcp.json` and reconcile.
+    Reload,
+    /// Call a registered tool; reply with [`Event::CallDone`].
+    CallTool {
+        /// Transcript entry id.
+        id: u64,
+        /// Registered name.
+        name: String,
+        /// Arguments.
+        arguments: Option<Value>,
+    },
+    /// Ordinary input for the engine.
+    Submit(String),
+    /// Cancel the running turn.
+    CancelTurn,
+}
+
+/// How a tool line in the transcript stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallState {
+    /// In flight.
+    Running,
+    /// Done.
+    Ok,
+    /// Failed or `isError`.
+    Failed,
+}
+
+/// One transcript entry.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    /// What the user typed.
+    User(String),
+    /// Assistant text.
+    Assistant(String),
+    /// A neutral note.
+    Info(String),
+    /// An error note.
+    Error(String),
+    /// A tool call and, once done, its output.
+    Tool {
+        /// Call id.
+        id: u64,
+        /// Registered tool name.
+        name: String,
+        /// Arguments as typed (compact JSON).
+        args: String,
+        /// Where it stands.
+        state: CallState,
+        /// Duration once done.
+        elapsed: Option<Duration>,
+        /// Output (sanitized).
+        output: String,
+    },
+}
+
+/// One traced message as the trace view keeps it.
+#[derive(Debug, Clone)]
+pub struct TraceRow {
+    /// Arrival order.
+    pub seq: u64,
+    /// When.
+    pub ts: SystemTime,
+    /// Which server.
+    pub server: Arc<str>,
+    /// Which way.
+    pub dir: Direction,
+    /// Its id.
+    pub id: Option<String>,
+    /// Its method (a response carries its request's).
+    pub method: Option<String>,
+    /// Response latency.
+    pub latency_us: Option<u64>,
+    /// HTTP status, for HTTP transports.
+    pub http_status: Option<u16>,
+    /// The message, cut at [`TRACE_MESSAGE_MAX`].
+    pub message: Bytes,
+    /// Its full size.
+    pub size: usize,
+}
+
+/// The trace buffer: the last [`TRACE_PER_SERVER`] messages of each server, in arrival order.
+#[derive(Debug, Default)]
+pub struct TraceBuf {
+    rows: VecDeque<TraceRow>,
+    per_server: BTreeMap<Arc<str>, usize>,
+    next_seq: u64,
+}
+
+impl TraceBuf {
+    /// Adds a record, dropping the server's oldest row past the cap.
+    pub fn push(&mut self, r: WireRecord) {
+        let size = r.message.len();
+        let message = if size > TRACE_MESSAGE_MAX {
+            Bytes::copy_from_slice(&r.message[..TRACE_MESSAGE_MAX])
+        } else {
+            r.message
+        };
+        let count = self.per_server.entry(r.server.clone()).or_insert(0);
+        *count += 1;
+        if *count > TRACE_PER_SERVER {
+            *count -= 1;
+            if let Some(i) = self.rows.iter().position(|row| row.server == r.server) {
+                self.rows.remove(i);
+            }
+        }
+        self.next_seq += 1;
+        self.rows.push_back(TraceRow {
+            seq: self.next_seq,
+            ts: r.ts,
+            server: r.server,
+            dir: r.dir,
+            id: r.id.map(|i| i.to_string()),
+            method: r.method,
+            latency_us: r.latency_us,
+            http_status: r.http_status,
+            message,
+            size,
+        });
+    }
+
+    /// Rows, oldest first, of one server or all.
+    pub fn rows<'a>(&'a self, filter: Option<&'a str>) -> impl Iterator<Item = &'a TraceRow> + 'a {
+        self.rows
+            .iter()
+            .filter(move |r| filter.is_none_or(|f| &*r.server == f))
+    }
+
+    /// How many rows [`TraceBuf::rows`] yields.
+    pub fn len(&self, filter: Option<&str>) -> usize {
+        match filter {
+            None => self.rows.len(),
+            Some(f) => self.per_server.get(f).copied().unwrap_or(0),
+        }
+    }
+
+    /// Whether nothing was traced.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Servers seen, sorted.
+    pub fn servers(&self) -> Vec<Arc<str>> {
+        self.per_server.keys().cloned().collect()
+    }
+}
+
+/// The `/mcp` panel's position.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PanelState {
+    /// Index of the selected server (in snapshot order).
+    pub selected: usize,
+    /// First body line shown.
+    pub scroll: usize,
+}
+
+/// The `/trace` view's position.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceView {
+    /// Only this server's messages.
+    pub filter: Option<String>,
+    /// The selected row (index into the filtered rows); `None` follows the newest.
+    pub selected: Option<usize>,
+    /// The selected message is expanded.
+    pub expanded: bool,
+    /// Scroll inside the expanded message.
+    pub expanded_scroll: usize,
+}
+
+/// Which modal is open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Modal {
+    /// `/mcp`.
+    Panel(PanelState),
+    /// `/trace`.
+    Trace(TraceView),
+    /// `/help`.
+    Help,
+}
+
+/// A server's tools as the panel lays them out: entry indexes and where each starts.
+#[derive(Debug, Clone, Default)]
+pub struct ToolLayout {
+    /// Indexes into [`State::tools`].
+    pub entries: Vec<usize>,
+    /// `starts[i]` is the first line of tool `i`; the last element is the total.
+    pub starts: Vec<usize>,
+}
+
+/// Lines a tool takes in the panel: its name, then each description line.
+pub fn tool_lines(entry: &ToolEntry) -> usize {
+    1 + entry
+        .tool
+        .description
+        .as_deref()
+        .map_or(0, |d| d.trim_end().lines().count())
+}
+
+/// The whole TUI state.
+#[derive(Debug)]
+pub struct State {
+    /// The transcript.
+    pub transcript: Vec<Entry>,
+    /// Lines scrolled back from the bottom.
+    pub scroll_back: usize,
+    /// The input line.
+    pub input: String,
+    /// Cursor position in `input`, in chars.
+    pub cursor: usize,
+    /// Submitted lines, oldest first.
+    pub history: Vec<String>,
+    /// Position while browsing history.
+    pub history_pos: Option<usize>,
+    /// Latest server statuses.
+    pub servers: StatusSnapshot,
+    /// Latest tool table.
+    pub tools: Arc<Vec<ToolEntry>>,
+    /// Per-server layout of `tools` for the panel.
+    pub layout: BTreeMap<String, ToolLayout>,
+    /// The open modal.
+    pub modal: Option<Modal>,
+    /// Traced messages.
+    pub trace: TraceBuf,
+    /// The model in use (`anthropic claude-...`), if one is configured.
+    pub model: Option<String>,
+    /// How to configure a model, shown when none is.
+    pub model_help: String,
+    /// A turn is running.
+    pub busy: bool,
+    /// The config file's display path.
+    pub config_path: String,
+    /// Terminal width and height.
+    pub size: (u16, u16),
+    /// Next call id.
+    pub next_call: u64,
+    /// Quit was asked.
+    pub quitting: bool,
+}
+
+impl State {
+    /// A fresh state.
+    pub fn new(config_path: String, model: Option<String>, model_help: String) -> Self {
+        State {
+            transcript: Vec::new(),
+            scroll_back: 0,
+            input: String::new(),
+            cursor: 0,
+            history: Vec::new(),
+            history_pos: None,
+            servers: StatusSnapshot::default(),
+            tools: Arc::new(Vec::new()),
+            layout: BTreeMap::new(),
+            modal: None,
+            trace: TraceBuf::default(),
+            model,
+            model_help,
+            busy: false,
+            config_path,
+            size: (80, 24),
+            next_call: 1,
+            quitting: false,
+        }
+    }
+
+    /// Rows of the transcript.
+    pub fn body_rows(&self) -> usize {
+        (self.size.1 as usize).saturating_sub(CHROME_ROWS).max(1)
+    }
+
+    /// Rows of a modal's scrolling body: the screen less the two bars, the border, and the
+    /// modal's own header and key-help lines (what `view` lays out).
+    pub fn modal_rows(&self) -> usize {
+        (self.size.1 as usize).saturating_sub(6).max(1)
+    }
+
+    /// The name of the server at `i` in snapshot order.
+    pub fn server_at(&self, i: usize) -> Option<&str> {
+        self.servers.keys().nth(i).map(String::as_str)
+    }
+
+    /// Header lines the panel shows above the selected server's tools.
+    pub fn panel_header_lines(&self, server: &str) -> usize {
+        match self.servers.get(server).map(|s| &s.status) {
+            Some(ServerStatus::Failed { stderr_tail, .. }) => {
+                3 + usize::from(!stderr_tail.is_empty()) + stderr_tail.len()
+            }
+            Some(ServerStatus::Connected { info, .. }) => {
+                3 + info
+                    .instructions
+                    .as_deref()
+                    .map_or(0, |i| i.trim_end().lines().count().min(6) + 1)
+            }
+            _ => 3,
+        }
+    }
+
+    /// Lines of the panel body for `server`.
+    pub fn panel_total_lines(&self, server: &str) -> usize {
+        self.panel_header_lines(server)
+            + self
+                .layout
+                .get(server)
+                .and_then(|l| l.starts.last())
+                .copied()
+                .unwrap_or(0)
+    }
+
+    fn set_tools(&mut self, tools: Arc<Vec<ToolEntry>>) {
+        let mut layout: BTreeMap<String, ToolLayout> = BTreeMap::new();
+        for (i, t) in tools.iter().enumerate() {
+            let Some(server) = &t.server else { continue };
+            let l = layout.entry(server.clone()).or_default();
+            if l.starts.is_empty() {
+                l.starts.push(0);
+            }
+            let next = l.starts.last().copied().unwrap_or(0) + tool_lines(t);
+            l.entries.push(i);
+            l.starts.push(next);
+        }
+        self.layout = layout;
+        self.tools = tools;
+    }
+
+    fn note(&mut self, e: Entry) {
+        self.transcript.push(e);
+        self.scroll_back = 0;
+    }
+}
+
+/// Applies one event; returns what the actor must do.
+pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
+    match event {
+        Event::Key(key) => {
+            if key.kind == KeyEventKind::Release {
+                return Vec::new();
+            }
+            if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+                state.quitting = true;
+                return vec![Effect::Quit];
+            }
+            match state.modal.take() {
+                Some(Modal::Panel(p)) => panel_key(state, p, key),
+                Some(Modal::Trace(t)) => trace_key(state, t, key),
+                Some(Modal::Help) => {
+                    if !matches!(key.code, KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter) {
+                        state.modal = Some(Modal::Help);
+                    }
+                    Vec::new()
+                }
+                None => session_key(state, key),
+            }
+        }
+        Event::Paste(text) => {
+            if state.modal.is_none() {
+                for c in clean(&text).chars() {
+                    insert_char(state, if c == '\n' { ' ' } else { c });
+                }
+            }
+            Vec::new()
+        }
+        Event::Resize(w, h) => {
+            state.size = (w, h);
+            Vec::new()
+        }
+        Event::Status(s) => {
+            state.servers = s;
+            if let Some(Modal::Panel(p)) = &mut state.modal {
+                p.selected = p.selected.min(state.servers.len().saturating_sub(1));
+            }
+            Vec::new()
+        }
+        Event::Tools(t) => {
+            state.set_tools(t);
+            Vec::new()
+        }
+        Event::Trace(r) => {
+            state.trace.push(r);
+            Vec::new()
+        }
+        Event::CallDone {
+            id,
+            output,
+            is_error,
+            elapsed,
+        } => {
+            for e in state.transcript.iter_mut().rev() {
+                if let Entry::Tool {
+                    id: eid,
+                    state: st,
+                    elapsed: el,
+                    output: out,
+                    ..
+                } = e
+                {
+                    if *eid == id {
+                        *st = if is_error {
+                            CallState::Failed
+                        } else {
+                            CallState::Ok
+                        };
+                        *el = Some(elapsed);
+                        *out = clean(&output).into_owned();
+                        break;
+                    }
+                }
+            }
+            state.scroll_back = 0;
+            Vec::new()
+        }
+        Event::Notice { error, text } => {
+            state.note(if error {
+                Entry::Error(text)
+            } else {
+                Entry::Info(text)
+            });
+            Vec::new()
+        }
+    }
+}
+
+fn insert_char(state: &mut State, c: char) {
+    let at = byte_index(&state.input, state.cursor);
+    state.input.insert(at, c);
+    state.cursor += 1;
+}
+
+fn byte_index(s: &str, chars: usize) -> usize {
+    s.char_indices().nth(chars).map_or(s.len(), |(i, _)| i)
+}
+
+fn session_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    let len = state.input.chars().count();
+    match key.code {
+        KeyCode::Enter => return submit(state),
+        KeyCode::Esc if state.busy => return vec![Effect::CancelTurn],
+        KeyCode::Tab => complete(state),
+        KeyCode::Char('a') if ctrl => state.cursor = 0,
+        KeyCode::Char('e') if ctrl => state.cursor = len,
+        KeyCode::Char('u') if ctrl => {
+            state.input.clear();
+            state.cursor = 0;
+        }
+        KeyCode::Char('l') if ctrl => state.scroll_back = 0,
+        KeyCode::Char(c) if !ctrl => insert_char(state, c),
+        KeyCode::Backspace if state.cursor > 0 => {
+            state.cursor -= 1;
+            let at = byte_index(&state.input, state.cursor);
+            state.input.remove(at);
+        }
+        KeyCode::Delete if state.cursor < len => {
+            let at = byte_index(&state.input, state.cursor);
+            state.input.remove(at);
+        }
+        KeyCode::Left => state.cursor = state.cursor.saturating_sub(1),
+        KeyCode::Right => state.cursor = (state.cursor + 1).min(len),
+        KeyCode::Home => state.cursor = 0,
+        KeyCode::End => state.cursor = len,
+        KeyCode::Up => history_step(state, true),
+        KeyCode::Down => history_step(state, false),
+        KeyCode::PageUp => state.scroll_back += state.body_rows().saturating_sub(1).max(1),
+        KeyCode::PageDown => {
+            state.scroll_back = state
+                .scroll_back
+                .saturating_sub(state.body_rows().saturating_sub(1).max(1))
+        }
+        _ => {}
+    }
+    Vec::new()
+}
+
+fn history_step(state: &mut State, back: bool) {
+    if state.history.is_empty() {
+        return;
+    }
+    let last = state.history.len() - 1;
+    let pos = match (state.history_pos, back) {
+        (None, true) => Some(last),
+        (None, false) => None,
+        (Some(p), true) => Some(p.saturating_sub(1)),
+        (Some(p), false) if p >= last => None,
+        (Some(p), false) => Some(p + 1),
+    };
+    state.history_pos = pos;
+    state.input = pos.map(|p| state.history[p].clone()).unwrap_or_default();
+    state.cursor = state.input.chars().count();
+}
+
+/// Tab: completes a slash command, or a tool name after `/call `.
+fn complete(state: &mut State) {
+    let input = state.input.clone();
+    let (prefix, candidates): (&str, Vec<&str>) = if let Some(rest) = input.strip_prefix("/call ") {
+        if rest.contains(' ') {
+            return;
+        }
+        (
+            rest,
+            state
+                .tools
+                .iter()
+                .map(|t| t.name.as_str())
+                .filter(|n| n.starts_with(rest))
+                .collect(),
+        )
+    } else if input.starts_with('/') && !input.contains(' ') {
+        (
+            input.as_str(),
+            COMMANDS
+                .iter()
+                .map(|(c, _)| *c)
+                .filter(|c| c.starts_with(input.as_str()))
+                .collect(),
+        )
+    } else {
+        return;
+    };
+    let head = if input.starts_with("/call ") {
+        "/call "
+    } else {
+        ""
+    };
+    match candidates.as_slice() {
+        [] => {}
+        [one] => {
+            state.input = format!("{head}{one} ");
+        }
+        many => {
+            let common = common_prefix(many);
+            if common.len() > prefix.len() {
+                state.input = format!("{head}{common}");
+            } else {
+                let shown: Vec<&str> = many.iter().take(12).copied().collect();
+                let more = many.len().saturating_sub(shown.len());
+                let mut text = shown.join("  ");
+                if more > 0 {
+                    text.push_str(&format!("  … {more} more"));
+                }
+                state.note(Entry::Info(text));
+            }
+        }
+    }
+    state.cursor = state.input.chars().count();
+}
+
+fn common_prefix<'a>(words: &[&'a str]) -> &'a str {
+    let first = words[0];
+    let mut end = first.len();
+    for w in &words[1..] {
+        end = end.min(
+            first
+                .char_indices()
+                .zip(w.chars())
+                .find(|((_, a), b)| a != b)
+                .map_or(end.min(w.len()), |((i, _), _)| i),
+        );
+    }
+    &first[..end]
+}
+
+fn submit(state: &mut State) -> Vec<Effect> {
+    let line = state.input.trim().to_owned();
+    state.input.clear();
+    state.cursor = 0;
+    state.history_pos = None;
+    if line.is_empty() {
+        return Vec::new();
+    }
+    if state.history.last() != Some(&line) {
+        state.history.push(line.clone());
+    }
+    if !line.starts_with('/') {
+        state.note(Entry::User(line.clone()));
+        if state.model.is_none() {
+            state.note(Entry::Error(format!(
+                "no model is configured, so harness9 is an MCP console: use /call <tool> <json>, /mcp and /trace.\n{}",
+                state.model_help
+            )));
+            return Vec::new();
+        }
+        if state.busy {
+            state.note(Entry::Error(
+                "a turn is running; wait for it or press Esc to cancel it".to_owned(),
+            ));
+            return Vec::new();
+        }
+        state.busy = true;
+        return vec![Effect::Submit(line)];
+    }
+    let (cmd, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
+    let rest = rest.trim();
+    match cmd {
+        "/mcp" => {
+            let selected = state
+                .servers
+                .keys()
+                .position(|k| k == rest)
+                .unwrap_or_default();
+            state.modal = Some(Modal::Panel(PanelState {
+                selected,
+                scroll: 0,
+            }));
+        }
+        "/trace" => {
+            state.modal = Some(Modal::Trace(TraceView {
+                filter: (!rest.is_empty()).then(|| rest.to_owned()),
+                ..TraceView::default()
+            }))
+        }
+        "/help" => state.modal = Some(Modal::Help),
+        "/quit" | "/exit" => {
+            state.quitting = true;
+            return vec![Effect::Quit];
+        }
+        "/reload" => return vec![Effect::Reload],
+        "/clear" => {
+            state.transcript.clear();
+            state.scroll_back = 0;
+        }
+        "/call" => return call_command(state, rest),
+        other => state.note(Entry::Error(format!(
+            "unknown command {other}; /help lists the commands"
+        ))),
+    }
+    Vec::new()
+}
+
+fn call_command(state: &mut State, rest: &str) -> Vec<Effect> {
+    let (name, json) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    if name.is_empty() {
+        state.note(Entry::Error(
+            "usage: /call <tool> <json>, e.g. /call mcp__everything__echo {\"message\":\"hi\"}; Tab completes tool names"
+                .to_owned(),
+        ));
+        return Vec::new();
+    }
+    let json = json.trim();
+    let arguments = if json.is_empty() {
+        None
+    } else {
+        match serde_json::from_str::<Value>(json) {
+            Ok(v) if v.is_object() => Some(v),
+            Ok(_) => {
+                state.note(Entry::Error(format!(
+                    "/call {name}: the arguments must be a JSON object, like {{\"text\": \"hi\"}}"
+                )));
+                return Vec::new();
+            }
+            Err(e) => {
+                state.note(Entry::Error(format!(
+                    "/call {name}: the arguments are not valid JSON ({e})"
+                )));
+                return Vec::new();
+            }
+        }
+    };
+    if !state.tools.iter().any(|t| t.name == name) {
+        // Names are sanitized (`get-sum` is registered as `get_sum`): suggest by that form.
+        let want: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let tail = want.rsplit("__").next().unwrap_or(&want).to_owned();
+        let near: Vec<&str> = state
+            .tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .filter(|n| *n == want || (!tail.is_empty() && n.ends_with(&tail)))
+            .take(5)
+            .collect();
+        let hint = if near.is_empty() {
+            "/mcp lists every tool".to_owned()
+        } else {
+            format!("did you mean {}?", near.join(", "))
+        };
+        state.note(Entry::Error(format!(
+            "/call: no tool named \"{name}\" is registered; {hint}"
+        )));
+        return Vec::new();
+    }
+    let id = state.next_call;
+    state.next_call += 1;
+    state.note(Entry::Tool {
+        id,
+        name: name.to_owned(),
+        args: arguments.as_ref().map(Value::to_string).unwrap_or_default(),
+        state: CallState::Running,
+        elapsed: None,
+        output: String::new(),
+    });
+    vec![Effect::CallTool {
+        id,
+        name: name.to_owned(),
+        arguments,
+    }]
+}
+
+fn scroll_by(pos: &mut usize, key: KeyCode, page: usize, max: usize) -> bool {
+    match key {
+        KeyCode::Up | KeyCode::Char('k') => *pos = pos.saturating_sub(1),
+        KeyCode::Down | KeyCode::Char('j') => *pos = (*pos + 1).min(max),
+        KeyCode::PageUp => *pos = pos.saturating_sub(page),
+        KeyCode::PageDown => *pos = (*pos + page).min(max),
+        KeyCode::Home | KeyCode::Char('g') => *pos = 0,
+        KeyCode::End | KeyCode::Char('G') => *pos = max,
+        _ => return false,
+    }
+    true
+}
+
+fn panel_key(state: &mut State, mut p: PanelState, key: KeyEvent) -> Vec<Effect> {
+    let n = state.servers.len();
+    let page = state.modal_rows();
+    let max = state
+        .server_at(p.selected)
+        .map(|s| state.panel_total_lines(s).saturating_sub(page))
+        .unwrap_or(0);
+    p.scroll = p.scroll.min(max);
+    let mut effects = Vec::new();
+    match key.code {
+        KeyCode::Esc | KeyCode::Char('q') => return effects,
+        KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') if n > 0 => {
+            p.selected = (p.selected + 1) % n;
+            p.scroll = 0;
+        }
+        KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') if n > 0 => {
+            p.selected = (p.selected + n - 1) % n;
+            p.scroll = 0;
+        }
+        KeyCode::Char('r') => {
+            if let Some(s) = state.server_at(p.selected) {
+                effects.push(Effect::Restart(s.to_owned()));
+            }
+        }
+        KeyCode::Char('e') | KeyCode::Char('E') => effects.push(Effect::OpenEditor),
+        code => {
+            scroll_by(&mut p.scroll, code, page, max);
+        }
+    }
+    state.modal = Some(Modal::Panel(p));
+    effects
+}
+
+fn trace_key(state: &mut State, mut t: TraceView, key: KeyEvent) -> Vec<Effect> {
+    let n = state.trace.len(t.filter.as_deref());
+    let page = state.modal_rows();
+    let last = n.saturating_sub(1);
+    match key.code {
+        KeyCode::Esc if t.expanded => {
+            t.expanded = false;
+            t.expanded_scroll = 0;
+        }
+        KeyCode::Esc | KeyCode::Char('q') => return Vec::new(),
+        KeyCode::Enter if n > 0 => {
+            t.expanded = !t.expanded;
+            t.expanded_scroll = 0;
+            t.selected = Some(t.selected.unwrap_or(last).min(last));
+        }
+        KeyCode::Tab | KeyCode::BackTab => {
+            let servers = state.trace.servers();
+            let idx = t
+                .filter
+                .as_deref()
+                .and_then(|f| servers.iter().position(|s| &**s == f));
+            let next = if key.code == KeyCode::Tab {
+                match idx {
+                    None => servers.first(),
+                    Some(i) => servers.get(i + 1),
+                }
+            } else {
+                match idx {
+                    None => servers.last(),
+                    Some(0) => None,
+                    Some(i) => servers.get(i - 1),
+                }
+            };
+            t.filter = next.map(|s| s.to_string());
+            t.selected = None;
+            t.expanded = false;
+        }
+        code if t.expanded => {
+            scroll_by(&mut t.expanded_scroll, code, page, usize::MAX / 2);
+        }
+        code => {
+            let mut pos = t.selected.unwrap_or(last).min(last);
+            if scroll_by(&mut pos, code, page, last) {
+                t.selected = if pos >= last && code != KeyCode::Up && code != KeyCode::Char('k') {
+                    None
+                } else {
+                    Some(pos)
+                };
+            }
+        }
+    }
+    state.modal = Some(Modal::Trace(t));
+    Vec::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness9_actors::messages::{ConnectionInfo, ServerState};
+    use harness9_actors::protocol::types::{Implementation, Tool};
+
+    pub(crate) fn key(code: KeyCode) -> Event {
+        Event::Key(KeyEvent::new(code, KeyModifiers::NONE))
+    }
+
+    fn typed(state: &mut State, s: &str) {
+        for c in s.chars() {
+            update(state, key(KeyCode::Char(c)));
+        }
+    }
+
+    fn tool(server: &str, name: &str, desc: &str) -> ToolEntry {
+        ToolEntry {
+            name: format!("mcp__{server}__{name}"),
+            server: Some(server.to_owned()),
+            tool: Arc::new(Tool {
+                name: name.to_owned(),
+                title: None,
+                description: Some(desc.to_owned()),
+                input_schema: serde_json::value::to_raw_value(&serde_json::json!({}))
+                    .expect("schema"),
+                output_schema: None,
+                annotations: None,
+            }),
+        }
+    }
+
+    fn connected(tools: usize) -> ServerState {
+        ServerState {
+            transport: "stdio",
+            status: ServerStatus::Connected {
+                tools,
+                info: ConnectionInfo {
+                    protocol_version: "2025-11-25".into(),
+                    server_info: Implementation {
+                        name: "s".into(),
+                        version: "1".into(),
+                        title: None,
+                    },
+                    instructions: None,
+                    connect_time: Duration::from_millis(5),
+                    transport: "stdio",
+                    pid: None,
+                },
+            },
+        }
+    }
+
+    fn with_servers(names: &[&str], per: usize) -> State {
+        let mut s = State::new(".mcp.json".into(), None, "set a key".into());
+        let snap: BTreeMap<String, ServerState> = names
+            .iter()
+            .map(|n| (n.to_string(), connected(per)))
+            .collect();
+        update(&mut s, Event::Status(Arc::new(snap)));
+        let tools: Vec<ToolEntry> = names
+            .iter()
+            .flat_map(|n| (0..per).map(move |i| tool(n, &format!("t{i}"), "line one\nline two")))
+            .collect();
+        update(&mut s, Event::Tools(Arc::new(tools)));
+        s
+    }
+
+    #[test]
+    fn typing_editing_and_history() {
+        let mut s = State::new("x".into(), Some("m".into()), String::new());
+        typed(&mut s, "helo");
+        update(&mut s, key(KeyCode::Left));
+        update(&mut s, key(KeyCode::Char('l')));
+        assert_eq!(s.input, "hello");
+        assert_eq!(
+            update(&mut s, key(KeyCode::Enter)),
+            vec![Effect::Submit("hello".into())]
+        );
+        assert!(s.busy);
+        assert!(s.input.is_empty());
+        update(&mut s, key(KeyCode::Up));
+        assert_eq!(s.input, "hello");
+        update(&mut s, key(KeyCode::Down));
+        assert_eq!(s.input, "");
+        assert_eq!(update(&mut s, key(KeyCode::Esc)), vec![Effect::CancelTurn]);
+    }
+
+    #[test]
+    fn without_a_model_input_explains_how_to_configure_one() {
+        let mut s = State::new("x".into(), None, "set ANTHROPIC_API_KEY".into());
+        typed(&mut s, "hi");
+        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
+        assert!(
+            matches!(&s.transcript[1], Entry::Error(e) if e.contains("ANTHROPIC_API_KEY") && e.contains("/call"))
+        );
+    }
+
+    #[test]
+    fn tab_completes_commands_and_tool_names() {
+        let mut s = with_servers(&["everything"], 3);
+        typed(&mut s, "/m");
+        update(&mut s, key(KeyCode::Tab));
+        assert_eq!(s.input, "/mcp ");
+        s.input.clear();
+        s.cursor = 0;
+        typed(&mut s, "/call mcp__every");
+        update(&mut s, key(KeyCode::Tab));
+        assert_eq!(s.input, "/call mcp__everything__t");
+        update(&mut s, key(KeyCode::Tab));
+        assert!(
+            matches!(s.transcript.last(), Some(Entry::Info(t)) if t.contains("mcp__everything__t2"))
+        );
+    }
+
+    #[test]
+    fn slash_commands_open_modals_and_ctrl_c_quits_from_anywhere() {
+        let mut s = with_servers(&["a", "b"], 1);
+        typed(&mut s, "/mcp");
+        update(&mut s, key(KeyCode::Enter));
+        assert!(matches!(s.modal, Some(Modal::Panel(_))));
+        let quit = update(
+            &mut s,
+            Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+        );
+        assert_eq!(quit, vec![Effect::Quit]);
+        let mut s = with_servers(&["a"], 1);
+        typed(&mut s, "/nope");
+        update(&mut s, key(KeyCode::Enter));
+        assert!(matches!(s.transcript.last(), Some(Entry::Error(e)) if e.contains("/help")));
+    }
+
+    #[test]
+    fn panel_keys_scroll_select_restart_edit_and_close() {
+        let mut s = with_servers(&["a", "b"], 100);
+        s.size = (80, 24);
+        s.modal = Some(Modal::Panel(PanelState::default()));
+        update(&mut s, key(KeyCode::Char('j')));
+        update(&mut s, key(KeyCode::Down));
+        assert_eq!(
+            s.modal,
+            Some(Modal::Panel(PanelState {
+                selected: 0,
+                scroll: 2
+            }))
+        );
+        update(&mut s, key(KeyCode::Char('k')));
+        update(&mut s, key(KeyCode::PageDown));
+        let Some(Modal::Panel(p)) = &s.modal else {
+            panic!("panel closed")
+        };
+        assert_eq!(p.scroll, 1 + 18);
+        update(&mut s, key(KeyCode::End));
+        let Some(Modal::Panel(p)) = &s.modal else {
+            panic!("panel closed")
+        };
+        let total = s.panel_total_lines("a");
+        assert_eq!(p.scroll, total - 18);
+        update(&mut s, key(KeyCode::Home));
+        update(&mut s, key(KeyCode::Tab));
+        assert_eq!(
+            s.modal,
+            Some(Modal::Panel(PanelState {
+                selected: 1,
+                scroll: 0
+            }))
+        );
+        assert_eq!(
+            update(&mut s, key(KeyCode::Char('r'))),
+            vec![Effect::Restart("b".into())]
+        );
+        update(&mut s, key(KeyCode::Left));
+        assert_eq!(
+            update(&mut s, key(KeyCode::Char('e'))),
+            vec![Effect::OpenEditor]
+        );
+        update(&mut s, key(KeyCode::Esc));
+        assert_eq!(s.modal, None);
+    }
+
+    #[test]
+    fn call_command_validates_and_runs() {
+        let mut s = with_servers(&["e"], 2);
+        typed(&mut s, "/call mcp__e__t1 {\"a\":1}");
+        let fx = update(&mut s, key(KeyCode::Enter));
+        assert_eq!(
+            fx,
+            vec![Effect::CallTool {
+                id: 1,
+                name: "mcp__e__t1".into(),
+                arguments: Some(serde_json::json!({"a": 1}))
+            }]
+        );
+        update(
+            &mut s,
+            Event::CallDone {
+                id: 1,
+                output: "ok\u{1b}[2J".into(),
+                is_error: false,
+                elapsed: Duration::from_millis(3),
+            },
+        );
+        assert!(
+            matches!(s.transcript.last(), Some(Entry::Tool { state: CallState::Ok, output, .. }) if output == "ok")
+        );
+        typed(&mut s, "/call mcp__e__t1 [1]");
+        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
+        typed(&mut s, "/call mcp__e__zz {}");
+        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
+        assert!(
+            matches!(s.transcript.last(), Some(Entry::Error(e)) if e.contains("no tool named"))
+        );
+    }
+
+    fn record(server: &str, n: usize) -> WireRecord {
+        WireRecord {
+            ts: SystemTime::UNIX_EPOCH,
+            server: server.into(),
+            dir: Direction::Send,
+            id: None,
+            method: Some(format!("m{n}")),
+            latency_us: None,
+            message: Bytes::from(format!("{{\"n\":{n}}}")),
+            http_status: None,
+            session: None,
+        }
+    }
+
+    #[test]
+    fn trace_is_bounded_per_server_and_filterable() {
+        let mut s = with_servers(&["a", "b"], 1);
+        for i in 0..(TRACE_PER_SERVER + 10) {
+            update(&mut s, Event::Trace(record("a", i)));
+        }
+        update(&mut s, Event::Trace(record("b", 0)));
+        assert_eq!(s.trace.len(None), TRACE_PER_SERVER + 1);
+        assert_eq!(s.trace.len(Some("a")), TRACE_PER_SERVER);
+        assert_eq!(
+            s.trace
+                .rows(Some("a"))
+                .next()
+                .and_then(|r| r.method.clone()),
+            Some("m10".into())
+        );
+        s.modal = Some(Modal::Trace(TraceView::default()));
+        update(&mut s, key(KeyCode::Tab));
+        let Some(Modal::Trace(t)) = &s.modal else {
+            panic!("closed")
+        };
+        assert_eq!(t.filter.as_deref(), Some("a"));
+        update(&mut s, key(KeyCode::Up));
+        update(&mut s, key(KeyCode::Enter));
+        let Some(Modal::Trace(t)) = &s.modal else {
+            panic!("closed")
+        };
+        assert!(t.expanded);
+        assert_eq!(t.selected, Some(TRACE_PER_SERVER - 2));
+        update(&mut s, key(KeyCode::Esc));
+        update(&mut s, key(KeyCode::Esc));
+        assert_eq!(s.modal, None);
+    }
+}

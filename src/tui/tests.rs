@@ -1,0 +1,339 @@
+//! Snapshots of every view through ratatui's `TestBackend`, driven by the pure update function.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use harness9_actors::messages::{ConnectionInfo, ServerState, ServerStatus, ToolEntry};
+use harness9_actors::protocol::jsonrpc::RequestId;
+use harness9_actors::protocol::types::{Implementation, Tool};
+use harness9_actors::trace::{Direction, WireRecord};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+use super::state::{update, Event, Modal, PanelState, State};
+use super::view::{mcp_bar, view};
+
+pub(crate) fn connected(tools: usize, ms: u64) -> ServerState {
+    ServerState {
+        transport: "stdio",
+        status: ServerStatus::Connected {
+            tools,
+            info: ConnectionInfo {
+                protocol_version: "2025-11-25".into(),
+                server_info: Implementation {
+                    name: "mcp-servers/everything".into(),
+                    version: "2.0.0".into(),
+                    title: None,
+                },
+                instructions: None,
+                connect_time: Duration::from_millis(ms),
+                transport: "stdio",
+                pid: Some(4242),
+            },
+        },
+    }
+}
+
+fn failed(error: &str, tail: &[&str]) -> ServerState {
+    ServerState {
+        transport: "stdio",
+        status: ServerStatus::Failed {
+            error: error.into(),
+            stderr_tail: tail.iter().map(|s| s.to_string()).collect(),
+        },
+    }
+}
+
+fn starting() -> ServerState {
+    ServerState {
+        transport: "http",
+        status: ServerStatus::Starting {
+            since: Instant::now(),
+        },
+    }
+}
+
+fn restarting(attempt: usize) -> ServerState {
+    ServerState {
+        transport: "stdio",
+        status: ServerStatus::Restarting {
+            attempt,
+            next_retry: Instant::now(),
+            last_error: "exited with status 1".into(),
+        },
+    }
+}
+
+pub(crate) fn tool(server: &str, name: &str, desc: &str) -> ToolEntry {
+    ToolEntry {
+        name: format!("mcp__{server}__{name}"),
+        server: Some(server.to_owned()),
+        tool: Arc::new(Tool {
+            name: name.to_owned(),
+            title: None,
+            description: Some(desc.to_owned()),
+            input_schema: serde_json::value::to_raw_value(&serde_json::json!({})).expect("schema"),
+            output_schema: None,
+            annotations: None,
+        }),
+    }
+}
+
+pub(crate) fn state_with(servers: Vec<(&str, ServerState)>, tools: Vec<ToolEntry>) -> State {
+    let mut s = State::new(
+        ".mcp.json".into(),
+        None,
+        "to chat with a model, set ANTHROPIC_API_KEY or OPENAI_API_KEY".into(),
+    );
+    let snap: BTreeMap<String, ServerState> = servers
+        .into_iter()
+        .map(|(n, s)| (n.to_owned(), s))
+        .collect();
+    update(&mut s, Event::Status(Arc::new(snap)));
+    update(&mut s, Event::Tools(Arc::new(tools)));
+    s
+}
+
+fn render(state: &mut State, w: u16, h: u16) -> String {
+    state.size = (w, h);
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
+    t.draw(|f| view(state, f)).expect("draw");
+    t.backend().to_string()
+}
+
+fn bar_text(servers: Vec<(&str, ServerState)>, width: u16) -> String {
+    let snap: BTreeMap<String, ServerState> = servers
+        .into_iter()
+        .map(|(n, s)| (n.to_owned(), s))
+        .collect();
+    let line = mcp_bar(&Arc::new(snap), width);
+    assert!(
+        line.width() <= width as usize,
+        "bar wider than {width}: {line}"
+    );
+    line.to_string()
+}
+
+fn key(state: &mut State, code: KeyCode) {
+    update(state, Event::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+}
+
+#[test]
+fn bar_with_each_status_mix_and_width() {
+    let mix = || {
+        vec![
+            ("context7", connected(2, 300)),
+            ("remote-api", failed("HTTP 401", &[])),
+            ("slow", starting()),
+            ("flaky", restarting(2)),
+            ("one", connected(1, 5)),
+        ]
+    };
+    let mut out = String::new();
+    for w in [120u16, 60, 40, 24, 12, 5] {
+        out.push_str(&format!("{w:>3}: {}\n", bar_text(mix(), w)));
+    }
+    out.push_str(&format!(
+        "one connected, one failed: {}\n",
+        bar_text(
+            vec![
+                ("context7", connected(2, 300)),
+                ("remote-api", failed("x", &[]))
+            ],
+            80
+        )
+    ));
+    out.push_str(&format!(
+        "all starting: {}\n",
+        bar_text(vec![("a", starting()), ("b", starting())], 80)
+    ));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn session_screen_before_any_server_connected() {
+    let mut s = state_with(vec![("everything", starting()), ("py", starting())], vec![]);
+    insta::assert_snapshot!(render(&mut s, 80, 12));
+}
+
+#[test]
+fn session_screen_with_a_call_result_and_an_error() {
+    let mut s = state_with(
+        vec![("everything", connected(2, 12))],
+        vec![tool("everything", "echo", "Echoes back the input string")],
+    );
+    for c in "/call mcp__everything__echo {\"message\":\"hi\"}".chars() {
+        key(&mut s, KeyCode::Char(c));
+    }
+    key(&mut s, KeyCode::Enter);
+    update(
+        &mut s,
+        Event::CallDone {
+            id: 1,
+            output: "Echo: hi".into(),
+            is_error: false,
+            elapsed: Duration::from_millis(7),
+        },
+    );
+    for c in "/call nope".chars() {
+        key(&mut s, KeyCode::Char(c));
+    }
+    key(&mut s, KeyCode::Enter);
+    for c in "draft".chars() {
+        key(&mut s, KeyCode::Char(c));
+    }
+    insta::assert_snapshot!(render(&mut s, 80, 12));
+}
+
+#[test]
+fn panel_with_a_failed_server_and_its_stderr() {
+    let mut s = state_with(
+        vec![
+            ("everything", connected(1, 250)),
+            (
+                "remote-api",
+                failed(
+                    "initialize failed: HTTP 401 Unauthorized: missing or wrong bearer token; check the headers of server \"remote-api\" in .mcp.json",
+                    &["Traceback (most recent call last):", "  File \"server.py\", line 3", "ImportError: no module named mcp"],
+                ),
+            ),
+        ],
+        vec![tool("everything", "echo", "Echoes back the input string")],
+    );
+    s.modal = Some(Modal::Panel(PanelState {
+        selected: 1,
+        scroll: 0,
+    }));
+    insta::assert_snapshot!(render(&mut s, 80, 16));
+}
+
+#[test]
+fn panel_with_10000_tools_scrolled_to_the_middle() {
+    let tools: Vec<ToolEntry> = (0..10_000)
+        .map(|i| {
+            tool(
+                "big",
+                &format!("tool_{i:05}"),
+                &format!("does thing {i}\nsecond line"),
+            )
+        })
+        .collect();
+    let mut s = state_with(vec![("big", connected(10_000, 80))], tools);
+    s.modal = Some(Modal::Panel(PanelState::default()));
+    s.size = (80, 16);
+    let total = s.panel_total_lines("big");
+    assert_eq!(total, 3 + 30_000);
+    s.modal = Some(Modal::Panel(PanelState {
+        selected: 0,
+        scroll: total / 2,
+    }));
+    let screen = render(&mut s, 80, 16);
+    assert!(screen.contains("mcp__big__tool_05000"), "{screen}");
+    // j scrolls one line.
+    key(&mut s, KeyCode::Char('j'));
+    assert_eq!(
+        s.modal,
+        Some(Modal::Panel(PanelState {
+            selected: 0,
+            scroll: total / 2 + 1
+        }))
+    );
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn a_tool_description_with_escape_sequences_is_shown_clean() {
+    let evil = "Reads files.\u{1b}[2J\u{1b}[H\u{1b}]0;owned\u{7} \u{1b}[31mred\u{1b}[0m\rbell\u{7}\u{202e}gnp.exe";
+    let mut s = state_with(
+        vec![("evil", connected(1, 3))],
+        vec![tool("evil", "read\u{1b}[8m", evil)],
+    );
+    s.modal = Some(Modal::Panel(PanelState::default()));
+    let screen = render(&mut s, 70, 12);
+    assert!(!screen.contains('\u{1b}'), "{screen}");
+    assert!(
+        !screen.chars().any(|c| c.is_control() && c != '\n'),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}
+
+fn record(server: &str, dir: Direction, id: i64, method: &str, message: &str) -> WireRecord {
+    WireRecord {
+        ts: SystemTime::UNIX_EPOCH + Duration::from_millis(1_780_000_000_000 + id as u64 * 17),
+        server: server.into(),
+        dir,
+        id: Some(RequestId::Number(id)),
+        method: Some(method.into()),
+        latency_us: (dir == Direction::Recv).then_some(1234),
+        message: Bytes::from(message.to_owned()),
+        http_status: None,
+        session: None,
+    }
+}
+
+fn traced_state() -> State {
+    let mut s = state_with(vec![("a", connected(1, 3)), ("b", connected(1, 3))], vec![]);
+    for i in 0..6 {
+        let server = if i % 2 == 0 { "a" } else { "b" };
+        update(
+            &mut s,
+            Event::Trace(record(
+                server,
+                Direction::Send,
+                i,
+                "tools/call",
+                &format!(
+                    r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"hi {i}"}}}}}}"#
+                ),
+            )),
+        );
+        update(
+            &mut s,
+            Event::Trace(record(
+                server,
+                Direction::Recv,
+                i,
+                "tools/call",
+                &format!(
+                    r#"{{"jsonrpc":"2.0","id":{i},"result":{{"content":[{{"type":"text","text":"Echo: hi {i}\u001b[2J"}}]}}}}"#
+                ),
+            )),
+        );
+    }
+    s
+}
+
+#[test]
+fn trace_view_all_filtered_and_expanded() {
+    let mut s = traced_state();
+    s.modal = Some(Modal::Trace(Default::default()));
+    let all = render(&mut s, 90, 18);
+    key(&mut s, KeyCode::Tab);
+    key(&mut s, KeyCode::Tab);
+    let only_b = render(&mut s, 90, 18);
+    key(&mut s, KeyCode::Up);
+    key(&mut s, KeyCode::Enter);
+    let expanded = render(&mut s, 90, 18);
+    assert!(!expanded.contains('\u{1b}'));
+    insta::assert_snapshot!(format!("{all}\n{only_b}\n{expanded}"));
+}
+
+#[test]
+fn help_view() {
+    let mut s = state_with(vec![("a", connected(1, 3))], vec![]);
+    s.modal = Some(Modal::Help);
+    insta::assert_snapshot!(render(&mut s, 90, 24));
+}
+
+#[test]
+fn no_servers_no_bar_and_an_empty_panel() {
+    let mut s = state_with(vec![], vec![]);
+    let session = render(&mut s, 60, 8);
+    assert!(!session.contains("[MCP]"));
+    s.modal = Some(Modal::Panel(PanelState::default()));
+    insta::assert_snapshot!(format!("{session}\n{}", render(&mut s, 60, 8)));
+}
