@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod builtins;
 pub mod cli;
 pub mod config;
 pub mod trace_file;

@@ -4,5 +4,5 @@ mod http;
 mod process;
 mod stdio;
 
-pub use process::{kill_all_groups, live_group_count};
+pub use process::{kill_all_groups, live_group_count, register_group, unregister_group};
 pub use stdio::McpServer;

@@ -9,15 +9,16 @@ fn groups() -> &'static Mutex<HashSet<i32>> {
     GROUPS.get_or_init(|| Mutex::new(HashSet::new()))
 }
 
-/// Remembers a live process group.
-pub(crate) fn register_group(pgid: i32) {
+/// Remembers a live process group, so [`kill_all_groups`] kills it too (panic hook, signals).
+/// Call [`unregister_group`] once the group is gone.
+pub fn register_group(pgid: i32) {
     if let Ok(mut g) = groups().lock() {
         g.insert(pgid);
     }
 }
 
-/// Forgets a process group whose leader has been reaped.
-pub(crate) fn unregister_group(pgid: i32) {
+/// Forgets a process group whose leader has been reaped (and whose other members are killed).
+pub fn unregister_group(pgid: i32) {
     if let Ok(mut g) = groups().lock() {
         g.remove(&pgid);
     }
