@@ -1,1 +1,96 @@
-fn main() {}
+//! Frame time of the `/mcp` panel with 10,000 tools (the bound: 5 ms a frame), plus the
+//! session screen and the cost of taking in a new 10,000-tool table.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use harness9::tui::state::{update, Event, Modal, PanelState, State};
+use harness9::tui::view::view;
+use harness9_actors::messages::{ConnectionInfo, ServerState, ServerStatus, ToolEntry};
+use harness9_actors::protocol::types::{Implementation, Tool};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+fn tools(n: usize) -> Arc<Vec<ToolEntry>> {
+    let schema = serde_json::value::to_raw_value(&serde_json::json!({"type": "object"}))
+        .expect("schema");
+    Arc::new(
+        (0..n)
+            .map(|i| ToolEntry {
+                name: format!("mcp__big__tool_{i:05}"),
+                server: Some("big".into()),
+                tool: Arc::new(Tool {
+                    name: format!("tool_{i:05}"),
+                    title: None,
+                    description: Some(format!(
+                        "Tool number {i}: does one thing well.\nIt takes no arguments."
+                    )),
+                    input_schema: schema.clone(),
+                    output_schema: None,
+                    annotations: None,
+                }),
+            })
+            .collect(),
+    )
+}
+
+fn state(n: usize) -> State {
+    let mut s = State::new(".mcp.json".into(), None, String::new());
+    let info = ConnectionInfo {
+        protocol_version: "2025-11-25".into(),
+        server_info: Implementation {
+            name: "big".into(),
+            version: "1".into(),
+            title: None,
+        },
+        instructions: None,
+        connect_time: Duration::from_millis(80),
+        transport: "stdio",
+        pid: Some(1),
+    };
+    let snap: BTreeMap<String, ServerState> = [(
+        "big".to_owned(),
+        ServerState {
+            transport: "stdio",
+            status: ServerStatus::Connected { tools: n, info },
+        },
+    )]
+    .into();
+    update(&mut s, Event::Status(Arc::new(snap)));
+    update(&mut s, Event::Tools(tools(n)));
+    s.size = (120, 40);
+    s
+}
+
+fn bench(c: &mut Criterion) {
+    let mut s = state(10_000);
+    let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    let total = s.panel_total_lines("big");
+    s.modal = Some(Modal::Panel(PanelState {
+        selected: 0,
+        scroll: total / 2,
+    }));
+    c.bench_function("panel frame, 10k tools, middle", |b| {
+        b.iter(|| term.draw(|f| view(&s, f)).expect("draw"))
+    });
+    s.modal = Some(Modal::Panel(PanelState {
+        selected: 0,
+        scroll: total,
+    }));
+    c.bench_function("panel frame, 10k tools, end", |b| {
+        b.iter(|| term.draw(|f| view(&s, f)).expect("draw"))
+    });
+    s.modal = None;
+    c.bench_function("session frame", |b| {
+        b.iter(|| term.draw(|f| view(&s, f)).expect("draw"))
+    });
+    let table = tools(10_000);
+    c.bench_function("take in a 10k-tool table", |b| {
+        b.iter(|| update(&mut s, Event::Tools(table.clone())))
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

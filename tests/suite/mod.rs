@@ -5,3 +5,4 @@ pub mod common;
 mod fixtures;
 mod http;
 mod reference;
+mod reload;
