@@ -264,25 +264,36 @@ async fn openai_sends_the_bearer_key() {
 }
 
 #[actix_rt::test]
-async fn a_refused_connection_names_the_url() {
-    let port = TcpListener::bind("127.0.0.1:0")
+async fn a_refused_connection_names_the_url_and_is_retried_once() {
+    // 127.0.0.2: the other tests' servers (on 127.0.0.1) cannot take the freed port over.
+    let port = TcpListener::bind("127.0.0.2:0")
         .expect("bind")
         .local_addr()
         .expect("addr")
         .port();
-    let mut cfg = config(
+    let cfg = config(
         ProviderKind::Anthropic,
-        &format!("http://127.0.0.1:{port}"),
+        &format!("http://127.0.0.2:{port}"),
         None,
     );
-    cfg.max_retries = 0;
-    let (result, _) = call(&Provider::new(cfg), &CancellationToken::new()).await;
-    let msg = result.expect_err("refused").to_string();
-    assert!(
-        msg.starts_with(&format!(
-            "cannot reach http://127.0.0.1:{port}/v1/messages: "
-        )) && msg.contains("refused"),
-        "{msg}"
+    assert_eq!(cfg.max_retries, 3);
+    let (result, events) = call(&Provider::new(cfg), &CancellationToken::new()).await;
+    let url = format!("http://127.0.0.2:{port}/v1/messages");
+    assert_eq!(
+        result,
+        Err(ModelError::Network(format!(
+            "cannot reach {url}: Connection refused (os error 111) (after 2 tries); check the network and the base URL"
+        )))
+    );
+    assert_eq!(
+        events,
+        vec![StreamEvent::Retrying {
+            attempt: 1,
+            after: Duration::from_secs(1),
+            reason: format!(
+                "network error (cannot reach {url}: Connection refused (os error 111))"
+            ),
+        }]
     );
 }
 
@@ -369,4 +380,47 @@ async fn overload_retries_run_out_with_the_try_count() {
     );
     assert_eq!(events.len(), 2);
     assert_eq!(seen.lock().expect("lock").len(), 3);
+}
+
+#[actix_rt::test]
+async fn a_retry_after_over_a_minute_fails_at_once() {
+    let (url, _) = serve(vec![Reply::json(
+        429,
+        r#"{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}"#,
+    )
+    .header("retry-after", "120")]);
+    let p = Provider::new(config(ProviderKind::Anthropic, &url, None));
+    let (result, events) = call(&p, &CancellationToken::new()).await;
+    assert_eq!(
+        result,
+        Err(ModelError::RateLimited {
+            attempts: 1,
+            message: "anthropic rate limit hit for model \"test-model\" (429 rate_limit_error: Number of request tokens has exceeded your per-minute rate limit) and asks to wait 120 s, longer than harness9 waits (60 s); try again later".into()
+        })
+    );
+    assert!(events.is_empty());
+}
+
+#[actix_rt::test]
+async fn an_overloaded_error_event_before_any_output_is_retried() {
+    let overloaded = concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n",
+        "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+    );
+    let (url, seen) = serve(vec![
+        Reply::sse(overloaded, 1000),
+        Reply::sse(anthropic::tests::STREAM, 1000),
+    ]);
+    let p = Provider::new(config(ProviderKind::Anthropic, &url, None));
+    let (result, events) = call(&p, &CancellationToken::new()).await;
+    assert_eq!(result, Ok(anthropic::tests::expected()));
+    assert_eq!(
+        events[0],
+        StreamEvent::Retrying {
+            attempt: 1,
+            after: Duration::from_secs(1),
+            reason: "anthropic is overloaded (overloaded_error: Overloaded)".into()
+        }
+    );
+    assert_eq!(seen.lock().expect("lock").len(), 2);
 }
