@@ -5,5 +5,6 @@ pub mod app;
 pub mod builtins;
 pub mod cli;
 pub mod config;
+pub mod model;
 pub mod trace_file;
 pub mod tui;

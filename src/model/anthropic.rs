@@ -1,0 +1,604 @@
+//! The Anthropic Messages API wire format: the streaming request body, the SSE stream decoder
+//! (`message_start`, `content_block_*`, `message_delta`, `message_stop`, `ping`, `error`) and
+//! error bodies. Pure: no IO.
+
+use std::collections::BTreeMap;
+
+use harness9_actors::protocol::sse::Event;
+use serde_json::{json, Value};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::{
+    snippet, truncate_chars, ApiError, Block, DecodeError, Message, ModelReply, ModelRequest,
+    ProviderConfig, ResultPart, Role, StopReason, StreamEvent, Usage,
+};
+
+/// The JSON body of a streaming `POST /v1/messages`.
+pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
+    let max_tokens = if req.max_tokens > 0 {
+        req.max_tokens
+    } else {
+        cfg.max_tokens
+    };
+    let mut body = json!({
+        "model": cfg.model,
+        "max_tokens": max_tokens,
+        "stream": true,
+    });
+    if let Some(system) = req.system.as_deref().filter(|s| !s.is_empty()) {
+        body["system"] = json!(system);
+    }
+    body["messages"] = Value::Array(req.messages.iter().filter_map(message).collect());
+    if !req.tools.is_empty() {
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.input_schema,
+                })
+            })
+            .collect();
+    }
+    body
+}
+
+/// One message; `None` when nothing in it can be sent (the API rejects empty content and
+/// empty text blocks).
+fn message(m: &Message) -> Option<Value> {
+    let role = match m.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    let content: Vec<Value> = m
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text(t) if t.is_empty() => None,
+            Block::Text(t) => Some(json!({"type": "text", "text": t})),
+            Block::ToolUse { id, name, input } => Some(json!({
+                "type": "tool_use",
+                "id": id,
+                "name": name,
+                "input": if input.is_object() { input.clone() } else { json!({}) },
+            })),
+            Block::ToolResult {
+                id,
+                content,
+                is_error,
+            } => {
+                let parts: Vec<Value> = content
+                    .iter()
+                    .filter_map(|p| match p {
+                        ResultPart::Text(t) if t.is_empty() => None,
+                        ResultPart::Text(t) => Some(json!({"type": "text", "text": t})),
+                        ResultPart::Image { mime_type, data } => Some(json!({
+                            "type": "image",
+                            "source": {"type": "base64", "media_type": mime_type, "data": data},
+                        })),
+                    })
+                    .collect();
+                let mut v = json!({"type": "tool_result", "tool_use_id": id});
+                if !parts.is_empty() {
+                    v["content"] = Value::Array(parts);
+                }
+                v["is_error"] = json!(is_error);
+                Some(v)
+            }
+        })
+        .collect();
+    (!content.is_empty()).then(|| json!({"role": role, "content": content}))
+}
+
+/// Parses an error body `{"type":"error","error":{"type","message"}}`; anything else becomes a
+/// snippet of the body.
+pub(crate) fn parse_error(body: &[u8]) -> ApiError {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(v) => error_from_value(&v).unwrap_or_else(|| ApiError {
+            kind: None,
+            message: snippet(body),
+        }),
+        Err(_) => ApiError {
+            kind: None,
+            message: snippet(body),
+        },
+    }
+}
+
+fn error_from_value(v: &Value) -> Option<ApiError> {
+    let e = v.get("error")?;
+    if let Some(s) = e.as_str() {
+        return Some(ApiError {
+            kind: None,
+            message: truncate_chars(s, 300),
+        });
+    }
+    Some(ApiError {
+        kind: e.get("type").and_then(Value::as_str).map(str::to_owned),
+        message: truncate_chars(e.get("message").and_then(Value::as_str).unwrap_or(""), 300),
+    })
+}
+
+#[derive(Debug)]
+enum Partial {
+    Text(String),
+    Tool {
+        id: String,
+        name: String,
+        json: String,
+        initial: Value,
+    },
+    Ignored,
+}
+
+/// Decodes one streamed reply, event by event.
+#[derive(Debug, Default)]
+pub(crate) struct StreamDecoder {
+    blocks: BTreeMap<u64, Partial>,
+    stop_reason: Option<String>,
+    usage: Usage,
+    done: bool,
+    /// A [`StreamEvent`] was sent.
+    pub(crate) emitted: bool,
+}
+
+/// Prompt tokens in a usage object: plain plus cache writes and reads.
+fn input_tokens(u: &Value) -> Option<u64> {
+    let base = u.get("input_tokens")?.as_u64()?;
+    let extra = ["cache_creation_input_tokens", "cache_read_input_tokens"]
+        .iter()
+        .filter_map(|k| u.get(*k).and_then(Value::as_u64))
+        .sum::<u64>();
+    Some(base + extra)
+}
+
+impl StreamDecoder {
+    /// Handles one SSE event; `Ok(true)` at `message_stop`.
+    pub(crate) fn on_event(
+        &mut self,
+        ev: &Event,
+        tx: &UnboundedSender<StreamEvent>,
+    ) -> Result<bool, DecodeError> {
+        if ev.data.trim().is_empty() {
+            return Ok(false);
+        }
+        let v: Value = serde_json::from_str(&ev.data).map_err(|e| {
+            DecodeError::Protocol(format!(
+                "an event is not JSON ({e}): {}",
+                truncate_chars(&ev.data, 200)
+            ))
+        })?;
+        let kind = v
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(ev.event.as_str());
+        let index = || v.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "message_start" => {
+                if let Some(u) = v.pointer("/message/usage") {
+                    self.usage.input_tokens = input_tokens(u).unwrap_or(0);
+                    self.usage.output_tokens =
+                        u.get("output_tokens").and_then(Value::as_u64).unwrap_or(0);
+                }
+            }
+            "content_block_start" => {
+                let block = v.get("content_block").unwrap_or(&Value::Null);
+                let partial = match block.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let t = block.get("text").and_then(Value::as_str).unwrap_or("");
+                        self.text(tx, t);
+                        Partial::Text(t.to_owned())
+                    }
+                    Some("tool_use") => {
+                        let id = block.get("id").and_then(Value::as_str).unwrap_or("");
+                        let name = block.get("name").and_then(Value::as_str).unwrap_or("");
+                        self.emitted = true;
+                        let _ = tx.send(StreamEvent::ToolCallStarted {
+                            id: id.to_owned(),
+                            name: name.to_owned(),
+                        });
+                        Partial::Tool {
+                            id: id.to_owned(),
+                            name: name.to_owned(),
+                            json: String::new(),
+                            initial: block.get("input").cloned().unwrap_or(Value::Null),
+                        }
+                    }
+                    _ => Partial::Ignored,
+                };
+                self.blocks.insert(index(), partial);
+            }
+            "content_block_delta" => {
+                let delta = v.get("delta").unwrap_or(&Value::Null);
+                let i = index();
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => {
+                        let t = delta.get("text").and_then(Value::as_str).unwrap_or("");
+                        self.text(tx, t);
+                        match self
+                            .blocks
+                            .entry(i)
+                            .or_insert_with(|| Partial::Text(String::new()))
+                        {
+                            Partial::Text(s) => s.push_str(t),
+                            _ => {
+                                return Err(DecodeError::Protocol(format!(
+                                    "text arrived for content block {i}, which is not a text block"
+                                )))
+                            }
+                        }
+                    }
+                    Some("input_json_delta") => {
+                        let piece = delta
+                            .get("partial_json")
+                            .and_then(Value::as_str)
+                            .unwrap_or("");
+                        match self.blocks.get_mut(&i) {
+                            Some(Partial::Tool { json, .. }) => json.push_str(piece),
+                            _ => {
+                                return Err(DecodeError::Protocol(format!(
+                                    "tool arguments arrived for content block {i}, which is not a tool call"
+                                )))
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(r.to_owned());
+                }
+                if let Some(u) = v.get("usage") {
+                    if let Some(o) = u.get("output_tokens").and_then(Value::as_u64) {
+                        self.usage.output_tokens = o;
+                    }
+                    if let Some(i) = input_tokens(u) {
+                        self.usage.input_tokens = i;
+                    }
+                }
+            }
+            "message_stop" => {
+                self.done = true;
+                return Ok(true);
+            }
+            "error" => {
+                return Err(DecodeError::Api(error_from_value(&v).unwrap_or_else(
+                    || ApiError {
+                        kind: None,
+                        message: truncate_chars(&ev.data, 300),
+                    },
+                )))
+            }
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    fn text(&mut self, tx: &UnboundedSender<StreamEvent>, t: &str) {
+        if !t.is_empty() {
+            self.emitted = true;
+            let _ = tx.send(StreamEvent::TextDelta(t.to_owned()));
+        }
+    }
+
+    /// The reply (after `message_stop`).
+    pub(crate) fn finish(self) -> Result<ModelReply, DecodeError> {
+        let mut content = Vec::new();
+        for (_, b) in self.blocks {
+            match b {
+                Partial::Text(t) if !t.is_empty() => content.push(Block::Text(t)),
+                Partial::Tool {
+                    id,
+                    name,
+                    json,
+                    initial,
+                } => {
+                    let input = if json.trim().is_empty() {
+                        if initial.is_object() {
+                            initial
+                        } else {
+                            json!({})
+                        }
+                    } else {
+                        serde_json::from_str(&json).map_err(|e| {
+                            DecodeError::Protocol(format!(
+                                "the arguments of tool \"{name}\" are not valid JSON ({e}): {}",
+                                truncate_chars(&json, 200)
+                            ))
+                        })?
+                    };
+                    content.push(Block::ToolUse { id, name, input });
+                }
+                _ => {}
+            }
+        }
+        let stop_reason = match self.stop_reason.as_deref() {
+            Some("end_turn") => StopReason::EndTurn,
+            Some("tool_use") => StopReason::ToolUse,
+            Some("max_tokens") => StopReason::MaxTokens,
+            Some(other) => StopReason::Other(other.to_owned()),
+            None => StopReason::Other("none".to_owned()),
+        };
+        Ok(ModelReply {
+            content,
+            stop_reason,
+            usage: self.usage,
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::sync::Arc;
+
+    use super::super::{decode_chunks, split_every, ProviderKind, ToolDef};
+    use super::*;
+
+    fn cfg() -> ProviderConfig {
+        ProviderConfig::new(ProviderKind::Anthropic, "claude-sonnet-4-5")
+    }
+
+    #[test]
+    fn request_body_has_the_exact_shape() {
+        let req = ModelRequest {
+            system: Some("be brief".into()),
+            messages: vec![
+                Message {
+                    role: Role::User,
+                    content: vec![Block::Text("list files".into())],
+                },
+                Message {
+                    role: Role::Assistant,
+                    content: vec![
+                        Block::Text("looking".into()),
+                        Block::ToolUse {
+                            id: "toolu_1".into(),
+                            name: "shell".into(),
+                            input: json!({"cmd": "ls"}),
+                        },
+                    ],
+                },
+                Message {
+                    role: Role::User,
+                    content: vec![Block::ToolResult {
+                        id: "toolu_1".into(),
+                        content: vec![
+                            ResultPart::Text("a.txt".into()),
+                            ResultPart::Image {
+                                mime_type: "image/png".into(),
+                                data: "iVBORw0=".into(),
+                            },
+                        ],
+                        is_error: false,
+                    }],
+                },
+                Message {
+                    role: Role::Assistant,
+                    content: vec![Block::Text(String::new())],
+                },
+            ],
+            tools: Arc::new(vec![ToolDef {
+                name: "shell".into(),
+                description: "runs a command".into(),
+                input_schema: json!({"type": "object", "properties": {"cmd": {"type": "string"}}}),
+            }]),
+            max_tokens: 0,
+        };
+        assert_eq!(
+            request_body(&cfg(), &req),
+            json!({
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 8192,
+                "stream": true,
+                "system": "be brief",
+                "messages": [
+                    {"role": "user", "content": [{"type": "text", "text": "list files"}]},
+                    {"role": "assistant", "content": [
+                        {"type": "text", "text": "looking"},
+                        {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {"cmd": "ls"}},
+                    ]},
+                    {"role": "user", "content": [{
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "content": [
+                            {"type": "text", "text": "a.txt"},
+                            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0="}},
+                        ],
+                        "is_error": false,
+                    }]},
+                ],
+                "tools": [{
+                    "name": "shell",
+                    "description": "runs a command",
+                    "input_schema": {"type": "object", "properties": {"cmd": {"type": "string"}}},
+                }],
+            })
+        );
+    }
+
+    #[test]
+    fn request_body_without_tools_or_system_and_an_empty_error_result() {
+        let req = ModelRequest {
+            system: None,
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![Block::ToolResult {
+                    id: "t".into(),
+                    content: vec![],
+                    is_error: true,
+                }],
+            }],
+            tools: Arc::new(vec![]),
+            max_tokens: 100,
+        };
+        assert_eq!(
+            request_body(&cfg(), &req),
+            json!({
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 100,
+                "stream": true,
+                "messages": [{"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t", "is_error": true},
+                ]}],
+            })
+        );
+    }
+
+    pub(crate) const STREAM: &str = concat!(
+        "event: message_start\n",
+        "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-sonnet-4-5\",\"stop_reason\":null,\"usage\":{\"input_tokens\":25,\"cache_read_input_tokens\":100,\"output_tokens\":1}}}\n\n",
+        "event: ping\ndata: {\"type\": \"ping\"}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Grüße \"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"→ 🌍\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_a\",\"name\":\"read\",\"input\":{}}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\": \\\"ä\"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\".txt\\\"}\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_b\",\"name\":\"now\",\"input\":{}}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n",
+        "event: message_delta\n",
+        "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":42}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+
+    pub(crate) fn expected() -> ModelReply {
+        ModelReply {
+            content: vec![
+                Block::Text("Grüße → 🌍".into()),
+                Block::ToolUse {
+                    id: "toolu_a".into(),
+                    name: "read".into(),
+                    input: json!({"path": "ä.txt"}),
+                },
+                Block::ToolUse {
+                    id: "toolu_b".into(),
+                    name: "now".into(),
+                    input: json!({}),
+                },
+            ],
+            stop_reason: StopReason::ToolUse,
+            usage: Usage {
+                input_tokens: 125,
+                output_tokens: 42,
+            },
+        }
+    }
+
+    #[test]
+    fn decodes_a_stream_split_anywhere() {
+        for n in [1, 2, 3, 5, 7, 13, 64, 4096] {
+            let (reply, events) =
+                decode_chunks(ProviderKind::Anthropic, &split_every(STREAM.as_bytes(), n));
+            assert_eq!(reply, Some(Ok(expected())), "chunk size {n}");
+            assert_eq!(
+                events,
+                vec![
+                    StreamEvent::TextDelta("Grüße ".into()),
+                    StreamEvent::TextDelta("→ 🌍".into()),
+                    StreamEvent::ToolCallStarted {
+                        id: "toolu_a".into(),
+                        name: "read".into()
+                    },
+                    StreamEvent::ToolCallStarted {
+                        id: "toolu_b".into(),
+                        name: "now".into()
+                    },
+                ],
+                "chunk size {n}"
+            );
+        }
+    }
+
+    #[test]
+    fn crlf_line_ends_work_too() {
+        let crlf = STREAM.replace('\n', "\r\n");
+        let (reply, _) = decode_chunks(ProviderKind::Anthropic, &split_every(crlf.as_bytes(), 9));
+        assert_eq!(reply, Some(Ok(expected())));
+    }
+
+    #[test]
+    fn a_stream_without_message_stop_is_incomplete() {
+        let cut = &STREAM[..STREAM.find("event: message_stop").expect("marker")];
+        let (reply, _) = decode_chunks(ProviderKind::Anthropic, &[cut.as_bytes()]);
+        assert_eq!(reply, None);
+    }
+
+    #[test]
+    fn an_error_event_mid_stream_is_an_api_error() {
+        let s = concat!(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n",
+            "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+        );
+        let (reply, _) = decode_chunks(ProviderKind::Anthropic, &split_every(s.as_bytes(), 10));
+        assert_eq!(
+            reply,
+            Some(Err(DecodeError::Api(ApiError {
+                kind: Some("overloaded_error".into()),
+                message: "Overloaded".into()
+            })))
+        );
+    }
+
+    #[test]
+    fn bad_tool_json_names_the_tool_and_the_text() {
+        let s = concat!(
+            "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"edit\",\"input\":{}}}\n\n",
+            "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\": tru\"}}\n\n",
+            "data: {\"type\":\"message_stop\"}\n\n",
+        );
+        let (reply, _) = decode_chunks(ProviderKind::Anthropic, &[s.as_bytes()]);
+        match reply {
+            Some(Err(DecodeError::Protocol(m))) => {
+                assert!(
+                    m.starts_with("the arguments of tool \"edit\" are not valid JSON"),
+                    "{m}"
+                );
+                assert!(m.ends_with(": {\"a\": tru"), "{m}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn non_json_event_data_is_a_protocol_error() {
+        let (reply, _) = decode_chunks(ProviderKind::Anthropic, &[b"data: <html>\n\n"]);
+        assert!(matches!(reply, Some(Err(DecodeError::Protocol(_)))));
+    }
+
+    #[test]
+    fn error_bodies_parse_or_fall_back_to_a_snippet() {
+        assert_eq!(
+            parse_error(
+                br#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#
+            ),
+            ApiError {
+                kind: Some("rate_limit_error".into()),
+                message: "slow down".into()
+            }
+        );
+        assert_eq!(
+            parse_error(b"<html>\n<body>502 Bad Gateway</body></html>"),
+            ApiError {
+                kind: None,
+                message: "<html> <body>502 Bad Gateway</body></html>".into()
+            }
+        );
+        let long = "x".repeat(1000);
+        assert_eq!(parse_error(long.as_bytes()).message.len(), 303);
+        assert_eq!(parse_error(b"{\"ok\":1}").message, "{\"ok\":1}");
+    }
+}

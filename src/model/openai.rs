@@ -1,0 +1,667 @@
+//! The OpenAI Chat Completions wire format (also Ollama, vLLM, llama.cpp): the streaming
+//! request body, the `data:` chunk decoder (text, tool calls by index, finish reason, usage,
+//! `[DONE]`) and error bodies. Pure: no IO.
+
+use harness9_actors::protocol::sse::Event;
+use serde_json::{json, Value};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::{
+    snippet, truncate_chars, ApiError, Block, DecodeError, ModelReply, ModelRequest,
+    ProviderConfig, ResultPart, Role, StopReason, StreamEvent, Usage,
+};
+
+/// The JSON body of a streaming `POST /chat/completions`.
+pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
+    let max_tokens = if req.max_tokens > 0 {
+        req.max_tokens
+    } else {
+        cfg.max_tokens
+    };
+    let mut messages = Vec::new();
+    if let Some(system) = req.system.as_deref().filter(|s| !s.is_empty()) {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    for m in &req.messages {
+        let texts: Vec<&str> = m
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text(t) if !t.is_empty() => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        match m.role {
+            Role::User => {
+                // Tool results first: they must follow the assistant's tool calls directly.
+                for b in &m.content {
+                    if let Block::ToolResult {
+                        id,
+                        content,
+                        is_error,
+                    } = b
+                    {
+                        messages.push(json!({
+                            "role": "tool",
+                            "tool_call_id": id,
+                            "content": tool_result_text(content, *is_error),
+                        }));
+                    }
+                }
+                if !texts.is_empty() {
+                    messages.push(json!({"role": "user", "content": texts.join("\n\n")}));
+                }
+            }
+            Role::Assistant => {
+                let calls: Vec<Value> = m
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        Block::ToolUse { id, name, input } => Some(json!({
+                            "id": id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": input.to_string()},
+                        })),
+                        _ => None,
+                    })
+                    .collect();
+                let mut msg = json!({"role": "assistant"});
+                msg["content"] = if texts.is_empty() && !calls.is_empty() {
+                    Value::Null
+                } else {
+                    json!(texts.join("\n\n"))
+                };
+                if !calls.is_empty() {
+                    msg["tool_calls"] = Value::Array(calls);
+                }
+                messages.push(msg);
+            }
+        }
+    }
+    let mut body = json!({
+        "model": cfg.model,
+        "max_tokens": max_tokens,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "messages": messages,
+    });
+    if !req.tools.is_empty() {
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.input_schema,
+                    },
+                })
+            })
+            .collect();
+    }
+    body
+}
+
+/// A tool result as the text of a `tool` message: parts joined by newlines, images replaced by
+/// a placeholder (tool messages take no images), `Error: ` in front of a failure.
+fn tool_result_text(content: &[ResultPart], is_error: bool) -> String {
+    let parts: Vec<String> = content
+        .iter()
+        .map(|p| match p {
+            ResultPart::Text(t) => t.clone(),
+            ResultPart::Image { mime_type, data } => format!(
+                "[image omitted: {mime_type}, {}; this provider takes no images in tool results]",
+                human_size(base64_len(data))
+            ),
+        })
+        .collect();
+    let text = parts.join("\n");
+    if is_error {
+        format!("Error: {text}")
+    } else {
+        text
+    }
+}
+
+/// The decoded size of base64 text.
+fn base64_len(data: &str) -> usize {
+    let data = data.trim_end();
+    let pad = data.bytes().rev().take_while(|b| *b == b'=').count();
+    (data.len() * 3 / 4).saturating_sub(pad)
+}
+
+/// `512 B`, `3.9 KB`, `1.2 MB`.
+fn human_size(n: usize) -> String {
+    if n < 1024 {
+        format!("{n} B")
+    } else if n < 1024 * 1024 {
+        format!("{:.1} KB", n as f64 / 1024.0)
+    } else {
+        format!("{:.1} MB", n as f64 / (1024.0 * 1024.0))
+    }
+}
+
+/// Parses an error body `{"error":{"message","type","code"}}` (also `{"error":"..."}` and
+/// FastAPI's `{"detail":"..."}`); anything else becomes a snippet of the body.
+pub(crate) fn parse_error(body: &[u8]) -> ApiError {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| error_from_value(&v))
+        .unwrap_or_else(|| ApiError {
+            kind: None,
+            message: snippet(body),
+        })
+}
+
+fn error_from_value(v: &Value) -> Option<ApiError> {
+    let text = |s: &str| truncate_chars(s, 300);
+    if let Some(e) = v.get("error") {
+        if let Some(s) = e.as_str() {
+            return Some(ApiError {
+                kind: None,
+                message: text(s),
+            });
+        }
+        let code = e.get("code").and_then(|c| match c {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        });
+        let kind = code
+            .filter(|c| !c.chars().all(|ch| ch.is_ascii_digit()))
+            .or_else(|| e.get("type").and_then(Value::as_str).map(str::to_owned))
+            .filter(|k| !k.is_empty());
+        return Some(ApiError {
+            kind,
+            message: text(e.get("message").and_then(Value::as_str).unwrap_or("")),
+        });
+    }
+    let detail = v.get("detail").or_else(|| v.get("message"))?;
+    Some(ApiError {
+        kind: None,
+        message: match detail {
+            Value::String(s) => text(s),
+            other => text(&other.to_string()),
+        },
+    })
+}
+
+#[derive(Debug, Default)]
+struct Call {
+    index: Option<u64>,
+    id: String,
+    name: String,
+    args: String,
+    announced: bool,
+}
+
+/// Decodes one streamed reply, chunk by chunk.
+#[derive(Debug, Default)]
+pub(crate) struct StreamDecoder {
+    text: String,
+    calls: Vec<Call>,
+    finish: Option<String>,
+    usage: Usage,
+    /// A [`StreamEvent`] was sent.
+    pub(crate) emitted: bool,
+}
+
+impl StreamDecoder {
+    /// Handles one SSE event; `Ok(true)` at `[DONE]`.
+    pub(crate) fn on_event(
+        &mut self,
+        ev: &Event,
+        tx: &UnboundedSender<StreamEvent>,
+    ) -> Result<bool, DecodeError> {
+        let data = ev.data.trim();
+        if data.is_empty() {
+            return Ok(false);
+        }
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        let v: Value = serde_json::from_str(data).map_err(|e| {
+            DecodeError::Protocol(format!(
+                "a chunk is not JSON ({e}): {}",
+                truncate_chars(data, 200)
+            ))
+        })?;
+        if v.get("error").is_some() {
+            return Err(DecodeError::Api(error_from_value(&v).unwrap_or_default()));
+        }
+        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+            self.usage = Usage {
+                input_tokens: n("prompt_tokens"),
+                output_tokens: n("completion_tokens"),
+            };
+        }
+        let choices = v.get("choices").and_then(Value::as_array);
+        for choice in choices.into_iter().flatten() {
+            if choice.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
+                continue;
+            }
+            if let Some(r) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.finish = Some(r.to_owned());
+            }
+            let Some(delta) = choice.get("delta") else {
+                continue;
+            };
+            if let Some(t) = delta.get("content").and_then(Value::as_str) {
+                if !t.is_empty() {
+                    self.text.push_str(t);
+                    self.emitted = true;
+                    let _ = tx.send(StreamEvent::TextDelta(t.to_owned()));
+                }
+            }
+            let calls = delta.get("tool_calls").and_then(Value::as_array);
+            for c in calls.into_iter().flatten() {
+                self.on_call_piece(c, tx);
+            }
+        }
+        Ok(false)
+    }
+
+    /// One piece of a tool call: found by `index` (or by `id`, or the latest call, for
+    /// servers that send no index); id and name arrive first, arguments in pieces.
+    fn on_call_piece(&mut self, c: &Value, tx: &UnboundedSender<StreamEvent>) {
+        let index = c.get("index").and_then(Value::as_u64);
+        let id = c
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let pos = match (index, id) {
+            (Some(i), _) => self.calls.iter().position(|k| k.index == Some(i)),
+            (None, Some(id)) => self.calls.iter().position(|k| k.id == id),
+            (None, None) => self.calls.len().checked_sub(1),
+        };
+        let pos = pos.unwrap_or_else(|| {
+            self.calls.push(Call {
+                index,
+                ..Call::default()
+            });
+            self.calls.len() - 1
+        });
+        let call = &mut self.calls[pos];
+        if let Some(id) = id {
+            if call.id.is_empty() {
+                call.id = id.to_owned();
+            }
+        }
+        let f = c.get("function").unwrap_or(&Value::Null);
+        if let Some(name) = f.get("name").and_then(Value::as_str) {
+            if call.name.is_empty() {
+                call.name = name.to_owned();
+            }
+        }
+        match f.get("arguments") {
+            Some(Value::String(s)) => call.args.push_str(s),
+            Some(v @ Value::Object(_)) => call.args = v.to_string(),
+            _ => {}
+        }
+        if call.announced || call.name.is_empty() {
+            return;
+        }
+        call.announced = true;
+        if call.id.is_empty() {
+            call.id = format!("call_{pos}");
+        }
+        let started = StreamEvent::ToolCallStarted {
+            id: call.id.clone(),
+            name: call.name.clone(),
+        };
+        self.emitted = true;
+        let _ = tx.send(started);
+    }
+
+    /// The reply (after `[DONE]`).
+    pub(crate) fn finish(self) -> Result<ModelReply, DecodeError> {
+        let mut content = Vec::new();
+        if !self.text.is_empty() {
+            content.push(Block::Text(self.text));
+        }
+        let has_calls = !self.calls.is_empty();
+        for (n, call) in self.calls.into_iter().enumerate() {
+            let input = if call.args.trim().is_empty() {
+                json!({})
+            } else {
+                serde_json::from_str(&call.args).map_err(|e| {
+                    DecodeError::Protocol(format!(
+                        "the arguments of tool \"{}\" are not valid JSON ({e}): {}",
+                        call.name,
+                        truncate_chars(&call.args, 200)
+                    ))
+                })?
+            };
+            content.push(Block::ToolUse {
+                id: if call.id.is_empty() {
+                    format!("call_{n}")
+                } else {
+                    call.id
+                },
+                name: call.name,
+                input,
+            });
+        }
+        // Some compatible servers say "stop" (or nothing) after tool calls.
+        let stop_reason = match self.finish.as_deref() {
+            Some("tool_calls" | "function_call") => StopReason::ToolUse,
+            Some("stop") | None if has_calls => StopReason::ToolUse,
+            Some("stop") | None => StopReason::EndTurn,
+            Some("length") => StopReason::MaxTokens,
+            Some(other) => StopReason::Other(other.to_owned()),
+        };
+        Ok(ModelReply {
+            content,
+            stop_reason,
+            usage: self.usage,
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::sync::Arc;
+
+    use super::super::{decode_chunks, split_every, Message, ProviderKind, ToolDef};
+    use super::*;
+
+    fn cfg() -> ProviderConfig {
+        ProviderConfig::new(ProviderKind::OpenAi, "gpt-4.1")
+    }
+
+    #[test]
+    fn request_body_has_the_exact_shape() {
+        let png = "A".repeat(5336); // 4002 bytes decoded: 3.9 KB
+        let req = ModelRequest {
+            system: Some("be brief".into()),
+            messages: vec![
+                Message {
+                    role: Role::User,
+                    content: vec![Block::Text("list files".into())],
+                },
+                Message {
+                    role: Role::Assistant,
+                    content: vec![
+                        Block::ToolUse {
+                            id: "call_1".into(),
+                            name: "shell".into(),
+                            input: json!({"cmd": "ls"}),
+                        },
+                        Block::ToolUse {
+                            id: "call_2".into(),
+                            name: "shot".into(),
+                            input: json!({}),
+                        },
+                    ],
+                },
+                Message {
+                    role: Role::User,
+                    content: vec![
+                        Block::ToolResult {
+                            id: "call_1".into(),
+                            content: vec![ResultPart::Text("no such dir".into())],
+                            is_error: true,
+                        },
+                        Block::ToolResult {
+                            id: "call_2".into(),
+                            content: vec![
+                                ResultPart::Text("here:".into()),
+                                ResultPart::Image {
+                                    mime_type: "image/png".into(),
+                                    data: png,
+                                },
+                            ],
+                            is_error: false,
+                        },
+                        Block::Text("and hurry".into()),
+                    ],
+                },
+                Message {
+                    role: Role::Assistant,
+                    content: vec![Block::Text("done".into())],
+                },
+            ],
+            tools: Arc::new(vec![ToolDef {
+                name: "shell".into(),
+                description: "runs a command".into(),
+                input_schema: json!({"type": "object"}),
+            }]),
+            max_tokens: 0,
+        };
+        assert_eq!(
+            request_body(&cfg(), &req),
+            json!({
+                "model": "gpt-4.1",
+                "max_tokens": 8192,
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "messages": [
+                    {"role": "system", "content": "be brief"},
+                    {"role": "user", "content": "list files"},
+                    {"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": "{\"cmd\":\"ls\"}"}},
+                        {"id": "call_2", "type": "function", "function": {"name": "shot", "arguments": "{}"}},
+                    ]},
+                    {"role": "tool", "tool_call_id": "call_1", "content": "Error: no such dir"},
+                    {"role": "tool", "tool_call_id": "call_2", "content": "here:\n[image omitted: image/png, 3.9 KB; this provider takes no images in tool results]"},
+                    {"role": "user", "content": "and hurry"},
+                    {"role": "assistant", "content": "done"},
+                ],
+                "tools": [{"type": "function", "function": {
+                    "name": "shell", "description": "runs a command", "parameters": {"type": "object"},
+                }}],
+            })
+        );
+    }
+
+    #[test]
+    fn request_body_omits_empty_tools_and_system() {
+        let req = ModelRequest {
+            system: None,
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![Block::Text("hi".into())],
+            }],
+            tools: Arc::new(vec![]),
+            max_tokens: 64,
+        };
+        assert_eq!(
+            request_body(&cfg(), &req),
+            json!({
+                "model": "gpt-4.1",
+                "max_tokens": 64,
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "messages": [{"role": "user", "content": "hi"}],
+            })
+        );
+    }
+
+    #[test]
+    fn sizes_are_human() {
+        assert_eq!(base64_len("iVBORw0KGgo="), 8);
+        assert_eq!(base64_len("aGk="), 2);
+        assert_eq!(human_size(500), "500 B");
+        assert_eq!(human_size(4000), "3.9 KB");
+        assert_eq!(human_size(3 * 1024 * 1024 / 2), "1.5 MB");
+    }
+
+    /// Two parallel tool calls whose argument pieces interleave, text with multi-byte
+    /// characters, a usage chunk with no choices, then `[DONE]`.
+    pub(crate) const STREAM: &str = concat!(
+        "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}],\"usage\":null}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Grüße \"},\"finish_reason\":null}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"→ 🌍\"},\"finish_reason\":null}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\",\"function\":{\"name\":\"read\",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"call_b\",\"type\":\"function\",\"function\":{\"name\":\"grep\",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"pa\"}}]},\"finish_reason\":null}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"function\":{\"arguments\":\"{\\\"q\\\":\"}}]},\"finish_reason\":null}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"th\\\":\\\"ä.txt\\\"}\"}},{\"index\":1,\"function\":{\"arguments\":\" \\\"x\\\"}\"}}]},\"finish_reason\":null}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":30,\"completion_tokens\":12,\"total_tokens\":42}}\n\n",
+        "data: [DONE]\n\n",
+    );
+
+    #[test]
+    fn decodes_parallel_tool_calls_split_anywhere() {
+        for n in [1, 2, 3, 5, 7, 11, 64, 4096] {
+            let (reply, events) =
+                decode_chunks(ProviderKind::OpenAi, &split_every(STREAM.as_bytes(), n));
+            assert_eq!(
+                reply,
+                Some(Ok(ModelReply {
+                    content: vec![
+                        Block::Text("Grüße → 🌍".into()),
+                        Block::ToolUse {
+                            id: "call_a".into(),
+                            name: "read".into(),
+                            input: json!({"path": "ä.txt"}),
+                        },
+                        Block::ToolUse {
+                            id: "call_b".into(),
+                            name: "grep".into(),
+                            input: json!({"q": "x"}),
+                        },
+                    ],
+                    stop_reason: StopReason::ToolUse,
+                    usage: Usage {
+                        input_tokens: 30,
+                        output_tokens: 12
+                    },
+                })),
+                "chunk size {n}"
+            );
+            assert_eq!(
+                events,
+                vec![
+                    StreamEvent::TextDelta("Grüße ".into()),
+                    StreamEvent::TextDelta("→ 🌍".into()),
+                    StreamEvent::ToolCallStarted {
+                        id: "call_a".into(),
+                        name: "read".into()
+                    },
+                    StreamEvent::ToolCallStarted {
+                        id: "call_b".into(),
+                        name: "grep".into()
+                    },
+                ],
+                "chunk size {n}"
+            );
+        }
+    }
+
+    #[test]
+    fn ollama_style_whole_calls_without_index_or_finish_tool_calls() {
+        let s = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"call_x\",\"function\":{\"name\":\"now\",\"arguments\":\"{}\"}},{\"id\":\"call_y\",\"function\":{\"name\":\"ls\",\"arguments\":\"{\\\"d\\\":1}\"}}]},\"finish_reason\":null}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let (reply, _) = decode_chunks(ProviderKind::OpenAi, &[s.as_bytes()]);
+        let reply = reply.expect("done").expect("ok");
+        assert_eq!(reply.stop_reason, StopReason::ToolUse);
+        assert_eq!(
+            reply.content,
+            vec![
+                Block::ToolUse {
+                    id: "call_x".into(),
+                    name: "now".into(),
+                    input: json!({})
+                },
+                Block::ToolUse {
+                    id: "call_y".into(),
+                    name: "ls".into(),
+                    input: json!({"d": 1})
+                },
+            ]
+        );
+        assert_eq!(reply.usage, Usage::default());
+    }
+
+    #[test]
+    fn finish_reasons_map() {
+        for (r, want) in [
+            ("stop", StopReason::EndTurn),
+            ("length", StopReason::MaxTokens),
+            ("content_filter", StopReason::Other("content_filter".into())),
+        ] {
+            let s = format!(
+                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"x\"}},\"finish_reason\":\"{r}\"}}]}}\n\ndata: [DONE]\n\n"
+            );
+            let (reply, _) = decode_chunks(ProviderKind::OpenAi, &[s.as_bytes()]);
+            assert_eq!(reply.expect("done").expect("ok").stop_reason, want);
+        }
+    }
+
+    #[test]
+    fn bad_arguments_are_a_protocol_error_naming_the_tool() {
+        let bad = "{\\\"a\\\": ".to_owned() + &"y".repeat(300);
+        let s = format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":0,\"id\":\"c\",\"function\":{{\"name\":\"edit\",\"arguments\":\"{bad}\"}}}}]}},\"finish_reason\":\"tool_calls\"}}]}}\n\ndata: [DONE]\n\n"
+        );
+        let (reply, _) = decode_chunks(ProviderKind::OpenAi, &[s.as_bytes()]);
+        match reply {
+            Some(Err(DecodeError::Protocol(m))) => {
+                assert!(
+                    m.starts_with("the arguments of tool \"edit\" are not valid JSON ("),
+                    "{m}"
+                );
+                assert!(m.ends_with("yyy..."), "{m}");
+                assert!(m.len() < 300, "{m}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_error_chunk_and_a_missing_done() {
+        let s = "data: {\"error\":{\"message\":\"model is overloaded\",\"type\":\"server_error\",\"code\":null}}\n\n";
+        let (reply, _) = decode_chunks(ProviderKind::OpenAi, &[s.as_bytes()]);
+        assert_eq!(
+            reply,
+            Some(Err(DecodeError::Api(ApiError {
+                kind: Some("server_error".into()),
+                message: "model is overloaded".into()
+            })))
+        );
+        let cut = &STREAM[..STREAM.find("data: [DONE]").expect("marker")];
+        let (reply, _) = decode_chunks(ProviderKind::OpenAi, &[cut.as_bytes()]);
+        assert_eq!(reply, None);
+    }
+
+    #[test]
+    fn error_bodies_parse_or_fall_back_to_a_snippet() {
+        assert_eq!(
+            parse_error(br#"{"error":{"message":"Incorrect API key provided: sk-abc***","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#),
+            ApiError {
+                kind: Some("invalid_api_key".into()),
+                message: "Incorrect API key provided: sk-abc***".into()
+            }
+        );
+        assert_eq!(
+            parse_error(br#"{"error":{"message":"model \"llama9\" not found, try pulling it first","type":"api_error","param":null,"code":null}}"#),
+            ApiError {
+                kind: Some("api_error".into()),
+                message: "model \"llama9\" not found, try pulling it first".into()
+            }
+        );
+        assert_eq!(
+            parse_error(br#"{"error":{"message":"bad","type":"","code":400}}"#),
+            ApiError {
+                kind: None,
+                message: "bad".into()
+            }
+        );
+        assert_eq!(
+            parse_error(br#"{"detail":"Not Found"}"#).message,
+            "Not Found"
+        );
+        assert_eq!(
+            parse_error(b"404 page not found\n").message,
+            "404 page not found"
+        );
+    }
+}

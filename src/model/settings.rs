@@ -1,0 +1,709 @@
+//! Model settings: which provider, model, endpoint and limits, resolved from flags, the
+//! environment, the user's TOML and the shipped defaults (`config/harness9.toml`), in that
+//! order. [`resolve`] reads the real environment and files; [`resolve_from`] is the pure core.
+
+use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{ProviderConfig, ProviderKind};
+
+/// The shipped defaults.
+pub const DEFAULTS: &str = include_str!("../../config/harness9.toml");
+
+/// How the shipped defaults are named in errors.
+const DEFAULTS_NAME: &str = "<built-in config/harness9.toml>";
+
+/// The model-related command-line flags.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelFlags {
+    /// `--provider anthropic|openai`.
+    pub provider: Option<String>,
+    /// `--model NAME`.
+    pub model: Option<String>,
+    /// `--base-url URL`.
+    pub base_url: Option<String>,
+    /// A settings file to read instead of the searched ones.
+    pub config_path: Option<PathBuf>,
+}
+
+/// The resolved settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// The provider to use; `None` when nothing names one (see [`how_to_configure`]).
+    pub provider: Option<ProviderConfig>,
+    /// Model calls per user turn before the engine stops the loop.
+    pub max_steps: u32,
+    /// A tool result longer than this (in estimated tokens) is cut before the model sees it.
+    pub tool_output_budget_tokens: usize,
+    /// The user settings file that was read, if any.
+    pub config_file: Option<PathBuf>,
+}
+
+/// Why settings could not be resolved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// A settings file could not be read.
+    #[error("cannot read {path}: {message}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The io error.
+        message: String,
+    },
+    /// A settings file is not valid TOML or has a wrong key or value.
+    #[error("{path}:{line}:{column}: {message}; fix it there")]
+    Toml {
+        /// The file.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong (the parser's message).
+        message: String,
+    },
+    /// A provider name that is neither `anthropic` nor `openai`.
+    #[error("unknown provider \"{value}\" (from {origin}); use \"anthropic\" or \"openai\"")]
+    UnknownProvider {
+        /// What was given.
+        value: String,
+        /// Where: `--provider`, `HARNESS9_PROVIDER`.
+        origin: String,
+    },
+    /// The chosen provider needs a key that is not set.
+    #[error("{provider} is selected ({origin}) but {key_var} is not set; set {key_var}, or point {base_url_var} or --base-url at a server that needs no key")]
+    MissingKey {
+        /// The provider.
+        provider: &'static str,
+        /// Why it was chosen.
+        origin: String,
+        /// The variable to set.
+        key_var: &'static str,
+        /// The variable that would point elsewhere.
+        base_url_var: &'static str,
+    },
+    /// A value that parses but cannot be used.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// How to configure a provider, for when none is.
+pub fn how_to_configure() -> &'static str {
+    "no model provider is configured; set one of:\n\
+     \x20 ANTHROPIC_API_KEY=...   Anthropic (model claude-sonnet-4-5 unless HARNESS9_MODEL or --model says otherwise)\n\
+     \x20 OPENAI_API_KEY=...      OpenAI (model gpt-4.1); with OPENAI_BASE_URL=... any OpenAI-compatible server\n\
+     \x20 HARNESS9_PROVIDER=openai OPENAI_BASE_URL=http://localhost:11434/v1 HARNESS9_MODEL=llama3.1\n\
+     \x20                         Ollama on this machine (no key needed)\n\
+     or write provider = \"anthropic\" or \"openai\" in ./harness9.toml or ~/.config/harness9/config.toml"
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum FileProvider {
+    Anthropic,
+    Openai,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSettings {
+    provider: Option<FileProvider>,
+    max_steps: Option<NonZeroU32>,
+    tool_output_budget_tokens: Option<NonZeroUsize>,
+    #[serde(default)]
+    anthropic: Section,
+    #[serde(default)]
+    openai: Section,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Section {
+    model: Option<String>,
+    base_url: Option<String>,
+    max_tokens: Option<NonZeroU32>,
+    max_retries: Option<u32>,
+    request_timeout_secs: Option<NonZeroU64>,
+    idle_timeout_secs: Option<NonZeroU64>,
+}
+
+impl Section {
+    fn overlay(self, top: Section) -> Section {
+        Section {
+            model: top.model.or(self.model),
+            base_url: top.base_url.or(self.base_url),
+            max_tokens: top.max_tokens.or(self.max_tokens),
+            max_retries: top.max_retries.or(self.max_retries),
+            request_timeout_secs: top.request_timeout_secs.or(self.request_timeout_secs),
+            idle_timeout_secs: top.idle_timeout_secs.or(self.idle_timeout_secs),
+        }
+    }
+}
+
+fn parse_file(path: &str, text: &str) -> Result<FileSettings, SettingsError> {
+    toml::from_str(text).map_err(|e| {
+        let (line, column) = match e.span() {
+            Some(span) => line_col(text, span.start),
+            None => (1, 1),
+        };
+        SettingsError::Toml {
+            path: path.to_owned(),
+            line,
+            column,
+            message: e.message().trim().to_owned(),
+        }
+    })
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut at = offset.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[start..].chars().count() + 1)
+}
+
+/// Where the user's settings file is looked for: `flags.config_path` alone when given, else
+/// `./harness9.toml`, then `$XDG_CONFIG_HOME/harness9/config.toml` (or
+/// `~/.config/harness9/config.toml`).
+pub fn candidate_paths(
+    flags: &ModelFlags,
+    env: &dyn Fn(&str) -> Option<String>,
+    cwd: &Path,
+) -> Vec<PathBuf> {
+    if let Some(p) = &flags.config_path {
+        return vec![p.clone()];
+    }
+    let mut out = vec![cwd.join("harness9.toml")];
+    let non_empty = |k: &str| env(k).filter(|v| !v.is_empty());
+    if let Some(x) = non_empty("XDG_CONFIG_HOME").filter(|x| Path::new(x).is_absolute()) {
+        out.push(Path::new(&x).join("harness9").join("config.toml"));
+    } else if let Some(home) = non_empty("HOME") {
+        out.push(
+            Path::new(&home)
+                .join(".config")
+                .join("harness9")
+                .join("config.toml"),
+        );
+    }
+    out
+}
+
+/// Resolves the settings from the process environment, the user's file and the defaults.
+pub fn resolve(flags: &ModelFlags) -> Result<Settings, SettingsError> {
+    let env = |k: &str| std::env::var(k).ok();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let mut user = None;
+    for path in candidate_paths(flags, &env, &cwd) {
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                user = Some((path, text));
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && flags.config_path.is_none() => {}
+            Err(e) => {
+                return Err(SettingsError::Read {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })
+            }
+        }
+    }
+    resolve_from(
+        flags,
+        &env,
+        user.as_ref().map(|(p, t)| (p.as_path(), t.as_str())),
+    )
+}
+
+/// The pure core of [`resolve`]: `env` looks up a variable (empty counts as unset), `user` is
+/// the user's settings file (path, text), if any.
+pub fn resolve_from(
+    flags: &ModelFlags,
+    env: &dyn Fn(&str) -> Option<String>,
+    user: Option<(&Path, &str)>,
+) -> Result<Settings, SettingsError> {
+    let env = |k: &str| {
+        env(k)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let flag = |v: &Option<String>| {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let defaults = parse_file(DEFAULTS_NAME, DEFAULTS)?;
+    let (user_file, user_path) = match user {
+        Some((path, text)) => (
+            parse_file(&path.display().to_string(), text)?,
+            Some(path.to_path_buf()),
+        ),
+        None => (FileSettings::default(), None),
+    };
+    let user_name = user_path
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let max_steps = user_file
+        .max_steps
+        .or(defaults.max_steps)
+        .map_or(50, NonZeroU32::get);
+    let tool_output_budget_tokens = user_file
+        .tool_output_budget_tokens
+        .or(defaults.tool_output_budget_tokens)
+        .map_or(25_000, NonZeroUsize::get);
+
+    let flag_base_url = flag(&flags.base_url);
+    let named = |value: String, origin: &str| {
+        ProviderKind::parse(&value).ok_or(SettingsError::UnknownProvider {
+            value,
+            origin: origin.to_owned(),
+        })
+    };
+    let chosen: Option<(ProviderKind, String)> = if let Some(p) = flag(&flags.provider) {
+        Some((named(p, "--provider")?, "by --provider".to_owned()))
+    } else if let Some(p) = env("HARNESS9_PROVIDER") {
+        Some((
+            named(p, "HARNESS9_PROVIDER")?,
+            "by HARNESS9_PROVIDER".to_owned(),
+        ))
+    } else if let Some(p) = user_file.provider {
+        let kind = match p {
+            FileProvider::Anthropic => ProviderKind::Anthropic,
+            FileProvider::Openai => ProviderKind::OpenAi,
+        };
+        Some((kind, format!("by provider in {user_name}")))
+    } else {
+        // Nothing names a provider: pick by key, then by an overridden base URL.
+        let by = |kind: ProviderKind, why: String| Some((kind, why));
+        if env("ANTHROPIC_API_KEY").is_some() {
+            by(ProviderKind::Anthropic, "ANTHROPIC_API_KEY is set".into())
+        } else if env("OPENAI_API_KEY").is_some() {
+            by(ProviderKind::OpenAi, "OPENAI_API_KEY is set".into())
+        } else if env("OPENAI_BASE_URL").is_some() {
+            by(ProviderKind::OpenAi, "OPENAI_BASE_URL is set".into())
+        } else if env("ANTHROPIC_BASE_URL").is_some() {
+            by(ProviderKind::Anthropic, "ANTHROPIC_BASE_URL is set".into())
+        } else if flag_base_url.is_some() {
+            by(ProviderKind::OpenAi, "--base-url is given".into())
+        } else if user_file.openai.base_url.is_some() {
+            by(
+                ProviderKind::OpenAi,
+                format!("[openai] base_url in {user_name}"),
+            )
+        } else if user_file.anthropic.base_url.is_some() {
+            by(
+                ProviderKind::Anthropic,
+                format!("[anthropic] base_url in {user_name}"),
+            )
+        } else {
+            None
+        }
+    };
+    let settings = |provider| Settings {
+        provider,
+        max_steps,
+        tool_output_budget_tokens,
+        config_file: user_path.clone(),
+    };
+    let Some((kind, origin)) = chosen else {
+        return Ok(settings(None));
+    };
+
+    let (base, top) = match kind {
+        ProviderKind::Anthropic => (defaults.anthropic, user_file.anthropic),
+        ProviderKind::OpenAi => (defaults.openai, user_file.openai),
+    };
+    let section = base.overlay(top);
+    let model = flag(&flags.model)
+        .or_else(|| env("HARNESS9_MODEL"))
+        .or(section.model)
+        .ok_or_else(|| {
+            SettingsError::Invalid(format!(
+                "no model is set for {kind}; pass --model, set HARNESS9_MODEL, or write model under [{kind}] in harness9.toml"
+            ))
+        })?;
+    let (base_url, url_origin) = if let Some(u) = flag_base_url {
+        (u, "--base-url".to_owned())
+    } else if let Some(u) = env(kind.base_url_var()) {
+        (u, kind.base_url_var().to_owned())
+    } else if let Some(u) = section.base_url {
+        (u, format!("[{kind}] base_url"))
+    } else {
+        (kind.default_base_url().to_owned(), "the default".to_owned())
+    };
+    let base_url = base_url.trim_end_matches('/').to_owned();
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(SettingsError::Invalid(format!(
+            "the base URL \"{base_url}\" (from {url_origin}) must start with http:// or https://; fix {url_origin}"
+        )));
+    }
+    let api_key = env(kind.key_var());
+    if api_key.is_none() && is_official(kind, &base_url) {
+        return Err(SettingsError::MissingKey {
+            provider: kind.name(),
+            origin,
+            key_var: kind.key_var(),
+            base_url_var: kind.base_url_var(),
+        });
+    }
+    let secs = |v: Option<NonZeroU64>, d: u64| Duration::from_secs(v.map_or(d, NonZeroU64::get));
+    Ok(settings(Some(ProviderConfig {
+        kind,
+        base_url,
+        api_key,
+        model,
+        max_tokens: section.max_tokens.map_or(8192, NonZeroU32::get),
+        max_retries: section.max_retries.unwrap_or(3),
+        request_timeout: secs(section.request_timeout_secs, 300),
+        idle_timeout: secs(section.idle_timeout_secs, 120),
+    })))
+}
+
+/// Whether `url` is the provider's own endpoint (which needs a key).
+fn is_official(kind: ProviderKind, url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = rest
+        .split(['/', ':', '?'])
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    match kind {
+        ProviderKind::Anthropic => host == "api.anthropic.com",
+        ProviderKind::OpenAi => host == "api.openai.com",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    fn flags() -> ModelFlags {
+        ModelFlags::default()
+    }
+
+    fn provider(
+        flags: &ModelFlags,
+        env: &[(&str, &str)],
+        user: Option<&str>,
+    ) -> Result<Option<ProviderConfig>, SettingsError> {
+        let path = Path::new("/home/u/.config/harness9/config.toml");
+        resolve_from(flags, &env_of(env), user.map(|t| (path, t))).map(|s| s.provider)
+    }
+
+    #[test]
+    fn shipped_defaults_parse_and_give_the_documented_values() {
+        let s = resolve_from(&flags(), &env_of(&[]), None).expect("defaults");
+        assert_eq!(
+            s,
+            Settings {
+                provider: None,
+                max_steps: 50,
+                tool_output_budget_tokens: 25_000,
+                config_file: None,
+            }
+        );
+        let p = provider(&flags(), &[("ANTHROPIC_API_KEY", "sk-ant")], None)
+            .expect("ok")
+            .expect("some");
+        assert_eq!(
+            p,
+            ProviderConfig {
+                kind: ProviderKind::Anthropic,
+                base_url: "https://api.anthropic.com".into(),
+                api_key: Some("sk-ant".into()),
+                model: "claude-sonnet-4-5".into(),
+                max_tokens: 8192,
+                max_retries: 3,
+                request_timeout: Duration::from_secs(300),
+                idle_timeout: Duration::from_secs(120),
+            }
+        );
+        let p = provider(&flags(), &[("OPENAI_API_KEY", "sk-oa")], None)
+            .expect("ok")
+            .expect("some");
+        assert_eq!(
+            (p.kind, p.model.as_str(), p.base_url.as_str()),
+            (ProviderKind::OpenAi, "gpt-4.1", "https://api.openai.com/v1")
+        );
+    }
+
+    #[test]
+    fn flags_beat_env_beat_user_file_beat_defaults() {
+        let user = r#"
+provider = "openai"
+max_steps = 7
+[openai]
+model = "from-file"
+base_url = "http://file.example/v1"
+max_tokens = 100
+idle_timeout_secs = 5
+"#;
+        let env = [
+            ("HARNESS9_PROVIDER", "openai"),
+            ("HARNESS9_MODEL", "from-env"),
+            ("OPENAI_BASE_URL", "http://env.example/v1/"),
+        ];
+        // The file alone.
+        let p = provider(&flags(), &[], Some(user))
+            .expect("ok")
+            .expect("some");
+        assert_eq!(
+            (p.model.as_str(), p.base_url.as_str(), p.max_tokens),
+            ("from-file", "http://file.example/v1", 100)
+        );
+        assert_eq!(p.idle_timeout, Duration::from_secs(5));
+        assert_eq!(p.request_timeout, Duration::from_secs(300));
+        assert_eq!(p.api_key, None);
+        // The environment over the file.
+        let p = provider(&flags(), &env, Some(user))
+            .expect("ok")
+            .expect("some");
+        assert_eq!(
+            (p.model.as_str(), p.base_url.as_str()),
+            ("from-env", "http://env.example/v1")
+        );
+        // Flags over both.
+        let f = ModelFlags {
+            provider: Some("anthropic".into()),
+            model: Some("from-flag".into()),
+            base_url: Some("http://flag.example".into()),
+            config_path: None,
+        };
+        let p = provider(&f, &env, Some(user)).expect("ok").expect("some");
+        assert_eq!(
+            (p.kind, p.model.as_str(), p.base_url.as_str()),
+            (ProviderKind::Anthropic, "from-flag", "http://flag.example")
+        );
+        // max_steps comes from the file.
+        let s =
+            resolve_from(&flags(), &env_of(&[]), Some((Path::new("/x.toml"), user))).expect("ok");
+        assert_eq!(s.max_steps, 7);
+        assert_eq!(s.tool_output_budget_tokens, 25_000);
+        assert_eq!(s.config_file, Some(PathBuf::from("/x.toml")));
+    }
+
+    #[test]
+    fn the_provider_is_picked_by_key_then_by_base_url() {
+        let both = [("ANTHROPIC_API_KEY", "a"), ("OPENAI_API_KEY", "o")];
+        let kind = |f: &ModelFlags, env: &[(&str, &str)], user: Option<&str>| {
+            provider(f, env, user).expect("ok").map(|p| p.kind)
+        };
+        assert_eq!(kind(&flags(), &both, None), Some(ProviderKind::Anthropic));
+        assert_eq!(
+            kind(
+                &flags(),
+                &[("OPENAI_BASE_URL", "http://localhost:11434/v1")],
+                None
+            ),
+            Some(ProviderKind::OpenAi)
+        );
+        let f = ModelFlags {
+            base_url: Some("http://localhost:8000/v1".into()),
+            ..flags()
+        };
+        assert_eq!(kind(&f, &[], None), Some(ProviderKind::OpenAi));
+        assert_eq!(
+            kind(
+                &flags(),
+                &[],
+                Some("[openai]\nbase_url = \"http://vllm:8000/v1\"\n")
+            ),
+            Some(ProviderKind::OpenAi)
+        );
+        // Empty values count as unset.
+        assert_eq!(kind(&flags(), &[("ANTHROPIC_API_KEY", "")], None), None);
+        assert_eq!(kind(&flags(), &[], Some("max_steps = 3\n")), None);
+    }
+
+    #[test]
+    fn ollama_needs_no_key() {
+        let p = provider(
+            &flags(),
+            &[
+                ("HARNESS9_PROVIDER", "openai"),
+                ("OPENAI_BASE_URL", "http://localhost:11434/v1"),
+                ("HARNESS9_MODEL", "llama3.1"),
+            ],
+            None,
+        )
+        .expect("ok")
+        .expect("some");
+        assert_eq!(
+            (p.kind, p.base_url.as_str(), p.model.as_str(), p.api_key),
+            (
+                ProviderKind::OpenAi,
+                "http://localhost:11434/v1",
+                "llama3.1",
+                None
+            )
+        );
+    }
+
+    #[test]
+    fn an_explicit_provider_without_its_key_says_what_to_set() {
+        let e = provider(&flags(), &[("HARNESS9_PROVIDER", "anthropic")], None)
+            .expect_err("missing key");
+        assert_eq!(
+            e.to_string(),
+            "anthropic is selected (by HARNESS9_PROVIDER) but ANTHROPIC_API_KEY is not set; set ANTHROPIC_API_KEY, or point ANTHROPIC_BASE_URL or --base-url at a server that needs no key"
+        );
+        let f = ModelFlags {
+            provider: Some("OpenAI".into()),
+            ..flags()
+        };
+        let e = provider(&f, &[("ANTHROPIC_API_KEY", "a")], None).expect_err("missing key");
+        assert!(matches!(
+            e,
+            SettingsError::MissingKey {
+                key_var: "OPENAI_API_KEY",
+                ..
+            }
+        ));
+        let e = provider(&flags(), &[], Some("provider = \"openai\"\n")).expect_err("missing");
+        assert!(
+            e.to_string()
+                .contains("(by provider in /home/u/.config/harness9/config.toml)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_providers_and_bad_urls_are_named() {
+        let f = ModelFlags {
+            provider: Some("gemini".into()),
+            ..flags()
+        };
+        assert_eq!(
+            provider(&f, &[], None).expect_err("bad").to_string(),
+            "unknown provider \"gemini\" (from --provider); use \"anthropic\" or \"openai\""
+        );
+        let e = provider(
+            &flags(),
+            &[
+                ("HARNESS9_PROVIDER", "openai"),
+                ("OPENAI_BASE_URL", "localhost:11434"),
+            ],
+            None,
+        )
+        .expect_err("bad url");
+        assert_eq!(
+            e.to_string(),
+            "the base URL \"localhost:11434\" (from OPENAI_BASE_URL) must start with http:// or https://; fix OPENAI_BASE_URL"
+        );
+    }
+
+    #[test]
+    fn toml_errors_name_file_line_and_column() {
+        let e = provider(
+            &flags(),
+            &[],
+            Some("max_steps = 5\n[openai]\nmodle = \"x\"\n"),
+        )
+        .expect_err("typo");
+        match &e {
+            SettingsError::Toml {
+                path,
+                line,
+                column,
+                message,
+            } => {
+                assert_eq!(path, "/home/u/.config/harness9/config.toml");
+                assert_eq!((*line, *column), (3, 1));
+                assert!(message.contains("unknown field `modle`"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(e
+            .to_string()
+            .starts_with("/home/u/.config/harness9/config.toml:3:1: "));
+        let e = provider(&flags(), &[], Some("provider = \"gemini\"\n")).expect_err("variant");
+        assert!(
+            matches!(&e, SettingsError::Toml { line: 1, column: 12, message, .. } if message.contains("unknown variant `gemini`")),
+            "{e:?}"
+        );
+        let e = provider(&flags(), &[], Some("[anthropic]\nmax_tokens = 0\n")).expect_err("zero");
+        assert!(matches!(e, SettingsError::Toml { line: 2, .. }), "{e:?}");
+        let e = provider(&flags(), &[], Some("max_steps = \n")).expect_err("syntax");
+        assert!(matches!(e, SettingsError::Toml { line: 1, .. }), "{e:?}");
+    }
+
+    #[test]
+    fn candidate_paths_follow_flag_then_cwd_then_xdg_or_home() {
+        let cwd = Path::new("/work/p");
+        assert_eq!(
+            candidate_paths(&flags(), &env_of(&[("HOME", "/home/u")]), cwd),
+            vec![
+                PathBuf::from("/work/p/harness9.toml"),
+                PathBuf::from("/home/u/.config/harness9/config.toml")
+            ]
+        );
+        assert_eq!(
+            candidate_paths(
+                &flags(),
+                &env_of(&[("HOME", "/home/u"), ("XDG_CONFIG_HOME", "/xdg")]),
+                cwd
+            )[1],
+            PathBuf::from("/xdg/harness9/config.toml")
+        );
+        let f = ModelFlags {
+            config_path: Some("/etc/h9.toml".into()),
+            ..flags()
+        };
+        assert_eq!(
+            candidate_paths(&f, &env_of(&[("HOME", "/home/u")]), cwd),
+            vec![PathBuf::from("/etc/h9.toml")]
+        );
+    }
+
+    #[test]
+    fn keys_never_show_in_debug() {
+        let s = resolve_from(
+            &flags(),
+            &env_of(&[("OPENAI_API_KEY", "sk-very-secret")]),
+            None,
+        )
+        .expect("ok");
+        let d = format!("{s:?}");
+        assert!(!d.contains("sk-very-secret"), "{d}");
+    }
+
+    #[test]
+    fn how_to_configure_mentions_every_route() {
+        let t = how_to_configure();
+        for needle in [
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "HARNESS9_PROVIDER=openai OPENAI_BASE_URL=http://localhost:11434/v1 HARNESS9_MODEL=llama3.1",
+        ] {
+            assert!(t.contains(needle), "{needle}");
+        }
+    }
+
+    #[test]
+    fn line_col_counts_characters() {
+        assert_eq!(line_col("ab\ncdé f", 8), (2, 5));
+        assert_eq!(line_col("x", 99), (1, 2));
+    }
+}
