@@ -38,6 +38,18 @@ pub struct Cli {
     /// Write every JSON-RPC message as JSONL to FILE (secrets redacted).
     #[arg(long, global = true, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// The model provider: anthropic or openai (OpenAI-compatible: Ollama, vLLM, llama.cpp).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// The model name.
+    #[arg(long, global = true, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// The provider's base URL (e.g. http://localhost:11434/v1 for Ollama).
+    #[arg(long, global = true, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Model settings file [default: ./harness9.toml, then ~/.config/harness9/config.toml].
+    #[arg(long, global = true, value_name = "PATH")]
+    pub settings: Option<PathBuf>,
     /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -52,6 +64,25 @@ pub enum Command {
     /// Inspect and call MCP servers.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Run one task headless: the model uses every tool until it answers.
+    Run(RunArgs),
+}
+
+/// `harness9 run ...`
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The task, or - to read it from stdin.
+    #[arg(short, long)]
+    pub prompt: String,
+    /// Print one JSON event per line (start, model, tool_call, tool_result, done or error).
+    #[arg(long)]
+    pub json: bool,
+    /// Model calls before giving up [default: max_steps of harness9.toml, 50].
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
+    /// Where cut tool results are saved whole [default: the temp dir's harness9-results].
+    #[arg(long, value_name = "DIR")]
+    pub spill_dir: Option<PathBuf>,
 }
 
 /// `harness9 mcp ...`
@@ -93,7 +124,8 @@ pub struct JsonFlag {
     pub json: bool,
 }
 
-fn load_config(cli: &Cli) -> anyhow::Result<Config> {
+/// Loads `.mcp.json` as the command line says (a missing default file is an empty config).
+pub fn load_config(cli: &Cli) -> anyhow::Result<Config> {
     let (path, must) = match &cli.config {
         Some(p) => (p.clone(), true),
         None => (PathBuf::from(config::DEFAULT_PATH), false),

@@ -5,6 +5,8 @@ pub mod app;
 pub mod builtins;
 pub mod cli;
 pub mod config;
+pub mod engine;
 pub mod model;
+pub mod run;
 pub mod trace_file;
 pub mod tui;

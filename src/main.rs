@@ -87,6 +87,7 @@ fn main() -> ExitCode {
     let code = sys.block_on(async {
         let result = match &cli.command {
             Some(Command::Mcp(cmd)) => run_mcp(&cli, cmd).await,
+            Some(Command::Run(args)) => harness9::run::run(&cli, args).await,
             None => harness9::tui::run(&cli, started).await,
         };
         match result {

@@ -31,7 +31,7 @@ pub struct ModelResult {
 pub fn from_result(r: &CallToolResult) -> (Vec<ResultPart>, String) {
     let mut parts = Vec::new();
     let mut text = String::new();
-    let mut flush = |text: &mut String, parts: &mut Vec<ResultPart>| {
+    let flush = |text: &mut String, parts: &mut Vec<ResultPart>| {
         if !text.is_empty() {
             parts.push(ResultPart::Text(std::mem::take(text)));
         }

@@ -6,3 +6,4 @@ mod fixtures;
 mod http;
 mod reference;
 mod reload;
+mod tui;

@@ -1,0 +1,474 @@
+//! The agent engine: the `Engine` actor holds the conversation and runs turns. A turn calls the
+//! model with every registered tool, runs the reply's tool calls in parallel through the
+//! registry (each under its server's `toolTimeoutSec`), feeds the results back (errors marked as
+//! errors), and repeats until the model answers or `max_steps` is reached. MCP tools are
+//! ordinary tools here: the engine has no MCP special case.
+//!
+//! ```text
+//! RunTurn --> Engine --Provider::complete--> model (streaming; TextDelta events)
+//!               |  tool calls, all at once
+//!               +--CallTool--> ToolRegistry --> McpServer / Builtins
+//!               +--EngineUpdate--> subscriber (TUI, headless printer)
+//! ```
+
+pub mod output;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use futures_util::future::join_all;
+use harness9_actors::messages::{CallTool, ListTools, ToolEntry};
+use harness9_actors::ToolRegistry;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::model::{
+    Block, Message, ModelError, ModelRequest, Provider, ResultPart, Role, StreamEvent, ToolDef,
+    Usage,
+};
+
+/// The system prompt.
+pub const SYSTEM_PROMPT: &str = "You are harness9, a terminal coding agent. Use the tools to inspect and change the user's project; tool names of the form mcp__{server}__{tool} come from MCP servers. Call several tools at once when they do not depend on each other. When a tool result says it was cut, read the saved file in parts. Answer concisely.";
+
+/// How the engine runs.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Model calls per turn.
+    pub max_steps: u32,
+    /// A tool result over this many (estimated) tokens is cut for the model.
+    pub output_budget_tokens: usize,
+    /// Where whole cut results are written.
+    pub spill_dir: PathBuf,
+    /// The system prompt.
+    pub system: Option<String>,
+}
+
+impl EngineConfig {
+    /// Defaults: 50 steps, a 25,000-token budget, spills under the temp dir.
+    pub fn new(max_steps: u32, output_budget_tokens: usize) -> Self {
+        Self {
+            max_steps,
+            output_budget_tokens,
+            spill_dir: std::env::temp_dir().join("harness9-results"),
+            system: Some(SYSTEM_PROMPT.to_owned()),
+        }
+    }
+}
+
+/// Something that happened during a turn, for whoever watches it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineEvent {
+    /// A piece of assistant text.
+    TextDelta(String),
+    /// The model call is being retried.
+    ModelRetrying {
+        /// Which retry.
+        attempt: u32,
+        /// After how long.
+        after: Duration,
+        /// Why.
+        reason: String,
+    },
+    /// One model call finished.
+    ModelDone {
+        /// 1-based step.
+        step: u32,
+        /// Its text.
+        text: String,
+        /// How many tool calls it asked for.
+        tool_calls: usize,
+        /// How long it took.
+        elapsed: Duration,
+        /// Tokens.
+        usage: Usage,
+    },
+    /// A tool call started.
+    ToolStarted {
+        /// The model's call id.
+        id: String,
+        /// The registered tool name.
+        name: String,
+        /// Its arguments.
+        arguments: Value,
+    },
+    /// A tool call ended.
+    ToolFinished {
+        /// The model's call id.
+        id: String,
+        /// The registered tool name.
+        name: String,
+        /// Whether the model got an error result.
+        is_error: bool,
+        /// From the call's start to its result.
+        elapsed: Duration,
+        /// The full text of the result (or the error).
+        output: String,
+        /// Where the whole result was written when it was cut for the model.
+        spilled: Option<PathBuf>,
+    },
+}
+
+/// An [`EngineEvent`] as a message.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct EngineUpdate(pub EngineEvent);
+
+/// How a turn ended well.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutcome {
+    /// The model's final text.
+    pub text: String,
+    /// Model calls made.
+    pub steps: u32,
+    /// Tokens over the turn.
+    pub usage: Usage,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+/// Why a turn did not end with an answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The model call failed (after its retries).
+    #[error("{0}")]
+    Model(ModelError),
+    /// The loop hit `max_steps`.
+    #[error("stopped after {0} model calls without a final answer (max_steps); raise max_steps in harness9.toml or ask for less")]
+    MaxSteps(u32),
+    /// The turn was cancelled.
+    #[error("the turn was cancelled")]
+    Cancelled,
+    /// A turn is already running.
+    #[error("a turn is already running; wait for it or cancel it")]
+    Busy,
+}
+
+/// Run one user turn.
+#[derive(Message)]
+#[rtype(result = "Result<TurnOutcome, EngineError>")]
+pub struct RunTurn {
+    /// What the user said.
+    pub prompt: String,
+    /// Gets the turn's events.
+    pub events: Option<Recipient<EngineUpdate>>,
+}
+
+/// Cancel the running turn: the model request and every tool call in flight (MCP servers get
+/// `notifications/cancelled`).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct CancelTurn;
+
+/// The engine actor.
+pub struct Engine {
+    provider: Provider,
+    registry: Addr<ToolRegistry>,
+    config: Arc<EngineConfig>,
+    conversation: Vec<Message>,
+    running: Option<CancellationToken>,
+    tool_cache: ToolCache,
+}
+
+/// Tool definitions, rebuilt only when the registry's table changes.
+#[derive(Clone, Default)]
+struct ToolCache {
+    source: Option<Arc<Vec<ToolEntry>>>,
+    defs: Arc<Vec<ToolDef>>,
+}
+
+impl ToolCache {
+    fn get(&mut self, table: Arc<Vec<ToolEntry>>) -> Arc<Vec<ToolDef>> {
+        if self.source.as_ref().is_some_and(|s| Arc::ptr_eq(s, &table)) {
+            return self.defs.clone();
+        }
+        let defs: Vec<ToolDef> = table
+            .iter()
+            .map(|e| ToolDef {
+                name: e.name.clone(),
+                description: e
+                    .tool
+                    .description
+                    .clone()
+                    .or_else(|| e.tool.title.clone())
+                    .unwrap_or_default(),
+                input_schema: serde_json::from_str(e.tool.input_schema.get())
+                    .unwrap_or_else(|_| serde_json::json!({"type": "object"})),
+            })
+            .collect();
+        self.source = Some(table);
+        self.defs = Arc::new(defs);
+        self.defs.clone()
+    }
+}
+
+impl Engine {
+    /// An engine for `provider` calling tools through `registry`.
+    pub fn new(provider: Provider, registry: Addr<ToolRegistry>, config: EngineConfig) -> Self {
+        Self {
+            provider,
+            registry,
+            config: Arc::new(config),
+            conversation: Vec::new(),
+            running: None,
+            tool_cache: ToolCache::default(),
+        }
+    }
+}
+
+impl Actor for Engine {
+    type Context = Context<Self>;
+}
+
+fn emit(events: &Option<Recipient<EngineUpdate>>, e: EngineEvent) {
+    if let Some(r) = events {
+        r.do_send(EngineUpdate(e));
+    }
+}
+
+/// Runs one tool call through the registry and turns its outcome into a tool-result block.
+async fn run_tool(
+    registry: Addr<ToolRegistry>,
+    config: Arc<EngineConfig>,
+    id: String,
+    name: String,
+    input: Value,
+    cancel: CancellationToken,
+    events: Option<Recipient<EngineUpdate>>,
+) -> Block {
+    emit(
+        &events,
+        EngineEvent::ToolStarted {
+            id: id.clone(),
+            name: name.clone(),
+            arguments: input.clone(),
+        },
+    );
+    let started = Instant::now();
+    let mut msg = CallTool::new(name.clone(), Some(input));
+    msg.cancel = cancel;
+    let outcome = ToolRegistry::send(&registry, msg).await;
+    let elapsed = started.elapsed();
+    let (parts, text, is_error) = match outcome {
+        Ok(r) => {
+            let (parts, text) = output::from_result(&r);
+            (parts, text, r.is_error)
+        }
+        Err(e) => {
+            let text = e.to_string();
+            (vec![ResultPart::Text(text.clone())], text, true)
+        }
+    };
+    let (parts, spilled) = output::apply_budget(
+        parts,
+        &text,
+        config.output_budget_tokens,
+        &config.spill_dir,
+        &name,
+    );
+    emit(
+        &events,
+        EngineEvent::ToolFinished {
+            id: id.clone(),
+            name,
+            is_error,
+            elapsed,
+            output: text,
+            spilled,
+        },
+    );
+    Block::ToolResult {
+        id,
+        content: parts,
+        is_error,
+    }
+}
+
+/// The turn loop; returns the conversation with the turn appended (or unchanged on failure).
+#[allow(clippy::too_many_arguments)]
+async fn turn(
+    provider: Provider,
+    registry: Addr<ToolRegistry>,
+    config: Arc<EngineConfig>,
+    mut cache: ToolCache,
+    mut messages: Vec<Message>,
+    prompt: String,
+    cancel: CancellationToken,
+    events: Option<Recipient<EngineUpdate>>,
+) -> (Vec<Message>, ToolCache, Result<TurnOutcome, EngineError>) {
+    let started = Instant::now();
+    let before = messages.len();
+    messages.push(Message {
+        role: Role::User,
+        content: vec![Block::Text(prompt)],
+    });
+    let mut usage = Usage::default();
+    for step in 1..=config.max_steps {
+        let table = match registry.send(ListTools).await {
+            Ok(t) => t,
+            Err(_) => Arc::new(Vec::new()),
+        };
+        let req = ModelRequest {
+            system: config.system.clone(),
+            messages: messages.clone(),
+            tools: cache.get(table),
+            max_tokens: 0,
+        };
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let forward = {
+            let events = events.clone();
+            actix_rt::spawn(async move {
+                while let Some(e) = rx.recv().await {
+                    match e {
+                        StreamEvent::TextDelta(t) => emit(&events, EngineEvent::TextDelta(t)),
+                        StreamEvent::Retrying {
+                            attempt,
+                            after,
+                            reason,
+                        } => emit(
+                            &events,
+                            EngineEvent::ModelRetrying {
+                                attempt,
+                                after,
+                                reason,
+                            },
+                        ),
+                        _ => {}
+                    }
+                }
+            })
+        };
+        let call_started = Instant::now();
+        let reply = provider.complete(&req, &tx, &cancel).await;
+        drop(tx);
+        let _ = forward.await;
+        let reply = match reply {
+            Ok(r) => r,
+            Err(ModelError::Cancelled) => {
+                messages.truncate(before);
+                return (messages, cache, Err(EngineError::Cancelled));
+            }
+            Err(e) => {
+                messages.truncate(before);
+                return (messages, cache, Err(EngineError::Model(e)));
+            }
+        };
+        usage.input_tokens += reply.usage.input_tokens;
+        usage.output_tokens += reply.usage.output_tokens;
+        let text: String = reply
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("");
+        let calls: Vec<(String, String, Value)> = reply
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, name, input } => {
+                    Some((id.clone(), name.clone(), input.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        emit(
+            &events,
+            EngineEvent::ModelDone {
+                step,
+                text: text.clone(),
+                tool_calls: calls.len(),
+                elapsed: call_started.elapsed(),
+                usage: reply.usage,
+            },
+        );
+        messages.push(Message {
+            role: Role::Assistant,
+            content: reply.content,
+        });
+        if calls.is_empty() {
+            return (
+                messages,
+                cache,
+                Ok(TurnOutcome {
+                    text,
+                    steps: step,
+                    usage,
+                    elapsed: started.elapsed(),
+                }),
+            );
+        }
+        // Every call of this reply at once; each has its own child token of the turn's.
+        let results = join_all(calls.into_iter().map(|(id, name, input)| {
+            run_tool(
+                registry.clone(),
+                config.clone(),
+                id,
+                name,
+                input,
+                cancel.child_token(),
+                events.clone(),
+            )
+        }))
+        .await;
+        if cancel.is_cancelled() {
+            messages.truncate(before);
+            return (messages, cache, Err(EngineError::Cancelled));
+        }
+        messages.push(Message {
+            role: Role::User,
+            content: results,
+        });
+    }
+    messages.truncate(before);
+    (
+        messages,
+        cache,
+        Err(EngineError::MaxSteps(config.max_steps)),
+    )
+}
+
+impl Handler<RunTurn> for Engine {
+    type Result = ResponseActFuture<Self, Result<TurnOutcome, EngineError>>;
+
+    fn handle(&mut self, msg: RunTurn, _ctx: &mut Context<Self>) -> Self::Result {
+        if self.running.is_some() {
+            return Box::pin(fut::ready(Err(EngineError::Busy)));
+        }
+        let cancel = CancellationToken::new();
+        self.running = Some(cancel.clone());
+        let fut = turn(
+            self.provider.clone(),
+            self.registry.clone(),
+            self.config.clone(),
+            std::mem::take(&mut self.tool_cache),
+            std::mem::take(&mut self.conversation),
+            msg.prompt,
+            cancel,
+            msg.events,
+        );
+        Box::pin(
+            fut.into_actor(self)
+                .map(|(messages, cache, result), act, _| {
+                    act.conversation = messages;
+                    act.tool_cache = cache;
+                    act.running = None;
+                    result
+                }),
+        )
+    }
+}
+
+impl Handler<CancelTurn> for Engine {
+    type Result = ();
+
+    fn handle(&mut self, _msg: CancelTurn, _ctx: &mut Context<Self>) {
+        if let Some(c) = &self.running {
+            c.cancel();
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! `harness9 run -p "prompt" [--json]`: one task, headless, to the end. Servers start and settle
+//! first (bounded by their startup timeouts), then the engine runs the turn; the final answer
+//! goes to stdout, or with `--json` one JSON event per line.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use anyhow::Context as _;
+use harness9_actors::messages::{SetBuiltins, ShutdownAll, StatusSnapshot};
+use harness9_actors::RestartPolicy;
+use serde_json::{json, Value};
+
+use crate::app::{spawn_event_printer, Runtime};
+use crate::builtins::{definitions, BuiltinOptions, Builtins};
+use crate::cli::{interrupted, load_config, Cli, RunArgs};
+use crate::engine::{CancelTurn, Engine, EngineConfig, EngineEvent, EngineUpdate, RunTurn};
+use crate::model::settings::{self, ModelFlags};
+use crate::model::Provider;
+
+/// Prints engine events: JSON lines on stdout, or a line per tool call on stderr.
+struct Printer {
+    json: bool,
+    started: Instant,
+}
+
+impl Actor for Printer {
+    type Context = Context<Self>;
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// Writes one JSON event line (a closed stdout is ignored: the run still ends properly).
+fn json_line(v: &Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{v}");
+    let _ = out.flush();
+}
+
+impl Handler<EngineUpdate> for Printer {
+    type Result = ();
+
+    fn handle(&mut self, EngineUpdate(e): EngineUpdate, _ctx: &mut Context<Self>) {
+        let t = ms(self.started.elapsed());
+        if !self.json {
+            match e {
+                EngineEvent::ToolStarted { name, .. } => eprintln!("[tool] {name} …"),
+                EngineEvent::ToolFinished {
+                    name,
+                    is_error,
+                    elapsed,
+                    ..
+                } => eprintln!(
+                    "[tool] {name} {} {} ms",
+                    if is_error { "✗" } else { "✓" },
+                    ms(elapsed)
+                ),
+                EngineEvent::ModelRetrying { reason, after, .. } => {
+                    eprintln!("[model] {reason}; retrying in {} ms", after.as_millis())
+                }
+                _ => {}
+            }
+            return;
+        }
+        let v = match e {
+            EngineEvent::TextDelta(_) => return,
+            EngineEvent::ModelRetrying {
+                attempt,
+                after,
+                reason,
+            } => {
+                json!({"event": "model_retry", "t_ms": t, "attempt": attempt, "after_ms": ms(after), "reason": reason})
+            }
+            EngineEvent::ModelDone {
+                step,
+                text,
+                tool_calls,
+                elapsed,
+                usage,
+            } => {
+                json!({"event": "model", "t_ms": t, "step": step, "text": text, "tool_calls": tool_calls,
+                        "ms": ms(elapsed), "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens})
+            }
+            EngineEvent::ToolStarted {
+                id,
+                name,
+                arguments,
+            } => {
+                json!({"event": "tool_call", "t_ms": t, "id": id, "name": name, "arguments": arguments})
+            }
+            EngineEvent::ToolFinished {
+                id,
+                name,
+                is_error,
+                elapsed,
+                output,
+                spilled,
+            } => {
+                let shown: String = output.chars().take(2000).collect();
+                json!({"event": "tool_result", "t_ms": t, "id": id, "name": name, "is_error": is_error,
+                       "ms": ms(elapsed), "output": shown, "output_bytes": output.len(),
+                       "spilled_to": spilled.map(|p| p.display().to_string())})
+            }
+        };
+        json_line(&v);
+    }
+}
+
+/// The model flags of a command line.
+pub fn model_flags(cli: &Cli) -> ModelFlags {
+    ModelFlags {
+        provider: cli.provider.clone(),
+        model: cli.model.clone(),
+        base_url: cli.base_url.clone(),
+        config_path: cli.settings.clone(),
+    }
+}
+
+/// Runs `harness9 run`.
+pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let settings = settings::resolve(&model_flags(cli))?;
+    let Some(provider_cfg) = settings.provider.clone() else {
+        anyhow::bail!("{}", settings::how_to_configure());
+    };
+    let prompt = if args.prompt == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+            .context("cannot read the prompt from stdin")?;
+        s
+    } else {
+        args.prompt.clone()
+    };
+    let config = load_config(cli)?;
+    let (tap, writer) = match &cli.trace {
+        Some(path) => {
+            let (tap, handle) = crate::trace_file::open(path, config.secrets.clone())?;
+            (Some(tap), Some(handle))
+        }
+        None => (None, None),
+    };
+    let mut rt = Runtime::start(config.servers.clone(), tap, RestartPolicy::default());
+    spawn_event_printer(rt.status.clone(), cli.verbose > 0);
+    let root = std::env::current_dir().context("cannot read the working directory")?;
+    let opts = BuiltinOptions::default();
+    rt.registry.do_send(SetBuiltins {
+        tools: definitions(),
+        executor: Builtins::new(root, opts).start().recipient(),
+    });
+    let mut engine_cfg = EngineConfig::new(
+        args.max_steps.unwrap_or(settings.max_steps),
+        settings.tool_output_budget_tokens,
+    );
+    if let Some(dir) = &args.spill_dir {
+        engine_cfg.spill_dir = dir.clone();
+    }
+    let model_name = format!("{} {}", provider_cfg.kind, provider_cfg.model);
+    let engine = Engine::new(Provider::new(provider_cfg), rt.registry.clone(), engine_cfg).start();
+    let printer = Printer {
+        json: args.json,
+        started,
+    }
+    .start();
+
+    let work = async {
+        let snap = if config.servers.is_empty() {
+            StatusSnapshot::default()
+        } else {
+            rt.settled(rt.max_startup + Duration::from_secs(5)).await
+        };
+        if args.json {
+            let servers: serde_json::Map<String, Value> = snap
+                .iter()
+                .map(|(n, s)| (n.clone(), json!(s.status.label())))
+                .collect();
+            json_line(
+                &json!({"event": "start", "t_ms": ms(started.elapsed()), "model": model_name, "servers": servers}),
+            );
+        }
+        engine
+            .send(RunTurn {
+                prompt,
+                events: Some(printer.clone().recipient()),
+            })
+            .await
+    };
+    let outcome = tokio::select! {
+        r = work => Some(r),
+        _ = interrupted() => None,
+    };
+    let code = match outcome {
+        None => {
+            engine.do_send(CancelTurn);
+            eprintln!("harness9: interrupted; stopping servers");
+            if args.json {
+                json_line(
+                    &json!({"event": "error", "t_ms": ms(started.elapsed()), "message": "interrupted"}),
+                );
+            }
+            ExitCode::from(130)
+        }
+        Some(Err(e)) => {
+            eprintln!("harness9: the engine stopped: {e}");
+            ExitCode::from(1)
+        }
+        Some(Ok(Err(e))) => {
+            if args.json {
+                json_line(
+                    &json!({"event": "error", "t_ms": ms(started.elapsed()), "message": e.to_string()}),
+                );
+            }
+            eprintln!("harness9: {e}");
+            ExitCode::from(1)
+        }
+        Some(Ok(Ok(done))) => {
+            if args.json {
+                json_line(
+                    &json!({"event": "done", "t_ms": ms(started.elapsed()), "text": done.text, "steps": done.steps,
+                                  "ms": ms(done.elapsed), "input_tokens": done.usage.input_tokens,
+                                  "output_tokens": done.usage.output_tokens}),
+                );
+            } else {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{}", done.text);
+                let _ = out.flush();
+            }
+            ExitCode::SUCCESS
+        }
+    };
+    let _ = rt.supervisor.send(ShutdownAll).await;
+    drop(rt);
+    if let Some(h) = writer {
+        let _ = tokio::task::spawn_blocking(move || h.join()).await;
+    }
+    Ok(code)
+}
