@@ -73,18 +73,24 @@ fn bench(c: &mut Criterion) {
         scroll: total / 2,
     }));
     c.bench_function("panel frame, 10k tools, middle", |b| {
-        b.iter(|| term.draw(|f| view(&s, f)).expect("draw"))
+        b.iter(|| {
+            term.draw(|f| view(&s, f)).expect("draw");
+        })
     });
     s.modal = Some(Modal::Panel(PanelState {
         selected: 0,
         scroll: total,
     }));
     c.bench_function("panel frame, 10k tools, end", |b| {
-        b.iter(|| term.draw(|f| view(&s, f)).expect("draw"))
+        b.iter(|| {
+            term.draw(|f| view(&s, f)).expect("draw");
+        })
     });
     s.modal = None;
     c.bench_function("session frame", |b| {
-        b.iter(|| term.draw(|f| view(&s, f)).expect("draw"))
+        b.iter(|| {
+            term.draw(|f| view(&s, f)).expect("draw");
+        })
     });
     let table = tools(10_000);
     c.bench_function("take in a 10k-tool table", |b| {
