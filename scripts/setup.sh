@@ -2,6 +2,7 @@
 # Installs what the tests need, at pinned versions, inside the checkout:
 #   tests/npm/node_modules  npm @modelcontextprotocol/server-everything (tests/npm/package-lock.json)
 #   .deps/venv              PyPI mcp==2.3.0 and its pinned dependencies (tests/python/requirements.txt)
+#   tmux                    the system package, if missing (the TUI tests run harness9 in tmux)
 # Idempotent: a second run with nothing changed does nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,18 @@ need() { command -v "$1" >/dev/null 2>&1 || { echo "setup: $1 is required ($2)" 
 need node "Node.js 18 or newer, for the reference server"
 need npm "npm, for the reference server"
 need python3 "Python 3.10 or newer, for the PyPI mcp test server"
+
+if ! command -v tmux >/dev/null 2>&1; then
+  echo "setup: installing tmux (for the TUI tests)"
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux
+  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux
+  else
+    echo "setup: tmux is required for the TUI tests; install it with your package manager" >&2
+    exit 1
+  fi
+fi
 
 stamp=tests/npm/node_modules/.harness9-installed
 if [ ! -f "$stamp" ] || [ tests/npm/package-lock.json -nt "$stamp" ]; then

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::state::{update, Effect, Event, State};
 use super::{restore_terminal, take_terminal, EDITOR_RUNNING};
 use crate::config;
+use crate::engine::{CancelTurn, Engine, EngineUpdate, RunTurn};
 
 /// Shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(16);
@@ -46,6 +47,12 @@ pub struct TuiSetup {
     pub done: oneshot::Sender<u8>,
     /// When the process started (for the first-frame measurement).
     pub started: Instant,
+    /// The engine, when a model is configured.
+    pub engine: Option<Addr<Engine>>,
+    /// `anthropic claude-...`, when a model is configured.
+    pub model: Option<String>,
+    /// How to configure a model (shown while none is).
+    pub model_help: String,
 }
 
 /// Quit as if the user asked (sent on SIGTERM/SIGHUP/SIGINT).
@@ -91,13 +98,18 @@ pub struct Tui {
     calls: Vec<(u64, CancellationToken)>,
     tools_asked: bool,
     tools_again: bool,
+    engine: Option<Addr<Engine>>,
 }
 
 impl Tui {
     /// A TUI for `setup`; the terminal is taken already (see [`super::take_terminal`]).
     pub fn new(setup: TuiSetup) -> Self {
-        let (model, help) = (None, super::model_help());
-        let mut state = State::new(setup.config_path.display().to_string(), model, help);
+        let mut state = State::new(
+            setup.config_path.display().to_string(),
+            setup.model,
+            setup.model_help,
+        );
+        state.debug_panic = std::env::var_os("HARNESS9_DEBUG_PANIC").is_some_and(|v| v == "1");
         if let Some(e) = setup.config_error {
             state.transcript.push(super::state::Entry::Error(format!(
                 "{e}\nno servers were started; fix the file and /reload (or press e in /mcp)"
@@ -124,6 +136,7 @@ impl Tui {
             calls: Vec::new(),
             tools_asked: false,
             tools_again: false,
+            engine: setup.engine,
         }
     }
 
@@ -228,17 +241,47 @@ impl Tui {
                 for (_, c) in self.calls.drain(..) {
                     c.cancel();
                 }
-                self.state.busy = false;
+                if let Some(engine) = &self.engine {
+                    engine.do_send(CancelTurn);
+                }
             }
-            Effect::Submit(_) => {
-                self.state.busy = false;
+            Effect::Submit(prompt) => {
+                let Some(engine) = self.engine.clone() else {
+                    self.state.busy = false;
+                    return;
+                };
+                let events = Some(ctx.address().recipient::<EngineUpdate>());
+                engine
+                    .send(RunTurn { prompt, events })
+                    .into_actor(self)
+                    .then(|r, act, ctx| {
+                        let done = match r {
+                            Ok(Ok(o)) => Ok(format!(
+                                "{} model call{} · {} · {} tokens in, {} out",
+                                o.steps,
+                                if o.steps == 1 { "" } else { "s" },
+                                harness9_actors::error::fmt_duration(o.elapsed),
+                                o.usage.input_tokens,
+                                o.usage.output_tokens
+                            )),
+                            Ok(Err(e)) => Err(e.to_string()),
+                            Err(e) => Err(format!("the engine stopped: {e}")),
+                        };
+                        act.apply(Event::TurnDone(done), ctx);
+                        fut::ready(())
+                    })
+                    .spawn(ctx);
             }
+            Effect::Panic => panic!("/panic: a deliberate panic (HARNESS9_DEBUG_PANIC=1)"),
         }
     }
 
     fn quit(&mut self, code: u8, ctx: &mut Context<Self>) {
         for (_, c) in self.calls.drain(..) {
             c.cancel();
+        }
+        if let Some(engine) = &self.engine {
+            engine.do_send(CancelTurn);
         }
         self.terminal = None;
         restore_terminal();
@@ -455,6 +498,14 @@ impl Handler<StatusChanged> for Tui {
     fn handle(&mut self, msg: StatusChanged, ctx: &mut Context<Self>) {
         self.apply(Event::Status(msg.snapshot), ctx);
         self.ask_tools(ctx);
+    }
+}
+
+impl Handler<EngineUpdate> for Tui {
+    type Result = ();
+
+    fn handle(&mut self, msg: EngineUpdate, ctx: &mut Context<Self>) {
+        self.apply(Event::Engine(msg.0), ctx);
     }
 }
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use anyhow::Context as _;
-use harness9_actors::messages::{ShutdownAll, Subscribe};
+use harness9_actors::messages::{SetBuiltins, ShutdownAll, Subscribe};
 use harness9_actors::trace::{WireRecord, WireTap};
 use harness9_actors::RestartPolicy;
 use tokio::sync::{mpsc, oneshot};
@@ -23,8 +23,12 @@ use tokio::sync::{mpsc, oneshot};
 pub use actor::{Quit, Tui, TuiSetup};
 
 use crate::app::Runtime;
+use crate::builtins::{definitions, BuiltinOptions, Builtins};
 use crate::cli::Cli;
 use crate::config;
+use crate::engine::{Engine, EngineConfig};
+use crate::model::settings::how_to_configure;
+use crate::model::Provider;
 
 /// Set while the terminal is in raw mode on the alternate screen: the panic hook restores it.
 static TERMINAL_TAKEN: AtomicBool = AtomicBool::new(false);
@@ -57,11 +61,6 @@ pub fn restore_terminal() {
     }
 }
 
-/// How to configure a model, shown while none is.
-pub fn model_help() -> String {
-    "to chat with a model, set ANTHROPIC_API_KEY (Anthropic) or OPENAI_API_KEY (OpenAI; with OPENAI_BASE_URL for Ollama, vLLM, llama.cpp, LM Studio) and start harness9 again".to_owned()
-}
-
 /// Forwards every wire record to the TUI and, with `--trace`, to the trace file.
 fn fan_out(file: Option<WireTap>) -> (WireTap, mpsc::UnboundedReceiver<WireRecord>) {
     let (tap, mut rx) = mpsc::unbounded_channel::<WireRecord>();
@@ -86,6 +85,7 @@ pub async fn run(cli: &Cli, started: std::time::Instant) -> anyhow::Result<ExitC
             "the interactive session needs a terminal; for scripts use `harness9 mcp list|get|call` or `harness9 run -p`"
         );
     }
+    let settings = crate::model::settings::resolve(&crate::run::model_flags(cli));
     let (path, must) = match &cli.config {
         Some(p) => (p.clone(), true),
         None => (PathBuf::from(config::DEFAULT_PATH), false),
@@ -110,6 +110,25 @@ pub async fn run(cli: &Cli, started: std::time::Instant) -> anyhow::Result<ExitC
     };
     let (tap, trace_rx) = fan_out(file_tap);
     let rt = Runtime::start(cfg.servers.clone(), Some(tap), RestartPolicy::default());
+    let root = std::env::current_dir().context("cannot read the working directory")?;
+    rt.registry.do_send(SetBuiltins {
+        tools: definitions(),
+        executor: Builtins::new(root, BuiltinOptions::default())
+            .start()
+            .recipient(),
+    });
+    let (engine, model, model_help) = match settings {
+        Ok(s) => match s.provider {
+            Some(p) => {
+                let name = format!("{} {}", p.kind, p.model);
+                let cfg = EngineConfig::new(s.max_steps, s.tool_output_budget_tokens);
+                let engine = Engine::new(Provider::new(p), rt.registry.clone(), cfg).start();
+                (Some(engine), Some(name), String::new())
+            }
+            None => (None, None, how_to_configure().to_owned()),
+        },
+        Err(e) => (None, None, format!("{e}\n{}", how_to_configure())),
+    };
     let (done_tx, done_rx) = oneshot::channel();
     let setup = TuiSetup {
         registry: rt.registry.clone(),
@@ -120,6 +139,9 @@ pub async fn run(cli: &Cli, started: std::time::Instant) -> anyhow::Result<ExitC
         trace: trace_rx,
         done: done_tx,
         started,
+        engine,
+        model,
+        model_help,
     };
     take_terminal().context("cannot set up the terminal")?;
     let arbiter = Arbiter::new();

@@ -13,6 +13,7 @@ use harness9_actors::trace::{Direction, WireRecord};
 use serde_json::Value;
 
 use super::sanitize::clean;
+use crate::engine::EngineEvent;
 
 /// Slash commands, in the order `/help` and completion list them.
 pub const COMMANDS: &[(&str, &str)] = &[
@@ -75,6 +76,10 @@ pub enum Event {
         /// How long it took.
         elapsed: Duration,
     },
+    /// Something the engine did during a turn.
+    Engine(EngineEvent),
+    /// The turn ended: `Ok` with a summary line, `Err` with the error.
+    TurnDone(Result<String, String>),
     /// A line for the transcript from the app (reload results, editor errors).
     Notice {
         /// Show as an error.
@@ -108,6 +113,8 @@ pub enum Effect {
     Submit(String),
     /// Cancel the running turn.
     CancelTurn,
+    /// Panic on purpose (`/panic`, only with `HARNESS9_DEBUG_PANIC=1`): proves the panic path.
+    Panic,
 }
 
 /// How a tool line in the transcript stands.
@@ -146,6 +153,9 @@ pub enum Entry {
         elapsed: Option<Duration>,
         /// Output (sanitized).
         output: String,
+        /// Always shown with arguments and output (a `/call`); engine calls follow
+        /// [`State::expand_tools`].
+        pinned: bool,
     },
 }
 
@@ -330,6 +340,12 @@ pub struct State {
     pub next_call: u64,
     /// Quit was asked.
     pub quitting: bool,
+    /// The engine's tool lines show their arguments and results (Ctrl+O toggles).
+    pub expand_tools: bool,
+    /// The engine's call ids -> transcript call ids.
+    pub engine_calls: BTreeMap<String, u64>,
+    /// `/panic` is allowed (`HARNESS9_DEBUG_PANIC=1`).
+    pub debug_panic: bool,
 }
 
 impl State {
@@ -354,6 +370,9 @@ impl State {
             size: (80, 24),
             next_call: 1,
             quitting: false,
+            expand_tools: false,
+            engine_calls: BTreeMap::new(),
+            debug_panic: false,
         }
     }
 
@@ -478,28 +497,20 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             is_error,
             elapsed,
         } => {
-            for e in state.transcript.iter_mut().rev() {
-                if let Entry::Tool {
-                    id: eid,
-                    state: st,
-                    elapsed: el,
-                    output: out,
-                    ..
-                } = e
-                {
-                    if *eid == id {
-                        *st = if is_error {
-                            CallState::Failed
-                        } else {
-                            CallState::Ok
-                        };
-                        *el = Some(elapsed);
-                        *out = clean(&output).into_owned();
-                        break;
-                    }
-                }
+            finish_call(state, id, &output, is_error, elapsed);
+            Vec::new()
+        }
+        Event::Engine(e) => {
+            engine_event(state, e);
+            Vec::new()
+        }
+        Event::TurnDone(r) => {
+            state.busy = false;
+            state.engine_calls.clear();
+            match r {
+                Ok(summary) => state.note(Entry::Info(summary)),
+                Err(e) => state.note(Entry::Error(e)),
             }
-            state.scroll_back = 0;
             Vec::new()
         }
         Event::Notice { error, text } => {
@@ -509,6 +520,86 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
                 Entry::Info(text)
             });
             Vec::new()
+        }
+    }
+}
+
+fn finish_call(state: &mut State, id: u64, output: &str, is_error: bool, elapsed: Duration) {
+    for e in state.transcript.iter_mut().rev() {
+        if let Entry::Tool {
+            id: eid,
+            state: st,
+            elapsed: el,
+            output: out,
+            ..
+        } = e
+        {
+            if *eid == id {
+                *st = if is_error {
+                    CallState::Failed
+                } else {
+                    CallState::Ok
+                };
+                *el = Some(elapsed);
+                *out = clean(output).into_owned();
+                break;
+            }
+        }
+    }
+    state.scroll_back = 0;
+}
+
+fn engine_event(state: &mut State, e: EngineEvent) {
+    match e {
+        EngineEvent::TextDelta(t) => {
+            if let Some(Entry::Assistant(text)) = state.transcript.last_mut() {
+                text.push_str(&t);
+                state.scroll_back = 0;
+            } else {
+                state.note(Entry::Assistant(t));
+            }
+        }
+        EngineEvent::ModelRetrying { reason, after, .. } => state.note(Entry::Info(format!(
+            "{reason}; retrying in {}",
+            harness9_actors::error::fmt_duration(after)
+        ))),
+        EngineEvent::ModelDone { .. } => {}
+        EngineEvent::ToolStarted {
+            id: key,
+            name,
+            arguments,
+        } => {
+            let id = state.next_call;
+            state.next_call += 1;
+            state.engine_calls.insert(key, id);
+            state.note(Entry::Tool {
+                id,
+                name,
+                args: arguments.to_string(),
+                state: CallState::Running,
+                elapsed: None,
+                output: String::new(),
+                pinned: false,
+            });
+        }
+        EngineEvent::ToolFinished {
+            id: key,
+            is_error,
+            elapsed,
+            output,
+            spilled,
+            ..
+        } => {
+            if let Some(id) = state.engine_calls.get(&key).copied() {
+                let output = match spilled {
+                    Some(p) => format!(
+                        "{output}\n[cut for the model; whole result in {}]",
+                        p.display()
+                    ),
+                    None => output,
+                };
+                finish_call(state, id, &output, is_error, elapsed);
+            }
         }
     }
 }
@@ -537,6 +628,7 @@ fn session_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
             state.cursor = 0;
         }
         KeyCode::Char('l') if ctrl => state.scroll_back = 0,
+        KeyCode::Char('o') if ctrl => state.expand_tools = !state.expand_tools,
         KeyCode::Char(c) if !ctrl => insert_char(state, c),
         KeyCode::Backspace if state.cursor > 0 => {
             state.cursor -= 1;
@@ -712,6 +804,7 @@ fn submit(state: &mut State) -> Vec<Effect> {
             state.scroll_back = 0;
         }
         "/call" => return call_command(state, rest),
+        "/panic" if state.debug_panic => return vec![Effect::Panic],
         other => state.note(Entry::Error(format!(
             "unknown command {other}; /help lists the commands"
         ))),
@@ -781,6 +874,7 @@ fn call_command(state: &mut State, rest: &str) -> Vec<Effect> {
         state: CallState::Running,
         elapsed: None,
         output: String::new(),
+        pinned: true,
     });
     vec![Effect::CallTool {
         id,

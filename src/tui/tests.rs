@@ -337,3 +337,56 @@ fn no_servers_no_bar_and_an_empty_panel() {
     s.modal = Some(Modal::Panel(PanelState::default()));
     insta::assert_snapshot!(format!("{session}\n{}", render(&mut s, 60, 8)));
 }
+
+#[test]
+fn a_model_turn_streams_text_and_folds_tool_calls() {
+    use crate::engine::EngineEvent;
+    let mut s = state_with(
+        vec![("everything", connected(2, 12))],
+        vec![tool("everything", "echo", "Echoes back the input string")],
+    );
+    s.model = Some("anthropic claude-sonnet-4-5".into());
+    for c in "say hi through echo".chars() {
+        key(&mut s, KeyCode::Char(c));
+    }
+    key(&mut s, KeyCode::Enter);
+    for piece in ["Let me ", "call echo."] {
+        update(&mut s, Event::Engine(EngineEvent::TextDelta(piece.into())));
+    }
+    update(
+        &mut s,
+        Event::Engine(EngineEvent::ToolStarted {
+            id: "toolu_1".into(),
+            name: "mcp__everything__echo".into(),
+            arguments: serde_json::json!({"message": "hi"}),
+        }),
+    );
+    let running = render(&mut s, 80, 12);
+    update(
+        &mut s,
+        Event::Engine(EngineEvent::ToolFinished {
+            id: "toolu_1".into(),
+            name: "mcp__everything__echo".into(),
+            is_error: false,
+            elapsed: Duration::from_millis(6),
+            output: "Echo: hi".into(),
+            spilled: None,
+        }),
+    );
+    update(
+        &mut s,
+        Event::Engine(EngineEvent::TextDelta("Done: hi.".into())),
+    );
+    update(
+        &mut s,
+        Event::TurnDone(Ok("2 model calls · 1.2 s · 20 tokens in, 10 out".into())),
+    );
+    assert!(!s.busy);
+    let folded = render(&mut s, 80, 12);
+    update(
+        &mut s,
+        Event::Key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL)),
+    );
+    let expanded = render(&mut s, 80, 14);
+    insta::assert_snapshot!(format!("{running}\n{folded}\n{expanded}"));
+}

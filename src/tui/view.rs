@@ -189,7 +189,7 @@ fn wrap(text: &str, width: usize, style: Style, indent: &str, out: &mut Vec<Line
     }
 }
 
-fn entry_lines(entry: &Entry, width: usize) -> Vec<Line<'static>> {
+fn entry_lines(entry: &Entry, width: usize, expand_tools: bool) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     match entry {
         Entry::User(t) => wrap(
@@ -208,8 +208,10 @@ fn entry_lines(entry: &Entry, width: usize) -> Vec<Line<'static>> {
             state,
             elapsed,
             output,
+            pinned,
             ..
         } => {
+            let expanded = *pinned || expand_tools;
             let (mark, color) = match state {
                 CallState::Running => ("…", Color::Yellow),
                 CallState::Ok => ("✓", Color::Green),
@@ -222,13 +224,27 @@ fn entry_lines(entry: &Entry, width: usize) -> Vec<Line<'static>> {
                 .strip_prefix("mcp__")
                 .and_then(|r| r.split("__").next())
                 .unwrap_or("builtin");
-            let head = Line::from(vec![
+            let mut head = vec![
                 Span::styled(format!("{mark} "), Style::new().fg(color).bold()),
                 Span::styled(clean_line(name).into_owned(), Style::new().bold()),
                 Span::styled(format!(" {server} · {took} "), DIM),
-                Span::styled(clean_line(args).into_owned(), DIM),
-            ]);
-            out.push(truncate_line(head, width));
+            ];
+            if *pinned {
+                head.push(Span::styled(clean_line(args).into_owned(), DIM));
+            }
+            out.push(truncate_line(Line::from(head), width));
+            if !expanded {
+                return out;
+            }
+            if !*pinned {
+                wrap(
+                    &format!("args {}", clean_line(args)),
+                    width,
+                    DIM,
+                    "  ",
+                    &mut out,
+                );
+            }
             let lines: Vec<&str> = output.trim_end().split('\n').collect();
             let shown = lines.len().min(RESULT_LINES);
             let style = if *state == CallState::Failed {
@@ -274,7 +290,7 @@ fn draw_transcript(state: &State, frame: &mut Frame, area: Rect) {
     let need = rows + state.scroll_back;
     let mut lines: Vec<Line<'static>> = Vec::new();
     for e in state.transcript.iter().rev() {
-        let mut l = entry_lines(e, width);
+        let mut l = entry_lines(e, width, state.expand_tools);
         l.push(Line::raw(""));
         l.extend(lines);
         lines = l;
@@ -695,6 +711,10 @@ fn draw_help(frame: &mut Frame, area: Rect) {
         ("Tab", "complete a /command, or a tool name after /call"),
         ("↑ ↓", "input history"),
         ("PgUp PgDn", "scroll the transcript"),
+        (
+            "Ctrl+O",
+            "show or hide the arguments and results of the model's tool calls",
+        ),
         ("Esc", "cancel the running turn; close a panel"),
         ("Ctrl+C", "quit from anywhere"),
     ] {
