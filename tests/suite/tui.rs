@@ -16,16 +16,19 @@ const WHOLE: Duration = Duration::from_secs(50);
 /// Keys tmux sends by name; any other string is typed literally.
 const NAMED: &[&str] = &["Enter", "Escape", "Tab", "BTab", "Up", "Down", "C-c"];
 
-/// `harness9` in a 100x30 pane of its own tmux server (a private socket named like the session).
+/// `harness9` in a 100x30 pane of its own tmux server, on a private socket in `dir` (`-S`, not
+/// `-L`: a socket under /tmp/tmux-UID would outlive the server; this one goes with the dir).
 struct Tmux {
     session: String,
     dir: PathBuf,
     deadline: Instant,
 }
 
-fn tmux(socket: &str, args: &[&str]) -> Output {
+fn tmux(dir: &Path, args: &[&str]) -> Output {
     Command::new("tmux")
-        .args(["-L", socket, "-f", "/dev/null"])
+        .arg("-S")
+        .arg(dir.join("tmux.sock"))
+        .args(["-f", "/dev/null"])
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("cannot run tmux ({e}): run scripts/setup.sh to install it"))
@@ -67,7 +70,7 @@ impl Tmux {
         let dir_s = dir.to_string_lossy();
         let mut new: Vec<&str> = "new-session -d -x 100 -y 30 -s".split(' ').collect();
         new.extend([session.as_str(), "-c", &dir_s, "sh", "-c", &script]);
-        let out = tmux(&session, &new);
+        let out = tmux(dir, &new);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "tmux new-session failed: {err}");
         Tmux {
@@ -86,7 +89,7 @@ impl Tmux {
                 args.push("-l");
             }
             args.push(k);
-            let out = tmux(&self.session, &args);
+            let out = tmux(&self.dir, &args);
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(out.status.success(), "tmux send-keys {k:?}: {err}");
             if *k == "Escape" {
@@ -97,7 +100,7 @@ impl Tmux {
 
     /// The pane as text.
     fn screen(&self) -> String {
-        let out = tmux(&self.session, &["capture-pane", "-p", "-t", &self.session]);
+        let out = tmux(&self.dir, &["capture-pane", "-p", "-t", &self.session]);
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -151,7 +154,7 @@ impl Tmux {
     /// The pid of harness9: the pane shell's only child while it runs.
     fn harness9_pid(&self) -> i32 {
         let out = tmux(
-            &self.session,
+            &self.dir,
             &["display-message", "-p", "-t", &self.session, "#{pane_pid}"],
         );
         let shell = String::from_utf8_lossy(&out.stdout).trim().to_owned();
@@ -207,7 +210,7 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         // Hangs up the pane: harness9 (if still running) quits on SIGHUP, the sleep goes too.
-        let _ = tmux(&self.session, &["kill-server"]);
+        let _ = tmux(&self.dir, &["kill-server"]);
         if !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
