@@ -49,7 +49,7 @@ impl Tmux {
             .to_string_lossy()
             .into_owned();
         let mut env = format!(
-            "HARNESS9_LOG={} RUST_LOG=info",
+            "HARNESS9_LOG={} RUST_LOG=info HARNESS9_DEBUG_PANIC=1",
             quote(&dir.join("harness9.log").to_string_lossy())
         );
         if let Some(e) = editor {
@@ -498,4 +498,21 @@ fn an_invalid_edit_keeps_the_running_servers() {
         "an_invalid_edit_keeps_the_running_servers: {:?}",
         t0.elapsed()
     );
+}
+
+#[test]
+fn a_panic_restores_the_terminal_and_kills_every_server() {
+    tmux_required();
+    let dir = project("tui-panic", |_| json!({ "everything": everything_json() }));
+    let t = Tmux::start(&dir, &[], None);
+    t.wait_for("everything connected", BOUND, |s| {
+        bar(s).contains("everything ●")
+    });
+    let pid = t.pid_in_panel("everything");
+    t.close_panel();
+    // `/panic` exists only with HARNESS9_DEBUG_PANIC=1: it panics inside the Tui actor.
+    t.send_keys(&["/panic", "Enter"]);
+    assert_eq!(t.exit_code(), 101, "exit code after a panic");
+    t.assert_terminal_restored();
+    assert_gone(pid, "everything after the panic");
 }
