@@ -116,13 +116,19 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
         Some(m) => format!("model {m}"),
         None => "no model: MCP console (/help)".to_owned(),
     };
-    let tools = state.tools.len();
+    let builtin = state.tools.iter().filter(|t| t.server.is_none()).count();
+    let mcp = state.tools.len() - builtin;
+    let tools = if builtin == 0 {
+        format!("{mcp} MCP tool{}", if mcp == 1 { "" } else { "s" })
+    } else {
+        format!("{mcp} MCP + {builtin} built-in tools")
+    };
     let mut spans = vec![
         Span::styled(" harness9 ", Style::new().bold().reversed()),
         Span::raw(" "),
         Span::raw(model),
         Span::styled(" │ ", DIM),
-        Span::raw(format!("{tools} tool{}", if tools == 1 { "" } else { "s" })),
+        Span::raw(tools),
         Span::styled(" │ ", DIM),
         Span::raw(state.config_path.clone()),
     ];
