@@ -175,21 +175,52 @@ fn truncate_line(line: Line<'static>, width: usize) -> Line<'static> {
 
 // ---- transcript and input -------------------------------------------------------------------
 
-/// Hard-wraps `text` (already clean) into lines of at most `width` columns.
+/// Wraps `text` (already clean) at word boundaries into lines of at most `width` columns;
+/// a word longer than a line is cut. Continuation lines start with `indent` too.
 fn wrap(text: &str, width: usize, style: Style, indent: &str, out: &mut Vec<Line<'static>>) {
-    let width = width.max(indent.width() + 1);
+    let iw = indent.width();
+    let width = width.max(iw + 1);
     for raw in text.split('\n') {
-        let mut line = String::from(indent);
-        let mut used = indent.width();
-        for c in raw.chars() {
-            let w = c.width().unwrap_or(0);
-            if used + w > width {
+        // Leading spaces (indentation, pretty JSON) are kept as they are.
+        let body = raw.trim_start_matches(' ');
+        let lead = (raw.len() - body.len()).min(width.saturating_sub(iw + 1));
+        let mut line = format!("{indent}{}", " ".repeat(lead));
+        let mut used = iw + lead;
+        let mut started = false;
+        for word in body.split(' ') {
+            let ww = word.width();
+            let sep = usize::from(started);
+            started = true;
+            if used + sep + ww <= width {
+                if sep == 1 {
+                    line.push(' ');
+                }
+                line.push_str(word);
+                used += sep + ww;
+                continue;
+            }
+            if ww <= width - iw {
                 out.push(Line::styled(std::mem::take(&mut line), style));
                 line.push_str(indent);
-                used = indent.width();
+                line.push_str(word);
+                used = iw + ww;
+                continue;
             }
-            line.push(c);
-            used += w;
+            // A word longer than a line: fill the rest of this line, then cut.
+            if sep == 1 && used + 1 < width {
+                line.push(' ');
+                used += 1;
+            }
+            for c in word.chars() {
+                let w = c.width().unwrap_or(0);
+                if used + w > width {
+                    out.push(Line::styled(std::mem::take(&mut line), style));
+                    line.push_str(indent);
+                    used = iw;
+                }
+                line.push(c);
+                used += w;
+            }
         }
         out.push(Line::styled(line, style));
     }
