@@ -262,6 +262,25 @@ impl ServerSupervisor {
         self.publish(ctx);
     }
 
+    /// Stops the entry's actor (gracefully), clears the breaker and starts it again.
+    fn restart_entry(&mut self, name: &str, reason: &str, ctx: &mut Context<Self>) {
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        if let Some(addr) = entry.addr.take() {
+            addr.do_send(Shutdown { graceful: true });
+        }
+        entry.exits.clear();
+        entry.status = ServerStatus::Starting {
+            since: Instant::now(),
+        };
+        self.registry.do_send(ServerGone {
+            server: name.to_owned(),
+            reason: reason.to_owned(),
+        });
+        self.launch(name, ctx);
+    }
+
     fn check_shutdown(&mut self) {
         if self.shutting_down && self.live.is_empty() {
             for w in self.shutdown_waiters.drain(..) {
@@ -408,22 +427,10 @@ impl Handler<Restart> for ServerSupervisor {
     type Result = Result<(), String>;
 
     fn handle(&mut self, msg: Restart, ctx: &mut Context<Self>) -> Self::Result {
-        let entry = self
-            .entries
-            .get_mut(&msg.0)
-            .ok_or_else(|| format!("no server named \"{}\"", msg.0))?;
-        if let Some(addr) = entry.addr.take() {
-            addr.do_send(Shutdown { graceful: true });
+        if !self.entries.contains_key(&msg.0) {
+            return Err(format!("no server named \"{}\"", msg.0));
         }
-        entry.exits.clear();
-        entry.status = ServerStatus::Starting {
-            since: Instant::now(),
-        };
-        self.registry.do_send(ServerGone {
-            server: msg.0.clone(),
-            reason: "restarting".to_owned(),
-        });
-        self.launch(&msg.0, ctx);
+        self.restart_entry(&msg.0, "restarting", ctx);
         self.publish(ctx);
         Ok(())
     }
@@ -488,18 +495,7 @@ impl Handler<Reconcile> for ServerSupervisor {
                 Some(entry) => {
                     entry.spec = Arc::new(spec);
                     entry.ever_connected = false;
-                    if let Some(addr) = entry.addr.take() {
-                        addr.do_send(Shutdown { graceful: true });
-                    }
-                    entry.exits.clear();
-                    entry.status = ServerStatus::Starting {
-                        since: Instant::now(),
-                    };
-                    self.registry.do_send(ServerGone {
-                        server: name.clone(),
-                        reason: "restarting with its new config".to_owned(),
-                    });
-                    self.launch(&name, ctx);
+                    self.restart_entry(&name, "restarting with its new config", ctx);
                     report.changed.push(name);
                 }
                 None => {

@@ -113,7 +113,7 @@ fn tool_result_text(content: &[ResultPart], is_error: bool) -> String {
             ResultPart::Text(t) => t.clone(),
             ResultPart::Image { mime_type, data } => format!(
                 "[image omitted: {mime_type}, {}; this provider takes no images in tool results]",
-                human_size(base64_len(data))
+                harness9_actors::protocol::render::human_bytes(base64_len(data))
             ),
         })
         .collect();
@@ -130,17 +130,6 @@ fn base64_len(data: &str) -> usize {
     let data = data.trim_end();
     let pad = data.bytes().rev().take_while(|b| *b == b'=').count();
     (data.len() * 3 / 4).saturating_sub(pad)
-}
-
-/// `512 B`, `3.9 KB`, `1.2 MB`.
-fn human_size(n: usize) -> String {
-    if n < 1024 {
-        format!("{n} B")
-    } else if n < 1024 * 1024 {
-        format!("{:.1} KB", n as f64 / 1024.0)
-    } else {
-        format!("{:.1} MB", n as f64 / (1024.0 * 1024.0))
-    }
 }
 
 /// Parses an error body `{"error":{"message","type","code"}}` (also `{"error":"..."}` and
@@ -484,9 +473,6 @@ pub(crate) mod tests {
     fn sizes_are_human() {
         assert_eq!(base64_len("iVBORw0KGgo="), 8);
         assert_eq!(base64_len("aGk="), 2);
-        assert_eq!(human_size(500), "500 B");
-        assert_eq!(human_size(4000), "3.9 KB");
-        assert_eq!(human_size(3 * 1024 * 1024 / 2), "1.5 MB");
     }
 
     /// Two parallel tool calls whose argument pieces interleave, text with multi-byte

@@ -987,8 +987,8 @@ fn trace_key(state: &mut State, mut t: TraceView, key: KeyEvent) -> Vec<Effect> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness9_actors::messages::{ConnectionInfo, ServerState};
-    use harness9_actors::protocol::types::{Implementation, Tool};
+    use crate::tui::tests::{connected, tool};
+    use harness9_actors::messages::ServerState;
 
     pub(crate) fn key(code: KeyCode) -> Event {
         Event::Key(KeyEvent::new(code, KeyModifiers::NONE))
@@ -1000,48 +1000,11 @@ mod tests {
         }
     }
 
-    fn tool(server: &str, name: &str, desc: &str) -> ToolEntry {
-        ToolEntry {
-            name: format!("mcp__{server}__{name}"),
-            server: Some(server.to_owned()),
-            tool: Arc::new(Tool {
-                name: name.to_owned(),
-                title: None,
-                description: Some(desc.to_owned()),
-                input_schema: serde_json::value::to_raw_value(&serde_json::json!({}))
-                    .expect("schema"),
-                output_schema: None,
-                annotations: None,
-            }),
-        }
-    }
-
-    fn connected(tools: usize) -> ServerState {
-        ServerState {
-            transport: "stdio",
-            status: ServerStatus::Connected {
-                tools,
-                info: ConnectionInfo {
-                    protocol_version: "2025-11-25".into(),
-                    server_info: Implementation {
-                        name: "s".into(),
-                        version: "1".into(),
-                        title: None,
-                    },
-                    instructions: None,
-                    connect_time: Duration::from_millis(5),
-                    transport: "stdio",
-                    pid: None,
-                },
-            },
-        }
-    }
-
     fn with_servers(names: &[&str], per: usize) -> State {
         let mut s = State::new(".mcp.json".into(), None, "set a key".into());
         let snap: BTreeMap<String, ServerState> = names
             .iter()
-            .map(|n| (n.to_string(), connected(per)))
+            .map(|n| (n.to_string(), connected(per, 5)))
             .collect();
         update(&mut s, Event::Status(Arc::new(snap)));
         let tools: Vec<ToolEntry> = names
