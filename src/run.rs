@@ -40,6 +40,19 @@ fn json_line(v: &Value) {
     let _ = out.flush();
 }
 
+/// A line to print after every event queued before it (the printer's mailbox keeps the order).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Final(Value);
+
+impl Handler<Final> for Printer {
+    type Result = ();
+
+    fn handle(&mut self, Final(v): Final, _ctx: &mut Context<Self>) {
+        json_line(&v);
+    }
+}
+
 impl Handler<EngineUpdate> for Printer {
     type Result = ();
 
@@ -165,7 +178,7 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     .start();
 
-    let work = async {
+    let settle = async {
         let snap = if config.servers.is_empty() {
             StatusSnapshot::default()
         } else {
@@ -180,25 +193,35 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 &json!({"event": "start", "t_ms": ms(started.elapsed()), "model": model_name, "servers": servers}),
             );
         }
-        engine
-            .send(RunTurn {
-                prompt,
-                events: Some(printer.clone().recipient()),
-            })
-            .await
     };
-    let outcome = tokio::select! {
-        r = work => Some(r),
-        _ = interrupted() => None,
+    let interrupted_early = tokio::select! {
+        _ = settle => false,
+        _ = interrupted() => true,
     };
+    let outcome = if interrupted_early {
+        None
+    } else {
+        let mut turn = std::pin::pin!(engine.send(RunTurn {
+            prompt,
+            events: Some(printer.clone().recipient()),
+        }));
+        tokio::select! {
+            r = &mut turn => Some(r),
+            _ = interrupted() => {
+                // Cancel the model request and every tool call, and let the turn end (bounded)
+                // so the servers get `notifications/cancelled` before they are stopped.
+                engine.do_send(CancelTurn);
+                let _ = tokio::time::timeout(Duration::from_secs(3), &mut turn).await;
+                None
+            }
+        }
+    };
+    let report = |v: Value| printer.send(Final(v));
     let code = match outcome {
         None => {
-            engine.do_send(CancelTurn);
             eprintln!("harness9: interrupted; stopping servers");
             if args.json {
-                json_line(
-                    &json!({"event": "error", "t_ms": ms(started.elapsed()), "message": "interrupted"}),
-                );
+                let _ = report(json!({"event": "error", "t_ms": ms(started.elapsed()), "message": "interrupted"})).await;
             }
             ExitCode::from(130)
         }
@@ -208,20 +231,16 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
         Some(Ok(Err(e))) => {
             if args.json {
-                json_line(
-                    &json!({"event": "error", "t_ms": ms(started.elapsed()), "message": e.to_string()}),
-                );
+                let _ = report(json!({"event": "error", "t_ms": ms(started.elapsed()), "message": e.to_string()})).await;
             }
             eprintln!("harness9: {e}");
             ExitCode::from(1)
         }
         Some(Ok(Ok(done))) => {
             if args.json {
-                json_line(
-                    &json!({"event": "done", "t_ms": ms(started.elapsed()), "text": done.text, "steps": done.steps,
+                let _ = report(json!({"event": "done", "t_ms": ms(started.elapsed()), "text": done.text, "steps": done.steps,
                                   "ms": ms(done.elapsed), "input_tokens": done.usage.input_tokens,
-                                  "output_tokens": done.usage.output_tokens}),
-                );
+                                  "output_tokens": done.usage.output_tokens})).await;
             } else {
                 let mut out = std::io::stdout().lock();
                 let _ = writeln!(out, "{}", done.text);

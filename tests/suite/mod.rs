@@ -2,6 +2,7 @@
 
 mod cli;
 pub mod common;
+mod engine;
 mod fixtures;
 mod http;
 mod reference;

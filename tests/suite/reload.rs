@@ -129,3 +129,45 @@ fn reconcile_adds_removes_restarts_and_leaves_unchanged_servers_untouched() {
         shutdown(rt, &[keep_pid, added_pid, new_change_pid]).await;
     });
 }
+
+#[test]
+fn stopping_servers_cancels_their_calls_in_flight() {
+    run(Duration::from_secs(30), || async {
+        let record = temp_path("shutdown-record");
+        let spec = fixture(
+            "busy",
+            &["--record", record.to_str().expect("utf-8 temp path")],
+        );
+        let rt = start(vec![spec], fast_policy());
+        let pid = pid_of(&connected(&rt, "busy", Duration::from_secs(10)).await);
+        let registry = rt.registry.clone();
+        let call = actix_rt::spawn(async move {
+            ToolRegistry::call(
+                &registry,
+                "mcp__busy__sleep",
+                Some(json!({"ms": 30000})),
+                None,
+            )
+            .await
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !std::fs::read_to_string(&record).is_ok_and(|s| s.contains("tools/call")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the call never reached the server"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        shutdown(rt, &[pid]).await;
+        let err = call
+            .await
+            .expect("join")
+            .expect_err("the call ends with the server");
+        assert!(err.to_string().contains("shutting down"), "{err}");
+        let seen = std::fs::read_to_string(&record).expect("record file");
+        assert!(
+            seen.contains("notifications/cancelled"),
+            "the server was not told its call is abandoned:\n{seen}"
+        );
+    });
+}

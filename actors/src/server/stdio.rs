@@ -321,6 +321,26 @@ impl McpServer {
             .unwrap_or_else(|| "is shutting down".to_owned())
     }
 
+    /// Tells the server that every request still in flight is abandoned (graceful shutdown:
+    /// a server may be in the middle of long work it can stop), then fails them.
+    fn cancel_all(&mut self, reason: &str) {
+        let ids: Vec<i64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.method != "initialize")
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            let params = CancelledParams {
+                request_id: id,
+                reason: "the client is shutting down",
+            };
+            let line = jsonrpc::notification_line("notifications/cancelled", Some(&params));
+            self.write(line, None, "notifications/cancelled");
+        }
+        self.fail_all(reason);
+    }
+
     fn fail_all(&mut self, reason: &str) {
         for (_, p) in self.pending.drain() {
             let _ = p.tx.send(Err(ReplyError::Gone(reason.to_owned())));
@@ -841,7 +861,11 @@ impl Handler<Shutdown> for McpServer {
         if self.http {
             self.exit_reason
                 .get_or_insert_with(|| "was stopped".to_owned());
-            self.fail_all("is shutting down");
+            if msg.graceful {
+                self.cancel_all("is shutting down");
+            } else {
+                self.fail_all("is shutting down");
+            }
             // Dropping the sender ends the HTTP task, which DELETEs the session and reports.
             self.writer = None;
             self.closing = true;
@@ -869,7 +893,7 @@ impl Handler<Shutdown> for McpServer {
         self.closing = true;
         self.exit_reason
             .get_or_insert_with(|| "was stopped".to_owned());
-        self.fail_all("is shutting down");
+        self.cancel_all("is shutting down");
         // Dropping the sender lets the writer flush and close stdin.
         self.writer = None;
         let grace = self.spec.shutdown_grace;

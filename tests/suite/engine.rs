@@ -1,0 +1,770 @@
+//! The agent engine end to end: `harness9 run` against the scripted model server
+//! (tests/python/scripted_model.py) and real MCP servers (server-everything, the PyPI `mcp`
+//! server, the misbehaving fixture), checked from the JSON events, the model's request record,
+//! the wire trace and the fixture's own record.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::common::*;
+
+/// A child killed and reaped when dropped, also when the test panics.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A running scripted model server and the file recording every request it got.
+struct Model {
+    _child: Reaped,
+    url: String,
+    record: PathBuf,
+}
+
+impl Model {
+    fn start(tag: &str, script: Value) -> Model {
+        let dir = temp_path(&format!("model-{tag}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script_path = dir.join("script.json");
+        std::fs::write(&script_path, script.to_string()).unwrap();
+        let record = dir.join("record.jsonl");
+        let mut child = Command::new("python3")
+            .arg(repo().join("tests/python/scripted_model.py"))
+            .arg("--script")
+            .arg(&script_path)
+            .arg("--record")
+            .arg(&record)
+            .args(["--port", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
+            .spawn()
+            .expect("python3 must be on PATH");
+        let stdout = child.stdout.take().unwrap();
+        let child = Reaped(child);
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the scripted model did not start within 10 s");
+        let url = match line.trim().strip_prefix("listening on ") {
+            Some(u) => u.to_owned(),
+            None => panic!("the scripted model said {line:?}; see {}", dir.display()),
+        };
+        Model {
+            _child: child,
+            url,
+            record,
+        }
+    }
+
+    /// Every request received so far, as recorded (`{"n", "path", "ts", "headers", "body"}`).
+    fn requests(&self) -> Vec<Value> {
+        read_jsonl(&self.record)
+    }
+}
+
+fn read_jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// The text of a tool result's content: a string or a list of text parts.
+fn content_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        other => other.to_string(),
+    }
+}
+
+/// The tool_result blocks of the last user message of a recorded Anthropic request.
+fn tool_results(request: &Value) -> Vec<Value> {
+    let messages = request["body"]["messages"].as_array().expect("messages");
+    let last = messages.last().expect("a message");
+    assert_eq!(last["role"], "user", "{last}");
+    let blocks = last["content"].as_array().expect("content blocks");
+    blocks
+        .iter()
+        .filter(|b| b["type"] == "tool_result")
+        .cloned()
+        .collect()
+}
+
+/// A working dir with `.mcp.json` (unless `servers` is null) and `home/` for `HOME`.
+fn project(tag: &str, servers: Value) -> PathBuf {
+    let dir = temp_path(tag);
+    std::fs::create_dir_all(dir.join("home")).unwrap();
+    if !servers.is_null() {
+        let config = json!({ "mcpServers": servers }).to_string();
+        std::fs::write(dir.join(".mcp.json"), config).unwrap();
+    }
+    dir
+}
+
+fn stdio_json(spec: harness9_actors::ServerSpec) -> Value {
+    let harness9_actors::TransportSpec::Stdio { command, args, .. } = spec.transport else {
+        unreachable!()
+    };
+    json!({"command": command, "args": args})
+}
+
+/// The fixture server with `args`, plus any extra .mcp.json keys.
+fn fixture_json(args: &[&str], extra: Value) -> Value {
+    let mut v = json!({"command": fixture_bin(), "args": args});
+    if let Value::Object(m) = extra {
+        v.as_object_mut().unwrap().extend(m);
+    }
+    v
+}
+
+/// `harness9` in `dir` with no model settings from the environment or the user's files.
+fn harness9(dir: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_harness9"));
+    c.current_dir(dir).env("HOME", dir.join("home"));
+    for k in [
+        "XDG_CONFIG_HOME",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "HARNESS9_PROVIDER",
+        "HARNESS9_MODEL",
+        "RUST_LOG",
+    ] {
+        c.env_remove(k);
+    }
+    c
+}
+
+/// `harness9` talking Anthropic to `model`.
+fn anthropic(dir: &Path, model: &Model) -> Command {
+    let mut c = harness9(dir);
+    c.env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", &model.url);
+    c
+}
+
+/// A running `harness9`: stdout lines arrive on a channel as they are written.
+struct Run {
+    pid: i32,
+    exited: Receiver<ExitStatus>,
+    lines: Receiver<String>,
+    stdout: Vec<String>,
+    stderr: Receiver<String>,
+    reaped: bool,
+}
+
+/// How a run ended.
+struct Out {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn start(mut cmd: Command, args: &[&str]) -> Run {
+        let mut child = cmd
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn harness9");
+        let (out_tx, lines) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = out_tx.send(line);
+            }
+        });
+        let (err_tx, stderr) = mpsc::channel();
+        let mut err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut err, &mut s);
+            let _ = err_tx.send(s);
+        });
+        let pid = child.id() as i32;
+        let (exit_tx, exited) = mpsc::channel();
+        std::thread::spawn(move || {
+            if let Ok(s) = child.wait() {
+                let _ = exit_tx.send(s);
+            }
+        });
+        Run {
+            pid,
+            exited,
+            lines,
+            stdout: Vec::new(),
+            stderr,
+            reaped: false,
+        }
+    }
+
+    /// Waits for the JSON event `name` on stdout; panics after `limit`.
+    fn wait_event(&mut self, name: &str, limit: Duration) -> Value {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.stdout.push(line.clone());
+                    let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                    if v["event"] == name {
+                        return v;
+                    }
+                }
+                Err(_) => self.fail(&format!("no {name:?} event within {limit:?}")),
+            }
+        }
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: a plain signal to our own child, which has not been reaped yet.
+        unsafe { libc::kill(self.pid, sig) };
+    }
+
+    fn fail(&mut self, why: &str) -> ! {
+        self.signal(libc::SIGKILL);
+        let err = self
+            .stderr
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_default();
+        panic!(
+            "harness9: {why}\n--- stdout\n{}\n--- stderr\n{err}",
+            self.stdout.join("\n")
+        );
+    }
+
+    /// Waits for the exit within `limit` (else kills it and panics with its output).
+    fn finish(mut self, limit: Duration) -> Out {
+        let status = match self.exited.recv_timeout(limit) {
+            Ok(s) => s,
+            Err(_) => self.fail(&format!("did not exit within {limit:?}")),
+        };
+        self.reaped = true;
+        loop {
+            match self.lines.recv_timeout(Duration::from_secs(5)) {
+                Ok(line) => self.stdout.push(line),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => panic!("stdout still open 5 s after exit"),
+            }
+        }
+        let stderr = self
+            .stderr
+            .recv_timeout(Duration::from_secs(5))
+            .expect("stderr still open 5 s after exit");
+        Out {
+            code: status.code(),
+            stdout: self.stdout.join("\n"),
+            stderr,
+        }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if !self.reaped && self.exited.try_recv().is_err() {
+            self.signal(libc::SIGKILL);
+        }
+    }
+}
+
+impl Out {
+    fn events(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{self}")))
+            .collect()
+    }
+
+    fn all(&self, name: &str) -> Vec<Value> {
+        let all: Vec<Value> = self
+            .events()
+            .into_iter()
+            .filter(|e| e["event"] == name)
+            .collect();
+        assert!(!all.is_empty(), "no {name:?} event\n{self}");
+        all
+    }
+
+    /// The event `name` whose `id` is `id` (any when `id` is empty).
+    fn event(&self, name: &str, id: &str) -> Value {
+        let found = self
+            .all(name)
+            .into_iter()
+            .find(|e| id.is_empty() || e["id"] == id);
+        found.unwrap_or_else(|| panic!("no {name:?} event with id {id:?}\n{self}"))
+    }
+
+    fn ok(&self) {
+        assert_eq!(self.code, Some(0), "{self}");
+    }
+}
+
+impl std::fmt::Display for Out {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (code, out, err) = (self.code, &self.stdout, &self.stderr);
+        write!(f, "exit {code:?}\n--- stdout\n{out}\n--- stderr\n{err}")
+    }
+}
+
+/// Polls `cond` (a file or /proc state another process changes) until true; panics after `limit`.
+fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(Instant::now() < deadline, "{what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The JSON-RPC methods a fixture recorded with `--record`.
+fn methods(record: &Path) -> Vec<String> {
+    read_jsonl(record)
+        .iter()
+        .filter_map(|m| m["method"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Whether a process whose command line contains `marker` is alive.
+fn process_with(marker: &str) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).contains(marker))
+            .unwrap_or(false)
+    })
+}
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn call(id: &str, name: &str, input: Value) -> Value {
+    json!({"id": id, "name": name, "input": input})
+}
+
+#[test]
+fn two_mcp_tools_at_once_run_in_parallel() {
+    let model = Model::start(
+        "parallel",
+        json!({"steps": [
+            {"tool_calls": [
+                call("t_s1", "mcp__s1__sleep", json!({"ms": 700})),
+                call("t_s2", "mcp__s2__sleep", json!({"ms": 700})),
+                call("t_echo", "mcp__everything__echo", json!({"message": "side by side"})),
+                call("t_sum", "mcp__everything__get_sum", json!({"a": 2, "b": 3})),
+            ]},
+            {"text": "all four came back", "expect": {"last_tool_result_contains": "The sum of 2 and 3 is 5"}}
+        ]}),
+    );
+    let dir = project(
+        "parallel",
+        json!({"everything": stdio_json(everything("x")),
+               "s1": fixture_json(&[], json!({})), "s2": fixture_json(&[], json!({}))}),
+    );
+    let trace = dir.join("trace.jsonl");
+    let trace_arg = trace.display().to_string();
+    let args = ["run", "-p", "go", "--json", "--trace", &trace_arg];
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    out.ok();
+    let start = out.event("start", "");
+    for s in ["everything", "s1", "s2"] {
+        assert_eq!(start["servers"][s], "connected", "{out}");
+    }
+    assert_eq!(out.event("done", "")["text"], "all four came back", "{out}");
+
+    // The model saw the built-ins and the MCP tools, and got all four results back, in order.
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 2, "{reqs:?}");
+    let tools: Vec<&str> = reqs[0]["body"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for t in ["bash", "read_file", "write_file", "list_dir", "grep"] {
+        assert!(tools.contains(&t), "{t} missing from {tools:?}");
+    }
+    for t in [
+        "mcp__everything__echo",
+        "mcp__everything__get_sum",
+        "mcp__s1__sleep",
+    ] {
+        assert!(tools.contains(&t), "{t} missing from {tools:?}");
+    }
+    let results = tool_results(&reqs[1]);
+    let got: Vec<(&str, String)> = results
+        .iter()
+        .map(|r| {
+            (
+                r["tool_use_id"].as_str().unwrap(),
+                content_text(&r["content"]),
+            )
+        })
+        .collect();
+    assert_eq!(got.len(), 4, "{got:?}");
+    assert_eq!(got[0], ("t_s1", "slept 700".into()));
+    assert_eq!(got[1], ("t_s2", "slept 700".into()));
+    assert_eq!(got[2], ("t_echo", "Echo: side by side".into()));
+    assert_eq!(got[3], ("t_sum", "The sum of 2 and 3 is 5.".into()));
+    assert!(results.iter().all(|r| r["is_error"] != true), "{results:?}");
+
+    // The two sleeps on two servers overlapped in time.
+    let span = |id: &str| {
+        let a = out.event("tool_call", id)["t_ms"].as_f64().unwrap();
+        let b = out.event("tool_result", id)["t_ms"].as_f64().unwrap();
+        (a, b)
+    };
+    let ((a1, b1), (a2, b2)) = (span("t_s1"), span("t_s2"));
+    assert!(b1 - a1 >= 700.0 && b2 - a2 >= 700.0, "{out}");
+    assert!(
+        a1.max(a2) < b1.min(b2),
+        "sleeps did not overlap: {a1}..{b1} and {a2}..{b2}"
+    );
+
+    // Both calls to server-everything were on the wire before either answer came back.
+    let wire = read_jsonl(&trace);
+    let send = |tool: &str| {
+        let s = wire.iter().find(|r| {
+            r["server"] == "everything"
+                && r["dir"] == "send"
+                && r["message"]["method"] == "tools/call"
+                && r["message"]["params"]["name"] == tool
+        });
+        s.unwrap_or_else(|| panic!("no tools/call {tool} in the trace"))
+    };
+    let recv = |sent: &Value| {
+        let r = wire
+            .iter()
+            .find(|r| r["server"] == "everything" && r["dir"] == "recv" && r["id"] == sent["id"]);
+        r.unwrap_or_else(|| panic!("no reply to {sent}")).clone()
+    };
+    let (echo_send, sum_send) = (send("echo"), send("get-sum"));
+    let (echo_recv, sum_recv) = (recv(echo_send), recv(sum_send));
+    let ts = |v: &Value| v["ts"].as_str().unwrap().to_owned();
+    let last_send = ts(echo_send).max(ts(sum_send));
+    let first_recv = ts(&echo_recv).min(ts(&sum_recv));
+    assert!(
+        last_send < first_recv,
+        "calls were not in flight together: sends {} {}, replies {} {}",
+        ts(echo_send),
+        ts(sum_send),
+        ts(&echo_recv),
+        ts(&sum_recv)
+    );
+    let overhead = |id: &str, reply: &Value| {
+        let engine_ms = out.event("tool_result", id)["ms"].as_f64().unwrap();
+        engine_ms - reply["latency_us"].as_f64().expect("latency_us") / 1000.0
+    };
+    eprintln!(
+        "engine overhead per call: echo {:.2} ms, get_sum {:.2} ms",
+        overhead("t_echo", &echo_recv),
+        overhead("t_sum", &sum_recv)
+    );
+}
+
+#[test]
+fn a_tool_over_its_timeout_gives_the_model_an_error_and_the_server_a_cancel() {
+    let model = Model::start(
+        "timeout",
+        json!({"steps": [
+            {"tool_calls": [call("t1", "mcp__slow__sleep", json!({"ms": 5000}))]},
+            {"text": "it timed out", "expect": {"last_tool_result_contains": "timed out after 1 s"}}
+        ]}),
+    );
+    let fixture_record = temp_path("timeout-fixture.jsonl");
+    let rec = fixture_record.display().to_string();
+    let dir = project(
+        "timeout",
+        json!({"slow": fixture_json(&["--record", &rec], json!({"toolTimeoutSec": 1}))}),
+    );
+    let started = Instant::now();
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    out.ok();
+    assert!(
+        started.elapsed() < Duration::from_millis(4500),
+        "waited for the sleep: {out}"
+    );
+    let result = out.event("tool_result", "t1");
+    assert_eq!(result["is_error"], true, "{out}");
+    let sent = &tool_results(&model.requests()[1])[0];
+    assert_eq!(sent["is_error"], true, "{sent}");
+    let text = content_text(&sent["content"]);
+    assert!(
+        text.contains(r#"tool "sleep" on server "slow" timed out after 1 s"#),
+        "{text}"
+    );
+    assert!(text.contains("toolTimeoutSec"), "{text}");
+    let seen = methods(&fixture_record);
+    assert!(
+        seen.iter().any(|m| m == "notifications/cancelled"),
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn an_is_error_result_reaches_the_model_as_an_error() {
+    let model = Model::start(
+        "fail",
+        json!({"steps": [
+            {"tool_calls": [call("t1", "mcp__f__fail", json!({}))]},
+            {"text": "it failed", "expect": {"last_tool_result_contains": "failed on purpose"}}
+        ]}),
+    );
+    let dir = project("fail", json!({"f": fixture_json(&[], json!({}))}));
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go"]).finish(LIMIT);
+    out.ok();
+    assert_eq!(out.stdout.trim_end(), "it failed", "{out}");
+    let sent = &tool_results(&model.requests()[1])[0];
+    assert_eq!(sent["tool_use_id"], "t1", "{sent}");
+    assert_eq!(sent["is_error"], true, "{sent}");
+    assert_eq!(
+        content_text(&sent["content"]),
+        "failed on purpose",
+        "{sent}"
+    );
+}
+
+#[test]
+fn cancelling_mid_turn_leaves_no_call_running() {
+    // Interrupted while the model streams its reply.
+    let model = Model::start(
+        "cancel-model",
+        json!({"steps": [{"text": "thinking very slowly", "stall_ms": 30000}]}),
+    );
+    let dir = project("cancel-model", Value::Null);
+    let mut run = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]);
+    run.wait_event("start", LIMIT);
+    wait_until(Duration::from_secs(10), "the model got the request", || {
+        !model.requests().is_empty()
+    });
+    let signalled = Instant::now();
+    run.signal(libc::SIGINT);
+    let out = run.finish(Duration::from_secs(10));
+    assert_eq!(out.code, Some(130), "{out}");
+    assert_eq!(out.event("error", "")["message"], "interrupted", "{out}");
+    assert_eq!(model.requests().len(), 1);
+    assert!(
+        signalled.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        signalled.elapsed()
+    );
+
+    // Interrupted while a tool runs: the call is cancelled and the server stopped.
+    let model = Model::start(
+        "cancel-tool",
+        json!({"steps": [{"tool_calls": [call("t1", "mcp__slow__sleep", json!({"ms": 30000}))]}]}),
+    );
+    let fixture_record = temp_path("cancel-fixture.jsonl");
+    let marker = fixture_record.display().to_string();
+    let dir = project(
+        "cancel-tool",
+        json!({"slow": fixture_json(&["--record", &marker], json!({}))}),
+    );
+    let mut run = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]);
+    run.wait_event("tool_call", LIMIT);
+    wait_until(
+        Duration::from_secs(10),
+        "the fixture got tools/call",
+        || methods(&fixture_record).iter().any(|m| m == "tools/call"),
+    );
+    assert!(process_with(&marker), "the fixture is not running");
+    let signalled = Instant::now();
+    run.signal(libc::SIGINT);
+    let out = run.finish(Duration::from_secs(10));
+    assert_eq!(out.code, Some(130), "{out}");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        signalled.elapsed()
+    );
+    wait_until(Duration::from_secs(5), "the fixture exited", || {
+        !process_with(&marker)
+    });
+    assert_eq!(out.event("error", "")["message"], "interrupted", "{out}");
+    let seen = methods(&fixture_record);
+    assert!(
+        seen.iter().any(|m| m == "notifications/cancelled"),
+        "{seen:?}\n{out}"
+    );
+    let last = out.events().pop().unwrap();
+    assert_eq!(
+        last["event"], "error",
+        "the stream must end with the error\n{out}"
+    );
+}
+
+#[test]
+fn model_401_and_429_give_clear_errors() {
+    let secret = "sk-wrong-7f3a9c";
+    // A wrong Anthropic key.
+    let model = Model::start(
+        "401",
+        json!({"api_key": "right", "steps": [{"text": "never"}]}),
+    );
+    let dir = project("401", Value::Null);
+    let mut cmd = anthropic(&dir, &model);
+    cmd.env("ANTHROPIC_API_KEY", secret);
+    let out = Run::start(cmd, &["run", "-p", "go"]).finish(LIMIT);
+    assert_eq!(out.code, Some(1), "{out}");
+    assert!(out.stderr.contains("rejected the API key"), "{out}");
+    assert!(out.stderr.contains("ANTHROPIC_API_KEY"), "{out}");
+    assert!(
+        !out.stderr.contains(secret) && !out.stdout.contains(secret),
+        "{out}"
+    );
+
+    // The same in the OpenAI format.
+    let mut cmd = harness9(&dir);
+    cmd.env("HARNESS9_PROVIDER", "openai")
+        .env("OPENAI_API_KEY", secret)
+        .env("OPENAI_BASE_URL", format!("{}/v1", model.url));
+    let out = Run::start(cmd, &["run", "-p", "go"]).finish(LIMIT);
+    assert_eq!(out.code, Some(1), "{out}");
+    assert!(out.stderr.contains("rejected the API key"), "{out}");
+    assert!(out.stderr.contains("OPENAI_API_KEY"), "{out}");
+    assert!(!out.stderr.contains(secret), "{out}");
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 2, "a 401 is not retried: {reqs:?}");
+    assert_eq!(reqs[1]["path"], "/v1/chat/completions");
+
+    // One 429 asking for 1 s: waited for, then answered.
+    let model = Model::start(
+        "429",
+        json!({"steps": [{"status": 429, "retry_after": 1}, {"text": "after the wait"}]}),
+    );
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    out.ok();
+    let retry = out.event("model_retry", "");
+    assert_eq!(retry["attempt"], 1, "{out}");
+    let after = retry["after_ms"].as_f64().unwrap();
+    assert!((900.0..=1100.0).contains(&after), "{retry}");
+    assert!(
+        retry["reason"].as_str().unwrap().contains("rate limit"),
+        "{retry}"
+    );
+    assert_eq!(out.event("done", "")["text"], "after the wait", "{out}");
+    let reqs = model.requests();
+    let gap = reqs[1]["ts"].as_f64().unwrap() - reqs[0]["ts"].as_f64().unwrap();
+    assert!(gap >= 0.9, "the retry came after {gap} s");
+
+    // 429 every time: gives up after the retries.
+    let busy = json!({"status": 429, "retry_after": 0});
+    let model = Model::start(
+        "429x4",
+        json!({"steps": [busy, busy, busy, busy, {"text": "x"}]}),
+    );
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go"]).finish(LIMIT);
+    assert_eq!(out.code, Some(1), "{out}");
+    assert!(out.stderr.contains("rate limit"), "{out}");
+    assert!(out.stderr.contains("gave up after 4 tries"), "{out}");
+    assert_eq!(model.requests().len(), 4);
+}
+
+#[test]
+fn a_2_mb_tool_result_is_cut_and_spilled() {
+    let model = Model::start(
+        "big",
+        json!({"steps": [
+            {"tool_calls": [call("t1", "mcp__f__big", json!({"bytes": 2_000_000}))]},
+            {"text": "seen", "expect": {"last_tool_result_contains": "output cut"}}
+        ]}),
+    );
+    let dir = project("big", json!({"f": fixture_json(&[], json!({}))}));
+    let spill = dir.join("spill");
+    let spill_arg = spill.display().to_string();
+    let args = ["run", "-p", "go", "--json", "--spill-dir", &spill_arg];
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    out.ok();
+    let result = out.event("tool_result", "t1");
+    assert_eq!(result["output_bytes"], 2_000_000, "{result}");
+    assert!(
+        result["output"].as_str().unwrap().len() <= 2000 * 4,
+        "{result}"
+    );
+    let spilled = PathBuf::from(result["spilled_to"].as_str().expect("spilled_to"));
+    assert!(spilled.starts_with(&spill), "{}", spilled.display());
+    assert_eq!(std::fs::metadata(&spilled).unwrap().len(), 2_000_000);
+    let sent = &tool_results(&model.requests()[1])[0];
+    let text = content_text(&sent["content"]);
+    assert!(
+        text.len() < 110_000,
+        "{} bytes went to the model",
+        text.len()
+    );
+    assert!(text.contains("output cut") && text.contains(&spilled.display().to_string()));
+}
+
+#[test]
+fn a_multi_step_task_over_two_mcp_servers_and_a_builtin() {
+    // write_file and bash run at once, so the command waits (bounded) for the file to appear.
+    let cat =
+        "for i in $(seq 200); do [ -s answer.txt ] && break; sleep 0.01; done; cat answer.txt";
+    let model = Model::start(
+        "multi",
+        json!({"steps": [
+            {"text": "Adding first.", "tool_calls": [call("t1", "mcp__everything__get_sum", json!({"a": 6, "b": 7}))]},
+            {"tool_calls": [call("t2", "mcp__py__multiply", json!({"a": 13, "b": 2}))],
+             "expect": {"last_tool_result_contains": "13"}},
+            {"tool_calls": [
+                call("t3", "write_file", json!({"path": "answer.txt", "content": "26"})),
+                call("t4", "bash", json!({"command": cat}))],
+             "expect": {"last_tool_result_contains": "26"}},
+            {"text": "The answer is 26.", "expect": {"last_tool_result_contains": "26"}}
+        ]}),
+    );
+    let dir = project(
+        "multi",
+        json!({"everything": stdio_json(everything("x")), "py": stdio_json(python("py"))}),
+    );
+    let args = ["run", "-p", "What is (6 + 7) * 2? Save it.", "--json"];
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    eprintln!("--- harness9 run --json\n{}", out.stdout);
+    out.ok();
+    let done = out.event("done", "");
+    assert_eq!(done["text"], "The answer is 26.");
+    assert_eq!(done["steps"], 4);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("answer.txt")).unwrap(),
+        "26"
+    );
+    let names: Vec<Value> = out
+        .all("tool_result")
+        .iter()
+        .map(|e| e["name"].clone())
+        .collect();
+    let want = [
+        "mcp__everything__get_sum",
+        "mcp__py__multiply",
+        "write_file",
+        "bash",
+    ];
+    for w in want {
+        assert!(names.contains(&json!(w)), "{w} not in {names:?}");
+    }
+    assert!(
+        out.all("tool_result")
+            .iter()
+            .all(|e| e["is_error"] == false),
+        "{out}"
+    );
+    assert_eq!(model.requests().len(), 4);
+}
