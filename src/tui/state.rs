@@ -777,10 +777,17 @@ fn submit(state: &mut State) -> Vec<Effect> {
     let rest = rest.trim();
     match cmd {
         "/mcp" => {
+            // `/mcp name` selects that server; plain `/mcp` the first failed one, to show why.
             let selected = state
                 .servers
                 .keys()
                 .position(|k| k == rest)
+                .or_else(|| {
+                    state
+                        .servers
+                        .values()
+                        .position(|s| matches!(s.status, ServerStatus::Failed { .. }))
+                })
                 .unwrap_or_default();
             state.modal = Some(Modal::Panel(PanelState {
                 selected,
@@ -1068,6 +1075,25 @@ mod tests {
         typed(&mut s, "/mcp");
         update(&mut s, key(KeyCode::Enter));
         assert!(matches!(s.modal, Some(Modal::Panel(_))));
+        // Plain /mcp opens on the first failed server.
+        let mut failing = (*s.servers).clone();
+        if let Some(b) = failing.get_mut("b") {
+            b.status = ServerStatus::Failed {
+                error: "x".into(),
+                stderr_tail: vec![],
+            };
+        }
+        update(&mut s, Event::Status(Arc::new(failing)));
+        s.modal = None;
+        typed(&mut s, "/mcp");
+        update(&mut s, key(KeyCode::Enter));
+        assert_eq!(
+            s.modal,
+            Some(Modal::Panel(PanelState {
+                selected: 1,
+                scroll: 0
+            }))
+        );
         let quit = update(
             &mut s,
             Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
