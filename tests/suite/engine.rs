@@ -439,6 +439,10 @@ fn two_mcp_tools_at_once_run_in_parallel() {
         a1.max(a2) < b1.min(b2),
         "sleeps did not overlap: {a1}..{b1} and {a2}..{b2}"
     );
+    eprintln!(
+        "parallel: s1 {a1:.1}..{b1:.1} ms, s2 {a2:.1}..{b2:.1} ms; both done {:.1} ms after the first began (one after the other: 1400+)",
+        b1.max(b2) - a1.min(a2)
+    );
 
     // Both calls to server-everything were on the wire before either answer came back.
     let wire = read_jsonl(&trace);
