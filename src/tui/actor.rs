@@ -41,6 +41,8 @@ pub struct TuiSetup {
     pub config_must_exist: bool,
     /// The config's load error at start, if any.
     pub config_error: Option<String>,
+    /// Values `/trace` must not show (the config's env and header values).
+    pub secrets: Vec<String>,
     /// Wire records for `/trace`.
     pub trace: mpsc::UnboundedReceiver<WireRecord>,
     /// Gets the exit code when the user quits.
@@ -109,6 +111,7 @@ impl Tui {
             setup.model,
             setup.model_help,
         );
+        state.secrets = setup.secrets;
         state.debug_panic = std::env::var_os("HARNESS9_DEBUG_PANIC").is_some_and(|v| v == "1");
         if let Some(e) = setup.config_error {
             state.transcript.push(super::state::Entry::Error(format!(
@@ -307,6 +310,7 @@ impl Tui {
                 ctx,
             ),
             Ok(cfg) => {
+                self.state.secrets = cfg.secrets;
                 let specs = cfg.servers;
                 self.supervisor
                     .send(Reconcile { specs })

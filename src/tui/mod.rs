@@ -136,6 +136,7 @@ pub async fn run(cli: &Cli, started: std::time::Instant) -> anyhow::Result<ExitC
         config_path: path,
         config_must_exist: must,
         config_error,
+        secrets: cfg.secrets.clone(),
         trace: trace_rx,
         done: done_tx,
         started,

@@ -346,6 +346,8 @@ pub struct State {
     pub engine_calls: BTreeMap<String, u64>,
     /// `/panic` is allowed (`HARNESS9_DEBUG_PANIC=1`).
     pub debug_panic: bool,
+    /// Configured env and header values: `/trace` shows them as `[redacted]`.
+    pub secrets: Vec<String>,
 }
 
 impl State {
@@ -373,6 +375,7 @@ impl State {
             expand_tools: false,
             engine_calls: BTreeMap::new(),
             debug_panic: false,
+            secrets: Vec::new(),
         }
     }
 

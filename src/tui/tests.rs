@@ -310,6 +310,7 @@ fn traced_state() -> State {
 #[test]
 fn trace_view_all_filtered_and_expanded() {
     let mut s = traced_state();
+    s.secrets = vec!["hi 5".into()];
     s.modal = Some(Modal::Trace(Default::default()));
     let all = render(&mut s, 90, 18);
     key(&mut s, KeyCode::Tab);
@@ -319,6 +320,10 @@ fn trace_view_all_filtered_and_expanded() {
     key(&mut s, KeyCode::Enter);
     let expanded = render(&mut s, 90, 18);
     assert!(!expanded.contains('\u{1b}'));
+    assert!(
+        expanded.contains("[redacted]") && !expanded.contains("hi 5"),
+        "{expanded}"
+    );
     insta::assert_snapshot!(format!("{all}\n{only_b}\n{expanded}"));
 }
 

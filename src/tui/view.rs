@@ -691,10 +691,21 @@ fn draw_trace(state: &State, t: &TraceView, frame: &mut Frame, area: Rect) {
         let [head, msg] =
             Layout::vertical([Constraint::Length(1), Constraint::Fill(1)]).areas(body);
         frame.render_widget(Paragraph::new(trace_row_line(r, true, width)), head);
+        // Secrets are redacted here as in the --trace file: credential keys and every
+        // configured env/header value.
         let pretty = serde_json::from_slice::<serde_json::Value>(&r.message)
             .ok()
-            .and_then(|v| serde_json::to_string_pretty(&v).ok())
-            .unwrap_or_else(|| String::from_utf8_lossy(&r.message).into_owned());
+            .and_then(|mut v| {
+                crate::trace_file::redact(&mut v, &state.secrets);
+                serde_json::to_string_pretty(&v).ok()
+            })
+            .unwrap_or_else(|| {
+                let mut raw = String::from_utf8_lossy(&r.message).into_owned();
+                for secret in &state.secrets {
+                    raw = raw.replace(secret.as_str(), "[redacted]");
+                }
+                raw
+            });
         let mut text = clean(&pretty).into_owned();
         if r.size > r.message.len() {
             text.push_str(&format!(
