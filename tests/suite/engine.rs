@@ -24,14 +24,14 @@ impl Drop for Reaped {
 }
 
 /// A running scripted model server and the file recording every request it got.
-struct Model {
+pub(super) struct Model {
     _child: Reaped,
-    url: String,
+    pub(super) url: String,
     record: PathBuf,
 }
 
 impl Model {
-    fn start(tag: &str, script: Value) -> Model {
+    pub(super) fn start(tag: &str, script: Value) -> Model {
         let dir = temp_path(&format!("model-{tag}"));
         std::fs::create_dir_all(&dir).unwrap();
         let script_path = dir.join("script.json");
@@ -72,7 +72,7 @@ impl Model {
     }
 
     /// Every request received so far, as recorded (`{"n", "path", "ts", "headers", "body"}`).
-    fn requests(&self) -> Vec<Value> {
+    pub(super) fn requests(&self) -> Vec<Value> {
         read_jsonl(&self.record)
     }
 }

@@ -14,7 +14,7 @@ const BOUND: Duration = Duration::from_secs(15);
 /// The bound for a whole test: every wait on the screen is cut to what is left of it.
 const WHOLE: Duration = Duration::from_secs(50);
 /// Keys tmux sends by name; any other string is typed literally.
-const NAMED: &[&str] = &["Enter", "Escape", "Tab", "BTab", "Up", "Down", "C-c"];
+const NAMED: &[&str] = &["Enter", "Escape", "Tab", "BTab", "Up", "Down", "C-c", "C-o"];
 
 /// `harness9` in a 100x30 pane of its own tmux server, on a private socket in `dir` (`-S`, not
 /// `-L`: a socket under /tmp/tmux-UID would outlive the server; this one goes with the dir).
@@ -43,6 +43,11 @@ impl Tmux {
     /// terminal settings before and after, then the exit code in code.txt (last, and by rename, so
     /// a reader never sees half of it); then it sleeps so the pane stays for inspection.
     fn start(dir: &Path, args: &[&str], editor: Option<&Path>) -> Tmux {
+        Self::start_with(dir, args, editor, &[])
+    }
+
+    /// [`Tmux::start`] with more environment for harness9 (e.g. a model's URL and key).
+    fn start_with(dir: &Path, args: &[&str], editor: Option<&Path>, vars: &[(&str, &str)]) -> Tmux {
         let session = dir
             .file_name()
             .expect("temp dir name")
@@ -54,6 +59,9 @@ impl Tmux {
         );
         if let Some(e) = editor {
             env += &format!(" EDITOR={}", quote(&e.to_string_lossy()));
+        }
+        for (k, v) in vars {
+            env += &format!(" {k}={}", quote(v));
         }
         let args: Vec<String> = args.iter().map(|a| quote(a)).collect();
         let script = format!(
@@ -515,4 +523,59 @@ fn a_panic_restores_the_terminal_and_kills_every_server() {
     assert_eq!(t.exit_code(), 101, "exit code after a panic");
     t.assert_terminal_restored();
     assert_gone(pid, "everything after the panic");
+}
+
+#[test]
+fn a_model_turn_streams_runs_tools_and_esc_cancels_it() {
+    tmux_required();
+    let model = super::engine::Model::start(
+        "tui",
+        json!({"steps": [
+            {"text": "Checking with echo.", "tool_calls": [
+                {"id": "t1", "name": "mcp__everything__echo", "input": {"message": "from the model"}}]},
+            {"text": "Echo said: from the model.",
+             "expect": {"last_tool_result_contains": "Echo: from the model"}},
+            {"text": "Thinking slowly", "stall_ms": 30000}
+        ]}),
+    );
+    let dir = project("tui-model", |_| json!({ "everything": everything_json() }));
+    let t = Tmux::start_with(
+        &dir,
+        &[],
+        None,
+        &[
+            ("ANTHROPIC_API_KEY", "test-key"),
+            ("ANTHROPIC_BASE_URL", &model.url),
+        ],
+    );
+    t.wait_for("everything connected and the model named", BOUND, |s| {
+        bar(s).contains("everything ●") && s.contains("model anthropic")
+    });
+    t.send_keys(&["say it through echo", "Enter"]);
+    let done = t.wait_for("the answer after the tool call", BOUND, |s| {
+        s.contains("Echo said: from the model.") && s.contains("model calls")
+    });
+    assert!(
+        done.contains("✓ mcp__everything__echo everything"),
+        "{done}"
+    );
+    // Ctrl+O shows the call's arguments and result.
+    t.send_keys(&["C-o"]);
+    t.wait_for("the expanded tool line", BOUND, |s| {
+        s.contains("args {\"message\":\"from the model\"}") && s.contains("Echo: from the model")
+    });
+    // A turn whose model stalls mid-stream: Esc cancels it, and the session goes on.
+    t.send_keys(&["and now slowly", "Enter"]);
+    t.wait_for("the first streamed words and the busy mark", BOUND, |s| {
+        // The model stalls after its first piece of text ("Thinking").
+        s.contains("Thinking") && s.contains("working…")
+    });
+    t.send_keys(&["Escape"]);
+    t.wait_for("the turn cancelled", BOUND, |s| {
+        s.contains("the turn was cancelled") && !s.contains("working…")
+    });
+    assert_eq!(model.requests().len(), 3, "one request per model call");
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+    t.assert_terminal_restored();
 }
