@@ -100,10 +100,19 @@ pub fn record_json(r: &WireRecord, secrets: &[String]) -> Value {
 }
 
 /// Opens `path` and starts a writer thread; returns the tap and a handle that finishes the file
-/// once every tap clone is dropped.
+/// once every tap clone is dropped. `secrets` are the values to redact; [`open_watched`] takes
+/// a list that can change (hot reload).
 pub fn open(
     path: &Path,
     secrets: Vec<String>,
+) -> anyhow::Result<(WireTap, std::thread::JoinHandle<()>)> {
+    open_watched(path, tokio::sync::watch::channel(secrets).1)
+}
+
+/// [`open`] with a secret list that is re-read whenever it changes.
+pub fn open_watched(
+    path: &Path,
+    mut secrets_rx: tokio::sync::watch::Receiver<Vec<String>>,
 ) -> anyhow::Result<(WireTap, std::thread::JoinHandle<()>)> {
     use anyhow::Context as _;
     let file = std::fs::File::create(path)
@@ -113,7 +122,11 @@ pub fn open(
         .name("trace-writer".into())
         .spawn(move || {
             let mut out = std::io::BufWriter::new(file);
+            let mut secrets = secrets_rx.borrow_and_update().clone();
             while let Some(r) = rx.blocking_recv() {
+                if secrets_rx.has_changed().unwrap_or(false) {
+                    secrets = secrets_rx.borrow_and_update().clone();
+                }
                 let line = record_json(&r, &secrets);
                 if serde_json::to_writer(&mut out, &line).is_err() || out.write_all(b"\n").is_err()
                 {
@@ -143,6 +156,44 @@ mod tests {
         assert_eq!(v["args"]["api_key"], REDACTED);
         assert_eq!(v["args"]["text"], "my [redacted] is here");
         assert_eq!(v["n"][0]["token"], REDACTED);
+    }
+
+    #[test]
+    fn the_secret_list_follows_reloads() {
+        let path = std::env::temp_dir().join(format!("harness9-trace-test-{}", std::process::id()));
+        let (tx, rx) = tokio::sync::watch::channel(vec!["old-secret".to_owned()]);
+        let (tap, handle) = open_watched(&path, rx).expect("open");
+        let record = |text: &str| WireRecord {
+            ts: UNIX_EPOCH,
+            server: "s".into(),
+            dir: harness9_actors::trace::Direction::Recv,
+            id: None,
+            method: Some("notifications/message".into()),
+            latency_us: None,
+            message: bytes::Bytes::from(format!(r#"{{"text":"{text}"}}"#)),
+            http_status: None,
+            session: None,
+        };
+        tap.send(record("old-secret new-secret")).expect("send");
+        // The writer reads the list when each record arrives: wait until the first is written.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::fs::read_to_string(&path).map_or(true, |s| s.is_empty()) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "first record never written"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        tx.send_replace(vec!["new-secret".to_owned()]);
+        tap.send(record("old-secret new-secret")).expect("send");
+        drop(tap);
+        handle.join().expect("writer");
+        let text = std::fs::read_to_string(&path).expect("trace file");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].contains("[redacted] new-secret"), "{}", lines[0]);
+        assert!(lines[1].contains("old-secret [redacted]"), "{}", lines[1]);
+        let _ = std::fs::remove_file(path);
     }
 
     #[test]

@@ -41,8 +41,9 @@ pub struct TuiSetup {
     pub config_must_exist: bool,
     /// The config's load error at start, if any.
     pub config_error: Option<String>,
-    /// Values `/trace` must not show (the config's env and header values).
-    pub secrets: Vec<String>,
+    /// Values `/trace` and the trace file must not show (the config's env and header values);
+    /// updated on every reload.
+    pub secrets: tokio::sync::watch::Sender<Vec<String>>,
     /// Wire records for `/trace`.
     pub trace: mpsc::UnboundedReceiver<WireRecord>,
     /// Gets the exit code when the user quits.
@@ -101,6 +102,7 @@ pub struct Tui {
     tools_asked: bool,
     tools_again: bool,
     engine: Option<Addr<Engine>>,
+    secrets: tokio::sync::watch::Sender<Vec<String>>,
 }
 
 impl Tui {
@@ -111,7 +113,7 @@ impl Tui {
             setup.model,
             setup.model_help,
         );
-        state.secrets = setup.secrets;
+        state.secrets = setup.secrets.borrow().clone();
         state.debug_panic = std::env::var_os("HARNESS9_DEBUG_PANIC").is_some_and(|v| v == "1");
         if let Some(e) = setup.config_error {
             state.transcript.push(super::state::Entry::Error(format!(
@@ -140,6 +142,7 @@ impl Tui {
             tools_asked: false,
             tools_again: false,
             engine: setup.engine,
+            secrets: setup.secrets,
         }
     }
 
@@ -310,6 +313,7 @@ impl Tui {
                 ctx,
             ),
             Ok(cfg) => {
+                self.secrets.send_replace(cfg.secrets.clone());
                 self.state.secrets = cfg.secrets;
                 let specs = cfg.servers;
                 self.supervisor

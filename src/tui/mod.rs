@@ -101,9 +101,11 @@ pub async fn run(cli: &Cli, started: std::time::Instant) -> anyhow::Result<ExitC
             Some(e.to_string()),
         ),
     };
+    // The trace file's redaction list follows the config through hot reloads.
+    let (secrets_tx, secrets_rx) = tokio::sync::watch::channel(cfg.secrets.clone());
     let (file_tap, writer) = match &cli.trace {
         Some(p) => {
-            let (tap, handle) = crate::trace_file::open(p, cfg.secrets.clone())?;
+            let (tap, handle) = crate::trace_file::open_watched(p, secrets_rx)?;
             (Some(tap), Some(handle))
         }
         None => (None, None),
@@ -136,7 +138,7 @@ pub async fn run(cli: &Cli, started: std::time::Instant) -> anyhow::Result<ExitC
         config_path: path,
         config_must_exist: must,
         config_error,
-        secrets: cfg.secrets.clone(),
+        secrets: secrets_tx,
         trace: trace_rx,
         done: done_tx,
         started,
