@@ -25,12 +25,22 @@ pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
         "max_tokens": max_tokens,
         "stream": true,
     });
+    // Prompt caching: breakpoints after the tools, the system prompt and the newest message, so
+    // each step of an agent loop reads the whole earlier prefix from the cache (a prefix under
+    // the model's minimum is simply not cached).
+    let cache = || json!({"type": "ephemeral"});
     if let Some(system) = req.system.as_deref().filter(|s| !s.is_empty()) {
-        body["system"] = json!(system);
+        body["system"] = json!([{"type": "text", "text": system, "cache_control": cache()}]);
     }
-    body["messages"] = Value::Array(req.messages.iter().filter_map(message).collect());
+    let mut messages: Vec<Value> = req.messages.iter().filter_map(message).collect();
+    if let Some(Value::Array(blocks)) = messages.last_mut().map(|m| &mut m["content"]) {
+        if let Some(last) = blocks.last_mut() {
+            last["cache_control"] = cache();
+        }
+    }
+    body["messages"] = Value::Array(messages);
     if !req.tools.is_empty() {
-        body["tools"] = req
+        let mut tools: Vec<Value> = req
             .tools
             .iter()
             .map(|t| {
@@ -41,6 +51,10 @@ pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
                 })
             })
             .collect();
+        if let Some(last) = tools.last_mut() {
+            last["cache_control"] = cache();
+        }
+        body["tools"] = Value::Array(tools);
     }
     body
 }
@@ -393,7 +407,7 @@ pub(crate) mod tests {
                 "model": "claude-sonnet-4-5",
                 "max_tokens": 8192,
                 "stream": true,
-                "system": "be brief",
+                "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
                 "messages": [
                     {"role": "user", "content": [{"type": "text", "text": "list files"}]},
                     {"role": "assistant", "content": [
@@ -408,12 +422,14 @@ pub(crate) mod tests {
                             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0="}},
                         ],
                         "is_error": false,
+                        "cache_control": {"type": "ephemeral"},
                     }]},
                 ],
                 "tools": [{
                     "name": "shell",
                     "description": "runs a command",
                     "input_schema": {"type": "object", "properties": {"cmd": {"type": "string"}}},
+                    "cache_control": {"type": "ephemeral"},
                 }],
             })
         );
@@ -441,7 +457,8 @@ pub(crate) mod tests {
                 "max_tokens": 100,
                 "stream": true,
                 "messages": [{"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": "t", "is_error": true},
+                    {"type": "tool_result", "tool_use_id": "t", "is_error": true,
+                     "cache_control": {"type": "ephemeral"}},
                 ]}],
             })
         );
