@@ -85,7 +85,7 @@ fn stamp(path: &std::path::Path) -> Option<Stamp> {
 pub struct Tui {
     state: State,
     terminal: Option<Terminal<CrosstermBackend<Stdout>>>,
-    setup_registry: Addr<ToolRegistry>,
+    registry: Addr<ToolRegistry>,
     supervisor: Addr<ServerSupervisor>,
     config_path: PathBuf,
     config_must_exist: bool,
@@ -126,7 +126,7 @@ impl Tui {
         Tui {
             state,
             terminal: None,
-            setup_registry: setup.registry,
+            registry: setup.registry,
             supervisor: setup.supervisor,
             loaded: stamp(&setup.config_path),
             config_path: setup.config_path,
@@ -216,11 +216,10 @@ impl Tui {
                 name,
                 arguments,
             } => {
-                let mut msg = CallTool::new(name, arguments);
+                let msg = CallTool::new(name, arguments);
                 let cancel = msg.cancel.clone();
-                msg.timeout = None;
                 self.calls.push((id, cancel));
-                let registry = self.setup_registry.clone();
+                let registry = self.registry.clone();
                 let started = Instant::now();
                 ctx.spawn(
                     async move { ToolRegistry::send(&registry, msg).await }
@@ -414,7 +413,7 @@ impl Tui {
             return;
         }
         self.tools_asked = true;
-        self.setup_registry
+        self.registry
             .send(ListTools)
             .into_actor(self)
             .then(
