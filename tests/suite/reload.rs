@@ -9,6 +9,31 @@ use serde_json::json;
 
 use super::common::*;
 
+/// Starts a `sleep` call on `server` and returns once the server's record file shows it.
+async fn call_in_flight(
+    rt: &harness9::app::Runtime,
+    server: &str,
+    ms: u64,
+    record: &std::path::Path,
+) -> actix_rt::task::JoinHandle<
+    Result<harness9_actors::protocol::types::CallToolResult, harness9_actors::CallError>,
+> {
+    let registry = rt.registry.clone();
+    let tool = format!("mcp__{server}__sleep");
+    let call = actix_rt::spawn(async move {
+        ToolRegistry::call(&registry, tool, Some(json!({"ms": ms})), None).await
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !std::fs::read_to_string(record).is_ok_and(|s| s.contains("tools/call")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call never reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    call
+}
+
 #[test]
 fn reconcile_adds_removes_restarts_and_leaves_unchanged_servers_untouched() {
     run(Duration::from_secs(40), || async {
@@ -27,26 +52,9 @@ fn reconcile_adds_removes_restarts_and_leaves_unchanged_servers_untouched() {
         let gone_pid = pid_of(&connected(&rt, "gone", Duration::from_secs(10)).await);
         let change_pid = pid_of(&connected(&rt, "change", Duration::from_secs(10)).await);
 
-        // A call in flight on the unchanged server must not be disturbed.
-        let registry = rt.registry.clone();
-        let in_flight = actix_rt::spawn(async move {
-            ToolRegistry::call(
-                &registry,
-                "mcp__keep__sleep",
-                Some(json!({"ms": 1500})),
-                None,
-            )
-            .await
-        });
-        // Reconcile only once the server has the call (its record file shows it).
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while !std::fs::read_to_string(&record).is_ok_and(|s| s.contains("tools/call")) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the call never reached the server"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        // A call in flight on the unchanged server must not be disturbed; reconcile only once
+        // the server has it.
+        let in_flight = call_in_flight(&rt, "keep", 1500, &record).await;
 
         let changed = fixture("change", &["--tools", "3"]);
         let added = fixture("added", &[]);
@@ -140,24 +148,7 @@ fn stopping_servers_cancels_their_calls_in_flight() {
         );
         let rt = start(vec![spec], fast_policy());
         let pid = pid_of(&connected(&rt, "busy", Duration::from_secs(10)).await);
-        let registry = rt.registry.clone();
-        let call = actix_rt::spawn(async move {
-            ToolRegistry::call(
-                &registry,
-                "mcp__busy__sleep",
-                Some(json!({"ms": 30000})),
-                None,
-            )
-            .await
-        });
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while !std::fs::read_to_string(&record).is_ok_and(|s| s.contains("tools/call")) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the call never reached the server"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let call = call_in_flight(&rt, "busy", 30_000, &record).await;
         shutdown(rt, &[pid]).await;
         let err = call
             .await
