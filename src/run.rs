@@ -104,6 +104,13 @@ impl Handler<EngineUpdate> for Printer {
             } => {
                 json!({"event": "tool_call", "t_ms": t, "id": id, "name": name, "arguments": arguments})
             }
+            EngineEvent::ToolProgress {
+                id,
+                progress,
+                total,
+                message,
+            } => json!({"event": "tool_progress", "t_ms": t, "id": id, "progress": progress,
+                        "total": total, "message": message}),
             EngineEvent::ToolFinished {
                 id,
                 name,

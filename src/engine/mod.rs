@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use futures_util::future::join_all;
-use harness9_actors::messages::{CallTool, ListTools, ToolEntry};
+use harness9_actors::messages::{CallTool, ListTools, ToolEntry, ToolProgress};
 use harness9_actors::ToolRegistry;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -92,6 +92,17 @@ pub enum EngineEvent {
         name: String,
         /// Its arguments.
         arguments: Value,
+    },
+    /// A tool call reported progress (`notifications/progress`).
+    ToolProgress {
+        /// The model's call id.
+        id: String,
+        /// Progress so far.
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// The server's message.
+        message: Option<String>,
     },
     /// A tool call ended.
     ToolFinished {
@@ -228,6 +239,29 @@ fn emit(events: &Option<Recipient<EngineUpdate>>, e: EngineEvent) {
     }
 }
 
+/// Relays one call's progress notifications as [`EngineEvent::ToolProgress`].
+struct ProgressRelay {
+    id: String,
+    events: Recipient<EngineUpdate>,
+}
+
+impl Actor for ProgressRelay {
+    type Context = Context<Self>;
+}
+
+impl Handler<ToolProgress> for ProgressRelay {
+    type Result = ();
+
+    fn handle(&mut self, p: ToolProgress, _ctx: &mut Context<Self>) {
+        self.events.do_send(EngineUpdate(EngineEvent::ToolProgress {
+            id: self.id.clone(),
+            progress: p.progress,
+            total: p.total,
+            message: p.message,
+        }));
+    }
+}
+
 /// Runs one tool call through the registry and turns its outcome into a tool-result block.
 async fn run_tool(
     registry: Addr<ToolRegistry>,
@@ -249,6 +283,15 @@ async fn run_tool(
     let started = Instant::now();
     let mut msg = CallTool::new(name.clone(), Some(input));
     msg.cancel = cancel;
+    // The relay stops once the call's last progress sender (held by the server) is gone.
+    msg.progress = events.clone().map(|events| {
+        ProgressRelay {
+            id: id.clone(),
+            events,
+        }
+        .start()
+        .recipient()
+    });
     let outcome = ToolRegistry::send(&registry, msg).await;
     let elapsed = started.elapsed();
     let (parts, text, is_error) = match outcome {

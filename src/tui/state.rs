@@ -156,6 +156,8 @@ pub enum Entry {
         /// Always shown with arguments and output (a `/call`); engine calls follow
         /// [`State::expand_tools`].
         pinned: bool,
+        /// The latest progress while running (`3/10 step 3`).
+        progress: Option<String>,
     },
 }
 
@@ -583,7 +585,43 @@ fn engine_event(state: &mut State, e: EngineEvent) {
                 elapsed: None,
                 output: String::new(),
                 pinned: false,
+                progress: None,
             });
+        }
+        EngineEvent::ToolProgress {
+            id: key,
+            progress,
+            total,
+            message,
+        } => {
+            let Some(id) = state.engine_calls.get(&key).copied() else {
+                return;
+            };
+            let mut text = match total {
+                Some(t) => format!("{progress}/{t}"),
+                None => progress.to_string(),
+            };
+            if let Some(m) = message {
+                text.push(' ');
+                text.push_str(&super::sanitize::clean_line(&m));
+            }
+            for e in state.transcript.iter_mut().rev() {
+                if let Entry::Tool {
+                    id: eid,
+                    progress: p,
+                    state: st,
+                    ..
+                } = e
+                {
+                    if *eid == id {
+                        // Progress can arrive after the result (its own relay); then it is old.
+                        if *st == CallState::Running {
+                            *p = Some(text);
+                        }
+                        break;
+                    }
+                }
+            }
         }
         EngineEvent::ToolFinished {
             id: key,
@@ -885,6 +923,7 @@ fn call_command(state: &mut State, rest: &str) -> Vec<Effect> {
         elapsed: None,
         output: String::new(),
         pinned: true,
+        progress: None,
     });
     vec![Effect::CallTool {
         id,

@@ -366,7 +366,17 @@ fn a_model_turn_streams_text_and_folds_tool_calls() {
             arguments: serde_json::json!({"message": "hi"}),
         }),
     );
+    update(
+        &mut s,
+        Event::Engine(EngineEvent::ToolProgress {
+            id: "toolu_1".into(),
+            progress: 2.0,
+            total: Some(5.0),
+            message: Some("step 2\u{1b}[2J".into()),
+        }),
+    );
     let running = render(&mut s, 80, 12);
+    assert!(running.contains("running 2/5 step 2"), "{running}");
     update(
         &mut s,
         Event::Engine(EngineEvent::ToolFinished {

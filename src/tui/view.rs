@@ -246,6 +246,7 @@ fn entry_lines(entry: &Entry, width: usize, expand_tools: bool) -> Vec<Line<'sta
             elapsed,
             output,
             pinned,
+            progress,
             ..
         } => {
             let expanded = *pinned || expand_tools;
@@ -254,9 +255,11 @@ fn entry_lines(entry: &Entry, width: usize, expand_tools: bool) -> Vec<Line<'sta
                 CallState::Ok => ("✓", Color::Green),
                 CallState::Failed => ("✗", Color::Red),
             };
-            let took = elapsed
-                .map(fmt_duration)
-                .unwrap_or_else(|| "running".into());
+            let took = match (elapsed, progress) {
+                (Some(e), _) => fmt_duration(*e),
+                (None, Some(p)) => format!("running {p}"),
+                (None, None) => "running".into(),
+            };
             let server = name
                 .strip_prefix("mcp__")
                 .and_then(|r| r.split("__").next())

@@ -772,3 +772,42 @@ fn a_multi_step_task_over_two_mcp_servers_and_a_builtin() {
     );
     assert_eq!(model.requests().len(), 4);
 }
+
+#[test]
+fn tool_progress_reaches_the_event_stream() {
+    let model = Model::start(
+        "progress",
+        json!({"steps": [
+            {"tool_calls": [call("t1", "mcp__p__progress", json!({"steps": 3}))]},
+            {"text": "done", "expect": {"last_tool_result_contains": "done 3"}}
+        ]}),
+    );
+    let dir = project("progress", json!({"p": fixture_json(&[], json!({}))}));
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    out.ok();
+    let progress = out.all("tool_progress");
+    let seen: Vec<(f64, String)> = progress
+        .iter()
+        .map(|p| {
+            assert_eq!(p["id"], "t1", "{p}");
+            assert_eq!(p["total"], 3.0, "{p}");
+            (
+                p["progress"].as_f64().unwrap(),
+                p["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (1.0, "step 1".to_owned()),
+            (2.0, "step 2".to_owned()),
+            (3.0, "step 3".to_owned())
+        ],
+        "{out}"
+    );
+    // (Progress travels through its own relay, so its order against the result is not fixed.)
+    assert!(!out.event("tool_result", "t1")["is_error"]
+        .as_bool()
+        .unwrap());
+}
