@@ -74,7 +74,8 @@ pub struct RunArgs {
     /// The task, or - to read it from stdin.
     #[arg(short, long)]
     pub prompt: String,
-    /// Print one JSON event per line (start, model, tool_call, tool_result, done or error).
+    /// Print one JSON event per line (start, model, tool_call, tool_progress, tool_result,
+    /// model_retry, done or error).
     #[arg(long)]
     pub json: bool,
     /// Model calls before giving up [default: max_steps of harness9.toml, 50].
