@@ -71,12 +71,18 @@ struct Stamp {
     hash: u64,
 }
 
-fn stamp(path: &std::path::Path) -> Option<Stamp> {
+/// Modification time and length: what the watcher compares on each tick (a `stat`, no read).
+fn file_id(path: &std::path::Path) -> Option<(Option<std::time::SystemTime>, u64)> {
     let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok(), meta.len()))
+}
+
+fn stamp(path: &std::path::Path) -> Option<Stamp> {
+    let (modified, len) = file_id(path)?;
     let text = std::fs::read(path).ok()?;
     Some(Stamp {
-        modified: meta.modified().ok(),
-        len: meta.len(),
+        modified,
+        len,
         hash: u64::from(harness9_actors::naming::fnv1a32(&text)) ^ (text.len() as u64) << 32,
     })
 }
@@ -450,8 +456,8 @@ impl Actor for Tui {
             ctx.add_stream(futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)));
         }
         ctx.run_interval(WATCH_EVERY, |act, ctx| {
-            let now = stamp(&act.config_path);
-            if now != act.loaded {
+            // Only a changed time or size leads to reading the file (and its hash decides).
+            if file_id(&act.config_path) != act.loaded.map(|s| (s.modified, s.len)) {
                 act.reload(false, ctx);
             }
         });
