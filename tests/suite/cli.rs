@@ -26,11 +26,9 @@ fn project(tag: &str, servers: Value) -> PathBuf {
 }
 
 fn everything_json(extra_env: Value) -> Value {
-    let spec = everything("x");
-    let harness9_actors::TransportSpec::Stdio { command, args, .. } = spec.transport else {
-        unreachable!()
-    };
-    json!({"command": command, "args": args, "env": extra_env})
+    let mut v = stdio_json(everything("x"));
+    v["env"] = extra_env;
+    v
 }
 
 /// Runs the binary in `dir` with a hard timeout.

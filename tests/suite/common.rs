@@ -200,3 +200,24 @@ pub async fn python_calls(rt: &Runtime, server: &str) {
         "hello, ada"
     );
 }
+
+/// A stdio spec as its `.mcp.json` entry (`command` and `args`).
+pub fn stdio_json(spec: ServerSpec) -> serde_json::Value {
+    let TransportSpec::Stdio { command, args, .. } = spec.transport else {
+        unreachable!("a stdio spec")
+    };
+    serde_json::json!({ "command": command, "args": args })
+}
+
+/// Polls `done` every `every` until it holds (true) or `bound` passes (false): for state that
+/// other processes change (files, /proc), where no event can be awaited.
+pub fn poll_until(bound: Duration, every: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + bound;
+    while !done() {
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(every);
+    }
+    true
+}

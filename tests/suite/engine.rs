@@ -118,13 +118,6 @@ fn project(tag: &str, servers: Value) -> PathBuf {
     dir
 }
 
-fn stdio_json(spec: harness9_actors::ServerSpec) -> Value {
-    let harness9_actors::TransportSpec::Stdio { command, args, .. } = spec.transport else {
-        unreachable!()
-    };
-    json!({"command": command, "args": args})
-}
-
 /// The fixture server with `args`, plus any extra .mcp.json keys.
 fn fixture_json(args: &[&str], extra: Value) -> Value {
     let mut v = json!({"command": fixture_bin(), "args": args});
@@ -327,12 +320,11 @@ impl std::fmt::Display for Out {
 }
 
 /// Polls `cond` (a file or /proc state another process changes) until true; panics after `limit`.
-fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !cond() {
-        assert!(Instant::now() < deadline, "{what} within {limit:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+fn wait_until(limit: Duration, what: &str, cond: impl FnMut() -> bool) {
+    assert!(
+        poll_until(limit, Duration::from_millis(10), cond),
+        "{what} within {limit:?}"
+    );
 }
 
 /// The JSON-RPC methods a fixture recorded with `--record`.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::common::{everything, group_alive, temp_path};
+use super::common::{everything, group_alive, poll_until, stdio_json, temp_path};
 
 /// The bound for one wait on the screen.
 const BOUND: Duration = Duration::from_secs(15);
@@ -263,14 +263,7 @@ fn bar(screen: &str) -> &str {
 
 /// Polls `done` every 50 ms for up to `bound`; whether it came true.
 fn wait_until(bound: Duration, done: impl Fn() -> bool) -> bool {
-    let end = Instant::now() + bound;
-    while !done() {
-        if Instant::now() >= end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    true
+    poll_until(bound, Duration::from_millis(50), done)
 }
 
 /// Asserts `pid` is gone within 5 s (a zombie counts as gone: it has exited).
@@ -299,11 +292,7 @@ fn tmux_required() {
 
 /// server-everything as an `.mcp.json` entry.
 fn everything_json() -> Value {
-    let harness9_actors::TransportSpec::Stdio { command, args, .. } = everything("x").transport
-    else {
-        unreachable!("server-everything runs over stdio")
-    };
-    json!({ "command": command, "args": args })
+    stdio_json(everything("x"))
 }
 
 /// A fresh temp dir holding `.mcp.json` with `servers`, written by `servers(dir)`.
