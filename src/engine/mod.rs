@@ -46,7 +46,8 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
-    /// Defaults: 50 steps, a 25,000-token budget, spills under the temp dir.
+    /// `max_steps` model calls a turn, a budget of `output_budget_tokens`, spills under the
+    /// temp dir's `harness9-results`, and the built-in system prompt.
     pub fn new(max_steps: u32, output_budget_tokens: usize) -> Self {
         Self {
             max_steps,

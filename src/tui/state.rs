@@ -241,11 +241,6 @@ impl TraceBuf {
         }
     }
 
-    /// Whether nothing was traced.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
     /// Servers seen, sorted.
     pub fn servers(&self) -> Vec<Arc<str>> {
         self.per_server.keys().cloned().collect()
