@@ -331,17 +331,30 @@ async fn run_tool(
 }
 
 /// The turn loop; returns the conversation with the turn appended (or unchanged on failure).
-#[allow(clippy::too_many_arguments)]
-async fn turn(
+/// What one turn runs with; the conversation and tool cache go back to the actor at its end.
+struct Turn {
     provider: Provider,
     registry: Addr<ToolRegistry>,
     config: Arc<EngineConfig>,
-    mut cache: ToolCache,
-    mut messages: Vec<Message>,
-    prompt: String,
+    cache: ToolCache,
+    messages: Vec<Message>,
     cancel: CancellationToken,
     events: Option<Recipient<EngineUpdate>>,
+}
+
+async fn turn(
+    t: Turn,
+    prompt: String,
 ) -> (Vec<Message>, ToolCache, Result<TurnOutcome, EngineError>) {
+    let Turn {
+        provider,
+        registry,
+        config,
+        mut cache,
+        mut messages,
+        cancel,
+        events,
+    } = t;
     let started = Instant::now();
     let before = messages.len();
     messages.push(Message {
@@ -486,14 +499,16 @@ impl Handler<RunTurn> for Engine {
         let cancel = CancellationToken::new();
         self.running = Some(cancel.clone());
         let fut = turn(
-            self.provider.clone(),
-            self.registry.clone(),
-            self.config.clone(),
-            std::mem::take(&mut self.tool_cache),
-            std::mem::take(&mut self.conversation),
+            Turn {
+                provider: self.provider.clone(),
+                registry: self.registry.clone(),
+                config: self.config.clone(),
+                cache: std::mem::take(&mut self.tool_cache),
+                messages: std::mem::take(&mut self.conversation),
+                cancel,
+                events: msg.events,
+            },
             msg.prompt,
-            cancel,
-            msg.events,
         );
         Box::pin(
             fut.into_actor(self)
