@@ -63,6 +63,11 @@ pub struct TuiSetup {
 #[rtype(result = "()")]
 pub struct Quit;
 
+/// The end of an engine turn, queued behind the turn's own [`EngineUpdate`]s.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct TurnEnded(Result<String, String>);
+
 /// A file's identity for change detection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
@@ -265,7 +270,7 @@ impl Tui {
                 engine
                     .send(RunTurn { prompt, events })
                     .into_actor(self)
-                    .then(|r, act, ctx| {
+                    .then(|r, _act, ctx| {
                         let done = match r {
                             Ok(Ok(o)) => Ok(format!(
                                 "{} model call{} · {} · {} tokens in, {} out",
@@ -278,7 +283,10 @@ impl Tui {
                             Ok(Err(e)) => Err(e.to_string()),
                             Err(e) => Err(format!("the engine stopped: {e}")),
                         };
-                        act.apply(Event::TurnDone(done), ctx);
+                        // Through the mailbox, not applied here: the engine's last updates
+                        // (the final text, a ToolFinished) were queued there before this
+                        // reply was sent, and must be applied before the turn's summary.
+                        ctx.address().do_send(TurnEnded(done));
                         fut::ready(())
                     })
                     .spawn(ctx);
@@ -519,6 +527,14 @@ impl Handler<EngineUpdate> for Tui {
 
     fn handle(&mut self, msg: EngineUpdate, ctx: &mut Context<Self>) {
         self.apply(Event::Engine(msg.0), ctx);
+    }
+}
+
+impl Handler<TurnEnded> for Tui {
+    type Result = ();
+
+    fn handle(&mut self, msg: TurnEnded, ctx: &mut Context<Self>) {
+        self.apply(Event::TurnDone(msg.0), ctx);
     }
 }
 

@@ -548,6 +548,12 @@ fn a_model_turn_streams_runs_tools_and_esc_cancels_it() {
         done.contains("✓ mcp__everything__echo everything"),
         "{done}"
     );
+    // The turn's summary comes after everything the turn streamed (it once overtook them).
+    let answer = done
+        .find("Echo said: from the model.")
+        .unwrap_or(usize::MAX);
+    let summary = done.find("model calls").unwrap_or(0);
+    assert!(answer < summary, "the summary overtook the answer:\n{done}");
     // Ctrl+O shows the call's arguments and result.
     t.send_keys(&["C-o"]);
     t.wait_for("the expanded tool line", BOUND, |s| {
