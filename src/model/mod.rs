@@ -341,8 +341,9 @@ impl ProviderConfig {
     }
 }
 
-/// A configured model endpoint. It is `Send + Sync` and cheap to clone; the `awc::Client` is
-/// built inside each call (it holds an `Rc`), so [`Provider::complete`] is a `!Send` future.
+/// A configured model endpoint. It is `Send + Sync` and cheap to clone; the `awc::Client` (it
+/// holds an `Rc`) is a per-thread one taken inside each call, so [`Provider::complete`] is a
+/// `!Send` future.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Provider {
     cfg: ProviderConfig,
@@ -493,16 +494,7 @@ impl Provider {
         body: &[u8],
         events: &UnboundedSender<StreamEvent>,
     ) -> Result<ModelReply, Failure> {
-        install_crypto();
-        let client = awc::Client::builder()
-            .connector(
-                awc::Connector::new()
-                    .timeout(CONNECT_TIMEOUT)
-                    .handshake_timeout(CONNECT_TIMEOUT),
-            )
-            .disable_timeout()
-            .finish();
-        let mut req = client
+        let mut req = client()
             .post(url)
             .timeout(self.cfg.request_timeout)
             .insert_header(("content-type", "application/json"))
@@ -590,9 +582,14 @@ impl Provider {
                 match decoder.on_event(&ev, events) {
                     Ok(false) => {}
                     Ok(true) => {
-                        return decoder
+                        let done = decoder
                             .finish()
-                            .map_err(|e| Failure::Fatal(self.decode_error(e, false)))
+                            .map_err(|e| Failure::Fatal(self.decode_error(e, false)));
+                        // Read what follows the end marker (the final empty chunk) in the
+                        // background: only a body read to its end returns the connection
+                        // to the pool for the next step.
+                        actix_rt::spawn(drain(resp));
+                        return done;
                     }
                     Err(e) => {
                         let emitted = decoder.emitted();
@@ -764,6 +761,60 @@ pub(crate) fn retry_after(ms: Option<&str>, secs: Option<&str>) -> Option<Durati
     };
     ms.and_then(|s| parse(s, 0.001))
         .or_else(|| secs.and_then(|s| parse(s, 1.0)))
+}
+
+/// Reads the rest of a finished stream, a bounded amount for a bounded time, and drops it.
+async fn drain(mut resp: awc::ClientResponse) {
+    let mut left = MAX_ERROR_BODY;
+    let deadline = tokio::time::sleep(Duration::from_secs(5));
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            _ = &mut deadline => return,
+            next = resp.next() => match next {
+                Some(Ok(chunk)) if chunk.len() < left => left -= chunk.len(),
+                _ => return,
+            },
+        }
+    }
+}
+
+thread_local! {
+    /// The model client of this thread's actix System (its id, the client).
+    static CLIENT: std::cell::RefCell<Option<(usize, awc::Client)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The awc client for a model call. Calls on one thread (the engine's arbiter) share one
+/// client and so its connection pool: the steps of a turn reuse a keep-alive connection and
+/// skip a TCP and TLS handshake each. The cache is keyed by the actix System, because a pool
+/// belongs to the runtime that created it (tests run many Systems on one thread).
+fn client() -> awc::Client {
+    install_crypto();
+    let build = || {
+        awc::Client::builder()
+            .connector(
+                awc::Connector::new()
+                    .timeout(CONNECT_TIMEOUT)
+                    .handshake_timeout(CONNECT_TIMEOUT),
+            )
+            .disable_timeout()
+            .finish()
+    };
+    let Some(system) = actix_rt::System::try_current().map(|s| s.id()) else {
+        return build();
+    };
+    CLIENT.with(|c| {
+        let mut c = c.borrow_mut();
+        match &*c {
+            Some((id, client)) if *id == system => client.clone(),
+            _ => {
+                let client = build();
+                *c = Some((system, client.clone()));
+                client
+            }
+        }
+    })
 }
 
 /// Installs the rustls ring provider once (awc panics at first TLS use without one). The same

@@ -55,8 +55,9 @@ stream_options.include_usage, then `data: [DONE]`. Client hang-ups are tolerated
 
 Record (--record): one JSON line per request received except GET /health, appended and
 flushed before answering: {"n": step index or null (no step consumed / exhausted),
-"path", "ts": unix float, "headers": {lowercased: value}, "body": parsed JSON (the raw text
-if it is not JSON)}.
+"path", "ts": unix float, "peer": the client's TCP port (the same port = a reused keep-alive
+connection), "headers": {lowercased: value}, "body": parsed JSON (the raw text if it is not
+JSON)}.
 """
 
 import argparse
@@ -213,7 +214,7 @@ class Handler(BaseHTTPRequestHandler):
     def record(self, n, body):
         if not RECORD_PATH:
             return
-        line = json.dumps({"n": n, "path": self.path, "ts": time.time(),
+        line = json.dumps({"n": n, "path": self.path, "ts": time.time(), "peer": self.client_address[1],
                            "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
         with LOCK, open(RECORD_PATH, "a", encoding="utf-8") as f:
             f.write(line + "\n")

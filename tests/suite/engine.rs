@@ -386,6 +386,11 @@ fn two_mcp_tools_at_once_run_in_parallel() {
     // The model saw the built-ins and the MCP tools, and got all four results back, in order.
     let reqs = model.requests();
     assert_eq!(reqs.len(), 2, "{reqs:?}");
+    // The second step reused the first one's keep-alive connection (same client port).
+    assert_eq!(
+        reqs[0]["peer"], reqs[1]["peer"],
+        "a new connection per model call"
+    );
     let tools: Vec<&str> = reqs[0]["body"]["tools"]
         .as_array()
         .expect("tools")
