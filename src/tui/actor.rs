@@ -370,7 +370,8 @@ impl Tui {
             } else {
                 "xdg-open"
             };
-            let spawned = std::process::Command::new(opener)
+            // tokio reaps the opener when it exits (a std Child dropped would stay a zombie).
+            let spawned = tokio::process::Command::new(opener)
                 .arg(&path)
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::null())

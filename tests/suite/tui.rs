@@ -455,7 +455,28 @@ fn an_invalid_edit_keeps_the_running_servers() {
         "tui-invalid",
         |_| json!({ "everything": everything_json() }),
     );
-    let t = Tmux::start(&dir, &[], None);
+    // No $EDITOR: `e` hands the file to the system opener, here a stand-in `xdg-open` on PATH
+    // that adds a server the way a desktop editor would, behind harness9's back.
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("create bin");
+    let py = "import json, os, sys\ncfg = json.load(open(sys.argv[1]))\n\
+              cfg['mcpServers']['opened'] = dict(cfg['mcpServers']['other'])\n\
+              json.dump(cfg, open(sys.argv[1] + '.tmp', 'w'), indent=2)\n\
+              os.replace(sys.argv[1] + '.tmp', sys.argv[1])\n";
+    let opener = bin.join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\nexec python3 - \"$1\" <<'PY'\n{py}PY\n"),
+    )
+    .expect("write xdg-open");
+    let exec = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&opener, exec).expect("chmod xdg-open");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let t = Tmux::start_with(&dir, &[], None, &[("PATH", &path)]);
     t.wait_for("everything connected", BOUND, |s| {
         bar(s).contains("everything ●")
     });
@@ -488,6 +509,16 @@ fn an_invalid_edit_keeps_the_running_servers() {
         bar(s).contains("other ●") && !bar(s).contains("everything")
     });
     assert_gone(pid, "the removed server everything");
+
+    t.open_panel();
+    t.send_keys(&["e"]);
+    t.wait_for("the opener's edit picked up by the watcher", BOUND, |s| {
+        bar(s).contains("opened ●") && bar(s).contains("other ●")
+    });
+    t.close_panel();
+    t.wait_for("the notice naming the opener", BOUND, |s| {
+        s.contains("with xdg-open")
+    });
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0, "exit code after Ctrl+C");
     t.assert_terminal_restored();
