@@ -304,6 +304,21 @@ fn project(tag: &str, servers: impl FnOnce(&Path) -> Value) -> PathBuf {
     dir
 }
 
+/// Writes an executable script that edits the `.mcp.json` given as its argument, as an editor
+/// would: it adds server `add` as a copy of server `like`, and saves by write-then-rename.
+fn config_editor(script: &Path, add: &str, like: &str) {
+    let py = format!(
+        "import json, os, sys\ncfg = json.load(open(sys.argv[1]))\n\
+         cfg['mcpServers']['{add}'] = dict(cfg['mcpServers']['{like}'])\n\
+         json.dump(cfg, open(sys.argv[1] + '.tmp', 'w'), indent=2)\n\
+         os.replace(sys.argv[1] + '.tmp', sys.argv[1])\n"
+    );
+    let text = format!("#!/bin/sh\nexec python3 - \"$1\" <<'PY'\n{py}PY\n");
+    std::fs::write(script, text).unwrap_or_else(|e| panic!("write {}: {e}", script.display()));
+    let exec = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(script, exec).expect("chmod the editor script");
+}
+
 /// Replaces `.mcp.json` in one step (write, then rename), so the watcher never reads half a file.
 fn write_config(dir: &Path, text: &str) {
     let tmp = dir.join(".mcp.json.tmp");
@@ -323,16 +338,7 @@ fn tui_end_to_end_with_the_reference_server() {
     );
     // The "editor" adds `added` (another server-everything) and leaves the other two as they are.
     let editor = dir.join("edit.sh");
-    let py = "import json, sys\ncfg = json.load(open(sys.argv[1]))\n\
-              cfg['mcpServers']['added'] = dict(cfg['mcpServers']['everything'])\n\
-              json.dump(cfg, open(sys.argv[1], 'w'), indent=2)\n";
-    std::fs::write(
-        &editor,
-        format!("#!/bin/sh\nexec python3 - \"$1\" <<'PY'\n{py}PY\n"),
-    )
-    .expect("write edit.sh");
-    let exec = std::os::unix::fs::PermissionsExt::from_mode(0o755);
-    std::fs::set_permissions(&editor, exec).expect("chmod edit.sh");
+    config_editor(&editor, "added", "everything");
     let t = Tmux::start(&dir, &[], Some(&editor));
 
     t.wait_for("the bar: everything connected, broken failed", BOUND, |s| {
@@ -459,18 +465,7 @@ fn an_invalid_edit_keeps_the_running_servers() {
     // that adds a server the way a desktop editor would, behind harness9's back.
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).expect("create bin");
-    let py = "import json, os, sys\ncfg = json.load(open(sys.argv[1]))\n\
-              cfg['mcpServers']['opened'] = dict(cfg['mcpServers']['other'])\n\
-              json.dump(cfg, open(sys.argv[1] + '.tmp', 'w'), indent=2)\n\
-              os.replace(sys.argv[1] + '.tmp', sys.argv[1])\n";
-    let opener = bin.join("xdg-open");
-    std::fs::write(
-        &opener,
-        format!("#!/bin/sh\nexec python3 - \"$1\" <<'PY'\n{py}PY\n"),
-    )
-    .expect("write xdg-open");
-    let exec = std::os::unix::fs::PermissionsExt::from_mode(0o755);
-    std::fs::set_permissions(&opener, exec).expect("chmod xdg-open");
+    config_editor(&bin.join("xdg-open"), "opened", "other");
     let path = format!(
         "{}:{}",
         bin.display(),
