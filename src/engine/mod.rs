@@ -263,6 +263,17 @@ impl Handler<ToolProgress> for ProgressRelay {
     }
 }
 
+/// Answered once every progress notice queued before it has been passed on.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Flush;
+
+impl Handler<Flush> for ProgressRelay {
+    type Result = ();
+
+    fn handle(&mut self, _: Flush, _ctx: &mut Context<Self>) {}
+}
+
 /// Runs one tool call through the registry and turns its outcome into a tool-result block.
 async fn run_tool(
     registry: Addr<ToolRegistry>,
@@ -284,16 +295,21 @@ async fn run_tool(
     let started = Instant::now();
     let mut msg = CallTool::new(name.clone(), Some(input));
     msg.cancel = cancel;
-    // The relay stops once the call's last progress sender (held by the server) is gone.
-    msg.progress = events.clone().map(|events| {
+    let relay = events.clone().map(|events| {
         ProgressRelay {
             id: id.clone(),
             events,
         }
         .start()
-        .recipient()
     });
+    msg.progress = relay.as_ref().map(|r| r.clone().recipient());
     let outcome = ToolRegistry::send(&registry, msg).await;
+    // The server handed every progress notice to the relay before it answered; once the relay
+    // has passed them on, ToolFinished is emitted behind them (no progress after a result).
+    // The relay stops when this Addr and the server's sender are gone.
+    if let Some(relay) = relay {
+        let _ = relay.send(Flush).await;
+    }
     let elapsed = started.elapsed();
     let (parts, text, is_error) = match outcome {
         Ok(r) => {

@@ -609,7 +609,7 @@ fn engine_event(state: &mut State, e: EngineEvent) {
                 } = e
                 {
                     if *eid == id {
-                        // Progress can arrive after the result (its own relay); then it is old.
+                        // The engine flushes a call's relay before its result; a late one would be old.
                         if *st == CallState::Running {
                             *p = Some(text);
                         }

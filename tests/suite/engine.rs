@@ -776,7 +776,9 @@ fn tool_progress_reaches_the_event_stream() {
         "progress",
         json!({"steps": [
             {"tool_calls": [call("t1", "mcp__p__progress", json!({"steps": 3}))]},
-            {"text": "done", "expect": {"last_tool_result_contains": "done 3"}}
+            // No gap: the last notices and the result reach harness9 together.
+            {"tool_calls": [call("t2", "mcp__p__progress", json!({"steps": 40, "gap_ms": 0}))]},
+            {"text": "done", "expect": {"last_tool_result_contains": "done 40"}}
         ]}),
     );
     let dir = project("progress", json!({"p": fixture_json(&[], json!({}))}));
@@ -785,8 +787,8 @@ fn tool_progress_reaches_the_event_stream() {
     let progress = out.all("tool_progress");
     let seen: Vec<(f64, String)> = progress
         .iter()
+        .filter(|p| p["id"] == "t1")
         .map(|p| {
-            assert_eq!(p["id"], "t1", "{p}");
             assert_eq!(p["total"], 3.0, "{p}");
             (
                 p["progress"].as_f64().unwrap(),
@@ -803,8 +805,18 @@ fn tool_progress_reaches_the_event_stream() {
         ],
         "{out}"
     );
-    // (Progress travels through its own relay, so its order against the result is not fixed.)
-    assert!(!out.event("tool_result", "t1")["is_error"]
-        .as_bool()
-        .unwrap());
+    // Each call's progress lines all come before its result line, in order, though they
+    // travel through their own relay.
+    let events = out.events();
+    for (id, n) in [("t1", 3), ("t2", 40)] {
+        let mine: Vec<&Value> = events.iter().filter(|e| e["id"] == id).collect();
+        let kinds: Vec<&str> = mine.iter().filter_map(|e| e["event"].as_str()).collect();
+        let mut want = vec!["tool_call"];
+        want.extend(std::iter::repeat_n("tool_progress", n));
+        want.push("tool_result");
+        assert_eq!(kinds, want, "{id}: {out}");
+        let steps: Vec<f64> = mine.iter().filter_map(|e| e["progress"].as_f64()).collect();
+        assert!(steps.windows(2).all(|w| w[0] < w[1]), "{id}: {steps:?}");
+        assert_eq!(mine.last().map(|e| &e["is_error"]), Some(&json!(false)));
+    }
 }

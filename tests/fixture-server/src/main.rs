@@ -1,6 +1,6 @@
 //! An MCP stdio server that misbehaves on purpose, driven by flags, for harness9's tests.
 //!
-//! Tools: echo {text}, add {a,b}, sleep {ms}, big {bytes}, fail, rich, progress {steps},
+//! Tools: echo {text}, add {a,b}, sleep {ms}, big {bytes}, fail, rich, progress {steps, gap_ms},
 //! exit {code}, pid, plus `--tools N` synthetic ones. Flags: see `usage()`.
 
 use std::io::{BufRead, Write};
@@ -148,7 +148,7 @@ fn tool_list(st: &State) -> Vec<Value> {
         json!({"name": "big", "description": "a text block of `bytes` bytes", "inputSchema": schema(json!({"bytes": {"type": "integer"}}))}),
         json!({"name": "fail", "description": "always isError", "inputSchema": schema(json!({}))}),
         json!({"name": "rich", "description": "text, image, resource link, structured content", "inputSchema": schema(json!({}))}),
-        json!({"name": "progress", "description": "progress notifications", "inputSchema": schema(json!({"steps": {"type": "integer"}}))}),
+        json!({"name": "progress", "description": "progress notifications", "inputSchema": schema(json!({"steps": {"type": "integer"}, "gap_ms": {"type": "integer"}}))}),
         json!({"name": "exit", "description": "exit at once", "inputSchema": schema(json!({"code": {"type": "integer"}}))}),
         json!({"name": "pid", "description": "the server's pid", "inputSchema": schema(json!({}))}),
     ];
@@ -247,7 +247,7 @@ fn call_tool(id: Value, params: Value, slow_ms: u64) {
                         json!({"progressToken": t, "progress": i, "total": steps, "message": format!("step {i}")}),
                     );
                 }
-                std::thread::sleep(Duration::from_millis(10));
+                std::thread::sleep(Duration::from_millis(int("gap_ms").unwrap_or(10) as u64));
             }
             text(format!("done {steps}"))
         }
