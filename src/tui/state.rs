@@ -329,6 +329,8 @@ pub struct State {
     pub model_help: String,
     /// A turn is running.
     pub busy: bool,
+    /// The running turn was asked to stop (Esc or Ctrl+C); the next Ctrl+C quits.
+    pub cancelling: bool,
     /// The config file's display path.
     pub config_path: String,
     /// Terminal width and height.
@@ -365,6 +367,7 @@ impl State {
             model,
             model_help,
             busy: false,
+            cancelling: false,
             config_path,
             size: (80, 24),
             next_call: 1,
@@ -449,6 +452,14 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
                 return Vec::new();
             }
             if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+                // From anywhere: the first Ctrl+C stops a running turn, any other one quits.
+                if state.busy && !state.cancelling {
+                    state.cancelling = true;
+                    state.note(Entry::Info(
+                        "cancelling the turn; Ctrl+C again quits".to_owned(),
+                    ));
+                    return vec![Effect::CancelTurn];
+                }
                 state.quitting = true;
                 return vec![Effect::Quit];
             }
@@ -506,6 +517,7 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
         }
         Event::TurnDone(r) => {
             state.busy = false;
+            state.cancelling = false;
             state.engine_calls.clear();
             match r {
                 Ok(summary) => state.note(Entry::Info(summary)),
@@ -655,7 +667,10 @@ fn session_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
     let len = state.input.chars().count();
     match key.code {
         KeyCode::Enter => return submit(state),
-        KeyCode::Esc if state.busy => return vec![Effect::CancelTurn],
+        KeyCode::Esc if state.busy => {
+            state.cancelling = true;
+            return vec![Effect::CancelTurn];
+        }
         KeyCode::Tab => complete(state),
         KeyCode::Char('a') if ctrl => state.cursor = 0,
         KeyCode::Char('e') if ctrl => state.cursor = len,
@@ -1077,6 +1092,45 @@ mod tests {
         update(&mut s, key(KeyCode::Down));
         assert_eq!(s.input, "");
         assert_eq!(update(&mut s, key(KeyCode::Esc)), vec![Effect::CancelTurn]);
+    }
+
+    #[test]
+    fn ctrl_c_cancels_a_running_turn_first_and_quits_the_second_time() {
+        let ctrl_c = || Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+        let mut s = State::new("x".into(), Some("m".into()), String::new());
+        typed(&mut s, "go");
+        update(&mut s, key(KeyCode::Enter));
+        // Even from a modal.
+        typed(&mut s, "/help");
+        update(&mut s, key(KeyCode::Enter));
+        assert!(s.modal.is_some());
+        assert_eq!(update(&mut s, ctrl_c()), vec![Effect::CancelTurn]);
+        assert!(!s.quitting);
+        assert!(
+            matches!(s.transcript.last(), Some(Entry::Info(t)) if t.contains("Ctrl+C again quits"))
+        );
+        // The turn is still winding down: this one quits.
+        assert_eq!(update(&mut s, ctrl_c()), vec![Effect::Quit]);
+
+        // Once the cancelled turn has ended, the next turn gets its own first Ctrl+C.
+        let mut s = State::new("x".into(), Some("m".into()), String::new());
+        typed(&mut s, "go");
+        update(&mut s, key(KeyCode::Enter));
+        assert_eq!(update(&mut s, key(KeyCode::Esc)), vec![Effect::CancelTurn]);
+        update(
+            &mut s,
+            Event::TurnDone(Err("the turn was cancelled".into())),
+        );
+        assert!(!s.busy);
+        typed(&mut s, "again");
+        update(&mut s, key(KeyCode::Enter));
+        assert_eq!(update(&mut s, ctrl_c()), vec![Effect::CancelTurn]);
+        // With nothing running, Ctrl+C quits at once.
+        update(
+            &mut s,
+            Event::TurnDone(Err("the turn was cancelled".into())),
+        );
+        assert_eq!(update(&mut s, ctrl_c()), vec![Effect::Quit]);
     }
 
     #[test]

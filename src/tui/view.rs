@@ -767,7 +767,10 @@ fn draw_help(frame: &mut Frame, area: Rect) {
             "show or hide the arguments and results of the model's tool calls",
         ),
         ("Esc", "cancel the running turn; close a panel"),
-        ("Ctrl+C", "quit from anywhere"),
+        (
+            "Ctrl+C",
+            "cancel the running turn; else (or again) quit, from anywhere",
+        ),
     ] {
         lines.push(Line::from(vec![
             Span::styled(format!("  {k:<11}"), Style::new().fg(Color::Cyan)),

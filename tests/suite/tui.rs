@@ -550,6 +550,7 @@ fn a_model_turn_streams_runs_tools_and_esc_cancels_it() {
                 {"id": "t1", "name": "mcp__everything__echo", "input": {"message": "from the model"}}]},
             {"text": "Echo said: from the model.",
              "expect": {"last_tool_result_contains": "Echo: from the model"}},
+            {"text": "Thinking slowly", "stall_ms": 30000},
             {"text": "Thinking slowly", "stall_ms": 30000}
         ]}),
     );
@@ -596,6 +597,16 @@ fn a_model_turn_streams_runs_tools_and_esc_cancels_it() {
         s.contains("the turn was cancelled") && !s.contains("working…")
     });
     assert_eq!(model.requests().len(), 3, "one request per model call");
+    // The same with Ctrl+C: the first one cancels the turn, the next one quits.
+    t.send_keys(&["once more", "Enter"]);
+    t.wait_for("the second stalled turn", BOUND, |s| s.contains("working…"));
+    t.send_keys(&["C-c"]);
+    t.wait_for("Ctrl+C to cancel the turn, not quit", BOUND, |s| {
+        s.contains("Ctrl+C again quits")
+            && s.matches("the turn was cancelled").count() == 2
+            && !s.contains("working…")
+    });
+    assert_eq!(model.requests().len(), 4, "one request per model call");
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
     t.assert_terminal_restored();
