@@ -27,15 +27,22 @@ pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
     });
     // Prompt caching: breakpoints after the tools, the system prompt and the newest message, so
     // each step of an agent loop reads the whole earlier prefix from the cache (a prefix under
-    // the model's minimum is simply not cached).
-    let cache = || json!({"type": "ephemeral"});
+    // the model's minimum is simply not cached). `prompt_caching = false` sends none, for
+    // Anthropic-compatible proxies that reject `cache_control`.
+    let mark = |v: &mut Value| {
+        if cfg.prompt_caching {
+            v["cache_control"] = json!({"type": "ephemeral"});
+        }
+    };
     if let Some(system) = req.system.as_deref().filter(|s| !s.is_empty()) {
-        body["system"] = json!([{"type": "text", "text": system, "cache_control": cache()}]);
+        let mut block = json!({"type": "text", "text": system});
+        mark(&mut block);
+        body["system"] = json!([block]);
     }
     let mut messages: Vec<Value> = req.messages.iter().filter_map(message).collect();
     if let Some(Value::Array(blocks)) = messages.last_mut().map(|m| &mut m["content"]) {
         if let Some(last) = blocks.last_mut() {
-            last["cache_control"] = cache();
+            mark(last);
         }
     }
     body["messages"] = Value::Array(messages);
@@ -52,7 +59,7 @@ pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
             })
             .collect();
         if let Some(last) = tools.last_mut() {
-            last["cache_control"] = cache();
+            mark(last);
         }
         body["tools"] = Value::Array(tools);
     }
@@ -460,6 +467,53 @@ pub(crate) mod tests {
                     {"type": "tool_result", "tool_use_id": "t", "is_error": true,
                      "cache_control": {"type": "ephemeral"}},
                 ]}],
+            })
+        );
+    }
+
+    #[test]
+    fn request_body_without_prompt_caching_has_no_cache_control() {
+        let req = ModelRequest {
+            system: Some("be brief".into()),
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![Block::Text("hi".into())],
+            }],
+            tools: Arc::new(vec![ToolDef {
+                name: "now".into(),
+                description: "the time".into(),
+                input_schema: json!({"type": "object"}),
+            }]),
+            max_tokens: 0,
+        };
+        let off = ProviderConfig {
+            prompt_caching: false,
+            ..cfg()
+        };
+        assert_eq!(
+            request_body(&off, &req),
+            json!({
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 8192,
+                "stream": true,
+                "system": [{"type": "text", "text": "be brief"}],
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+                "tools": [{"name": "now", "description": "the time", "input_schema": {"type": "object"}}],
+            })
+        );
+        // The same request with caching on marks all three breakpoints.
+        assert_eq!(
+            request_body(&cfg(), &req),
+            json!({
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 8192,
+                "stream": true,
+                "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
+                "messages": [{"role": "user", "content": [
+                    {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}},
+                ]}],
+                "tools": [{"name": "now", "description": "the time", "input_schema": {"type": "object"},
+                           "cache_control": {"type": "ephemeral"}}],
             })
         );
     }

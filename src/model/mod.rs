@@ -280,6 +280,28 @@ impl fmt::Display for ProviderKind {
     }
 }
 
+/// Which body field an OpenAI-compatible request carries its output cap in (`[openai]
+/// max_tokens_field`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaxTokensField {
+    /// `max_completion_tokens` when the base URL's host is `api.openai.com`, else `max_tokens`.
+    #[default]
+    Auto,
+    /// `max_tokens`: what Ollama, llama.cpp and older vLLM know.
+    MaxTokens,
+    /// `max_completion_tokens`: what OpenAI's reasoning models (o-series, gpt-5) require.
+    MaxCompletionTokens,
+}
+
+/// The host of an `http(s)://` URL, lowercased and without a trailing dot; `None` when it does
+/// not parse.
+pub(crate) fn url_host(url: &str) -> Option<String> {
+    let uri: awc::http::Uri = url.parse().ok()?;
+    let host = uri.host()?.trim_end_matches('.').to_ascii_lowercase();
+    (!host.is_empty()).then_some(host)
+}
+
 /// Everything a [`Provider`] needs. `Debug` prints the key as `[redacted]`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ProviderConfig {
@@ -299,6 +321,10 @@ pub struct ProviderConfig {
     pub request_timeout: Duration,
     /// The longest silence inside a streaming reply.
     pub idle_timeout: Duration,
+    /// Anthropic only: mark `cache_control` breakpoints (off for proxies that reject them).
+    pub prompt_caching: bool,
+    /// OpenAI only: which field carries the output cap.
+    pub max_tokens_field: MaxTokensField,
 }
 
 impl fmt::Debug for ProviderConfig {
@@ -312,6 +338,8 @@ impl fmt::Debug for ProviderConfig {
             .field("max_retries", &self.max_retries)
             .field("request_timeout", &self.request_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("prompt_caching", &self.prompt_caching)
+            .field("max_tokens_field", &self.max_tokens_field)
             .finish()
     }
 }
@@ -328,6 +356,8 @@ impl ProviderConfig {
             max_retries: 3,
             request_timeout: Duration::from_secs(300),
             idle_timeout: Duration::from_secs(120),
+            prompt_caching: true,
+            max_tokens_field: MaxTokensField::Auto,
         }
     }
 

@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::{
-    snippet, truncate_chars, ApiError, Block, DecodeError, ModelReply, ModelRequest,
-    ProviderConfig, ResultPart, Role, StopReason, StreamEvent, Usage,
+    snippet, truncate_chars, url_host, ApiError, Block, DecodeError, MaxTokensField, ModelReply,
+    ModelRequest, ProviderConfig, ResultPart, Role, StopReason, StreamEvent, Usage,
 };
 
 /// The JSON body of a streaming `POST /chat/completions`.
@@ -80,7 +80,7 @@ pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
     }
     let mut body = json!({
         "model": cfg.model,
-        "max_tokens": max_tokens,
+        max_tokens_key(cfg): max_tokens,
         "stream": true,
         "stream_options": {"include_usage": true},
         "messages": messages,
@@ -102,6 +102,21 @@ pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
             .collect();
     }
     body
+}
+
+/// The body field of the output cap: OpenAI itself deprecates `max_tokens` (its reasoning
+/// models reject it), while local servers (Ollama, llama.cpp, older vLLM) know only it.
+fn max_tokens_key(cfg: &ProviderConfig) -> &'static str {
+    let completion = match cfg.max_tokens_field {
+        MaxTokensField::MaxTokens => false,
+        MaxTokensField::MaxCompletionTokens => true,
+        MaxTokensField::Auto => url_host(&cfg.base_url).as_deref() == Some("api.openai.com"),
+    };
+    if completion {
+        "max_completion_tokens"
+    } else {
+        "max_tokens"
+    }
 }
 
 /// A tool result as the text of a `tool` message: parts joined by newlines, images replaced by
@@ -424,7 +439,7 @@ pub(crate) mod tests {
             request_body(&cfg(), &req),
             json!({
                 "model": "gpt-4.1",
-                "max_tokens": 8192,
+                "max_completion_tokens": 8192,
                 "stream": true,
                 "stream_options": {"include_usage": true},
                 "messages": [
@@ -461,12 +476,75 @@ pub(crate) mod tests {
             request_body(&cfg(), &req),
             json!({
                 "model": "gpt-4.1",
-                "max_tokens": 64,
+                "max_completion_tokens": 64,
                 "stream": true,
                 "stream_options": {"include_usage": true},
                 "messages": [{"role": "user", "content": "hi"}],
             })
         );
+    }
+
+    #[test]
+    fn the_output_cap_field_follows_the_setting_and_the_host() {
+        let req = ModelRequest {
+            system: None,
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![Block::Text("hi".into())],
+            }],
+            tools: Arc::new(vec![]),
+            max_tokens: 0,
+        };
+        let body = |field: MaxTokensField, base_url: &str| {
+            let cfg = ProviderConfig {
+                base_url: base_url.into(),
+                max_tokens: 500,
+                max_tokens_field: field,
+                ..cfg()
+            };
+            request_body(&cfg, &req)
+        };
+        let with = |key: &str| {
+            let mut v = json!({
+                "model": "gpt-4.1",
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "messages": [{"role": "user", "content": "hi"}],
+            });
+            v[key] = json!(500);
+            v
+        };
+        let (mt, mct) = ("max_tokens", "max_completion_tokens");
+        for (field, url, want) in [
+            (MaxTokensField::Auto, "https://api.openai.com/v1", mct),
+            (MaxTokensField::Auto, "https://API.OPENAI.COM/v1", mct),
+            (MaxTokensField::Auto, "https://api.openai.com:443/v1", mct),
+            (MaxTokensField::Auto, "http://localhost:11434/v1", mt),
+            (
+                MaxTokensField::Auto,
+                "https://api.openai.com.evil.example/v1",
+                mt,
+            ),
+            (
+                MaxTokensField::Auto,
+                "https://api.openai.com@evil.example/v1",
+                mt,
+            ),
+            (
+                MaxTokensField::Auto,
+                "https://openai.example/api.openai.com/v1",
+                mt,
+            ),
+            (MaxTokensField::Auto, "not a url", mt),
+            (MaxTokensField::MaxTokens, "https://api.openai.com/v1", mt),
+            (
+                MaxTokensField::MaxCompletionTokens,
+                "http://localhost:8000/v1",
+                mct,
+            ),
+        ] {
+            assert_eq!(body(field, url), with(want), "{field:?} {url}");
+        }
     }
 
     #[test]

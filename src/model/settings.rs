@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+use toml::Spanned;
 
-use super::{ProviderConfig, ProviderKind};
+use super::{url_host, MaxTokensField, ProviderConfig, ProviderKind};
 
 /// The shipped defaults.
 pub const DEFAULTS: &str = include_str!("../../config/harness9.toml");
@@ -129,6 +130,10 @@ struct Section {
     max_retries: Option<u32>,
     request_timeout_secs: Option<NonZeroU64>,
     idle_timeout_secs: Option<NonZeroU64>,
+    /// Anthropic only (rejected under [openai] by [`parse_file`]).
+    prompt_caching: Option<Spanned<bool>>,
+    /// OpenAI only (rejected under [anthropic] by [`parse_file`]).
+    max_tokens_field: Option<Spanned<MaxTokensField>>,
 }
 
 impl Section {
@@ -140,23 +145,43 @@ impl Section {
             max_retries: top.max_retries.or(self.max_retries),
             request_timeout_secs: top.request_timeout_secs.or(self.request_timeout_secs),
             idle_timeout_secs: top.idle_timeout_secs.or(self.idle_timeout_secs),
+            prompt_caching: top.prompt_caching.or(self.prompt_caching),
+            max_tokens_field: top.max_tokens_field.or(self.max_tokens_field),
         }
     }
 }
 
 fn parse_file(path: &str, text: &str) -> Result<FileSettings, SettingsError> {
-    toml::from_str(text).map_err(|e| {
-        let (line, column) = match e.span() {
-            Some(span) => line_col(text, span.start),
-            None => (1, 1),
-        };
+    let at = |start: usize, message: String| {
+        let (line, column) = line_col(text, start);
         SettingsError::Toml {
             path: path.to_owned(),
             line,
             column,
-            message: e.message().trim().to_owned(),
+            message,
         }
-    })
+    };
+    let file: FileSettings = toml::from_str(text).map_err(|e| {
+        at(
+            e.span().map_or(0, |span| span.start),
+            e.message().trim().to_owned(),
+        )
+    })?;
+    // The sections share one shape; a key that only one provider's wire format has is an
+    // error in the other section, not silently ignored.
+    if let Some(v) = &file.openai.prompt_caching {
+        return Err(at(
+            v.span().start,
+            "prompt_caching belongs under [anthropic], not [openai] (OpenAI-compatible requests carry no cache breakpoints)".to_owned(),
+        ));
+    }
+    if let Some(v) = &file.anthropic.max_tokens_field {
+        return Err(at(
+            v.span().start,
+            "max_tokens_field belongs under [openai], not [anthropic] (Anthropic requests always send max_tokens)".to_owned(),
+        ));
+    }
+    Ok(file)
 }
 
 /// 1-based line and column (in characters) of a byte offset.
@@ -367,21 +392,20 @@ pub fn resolve_from(
         max_retries: section.max_retries.unwrap_or(3),
         request_timeout: secs(section.request_timeout_secs, 300),
         idle_timeout: secs(section.idle_timeout_secs, 120),
+        prompt_caching: section.prompt_caching.is_none_or(Spanned::into_inner),
+        max_tokens_field: section
+            .max_tokens_field
+            .map_or(MaxTokensField::Auto, Spanned::into_inner),
     })))
 }
 
 /// Whether `url` is the provider's own endpoint (which needs a key).
 fn is_official(kind: ProviderKind, url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let host = rest
-        .split(['/', ':', '?'])
-        .next()
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    match kind {
-        ProviderKind::Anthropic => host == "api.anthropic.com",
-        ProviderKind::OpenAi => host == "api.openai.com",
-    }
+    let official = match kind {
+        ProviderKind::Anthropic => "api.anthropic.com",
+        ProviderKind::OpenAi => "api.openai.com",
+    };
+    url_host(url).as_deref() == Some(official)
 }
 
 #[cfg(test)]
@@ -437,6 +461,8 @@ mod tests {
                 max_retries: 3,
                 request_timeout: Duration::from_secs(300),
                 idle_timeout: Duration::from_secs(120),
+                prompt_caching: true,
+                max_tokens_field: MaxTokensField::Auto,
             }
         );
         let p = provider(&flags(), &[("OPENAI_API_KEY", "sk-oa")], None)
@@ -646,6 +672,126 @@ idle_timeout_secs = 5
         assert!(matches!(e, SettingsError::Toml { line: 2, .. }), "{e:?}");
         let e = provider(&flags(), &[], Some("max_steps = \n")).expect_err("syntax");
         assert!(matches!(e, SettingsError::Toml { line: 1, .. }), "{e:?}");
+    }
+
+    #[test]
+    fn prompt_caching_comes_from_the_anthropic_section() {
+        let caching = |user: Option<&str>| {
+            provider(&flags(), &[("ANTHROPIC_API_KEY", "a")], user)
+                .expect("ok")
+                .expect("some")
+                .prompt_caching
+        };
+        assert!(caching(None));
+        assert!(!caching(Some("[anthropic]\nprompt_caching = false\n")));
+        assert!(caching(Some("[anthropic]\nprompt_caching = true\n")));
+        // A user file without the key keeps the default.
+        assert!(caching(Some("[anthropic]\nmax_tokens = 10\n")));
+    }
+
+    #[test]
+    fn max_tokens_field_comes_from_the_openai_section() {
+        let field = |user: Option<&str>| {
+            provider(&flags(), &[("OPENAI_API_KEY", "o")], user)
+                .expect("ok")
+                .expect("some")
+                .max_tokens_field
+        };
+        assert_eq!(field(None), MaxTokensField::Auto);
+        assert_eq!(
+            field(Some("[openai]\nmax_tokens_field = \"max_tokens\"\n")),
+            MaxTokensField::MaxTokens
+        );
+        assert_eq!(
+            field(Some(
+                "[openai]\nmax_tokens_field = \"max_completion_tokens\"\n"
+            )),
+            MaxTokensField::MaxCompletionTokens
+        );
+        assert_eq!(
+            field(Some("[openai]\nmax_tokens_field = \"auto\"\n")),
+            MaxTokensField::Auto
+        );
+    }
+
+    #[test]
+    fn a_bad_max_tokens_field_names_file_line_column_and_the_choices() {
+        let e = provider(
+            &flags(),
+            &[],
+            Some("[openai]\nmodel = \"o3\"\nmax_tokens_field = \"max_completion\"\n"),
+        )
+        .expect_err("bad value");
+        assert_eq!(
+            e.to_string(),
+            "/home/u/.config/harness9/config.toml:3:20: unknown variant `max_completion`, expected one of `auto`, `max_tokens`, `max_completion_tokens`; fix it there"
+        );
+        let e = provider(&flags(), &[], Some("[openai]\nmax_tokens_field = 1\n"))
+            .expect_err("wrong type");
+        assert!(
+            matches!(
+                &e,
+                SettingsError::Toml {
+                    line: 2,
+                    column: 20,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let e = provider(
+            &flags(),
+            &[],
+            Some("[anthropic]\nprompt_caching = \"no\"\n"),
+        )
+        .expect_err("not a bool");
+        assert!(
+            matches!(&e, SettingsError::Toml { line: 2, column: 18, message, .. } if message.contains("invalid type")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_provider_specific_key_in_the_other_section_is_an_error() {
+        let e = provider(
+            &flags(),
+            &[("ANTHROPIC_API_KEY", "a")],
+            Some("[openai]\nmodel = \"m\"\nprompt_caching = false\n"),
+        )
+        .expect_err("misplaced");
+        assert_eq!(
+            e.to_string(),
+            "/home/u/.config/harness9/config.toml:3:18: prompt_caching belongs under [anthropic], not [openai] (OpenAI-compatible requests carry no cache breakpoints); fix it there"
+        );
+        let e = provider(
+            &flags(),
+            &[("OPENAI_API_KEY", "o")],
+            Some("[anthropic]\nmax_tokens_field = \"max_tokens\"\n"),
+        )
+        .expect_err("misplaced");
+        assert_eq!(
+            e.to_string(),
+            "/home/u/.config/harness9/config.toml:2:20: max_tokens_field belongs under [openai], not [anthropic] (Anthropic requests always send max_tokens); fix it there"
+        );
+    }
+
+    #[test]
+    fn only_the_real_official_host_needs_a_key() {
+        let needs_key = |url: &str| {
+            matches!(
+                provider(
+                    &flags(),
+                    &[("HARNESS9_PROVIDER", "openai"), ("OPENAI_BASE_URL", url)],
+                    None
+                ),
+                Err(SettingsError::MissingKey { .. })
+            )
+        };
+        assert!(needs_key("https://api.openai.com/v1"));
+        assert!(needs_key("https://API.OpenAI.com:443/v1"));
+        assert!(!needs_key("http://localhost:11434/v1"));
+        assert!(!needs_key("https://api.openai.com.evil.example/v1"));
+        assert!(!needs_key("https://api.openai.com@evil.example/v1"));
     }
 
     #[test]
