@@ -247,7 +247,7 @@ fn call_tool(id: Value, params: Value, slow_ms: u64) {
                         json!({"progressToken": t, "progress": i, "total": steps, "message": format!("step {i}")}),
                     );
                 }
-                std::thread::sleep(Duration::from_millis(int("gap_ms").unwrap_or(10) as u64));
+                std::thread::sleep(Duration::from_millis(int("gap_ms").unwrap_or(10)));
             }
             text(format!("done {steps}"))
         }
