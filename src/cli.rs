@@ -406,6 +406,12 @@ impl Actor for ProgressPrinter {
     type Context = Context<Self>;
 }
 
+impl Handler<crate::engine::Flush> for ProgressPrinter {
+    type Result = ();
+
+    fn handle(&mut self, _: crate::engine::Flush, _ctx: &mut Context<Self>) {}
+}
+
 impl Handler<ToolProgress> for ProgressPrinter {
     type Result = ();
 
@@ -464,10 +470,13 @@ async fn call(
     };
     let mut msg = CallTool::new(entry.name.clone(), arguments);
     msg.timeout = timeout;
-    msg.progress = Some(ProgressPrinter.start().recipient());
+    let printer = ProgressPrinter.start();
+    msg.progress = Some(printer.clone().recipient());
     let started = std::time::Instant::now();
     let result = ToolRegistry::send(&rt.registry, msg).await;
     let elapsed = started.elapsed();
+    // Every progress line is printed before the result (and before the process exits).
+    let _ = printer.send(crate::engine::Flush).await;
     match result {
         Ok(r) => {
             if as_json {

@@ -263,10 +263,11 @@ impl Handler<ToolProgress> for ProgressRelay {
     }
 }
 
-/// Answered once every progress notice queued before it has been passed on.
+/// Answered once every message queued before it has been handled: sent to a progress
+/// relay or printer after the call's result, so no progress is shown after the result.
 #[derive(Message)]
 #[rtype(result = "()")]
-struct Flush;
+pub(crate) struct Flush;
 
 impl Handler<Flush> for ProgressRelay {
     type Result = ();

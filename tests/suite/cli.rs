@@ -193,6 +193,27 @@ fn call_prints_text_reads_stdin_args_and_fails_on_is_error() {
 }
 
 #[test]
+fn call_prints_every_progress_line_before_the_result() {
+    let dir = project("call-progress", json!({"p": stdio_json(fixture("p", &[]))}));
+    // No gap between the notices and the result: they reach harness9 together.
+    let args = r#"{"steps":40,"gap_ms":0}"#;
+    let out = harness9(
+        &dir,
+        &["mcp", "call", "p", "progress", "--args", args],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim_end(), "done 40");
+    let steps: Vec<String> = text(&out.stderr)
+        .lines()
+        .filter_map(|l| l.strip_prefix("[mcp] progress "))
+        .map(str::to_owned)
+        .collect();
+    let want: Vec<String> = (1..=40).map(|i| format!("{i}/40 step {i}")).collect();
+    assert_eq!(steps, want, "{}", text(&out.stderr));
+}
+
+#[test]
 fn trace_file_has_every_message_with_secrets_redacted() {
     let secret = "hunter2-very-secret-value";
     let dir = project(
