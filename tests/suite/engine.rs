@@ -681,6 +681,59 @@ fn model_401_and_429_give_clear_errors() {
 }
 
 #[test]
+fn openai_format_without_a_key_runs_a_tool_loop_like_ollama() {
+    // As with a local Ollama: the OpenAI format, a local base URL, no key at all.
+    let model = Model::start(
+        "openai",
+        json!({"steps": [
+            {"text": "Let me add.", "tool_calls": [
+                call("c1", "mcp__everything__get_sum", json!({"a": 20, "b": 22}))]},
+            {"text": "It is 42.", "expect": {"last_tool_result_contains": "The sum of 20 and 22 is 42"}}
+        ]}),
+    );
+    let dir = project("openai", json!({"everything": stdio_json(everything("x"))}));
+    let mut cmd = harness9(&dir);
+    cmd.env("HARNESS9_PROVIDER", "openai")
+        .env("OPENAI_BASE_URL", format!("{}/v1", model.url))
+        .env("HARNESS9_MODEL", "llama3.1");
+    let out = Run::start(cmd, &["run", "-p", "add 20 and 22", "--json"]).finish(LIMIT);
+    out.ok();
+    assert_eq!(out.event("start", "")["model"], "openai llama3.1", "{out}");
+    assert_eq!(out.event("done", "")["text"], "It is 42.", "{out}");
+    let result = out.event("tool_result", "c1");
+    assert_eq!(result["output"], "The sum of 20 and 22 is 42.", "{out}");
+
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 2, "{reqs:?}");
+    for r in &reqs {
+        assert_eq!(r["path"], "/v1/chat/completions");
+        assert!(r["headers"].get("authorization").is_none(), "{r}");
+        // Not api.openai.com: the cap goes in `max_tokens`, which local servers know.
+        assert_eq!(r["body"]["max_tokens"], 8192, "{r}");
+        assert!(r["body"].get("max_completion_tokens").is_none(), "{r}");
+        assert_eq!(r["body"]["model"], "llama3.1");
+    }
+    // The call went out as the assistant's tool_calls and came back as a `tool` message.
+    let messages = reqs[1]["body"]["messages"].as_array().expect("messages");
+    let asked = messages
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .expect("the assistant message");
+    assert_eq!(asked["tool_calls"][0]["id"], "c1", "{asked}");
+    assert_eq!(
+        asked["tool_calls"][0]["function"]["name"],
+        "mcp__everything__get_sum"
+    );
+    let answer = messages.last().expect("a message");
+    assert_eq!(answer["role"], "tool", "{answer}");
+    assert_eq!(answer["tool_call_id"], "c1", "{answer}");
+    assert_eq!(
+        reqs[0]["peer"], reqs[1]["peer"],
+        "a new connection per model call"
+    );
+}
+
+#[test]
 fn a_2_mb_tool_result_is_cut_and_spilled() {
     let model = Model::start(
         "big",
