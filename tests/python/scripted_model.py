@@ -4,6 +4,7 @@ Speaks the Anthropic Messages API and the OpenAI Chat Completions API (streaming
 and plays back a script of replies, standing in for the real model services.
 
     python3 scripted_model.py --script SCRIPT.json [--record RECORD.jsonl] [--port 0]
+                              [--idle-close SECS]
 
 Binds 127.0.0.1:PORT (0 = any free port), prints exactly one line
 `listening on http://127.0.0.1:PORT` to stdout, serves until SIGTERM/SIGINT (exit 0).
@@ -470,7 +471,11 @@ def main():
     ap.add_argument("--script", required=True)
     ap.add_argument("--record")
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--idle-close", type=float, metavar="SECS",
+                    help="close a keep-alive connection idle for SECS (as real APIs do)")
     args = ap.parse_args()
+    if args.idle_close:
+        Handler.timeout = args.idle_close
     try:
         SCRIPT = load_script(args.script)
     except ScriptError as e:

@@ -32,6 +32,11 @@ pub(super) struct Model {
 
 impl Model {
     pub(super) fn start(tag: &str, script: Value) -> Model {
+        Self::start_with(tag, script, &[])
+    }
+
+    /// [`Model::start`] with more command-line options for the fixture.
+    pub(super) fn start_with(tag: &str, script: Value, options: &[&str]) -> Model {
         let dir = temp_path(&format!("model-{tag}"));
         std::fs::create_dir_all(&dir).unwrap();
         let script_path = dir.join("script.json");
@@ -44,6 +49,7 @@ impl Model {
             .arg("--record")
             .arg(&record)
             .args(["--port", "0"])
+            .args(options)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
@@ -730,6 +736,32 @@ fn openai_format_without_a_key_runs_a_tool_loop_like_ollama() {
     assert_eq!(
         reqs[0]["peer"], reqs[1]["peer"],
         "a new connection per model call"
+    );
+}
+
+#[test]
+fn a_model_server_closing_an_idle_connection_costs_no_retry() {
+    // The server drops a keep-alive connection after 0.3 s idle; the tool takes 1 s, so the
+    // pooled connection is dead when the second step goes out.
+    let model = Model::start_with(
+        "idle",
+        json!({"steps": [
+            {"tool_calls": [call("t1", "bash", json!({"command": "sleep 1; echo slept"}))]},
+            {"text": "after the sleep", "expect": {"last_tool_result_contains": "slept"}}
+        ]}),
+        &["--idle-close", "0.3"],
+    );
+    let dir = project("idle", Value::Null);
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    out.ok();
+    assert_eq!(out.event("done", "")["text"], "after the sleep", "{out}");
+    let retried = out.events().iter().any(|e| e["event"] == "model_retry");
+    assert!(!retried, "a retry: {out}");
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 2, "{reqs:?}");
+    assert_ne!(
+        reqs[0]["peer"], reqs[1]["peer"],
+        "the closed connection was reused?"
     );
 }
 
