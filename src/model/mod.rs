@@ -76,7 +76,9 @@ pub enum Block {
 pub enum ResultPart {
     /// Text.
     Text(String),
-    /// An image; OpenAI-compatible providers get a text placeholder instead.
+    /// An image. Anthropic takes it inside the tool result; OpenAI-compatible providers get a
+    /// note in the `tool` message and, with [`ProviderConfig::tool_images`] on, the image in a
+    /// `user` message after the tool messages, else a text placeholder.
     Image {
         /// e.g. `image/png`.
         mime_type: String,
@@ -325,6 +327,9 @@ pub struct ProviderConfig {
     pub prompt_caching: bool,
     /// OpenAI only: which field carries the output cap.
     pub max_tokens_field: MaxTokensField,
+    /// OpenAI only: send tool-result images (in a `user` message after the `tool` messages);
+    /// `None` = only when the base URL's host is `api.openai.com` (`[openai] tool_images`).
+    pub tool_images: Option<bool>,
 }
 
 impl fmt::Debug for ProviderConfig {
@@ -340,6 +345,7 @@ impl fmt::Debug for ProviderConfig {
             .field("idle_timeout", &self.idle_timeout)
             .field("prompt_caching", &self.prompt_caching)
             .field("max_tokens_field", &self.max_tokens_field)
+            .field("tool_images", &self.tool_images)
             .finish()
     }
 }
@@ -358,6 +364,7 @@ impl ProviderConfig {
             idle_timeout: Duration::from_secs(120),
             prompt_caching: true,
             max_tokens_field: MaxTokensField::Auto,
+            tool_images: None,
         }
     }
 

@@ -18,6 +18,7 @@ pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
     } else {
         cfg.max_tokens
     };
+    let send_images = tool_images(cfg);
     let mut messages = Vec::new();
     if let Some(system) = req.system.as_deref().filter(|s| !s.is_empty()) {
         messages.push(json!({"role": "system", "content": system}));
@@ -34,6 +35,9 @@ pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
         match m.role {
             Role::User => {
                 // Tool results first: they must follow the assistant's tool calls directly.
+                // `tool` messages take only text, so their images (when sent) follow the run in
+                // one `user` message.
+                let mut images = Vec::new();
                 for b in &m.content {
                     if let Block::ToolResult {
                         id,
@@ -44,9 +48,15 @@ pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
                         messages.push(json!({
                             "role": "tool",
                             "tool_call_id": id,
-                            "content": tool_result_text(content, *is_error),
+                            "content": tool_result_text(content, *is_error, send_images),
                         }));
+                        if send_images {
+                            image_parts(id, content, &mut images);
+                        }
                     }
+                }
+                if !images.is_empty() {
+                    messages.push(json!({"role": "user", "content": images}));
                 }
                 if !texts.is_empty() {
                     messages.push(json!({"role": "user", "content": texts.join("\n\n")}));
@@ -110,7 +120,7 @@ fn max_tokens_key(cfg: &ProviderConfig) -> &'static str {
     let completion = match cfg.max_tokens_field {
         MaxTokensField::MaxTokens => false,
         MaxTokensField::MaxCompletionTokens => true,
-        MaxTokensField::Auto => url_host(&cfg.base_url).as_deref() == Some("api.openai.com"),
+        MaxTokensField::Auto => is_openai_itself(cfg),
     };
     if completion {
         "max_completion_tokens"
@@ -119,13 +129,30 @@ fn max_tokens_key(cfg: &ProviderConfig) -> &'static str {
     }
 }
 
-/// A tool result as the text of a `tool` message: parts joined by newlines, images replaced by
-/// a placeholder (tool messages take no images), `Error: ` in front of a failure.
-fn tool_result_text(content: &[ResultPart], is_error: bool) -> String {
+/// Whether tool-result images are sent: the setting, else only to OpenAI itself (local servers
+/// often run text-only models that reject image input).
+fn tool_images(cfg: &ProviderConfig) -> bool {
+    cfg.tool_images.unwrap_or_else(|| is_openai_itself(cfg))
+}
+
+/// Whether the base URL's host is exactly `api.openai.com` (the `auto` choices key on it).
+fn is_openai_itself(cfg: &ProviderConfig) -> bool {
+    url_host(&cfg.base_url).as_deref() == Some("api.openai.com")
+}
+
+/// A tool result as the text of a `tool` message: parts joined by newlines, `Error: ` in front
+/// of a failure. Tool messages take no images: each becomes a note that it follows in the next
+/// user message (`images` on), else a placeholder.
+fn tool_result_text(content: &[ResultPart], is_error: bool, images: bool) -> String {
+    let mut n = 0;
     let parts: Vec<String> = content
         .iter()
         .map(|p| match p {
             ResultPart::Text(t) => t.clone(),
+            ResultPart::Image { .. } if images => {
+                n += 1;
+                format!("[image {n} of this result follows in the next user message]")
+            }
             ResultPart::Image { mime_type, data } => format!(
                 "[image omitted: {mime_type}, {}; this provider takes no images in tool results]",
                 harness9_actors::protocol::render::human_bytes(base64_len(data))
@@ -137,6 +164,24 @@ fn tool_result_text(content: &[ResultPart], is_error: bool) -> String {
         format!("Error: {text}")
     } else {
         text
+    }
+}
+
+/// Appends a tool result's images as user-message parts, after a text part naming the call;
+/// nothing for a result without images.
+fn image_parts(id: &str, content: &[ResultPart], out: &mut Vec<Value>) {
+    let mut named = false;
+    for p in content {
+        if let ResultPart::Image { mime_type, data } = p {
+            if !named {
+                named = true;
+                out.push(json!({"type": "text", "text": format!("Images from tool call {id}:")}));
+            }
+            out.push(json!({
+                "type": "image_url",
+                "image_url": {"url": format!("data:{mime_type};base64,{data}")},
+            }));
+        }
     }
 }
 
@@ -376,6 +421,7 @@ pub(crate) mod tests {
         ProviderConfig::new(ProviderKind::OpenAi, "gpt-4.1")
     }
 
+    /// With `tool_images` off (as on local servers), images become placeholders.
     #[test]
     fn request_body_has_the_exact_shape() {
         let png = "A".repeat(5336); // 4002 bytes decoded: 3.9 KB
@@ -435,8 +481,12 @@ pub(crate) mod tests {
             }]),
             max_tokens: 0,
         };
+        let off = ProviderConfig {
+            tool_images: Some(false),
+            ..cfg()
+        };
         assert_eq!(
-            request_body(&cfg(), &req),
+            request_body(&off, &req),
             json!({
                 "model": "gpt-4.1",
                 "max_completion_tokens": 8192,
@@ -459,6 +509,119 @@ pub(crate) mod tests {
                 }}],
             })
         );
+    }
+
+    /// Tool results with images, as sent to OpenAI itself: the `tool` messages answer the calls
+    /// first, with notes; then one `user` message carries the images; then the user's text.
+    fn tool_results_with_images() -> ModelRequest {
+        let result = |id: &str, content: Vec<ResultPart>, is_error: bool| Block::ToolResult {
+            id: id.into(),
+            content,
+            is_error,
+        };
+        let image = |mime_type: &str, data: &str| ResultPart::Image {
+            mime_type: mime_type.into(),
+            data: data.into(),
+        };
+        ModelRequest {
+            system: None,
+            messages: vec![
+                Message {
+                    role: Role::Assistant,
+                    content: vec![
+                        Block::ToolUse {
+                            id: "call_1".into(),
+                            name: "shot".into(),
+                            input: json!({}),
+                        },
+                        Block::ToolUse {
+                            id: "call_2".into(),
+                            name: "shell".into(),
+                            input: json!({"cmd": "ls"}),
+                        },
+                    ],
+                },
+                Message {
+                    role: Role::User,
+                    content: vec![
+                        Block::Text("compare them".into()),
+                        result(
+                            "call_1",
+                            vec![
+                                ResultPart::Text("two shots:".into()),
+                                image("image/png", "iVBORw0KGgo="),
+                                image("image/jpeg", "/9j/4AAQ"),
+                            ],
+                            false,
+                        ),
+                        result("call_2", vec![ResultPart::Text("a.txt".into())], true),
+                    ],
+                },
+            ],
+            tools: Arc::new(vec![]),
+            max_tokens: 0,
+        }
+    }
+
+    #[test]
+    fn tool_result_images_follow_the_tool_messages_in_one_user_message() {
+        assert_eq!(
+            request_body(&cfg(), &tool_results_with_images()),
+            json!({
+                "model": "gpt-4.1",
+                "max_completion_tokens": 8192,
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "messages": [
+                    {"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": "shot", "arguments": "{}"}},
+                        {"id": "call_2", "type": "function", "function": {"name": "shell", "arguments": "{\"cmd\":\"ls\"}"}},
+                    ]},
+                    {"role": "tool", "tool_call_id": "call_1", "content": "two shots:\n[image 1 of this result follows in the next user message]\n[image 2 of this result follows in the next user message]"},
+                    {"role": "tool", "tool_call_id": "call_2", "content": "Error: a.txt"},
+                    {"role": "user", "content": [
+                        {"type": "text", "text": "Images from tool call call_1:"},
+                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+                        {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/4AAQ"}},
+                    ]},
+                    {"role": "user", "content": "compare them"},
+                ],
+            })
+        );
+    }
+
+    #[test]
+    fn tool_images_follow_the_setting_and_the_host() {
+        let req = tool_results_with_images();
+        let sends_images = |setting: Option<bool>, base_url: &str| {
+            let cfg = ProviderConfig {
+                base_url: base_url.into(),
+                tool_images: setting,
+                ..cfg()
+            };
+            let body = request_body(&cfg, &req);
+            let messages = body["messages"].as_array().expect("messages");
+            let tool = messages[1]["content"].as_str().expect("text");
+            let on = messages[3]["content"].is_array();
+            // The note and the placeholder go together with the user message and its absence.
+            assert_eq!(tool.contains("follows in the next user message"), on);
+            assert_eq!(tool.contains("[image omitted: image/png, 8 B;"), !on);
+            assert_eq!(messages.len(), if on { 5 } else { 4 }, "{body}");
+            on
+        };
+        for (setting, url, want) in [
+            (None, "https://api.openai.com/v1", true),
+            (None, "https://API.OPENAI.COM:443/v1", true),
+            (None, "http://localhost:11434/v1", false),
+            (None, "https://api.openai.com.evil.example/v1", false),
+            (None, "https://api.openai.com@evil.example/v1", false),
+            (None, "https://openai.example/api.openai.com/v1", false),
+            (None, "not a url", false),
+            (Some(false), "https://api.openai.com/v1", false),
+            (Some(true), "http://localhost:8000/v1", true),
+        ] {
+            assert_eq!(sends_images(setting, url), want, "{setting:?} {url}");
+        }
     }
 
     #[test]

@@ -134,6 +134,8 @@ struct Section {
     prompt_caching: Option<Spanned<bool>>,
     /// OpenAI only (rejected under [anthropic] by [`parse_file`]).
     max_tokens_field: Option<Spanned<MaxTokensField>>,
+    /// OpenAI only (rejected under `[anthropic]` by [`parse_file`]); absent = by host.
+    tool_images: Option<Spanned<bool>>,
 }
 
 impl Section {
@@ -147,6 +149,7 @@ impl Section {
             idle_timeout_secs: top.idle_timeout_secs.or(self.idle_timeout_secs),
             prompt_caching: top.prompt_caching.or(self.prompt_caching),
             max_tokens_field: top.max_tokens_field.or(self.max_tokens_field),
+            tool_images: top.tool_images.or(self.tool_images),
         }
     }
 }
@@ -179,6 +182,12 @@ fn parse_file(path: &str, text: &str) -> Result<FileSettings, SettingsError> {
         return Err(at(
             v.span().start,
             "max_tokens_field belongs under [openai], not [anthropic] (Anthropic requests always send max_tokens)".to_owned(),
+        ));
+    }
+    if let Some(v) = &file.anthropic.tool_images {
+        return Err(at(
+            v.span().start,
+            "tool_images belongs under [openai], not [anthropic] (Anthropic tool results always carry their images)".to_owned(),
         ));
     }
     Ok(file)
@@ -396,6 +405,7 @@ pub fn resolve_from(
         max_tokens_field: section
             .max_tokens_field
             .map_or(MaxTokensField::Auto, Spanned::into_inner),
+        tool_images: section.tool_images.map(Spanned::into_inner),
     })))
 }
 
@@ -463,6 +473,7 @@ mod tests {
                 idle_timeout: Duration::from_secs(120),
                 prompt_caching: true,
                 max_tokens_field: MaxTokensField::Auto,
+                tool_images: None,
             }
         );
         let p = provider(&flags(), &[("OPENAI_API_KEY", "sk-oa")], None)
@@ -715,6 +726,26 @@ idle_timeout_secs = 5
     }
 
     #[test]
+    fn tool_images_comes_from_the_openai_section_and_defaults_to_auto() {
+        let images = |user: Option<&str>| {
+            provider(&flags(), &[("OPENAI_API_KEY", "o")], user)
+                .expect("ok")
+                .expect("some")
+                .tool_images
+        };
+        assert_eq!(images(None), None);
+        assert_eq!(images(Some("[openai]\nmax_tokens = 10\n")), None);
+        assert_eq!(images(Some("[openai]\ntool_images = true\n")), Some(true));
+        assert_eq!(images(Some("[openai]\ntool_images = false\n")), Some(false));
+        let e = provider(&flags(), &[], Some("[openai]\ntool_images = \"auto\"\n"))
+            .expect_err("not a bool");
+        assert!(
+            matches!(&e, SettingsError::Toml { line: 2, column: 15, message, .. } if message.contains("invalid type")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
     fn a_bad_max_tokens_field_names_file_line_column_and_the_choices() {
         let e = provider(
             &flags(),
@@ -772,6 +803,16 @@ idle_timeout_secs = 5
         assert_eq!(
             e.to_string(),
             "/home/u/.config/harness9/config.toml:2:20: max_tokens_field belongs under [openai], not [anthropic] (Anthropic requests always send max_tokens); fix it there"
+        );
+        let e = provider(
+            &flags(),
+            &[("ANTHROPIC_API_KEY", "a")],
+            Some("[anthropic]\nmodel = \"m\"\n  tool_images = true\n"),
+        )
+        .expect_err("misplaced");
+        assert_eq!(
+            e.to_string(),
+            "/home/u/.config/harness9/config.toml:3:17: tool_images belongs under [openai], not [anthropic] (Anthropic tool results always carry their images); fix it there"
         );
     }
 
