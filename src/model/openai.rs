@@ -149,13 +149,18 @@ fn tool_result_text(content: &[ResultPart], is_error: bool, images: bool) -> Str
         .iter()
         .map(|p| match p {
             ResultPart::Text(t) => t.clone(),
-            ResultPart::Image { .. } if images => {
+            ResultPart::Image { mime_type, .. } if images && accepted_image(mime_type) => {
                 n += 1;
                 format!("[image {n} of this result follows in the next user message]")
             }
             ResultPart::Image { mime_type, data } => format!(
-                "[image omitted: {mime_type}, {}; this provider takes no images in tool results]",
-                harness9_actors::protocol::render::human_bytes(base64_len(data))
+                "[image omitted: {mime_type}, {}; {}]",
+                harness9_actors::protocol::render::human_bytes(base64_len(data)),
+                if images {
+                    "the model takes png, jpeg, gif and webp only"
+                } else {
+                    "this provider takes no images in tool results"
+                }
             ),
         })
         .collect();
@@ -173,6 +178,9 @@ fn image_parts(id: &str, content: &[ResultPart], out: &mut Vec<Value>) {
     let mut named = false;
     for p in content {
         if let ResultPart::Image { mime_type, data } = p {
+            if !accepted_image(mime_type) {
+                continue;
+            }
             if !named {
                 named = true;
                 out.push(json!({"type": "text", "text": format!("Images from tool call {id}:")}));
@@ -183,6 +191,17 @@ fn image_parts(id: &str, content: &[ResultPart], out: &mut Vec<Value>) {
             }));
         }
     }
+}
+
+/// Whether OpenAI's image input takes this type (png, jpeg, gif, webp). Any other type (an
+/// SVG from a server, say) would fail every later request of the conversation with a 400,
+/// since the image stays in the history; it gets the placeholder instead.
+fn accepted_image(mime_type: &str) -> bool {
+    let m = mime_type.trim().to_ascii_lowercase();
+    matches!(
+        m.as_str(),
+        "image/png" | "image/jpeg" | "image/jpg" | "image/gif" | "image/webp"
+    )
 }
 
 /// The decoded size of base64 text.
@@ -587,6 +606,43 @@ pub(crate) mod tests {
                     {"role": "user", "content": "compare them"},
                 ],
             })
+        );
+    }
+
+    #[test]
+    fn an_image_type_openai_rejects_keeps_its_placeholder() {
+        let req = ModelRequest {
+            system: None,
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![Block::ToolResult {
+                    id: "call_9".into(),
+                    content: vec![
+                        ResultPart::Image {
+                            mime_type: "image/svg+xml".into(),
+                            data: "PHN2Zz4=".into(),
+                        },
+                        ResultPart::Image {
+                            mime_type: "IMAGE/PNG".into(),
+                            data: "iVBORw0KGgo=".into(),
+                        },
+                    ],
+                    is_error: false,
+                }],
+            }],
+            tools: Arc::new(Vec::new()),
+            max_tokens: 0,
+        };
+        let body = request_body(&cfg(), &req);
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "tool", "tool_call_id": "call_9", "content": "[image omitted: image/svg+xml, 5 B; the model takes png, jpeg, gif and webp only]\n[image 1 of this result follows in the next user message]"},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "Images from tool call call_9:"},
+                    {"type": "image_url", "image_url": {"url": "data:IMAGE/PNG;base64,iVBORw0KGgo="}},
+                ]},
+            ])
         );
     }
 

@@ -130,9 +130,9 @@ struct Section {
     max_retries: Option<u32>,
     request_timeout_secs: Option<NonZeroU64>,
     idle_timeout_secs: Option<NonZeroU64>,
-    /// Anthropic only (rejected under [openai] by [`parse_file`]).
+    /// Anthropic only (rejected under `[openai]` by [`parse_file`]).
     prompt_caching: Option<Spanned<bool>>,
-    /// OpenAI only (rejected under [anthropic] by [`parse_file`]).
+    /// OpenAI only (rejected under `[anthropic]` by [`parse_file`]).
     max_tokens_field: Option<Spanned<MaxTokensField>>,
     /// OpenAI only (rejected under `[anthropic]` by [`parse_file`]); absent = by host.
     tool_images: Option<Spanned<bool>>,
