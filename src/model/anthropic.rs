@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::{
-    snippet, truncate_chars, ApiError, Block, DecodeError, Message, ModelReply, ModelRequest,
-    ProviderConfig, ResultPart, Role, StopReason, StreamEvent, Usage,
+    image_placeholder, model_image_type, snippet, truncate_chars, ApiError, Block, DecodeError,
+    Message, ModelReply, ModelRequest, ProviderConfig, ResultPart, Role, StopReason, StreamEvent,
+    Usage,
 };
 
 /// The JSON body of a streaming `POST /v1/messages`.
@@ -95,10 +96,13 @@ fn message(m: &Message) -> Option<Value> {
                     .filter_map(|p| match p {
                         ResultPart::Text(t) if t.is_empty() => None,
                         ResultPart::Text(t) => Some(json!({"type": "text", "text": t})),
-                        ResultPart::Image { mime_type, data } => Some(json!({
-                            "type": "image",
-                            "source": {"type": "base64", "media_type": mime_type, "data": data},
-                        })),
+                        ResultPart::Image { mime_type, data } => Some(match model_image_type(mime_type) {
+                            Some(media_type) => json!({
+                                "type": "image",
+                                "source": {"type": "base64", "media_type": media_type, "data": data},
+                            }),
+                            None => json!({"type": "text", "text": image_placeholder(mime_type, data, None)}),
+                        }),
                     })
                     .collect();
                 let mut v = json!({"type": "tool_result", "tool_use_id": id});
@@ -468,6 +472,35 @@ pub(crate) mod tests {
                      "cache_control": {"type": "ephemeral"}},
                 ]}],
             })
+        );
+    }
+
+    #[test]
+    fn an_image_type_the_api_rejects_becomes_a_placeholder() {
+        let m = Message {
+            role: Role::User,
+            content: vec![Block::ToolResult {
+                id: "toolu_1".into(),
+                content: vec![
+                    ResultPart::Image {
+                        mime_type: "image/svg+xml".into(),
+                        data: "aGk=".into(),
+                    },
+                    ResultPart::Image {
+                        mime_type: "image/JPG".into(),
+                        data: "/9j/".into(),
+                    },
+                ],
+                is_error: false,
+            }],
+        };
+        assert_eq!(
+            message(&m),
+            Some(json!({"role": "user", "content": [{
+            "type": "tool_result", "tool_use_id": "toolu_1", "is_error": false, "content": [
+                {"type": "text", "text": "[image omitted: image/svg+xml, 2 B; the model takes png, jpeg, gif and webp images only]"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/"}},
+            ]}]}))
         );
     }
 

@@ -800,6 +800,36 @@ pub(crate) fn retry_after(ms: Option<&str>, secs: Option<&str>) -> Option<Durati
         .or_else(|| secs.and_then(|s| parse(s, 1.0)))
 }
 
+/// The media type model APIs take for an image: png, jpeg, gif or webp, lowercased (`image/jpg`
+/// read as jpeg); `None` for any other type (an SVG from a server, say), which would fail every
+/// later request of the conversation with a 400, since the image stays in the history.
+pub(crate) fn model_image_type(mime_type: &str) -> Option<&'static str> {
+    match mime_type.trim().to_ascii_lowercase().as_str() {
+        "image/png" => Some("image/png"),
+        "image/jpeg" | "image/jpg" => Some("image/jpeg"),
+        "image/gif" => Some("image/gif"),
+        "image/webp" => Some("image/webp"),
+        _ => None,
+    }
+}
+
+/// The text that stands in for an image not sent to the model; `why` defaults to the type.
+pub(crate) fn image_placeholder(mime_type: &str, data: &str, why: Option<&str>) -> String {
+    let mime_type = truncate_chars(mime_type, 60);
+    format!(
+        "[image omitted: {mime_type}, {}; {}]",
+        harness9_actors::protocol::render::human_bytes(base64_len(data)),
+        why.unwrap_or("the model takes png, jpeg, gif and webp images only")
+    )
+}
+
+/// The decoded size of base64 text.
+fn base64_len(data: &str) -> usize {
+    let data = data.trim_end();
+    let pad = data.bytes().rev().take_while(|b| *b == b'=').count();
+    (data.len() * 3 / 4).saturating_sub(pad)
+}
+
 /// Reads the rest of a finished stream, a bounded amount for a bounded time, and drops it.
 async fn drain(mut resp: awc::ClientResponse) {
     let mut left = MAX_ERROR_BODY;
@@ -1056,6 +1086,19 @@ pub(crate) fn split_every(s: &[u8], n: usize) -> Vec<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn image_types_and_placeholders() {
+        assert_eq!(base64_len("iVBORw0KGgo="), 8);
+        assert_eq!(base64_len("aGk="), 2);
+        assert_eq!(model_image_type(" IMAGE/JPG"), Some("image/jpeg"));
+        assert_eq!(model_image_type("image/webp"), Some("image/webp"));
+        assert_eq!(model_image_type("image/svg+xml"), None);
+        assert_eq!(
+            image_placeholder("image/svg+xml", "aGk=", None),
+            "[image omitted: image/svg+xml, 2 B; the model takes png, jpeg, gif and webp images only]"
+        );
+    }
 
     #[test]
     fn retry_after_prefers_ms_and_accepts_fractions() {

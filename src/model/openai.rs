@@ -7,8 +7,9 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::{
-    snippet, truncate_chars, url_host, ApiError, Block, DecodeError, MaxTokensField, ModelReply,
-    ModelRequest, ProviderConfig, ResultPart, Role, StopReason, StreamEvent, Usage,
+    image_placeholder, model_image_type, snippet, truncate_chars, url_host, ApiError, Block,
+    DecodeError, MaxTokensField, ModelReply, ModelRequest, ProviderConfig, ResultPart, Role,
+    StopReason, StreamEvent, Usage,
 };
 
 /// The JSON body of a streaming `POST /chat/completions`.
@@ -149,18 +150,19 @@ fn tool_result_text(content: &[ResultPart], is_error: bool, images: bool) -> Str
         .iter()
         .map(|p| match p {
             ResultPart::Text(t) => t.clone(),
-            ResultPart::Image { mime_type, .. } if images && accepted_image(mime_type) => {
+            ResultPart::Image { mime_type, .. }
+                if images && model_image_type(mime_type).is_some() =>
+            {
                 n += 1;
                 format!("[image {n} of this result follows in the next user message]")
             }
-            ResultPart::Image { mime_type, data } => format!(
-                "[image omitted: {mime_type}, {}; {}]",
-                harness9_actors::protocol::render::human_bytes(base64_len(data)),
-                if images {
-                    "the model takes png, jpeg, gif and webp only"
-                } else {
-                    "this provider takes no images in tool results"
-                }
+            ResultPart::Image { mime_type, data } if images => {
+                image_placeholder(mime_type, data, None)
+            }
+            ResultPart::Image { mime_type, data } => image_placeholder(
+                mime_type,
+                data,
+                Some("this provider takes no images in tool results"),
             ),
         })
         .collect();
@@ -178,9 +180,9 @@ fn image_parts(id: &str, content: &[ResultPart], out: &mut Vec<Value>) {
     let mut named = false;
     for p in content {
         if let ResultPart::Image { mime_type, data } = p {
-            if !accepted_image(mime_type) {
+            let Some(mime_type) = model_image_type(mime_type) else {
                 continue;
-            }
+            };
             if !named {
                 named = true;
                 out.push(json!({"type": "text", "text": format!("Images from tool call {id}:")}));
@@ -191,24 +193,6 @@ fn image_parts(id: &str, content: &[ResultPart], out: &mut Vec<Value>) {
             }));
         }
     }
-}
-
-/// Whether OpenAI's image input takes this type (png, jpeg, gif, webp). Any other type (an
-/// SVG from a server, say) would fail every later request of the conversation with a 400,
-/// since the image stays in the history; it gets the placeholder instead.
-fn accepted_image(mime_type: &str) -> bool {
-    let m = mime_type.trim().to_ascii_lowercase();
-    matches!(
-        m.as_str(),
-        "image/png" | "image/jpeg" | "image/jpg" | "image/gif" | "image/webp"
-    )
-}
-
-/// The decoded size of base64 text.
-fn base64_len(data: &str) -> usize {
-    let data = data.trim_end();
-    let pad = data.bytes().rev().take_while(|b| *b == b'=').count();
-    (data.len() * 3 / 4).saturating_sub(pad)
 }
 
 /// Parses an error body `{"error":{"message","type","code"}}` (also `{"error":"..."}` and
@@ -637,10 +621,10 @@ pub(crate) mod tests {
         assert_eq!(
             body["messages"],
             json!([
-                {"role": "tool", "tool_call_id": "call_9", "content": "[image omitted: image/svg+xml, 5 B; the model takes png, jpeg, gif and webp only]\n[image 1 of this result follows in the next user message]"},
+                {"role": "tool", "tool_call_id": "call_9", "content": "[image omitted: image/svg+xml, 5 B; the model takes png, jpeg, gif and webp images only]\n[image 1 of this result follows in the next user message]"},
                 {"role": "user", "content": [
                     {"type": "text", "text": "Images from tool call call_9:"},
-                    {"type": "image_url", "image_url": {"url": "data:IMAGE/PNG;base64,iVBORw0KGgo="}},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
                 ]},
             ])
         );
@@ -764,12 +748,6 @@ pub(crate) mod tests {
         ] {
             assert_eq!(body(field, url), with(want), "{field:?} {url}");
         }
-    }
-
-    #[test]
-    fn sizes_are_human() {
-        assert_eq!(base64_len("iVBORw0KGgo="), 8);
-        assert_eq!(base64_len("aGk="), 2);
     }
 
     /// Two parallel tool calls whose argument pieces interleave, text with multi-byte
