@@ -740,6 +740,58 @@ fn openai_format_without_a_key_runs_a_tool_loop_like_ollama() {
 }
 
 #[test]
+fn a_tool_image_reaches_both_formats_as_an_image() {
+    // server-everything's tiny image, asked for by an Anthropic model and by an OpenAI one.
+    let script = || {
+        json!({"steps": [
+            {"tool_calls": [call("i1", "mcp__everything__get_tiny_image", json!({}))]},
+            {"text": "I see it"}
+        ]})
+    };
+    let dir = project("image", json!({"everything": stdio_json(everything("x"))}));
+    let model = Model::start("image-a", script());
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "look", "--json"]).finish(LIMIT);
+    out.ok();
+    let result = &tool_results(&model.requests()[1])[0];
+    let image = result["content"]
+        .as_array()
+        .and_then(|c| c.iter().find(|p| p["type"] == "image"))
+        .unwrap_or_else(|| panic!("no image block in {result}"));
+    assert_eq!(image["source"]["media_type"], "image/png", "{image}");
+    assert!(image["source"]["data"]
+        .as_str()
+        .is_some_and(|d| d.len() > 100));
+
+    // OpenAI format on a local URL: images are off unless the settings turn them on.
+    std::fs::write(dir.join("harness9.toml"), "[openai]\ntool_images = true\n").unwrap();
+    let model = Model::start("image-o", script());
+    let mut cmd = harness9(&dir);
+    cmd.env("HARNESS9_PROVIDER", "openai")
+        .env("OPENAI_BASE_URL", format!("{}/v1", model.url));
+    let out = Run::start(cmd, &["run", "-p", "look", "--json"]).finish(LIMIT);
+    out.ok();
+    let messages = model.requests()[1]["body"]["messages"].clone();
+    let messages = messages.as_array().expect("messages");
+    let tool = messages.iter().find(|m| m["role"] == "tool").expect("tool");
+    assert!(
+        tool["content"]
+            .as_str()
+            .is_some_and(|t| t.contains("follows in the next user message")),
+        "{tool}"
+    );
+    let last = messages.last().expect("a message");
+    assert_eq!(last["role"], "user", "{last}");
+    assert_eq!(
+        last["content"][0]["text"], "Images from tool call i1:",
+        "{last}"
+    );
+    let url = last["content"][1]["image_url"]["url"]
+        .as_str()
+        .unwrap_or("");
+    assert!(url.starts_with("data:image/png;base64,"), "{last}");
+}
+
+#[test]
 fn a_model_server_closing_an_idle_connection_costs_no_retry() {
     // The server drops a keep-alive connection after 0.3 s idle; the tool takes 1 s, so the
     // pooled connection is dead when the second step goes out.
