@@ -236,7 +236,7 @@ fn entry_lines(entry: &Entry, width: usize, expand_tools: bool) -> Vec<Line<'sta
             "",
             &mut out,
         ),
-        Entry::Assistant(t) => wrap(&clean(t), width, Style::new(), "", &mut out),
+        Entry::Assistant(t) => super::markdown::render(&clean(t), width, &mut out),
         Entry::Info(t) => wrap(&clean(t), width, DIM, "", &mut out),
         Entry::Error(t) => wrap(&clean(t), width, Style::new().fg(Color::Red), "", &mut out),
         Entry::Tool {
