@@ -92,6 +92,27 @@ fn bench(c: &mut Criterion) {
             term.draw(|f| view(&s, f)).expect("draw");
         })
     });
+    // The newest entry is a long markdown answer (about 2,000 lines, 130 KB): laid out whole
+    // on each frame while it streams.
+    let para = "Some **bold** text with `code` and *emphasis*, long enough to wrap twice on a \
+                terminal of one hundred and twenty columns, as answers do.\n";
+    let answer = format!(
+        "# Answer\n\n{}",
+        (0..500)
+            .map(|i| format!(
+                "{para}- item {i} with `mcp__server__tool_{i}`\n```\nlet x = {i};\n```\n"
+            ))
+            .collect::<String>()
+    );
+    update(
+        &mut s,
+        Event::Engine(harness9::engine::EngineEvent::TextDelta(answer)),
+    );
+    c.bench_function("session frame, a 2,000-line markdown answer", |b| {
+        b.iter(|| {
+            term.draw(|f| view(&s, f)).expect("draw");
+        })
+    });
     let table = tools(10_000);
     c.bench_function("take in a 10k-tool table", |b| {
         b.iter(|| update(&mut s, Event::Tools(table.clone())))

@@ -14,44 +14,83 @@ const QUOTE: Style = Style::new()
     .add_modifier(Modifier::ITALIC);
 const RULE: Style = Style::new().fg(Color::DarkGray);
 
-/// Lays out `text` in lines of at most `width` columns.
-pub fn render(text: &str, width: usize, out: &mut Vec<Line<'static>>) {
+/// What a source line is, which depends on the fences above it.
+#[derive(Clone, Copy)]
+enum Kind {
+    Text,
+    Fence,
+    Code,
+}
+
+/// Lays out `text` in lines of at most `width` columns: its last source lines only, as many
+/// as make at least `need` lines (`usize::MAX` for all), so a frame during a long answer costs
+/// what the screen shows, not the whole answer.
+pub fn render(text: &str, width: usize, need: usize, out: &mut Vec<Line<'static>>) {
     let width = width.max(4);
+    // A cheap scan from the top for the fences; the layout goes from the bottom up.
     let mut in_code = false;
-    for raw in text.split('\n') {
-        let trimmed = raw.trim_start();
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            in_code = !in_code;
-            continue;
+    let src: Vec<(&str, Kind)> = text
+        .split('\n')
+        .map(|raw| {
+            let t = raw.trim_start();
+            if t.starts_with("```") || t.starts_with("~~~") {
+                in_code = !in_code;
+                (raw, Kind::Fence)
+            } else if in_code {
+                (raw, Kind::Code)
+            } else {
+                (raw, Kind::Text)
+            }
+        })
+        .collect();
+    let mut chunks = Vec::new();
+    let mut have = 0;
+    for (raw, kind) in src.into_iter().rev() {
+        if have >= need {
+            break;
         }
-        if in_code {
+        let mut lines = Vec::new();
+        source_line(raw, kind, width, &mut lines);
+        have += lines.len();
+        chunks.push(lines);
+    }
+    out.extend(chunks.into_iter().rev().flatten());
+}
+
+/// The lines of one source line.
+fn source_line(raw: &str, kind: Kind, width: usize, out: &mut Vec<Line<'static>>) {
+    match kind {
+        Kind::Fence => return,
+        Kind::Code => {
             let pieces = vec![(raw.to_owned(), CODE)];
             fill(&pieces, width, "  ", "  ", out);
-            continue;
+            return;
         }
-        let lead = &raw[..raw.len() - trimmed.len()];
-        if let Some((level, title)) = heading(trimmed) {
-            let style = Style::new().add_modifier(Modifier::BOLD);
-            let style = if level == 1 {
-                style.add_modifier(Modifier::UNDERLINED)
-            } else {
-                style
-            };
-            fill(&inline(title, style), width, "", "", out);
-        } else if is_rule(trimmed) {
-            out.push(Line::styled("─".repeat(width.min(40)), RULE));
-        } else if let Some(rest) = trimmed
-            .strip_prefix("> ")
-            .or(trimmed.strip_prefix('>').filter(|r| r.is_empty()))
-        {
-            fill(&inline(rest, QUOTE), width, "│ ", "│ ", out);
-        } else if let Some((marker, rest)) = list_item(trimmed) {
-            let first = format!("{lead}{marker}");
-            let hang = " ".repeat(first.width());
-            fill(&inline(rest, Style::new()), width, &first, &hang, out);
+        Kind::Text => {}
+    }
+    let trimmed = raw.trim_start();
+    let lead = &raw[..raw.len() - trimmed.len()];
+    if let Some((level, title)) = heading(trimmed) {
+        let style = Style::new().add_modifier(Modifier::BOLD);
+        let style = if level == 1 {
+            style.add_modifier(Modifier::UNDERLINED)
         } else {
-            fill(&inline(trimmed, Style::new()), width, lead, lead, out);
-        }
+            style
+        };
+        fill(&inline(title, style), width, "", "", out);
+    } else if is_rule(trimmed) {
+        out.push(Line::styled("─".repeat(width.min(40)), RULE));
+    } else if let Some(rest) = trimmed
+        .strip_prefix("> ")
+        .or(trimmed.strip_prefix('>').filter(|r| r.is_empty()))
+    {
+        fill(&inline(rest, QUOTE), width, "│ ", "│ ", out);
+    } else if let Some((marker, rest)) = list_item(trimmed) {
+        let first = format!("{lead}{marker}");
+        let hang = " ".repeat(first.width());
+        fill(&inline(rest, Style::new()), width, &first, &hang, out);
+    } else {
+        fill(&inline(trimmed, Style::new()), width, lead, lead, out);
     }
 }
 
@@ -231,7 +270,7 @@ mod tests {
 
     fn lines(text: &str, width: usize) -> Vec<Line<'static>> {
         let mut out = Vec::new();
-        render(text, width, &mut out);
+        render(text, width, usize::MAX, &mut out);
         out
     }
 
@@ -306,6 +345,23 @@ mod tests {
         assert!(styled(t, 40, 8)
             .iter()
             .all(|(_, _, c)| *c == Some(Color::Cyan)));
+    }
+
+    #[test]
+    fn only_the_tail_is_laid_out_when_only_the_tail_is_needed() {
+        let t = "# Top\n```\ncode 1\ncode 2\n```\n- a long item that wraps\nlast";
+        let all = texts(t, 12);
+        for need in 0..all.len() + 2 {
+            let mut out = Vec::new();
+            render(t, 12, need, &mut out);
+            let got: Vec<String> = out
+                .iter()
+                .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+                .collect();
+            assert!(got.len() >= need.min(all.len()), "{need}: {got:?}");
+            // Always the bottom of the whole layout, code lines still seen as code.
+            assert_eq!(got[..], all[all.len() - got.len()..], "{need}");
+        }
     }
 
     #[test]

@@ -226,7 +226,8 @@ fn wrap(text: &str, width: usize, style: Style, indent: &str, out: &mut Vec<Line
     }
 }
 
-fn entry_lines(entry: &Entry, width: usize, expand_tools: bool) -> Vec<Line<'static>> {
+/// The lines of one transcript entry; of a long answer only the last ones, at least `need`.
+fn entry_lines(entry: &Entry, width: usize, expand_tools: bool, need: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     match entry {
         Entry::User(t) => wrap(
@@ -236,7 +237,7 @@ fn entry_lines(entry: &Entry, width: usize, expand_tools: bool) -> Vec<Line<'sta
             "",
             &mut out,
         ),
-        Entry::Assistant(t) => super::markdown::render(&clean(t), width, &mut out),
+        Entry::Assistant(t) => super::markdown::render(&clean(t), width, need, &mut out),
         Entry::Info(t) => wrap(&clean(t), width, DIM, "", &mut out),
         Entry::Error(t) => wrap(&clean(t), width, Style::new().fg(Color::Red), "", &mut out),
         Entry::Tool {
@@ -330,7 +331,12 @@ fn draw_transcript(state: &State, frame: &mut Frame, area: Rect) {
     let need = rows + state.scroll_back;
     let mut lines: Vec<Line<'static>> = Vec::new();
     for e in state.transcript.iter().rev() {
-        let mut l = entry_lines(e, width, state.expand_tools);
+        let mut l = entry_lines(
+            e,
+            width,
+            state.expand_tools,
+            need.saturating_sub(lines.len()),
+        );
         l.push(Line::raw(""));
         l.extend(lines);
         lines = l;
