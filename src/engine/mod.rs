@@ -1,8 +1,10 @@
 //! The agent engine: the `Engine` actor holds the conversation and runs turns. A turn calls the
 //! model with every registered tool, runs the reply's tool calls in parallel through the
 //! registry (each under its server's `toolTimeoutSec`), feeds the results back (errors marked as
-//! errors), and repeats until the model answers or `max_steps` is reached. MCP tools are
-//! ordinary tools here: the engine has no MCP special case.
+//! errors), and repeats until the model answers or `max_steps` is reached. A call whose
+//! arguments are not a JSON object (cut off at `max_tokens`, or broken JSON) is not run: it gets
+//! an error result saying so, and the model can send it again. MCP tools are ordinary tools
+//! here: the engine has no MCP special case.
 //!
 //! ```text
 //! RunTurn --> Engine --Provider::complete--> model (streaming; TextDelta events)
@@ -25,8 +27,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::{
-    Block, Message, ModelError, ModelRequest, Provider, ResultPart, Role, StreamEvent, ToolDef,
-    Usage,
+    arguments_problem, truncate_chars, Block, Message, ModelError, ModelRequest, Provider,
+    ResultPart, Role, StopReason, StreamEvent, ToolDef, Usage,
 };
 
 /// The system prompt.
@@ -91,7 +93,8 @@ pub enum EngineEvent {
         id: String,
         /// The registered tool name.
         name: String,
-        /// Its arguments.
+        /// Its arguments: a JSON object, or the model's raw text as a string when it was not
+        /// one (the call then fails at once).
         arguments: Value,
     },
     /// A tool call reported progress (`notifications/progress`).
@@ -275,16 +278,34 @@ impl Handler<Flush> for ProgressRelay {
     fn handle(&mut self, _: Flush, _ctx: &mut Context<Self>) {}
 }
 
-/// Runs one tool call through the registry and turns its outcome into a tool-result block.
+/// The error result of a call whose arguments [`tool_input`](crate::model::tool_input) kept
+/// raw; `cut` when the reply ended at `max_tokens` inside this call.
+fn bad_arguments(name: &str, raw: &str, cut: bool) -> String {
+    let mut s = format!(
+        "the arguments of tool \"{name}\" are {}: {}; ",
+        arguments_problem(raw),
+        truncate_chars(raw, 200)
+    );
+    if cut {
+        s.push_str("the reply was cut off at max_tokens, so they are incomplete; send the call again with a complete JSON object, and if its content is long, split the work over several smaller calls");
+    } else {
+        s.push_str("send the call again with a complete JSON object");
+    }
+    s
+}
+
+/// Runs one tool call through the registry and turns its outcome into a tool-result block. A
+/// call with malformed arguments (`input` a string, see [`Block::ToolUse`]) is not run: it
+/// gets an error result at once, with the same events as any call.
 async fn run_tool(
     registry: Addr<ToolRegistry>,
     config: Arc<EngineConfig>,
-    id: String,
-    name: String,
-    input: Value,
+    call: (String, String, Value),
+    cut: bool,
     cancel: CancellationToken,
     events: Option<Recipient<EngineUpdate>>,
 ) -> Block {
+    let (id, name, input) = call;
     emit(
         &events,
         EngineEvent::ToolStarted {
@@ -294,33 +315,36 @@ async fn run_tool(
         },
     );
     let started = Instant::now();
-    let mut msg = CallTool::new(name.clone(), Some(input));
-    msg.cancel = cancel;
-    let relay = events.clone().map(|events| {
-        ProgressRelay {
-            id: id.clone(),
-            events,
+    let outcome = match input {
+        Value::String(raw) => Err(bad_arguments(&name, &raw, cut)),
+        input => {
+            let mut msg = CallTool::new(name.clone(), Some(input));
+            msg.cancel = cancel;
+            let relay = events.clone().map(|events| {
+                ProgressRelay {
+                    id: id.clone(),
+                    events,
+                }
+                .start()
+            });
+            msg.progress = relay.as_ref().map(|r| r.clone().recipient());
+            let outcome = ToolRegistry::send(&registry, msg).await;
+            // The server handed every progress notice to the relay before it answered; once
+            // the relay has passed them on, ToolFinished is emitted behind them (no progress
+            // after a result). The relay stops when this Addr and the server's sender are gone.
+            if let Some(relay) = relay {
+                let _ = relay.send(Flush).await;
+            }
+            outcome.map_err(|e| e.to_string())
         }
-        .start()
-    });
-    msg.progress = relay.as_ref().map(|r| r.clone().recipient());
-    let outcome = ToolRegistry::send(&registry, msg).await;
-    // The server handed every progress notice to the relay before it answered; once the relay
-    // has passed them on, ToolFinished is emitted behind them (no progress after a result).
-    // The relay stops when this Addr and the server's sender are gone.
-    if let Some(relay) = relay {
-        let _ = relay.send(Flush).await;
-    }
+    };
     let elapsed = started.elapsed();
     let (parts, text, is_error) = match outcome {
         Ok(r) => {
             let (parts, text) = output::from_result(&r);
             (parts, text, r.is_error)
         }
-        Err(e) => {
-            let text = e.to_string();
-            (vec![ResultPart::Text(text.clone())], text, true)
-        }
+        Err(text) => (vec![ResultPart::Text(text.clone())], text, true),
     };
     let (parts, spilled) = output::apply_budget(
         parts,
@@ -450,6 +474,11 @@ async fn turn(
                 _ => None,
             })
             .collect();
+        // Cut off at max_tokens with a call last: that call's arguments may be incomplete.
+        let cut_id = match (&reply.stop_reason, reply.content.last()) {
+            (StopReason::MaxTokens, Some(Block::ToolUse { id, .. })) => Some(id.clone()),
+            _ => None,
+        };
         emit(
             &events,
             EngineEvent::ModelDone {
@@ -477,13 +506,13 @@ async fn turn(
             );
         }
         // Every call of this reply at once; each has its own child token of the turn's.
-        let results = join_all(calls.into_iter().map(|(id, name, input)| {
+        let results = join_all(calls.into_iter().map(|call| {
+            let cut = cut_id.as_ref() == Some(&call.0);
             run_tool(
                 registry.clone(),
                 config.clone(),
-                id,
-                name,
-                input,
+                call,
+                cut,
                 cancel.child_token(),
                 events.clone(),
             )
@@ -546,5 +575,35 @@ impl Handler<CancelTurn> for Engine {
         if let Some(c) = &self.running {
             c.cancel();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_arguments_name_the_tool_the_problem_and_the_text() {
+        assert_eq!(
+            bad_arguments("edit", "{\"a\": tru}", false),
+            "the arguments of tool \"edit\" are not valid JSON (expected ident at line 1 column 10): {\"a\": tru}; send the call again with a complete JSON object"
+        );
+        let cut = bad_arguments(
+            "write_file",
+            &format!("{{\"content\": \"{}", "x".repeat(300)),
+            true,
+        );
+        assert!(
+            cut.starts_with("the arguments of tool \"write_file\" are not valid JSON (EOF while parsing a string at line 1 column 313): {\"content\": \"xxx"),
+            "{cut}"
+        );
+        assert!(
+            cut.ends_with("xxx...; the reply was cut off at max_tokens, so they are incomplete; send the call again with a complete JSON object, and if its content is long, split the work over several smaller calls"),
+            "{cut}"
+        );
+        assert_eq!(
+            bad_arguments("ls", "[1]", false),
+            "the arguments of tool \"ls\" are an array, not a JSON object: [1]; send the call again with a complete JSON object"
+        );
     }
 }

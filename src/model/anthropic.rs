@@ -9,9 +9,9 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::{
-    image_placeholder, model_image_type, snippet, truncate_chars, ApiError, Block, DecodeError,
-    Message, ModelReply, ModelRequest, ProviderConfig, ResultPart, Role, StopReason, StreamEvent,
-    Usage,
+    image_placeholder, model_image_type, snippet, tool_input, truncate_chars, ApiError, Block,
+    DecodeError, Message, ModelReply, ModelRequest, ProviderConfig, ResultPart, Role, StopReason,
+    StreamEvent, Usage,
 };
 
 /// The JSON body of a streaming `POST /v1/messages`.
@@ -80,6 +80,8 @@ fn message(m: &Message) -> Option<Value> {
         .filter_map(|b| match b {
             Block::Text(t) if t.is_empty() => None,
             Block::Text(t) => Some(json!({"type": "text", "text": t})),
+            // `input` must be an object: malformed arguments (kept raw) go back as `{}`; the
+            // call's error result quotes them.
             Block::ToolUse { id, name, input } => Some(json!({
                 "type": "tool_use",
                 "id": id,
@@ -321,19 +323,11 @@ impl StreamDecoder {
                     json,
                     initial,
                 } => {
-                    let input = if json.trim().is_empty() {
-                        if initial.is_object() {
-                            initial
-                        } else {
-                            json!({})
-                        }
+                    // Argument text that is not a JSON object stays raw for the engine.
+                    let input = if json.trim().is_empty() && initial.is_object() {
+                        initial
                     } else {
-                        serde_json::from_str(&json).map_err(|e| {
-                            DecodeError::Protocol(format!(
-                                "the arguments of tool \"{name}\" are not valid JSON ({e}): {}",
-                                truncate_chars(&json, 200)
-                            ))
-                        })?
+                        tool_input(&json)
                     };
                     content.push(Block::ToolUse { id, name, input });
                 }
@@ -658,23 +652,85 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn bad_tool_json_names_the_tool_and_the_text() {
+    fn bad_tool_json_is_kept_raw_for_the_engine() {
+        // Cut off at max_tokens inside the second call; the first call is fine.
         let s = concat!(
-            "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"edit\",\"input\":{}}}\n\n",
-            "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\": tru\"}}\n\n",
+            "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t0\",\"name\":\"read\",\"input\":{}}}\n\n",
+            "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\": \\\"a\\\"}\"}}\n\n",
+            "data: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"edit\",\"input\":{}}}\n\n",
+            "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\": tru\"}}\n\n",
+            "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\"}}\n\n",
             "data: {\"type\":\"message_stop\"}\n\n",
         );
         let (reply, _) = decode_chunks(ProviderKind::Anthropic, &[s.as_bytes()]);
-        match reply {
-            Some(Err(DecodeError::Protocol(m))) => {
-                assert!(
-                    m.starts_with("the arguments of tool \"edit\" are not valid JSON"),
-                    "{m}"
-                );
-                assert!(m.ends_with(": {\"a\": tru"), "{m}");
-            }
-            other => panic!("{other:?}"),
-        }
+        let reply = reply.expect("done").expect("a reply, not an error");
+        assert_eq!(reply.stop_reason, StopReason::MaxTokens);
+        assert_eq!(
+            reply.content,
+            vec![
+                Block::ToolUse {
+                    id: "t0".into(),
+                    name: "read".into(),
+                    input: json!({"path": "a"}),
+                },
+                Block::ToolUse {
+                    id: "t".into(),
+                    name: "edit".into(),
+                    input: json!("{\"a\": tru"),
+                },
+            ]
+        );
+        // Valid JSON that is not an object is kept raw too.
+        let s = concat!(
+            "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"ls\",\"input\":{}}}\n\n",
+            "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"[1, 2]\"}}\n\n",
+            "data: {\"type\":\"message_stop\"}\n\n",
+        );
+        let (reply, _) = decode_chunks(ProviderKind::Anthropic, &[s.as_bytes()]);
+        let content = reply.expect("done").expect("ok").content;
+        assert_eq!(
+            content,
+            vec![Block::ToolUse {
+                id: "t".into(),
+                name: "ls".into(),
+                input: json!("[1, 2]"),
+            }]
+        );
+    }
+
+    #[test]
+    fn a_malformed_call_is_replayed_with_an_empty_object() {
+        let req = ModelRequest {
+            system: None,
+            messages: vec![Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::ToolUse {
+                        id: "t0".into(),
+                        name: "read".into(),
+                        input: json!({"path": "a"}),
+                    },
+                    Block::ToolUse {
+                        id: "t1".into(),
+                        name: "edit".into(),
+                        input: json!("{\"a\": tru"),
+                    },
+                ],
+            }],
+            tools: Arc::new(vec![]),
+            max_tokens: 0,
+        };
+        let off = ProviderConfig {
+            prompt_caching: false,
+            ..cfg()
+        };
+        assert_eq!(
+            request_body(&off, &req)["messages"],
+            json!([{"role": "assistant", "content": [
+                {"type": "tool_use", "id": "t0", "name": "read", "input": {"path": "a"}},
+                {"type": "tool_use", "id": "t1", "name": "edit", "input": {}},
+            ]}])
+        );
     }
 
     #[test]

@@ -57,7 +57,10 @@ pub enum Block {
         id: String,
         /// The tool's name as it was offered in [`ToolDef::name`].
         name: String,
-        /// The arguments (a JSON object).
+        /// The arguments: a JSON object, or, when the model's argument text was not one (cut
+        /// off at `max_tokens`, or broken JSON from a small model), that raw text as a
+        /// `Value::String` (see [`tool_input`]). The engine answers such a call with an error
+        /// result instead of running it; the request bodies replay it as `{}`.
         input: serde_json::Value,
     },
     /// The outcome of a tool call (user messages).
@@ -215,13 +218,46 @@ pub enum ModelError {
     /// The provider could not be reached, the connection broke, or the stream went idle.
     #[error("{0}")]
     Network(String),
-    /// The provider's reply did not follow its protocol (bad JSON, cut-off stream, bad tool
-    /// arguments).
+    /// The provider's reply did not follow its protocol (bad JSON, cut-off stream). Bad tool
+    /// arguments are not one: they reach the engine (see [`Block::ToolUse`]).
     #[error("{0}")]
     Protocol(String),
     /// The cancellation token fired.
     #[error("the model call was cancelled")]
     Cancelled,
+}
+
+/// A tool call's streamed argument text as [`Block::ToolUse`] input: the JSON object it parses
+/// to; `{}` for empty text (a call without arguments); else the raw text as a `Value::String`.
+pub fn tool_input(raw: &str) -> serde_json::Value {
+    if raw.trim().is_empty() {
+        return serde_json::json!({});
+    }
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(v) if v.is_object() => v,
+        _ => serde_json::Value::String(raw.to_owned()),
+    }
+}
+
+/// Why argument text that [`tool_input`] kept raw is not a JSON object, completing "the
+/// arguments are ...": `not valid JSON (<the parser's message>)` or `an array, not a JSON
+/// object`.
+pub fn arguments_problem(raw: &str) -> String {
+    use serde_json::Value;
+    match serde_json::from_str::<Value>(raw) {
+        Err(e) => format!("not valid JSON ({e})"),
+        Ok(v) => {
+            let kind = match v {
+                Value::Object(_) => return "a JSON object".to_owned(),
+                Value::Array(_) => "an array",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                Value::Bool(_) => "a boolean",
+                Value::Null => "null",
+            };
+            format!("{kind}, not a JSON object")
+        }
+    }
 }
 
 /// Which wire format a provider speaks.

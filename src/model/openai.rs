@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::{
-    image_placeholder, model_image_type, snippet, truncate_chars, url_host, ApiError, Block,
-    DecodeError, MaxTokensField, ModelReply, ModelRequest, ProviderConfig, ResultPart, Role,
+    image_placeholder, model_image_type, snippet, tool_input, truncate_chars, url_host, ApiError,
+    Block, DecodeError, MaxTokensField, ModelReply, ModelRequest, ProviderConfig, ResultPart, Role,
     StopReason, StreamEvent, Usage,
 };
 
@@ -68,11 +68,22 @@ pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
                     .content
                     .iter()
                     .filter_map(|b| match b {
-                        Block::ToolUse { id, name, input } => Some(json!({
-                            "id": id,
-                            "type": "function",
-                            "function": {"name": name, "arguments": input.to_string()},
-                        })),
+                        // Malformed arguments (kept raw) go back as `{}`, not as they came:
+                        // Ollama parses every earlier call's arguments and would refuse each
+                        // later request ("invalid tool call arguments"). The call's error
+                        // result quotes them.
+                        Block::ToolUse { id, name, input } => {
+                            let arguments = if input.is_object() {
+                                input.to_string()
+                            } else {
+                                "{}".to_owned()
+                            };
+                            Some(json!({
+                                "id": id,
+                                "type": "function",
+                                "function": {"name": name, "arguments": arguments},
+                            }))
+                        }
                         _ => None,
                     })
                     .collect();
@@ -376,17 +387,8 @@ impl StreamDecoder {
         }
         let has_calls = !self.calls.is_empty();
         for (n, call) in self.calls.into_iter().enumerate() {
-            let input = if call.args.trim().is_empty() {
-                json!({})
-            } else {
-                serde_json::from_str(&call.args).map_err(|e| {
-                    DecodeError::Protocol(format!(
-                        "the arguments of tool \"{}\" are not valid JSON ({e}): {}",
-                        call.name,
-                        truncate_chars(&call.args, 200)
-                    ))
-                })?
-            };
+            // Argument text that is not a JSON object stays raw for the engine.
+            let input = tool_input(&call.args);
             content.push(Block::ToolUse {
                 id: if call.id.is_empty() {
                     format!("call_{n}")
@@ -858,23 +860,85 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn bad_arguments_are_a_protocol_error_naming_the_tool() {
-        let bad = "{\\\"a\\\": ".to_owned() + &"y".repeat(300);
-        let s = format!(
-            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":0,\"id\":\"c\",\"function\":{{\"name\":\"edit\",\"arguments\":\"{bad}\"}}}}]}},\"finish_reason\":\"tool_calls\"}}]}}\n\ndata: [DONE]\n\n"
+    fn bad_arguments_are_kept_raw_for_the_engine() {
+        // Cut off at the output cap (finish_reason "length") inside the second call.
+        let s = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c0\",\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"path\\\":\\\"a\\\"}\"}}]},\"finish_reason\":null}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"c1\",\"function\":{\"name\":\"edit\",\"arguments\":\"{\\\"a\\\": \"}}]},\"finish_reason\":null}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"function\":{\"arguments\":\"tru\"}}]},\"finish_reason\":null}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n",
+            "data: [DONE]\n\n",
         );
         let (reply, _) = decode_chunks(ProviderKind::OpenAi, &[s.as_bytes()]);
-        match reply {
-            Some(Err(DecodeError::Protocol(m))) => {
-                assert!(
-                    m.starts_with("the arguments of tool \"edit\" are not valid JSON ("),
-                    "{m}"
-                );
-                assert!(m.ends_with("yyy..."), "{m}");
-                assert!(m.len() < 300, "{m}");
-            }
-            other => panic!("{other:?}"),
-        }
+        let reply = reply.expect("done").expect("a reply, not an error");
+        assert_eq!(reply.stop_reason, StopReason::MaxTokens);
+        assert_eq!(
+            reply.content,
+            vec![
+                Block::ToolUse {
+                    id: "c0".into(),
+                    name: "read".into(),
+                    input: json!({"path": "a"}),
+                },
+                Block::ToolUse {
+                    id: "c1".into(),
+                    name: "edit".into(),
+                    input: json!("{\"a\": tru"),
+                },
+            ]
+        );
+        // Empty arguments still mean `{}`; a JSON string is not an object, so it stays raw.
+        let s = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c0\",\"function\":{\"name\":\"now\",\"arguments\":\" \"}},{\"index\":1,\"id\":\"c1\",\"function\":{\"name\":\"ls\",\"arguments\":\"\\\"x\\\"\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let (reply, _) = decode_chunks(ProviderKind::OpenAi, &[s.as_bytes()]);
+        assert_eq!(
+            reply.expect("done").expect("ok").content,
+            vec![
+                Block::ToolUse {
+                    id: "c0".into(),
+                    name: "now".into(),
+                    input: json!({}),
+                },
+                Block::ToolUse {
+                    id: "c1".into(),
+                    name: "ls".into(),
+                    input: json!("\"x\""),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_malformed_call_is_replayed_with_empty_arguments() {
+        let req = ModelRequest {
+            system: None,
+            messages: vec![Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::ToolUse {
+                        id: "c0".into(),
+                        name: "read".into(),
+                        input: json!({"path": "a"}),
+                    },
+                    Block::ToolUse {
+                        id: "c1".into(),
+                        name: "edit".into(),
+                        input: json!("{\"a\": tru"),
+                    },
+                ],
+            }],
+            tools: Arc::new(vec![]),
+            max_tokens: 0,
+        };
+        assert_eq!(
+            request_body(&cfg(), &req)["messages"],
+            json!([{"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c0", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}},
+                {"id": "c1", "type": "function", "function": {"name": "edit", "arguments": "{}"}},
+            ]}])
+        );
     }
 
     #[test]

@@ -23,7 +23,11 @@ counter). When they run out: 500 "script exhausted after N steps" in the provide
 A STEP is an object; all keys optional, unknown keys are a script error:
   text            assistant text
   tool_calls      [{"id": "toolu_1", "name": "...", "input": {...}}]  (id defaults to
-                  toolu_<step>_<i>, input to {}); OpenAI: function.arguments = JSON of input
+                  toolu_<step>_<i>, input to {}); OpenAI: function.arguments = JSON of input.
+                  A call may have "raw_input": "TEXT" instead of input: exactly that text goes
+                  out as the arguments (for broken or cut-off JSON, e.g. {"a": tru):
+                  streamed as input_json_delta / function.arguments pieces; non-streaming as
+                  OpenAI function.arguments, and as Anthropic "input": TEXT (a JSON string)
   stop_reason     default "tool_use" with tool calls, else "end_turn"; OpenAI finish_reason
                   maps end_turn/stop_sequence->stop, tool_use->tool_calls, max_tokens->length
                   (other values pass through unchanged)
@@ -140,12 +144,16 @@ def check_step(where, i, step):
     for j, c in enumerate(calls):
         need(isinstance(c, dict), f"tool_calls[{j}] must be an object")
         for k in c:
-            need(k in ("id", "name", "input"), f"tool_calls[{j}]: unknown key {k!r}")
+            need(k in ("id", "name", "input", "raw_input"), f"tool_calls[{j}]: unknown key {k!r}")
         need(isinstance(c.get("name"), str), f"tool_calls[{j}]: 'name' must be a string")
         c.setdefault("id", f"toolu_{i}_{j}")
         need(isinstance(c["id"], str), f"tool_calls[{j}]: 'id' must be a string")
-        c.setdefault("input", {})
-        need(isinstance(c["input"], dict), f"tool_calls[{j}]: 'input' must be an object")
+        if "raw_input" in c:
+            need(isinstance(c["raw_input"], str), f"tool_calls[{j}]: 'raw_input' must be a string")
+            need("input" not in c, f"tool_calls[{j}]: 'input' and 'raw_input' exclude each other")
+        else:
+            c.setdefault("input", {})
+            need(isinstance(c["input"], dict), f"tool_calls[{j}]: 'input' must be an object")
     usage = step.setdefault("usage", {})
     need(isinstance(usage, dict), "'usage' must be an object")
     for k, v in usage.items():
@@ -158,6 +166,11 @@ def check_step(where, i, step):
         for k, v in step["expect"].items():
             need(k == "last_tool_result_contains", f"expect: unknown key {k!r}")
             need(isinstance(v, str), f"expect.{k} must be a string")
+
+
+def arguments(call):
+    """A tool call's argument text: its raw_input as given, else the JSON of its input."""
+    return call["raw_input"] if "raw_input" in call else json.dumps(call["input"])
 
 
 def pieces(s, size):
@@ -350,7 +363,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def anthropic_json(self, step, model):
         content = [{"type": "text", "text": step["text"]}] if step.get("text") else []
-        content += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["input"]} for c in step["tool_calls"]]
+        content += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c.get("input", c.get("raw_input"))}
+                    for c in step["tool_calls"]]
         self.send_json(200, {"id": "msg_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
                              "model": model, "content": content, "stop_reason": self.stop_reason(step),
                              "stop_sequence": None, "usage": dict(step["usage"])})
@@ -392,7 +406,7 @@ class Handler(BaseHTTPRequestHandler):
         for i, c in enumerate(step["tool_calls"], index):
             ev("content_block_start", {"type": "content_block_start", "index": i, "content_block":
                                        {"type": "tool_use", "id": c["id"], "name": c["name"], "input": {}}})
-            for p in pieces(json.dumps(c["input"]), 10):
+            for p in pieces(arguments(c), 10):
                 ev("content_block_delta", {"type": "content_block_delta", "index": i,
                                            "delta": {"type": "input_json_delta", "partial_json": p}}, True)
             ev("content_block_stop", {"type": "content_block_stop", "index": i})
@@ -411,7 +425,7 @@ class Handler(BaseHTTPRequestHandler):
         message = {"role": "assistant", "content": step.get("text") or None}
         if step["tool_calls"]:
             message["tool_calls"] = [{"id": c["id"], "type": "function",
-                                      "function": {"name": c["name"], "arguments": json.dumps(c["input"])}}
+                                      "function": {"name": c["name"], "arguments": arguments(c)}}
                                      for c in step["tool_calls"]]
         finish = OPENAI_FINISH.get(self.stop_reason(step), self.stop_reason(step))
         self.send_json(200, {"id": "chatcmpl-" + uuid.uuid4().hex[:24], "object": "chat.completion",
@@ -445,7 +459,7 @@ class Handler(BaseHTTPRequestHandler):
         for i, c in enumerate(step["tool_calls"]):
             send({"tool_calls": [{"index": i, "id": c["id"], "type": "function",
                                   "function": {"name": c["name"], "arguments": ""}}]})
-            for p in pieces(json.dumps(c["input"]), 10):
+            for p in pieces(arguments(c), 10):
                 send({"tool_calls": [{"index": i, "function": {"arguments": p}}]}, content_delta=True)
         send({}, OPENAI_FINISH.get(self.stop_reason(step), self.stop_reason(step)))
         if include_usage:

@@ -957,3 +957,118 @@ fn tool_progress_reaches_the_event_stream() {
         assert_eq!(mine.last().map(|e| &e["is_error"]), Some(&json!(false)));
     }
 }
+
+#[test]
+fn a_tool_call_cut_off_at_max_tokens_gets_an_error_result_and_the_turn_goes_on() {
+    // Two calls in one reply that hit max_tokens inside the second: the valid one runs, the
+    // cut-off one is answered with an error at once, and the model gets both results.
+    let cut = r#"{"path": "big.txt", "content": "line one\nline tw"#;
+    let model = Model::start(
+        "cut",
+        json!({"steps": [
+            {"tool_calls": [
+                call("t_ok", "bash", json!({"command": "echo ran fine"})),
+                {"id": "t_cut", "name": "write_file", "raw_input": cut}],
+             "stop_reason": "max_tokens"},
+            {"text": "I will write it in parts.", "expect": {"last_tool_result_contains": "cut off at max_tokens"}}
+        ]}),
+    );
+    let dir = project("cut", Value::Null);
+    let started = Instant::now();
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    out.ok();
+    assert!(started.elapsed() < Duration::from_secs(2), "{out}");
+    assert_eq!(
+        out.event("done", "")["text"],
+        "I will write it in parts.",
+        "{out}"
+    );
+    // The cut-off call shows like any call: its raw text as the arguments, then an error.
+    assert_eq!(out.event("tool_call", "t_cut")["arguments"], cut, "{out}");
+    let failed = out.event("tool_result", "t_cut");
+    assert_eq!(failed["is_error"], true, "{out}");
+    assert_eq!(out.event("tool_result", "t_ok")["is_error"], false, "{out}");
+    assert!(!dir.join("big.txt").exists(), "the cut-off call ran");
+
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 2, "{reqs:?}");
+    let results = tool_results(&reqs[1]);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[0]["tool_use_id"], "t_ok");
+    assert_eq!(results[0]["is_error"], false, "{results:?}");
+    let ran = content_text(&results[0]["content"]);
+    assert!(ran.starts_with("ran fine\n"), "{ran}");
+    assert_eq!(results[1]["tool_use_id"], "t_cut");
+    assert_eq!(results[1]["is_error"], true, "{results:?}");
+    let text = content_text(&results[1]["content"]);
+    assert!(
+        text.starts_with(r#"the arguments of tool "write_file" are not valid JSON ("#),
+        "{text}"
+    );
+    assert!(text.contains(cut), "{text}");
+    assert!(
+        text.contains("the reply was cut off at max_tokens, so they are incomplete"),
+        "{text}"
+    );
+    assert_eq!(failed["output"], text.as_str(), "{out}");
+    // The replayed assistant message is valid: the cut-off call's input is an empty object.
+    let messages = reqs[1]["body"]["messages"].as_array().expect("messages");
+    let asked = &messages[messages.len() - 2];
+    assert_eq!(
+        asked["content"],
+        json!([
+            {"type": "tool_use", "id": "t_ok", "name": "bash", "input": {"command": "echo ran fine"}},
+            {"type": "tool_use", "id": "t_cut", "name": "write_file", "input": {}},
+        ]),
+        "{asked}"
+    );
+}
+
+#[test]
+fn broken_tool_json_from_an_openai_format_model_is_sent_back_and_retried() {
+    // As from a small local model: broken JSON, then the same call again, fixed.
+    let broken = r#"{"command": "echo again" "#;
+    let model = Model::start(
+        "broken-openai",
+        json!({"steps": [
+            {"tool_calls": [{"id": "c1", "name": "bash", "raw_input": broken}]},
+            {"tool_calls": [call("c2", "bash", json!({"command": "echo again"}))],
+             "expect": {"last_tool_result_contains": "not valid JSON"}},
+            {"text": "It said again.", "expect": {"last_tool_result_contains": "again"}}
+        ]}),
+    );
+    let dir = project("broken-openai", Value::Null);
+    let mut cmd = harness9(&dir);
+    cmd.env("HARNESS9_PROVIDER", "openai")
+        .env("OPENAI_BASE_URL", format!("{}/v1", model.url));
+    let started = Instant::now();
+    let out = Run::start(cmd, &["run", "-p", "go", "--json"]).finish(LIMIT);
+    out.ok();
+    assert!(started.elapsed() < Duration::from_secs(2), "{out}");
+    assert_eq!(out.event("done", "")["text"], "It said again.", "{out}");
+    assert_eq!(out.event("tool_result", "c1")["is_error"], true, "{out}");
+    assert_eq!(out.event("tool_result", "c2")["is_error"], false, "{out}");
+
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 3, "{reqs:?}");
+    let messages = reqs[1]["body"]["messages"].as_array().expect("messages");
+    let asked = &messages[messages.len() - 2];
+    assert_eq!(
+        asked["tool_calls"],
+        json!([{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]),
+        "{asked}"
+    );
+    let answer = messages.last().expect("a message");
+    assert_eq!(answer["tool_call_id"], "c1", "{answer}");
+    let text = answer["content"].as_str().expect("text");
+    assert!(
+        text.starts_with(r#"Error: the arguments of tool "bash" are not valid JSON ("#),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(&format!(
+            "): {broken}; send the call again with a complete JSON object"
+        )),
+        "{text}"
+    );
+}
