@@ -587,7 +587,11 @@ fn engine_event(state: &mut State, e: EngineEvent) {
             state.note(Entry::Tool {
                 id,
                 name,
-                args: arguments.to_string(),
+                // Malformed arguments come as the model's raw text: shown as it came.
+                args: match arguments {
+                    serde_json::Value::String(raw) => raw,
+                    v => v.to_string(),
+                },
                 state: CallState::Running,
                 elapsed: None,
                 output: String::new(),
