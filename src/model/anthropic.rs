@@ -353,7 +353,7 @@ impl StreamDecoder {
 pub(crate) mod tests {
     use std::sync::Arc;
 
-    use super::super::{decode_chunks, split_every, ProviderKind, ToolDef};
+    use super::super::{decode_chunks, split_every, tool_uses, ProviderKind, ToolDef};
     use super::*;
 
     fn cfg() -> ProviderConfig {
@@ -667,18 +667,10 @@ pub(crate) mod tests {
         assert_eq!(reply.stop_reason, StopReason::MaxTokens);
         assert_eq!(
             reply.content,
-            vec![
-                Block::ToolUse {
-                    id: "t0".into(),
-                    name: "read".into(),
-                    input: json!({"path": "a"}),
-                },
-                Block::ToolUse {
-                    id: "t".into(),
-                    name: "edit".into(),
-                    input: json!("{\"a\": tru"),
-                },
-            ]
+            tool_uses(&[
+                ("t0", "read", json!({"path": "a"})),
+                ("t", "edit", json!("{\"a\": tru"))
+            ])
         );
         // Valid JSON that is not an object is kept raw too.
         let s = concat!(
@@ -700,26 +692,13 @@ pub(crate) mod tests {
 
     #[test]
     fn a_malformed_call_is_replayed_with_an_empty_object() {
-        let req = ModelRequest {
-            system: None,
-            messages: vec![Message {
-                role: Role::Assistant,
-                content: vec![
-                    Block::ToolUse {
-                        id: "t0".into(),
-                        name: "read".into(),
-                        input: json!({"path": "a"}),
-                    },
-                    Block::ToolUse {
-                        id: "t1".into(),
-                        name: "edit".into(),
-                        input: json!("{\"a\": tru"),
-                    },
-                ],
-            }],
-            tools: Arc::new(vec![]),
-            max_tokens: 0,
-        };
+        let req = ModelRequest::of(vec![Message {
+            role: Role::Assistant,
+            content: tool_uses(&[
+                ("t0", "read", json!({"path": "a"})),
+                ("t1", "edit", json!("{\"a\": tru")),
+            ]),
+        }]);
         let off = ProviderConfig {
             prompt_caching: false,
             ..cfg()

@@ -90,6 +90,43 @@ pub enum ResultPart {
     },
 }
 
+#[cfg(test)]
+impl ModelRequest {
+    /// A request of `messages`, no system prompt, no tools (for tests).
+    pub(crate) fn of(messages: Vec<Message>) -> Self {
+        Self {
+            system: None,
+            messages,
+            tools: std::sync::Arc::new(Vec::new()),
+            max_tokens: 0,
+        }
+    }
+
+    /// A request of one user message (for tests).
+    pub(crate) fn user_says(text: &str, max_tokens: u32) -> Self {
+        Self {
+            max_tokens,
+            ..Self::of(vec![Message {
+                role: Role::User,
+                content: vec![Block::Text(text.into())],
+            }])
+        }
+    }
+}
+
+/// Tool calls as blocks, from (id, name, input) (for tests).
+#[cfg(test)]
+pub(crate) fn tool_uses(calls: &[(&str, &str, serde_json::Value)]) -> Vec<Block> {
+    calls
+        .iter()
+        .map(|(id, name, input)| Block::ToolUse {
+            id: (*id).into(),
+            name: (*name).into(),
+            input: input.clone(),
+        })
+        .collect()
+}
+
 /// A tool offered to the model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolDef {

@@ -419,7 +419,7 @@ impl StreamDecoder {
 pub(crate) mod tests {
     use std::sync::Arc;
 
-    use super::super::{decode_chunks, split_every, Message, ProviderKind, ToolDef};
+    use super::super::{decode_chunks, split_every, tool_uses, Message, ProviderKind, ToolDef};
     use super::*;
 
     fn cfg() -> ProviderConfig {
@@ -439,18 +439,10 @@ pub(crate) mod tests {
                 },
                 Message {
                     role: Role::Assistant,
-                    content: vec![
-                        Block::ToolUse {
-                            id: "call_1".into(),
-                            name: "shell".into(),
-                            input: json!({"cmd": "ls"}),
-                        },
-                        Block::ToolUse {
-                            id: "call_2".into(),
-                            name: "shot".into(),
-                            input: json!({}),
-                        },
-                    ],
+                    content: tool_uses(&[
+                        ("call_1", "shell", json!({"cmd": "ls"})),
+                        ("call_2", "shot", json!({})),
+                    ]),
                 },
                 Message {
                     role: Role::User,
@@ -533,18 +525,10 @@ pub(crate) mod tests {
             messages: vec![
                 Message {
                     role: Role::Assistant,
-                    content: vec![
-                        Block::ToolUse {
-                            id: "call_1".into(),
-                            name: "shot".into(),
-                            input: json!({}),
-                        },
-                        Block::ToolUse {
-                            id: "call_2".into(),
-                            name: "shell".into(),
-                            input: json!({"cmd": "ls"}),
-                        },
-                    ],
+                    content: tool_uses(&[
+                        ("call_1", "shot", json!({})),
+                        ("call_2", "shell", json!({"cmd": "ls"})),
+                    ]),
                 },
                 Message {
                     role: Role::User,
@@ -668,15 +652,7 @@ pub(crate) mod tests {
 
     #[test]
     fn request_body_omits_empty_tools_and_system() {
-        let req = ModelRequest {
-            system: None,
-            messages: vec![Message {
-                role: Role::User,
-                content: vec![Block::Text("hi".into())],
-            }],
-            tools: Arc::new(vec![]),
-            max_tokens: 64,
-        };
+        let req = ModelRequest::user_says("hi", 64);
         assert_eq!(
             request_body(&cfg(), &req),
             json!({
@@ -691,15 +667,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_output_cap_field_follows_the_setting_and_the_host() {
-        let req = ModelRequest {
-            system: None,
-            messages: vec![Message {
-                role: Role::User,
-                content: vec![Block::Text("hi".into())],
-            }],
-            tools: Arc::new(vec![]),
-            max_tokens: 0,
-        };
+        let req = ModelRequest::user_says("hi", 0);
         let body = |field: MaxTokensField, base_url: &str| {
             let cfg = ProviderConfig {
                 base_url: base_url.into(),
@@ -874,18 +842,10 @@ pub(crate) mod tests {
         assert_eq!(reply.stop_reason, StopReason::MaxTokens);
         assert_eq!(
             reply.content,
-            vec![
-                Block::ToolUse {
-                    id: "c0".into(),
-                    name: "read".into(),
-                    input: json!({"path": "a"}),
-                },
-                Block::ToolUse {
-                    id: "c1".into(),
-                    name: "edit".into(),
-                    input: json!("{\"a\": tru"),
-                },
-            ]
+            tool_uses(&[
+                ("c0", "read", json!({"path": "a"})),
+                ("c1", "edit", json!("{\"a\": tru"))
+            ])
         );
         // Empty arguments still mean `{}`; a JSON string is not an object, so it stays raw.
         let s = concat!(
@@ -895,43 +855,19 @@ pub(crate) mod tests {
         let (reply, _) = decode_chunks(ProviderKind::OpenAi, &[s.as_bytes()]);
         assert_eq!(
             reply.expect("done").expect("ok").content,
-            vec![
-                Block::ToolUse {
-                    id: "c0".into(),
-                    name: "now".into(),
-                    input: json!({}),
-                },
-                Block::ToolUse {
-                    id: "c1".into(),
-                    name: "ls".into(),
-                    input: json!("\"x\""),
-                },
-            ]
+            tool_uses(&[("c0", "now", json!({})), ("c1", "ls", json!("\"x\""))])
         );
     }
 
     #[test]
     fn a_malformed_call_is_replayed_with_empty_arguments() {
-        let req = ModelRequest {
-            system: None,
-            messages: vec![Message {
-                role: Role::Assistant,
-                content: vec![
-                    Block::ToolUse {
-                        id: "c0".into(),
-                        name: "read".into(),
-                        input: json!({"path": "a"}),
-                    },
-                    Block::ToolUse {
-                        id: "c1".into(),
-                        name: "edit".into(),
-                        input: json!("{\"a\": tru"),
-                    },
-                ],
-            }],
-            tools: Arc::new(vec![]),
-            max_tokens: 0,
-        };
+        let req = ModelRequest::of(vec![Message {
+            role: Role::Assistant,
+            content: tool_uses(&[
+                ("c0", "read", json!({"path": "a"})),
+                ("c1", "edit", json!("{\"a\": tru")),
+            ]),
+        }]);
         assert_eq!(
             request_body(&cfg(), &req)["messages"],
             json!([{"role": "assistant", "content": null, "tool_calls": [
