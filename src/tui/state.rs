@@ -49,6 +49,8 @@ pub const TRACE_MESSAGE_MAX: usize = 64 * 1024;
 pub const RESULT_LINES: usize = 40;
 /// Rows the screen keeps for everything but the transcript / panel body (input, bars, borders).
 const CHROME_ROWS: usize = 4;
+/// The most rows the input box grows to; a longer input scrolls with the cursor.
+pub const MAX_INPUT_ROWS: usize = 8;
 
 /// Something that happened, for [`update`].
 #[derive(Debug, Clone)]
@@ -381,7 +383,22 @@ impl State {
 
     /// Rows of the transcript.
     pub fn body_rows(&self) -> usize {
-        (self.size.1 as usize).saturating_sub(CHROME_ROWS).max(1)
+        (self.size.1 as usize)
+            .saturating_sub(CHROME_ROWS + self.input_rows() - 1)
+            .max(1)
+    }
+
+    /// Rows of the input box: one per input line, at most [`MAX_INPUT_ROWS`].
+    pub fn input_rows(&self) -> usize {
+        self.input.split('\n').count().min(MAX_INPUT_ROWS)
+    }
+
+    /// The cursor as (line, column in chars) within the input's lines.
+    pub fn cursor_line_col(&self) -> (usize, usize) {
+        let before: String = self.input.chars().take(self.cursor).collect();
+        let line = before.matches('\n').count();
+        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count());
+        (line, col)
     }
 
     /// Rows of a modal's scrolling body: the screen less the two bars, the border, and the
@@ -477,8 +494,11 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
         }
         Event::Paste(text) => {
             if state.modal.is_none() {
+                // Newlines stay (a pasted stack trace or code keeps its shape); CRLF and CR
+                // become LF.
+                let text = text.replace("\r\n", "\n").replace('\r', "\n");
                 for c in clean(&text).chars() {
-                    insert_char(state, if c == '\n' { ' ' } else { c });
+                    insert_char(state, c);
                 }
             }
             Vec::new()
@@ -669,15 +689,20 @@ fn byte_index(s: &str, chars: usize) -> usize {
 fn session_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     let len = state.input.chars().count();
+    let alt = key.modifiers.contains(KeyModifiers::ALT);
+    let shift = key.modifiers.contains(KeyModifiers::SHIFT);
     match key.code {
+        // A new line in the input: Alt+Enter, Shift+Enter (where the terminal tells it), Ctrl+J.
+        KeyCode::Enter if alt || shift => insert_char(state, '\n'),
+        KeyCode::Char('j') if ctrl => insert_char(state, '\n'),
         KeyCode::Enter => return submit(state),
         KeyCode::Esc if state.busy => {
             state.cancelling = true;
             return vec![Effect::CancelTurn];
         }
         KeyCode::Tab => complete(state),
-        KeyCode::Char('a') if ctrl => state.cursor = 0,
-        KeyCode::Char('e') if ctrl => state.cursor = len,
+        KeyCode::Char('a') if ctrl => state.cursor = line_start(state),
+        KeyCode::Char('e') if ctrl => state.cursor = line_end(state),
         KeyCode::Char('u') if ctrl => {
             state.input.clear();
             state.cursor = 0;
@@ -696,10 +721,12 @@ fn session_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         }
         KeyCode::Left => state.cursor = state.cursor.saturating_sub(1),
         KeyCode::Right => state.cursor = (state.cursor + 1).min(len),
-        KeyCode::Home => state.cursor = 0,
-        KeyCode::End => state.cursor = len,
-        KeyCode::Up => history_step(state, true),
-        KeyCode::Down => history_step(state, false),
+        KeyCode::Home => state.cursor = line_start(state),
+        KeyCode::End => state.cursor = line_end(state),
+        // In a multi-line input, Up and Down move between its lines; past the first or last
+        // line they step through the history.
+        KeyCode::Up if !move_line(state, true) => history_step(state, true),
+        KeyCode::Down if !move_line(state, false) => history_step(state, false),
         KeyCode::PageUp => state.scroll_back += state.body_rows().saturating_sub(1).max(1),
         KeyCode::PageDown => {
             state.scroll_back = state
@@ -709,6 +736,32 @@ fn session_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         _ => {}
     }
     Vec::new()
+}
+
+/// The char index where the cursor's line starts.
+fn line_start(state: &State) -> usize {
+    state.cursor - state.cursor_line_col().1
+}
+
+/// The char index where the cursor's line ends (before its newline).
+fn line_end(state: &State) -> usize {
+    let rest = state.input.chars().skip(state.cursor);
+    state.cursor + rest.take_while(|c| *c != '\n').count()
+}
+
+/// Moves the cursor to the line above (`up`) or below, keeping its column as far as that line
+/// allows; false when there is no such line.
+fn move_line(state: &mut State, up: bool) -> bool {
+    let (line, col) = state.cursor_line_col();
+    let lines: Vec<usize> = state.input.split('\n').map(|l| l.chars().count()).collect();
+    let target = match up {
+        true if line > 0 => line - 1,
+        false if line + 1 < lines.len() => line + 1,
+        _ => return false,
+    };
+    let start: usize = lines[..target].iter().map(|n| n + 1).sum();
+    state.cursor = start + col.min(lines[target]);
+    true
 }
 
 fn history_step(state: &mut State, back: bool) {
@@ -1096,6 +1149,54 @@ mod tests {
         update(&mut s, key(KeyCode::Down));
         assert_eq!(s.input, "");
         assert_eq!(update(&mut s, key(KeyCode::Esc)), vec![Effect::CancelTurn]);
+    }
+
+    #[test]
+    fn multi_line_input_alt_enter_ctrl_j_paste_and_line_moves() {
+        let with = |code, m| Event::Key(KeyEvent::new(code, m));
+        let mut s = State::new("x".into(), Some("m".into()), String::new());
+        typed(&mut s, "first");
+        update(&mut s, with(KeyCode::Enter, KeyModifiers::ALT));
+        typed(&mut s, "second line");
+        update(&mut s, with(KeyCode::Char('j'), KeyModifiers::CONTROL));
+        typed(&mut s, "3");
+        assert_eq!(s.input, "first\nsecond line\n3");
+        assert_eq!((s.input_rows(), s.cursor_line_col()), (3, (2, 1)));
+        // Up keeps the column where the line allows; Home and End are line-wise.
+        update(&mut s, key(KeyCode::Up));
+        assert_eq!(s.cursor_line_col(), (1, 1));
+        update(&mut s, key(KeyCode::End));
+        assert_eq!(s.cursor_line_col(), (1, 11));
+        update(&mut s, key(KeyCode::Up));
+        assert_eq!(s.cursor_line_col(), (0, 5));
+        update(&mut s, key(KeyCode::Home));
+        assert_eq!(s.cursor_line_col(), (0, 0));
+        // Past the last line, Down goes to history (empty here: nothing happens).
+        update(&mut s, key(KeyCode::Down));
+        update(&mut s, key(KeyCode::Down));
+        update(&mut s, key(KeyCode::Down));
+        assert_eq!(s.cursor_line_col().0, 2);
+        assert_eq!(s.input, "first\nsecond line\n3");
+        // Enter sends all of it; the history keeps it whole.
+        assert_eq!(
+            update(&mut s, key(KeyCode::Enter)),
+            vec![Effect::Submit("first\nsecond line\n3".into())]
+        );
+        update(&mut s, Event::TurnDone(Ok("done".into())));
+        // Up on a one-line (empty) input is history.
+        update(&mut s, key(KeyCode::Up));
+        assert_eq!(s.input, "first\nsecond line\n3");
+
+        // A paste keeps its lines (CRLF and CR become LF) and its escape sequences go.
+        let mut s = State::new("x".into(), Some("m".into()), String::new());
+        update(&mut s, Event::Paste("a\r\nb\rc\x1b[31m!".into()));
+        assert_eq!(s.input, "a\nb\nc!");
+        // The box grows to at most MAX_INPUT_ROWS rows, and the body shrinks with it.
+        s.size = (80, 30);
+        let body = s.body_rows();
+        update(&mut s, Event::Paste("\n".repeat(20)));
+        assert_eq!(s.input_rows(), MAX_INPUT_ROWS);
+        assert_eq!(s.body_rows(), body - (MAX_INPUT_ROWS - 3));
     }
 
     #[test]

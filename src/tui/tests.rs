@@ -405,3 +405,24 @@ fn a_model_turn_streams_text_and_folds_tool_calls() {
     let expanded = render(&mut s, 80, 14);
     insta::assert_snapshot!(format!("{running}\n{folded}\n{expanded}"));
 }
+
+#[test]
+fn a_multi_line_input_grows_the_box_and_a_long_one_scrolls_with_the_cursor() {
+    let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
+    update(
+        &mut s,
+        Event::Paste("fn main() {\n    println!(\"hi\");\n}".into()),
+    );
+    let screen = render(&mut s, 60, 10);
+    insta::assert_snapshot!("multi_line_input", screen);
+    // Twelve lines with the cursor on the last: the box shows the last eight.
+    let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
+    let text: Vec<String> = (1..=12).map(|i| format!("line {i}")).collect();
+    update(&mut s, Event::Paste(text.join("\n")));
+    let screen = render(&mut s, 60, 14);
+    assert!(
+        !screen.contains("> line 1") && screen.contains("  line 12"),
+        "{screen}"
+    );
+    insta::assert_snapshot!("long_input_window", screen);
+}

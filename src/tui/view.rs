@@ -29,7 +29,7 @@ pub fn view(state: &State, frame: &mut Frame) {
     let [main, input_sep, input, mcp, status] = Layout::vertical([
         Constraint::Fill(1),
         Constraint::Length(1),
-        Constraint::Length(1),
+        Constraint::Length(state.input_rows() as u16),
         Constraint::Length(u16::from(bar)),
         Constraint::Length(1),
     ])
@@ -355,32 +355,49 @@ fn draw_transcript(state: &State, frame: &mut Frame, area: Rect) {
 }
 
 fn draw_input(state: &State, frame: &mut Frame, area: Rect) {
-    let prompt = "> ";
-    let width = (area.width as usize).saturating_sub(prompt.len()).max(1);
-    let before: String = state.input.chars().take(state.cursor).collect();
-    let col = before.width();
-    // Keep the cursor visible: show the tail when the input is wider than the line.
-    let skip_cols = col.saturating_sub(width - 1);
-    let mut shown = String::new();
-    let mut at = 0;
-    for c in state.input.chars() {
-        let w = c.width().unwrap_or(0);
-        if at >= skip_cols && at + w - skip_cols <= width {
-            shown.push(c);
+    const PROMPT: &str = "> ";
+    let width = (area.width as usize).saturating_sub(PROMPT.len()).max(1);
+    let (cur_line, cur_col) = state.cursor_line_col();
+    let lines: Vec<&str> = state.input.split('\n').collect();
+    // The rows shown: all of a short input, else a window that keeps the cursor's line in view.
+    let rows = (area.height as usize).max(1);
+    let first = (cur_line + 1).saturating_sub(rows);
+    let mut shown_lines = Vec::new();
+    let mut cursor_x = 0;
+    for (i, line) in lines.iter().enumerate().skip(first).take(rows) {
+        // Keep the cursor visible on its line: show the tail when it is wider than the box.
+        let skip_cols = if i == cur_line {
+            let col: usize = line
+                .chars()
+                .take(cur_col)
+                .map(|c| c.width().unwrap_or(0))
+                .sum();
+            let skip = col.saturating_sub(width - 1);
+            cursor_x = col - skip;
+            skip
+        } else {
+            0
+        };
+        let mut shown = String::new();
+        let mut at = 0;
+        for c in line.chars() {
+            let w = c.width().unwrap_or(0);
+            if at >= skip_cols && at + w - skip_cols <= width {
+                shown.push(c);
+            }
+            at += w;
         }
-        at += w;
-    }
-    frame.render_widget(
-        Paragraph::new(Line::from(vec![
+        let prompt = if i == 0 { PROMPT } else { "  " };
+        shown_lines.push(Line::from(vec![
             Span::styled(prompt, Style::new().fg(Color::Cyan).bold()),
             Span::raw(shown),
-        ])),
-        area,
-    );
+        ]));
+    }
+    frame.render_widget(Paragraph::new(shown_lines), area);
     if state.modal.is_none() {
         frame.set_cursor_position(Position::new(
-            area.x + (prompt.len() + col - skip_cols) as u16,
-            area.y,
+            area.x + (PROMPT.len() + cursor_x) as u16,
+            area.y + (cur_line - first) as u16,
         ));
     }
 }
@@ -765,8 +782,12 @@ fn draw_help(frame: &mut Frame, area: Rect) {
             "Enter",
             "send the line (a /command or a message for the model)",
         ),
+        (
+            "Alt+Enter",
+            "a new line in the input (also Ctrl+J; pasted text keeps its lines)",
+        ),
         ("Tab", "complete a /command, or a tool name after /call"),
-        ("↑ ↓", "input history"),
+        ("↑ ↓", "the input's lines, then the input history"),
         ("PgUp PgDn", "scroll the transcript"),
         (
             "Ctrl+O",

@@ -14,7 +14,9 @@ const BOUND: Duration = Duration::from_secs(15);
 /// The bound for a whole test: every wait on the screen is cut to what is left of it.
 const WHOLE: Duration = Duration::from_secs(50);
 /// Keys tmux sends by name; any other string is typed literally.
-const NAMED: &[&str] = &["Enter", "Escape", "Tab", "BTab", "Up", "Down", "C-c", "C-o"];
+const NAMED: &[&str] = &[
+    "Enter", "M-Enter", "Escape", "Tab", "BTab", "Up", "Down", "C-c", "C-o", "C-j",
+];
 
 /// `harness9` in a 100x30 pane of its own tmux server, on a private socket in `dir` (`-S`, not
 /// `-L`: a socket under /tmp/tmux-UID would outlive the server; this one goes with the dir).
@@ -567,7 +569,12 @@ fn a_model_turn_streams_runs_tools_and_esc_cancels_it() {
     t.wait_for("everything connected and the model named", BOUND, |s| {
         bar(s).contains("everything ●") && s.contains("model anthropic")
     });
-    t.send_keys(&["say it through echo", "Enter"]);
+    // Typed over three lines (Alt+Enter, Ctrl+J): the box grows, and the model gets all three.
+    t.send_keys(&["say it", "M-Enter", "through", "C-j", "echo"]);
+    t.wait_for("a three-line input", BOUND, |s| {
+        s.contains("> say it\n  through\n  echo")
+    });
+    t.send_keys(&["Enter"]);
     let done = t.wait_for("the answer after the tool call", BOUND, |s| {
         s.contains("Echo said: from the model.") && s.contains("model calls")
     });
@@ -597,6 +604,11 @@ fn a_model_turn_streams_runs_tools_and_esc_cancels_it() {
         s.contains("the turn was cancelled") && !s.contains("working…")
     });
     assert_eq!(model.requests().len(), 3, "one request per model call");
+    let first = &model.requests()[0]["body"]["messages"][0]["content"];
+    assert_eq!(
+        first[0]["text"], "say it\nthrough\necho",
+        "the prompt as typed: {first}"
+    );
     // The same with Ctrl+C: the first one cancels the turn, the next one quits.
     t.send_keys(&["once more", "Enter"]);
     t.wait_for("the second stalled turn", BOUND, |s| s.contains("working…"));
