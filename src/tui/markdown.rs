@@ -1,6 +1,7 @@
 //! Markdown-lite for the model's text: what models actually write, drawn the way a terminal
 //! can. Headings (bold), bullet and numbered lists (hanging indent), block quotes, rules,
-//! fenced code (verbatim, no fences shown), and inline `**bold**`, `*italic*` and `` `code` ``.
+//! fenced code (verbatim, no fences shown), tables (aligned columns), and inline `**bold**`,
+//! `*italic*` and `` `code` ``.
 //! Anything else is plain text; a marker without its closing pair stays as typed. `_` is never
 //! emphasis, so `snake_case` names survive. The text is already sanitized.
 
@@ -14,12 +15,17 @@ const QUOTE: Style = Style::new()
     .add_modifier(Modifier::ITALIC);
 const RULE: Style = Style::new().fg(Color::DarkGray);
 
+/// Text as styled pieces.
+type Pieces = Vec<(String, Style)>;
+
 /// What a source line is, which depends on the fences above it.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Text,
     Fence,
     Code,
+    /// A `| a | b |` row, laid out with the rest of its table.
+    Table,
 }
 
 /// Lays out `text` in lines of at most `width` columns: its last source lines only, as many
@@ -38,6 +44,8 @@ pub fn render(text: &str, width: usize, need: usize, out: &mut Vec<Line<'static>
                 (raw, Kind::Fence)
             } else if in_code {
                 (raw, Kind::Code)
+            } else if t.starts_with('|') {
+                (raw, Kind::Table)
             } else {
                 (raw, Kind::Text)
             }
@@ -45,16 +53,95 @@ pub fn render(text: &str, width: usize, need: usize, out: &mut Vec<Line<'static>
         .collect();
     let mut chunks = Vec::new();
     let mut have = 0;
-    for (raw, kind) in src.into_iter().rev() {
-        if have >= need {
-            break;
-        }
+    let mut end = src.len();
+    while end > 0 && have < need {
         let mut lines = Vec::new();
-        source_line(raw, kind, width, &mut lines);
+        let (raw, kind) = src[end - 1];
+        if kind == Kind::Table {
+            // The whole run of rows is one table: its column widths depend on every row.
+            let start = src[..end]
+                .iter()
+                .rposition(|(_, k)| *k != Kind::Table)
+                .map_or(0, |i| i + 1);
+            let rows: Vec<&str> = src[start..end].iter().map(|(r, _)| *r).collect();
+            table(&rows, width, &mut lines);
+            end = start;
+        } else {
+            source_line(raw, kind, width, &mut lines);
+            end -= 1;
+        }
         have += lines.len();
         chunks.push(lines);
     }
     out.extend(chunks.into_iter().rev().flatten());
+}
+
+/// A table: cells padded to their column's width and joined by `│`, the header bold, the
+/// `|---|` row drawn as a rule. Rows without that rule, or a table wider than `width`, are
+/// drawn as typed.
+fn table(rows: &[&str], width: usize, out: &mut Vec<Line<'static>>) {
+    let cells = |row: &str| -> Vec<String> {
+        let t = row.trim();
+        let t = t.strip_prefix('|').unwrap_or(t);
+        let t = t.strip_suffix('|').unwrap_or(t);
+        t.split('|').map(|c| c.trim().to_owned()).collect()
+    };
+    let is_rule = |c: &[String]| {
+        c.iter().all(|x| {
+            let x = x.trim_matches(':');
+            !x.is_empty() && x.chars().all(|ch| ch == '-')
+        })
+    };
+    let parsed: Vec<Vec<String>> = rows.iter().map(|r| cells(r)).collect();
+    let header = parsed.len() > 1 && is_rule(&parsed[1]);
+    // Per row its cells as styled pieces; `None` for the rule row.
+    let styled: Vec<Option<Vec<Pieces>>> = parsed
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let base = if header && i == 0 {
+                Style::new().add_modifier(Modifier::BOLD)
+            } else {
+                Style::new()
+            };
+            (!(header && i == 1)).then(|| row.iter().map(|c| inline(c, base)).collect())
+        })
+        .collect();
+    let cols = parsed.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0; cols];
+    for row in styled.iter().flatten() {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.iter().map(|(t, _)| t.width()).sum());
+        }
+    }
+    let total = widths.iter().sum::<usize>() + 3 * cols.saturating_sub(1);
+    // Without its `|---|` row it is not a table (a line of prose may start with a pipe).
+    if total > width || !header {
+        for raw in rows {
+            fill(&[(raw.trim().to_owned(), Style::new())], width, "", "", out);
+        }
+        return;
+    }
+    for row in &styled {
+        let Some(row) = row else {
+            let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
+            out.push(Line::styled(rule.join("─┼─"), RULE));
+            continue;
+        };
+        let mut spans = Vec::new();
+        for (i, w) in widths.iter().enumerate() {
+            if i > 0 {
+                spans.push(Span::styled(" │ ", RULE));
+            }
+            let cell = row.get(i).map(Vec::as_slice).unwrap_or_default();
+            let used: usize = cell.iter().map(|(t, _)| t.width()).sum();
+            spans.extend(cell.iter().map(|(t, s)| Span::styled(t.clone(), *s)));
+            if i + 1 < cols {
+                spans.push(Span::raw(" ".repeat(w - used)));
+            }
+        }
+        out.push(Line::from(spans));
+    }
 }
 
 /// The lines of one source line.
@@ -66,7 +153,7 @@ fn source_line(raw: &str, kind: Kind, width: usize, out: &mut Vec<Line<'static>>
             fill(&pieces, width, "  ", "  ", out);
             return;
         }
-        Kind::Text => {}
+        Kind::Text | Kind::Table => {}
     }
     let trimmed = raw.trim_start();
     let lead = &raw[..raw.len() - trimmed.len()];
@@ -360,6 +447,44 @@ mod tests {
                 .collect();
             assert!(got.len() >= need.min(all.len()), "{need}: {got:?}");
             // Always the bottom of the whole layout, code lines still seen as code.
+            assert_eq!(got[..], all[all.len() - got.len()..], "{need}");
+        }
+    }
+
+    #[test]
+    fn tables_get_aligned_columns_and_a_too_wide_one_stays_as_typed() {
+        let t = "Servers:\n| name | tools |\n|---|--:|\n| `everything` | 14 |\n| py | 2 |\nend";
+        assert_eq!(
+            texts(t, 40),
+            vec![
+                "Servers:",
+                "name       │ tools",
+                "───────────┼──────",
+                "everything │ 14",
+                "py         │ 2",
+                "end",
+            ]
+        );
+        assert_eq!(
+            styled(t, 40, 1),
+            vec![
+                ("name".into(), Modifier::BOLD, None),
+                (" │ ".into(), Modifier::empty(), Some(Color::DarkGray)),
+                ("tools".into(), Modifier::BOLD, None),
+            ]
+        );
+        // Too wide for 12 columns: the rows as typed. Without a rule row: as typed too.
+        assert_eq!(texts(t, 12)[1], "| name |");
+        assert_eq!(texts("| grep x | wc -l", 40), vec!["| grep x | wc -l"]);
+        // The tail layout takes a table whole.
+        for need in 0..8 {
+            let mut out = Vec::new();
+            render(t, 40, need, &mut out);
+            let all = texts(t, 40);
+            let got: Vec<String> = out
+                .iter()
+                .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+                .collect();
             assert_eq!(got[..], all[all.len() - got.len()..], "{need}");
         }
     }
