@@ -76,7 +76,8 @@ pub fn render(text: &str, width: usize, need: usize, out: &mut Vec<Line<'static>
     out.extend(chunks.into_iter().rev().flatten());
 }
 
-/// A table: cells padded to their column's width and joined by `│`, the header bold, the
+/// A table: cells padded to their column's width (aligned as its `|:-:|` row says) and joined
+/// by `│`, the header bold, the
 /// `|---|` row drawn as a rule. Rows without that rule, or a table wider than `width`, are
 /// drawn as typed.
 fn table(rows: &[&str], width: usize, out: &mut Vec<Line<'static>>) {
@@ -134,10 +135,21 @@ fn table(rows: &[&str], width: usize, out: &mut Vec<Line<'static>>) {
                 spans.push(Span::styled(" │ ", RULE));
             }
             let cell = row.get(i).map(Vec::as_slice).unwrap_or_default();
-            let used: usize = cell.iter().map(|(t, _)| t.width()).sum();
+            let room = w - cell.iter().map(|(t, _)| t.width()).sum::<usize>();
+            // `|--:|` aligns right, `|:-:|` centres; the last column gets no trailing pad.
+            let rule = parsed[1].get(i).map_or("", String::as_str);
+            let before = match (rule.starts_with(':'), rule.ends_with(':')) {
+                (true, true) => room / 2,
+                (false, true) => room,
+                _ => 0,
+            };
+            let after = if i + 1 < cols { room - before } else { 0 };
+            if before > 0 {
+                spans.push(Span::raw(" ".repeat(before)));
+            }
             spans.extend(cell.iter().map(|(t, s)| Span::styled(t.clone(), *s)));
-            if i + 1 < cols {
-                spans.push(Span::raw(" ".repeat(w - used)));
+            if after > 0 {
+                spans.push(Span::raw(" ".repeat(after)));
             }
         }
         out.push(Line::from(spans));
@@ -453,15 +465,15 @@ mod tests {
 
     #[test]
     fn tables_get_aligned_columns_and_a_too_wide_one_stays_as_typed() {
-        let t = "Servers:\n| name | tools |\n|---|--:|\n| `everything` | 14 |\n| py | 2 |\nend";
+        let t = "Servers:\n| name | tools | up |\n|---|--:|:-:|\n| `everything` | 14 | yes |\n| py | 2 | y |\nend";
         assert_eq!(
             texts(t, 40),
             vec![
                 "Servers:",
-                "name       │ tools",
-                "───────────┼──────",
-                "everything │ 14",
-                "py         │ 2",
+                "name       │ tools │ up",
+                "───────────┼───────┼────",
+                "everything │    14 │ yes",
+                "py         │     2 │  y",
                 "end",
             ]
         );
@@ -471,6 +483,8 @@ mod tests {
                 ("name".into(), Modifier::BOLD, None),
                 (" │ ".into(), Modifier::empty(), Some(Color::DarkGray)),
                 ("tools".into(), Modifier::BOLD, None),
+                (" │ ".into(), Modifier::empty(), Some(Color::DarkGray)),
+                ("up".into(), Modifier::BOLD, None),
             ]
         );
         // Too wide for 12 columns: the rows as typed. Without a rule row: as typed too.
