@@ -792,6 +792,27 @@ fn a_tool_image_reaches_both_formats_as_an_image() {
 }
 
 #[test]
+fn a_turn_stops_at_max_steps_with_a_clear_error() {
+    let again = |id: &str| json!({"tool_calls": [call(id, "list_dir", json!({"path": "."}))]});
+    let model = Model::start(
+        "steps",
+        json!({"steps": [again("l1"), again("l2"), again("l3"), {"text": "never reached"}]}),
+    );
+    let dir = project("steps", Value::Null);
+    std::fs::write(dir.join("harness9.toml"), "max_steps = 2\n").unwrap();
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "loop", "--json"]).finish(LIMIT);
+    assert_eq!(out.code, Some(1), "{out}");
+    let error = out.event("error", "");
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("stopped after 2 model calls") && message.contains("max_steps"),
+        "{error}"
+    );
+    assert_eq!(model.requests().len(), 2, "a third model call");
+    assert_eq!(out.all("tool_result").len(), 2, "{out}");
+}
+
+#[test]
 fn a_model_server_closing_an_idle_connection_costs_no_retry() {
     // The server drops a keep-alive connection after 0.3 s idle; the tool takes 1 s, so the
     // pooled connection is dead when the second step goes out.
