@@ -312,6 +312,18 @@ fn fill(
     } else {
         Style::new()
     };
+    // A prefix (deep indentation, nested quotes) leaves at least half the line for the text.
+    let cap = |prefix: &str| -> String {
+        let mut w = 0;
+        prefix
+            .chars()
+            .take_while(|c| {
+                w += c.width().unwrap_or(0);
+                w <= width / 2
+            })
+            .collect()
+    };
+    let (first, rest) = (cap(first), cap(rest));
     let start = |prefix: &str| -> (Vec<Span<'static>>, usize) {
         let spans = if prefix.is_empty() {
             Vec::new()
@@ -320,7 +332,8 @@ fn fill(
         };
         (spans, prefix.width())
     };
-    let (mut line, mut used) = start(first);
+    let (mut line, mut used) = start(&first);
+    let rest = rest.as_str();
     let indent = rest.width();
     if leading_spaces > 0 {
         let n = leading_spaces.min(width.saturating_sub(used + 1));
@@ -500,6 +513,45 @@ mod tests {
                 .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
                 .collect();
             assert_eq!(got[..], all[all.len() - got.len()..], "{need}");
+        }
+    }
+
+    #[test]
+    fn random_markdown_never_overflows_the_width() {
+        // A fixed-seed generator over the characters that matter: markers, spaces, newlines,
+        // pipes, fences and wide characters.
+        let alphabet: Vec<char> = "ab *_`#>-|:.1)\n~é漢字🙂 ".chars().collect();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        // Deep indentation, a long heading and a quote on a narrow screen.
+        for (text, width) in [
+            ("              - item", 6),
+            ("              12. item", 5),
+            ("                text", 4),
+            ("> > > > > > > deep", 4),
+        ] {
+            for l in lines(text, width) {
+                let w: usize = l.spans.iter().map(|s| s.content.width()).sum();
+                assert!(w <= width, "{text:?} at {width}: {l:?}");
+            }
+        }
+        for _ in 0..3000 {
+            let len = next(60);
+            let text: String = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
+            let width = 4 + next(30);
+            for need in [usize::MAX, next(5)] {
+                let mut out = Vec::new();
+                render(&text, width, need, &mut out);
+                for l in &out {
+                    let w: usize = l.spans.iter().map(|s| s.content.width()).sum();
+                    assert!(w <= width, "{text:?} at {width}: {l:?}");
+                }
+            }
         }
     }
 
