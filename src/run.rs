@@ -168,12 +168,13 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let opts = BuiltinOptions::default();
     rt.registry.do_send(SetBuiltins {
         tools: definitions(),
-        executor: Builtins::new(root, opts).start().recipient(),
+        executor: Builtins::new(root.clone(), opts).start().recipient(),
     });
     let mut engine_cfg = EngineConfig::new(
         args.max_steps.unwrap_or(settings.max_steps),
         settings.tool_output_budget_tokens,
-    );
+    )
+    .with_environment(&root);
     if let Some(dir) = &args.spill_dir {
         engine_cfg.spill_dir = dir.clone();
     }

@@ -15,7 +15,7 @@
 
 pub mod output;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -47,6 +47,9 @@ pub struct EngineConfig {
     pub system: Option<String>,
 }
 
+/// The most of a project's instructions file that goes into the system prompt.
+const MAX_INSTRUCTIONS: usize = 32 * 1024;
+
 impl EngineConfig {
     /// `max_steps` model calls a turn, a budget of `output_budget_tokens`, spills under the
     /// temp dir's `harness9-results`, and the built-in system prompt.
@@ -57,6 +60,42 @@ impl EngineConfig {
             spill_dir: std::env::temp_dir().join("harness9-results"),
             system: Some(SYSTEM_PROMPT.to_owned()),
         }
+    }
+
+    /// The built-in system prompt plus where the agent runs: the working directory, the
+    /// platform, today's date, and the project's instructions (`AGENTS.md`, else `CLAUDE.md`,
+    /// in `cwd`; at most 32 KiB). Built once, so it stays the same all session (a stable
+    /// prompt-cache prefix).
+    pub fn with_environment(mut self, cwd: &Path) -> Self {
+        let today = crate::trace_file::rfc3339(std::time::SystemTime::now());
+        let mut s = format!(
+            "{SYSTEM_PROMPT}\n\nEnvironment:\n- working directory: {}\n- platform: {} {}\n- today: {}",
+            cwd.display(),
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            today.get(..10).unwrap_or(&today)
+        );
+        for name in ["AGENTS.md", "CLAUDE.md"] {
+            let Ok(text) = std::fs::read_to_string(cwd.join(name)) else {
+                continue;
+            };
+            let mut end = text.len().min(MAX_INSTRUCTIONS);
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            s.push_str(&format!(
+                "\n\nThe project's instructions ({name}):\n{}",
+                text[..end].trim_end()
+            ));
+            if end < text.len() {
+                s.push_str(&format!(
+                    "\n[cut at {MAX_INSTRUCTIONS} bytes; read {name} for the rest]"
+                ));
+            }
+            break;
+        }
+        self.system = Some(s);
+        self
     }
 }
 

@@ -116,7 +116,7 @@ pub async fn run(cli: &Cli, started: std::time::Instant) -> anyhow::Result<ExitC
     let root = std::env::current_dir().context("cannot read the working directory")?;
     rt.registry.do_send(SetBuiltins {
         tools: definitions(),
-        executor: Builtins::new(root, BuiltinOptions::default())
+        executor: Builtins::new(root.clone(), BuiltinOptions::default())
             .start()
             .recipient(),
     });
@@ -124,7 +124,8 @@ pub async fn run(cli: &Cli, started: std::time::Instant) -> anyhow::Result<ExitC
         Ok(s) => match s.provider {
             Some(p) => {
                 let name = format!("{} {}", p.kind, p.model);
-                let cfg = EngineConfig::new(s.max_steps, s.tool_output_budget_tokens);
+                let cfg = EngineConfig::new(s.max_steps, s.tool_output_budget_tokens)
+                    .with_environment(&root);
                 let engine = Engine::new(Provider::new(p), rt.registry.clone(), cfg).start();
                 (Some(engine), Some(name), String::new())
             }

@@ -792,6 +792,37 @@ fn a_tool_image_reaches_both_formats_as_an_image() {
 }
 
 #[test]
+fn the_system_prompt_says_where_it_runs_and_carries_agents_md() {
+    let model = Model::start("env", json!({"steps": [{"text": "ok"}]}));
+    let dir = project("env", Value::Null);
+    std::fs::write(
+        dir.join("AGENTS.md"),
+        "# Rules\nRun `make check` before you finish.\n",
+    )
+    .unwrap();
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "hi"]).finish(LIMIT);
+    out.ok();
+    let system = model.requests()[0]["body"]["system"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let cwd = dir.canonicalize().unwrap();
+    for want in [
+        "You are harness9".to_owned(),
+        format!("- working directory: {}", cwd.display()),
+        format!("- platform: {}", std::env::consts::OS),
+        "- today: 20".to_owned(),
+        "The project's instructions (AGENTS.md):\n# Rules\nRun `make check` before you finish."
+            .to_owned(),
+    ] {
+        assert!(
+            system.contains(&want),
+            "{want:?} not in the system prompt:\n{system}"
+        );
+    }
+}
+
+#[test]
 fn a_turn_stops_at_max_steps_with_a_clear_error() {
     let again = |id: &str| json!({"tool_calls": [call(id, "list_dir", json!({"path": "."}))]});
     let model = Model::start(
