@@ -216,6 +216,12 @@ pub struct RunTurn {
 #[rtype(result = "()")]
 pub struct CancelTurn;
 
+/// Forget the conversation: the next turn starts a new one. Ignored while a turn runs (the
+/// turn hands its conversation back when it ends).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct ClearConversation;
+
 /// The engine actor.
 pub struct Engine {
     provider: Provider,
@@ -604,6 +610,16 @@ impl Handler<RunTurn> for Engine {
                     result
                 }),
         )
+    }
+}
+
+impl Handler<ClearConversation> for Engine {
+    type Result = ();
+
+    fn handle(&mut self, _msg: ClearConversation, _ctx: &mut Context<Self>) {
+        if self.running.is_none() {
+            self.conversation.clear();
+        }
     }
 }
 

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::state::{update, Effect, Event, State};
 use super::{restore_terminal, take_terminal, EDITOR_RUNNING};
 use crate::config;
-use crate::engine::{CancelTurn, Engine, EngineUpdate, RunTurn};
+use crate::engine::{CancelTurn, ClearConversation, Engine, EngineUpdate, RunTurn};
 
 /// Shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(16);
@@ -252,6 +252,11 @@ impl Tui {
                             );
                         }),
                 );
+            }
+            Effect::ClearConversation => {
+                if let Some(engine) = &self.engine {
+                    engine.do_send(ClearConversation);
+                }
             }
             Effect::CancelTurn => {
                 for (_, c) in self.calls.drain(..) {

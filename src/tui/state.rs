@@ -33,7 +33,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/reload",
         "reload .mcp.json: added servers start, removed stop, changed restart",
     ),
-    ("/clear", "clear the transcript"),
+    (
+        "/clear",
+        "clear the transcript and start a new conversation",
+    ),
     ("/help", "this help"),
     (
         "/quit",
@@ -115,6 +118,8 @@ pub enum Effect {
     Submit(String),
     /// Cancel the running turn.
     CancelTurn,
+    /// Start a new conversation with the model (`/clear`).
+    ClearConversation,
     /// Panic on purpose (`/panic`, only with `HARNESS9_DEBUG_PANIC=1`): proves the panic path.
     Panic,
 }
@@ -914,9 +919,16 @@ fn submit(state: &mut State) -> Vec<Effect> {
             return vec![Effect::Quit];
         }
         "/reload" => return vec![Effect::Reload],
+        "/clear" if state.busy => state.note(Entry::Error(
+            "a turn is running; press Esc to cancel it, then /clear".to_owned(),
+        )),
         "/clear" => {
             state.transcript.clear();
             state.scroll_back = 0;
+            if state.model.is_some() {
+                state.note(Entry::Info("new conversation".to_owned()));
+                return vec![Effect::ClearConversation];
+            }
         }
         "/call" => return call_command(state, rest),
         "/panic" if state.debug_panic => return vec![Effect::Panic],
@@ -1197,6 +1209,28 @@ mod tests {
         update(&mut s, Event::Paste("\n".repeat(20)));
         assert_eq!(s.input_rows(), MAX_INPUT_ROWS);
         assert_eq!(s.body_rows(), body - (MAX_INPUT_ROWS - 3));
+    }
+
+    #[test]
+    fn clear_starts_a_new_conversation_but_not_during_a_turn() {
+        let mut s = State::new("x".into(), Some("m".into()), String::new());
+        typed(&mut s, "go");
+        update(&mut s, key(KeyCode::Enter));
+        typed(&mut s, "/clear");
+        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
+        assert!(matches!(s.transcript.last(), Some(Entry::Error(e)) if e.contains("Esc")));
+        update(&mut s, Event::TurnDone(Ok("done".into())));
+        typed(&mut s, "/clear");
+        assert_eq!(
+            update(&mut s, key(KeyCode::Enter)),
+            vec![Effect::ClearConversation]
+        );
+        assert_eq!(s.transcript.len(), 1, "{:?}", s.transcript);
+        // Without a model there is no conversation to clear.
+        let mut s = State::new("x".into(), None, String::new());
+        typed(&mut s, "/clear");
+        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
+        assert!(s.transcript.is_empty());
     }
 
     #[test]

@@ -593,6 +593,11 @@ fn a_model_turn_streams_runs_tools_and_esc_cancels_it() {
     t.wait_for("the expanded tool line", BOUND, |s| {
         s.contains("args {\"message\":\"from the model\"}") && s.contains("Echo: from the model")
     });
+    // /clear starts a new conversation: the next request carries only the new prompt.
+    t.send_keys(&["/clear", "Enter"]);
+    t.wait_for("the transcript cleared", BOUND, |s| {
+        s.contains("new conversation") && !s.contains("Echo said")
+    });
     // A turn whose model stalls mid-stream: Esc cancels it, and the session goes on.
     t.send_keys(&["and now slowly", "Enter"]);
     t.wait_for("the first streamed words and the busy mark", BOUND, |s| {
@@ -604,6 +609,12 @@ fn a_model_turn_streams_runs_tools_and_esc_cancels_it() {
         s.contains("the turn was cancelled") && !s.contains("working…")
     });
     assert_eq!(model.requests().len(), 3, "one request per model call");
+    let after_clear = &model.requests()[2]["body"]["messages"];
+    assert_eq!(
+        after_clear.as_array().map(Vec::len),
+        Some(1),
+        "the conversation survived /clear: {after_clear}"
+    );
     let first = &model.requests()[0]["body"]["messages"][0]["content"];
     assert_eq!(
         first[0]["text"], "say it\nthrough\necho",
