@@ -95,7 +95,8 @@ impl Handler<EngineUpdate> for Printer {
                 usage,
             } => {
                 json!({"event": "model", "t_ms": t, "step": step, "text": text, "tool_calls": tool_calls,
-                        "ms": ms(elapsed), "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens})
+                        "ms": ms(elapsed), "input_tokens": usage.input_tokens, "cached_input_tokens": usage.cached_input_tokens,
+                        "output_tokens": usage.output_tokens})
             }
             EngineEvent::ToolStarted {
                 id,
@@ -248,6 +249,7 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
             if args.json {
                 let _ = report(json!({"event": "done", "t_ms": ms(started.elapsed()), "text": done.text, "steps": done.steps,
                                   "ms": ms(done.elapsed), "input_tokens": done.usage.input_tokens,
+                                  "cached_input_tokens": done.usage.cached_input_tokens,
                                   "output_tokens": done.usage.output_tokens})).await;
             } else {
                 let mut out = std::io::stdout().lock();

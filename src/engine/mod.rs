@@ -500,6 +500,7 @@ async fn turn(
         };
         usage.input_tokens += reply.usage.input_tokens;
         usage.output_tokens += reply.usage.output_tokens;
+        usage.cached_input_tokens += reply.usage.cached_input_tokens;
         let text: String = reply
             .content
             .iter()

@@ -181,6 +181,11 @@ fn input_tokens(u: &Value) -> Option<u64> {
     Some(base + extra)
 }
 
+/// Prompt tokens read from the cache.
+fn cache_reads(u: &Value) -> Option<u64> {
+    u.get("cache_read_input_tokens").and_then(Value::as_u64)
+}
+
 impl StreamDecoder {
     /// Handles one SSE event; `Ok(true)` at `message_stop`.
     pub(crate) fn on_event(
@@ -208,6 +213,7 @@ impl StreamDecoder {
                     self.usage.input_tokens = input_tokens(u).unwrap_or(0);
                     self.usage.output_tokens =
                         u.get("output_tokens").and_then(Value::as_u64).unwrap_or(0);
+                    self.usage.cached_input_tokens = cache_reads(u).unwrap_or(0);
                 }
             }
             "content_block_start" => {
@@ -284,6 +290,9 @@ impl StreamDecoder {
                     }
                     if let Some(i) = input_tokens(u) {
                         self.usage.input_tokens = i;
+                    }
+                    if let Some(c) = cache_reads(u) {
+                        self.usage.cached_input_tokens = c;
                     }
                 }
             }
@@ -592,6 +601,7 @@ pub(crate) mod tests {
             usage: Usage {
                 input_tokens: 125,
                 output_tokens: 42,
+                cached_input_tokens: 100,
             },
         }
     }

@@ -194,6 +194,9 @@ pub struct Usage {
     pub input_tokens: u64,
     /// Generated tokens.
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the provider's prompt cache (Anthropic
+    /// `cache_read_input_tokens`, OpenAI `prompt_tokens_details.cached_tokens`).
+    pub cached_input_tokens: u64,
 }
 
 /// One model call's result.

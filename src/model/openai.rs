@@ -299,6 +299,10 @@ impl StreamDecoder {
             self.usage = Usage {
                 input_tokens: n("prompt_tokens"),
                 output_tokens: n("completion_tokens"),
+                cached_input_tokens: u
+                    .pointer("/prompt_tokens_details/cached_tokens")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
             };
         }
         let choices = v.get("choices").and_then(Value::as_array);
@@ -732,7 +736,7 @@ pub(crate) mod tests {
         "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"function\":{\"arguments\":\"{\\\"q\\\":\"}}]},\"finish_reason\":null}]}\n\n",
         "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"th\\\":\\\"ä.txt\\\"}\"}},{\"index\":1,\"function\":{\"arguments\":\" \\\"x\\\"}\"}}]},\"finish_reason\":null}]}\n\n",
         "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
-        "data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":30,\"completion_tokens\":12,\"total_tokens\":42}}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":30,\"completion_tokens\":12,\"total_tokens\":42,\"prompt_tokens_details\":{\"cached_tokens\":24}}}\n\n",
         "data: [DONE]\n\n",
     );
 
@@ -760,7 +764,8 @@ pub(crate) mod tests {
                     stop_reason: StopReason::ToolUse,
                     usage: Usage {
                         input_tokens: 30,
-                        output_tokens: 12
+                        output_tokens: 12,
+                        cached_input_tokens: 24,
                     },
                 })),
                 "chunk size {n}"

@@ -278,11 +278,15 @@ impl Tui {
                     .then(|r, _act, ctx| {
                         let done = match r {
                             Ok(Ok(o)) => Ok(format!(
-                                "{} model call{} · {} · {} tokens in, {} out",
+                                "{} model call{} · {} · {} tokens in{}, {} out",
                                 o.steps,
                                 if o.steps == 1 { "" } else { "s" },
                                 harness9_actors::error::fmt_duration(o.elapsed),
                                 o.usage.input_tokens,
+                                match o.usage.cached_input_tokens {
+                                    0 => String::new(),
+                                    c => format!(" ({c} cached)"),
+                                },
                                 o.usage.output_tokens
                             )),
                             Ok(Err(e)) => Err(e.to_string()),

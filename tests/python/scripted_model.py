@@ -38,7 +38,10 @@ A STEP is an object; all keys optional, unknown keys are a script error:
   stall_ms        streaming only: wait this long after the first content delta (text, or the
                   first tool-input piece when there is no text); for mid-stream cancellation
   chunk_delay_ms  pause between SSE events (default 0)
-  usage           {"input_tokens": N, "output_tokens": M} (defaults 10 / 5)
+  usage           {"input_tokens": N, "output_tokens": M, "cached_tokens": C} (defaults 10 /
+                  5 / 0); cached ones are part of input_tokens: Anthropic reports them as
+                  cache_read_input_tokens (input_tokens = N - C), OpenAI as
+                  prompt_tokens_details.cached_tokens
   expect          {"last_tool_result_contains": "s"}: the last tool result in the request
                   (Anthropic: last tool_result block of the last user message; OpenAI: last
                   role "tool" message) must contain s, else 400 "expectation failed: ..."
@@ -157,10 +160,12 @@ def check_step(where, i, step):
     usage = step.setdefault("usage", {})
     need(isinstance(usage, dict), "'usage' must be an object")
     for k, v in usage.items():
-        need(k in ("input_tokens", "output_tokens"), f"usage: unknown key {k!r}")
+        need(k in ("input_tokens", "output_tokens", "cached_tokens"), f"usage: unknown key {k!r}")
         need(isinstance(v, int) and not isinstance(v, bool), f"usage.{k} must be an integer")
     usage.setdefault("input_tokens", 10)
     usage.setdefault("output_tokens", 5)
+    usage.setdefault("cached_tokens", 0)
+    need(usage["cached_tokens"] <= usage["input_tokens"], "usage.cached_tokens must not exceed input_tokens")
     if "expect" in step:
         need(isinstance(step["expect"], dict), "'expect' must be an object")
         for k, v in step["expect"].items():
@@ -367,7 +372,7 @@ class Handler(BaseHTTPRequestHandler):
                     for c in step["tool_calls"]]
         self.send_json(200, {"id": "msg_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
                              "model": model, "content": content, "stop_reason": self.stop_reason(step),
-                             "stop_sequence": None, "usage": dict(step["usage"])})
+                             "stop_sequence": None, "usage": self.anthropic_usage(step)})
 
     def start_stream(self):
         self.send_response(200)
@@ -393,7 +398,7 @@ class Handler(BaseHTTPRequestHandler):
         ev("message_start", {"type": "message_start", "message": {
             "id": "msg_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant", "model": model,
             "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1}}})
+            "usage": dict(self.anthropic_usage(step), output_tokens=1)}})
         ev("ping", {"type": "ping"})
         index = 0
         if step.get("text"):
@@ -415,11 +420,21 @@ class Handler(BaseHTTPRequestHandler):
         ev("message_stop", {"type": "message_stop"})
         self.chunk(b"")  # the zero-size chunk: 0 CRLF CRLF
 
+    def anthropic_usage(self, step):
+        u = step["usage"]
+        out = {"input_tokens": u["input_tokens"] - u["cached_tokens"], "output_tokens": u["output_tokens"]}
+        if u["cached_tokens"]:
+            out["cache_read_input_tokens"] = u["cached_tokens"]
+        return out
+
     # ---------- OpenAI ----------
     def openai_usage(self, step):
         u = step["usage"]
-        return {"prompt_tokens": u["input_tokens"], "completion_tokens": u["output_tokens"],
-                "total_tokens": u["input_tokens"] + u["output_tokens"]}
+        out = {"prompt_tokens": u["input_tokens"], "completion_tokens": u["output_tokens"],
+               "total_tokens": u["input_tokens"] + u["output_tokens"]}
+        if u["cached_tokens"]:
+            out["prompt_tokens_details"] = {"cached_tokens": u["cached_tokens"]}
+        return out
 
     def openai_json(self, step, model, _include_usage):
         message = {"role": "assistant", "content": step.get("text") or None}

@@ -370,7 +370,8 @@ fn two_mcp_tools_at_once_run_in_parallel() {
                 call("t_echo", "mcp__everything__echo", json!({"message": "side by side"})),
                 call("t_sum", "mcp__everything__get_sum", json!({"a": 2, "b": 3})),
             ]},
-            {"text": "all four came back", "expect": {"last_tool_result_contains": "The sum of 2 and 3 is 5"}}
+            {"text": "all four came back", "expect": {"last_tool_result_contains": "The sum of 2 and 3 is 5"},
+             "usage": {"input_tokens": 100, "cached_tokens": 80}}
         ]}),
     );
     let dir = project(
@@ -387,7 +388,14 @@ fn two_mcp_tools_at_once_run_in_parallel() {
     for s in ["everything", "s1", "s2"] {
         assert_eq!(start["servers"][s], "connected", "{out}");
     }
-    assert_eq!(out.event("done", "")["text"], "all four came back", "{out}");
+    let done = out.event("done", "");
+    assert_eq!(done["text"], "all four came back", "{out}");
+    // Step 2 read 80 of its 100 prompt tokens from the cache (Anthropic cache_read_input_tokens).
+    assert_eq!(
+        (&done["input_tokens"], &done["cached_input_tokens"]),
+        (&json!(110), &json!(80)),
+        "{done}"
+    );
 
     // The model saw the built-ins and the MCP tools, and got all four results back, in order.
     let reqs = model.requests();
@@ -694,7 +702,8 @@ fn openai_format_without_a_key_runs_a_tool_loop_like_ollama() {
         json!({"steps": [
             {"text": "Let me add.", "tool_calls": [
                 call("c1", "mcp__everything__get_sum", json!({"a": 20, "b": 22}))]},
-            {"text": "It is 42.", "expect": {"last_tool_result_contains": "The sum of 20 and 22 is 42"}}
+            {"text": "It is 42.", "expect": {"last_tool_result_contains": "The sum of 20 and 22 is 42"},
+             "usage": {"input_tokens": 50, "cached_tokens": 40}}
         ]}),
     );
     let dir = project("openai", json!({"everything": stdio_json(everything("x"))}));
@@ -705,7 +714,10 @@ fn openai_format_without_a_key_runs_a_tool_loop_like_ollama() {
     let out = Run::start(cmd, &["run", "-p", "add 20 and 22", "--json"]).finish(LIMIT);
     out.ok();
     assert_eq!(out.event("start", "")["model"], "openai llama3.1", "{out}");
-    assert_eq!(out.event("done", "")["text"], "It is 42.", "{out}");
+    let done = out.event("done", "");
+    assert_eq!(done["text"], "It is 42.", "{out}");
+    // OpenAI's prompt_tokens_details.cached_tokens.
+    assert_eq!(done["cached_input_tokens"], 40, "{done}");
     let result = out.event("tool_result", "c1");
     assert_eq!(result["output"], "The sum of 20 and 22 is 42.", "{out}");
 

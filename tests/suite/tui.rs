@@ -551,7 +551,8 @@ fn a_model_turn_streams_runs_tools_and_esc_cancels_it() {
             {"text": "Checking with echo.", "tool_calls": [
                 {"id": "t1", "name": "mcp__everything__echo", "input": {"message": "from the model"}}]},
             {"text": "Echo said: from the model.",
-             "expect": {"last_tool_result_contains": "Echo: from the model"}},
+             "expect": {"last_tool_result_contains": "Echo: from the model"},
+             "usage": {"input_tokens": 100, "cached_tokens": 90}},
             {"text": "Thinking slowly", "stall_ms": 30000},
             {"text": "Thinking slowly", "stall_ms": 30000}
         ]}),
@@ -587,6 +588,10 @@ fn a_model_turn_streams_runs_tools_and_esc_cancels_it() {
         .find("Echo said: from the model.")
         .unwrap_or(usize::MAX);
     let summary = done.find("model calls").unwrap_or(0);
+    assert!(
+        done.contains("110 tokens in (90 cached), 10 out"),
+        "the cache reads in the summary:\n{done}"
+    );
     assert!(answer < summary, "the summary overtook the answer:\n{done}");
     // Ctrl+O shows the call's arguments and result.
     t.send_keys(&["C-o"]);
