@@ -476,7 +476,8 @@ async fn call(
     let result = ToolRegistry::send(&rt.registry, msg).await;
     let elapsed = started.elapsed();
     // Every progress line is printed before the result (and before the process exits).
-    let _ = printer.send(crate::engine::Flush).await;
+    let flush = printer.send(crate::engine::Flush);
+    let _ = tokio::time::timeout(crate::engine::FLUSH_BOUND, flush).await;
     match result {
         Ok(r) => {
             if as_json {

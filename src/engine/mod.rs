@@ -311,6 +311,9 @@ impl Handler<ToolProgress> for ProgressRelay {
     }
 }
 
+/// The longest wait for a progress relay's flush (a local mailbox round trip, normally µs).
+pub(crate) const FLUSH_BOUND: Duration = Duration::from_secs(1);
+
 /// Answered once every message queued before it has been handled: sent to a progress
 /// relay or printer after the call's result, so no progress is shown after the result.
 #[derive(Message)]
@@ -378,7 +381,7 @@ async fn run_tool(
             // the relay has passed them on, ToolFinished is emitted behind them (no progress
             // after a result). The relay stops when this Addr and the server's sender are gone.
             if let Some(relay) = relay {
-                let _ = relay.send(Flush).await;
+                let _ = tokio::time::timeout(FLUSH_BOUND, relay.send(Flush)).await;
             }
             outcome.map_err(|e| e.to_string())
         }
