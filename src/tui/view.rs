@@ -186,6 +186,10 @@ fn wrap(text: &str, width: usize, style: Style, indent: &str, out: &mut Vec<Line
         let lead = (raw.len() - body.len()).min(width.saturating_sub(iw + 1));
         let mut line = format!("{indent}{}", " ".repeat(lead));
         let mut used = iw + lead;
+        // Wrapped rows keep the line's indentation (at most half the width): pretty JSON and
+        // indented help stay readable.
+        let hang = format!("{indent}{}", " ".repeat(lead.min((width - iw - 1) / 2)));
+        let hw = hang.width();
         let mut started = false;
         for word in body.split(' ') {
             let ww = word.width();
@@ -199,24 +203,31 @@ fn wrap(text: &str, width: usize, style: Style, indent: &str, out: &mut Vec<Line
                 used += sep + ww;
                 continue;
             }
-            if ww <= width - iw {
+            if ww <= width - hw {
                 out.push(Line::styled(std::mem::take(&mut line), style));
-                line.push_str(indent);
+                line.push_str(&hang);
                 line.push_str(word);
-                used = iw + ww;
+                used = hw + ww;
                 continue;
             }
-            // A word longer than a line: fill the rest of this line, then cut.
-            if sep == 1 && used + 1 < width {
-                line.push(' ');
-                used += 1;
+            // A word longer than a line: fill the rest of this line after a space (or start a
+            // new row when not even one character would fit), then cut.
+            if sep == 1 {
+                if used + 2 <= width {
+                    line.push(' ');
+                    used += 1;
+                } else {
+                    out.push(Line::styled(std::mem::take(&mut line), style));
+                    line.push_str(&hang);
+                    used = hw;
+                }
             }
             for c in word.chars() {
                 let w = c.width().unwrap_or(0);
                 if used + w > width {
                     out.push(Line::styled(std::mem::take(&mut line), style));
-                    line.push_str(indent);
-                    used = iw;
+                    line.push_str(&hang);
+                    used = hw;
                 }
                 line.push(c);
                 used += w;
@@ -810,4 +821,46 @@ fn draw_help(frame: &mut Frame, area: Rect) {
         DIM,
     ));
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wrapped(text: &str, width: usize, indent: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        wrap(text, width, Style::new(), indent, &mut out);
+        out.iter().map(|l| l.to_string()).collect()
+    }
+
+    #[test]
+    fn wrapped_rows_keep_the_indentation_and_never_overflow() {
+        assert_eq!(
+            wrapped("    \"key\": \"a long value that wraps\"", 20, ""),
+            vec!["    \"key\": \"a long", "    value that", "    wraps\"",]
+        );
+        assert_eq!(
+            wrapped("  two words", 9, "  "),
+            vec!["    two", "    words"]
+        );
+        // A word cut across rows never glues onto the word before it.
+        assert_eq!(wrapped("abc defgh", 4, ""), vec!["abc", "defg", "h"]);
+        assert_eq!(wrapped("ab cdefghij", 4, ""), vec!["ab c", "defg", "hij"]);
+        for width in 1..12 {
+            for text in [
+                "          deep indent and words",
+                "x",
+                "  averyveryverylongword",
+            ] {
+                for indent in ["", "  "] {
+                    for row in wrapped(text, width, indent) {
+                        assert!(
+                            row.width() <= width.max(indent.width() + 1),
+                            "{text:?} {width} {indent:?}: {row:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
