@@ -14,11 +14,7 @@ fn tui_log_path() -> PathBuf {
     if let Some(p) = std::env::var_os("HARNESS9_LOG") {
         return PathBuf::from(p);
     }
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("harness9").join("harness9.log")
+    harness9::tui::history::state_dir().join("harness9.log")
 }
 
 fn init_logging(verbose: u8, to_file: bool) {

@@ -114,6 +114,8 @@ pub struct Tui {
     tools_again: bool,
     engine: Option<Addr<Engine>>,
     secrets: tokio::sync::watch::Sender<Vec<String>>,
+    /// The input history file and how many of `state.history`'s entries are in it.
+    history: Option<(PathBuf, usize)>,
 }
 
 impl Tui {
@@ -134,6 +136,11 @@ impl Tui {
         if let Ok((w, h)) = crossterm::terminal::size() {
             state.size = (w, h);
         }
+        let history = super::history::path().map(|p| {
+            state.history = super::history::load(&p);
+            let n = state.history.len();
+            (p, n)
+        });
         Tui {
             state,
             terminal: None,
@@ -154,7 +161,23 @@ impl Tui {
             tools_again: false,
             engine: setup.engine,
             secrets: setup.secrets,
+            history,
         }
+    }
+
+    /// Appends what the input history gained to its file.
+    fn save_history(&mut self) {
+        let Some((path, saved)) = &mut self.history else {
+            return;
+        };
+        let all = &self.state.history;
+        if all.len() <= *saved {
+            return;
+        }
+        if let Err(e) = super::history::append(path, &all[*saved..]) {
+            tracing::warn!(path = %path.display(), error = %e, "cannot save the input history");
+        }
+        *saved = all.len();
     }
 
     fn draw(&mut self) {
@@ -199,6 +222,7 @@ impl Tui {
 
     fn apply(&mut self, event: Event, ctx: &mut Context<Self>) {
         let effects = update(&mut self.state, event);
+        self.save_history();
         for e in effects {
             self.effect(e, ctx);
         }

@@ -3,6 +3,7 @@
 //! streams and messages, runs the pure [`state::update`], and draws with the pure [`view::view`].
 
 mod actor;
+pub mod history;
 mod markdown;
 pub mod sanitize;
 pub mod state;

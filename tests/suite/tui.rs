@@ -15,7 +15,7 @@ const BOUND: Duration = Duration::from_secs(15);
 const WHOLE: Duration = Duration::from_secs(50);
 /// Keys tmux sends by name; any other string is typed literally.
 const NAMED: &[&str] = &[
-    "Enter", "M-Enter", "Escape", "Tab", "BTab", "Up", "Down", "C-c", "C-o", "C-j",
+    "Enter", "M-Enter", "Escape", "Tab", "BTab", "Up", "Down", "C-c", "C-o", "C-j", "C-u",
 ];
 
 /// `harness9` in a 100x30 pane of its own tmux server, on a private socket in `dir` (`-S`, not
@@ -56,8 +56,9 @@ impl Tmux {
             .to_string_lossy()
             .into_owned();
         let mut env = format!(
-            "HARNESS9_LOG={} RUST_LOG=info HARNESS9_DEBUG_PANIC=1",
-            quote(&dir.join("harness9.log").to_string_lossy())
+            "HARNESS9_LOG={} HARNESS9_HISTORY={} RUST_LOG=info HARNESS9_DEBUG_PANIC=1",
+            quote(&dir.join("harness9.log").to_string_lossy()),
+            quote(&dir.join("history.jsonl").to_string_lossy())
         );
         if let Some(e) = editor {
             env += &format!(" EDITOR={}", quote(&e.to_string_lossy()));
@@ -391,6 +392,12 @@ fn tui_end_to_end_with_the_reference_server() {
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0, "exit code after Ctrl+C");
     t.assert_terminal_restored();
+    // What was typed is in the history file for the next session.
+    let history = std::fs::read_to_string(dir.join("history.jsonl")).unwrap_or_default();
+    assert!(
+        history.contains(r#""/call mcp__everything__echo {\"message\":\"hello e2e\"}""#),
+        "{history}"
+    );
     assert_gone(pid, "server everything");
     assert_gone(added, "server added");
     eprintln!(
@@ -468,6 +475,12 @@ fn an_invalid_edit_keeps_the_running_servers() {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).expect("create bin");
     config_editor(&bin.join("xdg-open"), "opened", "other");
+    // The input history of an earlier session: Up brings it back.
+    std::fs::write(
+        dir.join("history.jsonl"),
+        "\"/help\"\n\"/call earlier one\"\n",
+    )
+    .unwrap();
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -477,6 +490,11 @@ fn an_invalid_edit_keeps_the_running_servers() {
     t.wait_for("everything connected", BOUND, |s| {
         bar(s).contains("everything ●")
     });
+    t.send_keys(&["Up"]);
+    t.wait_for("the last input of the earlier session", BOUND, |s| {
+        s.lines().any(|l| l == "> /call earlier one")
+    });
+    t.send_keys(&["C-u"]);
     let pid = t.pid_in_panel("everything");
 
     // A trailing comma: the error is on line 4, at the `}` after it.
