@@ -314,6 +314,28 @@ async fn an_idle_stream_times_out() {
 }
 
 #[actix_rt::test]
+async fn a_web_page_instead_of_a_stream_says_to_check_the_base_url() {
+    let page = Reply {
+        status: 200,
+        headers: vec![("content-type", "text/html; charset=utf-8".into())],
+        chunks: vec![(
+            Duration::ZERO,
+            b"<html><title>Sign in to the proxy</title></html>".to_vec(),
+        )],
+        stall: Duration::ZERO,
+    };
+    let (url, _) = serve(vec![page]);
+    let p = Provider::new(config(ProviderKind::OpenAi, &url, Some("k")));
+    let (result, _) = call(&p, &CancellationToken::new()).await;
+    assert_eq!(
+        result,
+        Err(ModelError::Protocol(format!(
+            "{url}/chat/completions answered with a web page instead of an event stream: <html><title>Sign in to the proxy</title></html>; check the openai base URL (and any proxy in between)"
+        )))
+    );
+}
+
+#[actix_rt::test]
 async fn a_stream_cut_before_message_stop_is_a_protocol_error() {
     let cut = &anthropic::tests::STREAM[..anthropic::tests::STREAM
         .find("event: message_delta")

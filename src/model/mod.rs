@@ -663,6 +663,15 @@ impl Provider {
                 snippet(&body)
             ))));
         }
+        // A web page (a proxy's login page, a base URL that points at a web UI) is no stream.
+        if ctype.starts_with("text/html") {
+            let body = self.read_limited(&mut resp).await;
+            return Err(Failure::Fatal(ModelError::Protocol(format!(
+                "{url} answered with a web page instead of an event stream: {}; check the {} base URL (and any proxy in between)",
+                snippet(&body),
+                self.cfg.kind
+            ))));
+        }
         let mut parser = SseParser::new(MAX_EVENT_BYTES);
         let mut decoder = Decoder::new(self.cfg.kind);
         loop {
