@@ -98,6 +98,9 @@ impl Handler<CallBuiltin> for Builtins {
 
 // ---- definitions --------------------------------------------------------------------------------
 
+/// The built-ins that change things: the TUI asks before each call (unless told not to).
+pub const ASK_FIRST: &[&str] = &["bash", "write_file"];
+
 /// The definitions of every built-in tool, described with the default [`BuiltinOptions`].
 pub fn definitions() -> Vec<Tool> {
     definitions_with(&BuiltinOptions::default())

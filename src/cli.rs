@@ -50,6 +50,9 @@ pub struct Cli {
     /// Model settings file [default: ./harness9.toml, then ~/.config/harness9/config.toml].
     #[arg(long, global = true, value_name = "PATH")]
     pub settings: Option<PathBuf>,
+    /// In the interactive session, run bash and write_file without asking first.
+    #[arg(long, global = true)]
+    pub yes: bool,
     /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,

@@ -211,6 +211,7 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
         None
     } else {
         let mut turn = std::pin::pin!(engine.send(RunTurn {
+            approver: None,
             prompt,
             events: Some(printer.clone().recipient()),
         }));

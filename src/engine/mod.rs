@@ -208,6 +208,22 @@ pub struct RunTurn {
     pub prompt: String,
     /// Gets the turn's events.
     pub events: Option<Recipient<EngineUpdate>>,
+    /// Asked before each call of a tool that changes things ([`crate::builtins::ASK_FIRST`]);
+    /// `None` runs every call without asking (headless `run -p`, `--yes`).
+    pub approver: Option<Recipient<Approve>>,
+}
+
+/// May this tool call run? The TUI asks the user; `false` (or no answer: the asker is gone)
+/// declines it, and the model gets an error result saying so.
+#[derive(Debug, Message)]
+#[rtype(result = "bool")]
+pub struct Approve {
+    /// The call's id.
+    pub id: String,
+    /// The registered tool name.
+    pub name: String,
+    /// Its arguments.
+    pub arguments: Value,
 }
 
 /// Cancel the running turn: the model request and every tool call in flight (MCP servers get
@@ -346,13 +362,17 @@ fn bad_arguments(name: &str, raw: &str, cut: bool) -> String {
 /// call with malformed arguments (`input` a string, see [`Block::ToolUse`]) is not run: it
 /// gets an error result at once, with the same events as any call.
 async fn run_tool(
-    registry: Addr<ToolRegistry>,
-    config: Arc<EngineConfig>,
+    ctx: CallCtx,
     call: (String, String, Value),
     cut: bool,
     cancel: CancellationToken,
-    events: Option<Recipient<EngineUpdate>>,
 ) -> Block {
+    let CallCtx {
+        registry,
+        config,
+        events,
+        approver,
+    } = ctx;
     let (id, name, input) = call;
     emit(
         &events,
@@ -363,8 +383,25 @@ async fn run_tool(
         },
     );
     let started = Instant::now();
+    let approved = match (&approver, &input) {
+        (Some(asker), Value::Object(_)) if crate::builtins::ASK_FIRST.contains(&name.as_str()) => {
+            let ask = asker.send(Approve {
+                id: id.clone(),
+                name: name.clone(),
+                arguments: input.clone(),
+            });
+            tokio::select! {
+                answer = ask => answer.unwrap_or(false),
+                () = cancel.cancelled() => false,
+            }
+        }
+        _ => true,
+    };
     let outcome = match input {
         Value::String(raw) => Err(bad_arguments(&name, &raw, cut)),
+        _ if !approved => Err(format!(
+            "the user declined this call of \"{name}\"; do not run it again unasked: say what you wanted to do, or find another way"
+        )),
         input => {
             let mut msg = CallTool::new(name.clone(), Some(input));
             msg.cancel = cancel;
@@ -419,7 +456,15 @@ async fn run_tool(
     }
 }
 
-/// The turn loop; returns the conversation with the turn appended (or unchanged on failure).
+/// What each tool call of a turn runs with.
+#[derive(Clone)]
+struct CallCtx {
+    registry: Addr<ToolRegistry>,
+    config: Arc<EngineConfig>,
+    events: Option<Recipient<EngineUpdate>>,
+    approver: Option<Recipient<Approve>>,
+}
+
 /// What one turn runs with; the conversation and tool cache go back to the actor at its end.
 struct Turn {
     provider: Provider,
@@ -429,6 +474,7 @@ struct Turn {
     messages: Vec<Message>,
     cancel: CancellationToken,
     events: Option<Recipient<EngineUpdate>>,
+    approver: Option<Recipient<Approve>>,
 }
 
 async fn turn(
@@ -443,6 +489,7 @@ async fn turn(
         mut messages,
         cancel,
         events,
+        approver,
     } = t;
     let started = Instant::now();
     let before = messages.len();
@@ -555,16 +602,15 @@ async fn turn(
             );
         }
         // Every call of this reply at once; each has its own child token of the turn's.
+        let ctx = CallCtx {
+            registry: registry.clone(),
+            config: config.clone(),
+            events: events.clone(),
+            approver: approver.clone(),
+        };
         let results = join_all(calls.into_iter().map(|call| {
             let cut = cut_id.as_ref() == Some(&call.0);
-            run_tool(
-                registry.clone(),
-                config.clone(),
-                call,
-                cut,
-                cancel.child_token(),
-                events.clone(),
-            )
+            run_tool(ctx.clone(), call, cut, cancel.child_token())
         }))
         .await;
         if cancel.is_cancelled() {
@@ -602,6 +648,7 @@ impl Handler<RunTurn> for Engine {
                 messages: std::mem::take(&mut self.conversation),
                 cancel,
                 events: msg.events,
+                approver: msg.approver,
             },
             msg.prompt,
         );

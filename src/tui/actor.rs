@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::state::{update, Effect, Event, State};
 use super::{restore_terminal, take_terminal, EDITOR_RUNNING};
 use crate::config;
-use crate::engine::{CancelTurn, ClearConversation, Engine, EngineUpdate, RunTurn};
+use crate::engine::{Approve, CancelTurn, ClearConversation, Engine, EngineUpdate, RunTurn};
 
 /// Shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(16);
@@ -56,6 +56,8 @@ pub struct TuiSetup {
     pub model: Option<String>,
     /// How to configure a model (shown while none is).
     pub model_help: String,
+    /// Ask before bash and write_file run (off with `--yes`).
+    pub ask_first: bool,
 }
 
 /// Quit as if the user asked (sent on SIGTERM/SIGHUP/SIGINT).
@@ -116,6 +118,11 @@ pub struct Tui {
     secrets: tokio::sync::watch::Sender<Vec<String>>,
     /// The input history file and how many of `state.history`'s entries are in it.
     history: Option<(PathBuf, usize)>,
+    /// Ask before bash and write_file run.
+    ask_first: bool,
+    /// The engine's questions waiting for the user, by key.
+    asks: std::collections::HashMap<u64, oneshot::Sender<bool>>,
+    next_ask: u64,
 }
 
 impl Tui {
@@ -162,6 +169,9 @@ impl Tui {
             engine: setup.engine,
             secrets: setup.secrets,
             history,
+            ask_first: setup.ask_first,
+            asks: Default::default(),
+            next_ask: 0,
         }
     }
 
@@ -297,7 +307,11 @@ impl Tui {
                 };
                 let events = Some(ctx.address().recipient::<EngineUpdate>());
                 engine
-                    .send(RunTurn { prompt, events })
+                    .send(RunTurn {
+                        prompt,
+                        events,
+                        approver: self.ask_first.then(|| ctx.address().recipient::<Approve>()),
+                    })
                     .into_actor(self)
                     .then(|r, _act, ctx| {
                         let done = match r {
@@ -324,11 +338,18 @@ impl Tui {
                     })
                     .spawn(ctx);
             }
+            Effect::Answer { key, yes } => {
+                if let Some(tx) = self.asks.remove(&key) {
+                    let _ = tx.send(yes);
+                }
+            }
             Effect::Panic => panic!("/panic: a deliberate panic (HARNESS9_DEBUG_PANIC=1)"),
         }
     }
 
     fn quit(&mut self, code: u8, ctx: &mut Context<Self>) {
+        // Unanswered questions are declined (their senders dropped).
+        self.asks.clear();
         for (_, c) in self.calls.drain(..) {
             c.cancel();
         }
@@ -561,6 +582,27 @@ impl Handler<EngineUpdate> for Tui {
 
     fn handle(&mut self, msg: EngineUpdate, ctx: &mut Context<Self>) {
         self.apply(Event::Engine(msg.0), ctx);
+    }
+}
+
+impl Handler<Approve> for Tui {
+    type Result = ResponseFuture<bool>;
+
+    fn handle(&mut self, msg: Approve, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        let key = self.next_ask;
+        self.next_ask += 1;
+        self.asks.insert(key, tx);
+        let args = msg.arguments.to_string();
+        self.apply(
+            Event::ApprovalAsked(super::state::Approval {
+                key,
+                name: msg.name,
+                args,
+            }),
+            ctx,
+        );
+        Box::pin(async move { rx.await.unwrap_or(false) })
     }
 }
 

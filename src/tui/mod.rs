@@ -148,6 +148,7 @@ pub async fn run(cli: &Cli, started: std::time::Instant) -> anyhow::Result<ExitC
         engine,
         model,
         model_help,
+        ask_first: !cli.yes,
     };
     take_terminal().context("cannot set up the terminal")?;
     let arbiter = Arbiter::new();

@@ -60,6 +60,8 @@ pub const MAX_INPUT_ROWS: usize = 8;
 pub enum Event {
     /// A key press.
     Key(KeyEvent),
+    /// The engine asks whether a tool call may run; answer with [`Effect::Answer`].
+    ApprovalAsked(Approval),
     /// Pasted text.
     Paste(String),
     /// The terminal's size changed.
@@ -118,6 +120,13 @@ pub enum Effect {
     Submit(String),
     /// Cancel the running turn.
     CancelTurn,
+    /// The user's answer to [`Event::ApprovalAsked`].
+    Answer {
+        /// Which question.
+        key: u64,
+        /// Run it.
+        yes: bool,
+    },
     /// Start a new conversation with the model (`/clear`).
     ClearConversation,
     /// Panic on purpose (`/panic`, only with `HARNESS9_DEBUG_PANIC=1`): proves the panic path.
@@ -310,6 +319,10 @@ pub fn tool_lines(entry: &ToolEntry) -> usize {
 pub struct State {
     /// The transcript.
     pub transcript: Vec<Entry>,
+    /// Tool calls waiting for the user's yes or no, the first one shown.
+    pub approvals: std::collections::VecDeque<Approval>,
+    /// Tools the user allowed for the rest of the session (`a`).
+    pub always_allowed: std::collections::BTreeSet<String>,
     /// Lines scrolled back from the bottom.
     pub scroll_back: usize,
     /// The input line.
@@ -375,6 +388,8 @@ impl State {
             model_help,
             busy: false,
             cancelling: false,
+            approvals: Default::default(),
+            always_allowed: Default::default(),
             config_path,
             size: (80, 24),
             next_call: 1,
@@ -474,16 +489,22 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
                 return Vec::new();
             }
             if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-                // From anywhere: the first Ctrl+C stops a running turn, any other one quits.
+                // From anywhere: the first Ctrl+C stops a running turn (declining what waits
+                // for an answer), any other one quits.
                 if state.busy && !state.cancelling {
                     state.cancelling = true;
                     state.note(Entry::Info(
                         "cancelling the turn; Ctrl+C again quits".to_owned(),
                     ));
-                    return vec![Effect::CancelTurn];
+                    let mut effects = decline_all(state);
+                    effects.push(Effect::CancelTurn);
+                    return effects;
                 }
                 state.quitting = true;
                 return vec![Effect::Quit];
+            }
+            if !state.approvals.is_empty() {
+                return approval_key(state, key);
             }
             match state.modal.take() {
                 Some(Modal::Panel(p)) => panel_key(state, p, key),
@@ -496,6 +517,16 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
                 }
                 None => session_key(state, key),
             }
+        }
+        Event::ApprovalAsked(a) => {
+            if state.always_allowed.contains(&a.name) {
+                return vec![Effect::Answer {
+                    key: a.key,
+                    yes: true,
+                }];
+            }
+            state.approvals.push_back(a);
+            Vec::new()
         }
         Event::Paste(text) => {
             if state.modal.is_none() {
@@ -541,6 +572,8 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             Vec::new()
         }
         Event::TurnDone(r) => {
+            // Normally empty by now: a finished turn asks nothing more.
+            let stale = decline_all(state);
             state.busy = false;
             state.cancelling = false;
             state.engine_calls.clear();
@@ -548,7 +581,7 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
                 Ok(summary) => state.note(Entry::Info(summary)),
                 Err(e) => state.note(Entry::Error(e)),
             }
-            Vec::new()
+            stale
         }
         Event::Notice { error, text } => {
             state.note(if error {
@@ -679,6 +712,66 @@ fn engine_event(state: &mut State, e: EngineEvent) {
             }
         }
     }
+}
+
+/// A tool call the engine wants to run, waiting for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    /// Which question (for [`Effect::Answer`]).
+    pub key: u64,
+    /// The tool.
+    pub name: String,
+    /// Its arguments, as JSON text.
+    pub args: String,
+}
+
+/// `y`/Enter runs the first waiting call, `n`/Esc declines it, `a` runs it and every later call
+/// of that tool this session; other keys wait.
+fn approval_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    let (yes, always) = match key.code {
+        KeyCode::Char('y') | KeyCode::Enter => (true, false),
+        KeyCode::Char('n') | KeyCode::Esc => (false, false),
+        KeyCode::Char('a') => (true, true),
+        _ => return Vec::new(),
+    };
+    let Some(first) = state.approvals.pop_front() else {
+        return Vec::new();
+    };
+    let mut effects = vec![Effect::Answer {
+        key: first.key,
+        yes,
+    }];
+    if always {
+        // The same tool's other waiting calls go too.
+        state.approvals.retain(|a| {
+            let same = a.name == first.name;
+            if same {
+                effects.push(Effect::Answer {
+                    key: a.key,
+                    yes: true,
+                });
+            }
+            !same
+        });
+        state.note(Entry::Info(format!(
+            "{} runs without asking for the rest of this session",
+            first.name
+        )));
+        state.always_allowed.insert(first.name);
+    }
+    effects
+}
+
+/// Declines every waiting call.
+fn decline_all(state: &mut State) -> Vec<Effect> {
+    state
+        .approvals
+        .drain(..)
+        .map(|a| Effect::Answer {
+            key: a.key,
+            yes: false,
+        })
+        .collect()
 }
 
 fn insert_char(state: &mut State, c: char) {
@@ -1231,6 +1324,49 @@ mod tests {
         typed(&mut s, "/clear");
         assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
         assert!(s.transcript.is_empty());
+    }
+
+    #[test]
+    fn tool_questions_queue_and_take_yes_no_always_and_ctrl_c() {
+        let ask = |key: u64, name: &str| {
+            Event::ApprovalAsked(Approval {
+                key,
+                name: name.into(),
+                args: "{}".into(),
+            })
+        };
+        let answer = |key, yes| Effect::Answer { key, yes };
+        let mut s = State::new("x".into(), Some("m".into()), String::new());
+        typed(&mut s, "go");
+        update(&mut s, key(KeyCode::Enter));
+        assert!(update(&mut s, ask(1, "bash")).is_empty());
+        assert!(update(&mut s, ask(2, "write_file")).is_empty());
+        assert!(update(&mut s, ask(3, "bash")).is_empty());
+        // Other keys wait; typing does not reach the input.
+        assert!(update(&mut s, key(KeyCode::Char('x'))).is_empty());
+        assert_eq!(s.input, "");
+        assert_eq!(
+            update(&mut s, key(KeyCode::Char('n'))),
+            vec![answer(1, false)]
+        );
+        assert_eq!(update(&mut s, key(KeyCode::Enter)), vec![answer(2, true)]);
+        // `a`: this one, and bash from now on without asking.
+        assert_eq!(
+            update(&mut s, key(KeyCode::Char('a'))),
+            vec![answer(3, true)]
+        );
+        assert_eq!(update(&mut s, ask(4, "bash")), vec![answer(4, true)]);
+        assert!(update(&mut s, ask(5, "write_file")).is_empty());
+        assert_eq!(update(&mut s, key(KeyCode::Esc)), vec![answer(5, false)]);
+        // Ctrl+C declines whatever waits and cancels the turn.
+        update(&mut s, ask(6, "write_file"));
+        update(&mut s, ask(7, "write_file"));
+        let ctrl_c = Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+        assert_eq!(
+            update(&mut s, ctrl_c),
+            vec![answer(6, false), answer(7, false), Effect::CancelTurn]
+        );
+        assert!(s.approvals.is_empty());
     }
 
     #[test]

@@ -426,3 +426,27 @@ fn a_multi_line_input_grows_the_box_and_a_long_one_scrolls_with_the_cursor() {
     );
     insta::assert_snapshot!("long_input_window", screen);
 }
+
+#[test]
+fn a_tool_call_waiting_for_the_users_answer() {
+    let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
+    s.model = Some("anthropic claude".into());
+    for (key, name, args) in [
+        (
+            1,
+            "bash",
+            r#"{"command":"cargo test --workspace 2>&1 | tail -20","timeout_secs":300}"#,
+        ),
+        (2, "write_file", r#"{"path":"a.txt","content":"x"}"#),
+    ] {
+        update(
+            &mut s,
+            Event::ApprovalAsked(crate::tui::state::Approval {
+                key,
+                name: name.into(),
+                args: args.into(),
+            }),
+        );
+    }
+    insta::assert_snapshot!(render(&mut s, 60, 14));
+}

@@ -657,3 +657,53 @@ fn a_model_turn_streams_runs_tools_and_esc_cancels_it() {
     assert_eq!(t.exit_code(), 0);
     t.assert_terminal_restored();
 }
+
+#[test]
+fn bash_waits_for_the_users_yes_and_a_no_reaches_the_model() {
+    tmux_required();
+    let bash = |id: &str| json!({"id": id, "name": "bash", "input": {"command": "echo ran-after-yes > proof.txt; echo ran"}});
+    let model = super::engine::Model::start(
+        "tui-ask",
+        json!({"steps": [
+            {"text": "Trying.", "tool_calls": [bash("b1")]},
+            {"text": "Asking again.", "tool_calls": [bash("b2")],
+             "expect": {"last_tool_result_contains": "the user declined"}},
+            {"text": "It ran.", "expect": {"last_tool_result_contains": "ran"}}
+        ]}),
+    );
+    let dir = project("tui-ask", |_| json!({}));
+    let t = Tmux::start_with(
+        &dir,
+        &[],
+        None,
+        &[
+            ("ANTHROPIC_API_KEY", "test-key"),
+            ("ANTHROPIC_BASE_URL", &model.url),
+        ],
+    );
+    t.wait_for("the model named", BOUND, |s| s.contains("model anthropic"));
+    t.send_keys(&["make proof", "Enter"]);
+    t.wait_for("the question about bash", BOUND, |s| {
+        s.contains("run this tool?") && s.contains("echo ran-after-yes")
+    });
+    // Nothing ran while the question waits.
+    assert!(
+        !dir.join("proof.txt").exists(),
+        "bash ran before the answer"
+    );
+    t.send_keys(&["n"]);
+    t.wait_for("the second question", BOUND, |s| {
+        s.contains("Asking again.") && s.contains("run this tool?")
+    });
+    assert!(!dir.join("proof.txt").exists(), "a declined call ran");
+    t.send_keys(&["y"]);
+    let s = t.wait_for("the answer after the call ran", BOUND, |s| {
+        s.contains("It ran.") && s.contains("model calls")
+    });
+    assert!(!s.contains("run this tool?"), "{s}");
+    let proof = std::fs::read_to_string(dir.join("proof.txt")).unwrap_or_default();
+    assert_eq!(proof.trim(), "ran-after-yes");
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+    t.assert_terminal_restored();
+}
