@@ -91,6 +91,15 @@ impl Tmux {
         }
     }
 
+    /// [`Tmux::start`] talking Anthropic to the scripted `model`.
+    fn with_model(dir: &Path, model: &super::engine::Model) -> Tmux {
+        let vars = [
+            ("ANTHROPIC_API_KEY", "test-key"),
+            ("ANTHROPIC_BASE_URL", model.url.as_str()),
+        ];
+        Self::start_with(dir, &[], None, &vars)
+    }
+
     /// Sends each key group in turn. After Escape it waits 100 ms, the one sleep here: crossterm
     /// reads ESC closely followed by a character as Alt+character.
     fn send_keys(&self, keys: &[&str]) {
@@ -576,15 +585,7 @@ fn a_model_turn_streams_runs_tools_and_esc_cancels_it() {
         ]}),
     );
     let dir = project("tui-model", |_| json!({ "everything": everything_json() }));
-    let t = Tmux::start_with(
-        &dir,
-        &[],
-        None,
-        &[
-            ("ANTHROPIC_API_KEY", "test-key"),
-            ("ANTHROPIC_BASE_URL", &model.url),
-        ],
-    );
+    let t = Tmux::with_model(&dir, &model);
     t.wait_for("everything connected and the model named", BOUND, |s| {
         bar(s).contains("everything ●") && s.contains("model anthropic")
     });
@@ -672,15 +673,7 @@ fn bash_waits_for_the_users_yes_and_a_no_reaches_the_model() {
         ]}),
     );
     let dir = project("tui-ask", |_| json!({}));
-    let t = Tmux::start_with(
-        &dir,
-        &[],
-        None,
-        &[
-            ("ANTHROPIC_API_KEY", "test-key"),
-            ("ANTHROPIC_BASE_URL", &model.url),
-        ],
-    );
+    let t = Tmux::with_model(&dir, &model);
     t.wait_for("the model named", BOUND, |s| s.contains("model anthropic"));
     t.send_keys(&["make proof", "Enter"]);
     t.wait_for("the question about bash", BOUND, |s| {
