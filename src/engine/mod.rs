@@ -208,7 +208,8 @@ pub struct RunTurn {
     pub prompt: String,
     /// Gets the turn's events.
     pub events: Option<Recipient<EngineUpdate>>,
-    /// Asked before each call of a tool that changes things ([`crate::builtins::ASK_FIRST`]);
+    /// Asked before each call of a tool that changes things ([`crate::builtins::ASK_FIRST`],
+    /// MCP tools annotated `destructiveHint: true`);
     /// `None` runs every call without asking (headless `run -p`, `--yes`).
     pub approver: Option<Recipient<Approve>>,
 }
@@ -253,6 +254,23 @@ pub struct Engine {
 struct ToolCache {
     source: Option<Arc<Vec<ToolEntry>>>,
     defs: Arc<Vec<ToolDef>>,
+    /// The tools that run only after the user's yes (when the turn has an approver).
+    ask: Arc<std::collections::HashSet<String>>,
+}
+
+/// Whether a tool asks first: the built-ins that change things, and MCP tools whose server
+/// marks them `destructiveHint: true` (and not `readOnlyHint: true`). Unannotated tools do not
+/// ask: the spec's default (destructive) would ask for every call of most servers.
+fn asks_first(e: &ToolEntry) -> bool {
+    if e.server.is_none() {
+        return crate::builtins::ASK_FIRST.contains(&e.name.as_str());
+    }
+    let Some(raw) = &e.tool.annotations else {
+        return false;
+    };
+    let hints: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+    hints.get("destructiveHint") == Some(&Value::Bool(true))
+        && hints.get("readOnlyHint") != Some(&Value::Bool(true))
 }
 
 impl ToolCache {
@@ -260,6 +278,13 @@ impl ToolCache {
         if self.source.as_ref().is_some_and(|s| Arc::ptr_eq(s, &table)) {
             return self.defs.clone();
         }
+        self.ask = Arc::new(
+            table
+                .iter()
+                .filter(|e| asks_first(e))
+                .map(|e| e.name.clone())
+                .collect(),
+        );
         let defs: Vec<ToolDef> = table
             .iter()
             .map(|e| ToolDef {
@@ -372,6 +397,7 @@ async fn run_tool(
         config,
         events,
         approver,
+        ask,
     } = ctx;
     let (id, name, input) = call;
     emit(
@@ -384,7 +410,7 @@ async fn run_tool(
     );
     let started = Instant::now();
     let approved = match (&approver, &input) {
-        (Some(asker), Value::Object(_)) if crate::builtins::ASK_FIRST.contains(&name.as_str()) => {
+        (Some(asker), Value::Object(_)) if ask.contains(&name) => {
             let ask = asker.send(Approve {
                 id: id.clone(),
                 name: name.clone(),
@@ -463,6 +489,7 @@ struct CallCtx {
     config: Arc<EngineConfig>,
     events: Option<Recipient<EngineUpdate>>,
     approver: Option<Recipient<Approve>>,
+    ask: Arc<std::collections::HashSet<String>>,
 }
 
 /// What one turn runs with; the conversation and tool cache go back to the actor at its end.
@@ -607,6 +634,7 @@ async fn turn(
             config: config.clone(),
             events: events.clone(),
             approver: approver.clone(),
+            ask: cache.ask.clone(),
         };
         let results = join_all(calls.into_iter().map(|call| {
             let cut = cut_id.as_ref() == Some(&call.0);
@@ -687,6 +715,59 @@ impl Handler<CancelTurn> for Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn built_ins_that_change_things_and_destructive_mcp_tools_ask_first() {
+        let entry = |name: &str, server: Option<&str>, hints: Option<&str>| ToolEntry {
+            name: name.into(),
+            server: server.map(Into::into),
+            tool: Arc::new(harness9_actors::protocol::types::Tool {
+                name: name.into(),
+                title: None,
+                description: None,
+                input_schema: serde_json::value::to_raw_value(&serde_json::json!({}))
+                    .expect("schema"),
+                output_schema: None,
+                annotations: hints
+                    .map(|h| serde_json::value::RawValue::from_string(h.into()).expect("json")),
+            }),
+        };
+        let cases = [
+            (entry("bash", None, None), true),
+            (entry("write_file", None, None), true),
+            (entry("read_file", None, None), false),
+            (
+                entry(
+                    "mcp__f__remove",
+                    Some("f"),
+                    Some(r#"{"destructiveHint":true}"#),
+                ),
+                true,
+            ),
+            (
+                entry(
+                    "mcp__f__odd",
+                    Some("f"),
+                    Some(r#"{"destructiveHint":true,"readOnlyHint":true}"#),
+                ),
+                false,
+            ),
+            (
+                entry("mcp__f__echo", Some("f"), Some(r#"{"readOnlyHint":true}"#)),
+                false,
+            ),
+            (entry("mcp__f__plain", Some("f"), None), false),
+            (entry("mcp__f__bad", Some("f"), Some("[1]")), false),
+        ];
+        for (e, want) in &cases {
+            assert_eq!(asks_first(e), *want, "{}", e.name);
+        }
+        let mut cache = ToolCache::default();
+        cache.get(Arc::new(cases.iter().map(|(e, _)| e.clone()).collect()));
+        let mut ask: Vec<&String> = cache.ask.iter().collect();
+        ask.sort();
+        assert_eq!(ask, ["bash", "mcp__f__remove", "write_file"]);
+    }
 
     #[test]
     fn bad_arguments_name_the_tool_the_problem_and_the_text() {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::common::{everything, group_alive, poll_until, stdio_json, temp_path};
+use super::common::{everything, fixture, group_alive, poll_until, stdio_json, temp_path};
 
 /// The bound for one wait on the screen.
 const BOUND: Duration = Duration::from_secs(15);
@@ -669,12 +669,19 @@ fn bash_waits_for_the_users_yes_and_a_no_reaches_the_model() {
             {"text": "Trying.", "tool_calls": [bash("b1")]},
             {"text": "Asking again.", "tool_calls": [bash("b2")],
              "expect": {"last_tool_result_contains": "the user declined"}},
-            {"text": "It ran.", "expect": {"last_tool_result_contains": "ran"}}
+            // An MCP tool its server marks destructive asks too; a plain one does not.
+            {"text": "Now the server's tools.", "expect": {"last_tool_result_contains": "ran"},
+             "tool_calls": [
+                {"id": "e1", "name": "mcp__f__echo", "input": {"text": "plain"}},
+                {"id": "r1", "name": "mcp__f__remove", "input": {"path": "junk"}}]},
+            {"text": "It ran.", "expect": {"last_tool_result_contains": "removed junk"}}
         ]}),
     );
-    let dir = project("tui-ask", |_| json!({}));
+    let dir = project("tui-ask", |_| json!({"f": stdio_json(fixture("f", &[]))}));
     let t = Tmux::with_model(&dir, &model);
-    t.wait_for("the model named", BOUND, |s| s.contains("model anthropic"));
+    t.wait_for("the model named and f connected", BOUND, |s| {
+        s.contains("model anthropic") && bar(s).contains("f ●")
+    });
     t.send_keys(&["make proof", "Enter"]);
     t.wait_for("the question about bash", BOUND, |s| {
         s.contains("run this tool?") && s.contains("echo ran-after-yes")
@@ -690,7 +697,13 @@ fn bash_waits_for_the_users_yes_and_a_no_reaches_the_model() {
     });
     assert!(!dir.join("proof.txt").exists(), "a declined call ran");
     t.send_keys(&["y"]);
-    let s = t.wait_for("the answer after the call ran", BOUND, |s| {
+    t.wait_for(
+        "the question about the destructive MCP tool only",
+        BOUND,
+        |s| s.contains("run this tool?") && s.contains("mcp__f__remove") && !s.contains("(1 of 2"),
+    );
+    t.send_keys(&["y"]);
+    let s = t.wait_for("the answer after the calls ran", BOUND, |s| {
         s.contains("It ran.") && s.contains("model calls")
     });
     assert!(!s.contains("run this tool?"), "{s}");

@@ -1,6 +1,7 @@
 //! An MCP stdio server that misbehaves on purpose, driven by flags, for harness9's tests.
 //!
 //! Tools: echo {text}, add {a,b}, sleep {ms}, big {bytes}, fail, rich, progress {steps, gap_ms},
+//! remove {path} (annotated destructive),
 //! exit {code}, pid, plus `--tools N` synthetic ones. Flags: see `usage()`.
 
 use std::io::{BufRead, Write};
@@ -151,6 +152,9 @@ fn tool_list(st: &State) -> Vec<Value> {
         json!({"name": "progress", "description": "progress notifications", "inputSchema": schema(json!({"steps": {"type": "integer"}, "gap_ms": {"type": "integer"}}))}),
         json!({"name": "exit", "description": "exit at once", "inputSchema": schema(json!({"code": {"type": "integer"}}))}),
         json!({"name": "pid", "description": "the server's pid", "inputSchema": schema(json!({}))}),
+        json!({"name": "remove", "description": "pretends to delete `path`",
+               "inputSchema": schema(json!({"path": {"type": "string"}})),
+               "annotations": {"destructiveHint": true, "readOnlyHint": false}}),
     ];
     for i in 0..st.opts.tools {
         t.push(
@@ -253,6 +257,10 @@ fn call_tool(id: Value, params: Value, slow_ms: u64) {
         }
         "exit" => std::process::exit(int("code").unwrap_or(0) as i32),
         "pid" => text(std::process::id().to_string()),
+        "remove" => text(format!(
+            "removed {}",
+            args.get("path").and_then(Value::as_str).unwrap_or("")
+        )),
         "added_later" => text("added later"),
         n if n.starts_with("tool_") => text(n),
         _ => return error(&id, -32602, &format!("unknown tool: {name}")),
