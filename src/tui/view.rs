@@ -860,7 +860,7 @@ fn draw_help(frame: &mut Frame, area: Rect) {
         ("Esc", "cancel the running turn; close a panel"),
         (
             "y n a",
-            "run, decline, or always run a tool that changes things (bash, write_file, …)",
+            "answer a tool that changes things: run it, decline it, always run it",
         ),
         (
             "Ctrl+C",
