@@ -410,7 +410,7 @@ async fn run_tool(
     );
     let started = Instant::now();
     let approved = match (&approver, &input) {
-        (Some(asker), Value::Object(_)) if ask.contains(&name) => {
+        (Some(asker), Value::Object(_)) if !cut && ask.contains(&name) => {
             let ask = asker.send(Approve {
                 id: id.clone(),
                 name: name.clone(),
@@ -425,6 +425,11 @@ async fn run_tool(
     };
     let outcome = match input {
         Value::String(raw) => Err(bad_arguments(&name, &raw, cut)),
+        // The reply stopped at max_tokens inside this call: even arguments that parse (`{}`
+        // when not one piece arrived) may be short of what the model meant.
+        _ if cut => Err(format!(
+            "the call of tool \"{name}\" was cut off at max_tokens before its arguments were complete; send it again, and if its content is long, split the work over several smaller calls"
+        )),
         _ if !approved => Err(format!(
             "the user declined this call of \"{name}\"; do not run it again unasked: say what you wanted to do, or find another way"
         )),

@@ -1074,6 +1074,24 @@ fn a_tool_call_cut_off_at_max_tokens_gets_an_error_result_and_the_turn_goes_on()
         text.contains("the reply was cut off at max_tokens, so they are incomplete"),
         "{text}"
     );
+
+    // Cut off before a single argument piece: the arguments parse (`{}`), yet the call does
+    // not run either.
+    let model = Model::start(
+        "cut-empty",
+        json!({"steps": [
+            {"tool_calls": [{"id": "t_empty", "name": "write_file", "raw_input": ""}],
+             "stop_reason": "max_tokens"},
+            {"text": "again", "expect": {"last_tool_result_contains": "was cut off at max_tokens"}}
+        ]}),
+    );
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    out.ok();
+    assert_eq!(
+        out.event("tool_result", "t_empty")["is_error"],
+        true,
+        "{out}"
+    );
     assert_eq!(failed["output"], text.as_str(), "{out}");
     // The replayed assistant message is valid: the cut-off call's input is an empty object.
     let messages = reqs[1]["body"]["messages"].as_array().expect("messages");
