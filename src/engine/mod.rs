@@ -408,7 +408,6 @@ async fn run_tool(
             arguments: input.clone(),
         },
     );
-    let started = Instant::now();
     let approved = match (&approver, &input) {
         (Some(asker), Value::Object(_)) if !cut && ask.contains(&name) => {
             let ask = asker.send(Approve {
@@ -423,6 +422,8 @@ async fn run_tool(
         }
         _ => true,
     };
+    // The call's time starts after the user's answer: it measures the tool, not the user.
+    let started = Instant::now();
     let outcome = match input {
         Value::String(raw) => Err(bad_arguments(&name, &raw, cut)),
         // The reply stopped at max_tokens inside this call: even arguments that parse (`{}`
