@@ -376,68 +376,79 @@ fn bad_arguments(name: &str, raw: &str, cut: bool) -> String {
         truncate_chars(raw, 200)
     );
     if cut {
-        s.push_str("the reply was cut off at max_tokens, so they are incomplete; send the call again with a complete JSON object, and if its content is long, split the work over several smaller calls");
+        s.push_str("the reply was cut off at max_tokens, so they are incomplete; ");
+        s.push_str(SEND_AGAIN_SMALLER);
     } else {
         s.push_str("send the call again with a complete JSON object");
     }
     s
 }
 
+/// What the model is told to do about a call the reply was cut off in.
+const SEND_AGAIN_SMALLER: &str = "send the call again with a complete JSON object, and if its content is long, split the work over several smaller calls";
+
+/// Why a call is answered with an error instead of running, if it is: arguments that are not
+/// a JSON object, a call the reply was cut off in (even when its arguments parse: `{}` before
+/// any piece arrived), or the user's no to a tool that asks first (no answer, or the turn
+/// cancelled while asking, is a no).
+async fn refusal(
+    ctx: &CallCtx,
+    id: &str,
+    name: &str,
+    input: &Value,
+    cut: bool,
+    cancel: &CancellationToken,
+) -> Option<String> {
+    if let Value::String(raw) = input {
+        return Some(bad_arguments(name, raw, cut));
+    }
+    if cut {
+        return Some(format!(
+            "the call of tool \"{name}\" was cut off at max_tokens before its arguments were complete; {SEND_AGAIN_SMALLER}"
+        ));
+    }
+    let asker = ctx.approver.as_ref().filter(|_| ctx.ask.contains(name))?;
+    let ask = asker.send(Approve {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        arguments: input.clone(),
+    });
+    let yes = tokio::select! {
+        answer = ask => answer.unwrap_or(false),
+        () = cancel.cancelled() => false,
+    };
+    (!yes).then(|| format!(
+        "the user declined this call of \"{name}\"; do not run it again unasked: say what you wanted to do, or find another way"
+    ))
+}
+
 /// Runs one tool call through the registry and turns its outcome into a tool-result block. A
-/// call with malformed arguments (`input` a string, see [`Block::ToolUse`]) is not run: it
-/// gets an error result at once, with the same events as any call.
+/// call with a [`refusal`] is not run: it gets an error result, with the same events as any
+/// call.
 async fn run_tool(
     ctx: CallCtx,
     call: (String, String, Value),
     cut: bool,
     cancel: CancellationToken,
 ) -> Block {
-    let CallCtx {
-        registry,
-        config,
-        events,
-        approver,
-        ask,
-    } = ctx;
     let (id, name, input) = call;
     emit(
-        &events,
+        &ctx.events,
         EngineEvent::ToolStarted {
             id: id.clone(),
             name: name.clone(),
             arguments: input.clone(),
         },
     );
-    let approved = match (&approver, &input) {
-        (Some(asker), Value::Object(_)) if !cut && ask.contains(&name) => {
-            let ask = asker.send(Approve {
-                id: id.clone(),
-                name: name.clone(),
-                arguments: input.clone(),
-            });
-            tokio::select! {
-                answer = ask => answer.unwrap_or(false),
-                () = cancel.cancelled() => false,
-            }
-        }
-        _ => true,
-    };
+    let refused = refusal(&ctx, &id, &name, &input, cut, &cancel).await;
     // The call's time starts after the user's answer: it measures the tool, not the user.
     let started = Instant::now();
-    let outcome = match input {
-        Value::String(raw) => Err(bad_arguments(&name, &raw, cut)),
-        // The reply stopped at max_tokens inside this call: even arguments that parse (`{}`
-        // when not one piece arrived) may be short of what the model meant.
-        _ if cut => Err(format!(
-            "the call of tool \"{name}\" was cut off at max_tokens before its arguments were complete; send it again, and if its content is long, split the work over several smaller calls"
-        )),
-        _ if !approved => Err(format!(
-            "the user declined this call of \"{name}\"; do not run it again unasked: say what you wanted to do, or find another way"
-        )),
-        input => {
+    let outcome = match refused {
+        Some(why) => Err(why),
+        None => {
             let mut msg = CallTool::new(name.clone(), Some(input));
             msg.cancel = cancel;
-            let relay = events.clone().map(|events| {
+            let relay = ctx.events.clone().map(|events| {
                 ProgressRelay {
                     id: id.clone(),
                     events,
@@ -445,7 +456,7 @@ async fn run_tool(
                 .start()
             });
             msg.progress = relay.as_ref().map(|r| r.clone().recipient());
-            let outcome = ToolRegistry::send(&registry, msg).await;
+            let outcome = ToolRegistry::send(&ctx.registry, msg).await;
             // The server handed every progress notice to the relay before it answered; once
             // the relay has passed them on, ToolFinished is emitted behind them (no progress
             // after a result). The relay stops when this Addr and the server's sender are gone.
@@ -466,12 +477,12 @@ async fn run_tool(
     let (parts, spilled) = output::apply_budget(
         parts,
         &text,
-        config.output_budget_tokens,
-        &config.spill_dir,
+        ctx.config.output_budget_tokens,
+        &ctx.config.spill_dir,
         &name,
     );
     emit(
-        &events,
+        &ctx.events,
         EngineEvent::ToolFinished {
             id: id.clone(),
             name,

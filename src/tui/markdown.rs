@@ -14,6 +14,8 @@ const QUOTE: Style = Style::new()
     .fg(Color::DarkGray)
     .add_modifier(Modifier::ITALIC);
 const RULE: Style = Style::new().fg(Color::DarkGray);
+/// No prefix for [`fill`].
+const NONE: (&str, &str, Style) = ("", "", Style::new());
 
 /// Text as styled pieces.
 type Pieces = Vec<(String, Style)>;
@@ -119,7 +121,7 @@ fn table(rows: &[&str], width: usize, out: &mut Vec<Line<'static>>) {
     // Without its `|---|` row it is not a table (a line of prose may start with a pipe).
     if total > width || !header {
         for raw in rows {
-            fill(&[(raw.trim().to_owned(), Style::new())], width, "", "", out);
+            fill(&[(raw.trim().to_owned(), Style::new())], width, NONE, out);
         }
         return;
     }
@@ -162,7 +164,7 @@ fn source_line(raw: &str, kind: Kind, width: usize, out: &mut Vec<Line<'static>>
         Kind::Fence => return,
         Kind::Code => {
             let pieces = vec![(raw.to_owned(), CODE)];
-            fill(&pieces, width, "  ", "  ", out);
+            fill(&pieces, width, ("  ", "  ", Style::new()), out);
             return;
         }
         Kind::Text | Kind::Table => {}
@@ -176,20 +178,30 @@ fn source_line(raw: &str, kind: Kind, width: usize, out: &mut Vec<Line<'static>>
         } else {
             style
         };
-        fill(&inline(title, style), width, "", "", out);
+        fill(&inline(title, style), width, NONE, out);
     } else if is_rule(trimmed) {
         out.push(Line::styled("─".repeat(width.min(40)), RULE));
     } else if let Some(rest) = trimmed
         .strip_prefix("> ")
         .or(trimmed.strip_prefix('>').filter(|r| r.is_empty()))
     {
-        fill(&inline(rest, QUOTE), width, "│ ", "│ ", out);
+        fill(&inline(rest, QUOTE), width, ("│ ", "│ ", QUOTE), out);
     } else if let Some((marker, rest)) = list_item(trimmed) {
         let first = format!("{lead}{marker}");
         let hang = " ".repeat(first.width());
-        fill(&inline(rest, Style::new()), width, &first, &hang, out);
+        fill(
+            &inline(rest, Style::new()),
+            width,
+            (&first, &hang, Style::new()),
+            out,
+        );
     } else {
-        fill(&inline(trimmed, Style::new()), width, lead, lead, out);
+        fill(
+            &inline(trimmed, Style::new()),
+            width,
+            (lead, lead, Style::new()),
+            out,
+        );
     }
 }
 
@@ -279,12 +291,11 @@ fn tight(inner: &str) -> bool {
 }
 
 /// Word-wraps styled pieces: the first line starts with `first`, the others with `rest`
-/// (the hanging indent). A word longer than a line is cut.
+/// (the hanging indent), both drawn in `prefix_style`. A word longer than a line is cut.
 fn fill(
     pieces: &[(String, Style)],
     width: usize,
-    first: &str,
-    rest: &str,
+    (first, rest, prefix_style): (&str, &str, Style),
     out: &mut Vec<Line<'static>>,
 ) {
     // Words as lists of styled pieces; a space between words is where a line may break.
@@ -307,11 +318,6 @@ fn fill(
         words.remove(0);
         leading_spaces += 1;
     }
-    let prefix_style = if first.starts_with('│') {
-        QUOTE
-    } else {
-        Style::new()
-    };
     // A prefix (deep indentation, nested quotes) leaves at least half the line for the text.
     let cap = |prefix: &str| -> String {
         let mut w = 0;

@@ -385,18 +385,28 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
-    def anthropic_stream(self, step, model):
+    @staticmethod
+    def pacer(step):
+        """The pause after each streamed event: stall_ms once, after the first piece of content,
+        else chunk_delay_ms."""
         delay = step.get("chunk_delay_ms", 0) / 1000
         stall = [step.get("stall_ms", 0) / 1000]
-        self.start_stream()
 
-        def ev(name, obj, content_delta=False):
-            self.chunk(f"event: {name}\ndata: {json.dumps(obj)}\n\n".encode())
+        def pause(content_delta):
             if content_delta and stall[0]:
                 time.sleep(stall[0])
                 stall[0] = 0
             elif delay:
                 time.sleep(delay)
+        return pause
+
+    def anthropic_stream(self, step, model):
+        pause = self.pacer(step)
+        self.start_stream()
+
+        def ev(name, obj, content_delta=False):
+            self.chunk(f"event: {name}\ndata: {json.dumps(obj)}\n\n".encode())
+            pause(content_delta)
 
         usage = step["usage"]
         ev("message_start", {"type": "message_start", "message": {
@@ -453,8 +463,7 @@ class Handler(BaseHTTPRequestHandler):
                              "usage": self.openai_usage(step)})
 
     def openai_stream(self, step, model, include_usage):
-        delay = step.get("chunk_delay_ms", 0) / 1000
-        stall = [step.get("stall_ms", 0) / 1000]
+        pause = self.pacer(step)
         base = {"id": "chatcmpl-" + uuid.uuid4().hex[:24], "object": "chat.completion.chunk",
                 "created": int(time.time()), "model": model}
         self.start_stream()
@@ -464,11 +473,7 @@ class Handler(BaseHTTPRequestHandler):
             if include_usage and "usage" not in extra:
                 obj["usage"] = None
             self.chunk(f"data: {json.dumps(obj)}\n\n".encode())
-            if content_delta and stall[0]:
-                time.sleep(stall[0])
-                stall[0] = 0
-            elif delay:
-                time.sleep(delay)
+            pause(content_delta)
 
         text = step.get("text")
         send({"role": "assistant", "content": "" if text else None})
