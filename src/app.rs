@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use actix::prelude::*;
-use harness9_actors::messages::{ServerStatus, StatusChanged, StatusSnapshot, Subscribe};
+use harness9_actors::messages::{
+    ServerStatus, SetBuiltins, StatusChanged, StatusSnapshot, Subscribe,
+};
 use harness9_actors::trace::WireTap;
 use harness9_actors::{RestartPolicy, ServerSpec, ServerSupervisor, ToolRegistry};
 use tokio::sync::watch;
@@ -57,6 +59,17 @@ impl Runtime {
             status,
             max_startup,
         }
+    }
+
+    /// Installs the built-in tools, run in `root`, in the registry (they win name clashes).
+    pub fn install_builtins(&self, root: &std::path::Path) {
+        use crate::builtins::{definitions, BuiltinOptions, Builtins};
+        self.registry.do_send(SetBuiltins {
+            tools: definitions(),
+            executor: Builtins::new(root.to_path_buf(), BuiltinOptions::default())
+                .start()
+                .recipient(),
+        });
     }
 
     /// Waits until every server is connected, failed or stopped, or `bound` passes; returns the

@@ -8,12 +8,11 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use anyhow::Context as _;
-use harness9_actors::messages::{SetBuiltins, ShutdownAll, StatusSnapshot};
+use harness9_actors::messages::{ShutdownAll, StatusSnapshot};
 use harness9_actors::RestartPolicy;
 use serde_json::{json, Value};
 
 use crate::app::{spawn_event_printer, Runtime};
-use crate::builtins::{definitions, BuiltinOptions, Builtins};
 use crate::cli::{interrupted, load_config, Cli, RunArgs};
 use crate::engine::{CancelTurn, Engine, EngineConfig, EngineEvent, EngineUpdate, RunTurn};
 use crate::model::settings::{self, ModelFlags};
@@ -166,11 +165,7 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut rt = Runtime::start(config.servers.clone(), tap, RestartPolicy::default());
     spawn_event_printer(rt.status.clone(), cli.verbose > 0);
     let root = std::env::current_dir().context("cannot read the working directory")?;
-    let opts = BuiltinOptions::default();
-    rt.registry.do_send(SetBuiltins {
-        tools: definitions(),
-        executor: Builtins::new(root.clone(), opts).start().recipient(),
-    });
+    rt.install_builtins(&root);
     let mut engine_cfg = EngineConfig::new(
         args.max_steps.unwrap_or(settings.max_steps),
         settings.tool_output_budget_tokens,

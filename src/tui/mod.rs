@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use anyhow::Context as _;
-use harness9_actors::messages::{SetBuiltins, ShutdownAll, Subscribe};
+use harness9_actors::messages::{ShutdownAll, Subscribe};
 use harness9_actors::trace::{WireRecord, WireTap};
 use harness9_actors::RestartPolicy;
 use tokio::sync::{mpsc, oneshot};
@@ -25,7 +25,6 @@ use tokio::sync::{mpsc, oneshot};
 pub use actor::{Quit, Tui, TuiSetup};
 
 use crate::app::Runtime;
-use crate::builtins::{definitions, BuiltinOptions, Builtins};
 use crate::cli::Cli;
 use crate::config;
 use crate::engine::{Engine, EngineConfig};
@@ -115,12 +114,7 @@ pub async fn run(cli: &Cli, started: std::time::Instant) -> anyhow::Result<ExitC
     let (tap, trace_rx) = fan_out(file_tap);
     let rt = Runtime::start(cfg.servers.clone(), Some(tap), RestartPolicy::default());
     let root = std::env::current_dir().context("cannot read the working directory")?;
-    rt.registry.do_send(SetBuiltins {
-        tools: definitions(),
-        executor: Builtins::new(root.clone(), BuiltinOptions::default())
-            .start()
-            .recipient(),
-    });
+    rt.install_builtins(&root);
     let (engine, model, model_help) = match settings {
         Ok(s) => match s.provider {
             Some(p) => {
