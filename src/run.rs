@@ -78,7 +78,7 @@ impl Handler<EngineUpdate> for Printer {
             return;
         }
         let v = match e {
-            EngineEvent::TextDelta(_) => return,
+            EngineEvent::TextDelta(_) | EngineEvent::TurnEnding => return,
             EngineEvent::ModelRetrying {
                 attempt,
                 after,

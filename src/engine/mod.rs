@@ -113,6 +113,9 @@ pub enum EngineEvent {
         /// Why.
         reason: String,
     },
+    /// The turn's last event: sent (and waited for, bounded) before `RunTurn` answers, so a
+    /// subscriber has handled every event of the turn by the time the answer reaches it.
+    TurnEnding,
     /// One model call finished.
     ModelDone {
         /// 1-based step.
@@ -684,6 +687,7 @@ impl Handler<RunTurn> for Engine {
         }
         let cancel = CancellationToken::new();
         self.running = Some(cancel.clone());
+        let subscriber = msg.events.clone();
         let fut = turn(
             Turn {
                 provider: self.provider.clone(),
@@ -697,6 +701,16 @@ impl Handler<RunTurn> for Engine {
             },
             msg.prompt,
         );
+        // The answer travels apart from the events (a oneshot, not the subscriber's mailbox)
+        // and could overtake them: it goes only after the subscriber has handled the last one.
+        let fut = async move {
+            let out = fut.await;
+            if let Some(s) = subscriber {
+                let ending = s.send(EngineUpdate(EngineEvent::TurnEnding));
+                let _ = tokio::time::timeout(FLUSH_BOUND, ending).await;
+            }
+            out
+        };
         Box::pin(
             fut.into_actor(self)
                 .map(|(messages, cache, result), act, _| {

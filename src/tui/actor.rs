@@ -65,11 +65,6 @@ pub struct TuiSetup {
 #[rtype(result = "()")]
 pub struct Quit;
 
-/// The end of an engine turn, queued behind the turn's own [`EngineUpdate`]s.
-#[derive(Message)]
-#[rtype(result = "()")]
-struct TurnEnded(Result<String, String>);
-
 /// A file's identity for change detection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
@@ -313,7 +308,7 @@ impl Tui {
                         approver: self.ask_first.then(|| ctx.address().recipient::<Approve>()),
                     })
                     .into_actor(self)
-                    .then(|r, _act, ctx| {
+                    .then(|r, act, ctx| {
                         let done = match r {
                             Ok(Ok(o)) => Ok(format!(
                                 "{} model call{} · {} · {} tokens in{}, {} out",
@@ -330,10 +325,9 @@ impl Tui {
                             Ok(Err(e)) => Err(e.to_string()),
                             Err(e) => Err(format!("the engine stopped: {e}")),
                         };
-                        // Through the mailbox, not applied here: the engine's last updates
-                        // (the final text, a ToolFinished) were queued there before this
-                        // reply was sent, and must be applied before the turn's summary.
-                        ctx.address().do_send(TurnEnded(done));
+                        // The engine answers only after this actor has handled the turn's
+                        // last update (`TurnEnding`), so the summary comes after them.
+                        act.apply(Event::TurnDone(done), ctx);
                         fut::ready(())
                     })
                     .spawn(ctx);
@@ -603,14 +597,6 @@ impl Handler<Approve> for Tui {
             ctx,
         );
         Box::pin(async move { rx.await.unwrap_or(false) })
-    }
-}
-
-impl Handler<TurnEnded> for Tui {
-    type Result = ();
-
-    fn handle(&mut self, msg: TurnEnded, ctx: &mut Context<Self>) {
-        self.apply(Event::TurnDone(msg.0), ctx);
     }
 }
 

@@ -633,7 +633,7 @@ fn engine_event(state: &mut State, e: EngineEvent) {
             "{reason}; retrying in {}",
             harness9_actors::error::fmt_duration(after)
         ))),
-        EngineEvent::ModelDone { .. } => {}
+        EngineEvent::ModelDone { .. } | EngineEvent::TurnEnding => {}
         EngineEvent::ToolStarted {
             id: key,
             name,
