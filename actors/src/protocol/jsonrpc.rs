@@ -101,12 +101,37 @@ pub struct Envelope<'a> {
     /// Request or notification parameters.
     #[serde(default, borrow)]
     pub params: Option<&'a RawValue>,
-    /// A successful response's result.
-    #[serde(default, borrow)]
+    /// A successful response's result (`null` included: present is present).
+    #[serde(default, borrow, deserialize_with = "present")]
     pub result: Option<&'a RawValue>,
-    /// A failed response's error.
-    #[serde(default)]
-    pub error: Option<ErrorObject>,
+    /// A failed response's error, raw (`"error": null` counts as absent, as some libraries send
+    /// it beside a result).
+    #[serde(default, borrow)]
+    pub error: Option<&'a RawValue>,
+}
+
+/// A key that is there, even as `null`.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// The error a reply gets when it carries both `result` and `error` (invalid JSON-RPC): every
+/// path treats it alike, whatever the key order.
+pub fn both_result_and_error() -> ErrorObject {
+    ErrorObject {
+        code: INTERNAL_ERROR,
+        message: "invalid reply: it carries both \"result\" and \"error\"".to_owned(),
+        data: None,
+    }
+}
+
+/// Reads a raw `error` member: an invalid one still ends the request, with what was wrong.
+fn error_object(raw: &RawValue) -> ErrorObject {
+    serde_json::from_str(raw.get()).unwrap_or_else(|e| ErrorObject {
+        code: INTERNAL_ERROR,
+        message: format!("invalid error object in the reply: {e}"),
+        data: None,
+    })
 }
 
 /// What an incoming line is, once its envelope is read.
@@ -164,8 +189,10 @@ impl<'a> Incoming<'a> {
                 params: env.params,
             }),
             (None, Some(id)) => {
-                let outcome = match (env.result, env.error) {
-                    (_, Some(e)) => Err(e),
+                let error = env.error.filter(|e| e.get() != "null");
+                let outcome = match (env.result, error) {
+                    (Some(_), Some(_)) => Err(both_result_and_error()),
+                    (None, Some(e)) => Err(error_object(e)),
                     (Some(r), None) => Ok(r),
                     (None, None) => return Err(EnvelopeError::Shape),
                 };
@@ -250,6 +277,47 @@ pub fn error_line(id: &RequestId, error: &ErrorObject) -> Vec<u8> {
     })
 }
 
+/// The id of a line that starts exactly `{"jsonrpc":"2.0","id":<digits>,"result":`: such a line
+/// is a success response and skips the envelope pass (a 4 MB tools/list is then scanned once,
+/// by [`line_result`] in the waiter).
+pub fn fast_response_id(line: &[u8]) -> Option<i64> {
+    let rest = line.strip_prefix(br#"{"jsonrpc":"2.0","id":"#)?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 18 || !rest[digits..].starts_with(br#","result":"#) {
+        return None;
+    }
+    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
+
+#[derive(Deserialize)]
+struct OnlyResult<T> {
+    result: T,
+    #[serde(default)]
+    error: Option<de::IgnoredAny>,
+}
+
+/// Why [`line_result`] gave no result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LineError {
+    /// The line also carries a non-null `error` (see [`both_result_and_error`]).
+    #[error("{}", both_result_and_error().message)]
+    Both,
+    /// Not JSON, or the result is not of the expected type.
+    #[error("{0}")]
+    Invalid(#[from] serde_json::Error),
+}
+
+/// The fast path's second half: the `result` of a whole response line, parsed once into `T`.
+/// Agrees with [`Incoming::parse`]: a line with both members is [`LineError::Both`].
+pub fn line_result<T: de::DeserializeOwned>(line: &[u8]) -> Result<T, LineError> {
+    let only: OnlyResult<T> = serde_json::from_slice(line)?;
+    match only.error {
+        Some(_) => Err(LineError::Both),
+        None => Ok(only.result),
+    }
+}
+
 /// Reads the id of a message from its first bytes, for a line too long to parse.
 ///
 /// Looks for a top-level-looking `"id":` key followed by a number or a short string.
@@ -324,6 +392,53 @@ mod tests {
         assert!(Incoming::parse(br#"{"hello":1}"#).is_err());
         assert!(Incoming::parse(b"banner").is_err());
         assert!(Incoming::parse(b"[1,2").is_err());
+    }
+
+    #[test]
+    fn result_and_error_together_is_an_error_on_both_paths() {
+        let both = [
+            &br#"{"jsonrpc":"2.0","id":4,"result":{},"error":{"code":1,"message":"x"}}"#[..],
+            &br#"{"jsonrpc":"2.0","id":4,"error":{"code":1,"message":"x"},"result":{}}"#[..],
+        ];
+        for line in both {
+            match Incoming::parse(line).unwrap() {
+                Incoming::Response {
+                    id: RequestId::Number(4),
+                    outcome: Err(e),
+                } => assert_eq!(e, both_result_and_error()),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(fast_response_id(both[0]), Some(4));
+        assert!(matches!(
+            line_result::<serde_json::Value>(both[0]),
+            Err(LineError::Both)
+        ));
+        // `"error": null` beside a result is a success on both paths.
+        let ok = br#"{"jsonrpc":"2.0","id":5,"result":{"a":1},"error":null}"#;
+        assert_eq!(
+            line_result::<serde_json::Value>(ok).unwrap(),
+            serde_json::json!({"a":1})
+        );
+        assert!(matches!(
+            Incoming::parse(ok).unwrap(),
+            Incoming::Response { outcome: Ok(_), .. }
+        ));
+        // A `null` result is a result; a malformed error object still ends the request.
+        assert!(matches!(
+            Incoming::parse(br#"{"id":6,"jsonrpc":"2.0","result":null}"#).unwrap(),
+            Incoming::Response { outcome: Ok(r), .. } if r.get() == "null"
+        ));
+        assert!(matches!(
+            Incoming::parse(br#"{"id":7,"error":"boom"}"#).unwrap(),
+            Incoming::Response {
+                outcome: Err(ErrorObject {
+                    code: INTERNAL_ERROR,
+                    ..
+                }),
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -28,7 +28,7 @@ use crate::messages::{
 };
 use crate::protocol::codec::{Frame, NdjsonCodec};
 use crate::protocol::jsonrpc::{
-    self, sniff_id, ErrorObject, Incoming, RequestId, METHOD_NOT_FOUND,
+    self, fast_response_id, sniff_id, ErrorObject, Incoming, LineError, RequestId, METHOD_NOT_FOUND,
 };
 use crate::protocol::types::{
     CallToolParams, CallToolResult, CancelledParams, Implementation, InitializeParams,
@@ -63,29 +63,13 @@ enum Payload {
     Line(Bytes),
 }
 
-#[derive(serde::Deserialize)]
-struct OnlyResult<T> {
-    result: T,
-}
-
 impl Payload {
-    fn parse<T: serde::de::DeserializeOwned>(&self) -> serde_json::Result<T> {
+    fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, LineError> {
         match self {
-            Payload::Raw(r) => serde_json::from_str(r.get()),
-            Payload::Line(l) => serde_json::from_slice::<OnlyResult<T>>(l).map(|o| o.result),
+            Payload::Raw(r) => Ok(serde_json::from_str(r.get())?),
+            Payload::Line(l) => jsonrpc::line_result(l),
         }
     }
-}
-
-/// The id of a line that starts exactly `{"jsonrpc":"2.0","id":<digits>,"result":`: such a line
-/// is a success response and skips the envelope pass (a 4 MB tools/list is then scanned once).
-fn fast_response_id(line: &[u8]) -> Option<i64> {
-    let rest = line.strip_prefix(br#"{"jsonrpc":"2.0","id":"#)?;
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    if digits == 0 || digits > 18 || !rest[digits..].starts_with(br#","result":"#) {
-        return None;
-    }
-    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
 }
 
 /// What a successful handshake yields.
@@ -1058,14 +1042,19 @@ impl Handler<CallServerTool> for McpServer {
             };
             guard.disarm();
             match outcome {
-                Ok(Ok(raw)) => {
-                    raw.parse::<CallToolResult>()
-                        .map_err(|e| CallError::InvalidResult {
-                            server,
-                            tool,
-                            detail: e.to_string(),
-                        })
-                }
+                Ok(Ok(raw)) => match raw.parse::<CallToolResult>() {
+                    Ok(r) => Ok(r),
+                    Err(LineError::Both) => Err(CallError::Rpc {
+                        server,
+                        tool,
+                        error: jsonrpc::both_result_and_error(),
+                    }),
+                    Err(e) => Err(CallError::InvalidResult {
+                        server,
+                        tool,
+                        detail: e.to_string(),
+                    }),
+                },
                 Ok(Err(ReplyError::Rpc(error))) => Err(CallError::Rpc {
                     server,
                     tool,
