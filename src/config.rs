@@ -137,6 +137,8 @@ struct RawServer {
     disabled_tools: Vec<String>,
     #[serde(default)]
     max_message_bytes: Option<usize>,
+    #[serde(default)]
+    max_tools: Option<usize>,
 }
 
 /// Strips serde_json's ` at line L column C` suffix.
@@ -455,6 +457,9 @@ fn build(
     spec.enabled_tools = raw.enabled_tools;
     spec.disabled_tools = raw.disabled_tools;
     spec.max_message_bytes = raw.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
+    spec.max_tools = raw
+        .max_tools
+        .unwrap_or(harness9_actors::spec::DEFAULT_MAX_TOOLS);
     Ok(spec)
 }
 

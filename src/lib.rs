@@ -6,6 +6,7 @@ pub mod builtins;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod log_file;
 pub mod model;
 pub mod run;
 pub mod trace_file;

@@ -30,19 +30,8 @@ fn init_logging(verbose: u8, to_file: bool) {
     if to_file {
         // The screen belongs to the TUI: logs go to a file, or nowhere if it cannot be opened.
         let path = tui_log_path();
-        let file = path
-            .parent()
-            .map(std::fs::create_dir_all)
-            .transpose()
-            .ok()
-            .and_then(|_| {
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)
-                    .ok()
-            });
-        if let Some(file) = file {
+        if let Ok(file) = harness9::log_file::CappedLog::open(&path, harness9::log_file::MAX_BYTES)
+        {
             let _ = tracing_subscriber::fmt()
                 .with_env_filter(filter)
                 .with_writer(std::sync::Mutex::new(file))

@@ -117,7 +117,7 @@ pub fn open_watched(
     use anyhow::Context as _;
     let file = std::fs::File::create(path)
         .with_context(|| format!("cannot create trace file {}", path.display()))?;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<WireRecord>();
+    let (tx, mut rx) = harness9_actors::trace::tap_channel();
     let handle = std::thread::Builder::new()
         .name("trace-writer".into())
         .spawn(move || {
@@ -174,7 +174,7 @@ mod tests {
             http_status: None,
             session: None,
         };
-        tap.send(record("old-secret new-secret")).expect("send");
+        tap.try_send(record("old-secret new-secret")).expect("send");
         // The writer reads the list when each record arrives: wait until the first is written.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         while std::fs::read_to_string(&path).map_or(true, |s| s.is_empty()) {
@@ -185,7 +185,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         tx.send_replace(vec!["new-secret".to_owned()]);
-        tap.send(record("old-secret new-secret")).expect("send");
+        tap.try_send(record("old-secret new-secret")).expect("send");
         drop(tap);
         handle.join().expect("writer");
         let text = std::fs::read_to_string(&path).expect("trace file");

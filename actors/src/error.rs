@@ -83,6 +83,17 @@ pub enum CallError {
         /// What went wrong, with the HTTP status or cause.
         detail: String,
     },
+    /// The server stopped reading: the request waited for room in the full write queue until
+    /// the call's timeout and was never written.
+    #[error("server \"{server}\" is not reading its input: tool \"{tool}\" could not be sent within {} (its write queue is full); restart the server if it is stuck", fmt_duration(*.after))]
+    NotReading {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// How long the call waited.
+        after: Duration,
+    },
     /// The caller cancelled the call; the server was sent `notifications/cancelled`.
     #[error("tool \"{tool}\" on server \"{server}\" was cancelled")]
     Cancelled {

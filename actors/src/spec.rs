@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use crate::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
 
+/// The default of [`ServerSpec::max_tools`].
+pub const DEFAULT_MAX_TOOLS: usize = 100_000;
+
 /// How to reach a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -59,6 +62,8 @@ pub struct ServerSpec {
     pub disabled_tools: Vec<String>,
     /// The largest message accepted from the server.
     pub max_message_bytes: usize,
+    /// The most tools accepted from the server, over all pages (`maxTools`).
+    pub max_tools: usize,
     /// Shutdown: how long to wait after closing stdin before SIGTERM, and after SIGTERM before
     /// SIGKILL.
     pub shutdown_grace: Duration,
@@ -80,6 +85,7 @@ impl ServerSpec {
             enabled_tools: None,
             disabled_tools: Vec::new(),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_tools: DEFAULT_MAX_TOOLS,
             shutdown_grace: Duration::from_secs(2),
         }
     }

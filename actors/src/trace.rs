@@ -53,5 +53,14 @@ pub struct WireRecord {
     pub session: Option<String>,
 }
 
-/// Where wire records go.
-pub type WireTap = tokio::sync::mpsc::UnboundedSender<WireRecord>;
+/// Where wire records go: a bounded channel; a sink that falls behind a flood loses records
+/// (counted by the server actor) rather than growing without end.
+pub type WireTap = tokio::sync::mpsc::Sender<WireRecord>;
+
+/// Records a tap holds before it drops.
+pub const TAP_CAPACITY: usize = 16 * 1024;
+
+/// A new tap and its receiving end.
+pub fn tap_channel() -> (WireTap, tokio::sync::mpsc::Receiver<WireRecord>) {
+    tokio::sync::mpsc::channel(TAP_CAPACITY)
+}

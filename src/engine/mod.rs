@@ -290,21 +290,52 @@ impl ToolCache {
         );
         let defs: Vec<ToolDef> = table
             .iter()
-            .map(|e| ToolDef {
-                name: e.name.clone(),
-                description: e
-                    .tool
-                    .description
-                    .clone()
-                    .or_else(|| e.tool.title.clone())
-                    .unwrap_or_default(),
-                input_schema: serde_json::from_str(e.tool.input_schema.get())
-                    .unwrap_or_else(|_| serde_json::json!({"type": "object"})),
+            .filter_map(|e| {
+                // A schema that is not a JSON object would make the provider reject every
+                // request: such a tool is left out of the model's table.
+                let input_schema = match schema_object(e.tool.input_schema.get()) {
+                    Ok(s) => s,
+                    Err(why) => {
+                        tracing::warn!(target: "engine", tool = %e.name, "tool not offered to the model: its inputSchema {why}");
+                        return None;
+                    }
+                };
+                Some(ToolDef {
+                    name: e.name.clone(),
+                    description: e
+                        .tool
+                        .description
+                        .clone()
+                        .or_else(|| e.tool.title.clone())
+                        .unwrap_or_default(),
+                    input_schema,
+                })
             })
             .collect();
         self.source = Some(table);
         self.defs = Arc::new(defs);
         self.defs.clone()
+    }
+}
+
+/// A tool's `inputSchema` as a JSON object, or why it is not one.
+pub fn schema_object(raw: &str) -> Result<serde_json::Value, String> {
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(v @ serde_json::Value::Object(_)) => Ok(v),
+        Ok(other) => Err(format!(
+            "is not a JSON object (it is {})",
+            match other {
+                serde_json::Value::Null => "null",
+                serde_json::Value::Bool(_) => "a boolean",
+                serde_json::Value::Number(_) => "a number",
+                serde_json::Value::String(_) => "a string",
+                _ => "an array",
+            }
+        )),
+        Err(e) if e.to_string().contains("recursion limit") => {
+            Err("is nested too deeply to parse (over 128 levels)".to_owned())
+        }
+        Err(e) => Err(format!("cannot be parsed: {e}")),
     }
 }
 

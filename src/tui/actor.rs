@@ -45,7 +45,7 @@ pub struct TuiSetup {
     /// updated on every reload.
     pub secrets: tokio::sync::watch::Sender<Vec<String>>,
     /// Wire records for `/trace`.
-    pub trace: mpsc::UnboundedReceiver<WireRecord>,
+    pub trace: mpsc::Receiver<WireRecord>,
     /// Gets the exit code when the user quits.
     pub done: oneshot::Sender<u8>,
     /// When the process started (for the first-frame measurement).
@@ -99,7 +99,7 @@ pub struct Tui {
     config_must_exist: bool,
     /// The config content last loaded (or seen), to tell real changes from touches.
     loaded: Option<Stamp>,
-    trace: Option<mpsc::UnboundedReceiver<WireRecord>>,
+    trace: Option<mpsc::Receiver<WireRecord>>,
     done: Option<oneshot::Sender<u8>>,
     started: Instant,
     first_frame: bool,

@@ -63,15 +63,20 @@ pub fn restore_terminal() {
 }
 
 /// Forwards every wire record to the TUI and, with `--trace`, to the trace file.
-fn fan_out(file: Option<WireTap>) -> (WireTap, mpsc::UnboundedReceiver<WireRecord>) {
-    let (tap, mut rx) = mpsc::unbounded_channel::<WireRecord>();
-    let (tui_tx, tui_rx) = mpsc::unbounded_channel();
+/// Both ends are bounded: a sink that falls behind a flood loses records, never memory.
+fn fan_out(file: Option<WireTap>) -> (WireTap, mpsc::Receiver<WireRecord>) {
+    let (tap, mut rx) = harness9_actors::trace::tap_channel();
+    let (tui_tx, tui_rx) = mpsc::channel(harness9_actors::trace::TAP_CAPACITY);
     actix_rt::spawn(async move {
         while let Some(r) = rx.recv().await {
             if let Some(f) = &file {
-                let _ = f.send(r.clone());
+                let _ = f.try_send(r.clone());
             }
-            if tui_tx.send(r).is_err() && file.is_none() {
+            let closed = matches!(
+                tui_tx.try_send(r),
+                Err(mpsc::error::TrySendError::Closed(_))
+            );
+            if closed && file.is_none() {
                 break;
             }
         }

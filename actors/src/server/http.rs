@@ -11,11 +11,12 @@ use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use actix::dev::SendError;
 use actix::prelude::*;
 use awc::http::StatusCode;
 use bytes::Bytes;
 use futures_util::StreamExt;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Mutex, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::stdio::McpServer;
@@ -79,6 +80,13 @@ fn fail(error: impl Into<String>, fatal: bool) -> Failure {
     }
 }
 
+/// POSTs in flight at once; past it, lines wait in the actor's bounded write queue.
+const MAX_IN_FLIGHT: usize = 256;
+/// Redirect hops followed for one request.
+const MAX_REDIRECTS: usize = 5;
+
+type Response = awc::ClientResponse;
+
 struct Conn {
     client: awc::Client,
     target: HttpTarget,
@@ -88,6 +96,8 @@ struct Conn {
     init_line: RefCell<Option<Vec<u8>>>,
     endpoint: RefCell<Option<String>>,
     get_started: Cell<bool>,
+    /// Held while a re-initialization runs, so concurrent session losses initialize once.
+    reinit: Mutex<()>,
     token: CancellationToken,
 }
 
@@ -107,13 +117,15 @@ fn snippet(body: &[u8]) -> String {
 /// Runs one HTTP connection until the actor drops its sender.
 pub(crate) async fn run(
     target: HttpTarget,
-    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut rx: mpsc::Receiver<Vec<u8>>,
     actor: Addr<McpServer>,
 ) {
     install_crypto();
+    // Redirects are followed by `send_following`, which keeps credentials on their origin.
     let client = awc::Client::builder()
         .connector(awc::Connector::new().timeout(target.connect_timeout))
         .disable_timeout()
+        .disable_redirects()
         .finish();
     let conn = Rc::new(Conn {
         client,
@@ -124,6 +136,7 @@ pub(crate) async fn run(
         init_line: RefCell::new(None),
         endpoint: RefCell::new(None),
         get_started: Cell::new(false),
+        reinit: Mutex::new(()),
         token: CancellationToken::new(),
     });
     if conn.target.legacy {
@@ -136,11 +149,21 @@ pub(crate) async fn run(
             return;
         }
     }
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     while let Some(line) = rx.recv().await {
         let c = conn.clone();
         let token = conn.token.clone();
+        if is_initialized(&line) {
+            // `initialized` reaches the server (its 202) before any later request is sent.
+            token.run_until_cancelled(c.send(line)).await;
+            continue;
+        }
+        let Ok(permit) = in_flight.clone().acquire_owned().await else {
+            break;
+        };
         actix_rt::spawn(async move {
             token.run_until_cancelled(c.send(line)).await;
+            drop(permit);
         });
     }
     conn.close().await;
@@ -148,7 +171,29 @@ pub(crate) async fn run(
     conn.actor.do_send(TransportClosed);
 }
 
+fn is_initialized(line: &[u8]) -> bool {
+    matches!(Incoming::parse(line), Ok(Incoming::Notification { method, .. }) if method == "notifications/initialized")
+}
+
+/// `scheme://host:port` of a URL, with the scheme's default port made explicit.
+fn origin(url: &str) -> Option<(String, String, u16)> {
+    let uri = url.parse::<awc::http::Uri>().ok()?;
+    let scheme = uri.scheme_str()?.to_ascii_lowercase();
+    let host = uri.host()?.to_ascii_lowercase();
+    let port = uri
+        .port_u16()
+        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+    Some((scheme, host, port))
+}
+
+/// Whether two URLs share scheme, host and port.
+fn same_origin(a: &str, b: &str) -> bool {
+    matches!((origin(a), origin(b)), (Some(x), Some(y)) if x == y)
+}
+
 impl Conn {
+    /// A request to `url`; the configured headers (credentials) go only to the configured
+    /// URL's origin.
     fn request(
         &self,
         method: awc::http::Method,
@@ -160,10 +205,13 @@ impl Conn {
             .request(method, url)
             .insert_header(("Accept", "application/json, text/event-stream"))
             .timeout(self.target.request_timeout);
-        for (k, v) in &self.target.headers {
-            req = req.insert_header((k.as_str(), v.as_str()));
+        let home = same_origin(url, &self.target.url);
+        if home {
+            for (k, v) in &self.target.headers {
+                req = req.insert_header((k.as_str(), v.as_str()));
+            }
         }
-        if with_session {
+        if with_session && home {
             if let Some(s) = self.session.borrow().as_deref() {
                 req = req.insert_header(("Mcp-Session-Id", s));
             }
@@ -206,7 +254,7 @@ impl Conn {
     }
 
     /// Hands an incoming message to the actor; remembers the negotiated version.
-    fn deliver(&self, data: Bytes, is_init: bool) {
+    async fn deliver(&self, data: Bytes, is_init: bool) {
         if is_init {
             if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&data) {
                 if let Some(p) = v
@@ -217,7 +265,13 @@ impl Conn {
                 }
             }
         }
-        self.actor.do_send(Inbound(data));
+        // Backpressure: past the actor's mailbox capacity the stream waits instead of queueing.
+        match self.actor.try_send(Inbound(data)) {
+            Ok(()) | Err(SendError::Closed(_)) => {}
+            Err(SendError::Full(msg)) => {
+                let _ = self.actor.send(msg).await;
+            }
+        }
     }
 
     async fn send(self: Rc<Self>, line: Vec<u8>) {
@@ -253,12 +307,11 @@ impl Conn {
         may_reinit: bool,
     ) -> Result<(), Failure> {
         let is_init = method == "initialize";
+        let sent_session = self.session.borrow().clone();
+        let url = self.target.url.clone();
         let mut resp = self
-            .request(awc::http::Method::POST, &self.target.url, !is_init)
-            .content_type("application/json")
-            .send_body(line.clone())
-            .await
-            .map_err(|e| self.send_error(e))?;
+            .send_following(awc::http::Method::POST, &url, Some(&line), !is_init)
+            .await?;
         let status = resp.status();
         if let Some(s) = resp
             .headers()
@@ -293,8 +346,7 @@ impl Conn {
                     || (status == StatusCode::BAD_REQUEST
                         && text.to_ascii_lowercase().contains("session")));
             if session_lost && may_reinit {
-                tracing::info!(target: "mcp", server = %self.target.name, "session expired (HTTP {}); initializing again", status.as_u16());
-                self.reinit().await?;
+                self.reinit(sent_session).await?;
                 return Box::pin(self.clone().post(line, id, method, false)).await;
             }
             let legacy_hint = matches!(status.as_u16(), 400 | 404 | 405);
@@ -335,7 +387,7 @@ impl Conn {
                 )
             })?;
             if !body.is_empty() {
-                self.deliver(body, is_init);
+                self.deliver(body, is_init).await;
             }
             return Ok(());
         }
@@ -385,7 +437,7 @@ impl Conn {
                 {
                     answered |= want == got;
                 }
-                self.deliver(Bytes::from(ev.data), is_init);
+                self.deliver(Bytes::from(ev.data), is_init).await;
             }
             if answered {
                 // Servers close the stream after the response; reading to its end (bounded)
@@ -394,7 +446,7 @@ impl Conn {
                     while let Some(Ok(chunk)) = resp.next().await {
                         if let Ok(events) = parser.feed(&chunk) {
                             for ev in events.into_iter().filter(|e| !e.data.trim().is_empty()) {
-                                self.deliver(Bytes::from(ev.data), false);
+                                self.deliver(Bytes::from(ev.data), false).await;
                             }
                         }
                     }
@@ -416,6 +468,85 @@ impl Conn {
             ));
         }
         Ok(())
+    }
+
+    /// Sends one request and follows redirects itself: at most [`MAX_REDIRECTS`] hops, a loop
+    /// named as such, a POST only through 307/308 (which keep method and body); a hop to
+    /// another origin carries none of the configured headers. GETs are event streams and carry
+    /// no timeout of their own (the caller bounds the wait for headers).
+    async fn send_following(
+        &self,
+        method: awc::http::Method,
+        url: &str,
+        body: Option<&[u8]>,
+        with_session: bool,
+    ) -> Result<Response, Failure> {
+        let mut url = url.to_owned();
+        let mut seen: Vec<String> = Vec::new();
+        loop {
+            let mut req = self.request(method.clone(), &url, with_session);
+            let resp = match body {
+                Some(b) => {
+                    req.content_type("application/json")
+                        .send_body(b.to_vec())
+                        .await
+                }
+                None => {
+                    if method == awc::http::Method::GET {
+                        req = req
+                            .insert_header(("Accept", "text/event-stream"))
+                            .timeout(Duration::from_secs(3600 * 24));
+                    }
+                    req.send().await
+                }
+            }
+            .map_err(|e| self.send_error(e))?;
+            let status = resp.status();
+            if !status.is_redirection() || status == StatusCode::NOT_MODIFIED {
+                return Ok(resp);
+            }
+            let location = resp
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .map(|l| resolve(&url, l));
+            let Some(next) = location else {
+                return Err(fail(
+                    format!("HTTP {status} from {url} without a Location header"),
+                    false,
+                ));
+            };
+            let keeps_body = matches!(
+                status,
+                StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT
+            );
+            if body.is_some() && !keeps_body {
+                return Err(fail(
+                    format!(
+                        "HTTP {status}: {url} redirects to {next}, which a JSON-RPC POST cannot follow; \
+                         set the url of server \"{}\" to the new address",
+                        self.target.name
+                    ),
+                    false,
+                ));
+            }
+            seen.push(url.clone());
+            if seen.contains(&next) {
+                seen.push(next);
+                return Err(fail(format!("redirect loop: {}", seen.join(" -> ")), false));
+            }
+            if seen.len() > MAX_REDIRECTS {
+                return Err(fail(
+                    format!(
+                        "more than {MAX_REDIRECTS} redirects, starting at {}: last to {next}",
+                        seen[0]
+                    ),
+                    false,
+                ));
+            }
+            tracing::debug!(target: "mcp", server = %self.target.name, from = %url, to = %next, status = status.as_u16(), "following a redirect");
+            url = next;
+        }
     }
 
     /// A bare TCP connect to the server: tells a server that is gone from a stream that ended.
@@ -445,20 +576,24 @@ impl Conn {
         )
     }
 
-    /// Session lost: initialize again (once) with the remembered initialize request.
-    async fn reinit(&self) -> Result<(), Failure> {
+    /// Session `stale` lost: initialize again with the remembered initialize request. One at a
+    /// time: a request that lost the same session while another re-initialized only retries.
+    async fn reinit(&self, stale: Option<String>) -> Result<(), Failure> {
+        let _one = self.reinit.lock().await;
+        if *self.session.borrow() != stale {
+            return Ok(());
+        }
+        tracing::info!(target: "mcp", server = %self.target.name, "session expired; initializing again");
         let init = self
             .init_line
             .borrow()
             .clone()
             .ok_or_else(|| fail("session lost before initialize", false))?;
         *self.session.borrow_mut() = None;
+        let url = self.target.url.clone();
         let mut resp = self
-            .request(awc::http::Method::POST, &self.target.url, false)
-            .content_type("application/json")
-            .send_body(init)
-            .await
-            .map_err(|e| self.send_error(e))?;
+            .send_following(awc::http::Method::POST, &url, Some(&init), false)
+            .await?;
         if !resp.status().is_success() {
             return Err(fail(
                 format!(
@@ -485,9 +620,7 @@ impl Conn {
         }
         let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         let _ = self
-            .request(awc::http::Method::POST, &self.target.url, true)
-            .content_type("application/json")
-            .send_body(&note[..])
+            .send_following(awc::http::Method::POST, &url, Some(&note[..]), true)
             .await;
         Ok(())
     }
@@ -522,7 +655,7 @@ impl Conn {
                 for ev in events {
                     if (ev.event.is_empty() || ev.event == "message") && !ev.data.trim().is_empty()
                     {
-                        self.deliver(Bytes::from(ev.data), false);
+                        self.deliver(Bytes::from(ev.data), false).await;
                     }
                 }
             }
@@ -546,11 +679,7 @@ impl Conn {
     /// Legacy HTTP+SSE: GET the URL, wait for the `endpoint` event, keep reading messages.
     async fn open_legacy(self: Rc<Self>) -> Result<(), Failure> {
         let url = self.target.url.clone();
-        let resp = self
-            .request(awc::http::Method::GET, &url, false)
-            .insert_header(("Accept", "text/event-stream"))
-            .timeout(Duration::from_secs(3600 * 24))
-            .send();
+        let resp = self.send_following(awc::http::Method::GET, &url, None, false);
         let mut resp = tokio::time::timeout(self.target.request_timeout, resp)
             .await
             .map_err(|_| {
@@ -561,8 +690,7 @@ impl Conn {
                     ),
                     false,
                 )
-            })?
-            .map_err(|e| self.send_error(e))?;
+            })??;
         if !resp.status().is_success() {
             let body = resp.body().limit(64 * 1024).await.unwrap_or_default();
             return Err(fail(
@@ -597,6 +725,15 @@ impl Conn {
                 break resolve(&url, ev.data.trim());
             }
         };
+        if !same_origin(&endpoint, &url) {
+            return Err(fail(
+                format!(
+                    "the legacy SSE endpoint event names {endpoint}, another origin than {url}; \
+                     refusing to send requests (and the configured headers) there"
+                ),
+                true,
+            ));
+        }
         tracing::info!(target: "mcp", server = %self.target.name, %endpoint, "legacy HTTP+SSE transport");
         *self.endpoint.borrow_mut() = Some(endpoint);
         self.actor.do_send(TransportKind("sse"));
@@ -613,7 +750,7 @@ impl Conn {
                             if (ev.event.is_empty() || ev.event == "message")
                                 && !ev.data.trim().is_empty()
                             {
-                                c.deliver(Bytes::from(ev.data), false);
+                                c.deliver(Bytes::from(ev.data), false).await;
                             }
                         }
                     }
@@ -626,11 +763,8 @@ impl Conn {
 
     async fn post_legacy(&self, endpoint: &str, line: Vec<u8>) -> Result<(), Failure> {
         let mut resp = self
-            .request(awc::http::Method::POST, endpoint, false)
-            .content_type("application/json")
-            .send_body(line)
-            .await
-            .map_err(|e| self.send_error(e))?;
+            .send_following(awc::http::Method::POST, endpoint, Some(&line), false)
+            .await?;
         if resp.status().is_success() {
             return Ok(());
         }

@@ -32,14 +32,22 @@ use crate::protocol::jsonrpc::{
 };
 use crate::protocol::types::{
     CallToolParams, CallToolResult, CancelledParams, Implementation, InitializeParams,
-    InitializeResult, ListRootsResult, ListToolsParams, ListToolsResult, LoggingMessageParams,
-    ProgressParams, RequestMeta, Root, Tool,
+    InitializeResult, ListRootsResult, ListToolsResult, LoggingMessageParams, ProgressParams,
+    RequestMeta, Root, Tool,
 };
 use crate::protocol::version::{negotiate, Era, LATEST};
 use crate::spec::{ServerSpec, TransportSpec};
 use crate::trace::{Direction, WireRecord, WireTap};
 
 const STDERR_TAIL: usize = 100;
+/// Messages waiting to be written to a server (stdin, or the HTTP task). When the queue is full
+/// our own requests wait for room until their timeout; answers to the server's requests and our
+/// notifications are dropped and counted, so a server that floods requests and reads nothing
+/// cannot grow us.
+pub const WRITE_QUEUE: usize = 1024;
+/// stderr lines logged per server: a burst of this many, refilled at this many a second.
+const STDERR_BURST: f64 = 200.0;
+const STDERR_PER_SEC: f64 = 50.0;
 const STDERR_LINE_MAX: usize = 64 * 1024;
 /// After the child exits, how long to wait for the rest of its stderr.
 const STDERR_DRAIN: Duration = Duration::from_millis(200);
@@ -88,7 +96,14 @@ pub struct McpServer {
     generation: u64,
     events: Recipient<ServerEvent>,
     tap: Option<WireTap>,
-    writer: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    writer: Option<mpsc::Sender<Vec<u8>>>,
+    /// Answers and notifications dropped because the write queue was full.
+    dropped: u64,
+    /// Wire records the tap's sink was too slow to take.
+    dropped_records: std::cell::Cell<u64>,
+    stderr_budget: f64,
+    stderr_refilled: Instant,
+    stderr_suppressed: u64,
     pgid: i32,
     pending: HashMap<i64, Pending>,
     progress: HashMap<i64, Recipient<ToolProgress>>,
@@ -129,6 +144,11 @@ impl McpServer {
             events,
             tap,
             writer: None,
+            dropped: 0,
+            dropped_records: std::cell::Cell::new(0),
+            stderr_budget: STDERR_BURST,
+            stderr_refilled: Instant::now(),
+            stderr_suppressed: 0,
             pgid: 0,
             pending: HashMap::new(),
             progress: HashMap::new(),
@@ -187,7 +207,7 @@ impl McpServer {
         else {
             return Err(format!("spawn {command}: stdio pipes missing"));
         };
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
         actix_rt::spawn(write_loop(stdin, rx));
         self.writer = Some(tx);
         ctx.add_stream(FramedRead::with_capacity(
@@ -219,7 +239,7 @@ impl McpServer {
                 + Duration::from_secs(5),
             connect_timeout: self.spec.startup_timeout.min(Duration::from_secs(10)),
         };
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
         self.writer = Some(tx);
         self.http = true;
         self.child_exited = true;
@@ -253,7 +273,7 @@ impl McpServer {
         );
         if let Some(tap) = &self.tap {
             let body = line.strip_suffix(b"\n").unwrap_or(line);
-            let _ = tap.send(WireRecord {
+            self.tapped(tap.try_send(WireRecord {
                 ts: SystemTime::now(),
                 server: self.name.clone(),
                 dir,
@@ -263,29 +283,62 @@ impl McpServer {
                 message: Bytes::copy_from_slice(body),
                 http_status: None,
                 session: None,
-            });
+            }));
         }
     }
 
+    fn tapped(&self, sent: Result<(), mpsc::error::TrySendError<WireRecord>>) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = sent {
+            let n = self.dropped_records.get() + 1;
+            self.dropped_records.set(n);
+            if n.is_power_of_two() {
+                tracing::warn!(target: "mcp", server = %self.name, dropped = n,
+                    "the trace sink is behind; wire records dropped");
+            }
+        }
+    }
+
+    /// Queues one line for the writer. A full queue hands the line back (`Full`).
+    fn enqueue(&self, line: Vec<u8>) -> Queued {
+        let Some(w) = &self.writer else {
+            return Queued::Closed;
+        };
+        match w.try_send(line) {
+            Ok(()) => Queued::Sent,
+            Err(mpsc::error::TrySendError::Full(line)) => Queued::Full(line),
+            Err(mpsc::error::TrySendError::Closed(_)) => Queued::Closed,
+        }
+    }
+
+    /// Writes an answer or a notification, or drops it (counted) when the queue is full.
     fn write(&mut self, line: Vec<u8>, id: Option<RequestId>, method: &str) -> bool {
-        self.trace(Direction::Send, &line, id, Some(method), None);
-        match &self.writer {
-            Some(w) => w.send(line).is_ok(),
-            None => false,
+        self.trace(Direction::Send, &line, id.clone(), Some(method), None);
+        match self.enqueue(line) {
+            Queued::Sent => true,
+            Queued::Closed => false,
+            Queued::Full(_) => {
+                self.dropped += 1;
+                if self.dropped.is_power_of_two() {
+                    tracing::warn!(target: "mcp", server = %self.name, dropped = self.dropped, method,
+                        "the server is not reading its input: its write queue ({WRITE_QUEUE} messages) is full; answers and notifications are dropped");
+                }
+                false
+            }
         }
     }
 
-    /// Inserts into the pending map, then writes the request (in that order).
+    /// Inserts into the pending map, then queues the request (in that order). When the write
+    /// queue is full the line comes back, for the caller to wait for room within its bound.
     fn request(
         &mut self,
         method: &'static str,
         line: Vec<u8>,
         id: i64,
-    ) -> oneshot::Receiver<Reply> {
+    ) -> (oneshot::Receiver<Reply>, Option<Vec<u8>>) {
         let (tx, rx) = oneshot::channel();
         if self.writer.is_none() {
             let _ = tx.send(Err(ReplyError::Gone(self.gone_reason())));
-            return rx;
+            return (rx, None);
         }
         self.pending.insert(
             id,
@@ -295,8 +348,44 @@ impl McpServer {
                 sent: Instant::now(),
             },
         );
-        self.write(line, Some(RequestId::Number(id)), method);
-        rx
+        self.trace(
+            Direction::Send,
+            &line,
+            Some(RequestId::Number(id)),
+            Some(method),
+            None,
+        );
+        match self.enqueue(line) {
+            Queued::Full(line) => (rx, Some(line)),
+            Queued::Sent | Queued::Closed => (rx, None),
+        }
+    }
+
+    /// Writes `line` once the full queue has room, within `bound`; past it the request `id` (if
+    /// any, and still pending) fails.
+    fn wait_for_room(
+        &mut self,
+        line: Vec<u8>,
+        id: Option<i64>,
+        bound: Duration,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(w) = self.writer.clone() else {
+            return;
+        };
+        let fut = async move { tokio::time::timeout(bound, w.send(line)).await };
+        ctx.spawn(fut.into_actor(self).map(move |res, act, _| {
+            if res.is_ok() {
+                return;
+            }
+            if let Some((id, p)) = id.and_then(|id| act.pending.remove(&id).map(|p| (id, p))) {
+                act.progress.remove(&id);
+                let _ = p.tx.send(Err(ReplyError::Transport(format!(
+                    "the server is not reading its input: the request could not be written within {} (its write queue is full)",
+                    crate::error::fmt_duration(bound)
+                ))));
+            }
+        }));
     }
 
     fn gone_reason(&self) -> String {
@@ -498,7 +587,17 @@ impl McpServer {
             return;
         }
         self.listing = true;
-        let fut = list_tools(ctx.address());
+        // A re-list is bounded like the handshake.
+        let bound = self.spec.startup_timeout;
+        let list = list_tools(ctx.address(), self.spec.max_tools);
+        let fut = async move {
+            tokio::time::timeout(bound, list).await.unwrap_or_else(|_| {
+                Err(format!(
+                    "tools/list did not finish within {} (startupTimeoutSec)",
+                    crate::error::fmt_duration(bound)
+                ))
+            })
+        };
         ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
             act.listing = false;
             match res {
@@ -513,6 +612,31 @@ impl McpServer {
                 act.relist(ctx);
             }
         }));
+    }
+
+    /// A server's stderr is its log, not ours: it goes to tracing at debug (`-vv`, or
+    /// `RUST_LOG=mcp::stderr=debug`), at most [`STDERR_BURST`] lines at once and
+    /// [`STDERR_PER_SEC`] a second per server; what is cut is counted in one line. The tail
+    /// for the status keeps every line.
+    fn log_stderr(&mut self, line: &str) {
+        if !tracing::enabled!(target: "mcp::stderr", tracing::Level::DEBUG) {
+            return;
+        }
+        let now = Instant::now();
+        let refill = now.duration_since(self.stderr_refilled).as_secs_f64() * STDERR_PER_SEC;
+        self.stderr_refilled = now;
+        self.stderr_budget = (self.stderr_budget + refill).min(STDERR_BURST);
+        if self.stderr_budget < 1.0 {
+            self.stderr_suppressed += 1;
+            return;
+        }
+        self.stderr_budget -= 1.0;
+        if self.stderr_suppressed > 0 {
+            tracing::debug!(target: "mcp::stderr", server = %self.name,
+                "({} stderr lines not logged: over {STDERR_PER_SEC} a second)", self.stderr_suppressed);
+            self.stderr_suppressed = 0;
+        }
+        tracing::debug!(target: "mcp::stderr", server = %self.name, "{line}");
     }
 
     fn on_too_long(&mut self, prefix: Bytes, max: usize) {
@@ -586,7 +710,7 @@ impl McpServer {
     }
 }
 
-async fn write_loop(mut stdin: ChildStdin, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
+async fn write_loop(mut stdin: ChildStdin, mut rx: mpsc::Receiver<Vec<u8>>) {
     let mut buf = Vec::with_capacity(8 * 1024);
     while let Some(first) = rx.recv().await {
         buf.clear();
@@ -626,7 +750,7 @@ async fn rpc(
     }
 }
 
-async fn handshake(addr: Addr<McpServer>) -> Result<Handshake, String> {
+async fn handshake(addr: Addr<McpServer>, max_tools: usize) -> Result<Handshake, String> {
     let client = Implementation {
         name: "harness9".to_owned(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -648,34 +772,71 @@ async fn handshake(addr: Addr<McpServer>) -> Result<Handshake, String> {
     })
     .await
     .map_err(|_| "server actor stopped".to_owned())?;
-    let tools = list_tools(addr).await?;
+    let tools = list_tools(addr, max_tools).await?;
     Ok((init, era, tools))
 }
 
-async fn list_tools(addr: Addr<McpServer>) -> Result<Arc<[Arc<Tool>]>, String> {
-    let mut all: Vec<Arc<Tool>> = Vec::new();
+async fn list_tools(addr: Addr<McpServer>, max: usize) -> Result<Arc<[Arc<Tool>]>, String> {
+    let tools = list_all(
+        &addr,
+        "tools/list",
+        max,
+        "maxTools",
+        |p: ListToolsResult| (p.tools, p.next_cursor),
+    )
+    .await?;
+    Ok(tools.into_iter().map(Arc::new).collect())
+}
+
+/// Pages a server may send for one list.
+const MAX_PAGES: usize = 10_000;
+
+/// Walks a paginated list (`tools/list`; every later paginated list goes through here too) to
+/// its end. A cursor seen before on this walk (A, B, A) is a cycle; more than `max` items
+/// (`setting` raises it) or [`MAX_PAGES`] pages is an error; the caller bounds the time.
+async fn list_all<P, T>(
+    addr: &Addr<McpServer>,
+    method: &'static str,
+    max: usize,
+    setting: &str,
+    split: impl Fn(P) -> (Vec<T>, Option<String>),
+) -> Result<Vec<T>, String>
+where
+    P: serde::de::DeserializeOwned,
+{
+    use std::hash::{Hash, Hasher};
+    let mut all: Vec<T> = Vec::new();
+    // Hashes, not cursors: a server's cursors may be large; a clash only ends a walk early.
+    let mut seen = std::collections::HashSet::new();
     let mut cursor: Option<String> = None;
-    for _page in 0..10_000 {
-        let params = cursor
-            .as_deref()
-            .map(|c| serde_json::to_value(ListToolsParams { cursor: c }).unwrap_or(Value::Null));
-        let raw = rpc(&addr, "tools/list", params).await?;
-        let page: ListToolsResult = raw
+    for pages in 1..=MAX_PAGES {
+        let params = cursor.as_deref().map(|c| json!({ "cursor": c }));
+        let raw = rpc(addr, method, params).await?;
+        let page: P = raw
             .parse()
-            .map_err(|e| format!("invalid tools/list result: {e}"))?;
+            .map_err(|e| format!("invalid {method} result: {e}"))?;
         drop(raw);
-        all.extend(page.tools.into_iter().map(Arc::new));
-        match page.next_cursor {
-            Some(c) if !c.is_empty() => {
-                if cursor.as_deref() == Some(c.as_str()) {
-                    return Err(format!("tools/list returned the same cursor {c:?} twice"));
-                }
-                cursor = Some(c);
-            }
-            _ => return Ok(all.into()),
+        let (items, next) = split(page);
+        if all.len() + items.len() > max {
+            return Err(format!(
+                "{method} returned more than {max} items; if that is legitimate, raise {setting} for this server"
+            ));
         }
+        all.extend(items);
+        let Some(next) = next.filter(|c| !c.is_empty()) else {
+            return Ok(all);
+        };
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        next.hash(&mut h);
+        if !seen.insert(h.finish()) {
+            let shown: String = next.chars().take(40).collect();
+            return Err(format!(
+                "{method} returned the cursor {shown:?} again after {pages} pages: the server's pagination cycles"
+            ));
+        }
+        cursor = Some(next);
     }
-    Err("tools/list returned more than 10000 pages".to_owned())
+    Err(format!("{method} returned more than {MAX_PAGES} pages"))
 }
 
 // ---- internal messages ------------------------------------------------------------------------
@@ -705,6 +866,13 @@ struct CancelRequest {
 
 struct StderrItem(Result<Frame, io::Error>);
 
+/// What became of a line handed to the writer.
+enum Queued {
+    Sent,
+    Full(Vec<u8>),
+    Closed,
+}
+
 impl Actor for McpServer {
     type Context = Context<Self>;
 
@@ -719,7 +887,7 @@ impl Actor for McpServer {
             ctx.stop();
             return;
         }
-        let fut = handshake(ctx.address());
+        let fut = handshake(ctx.address(), self.spec.max_tools);
         ctx.spawn(
             fut.into_actor(self)
                 .map(|res, act, ctx| act.on_handshake(res, ctx)),
@@ -787,7 +955,7 @@ impl StreamHandler<StderrItem> for McpServer {
             Ok(Frame::TooLong { .. }) => "[stderr line too long, dropped]".to_owned(),
             Err(_) => return,
         };
-        tracing::info!(target: "mcp::stderr", server = %self.name, "{line}");
+        self.log_stderr(&line);
         if self.stderr_tail.len() == STDERR_TAIL {
             self.stderr_tail.pop_front();
         }
@@ -805,19 +973,28 @@ impl StreamHandler<StderrItem> for McpServer {
 impl Handler<Rpc> for McpServer {
     type Result = MessageResult<Rpc>;
 
-    fn handle(&mut self, msg: Rpc, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Rpc, ctx: &mut Context<Self>) -> Self::Result {
         let id = self.alloc_id();
         let line = jsonrpc::request_line(id, msg.method, msg.params.as_ref());
-        MessageResult(self.request(msg.method, line, id))
+        let (rx, backlog) = self.request(msg.method, line, id);
+        if let Some(line) = backlog {
+            let bound = self.spec.startup_timeout;
+            self.wait_for_room(line, Some(id), bound, ctx);
+        }
+        MessageResult(rx)
     }
 }
 
 impl Handler<Notify> for McpServer {
     type Result = ();
 
-    fn handle(&mut self, msg: Notify, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: Notify, ctx: &mut Context<Self>) {
         let line = jsonrpc::notification_line::<()>(msg.method, None);
-        self.write(line, None, msg.method);
+        self.trace(Direction::Send, &line, None, Some(msg.method), None);
+        if let Queued::Full(line) = self.enqueue(line) {
+            let bound = self.spec.startup_timeout;
+            self.wait_for_room(line, None, bound, ctx);
+        }
     }
 }
 
@@ -934,7 +1111,7 @@ impl Handler<super::http::HttpStatus> for McpServer {
         tracing::debug!(target: "mcp::wire", server = %self.name, dir = "recv", id = ?msg.id,
             method = %msg.method, http_status = msg.status, session = msg.session.as_deref().unwrap_or(""));
         if let Some(tap) = &self.tap {
-            let _ = tap.send(WireRecord {
+            self.tapped(tap.try_send(WireRecord {
                 ts: SystemTime::now(),
                 server: self.name.clone(),
                 dir: Direction::Recv,
@@ -944,7 +1121,7 @@ impl Handler<super::http::HttpStatus> for McpServer {
                 message: Bytes::new(),
                 http_status: Some(msg.status),
                 session: msg.session,
-            });
+            }));
         }
     }
 }
@@ -1020,7 +1197,8 @@ impl Handler<CallServerTool> for McpServer {
             meta,
         };
         let line = jsonrpc::request_line(id, "tools/call", Some(&params));
-        let rx = self.request("tools/call", line, id);
+        let (rx, backlog) = self.request("tools/call", line, id);
+        let backlog = backlog.and_then(|line| self.writer.clone().map(|w| (w, line)));
         let mut guard = CancelOnDrop {
             addr: ctx.address(),
             id,
@@ -1028,6 +1206,22 @@ impl Handler<CallServerTool> for McpServer {
         };
         let (timeout, cancel) = (msg.timeout, msg.cancel);
         Box::pin(async move {
+            let deadline = tokio::time::Instant::now() + timeout;
+            if let Some((w, line)) = backlog {
+                // The server is not reading: wait for room, within the call's own timeout.
+                tokio::select! {
+                    biased;
+                    _ = w.send(line) => {}
+                    _ = cancel.cancelled() => {
+                        guard.fire("cancelled by the user");
+                        return Err(CallError::Cancelled { server, tool });
+                    }
+                    _ = tokio::time::sleep_until(deadline) => {
+                        guard.fire("timed out");
+                        return Err(CallError::NotReading { server, tool, after: timeout });
+                    }
+                }
+            }
             let outcome = tokio::select! {
                 biased;
                 r = rx => r,
@@ -1035,7 +1229,7 @@ impl Handler<CallServerTool> for McpServer {
                     guard.fire("cancelled by the user");
                     return Err(CallError::Cancelled { server, tool });
                 }
-                _ = tokio::time::sleep(timeout) => {
+                _ = tokio::time::sleep_until(deadline) => {
                     guard.fire("timed out");
                     return Err(CallError::Timeout { server, tool, after: timeout });
                 }

@@ -1,0 +1,92 @@
+//! The interactive session's log file, capped: past [`MAX_BYTES`] it is rotated to `<name>.1`
+//! (one old file kept), so logging can never fill the disk.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Bytes one log file holds before it is rotated (so at most twice this on disk).
+pub const MAX_BYTES: u64 = 10 * 1024 * 1024;
+
+/// An append-only file that rotates itself at a size.
+pub struct CappedLog {
+    path: PathBuf,
+    file: File,
+    written: u64,
+    max: u64,
+}
+
+impl CappedLog {
+    /// Opens (appends to) `path`, rotating at `max` bytes.
+    pub fn open(path: &Path, max: u64) -> io::Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let written = file.metadata().map(|m| m.len()).unwrap_or(0);
+        Ok(Self {
+            path: path.to_owned(),
+            file,
+            written,
+            max: max.max(1),
+        })
+    }
+
+    fn rotate(&mut self) -> io::Result<()> {
+        let mut old = self.path.clone().into_os_string();
+        old.push(".1");
+        std::fs::rename(&self.path, &old)?;
+        self.file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        self.written = 0;
+        Ok(())
+    }
+}
+
+impl Write for CappedLog {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.written > 0 && self.written + buf.len() as u64 > self.max {
+            // A file that cannot be rotated (moved away, permissions) stops taking logs rather
+            // than growing without end.
+            if self.rotate().is_err() {
+                return Ok(buf.len());
+            }
+        }
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotates_at_the_cap_and_keeps_one_old_file() {
+        let dir = std::env::temp_dir().join(format!("h9-log-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("h.log");
+        let mut log = CappedLog::open(&path, 1000).unwrap();
+        let line = [b'x'; 99];
+        for _ in 0..100 {
+            log.write_all(&line).unwrap();
+            log.write_all(b"\n").unwrap();
+        }
+        let now = std::fs::metadata(&path).unwrap().len();
+        let old = std::fs::metadata(dir.join("h.log.1")).unwrap().len();
+        assert!(now <= 1000 && old <= 1000, "{now} {old}");
+        assert!(now > 0 && old > 900, "{now} {old}");
+        // Reopening continues the count from the file's size.
+        drop(log);
+        let log = CappedLog::open(&path, 1000).unwrap();
+        assert_eq!(log.written, now);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
