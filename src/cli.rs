@@ -390,12 +390,15 @@ async fn get(
                     say!("  {l}");
                 }
             }
-            let schema: Value =
-                serde_json::from_str(t.tool.input_schema.get()).unwrap_or(Value::Null);
-            let pretty = serde_json::to_string_pretty(&schema)?;
-            say!("  input schema:");
-            for l in pretty.lines() {
-                say!("    {l}");
+            match crate::engine::schema_object(t.tool.input_schema.get()) {
+                Ok(schema) => {
+                    let pretty = serde_json::to_string_pretty(&schema)?;
+                    say!("  input schema:");
+                    for l in pretty.lines() {
+                        say!("    {l}");
+                    }
+                }
+                Err(why) => say!("  input schema: it {why}; the tool is not offered to the model"),
             }
         }
     }

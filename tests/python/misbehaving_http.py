@@ -1,6 +1,10 @@
 """An MCP Streamable HTTP server that misbehaves on purpose (stdlib only), for harness9's tests.
 
 --mode: ok | sse | status500 | html | cut-sse | stall | expire | bearer | legacy-only
+        | strict-init (a request before `initialized` has been answered is refused; that answer
+          takes 300 ms) | expire-on (the session ends after a call whose text is "expire")
+        | legacy-evil (legacy transport whose endpoint event names --other-port)
+        | redirect-loop (/mcp -> /mcp2 -> /mcp) | redirect-away (307 to --other-port)
 Prints `READY <port>` on stdout once listening. Endpoint: /mcp (legacy: /sse + /messages).
 """
 
@@ -22,6 +26,7 @@ TOOLS = [
 
 ARGS = None
 SESSIONS = set()
+INITIALIZED = set()
 LEGACY = {}  # session -> queue of outgoing SSE payloads
 LOCK = threading.Lock()
 
@@ -109,7 +114,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         record(self, b"")
-        if ARGS.mode == "legacy-only" and self.path.split("?")[0] in ("/sse", "/mcp"):
+        if ARGS.mode in ("legacy-only", "legacy-evil") and self.path.split("?")[0] in ("/sse", "/mcp"):
             return self.legacy_stream()
         self.send_plain(405, "method not allowed")
 
@@ -120,7 +125,8 @@ class Handler(BaseHTTPRequestHandler):
             LEGACY[sid] = q
         self.start_sse()
         try:
-            self.chunk(f"event: endpoint\ndata: /messages?session={sid}\n\n".encode())
+            where = f"http://127.0.0.1:{ARGS.other_port}" if ARGS.mode == "legacy-evil" else ""
+            self.chunk(f"event: endpoint\ndata: {where}/messages?session={sid}\n\n".encode())
             while True:
                 try:
                     payload = q.get(timeout=15)
@@ -147,7 +153,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_plain(200, "<html><body>login page</body></html>", "text/html")
         if mode == "bearer" and self.headers.get("Authorization") != "Bearer s3cret-token":
             return self.send_plain(401, "missing or wrong bearer token", headers=[("WWW-Authenticate", "Bearer")])
-        if mode == "legacy-only":
+        if mode == "redirect-loop":
+            nxt = "/mcp2" if self.path == "/mcp" else "/mcp"
+            return self.send_plain(307, "", headers=[("Location", nxt)])
+        if mode == "redirect-away":
+            return self.send_plain(307, "", headers=[("Location", f"http://127.0.0.1:{ARGS.other_port}/mcp")])
+        if mode in ("legacy-only", "legacy-evil"):
             if self.path.startswith("/messages"):
                 sid = self.path.split("session=")[-1]
                 with LOCK:
@@ -179,9 +190,23 @@ class Handler(BaseHTTPRequestHandler):
                 known = sid in SESSIONS
             if not known:
                 return self.send_plain(404, json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": "Session not found"}}), "application/json")
+        if mode == "strict-init":
+            if msg.get("method") == "notifications/initialized":
+                time.sleep(0.3)
+                with LOCK:
+                    INITIALIZED.add(sid)
+            elif msg.get("method") != "initialize":
+                with LOCK:
+                    ready = sid in INITIALIZED
+                if not ready:
+                    err = {"jsonrpc": "2.0", "id": msg.get("id"), "error": {"code": -32600, "message": "request before notifications/initialized"}}
+                    return self.send_plain(400, json.dumps(err), "application/json")
         reply = answer(msg)
         if reply is None:
             return self.send_plain(202, "", headers=headers)
+        if mode == "expire-on" and msg.get("method") == "tools/call" and (msg.get("params") or {}).get("arguments", {}).get("text") == "expire":
+            with LOCK:
+                SESSIONS.discard(sid)
         if mode == "expire" and msg.get("method") == "tools/call":
             with LOCK:
                 SESSIONS.discard(sid)
@@ -216,6 +241,7 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--mode", default="ok")
     ap.add_argument("--record")
+    ap.add_argument("--other-port", type=int, default=0)
     ARGS = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     srv.daemon_threads = True

@@ -4,6 +4,7 @@ mod cli;
 pub mod common;
 mod engine;
 mod fixtures;
+mod hostile;
 mod http;
 mod reference;
 mod reload;

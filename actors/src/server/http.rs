@@ -211,7 +211,7 @@ impl Conn {
                 req = req.insert_header((k.as_str(), v.as_str()));
             }
         }
-        if with_session && home {
+        if with_session {
             if let Some(s) = self.session.borrow().as_deref() {
                 req = req.insert_header(("Mcp-Session-Id", s));
             }
@@ -307,6 +307,11 @@ impl Conn {
         may_reinit: bool,
     ) -> Result<(), Failure> {
         let is_init = method == "initialize";
+        if !is_init {
+            // A re-initialization in progress: wait for its new session rather than send
+            // without one.
+            drop(self.reinit.lock().await);
+        }
         let sent_session = self.session.borrow().clone();
         let url = self.target.url.clone();
         let mut resp = self
@@ -339,7 +344,7 @@ impl Conn {
         if !status.is_success() {
             let body = resp.body().limit(64 * 1024).await.unwrap_or_default();
             let text = snippet(&body);
-            let had_session = self.session.borrow().is_some();
+            let had_session = sent_session.is_some();
             let session_lost = !is_init
                 && had_session
                 && (status == StatusCode::NOT_FOUND

@@ -1,6 +1,7 @@
 //! An MCP stdio server that misbehaves on purpose, driven by flags, for harness9's tests.
 //!
 //! Tools: echo {text}, add {a,b}, sleep {ms}, big {bytes}, fail, rich, progress {steps, gap_ms},
+//! both {order} (result and error in one reply),
 //! remove {path} (annotated destructive),
 //! exit {code}, pid, plus `--tools N` synthetic ones. Flags: see `usage()`.
 
@@ -25,6 +26,10 @@ struct Opts {
     log_messages: bool,
     record: Option<String>,
     protocol: Option<String>,
+    flood: bool,
+    cycle_cursors: bool,
+    cycle_later: bool,
+    bad_schemas: bool,
 }
 
 fn usage() -> ! {
@@ -32,7 +37,7 @@ fn usage() -> ! {
         "usage: fixture-server [--tools N] [--page-size P] [--pad-bytes B] [--crash-after N] [--no-init] \
          [--garbage] [--slow-ms MS] [--exit-at-once] [--ignore-eof] [--ignore-sigterm] \
          [--list-changed-after N] [--stderr-lines N] [--server-requests] [--log-messages] \
-         [--record FILE] [--protocol V]"
+         [--record FILE] [--protocol V] [--flood] [--cycle-cursors] [--cycle-cursors-later] [--bad-schemas]"
     );
     std::process::exit(64)
 }
@@ -70,6 +75,14 @@ fn parse() -> Opts {
             "--log-messages" => o.log_messages = true,
             "--record" => o.record = Some(args.next().unwrap_or_else(|| usage())),
             "--protocol" => o.protocol = Some(args.next().unwrap_or_else(|| usage())),
+            // After the first tools/list: never read stdin again, flood requests at the client.
+            "--flood" => o.flood = true,
+            // tools/list cursors go A, B, A, B, ... forever (500 tools a page).
+            "--cycle-cursors" => o.cycle_cursors = true,
+            // The same, but only for the re-list after --list-changed-after.
+            "--cycle-cursors-later" => o.cycle_later = true,
+            // Adds a tool whose inputSchema is a number and one nested 200 levels deep.
+            "--bad-schemas" => o.bad_schemas = true,
             _ => usage(),
         }
     }
@@ -152,6 +165,8 @@ fn tool_list(st: &State) -> Vec<Value> {
         json!({"name": "progress", "description": "progress notifications", "inputSchema": schema(json!({"steps": {"type": "integer"}, "gap_ms": {"type": "integer"}}))}),
         json!({"name": "exit", "description": "exit at once", "inputSchema": schema(json!({"code": {"type": "integer"}}))}),
         json!({"name": "pid", "description": "the server's pid", "inputSchema": schema(json!({}))}),
+        json!({"name": "both", "description": "a reply with both result and error (order: result-first | error-first)",
+               "inputSchema": schema(json!({"order": {"type": "string"}}))}),
         json!({"name": "remove", "description": "pretends to delete `path`",
                "inputSchema": schema(json!({"path": {"type": "string"}})),
                "annotations": {"destructiveHint": true, "readOnlyHint": false}}),
@@ -165,13 +180,52 @@ fn tool_list(st: &State) -> Vec<Value> {
     if st.opts.pad_bytes > 0 {
         t.push(json!({"name": "padded", "description": "d".repeat(st.opts.pad_bytes), "inputSchema": schema(json!({}))}));
     }
+    if st.opts.bad_schemas {
+        t.push(
+            json!({"name": "number_schema", "description": "inputSchema is 5", "inputSchema": 5}),
+        );
+        let mut deep = json!({});
+        for _ in 0..200 {
+            deep = json!({ "a": deep });
+        }
+        t.push(json!({"name": "deep_schema", "description": "inputSchema nested 200 levels", "inputSchema": deep}));
+    }
     if st.added_later {
         t.push(json!({"name": "added_later", "description": "appeared after list_changed", "inputSchema": schema(json!({}))}));
     }
     t
 }
 
+/// Requests as fast as the pipe takes them, ids in the server's own space; stdin is never read
+/// again, so every answer the client writes stays in its own queue.
+fn flood() -> ! {
+    let methods = ["ping", "roots/list", "fixture/unknown"];
+    let mut so = std::io::stdout().lock();
+    for n in 0u64.. {
+        let m = methods[(n % 3) as usize];
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"{m}\"}}\n");
+        if so.write_all(line.as_bytes()).is_err() {
+            std::process::exit(0);
+        }
+    }
+    std::process::exit(0)
+}
+
+fn cycling_page(id: &Value, params: &Value) {
+    let next = match params.get("cursor").and_then(Value::as_str) {
+        Some("A") => "B",
+        _ => "A",
+    };
+    let tools: Vec<Value> = (0..500)
+        .map(|i| json!({"name": format!("cyc_{next}_{i}"), "description": "d".repeat(200), "inputSchema": schema(json!({}))}))
+        .collect();
+    reply(id, json!({"tools": tools, "nextCursor": next}));
+}
+
 fn list_tools(st: &State, id: &Value, params: &Value) {
+    if st.opts.cycle_cursors || (st.opts.cycle_later && st.added_later) {
+        return cycling_page(id, params);
+    }
     if st.opts.slow_ms > 0 {
         std::thread::sleep(Duration::from_millis(st.opts.slow_ms));
     }
@@ -262,6 +316,16 @@ fn call_tool(id: Value, params: Value, slow_ms: u64) {
             args.get("path").and_then(Value::as_str).unwrap_or("")
         )),
         "added_later" => text("added later"),
+        "both" => {
+            let e = r#"{"code":-32000,"message":"and an error"}"#;
+            let r = text("a result").to_string();
+            return send_raw(&match args.get("order").and_then(Value::as_str) {
+                Some("error-first") => {
+                    format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{e},"result":{r}}}"#)
+                }
+                _ => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{r},"error":{e}}}"#),
+            });
+        }
         n if n.starts_with("tool_") => text(n),
         _ => return error(&id, -32602, &format!("unknown tool: {name}")),
     };
@@ -350,7 +414,12 @@ fn main() {
                 }
             }
             ("ping", Some(id)) => reply(&id, json!({})),
-            ("tools/list", Some(id)) => list_tools(&st, &id, &params),
+            ("tools/list", Some(id)) => {
+                list_tools(&st, &id, &params);
+                if st.opts.flood {
+                    flood();
+                }
+            }
             ("tools/call", Some(id)) => {
                 st.calls += 1;
                 if st.opts.crash_after == Some(st.calls) {
