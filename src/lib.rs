@@ -8,5 +8,6 @@ pub mod config;
 pub mod engine;
 pub mod model;
 pub mod run;
+pub mod sanitize;
 pub mod trace_file;
 pub mod tui;
