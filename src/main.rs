@@ -91,7 +91,11 @@ fn main() -> ExitCode {
             Err(e) if is_broken_pipe(&e) => ExitCode::from(1),
             Err(e) => {
                 harness9::tui::restore_terminal();
-                eprintln!("harness9: {e:#}");
+                // Error chains carry server text (a CallError embeds the server's message).
+                eprintln!(
+                    "harness9: {}",
+                    harness9::sanitize::clean_text(&format!("{e:#}"))
+                );
                 ExitCode::from(1)
             }
         }

@@ -17,6 +17,7 @@ use crate::cli::{interrupted, load_config, Cli, RunArgs};
 use crate::engine::{CancelTurn, Engine, EngineConfig, EngineEvent, EngineUpdate, RunTurn};
 use crate::model::settings::{self, ModelFlags};
 use crate::model::Provider;
+use crate::sanitize::{clean_line, clean_text};
 
 /// Prints engine events: JSON lines on stdout, or a line per tool call on stderr.
 struct Printer {
@@ -59,18 +60,22 @@ impl Handler<EngineUpdate> for Printer {
         let t = ms(self.started.elapsed());
         if !self.json {
             match e {
-                EngineEvent::ToolStarted { name, .. } => eprintln!("[tool] {name} …"),
+                EngineEvent::ToolStarted { name, .. } => {
+                    eprintln!("[tool] {} …", clean_line(&name))
+                }
                 EngineEvent::ToolFinished {
                     name,
                     is_error,
                     elapsed,
                     ..
                 } => eprintln!(
-                    "[tool] {name} {} {} ms",
+                    "[tool] {} {} {} ms",
+                    clean_line(&name),
                     if is_error { "✗" } else { "✓" },
                     ms(elapsed)
                 ),
                 EngineEvent::ModelRetrying { reason, after, .. } => {
+                    let reason = clean_line(&reason);
                     eprintln!("[model] {reason}; retrying in {} ms", after.as_millis())
                 }
                 _ => {}
@@ -238,7 +243,7 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
             if args.json {
                 let _ = report(json!({"event": "error", "t_ms": ms(started.elapsed()), "message": e.to_string()})).await;
             }
-            eprintln!("harness9: {e}");
+            eprintln!("harness9: {}", clean_text(&e.to_string()));
             ExitCode::from(1)
         }
         Some(Ok(Ok(done))) => {
@@ -249,7 +254,8 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
                                   "output_tokens": done.usage.output_tokens})).await;
             } else {
                 let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{}", done.text);
+                // The model may repeat what a tool said: the answer is server text too.
+                let _ = writeln!(out, "{}", clean_text(&done.text));
                 let _ = out.flush();
             }
             ExitCode::SUCCESS

@@ -4,6 +4,7 @@ mod cli;
 pub mod common;
 mod engine;
 mod fixtures;
+mod hostile_output;
 mod http;
 mod reference;
 mod reload;
