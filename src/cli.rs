@@ -18,7 +18,7 @@ use harness9_actors::{RestartPolicy, ServerSpec, ToolRegistry};
 use serde_json::{json, Value};
 
 use crate::app::{spawn_event_printer, Runtime};
-use crate::sanitize::{clean_line, clean_text};
+use crate::sanitize::{clean_line, clean_text, to_json};
 
 /// `println!` that returns an error (e.g. a closed pipe) instead of panicking.
 macro_rules! say {
@@ -273,7 +273,7 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
         for d in &config.disabled {
             rows.push(json!({"name": d, "status": "disabled"}));
         }
-        say!("{}", serde_json::to_string_pretty(&rows)?);
+        say!("{}", to_json(&rows, true)?);
     } else if snap.is_empty() && config.disabled.is_empty() {
         say!("no MCP servers configured in {}", config.path.display());
     } else {
@@ -386,7 +386,7 @@ async fn get(
                 })
             })
             .collect();
-        say!("{}", serde_json::to_string_pretty(&rows)?);
+        say!("{}", to_json(&rows, true)?);
     } else {
         say!("server \"{}\": {} tools", clean_line(server), tools.len());
         for t in &tools {
@@ -491,7 +491,7 @@ async fn call(
     match result {
         Ok(r) => {
             if as_json {
-                say!("{}", serde_json::to_string_pretty(&r)?);
+                say!("{}", to_json(&r, true)?);
             } else {
                 say!("{}", clean_text(&r.text()));
             }
@@ -504,7 +504,7 @@ async fn call(
         }
         Err(e) => {
             if as_json {
-                say!("{}", json!({"error": e.to_string()}));
+                say!("{}", to_json(&json!({"error": e.to_string()}), false)?);
             }
             Err(anyhow::Error::new(e))
         }

@@ -17,7 +17,7 @@ use crate::cli::{interrupted, load_config, Cli, RunArgs};
 use crate::engine::{CancelTurn, Engine, EngineConfig, EngineEvent, EngineUpdate, RunTurn};
 use crate::model::settings::{self, ModelFlags};
 use crate::model::Provider;
-use crate::sanitize::{clean_line, clean_text};
+use crate::sanitize::{clean_line, clean_text, to_json};
 
 /// Prints engine events: JSON lines on stdout, or a line per tool call on stderr.
 struct Printer {
@@ -33,10 +33,13 @@ fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
-/// Writes one JSON event line (a closed stdout is ignored: the run still ends properly).
+/// Writes one JSON event line (a closed stdout is ignored: the run still ends properly), with
+/// DEL, C1 and bidi controls escaped like C0 ones.
 fn json_line(v: &Value) {
+    // A `Value` always serializes (its keys are strings).
+    let line = to_json(v, false).unwrap_or_default();
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{v}");
+    let _ = writeln!(out, "{line}");
     let _ = out.flush();
 }
 

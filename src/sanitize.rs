@@ -128,6 +128,76 @@ fn skip_string(chars: &mut Chars<'_>) -> bool {
     false
 }
 
+/// `value` as JSON (pretty or compact) that is also safe on a terminal: besides the C0 controls
+/// that JSON always escapes, DEL, C1 controls and bidi controls in strings are written as `\uXXXX`.
+/// It parses to exactly the same value: escaping, not cleaning.
+pub fn to_json<T: serde::Serialize + ?Sized>(
+    value: &T,
+    pretty: bool,
+) -> serde_json::Result<String> {
+    let mut out = Vec::new();
+    if pretty {
+        let mut ser = serde_json::Serializer::with_formatter(
+            &mut out,
+            TerminalSafe(serde_json::ser::PrettyFormatter::new()),
+        );
+        value.serialize(&mut ser)?;
+    } else {
+        let mut ser = serde_json::Serializer::with_formatter(
+            &mut out,
+            TerminalSafe(serde_json::ser::CompactFormatter),
+        );
+        value.serialize(&mut ser)?;
+    }
+    // The formatters write only UTF-8 (str fragments and ASCII escapes).
+    String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
+}
+
+/// A JSON formatter that also escapes what a terminal would act on (see [`to_json`]).
+struct TerminalSafe<F>(F);
+
+/// Forwards formatter methods to the wrapped formatter (layout stays as it is).
+macro_rules! delegate {
+    ($($name:ident),*) => {$(
+        fn $name<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+            self.0.$name(w)
+        }
+    )*};
+    (first: $($name:ident),*) => {$(
+        fn $name<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+            self.0.$name(w, first)
+        }
+    )*};
+}
+
+impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for TerminalSafe<F> {
+    delegate!(
+        begin_array,
+        end_array,
+        end_array_value,
+        begin_object,
+        end_object
+    );
+    delegate!(begin_object_value, end_object_value);
+    delegate!(first: begin_array_value, begin_object_key);
+
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut start = 0;
+        for (i, c) in fragment.char_indices() {
+            if ('\u{7f}'..='\u{9f}').contains(&c) || is_bidi_control(c) {
+                w.write_all(&fragment.as_bytes()[start..i])?;
+                write!(w, "\\u{:04x}", u32::from(c))?;
+                start = i + c.len_utf8();
+            }
+        }
+        w.write_all(&fragment.as_bytes()[start..])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +206,34 @@ mod tests {
     fn is_safe(s: &str, tab: bool) -> bool {
         s.chars()
             .all(|c| !(c.is_control() || is_bidi_control(c)) || c == '\n' || (tab && c == '\t'))
+    }
+
+    #[test]
+    fn json_escapes_del_c1_and_bidi_and_parses_back_exactly() {
+        let v = serde_json::json!({"k\u{9b}": ["\u{1b}[31m\u{7f}\u{85}\u{9d}x\u{202e}é\t●", 1]});
+        for pretty in [false, true] {
+            let text = to_json(&v, pretty).unwrap_or_default();
+            assert!(is_safe(&text, true), "{text:?}");
+            assert!(
+                text.contains("\\u009b") && text.contains("\\u202e"),
+                "{text}"
+            );
+            let back: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            assert_eq!(back, v);
+        }
+        // Only those characters change: the layout is serde_json's own.
+        assert_eq!(
+            to_json(&v, true).ok(),
+            Some(
+                serde_json::to_string_pretty(&v)
+                    .unwrap_or_default()
+                    .replace('\u{9b}', "\\u009b")
+                    .replace('\u{7f}', "\\u007f")
+                    .replace('\u{85}', "\\u0085")
+                    .replace('\u{9d}', "\\u009d")
+                    .replace('\u{202e}', "\\u202e")
+            )
+        );
     }
 
     #[test]

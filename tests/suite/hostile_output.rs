@@ -1,7 +1,8 @@
 //! Hostile server text in headless output: the real `harness9` binary against
 //! tests/python/hostile_text.py, whose every string carries ESC/OSC 52/CSI/C1/BEL. Text mode
 //! (stdout and stderr of `mcp list|get|call` and `run -p`) carries no control byte but newline
-//! and tab; `--json` output parses and keeps the server's exact strings.
+//! and tab; `--json` output parses, keeps the server's exact strings, and carries no raw control
+//! either (DEL and C1 escaped as `\uXXXX` like C0).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -117,7 +118,9 @@ fn harness9(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
     }
 }
 
+/// `--json` stdout as JSON; it too carries no raw control (DEL and C1 are escaped like C0).
 fn parse(out: &Out) -> Value {
+    out.assert_clean("--json");
     serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
 }
 
@@ -280,8 +283,7 @@ fn mcp_call_results_errors_and_progress_are_clean_and_json_exact() {
     );
     assert_eq!(out.stdout, format!("{SHOWN}\n"), "{out}");
     let out = call("progress", true);
-    // Progress goes to stderr as text, also with --json.
-    assert_clean("mcp call progress --json: stderr", &out.stderr);
+    out.assert_clean("mcp call progress --json");
     assert_eq!(parse(&out)["content"][0]["text"], EVIL, "{out}");
 }
 
@@ -321,7 +323,7 @@ fn run_p_text_output_of_a_hostile_tool_and_failed_server_is_clean() {
     ];
     let out = harness9(&dir, &["run", "-p", "go", "--json"], &env);
     assert_eq!(out.code, Some(0), "{out}");
-    assert_clean("run -p --json: stderr", &out.stderr);
+    out.assert_clean("run -p --json");
     let events: Vec<Value> = out
         .stdout
         .lines()
