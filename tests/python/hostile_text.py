@@ -2,7 +2,7 @@
 
 Every string it sends carries terminal escape sequences: serverInfo, instructions, tool names
 and descriptions, input schemas, tool results, isError results, JSON-RPC errors, progress and
-log messages, and its stderr lines. Plain JSON lines on stdin/stdout, no SDK.
+log messages (data, logger, level), and its stderr lines. Plain JSON lines on stdin/stdout, no SDK.
 
     python3 hostile_text.py            serve the tools below
     python3 hostile_text.py --fail     write hostile stderr lines, answer initialize with a
@@ -96,7 +96,10 @@ def main():
             }})
         elif method == "notifications/initialized":
             send({"jsonrpc": "2.0", "method": "notifications/message",
-                  "params": {"level": "warning", "data": "log " + EVIL}})
+                  "params": {"level": "warning", "logger": EVIL, "data": "log " + EVIL}})
+            # An unknown level is logged at error, so even without -v.
+            send({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "lvl " + EVIL, "data": "log " + EVIL}})
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools()}})
         elif method == "tools/call":

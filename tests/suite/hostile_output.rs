@@ -27,13 +27,16 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 /// A project dir with the hostile server `h`, the failing one `bad`, and `home/`.
 fn project(tag: &str) -> PathBuf {
+    project_named(tag, "h")
+}
+
+/// [`project`] with the hostile server named `name`.
+fn project_named(tag: &str, name: &str) -> PathBuf {
     let dir = temp_path(tag);
     std::fs::create_dir_all(dir.join("home")).unwrap();
     let script = repo().join("tests/python/hostile_text.py");
-    let servers = json!({
-        "h": {"command": "python3", "args": [script]},
-        "bad": {"command": "python3", "args": [script, "--fail"]},
-    });
+    let mut servers = json!({"bad": {"command": "python3", "args": [script, "--fail"]}});
+    servers[name] = json!({"command": "python3", "args": [script]});
     std::fs::write(
         dir.join(".mcp.json"),
         json!({ "mcpServers": servers }).to_string(),
@@ -147,10 +150,18 @@ fn mcp_list_shows_server_info_errors_and_stderr_clean_and_json_exact() {
         "{out}"
     );
 
-    // -v: the servers' stderr lines and log messages go through tracing to stderr.
-    let out = harness9(&dir, &["-v", "mcp", "list"], &[]);
+    // Log messages are logged without -v (warning, and an unknown level as error).
+    assert!(out.stderr.contains("log "), "{out}");
+
+    // -v: the servers' stderr lines and log messages go through tracing to stderr, with the
+    // server's name (from a config file, here a hostile one) as a field.
+    let named = project_named("hostile-list-v", "n\x1b]52;c;aGk=\x07\u{9b}31m");
+    let out = harness9(&named, &["-v", "mcp", "list"], &[]);
     out.assert_clean("mcp list -v");
-    assert!(out.stderr.contains("starting"), "{out}");
+    assert!(
+        out.stderr.contains("starting") && out.stderr.contains("connected server=n tools=6"),
+        "{out}"
+    );
 
     let out = harness9(&dir, &["mcp", "list", "--json"], &[]);
     assert_eq!(out.code, Some(1), "{out}");
