@@ -115,10 +115,11 @@ fn skip_csi(chars: &mut Chars<'_>) {
     chars.next_if(|c| ('\u{40}'..='\u{7e}').contains(c));
 }
 
-/// OSC/DCS/SOS/PM/APC: up to BEL or ST (`ESC \` or U+009C); an unterminated one runs to the end.
+/// OSC/DCS/SOS/PM/APC: up to BEL or ST (`ESC \` or U+009C); an unterminated one ends at the
+/// end of its line (the newline stays), so it hides no more than the rest of that line.
 /// True when an ESC other than ST ended it: that ESC begins the next sequence.
 fn skip_string(chars: &mut Chars<'_>) -> bool {
-    while let Some(c) = chars.next() {
+    while let Some(c) = chars.next_if(|c| *c != '\n') {
         match c {
             '\u{7}' | '\u{9c}' => return false,
             '\u{1b}' => return chars.next_if_eq(&'\\').is_none(),
@@ -264,6 +265,7 @@ mod tests {
             ("a\u{1b}]0;t\u{1b}[31mb", "ab"),      // an OSC cut by a new sequence
             ("a\u{1b}[31\nb", "a\nb"),             // a cut CSI keeps the newline
             ("a\u{1b}\nb", "a\nb"),                // a lone ESC
+            ("a\u{1b}]0;t\nb\u{9d}x\ny", "a\nb\ny"), // unterminated strings end at the line
             ("a\u{7f}b\u{85}c\u{9c}d\u{80}e", "abcde"), // DEL, NEL and other C1
             ("a\u{2066}b\u{2069}c\u{202d}d", "abcd"), // isolates and overrides
         ];
