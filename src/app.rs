@@ -11,6 +11,8 @@ use harness9_actors::trace::WireTap;
 use harness9_actors::{RestartPolicy, ServerSpec, ServerSupervisor, ToolRegistry};
 use tokio::sync::watch;
 
+use crate::sanitize::clean_line;
+
 /// The running MCP runtime.
 pub struct Runtime {
     /// The tool table and router.
@@ -91,26 +93,32 @@ pub fn spawn_event_printer(mut rx: watch::Receiver<StatusSnapshot>, verbose: boo
         let mut last: BTreeMap<String, &'static str> = BTreeMap::new();
         while rx.changed().await.is_ok() {
             let snap = rx.borrow_and_update().clone();
-            for (name, st) in snap.iter() {
+            for (key, st) in snap.iter() {
                 let label = st.status.label();
-                if last.get(name) == Some(&label) {
+                if last.get(key) == Some(&label) {
                     continue;
                 }
-                last.insert(name.clone(), label);
+                last.insert(key.clone(), label);
+                // One line per event, server text cleaned (names come from a config file).
+                let name = clean_line(key);
                 match &st.status {
                     ServerStatus::Failed { error, .. } => {
-                        eprintln!("[mcp] server \"{name}\" connect failed: {error}")
+                        eprintln!(
+                            "[mcp] server \"{name}\" connect failed: {}",
+                            clean_line(error)
+                        )
                     }
                     ServerStatus::Restarting {
                         attempt,
                         last_error,
                         ..
                     } => eprintln!(
-                        "[mcp] server \"{name}\" {last_error}; restarting (attempt {attempt})"
+                        "[mcp] server \"{name}\" {}; restarting (attempt {attempt})",
+                        clean_line(last_error)
                     ),
                     ServerStatus::Connected { tools, info } if verbose => eprintln!(
                         "[mcp] server \"{name}\" connected: {tools} tools, protocol {}, {} ms",
-                        info.protocol_version,
+                        clean_line(&info.protocol_version),
                         info.connect_time.as_millis()
                     ),
                     _ => {}

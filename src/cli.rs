@@ -18,6 +18,7 @@ use harness9_actors::{RestartPolicy, ServerSpec, ToolRegistry};
 use serde_json::{json, Value};
 
 use crate::app::{spawn_event_printer, Runtime};
+use crate::sanitize::{clean_line, clean_text, to_json};
 
 /// `println!` that returns an error (e.g. a closed pipe) instead of panicking.
 macro_rules! say {
@@ -272,7 +273,7 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
         for d in &config.disabled {
             rows.push(json!({"name": d, "status": "disabled"}));
         }
-        say!("{}", serde_json::to_string_pretty(&rows)?);
+        say!("{}", to_json(&rows, true)?);
     } else if snap.is_empty() && config.disabled.is_empty() {
         say!("no MCP servers configured in {}", config.path.display());
     } else {
@@ -289,27 +290,32 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
             let (tools, proto, time, detail, tail) = match &st.status {
                 ServerStatus::Connected { tools, info } => (
                     tools.to_string(),
-                    info.protocol_version.clone(),
+                    clean_line(&info.protocol_version).into_owned(),
                     format!("{} ms", info.connect_time.as_millis()),
-                    format!("{} {}", info.server_info.name, info.server_info.version),
+                    format!(
+                        "{} {}",
+                        clean_line(&info.server_info.name),
+                        clean_line(&info.server_info.version)
+                    ),
                     &[][..],
                 ),
                 ServerStatus::Failed { error, stderr_tail } => (
                     "-".into(),
                     "-".into(),
                     "-".into(),
-                    error.clone(),
+                    clean_line(error).into_owned(),
                     stderr_tail.as_slice(),
                 ),
                 ServerStatus::Restarting { last_error, .. } => (
                     "-".into(),
                     "-".into(),
                     "-".into(),
-                    last_error.clone(),
+                    clean_line(last_error).into_owned(),
                     &[][..],
                 ),
                 _ => ("-".into(), "-".into(), "-".into(), String::new(), &[][..]),
             };
+            let name = clean_line(name);
             say!(
                 "{name:<20} {:<9} {:<11} {tools:>5}  {proto:<10} {time:>8}  {detail}",
                 st.transport,
@@ -317,11 +323,11 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
             );
             let skip = tail.len().saturating_sub(10);
             for line in &tail[skip..] {
-                say!("{:<20}   stderr: {line}", "");
+                say!("{:<20}   stderr: {}", "", clean_text(line));
             }
         }
         for d in &config.disabled {
-            say!("{d:<20} {:<9} {:<11}", "-", "disabled");
+            say!("{:<20} {:<9} {:<11}", clean_line(d), "-", "disabled");
         }
     }
     Ok(if failed {
@@ -380,25 +386,29 @@ async fn get(
                 })
             })
             .collect();
-        say!("{}", serde_json::to_string_pretty(&rows)?);
+        say!("{}", to_json(&rows, true)?);
     } else {
-        say!("server \"{server}\": {} tools", tools.len());
+        say!("server \"{}\": {} tools", clean_line(server), tools.len());
         for t in &tools {
-            say!("\n{}  ({})", t.name, t.tool.name);
+            say!("\n{}  ({})", clean_line(&t.name), clean_line(&t.tool.name));
             if let Some(d) = &t.tool.description {
-                for l in d.lines() {
+                for l in clean_text(d).lines() {
                     say!("  {l}");
                 }
             }
             match crate::engine::schema_object(t.tool.input_schema.get()) {
                 Ok(schema) => {
+                    // JSON escapes C0 controls in strings, but not DEL or C1.
                     let pretty = serde_json::to_string_pretty(&schema)?;
                     say!("  input schema:");
-                    for l in pretty.lines() {
+                    for l in clean_text(&pretty).lines() {
                         say!("    {l}");
                     }
                 }
-                Err(why) => say!("  input schema: it {why}; the tool is not offered to the model"),
+                Err(why) => say!(
+                    "  input schema: it {}; the tool is not offered to the model",
+                    clean_text(&why)
+                ),
             }
         }
     }
@@ -426,7 +436,7 @@ impl Handler<ToolProgress> for ProgressPrinter {
         eprintln!(
             "[mcp] progress {}{total} {}",
             p.progress,
-            p.message.unwrap_or_default()
+            clean_line(p.message.as_deref().unwrap_or_default())
         );
     }
 }
@@ -487,9 +497,9 @@ async fn call(
     match result {
         Ok(r) => {
             if as_json {
-                say!("{}", serde_json::to_string_pretty(&r)?);
+                say!("{}", to_json(&r, true)?);
             } else {
-                say!("{}", r.text());
+                say!("{}", clean_text(&r.text()));
             }
             tracing::info!(tool = %entry.name, elapsed = %fmt_duration(elapsed), is_error = r.is_error, "call done");
             Ok(if r.is_error {
@@ -500,7 +510,7 @@ async fn call(
         }
         Err(e) => {
             if as_json {
-                say!("{}", json!({"error": e.to_string()}));
+                say!("{}", to_json(&json!({"error": e.to_string()}), false)?);
             }
             Err(anyhow::Error::new(e))
         }

@@ -9,5 +9,6 @@ pub mod engine;
 pub mod log_file;
 pub mod model;
 pub mod run;
+pub mod sanitize;
 pub mod trace_file;
 pub mod tui;

@@ -1,5 +1,5 @@
 //! The interactive session's log file, capped: past [`MAX_BYTES`] it is rotated to `<name>.1`
-//! (one old file kept), so logging can never fill the disk.
+//! (one old file kept), so logging can never fill the disk; what it writes is sanitized.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -54,9 +54,13 @@ impl Write for CappedLog {
                 return Ok(buf.len());
             }
         }
-        let n = self.file.write(buf)?;
-        self.written += n as u64;
-        Ok(n)
+        // Field values reach here raw (tracing escapes only messages): the file gets the
+        // sanitizer's text, so `cat` on the log replays no escape sequence.
+        let text = String::from_utf8_lossy(buf);
+        let clean = crate::sanitize::clean_text(&text);
+        self.file.write_all(clean.as_bytes())?;
+        self.written += clean.len() as u64;
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -41,12 +41,31 @@ fn init_logging(verbose: u8, to_file: bool) {
         }
         return;
     }
+    // Plain text through the sanitizer: tracing escapes a message's controls but not its field
+    // values (a server's log level, a server name from a config file).
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| CleanStderr)
         .with_target(true)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(false)
         .try_init();
+}
+
+/// Stderr for headless logs: each formatted event (one `write_all` of a whole line) goes out
+/// through `sanitize::clean_text`.
+struct CleanStderr;
+
+impl std::io::Write for CleanStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let clean = harness9::sanitize::clean_text(&text);
+        std::io::stderr().lock().write_all(clean.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
@@ -80,7 +99,11 @@ fn main() -> ExitCode {
             Err(e) if is_broken_pipe(&e) => ExitCode::from(1),
             Err(e) => {
                 harness9::tui::restore_terminal();
-                eprintln!("harness9: {e:#}");
+                // Error chains carry server text (a CallError embeds the server's message).
+                eprintln!(
+                    "harness9: {}",
+                    harness9::sanitize::clean_text(&format!("{e:#}"))
+                );
                 ExitCode::from(1)
             }
         }

@@ -17,6 +17,7 @@ use crate::cli::{interrupted, load_config, Cli, RunArgs};
 use crate::engine::{CancelTurn, Engine, EngineConfig, EngineEvent, EngineUpdate, RunTurn};
 use crate::model::settings::{self, ModelFlags};
 use crate::model::Provider;
+use crate::sanitize::{clean_line, clean_text, to_json};
 
 /// Prints engine events: JSON lines on stdout, or a line per tool call on stderr.
 struct Printer {
@@ -32,10 +33,13 @@ fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
-/// Writes one JSON event line (a closed stdout is ignored: the run still ends properly).
+/// Writes one JSON event line (a closed stdout is ignored: the run still ends properly), with
+/// DEL, C1 and bidi controls escaped like C0 ones.
 fn json_line(v: &Value) {
+    // A `Value` always serializes (its keys are strings).
+    let line = to_json(v, false).unwrap_or_default();
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{v}");
+    let _ = writeln!(out, "{line}");
     let _ = out.flush();
 }
 
@@ -59,18 +63,22 @@ impl Handler<EngineUpdate> for Printer {
         let t = ms(self.started.elapsed());
         if !self.json {
             match e {
-                EngineEvent::ToolStarted { name, .. } => eprintln!("[tool] {name} …"),
+                EngineEvent::ToolStarted { name, .. } => {
+                    eprintln!("[tool] {} …", clean_line(&name))
+                }
                 EngineEvent::ToolFinished {
                     name,
                     is_error,
                     elapsed,
                     ..
                 } => eprintln!(
-                    "[tool] {name} {} {} ms",
+                    "[tool] {} {} {} ms",
+                    clean_line(&name),
                     if is_error { "✗" } else { "✓" },
                     ms(elapsed)
                 ),
                 EngineEvent::ModelRetrying { reason, after, .. } => {
+                    let reason = clean_line(&reason);
                     eprintln!("[model] {reason}; retrying in {} ms", after.as_millis())
                 }
                 _ => {}
@@ -238,7 +246,7 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
             if args.json {
                 let _ = report(json!({"event": "error", "t_ms": ms(started.elapsed()), "message": e.to_string()})).await;
             }
-            eprintln!("harness9: {e}");
+            eprintln!("harness9: {}", clean_text(&e.to_string()));
             ExitCode::from(1)
         }
         Some(Ok(Ok(done))) => {
@@ -249,7 +257,8 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
                                   "output_tokens": done.usage.output_tokens})).await;
             } else {
                 let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{}", done.text);
+                // The model may repeat what a tool said: the answer is server text too.
+                let _ = writeln!(out, "{}", clean_text(&done.text));
                 let _ = out.flush();
             }
             ExitCode::SUCCESS

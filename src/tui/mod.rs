@@ -5,7 +5,6 @@
 mod actor;
 pub mod history;
 mod markdown;
-pub mod sanitize;
 pub mod state;
 pub mod view;
 

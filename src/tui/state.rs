@@ -12,8 +12,8 @@ use harness9_actors::messages::{ServerStatus, StatusSnapshot, ToolEntry};
 use harness9_actors::trace::{Direction, WireRecord};
 use serde_json::Value;
 
-use super::sanitize::clean;
 use crate::engine::EngineEvent;
+use crate::sanitize::clean;
 
 /// Slash commands, in the order `/help` and completion list them.
 pub const COMMANDS: &[(&str, &str)] = &[
@@ -672,7 +672,7 @@ fn engine_event(state: &mut State, e: EngineEvent) {
             };
             if let Some(m) = message {
                 text.push(' ');
-                text.push_str(&super::sanitize::clean_line(&m));
+                text.push_str(&crate::sanitize::clean_line(&m));
             }
             for e in state.transcript.iter_mut().rev() {
                 if let Entry::Tool {

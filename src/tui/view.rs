@@ -15,10 +15,10 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use super::sanitize::{clean, clean_line};
 use super::state::{
     CallState, Entry, Modal, PanelState, State, TraceRow, TraceView, COMMANDS, RESULT_LINES,
 };
+use crate::sanitize::{clean, clean_line};
 
 const DIM: Style = Style::new().fg(Color::DarkGray);
 

@@ -120,8 +120,10 @@ fn a_server_that_floods_requests_and_reads_nothing_leaves_memory_bounded() {
         "{}",
         m.stderr
     );
+    // Bounded, it stays near 20 MiB (debug build); the unbounded queue of before reached
+    // 100 MiB in these 5 s on a loaded 2-core machine (and 3.4 GB in 20 s in release).
     assert!(
-        m.peak_kib < 200 * 1024,
+        m.peak_kib < 64 * 1024,
         "peak RSS {} MiB over {:?} while the server flooded",
         m.peak_kib / 1024,
         m.took

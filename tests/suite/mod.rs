@@ -5,6 +5,7 @@ pub mod common;
 mod engine;
 mod fixtures;
 mod hostile;
+mod hostile_output;
 mod http;
 mod reference;
 mod reload;
