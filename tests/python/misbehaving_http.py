@@ -5,6 +5,8 @@
           takes 300 ms) | expire-on (the session ends after a call whose text is "expire")
         | legacy-evil (legacy transport whose endpoint event names --other-port)
         | redirect-loop (/mcp -> /mcp2 -> /mcp) | redirect-away (307 to --other-port)
+        | close-body / close-sse (HTTP/1.1 replies without Content-Length or chunked encoding:
+          the body runs to the connection's close)
 Prints `READY <port>` on stdout once listening. Endpoint: /mcp (legacy: /sse + /messages).
 """
 
@@ -214,6 +216,19 @@ class Handler(BaseHTTPRequestHandler):
             self.start_sse()
             self.chunk(b'event: message\ndata: {"jsonrpc":"2.0","id":')
             # Close mid-event: no end of the event, no last chunk.
+            self.close_connection = True
+            return
+        if mode in ("close-body", "close-sse"):
+            sse = mode == "close-sse"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream" if sse else "application/json")
+            self.send_header("Connection", "close")
+            for k, v in headers:
+                self.send_header(k, v)
+            self.end_headers()
+            data = json.dumps(reply)
+            self.wfile.write((f"event: message\ndata: {data}\n\n" if sse else data).encode())
+            self.wfile.flush()
             self.close_connection = True
             return
         if mode == "sse":

@@ -478,3 +478,22 @@ fn a_redirect_to_another_origin_carries_none_of_the_configured_headers() {
         shutdown(rt, &[]).await;
     });
 }
+
+#[test]
+fn bodies_delimited_by_the_connection_close_are_read_to_the_close() {
+    for mode in ["close-body", "close-sse"] {
+        let srv = http_fixture(mode, &[]);
+        let url = format!("http://127.0.0.1:{}/mcp", srv.port);
+        run(LIMIT, || async move {
+            let rt = start(vec![http_spec("x", url, false)], RestartPolicy::default());
+            connected(&rt, "x", Duration::from_secs(10)).await;
+            let big = call_text(&rt, "mcp__x__big", json!({"bytes": 300_000})).await;
+            assert_eq!(big.len(), 300_000, "{mode}");
+            assert_eq!(
+                call_text(&rt, "mcp__x__echo", json!({"text": mode})).await,
+                mode
+            );
+            shutdown(rt, &[]).await;
+        });
+    }
+}

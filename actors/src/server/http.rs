@@ -123,7 +123,13 @@ pub(crate) async fn run(
     install_crypto();
     // Redirects are followed by `send_following`, which keeps credentials on their origin.
     let client = awc::Client::builder()
-        .connector(awc::Connector::new().timeout(target.connect_timeout))
+        .connector(
+            awc::Connector::new()
+                .connector(super::http_io::CloseBodies(
+                    actix_tls::connect::Connector::default().service(),
+                ))
+                .timeout(target.connect_timeout),
+        )
         .disable_timeout()
         .disable_redirects()
         .finish();

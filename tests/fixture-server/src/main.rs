@@ -199,7 +199,9 @@ fn tool_list(st: &State) -> Vec<Value> {
 /// Requests as fast as the pipe takes them, ids in the server's own space; stdin is never read
 /// again, so every answer the client writes stays in its own queue.
 fn flood() -> ! {
-    let methods = ["ping", "roots/list", "fixture/unknown"];
+    // The unknown method's long name comes back in the client's error answer: 4 KB a message.
+    let unknown = format!("fixture/{}", "x".repeat(4096));
+    let methods = ["ping", "roots/list", unknown.as_str()];
     let mut so = std::io::stdout().lock();
     for n in 0u64.. {
         let m = methods[(n % 3) as usize];
