@@ -120,6 +120,7 @@ fn a_server_that_floods_requests_and_reads_nothing_leaves_memory_bounded() {
         "{}",
         m.stderr
     );
+    eprintln!("flood: peak RSS {} KiB over {:?}", m.peak_kib, m.took);
     // Bounded, it stays near 20 MiB (debug build); the unbounded queue of before reached
     // 100 MiB in these 5 s on a loaded 2-core machine (and 3.4 GB in 20 s in release).
     assert!(
