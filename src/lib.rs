@@ -9,4 +9,5 @@ pub mod engine;
 pub mod model;
 pub mod run;
 pub mod trace_file;
+pub mod trust;
 pub mod tui;

@@ -131,6 +131,9 @@ pub enum Effect {
     ClearConversation,
     /// Panic on purpose (`/panic`, only with `HARNESS9_DEBUG_PANIC=1`): proves the panic path.
     Panic,
+    /// Approve these servers of the project config: `(name, command line the user saw)`; a
+    /// server whose spec no longer has that command line is not approved.
+    ApproveServers(Vec<(String, String)>),
 }
 
 /// How a tool line in the transcript stands.
@@ -294,6 +297,15 @@ pub enum Modal {
     Trace(TraceView),
     /// `/help`.
     Help,
+    /// The trust screen: the project config's unapproved servers, with what they would run.
+    Trust(TrustView),
+}
+
+/// The trust screen's selection (an index into [`State::unapproved`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustView {
+    /// The selected server.
+    pub selected: usize,
 }
 
 /// A server's tools as the panel lays them out: entry indexes and where each starts.
@@ -367,6 +379,9 @@ pub struct State {
     pub debug_panic: bool,
     /// Configured env and header values: `/trace` shows them as `[redacted]`.
     pub secrets: Vec<String>,
+    /// Unapproved servers (name, command line) the trust screen has shown: it opens by itself
+    /// only for new ones (a declined server does not ask again until its spec changes).
+    pub trust_seen: std::collections::BTreeSet<(String, String)>,
 }
 
 impl State {
@@ -398,7 +413,21 @@ impl State {
             engine_calls: BTreeMap::new(),
             debug_panic: false,
             secrets: Vec::new(),
+            trust_seen: Default::default(),
         }
+    }
+
+    /// The servers waiting for approval, `(name, command line)`, in snapshot order.
+    pub fn unapproved(&self) -> Vec<(String, String)> {
+        self.servers
+            .iter()
+            .filter_map(|(n, st)| match &st.status {
+                ServerStatus::Unapproved { command_line } => {
+                    Some((n.clone(), command_line.clone()))
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// Rows of the transcript.
@@ -515,6 +544,7 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
                     }
                     Vec::new()
                 }
+                Some(Modal::Trust(t)) => trust_key(state, t, key),
                 None => session_key(state, key),
             }
         }
@@ -547,6 +577,17 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             state.servers = s;
             if let Some(Modal::Panel(p)) = &mut state.modal {
                 p.selected = p.selected.min(state.servers.len().saturating_sub(1));
+            }
+            // The trust screen opens for servers it has not shown yet, and closes once none is
+            // left waiting.
+            let waiting = state.unapproved();
+            let fresh = waiting.iter().any(|w| !state.trust_seen.contains(w));
+            state.trust_seen.extend(waiting.iter().cloned());
+            match &mut state.modal {
+                Some(Modal::Trust(_)) if waiting.is_empty() => state.modal = None,
+                Some(Modal::Trust(t)) => t.selected = t.selected.min(waiting.len() - 1),
+                _ if fresh => state.modal = Some(Modal::Trust(TrustView::default())),
+                _ => {}
             }
             Vec::new()
         }
@@ -1142,12 +1183,57 @@ fn panel_key(state: &mut State, mut p: PanelState, key: KeyEvent) -> Vec<Effect>
             }
         }
         KeyCode::Char('e') | KeyCode::Char('E') => effects.push(Effect::OpenEditor),
+        KeyCode::Char('a') => {
+            // An unapproved server: back to the trust screen, on it.
+            let waiting = state.unapproved();
+            let name = state.server_at(p.selected);
+            if let Some(i) = waiting.iter().position(|(n, _)| Some(n.as_str()) == name) {
+                state.modal = Some(Modal::Trust(TrustView { selected: i }));
+                return effects;
+            }
+        }
         code => {
             scroll_by(&mut p.scroll, code, page, max);
         }
     }
     state.modal = Some(Modal::Panel(p));
     effects
+}
+
+/// The trust screen: ↑↓ select, `y`/Enter approves the selected server, `a` every one listed,
+/// `n`/`d`/Esc declines (they stay unapproved and nothing runs; `a` in `/mcp` asks again).
+fn trust_key(state: &mut State, mut t: TrustView, key: KeyEvent) -> Vec<Effect> {
+    let waiting = state.unapproved();
+    let n = waiting.len();
+    match key.code {
+        KeyCode::Esc | KeyCode::Char('n') | KeyCode::Char('d') => {
+            if n > 0 {
+                state.note(Entry::Info(format!(
+                    "declined {n} server{} of {}: not started; `a` in /mcp or `harness9 mcp approve` approves later",
+                    if n == 1 { "" } else { "s" },
+                    state.config_path
+                )));
+            }
+            return Vec::new();
+        }
+        KeyCode::Up | KeyCode::Char('k') => t.selected = t.selected.saturating_sub(1),
+        KeyCode::Down | KeyCode::Char('j') => {
+            t.selected = (t.selected + 1).min(n.saturating_sub(1))
+        }
+        KeyCode::Char('y') | KeyCode::Enter => {
+            if let Some(one) = waiting.get(t.selected) {
+                state.modal = Some(Modal::Trust(t));
+                return vec![Effect::ApproveServers(vec![one.clone()])];
+            }
+        }
+        KeyCode::Char('a') if n > 0 => {
+            state.modal = Some(Modal::Trust(t));
+            return vec![Effect::ApproveServers(waiting)];
+        }
+        _ => {}
+    }
+    state.modal = Some(Modal::Trust(t));
+    Vec::new()
 }
 
 fn trace_key(state: &mut State, mut t: TraceView, key: KeyEvent) -> Vec<Effect> {

@@ -17,7 +17,8 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::sanitize::{clean, clean_line};
 use super::state::{
-    CallState, Entry, Modal, PanelState, State, TraceRow, TraceView, COMMANDS, RESULT_LINES,
+    CallState, Entry, Modal, PanelState, State, TraceRow, TraceView, TrustView, COMMANDS,
+    RESULT_LINES,
 };
 
 const DIM: Style = Style::new().fg(Color::DarkGray);
@@ -53,6 +54,7 @@ pub fn view(state: &State, frame: &mut Frame) {
             Modal::Panel(p) => draw_panel(state, p, frame, modal_area),
             Modal::Trace(t) => draw_trace(state, t, frame, modal_area),
             Modal::Help => draw_help(frame, modal_area),
+            Modal::Trust(t) => draw_trust(state, t, frame, modal_area),
         }
     }
     // A question about a tool call goes over everything: the turn waits on it.
@@ -120,6 +122,7 @@ fn status_symbol(status: &ServerStatus) -> (&'static str, Color, String) {
             ("○", Color::Yellow, format!("restarting ({attempt})"))
         }
         ServerStatus::Failed { .. } => ("✗", Color::Red, "failed".into()),
+        ServerStatus::Unapproved { .. } => ("?", Color::Magenta, "unapproved".into()),
         _ => ("-", Color::DarkGray, "stopped".into()),
     }
 }
@@ -551,6 +554,16 @@ fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
             lines.push(Line::from(head));
             lines.push(Line::styled("starting: handshake in progress", DIM));
         }
+        ServerStatus::Unapproved { command_line } => {
+            lines.push(Line::from(head));
+            lines.push(Line::styled(
+                format!(
+                    "not approved, not started; would run: {}  (a: approve)",
+                    clean_line(command_line)
+                ),
+                Style::new().fg(Color::Magenta),
+            ));
+        }
         _ => {
             lines.push(Line::from(head));
             lines.push(Line::styled("stopped; r starts it", DIM));
@@ -558,6 +571,60 @@ fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
     }
     lines.push(Line::raw(""));
     lines
+}
+
+/// The trust screen: every unapproved server of the project config with its full command line
+/// (wrapped, never cut), and the keys.
+fn draw_trust(state: &State, t: &TrustView, frame: &mut Frame, area: Rect) {
+    let block = modal_block("approve this project's MCP servers?")
+        .border_style(Style::new().fg(Color::Magenta));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let width = inner.width.max(1) as usize;
+    let mut lines = Vec::new();
+    wrap(
+        &format!(
+            "{} is a project config: its servers run commands on this machine. Nothing has been started. Approve only what you trust.",
+            clean_line(&state.config_path)
+        ),
+        width,
+        DIM,
+        "",
+        &mut lines,
+    );
+    lines.push(Line::raw(""));
+    for (i, (name, command_line)) in state.unapproved().iter().enumerate() {
+        let selected = i == t.selected;
+        lines.push(Line::from(vec![
+            Span::raw(if selected { "> " } else { "  " }),
+            Span::styled(
+                clean_line(name).into_owned(),
+                if selected {
+                    Style::new().bold().fg(Color::Magenta)
+                } else {
+                    Style::new().bold()
+                },
+            ),
+        ]));
+        wrap(
+            &clean(command_line),
+            width,
+            Style::new(),
+            "    ",
+            &mut lines,
+        );
+    }
+    let keys = Line::from(vec![
+        Span::styled("y", Style::new().fg(Color::Green).bold()),
+        Span::raw(" approve selected · "),
+        Span::styled("a", Style::new().fg(Color::Yellow).bold()),
+        Span::raw(" approve all · "),
+        Span::styled("n", Style::new().fg(Color::Red).bold()),
+        Span::raw(" decline · ↑↓ select"),
+    ]);
+    let [body, help] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
+    frame.render_widget(Paragraph::new(lines), body);
+    frame.render_widget(Paragraph::new(keys), help);
 }
 
 fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area: Rect) {
