@@ -58,6 +58,9 @@ pub struct TuiSetup {
     pub model_help: String,
     /// Ask before bash and write_file run (off with `--yes`).
     pub ask_first: bool,
+    /// `--approve-project`: the project config's servers are approved as they are, on every
+    /// reload of this session too.
+    pub approve_project: bool,
 }
 
 /// Quit as if the user asked (sent on SIGTERM/SIGHUP/SIGINT).
@@ -118,6 +121,8 @@ pub struct Tui {
     /// The engine's questions waiting for the user, by key.
     asks: std::collections::HashMap<u64, oneshot::Sender<bool>>,
     next_ask: u64,
+    /// `--approve-project` (see [`TuiSetup::approve_project`]).
+    approve_project: bool,
 }
 
 impl Tui {
@@ -167,6 +172,7 @@ impl Tui {
             ask_first: setup.ask_first,
             asks: Default::default(),
             next_ask: 0,
+            approve_project: setup.approve_project,
         }
     }
 
@@ -405,7 +411,8 @@ impl Tui {
         let shown = self.config_path.display().to_string();
         // A new or changed server of a project config comes back held (unapproved): it stops
         // (if it ran with an older spec) and the trust screen asks about it.
-        match crate::trust::load(&self.config_path, self.config_must_exist, false) {
+        let approve = self.approve_project;
+        match crate::trust::load(&self.config_path, self.config_must_exist, approve) {
             Err(e) => self.notice(
                 true,
                 format!(

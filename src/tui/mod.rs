@@ -144,6 +144,7 @@ pub async fn run(cli: &Cli, started: std::time::Instant) -> anyhow::Result<ExitC
         model,
         model_help,
         ask_first: !cli.yes,
+        approve_project: cli.approve_project,
     };
     take_terminal().context("cannot set up the terminal")?;
     let arbiter = Arbiter::new();

@@ -7,4 +7,5 @@ mod fixtures;
 mod http;
 mod reference;
 mod reload;
+mod trust;
 mod tui;
