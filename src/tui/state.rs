@@ -1323,6 +1323,59 @@ mod tests {
     }
 
     #[test]
+    fn the_trust_screen_opens_for_new_unapproved_servers_and_approves_what_it_showed() {
+        let mut s = State::new(".mcp.json".into(), None, "set a key".into());
+        let snap = |cmds: &[(&str, &str)]| {
+            let m: BTreeMap<String, ServerState> = cmds
+                .iter()
+                .map(|(n, c)| {
+                    let status = ServerStatus::Unapproved {
+                        command_line: c.to_string(),
+                    };
+                    let st = ServerState {
+                        transport: "stdio",
+                        status,
+                    };
+                    (n.to_string(), st)
+                })
+                .collect();
+            Event::Status(Arc::new(m))
+        };
+        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y")]));
+        assert_eq!(s.modal, Some(Modal::Trust(TrustView::default())));
+        update(&mut s, key(KeyCode::Down));
+        assert_eq!(
+            update(&mut s, key(KeyCode::Char('y'))),
+            vec![Effect::ApproveServers(vec![("b".into(), "npx y".into())])]
+        );
+        assert_eq!(
+            update(&mut s, key(KeyCode::Char('a'))),
+            vec![Effect::ApproveServers(vec![
+                ("a".into(), "sh -c x".into()),
+                ("b".into(), "npx y".into())
+            ])]
+        );
+        // Declined: closed, and the same servers do not reopen it; a changed one does.
+        update(&mut s, key(KeyCode::Esc));
+        assert_eq!(s.modal, None);
+        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y")]));
+        assert_eq!(s.modal, None);
+        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y --evil")]));
+        assert!(matches!(s.modal, Some(Modal::Trust(_))));
+        update(&mut s, key(KeyCode::Char('n')));
+        // `a` in /mcp on an unapproved server brings it back, on that server.
+        s.modal = Some(Modal::Panel(PanelState {
+            selected: 1,
+            scroll: 0,
+        }));
+        update(&mut s, key(KeyCode::Char('a')));
+        assert_eq!(s.modal, Some(Modal::Trust(TrustView { selected: 1 })));
+        // Once none waits, it closes by itself.
+        update(&mut s, Event::Status(Arc::new(BTreeMap::new())));
+        assert_eq!(s.modal, None);
+    }
+
+    #[test]
     fn typing_editing_and_history() {
         let mut s = State::new("x".into(), Some("m".into()), String::new());
         typed(&mut s, "helo");

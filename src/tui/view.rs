@@ -576,8 +576,11 @@ fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
 /// The trust screen: every unapproved server of the project config with its full command line
 /// (wrapped, never cut), and the keys.
 fn draw_trust(state: &State, t: &TrustView, frame: &mut Frame, area: Rect) {
-    let block = modal_block("approve this project's MCP servers?")
-        .border_style(Style::new().fg(Color::Magenta));
+    let block = modal_block(&format!(
+        "approve this project's MCP servers? ({} waiting)",
+        state.unapproved().len()
+    ))
+    .border_style(Style::new().fg(Color::Magenta));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let width = inner.width.max(1) as usize;
@@ -593,26 +596,68 @@ fn draw_trust(state: &State, t: &TrustView, frame: &mut Frame, area: Rect) {
         &mut lines,
     );
     lines.push(Line::raw(""));
-    for (i, (name, command_line)) in state.unapproved().iter().enumerate() {
-        let selected = i == t.selected;
-        lines.push(Line::from(vec![
-            Span::raw(if selected { "> " } else { "  " }),
-            Span::styled(
-                clean_line(name).into_owned(),
-                if selected {
-                    Style::new().bold().fg(Color::Magenta)
-                } else {
-                    Style::new().bold()
-                },
+    let waiting = state.unapproved();
+    let blocks: Vec<Vec<Line<'static>>> = waiting
+        .iter()
+        .enumerate()
+        .map(|(i, (name, command_line))| {
+            let selected = i == t.selected;
+            let mut block = vec![Line::from(vec![
+                Span::raw(if selected { "> " } else { "  " }),
+                Span::styled(
+                    clean_line(name).into_owned(),
+                    if selected {
+                        Style::new().bold().fg(Color::Magenta)
+                    } else {
+                        Style::new().bold()
+                    },
+                ),
+            ])];
+            wrap(
+                &clean(command_line),
+                width,
+                Style::new(),
+                "    ",
+                &mut block,
+            );
+            block
+        })
+        .collect();
+    // Scrolled so the selected server shows whole; what is left out is counted, so `a`
+    // (approve all) never approves a server the user could not know about.
+    // The body is the inner area less the key line; two rows stay for the more-above/below notes.
+    let room = (inner.height as usize).saturating_sub(1 + lines.len() + 2);
+    let mut first = 0;
+    while first < t.selected
+        && blocks[first..=t.selected.min(blocks.len().saturating_sub(1))]
+            .iter()
+            .map(Vec::len)
+            .sum::<usize>()
+            > room
+    {
+        first += 1;
+    }
+    if first > 0 {
+        lines.push(Line::styled(format!("  ↑ {first} more above"), DIM));
+    }
+    let mut used = 0;
+    let mut shown = first;
+    for b in &blocks[first..] {
+        if used + b.len() > room && shown > t.selected {
+            break;
+        }
+        used += b.len();
+        lines.extend(b.iter().cloned());
+        shown += 1;
+    }
+    if shown < blocks.len() {
+        lines.push(Line::styled(
+            format!(
+                "  ↓ {} more below (a approves them too)",
+                blocks.len() - shown
             ),
-        ]));
-        wrap(
-            &clean(command_line),
-            width,
-            Style::new(),
-            "    ",
-            &mut lines,
-        );
+            Style::new().fg(Color::Yellow),
+        ));
     }
     let keys = Line::from(vec![
         Span::styled("y", Style::new().fg(Color::Green).bold()),
