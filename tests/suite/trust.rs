@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::common::{fixture_bin, poll_until, temp_path};
+use super::engine::Model;
 use super::tui::{bar, project, tmux_required, write_config, Tmux, BOUND};
 
 /// A server entry that leaves `marker` behind as soon as it is spawned, then runs the fixture
@@ -30,8 +31,16 @@ fn write(dir: &Path, servers: Value) {
 /// `harness9 args` in `dir` with its approvals in the dir; killed after 60 s (the test then fails
 /// on its output).
 fn harness9(dir: &Path, args: &[&str]) -> Output {
+    harness9_with(dir, args, &[])
+}
+
+/// [`harness9`] with more environment.
+fn harness9_with(dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
     let child = Command::new(env!("CARGO_BIN_EXE_harness9"))
         .args(args)
+        .envs(vars.iter().copied())
+        .env_remove("HARNESS9_PROVIDER")
+        .env_remove("HARNESS9_MODEL")
         .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -146,6 +155,41 @@ fn a_project_config_runs_nothing_until_its_servers_are_approved() {
     let out = harness9(&dir, &["--config", ".mcp.json", "mcp", "list"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(marker.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn run_p_starts_only_approved_servers_and_says_how_to_approve_the_others() {
+    let dir = fresh_dir("trust-run");
+    let marker = dir.join("MARKER");
+    let ok = dir.join("OK");
+    write(
+        &dir,
+        json!({"t": marking_server(&marker, ""), "ok": marking_server(&ok, "")}),
+    );
+    let out = harness9(&dir, &["mcp", "approve", "ok"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let model = Model::start("trust-run", json!({"steps": [{"text": "done"}]}));
+    let home = dir.display().to_string();
+    let out = harness9_with(
+        &dir,
+        &["run", "-p", "go"],
+        &[
+            ("HOME", &home),
+            ("ANTHROPIC_API_KEY", "test-key"),
+            ("ANTHROPIC_BASE_URL", &model.url),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        (text(&out.stdout).trim(), out.status.code()),
+        ("done", Some(0)),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`harness9 mcp approve t`"), "{stderr}");
+    assert!(!stderr.contains("mcp approve ok"), "{stderr}");
+    assert!(!marker.exists(), "run -p spawned an unapproved server");
+    assert!(ok.exists(), "the approved server did not start");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
