@@ -314,3 +314,108 @@ fn the_tui_trust_screen_starts_nothing_until_approved_and_asks_again_on_reload()
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }
+
+#[test]
+fn the_supervisor_never_launches_a_held_spec_and_reconcile_handles_holds() {
+    use harness9_actors::messages::{Reconcile, Restart, ServerStatus};
+    use harness9_actors::Hold;
+
+    use super::common::{
+        connected, fast_policy, fixture, group_alive, pid_of, run, start, wait_for,
+    };
+
+    run(Duration::from_secs(40), || async {
+        let dir = fresh_dir("trust-supervisor");
+        let marker = dir.join("MARKER");
+        let script = format!(
+            "touch '{}'; exec '{}'",
+            marker.display(),
+            fixture_bin().display()
+        );
+        let mut held = harness9_actors::ServerSpec::stdio("h", "sh", vec!["-c".into(), script]);
+        held.hold = Some(Hold::Unapproved);
+        let mut bad = fixture("bad", &[]);
+        bad.hold = Some(Hold::Invalid(
+            ".mcp.json: server \"bad\", field env.T: unset".into(),
+        ));
+        let good = fixture("good", &[]);
+        let rt = start(vec![held.clone(), bad.clone(), good.clone()], fast_policy());
+        let good_pid = pid_of(&connected(&rt, "good", Duration::from_secs(10)).await);
+        let s = wait_for(&rt, "h", Duration::from_secs(5), |s| {
+            matches!(s, ServerStatus::Unapproved { .. })
+        })
+        .await;
+        assert!(
+            matches!(&s, ServerStatus::Unapproved { command_line } if command_line.starts_with("sh -c 'touch")),
+            "{s:?}"
+        );
+        let s = wait_for(&rt, "bad", Duration::from_secs(5), |s| {
+            matches!(s, ServerStatus::Failed { .. })
+        })
+        .await;
+        assert!(matches!(&s, ServerStatus::Failed { error, .. } if error.contains("field env.T")));
+        // Restart (r in /mcp) keeps the hold.
+        rt.supervisor
+            .send(Restart("h".into()))
+            .await
+            .expect("supervisor")
+            .expect("restart");
+        let snap = rt
+            .supervisor
+            .send(harness9_actors::messages::GetStatus)
+            .await
+            .expect("supervisor");
+        assert_eq!(snap["h"].status.label(), "unapproved");
+        assert!(!marker.exists(), "a held spec was spawned");
+
+        // Approved (the hold gone): it starts. Held again (its spec changed and is not
+        // approved): the running child stops and nothing new starts.
+        let mut approved = held.clone();
+        approved.hold = None;
+        let specs = vec![approved.clone(), bad.clone(), good.clone()];
+        let report = rt
+            .supervisor
+            .send(Reconcile { specs })
+            .await
+            .expect("supervisor");
+        assert_eq!(report.changed, ["h"]);
+        let h_pid = pid_of(&connected(&rt, "h", Duration::from_secs(10)).await);
+        assert!(marker.exists());
+        std::fs::remove_file(&marker).expect("remove the marker");
+        let mut changed = approved.clone();
+        changed.tool_timeout = Duration::from_secs(5);
+        changed.hold = Some(Hold::Unapproved);
+        let specs = vec![changed, bad.clone(), good.clone()];
+        let report = rt
+            .supervisor
+            .send(Reconcile { specs })
+            .await
+            .expect("supervisor");
+        assert_eq!(
+            (report.changed, report.unchanged.len()),
+            (vec!["h".to_owned()], 2)
+        );
+        wait_for(&rt, "h", Duration::from_secs(5), |s| {
+            matches!(s, ServerStatus::Unapproved { .. })
+        })
+        .await;
+        // The child ends (waited on without blocking the actors' thread).
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while group_alive(h_pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the old child of a now-held server is still running"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let snap = rt
+            .supervisor
+            .send(harness9_actors::messages::GetStatus)
+            .await
+            .expect("supervisor");
+        assert_eq!(snap["h"].status.label(), "unapproved");
+        assert!(!marker.exists(), "a held spec was spawned after reload");
+        super::common::shutdown(rt, &[good_pid]).await;
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
