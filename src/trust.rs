@@ -246,6 +246,20 @@ pub fn print_hints(config: &Config, only: Option<&str>) {
     }
 }
 
+/// `text` with every control character written as an escape (`\u{1b}`): a config's strings
+/// never reach the terminal raw.
+fn visible(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Approves the servers `names` of the config at `path` (every server when empty) as they are
 /// now; returns one line per server saying what was approved.
 pub fn approve(path: &Path, names: &[String]) -> anyhow::Result<Vec<String>> {
@@ -272,7 +286,9 @@ pub fn approve(path: &Path, names: &[String]) -> anyhow::Result<Vec<String>> {
             continue;
         }
         match &s.hold {
-            Some(Hold::Invalid(e)) => out.push(format!("not approved {:?}: {e}", s.name)),
+            Some(Hold::Invalid(e)) => {
+                out.push(format!("not approved {:?}: {}", s.name, visible(e)))
+            }
             _ => {
                 store.approve(&key, s);
                 out.push(format!(
@@ -282,6 +298,10 @@ pub fn approve(path: &Path, names: &[String]) -> anyhow::Result<Vec<String>> {
                 ));
             }
         }
+    }
+    if out.is_empty() {
+        out.push(format!("no servers to approve in {}", path.display()));
+        return Ok(out);
     }
     store.save()?;
     Ok(out)

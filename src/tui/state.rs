@@ -380,7 +380,8 @@ pub struct State {
     /// Configured env and header values: `/trace` shows them as `[redacted]`.
     pub secrets: Vec<String>,
     /// Unapproved servers (name, command line) the trust screen has shown: it opens by itself
-    /// only for new ones (a declined server does not ask again until its spec changes).
+    /// only for new ones (a declined server does not ask again until its command line changes
+    /// or it was approved in between).
     pub trust_seen: std::collections::BTreeSet<(String, String)>,
 }
 
@@ -580,9 +581,11 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             }
             // The trust screen opens for servers it has not shown yet, and closes once none is
             // left waiting.
+            // A server that leaves the list (approved) is forgotten, so if it comes back (its
+            // spec changed, even only in an env value) the screen asks again.
             let waiting = state.unapproved();
             let fresh = waiting.iter().any(|w| !state.trust_seen.contains(w));
-            state.trust_seen.extend(waiting.iter().cloned());
+            state.trust_seen = waiting.iter().cloned().collect();
             match &mut state.modal {
                 Some(Modal::Trust(_)) if waiting.is_empty() => state.modal = None,
                 Some(Modal::Trust(t)) => t.selected = t.selected.min(waiting.len() - 1),
@@ -1363,6 +1366,13 @@ mod tests {
         update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y --evil")]));
         assert!(matches!(s.modal, Some(Modal::Trust(_))));
         update(&mut s, key(KeyCode::Char('n')));
+        // Approved (gone from the list), then unapproved again with the same command line (an
+        // env value changed): it asks again.
+        update(&mut s, snap(&[("a", "sh -c x")]));
+        assert_eq!(s.modal, None);
+        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y --evil")]));
+        assert!(matches!(s.modal, Some(Modal::Trust(_))));
+        update(&mut s, key(KeyCode::Esc));
         // `a` in /mcp on an unapproved server brings it back, on that server.
         s.modal = Some(Modal::Panel(PanelState {
             selected: 1,
