@@ -159,6 +159,32 @@ fn a_project_config_runs_nothing_until_its_servers_are_approved() {
 }
 
 #[test]
+fn an_unapproved_http_server_is_never_contacted() {
+    let dir = fresh_dir("trust-http");
+    let record = dir.join("requests.jsonl");
+    let srv = super::http::http_fixture("ok", &["--record", &record.display().to_string()]);
+    let url = format!("http://127.0.0.1:{}/mcp", srv.port);
+    write(&dir, json!({"remote": {"url": url}}));
+    let out = harness9(&dir, &["mcp", "list"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("unapproved") && text(&out.stdout).contains(&url),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        std::fs::read_to_string(&record)
+            .unwrap_or_default()
+            .is_empty(),
+        "the unapproved server got a request"
+    );
+    let out = harness9(&dir, &["--approve-project", "mcp", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(std::fs::read_to_string(&record).is_ok_and(|r| r.contains("initialize")));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn run_p_starts_only_approved_servers_and_says_how_to_approve_the_others() {
     let dir = fresh_dir("trust-run");
     let marker = dir.join("MARKER");
