@@ -1,4 +1,4 @@
-//! The headless CLI: `harness9 mcp list|get|call`.
+//! The headless CLI: `harness9 mcp list|get|call|approve`.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -54,6 +54,9 @@ pub struct Cli {
     /// In the interactive session, run bash and write_file without asking first.
     #[arg(long, global = true)]
     pub yes: bool,
+    /// Approve every server of the project's ./.mcp.json as it is now, and run them.
+    #[arg(long, global = true)]
+    pub approve_project: bool,
     /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -119,6 +122,11 @@ pub enum McpCommand {
         #[command(flatten)]
         json: JsonFlag,
     },
+    /// Approve servers of the project's .mcp.json (as they are now) so they may start.
+    Approve {
+        /// The servers to approve; every server when none is named.
+        servers: Vec<String>,
+    },
 }
 
 /// `--json`
@@ -129,20 +137,31 @@ pub struct JsonFlag {
     pub json: bool,
 }
 
-/// Loads `.mcp.json` as the command line says (a missing default file is an empty config).
+/// Loads `.mcp.json` as the command line says (a missing default file is an empty config); a
+/// found project config's unapproved servers are held (see [`crate::trust`]).
 pub fn load_config(cli: &Cli) -> anyhow::Result<Config> {
     let (path, must) = match &cli.config {
         Some(p) => (p.clone(), true),
         None => (PathBuf::from(config::DEFAULT_PATH), false),
     };
-    Ok(config::load(&path, must)?)
+    crate::trust::load(&path, must, cli.approve_project)
 }
 
 /// Runs a `mcp` subcommand; every child is gone when this returns.
 pub async fn run_mcp(cli: &Cli, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
+    if let McpCommand::Approve { servers } = cmd {
+        let path = cli
+            .config
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(config::DEFAULT_PATH));
+        for line in crate::trust::approve(&path, servers)? {
+            say!("{line}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let config = load_config(cli)?;
     let only = match cmd {
-        McpCommand::List(_) => None,
+        McpCommand::List(_) | McpCommand::Approve { .. } => None,
         McpCommand::Get { server, .. } | McpCommand::Call { server, .. } => Some(server.as_str()),
     };
     let specs: Vec<ServerSpec> = match only {
@@ -173,6 +192,7 @@ pub async fn run_mcp(cli: &Cli, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
         }
         None => (None, None),
     };
+    crate::trust::print_hints(&config, only);
     let mut rt = Runtime::start(specs, tap, RestartPolicy::default());
     spawn_event_printer(rt.status.clone(), cli.verbose > 0);
     let result = async {
@@ -203,6 +223,7 @@ pub async fn run_mcp(cli: &Cli, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
                 )
                 .await
             }
+            McpCommand::Approve { .. } => Ok(ExitCode::SUCCESS),
         }
     };
     let out = tokio::select! {
@@ -259,6 +280,13 @@ fn status_json(name: &str, st: &ServerState) -> Value {
         ServerStatus::Starting { .. } => {
             v["error"] = json!("still starting (did not settle in time)")
         }
+        ServerStatus::Unapproved { command_line } => {
+            v["commandLine"] = json!(command_line);
+            v["approve"] = json!(format!(
+                "harness9 mcp approve {}",
+                harness9_actors::spec::shell_quote(name)
+            ));
+        }
         _ => {}
     }
     v
@@ -313,6 +341,16 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
                     clean_line(last_error).into_owned(),
                     &[][..],
                 ),
+                ServerStatus::Unapproved { command_line } => (
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    format!(
+                        "would run: {command_line}; approve: harness9 mcp approve {}",
+                        harness9_actors::spec::shell_quote(name)
+                    ),
+                    &[][..],
+                ),
                 _ => ("-".into(), "-".into(), "-".into(), String::new(), &[][..]),
             };
             let name = clean_line(name);
@@ -348,6 +386,10 @@ fn ensure_connected(snap: &StatusSnapshot, server: &str) -> anyhow::Result<()> {
             }
             bail!(msg)
         }
+        Some(ServerStatus::Unapproved { .. }) => bail!(
+            "server {server:?} is not approved (see above); approve it with `harness9 mcp approve {}` or run with --approve-project",
+            harness9_actors::spec::shell_quote(server)
+        ),
         Some(other) => bail!("server \"{server}\" is {}", other.label()),
         None => bail!("server \"{server}\" is not running"),
     }
@@ -470,9 +512,9 @@ async fn call(
             Some(v)
         }
     };
-    let timeout = match timeout {
-        Some(t) if t > 0.0 && t.is_finite() => Some(Duration::from_secs_f64(t)),
-        Some(_) => bail!("--timeout must be a positive number of seconds"),
+    let timeout = match timeout.map(|t| config::timeout_secs("--timeout", t)) {
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => bail!(e),
         None => None,
     };
     ensure_connected(snap, server)?;

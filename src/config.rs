@@ -1,5 +1,6 @@
 //! `.mcp.json`: parsing with file/line/column errors, `${VAR}` expansion, and conversion into the
-//! runtime's `ServerSpec`s.
+//! runtime's `ServerSpec`s. Only a file that is not JSON, or whose `mcpServers` is not an object
+//! of servers, fails as a whole; an error inside one server's entry fails that server alone.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -7,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use harness9_actors::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
-use harness9_actors::{ServerSpec, TransportSpec};
+use harness9_actors::{Hold, ServerSpec, TransportSpec};
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 
 /// The default config file, relative to the working directory.
 pub const DEFAULT_PATH: &str = ".mcp.json";
@@ -19,7 +21,9 @@ pub const DEFAULT_PATH: &str = ".mcp.json";
 pub struct Config {
     /// Where it was read from.
     pub path: PathBuf,
-    /// Every enabled server, in file order.
+    /// Every enabled server, in file order. A server whose entry is invalid (unset variable,
+    /// bad field, missing command or url, bad timeout) is here with `hold` =
+    /// `Hold::Invalid(message)`: it fails alone, the others start.
     pub servers: Vec<ServerSpec>,
     /// Names of servers marked `disabled`.
     pub disabled: Vec<String>,
@@ -150,19 +154,53 @@ fn bare(e: &serde_json::Error) -> String {
     }
 }
 
+/// The longest timeout a config or flag may give, in seconds (24 h): `Duration::from_secs_f64`
+/// panics on huge values, and a longer bound is no bound.
+pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
+/// A timeout in seconds from the user (config field or flag named `field`), checked: positive,
+/// finite, at most [`MAX_TIMEOUT_SECS`].
+pub fn timeout_secs(field: &str, t: f64) -> Result<Duration, String> {
+    if t > 0.0 && t <= MAX_TIMEOUT_SECS {
+        Ok(Duration::from_secs_f64(t))
+    } else {
+        Err(format!(
+            "{field} is {t}; give a positive number of seconds up to {MAX_TIMEOUT_SECS} (24 h)"
+        ))
+    }
+}
+
 /// What is wrong with a parsed server, if anything.
-fn validate(raw: &RawServer) -> Option<&'static str> {
+fn validate(raw: &RawServer) -> Option<String> {
     let problem = match (raw.kind, &raw.command, &raw.url) {
         (None, None, None) => Some("has neither \"command\" nor \"url\"; give one of them"),
         (Some(Kind::Stdio), None, _) => Some("is \"type\": \"stdio\" but has no \"command\""),
         (Some(Kind::Http | Kind::Sse), _, None) => Some("is an HTTP server but has no \"url\""),
         _ => None,
     };
-    let bad_timeout = |t: Option<f64>| t.is_some_and(|t| !(t > 0.0 && t.is_finite()));
-    problem.or_else(|| {
-        (bad_timeout(raw.startup_timeout_sec) || bad_timeout(raw.tool_timeout_sec))
-            .then_some("has a timeout that is not a positive number of seconds")
-    })
+    if let Some(p) = problem {
+        return Some(p.to_owned());
+    }
+    for (field, t) in [
+        ("startupTimeoutSec", raw.startup_timeout_sec),
+        ("toolTimeoutSec", raw.tool_timeout_sec),
+    ] {
+        if let Some(Err(e)) = t.map(|t| timeout_secs(&format!("\"{field}\""), t)) {
+            return Some(format!("has a bad timeout: {e}"));
+        }
+    }
+    None
+}
+
+/// The 1-based line and column of byte `offset` in `text` (columns count bytes, as serde_json's).
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text.as_bytes()[..offset.min(text.len())];
+    let line = 1 + before.iter().filter(|b| **b == b'\n').count();
+    let start = before
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |i| i + 1);
+    (line, offset - start + 1)
 }
 
 /// Where each server's key starts: `(name, line, column)`, 1-based, in file order. A small scan
@@ -230,20 +268,22 @@ fn server_positions(text: &str) -> Vec<(String, usize, usize)> {
     out
 }
 
-struct Servers(Vec<(String, RawServer)>);
+/// Every server entry as raw JSON text borrowed from the file: each is parsed on its own, so
+/// one bad entry fails only its server.
+struct Servers<'a>(Vec<(String, &'a RawValue)>);
 
-impl<'de> Deserialize<'de> for Servers {
+impl<'de: 'a, 'a> Deserialize<'de> for Servers<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Servers;
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Servers<'a>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an object of servers by name")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Servers, A::Error> {
-                let mut out: Vec<(String, RawServer)> = Vec::new();
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Servers<'a>, A::Error> {
+                let mut out: Vec<(String, &'a RawValue)> = Vec::new();
                 while let Some(name) = m.next_key::<String>()? {
-                    let raw: RawServer = m.next_value()?;
+                    let raw: &'a RawValue = m.next_value()?;
                     if out.iter().any(|(n, _)| *n == name) {
                         return Err(de::Error::custom(format!(
                             "server \"{name}\" is defined twice"
@@ -254,15 +294,15 @@ impl<'de> Deserialize<'de> for Servers {
                 Ok(Servers(out))
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_map(V(std::marker::PhantomData))
     }
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RawFile {
-    #[serde(default)]
-    mcp_servers: Option<Servers>,
+struct RawFile<'a> {
+    #[serde(default, borrow)]
+    mcp_servers: Option<Servers<'a>>,
 }
 
 /// Expands `${VAR}` and `${VAR:-default}` using `lookup`.
@@ -353,28 +393,76 @@ pub fn parse(
         path: PathBuf::from(shown),
         ..Config::default()
     };
-    for (name, raw) in file.mcp_servers.map(|s| s.0).unwrap_or_default() {
-        if let Some(problem) = validate(&raw) {
-            let (line, column) = positions()
+    for (name, value) in file.mcp_servers.map(|s| s.0).unwrap_or_default() {
+        // An error in one entry fails that server only (its spec is held as `Invalid`).
+        let held = |message: String| {
+            let mut spec = ServerSpec::stdio(&name, "", Vec::new());
+            spec.hold = Some(Hold::Invalid(message));
+            spec
+        };
+        let at_key = || {
+            positions()
                 .into_iter()
                 .find(|(n, ..)| *n == name)
                 .map(|(_, l, c)| (l, c))
-                .unwrap_or((1, 1));
-            return Err(ConfigError::Syntax {
-                path: shown.to_owned(),
-                line,
-                column,
-                message: format!("server \"{name}\" {problem}"),
-            });
-        }
+                .unwrap_or((1, 1))
+        };
+        let raw = match serde_json::from_str::<RawServer>(value.get()) {
+            Ok(raw) => raw,
+            Err(e) => {
+                if is_disabled(value) {
+                    config.disabled.push(name);
+                    continue;
+                }
+                // serde's position is within the entry: shift it to the file's.
+                let start = (value.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+                let (l0, c0) = line_col(text, start);
+                let (line, column) = match e.line() {
+                    0 => (l0, c0),
+                    1 => (l0, c0 + e.column().saturating_sub(1)),
+                    l => (l0 + l - 1, e.column()),
+                };
+                let message = ConfigError::Syntax {
+                    path: shown.to_owned(),
+                    line,
+                    column,
+                    message: format!("server \"{name}\": {}", bare(&e)),
+                };
+                config.servers.push(held(message.to_string()));
+                continue;
+            }
+        };
         if raw.disabled {
             config.disabled.push(name);
             continue;
         }
-        let spec = build(&name, raw, shown, base, lookup, &mut config.secrets)?;
-        config.servers.push(spec);
+        if let Some(problem) = validate(&raw) {
+            let (line, column) = at_key();
+            let message = ConfigError::Syntax {
+                path: shown.to_owned(),
+                line,
+                column,
+                message: format!("server \"{name}\" {problem}"),
+            };
+            config.servers.push(held(message.to_string()));
+            continue;
+        }
+        let mut secrets = Vec::new();
+        match build(&name, raw, shown, base, lookup, &mut secrets) {
+            Ok(spec) => {
+                config.secrets.append(&mut secrets);
+                config.servers.push(spec);
+            }
+            Err(e) => config.servers.push(held(e.to_string())),
+        }
     }
     Ok(config)
+}
+
+/// Whether an entry that does not parse still says `"disabled": true` (then it is just off).
+fn is_disabled(value: &RawValue) -> bool {
+    serde_json::from_str::<serde_json::Value>(value.get())
+        .is_ok_and(|v| v.get("disabled") == Some(&serde_json::Value::Bool(true)))
 }
 
 fn build(
@@ -448,11 +536,18 @@ fn build(
     };
     let mut spec = ServerSpec::stdio(name, "", Vec::new());
     spec.transport = transport;
-    if let Some(t) = raw.startup_timeout_sec {
-        spec.startup_timeout = Duration::from_secs_f64(t);
+    // Checked by `validate`; a bad value keeps the default rather than panic.
+    if let Some(Ok(t)) = raw
+        .startup_timeout_sec
+        .map(|t| timeout_secs("startupTimeoutSec", t))
+    {
+        spec.startup_timeout = t;
     }
-    if let Some(t) = raw.tool_timeout_sec {
-        spec.tool_timeout = Duration::from_secs_f64(t);
+    if let Some(Ok(t)) = raw
+        .tool_timeout_sec
+        .map(|t| timeout_secs("toolTimeoutSec", t))
+    {
+        spec.tool_timeout = t;
     }
     spec.enabled_tools = raw.enabled_tools;
     spec.disabled_tools = raw.disabled_tools;
@@ -519,33 +614,102 @@ mod tests {
         assert_eq!(c.servers[1].tool_timeout, Duration::from_secs(60));
     }
 
+    /// The message of the server `name`'s hold, when its entry is invalid.
+    fn invalid<'a>(c: &'a Config, name: &str) -> Option<&'a str> {
+        c.servers
+            .iter()
+            .find(|s| s.name == name)
+            .and_then(|s| match &s.hold {
+                Some(Hold::Invalid(m)) => Some(m.as_str()),
+                _ => None,
+            })
+    }
+
     #[test]
     fn errors_name_file_line_column_and_server() {
+        // Not JSON: the whole file fails.
         let e = p("{\"mcpServers\": {\n  \"x\": {\"command\": \"a\",}\n}}")
             .unwrap_err()
             .to_string();
         assert!(e.starts_with(".mcp.json:2:"), "{e}");
-        let e = p("{\"mcpServers\": {\n  \"ws\": {\"type\": \"websocket\", \"url\": \"u\"}\n}}")
-            .unwrap_err()
-            .to_string();
+        let e = p(r#"{"mcpServers": ["a"]}"#).unwrap_err().to_string();
+        assert!(e.contains("an object of servers by name"), "{e}");
+        // Inside one entry: that server fails, with the position in the file.
+        let c = p("{\"mcpServers\": {\n  \"ws\": {\"type\": \"websocket\", \"url\": \"u\"}\n}}")
+            .unwrap();
+        let e = invalid(&c, "ws").unwrap();
         assert!(
             e.starts_with(".mcp.json:2:") && e.contains("server \"ws\"") && e.contains("websocket"),
             "{e}"
         );
-        let e = p("{\"mcpServers\": {\n\n  \"empty\": {\"args\": []}\n}}")
-            .unwrap_err()
-            .to_string();
+        let c = p("{\"mcpServers\": {\n\n  \"empty\": {\"args\": []}\n}}").unwrap();
+        let e = invalid(&c, "empty").unwrap();
         assert!(
             e.starts_with(".mcp.json:3:") && e.contains("server \"empty\" has neither"),
             "{e}"
         );
-        let e = p(r#"{"mcpServers": {"s": {"command": "x", "args": ["${NOPE}"]}}}"#)
-            .unwrap_err()
-            .to_string();
+        let c = p(r#"{"mcpServers": {"s": {"command": "x", "args": ["${NOPE}"]}}}"#).unwrap();
         assert_eq!(
-            e,
+            invalid(&c, "s").unwrap(),
             ".mcp.json: server \"s\", field args[0]: environment variable NOPE is not set; set it or write ${NOPE:-default}"
         );
+    }
+
+    #[test]
+    fn one_bad_entry_fails_only_its_server() {
+        let c = p(r#"{"mcpServers": {
+            "unset": {"command": "x", "env": {"T": "${NOPE}"}},
+            "good": {"command": "srv", "env": {"K": "${TOKEN}"}},
+            "badfield": {"command": "x", "args": 5},
+            "nocmd": {"type": "stdio"},
+            "notobj": 7,
+            "off": {"command": 5, "disabled": true},
+            "slow": {"command": "x", "toolTimeoutSec": 1e20}
+        }}"#)
+        .unwrap();
+        let names: Vec<&str> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["unset", "good", "badfield", "nocmd", "notobj", "slow"]
+        );
+        assert_eq!(c.disabled, ["off"]);
+        assert!(c.servers[1].hold.is_none());
+        assert!(invalid(&c, "unset")
+            .unwrap()
+            .contains("field env.T: environment variable NOPE"));
+        let e = invalid(&c, "badfield").unwrap();
+        assert!(
+            e.starts_with(".mcp.json:4:")
+                && e.contains("server \"badfield\": invalid type: integer `5`"),
+            "{e}"
+        );
+        assert!(invalid(&c, "nocmd").unwrap().contains("has no \"command\""));
+        assert!(invalid(&c, "notobj")
+            .unwrap()
+            .contains("server \"notobj\": invalid type"));
+        assert_eq!(
+            invalid(&c, "slow").unwrap(),
+            ".mcp.json:8:13: server \"slow\" has a bad timeout: \"toolTimeoutSec\" is 100000000000000000000; give a positive number of seconds up to 86400 (24 h)"
+        );
+        // Only the good server's values are secrets.
+        assert_eq!(c.secrets, ["s3cret-token"]);
+    }
+
+    #[test]
+    fn timeouts_are_bounded() {
+        assert_eq!(timeout_secs("t", 1.5), Ok(Duration::from_millis(1500)));
+        assert_eq!(timeout_secs("t", 86_400.0), Ok(Duration::from_secs(86_400)));
+        for bad in [0.0, -1.0, 86_400.5, 1e20, f64::INFINITY, f64::NAN] {
+            let e = timeout_secs("--timeout", bad).unwrap_err();
+            assert!(
+                e.starts_with("--timeout is ") && e.contains("up to 86400 (24 h)"),
+                "{e}"
+            );
+        }
+        let c = p(r#"{"mcpServers": {"a": {"command": "x", "startupTimeoutSec": 0}}}"#).unwrap();
+        assert!(invalid(&c, "a")
+            .unwrap()
+            .contains("\"startupTimeoutSec\" is 0;"));
     }
 
     #[test]

@@ -11,4 +11,5 @@ pub mod model;
 pub mod run;
 pub mod sanitize;
 pub mod trace_file;
+pub mod trust;
 pub mod tui;

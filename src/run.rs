@@ -163,6 +163,7 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
         args.prompt.clone()
     };
     let config = load_config(cli)?;
+    crate::trust::print_hints(&config, None);
     let (tap, writer) = match &cli.trace {
         Some(path) => {
             let (tap, handle) = crate::trace_file::open(path, config.secrets.clone())?;

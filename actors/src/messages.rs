@@ -246,10 +246,16 @@ pub enum ServerStatus {
     },
     /// Stopped by request or disabled.
     Stopped,
+    /// Held back: its spec comes from a project config the user has not approved (see
+    /// [`crate::spec::Hold`]); nothing was spawned or contacted.
+    Unapproved {
+        /// What it would run or reach ([`crate::TransportSpec::command_line`]).
+        command_line: String,
+    },
 }
 
 impl ServerStatus {
-    /// `starting`, `connected`, `restarting`, `failed`, `stopped`.
+    /// `starting`, `connected`, `restarting`, `failed`, `stopped`, `unapproved`.
     pub fn label(&self) -> &'static str {
         match self {
             ServerStatus::Starting { .. } => "starting",
@@ -257,14 +263,18 @@ impl ServerStatus {
             ServerStatus::Restarting { .. } => "restarting",
             ServerStatus::Failed { .. } => "failed",
             ServerStatus::Stopped => "stopped",
+            ServerStatus::Unapproved { .. } => "unapproved",
         }
     }
 
-    /// Connected, failed or stopped: the state a headless command waits for.
+    /// Connected, failed, stopped or unapproved: the state a headless command waits for.
     pub fn is_settled(&self) -> bool {
         matches!(
             self,
-            ServerStatus::Connected { .. } | ServerStatus::Failed { .. } | ServerStatus::Stopped
+            ServerStatus::Connected { .. }
+                | ServerStatus::Failed { .. }
+                | ServerStatus::Stopped
+                | ServerStatus::Unapproved { .. }
         )
     }
 }
@@ -312,7 +322,8 @@ pub struct Stop(pub String);
 
 /// Bring the running servers in line with a new config (hot reload): servers not running yet
 /// start, servers no longer listed stop and leave, servers whose spec changed restart with the new
-/// spec, and unchanged servers are not touched (their calls in flight go on).
+/// spec, and unchanged servers are not touched (their calls in flight go on). A spec with a
+/// `hold` is never started: a changed server whose new spec is held stops and shows its hold.
 #[derive(Debug, Message)]
 #[rtype(result = "ReconcileReport")]
 pub struct Reconcile {

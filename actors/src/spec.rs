@@ -35,6 +35,34 @@ pub enum TransportSpec {
 }
 
 impl TransportSpec {
+    /// What this transport runs or reaches, as one line a user can read and check: the
+    /// command line (each word shell-quoted, control characters escaped as `$'\x1b'`), its
+    /// environment keys and working directory; or the URL.
+    pub fn command_line(&self) -> String {
+        match self {
+            TransportSpec::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut out: Vec<String> = std::iter::once(command)
+                    .chain(args)
+                    .map(|w| shell_quote(w))
+                    .collect();
+                if !env.is_empty() {
+                    let keys: Vec<String> = env.iter().map(|(k, _)| shell_quote(k)).collect();
+                    out.push(format!("(env {})", keys.join(", ")));
+                }
+                if let Some(cwd) = cwd {
+                    out.push(format!("(in {})", shell_quote(&cwd.display().to_string())));
+                }
+                out.join(" ")
+            }
+            TransportSpec::Http { url, .. } => shell_quote(url),
+        }
+    }
+
     /// `stdio`, `http` or `sse`.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -43,6 +71,48 @@ impl TransportSpec {
             TransportSpec::Http { sse: true, .. } => "sse",
         }
     }
+}
+
+/// A word as a POSIX shell reads it back: bare when it is plain, else single-quoted, and
+/// `$'...'` with `\xNN` escapes when it holds control characters (so it never carries a raw
+/// escape sequence to a terminal).
+pub fn shell_quote(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return word.to_owned();
+    }
+    if !word.chars().any(char::is_control) {
+        return format!("'{}'", word.replace('\'', "'\\''"));
+    }
+    let mut out = String::from("$'");
+    for c in word.chars() {
+        match c {
+            '\'' => out.push_str("\\'"),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    out.push_str(&format!("\\x{b:02x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// Why a configured server is held back: the supervisor keeps its entry (it shows in every
+/// status) but never launches it until a new spec without a hold arrives (`Reconcile`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Hold {
+    /// It comes from a project config whose user has not approved this exact spec: status
+    /// `Unapproved`, nothing is spawned.
+    Unapproved,
+    /// Its entry in the config is invalid (the message names the file, server, field and what
+    /// to do): status `Failed` with that message.
+    Invalid(String),
 }
 
 /// One configured server.
@@ -67,6 +137,8 @@ pub struct ServerSpec {
     /// Shutdown: how long to wait after closing stdin before SIGTERM, and after SIGTERM before
     /// SIGKILL.
     pub shutdown_grace: Duration,
+    /// Held back instead of started (not approved, or an invalid config entry).
+    pub hold: Option<Hold>,
 }
 
 impl ServerSpec {
@@ -87,6 +159,7 @@ impl ServerSpec {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             max_tools: DEFAULT_MAX_TOOLS,
             shutdown_grace: Duration::from_secs(2),
+            hold: None,
         }
     }
 
@@ -147,6 +220,32 @@ mod tests {
         assert_eq!(
             got,
             [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]
+        );
+    }
+
+    #[test]
+    fn command_lines_quote_words_and_escape_controls() {
+        let mut s = ServerSpec::stdio(
+            "s",
+            "sh",
+            vec![
+                "-c".into(),
+                "touch M; exec x".into(),
+                "it's".into(),
+                "\u{1b}]52;c;x\u{7}".into(),
+            ],
+        );
+        assert_eq!(
+            s.transport.command_line(),
+            r"sh -c 'touch M; exec x' 'it'\''s' $'\x1b]52;c;x\x07'"
+        );
+        if let TransportSpec::Stdio { env, cwd, .. } = &mut s.transport {
+            env.push(("K".into(), "secret".into()));
+            *cwd = Some("/p".into());
+        }
+        assert_eq!(
+            s.transport.command_line(),
+            r"sh -c 'touch M; exec x' 'it'\''s' $'\x1b]52;c;x\x07' (env K) (in /p)"
         );
     }
 

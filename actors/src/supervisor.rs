@@ -1,6 +1,8 @@
 //! The `ServerSupervisor` actor: starts every enabled server concurrently, enforces startup
 //! timeouts, restarts servers that exit after connecting (exponential backoff, crash-loop
 //! breaker), keeps the registry in step, and fans status out to subscribers without ever blocking.
+//! A spec with a `hold` (unapproved, or an invalid config entry) gets an entry that never
+//! launches: it shows as `Unapproved` or `Failed` until a `Reconcile` brings a spec without one.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -17,7 +19,7 @@ use crate::messages::{
 };
 use crate::registry::ToolRegistry;
 use crate::server::McpServer;
-use crate::spec::{RestartPolicy, ServerSpec};
+use crate::spec::{Hold, RestartPolicy, ServerSpec};
 use crate::trace::WireTap;
 
 /// How long `ShutdownAll` waits for children before it gives up on them (they are SIGKILLed).
@@ -155,7 +157,25 @@ impl ServerSupervisor {
         if let Some(t) = entry.timer.take() {
             ctx.cancel_future(t);
         }
+        // A new generation first, so the last words of an actor stopped for a now-held spec
+        // are stale. A held spec keeps its entry (it shows in every snapshot); nothing spawns.
         entry.generation = generation;
+        match &entry.spec.hold {
+            Some(Hold::Unapproved) => {
+                entry.status = ServerStatus::Unapproved {
+                    command_line: entry.spec.transport.command_line(),
+                };
+                return;
+            }
+            Some(Hold::Invalid(error)) => {
+                entry.status = ServerStatus::Failed {
+                    error: error.clone(),
+                    stderr_tail: Vec::new(),
+                };
+                return;
+            }
+            _ => {}
+        }
         let addr = McpServer::new(entry.spec.clone(), generation, me, self.tap.clone()).start();
         entry.addr = Some(addr);
         self.live.insert(generation, name.to_owned());

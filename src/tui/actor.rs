@@ -58,6 +58,9 @@ pub struct TuiSetup {
     pub model_help: String,
     /// Ask before bash and write_file run (off with `--yes`).
     pub ask_first: bool,
+    /// `--approve-project`: the project config's servers are approved as they are, on every
+    /// reload of this session too.
+    pub approve_project: bool,
 }
 
 /// Quit as if the user asked (sent on SIGTERM/SIGHUP/SIGINT).
@@ -118,6 +121,8 @@ pub struct Tui {
     /// The engine's questions waiting for the user, by key.
     asks: std::collections::HashMap<u64, oneshot::Sender<bool>>,
     next_ask: u64,
+    /// `--approve-project` (see [`TuiSetup::approve_project`]).
+    approve_project: bool,
 }
 
 impl Tui {
@@ -167,6 +172,7 @@ impl Tui {
             ask_first: setup.ask_first,
             asks: Default::default(),
             next_ask: 0,
+            approve_project: setup.approve_project,
         }
     }
 
@@ -338,6 +344,7 @@ impl Tui {
                 }
             }
             Effect::Panic => panic!("/panic: a deliberate panic (HARNESS9_DEBUG_PANIC=1)"),
+            Effect::ApproveServers(servers) => self.approve(servers, ctx),
         }
     }
 
@@ -358,6 +365,41 @@ impl Tui {
         ctx.stop();
     }
 
+    /// Approves servers the trust screen showed, each only if its spec still has the command
+    /// line shown; then reloads, so the approved ones start.
+    fn approve(&mut self, servers: Vec<(String, String)>, ctx: &mut Context<Self>) {
+        let outcome = (|| -> anyhow::Result<Vec<String>> {
+            let cfg = config::load(&self.config_path, self.config_must_exist)?;
+            let key = crate::trust::config_key(&self.config_path);
+            let mut store = crate::trust::Approvals::load(&crate::trust::store_path())?;
+            let mut done = Vec::new();
+            for (name, shown) in &servers {
+                match cfg.servers.iter().find(|s| s.name == *name) {
+                    Some(s) if s.hold.is_none() && s.transport.command_line() == *shown => {
+                        store.approve(&key, s);
+                        done.push(name.clone());
+                    }
+                    _ => tracing::warn!(server = %name, "changed since it was shown; not approved"),
+                }
+            }
+            store.save()?;
+            Ok(done)
+        })();
+        match outcome {
+            Ok(done) if done.len() == servers.len() => {
+                let names: Vec<String> = done.iter().map(|n| format!("{n:?}")).collect();
+                self.notice(false, format!("approved {}", names.join(", ")), ctx);
+            }
+            Ok(_) => self.notice(
+                true,
+                "a server changed in .mcp.json since it was shown; review it again".to_owned(),
+                ctx,
+            ),
+            Err(e) => self.notice(true, format!("cannot approve: {e:#}"), ctx),
+        }
+        self.reload(true, ctx);
+    }
+
     /// Reloads `.mcp.json` and reconciles the servers; `forced` reports even an unchanged file.
     fn reload(&mut self, forced: bool, ctx: &mut Context<Self>) {
         let now = stamp(&self.config_path);
@@ -367,10 +409,15 @@ impl Tui {
         }
         self.loaded = now;
         let shown = self.config_path.display().to_string();
-        match config::load(&self.config_path, self.config_must_exist) {
+        // A new or changed server of a project config comes back held (unapproved): it stops
+        // (if it ran with an older spec) and the trust screen asks about it.
+        let approve = self.approve_project;
+        match crate::trust::load(&self.config_path, self.config_must_exist, approve) {
             Err(e) => self.notice(
                 true,
-                format!("{e}\nthe running servers are kept; fix the file and it reloads by itself"),
+                format!(
+                    "{e:#}\nthe running servers are kept; fix the file and it reloads by itself"
+                ),
                 ctx,
             ),
             Ok(cfg) => {

@@ -95,15 +95,16 @@ pub async fn run(cli: &Cli, started: std::time::Instant) -> anyhow::Result<ExitC
         Some(p) => (p.clone(), true),
         None => (PathBuf::from(config::DEFAULT_PATH), false),
     };
-    // An invalid config still opens the session (with no servers) and shows the error.
-    let (cfg, config_error) = match config::load(&path, must) {
+    // An invalid config still opens the session (with no servers) and shows the error. A
+    // project config's unapproved servers are held: the trust screen asks about them.
+    let (cfg, config_error) = match crate::trust::load(&path, must, cli.approve_project) {
         Ok(c) => (c, None),
         Err(e) => (
             config::Config {
                 path: path.clone(),
                 ..Default::default()
             },
-            Some(e.to_string()),
+            Some(format!("{e:#}")),
         ),
     };
     // The trace file's redaction list follows the config through hot reloads.
@@ -147,6 +148,7 @@ pub async fn run(cli: &Cli, started: std::time::Instant) -> anyhow::Result<ExitC
         model,
         model_help,
         ask_first: !cli.yes,
+        approve_project: cli.approve_project,
     };
     take_terminal().context("cannot set up the terminal")?;
     let arbiter = Arbiter::new();

@@ -131,6 +131,9 @@ pub enum Effect {
     ClearConversation,
     /// Panic on purpose (`/panic`, only with `HARNESS9_DEBUG_PANIC=1`): proves the panic path.
     Panic,
+    /// Approve these servers of the project config: `(name, command line the user saw)`; a
+    /// server whose spec no longer has that command line is not approved.
+    ApproveServers(Vec<(String, String)>),
 }
 
 /// How a tool line in the transcript stands.
@@ -294,6 +297,15 @@ pub enum Modal {
     Trace(TraceView),
     /// `/help`.
     Help,
+    /// The trust screen: the project config's unapproved servers, with what they would run.
+    Trust(TrustView),
+}
+
+/// The trust screen's selection (an index into [`State::unapproved`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustView {
+    /// The selected server.
+    pub selected: usize,
 }
 
 /// A server's tools as the panel lays them out: entry indexes and where each starts.
@@ -367,6 +379,10 @@ pub struct State {
     pub debug_panic: bool,
     /// Configured env and header values: `/trace` shows them as `[redacted]`.
     pub secrets: Vec<String>,
+    /// Unapproved servers (name, command line) the trust screen has shown: it opens by itself
+    /// only for new ones (a declined server does not ask again until its command line changes
+    /// or it was approved in between).
+    pub trust_seen: std::collections::BTreeSet<(String, String)>,
 }
 
 impl State {
@@ -398,7 +414,21 @@ impl State {
             engine_calls: BTreeMap::new(),
             debug_panic: false,
             secrets: Vec::new(),
+            trust_seen: Default::default(),
         }
+    }
+
+    /// The servers waiting for approval, `(name, command line)`, in snapshot order.
+    pub fn unapproved(&self) -> Vec<(String, String)> {
+        self.servers
+            .iter()
+            .filter_map(|(n, st)| match &st.status {
+                ServerStatus::Unapproved { command_line } => {
+                    Some((n.clone(), command_line.clone()))
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// Rows of the transcript.
@@ -515,6 +545,7 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
                     }
                     Vec::new()
                 }
+                Some(Modal::Trust(t)) => trust_key(state, t, key),
                 None => session_key(state, key),
             }
         }
@@ -547,6 +578,19 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             state.servers = s;
             if let Some(Modal::Panel(p)) = &mut state.modal {
                 p.selected = p.selected.min(state.servers.len().saturating_sub(1));
+            }
+            // The trust screen opens for servers it has not shown yet, and closes once none is
+            // left waiting.
+            // A server that leaves the list (approved) is forgotten, so if it comes back (its
+            // spec changed, even only in an env value) the screen asks again.
+            let waiting = state.unapproved();
+            let fresh = waiting.iter().any(|w| !state.trust_seen.contains(w));
+            state.trust_seen = waiting.iter().cloned().collect();
+            match &mut state.modal {
+                Some(Modal::Trust(_)) if waiting.is_empty() => state.modal = None,
+                Some(Modal::Trust(t)) => t.selected = t.selected.min(waiting.len() - 1),
+                _ if fresh => state.modal = Some(Modal::Trust(TrustView::default())),
+                _ => {}
             }
             Vec::new()
         }
@@ -1142,12 +1186,57 @@ fn panel_key(state: &mut State, mut p: PanelState, key: KeyEvent) -> Vec<Effect>
             }
         }
         KeyCode::Char('e') | KeyCode::Char('E') => effects.push(Effect::OpenEditor),
+        KeyCode::Char('a') => {
+            // An unapproved server: back to the trust screen, on it.
+            let waiting = state.unapproved();
+            let name = state.server_at(p.selected);
+            if let Some(i) = waiting.iter().position(|(n, _)| Some(n.as_str()) == name) {
+                state.modal = Some(Modal::Trust(TrustView { selected: i }));
+                return effects;
+            }
+        }
         code => {
             scroll_by(&mut p.scroll, code, page, max);
         }
     }
     state.modal = Some(Modal::Panel(p));
     effects
+}
+
+/// The trust screen: ↑↓ select, `y`/Enter approves the selected server, `a` every one listed,
+/// `n`/`d`/Esc declines (they stay unapproved and nothing runs; `a` in `/mcp` asks again).
+fn trust_key(state: &mut State, mut t: TrustView, key: KeyEvent) -> Vec<Effect> {
+    let waiting = state.unapproved();
+    let n = waiting.len();
+    match key.code {
+        KeyCode::Esc | KeyCode::Char('n') | KeyCode::Char('d') => {
+            if n > 0 {
+                state.note(Entry::Info(format!(
+                    "declined {n} server{} of {}: not started; `a` in /mcp or `harness9 mcp approve` approves later",
+                    if n == 1 { "" } else { "s" },
+                    state.config_path
+                )));
+            }
+            return Vec::new();
+        }
+        KeyCode::Up | KeyCode::Char('k') => t.selected = t.selected.saturating_sub(1),
+        KeyCode::Down | KeyCode::Char('j') => {
+            t.selected = (t.selected + 1).min(n.saturating_sub(1))
+        }
+        KeyCode::Char('y') | KeyCode::Enter => {
+            if let Some(one) = waiting.get(t.selected) {
+                state.modal = Some(Modal::Trust(t));
+                return vec![Effect::ApproveServers(vec![one.clone()])];
+            }
+        }
+        KeyCode::Char('a') if n > 0 => {
+            state.modal = Some(Modal::Trust(t));
+            return vec![Effect::ApproveServers(waiting)];
+        }
+        _ => {}
+    }
+    state.modal = Some(Modal::Trust(t));
+    Vec::new()
 }
 
 fn trace_key(state: &mut State, mut t: TraceView, key: KeyEvent) -> Vec<Effect> {
@@ -1234,6 +1323,66 @@ mod tests {
             .collect();
         update(&mut s, Event::Tools(Arc::new(tools)));
         s
+    }
+
+    #[test]
+    fn the_trust_screen_opens_for_new_unapproved_servers_and_approves_what_it_showed() {
+        let mut s = State::new(".mcp.json".into(), None, "set a key".into());
+        let snap = |cmds: &[(&str, &str)]| {
+            let m: BTreeMap<String, ServerState> = cmds
+                .iter()
+                .map(|(n, c)| {
+                    let status = ServerStatus::Unapproved {
+                        command_line: c.to_string(),
+                    };
+                    let st = ServerState {
+                        transport: "stdio",
+                        status,
+                    };
+                    (n.to_string(), st)
+                })
+                .collect();
+            Event::Status(Arc::new(m))
+        };
+        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y")]));
+        assert_eq!(s.modal, Some(Modal::Trust(TrustView::default())));
+        update(&mut s, key(KeyCode::Down));
+        assert_eq!(
+            update(&mut s, key(KeyCode::Char('y'))),
+            vec![Effect::ApproveServers(vec![("b".into(), "npx y".into())])]
+        );
+        assert_eq!(
+            update(&mut s, key(KeyCode::Char('a'))),
+            vec![Effect::ApproveServers(vec![
+                ("a".into(), "sh -c x".into()),
+                ("b".into(), "npx y".into())
+            ])]
+        );
+        // Declined: closed, and the same servers do not reopen it; a changed one does.
+        update(&mut s, key(KeyCode::Esc));
+        assert_eq!(s.modal, None);
+        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y")]));
+        assert_eq!(s.modal, None);
+        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y --evil")]));
+        assert!(matches!(s.modal, Some(Modal::Trust(_))));
+        update(&mut s, key(KeyCode::Char('n')));
+        // Approved (gone from the list), then unapproved again with the same command line (an
+        // env value changed): it asks again.
+        update(&mut s, snap(&[("a", "sh -c x")]));
+        assert_eq!(s.modal, None);
+        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y --evil")]));
+        assert!(matches!(s.modal, Some(Modal::Trust(_))));
+        update(&mut s, key(KeyCode::Esc));
+        // `a` in /mcp on an unapproved server brings it back, on that server.
+        s.modal = Some(Modal::Panel(PanelState {
+            selected: 1,
+            scroll: 0,
+        }));
+        update(&mut s, key(KeyCode::Char('a')));
+        assert_eq!(s.modal, Some(Modal::Trust(TrustView { selected: 1 })));
+        // Once none waits, it closes by itself.
+        update(&mut s, Event::Status(Arc::new(BTreeMap::new())));
+        assert_eq!(s.modal, None);
     }
 
     #[test]

@@ -31,10 +31,13 @@ fn everything_json(extra_env: Value) -> Value {
     v
 }
 
-/// Runs the binary in `dir` with a hard timeout.
+/// Runs the binary in `dir` with a hard timeout; the project's `.mcp.json` is trusted
+/// (`--approve-project`, approvals kept in the dir).
 fn harness9(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(bin())
+        .arg("--approve-project")
         .args(args)
+        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
         .current_dir(dir)
         .stdin(if stdin.is_some() {
             Stdio::piped()
@@ -293,7 +296,9 @@ fn ctrl_c_during_a_call_leaves_no_child() {
             "trigger-long-running-operation",
             "--args",
             r#"{"duration":30,"steps":30}"#,
+            "--approve-project",
         ])
+        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
         .current_dir(&dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

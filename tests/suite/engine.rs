@@ -133,9 +133,12 @@ fn fixture_json(args: &[&str], extra: Value) -> Value {
     v
 }
 
-/// `harness9` in `dir` with no model settings from the environment or the user's files.
+/// `harness9` in `dir` with no model settings from the environment or the user's files; the
+/// project's `.mcp.json` is trusted (`--approve-project`, approvals kept in the dir).
 fn harness9(dir: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_harness9"));
+    c.arg("--approve-project")
+        .env("HARNESS9_APPROVALS", dir.join("approvals.json"));
     c.current_dir(dir).env("HOME", dir.join("home"));
     for k in [
         "XDG_CONFIG_HOME",

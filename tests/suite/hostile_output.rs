@@ -77,8 +77,11 @@ fn assert_clean(what: &str, s: &str) {
 /// Runs `harness9 args` in `dir` (HOME in it, no model settings from outside) with a hard bound.
 fn harness9(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness9"));
-    cmd.args(args)
+    // The project's .mcp.json is trusted for these tests (approvals kept in the dir).
+    cmd.arg("--approve-project")
+        .args(args)
         .current_dir(dir)
+        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
         .env("HOME", dir.join("home"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

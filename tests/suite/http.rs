@@ -471,6 +471,8 @@ fn cli_over_http_with_a_bearer_header_and_trace() {
             "--args",
             r#"{"text":"via cli"}"#,
         ])
+        .arg("--approve-project")
+        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
         .current_dir(&dir)
         .env("HARNESS9_TEST_TOKEN", "s3cret-token")
         .stdin(Stdio::null())
@@ -507,6 +509,8 @@ fn cli_over_http_with_a_bearer_header_and_trace() {
     // The wrong token gets a clear error naming the server and the status.
     let out = Command::new(env!("CARGO_BIN_EXE_harness9"))
         .args(["mcp", "list"])
+        .arg("--approve-project")
+        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
         .current_dir(&dir)
         .env("HARNESS9_TEST_TOKEN", "wrong")
         .stdin(Stdio::null())

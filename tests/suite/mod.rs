@@ -9,4 +9,5 @@ mod hostile_output;
 mod http;
 mod reference;
 mod reload;
+mod trust;
 mod tui;

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::common::{everything, fixture, group_alive, poll_until, stdio_json, temp_path};
 
 /// The bound for one wait on the screen.
-const BOUND: Duration = Duration::from_secs(15);
+pub(super) const BOUND: Duration = Duration::from_secs(15);
 /// The bound for a whole test: every wait on the screen is cut to what is left of it.
 const WHOLE: Duration = Duration::from_secs(50);
 /// Keys tmux sends by name; any other string is typed literally.
@@ -20,7 +20,7 @@ const NAMED: &[&str] = &[
 
 /// `harness9` in a 100x30 pane of its own tmux server, on a private socket in `dir` (`-S`, not
 /// `-L`: a socket under /tmp/tmux-UID would outlive the server; this one goes with the dir).
-struct Tmux {
+pub(super) struct Tmux {
     session: String,
     dir: PathBuf,
     deadline: Instant,
@@ -48,8 +48,15 @@ impl Tmux {
         Self::start_with(dir, args, editor, &[])
     }
 
-    /// [`Tmux::start`] with more environment for harness9 (e.g. a model's URL and key).
-    fn start_with(dir: &Path, args: &[&str], editor: Option<&Path>, vars: &[(&str, &str)]) -> Tmux {
+    /// [`Tmux::start`] with more environment for harness9 (e.g. a model's URL and key). The
+    /// project's `.mcp.json` is trusted (`--approve-project`, approvals in the dir) unless `vars`
+    /// sets `HARNESS9_APPROVALS`: then the test is about trust itself.
+    pub(super) fn start_with(
+        dir: &Path,
+        args: &[&str],
+        editor: Option<&Path>,
+        vars: &[(&str, &str)],
+    ) -> Tmux {
         let session = dir
             .file_name()
             .expect("temp dir name")
@@ -66,7 +73,15 @@ impl Tmux {
         for (k, v) in vars {
             env += &format!(" {k}={}", quote(v));
         }
-        let args: Vec<String> = args.iter().map(|a| quote(a)).collect();
+        let mut args: Vec<String> = args.iter().map(|a| quote(a)).collect();
+        if !vars.iter().any(|(k, _)| *k == "HARNESS9_APPROVALS") {
+            let approvals = dir.join("approvals.json");
+            env += &format!(
+                " HARNESS9_APPROVALS={}",
+                quote(&approvals.to_string_lossy())
+            );
+            args.insert(0, "--approve-project".to_owned());
+        }
         let script = format!(
             "unset VISUAL EDITOR ANTHROPIC_API_KEY OPENAI_API_KEY\n\
              stty -g > before.txt\n\
@@ -102,7 +117,7 @@ impl Tmux {
 
     /// Sends each key group in turn. After Escape it waits 100 ms, the one sleep here: crossterm
     /// reads ESC closely followed by a character as Alt+character.
-    fn send_keys(&self, keys: &[&str]) {
+    pub(super) fn send_keys(&self, keys: &[&str]) {
         for k in keys {
             let mut args = vec!["send-keys", "-t", &self.session];
             if !NAMED.contains(k) {
@@ -119,14 +134,19 @@ impl Tmux {
     }
 
     /// The pane as text.
-    fn screen(&self) -> String {
+    pub(super) fn screen(&self) -> String {
         let out = tmux(&self.dir, &["capture-pane", "-p", "-t", &self.session]);
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// Polls the screen every 50 ms until `pred` holds; after `bound` (or the test's deadline)
     /// fails with the last screen.
-    fn wait_for(&self, what: &str, bound: Duration, pred: impl Fn(&str) -> bool) -> String {
+    pub(super) fn wait_for(
+        &self,
+        what: &str,
+        bound: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> String {
         let end = (Instant::now() + bound).min(self.deadline);
         loop {
             let screen = self.screen();
@@ -145,7 +165,7 @@ impl Tmux {
     }
 
     /// Waits for harness9 to exit; its exit code.
-    fn exit_code(&self) -> i32 {
+    pub(super) fn exit_code(&self) -> i32 {
         let path = self.dir.join("code.txt");
         if !wait_until(BOUND, || path.exists()) {
             panic!(
@@ -193,13 +213,13 @@ impl Tmux {
     }
 
     /// Types `/mcp` Enter and waits for the panel.
-    fn open_panel(&self) -> String {
+    pub(super) fn open_panel(&self) -> String {
         self.send_keys(&["/mcp", "Enter"]);
         self.wait_for("the /mcp panel", BOUND, |s| panel_line(s, 0).is_some())
     }
 
     /// Presses Esc and waits for the panel to close and the input line to come back.
-    fn close_panel(&self) {
+    pub(super) fn close_panel(&self) {
         self.send_keys(&["Escape"]);
         self.wait_for("Esc to close the panel", BOUND, |s| {
             panel_line(s, 0).is_none() && s.lines().any(|l| l == ">" || l.starts_with("> "))
@@ -266,7 +286,7 @@ fn panel_pid(screen: &str) -> Option<u32> {
 }
 
 /// The MCP bar.
-fn bar(screen: &str) -> &str {
+pub(super) fn bar(screen: &str) -> &str {
     screen
         .lines()
         .find(|l| l.starts_with("[MCP]"))
@@ -291,7 +311,7 @@ fn assert_gone(pid: u32, what: &str) {
     );
 }
 
-fn tmux_required() {
+pub(super) fn tmux_required() {
     let ok = Command::new("tmux")
         .arg("-V")
         .output()
@@ -308,7 +328,7 @@ fn everything_json() -> Value {
 }
 
 /// A fresh temp dir holding `.mcp.json` with `servers`, written by `servers(dir)`.
-fn project(tag: &str, servers: impl FnOnce(&Path) -> Value) -> PathBuf {
+pub(super) fn project(tag: &str, servers: impl FnOnce(&Path) -> Value) -> PathBuf {
     let dir = temp_path(tag);
     std::fs::create_dir_all(&dir).expect("create the temp dir");
     let text = serde_json::to_string_pretty(&json!({ "mcpServers": servers(&dir) })).expect("json");
@@ -332,7 +352,7 @@ fn config_editor(script: &Path, add: &str, like: &str) {
 }
 
 /// Replaces `.mcp.json` in one step (write, then rename), so the watcher never reads half a file.
-fn write_config(dir: &Path, text: &str) {
+pub(super) fn write_config(dir: &Path, text: &str) {
     let tmp = dir.join(".mcp.json.tmp");
     std::fs::write(&tmp, text).expect("write .mcp.json.tmp");
     std::fs::rename(&tmp, dir.join(".mcp.json")).expect("rename to .mcp.json");

@@ -1,0 +1,447 @@
+//! Trust and fault isolation, with the real binary: a project's `.mcp.json` spawns nothing until
+//! its servers are approved (headless and in the TUI, hot reload included), one bad server entry
+//! fails alone, and huge timeouts are refused with a clear error instead of a panic.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::common::{fixture_bin, poll_until, temp_path};
+use super::engine::Model;
+use super::tui::{bar, project, tmux_required, write_config, Tmux, BOUND};
+
+/// A server entry that leaves `marker` behind as soon as it is spawned, then runs the fixture
+/// server with `args`.
+fn marking_server(marker: &Path, args: &str) -> Value {
+    let script = format!(
+        "touch '{}'; exec '{}' {args}",
+        marker.display(),
+        fixture_bin().display()
+    );
+    json!({"command": "sh", "args": ["-c", script]})
+}
+
+fn write(dir: &Path, servers: Value) {
+    let text = json!({ "mcpServers": servers }).to_string();
+    std::fs::write(dir.join(".mcp.json"), text).expect("write .mcp.json");
+}
+
+/// `harness9 args` in `dir` with its approvals in the dir; killed after 60 s (the test then fails
+/// on its output).
+fn harness9(dir: &Path, args: &[&str]) -> Output {
+    harness9_with(dir, args, &[])
+}
+
+/// [`harness9`] with more environment.
+fn harness9_with(dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_harness9"))
+        .args(args)
+        .envs(vars.iter().copied())
+        .env_remove("HARNESS9_PROVIDER")
+        .env_remove("HARNESS9_MODEL")
+        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn harness9");
+    let pid = child.id() as i32;
+    let watchdog = std::thread::spawn(move || {
+        // SAFETY: signal 0 checks existence only; SIGKILL goes to our own child.
+        let alive = || unsafe { libc::kill(pid, 0) } == 0;
+        if !poll_until(Duration::from_secs(60), Duration::from_millis(50), || {
+            !alive()
+        }) {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
+    let out = child.wait_with_output().expect("wait for harness9");
+    let _ = watchdog.join();
+    out
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn fresh_dir(tag: &str) -> PathBuf {
+    let dir = temp_path(tag);
+    std::fs::create_dir_all(&dir).expect("create the temp dir");
+    dir
+}
+
+#[test]
+fn a_project_config_runs_nothing_until_its_servers_are_approved() {
+    let dir = fresh_dir("trust-headless");
+    let marker = dir.join("MARKER");
+    write(&dir, json!({"t": marking_server(&marker, "")}));
+
+    // Not approved: nothing spawned, and every command says how to approve.
+    let out = harness9(&dir, &["mcp", "list"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(!marker.exists(), "the server was spawned before approval");
+    assert!(
+        stderr.contains("`harness9 mcp approve t`") && stderr.contains("touch"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("unapproved") && stdout.contains("harness9 mcp approve t"),
+        "{stdout}"
+    );
+    let out = harness9(&dir, &["mcp", "list", "--json"]);
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(rows[0]["status"], "unapproved", "{rows}");
+    assert_eq!(rows[0]["approve"], "harness9 mcp approve t");
+    assert!(rows[0]["commandLine"]
+        .as_str()
+        .is_some_and(|c| c.starts_with("sh -c 'touch")));
+    let out = harness9(
+        &dir,
+        &["mcp", "call", "t", "echo", "--args", r#"{"text":"hi"}"#],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("harness9 mcp approve t"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!marker.exists(), "mcp call spawned an unapproved server");
+
+    // Approved: it starts; the approvals file is private.
+    let out = harness9(&dir, &["mcp", "approve"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("approved \"t\": sh -c"),
+        "{}",
+        text(&out.stdout)
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(dir.join("approvals.json"))
+            .expect("the approvals file")
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let out = harness9(
+        &dir,
+        &["mcp", "call", "t", "echo", "--args", r#"{"text":"hi"}"#],
+    );
+    assert_eq!(
+        (text(&out.stdout).trim(), out.status.code()),
+        ("hi", Some(0)),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(marker.exists(), "the approved server did not start");
+
+    // A changed argument asks again.
+    std::fs::remove_file(&marker).expect("remove the marker");
+    write(&dir, json!({"t": marking_server(&marker, "--tools 2")}));
+    let out = harness9(&dir, &["mcp", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).contains("unapproved"));
+    assert!(text(&out.stderr).contains("harness9 mcp approve t"));
+    assert!(!marker.exists(), "a changed spec ran without approval");
+
+    // --approve-project approves and runs it in one go; a --config file is trusted as it is.
+    let out = harness9(&dir, &["--approve-project", "mcp", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(marker.exists());
+    std::fs::remove_file(&marker).expect("remove the marker");
+    write(&dir, json!({"t": marking_server(&marker, "--tools 3")}));
+    let out = harness9(&dir, &["--config", ".mcp.json", "mcp", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(marker.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_unapproved_http_server_is_never_contacted() {
+    let dir = fresh_dir("trust-http");
+    let record = dir.join("requests.jsonl");
+    let srv = super::http::http_fixture("ok", &["--record", &record.display().to_string()]);
+    let url = format!("http://127.0.0.1:{}/mcp", srv.port);
+    write(&dir, json!({"remote": {"url": url}}));
+    let out = harness9(&dir, &["mcp", "list"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("unapproved") && text(&out.stdout).contains(&url),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        std::fs::read_to_string(&record)
+            .unwrap_or_default()
+            .is_empty(),
+        "the unapproved server got a request"
+    );
+    let out = harness9(&dir, &["--approve-project", "mcp", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(std::fs::read_to_string(&record).is_ok_and(|r| r.contains("initialize")));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn run_p_starts_only_approved_servers_and_says_how_to_approve_the_others() {
+    let dir = fresh_dir("trust-run");
+    let marker = dir.join("MARKER");
+    let ok = dir.join("OK");
+    write(
+        &dir,
+        json!({"t": marking_server(&marker, ""), "ok": marking_server(&ok, "")}),
+    );
+    let out = harness9(&dir, &["mcp", "approve", "ok"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let model = Model::start("trust-run", json!({"steps": [{"text": "done"}]}));
+    let home = dir.display().to_string();
+    let out = harness9_with(
+        &dir,
+        &["run", "-p", "go"],
+        &[
+            ("HOME", &home),
+            ("ANTHROPIC_API_KEY", "test-key"),
+            ("ANTHROPIC_BASE_URL", &model.url),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        (text(&out.stdout).trim(), out.status.code()),
+        ("done", Some(0)),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`harness9 mcp approve t`"), "{stderr}");
+    assert!(!stderr.contains("mcp approve ok"), "{stderr}");
+    assert!(!marker.exists(), "run -p spawned an unapproved server");
+    assert!(ok.exists(), "the approved server did not start");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn one_bad_server_entry_fails_alone() {
+    let dir = fresh_dir("trust-isolation");
+    let good = json!({"command": fixture_bin().display().to_string()});
+    let unset = json!({"command": fixture_bin().display().to_string(),
+                       "env": {"T": "${HARNESS9_TEST_SURELY_UNSET}"}});
+    let slow = json!({"command": fixture_bin().display().to_string(), "toolTimeoutSec": 1e20});
+    write(&dir, json!({"bad": unset, "good": good, "slow": slow}));
+    let out = harness9(&dir, &["--config", ".mcp.json", "mcp", "list"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    let row = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{stdout}"))
+            .to_owned()
+    };
+    assert!(row("good").contains("connected"), "{stdout}");
+    let bad = row("bad");
+    assert!(
+        bad.contains("failed")
+            && bad.contains(".mcp.json: server \"bad\", field env.T: environment variable HARNESS9_TEST_SURELY_UNSET is not set"),
+        "{bad}"
+    );
+    let slow = row("slow");
+    assert!(
+        slow.contains("failed")
+            && slow.contains("\"toolTimeoutSec\" is")
+            && slow.contains("up to 86400 (24 h)"),
+        "{slow}"
+    );
+    let out = harness9(&dir, &["--config", ".mcp.json", "mcp", "list", "--json"]);
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let status = |name: &str| {
+        rows.as_array()
+            .and_then(|r| r.iter().find(|r| r["name"] == name))
+            .map(|r| r["status"].clone())
+    };
+    assert_eq!(status("good"), Some(json!("connected")), "{rows}");
+    assert_eq!(status("bad"), Some(json!("failed")), "{rows}");
+
+    // A huge --timeout is a clear error, not a panic.
+    let out = harness9(
+        &dir,
+        &[
+            "--config",
+            ".mcp.json",
+            "mcp",
+            "call",
+            "good",
+            "echo",
+            "--args",
+            r#"{"text":"hi"}"#,
+            "--timeout",
+            "1e20",
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--timeout is") && stderr.contains("up to 86400 (24 h)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_tui_trust_screen_starts_nothing_until_approved_and_asks_again_on_reload() {
+    tmux_required();
+    let dir = project(
+        "trust-tui",
+        |dir| json!({"t": marking_server(&dir.join("MARKER"), "")}),
+    );
+    let marker = dir.join("MARKER");
+    let approvals = dir.join("approvals.json");
+    let t = Tmux::start_with(
+        &dir,
+        &[],
+        None,
+        &[("HARNESS9_APPROVALS", &approvals.to_string_lossy())],
+    );
+    let s = t.wait_for("the trust screen with t's command line", BOUND, |s| {
+        s.contains("approve this project's MCP servers?")
+            && s.contains("> t")
+            && s.contains("sh -c 'touch")
+            && bar(s).contains("t ? unapproved")
+    });
+    assert!(s.contains("approve all"), "{s}");
+    assert!(!marker.exists(), "spawned before approval");
+
+    t.send_keys(&["y"]);
+    t.wait_for("t connected after y", BOUND, |s| bar(s).contains("t ●"));
+    assert!(marker.exists(), "the approved server did not start");
+    assert!(approvals.exists(), "the approval was not saved");
+
+    // Hot reload with a changed argument: the new spec is unapproved, the old server stops, and
+    // nothing new starts.
+    std::fs::remove_file(&marker).expect("remove the marker");
+    let changed = json!({"mcpServers": {"t": marking_server(&marker, "--tools 2")}});
+    write_config(&dir, &changed.to_string());
+    t.wait_for("the trust screen again after the reload", BOUND, |s| {
+        s.contains("approve this project's MCP servers?")
+            && s.contains("--tools 2")
+            && bar(s).contains("t ? unapproved")
+    });
+    assert!(
+        !marker.exists(),
+        "a changed server started without approval"
+    );
+    t.send_keys(&["n"]);
+    t.wait_for("the screen closed, t still unapproved", BOUND, |s| {
+        !s.contains("approve this project's MCP servers?")
+            && s.contains("declined 1 server")
+            && bar(s).contains("t ? unapproved")
+    });
+    assert!(!marker.exists(), "a declined server started");
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
+fn the_supervisor_never_launches_a_held_spec_and_reconcile_handles_holds() {
+    use harness9_actors::messages::{Reconcile, Restart, ServerStatus};
+    use harness9_actors::Hold;
+
+    use super::common::{
+        connected, fast_policy, fixture, group_alive, pid_of, run, start, wait_for,
+    };
+
+    run(Duration::from_secs(40), || async {
+        let dir = fresh_dir("trust-supervisor");
+        let marker = dir.join("MARKER");
+        let script = format!(
+            "touch '{}'; exec '{}'",
+            marker.display(),
+            fixture_bin().display()
+        );
+        let mut held = harness9_actors::ServerSpec::stdio("h", "sh", vec!["-c".into(), script]);
+        held.hold = Some(Hold::Unapproved);
+        let mut bad = fixture("bad", &[]);
+        bad.hold = Some(Hold::Invalid(
+            ".mcp.json: server \"bad\", field env.T: unset".into(),
+        ));
+        let good = fixture("good", &[]);
+        let rt = start(vec![held.clone(), bad.clone(), good.clone()], fast_policy());
+        let good_pid = pid_of(&connected(&rt, "good", Duration::from_secs(10)).await);
+        let s = wait_for(&rt, "h", Duration::from_secs(5), |s| {
+            matches!(s, ServerStatus::Unapproved { .. })
+        })
+        .await;
+        assert!(
+            matches!(&s, ServerStatus::Unapproved { command_line } if command_line.starts_with("sh -c 'touch")),
+            "{s:?}"
+        );
+        let s = wait_for(&rt, "bad", Duration::from_secs(5), |s| {
+            matches!(s, ServerStatus::Failed { .. })
+        })
+        .await;
+        assert!(matches!(&s, ServerStatus::Failed { error, .. } if error.contains("field env.T")));
+        // Restart (r in /mcp) keeps the hold.
+        rt.supervisor
+            .send(Restart("h".into()))
+            .await
+            .expect("supervisor")
+            .expect("restart");
+        let snap = rt
+            .supervisor
+            .send(harness9_actors::messages::GetStatus)
+            .await
+            .expect("supervisor");
+        assert_eq!(snap["h"].status.label(), "unapproved");
+        assert!(!marker.exists(), "a held spec was spawned");
+
+        // Approved (the hold gone): it starts. Held again (its spec changed and is not
+        // approved): the running child stops and nothing new starts.
+        let mut approved = held.clone();
+        approved.hold = None;
+        let specs = vec![approved.clone(), bad.clone(), good.clone()];
+        let report = rt
+            .supervisor
+            .send(Reconcile { specs })
+            .await
+            .expect("supervisor");
+        assert_eq!(report.changed, ["h"]);
+        let h_pid = pid_of(&connected(&rt, "h", Duration::from_secs(10)).await);
+        assert!(marker.exists());
+        std::fs::remove_file(&marker).expect("remove the marker");
+        let mut changed = approved.clone();
+        changed.tool_timeout = Duration::from_secs(5);
+        changed.hold = Some(Hold::Unapproved);
+        let specs = vec![changed, bad.clone(), good.clone()];
+        let report = rt
+            .supervisor
+            .send(Reconcile { specs })
+            .await
+            .expect("supervisor");
+        assert_eq!(
+            (report.changed, report.unchanged.len()),
+            (vec!["h".to_owned()], 2)
+        );
+        wait_for(&rt, "h", Duration::from_secs(5), |s| {
+            matches!(s, ServerStatus::Unapproved { .. })
+        })
+        .await;
+        // The child ends (waited on without blocking the actors' thread).
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while group_alive(h_pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the old child of a now-held server is still running"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let snap = rt
+            .supervisor
+            .send(harness9_actors::messages::GetStatus)
+            .await
+            .expect("supervisor");
+        assert_eq!(snap["h"].status.label(), "unapproved");
+        assert!(!marker.exists(), "a held spec was spawned after reload");
+        super::common::shutdown(rt, &[good_pid]).await;
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
