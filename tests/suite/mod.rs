@@ -2,9 +2,11 @@
 
 mod cli;
 pub mod common;
+mod descendants;
 mod engine;
 mod fixtures;
 mod http;
 mod reference;
 mod reload;
+mod sandbox;
 mod tui;
