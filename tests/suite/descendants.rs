@@ -119,7 +119,17 @@ fn a_servers_daemon_is_ended_when_harness9_exits() {
 
 #[test]
 fn a_servers_daemon_is_ended_when_harness9_gets_sigterm() {
-    let (dir, pidfile) = project("daemon-term");
+    daemon_ended_on(libc::SIGTERM, "daemon-term");
+}
+
+#[test]
+fn a_servers_daemon_is_ended_when_harness9_gets_sighup() {
+    daemon_ended_on(libc::SIGHUP, "daemon-hup");
+}
+
+/// A call in flight, the daemon reparented to harness9; `sig` to harness9 ends both.
+fn daemon_ended_on(sig: i32, tag: &str) {
+    let (dir, pidfile) = project(tag);
     let args = json!({"steps": 600, "gap_ms": 100}).to_string();
     let mut child = spawn(&dir, &["mcp", "call", "d", "progress", "--args", &args]);
     let harness9 = child.id() as i32;
@@ -131,8 +141,8 @@ fn a_servers_daemon_is_ended_when_harness9_gets_sigterm() {
     let (state, ppid) = stat(pid).expect("the daemon runs");
     assert_ne!(state, "Z");
     assert_eq!(ppid, harness9, "harness9 is not the daemon's subreaper");
-    // SAFETY: SIGTERM to our own child.
-    unsafe { libc::kill(harness9, libc::SIGTERM) };
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(harness9, sig) };
     assert_eq!(exit_code(&mut child, Duration::from_secs(10)), Some(130));
     assert!(
         gone(pid),

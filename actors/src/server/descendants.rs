@@ -134,8 +134,10 @@ pub fn end_descendants(grace: Duration) -> usize {
         signalled.insert(pid);
     }
     let wait = |until: Instant| loop {
-        reap_zombies(None);
+        // Look first, reap second: a process that dies between the two is reaped now, not
+        // left a zombie because the look found nothing alive.
         let live = live_descendants();
+        reap_zombies(None);
         if live.is_empty() || Instant::now() >= until {
             return live;
         }
