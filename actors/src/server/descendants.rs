@@ -35,7 +35,22 @@ pub fn become_subreaper() -> io::Result<()> {
 struct Proc {
     pid: i32,
     ppid: i32,
+    session: i32,
     zombie: bool,
+}
+
+fn spared() -> &'static std::sync::Mutex<HashSet<i32>> {
+    static SPARED: std::sync::OnceLock<std::sync::Mutex<HashSet<i32>>> = std::sync::OnceLock::new();
+    SPARED.get_or_init(Default::default)
+}
+
+/// Leaves the session `sid` alone at exit: for a program the user asked harness9 to open (a
+/// GUI editor via `xdg-open`, started in a session of its own), which may outlive harness9. A
+/// server cannot join such a session (`setsid` only makes new ones).
+pub fn spare_session(sid: i32) {
+    if let Ok(mut s) = spared().lock() {
+        s.insert(sid);
+    }
 }
 
 fn read_stat(pid: i32) -> Option<Proc> {
@@ -45,9 +60,12 @@ fn read_stat(pid: i32) -> Option<Proc> {
     let mut fields = rest.split_ascii_whitespace();
     let state = fields.next()?;
     let ppid = fields.next()?.parse().ok()?;
+    let _pgrp = fields.next()?;
+    let session = fields.next()?.parse().ok()?;
     Some(Proc {
         pid,
         ppid,
+        session,
         zombie: state == "Z" || state == "X",
     })
 }
@@ -67,10 +85,15 @@ fn me() -> i32 {
     unsafe { libc::getpid() }
 }
 
-/// Every process whose parent chain leads to `root`, zombies included.
+/// Every process whose parent chain leads to `root`, zombies included, except those of a
+/// spared session (and what they started).
 fn descendants_of(root: i32, procs: &[Proc]) -> Vec<Proc> {
+    let spared: HashSet<i32> = match spared().lock() {
+        Ok(s) => s.clone(),
+        Err(e) => e.into_inner().clone(),
+    };
     let mut children: HashMap<i32, Vec<Proc>> = HashMap::new();
-    for p in procs {
+    for p in procs.iter().filter(|p| !spared.contains(&p.session)) {
         children.entry(p.ppid).or_default().push(*p);
     }
     let mut out = Vec::new();
@@ -195,5 +218,30 @@ mod tests {
         // SAFETY: getppid has no preconditions.
         assert_eq!(p.ppid, unsafe { libc::getppid() });
         assert!(!p.zombie);
+    }
+
+    #[test]
+    fn a_spared_session_is_no_descendant() {
+        use std::os::unix::process::CommandExt;
+        let mut plain = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let mut cmd = std::process::Command::new("sleep");
+        cmd.arg("30");
+        // SAFETY: setsid is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let mut own = cmd.spawn().expect("sleep");
+        let (p, o) = (plain.id() as i32, own.id() as i32);
+        spare_session(o);
+        let live = live_descendants();
+        let _ = (plain.kill(), own.kill(), plain.wait(), own.wait());
+        assert!(live.contains(&p), "{live:?}");
+        assert!(!live.contains(&o), "{live:?}");
     }
 }

@@ -7,7 +7,8 @@ pub mod sandbox;
 mod stdio;
 
 pub use descendants::{
-    become_subreaper, end_descendants, live_descendants, spawn_orphan_reaper, REAP_PERIOD,
+    become_subreaper, end_descendants, live_descendants, spare_session, spawn_orphan_reaper,
+    REAP_PERIOD,
 };
 pub use process::{kill_all_groups, live_group_count, register_group, unregister_group};
 pub use stdio::McpServer;
