@@ -13,8 +13,8 @@ use harness9_actors::server::{
 /// How long a descendant still alive at exit has between SIGTERM and SIGKILL.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
 
-/// Every exit path ends here: the terminal back, every child group killed, then every other
-/// descendant (a server's daemon reparented to us) ended and reaped.
+/// Every exit path ends here, after the terminal is restored: every child group killed, then
+/// every other descendant (a server's daemon reparented to us) ended and reaped.
 fn end_children() {
     kill_all_groups();
     end_descendants(EXIT_GRACE);
