@@ -86,7 +86,10 @@ pub fn kernel_abi() -> Result<i32, String> {
                 "this kernel has Landlock but it is disabled (add landlock to the lsm= boot parameter)"
                     .to_owned(),
             ),
-            _ => Err("this kernel has no Landlock (it needs Linux 5.13 or later)".to_owned()),
+            _ => Err(
+                "this kernel has no Landlock (it needs Linux 5.13 or later); use such a kernel or set \"sandbox\": false for this server"
+                    .to_owned(),
+            ),
         }
     } else {
         Ok(i32::try_from(v).unwrap_or(i32::MAX))
@@ -96,7 +99,7 @@ pub fn kernel_abi() -> Result<i32, String> {
         .and_then(|v| v.trim().parse::<i32>().ok());
     match (real, pretend) {
         (Ok(_), Some(n)) if n < 1 => Err(format!(
-            "this kernel has no Landlock ({ABI_OVERRIDE_VAR}={n} says so)"
+            "this kernel has no Landlock ({ABI_OVERRIDE_VAR}={n} says so; unset it to use the kernel's)"
         )),
         (Ok(r), Some(n)) => Ok(r.min(n)),
         (real, _) => real,
