@@ -242,16 +242,20 @@ pub async fn run_mcp(cli: &Cli, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
     out
 }
 
-/// Resolves on SIGINT or SIGTERM.
+/// Resolves on SIGINT, SIGTERM or SIGHUP (a closed terminal), so every exit path stops the
+/// children.
 pub async fn interrupted() {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
+    let (Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
     };
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+        _ = hup.recv() => {}
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use harness9_actors::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
-use harness9_actors::{Hold, ServerSpec, TransportSpec};
+use harness9_actors::{Hold, SandboxSpec, ServerSpec, TransportSpec};
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -112,6 +112,61 @@ impl<'de> Deserialize<'de> for EnvField {
     }
 }
 
+/// A `"sandbox"` entry: `true`/`false`, or `{"writable": [...], "network": true|false}` (which
+/// turns it on). The same shape is `[mcp] sandbox` in harness9.toml.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxField {
+    /// On at all.
+    pub on: bool,
+    /// Extra writable paths, as written (`${VAR}` expanded, relative to the config's directory).
+    pub writable: Vec<String>,
+    /// TCP allowed; off by default.
+    pub network: bool,
+}
+
+impl<'de> Deserialize<'de> for SandboxField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Options {
+            #[serde(default)]
+            writable: Vec<String>,
+            #[serde(default)]
+            network: bool,
+        }
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SandboxField;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(r#"true, false or {"writable": ["PATH"], "network": false}"#)
+            }
+            fn visit_bool<E: de::Error>(self, on: bool) -> Result<SandboxField, E> {
+                Ok(SandboxField {
+                    on,
+                    ..SandboxField::default()
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<SandboxField, A::Error> {
+                let o = Options::deserialize(de::value::MapAccessDeserializer::new(m))?;
+                Ok(SandboxField {
+                    on: true,
+                    writable: o.writable,
+                    network: o.network,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+static SANDBOX_DEFAULT: std::sync::OnceLock<SandboxField> = std::sync::OnceLock::new();
+
+/// Sets the sandbox of every stdio server whose entry has no `"sandbox"` (`[mcp] sandbox` in
+/// harness9.toml, read once at startup); the first call wins.
+pub fn set_sandbox_default(default: SandboxField) {
+    let _ = SANDBOX_DEFAULT.set(default);
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RawServer {
@@ -143,6 +198,7 @@ struct RawServer {
     max_message_bytes: Option<usize>,
     #[serde(default)]
     max_tools: Option<usize>,
+    sandbox: Option<SandboxField>,
 }
 
 /// Strips serde_json's ` at line L column C` suffix.
@@ -534,8 +590,39 @@ fn build(
             }
         }
     };
+    let sandbox = match (&transport, &raw.sandbox) {
+        (TransportSpec::Http { .. }, Some(f)) if f.on => {
+            return Err(ConfigError::Expand {
+                path: shown.to_owned(),
+                server: name.to_owned(),
+                field: "sandbox".to_owned(),
+                message: "the sandbox is for stdio servers only; remove it".to_owned(),
+            })
+        }
+        (TransportSpec::Http { .. }, _) => None,
+        (_, Some(f)) => Some(f),
+        (_, None) => SANDBOX_DEFAULT.get(),
+    };
     let mut spec = ServerSpec::stdio(name, "", Vec::new());
     spec.transport = transport;
+    if let Some(f) = sandbox.filter(|f| f.on) {
+        let project_dir = if base.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            base.to_path_buf()
+        };
+        let writable = f
+            .writable
+            .iter()
+            .enumerate()
+            .map(|(i, p)| x(&format!("sandbox.writable[{i}]"), p).map(|p| project_dir.join(p)))
+            .collect::<Result<Vec<_>, _>>()?;
+        spec.sandbox = Some(SandboxSpec {
+            project_dir,
+            writable,
+            network: f.network,
+        });
+    }
     // Checked by `validate`; a bad value keeps the default rather than panic.
     if let Some(Ok(t)) = raw
         .startup_timeout_sec
@@ -710,6 +797,63 @@ mod tests {
         assert!(invalid(&c, "a")
             .unwrap()
             .contains("\"startupTimeoutSec\" is 0;"));
+    }
+
+    #[test]
+    fn sandbox_entries() {
+        let c = p(r#"{"mcpServers": {
+            "on": {"command": "a", "sandbox": true},
+            "with": {"command": "a", "sandbox": {"writable": ["out", "${HOME}/x"], "network": true}},
+            "off": {"command": "a", "sandbox": false},
+            "none": {"command": "a"}
+        }}"#)
+        .unwrap();
+        let sb = |i: usize| c.servers[i].sandbox.clone();
+        assert_eq!(
+            sb(0),
+            Some(SandboxSpec {
+                project_dir: PathBuf::from("/proj"),
+                writable: vec![],
+                network: false
+            })
+        );
+        assert_eq!(
+            sb(1),
+            Some(SandboxSpec {
+                project_dir: PathBuf::from("/proj"),
+                writable: vec![PathBuf::from("/proj/out"), PathBuf::from("/home/u/x")],
+                network: true
+            })
+        );
+        assert_eq!((sb(2), sb(3)), (None, None));
+        // A bad sandbox entry fails only its own server.
+        let held = |text: &str, name: &str| {
+            let c = p(text).unwrap();
+            invalid(&c, name)
+                .map(str::to_owned)
+                .expect("held as invalid")
+        };
+        let e = held(
+            r#"{"mcpServers": {"h": {"url": "http://h/mcp", "sandbox": true}}}"#,
+            "h",
+        );
+        assert_eq!(
+            e,
+            ".mcp.json: server \"h\", field sandbox: the sandbox is for stdio servers only; remove it"
+        );
+        let e = held(
+            r#"{"mcpServers": {"s": {"command": "a", "sandbox": {"net": false}}}}"#,
+            "s",
+        );
+        assert!(
+            e.contains("server \"s\"") && e.contains("unknown field `net`"),
+            "{e}"
+        );
+        let e = held(
+            r#"{"mcpServers": {"s": {"command": "a", "sandbox": "yes"}}}"#,
+            "s",
+        );
+        assert!(e.contains(r#"expected true, false or {"writable""#), "{e}");
     }
 
     #[test]

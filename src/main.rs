@@ -2,11 +2,23 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 use harness9::cli::{run_mcp, Cli, Command};
-use harness9_actors::server::kill_all_groups;
+use harness9_actors::server::{
+    become_subreaper, end_descendants, kill_all_groups, spawn_orphan_reaper,
+};
+
+/// How long a descendant still alive at exit has between SIGTERM and SIGKILL.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
+
+/// Every exit path ends here, after the terminal is restored: every child group killed, then
+/// every other descendant (a server's daemon reparented to us) ended and reaped.
+fn end_children() {
+    kill_all_groups();
+    end_descendants(EXIT_GRACE);
+}
 
 /// Where the interactive session logs: `$HARNESS9_LOG`, else
 /// `$XDG_STATE_HOME/harness9/harness9.log` (`~/.local/state/...`), else the temp dir.
@@ -78,11 +90,27 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let interactive = cli.command.is_none();
     init_logging(cli.verbose, interactive);
+    // Before any child exists: a server's double-forked daemon is reparented to us, not init,
+    // so it is found and ended at exit.
+    if let Err(e) = become_subreaper() {
+        tracing::warn!(
+            "cannot become a child subreaper ({e}); a server's daemon may outlive harness9"
+        );
+    }
+    spawn_orphan_reaper();
+    match harness9::model::settings::mcp_sandbox_default(&harness9::run::model_flags(&cli)) {
+        Ok(Some(default)) => harness9::config::set_sandbox_default(default),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("harness9: {e}");
+            return ExitCode::from(1);
+        }
+    }
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         // Terminal first, so the message below is readable; then no child outlives us.
         harness9::tui::restore_terminal();
-        kill_all_groups();
+        end_children();
         tracing::error!("panic: {info}");
         default_hook(info);
         std::process::exit(101);
@@ -109,6 +137,6 @@ fn main() -> ExitCode {
         }
     });
     harness9::tui::restore_terminal();
-    kill_all_groups();
+    end_children();
     code
 }

@@ -43,8 +43,14 @@ pub fn fingerprint(spec: &ServerSpec) -> String {
             let mut env: Vec<(&str, &str)> =
                 env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
             env.sort();
+            // The sandbox is part of what runs: a spec that drops it asks again.
+            let sandbox = spec.sandbox.as_ref().map(|s| {
+                json!({"project": s.project_dir.display().to_string(),
+                       "writable": s.writable.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+                       "network": s.network})
+            });
             json!({"transport": "stdio", "command": command, "args": args, "env": env,
-                   "cwd": cwd.as_ref().map(|c| c.display().to_string())})
+                   "cwd": cwd.as_ref().map(|c| c.display().to_string()), "sandbox": sandbox})
         }
         TransportSpec::Http { url, headers, sse } => {
             let mut names: Vec<&str> = headers.iter().map(|(k, _)| k.as_str()).collect();
@@ -337,6 +343,19 @@ mod tests {
             env.push(("NODE_OPTIONS".into(), "--require evil".into()));
         }
         assert_ne!(fingerprint(&spec), fingerprint(&env_changed));
+        // Dropping (or loosening) the sandbox asks again.
+        let mut sandboxed = spec.clone();
+        sandboxed.sandbox = Some(harness9_actors::SandboxSpec {
+            project_dir: "/p".into(),
+            writable: vec![],
+            network: false,
+        });
+        assert_ne!(fingerprint(&spec), fingerprint(&sandboxed));
+        let mut networked = sandboxed.clone();
+        if let Some(s) = &mut networked.sandbox {
+            s.network = true;
+        }
+        assert_ne!(fingerprint(&sandboxed), fingerprint(&networked));
         // Limits that cannot run anything do not change the fingerprint.
         let mut limits = spec.clone();
         limits.tool_timeout = std::time::Duration::from_secs(1);

@@ -139,6 +139,21 @@ pub struct ServerSpec {
     pub shutdown_grace: Duration,
     /// Held back instead of started (not approved, or an invalid config entry).
     pub hold: Option<Hold>,
+    /// Run the child under Landlock (stdio only); `None` runs it unrestricted.
+    pub sandbox: Option<SandboxSpec>,
+}
+
+/// A stdio server's Landlock sandbox: it may read and execute the whole filesystem, write only
+/// its working directory, `project_dir`, the temp directory, a few device files and
+/// `writable`, and open TCP connections only if `network` (see `server/sandbox.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSpec {
+    /// The project directory (the config file's directory); writable.
+    pub project_dir: PathBuf,
+    /// More writable paths (directories or files); each must exist.
+    pub writable: Vec<PathBuf>,
+    /// TCP connect and bind allowed; `false` needs Landlock ABI 4 (Linux 6.7+).
+    pub network: bool,
 }
 
 impl ServerSpec {
@@ -160,6 +175,7 @@ impl ServerSpec {
             max_tools: DEFAULT_MAX_TOOLS,
             shutdown_grace: Duration::from_secs(2),
             hold: None,
+            sandbox: None,
         }
     }
 

@@ -119,6 +119,16 @@ struct FileSettings {
     anthropic: Section,
     #[serde(default)]
     openai: Section,
+    #[serde(default)]
+    mcp: McpSection,
+}
+
+/// `[mcp]`: defaults for the servers of `.mcp.json`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct McpSection {
+    /// The sandbox of every stdio server whose entry has no `"sandbox"` of its own.
+    sandbox: Option<crate::config::SandboxField>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -231,17 +241,13 @@ pub fn candidate_paths(
     out
 }
 
-/// Resolves the settings from the process environment, the user's file and the defaults.
-pub fn resolve(flags: &ModelFlags) -> Result<Settings, SettingsError> {
+/// The user's settings file (path, text): the first of [`candidate_paths`] that exists.
+fn read_user_file(flags: &ModelFlags) -> Result<Option<(PathBuf, String)>, SettingsError> {
     let env = |k: &str| std::env::var(k).ok();
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let mut user = None;
     for path in candidate_paths(flags, &env, &cwd) {
         match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                user = Some((path, text));
-                break;
-            }
+            Ok(text) => return Ok(Some((path, text))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && flags.config_path.is_none() => {}
             Err(e) => {
                 return Err(SettingsError::Read {
@@ -251,6 +257,26 @@ pub fn resolve(flags: &ModelFlags) -> Result<Settings, SettingsError> {
             }
         }
     }
+    Ok(None)
+}
+
+/// `[mcp] sandbox` of the user's settings file (else the shipped defaults): the sandbox of
+/// every stdio server whose `.mcp.json` entry has no `"sandbox"`.
+pub fn mcp_sandbox_default(
+    flags: &ModelFlags,
+) -> Result<Option<crate::config::SandboxField>, SettingsError> {
+    let defaults = parse_file(DEFAULTS_NAME, DEFAULTS)?;
+    let user = match read_user_file(flags)? {
+        Some((path, text)) => parse_file(&path.display().to_string(), &text)?.mcp.sandbox,
+        None => None,
+    };
+    Ok(user.or(defaults.mcp.sandbox))
+}
+
+/// Resolves the settings from the process environment, the user's file and the defaults.
+pub fn resolve(flags: &ModelFlags) -> Result<Settings, SettingsError> {
+    let env = |k: &str| std::env::var(k).ok();
+    let user = read_user_file(flags)?;
     resolve_from(
         flags,
         &env,
@@ -443,6 +469,37 @@ mod tests {
     ) -> Result<Option<ProviderConfig>, SettingsError> {
         let path = Path::new("/home/u/.config/harness9/config.toml");
         resolve_from(flags, &env_of(env), user.map(|t| (path, t))).map(|s| s.provider)
+    }
+
+    #[test]
+    fn mcp_sandbox_default_takes_both_shapes() {
+        let f = parse_file("h.toml", "[mcp]\nsandbox = true\n").unwrap();
+        assert_eq!(
+            f.mcp.sandbox,
+            Some(crate::config::SandboxField {
+                on: true,
+                ..Default::default()
+            })
+        );
+        let f = parse_file(
+            "h.toml",
+            "[mcp]\nsandbox = { writable = [\"/data\"], network = true }\n",
+        )
+        .unwrap();
+        assert_eq!(
+            f.mcp.sandbox,
+            Some(crate::config::SandboxField {
+                on: true,
+                writable: vec!["/data".into()],
+                network: true
+            })
+        );
+        let e = parse_file("h.toml", "[mcp]\nsandbox = \"yes\"\n").unwrap_err();
+        assert!(e.to_string().starts_with("h.toml:2:"), "{e}");
+        assert_eq!(
+            parse_file(DEFAULTS_NAME, DEFAULTS).unwrap().mcp.sandbox,
+            None
+        );
     }
 
     #[test]

@@ -466,12 +466,24 @@ impl Tui {
                 "xdg-open"
             };
             // tokio reaps the opener when it exits (a std Child dropped would stay a zombie).
-            let spawned = tokio::process::Command::new(opener)
-                .arg(&path)
+            let mut cmd = tokio::process::Command::new(opener);
+            cmd.arg(&path)
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn();
+                .stderr(std::process::Stdio::null());
+            // In a session of its own, which the exit sweep spares: the editor it starts may
+            // outlive harness9.
+            // SAFETY: setsid is async-signal-safe and touches no memory.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::setsid();
+                    Ok(())
+                });
+            }
+            let spawned = cmd.spawn();
+            if let Some(pid) = spawned.as_ref().ok().and_then(|c| c.id()) {
+                harness9_actors::server::spare_session(pid as i32);
+            }
             let text = match spawned {
                 Ok(_) => (false, format!("opened {} with {opener}; it reloads by itself when saved (set $EDITOR to edit in the terminal)", path.display())),
                 Err(e) => (true, format!("cannot open {}: {opener}: {e}; set $EDITOR", path.display())),

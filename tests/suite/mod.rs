@@ -2,6 +2,7 @@
 
 mod cli;
 pub mod common;
+mod descendants;
 mod engine;
 mod fixtures;
 mod hostile;
@@ -9,5 +10,6 @@ mod hostile_output;
 mod http;
 mod reference;
 mod reload;
+mod sandbox;
 mod trust;
 mod tui;

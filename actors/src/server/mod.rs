@@ -1,9 +1,15 @@
 //! One actor per MCP server: it owns its child process (or HTTP client) and its pending map.
 
+mod descendants;
 mod http;
 mod http_io;
 mod process;
+pub mod sandbox;
 mod stdio;
 
+pub use descendants::{
+    become_subreaper, end_descendants, live_descendants, spare_session, spawn_orphan_reaper,
+    REAP_PERIOD,
+};
 pub use process::{kill_all_groups, live_group_count, register_group, unregister_group};
 pub use stdio::McpServer;

@@ -35,6 +35,14 @@ pub fn kill_all_groups() {
     }
 }
 
+/// The live child process groups (their leaders are tokio's children: never reap them here).
+pub(crate) fn registered_groups() -> Vec<i32> {
+    match groups().lock() {
+        Ok(g) => g.iter().copied().collect(),
+        Err(e) => e.into_inner().iter().copied().collect(),
+    }
+}
+
 /// How many child process groups are live.
 pub fn live_group_count() -> usize {
     groups().lock().map(|g| g.len()).unwrap_or(0)

@@ -195,9 +195,23 @@ impl McpServer {
         if let Some(dir) = cwd {
             cmd.current_dir(dir);
         }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("spawn {command}: {}", plain_io_error(&e)))?;
+        // Built here, enforced by the child between fork and exec; dropped after the spawn.
+        let sandbox = match &self.spec.sandbox {
+            Some(sb) => {
+                let prepared = super::sandbox::prepare(sb, &self.cwd).map_err(|e| {
+                    format!("sandbox cannot be applied, so the server is not started: {e}")
+                })?;
+                prepared.install(&mut cmd);
+                Some(prepared)
+            }
+            None => None,
+        };
+        let spawned = cmd.spawn();
+        drop(sandbox);
+        let mut child = spawned.map_err(|e| match &self.spec.sandbox {
+            Some(_) => format!("spawn {command} in its sandbox: {}", plain_io_error(&e)),
+            None => format!("spawn {command}: {}", plain_io_error(&e)),
+        })?;
         self.pgid = child.id().map(|p| p as i32).unwrap_or(0);
         register_group(self.pgid);
         tracing::debug!(target: "mcp", server = %self.name, pid = self.pgid, %command, "spawned");

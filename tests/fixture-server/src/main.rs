@@ -2,8 +2,9 @@
 //!
 //! Tools: echo {text}, add {a,b}, sleep {ms}, big {bytes}, fail, rich, progress {steps, gap_ms},
 //! both {order} (result and error in one reply),
-//! remove {path} (annotated destructive),
-//! exit {code}, pid, plus `--tools N` synthetic ones. Flags: see `usage()`.
+//! remove {path} (annotated destructive), write {path, text} (really writes), connect {addr}
+//! (a TCP connect), exit {code}, pid, plus `--tools N` synthetic ones. Flags: see `usage()`;
+//! `--daemonize PIDFILE` leaves a `setsid` grandchild that sleeps forever (its pid in PIDFILE).
 
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
@@ -37,7 +38,8 @@ fn usage() -> ! {
         "usage: fixture-server [--tools N] [--page-size P] [--pad-bytes B] [--crash-after N] [--no-init] \
          [--garbage] [--slow-ms MS] [--exit-at-once] [--ignore-eof] [--ignore-sigterm] \
          [--list-changed-after N] [--stderr-lines N] [--server-requests] [--log-messages] \
-         [--record FILE] [--protocol V] [--flood] [--cycle-cursors] [--cycle-cursors-later] [--bad-schemas]"
+         [--record FILE] [--protocol V] [--flood] [--cycle-cursors] [--cycle-cursors-later] \
+         [--bad-schemas] [--daemonize PIDFILE]"
     );
     std::process::exit(64)
 }
@@ -83,10 +85,64 @@ fn parse() -> Opts {
             "--cycle-cursors-later" => o.cycle_later = true,
             // Adds a tool whose inputSchema is a number and one nested 200 levels deep.
             "--bad-schemas" => o.bad_schemas = true,
+            "--daemonize" => daemonize(&args.next().unwrap_or_else(|| usage())),
             _ => usage(),
         }
     }
     o
+}
+
+/// Double-forks a daemon the classic way: a child that calls `setsid` (a new session and
+/// process group, out of ours), forks the daemon and exits; the daemon writes its pid to
+/// `pidfile` (by rename, so a reader never sees it half written) and sleeps forever. Returns
+/// once the pid file exists.
+fn daemonize(pidfile: &str) {
+    // SAFETY: fork in a single-threaded process (this runs before anything starts a thread);
+    // the children only make async-signal-safe calls until they write the file or exit.
+    let child = unsafe { libc::fork() };
+    if child < 0 {
+        eprintln!("fixture: fork failed");
+        std::process::exit(70);
+    }
+    if child == 0 {
+        // SAFETY: setsid/fork/_exit have no memory-safety preconditions.
+        unsafe {
+            libc::setsid();
+            if libc::fork() != 0 {
+                libc::_exit(0);
+            }
+        }
+        let tmp = format!("{pidfile}.tmp");
+        let written = std::fs::write(&tmp, std::process::id().to_string())
+            .and_then(|_| std::fs::rename(&tmp, pidfile));
+        if written.is_err() {
+            // SAFETY: as above.
+            unsafe { libc::_exit(71) };
+        }
+        // Away from the server's pipes, like a real daemon.
+        if let Ok(null) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+        {
+            use std::os::fd::AsRawFd;
+            // SAFETY: dup2 onto the standard fds has no memory-safety preconditions.
+            unsafe {
+                libc::dup2(null.as_raw_fd(), 0);
+                libc::dup2(null.as_raw_fd(), 1);
+                libc::dup2(null.as_raw_fd(), 2);
+            }
+        }
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+    let mut status = 0;
+    // SAFETY: waits for the intermediate child, which exits at once.
+    unsafe { libc::waitpid(child, &mut status, 0) };
+    while !std::path::Path::new(pidfile).exists() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 struct Out {
@@ -167,6 +223,10 @@ fn tool_list(st: &State) -> Vec<Value> {
         json!({"name": "pid", "description": "the server's pid", "inputSchema": schema(json!({}))}),
         json!({"name": "both", "description": "a reply with both result and error (order: result-first | error-first)",
                "inputSchema": schema(json!({"order": {"type": "string"}}))}),
+        json!({"name": "write", "description": "writes `text` to the file `path`",
+               "inputSchema": schema(json!({"path": {"type": "string"}, "text": {"type": "string"}}))}),
+        json!({"name": "connect", "description": "opens a TCP connection to `addr` (host:port)",
+               "inputSchema": schema(json!({"addr": {"type": "string"}}))}),
         json!({"name": "remove", "description": "pretends to delete `path`",
                "inputSchema": schema(json!({"path": {"type": "string"}})),
                "annotations": {"destructiveHint": true, "readOnlyHint": false}}),
@@ -317,6 +377,28 @@ fn call_tool(id: Value, params: Value, slow_ms: u64) {
             "removed {}",
             args.get("path").and_then(Value::as_str).unwrap_or("")
         )),
+        "write" => {
+            let path = args.get("path").and_then(Value::as_str).unwrap_or("");
+            let body = args.get("text").and_then(Value::as_str).unwrap_or("");
+            match std::fs::write(path, body) {
+                Ok(()) => text(format!("wrote {path}")),
+                Err(e) => tool_error(&format!("cannot write {path}: {e}")),
+            }
+        }
+        "connect" => {
+            let addr = args.get("addr").and_then(Value::as_str).unwrap_or("");
+            let connected = addr
+                .parse::<std::net::SocketAddr>()
+                .map_err(|e| e.to_string())
+                .and_then(|a| {
+                    std::net::TcpStream::connect_timeout(&a, Duration::from_secs(5))
+                        .map_err(|e| e.to_string())
+                });
+            match connected {
+                Ok(_) => text(format!("connected to {addr}")),
+                Err(e) => tool_error(&format!("cannot connect to {addr}: {e}")),
+            }
+        }
         "added_later" => text("added later"),
         "both" => {
             let e = r#"{"code":-32000,"message":"and an error"}"#;
