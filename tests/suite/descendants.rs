@@ -59,8 +59,11 @@ fn daemon_pid(pidfile: &Path) -> i32 {
 
 fn spawn(dir: &Path, args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_harness9"))
+        // The project's .mcp.json is trusted here (approvals kept in the dir).
+        .arg("--approve-project")
         .args(args)
         .current_dir(dir)
+        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
         .env("XDG_CONFIG_HOME", dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

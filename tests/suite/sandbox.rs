@@ -45,8 +45,11 @@ fn fixture_entry(sandbox: Option<Value>) -> Value {
 /// Runs the binary in `dir` (no user settings from this machine), killed after 60 s.
 fn harness9(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let child = Command::new(env!("CARGO_BIN_EXE_harness9"))
+        // The project's .mcp.json is trusted here (approvals kept in the dir).
+        .arg("--approve-project")
         .args(args)
         .current_dir(dir)
+        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
         .env("XDG_CONFIG_HOME", dir)
         .envs(env.iter().copied())
         .stdin(Stdio::null())

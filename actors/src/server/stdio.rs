@@ -1236,6 +1236,16 @@ impl Handler<CallServerTool> for McpServer {
                     }
                 }
             }
+            if tokio::time::Instant::now() >= deadline {
+                // Out of time before the first look at the reply: a timeout, whatever may have
+                // arrived meanwhile (so a tiny timeout times out on any machine).
+                guard.fire("timed out");
+                return Err(CallError::Timeout {
+                    server,
+                    tool,
+                    after: timeout,
+                });
+            }
             let outcome = tokio::select! {
                 biased;
                 r = rx => r,
