@@ -83,9 +83,9 @@ pub enum CallError {
         /// What went wrong, with the HTTP status or cause.
         detail: String,
     },
-    /// The server stopped reading: the request waited for room in the full write queue until
-    /// the call's timeout and was never written.
-    #[error("server \"{server}\" is not reading its input: tool \"{tool}\" could not be sent within {} (its write queue is full); restart the server if it is stuck", fmt_duration(*.after))]
+    /// The server stopped reading: at the call's timeout the write queue to it was full (the
+    /// request waited for room, or sat in the queue unread).
+    #[error("server \"{server}\" is not reading its input: tool \"{tool}\" got no answer within {} and the write queue to the server is full; restart the server if it is stuck", fmt_duration(*.after))]
     NotReading {
         /// The server.
         server: String,

@@ -1212,7 +1212,10 @@ impl Handler<CallServerTool> for McpServer {
         };
         let line = jsonrpc::request_line(id, "tools/call", Some(&params));
         let (rx, backlog) = self.request("tools/call", line, id);
-        let backlog = backlog.and_then(|line| self.writer.clone().map(|w| (w, line)));
+        let writer = self.writer.clone();
+        let backlog = backlog.and_then(|line| writer.clone().map(|w| (w, line)));
+        // At the timeout, a full queue means the server stopped reading: say so.
+        let stuck = move || writer.as_ref().is_some_and(|w| w.capacity() == 0);
         let mut guard = CancelOnDrop {
             addr: ctx.address(),
             id,
@@ -1255,6 +1258,9 @@ impl Handler<CallServerTool> for McpServer {
                 }
                 _ = tokio::time::sleep_until(deadline) => {
                     guard.fire("timed out");
+                    if stuck() {
+                        return Err(CallError::NotReading { server, tool, after: timeout });
+                    }
                     return Err(CallError::Timeout { server, tool, after: timeout });
                 }
             };
