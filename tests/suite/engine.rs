@@ -1157,3 +1157,29 @@ fn broken_tool_json_from_an_openai_format_model_is_sent_back_and_retried() {
         "{text}"
     );
 }
+
+#[test]
+fn a_tool_whose_schema_is_not_a_json_object_is_left_out_of_the_models_table() {
+    let model = Model::start("schemas", json!({"steps": [{"text": "fine"}]}));
+    let dir = project(
+        "schemas",
+        json!({"f": fixture_json(&["--bad-schemas"], json!({}))}),
+    );
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go"]).finish(LIMIT);
+    out.ok();
+    let reqs = model.requests();
+    let tools: Vec<&str> = reqs[0]["body"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(tools.contains(&"mcp__f__echo"), "{tools:?}");
+    // A number schema would make the provider reject every request; a 200-deep one cannot be
+    // parsed: both are left out (with a warning in the log), the rest of the server stays.
+    assert!(!tools.contains(&"mcp__f__number_schema"), "{tools:?}");
+    assert!(!tools.contains(&"mcp__f__deep_schema"), "{tools:?}");
+    for t in reqs[0]["body"]["tools"].as_array().expect("tools") {
+        assert!(t["input_schema"].is_object(), "{t}");
+    }
+}
