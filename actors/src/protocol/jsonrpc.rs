@@ -289,11 +289,19 @@ pub fn fast_response_id(line: &[u8]) -> Option<i64> {
     std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
 }
 
+/// The members [`Incoming::parse`] reads, so that both paths see the same line: a duplicate
+/// `id`, `method` or `params` fails both, and a `method` makes the line a request, not a reply.
 #[derive(Deserialize)]
 struct OnlyResult<T> {
     result: T,
     #[serde(default)]
     error: Option<de::IgnoredAny>,
+    #[serde(default)]
+    method: Option<de::IgnoredAny>,
+    #[serde(default, rename = "id")]
+    _id: Option<de::IgnoredAny>,
+    #[serde(default, rename = "params")]
+    _params: Option<de::IgnoredAny>,
 }
 
 /// Why [`line_result`] gave no result.
@@ -303,6 +311,9 @@ pub enum LineError {
     /// The line also carries a non-null `error` (see [`both_result_and_error`]).
     #[error("{}", both_result_and_error().message)]
     Both,
+    /// The line also carries a `method`: the envelope path reads it as the server's request.
+    #[error("invalid reply: it carries both \"result\" and \"method\"")]
+    Method,
     /// Not JSON, or the result is not of the expected type.
     #[error("{0}")]
     Invalid(#[from] serde_json::Error),
@@ -312,9 +323,10 @@ pub enum LineError {
 /// Agrees with [`Incoming::parse`]: a line with both members is [`LineError::Both`].
 pub fn line_result<T: de::DeserializeOwned>(line: &[u8]) -> Result<T, LineError> {
     let only: OnlyResult<T> = serde_json::from_slice(line)?;
-    match only.error {
-        Some(_) => Err(LineError::Both),
-        None => Ok(only.result),
+    match (only.error, only.method) {
+        (Some(_), _) => Err(LineError::Both),
+        (None, Some(_)) => Err(LineError::Method),
+        (None, None) => Ok(only.result),
     }
 }
 
