@@ -556,6 +556,22 @@ proptest! {
         check_paths_agree(&line)?;
     }
 
+    /// What the id sniffer reads from a whole line is what the envelope path reads: the id of
+    /// a response, never one nested in a member, never a request's (the server's id space).
+    #[test]
+    fn sniff_id_agrees_with_the_envelope(line in rpc_line()) {
+        if let (Some(id), Ok(msg)) = (sniff_id(&line), Incoming::parse(&line)) {
+            match msg {
+                Incoming::Response { id: got, .. } => prop_assert_eq!(got, id),
+                other => {
+                    return Err(TestCaseError::fail(format!(
+                        "sniffed id {id} from a line the envelope reads as {other:?}"
+                    )))
+                }
+            }
+        }
+    }
+
     /// The id sniffer never panics on a prefix of any near-valid line, and what it reads from
     /// a response whose first member is its id is that id.
     #[test]
