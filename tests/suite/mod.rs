@@ -5,6 +5,7 @@ pub mod common;
 mod engine;
 mod fixtures;
 mod http;
+mod overlong;
 mod reference;
 mod reload;
 mod tui;

@@ -25,6 +25,8 @@ struct Opts {
     log_messages: bool,
     record: Option<String>,
     protocol: Option<String>,
+    /// Before each tools/call reply: an over-long request and notification carrying its id.
+    big_on_call: usize,
 }
 
 fn usage() -> ! {
@@ -32,7 +34,7 @@ fn usage() -> ! {
         "usage: fixture-server [--tools N] [--page-size P] [--pad-bytes B] [--crash-after N] [--no-init] \
          [--garbage] [--slow-ms MS] [--exit-at-once] [--ignore-eof] [--ignore-sigterm] \
          [--list-changed-after N] [--stderr-lines N] [--server-requests] [--log-messages] \
-         [--record FILE] [--protocol V]"
+         [--record FILE] [--protocol V] [--big-messages-on-call BYTES]"
     );
     std::process::exit(64)
 }
@@ -70,6 +72,7 @@ fn parse() -> Opts {
             "--log-messages" => o.log_messages = true,
             "--record" => o.record = Some(args.next().unwrap_or_else(|| usage())),
             "--protocol" => o.protocol = Some(args.next().unwrap_or_else(|| usage())),
+            "--big-messages-on-call" => o.big_on_call = num(args.next()),
             _ => usage(),
         }
     }
@@ -359,9 +362,21 @@ fn main() {
                 }
                 let changed = st.opts.list_changed_after == Some(st.calls);
                 let slow = st.opts.slow_ms;
+                let big = st.opts.big_on_call;
                 let state2 = Arc::clone(&state);
                 drop(st);
                 std::thread::spawn(move || {
+                    if big > 0 {
+                        // Our own request and a notification, both over-long, whose first
+                        // "id" is the number of the call being answered.
+                        let pad = "x".repeat(big);
+                        send_raw(&format!(
+                            r#"{{"jsonrpc":"2.0","id":{id},"method":"sampling/createMessage","params":{{"pad":"{pad}"}}}}"#
+                        ));
+                        send_raw(&format!(
+                            r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"id":{id},"level":"info","data":"{pad}"}}}}"#
+                        ));
+                    }
                     call_tool(id, params, slow);
                     if changed {
                         state2.lock().unwrap_or_else(|e| e.into_inner()).added_later = true;
