@@ -1,7 +1,7 @@
 //! Property tests of the wire parsers: the NDJSON codec, the SSE parser and the JSON-RPC envelope.
 //!
 //! Each property runs `PROPTEST_CASES` cases (a small default for CI, see [`config`]); a long run
-//! is `PROPTEST_CASES=200000 cargo test --release -p harness9-actors props` (README).
+//! is `PROPTEST_CASES=1000000 cargo test --release -p harness9-actors props` (README).
 
 use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
