@@ -5,6 +5,8 @@ pub mod app;
 pub mod builtins;
 pub mod cli;
 pub mod config;
+#[cfg(test)]
+mod config_props;
 pub mod engine;
 pub mod log_file;
 pub mod model;

@@ -8,6 +8,7 @@ mod fixtures;
 mod hostile;
 mod hostile_output;
 mod http;
+mod overlong;
 mod reference;
 mod reload;
 mod sandbox;

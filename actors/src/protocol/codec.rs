@@ -45,8 +45,11 @@ impl NdjsonCodec {
         }
     }
 
+    /// The over-long line at the start of `buf`: it has at least `max + 1` bytes there, so its
+    /// prefix never reaches into the next line and does not depend on how the input was split.
     fn too_long(&mut self, buf: &mut BytesMut) -> Frame {
-        let prefix = Bytes::copy_from_slice(&buf[..buf.len().min(PREFIX_BYTES)]);
+        let keep = PREFIX_BYTES.min(self.max.saturating_add(1)).min(buf.len());
+        let prefix = Bytes::copy_from_slice(&buf[..keep]);
         Frame::TooLong {
             prefix,
             max: self.max,

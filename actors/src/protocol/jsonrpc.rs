@@ -289,11 +289,19 @@ pub fn fast_response_id(line: &[u8]) -> Option<i64> {
     std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
 }
 
+/// The members [`Incoming::parse`] reads, so that both paths see the same line: a duplicate
+/// `id`, `method` or `params` fails both, and a `method` makes the line a request, not a reply.
 #[derive(Deserialize)]
 struct OnlyResult<T> {
     result: T,
     #[serde(default)]
     error: Option<de::IgnoredAny>,
+    #[serde(default)]
+    method: Option<de::IgnoredAny>,
+    #[serde(default, rename = "id")]
+    _id: Option<de::IgnoredAny>,
+    #[serde(default, rename = "params")]
+    _params: Option<de::IgnoredAny>,
 }
 
 /// Why [`line_result`] gave no result.
@@ -303,6 +311,9 @@ pub enum LineError {
     /// The line also carries a non-null `error` (see [`both_result_and_error`]).
     #[error("{}", both_result_and_error().message)]
     Both,
+    /// The line also carries a `method`: the envelope path reads it as the server's request.
+    #[error("invalid reply: it carries both \"result\" and \"method\"")]
+    Method,
     /// Not JSON, or the result is not of the expected type.
     #[error("{0}")]
     Invalid(#[from] serde_json::Error),
@@ -312,46 +323,112 @@ pub enum LineError {
 /// Agrees with [`Incoming::parse`]: a line with both members is [`LineError::Both`].
 pub fn line_result<T: de::DeserializeOwned>(line: &[u8]) -> Result<T, LineError> {
     let only: OnlyResult<T> = serde_json::from_slice(line)?;
-    match only.error {
-        Some(_) => Err(LineError::Both),
-        None => Ok(only.result),
+    match (only.error, only.method) {
+        (Some(_), _) => Err(LineError::Both),
+        (None, Some(_)) => Err(LineError::Method),
+        (None, None) => Ok(only.result),
     }
 }
 
 /// Reads the id of a message from its first bytes, for a line too long to parse.
 ///
-/// Looks for a top-level-looking `"id":` key followed by a number or a short string.
+/// Reads the top-level object only (strings and nesting tracked): its `"id"` member, a number
+/// or a string, is the id unless the prefix also shows a top-level `"method"` (then the line is
+/// the server's request, whose id is in the server's id space) or a second `"id"`. An id nested
+/// in a member is never read.
 pub fn sniff_id(prefix: &[u8]) -> Option<RequestId> {
-    let mut at = 0;
-    while let Some(pos) = find(&prefix[at..], b"\"id\"") {
-        let mut i = at + pos + 4;
+    let skip_ws = |mut i: usize| {
         while prefix.get(i).is_some_and(|b| b.is_ascii_whitespace()) {
             i += 1;
         }
-        if prefix.get(i) == Some(&b':') {
-            i += 1;
-            while prefix.get(i).is_some_and(|b| b.is_ascii_whitespace()) {
-                i += 1;
+        i
+    };
+    let mut i = skip_ws(0);
+    if prefix.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    let mut depth = 1usize;
+    let mut key_next = true;
+    let mut id = None;
+    while i < prefix.len() {
+        match prefix[i] {
+            b'"' => {
+                let Some(end) = string_end(prefix, i) else {
+                    // The prefix ends inside a string.
+                    return id;
+                };
+                if depth == 1 && key_next {
+                    key_next = false;
+                    let key = &prefix[i + 1..end];
+                    let at = skip_ws(end + 1);
+                    if prefix.get(at) != Some(&b':') {
+                        return id;
+                    }
+                    let value = skip_ws(at + 1);
+                    match key {
+                        b"method" => return None,
+                        b"id" if id.is_some() => return None,
+                        b"id" => {
+                            let value_end = match prefix.get(value) {
+                                Some(b'"') => string_end(prefix, value)? + 1,
+                                Some(_) => {
+                                    let n = prefix[value..]
+                                        .iter()
+                                        .take_while(|b| {
+                                            !matches!(b, b',' | b'}' | b']')
+                                                && !b.is_ascii_whitespace()
+                                        })
+                                        .count();
+                                    // A number cut by the prefix's end is not read.
+                                    if value + n >= prefix.len() {
+                                        return None;
+                                    }
+                                    value + n
+                                }
+                                None => return None,
+                            };
+                            id = Some(
+                                serde_json::from_slice::<RequestId>(&prefix[value..value_end])
+                                    .ok()?,
+                            );
+                            i = value_end;
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    i = value;
+                    continue;
+                }
+                i = end + 1;
+                continue;
             }
-            let rest = &prefix[i..];
-            let end = rest
-                .iter()
-                .position(|b| matches!(b, b',' | b'}'))
-                .unwrap_or(rest.len());
-            if end < rest.len() {
-                if let Ok(id) = serde_json::from_slice::<RequestId>(&rest[..end]) {
-                    return Some(id);
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return id;
                 }
             }
-            return None;
+            b',' if depth == 1 => key_next = true,
+            _ => {}
         }
-        at += pos + 4;
+        i += 1;
     }
-    None
+    id
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
+/// The index of the quote that closes the string opening at `open`, if it is in `bytes`.
+fn string_end(bytes: &[u8], open: usize) -> Option<usize> {
+    let mut i = open + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -452,6 +529,25 @@ mod tests {
             Some(RequestId::String("abc".into()))
         );
         assert_eq!(sniff_id(br#"{"jsonrpc":"2.0","result":{"#), None);
+        // Found by `sniff_id_agrees_with_the_envelope`: the server's own request (its id space)
+        // and ids nested in a member were read as the reply's id.
+        assert_eq!(
+            sniff_id(br#"{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{"x"#),
+            None
+        );
+        assert_eq!(
+            sniff_id(br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"id":5,"x"#),
+            None
+        );
+        assert_eq!(
+            sniff_id(br#"{"result":{"id":5,"content":[]},"id":3,"jsonrpc":"2.0","x":"yyyy"#),
+            Some(RequestId::Number(3))
+        );
+        assert_eq!(
+            sniff_id(br#"{"id":"a\"b","result":{"#),
+            Some(RequestId::String("a\"b".into()))
+        );
+        assert_eq!(sniff_id(br#"{"id":12"#), None);
     }
 
     #[test]

@@ -5,6 +5,8 @@
 
 pub mod codec;
 pub mod jsonrpc;
+#[cfg(test)]
+mod props;
 pub mod render;
 pub mod sse;
 pub mod types;

@@ -12,6 +12,9 @@ pub struct Event {
     pub id: Option<String>,
 }
 
+/// How much longer than the data cap one line may be: `data: ` before a maximal value.
+const FIELD_SLACK: usize = "data: ".len();
+
 /// Parser state.
 #[derive(Debug, Default)]
 pub struct SseParser {
@@ -24,6 +27,8 @@ pub struct SseParser {
     /// The latest `retry:` in milliseconds.
     pub retry_ms: Option<u64>,
     max: usize,
+    /// Set by the first [`SseError::TooLarge`]: a parser that failed stays failed, so the
+    /// oversized event is never dispatched by a caller that goes on feeding.
     overflow: bool,
 }
 
@@ -50,8 +55,11 @@ impl SseParser {
         self.last_id.as_deref()
     }
 
-    /// Feeds a chunk; returns the events it completed.
+    /// Feeds a chunk; returns the events it completed. After an error every call fails.
     pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<Event>, SseError> {
+        if self.overflow {
+            return Err(SseError::TooLarge(self.max));
+        }
         let mut out = Vec::new();
         for &b in chunk {
             if self.last_cr {
@@ -69,7 +77,8 @@ impl SseParser {
                     }
                 }
                 _ => {
-                    if self.line.len() > self.max {
+                    if self.line.len() >= self.max.saturating_add(FIELD_SLACK) {
+                        self.overflow = true;
                         return Err(SseError::TooLarge(self.max));
                     }
                     self.line.push(b);

@@ -31,6 +31,8 @@ struct Opts {
     cycle_cursors: bool,
     cycle_later: bool,
     bad_schemas: bool,
+    /// Before each tools/call reply: an over-long request and notification carrying its id.
+    big_on_call: usize,
 }
 
 fn usage() -> ! {
@@ -39,7 +41,7 @@ fn usage() -> ! {
          [--garbage] [--slow-ms MS] [--exit-at-once] [--ignore-eof] [--ignore-sigterm] \
          [--list-changed-after N] [--stderr-lines N] [--server-requests] [--log-messages] \
          [--record FILE] [--protocol V] [--flood] [--cycle-cursors] [--cycle-cursors-later] \
-         [--bad-schemas] [--daemonize PIDFILE]"
+         [--bad-schemas] [--daemonize PIDFILE] [--big-messages-on-call BYTES]"
     );
     std::process::exit(64)
 }
@@ -86,6 +88,7 @@ fn parse() -> Opts {
             // Adds a tool whose inputSchema is a number and one nested 200 levels deep.
             "--bad-schemas" => o.bad_schemas = true,
             "--daemonize" => daemonize(&args.next().unwrap_or_else(|| usage())),
+            "--big-messages-on-call" => o.big_on_call = num(args.next()),
             _ => usage(),
         }
     }
@@ -512,9 +515,21 @@ fn main() {
                 }
                 let changed = st.opts.list_changed_after == Some(st.calls);
                 let slow = st.opts.slow_ms;
+                let big = st.opts.big_on_call;
                 let state2 = Arc::clone(&state);
                 drop(st);
                 std::thread::spawn(move || {
+                    if big > 0 {
+                        // Our own request and a notification, both over-long, whose first
+                        // "id" is the number of the call being answered.
+                        let pad = "x".repeat(big);
+                        send_raw(&format!(
+                            r#"{{"jsonrpc":"2.0","id":{id},"method":"sampling/createMessage","params":{{"pad":"{pad}"}}}}"#
+                        ));
+                        send_raw(&format!(
+                            r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"id":{id},"level":"info","data":"{pad}"}}}}"#
+                        ));
+                    }
                     call_tool(id, params, slow);
                     if changed {
                         state2.lock().unwrap_or_else(|e| e.into_inner()).added_later = true;
