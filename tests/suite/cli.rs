@@ -1,6 +1,5 @@
 //! The `harness9` binary, run as a user runs it.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -31,48 +30,11 @@ fn everything_json(extra_env: Value) -> Value {
     v
 }
 
-/// Runs the binary in `dir` with a hard timeout; the project's `.mcp.json` is trusted
-/// (`--approve-project`, approvals kept in the dir).
+/// Runs the binary in `dir` with a hard timeout; the project's `.mcp.json` is trusted.
 fn harness9(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(bin())
-        .arg("--approve-project")
-        .args(args)
-        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
-        .current_dir(dir)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-    }
-    let pid = child.id() as i32;
-    let killer = std::thread::spawn(move || {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        // A watchdog: the test fails (the process is killed) if the binary hangs.
-        while Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-            // SAFETY: signal 0 checks existence only.
-            if unsafe { libc::kill(pid, 0) } != 0 {
-                return;
-            }
-        }
-        // SAFETY: plain signal to our own child.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    });
-    let out = child.wait_with_output().unwrap();
-    let _ = killer.join();
-    out
+    let mut cmd = harness9_in(dir);
+    cmd.args(args);
+    output_within(cmd, stdin, Duration::from_secs(90))
 }
 
 fn text(b: &[u8]) -> String {
@@ -306,18 +268,7 @@ fn ctrl_c_during_a_call_leaves_no_child() {
         .spawn()
         .unwrap();
     // Wait for the first progress line: the call is in flight.
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "harness9 ended before any progress"
-        );
-        if line.contains("[mcp] progress") {
-            break;
-        }
-    }
+    wait_for_progress(&mut child);
     let servers = pids_with_env(&marker);
     assert!(!servers.is_empty(), "server process not found");
     // SAFETY: SIGINT to our own child.

@@ -221,3 +221,92 @@ pub fn poll_until(bound: Duration, every: Duration, mut done: impl FnMut() -> bo
     }
     true
 }
+
+/// Environment that would carry this machine's model or log settings into a test's binary.
+pub const USER_ENV: [&str; 8] = [
+    "XDG_CONFIG_HOME",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "HARNESS9_PROVIDER",
+    "HARNESS9_MODEL",
+    "RUST_LOG",
+];
+
+/// Takes [`USER_ENV`] out of `cmd`'s environment.
+pub fn without_user_env(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    for k in USER_ENV {
+        cmd.env_remove(k);
+    }
+    cmd
+}
+
+/// The `harness9` binary in `dir`, its project's `.mcp.json` trusted (`--approve-project`,
+/// approvals kept in the dir).
+pub fn harness9_in(dir: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_harness9"));
+    c.arg("--approve-project")
+        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+        .current_dir(dir);
+    c
+}
+
+/// Runs `cmd` to its end with `stdin` (or none) and its output captured; a watchdog kills it
+/// after `limit`, so a hung binary fails its test instead of hanging it.
+pub fn output_within(
+    mut cmd: std::process::Command,
+    stdin: Option<&str>,
+    limit: Duration,
+) -> std::process::Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn harness9");
+    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(input.as_bytes()).expect("write stdin");
+    }
+    let pid = child.id() as i32;
+    let watchdog = std::thread::spawn(move || {
+        let end = Instant::now() + limit;
+        while Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(50));
+            // SAFETY: signal 0 checks existence only.
+            if unsafe { libc::kill(pid, 0) } != 0 {
+                return;
+            }
+        }
+        // SAFETY: our own child, hung.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let out = child.wait_with_output().expect("wait for harness9");
+    let _ = watchdog.join();
+    out
+}
+
+/// Reads `child`'s stderr until a `[mcp] progress` line (the call is in flight), then keeps
+/// draining it in the background so the child never blocks on a full pipe.
+pub fn wait_for_progress(child: &mut std::process::Child) {
+    use std::io::BufRead as _;
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr piped"));
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).expect("read stderr") > 0,
+            "harness9 ended before any progress"
+        );
+        if line.contains("[mcp] progress") {
+            break;
+        }
+    }
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+}

@@ -2,7 +2,6 @@
 //! (the fixture's `--daemonize PIDFILE`) loses it when the real binary exits, normally or on
 //! SIGTERM, and an orphan that exits during a session does not stay a zombie.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -85,24 +84,6 @@ fn exit_code(child: &mut Child, bound: Duration) -> Option<i32> {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// Reads stderr until a progress line: the call is in flight, the daemon exists.
-fn wait_for_progress(child: &mut Child) {
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "harness9 ended before any progress"
-        );
-        if line.contains("[mcp] progress") {
-            break;
-        }
-    }
-    // Keep draining, so harness9 never blocks on a full stderr pipe.
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
 }
 
 #[test]

@@ -136,22 +136,9 @@ fn fixture_json(args: &[&str], extra: Value) -> Value {
 /// `harness9` in `dir` with no model settings from the environment or the user's files; the
 /// project's `.mcp.json` is trusted (`--approve-project`, approvals kept in the dir).
 fn harness9(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_harness9"));
-    c.arg("--approve-project")
-        .env("HARNESS9_APPROVALS", dir.join("approvals.json"));
-    c.current_dir(dir).env("HOME", dir.join("home"));
-    for k in [
-        "XDG_CONFIG_HOME",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "HARNESS9_PROVIDER",
-        "HARNESS9_MODEL",
-        "RUST_LOG",
-    ] {
-        c.env_remove(k);
-    }
+    let mut c = harness9_in(dir);
+    c.env("HOME", dir.join("home"));
+    without_user_env(&mut c);
     c
 }
 

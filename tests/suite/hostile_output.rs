@@ -86,18 +86,7 @@ fn harness9(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for k in [
-        "XDG_CONFIG_HOME",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "HARNESS9_PROVIDER",
-        "HARNESS9_MODEL",
-        "RUST_LOG",
-    ] {
-        cmd.env_remove(k);
-    }
+    without_user_env(&mut cmd);
     cmd.envs(env.iter().copied());
     let child = cmd.spawn().expect("spawn harness9");
     let pid = child.id() as i32;

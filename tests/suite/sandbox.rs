@@ -3,8 +3,8 @@
 //! `connect` tools.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -44,35 +44,11 @@ fn fixture_entry(sandbox: Option<Value>) -> Value {
 
 /// Runs the binary in `dir` (no user settings from this machine), killed after 60 s.
 fn harness9(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_harness9"))
-        // The project's .mcp.json is trusted here (approvals kept in the dir).
-        .arg("--approve-project")
-        .args(args)
-        .current_dir(dir)
-        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+    let mut cmd = harness9_in(dir);
+    cmd.args(args)
         .env("XDG_CONFIG_HOME", dir)
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as i32;
-    let watchdog = std::thread::spawn(move || {
-        let end = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(50));
-            // SAFETY: signal 0 checks existence only.
-            if unsafe { libc::kill(pid, 0) } != 0 {
-                return;
-            }
-        }
-        // SAFETY: our own child, hung.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    });
-    let out = child.wait_with_output().unwrap();
-    let _ = watchdog.join();
-    out
+        .envs(env.iter().copied());
+    output_within(cmd, None, Duration::from_secs(60))
 }
 
 fn text(b: &[u8]) -> String {
