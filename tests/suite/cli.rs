@@ -1,6 +1,6 @@
 //! The `harness9` binary, run as a user runs it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -10,18 +10,6 @@ use super::common::*;
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_harness9")
-}
-
-/// A temp dir holding `.mcp.json` with `servers`.
-fn project(tag: &str, servers: Value) -> PathBuf {
-    let dir = temp_path(tag);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join(".mcp.json"),
-        json!({ "mcpServers": servers }).to_string(),
-    )
-    .unwrap();
-    dir
 }
 
 fn everything_json(extra_env: Value) -> Value {
@@ -43,7 +31,7 @@ fn text(b: &[u8]) -> String {
 
 #[test]
 fn list_shows_connected_and_failed_servers_and_exits_1() {
-    let dir = project(
+    let dir = project_with(
         "list",
         json!({"everything": everything_json(json!({})), "broken": {"command": "/nonexistent/nope"}}),
     );
@@ -119,7 +107,7 @@ fn call_prints_text_reads_stdin_args_and_fails_on_is_error() {
     let harness9_actors::TransportSpec::Stdio { command, args, .. } = py.transport else {
         unreachable!()
     };
-    let dir = project(
+    let dir = project_with(
         "call",
         json!({"e": everything_json(json!({})), "py": {"command": command, "args": args}}),
     );
@@ -159,7 +147,7 @@ fn call_prints_text_reads_stdin_args_and_fails_on_is_error() {
 
 #[test]
 fn call_prints_every_progress_line_before_the_result() {
-    let dir = project("call-progress", json!({"p": stdio_json(fixture("p", &[]))}));
+    let dir = project_with("call-progress", json!({"p": stdio_json(fixture("p", &[]))}));
     // No gap between the notices and the result: they reach harness9 together.
     let args = r#"{"steps":40,"gap_ms":0}"#;
     let out = harness9(
@@ -181,7 +169,7 @@ fn call_prints_every_progress_line_before_the_result() {
 #[test]
 fn trace_file_has_every_message_with_secrets_redacted() {
     let secret = "hunter2-very-secret-value";
-    let dir = project(
+    let dir = project_with(
         "trace",
         json!({"e": everything_json(json!({"HARNESS9_TEST_SECRET": secret}))}),
     );
@@ -249,7 +237,7 @@ fn pids_with_env(marker: &str) -> Vec<i32> {
 fn ctrl_c_during_a_call_leaves_no_child() {
     let marker = format!("HARNESS9_TEST_MARKER={}", temp_path("marker").display());
     let (k, v) = marker.split_once('=').unwrap();
-    let dir = project("ctrlc", json!({"e": everything_json(json!({k: v}))}));
+    let dir = project_with("ctrlc", json!({"e": everything_json(json!({k: v}))}));
     let mut child = Command::new(bin())
         .args([
             "mcp",

@@ -310,3 +310,22 @@ pub fn wait_for_progress(child: &mut std::process::Child) {
     }
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
 }
+
+/// A temp dir holding `.mcp.json` with `servers`.
+pub fn project_with(tag: &str, servers: serde_json::Value) -> PathBuf {
+    let dir = temp_path(tag);
+    std::fs::create_dir_all(&dir).expect("create the project dir");
+    let config = serde_json::json!({ "mcpServers": servers }).to_string();
+    std::fs::write(dir.join(".mcp.json"), config).expect("write .mcp.json");
+    dir
+}
+
+/// The names of the tools a recorded model request offered.
+pub fn offered_tools(request: &serde_json::Value) -> Vec<String> {
+    request["body"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}

@@ -395,12 +395,8 @@ fn two_mcp_tools_at_once_run_in_parallel() {
         reqs[0]["peer"], reqs[1]["peer"],
         "a new connection per model call"
     );
-    let tools: Vec<&str> = reqs[0]["body"]["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let tools = offered_tools(&reqs[0]);
+    let tools: Vec<&str> = tools.iter().map(String::as_str).collect();
     for t in ["bash", "read_file", "write_file", "list_dir", "grep"] {
         assert!(tools.contains(&t), "{t} missing from {tools:?}");
     }
@@ -1155,12 +1151,8 @@ fn a_tool_whose_schema_is_not_a_json_object_is_left_out_of_the_models_table() {
     let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go"]).finish(LIMIT);
     out.ok();
     let reqs = model.requests();
-    let tools: Vec<&str> = reqs[0]["body"]["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let tools = offered_tools(&reqs[0]);
+    let tools: Vec<&str> = tools.iter().map(String::as_str).collect();
     assert!(tools.contains(&"mcp__f__echo"), "{tools:?}");
     // A number schema would make the provider reject every request; a 200-deep one cannot be
     // parsed: both are left out (with a warning in the log), the rest of the server stays.

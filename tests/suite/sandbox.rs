@@ -21,18 +21,6 @@ fn outside(tag: &str) -> PathBuf {
     dir
 }
 
-/// A project directory (in the temp dir) holding `.mcp.json` with `servers`.
-fn project(tag: &str, servers: Value) -> PathBuf {
-    let dir = temp_path(tag);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join(".mcp.json"),
-        json!({ "mcpServers": servers }).to_string(),
-    )
-    .unwrap();
-    dir
-}
-
 /// The fixture server's entry, with `sandbox` when given.
 fn fixture_entry(sandbox: Option<Value>) -> Value {
     let mut v = stdio_json(fixture("x", &[]));
@@ -80,7 +68,7 @@ fn write(dir: &Path, server: &str, path: &Path) -> (i32, String) {
 fn a_sandboxed_server_writes_only_inside_its_paths() {
     let out = outside("write");
     let listed = outside("listed");
-    let dir = project(
+    let dir = project_with(
         "sbx-write",
         json!({
             "boxed": fixture_entry(Some(json!({"writable": [listed]}))),
@@ -122,7 +110,7 @@ fn a_sandboxed_server_writes_only_inside_its_paths() {
 fn network_false_refuses_a_tcp_connect() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
-    let dir = project(
+    let dir = project_with(
         "sbx-net",
         json!({
             "boxed": fixture_entry(Some(json!(true))),
@@ -145,7 +133,7 @@ fn network_false_refuses_a_tcp_connect() {
 
 #[test]
 fn a_kernel_without_the_needed_landlock_keeps_the_server_from_starting() {
-    let dir = project(
+    let dir = project_with(
         "sbx-abi",
         json!({
             "boxed": fixture_entry(Some(json!(true))),
@@ -196,7 +184,7 @@ fn a_kernel_without_the_needed_landlock_keeps_the_server_from_starting() {
 #[test]
 fn the_settings_default_sandboxes_every_stdio_server_without_its_own_entry() {
     let out = outside("default");
-    let dir = project(
+    let dir = project_with(
         "sbx-default",
         json!({
             "plain": fixture_entry(None),
