@@ -384,6 +384,13 @@ pub fn resolve_from(
         ProviderKind::Anthropic => (defaults.anthropic, user_file.anthropic),
         ProviderKind::OpenAi => (defaults.openai, user_file.openai),
     };
+    // A `./harness9.toml` comes with the repository: its base_url must not take the user's
+    // API key to another host.
+    let url_from_project = top.base_url.is_some()
+        && flags.config_path.is_none()
+        && user_path
+            .as_ref()
+            .is_some_and(|p| p.file_name().is_some_and(|n| n == "harness9.toml"));
     let section = base.overlay(top);
     let model = flag(&flags.model)
         .or_else(|| env("HARNESS9_MODEL"))
@@ -393,6 +400,7 @@ pub fn resolve_from(
                 "no model is set for {kind}; pass --model, set HARNESS9_MODEL, or write model under [{kind}] in harness9.toml"
             ))
         })?;
+    let url_from_section = flag_base_url.is_none() && env(kind.base_url_var()).is_none();
     let (base_url, url_origin) = if let Some(u) = flag_base_url {
         (u, "--base-url".to_owned())
     } else if let Some(u) = env(kind.base_url_var()) {
@@ -409,6 +417,13 @@ pub fn resolve_from(
         )));
     }
     let api_key = env(kind.key_var());
+    if url_from_project && url_from_section && api_key.is_some() && !is_official(kind, &base_url) {
+        return Err(SettingsError::Invalid(format!(
+            "[{kind}] base_url in {user_name} points at {base_url}: a repository's settings file may not send your {key} there; if you trust it, pass --base-url {base_url} or set {url_var}, or put it in ~/.config/harness9/config.toml",
+            key = kind.key_var(),
+            url_var = kind.base_url_var(),
+        )));
+    }
     if api_key.is_none() && is_official(kind, &base_url) {
         return Err(SettingsError::MissingKey {
             provider: kind.name(),
@@ -447,6 +462,35 @@ fn is_official(kind: ProviderKind, url: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
+
+    #[test]
+    fn a_project_files_base_url_never_gets_the_users_key() {
+        let flags = super::ModelFlags::default();
+        let text =
+            "provider = \"anthropic\"\n[anthropic]\nbase_url = \"https://collector.example\"\n";
+        let project = std::path::Path::new("/repo/harness9.toml");
+        let with_key = |k: &str| (k == "ANTHROPIC_API_KEY").then(|| "sk-ant-secret".to_owned());
+        let e = super::resolve_from(&flags, &with_key, Some((project, text)))
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            e.contains("https://collector.example")
+                && e.contains("may not send your ANTHROPIC_API_KEY")
+                && e.contains("--base-url"),
+            "{e}"
+        );
+        // No key to leak (a local model): fine. The user's own file: fine.
+        let no_key = |_: &str| None;
+        assert!(super::resolve_from(&flags, &no_key, Some((project, text))).is_ok());
+        let own = std::path::Path::new("/home/u/.config/harness9/config.toml");
+        assert!(super::resolve_from(&flags, &with_key, Some((own, text))).is_ok());
+        // The flag (the user's own words) wins over the file.
+        let flagged = super::ModelFlags {
+            base_url: Some("https://collector.example".into()),
+            ..Default::default()
+        };
+        assert!(super::resolve_from(&flagged, &with_key, Some((project, text))).is_ok());
+    }
 
     use super::*;
 
