@@ -10,14 +10,26 @@ use serde_json::{json, Value};
 
 use super::common::*;
 
-/// A directory outside the temp dir (which every sandbox may write) and outside any project.
+/// A directory outside the temp dir (which every sandbox may write) and outside any project:
+/// the target dir's tmp, unless the checkout itself lies in the temp dir (a clone in /tmp),
+/// then /var/tmp or the home directory.
 fn outside(tag: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("harness9-sandbox-{}-{tag}-{n}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    assert!(!dir.starts_with(std::env::temp_dir()), "{}", dir.display());
+    let temp = std::env::temp_dir();
+    let name = format!("harness9-sandbox-{}-{tag}-{n}", std::process::id());
+    let candidates = [
+        Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+        Some(PathBuf::from("/var/tmp")),
+        std::env::var_os("HOME").map(PathBuf::from),
+    ];
+    let dir = candidates
+        .into_iter()
+        .flatten()
+        .filter(|base| base.is_absolute() && !base.starts_with(&temp))
+        .map(|base| base.join(&name))
+        .find(|dir| std::fs::create_dir_all(dir).is_ok())
+        .unwrap_or_else(|| panic!("no writable directory outside {}", temp.display()));
     dir
 }
 
