@@ -5,7 +5,8 @@
           takes 300 ms) | expire-on (the session ends after a call whose text is "expire")
         | legacy-evil (legacy transport whose endpoint event names --other-port)
         | redirect-loop (/mcp -> /mcp2 -> /mcp) | redirect-away (307 to --other-port)
-        | close-body / close-sse (HTTP/1.1 replies without Content-Length or chunked encoding:
+        | flood-get (the GET stream floods ping requests; POSTed answers are never read: each
+          such POST stalls) | close-body / close-sse (HTTP/1.1 replies without Content-Length or chunked encoding:
           the body runs to the connection's close)
 Prints `READY <port>` on stdout once listening. Endpoint: /mcp (legacy: /sse + /messages).
 """
@@ -118,7 +119,25 @@ class Handler(BaseHTTPRequestHandler):
         record(self, b"")
         if ARGS.mode in ("legacy-only", "legacy-evil") and self.path.split("?")[0] in ("/sse", "/mcp"):
             return self.legacy_stream()
+        if ARGS.mode == "flood-get":
+            return self.flood_stream()
         self.send_plain(405, "method not allowed")
+
+    def flood_stream(self):
+        """Server-to-client requests as fast as the socket takes them, for at most 60 s."""
+        self.start_sse()
+        end = time.time() + 60
+        n = 0
+        try:
+            while time.time() < end:
+                batch = b"".join(
+                    b'event: message\ndata: {"jsonrpc":"2.0","id":%d,"method":"ping"}\n\n' % (n + i)
+                    for i in range(200))
+                n += 200
+                self.chunk(batch)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
 
     def legacy_stream(self):
         sid = uuid.uuid4().hex
@@ -192,6 +211,10 @@ class Handler(BaseHTTPRequestHandler):
                 known = sid in SESSIONS
             if not known:
                 return self.send_plain(404, json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": "Session not found"}}), "application/json")
+        if mode == "flood-get" and "method" not in msg:
+            # An answer to one of our pings: never read, like a server that stopped reading.
+            time.sleep(30)
+            return self.send_plain(202, "")
         if mode == "strict-init":
             if msg.get("method") == "notifications/initialized":
                 time.sleep(0.3)
