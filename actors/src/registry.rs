@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 use crate::error::CallError;
 use crate::messages::{
@@ -269,9 +268,4 @@ impl Handler<CallTool> for ToolRegistry {
             }
         }
     }
-}
-
-/// A fresh cancellation token (re-exported for callers that build `CallTool` by hand).
-pub fn cancel_token() -> CancellationToken {
-    CancellationToken::new()
 }

@@ -67,11 +67,6 @@ pub fn from_result(r: &CallToolResult) -> (Vec<ResultPart>, String) {
     (parts, r.text())
 }
 
-/// Estimated tokens of a text.
-pub fn estimate_tokens(text: &str) -> usize {
-    text.len().div_ceil(BYTES_PER_TOKEN)
-}
-
 static SPILLS: AtomicUsize = AtomicUsize::new(0);
 
 /// Applies the budget (in estimated tokens) to a result's text parts. Over the budget, the text

@@ -1,0 +1,326 @@
+//! The `bash` built-in: the command in its own registered process group, a timeout with SIGTERM
+//! then SIGKILL, output capped to its first and last halves.
+
+use super::*;
+
+/// A registered process group: killed (SIGKILL) and forgotten when dropped, which sweeps any
+/// background process the command left and covers a dropped call future.
+pub(super) struct Group(i32);
+
+impl Group {
+    pub(super) fn new(pgid: i32) -> Self {
+        register_group(pgid);
+        Self(pgid)
+    }
+
+    pub(super) fn signal(&self, sig: i32) {
+        if self.0 > 1 {
+            // SAFETY: killpg has no memory-safety preconditions; pgid > 1 never targets init or
+            // our own group (the child was started with process_group(0)).
+            unsafe {
+                libc::killpg(self.0, sig);
+            }
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.signal(libc::SIGKILL);
+        unregister_group(self.0);
+    }
+}
+
+/// How a command's wait ended.
+pub(super) enum End {
+    Exited(ExitStatus),
+    TimedOut,
+    Cancelled,
+    WaitFailed(io::Error),
+}
+
+pub(super) async fn bash(
+    sh: &Shared,
+    args: &Args,
+    cancel: &CancellationToken,
+) -> Result<Reply, CallError> {
+    let parsed = (args.str_req("command"), args.num_opt("timeout_sec"));
+    let (command, timeout) = match parsed {
+        (Ok(c), Ok(t)) => (c, t),
+        (Err(e), _) | (_, Err(e)) => return Ok(Reply::from(Err(e))),
+    };
+    let max = sh.opts.max_timeout;
+    let timeout = match timeout {
+        None => sh.opts.default_timeout,
+        Some(s) if s > 0.0 && s <= max.as_secs_f64() => Duration::from_secs_f64(s),
+        Some(s) => {
+            return Ok(Reply::from(Err(format!(
+                "tool \"bash\": timeout_sec must be more than 0 and at most {}, got {s}",
+                max.as_secs()
+            ))))
+        }
+    };
+    match run_bash(sh, &command, timeout, cancel).await {
+        Ok(r) => r,
+        Err(e) => Ok(Reply::from(Err(format!(
+            "tool \"bash\": unable to start bash in {}: {}",
+            sh.root.display(),
+            plain_io(&e)
+        )))),
+    }
+}
+
+/// Spawns the command and waits for it; the outer `Err` is a failure to start it.
+pub(super) async fn run_bash(
+    sh: &Shared,
+    command: &str,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> io::Result<Result<Reply, CallError>> {
+    // One pipe for stdout and stderr keeps their output in the order it was written.
+    let (writer, mut reader) = tokio::net::unix::pipe::pipe()?;
+    let out = writer.into_blocking_fd()?;
+    let err = out.try_clone()?;
+    let mut cmd = tokio::process::Command::new("bash");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(&sh.root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err))
+        .kill_on_drop(true)
+        .process_group(0);
+    let spawned = cmd.spawn();
+    // The command holds our copies of the write end: drop it so EOF comes when the child's
+    // processes are done with the pipe.
+    drop(cmd);
+    let mut child = spawned?;
+    let pgid = child
+        .id()
+        .and_then(|p| i32::try_from(p).ok())
+        .ok_or_else(|| io::Error::other("bash exited before its pid was read"))?;
+    let group = Group::new(pgid);
+    tracing::debug!(target: "builtin", pid = pgid, %command, "bash started");
+
+    let mut output = CappedOutput::new(sh.opts.output_limit);
+    let mut buf = vec![0u8; 16 * 1024];
+    let deadline = Instant::now() + timeout;
+    let mut drain_until = deadline;
+    let mut status = None;
+    let mut eof = false;
+    let end = loop {
+        if let (Some(s), true) = (status, eof) {
+            break End::Exited(s);
+        }
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => break End::Cancelled,
+            r = reader.read(&mut buf), if !eof => match r {
+                Ok(n) if n > 0 => output.push(&buf[..n]),
+                // EOF, or a read error, which ends the output the same way.
+                _ => eof = true,
+            },
+            s = child.wait(), if status.is_none() => match s {
+                Ok(s) => {
+                    status = Some(s);
+                    drain_until = Instant::now() + BASH_DRAIN;
+                }
+                Err(e) => break End::WaitFailed(e),
+            },
+            // The shell exited but a background process still holds the pipe.
+            _ = tokio::time::sleep_until(drain_until), if status.is_some() => match status {
+                Some(s) => break End::Exited(s),
+                None => continue,
+            },
+            _ = tokio::time::sleep_until(deadline) => break End::TimedOut,
+        }
+    };
+
+    let reply = match end {
+        End::Cancelled => {
+            group.signal(libc::SIGKILL);
+            let _ = tokio::time::timeout(BASH_KILL_GRACE, child.wait()).await;
+            drop(group);
+            tracing::debug!(target: "builtin", pid = pgid, "bash cancelled");
+            return Ok(Err(cancelled("bash")));
+        }
+        End::TimedOut => {
+            group.signal(libc::SIGTERM);
+            if tokio::time::timeout(BASH_KILL_GRACE, child.wait())
+                .await
+                .is_err()
+            {
+                tracing::debug!(target: "builtin", pid = pgid, "bash ignored SIGTERM");
+            }
+            group.signal(libc::SIGKILL);
+            let _ = tokio::time::timeout(BASH_KILL_GRACE, child.wait()).await;
+            drain(&mut reader, &mut buf, &mut output, !eof).await;
+            let mut text = output.render();
+            end_line(&mut text);
+            let _ = write!(
+                text,
+                "command timed out after {}; pass a larger timeout_sec (max {})",
+                fmt_duration(timeout),
+                sh.opts.max_timeout.as_secs()
+            );
+            Reply {
+                text,
+                is_error: true,
+            }
+        }
+        End::WaitFailed(e) => {
+            group.signal(libc::SIGKILL);
+            let mut text = output.render();
+            end_line(&mut text);
+            let _ = write!(
+                text,
+                "unable to wait for the command: {}; it was killed",
+                plain_io(&e)
+            );
+            Reply {
+                text,
+                is_error: true,
+            }
+        }
+        End::Exited(status) => {
+            let mut text = output.render();
+            if text.is_empty() {
+                text.push_str("(no output)");
+            }
+            end_line(&mut text);
+            text.push_str(&describe_exit(&status));
+            Reply {
+                text,
+                is_error: !status.success(),
+            }
+        }
+    };
+    // Dropping the group kills whatever the command left running in it.
+    drop(group);
+    Ok(Ok(reply))
+}
+
+/// Reads what is left in the pipe for a moment after the group was killed.
+pub(super) async fn drain(
+    reader: &mut tokio::net::unix::pipe::Receiver,
+    buf: &mut [u8],
+    output: &mut CappedOutput,
+    open: bool,
+) {
+    if !open {
+        return;
+    }
+    let _ = tokio::time::timeout(BASH_DRAIN, async {
+        while let Ok(n) = reader.read(buf).await {
+            if n == 0 {
+                break;
+            }
+            output.push(&buf[..n]);
+        }
+    })
+    .await;
+}
+
+pub(super) fn end_line(text: &mut String) {
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+}
+
+/// `exit code 2`, `killed by signal 9 (SIGKILL)`.
+pub(super) fn describe_exit(status: &ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        return format!("exit code {code}");
+    }
+    match status.signal() {
+        Some(sig) => {
+            let name = match sig {
+                libc::SIGHUP => " (SIGHUP)",
+                libc::SIGINT => " (SIGINT)",
+                libc::SIGKILL => " (SIGKILL)",
+                libc::SIGSEGV => " (SIGSEGV)",
+                libc::SIGPIPE => " (SIGPIPE)",
+                libc::SIGTERM => " (SIGTERM)",
+                libc::SIGABRT => " (SIGABRT)",
+                _ => "",
+            };
+            format!("killed by signal {sig}{name}")
+        }
+        None => "exited".to_owned(),
+    }
+}
+
+/// Output kept within a byte limit: the first half and the last half, counting what fell between.
+pub(super) struct CappedOutput {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    head_cap: usize,
+    tail_cap: usize,
+    total: usize,
+}
+
+impl CappedOutput {
+    pub(super) fn new(limit: usize) -> Self {
+        let head_cap = limit / 2;
+        Self {
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            head_cap,
+            tail_cap: limit - head_cap,
+            total: 0,
+        }
+    }
+
+    pub(super) fn push(&mut self, mut bytes: &[u8]) {
+        self.total += bytes.len();
+        let room = self.head_cap - self.head.len();
+        if room > 0 {
+            let n = room.min(bytes.len());
+            self.head.extend_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+        }
+        if bytes.len() >= self.tail_cap {
+            self.tail.clear();
+            self.tail.extend(&bytes[bytes.len() - self.tail_cap..]);
+        } else {
+            let over = (self.tail.len() + bytes.len()).saturating_sub(self.tail_cap);
+            self.tail.drain(..over);
+            self.tail.extend(bytes);
+        }
+    }
+
+    /// The text, with a note where the middle was cut; split UTF-8 characters at the cut are
+    /// dropped rather than garbled.
+    pub(super) fn render(&self) -> String {
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        let kept = self.head.len() + tail.len();
+        if kept == self.total {
+            let mut all = self.head.clone();
+            all.extend_from_slice(&tail);
+            return String::from_utf8_lossy(&all).into_owned();
+        }
+        let head = match std::str::from_utf8(&self.head) {
+            Ok(_) => &self.head[..],
+            // Cut a character split at the end (an invalid sequence earlier stays for lossy).
+            Err(e) if e.error_len().is_none() => &self.head[..e.valid_up_to()],
+            Err(_) => &self.head[..],
+        };
+        let skip = tail
+            .iter()
+            .take(3)
+            .take_while(|b| (**b & 0b1100_0000) == 0b1000_0000)
+            .count();
+        let tail = &tail[skip..];
+        let cut = self.total - head.len() - tail.len();
+        let mut text = String::from_utf8_lossy(head).into_owned();
+        end_line(&mut text);
+        let _ = writeln!(
+            text,
+            "[... {cut} bytes of output cut here; {} bytes in all ...]",
+            self.total
+        );
+        text.push_str(&String::from_utf8_lossy(tail));
+        text
+    }
+}

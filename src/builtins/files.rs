@@ -1,0 +1,201 @@
+//! The file built-ins: `read_file` (text only, line windows), `write_file`, `list_dir`.
+
+use super::*;
+
+/// A text file being read: its sniffed first bytes, then the rest.
+pub(super) type TextReader = BufReader<io::Chain<io::Cursor<Vec<u8>>, File>>;
+
+/// Opens `path` for reading text: `None` for a file with a NUL byte in its first 8 KiB, an
+/// `IsADirectory` error for a directory.
+pub(super) fn open_text(path: &Path) -> io::Result<Option<TextReader>> {
+    let mut file = File::open(path)?;
+    if file.metadata()?.is_dir() {
+        return Err(io::Error::from(io::ErrorKind::IsADirectory));
+    }
+    let mut first = Vec::with_capacity(BINARY_SNIFF);
+    (&mut file)
+        .take(BINARY_SNIFF as u64)
+        .read_to_end(&mut first)?;
+    if first.contains(&0) {
+        return Ok(None);
+    }
+    Ok(Some(BufReader::with_capacity(
+        64 * 1024,
+        Read::chain(io::Cursor::new(first), file),
+    )))
+}
+
+/// Reads one line (without its `\n` or `\r\n`) keeping at most `keep` bytes of it in `line`;
+/// returns the line's full length, or `None` at the end of the input.
+pub(super) fn read_line_capped(
+    r: &mut impl BufRead,
+    keep: usize,
+    line: &mut Vec<u8>,
+) -> io::Result<Option<usize>> {
+    line.clear();
+    let mut len = 0;
+    let mut any = false;
+    loop {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            break;
+        }
+        any = true;
+        let (part, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (&chunk[..i], Some(i + 1)),
+            None => (chunk, None),
+        };
+        let room = keep.saturating_sub(line.len());
+        line.extend_from_slice(&part[..room.min(part.len())]);
+        len += part.len();
+        let used = done.unwrap_or(part.len());
+        r.consume(used);
+        if done.is_some() {
+            break;
+        }
+    }
+    if !any {
+        return Ok(None);
+    }
+    if line.last() == Some(&b'\r') && line.len() == len {
+        line.pop();
+        len -= 1;
+    }
+    Ok(Some(len))
+}
+
+pub(super) fn read_file(
+    root: &Path,
+    path: &str,
+    offset: u64,
+    limit: u64,
+) -> Result<String, String> {
+    let full = resolve(root, path);
+    let mut reader = match open_text(&full) {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            return Err(format!(
+                "tool \"read_file\": {path} is a binary file (it has NUL bytes); read_file shows text only"
+            ))
+        }
+        Err(e) if e.kind() == io::ErrorKind::IsADirectory => {
+            return Err(format!(
+                "tool \"read_file\": {path} is a directory; use list_dir to see its entries"
+            ))
+        }
+        Err(e) => return Err(io_failure("read_file", "read", "file", path, &e)),
+    };
+    let read_err = |e: io::Error| io_failure("read_file", "read", "file", path, &e);
+    // A character is at most 4 bytes: keeping this many bytes always covers the shown part.
+    let keep = READ_MAX_LINE_CHARS * 4;
+    let mut line = Vec::new();
+    let mut number: u64 = 0;
+    let mut out = String::new();
+    let last = offset.saturating_add(limit - 1);
+    while number < last {
+        let keep_now = if number + 1 >= offset { keep } else { 0 };
+        let Some(len) = read_line_capped(&mut reader, keep_now, &mut line).map_err(read_err)?
+        else {
+            break;
+        };
+        number += 1;
+        if number < offset {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let _ = write!(out, "{number:>6}\t");
+        match text.char_indices().nth(READ_MAX_LINE_CHARS) {
+            Some((cut, _)) => {
+                out.push_str(&text[..cut]);
+                let _ = write!(out, " [... line cut; it is {len} bytes long]");
+            }
+            None => out.push_str(&text),
+        }
+        out.push('\n');
+    }
+    if number == 0 {
+        return Ok(format!("({path} is empty)"));
+    }
+    if number < offset {
+        return Err(format!(
+            "tool \"read_file\": {path} has only {number} lines; offset {offset} is past its end"
+        ));
+    }
+    let more = read_line_capped(&mut reader, 0, &mut line).map_err(read_err)?;
+    if more.is_some() {
+        let _ = write!(
+            out,
+            "({path} goes on after line {number}; pass offset {} to read more)",
+            number + 1
+        );
+    }
+    Ok(out)
+}
+
+pub(super) fn write_file(root: &Path, path: &str, content: &str) -> Result<String, String> {
+    let full = resolve(root, path);
+    if let Some(parent) = full.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            format!(
+                "tool \"write_file\": unable to create the directory {}: {}",
+                parent.display(),
+                plain_io(&e)
+            )
+        })?;
+    }
+    std::fs::write(&full, content).map_err(|e| {
+        format!(
+            "tool \"write_file\": unable to write {path}: {}",
+            plain_io(&e)
+        )
+    })?;
+    Ok(format!("wrote {} bytes to {path}", content.len()))
+}
+
+pub(super) fn list_dir(root: &Path, path: &str) -> Result<String, String> {
+    let full = resolve(root, path);
+    let entries = match std::fs::read_dir(&full) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
+            return Err(format!(
+                "tool \"list_dir\": {path} is a file, not a directory; use read_file to read it"
+            ))
+        }
+        Err(e) => return Err(io_failure("list_dir", "list", "directory", path, &e)),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| io_failure("list_dir", "list", "directory", path, &e))?;
+        let mut name = entry.file_name().to_string_lossy().into_owned();
+        let is_dir = match entry.file_type() {
+            Ok(t) if t.is_symlink() => entry.path().is_dir(),
+            Ok(t) => t.is_dir(),
+            Err(_) => false,
+        };
+        if is_dir {
+            name.push('/');
+        }
+        names.push(name);
+    }
+    if names.is_empty() {
+        return Ok(format!("({path} is empty)"));
+    }
+    names.sort_unstable();
+    let total = names.len();
+    let mut out = names
+        .iter()
+        .take(LIST_MAX_ENTRIES)
+        .fold(String::new(), |mut out, n| {
+            out.push_str(n);
+            out.push('\n');
+            out
+        });
+    if total > LIST_MAX_ENTRIES {
+        let _ = write!(
+            out,
+            "(and {} more entries; {total} in all: list a subdirectory or use grep or bash to narrow down)",
+            total - LIST_MAX_ENTRIES
+        );
+    }
+    Ok(out)
+}

@@ -1,0 +1,519 @@
+//! The built-in tools (`bash`, `read_file`, `write_file`, `list_dir`, `grep`) and the `Builtins` actor that runs them off the actix thread.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use harness9_actors::error::{fmt_duration, CallError};
+use harness9_actors::messages::CallBuiltin;
+use harness9_actors::protocol::types::{CallToolResult, ContentBlock, Tool};
+use harness9_actors::server::{register_group, unregister_group};
+use serde_json::{json, Map, Value};
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+mod bash;
+mod files;
+mod grep;
+
+use bash::*;
+use files::*;
+use grep::*;
+
+/// Lines `read_file` returns when no `limit` is given.
+pub const READ_DEFAULT_LINES: u64 = 2000;
+/// Characters of one line `read_file` shows before cutting it.
+pub const READ_MAX_LINE_CHARS: usize = 2000;
+/// Entries `list_dir` shows at most.
+pub const LIST_MAX_ENTRIES: usize = 1000;
+/// Matches `grep` returns when no `max_results` is given.
+pub const GREP_DEFAULT_RESULTS: u64 = 200;
+/// Characters of a matching line `grep` shows before cutting it.
+const GREP_MAX_LINE_CHARS: usize = 500;
+/// Bytes of one line `grep` searches; the rest of a longer line is skipped.
+const GREP_MAX_LINE_BYTES: usize = 1 << 20;
+/// Bytes at the start of a file in which a NUL byte marks it binary.
+const BINARY_SNIFF: usize = 8 * 1024;
+/// Directories `grep` never descends into (hidden ones are skipped too).
+const SKIP_DIRS: &[&str] = &[".git", "target", "node_modules"];
+/// How long output is still read after the shell exits while a background process holds the pipe.
+const BASH_DRAIN: Duration = Duration::from_millis(250);
+/// Grace between SIGTERM and SIGKILL when a command times out.
+const BASH_KILL_GRACE: Duration = Duration::from_secs(1);
+/// The executor name in `CallError`s.
+const SERVER: &str = "builtin";
+
+/// Limits of the built-in tools.
+#[derive(Debug, Clone)]
+pub struct BuiltinOptions {
+    /// Bytes of `bash` output kept (head and tail); the middle beyond it is cut.
+    pub output_limit: usize,
+    /// `bash` timeout when the call gives no `timeout_sec`.
+    pub default_timeout: Duration,
+    /// The largest `timeout_sec` a call may ask for.
+    pub max_timeout: Duration,
+}
+
+impl Default for BuiltinOptions {
+    fn default() -> Self {
+        Self {
+            output_limit: 30_000,
+            default_timeout: Duration::from_secs(120),
+            max_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// The built-in tool executor: give `Builtins::new(..).start().recipient()` and [`definitions`]
+/// to the registry with `SetBuiltins`.
+pub struct Builtins {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    root: PathBuf,
+    opts: BuiltinOptions,
+}
+
+impl Builtins {
+    /// An executor whose relative paths and shell commands start in `root`.
+    pub fn new(root: PathBuf, opts: BuiltinOptions) -> Self {
+        Self {
+            shared: Arc::new(Shared { root, opts }),
+        }
+    }
+}
+
+impl Actor for Builtins {
+    type Context = Context<Self>;
+}
+
+impl Handler<CallBuiltin> for Builtins {
+    type Result = ResponseFuture<Result<CallToolResult, CallError>>;
+
+    fn handle(&mut self, msg: CallBuiltin, _ctx: &mut Context<Self>) -> Self::Result {
+        let shared = self.shared.clone();
+        Box::pin(async move { dispatch(shared, msg).await })
+    }
+}
+
+// ---- definitions --------------------------------------------------------------------------------
+
+/// The built-ins that change things: the TUI asks before each call (unless told not to).
+pub const ASK_FIRST: &[&str] = &["bash", "write_file"];
+
+/// The definitions of every built-in tool, described with the default [`BuiltinOptions`].
+pub fn definitions() -> Vec<Tool> {
+    definitions_with(&BuiltinOptions::default())
+}
+
+/// The definitions of every built-in tool, their descriptions quoting `opts`.
+pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
+    let default_secs = opts.default_timeout.as_secs();
+    let max_secs = opts.max_timeout.as_secs();
+    vec![
+        tool(
+            "bash",
+            format!(
+                "Run a shell command with `bash -c` in the working directory and return its \
+                 combined stdout and stderr followed by its exit code. Stdin is closed, so \
+                 interactive programs will not work. Output over {} bytes is cut in the middle \
+                 (the head and the tail are kept). The command is killed after timeout_sec \
+                 seconds (default {default_secs}, max {max_secs}); background processes it \
+                 started are stopped when it ends. Prefer read_file, list_dir and grep to look \
+                 at files.",
+                opts.output_limit
+            ),
+            json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The command line, run by bash -c."},
+                    "timeout_sec": {
+                        "type": "number",
+                        "description": format!("Seconds before the command is killed (default {default_secs}, max {max_secs})."),
+                    },
+                },
+                "required": ["command"],
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            "read_file",
+            format!(
+                "Read a text file. Lines come prefixed with their 1-based line number and a tab. \
+                 Returns at most `limit` lines (default {READ_DEFAULT_LINES}) starting at line \
+                 `offset` (default 1); lines longer than {READ_MAX_LINE_CHARS} characters are \
+                 cut. Paths are relative to the working directory; absolute paths work too. \
+                 Binary files are refused."
+            ),
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "The file to read."},
+                    "offset": {"type": "integer", "minimum": 1, "description": "The first line to return, 1-based."},
+                    "limit": {"type": "integer", "minimum": 1, "description": format!("How many lines to return (default {READ_DEFAULT_LINES}).")},
+                },
+                "required": ["path"],
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            "write_file",
+            "Write `content` to a file, replacing it if it exists and creating missing parent \
+             directories. Paths are relative to the working directory; absolute paths work too."
+                .to_owned(),
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "The file to write."},
+                    "content": {"type": "string", "description": "The whole new content of the file."},
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            "list_dir",
+            format!(
+                "List a directory's entries, sorted by name, directories marked with a trailing \
+                 `/`; at most {LIST_MAX_ENTRIES} entries are shown."
+            ),
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "The directory (default \".\", the working directory)."},
+                },
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            "grep",
+            format!(
+                "Search files recursively for lines matching a regular expression (Rust regex \
+                 syntax) and return them as `path:line: text`. Skips .git, target, node_modules, \
+                 hidden directories and binary files. Narrow the search with `path` and a `glob` \
+                 on file names such as \"*.rs\" or \"*.{{ts,tsx}}\" (a glob with a `/` matches \
+                 the path below `path`, `**` spanning directories). Returns at most \
+                 max_results matches (default {GREP_DEFAULT_RESULTS})."
+            ),
+            json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "The regular expression."},
+                    "path": {"type": "string", "description": "The directory or file to search (default \".\")."},
+                    "glob": {"type": "string", "description": "Only files whose name matches, e.g. \"*.rs\"."},
+                    "max_results": {"type": "integer", "minimum": 1, "description": format!("The most matches to return (default {GREP_DEFAULT_RESULTS}).")},
+                },
+                "required": ["pattern"],
+                "additionalProperties": false,
+            }),
+        ),
+    ]
+}
+
+fn tool(name: &str, description: String, schema: Value) -> Tool {
+    Tool {
+        name: name.to_owned(),
+        title: None,
+        description: Some(description),
+        input_schema: serde_json::value::to_raw_value(&schema)
+            .expect("a serde_json::Value always serializes"),
+        output_schema: None,
+        annotations: None,
+    }
+}
+
+// ---- dispatch -----------------------------------------------------------------------------------
+
+/// A tool's answer: text, and whether the model should read it as a failure.
+struct Reply {
+    text: String,
+    is_error: bool,
+}
+
+impl Reply {
+    fn into_result(self) -> CallToolResult {
+        CallToolResult {
+            content: vec![ContentBlock::Text { text: self.text }],
+            structured_content: None,
+            is_error: self.is_error,
+        }
+    }
+}
+
+impl From<Result<String, String>> for Reply {
+    fn from(r: Result<String, String>) -> Self {
+        match r {
+            Ok(text) => Reply {
+                text,
+                is_error: false,
+            },
+            Err(text) => Reply {
+                text,
+                is_error: true,
+            },
+        }
+    }
+}
+
+fn cancelled(tool: &str) -> CallError {
+    CallError::Cancelled {
+        server: SERVER.to_owned(),
+        tool: tool.to_owned(),
+    }
+}
+
+async fn dispatch(sh: Arc<Shared>, msg: CallBuiltin) -> Result<CallToolResult, CallError> {
+    let CallBuiltin {
+        name,
+        arguments,
+        cancel,
+    } = msg;
+    let known: &[&str] = match name.as_str() {
+        "bash" => &["command", "timeout_sec"],
+        "read_file" => &["path", "offset", "limit"],
+        "write_file" => &["path", "content"],
+        "list_dir" => &["path"],
+        "grep" => &["pattern", "path", "glob", "max_results"],
+        _ => return Err(CallError::UnknownTool { name }),
+    };
+    if cancel.is_cancelled() {
+        return Err(cancelled(&name));
+    }
+    let args = match Args::parse(&name, arguments, known) {
+        Ok(a) => a,
+        Err(e) => return Ok(Reply::from(Err(e)).into_result()),
+    };
+    let reply = match name.as_str() {
+        "bash" => bash(&sh, &args, &cancel).await?,
+        "read_file" => {
+            let (path, offset, limit) = match (
+                args.path_req("path"),
+                args.count_opt("offset"),
+                args.count_opt("limit"),
+            ) {
+                (Ok(p), Ok(o), Ok(l)) => (p, o.unwrap_or(1), l.unwrap_or(READ_DEFAULT_LINES)),
+                (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Ok(fail(e)),
+            };
+            blocking(&name, &cancel, move |_| {
+                read_file(&sh.root, &path, offset, limit)
+            })
+            .await?
+        }
+        "write_file" => {
+            let (path, content) = match (args.path_req("path"), args.str_req("content")) {
+                (Ok(p), Ok(c)) => (p, c),
+                (Err(e), _) | (_, Err(e)) => return Ok(fail(e)),
+            };
+            blocking(&name, &cancel, move |_| {
+                write_file(&sh.root, &path, &content)
+            })
+            .await?
+        }
+        "list_dir" => {
+            let path = match args.path_opt("path") {
+                Ok(p) => p.unwrap_or_else(|| ".".to_owned()),
+                Err(e) => return Ok(fail(e)),
+            };
+            blocking(&name, &cancel, move |_| list_dir(&sh.root, &path)).await?
+        }
+        _ => {
+            let parsed = (
+                args.str_req("pattern"),
+                args.path_opt("path"),
+                args.str_opt("glob"),
+                args.count_opt("max_results"),
+            );
+            let (pattern, path, glob, max) = match parsed {
+                (Ok(pt), Ok(p), Ok(g), Ok(m)) => (
+                    pt,
+                    p.unwrap_or_else(|| ".".to_owned()),
+                    g,
+                    m.unwrap_or(GREP_DEFAULT_RESULTS),
+                ),
+                (Err(e), _, _, _) | (_, Err(e), _, _) | (_, _, Err(e), _) | (_, _, _, Err(e)) => {
+                    return Ok(fail(e))
+                }
+            };
+            blocking(&name, &cancel, move |cancel| {
+                grep(&sh.root, &pattern, &path, glob.as_deref(), max, cancel)
+            })
+            .await?
+        }
+    };
+    Ok(reply.into_result())
+}
+
+fn fail(text: String) -> CallToolResult {
+    Reply::from(Err(text)).into_result()
+}
+
+/// Runs `f` on the blocking pool; cancellation ends the call at once (`f` sees the token too).
+async fn blocking<F>(tool: &str, cancel: &CancellationToken, f: F) -> Result<Reply, CallError>
+where
+    F: FnOnce(&CancellationToken) -> Result<String, String> + Send + 'static,
+{
+    let token = cancel.clone();
+    let task = tokio::task::spawn_blocking(move || f(&token));
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(cancelled(tool)),
+        r = task => Ok(Reply::from(r.unwrap_or_else(|e| {
+            Err(format!("tool \"{tool}\" failed unexpectedly: {e}"))
+        }))),
+    }
+}
+
+// ---- arguments ----------------------------------------------------------------------------------
+
+/// A call's arguments object, with typed getters whose errors name the tool and the argument.
+struct Args {
+    tool: String,
+    map: Map<String, Value>,
+}
+
+impl Args {
+    fn parse(tool: &str, arguments: Option<Value>, known: &[&str]) -> Result<Self, String> {
+        let map = match arguments {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m,
+            Some(other) => {
+                return Err(format!(
+                    "tool \"{tool}\": arguments must be a JSON object, got {}",
+                    kind_of(&other)
+                ))
+            }
+        };
+        if let Some(unknown) = map.keys().find(|k| !known.contains(&k.as_str())) {
+            return Err(format!(
+                "tool \"{tool}\": unknown argument \"{unknown}\"; it takes {}",
+                known.join(", ")
+            ));
+        }
+        Ok(Self {
+            tool: tool.to_owned(),
+            map,
+        })
+    }
+
+    /// The value of `key`; `null` counts as absent.
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.map.get(key).filter(|v| !v.is_null())
+    }
+
+    fn missing(&self, key: &str) -> String {
+        format!(
+            "tool \"{}\": missing required argument \"{key}\"",
+            self.tool
+        )
+    }
+
+    fn str_opt(&self, key: &str) -> Result<Option<String>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(format!(
+                "tool \"{}\": argument \"{key}\" must be a string, got {}",
+                self.tool,
+                kind_of(other)
+            )),
+        }
+    }
+
+    fn str_req(&self, key: &str) -> Result<String, String> {
+        self.str_opt(key)?.ok_or_else(|| self.missing(key))
+    }
+
+    fn path_opt(&self, key: &str) -> Result<Option<String>, String> {
+        match self.str_opt(key)? {
+            Some(p) if p.trim().is_empty() => Err(format!(
+                "tool \"{}\": argument \"{key}\" is empty; give a path relative to the working directory or an absolute one",
+                self.tool
+            )),
+            p => Ok(p),
+        }
+    }
+
+    fn path_req(&self, key: &str) -> Result<String, String> {
+        self.path_opt(key)?.ok_or_else(|| self.missing(key))
+    }
+
+    /// A number; a numeric string is accepted too (models send them).
+    fn num_opt(&self, key: &str) -> Result<Option<f64>, String> {
+        let bad = |v: &Value| {
+            format!(
+                "tool \"{}\": argument \"{key}\" must be a number, got {}",
+                self.tool,
+                kind_of(v)
+            )
+        };
+        match self.get(key) {
+            None => Ok(None),
+            Some(v @ Value::Number(n)) => n.as_f64().map(Some).ok_or_else(|| bad(v)),
+            Some(v @ Value::String(s)) => s.trim().parse().map(Some).map_err(|_| bad(v)),
+            Some(v) => Err(bad(v)),
+        }
+    }
+
+    /// A whole number of at least 1.
+    fn count_opt(&self, key: &str) -> Result<Option<u64>, String> {
+        match self.num_opt(key)? {
+            None => Ok(None),
+            Some(n) if n >= 1.0 && n.fract() == 0.0 && n <= u64::MAX as f64 => Ok(Some(n as u64)),
+            Some(n) => Err(format!(
+                "tool \"{}\": argument \"{key}\" must be a whole number of at least 1, got {n}",
+                self.tool
+            )),
+        }
+    }
+}
+
+fn kind_of(v: &Value) -> String {
+    match v {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) if s.chars().count() > 40 => "a string".to_owned(),
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Array(_) => "an array".to_owned(),
+        Value::Object(_) => "an object".to_owned(),
+    }
+}
+
+/// `path` relative to `root` unless absolute.
+fn resolve(root: &Path, path: &str) -> PathBuf {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        root.join(p)
+    }
+}
+
+/// An io error without Rust's ` (os error N)` suffix: `Permission denied`.
+fn plain_io(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_owned(),
+        None => s,
+    }
+}
+
+/// `file not found: src/x.rs` or `unable to read src/x.rs: Permission denied`.
+fn io_failure(tool: &str, verb: &str, what: &str, path: &str, e: &io::Error) -> String {
+    if e.kind() == io::ErrorKind::NotFound {
+        format!("tool \"{tool}\": {what} not found: {path}; list_dir shows what exists")
+    } else {
+        format!("tool \"{tool}\": unable to {verb} {path}: {}", plain_io(e))
+    }
+}
+
+#[cfg(test)]
+mod tests;
