@@ -14,6 +14,7 @@
 pub mod error;
 pub mod messages;
 pub mod naming;
+pub mod net;
 pub mod protocol;
 pub mod registry;
 pub mod server;

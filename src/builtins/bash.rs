@@ -234,19 +234,10 @@ pub(super) fn describe_exit(status: &ExitStatus) -> String {
         return format!("exit code {code}");
     }
     match status.signal() {
-        Some(sig) => {
-            let name = match sig {
-                libc::SIGHUP => " (SIGHUP)",
-                libc::SIGINT => " (SIGINT)",
-                libc::SIGKILL => " (SIGKILL)",
-                libc::SIGSEGV => " (SIGSEGV)",
-                libc::SIGPIPE => " (SIGPIPE)",
-                libc::SIGTERM => " (SIGTERM)",
-                libc::SIGABRT => " (SIGABRT)",
-                _ => "",
-            };
-            format!("killed by signal {sig}{name}")
-        }
+        Some(sig) => match harness9_actors::server::signal_name(sig) {
+            Some(name) => format!("killed by signal {sig} ({name})"),
+            None => format!("killed by signal {sig}"),
+        },
         None => "exited".to_owned(),
     }
 }

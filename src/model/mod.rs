@@ -970,28 +970,7 @@ fn client() -> awc::Client {
 }
 
 /// Installs the rustls ring provider once (awc panics at first TLS use without one). The same
-/// process-wide default the MCP HTTP transport installs; whichever comes first wins.
-fn install_crypto() {
-    static ONCE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    ONCE.get_or_init(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
-/// The first 300 characters of a body, whitespace collapsed.
-pub(crate) fn snippet(body: &[u8]) -> String {
-    let s = String::from_utf8_lossy(body);
-    let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    truncate_chars(&s, 300)
-}
-
-/// `s` cut to `max` characters, with `...` when cut.
-pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}...", &s[..i]),
-        None => s.to_owned(),
-    }
-}
+pub(crate) use harness9_actors::net::{install_crypto, snippet, truncate_chars};
 
 /// A provider's error, parsed from an error body or an error event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -1315,13 +1294,5 @@ mod tests {
             "anthropic is overloaded (529 overloaded_error: Overloaded); gave up after 4 tries; wait a minute and try again"
         );
         assert!(matches!(e, ModelError::RateLimited { attempts: 4, .. }));
-    }
-
-    #[test]
-    fn snippets_are_short_and_keep_utf8_whole() {
-        let long = "é".repeat(400);
-        let s = snippet(long.as_bytes());
-        assert_eq!(s.chars().count(), 303);
-        assert_eq!(snippet(b"a\n  b\tc"), "a b c");
     }
 }

@@ -8,7 +8,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::dev::SendError;
@@ -101,18 +101,7 @@ struct Conn {
     token: CancellationToken,
 }
 
-/// Installs the rustls crypto provider once (awc panics at first TLS use without one).
-fn install_crypto() {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
-fn snippet(body: &[u8]) -> String {
-    let s = String::from_utf8_lossy(&body[..body.len().min(300)]);
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
+use crate::net::{install_crypto, snippet};
 
 /// Runs one HTTP connection until the actor drops its sender.
 pub(crate) async fn run(

@@ -11,5 +11,7 @@ pub use descendants::{
     become_subreaper, end_descendants, live_descendants, spare_session, spawn_orphan_reaper,
     REAP_PERIOD,
 };
-pub use process::{kill_all_groups, live_group_count, register_group, unregister_group};
+pub use process::{
+    kill_all_groups, live_group_count, register_group, signal_name, unregister_group,
+};
 pub use stdio::McpServer;

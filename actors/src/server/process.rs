@@ -66,13 +66,17 @@ pub(crate) fn describe_exit(status: &std::process::ExitStatus) -> String {
         return format!("exited with status {code}");
     }
     match status.signal() {
-        Some(sig) => format!("was killed by signal {sig} ({})", signal_name(sig)),
+        Some(sig) => format!(
+            "was killed by signal {sig} ({})",
+            signal_name(sig).unwrap_or("signal")
+        ),
         None => "exited".to_owned(),
     }
 }
 
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
+/// The name of a signal a process commonly dies of (`SIGKILL`), if it is one of those.
+pub fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",
         libc::SIGKILL => "SIGKILL",
@@ -80,8 +84,8 @@ fn signal_name(sig: i32) -> &'static str {
         libc::SIGPIPE => "SIGPIPE",
         libc::SIGTERM => "SIGTERM",
         libc::SIGABRT => "SIGABRT",
-        _ => "signal",
-    }
+        _ => return None,
+    })
 }
 
 /// An io error without Rust's ` (os error N)` suffix: `No such file or directory`.

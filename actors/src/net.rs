@@ -1,0 +1,38 @@
+//! HTTP helpers shared by the runtime's HTTP transports and the model client: the one rustls
+//! crypto provider, and the short form of a body that error messages quote.
+
+/// Installs the rustls crypto provider once (awc panics at first TLS use without one).
+pub fn install_crypto() {
+    static ONCE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// The first 300 characters of a body, whitespace collapsed, `...` when cut (UTF-8 kept whole).
+pub fn snippet(body: &[u8]) -> String {
+    let s = String::from_utf8_lossy(body);
+    let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    truncate_chars(&s, 300)
+}
+
+/// `s` cut to `max` characters, with `...` when cut.
+pub fn truncate_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}...", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippets_are_short_and_keep_utf8_whole() {
+        let long = "é".repeat(400);
+        let s = snippet(long.as_bytes());
+        assert_eq!(s.chars().count(), 303);
+        assert_eq!(snippet(b"a\n  b\tc"), "a b c");
+    }
+}
