@@ -342,13 +342,14 @@ impl McpServer {
     }
 
     /// Inserts into the pending map, then queues the request (in that order). When the write
-    /// queue is full the line comes back, for the caller to wait for room within its bound.
+    /// queue is full the line comes back as a [`Backlog`], for the caller's future to wait for
+    /// room within the caller's own bound.
     fn request(
         &mut self,
         method: &'static str,
         line: Vec<u8>,
         id: i64,
-    ) -> (oneshot::Receiver<Reply>, Option<Vec<u8>>) {
+    ) -> (oneshot::Receiver<Reply>, Option<Backlog>) {
         let (tx, rx) = oneshot::channel();
         if self.writer.is_none() {
             let _ = tx.send(Err(ReplyError::Gone(self.gone_reason())));
@@ -369,37 +370,15 @@ impl McpServer {
             Some(method),
             None,
         );
-        match self.enqueue(line) {
-            Queued::Full(line) => (rx, Some(line)),
-            Queued::Sent | Queued::Closed => (rx, None),
-        }
+        (rx, self.backlog(line))
     }
 
-    /// Writes `line` once the full queue has room, within `bound`; past it the request `id` (if
-    /// any, and still pending) fails.
-    fn wait_for_room(
-        &mut self,
-        line: Vec<u8>,
-        id: Option<i64>,
-        bound: Duration,
-        ctx: &mut Context<Self>,
-    ) {
-        let Some(w) = self.writer.clone() else {
-            return;
-        };
-        let fut = async move { tokio::time::timeout(bound, w.send(line)).await };
-        ctx.spawn(fut.into_actor(self).map(move |res, act, _| {
-            if res.is_ok() {
-                return;
-            }
-            if let Some((id, p)) = id.and_then(|id| act.pending.remove(&id).map(|p| (id, p))) {
-                act.progress.remove(&id);
-                let _ = p.tx.send(Err(ReplyError::Transport(format!(
-                    "the server is not reading its input: the request could not be written within {} (its write queue is full)",
-                    crate::error::fmt_duration(bound)
-                ))));
-            }
-        }));
+    /// Queues `line`; a full queue hands it back with the writer, to wait for room on.
+    fn backlog(&self, line: Vec<u8>) -> Option<Backlog> {
+        match self.enqueue(line) {
+            Queued::Full(line) => self.writer.clone().map(|writer| Backlog { writer, line }),
+            Queued::Sent | Queued::Closed => None,
+        }
     }
 
     fn gone_reason(&self) -> String {
@@ -747,10 +726,16 @@ async fn rpc(
     method: &'static str,
     params: Option<Value>,
 ) -> Result<Payload, String> {
-    let rx = addr
+    let (rx, backlog) = addr
         .send(Rpc { method, params })
         .await
         .map_err(|_| "server actor stopped".to_owned())?;
+    // A full queue: wait for room (the handshake and the re-list bound this whole call).
+    if let Some(b) = backlog {
+        if !b.send().await {
+            return Err(format!("server stopped before {method} could be written"));
+        }
+    }
     match rx.await {
         Ok(Ok(raw)) => Ok(raw),
         Ok(Err(ReplyError::Rpc(e))) => Err(format!("{method} failed: {e}")),
@@ -781,11 +766,15 @@ async fn handshake(addr: Addr<McpServer>, max_tools: usize) -> Result<Handshake,
         .parse()
         .map_err(|e| format!("invalid initialize result: {e}"))?;
     let era = negotiate(&init.protocol_version)?;
-    addr.send(Notify {
-        method: "notifications/initialized",
-    })
-    .await
-    .map_err(|_| "server actor stopped".to_owned())?;
+    let backlog = addr
+        .send(Notify {
+            method: "notifications/initialized",
+        })
+        .await
+        .map_err(|_| "server actor stopped".to_owned())?;
+    if let Some(b) = backlog {
+        b.send().await;
+    }
     let tools = list_tools(addr, max_tools).await?;
     Ok((init, era, tools))
 }
@@ -857,7 +846,7 @@ where
 
 /// Send a request from inside the runtime (handshake, tools/list); replies with the receiver.
 #[derive(Message)]
-#[rtype(result = "oneshot::Receiver<Reply>")]
+#[rtype(result = "(oneshot::Receiver<Reply>, Option<Backlog>)")]
 struct Rpc {
     method: &'static str,
     params: Option<Value>,
@@ -865,7 +854,7 @@ struct Rpc {
 
 /// Send a notification without params.
 #[derive(Message)]
-#[rtype(result = "()")]
+#[rtype(result = "Option<Backlog>")]
 struct Notify {
     method: &'static str,
 }
@@ -879,6 +868,20 @@ struct CancelRequest {
 }
 
 struct StderrItem(Result<Frame, io::Error>);
+
+/// A line that found the write queue full, and the writer to wait for room on.
+struct Backlog {
+    writer: mpsc::Sender<Vec<u8>>,
+    line: Vec<u8>,
+}
+
+impl Backlog {
+    /// Waits for room and writes; `false` if the writer went away. Unbounded by itself: every
+    /// caller waits inside its own bound (the call's timeout, the startup timeout, the re-list's).
+    async fn send(self) -> bool {
+        self.writer.send(self.line).await.is_ok()
+    }
+}
 
 /// What became of a line handed to the writer.
 enum Queued {
@@ -987,28 +990,20 @@ impl StreamHandler<StderrItem> for McpServer {
 impl Handler<Rpc> for McpServer {
     type Result = MessageResult<Rpc>;
 
-    fn handle(&mut self, msg: Rpc, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Rpc, _ctx: &mut Context<Self>) -> Self::Result {
         let id = self.alloc_id();
         let line = jsonrpc::request_line(id, msg.method, msg.params.as_ref());
-        let (rx, backlog) = self.request(msg.method, line, id);
-        if let Some(line) = backlog {
-            let bound = self.spec.startup_timeout;
-            self.wait_for_room(line, Some(id), bound, ctx);
-        }
-        MessageResult(rx)
+        MessageResult(self.request(msg.method, line, id))
     }
 }
 
 impl Handler<Notify> for McpServer {
-    type Result = ();
+    type Result = Option<Backlog>;
 
-    fn handle(&mut self, msg: Notify, ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: Notify, _ctx: &mut Context<Self>) -> Option<Backlog> {
         let line = jsonrpc::notification_line::<()>(msg.method, None);
         self.trace(Direction::Send, &line, None, Some(msg.method), None);
-        if let Queued::Full(line) = self.enqueue(line) {
-            let bound = self.spec.startup_timeout;
-            self.wait_for_room(line, None, bound, ctx);
-        }
+        self.backlog(line)
     }
 }
 
@@ -1213,7 +1208,6 @@ impl Handler<CallServerTool> for McpServer {
         let line = jsonrpc::request_line(id, "tools/call", Some(&params));
         let (rx, backlog) = self.request("tools/call", line, id);
         let writer = self.writer.clone();
-        let backlog = backlog.and_then(|line| writer.clone().map(|w| (w, line)));
         // At the timeout, a full queue means the server stopped reading: say so.
         let stuck = move || writer.as_ref().is_some_and(|w| w.capacity() == 0);
         let mut guard = CancelOnDrop {
@@ -1224,11 +1218,11 @@ impl Handler<CallServerTool> for McpServer {
         let (timeout, cancel) = (msg.timeout, msg.cancel);
         Box::pin(async move {
             let deadline = tokio::time::Instant::now() + timeout;
-            if let Some((w, line)) = backlog {
+            if let Some(b) = backlog {
                 // The server is not reading: wait for room, within the call's own timeout.
                 tokio::select! {
                     biased;
-                    _ = w.send(line) => {}
+                    _ = b.send() => {}
                     _ = cancel.cancelled() => {
                         guard.fire("cancelled by the user");
                         return Err(CallError::Cancelled { server, tool });
