@@ -1,6 +1,7 @@
 //! One actor per MCP server: it owns its child process (or HTTP client) and its pending map.
 
 mod descendants;
+mod handshake;
 mod http;
 mod http_io;
 mod process;

@@ -19,6 +19,7 @@ use tokio::process::{ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::FramedRead;
 
+use super::handshake::{handshake, list_tools};
 use super::process::{
     describe_exit, plain_io_error, register_group, signal_group, unregister_group,
 };
@@ -31,11 +32,10 @@ use crate::protocol::jsonrpc::{
     self, fast_response_id, sniff_id, ErrorObject, Incoming, LineError, RequestId, METHOD_NOT_FOUND,
 };
 use crate::protocol::types::{
-    CallToolParams, CallToolResult, CancelledParams, Implementation, InitializeParams,
-    InitializeResult, ListRootsResult, ListToolsResult, LoggingMessageParams, ProgressParams,
-    RequestMeta, Root, Tool,
+    CallToolParams, CallToolResult, CancelledParams, InitializeResult, ListRootsResult,
+    LoggingMessageParams, ProgressParams, RequestMeta, Root, Tool,
 };
-use crate::protocol::version::{negotiate, Era, LATEST};
+use crate::protocol::version::Era;
 use crate::spec::{ServerSpec, TransportSpec};
 use crate::trace::{Direction, WireRecord, WireTap};
 
@@ -54,25 +54,25 @@ const STDERR_DRAIN: Duration = Duration::from_millis(200);
 
 /// Why a pending request ended without a result.
 #[derive(Debug)]
-enum ReplyError {
+pub(super) enum ReplyError {
     Rpc(ErrorObject),
     Gone(String),
     TooLarge(usize),
     Transport(String),
 }
 
-type Reply = Result<Payload, ReplyError>;
+pub(super) type Reply = Result<Payload, ReplyError>;
 
 /// A successful reply: its result split out by the envelope parser, or (fast path) the whole
 /// line, whose `result` the waiter parses once into its own type.
 #[derive(Debug)]
-enum Payload {
+pub(super) enum Payload {
     Raw(Box<RawValue>),
     Line(Bytes),
 }
 
 impl Payload {
-    fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, LineError> {
+    pub(super) fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, LineError> {
         match self {
             Payload::Raw(r) => Ok(serde_json::from_str(r.get())?),
             Payload::Line(l) => jsonrpc::line_result(l),
@@ -81,7 +81,7 @@ impl Payload {
 }
 
 /// What a successful handshake yields.
-type Handshake = (InitializeResult, Era, Arc<[Arc<Tool>]>);
+pub(super) type Handshake = (InitializeResult, Era, Arc<[Arc<Tool>]>);
 
 struct Pending {
     tx: oneshot::Sender<Reply>,
@@ -721,142 +721,21 @@ async fn write_loop(mut stdin: ChildStdin, mut rx: mpsc::Receiver<Vec<u8>>) {
     let _ = stdin.shutdown().await;
 }
 
-async fn rpc(
-    addr: &Addr<McpServer>,
-    method: &'static str,
-    params: Option<Value>,
-) -> Result<Payload, String> {
-    let (rx, backlog) = addr
-        .send(Rpc { method, params })
-        .await
-        .map_err(|_| "server actor stopped".to_owned())?;
-    // A full queue: wait for room (the handshake and the re-list bound this whole call).
-    if let Some(b) = backlog {
-        if !b.send().await {
-            return Err(format!("server stopped before {method} could be written"));
-        }
-    }
-    match rx.await {
-        Ok(Ok(raw)) => Ok(raw),
-        Ok(Err(ReplyError::Rpc(e))) => Err(format!("{method} failed: {e}")),
-        Ok(Err(ReplyError::Gone(why))) => Err(format!("server {why} during {method}")),
-        Ok(Err(ReplyError::Transport(e))) => Err(format!("{method} failed: {e}")),
-        Ok(Err(ReplyError::TooLarge(max))) => Err(format!(
-            "{method} reply exceeds the maximum message size of {}",
-            crate::protocol::render::human_bytes(max)
-        )),
-        Err(_) => Err("server actor stopped".to_owned()),
-    }
-}
-
-async fn handshake(addr: Addr<McpServer>, max_tools: usize) -> Result<Handshake, String> {
-    let client = Implementation {
-        name: "harness9".to_owned(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        title: None,
-    };
-    let params = InitializeParams {
-        protocol_version: LATEST.as_str(),
-        capabilities: json!({ "roots": { "listChanged": false } }),
-        client_info: &client,
-    };
-    let params = serde_json::to_value(&params).map_err(|e| e.to_string())?;
-    let raw = rpc(&addr, "initialize", Some(params)).await?;
-    let init: InitializeResult = raw
-        .parse()
-        .map_err(|e| format!("invalid initialize result: {e}"))?;
-    let era = negotiate(&init.protocol_version)?;
-    let backlog = addr
-        .send(Notify {
-            method: "notifications/initialized",
-        })
-        .await
-        .map_err(|_| "server actor stopped".to_owned())?;
-    if let Some(b) = backlog {
-        b.send().await;
-    }
-    let tools = list_tools(addr, max_tools).await?;
-    Ok((init, era, tools))
-}
-
-async fn list_tools(addr: Addr<McpServer>, max: usize) -> Result<Arc<[Arc<Tool>]>, String> {
-    let tools = list_all(
-        &addr,
-        "tools/list",
-        max,
-        "maxTools",
-        |p: ListToolsResult| (p.tools, p.next_cursor),
-    )
-    .await?;
-    Ok(tools.into_iter().map(Arc::new).collect())
-}
-
-/// Pages a server may send for one list.
-const MAX_PAGES: usize = 10_000;
-
-/// Walks a paginated list (`tools/list`; every later paginated list goes through here too) to
-/// its end. A cursor seen before on this walk (A, B, A) is a cycle; more than `max` items
-/// (`setting` raises it) or [`MAX_PAGES`] pages is an error; the caller bounds the time.
-async fn list_all<P, T>(
-    addr: &Addr<McpServer>,
-    method: &'static str,
-    max: usize,
-    setting: &str,
-    split: impl Fn(P) -> (Vec<T>, Option<String>),
-) -> Result<Vec<T>, String>
-where
-    P: serde::de::DeserializeOwned,
-{
-    use std::hash::{Hash, Hasher};
-    let mut all: Vec<T> = Vec::new();
-    // Hashes, not cursors: a server's cursors may be large; a clash only ends a walk early.
-    let mut seen = std::collections::HashSet::new();
-    let mut cursor: Option<String> = None;
-    for pages in 1..=MAX_PAGES {
-        let params = cursor.as_deref().map(|c| json!({ "cursor": c }));
-        let raw = rpc(addr, method, params).await?;
-        let page: P = raw
-            .parse()
-            .map_err(|e| format!("invalid {method} result: {e}"))?;
-        drop(raw);
-        let (items, next) = split(page);
-        if all.len() + items.len() > max {
-            return Err(format!(
-                "{method} returned more than {max} items; if that is legitimate, raise {setting} for this server"
-            ));
-        }
-        all.extend(items);
-        let Some(next) = next.filter(|c| !c.is_empty()) else {
-            return Ok(all);
-        };
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        next.hash(&mut h);
-        if !seen.insert(h.finish()) {
-            let shown: String = next.chars().take(40).collect();
-            return Err(format!(
-                "{method} returned the cursor {shown:?} again after {pages} pages: the server's pagination cycles"
-            ));
-        }
-        cursor = Some(next);
-    }
-    Err(format!("{method} returned more than {MAX_PAGES} pages"))
-}
-
 // ---- internal messages ------------------------------------------------------------------------
 
 /// Send a request from inside the runtime (handshake, tools/list); replies with the receiver.
 #[derive(Message)]
 #[rtype(result = "(oneshot::Receiver<Reply>, Option<Backlog>)")]
-struct Rpc {
-    method: &'static str,
-    params: Option<Value>,
+pub(super) struct Rpc {
+    pub(super) method: &'static str,
+    pub(super) params: Option<Value>,
 }
 
 /// Send a notification without params.
 #[derive(Message)]
 #[rtype(result = "Option<Backlog>")]
-struct Notify {
-    method: &'static str,
+pub(super) struct Notify {
+    pub(super) method: &'static str,
 }
 
 /// Drop a pending request and tell the server.
@@ -870,7 +749,7 @@ struct CancelRequest {
 struct StderrItem(Result<Frame, io::Error>);
 
 /// A line that found the write queue full, and the writer to wait for room on.
-struct Backlog {
+pub(super) struct Backlog {
     writer: mpsc::Sender<Vec<u8>>,
     line: Vec<u8>,
 }
@@ -878,7 +757,7 @@ struct Backlog {
 impl Backlog {
     /// Waits for room and writes; `false` if the writer went away. Unbounded by itself: every
     /// caller waits inside its own bound (the call's timeout, the startup timeout, the re-list's).
-    async fn send(self) -> bool {
+    pub(super) async fn send(self) -> bool {
         self.writer.send(self.line).await.is_ok()
     }
 }
@@ -1329,7 +1208,7 @@ mod tests {
         );
         let line =
             Bytes::from_static(br#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a"}]}}"#);
-        let page: ListToolsResult = Payload::Line(line).parse().unwrap();
+        let page: crate::protocol::types::ListToolsResult = Payload::Line(line).parse().unwrap();
         assert_eq!(page.tools[0].name, "a");
     }
 }
