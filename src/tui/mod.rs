@@ -6,6 +6,7 @@ mod actor;
 pub mod history;
 mod markdown;
 pub mod state;
+mod trust;
 pub mod view;
 
 use std::io::Write;

@@ -15,6 +15,9 @@ use serde_json::Value;
 use crate::engine::EngineEvent;
 use crate::sanitize::clean;
 
+use super::trust::trust_key;
+pub use super::trust::TrustView;
+
 /// Slash commands, in the order `/help` and completion list them.
 pub const COMMANDS: &[(&str, &str)] = &[
     (
@@ -301,13 +304,6 @@ pub enum Modal {
     Trust(TrustView),
 }
 
-/// The trust screen's selection (an index into [`State::unapproved`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TrustView {
-    /// The selected server.
-    pub selected: usize,
-}
-
 /// A server's tools as the panel lays them out: entry indexes and where each starts.
 #[derive(Debug, Clone, Default)]
 pub struct ToolLayout {
@@ -505,7 +501,7 @@ impl State {
         self.tools = tools;
     }
 
-    fn note(&mut self, e: Entry) {
+    pub(super) fn note(&mut self, e: Entry) {
         self.transcript.push(e);
         self.scroll_back = 0;
     }
@@ -1201,42 +1197,6 @@ fn panel_key(state: &mut State, mut p: PanelState, key: KeyEvent) -> Vec<Effect>
     }
     state.modal = Some(Modal::Panel(p));
     effects
-}
-
-/// The trust screen: ↑↓ select, `y`/Enter approves the selected server, `a` every one listed,
-/// `n`/`d`/Esc declines (they stay unapproved and nothing runs; `a` in `/mcp` asks again).
-fn trust_key(state: &mut State, mut t: TrustView, key: KeyEvent) -> Vec<Effect> {
-    let waiting = state.unapproved();
-    let n = waiting.len();
-    match key.code {
-        KeyCode::Esc | KeyCode::Char('n') | KeyCode::Char('d') => {
-            if n > 0 {
-                state.note(Entry::Info(format!(
-                    "declined {n} server{} of {}: not started; `a` in /mcp or `harness9 mcp approve` approves later",
-                    if n == 1 { "" } else { "s" },
-                    state.config_path
-                )));
-            }
-            return Vec::new();
-        }
-        KeyCode::Up | KeyCode::Char('k') => t.selected = t.selected.saturating_sub(1),
-        KeyCode::Down | KeyCode::Char('j') => {
-            t.selected = (t.selected + 1).min(n.saturating_sub(1))
-        }
-        KeyCode::Char('y') | KeyCode::Enter => {
-            if let Some(one) = waiting.get(t.selected) {
-                state.modal = Some(Modal::Trust(t));
-                return vec![Effect::ApproveServers(vec![one.clone()])];
-            }
-        }
-        KeyCode::Char('a') if n > 0 => {
-            state.modal = Some(Modal::Trust(t));
-            return vec![Effect::ApproveServers(waiting)];
-        }
-        _ => {}
-    }
-    state.modal = Some(Modal::Trust(t));
-    Vec::new()
 }
 
 fn trace_key(state: &mut State, mut t: TraceView, key: KeyEvent) -> Vec<Effect> {

@@ -16,12 +16,11 @@ use ratatui::Frame;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::state::{
-    CallState, Entry, Modal, PanelState, State, TraceRow, TraceView, TrustView, COMMANDS,
-    RESULT_LINES,
+    CallState, Entry, Modal, PanelState, State, TraceRow, TraceView, COMMANDS, RESULT_LINES,
 };
 use crate::sanitize::{clean, clean_line};
 
-const DIM: Style = Style::new().fg(Color::DarkGray);
+pub(super) const DIM: Style = Style::new().fg(Color::DarkGray);
 
 /// Draws the whole screen.
 pub fn view(state: &State, frame: &mut Frame) {
@@ -54,7 +53,7 @@ pub fn view(state: &State, frame: &mut Frame) {
             Modal::Panel(p) => draw_panel(state, p, frame, modal_area),
             Modal::Trace(t) => draw_trace(state, t, frame, modal_area),
             Modal::Help => draw_help(frame, modal_area),
-            Modal::Trust(t) => draw_trust(state, t, frame, modal_area),
+            Modal::Trust(t) => super::trust::draw_trust(state, t, frame, modal_area),
         }
     }
     // A question about a tool call goes over everything: the turn waits on it.
@@ -229,7 +228,13 @@ fn truncate_line(line: Line<'static>, width: usize) -> Line<'static> {
 
 /// Wraps `text` (already clean) at word boundaries into lines of at most `width` columns;
 /// a word longer than a line is cut. Continuation lines start with `indent` too.
-fn wrap(text: &str, width: usize, style: Style, indent: &str, out: &mut Vec<Line<'static>>) {
+pub(super) fn wrap(
+    text: &str,
+    width: usize,
+    style: Style,
+    indent: &str,
+    out: &mut Vec<Line<'static>>,
+) {
     let iw = indent.width();
     let width = width.max(iw + 1);
     for raw in text.split('\n') {
@@ -467,7 +472,7 @@ fn draw_input(state: &State, frame: &mut Frame, area: Rect) {
 
 // ---- /mcp panel -----------------------------------------------------------------------------
 
-fn modal_block(title: &str) -> Block<'static> {
+pub(super) fn modal_block(title: &str) -> Block<'static> {
     Block::new()
         .borders(Borders::ALL)
         .border_style(Style::new().fg(Color::Blue))
@@ -571,105 +576,6 @@ fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
     }
     lines.push(Line::raw(""));
     lines
-}
-
-/// The trust screen: every unapproved server of the project config with its full command line
-/// (wrapped, never cut), and the keys.
-fn draw_trust(state: &State, t: &TrustView, frame: &mut Frame, area: Rect) {
-    let block = modal_block(&format!(
-        "approve this project's MCP servers? ({} waiting)",
-        state.unapproved().len()
-    ))
-    .border_style(Style::new().fg(Color::Magenta));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let width = inner.width.max(1) as usize;
-    let mut lines = Vec::new();
-    wrap(
-        &format!(
-            "{} is a project config: its servers run commands on this machine. Nothing has been started. Approve only what you trust.",
-            clean_line(&state.config_path)
-        ),
-        width,
-        DIM,
-        "",
-        &mut lines,
-    );
-    lines.push(Line::raw(""));
-    let waiting = state.unapproved();
-    let blocks: Vec<Vec<Line<'static>>> = waiting
-        .iter()
-        .enumerate()
-        .map(|(i, (name, command_line))| {
-            let selected = i == t.selected;
-            let mut block = vec![Line::from(vec![
-                Span::raw(if selected { "> " } else { "  " }),
-                Span::styled(
-                    clean_line(name).into_owned(),
-                    if selected {
-                        Style::new().bold().fg(Color::Magenta)
-                    } else {
-                        Style::new().bold()
-                    },
-                ),
-            ])];
-            wrap(
-                &clean(command_line),
-                width,
-                Style::new(),
-                "    ",
-                &mut block,
-            );
-            block
-        })
-        .collect();
-    // Scrolled so the selected server shows whole; what is left out is counted, so `a`
-    // (approve all) never approves a server the user could not know about.
-    // The body is the inner area less the key line; two rows stay for the more-above/below notes.
-    let room = (inner.height as usize).saturating_sub(1 + lines.len() + 2);
-    let mut first = 0;
-    while first < t.selected
-        && blocks[first..=t.selected.min(blocks.len().saturating_sub(1))]
-            .iter()
-            .map(Vec::len)
-            .sum::<usize>()
-            > room
-    {
-        first += 1;
-    }
-    if first > 0 {
-        lines.push(Line::styled(format!("  ↑ {first} more above"), DIM));
-    }
-    let mut used = 0;
-    let mut shown = first;
-    for b in &blocks[first..] {
-        if used + b.len() > room && shown > t.selected {
-            break;
-        }
-        used += b.len();
-        lines.extend(b.iter().cloned());
-        shown += 1;
-    }
-    if shown < blocks.len() {
-        lines.push(Line::styled(
-            format!(
-                "  ↓ {} more below (a approves them too)",
-                blocks.len() - shown
-            ),
-            Style::new().fg(Color::Yellow),
-        ));
-    }
-    let keys = Line::from(vec![
-        Span::styled("y", Style::new().fg(Color::Green).bold()),
-        Span::raw(" approve selected · "),
-        Span::styled("a", Style::new().fg(Color::Yellow).bold()),
-        Span::raw(" approve all · "),
-        Span::styled("n", Style::new().fg(Color::Red).bold()),
-        Span::raw(" decline · ↑↓ select"),
-    ]);
-    let [body, help] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
-    frame.render_widget(Paragraph::new(lines), body);
-    frame.render_widget(Paragraph::new(keys), help);
 }
 
 fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area: Rect) {
