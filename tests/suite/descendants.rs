@@ -111,16 +111,39 @@ fn a_servers_daemon_is_ended_when_harness9_gets_sighup() {
     daemon_ended_on(libc::SIGHUP, "daemon-hup");
 }
 
-/// A call in flight, the daemon reparented to harness9; `sig` to harness9 ends both.
-fn daemon_ended_on(sig: i32, tag: &str) {
+/// harness9 in the middle of a long `mcp call` whose server left a daemon; both are killed
+/// when the test ends, whatever it asserted.
+struct Session {
+    child: Child,
+    harness9: i32,
+    daemon: i32,
+    _guards: (KillOnDrop, KillOnDrop),
+}
+
+fn in_a_call(tag: &str) -> Session {
     let (dir, pidfile) = project(tag);
     let args = json!({"steps": 600, "gap_ms": 100}).to_string();
     let mut child = spawn(&dir, &["mcp", "call", "d", "progress", "--args", &args]);
     let harness9 = child.id() as i32;
-    let _guard = KillOnDrop(harness9);
+    let guard = KillOnDrop(harness9);
     wait_for_progress(&mut child);
-    let pid = daemon_pid(&pidfile);
-    let _daemon = KillOnDrop(pid);
+    let daemon = daemon_pid(&pidfile);
+    Session {
+        child,
+        harness9,
+        daemon,
+        _guards: (guard, KillOnDrop(daemon)),
+    }
+}
+
+/// A call in flight, the daemon reparented to harness9; `sig` to harness9 ends both.
+fn daemon_ended_on(sig: i32, tag: &str) {
+    let Session {
+        mut child,
+        harness9,
+        daemon: pid,
+        _guards,
+    } = in_a_call(tag);
     // The daemon left the server's process group and was reparented to harness9.
     let (state, ppid) = stat(pid).expect("the daemon runs");
     assert_ne!(state, "Z");
@@ -137,14 +160,12 @@ fn daemon_ended_on(sig: i32, tag: &str) {
 
 #[test]
 fn an_orphan_that_exits_during_a_session_is_reaped() {
-    let (dir, pidfile) = project("daemon-reap");
-    let args = json!({"steps": 600, "gap_ms": 100}).to_string();
-    let mut child = spawn(&dir, &["mcp", "call", "d", "progress", "--args", &args]);
-    let harness9 = child.id() as i32;
-    let _guard = KillOnDrop(harness9);
-    wait_for_progress(&mut child);
-    let pid = daemon_pid(&pidfile);
-    let _daemon = KillOnDrop(pid);
+    let Session {
+        mut child,
+        harness9,
+        daemon: pid,
+        _guards,
+    } = in_a_call("daemon-reap");
     assert_eq!(stat(pid).map(|s| s.1), Some(harness9));
     // SAFETY: SIGKILL to the daemon the fixture started for this test.
     unsafe { libc::kill(pid, libc::SIGKILL) };
