@@ -6,13 +6,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::prelude::*;
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser, Subcommand};
 use harness9_actors::error::fmt_duration;
 use harness9_actors::messages::{
-    CallTool, ListTools, ServerState, ServerStatus, ShutdownAll, StatusSnapshot, ToolEntry,
-    ToolProgress,
+    CallTool, ListTools, ProgressSink, ServerState, ServerStatus, ShutdownAll, StatusSnapshot,
+    ToolEntry, ToolProgress,
 };
 use harness9_actors::{RestartPolicy, ServerSpec, ToolRegistry};
 use serde_json::{json, Value};
@@ -461,31 +460,19 @@ async fn get(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints progress notifications of a headless call to stderr.
-struct ProgressPrinter;
-
-impl Actor for ProgressPrinter {
-    type Context = Context<Self>;
+/// Prints a progress notification of a headless call to stderr.
+fn print_progress(p: ToolProgress) {
+    let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+    eprintln!(
+        "[mcp] progress {}{total} {}",
+        p.progress,
+        clean_line(p.message.as_deref().unwrap_or_default())
+    );
 }
 
-impl Handler<crate::engine::Flush> for ProgressPrinter {
-    type Result = ();
-
-    fn handle(&mut self, _: crate::engine::Flush, _ctx: &mut Context<Self>) {}
-}
-
-impl Handler<ToolProgress> for ProgressPrinter {
-    type Result = ();
-
-    fn handle(&mut self, p: ToolProgress, _ctx: &mut Context<Self>) {
-        let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-        eprintln!(
-            "[mcp] progress {}{total} {}",
-            p.progress,
-            clean_line(p.message.as_deref().unwrap_or_default())
-        );
-    }
-}
+/// How many progress notices of a call wait to be printed; more are dropped (the server actor
+/// hands them over without waiting).
+const PROGRESS_QUEUE: usize = 256;
 
 async fn call(
     rt: &Runtime,
@@ -532,14 +519,24 @@ async fn call(
     };
     let mut msg = CallTool::new(entry.name.clone(), arguments);
     msg.timeout = timeout;
-    let printer = ProgressPrinter.start();
-    msg.progress = Some(printer.clone().recipient());
+    let (progress, mut notices) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);
+    msg.progress = Some(ProgressSink::new(move |p| {
+        let _ = progress.try_send(p);
+    }));
     let started = std::time::Instant::now();
-    let result = ToolRegistry::send(&rt.registry, msg).await;
+    let mut result = std::pin::pin!(ToolRegistry::send(&rt.registry, msg));
+    let result = loop {
+        tokio::select! {
+            r = &mut result => break r,
+            Some(p) = notices.recv() => print_progress(p),
+        }
+    };
     let elapsed = started.elapsed();
-    // Every progress line is printed before the result (and before the process exits).
-    let flush = printer.send(crate::engine::Flush);
-    let _ = tokio::time::timeout(crate::engine::FLUSH_BOUND, flush).await;
+    // The server queued every notice before it answered: the rest are printed before the
+    // result.
+    while let Ok(p) = notices.try_recv() {
+        print_progress(p);
+    }
     match result {
         Ok(r) => {
             if as_json {

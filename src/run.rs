@@ -14,19 +14,19 @@ use serde_json::{json, Value};
 
 use crate::app::{spawn_event_printer, Runtime};
 use crate::cli::{interrupted, load_config, Cli, RunArgs};
-use crate::engine::{CancelTurn, Engine, EngineConfig, EngineEvent, EngineUpdate, RunTurn};
+use crate::engine::{
+    turn_stream, CancelTurn, Engine, EngineConfig, EngineError, EngineEvent, RunTurn, TurnEvent,
+    TurnOutcome,
+};
 use crate::model::settings::{self, ModelFlags};
 use crate::model::Provider;
 use crate::sanitize::{clean_line, clean_text, to_json};
 
-/// Prints engine events: JSON lines on stdout, or a line per tool call on stderr.
+/// Prints a turn's events as they come: JSON lines on stdout, or a line per tool call on
+/// stderr.
 struct Printer {
     json: bool,
     started: Instant,
-}
-
-impl Actor for Printer {
-    type Context = Context<Self>;
 }
 
 fn ms(d: Duration) -> f64 {
@@ -43,23 +43,8 @@ fn json_line(v: &Value) {
     let _ = out.flush();
 }
 
-/// A line to print after every event queued before it (the printer's mailbox keeps the order).
-#[derive(Message)]
-#[rtype(result = "()")]
-struct Final(Value);
-
-impl Handler<Final> for Printer {
-    type Result = ();
-
-    fn handle(&mut self, Final(v): Final, _ctx: &mut Context<Self>) {
-        json_line(&v);
-    }
-}
-
-impl Handler<EngineUpdate> for Printer {
-    type Result = ();
-
-    fn handle(&mut self, EngineUpdate(e): EngineUpdate, _ctx: &mut Context<Self>) {
+impl Printer {
+    fn print(&self, e: EngineEvent) {
         let t = ms(self.started.elapsed());
         if !self.json {
             match e {
@@ -86,7 +71,7 @@ impl Handler<EngineUpdate> for Printer {
             return;
         }
         let v = match e {
-            EngineEvent::TextDelta(_) | EngineEvent::TurnEnding => return,
+            EngineEvent::TextDelta(_) => return,
             EngineEvent::ModelRetrying {
                 attempt,
                 after,
@@ -188,8 +173,7 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let printer = Printer {
         json: args.json,
         started,
-    }
-    .start();
+    };
 
     let settle = async {
         let snap = if config.servers.is_empty() {
@@ -214,48 +198,46 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let outcome = if interrupted_early {
         None
     } else {
-        let mut turn = std::pin::pin!(engine.send(RunTurn {
-            approver: None,
+        let (events, rx) = turn_stream();
+        engine.do_send(RunTurn {
             prompt,
-            events: Some(printer.clone().recipient()),
-        }));
-        tokio::select! {
-            r = &mut turn => Some(r),
-            _ = interrupted() => {
-                // Cancel the model request and every tool call, and let the turn end (bounded)
-                // so the servers get `notifications/cancelled` before they are stopped.
-                engine.do_send(CancelTurn);
-                let _ = tokio::time::timeout(Duration::from_secs(3), &mut turn).await;
-                None
-            }
-        }
+            events,
+            ask_first: false,
+        });
+        read_turn(rx, &printer, &engine).await
     };
-    let report = |v: Value| printer.send(Final(v));
+    let report = |v: Value| json_line(&v);
     let code = match outcome {
         None => {
             eprintln!("harness9: interrupted; stopping servers");
             if args.json {
-                let _ = report(json!({"event": "error", "t_ms": ms(started.elapsed()), "message": "interrupted"})).await;
+                report(
+                    json!({"event": "error", "t_ms": ms(started.elapsed()), "message": "interrupted"}),
+                );
             }
             ExitCode::from(130)
         }
-        Some(Err(e)) => {
-            eprintln!("harness9: the engine stopped: {e}");
+        Some(Err(EngineGone)) => {
+            eprintln!("harness9: the engine stopped before the turn ended");
             ExitCode::from(1)
         }
         Some(Ok(Err(e))) => {
             if args.json {
-                let _ = report(json!({"event": "error", "t_ms": ms(started.elapsed()), "message": e.to_string()})).await;
+                report(
+                    json!({"event": "error", "t_ms": ms(started.elapsed()), "message": e.to_string()}),
+                );
             }
             eprintln!("harness9: {}", clean_text(&e.to_string()));
             ExitCode::from(1)
         }
         Some(Ok(Ok(done))) => {
             if args.json {
-                let _ = report(json!({"event": "done", "t_ms": ms(started.elapsed()), "text": done.text, "steps": done.steps,
+                report(
+                    json!({"event": "done", "t_ms": ms(started.elapsed()), "text": done.text, "steps": done.steps,
                                   "ms": ms(done.elapsed), "input_tokens": done.usage.input_tokens,
                                   "cached_input_tokens": done.usage.cached_input_tokens,
-                                  "output_tokens": done.usage.output_tokens})).await;
+                                  "output_tokens": done.usage.output_tokens}),
+                );
             } else {
                 let mut out = std::io::stdout().lock();
                 // The model may repeat what a tool said: the answer is server text too.
@@ -271,4 +253,46 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
         let _ = tokio::task::spawn_blocking(move || h.join()).await;
     }
     Ok(code)
+}
+
+/// The engine ended the turn's stream without an outcome.
+struct EngineGone;
+
+/// How long an interrupted turn has to end (so the servers get `notifications/cancelled`
+/// before they are stopped).
+const CANCEL_GRACE: Duration = Duration::from_secs(3);
+
+/// Prints a turn's stream until its outcome. An interrupt cancels the turn (the model request
+/// and every tool call) and waits up to [`CANCEL_GRACE`] for its end; `None` then.
+async fn read_turn(
+    mut rx: tokio::sync::mpsc::Receiver<TurnEvent>,
+    printer: &Printer,
+    engine: &Addr<Engine>,
+) -> Option<Result<Result<TurnOutcome, EngineError>, EngineGone>> {
+    let mut interrupt = std::pin::pin!(interrupted());
+    let mut deadline: Option<tokio::time::Instant> = None;
+    loop {
+        let grace = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            item = rx.recv() => match item {
+                Some(TurnEvent::Update(e)) => printer.print(e),
+                // Headless turns do not ask (`ask_first: false`); a question is a yes.
+                Some(TurnEvent::Ask(q)) => {
+                    let _ = q.answer.send(true);
+                }
+                Some(TurnEvent::Done(r)) => return deadline.is_none().then_some(Ok(r)),
+                None => return deadline.is_none().then_some(Err(EngineGone)),
+            },
+            _ = &mut interrupt, if deadline.is_none() => {
+                engine.do_send(CancelTurn);
+                deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
+            }
+            () = grace => return None,
+        }
+    }
 }

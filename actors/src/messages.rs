@@ -36,8 +36,8 @@ pub struct CallTool {
     pub timeout: Option<Duration>,
     /// Cancelling it ends the call and sends `notifications/cancelled`.
     pub cancel: CancellationToken,
-    /// Receives `notifications/progress` of this call.
-    pub progress: Option<Recipient<ToolProgress>>,
+    /// Gets `notifications/progress` of this call, each before the call's result resolves.
+    pub progress: Option<ProgressSink>,
 }
 
 impl CallTool {
@@ -65,13 +65,38 @@ pub struct CallServerTool {
     pub timeout: Duration,
     /// Cancellation from the caller.
     pub cancel: CancellationToken,
-    /// Progress subscriber.
-    pub progress: Option<Recipient<ToolProgress>>,
+    /// Where the call's progress goes.
+    pub progress: Option<ProgressSink>,
+}
+
+/// Where one call's progress notifications go: a function the server actor calls in the
+/// handler of each `notifications/progress`, so every progress notice is handed over before the
+/// call's result resolves (a caller that emits the result after the call's future ends sees
+/// the progress first, with no flush or round trip). It must not block: send with `try_send`
+/// into a bounded channel, or print.
+#[derive(Clone)]
+pub struct ProgressSink(std::sync::Arc<dyn Fn(ToolProgress) + Send + Sync>);
+
+impl ProgressSink {
+    /// A sink that calls `f` for each notice.
+    pub fn new(f: impl Fn(ToolProgress) + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(f))
+    }
+
+    /// Hands one notice over.
+    pub fn send(&self, p: ToolProgress) {
+        (self.0)(p)
+    }
+}
+
+impl std::fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressSink")
+    }
 }
 
 /// A progress notification for one call.
-#[derive(Debug, Clone, Message)]
-#[rtype(result = "()")]
+#[derive(Debug, Clone)]
 pub struct ToolProgress {
     /// The server.
     pub server: String,

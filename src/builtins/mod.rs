@@ -106,9 +106,6 @@ impl Handler<CallBuiltin> for Builtins {
 
 // ---- definitions --------------------------------------------------------------------------------
 
-/// The built-ins that change things: the TUI asks before each call (unless told not to).
-pub const ASK_FIRST: &[&str] = &["bash", "write_file"];
-
 /// The definitions of every built-in tool, described with the default [`BuiltinOptions`].
 pub fn definitions() -> Vec<Tool> {
     definitions_with(&BuiltinOptions::default())
@@ -121,6 +118,7 @@ pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
     vec![
         tool(
             "bash",
+            Effects::Changes,
             format!(
                 "Run a shell command with `bash -c` in the working directory and return its \
                  combined stdout and stderr followed by its exit code. Stdin is closed, so \
@@ -146,6 +144,7 @@ pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
         ),
         tool(
             "read_file",
+            Effects::Reads,
             format!(
                 "Read a text file. Lines come prefixed with their 1-based line number and a tab. \
                  Returns at most `limit` lines (default {READ_DEFAULT_LINES}) starting at line \
@@ -166,6 +165,7 @@ pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
         ),
         tool(
             "write_file",
+            Effects::Changes,
             "Write `content` to a file, replacing it if it exists and creating missing parent \
              directories. Paths are relative to the working directory; absolute paths work too."
                 .to_owned(),
@@ -181,6 +181,7 @@ pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
         ),
         tool(
             "list_dir",
+            Effects::Reads,
             format!(
                 "List a directory's entries, sorted by name, directories marked with a trailing \
                  `/`; at most {LIST_MAX_ENTRIES} entries are shown."
@@ -195,6 +196,7 @@ pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
         ),
         tool(
             "grep",
+            Effects::Reads,
             format!(
                 "Search files recursively for lines matching a regular expression (Rust regex \
                  syntax) and return them as `path:line: text`. Skips .git, target, node_modules, \
@@ -218,16 +220,34 @@ pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
     ]
 }
 
-fn tool(name: &str, description: String, schema: Value) -> Tool {
+/// What a built-in does to the world, as MCP tool annotations: the engine decides from these
+/// (as for any MCP tool) which calls wait for the user's yes.
+#[derive(Clone, Copy)]
+enum Effects {
+    /// Reads only (`readOnlyHint`).
+    Reads,
+    /// Changes files or runs programs (`destructiveHint`): asks first in the TUI.
+    Changes,
+}
+
+fn tool(name: &str, effects: Effects, description: String, schema: Value) -> Tool {
+    let hints = match effects {
+        Effects::Reads => json!({"readOnlyHint": true}),
+        Effects::Changes => json!({"readOnlyHint": false, "destructiveHint": true}),
+    };
     Tool {
         name: name.to_owned(),
         title: None,
         description: Some(description),
-        input_schema: serde_json::value::to_raw_value(&schema)
-            .expect("a serde_json::Value always serializes"),
+        input_schema: raw(&schema),
         output_schema: None,
-        annotations: None,
+        annotations: Some(raw(&hints)),
     }
+}
+
+/// A JSON value as raw JSON text (a `serde_json::Value` always serializes: its keys are strings).
+fn raw(v: &Value) -> Box<serde_json::value::RawValue> {
+    serde_json::value::to_raw_value(v).expect("a serde_json::Value always serializes")
 }
 
 // ---- dispatch -----------------------------------------------------------------------------------

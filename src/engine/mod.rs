@@ -10,7 +10,8 @@
 //! RunTurn --> Engine --Provider::complete--> model (streaming; TextDelta events)
 //!               |  tool calls, all at once
 //!               +--CallTool--> ToolRegistry --> McpServer / Builtins
-//!               +--EngineUpdate--> subscriber (TUI, headless printer)
+//!               +--TurnEvent--> the turn's one ordered stream (TUI, headless printer):
+//!                                   text, tool calls, progress, results, questions, outcome last
 //! ```
 
 pub mod output;
@@ -21,9 +22,10 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use futures_util::future::join_all;
-use harness9_actors::messages::{CallTool, ListTools, ToolEntry, ToolProgress};
+use harness9_actors::messages::{CallTool, ListTools, ProgressSink, ToolEntry};
 use harness9_actors::ToolRegistry;
 use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::{
@@ -113,9 +115,6 @@ pub enum EngineEvent {
         /// Why.
         reason: String,
     },
-    /// The turn's last event: sent (and waited for, bounded) before `RunTurn` answers, so a
-    /// subscriber has handled every event of the turn by the time the answer reaches it.
-    TurnEnding,
     /// One model call finished.
     ModelDone {
         /// 1-based step.
@@ -167,10 +166,43 @@ pub enum EngineEvent {
     },
 }
 
-/// An [`EngineEvent`] as a message.
-#[derive(Debug, Clone, Message)]
-#[rtype(result = "()")]
-pub struct EngineUpdate(pub EngineEvent);
+/// One item of a turn's stream. The engine sends every item of a turn on one channel in the
+/// order things happened (a call's progress before its result, every result before the
+/// outcome), and [`TurnEvent::Done`] is always the last item.
+#[derive(Debug)]
+pub enum TurnEvent {
+    /// Something happened.
+    Update(EngineEvent),
+    /// A tool that changes things waits for the user's yes.
+    Ask(Question),
+    /// How the turn ended; nothing follows it.
+    Done(Result<TurnOutcome, EngineError>),
+}
+
+/// May this tool call run? A front end asks the user and answers on `answer`; `false`, or a
+/// dropped `answer` (the asker is gone), declines it, and the model gets an error result saying
+/// so.
+#[derive(Debug)]
+pub struct Question {
+    /// The model's call id.
+    pub id: String,
+    /// The registered tool name.
+    pub name: String,
+    /// The call's arguments.
+    pub arguments: Value,
+    /// Takes the user's answer.
+    pub answer: oneshot::Sender<bool>,
+}
+
+/// How many items a turn's stream holds before the engine waits for the front end. Progress
+/// notices (sent from the server actor, which must not wait) are dropped while it is full.
+pub const TURN_STREAM: usize = 1024;
+
+/// A new turn stream: the sender goes into [`RunTurn`], the front end reads the receiver
+/// until [`TurnEvent::Done`] (or its end: the engine stopped).
+pub fn turn_stream() -> (mpsc::Sender<TurnEvent>, mpsc::Receiver<TurnEvent>) {
+    mpsc::channel(TURN_STREAM)
+}
 
 /// How a turn ended well.
 #[derive(Debug, Clone, PartialEq)]
@@ -203,31 +235,18 @@ pub enum EngineError {
     Busy,
 }
 
-/// Run one user turn.
+/// Run one user turn; everything about it, the outcome last, arrives on `events`.
 #[derive(Message)]
-#[rtype(result = "Result<TurnOutcome, EngineError>")]
+#[rtype(result = "()")]
 pub struct RunTurn {
     /// What the user said.
     pub prompt: String,
-    /// Gets the turn's events.
-    pub events: Option<Recipient<EngineUpdate>>,
-    /// Asked before each call of a tool that changes things ([`crate::builtins::ASK_FIRST`],
-    /// MCP tools annotated `destructiveHint: true`);
-    /// `None` runs every call without asking (headless `run -p`, `--yes`).
-    pub approver: Option<Recipient<Approve>>,
-}
-
-/// May this tool call run? The TUI asks the user; `false` (or no answer: the asker is gone)
-/// declines it, and the model gets an error result saying so.
-#[derive(Debug, Message)]
-#[rtype(result = "bool")]
-pub struct Approve {
-    /// The call's id.
-    pub id: String,
-    /// The registered tool name.
-    pub name: String,
-    /// Its arguments.
-    pub arguments: Value,
+    /// The turn's stream (see [`turn_stream`]).
+    pub events: mpsc::Sender<TurnEvent>,
+    /// Whether a call of a tool that changes things (annotated `destructiveHint: true`, as the
+    /// built-in bash and write_file are) waits for a [`TurnEvent::Ask`] answer; `false` runs
+    /// every call without asking (headless `run -p`, `--yes`).
+    pub ask_first: bool,
 }
 
 /// Cancel the running turn: the model request and every tool call in flight (MCP servers get
@@ -261,13 +280,10 @@ struct ToolCache {
     ask: Arc<std::collections::HashSet<String>>,
 }
 
-/// Whether a tool asks first: the built-ins that change things, and MCP tools whose server
-/// marks them `destructiveHint: true` (and not `readOnlyHint: true`). Unannotated tools do not
-/// ask: the spec's default (destructive) would ask for every call of most servers.
+/// Whether a tool asks first: one annotated `destructiveHint: true` (and not
+/// `readOnlyHint: true`), a built-in (bash, write_file) or an MCP server's. Unannotated tools do
+/// not ask: the spec's default (destructive) would ask for every call of most servers.
 fn asks_first(e: &ToolEntry) -> bool {
-    if e.server.is_none() {
-        return crate::builtins::ASK_FIRST.contains(&e.name.as_str());
-    }
     let Some(raw) = &e.tool.annotations else {
         return false;
     };
@@ -357,48 +373,14 @@ impl Actor for Engine {
     type Context = Context<Self>;
 }
 
-fn emit(events: &Option<Recipient<EngineUpdate>>, e: EngineEvent) {
-    if let Some(r) = events {
-        r.do_send(EngineUpdate(e));
+/// Sends one update on the turn's stream (waiting while it is full: the front end reads
+/// it), unless the turn is cancelled meanwhile; a front end that is gone is ignored.
+async fn emit(events: &mpsc::Sender<TurnEvent>, cancel: &CancellationToken, e: EngineEvent) {
+    tokio::select! {
+        biased;
+        _ = events.send(TurnEvent::Update(e)) => {}
+        () = cancel.cancelled() => {}
     }
-}
-
-/// Relays one call's progress notifications as [`EngineEvent::ToolProgress`].
-struct ProgressRelay {
-    id: String,
-    events: Recipient<EngineUpdate>,
-}
-
-impl Actor for ProgressRelay {
-    type Context = Context<Self>;
-}
-
-impl Handler<ToolProgress> for ProgressRelay {
-    type Result = ();
-
-    fn handle(&mut self, p: ToolProgress, _ctx: &mut Context<Self>) {
-        self.events.do_send(EngineUpdate(EngineEvent::ToolProgress {
-            id: self.id.clone(),
-            progress: p.progress,
-            total: p.total,
-            message: p.message,
-        }));
-    }
-}
-
-/// The longest wait for a progress relay's flush (a local mailbox round trip, normally µs).
-pub(crate) const FLUSH_BOUND: Duration = Duration::from_secs(1);
-
-/// Answered once every message queued before it has been handled: sent to a progress
-/// relay or printer after the call's result, so no progress is shown after the result.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub(crate) struct Flush;
-
-impl Handler<Flush> for ProgressRelay {
-    type Result = ();
-
-    fn handle(&mut self, _: Flush, _ctx: &mut Context<Self>) {}
 }
 
 /// The error result of a call whose arguments [`tool_input`](crate::model::tool_input) kept
@@ -441,14 +423,20 @@ async fn refusal(
             "the call of tool \"{name}\" was cut off at max_tokens before its arguments were complete; {SEND_AGAIN_SMALLER}"
         ));
     }
-    let asker = ctx.approver.as_ref().filter(|_| ctx.ask.contains(name))?;
-    let ask = asker.send(Approve {
+    if !(ctx.ask_first && ctx.ask.contains(name)) {
+        return None;
+    }
+    let (answer, rx) = oneshot::channel();
+    let question = TurnEvent::Ask(Question {
         id: id.to_owned(),
         name: name.to_owned(),
         arguments: input.clone(),
+        answer,
     });
     let yes = tokio::select! {
-        answer = ask => answer.unwrap_or(false),
+        answer = async {
+            ctx.events.send(question).await.is_ok() && rx.await.unwrap_or(false)
+        } => answer,
         () = cancel.cancelled() => false,
     };
     (!yes).then(|| format!(
@@ -468,12 +456,14 @@ async fn run_tool(
     let (id, name, input) = call;
     emit(
         &ctx.events,
+        &cancel,
         EngineEvent::ToolStarted {
             id: id.clone(),
             name: name.clone(),
             arguments: input.clone(),
         },
-    );
+    )
+    .await;
     let refused = refusal(&ctx, &id, &name, &input, cut, &cancel).await;
     // The call's time starts after the user's answer: it measures the tool, not the user.
     let started = Instant::now();
@@ -481,23 +471,15 @@ async fn run_tool(
         Some(why) => Err(why),
         None => {
             let mut msg = CallTool::new(name.clone(), Some(input));
-            msg.cancel = cancel;
-            let relay = ctx.events.clone().map(|events| {
-                ProgressRelay {
-                    id: id.clone(),
-                    events,
-                }
-                .start()
-            });
-            msg.progress = relay.as_ref().map(|r| r.clone().recipient());
-            let outcome = ToolRegistry::send(&ctx.registry, msg).await;
-            // The server handed every progress notice to the relay before it answered; once
-            // the relay has passed them on, ToolFinished is emitted behind them (no progress
-            // after a result). The relay stops when this Addr and the server's sender are gone.
-            if let Some(relay) = relay {
-                let _ = tokio::time::timeout(FLUSH_BOUND, relay.send(Flush)).await;
-            }
-            outcome.map_err(|e| e.to_string())
+            // A child: the callee may cancel its token when it is done (to stop what it
+            // started), which must not cut this call's own events.
+            msg.cancel = cancel.child_token();
+            msg.progress = Some(progress_sink(&ctx.events, &id));
+            // The server hands each progress notice to the stream before it resolves the
+            // call, so ToolFinished, sent after this returns, follows all of them.
+            ToolRegistry::send(&ctx.registry, msg)
+                .await
+                .map_err(|e| e.to_string())
         }
     };
     let elapsed = started.elapsed();
@@ -517,6 +499,7 @@ async fn run_tool(
     );
     emit(
         &ctx.events,
+        &cancel,
         EngineEvent::ToolFinished {
             id: id.clone(),
             name,
@@ -525,7 +508,8 @@ async fn run_tool(
             output: text,
             spilled,
         },
-    );
+    )
+    .await;
     Block::ToolResult {
         id,
         content: parts,
@@ -533,13 +517,33 @@ async fn run_tool(
     }
 }
 
+/// Puts one call's progress notices on the turn's stream as [`EngineEvent::ToolProgress`].
+/// Called by the server actor, which must not wait: a notice that finds the stream full is
+/// dropped (progress is a hint; the result is never dropped).
+fn progress_sink(events: &mpsc::Sender<TurnEvent>, id: &str) -> ProgressSink {
+    let events = events.clone();
+    let id = id.to_owned();
+    ProgressSink::new(move |p| {
+        let e = EngineEvent::ToolProgress {
+            id: id.clone(),
+            progress: p.progress,
+            total: p.total,
+            message: p.message,
+        };
+        if events.try_send(TurnEvent::Update(e)).is_err() {
+            tracing::debug!(target: "engine", call = %id, "progress dropped: the turn stream is full");
+        }
+    })
+}
+
 /// What each tool call of a turn runs with.
 #[derive(Clone)]
 struct CallCtx {
     registry: Addr<ToolRegistry>,
     config: Arc<EngineConfig>,
-    events: Option<Recipient<EngineUpdate>>,
-    approver: Option<Recipient<Approve>>,
+    events: mpsc::Sender<TurnEvent>,
+    /// Whether calls of the tools in `ask` wait for the user's yes.
+    ask_first: bool,
     ask: Arc<std::collections::HashSet<String>>,
 }
 
@@ -551,8 +555,8 @@ struct Turn {
     cache: ToolCache,
     messages: Vec<Message>,
     cancel: CancellationToken,
-    events: Option<Recipient<EngineUpdate>>,
-    approver: Option<Recipient<Approve>>,
+    events: mpsc::Sender<TurnEvent>,
+    ask_first: bool,
 }
 
 async fn turn(
@@ -567,7 +571,7 @@ async fn turn(
         mut messages,
         cancel,
         events,
-        approver,
+        ask_first,
     } = t;
     let started = Instant::now();
     let before = messages.len();
@@ -590,24 +594,23 @@ async fn turn(
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let forward = {
             let events = events.clone();
+            let cancel = cancel.clone();
             actix_rt::spawn(async move {
                 while let Some(e) = rx.recv().await {
-                    match e {
-                        StreamEvent::TextDelta(t) => emit(&events, EngineEvent::TextDelta(t)),
+                    let e = match e {
+                        StreamEvent::TextDelta(t) => EngineEvent::TextDelta(t),
                         StreamEvent::Retrying {
                             attempt,
                             after,
                             reason,
-                        } => emit(
-                            &events,
-                            EngineEvent::ModelRetrying {
-                                attempt,
-                                after,
-                                reason,
-                            },
-                        ),
-                        _ => {}
-                    }
+                        } => EngineEvent::ModelRetrying {
+                            attempt,
+                            after,
+                            reason,
+                        },
+                        _ => continue,
+                    };
+                    emit(&events, &cancel, e).await;
                 }
             })
         };
@@ -655,6 +658,7 @@ async fn turn(
         };
         emit(
             &events,
+            &cancel,
             EngineEvent::ModelDone {
                 step,
                 text: text.clone(),
@@ -662,7 +666,8 @@ async fn turn(
                 elapsed: call_started.elapsed(),
                 usage: reply.usage,
             },
-        );
+        )
+        .await;
         messages.push(Message {
             role: Role::Assistant,
             content: reply.content,
@@ -684,7 +689,7 @@ async fn turn(
             registry: registry.clone(),
             config: config.clone(),
             events: events.clone(),
-            approver: approver.clone(),
+            ask_first,
             ask: cache.ask.clone(),
         };
         let results = join_all(calls.into_iter().map(|call| {
@@ -710,15 +715,20 @@ async fn turn(
 }
 
 impl Handler<RunTurn> for Engine {
-    type Result = ResponseActFuture<Self, Result<TurnOutcome, EngineError>>;
+    type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, msg: RunTurn, _ctx: &mut Context<Self>) -> Self::Result {
+        let events = msg.events;
         if self.running.is_some() {
-            return Box::pin(fut::ready(Err(EngineError::Busy)));
+            return Box::pin(
+                async move {
+                    let _ = events.send(TurnEvent::Done(Err(EngineError::Busy))).await;
+                }
+                .into_actor(self),
+            );
         }
         let cancel = CancellationToken::new();
         self.running = Some(cancel.clone());
-        let subscriber = msg.events.clone();
         let fut = turn(
             Turn {
                 provider: self.provider.clone(),
@@ -727,28 +737,22 @@ impl Handler<RunTurn> for Engine {
                 cache: std::mem::take(&mut self.tool_cache),
                 messages: std::mem::take(&mut self.conversation),
                 cancel,
-                events: msg.events,
-                approver: msg.approver,
+                events: events.clone(),
+                ask_first: msg.ask_first,
             },
             msg.prompt,
         );
-        // The answer travels apart from the events (a oneshot, not the subscriber's mailbox)
-        // and could overtake them: it goes only after the subscriber has handled the last one.
-        let fut = async move {
-            let out = fut.await;
-            if let Some(s) = subscriber {
-                let ending = s.send(EngineUpdate(EngineEvent::TurnEnding));
-                let _ = tokio::time::timeout(FLUSH_BOUND, ending).await;
-            }
-            out
-        };
         Box::pin(
             fut.into_actor(self)
-                .map(|(messages, cache, result), act, _| {
+                .then(move |(messages, cache, result), act, _| {
                     act.conversation = messages;
                     act.tool_cache = cache;
                     act.running = None;
-                    result
+                    // The outcome goes on the same stream, behind every event of the turn.
+                    async move {
+                        let _ = events.send(TurnEvent::Done(result)).await;
+                    }
+                    .into_actor(act)
                 }),
         )
     }
@@ -794,10 +798,24 @@ mod tests {
                     .map(|h| serde_json::value::RawValue::from_string(h.into()).expect("json")),
             }),
         };
+        // The built-ins as registered: their own annotations decide.
+        let builtin = |name: &str| {
+            let tool = crate::builtins::definitions()
+                .into_iter()
+                .find(|t| t.name == name)
+                .expect("a built-in");
+            ToolEntry {
+                name: name.into(),
+                server: None,
+                tool: Arc::new(tool),
+            }
+        };
         let cases = [
-            (entry("bash", None, None), true),
-            (entry("write_file", None, None), true),
-            (entry("read_file", None, None), false),
+            (builtin("bash"), true),
+            (builtin("write_file"), true),
+            (builtin("read_file"), false),
+            (builtin("list_dir"), false),
+            (builtin("grep"), false),
             (
                 entry(
                     "mcp__f__remove",

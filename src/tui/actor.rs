@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use crossterm::event::{Event as TermEvent, EventStream};
+use futures_util::StreamExt as _;
 use harness9_actors::messages::{
     CallTool, ListTools, Reconcile, Restart, StatusChanged, ToolEntry,
 };
@@ -22,7 +23,10 @@ use tokio_util::sync::CancellationToken;
 use super::state::{update, Effect, Event, State};
 use super::{restore_terminal, take_terminal, EDITOR_RUNNING};
 use crate::config;
-use crate::engine::{Approve, CancelTurn, ClearConversation, Engine, EngineUpdate, RunTurn};
+use crate::engine::{
+    turn_stream, CancelTurn, ClearConversation, Engine, EngineError, RunTurn, TurnEvent,
+    TurnOutcome,
+};
 
 /// Shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(16);
@@ -61,6 +65,28 @@ pub struct TuiSetup {
     /// `--approve-project`: the project config's servers are approved as they are, on every
     /// reload of this session too.
     pub approve_project: bool,
+}
+
+/// An item of a turn's stream, and the stream's end.
+enum TurnItem {
+    Event(TurnEvent),
+    Ended,
+}
+
+/// The summary line of a turn that ended with an answer.
+fn summary(o: &TurnOutcome) -> String {
+    format!(
+        "{} model call{} · {} · {} tokens in{}, {} out",
+        o.steps,
+        if o.steps == 1 { "" } else { "s" },
+        harness9_actors::error::fmt_duration(o.elapsed),
+        o.usage.input_tokens,
+        match o.usage.cached_input_tokens {
+            0 => String::new(),
+            c => format!(" ({c} cached)"),
+        },
+        o.usage.output_tokens
+    )
 }
 
 /// Quit as if the user asked (sent on SIGTERM/SIGHUP/SIGINT).
@@ -123,6 +149,8 @@ pub struct Tui {
     next_ask: u64,
     /// `--approve-project` (see [`TuiSetup::approve_project`]).
     approve_project: bool,
+    /// A turn's stream is being read and has not brought its outcome yet.
+    turn_open: bool,
 }
 
 impl Tui {
@@ -173,6 +201,7 @@ impl Tui {
             asks: Default::default(),
             next_ask: 0,
             approve_project: setup.approve_project,
+            turn_open: false,
         }
     }
 
@@ -306,37 +335,20 @@ impl Tui {
                     self.state.busy = false;
                     return;
                 };
-                let events = Some(ctx.address().recipient::<EngineUpdate>());
-                engine
-                    .send(RunTurn {
-                        prompt,
-                        events,
-                        approver: self.ask_first.then(|| ctx.address().recipient::<Approve>()),
-                    })
-                    .into_actor(self)
-                    .then(|r, act, ctx| {
-                        let done = match r {
-                            Ok(Ok(o)) => Ok(format!(
-                                "{} model call{} · {} · {} tokens in{}, {} out",
-                                o.steps,
-                                if o.steps == 1 { "" } else { "s" },
-                                harness9_actors::error::fmt_duration(o.elapsed),
-                                o.usage.input_tokens,
-                                match o.usage.cached_input_tokens {
-                                    0 => String::new(),
-                                    c => format!(" ({c} cached)"),
-                                },
-                                o.usage.output_tokens
-                            )),
-                            Ok(Err(e)) => Err(e.to_string()),
-                            Err(e) => Err(format!("the engine stopped: {e}")),
-                        };
-                        // The engine answers only after this actor has handled the turn's
-                        // last update (`TurnEnding`), so the summary comes after them.
-                        act.apply(Event::TurnDone(done), ctx);
-                        fut::ready(())
-                    })
-                    .spawn(ctx);
+                let (events, rx) = turn_stream();
+                engine.do_send(RunTurn {
+                    prompt,
+                    events,
+                    ask_first: self.ask_first,
+                });
+                // The turn's one ordered stream; its end without an outcome means the engine
+                // is gone.
+                self.turn_open = true;
+                let mut rx = rx;
+                let items = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+                    .map(TurnItem::Event)
+                    .chain(futures_util::stream::once(async { TurnItem::Ended }));
+                ctx.add_stream(items);
             }
             Effect::Answer { key, yes } => {
                 if let Some(tx) = self.asks.remove(&key) {
@@ -630,33 +642,38 @@ impl Handler<StatusChanged> for Tui {
     }
 }
 
-impl Handler<EngineUpdate> for Tui {
-    type Result = ();
-
-    fn handle(&mut self, msg: EngineUpdate, ctx: &mut Context<Self>) {
-        self.apply(Event::Engine(msg.0), ctx);
+impl StreamHandler<TurnItem> for Tui {
+    fn handle(&mut self, item: TurnItem, ctx: &mut Context<Self>) {
+        match item {
+            TurnItem::Event(TurnEvent::Update(e)) => self.apply(Event::Engine(e), ctx),
+            TurnItem::Event(TurnEvent::Ask(q)) => {
+                let key = self.next_ask;
+                self.next_ask += 1;
+                self.asks.insert(key, q.answer);
+                let args = q.arguments.to_string();
+                self.apply(
+                    Event::ApprovalAsked(super::state::Approval {
+                        key,
+                        name: q.name,
+                        args,
+                    }),
+                    ctx,
+                );
+            }
+            TurnItem::Event(TurnEvent::Done(r)) => {
+                self.turn_open = false;
+                let done = r.as_ref().map(summary).map_err(EngineError::to_string);
+                self.apply(Event::TurnDone(done), ctx);
+            }
+            TurnItem::Ended => {
+                if std::mem::take(&mut self.turn_open) {
+                    self.apply(Event::TurnDone(Err("the engine stopped".to_owned())), ctx);
+                }
+            }
+        }
     }
-}
 
-impl Handler<Approve> for Tui {
-    type Result = ResponseFuture<bool>;
-
-    fn handle(&mut self, msg: Approve, ctx: &mut Context<Self>) -> Self::Result {
-        let (tx, rx) = oneshot::channel();
-        let key = self.next_ask;
-        self.next_ask += 1;
-        self.asks.insert(key, tx);
-        let args = msg.arguments.to_string();
-        self.apply(
-            Event::ApprovalAsked(super::state::Approval {
-                key,
-                name: msg.name,
-                args,
-            }),
-            ctx,
-        );
-        Box::pin(async move { rx.await.unwrap_or(false) })
-    }
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
 }
 
 impl Handler<Quit> for Tui {

@@ -673,7 +673,7 @@ fn engine_event(state: &mut State, e: EngineEvent) {
             "{reason}; retrying in {}",
             harness9_actors::error::fmt_duration(after)
         ))),
-        EngineEvent::ModelDone { .. } | EngineEvent::TurnEnding => {}
+        EngineEvent::ModelDone { .. } => {}
         EngineEvent::ToolStarted {
             id: key,
             name,
@@ -723,7 +723,8 @@ fn engine_event(state: &mut State, e: EngineEvent) {
                 } = e
                 {
                     if *eid == id {
-                        // The engine flushes a call's relay before its result; a late one would be old.
+                        // A call's progress comes before its result on the turn stream; this guard only
+                        // keeps a finished entry as it is.
                         if *st == CallState::Running {
                             *p = Some(text);
                         }

@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use actix::prelude::*;
-use harness9_actors::messages::{ListTools, ServerStatus, ToolProgress};
+use harness9_actors::messages::{ListTools, ProgressSink, ServerStatus, ToolProgress};
 use harness9_actors::protocol::types::ContentBlock;
 use harness9_actors::{CallError, RestartPolicy, ToolRegistry};
 use serde_json::json;
@@ -103,18 +102,6 @@ fn everything_tools_return_every_kind_of_content() {
     });
 }
 
-/// Collects progress notifications.
-struct Progress(tokio::sync::mpsc::UnboundedSender<ToolProgress>);
-impl Actor for Progress {
-    type Context = Context<Self>;
-}
-impl Handler<ToolProgress> for Progress {
-    type Result = ();
-    fn handle(&mut self, p: ToolProgress, _: &mut Context<Self>) {
-        let _ = self.0.send(p);
-    }
-}
-
 #[test]
 fn everything_long_running_operation_reports_progress() {
     run(T, || async {
@@ -125,7 +112,9 @@ fn everything_long_running_operation_reports_progress() {
             "mcp__e__trigger_long_running_operation",
             Some(json!({"duration": 1, "steps": 4})),
         );
-        msg.progress = Some(Progress(tx).start().recipient());
+        msg.progress = Some(ProgressSink::new(move |p: ToolProgress| {
+            let _ = tx.send(p);
+        }));
         let r = ToolRegistry::send(&rt.registry, msg).await.unwrap();
         assert!(r.text().contains("completed"), "{}", r.text());
         let mut seen = Vec::new();

@@ -25,7 +25,8 @@ use super::process::{
 };
 use crate::error::CallError;
 use crate::messages::{
-    CallServerTool, ConnectionInfo, ServerEvent, ServerEventKind, Shutdown, ToolProgress,
+    CallServerTool, ConnectionInfo, ProgressSink, ServerEvent, ServerEventKind, Shutdown,
+    ToolProgress,
 };
 use crate::protocol::codec::{Frame, NdjsonCodec};
 use crate::protocol::jsonrpc::{
@@ -106,7 +107,7 @@ pub struct McpServer {
     stderr_suppressed: u64,
     pgid: i32,
     pending: HashMap<i64, Pending>,
-    progress: HashMap<i64, Recipient<ToolProgress>>,
+    progress: HashMap<i64, ProgressSink>,
     next_id: i64,
     stderr_tail: VecDeque<String>,
     stderr_done: bool,
@@ -526,12 +527,12 @@ impl McpServer {
                     return;
                 };
                 tracing::info!(target: "mcp::progress", server = %self.name, progress = p.progress, total = ?p.total, message = ?p.message);
-                if let Some(rcpt) = p
+                if let Some(sink) = p
                     .progress_token
                     .as_i64()
                     .and_then(|t| self.progress.get(&t))
                 {
-                    rcpt.do_send(ToolProgress {
+                    sink.send(ToolProgress {
                         server: self.spec.name.clone(),
                         progress: p.progress,
                         total: p.total,
@@ -1075,8 +1076,8 @@ impl Handler<CallServerTool> for McpServer {
             return Box::pin(async move { Err(CallError::ServerUnavailable { server, reason }) });
         }
         let id = self.alloc_id();
-        let meta = msg.progress.map(|rcpt| {
-            self.progress.insert(id, rcpt);
+        let meta = msg.progress.map(|sink| {
+            self.progress.insert(id, sink);
             RequestMeta { progress_token: id }
         });
         let params = CallToolParams {
