@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{url_host, MaxTokensField, ProviderConfig, ProviderKind};
+use super::config::{url_host, MaxTokensField, ProviderConfig, ProviderKind};
 
 /// The shipped defaults.
 pub const DEFAULTS: &str = include_str!("../../config/harness9.toml");
