@@ -29,7 +29,7 @@ pub(super) enum Failure {
     Fatal(ModelError),
     /// Sending again may work.
     Retry {
-        /// What went wrong.
+        /// Which wording and retry budget apply.
         class: RetryClass,
         /// The wait the server asked for, if it did.
         after: Option<Duration>,
