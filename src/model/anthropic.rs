@@ -8,11 +8,15 @@ use harness9_actors::protocol::sse::Event;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::{
-    image_placeholder, model_image_type, snippet, tool_input, truncate_chars, ApiError, Block,
-    DecodeError, Message, ModelReply, ModelRequest, ProviderConfig, ResultPart, Role, StopReason,
+use harness9_actors::net::{snippet, truncate_chars};
+
+use super::config::ProviderConfig;
+use super::errors::{ApiError, DecodeError};
+use super::types::{
+    tool_input, Block, Message, ModelReply, ModelRequest, ResultPart, Role, StopReason,
     StreamEvent, Usage,
 };
+use super::wire::{image_placeholder, model_image_type};
 
 /// The JSON body of a streaming `POST /v1/messages`.
 pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
@@ -362,7 +366,9 @@ impl StreamDecoder {
 pub(crate) mod tests {
     use std::sync::Arc;
 
-    use super::super::{decode_chunks, split_every, tool_uses, ProviderKind, ToolDef};
+    use super::super::config::ProviderKind;
+    use super::super::types::{tool_uses, ToolDef};
+    use super::super::wire::{decode_chunks, split_every};
     use super::*;
 
     fn cfg() -> ProviderConfig {

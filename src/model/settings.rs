@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{url_host, MaxTokensField, ProviderConfig, ProviderKind};
+use super::config::{url_host, MaxTokensField, ProviderConfig, ProviderKind};
 
 /// The shipped defaults.
 pub const DEFAULTS: &str = include_str!("../../config/harness9.toml");
@@ -50,15 +50,15 @@ pub enum SettingsError {
     /// A settings file could not be read.
     #[error("cannot read {path}: {message}")]
     Read {
-        /// The file.
+        /// As given or searched, e.g. `./harness9.toml`.
         path: String,
-        /// The io error.
+        /// The operating system's reason, e.g. `Permission denied (os error 13)`.
         message: String,
     },
     /// A settings file is not valid TOML or has a wrong key or value.
     #[error("{path}:{line}:{column}: {message}; fix it there")]
     Toml {
-        /// The file.
+        /// As given or searched, e.g. `./harness9.toml`.
         path: String,
         /// 1-based line.
         line: usize,
@@ -70,7 +70,7 @@ pub enum SettingsError {
     /// A provider name that is neither `anthropic` nor `openai`.
     #[error("unknown provider \"{value}\" (from {origin}); use \"anthropic\" or \"openai\"")]
     UnknownProvider {
-        /// What was given.
+        /// The name as given, e.g. `antropic`.
         value: String,
         /// Where: `--provider`, `HARNESS9_PROVIDER`.
         origin: String,
@@ -78,13 +78,14 @@ pub enum SettingsError {
     /// The chosen provider needs a key that is not set.
     #[error("{provider} is selected ({origin}) but {key_var} is not set; set {key_var}, or point {base_url_var} or --base-url at a server that needs no key")]
     MissingKey {
-        /// The provider.
+        /// `anthropic` or `openai`.
         provider: &'static str,
-        /// Why it was chosen.
+        /// Why it was chosen, e.g. `by --provider` or `OPENAI_BASE_URL is set`.
         origin: String,
-        /// The variable to set.
+        /// `ANTHROPIC_API_KEY` or `OPENAI_API_KEY`.
         key_var: &'static str,
-        /// The variable that would point elsewhere.
+        /// `ANTHROPIC_BASE_URL` or `OPENAI_BASE_URL`, which could name a server that needs no
+        /// key instead.
         base_url_var: &'static str,
     },
     /// A value that parses but cannot be used.
