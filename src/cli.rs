@@ -10,13 +10,13 @@ use anyhow::{bail, Context as _};
 use clap::{Args, Parser, Subcommand};
 use harness9_actors::error::fmt_duration;
 use harness9_actors::messages::{
-    CallTool, ListTools, ProgressSink, ServerState, ServerStatus, ShutdownAll, StatusSnapshot,
-    ToolEntry, ToolProgress,
+    CallTool, ListTools, ProgressSink, ServerState, ServerStatus, StatusSnapshot, ToolEntry,
+    ToolProgress,
 };
-use harness9_actors::{RestartPolicy, ServerSpec, ToolRegistry};
+use harness9_actors::{ServerSpec, ToolRegistry};
 use serde_json::{json, Value};
 
-use crate::app::{spawn_event_printer, Runtime};
+use crate::app::{spawn_event_printer, Runtime, Session, SessionOptions, Start};
 use crate::sanitize::{clean_line, clean_text, to_json};
 
 /// `println!` that returns an error (e.g. a closed pipe) instead of panicking.
@@ -136,29 +136,15 @@ pub struct JsonFlag {
     pub json: bool,
 }
 
-/// Loads `.mcp.json` as the command line says (a missing default file is an empty config); a
-/// found project config's unapproved servers are held (see [`crate::trust`]).
-pub fn load_config(cli: &Cli) -> anyhow::Result<Config> {
-    let (path, must) = match &cli.config {
-        Some(p) => (p.clone(), true),
-        None => (PathBuf::from(config::DEFAULT_PATH), false),
-    };
-    crate::trust::load(&path, must, cli.approve_project)
-}
-
 /// Runs a `mcp` subcommand; every child is gone when this returns.
-pub async fn run_mcp(cli: &Cli, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
+pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
     if let McpCommand::Approve { servers } = cmd {
-        let path = cli
-            .config
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(config::DEFAULT_PATH));
-        for line in crate::trust::approve(&path, servers)? {
+        for line in crate::trust::approve(&opts.config_path, servers)? {
             say!("{line}");
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let config = load_config(cli)?;
+    let config = opts.load_config()?;
     let only = match cmd {
         McpCommand::List(_) | McpCommand::Approve { .. } => None,
         McpCommand::Get { server, .. } | McpCommand::Call { server, .. } => Some(server.as_str()),
@@ -184,16 +170,10 @@ pub async fn run_mcp(cli: &Cli, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
             vec![s.clone()]
         }
     };
-    let (tap, writer) = match &cli.trace {
-        Some(path) => {
-            let (tap, handle) = crate::trace_file::open(path, config.secrets.clone())?;
-            (Some(tap), Some(handle))
-        }
-        None => (None, None),
-    };
+    let mut session = Session::start(opts, &config, specs, Start::default())?;
     crate::trust::print_hints(&config, only);
-    let mut rt = Runtime::start(specs, tap, RestartPolicy::default());
-    spawn_event_printer(rt.status.clone(), cli.verbose > 0);
+    spawn_event_printer(session.runtime.status.clone(), opts.verbose > 0);
+    let rt = &mut session.runtime;
     let result = async {
         let bound = rt.max_startup + Duration::from_secs(5);
         let snap = if config.servers.is_empty() && only.is_none() {
@@ -203,7 +183,7 @@ pub async fn run_mcp(cli: &Cli, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
         };
         match cmd {
             McpCommand::List(f) => list(&config, &snap, f.json),
-            McpCommand::Get { server, json } => get(&rt, &snap, server, json.json).await,
+            McpCommand::Get { server, json } => get(rt, &snap, server, json.json).await,
             McpCommand::Call {
                 server,
                 tool,
@@ -212,7 +192,7 @@ pub async fn run_mcp(cli: &Cli, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
                 json,
             } => {
                 call(
-                    &rt,
+                    rt,
                     &snap,
                     server,
                     tool,
@@ -232,12 +212,7 @@ pub async fn run_mcp(cli: &Cli, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(130))
         }
     };
-    let _ = rt.supervisor.send(ShutdownAll).await;
-    drop(rt);
-    if let Some(h) = writer {
-        // The tap clones live in the (now stopped) actors; the writer ends when they are dropped.
-        let _ = tokio::task::spawn_blocking(move || h.join()).await;
-    }
+    session.close().await;
     out
 }
 

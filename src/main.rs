@@ -98,7 +98,9 @@ fn main() -> ExitCode {
         );
     }
     spawn_orphan_reaper();
-    match harness9::model::settings::mcp_sandbox_default(&harness9::run::model_flags(&cli)) {
+    // The command line, resolved once: every front end runs on these options.
+    let opts = harness9::app::SessionOptions::from_cli(&cli);
+    match harness9::model::settings::mcp_sandbox_default(&opts.model) {
         Ok(Some(default)) => harness9::config::set_sandbox_default(default),
         Ok(None) => {}
         Err(e) => {
@@ -118,9 +120,9 @@ fn main() -> ExitCode {
     let sys = actix::System::new();
     let code = sys.block_on(async {
         let result = match &cli.command {
-            Some(Command::Mcp(cmd)) => run_mcp(&cli, cmd).await,
-            Some(Command::Run(args)) => harness9::run::run(&cli, args).await,
-            None => harness9::tui::run(&cli, started).await,
+            Some(Command::Mcp(cmd)) => run_mcp(&opts, cmd).await,
+            Some(Command::Run(args)) => harness9::run::run(&opts, args).await,
+            None => harness9::tui::run(&opts, started).await,
         };
         match result {
             Ok(code) => code,

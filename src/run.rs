@@ -8,18 +8,15 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use anyhow::Context as _;
-use harness9_actors::messages::{ShutdownAll, StatusSnapshot};
-use harness9_actors::RestartPolicy;
+use harness9_actors::messages::StatusSnapshot;
 use serde_json::{json, Value};
 
-use crate::app::{spawn_event_printer, Runtime};
-use crate::cli::{interrupted, load_config, Cli, RunArgs};
+use crate::app::{spawn_event_printer, Session, SessionOptions, Start};
+use crate::cli::{interrupted, RunArgs};
 use crate::engine::{
-    turn_stream, CancelTurn, Engine, EngineConfig, EngineError, EngineEvent, RunTurn, TurnEvent,
-    TurnOutcome,
+    turn_stream, CancelTurn, Engine, EngineError, EngineEvent, RunTurn, TurnEvent, TurnOutcome,
 };
-use crate::model::settings::{self, ModelFlags};
-use crate::model::Provider;
+use crate::model::settings;
 use crate::sanitize::{clean_line, clean_text, to_json};
 
 /// Prints a turn's events as they come: JSON lines on stdout, or a line per tool call on
@@ -122,20 +119,10 @@ impl Printer {
     }
 }
 
-/// The model flags of a command line.
-pub fn model_flags(cli: &Cli) -> ModelFlags {
-    ModelFlags {
-        provider: cli.provider.clone(),
-        model: cli.model.clone(),
-        base_url: cli.base_url.clone(),
-        config_path: cli.settings.clone(),
-    }
-}
-
 /// Runs `harness9 run`.
-pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let settings = settings::resolve(&model_flags(cli))?;
+    let settings = opts.model_settings()?;
     let Some(provider_cfg) = settings.provider.clone() else {
         anyhow::bail!("{}", settings::how_to_configure());
     };
@@ -147,33 +134,28 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.prompt.clone()
     };
-    let config = load_config(cli)?;
+    let config = opts.load_config()?;
     crate::trust::print_hints(&config, None);
-    let (tap, writer) = match &cli.trace {
-        Some(path) => {
-            let (tap, handle) = crate::trace_file::open(path, config.secrets.clone())?;
-            (Some(tap), Some(handle))
-        }
-        None => (None, None),
+    let start = Start {
+        builtins: true,
+        ..Start::default()
     };
-    let mut rt = Runtime::start(config.servers.clone(), tap, RestartPolicy::default());
-    spawn_event_printer(rt.status.clone(), cli.verbose > 0);
-    let root = std::env::current_dir().context("cannot read the working directory")?;
-    rt.install_builtins(&root);
-    let mut engine_cfg = EngineConfig::new(
+    let mut session = Session::start(opts, &config, config.servers.clone(), start)?;
+    spawn_event_printer(session.runtime.status.clone(), opts.verbose > 0);
+    let mut engine_cfg = session.engine_config(
         args.max_steps.unwrap_or(settings.max_steps),
         settings.tool_output_budget_tokens,
-    )
-    .with_environment(&root);
+    );
     if let Some(dir) = &args.spill_dir {
         engine_cfg.spill_dir = dir.clone();
     }
     let model_name = format!("{} {}", provider_cfg.kind, provider_cfg.model);
-    let engine = Engine::new(Provider::new(provider_cfg), rt.registry.clone(), engine_cfg).start();
+    let engine = session.engine(provider_cfg, engine_cfg).start();
     let printer = Printer {
         json: args.json,
         started,
     };
+    let rt = &mut session.runtime;
 
     let settle = async {
         let snap = if config.servers.is_empty() {
@@ -247,11 +229,7 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
             ExitCode::SUCCESS
         }
     };
-    let _ = rt.supervisor.send(ShutdownAll).await;
-    drop(rt);
-    if let Some(h) = writer {
-        let _ = tokio::task::spawn_blocking(move || h.join()).await;
-    }
+    session.close().await;
     Ok(code)
 }
 

@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use crossterm::event::{Event as TermEvent, EventStream};
 use futures_util::StreamExt as _;
-use harness9_actors::messages::{
-    CallTool, ListTools, Reconcile, Restart, StatusChanged, ToolEntry,
-};
+use harness9_actors::messages::{CallTool, ListTools, Restart, StatusChanged, ToolEntry};
 use harness9_actors::trace::WireRecord;
 use harness9_actors::{ServerSupervisor, ToolRegistry};
 use ratatui::backend::CrosstermBackend;
@@ -22,7 +20,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::state::{update, Effect, Event, State};
 use super::{restore_terminal, take_terminal, EDITOR_RUNNING};
-use crate::config;
+use crate::app::watcher::{
+    ApproveServers, ConfigChanged, ConfigOutcome, ConfigWatcher, ReloadConfig,
+};
 use crate::engine::{
     turn_stream, CancelTurn, ClearConversation, Engine, EngineError, RunTurn, TurnEvent,
     TurnOutcome,
@@ -30,24 +30,22 @@ use crate::engine::{
 
 /// Shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(16);
-/// How often `.mcp.json` is checked for changes on disk.
-const WATCH_EVERY: Duration = Duration::from_millis(400);
 
 /// What the TUI needs from the app.
 pub struct TuiSetup {
     /// The tool table.
     pub registry: Addr<ToolRegistry>,
-    /// The servers.
+    /// The servers (for `Restart`).
     pub supervisor: Addr<ServerSupervisor>,
-    /// `.mcp.json`.
+    /// Reloads `.mcp.json` and approves servers; its outcomes come back as `ConfigChanged`.
+    pub watcher: Addr<ConfigWatcher>,
+    /// `.mcp.json` (shown, and opened in the editor).
     pub config_path: PathBuf,
-    /// Whether a missing config file is an error (given with `--config`).
-    pub config_must_exist: bool,
     /// The config's load error at start, if any.
     pub config_error: Option<String>,
-    /// Values `/trace` and the trace file must not show (the config's env and header values);
-    /// updated on every reload.
-    pub secrets: tokio::sync::watch::Sender<Vec<String>>,
+    /// Values `/trace` must not show (the config's env and header values) at start; each
+    /// reload brings the new list.
+    pub secrets: Vec<String>,
     /// Wire records for `/trace`.
     pub trace: mpsc::Receiver<WireRecord>,
     /// Gets the exit code when the user quits.
@@ -60,11 +58,8 @@ pub struct TuiSetup {
     pub model: Option<String>,
     /// How to configure a model (shown while none is).
     pub model_help: String,
-    /// Ask before bash and write_file run (off with `--yes`).
+    /// Ask before tools that change things run (off with `--yes`).
     pub ask_first: bool,
-    /// `--approve-project`: the project config's servers are approved as they are, on every
-    /// reload of this session too.
-    pub approve_project: bool,
 }
 
 /// An item of a turn's stream, and the stream's end.
@@ -94,40 +89,14 @@ fn summary(o: &TurnOutcome) -> String {
 #[rtype(result = "()")]
 pub struct Quit;
 
-/// A file's identity for change detection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    modified: Option<std::time::SystemTime>,
-    len: u64,
-    hash: u64,
-}
-
-/// Modification time and length: what the watcher compares on each tick (a `stat`, no read).
-fn file_id(path: &std::path::Path) -> Option<(Option<std::time::SystemTime>, u64)> {
-    let meta = std::fs::metadata(path).ok()?;
-    Some((meta.modified().ok(), meta.len()))
-}
-
-fn stamp(path: &std::path::Path) -> Option<Stamp> {
-    let (modified, len) = file_id(path)?;
-    let text = std::fs::read(path).ok()?;
-    Some(Stamp {
-        modified,
-        len,
-        hash: u64::from(harness9_actors::naming::fnv1a32(&text)) ^ (text.len() as u64) << 32,
-    })
-}
-
 /// The TUI actor.
 pub struct Tui {
     state: State,
     terminal: Option<Terminal<CrosstermBackend<Stdout>>>,
     registry: Addr<ToolRegistry>,
     supervisor: Addr<ServerSupervisor>,
+    watcher: Addr<ConfigWatcher>,
     config_path: PathBuf,
-    config_must_exist: bool,
-    /// The config content last loaded (or seen), to tell real changes from touches.
-    loaded: Option<Stamp>,
     trace: Option<mpsc::Receiver<WireRecord>>,
     done: Option<oneshot::Sender<u8>>,
     started: Instant,
@@ -139,7 +108,6 @@ pub struct Tui {
     tools_asked: bool,
     tools_again: bool,
     engine: Option<Addr<Engine>>,
-    secrets: tokio::sync::watch::Sender<Vec<String>>,
     /// The input history file and how many of `state.history`'s entries are in it.
     history: Option<(PathBuf, usize)>,
     /// Ask before bash and write_file run.
@@ -147,8 +115,6 @@ pub struct Tui {
     /// The engine's questions waiting for the user, by key.
     asks: std::collections::HashMap<u64, oneshot::Sender<bool>>,
     next_ask: u64,
-    /// `--approve-project` (see [`TuiSetup::approve_project`]).
-    approve_project: bool,
     /// A turn's stream is being read and has not brought its outcome yet.
     turn_open: bool,
 }
@@ -161,7 +127,7 @@ impl Tui {
             setup.model,
             setup.model_help,
         );
-        state.secrets = setup.secrets.borrow().clone();
+        state.secrets = setup.secrets;
         state.debug_panic = std::env::var_os("HARNESS9_DEBUG_PANIC").is_some_and(|v| v == "1");
         if let Some(e) = setup.config_error {
             state.transcript.push(super::state::Entry::Error(format!(
@@ -181,9 +147,8 @@ impl Tui {
             terminal: None,
             registry: setup.registry,
             supervisor: setup.supervisor,
-            loaded: stamp(&setup.config_path),
+            watcher: setup.watcher,
             config_path: setup.config_path,
-            config_must_exist: setup.config_must_exist,
             trace: Some(setup.trace),
             done: Some(setup.done),
             started: setup.started,
@@ -195,12 +160,10 @@ impl Tui {
             tools_asked: false,
             tools_again: false,
             engine: setup.engine,
-            secrets: setup.secrets,
             history,
             ask_first: setup.ask_first,
             asks: Default::default(),
             next_ask: 0,
-            approve_project: setup.approve_project,
             turn_open: false,
         }
     }
@@ -284,7 +247,7 @@ impl Tui {
                         "restarting server \"{server}\""
                     )));
             }
-            Effect::Reload => self.reload(true, ctx),
+            Effect::Reload => self.watcher.do_send(ReloadConfig { forced: true }),
             Effect::OpenEditor => self.open_editor(ctx),
             Effect::CallTool {
                 id,
@@ -356,7 +319,7 @@ impl Tui {
                 }
             }
             Effect::Panic => panic!("/panic: a deliberate panic (HARNESS9_DEBUG_PANIC=1)"),
-            Effect::ApproveServers(servers) => self.approve(servers, ctx),
+            Effect::ApproveServers(servers) => self.watcher.do_send(ApproveServers(servers)),
         }
     }
 
@@ -375,84 +338,6 @@ impl Tui {
             let _ = done.send(code);
         }
         ctx.stop();
-    }
-
-    /// Approves servers the trust screen showed, each only if its spec still has the command
-    /// line shown; then reloads, so the approved ones start.
-    fn approve(&mut self, servers: Vec<(String, String)>, ctx: &mut Context<Self>) {
-        let outcome = (|| -> anyhow::Result<Vec<String>> {
-            let cfg = config::load(&self.config_path, self.config_must_exist)?;
-            let key = crate::trust::config_key(&self.config_path);
-            let mut store = crate::trust::Approvals::load(&crate::trust::store_path())?;
-            let mut done = Vec::new();
-            for (name, shown) in &servers {
-                match cfg.servers.iter().find(|s| s.name == *name) {
-                    Some(s) if s.hold.is_none() && s.transport.command_line() == *shown => {
-                        store.approve(&key, s);
-                        done.push(name.clone());
-                    }
-                    _ => tracing::warn!(server = %name, "changed since it was shown; not approved"),
-                }
-            }
-            store.save()?;
-            Ok(done)
-        })();
-        match outcome {
-            Ok(done) if done.len() == servers.len() => {
-                let names: Vec<String> = done.iter().map(|n| format!("{n:?}")).collect();
-                self.notice(false, format!("approved {}", names.join(", ")), ctx);
-            }
-            Ok(_) => self.notice(
-                true,
-                "a server changed in .mcp.json since it was shown; review it again".to_owned(),
-                ctx,
-            ),
-            Err(e) => self.notice(true, format!("cannot approve: {e:#}"), ctx),
-        }
-        self.reload(true, ctx);
-    }
-
-    /// Reloads `.mcp.json` and reconciles the servers; `forced` reports even an unchanged file.
-    fn reload(&mut self, forced: bool, ctx: &mut Context<Self>) {
-        let now = stamp(&self.config_path);
-        if !forced && now.map(|s| s.hash) == self.loaded.map(|s| s.hash) {
-            self.loaded = now;
-            return;
-        }
-        self.loaded = now;
-        let shown = self.config_path.display().to_string();
-        // A new or changed server of a project config comes back held (unapproved): it stops
-        // (if it ran with an older spec) and the trust screen asks about it.
-        let approve = self.approve_project;
-        match crate::trust::load(&self.config_path, self.config_must_exist, approve) {
-            Err(e) => self.notice(
-                true,
-                format!(
-                    "{e:#}\nthe running servers are kept; fix the file and it reloads by itself"
-                ),
-                ctx,
-            ),
-            Ok(cfg) => {
-                self.secrets.send_replace(cfg.secrets.clone());
-                self.state.secrets = cfg.secrets;
-                let specs = cfg.servers;
-                self.supervisor
-                    .send(Reconcile { specs })
-                    .into_actor(self)
-                    .then(move |r, act, ctx| {
-                        match r {
-                            Ok(report) => act.notice(
-                                false,
-                                format!("reloaded {shown}: {}", report.summary()),
-                                ctx,
-                            ),
-                            Err(e) => act.notice(true, format!("cannot reload: {e}"), ctx),
-                        }
-                        fut::ready(())
-                    })
-                    .spawn(ctx);
-            }
-        }
     }
 
     /// Opens `.mcp.json` in `$VISUAL`/`$EDITOR` with the terminal suspended, or hands it to the
@@ -523,7 +408,7 @@ impl Tui {
                     Ok(s) => act.notice(true, format!("editor `{shown}` exited with {s}"), ctx),
                     Err(e) => act.notice(true, format!("cannot run editor `{shown}`: {e}"), ctx),
                 }
-                act.reload(true, ctx);
+                act.watcher.do_send(ReloadConfig { forced: true });
                 act.schedule_draw(ctx);
             },
         ));
@@ -583,12 +468,6 @@ impl Actor for Tui {
         if let Some(mut rx) = self.trace.take() {
             ctx.add_stream(futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)));
         }
-        ctx.run_interval(WATCH_EVERY, |act, ctx| {
-            // Only a changed time or size leads to reading the file (and its hash decides).
-            if file_id(&act.config_path) != act.loaded.map(|s| (s.modified, s.len)) {
-                act.reload(false, ctx);
-            }
-        });
         self.ask_tools(ctx);
     }
 
@@ -674,6 +553,38 @@ impl StreamHandler<TurnItem> for Tui {
     }
 
     fn finished(&mut self, _ctx: &mut Context<Self>) {}
+}
+
+impl Handler<ConfigChanged> for Tui {
+    type Result = ();
+
+    fn handle(&mut self, ConfigChanged(outcome): ConfigChanged, ctx: &mut Context<Self>) {
+        let (error, text) = match outcome {
+            ConfigOutcome::Reloaded {
+                path,
+                summary,
+                secrets,
+            } => {
+                self.state.secrets = secrets;
+                (false, format!("reloaded {path}: {summary}"))
+            }
+            ConfigOutcome::Invalid(e) => (
+                true,
+                format!("{e}\nthe running servers are kept; fix the file and it reloads by itself"),
+            ),
+            ConfigOutcome::ReconcileFailed(e) => (true, format!("cannot reload: {e}")),
+            ConfigOutcome::Approved(done) => {
+                let names: Vec<String> = done.iter().map(|n| format!("{n:?}")).collect();
+                (false, format!("approved {}", names.join(", ")))
+            }
+            ConfigOutcome::ApprovalStale => (
+                true,
+                "a server changed in .mcp.json since it was shown; review it again".to_owned(),
+            ),
+            ConfigOutcome::ApprovalFailed(e) => (true, format!("cannot approve: {e}")),
+        };
+        self.notice(error, text, ctx);
+    }
 }
 
 impl Handler<Quit> for Tui {

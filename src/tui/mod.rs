@@ -10,26 +10,21 @@ mod trust;
 pub mod view;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use actix::prelude::*;
 use anyhow::Context as _;
-use harness9_actors::messages::{ShutdownAll, Subscribe};
-use harness9_actors::trace::{WireRecord, WireTap};
-use harness9_actors::RestartPolicy;
+use harness9_actors::messages::Subscribe;
 use tokio::sync::{mpsc, oneshot};
 
 pub use actor::{Quit, Tui, TuiSetup};
 
-use crate::app::Runtime;
-use crate::cli::Cli;
+use crate::app::watcher::SubscribeConfig;
+use crate::app::{Session, SessionOptions, Start};
 use crate::config;
-use crate::engine::{Engine, EngineConfig};
 use crate::model::settings::how_to_configure;
-use crate::model::Provider;
 
 /// Set while the terminal is in raw mode on the alternate screen: the panic hook restores it.
 static TERMINAL_TAKEN: AtomicBool = AtomicBool::new(false);
@@ -62,114 +57,83 @@ pub fn restore_terminal() {
     }
 }
 
-/// Forwards every wire record to the TUI and, with `--trace`, to the trace file.
-/// Both ends are bounded: a sink that falls behind a flood loses records, never memory.
-fn fan_out(file: Option<WireTap>) -> (WireTap, mpsc::Receiver<WireRecord>) {
-    let (tap, mut rx) = harness9_actors::trace::tap_channel();
-    let (tui_tx, tui_rx) = mpsc::channel(harness9_actors::trace::TAP_CAPACITY);
-    actix_rt::spawn(async move {
-        while let Some(r) = rx.recv().await {
-            if let Some(f) = &file {
-                let _ = f.try_send(r.clone());
-            }
-            let closed = matches!(
-                tui_tx.try_send(r),
-                Err(mpsc::error::TrySendError::Closed(_))
-            );
-            if closed && file.is_none() {
-                break;
-            }
-        }
-    });
-    (tap, tui_rx)
-}
-
 /// Runs the interactive session until the user quits; every child is gone when it returns.
-pub async fn run(cli: &Cli, started: std::time::Instant) -> anyhow::Result<ExitCode> {
+pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::Result<ExitCode> {
     if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         anyhow::bail!(
             "the interactive session needs a terminal; for scripts use `harness9 mcp list|get|call` or `harness9 run -p`"
         );
     }
-    let settings = crate::model::settings::resolve(&crate::run::model_flags(cli));
-    let (path, must) = match &cli.config {
-        Some(p) => (p.clone(), true),
-        None => (PathBuf::from(config::DEFAULT_PATH), false),
-    };
+    let settings = opts.model_settings();
     // An invalid config still opens the session (with no servers) and shows the error. A
     // project config's unapproved servers are held: the trust screen asks about them.
-    let (cfg, config_error) = match crate::trust::load(&path, must, cli.approve_project) {
+    let (cfg, config_error) = match opts.load_config() {
         Ok(c) => (c, None),
         Err(e) => (
             config::Config {
-                path: path.clone(),
+                path: opts.config_path.clone(),
                 ..Default::default()
             },
             Some(format!("{e:#}")),
         ),
     };
-    // The trace file's redaction list follows the config through hot reloads.
-    let (secrets_tx, secrets_rx) = tokio::sync::watch::channel(cfg.secrets.clone());
-    let (file_tap, writer) = match &cli.trace {
-        Some(p) => {
-            let (tap, handle) = crate::trace_file::open_watched(p, secrets_rx)?;
-            (Some(tap), Some(handle))
-        }
-        None => (None, None),
+    let (wire, trace_rx) = mpsc::channel(harness9_actors::trace::TAP_CAPACITY);
+    let start = Start {
+        wire: Some(wire),
+        watch: true,
+        builtins: true,
     };
-    let (tap, trace_rx) = fan_out(file_tap);
-    let rt = Runtime::start(cfg.servers.clone(), Some(tap), RestartPolicy::default());
-    let root = std::env::current_dir().context("cannot read the working directory")?;
-    rt.install_builtins(&root);
+    let session = Session::start(opts, &cfg, cfg.servers.clone(), start)?;
     let (engine, model, model_help) = match settings {
         Ok(s) => match s.provider {
             Some(p) => {
                 let name = format!("{} {}", p.kind, p.model);
-                let cfg = EngineConfig::new(s.max_steps, s.tool_output_budget_tokens)
-                    .with_environment(&root);
-                let engine = Engine::new(Provider::new(p), rt.registry.clone(), cfg).start();
-                (Some(engine), Some(name), String::new())
+                let ecfg = session.engine_config(s.max_steps, s.tool_output_budget_tokens);
+                (
+                    Some(session.engine(p, ecfg).start()),
+                    Some(name),
+                    String::new(),
+                )
             }
             None => (None, None, how_to_configure().to_owned()),
         },
         Err(e) => (None, None, format!("{e}\n{}", how_to_configure())),
     };
+    let Some(watcher) = session.watcher.clone() else {
+        anyhow::bail!("the session started without its config watcher");
+    };
     let (done_tx, done_rx) = oneshot::channel();
     let setup = TuiSetup {
-        registry: rt.registry.clone(),
-        supervisor: rt.supervisor.clone(),
-        config_path: path,
-        config_must_exist: must,
+        registry: session.runtime.registry.clone(),
+        supervisor: session.runtime.supervisor.clone(),
+        watcher: watcher.clone(),
+        config_path: opts.config_path.clone(),
         config_error,
-        secrets: secrets_tx,
+        secrets: cfg.secrets.clone(),
         trace: trace_rx,
         done: done_tx,
         started,
         engine,
         model,
         model_help,
-        ask_first: !cli.yes,
-        approve_project: cli.approve_project,
+        ask_first: !opts.yes,
     };
     take_terminal().context("cannot set up the terminal")?;
     let arbiter = Arbiter::new();
     let tui = Tui::start_in_arbiter(&arbiter.handle(), move |_| Tui::new(setup));
-    rt.supervisor.do_send(Subscribe(tui.clone().recipient()));
+    session
+        .runtime
+        .supervisor
+        .do_send(Subscribe(tui.clone().recipient()));
+    watcher.do_send(SubscribeConfig(tui.clone().recipient()));
     let code = tokio::select! {
         code = done_rx => code.unwrap_or(1),
         _ = signalled(&tui) => 130,
     };
     restore_terminal();
-    let _ = rt.supervisor.send(ShutdownAll).await;
+    // The TUI's addresses go first, so the servers' actors and the trace writer can end.
     arbiter.stop();
-    drop(rt);
-    if let Some(h) = writer {
-        let _ = tokio::time::timeout(
-            Duration::from_secs(2),
-            tokio::task::spawn_blocking(move || h.join()),
-        )
-        .await;
-    }
+    session.close().await;
     Ok(ExitCode::from(code))
 }
 

@@ -1,4 +1,5 @@
-//! App wiring: starts the registry and the supervisor for a config, and watches status.
+//! The running MCP runtime: the registry and the supervisor for a config, and a watch of their
+//! status.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

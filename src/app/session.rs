@@ -1,0 +1,202 @@
+//! The one session wiring every front end (the TUI, `run -p`, the `mcp` commands) uses: the
+//! command line resolved once into [`SessionOptions`], then [`Session::start`] opens the trace
+//! file, starts the runtime and the built-ins (and, for the TUI, the [`ConfigWatcher`]), and
+//! [`Session::close`] tears it all down with bounded waits.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use actix::prelude::*;
+use anyhow::Context as _;
+use harness9_actors::messages::ShutdownAll;
+use harness9_actors::trace::{WireRecord, WireTap};
+use harness9_actors::{RestartPolicy, ServerSpec};
+use tokio::sync::{mpsc, watch};
+
+use super::runtime::Runtime;
+use super::watcher::{ConfigWatcher, StopWatching};
+use crate::config::{self, Config};
+use crate::engine::{Engine, EngineConfig};
+use crate::model::settings::{self, ModelFlags, Settings};
+use crate::model::{Provider, ProviderConfig};
+
+/// How long the trace file's writer has to finish at the end of a session.
+const TRACE_JOIN: Duration = Duration::from_secs(2);
+
+/// What a session runs with: the command line's global flags as plain values.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// `.mcp.json`: `--config`, else `./.mcp.json`.
+    pub config_path: PathBuf,
+    /// Whether a missing config file is an error (it was named with `--config`).
+    pub config_must_exist: bool,
+    /// `--approve-project`: the project config's servers are approved as they are.
+    pub approve_project: bool,
+    /// `--trace FILE`.
+    pub trace: Option<PathBuf>,
+    /// `--provider`, `--model`, `--base-url`, `--settings`.
+    pub model: ModelFlags,
+    /// `-v` count.
+    pub verbose: u8,
+    /// `--yes`: tools that change things run without asking.
+    pub yes: bool,
+}
+
+impl SessionOptions {
+    /// The options of a command line.
+    pub fn from_cli(cli: &crate::cli::Cli) -> Self {
+        let (config_path, config_must_exist) = match &cli.config {
+            Some(p) => (p.clone(), true),
+            None => (PathBuf::from(config::DEFAULT_PATH), false),
+        };
+        Self {
+            config_path,
+            config_must_exist,
+            approve_project: cli.approve_project,
+            trace: cli.trace.clone(),
+            model: ModelFlags {
+                provider: cli.provider.clone(),
+                model: cli.model.clone(),
+                base_url: cli.base_url.clone(),
+                config_path: cli.settings.clone(),
+            },
+            verbose: cli.verbose,
+            yes: cli.yes,
+        }
+    }
+
+    /// Loads `.mcp.json` (a missing default file is an empty config); a found project config's
+    /// unapproved servers are held (see [`crate::trust`]).
+    pub fn load_config(&self) -> anyhow::Result<Config> {
+        crate::trust::load(
+            &self.config_path,
+            self.config_must_exist,
+            self.approve_project,
+        )
+    }
+
+    /// The model settings: flags > env > user TOML > `config/harness9.toml`.
+    pub fn model_settings(&self) -> Result<Settings, settings::SettingsError> {
+        settings::resolve(&self.model)
+    }
+}
+
+/// How a session starts.
+#[derive(Default)]
+pub struct Start {
+    /// Also send every wire record here (the TUI's `/trace`); bounded, a full sink loses
+    /// records.
+    pub wire: Option<mpsc::Sender<WireRecord>>,
+    /// Start a [`ConfigWatcher`] (hot reload).
+    pub watch: bool,
+    /// Install the built-in tools (bash, files, grep): the front ends with a model do.
+    pub builtins: bool,
+}
+
+/// A running session: the runtime with its built-ins, the trace file, the config watcher.
+pub struct Session {
+    /// The registry, the supervisor and the status watch.
+    pub runtime: Runtime,
+    /// The working directory the built-ins and the engine run in.
+    pub root: PathBuf,
+    /// The hot-reload watcher, when started with [`Start::watch`].
+    pub watcher: Option<Addr<ConfigWatcher>>,
+    trace_writer: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Session {
+    /// Starts `servers` (the config's, or the one a command names) with `config`'s secrets
+    /// redacted from the trace file.
+    pub fn start(
+        opts: &SessionOptions,
+        config: &Config,
+        servers: Vec<ServerSpec>,
+        start: Start,
+    ) -> anyhow::Result<Self> {
+        let root = std::env::current_dir().context("cannot read the working directory")?;
+        // The trace file's redaction list follows the config through hot reloads.
+        let (secrets, secrets_rx) = watch::channel(config.secrets.clone());
+        let (file_tap, trace_writer) = match &opts.trace {
+            Some(p) => {
+                let (tap, handle) = crate::trace_file::open_watched(p, secrets_rx)?;
+                (Some(tap), Some(handle))
+            }
+            None => (None, None),
+        };
+        let tap = match start.wire {
+            Some(extra) => Some(fan_out(file_tap, extra)),
+            None => file_tap,
+        };
+        let runtime = Runtime::start(servers, tap, RestartPolicy::default());
+        if start.builtins {
+            runtime.install_builtins(&root);
+        }
+        let watcher = start.watch.then(|| {
+            ConfigWatcher::new(
+                opts.config_path.clone(),
+                opts.config_must_exist,
+                opts.approve_project,
+                runtime.supervisor.clone(),
+                secrets,
+            )
+            .start()
+        });
+        Ok(Self {
+            runtime,
+            root,
+            watcher,
+            trace_writer,
+        })
+    }
+
+    /// The engine settings for `max_steps` and a tool-output budget, the system prompt
+    /// describing this session's working directory.
+    pub fn engine_config(&self, max_steps: u32, budget: usize) -> EngineConfig {
+        EngineConfig::new(max_steps, budget).with_environment(&self.root)
+    }
+
+    /// An engine for `provider` over this session's tools.
+    pub fn engine(&self, provider: ProviderConfig, cfg: EngineConfig) -> Engine {
+        Engine::new(Provider::new(provider), self.runtime.registry.clone(), cfg)
+    }
+
+    /// Stops every server (bounded by their shutdown), then lets the trace file finish
+    /// (bounded by [`TRACE_JOIN`]).
+    pub async fn close(self) {
+        let Session {
+            runtime,
+            watcher,
+            trace_writer,
+            ..
+        } = self;
+        if let Some(w) = watcher {
+            // Its interval would keep it alive; a local mailbox answers at once.
+            let _ = tokio::time::timeout(TRACE_JOIN, w.send(StopWatching)).await;
+        }
+        let _ = runtime.supervisor.send(ShutdownAll).await;
+        // The tap clones live in the (now stopped) actors; the writer ends when they are dropped.
+        drop(runtime);
+        if let Some(h) = trace_writer {
+            let _ = tokio::time::timeout(TRACE_JOIN, tokio::task::spawn_blocking(move || h.join()))
+                .await;
+        }
+    }
+}
+
+/// Forwards every wire record to `extra` and, with `--trace`, to the trace file. Both ends are
+/// bounded: a sink that falls behind a flood loses records, never memory.
+fn fan_out(file: Option<WireTap>, extra: mpsc::Sender<WireRecord>) -> WireTap {
+    let (tap, mut rx) = harness9_actors::trace::tap_channel();
+    actix_rt::spawn(async move {
+        while let Some(r) = rx.recv().await {
+            if let Some(f) = &file {
+                let _ = f.try_send(r.clone());
+            }
+            let closed = matches!(extra.try_send(r), Err(mpsc::error::TrySendError::Closed(_)));
+            if closed && file.is_none() {
+                break;
+            }
+        }
+    });
+    tap
+}
