@@ -19,7 +19,7 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, Mutex, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::stdio::McpServer;
+use super::mcp_server::McpServer;
 use crate::protocol::jsonrpc::{Incoming, RequestId};
 use crate::protocol::sse::SseParser;
 
