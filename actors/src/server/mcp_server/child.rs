@@ -22,6 +22,7 @@ use crate::server::process::{
 };
 use crate::spec::TransportSpec;
 
+/// stderr lines kept for the exit report (`Exited { stderr_tail }`).
 const STDERR_TAIL: usize = 100;
 /// stderr lines logged per server: a burst of this many, refilled at this many a second.
 pub(super) const STDERR_BURST: f64 = 200.0;
