@@ -18,7 +18,7 @@ pub enum CallError {
     /// The owning server is not connected.
     #[error("server \"{server}\" is {reason}")]
     ServerUnavailable {
-        /// The server.
+        /// The server's name in `.mcp.json` (`built-in` for a built-in tool).
         server: String,
         /// Its state (failed: ..., restarting ..., stopped).
         reason: String,
@@ -26,19 +26,19 @@ pub enum CallError {
     /// The call took longer than its timeout; the server was sent `notifications/cancelled`.
     #[error("tool \"{tool}\" on server \"{server}\" timed out after {}; raise toolTimeoutSec for \"{server}\" in .mcp.json if it needs longer", fmt_duration(*.after))]
     Timeout {
-        /// The server.
+        /// The server's name in `.mcp.json`.
         server: String,
-        /// The tool on that server.
+        /// The tool's name on the server (not the registered `mcp__` name).
         tool: String,
-        /// The timeout.
+        /// The timeout that ran out: the caller's, else the server's `toolTimeoutSec`.
         after: Duration,
     },
     /// The server process went away while the call was in flight.
     #[error("server \"{server}\" {status} while tool \"{tool}\" was running")]
     ServerExited {
-        /// The server.
+        /// The server's name in `.mcp.json`.
         server: String,
-        /// The tool on that server.
+        /// The tool's name on the server (not the registered `mcp__` name).
         tool: String,
         /// How it ended (`exited with status 1`, `was killed by signal 9 (SIGKILL)`).
         status: String,
@@ -46,29 +46,29 @@ pub enum CallError {
     /// The server answered with a JSON-RPC error.
     #[error("server \"{server}\" rejected tool \"{tool}\": {error}")]
     Rpc {
-        /// The server.
+        /// The server's name in `.mcp.json`.
         server: String,
-        /// The tool on that server.
+        /// The tool's name on the server (not the registered `mcp__` name).
         tool: String,
-        /// The error object.
+        /// The JSON-RPC error as the server sent it.
         error: ErrorObject,
     },
     /// The reply was longer than the configured maximum message size.
     #[error("reply of server \"{server}\" to tool \"{tool}\" exceeds the maximum message size of {}; raise maxMessageBytes if it is legitimate", human_bytes(*.max))]
     TooLarge {
-        /// The server.
+        /// The server's name in `.mcp.json`.
         server: String,
-        /// The tool.
+        /// The tool's name on the server (not the registered `mcp__` name).
         tool: String,
-        /// The maximum.
+        /// The limit it went over, in bytes (`maxMessageBytes`).
         max: usize,
     },
     /// The reply was not a valid `tools/call` result.
     #[error("server \"{server}\" sent an invalid result for tool \"{tool}\": {detail}")]
     InvalidResult {
-        /// The server.
+        /// The server's name in `.mcp.json`.
         server: String,
-        /// The tool.
+        /// The tool's name on the server (not the registered `mcp__` name).
         tool: String,
         /// The parse error.
         detail: String,
@@ -76,9 +76,9 @@ pub enum CallError {
     /// The HTTP transport could not complete the call (status, content type, broken stream).
     #[error("server \"{server}\" could not complete tool \"{tool}\": {detail}")]
     Transport {
-        /// The server.
+        /// The server's name in `.mcp.json`.
         server: String,
-        /// The tool.
+        /// The tool's name on the server (not the registered `mcp__` name).
         tool: String,
         /// What went wrong, with the HTTP status or cause.
         detail: String,
@@ -87,9 +87,9 @@ pub enum CallError {
     /// request waited for room, or sat in the queue unread).
     #[error("server \"{server}\" is not reading its input: tool \"{tool}\" got no answer within {} and the write queue to the server is full; restart the server if it is stuck", fmt_duration(*.after))]
     NotReading {
-        /// The server.
+        /// The server's name in `.mcp.json`.
         server: String,
-        /// The tool.
+        /// The tool's name on the server (not the registered `mcp__` name).
         tool: String,
         /// How long the call waited.
         after: Duration,
@@ -97,9 +97,9 @@ pub enum CallError {
     /// The caller cancelled the call; the server was sent `notifications/cancelled`.
     #[error("tool \"{tool}\" on server \"{server}\" was cancelled")]
     Cancelled {
-        /// The server.
+        /// The server's name in `.mcp.json` (`built-in` for a built-in tool).
         server: String,
-        /// The tool.
+        /// The tool's name on the server (not the registered `mcp__` name).
         tool: String,
     },
 }

@@ -28,9 +28,9 @@ use crate::server::McpServer;
 #[derive(Debug, Message)]
 #[rtype(result = "Result<CallToolResult, CallError>")]
 pub struct CallTool {
-    /// The registered name.
+    /// The name the registry knows the tool by (what the model sees).
     pub name: String,
-    /// The arguments object.
+    /// The arguments, a JSON object; `None` sends no `arguments` member.
     pub arguments: Option<Value>,
     /// Overrides the server's `toolTimeoutSec`.
     pub timeout: Option<Duration>,
@@ -59,11 +59,12 @@ impl CallTool {
 pub struct CallServerTool {
     /// The tool's name on the server.
     pub tool: String,
-    /// The arguments object.
+    /// The arguments, a JSON object; `None` sends no `arguments` member.
     pub arguments: Option<Value>,
-    /// The call's timeout.
+    /// How long to wait for the reply: the caller's timeout, else the server's
+    /// `toolTimeoutSec`.
     pub timeout: Duration,
-    /// Cancellation from the caller.
+    /// The caller's token: cancelling it ends the call.
     pub cancel: CancellationToken,
     /// Where the call's progress goes.
     pub progress: Option<ProgressSink>,
@@ -98,7 +99,7 @@ impl std::fmt::Debug for ProgressSink {
 /// A progress notification for one call.
 #[derive(Debug, Clone)]
 pub struct ToolProgress {
-    /// The server.
+    /// The name (in `.mcp.json`) of the server that sent it.
     pub server: String,
     /// Progress so far.
     pub progress: f64,
@@ -114,9 +115,9 @@ pub struct ToolProgress {
 pub struct CallBuiltin {
     /// The built-in's name.
     pub name: String,
-    /// The arguments object.
+    /// The arguments, a JSON object; `None` when the caller gave none.
     pub arguments: Option<Value>,
-    /// Cancellation from the caller.
+    /// The caller's token: cancelling it ends the call.
     pub cancel: CancellationToken,
 }
 
@@ -137,9 +138,9 @@ pub struct ToolEntry {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct SetBuiltins {
-    /// Their definitions.
+    /// The built-ins' definitions, listed before every server's tools.
     pub tools: Vec<Tool>,
-    /// Runs them.
+    /// Where a call to any of them goes.
     pub executor: Recipient<CallBuiltin>,
 }
 
@@ -159,7 +160,7 @@ pub struct ServerTools {
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct ServerGone {
-    /// The server.
+    /// The server's name in `.mcp.json`.
     pub server: String,
     /// Its state, for the error a call gets meanwhile (`restarting (attempt 2)`).
     pub reason: String,
@@ -179,7 +180,7 @@ pub struct ConnectionInfo {
     pub protocol_version: String,
     /// The server's name and version.
     pub server_info: Implementation,
-    /// The server's instructions.
+    /// The initialize result's `instructions`: hints for the model on using the server.
     pub instructions: Option<String>,
     /// Spawn (or connect) to tools listed.
     pub connect_time: Duration,
@@ -193,7 +194,7 @@ pub struct ConnectionInfo {
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct ServerEvent {
-    /// The server.
+    /// The server's name in `.mcp.json`.
     pub server: String,
     /// The actor's generation (stale generations are ignored).
     pub generation: u64,
@@ -208,12 +209,12 @@ pub enum ServerEventKind {
     Connected {
         /// Handshake facts.
         info: ConnectionInfo,
-        /// The tools.
+        /// Every tool of the first `tools/list` (all its pages), before the spec's filters.
         tools: Arc<[Arc<Tool>]>,
     },
     /// The tool list was fetched again after `notifications/tools/list_changed`.
     ToolsChanged {
-        /// The tools.
+        /// The whole new list (all its pages), before the spec's filters.
         tools: Arc<[Arc<Tool>]>,
     },
     /// The actor stopped (its child is gone).
@@ -243,7 +244,7 @@ pub struct Shutdown {
 pub enum ServerStatus {
     /// Starting for the first time.
     Starting {
-        /// Since when.
+        /// When this start began.
         since: Instant,
     },
     /// Handshake done; tools registered.
@@ -264,7 +265,8 @@ pub enum ServerStatus {
     },
     /// Gave up (start failed, or the crash-loop breaker tripped) until `Restart`.
     Failed {
-        /// Why.
+        /// Why: the start or handshake failed or timed out, the breaker tripped (with the last
+        /// exit), or the config entry is invalid.
         error: String,
         /// The last lines of stderr.
         stderr_tail: Vec<String>,
@@ -309,7 +311,7 @@ impl ServerStatus {
 pub struct ServerState {
     /// `stdio`, `http` or `sse`.
     pub transport: &'static str,
-    /// Its status.
+    /// Where the server is in its lifecycle.
     pub status: ServerStatus,
 }
 

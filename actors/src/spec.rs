@@ -14,7 +14,7 @@ pub const DEFAULT_MAX_TOOLS: usize = 100_000;
 pub enum TransportSpec {
     /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
     Stdio {
-        /// The program.
+        /// The program to run, looked up in `PATH` unless it is a path.
         command: String,
         /// Its arguments.
         args: Vec<String>,
@@ -25,11 +25,12 @@ pub enum TransportSpec {
     },
     /// A Streamable HTTP endpoint (`sse = false`) or a legacy HTTP+SSE one.
     Http {
-        /// The endpoint URL.
+        /// The server's URL: the Streamable HTTP endpoint, or the legacy transport's SSE stream.
         url: String,
-        /// Extra request headers.
+        /// Headers (credentials) sent only to requests on the URL's origin.
         headers: Vec<(String, String)>,
-        /// Legacy HTTP+SSE transport.
+        /// Use the legacy HTTP+SSE transport from the start (without it, an initialize that
+        /// gets HTTP 400, 404 or 405 falls back to it).
         sse: bool,
     },
 }
@@ -196,11 +197,11 @@ impl ServerSpec {
 pub struct RestartPolicy {
     /// Delay before the first restart; doubled for every exit in the window.
     pub initial_backoff: Duration,
-    /// The largest delay.
+    /// The doubling stops at this delay.
     pub max_backoff: Duration,
     /// This many exits within `window` trip the breaker: Failed until `Restart`.
     pub max_exits: usize,
-    /// The breaker's window.
+    /// How far back exits count toward `max_exits`.
     pub window: Duration,
 }
 

@@ -32,11 +32,11 @@ impl Direction {
 /// One traced message.
 #[derive(Debug, Clone)]
 pub struct WireRecord {
-    /// When.
+    /// When the message was queued for writing (sent) or read (received).
     pub ts: SystemTime,
-    /// Which server.
+    /// The server's name in `.mcp.json`.
     pub server: Arc<str>,
-    /// Which way.
+    /// Sent by us, or received from the server.
     pub dir: Direction,
     /// Its id, if any.
     pub id: Option<RequestId>,

@@ -74,7 +74,7 @@ impl<'de> Deserialize<'de> for RequestId {
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorObject {
-    /// The error code.
+    /// The JSON-RPC error code (`-32601`: method not found, ...).
     pub code: i64,
     /// A short description.
     pub message: String,
@@ -141,14 +141,14 @@ pub enum Incoming<'a> {
     Request {
         /// The server's id.
         id: RequestId,
-        /// The method.
+        /// What the server asks of us (`ping`, `roots/list`, ...).
         method: std::borrow::Cow<'a, str>,
         /// The raw parameters.
         params: Option<&'a RawValue>,
     },
     /// A notification from the server.
     Notification {
-        /// The method.
+        /// What it is about (`notifications/progress`, ...).
         method: std::borrow::Cow<'a, str>,
         /// The raw parameters.
         params: Option<&'a RawValue>,

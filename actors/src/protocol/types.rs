@@ -124,10 +124,10 @@ pub struct RequestMeta {
 pub struct CallToolParams<'a> {
     /// The tool's name on its server.
     pub name: &'a str,
-    /// The arguments object.
+    /// The arguments, a JSON object; left out when `None`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arguments: Option<&'a Value>,
-    /// Progress token.
+    /// `_meta` with our progress token, when the caller wants progress.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<RequestMeta>,
 }
@@ -156,14 +156,14 @@ pub struct ResourceContents {
 pub enum ContentBlock {
     /// Text.
     Text {
-        /// The text.
+        /// The text as the server sent it (not sanitized).
         text: String,
     },
     /// A base64 image.
     Image {
         /// Base64 data.
         data: String,
-        /// MIME type.
+        /// Its MIME type; empty when the server gave none.
         #[serde(rename = "mimeType")]
         mime_type: String,
     },
@@ -171,7 +171,7 @@ pub enum ContentBlock {
     Audio {
         /// Base64 data.
         data: String,
-        /// MIME type.
+        /// Its MIME type; empty when the server gave none.
         #[serde(rename = "mimeType")]
         mime_type: String,
     },
@@ -182,14 +182,14 @@ pub enum ContentBlock {
     },
     /// A link to a resource.
     ResourceLink {
-        /// The URI.
+        /// The linked resource's URI (not fetched).
         uri: String,
-        /// Its name.
+        /// Its name; empty when the server gave none.
         name: String,
-        /// MIME type.
+        /// Its MIME type, if the server gave one.
         #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
         mime_type: Option<String>,
-        /// Description.
+        /// What the resource is, if the server said.
         #[serde(skip_serializing_if = "Option::is_none")]
         description: Option<String>,
     },
@@ -262,7 +262,7 @@ pub struct CallToolResult {
     /// Every content block, in order.
     #[serde(default)]
     pub content: Vec<ContentBlock>,
-    /// Structured output.
+    /// `structuredContent`: JSON output that follows the tool's `outputSchema`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
     /// Whether the tool reports an error.
@@ -292,10 +292,10 @@ pub struct LoggingMessageParams {
     /// Severity (`debug` .. `emergency`).
     #[serde(default)]
     pub level: String,
-    /// Logger name.
+    /// Which logger in the server wrote it, if it said.
     #[serde(default)]
     pub logger: Option<String>,
-    /// The payload.
+    /// What to log: a string, or any JSON value (logged as JSON text).
     #[serde(default)]
     pub data: Value,
 }
@@ -306,7 +306,7 @@ pub struct LoggingMessageParams {
 pub struct CancelledParams<'a> {
     /// The request being cancelled.
     pub request_id: i64,
-    /// Why.
+    /// Why, for the server's log (`timed out`, `cancelled by the user`, ...).
     pub reason: &'a str,
 }
 
@@ -322,7 +322,7 @@ pub struct Root {
 /// `roots/list` result.
 #[derive(Debug, Serialize)]
 pub struct ListRootsResult {
-    /// The roots.
+    /// Every root (the actor exposes one: the server's working directory).
     pub roots: Vec<Root>,
 }
 

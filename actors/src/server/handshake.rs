@@ -7,11 +7,14 @@ use std::sync::Arc;
 use actix::prelude::*;
 use serde_json::{json, Value};
 
-use super::stdio::{Handshake, McpServer, Notify, Payload, ReplyError, Rpc};
+use super::mcp_server::{McpServer, Notify, Payload, ReplyError, Rpc};
 use crate::protocol::types::{
     Implementation, InitializeParams, InitializeResult, ListToolsResult, Tool,
 };
-use crate::protocol::version::{negotiate, LATEST};
+use crate::protocol::version::{negotiate, Era, LATEST};
+
+/// What a successful handshake yields.
+pub(super) type Handshake = (InitializeResult, Era, Arc<[Arc<Tool>]>);
 
 async fn rpc(
     addr: &Addr<McpServer>,

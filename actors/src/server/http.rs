@@ -4,7 +4,11 @@
 //! It runs as one local task per connection (the `awc::Client` holds an `Rc`, so it is built
 //! here, on the actor's arbiter). The actor hands it serialized lines and gets back incoming
 //! messages as [`Inbound`] lines, exactly as stdout would give them, so every protocol rule lives
-//! in one place.
+//! in one place. [`redirects`] keeps the credentials on their origin; [`legacy`] is the
+//! HTTP+SSE transport.
+
+mod legacy;
+mod redirects;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -19,7 +23,8 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, Mutex, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::stdio::McpServer;
+use super::mcp_server::McpServer;
+use crate::net::{install_crypto, snippet};
 use crate::protocol::jsonrpc::{Incoming, RequestId};
 use crate::protocol::sse::SseParser;
 
@@ -82,10 +87,6 @@ fn fail(error: impl Into<String>, fatal: bool) -> Failure {
 
 /// POSTs in flight at once; past it, lines wait in the actor's bounded write queue.
 const MAX_IN_FLIGHT: usize = 256;
-/// Redirect hops followed for one request.
-const MAX_REDIRECTS: usize = 5;
-
-type Response = awc::ClientResponse;
 
 struct Conn {
     client: awc::Client,
@@ -100,8 +101,6 @@ struct Conn {
     reinit: Mutex<()>,
     token: CancellationToken,
 }
-
-use crate::net::{install_crypto, snippet};
 
 /// Runs one HTTP connection until the actor drops its sender.
 pub(crate) async fn run(
@@ -170,53 +169,7 @@ fn is_initialized(line: &[u8]) -> bool {
     matches!(Incoming::parse(line), Ok(Incoming::Notification { method, .. }) if method == "notifications/initialized")
 }
 
-/// `scheme://host:port` of a URL, with the scheme's default port made explicit.
-fn origin(url: &str) -> Option<(String, String, u16)> {
-    let uri = url.parse::<awc::http::Uri>().ok()?;
-    let scheme = uri.scheme_str()?.to_ascii_lowercase();
-    let host = uri.host()?.to_ascii_lowercase();
-    let port = uri
-        .port_u16()
-        .unwrap_or(if scheme == "https" { 443 } else { 80 });
-    Some((scheme, host, port))
-}
-
-/// Whether two URLs share scheme, host and port.
-fn same_origin(a: &str, b: &str) -> bool {
-    matches!((origin(a), origin(b)), (Some(x), Some(y)) if x == y)
-}
-
 impl Conn {
-    /// A request to `url`; the configured headers (credentials) go only to the configured
-    /// URL's origin.
-    fn request(
-        &self,
-        method: awc::http::Method,
-        url: &str,
-        with_session: bool,
-    ) -> awc::ClientRequest {
-        let mut req = self
-            .client
-            .request(method, url)
-            .insert_header(("Accept", "application/json, text/event-stream"))
-            .timeout(self.target.request_timeout);
-        // Nearly every request goes to the configured URL itself: no parsing then.
-        if url == self.target.url || same_origin(url, &self.target.url) {
-            for (k, v) in &self.target.headers {
-                req = req.insert_header((k.as_str(), v.as_str()));
-            }
-        }
-        if with_session {
-            if let Some(s) = self.session.borrow().as_deref() {
-                req = req.insert_header(("Mcp-Session-Id", s));
-            }
-            if let Some(p) = self.protocol.borrow().as_deref() {
-                req = req.insert_header(("MCP-Protocol-Version", p));
-            }
-        }
-        req
-    }
-
     fn send_error(&self, e: awc::error::SendRequestError) -> Failure {
         use awc::error::SendRequestError as E;
         match e {
@@ -470,85 +423,6 @@ impl Conn {
         Ok(())
     }
 
-    /// Sends one request and follows redirects itself: at most [`MAX_REDIRECTS`] hops, a loop
-    /// named as such, a POST only through 307/308 (which keep method and body); a hop to
-    /// another origin carries none of the configured headers. GETs are event streams and carry
-    /// no timeout of their own (the caller bounds the wait for headers).
-    async fn send_following(
-        &self,
-        method: awc::http::Method,
-        url: &str,
-        body: Option<&[u8]>,
-        with_session: bool,
-    ) -> Result<Response, Failure> {
-        let mut url = url.to_owned();
-        let mut seen: Vec<String> = Vec::new();
-        loop {
-            let mut req = self.request(method.clone(), &url, with_session);
-            let resp = match body {
-                Some(b) => {
-                    req.content_type("application/json")
-                        .send_body(b.to_vec())
-                        .await
-                }
-                None => {
-                    if method == awc::http::Method::GET {
-                        req = req
-                            .insert_header(("Accept", "text/event-stream"))
-                            .timeout(Duration::from_secs(3600 * 24));
-                    }
-                    req.send().await
-                }
-            }
-            .map_err(|e| self.send_error(e))?;
-            let status = resp.status();
-            if !status.is_redirection() || status == StatusCode::NOT_MODIFIED {
-                return Ok(resp);
-            }
-            let location = resp
-                .headers()
-                .get("location")
-                .and_then(|v| v.to_str().ok())
-                .map(|l| resolve(&url, l));
-            let Some(next) = location else {
-                return Err(fail(
-                    format!("HTTP {status} from {url} without a Location header"),
-                    false,
-                ));
-            };
-            let keeps_body = matches!(
-                status,
-                StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT
-            );
-            if body.is_some() && !keeps_body {
-                return Err(fail(
-                    format!(
-                        "HTTP {status}: {url} redirects to {next}, which a JSON-RPC POST cannot follow; \
-                         set the url of server \"{}\" to the new address",
-                        self.target.name
-                    ),
-                    false,
-                ));
-            }
-            seen.push(url.clone());
-            if seen.contains(&next) {
-                seen.push(next);
-                return Err(fail(format!("redirect loop: {}", seen.join(" -> ")), false));
-            }
-            if seen.len() > MAX_REDIRECTS {
-                return Err(fail(
-                    format!(
-                        "more than {MAX_REDIRECTS} redirects, starting at {}: last to {next}",
-                        seen[0]
-                    ),
-                    false,
-                ));
-            }
-            tracing::debug!(target: "mcp", server = %self.target.name, from = %url, to = %next, status = status.as_u16(), "following a redirect");
-            url = next;
-        }
-    }
-
     /// A bare TCP connect to the server: tells a server that is gone from a stream that ended.
     async fn alive(&self) -> bool {
         let Ok(uri) = self.target.url.parse::<awc::http::Uri>() else {
@@ -676,105 +550,6 @@ impl Conn {
         }
     }
 
-    /// Legacy HTTP+SSE: GET the URL, wait for the `endpoint` event, keep reading messages.
-    async fn open_legacy(self: Rc<Self>) -> Result<(), Failure> {
-        let url = self.target.url.clone();
-        let resp = self.send_following(awc::http::Method::GET, &url, None, false);
-        let mut resp = tokio::time::timeout(self.target.request_timeout, resp)
-            .await
-            .map_err(|_| {
-                fail(
-                    format!(
-                        "no response from {url} within {} s",
-                        self.target.request_timeout.as_secs()
-                    ),
-                    false,
-                )
-            })??;
-        if !resp.status().is_success() {
-            let body = resp.body().limit(64 * 1024).await.unwrap_or_default();
-            return Err(fail(
-                format!(
-                    "legacy SSE GET {url}: HTTP {}: {}",
-                    resp.status(),
-                    snippet(&body)
-                ),
-                false,
-            ));
-        }
-        let mut parser = SseParser::new(self.target.max);
-        let endpoint = loop {
-            let next = tokio::time::timeout(self.target.request_timeout, resp.next()).await;
-            let chunk = match next {
-                Ok(Some(Ok(c))) => c,
-                Ok(Some(Err(e))) => {
-                    return Err(fail(format!("legacy SSE stream broke: {e}"), true))
-                }
-                Ok(None) => {
-                    return Err(fail(
-                        "legacy SSE stream ended before the endpoint event",
-                        true,
-                    ))
-                }
-                Err(_) => return Err(fail("no endpoint event on the legacy SSE stream", false)),
-            };
-            let events = parser
-                .feed(&chunk)
-                .map_err(|e| fail(e.to_string(), false))?;
-            if let Some(ev) = events.iter().find(|e| e.event == "endpoint") {
-                break resolve(&url, ev.data.trim());
-            }
-        };
-        if !same_origin(&endpoint, &url) {
-            return Err(fail(
-                format!(
-                    "the legacy SSE endpoint event names {endpoint}, another origin than {url}; \
-                     refusing to send requests (and the configured headers) there"
-                ),
-                true,
-            ));
-        }
-        tracing::info!(target: "mcp", server = %self.target.name, %endpoint, "legacy HTTP+SSE transport");
-        *self.endpoint.borrow_mut() = Some(endpoint);
-        self.actor.do_send(TransportKind("sse"));
-        let c = self.clone();
-        let token = self.token.clone();
-        actix_rt::spawn(async move {
-            token
-                .run_until_cancelled(async move {
-                    while let Some(Ok(chunk)) = resp.next().await {
-                        let Ok(events) = parser.feed(&chunk) else {
-                            break;
-                        };
-                        for ev in events {
-                            if (ev.event.is_empty() || ev.event == "message")
-                                && !ev.data.trim().is_empty()
-                            {
-                                c.deliver(Bytes::from(ev.data), false).await;
-                            }
-                        }
-                    }
-                    c.report(None, fail("the legacy SSE stream closed", true));
-                })
-                .await;
-        });
-        Ok(())
-    }
-
-    async fn post_legacy(&self, endpoint: &str, line: Vec<u8>) -> Result<(), Failure> {
-        let mut resp = self
-            .send_following(awc::http::Method::POST, endpoint, Some(&line), false)
-            .await?;
-        if resp.status().is_success() {
-            return Ok(());
-        }
-        let body = resp.body().limit(64 * 1024).await.unwrap_or_default();
-        Err(fail(
-            format!("HTTP {}: {}", resp.status(), snippet(&body)),
-            false,
-        ))
-    }
-
     async fn close(&self) {
         if self.endpoint.borrow().is_some() || self.session.borrow().is_none() {
             return;
@@ -790,49 +565,5 @@ impl Conn {
                 tracing::debug!(target: "mcp", server = %self.target.name, "DELETE of the session failed")
             }
         }
-    }
-}
-
-/// Resolves the legacy `endpoint` event's data against the SSE URL.
-fn resolve(base: &str, data: &str) -> String {
-    if data.starts_with("http://") || data.starts_with("https://") {
-        return data.to_owned();
-    }
-    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
-    let authority_end = base[scheme_end..]
-        .find('/')
-        .map(|i| scheme_end + i)
-        .unwrap_or(base.len());
-    if data.starts_with('/') {
-        return format!("{}{data}", &base[..authority_end]);
-    }
-    let dir_end = base
-        .rfind('/')
-        .filter(|i| *i >= authority_end)
-        .map(|i| i + 1)
-        .unwrap_or(base.len());
-    let mut dir = base[..dir_end].to_owned();
-    if !dir.ends_with('/') {
-        dir.push('/');
-    }
-    format!("{dir}{data}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::resolve;
-
-    #[test]
-    fn endpoint_resolution() {
-        assert_eq!(
-            resolve("http://h:1/sse", "/messages?s=1"),
-            "http://h:1/messages?s=1"
-        );
-        assert_eq!(
-            resolve("http://h:1/a/sse", "msg?s=1"),
-            "http://h:1/a/msg?s=1"
-        );
-        assert_eq!(resolve("http://h:1/sse", "http://x/y"), "http://x/y");
-        assert_eq!(resolve("http://h:1", "m"), "http://h:1/m");
     }
 }

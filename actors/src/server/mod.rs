@@ -4,15 +4,15 @@ mod descendants;
 mod handshake;
 mod http;
 mod http_io;
+mod mcp_server;
 mod process;
 pub mod sandbox;
-mod stdio;
 
 pub use descendants::{
     become_subreaper, end_descendants, live_descendants, spare_session, spawn_orphan_reaper,
     REAP_PERIOD,
 };
+pub use mcp_server::McpServer;
 pub use process::{
     kill_all_groups, live_group_count, register_group, signal_name, unregister_group,
 };
-pub use stdio::McpServer;

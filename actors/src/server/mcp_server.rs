@@ -1,0 +1,303 @@
+//! The `McpServer` actor, one per server and generation, whatever the transport: its state,
+//! and its lifecycle (start, the handshake's outcome, shutdown, and the exit report from
+//! `stopped()`). Its other concerns live in the submodules, each an `impl McpServer` of its own:
+//! [`child`] the child process of a stdio server, [`http_link`] the actor's end of the HTTP
+//! task, [`incoming`] what the server sends, [`requests`] the pending map and the write queue,
+//! [`tool_call`] tool calls with their timeout and cancellation.
+
+mod child;
+mod http_link;
+mod incoming;
+mod requests;
+mod tool_call;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use actix::prelude::*;
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use super::handshake::{handshake, Handshake};
+use super::process::{signal_group, unregister_group};
+use crate::messages::{ConnectionInfo, ProgressSink, ServerEvent, ServerEventKind, Shutdown};
+use crate::protocol::jsonrpc::RequestId;
+use crate::protocol::version::Era;
+use crate::spec::{ServerSpec, TransportSpec};
+use crate::trace::{Direction, WireRecord, WireTap};
+use child::STDERR_BURST;
+use requests::Pending;
+pub(super) use requests::{Notify, Payload, ReplyError, Rpc};
+
+/// One MCP server (one generation of it), over stdio or HTTP.
+pub struct McpServer {
+    spec: Arc<ServerSpec>,
+    name: Arc<str>,
+    generation: u64,
+    events: Recipient<ServerEvent>,
+    tap: Option<WireTap>,
+    writer: Option<mpsc::Sender<Vec<u8>>>,
+    /// Answers and notifications dropped because the write queue was full.
+    dropped: u64,
+    /// Wire records the tap's sink was too slow to take.
+    dropped_records: std::cell::Cell<u64>,
+    stderr_budget: f64,
+    stderr_refilled: Instant,
+    stderr_suppressed: u64,
+    pgid: i32,
+    pending: HashMap<i64, Pending>,
+    progress: HashMap<i64, ProgressSink>,
+    next_id: i64,
+    stderr_tail: VecDeque<String>,
+    stderr_done: bool,
+    child_exited: bool,
+    connected: bool,
+    closing: bool,
+    listing: bool,
+    relist_pending: bool,
+    era: Option<Era>,
+    exit_reason: Option<String>,
+    cwd: PathBuf,
+    started: Instant,
+    /// `stdio`, `http` or `sse` (after a fallback).
+    kind: &'static str,
+    http: bool,
+}
+
+impl McpServer {
+    /// A server actor for `spec`; it reports to `events` and traces to `tap`.
+    pub fn new(
+        spec: Arc<ServerSpec>,
+        generation: u64,
+        events: Recipient<ServerEvent>,
+        tap: Option<WireTap>,
+    ) -> Self {
+        let cwd = match &spec.transport {
+            TransportSpec::Stdio { cwd: Some(c), .. } => c.clone(),
+            _ => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+        };
+        let kind = spec.transport.kind();
+        Self {
+            name: Arc::from(spec.name.as_str()),
+            spec,
+            generation,
+            events,
+            tap,
+            writer: None,
+            dropped: 0,
+            dropped_records: std::cell::Cell::new(0),
+            stderr_budget: STDERR_BURST,
+            stderr_refilled: Instant::now(),
+            stderr_suppressed: 0,
+            pgid: 0,
+            pending: HashMap::new(),
+            progress: HashMap::new(),
+            next_id: 0,
+            stderr_tail: VecDeque::new(),
+            stderr_done: true,
+            child_exited: false,
+            connected: false,
+            closing: false,
+            listing: false,
+            relist_pending: false,
+            era: None,
+            exit_reason: None,
+            cwd,
+            started: Instant::now(),
+            kind,
+            http: false,
+        }
+    }
+
+    fn trace(
+        &self,
+        dir: Direction,
+        line: &[u8],
+        id: Option<RequestId>,
+        method: Option<&str>,
+        latency: Option<Duration>,
+    ) {
+        let latency_us = latency.map(|d| d.as_micros() as u64);
+        tracing::debug!(
+            target: "mcp::wire",
+            server = %self.name,
+            dir = dir.as_str(),
+            id = ?id,
+            method = method.unwrap_or(""),
+            bytes = line.len(),
+            latency_us = ?latency_us,
+        );
+        if let Some(tap) = &self.tap {
+            let body = line.strip_suffix(b"\n").unwrap_or(line);
+            self.tapped(tap.try_send(WireRecord {
+                ts: SystemTime::now(),
+                server: self.name.clone(),
+                dir,
+                id,
+                method: method.map(str::to_owned),
+                latency_us,
+                message: Bytes::copy_from_slice(body),
+                http_status: None,
+                session: None,
+            }));
+        }
+    }
+
+    fn tapped(&self, sent: Result<(), mpsc::error::TrySendError<WireRecord>>) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = sent {
+            let n = self.dropped_records.get() + 1;
+            self.dropped_records.set(n);
+            if n.is_power_of_two() {
+                tracing::warn!(target: "mcp", server = %self.name, dropped = n,
+                    "the trace sink is behind; wire records dropped");
+            }
+        }
+    }
+
+    fn gone_reason(&self) -> String {
+        self.exit_reason
+            .clone()
+            .unwrap_or_else(|| "is shutting down".to_owned())
+    }
+
+    fn on_handshake(&mut self, res: Result<Handshake, String>, ctx: &mut Context<Self>) {
+        match res {
+            Ok((init, era, tools)) => {
+                self.connected = true;
+                self.era = Some(era);
+                let info = ConnectionInfo {
+                    protocol_version: era.version_str().to_owned(),
+                    server_info: init.server_info,
+                    instructions: init.instructions,
+                    connect_time: self.started.elapsed(),
+                    transport: self.kind,
+                    pid: u32::try_from(self.pgid).ok().filter(|p| *p > 0),
+                };
+                tracing::info!(target: "mcp", server = %self.name, tools = tools.len(), version = %info.protocol_version, "connected");
+                self.events.do_send(ServerEvent {
+                    server: self.spec.name.clone(),
+                    generation: self.generation,
+                    kind: ServerEventKind::Connected { info, tools },
+                });
+            }
+            Err(e) => {
+                if self.exit_reason.is_none() {
+                    self.exit_reason = Some(e);
+                }
+                self.kill_now(ctx);
+            }
+        }
+    }
+
+    fn kill_now(&mut self, ctx: &mut Context<Self>) {
+        self.closing = true;
+        self.writer = None;
+        if self.pgid > 0 && !self.child_exited {
+            signal_group(self.pgid, libc::SIGKILL);
+        } else {
+            ctx.stop();
+        }
+    }
+}
+
+impl Actor for McpServer {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(crate::MAILBOX);
+        if matches!(self.spec.transport, TransportSpec::Http { .. }) {
+            self.start_http(ctx);
+        } else if let Err(e) = self.spawn_child(ctx) {
+            tracing::info!(target: "mcp", server = %self.name, "{e}");
+            self.exit_reason = Some(e);
+            self.child_exited = true;
+            ctx.stop();
+            return;
+        }
+        let fut = handshake(ctx.address(), self.spec.max_tools);
+        ctx.spawn(
+            fut.into_actor(self)
+                .map(|res, act, ctx| act.on_handshake(res, ctx)),
+        );
+    }
+
+    fn stopped(&mut self, _ctx: &mut Self::Context) {
+        let reason = self.gone_reason();
+        self.fail_all(&reason);
+        if !self.child_exited {
+            signal_group(self.pgid, libc::SIGKILL);
+            unregister_group(self.pgid);
+        }
+        self.events.do_send(ServerEvent {
+            server: self.spec.name.clone(),
+            generation: self.generation,
+            kind: ServerEventKind::Exited {
+                connected: self.connected,
+                reason,
+                stderr_tail: self.stderr_tail.drain(..).collect(),
+            },
+        });
+    }
+}
+
+impl Handler<Shutdown> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: Shutdown, ctx: &mut Context<Self>) {
+        if self.http {
+            self.exit_reason
+                .get_or_insert_with(|| "was stopped".to_owned());
+            if msg.graceful {
+                self.cancel_all("is shutting down");
+            } else {
+                self.fail_all("is shutting down");
+            }
+            // Dropping the sender ends the HTTP task, which DELETEs the session and reports.
+            self.writer = None;
+            self.closing = true;
+            if msg.graceful {
+                ctx.run_later(self.spec.shutdown_grace * 2, |_, ctx| ctx.stop());
+            } else {
+                ctx.stop();
+            }
+            return;
+        }
+        if self.child_exited {
+            ctx.stop();
+            return;
+        }
+        if !msg.graceful {
+            self.exit_reason
+                .get_or_insert_with(|| "was stopped".to_owned());
+            self.fail_all("was stopped");
+            self.kill_now(ctx);
+            return;
+        }
+        if self.closing {
+            return;
+        }
+        self.closing = true;
+        self.exit_reason
+            .get_or_insert_with(|| "was stopped".to_owned());
+        self.cancel_all("is shutting down");
+        // Dropping the sender lets the writer flush and close stdin.
+        self.writer = None;
+        let grace = self.spec.shutdown_grace;
+        let pgid = self.pgid;
+        ctx.run_later(grace, move |act, ctx| {
+            if act.child_exited {
+                return;
+            }
+            tracing::debug!(target: "mcp", server = %act.name, "still running after stdin closed; SIGTERM");
+            signal_group(pgid, libc::SIGTERM);
+            ctx.run_later(grace, move |act, _| {
+                if !act.child_exited {
+                    tracing::debug!(target: "mcp", server = %act.name, "still running after SIGTERM; SIGKILL");
+                    signal_group(pgid, libc::SIGKILL);
+                }
+            });
+        });
+    }
+}

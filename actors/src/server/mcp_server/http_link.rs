@@ -1,0 +1,107 @@
+//! The actor's end of its HTTP task (`server/http.rs`): starting it, and what it reports
+//! (incoming lines, failed requests, HTTP statuses for the trace, the transport in use, its end).
+//! A fatal failure stops the actor like a child's exit, so the supervisor's restarts are shared.
+
+use std::time::{Duration, SystemTime};
+
+use actix::prelude::*;
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use super::requests::WRITE_QUEUE;
+use super::{McpServer, ReplyError};
+use crate::protocol::jsonrpc::RequestId;
+use crate::server::http;
+use crate::spec::TransportSpec;
+use crate::trace::{Direction, WireRecord};
+
+impl McpServer {
+    pub(super) fn start_http(&mut self, ctx: &mut Context<Self>) {
+        let TransportSpec::Http { url, headers, sse } = &self.spec.transport else {
+            return;
+        };
+        let target = http::HttpTarget {
+            name: self.name.clone(),
+            url: url.clone(),
+            headers: headers.clone(),
+            legacy: *sse,
+            max: self.spec.max_message_bytes,
+            request_timeout: self.spec.startup_timeout.max(self.spec.tool_timeout)
+                + Duration::from_secs(5),
+            connect_timeout: self.spec.startup_timeout.min(Duration::from_secs(10)),
+        };
+        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
+        self.writer = Some(tx);
+        self.http = true;
+        self.child_exited = true;
+        self.stderr_done = true;
+        actix_rt::spawn(http::run(target, rx, ctx.address()));
+    }
+}
+
+impl Handler<http::Inbound> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: http::Inbound, ctx: &mut Context<Self>) {
+        self.on_line(msg.0, ctx);
+    }
+}
+
+impl Handler<http::TransportFailed> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: http::TransportFailed, ctx: &mut Context<Self>) {
+        if let Some(p) = msg.id.and_then(|id| self.pending.remove(&id)) {
+            if let Some(id) = msg.id {
+                self.progress.remove(&id);
+            }
+            let _ = p.tx.send(Err(ReplyError::Transport(msg.error.clone())));
+        }
+        if msg.fatal && !self.closing {
+            tracing::info!(target: "mcp", server = %self.name, "connection lost: {}", msg.error);
+            let lost = format!("lost its connection ({})", msg.error);
+            self.exit_reason.get_or_insert(msg.error);
+            self.fail_all(&lost);
+            self.writer = None;
+            ctx.stop();
+        }
+    }
+}
+
+impl Handler<http::HttpStatus> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: http::HttpStatus, _ctx: &mut Context<Self>) {
+        tracing::debug!(target: "mcp::wire", server = %self.name, dir = "recv", id = ?msg.id,
+            method = %msg.method, http_status = msg.status, session = msg.session.as_deref().unwrap_or(""));
+        if let Some(tap) = &self.tap {
+            self.tapped(tap.try_send(WireRecord {
+                ts: SystemTime::now(),
+                server: self.name.clone(),
+                dir: Direction::Recv,
+                id: msg.id.map(RequestId::Number),
+                method: Some(msg.method),
+                latency_us: None,
+                message: Bytes::new(),
+                http_status: Some(msg.status),
+                session: msg.session,
+            }));
+        }
+    }
+}
+
+impl Handler<http::TransportKind> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: http::TransportKind, _ctx: &mut Context<Self>) {
+        self.kind = msg.0;
+    }
+}
+
+impl Handler<http::TransportClosed> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, _msg: http::TransportClosed, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}

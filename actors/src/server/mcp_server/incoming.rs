@@ -1,0 +1,224 @@
+//! What a server sends: replies routed to their pending request (the fast path first), the
+//! server's own requests answered (`ping`, `roots/list`, else -32601), notifications
+//! (list_changed starts a bounded re-list, progress goes to the call's sink, logging to
+//! tracing), and over-long messages (their id sniffed to fail that request).
+
+use actix::prelude::*;
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use super::{McpServer, Payload, ReplyError};
+use crate::messages::{ServerEvent, ServerEventKind, ToolProgress};
+use crate::protocol::jsonrpc::{
+    self, fast_response_id, sniff_id, ErrorObject, Incoming, RequestId, METHOD_NOT_FOUND,
+};
+use crate::protocol::types::{ListRootsResult, LoggingMessageParams, ProgressParams, Root};
+use crate::server::handshake::list_tools;
+use crate::trace::Direction;
+
+impl McpServer {
+    pub(super) fn on_line(&mut self, line: Bytes, ctx: &mut Context<Self>) {
+        if let Some(n) = fast_response_id(&line) {
+            if let Some(p) = self.pending.remove(&n) {
+                let id = Some(RequestId::Number(n));
+                self.trace(
+                    Direction::Recv,
+                    &line,
+                    id,
+                    Some(p.method),
+                    Some(p.sent.elapsed()),
+                );
+                self.progress.remove(&n);
+                let _ = p.tx.send(Ok(Payload::Line(line)));
+                return;
+            }
+        }
+        let msg = match Incoming::parse(&line) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::debug!(target: "mcp", server = %self.name, error = %e,
+                    line = %String::from_utf8_lossy(&line[..line.len().min(200)]), "skipped a line that is not JSON-RPC");
+                return;
+            }
+        };
+        match msg {
+            Incoming::Response { id, outcome } => {
+                let pending = match id {
+                    RequestId::Number(n) => self.pending.remove(&n).map(|p| (n, p)),
+                    RequestId::String(_) => None,
+                };
+                let Some((n, p)) = pending else {
+                    self.trace(Direction::Recv, &line, Some(id), None, None);
+                    tracing::debug!(target: "mcp", server = %self.name, "reply to no pending request (late or cancelled)");
+                    return;
+                };
+                self.trace(
+                    Direction::Recv,
+                    &line,
+                    Some(id),
+                    Some(p.method),
+                    Some(p.sent.elapsed()),
+                );
+                self.progress.remove(&n);
+                let reply = match outcome {
+                    Ok(raw) => Ok(Payload::Raw(raw.to_owned())),
+                    Err(e) => Err(ReplyError::Rpc(e)),
+                };
+                let _ = p.tx.send(reply);
+            }
+            Incoming::Request {
+                id,
+                method,
+                params: _,
+            } => {
+                self.trace(
+                    Direction::Recv,
+                    &line,
+                    Some(id.clone()),
+                    Some(&method),
+                    None,
+                );
+                let reply = match &*method {
+                    "ping" => jsonrpc::result_line(&id, &json!({})),
+                    "roots/list" => jsonrpc::result_line(&id, &self.roots()),
+                    other => jsonrpc::error_line(
+                        &id,
+                        &ErrorObject {
+                            code: METHOD_NOT_FOUND,
+                            message: format!("method not found: {other}"),
+                            data: None,
+                        },
+                    ),
+                };
+                let method = method.into_owned();
+                self.write(reply, Some(id), &method);
+            }
+            Incoming::Notification { method, params } => {
+                self.trace(Direction::Recv, &line, None, Some(&method), None);
+                self.on_notification(&method, params, ctx);
+            }
+        }
+    }
+
+    fn roots(&self) -> ListRootsResult {
+        let name = self
+            .cwd
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "/".to_owned());
+        ListRootsResult {
+            roots: vec![Root {
+                uri: format!("file://{}", self.cwd.display()),
+                name,
+            }],
+        }
+    }
+
+    fn on_notification(
+        &mut self,
+        method: &str,
+        params: Option<&RawValue>,
+        ctx: &mut Context<Self>,
+    ) {
+        match method {
+            "notifications/tools/list_changed" => self.relist(ctx),
+            "notifications/progress" => {
+                let Some(p) =
+                    params.and_then(|p| serde_json::from_str::<ProgressParams>(p.get()).ok())
+                else {
+                    return;
+                };
+                tracing::info!(target: "mcp::progress", server = %self.name, progress = p.progress, total = ?p.total, message = ?p.message);
+                if let Some(sink) = p
+                    .progress_token
+                    .as_i64()
+                    .and_then(|t| self.progress.get(&t))
+                {
+                    sink.send(ToolProgress {
+                        server: self.spec.name.clone(),
+                        progress: p.progress,
+                        total: p.total,
+                        message: p.message,
+                    });
+                }
+            }
+            "notifications/message" => {
+                let Some(m) =
+                    params.and_then(|p| serde_json::from_str::<LoggingMessageParams>(p.get()).ok())
+                else {
+                    return;
+                };
+                let data = match &m.data {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let logger = m.logger.as_deref().unwrap_or("");
+                match m.level.as_str() {
+                    "debug" => {
+                        tracing::debug!(target: "mcp::server", server = %self.name, logger, "{data}")
+                    }
+                    "info" | "notice" => {
+                        tracing::info!(target: "mcp::server", server = %self.name, logger, "{data}")
+                    }
+                    "warning" => {
+                        tracing::warn!(target: "mcp::server", server = %self.name, logger, "{data}")
+                    }
+                    _ => {
+                        tracing::error!(target: "mcp::server", server = %self.name, logger, level = %m.level, "{data}")
+                    }
+                }
+            }
+            _ => {
+                tracing::debug!(target: "mcp", server = %self.name, method, "notification ignored")
+            }
+        }
+    }
+
+    fn relist(&mut self, ctx: &mut Context<Self>) {
+        if !self.connected || self.closing {
+            return;
+        }
+        if self.listing {
+            self.relist_pending = true;
+            return;
+        }
+        self.listing = true;
+        // A re-list is bounded like the handshake.
+        let bound = self.spec.startup_timeout;
+        let list = list_tools(ctx.address(), self.spec.max_tools);
+        let fut = async move {
+            tokio::time::timeout(bound, list).await.unwrap_or_else(|_| {
+                Err(format!(
+                    "tools/list did not finish within {} (startupTimeoutSec)",
+                    crate::error::fmt_duration(bound)
+                ))
+            })
+        };
+        ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
+            act.listing = false;
+            match res {
+                Ok(tools) => act.events.do_send(ServerEvent {
+                    server: act.spec.name.clone(),
+                    generation: act.generation,
+                    kind: ServerEventKind::ToolsChanged { tools },
+                }),
+                Err(e) => tracing::warn!(target: "mcp", server = %act.name, "tools/list after list_changed failed: {e}"),
+            }
+            if std::mem::take(&mut act.relist_pending) {
+                act.relist(ctx);
+            }
+        }));
+    }
+
+    pub(super) fn on_too_long(&mut self, prefix: Bytes, max: usize) {
+        let id = sniff_id(&prefix);
+        tracing::warn!(target: "mcp", server = %self.name, id = ?id, max, "discarded a message over the maximum message size");
+        if let Some(RequestId::Number(n)) = id {
+            if let Some(p) = self.pending.remove(&n) {
+                self.progress.remove(&n);
+                let _ = p.tx.send(Err(ReplyError::TooLarge(max)));
+            }
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! What the actor sends: the pending map's entries (inserted before their request is written),
+//! the bounded write queue (our requests wait for room, answers and notifications are dropped
+//! and counted when it is full), the internal messages that send a request or a notification
+//! from a future (the handshake, a re-list), and cancellation.
+
+use std::time::Instant;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::McpServer;
+use crate::protocol::jsonrpc::{self, ErrorObject, LineError, RequestId};
+use crate::protocol::types::CancelledParams;
+use crate::trace::Direction;
+
+/// Messages waiting to be written to a server (stdin, or the HTTP task). When the queue is full
+/// our own requests wait for room until their timeout; answers to the server's requests and our
+/// notifications are dropped and counted, so a server that floods requests and reads nothing
+/// cannot grow us.
+pub(super) const WRITE_QUEUE: usize = 1024;
+
+/// Why a pending request ended without a result.
+#[derive(Debug)]
+pub(in crate::server) enum ReplyError {
+    Rpc(ErrorObject),
+    Gone(String),
+    TooLarge(usize),
+    Transport(String),
+}
+
+pub(in crate::server) type Reply = Result<Payload, ReplyError>;
+
+/// A successful reply: its result split out by the envelope parser, or (fast path) the whole
+/// line, whose `result` the waiter parses once into its own type.
+#[derive(Debug)]
+pub(in crate::server) enum Payload {
+    Raw(Box<RawValue>),
+    Line(Bytes),
+}
+
+impl Payload {
+    pub(in crate::server) fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, LineError> {
+        match self {
+            Payload::Raw(r) => Ok(serde_json::from_str(r.get())?),
+            Payload::Line(l) => jsonrpc::line_result(l),
+        }
+    }
+}
+
+/// A request of ours waiting for its reply: who waits, its method (for the trace) and when it
+/// was written (for the latency).
+pub(super) struct Pending {
+    pub(super) tx: oneshot::Sender<Reply>,
+    pub(super) method: &'static str,
+    pub(super) sent: Instant,
+}
+
+/// Send a request from inside the runtime (handshake, tools/list); replies with the receiver.
+#[derive(Message)]
+#[rtype(result = "(oneshot::Receiver<Reply>, Option<Backlog>)")]
+pub(in crate::server) struct Rpc {
+    pub(in crate::server) method: &'static str,
+    pub(in crate::server) params: Option<Value>,
+}
+
+/// Send a notification without params.
+#[derive(Message)]
+#[rtype(result = "Option<Backlog>")]
+pub(in crate::server) struct Notify {
+    pub(in crate::server) method: &'static str,
+}
+
+/// Drop a pending request and tell the server.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(super) struct CancelRequest {
+    pub(super) id: i64,
+    pub(super) reason: &'static str,
+}
+
+/// A line that found the write queue full, and the writer to wait for room on.
+pub(in crate::server) struct Backlog {
+    writer: mpsc::Sender<Vec<u8>>,
+    line: Vec<u8>,
+}
+
+impl Backlog {
+    /// Waits for room and writes; `false` if the writer went away. Unbounded by itself: every
+    /// caller waits inside its own bound (the call's timeout, the startup timeout, the re-list's).
+    pub(in crate::server) async fn send(self) -> bool {
+        self.writer.send(self.line).await.is_ok()
+    }
+}
+
+/// What became of a line handed to the writer.
+enum Queued {
+    Sent,
+    Full(Vec<u8>),
+    Closed,
+}
+
+impl McpServer {
+    pub(super) fn alloc_id(&mut self) -> i64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// Queues one line for the writer. A full queue hands the line back (`Full`).
+    fn enqueue(&self, line: Vec<u8>) -> Queued {
+        let Some(w) = &self.writer else {
+            return Queued::Closed;
+        };
+        match w.try_send(line) {
+            Ok(()) => Queued::Sent,
+            Err(mpsc::error::TrySendError::Full(line)) => Queued::Full(line),
+            Err(mpsc::error::TrySendError::Closed(_)) => Queued::Closed,
+        }
+    }
+
+    /// Writes an answer or a notification, or drops it (counted) when the queue is full.
+    pub(super) fn write(&mut self, line: Vec<u8>, id: Option<RequestId>, method: &str) -> bool {
+        self.trace(Direction::Send, &line, id.clone(), Some(method), None);
+        match self.enqueue(line) {
+            Queued::Sent => true,
+            Queued::Closed => false,
+            Queued::Full(_) => {
+                self.dropped += 1;
+                if self.dropped.is_power_of_two() {
+                    tracing::warn!(target: "mcp", server = %self.name, dropped = self.dropped, method,
+                        "the server is not reading its input: its write queue ({WRITE_QUEUE} messages) is full; answers and notifications are dropped");
+                }
+                false
+            }
+        }
+    }
+
+    /// Inserts into the pending map, then queues the request (in that order). When the write
+    /// queue is full the line comes back as a [`Backlog`], for the caller's future to wait for
+    /// room within the caller's own bound.
+    pub(super) fn request(
+        &mut self,
+        method: &'static str,
+        line: Vec<u8>,
+        id: i64,
+    ) -> (oneshot::Receiver<Reply>, Option<Backlog>) {
+        let (tx, rx) = oneshot::channel();
+        if self.writer.is_none() {
+            let _ = tx.send(Err(ReplyError::Gone(self.gone_reason())));
+            return (rx, None);
+        }
+        self.pending.insert(
+            id,
+            Pending {
+                tx,
+                method,
+                sent: Instant::now(),
+            },
+        );
+        self.trace(
+            Direction::Send,
+            &line,
+            Some(RequestId::Number(id)),
+            Some(method),
+            None,
+        );
+        (rx, self.backlog(line))
+    }
+
+    /// Queues `line`; a full queue hands it back with the writer, to wait for room on.
+    fn backlog(&self, line: Vec<u8>) -> Option<Backlog> {
+        match self.enqueue(line) {
+            Queued::Full(line) => self.writer.clone().map(|writer| Backlog { writer, line }),
+            Queued::Sent | Queued::Closed => None,
+        }
+    }
+
+    /// Tells the server that every request still in flight is abandoned (graceful shutdown:
+    /// a server may be in the middle of long work it can stop), then fails them.
+    pub(super) fn cancel_all(&mut self, reason: &str) {
+        let ids: Vec<i64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.method != "initialize")
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            let params = CancelledParams {
+                request_id: id,
+                reason: "the client is shutting down",
+            };
+            let line = jsonrpc::notification_line("notifications/cancelled", Some(&params));
+            self.write(line, None, "notifications/cancelled");
+        }
+        self.fail_all(reason);
+    }
+
+    pub(super) fn fail_all(&mut self, reason: &str) {
+        for (_, p) in self.pending.drain() {
+            let _ = p.tx.send(Err(ReplyError::Gone(reason.to_owned())));
+        }
+        self.progress.clear();
+    }
+}
+
+impl Handler<Rpc> for McpServer {
+    type Result = MessageResult<Rpc>;
+
+    fn handle(&mut self, msg: Rpc, _ctx: &mut Context<Self>) -> Self::Result {
+        let id = self.alloc_id();
+        let line = jsonrpc::request_line(id, msg.method, msg.params.as_ref());
+        MessageResult(self.request(msg.method, line, id))
+    }
+}
+
+impl Handler<Notify> for McpServer {
+    type Result = Option<Backlog>;
+
+    fn handle(&mut self, msg: Notify, _ctx: &mut Context<Self>) -> Option<Backlog> {
+        let line = jsonrpc::notification_line::<()>(msg.method, None);
+        self.trace(Direction::Send, &line, None, Some(msg.method), None);
+        self.backlog(line)
+    }
+}
+
+impl Handler<CancelRequest> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: CancelRequest, _ctx: &mut Context<Self>) {
+        if self.pending.remove(&msg.id).is_none() {
+            return;
+        }
+        self.progress.remove(&msg.id);
+        let params = CancelledParams {
+            request_id: msg.id,
+            reason: msg.reason,
+        };
+        let line = jsonrpc::notification_line("notifications/cancelled", Some(&params));
+        self.write(line, None, "notifications/cancelled");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::jsonrpc::fast_response_id;
+
+    #[test]
+    fn fast_path_takes_only_the_exact_prefix() {
+        assert_eq!(
+            fast_response_id(br#"{"jsonrpc":"2.0","id":17,"result":{}}"#),
+            Some(17)
+        );
+        assert_eq!(
+            fast_response_id(br#"{"jsonrpc":"2.0","id":0,"result":{}}"#),
+            Some(0)
+        );
+        assert_eq!(
+            fast_response_id(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#),
+            None
+        );
+        assert_eq!(
+            fast_response_id(br#"{"jsonrpc":"2.0","id":1,"error":{}}"#),
+            None
+        );
+        assert_eq!(
+            fast_response_id(br#"{"result":{},"jsonrpc":"2.0","id":1}"#),
+            None
+        );
+        let line =
+            Bytes::from_static(br#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a"}]}}"#);
+        let page: crate::protocol::types::ListToolsResult = Payload::Line(line).parse().unwrap();
+        assert_eq!(page.tools[0].name, "a");
+    }
+}
