@@ -106,7 +106,7 @@ fn bench(c: &mut Criterion) {
     );
     update(
         &mut s,
-        Event::Engine(harness9::engine::EngineEvent::TextDelta(answer)),
+        Event::Engine(harness9::agent::engine::EngineEvent::TextDelta(answer)),
     );
     c.bench_function("session frame, a 2,000-line markdown answer", |b| {
         b.iter(|| {

@@ -42,7 +42,8 @@ fn init_logging(verbose: u8, to_file: bool) {
     if to_file {
         // The screen belongs to the TUI: logs go to a file, or nowhere if it cannot be opened.
         let path = tui_log_path();
-        if let Ok(file) = harness9::log_file::CappedLog::open(&path, harness9::log_file::MAX_BYTES)
+        if let Ok(file) =
+            harness9::app::log_file::CappedLog::open(&path, harness9::app::log_file::MAX_BYTES)
         {
             let _ = tracing_subscriber::fmt()
                 .with_env_filter(filter)
@@ -100,8 +101,8 @@ fn main() -> ExitCode {
     spawn_orphan_reaper();
     // The command line, resolved once: every front end runs on these options.
     let opts = harness9::app::SessionOptions::from_cli(&cli);
-    match harness9::model::settings::mcp_sandbox_default(&opts.model) {
-        Ok(Some(default)) => harness9::config::set_sandbox_default(default),
+    match harness9::agent::model::settings::mcp_sandbox_default(&opts.model) {
+        Ok(Some(default)) => harness9::app::config::set_sandbox_default(default),
         Ok(None) => {}
         Err(e) => {
             eprintln!("harness9: {e}");
@@ -121,7 +122,7 @@ fn main() -> ExitCode {
     let code = sys.block_on(async {
         let result = match &cli.command {
             Some(Command::Mcp(cmd)) => run_mcp(&opts, cmd).await,
-            Some(Command::Run(args)) => harness9::run::run(&opts, args).await,
+            Some(Command::Run(args)) => harness9::cli::run::run(&opts, args).await,
             None => harness9::tui::run(&opts, started).await,
         };
         match result {

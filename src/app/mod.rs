@@ -1,8 +1,15 @@
 //! The application around the runtime: the one [`Session`] wiring every front end uses, the
-//! running [`Runtime`], and the [`ConfigWatcher`] that owns hot reload.
+//! running [`Runtime`], the [`ConfigWatcher`] that owns hot reload, the `.mcp.json` parser
+//! ([`config`]) and its trust store ([`trust`]), the `--trace` file and the TUI's log file.
 
+pub mod config;
+#[cfg(test)]
+mod config_props;
+pub mod log_file;
 mod runtime;
 mod session;
+pub mod trace_file;
+pub mod trust;
 pub mod watcher;
 
 pub use runtime::{spawn_event_printer, Runtime};

@@ -66,7 +66,7 @@ impl Runtime {
 
     /// Installs the built-in tools, run in `root`, in the registry (they win name clashes).
     pub fn install_builtins(&self, root: &std::path::Path) {
-        use crate::builtins::{definitions, BuiltinOptions, Builtins};
+        use crate::agent::builtins::{definitions, BuiltinOptions, Builtins};
         self.registry.do_send(SetBuiltins {
             tools: definitions(),
             executor: Builtins::new(root.to_path_buf(), BuiltinOptions::default())

@@ -15,10 +15,10 @@ use tokio::sync::{mpsc, watch};
 
 use super::runtime::Runtime;
 use super::watcher::{ConfigWatcher, StopWatching};
-use crate::config::{self, Config};
-use crate::engine::{Engine, EngineConfig};
-use crate::model::settings::{self, ModelFlags, Settings};
-use crate::model::{Provider, ProviderConfig};
+use crate::agent::engine::{Engine, EngineConfig};
+use crate::agent::model::settings::{self, ModelFlags, Settings};
+use crate::agent::model::{Provider, ProviderConfig};
+use crate::app::config::{self, Config};
 
 /// How long the trace file's writer has to finish at the end of a session.
 const TRACE_JOIN: Duration = Duration::from_secs(2);
@@ -66,9 +66,9 @@ impl SessionOptions {
     }
 
     /// Loads `.mcp.json` (a missing default file is an empty config); a found project config's
-    /// unapproved servers are held (see [`crate::trust`]).
+    /// unapproved servers are held (see [`crate::app::trust`]).
     pub fn load_config(&self) -> anyhow::Result<Config> {
-        crate::trust::load(
+        crate::app::trust::load(
             &self.config_path,
             self.config_must_exist,
             self.approve_project,
@@ -118,7 +118,7 @@ impl Session {
         let (secrets, secrets_rx) = watch::channel(config.secrets.clone());
         let (file_tap, trace_writer) = match &opts.trace {
             Some(p) => {
-                let (tap, handle) = crate::trace_file::open_watched(p, secrets_rx)?;
+                let (tap, handle) = crate::app::trace_file::open_watched(p, secrets_rx)?;
                 (Some(tap), Some(handle))
             }
             None => (None, None),

@@ -13,7 +13,7 @@ use harness9_actors::messages::Reconcile;
 use harness9_actors::ServerSupervisor;
 use tokio::sync::watch;
 
-use crate::config;
+use crate::app::config;
 
 /// How often `.mcp.json` is checked for changes on disk.
 const WATCH_EVERY: Duration = Duration::from_millis(400);
@@ -149,7 +149,7 @@ impl ConfigWatcher {
         let shown = self.path.display().to_string();
         // A new or changed server of a project config comes back held (unapproved): it stops
         // (if it ran with an older spec) and the trust screen asks about it.
-        match crate::trust::load(&self.path, self.must_exist, self.approve_project) {
+        match crate::app::trust::load(&self.path, self.must_exist, self.approve_project) {
             Err(e) => self.publish(ConfigOutcome::Invalid(format!("{e:#}"))),
             Ok(cfg) => {
                 self.secrets.send_replace(cfg.secrets.clone());
@@ -176,8 +176,8 @@ impl ConfigWatcher {
     fn approve(&mut self, servers: &[(String, String)]) -> ConfigOutcome {
         let outcome = (|| -> anyhow::Result<Vec<String>> {
             let cfg = config::load(&self.path, self.must_exist)?;
-            let key = crate::trust::config_key(&self.path);
-            let mut store = crate::trust::Approvals::load(&crate::trust::store_path())?;
+            let key = crate::app::trust::config_key(&self.path);
+            let mut store = crate::app::trust::Approvals::load(&crate::app::trust::store_path())?;
             let mut done = Vec::new();
             for (name, shown) in servers {
                 match cfg.servers.iter().find(|s| s.name == *name) {

@@ -20,12 +20,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::state::{update, Effect, Event, State};
 use super::{restore_terminal, take_terminal, EDITOR_RUNNING};
-use crate::app::watcher::{
-    ApproveServers, ConfigChanged, ConfigOutcome, ConfigWatcher, ReloadConfig,
-};
-use crate::engine::{
+use crate::agent::engine::{
     turn_stream, CancelTurn, ClearConversation, Engine, EngineError, RunTurn, TurnEvent,
     TurnOutcome,
+};
+use crate::app::watcher::{
+    ApproveServers, ConfigChanged, ConfigOutcome, ConfigWatcher, ReloadConfig,
 };
 
 /// Shortest time between two frames.

@@ -21,10 +21,10 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use actor::{Quit, Tui, TuiSetup};
 
+use crate::agent::model::settings::how_to_configure;
+use crate::app::config;
 use crate::app::watcher::SubscribeConfig;
 use crate::app::{Session, SessionOptions, Start};
-use crate::config;
-use crate::model::settings::how_to_configure;
 
 /// Set while the terminal is in raw mode on the alternate screen: the panic hook restores it.
 static TERMINAL_TAKEN: AtomicBool = AtomicBool::new(false);

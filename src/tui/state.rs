@@ -12,7 +12,7 @@ use harness9_actors::messages::{ServerStatus, StatusSnapshot, ToolEntry};
 use harness9_actors::trace::{Direction, WireRecord};
 use serde_json::Value;
 
-use crate::engine::EngineEvent;
+use crate::agent::engine::EngineEvent;
 use crate::sanitize::clean;
 
 use super::trust::trust_key;

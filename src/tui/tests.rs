@@ -345,7 +345,7 @@ fn no_servers_no_bar_and_an_empty_panel() {
 
 #[test]
 fn a_model_turn_streams_text_and_folds_tool_calls() {
-    use crate::engine::EngineEvent;
+    use crate::agent::engine::EngineEvent;
     let mut s = state_with(
         vec![("everything", connected(2, 12))],
         vec![tool("everything", "echo", "Echoes back the input string")],

@@ -700,7 +700,7 @@ fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area: Rect) {
 // ---- /trace ---------------------------------------------------------------------------------
 
 fn trace_row_line(r: &TraceRow, selected: bool, width: usize) -> Line<'static> {
-    let ts = crate::trace_file::rfc3339(r.ts);
+    let ts = crate::app::trace_file::rfc3339(r.ts);
     let time = ts.get(11..23).unwrap_or(&ts).to_owned();
     let (arrow, color) = match r.dir {
         Direction::Send => ("→", Color::Cyan),
@@ -800,7 +800,7 @@ fn draw_trace(state: &State, t: &TraceView, frame: &mut Frame, area: Rect) {
         let pretty = serde_json::from_slice::<serde_json::Value>(&r.message)
             .ok()
             .and_then(|mut v| {
-                crate::trace_file::redact(&mut v, &state.secrets);
+                crate::app::trace_file::redact(&mut v, &state.secrets);
                 serde_json::to_string_pretty(&v).ok()
             })
             .unwrap_or_else(|| {

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::config::{self, Config};
+use crate::app::config::{self, Config};
 
 /// The variable that names the approvals file (tests point it at a temp file).
 pub const ENV: &str = "HARNESS9_APPROVALS";

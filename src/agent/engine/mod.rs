@@ -28,7 +28,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{
+use crate::agent::model::{
     arguments_problem, truncate_chars, Block, Message, ModelError, ModelRequest, Provider,
     ResultPart, Role, StopReason, StreamEvent, ToolDef, Usage,
 };
@@ -69,7 +69,7 @@ impl EngineConfig {
     /// in `cwd`; at most 32 KiB). Built once, so it stays the same all session (a stable
     /// prompt-cache prefix).
     pub fn with_environment(mut self, cwd: &Path) -> Self {
-        let today = crate::trace_file::rfc3339(std::time::SystemTime::now());
+        let today = crate::app::trace_file::rfc3339(std::time::SystemTime::now());
         let mut s = format!(
             "{SYSTEM_PROMPT}\n\nEnvironment:\n- working directory: {}\n- platform: {} {}\n- today: {}",
             cwd.display(),
@@ -383,7 +383,7 @@ async fn emit(events: &mpsc::Sender<TurnEvent>, cancel: &CancellationToken, e: E
     }
 }
 
-/// The error result of a call whose arguments [`tool_input`](crate::model::tool_input) kept
+/// The error result of a call whose arguments [`tool_input`](crate::agent::model::tool_input) kept
 /// raw; `cut` when the reply ended at `max_tokens` inside this call.
 fn bad_arguments(name: &str, raw: &str, cut: bool) -> String {
     let mut s = format!(
@@ -800,7 +800,7 @@ mod tests {
         };
         // The built-ins as registered: their own annotations decide.
         let builtin = |name: &str| {
-            let tool = crate::builtins::definitions()
+            let tool = crate::agent::builtins::definitions()
                 .into_iter()
                 .find(|t| t.name == name)
                 .expect("a built-in");

@@ -11,12 +11,12 @@ use anyhow::Context as _;
 use harness9_actors::messages::StatusSnapshot;
 use serde_json::{json, Value};
 
-use crate::app::{spawn_event_printer, Session, SessionOptions, Start};
-use crate::cli::{interrupted, RunArgs};
-use crate::engine::{
+use crate::agent::engine::{
     turn_stream, CancelTurn, Engine, EngineError, EngineEvent, RunTurn, TurnEvent, TurnOutcome,
 };
-use crate::model::settings;
+use crate::agent::model::settings;
+use crate::app::{spawn_event_printer, Session, SessionOptions, Start};
+use crate::cli::{interrupted, RunArgs};
 use crate::sanitize::{clean_line, clean_text, to_json};
 
 /// Prints a turn's events as they come: JSON lines on stdout, or a line per tool call on
@@ -135,7 +135,7 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
         args.prompt.clone()
     };
     let config = opts.load_config()?;
-    crate::trust::print_hints(&config, None);
+    crate::app::trust::print_hints(&config, None);
     let start = Start {
         builtins: true,
         ..Start::default()

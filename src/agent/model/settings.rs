@@ -12,7 +12,7 @@ use toml::Spanned;
 use super::config::{url_host, MaxTokensField, ProviderConfig, ProviderKind};
 
 /// The shipped defaults.
-pub const DEFAULTS: &str = include_str!("../../config/harness9.toml");
+pub const DEFAULTS: &str = include_str!("../../../config/harness9.toml");
 
 /// How the shipped defaults are named in errors.
 const DEFAULTS_NAME: &str = "<built-in config/harness9.toml>";
@@ -129,7 +129,7 @@ struct FileSettings {
 #[serde(deny_unknown_fields)]
 struct McpSection {
     /// The sandbox of every stdio server whose entry has no `"sandbox"` of its own.
-    sandbox: Option<crate::config::SandboxField>,
+    sandbox: Option<crate::app::config::SandboxField>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -265,7 +265,7 @@ fn read_user_file(flags: &ModelFlags) -> Result<Option<(PathBuf, String)>, Setti
 /// every stdio server whose `.mcp.json` entry has no `"sandbox"`.
 pub fn mcp_sandbox_default(
     flags: &ModelFlags,
-) -> Result<Option<crate::config::SandboxField>, SettingsError> {
+) -> Result<Option<crate::app::config::SandboxField>, SettingsError> {
     let defaults = parse_file(DEFAULTS_NAME, DEFAULTS)?;
     let user = match read_user_file(flags)? {
         Some((path, text)) => parse_file(&path.display().to_string(), &text)?.mcp.sandbox,
@@ -521,7 +521,7 @@ mod tests {
         let f = parse_file("h.toml", "[mcp]\nsandbox = true\n").unwrap();
         assert_eq!(
             f.mcp.sandbox,
-            Some(crate::config::SandboxField {
+            Some(crate::app::config::SandboxField {
                 on: true,
                 ..Default::default()
             })
@@ -533,7 +533,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             f.mcp.sandbox,
-            Some(crate::config::SandboxField {
+            Some(crate::app::config::SandboxField {
                 on: true,
                 writable: vec!["/data".into()],
                 network: true

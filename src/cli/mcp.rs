@@ -1,13 +1,10 @@
-//! The headless CLI: `harness9 mcp list|get|call|approve`.
+//! `harness9 mcp list|get|call|approve`: the servers, headless.
 
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
-use clap::{Args, Parser, Subcommand};
 use harness9_actors::error::fmt_duration;
 use harness9_actors::messages::{
     CallTool, ListTools, ProgressSink, ServerState, ServerStatus, StatusSnapshot, ToolEntry,
@@ -16,6 +13,8 @@ use harness9_actors::messages::{
 use harness9_actors::{ServerSpec, ToolRegistry};
 use serde_json::{json, Value};
 
+use super::{interrupted, McpCommand};
+use crate::app::config::{self, Config};
 use crate::app::{spawn_event_printer, Runtime, Session, SessionOptions, Start};
 use crate::sanitize::{clean_line, clean_text, to_json};
 
@@ -26,120 +25,11 @@ macro_rules! say {
         writeln!(std::io::stdout().lock(), $($t)*)?;
     }};
 }
-use crate::config::{self, Config};
-
-/// harness9: a terminal agent harness with an actor-based MCP client runtime.
-#[derive(Debug, Parser)]
-#[command(name = "harness9", version, about)]
-pub struct Cli {
-    /// The MCP config file [default: ./.mcp.json].
-    #[arg(long, global = true, value_name = "PATH")]
-    pub config: Option<PathBuf>,
-    /// Write every JSON-RPC message as JSONL to FILE (secrets redacted).
-    #[arg(long, global = true, value_name = "FILE")]
-    pub trace: Option<PathBuf>,
-    /// The model provider: anthropic or openai (OpenAI-compatible: Ollama, vLLM, llama.cpp).
-    #[arg(long, global = true, value_name = "NAME")]
-    pub provider: Option<String>,
-    /// The model name.
-    #[arg(long, global = true, value_name = "MODEL")]
-    pub model: Option<String>,
-    /// The provider's base URL (e.g. http://localhost:11434/v1 for Ollama).
-    #[arg(long, global = true, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// Model settings file [default: ./harness9.toml, then ~/.config/harness9/config.toml].
-    #[arg(long, global = true, value_name = "PATH")]
-    pub settings: Option<PathBuf>,
-    /// In the interactive session, run bash and write_file without asking first.
-    #[arg(long, global = true)]
-    pub yes: bool,
-    /// Approve every server of the project's ./.mcp.json as it is now, and run them.
-    #[arg(long, global = true)]
-    pub approve_project: bool,
-    /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
-    /// What to do; without a command the interactive session opens.
-    #[command(subcommand)]
-    pub command: Option<Command>,
-}
-
-/// Top-level commands.
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Inspect and call MCP servers.
-    #[command(subcommand)]
-    Mcp(McpCommand),
-    /// Run one task headless: the model uses every tool until it answers.
-    Run(RunArgs),
-}
-
-/// `harness9 run ...`
-#[derive(Debug, Args)]
-pub struct RunArgs {
-    /// The task, or - to read it from stdin.
-    #[arg(short, long)]
-    pub prompt: String,
-    /// Print one JSON event per line (start, model, tool_call, tool_progress, tool_result,
-    /// model_retry, done or error).
-    #[arg(long)]
-    pub json: bool,
-    /// Model calls before giving up [default: max_steps of harness9.toml, 50].
-    #[arg(long, value_name = "N")]
-    pub max_steps: Option<u32>,
-    /// Where cut tool results are saved whole [default: the temp dir's harness9-results].
-    #[arg(long, value_name = "DIR")]
-    pub spill_dir: Option<PathBuf>,
-}
-
-/// `harness9 mcp ...`
-#[derive(Debug, Subcommand)]
-pub enum McpCommand {
-    /// Connect every server and show its status; exits 1 if any failed.
-    List(JsonFlag),
-    /// Show one server's tools with descriptions and input schemas.
-    Get {
-        /// The server's name in .mcp.json.
-        server: String,
-        /// Output format.
-        #[command(flatten)]
-        json: JsonFlag,
-    },
-    /// Call one tool and print its result; exits 1 on isError, timeout or failure.
-    Call {
-        /// The server's name in .mcp.json.
-        server: String,
-        /// The tool's name on that server.
-        tool: String,
-        /// The arguments as a JSON object, or - to read them from stdin.
-        #[arg(long, value_name = "JSON")]
-        args: Option<String>,
-        /// Timeout in seconds (default: the server's toolTimeoutSec).
-        #[arg(long, value_name = "SECS")]
-        timeout: Option<f64>,
-        /// Output format.
-        #[command(flatten)]
-        json: JsonFlag,
-    },
-    /// Approve servers of the project's .mcp.json (as they are now) so they may start.
-    Approve {
-        /// The servers to approve; every server when none is named.
-        servers: Vec<String>,
-    },
-}
-
-/// `--json`
-#[derive(Debug, Args)]
-pub struct JsonFlag {
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
 
 /// Runs a `mcp` subcommand; every child is gone when this returns.
 pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
     if let McpCommand::Approve { servers } = cmd {
-        for line in crate::trust::approve(&opts.config_path, servers)? {
+        for line in crate::app::trust::approve(&opts.config_path, servers)? {
             say!("{line}");
         }
         return Ok(ExitCode::SUCCESS);
@@ -171,7 +61,7 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         }
     };
     let mut session = Session::start(opts, &config, specs, Start::default())?;
-    crate::trust::print_hints(&config, only);
+    crate::app::trust::print_hints(&config, only);
     spawn_event_printer(session.runtime.status.clone(), opts.verbose > 0);
     let rt = &mut session.runtime;
     let result = async {
@@ -214,23 +104,6 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
     };
     session.close().await;
     out
-}
-
-/// Resolves on SIGINT, SIGTERM or SIGHUP (a closed terminal), so every exit path stops the
-/// children.
-pub async fn interrupted() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-        _ = hup.recv() => {}
-    }
 }
 
 fn status_json(name: &str, st: &ServerState) -> Value {
@@ -416,7 +289,7 @@ async fn get(
                     say!("  {l}");
                 }
             }
-            match crate::engine::schema_object(t.tool.input_schema.get()) {
+            match crate::agent::engine::schema_object(t.tool.input_schema.get()) {
                 Ok(schema) => {
                     // JSON escapes C0 controls in strings, but not DEL or C1.
                     let pretty = serde_json::to_string_pretty(&schema)?;
@@ -534,6 +407,3 @@ async fn call(
         }
     }
 }
-
-/// Shared so `main` can tell what to print.
-pub type SharedCli = Arc<Cli>;

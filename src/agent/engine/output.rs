@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use harness9_actors::protocol::render::human_bytes;
 use harness9_actors::protocol::types::{CallToolResult, ContentBlock};
 
-use crate::model::ResultPart;
+use crate::agent::model::ResultPart;
 
 /// Bytes per token, for the estimate.
 const BYTES_PER_TOKEN: usize = 4;

@@ -1,0 +1,136 @@
+//! The command line: its flags and commands (clap), and the headless front ends:
+//! `harness9 mcp list|get|call|approve` in [`mcp`], `harness9 run -p` in [`run`].
+
+pub mod mcp;
+pub mod run;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+pub use mcp::run_mcp;
+
+/// harness9: a terminal agent harness with an actor-based MCP client runtime.
+#[derive(Debug, Parser)]
+#[command(name = "harness9", version, about)]
+pub struct Cli {
+    /// The MCP config file [default: ./.mcp.json].
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Write every JSON-RPC message as JSONL to FILE (secrets redacted).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// The model provider: anthropic or openai (OpenAI-compatible: Ollama, vLLM, llama.cpp).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// The model name.
+    #[arg(long, global = true, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// The provider's base URL (e.g. http://localhost:11434/v1 for Ollama).
+    #[arg(long, global = true, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Model settings file [default: ./harness9.toml, then ~/.config/harness9/config.toml].
+    #[arg(long, global = true, value_name = "PATH")]
+    pub settings: Option<PathBuf>,
+    /// In the interactive session, run bash and write_file without asking first.
+    #[arg(long, global = true)]
+    pub yes: bool,
+    /// Approve every server of the project's ./.mcp.json as it is now, and run them.
+    #[arg(long, global = true)]
+    pub approve_project: bool,
+    /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// What to do; without a command the interactive session opens.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect and call MCP servers.
+    #[command(subcommand)]
+    Mcp(McpCommand),
+    /// Run one task headless: the model uses every tool until it answers.
+    Run(RunArgs),
+}
+
+/// `harness9 run ...`
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The task, or - to read it from stdin.
+    #[arg(short, long)]
+    pub prompt: String,
+    /// Print one JSON event per line (start, model, tool_call, tool_progress, tool_result,
+    /// model_retry, done or error).
+    #[arg(long)]
+    pub json: bool,
+    /// Model calls before giving up [default: max_steps of harness9.toml, 50].
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
+    /// Where cut tool results are saved whole [default: the temp dir's harness9-results].
+    #[arg(long, value_name = "DIR")]
+    pub spill_dir: Option<PathBuf>,
+}
+
+/// `harness9 mcp ...`
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Connect every server and show its status; exits 1 if any failed.
+    List(JsonFlag),
+    /// Show one server's tools with descriptions and input schemas.
+    Get {
+        /// The server's name in .mcp.json.
+        server: String,
+        /// Output format.
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Call one tool and print its result; exits 1 on isError, timeout or failure.
+    Call {
+        /// The server's name in .mcp.json.
+        server: String,
+        /// The tool's name on that server.
+        tool: String,
+        /// The arguments as a JSON object, or - to read them from stdin.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// Timeout in seconds (default: the server's toolTimeoutSec).
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<f64>,
+        /// Output format.
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Approve servers of the project's .mcp.json (as they are now) so they may start.
+    Approve {
+        /// The servers to approve; every server when none is named.
+        servers: Vec<String>,
+    },
+}
+
+/// `--json`
+#[derive(Debug, Args)]
+pub struct JsonFlag {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Resolves on SIGINT, SIGTERM or SIGHUP (a closed terminal), so every exit path stops the
+/// children.
+pub async fn interrupted() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+        _ = hup.recv() => {}
+    }
+}
