@@ -1,4 +1,4 @@
 //! The one integration-test binary: real servers, real child processes.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod suite;
