@@ -36,3 +36,13 @@ mod tests {
         assert_eq!(snippet(b"a\n  b\tc"), "a b c");
     }
 }
+
+/// A response's `Content-Type`, lowercased for prefix checks (`text/event-stream`,
+/// `application/json`); empty when it has none or it is not text.
+pub fn content_type(headers: &awc::http::header::HeaderMap) -> String {
+    headers
+        .get(awc::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}

@@ -320,12 +320,7 @@ impl Conn {
             };
             return Err(fail(format!("HTTP {status}: {text}{hint}"), false));
         }
-        let ctype = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_ascii_lowercase();
+        let ctype = crate::net::content_type(resp.headers());
         if ctype.starts_with("text/event-stream") {
             return self.pump_reply(resp, id, is_init).await;
         }

@@ -148,12 +148,7 @@ impl Provider {
             };
             return Err(classify(&self.cfg, url, status, &api, after));
         }
-        let ctype = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_ascii_lowercase();
+        let ctype = harness9_actors::net::content_type(resp.headers());
         if ctype.starts_with("application/json") {
             let body = self.read_limited(&mut resp).await;
             return Err(Failure::Fatal(ModelError::Protocol(format!(
