@@ -24,6 +24,16 @@ pub fn truncate_chars(s: &str, max: usize) -> String {
     }
 }
 
+/// A response's `Content-Type`, lowercased for prefix checks (`text/event-stream`,
+/// `application/json`); empty when it has none or it is not text.
+pub fn content_type(headers: &awc::http::header::HeaderMap) -> String {
+    headers
+        .get(awc::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -35,14 +45,4 @@ mod tests {
         assert_eq!(s.chars().count(), 303);
         assert_eq!(snippet(b"a\n  b\tc"), "a b c");
     }
-}
-
-/// A response's `Content-Type`, lowercased for prefix checks (`text/event-stream`,
-/// `application/json`); empty when it has none or it is not text.
-pub fn content_type(headers: &awc::http::header::HeaderMap) -> String {
-    headers
-        .get(awc::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase()
 }
