@@ -425,10 +425,12 @@ fn two_mcp_tools_at_once_run_in_parallel() {
     assert!(results.iter().all(|r| r["is_error"] != true), "{results:?}");
 
     // The two sleeps on two servers overlapped in time.
+    // A call's span is its result's time less its measured duration: `t_ms` is stamped when
+    // the printer takes an event, and the call starts before its `tool_call` line is printed.
     let span = |id: &str| {
-        let a = out.event("tool_call", id)["t_ms"].as_f64().unwrap();
-        let b = out.event("tool_result", id)["t_ms"].as_f64().unwrap();
-        (a, b)
+        let r = out.event("tool_result", id);
+        let b = r["t_ms"].as_f64().unwrap();
+        (b - r["ms"].as_f64().unwrap(), b)
     };
     let ((a1, b1), (a2, b2)) = (span("t_s1"), span("t_s2"));
     assert!(b1 - a1 >= 700.0 && b2 - a2 >= 700.0, "{out}");

@@ -564,6 +564,16 @@ impl actix::Actor for Sluggish {
     }
 }
 
+/// Answered once `started` has run, so the mailbox is already down to one message.
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+struct Started;
+
+impl actix::Handler<Started> for Sluggish {
+    type Result = ();
+    fn handle(&mut self, _: Started, _: &mut Self::Context) {}
+}
+
 impl actix::Handler<harness9_actors::messages::StatusChanged> for Sluggish {
     type Result = ();
     fn handle(&mut self, m: harness9_actors::messages::StatusChanged, _: &mut Self::Context) {
@@ -585,6 +595,9 @@ fn a_stuck_subscriber_never_stalls_the_runtime_and_gets_the_latest_status() {
         let arbiter = actix::Arbiter::new();
         let stuck =
             actix::Actor::start_in_arbiter(&arbiter.handle(), move |_| Sluggish { gate, out });
+        // Its arbiter thread may start late under load: until `started` sets the mailbox to
+        // one message, the default capacity (16) would take every snapshot uncoalesced.
+        stuck.send(Started).await.unwrap();
         rt.supervisor
             .send(harness9_actors::messages::Subscribe(stuck.recipient()))
             .await
