@@ -123,6 +123,7 @@ fn main() -> ExitCode {
         let result = match &cli.command {
             Some(Command::Mcp(cmd)) => run_mcp(&opts, cmd).await,
             Some(Command::Run(args)) => harness9::cli::run::run(&opts, args).await,
+            Some(Command::Conformance(args)) => harness9::cli::conformance::run(&opts, args).await,
             None => harness9::tui::run(&opts, started).await,
         };
         match result {

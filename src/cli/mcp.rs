@@ -226,7 +226,8 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
     })
 }
 
-fn ensure_connected(snap: &StatusSnapshot, server: &str) -> anyhow::Result<()> {
+/// Fails with a readable reason unless `server` is connected in `snap`.
+pub(super) fn ensure_connected(snap: &StatusSnapshot, server: &str) -> anyhow::Result<()> {
     match snap.get(server).map(|s| &s.status) {
         Some(ServerStatus::Connected { .. }) => Ok(()),
         Some(ServerStatus::Failed { error, stderr_tail }) => {
@@ -246,7 +247,8 @@ fn ensure_connected(snap: &StatusSnapshot, server: &str) -> anyhow::Result<()> {
     }
 }
 
-async fn server_tools(rt: &Runtime, server: &str) -> anyhow::Result<Vec<ToolEntry>> {
+/// The registry's tools that belong to `server`.
+pub(super) async fn server_tools(rt: &Runtime, server: &str) -> anyhow::Result<Vec<ToolEntry>> {
     let all = rt
         .registry
         .send(ListTools)

@@ -1,6 +1,8 @@
 //! The command line: its flags and commands (clap), and the headless front ends:
-//! `harness9 mcp list|get|call|approve` in [`mcp`], `harness9 run -p` in [`run`].
+//! `harness9 mcp list|get|call|approve` in [`mcp`], `harness9 run -p` in [`run`], and the hidden
+//! `harness9 conformance <URL>` (the MCP conformance suite's client) in [`conformance`].
 
+pub mod conformance;
 pub mod mcp;
 pub mod run;
 
@@ -54,6 +56,16 @@ pub enum Command {
     Mcp(McpCommand),
     /// Run one task headless: the model uses every tool until it answers.
     Run(RunArgs),
+    /// The MCP conformance suite's client: connect to URL, list its tools, call each once.
+    #[command(hide = true)]
+    Conformance(ConformanceArgs),
+}
+
+/// `harness9 conformance <URL>` (run by `scripts/conformance.sh`).
+#[derive(Debug, Args)]
+pub struct ConformanceArgs {
+    /// The scenario server's MCP endpoint (the suite appends it as the last argument).
+    pub url: String,
 }
 
 /// `harness9 run ...`

