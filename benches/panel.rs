@@ -41,6 +41,9 @@ fn tools(n: usize) -> Arc<Vec<ToolEntry>> {
 fn state(n: usize) -> State {
     let mut s = State::new(".mcp.json".into(), None, String::new());
     let info = ConnectionInfo {
+        era: harness9_actors::protocol::version::Era::Handshake(
+            harness9_actors::protocol::version::ProtocolVersion::V2025_11_25,
+        ),
         protocol_version: "2025-11-25".into(),
         server_info: Implementation {
             name: "big".into(),

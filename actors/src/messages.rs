@@ -178,6 +178,8 @@ pub struct ListTools;
 pub struct ConnectionInfo {
     /// The negotiated revision.
     pub protocol_version: String,
+    /// The era the connection speaks (handshake or stateless).
+    pub era: crate::protocol::version::Era,
     /// The server's name and version.
     pub server_info: Implementation,
     /// The initialize result's `instructions`: hints for the model on using the server.

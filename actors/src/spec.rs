@@ -142,6 +142,9 @@ pub struct ServerSpec {
     pub hold: Option<Hold>,
     /// Run the child under Landlock (stdio only); `None` runs it unrestricted.
     pub sandbox: Option<SandboxSpec>,
+    /// `protocolVersion`: speak this revision (and its era) only; `None` chooses per server
+    /// (`server/discover` first, then the handshake).
+    pub protocol: Option<crate::protocol::version::ProtocolVersion>,
 }
 
 /// A stdio server's Landlock sandbox: it may read and execute the whole filesystem, write only
@@ -177,6 +180,7 @@ impl ServerSpec {
             shutdown_grace: Duration::from_secs(2),
             hold: None,
             sandbox: None,
+            protocol: None,
         }
     }
 

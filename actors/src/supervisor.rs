@@ -17,6 +17,7 @@ use crate::messages::{
     ServerState, ServerStatus, ServerTools, Shutdown, ShutdownAll, StatusChanged, StatusSnapshot,
     Stop, Subscribe,
 };
+use crate::protocol::version::Era;
 use crate::registry::ToolRegistry;
 use crate::server::McpServer;
 use crate::spec::{Hold, RestartPolicy, ServerSpec};
@@ -35,6 +36,9 @@ struct Entry {
     exits: VecDeque<Instant>,
     ever_connected: bool,
     timer: Option<SpawnHandle>,
+    /// The era the server spoke when it last connected: the next generation starts in it
+    /// without probing (forgotten when the spec changes).
+    era: Option<Era>,
 }
 
 impl Entry {
@@ -47,6 +51,7 @@ impl Entry {
             exits: VecDeque::new(),
             ever_connected: false,
             timer: None,
+            era: None,
         }
     }
 }
@@ -176,7 +181,9 @@ impl ServerSupervisor {
             }
             _ => {}
         }
-        let addr = McpServer::new(entry.spec.clone(), generation, me, self.tap.clone()).start();
+        let addr = McpServer::new(entry.spec.clone(), generation, me, self.tap.clone())
+            .with_era_hint(entry.era)
+            .start();
         entry.addr = Some(addr);
         self.live.insert(generation, name.to_owned());
         let timeout = entry.spec.startup_timeout;
@@ -346,6 +353,7 @@ impl Handler<ServerEvent> for ServerSupervisor {
                     return;
                 };
                 entry.ever_connected = true;
+                entry.era = Some(info.era);
                 let count = tools
                     .iter()
                     .filter(|t| entry.spec.tool_enabled(&t.name))
@@ -514,6 +522,7 @@ impl Handler<Reconcile> for ServerSupervisor {
                 Some(entry) if *entry.spec == spec => report.unchanged.push(name),
                 Some(entry) => {
                     entry.spec = Arc::new(spec);
+                    entry.era = None;
                     entry.ever_connected = false;
                     self.restart_entry(&name, "restarting with its new config", ctx);
                     report.changed.push(name);

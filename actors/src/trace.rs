@@ -51,6 +51,19 @@ pub struct WireRecord {
     pub http_status: Option<u16>,
     /// HTTP transports: the `Mcp-Session-Id` in use.
     pub session: Option<String>,
+    /// HTTP transports: the headers of the exchange (credential values redacted).
+    pub http: Option<Arc<HttpExchange>>,
+}
+
+/// The headers of one HTTP exchange, for the trace: what we added to the request (the
+/// configured headers are left out: they may be credentials) and the response's (with
+/// `set-cookie` and authentication values redacted).
+#[derive(Debug, Clone, Default)]
+pub struct HttpExchange {
+    /// Request headers we added (`Mcp-Method`, `MCP-Protocol-Version`, `Mcp-Param-*`, ...).
+    pub request_headers: Vec<(String, String)>,
+    /// Response headers.
+    pub response_headers: Vec<(String, String)>,
 }
 
 /// Where wire records go: a bounded channel; a sink that falls behind a flood loses records

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use harness9_actors::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
+use harness9_actors::protocol::version::ProtocolVersion;
 use harness9_actors::{Hold, SandboxSpec, ServerSpec, TransportSpec};
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -199,6 +200,8 @@ struct RawServer {
     #[serde(default)]
     max_tools: Option<usize>,
     sandbox: Option<SandboxField>,
+    #[serde(default)]
+    protocol_version: Option<String>,
 }
 
 /// Strips serde_json's ` at line L column C` suffix.
@@ -635,6 +638,19 @@ fn build(
         .map(|t| timeout_secs("toolTimeoutSec", t))
     {
         spec.tool_timeout = t;
+    }
+    if let Some(v) = &raw.protocol_version {
+        spec.protocol = Some(
+            ProtocolVersion::parse(v).ok_or_else(|| ConfigError::Expand {
+                path: shown.to_owned(),
+                server: name.to_owned(),
+                field: "protocolVersion".to_owned(),
+                message: format!(
+                "{v:?} is not a revision harness9 speaks ({}); remove it to choose automatically",
+                ProtocolVersion::KNOWN.map(|v| v.as_str()).join(", ")
+            ),
+            })?,
+        );
     }
     spec.enabled_tools = raw.enabled_tools;
     spec.disabled_tools = raw.disabled_tools;

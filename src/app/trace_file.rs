@@ -96,6 +96,19 @@ pub fn record_json(r: &WireRecord, secrets: &[String]) -> Value {
         v["http_status"] = json!(status);
         v["session"] = json!(r.session);
     }
+    if let Some(h) = &r.http {
+        let map = |list: &[(String, String)]| {
+            let mut m = serde_json::Map::new();
+            for (k, val) in list {
+                let mut val = Value::String(val.clone());
+                redact(&mut val, secrets);
+                m.insert(k.to_ascii_lowercase(), val);
+            }
+            Value::Object(m)
+        };
+        v["request_headers"] = map(&h.request_headers);
+        v["response_headers"] = map(&h.response_headers);
+    }
     v
 }
 
@@ -173,6 +186,7 @@ mod tests {
             message: bytes::Bytes::from(format!(r#"{{"text":"{text}"}}"#)),
             http_status: None,
             session: None,
+            http: None,
         };
         tap.try_send(record("old-secret new-secret")).expect("send");
         // The writer reads the list when each record arrives: wait until the first is written.

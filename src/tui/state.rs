@@ -1674,6 +1674,7 @@ mod tests {
             message: Bytes::from(format!("{{\"n\":{n}}}")),
             http_status: None,
             session: None,
+            http: None,
         }
     }
 

@@ -22,6 +22,9 @@ pub(crate) fn connected(tools: usize, ms: u64) -> ServerState {
         status: ServerStatus::Connected {
             tools,
             info: ConnectionInfo {
+                era: harness9_actors::protocol::version::Era::Handshake(
+                    harness9_actors::protocol::version::ProtocolVersion::V2025_11_25,
+                ),
                 protocol_version: "2025-11-25".into(),
                 server_info: Implementation {
                     name: "mcp-servers/everything".into(),
@@ -272,6 +275,7 @@ fn record(server: &str, dir: Direction, id: i64, method: &str, message: &str) ->
         message: Bytes::from(message.to_owned()),
         http_status: None,
         session: None,
+        http: None,
     }
 }
 

@@ -19,6 +19,8 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// Internal error.
 pub const INTERNAL_ERROR: i64 = -32603;
+/// The stateless era's "unsupported protocol version" (`data.supported` lists the server's).
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// A request id: a number or a string (`0` is valid).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

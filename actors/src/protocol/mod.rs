@@ -4,6 +4,7 @@
 //! `codec` the byte-level newline-delimited framing, `version` the protocol revisions and eras.
 
 pub mod codec;
+pub mod headers;
 pub mod jsonrpc;
 #[cfg(test)]
 mod props;

@@ -1,4 +1,6 @@
-//! The handshake (initialize, initialized, the first tools/list) and paginated lists, as
+//! Connecting (the era: pinned, cached, or probed with `server/discover`; then either the
+//! stateless era's discovery or the handshake: initialize, initialized), the first tools/list,
+//! and paginated lists, as
 //! futures over a server actor's address: they run spawned on the actor, never awaited inside a
 //! handler, and the caller bounds each one (the startup timeout, the re-list's bound).
 
@@ -7,46 +9,272 @@ use std::sync::Arc;
 use actix::prelude::*;
 use serde_json::{json, Value};
 
-use super::mcp_server::{McpServer, Notify, Payload, ReplyError, Rpc};
+use std::time::Duration;
+
+use super::input;
+use super::mcp_server::{McpServer, Notify, Payload, ReplyError, Rpc, SetEra};
+use crate::protocol::jsonrpc::UNSUPPORTED_PROTOCOL_VERSION;
 use crate::protocol::types::{
     Implementation, InitializeParams, InitializeResult, ListToolsResult, Tool,
 };
-use crate::protocol::version::{negotiate, Era, LATEST};
+use crate::protocol::version::{negotiate, Era, ProtocolVersion, LATEST, MODERN};
 
 /// What a successful handshake yields.
 pub(super) type Handshake = (InitializeResult, Era, Arc<[Arc<Tool>]>);
+
+async fn rpc_raw(
+    addr: &Addr<McpServer>,
+    method: &'static str,
+    params: Option<Value>,
+    stateless: Option<ProtocolVersion>,
+) -> Result<Payload, ReplyError> {
+    let (rx, backlog) = addr
+        .send(Rpc {
+            method,
+            params,
+            stateless,
+        })
+        .await
+        .map_err(|_| ReplyError::Gone("stopped".to_owned()))?;
+    // A full queue: wait for room (the handshake and the re-list bound this whole call).
+    if let Some(b) = backlog {
+        if !b.send().await {
+            return Err(ReplyError::Gone(format!(
+                "stopped before {method} could be written"
+            )));
+        }
+    }
+    rx.await
+        .unwrap_or_else(|_| Err(ReplyError::Gone("stopped".to_owned())))
+}
+
+fn describe(method: &str, e: ReplyError) -> String {
+    match e {
+        ReplyError::Rpc(e) => format!("{method} failed: {e}"),
+        ReplyError::Gone(why) => format!("server {why} during {method}"),
+        ReplyError::Transport(e) => format!("{method} failed: {e}"),
+        ReplyError::TooLarge(max) => format!(
+            "{method} reply exceeds the maximum message size of {}",
+            crate::protocol::render::human_bytes(max)
+        ),
+    }
+}
 
 async fn rpc(
     addr: &Addr<McpServer>,
     method: &'static str,
     params: Option<Value>,
 ) -> Result<Payload, String> {
-    let (rx, backlog) = addr
-        .send(Rpc { method, params })
+    rpc_raw(addr, method, params, None)
         .await
-        .map_err(|_| "server actor stopped".to_owned())?;
-    // A full queue: wait for room (the handshake and the re-list bound this whole call).
-    if let Some(b) = backlog {
-        if !b.send().await {
-            return Err(format!("server stopped before {method} could be written"));
+        .map_err(|e| describe(method, e))
+}
+
+/// How the era of a connection is chosen.
+pub(super) struct EraChoice {
+    /// `protocolVersion` from the config: that revision only.
+    pub pinned: Option<ProtocolVersion>,
+    /// The era an earlier generation of this server found (the supervisor's cache).
+    pub hint: Option<Era>,
+    /// How long the `server/discover` probe may take before the handshake is tried.
+    pub probe: Duration,
+}
+
+/// Connects in the era the server speaks: pinned, cached, or found by probing with
+/// `server/discover` (a result or a recognised stateless error: the stateless era; anything
+/// else, or no answer within the probe's bound: the handshake).
+pub(super) async fn connect(
+    addr: Addr<McpServer>,
+    max_tools: usize,
+    choice: EraChoice,
+) -> Result<Handshake, String> {
+    let want = choice.pinned.map(Era::of).or(choice.hint);
+    if let Some(Era::Handshake(v)) = want {
+        return handshake(addr, max_tools, v).await;
+    }
+    let version = want.map_or(MODERN, |e| e.version());
+    // A pinned revision waits for its answer like any request; a probe is bounded.
+    let bound = choice.pinned.is_none().then_some(choice.probe);
+    match discover(&addr, version, bound).await {
+        Ok(found) => stateless(addr, max_tools, found).await,
+        Err(why) if choice.pinned.is_some() => Err(format!(
+            "protocolVersion {version} is pinned in the config, but server/discover failed: {why}"
+        )),
+        Err(why) => {
+            tracing::debug!(target: "mcp", "server/discover: {why}; using the handshake");
+            let v = match why {
+                NotModern::Supports(v) => v,
+                NotModern::Other(_) => LATEST,
+            };
+            handshake(addr, max_tools, v).await
         }
     }
-    match rx.await {
-        Ok(Ok(raw)) => Ok(raw),
-        Ok(Err(ReplyError::Rpc(e))) => Err(format!("{method} failed: {e}")),
-        Ok(Err(ReplyError::Gone(why))) => Err(format!("server {why} during {method}")),
-        Ok(Err(ReplyError::Transport(e))) => Err(format!("{method} failed: {e}")),
-        Ok(Err(ReplyError::TooLarge(max))) => Err(format!(
-            "{method} reply exceeds the maximum message size of {}",
-            crate::protocol::render::human_bytes(max)
-        )),
-        Err(_) => Err("server actor stopped".to_owned()),
+}
+
+/// What `server/discover` found.
+struct Discovered {
+    version: ProtocolVersion,
+    result: InitializeResult,
+}
+
+/// Why a server is taken for a handshake-era one.
+enum NotModern {
+    /// It named the handshake-era revision to use (`-32022` listing only those).
+    Supports(ProtocolVersion),
+    /// Any other failure: not a recognised stateless answer.
+    Other(String),
+}
+
+impl std::fmt::Display for NotModern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotModern::Supports(v) => write!(f, "the server supports {v}"),
+            NotModern::Other(s) => f.write_str(s),
+        }
     }
+}
+
+/// The result of `server/discover`, the parts we use.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DiscoverResult {
+    #[serde(default)]
+    supported_versions: Vec<String>,
+    #[serde(default)]
+    capabilities: crate::protocol::types::ServerCapabilities,
+    #[serde(default)]
+    instructions: Option<String>,
+    #[serde(default)]
+    server_info: Option<Implementation>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<Value>,
+    #[serde(default)]
+    result_type: Option<String>,
+}
+
+/// The best revision of `supported` (wire strings) that we speak too.
+fn mutual(supported: &[String]) -> Option<ProtocolVersion> {
+    supported
+        .iter()
+        .filter_map(|s| ProtocolVersion::parse(s))
+        .max()
+}
+
+/// Probes with `server/discover` at `version` (a `-32022` naming another stateless revision
+/// we speak is retried once with it); `bound` limits each attempt.
+async fn discover(
+    addr: &Addr<McpServer>,
+    version: ProtocolVersion,
+    bound: Option<Duration>,
+) -> Result<Discovered, NotModern> {
+    let mut version = version;
+    for attempt in 0..2 {
+        let call = rpc_raw(addr, "server/discover", None, Some(version));
+        let reply = match bound {
+            Some(b) => match tokio::time::timeout(b, call).await {
+                Ok(r) => r,
+                Err(_) => {
+                    return Err(NotModern::Other(format!(
+                        "no answer within {} ms",
+                        b.as_millis()
+                    )))
+                }
+            },
+            None => call.await,
+        };
+        match reply {
+            Ok(raw) => {
+                let d: DiscoverResult = raw.parse().map_err(|e| {
+                    NotModern::Other(format!("invalid server/discover result: {e}"))
+                })?;
+                check_result_type(d.result_type.as_deref(), "server/discover")
+                    .map_err(NotModern::Other)?;
+                let version = match mutual(&d.supported_versions) {
+                    Some(v) if v.is_stateless() => v,
+                    Some(v) => return Err(NotModern::Supports(v)),
+                    None if d.supported_versions.is_empty() => version,
+                    None => {
+                        return Err(NotModern::Other(format!(
+                            "the server supports only {}",
+                            d.supported_versions.join(", ")
+                        )))
+                    }
+                };
+                let server_info = d
+                    .server_info
+                    .or_else(|| {
+                        d.meta
+                            .as_ref()
+                            .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
+                            .and_then(|i| serde_json::from_value(i.clone()).ok())
+                    })
+                    .unwrap_or_default();
+                return Ok(Discovered {
+                    version,
+                    result: InitializeResult {
+                        protocol_version: version.as_str().to_owned(),
+                        capabilities: d.capabilities,
+                        server_info,
+                        instructions: d.instructions,
+                    },
+                });
+            }
+            Err(ReplyError::Rpc(e)) if e.code == UNSUPPORTED_PROTOCOL_VERSION => {
+                let supported: Vec<String> = e
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("supported"))
+                    .and_then(|s| serde_json::from_value(s.clone()).ok())
+                    .unwrap_or_default();
+                match mutual(&supported) {
+                    Some(v) if v.is_stateless() && attempt == 0 && v != version => version = v,
+                    Some(v) if !v.is_stateless() => return Err(NotModern::Supports(v)),
+                    _ => {
+                        return Err(NotModern::Other(format!(
+                            "the server supports {}; harness9 speaks {}",
+                            if supported.is_empty() {
+                                "no revision it named".to_owned()
+                            } else {
+                                supported.join(", ")
+                            },
+                            ProtocolVersion::KNOWN.map(|v| v.as_str()).join(", ")
+                        )))
+                    }
+                }
+            }
+            Err(e) => return Err(NotModern::Other(describe("server/discover", e))),
+        }
+    }
+    Err(NotModern::Other("no mutual revision".to_owned()))
+}
+
+/// `resultType`: absent or `complete` is a result; anything else here is an error.
+pub(super) fn check_result_type(kind: Option<&str>, method: &str) -> Result<(), String> {
+    match kind {
+        None | Some("complete") => Ok(()),
+        Some(other) => Err(format!(
+            "{method} returned a result of type {other:?}, which harness9 does not understand"
+        )),
+    }
+}
+
+async fn stateless(
+    addr: Addr<McpServer>,
+    max_tools: usize,
+    found: Discovered,
+) -> Result<Handshake, String> {
+    let era = Era::Stateless(found.version);
+    addr.send(SetEra(era))
+        .await
+        .map_err(|_| "server actor stopped".to_owned())?;
+    let tools = list_tools(addr, max_tools).await?;
+    Ok((found.result, era, tools))
 }
 
 pub(super) async fn handshake(
     addr: Addr<McpServer>,
     max_tools: usize,
+    offer: ProtocolVersion,
 ) -> Result<Handshake, String> {
     let client = Implementation {
         name: "harness9".to_owned(),
@@ -54,8 +282,8 @@ pub(super) async fn handshake(
         title: None,
     };
     let params = InitializeParams {
-        protocol_version: LATEST.as_str(),
-        capabilities: json!({ "roots": { "listChanged": false } }),
+        protocol_version: offer.as_str(),
+        capabilities: input::client_capabilities(),
         client_info: &client,
     };
     let params = serde_json::to_value(&params).map_err(|e| e.to_string())?;
@@ -64,14 +292,19 @@ pub(super) async fn handshake(
         .parse()
         .map_err(|e| format!("invalid initialize result: {e}"))?;
     let era = negotiate(&init.protocol_version)?;
-    let backlog = addr
-        .send(Notify {
-            method: "notifications/initialized",
-        })
+    addr.send(SetEra(era))
         .await
         .map_err(|_| "server actor stopped".to_owned())?;
-    if let Some(b) = backlog {
-        b.send().await;
+    if !era.is_stateless() {
+        let backlog = addr
+            .send(Notify {
+                method: "notifications/initialized",
+            })
+            .await
+            .map_err(|_| "server actor stopped".to_owned())?;
+        if let Some(b) = backlog {
+            b.send().await;
+        }
     }
     let tools = list_tools(addr, max_tools).await?;
     Ok((init, era, tools))

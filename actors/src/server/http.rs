@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::mcp_server::McpServer;
 use crate::net::{install_crypto, snippet};
+use crate::protocol::headers;
 use crate::protocol::jsonrpc::{Incoming, RequestId};
 use crate::protocol::sse::SseParser;
 
@@ -42,7 +43,8 @@ pub(crate) struct TransportFailed {
     pub fatal: bool,
 }
 
-/// One HTTP response's status and the session id in use (for the trace).
+/// One HTTP exchange for the trace: the response's status, the session id in use, the
+/// headers we added and the response's (credentials redacted), and an error reply's body.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(crate) struct HttpStatus {
@@ -50,6 +52,32 @@ pub(crate) struct HttpStatus {
     pub method: String,
     pub status: u16,
     pub session: Option<String>,
+    pub request_headers: Vec<(String, String)>,
+    pub response_headers: Vec<(String, String)>,
+    pub body: Option<Bytes>,
+}
+
+/// Response headers that may carry credentials: their values are not traced.
+const SECRET_HEADERS: [&str; 4] = [
+    "set-cookie",
+    "authorization",
+    "www-authenticate",
+    "proxy-authenticate",
+];
+
+/// A response's headers for the trace, credential values redacted.
+fn header_list(h: &awc::http::header::HeaderMap) -> Vec<(String, String)> {
+    h.iter()
+        .map(|(k, v)| {
+            let name = k.as_str().to_owned();
+            let value = if SECRET_HEADERS.contains(&name.as_str()) {
+                "[redacted]".to_owned()
+            } else {
+                String::from_utf8_lossy(v.as_bytes()).into_owned()
+            };
+            (name, value)
+        })
+        .collect()
 }
 
 /// The transport in use changed (fallback to legacy SSE).
@@ -87,6 +115,12 @@ fn fail(error: impl Into<String>, fatal: bool) -> Failure {
 
 /// POSTs in flight at once; past it, lines wait in the actor's bounded write queue.
 const MAX_IN_FLIGHT: usize = 256;
+/// How many times one SSE reply that ended early is resumed with `Last-Event-ID`.
+const MAX_RESUMES: usize = 5;
+/// The longest `retry` a server may ask us to wait before resuming.
+const MAX_RETRY_MS: u64 = 30_000;
+/// How long the request after `initialized` waits for the GET stream to open.
+const GET_OPEN_WAIT: Duration = Duration::from_secs(2);
 
 struct Conn {
     client: awc::Client,
@@ -97,6 +131,12 @@ struct Conn {
     init_line: RefCell<Option<Vec<u8>>>,
     endpoint: RefCell<Option<String>>,
     get_started: Cell<bool>,
+    /// The connection speaks the stateless era (a request carried its `_meta` revision).
+    stateless: Cell<bool>,
+    /// Stateless era: the POSTs in flight by request id, so a cancel can close one.
+    inflight: RefCell<std::collections::HashMap<i64, CancellationToken>>,
+    /// `x-mcp-header` values of the calls about to be sent, by request id (from the actor).
+    param_headers: RefCell<std::collections::HashMap<i64, Vec<(String, String)>>>,
     /// Held while a re-initialization runs, so concurrent session losses initialize once.
     reinit: Mutex<()>,
     token: CancellationToken,
@@ -130,6 +170,9 @@ pub(crate) async fn run(
         init_line: RefCell::new(None),
         endpoint: RefCell::new(None),
         get_started: Cell::new(false),
+        stateless: Cell::new(false),
+        inflight: RefCell::new(std::collections::HashMap::new()),
+        param_headers: RefCell::new(std::collections::HashMap::new()),
         reinit: Mutex::new(()),
         token: CancellationToken::new(),
     });
@@ -165,6 +208,70 @@ pub(crate) async fn run(
     conn.actor.do_send(TransportClosed);
 }
 
+/// The body fields a POST mirrors into headers (2026-07-28 "request metadata"; harmless and
+/// useful to gateways in the handshake era too).
+#[derive(serde::Deserialize, Default)]
+struct Peek {
+    #[serde(default)]
+    params: Option<PeekParams>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct PeekParams {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    uri: Option<String>,
+    /// `initialize`'s offer.
+    #[serde(default)]
+    protocol_version: Option<String>,
+    /// `notifications/cancelled`'s request.
+    #[serde(default)]
+    request_id: Option<serde_json::Value>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<PeekMeta>,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct PeekMeta {
+    #[serde(default, rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: Option<String>,
+}
+
+/// The headers one POST carries besides the configured ones: `Mcp-Method`, `Mcp-Name` (for
+/// `tools/call`, `prompts/get`, `resources/read`) and `MCP-Protocol-Version` (the request's
+/// `_meta` revision, or `initialize`'s offer).
+fn request_headers(method: &str, peek: &Peek) -> Vec<(String, String)> {
+    let mut h = Vec::with_capacity(3);
+    if !method.is_empty() {
+        h.push(("Mcp-Method".to_owned(), headers::encode_value(method)));
+    }
+    if let Some(p) = &peek.params {
+        let name = match method {
+            "tools/call" | "prompts/get" => p.name.as_deref(),
+            "resources/read" => p.uri.as_deref(),
+            _ => None,
+        };
+        if let Some(n) = name {
+            h.push(("Mcp-Name".to_owned(), headers::name_header(n)));
+        }
+        let version = p
+            .meta
+            .as_ref()
+            .and_then(|m| m.protocol_version.as_deref())
+            .or(if method == "initialize" {
+                p.protocol_version.as_deref()
+            } else {
+                None
+            });
+        if let Some(v) = version {
+            h.push(("MCP-Protocol-Version".to_owned(), headers::encode_value(v)));
+        }
+    }
+    h
+}
+
 fn is_initialized(line: &[u8]) -> bool {
     matches!(Incoming::parse(line), Ok(Incoming::Notification { method, .. }) if method == "notifications/initialized")
 }
@@ -187,6 +294,12 @@ impl Conn {
                 true,
             ),
         }
+    }
+
+    /// The `Mcp-Param-*` headers the actor left for request `id` (an `x-mcp-header` call).
+    fn take_param_headers(&self, id: Option<i64>) -> Vec<(String, String)> {
+        id.and_then(|n| self.param_headers.borrow_mut().remove(&n))
+            .unwrap_or_default()
     }
 
     fn report(&self, id: Option<i64>, f: Failure) {
@@ -237,10 +350,45 @@ impl Conn {
         if method == "initialize" {
             *self.init_line.borrow_mut() = Some(line.clone());
         }
+        let peek: Peek = serde_json::from_slice(&line).unwrap_or_default();
+        let stateless = peek
+            .params
+            .as_ref()
+            .and_then(|p| p.meta.as_ref())
+            .is_some_and(|m| m.protocol_version.is_some());
+        if stateless {
+            self.stateless.set(true);
+        }
+        if method == "notifications/cancelled" && self.stateless.get() {
+            // Stateless HTTP: closing the request's response stream is the cancellation.
+            let target = peek
+                .params
+                .as_ref()
+                .and_then(|p| p.request_id.as_ref())
+                .and_then(|v| v.as_i64());
+            if let Some(t) = target.and_then(|t| self.inflight.borrow_mut().remove(&t)) {
+                t.cancel();
+            }
+            return;
+        }
+        let mut extra = request_headers(&method, &peek);
+        extra.extend(self.take_param_headers(id));
         let endpoint = self.endpoint.borrow().clone();
         let result = match endpoint {
             Some(ep) => self.post_legacy(&ep, line).await,
-            None => self.clone().post(line, id, &method, true).await,
+            None => {
+                let token = CancellationToken::new();
+                if let Some(n) = id.filter(|_| self.stateless.get()) {
+                    self.inflight.borrow_mut().insert(n, token.clone());
+                }
+                let posted = token
+                    .run_until_cancelled(self.clone().post(line, id, &method, true, &extra))
+                    .await;
+                if let Some(n) = id {
+                    self.inflight.borrow_mut().remove(&n);
+                }
+                posted.unwrap_or(Ok(()))
+            }
         };
         if let Err(f) = result {
             self.report(id, f);
@@ -253,6 +401,7 @@ impl Conn {
         id: Option<i64>,
         method: &str,
         may_reinit: bool,
+        extra: &[(String, String)],
     ) -> Result<(), Failure> {
         let is_init = method == "initialize";
         if !is_init {
@@ -263,7 +412,7 @@ impl Conn {
         let sent_session = self.session.borrow().clone();
         let url = self.target.url.clone();
         let mut resp = self
-            .send_following(awc::http::Method::POST, &url, Some(&line), !is_init)
+            .send_following(awc::http::Method::POST, &url, Some(&line), !is_init, extra)
             .await?;
         let status = resp.status();
         if let Some(s) = resp
@@ -273,24 +422,35 @@ impl Conn {
         {
             *self.session.borrow_mut() = Some(s.to_owned());
         }
+        let error_body = if status.is_success() {
+            None
+        } else {
+            Some(resp.body().limit(64 * 1024).await.unwrap_or_default())
+        };
         self.actor.do_send(HttpStatus {
             id,
             method: method.to_owned(),
             status: status.as_u16(),
             session: self.session.borrow().clone(),
+            request_headers: extra.to_vec(),
+            response_headers: header_list(resp.headers()),
+            body: error_body.clone(),
         });
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
             if method == "notifications/initialized" && !self.get_started.replace(true) {
+                // The GET stream is open (or refused) before any later request is sent, so a
+                // request the server sends right after `initialized` has a stream to go on.
+                let (ready, opened) = tokio::sync::oneshot::channel();
                 let c = self.clone();
                 let token = self.token.clone();
                 actix_rt::spawn(async move {
-                    token.run_until_cancelled(c.get_stream()).await;
+                    token.run_until_cancelled(c.get_stream(Some(ready))).await;
                 });
+                let _ = tokio::time::timeout(GET_OPEN_WAIT, opened).await;
             }
             return Ok(());
         }
-        if !status.is_success() {
-            let body = resp.body().limit(64 * 1024).await.unwrap_or_default();
+        if let Some(body) = error_body {
             let text = snippet(&body);
             let had_session = sent_session.is_some();
             let session_lost = !is_init
@@ -300,7 +460,23 @@ impl Conn {
                         && text.to_ascii_lowercase().contains("session")));
             if session_lost && may_reinit {
                 self.reinit(sent_session).await?;
-                return Box::pin(self.clone().post(line, id, method, false)).await;
+                return Box::pin(self.clone().post(line, id, method, false, extra)).await;
+            }
+            // A JSON-RPC error answering this very request (a stateless server's -32022
+            // unsupported version, -32601 unknown method, -32020 header mismatch): it is the
+            // reply, not a transport failure.
+            if let (
+                Some(want),
+                Ok(Incoming::Response {
+                    id: RequestId::Number(got),
+                    outcome: Err(_),
+                }),
+            ) = (id, Incoming::parse(&body))
+            {
+                if want == got {
+                    self.deliver(body, false).await;
+                    return Ok(());
+                }
             }
             let legacy_hint = matches!(status.as_u16(), 400 | 404 | 405);
             if is_init && legacy_hint && !self.target.legacy {
@@ -322,7 +498,7 @@ impl Conn {
         }
         let ctype = crate::net::content_type(resp.headers());
         if ctype.starts_with("text/event-stream") {
-            return self.pump_reply(resp, id, is_init).await;
+            return self.clone().pump_reply(resp, id, is_init).await;
         }
         if ctype.starts_with("application/json") {
             let body = resp.body().limit(self.target.max).await.map_err(|e| {
@@ -354,10 +530,12 @@ impl Conn {
         ))
     }
 
-    /// Reads an SSE reply to one POST; an end before the reply is an error.
+    /// Reads an SSE reply to one POST. A handshake-era stream that ends before the reply but
+    /// gave event ids is resumed: after its `retry` (bounded), a GET with `Last-Event-ID`
+    /// carries on, at most [`MAX_RESUMES`] times; any other end before the reply is an error.
     async fn pump_reply<S>(
-        &self,
-        mut resp: awc::ClientResponse<S>,
+        self: Rc<Self>,
+        resp: awc::ClientResponse<S>,
         id: Option<i64>,
         is_init: bool,
     ) -> Result<(), Failure>
@@ -365,6 +543,64 @@ impl Conn {
         S: futures_util::Stream<Item = Result<Bytes, awc::error::PayloadError>> + Unpin,
     {
         let mut parser = SseParser::new(self.target.max);
+        match self.pump_events(resp, &mut parser, id, is_init).await? {
+            true => return Ok(()),
+            false if id.is_none() => return Ok(()),
+            false => {}
+        }
+        for _ in 0..MAX_RESUMES {
+            let Some(last) = parser.last_event_id().map(str::to_owned) else {
+                break;
+            };
+            if self.stateless.get() || self.session.borrow().is_none() {
+                break;
+            }
+            let wait = parser.retry_ms.unwrap_or(1000).min(MAX_RETRY_MS);
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            tracing::debug!(target: "mcp", server = %self.target.name, last_event_id = %last, "resuming an SSE reply that ended early");
+            let url = self.target.url.clone();
+            let req = self
+                .request(awc::http::Method::GET, &url, true, &[])
+                .insert_header(("Accept", "text/event-stream"))
+                .insert_header(("Last-Event-ID", last))
+                .timeout(self.target.request_timeout);
+            let resp = req.send().await.map_err(|e| self.send_error(e))?;
+            if !resp.status().is_success() {
+                return Err(fail(
+                    format!(
+                        "the SSE reply ended before the response and resuming it got HTTP {}",
+                        resp.status()
+                    ),
+                    false,
+                ));
+            }
+            if self.pump_events(resp, &mut parser, id, is_init).await? {
+                return Ok(());
+            }
+        }
+        let dead = !self.alive().await;
+        let why = if dead {
+            "the server went away"
+        } else {
+            "the event was cut short"
+        };
+        Err(fail(
+            format!("the SSE reply ended before the response ({why})"),
+            dead,
+        ))
+    }
+
+    /// Delivers one SSE stream's messages until it ends; `true` once the reply to `id` came.
+    async fn pump_events<S>(
+        &self,
+        mut resp: awc::ClientResponse<S>,
+        parser: &mut SseParser,
+        id: Option<i64>,
+        is_init: bool,
+    ) -> Result<bool, Failure>
+    where
+        S: futures_util::Stream<Item = Result<Bytes, awc::error::PayloadError>> + Unpin,
+    {
         let mut answered = false;
         while let Some(chunk) = resp.next().await {
             let chunk = chunk.map_err(|e| fail(format!("the SSE reply broke off: {e}"), false))?;
@@ -400,22 +636,10 @@ impl Conn {
                     }
                 };
                 let _ = tokio::time::timeout(Duration::from_millis(500), drain).await;
-                return Ok(());
+                return Ok(true);
             }
         }
-        if id.is_some() && !answered {
-            let dead = !self.alive().await;
-            let why = if dead {
-                "the server went away"
-            } else {
-                "the event was cut short"
-            };
-            return Err(fail(
-                format!("the SSE reply ended before the response ({why})"),
-                dead,
-            ));
-        }
-        Ok(())
+        Ok(false)
     }
 
     /// A bare TCP connect to the server: tells a server that is gone from a stream that ended.
@@ -461,7 +685,7 @@ impl Conn {
         *self.session.borrow_mut() = None;
         let url = self.target.url.clone();
         let mut resp = self
-            .send_following(awc::http::Method::POST, &url, Some(&init), false)
+            .send_following(awc::http::Method::POST, &url, Some(&init), false, &[])
             .await?;
         if !resp.status().is_success() {
             return Err(fail(
@@ -489,21 +713,25 @@ impl Conn {
         }
         let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         let _ = self
-            .send_following(awc::http::Method::POST, &url, Some(&note[..]), true)
+            .send_following(awc::http::Method::POST, &url, Some(&note[..]), true, &[])
             .await;
         Ok(())
     }
 
     /// The optional GET stream for server-initiated messages; resumed with `Last-Event-ID`.
-    async fn get_stream(self: Rc<Self>) {
+    async fn get_stream(self: Rc<Self>, mut ready: Option<tokio::sync::oneshot::Sender<()>>) {
         let mut parser = SseParser::new(self.target.max);
         loop {
-            let mut req = self.request(awc::http::Method::GET, &self.target.url, true);
+            let mut req = self.request(awc::http::Method::GET, &self.target.url, true, &[]);
             req = req.insert_header(("Accept", "text/event-stream"));
             if let Some(last) = parser.last_event_id() {
                 req = req.insert_header(("Last-Event-ID", last));
             }
-            let mut resp = match req.timeout(Duration::from_secs(3600 * 24)).send().await {
+            let sent = req.timeout(Duration::from_secs(3600 * 24)).send().await;
+            if let Some(r) = ready.take() {
+                let _ = r.send(());
+            }
+            let mut resp = match sent {
                 Ok(r) if r.status().is_success() => r,
                 Ok(r) => {
                     tracing::debug!(target: "mcp", server = %self.target.name, status = r.status().as_u16(), "no GET stream");
@@ -550,7 +778,7 @@ impl Conn {
             return;
         }
         let req = self
-            .request(awc::http::Method::DELETE, &self.target.url, true)
+            .request(awc::http::Method::DELETE, &self.target.url, true, &[])
             .send();
         match tokio::time::timeout(Duration::from_secs(2), req).await {
             Ok(Ok(r)) => {

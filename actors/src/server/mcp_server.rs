@@ -20,7 +20,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::handshake::{handshake, Handshake};
+use super::handshake::{connect, EraChoice, Handshake};
 use super::process::{signal_group, unregister_group};
 use crate::messages::{ConnectionInfo, ProgressSink, ServerEvent, ServerEventKind, Shutdown};
 use crate::protocol::jsonrpc::RequestId;
@@ -29,7 +29,11 @@ use crate::spec::{ServerSpec, TransportSpec};
 use crate::trace::{Direction, WireRecord, WireTap};
 use child::STDERR_BURST;
 use requests::Pending;
-pub(super) use requests::{Notify, Payload, ReplyError, Rpc};
+pub(super) use requests::{Notify, Payload, ReplyError, Rpc, SetEra};
+
+/// How long the `server/discover` probe may go unanswered before a server is taken for a
+/// handshake-era one (a legacy server may ignore unknown methods before `initialize`).
+const DISCOVER_PROBE: Duration = Duration::from_secs(2);
 
 /// One MCP server (one generation of it), over stdio or HTTP.
 pub struct McpServer {
@@ -58,6 +62,8 @@ pub struct McpServer {
     listing: bool,
     relist_pending: bool,
     era: Option<Era>,
+    /// The era an earlier generation found (the supervisor's per-process cache).
+    era_hint: Option<Era>,
     exit_reason: Option<String>,
     cwd: PathBuf,
     started: Instant,
@@ -103,12 +109,19 @@ impl McpServer {
             listing: false,
             relist_pending: false,
             era: None,
+            era_hint: None,
             exit_reason: None,
             cwd,
             started: Instant::now(),
             kind,
             http: false,
         }
+    }
+
+    /// Starts in the era an earlier generation of this server found, without probing.
+    pub fn with_era_hint(mut self, era: Option<Era>) -> Self {
+        self.era_hint = era;
+        self
     }
 
     fn trace(
@@ -141,6 +154,7 @@ impl McpServer {
                 message: Bytes::copy_from_slice(body),
                 http_status: None,
                 session: None,
+                http: None,
             }));
         }
     }
@@ -169,6 +183,7 @@ impl McpServer {
                 self.era = Some(era);
                 let info = ConnectionInfo {
                     protocol_version: era.version_str().to_owned(),
+                    era,
                     server_info: init.server_info,
                     instructions: init.instructions,
                     connect_time: self.started.elapsed(),
@@ -216,7 +231,12 @@ impl Actor for McpServer {
             ctx.stop();
             return;
         }
-        let fut = handshake(ctx.address(), self.spec.max_tools);
+        let choice = EraChoice {
+            pinned: self.spec.protocol,
+            hint: self.era_hint,
+            probe: DISCOVER_PROBE.min(self.spec.startup_timeout / 2),
+        };
+        let fut = connect(ctx.address(), self.spec.max_tools, choice);
         ctx.spawn(
             fut.into_actor(self)
                 .map(|res, act, ctx| act.on_handshake(res, ctx)),

@@ -4,6 +4,7 @@ mod descendants;
 mod handshake;
 mod http;
 mod http_io;
+pub mod input;
 mod mcp_server;
 mod process;
 pub mod sandbox;

@@ -16,7 +16,7 @@ impl Conn {
     /// Legacy HTTP+SSE: GET the URL, wait for the `endpoint` event, keep reading messages.
     pub(super) async fn open_legacy(self: Rc<Self>) -> Result<(), Failure> {
         let url = self.target.url.clone();
-        let resp = self.send_following(awc::http::Method::GET, &url, None, false);
+        let resp = self.send_following(awc::http::Method::GET, &url, None, false, &[]);
         let mut resp = tokio::time::timeout(self.target.request_timeout, resp)
             .await
             .map_err(|_| {
@@ -100,7 +100,7 @@ impl Conn {
 
     pub(super) async fn post_legacy(&self, endpoint: &str, line: Vec<u8>) -> Result<(), Failure> {
         let mut resp = self
-            .send_following(awc::http::Method::POST, endpoint, Some(&line), false)
+            .send_following(awc::http::Method::POST, endpoint, Some(&line), false, &[])
             .await?;
         if resp.status().is_success() {
             return Ok(());

@@ -38,6 +38,7 @@ impl Conn {
         method: awc::http::Method,
         url: &str,
         with_session: bool,
+        extra: &[(String, String)],
     ) -> awc::ClientRequest {
         let mut req = self
             .client
@@ -58,6 +59,10 @@ impl Conn {
                 req = req.insert_header(("MCP-Protocol-Version", p));
             }
         }
+        // Mirrors of the body (`Mcp-Method`, ...): they name no credential and go to every hop.
+        for (k, v) in extra {
+            req = req.insert_header((k.as_str(), v.as_str()));
+        }
         req
     }
 
@@ -71,11 +76,12 @@ impl Conn {
         url: &str,
         body: Option<&[u8]>,
         with_session: bool,
+        extra: &[(String, String)],
     ) -> Result<Response, Failure> {
         let mut url = url.to_owned();
         let mut seen: Vec<String> = Vec::new();
         loop {
-            let mut req = self.request(method.clone(), &url, with_session);
+            let mut req = self.request(method.clone(), &url, with_session, extra);
             let resp = match body {
                 Some(b) => {
                     req.content_type("application/json")

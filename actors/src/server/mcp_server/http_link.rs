@@ -5,7 +5,6 @@
 use std::time::{Duration, SystemTime};
 
 use actix::prelude::*;
-use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::requests::WRITE_QUEUE;
@@ -13,7 +12,7 @@ use super::{McpServer, ReplyError};
 use crate::protocol::jsonrpc::RequestId;
 use crate::server::http;
 use crate::spec::TransportSpec;
-use crate::trace::{Direction, WireRecord};
+use crate::trace::{Direction, HttpExchange, WireRecord};
 
 impl McpServer {
     pub(super) fn start_http(&mut self, ctx: &mut Context<Self>) {
@@ -82,9 +81,14 @@ impl Handler<http::HttpStatus> for McpServer {
                 id: msg.id.map(RequestId::Number),
                 method: Some(msg.method),
                 latency_us: None,
-                message: Bytes::new(),
+                // An error reply's body: a failed handshake reads from the trace alone.
+                message: msg.body.unwrap_or_default(),
                 http_status: Some(msg.status),
                 session: msg.session,
+                http: Some(std::sync::Arc::new(HttpExchange {
+                    request_headers: msg.request_headers,
+                    response_headers: msg.response_headers,
+                })),
             }));
         }
     }

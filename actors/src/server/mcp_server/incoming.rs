@@ -1,20 +1,20 @@
 //! What a server sends: replies routed to their pending request (the fast path first), the
-//! server's own requests answered (`ping`, `roots/list`, else -32601), notifications
+//! server's own requests answered through the input seam (`ping`, `roots/list`,
+//! `elicitation/create`, else an error), notifications
 //! (list_changed starts a bounded re-list, progress goes to the call's sink, logging to
 //! tracing), and over-long messages (their id sniffed to fail that request).
 
 use actix::prelude::*;
 use bytes::Bytes;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{McpServer, Payload, ReplyError};
 use crate::messages::{ServerEvent, ServerEventKind, ToolProgress};
-use crate::protocol::jsonrpc::{
-    self, fast_response_id, sniff_id, ErrorObject, Incoming, RequestId, METHOD_NOT_FOUND,
-};
-use crate::protocol::types::{ListRootsResult, LoggingMessageParams, ProgressParams, Root};
+use crate::protocol::jsonrpc::{self, fast_response_id, sniff_id, Incoming, RequestId};
+use crate::protocol::types::{LoggingMessageParams, ProgressParams};
 use crate::server::handshake::list_tools;
+use crate::server::input;
 use crate::trace::Direction;
 
 impl McpServer {
@@ -67,11 +67,7 @@ impl McpServer {
                 };
                 let _ = p.tx.send(reply);
             }
-            Incoming::Request {
-                id,
-                method,
-                params: _,
-            } => {
+            Incoming::Request { id, method, params } => {
                 self.trace(
                     Direction::Recv,
                     &line,
@@ -79,17 +75,10 @@ impl McpServer {
                     Some(&method),
                     None,
                 );
-                let reply = match &*method {
-                    "ping" => jsonrpc::result_line(&id, &json!({})),
-                    "roots/list" => jsonrpc::result_line(&id, &self.roots()),
-                    other => jsonrpc::error_line(
-                        &id,
-                        &ErrorObject {
-                            code: METHOD_NOT_FOUND,
-                            message: format!("method not found: {other}"),
-                            data: None,
-                        },
-                    ),
+                let params: Option<Value> = params.and_then(|p| serde_json::from_str(p.get()).ok());
+                let reply = match input::answer(&method, params.as_ref(), &self.cwd) {
+                    Ok(result) => jsonrpc::result_line(&id, &result),
+                    Err(e) => jsonrpc::error_line(&id, &e),
                 };
                 let method = method.into_owned();
                 self.write(reply, Some(id), &method);
@@ -98,20 +87,6 @@ impl McpServer {
                 self.trace(Direction::Recv, &line, None, Some(&method), None);
                 self.on_notification(&method, params, ctx);
             }
-        }
-    }
-
-    fn roots(&self) -> ListRootsResult {
-        let name = self
-            .cwd
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "/".to_owned());
-        ListRootsResult {
-            roots: vec![Root {
-                uri: format!("file://{}", self.cwd.display()),
-                name,
-            }],
         }
     }
 

@@ -8,12 +8,14 @@ use std::time::Instant;
 use actix::prelude::*;
 use bytes::Bytes;
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use super::McpServer;
 use crate::protocol::jsonrpc::{self, ErrorObject, LineError, RequestId};
 use crate::protocol::types::CancelledParams;
+use crate::protocol::version::{Era, ProtocolVersion};
+use crate::server::input;
 use crate::trace::Direction;
 
 /// Messages waiting to be written to a server (stdin, or the HTTP task). When the queue is full
@@ -58,12 +60,48 @@ pub(super) struct Pending {
     pub(super) sent: Instant,
 }
 
-/// Send a request from inside the runtime (handshake, tools/list); replies with the receiver.
+/// Send a request from inside the runtime (discovery, handshake, tools/list); replies with the
+/// receiver. In the stateless era (the actor's, or `stateless` for the discovery probe) the
+/// params carry the request `_meta`.
 #[derive(Message)]
 #[rtype(result = "(oneshot::Receiver<Reply>, Option<Backlog>)")]
 pub(in crate::server) struct Rpc {
     pub(in crate::server) method: &'static str,
     pub(in crate::server) params: Option<Value>,
+    pub(in crate::server) stateless: Option<ProtocolVersion>,
+}
+
+/// The era the connection speaks from now on (set by the connect future before any request
+/// that depends on it).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(in crate::server) struct SetEra(pub(in crate::server) Era);
+
+/// `params` with the stateless era's request `_meta` merged in: the revision, our
+/// capabilities and who we are. Keys the caller put in `_meta` (a progress token) stay.
+pub(in crate::server) fn stamp(params: Option<Value>, version: ProtocolVersion) -> Value {
+    let mut p = match params {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    let meta = p
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(m) = meta {
+        m.insert(
+            "io.modelcontextprotocol/protocolVersion".to_owned(),
+            Value::from(version.as_str()),
+        );
+        m.insert(
+            "io.modelcontextprotocol/clientCapabilities".to_owned(),
+            input::client_capabilities(),
+        );
+        m.insert(
+            "io.modelcontextprotocol/clientInfo".to_owned(),
+            input::client_info(),
+        );
+    }
+    Value::Object(p)
 }
 
 /// Send a notification without params.
@@ -103,6 +141,11 @@ enum Queued {
 }
 
 impl McpServer {
+    /// The stateless revision requests carry in `_meta`, when the connection speaks one.
+    pub(super) fn stateless(&self) -> Option<ProtocolVersion> {
+        self.era.filter(Era::is_stateless).map(|e| e.version())
+    }
+
     pub(super) fn alloc_id(&mut self) -> i64 {
         let id = self.next_id;
         self.next_id += 1;
@@ -211,8 +254,21 @@ impl Handler<Rpc> for McpServer {
 
     fn handle(&mut self, msg: Rpc, _ctx: &mut Context<Self>) -> Self::Result {
         let id = self.alloc_id();
-        let line = jsonrpc::request_line(id, msg.method, msg.params.as_ref());
+        let stateless = msg.stateless.or_else(|| self.stateless());
+        let params = match stateless {
+            Some(v) => Some(stamp(msg.params, v)),
+            None => msg.params,
+        };
+        let line = jsonrpc::request_line(id, msg.method, params.as_ref());
         MessageResult(self.request(msg.method, line, id))
+    }
+}
+
+impl Handler<SetEra> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: SetEra, _ctx: &mut Context<Self>) {
+        self.era = Some(msg.0);
     }
 }
 

@@ -1,15 +1,129 @@
 //! A tool call (`CallServerTool`), the hot path: a `ResponseFuture` that waits for room in the
 //! write queue and for the reply within the call's timeout, or its cancellation; a call that
 //! ends early (timeout, cancel, the caller gone) tells the server with `notifications/cancelled`.
+//! In the stateless era a result may be `input_required`: its `inputRequests` are answered
+//! through the input seam and the call is sent again under a new id with `inputResponses` and
+//! the exact `requestState` (never carried into any other call), within the same timeout.
+
+use std::path::PathBuf;
 
 use actix::prelude::*;
+use serde_json::{Map, Value};
+use tokio::sync::oneshot;
 
-use super::requests::CancelRequest;
+use super::requests::{stamp, Backlog, CancelRequest, Reply};
 use super::{McpServer, ReplyError};
 use crate::error::CallError;
-use crate::messages::CallServerTool;
+use crate::messages::{CallServerTool, ProgressSink};
 use crate::protocol::jsonrpc::{self, LineError};
 use crate::protocol::types::{CallToolParams, CallToolResult, RequestMeta};
+use crate::server::input;
+
+/// How many `input_required` rounds one call may take before it is given up.
+const MAX_INPUT_ROUNDS: usize = 8;
+
+/// One round of a call in flight: its id, where its reply comes, and its line if the write
+/// queue was full.
+struct Round {
+    id: i64,
+    rx: oneshot::Receiver<Reply>,
+    backlog: Option<Backlog>,
+}
+
+/// Send the next round of an `input_required` call.
+#[derive(Message)]
+#[rtype(result = "Option<Round>")]
+struct NextRound {
+    tool: String,
+    arguments: Option<Value>,
+    progress: Option<ProgressSink>,
+    answers: Map<String, Value>,
+}
+
+impl Handler<NextRound> for McpServer {
+    type Result = MessageResult<NextRound>;
+
+    fn handle(&mut self, msg: NextRound, _ctx: &mut Context<Self>) -> Self::Result {
+        if self.closing || self.writer.is_none() {
+            return MessageResult(None);
+        }
+        MessageResult(Some(self.call_round(
+            &msg.tool,
+            msg.arguments.as_ref(),
+            msg.progress,
+            Some(msg.answers),
+        )))
+    }
+}
+
+/// The parts of a stateless-era result that say whether it is final.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Interim {
+    #[serde(default)]
+    result_type: Option<String>,
+    #[serde(default)]
+    input_requests: Option<Map<String, Value>>,
+    #[serde(default)]
+    request_state: Option<Value>,
+}
+
+/// The retry's extra params: an answer for every input request the seam can answer, and the
+/// `requestState` exactly as it came (left out when none came).
+fn answers(interim: Interim, cwd: &std::path::Path) -> Map<String, Value> {
+    let mut responses = Map::new();
+    for (key, req) in interim.input_requests.unwrap_or_default() {
+        let method = req.get("method").and_then(Value::as_str).unwrap_or("");
+        if let Ok(v) = input::answer(method, req.get("params"), cwd) {
+            responses.insert(key, v);
+        }
+    }
+    let mut extra = Map::new();
+    extra.insert("inputResponses".to_owned(), Value::Object(responses));
+    if let Some(state) = interim.request_state {
+        extra.insert("requestState".to_owned(), state);
+    }
+    extra
+}
+
+impl McpServer {
+    /// Sends one round of `tools/call`: progress registered under its id, the stateless `_meta`
+    /// and an MRTR round's answers merged into the params.
+    fn call_round(
+        &mut self,
+        tool: &str,
+        arguments: Option<&Value>,
+        progress: Option<ProgressSink>,
+        answers: Option<Map<String, Value>>,
+    ) -> Round {
+        let id = self.alloc_id();
+        let meta = progress.map(|sink| {
+            self.progress.insert(id, sink);
+            RequestMeta { progress_token: id }
+        });
+        let params = CallToolParams {
+            name: tool,
+            arguments,
+            meta,
+        };
+        let line = match (self.stateless(), answers) {
+            (None, None) => jsonrpc::request_line(id, "tools/call", Some(&params)),
+            (version, answers) => {
+                let mut p = serde_json::to_value(&params).unwrap_or(Value::Null);
+                if let (Some(extra), Value::Object(m)) = (answers, &mut p) {
+                    m.extend(extra);
+                }
+                let p = match version {
+                    Some(v) => stamp(Some(p), v),
+                    None => p,
+                };
+                jsonrpc::request_line(id, "tools/call", Some(&p))
+            }
+        };
+        let (rx, backlog) = self.request("tools/call", line, id);
+        Round { id, rx, backlog }
+    }
+}
 
 /// Sends `notifications/cancelled` if the call future is dropped before its reply.
 struct CancelOnDrop {
@@ -55,72 +169,94 @@ impl Handler<CallServerTool> for McpServer {
             };
             return Box::pin(async move { Err(CallError::ServerUnavailable { server, reason }) });
         }
-        let id = self.alloc_id();
-        let meta = msg.progress.map(|sink| {
-            self.progress.insert(id, sink);
-            RequestMeta { progress_token: id }
-        });
-        let params = CallToolParams {
-            name: &tool,
-            arguments: msg.arguments.as_ref(),
-            meta,
+        let stateless = self.stateless().is_some();
+        // Kept for a retry only in the stateless era (an `input_required` round).
+        let (arguments, progress) = if stateless {
+            (msg.arguments.clone(), msg.progress.clone())
+        } else {
+            (None, None)
         };
-        let line = jsonrpc::request_line(id, "tools/call", Some(&params));
-        let (rx, backlog) = self.request("tools/call", line, id);
+        let cwd: PathBuf = if stateless {
+            self.cwd.clone()
+        } else {
+            PathBuf::new()
+        };
+        let mut round = self.call_round(&tool, msg.arguments.as_ref(), msg.progress, None);
         let writer = self.writer.clone();
         // At the timeout, a full queue means the server stopped reading: say so.
         let stuck = move || writer.as_ref().is_some_and(|w| w.capacity() == 0);
+        let addr = ctx.address();
         let mut guard = CancelOnDrop {
-            addr: ctx.address(),
-            id,
+            addr: addr.clone(),
+            id: round.id,
             armed: true,
         };
         let (timeout, cancel) = (msg.timeout, msg.cancel);
         Box::pin(async move {
             let deadline = tokio::time::Instant::now() + timeout;
-            if let Some(b) = backlog {
-                // The server is not reading: wait for room, within the call's own timeout.
-                tokio::select! {
-                    biased;
-                    _ = b.send() => {}
-                    _ = cancel.cancelled() => {
-                        guard.fire("cancelled by the user");
-                        return Err(CallError::Cancelled { server, tool });
-                    }
-                    _ = tokio::time::sleep_until(deadline) => {
-                        guard.fire("timed out");
-                        return Err(CallError::NotReading { server, tool, after: timeout });
+            let mut rounds = 0;
+            loop {
+                let raw = match wait_round(round, &mut guard, deadline, &cancel, &stuck).await {
+                    Ok(raw) => raw,
+                    Err(e) => return Err(e.into_call_error(server, tool, timeout)),
+                };
+                if stateless {
+                    let interim: Interim = match raw.parse() {
+                        Ok(i) => i,
+                        Err(e) => {
+                            return Err(CallError::InvalidResult {
+                                server,
+                                tool,
+                                detail: e.to_string(),
+                            })
+                        }
+                    };
+                    match interim.result_type.as_deref() {
+                        None | Some("complete") => {}
+                        Some("input_required") if rounds < MAX_INPUT_ROUNDS => {
+                            rounds += 1;
+                            let next = NextRound {
+                                tool: tool.clone(),
+                                arguments: arguments.clone(),
+                                progress: progress.clone(),
+                                answers: answers(interim, &cwd),
+                            };
+                            match addr.send(next).await {
+                                Ok(Some(r)) => {
+                                    guard = CancelOnDrop {
+                                        addr: addr.clone(),
+                                        id: r.id,
+                                        armed: true,
+                                    };
+                                    round = r;
+                                    continue;
+                                }
+                                _ => {
+                                    return Err(CallError::ServerExited {
+                                        server,
+                                        tool,
+                                        status: "stopped".to_owned(),
+                                    })
+                                }
+                            }
+                        }
+                        Some("input_required") => return Err(CallError::InvalidResult {
+                            server,
+                            tool,
+                            detail: format!(
+                                "the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
+                            ),
+                        }),
+                        Some(other) => {
+                            return Err(CallError::InvalidResult {
+                                server,
+                                tool,
+                                detail: format!("unknown resultType {other:?}"),
+                            })
+                        }
                     }
                 }
-            }
-            if tokio::time::Instant::now() >= deadline {
-                // Out of time before the first look at the reply: a timeout, whatever may have
-                // arrived meanwhile (so a tiny timeout times out on any machine).
-                guard.fire("timed out");
-                return Err(CallError::Timeout {
-                    server,
-                    tool,
-                    after: timeout,
-                });
-            }
-            let outcome = tokio::select! {
-                biased;
-                r = rx => r,
-                _ = cancel.cancelled() => {
-                    guard.fire("cancelled by the user");
-                    return Err(CallError::Cancelled { server, tool });
-                }
-                _ = tokio::time::sleep_until(deadline) => {
-                    guard.fire("timed out");
-                    if stuck() {
-                        return Err(CallError::NotReading { server, tool, after: timeout });
-                    }
-                    return Err(CallError::Timeout { server, tool, after: timeout });
-                }
-            };
-            guard.disarm();
-            match outcome {
-                Ok(Ok(raw)) => match raw.parse::<CallToolResult>() {
+                return match raw.parse::<CallToolResult>() {
                     Ok(r) => Ok(r),
                     Err(LineError::Both) => Err(CallError::Rpc {
                         server,
@@ -132,31 +268,116 @@ impl Handler<CallServerTool> for McpServer {
                         tool,
                         detail: e.to_string(),
                     }),
-                },
-                Ok(Err(ReplyError::Rpc(error))) => Err(CallError::Rpc {
-                    server,
-                    tool,
-                    error,
-                }),
-                Ok(Err(ReplyError::Gone(status))) => Err(CallError::ServerExited {
-                    server,
-                    tool,
-                    status,
-                }),
-                Ok(Err(ReplyError::TooLarge(max))) => {
-                    Err(CallError::TooLarge { server, tool, max })
-                }
-                Ok(Err(ReplyError::Transport(detail))) => Err(CallError::Transport {
-                    server,
-                    tool,
-                    detail,
-                }),
-                Err(_) => Err(CallError::ServerExited {
-                    server,
-                    tool,
-                    status: "stopped".to_owned(),
-                }),
+                };
             }
         })
+    }
+}
+
+/// Why a round ended without a reply.
+enum RoundError {
+    Cancelled,
+    NotReading,
+    Timeout,
+    Reply(ReplyError),
+    Dropped,
+}
+
+impl RoundError {
+    fn into_call_error(
+        self,
+        server: String,
+        tool: String,
+        after: std::time::Duration,
+    ) -> CallError {
+        match self {
+            RoundError::Cancelled => CallError::Cancelled { server, tool },
+            RoundError::NotReading => CallError::NotReading {
+                server,
+                tool,
+                after,
+            },
+            RoundError::Timeout => CallError::Timeout {
+                server,
+                tool,
+                after,
+            },
+            RoundError::Reply(ReplyError::Rpc(error)) => CallError::Rpc {
+                server,
+                tool,
+                error,
+            },
+            RoundError::Reply(ReplyError::Gone(status)) => CallError::ServerExited {
+                server,
+                tool,
+                status,
+            },
+            RoundError::Reply(ReplyError::TooLarge(max)) => {
+                CallError::TooLarge { server, tool, max }
+            }
+            RoundError::Reply(ReplyError::Transport(detail)) => CallError::Transport {
+                server,
+                tool,
+                detail,
+            },
+            RoundError::Dropped => CallError::ServerExited {
+                server,
+                tool,
+                status: "stopped".to_owned(),
+            },
+        }
+    }
+}
+
+/// Waits for one round's reply: room in the write queue first, then the reply, both within
+/// the call's deadline and its cancellation; an early end tells the server (the guard).
+async fn wait_round(
+    round: Round,
+    guard: &mut CancelOnDrop,
+    deadline: tokio::time::Instant,
+    cancel: &tokio_util::sync::CancellationToken,
+    stuck: &impl Fn() -> bool,
+) -> Result<super::Payload, RoundError> {
+    if let Some(b) = round.backlog {
+        // The server is not reading: wait for room, within the call's own timeout.
+        tokio::select! {
+            biased;
+            _ = b.send() => {}
+            _ = cancel.cancelled() => {
+                guard.fire("cancelled by the user");
+                return Err(RoundError::Cancelled);
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                guard.fire("timed out");
+                return Err(RoundError::NotReading);
+            }
+        }
+    }
+    if tokio::time::Instant::now() >= deadline {
+        // Out of time before the first look at the reply: a timeout, whatever may have
+        // arrived meanwhile (so a tiny timeout times out on any machine).
+        guard.fire("timed out");
+        return Err(RoundError::Timeout);
+    }
+    let outcome = tokio::select! {
+        biased;
+        r = round.rx => r,
+        _ = cancel.cancelled() => {
+            guard.fire("cancelled by the user");
+            return Err(RoundError::Cancelled);
+        }
+        _ = tokio::time::sleep_until(deadline) => {
+            guard.fire("timed out");
+            if stuck() {
+                return Err(RoundError::NotReading);
+            }
+            return Err(RoundError::Timeout);
+        }
+    };
+    guard.disarm();
+    match outcome {
+        Ok(Ok(raw)) => Ok(raw),
+        Ok(Err(e)) => Err(RoundError::Reply(e)),
+        Err(_) => Err(RoundError::Dropped),
     }
 }
