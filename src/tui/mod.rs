@@ -6,8 +6,10 @@ mod actor;
 pub mod history;
 mod markdown;
 pub mod state;
+mod trace;
 mod trust;
 pub mod view;
+mod widgets;
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -2,21 +2,23 @@
 //! record and tool result is an [`Event`]; [`update`] changes the [`State`] and returns the
 //! [`Effect`]s the `Tui` actor carries out. Nothing here touches a terminal or an actor.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use bytes::Bytes;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use harness9_actors::messages::{ServerStatus, StatusSnapshot, ToolEntry};
-use harness9_actors::trace::{Direction, WireRecord};
+use harness9_actors::trace::WireRecord;
 use serde_json::Value;
 
 use crate::agent::engine::EngineEvent;
 use crate::sanitize::clean;
 
+use super::trace::trace_key;
+pub use super::trace::{TraceBuf, TraceRow, TraceView, TRACE_MESSAGE_MAX, TRACE_PER_SERVER};
 use super::trust::trust_key;
 pub use super::trust::TrustView;
+use super::widgets::scroll_by;
 
 /// Slash commands, in the order `/help` and completion list them.
 pub const COMMANDS: &[(&str, &str)] = &[
@@ -47,10 +49,6 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Trace rows kept per server.
-pub const TRACE_PER_SERVER: usize = 500;
-/// Bytes of a traced message kept for display.
-pub const TRACE_MESSAGE_MAX: usize = 64 * 1024;
 /// Lines of a tool result shown in the transcript before it is folded.
 pub const RESULT_LINES: usize = 40;
 /// Rows the screen keeps for everything but the transcript / panel body (input, bars, borders).
@@ -183,92 +181,6 @@ pub enum Entry {
     },
 }
 
-/// One traced message as the trace view keeps it.
-#[derive(Debug, Clone)]
-pub struct TraceRow {
-    /// Arrival order.
-    pub seq: u64,
-    /// When.
-    pub ts: SystemTime,
-    /// Which server.
-    pub server: Arc<str>,
-    /// Which way.
-    pub dir: Direction,
-    /// Its id.
-    pub id: Option<String>,
-    /// Its method (a response carries its request's).
-    pub method: Option<String>,
-    /// Response latency.
-    pub latency_us: Option<u64>,
-    /// HTTP status, for HTTP transports.
-    pub http_status: Option<u16>,
-    /// The message, cut at [`TRACE_MESSAGE_MAX`].
-    pub message: Bytes,
-    /// Its full size.
-    pub size: usize,
-}
-
-/// The trace buffer: the last [`TRACE_PER_SERVER`] messages of each server, in arrival order.
-#[derive(Debug, Default)]
-pub struct TraceBuf {
-    rows: VecDeque<TraceRow>,
-    per_server: BTreeMap<Arc<str>, usize>,
-    next_seq: u64,
-}
-
-impl TraceBuf {
-    /// Adds a record, dropping the server's oldest row past the cap.
-    pub fn push(&mut self, r: WireRecord) {
-        let size = r.message.len();
-        let message = if size > TRACE_MESSAGE_MAX {
-            Bytes::copy_from_slice(&r.message[..TRACE_MESSAGE_MAX])
-        } else {
-            r.message
-        };
-        let count = self.per_server.entry(r.server.clone()).or_insert(0);
-        *count += 1;
-        if *count > TRACE_PER_SERVER {
-            *count -= 1;
-            if let Some(i) = self.rows.iter().position(|row| row.server == r.server) {
-                self.rows.remove(i);
-            }
-        }
-        self.next_seq += 1;
-        self.rows.push_back(TraceRow {
-            seq: self.next_seq,
-            ts: r.ts,
-            server: r.server,
-            dir: r.dir,
-            id: r.id.map(|i| i.to_string()),
-            method: r.method,
-            latency_us: r.latency_us,
-            http_status: r.http_status,
-            message,
-            size,
-        });
-    }
-
-    /// Rows, oldest first, of one server or all.
-    pub fn rows<'a>(&'a self, filter: Option<&'a str>) -> impl Iterator<Item = &'a TraceRow> + 'a {
-        self.rows
-            .iter()
-            .filter(move |r| filter.is_none_or(|f| &*r.server == f))
-    }
-
-    /// How many rows [`TraceBuf::rows`] yields.
-    pub fn len(&self, filter: Option<&str>) -> usize {
-        match filter {
-            None => self.rows.len(),
-            Some(f) => self.per_server.get(f).copied().unwrap_or(0),
-        }
-    }
-
-    /// Servers seen, sorted.
-    pub fn servers(&self) -> Vec<Arc<str>> {
-        self.per_server.keys().cloned().collect()
-    }
-}
-
 /// The `/mcp` panel's position.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PanelState {
@@ -276,19 +188,6 @@ pub struct PanelState {
     pub selected: usize,
     /// First body line shown.
     pub scroll: usize,
-}
-
-/// The `/trace` view's position.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TraceView {
-    /// Only this server's messages.
-    pub filter: Option<String>,
-    /// The selected row (index into the filtered rows); `None` follows the newest.
-    pub selected: Option<usize>,
-    /// The selected message is expanded.
-    pub expanded: bool,
-    /// Scroll inside the expanded message.
-    pub expanded_scroll: usize,
 }
 
 /// Which modal is open.
@@ -1145,19 +1044,6 @@ fn call_command(state: &mut State, rest: &str) -> Vec<Effect> {
     }]
 }
 
-fn scroll_by(pos: &mut usize, key: KeyCode, page: usize, max: usize) -> bool {
-    match key {
-        KeyCode::Up | KeyCode::Char('k') => *pos = pos.saturating_sub(1),
-        KeyCode::Down | KeyCode::Char('j') => *pos = (*pos + 1).min(max),
-        KeyCode::PageUp => *pos = pos.saturating_sub(page),
-        KeyCode::PageDown => *pos = (*pos + page).min(max),
-        KeyCode::Home | KeyCode::Char('g') => *pos = 0,
-        KeyCode::End | KeyCode::Char('G') => *pos = max,
-        _ => return false,
-    }
-    true
-}
-
 fn panel_key(state: &mut State, mut p: PanelState, key: KeyEvent) -> Vec<Effect> {
     let n = state.servers.len();
     let page = state.modal_rows();
@@ -1200,91 +1086,11 @@ fn panel_key(state: &mut State, mut p: PanelState, key: KeyEvent) -> Vec<Effect>
     effects
 }
 
-fn trace_key(state: &mut State, mut t: TraceView, key: KeyEvent) -> Vec<Effect> {
-    let n = state.trace.len(t.filter.as_deref());
-    let page = state.modal_rows();
-    let last = n.saturating_sub(1);
-    match key.code {
-        KeyCode::Esc if t.expanded => {
-            t.expanded = false;
-            t.expanded_scroll = 0;
-        }
-        KeyCode::Esc | KeyCode::Char('q') => return Vec::new(),
-        KeyCode::Enter if n > 0 => {
-            t.expanded = !t.expanded;
-            t.expanded_scroll = 0;
-            t.selected = Some(t.selected.unwrap_or(last).min(last));
-        }
-        KeyCode::Tab | KeyCode::BackTab => {
-            let servers = state.trace.servers();
-            let idx = t
-                .filter
-                .as_deref()
-                .and_then(|f| servers.iter().position(|s| &**s == f));
-            let next = if key.code == KeyCode::Tab {
-                match idx {
-                    None => servers.first(),
-                    Some(i) => servers.get(i + 1),
-                }
-            } else {
-                match idx {
-                    None => servers.last(),
-                    Some(0) => None,
-                    Some(i) => servers.get(i - 1),
-                }
-            };
-            t.filter = next.map(|s| s.to_string());
-            t.selected = None;
-            t.expanded = false;
-        }
-        code if t.expanded => {
-            scroll_by(&mut t.expanded_scroll, code, page, usize::MAX / 2);
-        }
-        code => {
-            let mut pos = t.selected.unwrap_or(last).min(last);
-            if scroll_by(&mut pos, code, page, last) {
-                t.selected = if pos >= last && code != KeyCode::Up && code != KeyCode::Char('k') {
-                    None
-                } else {
-                    Some(pos)
-                };
-            }
-        }
-    }
-    state.modal = Some(Modal::Trace(t));
-    Vec::new()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::tests::{connected, tool};
+    use crate::tui::tests::{key_event as key, typed, with_servers};
     use harness9_actors::messages::ServerState;
-
-    pub(crate) fn key(code: KeyCode) -> Event {
-        Event::Key(KeyEvent::new(code, KeyModifiers::NONE))
-    }
-
-    fn typed(state: &mut State, s: &str) {
-        for c in s.chars() {
-            update(state, key(KeyCode::Char(c)));
-        }
-    }
-
-    fn with_servers(names: &[&str], per: usize) -> State {
-        let mut s = State::new(".mcp.json".into(), None, "set a key".into());
-        let snap: BTreeMap<String, ServerState> = names
-            .iter()
-            .map(|n| (n.to_string(), connected(per, 5)))
-            .collect();
-        update(&mut s, Event::Status(Arc::new(snap)));
-        let tools: Vec<ToolEntry> = names
-            .iter()
-            .flat_map(|n| (0..per).map(move |i| tool(n, &format!("t{i}"), "line one\nline two")))
-            .collect();
-        update(&mut s, Event::Tools(Arc::new(tools)));
-        s
-    }
 
     #[test]
     fn the_trust_screen_opens_for_new_unapproved_servers_and_approves_what_it_showed() {
@@ -1661,53 +1467,5 @@ mod tests {
         assert!(
             matches!(s.transcript.last(), Some(Entry::Error(e)) if e.contains("no tool named"))
         );
-    }
-
-    fn record(server: &str, n: usize) -> WireRecord {
-        WireRecord {
-            ts: SystemTime::UNIX_EPOCH,
-            server: server.into(),
-            dir: Direction::Send,
-            id: None,
-            method: Some(format!("m{n}")),
-            latency_us: None,
-            message: Bytes::from(format!("{{\"n\":{n}}}")),
-            http_status: None,
-            session: None,
-        }
-    }
-
-    #[test]
-    fn trace_is_bounded_per_server_and_filterable() {
-        let mut s = with_servers(&["a", "b"], 1);
-        for i in 0..(TRACE_PER_SERVER + 10) {
-            update(&mut s, Event::Trace(record("a", i)));
-        }
-        update(&mut s, Event::Trace(record("b", 0)));
-        assert_eq!(s.trace.len(None), TRACE_PER_SERVER + 1);
-        assert_eq!(s.trace.len(Some("a")), TRACE_PER_SERVER);
-        assert_eq!(
-            s.trace
-                .rows(Some("a"))
-                .next()
-                .and_then(|r| r.method.clone()),
-            Some("m10".into())
-        );
-        s.modal = Some(Modal::Trace(TraceView::default()));
-        update(&mut s, key(KeyCode::Tab));
-        let Some(Modal::Trace(t)) = &s.modal else {
-            panic!("closed")
-        };
-        assert_eq!(t.filter.as_deref(), Some("a"));
-        update(&mut s, key(KeyCode::Up));
-        update(&mut s, key(KeyCode::Enter));
-        let Some(Modal::Trace(t)) = &s.modal else {
-            panic!("closed")
-        };
-        assert!(t.expanded);
-        assert_eq!(t.selected, Some(TRACE_PER_SERVER - 2));
-        update(&mut s, key(KeyCode::Esc));
-        update(&mut s, key(KeyCode::Esc));
-        assert_eq!(s.modal, None);
     }
 }

@@ -9,7 +9,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::state::{Effect, Entry, Modal, State};
-use super::view::{modal_block, wrap, DIM};
+use super::widgets::{modal_block, wrap, DIM};
 use crate::sanitize::{clean, clean_line};
 
 /// The trust screen's selection (an index into [`State::unapproved`]).

@@ -6,21 +6,16 @@ use std::time::Instant;
 
 use harness9_actors::error::fmt_duration;
 use harness9_actors::messages::{ServerStatus, StatusSnapshot};
-use harness9_actors::protocol::render::human_bytes;
-use harness9_actors::trace::Direction;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use super::state::{
-    CallState, Entry, Modal, PanelState, State, TraceRow, TraceView, COMMANDS, RESULT_LINES,
-};
+use super::state::{CallState, Entry, Modal, PanelState, State, COMMANDS, RESULT_LINES};
+use super::widgets::{modal_block, truncate_line, wrap, DIM};
 use crate::sanitize::{clean, clean_line};
-
-pub(super) const DIM: Style = Style::new().fg(Color::DarkGray);
 
 /// Draws the whole screen.
 pub fn view(state: &State, frame: &mut Frame) {
@@ -51,7 +46,7 @@ pub fn view(state: &State, frame: &mut Frame) {
         frame.render_widget(Clear, modal_area);
         match modal {
             Modal::Panel(p) => draw_panel(state, p, frame, modal_area),
-            Modal::Trace(t) => draw_trace(state, t, frame, modal_area),
+            Modal::Trace(t) => super::trace::draw_trace(state, t, frame, modal_area),
             Modal::Help => draw_help(frame, modal_area),
             Modal::Trust(t) => super::trust::draw_trust(state, t, frame, modal_area),
         }
@@ -194,105 +189,7 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
     truncate_line(Line::from(spans), width as usize)
 }
 
-/// Cuts a line to `width` columns, ending with `…` when cut.
-fn truncate_line(line: Line<'static>, width: usize) -> Line<'static> {
-    if line.width() <= width {
-        return line;
-    }
-    let mut out = Vec::new();
-    let mut used = 0;
-    let limit = width.saturating_sub(1);
-    for span in line.spans {
-        let mut text = String::new();
-        for c in span.content.chars() {
-            let w = c.width().unwrap_or(0);
-            if used + w > limit {
-                break;
-            }
-            used += w;
-            text.push(c);
-        }
-        let cut = text.len() < span.content.len();
-        out.push(Span::styled(text, span.style));
-        if cut {
-            break;
-        }
-    }
-    if width > 0 {
-        out.push(Span::styled("…", DIM));
-    }
-    Line::from(out)
-}
-
 // ---- transcript and input -------------------------------------------------------------------
-
-/// Wraps `text` (already clean) at word boundaries into lines of at most `width` columns;
-/// a word longer than a line is cut. Continuation lines start with `indent` too.
-pub(super) fn wrap(
-    text: &str,
-    width: usize,
-    style: Style,
-    indent: &str,
-    out: &mut Vec<Line<'static>>,
-) {
-    let iw = indent.width();
-    let width = width.max(iw + 1);
-    for raw in text.split('\n') {
-        // Leading spaces (indentation, pretty JSON) are kept as they are.
-        let body = raw.trim_start_matches(' ');
-        let lead = (raw.len() - body.len()).min(width.saturating_sub(iw + 1));
-        let mut line = format!("{indent}{}", " ".repeat(lead));
-        let mut used = iw + lead;
-        // Wrapped rows keep the line's indentation (at most half the width): pretty JSON and
-        // indented help stay readable.
-        let hang = format!("{indent}{}", " ".repeat(lead.min((width - iw - 1) / 2)));
-        let hw = hang.width();
-        let mut started = false;
-        for word in body.split(' ') {
-            let ww = word.width();
-            let sep = usize::from(started);
-            started = true;
-            if used + sep + ww <= width {
-                if sep == 1 {
-                    line.push(' ');
-                }
-                line.push_str(word);
-                used += sep + ww;
-                continue;
-            }
-            if ww <= width - hw {
-                out.push(Line::styled(std::mem::take(&mut line), style));
-                line.push_str(&hang);
-                line.push_str(word);
-                used = hw + ww;
-                continue;
-            }
-            // A word longer than a line: fill the rest of this line after a space (or start a
-            // new row when not even one character would fit), then cut.
-            if sep == 1 {
-                if used + 2 <= width {
-                    line.push(' ');
-                    used += 1;
-                } else {
-                    out.push(Line::styled(std::mem::take(&mut line), style));
-                    line.push_str(&hang);
-                    used = hw;
-                }
-            }
-            for c in word.chars() {
-                let w = c.width().unwrap_or(0);
-                if used + w > width {
-                    out.push(Line::styled(std::mem::take(&mut line), style));
-                    line.push_str(&hang);
-                    used = hw;
-                }
-                line.push(c);
-                used += w;
-            }
-        }
-        out.push(Line::styled(line, style));
-    }
-}
 
 /// The lines of one transcript entry; of a long answer only the last ones, at least `need`.
 fn entry_lines(entry: &Entry, width: usize, expand_tools: bool, need: usize) -> Vec<Line<'static>> {
@@ -471,13 +368,6 @@ fn draw_input(state: &State, frame: &mut Frame, area: Rect) {
 }
 
 // ---- /mcp panel -----------------------------------------------------------------------------
-
-pub(super) fn modal_block(title: &str) -> Block<'static> {
-    Block::new()
-        .borders(Borders::ALL)
-        .border_style(Style::new().fg(Color::Blue))
-        .title(Span::styled(format!(" {title} "), Style::new().bold()))
-}
 
 /// The header lines of the panel for one server: the count matches
 /// [`State::panel_header_lines`].
@@ -697,149 +587,6 @@ fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area: Rect) {
     }
 }
 
-// ---- /trace ---------------------------------------------------------------------------------
-
-fn trace_row_line(r: &TraceRow, selected: bool, width: usize) -> Line<'static> {
-    let ts = crate::app::trace_file::rfc3339(r.ts);
-    let time = ts.get(11..23).unwrap_or(&ts).to_owned();
-    let (arrow, color) = match r.dir {
-        Direction::Send => ("→", Color::Cyan),
-        Direction::Recv => ("←", Color::Magenta),
-    };
-    let latency = r
-        .latency_us
-        .map(|us| {
-            if us >= 10_000 {
-                format!("{} ms", us / 1000)
-            } else {
-                format!("{:.1} ms", us as f64 / 1000.0)
-            }
-        })
-        .unwrap_or_default();
-    let kind = match (&r.method, &r.id, r.message.is_empty()) {
-        (_, _, true) => format!("HTTP {}", r.http_status.unwrap_or(0)),
-        (Some(m), _, _) => clean_line(m).into_owned(),
-        (None, _, _) => "(no method)".to_owned(),
-    };
-    let id =
-        r.id.as_deref()
-            .map(|i| format!("#{}", clean_line(i)))
-            .unwrap_or_default();
-    let mut line = Line::from(vec![
-        Span::styled(format!("{time} "), DIM),
-        Span::styled(format!("{arrow} "), Style::new().fg(color).bold()),
-        Span::raw(format!("{:<12} ", truncate_str(&clean_line(&r.server), 12))),
-        Span::raw(format!("{:<28} ", truncate_str(&kind, 28))),
-        Span::styled(format!("{id:<7} "), DIM),
-        Span::raw(format!("{latency:>9} ")),
-        Span::styled(human_bytes(r.size), DIM),
-    ]);
-    if selected {
-        line = line.patch_style(Style::new().add_modifier(Modifier::REVERSED));
-    }
-    truncate_line(line, width)
-}
-
-fn truncate_str(s: &str, max: usize) -> String {
-    if s.width() <= max {
-        return s.to_owned();
-    }
-    let mut out = String::new();
-    let mut used = 0;
-    for c in s.chars() {
-        let w = c.width().unwrap_or(0);
-        if used + w + 1 > max {
-            break;
-        }
-        used += w;
-        out.push(c);
-    }
-    out.push('…');
-    out
-}
-
-fn draw_trace(state: &State, t: &TraceView, frame: &mut Frame, area: Rect) {
-    let title = match &t.filter {
-        Some(f) => format!("trace: {}", clean_line(f)),
-        None => "trace: all servers".to_owned(),
-    };
-    let block = modal_block(&title);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let [body, help] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            "↑↓/jk select · PgUp/PgDn Home/End · Enter expand · Tab filter by server · Esc close",
-            DIM,
-        )),
-        help,
-    );
-    let filter = t.filter.as_deref();
-    let n = state.trace.len(filter);
-    if n == 0 {
-        frame.render_widget(
-            Paragraph::new(Line::styled(
-                "no messages yet; every JSON-RPC message to and from the servers shows here",
-                DIM,
-            )),
-            body,
-        );
-        return;
-    }
-    let selected = t.selected.unwrap_or(n - 1).min(n - 1);
-    let width = body.width as usize;
-    if t.expanded {
-        let Some(r) = state.trace.rows(filter).nth(selected) else {
-            return;
-        };
-        let [head, msg] =
-            Layout::vertical([Constraint::Length(1), Constraint::Fill(1)]).areas(body);
-        frame.render_widget(Paragraph::new(trace_row_line(r, true, width)), head);
-        // Secrets are redacted here as in the --trace file: credential keys and every
-        // configured env/header value.
-        let pretty = serde_json::from_slice::<serde_json::Value>(&r.message)
-            .ok()
-            .and_then(|mut v| {
-                crate::app::trace_file::redact(&mut v, &state.secrets);
-                serde_json::to_string_pretty(&v).ok()
-            })
-            .unwrap_or_else(|| {
-                let mut raw = String::from_utf8_lossy(&r.message).into_owned();
-                for secret in &state.secrets {
-                    raw = raw.replace(secret.as_str(), "[redacted]");
-                }
-                raw
-            });
-        let mut text = clean(&pretty).into_owned();
-        if r.size > r.message.len() {
-            text.push_str(&format!(
-                "\n… cut: showing {} of {}",
-                human_bytes(r.message.len()),
-                human_bytes(r.size)
-            ));
-        }
-        let mut lines = Vec::new();
-        wrap(&text, width, Style::new(), "", &mut lines);
-        let rows = msg.height as usize;
-        let scroll = t.expanded_scroll.min(lines.len().saturating_sub(rows));
-        let visible: Vec<Line<'static>> = lines.into_iter().skip(scroll).take(rows).collect();
-        frame.render_widget(Paragraph::new(visible), msg);
-        return;
-    }
-    let rows = body.height as usize;
-    // Keep the selected row in view, near the bottom when following the newest.
-    let start = (selected + 1).saturating_sub(rows);
-    let lines: Vec<Line<'static>> = state
-        .trace
-        .rows(filter)
-        .enumerate()
-        .skip(start)
-        .take(rows)
-        .map(|(i, r)| trace_row_line(r, i == selected && t.selected.is_some(), width))
-        .collect();
-    frame.render_widget(Paragraph::new(lines), body);
-}
-
 // ---- /help ----------------------------------------------------------------------------------
 
 fn draw_help(frame: &mut Frame, area: Rect) {
@@ -891,46 +638,4 @@ fn draw_help(frame: &mut Frame, area: Rect) {
         ]));
     }
     frame.render_widget(Paragraph::new(lines), inner);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn wrapped(text: &str, width: usize, indent: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        wrap(text, width, Style::new(), indent, &mut out);
-        out.iter().map(|l| l.to_string()).collect()
-    }
-
-    #[test]
-    fn wrapped_rows_keep_the_indentation_and_never_overflow() {
-        assert_eq!(
-            wrapped("    \"key\": \"a long value that wraps\"", 20, ""),
-            vec!["    \"key\": \"a long", "    value that", "    wraps\"",]
-        );
-        assert_eq!(
-            wrapped("  two words", 9, "  "),
-            vec!["    two", "    words"]
-        );
-        // A word cut across rows never glues onto the word before it.
-        assert_eq!(wrapped("abc defgh", 4, ""), vec!["abc", "defg", "h"]);
-        assert_eq!(wrapped("ab cdefghij", 4, ""), vec!["ab c", "defg", "hij"]);
-        for width in 1..12 {
-            for text in [
-                "          deep indent and words",
-                "x",
-                "  averyveryverylongword",
-            ] {
-                for indent in ["", "  "] {
-                    for row in wrapped(text, width, indent) {
-                        assert!(
-                            row.width() <= width.max(indent.width() + 1),
-                            "{text:?} {width} {indent:?}: {row:?}"
-                        );
-                    }
-                }
-            }
-        }
-    }
 }
