@@ -5,6 +5,7 @@
 mod actor;
 pub mod history;
 mod markdown;
+mod panel;
 pub mod state;
 mod trace;
 mod trust;

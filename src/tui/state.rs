@@ -14,11 +14,12 @@ use serde_json::Value;
 use crate::agent::engine::EngineEvent;
 use crate::sanitize::clean;
 
+use super::panel::panel_key;
+pub use super::panel::{tool_lines, PanelState, ToolLayout};
 use super::trace::trace_key;
 pub use super::trace::{TraceBuf, TraceRow, TraceView, TRACE_MESSAGE_MAX, TRACE_PER_SERVER};
 use super::trust::trust_key;
 pub use super::trust::TrustView;
-use super::widgets::scroll_by;
 
 /// Slash commands, in the order `/help` and completion list them.
 pub const COMMANDS: &[(&str, &str)] = &[
@@ -181,15 +182,6 @@ pub enum Entry {
     },
 }
 
-/// The `/mcp` panel's position.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PanelState {
-    /// Index of the selected server (in snapshot order).
-    pub selected: usize,
-    /// First body line shown.
-    pub scroll: usize,
-}
-
 /// Which modal is open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Modal {
@@ -201,24 +193,6 @@ pub enum Modal {
     Help,
     /// The trust screen: the project config's unapproved servers, with what they would run.
     Trust(TrustView),
-}
-
-/// A server's tools as the panel lays them out: entry indexes and where each starts.
-#[derive(Debug, Clone, Default)]
-pub struct ToolLayout {
-    /// Indexes into [`State::tools`].
-    pub entries: Vec<usize>,
-    /// `starts[i]` is the first line of tool `i`; the last element is the total.
-    pub starts: Vec<usize>,
-}
-
-/// Lines a tool takes in the panel: its name, then each description line.
-pub fn tool_lines(entry: &ToolEntry) -> usize {
-    1 + entry
-        .tool
-        .description
-        .as_deref()
-        .map_or(0, |d| d.trim_end().lines().count())
 }
 
 /// The whole TUI state.
@@ -352,54 +326,6 @@ impl State {
         (self.size.1 as usize).saturating_sub(6).max(1)
     }
 
-    /// The name of the server at `i` in snapshot order.
-    pub fn server_at(&self, i: usize) -> Option<&str> {
-        self.servers.keys().nth(i).map(String::as_str)
-    }
-
-    /// Header lines the panel shows above the selected server's tools.
-    pub fn panel_header_lines(&self, server: &str) -> usize {
-        match self.servers.get(server).map(|s| &s.status) {
-            Some(ServerStatus::Failed { stderr_tail, .. }) => {
-                3 + usize::from(!stderr_tail.is_empty()) + stderr_tail.len()
-            }
-            Some(ServerStatus::Connected { info, .. }) => {
-                3 + info
-                    .instructions
-                    .as_deref()
-                    .map_or(0, |i| i.trim_end().lines().count().min(6) + 1)
-            }
-            _ => 3,
-        }
-    }
-
-    /// Lines of the panel body for `server`.
-    pub fn panel_total_lines(&self, server: &str) -> usize {
-        self.panel_header_lines(server)
-            + self
-                .layout
-                .get(server)
-                .and_then(|l| l.starts.last())
-                .copied()
-                .unwrap_or(0)
-    }
-
-    fn set_tools(&mut self, tools: Arc<Vec<ToolEntry>>) {
-        let mut layout: BTreeMap<String, ToolLayout> = BTreeMap::new();
-        for (i, t) in tools.iter().enumerate() {
-            let Some(server) = &t.server else { continue };
-            let l = layout.entry(server.clone()).or_default();
-            if l.starts.is_empty() {
-                l.starts.push(0);
-            }
-            let next = l.starts.last().copied().unwrap_or(0) + tool_lines(t);
-            l.entries.push(i);
-            l.starts.push(next);
-        }
-        self.layout = layout;
-        self.tools = tools;
-    }
-
     pub(super) fn note(&mut self, e: Entry) {
         self.transcript.push(e);
         self.scroll_back = 0;
@@ -471,9 +397,7 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
         }
         Event::Status(s) => {
             state.servers = s;
-            if let Some(Modal::Panel(p)) = &mut state.modal {
-                p.selected = p.selected.min(state.servers.len().saturating_sub(1));
-            }
+            super::panel::status_changed(state);
             // The trust screen opens for servers it has not shown yet, and closes once none is
             // left waiting.
             // A server that leaves the list (approved) is forgotten, so if it comes back (its
@@ -1044,48 +968,6 @@ fn call_command(state: &mut State, rest: &str) -> Vec<Effect> {
     }]
 }
 
-fn panel_key(state: &mut State, mut p: PanelState, key: KeyEvent) -> Vec<Effect> {
-    let n = state.servers.len();
-    let page = state.modal_rows();
-    let max = state
-        .server_at(p.selected)
-        .map(|s| state.panel_total_lines(s).saturating_sub(page))
-        .unwrap_or(0);
-    p.scroll = p.scroll.min(max);
-    let mut effects = Vec::new();
-    match key.code {
-        KeyCode::Esc | KeyCode::Char('q') => return effects,
-        KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') if n > 0 => {
-            p.selected = (p.selected + 1) % n;
-            p.scroll = 0;
-        }
-        KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') if n > 0 => {
-            p.selected = (p.selected + n - 1) % n;
-            p.scroll = 0;
-        }
-        KeyCode::Char('r') => {
-            if let Some(s) = state.server_at(p.selected) {
-                effects.push(Effect::Restart(s.to_owned()));
-            }
-        }
-        KeyCode::Char('e') | KeyCode::Char('E') => effects.push(Effect::OpenEditor),
-        KeyCode::Char('a') => {
-            // An unapproved server: back to the trust screen, on it.
-            let waiting = state.unapproved();
-            let name = state.server_at(p.selected);
-            if let Some(i) = waiting.iter().position(|(n, _)| Some(n.as_str()) == name) {
-                state.modal = Some(Modal::Trust(TrustView { selected: i }));
-                return effects;
-            }
-        }
-        code => {
-            scroll_by(&mut p.scroll, code, page, max);
-        }
-    }
-    state.modal = Some(Modal::Panel(p));
-    effects
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1385,54 +1267,6 @@ mod tests {
         typed(&mut s, "/nope");
         update(&mut s, key(KeyCode::Enter));
         assert!(matches!(s.transcript.last(), Some(Entry::Error(e)) if e.contains("/help")));
-    }
-
-    #[test]
-    fn panel_keys_scroll_select_restart_edit_and_close() {
-        let mut s = with_servers(&["a", "b"], 100);
-        s.size = (80, 24);
-        s.modal = Some(Modal::Panel(PanelState::default()));
-        update(&mut s, key(KeyCode::Char('j')));
-        update(&mut s, key(KeyCode::Down));
-        assert_eq!(
-            s.modal,
-            Some(Modal::Panel(PanelState {
-                selected: 0,
-                scroll: 2
-            }))
-        );
-        update(&mut s, key(KeyCode::Char('k')));
-        update(&mut s, key(KeyCode::PageDown));
-        let Some(Modal::Panel(p)) = &s.modal else {
-            panic!("panel closed")
-        };
-        assert_eq!(p.scroll, 1 + 18);
-        update(&mut s, key(KeyCode::End));
-        let Some(Modal::Panel(p)) = &s.modal else {
-            panic!("panel closed")
-        };
-        let total = s.panel_total_lines("a");
-        assert_eq!(p.scroll, total - 18);
-        update(&mut s, key(KeyCode::Home));
-        update(&mut s, key(KeyCode::Tab));
-        assert_eq!(
-            s.modal,
-            Some(Modal::Panel(PanelState {
-                selected: 1,
-                scroll: 0
-            }))
-        );
-        assert_eq!(
-            update(&mut s, key(KeyCode::Char('r'))),
-            vec![Effect::Restart("b".into())]
-        );
-        update(&mut s, key(KeyCode::Left));
-        assert_eq!(
-            update(&mut s, key(KeyCode::Char('e'))),
-            vec![Effect::OpenEditor]
-        );
-        update(&mut s, key(KeyCode::Esc));
-        assert_eq!(s.modal, None);
     }
 
     #[test]

@@ -2,8 +2,6 @@
 //! `/mcp`, `/trace` and `/help` modals. Every server-controlled string passes through
 //! [`clean`]/[`clean_line`] on its way to the screen.
 
-use std::time::Instant;
-
 use harness9_actors::error::fmt_duration;
 use harness9_actors::messages::{ServerStatus, StatusSnapshot};
 use ratatui::layout::{Constraint, Layout, Position, Rect};
@@ -13,7 +11,7 @@ use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use super::state::{CallState, Entry, Modal, PanelState, State, COMMANDS, RESULT_LINES};
+use super::state::{CallState, Entry, Modal, State, COMMANDS, RESULT_LINES};
 use super::widgets::{modal_block, truncate_line, wrap, DIM};
 use crate::sanitize::{clean, clean_line};
 
@@ -45,7 +43,7 @@ pub fn view(state: &State, frame: &mut Frame) {
                 .areas(area);
         frame.render_widget(Clear, modal_area);
         match modal {
-            Modal::Panel(p) => draw_panel(state, p, frame, modal_area),
+            Modal::Panel(p) => super::panel::draw_panel(state, p, frame, modal_area),
             Modal::Trace(t) => super::trace::draw_trace(state, t, frame, modal_area),
             Modal::Help => draw_help(frame, modal_area),
             Modal::Trust(t) => super::trust::draw_trust(state, t, frame, modal_area),
@@ -104,7 +102,8 @@ fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
 
 // ---- bars -----------------------------------------------------------------------------------
 
-fn status_symbol(status: &ServerStatus) -> (&'static str, Color, String) {
+/// The mark, its colour and a short word for a server's status, as the bar and the panel show it.
+pub(super) fn status_symbol(status: &ServerStatus) -> (&'static str, Color, String) {
     match status {
         ServerStatus::Connected { tools, .. } => (
             "●",
@@ -364,226 +363,6 @@ fn draw_input(state: &State, frame: &mut Frame, area: Rect) {
             area.x + (PROMPT.len() + cursor_x) as u16,
             area.y + (cur_line - first) as u16,
         ));
-    }
-}
-
-// ---- /mcp panel -----------------------------------------------------------------------------
-
-/// The header lines of the panel for one server: the count matches
-/// [`State::panel_header_lines`].
-fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
-    let Some(st) = state.servers.get(name) else {
-        return Vec::new();
-    };
-    let (sym, color, detail) = status_symbol(&st.status);
-    let mut head = vec![
-        Span::styled(clean_line(name).into_owned(), Style::new().bold()),
-        Span::raw("  "),
-        Span::styled(
-            format!("{sym} {}", st.status.label()),
-            Style::new().fg(color),
-        ),
-        Span::styled(format!("  transport {}", st.transport), DIM),
-    ];
-    let mut lines = Vec::new();
-    match &st.status {
-        ServerStatus::Connected { info, .. } => {
-            head.push(Span::styled(
-                format!(
-                    "  protocol {}  {detail}  connected in {}",
-                    info.protocol_version,
-                    fmt_duration(info.connect_time)
-                ),
-                DIM,
-            ));
-            lines.push(Line::from(head));
-            let pid = info.pid.map(|p| format!("  pid {p}")).unwrap_or_default();
-            lines.push(Line::styled(
-                format!(
-                    "server {} {}{pid}",
-                    clean_line(&info.server_info.name),
-                    clean_line(&info.server_info.version)
-                ),
-                DIM,
-            ));
-            if let Some(instr) = &info.instructions {
-                lines.push(Line::styled("instructions:", DIM));
-                for l in instr.trim_end().lines().take(6) {
-                    lines.push(Line::styled(format!("  {}", clean_line(l)), DIM));
-                }
-            }
-        }
-        ServerStatus::Failed { error, stderr_tail } => {
-            lines.push(Line::from(head));
-            lines.push(Line::styled(
-                format!("error: {}", clean_line(error)),
-                Style::new().fg(Color::Red),
-            ));
-            if !stderr_tail.is_empty() {
-                lines.push(Line::styled(
-                    format!("stderr (last {} lines):", stderr_tail.len()),
-                    DIM,
-                ));
-                for l in stderr_tail {
-                    lines.push(Line::raw(format!("  │ {}", clean_line(l))));
-                }
-            }
-        }
-        ServerStatus::Restarting {
-            attempt,
-            next_retry,
-            last_error,
-        } => {
-            lines.push(Line::from(head));
-            let wait = next_retry.saturating_duration_since(Instant::now());
-            lines.push(Line::styled(
-                format!(
-                    "attempt {attempt}, next try in {}: {}",
-                    fmt_duration(wait),
-                    clean_line(last_error)
-                ),
-                Style::new().fg(Color::Yellow),
-            ));
-        }
-        ServerStatus::Starting { .. } => {
-            lines.push(Line::from(head));
-            lines.push(Line::styled("starting: handshake in progress", DIM));
-        }
-        ServerStatus::Unapproved { command_line } => {
-            lines.push(Line::from(head));
-            lines.push(Line::styled(
-                format!(
-                    "not approved, not started; would run: {}  (a: approve)",
-                    clean_line(command_line)
-                ),
-                Style::new().fg(Color::Magenta),
-            ));
-        }
-        _ => {
-            lines.push(Line::from(head));
-            lines.push(Line::styled("stopped; r starts it", DIM));
-        }
-    }
-    lines.push(Line::raw(""));
-    lines
-}
-
-fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area: Rect) {
-    let block = modal_block("MCP servers");
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let [tabs, body, help] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Fill(1),
-        Constraint::Length(1),
-    ])
-    .areas(inner);
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            "↑↓/jk PgUp/PgDn Home/End scroll · Tab/←→ server · r restart · e edit .mcp.json · Esc close",
-            DIM,
-        )),
-        help,
-    );
-    if state.servers.is_empty() {
-        frame.render_widget(
-            Paragraph::new(vec![
-                Line::raw(format!(
-                    "no MCP servers configured in {}",
-                    state.config_path
-                )),
-                Line::styled("press e to create or edit it", DIM),
-            ]),
-            body,
-        );
-        return;
-    }
-    // Server tabs.
-    let mut spans = Vec::new();
-    for (i, (name, st)) in state.servers.iter().enumerate() {
-        let (sym, color, _) = status_symbol(&st.status);
-        let style = if i == p.selected {
-            Style::new().reversed().bold()
-        } else {
-            Style::new()
-        };
-        spans.push(Span::styled(format!(" {} ", clean_line(name)), style));
-        spans.push(Span::styled(format!("{sym} "), Style::new().fg(color)));
-    }
-    frame.render_widget(
-        Paragraph::new(truncate_line(Line::from(spans), tabs.width as usize)),
-        tabs,
-    );
-    let Some(name) = state.server_at(p.selected) else {
-        return;
-    };
-    let rows = body.height as usize;
-    let header = panel_header(state, name);
-    let total = state.panel_total_lines(name);
-    let scroll = p.scroll.min(total.saturating_sub(rows));
-    let mut lines: Vec<Line<'static>> = header
-        .into_iter()
-        .skip(scroll)
-        .take(rows)
-        .map(|l| truncate_line(l, body.width as usize))
-        .collect();
-    let hl = state.panel_header_lines(name);
-    if lines.len() < rows {
-        if let Some(layout) = state.layout.get(name) {
-            let first_line = scroll.saturating_sub(hl);
-            // The tool holding `first_line`, by binary search over the start offsets.
-            let mut i = layout
-                .starts
-                .partition_point(|&s| s <= first_line)
-                .saturating_sub(1);
-            let mut skip = first_line - layout.starts.get(i).copied().unwrap_or(0);
-            while lines.len() < rows && i < layout.entries.len() {
-                let Some(entry) = state.tools.get(layout.entries[i]) else {
-                    break;
-                };
-                let mut tool_lines = vec![Line::from(vec![
-                    Span::styled(clean_line(&entry.name).into_owned(), Style::new().bold()),
-                    Span::styled(
-                        entry
-                            .tool
-                            .title
-                            .as_deref()
-                            .map(|t| format!("  {}", clean_line(t)))
-                            .unwrap_or_default(),
-                        DIM,
-                    ),
-                ])];
-                if let Some(d) = &entry.tool.description {
-                    for l in d.trim_end().lines() {
-                        tool_lines.push(Line::raw(format!("    {}", clean_line(l))));
-                    }
-                }
-                for l in tool_lines.into_iter().skip(skip) {
-                    if lines.len() == rows {
-                        break;
-                    }
-                    lines.push(truncate_line(l, body.width as usize));
-                }
-                skip = 0;
-                i += 1;
-            }
-        }
-    }
-    frame.render_widget(Paragraph::new(lines), body);
-    if total > rows {
-        let pos = format!(
-            " {}-{} of {} ",
-            scroll + 1,
-            (scroll + rows).min(total),
-            total
-        );
-        let w = pos.width() as u16;
-        if area.width > w + 2 {
-            frame.render_widget(
-                Paragraph::new(Span::styled(pos, DIM)),
-                Rect::new(area.x + area.width - w - 1, area.y + area.height - 1, w, 1),
-            );
-        }
     }
 }
 
