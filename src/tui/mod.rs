@@ -3,6 +3,7 @@
 //! streams and messages, runs the pure [`state::update`], and draws with the pure [`view::view`].
 
 mod actor;
+mod approvals;
 pub mod history;
 mod markdown;
 mod panel;

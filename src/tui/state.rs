@@ -14,6 +14,8 @@ use serde_json::Value;
 use crate::agent::engine::EngineEvent;
 use crate::sanitize::clean;
 
+pub use super::approvals::Approval;
+use super::approvals::{approval_key, asked, decline_all};
 use super::panel::panel_key;
 pub use super::panel::{tool_lines, PanelState, ToolLayout};
 use super::trace::trace_key;
@@ -370,16 +372,7 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
                 None => session_key(state, key),
             }
         }
-        Event::ApprovalAsked(a) => {
-            if state.always_allowed.contains(&a.name) {
-                return vec![Effect::Answer {
-                    key: a.key,
-                    yes: true,
-                }];
-            }
-            state.approvals.push_back(a);
-            Vec::new()
-        }
+        Event::ApprovalAsked(a) => asked(state, a),
         Event::Paste(text) => {
             if state.modal.is_none() {
                 // Newlines stay (a pasted stack trace or code keeps its shape); CRLF and CR
@@ -576,66 +569,6 @@ fn engine_event(state: &mut State, e: EngineEvent) {
             }
         }
     }
-}
-
-/// A tool call the engine wants to run, waiting for the user.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Approval {
-    /// Which question (for [`Effect::Answer`]).
-    pub key: u64,
-    /// The tool.
-    pub name: String,
-    /// Its arguments, as JSON text.
-    pub args: String,
-}
-
-/// `y`/Enter runs the first waiting call, `n`/Esc declines it, `a` runs it and every later call
-/// of that tool this session; other keys wait.
-fn approval_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
-    let (yes, always) = match key.code {
-        KeyCode::Char('y') | KeyCode::Enter => (true, false),
-        KeyCode::Char('n') | KeyCode::Esc => (false, false),
-        KeyCode::Char('a') => (true, true),
-        _ => return Vec::new(),
-    };
-    let Some(first) = state.approvals.pop_front() else {
-        return Vec::new();
-    };
-    let mut effects = vec![Effect::Answer {
-        key: first.key,
-        yes,
-    }];
-    if always {
-        // The same tool's other waiting calls go too.
-        state.approvals.retain(|a| {
-            let same = a.name == first.name;
-            if same {
-                effects.push(Effect::Answer {
-                    key: a.key,
-                    yes: true,
-                });
-            }
-            !same
-        });
-        state.note(Entry::Info(format!(
-            "{} runs without asking for the rest of this session",
-            first.name
-        )));
-        state.always_allowed.insert(first.name);
-    }
-    effects
-}
-
-/// Declines every waiting call.
-fn decline_all(state: &mut State) -> Vec<Effect> {
-    state
-        .approvals
-        .drain(..)
-        .map(|a| Effect::Answer {
-            key: a.key,
-            yes: false,
-        })
-        .collect()
 }
 
 fn insert_char(state: &mut State, c: char) {
@@ -1122,49 +1055,6 @@ mod tests {
         typed(&mut s, "/clear");
         assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
         assert!(s.transcript.is_empty());
-    }
-
-    #[test]
-    fn tool_questions_queue_and_take_yes_no_always_and_ctrl_c() {
-        let ask = |key: u64, name: &str| {
-            Event::ApprovalAsked(Approval {
-                key,
-                name: name.into(),
-                args: "{}".into(),
-            })
-        };
-        let answer = |key, yes| Effect::Answer { key, yes };
-        let mut s = State::new("x".into(), Some("m".into()), String::new());
-        typed(&mut s, "go");
-        update(&mut s, key(KeyCode::Enter));
-        assert!(update(&mut s, ask(1, "bash")).is_empty());
-        assert!(update(&mut s, ask(2, "write_file")).is_empty());
-        assert!(update(&mut s, ask(3, "bash")).is_empty());
-        // Other keys wait; typing does not reach the input.
-        assert!(update(&mut s, key(KeyCode::Char('x'))).is_empty());
-        assert_eq!(s.input, "");
-        assert_eq!(
-            update(&mut s, key(KeyCode::Char('n'))),
-            vec![answer(1, false)]
-        );
-        assert_eq!(update(&mut s, key(KeyCode::Enter)), vec![answer(2, true)]);
-        // `a`: this one, and bash from now on without asking.
-        assert_eq!(
-            update(&mut s, key(KeyCode::Char('a'))),
-            vec![answer(3, true)]
-        );
-        assert_eq!(update(&mut s, ask(4, "bash")), vec![answer(4, true)]);
-        assert!(update(&mut s, ask(5, "write_file")).is_empty());
-        assert_eq!(update(&mut s, key(KeyCode::Esc)), vec![answer(5, false)]);
-        // Ctrl+C declines whatever waits and cancels the turn.
-        update(&mut s, ask(6, "write_file"));
-        update(&mut s, ask(7, "write_file"));
-        let ctrl_c = Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
-        assert_eq!(
-            update(&mut s, ctrl_c),
-            vec![answer(6, false), answer(7, false), Effect::CancelTurn]
-        );
-        assert!(s.approvals.is_empty());
     }
 
     #[test]

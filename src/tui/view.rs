@@ -51,53 +51,8 @@ pub fn view(state: &State, frame: &mut Frame) {
     }
     // A question about a tool call goes over everything: the turn waits on it.
     if state.approvals.front().is_some() {
-        draw_approval(state, frame, main);
+        super::approvals::draw_approval(state, frame, main);
     }
-}
-
-/// The first waiting tool call: its tool, its arguments (up to five rows), and the keys.
-fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
-    let Some(a) = state.approvals.front() else {
-        return;
-    };
-    let width = main.width.saturating_sub(2).max(1) as usize;
-    let mut lines = vec![Line::from(vec![
-        Span::styled(clean_line(&a.name).into_owned(), Style::new().bold()),
-        Span::styled(
-            match state.approvals.len() {
-                1 => String::new(),
-                n => format!("  (1 of {n} waiting)"),
-            },
-            DIM,
-        ),
-    ])];
-    let mut args = Vec::new();
-    wrap(&clean(&a.args), width, DIM, "", &mut args);
-    let more = args.len() > 5;
-    args.truncate(5);
-    lines.extend(args);
-    if more {
-        lines.push(Line::styled("…", DIM));
-    }
-    lines.push(Line::from(vec![
-        Span::styled("y", Style::new().fg(Color::Green).bold()),
-        Span::raw(" run it · "),
-        Span::styled("n", Style::new().fg(Color::Red).bold()),
-        Span::raw(" decline · "),
-        Span::styled("a", Style::new().fg(Color::Yellow).bold()),
-        Span::raw(format!(" always run {} this session", clean_line(&a.name))),
-    ]));
-    let height = (lines.len() as u16 + 2).min(main.height);
-    let area = Rect {
-        y: main.y + main.height - height,
-        height,
-        ..main
-    };
-    frame.render_widget(Clear, area);
-    let block = modal_block("run this tool?").border_style(Style::new().fg(Color::Yellow));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    frame.render_widget(Paragraph::new(lines), inner);
 }
 
 // ---- bars -----------------------------------------------------------------------------------
