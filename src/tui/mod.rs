@@ -4,6 +4,7 @@
 
 mod actor;
 mod approvals;
+mod commands;
 pub mod history;
 mod markdown;
 mod panel;

@@ -16,41 +16,14 @@ use crate::sanitize::clean;
 
 pub use super::approvals::Approval;
 use super::approvals::{approval_key, asked, decline_all};
+pub use super::commands::COMMANDS;
+use super::commands::{help_key, run};
 use super::panel::panel_key;
 pub use super::panel::{tool_lines, PanelState, ToolLayout};
 use super::trace::trace_key;
 pub use super::trace::{TraceBuf, TraceRow, TraceView, TRACE_MESSAGE_MAX, TRACE_PER_SERVER};
 use super::trust::trust_key;
 pub use super::trust::TrustView;
-
-/// Slash commands, in the order `/help` and completion list them.
-pub const COMMANDS: &[(&str, &str)] = &[
-    (
-        "/mcp",
-        "the MCP panel: servers, errors, stderr, tools; r restarts, e edits .mcp.json",
-    ),
-    (
-        "/trace",
-        "the live JSON-RPC message trace; Tab filters by server, Enter expands",
-    ),
-    (
-        "/call",
-        "/call <tool> <json>: run a registered tool and show its result",
-    ),
-    (
-        "/reload",
-        "reload .mcp.json: added servers start, removed stop, changed restart",
-    ),
-    (
-        "/clear",
-        "clear the transcript and start a new conversation",
-    ),
-    ("/help", "this help"),
-    (
-        "/quit",
-        "stop every server and exit (Ctrl+C works everywhere)",
-    ),
-];
 
 /// Lines of a tool result shown in the transcript before it is folded.
 pub const RESULT_LINES: usize = 40;
@@ -362,12 +335,7 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             match state.modal.take() {
                 Some(Modal::Panel(p)) => panel_key(state, p, key),
                 Some(Modal::Trace(t)) => trace_key(state, t, key),
-                Some(Modal::Help) => {
-                    if !matches!(key.code, KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter) {
-                        state.modal = Some(Modal::Help);
-                    }
-                    Vec::new()
-                }
+                Some(Modal::Help) => help_key(state, key),
                 Some(Modal::Trust(t)) => trust_key(state, t, key),
                 None => session_key(state, key),
             }
@@ -758,147 +726,25 @@ fn submit(state: &mut State) -> Vec<Effect> {
     if state.history.last() != Some(&line) {
         state.history.push(line.clone());
     }
-    if !line.starts_with('/') {
-        state.note(Entry::User(line.clone()));
-        if state.model.is_none() {
-            state.note(Entry::Error(format!(
-                "no model is configured, so harness9 is an MCP console: use /call <tool> <json>, /mcp and /trace.\n{}",
-                state.model_help
-            )));
-            return Vec::new();
-        }
-        if state.busy {
-            state.note(Entry::Error(
-                "a turn is running; wait for it or press Esc to cancel it".to_owned(),
-            ));
-            return Vec::new();
-        }
-        state.busy = true;
-        return vec![Effect::Submit(line)];
+    if line.starts_with('/') {
+        return run(state, &line);
     }
-    let (cmd, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
-    let rest = rest.trim();
-    match cmd {
-        "/mcp" => {
-            // `/mcp name` selects that server; plain `/mcp` the first failed one, to show why.
-            let selected = state
-                .servers
-                .keys()
-                .position(|k| k == rest)
-                .or_else(|| {
-                    state
-                        .servers
-                        .values()
-                        .position(|s| matches!(s.status, ServerStatus::Failed { .. }))
-                })
-                .unwrap_or_default();
-            state.modal = Some(Modal::Panel(PanelState {
-                selected,
-                scroll: 0,
-            }));
-        }
-        "/trace" => {
-            state.modal = Some(Modal::Trace(TraceView {
-                filter: (!rest.is_empty()).then(|| rest.to_owned()),
-                ..TraceView::default()
-            }))
-        }
-        "/help" => state.modal = Some(Modal::Help),
-        "/quit" | "/exit" => {
-            state.quitting = true;
-            return vec![Effect::Quit];
-        }
-        "/reload" => return vec![Effect::Reload],
-        "/clear" if state.busy => state.note(Entry::Error(
-            "a turn is running; press Esc to cancel it, then /clear".to_owned(),
-        )),
-        "/clear" => {
-            state.transcript.clear();
-            state.scroll_back = 0;
-            if state.model.is_some() {
-                state.note(Entry::Info("new conversation".to_owned()));
-                return vec![Effect::ClearConversation];
-            }
-        }
-        "/call" => return call_command(state, rest),
-        "/panic" if state.debug_panic => return vec![Effect::Panic],
-        other => state.note(Entry::Error(format!(
-            "unknown command {other}; /help lists the commands"
-        ))),
-    }
-    Vec::new()
-}
-
-fn call_command(state: &mut State, rest: &str) -> Vec<Effect> {
-    let (name, json) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    if name.is_empty() {
-        state.note(Entry::Error(
-            "usage: /call <tool> <json>, e.g. /call mcp__everything__echo {\"message\":\"hi\"}; Tab completes tool names"
-                .to_owned(),
-        ));
-        return Vec::new();
-    }
-    let json = json.trim();
-    let arguments = if json.is_empty() {
-        None
-    } else {
-        match serde_json::from_str::<Value>(json) {
-            Ok(v) if v.is_object() => Some(v),
-            Ok(_) => {
-                state.note(Entry::Error(format!(
-                    "/call {name}: the arguments must be a JSON object, like {{\"text\": \"hi\"}}"
-                )));
-                return Vec::new();
-            }
-            Err(e) => {
-                state.note(Entry::Error(format!(
-                    "/call {name}: the arguments are not valid JSON ({e})"
-                )));
-                return Vec::new();
-            }
-        }
-    };
-    if !state.tools.iter().any(|t| t.name == name) {
-        // Names are sanitized (`get-sum` is registered as `get_sum`): suggest by that form.
-        let want: String = name
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect();
-        let tail = want.rsplit("__").next().unwrap_or(&want).to_owned();
-        let near: Vec<&str> = state
-            .tools
-            .iter()
-            .map(|t| t.name.as_str())
-            .filter(|n| *n == want || (!tail.is_empty() && n.ends_with(&tail)))
-            .take(5)
-            .collect();
-        let hint = if near.is_empty() {
-            "/mcp lists every tool".to_owned()
-        } else {
-            format!("did you mean {}?", near.join(", "))
-        };
+    state.note(Entry::User(line.clone()));
+    if state.model.is_none() {
         state.note(Entry::Error(format!(
-            "/call: no tool named \"{name}\" is registered; {hint}"
+            "no model is configured, so harness9 is an MCP console: use /call <tool> <json>, /mcp and /trace.\n{}",
+            state.model_help
         )));
         return Vec::new();
     }
-    let id = state.next_call;
-    state.next_call += 1;
-    state.note(Entry::Tool {
-        id,
-        name: name.to_owned(),
-        args: arguments.as_ref().map(Value::to_string).unwrap_or_default(),
-        state: CallState::Running,
-        elapsed: None,
-        output: String::new(),
-        pinned: true,
-        progress: None,
-    });
-    vec![Effect::CallTool {
-        id,
-        name: name.to_owned(),
-        arguments,
-    }]
+    if state.busy {
+        state.note(Entry::Error(
+            "a turn is running; wait for it or press Esc to cancel it".to_owned(),
+        ));
+        return Vec::new();
+    }
+    state.busy = true;
+    vec![Effect::Submit(line)]
 }
 
 #[cfg(test)]
@@ -1036,28 +882,6 @@ mod tests {
     }
 
     #[test]
-    fn clear_starts_a_new_conversation_but_not_during_a_turn() {
-        let mut s = State::new("x".into(), Some("m".into()), String::new());
-        typed(&mut s, "go");
-        update(&mut s, key(KeyCode::Enter));
-        typed(&mut s, "/clear");
-        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
-        assert!(matches!(s.transcript.last(), Some(Entry::Error(e)) if e.contains("Esc")));
-        update(&mut s, Event::TurnDone(Ok("done".into())));
-        typed(&mut s, "/clear");
-        assert_eq!(
-            update(&mut s, key(KeyCode::Enter)),
-            vec![Effect::ClearConversation]
-        );
-        assert_eq!(s.transcript.len(), 1, "{:?}", s.transcript);
-        // Without a model there is no conversation to clear.
-        let mut s = State::new("x".into(), None, String::new());
-        typed(&mut s, "/clear");
-        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
-        assert!(s.transcript.is_empty());
-    }
-
-    #[test]
     fn ctrl_c_cancels_a_running_turn_first_and_quits_the_second_time() {
         let ctrl_c = || Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
         let mut s = State::new("x".into(), Some("m".into()), String::new());
@@ -1120,76 +944,6 @@ mod tests {
         update(&mut s, key(KeyCode::Tab));
         assert!(
             matches!(s.transcript.last(), Some(Entry::Info(t)) if t.contains("mcp__everything__t2"))
-        );
-    }
-
-    #[test]
-    fn slash_commands_open_modals_and_ctrl_c_quits_from_anywhere() {
-        let mut s = with_servers(&["a", "b"], 1);
-        typed(&mut s, "/mcp");
-        update(&mut s, key(KeyCode::Enter));
-        assert!(matches!(s.modal, Some(Modal::Panel(_))));
-        // Plain /mcp opens on the first failed server.
-        let mut failing = (*s.servers).clone();
-        if let Some(b) = failing.get_mut("b") {
-            b.status = ServerStatus::Failed {
-                error: "x".into(),
-                stderr_tail: vec![],
-            };
-        }
-        update(&mut s, Event::Status(Arc::new(failing)));
-        s.modal = None;
-        typed(&mut s, "/mcp");
-        update(&mut s, key(KeyCode::Enter));
-        assert_eq!(
-            s.modal,
-            Some(Modal::Panel(PanelState {
-                selected: 1,
-                scroll: 0
-            }))
-        );
-        let quit = update(
-            &mut s,
-            Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
-        );
-        assert_eq!(quit, vec![Effect::Quit]);
-        let mut s = with_servers(&["a"], 1);
-        typed(&mut s, "/nope");
-        update(&mut s, key(KeyCode::Enter));
-        assert!(matches!(s.transcript.last(), Some(Entry::Error(e)) if e.contains("/help")));
-    }
-
-    #[test]
-    fn call_command_validates_and_runs() {
-        let mut s = with_servers(&["e"], 2);
-        typed(&mut s, "/call mcp__e__t1 {\"a\":1}");
-        let fx = update(&mut s, key(KeyCode::Enter));
-        assert_eq!(
-            fx,
-            vec![Effect::CallTool {
-                id: 1,
-                name: "mcp__e__t1".into(),
-                arguments: Some(serde_json::json!({"a": 1}))
-            }]
-        );
-        update(
-            &mut s,
-            Event::CallDone {
-                id: 1,
-                output: "ok\u{1b}[2J".into(),
-                is_error: false,
-                elapsed: Duration::from_millis(3),
-            },
-        );
-        assert!(
-            matches!(s.transcript.last(), Some(Entry::Tool { state: CallState::Ok, output, .. }) if output == "ok")
-        );
-        typed(&mut s, "/call mcp__e__t1 [1]");
-        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
-        typed(&mut s, "/call mcp__e__zz {}");
-        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
-        assert!(
-            matches!(s.transcript.last(), Some(Entry::Error(e)) if e.contains("no tool named"))
         );
     }
 }

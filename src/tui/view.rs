@@ -11,8 +11,8 @@ use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use super::state::{CallState, Entry, Modal, State, COMMANDS, RESULT_LINES};
-use super::widgets::{modal_block, truncate_line, wrap, DIM};
+use super::state::{CallState, Entry, Modal, State, RESULT_LINES};
+use super::widgets::{truncate_line, wrap, DIM};
 use crate::sanitize::{clean, clean_line};
 
 /// Draws the whole screen.
@@ -45,7 +45,7 @@ pub fn view(state: &State, frame: &mut Frame) {
         match modal {
             Modal::Panel(p) => super::panel::draw_panel(state, p, frame, modal_area),
             Modal::Trace(t) => super::trace::draw_trace(state, t, frame, modal_area),
-            Modal::Help => draw_help(frame, modal_area),
+            Modal::Help => super::commands::draw_help(frame, modal_area),
             Modal::Trust(t) => super::trust::draw_trust(state, t, frame, modal_area),
         }
     }
@@ -319,57 +319,4 @@ fn draw_input(state: &State, frame: &mut Frame, area: Rect) {
             area.y + (cur_line - first) as u16,
         ));
     }
-}
-
-// ---- /help ----------------------------------------------------------------------------------
-
-fn draw_help(frame: &mut Frame, area: Rect) {
-    // The bar's legend sits in the bottom border, so the keys fit 24 rows.
-    let block = modal_block("help").title_bottom(Span::styled(
-        " MCP bar: ● connected  ○ starting or restarting (attempt)  ✗ failed; /mcp shows why ",
-        DIM,
-    ));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let mut lines = vec![Line::styled("commands", Style::new().bold())];
-    for (c, what) in COMMANDS {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {c:<9}"), Style::new().fg(Color::Cyan)),
-            Span::raw(*what),
-        ]));
-    }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled("keys", Style::new().bold()));
-    for (k, what) in [
-        (
-            "Enter",
-            "send the line (a /command or a message for the model)",
-        ),
-        (
-            "Alt+Enter",
-            "a new line in the input (also Ctrl+J; pasted text keeps its lines)",
-        ),
-        ("Tab", "complete a /command, or a tool name after /call"),
-        ("↑ ↓", "the input's lines, then the input history"),
-        ("PgUp PgDn", "scroll the transcript"),
-        (
-            "Ctrl+O",
-            "show or hide the arguments and results of the model's tool calls",
-        ),
-        ("Esc", "cancel the running turn; close a panel"),
-        (
-            "y n a",
-            "answer a tool that changes things: run it, decline it, always run it",
-        ),
-        (
-            "Ctrl+C",
-            "cancel the running turn; else (or again) quit, from anywhere",
-        ),
-    ] {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {k:<11}"), Style::new().fg(Color::Cyan)),
-            Span::raw(what),
-        ]));
-    }
-    frame.render_widget(Paragraph::new(lines), inner);
 }
