@@ -10,6 +10,7 @@ mod markdown;
 mod panel;
 pub mod state;
 mod trace;
+mod transcript;
 mod trust;
 pub mod view;
 mod widgets;

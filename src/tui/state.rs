@@ -22,11 +22,11 @@ use super::panel::panel_key;
 pub use super::panel::{tool_lines, PanelState, ToolLayout};
 use super::trace::trace_key;
 pub use super::trace::{TraceBuf, TraceRow, TraceView, TRACE_MESSAGE_MAX, TRACE_PER_SERVER};
+use super::transcript::{engine_event, finish_call, page};
+pub use super::transcript::{CallState, Entry, RESULT_LINES};
 use super::trust::trust_key;
 pub use super::trust::TrustView;
 
-/// Lines of a tool result shown in the transcript before it is folded.
-pub const RESULT_LINES: usize = 40;
 /// Rows the screen keeps for everything but the transcript / panel body (input, bars, borders).
 const CHROME_ROWS: usize = 4;
 /// The most rows the input box grows to; a longer input scrolls with the cursor.
@@ -111,50 +111,6 @@ pub enum Effect {
     /// Approve these servers of the project config: `(name, command line the user saw)`; a
     /// server whose spec no longer has that command line is not approved.
     ApproveServers(Vec<(String, String)>),
-}
-
-/// How a tool line in the transcript stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallState {
-    /// In flight.
-    Running,
-    /// Done.
-    Ok,
-    /// Failed or `isError`.
-    Failed,
-}
-
-/// One transcript entry.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Entry {
-    /// What the user typed.
-    User(String),
-    /// Assistant text.
-    Assistant(String),
-    /// A neutral note.
-    Info(String),
-    /// An error note.
-    Error(String),
-    /// A tool call and, once done, its output.
-    Tool {
-        /// Call id.
-        id: u64,
-        /// Registered tool name.
-        name: String,
-        /// Arguments as typed (compact JSON).
-        args: String,
-        /// Where it stands.
-        state: CallState,
-        /// Duration once done.
-        elapsed: Option<Duration>,
-        /// Output (sanitized).
-        output: String,
-        /// Always shown with arguments and output (a `/call`); engine calls follow
-        /// [`State::expand_tools`].
-        pinned: bool,
-        /// The latest progress while running (`3/10 step 3`).
-        progress: Option<String>,
-    },
 }
 
 /// Which modal is open.
@@ -300,11 +256,6 @@ impl State {
     pub fn modal_rows(&self) -> usize {
         (self.size.1 as usize).saturating_sub(6).max(1)
     }
-
-    pub(super) fn note(&mut self, e: Entry) {
-        self.transcript.push(e);
-        self.scroll_back = 0;
-    }
 }
 
 /// Applies one event; returns what the actor must do.
@@ -418,127 +369,6 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
     }
 }
 
-fn finish_call(state: &mut State, id: u64, output: &str, is_error: bool, elapsed: Duration) {
-    for e in state.transcript.iter_mut().rev() {
-        if let Entry::Tool {
-            id: eid,
-            state: st,
-            elapsed: el,
-            output: out,
-            ..
-        } = e
-        {
-            if *eid == id {
-                *st = if is_error {
-                    CallState::Failed
-                } else {
-                    CallState::Ok
-                };
-                *el = Some(elapsed);
-                *out = clean(output).into_owned();
-                break;
-            }
-        }
-    }
-    state.scroll_back = 0;
-}
-
-fn engine_event(state: &mut State, e: EngineEvent) {
-    match e {
-        EngineEvent::TextDelta(t) => {
-            if let Some(Entry::Assistant(text)) = state.transcript.last_mut() {
-                text.push_str(&t);
-                state.scroll_back = 0;
-            } else {
-                state.note(Entry::Assistant(t));
-            }
-        }
-        EngineEvent::ModelRetrying { reason, after, .. } => state.note(Entry::Info(format!(
-            "{reason}; retrying in {}",
-            harness9_actors::error::fmt_duration(after)
-        ))),
-        EngineEvent::ModelDone { .. } => {}
-        EngineEvent::ToolStarted {
-            id: key,
-            name,
-            arguments,
-        } => {
-            let id = state.next_call;
-            state.next_call += 1;
-            state.engine_calls.insert(key, id);
-            state.note(Entry::Tool {
-                id,
-                name,
-                // Malformed arguments come as the model's raw text: shown as it came.
-                args: match arguments {
-                    serde_json::Value::String(raw) => raw,
-                    v => v.to_string(),
-                },
-                state: CallState::Running,
-                elapsed: None,
-                output: String::new(),
-                pinned: false,
-                progress: None,
-            });
-        }
-        EngineEvent::ToolProgress {
-            id: key,
-            progress,
-            total,
-            message,
-        } => {
-            let Some(id) = state.engine_calls.get(&key).copied() else {
-                return;
-            };
-            let mut text = match total {
-                Some(t) => format!("{progress}/{t}"),
-                None => progress.to_string(),
-            };
-            if let Some(m) = message {
-                text.push(' ');
-                text.push_str(&crate::sanitize::clean_line(&m));
-            }
-            for e in state.transcript.iter_mut().rev() {
-                if let Entry::Tool {
-                    id: eid,
-                    progress: p,
-                    state: st,
-                    ..
-                } = e
-                {
-                    if *eid == id {
-                        // A call's progress comes before its result on the turn stream; this guard only
-                        // keeps a finished entry as it is.
-                        if *st == CallState::Running {
-                            *p = Some(text);
-                        }
-                        break;
-                    }
-                }
-            }
-        }
-        EngineEvent::ToolFinished {
-            id: key,
-            is_error,
-            elapsed,
-            output,
-            spilled,
-            ..
-        } => {
-            if let Some(id) = state.engine_calls.get(&key).copied() {
-                let output = match spilled {
-                    Some(p) => format!(
-                        "{output}\n[cut for the model; whole result in {}]",
-                        p.display()
-                    ),
-                    None => output,
-                };
-                finish_call(state, id, &output, is_error, elapsed);
-            }
-        }
-    }
-}
-
 fn insert_char(state: &mut State, c: char) {
     let at = byte_index(&state.input, state.cursor);
     state.input.insert(at, c);
@@ -590,12 +420,8 @@ fn session_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         // line they step through the history.
         KeyCode::Up if !move_line(state, true) => history_step(state, true),
         KeyCode::Down if !move_line(state, false) => history_step(state, false),
-        KeyCode::PageUp => state.scroll_back += state.body_rows().saturating_sub(1).max(1),
-        KeyCode::PageDown => {
-            state.scroll_back = state
-                .scroll_back
-                .saturating_sub(state.body_rows().saturating_sub(1).max(1))
-        }
+        KeyCode::PageUp => page(state, true),
+        KeyCode::PageDown => page(state, false),
         _ => {}
     }
     Vec::new()

@@ -2,7 +2,6 @@
 //! `/mcp`, `/trace` and `/help` modals. Every server-controlled string passes through
 //! [`clean`]/[`clean_line`] on its way to the screen.
 
-use harness9_actors::error::fmt_duration;
 use harness9_actors::messages::{ServerStatus, StatusSnapshot};
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Color, Style};
@@ -11,9 +10,9 @@ use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use super::state::{CallState, Entry, Modal, State, RESULT_LINES};
-use super::widgets::{truncate_line, wrap, DIM};
-use crate::sanitize::{clean, clean_line};
+use super::state::{Modal, State};
+use super::widgets::{truncate_line, DIM};
+use crate::sanitize::clean_line;
 
 /// Draws the whole screen.
 pub fn view(state: &State, frame: &mut Frame) {
@@ -27,7 +26,7 @@ pub fn view(state: &State, frame: &mut Frame) {
         Constraint::Length(1),
     ])
     .areas(area);
-    draw_transcript(state, frame, main);
+    super::transcript::draw_transcript(state, frame, main);
     frame.render_widget(
         Paragraph::new("─".repeat(input_sep.width as usize)).style(DIM),
         input_sep,
@@ -141,136 +140,6 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
     }
     spans.push(Span::styled(" │ Tab completes · /help", DIM));
     truncate_line(Line::from(spans), width as usize)
-}
-
-// ---- transcript and input -------------------------------------------------------------------
-
-/// The lines of one transcript entry; of a long answer only the last ones, at least `need`.
-fn entry_lines(entry: &Entry, width: usize, expand_tools: bool, need: usize) -> Vec<Line<'static>> {
-    let mut out = Vec::new();
-    match entry {
-        Entry::User(t) => wrap(
-            &format!("› {}", clean(t)),
-            width,
-            Style::new().fg(Color::Cyan).bold(),
-            "",
-            &mut out,
-        ),
-        Entry::Assistant(t) => super::markdown::render(&clean(t), width, need, &mut out),
-        Entry::Info(t) => wrap(&clean(t), width, DIM, "", &mut out),
-        Entry::Error(t) => wrap(&clean(t), width, Style::new().fg(Color::Red), "", &mut out),
-        Entry::Tool {
-            name,
-            args,
-            state,
-            elapsed,
-            output,
-            pinned,
-            progress,
-            ..
-        } => {
-            let expanded = *pinned || expand_tools;
-            let (mark, color) = match state {
-                CallState::Running => ("…", Color::Yellow),
-                CallState::Ok => ("✓", Color::Green),
-                CallState::Failed => ("✗", Color::Red),
-            };
-            let took = match (elapsed, progress) {
-                (Some(e), _) => fmt_duration(*e),
-                (None, Some(p)) => format!("running {p}"),
-                (None, None) => "running".into(),
-            };
-            let server = name
-                .strip_prefix("mcp__")
-                .and_then(|r| r.split("__").next())
-                .unwrap_or("builtin");
-            let mut head = vec![
-                Span::styled(format!("{mark} "), Style::new().fg(color).bold()),
-                Span::styled(clean_line(name).into_owned(), Style::new().bold()),
-                Span::styled(format!(" {server} · {took} "), DIM),
-            ];
-            if *pinned {
-                head.push(Span::styled(clean_line(args).into_owned(), DIM));
-            }
-            out.push(truncate_line(Line::from(head), width));
-            if !expanded {
-                return out;
-            }
-            if !*pinned {
-                wrap(
-                    &format!("args {}", clean_line(args)),
-                    width,
-                    DIM,
-                    "  ",
-                    &mut out,
-                );
-            }
-            let lines: Vec<&str> = output.trim_end().split('\n').collect();
-            let shown = lines.len().min(RESULT_LINES);
-            let style = if *state == CallState::Failed {
-                Style::new().fg(Color::Red)
-            } else {
-                Style::new()
-            };
-            if !output.is_empty() {
-                wrap(&lines[..shown].join("\n"), width, style, "  ", &mut out);
-            }
-            if lines.len() > shown {
-                out.push(Line::styled(
-                    format!("  … {} more lines", lines.len() - shown),
-                    DIM,
-                ));
-            }
-        }
-    }
-    out
-}
-
-fn draw_transcript(state: &State, frame: &mut Frame, area: Rect) {
-    let rows = area.height as usize;
-    let width = area.width as usize;
-    if state.transcript.is_empty() {
-        let mut lines = vec![
-            Line::styled("harness9", Style::new().bold()),
-            Line::styled(
-                "Type /help for commands, /mcp for the servers, /call <tool> <json> to run a tool.",
-                DIM,
-            ),
-        ];
-        if state.model.is_none() {
-            let mut help = Vec::new();
-            wrap(&state.model_help, width, DIM, "", &mut help);
-            lines.push(Line::raw(""));
-            lines.extend(help);
-        }
-        frame.render_widget(Paragraph::new(lines), area);
-        return;
-    }
-    // Lay out from the newest entry back, only as far as the screen (and scroll) needs.
-    let need = rows + state.scroll_back;
-    let mut lines: Vec<Line<'static>> = Vec::new();
-    for e in state.transcript.iter().rev() {
-        let mut l = entry_lines(
-            e,
-            width,
-            state.expand_tools,
-            need.saturating_sub(lines.len()),
-        );
-        l.push(Line::raw(""));
-        l.extend(lines);
-        lines = l;
-        if lines.len() > need {
-            break;
-        }
-    }
-    if lines.last().is_some_and(|l| l.width() == 0) {
-        lines.pop();
-    }
-    let back = state.scroll_back.min(lines.len().saturating_sub(rows));
-    let end = lines.len() - back;
-    let start = end.saturating_sub(rows);
-    let visible: Vec<Line<'static>> = lines.drain(start..end).collect();
-    frame.render_widget(Paragraph::new(visible), area);
 }
 
 fn draw_input(state: &State, frame: &mut Frame, area: Rect) {
