@@ -6,6 +6,7 @@ mod actor;
 mod approvals;
 mod commands;
 pub mod history;
+mod input;
 mod markdown;
 mod panel;
 pub mod state;

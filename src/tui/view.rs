@@ -3,12 +3,12 @@
 //! [`clean`]/[`clean_line`] on its way to the screen.
 
 use harness9_actors::messages::{ServerStatus, StatusSnapshot};
-use ratatui::layout::{Constraint, Layout, Position, Rect};
+use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
-use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+use unicode_width::UnicodeWidthStr;
 
 use super::state::{Modal, State};
 use super::widgets::{truncate_line, DIM};
@@ -31,7 +31,7 @@ pub fn view(state: &State, frame: &mut Frame) {
         Paragraph::new("─".repeat(input_sep.width as usize)).style(DIM),
         input_sep,
     );
-    draw_input(state, frame, input);
+    super::input::draw_input(state, frame, input);
     if bar {
         frame.render_widget(Paragraph::new(mcp_bar(&state.servers, mcp.width)), mcp);
     }
@@ -140,52 +140,4 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
     }
     spans.push(Span::styled(" │ Tab completes · /help", DIM));
     truncate_line(Line::from(spans), width as usize)
-}
-
-fn draw_input(state: &State, frame: &mut Frame, area: Rect) {
-    const PROMPT: &str = "> ";
-    let width = (area.width as usize).saturating_sub(PROMPT.len()).max(1);
-    let (cur_line, cur_col) = state.cursor_line_col();
-    let lines: Vec<&str> = state.input.split('\n').collect();
-    // The rows shown: all of a short input, else a window that keeps the cursor's line in view.
-    let rows = (area.height as usize).max(1);
-    let first = (cur_line + 1).saturating_sub(rows);
-    let mut shown_lines = Vec::new();
-    let mut cursor_x = 0;
-    for (i, line) in lines.iter().enumerate().skip(first).take(rows) {
-        // Keep the cursor visible on its line: show the tail when it is wider than the box.
-        let skip_cols = if i == cur_line {
-            let col: usize = line
-                .chars()
-                .take(cur_col)
-                .map(|c| c.width().unwrap_or(0))
-                .sum();
-            let skip = col.saturating_sub(width - 1);
-            cursor_x = col - skip;
-            skip
-        } else {
-            0
-        };
-        let mut shown = String::new();
-        let mut at = 0;
-        for c in line.chars() {
-            let w = c.width().unwrap_or(0);
-            if at >= skip_cols && at + w - skip_cols <= width {
-                shown.push(c);
-            }
-            at += w;
-        }
-        let prompt = if i == 0 { PROMPT } else { "  " };
-        shown_lines.push(Line::from(vec![
-            Span::styled(prompt, Style::new().fg(Color::Cyan).bold()),
-            Span::raw(shown),
-        ]));
-    }
-    frame.render_widget(Paragraph::new(shown_lines), area);
-    if state.modal.is_none() {
-        frame.set_cursor_position(Position::new(
-            area.x + (PROMPT.len() + cursor_x) as u16,
-            area.y + (cur_line - first) as u16,
-        ));
-    }
 }
