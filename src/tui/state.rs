@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use harness9_actors::messages::{ServerStatus, StatusSnapshot, ToolEntry};
+use harness9_actors::messages::{StatusSnapshot, ToolEntry};
 use harness9_actors::trace::WireRecord;
 use serde_json::Value;
 
@@ -216,19 +216,6 @@ impl State {
         }
     }
 
-    /// The servers waiting for approval, `(name, command line)`, in snapshot order.
-    pub fn unapproved(&self) -> Vec<(String, String)> {
-        self.servers
-            .iter()
-            .filter_map(|(n, st)| match &st.status {
-                ServerStatus::Unapproved { command_line } => {
-                    Some((n.clone(), command_line.clone()))
-                }
-                _ => None,
-            })
-            .collect()
-    }
-
     /// Rows of the transcript.
     pub fn body_rows(&self) -> usize {
         (self.size.1 as usize)
@@ -290,19 +277,7 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
         Event::Status(s) => {
             state.servers = s;
             super::panel::status_changed(state);
-            // The trust screen opens for servers it has not shown yet, and closes once none is
-            // left waiting.
-            // A server that leaves the list (approved) is forgotten, so if it comes back (its
-            // spec changed, even only in an env value) the screen asks again.
-            let waiting = state.unapproved();
-            let fresh = waiting.iter().any(|w| !state.trust_seen.contains(w));
-            state.trust_seen = waiting.iter().cloned().collect();
-            match &mut state.modal {
-                Some(Modal::Trust(_)) if waiting.is_empty() => state.modal = None,
-                Some(Modal::Trust(t)) => t.selected = t.selected.min(waiting.len() - 1),
-                _ if fresh => state.modal = Some(Modal::Trust(TrustView::default())),
-                _ => {}
-            }
+            super::trust::status_changed(state);
             Vec::new()
         }
         Event::Tools(t) => {
@@ -353,67 +328,6 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
 mod tests {
     use super::*;
     use crate::tui::tests::{key_event as key, typed};
-    use harness9_actors::messages::ServerState;
-
-    #[test]
-    fn the_trust_screen_opens_for_new_unapproved_servers_and_approves_what_it_showed() {
-        let mut s = State::new(".mcp.json".into(), None, "set a key".into());
-        let snap = |cmds: &[(&str, &str)]| {
-            let m: BTreeMap<String, ServerState> = cmds
-                .iter()
-                .map(|(n, c)| {
-                    let status = ServerStatus::Unapproved {
-                        command_line: c.to_string(),
-                    };
-                    let st = ServerState {
-                        transport: "stdio",
-                        status,
-                    };
-                    (n.to_string(), st)
-                })
-                .collect();
-            Event::Status(Arc::new(m))
-        };
-        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y")]));
-        assert_eq!(s.modal, Some(Modal::Trust(TrustView::default())));
-        update(&mut s, key(KeyCode::Down));
-        assert_eq!(
-            update(&mut s, key(KeyCode::Char('y'))),
-            vec![Effect::ApproveServers(vec![("b".into(), "npx y".into())])]
-        );
-        assert_eq!(
-            update(&mut s, key(KeyCode::Char('a'))),
-            vec![Effect::ApproveServers(vec![
-                ("a".into(), "sh -c x".into()),
-                ("b".into(), "npx y".into())
-            ])]
-        );
-        // Declined: closed, and the same servers do not reopen it; a changed one does.
-        update(&mut s, key(KeyCode::Esc));
-        assert_eq!(s.modal, None);
-        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y")]));
-        assert_eq!(s.modal, None);
-        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y --evil")]));
-        assert!(matches!(s.modal, Some(Modal::Trust(_))));
-        update(&mut s, key(KeyCode::Char('n')));
-        // Approved (gone from the list), then unapproved again with the same command line (an
-        // env value changed): it asks again.
-        update(&mut s, snap(&[("a", "sh -c x")]));
-        assert_eq!(s.modal, None);
-        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y --evil")]));
-        assert!(matches!(s.modal, Some(Modal::Trust(_))));
-        update(&mut s, key(KeyCode::Esc));
-        // `a` in /mcp on an unapproved server brings it back, on that server.
-        s.modal = Some(Modal::Panel(PanelState {
-            selected: 1,
-            scroll: 0,
-        }));
-        update(&mut s, key(KeyCode::Char('a')));
-        assert_eq!(s.modal, Some(Modal::Trust(TrustView { selected: 1 })));
-        // Once none waits, it closes by itself.
-        update(&mut s, Event::Status(Arc::new(BTreeMap::new())));
-        assert_eq!(s.modal, None);
-    }
 
     #[test]
     fn ctrl_c_cancels_a_running_turn_first_and_quits_the_second_time() {
