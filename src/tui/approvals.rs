@@ -10,7 +10,7 @@ use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 
 use super::state::{Effect, Entry, State};
-use super::widgets::{modal_block, wrap, DIM};
+use super::widgets::{modal_block, wrap, BORDER_ROWS, DIM};
 use crate::sanitize::{clean, clean_line};
 
 /// A tool call the engine wants to run, waiting for the user.
@@ -117,7 +117,7 @@ pub(super) fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
         Span::styled("a", Style::new().fg(Color::Yellow).bold()),
         Span::raw(format!(" always run {} this session", clean_line(&a.name))),
     ]));
-    let height = (lines.len() as u16 + 2).min(main.height);
+    let height = (lines.len() as u16 + BORDER_ROWS).min(main.height);
     let area = Rect {
         y: main.y + main.height - height,
         height,

@@ -18,7 +18,7 @@ use unicode_width::UnicodeWidthStr;
 
 use super::state::{Effect, Modal, State, TrustView};
 use super::view::status_symbol;
-use super::widgets::{modal_block, scroll_by, truncate_line, DIM};
+use super::widgets::{modal_block, scroll_by, truncate_line, DIM, HEADER_ROWS, KEYS_ROWS};
 use crate::sanitize::clean_line;
 
 /// The `/mcp` panel's position.
@@ -256,9 +256,9 @@ pub(super) fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area:
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let [tabs, body, help] = Layout::vertical([
-        Constraint::Length(1),
+        Constraint::Length(HEADER_ROWS),
         Constraint::Fill(1),
-        Constraint::Length(1),
+        Constraint::Length(KEYS_ROWS),
     ])
     .areas(inner);
     frame.render_widget(

@@ -28,8 +28,6 @@ pub use super::transcript::{CallState, Entry, RESULT_LINES};
 use super::trust::trust_key;
 pub use super::trust::TrustView;
 
-/// Rows the screen keeps for everything but the transcript / panel body (input, bars, borders).
-const CHROME_ROWS: usize = 4;
 /// Something that happened, for [`update`].
 #[derive(Debug, Clone)]
 pub enum Event {
@@ -214,19 +212,6 @@ impl State {
             secrets: Vec::new(),
             trust_seen: Default::default(),
         }
-    }
-
-    /// Rows of the transcript.
-    pub fn body_rows(&self) -> usize {
-        (self.size.1 as usize)
-            .saturating_sub(CHROME_ROWS + self.input_rows() - 1)
-            .max(1)
-    }
-
-    /// Rows of a modal's scrolling body: the screen less the two bars, the border, and the
-    /// modal's own header and key-help lines (what `view` lays out).
-    pub fn modal_rows(&self) -> usize {
-        (self.size.1 as usize).saturating_sub(6).max(1)
     }
 }
 

@@ -17,7 +17,7 @@ use ratatui::Frame;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::state::{Effect, Modal, State};
-use super::widgets::{modal_block, scroll_by, truncate_line, wrap, DIM};
+use super::widgets::{modal_block, scroll_by, truncate_line, wrap, DIM, HEADER_ROWS, KEYS_ROWS};
 use crate::sanitize::{clean, clean_line};
 
 /// Trace rows kept per server.
@@ -250,7 +250,8 @@ pub(super) fn draw_trace(state: &State, t: &TraceView, frame: &mut Frame, area: 
     let block = modal_block(&title);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let [body, help] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
+    let [body, help] =
+        Layout::vertical([Constraint::Fill(1), Constraint::Length(KEYS_ROWS)]).areas(inner);
     frame.render_widget(
         Paragraph::new(Line::styled(
             "↑↓/jk select · PgUp/PgDn Home/End · Enter expand · Tab filter by server · Esc close",
@@ -277,7 +278,7 @@ pub(super) fn draw_trace(state: &State, t: &TraceView, frame: &mut Frame, area: 
             return;
         };
         let [head, msg] =
-            Layout::vertical([Constraint::Length(1), Constraint::Fill(1)]).areas(body);
+            Layout::vertical([Constraint::Length(HEADER_ROWS), Constraint::Fill(1)]).areas(body);
         frame.render_widget(Paragraph::new(trace_row_line(r, true, width)), head);
         // Secrets are redacted here as in the --trace file: credential keys and every
         // configured env/header value.

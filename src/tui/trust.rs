@@ -11,7 +11,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::state::{Effect, Entry, Modal, State};
-use super::widgets::{modal_block, wrap, DIM};
+use super::widgets::{modal_block, wrap, DIM, KEYS_ROWS};
 use crate::sanitize::{clean, clean_line};
 
 /// The trust screen's selection (an index into [`State::unapproved`]).
@@ -140,7 +140,7 @@ pub(super) fn draw_trust(state: &State, t: &TrustView, frame: &mut Frame, area: 
     // Scrolled so the selected server shows whole; what is left out is counted, so `a`
     // (approve all) never approves a server the user could not know about.
     // The body is the inner area less the key line; two rows stay for the more-above/below notes.
-    let room = (inner.height as usize).saturating_sub(1 + lines.len() + 2);
+    let room = (inner.height as usize).saturating_sub(usize::from(KEYS_ROWS) + lines.len() + 2);
     let mut first = 0;
     while first < t.selected
         && blocks[first..=t.selected.min(blocks.len().saturating_sub(1))]
@@ -181,7 +181,8 @@ pub(super) fn draw_trust(state: &State, t: &TrustView, frame: &mut Frame, area: 
         Span::styled("n", Style::new().fg(Color::Red).bold()),
         Span::raw(" decline · ↑↓ select"),
     ]);
-    let [body, help] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
+    let [body, help] =
+        Layout::vertical([Constraint::Fill(1), Constraint::Length(KEYS_ROWS)]).areas(inner);
     frame.render_widget(Paragraph::new(lines), body);
     frame.render_widget(Paragraph::new(keys), help);
 }

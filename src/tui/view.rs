@@ -1,6 +1,8 @@
-//! The pure render of the TUI [`State`]: transcript, input line, MCP bar, status line, and the
-//! `/mcp`, `/trace` and `/help` modals. Every server-controlled string passes through
-//! [`clean`]/[`clean_line`] on its way to the screen.
+//! The pure render of the TUI [`State`]: the screen's layout (the rows the transcript and a
+//! modal's body get, which the keys' page sizes use too), the MCP bar and the status line, and
+//! the dispatch to each feature's drawing: transcript, input, the `/mcp`, `/trace`, `/help` and
+//! trust modals, and the question about a tool call. Every server-controlled string passes
+//! through [`clean`](crate::sanitize::clean)/[`clean_line`] on its way to the screen.
 
 use harness9_actors::messages::{ServerStatus, StatusSnapshot};
 use ratatui::layout::{Constraint, Layout};
@@ -11,19 +13,48 @@ use ratatui::Frame;
 use unicode_width::UnicodeWidthStr;
 
 use super::state::{Modal, State};
-use super::widgets::{truncate_line, DIM};
+use super::widgets::{truncate_line, BORDER_ROWS, DIM, HEADER_ROWS, KEYS_ROWS};
 use crate::sanitize::clean_line;
+
+/// The rule between the transcript and the input box.
+const RULE_ROWS: u16 = 1;
+/// The MCP bar: drawn while any server is configured; the page sizes always count it.
+const BAR_ROWS: u16 = 1;
+/// The status line at the bottom.
+const STATUS_ROWS: u16 = 1;
+/// Rows of the session screen that are neither the transcript nor the input box.
+const CHROME_ROWS: u16 = RULE_ROWS + BAR_ROWS + STATUS_ROWS;
+
+impl State {
+    /// Rows of the transcript: the screen less the input box, the rule above it, the MCP bar
+    /// and the status line.
+    pub fn body_rows(&self) -> usize {
+        (self.size.1 as usize)
+            .saturating_sub(usize::from(CHROME_ROWS) + self.input_rows())
+            .max(1)
+    }
+
+    /// Rows of a modal's scrolling body: the screen less the two bars below the modal, its
+    /// border, and its own header and key-help lines.
+    pub fn modal_rows(&self) -> usize {
+        let chrome = BAR_ROWS + STATUS_ROWS + BORDER_ROWS + HEADER_ROWS + KEYS_ROWS;
+        (self.size.1 as usize)
+            .saturating_sub(usize::from(chrome))
+            .max(1)
+    }
+}
 
 /// Draws the whole screen.
 pub fn view(state: &State, frame: &mut Frame) {
     let area = frame.area();
     let bar = !state.servers.is_empty();
+    let bar_rows = if bar { BAR_ROWS } else { 0 };
     let [main, input_sep, input, mcp, status] = Layout::vertical([
         Constraint::Fill(1),
-        Constraint::Length(1),
+        Constraint::Length(RULE_ROWS),
         Constraint::Length(state.input_rows() as u16),
-        Constraint::Length(u16::from(bar)),
-        Constraint::Length(1),
+        Constraint::Length(bar_rows),
+        Constraint::Length(STATUS_ROWS),
     ])
     .areas(area);
     super::transcript::draw_transcript(state, frame, main);
@@ -37,9 +68,11 @@ pub fn view(state: &State, frame: &mut Frame) {
     }
     frame.render_widget(Paragraph::new(status_line(state, status.width)), status);
     if let Some(modal) = &state.modal {
-        let [modal_area, _] =
-            Layout::vertical([Constraint::Fill(1), Constraint::Length(1 + u16::from(bar))])
-                .areas(area);
+        let [modal_area, _] = Layout::vertical([
+            Constraint::Fill(1),
+            Constraint::Length(STATUS_ROWS + bar_rows),
+        ])
+        .areas(area);
         frame.render_widget(Clear, modal_area);
         match modal {
             Modal::Panel(p) => super::panel::draw_panel(state, p, frame, modal_area),

@@ -1,5 +1,6 @@
-//! Pieces every feature's drawing shares: the dim style, the modal frame, the scroll keys of a
-//! modal body, word wrapping, and cutting text to a width.
+//! Pieces every feature's drawing shares: the dim style, the modal frame and the rows a modal
+//! keeps besides its body, the scroll keys of a modal body, word wrapping, and cutting text to
+//! a width.
 
 use crossterm::event::KeyCode;
 use ratatui::style::{Color, Style};
@@ -9,6 +10,14 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// The style of secondary text: hints, key help, separators, folded counts.
 pub(super) const DIM: Style = Style::new().fg(Color::DarkGray);
+
+/// Rows the border of a [`modal_block`] takes: its top and bottom lines.
+pub(super) const BORDER_ROWS: u16 = 2;
+/// Rows of a modal's header line above its scrolling body: the panel's server tabs, the head of
+/// an expanded trace message.
+pub(super) const HEADER_ROWS: u16 = 1;
+/// Rows of a modal's key-help line below its body.
+pub(super) const KEYS_ROWS: u16 = 1;
 
 /// The frame of a modal: a border on every side with `title` in bold.
 pub(super) fn modal_block(title: &str) -> Block<'static> {
