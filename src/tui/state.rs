@@ -1,6 +1,12 @@
 //! The TUI's state and its pure update function: every key, status snapshot, tool list, trace
 //! record and tool result is an [`Event`]; [`update`] changes the [`State`] and returns the
 //! [`Effect`]s the `Tui` actor carries out. Nothing here touches a terminal or an actor.
+//!
+//! [`update`] only routes: a key goes to the question waiting for an answer, else to the open
+//! modal's feature (panel, trace, help, trust), else to the input; other events go to the feature
+//! they are about. Each feature module (`input`, `transcript`, `commands`, `approvals`, `panel`,
+//! `trace`, `trust`) owns its types, its keys, its layout numbers and its drawing; its public
+//! types are re-exported here, so every `tui::state::X` path stays.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
