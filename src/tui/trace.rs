@@ -24,6 +24,7 @@ use crate::sanitize::{clean, clean_line};
 pub const TRACE_PER_SERVER: usize = 500;
 /// Bytes of a traced message kept for display.
 pub const TRACE_MESSAGE_MAX: usize = 64 * 1024;
+
 /// One traced message as the trace view keeps it.
 #[derive(Debug, Clone)]
 pub struct TraceRow {

@@ -18,6 +18,7 @@ use crate::sanitize::{clean, clean_line};
 
 /// Lines of a tool result shown in the transcript before it is folded.
 pub const RESULT_LINES: usize = 40;
+
 /// How a tool line in the transcript stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallState {
