@@ -1,13 +1,23 @@
 //! The interactive session: `harness9` with no subcommand. The [`Tui`] actor owns the terminal
 //! on its own arbiter; it takes crossterm's `EventStream`, status snapshots and wire records as
 //! streams and messages, runs the pure [`state::update`], and draws with the pure [`view::view`].
+//! Both dispatch to one module per feature (input, transcript, slash commands, questions about
+//! tool calls, the `/mcp` panel, `/trace`, the trust screen), each holding its state types, its
+//! keys and its drawing.
 
 mod actor;
+mod approvals;
+mod commands;
 pub mod history;
+mod input;
 mod markdown;
+mod panel;
 pub mod state;
+mod trace;
+mod transcript;
 mod trust;
 pub mod view;
+mod widgets;
 
 use std::io::Write;
 use std::process::ExitCode;

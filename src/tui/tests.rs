@@ -100,6 +100,34 @@ pub(crate) fn state_with(servers: Vec<(&str, ServerState)>, tools: Vec<ToolEntry
     s
 }
 
+/// A key press without modifiers, as an [`Event`].
+pub(crate) fn key_event(code: KeyCode) -> Event {
+    Event::Key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+/// Types `s` into the input, a key per char.
+pub(crate) fn typed(state: &mut State, s: &str) {
+    for c in s.chars() {
+        update(state, key_event(KeyCode::Char(c)));
+    }
+}
+
+/// A state with these servers connected, each with `per` tools of two description lines.
+pub(crate) fn with_servers(names: &[&str], per: usize) -> State {
+    let mut s = State::new(".mcp.json".into(), None, "set a key".into());
+    let snap: BTreeMap<String, ServerState> = names
+        .iter()
+        .map(|n| (n.to_string(), connected(per, 5)))
+        .collect();
+    update(&mut s, Event::Status(Arc::new(snap)));
+    let tools: Vec<ToolEntry> = names
+        .iter()
+        .flat_map(|n| (0..per).map(move |i| tool(n, &format!("t{i}"), "line one\nline two")))
+        .collect();
+    update(&mut s, Event::Tools(Arc::new(tools)));
+    s
+}
+
 fn render(state: &mut State, w: u16, h: u16) -> String {
     state.size = (w, h);
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("test terminal");

@@ -1,7 +1,9 @@
-//! The trust screen: a project config's unapproved servers with their full command lines; its
-//! selection, its keys (approve one, approve all, decline) and its drawing.
+//! The trust screen: a project config's unapproved servers with their full command lines; when
+//! it opens by itself, its selection, its keys (approve one, approve all, decline) and its
+//! drawing.
 
 use crossterm::event::{KeyCode, KeyEvent};
+use harness9_actors::messages::ServerStatus;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -9,7 +11,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::state::{Effect, Entry, Modal, State};
-use super::view::{modal_block, wrap, DIM};
+use super::widgets::{modal_block, wrap, DIM, KEYS_ROWS};
 use crate::sanitize::{clean, clean_line};
 
 /// The trust screen's selection (an index into [`State::unapproved`]).
@@ -17,6 +19,36 @@ use crate::sanitize::{clean, clean_line};
 pub struct TrustView {
     /// The selected server.
     pub selected: usize,
+}
+
+impl State {
+    /// The servers waiting for approval, `(name, command line)`, in snapshot order.
+    pub fn unapproved(&self) -> Vec<(String, String)> {
+        self.servers
+            .iter()
+            .filter_map(|(n, st)| match &st.status {
+                ServerStatus::Unapproved { command_line } => {
+                    Some((n.clone(), command_line.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// After a new status snapshot: the trust screen opens for servers it has not shown yet, and
+/// closes once none is left waiting. A server that leaves the list (approved) is forgotten, so
+/// if it comes back (its spec changed, even only in an env value) the screen asks again.
+pub(super) fn status_changed(state: &mut State) {
+    let waiting = state.unapproved();
+    let fresh = waiting.iter().any(|w| !state.trust_seen.contains(w));
+    state.trust_seen = waiting.iter().cloned().collect();
+    match &mut state.modal {
+        Some(Modal::Trust(_)) if waiting.is_empty() => state.modal = None,
+        Some(Modal::Trust(t)) => t.selected = t.selected.min(waiting.len() - 1),
+        _ if fresh => state.modal = Some(Modal::Trust(TrustView::default())),
+        _ => {}
+    }
 }
 
 /// The trust screen: ↑↓ select, `y`/Enter approves the selected server, `a` every one listed,
@@ -108,7 +140,7 @@ pub(super) fn draw_trust(state: &State, t: &TrustView, frame: &mut Frame, area: 
     // Scrolled so the selected server shows whole; what is left out is counted, so `a`
     // (approve all) never approves a server the user could not know about.
     // The body is the inner area less the key line; two rows stay for the more-above/below notes.
-    let room = (inner.height as usize).saturating_sub(1 + lines.len() + 2);
+    let room = (inner.height as usize).saturating_sub(usize::from(KEYS_ROWS) + lines.len() + 2);
     let mut first = 0;
     while first < t.selected
         && blocks[first..=t.selected.min(blocks.len().saturating_sub(1))]
@@ -149,7 +181,79 @@ pub(super) fn draw_trust(state: &State, t: &TrustView, frame: &mut Frame, area: 
         Span::styled("n", Style::new().fg(Color::Red).bold()),
         Span::raw(" decline · ↑↓ select"),
     ]);
-    let [body, help] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
+    let [body, help] =
+        Layout::vertical([Constraint::Fill(1), Constraint::Length(KEYS_ROWS)]).areas(inner);
     frame.render_widget(Paragraph::new(lines), body);
     frame.render_widget(Paragraph::new(keys), help);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::tui::state::{update, Event, PanelState};
+    use crate::tui::tests::key_event as key;
+    use harness9_actors::messages::ServerState;
+
+    #[test]
+    fn the_trust_screen_opens_for_new_unapproved_servers_and_approves_what_it_showed() {
+        let mut s = State::new(".mcp.json".into(), None, "set a key".into());
+        let snap = |cmds: &[(&str, &str)]| {
+            let m: BTreeMap<String, ServerState> = cmds
+                .iter()
+                .map(|(n, c)| {
+                    let status = ServerStatus::Unapproved {
+                        command_line: c.to_string(),
+                    };
+                    let st = ServerState {
+                        transport: "stdio",
+                        status,
+                    };
+                    (n.to_string(), st)
+                })
+                .collect();
+            Event::Status(Arc::new(m))
+        };
+        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y")]));
+        assert_eq!(s.modal, Some(Modal::Trust(TrustView::default())));
+        update(&mut s, key(KeyCode::Down));
+        assert_eq!(
+            update(&mut s, key(KeyCode::Char('y'))),
+            vec![Effect::ApproveServers(vec![("b".into(), "npx y".into())])]
+        );
+        assert_eq!(
+            update(&mut s, key(KeyCode::Char('a'))),
+            vec![Effect::ApproveServers(vec![
+                ("a".into(), "sh -c x".into()),
+                ("b".into(), "npx y".into())
+            ])]
+        );
+        // Declined: closed, and the same servers do not reopen it; a changed one does.
+        update(&mut s, key(KeyCode::Esc));
+        assert_eq!(s.modal, None);
+        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y")]));
+        assert_eq!(s.modal, None);
+        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y --evil")]));
+        assert!(matches!(s.modal, Some(Modal::Trust(_))));
+        update(&mut s, key(KeyCode::Char('n')));
+        // Approved (gone from the list), then unapproved again with the same command line (an
+        // env value changed): it asks again.
+        update(&mut s, snap(&[("a", "sh -c x")]));
+        assert_eq!(s.modal, None);
+        update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y --evil")]));
+        assert!(matches!(s.modal, Some(Modal::Trust(_))));
+        update(&mut s, key(KeyCode::Esc));
+        // `a` in /mcp on an unapproved server brings it back, on that server.
+        s.modal = Some(Modal::Panel(PanelState {
+            selected: 1,
+            scroll: 0,
+        }));
+        update(&mut s, key(KeyCode::Char('a')));
+        assert_eq!(s.modal, Some(Modal::Trust(TrustView { selected: 1 })));
+        // Once none waits, it closes by itself.
+        update(&mut s, Event::Status(Arc::new(BTreeMap::new())));
+        assert_eq!(s.modal, None);
+    }
 }

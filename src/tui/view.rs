@@ -1,115 +1,96 @@
-//! The pure render of the TUI [`State`]: transcript, input line, MCP bar, status line, and the
-//! `/mcp`, `/trace` and `/help` modals. Every server-controlled string passes through
-//! [`clean`]/[`clean_line`] on its way to the screen.
+//! The pure render of the TUI [`State`]: the screen's layout (the rows the transcript and a
+//! modal's body get, which the keys' page sizes use too), the MCP bar and the status line, and
+//! the dispatch to each feature's drawing: transcript, input, the `/mcp`, `/trace`, `/help` and
+//! trust modals, and the question about a tool call. Every server-controlled string passes
+//! through [`clean`](crate::sanitize::clean)/[`clean_line`] on its way to the screen.
 
-use std::time::Instant;
-
-use harness9_actors::error::fmt_duration;
 use harness9_actors::messages::{ServerStatus, StatusSnapshot};
-use harness9_actors::protocol::render::human_bytes;
-use harness9_actors::trace::Direction;
-use ratatui::layout::{Constraint, Layout, Position, Rect};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
-use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+use unicode_width::UnicodeWidthStr;
 
-use super::state::{
-    CallState, Entry, Modal, PanelState, State, TraceRow, TraceView, COMMANDS, RESULT_LINES,
-};
-use crate::sanitize::{clean, clean_line};
+use super::state::{Modal, State};
+use super::widgets::{truncate_line, BORDER_ROWS, DIM, HEADER_ROWS, KEYS_ROWS};
+use crate::sanitize::clean_line;
 
-pub(super) const DIM: Style = Style::new().fg(Color::DarkGray);
+/// The rule between the transcript and the input box.
+const RULE_ROWS: u16 = 1;
+/// The MCP bar: drawn while any server is configured; the page sizes always count it.
+const BAR_ROWS: u16 = 1;
+/// The status line at the bottom.
+const STATUS_ROWS: u16 = 1;
+/// Rows of the session screen that are neither the transcript nor the input box.
+const CHROME_ROWS: u16 = RULE_ROWS + BAR_ROWS + STATUS_ROWS;
+
+impl State {
+    /// Rows of the transcript: the screen less the input box, the rule above it, the MCP bar
+    /// and the status line.
+    pub fn body_rows(&self) -> usize {
+        (self.size.1 as usize)
+            .saturating_sub(usize::from(CHROME_ROWS) + self.input_rows())
+            .max(1)
+    }
+
+    /// Rows of a modal's scrolling body: the screen less the two bars below the modal, its
+    /// border, and its own header and key-help lines.
+    pub fn modal_rows(&self) -> usize {
+        let chrome = BAR_ROWS + STATUS_ROWS + BORDER_ROWS + HEADER_ROWS + KEYS_ROWS;
+        (self.size.1 as usize)
+            .saturating_sub(usize::from(chrome))
+            .max(1)
+    }
+}
 
 /// Draws the whole screen.
 pub fn view(state: &State, frame: &mut Frame) {
     let area = frame.area();
     let bar = !state.servers.is_empty();
+    let bar_rows = if bar { BAR_ROWS } else { 0 };
     let [main, input_sep, input, mcp, status] = Layout::vertical([
         Constraint::Fill(1),
-        Constraint::Length(1),
+        Constraint::Length(RULE_ROWS),
         Constraint::Length(state.input_rows() as u16),
-        Constraint::Length(u16::from(bar)),
-        Constraint::Length(1),
+        Constraint::Length(bar_rows),
+        Constraint::Length(STATUS_ROWS),
     ])
     .areas(area);
-    draw_transcript(state, frame, main);
+    super::transcript::draw_transcript(state, frame, main);
     frame.render_widget(
         Paragraph::new("─".repeat(input_sep.width as usize)).style(DIM),
         input_sep,
     );
-    draw_input(state, frame, input);
+    super::input::draw_input(state, frame, input);
     if bar {
         frame.render_widget(Paragraph::new(mcp_bar(&state.servers, mcp.width)), mcp);
     }
     frame.render_widget(Paragraph::new(status_line(state, status.width)), status);
     if let Some(modal) = &state.modal {
-        let [modal_area, _] =
-            Layout::vertical([Constraint::Fill(1), Constraint::Length(1 + u16::from(bar))])
-                .areas(area);
+        let [modal_area, _] = Layout::vertical([
+            Constraint::Fill(1),
+            Constraint::Length(STATUS_ROWS + bar_rows),
+        ])
+        .areas(area);
         frame.render_widget(Clear, modal_area);
         match modal {
-            Modal::Panel(p) => draw_panel(state, p, frame, modal_area),
-            Modal::Trace(t) => draw_trace(state, t, frame, modal_area),
-            Modal::Help => draw_help(frame, modal_area),
+            Modal::Panel(p) => super::panel::draw_panel(state, p, frame, modal_area),
+            Modal::Trace(t) => super::trace::draw_trace(state, t, frame, modal_area),
+            Modal::Help => super::commands::draw_help(frame, modal_area),
             Modal::Trust(t) => super::trust::draw_trust(state, t, frame, modal_area),
         }
     }
     // A question about a tool call goes over everything: the turn waits on it.
     if state.approvals.front().is_some() {
-        draw_approval(state, frame, main);
+        super::approvals::draw_approval(state, frame, main);
     }
-}
-
-/// The first waiting tool call: its tool, its arguments (up to five rows), and the keys.
-fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
-    let Some(a) = state.approvals.front() else {
-        return;
-    };
-    let width = main.width.saturating_sub(2).max(1) as usize;
-    let mut lines = vec![Line::from(vec![
-        Span::styled(clean_line(&a.name).into_owned(), Style::new().bold()),
-        Span::styled(
-            match state.approvals.len() {
-                1 => String::new(),
-                n => format!("  (1 of {n} waiting)"),
-            },
-            DIM,
-        ),
-    ])];
-    let mut args = Vec::new();
-    wrap(&clean(&a.args), width, DIM, "", &mut args);
-    let more = args.len() > 5;
-    args.truncate(5);
-    lines.extend(args);
-    if more {
-        lines.push(Line::styled("…", DIM));
-    }
-    lines.push(Line::from(vec![
-        Span::styled("y", Style::new().fg(Color::Green).bold()),
-        Span::raw(" run it · "),
-        Span::styled("n", Style::new().fg(Color::Red).bold()),
-        Span::raw(" decline · "),
-        Span::styled("a", Style::new().fg(Color::Yellow).bold()),
-        Span::raw(format!(" always run {} this session", clean_line(&a.name))),
-    ]));
-    let height = (lines.len() as u16 + 2).min(main.height);
-    let area = Rect {
-        y: main.y + main.height - height,
-        height,
-        ..main
-    };
-    frame.render_widget(Clear, area);
-    let block = modal_block("run this tool?").border_style(Style::new().fg(Color::Yellow));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    frame.render_widget(Paragraph::new(lines), inner);
 }
 
 // ---- bars -----------------------------------------------------------------------------------
 
-fn status_symbol(status: &ServerStatus) -> (&'static str, Color, String) {
+/// The mark, its colour and a short word for a server's status, as the bar and the panel show it.
+pub(super) fn status_symbol(status: &ServerStatus) -> (&'static str, Color, String) {
     match status {
         ServerStatus::Connected { tools, .. } => (
             "●",
@@ -192,745 +173,4 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
     }
     spans.push(Span::styled(" │ Tab completes · /help", DIM));
     truncate_line(Line::from(spans), width as usize)
-}
-
-/// Cuts a line to `width` columns, ending with `…` when cut.
-fn truncate_line(line: Line<'static>, width: usize) -> Line<'static> {
-    if line.width() <= width {
-        return line;
-    }
-    let mut out = Vec::new();
-    let mut used = 0;
-    let limit = width.saturating_sub(1);
-    for span in line.spans {
-        let mut text = String::new();
-        for c in span.content.chars() {
-            let w = c.width().unwrap_or(0);
-            if used + w > limit {
-                break;
-            }
-            used += w;
-            text.push(c);
-        }
-        let cut = text.len() < span.content.len();
-        out.push(Span::styled(text, span.style));
-        if cut {
-            break;
-        }
-    }
-    if width > 0 {
-        out.push(Span::styled("…", DIM));
-    }
-    Line::from(out)
-}
-
-// ---- transcript and input -------------------------------------------------------------------
-
-/// Wraps `text` (already clean) at word boundaries into lines of at most `width` columns;
-/// a word longer than a line is cut. Continuation lines start with `indent` too.
-pub(super) fn wrap(
-    text: &str,
-    width: usize,
-    style: Style,
-    indent: &str,
-    out: &mut Vec<Line<'static>>,
-) {
-    let iw = indent.width();
-    let width = width.max(iw + 1);
-    for raw in text.split('\n') {
-        // Leading spaces (indentation, pretty JSON) are kept as they are.
-        let body = raw.trim_start_matches(' ');
-        let lead = (raw.len() - body.len()).min(width.saturating_sub(iw + 1));
-        let mut line = format!("{indent}{}", " ".repeat(lead));
-        let mut used = iw + lead;
-        // Wrapped rows keep the line's indentation (at most half the width): pretty JSON and
-        // indented help stay readable.
-        let hang = format!("{indent}{}", " ".repeat(lead.min((width - iw - 1) / 2)));
-        let hw = hang.width();
-        let mut started = false;
-        for word in body.split(' ') {
-            let ww = word.width();
-            let sep = usize::from(started);
-            started = true;
-            if used + sep + ww <= width {
-                if sep == 1 {
-                    line.push(' ');
-                }
-                line.push_str(word);
-                used += sep + ww;
-                continue;
-            }
-            if ww <= width - hw {
-                out.push(Line::styled(std::mem::take(&mut line), style));
-                line.push_str(&hang);
-                line.push_str(word);
-                used = hw + ww;
-                continue;
-            }
-            // A word longer than a line: fill the rest of this line after a space (or start a
-            // new row when not even one character would fit), then cut.
-            if sep == 1 {
-                if used + 2 <= width {
-                    line.push(' ');
-                    used += 1;
-                } else {
-                    out.push(Line::styled(std::mem::take(&mut line), style));
-                    line.push_str(&hang);
-                    used = hw;
-                }
-            }
-            for c in word.chars() {
-                let w = c.width().unwrap_or(0);
-                if used + w > width {
-                    out.push(Line::styled(std::mem::take(&mut line), style));
-                    line.push_str(&hang);
-                    used = hw;
-                }
-                line.push(c);
-                used += w;
-            }
-        }
-        out.push(Line::styled(line, style));
-    }
-}
-
-/// The lines of one transcript entry; of a long answer only the last ones, at least `need`.
-fn entry_lines(entry: &Entry, width: usize, expand_tools: bool, need: usize) -> Vec<Line<'static>> {
-    let mut out = Vec::new();
-    match entry {
-        Entry::User(t) => wrap(
-            &format!("› {}", clean(t)),
-            width,
-            Style::new().fg(Color::Cyan).bold(),
-            "",
-            &mut out,
-        ),
-        Entry::Assistant(t) => super::markdown::render(&clean(t), width, need, &mut out),
-        Entry::Info(t) => wrap(&clean(t), width, DIM, "", &mut out),
-        Entry::Error(t) => wrap(&clean(t), width, Style::new().fg(Color::Red), "", &mut out),
-        Entry::Tool {
-            name,
-            args,
-            state,
-            elapsed,
-            output,
-            pinned,
-            progress,
-            ..
-        } => {
-            let expanded = *pinned || expand_tools;
-            let (mark, color) = match state {
-                CallState::Running => ("…", Color::Yellow),
-                CallState::Ok => ("✓", Color::Green),
-                CallState::Failed => ("✗", Color::Red),
-            };
-            let took = match (elapsed, progress) {
-                (Some(e), _) => fmt_duration(*e),
-                (None, Some(p)) => format!("running {p}"),
-                (None, None) => "running".into(),
-            };
-            let server = name
-                .strip_prefix("mcp__")
-                .and_then(|r| r.split("__").next())
-                .unwrap_or("builtin");
-            let mut head = vec![
-                Span::styled(format!("{mark} "), Style::new().fg(color).bold()),
-                Span::styled(clean_line(name).into_owned(), Style::new().bold()),
-                Span::styled(format!(" {server} · {took} "), DIM),
-            ];
-            if *pinned {
-                head.push(Span::styled(clean_line(args).into_owned(), DIM));
-            }
-            out.push(truncate_line(Line::from(head), width));
-            if !expanded {
-                return out;
-            }
-            if !*pinned {
-                wrap(
-                    &format!("args {}", clean_line(args)),
-                    width,
-                    DIM,
-                    "  ",
-                    &mut out,
-                );
-            }
-            let lines: Vec<&str> = output.trim_end().split('\n').collect();
-            let shown = lines.len().min(RESULT_LINES);
-            let style = if *state == CallState::Failed {
-                Style::new().fg(Color::Red)
-            } else {
-                Style::new()
-            };
-            if !output.is_empty() {
-                wrap(&lines[..shown].join("\n"), width, style, "  ", &mut out);
-            }
-            if lines.len() > shown {
-                out.push(Line::styled(
-                    format!("  … {} more lines", lines.len() - shown),
-                    DIM,
-                ));
-            }
-        }
-    }
-    out
-}
-
-fn draw_transcript(state: &State, frame: &mut Frame, area: Rect) {
-    let rows = area.height as usize;
-    let width = area.width as usize;
-    if state.transcript.is_empty() {
-        let mut lines = vec![
-            Line::styled("harness9", Style::new().bold()),
-            Line::styled(
-                "Type /help for commands, /mcp for the servers, /call <tool> <json> to run a tool.",
-                DIM,
-            ),
-        ];
-        if state.model.is_none() {
-            let mut help = Vec::new();
-            wrap(&state.model_help, width, DIM, "", &mut help);
-            lines.push(Line::raw(""));
-            lines.extend(help);
-        }
-        frame.render_widget(Paragraph::new(lines), area);
-        return;
-    }
-    // Lay out from the newest entry back, only as far as the screen (and scroll) needs.
-    let need = rows + state.scroll_back;
-    let mut lines: Vec<Line<'static>> = Vec::new();
-    for e in state.transcript.iter().rev() {
-        let mut l = entry_lines(
-            e,
-            width,
-            state.expand_tools,
-            need.saturating_sub(lines.len()),
-        );
-        l.push(Line::raw(""));
-        l.extend(lines);
-        lines = l;
-        if lines.len() > need {
-            break;
-        }
-    }
-    if lines.last().is_some_and(|l| l.width() == 0) {
-        lines.pop();
-    }
-    let back = state.scroll_back.min(lines.len().saturating_sub(rows));
-    let end = lines.len() - back;
-    let start = end.saturating_sub(rows);
-    let visible: Vec<Line<'static>> = lines.drain(start..end).collect();
-    frame.render_widget(Paragraph::new(visible), area);
-}
-
-fn draw_input(state: &State, frame: &mut Frame, area: Rect) {
-    const PROMPT: &str = "> ";
-    let width = (area.width as usize).saturating_sub(PROMPT.len()).max(1);
-    let (cur_line, cur_col) = state.cursor_line_col();
-    let lines: Vec<&str> = state.input.split('\n').collect();
-    // The rows shown: all of a short input, else a window that keeps the cursor's line in view.
-    let rows = (area.height as usize).max(1);
-    let first = (cur_line + 1).saturating_sub(rows);
-    let mut shown_lines = Vec::new();
-    let mut cursor_x = 0;
-    for (i, line) in lines.iter().enumerate().skip(first).take(rows) {
-        // Keep the cursor visible on its line: show the tail when it is wider than the box.
-        let skip_cols = if i == cur_line {
-            let col: usize = line
-                .chars()
-                .take(cur_col)
-                .map(|c| c.width().unwrap_or(0))
-                .sum();
-            let skip = col.saturating_sub(width - 1);
-            cursor_x = col - skip;
-            skip
-        } else {
-            0
-        };
-        let mut shown = String::new();
-        let mut at = 0;
-        for c in line.chars() {
-            let w = c.width().unwrap_or(0);
-            if at >= skip_cols && at + w - skip_cols <= width {
-                shown.push(c);
-            }
-            at += w;
-        }
-        let prompt = if i == 0 { PROMPT } else { "  " };
-        shown_lines.push(Line::from(vec![
-            Span::styled(prompt, Style::new().fg(Color::Cyan).bold()),
-            Span::raw(shown),
-        ]));
-    }
-    frame.render_widget(Paragraph::new(shown_lines), area);
-    if state.modal.is_none() {
-        frame.set_cursor_position(Position::new(
-            area.x + (PROMPT.len() + cursor_x) as u16,
-            area.y + (cur_line - first) as u16,
-        ));
-    }
-}
-
-// ---- /mcp panel -----------------------------------------------------------------------------
-
-pub(super) fn modal_block(title: &str) -> Block<'static> {
-    Block::new()
-        .borders(Borders::ALL)
-        .border_style(Style::new().fg(Color::Blue))
-        .title(Span::styled(format!(" {title} "), Style::new().bold()))
-}
-
-/// The header lines of the panel for one server: the count matches
-/// [`State::panel_header_lines`].
-fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
-    let Some(st) = state.servers.get(name) else {
-        return Vec::new();
-    };
-    let (sym, color, detail) = status_symbol(&st.status);
-    let mut head = vec![
-        Span::styled(clean_line(name).into_owned(), Style::new().bold()),
-        Span::raw("  "),
-        Span::styled(
-            format!("{sym} {}", st.status.label()),
-            Style::new().fg(color),
-        ),
-        Span::styled(format!("  transport {}", st.transport), DIM),
-    ];
-    let mut lines = Vec::new();
-    match &st.status {
-        ServerStatus::Connected { info, .. } => {
-            head.push(Span::styled(
-                format!(
-                    "  protocol {}  {detail}  connected in {}",
-                    info.protocol_version,
-                    fmt_duration(info.connect_time)
-                ),
-                DIM,
-            ));
-            lines.push(Line::from(head));
-            let pid = info.pid.map(|p| format!("  pid {p}")).unwrap_or_default();
-            lines.push(Line::styled(
-                format!(
-                    "server {} {}{pid}",
-                    clean_line(&info.server_info.name),
-                    clean_line(&info.server_info.version)
-                ),
-                DIM,
-            ));
-            if let Some(instr) = &info.instructions {
-                lines.push(Line::styled("instructions:", DIM));
-                for l in instr.trim_end().lines().take(6) {
-                    lines.push(Line::styled(format!("  {}", clean_line(l)), DIM));
-                }
-            }
-        }
-        ServerStatus::Failed { error, stderr_tail } => {
-            lines.push(Line::from(head));
-            lines.push(Line::styled(
-                format!("error: {}", clean_line(error)),
-                Style::new().fg(Color::Red),
-            ));
-            if !stderr_tail.is_empty() {
-                lines.push(Line::styled(
-                    format!("stderr (last {} lines):", stderr_tail.len()),
-                    DIM,
-                ));
-                for l in stderr_tail {
-                    lines.push(Line::raw(format!("  │ {}", clean_line(l))));
-                }
-            }
-        }
-        ServerStatus::Restarting {
-            attempt,
-            next_retry,
-            last_error,
-        } => {
-            lines.push(Line::from(head));
-            let wait = next_retry.saturating_duration_since(Instant::now());
-            lines.push(Line::styled(
-                format!(
-                    "attempt {attempt}, next try in {}: {}",
-                    fmt_duration(wait),
-                    clean_line(last_error)
-                ),
-                Style::new().fg(Color::Yellow),
-            ));
-        }
-        ServerStatus::Starting { .. } => {
-            lines.push(Line::from(head));
-            lines.push(Line::styled("starting: handshake in progress", DIM));
-        }
-        ServerStatus::Unapproved { command_line } => {
-            lines.push(Line::from(head));
-            lines.push(Line::styled(
-                format!(
-                    "not approved, not started; would run: {}  (a: approve)",
-                    clean_line(command_line)
-                ),
-                Style::new().fg(Color::Magenta),
-            ));
-        }
-        _ => {
-            lines.push(Line::from(head));
-            lines.push(Line::styled("stopped; r starts it", DIM));
-        }
-    }
-    lines.push(Line::raw(""));
-    lines
-}
-
-fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area: Rect) {
-    let block = modal_block("MCP servers");
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let [tabs, body, help] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Fill(1),
-        Constraint::Length(1),
-    ])
-    .areas(inner);
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            "↑↓/jk PgUp/PgDn Home/End scroll · Tab/←→ server · r restart · e edit .mcp.json · Esc close",
-            DIM,
-        )),
-        help,
-    );
-    if state.servers.is_empty() {
-        frame.render_widget(
-            Paragraph::new(vec![
-                Line::raw(format!(
-                    "no MCP servers configured in {}",
-                    state.config_path
-                )),
-                Line::styled("press e to create or edit it", DIM),
-            ]),
-            body,
-        );
-        return;
-    }
-    // Server tabs.
-    let mut spans = Vec::new();
-    for (i, (name, st)) in state.servers.iter().enumerate() {
-        let (sym, color, _) = status_symbol(&st.status);
-        let style = if i == p.selected {
-            Style::new().reversed().bold()
-        } else {
-            Style::new()
-        };
-        spans.push(Span::styled(format!(" {} ", clean_line(name)), style));
-        spans.push(Span::styled(format!("{sym} "), Style::new().fg(color)));
-    }
-    frame.render_widget(
-        Paragraph::new(truncate_line(Line::from(spans), tabs.width as usize)),
-        tabs,
-    );
-    let Some(name) = state.server_at(p.selected) else {
-        return;
-    };
-    let rows = body.height as usize;
-    let header = panel_header(state, name);
-    let total = state.panel_total_lines(name);
-    let scroll = p.scroll.min(total.saturating_sub(rows));
-    let mut lines: Vec<Line<'static>> = header
-        .into_iter()
-        .skip(scroll)
-        .take(rows)
-        .map(|l| truncate_line(l, body.width as usize))
-        .collect();
-    let hl = state.panel_header_lines(name);
-    if lines.len() < rows {
-        if let Some(layout) = state.layout.get(name) {
-            let first_line = scroll.saturating_sub(hl);
-            // The tool holding `first_line`, by binary search over the start offsets.
-            let mut i = layout
-                .starts
-                .partition_point(|&s| s <= first_line)
-                .saturating_sub(1);
-            let mut skip = first_line - layout.starts.get(i).copied().unwrap_or(0);
-            while lines.len() < rows && i < layout.entries.len() {
-                let Some(entry) = state.tools.get(layout.entries[i]) else {
-                    break;
-                };
-                let mut tool_lines = vec![Line::from(vec![
-                    Span::styled(clean_line(&entry.name).into_owned(), Style::new().bold()),
-                    Span::styled(
-                        entry
-                            .tool
-                            .title
-                            .as_deref()
-                            .map(|t| format!("  {}", clean_line(t)))
-                            .unwrap_or_default(),
-                        DIM,
-                    ),
-                ])];
-                if let Some(d) = &entry.tool.description {
-                    for l in d.trim_end().lines() {
-                        tool_lines.push(Line::raw(format!("    {}", clean_line(l))));
-                    }
-                }
-                for l in tool_lines.into_iter().skip(skip) {
-                    if lines.len() == rows {
-                        break;
-                    }
-                    lines.push(truncate_line(l, body.width as usize));
-                }
-                skip = 0;
-                i += 1;
-            }
-        }
-    }
-    frame.render_widget(Paragraph::new(lines), body);
-    if total > rows {
-        let pos = format!(
-            " {}-{} of {} ",
-            scroll + 1,
-            (scroll + rows).min(total),
-            total
-        );
-        let w = pos.width() as u16;
-        if area.width > w + 2 {
-            frame.render_widget(
-                Paragraph::new(Span::styled(pos, DIM)),
-                Rect::new(area.x + area.width - w - 1, area.y + area.height - 1, w, 1),
-            );
-        }
-    }
-}
-
-// ---- /trace ---------------------------------------------------------------------------------
-
-fn trace_row_line(r: &TraceRow, selected: bool, width: usize) -> Line<'static> {
-    let ts = crate::app::trace_file::rfc3339(r.ts);
-    let time = ts.get(11..23).unwrap_or(&ts).to_owned();
-    let (arrow, color) = match r.dir {
-        Direction::Send => ("→", Color::Cyan),
-        Direction::Recv => ("←", Color::Magenta),
-    };
-    let latency = r
-        .latency_us
-        .map(|us| {
-            if us >= 10_000 {
-                format!("{} ms", us / 1000)
-            } else {
-                format!("{:.1} ms", us as f64 / 1000.0)
-            }
-        })
-        .unwrap_or_default();
-    let kind = match (&r.method, &r.id, r.message.is_empty()) {
-        (_, _, true) => format!("HTTP {}", r.http_status.unwrap_or(0)),
-        (Some(m), _, _) => clean_line(m).into_owned(),
-        (None, _, _) => "(no method)".to_owned(),
-    };
-    let id =
-        r.id.as_deref()
-            .map(|i| format!("#{}", clean_line(i)))
-            .unwrap_or_default();
-    let mut line = Line::from(vec![
-        Span::styled(format!("{time} "), DIM),
-        Span::styled(format!("{arrow} "), Style::new().fg(color).bold()),
-        Span::raw(format!("{:<12} ", truncate_str(&clean_line(&r.server), 12))),
-        Span::raw(format!("{:<28} ", truncate_str(&kind, 28))),
-        Span::styled(format!("{id:<7} "), DIM),
-        Span::raw(format!("{latency:>9} ")),
-        Span::styled(human_bytes(r.size), DIM),
-    ]);
-    if selected {
-        line = line.patch_style(Style::new().add_modifier(Modifier::REVERSED));
-    }
-    truncate_line(line, width)
-}
-
-fn truncate_str(s: &str, max: usize) -> String {
-    if s.width() <= max {
-        return s.to_owned();
-    }
-    let mut out = String::new();
-    let mut used = 0;
-    for c in s.chars() {
-        let w = c.width().unwrap_or(0);
-        if used + w + 1 > max {
-            break;
-        }
-        used += w;
-        out.push(c);
-    }
-    out.push('…');
-    out
-}
-
-fn draw_trace(state: &State, t: &TraceView, frame: &mut Frame, area: Rect) {
-    let title = match &t.filter {
-        Some(f) => format!("trace: {}", clean_line(f)),
-        None => "trace: all servers".to_owned(),
-    };
-    let block = modal_block(&title);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let [body, help] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            "↑↓/jk select · PgUp/PgDn Home/End · Enter expand · Tab filter by server · Esc close",
-            DIM,
-        )),
-        help,
-    );
-    let filter = t.filter.as_deref();
-    let n = state.trace.len(filter);
-    if n == 0 {
-        frame.render_widget(
-            Paragraph::new(Line::styled(
-                "no messages yet; every JSON-RPC message to and from the servers shows here",
-                DIM,
-            )),
-            body,
-        );
-        return;
-    }
-    let selected = t.selected.unwrap_or(n - 1).min(n - 1);
-    let width = body.width as usize;
-    if t.expanded {
-        let Some(r) = state.trace.rows(filter).nth(selected) else {
-            return;
-        };
-        let [head, msg] =
-            Layout::vertical([Constraint::Length(1), Constraint::Fill(1)]).areas(body);
-        frame.render_widget(Paragraph::new(trace_row_line(r, true, width)), head);
-        // Secrets are redacted here as in the --trace file: credential keys and every
-        // configured env/header value.
-        let pretty = serde_json::from_slice::<serde_json::Value>(&r.message)
-            .ok()
-            .and_then(|mut v| {
-                crate::app::trace_file::redact(&mut v, &state.secrets);
-                serde_json::to_string_pretty(&v).ok()
-            })
-            .unwrap_or_else(|| {
-                let mut raw = String::from_utf8_lossy(&r.message).into_owned();
-                for secret in &state.secrets {
-                    raw = raw.replace(secret.as_str(), "[redacted]");
-                }
-                raw
-            });
-        let mut text = clean(&pretty).into_owned();
-        if r.size > r.message.len() {
-            text.push_str(&format!(
-                "\n… cut: showing {} of {}",
-                human_bytes(r.message.len()),
-                human_bytes(r.size)
-            ));
-        }
-        let mut lines = Vec::new();
-        wrap(&text, width, Style::new(), "", &mut lines);
-        let rows = msg.height as usize;
-        let scroll = t.expanded_scroll.min(lines.len().saturating_sub(rows));
-        let visible: Vec<Line<'static>> = lines.into_iter().skip(scroll).take(rows).collect();
-        frame.render_widget(Paragraph::new(visible), msg);
-        return;
-    }
-    let rows = body.height as usize;
-    // Keep the selected row in view, near the bottom when following the newest.
-    let start = (selected + 1).saturating_sub(rows);
-    let lines: Vec<Line<'static>> = state
-        .trace
-        .rows(filter)
-        .enumerate()
-        .skip(start)
-        .take(rows)
-        .map(|(i, r)| trace_row_line(r, i == selected && t.selected.is_some(), width))
-        .collect();
-    frame.render_widget(Paragraph::new(lines), body);
-}
-
-// ---- /help ----------------------------------------------------------------------------------
-
-fn draw_help(frame: &mut Frame, area: Rect) {
-    // The bar's legend sits in the bottom border, so the keys fit 24 rows.
-    let block = modal_block("help").title_bottom(Span::styled(
-        " MCP bar: ● connected  ○ starting or restarting (attempt)  ✗ failed; /mcp shows why ",
-        DIM,
-    ));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let mut lines = vec![Line::styled("commands", Style::new().bold())];
-    for (c, what) in COMMANDS {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {c:<9}"), Style::new().fg(Color::Cyan)),
-            Span::raw(*what),
-        ]));
-    }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled("keys", Style::new().bold()));
-    for (k, what) in [
-        (
-            "Enter",
-            "send the line (a /command or a message for the model)",
-        ),
-        (
-            "Alt+Enter",
-            "a new line in the input (also Ctrl+J; pasted text keeps its lines)",
-        ),
-        ("Tab", "complete a /command, or a tool name after /call"),
-        ("↑ ↓", "the input's lines, then the input history"),
-        ("PgUp PgDn", "scroll the transcript"),
-        (
-            "Ctrl+O",
-            "show or hide the arguments and results of the model's tool calls",
-        ),
-        ("Esc", "cancel the running turn; close a panel"),
-        (
-            "y n a",
-            "answer a tool that changes things: run it, decline it, always run it",
-        ),
-        (
-            "Ctrl+C",
-            "cancel the running turn; else (or again) quit, from anywhere",
-        ),
-    ] {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {k:<11}"), Style::new().fg(Color::Cyan)),
-            Span::raw(what),
-        ]));
-    }
-    frame.render_widget(Paragraph::new(lines), inner);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn wrapped(text: &str, width: usize, indent: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        wrap(text, width, Style::new(), indent, &mut out);
-        out.iter().map(|l| l.to_string()).collect()
-    }
-
-    #[test]
-    fn wrapped_rows_keep_the_indentation_and_never_overflow() {
-        assert_eq!(
-            wrapped("    \"key\": \"a long value that wraps\"", 20, ""),
-            vec!["    \"key\": \"a long", "    value that", "    wraps\"",]
-        );
-        assert_eq!(
-            wrapped("  two words", 9, "  "),
-            vec!["    two", "    words"]
-        );
-        // A word cut across rows never glues onto the word before it.
-        assert_eq!(wrapped("abc defgh", 4, ""), vec!["abc", "defg", "h"]);
-        assert_eq!(wrapped("ab cdefghij", 4, ""), vec!["ab c", "defg", "hij"]);
-        for width in 1..12 {
-            for text in [
-                "          deep indent and words",
-                "x",
-                "  averyveryverylongword",
-            ] {
-                for indent in ["", "  "] {
-                    for row in wrapped(text, width, indent) {
-                        assert!(
-                            row.width() <= width.max(indent.width() + 1),
-                            "{text:?} {width} {indent:?}: {row:?}"
-                        );
-                    }
-                }
-            }
-        }
-    }
 }

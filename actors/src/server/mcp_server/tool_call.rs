@@ -240,13 +240,15 @@ impl Handler<CallServerTool> for McpServer {
                                 }
                             }
                         }
-                        Some("input_required") => return Err(CallError::InvalidResult {
-                            server,
-                            tool,
-                            detail: format!(
+                        Some("input_required") => {
+                            return Err(CallError::InvalidResult {
+                                server,
+                                tool,
+                                detail: format!(
                                 "the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
                             ),
-                        }),
+                            })
+                        }
                         Some(other) => {
                             return Err(CallError::InvalidResult {
                                 server,

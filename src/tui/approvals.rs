@@ -1,0 +1,182 @@
+//! Questions about tool calls: the engine asks before a tool that changes things runs. The
+//! queue of waiting calls, the tools allowed for the session, the keys that answer (yes, no,
+//! always) and the box that shows the first question over the transcript.
+
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+use ratatui::Frame;
+
+use super::state::{Effect, Entry, State};
+use super::widgets::{modal_block, wrap, BORDER_ROWS, DIM};
+use crate::sanitize::{clean, clean_line};
+
+/// A tool call the engine wants to run, waiting for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    /// Which question (for [`Effect::Answer`]).
+    pub key: u64,
+    /// The tool.
+    pub name: String,
+    /// Its arguments, as JSON text.
+    pub args: String,
+}
+
+/// A new question: answered at once for a tool the user allowed for the session, else queued.
+pub(super) fn asked(state: &mut State, a: Approval) -> Vec<Effect> {
+    if state.always_allowed.contains(&a.name) {
+        return vec![Effect::Answer {
+            key: a.key,
+            yes: true,
+        }];
+    }
+    state.approvals.push_back(a);
+    Vec::new()
+}
+
+/// `y`/Enter runs the first waiting call, `n`/Esc declines it, `a` runs it and every later call
+/// of that tool this session; other keys wait.
+pub(super) fn approval_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    let (yes, always) = match key.code {
+        KeyCode::Char('y') | KeyCode::Enter => (true, false),
+        KeyCode::Char('n') | KeyCode::Esc => (false, false),
+        KeyCode::Char('a') => (true, true),
+        _ => return Vec::new(),
+    };
+    let Some(first) = state.approvals.pop_front() else {
+        return Vec::new();
+    };
+    let mut effects = vec![Effect::Answer {
+        key: first.key,
+        yes,
+    }];
+    if always {
+        // The same tool's other waiting calls go too.
+        state.approvals.retain(|a| {
+            let same = a.name == first.name;
+            if same {
+                effects.push(Effect::Answer {
+                    key: a.key,
+                    yes: true,
+                });
+            }
+            !same
+        });
+        state.note(Entry::Info(format!(
+            "{} runs without asking for the rest of this session",
+            first.name
+        )));
+        state.always_allowed.insert(first.name);
+    }
+    effects
+}
+
+/// Declines every waiting call.
+pub(super) fn decline_all(state: &mut State) -> Vec<Effect> {
+    state
+        .approvals
+        .drain(..)
+        .map(|a| Effect::Answer {
+            key: a.key,
+            yes: false,
+        })
+        .collect()
+}
+
+/// The first waiting tool call: its tool, its arguments (up to five rows), and the keys.
+pub(super) fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
+    let Some(a) = state.approvals.front() else {
+        return;
+    };
+    let width = main.width.saturating_sub(2).max(1) as usize;
+    let mut lines = vec![Line::from(vec![
+        Span::styled(clean_line(&a.name).into_owned(), Style::new().bold()),
+        Span::styled(
+            match state.approvals.len() {
+                1 => String::new(),
+                n => format!("  (1 of {n} waiting)"),
+            },
+            DIM,
+        ),
+    ])];
+    let mut args = Vec::new();
+    wrap(&clean(&a.args), width, DIM, "", &mut args);
+    let more = args.len() > 5;
+    args.truncate(5);
+    lines.extend(args);
+    if more {
+        lines.push(Line::styled("…", DIM));
+    }
+    lines.push(Line::from(vec![
+        Span::styled("y", Style::new().fg(Color::Green).bold()),
+        Span::raw(" run it · "),
+        Span::styled("n", Style::new().fg(Color::Red).bold()),
+        Span::raw(" decline · "),
+        Span::styled("a", Style::new().fg(Color::Yellow).bold()),
+        Span::raw(format!(" always run {} this session", clean_line(&a.name))),
+    ]));
+    let height = (lines.len() as u16 + BORDER_ROWS).min(main.height);
+    let area = Rect {
+        y: main.y + main.height - height,
+        height,
+        ..main
+    };
+    frame.render_widget(Clear, area);
+    let block = modal_block("run this tool?").border_style(Style::new().fg(Color::Yellow));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::state::{update, Event};
+    use crate::tui::tests::{key_event as key, typed};
+    use crossterm::event::KeyModifiers;
+
+    #[test]
+    fn tool_questions_queue_and_take_yes_no_always_and_ctrl_c() {
+        let ask = |key: u64, name: &str| {
+            Event::ApprovalAsked(Approval {
+                key,
+                name: name.into(),
+                args: "{}".into(),
+            })
+        };
+        let answer = |key, yes| Effect::Answer { key, yes };
+        let mut s = State::new("x".into(), Some("m".into()), String::new());
+        typed(&mut s, "go");
+        update(&mut s, key(KeyCode::Enter));
+        assert!(update(&mut s, ask(1, "bash")).is_empty());
+        assert!(update(&mut s, ask(2, "write_file")).is_empty());
+        assert!(update(&mut s, ask(3, "bash")).is_empty());
+        // Other keys wait; typing does not reach the input.
+        assert!(update(&mut s, key(KeyCode::Char('x'))).is_empty());
+        assert_eq!(s.input, "");
+        assert_eq!(
+            update(&mut s, key(KeyCode::Char('n'))),
+            vec![answer(1, false)]
+        );
+        assert_eq!(update(&mut s, key(KeyCode::Enter)), vec![answer(2, true)]);
+        // `a`: this one, and bash from now on without asking.
+        assert_eq!(
+            update(&mut s, key(KeyCode::Char('a'))),
+            vec![answer(3, true)]
+        );
+        assert_eq!(update(&mut s, ask(4, "bash")), vec![answer(4, true)]);
+        assert!(update(&mut s, ask(5, "write_file")).is_empty());
+        assert_eq!(update(&mut s, key(KeyCode::Esc)), vec![answer(5, false)]);
+        // Ctrl+C declines whatever waits and cancels the turn.
+        update(&mut s, ask(6, "write_file"));
+        update(&mut s, ask(7, "write_file"));
+        let ctrl_c = Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+        assert_eq!(
+            update(&mut s, ctrl_c),
+            vec![answer(6, false), answer(7, false), Effect::CancelTurn]
+        );
+        assert!(s.approvals.is_empty());
+    }
+}

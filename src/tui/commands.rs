@@ -1,0 +1,334 @@
+//! The slash commands: the table `/help` and completion list, what each command does when the
+//! input is sent, `/call`'s parsing and checks, and the `/help` screen.
+
+use crossterm::event::{KeyCode, KeyEvent};
+use harness9_actors::messages::ServerStatus;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+use serde_json::Value;
+
+use super::state::{CallState, Effect, Entry, Modal, PanelState, State, TraceView};
+use super::widgets::{modal_block, DIM};
+
+/// Slash commands, in the order `/help` and completion list them.
+pub const COMMANDS: &[(&str, &str)] = &[
+    (
+        "/mcp",
+        "the MCP panel: servers, errors, stderr, tools; r restarts, e edits .mcp.json",
+    ),
+    (
+        "/trace",
+        "the live JSON-RPC message trace; Tab filters by server, Enter expands",
+    ),
+    (
+        "/call",
+        "/call <tool> <json>: run a registered tool and show its result",
+    ),
+    (
+        "/reload",
+        "reload .mcp.json: added servers start, removed stop, changed restart",
+    ),
+    (
+        "/clear",
+        "clear the transcript and start a new conversation",
+    ),
+    ("/help", "this help"),
+    (
+        "/quit",
+        "stop every server and exit (Ctrl+C works everywhere)",
+    ),
+];
+
+/// Runs a sent line that starts with `/` (already trimmed and in the history).
+pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
+    let (cmd, rest) = line.split_once(' ').unwrap_or((line, ""));
+    let rest = rest.trim();
+    match cmd {
+        "/mcp" => {
+            // `/mcp name` selects that server; plain `/mcp` the first failed one, to show why.
+            let selected = state
+                .servers
+                .keys()
+                .position(|k| k == rest)
+                .or_else(|| {
+                    state
+                        .servers
+                        .values()
+                        .position(|s| matches!(s.status, ServerStatus::Failed { .. }))
+                })
+                .unwrap_or_default();
+            state.modal = Some(Modal::Panel(PanelState {
+                selected,
+                scroll: 0,
+            }));
+        }
+        "/trace" => {
+            state.modal = Some(Modal::Trace(TraceView {
+                filter: (!rest.is_empty()).then(|| rest.to_owned()),
+                ..TraceView::default()
+            }))
+        }
+        "/help" => state.modal = Some(Modal::Help),
+        "/quit" | "/exit" => {
+            state.quitting = true;
+            return vec![Effect::Quit];
+        }
+        "/reload" => return vec![Effect::Reload],
+        "/clear" if state.busy => state.note(Entry::Error(
+            "a turn is running; press Esc to cancel it, then /clear".to_owned(),
+        )),
+        "/clear" => {
+            state.transcript.clear();
+            state.scroll_back = 0;
+            if state.model.is_some() {
+                state.note(Entry::Info("new conversation".to_owned()));
+                return vec![Effect::ClearConversation];
+            }
+        }
+        "/call" => return call_command(state, rest),
+        "/panic" if state.debug_panic => return vec![Effect::Panic],
+        other => state.note(Entry::Error(format!(
+            "unknown command {other}; /help lists the commands"
+        ))),
+    }
+    Vec::new()
+}
+
+/// `/call <tool> <json>`: checks that the arguments are a JSON object and the tool is registered
+/// (else says what is wrong, with near names), then adds a pinned tool entry and calls it.
+fn call_command(state: &mut State, rest: &str) -> Vec<Effect> {
+    let (name, json) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    if name.is_empty() {
+        state.note(Entry::Error(
+            "usage: /call <tool> <json>, e.g. /call mcp__everything__echo {\"message\":\"hi\"}; Tab completes tool names"
+                .to_owned(),
+        ));
+        return Vec::new();
+    }
+    let json = json.trim();
+    let arguments = if json.is_empty() {
+        None
+    } else {
+        match serde_json::from_str::<Value>(json) {
+            Ok(v) if v.is_object() => Some(v),
+            Ok(_) => {
+                state.note(Entry::Error(format!(
+                    "/call {name}: the arguments must be a JSON object, like {{\"text\": \"hi\"}}"
+                )));
+                return Vec::new();
+            }
+            Err(e) => {
+                state.note(Entry::Error(format!(
+                    "/call {name}: the arguments are not valid JSON ({e})"
+                )));
+                return Vec::new();
+            }
+        }
+    };
+    if !state.tools.iter().any(|t| t.name == name) {
+        // Names are sanitized (`get-sum` is registered as `get_sum`): suggest by that form.
+        let want: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let tail = want.rsplit("__").next().unwrap_or(&want).to_owned();
+        let near: Vec<&str> = state
+            .tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .filter(|n| *n == want || (!tail.is_empty() && n.ends_with(&tail)))
+            .take(5)
+            .collect();
+        let hint = if near.is_empty() {
+            "/mcp lists every tool".to_owned()
+        } else {
+            format!("did you mean {}?", near.join(", "))
+        };
+        state.note(Entry::Error(format!(
+            "/call: no tool named \"{name}\" is registered; {hint}"
+        )));
+        return Vec::new();
+    }
+    let id = state.next_call;
+    state.next_call += 1;
+    state.note(Entry::Tool {
+        id,
+        name: name.to_owned(),
+        args: arguments.as_ref().map(Value::to_string).unwrap_or_default(),
+        state: CallState::Running,
+        elapsed: None,
+        output: String::new(),
+        pinned: true,
+        progress: None,
+    });
+    vec![Effect::CallTool {
+        id,
+        name: name.to_owned(),
+        arguments,
+    }]
+}
+
+/// `/help` closes on Esc, `q` or Enter; other keys keep it open.
+pub(super) fn help_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    if !matches!(key.code, KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter) {
+        state.modal = Some(Modal::Help);
+    }
+    Vec::new()
+}
+
+/// Draws `/help`: the commands, then the keys; the MCP bar's legend in the bottom border.
+pub(super) fn draw_help(frame: &mut Frame, area: Rect) {
+    // The bar's legend sits in the bottom border, so the keys fit 24 rows.
+    let block = modal_block("help").title_bottom(Span::styled(
+        " MCP bar: ● connected  ○ starting or restarting (attempt)  ✗ failed; /mcp shows why ",
+        DIM,
+    ));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let mut lines = vec![Line::styled("commands", Style::new().bold())];
+    for (c, what) in COMMANDS {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {c:<9}"), Style::new().fg(Color::Cyan)),
+            Span::raw(*what),
+        ]));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("keys", Style::new().bold()));
+    for (k, what) in [
+        (
+            "Enter",
+            "send the line (a /command or a message for the model)",
+        ),
+        (
+            "Alt+Enter",
+            "a new line in the input (also Ctrl+J; pasted text keeps its lines)",
+        ),
+        ("Tab", "complete a /command, or a tool name after /call"),
+        ("↑ ↓", "the input's lines, then the input history"),
+        ("PgUp PgDn", "scroll the transcript"),
+        (
+            "Ctrl+O",
+            "show or hide the arguments and results of the model's tool calls",
+        ),
+        ("Esc", "cancel the running turn; close a panel"),
+        (
+            "y n a",
+            "answer a tool that changes things: run it, decline it, always run it",
+        ),
+        (
+            "Ctrl+C",
+            "cancel the running turn; else (or again) quit, from anywhere",
+        ),
+    ] {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {k:<11}"), Style::new().fg(Color::Cyan)),
+            Span::raw(what),
+        ]));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::state::{update, Event};
+    use crate::tui::tests::{key_event as key, typed, with_servers};
+    use crossterm::event::KeyModifiers;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn clear_starts_a_new_conversation_but_not_during_a_turn() {
+        let mut s = State::new("x".into(), Some("m".into()), String::new());
+        typed(&mut s, "go");
+        update(&mut s, key(KeyCode::Enter));
+        typed(&mut s, "/clear");
+        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
+        assert!(matches!(s.transcript.last(), Some(Entry::Error(e)) if e.contains("Esc")));
+        update(&mut s, Event::TurnDone(Ok("done".into())));
+        typed(&mut s, "/clear");
+        assert_eq!(
+            update(&mut s, key(KeyCode::Enter)),
+            vec![Effect::ClearConversation]
+        );
+        assert_eq!(s.transcript.len(), 1, "{:?}", s.transcript);
+        // Without a model there is no conversation to clear.
+        let mut s = State::new("x".into(), None, String::new());
+        typed(&mut s, "/clear");
+        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
+        assert!(s.transcript.is_empty());
+    }
+
+    #[test]
+    fn slash_commands_open_modals_and_ctrl_c_quits_from_anywhere() {
+        let mut s = with_servers(&["a", "b"], 1);
+        typed(&mut s, "/mcp");
+        update(&mut s, key(KeyCode::Enter));
+        assert!(matches!(s.modal, Some(Modal::Panel(_))));
+        // Plain /mcp opens on the first failed server.
+        let mut failing = (*s.servers).clone();
+        if let Some(b) = failing.get_mut("b") {
+            b.status = ServerStatus::Failed {
+                error: "x".into(),
+                stderr_tail: vec![],
+            };
+        }
+        update(&mut s, Event::Status(Arc::new(failing)));
+        s.modal = None;
+        typed(&mut s, "/mcp");
+        update(&mut s, key(KeyCode::Enter));
+        assert_eq!(
+            s.modal,
+            Some(Modal::Panel(PanelState {
+                selected: 1,
+                scroll: 0
+            }))
+        );
+        let quit = update(
+            &mut s,
+            Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+        );
+        assert_eq!(quit, vec![Effect::Quit]);
+        let mut s = with_servers(&["a"], 1);
+        typed(&mut s, "/nope");
+        update(&mut s, key(KeyCode::Enter));
+        assert!(matches!(s.transcript.last(), Some(Entry::Error(e)) if e.contains("/help")));
+    }
+
+    #[test]
+    fn call_command_validates_and_runs() {
+        let mut s = with_servers(&["e"], 2);
+        typed(&mut s, "/call mcp__e__t1 {\"a\":1}");
+        let fx = update(&mut s, key(KeyCode::Enter));
+        assert_eq!(
+            fx,
+            vec![Effect::CallTool {
+                id: 1,
+                name: "mcp__e__t1".into(),
+                arguments: Some(serde_json::json!({"a": 1}))
+            }]
+        );
+        update(
+            &mut s,
+            Event::CallDone {
+                id: 1,
+                output: "ok\u{1b}[2J".into(),
+                is_error: false,
+                elapsed: Duration::from_millis(3),
+            },
+        );
+        assert!(
+            matches!(s.transcript.last(), Some(Entry::Tool { state: CallState::Ok, output, .. }) if output == "ok")
+        );
+        typed(&mut s, "/call mcp__e__t1 [1]");
+        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
+        typed(&mut s, "/call mcp__e__zz {}");
+        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
+        assert!(
+            matches!(s.transcript.last(), Some(Entry::Error(e)) if e.contains("no tool named"))
+        );
+    }
+}

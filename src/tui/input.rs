@@ -1,0 +1,408 @@
+//! The input: the editor (chars, lines, cursor moves, paste), the history, Tab completion of
+//! commands and tool names, sending a line, the session screen's keys, and the input box.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::{Position, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+use unicode_width::UnicodeWidthChar;
+
+use super::commands::{run, COMMANDS};
+use super::state::{Effect, Entry, State};
+use super::transcript::page;
+use crate::sanitize::clean;
+
+/// The most rows the input box grows to; a longer input scrolls with the cursor.
+pub const MAX_INPUT_ROWS: usize = 8;
+
+impl State {
+    /// Rows of the input box: one per input line, at most [`MAX_INPUT_ROWS`].
+    pub fn input_rows(&self) -> usize {
+        self.input.split('\n').count().min(MAX_INPUT_ROWS)
+    }
+
+    /// The cursor as (line, column in chars) within the input's lines.
+    pub fn cursor_line_col(&self) -> (usize, usize) {
+        let before: String = self.input.chars().take(self.cursor).collect();
+        let line = before.matches('\n').count();
+        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count());
+        (line, col)
+    }
+}
+
+/// Pasted text goes into the input at the cursor: newlines stay (a pasted stack trace or code
+/// keeps its shape), CRLF and CR become LF, escape sequences go.
+pub(super) fn paste(state: &mut State, text: &str) {
+    let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    for c in clean(&text).chars() {
+        insert_char(state, c);
+    }
+}
+
+/// Inserts `c` at the cursor and moves past it.
+fn insert_char(state: &mut State, c: char) {
+    let at = byte_index(&state.input, state.cursor);
+    state.input.insert(at, c);
+    state.cursor += 1;
+}
+
+/// The byte offset of char index `chars` in `s` (its length past the end).
+fn byte_index(s: &str, chars: usize) -> usize {
+    s.char_indices().nth(chars).map_or(s.len(), |(i, _)| i)
+}
+
+/// The session screen's keys (no modal open): editing the input (Enter sends, Alt+Enter,
+/// Shift+Enter and Ctrl+J add a line, Tab completes, ↑↓ move between lines then through the
+/// history), Esc cancels a running turn, PgUp/PgDn page the transcript and Ctrl+L goes back to
+/// its end, Ctrl+O folds or unfolds the model's tool calls.
+pub(super) fn session_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    let len = state.input.chars().count();
+    let alt = key.modifiers.contains(KeyModifiers::ALT);
+    let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+    match key.code {
+        // A new line in the input: Alt+Enter, Shift+Enter (where the terminal tells it), Ctrl+J.
+        KeyCode::Enter if alt || shift => insert_char(state, '\n'),
+        KeyCode::Char('j') if ctrl => insert_char(state, '\n'),
+        KeyCode::Enter => return submit(state),
+        KeyCode::Esc if state.busy => {
+            state.cancelling = true;
+            return vec![Effect::CancelTurn];
+        }
+        KeyCode::Tab => complete(state),
+        KeyCode::Char('a') if ctrl => state.cursor = line_start(state),
+        KeyCode::Char('e') if ctrl => state.cursor = line_end(state),
+        KeyCode::Char('u') if ctrl => {
+            state.input.clear();
+            state.cursor = 0;
+        }
+        KeyCode::Char('l') if ctrl => state.scroll_back = 0,
+        KeyCode::Char('o') if ctrl => state.expand_tools = !state.expand_tools,
+        KeyCode::Char(c) if !ctrl => insert_char(state, c),
+        KeyCode::Backspace if state.cursor > 0 => {
+            state.cursor -= 1;
+            let at = byte_index(&state.input, state.cursor);
+            state.input.remove(at);
+        }
+        KeyCode::Delete if state.cursor < len => {
+            let at = byte_index(&state.input, state.cursor);
+            state.input.remove(at);
+        }
+        KeyCode::Left => state.cursor = state.cursor.saturating_sub(1),
+        KeyCode::Right => state.cursor = (state.cursor + 1).min(len),
+        KeyCode::Home => state.cursor = line_start(state),
+        KeyCode::End => state.cursor = line_end(state),
+        // In a multi-line input, Up and Down move between its lines; past the first or last
+        // line they step through the history.
+        KeyCode::Up if !move_line(state, true) => history_step(state, true),
+        KeyCode::Down if !move_line(state, false) => history_step(state, false),
+        KeyCode::PageUp => page(state, true),
+        KeyCode::PageDown => page(state, false),
+        _ => {}
+    }
+    Vec::new()
+}
+
+/// The char index where the cursor's line starts.
+fn line_start(state: &State) -> usize {
+    state.cursor - state.cursor_line_col().1
+}
+
+/// The char index where the cursor's line ends (before its newline).
+fn line_end(state: &State) -> usize {
+    let rest = state.input.chars().skip(state.cursor);
+    state.cursor + rest.take_while(|c| *c != '\n').count()
+}
+
+/// Moves the cursor to the line above (`up`) or below, keeping its column as far as that line
+/// allows; false when there is no such line.
+fn move_line(state: &mut State, up: bool) -> bool {
+    let (line, col) = state.cursor_line_col();
+    let lines: Vec<usize> = state.input.split('\n').map(|l| l.chars().count()).collect();
+    let target = match up {
+        true if line > 0 => line - 1,
+        false if line + 1 < lines.len() => line + 1,
+        _ => return false,
+    };
+    let start: usize = lines[..target].iter().map(|n| n + 1).sum();
+    state.cursor = start + col.min(lines[target]);
+    true
+}
+
+/// Steps back (`back`) or forward through the history; past the newest the input is empty.
+fn history_step(state: &mut State, back: bool) {
+    if state.history.is_empty() {
+        return;
+    }
+    let last = state.history.len() - 1;
+    let pos = match (state.history_pos, back) {
+        (None, true) => Some(last),
+        (None, false) => None,
+        (Some(p), true) => Some(p.saturating_sub(1)),
+        (Some(p), false) if p >= last => None,
+        (Some(p), false) => Some(p + 1),
+    };
+    state.history_pos = pos;
+    state.input = pos.map(|p| state.history[p].clone()).unwrap_or_default();
+    state.cursor = state.input.chars().count();
+}
+
+/// Tab: completes a slash command, or a tool name after `/call `.
+fn complete(state: &mut State) {
+    let input = state.input.clone();
+    let (prefix, candidates): (&str, Vec<&str>) = if let Some(rest) = input.strip_prefix("/call ") {
+        if rest.contains(' ') {
+            return;
+        }
+        (
+            rest,
+            state
+                .tools
+                .iter()
+                .map(|t| t.name.as_str())
+                .filter(|n| n.starts_with(rest))
+                .collect(),
+        )
+    } else if input.starts_with('/') && !input.contains(' ') {
+        (
+            input.as_str(),
+            COMMANDS
+                .iter()
+                .map(|(c, _)| *c)
+                .filter(|c| c.starts_with(input.as_str()))
+                .collect(),
+        )
+    } else {
+        return;
+    };
+    let head = if input.starts_with("/call ") {
+        "/call "
+    } else {
+        ""
+    };
+    match candidates.as_slice() {
+        [] => {}
+        [one] => {
+            state.input = format!("{head}{one} ");
+        }
+        many => {
+            let common = common_prefix(many);
+            if common.len() > prefix.len() {
+                state.input = format!("{head}{common}");
+            } else {
+                let shown: Vec<&str> = many.iter().take(12).copied().collect();
+                let more = many.len().saturating_sub(shown.len());
+                let mut text = shown.join("  ");
+                if more > 0 {
+                    text.push_str(&format!("  … {more} more"));
+                }
+                state.note(Entry::Info(text));
+            }
+        }
+    }
+    state.cursor = state.input.chars().count();
+}
+
+/// The longest prefix every word shares (`words` is not empty).
+fn common_prefix<'a>(words: &[&'a str]) -> &'a str {
+    let first = words[0];
+    let mut end = first.len();
+    for w in &words[1..] {
+        end = end.min(
+            first
+                .char_indices()
+                .zip(w.chars())
+                .find(|((_, a), b)| a != b)
+                .map_or(end.min(w.len()), |((i, _), _)| i),
+        );
+    }
+    &first[..end]
+}
+
+/// Enter: sends the input, trimmed, and keeps it in the history. A `/command` runs; other text
+/// starts a turn, unless no model is configured or a turn is running.
+fn submit(state: &mut State) -> Vec<Effect> {
+    let line = state.input.trim().to_owned();
+    state.input.clear();
+    state.cursor = 0;
+    state.history_pos = None;
+    if line.is_empty() {
+        return Vec::new();
+    }
+    if state.history.last() != Some(&line) {
+        state.history.push(line.clone());
+    }
+    if line.starts_with('/') {
+        return run(state, &line);
+    }
+    state.note(Entry::User(line.clone()));
+    if state.model.is_none() {
+        state.note(Entry::Error(format!(
+            "no model is configured, so harness9 is an MCP console: use /call <tool> <json>, /mcp and /trace.\n{}",
+            state.model_help
+        )));
+        return Vec::new();
+    }
+    if state.busy {
+        state.note(Entry::Error(
+            "a turn is running; wait for it or press Esc to cancel it".to_owned(),
+        ));
+        return Vec::new();
+    }
+    state.busy = true;
+    vec![Effect::Submit(line)]
+}
+
+/// Draws the input box: a window of its lines that keeps the cursor's line (and column) in
+/// view, and the terminal cursor when no modal is open.
+pub(super) fn draw_input(state: &State, frame: &mut Frame, area: Rect) {
+    const PROMPT: &str = "> ";
+    let width = (area.width as usize).saturating_sub(PROMPT.len()).max(1);
+    let (cur_line, cur_col) = state.cursor_line_col();
+    let lines: Vec<&str> = state.input.split('\n').collect();
+    // The rows shown: all of a short input, else a window that keeps the cursor's line in view.
+    let rows = (area.height as usize).max(1);
+    let first = (cur_line + 1).saturating_sub(rows);
+    let mut shown_lines = Vec::new();
+    let mut cursor_x = 0;
+    for (i, line) in lines.iter().enumerate().skip(first).take(rows) {
+        // Keep the cursor visible on its line: show the tail when it is wider than the box.
+        let skip_cols = if i == cur_line {
+            let col: usize = line
+                .chars()
+                .take(cur_col)
+                .map(|c| c.width().unwrap_or(0))
+                .sum();
+            let skip = col.saturating_sub(width - 1);
+            cursor_x = col - skip;
+            skip
+        } else {
+            0
+        };
+        let mut shown = String::new();
+        let mut at = 0;
+        for c in line.chars() {
+            let w = c.width().unwrap_or(0);
+            if at >= skip_cols && at + w - skip_cols <= width {
+                shown.push(c);
+            }
+            at += w;
+        }
+        let prompt = if i == 0 { PROMPT } else { "  " };
+        shown_lines.push(Line::from(vec![
+            Span::styled(prompt, Style::new().fg(Color::Cyan).bold()),
+            Span::raw(shown),
+        ]));
+    }
+    frame.render_widget(Paragraph::new(shown_lines), area);
+    if state.modal.is_none() {
+        frame.set_cursor_position(Position::new(
+            area.x + (PROMPT.len() + cursor_x) as u16,
+            area.y + (cur_line - first) as u16,
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::state::{update, Event};
+    use crate::tui::tests::{key_event as key, typed, with_servers};
+
+    #[test]
+    fn typing_editing_and_history() {
+        let mut s = State::new("x".into(), Some("m".into()), String::new());
+        typed(&mut s, "helo");
+        update(&mut s, key(KeyCode::Left));
+        update(&mut s, key(KeyCode::Char('l')));
+        assert_eq!(s.input, "hello");
+        assert_eq!(
+            update(&mut s, key(KeyCode::Enter)),
+            vec![Effect::Submit("hello".into())]
+        );
+        assert!(s.busy);
+        assert!(s.input.is_empty());
+        update(&mut s, key(KeyCode::Up));
+        assert_eq!(s.input, "hello");
+        update(&mut s, key(KeyCode::Down));
+        assert_eq!(s.input, "");
+        assert_eq!(update(&mut s, key(KeyCode::Esc)), vec![Effect::CancelTurn]);
+    }
+
+    #[test]
+    fn multi_line_input_alt_enter_ctrl_j_paste_and_line_moves() {
+        let with = |code, m| Event::Key(KeyEvent::new(code, m));
+        let mut s = State::new("x".into(), Some("m".into()), String::new());
+        typed(&mut s, "first");
+        update(&mut s, with(KeyCode::Enter, KeyModifiers::ALT));
+        typed(&mut s, "second line");
+        update(&mut s, with(KeyCode::Char('j'), KeyModifiers::CONTROL));
+        typed(&mut s, "3");
+        assert_eq!(s.input, "first\nsecond line\n3");
+        assert_eq!((s.input_rows(), s.cursor_line_col()), (3, (2, 1)));
+        // Up keeps the column where the line allows; Home and End are line-wise.
+        update(&mut s, key(KeyCode::Up));
+        assert_eq!(s.cursor_line_col(), (1, 1));
+        update(&mut s, key(KeyCode::End));
+        assert_eq!(s.cursor_line_col(), (1, 11));
+        update(&mut s, key(KeyCode::Up));
+        assert_eq!(s.cursor_line_col(), (0, 5));
+        update(&mut s, key(KeyCode::Home));
+        assert_eq!(s.cursor_line_col(), (0, 0));
+        // Past the last line, Down goes to history (empty here: nothing happens).
+        update(&mut s, key(KeyCode::Down));
+        update(&mut s, key(KeyCode::Down));
+        update(&mut s, key(KeyCode::Down));
+        assert_eq!(s.cursor_line_col().0, 2);
+        assert_eq!(s.input, "first\nsecond line\n3");
+        // Enter sends all of it; the history keeps it whole.
+        assert_eq!(
+            update(&mut s, key(KeyCode::Enter)),
+            vec![Effect::Submit("first\nsecond line\n3".into())]
+        );
+        update(&mut s, Event::TurnDone(Ok("done".into())));
+        // Up on a one-line (empty) input is history.
+        update(&mut s, key(KeyCode::Up));
+        assert_eq!(s.input, "first\nsecond line\n3");
+
+        // A paste keeps its lines (CRLF and CR become LF) and its escape sequences go.
+        let mut s = State::new("x".into(), Some("m".into()), String::new());
+        update(&mut s, Event::Paste("a\r\nb\rc\x1b[31m!".into()));
+        assert_eq!(s.input, "a\nb\nc!");
+        // The box grows to at most MAX_INPUT_ROWS rows, and the body shrinks with it.
+        s.size = (80, 30);
+        let body = s.body_rows();
+        update(&mut s, Event::Paste("\n".repeat(20)));
+        assert_eq!(s.input_rows(), MAX_INPUT_ROWS);
+        assert_eq!(s.body_rows(), body - (MAX_INPUT_ROWS - 3));
+    }
+
+    #[test]
+    fn without_a_model_input_explains_how_to_configure_one() {
+        let mut s = State::new("x".into(), None, "set ANTHROPIC_API_KEY".into());
+        typed(&mut s, "hi");
+        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
+        assert!(
+            matches!(&s.transcript[1], Entry::Error(e) if e.contains("ANTHROPIC_API_KEY") && e.contains("/call"))
+        );
+    }
+
+    #[test]
+    fn tab_completes_commands_and_tool_names() {
+        let mut s = with_servers(&["everything"], 3);
+        typed(&mut s, "/m");
+        update(&mut s, key(KeyCode::Tab));
+        assert_eq!(s.input, "/mcp ");
+        s.input.clear();
+        s.cursor = 0;
+        typed(&mut s, "/call mcp__every");
+        update(&mut s, key(KeyCode::Tab));
+        assert_eq!(s.input, "/call mcp__everything__t");
+        update(&mut s, key(KeyCode::Tab));
+        assert!(
+            matches!(s.transcript.last(), Some(Entry::Info(t)) if t.contains("mcp__everything__t2"))
+        );
+    }
+}

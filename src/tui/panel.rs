@@ -1,0 +1,426 @@
+//! The `/mcp` panel: the servers as tabs, the selected one's status, errors and stderr, and its
+//! tools (laid out once per tool table, so a frame with 10,000 tools draws only what shows);
+//! its position, its keys (scroll, select, restart, edit, approve) and its drawing.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crossterm::event::{KeyCode, KeyEvent};
+use harness9_actors::error::fmt_duration;
+use harness9_actors::messages::{ServerStatus, ToolEntry};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+use unicode_width::UnicodeWidthStr;
+
+use super::state::{Effect, Modal, State, TrustView};
+use super::view::status_symbol;
+use super::widgets::{modal_block, scroll_by, truncate_line, DIM, HEADER_ROWS, KEYS_ROWS};
+use crate::sanitize::clean_line;
+
+/// The `/mcp` panel's position.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PanelState {
+    /// Index of the selected server (in snapshot order).
+    pub selected: usize,
+    /// First body line shown.
+    pub scroll: usize,
+}
+
+/// A server's tools as the panel lays them out: entry indexes and where each starts.
+#[derive(Debug, Clone, Default)]
+pub struct ToolLayout {
+    /// Indexes into [`State::tools`].
+    pub entries: Vec<usize>,
+    /// `starts[i]` is the first line of tool `i`; the last element is the total.
+    pub starts: Vec<usize>,
+}
+
+/// Lines a tool takes in the panel: its name, then each description line.
+pub fn tool_lines(entry: &ToolEntry) -> usize {
+    1 + entry
+        .tool
+        .description
+        .as_deref()
+        .map_or(0, |d| d.trim_end().lines().count())
+}
+
+impl State {
+    /// The name of the server at `i` in snapshot order.
+    pub fn server_at(&self, i: usize) -> Option<&str> {
+        self.servers.keys().nth(i).map(String::as_str)
+    }
+
+    /// Header lines the panel shows above the selected server's tools.
+    pub fn panel_header_lines(&self, server: &str) -> usize {
+        match self.servers.get(server).map(|s| &s.status) {
+            Some(ServerStatus::Failed { stderr_tail, .. }) => {
+                3 + usize::from(!stderr_tail.is_empty()) + stderr_tail.len()
+            }
+            Some(ServerStatus::Connected { info, .. }) => {
+                3 + info
+                    .instructions
+                    .as_deref()
+                    .map_or(0, |i| i.trim_end().lines().count().min(6) + 1)
+            }
+            _ => 3,
+        }
+    }
+
+    /// Lines of the panel body for `server`.
+    pub fn panel_total_lines(&self, server: &str) -> usize {
+        self.panel_header_lines(server)
+            + self
+                .layout
+                .get(server)
+                .and_then(|l| l.starts.last())
+                .copied()
+                .unwrap_or(0)
+    }
+
+    /// Takes in a new tool table and lays out each server's tools for the panel.
+    pub(super) fn set_tools(&mut self, tools: Arc<Vec<ToolEntry>>) {
+        let mut layout: BTreeMap<String, ToolLayout> = BTreeMap::new();
+        for (i, t) in tools.iter().enumerate() {
+            let Some(server) = &t.server else { continue };
+            let l = layout.entry(server.clone()).or_default();
+            if l.starts.is_empty() {
+                l.starts.push(0);
+            }
+            let next = l.starts.last().copied().unwrap_or(0) + tool_lines(t);
+            l.entries.push(i);
+            l.starts.push(next);
+        }
+        self.layout = layout;
+        self.tools = tools;
+    }
+}
+
+/// Keeps the panel's selection on a server after a new status snapshot (servers may have gone).
+pub(super) fn status_changed(state: &mut State) {
+    if let Some(Modal::Panel(p)) = &mut state.modal {
+        p.selected = p.selected.min(state.servers.len().saturating_sub(1));
+    }
+}
+
+/// The panel's keys: ↑↓/jk PgUp/PgDn Home/End scroll, Tab/←→/hl select a server, `r` restarts it,
+/// `e` edits `.mcp.json`, `a` goes back to the trust screen on an unapproved server, Esc/q close.
+pub(super) fn panel_key(state: &mut State, mut p: PanelState, key: KeyEvent) -> Vec<Effect> {
+    let n = state.servers.len();
+    let page = state.modal_rows();
+    let max = state
+        .server_at(p.selected)
+        .map(|s| state.panel_total_lines(s).saturating_sub(page))
+        .unwrap_or(0);
+    p.scroll = p.scroll.min(max);
+    let mut effects = Vec::new();
+    match key.code {
+        KeyCode::Esc | KeyCode::Char('q') => return effects,
+        KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') if n > 0 => {
+            p.selected = (p.selected + 1) % n;
+            p.scroll = 0;
+        }
+        KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') if n > 0 => {
+            p.selected = (p.selected + n - 1) % n;
+            p.scroll = 0;
+        }
+        KeyCode::Char('r') => {
+            if let Some(s) = state.server_at(p.selected) {
+                effects.push(Effect::Restart(s.to_owned()));
+            }
+        }
+        KeyCode::Char('e') | KeyCode::Char('E') => effects.push(Effect::OpenEditor),
+        KeyCode::Char('a') => {
+            // An unapproved server: back to the trust screen, on it.
+            let waiting = state.unapproved();
+            let name = state.server_at(p.selected);
+            if let Some(i) = waiting.iter().position(|(n, _)| Some(n.as_str()) == name) {
+                state.modal = Some(Modal::Trust(TrustView { selected: i }));
+                return effects;
+            }
+        }
+        code => {
+            scroll_by(&mut p.scroll, code, page, max);
+        }
+    }
+    state.modal = Some(Modal::Panel(p));
+    effects
+}
+
+/// The header lines of the panel for one server: the count matches
+/// [`State::panel_header_lines`].
+fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
+    let Some(st) = state.servers.get(name) else {
+        return Vec::new();
+    };
+    let (sym, color, detail) = status_symbol(&st.status);
+    let mut head = vec![
+        Span::styled(clean_line(name).into_owned(), Style::new().bold()),
+        Span::raw("  "),
+        Span::styled(
+            format!("{sym} {}", st.status.label()),
+            Style::new().fg(color),
+        ),
+        Span::styled(format!("  transport {}", st.transport), DIM),
+    ];
+    let mut lines = Vec::new();
+    match &st.status {
+        ServerStatus::Connected { info, .. } => {
+            head.push(Span::styled(
+                format!(
+                    "  protocol {}  {detail}  connected in {}",
+                    info.protocol_version,
+                    fmt_duration(info.connect_time)
+                ),
+                DIM,
+            ));
+            lines.push(Line::from(head));
+            let pid = info.pid.map(|p| format!("  pid {p}")).unwrap_or_default();
+            lines.push(Line::styled(
+                format!(
+                    "server {} {}{pid}",
+                    clean_line(&info.server_info.name),
+                    clean_line(&info.server_info.version)
+                ),
+                DIM,
+            ));
+            if let Some(instr) = &info.instructions {
+                lines.push(Line::styled("instructions:", DIM));
+                for l in instr.trim_end().lines().take(6) {
+                    lines.push(Line::styled(format!("  {}", clean_line(l)), DIM));
+                }
+            }
+        }
+        ServerStatus::Failed { error, stderr_tail } => {
+            lines.push(Line::from(head));
+            lines.push(Line::styled(
+                format!("error: {}", clean_line(error)),
+                Style::new().fg(Color::Red),
+            ));
+            if !stderr_tail.is_empty() {
+                lines.push(Line::styled(
+                    format!("stderr (last {} lines):", stderr_tail.len()),
+                    DIM,
+                ));
+                for l in stderr_tail {
+                    lines.push(Line::raw(format!("  │ {}", clean_line(l))));
+                }
+            }
+        }
+        ServerStatus::Restarting {
+            attempt,
+            next_retry,
+            last_error,
+        } => {
+            lines.push(Line::from(head));
+            let wait = next_retry.saturating_duration_since(Instant::now());
+            lines.push(Line::styled(
+                format!(
+                    "attempt {attempt}, next try in {}: {}",
+                    fmt_duration(wait),
+                    clean_line(last_error)
+                ),
+                Style::new().fg(Color::Yellow),
+            ));
+        }
+        ServerStatus::Starting { .. } => {
+            lines.push(Line::from(head));
+            lines.push(Line::styled("starting: handshake in progress", DIM));
+        }
+        ServerStatus::Unapproved { command_line } => {
+            lines.push(Line::from(head));
+            lines.push(Line::styled(
+                format!(
+                    "not approved, not started; would run: {}  (a: approve)",
+                    clean_line(command_line)
+                ),
+                Style::new().fg(Color::Magenta),
+            ));
+        }
+        _ => {
+            lines.push(Line::from(head));
+            lines.push(Line::styled("stopped; r starts it", DIM));
+        }
+    }
+    lines.push(Line::raw(""));
+    lines
+}
+
+/// Draws the panel: the server tabs, the selected server's header and the tools that fit, and
+/// where the body is scrolled to.
+pub(super) fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area: Rect) {
+    let block = modal_block("MCP servers");
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let [tabs, body, help] = Layout::vertical([
+        Constraint::Length(HEADER_ROWS),
+        Constraint::Fill(1),
+        Constraint::Length(KEYS_ROWS),
+    ])
+    .areas(inner);
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            "↑↓/jk PgUp/PgDn Home/End scroll · Tab/←→ server · r restart · e edit .mcp.json · Esc close",
+            DIM,
+        )),
+        help,
+    );
+    if state.servers.is_empty() {
+        frame.render_widget(
+            Paragraph::new(vec![
+                Line::raw(format!(
+                    "no MCP servers configured in {}",
+                    state.config_path
+                )),
+                Line::styled("press e to create or edit it", DIM),
+            ]),
+            body,
+        );
+        return;
+    }
+    // Server tabs.
+    let mut spans = Vec::new();
+    for (i, (name, st)) in state.servers.iter().enumerate() {
+        let (sym, color, _) = status_symbol(&st.status);
+        let style = if i == p.selected {
+            Style::new().reversed().bold()
+        } else {
+            Style::new()
+        };
+        spans.push(Span::styled(format!(" {} ", clean_line(name)), style));
+        spans.push(Span::styled(format!("{sym} "), Style::new().fg(color)));
+    }
+    frame.render_widget(
+        Paragraph::new(truncate_line(Line::from(spans), tabs.width as usize)),
+        tabs,
+    );
+    let Some(name) = state.server_at(p.selected) else {
+        return;
+    };
+    let rows = body.height as usize;
+    let header = panel_header(state, name);
+    let total = state.panel_total_lines(name);
+    let scroll = p.scroll.min(total.saturating_sub(rows));
+    let mut lines: Vec<Line<'static>> = header
+        .into_iter()
+        .skip(scroll)
+        .take(rows)
+        .map(|l| truncate_line(l, body.width as usize))
+        .collect();
+    let hl = state.panel_header_lines(name);
+    if lines.len() < rows {
+        if let Some(layout) = state.layout.get(name) {
+            let first_line = scroll.saturating_sub(hl);
+            // The tool holding `first_line`, by binary search over the start offsets.
+            let mut i = layout
+                .starts
+                .partition_point(|&s| s <= first_line)
+                .saturating_sub(1);
+            let mut skip = first_line - layout.starts.get(i).copied().unwrap_or(0);
+            while lines.len() < rows && i < layout.entries.len() {
+                let Some(entry) = state.tools.get(layout.entries[i]) else {
+                    break;
+                };
+                let mut tool_lines = vec![Line::from(vec![
+                    Span::styled(clean_line(&entry.name).into_owned(), Style::new().bold()),
+                    Span::styled(
+                        entry
+                            .tool
+                            .title
+                            .as_deref()
+                            .map(|t| format!("  {}", clean_line(t)))
+                            .unwrap_or_default(),
+                        DIM,
+                    ),
+                ])];
+                if let Some(d) = &entry.tool.description {
+                    for l in d.trim_end().lines() {
+                        tool_lines.push(Line::raw(format!("    {}", clean_line(l))));
+                    }
+                }
+                for l in tool_lines.into_iter().skip(skip) {
+                    if lines.len() == rows {
+                        break;
+                    }
+                    lines.push(truncate_line(l, body.width as usize));
+                }
+                skip = 0;
+                i += 1;
+            }
+        }
+    }
+    frame.render_widget(Paragraph::new(lines), body);
+    if total > rows {
+        let pos = format!(
+            " {}-{} of {} ",
+            scroll + 1,
+            (scroll + rows).min(total),
+            total
+        );
+        let w = pos.width() as u16;
+        if area.width > w + 2 {
+            frame.render_widget(
+                Paragraph::new(Span::styled(pos, DIM)),
+                Rect::new(area.x + area.width - w - 1, area.y + area.height - 1, w, 1),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::state::update;
+    use crate::tui::tests::{key_event as key, with_servers};
+
+    #[test]
+    fn panel_keys_scroll_select_restart_edit_and_close() {
+        let mut s = with_servers(&["a", "b"], 100);
+        s.size = (80, 24);
+        s.modal = Some(Modal::Panel(PanelState::default()));
+        update(&mut s, key(KeyCode::Char('j')));
+        update(&mut s, key(KeyCode::Down));
+        assert_eq!(
+            s.modal,
+            Some(Modal::Panel(PanelState {
+                selected: 0,
+                scroll: 2
+            }))
+        );
+        update(&mut s, key(KeyCode::Char('k')));
+        update(&mut s, key(KeyCode::PageDown));
+        let Some(Modal::Panel(p)) = &s.modal else {
+            panic!("panel closed")
+        };
+        assert_eq!(p.scroll, 1 + 18);
+        update(&mut s, key(KeyCode::End));
+        let Some(Modal::Panel(p)) = &s.modal else {
+            panic!("panel closed")
+        };
+        let total = s.panel_total_lines("a");
+        assert_eq!(p.scroll, total - 18);
+        update(&mut s, key(KeyCode::Home));
+        update(&mut s, key(KeyCode::Tab));
+        assert_eq!(
+            s.modal,
+            Some(Modal::Panel(PanelState {
+                selected: 1,
+                scroll: 0
+            }))
+        );
+        assert_eq!(
+            update(&mut s, key(KeyCode::Char('r'))),
+            vec![Effect::Restart("b".into())]
+        );
+        update(&mut s, key(KeyCode::Left));
+        assert_eq!(
+            update(&mut s, key(KeyCode::Char('e'))),
+            vec![Effect::OpenEditor]
+        );
+        update(&mut s, key(KeyCode::Esc));
+        assert_eq!(s.modal, None);
+    }
+}

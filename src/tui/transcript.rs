@@ -1,0 +1,342 @@
+//! The transcript: its entries (the user's lines, the model's answers, notes, tool calls with
+//! their progress and results), how the engine's events and finished calls change them, paging
+//! back through it, and its drawing (answers as markdown, tool results folded).
+
+use std::time::Duration;
+
+use harness9_actors::error::fmt_duration;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::state::State;
+use super::widgets::{truncate_line, wrap, DIM};
+use crate::agent::engine::EngineEvent;
+use crate::sanitize::{clean, clean_line};
+
+/// Lines of a tool result shown in the transcript before it is folded.
+pub const RESULT_LINES: usize = 40;
+
+/// How a tool line in the transcript stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallState {
+    /// In flight.
+    Running,
+    /// Done.
+    Ok,
+    /// Failed or `isError`.
+    Failed,
+}
+
+/// One transcript entry.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    /// What the user typed.
+    User(String),
+    /// Assistant text.
+    Assistant(String),
+    /// A neutral note.
+    Info(String),
+    /// An error note.
+    Error(String),
+    /// A tool call and, once done, its output.
+    Tool {
+        /// Call id.
+        id: u64,
+        /// Registered tool name.
+        name: String,
+        /// Arguments as typed (compact JSON).
+        args: String,
+        /// Where it stands.
+        state: CallState,
+        /// Duration once done.
+        elapsed: Option<Duration>,
+        /// Output (sanitized).
+        output: String,
+        /// Always shown with arguments and output (a `/call`); engine calls follow
+        /// [`State::expand_tools`].
+        pinned: bool,
+        /// The latest progress while running (`3/10 step 3`).
+        progress: Option<String>,
+    },
+}
+
+impl State {
+    /// Adds an entry to the transcript and scrolls to the bottom.
+    pub(super) fn note(&mut self, e: Entry) {
+        self.transcript.push(e);
+        self.scroll_back = 0;
+    }
+}
+
+/// PgUp (`up`) or PgDn: scrolls the transcript back or forward by a page less one row.
+pub(super) fn page(state: &mut State, up: bool) {
+    let page = state.body_rows().saturating_sub(1).max(1);
+    if up {
+        state.scroll_back += page;
+    } else {
+        state.scroll_back = state.scroll_back.saturating_sub(page);
+    }
+}
+
+/// Ends a tool entry: its state, duration and (sanitized) output; the view follows the newest.
+pub(super) fn finish_call(
+    state: &mut State,
+    id: u64,
+    output: &str,
+    is_error: bool,
+    elapsed: Duration,
+) {
+    for e in state.transcript.iter_mut().rev() {
+        if let Entry::Tool {
+            id: eid,
+            state: st,
+            elapsed: el,
+            output: out,
+            ..
+        } = e
+        {
+            if *eid == id {
+                *st = if is_error {
+                    CallState::Failed
+                } else {
+                    CallState::Ok
+                };
+                *el = Some(elapsed);
+                *out = clean(output).into_owned();
+                break;
+            }
+        }
+    }
+    state.scroll_back = 0;
+}
+
+/// Shows something the engine did: streamed text, a retry, a tool call starting, its progress,
+/// its result.
+pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
+    match e {
+        EngineEvent::TextDelta(t) => {
+            if let Some(Entry::Assistant(text)) = state.transcript.last_mut() {
+                text.push_str(&t);
+                state.scroll_back = 0;
+            } else {
+                state.note(Entry::Assistant(t));
+            }
+        }
+        EngineEvent::ModelRetrying { reason, after, .. } => state.note(Entry::Info(format!(
+            "{reason}; retrying in {}",
+            harness9_actors::error::fmt_duration(after)
+        ))),
+        EngineEvent::ModelDone { .. } => {}
+        EngineEvent::ToolStarted {
+            id: key,
+            name,
+            arguments,
+        } => {
+            let id = state.next_call;
+            state.next_call += 1;
+            state.engine_calls.insert(key, id);
+            state.note(Entry::Tool {
+                id,
+                name,
+                // Malformed arguments come as the model's raw text: shown as it came.
+                args: match arguments {
+                    serde_json::Value::String(raw) => raw,
+                    v => v.to_string(),
+                },
+                state: CallState::Running,
+                elapsed: None,
+                output: String::new(),
+                pinned: false,
+                progress: None,
+            });
+        }
+        EngineEvent::ToolProgress {
+            id: key,
+            progress,
+            total,
+            message,
+        } => {
+            let Some(id) = state.engine_calls.get(&key).copied() else {
+                return;
+            };
+            let mut text = match total {
+                Some(t) => format!("{progress}/{t}"),
+                None => progress.to_string(),
+            };
+            if let Some(m) = message {
+                text.push(' ');
+                text.push_str(&crate::sanitize::clean_line(&m));
+            }
+            for e in state.transcript.iter_mut().rev() {
+                if let Entry::Tool {
+                    id: eid,
+                    progress: p,
+                    state: st,
+                    ..
+                } = e
+                {
+                    if *eid == id {
+                        // A call's progress comes before its result on the turn stream; this guard only
+                        // keeps a finished entry as it is.
+                        if *st == CallState::Running {
+                            *p = Some(text);
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        EngineEvent::ToolFinished {
+            id: key,
+            is_error,
+            elapsed,
+            output,
+            spilled,
+            ..
+        } => {
+            if let Some(id) = state.engine_calls.get(&key).copied() {
+                let output = match spilled {
+                    Some(p) => format!(
+                        "{output}\n[cut for the model; whole result in {}]",
+                        p.display()
+                    ),
+                    None => output,
+                };
+                finish_call(state, id, &output, is_error, elapsed);
+            }
+        }
+    }
+}
+
+/// The lines of one transcript entry; of a long answer only the last ones, at least `need`.
+fn entry_lines(entry: &Entry, width: usize, expand_tools: bool, need: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    match entry {
+        Entry::User(t) => wrap(
+            &format!("› {}", clean(t)),
+            width,
+            Style::new().fg(Color::Cyan).bold(),
+            "",
+            &mut out,
+        ),
+        Entry::Assistant(t) => super::markdown::render(&clean(t), width, need, &mut out),
+        Entry::Info(t) => wrap(&clean(t), width, DIM, "", &mut out),
+        Entry::Error(t) => wrap(&clean(t), width, Style::new().fg(Color::Red), "", &mut out),
+        Entry::Tool {
+            name,
+            args,
+            state,
+            elapsed,
+            output,
+            pinned,
+            progress,
+            ..
+        } => {
+            let expanded = *pinned || expand_tools;
+            let (mark, color) = match state {
+                CallState::Running => ("…", Color::Yellow),
+                CallState::Ok => ("✓", Color::Green),
+                CallState::Failed => ("✗", Color::Red),
+            };
+            let took = match (elapsed, progress) {
+                (Some(e), _) => fmt_duration(*e),
+                (None, Some(p)) => format!("running {p}"),
+                (None, None) => "running".into(),
+            };
+            let server = name
+                .strip_prefix("mcp__")
+                .and_then(|r| r.split("__").next())
+                .unwrap_or("builtin");
+            let mut head = vec![
+                Span::styled(format!("{mark} "), Style::new().fg(color).bold()),
+                Span::styled(clean_line(name).into_owned(), Style::new().bold()),
+                Span::styled(format!(" {server} · {took} "), DIM),
+            ];
+            if *pinned {
+                head.push(Span::styled(clean_line(args).into_owned(), DIM));
+            }
+            out.push(truncate_line(Line::from(head), width));
+            if !expanded {
+                return out;
+            }
+            if !*pinned {
+                wrap(
+                    &format!("args {}", clean_line(args)),
+                    width,
+                    DIM,
+                    "  ",
+                    &mut out,
+                );
+            }
+            let lines: Vec<&str> = output.trim_end().split('\n').collect();
+            let shown = lines.len().min(RESULT_LINES);
+            let style = if *state == CallState::Failed {
+                Style::new().fg(Color::Red)
+            } else {
+                Style::new()
+            };
+            if !output.is_empty() {
+                wrap(&lines[..shown].join("\n"), width, style, "  ", &mut out);
+            }
+            if lines.len() > shown {
+                out.push(Line::styled(
+                    format!("  … {} more lines", lines.len() - shown),
+                    DIM,
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Draws the transcript's newest lines (less what is scrolled back), or a welcome while it is
+/// empty.
+pub(super) fn draw_transcript(state: &State, frame: &mut Frame, area: Rect) {
+    let rows = area.height as usize;
+    let width = area.width as usize;
+    if state.transcript.is_empty() {
+        let mut lines = vec![
+            Line::styled("harness9", Style::new().bold()),
+            Line::styled(
+                "Type /help for commands, /mcp for the servers, /call <tool> <json> to run a tool.",
+                DIM,
+            ),
+        ];
+        if state.model.is_none() {
+            let mut help = Vec::new();
+            wrap(&state.model_help, width, DIM, "", &mut help);
+            lines.push(Line::raw(""));
+            lines.extend(help);
+        }
+        frame.render_widget(Paragraph::new(lines), area);
+        return;
+    }
+    // Lay out from the newest entry back, only as far as the screen (and scroll) needs.
+    let need = rows + state.scroll_back;
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    for e in state.transcript.iter().rev() {
+        let mut l = entry_lines(
+            e,
+            width,
+            state.expand_tools,
+            need.saturating_sub(lines.len()),
+        );
+        l.push(Line::raw(""));
+        l.extend(lines);
+        lines = l;
+        if lines.len() > need {
+            break;
+        }
+    }
+    if lines.last().is_some_and(|l| l.width() == 0) {
+        lines.pop();
+    }
+    let back = state.scroll_back.min(lines.len().saturating_sub(rows));
+    let end = lines.len() - back;
+    let start = end.saturating_sub(rows);
+    let visible: Vec<Line<'static>> = lines.drain(start..end).collect();
+    frame.render_widget(Paragraph::new(visible), area);
+}
