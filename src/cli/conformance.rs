@@ -46,6 +46,11 @@ pub async fn run(opts: &SessionOptions, args: &ConformanceArgs) -> anyhow::Resul
         clean_line(&scenario),
         clean_line(&args.url)
     );
+    // Nobody answers a form here: accept with the schema's defaults, as `--elicitation
+    // accept-defaults` does.
+    harness9_actors::server::input::set_elicitation(
+        harness9_actors::server::input::ElicitPolicy::AcceptDefaults,
+    );
     let config = conformance_config(&args.url)?;
     let mut session = Session::start(opts, &config, config.servers.clone(), Start::default())?;
     spawn_event_printer(session.runtime.status.clone(), true);
@@ -73,7 +78,8 @@ pub async fn run(opts: &SessionOptions, args: &ConformanceArgs) -> anyhow::Resul
             };
             let schema: Value =
                 serde_json::from_str(entry.tool.input_schema.get()).unwrap_or_else(|_| json!({}));
-            let arguments = arguments_for(&schema);
+            let arguments = scenario_arguments(&scenario, &entry.tool.name)
+                .unwrap_or_else(|| arguments_for(&schema));
             eprintln!(
                 "[conformance] calling {} with {}",
                 clean_line(&entry.tool.name),
@@ -119,13 +125,12 @@ fn conformance_config(url: &str) -> anyhow::Result<config::Config> {
         "url": url,
         "startupTimeoutSec": SETTLE_BOUND.as_secs_f64(),
     });
-    // TODO(protocol-eras): the suite sets MCP_CONFORMANCE_PROTOCOL_VERSION (the spec revision
-    // the scenario runs at, e.g. 2025-11-25 or 2026-07-28). The config parser has no
-    // "protocolVersion" field yet (an unknown field is ignored), so the version is only logged.
-    // Once the parser accepts it, add it to `entry` here.
+    // The suite says which revision a scenario runs at (MCP_CONFORMANCE_PROTOCOL_VERSION), but
+    // it is not pinned here: the runtime finds each server's era itself (`server/discover`
+    // first, then the handshake), and that choice is what the suite checks.
     if let Ok(version) = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION") {
         eprintln!(
-            "[conformance] suite protocol version {} (not passed on: no config field yet)",
+            "[conformance] suite protocol version {} (the era is chosen automatically)",
             clean_line(&version)
         );
     }
@@ -133,6 +138,40 @@ fn conformance_config(url: &str) -> anyhow::Result<config::Config> {
     // No `${VAR}` expansion from the environment: the URL is the runner's, taken as it is.
     config::parse(&text, "<conformance>", Path::new(""), &|_| None)
         .context("cannot build the conformance config")
+}
+
+/// The argument values a scenario's checks look for, where values made from the schema would
+/// exercise nothing: `http-custom-headers` wants header-unsafe strings (non-ASCII, edge
+/// whitespace, control characters) and a `null` that must leave its header out. Values only:
+/// the headers themselves come from the runtime.
+fn scenario_arguments(scenario: &str, tool: &str) -> Option<Value> {
+    match (scenario, tool) {
+        ("http-custom-headers", "test_custom_headers") => Some(json!({
+            "region": "us-west1",
+            "priority": 42,
+            "verbose": false,
+            "debug": true,
+            "empty_val": "",
+            "method_val": "POST",
+            "float_val": 3.5,
+            "non_ascii_val": "Hello, 世界",
+            "whitespace_val": " padded ",
+            "leading_space_val": " leading",
+            "trailing_space_val": "trailing ",
+            "internal_space_val": "a b c",
+            "control_char_val": "bell\u{7}",
+            "crlf_val": "line1\r\nline2",
+            "tab_val": "a\tb",
+            "query": "SELECT 1",
+        })),
+        ("http-custom-headers", "test_custom_headers_null") => Some(json!({
+            "region": "us-west1",
+            "priority": 7,
+            "verbose": null,
+            "query": "SELECT 1",
+        })),
+        _ => None,
+    }
 }
 
 /// Arguments for a tool from its input schema: every property of `properties`, valued by

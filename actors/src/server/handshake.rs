@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 use super::input;
-use super::mcp_server::{McpServer, Notify, Payload, ReplyError, Rpc, SetEra};
+use super::mcp_server::{McpServer, Notify, Payload, ReplyError, Rpc, SetEra, ToolsListed};
 use crate::protocol::jsonrpc::UNSUPPORTED_PROTOCOL_VERSION;
 use crate::protocol::types::{
     Implementation, InitializeParams, InitializeResult, ListToolsResult, Tool,
@@ -192,7 +192,13 @@ async fn discover(
                 let version = match mutual(&d.supported_versions) {
                     Some(v) if v.is_stateless() => v,
                     Some(v) => return Err(NotModern::Supports(v)),
-                    None if d.supported_versions.is_empty() => version,
+                    // `supportedVersions` is required: a bare `{}` (a server that answers
+                    // every unknown method with an empty result) is not a discovery.
+                    None if d.supported_versions.is_empty() => {
+                        return Err(NotModern::Other(
+                            "server/discover result without supportedVersions".to_owned(),
+                        ))
+                    }
                     None => {
                         return Err(NotModern::Other(format!(
                             "the server supports only {}",
@@ -227,7 +233,9 @@ async fn discover(
                     .and_then(|s| serde_json::from_value(s.clone()).ok())
                     .unwrap_or_default();
                 match mutual(&supported) {
-                    Some(v) if v.is_stateless() && attempt == 0 && v != version => version = v,
+                    // Retried once, even with the revision just refused (a server may refuse
+                    // one request and take its retry).
+                    Some(v) if v.is_stateless() && attempt == 0 => version = v,
                     Some(v) if !v.is_stateless() => return Err(NotModern::Supports(v)),
                     _ => {
                         return Err(NotModern::Other(format!(
@@ -322,7 +330,11 @@ pub(super) async fn list_tools(
         |p: ListToolsResult| (p.tools, p.next_cursor),
     )
     .await?;
-    Ok(tools.into_iter().map(Arc::new).collect())
+    let tools: Vec<Arc<Tool>> = tools.into_iter().map(Arc::new).collect();
+    // The actor keeps what it needs of the list (x-mcp-header params) and drops what it must.
+    addr.send(ToolsListed(tools))
+        .await
+        .map_err(|_| "server actor stopped".to_owned())
 }
 
 /// Pages a server may send for one list.

@@ -99,6 +99,7 @@ pub(crate) struct HttpTarget {
     pub max: usize,
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
+    pub param_headers: super::mcp_server::ParamHeaders,
 }
 
 struct Failure {
@@ -135,8 +136,6 @@ struct Conn {
     stateless: Cell<bool>,
     /// Stateless era: the POSTs in flight by request id, so a cancel can close one.
     inflight: RefCell<std::collections::HashMap<i64, CancellationToken>>,
-    /// `x-mcp-header` values of the calls about to be sent, by request id (from the actor).
-    param_headers: RefCell<std::collections::HashMap<i64, Vec<(String, String)>>>,
     /// Held while a re-initialization runs, so concurrent session losses initialize once.
     reinit: Mutex<()>,
     token: CancellationToken,
@@ -172,7 +171,6 @@ pub(crate) async fn run(
         get_started: Cell::new(false),
         stateless: Cell::new(false),
         inflight: RefCell::new(std::collections::HashMap::new()),
-        param_headers: RefCell::new(std::collections::HashMap::new()),
         reinit: Mutex::new(()),
         token: CancellationToken::new(),
     });
@@ -298,7 +296,7 @@ impl Conn {
 
     /// The `Mcp-Param-*` headers the actor left for request `id` (an `x-mcp-header` call).
     fn take_param_headers(&self, id: Option<i64>) -> Vec<(String, String)> {
-        id.and_then(|n| self.param_headers.borrow_mut().remove(&n))
+        id.and_then(|n| self.target.param_headers.borrow_mut().remove(&n))
             .unwrap_or_default()
     }
 
@@ -356,7 +354,8 @@ impl Conn {
             .as_ref()
             .and_then(|p| p.meta.as_ref())
             .is_some_and(|m| m.protocol_version.is_some());
-        if stateless {
+        // The discovery probe carries `_meta` whatever the server turns out to speak.
+        if stateless && method != "server/discover" {
             self.stateless.set(true);
         }
         if method == "notifications/cancelled" && self.stateless.get() {

@@ -28,8 +28,10 @@ use crate::protocol::version::Era;
 use crate::spec::{ServerSpec, TransportSpec};
 use crate::trace::{Direction, WireRecord, WireTap};
 use child::STDERR_BURST;
+pub(crate) use http_link::ParamHeaders;
 use requests::Pending;
 pub(super) use requests::{Notify, Payload, ReplyError, Rpc, SetEra};
+pub(super) use tool_call::ToolsListed;
 
 /// How long the `server/discover` probe may go unanswered before a server is taken for a
 /// handshake-era one (a legacy server may ignore unknown methods before `initialize`).
@@ -70,6 +72,11 @@ pub struct McpServer {
     /// `stdio`, `http` or `sse` (after a fallback).
     kind: &'static str,
     http: bool,
+    /// HTTP: each listed tool's `x-mcp-header` params, by tool name.
+    tool_headers: HashMap<String, Vec<crate::protocol::headers::HeaderParam>>,
+    /// HTTP: the `Mcp-Param-*` headers of a call about to be written, by request id, for the
+    /// HTTP task (which runs on this actor's thread) to take when it sends that request.
+    param_headers: ParamHeaders,
 }
 
 impl McpServer {
@@ -115,6 +122,8 @@ impl McpServer {
             started: Instant::now(),
             kind,
             http: false,
+            tool_headers: HashMap::new(),
+            param_headers: Default::default(),
         }
     }
 

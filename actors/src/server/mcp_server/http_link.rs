@@ -2,6 +2,9 @@
 //! (incoming lines, failed requests, HTTP statuses for the trace, the transport in use, its end).
 //! A fatal failure stops the actor like a child's exit, so the supervisor's restarts are shared.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
 use std::time::{Duration, SystemTime};
 
 use actix::prelude::*;
@@ -13,6 +16,11 @@ use crate::protocol::jsonrpc::RequestId;
 use crate::server::http;
 use crate::spec::TransportSpec;
 use crate::trace::{Direction, HttpExchange, WireRecord};
+
+/// The `Mcp-Param-*` headers of calls about to be sent, by request id: the actor puts a call's
+/// headers here before it queues the call's line, the HTTP task takes them when it sends it.
+/// Both run on the actor's arbiter thread; nothing else sees it.
+pub(crate) type ParamHeaders = Rc<RefCell<HashMap<i64, Vec<(String, String)>>>>;
 
 impl McpServer {
     pub(super) fn start_http(&mut self, ctx: &mut Context<Self>) {
@@ -28,6 +36,7 @@ impl McpServer {
             request_timeout: self.spec.startup_timeout.max(self.spec.tool_timeout)
                 + Duration::from_secs(5),
             connect_timeout: self.spec.startup_timeout.min(Duration::from_secs(10)),
+            param_headers: self.param_headers.clone(),
         };
         let (tx, rx) = mpsc::channel(WRITE_QUEUE);
         self.writer = Some(tx);

@@ -242,6 +242,7 @@ impl McpServer {
     }
 
     pub(super) fn fail_all(&mut self, reason: &str) {
+        self.param_headers.borrow_mut().clear();
         for (_, p) in self.pending.drain() {
             let _ = p.tx.send(Err(ReplyError::Gone(reason.to_owned())));
         }
@@ -286,6 +287,7 @@ impl Handler<CancelRequest> for McpServer {
     type Result = ();
 
     fn handle(&mut self, msg: CancelRequest, _ctx: &mut Context<Self>) {
+        self.param_headers.borrow_mut().remove(&msg.id);
         if self.pending.remove(&msg.id).is_none() {
             return;
         }

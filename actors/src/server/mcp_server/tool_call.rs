@@ -5,7 +5,9 @@
 //! through the input seam and the call is sent again under a new id with `inputResponses` and
 //! the exact `requestState` (never carried into any other call), within the same timeout.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use actix::prelude::*;
 use serde_json::{Map, Value};
@@ -15,8 +17,9 @@ use super::requests::{stamp, Backlog, CancelRequest, Reply};
 use super::{McpServer, ReplyError};
 use crate::error::CallError;
 use crate::messages::{CallServerTool, ProgressSink};
+use crate::protocol::headers::{header_params, param_headers};
 use crate::protocol::jsonrpc::{self, LineError};
-use crate::protocol::types::{CallToolParams, CallToolResult, RequestMeta};
+use crate::protocol::types::{CallToolParams, CallToolResult, RequestMeta, Tool};
 use crate::server::input;
 
 /// How many `input_required` rounds one call may take before it is given up.
@@ -86,6 +89,44 @@ fn answers(interim: Interim, cwd: &std::path::Path) -> Map<String, Value> {
     extra
 }
 
+/// A `tools/list` walk finished: the actor keeps each tool's `x-mcp-header` params (HTTP) and
+/// answers with the tools to register, those with an invalid declaration left out.
+#[derive(Message)]
+#[rtype(result = "Arc<[Arc<Tool>]>")]
+pub(in crate::server) struct ToolsListed(pub(in crate::server) Vec<Arc<Tool>>);
+
+impl Handler<ToolsListed> for McpServer {
+    type Result = MessageResult<ToolsListed>;
+
+    fn handle(&mut self, msg: ToolsListed, _ctx: &mut Context<Self>) -> Self::Result {
+        if !self.http {
+            return MessageResult(msg.0.into());
+        }
+        // Streamable HTTP must mirror x-mcp-header params, and must leave out a tool whose
+        // declaration is invalid (the rest stay usable).
+        let mut headers = HashMap::new();
+        let mut kept = Vec::with_capacity(msg.0.len());
+        for tool in msg.0 {
+            let schema: Value =
+                serde_json::from_str(tool.input_schema.get()).unwrap_or(Value::Null);
+            match header_params(&schema) {
+                Ok(p) => {
+                    if !p.is_empty() {
+                        headers.insert(tool.name.clone(), p);
+                    }
+                    kept.push(tool);
+                }
+                Err(why) => {
+                    tracing::warn!(target: "mcp", server = %self.name, tool = %tool.name,
+                        "tool left out: its x-mcp-header declaration is invalid: {why}");
+                }
+            }
+        }
+        self.tool_headers = headers;
+        MessageResult(kept.into())
+    }
+}
+
 impl McpServer {
     /// Sends one round of `tools/call`: progress registered under its id, the stateless `_meta`
     /// and an MRTR round's answers merged into the params.
@@ -120,6 +161,12 @@ impl McpServer {
                 jsonrpc::request_line(id, "tools/call", Some(&p))
             }
         };
+        if let Some(p) = self.tool_headers.get(tool) {
+            let h = param_headers(p, arguments);
+            if !h.is_empty() {
+                self.param_headers.borrow_mut().insert(id, h);
+            }
+        }
         let (rx, backlog) = self.request("tools/call", line, id);
         Round { id, rx, backlog }
     }
