@@ -91,6 +91,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let interactive = cli.command.is_none();
     init_logging(cli.verbose, interactive);
+    harness9_actors::server::input::set_elicitation(cli.elicitation.policy());
     // Before any child exists: a server's double-forked daemon is reparented to us, not init,
     // so it is found and ended at exit.
     if let Err(e) = become_subreaper() {

@@ -112,6 +112,7 @@ fn status_json(name: &str, st: &ServerState) -> Value {
         ServerStatus::Connected { tools, info } => {
             v["tools"] = json!(tools);
             v["protocolVersion"] = json!(info.protocol_version);
+            v["era"] = json!(info.era.label());
             v["serverInfo"] =
                 json!({"name": info.server_info.name, "version": info.server_info.version});
             v["connectMs"] = json!(info.connect_time.as_secs_f64() * 1000.0);
@@ -157,19 +158,24 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
         say!("no MCP servers configured in {}", config.path.display());
     } else {
         say!(
-            "{:<20} {:<9} {:<11} {:>5}  {:<10} {:>8}  DETAIL",
+            "{:<20} {:<9} {:<11} {:>5}  {:<10} {:<9} {:>8}  DETAIL",
             "SERVER",
             "TRANSPORT",
             "STATUS",
             "TOOLS",
             "PROTOCOL",
+            "ERA",
             "CONNECT"
         );
         for (name, st) in snap.iter() {
             let (tools, proto, time, detail, tail) = match &st.status {
                 ServerStatus::Connected { tools, info } => (
                     tools.to_string(),
-                    clean_line(&info.protocol_version).into_owned(),
+                    format!(
+                        "{:<10} {:<9}",
+                        clean_line(&info.protocol_version),
+                        info.era.label()
+                    ),
                     format!("{} ms", info.connect_time.as_millis()),
                     format!(
                         "{} {}",
@@ -204,9 +210,15 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
                 ),
                 _ => ("-".into(), "-".into(), "-".into(), String::new(), &[][..]),
             };
+            // PROTOCOL and ERA: a connected server fills both, any other a dash.
+            let proto = if proto == "-" {
+                format!("{:<10} {:<9}", "-", "-")
+            } else {
+                proto
+            };
             let name = clean_line(name);
             say!(
-                "{name:<20} {:<9} {:<11} {tools:>5}  {proto:<10} {time:>8}  {detail}",
+                "{name:<20} {:<9} {:<11} {tools:>5}  {proto:<20} {time:>8}  {detail}",
                 st.transport,
                 st.status.label()
             );

@@ -40,12 +40,37 @@ pub struct Cli {
     /// Approve every server of the project's ./.mcp.json as it is now, and run them.
     #[arg(long, global = true)]
     pub approve_project: bool,
+    /// How a server's request for input (elicitation) is answered when nobody is asked:
+    /// `decline` (the default) or `accept-defaults` (accept with the schema's defaults).
+    #[arg(long, global = true, value_name = "POLICY", value_enum, default_value_t = Elicitation::Decline)]
+    pub elicitation: Elicitation,
     /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// What to do; without a command the interactive session opens.
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// `--elicitation`: the headless answer to a server's request for input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Elicitation {
+    /// Decline: the server goes on without the input.
+    Decline,
+    /// Accept with every field that has a default in the requested schema.
+    AcceptDefaults,
+}
+
+impl Elicitation {
+    /// The runtime's policy for this choice.
+    pub fn policy(self) -> harness9_actors::server::input::ElicitPolicy {
+        match self {
+            Elicitation::Decline => harness9_actors::server::input::ElicitPolicy::Decline,
+            Elicitation::AcceptDefaults => {
+                harness9_actors::server::input::ElicitPolicy::AcceptDefaults
+            }
+        }
+    }
 }
 
 /// Top-level commands.

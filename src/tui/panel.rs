@@ -172,7 +172,7 @@ fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
             head.push(Span::styled(
                 format!(
                     "  protocol {}  {detail}  connected in {}",
-                    info.protocol_version,
+                    clean_line(&info.protocol_version),
                     fmt_duration(info.connect_time)
                 ),
                 DIM,
@@ -181,9 +181,10 @@ fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
             let pid = info.pid.map(|p| format!("  pid {p}")).unwrap_or_default();
             lines.push(Line::styled(
                 format!(
-                    "server {} {}{pid}",
+                    "server {} {}{pid}  {} era",
                     clean_line(&info.server_info.name),
-                    clean_line(&info.server_info.version)
+                    clean_line(&info.server_info.version),
+                    info.era.label()
                 ),
                 DIM,
             ));

@@ -81,7 +81,7 @@ fn everything_sse(port: u16) -> Proc {
     spawn_server(c, port, "running on port")
 }
 
-fn python_http(port: u16) -> Proc {
+pub fn python_http(port: u16) -> Proc {
     let mut c = Command::new(repo().join(".deps/venv/bin/python"));
     c.arg(repo().join("tests/python/sdk_http_server.py"))
         .args(["--port", &port.to_string()]);

@@ -4,6 +4,7 @@ mod cli;
 pub mod common;
 mod descendants;
 mod engine;
+mod eras;
 mod fixtures;
 mod hostile;
 mod hostile_output;

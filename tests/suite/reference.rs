@@ -135,7 +135,8 @@ fn python_sdk_server_calls() {
         let ServerStatus::Connected { tools, info } = &st else {
             unreachable!()
         };
-        assert_eq!(*tools, 2);
+        assert_eq!(*tools, 3);
+        assert_eq!(info.era.label(), "stateless", "{info:?}");
         assert_eq!(info.server_info.name, "py-fixture");
         let r = ToolRegistry::call(
             &rt.registry,

@@ -1,0 +1,180 @@
+//! Both protocol eras from one `.mcp.json`, through the public CLI: server-everything speaks
+//! only the handshake era (2025-11-25), the PyPI `mcp` 2.3.0 server speaks both and is taken in
+//! the stateless era (2026-07-28), over stdio and Streamable HTTP, with no `protocolVersion` in
+//! the config. The Python server's `order` tool asks for input (`input_required` in the
+//! stateless era, `elicitation/create` in the handshake era), answered headless.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::common::*;
+use super::http::{everything_http, free_port, python_http};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// The four servers, plus the Python server pinned to the handshake era.
+fn config(everything_port: u16, python_port: u16) -> Value {
+    json!({
+        "everything": stdio_json(everything("everything")),
+        "py-stdio": stdio_json(python("py-stdio")),
+        "everything-http": {"url": format!("http://127.0.0.1:{everything_port}/mcp")},
+        "py-http": {"url": format!("http://127.0.0.1:{python_port}/mcp")},
+        "py-legacy": {
+            "command": stdio_json(python("x"))["command"],
+            "args": stdio_json(python("x"))["args"],
+            "protocolVersion": "2025-11-25"
+        },
+    })
+}
+
+fn run_json(dir: &std::path::Path, args: &[&str]) -> (Value, String) {
+    let mut c = harness9_in(dir);
+    without_user_env(&mut c).args(args);
+    let out = output_within(c, None, LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+    (v, stderr)
+}
+
+#[test]
+fn one_config_reaches_both_eras_over_stdio_and_http() {
+    let (pe, pp) = (free_port(), free_port());
+    let _everything = everything_http(pe);
+    let _python = python_http(pp);
+    let dir = project_with("eras", config(pe, pp));
+
+    let (list, _) = run_json(&dir, &["mcp", "list", "--json"]);
+    let rows = list.as_array().expect("an array");
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name} missing from {list}"))
+    };
+    for (name, era, version) in [
+        ("everything", "handshake", "2025-11-25"),
+        ("everything-http", "handshake", "2025-11-25"),
+        ("py-stdio", "stateless", "2026-07-28"),
+        ("py-http", "stateless", "2026-07-28"),
+        ("py-legacy", "handshake", "2025-11-25"),
+    ] {
+        let r = row(name);
+        assert_eq!(r["status"], "connected", "{r}");
+        assert_eq!(r["era"], era, "{r}");
+        assert_eq!(r["protocolVersion"], version, "{r}");
+    }
+
+    // The input request is answered headless: declined by default, or accepted with the
+    // schema's defaults; in the stateless era over both transports, and in the handshake era.
+    for server in ["py-stdio", "py-http", "py-legacy"] {
+        let call = [
+            "mcp",
+            "call",
+            server,
+            "order",
+            "--args",
+            r#"{"item":"tea"}"#,
+            "--json",
+        ];
+        let (declined, _) = run_json(&dir, &call);
+        assert_eq!(
+            declined["content"][0]["text"], "no order: decline",
+            "{server}"
+        );
+        let mut accept = vec!["--elicitation", "accept-defaults"];
+        accept.extend(call);
+        let (accepted, _) = run_json(&dir, &accept);
+        assert_eq!(
+            accepted["content"][0]["text"], "ordered a medium tea",
+            "{server}"
+        );
+    }
+}
+
+#[test]
+fn the_trace_shows_the_stateless_request_headers_and_meta() {
+    let (pe, pp) = (free_port(), free_port());
+    let _everything = everything_http(pe);
+    let _python = python_http(pp);
+    let dir = project_with(
+        "eras-trace",
+        json!({
+            "py-http": {"url": format!("http://127.0.0.1:{pp}/mcp")},
+            "everything-http": {"url": format!("http://127.0.0.1:{pe}/mcp")},
+        }),
+    );
+    let trace = dir.join("trace.jsonl");
+    let trace_arg = trace.display().to_string();
+    let args = [
+        "--trace",
+        trace_arg.as_str(),
+        "mcp",
+        "call",
+        "py-http",
+        "greet",
+        "--args",
+        r#"{"name":"ada"}"#,
+        "--json",
+    ];
+    let (out, _) = run_json(&dir, &args);
+    assert_eq!(out["content"][0]["text"], "hello, ada");
+    let records: Vec<Value> = std::fs::read_to_string(&trace)
+        .expect("the trace file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let call = records
+        .iter()
+        .find(|r| r["dir"] == "send" && r["method"] == "tools/call")
+        .expect("the tools/call request");
+    let meta = &call["message"]["params"]["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientInfo"]["name"],
+        "harness9"
+    );
+    assert!(meta["io.modelcontextprotocol/clientCapabilities"].is_object());
+    let http = records
+        .iter()
+        .find(|r| r["method"] == "tools/call" && r["http_status"] == 200)
+        .expect("the tools/call HTTP exchange");
+    let sent = &http["request_headers"];
+    assert_eq!(sent["mcp-method"], "tools/call", "{http}");
+    assert_eq!(sent["mcp-name"], "greet", "{http}");
+    assert_eq!(sent["mcp-protocol-version"], "2026-07-28", "{http}");
+    assert!(http["response_headers"].is_object(), "{http}");
+    // The handshake-era server refuses the probe; its error body is in the trace, so why it
+    // fell back can be read from the trace alone (`mcp call` starts only the server it calls:
+    // `mcp list` starts both).
+    let list_trace = dir.join("list.jsonl");
+    let list_arg = list_trace.display().to_string();
+    run_json(
+        &dir,
+        &["--trace", list_arg.as_str(), "mcp", "list", "--json"],
+    );
+    let records: Vec<Value> = std::fs::read_to_string(&list_trace)
+        .expect("the trace file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let refused = records
+        .iter()
+        .find(|r| {
+            r["server"] == "everything-http"
+                && r["method"] == "server/discover"
+                && r["http_status"].as_u64().is_some_and(|s| s >= 400)
+        })
+        .expect("the refused probe");
+    assert!(refused["message"].is_object(), "{refused}");
+    assert!(
+        records
+            .iter()
+            .any(|r| r["server"] == "everything-http" && r["method"] == "initialize"),
+        "the handshake followed"
+    );
+}
