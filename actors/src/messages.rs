@@ -227,6 +227,9 @@ pub enum ServerEventKind {
         reason: String,
         /// The last lines of stderr.
         stderr_tail: Vec<String>,
+        /// A stdio server that exited while it was probed with `server/discover`: start it
+        /// again in this era (the handshake), without probing.
+        retry_in: Option<crate::protocol::version::Era>,
     },
 }
 

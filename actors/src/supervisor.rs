@@ -387,6 +387,7 @@ impl Handler<ServerEvent> for ServerSupervisor {
                 connected: _,
                 reason,
                 stderr_tail,
+                retry_in,
             } => {
                 if let Some(t) = entry.timer.take() {
                     ctx.cancel_future(t);
@@ -410,6 +411,16 @@ impl Handler<ServerEvent> for ServerSupervisor {
                         tracing::info!(target: "mcp", server = %ev.server, "{reason}");
                         let name = ev.server.clone();
                         self.exited(&name, reason, stderr_tail, ctx);
+                    }
+                    _ if retry_in.is_some() && entry.era.is_none() => {
+                        // Once per spec: the era is remembered, so the next start does not probe.
+                        tracing::info!(target: "mcp", server = %ev.server,
+                            "exited on the server/discover probe ({reason}); starting it again for the handshake");
+                        entry.era = retry_in;
+                        entry.addr = None;
+                        let name = ev.server.clone();
+                        self.launch(&name, ctx);
+                        self.publish(ctx);
                     }
                     _ => {
                         tracing::info!(target: "mcp", server = %ev.server, "connect failed: {reason}");

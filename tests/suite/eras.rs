@@ -178,3 +178,23 @@ fn the_trace_shows_the_stateless_request_headers_and_meta() {
         "the handshake followed"
     );
 }
+
+#[test]
+fn a_stdio_server_that_exits_on_the_probe_is_started_again_for_the_handshake() {
+    run(LIMIT, || async {
+        let rt = start(
+            vec![fixture("dies", &["--exit-on-unknown"])],
+            harness9_actors::RestartPolicy::default(),
+        );
+        let st = connected(&rt, "dies", Duration::from_secs(20)).await;
+        let harness9_actors::messages::ServerStatus::Connected { info, .. } = &st else {
+            unreachable!()
+        };
+        assert_eq!(info.era.label(), "handshake", "{info:?}");
+        assert_eq!(
+            call_text(&rt, "mcp__dies__echo", json!({"text": "still here"})).await,
+            "still here"
+        );
+        shutdown(rt, &[pid_of(&st)]).await;
+    });
+}

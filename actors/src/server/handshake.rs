@@ -295,7 +295,29 @@ pub(super) async fn handshake(
         client_info: &client,
     };
     let params = serde_json::to_value(&params).map_err(|e| e.to_string())?;
-    let raw = rpc(&addr, "initialize", Some(params)).await?;
+    let raw = match rpc_raw(&addr, "initialize", Some(params), None).await {
+        Ok(raw) => raw,
+        // A recognised stateless error: the server speaks the stateless era after all (a
+        // dual-era server that took our unanswered-in-time probe, or one that refuses the
+        // handshake). Discover it, waiting for the answer this time.
+        Err(ReplyError::Rpc(e)) if e.code == UNSUPPORTED_PROTOCOL_VERSION => {
+            let supported: Vec<String> = e
+                .data
+                .as_ref()
+                .and_then(|d| d.get("supported"))
+                .and_then(|s| serde_json::from_value(s.clone()).ok())
+                .unwrap_or_default();
+            let version = mutual(&supported)
+                .filter(|v| v.is_stateless())
+                .unwrap_or(MODERN);
+            tracing::debug!(target: "mcp", "initialize refused ({e}); discovering the stateless era");
+            let found = discover(&addr, version, None).await.map_err(|why| {
+                format!("initialize failed: {e}; server/discover failed too: {why}")
+            })?;
+            return stateless(addr, max_tools, found).await;
+        }
+        Err(e) => return Err(describe("initialize", e)),
+    };
     let init: InitializeResult = raw
         .parse()
         .map_err(|e| format!("invalid initialize result: {e}"))?;

@@ -66,6 +66,8 @@ pub struct McpServer {
     era: Option<Era>,
     /// The era an earlier generation found (the supervisor's per-process cache).
     era_hint: Option<Era>,
+    /// The child went away with our `server/discover` probe unanswered.
+    died_probing: bool,
     exit_reason: Option<String>,
     cwd: PathBuf,
     started: Instant,
@@ -117,6 +119,7 @@ impl McpServer {
             relist_pending: false,
             era: None,
             era_hint: None,
+            died_probing: false,
             exit_reason: None,
             cwd,
             started: Instant::now(),
@@ -266,6 +269,10 @@ impl Actor for McpServer {
                 connected: self.connected,
                 reason,
                 stderr_tail: self.stderr_tail.drain(..).collect(),
+                // Some servers exit on a method they do not know: a stdio server that died on
+                // the probe is started again for the handshake.
+                retry_in: (self.died_probing && !self.connected && !self.http)
+                    .then_some(Era::Handshake(crate::protocol::version::LATEST)),
             },
         });
     }

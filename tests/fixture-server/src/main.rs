@@ -31,6 +31,8 @@ struct Opts {
     cycle_cursors: bool,
     cycle_later: bool,
     bad_schemas: bool,
+    /// Exit (status 3) on a request for a method it does not know, as some servers do.
+    exit_on_unknown: bool,
     /// Before each tools/call reply: an over-long request and notification carrying its id.
     big_on_call: usize,
 }
@@ -41,7 +43,7 @@ fn usage() -> ! {
          [--garbage] [--slow-ms MS] [--exit-at-once] [--ignore-eof] [--ignore-sigterm] \
          [--list-changed-after N] [--stderr-lines N] [--server-requests] [--log-messages] \
          [--record FILE] [--protocol V] [--flood] [--cycle-cursors] [--cycle-cursors-later] \
-         [--bad-schemas] [--daemonize PIDFILE] [--big-messages-on-call BYTES]"
+         [--bad-schemas] [--exit-on-unknown] [--daemonize PIDFILE] [--big-messages-on-call BYTES]"
     );
     std::process::exit(64)
 }
@@ -87,6 +89,7 @@ fn parse() -> Opts {
             "--cycle-cursors-later" => o.cycle_later = true,
             // Adds a tool whose inputSchema is a number and one nested 200 levels deep.
             "--bad-schemas" => o.bad_schemas = true,
+            "--exit-on-unknown" => o.exit_on_unknown = true,
             "--daemonize" => daemonize(&args.next().unwrap_or_else(|| usage())),
             "--big-messages-on-call" => o.big_on_call = num(args.next()),
             _ => usage(),
@@ -538,6 +541,10 @@ fn main() {
                         );
                     }
                 });
+            }
+            (_, Some(_)) if st.opts.exit_on_unknown => {
+                eprintln!("unknown method {method}: exiting");
+                std::process::exit(3);
             }
             (_, Some(id)) => error(&id, -32601, "method not found"),
             (_, None) => {}

@@ -244,6 +244,7 @@ impl McpServer {
     pub(super) fn fail_all(&mut self, reason: &str) {
         self.param_headers.borrow_mut().clear();
         for (_, p) in self.pending.drain() {
+            self.died_probing |= p.method == "server/discover";
             let _ = p.tx.send(Err(ReplyError::Gone(reason.to_owned())));
         }
         self.progress.clear();
