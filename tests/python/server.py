@@ -4,7 +4,7 @@ from typing import Annotated
 
 from pydantic import BaseModel
 
-from mcp.server.mcpserver import AcceptedElicitation, Elicit, ElicitationResult, MCPServer, Resolve
+from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve
 
 server = MCPServer("py-fixture")
 
@@ -24,6 +24,12 @@ def greet(name: str) -> str:
 
 
 @server.tool()
+def echo(text: str) -> str:
+    """Return the text as it came (the benchmark's round trip)."""
+    return text
+
+
+@server.tool()
 def multiply(a: int, b: int) -> int:
     """Multiply two integers."""
     return a * b
@@ -35,6 +41,18 @@ def order(item: str, choice: Annotated[ElicitationResult[Size], Resolve(ask_size
     if isinstance(choice, AcceptedElicitation):
         return f"ordered a {choice.data.size} {item}"
     return f"no order: {choice.action}"
+
+
+@server.tool()
+async def learn(name: str, ctx: Context) -> str:
+    """Add a tool called `name` (it answers "learned") and tell subscribers the list changed."""
+
+    def learned() -> str:
+        return "learned"
+
+    server.add_tool(learned, name=name, description="A tool added at run time.")
+    await ctx.notify_tools_changed()
+    return f"added {name}"
 
 
 if __name__ == "__main__":

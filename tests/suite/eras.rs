@@ -198,3 +198,45 @@ fn a_stdio_server_that_exits_on_the_probe_is_started_again_for_the_handshake() {
         shutdown(rt, &[pid_of(&st)]).await;
     });
 }
+
+#[test]
+fn a_stateless_server_announces_new_tools_on_its_listen_stream() {
+    run(LIMIT, || async {
+        let pp = free_port();
+        let _python = python_http(pp);
+        let rt = start(
+            vec![
+                python("py"),
+                super::http::http_spec("pyh", format!("http://127.0.0.1:{pp}/mcp"), false),
+            ],
+            harness9_actors::RestartPolicy::default(),
+        );
+        for server in ["py", "pyh"] {
+            let st = connected(&rt, server, Duration::from_secs(20)).await;
+            let harness9_actors::messages::ServerStatus::Connected {
+                tools: before,
+                info,
+            } = st
+            else {
+                unreachable!()
+            };
+            assert_eq!(info.era.label(), "stateless", "{server}");
+            let tool = format!("shout_{server}");
+            assert_eq!(
+                call_text(&rt, &format!("mcp__{server}__learn"), json!({"name": tool})).await,
+                format!("added {tool}")
+            );
+            // The server's notifications/tools/list_changed on the subscriptions/listen
+            // stream (no polling here: the status changes when the re-list is registered).
+            wait_for(&rt, server, Duration::from_secs(10), |s| {
+                matches!(s, harness9_actors::messages::ServerStatus::Connected { tools, .. } if *tools > before)
+            })
+            .await;
+            assert_eq!(
+                call_text(&rt, &format!("mcp__{server}__{tool}"), json!({})).await,
+                "learned"
+            );
+        }
+        shutdown(rt, &[]).await;
+    });
+}

@@ -7,6 +7,7 @@
 //!
 //! ```text
 //! mcp-bench --server-cmd "<argv>" --mode {handshake|seq|conc|bigList} --n N [--inflight K]
+//!           [--url URL] [--protocol REVISION]
 //! ```
 
 use std::time::{Duration, Instant};
@@ -43,6 +44,8 @@ struct Args {
     mode: String,
     n: usize,
     inflight: usize,
+    /// Extra to the contract: pin the server's protocol revision (and so its era).
+    protocol: Option<harness9_actors::protocol::version::ProtocolVersion>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -52,6 +55,7 @@ fn parse_args() -> Result<Args, String> {
         mode: "seq".to_owned(),
         n: 1000,
         inflight: 1,
+        protocol: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -62,6 +66,12 @@ fn parse_args() -> Result<Args, String> {
             "--url" => a.url = Some(v),
             "--n" => a.n = v.parse().map_err(|_| format!("bad --n {v:?}"))?,
             "--inflight" => a.inflight = v.parse().map_err(|_| format!("bad --inflight {v:?}"))?,
+            "--protocol" => {
+                a.protocol = Some(
+                    harness9_actors::protocol::version::ProtocolVersion::parse(&v)
+                        .ok_or_else(|| format!("unknown protocol revision {v:?}"))?,
+                )
+            }
             _ => return Err(format!("unknown argument {k}")),
         }
     }
@@ -84,19 +94,23 @@ fn bench_tools(mode: &str) -> String {
 }
 
 fn server_spec(a: &Args) -> ServerSpec {
-    if let Some(url) = &a.url {
+    let mut spec = if let Some(url) = &a.url {
         let mut spec = ServerSpec::stdio(SERVER, "", Vec::new());
         spec.transport = TransportSpec::Http {
             url: url.clone(),
             headers: Vec::new(),
             sse: false,
         };
-        return spec;
-    }
-    let mut spec = ServerSpec::stdio(SERVER, a.server_cmd[0].clone(), a.server_cmd[1..].to_vec());
-    if let TransportSpec::Stdio { env, .. } = &mut spec.transport {
-        env.push(("BENCH_TOOLS".to_owned(), bench_tools(&a.mode)));
-    }
+        spec
+    } else {
+        let mut spec =
+            ServerSpec::stdio(SERVER, a.server_cmd[0].clone(), a.server_cmd[1..].to_vec());
+        if let TransportSpec::Stdio { env, .. } = &mut spec.transport {
+            env.push(("BENCH_TOOLS".to_owned(), bench_tools(&a.mode)));
+        }
+        spec
+    };
+    spec.protocol = a.protocol;
     spec
 }
 

@@ -109,6 +109,12 @@ pub struct ListToolsResult {
     /// The next page, if any.
     #[serde(default)]
     pub next_cursor: Option<String>,
+    /// Stateless era: how long the list may be cached (0: immediately stale).
+    #[serde(default)]
+    pub ttl_ms: Option<u64>,
+    /// Stateless era: `complete` (or absent); anything else is an error here.
+    #[serde(default)]
+    pub result_type: Option<String>,
 }
 
 /// `_meta` of a request that asks for progress.

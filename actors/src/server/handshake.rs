@@ -52,7 +52,7 @@ fn describe(method: &str, e: ReplyError) -> String {
     match e {
         ReplyError::Rpc(e) => format!("{method} failed: {e}"),
         ReplyError::Gone(why) => format!("server {why} during {method}"),
-        ReplyError::Transport(e) => format!("{method} failed: {e}"),
+        ReplyError::Transport(e) | ReplyError::StreamBroken(e) => format!("{method} failed: {e}"),
         ReplyError::TooLarge(max) => format!(
             "{method} reply exceeds the maximum message size of {}",
             crate::protocol::render::human_bytes(max)
@@ -344,17 +344,26 @@ pub(super) async fn list_tools(
     addr: Addr<McpServer>,
     max: usize,
 ) -> Result<Arc<[Arc<Tool>]>, String> {
+    // The shortest `ttlMs` of the pages: the whole list is as fresh as its stalest page.
+    let mut ttl: Option<u64> = None;
     let tools = list_all(
         &addr,
         "tools/list",
         max,
         "maxTools",
-        |p: ListToolsResult| (p.tools, p.next_cursor),
+        |p: ListToolsResult| {
+            check_result_type(p.result_type.as_deref(), "tools/list")?;
+            if let Some(t) = p.ttl_ms {
+                ttl = Some(ttl.map_or(t, |o| o.min(t)));
+            }
+            Ok((p.tools, p.next_cursor))
+        },
     )
     .await?;
     let tools: Vec<Arc<Tool>> = tools.into_iter().map(Arc::new).collect();
-    // The actor keeps what it needs of the list (x-mcp-header params) and drops what it must.
-    addr.send(ToolsListed(tools))
+    // The actor keeps what it needs of the list (x-mcp-header params, its freshness) and
+    // drops what it must.
+    addr.send(ToolsListed(tools, ttl))
         .await
         .map_err(|_| "server actor stopped".to_owned())
 }
@@ -370,7 +379,7 @@ async fn list_all<P, T>(
     method: &'static str,
     max: usize,
     setting: &str,
-    split: impl Fn(P) -> (Vec<T>, Option<String>),
+    mut split: impl FnMut(P) -> Result<(Vec<T>, Option<String>), String>,
 ) -> Result<Vec<T>, String>
 where
     P: serde::de::DeserializeOwned,
@@ -387,7 +396,7 @@ where
             .parse()
             .map_err(|e| format!("invalid {method} result: {e}"))?;
         drop(raw);
-        let (items, next) = split(page);
+        let (items, next) = split(page)?;
         if all.len() + items.len() > max {
             return Err(format!(
                 "{method} returned more than {max} items; if that is legitimate, raise {setting} for this server"

@@ -41,6 +41,9 @@ pub(crate) struct TransportFailed {
     pub id: Option<i64>,
     pub error: String,
     pub fatal: bool,
+    /// Stateless era: the response stream broke before the response; the request may be
+    /// sent again under a new id.
+    pub reissue: bool,
 }
 
 /// One HTTP exchange for the trace: the response's status, the session id in use, the
@@ -105,12 +108,14 @@ pub(crate) struct HttpTarget {
 struct Failure {
     error: String,
     fatal: bool,
+    reissue: bool,
 }
 
 fn fail(error: impl Into<String>, fatal: bool) -> Failure {
     Failure {
         error: error.into(),
         fatal,
+        reissue: false,
     }
 }
 
@@ -180,6 +185,7 @@ pub(crate) async fn run(
                 id: None,
                 error: f.error,
                 fatal: true,
+                reissue: false,
             });
             return;
         }
@@ -309,6 +315,7 @@ impl Conn {
             id,
             error: f.error,
             fatal: f.fatal,
+            reissue: f.reissue,
         });
     }
 
@@ -583,10 +590,13 @@ impl Conn {
         } else {
             "the event was cut short"
         };
-        Err(fail(
+        let mut f = fail(
             format!("the SSE reply ended before the response ({why})"),
             dead,
-        ))
+        );
+        // The stateless era has no resumption: the caller sends the request again.
+        f.reissue = !dead && self.stateless.get();
+        Err(f)
     }
 
     /// Delivers one SSE stream's messages until it ends; `true` once the reply to `id` came.

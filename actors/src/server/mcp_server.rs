@@ -8,6 +8,7 @@
 mod child;
 mod http_link;
 mod incoming;
+mod listen;
 mod requests;
 mod tool_call;
 
@@ -68,6 +69,12 @@ pub struct McpServer {
     era_hint: Option<Era>,
     /// The child went away with our `server/discover` probe unanswered.
     died_probing: bool,
+    /// Stateless era: a `subscriptions/listen` request is open.
+    listening: bool,
+    /// The wait before the next listen, doubled after each one that ends.
+    listen_wait: Duration,
+    /// The re-list a tool list's `ttlMs` asked for.
+    ttl_timer: Option<SpawnHandle>,
     exit_reason: Option<String>,
     cwd: PathBuf,
     started: Instant,
@@ -120,6 +127,9 @@ impl McpServer {
             era: None,
             era_hint: None,
             died_probing: false,
+            listening: false,
+            listen_wait: Duration::from_secs(1),
+            ttl_timer: None,
             exit_reason: None,
             cwd,
             started: Instant::now(),
@@ -193,6 +203,15 @@ impl McpServer {
             Ok((init, era, tools)) => {
                 self.connected = true;
                 self.era = Some(era);
+                let list_changed = init
+                    .capabilities
+                    .tools
+                    .as_ref()
+                    .and_then(|t| t.list_changed)
+                    .unwrap_or(false);
+                if era.is_stateless() && list_changed {
+                    self.listen(ctx);
+                }
                 let info = ConnectionInfo {
                     protocol_version: era.version_str().to_owned(),
                     era,

@@ -63,7 +63,12 @@ impl Handler<http::TransportFailed> for McpServer {
             if let Some(id) = msg.id {
                 self.progress.remove(&id);
             }
-            let _ = p.tx.send(Err(ReplyError::Transport(msg.error.clone())));
+            let err = if msg.reissue {
+                ReplyError::StreamBroken(msg.error.clone())
+            } else {
+                ReplyError::Transport(msg.error.clone())
+            };
+            let _ = p.tx.send(Err(err));
         }
         if msg.fatal && !self.closing {
             tracing::info!(target: "mcp", server = %self.name, "connection lost: {}", msg.error);

@@ -150,7 +150,7 @@ impl McpServer {
         }
     }
 
-    fn relist(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn relist(&mut self, ctx: &mut Context<Self>) {
         if !self.connected || self.closing {
             return;
         }

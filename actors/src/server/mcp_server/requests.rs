@@ -31,6 +31,8 @@ pub(in crate::server) enum ReplyError {
     Gone(String),
     TooLarge(usize),
     Transport(String),
+    /// Stateless era: the response stream broke before the response (send it again).
+    StreamBroken(String),
 }
 
 pub(in crate::server) type Reply = Result<Payload, ReplyError>;

@@ -24,6 +24,8 @@ use crate::server::input;
 
 /// How many `input_required` rounds one call may take before it is given up.
 const MAX_INPUT_ROUNDS: usize = 8;
+/// How many times a stateless call whose response stream broke is sent again.
+const MAX_REISSUES: usize = 2;
 
 /// One round of a call in flight: its id, where its reply comes, and its line if the write
 /// queue was full.
@@ -40,7 +42,7 @@ struct NextRound {
     tool: String,
     arguments: Option<Value>,
     progress: Option<ProgressSink>,
-    answers: Map<String, Value>,
+    answers: Option<Map<String, Value>>,
 }
 
 impl Handler<NextRound> for McpServer {
@@ -54,7 +56,7 @@ impl Handler<NextRound> for McpServer {
             &msg.tool,
             msg.arguments.as_ref(),
             msg.progress,
-            Some(msg.answers),
+            msg.answers,
         )))
     }
 }
@@ -93,12 +95,17 @@ fn answers(interim: Interim, cwd: &std::path::Path) -> Map<String, Value> {
 /// answers with the tools to register, those with an invalid declaration left out.
 #[derive(Message)]
 #[rtype(result = "Arc<[Arc<Tool>]>")]
-pub(in crate::server) struct ToolsListed(pub(in crate::server) Vec<Arc<Tool>>);
+pub(in crate::server) struct ToolsListed(
+    pub(in crate::server) Vec<Arc<Tool>>,
+    /// The list's `ttlMs` (stateless era).
+    pub(in crate::server) Option<u64>,
+);
 
 impl Handler<ToolsListed> for McpServer {
     type Result = MessageResult<ToolsListed>;
 
-    fn handle(&mut self, msg: ToolsListed, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: ToolsListed, ctx: &mut Context<Self>) -> Self::Result {
+        self.fresh_for(msg.1, ctx);
         if !self.http {
             return MessageResult(msg.0.into());
         }
@@ -242,9 +249,44 @@ impl Handler<CallServerTool> for McpServer {
         Box::pin(async move {
             let deadline = tokio::time::Instant::now() + timeout;
             let mut rounds = 0;
+            let mut reissues = 0;
+            // The answers the current round carries: a re-issued round carries them again.
+            let mut carried: Option<Map<String, Value>> = None;
             loop {
                 let raw = match wait_round(round, &mut guard, deadline, &cancel, &stuck).await {
                     Ok(raw) => raw,
+                    // Stateless era: a response stream that broke loses the request; it is
+                    // sent again under a new id (a few times, within the call's timeout).
+                    Err(RoundError::Reply(ReplyError::StreamBroken(why)))
+                        if stateless && reissues < MAX_REISSUES =>
+                    {
+                        reissues += 1;
+                        tracing::debug!(target: "mcp", server = %server, tool = %tool, "{why}; sending the call again");
+                        let next = NextRound {
+                            tool: tool.clone(),
+                            arguments: arguments.clone(),
+                            progress: progress.clone(),
+                            answers: carried.clone(),
+                        };
+                        match addr.send(next).await {
+                            Ok(Some(r)) => {
+                                guard = CancelOnDrop {
+                                    addr: addr.clone(),
+                                    id: r.id,
+                                    armed: true,
+                                };
+                                round = r;
+                                continue;
+                            }
+                            _ => {
+                                return Err(CallError::ServerExited {
+                                    server,
+                                    tool,
+                                    status: "stopped".to_owned(),
+                                })
+                            }
+                        }
+                    }
                     Err(e) => return Err(e.into_call_error(server, tool, timeout)),
                 };
                 if stateless {
@@ -262,11 +304,13 @@ impl Handler<CallServerTool> for McpServer {
                         None | Some("complete") => {}
                         Some("input_required") if rounds < MAX_INPUT_ROUNDS => {
                             rounds += 1;
+                            let extra = answers(interim, &cwd);
+                            carried = Some(extra.clone());
                             let next = NextRound {
                                 tool: tool.clone(),
                                 arguments: arguments.clone(),
                                 progress: progress.clone(),
-                                answers: answers(interim, &cwd),
+                                answers: Some(extra),
                             };
                             match addr.send(next).await {
                                 Ok(Some(r)) => {
@@ -364,11 +408,13 @@ impl RoundError {
             RoundError::Reply(ReplyError::TooLarge(max)) => {
                 CallError::TooLarge { server, tool, max }
             }
-            RoundError::Reply(ReplyError::Transport(detail)) => CallError::Transport {
-                server,
-                tool,
-                detail,
-            },
+            RoundError::Reply(ReplyError::Transport(detail) | ReplyError::StreamBroken(detail)) => {
+                CallError::Transport {
+                    server,
+                    tool,
+                    detail,
+                }
+            }
             RoundError::Dropped => CallError::ServerExited {
                 server,
                 tool,

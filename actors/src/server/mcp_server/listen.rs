@@ -1,0 +1,89 @@
+//! Keeping a stateless-era server's tool list fresh: the long-lived `subscriptions/listen`
+//! request that carries `notifications/tools/list_changed` (opened after connecting when the
+//! server says it sends them, opened again with backoff when it ends, and by every new
+//! generation after a restart), and the list's `ttlMs`, after which it is listed again when no
+//! subscription keeps it fresh.
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use serde_json::json;
+
+use super::requests::stamp;
+use super::{McpServer, ReplyError};
+use crate::protocol::jsonrpc::{self, METHOD_NOT_FOUND};
+
+/// The first wait before a listen that ended is opened again; doubled up to [`LISTEN_MAX_WAIT`].
+const LISTEN_FIRST_WAIT: Duration = Duration::from_secs(1);
+/// The longest wait between two listens.
+const LISTEN_MAX_WAIT: Duration = Duration::from_secs(60);
+/// The shortest re-list period a `ttlMs` may ask for.
+const MIN_TTL: Duration = Duration::from_secs(1);
+/// The longest (a day): a larger `ttlMs` waits this long.
+const MAX_TTL: Duration = Duration::from_secs(86_400);
+
+impl McpServer {
+    /// Opens `subscriptions/listen` for tool-list changes (stateless era only).
+    pub(super) fn listen(&mut self, ctx: &mut Context<Self>) {
+        if self.closing || !self.connected || self.writer.is_none() || self.listening {
+            return;
+        }
+        let Some(version) = self.stateless() else {
+            return;
+        };
+        let id = self.alloc_id();
+        let params = stamp(
+            Some(json!({ "notifications": { "toolsListChanged": true } })),
+            version,
+        );
+        let line = jsonrpc::request_line(id, "subscriptions/listen", Some(&params));
+        let (rx, backlog) = self.request("subscriptions/listen", line, id);
+        self.listening = true;
+        let fut = async move {
+            if let Some(b) = backlog {
+                b.send().await;
+            }
+            rx.await
+        };
+        ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
+            act.listening = false;
+            if act.closing || !act.connected {
+                return;
+            }
+            match res {
+                // The server does not take subscriptions: it says so once; `ttlMs` remains.
+                Ok(Err(ReplyError::Rpc(e))) if e.code == METHOD_NOT_FOUND => {
+                    tracing::debug!(target: "mcp", server = %act.name, "no subscriptions/listen: {e}");
+                    return;
+                }
+                Ok(Ok(_)) => act.listen_wait = LISTEN_FIRST_WAIT,
+                Ok(Err(e)) => tracing::debug!(target: "mcp", server = %act.name, "subscriptions/listen ended: {e:?}"),
+                Err(_) => {}
+            }
+            let wait = act.listen_wait;
+            act.listen_wait = (wait * 2).min(LISTEN_MAX_WAIT);
+            ctx.run_later(wait, |act, ctx| act.listen(ctx));
+        }));
+    }
+
+    /// After a tools/list: honour its `ttlMs` (list again once stale) unless a subscription
+    /// keeps it fresh. A `ttlMs` of 0 (immediately stale) asks for no timer.
+    pub(super) fn fresh_for(&mut self, ttl_ms: Option<u64>, ctx: &mut Context<Self>) {
+        if let Some(h) = self.ttl_timer.take() {
+            ctx.cancel_future(h);
+        }
+        let Some(ms) = ttl_ms.filter(|ms| *ms > 0) else {
+            return;
+        };
+        if self.listening || self.closing {
+            return;
+        }
+        let ttl = Duration::from_millis(ms).clamp(MIN_TTL, MAX_TTL);
+        self.ttl_timer = Some(ctx.run_later(ttl, |act, ctx| {
+            act.ttl_timer = None;
+            if !act.listening {
+                act.relist(ctx);
+            }
+        }));
+    }
+}
