@@ -1,6 +1,6 @@
 """An MCP Streamable HTTP server that misbehaves on purpose (stdlib only), for harness9's tests.
 
---mode: ok | sse | status500 | html | cut-sse | stall | expire | bearer | legacy-only
+--mode: ok | sse | status500 | html | cut-sse | stall | expire | bearer | legacy-only | stateless-cut
         | strict-init (a request before `initialized` has been answered is refused; that answer
           takes 300 ms) | expire-on (the session ends after a call whose text is "expire")
         | legacy-evil (legacy transport whose endpoint event names --other-port)
@@ -32,6 +32,8 @@ SESSIONS = set()
 INITIALIZED = set()
 LEGACY = {}  # session -> queue of outgoing SSE payloads
 LOCK = threading.Lock()
+# stateless-cut: tools/call requests seen (the first one's stream breaks).
+CALLS = [0]
 
 
 def record(handler, body):
@@ -196,6 +198,24 @@ class Handler(BaseHTTPRequestHandler):
             msg = json.loads(raw)
         except ValueError:
             return self.send_plain(400, "bad json")
+        meta = (msg.get("params") or {}).get("_meta") or {}
+        if mode == "stateless-cut" and meta.get("io.modelcontextprotocol/protocolVersion"):
+            # A 2026-07-28 server whose first tools/call stream ends before the response.
+            if msg.get("method") == "server/discover":
+                result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                          "resultType": "complete"}
+                return self.send_plain(200, json.dumps({"jsonrpc": "2.0", "id": msg.get("id"), "result": result}),
+                                       "application/json")
+            if msg.get("method") == "tools/call":
+                with LOCK:
+                    CALLS[0] += 1
+                    first = CALLS[0] == 1
+                if first:
+                    self.start_sse()
+                    self.chunk(b": working\n\n")
+                    self.end_chunks()
+                    return
+            return self.send_plain(200, json.dumps(answer(msg)), "application/json")
         sid = self.headers.get("Mcp-Session-Id")
         headers = []
         if msg.get("method") == "initialize":

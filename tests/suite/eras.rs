@@ -240,3 +240,29 @@ fn a_stateless_server_announces_new_tools_on_its_listen_stream() {
         shutdown(rt, &[]).await;
     });
 }
+
+#[test]
+fn a_stateless_call_whose_stream_breaks_is_sent_again_under_a_new_id() {
+    run(LIMIT, || async {
+        let server = super::http::http_fixture("stateless-cut", &[]);
+        let rt = start(
+            vec![super::http::http_spec(
+                "cut",
+                format!("http://127.0.0.1:{}/mcp", server.port),
+                false,
+            )],
+            harness9_actors::RestartPolicy::default(),
+        );
+        let st = connected(&rt, "cut", Duration::from_secs(20)).await;
+        let harness9_actors::messages::ServerStatus::Connected { info, .. } = &st else {
+            unreachable!()
+        };
+        assert_eq!(info.era.label(), "stateless");
+        // The first stream ends with no response; the call is sent again and answered.
+        assert_eq!(
+            call_text(&rt, "mcp__cut__echo", json!({"text": "again"})).await,
+            "again"
+        );
+        shutdown(rt, &[]).await;
+    });
+}
