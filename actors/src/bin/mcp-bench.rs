@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use harness9_actors::messages::{
-    CallBuiltin, ListTools, ServerStatus, SetBuiltins, ShutdownAll, StatusChanged, Subscribe,
+    CallBuiltin, ListTools, ServerStatus, SetBuiltins, ShutdownAll, Subscribe,
 };
 use harness9_actors::protocol::types::CallToolResult;
+use harness9_actors::supervisor::StatusForward;
 use harness9_actors::{
     CallError, RestartPolicy, ServerSpec, ServerSupervisor, ToolRegistry, TransportSpec,
 };
@@ -114,23 +115,6 @@ fn server_spec(a: &Args) -> ServerSpec {
     spec
 }
 
-/// Forwards every `StatusChanged` to a channel, so the bench waits on events, never polls.
-struct StatusForward(mpsc::UnboundedSender<ServerStatus>);
-
-impl Actor for StatusForward {
-    type Context = Context<Self>;
-}
-
-impl Handler<StatusChanged> for StatusForward {
-    type Result = ();
-
-    fn handle(&mut self, msg: StatusChanged, _ctx: &mut Context<Self>) {
-        if let Some(state) = msg.snapshot.get(SERVER) {
-            let _ = self.0.send(state.status.clone());
-        }
-    }
-}
-
 /// An executor with no built-ins, installed only so the bench learns when the registry (which
 /// holds its only address) has been dropped: its channel closes then.
 struct DropSignal {
@@ -180,7 +164,7 @@ impl Session {
         )
         .start();
         let (tx, status) = mpsc::unbounded_channel();
-        let forward = StatusForward(tx).start();
+        let forward = StatusForward::new(SERVER, tx).start();
         supervisor.do_send(Subscribe(forward.recipient()));
         let mut session = Session {
             registry,

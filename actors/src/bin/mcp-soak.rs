@@ -15,7 +15,8 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use harness9_actors::messages::{ServerStatus, ShutdownAll, StatusChanged, Subscribe};
+use harness9_actors::messages::{ServerStatus, ShutdownAll, Subscribe};
+use harness9_actors::supervisor::StatusForward;
 use harness9_actors::{CallError, RestartPolicy, ServerSpec, ServerSupervisor, ToolRegistry};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -108,23 +109,6 @@ fn children() -> Vec<(u32, char)> {
         (ppid == me).then_some((pid, state))
     })
     .collect()
-}
-
-/// Forwards the soak server's status to a channel, so the soak waits on events.
-struct StatusForward(mpsc::UnboundedSender<ServerStatus>);
-
-impl Actor for StatusForward {
-    type Context = Context<Self>;
-}
-
-impl Handler<StatusChanged> for StatusForward {
-    type Result = ();
-
-    fn handle(&mut self, msg: StatusChanged, _ctx: &mut Context<Self>) {
-        if let Some(state) = msg.snapshot.get(SERVER) {
-            let _ = self.0.send(state.status.clone());
-        }
-    }
 }
 
 /// Waits (bounded) for `Connected` with a pid other than `old`; returns the new pid.
@@ -267,7 +251,9 @@ async fn soak(a: &Args) -> Result<Value, String> {
     };
     let supervisor = ServerSupervisor::new(vec![spec], registry.clone(), policy, None).start();
     let (tx, mut status) = mpsc::unbounded_channel();
-    supervisor.do_send(Subscribe(StatusForward(tx).start().recipient()));
+    supervisor.do_send(Subscribe(
+        StatusForward::new(SERVER, tx).start().recipient(),
+    ));
     let mut pid = connected(&mut status, None).await?;
 
     let tally = Rc::new(Tally::default());

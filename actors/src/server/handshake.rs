@@ -152,6 +152,15 @@ struct DiscoverResult {
     result_type: Option<String>,
 }
 
+/// The revisions a `-32022` error says the server supports (`data.supported`).
+fn supported_of(e: &crate::protocol::jsonrpc::ErrorObject) -> Vec<String> {
+    e.data
+        .as_ref()
+        .and_then(|d| d.get("supported"))
+        .and_then(|s| serde_json::from_value(s.clone()).ok())
+        .unwrap_or_default()
+}
+
 /// The best revision of `supported` (wire strings) that we speak too.
 fn mutual(supported: &[String]) -> Option<ProtocolVersion> {
     supported
@@ -226,12 +235,7 @@ async fn discover(
                 });
             }
             Err(ReplyError::Rpc(e)) if e.code == UNSUPPORTED_PROTOCOL_VERSION => {
-                let supported: Vec<String> = e
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get("supported"))
-                    .and_then(|s| serde_json::from_value(s.clone()).ok())
-                    .unwrap_or_default();
+                let supported = supported_of(&e);
                 match mutual(&supported) {
                     // Retried once, even with the revision just refused (a server may refuse
                     // one request and take its retry).

@@ -268,24 +268,10 @@ impl Handler<CallServerTool> for McpServer {
                             progress: progress.clone(),
                             answers: carried.clone(),
                         };
-                        match addr.send(next).await {
-                            Ok(Some(r)) => {
-                                guard = CancelOnDrop {
-                                    addr: addr.clone(),
-                                    id: r.id,
-                                    armed: true,
-                                };
-                                round = r;
-                                continue;
-                            }
-                            _ => {
-                                return Err(CallError::ServerExited {
-                                    server,
-                                    tool,
-                                    status: "stopped".to_owned(),
-                                })
-                            }
-                        }
+                        round = next_round(&addr, next, &mut guard)
+                            .await
+                            .ok_or_else(|| stopped(&server, &tool))?;
+                        continue;
                     }
                     Err(e) => return Err(e.into_call_error(server, tool, timeout)),
                 };
@@ -312,24 +298,10 @@ impl Handler<CallServerTool> for McpServer {
                                 progress: progress.clone(),
                                 answers: Some(extra),
                             };
-                            match addr.send(next).await {
-                                Ok(Some(r)) => {
-                                    guard = CancelOnDrop {
-                                        addr: addr.clone(),
-                                        id: r.id,
-                                        armed: true,
-                                    };
-                                    round = r;
-                                    continue;
-                                }
-                                _ => {
-                                    return Err(CallError::ServerExited {
-                                        server,
-                                        tool,
-                                        status: "stopped".to_owned(),
-                                    })
-                                }
-                            }
+                            round = next_round(&addr, next, &mut guard)
+                                .await
+                                .ok_or_else(|| stopped(&server, &tool))?;
+                            continue;
                         }
                         Some("input_required") => {
                             return Err(CallError::InvalidResult {
@@ -364,6 +336,31 @@ impl Handler<CallServerTool> for McpServer {
                 };
             }
         })
+    }
+}
+
+/// Sends the next round of a call and points the cancel guard at its id; `None` when the
+/// actor has stopped.
+async fn next_round(
+    addr: &Addr<McpServer>,
+    next: NextRound,
+    guard: &mut CancelOnDrop,
+) -> Option<Round> {
+    let r = addr.send(next).await.ok().flatten()?;
+    *guard = CancelOnDrop {
+        addr: addr.clone(),
+        id: r.id,
+        armed: true,
+    };
+    Some(r)
+}
+
+/// The error of a call whose server actor stopped between two rounds.
+fn stopped(server: &str, tool: &str) -> CallError {
+    CallError::ServerExited {
+        server: server.to_owned(),
+        tool: tool.to_owned(),
+        status: "stopped".to_owned(),
     }
 }
 
