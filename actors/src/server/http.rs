@@ -1,4 +1,4 @@
-//! The HTTP side of `McpServer`: Streamable HTTP (POST per message, JSON or SSE replies,
+//! The HTTP transport of a server actor: Streamable HTTP (POST per message, JSON or SSE replies,
 //! `Mcp-Session-Id`, the optional GET stream) and the legacy HTTP+SSE transport of 2024-11-05.
 //!
 //! It runs as one local task per connection (the `awc::Client` holds an `Rc`, so it is built
@@ -23,7 +23,6 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, Mutex, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::mcp_server::McpServer;
 use crate::net::{install_crypto, snippet};
 use crate::protocol::headers;
 use crate::protocol::jsonrpc::{Incoming, RequestId};
@@ -102,7 +101,23 @@ pub(crate) struct HttpTarget {
     pub max: usize,
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
-    pub param_headers: super::mcp_server::ParamHeaders,
+    pub param_headers: ParamHeaders,
+}
+
+/// The `Mcp-Param-*` headers of calls about to be sent, by request id: the server actor puts a
+/// call's headers here before it queues the call's line, the HTTP task takes them when it sends
+/// it. Both run on the actor's arbiter thread; nothing else sees it.
+pub(crate) type ParamHeaders = Rc<RefCell<std::collections::HashMap<i64, Vec<(String, String)>>>>;
+
+/// Where the task reports: the server actor's end of the transport seam, as recipients, so this
+/// module knows nothing of the actor itself.
+#[derive(Clone)]
+pub(crate) struct HttpEvents {
+    pub inbound: Recipient<Inbound>,
+    pub failed: Recipient<TransportFailed>,
+    pub status: Recipient<HttpStatus>,
+    pub kind: Recipient<TransportKind>,
+    pub closed: Recipient<TransportClosed>,
 }
 
 struct Failure {
@@ -131,7 +146,7 @@ const GET_OPEN_WAIT: Duration = Duration::from_secs(2);
 struct Conn {
     client: awc::Client,
     target: HttpTarget,
-    actor: Addr<McpServer>,
+    actor: HttpEvents,
     session: RefCell<Option<String>>,
     protocol: RefCell<Option<String>>,
     init_line: RefCell<Option<Vec<u8>>>,
@@ -147,11 +162,7 @@ struct Conn {
 }
 
 /// Runs one HTTP connection until the actor drops its sender.
-pub(crate) async fn run(
-    target: HttpTarget,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-    actor: Addr<McpServer>,
-) {
+pub(crate) async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Vec<u8>>, actor: HttpEvents) {
     install_crypto();
     // Redirects are followed by `send_following`, which keeps credentials on their origin.
     let client = awc::Client::builder()
@@ -181,7 +192,7 @@ pub(crate) async fn run(
     });
     if conn.target.legacy {
         if let Err(f) = conn.clone().open_legacy().await {
-            conn.actor.do_send(TransportFailed {
+            conn.actor.failed.do_send(TransportFailed {
                 id: None,
                 error: f.error,
                 fatal: true,
@@ -209,7 +220,7 @@ pub(crate) async fn run(
     }
     conn.close().await;
     conn.token.cancel();
-    conn.actor.do_send(TransportClosed);
+    conn.actor.closed.do_send(TransportClosed);
 }
 
 /// The body fields a POST mirrors into headers (2026-07-28 "request metadata"; harmless and
@@ -311,7 +322,7 @@ impl Conn {
             tracing::warn!(target: "mcp", server = %self.target.name, "{}", f.error);
             return;
         }
-        self.actor.do_send(TransportFailed {
+        self.actor.failed.do_send(TransportFailed {
             id,
             error: f.error,
             fatal: f.fatal,
@@ -332,10 +343,10 @@ impl Conn {
             }
         }
         // Backpressure: past the actor's mailbox capacity the stream waits instead of queueing.
-        match self.actor.try_send(Inbound(data)) {
+        match self.actor.inbound.try_send(Inbound(data)) {
             Ok(()) | Err(SendError::Closed(_)) => {}
             Err(SendError::Full(msg)) => {
-                let _ = self.actor.send(msg).await;
+                let _ = self.actor.inbound.send(msg).await;
             }
         }
     }
@@ -433,7 +444,7 @@ impl Conn {
         } else {
             Some(resp.body().limit(64 * 1024).await.unwrap_or_default())
         };
-        self.actor.do_send(HttpStatus {
+        self.actor.status.do_send(HttpStatus {
             id,
             method: method.to_owned(),
             status: status.as_u16(),

@@ -26,13 +26,22 @@ use super::process::{signal_group, unregister_group};
 use crate::messages::{ConnectionInfo, ProgressSink, ServerEvent, ServerEventKind, Shutdown};
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::version::Era;
+use crate::server::http::ParamHeaders;
 use crate::spec::{ServerSpec, TransportSpec};
 use crate::trace::{Direction, WireRecord, WireTap};
 use child::STDERR_BURST;
-pub(crate) use http_link::ParamHeaders;
 use requests::Pending;
 pub(super) use requests::{Notify, Payload, ReplyError, Rpc, SetEra};
 pub(super) use tool_call::ToolsListed;
+
+/// The transport under the protocol core: what `start` opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Link {
+    /// A stdio child process (its pid is the actor's `pgid`).
+    Child,
+    /// The HTTP task (`server/http.rs`): no process of ours.
+    Http,
+}
 
 /// How long the `server/discover` probe may go unanswered before a server is taken for a
 /// handshake-era one (a legacy server may ignore unknown methods before `initialize`).
@@ -80,7 +89,8 @@ pub struct McpServer {
     started: Instant,
     /// `stdio`, `http` or `sse` (after a fallback).
     kind: &'static str,
-    http: bool,
+    /// What carries the messages: a child process or the HTTP task.
+    link: Link,
     /// HTTP: each listed tool's `x-mcp-header` params, by tool name.
     tool_headers: HashMap<String, Vec<crate::protocol::headers::HeaderParam>>,
     /// HTTP: the `Mcp-Param-*` headers of a call about to be written, by request id, for the
@@ -134,7 +144,7 @@ impl McpServer {
             cwd,
             started: Instant::now(),
             kind,
-            http: false,
+            link: Link::Child,
             tool_headers: HashMap::new(),
             param_headers: Default::default(),
         }
@@ -277,7 +287,9 @@ impl Actor for McpServer {
     fn stopped(&mut self, _ctx: &mut Self::Context) {
         let reason = self.gone_reason();
         self.fail_all(&reason);
-        if !self.child_exited {
+        // Only a child that was spawned and has not exited: a pgid of 0 (HTTP, or a failed
+        // spawn) would signal our own process group.
+        if self.pgid > 0 && !self.child_exited {
             signal_group(self.pgid, libc::SIGKILL);
             unregister_group(self.pgid);
         }
@@ -290,7 +302,7 @@ impl Actor for McpServer {
                 stderr_tail: self.stderr_tail.drain(..).collect(),
                 // Some servers exit on a method they do not know: a stdio server that died on
                 // the probe is started again for the handshake.
-                retry_in: (self.died_probing && !self.connected && !self.http)
+                retry_in: (self.died_probing && !self.connected && self.link == Link::Child)
                     .then_some(Era::Handshake(crate::protocol::version::LATEST)),
             },
         });
@@ -301,7 +313,7 @@ impl Handler<Shutdown> for McpServer {
     type Result = ();
 
     fn handle(&mut self, msg: Shutdown, ctx: &mut Context<Self>) {
-        if self.http {
+        if self.link == Link::Http {
             self.exit_reason
                 .get_or_insert_with(|| "was stopped".to_owned());
             if msg.graceful {

@@ -73,7 +73,7 @@ impl Conn {
         }
         tracing::info!(target: "mcp", server = %self.target.name, %endpoint, "legacy HTTP+SSE transport");
         *self.endpoint.borrow_mut() = Some(endpoint);
-        self.actor.do_send(TransportKind("sse"));
+        self.actor.kind.do_send(TransportKind("sse"));
         let c = self.clone();
         let token = self.token.clone();
         actix_rt::spawn(async move {

@@ -2,9 +2,6 @@
 //! (incoming lines, failed requests, HTTP statuses for the trace, the transport in use, its end).
 //! A fatal failure stops the actor like a child's exit, so the supervisor's restarts are shared.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::rc::Rc;
 use std::time::{Duration, SystemTime};
 
 use actix::prelude::*;
@@ -16,11 +13,6 @@ use crate::protocol::jsonrpc::RequestId;
 use crate::server::http;
 use crate::spec::TransportSpec;
 use crate::trace::{Direction, HttpExchange, WireRecord};
-
-/// The `Mcp-Param-*` headers of calls about to be sent, by request id: the actor puts a call's
-/// headers here before it queues the call's line, the HTTP task takes them when it sends it.
-/// Both run on the actor's arbiter thread; nothing else sees it.
-pub(crate) type ParamHeaders = Rc<RefCell<HashMap<i64, Vec<(String, String)>>>>;
 
 impl McpServer {
     pub(super) fn start_http(&mut self, ctx: &mut Context<Self>) {
@@ -40,10 +32,16 @@ impl McpServer {
         };
         let (tx, rx) = mpsc::channel(WRITE_QUEUE);
         self.writer = Some(tx);
-        self.http = true;
-        self.child_exited = true;
-        self.stderr_done = true;
-        actix_rt::spawn(http::run(target, rx, ctx.address()));
+        self.link = super::Link::Http;
+        let addr = ctx.address();
+        let events = http::HttpEvents {
+            inbound: addr.clone().recipient(),
+            failed: addr.clone().recipient(),
+            status: addr.clone().recipient(),
+            kind: addr.clone().recipient(),
+            closed: addr.recipient(),
+        };
+        actix_rt::spawn(http::run(target, rx, events));
     }
 }
 

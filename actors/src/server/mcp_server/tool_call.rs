@@ -106,7 +106,7 @@ impl Handler<ToolsListed> for McpServer {
 
     fn handle(&mut self, msg: ToolsListed, ctx: &mut Context<Self>) -> Self::Result {
         self.fresh_for(msg.1, ctx);
-        if !self.http {
+        if self.link != super::Link::Http {
             return MessageResult(msg.0.into());
         }
         // Streamable HTTP must mirror x-mcp-header params, and must leave out a tool whose
