@@ -53,6 +53,8 @@ pub struct WireRecord {
     pub session: Option<String>,
     /// HTTP transports: the headers of the exchange (credential values redacted).
     pub http: Option<Arc<HttpExchange>>,
+    /// The era the connection speaks (`handshake` or `stateless`), once decided.
+    pub era: Option<&'static str>,
 }
 
 /// The headers of one HTTP exchange, for the trace: what we added to the request (the

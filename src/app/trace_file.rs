@@ -96,6 +96,9 @@ pub fn record_json(r: &WireRecord, secrets: &[String]) -> Value {
         v["http_status"] = json!(status);
         v["session"] = json!(r.session);
     }
+    if let Some(era) = r.era {
+        v["era"] = json!(era);
+    }
     if let Some(h) = &r.http {
         let map = |list: &[(String, String)]| {
             let mut m = serde_json::Map::new();
@@ -187,6 +190,7 @@ mod tests {
             http_status: None,
             session: None,
             http: None,
+            era: None,
         };
         tap.try_send(record("old-secret new-secret")).expect("send");
         // The writer reads the list when each record arrives: wait until the first is written.

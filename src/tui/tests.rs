@@ -304,6 +304,7 @@ fn record(server: &str, dir: Direction, id: i64, method: &str, message: &str) ->
         http_status: None,
         session: None,
         http: None,
+        era: None,
     }
 }
 

@@ -344,6 +344,7 @@ mod tests {
             http_status: None,
             session: None,
             http: None,
+            era: None,
         }
     }
 

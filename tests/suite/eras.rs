@@ -129,6 +129,7 @@ fn the_trace_shows_the_stateless_request_headers_and_meta() {
         .iter()
         .find(|r| r["dir"] == "send" && r["method"] == "tools/call")
         .expect("the tools/call request");
+    assert_eq!(call["era"], "stateless", "{call}");
     let meta = &call["message"]["params"]["_meta"];
     assert_eq!(
         meta["io.modelcontextprotocol/protocolVersion"],
@@ -176,6 +177,12 @@ fn the_trace_shows_the_stateless_request_headers_and_meta() {
             .iter()
             .any(|r| r["server"] == "everything-http" && r["method"] == "initialize"),
         "the handshake followed"
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["server"] == "everything-http" && r["era"] == "handshake"),
+        "the handshake era is in the trace"
     );
 }
 

@@ -187,6 +187,7 @@ impl McpServer {
                 http_status: None,
                 session: None,
                 http: None,
+                era: self.era.map(|e| e.label()),
             }));
         }
     }

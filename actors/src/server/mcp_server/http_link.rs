@@ -101,6 +101,7 @@ impl Handler<http::HttpStatus> for McpServer {
                     request_headers: msg.request_headers,
                     response_headers: msg.response_headers,
                 })),
+                era: self.era.map(|e| e.label()),
             }));
         }
     }
