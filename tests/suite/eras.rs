@@ -39,6 +39,15 @@ fn run_json(dir: &std::path::Path, args: &[&str]) -> (Value, String) {
     (v, stderr)
 }
 
+/// The records of a `--trace` file.
+fn read_trace(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("the trace file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
 #[test]
 fn one_config_reaches_both_eras_over_stdio_and_http() {
     let (pe, pp) = (free_port(), free_port());
@@ -120,11 +129,7 @@ fn the_trace_shows_the_stateless_request_headers_and_meta() {
     ];
     let (out, _) = run_json(&dir, &args);
     assert_eq!(out["content"][0]["text"], "hello, ada");
-    let records: Vec<Value> = std::fs::read_to_string(&trace)
-        .expect("the trace file")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
+    let records = read_trace(&trace);
     let call = records
         .iter()
         .find(|r| r["dir"] == "send" && r["method"] == "tools/call")
@@ -158,11 +163,7 @@ fn the_trace_shows_the_stateless_request_headers_and_meta() {
         &dir,
         &["--trace", list_arg.as_str(), "mcp", "list", "--json"],
     );
-    let records: Vec<Value> = std::fs::read_to_string(&list_trace)
-        .expect("the trace file")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
+    let records = read_trace(&list_trace);
     let refused = records
         .iter()
         .find(|r| {
