@@ -239,6 +239,9 @@ pub enum ServerEventKind {
 pub struct Shutdown {
     /// Give the server its grace periods.
     pub graceful: bool,
+    /// Each grace period (after closing stdin, after SIGTERM), instead of the spec's
+    /// `shutdown_grace`: a headless command that has printed its result wants out quickly.
+    pub grace: Option<std::time::Duration>,
 }
 
 // ---- supervisor ---------------------------------------------------------------------------------
@@ -400,6 +403,9 @@ impl ReconcileReport {
 }
 
 /// Stop every server; resolves once every child is gone (bounded).
-#[derive(Debug, Message)]
+#[derive(Debug, Message, Default)]
 #[rtype(result = "()")]
-pub struct ShutdownAll;
+pub struct ShutdownAll {
+    /// Each server's grace periods, instead of their spec's (see [`Shutdown::grace`]).
+    pub grace: Option<std::time::Duration>,
+}

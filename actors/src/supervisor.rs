@@ -214,7 +214,10 @@ impl ServerSupervisor {
         );
         tracing::warn!(target: "mcp", server = %name, "{error}");
         if let Some(addr) = entry.addr.take() {
-            addr.do_send(Shutdown { graceful: false });
+            addr.do_send(Shutdown {
+                graceful: false,
+                grace: None,
+            });
         }
         if entry.ever_connected {
             self.exited(name, error, Vec::new(), ctx);
@@ -295,7 +298,10 @@ impl ServerSupervisor {
             return;
         };
         if let Some(addr) = entry.addr.take() {
-            addr.do_send(Shutdown { graceful: true });
+            addr.do_send(Shutdown {
+                graceful: true,
+                grace: None,
+            });
         }
         entry.exits.clear();
         entry.status = ServerStatus::Starting {
@@ -487,7 +493,10 @@ impl Handler<Stop> for ServerSupervisor {
             ctx.cancel_future(t);
         }
         if let Some(addr) = entry.addr.take() {
-            addr.do_send(Shutdown { graceful: true });
+            addr.do_send(Shutdown {
+                graceful: true,
+                grace: None,
+            });
         }
         entry.status = ServerStatus::Stopped;
         self.registry.do_send(ServerGone {
@@ -518,7 +527,10 @@ impl Handler<Reconcile> for ServerSupervisor {
                     ctx.cancel_future(t);
                 }
                 if let Some(addr) = entry.addr.take() {
-                    addr.do_send(Shutdown { graceful: true });
+                    addr.do_send(Shutdown {
+                        graceful: true,
+                        grace: None,
+                    });
                 }
             }
             self.registry.do_send(ServerGone {
@@ -555,14 +567,17 @@ impl Handler<Reconcile> for ServerSupervisor {
 impl Handler<ShutdownAll> for ServerSupervisor {
     type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, _msg: ShutdownAll, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: ShutdownAll, ctx: &mut Context<Self>) -> Self::Result {
         self.shutting_down = true;
         for entry in self.entries.values_mut() {
             if let Some(t) = entry.timer.take() {
                 ctx.cancel_future(t);
             }
             if let Some(addr) = entry.addr.take() {
-                addr.do_send(Shutdown { graceful: true });
+                addr.do_send(Shutdown {
+                    graceful: true,
+                    grace: msg.grace,
+                });
             }
             if !matches!(entry.status, ServerStatus::Failed { .. }) {
                 entry.status = ServerStatus::Stopped;

@@ -23,6 +23,10 @@ use crate::app::config::{self, Config};
 /// How long the trace file's writer has to finish at the end of a session.
 const TRACE_JOIN: Duration = Duration::from_secs(2);
 
+/// The grace periods of a headless command's servers at its end (after closing stdin, after
+/// SIGTERM): the result is printed; a server that ends on SIGTERM is gone within about this.
+pub const HEADLESS_GRACE: Duration = Duration::from_millis(200);
+
 /// What a session runs with: the command line's global flags as plain values.
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
@@ -91,6 +95,9 @@ pub struct Start {
     pub watch: bool,
     /// Install the built-in tools (bash, files, grep): the front ends with a model do.
     pub builtins: bool,
+    /// The servers' grace periods at [`Session::close`] ([`HEADLESS_GRACE`] for the headless
+    /// front ends); `None` keeps each spec's own.
+    pub shutdown_grace: Option<Duration>,
 }
 
 /// A running session: the runtime with its built-ins, the trace file, the config watcher.
@@ -102,6 +109,7 @@ pub struct Session {
     /// The hot-reload watcher, when started with [`Start::watch`].
     pub watcher: Option<Addr<ConfigWatcher>>,
     trace_writer: Option<std::thread::JoinHandle<()>>,
+    shutdown_grace: Option<Duration>,
 }
 
 impl Session {
@@ -146,6 +154,7 @@ impl Session {
             root,
             watcher,
             trace_writer,
+            shutdown_grace: start.shutdown_grace,
         })
     }
 
@@ -167,13 +176,19 @@ impl Session {
             runtime,
             watcher,
             trace_writer,
+            shutdown_grace,
             ..
         } = self;
         if let Some(w) = watcher {
             // Its interval would keep it alive; a local mailbox answers at once.
             let _ = tokio::time::timeout(TRACE_JOIN, w.send(StopWatching)).await;
         }
-        let _ = runtime.supervisor.send(ShutdownAll).await;
+        let _ = runtime
+            .supervisor
+            .send(ShutdownAll {
+                grace: shutdown_grace,
+            })
+            .await;
         // The tap clones live in the (now stopped) actors; the writer ends when they are dropped.
         drop(runtime);
         if let Some(h) = trace_writer {

@@ -52,7 +52,11 @@ pub async fn run(opts: &SessionOptions, args: &ConformanceArgs) -> anyhow::Resul
         harness9_actors::server::input::ElicitPolicy::AcceptDefaults,
     );
     let config = conformance_config(&args.url)?;
-    let mut session = Session::start(opts, &config, config.servers.clone(), Start::default())?;
+    let start = Start {
+        shutdown_grace: Some(crate::app::HEADLESS_GRACE),
+        ..Start::default()
+    };
+    let mut session = Session::start(opts, &config, config.servers.clone(), start)?;
     spawn_event_printer(session.runtime.status.clone(), true);
     let rt = &mut session.runtime;
     let driven = async {

@@ -60,7 +60,11 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
             vec![s.clone()]
         }
     };
-    let mut session = Session::start(opts, &config, specs, Start::default())?;
+    let start = Start {
+        shutdown_grace: Some(crate::app::HEADLESS_GRACE),
+        ..Start::default()
+    };
+    let mut session = Session::start(opts, &config, specs, start)?;
     crate::app::trust::print_hints(&config, only);
     spawn_event_printer(session.runtime.status.clone(), opts.verbose > 0);
     let rt = &mut session.runtime;

@@ -137,6 +137,7 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
     let config = opts.load_config()?;
     crate::app::trust::print_hints(&config, None);
     let start = Start {
+        shutdown_grace: Some(crate::app::HEADLESS_GRACE),
         builtins: true,
         ..Start::default()
     };

@@ -92,6 +92,8 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         wire: Some(wire),
         watch: true,
         builtins: true,
+        // Quitting the TUI gives every server its own grace.
+        shutdown_grace: None,
     };
     let session = Session::start(opts, &cfg, cfg.servers.clone(), start)?;
     let (engine, model, model_help) = match settings {

@@ -151,7 +151,7 @@ pub fn group_alive(pgid: i32) -> bool {
 /// Stops everything and checks no child process is left.
 pub async fn shutdown(rt: Runtime, pgids: &[i32]) {
     rt.supervisor
-        .send(ShutdownAll)
+        .send(ShutdownAll::default())
         .await
         .expect("supervisor alive");
     for &p in pgids {

@@ -226,7 +226,7 @@ impl Session {
             mut status,
             mut registry_gone,
         } = self;
-        match tokio::time::timeout(SHUTDOWN_BOUND, supervisor.send(ShutdownAll)).await {
+        match tokio::time::timeout(SHUTDOWN_BOUND, supervisor.send(ShutdownAll::default())).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => eprintln!("mcp-bench: ShutdownAll: {e}"),
             Err(_) => eprintln!(

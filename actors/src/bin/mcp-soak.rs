@@ -299,7 +299,7 @@ async fn soak(a: &Args) -> Result<Value, String> {
     let fds_after = fd_count();
     let rss_after = rss_kib();
     let children_connected = children().len();
-    match tokio::time::timeout(SHUTDOWN_BOUND, supervisor.send(ShutdownAll)).await {
+    match tokio::time::timeout(SHUTDOWN_BOUND, supervisor.send(ShutdownAll::default())).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => eprintln!("mcp-soak: ShutdownAll: {e}"),
         Err(_) => eprintln!("mcp-soak: ShutdownAll did not finish within 30 s"),

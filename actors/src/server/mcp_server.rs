@@ -326,7 +326,8 @@ impl Handler<Shutdown> for McpServer {
             self.writer = None;
             self.closing = true;
             if msg.graceful {
-                ctx.run_later(self.spec.shutdown_grace * 2, |_, ctx| ctx.stop());
+                let grace = msg.grace.unwrap_or(self.spec.shutdown_grace);
+                ctx.run_later(grace * 2, |_, ctx| ctx.stop());
             } else {
                 ctx.stop();
             }
@@ -352,7 +353,7 @@ impl Handler<Shutdown> for McpServer {
         self.cancel_all("is shutting down");
         // Dropping the sender lets the writer flush and close stdin.
         self.writer = None;
-        let grace = self.spec.shutdown_grace;
+        let grace = msg.grace.unwrap_or(self.spec.shutdown_grace);
         let pgid = self.pgid;
         ctx.run_later(grace, move |act, ctx| {
             if act.child_exited {
