@@ -109,6 +109,10 @@ pub struct RunArgs {
     /// Where cut tool results are saved whole [default: the temp dir's harness9-results].
     #[arg(long, value_name = "DIR")]
     pub spill_dir: Option<PathBuf>,
+    /// How long the first model request waits for servers still starting; those that connect
+    /// later join the next step [default: $HARNESS9_STARTUP_WAIT, else 5].
+    #[arg(long, value_name = "SECS")]
+    pub startup_wait: Option<f64>,
 }
 
 /// `harness9 mcp ...`

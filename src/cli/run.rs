@@ -158,11 +158,12 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
     };
     let rt = &mut session.runtime;
 
+    let wait = startup_wait(args.startup_wait)?.min(rt.max_startup + Duration::from_secs(5));
     let settle = async {
         let snap = if config.servers.is_empty() {
             StatusSnapshot::default()
         } else {
-            rt.settled(rt.max_startup + Duration::from_secs(5)).await
+            rt.settled(wait).await
         };
         if args.json {
             let servers: serde_json::Map<String, Value> = snap
@@ -274,4 +275,27 @@ async fn read_turn(
             () = grace => return None,
         }
     }
+}
+
+/// The default of `--startup-wait`: a few seconds, not a hung server's whole startup timeout.
+const STARTUP_WAIT: Duration = Duration::from_secs(5);
+
+/// `--startup-wait`, else `$HARNESS9_STARTUP_WAIT`, else [`STARTUP_WAIT`].
+fn startup_wait(flag: Option<f64>) -> anyhow::Result<Duration> {
+    let (value, from) = match flag {
+        Some(v) => (v, "--startup-wait"),
+        None => match std::env::var("HARNESS9_STARTUP_WAIT") {
+            Ok(v) => (
+                v.trim().parse::<f64>().map_err(|_| {
+                    anyhow::anyhow!("HARNESS9_STARTUP_WAIT={v:?} is not a number of seconds")
+                })?,
+                "HARNESS9_STARTUP_WAIT",
+            ),
+            Err(_) => return Ok(STARTUP_WAIT),
+        },
+    };
+    if !value.is_finite() || !(0.0..=crate::app::config::MAX_TIMEOUT_SECS).contains(&value) {
+        anyhow::bail!("{from} must be a number of seconds from 0 to 86400, not {value}");
+    }
+    Ok(Duration::from_secs_f64(value))
 }

@@ -248,6 +248,8 @@ pub fn harness9_in(dir: &Path) -> std::process::Command {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_harness9"));
     c.arg("--approve-project")
         .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+        // `run -p` waits for every server (tests check the first request's tools).
+        .env("HARNESS9_STARTUP_WAIT", "60")
         .current_dir(dir);
     c
 }

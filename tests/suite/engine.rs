@@ -1164,3 +1164,26 @@ fn a_tool_whose_schema_is_not_a_json_object_is_left_out_of_the_models_table() {
         assert!(t["input_schema"].is_object(), "{t}");
     }
 }
+
+#[test]
+fn run_starts_within_the_startup_wait_when_a_server_hangs() {
+    let model = Model::start("hung", json!({"steps": [{"text": "done without it"}]}));
+    // `hung` never answers initialize (and has the default 30 s startup timeout).
+    let dir = project(
+        "hung",
+        json!({"ok": fixture_json(&[], json!({})), "hung": fixture_json(&["--no-init"], json!({}))}),
+    );
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &["run", "-p", "go", "--json", "--startup-wait", "1"],
+    )
+    .finish(LIMIT);
+    out.ok();
+    let start = out.event("start", "");
+    assert_eq!(start["servers"]["ok"], "connected", "{out}");
+    // Still starting: the first model request went out at the bound, not after the 30 s
+    // startup timeout (by then it would be failed).
+    assert_eq!(start["servers"]["hung"], "starting", "{out}");
+    let tools = offered_tools(&model.requests()[0]);
+    assert!(tools.iter().any(|t| t == "mcp__ok__echo"), "{tools:?}");
+}

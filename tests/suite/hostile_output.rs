@@ -82,6 +82,7 @@ fn harness9(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
         .args(args)
         .current_dir(dir)
         .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+        .env("HARNESS9_STARTUP_WAIT", "60")
         .env("HOME", dir.join("home"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
