@@ -8,6 +8,7 @@
 //! HTTP+SSE transport.
 
 mod legacy;
+mod meta;
 mod redirects;
 
 use std::cell::{Cell, RefCell};
@@ -24,9 +25,9 @@ use tokio::sync::{mpsc, Mutex, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::net::{install_crypto, snippet};
-use crate::protocol::headers;
 use crate::protocol::jsonrpc::{Incoming, RequestId};
 use crate::protocol::sse::SseParser;
+use meta::{header_list, request_headers, Peek};
 
 /// An incoming JSON-RPC message (one SSE event's data or one JSON body).
 #[derive(Message)]
@@ -57,29 +58,6 @@ pub(crate) struct HttpStatus {
     pub request_headers: Vec<(String, String)>,
     pub response_headers: Vec<(String, String)>,
     pub body: Option<Bytes>,
-}
-
-/// Response headers that may carry credentials: their values are not traced.
-const SECRET_HEADERS: [&str; 4] = [
-    "set-cookie",
-    "authorization",
-    "www-authenticate",
-    "proxy-authenticate",
-];
-
-/// A response's headers for the trace, credential values redacted.
-fn header_list(h: &awc::http::header::HeaderMap) -> Vec<(String, String)> {
-    h.iter()
-        .map(|(k, v)| {
-            let name = k.as_str().to_owned();
-            let value = if SECRET_HEADERS.contains(&name.as_str()) {
-                "[redacted]".to_owned()
-            } else {
-                String::from_utf8_lossy(v.as_bytes()).into_owned()
-            };
-            (name, value)
-        })
-        .collect()
 }
 
 /// The transport in use changed (fallback to legacy SSE).
@@ -221,70 +199,6 @@ pub(crate) async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Vec<u8>>, act
     conn.close().await;
     conn.token.cancel();
     conn.actor.closed.do_send(TransportClosed);
-}
-
-/// The body fields a POST mirrors into headers (2026-07-28 "request metadata"; harmless and
-/// useful to gateways in the handshake era too).
-#[derive(serde::Deserialize, Default)]
-struct Peek {
-    #[serde(default)]
-    params: Option<PeekParams>,
-}
-
-#[derive(serde::Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct PeekParams {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    uri: Option<String>,
-    /// `initialize`'s offer.
-    #[serde(default)]
-    protocol_version: Option<String>,
-    /// `notifications/cancelled`'s request.
-    #[serde(default)]
-    request_id: Option<serde_json::Value>,
-    #[serde(default, rename = "_meta")]
-    meta: Option<PeekMeta>,
-}
-
-#[derive(serde::Deserialize, Default)]
-struct PeekMeta {
-    #[serde(default, rename = "io.modelcontextprotocol/protocolVersion")]
-    protocol_version: Option<String>,
-}
-
-/// The headers one POST carries besides the configured ones: `Mcp-Method`, `Mcp-Name` (for
-/// `tools/call`, `prompts/get`, `resources/read`) and `MCP-Protocol-Version` (the request's
-/// `_meta` revision, or `initialize`'s offer).
-fn request_headers(method: &str, peek: &Peek) -> Vec<(String, String)> {
-    let mut h = Vec::with_capacity(3);
-    if !method.is_empty() {
-        h.push(("Mcp-Method".to_owned(), headers::encode_value(method)));
-    }
-    if let Some(p) = &peek.params {
-        let name = match method {
-            "tools/call" | "prompts/get" => p.name.as_deref(),
-            "resources/read" => p.uri.as_deref(),
-            _ => None,
-        };
-        if let Some(n) = name {
-            h.push(("Mcp-Name".to_owned(), headers::name_header(n)));
-        }
-        let version = p
-            .meta
-            .as_ref()
-            .and_then(|m| m.protocol_version.as_deref())
-            .or(if method == "initialize" {
-                p.protocol_version.as_deref()
-            } else {
-                None
-            });
-        if let Some(v) = version {
-            h.push(("MCP-Protocol-Version".to_owned(), headers::encode_value(v)));
-        }
-    }
-    h
 }
 
 fn is_initialized(line: &[u8]) -> bool {

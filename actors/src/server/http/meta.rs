@@ -1,0 +1,92 @@
+//! What the HTTP exchanges say besides their bodies: the request-metadata headers a POST
+//! mirrors from its body (`Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`), read from a light
+//! parse of the line, and a response's headers as the trace shows them (credentials redacted).
+
+use crate::protocol::headers;
+
+/// The body fields a POST mirrors into headers (2026-07-28 "request metadata"; harmless and
+/// useful to gateways in the handshake era too).
+#[derive(serde::Deserialize, Default)]
+pub(super) struct Peek {
+    #[serde(default)]
+    pub(super) params: Option<PeekParams>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PeekParams {
+    #[serde(default)]
+    pub(super) name: Option<String>,
+    #[serde(default)]
+    pub(super) uri: Option<String>,
+    /// `initialize`'s offer.
+    #[serde(default)]
+    pub(super) protocol_version: Option<String>,
+    /// `notifications/cancelled`'s request.
+    #[serde(default)]
+    pub(super) request_id: Option<serde_json::Value>,
+    #[serde(default, rename = "_meta")]
+    pub(super) meta: Option<PeekMeta>,
+}
+
+#[derive(serde::Deserialize, Default)]
+pub(super) struct PeekMeta {
+    #[serde(default, rename = "io.modelcontextprotocol/protocolVersion")]
+    pub(super) protocol_version: Option<String>,
+}
+
+/// The headers one POST carries besides the configured ones: `Mcp-Method`, `Mcp-Name` (for
+/// `tools/call`, `prompts/get`, `resources/read`) and `MCP-Protocol-Version` (the request's
+/// `_meta` revision, or `initialize`'s offer).
+pub(super) fn request_headers(method: &str, peek: &Peek) -> Vec<(String, String)> {
+    let mut h = Vec::with_capacity(3);
+    if !method.is_empty() {
+        h.push(("Mcp-Method".to_owned(), headers::encode_value(method)));
+    }
+    if let Some(p) = &peek.params {
+        let name = match method {
+            "tools/call" | "prompts/get" => p.name.as_deref(),
+            "resources/read" => p.uri.as_deref(),
+            _ => None,
+        };
+        if let Some(n) = name {
+            h.push(("Mcp-Name".to_owned(), headers::name_header(n)));
+        }
+        let version = p
+            .meta
+            .as_ref()
+            .and_then(|m| m.protocol_version.as_deref())
+            .or(if method == "initialize" {
+                p.protocol_version.as_deref()
+            } else {
+                None
+            });
+        if let Some(v) = version {
+            h.push(("MCP-Protocol-Version".to_owned(), headers::encode_value(v)));
+        }
+    }
+    h
+}
+
+/// Response headers that may carry credentials: their values are not traced.
+const SECRET_HEADERS: [&str; 4] = [
+    "set-cookie",
+    "authorization",
+    "www-authenticate",
+    "proxy-authenticate",
+];
+
+/// A response's headers for the trace, credential values redacted.
+pub(super) fn header_list(h: &awc::http::header::HeaderMap) -> Vec<(String, String)> {
+    h.iter()
+        .map(|(k, v)| {
+            let name = k.as_str().to_owned();
+            let value = if SECRET_HEADERS.contains(&name.as_str()) {
+                "[redacted]".to_owned()
+            } else {
+                String::from_utf8_lossy(v.as_bytes()).into_owned()
+            };
+            (name, value)
+        })
+        .collect()
+}
