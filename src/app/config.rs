@@ -30,6 +30,10 @@ pub struct Config {
     pub disabled: Vec<String>,
     /// Values that must never reach a log or trace (env values, header values).
     pub secrets: Vec<String>,
+    /// Servers that come from another file than `path` (the user file), with that file.
+    pub sources: Vec<(String, PathBuf)>,
+    /// Names of the user file that the project config names too (the project's entry wins).
+    pub shadowed: Vec<String>,
 }
 
 /// Why a config could not be loaded.

@@ -8,6 +8,7 @@ mod config_props;
 pub mod log_file;
 mod runtime;
 mod session;
+pub mod sources;
 pub mod trace_file;
 pub mod trust;
 pub mod watcher;

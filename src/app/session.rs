@@ -19,6 +19,7 @@ use crate::agent::engine::{Engine, EngineConfig};
 use crate::agent::model::settings::{self, ModelFlags, Settings};
 use crate::agent::model::{Provider, ProviderConfig};
 use crate::app::config::{self, Config};
+use crate::app::sources;
 
 /// How long the trace file's writer has to finish at the end of a session.
 const TRACE_JOIN: Duration = Duration::from_secs(2);
@@ -30,8 +31,11 @@ pub const HEADLESS_GRACE: Duration = Duration::from_millis(200);
 /// What a session runs with: the command line's global flags as plain values.
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
-    /// `.mcp.json`: `--config`, else `./.mcp.json`.
+    /// `.mcp.json`: `--config`, else the project's (found up to the repository root), else
+    /// `./.mcp.json`.
     pub config_path: PathBuf,
+    /// The user's config file merged under the project's (`None` with `--config`).
+    pub user_config: Option<PathBuf>,
     /// Whether a missing config file is an error (it was named with `--config`).
     pub config_must_exist: bool,
     /// `--approve-project`: the project config's servers are approved as they are.
@@ -51,9 +55,19 @@ impl SessionOptions {
     pub fn from_cli(cli: &crate::cli::Cli) -> Self {
         let (config_path, config_must_exist) = match &cli.config {
             Some(p) => (p.clone(), true),
-            None => (PathBuf::from(config::DEFAULT_PATH), false),
+            None => {
+                // In the working directory itself it keeps its short name in messages.
+                let found = std::env::current_dir().ok().and_then(|cwd| {
+                    sources::find_project(&cwd).filter(|p| p.parent() != Some(cwd.as_path()))
+                });
+                (
+                    found.unwrap_or_else(|| PathBuf::from(config::DEFAULT_PATH)),
+                    false,
+                )
+            }
         };
         Self {
+            user_config: cli.config.is_none().then(sources::user_path).flatten(),
             config_path,
             config_must_exist,
             approve_project: cli.approve_project,
@@ -72,10 +86,11 @@ impl SessionOptions {
     /// Loads `.mcp.json` (a missing default file is an empty config); a found project config's
     /// unapproved servers are held (see [`crate::app::trust`]).
     pub fn load_config(&self) -> anyhow::Result<Config> {
-        crate::app::trust::load(
+        load_merged(
             &self.config_path,
             self.config_must_exist,
             self.approve_project,
+            self.user_config.as_deref(),
         )
     }
 
@@ -83,6 +98,24 @@ impl SessionOptions {
     pub fn model_settings(&self) -> Result<Settings, settings::SettingsError> {
         settings::resolve(&self.model)
     }
+}
+
+/// The project config (its unapproved servers held) with the user file's servers merged under
+/// it: what a session starts with and what every hot reload reads.
+pub(crate) fn load_merged(
+    project: &std::path::Path,
+    must_exist: bool,
+    approve_project: bool,
+    user: Option<&std::path::Path>,
+) -> anyhow::Result<Config> {
+    let cfg = crate::app::trust::load(project, must_exist, approve_project)?;
+    let Some(path) = user else {
+        return Ok(cfg);
+    };
+    Ok(match sources::load_user(path)? {
+        Some(u) => sources::merge(cfg, u),
+        None => cfg,
+    })
 }
 
 /// How a session starts.
@@ -142,6 +175,7 @@ impl Session {
         let watcher = start.watch.then(|| {
             ConfigWatcher::new(
                 opts.config_path.clone(),
+                opts.user_config.clone(),
                 opts.config_must_exist,
                 opts.approve_project,
                 runtime.supervisor.clone(),

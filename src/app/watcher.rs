@@ -99,6 +99,8 @@ fn stamp(path: &Path) -> Option<Stamp> {
 /// The watcher actor (runs on the main arbiter, beside the supervisor).
 pub struct ConfigWatcher {
     path: PathBuf,
+    /// The user's config file, merged under the project's.
+    user: Option<PathBuf>,
     must_exist: bool,
     /// `--approve-project`: the project config's servers are approved as they are, on every
     /// reload of this session too.
@@ -108,6 +110,8 @@ pub struct ConfigWatcher {
     secrets: watch::Sender<Vec<String>>,
     /// The content last loaded (or seen), to tell real changes from touches.
     loaded: Option<Stamp>,
+    /// The same for the user file.
+    loaded_user: Option<Stamp>,
     subscribers: Vec<Recipient<ConfigChanged>>,
 }
 
@@ -115,6 +119,7 @@ impl ConfigWatcher {
     /// A watcher of `path` as loaded just now (its current content counts as seen).
     pub fn new(
         path: PathBuf,
+        user: Option<PathBuf>,
         must_exist: bool,
         approve_project: bool,
         supervisor: Addr<ServerSupervisor>,
@@ -122,7 +127,9 @@ impl ConfigWatcher {
     ) -> Self {
         Self {
             loaded: stamp(&path),
+            loaded_user: user.as_deref().and_then(stamp),
             path,
+            user,
             must_exist,
             approve_project,
             supervisor,
@@ -141,15 +148,23 @@ impl ConfigWatcher {
     /// Reloads `.mcp.json` and reconciles the servers; `forced` reports even an unchanged file.
     fn reload(&mut self, forced: bool, ctx: &mut Context<Self>) {
         let now = stamp(&self.path);
-        if !forced && now.map(|s| s.hash) == self.loaded.map(|s| s.hash) {
-            self.loaded = now;
+        let now_user = self.user.as_deref().and_then(stamp);
+        let same = now.map(|s| s.hash) == self.loaded.map(|s| s.hash)
+            && now_user.map(|s| s.hash) == self.loaded_user.map(|s| s.hash);
+        self.loaded = now;
+        self.loaded_user = now_user;
+        if !forced && same {
             return;
         }
-        self.loaded = now;
         let shown = self.path.display().to_string();
         // A new or changed server of a project config comes back held (unapproved): it stops
         // (if it ran with an older spec) and the trust screen asks about it.
-        match crate::app::trust::load(&self.path, self.must_exist, self.approve_project) {
+        match crate::app::session::load_merged(
+            &self.path,
+            self.must_exist,
+            self.approve_project,
+            self.user.as_deref(),
+        ) {
             Err(e) => self.publish(ConfigOutcome::Invalid(format!("{e:#}"))),
             Ok(cfg) => {
                 self.secrets.send_replace(cfg.secrets.clone());
@@ -205,7 +220,11 @@ impl Actor for ConfigWatcher {
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.run_interval(WATCH_EVERY, |act, ctx| {
             // Only a changed time or size leads to reading the file (and its hash decides).
-            if file_id(&act.path) != act.loaded.map(|s| (s.modified, s.len)) {
+            let user_changed = act
+                .user
+                .as_deref()
+                .is_some_and(|u| file_id(u) != act.loaded_user.map(|s| (s.modified, s.len)));
+            if user_changed || file_id(&act.path) != act.loaded.map(|s| (s.modified, s.len)) {
                 act.reload(false, ctx);
             }
         });

@@ -152,8 +152,24 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
     let failed = snap
         .values()
         .any(|s| !matches!(s.status, ServerStatus::Connected { .. }));
+    let source = |name: &str| {
+        config
+            .sources
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(&config.path, |(_, p)| p)
+            .display()
+            .to_string()
+    };
     if as_json {
-        let mut rows: Vec<Value> = snap.iter().map(|(n, s)| status_json(n, s)).collect();
+        let mut rows: Vec<Value> = snap
+            .iter()
+            .map(|(n, s)| {
+                let mut v = status_json(n, s);
+                v["source"] = json!(source(n));
+                v
+            })
+            .collect();
         for d in &config.disabled {
             rows.push(json!({"name": d, "status": "disabled"}));
         }
@@ -233,6 +249,19 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
         }
         for d in &config.disabled {
             say!("{:<20} {:<9} {:<11}", clean_line(d), "-", "disabled");
+        }
+        // Where the servers come from, when it is not one file.
+        if !config.sources.is_empty() || !config.shadowed.is_empty() {
+            say!("\nproject config: {}", config.path.display());
+            for (name, path) in &config.sources {
+                say!("{:<20} from {}", clean_line(name), path.display());
+            }
+            for name in &config.shadowed {
+                say!(
+                    "{:<20} the user config's entry is shadowed by the project's",
+                    clean_line(name)
+                );
+            }
         }
     }
     Ok(if failed {

@@ -13,5 +13,6 @@ mod overlong;
 mod reference;
 mod reload;
 mod sandbox;
+mod sources;
 mod trust;
 mod tui;
