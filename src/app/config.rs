@@ -78,6 +78,8 @@ pub enum ConfigError {
 #[serde(rename_all = "lowercase")]
 enum Kind {
     Stdio,
+    /// Streamable HTTP; other tools spell it `streamable-http` or `streamableHttp`.
+    #[serde(alias = "streamable-http", alias = "streamableHttp")]
     Http,
     Sse,
 }
@@ -206,6 +208,9 @@ struct RawServer {
     sandbox: Option<SandboxField>,
     #[serde(default)]
     protocol_version: Option<String>,
+    /// A file of `KEY=VALUE` lines (relative to the config file) added under `env`.
+    #[serde(default)]
+    env_file: Option<String>,
 }
 
 /// Strips serde_json's ` at line L column C` suffix.
@@ -366,6 +371,39 @@ impl<'de: 'a, 'a> Deserialize<'de> for Servers<'a> {
 struct RawFile<'a> {
     #[serde(default, borrow)]
     mcp_servers: Option<Servers<'a>>,
+    /// VS Code's `.vscode/mcp.json` shape (with `inputs`, whose `${input:id}` values come from
+    /// the environment, see [`input_var`]).
+    #[serde(default, borrow)]
+    servers: Option<Servers<'a>>,
+}
+
+/// The environment variable that gives VS Code's `${input:id}` its value headless:
+/// `HARNESS9_INPUT_` and the id in upper case, other characters as `_`.
+pub fn input_var(id: &str) -> String {
+    let tail: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("HARNESS9_INPUT_{tail}")
+}
+
+/// What `${...}` names resolve to when loading a file: the environment, `workspaceFolder`
+/// (the project root: the config's directory, or the parent of `.vscode/`), and `input:id`
+/// from [`input_var`].
+fn file_lookup(root: PathBuf) -> impl Fn(&str) -> Option<String> {
+    move |v: &str| match v {
+        "workspaceFolder" => Some(root.display().to_string()),
+        _ => match v.strip_prefix("input:") {
+            Some(id) => std::env::var(input_var(id)).ok(),
+            None => std::env::var(v).ok(),
+        },
+    }
 }
 
 /// Expands `${VAR}` and `${VAR:-default}` using `lookup`.
@@ -383,7 +421,13 @@ pub fn expand(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String
             Some((v, d)) => (v, Some(d)),
             None => (inner, None),
         };
-        let valid = !var.is_empty() && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        // `${input:id}` (VS Code's inputs) is looked up like a variable of that name.
+        let name = var.strip_prefix("input:").unwrap_or(var);
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+            && (var.starts_with("input:") || !name.contains(['-', '.']));
         if !valid {
             return Err(format!(
                 "\"${{{inner}}}\" is not a valid variable reference"
@@ -396,9 +440,15 @@ pub fn expand(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String
             (Some(v), _) => out.push_str(&v),
             (None, Some(d)) => out.push_str(d),
             (None, None) => {
-                return Err(format!(
-                    "environment variable {var} is not set; set it or write ${{{var}:-default}}"
-                ))
+                return Err(match var.strip_prefix("input:") {
+                    Some(id) => format!(
+                        "input {id:?} has no value; headless, set the environment variable {}",
+                        input_var(id)
+                    ),
+                    None => format!(
+                        "environment variable {var} is not set; set it or write ${{{var}:-default}}"
+                    ),
+                })
             }
         }
         rest = &after[end + 1..];
@@ -426,7 +476,63 @@ pub fn load(path: &Path, must_exist: bool) -> Result<Config, ConfigError> {
         }
     };
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    parse(&text, &shown, &base, &|v| std::env::var(v).ok())
+    if looks_like_toml(&text) {
+        return Err(ConfigError::Syntax {
+            path: shown,
+            line: 1,
+            column: 1,
+            message: "this is TOML (Codex's config.toml format?), and harness9 reads JSON: put the servers of [mcp_servers.NAME] in .mcp.json as {\"mcpServers\": {\"NAME\": {\"command\": ..., \"args\": [...], \"env\": {...}}}}".to_owned(),
+        });
+    }
+    // `.vscode/mcp.json`: the workspace folder is the directory above `.vscode`.
+    let root = match base.file_name() {
+        Some(n) if n == ".vscode" => base.parent().map(Path::to_path_buf).unwrap_or_default(),
+        _ => base.clone(),
+    };
+    let root = if root.as_os_str().is_empty() {
+        std::env::current_dir().unwrap_or_default()
+    } else {
+        root
+    };
+    parse(&text, &shown, &base, &file_lookup(root))
+}
+
+/// The `KEY=VALUE` lines of an env file (`#` comments, blank lines and an `export ` prefix
+/// skipped; a value in matching quotes loses them).
+fn env_file_entries(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| {
+            let l = l.strip_prefix("export ").unwrap_or(l);
+            let (k, v) = l.split_once('=')?;
+            let v = v.trim();
+            let v = ['"', '\'']
+                .iter()
+                .find_map(|q| v.strip_prefix(*q).and_then(|r| r.strip_suffix(*q)))
+                .unwrap_or(v);
+            Some((k.trim().to_owned(), v.to_owned()))
+        })
+        .collect()
+}
+
+/// Whether a config file's text is TOML rather than JSON: its first meaningful line is a
+/// `[table]` header or a `key = value` pair.
+fn looks_like_toml(text: &str) -> bool {
+    let Some(first) = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+    else {
+        return false;
+    };
+    (first.starts_with('[') && first.ends_with(']') && !first.contains('"'))
+        || first.split_once('=').is_some_and(|(k, _)| {
+            !k.trim().is_empty()
+                && k.trim()
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        })
 }
 
 /// Parses config text; `base` resolves relative `cwd`s.
@@ -456,7 +562,17 @@ pub fn parse(
         path: PathBuf::from(shown),
         ..Config::default()
     };
-    for (name, value) in file.mcp_servers.map(|s| s.0).unwrap_or_default() {
+    let entries = match (file.mcp_servers, file.servers) {
+        (Some(m), Some(_)) => {
+            tracing::warn!("{shown}: both \"mcpServers\" and \"servers\"; \"servers\" is ignored");
+            m.0
+        }
+        (Some(m), None) => m.0,
+        (None, Some(v)) => v.0,
+        (None, None) => Vec::new(),
+    };
+    for (name, value) in entries {
+        warn_foreign_fields(shown, &name, value);
         // An error in one entry fails that server only (its spec is held as `Invalid`).
         let held = |message: String| {
             let mut spec = ServerSpec::stdio(&name, "", Vec::new());
@@ -522,6 +638,29 @@ pub fn parse(
     Ok(config)
 }
 
+/// Fields of other tools' configs that harness9 does not read, and what it has instead.
+const FOREIGN_FIELDS: [(&str, &str); 4] = [
+    ("alwaysAllow", "harness9 asks before destructive tools; `a` at the question allows a tool for the session, --yes allows all"),
+    ("autoApprove", "harness9 asks before destructive tools; `a` at the question allows a tool for the session, --yes allows all"),
+    ("timeout", "use toolTimeoutSec (seconds) and startupTimeoutSec"),
+    ("trust", "a project's servers are approved with `harness9 mcp approve`"),
+];
+
+/// Warns once per field of `FOREIGN_FIELDS` an entry carries: ignored, but not silently.
+fn warn_foreign_fields(shown: &str, name: &str, value: &RawValue) {
+    let Ok(serde_json::Value::Object(m)) = serde_json::from_str::<serde_json::Value>(value.get())
+    else {
+        return;
+    };
+    for (field, instead) in FOREIGN_FIELDS {
+        if m.contains_key(field) {
+            tracing::warn!(
+                "{shown}: server \"{name}\": \"{field}\" is not read by harness9; {instead}"
+            );
+        }
+    }
+}
+
 /// Whether an entry that does not parse still says `"disabled": true` (then it is just off).
 fn is_disabled(value: &RawValue) -> bool {
     serde_json::from_str::<serde_json::Value>(value.get())
@@ -565,6 +704,24 @@ fn build(
                     secrets.push(v.clone());
                 }
                 env.push((k.clone(), v));
+            }
+            if let Some(file) = &raw.env_file {
+                let file = base.join(x("envFile", file)?);
+                let text = std::fs::read_to_string(&file).map_err(|e| ConfigError::Expand {
+                    path: shown.to_owned(),
+                    server: name.to_owned(),
+                    field: "envFile".to_owned(),
+                    message: format!("cannot read {}: {e}", file.display()),
+                })?;
+                for (k, v) in env_file_entries(&text) {
+                    if env.iter().any(|(have, _)| *have == k) {
+                        continue;
+                    }
+                    if v.len() >= 4 {
+                        secrets.push(v.clone());
+                    }
+                    env.push((k, v));
+                }
             }
             let cwd = match &raw.cwd {
                 Some(c) => {
@@ -889,5 +1046,66 @@ mod tests {
         let c = load(Path::new("/nonexistent/.mcp.json"), false).unwrap();
         assert!(c.servers.is_empty());
         assert!(load(Path::new("/nonexistent/.mcp.json"), true).is_err());
+    }
+
+    #[test]
+    fn other_tools_formats_load_or_say_what_they_are() {
+        let dir = std::env::temp_dir().join(format!("h9-formats-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("proj/.vscode")).unwrap();
+        // VS Code: `servers`, `inputs` (values from the environment headless), the workspace
+        // folder, the streamable-http spelling.
+        let vscode = dir.join("proj/.vscode/mcp.json");
+        std::fs::write(
+            &vscode,
+            r#"{"inputs": [{"type": "promptString", "id": "api-key", "password": true}],
+                "servers": {
+                  "gh": {"type": "streamable-http", "url": "https://api.example/mcp",
+                         "headers": {"Authorization": "Bearer ${input:api-key}"}},
+                  "local": {"command": "${workspaceFolder}/bin/srv", "envFile": "${workspaceFolder}/.env"}}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("proj/.env"),
+            "# comment\nexport A=1\nB=\"two words\"\n",
+        )
+        .unwrap();
+        let c = load(&vscode, true).unwrap();
+        let gh = c.servers.iter().find(|s| s.name == "gh").unwrap();
+        let Some(Hold::Invalid(why)) = &gh.hold else {
+            panic!("an input without a value holds the server: {gh:?}")
+        };
+        assert!(why.contains("HARNESS9_INPUT_API_KEY"), "{why}");
+        let local = c.servers.iter().find(|s| s.name == "local").unwrap();
+        let TransportSpec::Stdio { command, env, .. } = &local.transport else {
+            unreachable!()
+        };
+        assert_eq!(*command, dir.join("proj/bin/srv").display().to_string());
+        assert_eq!(
+            *env,
+            vec![
+                ("A".to_owned(), "1".to_owned()),
+                ("B".to_owned(), "two words".to_owned())
+            ]
+        );
+        let c = parse(
+            r#"{"servers": {"gh": {"type": "streamableHttp", "url": "https://x/mcp"}}}"#,
+            "mcp.json",
+            Path::new("/"),
+            &|v| (v == "HARNESS9_INPUT_API_KEY").then(|| "k".to_owned()),
+        )
+        .unwrap();
+        assert!(matches!(
+            c.servers[0].transport,
+            TransportSpec::Http { sse: false, .. }
+        ));
+        // Codex's TOML: a clear error, not "expected value".
+        let codex = dir.join("config.toml");
+        std::fs::write(&codex, "[mcp_servers.docs]\ncommand = \"npx\"\n").unwrap();
+        let e = load(&codex, true).unwrap_err().to_string();
+        assert!(
+            e.contains("TOML") && e.contains("Codex") && e.contains("mcpServers"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,5 +1,5 @@
-//! Where the MCP config comes from. The project's `.mcp.json` is found by walking up from the
-//! working directory to the repository root (the directory holding `.git`), else to the
+//! Where the MCP config comes from. The project's `.mcp.json` (or VS Code's `.vscode/mcp.json`)
+//! is found by walking up from the working directory to the repository root (the directory holding `.git`), else to the
 //! filesystem root; the user's `$XDG_CONFIG_HOME/harness9/mcp.json` (`~/.config/harness9/mcp.json`)
 //! holds servers wanted everywhere. The two are merged by server name, the project winning; a
 //! `--config` file replaces both. The user file is the user's own: its servers need no approval.
@@ -13,9 +13,11 @@ use super::config::{self, Config, DEFAULT_PATH};
 pub fn find_project(start: &Path) -> Option<PathBuf> {
     let mut dir = Some(start);
     while let Some(d) = dir {
-        let candidate = d.join(DEFAULT_PATH);
-        if candidate.is_file() {
-            return Some(candidate);
+        // Ours first, then VS Code's.
+        for candidate in [d.join(DEFAULT_PATH), d.join(".vscode").join("mcp.json")] {
+            if candidate.is_file() {
+                return Some(candidate);
+            }
         }
         if d.join(".git").exists() {
             return None;
