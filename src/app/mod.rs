@@ -5,6 +5,7 @@
 pub mod config;
 #[cfg(test)]
 mod config_props;
+pub mod edit;
 pub mod log_file;
 mod runtime;
 mod session;

@@ -13,7 +13,7 @@ use harness9_actors::messages::{
 use harness9_actors::{ServerSpec, ToolRegistry};
 use serde_json::{json, Value};
 
-use super::{interrupted, McpCommand};
+use super::{interrupted, McpCommand, Scope, Transport};
 use crate::app::config::{self, Config};
 use crate::app::{spawn_event_printer, Runtime, Session, SessionOptions, Start};
 use crate::sanitize::{clean_line, clean_text, to_json};
@@ -28,16 +28,39 @@ macro_rules! say {
 
 /// Runs a `mcp` subcommand; every child is gone when this returns.
 pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
-    if let McpCommand::Approve { servers } = cmd {
-        for line in crate::app::trust::approve(&opts.config_path, servers)? {
-            say!("{line}");
+    match cmd {
+        McpCommand::Approve { servers } => {
+            for line in crate::app::trust::approve(&opts.config_path, servers)? {
+                say!("{line}");
+            }
+            return Ok(ExitCode::SUCCESS);
         }
-        return Ok(ExitCode::SUCCESS);
+        McpCommand::Add {
+            name,
+            scope,
+            env,
+            headers,
+            transport,
+            command,
+        } => {
+            let entry = add_entry(env, headers, *transport, command)?;
+            return edit_config(opts, *scope, name, Some(entry));
+        }
+        McpCommand::AddJson { name, json, scope } => {
+            let entry: Value = serde_json::from_str(json)
+                .with_context(|| format!("the entry is not valid JSON: {json:.200}"))?;
+            if !entry.is_object() {
+                bail!("the entry must be a JSON object, like '{{\"command\": \"npx\", \"args\": [\"-y\", \"pkg\"]}}'");
+            }
+            return edit_config(opts, *scope, name, Some(entry));
+        }
+        McpCommand::Remove { name, scope } => return edit_config(opts, *scope, name, None),
+        _ => {}
     }
     let config = opts.load_config()?;
     let only = match cmd {
-        McpCommand::List(_) | McpCommand::Approve { .. } => None,
         McpCommand::Get { server, .. } | McpCommand::Call { server, .. } => Some(server.as_str()),
+        _ => None,
     };
     let specs: Vec<ServerSpec> = match only {
         None => config.servers.clone(),
@@ -96,7 +119,7 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
                 )
                 .await
             }
-            McpCommand::Approve { .. } => Ok(ExitCode::SUCCESS),
+            _ => Ok(ExitCode::SUCCESS),
         }
     };
     let out = tokio::select! {
@@ -453,4 +476,114 @@ async fn call(
             Err(anyhow::Error::new(e))
         }
     }
+}
+
+/// The `.mcp.json` entry `mcp add` writes.
+fn add_entry(
+    env: &[String],
+    headers: &[String],
+    transport: Option<Transport>,
+    command: &[String],
+) -> anyhow::Result<Value> {
+    let first = command.first().map(String::as_str).unwrap_or_default();
+    let is_url = first.starts_with("http://") || first.starts_with("https://");
+    let transport = transport.unwrap_or(if is_url {
+        Transport::Http
+    } else {
+        Transport::Stdio
+    });
+    match transport {
+        Transport::Stdio => {
+            if !headers.is_empty() {
+                bail!("-H/--header is for HTTP servers; a stdio server takes -e KEY=VALUE");
+            }
+            let mut env_map = serde_json::Map::new();
+            for e in env {
+                let Some((k, v)) = e.split_once('=') else {
+                    bail!("-e {e:?} is not KEY=VALUE");
+                };
+                env_map.insert(k.to_owned(), json!(v));
+            }
+            let mut entry = json!({ "command": first, "args": &command[1..] });
+            if !env_map.is_empty() {
+                entry["env"] = Value::Object(env_map);
+            }
+            Ok(entry)
+        }
+        Transport::Http | Transport::Sse => {
+            if command.len() != 1 || !is_url {
+                bail!("an HTTP server takes one URL (http:// or https://), e.g. `harness9 mcp add docs https://example.com/mcp`");
+            }
+            if !env.is_empty() {
+                bail!("-e/--env is for stdio servers; an HTTP server takes -H 'Name: value'");
+            }
+            let mut hmap = serde_json::Map::new();
+            for h in headers {
+                let Some((k, v)) = h.split_once(':') else {
+                    bail!("-H {h:?} is not 'Name: value'");
+                };
+                hmap.insert(k.trim().to_owned(), json!(v.trim()));
+            }
+            let mut entry = json!({ "type": if transport == Transport::Sse { "sse" } else { "http" }, "url": first });
+            if !hmap.is_empty() {
+                entry["headers"] = Value::Object(hmap);
+            }
+            Ok(entry)
+        }
+    }
+}
+
+/// Adds (`Some(entry)`) or removes (`None`) server `name` in the scope's file, keeping the rest
+/// of it; checks the result parses as a config; a project server added here is approved (the
+/// user wrote it).
+fn edit_config(
+    opts: &SessionOptions,
+    scope: Scope,
+    name: &str,
+    entry: Option<Value>,
+) -> anyhow::Result<ExitCode> {
+    let path = match scope {
+        Scope::Project => opts.config_path.clone(),
+        Scope::User => crate::app::sources::user_path()
+            .context("no user config: neither XDG_CONFIG_HOME nor HOME is set")?,
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && entry.is_some() => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let edited = match &entry {
+        Some(e) => crate::app::edit::add_server(&text, name, e),
+        None => crate::app::edit::remove_server(&text, name),
+    }
+    .map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
+    let shown = path.display().to_string();
+    let base = path
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    // Only a file that still loads is written (an entry with a bad field holds its server:
+    // said here, before it is saved).
+    let cfg = config::parse(&edited, &shown, &base, &|v| std::env::var(v).ok())
+        .map_err(|e| anyhow::anyhow!("the edit would break {shown}: {e}"))?;
+    if let Some(harness9_actors::Hold::Invalid(why)) = cfg
+        .servers
+        .iter()
+        .find(|s| s.name == name)
+        .and_then(|s| s.hold.clone())
+    {
+        bail!("{why}");
+    }
+    crate::app::edit::write_atomic(&path, &edited)
+        .with_context(|| format!("cannot write {shown}"))?;
+    match entry {
+        Some(_) => {
+            if scope == Scope::Project && opts.user_config.is_some() {
+                crate::app::trust::approve(&path, &[name.to_owned()])?;
+            }
+            say!("added server \"{}\" to {shown}", clean_line(name));
+        }
+        None => say!("removed server \"{}\" from {shown}", clean_line(name)),
+    }
+    Ok(ExitCode::SUCCESS)
 }

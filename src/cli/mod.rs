@@ -149,6 +149,64 @@ pub enum McpCommand {
         /// The servers to approve; every server when none is named.
         servers: Vec<String>,
     },
+    /// Add a server: `mcp add NAME -- COMMAND [ARGS...]`, or `mcp add NAME URL` for HTTP.
+    Add {
+        /// The server's name.
+        name: String,
+        /// Which file: the project's .mcp.json or the user's mcp.json.
+        #[arg(long, value_enum, default_value_t = Scope::Project)]
+        scope: Scope,
+        /// An environment variable for a stdio server (repeatable).
+        #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// A header for an HTTP server (repeatable).
+        #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+        headers: Vec<String>,
+        /// stdio, http or sse [default: http for a URL, else stdio].
+        #[arg(long, value_enum)]
+        transport: Option<Transport>,
+        /// The command and its arguments (after `--`), or the URL.
+        #[arg(required = true, num_args = 1..)]
+        command: Vec<String>,
+    },
+    /// Add a server from its JSON entry, as it would stand in .mcp.json.
+    AddJson {
+        /// The server's name.
+        name: String,
+        /// The entry, e.g. '{"command": "npx", "args": ["-y", "pkg"]}'.
+        json: String,
+        /// Which file.
+        #[arg(long, value_enum, default_value_t = Scope::Project)]
+        scope: Scope,
+    },
+    /// Remove a server from a config file.
+    Remove {
+        /// The server's name.
+        name: String,
+        /// Which file.
+        #[arg(long, value_enum, default_value_t = Scope::Project)]
+        scope: Scope,
+    },
+}
+
+/// Which config file `mcp add`/`remove` edit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scope {
+    /// The project's .mcp.json (or the --config file).
+    Project,
+    /// The user's $XDG_CONFIG_HOME/harness9/mcp.json.
+    User,
+}
+
+/// `mcp add --transport`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Transport {
+    /// A child process on stdin/stdout.
+    Stdio,
+    /// Streamable HTTP.
+    Http,
+    /// The legacy HTTP+SSE transport.
+    Sse,
 }
 
 /// `--json`

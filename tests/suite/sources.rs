@@ -83,3 +83,59 @@ fn the_project_config_is_found_from_a_subdirectory_and_merged_with_the_users() {
         .collect();
     assert_eq!(names, ["o"]);
 }
+
+#[test]
+fn mcp_add_add_json_and_remove_round_trip_on_both_scopes() {
+    let dir = temp_path("add-remove");
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    let user = dir.join("xdg");
+    let run = |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_harness9"));
+        without_user_env(&mut c)
+            .current_dir(&dir)
+            .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+            .env("XDG_CONFIG_HOME", &user)
+            .args(args);
+        let out = output_within(c, None, Duration::from_secs(60));
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let fixture = fixture_bin().display().to_string();
+    // No --approve-project: a server added with `mcp add` is the user's own and approved.
+    let (code, _, err) = run(&[
+        "mcp", "add", "fx", "-e", "A=1", "--", &fixture, "--tools", "2",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let entry = json!({"command": fixture, "args": ["--tools", "1"]}).to_string();
+    let (code, _, err) = run(&["mcp", "add-json", "mine", &entry, "--scope", "user"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = run(&["mcp", "list", "--json"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let names: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "connected")
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert_eq!(names, ["fx", "mine"], "{rows}");
+    // A name that is there already, and a stdio command given flags without `--`.
+    let (code, _, err) = run(&["mcp", "add", "fx", "--", "true"]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("already there"), "{err}");
+    for (name, scope) in [("fx", "project"), ("mine", "user")] {
+        let (code, out, err) = run(&["mcp", "remove", name, "--scope", scope]);
+        assert_eq!(code, Some(0), "{err}");
+        assert!(out.contains("removed server"), "{out}");
+    }
+    let (_, out, _) = run(&["mcp", "list", "--json"]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!([]),
+        "{out}"
+    );
+}
