@@ -89,6 +89,16 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 fn main() -> ExitCode {
     let started = Instant::now();
     let cli = Cli::parse();
+    if let Some(Command::Completions { shell }) = &cli.command {
+        use clap::CommandFactory as _;
+        clap_complete::generate(
+            *shell,
+            &mut Cli::command(),
+            "harness9",
+            &mut std::io::stdout(),
+        );
+        return ExitCode::SUCCESS;
+    }
     let interactive = cli.command.is_none();
     init_logging(cli.verbose, interactive);
     harness9_actors::server::input::set_elicitation(cli.elicitation.policy());
@@ -125,6 +135,8 @@ fn main() -> ExitCode {
             Some(Command::Mcp(cmd)) => run_mcp(&opts, cmd).await,
             Some(Command::Run(args)) => harness9::cli::run::run(&opts, args).await,
             Some(Command::Conformance(args)) => harness9::cli::conformance::run(&opts, args).await,
+            // Answered before the runtime starts.
+            Some(Command::Completions { .. }) => Ok(ExitCode::SUCCESS),
             None => harness9::tui::run(&opts, started).await,
         };
         match result {

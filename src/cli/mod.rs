@@ -81,6 +81,11 @@ pub enum Command {
     Mcp(McpCommand),
     /// Run one task headless: the model uses every tool until it answers.
     Run(RunArgs),
+    /// Print a shell completion script: `harness9 completions bash > ~/.local/share/bash-completion/completions/harness9`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
     /// The MCP conformance suite's client: connect to URL, list its tools, call each once.
     #[command(hide = true)]
     Conformance(ConformanceArgs),

@@ -275,3 +275,30 @@ fn ctrl_c_during_a_call_leaves_no_child() {
     assert_eq!(status.code(), Some(130));
     assert!(pids_with_env(&marker).is_empty(), "children left behind");
 }
+
+#[test]
+fn completions_cover_every_command() {
+    let dir = temp_path("completions");
+    std::fs::create_dir_all(&dir).unwrap();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = harness9(&dir, &["completions", shell], None);
+        assert!(out.status.success(), "{shell}");
+        let script = text(&out.stdout);
+        for word in [
+            "mcp",
+            "add-json",
+            "remove",
+            "approve",
+            "run",
+            "--elicitation",
+        ] {
+            assert!(script.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    let out = harness9(&dir, &["completions", "tcsh"], None);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unknown shell is a usage error"
+    );
+}
