@@ -284,14 +284,7 @@ fn completions_cover_every_command() {
         let out = harness9(&dir, &["completions", shell], None);
         assert!(out.status.success(), "{shell}");
         let script = text(&out.stdout);
-        for word in [
-            "mcp",
-            "add-json",
-            "remove",
-            "approve",
-            "run",
-            "--elicitation",
-        ] {
+        for word in ["mcp", "add-json", "remove", "approve", "run", "elicitation"] {
             assert!(script.contains(word), "{shell} completion lacks {word}");
         }
     }
