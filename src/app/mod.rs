@@ -6,6 +6,7 @@ pub mod config;
 #[cfg(test)]
 mod config_props;
 pub mod edit;
+pub mod import;
 pub mod log_file;
 mod runtime;
 mod session;

@@ -55,6 +55,9 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
             return edit_config(opts, *scope, name, Some(entry));
         }
         McpCommand::Remove { name, scope } => return edit_config(opts, *scope, name, None),
+        McpCommand::Import { from, file, scope } => {
+            return import(opts, *from, file.as_deref(), *scope)
+        }
         _ => {}
     }
     let config = opts.load_config()?;
@@ -533,6 +536,97 @@ fn add_entry(
     }
 }
 
+/// The file `mcp add`/`remove`/`import` edit.
+fn scope_path(opts: &SessionOptions, scope: Scope) -> anyhow::Result<std::path::PathBuf> {
+    Ok(match scope {
+        Scope::Project => opts.config_path.clone(),
+        Scope::User => crate::app::sources::user_path()
+            .context("no user config: neither XDG_CONFIG_HOME nor HOME is set")?,
+    })
+}
+
+/// `mcp import`: every server of the other tool's file whose name is not taken yet, added in
+/// one atomic write; prints what was imported and what was skipped, and why.
+fn import(
+    opts: &SessionOptions,
+    from: crate::app::import::Source,
+    file: Option<&std::path::Path>,
+    scope: Scope,
+) -> anyhow::Result<ExitCode> {
+    let root = std::env::current_dir().context("cannot read the working directory")?;
+    let project_root = opts
+        .config_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|| root.clone());
+    let source = match file {
+        Some(f) => f.to_path_buf(),
+        None => crate::app::import::default_path(from, &project_root),
+    };
+    let text = std::fs::read_to_string(&source).with_context(|| {
+        format!(
+            "cannot read {} (give another with --file)",
+            source.display()
+        )
+    })?;
+    let found = crate::app::import::servers(from, &text, &project_root)
+        .map_err(|why| anyhow::anyhow!("{}: {why}", source.display()))?;
+    if found.is_empty() {
+        say!("no MCP servers in {}", source.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let path = scope_path(opts, scope)?;
+    let mut target = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let shown = path.display().to_string();
+    let base = path
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let (mut imported, mut skipped) = (Vec::new(), Vec::new());
+    for (name, entry) in found {
+        match crate::app::edit::add_server(&target, &name, &entry) {
+            Ok(next) => {
+                // An entry that would not load here (a field we cannot read) is skipped.
+                match config::parse(&next, &shown, &base, &|_| Some(String::new())) {
+                    Ok(cfg) => match cfg
+                        .servers
+                        .iter()
+                        .find(|s| s.name == name)
+                        .and_then(|s| s.hold.clone())
+                    {
+                        Some(harness9_actors::Hold::Invalid(why)) => skipped.push((name, why)),
+                        _ => {
+                            target = next;
+                            imported.push(name);
+                        }
+                    },
+                    Err(e) => skipped.push((name, e.to_string())),
+                }
+            }
+            Err(why) => skipped.push((name, why)),
+        }
+    }
+    if !imported.is_empty() {
+        crate::app::edit::write_atomic(&path, &target)
+            .with_context(|| format!("cannot write {shown}"))?;
+        if scope == Scope::Project && opts.user_config.is_some() {
+            crate::app::trust::approve(&path, &imported)?;
+        }
+    }
+    for name in &imported {
+        say!("imported {} into {shown}", clean_line(name));
+    }
+    for (name, why) in &skipped {
+        say!("skipped {}: {}", clean_line(name), clean_line(why));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Adds (`Some(entry)`) or removes (`None`) server `name` in the scope's file, keeping the rest
 /// of it; checks the result parses as a config; a project server added here is approved (the
 /// user wrote it).
@@ -542,11 +636,7 @@ fn edit_config(
     name: &str,
     entry: Option<Value>,
 ) -> anyhow::Result<ExitCode> {
-    let path = match scope {
-        Scope::Project => opts.config_path.clone(),
-        Scope::User => crate::app::sources::user_path()
-            .context("no user config: neither XDG_CONFIG_HOME nor HOME is set")?,
-    };
+    let path = scope_path(opts, scope)?;
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && entry.is_some() => String::new(),

@@ -184,6 +184,18 @@ pub enum McpCommand {
         #[arg(long, value_enum, default_value_t = Scope::Project)]
         scope: Scope,
     },
+    /// Import the servers of another tool's config (a name already here is skipped).
+    Import {
+        /// The tool whose config is read from its standard place.
+        #[arg(long, value_enum)]
+        from: crate::app::import::Source,
+        /// Read this file instead of the tool's standard place.
+        #[arg(long, value_name = "PATH")]
+        file: Option<PathBuf>,
+        /// Which file to write.
+        #[arg(long, value_enum, default_value_t = Scope::Project)]
+        scope: Scope,
+    },
     /// Remove a server from a config file.
     Remove {
         /// The server's name.

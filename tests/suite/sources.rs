@@ -139,3 +139,53 @@ fn mcp_add_add_json_and_remove_round_trip_on_both_scopes() {
         "{out}"
     );
 }
+
+#[test]
+fn mcp_import_reads_other_tools_files_and_skips_names_already_there() {
+    let dir = temp_path("import");
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    let fixture = fixture_bin().display().to_string();
+    let desktop = dir.join("claude_desktop_config.json");
+    std::fs::write(
+        &desktop,
+        json!({"mcpServers": {"a": {"command": fixture, "args": ["--tools", "1"]}}}).to_string(),
+    )
+    .unwrap();
+    let codex = dir.join("config.toml");
+    std::fs::write(
+        &codex,
+        format!("model = \"o3\"\n[mcp_servers.b]\ncommand = \"{fixture}\"\nargs = [\"--tools\", \"2\"]\n[mcp_servers.a]\ncommand = \"other\"\n"),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_harness9"));
+        without_user_env(&mut c)
+            .current_dir(&dir)
+            .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+            .env("XDG_CONFIG_HOME", dir.join("xdg"))
+            .args(args);
+        let out = output_within(c, None, Duration::from_secs(60));
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let d = desktop.display().to_string();
+    let out = run(&["mcp", "import", "--from", "claude-desktop", "--file", &d]);
+    assert!(out.contains("imported a"), "{out}");
+    let c = codex.display().to_string();
+    let out = run(&["mcp", "import", "--from", "codex", "--file", &c]);
+    assert!(out.contains("imported b"), "{out}");
+    assert!(out.contains("skipped a"), "{out}");
+    let rows: Value = serde_json::from_str(&run(&["mcp", "list", "--json"])).unwrap();
+    let connected: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "connected")
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert_eq!(connected, ["a", "b"], "{rows}");
+}
