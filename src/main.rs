@@ -149,7 +149,11 @@ fn main() -> ExitCode {
                     "harness9: {}",
                     harness9::sanitize::clean_text(&format!("{e:#}"))
                 );
-                ExitCode::from(1)
+                // Usage and config mistakes: 2; failures: 1.
+                let usage = e.downcast_ref::<harness9::cli::UsageError>().is_some()
+                    || e.downcast_ref::<harness9::app::config::ConfigError>()
+                        .is_some();
+                ExitCode::from(if usage { 2 } else { 1 })
             }
         }
     });

@@ -52,6 +52,11 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// A mistake in how a command was called (exit code 2, like clap's own usage errors).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
 /// `--elicitation`: the headless answer to a server's request for input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Elicitation {

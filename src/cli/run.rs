@@ -126,13 +126,25 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
     let Some(provider_cfg) = settings.provider.clone() else {
         anyhow::bail!("{}", settings::how_to_configure());
     };
+    if args.prompt.trim().is_empty() {
+        return Err(super::UsageError(
+            "-p needs a task: `harness9 run -p \"...\"`, or `-p -` to read it from stdin"
+                .to_owned(),
+        )
+        .into());
+    }
     let prompt = if args.prompt == "-" {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-            .context("cannot read the prompt from stdin")?;
-        s
-    } else {
+        read_stdin()?
+    } else if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         args.prompt.clone()
+    } else {
+        // `cat notes.md | harness9 run -p "summarize"`: what is piped in follows the task.
+        let piped = read_stdin()?;
+        if piped.trim().is_empty() {
+            args.prompt.clone()
+        } else {
+            format!("{}\n\n{piped}", args.prompt)
+        }
     };
     let config = opts.load_config()?;
     crate::app::trust::print_hints(&config, None);
@@ -298,4 +310,25 @@ fn startup_wait(flag: Option<f64>) -> anyhow::Result<Duration> {
         anyhow::bail!("{from} must be a number of seconds from 0 to 86400, not {value}");
     }
     Ok(Duration::from_secs_f64(value))
+}
+
+/// The most a prompt read from stdin may hold.
+const MAX_STDIN_PROMPT: u64 = 16 * 1024 * 1024;
+
+/// Standard input, to its end (at most [`MAX_STDIN_PROMPT`]).
+fn read_stdin() -> anyhow::Result<String> {
+    use std::io::Read as _;
+    let mut s = String::new();
+    std::io::stdin()
+        .take(MAX_STDIN_PROMPT + 1)
+        .read_to_string(&mut s)
+        .context("cannot read the prompt from stdin (it must be UTF-8 text)")?;
+    if s.len() as u64 > MAX_STDIN_PROMPT {
+        return Err(super::UsageError(format!(
+            "stdin holds more than {} MiB; pass a smaller text or a path for the model to read",
+            MAX_STDIN_PROMPT / (1024 * 1024)
+        ))
+        .into());
+    }
+    Ok(s)
 }

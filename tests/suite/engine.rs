@@ -1187,3 +1187,44 @@ fn run_starts_within_the_startup_wait_when_a_server_hangs() {
     let tools = offered_tools(&model.requests()[0]);
     assert!(tools.iter().any(|t| t == "mcp__ok__echo"), "{tools:?}");
 }
+
+#[test]
+fn piped_stdin_follows_the_task_and_an_empty_task_is_a_usage_error() {
+    let model = Model::start("piped", json!({"steps": [{"text": "summarized"}]}));
+    let dir = project("piped", Value::Null);
+    let out = output_within(
+        {
+            let mut c = anthropic(&dir, &model);
+            c.args(["run", "-p", "summarize this"]);
+            c
+        },
+        Some("line one\nline two\n"),
+        LIMIT,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = &model.requests()[0];
+    let sent = first["body"]["messages"][0].to_string();
+    assert!(
+        sent.contains("summarize this") && sent.contains("line one\\nline two"),
+        "{sent}"
+    );
+    let out = output_within(
+        {
+            let mut c = anthropic(&dir, &model);
+            c.args(["run", "-p", ""]);
+            c
+        },
+        None,
+        LIMIT,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
