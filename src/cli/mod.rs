@@ -110,9 +110,12 @@ pub struct RunArgs {
     #[arg(short, long)]
     pub prompt: String,
     /// Print one JSON event per line (start, model, tool_call, tool_progress, tool_result,
-    /// model_retry, done or error).
+    /// model_retry, done or error; README "run --json events").
     #[arg(long)]
     pub json: bool,
+    /// With --json: also a `text` event for each piece of the model's text as it streams.
+    #[arg(long, requires = "json")]
+    pub stream: bool,
     /// Model calls before giving up [default: max_steps of harness9.toml, 50].
     #[arg(long, value_name = "N")]
     pub max_steps: Option<u32>,

@@ -23,7 +23,28 @@ use crate::sanitize::{clean_line, clean_text, to_json};
 /// stderr.
 struct Printer {
     json: bool,
+    /// `--stream`: text deltas as `text` events.
+    stream: bool,
     started: Instant,
+}
+
+/// A session id for `run --json`'s events: 16 random bytes as hex (from the OS, else from the
+/// clock and pid).
+fn session_id() -> String {
+    use std::io::Read as _;
+    let mut bytes = [0u8; 16];
+    let random = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .is_ok();
+    if !random {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        bytes[..8].copy_from_slice(&(t as u64).to_le_bytes());
+        bytes[8..12].copy_from_slice(&std::process::id().to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn ms(d: Duration) -> f64 {
@@ -68,6 +89,9 @@ impl Printer {
             return;
         }
         let v = match e {
+            EngineEvent::TextDelta(delta) if self.stream => {
+                json!({"event": "text", "t_ms": t, "delta": delta})
+            }
             EngineEvent::TextDelta(_) => return,
             EngineEvent::ModelRetrying {
                 attempt,
@@ -163,11 +187,14 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
         engine_cfg.spill_dir = dir.clone();
     }
     let model_name = format!("{} {}", provider_cfg.kind, provider_cfg.model);
+    let model_id = provider_cfg.model.clone();
     let engine = session.engine(provider_cfg, engine_cfg).start();
     let printer = Printer {
         json: args.json,
+        stream: args.stream,
         started,
     };
+    let session_id = session_id();
     let rt = &mut session.runtime;
 
     let wait = startup_wait(args.startup_wait)?.min(rt.max_startup + Duration::from_secs(5));
@@ -182,9 +209,15 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
                 .iter()
                 .map(|(n, s)| (n.clone(), json!(s.status.label())))
                 .collect();
-            json_line(
-                &json!({"event": "start", "t_ms": ms(started.elapsed()), "model": model_name, "servers": servers}),
-            );
+            let tools: Vec<String> =
+                match rt.registry.send(harness9_actors::messages::ListTools).await {
+                    Ok(all) => all.iter().map(|t| t.name.clone()).collect(),
+                    Err(_) => Vec::new(),
+                };
+            json_line(&json!({
+                "event": "start", "t_ms": ms(started.elapsed()), "session_id": session_id,
+                "model": model_name, "servers": servers, "tools": tools,
+            }));
         }
     };
     let interrupted_early = tokio::select! {
@@ -228,12 +261,20 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
         }
         Some(Ok(Ok(done))) => {
             if args.json {
-                report(
-                    json!({"event": "done", "t_ms": ms(started.elapsed()), "text": done.text, "steps": done.steps,
-                                  "ms": ms(done.elapsed), "input_tokens": done.usage.input_tokens,
-                                  "cached_input_tokens": done.usage.cached_input_tokens,
-                                  "output_tokens": done.usage.output_tokens}),
+                let u = &done.usage;
+                let cost = settings.cost(
+                    &model_id,
+                    u64::from(u.input_tokens),
+                    u64::from(u.cached_input_tokens),
+                    u64::from(u.output_tokens),
                 );
+                report(json!({
+                    "event": "done", "t_ms": ms(started.elapsed()), "session_id": session_id,
+                    "text": done.text, "steps": done.steps, "ms": ms(done.elapsed),
+                    "input_tokens": u.input_tokens, "cached_input_tokens": u.cached_input_tokens,
+                    "output_tokens": u.output_tokens,
+                    "cost_usd": cost.map(|c| (c * 1e6).round() / 1e6),
+                }));
             } else {
                 let mut out = std::io::stdout().lock();
                 // The model may repeat what a tool said: the answer is server text too.

@@ -378,13 +378,35 @@ fn two_mcp_tools_at_once_run_in_parallel() {
     for s in ["everything", "s1", "s2"] {
         assert_eq!(start["servers"][s], "connected", "{out}");
     }
+    // The first event names the session and every tool offered.
+    let id = start["session_id"].as_str().unwrap_or_default();
+    assert_eq!(id.len(), 32, "{start}");
+    let tools: Vec<&str> = start["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        tools.contains(&"mcp__s1__sleep") && tools.contains(&"bash"),
+        "{start}"
+    );
     let done = out.event("done", "");
     assert_eq!(done["text"], "all four came back", "{out}");
+    assert_eq!(done["session_id"], id, "{done}");
     // Step 2 read 80 of its 100 prompt tokens from the cache (Anthropic cache_read_input_tokens).
     assert_eq!(
         (&done["input_tokens"], &done["cached_input_tokens"]),
         (&json!(110), &json!(80)),
         "{done}"
+    );
+    // claude-sonnet-4-5 at the shipped prices: 30 fresh input tokens at $3, 80 cached at
+    // $0.30 and 10 output at $15 per million.
+    let expected = (30.0 * 3.0 + 80.0 * 0.3 + 10.0 * 15.0) / 1e6;
+    let cost = done["cost_usd"].as_f64().expect("a cost");
+    assert!(
+        (cost - expected).abs() < 1e-9,
+        "{cost} != {expected}: {done}"
     );
 
     // The model saw the built-ins and the MCP tools, and got all four results back, in order.
@@ -1227,4 +1249,25 @@ fn piped_stdin_follows_the_task_and_an_empty_task_is_a_usage_error() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn stream_adds_the_text_as_it_comes() {
+    let model = Model::start("stream", json!({"steps": [{"text": "streamed in pieces"}]}));
+    let dir = project("stream", Value::Null);
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &["run", "-p", "go", "--json", "--stream"],
+    )
+    .finish(LIMIT);
+    out.ok();
+    let text: String = out
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "text")
+        .filter_map(|v| v["delta"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(text, "streamed in pieces", "{out}");
+    assert_eq!(out.event("done", "")["text"], "streamed in pieces", "{out}");
 }

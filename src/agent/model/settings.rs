@@ -41,6 +41,33 @@ pub struct Settings {
     pub tool_output_budget_tokens: usize,
     /// The user settings file that was read, if any.
     pub config_file: Option<PathBuf>,
+    /// USD per million tokens by model name (`[prices."MODEL"]`): the estimated cost that
+    /// `run --json` reports.
+    pub prices: std::collections::BTreeMap<String, Price>,
+}
+
+/// One model's price in USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Input tokens not read from the prompt cache.
+    pub input: f64,
+    /// Output tokens.
+    pub output: f64,
+    /// Input tokens read from the prompt cache [default: `input`].
+    #[serde(default)]
+    pub cached_input: Option<f64>,
+}
+
+impl Settings {
+    /// The estimated cost in USD of `input` (of which `cached` were cache reads) and `output`
+    /// tokens with `model`; `None` for a model without a price.
+    pub fn cost(&self, model: &str, input: u64, cached: u64, output: u64) -> Option<f64> {
+        let p = self.prices.get(model)?;
+        let fresh = input.saturating_sub(cached) as f64;
+        let cached_rate = p.cached_input.unwrap_or(p.input);
+        Some((fresh * p.input + cached as f64 * cached_rate + output as f64 * p.output) / 1e6)
+    }
 }
 
 /// Why settings could not be resolved.
@@ -122,6 +149,8 @@ struct FileSettings {
     openai: Section,
     #[serde(default)]
     mcp: McpSection,
+    #[serde(default)]
+    prices: std::collections::BTreeMap<String, Price>,
 }
 
 /// `[mcp]`: defaults for the servers of `.mcp.json`.
@@ -371,11 +400,15 @@ pub fn resolve_from(
             None
         }
     };
+    // The user's prices replace the shipped ones model by model.
+    let mut prices = defaults.prices.clone();
+    prices.extend(user_file.prices.clone());
     let settings = |provider| Settings {
         provider,
         max_steps,
         tool_output_budget_tokens,
         config_file: user_path.clone(),
+        prices: prices.clone(),
     };
     let Some((kind, origin)) = chosen else {
         return Ok(settings(None));
@@ -557,8 +590,17 @@ mod tests {
                 max_steps: 50,
                 tool_output_budget_tokens: 25_000,
                 config_file: None,
+                prices: s.prices.clone(),
             }
         );
+        let sonnet = s.prices.get("claude-sonnet-4-5").expect("a shipped price");
+        assert!(sonnet.input > 0.0 && sonnet.output > sonnet.input);
+        // A million input tokens, none cached, and no output: the input price.
+        assert_eq!(
+            s.cost("claude-sonnet-4-5", 1_000_000, 0, 0),
+            Some(sonnet.input)
+        );
+        assert_eq!(s.cost("no-such-model", 1, 0, 1), None);
         let p = provider(&flags(), &[("ANTHROPIC_API_KEY", "sk-ant")], None)
             .expect("ok")
             .expect("some");
