@@ -264,9 +264,9 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
                 let u = &done.usage;
                 let cost = settings.cost(
                     &model_id,
-                    u64::from(u.input_tokens),
-                    u64::from(u.cached_input_tokens),
-                    u64::from(u.output_tokens),
+                    u.input_tokens,
+                    u.cached_input_tokens,
+                    u.output_tokens,
                 );
                 report(json!({
                     "event": "done", "t_ms": ms(started.elapsed()), "session_id": session_id,
