@@ -7,6 +7,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use harness9_actors::oauth::{OAuthConfig, OAuthSpec};
 use harness9_actors::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
 use harness9_actors::protocol::version::ProtocolVersion;
 use harness9_actors::{Hold, SandboxSpec, ServerSpec, TransportSpec};
@@ -202,6 +203,24 @@ struct RawServer {
     sandbox: Option<SandboxField>,
     #[serde(default)]
     protocol_version: Option<String>,
+    #[serde(default)]
+    oauth: Option<RawOAuth>,
+}
+
+/// An HTTP server's `"oauth"` entry.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawOAuth {
+    #[serde(default)]
+    client_id: Option<String>,
+    #[serde(default)]
+    client_secret: Option<String>,
+    #[serde(default)]
+    scopes: Vec<String>,
+    #[serde(default)]
+    callback_port: Option<u16>,
+    #[serde(default)]
+    client_metadata_url: Option<String>,
 }
 
 /// Strips serde_json's ` at line L column C` suffix.
@@ -606,8 +625,40 @@ fn build(
         (_, Some(f)) => Some(f),
         (_, None) => SANDBOX_DEFAULT.get(),
     };
+    let oauth = match (&transport, &raw.oauth) {
+        (TransportSpec::Http { .. }, o) => {
+            let o = o.as_ref();
+            let field = |f: &str, v: Option<&String>| -> Result<Option<String>, ConfigError> {
+                v.map(|v| x(&format!("oauth.{f}"), v)).transpose()
+            };
+            let config = OAuthConfig {
+                client_id: field("clientId", o.and_then(|o| o.client_id.as_ref()))?,
+                client_secret: field("clientSecret", o.and_then(|o| o.client_secret.as_ref()))?,
+                scopes: o.map(|o| o.scopes.clone()).unwrap_or_default(),
+                callback_port: o.and_then(|o| o.callback_port),
+                client_metadata_url: field(
+                    "clientMetadataUrl",
+                    o.and_then(|o| o.client_metadata_url.as_ref()),
+                )?,
+            };
+            if let Some(s) = &config.client_secret {
+                secrets.push(s.clone());
+            }
+            Some(OAuthSpec::new(config, super::oauth_store::default_store()))
+        }
+        (_, Some(_)) => {
+            return Err(ConfigError::Expand {
+                path: shown.to_owned(),
+                server: name.to_owned(),
+                field: "oauth".to_owned(),
+                message: "OAuth is for HTTP servers only; remove it".to_owned(),
+            })
+        }
+        (_, None) => None,
+    };
     let mut spec = ServerSpec::stdio(name, "", Vec::new());
     spec.transport = transport;
+    spec.oauth = oauth;
     if let Some(f) = sandbox.filter(|f| f.on) {
         let project_dir = if base.as_os_str().is_empty() {
             PathBuf::from(".")
