@@ -125,6 +125,9 @@ fn main() -> ExitCode {
             Some(Command::Mcp(cmd)) => run_mcp(&opts, cmd).await,
             Some(Command::Run(args)) => harness9::cli::run::run(&opts, args).await,
             Some(Command::Conformance(args)) => harness9::cli::conformance::run(&opts, args).await,
+            Some(Command::ConformanceBrowser { url }) => {
+                harness9::cli::conformance::browser(url).await
+            }
             None => harness9::tui::run(&opts, started).await,
         };
         match result {

@@ -84,6 +84,13 @@ pub enum Command {
     /// The MCP conformance suite's client: connect to URL, list its tools, call each once.
     #[command(hide = true)]
     Conformance(ConformanceArgs),
+    /// The conformance driver's `$BROWSER`: fetch an authorization URL and follow its redirect
+    /// to the loopback listener, as a user's browser would.
+    #[command(hide = true)]
+    ConformanceBrowser {
+        /// The authorization URL.
+        url: String,
+    },
 }
 
 /// `harness9 conformance <URL>` (run by `scripts/conformance.sh`).
