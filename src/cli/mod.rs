@@ -152,6 +152,18 @@ pub enum McpCommand {
         /// The servers to approve; every server when none is named.
         servers: Vec<String>,
     },
+    /// Log in to an OAuth-protected HTTP server: opens the browser ($BROWSER, else xdg-open)
+    /// on its authorization page, waits for the redirect on 127.0.0.1 and keeps the tokens in
+    /// the OAuth store ($HARNESS9_OAUTH_STORE, else ~/.local/state/harness9/oauth.json).
+    Login {
+        /// The server's name in .mcp.json.
+        server: String,
+    },
+    /// Forget the tokens and client registration kept for a server.
+    Logout {
+        /// The server's name in .mcp.json.
+        server: String,
+    },
 }
 
 /// `--json`

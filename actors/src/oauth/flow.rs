@@ -452,6 +452,32 @@ async fn wait_redirect(listener: &tokio::net::TcpListener) -> Result<Callback, S
     }
 }
 
+/// The server's `Bearer` challenge, if an unauthenticated `initialize` gets one (`None` when
+/// it is accepted, or on any other answer: discovery then starts from the well-known URLs).
+pub async fn probe(server_url: &str) -> Option<Challenge> {
+    let client = http_client();
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "harness9", "version": env!("CARGO_PKG_VERSION")}}
+    });
+    let resp = client
+        .post(server_url)
+        .insert_header(("Accept", "application/json, text/event-stream"))
+        .send_json(&body)
+        .await
+        .ok()?;
+    if resp.status() != awc::http::StatusCode::UNAUTHORIZED
+        && resp.status() != awc::http::StatusCode::FORBIDDEN
+    {
+        return None;
+    }
+    resp.headers()
+        .get_all("www-authenticate")
+        .filter_map(|v| v.to_str().ok())
+        .find_map(Challenge::parse)
+}
+
 /// The port of a loopback redirect URI.
 fn redirect_port(uri: &str) -> Option<u16> {
     let (_, rest) = uri.split_once("://")?;
