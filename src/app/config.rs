@@ -850,6 +850,39 @@ mod tests {
     }
 
     #[test]
+    fn oauth_entries() {
+        let c = p(r#"{"mcpServers": {
+            "o": {"url": "http://h/mcp", "oauth": {"clientId": "id", "clientSecret": "${TOKEN}",
+                  "scopes": ["a", "b"], "callbackPort": 8765,
+                  "clientMetadataUrl": "https://me.example/client.json"}},
+            "plain": {"url": "http://h/mcp"},
+            "stdio": {"command": "x", "oauth": {}},
+            "typo": {"url": "http://h/mcp", "oauth": {"client_id": "x"}}
+        }}"#)
+        .unwrap();
+        let o = c.servers.iter().find(|s| s.name == "o").unwrap();
+        let cfg = &o.oauth.as_ref().unwrap().config;
+        assert_eq!(cfg.client_id.as_deref(), Some("id"));
+        assert_eq!(cfg.client_secret.as_deref(), Some("s3cret-token"));
+        assert_eq!(cfg.scopes, ["a", "b"]);
+        assert_eq!(cfg.callback_port, Some(8765));
+        assert_eq!(
+            cfg.client_metadata_url.as_deref(),
+            Some("https://me.example/client.json")
+        );
+        assert!(!o.oauth.as_ref().unwrap().interactive);
+        // The secret is redacted from traces.
+        assert!(c.secrets.contains(&"s3cret-token".to_owned()));
+        // Every HTTP server can log in; the defaults decide everything.
+        let plain = c.servers.iter().find(|s| s.name == "plain").unwrap();
+        assert_eq!(plain.oauth.as_ref().unwrap().config, OAuthConfig::default());
+        assert!(invalid(&c, "stdio")
+            .unwrap()
+            .contains("OAuth is for HTTP servers only"));
+        assert!(invalid(&c, "typo").is_some());
+    }
+
+    #[test]
     fn timeouts_are_bounded() {
         assert_eq!(timeout_secs("t", 1.5), Ok(Duration::from_millis(1500)));
         assert_eq!(timeout_secs("t", 86_400.0), Ok(Duration::from_secs(86_400)));

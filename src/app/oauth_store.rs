@@ -108,11 +108,9 @@ impl TokenStore for FileStore {
                 return None;
             }
         };
-        // The most recently issued of the server's grants (its current authorization server).
+        // The one grant that still has tokens ([`FileStore::save`] empties the others).
         let list = file.servers.get(server)?;
-        list.values()
-            .max_by_key(|g| g.expires_at.unwrap_or(0))
-            .cloned()
+        list.values().find(|g| !g.access_token.is_empty()).cloned()
     }
 
     fn client(&self, server: &str, issuer: &str) -> Option<Client> {

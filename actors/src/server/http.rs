@@ -173,9 +173,16 @@ struct Conn {
 /// Runs one HTTP connection until the actor drops its sender.
 pub(crate) async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Vec<u8>>, actor: HttpEvents) {
     install_crypto();
+    // A configured `Authorization` header is the user's own credential: no OAuth then (a 401
+    // says to check the headers).
+    let static_auth = target
+        .headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
     let auth = target
         .oauth
         .clone()
+        .filter(|_| !static_auth)
         .map(|spec| Auth::new(spec, &target.url));
     // Redirects are followed by `send_following`, which keeps credentials on their origin.
     let client = awc::Client::builder()

@@ -190,10 +190,11 @@ impl Conn {
                 }
                 Err(e) => {
                     tracing::info!(target: "mcp", server = %self.target.name, "token refresh failed: {e}");
-                    // The refresh token is spent: forget it so the next 401 does not retry it.
-                    if let Some(g) = a.grant.borrow_mut().as_mut() {
-                        g.refresh_token = None;
-                    }
+                    // The refresh token is spent: forget it (here and in the store) so the
+                    // next 401 does not try it again.
+                    let mut spent = g.clone();
+                    spent.refresh_token = None;
+                    a.set(&self.target.url, spent);
                 }
             }
         }
