@@ -163,6 +163,7 @@ mod tests {
             access_token: token.into(),
             refresh_token: Some("r".into()),
             expires_at: Some(harness9_actors::oauth::now_secs() + 100),
+            issued_at: None,
             scopes: vec!["a".into()],
         }
     }

@@ -340,7 +340,9 @@ async fn token_request(
     if t.refresh_token.is_some() {
         grant.refresh_token = t.refresh_token;
     }
-    grant.expires_at = t.expires_in.map(|s| now_secs().saturating_add(s));
+    let now = now_secs();
+    grant.issued_at = Some(now);
+    grant.expires_at = t.expires_in.map(|s| now.saturating_add(s));
     if let Some(s) = t.scope {
         grant.scopes = s.split_whitespace().map(str::to_owned).collect();
     }
@@ -602,6 +604,7 @@ pub async fn login(
         access_token: String::new(),
         refresh_token: None,
         expires_at: None,
+        issued_at: None,
         scopes: scopes.clone(),
     };
     token_request(

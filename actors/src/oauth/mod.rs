@@ -80,9 +80,48 @@ pub struct Grant {
     /// When the access token expires (seconds since the epoch), if the server said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// When the access token was issued (seconds since the epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_at: Option<u64>,
     /// The scopes granted (or asked for, when the server did not say).
     #[serde(default)]
     pub scopes: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_lived_tokens_are_not_always_expiring() {
+        let now = now_secs();
+        let client = Client {
+            client_id: "c".into(),
+            client_secret: None,
+            auth_method: "none".into(),
+            redirect_uri: None,
+        };
+        let mut g = Grant {
+            issuer: "i".into(),
+            token_endpoint: "t".into(),
+            resource: "r".into(),
+            client,
+            access_token: "a".into(),
+            refresh_token: None,
+            expires_at: Some(now + 100),
+            issued_at: Some(now),
+            scopes: Vec::new(),
+        };
+        assert!(!g.expiring(30));
+        g.expires_at = Some(now + 20);
+        assert!(!g.expiring(30), "a quarter of 20 s is the margin");
+        g.expires_at = Some(now + 4);
+        g.issued_at = Some(now - 16);
+        assert!(g.expiring(30));
+        g.expires_at = None;
+        assert!(!g.expiring(30));
+        assert!(!format!("{g:?}").contains("\"a\""));
+    }
 }
 
 impl std::fmt::Debug for Grant {
@@ -101,10 +140,14 @@ impl std::fmt::Debug for Grant {
 }
 
 impl Grant {
-    /// Whether the access token expires within `margin_secs` (never, if unknown).
+    /// Whether the access token expires within `margin_secs`, or within a quarter of its
+    /// lifetime if that is shorter (never, if the expiry is unknown).
     pub fn expiring(&self, margin_secs: u64) -> bool {
-        self.expires_at
-            .is_some_and(|at| now_secs().saturating_add(margin_secs) >= at)
+        let Some(at) = self.expires_at else {
+            return false;
+        };
+        let lifetime = self.issued_at.map_or(u64::MAX, |i| at.saturating_sub(i));
+        now_secs().saturating_add(margin_secs.min(lifetime / 4)) >= at
     }
 }
 
