@@ -137,6 +137,9 @@ fn main() -> ExitCode {
             Some(Command::Conformance(args)) => harness9::cli::conformance::run(&opts, args).await,
             // Answered before the runtime starts.
             Some(Command::Completions { .. }) => Ok(ExitCode::SUCCESS),
+            Some(Command::ConformanceBrowser { url }) => {
+                harness9::cli::conformance::browser(url).await
+            }
             None => harness9::tui::run(&opts, started).await,
         };
         match result {

@@ -15,6 +15,7 @@ pub mod error;
 pub mod messages;
 pub mod naming;
 pub mod net;
+pub mod oauth;
 pub mod protocol;
 pub mod registry;
 pub mod server;

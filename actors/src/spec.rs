@@ -145,6 +145,9 @@ pub struct ServerSpec {
     /// `protocolVersion`: speak this revision (and its era) only; `None` chooses per server
     /// (`server/discover` first, then the handshake).
     pub protocol: Option<crate::protocol::version::ProtocolVersion>,
+    /// OAuth for an HTTP server: its configuration, the token store and whether the runtime
+    /// may start a login itself; `None` sends no token and fails a `401` as before.
+    pub oauth: Option<crate::oauth::OAuthSpec>,
 }
 
 /// A stdio server's Landlock sandbox: it may read and execute the whole filesystem, write only
@@ -181,6 +184,7 @@ impl ServerSpec {
             hold: None,
             sandbox: None,
             protocol: None,
+            oauth: None,
         }
     }
 

@@ -7,6 +7,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use harness9_actors::oauth::{OAuthConfig, OAuthSpec};
 use harness9_actors::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
 use harness9_actors::protocol::version::ProtocolVersion;
 use harness9_actors::{Hold, SandboxSpec, ServerSpec, TransportSpec};
@@ -211,6 +212,24 @@ struct RawServer {
     /// A file of `KEY=VALUE` lines (relative to the config file) added under `env`.
     #[serde(default)]
     env_file: Option<String>,
+    #[serde(default)]
+    oauth: Option<RawOAuth>,
+}
+
+/// An HTTP server's `"oauth"` entry.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawOAuth {
+    #[serde(default)]
+    client_id: Option<String>,
+    #[serde(default)]
+    client_secret: Option<String>,
+    #[serde(default)]
+    scopes: Vec<String>,
+    #[serde(default)]
+    callback_port: Option<u16>,
+    #[serde(default)]
+    client_metadata_url: Option<String>,
 }
 
 /// Strips serde_json's ` at line L column C` suffix.
@@ -767,8 +786,40 @@ fn build(
         (_, Some(f)) => Some(f),
         (_, None) => SANDBOX_DEFAULT.get(),
     };
+    let oauth = match (&transport, &raw.oauth) {
+        (TransportSpec::Http { .. }, o) => {
+            let o = o.as_ref();
+            let field = |f: &str, v: Option<&String>| -> Result<Option<String>, ConfigError> {
+                v.map(|v| x(&format!("oauth.{f}"), v)).transpose()
+            };
+            let config = OAuthConfig {
+                client_id: field("clientId", o.and_then(|o| o.client_id.as_ref()))?,
+                client_secret: field("clientSecret", o.and_then(|o| o.client_secret.as_ref()))?,
+                scopes: o.map(|o| o.scopes.clone()).unwrap_or_default(),
+                callback_port: o.and_then(|o| o.callback_port),
+                client_metadata_url: field(
+                    "clientMetadataUrl",
+                    o.and_then(|o| o.client_metadata_url.as_ref()),
+                )?,
+            };
+            if let Some(s) = &config.client_secret {
+                secrets.push(s.clone());
+            }
+            Some(OAuthSpec::new(config, super::oauth_store::default_store()))
+        }
+        (_, Some(_)) => {
+            return Err(ConfigError::Expand {
+                path: shown.to_owned(),
+                server: name.to_owned(),
+                field: "oauth".to_owned(),
+                message: "OAuth is for HTTP servers only; remove it".to_owned(),
+            })
+        }
+        (_, None) => None,
+    };
     let mut spec = ServerSpec::stdio(name, "", Vec::new());
     spec.transport = transport;
+    spec.oauth = oauth;
     if let Some(f) = sandbox.filter(|f| f.on) {
         let project_dir = if base.as_os_str().is_empty() {
             PathBuf::from(".")
@@ -957,6 +1008,39 @@ mod tests {
         );
         // Only the good server's values are secrets.
         assert_eq!(c.secrets, ["s3cret-token"]);
+    }
+
+    #[test]
+    fn oauth_entries() {
+        let c = p(r#"{"mcpServers": {
+            "o": {"url": "http://h/mcp", "oauth": {"clientId": "id", "clientSecret": "${TOKEN}",
+                  "scopes": ["a", "b"], "callbackPort": 8765,
+                  "clientMetadataUrl": "https://me.example/client.json"}},
+            "plain": {"url": "http://h/mcp"},
+            "stdio": {"command": "x", "oauth": {}},
+            "typo": {"url": "http://h/mcp", "oauth": {"client_id": "x"}}
+        }}"#)
+        .unwrap();
+        let o = c.servers.iter().find(|s| s.name == "o").unwrap();
+        let cfg = &o.oauth.as_ref().unwrap().config;
+        assert_eq!(cfg.client_id.as_deref(), Some("id"));
+        assert_eq!(cfg.client_secret.as_deref(), Some("s3cret-token"));
+        assert_eq!(cfg.scopes, ["a", "b"]);
+        assert_eq!(cfg.callback_port, Some(8765));
+        assert_eq!(
+            cfg.client_metadata_url.as_deref(),
+            Some("https://me.example/client.json")
+        );
+        assert!(!o.oauth.as_ref().unwrap().interactive);
+        // The secret is redacted from traces.
+        assert!(c.secrets.contains(&"s3cret-token".to_owned()));
+        // Every HTTP server can log in; the defaults decide everything.
+        let plain = c.servers.iter().find(|s| s.name == "plain").unwrap();
+        assert_eq!(plain.oauth.as_ref().unwrap().config, OAuthConfig::default());
+        assert!(invalid(&c, "stdio")
+            .unwrap()
+            .contains("OAuth is for HTTP servers only"));
+        assert!(invalid(&c, "typo").is_some());
     }
 
     #[test]

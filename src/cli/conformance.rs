@@ -51,7 +51,22 @@ pub async fn run(opts: &SessionOptions, args: &ConformanceArgs) -> anyhow::Resul
     harness9_actors::server::input::set_elicitation(
         harness9_actors::server::input::ElicitPolicy::AcceptDefaults,
     );
-    let config = conformance_config(&args.url)?;
+    let auth = scenario.starts_with("auth/");
+    let mut config = conformance_config(&args.url, auth.then(context_oauth))?;
+    if auth {
+        // The login runs without a person: the runtime's own flow, with a `$BROWSER` that
+        // follows the authorization server's redirect to the loopback listener.
+        let exe = std::env::current_exe().context("cannot find the harness9 binary")?;
+        std::env::set_var("BROWSER", format!("{} conformance-browser", exe.display()));
+    }
+    for s in &mut config.servers {
+        if let Some(o) = &mut s.oauth {
+            // Each run starts logged out, and never reads or writes the user's token store.
+            o.store = std::sync::Arc::new(harness9_actors::oauth::MemoryStore::default());
+            o.interactive = auth;
+            o.login_timeout = Duration::from_secs(10);
+        }
+    }
     let start = Start {
         shutdown_grace: Some(crate::app::HEADLESS_GRACE),
         ..Start::default()
@@ -124,11 +139,14 @@ pub async fn run(opts: &SessionOptions, args: &ConformanceArgs) -> anyhow::Resul
 
 /// The config of the one server at `url`, parsed by the project's config parser like a user's
 /// own `--config` file (no project trust store: nothing is read from the working directory).
-fn conformance_config(url: &str) -> anyhow::Result<config::Config> {
-    let entry = json!({
+fn conformance_config(url: &str, oauth: Option<Value>) -> anyhow::Result<config::Config> {
+    let mut entry = json!({
         "url": url,
         "startupTimeoutSec": SETTLE_BOUND.as_secs_f64(),
     });
+    if let Some(o) = oauth {
+        entry["oauth"] = o;
+    }
     // The suite says which revision a scenario runs at (MCP_CONFORMANCE_PROTOCOL_VERSION), but
     // it is not pinned here: the runtime finds each server's era itself (`server/discover`
     // first, then the handshake), and that choice is what the suite checks.
@@ -142,6 +160,66 @@ fn conformance_config(url: &str) -> anyhow::Result<config::Config> {
     // No `${VAR}` expansion from the environment: the URL is the runner's, taken as it is.
     config::parse(&text, "<conformance>", Path::new(""), &|_| None)
         .context("cannot build the conformance config")
+}
+
+/// The client metadata document URL the suite's CIMD scenarios expect (as the Python SDK's
+/// conformance client uses).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The `oauth` entry of an auth scenario: the pre-registered client of
+/// `MCP_CONFORMANCE_CONTEXT` (`client_id`, `client_secret`) when the runner gives one, and the
+/// client metadata document URL.
+fn context_oauth() -> Value {
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    let mut o = json!({ "clientMetadataUrl": CLIENT_METADATA_URL });
+    if let Some(id) = context.get("client_id").and_then(Value::as_str) {
+        o["clientId"] = json!(id);
+    }
+    if let Some(secret) = context.get("client_secret").and_then(Value::as_str) {
+        o["clientSecret"] = json!(secret);
+    }
+    o
+}
+
+/// `harness9 conformance-browser <URL>`: what a browser does with an authorization URL that
+/// redirects at once: GET it without following, then GET its `Location` (the loopback
+/// listener). Exits 1 if there is no redirect or the listener does not answer.
+pub async fn browser(url: &str) -> anyhow::Result<ExitCode> {
+    harness9_actors::net::install_crypto();
+    let client = awc::Client::builder()
+        .disable_redirects()
+        .timeout(Duration::from_secs(10))
+        .finish();
+    let resp = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot fetch the authorization URL: {e}"))?;
+    let Some(next) = resp
+        .headers()
+        .get("location")
+        .and_then(|l| l.to_str().ok())
+        .map(str::to_owned)
+    else {
+        eprintln!(
+            "[conformance-browser] the authorization URL answered HTTP {} without a redirect",
+            resp.status()
+        );
+        return Ok(ExitCode::from(1));
+    };
+    let resp = client
+        .get(&next)
+        .send()
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot reach the redirect URI: {e}"))?;
+    Ok(if resp.status().is_success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// The argument values a scenario's checks look for, where values made from the schema would
@@ -262,7 +340,7 @@ mod tests {
 
     #[test]
     fn the_config_is_one_http_server() {
-        let c = conformance_config("http://localhost:1234/mcp").unwrap();
+        let c = conformance_config("http://localhost:1234/mcp", None).unwrap();
         assert_eq!(c.servers.len(), 1);
         let s = &c.servers[0];
         assert_eq!(s.name, SERVER);

@@ -1,4 +1,4 @@
-//! `harness9 mcp list|get|call|approve`: the servers, headless.
+//! `harness9 mcp list|get|call|approve|login|logout`: the servers, headless.
 
 use std::io::Read;
 use std::process::ExitCode;
@@ -10,7 +10,8 @@ use harness9_actors::messages::{
     CallTool, ListTools, ProgressSink, ServerState, ServerStatus, StatusSnapshot, ToolEntry,
     ToolProgress,
 };
-use harness9_actors::{ServerSpec, ToolRegistry};
+use harness9_actors::oauth;
+use harness9_actors::{ServerSpec, ToolRegistry, TransportSpec};
 use serde_json::{json, Value};
 
 use super::{interrupted, McpCommand, Scope, Transport};
@@ -61,6 +62,9 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         _ => {}
     }
     let config = opts.load_config()?;
+    if let McpCommand::Login { server } | McpCommand::Logout { server } = cmd {
+        return oauth_command(&config, server, matches!(cmd, McpCommand::Login { .. })).await;
+    }
     let only = match cmd {
         McpCommand::Get { server, .. } | McpCommand::Call { server, .. } => Some(server.as_str()),
         _ => None,
@@ -134,6 +138,61 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
     };
     session.close().await;
     out
+}
+
+/// `mcp login <server>` (the flow driver the runtime uses, started by the user) and
+/// `mcp logout <server>` (forgets the server's grants).
+async fn oauth_command(config: &Config, name: &str, login: bool) -> anyhow::Result<ExitCode> {
+    let Some(spec) = config.servers.iter().find(|s| s.name == name) else {
+        bail!("no server named \"{name}\" in {}", config.path.display());
+    };
+    let (TransportSpec::Http { url, .. }, Some(oauth)) = (&spec.transport, &spec.oauth) else {
+        bail!("server \"{name}\" is not an HTTP server: OAuth is for HTTP servers only");
+    };
+    if !login {
+        let had = oauth.store.forget(url).map_err(anyhow::Error::msg)?;
+        say!(
+            "{}",
+            if had {
+                format!(
+                    "Logged out of server \"{name}\": its tokens and registration are forgotten."
+                )
+            } else {
+                format!("Server \"{name}\" had no stored login.")
+            }
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let challenge = oauth::flow::probe(url).await;
+    let show = |auth_url: &str| {
+        eprintln!(
+            "Opening the browser to log in to server \"{name}\". If it does not open, visit:\n  {}",
+            clean_line(auth_url)
+        );
+    };
+    let flow = oauth::flow::login(url, oauth, challenge.as_ref(), &[], &show);
+    let grant = tokio::select! {
+        g = flow => g.map_err(|e| anyhow::anyhow!("login to server \"{name}\" failed: {e}"))?,
+        _ = interrupted() => {
+            eprintln!("[mcp] login interrupted");
+            return Ok(ExitCode::from(130));
+        }
+    };
+    say!(
+        "Logged in to server \"{name}\" at {}; scopes: {}{}",
+        clean_line(&grant.issuer),
+        if grant.scopes.is_empty() {
+            "(none)".to_owned()
+        } else {
+            clean_line(&grant.scopes.join(" ")).into_owned()
+        },
+        if grant.refresh_token.is_some() {
+            " (refreshable)"
+        } else {
+            ""
+        }
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn status_json(name: &str, st: &ServerState) -> Value {

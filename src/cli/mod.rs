@@ -94,6 +94,13 @@ pub enum Command {
     /// The MCP conformance suite's client: connect to URL, list its tools, call each once.
     #[command(hide = true)]
     Conformance(ConformanceArgs),
+    /// The conformance driver's `$BROWSER`: fetch an authorization URL and follow its redirect
+    /// to the loopback listener, as a user's browser would.
+    #[command(hide = true)]
+    ConformanceBrowser {
+        /// The authorization URL.
+        url: String,
+    },
 }
 
 /// `harness9 conformance <URL>` (run by `scripts/conformance.sh`).
@@ -211,6 +218,18 @@ pub enum McpCommand {
         /// Which file.
         #[arg(long, value_enum, default_value_t = Scope::Project)]
         scope: Scope,
+    },
+    /// Log in to an OAuth-protected HTTP server: opens the browser ($BROWSER, else xdg-open)
+    /// on its authorization page, waits for the redirect on 127.0.0.1 and keeps the tokens in
+    /// the OAuth store ($HARNESS9_OAUTH_STORE, else ~/.local/state/harness9/oauth.json).
+    Login {
+        /// The server's name in .mcp.json.
+        server: String,
+    },
+    /// Forget the tokens and client registration kept for a server.
+    Logout {
+        /// The server's name in .mcp.json.
+        server: String,
     },
 }
 

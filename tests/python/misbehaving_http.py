@@ -8,10 +8,16 @@
         | flood-get (the GET stream floods ping requests; POSTed answers are never read: each
           such POST stalls) | close-body / close-sse (HTTP/1.1 replies without Content-Length or chunked encoding:
           the body runs to the connection's close)
+        | oauth (an OAuth-protected server that is its own authorization server: protected
+          resource and server metadata, dynamic registration, PKCE S256 codes, access tokens
+          that live --token-ttl seconds, rotating refresh tokens; POST /revoke forgets every
+          token, GET /stats counts logins and refreshes)
 Prints `READY <port>` on stdout once listening. Endpoint: /mcp (legacy: /sse + /messages).
 """
 
 import argparse
+import base64
+import hashlib
 import json
 import queue
 import sys
@@ -34,6 +40,23 @@ LEGACY = {}  # session -> queue of outgoing SSE payloads
 LOCK = threading.Lock()
 # stateless-cut: tools/call requests seen (the first one's stream breaks).
 CALLS = [0]
+# oauth: codes -> (code_challenge, redirect_uri), live access tokens -> expiry, refresh tokens.
+OAUTH = {"codes": {}, "access": {}, "refresh": set(), "n": 0, "logins": 0, "refreshes": 0}
+
+
+def base():
+    return f"http://127.0.0.1:{ARGS.port}"
+
+
+def issue_tokens():
+    with LOCK:
+        OAUTH["n"] += 1
+        n = OAUTH["n"]
+        access, refresh = f"at-{n}-{uuid.uuid4().hex}", f"rt-{n}-{uuid.uuid4().hex}"
+        OAUTH["access"][access] = time.time() + ARGS.token_ttl
+        OAUTH["refresh"].add(refresh)
+    return {"access_token": access, "token_type": "Bearer", "expires_in": ARGS.token_ttl,
+            "refresh_token": refresh, "scope": "mcp"}
 
 
 def record(handler, body):
@@ -117,7 +140,103 @@ class Handler(BaseHTTPRequestHandler):
             SESSIONS.discard(self.headers.get("Mcp-Session-Id"))
         self.send_plain(200, "")
 
+    def oauth_get(self):
+        """The oauth mode's GETs; False when the path is the MCP endpoint's."""
+        from urllib.parse import urlparse, parse_qs, urlencode
+        url = urlparse(self.path)
+        if url.path == "/.well-known/oauth-protected-resource/mcp":
+            self.send_plain(200, json.dumps({"resource": base() + "/mcp", "authorization_servers": [base()],
+                                             "scopes_supported": ["mcp"]}), "application/json")
+        elif url.path == "/.well-known/oauth-authorization-server":
+            self.send_plain(200, json.dumps({
+                "issuer": base(), "authorization_endpoint": base() + "/authorize",
+                "token_endpoint": base() + "/token", "registration_endpoint": base() + "/register",
+                "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["none"],
+                "scopes_supported": ["mcp", "offline_access"],
+                "authorization_response_iss_parameter_supported": True}), "application/json")
+        elif url.path == "/authorize":
+            q = {k: v[0] for k, v in parse_qs(url.query).items()}
+            if q.get("code_challenge_method") != "S256" or q.get("resource") != base() + "/mcp":
+                self.send_plain(400, "bad authorization request")
+                return True
+            code = "code-" + uuid.uuid4().hex
+            with LOCK:
+                OAUTH["codes"][code] = (q["code_challenge"], q["redirect_uri"])
+            back = q["redirect_uri"] + "?" + urlencode({"code": code, "state": q.get("state", ""), "iss": base()})
+            self.send_plain(302, "", headers=[("Location", back)])
+        elif url.path == "/stats":
+            with LOCK:
+                stats = {"logins": OAUTH["logins"], "refreshes": OAUTH["refreshes"]}
+            self.send_plain(200, json.dumps(stats), "application/json")
+        elif url.path.startswith("/.well-known/"):
+            self.send_plain(404, "not found")
+        else:
+            return False
+        return True
+
+    def oauth_post(self, raw):
+        """The oauth mode's POSTs to the authorization server; False for other paths."""
+        from urllib.parse import parse_qs
+        if self.path == "/register":
+            meta = json.loads(raw or b"{}")
+            self.send_plain(201, json.dumps({"client_id": "client-" + uuid.uuid4().hex[:8],
+                                             "redirect_uris": meta.get("redirect_uris", []),
+                                             "token_endpoint_auth_method": "none"}), "application/json")
+        elif self.path == "/token":
+            form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+
+            def bad(why):
+                self.send_plain(400, json.dumps({"error": "invalid_grant", "error_description": why}),
+                                "application/json")
+                return True
+
+            if form.get("resource") != base() + "/mcp":
+                return bad("wrong resource")
+            if form.get("grant_type") == "authorization_code":
+                with LOCK:
+                    challenge, redirect = OAUTH["codes"].pop(form.get("code"), (None, None))
+                digest = base64.urlsafe_b64encode(hashlib.sha256(form.get("code_verifier", "").encode()).digest())
+                if challenge is None or digest.rstrip(b"=").decode() != challenge or form.get("redirect_uri") != redirect:
+                    return bad("bad code, verifier or redirect_uri")
+                with LOCK:
+                    OAUTH["logins"] += 1
+            elif form.get("grant_type") == "refresh_token":
+                with LOCK:
+                    known = form.get("refresh_token") in OAUTH["refresh"]
+                    OAUTH["refresh"].discard(form.get("refresh_token"))
+                    if known:
+                        OAUTH["refreshes"] += 1
+                if not known:
+                    return bad("unknown refresh token")
+            else:
+                return bad("unsupported grant type")
+            self.send_plain(200, json.dumps(issue_tokens()), "application/json")
+        elif self.path == "/revoke":
+            with LOCK:
+                OAUTH["access"].clear()
+                OAUTH["refresh"].clear()
+            self.send_plain(200, "revoked")
+        else:
+            return False
+        return True
+
+    def oauth_denied(self):
+        """True (after a 401) unless the request carries a live access token."""
+        auth = self.headers.get("Authorization") or ""
+        token = auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+        with LOCK:
+            expiry = OAUTH["access"].get(token)
+        if expiry is not None and expiry > time.time():
+            return False
+        prm = base() + "/.well-known/oauth-protected-resource/mcp"
+        self.send_plain(401, json.dumps({"error": "invalid_token"}), "application/json",
+                        headers=[("WWW-Authenticate", f'Bearer resource_metadata="{prm}", scope="mcp"')])
+        return True
+
     def do_GET(self):
+        if ARGS.mode == "oauth" and (self.oauth_get() or self.oauth_denied()):
+            return
         record(self, b"")
         if ARGS.mode in ("legacy-only", "legacy-evil") and self.path.split("?")[0] in ("/sse", "/mcp"):
             return self.legacy_stream()
@@ -167,6 +286,8 @@ class Handler(BaseHTTPRequestHandler):
         raw = self.body()
         record(self, raw)
         mode = ARGS.mode
+        if mode == "oauth" and (self.oauth_post(raw) or self.oauth_denied()):
+            return
         if mode == "stall":
             time.sleep(3600)
             return
@@ -300,8 +421,10 @@ def main():
     ap.add_argument("--mode", default="ok")
     ap.add_argument("--record")
     ap.add_argument("--other-port", type=int, default=0)
+    ap.add_argument("--token-ttl", type=int, default=3600)
     ARGS = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+    ARGS.port = srv.server_address[1]
     srv.daemon_threads = True
     print(f"READY {srv.server_address[1]}", flush=True)
     try:

@@ -553,3 +553,100 @@ fn https_goes_through_rustls_and_a_plain_server_gives_a_clear_error() {
         shutdown(rt, &[]).await;
     });
 }
+
+/// The user's OAuth path from the command line against the fixture's own authorization server
+/// (access tokens live 2 s): `needs login` -> `mcp login` through a `$BROWSER` that follows the
+/// redirect -> connected -> the token expires and is refreshed silently -> every token revoked
+/// -> `needs login` with the command to run. No token or code reaches stdout, stderr or the
+/// trace; the store is private.
+#[test]
+fn oauth_login_refresh_and_revocation_from_the_cli() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let srv = http_fixture("oauth", &["--token-ttl", "2"]);
+    let base = format!("http://127.0.0.1:{}", srv.port);
+    let dir = temp_path("http-oauth");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("oauth.mcp.json");
+    let body = json!({"mcpServers": {"o": {"url": format!("{base}/mcp")}}});
+    std::fs::write(&config, body.to_string()).unwrap();
+    let store = dir.join("oauth.json");
+    let trace = dir.join("trace.jsonl");
+    let exe = env!("CARGO_BIN_EXE_harness9");
+    let mut seen = String::new();
+    let mut h9 = |args: &[&str]| {
+        let out = Command::new(exe)
+            .arg("--config")
+            .arg(&config)
+            .arg("--trace")
+            .arg(&trace)
+            .args(args)
+            .env("HARNESS9_OAUTH_STORE", &store)
+            .env("BROWSER", format!("{exe} conformance-browser"))
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let (o, e) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        seen.push_str(&o);
+        seen.push_str(&e);
+        seen.push_str(&std::fs::read_to_string(&trace).unwrap_or_default());
+        (out.status.code(), o, e)
+    };
+    let port = srv.port;
+    let stats = || -> serde_json::Value {
+        let body = plain_http(port, "GET", "/stats");
+        serde_json::from_str(&body).unwrap()
+    };
+    let needs = "server \"o\" needs a login: run `harness9 mcp login o`";
+
+    let (code, _, err) = h9(&["mcp", "list"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains(needs), "{err}");
+
+    let (code, out, err) = h9(&["mcp", "login", "o"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("Logged in to server \"o\""), "{out}");
+    assert!(out.contains("(refreshable)"), "{out}");
+    let mode = std::fs::metadata(&store).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let call = ["mcp", "call", "o", "echo", "--args", r#"{"text":"in"}"#];
+    let (code, out, err) = h9(&call);
+    assert_eq!((code, out.trim_end()), (Some(0), "in"), "{err}");
+    assert_eq!(stats()["refreshes"], 0);
+
+    std::thread::sleep(Duration::from_millis(2500));
+    let (code, out, err) = h9(&call);
+    assert_eq!((code, out.trim_end()), (Some(0), "in"), "{err}");
+    assert_eq!(stats()["refreshes"], 1, "the expired token was refreshed");
+    assert_eq!(stats()["logins"], 1, "without a new login");
+
+    assert_eq!(plain_http(port, "POST", "/revoke"), "revoked");
+    let (code, _, err) = h9(&call);
+    assert_eq!(code, Some(1));
+    assert!(err.contains(needs), "{err}");
+
+    let stored = std::fs::read_to_string(&store).unwrap();
+    assert!(stored.contains("\"access_token\": \"at-"), "{stored}");
+    let (code, out, _) = h9(&["mcp", "logout", "o"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("Logged out"), "{out}");
+    for secret in ["at-", "rt-", "code-"] {
+        assert!(!seen.contains(secret), "{secret} leaked: {seen}");
+    }
+}
+
+/// One HTTP/1.0 request to 127.0.0.1:`port` without a body; the response's body.
+fn plain_http(port: u16, method: &str, path: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(s, "{method} {path} HTTP/1.0\r\nContent-Length: 0\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default()
+}

@@ -7,9 +7,12 @@
 //! in one place. [`redirects`] keeps the credentials on their origin; [`legacy`] is the
 //! HTTP+SSE transport.
 
+mod auth;
 mod legacy;
 mod meta;
 mod redirects;
+
+use auth::{Auth, AuthNeeded};
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -80,6 +83,7 @@ pub(crate) struct HttpTarget {
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
     pub param_headers: ParamHeaders,
+    pub oauth: Option<crate::oauth::OAuthSpec>,
 }
 
 /// The `Mcp-Param-*` headers of calls about to be sent, by request id: the server actor puts a
@@ -102,6 +106,8 @@ struct Failure {
     error: String,
     fatal: bool,
     reissue: bool,
+    /// The server asked for authorization (`401`, or `403` `insufficient_scope`).
+    auth: Option<AuthNeeded>,
 }
 
 fn fail(error: impl Into<String>, fatal: bool) -> Failure {
@@ -109,6 +115,7 @@ fn fail(error: impl Into<String>, fatal: bool) -> Failure {
         error: error.into(),
         fatal,
         reissue: false,
+        auth: None,
     }
 }
 
@@ -137,11 +144,24 @@ struct Conn {
     /// Held while a re-initialization runs, so concurrent session losses initialize once.
     reinit: Mutex<()>,
     token: CancellationToken,
+    /// OAuth: the grant in use and the login flow (when the server has an OAuth spec).
+    auth: Option<Auth>,
 }
 
 /// Runs one HTTP connection until the actor drops its sender.
 pub(crate) async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Vec<u8>>, actor: HttpEvents) {
     install_crypto();
+    // A configured `Authorization` header is the user's own credential: no OAuth then (a 401
+    // says to check the headers).
+    let static_auth = target
+        .headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+    let auth = target
+        .oauth
+        .clone()
+        .filter(|_| !static_auth)
+        .map(|spec| Auth::new(spec, &target.url));
     // Redirects are followed by `send_following`, which keeps credentials on their origin.
     let client = awc::Client::builder()
         .connector(
@@ -167,6 +187,7 @@ pub(crate) async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Vec<u8>>, act
         inflight: RefCell::new(std::collections::HashMap::new()),
         reinit: Mutex::new(()),
         token: CancellationToken::new(),
+        auth,
     });
     if conn.target.legacy {
         if let Err(f) = conn.clone().open_legacy().await {
@@ -313,7 +334,7 @@ impl Conn {
                     self.inflight.borrow_mut().insert(n, token.clone());
                 }
                 let posted = token
-                    .run_until_cancelled(self.clone().post(line, id, &method, true, &extra))
+                    .run_until_cancelled(self.clone().post_authorized(line, id, &method, &extra))
                     .await;
                 if let Some(n) = id {
                     self.inflight.borrow_mut().remove(&n);
@@ -352,6 +373,21 @@ impl Conn {
             .and_then(|v| v.to_str().ok())
         {
             *self.session.borrow_mut() = Some(s.to_owned());
+        }
+        if let Some(needed) = self.auth_needed(&resp) {
+            let body = resp.body().limit(64 * 1024).await.unwrap_or_default();
+            self.actor.status.do_send(HttpStatus {
+                id,
+                method: method.to_owned(),
+                status: status.as_u16(),
+                session: self.session.borrow().clone(),
+                request_headers: extra.to_vec(),
+                response_headers: header_list(resp.headers()),
+                body: Some(body),
+            });
+            let mut f = fail(self.needs_login(&needed), false);
+            f.auth = Some(needed);
+            return Err(f);
         }
         let error_body = if status.is_success() {
             None

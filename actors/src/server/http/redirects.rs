@@ -51,6 +51,12 @@ impl Conn {
                 req = req.insert_header((k.as_str(), v.as_str()));
             }
         }
+        // The OAuth token goes to the server's origin only, like the configured headers.
+        if let Some(t) = self.auth.as_ref().and_then(|a| a.token()) {
+            if url == self.target.url || same_origin(url, &self.target.url) {
+                req = req.insert_header(("Authorization", format!("Bearer {t}")));
+            }
+        }
         if with_session {
             if let Some(s) = self.session.borrow().as_deref() {
                 req = req.insert_header(("Mcp-Session-Id", s));

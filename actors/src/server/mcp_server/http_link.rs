@@ -29,6 +29,7 @@ impl McpServer {
                 + Duration::from_secs(5),
             connect_timeout: self.spec.startup_timeout.min(Duration::from_secs(10)),
             param_headers: self.param_headers.clone(),
+            oauth: self.spec.oauth.clone(),
         };
         let (tx, rx) = mpsc::channel(WRITE_QUEUE);
         self.writer = Some(tx);

@@ -1,0 +1,247 @@
+//! OAuth for remote (Streamable HTTP) servers, as the MCP authorization spec asks: a `401`
+//! with a `Bearer` challenge leads to protected resource metadata (RFC 9728), authorization
+//! server metadata (RFC 8414 / OpenID discovery), a client (pre-registered, a client ID
+//! metadata document, or dynamic registration, RFC 7591), and the authorization code flow with
+//! PKCE S256 (RFC 7636), resource indicators (RFC 8707) and `iss` checks (RFC 9207).
+//!
+//! - [`parse`]: the pure parts (challenge, well-known URLs, scopes, PKCE, URLs, redirects).
+//! - [`flow`]: the HTTP exchanges and the loopback redirect listener; [`flow::login`] is the
+//!   one flow driver, used by `harness9 mcp login`, by the conformance driver and by the HTTP
+//!   task when a server allows an interactive login.
+//!
+//! Tokens are kept through a [`TokenStore`] the caller provides (the app keeps a 0600 file);
+//! the runtime only sees the trait. No token, code or verifier is ever logged or traced:
+//! [`Grant`]'s `Debug` redacts them.
+
+pub mod flow;
+pub mod parse;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+/// The `oauth` entry of an HTTP server in `.mcp.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OAuthConfig {
+    /// A pre-registered client id (skips registration).
+    pub client_id: Option<String>,
+    /// Its secret, if it is a confidential client.
+    pub client_secret: Option<String>,
+    /// The scopes to ask for (else the server's challenge or metadata decides).
+    pub scopes: Vec<String>,
+    /// The loopback port of the redirect URI (else one the OS picks).
+    pub callback_port: Option<u16>,
+    /// The URL of this client's metadata document, used as its client id when the
+    /// authorization server supports client ID metadata documents.
+    pub client_metadata_url: Option<String>,
+}
+
+/// A registered client, for one issuer.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Client {
+    /// The client id.
+    pub client_id: String,
+    /// The client secret, for a confidential client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// `client_secret_basic`, `client_secret_post` or `none`.
+    pub auth_method: String,
+    /// The redirect URI registered with it, if registered dynamically.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect_uri: Option<String>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("client_id", &self.client_id)
+            .field("auth_method", &self.auth_method)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a login leaves: the client and the tokens of one server at one issuer.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    /// The authorization server's issuer.
+    pub issuer: String,
+    /// Its token endpoint (for refreshes without discovery).
+    pub token_endpoint: String,
+    /// The resource indicator the tokens are for.
+    pub resource: String,
+    /// The client the tokens were issued to.
+    pub client: Client,
+    /// The access token.
+    pub access_token: String,
+    /// The refresh token, if one was issued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    /// When the access token expires (seconds since the epoch), if the server said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+    /// When the access token was issued (seconds since the epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_at: Option<u64>,
+    /// The scopes granted (or asked for, when the server did not say).
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_lived_tokens_are_not_always_expiring() {
+        let now = now_secs();
+        let client = Client {
+            client_id: "c".into(),
+            client_secret: None,
+            auth_method: "none".into(),
+            redirect_uri: None,
+        };
+        let mut g = Grant {
+            issuer: "i".into(),
+            token_endpoint: "t".into(),
+            resource: "r".into(),
+            client,
+            access_token: "a".into(),
+            refresh_token: None,
+            expires_at: Some(now + 100),
+            issued_at: Some(now),
+            scopes: Vec::new(),
+        };
+        assert!(!g.expiring(30));
+        g.expires_at = Some(now + 20);
+        assert!(!g.expiring(30), "a quarter of 20 s is the margin");
+        g.expires_at = Some(now + 4);
+        g.issued_at = Some(now - 16);
+        assert!(g.expiring(30));
+        g.expires_at = None;
+        assert!(!g.expiring(30));
+        assert!(!format!("{g:?}").contains("\"a\""));
+    }
+}
+
+impl std::fmt::Debug for Grant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Grant")
+            .field("issuer", &self.issuer)
+            .field("client", &self.client)
+            .field("scopes", &self.scopes)
+            .field("expires_at", &self.expires_at)
+            .field(
+                "refresh_token",
+                &self.refresh_token.as_ref().map(|_| "[redacted]"),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Grant {
+    /// Whether the access token expires within `margin_secs`, or within a quarter of its
+    /// lifetime if that is shorter (never, if the expiry is unknown).
+    pub fn expiring(&self, margin_secs: u64) -> bool {
+        let Some(at) = self.expires_at else {
+            return false;
+        };
+        let lifetime = self.issued_at.map_or(u64::MAX, |i| at.saturating_sub(i));
+        now_secs().saturating_add(margin_secs.min(lifetime / 4)) >= at
+    }
+}
+
+/// Seconds since the epoch.
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Where grants are kept, keyed by the server's URL and the issuer. Implementations must be
+/// quick (a small file at most): they are called on the runtime's thread.
+pub trait TokenStore: Send + Sync {
+    /// The grant last saved for `server` (any issuer).
+    fn load(&self, server: &str) -> Option<Grant>;
+    /// The client registered for `server` at `issuer`, if any grant there kept one.
+    fn client(&self, server: &str, issuer: &str) -> Option<Client>;
+    /// Saves `grant` for `server` (replacing the one of its issuer).
+    fn save(&self, server: &str, grant: &Grant) -> Result<(), String>;
+    /// Forgets everything of `server`; whether there was anything.
+    fn forget(&self, server: &str) -> Result<bool, String>;
+}
+
+/// A store in memory (the conformance driver's, and tests').
+#[derive(Default)]
+pub struct MemoryStore(Mutex<HashMap<String, Vec<Grant>>>);
+
+impl TokenStore for MemoryStore {
+    fn load(&self, server: &str) -> Option<Grant> {
+        self.0.lock().ok()?.get(server)?.last().cloned()
+    }
+    fn client(&self, server: &str, issuer: &str) -> Option<Client> {
+        let map = self.0.lock().ok()?;
+        map.get(server)?
+            .iter()
+            .find(|g| g.issuer == issuer)
+            .map(|g| g.client.clone())
+    }
+    fn save(&self, server: &str, grant: &Grant) -> Result<(), String> {
+        let mut map = self.0.lock().map_err(|e| e.to_string())?;
+        let list = map.entry(server.to_owned()).or_default();
+        list.retain(|g| g.issuer != grant.issuer);
+        list.push(grant.clone());
+        Ok(())
+    }
+    fn forget(&self, server: &str) -> Result<bool, String> {
+        let mut map = self.0.lock().map_err(|e| e.to_string())?;
+        Ok(map.remove(server).is_some())
+    }
+}
+
+/// How a server logs in: its configuration, the store, and whether the runtime may start a
+/// login itself (open a browser) when the server asks for one.
+#[derive(Clone)]
+pub struct OAuthSpec {
+    /// The `oauth` entry of the config (all defaults when absent).
+    pub config: OAuthConfig,
+    /// Where grants are kept.
+    pub store: Arc<dyn TokenStore>,
+    /// The runtime may run the login flow (open the browser) on a `401`/`403`; when `false`,
+    /// such a server fails with a message naming `harness9 mcp login`.
+    pub interactive: bool,
+    /// How long a login waits for the browser's redirect.
+    pub login_timeout: std::time::Duration,
+}
+
+impl OAuthSpec {
+    /// A spec with `config`, kept in `store`, not interactive, with a 5 minute login timeout.
+    pub fn new(config: OAuthConfig, store: Arc<dyn TokenStore>) -> Self {
+        Self {
+            config,
+            store,
+            interactive: false,
+            login_timeout: std::time::Duration::from_secs(300),
+        }
+    }
+}
+
+impl std::fmt::Debug for OAuthSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthSpec")
+            .field("client_id", &self.config.client_id)
+            .field("scopes", &self.config.scopes)
+            .field("interactive", &self.interactive)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Two specs are equal when their configuration is: the store is where, not what.
+impl PartialEq for OAuthSpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.config == other.config && self.interactive == other.interactive
+    }
+}
+
+impl Eq for OAuthSpec {}

@@ -1,0 +1,233 @@
+//! OAuth in the HTTP task: requests to the server's origin carry the grant's bearer token; a
+//! `401` refreshes it once (if there is a refresh token), then, for a server that allows it,
+//! runs the login flow ([`crate::oauth::flow::login`]); a `403` with `insufficient_scope` is a
+//! step-up (a login asking for the union of scopes). Without an interactive spec the request
+//! fails with a message that names `harness9 mcp login <server>`. One flow at a time per
+//! connection: concurrent `401`s wait for it and retry with its token. The token never leaves
+//! this module except in the `Authorization` header of requests to the server's origin.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use awc::http::StatusCode;
+use tokio::sync::Mutex;
+
+use super::{Conn, Failure};
+use crate::oauth::parse::Challenge;
+use crate::oauth::{flow, Grant, OAuthSpec};
+
+/// Authorization rounds (refresh or login) one request may go through before it fails.
+const MAX_ROUNDS_PER_REQUEST: usize = 2;
+/// Logins one connection may start by itself before it stops asking.
+const MAX_LOGINS: usize = 6;
+/// Refresh a token this many seconds before it expires.
+const EXPIRY_MARGIN_SECS: u64 = 30;
+
+/// Why a request needs authorization.
+pub(crate) struct AuthNeeded {
+    status: StatusCode,
+    challenge: Challenge,
+}
+
+/// The grant of one connection and the lock of its flow.
+pub(crate) struct Auth {
+    spec: OAuthSpec,
+    grant: RefCell<Option<Grant>>,
+    flow: Mutex<()>,
+    logins: Cell<usize>,
+}
+
+impl Auth {
+    pub(crate) fn new(spec: OAuthSpec, url: &str) -> Self {
+        let grant = spec.store.load(url);
+        Self {
+            spec,
+            grant: RefCell::new(grant),
+            flow: Mutex::new(()),
+            logins: Cell::new(0),
+        }
+    }
+
+    /// The access token in use.
+    pub(super) fn token(&self) -> Option<String> {
+        self.grant.borrow().as_ref().map(|g| g.access_token.clone())
+    }
+
+    fn set(&self, url: &str, grant: Grant) {
+        if let Err(e) = self.spec.store.save(url, &grant) {
+            tracing::warn!(target: "mcp", "cannot save the OAuth grant: {e}");
+        }
+        *self.grant.borrow_mut() = Some(grant);
+    }
+}
+
+impl Conn {
+    /// A `401`, or a `403` with `insufficient_scope`, when the server has an OAuth spec.
+    pub(super) fn auth_needed(&self, resp: &awc::ClientResponse<impl Sized>) -> Option<AuthNeeded> {
+        self.auth.as_ref()?;
+        let status = resp.status();
+        if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+            return None;
+        }
+        let challenge = resp
+            .headers()
+            .get_all("www-authenticate")
+            .filter_map(|v| v.to_str().ok())
+            .find_map(Challenge::parse)
+            .unwrap_or_default();
+        if status == StatusCode::FORBIDDEN && !challenge.insufficient_scope() {
+            return None;
+        }
+        Some(AuthNeeded { status, challenge })
+    }
+
+    /// The error of a request that needs a login nobody will do here.
+    pub(super) fn needs_login(&self, needed: &AuthNeeded) -> String {
+        let name = &self.target.name;
+        if needed.status == StatusCode::FORBIDDEN {
+            format!(
+                "server \"{name}\" needs more permissions (scope {:?}): run `harness9 mcp login {name}`",
+                needed.challenge.scope.as_deref().unwrap_or("")
+            )
+        } else {
+            format!("server \"{name}\" needs a login: run `harness9 mcp login {name}`")
+        }
+    }
+
+    /// `post`, with the token refreshed before it expires and the server's authorization
+    /// requests answered (at most [`MAX_ROUNDS_PER_REQUEST`] rounds).
+    pub(super) async fn post_authorized(
+        self: Rc<Self>,
+        line: Vec<u8>,
+        id: Option<i64>,
+        method: &str,
+        extra: &[(String, String)],
+    ) -> Result<(), Failure> {
+        let mut rounds = 0;
+        loop {
+            let sent = match &self.auth {
+                Some(a) => {
+                    self.refresh_if_expiring(a).await;
+                    a.token()
+                }
+                None => None,
+            };
+            let result = self
+                .clone()
+                .post(line.clone(), id, method, true, extra)
+                .await;
+            let Err(Failure {
+                auth: Some(needed),
+                error,
+                ..
+            }) = result
+            else {
+                return result;
+            };
+            if rounds >= MAX_ROUNDS_PER_REQUEST {
+                return Err(super::fail(
+                    format!("{error} (still refused after {rounds} authorization attempts)"),
+                    false,
+                ));
+            }
+            rounds += 1;
+            self.authorize(&needed, sent.as_deref())
+                .await
+                .map_err(|e| super::fail(e, false))?;
+        }
+    }
+
+    async fn refresh_if_expiring(&self, a: &Auth) {
+        let due = a
+            .grant
+            .borrow()
+            .as_ref()
+            .is_some_and(|g| g.refresh_token.is_some() && g.expiring(EXPIRY_MARGIN_SECS));
+        if !due {
+            return;
+        }
+        let _one = a.flow.lock().await;
+        let Some(g) = a.grant.borrow().clone() else {
+            return;
+        };
+        if !g.expiring(EXPIRY_MARGIN_SECS) {
+            return;
+        }
+        match flow::refresh(&flow::http_client(), &g).await {
+            Ok(fresh) => {
+                tracing::info!(target: "mcp", server = %self.target.name, "access token refreshed before it expired");
+                a.set(&self.target.url, fresh);
+            }
+            Err(e) => {
+                tracing::info!(target: "mcp", server = %self.target.name, "token refresh failed: {e}")
+            }
+        }
+    }
+
+    /// Gets a token the server should accept: another request's fresh one, a refresh, or a
+    /// login (when allowed).
+    async fn authorize(&self, needed: &AuthNeeded, sent: Option<&str>) -> Result<(), String> {
+        let Some(a) = &self.auth else {
+            return Err(self.needs_login(needed));
+        };
+        let _one = a.flow.lock().await;
+        let step_up = needed.status == StatusCode::FORBIDDEN;
+        let current = a.token();
+        if !step_up && current.is_some() && current.as_deref() != sent {
+            // Another request refreshed or logged in while this one waited.
+            return Ok(());
+        }
+        let grant = a.grant.borrow().clone();
+        if let Some(g) = grant
+            .as_ref()
+            .filter(|g| !step_up && g.refresh_token.is_some())
+        {
+            match flow::refresh(&flow::http_client(), g).await {
+                Ok(fresh) => {
+                    tracing::info!(target: "mcp", server = %self.target.name, "access token refreshed");
+                    a.set(&self.target.url, fresh);
+                    return Ok(());
+                }
+                Err(e) => {
+                    tracing::info!(target: "mcp", server = %self.target.name, "token refresh failed: {e}");
+                    // The refresh token is spent: forget it (here and in the store) so the
+                    // next 401 does not try it again.
+                    let mut spent = g.clone();
+                    spent.refresh_token = None;
+                    a.set(&self.target.url, spent);
+                }
+            }
+        }
+        if !a.spec.interactive {
+            return Err(self.needs_login(needed));
+        }
+        if a.logins.get() >= MAX_LOGINS {
+            return Err(format!(
+                "{} (gave up after {MAX_LOGINS} logins on this connection)",
+                self.needs_login(needed)
+            ));
+        }
+        a.logins.set(a.logins.get() + 1);
+        let held = if step_up {
+            grant.map(|g| g.scopes).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let name = self.target.name.clone();
+        let show = move |url: &str| {
+            tracing::info!(target: "mcp", server = %name, "log in at {url}");
+        };
+        let g = flow::login(
+            &self.target.url,
+            &a.spec,
+            Some(&needed.challenge),
+            &held,
+            &show,
+        )
+        .await
+        .map_err(|e| format!("login to server \"{}\" failed: {e}", self.target.name))?;
+        tracing::info!(target: "mcp", server = %self.target.name, scopes = %g.scopes.join(" "), "logged in");
+        a.set(&self.target.url, g);
+        Ok(())
+    }
+}
