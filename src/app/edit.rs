@@ -142,6 +142,31 @@ pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
     })
 }
 
+/// Writes `body` and a newline to `path` as a private file (0600 from its creation): a temp
+/// file beside it, then a rename. The approvals and the OAuth store are written this way.
+pub fn write_private(path: &Path, body: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut tmp = path.to_path_buf().into_os_string();
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    f.write_all(body)?;
+    f.write_all(b"\n")?;
+    drop(f);
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,6 @@
 //! temp file and a rename, like the approvals file ([`super::trust`]).
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -71,30 +70,9 @@ impl FileStore {
     }
 
     fn write(&self, file: &StoreFile) -> Result<(), String> {
-        use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
-        let what = |e: std::io::Error| {
-            format!("cannot write the OAuth store {}: {e}", self.path.display())
-        };
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(what)?;
-        }
-        let mut tmp = self.path.clone().into_os_string();
-        tmp.push(format!(".{}.tmp", std::process::id()));
-        let tmp = PathBuf::from(tmp);
         let body = serde_json::to_vec_pretty(file).map_err(|e| e.to_string())?;
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(what)?;
-        f.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(what)?;
-        f.write_all(&body).map_err(what)?;
-        f.write_all(b"\n").map_err(what)?;
-        drop(f);
-        std::fs::rename(&tmp, &self.path).map_err(what)
+        crate::app::edit::write_private(&self.path, &body)
+            .map_err(|e| format!("cannot write the OAuth store {}: {e}", self.path.display()))
     }
 }
 

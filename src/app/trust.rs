@@ -7,7 +7,6 @@
 //! spec's hash. An unapproved server's spec gets `Hold::Unapproved`: the supervisor shows it and
 //! never spawns it.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -142,30 +141,11 @@ impl Approvals {
 
     /// Writes the file: private (0600), through a temp file and a rename.
     pub fn save(&self) -> anyhow::Result<()> {
-        use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
-        let what = || format!("cannot write the approvals file {}", self.path.display());
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(what)?;
-        }
-        let mut tmp = self.path.clone().into_os_string();
-        tmp.push(format!(".{}.tmp", std::process::id()));
-        let tmp = PathBuf::from(tmp);
         let body = serde_json::to_vec_pretty(&StoreFile {
             approved: self.entries.clone(),
         })?;
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .with_context(what)?;
-        f.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .with_context(what)?;
-        f.write_all(&body).with_context(what)?;
-        f.write_all(b"\n").with_context(what)?;
-        drop(f);
-        std::fs::rename(&tmp, &self.path).with_context(what)
+        crate::app::edit::write_private(&self.path, &body)
+            .with_context(|| format!("cannot write the approvals file {}", self.path.display()))
     }
 }
 

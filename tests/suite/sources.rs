@@ -8,6 +8,17 @@ use serde_json::{json, Value};
 
 use super::common::*;
 
+/// The names of the connected servers in `mcp list --json` output.
+fn connected(list: &str) -> Vec<String> {
+    let rows: Value = serde_json::from_str(list).expect("mcp list --json");
+    rows.as_array()
+        .expect("an array")
+        .iter()
+        .filter(|r| r["status"] == "connected")
+        .filter_map(|r| r["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
 #[test]
 fn the_project_config_is_found_from_a_subdirectory_and_merged_with_the_users() {
     let dir = project_with(
@@ -114,15 +125,7 @@ fn mcp_add_add_json_and_remove_round_trip_on_both_scopes() {
     assert_eq!(code, Some(0), "{err}");
     let (code, out, err) = run(&["mcp", "list", "--json"]);
     assert_eq!(code, Some(0), "{out}{err}");
-    let rows: Value = serde_json::from_str(&out).unwrap();
-    let names: Vec<&str> = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["status"] == "connected")
-        .filter_map(|r| r["name"].as_str())
-        .collect();
-    assert_eq!(names, ["fx", "mine"], "{rows}");
+    assert_eq!(connected(&out), ["fx", "mine"], "{out}");
     // A name that is there already, and a stdio command given flags without `--`.
     let (code, _, err) = run(&["mcp", "add", "fx", "--", "true"]);
     assert_ne!(code, Some(0));
@@ -179,13 +182,6 @@ fn mcp_import_reads_other_tools_files_and_skips_names_already_there() {
     let out = run(&["mcp", "import", "--from", "codex", "--file", &c]);
     assert!(out.contains("imported b"), "{out}");
     assert!(out.contains("skipped a"), "{out}");
-    let rows: Value = serde_json::from_str(&run(&["mcp", "list", "--json"])).unwrap();
-    let connected: Vec<&str> = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["status"] == "connected")
-        .filter_map(|r| r["name"].as_str())
-        .collect();
-    assert_eq!(connected, ["a", "b"], "{rows}");
+    let out = run(&["mcp", "list", "--json"]);
+    assert_eq!(connected(&out), ["a", "b"], "{out}");
 }

@@ -374,22 +374,8 @@ impl Conn {
         {
             *self.session.borrow_mut() = Some(s.to_owned());
         }
-        if let Some(needed) = self.auth_needed(&resp) {
-            let body = resp.body().limit(64 * 1024).await.unwrap_or_default();
-            self.actor.status.do_send(HttpStatus {
-                id,
-                method: method.to_owned(),
-                status: status.as_u16(),
-                session: self.session.borrow().clone(),
-                request_headers: extra.to_vec(),
-                response_headers: header_list(resp.headers()),
-                body: Some(body),
-            });
-            let mut f = fail(self.needs_login(&needed), false);
-            f.auth = Some(needed);
-            return Err(f);
-        }
-        let error_body = if status.is_success() {
+        let needed = self.auth_needed(&resp);
+        let error_body = if status.is_success() && needed.is_none() {
             None
         } else {
             Some(resp.body().limit(64 * 1024).await.unwrap_or_default())
@@ -403,6 +389,11 @@ impl Conn {
             response_headers: header_list(resp.headers()),
             body: error_body.clone(),
         });
+        if let Some(needed) = needed {
+            let mut f = fail(self.needs_login(&needed), false);
+            f.auth = Some(needed);
+            return Err(f);
+        }
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
             if method == "notifications/initialized" && !self.get_started.replace(true) {
                 // The GET stream is open (or refused) before any later request is sent, so a
