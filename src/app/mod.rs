@@ -3,6 +3,7 @@
 //! ([`config`]) and its trust store ([`trust`]), the OAuth token store ([`oauth_store`]), the `--trace` file and the TUI's log file.
 
 pub mod config;
+mod config_formats;
 #[cfg(test)]
 mod config_props;
 pub mod edit;
