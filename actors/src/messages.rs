@@ -230,6 +230,8 @@ pub enum ServerEventKind {
         /// A stdio server that exited while it was probed with `server/discover`: start it
         /// again in this era (the handshake), without probing.
         retry_in: Option<crate::protocol::version::Era>,
+        /// It failed because the server wants a login nobody did (OAuth).
+        needs_login: bool,
     },
 }
 
@@ -287,10 +289,17 @@ pub enum ServerStatus {
         /// What it would run or reach ([`crate::TransportSpec::command_line`]).
         command_line: String,
     },
+    /// An OAuth-protected HTTP server with no token it accepts, and nobody here to log in:
+    /// `harness9 mcp login NAME` (named in `error`) connects it.
+    NeedsLogin {
+        /// What the server answered, and the command to run.
+        error: String,
+    },
 }
 
 impl ServerStatus {
-    /// `starting`, `connected`, `restarting`, `failed`, `stopped`, `unapproved`.
+    /// `starting`, `connected`, `restarting`, `failed`, `stopped`, `unapproved`,
+    /// `needs login`.
     pub fn label(&self) -> &'static str {
         match self {
             ServerStatus::Starting { .. } => "starting",
@@ -299,10 +308,12 @@ impl ServerStatus {
             ServerStatus::Failed { .. } => "failed",
             ServerStatus::Stopped => "stopped",
             ServerStatus::Unapproved { .. } => "unapproved",
+            ServerStatus::NeedsLogin { .. } => "needs login",
         }
     }
 
-    /// Connected, failed, stopped or unapproved: the state a headless command waits for.
+    /// Connected, failed, stopped, unapproved or needing a login: the state a headless
+    /// command waits for.
     pub fn is_settled(&self) -> bool {
         matches!(
             self,
@@ -310,6 +321,7 @@ impl ServerStatus {
                 | ServerStatus::Failed { .. }
                 | ServerStatus::Stopped
                 | ServerStatus::Unapproved { .. }
+                | ServerStatus::NeedsLogin { .. }
         )
     }
 }

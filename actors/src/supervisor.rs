@@ -394,6 +394,7 @@ impl Handler<ServerEvent> for ServerSupervisor {
                 reason,
                 stderr_tail,
                 retry_in,
+                needs_login,
             } => {
                 if let Some(t) = entry.timer.take() {
                     ctx.cancel_future(t);
@@ -411,6 +412,17 @@ impl Handler<ServerEvent> for ServerSupervisor {
                     _ if self.shutting_down => {
                         entry.status = ServerStatus::Stopped;
                         entry.addr = None;
+                        self.publish(ctx);
+                    }
+                    // A server that wants a login is not restarted: nothing would change.
+                    _ if needs_login => {
+                        tracing::info!(target: "mcp", server = %ev.server, "{reason}");
+                        entry.addr = None;
+                        self.registry.do_send(ServerGone {
+                            server: ev.server.clone(),
+                            reason: reason.clone(),
+                        });
+                        entry.status = ServerStatus::NeedsLogin { error: reason };
                         self.publish(ctx);
                     }
                     _ if entry.ever_connected => {

@@ -109,6 +109,9 @@ pub fn spawn_event_printer(mut rx: watch::Receiver<StatusSnapshot>, verbose: boo
                             clean_line(error)
                         )
                     }
+                    ServerStatus::NeedsLogin { error } => {
+                        eprintln!("[mcp] {}", clean_line(error))
+                    }
                     ServerStatus::Restarting {
                         attempt,
                         last_error,

@@ -210,6 +210,13 @@ fn status_json(name: &str, st: &ServerState) -> Value {
             v["error"] = json!(error);
             v["stderrTail"] = json!(stderr_tail);
         }
+        ServerStatus::NeedsLogin { error } => {
+            v["error"] = json!(error);
+            v["login"] = json!(format!(
+                "harness9 mcp login {}",
+                harness9_actors::spec::shell_quote(name)
+            ));
+        }
         ServerStatus::Restarting {
             attempt,
             last_error,
@@ -303,6 +310,13 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
                     clean_line(last_error).into_owned(),
                     &[][..],
                 ),
+                ServerStatus::NeedsLogin { error } => (
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    clean_line(error).into_owned(),
+                    &[][..],
+                ),
                 ServerStatus::Unapproved { command_line } => (
                     "-".into(),
                     "-".into(),
@@ -368,6 +382,7 @@ pub(super) fn ensure_connected(snap: &StatusSnapshot, server: &str) -> anyhow::R
             }
             bail!(msg)
         }
+        Some(ServerStatus::NeedsLogin { error }) => bail!("{error}"),
         Some(ServerStatus::Unapproved { .. }) => bail!(
             "server {server:?} is not approved (see above); approve it with `harness9 mcp approve {}` or run with --approve-project",
             harness9_actors::spec::shell_quote(server)

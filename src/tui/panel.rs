@@ -231,6 +231,13 @@ fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
             lines.push(Line::from(head));
             lines.push(Line::styled("starting: handshake in progress", DIM));
         }
+        ServerStatus::NeedsLogin { error } => {
+            lines.push(Line::from(head));
+            lines.push(Line::styled(
+                clean_line(error).into_owned(),
+                Style::new().fg(Color::Magenta),
+            ));
+        }
         ServerStatus::Unapproved { command_line } => {
             lines.push(Line::from(head));
             lines.push(Line::styled(

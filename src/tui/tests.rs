@@ -185,6 +185,18 @@ fn bar_with_each_status_mix_and_width() {
 }
 
 #[test]
+fn a_server_that_needs_a_login_says_so_in_the_bar() {
+    let needs = ServerState {
+        transport: "http",
+        status: ServerStatus::NeedsLogin {
+            error: "server \"remote\" needs a login: run `harness9 mcp login remote`".into(),
+        },
+    };
+    let bar = bar_text(vec![("context7", connected(2, 300)), ("remote", needs)], 80);
+    assert!(bar.contains("remote ! needs login"), "{bar}");
+}
+
+#[test]
 fn session_screen_before_any_server_connected() {
     let mut s = state_with(vec![("everything", starting()), ("py", starting())], vec![]);
     insta::assert_snapshot!(render(&mut s, 80, 12));

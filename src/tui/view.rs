@@ -103,6 +103,7 @@ pub(super) fn status_symbol(status: &ServerStatus) -> (&'static str, Color, Stri
         }
         ServerStatus::Failed { .. } => ("✗", Color::Red, "failed".into()),
         ServerStatus::Unapproved { .. } => ("?", Color::Magenta, "unapproved".into()),
+        ServerStatus::NeedsLogin { .. } => ("!", Color::Magenta, "needs login".into()),
         _ => ("-", Color::DarkGray, "stopped".into()),
     }
 }

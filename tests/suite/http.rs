@@ -605,6 +605,10 @@ fn oauth_login_refresh_and_revocation_from_the_cli() {
     let (code, _, err) = h9(&["mcp", "list"]);
     assert_eq!(code, Some(1));
     assert!(err.contains(needs), "{err}");
+    let (_, out, _) = h9(&["mcp", "list", "--json"]);
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows[0]["status"], "needs login", "{rows}");
+    assert_eq!(rows[0]["login"], "harness9 mcp login o", "{rows}");
 
     let (code, out, err) = h9(&["mcp", "login", "o"]);
     assert_eq!(code, Some(0), "{err}");

@@ -47,6 +47,8 @@ pub(crate) struct TransportFailed {
     /// Stateless era: the response stream broke before the response; the request may be
     /// sent again under a new id.
     pub reissue: bool,
+    /// The server wants an OAuth login that nobody here will do.
+    pub needs_login: bool,
 }
 
 /// One HTTP exchange for the trace: the response's status, the session id in use, the
@@ -106,6 +108,8 @@ struct Failure {
     error: String,
     fatal: bool,
     reissue: bool,
+    /// The request failed for want of an OAuth login.
+    needs_login: bool,
     /// The server asked for authorization (`401`, or `403` `insufficient_scope`).
     auth: Option<AuthNeeded>,
 }
@@ -115,6 +119,7 @@ fn fail(error: impl Into<String>, fatal: bool) -> Failure {
         error: error.into(),
         fatal,
         reissue: false,
+        needs_login: false,
         auth: None,
     }
 }
@@ -196,6 +201,7 @@ pub(crate) async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Vec<u8>>, act
                 error: f.error,
                 fatal: true,
                 reissue: false,
+                needs_login: false,
             });
             return;
         }
@@ -262,6 +268,7 @@ impl Conn {
             error: f.error,
             fatal: f.fatal,
             reissue: f.reissue,
+            needs_login: f.needs_login,
         });
     }
 
@@ -392,6 +399,7 @@ impl Conn {
         if let Some(needed) = needed {
             let mut f = fail(self.needs_login(&needed), false);
             f.auth = Some(needed);
+            f.needs_login = true;
             return Err(f);
         }
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {

@@ -78,6 +78,8 @@ pub struct McpServer {
     era_hint: Option<Era>,
     /// The child went away with our `server/discover` probe unanswered.
     died_probing: bool,
+    /// A request failed for want of an OAuth login (reported with the exit).
+    needs_login: bool,
     /// Stateless era: a `subscriptions/listen` request is open.
     listening: bool,
     /// The wait before the next listen, doubled after each one that ends.
@@ -137,6 +139,7 @@ impl McpServer {
             era: None,
             era_hint: None,
             died_probing: false,
+            needs_login: false,
             listening: false,
             listen_wait: Duration::from_secs(1),
             ttl_timer: None,
@@ -305,6 +308,7 @@ impl Actor for McpServer {
                 // the probe is started again for the handshake.
                 retry_in: (self.died_probing && !self.connected && self.link == Link::Child)
                     .then_some(Era::Handshake(crate::protocol::version::LATEST)),
+                needs_login: self.needs_login,
             },
         });
     }

@@ -124,16 +124,20 @@ impl Conn {
             else {
                 return result;
             };
+            let login_failure = |e: String| {
+                let mut f = super::fail(e, false);
+                f.needs_login = true;
+                f
+            };
             if rounds >= MAX_ROUNDS_PER_REQUEST {
-                return Err(super::fail(
-                    format!("{error} (still refused after {rounds} authorization attempts)"),
-                    false,
-                ));
+                return Err(login_failure(format!(
+                    "{error} (still refused after {rounds} authorization attempts)"
+                )));
             }
             rounds += 1;
             self.authorize(&needed, sent.as_deref())
                 .await
-                .map_err(|e| super::fail(e, false))?;
+                .map_err(login_failure)?;
         }
     }
 

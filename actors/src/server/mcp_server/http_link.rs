@@ -58,6 +58,7 @@ impl Handler<http::TransportFailed> for McpServer {
     type Result = ();
 
     fn handle(&mut self, msg: http::TransportFailed, ctx: &mut Context<Self>) {
+        self.needs_login |= msg.needs_login;
         if let Some(p) = msg.id.and_then(|id| self.pending.remove(&id)) {
             if let Some(id) = msg.id {
                 self.progress.remove(&id);
