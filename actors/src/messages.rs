@@ -294,6 +294,9 @@ pub enum ServerStatus {
     NeedsLogin {
         /// What the server answered, and the command to run.
         error: String,
+        /// While a login ([`Login`]) runs: the authorization page it opened (empty until the
+        /// page is known).
+        login_page: Option<String>,
     },
 }
 
@@ -413,6 +416,13 @@ impl ReconcileReport {
         parts.join("; ")
     }
 }
+
+/// Log in to an OAuth-protected HTTP server that needs it (the TUI panel's `L`): the browser
+/// opens on its authorization page (the status shows it too); on success the server starts
+/// again with its new token, on failure it stays `NeedsLogin` with the reason.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct Login(pub String);
 
 /// Stop every server; resolves once every child is gone (bounded).
 #[derive(Debug, Message, Default)]

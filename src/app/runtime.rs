@@ -109,7 +109,7 @@ pub fn spawn_event_printer(mut rx: watch::Receiver<StatusSnapshot>, verbose: boo
                             clean_line(error)
                         )
                     }
-                    ServerStatus::NeedsLogin { error } => {
+                    ServerStatus::NeedsLogin { error, .. } => {
                         eprintln!("[mcp] {}", clean_line(error))
                     }
                     ServerStatus::Restarting {

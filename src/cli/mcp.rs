@@ -210,7 +210,7 @@ fn status_json(name: &str, st: &ServerState) -> Value {
             v["error"] = json!(error);
             v["stderrTail"] = json!(stderr_tail);
         }
-        ServerStatus::NeedsLogin { error } => {
+        ServerStatus::NeedsLogin { error, .. } => {
             v["error"] = json!(error);
             v["login"] = json!(format!(
                 "harness9 mcp login {}",
@@ -310,7 +310,7 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
                     clean_line(last_error).into_owned(),
                     &[][..],
                 ),
-                ServerStatus::NeedsLogin { error } => (
+                ServerStatus::NeedsLogin { error, .. } => (
                     "-".into(),
                     "-".into(),
                     "-".into(),
@@ -382,7 +382,7 @@ pub(super) fn ensure_connected(snap: &StatusSnapshot, server: &str) -> anyhow::R
             }
             bail!(msg)
         }
-        Some(ServerStatus::NeedsLogin { error }) => bail!("{error}"),
+        Some(ServerStatus::NeedsLogin { error, .. }) => bail!("{error}"),
         Some(ServerStatus::Unapproved { .. }) => bail!(
             "server {server:?} is not approved (see above); approve it with `harness9 mcp approve {}` or run with --approve-project",
             harness9_actors::spec::shell_quote(server)

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use crossterm::event::{Event as TermEvent, EventStream};
 use futures_util::StreamExt as _;
-use harness9_actors::messages::{CallTool, ListTools, Restart, StatusChanged, ToolEntry};
+use harness9_actors::messages::{CallTool, ListTools, Login, Restart, StatusChanged, ToolEntry};
 use harness9_actors::trace::WireRecord;
 use harness9_actors::{ServerSupervisor, ToolRegistry};
 use ratatui::backend::CrosstermBackend;
@@ -239,6 +239,9 @@ impl Tui {
     fn effect(&mut self, effect: Effect, ctx: &mut Context<Self>) {
         match effect {
             Effect::Quit => self.quit(0, ctx),
+            Effect::Login(server) => {
+                self.supervisor.do_send(Login(server.clone()));
+            }
             Effect::Restart(server) => {
                 self.supervisor.do_send(Restart(server.clone()));
                 self.state

@@ -132,6 +132,19 @@ pub(super) fn panel_key(state: &mut State, mut p: PanelState, key: KeyEvent) -> 
                 effects.push(Effect::Restart(s.to_owned()));
             }
         }
+        KeyCode::Char('L') => {
+            // A server that needs an OAuth login: the runtime opens the browser and, once
+            // logged in, starts it again.
+            if let Some(s) = state.server_at(p.selected) {
+                let needs = state
+                    .servers
+                    .get(s)
+                    .is_some_and(|st| matches!(st.status, ServerStatus::NeedsLogin { .. }));
+                if needs {
+                    effects.push(Effect::Login(s.to_owned()));
+                }
+            }
+        }
         KeyCode::Char('e') | KeyCode::Char('E') => effects.push(Effect::OpenEditor),
         KeyCode::Char('a') => {
             // An unapproved server: back to the trust screen, on it.
@@ -231,12 +244,20 @@ fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
             lines.push(Line::from(head));
             lines.push(Line::styled("starting: handshake in progress", DIM));
         }
-        ServerStatus::NeedsLogin { error } => {
+        ServerStatus::NeedsLogin { error, login_page } => {
             lines.push(Line::from(head));
             lines.push(Line::styled(
                 clean_line(error).into_owned(),
                 Style::new().fg(Color::Magenta),
             ));
+            match login_page.as_deref() {
+                None => lines.push(Line::styled("L: log in here (opens the browser)", DIM)),
+                Some("") => {}
+                Some(page) => lines.push(Line::styled(
+                    format!("if the browser did not open, visit: {}", clean_line(page)),
+                    DIM,
+                )),
+            }
         }
         ServerStatus::Unapproved { command_line } => {
             lines.push(Line::from(head));

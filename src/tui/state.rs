@@ -82,6 +82,8 @@ pub enum Effect {
     Quit,
     /// Restart one server.
     Restart(String),
+    /// Log in to an OAuth server that needs it (the runtime runs the browser flow).
+    Login(String),
     /// Open `.mcp.json` in `$EDITOR` (or the system opener), then reload.
     OpenEditor,
     /// Reload `.mcp.json` and reconcile.

@@ -743,3 +743,43 @@ fn bash_waits_for_the_users_yes_and_a_no_reaches_the_model() {
     assert_eq!(t.exit_code(), 0);
     t.assert_terminal_restored();
 }
+
+#[test]
+fn a_server_that_needs_a_login_is_logged_in_from_the_panel() {
+    // An OAuth-protected server (its own authorization server) and a `$BROWSER` that follows
+    // the authorization page's redirect to our loopback listener, as a person's browser would.
+    let srv = super::http::http_fixture("oauth", &[]);
+    let dir = temp_path("tui-login");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(".mcp.json"),
+        json!({"mcpServers": {"o": {"url": format!("http://127.0.0.1:{}/mcp", srv.port)}}})
+            .to_string(),
+    )
+    .unwrap();
+    let store = dir.join("oauth.json").display().to_string();
+    let browser = format!("{} conformance-browser", env!("CARGO_BIN_EXE_harness9"));
+    let t = Tmux::start_with(
+        &dir,
+        &[],
+        None,
+        &[
+            ("HARNESS9_OAUTH_STORE", store.as_str()),
+            ("BROWSER", browser.as_str()),
+        ],
+    );
+    t.wait_for("the bar to say o needs a login", BOUND, |s| {
+        bar(s).contains("o ! needs login")
+    });
+    let screen = t.open_panel();
+    assert!(screen.contains("L: log in here"), "{screen}");
+    t.send_keys(&["L"]);
+    t.wait_for("o to connect after the login", BOUND, |s| {
+        bar(s).contains("o ●")
+    });
+    t.close_panel();
+    let stored = std::fs::read_to_string(&store).unwrap_or_default();
+    assert!(stored.contains("access_token"), "the grant is kept");
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0, "exit code after Ctrl+C");
+}
