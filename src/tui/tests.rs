@@ -190,6 +190,7 @@ fn a_server_that_needs_a_login_says_so_in_the_bar() {
         transport: "http",
         status: ServerStatus::NeedsLogin {
             error: "server \"remote\" needs a login: run `harness9 mcp login remote`".into(),
+            login_page: None,
         },
     };
     let bar = bar_text(vec![("context7", connected(2, 300)), ("remote", needs)], 80);
