@@ -24,7 +24,7 @@ pub struct InitializeParams<'a> {
     /// The revision we offer.
     pub protocol_version: &'a str,
     /// What this client supports.
-    pub capabilities: Value,
+    pub capabilities: &'a Value,
     /// Who we are.
     pub client_info: &'a Implementation,
 }
@@ -274,6 +274,10 @@ pub struct CallToolResult {
     /// Whether the tool reports an error.
     #[serde(default)]
     pub is_error: bool,
+    /// Stateless era: `complete` (or absent) for a result, `input_required` for a request for
+    /// input; read, never written (it is the protocol's, not the tool's).
+    #[serde(default, skip_serializing)]
+    pub result_type: Option<String>,
 }
 
 /// `notifications/progress` parameters.

@@ -288,15 +288,10 @@ pub(super) async fn handshake(
     max_tools: usize,
     offer: ProtocolVersion,
 ) -> Result<Handshake, String> {
-    let client = Implementation {
-        name: "harness9".to_owned(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        title: None,
-    };
     let params = InitializeParams {
         protocol_version: offer.as_str(),
         capabilities: input::client_capabilities(),
-        client_info: &client,
+        client_info: input::client_info(),
     };
     let params = serde_json::to_value(&params).map_err(|e| e.to_string())?;
     let raw = match rpc_raw(&addr, "initialize", Some(params), None).await {
@@ -305,13 +300,7 @@ pub(super) async fn handshake(
         // dual-era server that took our unanswered-in-time probe, or one that refuses the
         // handshake). Discover it, waiting for the answer this time.
         Err(ReplyError::Rpc(e)) if e.code == UNSUPPORTED_PROTOCOL_VERSION => {
-            let supported: Vec<String> = e
-                .data
-                .as_ref()
-                .and_then(|d| d.get("supported"))
-                .and_then(|s| serde_json::from_value(s.clone()).ok())
-                .unwrap_or_default();
-            let version = mutual(&supported)
+            let version = mutual(&supported_of(&e))
                 .filter(|v| v.is_stateless())
                 .unwrap_or(MODERN);
             tracing::debug!(target: "mcp", "initialize refused ({e}); discovering the stateless era");

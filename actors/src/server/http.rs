@@ -210,26 +210,24 @@ pub(crate) async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Vec<u8>>, act
     while let Some(line) = rx.recv().await {
         let c = conn.clone();
         let token = conn.token.clone();
-        if is_initialized(&line) {
+        // One parse per line: its method, id and mirrored fields.
+        let peek = Peek::of(&line);
+        if peek.method == "notifications/initialized" {
             // `initialized` reaches the server (its 202) before any later request is sent.
-            token.run_until_cancelled(c.send(line)).await;
+            token.run_until_cancelled(c.send(line, peek)).await;
             continue;
         }
         let Ok(permit) = in_flight.clone().acquire_owned().await else {
             break;
         };
         actix_rt::spawn(async move {
-            token.run_until_cancelled(c.send(line)).await;
+            token.run_until_cancelled(c.send(line, peek)).await;
             drop(permit);
         });
     }
     conn.close().await;
     conn.token.cancel();
     conn.actor.closed.do_send(TransportClosed);
-}
-
-fn is_initialized(line: &[u8]) -> bool {
-    matches!(Incoming::parse(line), Ok(Incoming::Notification { method, .. }) if method == "notifications/initialized")
 }
 
 impl Conn {
@@ -293,22 +291,12 @@ impl Conn {
         }
     }
 
-    async fn send(self: Rc<Self>, line: Vec<u8>) {
-        let (id, method) = match Incoming::parse(&line) {
-            Ok(Incoming::Request {
-                id: RequestId::Number(n),
-                method,
-                ..
-            }) => (Some(n), method.into_owned()),
-            Ok(Incoming::Request { method, .. }) | Ok(Incoming::Notification { method, .. }) => {
-                (None, method.into_owned())
-            }
-            _ => (None, String::new()),
-        };
+    async fn send(self: Rc<Self>, line: Vec<u8>, peek: Peek) {
+        let id = peek.request_id();
+        let method = peek.method.as_str();
         if method == "initialize" {
             *self.init_line.borrow_mut() = Some(line.clone());
         }
-        let peek: Peek = serde_json::from_slice(&line).unwrap_or_default();
         let stateless = peek
             .params
             .as_ref()
@@ -330,7 +318,7 @@ impl Conn {
             }
             return;
         }
-        let mut extra = request_headers(&method, &peek);
+        let mut extra = request_headers(method, &peek);
         extra.extend(self.take_param_headers(id));
         let endpoint = self.endpoint.borrow().clone();
         let result = match endpoint {
@@ -341,7 +329,7 @@ impl Conn {
                     self.inflight.borrow_mut().insert(n, token.clone());
                 }
                 let posted = token
-                    .run_until_cancelled(self.clone().post_authorized(line, id, &method, &extra))
+                    .run_until_cancelled(self.clone().post_authorized(line, id, method, &extra))
                     .await;
                 if let Some(n) = id {
                     self.inflight.borrow_mut().remove(&n);

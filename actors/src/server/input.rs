@@ -9,11 +9,12 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::OnceLock;
 
 use serde_json::{json, Map, Value};
 
 use crate::protocol::jsonrpc::{ErrorObject, METHOD_NOT_FOUND};
-use crate::protocol::types::{ListRootsResult, Root};
+use crate::protocol::types::{Implementation, ListRootsResult, Root};
 
 /// How an elicitation (`elicitation/create`) is answered when no person is asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,17 +44,26 @@ pub fn elicitation() -> ElicitPolicy {
     }
 }
 
-/// The capabilities we declare, in `initialize` and in every stateless request's `_meta`.
-pub fn client_capabilities() -> Value {
-    json!({
-        "roots": { "listChanged": false },
-        "elicitation": { "form": {} },
+/// The capabilities we declare, in `initialize` and in every stateless request's `_meta`
+/// (built once).
+pub fn client_capabilities() -> &'static Value {
+    static CAPABILITIES: OnceLock<Value> = OnceLock::new();
+    CAPABILITIES.get_or_init(|| {
+        json!({
+            "roots": { "listChanged": false },
+            "elicitation": { "form": {} },
+        })
     })
 }
 
-/// Who we are, in `initialize` and in every stateless request's `_meta`.
-pub fn client_info() -> Value {
-    json!({ "name": "harness9", "version": env!("CARGO_PKG_VERSION") })
+/// Who we are, in `initialize` and in every stateless request's `_meta` (built once).
+pub fn client_info() -> &'static Implementation {
+    static INFO: OnceLock<Implementation> = OnceLock::new();
+    INFO.get_or_init(|| Implementation {
+        name: "harness9".to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        title: None,
+    })
 }
 
 /// Answers one server-to-client request, `roots/list`, `elicitation/create` (or, handshake era

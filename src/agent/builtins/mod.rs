@@ -265,6 +265,7 @@ impl Reply {
             content: vec![ContentBlock::Text { text: self.text }],
             structured_content: None,
             is_error: self.is_error,
+            result_type: None,
         }
     }
 }

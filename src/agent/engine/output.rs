@@ -50,6 +50,7 @@ pub fn from_result(r: &CallToolResult) -> (Vec<ResultPart>, String) {
                     content: vec![other.clone()],
                     structured_content: None,
                     is_error: false,
+                    result_type: None,
                 };
                 if !text.is_empty() {
                     text.push('\n');
@@ -153,6 +154,7 @@ mod tests {
             ],
             structured_content: None,
             is_error: false,
+            result_type: None,
         };
         let (parts, text) = from_result(&r);
         assert_eq!(

@@ -4,12 +4,33 @@
 
 use crate::protocol::headers;
 
-/// The body fields a POST mirrors into headers (2026-07-28 "request metadata"; harmless and
-/// useful to gateways in the handshake era too).
+/// What the task needs of an outgoing line, from one light parse: its method and id, and the
+/// body fields a POST mirrors into headers (2026-07-28 "request metadata"; harmless and useful
+/// to gateways in the handshake era too).
 #[derive(serde::Deserialize, Default)]
 pub(super) struct Peek {
+    /// Empty for a response (our answer to a server's request).
+    #[serde(default)]
+    pub(super) method: String,
+    #[serde(default)]
+    id: Option<serde_json::Value>,
     #[serde(default)]
     pub(super) params: Option<PeekParams>,
+}
+
+impl Peek {
+    /// The line's fields; a line that is not a JSON object gives an empty `Peek`.
+    pub(super) fn of(line: &[u8]) -> Self {
+        serde_json::from_slice(line).unwrap_or_default()
+    }
+
+    /// The id of a request of ours (numeric); `None` for notifications and responses.
+    pub(super) fn request_id(&self) -> Option<i64> {
+        if self.method.is_empty() {
+            return None;
+        }
+        self.id.as_ref().and_then(serde_json::Value::as_i64)
+    }
 }
 
 #[derive(serde::Deserialize, Default)]

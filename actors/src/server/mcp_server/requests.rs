@@ -79,30 +79,41 @@ pub(in crate::server) struct Rpc {
 #[rtype(result = "()")]
 pub(in crate::server) struct SetEra(pub(in crate::server) Era);
 
-/// `params` with the stateless era's request `_meta` merged in: the revision, our
-/// capabilities and who we are. Keys the caller put in `_meta` (a progress token) stay.
+/// The stateless era's request `_meta`: the revision, our capabilities and who we are (and a
+/// call's progress token), serialized straight from the cached values.
+#[derive(serde::Serialize)]
+pub(in crate::server) struct StatelessMeta {
+    #[serde(rename = "progressToken", skip_serializing_if = "Option::is_none")]
+    progress_token: Option<i64>,
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    version: &'static str,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+    capabilities: &'static Value,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo")]
+    info: &'static crate::protocol::types::Implementation,
+}
+
+impl StatelessMeta {
+    /// The `_meta` of a request at `version`, with `progress_token` when the caller wants
+    /// progress.
+    pub(in crate::server) fn new(version: ProtocolVersion, progress_token: Option<i64>) -> Self {
+        Self {
+            progress_token,
+            version: version.as_str(),
+            capabilities: input::client_capabilities(),
+            info: input::client_info(),
+        }
+    }
+}
+
+/// `params` (an object, or none) with the stateless era's request `_meta`.
 pub(in crate::server) fn stamp(params: Option<Value>, version: ProtocolVersion) -> Value {
     let mut p = match params {
         Some(Value::Object(m)) => m,
         _ => Map::new(),
     };
-    let meta = p
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(m) = meta {
-        m.insert(
-            "io.modelcontextprotocol/protocolVersion".to_owned(),
-            Value::from(version.as_str()),
-        );
-        m.insert(
-            "io.modelcontextprotocol/clientCapabilities".to_owned(),
-            input::client_capabilities(),
-        );
-        m.insert(
-            "io.modelcontextprotocol/clientInfo".to_owned(),
-            input::client_info(),
-        );
-    }
+    let meta = serde_json::to_value(StatelessMeta::new(version, None)).unwrap_or(Value::Null);
+    p.insert("_meta".to_owned(), meta);
     Value::Object(p)
 }
 

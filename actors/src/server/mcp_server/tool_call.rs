@@ -13,7 +13,7 @@ use actix::prelude::*;
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
-use super::requests::{stamp, Backlog, CancelRequest, Reply};
+use super::requests::{Backlog, CancelRequest, Reply, StatelessMeta};
 use super::{McpServer, ReplyError};
 use crate::error::CallError;
 use crate::messages::{CallServerTool, ProgressSink};
@@ -61,12 +61,23 @@ impl Handler<NextRound> for McpServer {
     }
 }
 
-/// The parts of a stateless-era result that say whether it is final.
+/// `tools/call` params in the stateless era: the `_meta`, and an `input_required` round's
+/// answers (`inputResponses`, `requestState`) beside the name and arguments.
+#[derive(serde::Serialize)]
+struct StatelessCallParams<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<&'a Value>,
+    #[serde(rename = "_meta")]
+    meta: StatelessMeta,
+    #[serde(flatten)]
+    answers: Option<&'a Map<String, Value>>,
+}
+
+/// The parts of an `input_required` result the retry needs.
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Interim {
-    #[serde(default)]
-    result_type: Option<String>,
     #[serde(default)]
     input_requests: Option<Map<String, Value>>,
     #[serde(default)]
@@ -145,27 +156,28 @@ impl McpServer {
         answers: Option<Map<String, Value>>,
     ) -> Round {
         let id = self.alloc_id();
-        let meta = progress.map(|sink| {
+        let token = progress.map(|sink| {
             self.progress.insert(id, sink);
-            RequestMeta { progress_token: id }
+            id
         });
-        let params = CallToolParams {
-            name: tool,
-            arguments,
-            meta,
-        };
-        let line = match (self.stateless(), answers) {
-            (None, None) => jsonrpc::request_line(id, "tools/call", Some(&params)),
-            (version, answers) => {
-                let mut p = serde_json::to_value(&params).unwrap_or(Value::Null);
-                if let (Some(extra), Value::Object(m)) = (answers, &mut p) {
-                    m.extend(extra);
-                }
-                let p = match version {
-                    Some(v) => stamp(Some(p), v),
-                    None => p,
+        // Serialized straight from the call's parts: the arguments are never copied.
+        let line = match self.stateless() {
+            None => {
+                let params = CallToolParams {
+                    name: tool,
+                    arguments,
+                    meta: token.map(|progress_token| RequestMeta { progress_token }),
                 };
-                jsonrpc::request_line(id, "tools/call", Some(&p))
+                jsonrpc::request_line(id, "tools/call", Some(&params))
+            }
+            Some(version) => {
+                let params = StatelessCallParams {
+                    name: tool,
+                    arguments,
+                    meta: StatelessMeta::new(version, token),
+                    answers: answers.as_ref(),
+                };
+                jsonrpc::request_line(id, "tools/call", Some(&params))
             }
         };
         if let Some(p) = self.tool_headers.get(tool) {
@@ -275,65 +287,66 @@ impl Handler<CallServerTool> for McpServer {
                     }
                     Err(e) => return Err(e.into_call_error(server, tool, timeout)),
                 };
-                if stateless {
-                    let interim: Interim = match raw.parse() {
-                        Ok(i) => i,
-                        Err(e) => {
-                            return Err(CallError::InvalidResult {
-                                server,
-                                tool,
-                                detail: e.to_string(),
-                            })
-                        }
-                    };
-                    match interim.result_type.as_deref() {
-                        None | Some("complete") => {}
-                        Some("input_required") if rounds < MAX_INPUT_ROUNDS => {
-                            rounds += 1;
-                            let extra = answers(interim, &cwd);
-                            carried = Some(extra.clone());
-                            let next = NextRound {
+                // One parse of the result; an `input_required` one is read again for its
+                // requests (the rare path).
+                let result = match raw.parse::<CallToolResult>() {
+                    Ok(r) => r,
+                    Err(LineError::Both) => {
+                        return Err(CallError::Rpc {
+                            server,
+                            tool,
+                            error: jsonrpc::both_result_and_error(),
+                        })
+                    }
+                    Err(e) => {
+                        return Err(CallError::InvalidResult {
+                            server,
+                            tool,
+                            detail: e.to_string(),
+                        })
+                    }
+                };
+                match result.result_type.as_deref() {
+                    // The handshake era has no `resultType`: whatever a server put there.
+                    _ if !stateless => return Ok(result),
+                    None | Some("complete") => return Ok(result),
+                    Some("input_required") if rounds < MAX_INPUT_ROUNDS => {
+                        rounds += 1;
+                        let interim: Interim =
+                            raw.parse().map_err(|e| CallError::InvalidResult {
+                                server: server.clone(),
                                 tool: tool.clone(),
-                                arguments: arguments.clone(),
-                                progress: progress.clone(),
-                                answers: Some(extra),
-                            };
-                            round = next_round(&addr, next, &mut guard)
-                                .await
-                                .ok_or_else(|| stopped(&server, &tool))?;
-                            continue;
-                        }
-                        Some("input_required") => {
-                            return Err(CallError::InvalidResult {
-                                server,
-                                tool,
-                                detail: format!(
+                                detail: e.to_string(),
+                            })?;
+                        let extra = answers(interim, &cwd);
+                        carried = Some(extra.clone());
+                        let next = NextRound {
+                            tool: tool.clone(),
+                            arguments: arguments.clone(),
+                            progress: progress.clone(),
+                            answers: Some(extra),
+                        };
+                        round = next_round(&addr, next, &mut guard)
+                            .await
+                            .ok_or_else(|| stopped(&server, &tool))?;
+                    }
+                    Some("input_required") => {
+                        return Err(CallError::InvalidResult {
+                            server,
+                            tool,
+                            detail: format!(
                                 "the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
                             ),
-                            })
-                        }
-                        Some(other) => {
-                            return Err(CallError::InvalidResult {
-                                server,
-                                tool,
-                                detail: format!("unknown resultType {other:?}"),
-                            })
-                        }
+                        })
+                    }
+                    Some(other) => {
+                        return Err(CallError::InvalidResult {
+                            server,
+                            tool,
+                            detail: format!("unknown resultType {other:?}"),
+                        })
                     }
                 }
-                return match raw.parse::<CallToolResult>() {
-                    Ok(r) => Ok(r),
-                    Err(LineError::Both) => Err(CallError::Rpc {
-                        server,
-                        tool,
-                        error: jsonrpc::both_result_and_error(),
-                    }),
-                    Err(e) => Err(CallError::InvalidResult {
-                        server,
-                        tool,
-                        detail: e.to_string(),
-                    }),
-                };
             }
         })
     }
