@@ -1,5 +1,6 @@
 //! HTTP helpers shared by the runtime's HTTP transports and the model client: the one rustls
-//! crypto provider, and the short form of a body that error messages quote.
+//! crypto provider, the short form of a body that error messages quote, and the OS's random
+//! bytes (OAuth's PKCE and `state`, `run --json`'s session id).
 
 /// Installs the rustls crypto provider once (awc panics at first TLS use without one).
 pub fn install_crypto() {
@@ -7,6 +8,17 @@ pub fn install_crypto() {
     ONCE.get_or_init(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
+}
+
+/// `n` bytes from the operating system's random source (PKCE verifiers, OAuth `state`,
+/// session ids).
+pub fn random(n: usize) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let mut buf = vec![0u8; n];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+    Ok(buf)
 }
 
 /// The first 300 characters of a body, whitespace collapsed, `...` when cut (UTF-8 kept whole).

@@ -415,20 +415,7 @@ impl Handler<ServerEvent> for ServerSupervisor {
                         self.publish(ctx);
                     }
                     // A server that wants a login is not restarted: nothing would change.
-                    _ if needs_login => {
-                        tracing::info!(target: "mcp", server = %ev.server, "{reason}");
-                        entry.addr = None;
-                        self.registry.do_send(ServerGone {
-                            server: ev.server.clone(),
-                            reason: reason.clone(),
-                        });
-                        entry.status = ServerStatus::NeedsLogin {
-                            error: reason,
-                            login_page: None,
-                        };
-                        self.publish(ctx);
-                    }
-                    _ if entry.ever_connected => {
+                    _ if entry.ever_connected && !needs_login => {
                         tracing::info!(target: "mcp", server = %ev.server, "{reason}");
                         let name = ev.server.clone();
                         self.exited(&name, reason, stderr_tail, ctx);
@@ -444,16 +431,33 @@ impl Handler<ServerEvent> for ServerSupervisor {
                         self.publish(ctx);
                     }
                     _ => {
-                        tracing::info!(target: "mcp", server = %ev.server, "connect failed: {reason}");
                         entry.addr = None;
+                        let (gone, status) = if needs_login {
+                            tracing::info!(target: "mcp", server = %ev.server, "{reason}");
+                            let gone = reason.clone();
+                            (
+                                gone,
+                                ServerStatus::NeedsLogin {
+                                    error: reason,
+                                    login_page: None,
+                                },
+                            )
+                        } else {
+                            tracing::info!(target: "mcp", server = %ev.server, "connect failed: {reason}");
+                            let gone = format!("failed: {reason}");
+                            (
+                                gone,
+                                ServerStatus::Failed {
+                                    error: reason,
+                                    stderr_tail,
+                                },
+                            )
+                        };
                         self.registry.do_send(ServerGone {
                             server: ev.server.clone(),
-                            reason: format!("failed: {reason}"),
+                            reason: gone,
                         });
-                        entry.status = ServerStatus::Failed {
-                            error: reason,
-                            stderr_tail,
-                        };
+                        entry.status = status;
                         self.publish(ctx);
                     }
                 }

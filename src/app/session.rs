@@ -86,7 +86,7 @@ impl SessionOptions {
     /// Loads `.mcp.json` (a missing default file is an empty config); a found project config's
     /// unapproved servers are held (see [`crate::app::trust`]).
     pub fn load_config(&self) -> anyhow::Result<Config> {
-        load_merged(
+        sources::load_merged(
             &self.config_path,
             self.config_must_exist,
             self.approve_project,
@@ -98,24 +98,6 @@ impl SessionOptions {
     pub fn model_settings(&self) -> Result<Settings, settings::SettingsError> {
         settings::resolve(&self.model)
     }
-}
-
-/// The project config (its unapproved servers held) with the user file's servers merged under
-/// it: what a session starts with and what every hot reload reads.
-pub(crate) fn load_merged(
-    project: &std::path::Path,
-    must_exist: bool,
-    approve_project: bool,
-    user: Option<&std::path::Path>,
-) -> anyhow::Result<Config> {
-    let cfg = crate::app::trust::load(project, must_exist, approve_project)?;
-    let Some(path) = user else {
-        return Ok(cfg);
-    };
-    Ok(match sources::load_user(path)? {
-        Some(u) => sources::merge(cfg, u),
-        None => cfg,
-    })
 }
 
 /// How a session starts.

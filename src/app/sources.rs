@@ -70,6 +70,24 @@ pub fn merge(mut project: Config, user: Config) -> Config {
     project
 }
 
+/// The project config (its unapproved servers held) with the user file's servers merged under
+/// it: what a session starts with and what every hot reload reads.
+pub(crate) fn load_merged(
+    project: &std::path::Path,
+    must_exist: bool,
+    approve_project: bool,
+    user: Option<&std::path::Path>,
+) -> anyhow::Result<Config> {
+    let cfg = crate::app::trust::load(project, must_exist, approve_project)?;
+    let Some(path) = user else {
+        return Ok(cfg);
+    };
+    Ok(match load_user(path)? {
+        Some(u) => merge(cfg, u),
+        None => cfg,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -159,7 +159,7 @@ impl ConfigWatcher {
         let shown = self.path.display().to_string();
         // A new or changed server of a project config comes back held (unapproved): it stops
         // (if it ran with an older spec) and the trust screen asks about it.
-        match crate::app::session::load_merged(
+        match crate::app::sources::load_merged(
             &self.path,
             self.must_exist,
             self.approve_project,

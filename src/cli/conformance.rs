@@ -53,18 +53,21 @@ pub async fn run(opts: &SessionOptions, args: &ConformanceArgs) -> anyhow::Resul
     );
     let auth = scenario.starts_with("auth/");
     let mut config = conformance_config(&args.url, auth.then(context_oauth))?;
-    if auth {
-        // The login runs without a person: the runtime's own flow, with a `$BROWSER` that
-        // follows the authorization server's redirect to the loopback listener.
+    // The login runs without a person: the runtime's own flow, with a browser that follows
+    // the authorization server's redirect to the loopback listener.
+    let browser = if auth {
         let exe = std::env::current_exe().context("cannot find the harness9 binary")?;
-        std::env::set_var("BROWSER", format!("{} conformance-browser", exe.display()));
-    }
+        Some(format!("{} conformance-browser", exe.display()))
+    } else {
+        None
+    };
     for s in &mut config.servers {
         if let Some(o) = &mut s.oauth {
             // Each run starts logged out, and never reads or writes the user's token store.
             o.store = std::sync::Arc::new(harness9_actors::oauth::MemoryStore::default());
             o.interactive = auth;
             o.login_timeout = Duration::from_secs(10);
+            o.browser = browser.clone();
         }
     }
     let start = Start {

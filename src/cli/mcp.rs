@@ -651,46 +651,25 @@ fn import(
         return Ok(ExitCode::SUCCESS);
     }
     let path = scope_path(opts, scope)?;
-    let mut target = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
+    let mut target = read_target(&path, true)?;
     let shown = path.display().to_string();
-    let base = path
-        .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_default();
     let (mut imported, mut skipped) = (Vec::new(), Vec::new());
     for (name, entry) in found {
-        match crate::app::edit::add_server(&target, &name, &entry) {
+        // An entry that would not load here (a field we cannot read) is skipped; variables
+        // are left for load time.
+        let added = crate::app::edit::add_server(&target, &name, &entry).and_then(|next| {
+            entry_loads(&next, &path, &name, &|_| Some(String::new())).map(|()| next)
+        });
+        match added {
             Ok(next) => {
-                // An entry that would not load here (a field we cannot read) is skipped.
-                match config::parse(&next, &shown, &base, &|_| Some(String::new())) {
-                    Ok(cfg) => match cfg
-                        .servers
-                        .iter()
-                        .find(|s| s.name == name)
-                        .and_then(|s| s.hold.clone())
-                    {
-                        Some(harness9_actors::Hold::Invalid(why)) => skipped.push((name, why)),
-                        _ => {
-                            target = next;
-                            imported.push(name);
-                        }
-                    },
-                    Err(e) => skipped.push((name, e.to_string())),
-                }
+                target = next;
+                imported.push(name);
             }
             Err(why) => skipped.push((name, why)),
         }
     }
     if !imported.is_empty() {
-        crate::app::edit::write_atomic(&path, &target)
-            .with_context(|| format!("cannot write {shown}"))?;
-        if scope == Scope::Project && opts.user_config.is_some() {
-            crate::app::trust::approve(&path, &imported)?;
-        }
+        save_target(opts, scope, &path, &target, &imported)?;
     }
     for name in &imported {
         say!("imported {} into {shown}", clean_line(name));
@@ -711,43 +690,80 @@ fn edit_config(
     entry: Option<Value>,
 ) -> anyhow::Result<ExitCode> {
     let path = scope_path(opts, scope)?;
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && entry.is_some() => String::new(),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
+    let text = read_target(&path, entry.is_some())?;
     let edited = match &entry {
         Some(e) => crate::app::edit::add_server(&text, name, e),
         None => crate::app::edit::remove_server(&text, name),
     }
     .map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
     let shown = path.display().to_string();
+    // Only a file that still loads is written (an entry with a bad field holds its server:
+    // said here, before it is saved).
+    entry_loads(&edited, &path, name, &|v| std::env::var(v).ok())
+        .map_err(|why| anyhow::anyhow!("{why}"))?;
+    match entry {
+        Some(_) => {
+            save_target(opts, scope, &path, &edited, &[name.to_owned()])?;
+            say!("added server \"{}\" to {shown}", clean_line(name));
+        }
+        None => {
+            crate::app::edit::write_atomic(&path, &edited)
+                .with_context(|| format!("cannot write {shown}"))?;
+            say!("removed server \"{}\" from {shown}", clean_line(name));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The text of the config file `mcp add`/`remove`/`import` edit; a missing one is empty when
+/// `missing_ok` (adding creates it).
+fn read_target(path: &std::path::Path, missing_ok: bool) -> anyhow::Result<String> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && missing_ok => Ok(String::new()),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// Whether server `name` of an edited file's `text` loads: the file must parse, and the entry
+/// must not be held as invalid (`lookup` resolves `${VAR}`s).
+fn entry_loads(
+    text: &str,
+    path: &std::path::Path,
+    name: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), String> {
+    let shown = path.display().to_string();
     let base = path
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default();
-    // Only a file that still loads is written (an entry with a bad field holds its server:
-    // said here, before it is saved).
-    let cfg = config::parse(&edited, &shown, &base, &|v| std::env::var(v).ok())
-        .map_err(|e| anyhow::anyhow!("the edit would break {shown}: {e}"))?;
-    if let Some(harness9_actors::Hold::Invalid(why)) = cfg
+    let cfg = config::parse(text, &shown, &base, lookup)
+        .map_err(|e| format!("the edit would break {shown}: {e}"))?;
+    match cfg
         .servers
         .iter()
         .find(|s| s.name == name)
         .and_then(|s| s.hold.clone())
     {
-        bail!("{why}");
+        Some(harness9_actors::Hold::Invalid(why)) => Err(why),
+        _ => Ok(()),
     }
-    crate::app::edit::write_atomic(&path, &edited)
-        .with_context(|| format!("cannot write {shown}"))?;
-    match entry {
-        Some(_) => {
-            if scope == Scope::Project && opts.user_config.is_some() {
-                crate::app::trust::approve(&path, &[name.to_owned()])?;
-            }
-            say!("added server \"{}\" to {shown}", clean_line(name));
-        }
-        None => say!("removed server \"{}\" from {shown}", clean_line(name)),
+}
+
+/// Writes an edited file that added `added`; servers added to the project file are approved
+/// (the user wrote them).
+fn save_target(
+    opts: &SessionOptions,
+    scope: Scope,
+    path: &std::path::Path,
+    text: &str,
+    added: &[String],
+) -> anyhow::Result<()> {
+    crate::app::edit::write_atomic(path, text)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    if scope == Scope::Project && opts.user_config.is_some() {
+        crate::app::trust::approve(path, added)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -31,19 +31,16 @@ struct Printer {
 /// A session id for `run --json`'s events: 16 random bytes as hex (from the OS, else from the
 /// clock and pid).
 fn session_id() -> String {
-    use std::io::Read as _;
-    let mut bytes = [0u8; 16];
-    let random = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .is_ok();
-    if !random {
+    let bytes = harness9_actors::net::random(16).unwrap_or_else(|_| {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
             .as_nanos();
-        bytes[..8].copy_from_slice(&(t as u64).to_le_bytes());
-        bytes[8..12].copy_from_slice(&std::process::id().to_le_bytes());
-    }
+        let mut b = (t as u64).to_le_bytes().to_vec();
+        b.extend_from_slice(&std::process::id().to_le_bytes());
+        b.extend_from_slice(&[0; 4]);
+        b
+    });
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -3,7 +3,6 @@
 //! is bounded in time ([`REQUEST_TIMEOUT`]) and size ([`BODY_LIMIT`]). Errors name URLs and the
 //! server's `error`/`error_description`, never a token, code or verifier.
 
-use std::io::Read as _;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -226,18 +225,7 @@ async fn register(
         .send_json(&body)
         .await
         .map_err(|e| format!("client registration at {endpoint} failed: {e}"))?;
-    let text = resp
-        .body()
-        .limit(BODY_LIMIT)
-        .await
-        .map_err(|e| format!("reading the registration reply failed: {e}"))?;
-    if !resp.status().is_success() {
-        return Err(format!(
-            "client registration at {endpoint} got HTTP {}: {}",
-            resp.status(),
-            oauth_error(&text)
-        ));
-    }
+    let text = success_body(&mut resp, &format!("client registration at {endpoint}")).await?;
     let r: Registered = serde_json::from_slice(&text)
         .map_err(|e| format!("the registration reply of {endpoint} is not valid: {e}"))?;
     let auth_method = r.token_endpoint_auth_method.unwrap_or_else(|| {
@@ -256,6 +244,30 @@ async fn register(
 }
 
 /// An OAuth error body as `error: error_description`, else a short snippet; never more.
+/// The body of an OAuth endpoint's reply (bounded), or an error naming `what`, the status and
+/// the OAuth error it carries.
+async fn success_body<S>(
+    resp: &mut awc::ClientResponse<S>,
+    what: &str,
+) -> Result<bytes::Bytes, String>
+where
+    S: futures_util::Stream<Item = Result<bytes::Bytes, awc::error::PayloadError>> + Unpin,
+{
+    let body = resp
+        .body()
+        .limit(BODY_LIMIT)
+        .await
+        .map_err(|e| format!("reading the reply of {what} failed: {e}"))?;
+    if !resp.status().is_success() {
+        return Err(format!(
+            "{what} got HTTP {}: {}",
+            resp.status(),
+            oauth_error(&body)
+        ));
+    }
+    Ok(body)
+}
+
 fn oauth_error(body: &[u8]) -> String {
     #[derive(Deserialize)]
     struct E {
@@ -322,18 +334,7 @@ async fn token_request(
         .send_body(form.finish())
         .await
         .map_err(|e| format!("the token request to {endpoint} failed: {e}"))?;
-    let body = resp
-        .body()
-        .limit(BODY_LIMIT)
-        .await
-        .map_err(|e| format!("reading the token reply failed: {e}"))?;
-    if !resp.status().is_success() {
-        return Err(format!(
-            "the token request to {endpoint} got HTTP {}: {}",
-            resp.status(),
-            oauth_error(&body)
-        ));
-    }
+    let body = success_body(&mut resp, &format!("the token request to {endpoint}")).await?;
     let t: TokenResponse = serde_json::from_slice(&body)
         .map_err(|_| format!("the token reply of {endpoint} is not valid"))?;
     grant.access_token = t.access_token;
@@ -364,20 +365,12 @@ pub async fn refresh(client: &awc::Client, grant: &Grant) -> Result<Grant, Strin
     Ok(g)
 }
 
-/// `n` bytes from the OS's random source.
-fn random(n: usize) -> Result<Vec<u8>, String> {
-    let mut buf = vec![0u8; n];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
-    Ok(buf)
-}
-
-/// Opens `url` in the user's browser: the program in `$BROWSER` (its words, the URL appended),
-/// else `xdg-open` (`open` on macOS). Not waited for.
-pub fn open_browser(url: &str) -> Result<(), String> {
-    let browser = std::env::var("BROWSER")
-        .ok()
+/// Opens `url` in the user's browser: `browser` (its words, the URL appended), else the
+/// program in `$BROWSER` the same way, else `xdg-open` (`open` on macOS). Not waited for.
+pub fn open_browser(url: &str, browser: Option<&str>) -> Result<(), String> {
+    let browser = browser
+        .map(str::to_owned)
+        .or_else(|| std::env::var("BROWSER").ok())
         .filter(|b| !b.trim().is_empty());
     let (program, args): (String, Vec<String>) = match &browser {
         Some(b) => {
@@ -566,8 +559,8 @@ pub async fn login(
     } else {
         register(&client, &d, &redirect_uri, &scopes).await?
     };
-    let verifier = parse::b64url(&random(32)?);
-    let state = parse::b64url(&random(16)?);
+    let verifier = parse::b64url(&crate::net::random(32)?);
+    let state = parse::b64url(&crate::net::random(16)?);
     let url = parse::authorization_url(&parse::AuthRequest {
         endpoint: &d.server.authorization_endpoint,
         client_id: &oauth_client.client_id,
@@ -578,7 +571,7 @@ pub async fn login(
         scopes: &scopes,
     });
     show(&url);
-    if let Err(e) = open_browser(&url) {
+    if let Err(e) = open_browser(&url, spec.browser.as_deref()) {
         tracing::warn!(target: "mcp", "{e}; open the login URL by hand");
     }
     let cb = tokio::time::timeout(spec.login_timeout, wait_redirect(&listener))

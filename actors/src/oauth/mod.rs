@@ -213,6 +213,10 @@ pub struct OAuthSpec {
     pub interactive: bool,
     /// How long a login waits for the browser's redirect.
     pub login_timeout: std::time::Duration,
+    /// The browser command (its words, the URL appended) instead of `$BROWSER`, else
+    /// `xdg-open`/`open`: the conformance driver's stand-in, set without touching the process
+    /// environment.
+    pub browser: Option<String>,
 }
 
 impl OAuthSpec {
@@ -223,6 +227,7 @@ impl OAuthSpec {
             store,
             interactive: false,
             login_timeout: std::time::Duration::from_secs(300),
+            browser: None,
         }
     }
 }

@@ -3,14 +3,15 @@
 //! `stopped()`). Its other concerns live in the submodules, each an `impl McpServer` of its own:
 //! [`child`] the child process of a stdio server, [`http_link`] the actor's end of the HTTP
 //! task, [`incoming`] what the server sends, [`requests`] the pending map and the write queue,
-//! [`tool_call`] tool calls with their timeout and cancellation.
+//! [`tool_call`] tool calls with their timeout and cancellation, [`tool_list`] what it keeps of
+//! a tool listing and how the list stays fresh.
 
 mod child;
 mod http_link;
 mod incoming;
-mod listen;
 mod requests;
 mod tool_call;
+mod tool_list;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -32,7 +33,7 @@ use crate::trace::{Direction, WireRecord, WireTap};
 use child::STDERR_BURST;
 use requests::Pending;
 pub(super) use requests::{Notify, Payload, ReplyError, Rpc, SetEra};
-pub(super) use tool_call::ToolsListed;
+pub(super) use tool_list::ToolsListed;
 
 /// The transport under the protocol core: what `start` opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

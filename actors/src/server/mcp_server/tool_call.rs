@@ -5,9 +5,7 @@
 //! through the input seam and the call is sent again under a new id with `inputResponses` and
 //! the exact `requestState` (never carried into any other call), within the same timeout.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use actix::prelude::*;
 use serde_json::{Map, Value};
@@ -17,9 +15,9 @@ use super::requests::{Backlog, CancelRequest, Reply, StatelessMeta};
 use super::{McpServer, ReplyError};
 use crate::error::CallError;
 use crate::messages::{CallServerTool, ProgressSink};
-use crate::protocol::headers::{header_params, param_headers};
+use crate::protocol::headers::param_headers;
 use crate::protocol::jsonrpc::{self, LineError};
-use crate::protocol::types::{CallToolParams, CallToolResult, RequestMeta, Tool};
+use crate::protocol::types::{CallToolParams, CallToolResult, RequestMeta};
 use crate::server::input;
 
 /// How many `input_required` rounds one call may take before it is given up.
@@ -100,49 +98,6 @@ fn answers(interim: Interim, cwd: &std::path::Path) -> Map<String, Value> {
         extra.insert("requestState".to_owned(), state);
     }
     extra
-}
-
-/// A `tools/list` walk finished: the actor keeps each tool's `x-mcp-header` params (HTTP) and
-/// answers with the tools to register, those with an invalid declaration left out.
-#[derive(Message)]
-#[rtype(result = "Arc<[Arc<Tool>]>")]
-pub(in crate::server) struct ToolsListed(
-    pub(in crate::server) Vec<Arc<Tool>>,
-    /// The list's `ttlMs` (stateless era).
-    pub(in crate::server) Option<u64>,
-);
-
-impl Handler<ToolsListed> for McpServer {
-    type Result = MessageResult<ToolsListed>;
-
-    fn handle(&mut self, msg: ToolsListed, ctx: &mut Context<Self>) -> Self::Result {
-        self.fresh_for(msg.1, ctx);
-        if self.link != super::Link::Http {
-            return MessageResult(msg.0.into());
-        }
-        // Streamable HTTP must mirror x-mcp-header params, and must leave out a tool whose
-        // declaration is invalid (the rest stay usable).
-        let mut headers = HashMap::new();
-        let mut kept = Vec::with_capacity(msg.0.len());
-        for tool in msg.0 {
-            let schema: Value =
-                serde_json::from_str(tool.input_schema.get()).unwrap_or(Value::Null);
-            match header_params(&schema) {
-                Ok(p) => {
-                    if !p.is_empty() {
-                        headers.insert(tool.name.clone(), p);
-                    }
-                    kept.push(tool);
-                }
-                Err(why) => {
-                    tracing::warn!(target: "mcp", server = %self.name, tool = %tool.name,
-                        "tool left out: its x-mcp-header declaration is invalid: {why}");
-                }
-            }
-        }
-        self.tool_headers = headers;
-        MessageResult(kept.into())
-    }
 }
 
 impl McpServer {
@@ -280,7 +235,7 @@ impl Handler<CallServerTool> for McpServer {
                             progress: progress.clone(),
                             answers: carried.clone(),
                         };
-                        round = next_round(&addr, next, &mut guard)
+                        round = next_round(&addr, next, &mut guard, deadline)
                             .await
                             .ok_or_else(|| stopped(&server, &tool))?;
                         continue;
@@ -326,7 +281,7 @@ impl Handler<CallServerTool> for McpServer {
                             progress: progress.clone(),
                             answers: Some(extra),
                         };
-                        round = next_round(&addr, next, &mut guard)
+                        round = next_round(&addr, next, &mut guard, deadline)
                             .await
                             .ok_or_else(|| stopped(&server, &tool))?;
                     }
@@ -353,13 +308,18 @@ impl Handler<CallServerTool> for McpServer {
 }
 
 /// Sends the next round of a call and points the cancel guard at its id; `None` when the
-/// actor has stopped.
+/// actor has stopped (or did not take the round before the call's deadline).
 async fn next_round(
     addr: &Addr<McpServer>,
     next: NextRound,
     guard: &mut CancelOnDrop,
+    deadline: tokio::time::Instant,
 ) -> Option<Round> {
-    let r = addr.send(next).await.ok().flatten()?;
+    let r = tokio::time::timeout_at(deadline, addr.send(next))
+        .await
+        .ok()?
+        .ok()
+        .flatten()?;
     *guard = CancelOnDrop {
         addr: addr.clone(),
         id: r.id,

@@ -1,17 +1,23 @@
-//! Keeping a stateless-era server's tool list fresh: the long-lived `subscriptions/listen`
-//! request that carries `notifications/tools/list_changed` (opened after connecting when the
-//! server says it sends them, opened again with backoff when it ends, and by every new
-//! generation after a restart), and the list's `ttlMs`, after which it is listed again when no
-//! subscription keeps it fresh.
+//! The actor's side of its tool list: what it keeps of each listing (`ToolsListed`: the
+//! `x-mcp-header` params of HTTP tools, invalid declarations left out, the list's `ttlMs`) and
+//! how a stateless-era list stays fresh: the long-lived `subscriptions/listen` request that
+//! carries `notifications/tools/list_changed` (opened after connecting when the server says it
+//! sends them, opened again with backoff when it ends, and by every new generation after a
+//! restart), and the `ttlMs` after which it is listed again when no subscription keeps it
+//! fresh.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::requests::stamp;
 use super::{McpServer, ReplyError};
+use crate::protocol::headers::header_params;
 use crate::protocol::jsonrpc::{self, METHOD_NOT_FOUND};
+use crate::protocol::types::Tool;
 
 /// The first wait before a listen that ended is opened again; doubled up to [`LISTEN_MAX_WAIT`].
 const LISTEN_FIRST_WAIT: Duration = Duration::from_secs(1);
@@ -21,6 +27,54 @@ const LISTEN_MAX_WAIT: Duration = Duration::from_secs(60);
 const MIN_TTL: Duration = Duration::from_secs(1);
 /// The longest (a day): a larger `ttlMs` waits this long.
 const MAX_TTL: Duration = Duration::from_secs(86_400);
+
+/// A `tools/list` walk finished: the actor keeps each tool's `x-mcp-header` params (HTTP) and
+/// answers with the tools to register, those with an invalid declaration left out.
+#[derive(Message)]
+#[rtype(result = "Arc<[Arc<Tool>]>")]
+pub(in crate::server) struct ToolsListed(
+    pub(in crate::server) Vec<Arc<Tool>>,
+    /// The list's `ttlMs` (stateless era).
+    pub(in crate::server) Option<u64>,
+);
+
+impl Handler<ToolsListed> for McpServer {
+    type Result = MessageResult<ToolsListed>;
+
+    fn handle(&mut self, msg: ToolsListed, ctx: &mut Context<Self>) -> Self::Result {
+        self.fresh_for(msg.1, ctx);
+        if self.link != super::Link::Http {
+            return MessageResult(msg.0.into());
+        }
+        // Streamable HTTP must mirror x-mcp-header params, and must leave out a tool whose
+        // declaration is invalid (the rest stay usable).
+        let mut headers = HashMap::new();
+        let mut kept = Vec::with_capacity(msg.0.len());
+        for tool in msg.0 {
+            // Most schemas name no header: only those that do are parsed and checked.
+            if !tool.input_schema.get().contains("x-mcp-header") {
+                kept.push(tool);
+                continue;
+            }
+            let schema: Value =
+                serde_json::from_str(tool.input_schema.get()).unwrap_or(Value::Null);
+            match header_params(&schema) {
+                Ok(p) => {
+                    if !p.is_empty() {
+                        headers.insert(tool.name.clone(), p);
+                    }
+                    kept.push(tool);
+                }
+                Err(why) => {
+                    tracing::warn!(target: "mcp", server = %self.name, tool = %tool.name,
+                        "tool left out: its x-mcp-header declaration is invalid: {why}");
+                }
+            }
+        }
+        self.tool_headers = headers;
+        MessageResult(kept.into())
+    }
+}
 
 impl McpServer {
     /// Opens `subscriptions/listen` for tool-list changes (stateless era only).
