@@ -166,11 +166,20 @@ async fn oauth_command(config: &Config, name: &str, login: bool) -> anyhow::Resu
     let challenge = oauth::flow::probe(url).await;
     let show = |auth_url: &str| {
         eprintln!(
-            "Opening the browser to log in to server \"{name}\". If it does not open, visit:\n  {}",
+            "Opening the browser to log in to server \"{name}\". If it does not open, visit:\n  {}\n\
+             If the browser is on another machine, paste here the address it ends on (the page that fails to load).",
             clean_line(auth_url)
         );
     };
-    let flow = oauth::flow::login(url, oauth, challenge.as_ref(), &[], &show);
+    let mut pasted = pasted_lines();
+    let flow = oauth::flow::login_with_paste(
+        url,
+        oauth,
+        challenge.as_ref(),
+        &[],
+        &show,
+        Some(&mut pasted),
+    );
     let grant = tokio::select! {
         g = flow => g.map_err(|e| anyhow::anyhow!("login to server \"{name}\" failed: {e}"))?,
         _ = interrupted() => {
@@ -193,6 +202,28 @@ async fn oauth_command(config: &Config, name: &str, login: bool) -> anyhow::Resu
         }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Lines of stdin (each cut at 16 KiB) on a channel, read on a thread of their own that is
+/// never joined: a login ends whether or not anybody typed.
+fn pasted_lines() -> tokio::sync::mpsc::Receiver<String> {
+    use std::io::{BufRead as _, Read as _};
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        loop {
+            let mut line = String::new();
+            match stdin.lock().take(16 * 1024).read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {
+                    if tx.blocking_send(line).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    rx
 }
 
 fn status_json(name: &str, st: &ServerState) -> Value {
