@@ -8,7 +8,8 @@ supplies the provider: an in-memory store whose "user" consents at once (the aut
 redirects straight back to the client with a code), with short-lived access tokens so a test
 can watch them expire.
 
-Test-only routes (no authentication): `GET /stats` (logins and refreshes so far) and
+Test-only routes (no authentication): `GET /stats` (logins and refreshes so far),
+`POST /expire-all` (every access token expires now, whatever the client believes) and
 `POST /revoke-all` (the authorization server revokes every token, as an admin would).
 
 Prints `READY <port>` once the port accepts connections.
@@ -138,6 +139,12 @@ def build(port: int, ttl: int) -> tuple[MCPServer, Provider]:
     @server.custom_route("/stats", methods=["GET"])
     async def stats(_: Request) -> JSONResponse:
         return JSONResponse(provider.stats)
+
+    @server.custom_route("/expire-all", methods=["POST"])
+    async def expire_all(_: Request) -> PlainTextResponse:
+        for token in provider.access.values():
+            token.expires_at = 0
+        return PlainTextResponse("expired")
 
     @server.custom_route("/revoke-all", methods=["POST"])
     async def revoke_all(_: Request) -> PlainTextResponse:

@@ -578,6 +578,68 @@ fn oauth_round_trip_against_the_python_sdk_authorization_server() {
     oauth_round_trip(&srv, "/revoke-all");
 }
 
+/// A token that expires early on the server's side (the client still thinks it fresh) gets a
+/// `401` on every call in flight; they share one refresh and all succeed.
+#[test]
+fn concurrent_calls_share_one_refresh_after_a_401() {
+    let port = free_port();
+    let mut c = Command::new(repo().join(".deps/venv/bin/python"));
+    c.arg(repo().join("tests/python/sdk_oauth_server.py"))
+        .args(["--port", &port.to_string()]);
+    let _srv = spawn_server(c, port, "READY");
+    let dir = temp_path(&format!("oauth-shared{port}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let config = dir.join("s.mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"o": {"url": url}}}).to_string(),
+    )
+    .unwrap();
+    let store = dir.join("oauth.json");
+    let exe = env!("CARGO_BIN_EXE_harness9");
+    let mut login = Command::new(exe);
+    login
+        .arg("--config")
+        .arg(&config)
+        .args(["mcp", "login", "o"])
+        .env("HARNESS9_OAUTH_STORE", &store)
+        .env("BROWSER", format!("{exe} conformance-browser"));
+    let out = output_within(login, None, Duration::from_secs(60));
+    assert!(out.status.success(), "{out:?}");
+    let stats = || -> serde_json::Value {
+        serde_json::from_str(&plain_http(port, "GET", "/stats")).unwrap()
+    };
+
+    let mut spec = http_spec("o", url, false);
+    spec.oauth = Some(harness9_actors::oauth::OAuthSpec::new(
+        Default::default(),
+        std::sync::Arc::new(harness9::app::oauth_store::FileStore::new(store.clone())),
+    ));
+    run(Duration::from_secs(60), || async move {
+        let mut rt = start(vec![spec], fast_policy());
+        rt.settled(Duration::from_secs(20)).await;
+        let call = |i: usize| {
+            ToolRegistry::call(
+                &rt.registry,
+                "mcp__o__echo".to_owned(),
+                Some(json!({"text": format!("call {i}")})),
+                None,
+            )
+        };
+        assert_eq!(call(0).await.unwrap().text(), "call 0");
+        assert_eq!(stats()["refreshes"], 0);
+        assert_eq!(plain_http(port, "POST", "/expire-all"), "expired");
+        let all = futures_util::future::join_all((1..=8).map(call)).await;
+        for (i, r) in all.into_iter().enumerate() {
+            assert_eq!(r.unwrap().text(), format!("call {}", i + 1));
+        }
+        assert_eq!(stats()["refreshes"], 1, "one refresh for eight calls");
+        assert_eq!(stats()["logins"], 1);
+        shutdown(rt, &[]).await;
+    });
+}
+
 /// Over SSH the browser is on another machine and its redirect to our loopback listener
 /// fails; the user pastes the address it ended on into `mcp login`, which takes it (after
 /// refusing a line that is not that address) and logs in.
