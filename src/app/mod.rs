@@ -1,6 +1,6 @@
 //! The application around the runtime: the one [`Session`] wiring every front end uses, the
 //! running [`Runtime`], the [`ConfigWatcher`] that owns hot reload, the `.mcp.json` parser
-//! ([`config`]) and its trust store ([`trust`]), the OAuth token store ([`oauth_store`]), the `--trace` file and the TUI's log file.
+//! ([`config`]) and its trust store ([`trust`]), the OAuth token store ([`oauth_store`]), the saved conversations ([`sessions`]), the `--trace` file and the TUI's log file.
 
 pub mod config;
 mod config_formats;
@@ -12,6 +12,7 @@ pub mod log_file;
 pub mod oauth_store;
 mod runtime;
 mod session;
+pub mod sessions;
 pub mod sources;
 pub mod trace_file;
 pub mod trust;

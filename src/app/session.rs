@@ -48,6 +48,8 @@ pub struct SessionOptions {
     pub verbose: u8,
     /// `--yes`: tools that change things run without asking.
     pub yes: bool,
+    /// `--continue`/`--resume [ID]`: the conversation to start with.
+    pub resume: super::sessions::Resume,
 }
 
 impl SessionOptions {
@@ -80,6 +82,7 @@ impl SessionOptions {
             },
             verbose: cli.verbose,
             yes: cli.yes,
+            resume: crate::cli::resume_of(cli.continue_, cli.resume.as_deref()),
         }
     }
 
@@ -180,9 +183,27 @@ impl Session {
         EngineConfig::new(max_steps, budget).with_environment(&self.root)
     }
 
-    /// An engine for `provider` over this session's tools.
-    pub fn engine(&self, provider: ProviderConfig, cfg: EngineConfig) -> Engine {
-        Engine::new(Provider::new(provider), self.runtime.registry.clone(), cfg)
+    /// An engine for `provider` over this session's tools, continuing and saving `saved`.
+    pub fn engine(
+        &self,
+        provider: ProviderConfig,
+        cfg: EngineConfig,
+        saved: Option<super::sessions::Opened>,
+    ) -> Engine {
+        let engine = Engine::new(Provider::new(provider), self.runtime.registry.clone(), cfg);
+        match saved {
+            Some(o) => engine.saving(o.file, o.messages),
+            None => engine,
+        }
+    }
+
+    /// The conversation `resume` asks for, saved in the sessions directory, for `model`.
+    pub fn conversation(
+        &self,
+        resume: &super::sessions::Resume,
+        model: &str,
+    ) -> Result<super::sessions::Opened, String> {
+        super::sessions::open(&super::sessions::dir(), resume, &self.root, model)
     }
 
     /// Stops every server (bounded by their shutdown), then lets the trace file finish

@@ -47,9 +47,26 @@ pub struct Cli {
     /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Resume the newest conversation of this directory (the interactive session).
+    #[arg(long = "continue", short = 'c', conflicts_with = "resume")]
+    pub continue_: bool,
+    /// Resume conversation ID (the interactive session); without an ID, list them.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
     /// What to do; without a command the interactive session opens.
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// Which conversation `--continue`/`--resume [ID]` ask for.
+pub fn resume_of(continue_: bool, resume: Option<&str>) -> crate::app::sessions::Resume {
+    use crate::app::sessions::Resume;
+    match (continue_, resume) {
+        (true, _) => Resume::Latest,
+        (false, Some("")) => Resume::Pick,
+        (false, Some(id)) => Resume::Id(id.to_owned()),
+        (false, None) => Resume::New,
+    }
 }
 
 /// A mistake in how a command was called (exit code 2, like clap's own usage errors).
@@ -133,6 +150,13 @@ pub struct RunArgs {
     /// later join the next step [default: $HARNESS9_STARTUP_WAIT, else 5].
     #[arg(long, value_name = "SECS")]
     pub startup_wait: Option<f64>,
+    /// Continue saved conversation ID (`harness9 --resume` lists them); the done event names
+    /// the session either way.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_")]
+    pub resume: Option<String>,
+    /// Continue the newest conversation of this directory.
+    #[arg(long = "continue", short = 'c')]
+    pub continue_: bool,
 }
 
 /// `harness9 mcp ...`

@@ -185,13 +185,26 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
     }
     let model_name = format!("{} {}", provider_cfg.kind, provider_cfg.model);
     let model_id = provider_cfg.model.clone();
-    let engine = session.engine(provider_cfg, engine_cfg).start();
+    let resume = super::resume_of(args.continue_, args.resume.as_deref());
+    let saved = match session.conversation(&resume, &model_id) {
+        Ok(o) => Some(o),
+        Err(e) if resume != crate::app::sessions::Resume::New => {
+            return Err(super::UsageError(e).into())
+        }
+        Err(e) => {
+            tracing::warn!("{e}; this run is not saved");
+            None
+        }
+    };
+    let session_id = saved
+        .as_ref()
+        .map_or_else(session_id, |o| o.file.id.clone());
+    let engine = session.engine(provider_cfg, engine_cfg, saved).start();
     let printer = Printer {
         json: args.json,
         stream: args.stream,
         started,
     };
-    let session_id = session_id();
     let rt = &mut session.runtime;
 
     let wait = startup_wait(args.startup_wait)?.min(rt.max_startup + Duration::from_secs(5));

@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 use super::state::{update, Effect, Event, State};
 use super::{restore_terminal, take_terminal, EDITOR_RUNNING};
 use crate::agent::engine::{
-    turn_stream, CancelTurn, ClearConversation, Engine, EngineError, RunTurn, TurnEvent,
-    TurnOutcome,
+    turn_stream, CancelTurn, ClearConversation, Engine, EngineError, ResumeConversation, RunTurn,
+    TurnEvent, TurnOutcome,
 };
 use crate::app::watcher::{
     ApproveServers, ConfigChanged, ConfigOutcome, ConfigWatcher, ReloadConfig,
@@ -60,6 +60,8 @@ pub struct TuiSetup {
     pub model_help: String,
     /// Ask before tools that change things run (off with `--yes`).
     pub ask_first: bool,
+    /// What the transcript starts with: a resumed conversation and notes about it.
+    pub resumed: Vec<super::state::Entry>,
 }
 
 /// An item of a turn's stream, and the stream's end.
@@ -120,6 +122,49 @@ pub struct Tui {
 }
 
 impl Tui {
+    /// `/resume`: the list of saved conversations, or the one named, which replaces the
+    /// transcript and the engine's conversation.
+    fn resume(&mut self, id: String, ctx: &mut Context<Self>) {
+        use super::state::Entry;
+        use crate::app::sessions;
+        let dir = sessions::dir();
+        if id.is_empty() {
+            let list = sessions::listing(&dir, 20);
+            self.state.note(Entry::Info(if list.is_empty() {
+                "no saved conversations yet".to_owned()
+            } else {
+                format!("saved conversations (newest first):\n{}", list.join("\n"))
+            }));
+            return;
+        }
+        let Some(engine) = self.engine.clone() else {
+            return;
+        };
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let opened = match sessions::open(&dir, &sessions::Resume::Id(id), &cwd, "") {
+            Ok(o) => o,
+            Err(e) => return self.state.note(Entry::Error(e)),
+        };
+        let mut entries = super::state::entries_of(&opened.messages);
+        entries.extend(opened.note.clone().map(Entry::Info));
+        ctx.spawn(
+            engine
+                .send(ResumeConversation(opened))
+                .into_actor(self)
+                .map(move |taken, act, _| {
+                    if taken == Ok(true) {
+                        act.state.transcript = entries;
+                        act.state.scroll_back = 0;
+                    } else {
+                        act.state.note(Entry::Error(
+                            "a turn is running; press Esc to cancel it, then /resume".to_owned(),
+                        ));
+                    }
+                    act.dirty = true;
+                }),
+        );
+    }
+
     /// A TUI for `setup`; the terminal is taken already (see [`super::take_terminal`]).
     pub fn new(setup: TuiSetup) -> Self {
         let mut state = State::new(
@@ -134,6 +179,7 @@ impl Tui {
                 "{e}\nno servers were started; fix the file and /reload (or press e in /mcp)"
             )));
         }
+        state.transcript.extend(setup.resumed);
         if let Ok((w, h)) = crossterm::terminal::size() {
             state.size = (w, h);
         }
@@ -288,6 +334,7 @@ impl Tui {
                     engine.do_send(ClearConversation);
                 }
             }
+            Effect::Resume(id) => self.resume(id, ctx),
             Effect::CancelTurn => {
                 for (_, c) in self.calls.drain(..) {
                     c.cancel();

@@ -35,6 +35,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/clear",
         "clear the transcript and start a new conversation",
     ),
+    (
+        "/resume",
+        "/resume [ID]: list the saved conversations, or continue one",
+    ),
     ("/help", "this help"),
     (
         "/quit",
@@ -88,6 +92,13 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
                 return vec![Effect::ClearConversation];
             }
         }
+        "/resume" if state.busy => state.note(Entry::Error(
+            "a turn is running; press Esc to cancel it, then /resume".to_owned(),
+        )),
+        "/resume" if state.model.is_none() => state.note(Entry::Error(
+            "no model is configured, so there is no conversation to resume".to_owned(),
+        )),
+        "/resume" => return vec![Effect::Resume(rest.trim().to_owned())],
         "/call" => return call_command(state, rest),
         "/panic" if state.debug_panic => return vec![Effect::Panic],
         other => state.note(Entry::Error(format!(

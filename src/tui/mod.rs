@@ -96,13 +96,36 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         shutdown_grace: None,
     };
     let session = Session::start(opts, &cfg, cfg.servers.clone(), start)?;
+    let mut resumed = Vec::new();
     let (engine, model, model_help) = match settings {
         Ok(s) => match s.provider {
             Some(p) => {
                 let name = format!("{} {}", p.kind, p.model);
                 let ecfg = session.engine_config(s.max_steps, s.tool_output_budget_tokens);
+                let saved = match session.conversation(&opts.resume, &p.model) {
+                    Ok(o) => {
+                        resumed = state::entries_of(&o.messages);
+                        resumed.extend(o.note.clone().map(state::Entry::Info));
+                        Some(o)
+                    }
+                    Err(e) => {
+                        resumed.push(state::Entry::Error(e));
+                        None
+                    }
+                };
+                if opts.resume == crate::app::sessions::Resume::Pick {
+                    let list = crate::app::sessions::listing(&crate::app::sessions::dir(), 20);
+                    resumed.push(state::Entry::Info(if list.is_empty() {
+                        "no saved conversations yet".to_owned()
+                    } else {
+                        format!(
+                            "saved conversations (newest first); /resume ID continues one:\n{}",
+                            list.join("\n")
+                        )
+                    }));
+                }
                 (
-                    Some(session.engine(p, ecfg).start()),
+                    Some(session.engine(p, ecfg, saved).start()),
                     Some(name),
                     String::new(),
                 )
@@ -129,6 +152,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         model,
         model_help,
         ask_first: !opts.yes,
+        resumed,
     };
     take_terminal().context("cannot set up the terminal")?;
     let arbiter = Arbiter::new();

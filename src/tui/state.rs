@@ -30,7 +30,7 @@ pub use super::panel::{tool_lines, PanelState, ToolLayout};
 use super::trace::trace_key;
 pub use super::trace::{TraceBuf, TraceRow, TraceView, TRACE_MESSAGE_MAX, TRACE_PER_SERVER};
 use super::transcript::{engine_event, finish_call};
-pub use super::transcript::{CallState, Entry, RESULT_LINES};
+pub use super::transcript::{entries_of, CallState, Entry, RESULT_LINES};
 use super::trust::trust_key;
 pub use super::trust::TrustView;
 
@@ -110,6 +110,8 @@ pub enum Effect {
     },
     /// Start a new conversation with the model (`/clear`).
     ClearConversation,
+    /// `/resume`: list the saved conversations (empty), or continue the one with this id.
+    Resume(String),
     /// Panic on purpose (`/panic`, only with `HARNESS9_DEBUG_PANIC=1`): proves the panic path.
     Panic,
     /// Approve these servers of the project config: `(name, command line the user saw)`; a

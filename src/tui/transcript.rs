@@ -81,6 +81,28 @@ pub(super) fn page(state: &mut State, up: bool) {
     }
 }
 
+/// The transcript of a resumed conversation: what the user said, the model's text, and a note
+/// per tool call (tool results are in the conversation, not drawn again).
+pub fn entries_of(messages: &[crate::agent::model::Message]) -> Vec<Entry> {
+    use crate::agent::model::{Block, Role};
+    let mut out = Vec::new();
+    for m in messages {
+        for b in &m.content {
+            match (m.role, b) {
+                (Role::User, Block::Text(t)) => out.push(Entry::User(t.clone())),
+                (Role::Assistant, Block::Text(t)) if !t.trim().is_empty() => {
+                    out.push(Entry::Assistant(t.clone()))
+                }
+                (Role::Assistant, Block::ToolUse { name, .. }) => {
+                    out.push(Entry::Info(format!("⚙ {name}")))
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 /// Ends a tool entry: its state, duration and (sanitized) output; the view follows the newest.
 pub(super) fn finish_call(
     state: &mut State,

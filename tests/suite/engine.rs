@@ -1271,3 +1271,55 @@ fn stream_adds_the_text_as_it_comes() {
     assert_eq!(text, "streamed in pieces", "{out}");
     assert_eq!(out.event("done", "")["text"], "streamed in pieces", "{out}");
 }
+
+/// `run -p` saves its conversation under the id its events report; `run -p --resume ID`
+/// continues it (the model gets the earlier turn), `--continue` the newest of the directory,
+/// and an unknown id is a usage error (exit 2) that says how to list them.
+#[test]
+fn run_resumes_a_saved_conversation_headless() {
+    let model = Model::start(
+        "resume",
+        json!({"steps": [
+            {"text": "Noted: 7."},
+            {"text": "You said 7."},
+            {"text": "Still 7."}
+        ]}),
+    );
+    let dir = project("resume", json!({}));
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "note 7", "--json"]).finish(LIMIT);
+    out.ok();
+    let id = out.event("start", "")["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(out.event("done", "")["session_id"], id.as_str());
+    let file = dir.join("sessions").join(format!("{id}.jsonl"));
+    assert!(file.exists(), "{}", file.display());
+
+    let args = ["run", "-p", "what did I say?", "--resume", &id, "--json"];
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    out.ok();
+    assert_eq!(out.event("start", "")["session_id"], id.as_str());
+    let msgs = model.requests()[1]["body"]["messages"].clone();
+    assert_eq!(msgs.as_array().unwrap().len(), 3, "{msgs}");
+    assert!(msgs[0].to_string().contains("note 7"), "{msgs}");
+    assert!(msgs[1].to_string().contains("Noted: 7."), "{msgs}");
+
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &["run", "-p", "and?", "--continue"],
+    )
+    .finish(LIMIT);
+    out.ok();
+    let msgs = model.requests()[2]["body"]["messages"].clone();
+    assert_eq!(msgs.as_array().unwrap().len(), 5, "{msgs}");
+
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &["run", "-p", "x", "--resume", "nope-1"],
+    )
+    .finish(LIMIT);
+    assert_eq!(out.code, Some(2), "{out}");
+    assert!(out.stderr.contains("harness9 --resume"), "{out}");
+    assert_eq!(model.requests().len(), 3, "no model call for a bad id");
+}

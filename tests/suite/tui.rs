@@ -63,9 +63,10 @@ impl Tmux {
             .to_string_lossy()
             .into_owned();
         let mut env = format!(
-            "HARNESS9_LOG={} HARNESS9_HISTORY={} RUST_LOG=info HARNESS9_DEBUG_PANIC=1",
+            "HARNESS9_LOG={} HARNESS9_HISTORY={} HARNESS9_SESSIONS={} RUST_LOG=info HARNESS9_DEBUG_PANIC=1",
             quote(&dir.join("harness9.log").to_string_lossy()),
-            quote(&dir.join("history.jsonl").to_string_lossy())
+            quote(&dir.join("history.jsonl").to_string_lossy()),
+            quote(&dir.join("sessions").to_string_lossy())
         );
         if let Some(e) = editor {
             env += &format!(" EDITOR={}", quote(&e.to_string_lossy()));
@@ -244,6 +245,16 @@ impl Tmux {
         });
         self.close_panel();
         panel_pid(&screen).expect("pid")
+    }
+}
+
+impl Tmux {
+    /// Ends this tmux server (and harness9, if still running) but keeps the dir, for a second
+    /// session in the same project.
+    fn end_keeping_dir(self) {
+        let _ = tmux(&self.dir, &["kill-server"]);
+        let _ = std::fs::remove_file(self.dir.join("code.txt"));
+        std::mem::forget(self);
     }
 }
 
@@ -782,4 +793,79 @@ fn a_server_that_needs_a_login_is_logged_in_from_the_panel() {
     assert!(stored.contains("access_token"), "the grant is kept");
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0, "exit code after Ctrl+C");
+}
+
+/// Quit in the middle of a conversation, `harness9 --continue`, ask a follow-up: the model's
+/// next request carries the whole earlier conversation, exactly as it was sent and answered.
+#[test]
+fn a_conversation_continues_after_quitting() {
+    tmux_required();
+    let model = super::engine::Model::start(
+        "tui-continue",
+        json!({"steps": [
+            {"text": "Noted: the number is 42."},
+            {"text": "It was 42, as you said."}
+        ]}),
+    );
+    let dir = project("tui-continue", |_| json!({}));
+    let vars = [
+        ("ANTHROPIC_API_KEY", "test-key"),
+        ("ANTHROPIC_BASE_URL", model.url.as_str()),
+    ];
+    let t = Tmux::start_with(&dir, &[], None, &vars);
+    t.wait_for("the model named", BOUND, |s| s.contains("model anthropic"));
+    t.send_keys(&["remember the number 42", "Enter"]);
+    t.wait_for("the first answer", BOUND, |s| {
+        s.contains("Noted: the number is 42.") && s.contains("model call")
+    });
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+    t.end_keeping_dir();
+
+    let t = Tmux::start_with(&dir, &["--continue"], None, &vars);
+    let screen = t.wait_for("the resumed conversation", BOUND, |s| {
+        s.contains("resumed session") && s.contains("Noted: the number is 42.")
+    });
+    assert!(screen.contains("› remember the number 42"), "{screen}");
+    t.send_keys(&["what was it?", "Enter"]);
+    t.wait_for("the follow-up's answer", BOUND, |s| {
+        s.contains("It was 42, as you said.")
+    });
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let first = requests[0]["body"]["messages"].as_array().unwrap().clone();
+    let second = requests[1]["body"]["messages"].as_array().unwrap().clone();
+    assert_eq!(second.len(), 3, "{second:?}");
+    // The cache breakpoint moves to the newest message; the rest is byte for byte the same.
+    fn without_cache_marks(mut v: Value) -> Value {
+        match &mut v {
+            Value::Object(m) => {
+                m.remove("cache_control");
+                for x in m.values_mut() {
+                    *x = without_cache_marks(x.take());
+                }
+            }
+            Value::Array(a) => {
+                for x in a.iter_mut() {
+                    *x = without_cache_marks(x.take());
+                }
+            }
+            _ => {}
+        }
+        v
+    }
+    assert_eq!(
+        without_cache_marks(second[0].clone()),
+        without_cache_marks(first[0].clone()),
+        "the first prompt, as it was sent"
+    );
+    assert_eq!(second[1]["role"], "assistant");
+    assert!(second[1].to_string().contains("Noted: the number is 42."));
+    assert!(second[2].to_string().contains("what was it?"));
+    assert_eq!(
+        requests[0]["body"]["system"], requests[1]["body"]["system"],
+        "the same system prompt"
+    );
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
 }

@@ -269,6 +269,8 @@ pub struct Engine {
     conversation: Vec<Message>,
     running: Option<CancellationToken>,
     tool_cache: ToolCache,
+    /// Where finished turns are saved (`None`: not saved).
+    log: Option<crate::app::sessions::SessionFile>,
 }
 
 /// Tool definitions, rebuilt only when the registry's table changes.
@@ -365,6 +367,28 @@ impl Engine {
             conversation: Vec::new(),
             running: None,
             tool_cache: ToolCache::default(),
+            log: None,
+        }
+    }
+
+    /// Saves every finished turn to `log`, continuing `conversation` (a resumed session's, or
+    /// empty for a new one).
+    pub fn saving(
+        mut self,
+        log: crate::app::sessions::SessionFile,
+        conversation: Vec<Message>,
+    ) -> Self {
+        self.log = Some(log);
+        self.conversation = conversation;
+        self
+    }
+
+    fn save(&mut self, new: &[Message]) {
+        if let Some(log) = &mut self.log {
+            if let Err(e) = log.append(new) {
+                tracing::warn!("{e}; this conversation is no longer saved");
+                self.log = None;
+            }
         }
     }
 }
@@ -729,6 +753,7 @@ impl Handler<RunTurn> for Engine {
         }
         let cancel = CancellationToken::new();
         self.running = Some(cancel.clone());
+        let saved = self.conversation.len();
         let fut = turn(
             Turn {
                 provider: self.provider.clone(),
@@ -745,6 +770,9 @@ impl Handler<RunTurn> for Engine {
         Box::pin(
             fut.into_actor(self)
                 .then(move |(messages, cache, result), act, _| {
+                    if result.is_ok() {
+                        act.save(messages.get(saved..).unwrap_or_default());
+                    }
                     act.conversation = messages;
                     act.tool_cache = cache;
                     act.running = None;
@@ -764,7 +792,31 @@ impl Handler<ClearConversation> for Engine {
     fn handle(&mut self, _msg: ClearConversation, _ctx: &mut Context<Self>) {
         if self.running.is_none() {
             self.conversation.clear();
+            if let Some(log) = &mut self.log {
+                if let Err(e) = log.replace("clear", &[]) {
+                    tracing::warn!("{e}");
+                }
+            }
         }
+    }
+}
+
+/// Continue a saved conversation (`/resume ID`): it replaces the current one, and later turns
+/// are saved to its file. Refused (`false`) while a turn runs.
+#[derive(Debug, Message)]
+#[rtype(result = "bool")]
+pub struct ResumeConversation(pub crate::app::sessions::Opened);
+
+impl Handler<ResumeConversation> for Engine {
+    type Result = bool;
+
+    fn handle(&mut self, msg: ResumeConversation, _ctx: &mut Context<Self>) -> bool {
+        if self.running.is_some() {
+            return false;
+        }
+        self.conversation = msg.0.messages;
+        self.log = Some(msg.0.file);
+        true
     }
 }
 
