@@ -81,6 +81,13 @@ impl Printer {
                     let reason = clean_line(&reason);
                     eprintln!("[model] {reason}; retrying in {} ms", after.as_millis())
                 }
+                EngineEvent::Compacted { reason, compacted } => eprintln!(
+                    "[model] compacted {} earlier messages (~{} -> ~{} tokens): {}",
+                    compacted.replaced,
+                    compacted.tokens_before,
+                    compacted.tokens_after,
+                    clean_line(&reason)
+                ),
                 _ => {}
             }
             return;
@@ -107,6 +114,10 @@ impl Printer {
                 json!({"event": "model", "t_ms": t, "step": step, "text": text, "tool_calls": tool_calls,
                         "ms": ms(elapsed), "input_tokens": usage.input_tokens, "cached_input_tokens": usage.cached_input_tokens,
                         "output_tokens": usage.output_tokens})
+            }
+            EngineEvent::Compacted { reason, compacted } => {
+                json!({"event": "compacted", "t_ms": t, "reason": reason, "replaced": compacted.replaced,
+                       "tokens_before": compacted.tokens_before, "tokens_after": compacted.tokens_after})
             }
             EngineEvent::ToolStarted {
                 id,
@@ -183,6 +194,8 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
     if let Some(dir) = &args.spill_dir {
         engine_cfg.spill_dir = dir.clone();
     }
+    engine_cfg.context_window = settings.context_window(&provider_cfg.model);
+    engine_cfg.compact_at = settings.compact_at;
     let model_name = format!("{} {}", provider_cfg.kind, provider_cfg.model);
     let model_id = provider_cfg.model.clone();
     let resume = super::resume_of(args.continue_, args.resume.as_deref());

@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 use super::state::{update, Effect, Event, State};
 use super::{restore_terminal, take_terminal, EDITOR_RUNNING};
 use crate::agent::engine::{
-    turn_stream, CancelTurn, ClearConversation, Engine, EngineError, ResumeConversation, RunTurn,
-    TurnEvent, TurnOutcome,
+    turn_stream, CancelTurn, ClearConversation, Compact, Engine, EngineError, ResumeConversation,
+    RunTurn, TurnEvent, TurnOutcome,
 };
 use crate::app::watcher::{
     ApproveServers, ConfigChanged, ConfigOutcome, ConfigWatcher, ReloadConfig,
@@ -62,6 +62,8 @@ pub struct TuiSetup {
     pub ask_first: bool,
     /// What the transcript starts with: a resumed conversation and notes about it.
     pub resumed: Vec<super::state::Entry>,
+    /// The model's context window, when the settings know it.
+    pub context_window: Option<u64>,
 }
 
 /// An item of a turn's stream, and the stream's end.
@@ -180,6 +182,7 @@ impl Tui {
             )));
         }
         state.transcript.extend(setup.resumed);
+        state.context_window = setup.context_window;
         if let Ok((w, h)) = crossterm::terminal::size() {
             state.size = (w, h);
         }
@@ -335,6 +338,34 @@ impl Tui {
                 }
             }
             Effect::Resume(id) => self.resume(id, ctx),
+            Effect::Compact(focus) => {
+                let Some(engine) = self.engine.clone() else {
+                    return;
+                };
+                let focus = (!focus.is_empty()).then_some(focus);
+                ctx.spawn(
+                    engine
+                        .send(Compact { focus })
+                        .into_actor(self)
+                        .map(|r, act, _| {
+                            use super::state::Entry;
+                            match r {
+                                Ok(Ok(c)) => {
+                                    act.state.context_used = Some(c.tokens_after as u64);
+                                    act.state.note(Entry::Info(format!(
+                                        "compacted {} messages into a summary (~{} -> ~{} tokens)",
+                                        c.replaced, c.tokens_before, c.tokens_after
+                                    )))
+                                }
+                                Ok(Err(e)) => act.state.note(Entry::Error(e)),
+                                Err(_) => act
+                                    .state
+                                    .note(Entry::Error("the engine is gone".to_owned())),
+                            }
+                            act.dirty = true;
+                        }),
+                );
+            }
             Effect::CancelTurn => {
                 for (_, c) in self.calls.drain(..) {
                     c.cancel();

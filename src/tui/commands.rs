@@ -36,8 +36,12 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "clear the transcript and start a new conversation",
     ),
     (
+        "/compact",
+        "/compact [focus]: summarize the conversation so far to free context",
+    ),
+    (
         "/resume",
-        "/resume [ID]: list the saved conversations, or continue one",
+        "/resume [ID]: list saved conversations, or continue one",
     ),
     ("/help", "this help"),
     (
@@ -91,6 +95,16 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
                 state.note(Entry::Info("new conversation".to_owned()));
                 return vec![Effect::ClearConversation];
             }
+        }
+        "/compact" if state.busy => state.note(Entry::Error(
+            "a turn is running; press Esc to cancel it, then /compact".to_owned(),
+        )),
+        "/compact" if state.model.is_none() => state.note(Entry::Error(
+            "no model is configured, so there is no conversation to compact".to_owned(),
+        )),
+        "/compact" => {
+            state.note(Entry::Info("compacting the conversation…".to_owned()));
+            return vec![Effect::Compact(rest.trim().to_owned())];
         }
         "/resume" if state.busy => state.note(Entry::Error(
             "a turn is running; press Esc to cancel it, then /resume".to_owned(),

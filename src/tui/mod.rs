@@ -97,11 +97,15 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
     };
     let session = Session::start(opts, &cfg, cfg.servers.clone(), start)?;
     let mut resumed = Vec::new();
+    let mut context_window = None;
     let (engine, model, model_help) = match settings {
-        Ok(s) => match s.provider {
+        Ok(s) => match s.provider.clone() {
             Some(p) => {
                 let name = format!("{} {}", p.kind, p.model);
-                let ecfg = session.engine_config(s.max_steps, s.tool_output_budget_tokens);
+                let mut ecfg = session.engine_config(s.max_steps, s.tool_output_budget_tokens);
+                ecfg.context_window = s.context_window(&p.model);
+                ecfg.compact_at = s.compact_at;
+                context_window = ecfg.context_window;
                 let saved = match session.conversation(&opts.resume, &p.model) {
                     Ok(o) => {
                         resumed = state::entries_of(&o.messages);
@@ -153,6 +157,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         model_help,
         ask_first: !opts.yes,
         resumed,
+        context_window,
     };
     take_terminal().context("cannot set up the terminal")?;
     let arbiter = Arbiter::new();

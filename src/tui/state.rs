@@ -112,6 +112,8 @@ pub enum Effect {
     ClearConversation,
     /// `/resume`: list the saved conversations (empty), or continue the one with this id.
     Resume(String),
+    /// `/compact [focus]` (the focus, maybe empty).
+    Compact(String),
     /// Panic on purpose (`/panic`, only with `HARNESS9_DEBUG_PANIC=1`): proves the panic path.
     Panic,
     /// Approve these servers of the project config: `(name, command line the user saw)`; a
@@ -137,6 +139,10 @@ pub enum Modal {
 pub struct State {
     /// The transcript.
     pub transcript: Vec<Entry>,
+    /// Input tokens of the last model request (the context in use), once there was one.
+    pub context_used: Option<u64>,
+    /// The model's context window, when the settings know it.
+    pub context_window: Option<u64>,
     /// Tool calls waiting for the user's yes or no, the first one shown.
     pub approvals: std::collections::VecDeque<Approval>,
     /// Tools the user allowed for the rest of the session (`a`).
@@ -196,6 +202,8 @@ impl State {
     pub fn new(config_path: String, model: Option<String>, model_help: String) -> Self {
         State {
             transcript: Vec::new(),
+            context_used: None,
+            context_window: None,
             scroll_back: 0,
             input: String::new(),
             cursor: 0,

@@ -151,7 +151,14 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
             "{reason}; retrying in {}",
             harness9_actors::error::fmt_duration(after)
         ))),
-        EngineEvent::ModelDone { .. } => {}
+        EngineEvent::ModelDone { usage, .. } => state.context_used = Some(usage.input_tokens),
+        EngineEvent::Compacted { reason, compacted } => {
+            state.context_used = Some(compacted.tokens_after as u64);
+            state.note(Entry::Info(format!(
+                "compacted {} earlier messages into a summary (~{} -> ~{} tokens): {reason}",
+                compacted.replaced, compacted.tokens_before, compacted.tokens_after
+            )))
+        }
         EngineEvent::ToolStarted {
             id: key,
             name,

@@ -161,10 +161,35 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
         Span::raw(" "),
         Span::raw(model),
         Span::styled(" │ ", DIM),
+    ];
+    if let Some(used) = state.context_used {
+        let k = |n: u64| {
+            if n >= 10_000 {
+                format!("{}k", n / 1000)
+            } else {
+                n.to_string()
+            }
+        };
+        let (text, style) = match state.context_window.filter(|w| *w > 0) {
+            Some(w) => {
+                let pct = used.saturating_mul(100) / w;
+                let style = if pct >= 80 {
+                    Style::new().fg(Color::Yellow)
+                } else {
+                    Style::new()
+                };
+                (format!("context {pct}% of {}", k(w)), style)
+            }
+            None => (format!("context {} tokens", k(used)), Style::new()),
+        };
+        spans.push(Span::styled(text, style));
+        spans.push(Span::styled(" │ ", DIM));
+    }
+    spans.extend([
         Span::raw(tools),
         Span::styled(" │ ", DIM),
         Span::raw(state.config_path.clone()),
-    ];
+    ]);
     if state.busy {
         spans.push(Span::styled(" │ ", DIM));
         spans.push(Span::styled(

@@ -1323,3 +1323,72 @@ fn run_resumes_a_saved_conversation_headless() {
     assert!(out.stderr.contains("harness9 --resume"), "{out}");
     assert_eq!(model.requests().len(), 3, "no model call for a bad id");
 }
+
+/// The provider refuses a request as too long: the earlier turns become a summary (one more
+/// model call), the step runs again and the turn ends well; the session file keeps the
+/// compacted conversation, so the next run continues from the summary.
+#[test]
+fn a_context_overflow_is_survived_by_compaction() {
+    let big = "lorem ipsum ".repeat(400);
+    let model = Model::start(
+        "overflow",
+        json!({"steps": [
+            {"text": format!("Noted A. {big}")},
+            {"text": format!("Noted B. {big}")},
+            {"status": 400, "error_message": "prompt is too long: 250000 tokens > 200000 maximum"},
+            {"text": "SUMMARY: the user noted A and B."},
+            {"text": "All good."},
+            {"text": "Still good."}
+        ]}),
+    );
+    let dir = project("overflow", json!({}));
+    for p in ["note A", "note B"] {
+        let args = ["run", "-p", p, "--continue"];
+        Run::start(anthropic(&dir, &model), &args)
+            .finish(LIMIT)
+            .ok();
+    }
+    let args = ["run", "-p", "what now?", "--continue", "--json"];
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    out.ok();
+    let c = out.event("compacted", "");
+    assert_eq!(c["replaced"], 4, "{c}");
+    assert!(
+        c["reason"].as_str().unwrap().contains("prompt is too long"),
+        "{c}"
+    );
+    assert!(
+        c["tokens_after"].as_u64().unwrap() < c["tokens_before"].as_u64().unwrap() / 4,
+        "{c}"
+    );
+    assert_eq!(out.event("done", "")["text"], "All good.", "{out}");
+    let reqs = model.requests();
+    let summary_req = reqs[3]["body"]["messages"].to_string();
+    assert!(summary_req.contains("Noted A.") && summary_req.contains("note B"));
+    let retried = reqs[4]["body"]["messages"].as_array().unwrap().clone();
+    assert_eq!(retried.len(), 3, "{retried:?}");
+    assert!(retried[0]
+        .to_string()
+        .contains("SUMMARY: the user noted A and B."));
+    assert!(retried[2].to_string().contains("what now?"));
+    let (before, after) = (
+        reqs[2]["body"].to_string().len(),
+        reqs[4]["body"].to_string().len(),
+    );
+    assert!(after * 3 < before, "request bytes {before} -> {after}");
+
+    let args = ["run", "-p", "and then?", "--continue"];
+    Run::start(anthropic(&dir, &model), &args)
+        .finish(LIMIT)
+        .ok();
+    let next = model.requests()[5]["body"]["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        next.len(),
+        5,
+        "the compacted conversation was saved: {next:?}"
+    );
+    assert!(next[0].to_string().contains("SUMMARY"));
+}

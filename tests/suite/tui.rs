@@ -869,3 +869,62 @@ fn a_conversation_continues_after_quitting() {
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }
+
+/// `/compact [focus]` replaces the conversation with the model's summary: the next request is
+/// the summary and the new prompt, a fraction of the size before; the status line's context
+/// gauge follows.
+#[test]
+fn compact_shrinks_the_next_request() {
+    tmux_required();
+    let big = "lorem ipsum ".repeat(500);
+    let model = super::engine::Model::start(
+        "tui-compact",
+        json!({"steps": [
+            {"text": format!("One. {big}"), "usage": {"input_tokens": 150000}},
+            {"text": format!("Two. {big}"), "usage": {"input_tokens": 170000}},
+            {"text": "SHORT SUMMARY of one and two."},
+            {"text": "Three, after the summary."}
+        ]}),
+    );
+    let dir = project("tui-compact", |_| json!({}));
+    let vars = [
+        ("ANTHROPIC_API_KEY", "test-key"),
+        ("ANTHROPIC_BASE_URL", model.url.as_str()),
+        // The shipped settings know claude-sonnet-4-5's window: 200k.
+        ("HARNESS9_MODEL", "claude-sonnet-4-5"),
+    ];
+    let t = Tmux::start_with(&dir, &[], None, &vars);
+    t.wait_for("the model named", BOUND, |s| s.contains("model anthropic"));
+    t.send_keys(&["first", "Enter"]);
+    t.wait_for("the first answer", BOUND, |s| {
+        s.contains("context 75% of 200k")
+    });
+    t.send_keys(&["second", "Enter"]);
+    t.wait_for("the second answer", BOUND, |s| {
+        s.contains("context 85% of 200k")
+    });
+    t.send_keys(&["/compact keep the numbers", "Enter"]);
+    let s = t.wait_for("the compaction", BOUND, |s| {
+        s.contains("compacted 4 messages into a summary")
+    });
+    assert!(s.contains("context 0% of 200k"), "{s}");
+    t.send_keys(&["third", "Enter"]);
+    t.wait_for("the third answer", BOUND, |s| {
+        s.contains("Three, after the summary.")
+    });
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 4);
+    assert!(reqs[2]["body"].to_string().contains("keep the numbers"));
+    let next = reqs[3]["body"]["messages"].as_array().unwrap().clone();
+    assert_eq!(next.len(), 3, "{next:?}");
+    assert!(next[0]
+        .to_string()
+        .contains("SHORT SUMMARY of one and two."));
+    let (before, after) = (
+        reqs[1]["body"]["messages"].to_string().len(),
+        reqs[3]["body"]["messages"].to_string().len(),
+    );
+    assert!(after * 10 < before, "messages bytes {before} -> {after}");
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
