@@ -121,6 +121,8 @@ pub struct Tui {
     next_ask: u64,
     /// A turn's stream is being read and has not brought its outcome yet.
     turn_open: bool,
+    /// When the running turn began (by the spinner's clock).
+    busy_since: Option<Instant>,
 }
 
 impl Tui {
@@ -214,6 +216,7 @@ impl Tui {
             asks: Default::default(),
             next_ask: 0,
             turn_open: false,
+            busy_since: None,
         }
     }
 
@@ -433,10 +436,21 @@ impl Tui {
                 return;
             }
         }
-        let editor = std::env::var("VISUAL")
+        let mut editor = std::env::var("VISUAL")
             .ok()
             .or_else(|| std::env::var("EDITOR").ok())
             .filter(|e| !e.trim().is_empty());
+        let mut fallback_note = None;
+        if editor.is_none() && !has_desktop_opener() {
+            // No $EDITOR and no desktop to open a file on (SSH, a console): a terminal editor.
+            if let Some(found) = ["vi", "nano"].into_iter().find(|e| on_path(e)) {
+                fallback_note = Some(format!(
+                    "no $EDITOR is set; edited {} with {found} (set $EDITOR to choose)",
+                    path.display()
+                ));
+                editor = Some(found.to_owned());
+            }
+        }
         let Some(editor) = editor else {
             let opener = if cfg!(target_os = "macos") {
                 "open"
@@ -485,7 +499,11 @@ impl Tui {
                     tracing::error!("cannot take the terminal back: {e}");
                 }
                 match status {
-                    Ok(s) if s.success() => {}
+                    Ok(s) if s.success() => {
+                        if let Some(note) = fallback_note {
+                            act.notice(false, note, ctx);
+                        }
+                    }
                     Ok(s) => act.notice(true, format!("editor `{shown}` exited with {s}"), ctx),
                     Err(e) => act.notice(true, format!("cannot run editor `{shown}`: {e}"), ctx),
                 }
@@ -545,6 +563,18 @@ impl Actor for Tui {
             }
         }
         self.draw();
+        // The spinner and the running turn's elapsed time: a tick only matters while busy.
+        ctx.run_interval(Duration::from_millis(100), |act, ctx| {
+            if !act.state.busy {
+                act.busy_since = None;
+                act.state.busy_secs = 0;
+                return;
+            }
+            let since = *act.busy_since.get_or_insert_with(Instant::now);
+            act.state.spinner = act.state.spinner.wrapping_add(1);
+            act.state.busy_secs = since.elapsed().as_secs();
+            act.schedule_draw(ctx);
+        });
         ctx.add_stream(EventStream::new());
         if let Some(mut rx) = self.trace.take() {
             ctx.add_stream(futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)));
@@ -674,4 +704,27 @@ impl Handler<Quit> for Tui {
     fn handle(&mut self, _msg: Quit, ctx: &mut Context<Self>) {
         self.quit(130, ctx);
     }
+}
+
+/// Whether `program` is an executable file in a directory of `$PATH`.
+fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p).any(|d| {
+            std::fs::metadata(d.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// Whether handing a file to the system opener can show it: macOS, or a graphical session
+/// with `xdg-open` installed.
+fn has_desktop_opener() -> bool {
+    if cfg!(target_os = "macos") {
+        return true;
+    }
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    display && on_path("xdg-open")
 }

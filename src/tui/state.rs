@@ -139,6 +139,10 @@ pub enum Modal {
 pub struct State {
     /// The transcript.
     pub transcript: Vec<Entry>,
+    /// The spinner's frame while busy (advanced by the actor's clock).
+    pub spinner: usize,
+    /// Seconds the running turn has taken so far (set by the actor's clock).
+    pub busy_secs: u64,
     /// Input tokens of the last model request (the context in use), once there was one.
     pub context_used: Option<u64>,
     /// The model's context window, when the settings know it.
@@ -204,6 +208,8 @@ impl State {
             transcript: Vec::new(),
             context_used: None,
             context_window: None,
+            spinner: 0,
+            busy_secs: 0,
             scroll_back: 0,
             input: String::new(),
             cursor: 0,
@@ -251,6 +257,20 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
                     let mut effects = decline_all(state);
                     effects.push(Effect::CancelTurn);
                     return effects;
+                }
+                // A half-typed draft in the input is cleared first (kept in the history, so
+                // ↑ brings it back); the next Ctrl+C quits.
+                if state.modal.is_none() && !state.input.trim().is_empty() {
+                    let draft = std::mem::take(&mut state.input);
+                    if state.history.last() != Some(&draft) {
+                        state.history.push(draft);
+                    }
+                    state.cursor = 0;
+                    state.history_pos = None;
+                    state.note(Entry::Info(
+                        "draft cleared (↑ brings it back); Ctrl+C again quits".to_owned(),
+                    ));
+                    return Vec::new();
                 }
                 state.quitting = true;
                 return vec![Effect::Quit];
@@ -331,6 +351,23 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
 mod tests {
     use super::*;
     use crate::tui::tests::{key_event as key, typed};
+
+    #[test]
+    fn ctrl_c_clears_a_draft_first_and_quits_the_second_time() {
+        let ctrl_c = || Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+        let mut s = State::new("x".into(), None, String::new());
+        typed(&mut s, "half a thought");
+        assert_eq!(update(&mut s, ctrl_c()), vec![]);
+        assert!(s.input.is_empty() && !s.quitting);
+        update(&mut s, key(KeyCode::Up));
+        assert_eq!(
+            s.input, "half a thought",
+            "the draft comes back from the history"
+        );
+        s.input.clear();
+        s.cursor = 0;
+        assert_eq!(update(&mut s, ctrl_c()), vec![Effect::Quit]);
+    }
 
     #[test]
     fn ctrl_c_cancels_a_running_turn_first_and_quits_the_second_time() {

@@ -162,6 +162,24 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
         Span::raw(model),
         Span::styled(" │ ", DIM),
     ];
+    if state.busy {
+        const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+        let secs = state.busy_secs;
+        let elapsed = if secs >= 60 {
+            format!("{}m{:02}s", secs / 60, secs % 60)
+        } else {
+            format!("{secs}s")
+        };
+        // First after the name: a narrow terminal cuts the end of the line, never this.
+        spans.push(Span::styled(
+            format!(
+                "{} working… {elapsed} · Esc cancels",
+                FRAMES[state.spinner % FRAMES.len()]
+            ),
+            Style::new().fg(Color::Yellow),
+        ));
+        spans.push(Span::styled(" │ ", DIM));
+    }
     if let Some(used) = state.context_used {
         let k = |n: u64| {
             if n >= 10_000 {
@@ -190,13 +208,6 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
         Span::styled(" │ ", DIM),
         Span::raw(state.config_path.clone()),
     ]);
-    if state.busy {
-        spans.push(Span::styled(" │ ", DIM));
-        spans.push(Span::styled(
-            "working… Esc cancels",
-            Style::new().fg(Color::Yellow),
-        ));
-    }
     spans.push(Span::styled(" │ Tab completes · /help", DIM));
     truncate_line(Line::from(spans), width as usize)
 }
