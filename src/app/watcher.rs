@@ -29,6 +29,8 @@ pub enum ConfigOutcome {
         summary: String,
         /// The values the TUI's trace view must not show (env and header values).
         secrets: Vec<String>,
+        /// Servers that come from another file than the project's (`Config::sources`).
+        sources: Vec<(String, PathBuf)>,
     },
     /// The file cannot be used; the running servers are kept.
     Invalid(String),
@@ -169,6 +171,7 @@ impl ConfigWatcher {
             Ok(cfg) => {
                 self.secrets.send_replace(cfg.secrets.clone());
                 let secrets = cfg.secrets;
+                let sources = cfg.sources;
                 self.supervisor
                     .send(Reconcile { specs: cfg.servers })
                     .into_actor(self)
@@ -178,6 +181,7 @@ impl ConfigWatcher {
                                 path: shown,
                                 summary: report.summary(),
                                 secrets,
+                                sources,
                             },
                             Err(e) => ConfigOutcome::ReconcileFailed(e.to_string()),
                         });

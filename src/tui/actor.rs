@@ -43,6 +43,8 @@ pub struct TuiSetup {
     pub config_path: PathBuf,
     /// The config's load error at start, if any.
     pub config_error: Option<String>,
+    /// Servers from another file than `config_path` (the user's), with that file.
+    pub sources: Vec<(String, PathBuf)>,
     /// Values `/trace` must not show (the config's env and header values) at start; each
     /// reload brings the new list.
     pub secrets: Vec<String>,
@@ -128,6 +130,7 @@ impl Tui {
             setup.model_help,
         );
         state.secrets = setup.secrets;
+        state.set_sources(setup.sources);
         state.debug_panic = std::env::var_os("HARNESS9_DEBUG_PANIC").is_some_and(|v| v == "1");
         if let Some(e) = setup.config_error {
             state.transcript.push(super::state::Entry::Error(format!(
@@ -567,8 +570,10 @@ impl Handler<ConfigChanged> for Tui {
                 path,
                 summary,
                 secrets,
+                sources,
             } => {
                 self.state.secrets = secrets;
+                self.state.set_sources(sources);
                 (false, format!("reloaded {path}: {summary}"))
             }
             ConfigOutcome::Invalid(e) => (

@@ -122,6 +122,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         config_path: opts.config_path.clone(),
         config_error,
         secrets: cfg.secrets.clone(),
+        sources: cfg.sources.clone(),
         trace: trace_rx,
         done: done_tx,
         started,

@@ -169,6 +169,8 @@ pub struct State {
     pub cancelling: bool,
     /// The config file's display path.
     pub config_path: String,
+    /// Servers that come from another file than `config_path` (the user's), with that file.
+    pub sources: BTreeMap<String, String>,
     /// Terminal width and height.
     pub size: (u16, u16),
     /// Next call id.
@@ -211,6 +213,7 @@ impl State {
             approvals: Default::default(),
             always_allowed: Default::default(),
             config_path,
+            sources: BTreeMap::new(),
             size: (80, 24),
             next_call: 1,
             quitting: false,
