@@ -783,3 +783,49 @@ fn a_server_that_needs_a_login_is_logged_in_from_the_panel() {
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0, "exit code after Ctrl+C");
 }
+
+#[test]
+fn mcp_add_and_remove_from_another_process_reach_a_running_tui() {
+    tmux_required();
+    let dir = project("tui-add", |_| json!({ "everything": everything_json() }));
+    let t = Tmux::start(&dir, &[], None);
+    t.wait_for("the bar: everything connected", BOUND, |s| {
+        bar(s).contains("everything ●")
+    });
+    // `harness9 mcp add` in another process edits the same .mcp.json; the TUI's watcher
+    // reloads it and starts the new server.
+    let js = everything("x");
+    let harness9_actors::TransportSpec::Stdio { command, args, .. } = js.transport else {
+        unreachable!()
+    };
+    let mut add = super::common::harness9_in(&dir);
+    add.args(["mcp", "add", "added", "--", &command])
+        .args(&args);
+    let out = super::common::output_within(add, None, Duration::from_secs(30));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.wait_for("the bar to show added connected", BOUND, |s| {
+        bar(s).contains("added ●") && bar(s).contains("everything ●")
+    });
+    t.wait_for("the reload report", BOUND, |s| {
+        s.contains("reloaded .mcp.json: added added; 1 unchanged")
+    });
+    // The panel says where it comes from.
+    t.send_keys(&["/mcp", "Enter"]);
+    t.wait_for("added's config file in /mcp", BOUND, |s| {
+        selected(s).as_deref() == Some("added") && s.contains("from .mcp.json")
+    });
+    t.close_panel();
+
+    let mut remove = super::common::harness9_in(&dir);
+    remove.args(["mcp", "remove", "added"]);
+    let out = super::common::output_within(remove, None, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0));
+    t.wait_for("the bar without added", BOUND, |s| {
+        !bar(s).contains("added") && bar(s).contains("everything ●")
+    });
+}
