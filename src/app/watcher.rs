@@ -31,6 +31,8 @@ pub enum ConfigOutcome {
         secrets: Vec<String>,
         /// Servers that come from another file than the project's (`Config::sources`).
         sources: Vec<(String, PathBuf)>,
+        /// VS Code inputs the servers need and have no value for (`Config::inputs`).
+        inputs: Vec<crate::app::inputs::InputPrompt>,
     },
     /// The file cannot be used; the running servers are kept.
     Invalid(String),
@@ -172,6 +174,7 @@ impl ConfigWatcher {
                 self.secrets.send_replace(cfg.secrets.clone());
                 let secrets = cfg.secrets;
                 let sources = cfg.sources;
+                let inputs = cfg.inputs;
                 self.supervisor
                     .send(Reconcile { specs: cfg.servers })
                     .into_actor(self)
@@ -182,6 +185,7 @@ impl ConfigWatcher {
                                 summary: report.summary(),
                                 secrets,
                                 sources,
+                                inputs,
                             },
                             Err(e) => ConfigOutcome::ReconcileFailed(e.to_string()),
                         });

@@ -420,3 +420,46 @@ fn json_errors_are_json_on_stdout_with_the_exit_code() {
     let e = json_error(&out);
     assert!(e["error"].as_str().unwrap().contains("<SERVER>"), "{e}");
 }
+
+#[test]
+fn a_vscode_input_comes_from_its_variable_or_the_kept_value_and_the_error_names_it() {
+    let dir = temp_path("inputs");
+    std::fs::create_dir_all(dir.join(".vscode")).unwrap();
+    let mut server = everything_json(json!({"TOKEN": "${input:api-token}"}));
+    server["type"] = json!("stdio");
+    let config = json!({"inputs": [{"type": "promptString", "id": "api-token", "password": true}],
+                        "servers": {"e": server}});
+    let file = dir.join(".vscode/mcp.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let store = dir.join("inputs.json");
+    let list = |env: &[(&str, &str)]| {
+        let mut cmd = harness9_in(&dir);
+        cmd.args(["mcp", "list", "--json"])
+            .env("HARNESS9_INPUTS", &store)
+            .env_remove("HARNESS9_INPUT_API_TOKEN");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = output_within(cmd, None, Duration::from_secs(60));
+        let rows: Vec<Value> = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+        rows[0].clone()
+    };
+    // Headless, no value: the server is held, the error names the variable.
+    let row = list(&[]);
+    assert_eq!(row["status"], "failed", "{row}");
+    assert!(
+        row["error"]
+            .as_str()
+            .unwrap()
+            .contains("HARNESS9_INPUT_API_TOKEN"),
+        "{row}"
+    );
+    // The variable gives it.
+    let row = list(&[("HARNESS9_INPUT_API_TOKEN", "t")]);
+    assert_eq!(row["status"], "connected", "{row}");
+    // So does the value the TUI kept.
+    harness9::app::inputs::save(&store, &file, "api-token", "kept").unwrap();
+    let row = list(&[]);
+    assert_eq!(row["status"], "connected", "{row}");
+}
