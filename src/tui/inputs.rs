@@ -106,7 +106,7 @@ pub(super) fn draw_input(v: &InputView, frame: &mut Frame, area: Rect) {
     let p = &v.prompt;
     let block = modal_block(&format!("input \"{}\"", clean_line(&p.id)));
     let rect = Rect {
-        height: area.height.min(8),
+        height: area.height.min(6),
         ..area
     };
     let inner = block.inner(rect);
@@ -130,10 +130,7 @@ pub(super) fn draw_input(v: &InputView, frame: &mut Frame, area: Rect) {
         Style::new().fg(Color::Cyan),
     ));
     lines.push(Line::styled(
-        format!(
-            "Enter keeps it in {} (private, 0600) · Esc skips",
-            crate::app::inputs::store_path().display()
-        ),
+        "Enter keeps it in a private (0600) file, not asked again · Esc skips",
         DIM,
     ));
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
@@ -176,5 +173,15 @@ mod tests {
         // A reload that still needs them does not ask again.
         inputs_needed(&mut s, vec![prompt("a", true), prompt("b", false)]);
         assert!(s.modal.is_none());
+    }
+
+    #[test]
+    fn the_prompt_masks_a_password() {
+        let mut s = State::new(".vscode/mcp.json".into(), None, String::new());
+        inputs_needed(&mut s, vec![prompt("api-key", true)]);
+        typed(&mut s, "hunter2");
+        let screen = crate::tui::tests::render(&mut s, 80, 12);
+        assert!(!screen.contains("hunter2"), "{screen}");
+        insta::assert_snapshot!(screen);
     }
 }

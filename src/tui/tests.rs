@@ -128,7 +128,7 @@ pub(crate) fn with_servers(names: &[&str], per: usize) -> State {
     s
 }
 
-fn render(state: &mut State, w: u16, h: u16) -> String {
+pub(crate) fn render(state: &mut State, w: u16, h: u16) -> String {
     state.size = (w, h);
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
     t.draw(|f| view(state, f)).expect("draw");
