@@ -132,6 +132,12 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         r = result => r,
         _ = interrupted() => {
             eprintln!("[mcp] interrupted; stopping servers");
+            let json = matches!(cmd, McpCommand::List(super::ListArgs { json, .. })
+                | McpCommand::Get { json, .. }
+                | McpCommand::Call { json, .. } if json.json);
+            if json {
+                say!("{}", to_json(&json!({"error": "interrupted", "code": 130}), false)?);
+            }
             Ok(ExitCode::from(130))
         }
     };

@@ -156,7 +156,9 @@ mod tests {
         let mut s = State::new("x".into(), None, String::new());
         inputs_needed(&mut s, vec![prompt("a", true), prompt("b", false)]);
         assert!(matches!(&s.modal, Some(Modal::Input(v)) if v.prompt.id == "a"));
-        typed(&mut s, "k1");
+        typed(&mut s, "k");
+        // A pasted token keeps its first line.
+        update(&mut s, crate::tui::state::Event::Paste("1\n".into()));
         let fx = update(&mut s, key(KeyCode::Enter));
         assert_eq!(
             fx,

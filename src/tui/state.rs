@@ -257,8 +257,13 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
         }
         Event::ApprovalAsked(a) => asked(state, a),
         Event::Paste(text) => {
-            if state.modal.is_none() {
-                paste(state, &text);
+            match &mut state.modal {
+                None => paste(state, &text),
+                // A pasted token: its first line.
+                Some(Modal::Input(v)) => v
+                    .value
+                    .push_str(text.lines().next().unwrap_or_default().trim_end()),
+                Some(_) => {}
             }
             Vec::new()
         }
