@@ -1,6 +1,7 @@
 //! The application around the runtime: the one [`Session`] wiring every front end uses, the
 //! running [`Runtime`], the [`ConfigWatcher`] that owns hot reload, the `.mcp.json` parser
-//! ([`config`]) and its trust store ([`trust`]), the OAuth token store ([`oauth_store`]), the saved conversations ([`sessions`]), the `--trace` file and the TUI's log file.
+//! ([`config`]) and its trust store ([`trust`]), the OAuth token store ([`oauth_store`]), the saved
+//! conversations ([`sessions`]), VS Code input values ([`inputs`]), the `--trace` file and the TUI's log file.
 
 pub mod config;
 mod config_formats;
@@ -8,6 +9,7 @@ mod config_formats;
 mod config_props;
 pub mod edit;
 pub mod import;
+pub mod inputs;
 pub mod log_file;
 pub mod oauth_store;
 mod runtime;

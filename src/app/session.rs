@@ -53,9 +53,10 @@ pub struct SessionOptions {
 }
 
 impl SessionOptions {
-    /// The options of a command line.
-    pub fn from_cli(cli: &crate::cli::Cli) -> Self {
-        let (config_path, config_must_exist) = match &cli.config {
+    /// The options of a command line's flags ([`crate::cli::Cli::flags`]).
+    pub fn from_flags(flags: &crate::cli::Flags) -> Self {
+        let s = &flags.session;
+        let (config_path, config_must_exist) = match &s.config.config {
             Some(p) => (p.clone(), true),
             None => {
                 // In the working directory itself it keeps its short name in messages.
@@ -69,20 +70,20 @@ impl SessionOptions {
             }
         };
         Self {
-            user_config: cli.config.is_none().then(sources::user_path).flatten(),
+            user_config: s.config.config.is_none().then(sources::user_path).flatten(),
             config_path,
             config_must_exist,
-            approve_project: cli.approve_project,
-            trace: cli.trace.clone(),
+            approve_project: s.approve_project,
+            trace: s.trace.clone(),
             model: ModelFlags {
-                provider: cli.provider.clone(),
-                model: cli.model.clone(),
-                base_url: cli.base_url.clone(),
-                config_path: cli.settings.clone(),
+                provider: flags.model.provider.clone(),
+                model: flags.model.model.clone(),
+                base_url: flags.model.base_url.clone(),
+                config_path: s.settings.clone(),
             },
-            verbose: cli.verbose,
-            yes: cli.yes,
-            resume: crate::cli::resume_of(cli.continue_, cli.resume.as_deref()),
+            verbose: s.verbose,
+            yes: flags.yes,
+            resume: flags.resume.clone(),
         }
     }
 

@@ -154,10 +154,6 @@ impl Printer {
 /// Runs `harness9 run`.
 pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let settings = opts.model_settings()?;
-    let Some(provider_cfg) = settings.provider.clone() else {
-        anyhow::bail!("{}", settings::how_to_configure());
-    };
     if args.prompt.trim().is_empty() {
         return Err(super::UsageError(
             "-p needs a task: `harness9 run -p \"...\"`, or `-p -` to read it from stdin"
@@ -165,6 +161,10 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
         )
         .into());
     }
+    let settings = opts.model_settings()?;
+    let Some(provider_cfg) = settings.provider.clone() else {
+        return Err(super::UsageError(settings::how_to_configure().to_owned()).into());
+    };
     let prompt = if args.prompt == "-" {
         read_stdin()?
     } else if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
@@ -264,19 +264,25 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
             eprintln!("harness9: interrupted; stopping servers");
             if args.json {
                 report(
-                    json!({"event": "error", "t_ms": ms(started.elapsed()), "message": "interrupted"}),
+                    json!({"event": "error", "t_ms": ms(started.elapsed()), "message": "interrupted", "code": 130}),
                 );
             }
             ExitCode::from(130)
         }
         Some(Err(EngineGone)) => {
-            eprintln!("harness9: the engine stopped before the turn ended");
+            let message = "the engine stopped before the turn ended";
+            if args.json {
+                report(
+                    json!({"event": "error", "t_ms": ms(started.elapsed()), "message": message, "code": 1}),
+                );
+            }
+            eprintln!("harness9: {message}");
             ExitCode::from(1)
         }
         Some(Ok(Err(e))) => {
             if args.json {
                 report(
-                    json!({"event": "error", "t_ms": ms(started.elapsed()), "message": e.to_string()}),
+                    json!({"event": "error", "t_ms": ms(started.elapsed()), "message": e.to_string(), "code": 1}),
                 );
             }
             eprintln!("harness9: {}", clean_text(&e.to_string()));
@@ -363,7 +369,9 @@ fn startup_wait(flag: Option<f64>) -> anyhow::Result<Duration> {
         None => match std::env::var("HARNESS9_STARTUP_WAIT") {
             Ok(v) => (
                 v.trim().parse::<f64>().map_err(|_| {
-                    anyhow::anyhow!("HARNESS9_STARTUP_WAIT={v:?} is not a number of seconds")
+                    super::UsageError(format!(
+                        "HARNESS9_STARTUP_WAIT={v:?} is not a number of seconds"
+                    ))
                 })?,
                 "HARNESS9_STARTUP_WAIT",
             ),
@@ -371,7 +379,10 @@ fn startup_wait(flag: Option<f64>) -> anyhow::Result<Duration> {
         },
     };
     if !value.is_finite() || !(0.0..=crate::app::config::MAX_TIMEOUT_SECS).contains(&value) {
-        anyhow::bail!("{from} must be a number of seconds from 0 to 86400, not {value}");
+        return Err(super::UsageError(format!(
+            "{from} must be a number of seconds from 0 to 86400, not {value}"
+        ))
+        .into());
     }
     Ok(Duration::from_secs_f64(value))
 }

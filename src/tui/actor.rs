@@ -43,6 +43,10 @@ pub struct TuiSetup {
     pub config_path: PathBuf,
     /// The config's load error at start, if any.
     pub config_error: Option<String>,
+    /// Servers from another file than `config_path` (the user's), with that file.
+    pub sources: Vec<(String, PathBuf)>,
+    /// VS Code inputs the config needs and has no value for: asked once.
+    pub inputs: Vec<crate::app::inputs::InputPrompt>,
     /// Values `/trace` must not show (the config's env and header values) at start; each
     /// reload brings the new list.
     pub secrets: Vec<String>,
@@ -177,6 +181,8 @@ impl Tui {
             setup.model_help,
         );
         state.secrets = setup.secrets;
+        state.set_sources(setup.sources);
+        super::inputs::inputs_needed(&mut state, setup.inputs);
         state.debug_panic = std::env::var_os("HARNESS9_DEBUG_PANIC").is_some_and(|v| v == "1");
         if let Some(e) = setup.config_error {
             state.transcript.push(super::state::Entry::Error(format!(
@@ -303,6 +309,21 @@ impl Tui {
                     )));
             }
             Effect::Reload => self.watcher.do_send(ReloadConfig { forced: true }),
+            Effect::SaveInput { file, id, value } => {
+                let store = crate::app::inputs::store_path();
+                match crate::app::inputs::save(&store, &file, &id, &value) {
+                    Ok(()) => {
+                        self.state
+                            .transcript
+                            .push(super::state::Entry::Info(format!(
+                                "input \"{id}\" kept in {}",
+                                store.display()
+                            )));
+                        self.watcher.do_send(ReloadConfig { forced: true });
+                    }
+                    Err(e) => self.state.transcript.push(super::state::Entry::Error(e)),
+                }
+            }
             Effect::OpenEditor => self.open_editor(ctx),
             Effect::CallTool {
                 id,
@@ -675,8 +696,12 @@ impl Handler<ConfigChanged> for Tui {
                 path,
                 summary,
                 secrets,
+                sources,
+                inputs,
             } => {
                 self.state.secrets = secrets;
+                self.state.set_sources(sources);
+                super::inputs::inputs_needed(&mut self.state, inputs);
                 (false, format!("reloaded {path}: {summary}"))
             }
             ConfigOutcome::Invalid(e) => (

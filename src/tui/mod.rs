@@ -10,6 +10,7 @@ mod approvals;
 mod commands;
 pub mod history;
 mod input;
+mod inputs;
 mod markdown;
 mod panel;
 pub mod state;
@@ -149,6 +150,8 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         config_path: opts.config_path.clone(),
         config_error,
         secrets: cfg.secrets.clone(),
+        sources: cfg.sources.clone(),
+        inputs: cfg.inputs.clone(),
         trace: trace_rx,
         done: done_tx,
         started,

@@ -54,9 +54,23 @@ impl State {
         self.servers.keys().nth(i).map(String::as_str)
     }
 
-    /// Header lines the panel shows above the selected server's tools.
+    /// Keeps where each server of another file comes from (a reload's `Config::sources`).
+    pub fn set_sources(&mut self, sources: Vec<(String, std::path::PathBuf)>) {
+        self.sources = sources
+            .into_iter()
+            .map(|(n, p)| (n, p.display().to_string()))
+            .collect();
+    }
+
+    /// The config file server `name` comes from, as shown.
+    pub fn server_source(&self, name: &str) -> &str {
+        self.sources.get(name).unwrap_or(&self.config_path)
+    }
+
+    /// Header lines the panel shows above the selected server's tools (the last two: the
+    /// server's config file and a blank line).
     pub fn panel_header_lines(&self, server: &str) -> usize {
-        match self.servers.get(server).map(|s| &s.status) {
+        1 + match self.servers.get(server).map(|s| &s.status) {
             Some(ServerStatus::Failed { stderr_tail, .. }) => {
                 3 + usize::from(!stderr_tail.is_empty()) + stderr_tail.len()
             }
@@ -274,6 +288,10 @@ fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
             lines.push(Line::styled("stopped; r starts it", DIM));
         }
     }
+    lines.push(Line::styled(
+        format!("from {}", clean_line(state.server_source(name))),
+        DIM,
+    ));
     lines.push(Line::raw(""));
     lines
 }

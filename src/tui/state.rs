@@ -25,6 +25,8 @@ use super::commands::help_key;
 pub use super::commands::COMMANDS;
 pub use super::input::MAX_INPUT_ROWS;
 use super::input::{paste, session_key};
+use super::inputs::input_key;
+pub use super::inputs::InputView;
 use super::panel::panel_key;
 pub use super::panel::{tool_lines, PanelState, ToolLayout};
 use super::trace::trace_key;
@@ -119,6 +121,16 @@ pub enum Effect {
     /// Approve these servers of the project config: `(name, command line the user saw)`; a
     /// server whose spec no longer has that command line is not approved.
     ApproveServers(Vec<(String, String)>),
+    /// Keep the value the user gave for a VS Code input (in the private inputs file), then
+    /// reload.
+    SaveInput {
+        /// The config file that needs it.
+        file: std::path::PathBuf,
+        /// The input's id.
+        id: String,
+        /// The value.
+        value: String,
+    },
 }
 
 /// Which modal is open.
@@ -132,6 +144,8 @@ pub enum Modal {
     Help,
     /// The trust screen: the project config's unapproved servers, with what they would run.
     Trust(TrustView),
+    /// A VS Code input (`${input:ID}`) asked for.
+    Input(InputView),
 }
 
 /// The whole TUI state.
@@ -181,6 +195,8 @@ pub struct State {
     pub cancelling: bool,
     /// The config file's display path.
     pub config_path: String,
+    /// Servers that come from another file than `config_path` (the user's), with that file.
+    pub sources: BTreeMap<String, String>,
     /// Terminal width and height.
     pub size: (u16, u16),
     /// Next call id.
@@ -199,6 +215,10 @@ pub struct State {
     /// only for new ones (a declined server does not ask again until its command line changes
     /// or it was approved in between).
     pub trust_seen: std::collections::BTreeSet<(String, String)>,
+    /// VS Code inputs waiting to be asked for.
+    pub inputs_pending: std::collections::VecDeque<crate::app::inputs::InputPrompt>,
+    /// Inputs asked for this session (config file, id): never asked again.
+    pub inputs_asked: std::collections::BTreeSet<(std::path::PathBuf, String)>,
 }
 
 impl State {
@@ -227,6 +247,7 @@ impl State {
             approvals: Default::default(),
             always_allowed: Default::default(),
             config_path,
+            sources: BTreeMap::new(),
             size: (80, 24),
             next_call: 1,
             quitting: false,
@@ -235,6 +256,8 @@ impl State {
             debug_panic: false,
             secrets: Vec::new(),
             trust_seen: Default::default(),
+            inputs_pending: Default::default(),
+            inputs_asked: Default::default(),
         }
     }
 }
@@ -243,53 +266,20 @@ impl State {
 pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
     match event {
         Event::Key(key) => {
-            if key.kind == KeyEventKind::Release {
-                return Vec::new();
-            }
-            if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-                // From anywhere: the first Ctrl+C stops a running turn (declining what waits
-                // for an answer), any other one quits.
-                if state.busy && !state.cancelling {
-                    state.cancelling = true;
-                    state.note(Entry::Info(
-                        "cancelling the turn; Ctrl+C again quits".to_owned(),
-                    ));
-                    let mut effects = decline_all(state);
-                    effects.push(Effect::CancelTurn);
-                    return effects;
-                }
-                // A half-typed draft in the input is cleared first (kept in the history, so
-                // ↑ brings it back); the next Ctrl+C quits.
-                if state.modal.is_none() && !state.input.trim().is_empty() {
-                    let draft = std::mem::take(&mut state.input);
-                    if state.history.last() != Some(&draft) {
-                        state.history.push(draft);
-                    }
-                    state.cursor = 0;
-                    state.history_pos = None;
-                    state.note(Entry::Info(
-                        "draft cleared (↑ brings it back); Ctrl+C again quits".to_owned(),
-                    ));
-                    return Vec::new();
-                }
-                state.quitting = true;
-                return vec![Effect::Quit];
-            }
-            if !state.approvals.is_empty() {
-                return approval_key(state, key);
-            }
-            match state.modal.take() {
-                Some(Modal::Panel(p)) => panel_key(state, p, key),
-                Some(Modal::Trace(t)) => trace_key(state, t, key),
-                Some(Modal::Help) => help_key(state, key),
-                Some(Modal::Trust(t)) => trust_key(state, t, key),
-                None => session_key(state, key),
-            }
+            let effects = key_event(state, key);
+            // A closed modal makes room for an input waiting to be asked for.
+            super::inputs::open_next(state);
+            effects
         }
         Event::ApprovalAsked(a) => asked(state, a),
         Event::Paste(text) => {
-            if state.modal.is_none() {
-                paste(state, &text);
+            match &mut state.modal {
+                None => paste(state, &text),
+                // A pasted token: its first line.
+                Some(Modal::Input(v)) => v
+                    .value
+                    .push_str(text.lines().next().unwrap_or_default().trim_end()),
+                Some(_) => {}
             }
             Vec::new()
         }
@@ -344,6 +334,53 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             });
             Vec::new()
         }
+    }
+}
+
+/// A key press: to the question waiting for an answer, else the open modal, else the input.
+fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    if key.kind == KeyEventKind::Release {
+        return Vec::new();
+    }
+    if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+        // From anywhere: the first Ctrl+C stops a running turn (declining what waits
+        // for an answer), any other one quits.
+        if state.busy && !state.cancelling {
+            state.cancelling = true;
+            state.note(Entry::Info(
+                "cancelling the turn; Ctrl+C again quits".to_owned(),
+            ));
+            let mut effects = decline_all(state);
+            effects.push(Effect::CancelTurn);
+            return effects;
+        }
+        // A half-typed draft in the input is cleared first (kept in the history, so ↑ brings
+        // it back); the next Ctrl+C quits.
+        if state.modal.is_none() && !state.input.trim().is_empty() {
+            let draft = std::mem::take(&mut state.input);
+            if state.history.last() != Some(&draft) {
+                state.history.push(draft);
+            }
+            state.cursor = 0;
+            state.history_pos = None;
+            state.note(Entry::Info(
+                "draft cleared (↑ brings it back); Ctrl+C again quits".to_owned(),
+            ));
+            return Vec::new();
+        }
+        state.quitting = true;
+        return vec![Effect::Quit];
+    }
+    if !state.approvals.is_empty() {
+        return approval_key(state, key);
+    }
+    match state.modal.take() {
+        Some(Modal::Panel(p)) => panel_key(state, p, key),
+        Some(Modal::Trace(t)) => trace_key(state, t, key),
+        Some(Modal::Help) => help_key(state, key),
+        Some(Modal::Trust(t)) => trust_key(state, t, key),
+        Some(Modal::Input(v)) => input_key(state, v, key),
+        None => session_key(state, key),
     }
 }
 

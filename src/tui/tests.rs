@@ -128,7 +128,7 @@ pub(crate) fn with_servers(names: &[&str], per: usize) -> State {
     s
 }
 
-fn render(state: &mut State, w: u16, h: u16) -> String {
+pub(crate) fn render(state: &mut State, w: u16, h: u16) -> String {
     state.size = (w, h);
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
     t.draw(|f| view(state, f)).expect("draw");
@@ -247,6 +247,11 @@ fn panel_with_a_failed_server_and_its_stderr() {
         ],
         vec![tool("everything", "echo", "Echoes back the input string")],
     );
+    // It comes from the user's file: the panel says so.
+    s.set_sources(vec![(
+        "remote-api".into(),
+        "/home/u/.config/harness9/mcp.json".into(),
+    )]);
     s.modal = Some(Modal::Panel(PanelState {
         selected: 1,
         scroll: 0,
@@ -269,7 +274,7 @@ fn panel_with_10000_tools_scrolled_to_the_middle() {
     s.modal = Some(Modal::Panel(PanelState::default()));
     s.size = (80, 16);
     let total = s.panel_total_lines("big");
-    assert_eq!(total, 3 + 30_000);
+    assert_eq!(total, 4 + 30_000);
     s.modal = Some(Modal::Panel(PanelState {
         selected: 0,
         scroll: total / 2,

@@ -1392,3 +1392,45 @@ fn a_context_overflow_is_survived_by_compaction() {
     );
     assert!(next[0].to_string().contains("SUMMARY"));
 }
+
+#[test]
+fn run_json_failures_end_with_an_error_event_and_the_exit_code() {
+    // The model rejects the key: a failure, exit 1, the error event last with its code.
+    let model = Model::start(
+        "jsonfail",
+        json!({"api_key": "right", "steps": [{"text": "never"}]}),
+    );
+    let dir = project("jsonfail", Value::Null);
+    let mut cmd = anthropic(&dir, &model);
+    cmd.env("ANTHROPIC_API_KEY", "wrong");
+    let out = Run::start(cmd, &["run", "-p", "go", "--json"]).finish(LIMIT);
+    assert_eq!(out.code, Some(1), "{out}");
+    let last: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("last line is not JSON ({e}): {out}"));
+    assert_eq!(last["event"], "error", "{out}");
+    assert_eq!(last["code"], 1, "{out}");
+    assert!(
+        last["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("ANTHROPIC_API_KEY")),
+        "{out}"
+    );
+
+    // No model configured, and an empty task: config and usage errors, exit 2, each one
+    // error event on stdout.
+    for args in [
+        &["run", "-p", "go", "--json"][..],
+        &["run", "-p", "", "--json"],
+    ] {
+        let out = Run::start(harness9(&dir), args).finish(LIMIT);
+        assert_eq!(out.code, Some(2), "{args:?}: {out}");
+        let lines: Vec<&str> = out.stdout.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {out}");
+        let e: Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(
+            (&e["event"], &e["code"]),
+            (&json!("error"), &json!(2)),
+            "{e}"
+        );
+    }
+}

@@ -928,3 +928,96 @@ fn compact_shrinks_the_next_request() {
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }
+
+#[test]
+fn mcp_add_and_remove_from_another_process_reach_a_running_tui() {
+    tmux_required();
+    let dir = project("tui-add", |_| json!({ "everything": everything_json() }));
+    let t = Tmux::start(&dir, &[], None);
+    t.wait_for("the bar: everything connected", BOUND, |s| {
+        bar(s).contains("everything ●")
+    });
+    // `harness9 mcp add` in another process edits the same .mcp.json; the TUI's watcher
+    // reloads it and starts the new server.
+    let js = everything("x");
+    let harness9_actors::TransportSpec::Stdio { command, args, .. } = js.transport else {
+        unreachable!()
+    };
+    let mut add = super::common::harness9_in(&dir);
+    add.args(["mcp", "add", "added", "--", &command])
+        .args(&args);
+    let out = super::common::output_within(add, None, Duration::from_secs(30));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.wait_for("the bar to show added connected", BOUND, |s| {
+        bar(s).contains("added ●") && bar(s).contains("everything ●")
+    });
+    t.wait_for("the reload report", BOUND, |s| {
+        s.contains("reloaded .mcp.json: added added; 1 unchanged")
+    });
+    // The panel says where it comes from.
+    t.send_keys(&["/mcp", "Enter"]);
+    t.wait_for("added's config file in /mcp", BOUND, |s| {
+        selected(s).as_deref() == Some("added") && s.contains("from .mcp.json")
+    });
+    t.close_panel();
+
+    let mut remove = super::common::harness9_in(&dir);
+    remove.args(["mcp", "remove", "added"]);
+    let out = super::common::output_within(remove, None, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0));
+    t.wait_for("the bar without added", BOUND, |s| {
+        !bar(s).contains("added") && bar(s).contains("everything ●")
+    });
+}
+
+#[test]
+fn a_vscode_input_is_asked_once_masked_and_kept_privately() {
+    use std::os::unix::fs::PermissionsExt as _;
+    tmux_required();
+    let dir = temp_path("tui-input");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut server = everything_json();
+    server["env"] = json!({"TOKEN": "${input:tok}"});
+    let config = json!({
+        "inputs": [{"type": "promptString", "id": "tok", "description": "The API token", "password": true}],
+        "mcpServers": {"e": server},
+    });
+    write_config(&dir, &config.to_string());
+    let store = dir.join("inputs.json");
+    let store_s = store.to_string_lossy().into_owned();
+    let vars = [("HARNESS9_INPUTS", store_s.as_str())];
+    let t = Tmux::start_with(&dir, &[], None, &vars);
+    t.wait_for("the prompt for input tok", BOUND, |s| {
+        s.contains("input \"tok\"") && s.contains("The API token")
+    });
+    t.send_keys(&["s3cret"]);
+    let s = t.wait_for("the typed value, masked", BOUND, |s| s.contains("> ••••••"));
+    assert!(!s.contains("s3cret"), "the password shows:\n{s}");
+    t.send_keys(&["Enter"]);
+    t.wait_for("e connected with the value", BOUND, |s| {
+        bar(s).contains("e ●")
+    });
+    let kept = std::fs::read_to_string(&store).expect("the inputs file");
+    assert!(kept.contains("s3cret"), "{kept}");
+    let mode = std::fs::metadata(&store).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+
+    // A second session on the same config file does not ask again.
+    let dir2 = temp_path("tui-input-again");
+    std::fs::create_dir_all(&dir2).unwrap();
+    let config_arg = dir.join(".mcp.json").to_string_lossy().into_owned();
+    let t2 = Tmux::start_with(&dir2, &["--config", &config_arg], None, &vars);
+    let s = t2.wait_for("e connected without a prompt", BOUND, |s| {
+        bar(s).contains("e ●")
+    });
+    assert!(!s.contains("input \"tok\""), "asked again:\n{s}");
+    drop(t2);
+    drop(t);
+}
