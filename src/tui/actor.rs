@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use crossterm::event::{Event as TermEvent, EventStream};
 use futures_util::StreamExt as _;
-use harness9_actors::messages::{CallTool, ListTools, Login, Restart, StatusChanged, ToolEntry};
+use harness9_actors::messages::{
+    CallTool, ListTools, Login, ProgressSink, Restart, StatusChanged, ToolEntry, ToolProgress,
+};
 use harness9_actors::trace::WireRecord;
 use harness9_actors::{ServerSupervisor, ToolRegistry};
 use ratatui::backend::CrosstermBackend;
@@ -21,8 +23,8 @@ use tokio_util::sync::CancellationToken;
 use super::state::{update, Effect, Event, State};
 use super::{restore_terminal, take_terminal, EDITOR_RUNNING};
 use crate::agent::engine::{
-    turn_stream, CancelTurn, ClearConversation, Compact, Engine, EngineError, ResumeConversation,
-    RunTurn, TurnEvent, TurnOutcome,
+    turn_stream, CancelTurn, ClearConversation, Compact, DisableTools, Engine, EngineError,
+    ResumeConversation, RunTurn, SetProvider, TurnEvent, TurnOutcome,
 };
 use crate::app::watcher::{
     ApproveServers, ConfigChanged, ConfigOutcome, ConfigWatcher, ReloadConfig,
@@ -68,6 +70,12 @@ pub struct TuiSetup {
     pub resumed: Vec<super::state::Entry>,
     /// The model's context window, when the settings know it.
     pub context_window: Option<u64>,
+    /// The model settings (prices, windows), when a model is configured.
+    pub settings: Option<crate::agent::model::settings::Settings>,
+    /// The model flags of the command line (`/model` resolves a new provider with them).
+    pub model_flags: crate::agent::model::settings::ModelFlags,
+    /// The saved conversation's id.
+    pub session_id: Option<String>,
 }
 
 /// An item of a turn's stream, and the stream's end.
@@ -127,9 +135,54 @@ pub struct Tui {
     turn_open: bool,
     /// When the running turn began (by the spinner's clock).
     busy_since: Option<Instant>,
+    /// The command line's model flags, as `/model` last changed them.
+    model_flags: crate::agent::model::settings::ModelFlags,
 }
 
 impl Tui {
+    /// `/model [provider/]name`: the settings resolved again with that model (and provider),
+    /// handed to the engine for the next turn.
+    fn set_model(&mut self, spec: &str) {
+        use super::state::Entry;
+        use crate::agent::model::settings;
+        let Some(engine) = self.engine.clone() else {
+            return;
+        };
+        let (provider, model) = match spec.split_once('/') {
+            Some((p, m)) if matches!(p, "anthropic" | "openai") => (Some(p.to_owned()), m),
+            _ => (None, spec),
+        };
+        let mut flags = self.model_flags.clone();
+        flags.model = Some(model.to_owned());
+        if provider.is_some() {
+            // Another provider: its own base URL, not the one given for the first.
+            flags.base_url = None;
+            flags.provider = provider;
+        }
+        let resolved = settings::resolve(&flags);
+        match resolved {
+            Ok(s) => match s.provider.clone() {
+                Some(p) => {
+                    self.state.model = Some(format!("{} {}", p.kind, p.model));
+                    self.state.model_id = Some(p.model.clone());
+                    self.state.context_window = s.context_window(&p.model);
+                    self.state.note(Entry::Info(format!(
+                        "the next turn uses {} {}",
+                        p.kind, p.model
+                    )));
+                    self.model_flags = flags;
+                    self.state.settings = Some(std::sync::Arc::new(s));
+                    engine.do_send(SetProvider(p));
+                }
+                None => self
+                    .state
+                    .note(Entry::Error(settings::how_to_configure().to_owned())),
+            },
+            Err(e) => self.state.note(Entry::Error(format!("/model {spec}: {e}"))),
+        }
+        self.dirty = true;
+    }
+
     /// `/resume`: the list of saved conversations, or the one named, which replaces the
     /// transcript and the engine's conversation.
     fn resume(&mut self, id: String, ctx: &mut Context<Self>) {
@@ -155,12 +208,14 @@ impl Tui {
         };
         let mut entries = super::state::entries_of(&opened.messages);
         entries.extend(opened.note.clone().map(Entry::Info));
+        let session_id = opened.file.id.clone();
         ctx.spawn(
             engine
                 .send(ResumeConversation(opened))
                 .into_actor(self)
                 .map(move |taken, act, _| {
                     if taken == Ok(true) {
+                        act.state.session_id = Some(session_id);
                         act.state.transcript = entries;
                         act.state.scroll_back = 0;
                     } else {
@@ -191,6 +246,13 @@ impl Tui {
         }
         state.transcript.extend(setup.resumed);
         state.context_window = setup.context_window;
+        state.model_id = setup
+            .settings
+            .as_ref()
+            .and_then(|s| s.provider.as_ref())
+            .map(|p| p.model.clone());
+        state.settings = setup.settings.map(std::sync::Arc::new);
+        state.session_id = setup.session_id;
         if let Ok((w, h)) = crossterm::terminal::size() {
             state.size = (w, h);
         }
@@ -223,6 +285,7 @@ impl Tui {
             next_ask: 0,
             turn_open: false,
             busy_since: None,
+            model_flags: setup.model_flags,
         }
     }
 
@@ -330,7 +393,17 @@ impl Tui {
                 name,
                 arguments,
             } => {
-                let msg = CallTool::new(name, arguments);
+                let mut msg = CallTool::new(name, arguments);
+                // Progress notices come back through a bounded channel (a flood loses notices,
+                // never grows memory); the call's result closes it.
+                let (tx, mut rx) = mpsc::channel::<ToolProgress>(64);
+                msg.progress = Some(ProgressSink::new(move |p| {
+                    let _ = tx.try_send(p);
+                }));
+                ctx.add_stream(
+                    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+                        .map(move |p| CallProgressItem(id, p)),
+                );
                 let cancel = msg.cancel.clone();
                 self.calls.push((id, cancel));
                 let registry = self.registry.clone();
@@ -362,6 +435,12 @@ impl Tui {
                 }
             }
             Effect::Resume(id) => self.resume(id, ctx),
+            Effect::SetModel(spec) => self.set_model(&spec),
+            Effect::DisableTools(set) => {
+                if let Some(engine) = &self.engine {
+                    engine.do_send(DisableTools(set));
+                }
+            }
             Effect::Compact(focus) => {
                 let Some(engine) = self.engine.clone() else {
                     return;
@@ -639,6 +718,25 @@ impl StreamHandler<std::io::Result<TermEvent>> for Tui {
 impl StreamHandler<WireRecord> for Tui {
     fn handle(&mut self, item: WireRecord, ctx: &mut Context<Self>) {
         self.apply(Event::Trace(item), ctx);
+    }
+
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
+}
+
+/// A progress notice of a `/call`.
+struct CallProgressItem(u64, ToolProgress);
+
+impl StreamHandler<CallProgressItem> for Tui {
+    fn handle(&mut self, CallProgressItem(id, p): CallProgressItem, ctx: &mut Context<Self>) {
+        self.apply(
+            Event::CallProgress {
+                id,
+                progress: p.progress,
+                total: p.total,
+                message: p.message,
+            },
+            ctx,
+        );
     }
 
     fn finished(&mut self, _ctx: &mut Context<Self>) {}

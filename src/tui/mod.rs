@@ -99,6 +99,12 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
     let session = Session::start(opts, &cfg, cfg.servers.clone(), start)?;
     let mut resumed = Vec::new();
     let mut context_window = None;
+    let mut session_id = None;
+    let settings_kept = settings
+        .as_ref()
+        .ok()
+        .filter(|s| s.provider.is_some())
+        .cloned();
     let (engine, model, model_help) = match settings {
         Ok(s) => match s.provider.clone() {
             Some(p) => {
@@ -109,6 +115,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
                 context_window = ecfg.context_window;
                 let saved = match session.conversation(&opts.resume, &p.model) {
                     Ok(o) => {
+                        session_id = Some(o.file.id.clone());
                         resumed = state::entries_of(&o.messages);
                         resumed.extend(o.note.clone().map(state::Entry::Info));
                         Some(o)
@@ -161,6 +168,9 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         ask_first: !opts.yes,
         resumed,
         context_window,
+        settings: settings_kept,
+        model_flags: opts.model.clone(),
+        session_id,
     };
     take_terminal().context("cannot set up the terminal")?;
     let arbiter = Arbiter::new();

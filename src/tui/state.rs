@@ -41,6 +41,17 @@ pub use super::trust::TrustView;
 pub enum Event {
     /// A key press.
     Key(KeyEvent),
+    /// A `/call`'s progress notice.
+    CallProgress {
+        /// The call's entry.
+        id: u64,
+        /// Progress so far.
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// The server's message.
+        message: Option<String>,
+    },
     /// The engine asks whether a tool call may run; answer with [`Effect::Answer`].
     ApprovalAsked(Approval),
     /// Pasted text.
@@ -116,6 +127,10 @@ pub enum Effect {
     Resume(String),
     /// `/compact [focus]` (the focus, maybe empty).
     Compact(String),
+    /// `/model [provider/]name`.
+    SetModel(String),
+    /// The tools turned off for the session, the whole set (`/tools off|on NAME`).
+    DisableTools(std::collections::BTreeSet<String>),
     /// Panic on purpose (`/panic`, only with `HARNESS9_DEBUG_PANIC=1`): proves the panic path.
     Panic,
     /// Approve these servers of the project config: `(name, command line the user saw)`; a
@@ -153,6 +168,16 @@ pub enum Modal {
 pub struct State {
     /// The transcript.
     pub transcript: Vec<Entry>,
+    /// The model settings (prices, context windows), when a model is configured.
+    pub settings: Option<std::sync::Arc<crate::agent::model::settings::Settings>>,
+    /// The bare model name in use (for prices and windows).
+    pub model_id: Option<String>,
+    /// Tokens so far by model name: (input, of which cached, output).
+    pub usage: BTreeMap<String, (u64, u64, u64)>,
+    /// The saved conversation's id.
+    pub session_id: Option<String>,
+    /// Tools the user turned off for this session (`/tools off NAME`).
+    pub disabled_tools: std::collections::BTreeSet<String>,
     /// The spinner's frame while busy (advanced by the actor's clock).
     pub spinner: usize,
     /// Seconds the running turn has taken so far (set by the actor's clock).
@@ -230,6 +255,11 @@ impl State {
             context_window: None,
             spinner: 0,
             busy_secs: 0,
+            settings: None,
+            model_id: None,
+            usage: BTreeMap::new(),
+            session_id: None,
+            disabled_tools: Default::default(),
             scroll_back: 0,
             input: String::new(),
             cursor: 0,
@@ -272,6 +302,15 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             effects
         }
         Event::ApprovalAsked(a) => asked(state, a),
+        Event::CallProgress {
+            id,
+            progress,
+            total,
+            message,
+        } => {
+            super::transcript::call_progress(state, id, progress, total, message);
+            Vec::new()
+        }
         Event::Paste(text) => {
             match &mut state.modal {
                 None => paste(state, &text),

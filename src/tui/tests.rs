@@ -386,6 +386,13 @@ fn help_view() {
 }
 
 #[test]
+fn help_view_tall_lists_what_each_command_does() {
+    let mut s = state_with(vec![("a", connected(1, 3))], vec![]);
+    s.modal = Some(Modal::Help);
+    insta::assert_snapshot!(render(&mut s, 90, 36));
+}
+
+#[test]
 fn no_servers_no_bar_and_an_empty_panel() {
     let mut s = state_with(vec![], vec![]);
     let session = render(&mut s, 60, 8);

@@ -526,7 +526,8 @@ fn an_invalid_edit_keeps_the_running_servers() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let t = Tmux::start_with(&dir, &[], None, &[("PATH", &path)]);
+    // A desktop session: the opener can show the file.
+    let t = Tmux::start_with(&dir, &[], None, &[("PATH", &path), ("DISPLAY", ":99")]);
     t.wait_for("everything connected", BOUND, |s| {
         bar(s).contains("everything ●")
     });
@@ -1020,4 +1021,134 @@ fn a_vscode_input_is_asked_once_masked_and_kept_privately() {
     assert!(!s.contains("input \"tok\""), "asked again:\n{s}");
     drop(t2);
     drop(t);
+}
+
+/// `/call` sends a progress token: the server's progress shows on the call's line while it
+/// runs, then the result replaces it.
+#[test]
+fn a_call_from_the_input_shows_its_progress() {
+    tmux_required();
+    let dir = project(
+        "tui-call-progress",
+        |_| json!({ "everything": everything_json() }),
+    );
+    let t = Tmux::start(&dir, &[], None);
+    t.wait_for("everything connected", BOUND, |s| {
+        bar(s).contains("everything ●")
+    });
+    t.send_keys(&[
+        r#"/call mcp__everything__trigger_long_running_operation {"duration":3,"steps":6}"#,
+        "Enter",
+    ]);
+    t.wait_for("a progress notice on the call's line", BOUND, |s| {
+        ["1/6", "2/6", "3/6", "4/6", "5/6"]
+            .iter()
+            .any(|p| s.contains(p))
+    });
+    t.wait_for("the result", BOUND, |s| {
+        s.contains("✓ mcp__everything__trigger_long_running_operation")
+    });
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
+
+/// No `$EDITOR` and no desktop to open a file on (SSH, a console): `e` edits `.mcp.json` in a
+/// terminal editor found on PATH (`vi`, here a stand-in that adds a server) and says so.
+#[test]
+fn without_an_editor_or_a_desktop_e_falls_back_to_vi() {
+    tmux_required();
+    let dir = project("tui-vi", |_| json!({ "everything": everything_json() }));
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("create bin");
+    config_editor(&bin.join("vi"), "added", "everything");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let vars = [
+        ("PATH", path.as_str()),
+        ("DISPLAY", ""),
+        ("WAYLAND_DISPLAY", ""),
+    ];
+    let t = Tmux::start_with(&dir, &[], None, &vars);
+    t.wait_for("everything connected", BOUND, |s| {
+        bar(s).contains("everything ●")
+    });
+    t.open_panel();
+    t.send_keys(&["e"]);
+    t.wait_for("the server the editor added", BOUND, |s| {
+        bar(s).contains("added ●")
+    });
+    t.close_panel();
+    t.wait_for("the notice naming vi", BOUND, |s| {
+        s.contains("no $EDITOR is set; edited") && s.contains("with vi")
+    });
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
+
+/// `/model NAME` changes the model named in the next request; `/status` and `/cost` report
+/// the session, and `/tools off NAME` leaves a tool out of the next request.
+#[test]
+fn model_switches_for_the_next_turn_and_status_reports_it() {
+    tmux_required();
+    let model = super::engine::Model::start(
+        "tui-model-switch",
+        json!({"steps": [
+            {"text": "first answer", "usage": {"input_tokens": 1000, "output_tokens": 100}},
+            {"text": "second answer"}
+        ]}),
+    );
+    let dir = project("tui-model-switch", |_| json!({}));
+    let vars = [
+        ("ANTHROPIC_API_KEY", "test-key"),
+        ("ANTHROPIC_BASE_URL", model.url.as_str()),
+        ("HARNESS9_MODEL", "claude-sonnet-4-5"),
+    ];
+    let t = Tmux::start_with(&dir, &[], None, &vars);
+    t.wait_for("the model named", BOUND, |s| {
+        s.contains("model anthropic claude-sonnet-4-5")
+    });
+    t.send_keys(&["one", "Enter"]);
+    t.wait_for("the first answer", BOUND, |s| s.contains("first answer"));
+    t.send_keys(&["/model claude-opus-4-1", "Enter"]);
+    t.wait_for("the switch", BOUND, |s| {
+        s.contains("the next turn uses anthropic claude-opus-4-1")
+            && s.contains("model anthropic claude-opus-4-1")
+    });
+    t.send_keys(&["/tools off read_file", "Enter"]);
+    t.wait_for("the tool turned off", BOUND, |s| {
+        s.contains("read_file is off for this session")
+    });
+    t.send_keys(&["/cost", "Enter"]);
+    // 1000 in, 100 out at $3 and $15 per million: $0.0045.
+    t.wait_for("the cost", BOUND, |s| {
+        s.contains("claude-sonnet-4-5: 1000 tokens in (0 cached), 100 out: $0.0045")
+    });
+    t.send_keys(&["/status", "Enter"]);
+    t.wait_for("the status", BOUND, |s| {
+        s.contains("session: 2")
+            && s.contains("cost so far: $0.0045")
+            && s.contains("tools off: read_file")
+    });
+    t.send_keys(&["two", "Enter"]);
+    t.wait_for("the second answer", BOUND, |s| s.contains("second answer"));
+    let reqs = model.requests();
+    assert_eq!(reqs[0]["body"]["model"], "claude-sonnet-4-5");
+    assert_eq!(reqs[1]["body"]["model"], "claude-opus-4-1");
+    let offered = |r: &Value| -> Vec<String> {
+        r["body"]["tools"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert!(offered(&reqs[0]).contains(&"read_file".to_owned()));
+    assert!(!offered(&reqs[1]).contains(&"read_file".to_owned()));
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
 }

@@ -297,6 +297,8 @@ struct ToolCache {
     defs: Arc<Vec<ToolDef>>,
     /// The tools that run only after the user's yes (when the turn has an approver).
     ask: Arc<std::collections::HashSet<String>>,
+    /// Tools the user turned off for this session: not offered, and refused if called.
+    disabled: Arc<std::collections::BTreeSet<String>>,
 }
 
 /// Whether a tool asks first: one annotated `destructiveHint: true` (and not
@@ -325,6 +327,7 @@ impl ToolCache {
         );
         let defs: Vec<ToolDef> = table
             .iter()
+            .filter(|e| !self.disabled.contains(&e.name))
             .filter_map(|e| {
                 // A schema that is not a JSON object would make the provider reject every
                 // request: such a tool is left out of the model's table.
@@ -470,6 +473,11 @@ async fn refusal(
     if let Value::String(raw) = input {
         return Some(bad_arguments(name, raw, cut));
     }
+    if ctx.disabled.contains(name) {
+        return Some(format!(
+            "tool \"{name}\" is turned off for this session by the user; do without it"
+        ));
+    }
     if cut {
         return Some(format!(
             "the call of tool \"{name}\" was cut off at max_tokens before its arguments were complete; {SEND_AGAIN_SMALLER}"
@@ -597,6 +605,7 @@ struct CallCtx {
     /// Whether calls of the tools in `ask` wait for the user's yes.
     ask_first: bool,
     ask: Arc<std::collections::HashSet<String>>,
+    disabled: Arc<std::collections::BTreeSet<String>>,
 }
 
 /// What one turn runs with; the conversation and tool cache go back to the actor at its end.
@@ -852,6 +861,7 @@ async fn turn(t: Turn, prompt: String) -> TurnEnd {
             events: events.clone(),
             ask_first,
             ask: cache.ask.clone(),
+            disabled: cache.disabled.clone(),
         };
         let results = join_all(calls.into_iter().map(|call| {
             let cut = cut_id.as_ref() == Some(&call.0);
@@ -1013,6 +1023,36 @@ impl Handler<Compact> for Engine {
                     }
                 }),
         )
+    }
+}
+
+/// Use this provider (and model) from the next turn on (`/model`).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct SetProvider(pub crate::agent::model::ProviderConfig);
+
+impl Handler<SetProvider> for Engine {
+    type Result = ();
+
+    fn handle(&mut self, msg: SetProvider, _ctx: &mut Context<Self>) {
+        self.provider = Provider::new(msg.0);
+    }
+}
+
+/// The tools turned off for the rest of the session (`/tools off NAME`): the whole set.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct DisableTools(pub std::collections::BTreeSet<String>);
+
+impl Handler<DisableTools> for Engine {
+    type Result = ();
+
+    fn handle(&mut self, msg: DisableTools, _ctx: &mut Context<Self>) {
+        // A fresh cache: the next turn's definitions leave the disabled tools out.
+        self.tool_cache = ToolCache {
+            disabled: Arc::new(msg.0),
+            ..ToolCache::default()
+        };
     }
 }
 
