@@ -13,6 +13,7 @@ use harness9_actors::trace::{WireRecord, WireTap};
 use harness9_actors::{RestartPolicy, ServerSpec};
 use tokio::sync::{mpsc, watch};
 
+use super::asks::{DeskOptions, InputDesk};
 use super::runtime::Runtime;
 use super::watcher::{ConfigWatcher, StopWatching};
 use crate::agent::engine::{Engine, EngineConfig};
@@ -48,6 +49,10 @@ pub struct SessionOptions {
     pub verbose: u8,
     /// `--yes`: tools that change things run without asking.
     pub yes: bool,
+    /// `--elicitation-answers FILE`: headless elicitations are answered from it.
+    pub elicitation_answers: Option<PathBuf>,
+    /// `--sampling allow`: a headless server's sampling request goes to the model.
+    pub sampling_allowed: bool,
 }
 
 impl SessionOptions {
@@ -80,6 +85,8 @@ impl SessionOptions {
             },
             verbose: cli.verbose,
             yes: cli.yes,
+            elicitation_answers: cli.elicitation_answers.clone(),
+            sampling_allowed: cli.sampling == crate::cli::Sampling::Allow,
         }
     }
 
@@ -113,6 +120,9 @@ pub struct Start {
     /// The servers' grace periods at [`Session::close`] ([`HEADLESS_GRACE`] for the headless
     /// front ends); `None` keeps each spec's own.
     pub shutdown_grace: Option<Duration>,
+    /// A person answers servers' questions (the TUI registers with the desk's `SetUser`):
+    /// URL elicitation is declared, and sampling whenever a model is configured.
+    pub interactive: bool,
 }
 
 /// A running session: the runtime with its built-ins, the trace file, the config watcher.
@@ -123,6 +133,8 @@ pub struct Session {
     pub root: PathBuf,
     /// The hot-reload watcher, when started with [`Start::watch`].
     pub watcher: Option<Addr<ConfigWatcher>>,
+    /// Answers every server's elicitation and sampling requests.
+    pub desk: Addr<InputDesk>,
     trace_writer: Option<std::thread::JoinHandle<()>>,
     shutdown_grace: Option<Duration>,
 }
@@ -150,7 +162,29 @@ impl Session {
             Some(extra) => Some(fan_out(file_tap, extra)),
             None => file_tap,
         };
-        let runtime = Runtime::start(servers, tap, RestartPolicy::default());
+        let desk = InputDesk::new(
+            DeskOptions {
+                answers: match &opts.elicitation_answers {
+                    Some(p) => Some(crate::app::asks::read_answers(p)?),
+                    None => None,
+                },
+                sampling_allowed: opts.sampling_allowed,
+                interactive: start.interactive,
+            },
+            opts.model_settings()
+                .ok()
+                .and_then(|s| s.provider)
+                .map(Provider::new),
+        );
+        // Declared before any server starts: what this front end can answer.
+        harness9_actors::server::input::declare(desk.caps());
+        let desk = desk.start();
+        let runtime = Runtime::start_with_input(
+            servers,
+            tap,
+            RestartPolicy::default(),
+            Some(desk.clone().recipient()),
+        );
         if start.builtins {
             runtime.install_builtins(&root);
         }
@@ -169,6 +203,7 @@ impl Session {
             runtime,
             root,
             watcher,
+            desk,
             trace_writer,
             shutdown_grace: start.shutdown_grace,
         })

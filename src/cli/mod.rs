@@ -44,6 +44,14 @@ pub struct Cli {
     /// `decline` (the default) or `accept-defaults` (accept with the schema's defaults).
     #[arg(long, global = true, value_name = "POLICY", value_enum, default_value_t = Elicitation::Decline)]
     pub elicitation: Elicitation,
+    /// Answer headless elicitations from FILE, a JSON object of field name to value (fields
+    /// it lacks take the schema's default; an answer that does not fit the schema is declined).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub elicitation_answers: Option<PathBuf>,
+    /// Whether a server's sampling request (sampling/createMessage) may go to the configured
+    /// model when nobody is asked: `refuse` (the default) or `allow`. The TUI asks each time.
+    #[arg(long, global = true, value_name = "POLICY", value_enum, default_value_t = Sampling::Refuse)]
+    pub sampling: Sampling,
     /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -56,6 +64,15 @@ pub struct Cli {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
+
+/// `--sampling`: whether headless sampling reaches the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Sampling {
+    /// Refuse every sampling request.
+    Refuse,
+    /// Send sampling requests to the configured model (rate-limited per server).
+    Allow,
+}
 
 /// `--elicitation`: the headless answer to a server's request for input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

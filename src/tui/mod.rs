@@ -94,6 +94,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         builtins: true,
         // Quitting the TUI gives every server its own grace.
         shutdown_grace: None,
+        interactive: true,
     };
     let session = Session::start(opts, &cfg, cfg.servers.clone(), start)?;
     let (engine, model, model_help) = match settings {

@@ -4,7 +4,8 @@ from typing import Annotated
 
 from pydantic import BaseModel
 
-from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve
+from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve, Sample
+from mcp.types import CreateMessageResult, SamplingMessage, TextContent
 
 server = MCPServer("py-fixture")
 
@@ -41,6 +42,21 @@ def order(item: str, choice: Annotated[ElicitationResult[Size], Resolve(ask_size
     if isinstance(choice, AcceptedElicitation):
         return f"ordered a {choice.data.size} {item}"
     return f"no order: {choice.action}"
+
+
+def ask_poem(topic: str) -> Sample:
+    return Sample(
+        [SamplingMessage(role="user", content=TextContent(type="text", text=f"Write a line about {topic}"))],
+        max_tokens=64,
+        system_prompt="You are a poet.",
+    )
+
+
+@server.tool()
+def poem(topic: str, line: Annotated[CreateMessageResult, Resolve(ask_poem)]) -> str:
+    """A line about the topic from the client's model (an input request: sampling)."""
+    text = line.content.text if isinstance(line.content, TextContent) else str(line.content)
+    return f"poem by {line.model}: {text}"
 
 
 @server.tool()

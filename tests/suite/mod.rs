@@ -1,5 +1,6 @@
 //! Test modules; `common` holds the shared harness.
 
+mod asks;
 mod cli;
 pub mod common;
 mod descendants;

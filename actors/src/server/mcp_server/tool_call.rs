@@ -2,7 +2,8 @@
 //! write queue and for the reply within the call's timeout, or its cancellation; a call that
 //! ends early (timeout, cancel, the caller gone) tells the server with `notifications/cancelled`.
 //! In the stateless era a result may be `input_required`: its `inputRequests` are answered
-//! through the input seam and the call is sent again under a new id with `inputResponses` and
+//! through the input seam (elicitation and sampling by the front end's handler, as in the
+//! handshake era, within the call's timeout) and the call is sent again under a new id with `inputResponses` and
 //! the exact `requestState` (never carried into any other call), within the same timeout.
 
 use std::path::PathBuf;
@@ -14,11 +15,11 @@ use tokio::sync::oneshot;
 use super::requests::{Backlog, CancelRequest, Reply, StatelessMeta};
 use super::{McpServer, ReplyError};
 use crate::error::CallError;
-use crate::messages::{CallServerTool, ProgressSink};
+use crate::messages::{CallServerTool, InputRequest, ProgressSink};
 use crate::protocol::headers::param_headers;
 use crate::protocol::jsonrpc::{self, LineError};
 use crate::protocol::types::{CallToolParams, CallToolResult, RequestMeta};
-use crate::server::input;
+use crate::server::{ask, input};
 
 /// How many `input_required` rounds one call may take before it is given up.
 const MAX_INPUT_ROUNDS: usize = 8;
@@ -82,13 +83,36 @@ struct Interim {
     request_state: Option<Value>,
 }
 
-/// The retry's extra params: an answer for every input request the seam can answer, and the
-/// `requestState` exactly as it came (left out when none came).
-fn answers(interim: Interim, cwd: &std::path::Path) -> Map<String, Value> {
+/// Who answers a stateless call's input requests: the front end's handler (elicitation,
+/// sampling) and the working directory (roots).
+struct Answerer {
+    handler: Option<Recipient<InputRequest>>,
+    server: String,
+    cwd: PathBuf,
+}
+
+/// The retry's extra params: an answer for every input request the seam can answer (a
+/// question for a person through the same handler as a handshake-era request, one at a time),
+/// and the `requestState` exactly as it came (left out when none came). The caller bounds it
+/// by the call's deadline and cancellation.
+async fn answers(interim: Interim, by: &Answerer) -> Map<String, Value> {
     let mut responses = Map::new();
     for (key, req) in interim.input_requests.unwrap_or_default() {
         let method = req.get("method").and_then(Value::as_str).unwrap_or("");
-        if let Ok(v) = input::answer(method, req.get("params"), cwd) {
+        let answer = if ask::is_ask(method) {
+            ask::ask(
+                by.handler.clone(),
+                by.server.clone(),
+                method.to_owned(),
+                req.get("params").cloned(),
+                &by.cwd,
+                ask::ASK_TIMEOUT,
+            )
+            .await
+        } else {
+            input::answer(method, req.get("params"), &by.cwd)
+        };
+        if let Ok(v) = answer {
             responses.insert(key, v);
         }
     }
@@ -197,11 +221,11 @@ impl Handler<CallServerTool> for McpServer {
         } else {
             (None, None)
         };
-        let cwd: PathBuf = if stateless {
-            self.cwd.clone()
-        } else {
-            PathBuf::new()
-        };
+        let answerer = stateless.then(|| Answerer {
+            handler: self.input.clone(),
+            server: self.spec.name.clone(),
+            cwd: self.cwd.clone(),
+        });
         let mut round = self.call_round(&tool, msg.arguments.as_ref(), msg.progress, None);
         let writer = self.writer.clone();
         // At the timeout, a full queue means the server stopped reading: say so.
@@ -273,7 +297,23 @@ impl Handler<CallServerTool> for McpServer {
                                 tool: tool.clone(),
                                 detail: e.to_string(),
                             })?;
-                        let extra = answers(interim, &cwd);
+                        let Some(by) = answerer.as_ref() else {
+                            return Ok(result);
+                        };
+                        // A person may be asked: the wait is the call's (its deadline, its
+                        // cancellation).
+                        let extra = tokio::select! {
+                            biased;
+                            _ = cancel.cancelled() => {
+                                return Err(CallError::Cancelled { server, tool });
+                            }
+                            r = tokio::time::timeout_at(deadline, answers(interim, by)) => match r {
+                                Ok(extra) => extra,
+                                Err(_) => {
+                                    return Err(CallError::Timeout { server, tool, after: timeout });
+                                }
+                            },
+                        };
                         carried = Some(extra.clone());
                         let next = NextRound {
                             tool: tool.clone(),
