@@ -94,7 +94,8 @@ fn options(schema: &Value) -> Option<Vec<(String, String)>> {
     )
 }
 
-/// The form of an elicitation's `requestedSchema`, in the schema's property order.
+/// The form of an elicitation's `requestedSchema`: required fields first, then the others,
+/// each group by name (a parsed JSON object does not keep the server's order).
 pub fn fields(schema: Option<&Value>) -> Vec<Field> {
     let Some(schema) = schema else {
         return Vec::new();
@@ -109,7 +110,7 @@ pub fn fields(schema: Option<&Value>) -> Vec<Field> {
     };
     let u = |s: &Value, k: &str| s.get(k).and_then(Value::as_u64);
     let f = |s: &Value, k: &str| s.get(k).and_then(Value::as_f64);
-    props
+    let mut out: Vec<Field> = props
         .iter()
         .map(|(name, p)| {
             let ty = p.get("type").and_then(Value::as_str).unwrap_or("string");
@@ -155,7 +156,9 @@ pub fn fields(schema: Option<&Value>) -> Vec<Field> {
                 .cloned();
             field
         })
-        .collect()
+        .collect();
+    out.sort_by_key(|f| !f.required);
+    out
 }
 
 fn is_date(s: &str) -> bool {

@@ -8,6 +8,7 @@
 mod actor;
 mod approvals;
 mod commands;
+mod elicit;
 pub mod history;
 mod input;
 mod markdown;
@@ -139,6 +140,10 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         .supervisor
         .do_send(Subscribe(tui.clone().recipient()));
     watcher.do_send(SubscribeConfig(tui.clone().recipient()));
+    // Servers' questions (elicitation, sampling) are asked here from now on.
+    session
+        .desk
+        .do_send(crate::app::asks::SetUser(tui.clone().recipient()));
     let code = tokio::select! {
         code = done_rx => code.unwrap_or(1),
         _ = signalled(&tui) => 130,

@@ -2,7 +2,8 @@
 //! record and tool result is an [`Event`]; [`update`] changes the [`State`] and returns the
 //! [`Effect`]s the `Tui` actor carries out. Nothing here touches a terminal or an actor.
 //!
-//! [`update`] only routes: a key goes to the question waiting for an answer, else to the open
+//! [`update`] only routes: a key goes to the question waiting for an answer (a tool approval,
+//! then a server's question), else to the open
 //! modal's feature (panel, trace, help, trust), else to the input; other events go to the feature
 //! they are about. Each feature module (`input`, `transcript`, `commands`, `approvals`, `panel`,
 //! `trace`, `trust`) owns its types, its keys, its layout numbers and its drawing; its public
@@ -23,6 +24,7 @@ pub use super::approvals::Approval;
 use super::approvals::{approval_key, asked, decline_all};
 use super::commands::help_key;
 pub use super::commands::COMMANDS;
+pub use super::elicit::{AskAnswer, AskKind, PendingAsk};
 pub use super::input::MAX_INPUT_ROWS;
 use super::input::{paste, session_key};
 use super::panel::panel_key;
@@ -41,6 +43,10 @@ pub enum Event {
     Key(KeyEvent),
     /// The engine asks whether a tool call may run; answer with [`Effect::Answer`].
     ApprovalAsked(Approval),
+    /// A server asks the user (elicitation, sampling); answer with [`Effect::AnswerAsk`].
+    Asked(PendingAsk),
+    /// The server stopped waiting for that question.
+    AskWithdrawn(u64),
     /// Pasted text.
     Paste(String),
     /// The terminal's size changed.
@@ -108,6 +114,15 @@ pub enum Effect {
         /// Run it.
         yes: bool,
     },
+    /// The user's answer to [`Event::Asked`].
+    AnswerAsk {
+        /// Which question.
+        key: u64,
+        /// The answer.
+        answer: AskAnswer,
+    },
+    /// Open a URL elicitation's page in the browser (after the user's yes).
+    OpenUrl(String),
     /// Start a new conversation with the model (`/clear`).
     ClearConversation,
     /// Panic on purpose (`/panic`, only with `HARNESS9_DEBUG_PANIC=1`): proves the panic path.
@@ -137,6 +152,8 @@ pub struct State {
     pub transcript: Vec<Entry>,
     /// Tool calls waiting for the user's yes or no, the first one shown.
     pub approvals: std::collections::VecDeque<Approval>,
+    /// Servers' questions waiting for the user, the first one shown (after tool approvals).
+    pub asks: std::collections::VecDeque<PendingAsk>,
     /// Tools the user allowed for the rest of the session (`a`).
     pub always_allowed: std::collections::BTreeSet<String>,
     /// Lines scrolled back from the bottom.
@@ -209,6 +226,7 @@ impl State {
             busy: false,
             cancelling: false,
             approvals: Default::default(),
+            asks: Default::default(),
             always_allowed: Default::default(),
             config_path,
             size: (80, 24),
@@ -239,6 +257,7 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
                         "cancelling the turn; Ctrl+C again quits".to_owned(),
                     ));
                     let mut effects = decline_all(state);
+                    effects.extend(super::elicit::cancel_all(state));
                     effects.push(Effect::CancelTurn);
                     return effects;
                 }
@@ -247,6 +266,9 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             }
             if !state.approvals.is_empty() {
                 return approval_key(state, key);
+            }
+            if !state.asks.is_empty() {
+                return super::elicit::ask_key(state, key);
             }
             match state.modal.take() {
                 Some(Modal::Panel(p)) => panel_key(state, p, key),
@@ -257,8 +279,13 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             }
         }
         Event::ApprovalAsked(a) => asked(state, a),
+        Event::Asked(a) => super::elicit::asked(state, a),
+        Event::AskWithdrawn(key) => {
+            super::elicit::withdrawn(state, key);
+            Vec::new()
+        }
         Event::Paste(text) => {
-            if state.modal.is_none() {
+            if state.modal.is_none() && state.asks.is_empty() && state.approvals.is_empty() {
                 paste(state, &text);
             }
             Vec::new()
