@@ -17,3 +17,4 @@ mod sandbox;
 mod sources;
 mod trust;
 mod tui;
+mod tui_asks;
