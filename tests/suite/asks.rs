@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use harness9_actors::messages::InputRequest;
 use serde_json::{json, Value};
 
 use super::common::*;
@@ -16,7 +17,7 @@ use super::http::{everything_http, free_port, python_http};
 const LIMIT: Duration = Duration::from_secs(90);
 
 /// `harness9 ARGS` in `dir` (no user settings; `model` answers as Anthropic when given).
-fn run(dir: &Path, model: Option<&Model>, args: &[&str]) -> (bool, Value, String) {
+fn cli(dir: &Path, model: Option<&Model>, args: &[&str]) -> (bool, Value, String) {
     let mut c = harness9_in(dir);
     without_user_env(&mut c)
         .env("HOME", dir.join("home"))
@@ -71,7 +72,7 @@ fn everything_asks_are_answered_headless_over_stdio_and_http() {
     );
     for server in ["everything", "everything-http"] {
         // Form elicitation is declared headless; URL mode and sampling are not.
-        let (ok, get, err) = run(&dir, None, &["mcp", "get", server, "--json"]);
+        let (ok, get, err) = cli(&dir, None, &["mcp", "get", server, "--json"]);
         assert!(ok, "{err}");
         let names = tool_names(&get);
         assert!(
@@ -94,19 +95,19 @@ fn everything_asks_are_answered_headless_over_stdio_and_http() {
             "trigger-elicitation-request",
             "--json",
         ];
-        let (ok, v, err) = run(&dir, None, &call);
+        let (ok, v, err) = cli(&dir, None, &call);
         assert!(ok, "{err}");
         assert!(text(&v).contains("declined"), "{server}: {v}");
 
         let mut accept = vec!["--elicitation", "accept-defaults"];
         accept.extend(call);
-        let (ok, v, err) = run(&dir, None, &accept);
+        let (ok, v, err) = cli(&dir, None, &accept);
         assert!(ok, "{err}");
         assert!(text(&v).contains("Favorite Integer: 42"), "{server}: {v}");
 
         let mut answers = vec!["--elicitation-answers", "answers.json"];
         answers.extend(call);
-        let (ok, v, err) = run(&dir, None, &answers);
+        let (ok, v, err) = cli(&dir, None, &answers);
         assert!(ok, "{err}");
         let t = text(&v);
         assert!(
@@ -115,7 +116,7 @@ fn everything_asks_are_answered_headless_over_stdio_and_http() {
         );
 
         // With --sampling allow and a model, sampling is declared and reaches the model.
-        let (ok, get, err) = run(
+        let (ok, get, err) = cli(
             &dir,
             Some(&model),
             &["--sampling", "allow", "mcp", "get", server, "--json"],
@@ -135,7 +136,7 @@ fn everything_asks_are_answered_headless_over_stdio_and_http() {
             r#"{"prompt": "say something", "maxTokens": 77}"#,
             "--json",
         ];
-        let (ok, v, err) = run(&dir, Some(&model), &sample);
+        let (ok, v, err) = cli(&dir, Some(&model), &sample);
         assert!(ok, "{err}");
         let t = text(&v);
         assert!(t.contains("sampled words"), "{server}: {v}");
@@ -189,7 +190,7 @@ fn stateless_input_requests_go_through_the_same_desk() {
         ];
         let mut answers = vec!["--elicitation-answers", "answers.json"];
         answers.extend(order);
-        let (ok, v, err) = run(&dir, None, &answers);
+        let (ok, v, err) = cli(&dir, None, &answers);
         assert!(ok, "{err}");
         assert_eq!(text(&v), "ordered a large tea", "{server}");
 
@@ -203,11 +204,11 @@ fn stateless_input_requests_go_through_the_same_desk() {
             "--json",
         ];
         // Refused without the flag: sampling is not declared, so the server fails the call.
-        let (ok, v, err) = run(&dir, Some(&model), &poem);
+        let (ok, v, err) = cli(&dir, Some(&model), &poem);
         assert!(!ok, "{server}: {v} {err}");
         let mut allow = vec!["--sampling", "allow"];
         allow.extend(poem);
-        let (ok, v, err) = run(&dir, Some(&model), &allow);
+        let (ok, v, err) = cli(&dir, Some(&model), &allow);
         assert!(ok, "{err}");
         assert!(text(&v).starts_with("poem by claude"), "{server}: {v}");
         assert!(text(&v).ends_with("waves of tea"), "{server}: {v}");
@@ -218,4 +219,60 @@ fn stateless_input_requests_go_through_the_same_desk() {
         .to_string()
         .contains("You are a poet."));
     assert_eq!(reqs[0]["body"]["max_tokens"], 64);
+}
+
+/// A user who takes `delay` over every question and then answers with a name.
+struct SlowUser {
+    delay: Duration,
+}
+
+impl actix::Actor for SlowUser {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<InputRequest> for SlowUser {
+    type Result = ();
+
+    fn handle(&mut self, msg: InputRequest, _ctx: &mut actix::Context<Self>) {
+        let delay = self.delay;
+        actix_rt::spawn(async move {
+            // The user thinks it over (test input, not synchronisation).
+            tokio::time::sleep(delay).await;
+            let _ = msg.reply.send(Ok(
+                json!({"action": "accept", "content": {"name": "Slow Poke"}}),
+            ));
+        });
+    }
+}
+
+#[test]
+fn the_time_a_question_waits_does_not_count_toward_the_call_timeout() {
+    use actix::Actor as _;
+    run(LIMIT, || async {
+        let port = free_port();
+        let _http = python_http(port);
+        let mut stdio = everything("e");
+        stdio.tool_timeout = Duration::from_secs(1);
+        let mut py = super::http::http_spec("py", format!("http://127.0.0.1:{port}/mcp"), false);
+        py.tool_timeout = Duration::from_secs(1);
+        let user = SlowUser {
+            delay: Duration::from_millis(1500),
+        }
+        .start();
+        let rt = harness9::app::Runtime::start_with_input(
+            vec![stdio, py],
+            None,
+            fast_policy(),
+            Some(user.recipient()),
+        );
+        connected(&rt, "e", Duration::from_secs(30)).await;
+        connected(&rt, "py", Duration::from_secs(30)).await;
+        // The handshake era: the server's own request while our call waits.
+        let t = call_text(&rt, "mcp__e__trigger_elicitation_request", json!({})).await;
+        assert!(t.contains("Name: Slow Poke"), "{t}");
+        // The stateless era: an `input_required` round.
+        let t = call_text(&rt, "mcp__py__order", json!({"item": "tea"})).await;
+        assert_eq!(t, "ordered a medium tea", "the size keeps its default");
+        shutdown(rt, &[]).await;
+    });
 }

@@ -6,8 +6,12 @@
 //! `input_required` round (`tool_call.rs`). Every wait is bounded ([`ASK_TIMEOUT`], and a
 //! call's own deadline); without a handler the synchronous policy of [`super::input`] answers.
 
+use std::cell::Cell;
 use std::path::Path;
+use std::rc::Rc;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use actix::prelude::*;
 use serde_json::{json, Value};
@@ -26,6 +30,60 @@ pub const MAX_OPEN_ASKS: usize = 16;
 /// The JSON-RPC error code of a sampling request the user (or the flags) refused, as the spec's
 /// examples use it.
 pub const USER_REJECTED: i64 = -1;
+
+/// How long one server has had a question open, all told: a tool call's timeout does not run
+/// while the user answers (the call, and the model's turn, wait on the user as they do on a
+/// tool approval). Shared by the server actor and its calls' futures, all on the actor's
+/// thread.
+#[derive(Debug, Default)]
+pub(crate) struct AskClock {
+    open: Cell<usize>,
+    since: Cell<Option<Instant>>,
+    total: Cell<Duration>,
+}
+
+impl AskClock {
+    /// A question opened.
+    pub(crate) fn open(&self) {
+        if self.open.get() == 0 {
+            self.since.set(Some(Instant::now()));
+        }
+        self.open.set(self.open.get() + 1);
+    }
+
+    /// A question was answered or withdrawn.
+    pub(crate) fn close(&self) {
+        let n = self.open.get().saturating_sub(1);
+        self.open.set(n);
+        if n == 0 {
+            if let Some(t) = self.since.take() {
+                self.total.set(self.total.get() + t.elapsed());
+            }
+        }
+    }
+
+    /// The time questions have been open so far, the running one included.
+    pub(crate) fn spent(&self) -> Duration {
+        self.total.get() + self.since.get().map_or(Duration::ZERO, |t| t.elapsed())
+    }
+}
+
+/// Closes its question on the clock when dropped (answered, withdrawn, or the actor gone).
+pub(crate) struct OpenAsk(pub(crate) Rc<AskClock>);
+
+impl OpenAsk {
+    /// Opens a question on `clock`.
+    pub(crate) fn new(clock: &Rc<AskClock>) -> Self {
+        clock.open();
+        Self(clock.clone())
+    }
+}
+
+impl Drop for OpenAsk {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
 
 /// Whether `method` is answered by a person (through the handler) rather than at once.
 pub fn is_ask(method: &str) -> bool {

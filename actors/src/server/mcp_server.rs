@@ -107,6 +107,8 @@ pub struct McpServer {
     /// The server's questions waiting for an answer, by its request id (cancelled when it
     /// cancels the request; dropped with the actor).
     asks: HashMap<RequestId, SpawnHandle>,
+    /// How long questions have been open: calls' timeouts do not run meanwhile.
+    ask_clock: std::rc::Rc<super::ask::AskClock>,
 }
 
 impl McpServer {
@@ -161,6 +163,7 @@ impl McpServer {
             param_headers: Default::default(),
             input: None,
             asks: HashMap::new(),
+            ask_clock: Default::default(),
         }
     }
 

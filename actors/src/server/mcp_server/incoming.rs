@@ -122,7 +122,11 @@ impl McpServer {
         let server = self.spec.name.clone();
         let cwd = self.cwd.clone();
         let m = method.clone();
-        let fut = async move { ask::ask(handler, server, m, params, &cwd, ask::ASK_TIMEOUT).await };
+        let open = ask::OpenAsk::new(&self.ask_clock);
+        let fut = async move {
+            let _open = open;
+            ask::ask(handler, server, m, params, &cwd, ask::ASK_TIMEOUT).await
+        };
         let key = id.clone();
         let handle = ctx.spawn(fut.into_actor(self).map(move |answer, act, _| {
             act.asks.remove(&key);

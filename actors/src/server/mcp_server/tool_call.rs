@@ -237,14 +237,26 @@ impl Handler<CallServerTool> for McpServer {
             armed: true,
         };
         let (timeout, cancel) = (msg.timeout, msg.cancel);
+        let clock = self.ask_clock.clone();
         Box::pin(async move {
-            let deadline = tokio::time::Instant::now() + timeout;
+            let mut deadline = tokio::time::Instant::now() + timeout;
+            // The time the server's questions stay open does not count (see `AskClock`).
+            let mut asked = clock.spent();
+            let paused = move || clock.spent();
             let mut rounds = 0;
             let mut reissues = 0;
             // The answers the current round carries: a re-issued round carries them again.
             let mut carried: Option<Map<String, Value>> = None;
             loop {
-                let raw = match wait_round(round, &mut guard, deadline, &cancel, &stuck).await {
+                let raw = match wait_round(
+                    round,
+                    &mut guard,
+                    (&mut deadline, &mut asked, &paused),
+                    &cancel,
+                    &stuck,
+                )
+                .await
+                {
                     Ok(raw) => raw,
                     // Stateless era: a response stream that broke loses the request; it is
                     // sent again under a new id (a few times, within the call's timeout).
@@ -300,20 +312,18 @@ impl Handler<CallServerTool> for McpServer {
                         let Some(by) = answerer.as_ref() else {
                             return Ok(result);
                         };
-                        // A person may be asked: the wait is the call's (its deadline, its
-                        // cancellation).
+                        // A person may be asked: each question is bounded by `ASK_TIMEOUT`,
+                        // the whole by the call's cancellation, and the time it took does not
+                        // count toward the call's timeout.
+                        let started = tokio::time::Instant::now();
                         let extra = tokio::select! {
                             biased;
                             _ = cancel.cancelled() => {
                                 return Err(CallError::Cancelled { server, tool });
                             }
-                            r = tokio::time::timeout_at(deadline, answers(interim, by)) => match r {
-                                Ok(extra) => extra,
-                                Err(_) => {
-                                    return Err(CallError::Timeout { server, tool, after: timeout });
-                                }
-                            },
+                            extra = answers(interim, by) => extra,
                         };
+                        deadline += started.elapsed();
                         carried = Some(extra.clone());
                         let next = NextRound {
                             tool: tool.clone(),
@@ -434,12 +444,33 @@ impl RoundError {
     }
 }
 
+/// A call's deadline, the question time it has accounted for, and the server's question clock:
+/// when the deadline comes while questions were open, it moves by their time.
+type Deadline<'a> = (
+    &'a mut tokio::time::Instant,
+    &'a mut std::time::Duration,
+    &'a dyn Fn() -> std::time::Duration,
+);
+
+/// Moves the deadline by the question time not yet accounted for; whether it moved.
+fn extend(d: &mut Deadline<'_>) -> bool {
+    let spent = (d.2)();
+    let more = spent.saturating_sub(*d.1);
+    *d.1 = spent;
+    if more.is_zero() {
+        return false;
+    }
+    *d.0 += more;
+    true
+}
+
 /// Waits for one round's reply: room in the write queue first, then the reply, both within
-/// the call's deadline and its cancellation; an early end tells the server (the guard).
+/// the call's deadline (moved by the time the server's questions were open) and its
+/// cancellation; an early end tells the server (the guard).
 async fn wait_round(
     round: Round,
     guard: &mut CancelOnDrop,
-    deadline: tokio::time::Instant,
+    mut dl: Deadline<'_>,
     cancel: &tokio_util::sync::CancellationToken,
     stuck: &impl Fn() -> bool,
 ) -> Result<super::Payload, RoundError> {
@@ -452,31 +483,37 @@ async fn wait_round(
                 guard.fire("cancelled by the user");
                 return Err(RoundError::Cancelled);
             }
-            _ = tokio::time::sleep_until(deadline) => {
+            _ = tokio::time::sleep_until(*dl.0) => {
                 guard.fire("timed out");
                 return Err(RoundError::NotReading);
             }
         }
     }
-    if tokio::time::Instant::now() >= deadline {
+    if tokio::time::Instant::now() >= *dl.0 {
         // Out of time before the first look at the reply: a timeout, whatever may have
         // arrived meanwhile (so a tiny timeout times out on any machine).
         guard.fire("timed out");
         return Err(RoundError::Timeout);
     }
-    let outcome = tokio::select! {
-        biased;
-        r = round.rx => r,
-        _ = cancel.cancelled() => {
-            guard.fire("cancelled by the user");
-            return Err(RoundError::Cancelled);
-        }
-        _ = tokio::time::sleep_until(deadline) => {
-            guard.fire("timed out");
-            if stuck() {
-                return Err(RoundError::NotReading);
+    let mut rx = round.rx;
+    let outcome = loop {
+        tokio::select! {
+            biased;
+            r = &mut rx => break r,
+            _ = cancel.cancelled() => {
+                guard.fire("cancelled by the user");
+                return Err(RoundError::Cancelled);
             }
-            return Err(RoundError::Timeout);
+            _ = tokio::time::sleep_until(*dl.0) => {
+                if extend(&mut dl) {
+                    continue;
+                }
+                guard.fire("timed out");
+                if stuck() {
+                    return Err(RoundError::NotReading);
+                }
+                return Err(RoundError::Timeout);
+            }
         }
     };
     guard.disarm();
