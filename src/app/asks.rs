@@ -103,7 +103,13 @@ pub struct InputDesk {
     provider: Option<Provider>,
     user: Option<Recipient<UserAsk>>,
     buckets: HashMap<String, Bucket>,
+    /// Interactive, before the TUI registered: questions kept for it (at most
+    /// [`EARLY_QUESTIONS`]; more are answered by the flags).
+    early: Vec<InputRequest>,
 }
+
+/// Questions an interactive desk keeps until the TUI registers.
+const EARLY_QUESTIONS: usize = 64;
 
 impl InputDesk {
     /// A desk answering by `opts`, sampling with `provider` (none: sampling is refused).
@@ -113,6 +119,7 @@ impl InputDesk {
             provider,
             user: None,
             buckets: HashMap::new(),
+            early: Vec::new(),
         }
     }
 
@@ -290,6 +297,16 @@ impl Handler<InputRequest> for InputDesk {
     type Result = ();
 
     fn handle(&mut self, msg: InputRequest, _ctx: &mut Context<Self>) {
+        if self.opts.interactive && self.user.is_none() && self.early.len() < EARLY_QUESTIONS {
+            self.early.push(msg);
+            return;
+        }
+        self.route(msg);
+    }
+}
+
+impl InputDesk {
+    fn route(&mut self, msg: InputRequest) {
         match msg.method.as_str() {
             "elicitation/create" => self.elicit(msg),
             "sampling/createMessage" => self.sample(msg),
@@ -310,6 +327,9 @@ impl Handler<SetUser> for InputDesk {
 
     fn handle(&mut self, msg: SetUser, _ctx: &mut Context<Self>) {
         self.user = Some(msg.0);
+        for q in std::mem::take(&mut self.early) {
+            self.route(q);
+        }
     }
 }
 

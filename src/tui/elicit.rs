@@ -229,8 +229,18 @@ pub fn elicitation(key: u64, server: String, params: &Value) -> PendingAsk {
     PendingAsk { key, server, kind }
 }
 
-/// A new question joins the queue.
+/// Most questions waiting at once; one more is cancelled at once.
+pub const MAX_WAITING: usize = 64;
+
+/// A new question joins the queue (or, when [`MAX_WAITING`] wait already, is cancelled).
 pub(super) fn asked(state: &mut State, a: PendingAsk) -> Vec<Effect> {
+    if state.asks.len() >= MAX_WAITING {
+        let answer = match a.kind {
+            AskKind::Sampling { .. } => AskAnswer::Sample(false),
+            _ => AskAnswer::Elicit(json!({"action": "cancel"})),
+        };
+        return vec![Effect::AnswerAsk { key: a.key, answer }];
+    }
     state.asks.push_back(a);
     Vec::new()
 }
