@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::sampler::{sample, Sampling};
 use crate::agent::model::Provider;
+use crate::sanitize::clean_line;
 
 /// Sampling requests one server may make at once before the bucket runs dry.
 pub const SAMPLING_BURST: f64 = 5.0;
@@ -133,8 +134,28 @@ impl InputDesk {
         }
     }
 
-    /// The headless answer to an elicitation.
+    /// The headless answer to an elicitation, told on stderr (`[mcp]`, server text cleaned).
     fn headless_elicit(&self, server: &str, params: &Value) -> Value {
+        let answer = self.headless_answer(server, params);
+        let message = params.get("message").and_then(Value::as_str).unwrap_or("");
+        let how = match answer.get("action").and_then(Value::as_str) {
+            Some("accept") => "accepted",
+            _ if params.get("mode").and_then(Value::as_str) == Some("url") => {
+                "declined (a page is never opened headless)"
+            }
+            _ => {
+                "declined (answer with --elicitation accept-defaults or --elicitation-answers FILE)"
+            }
+        };
+        eprintln!(
+            "[mcp] server \"{}\" asked: \"{}\" -> {how}",
+            clean_line(server),
+            clean_line(message)
+        );
+        answer
+    }
+
+    fn headless_answer(&self, server: &str, params: &Value) -> Value {
         if params.get("mode").and_then(Value::as_str) == Some("url") {
             return json!({ "action": "decline" });
         }
@@ -210,6 +231,10 @@ impl InputDesk {
             return;
         };
         if self.user.is_none() && !self.opts.sampling_allowed {
+            eprintln!(
+                "[mcp] server \"{}\" asked to use the model -> refused (allow with --sampling allow)",
+                clean_line(&server)
+            );
             let _ = reply.send(refuse(
                 "sampling is refused (run harness9 with --sampling allow to allow it)".into(),
             ));

@@ -98,6 +98,12 @@ fn everything_asks_are_answered_headless_over_stdio_and_http() {
         let (ok, v, err) = cli(&dir, None, &call);
         assert!(ok, "{err}");
         assert!(text(&v).contains("declined"), "{server}: {v}");
+        assert!(
+            err.contains(&format!(
+                "[mcp] server \"{server}\" asked: \"Please provide inputs"
+            )) && err.contains("-> declined (answer with --elicitation"),
+            "{err}"
+        );
 
         let mut accept = vec!["--elicitation", "accept-defaults"];
         accept.extend(call);
