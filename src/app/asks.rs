@@ -76,6 +76,8 @@ pub struct DeskOptions {
     pub sampling_allowed: bool,
     /// A person answers (the TUI will register with [`SetUser`]).
     pub interactive: bool,
+    /// Other models of the provider a sampling request's hints may pick.
+    pub sampling_models: Vec<String>,
 }
 
 /// One server's sampling allowance.
@@ -263,6 +265,17 @@ impl InputDesk {
             )));
             return;
         }
+        // The server's hints may pick another of the provider's models the settings name.
+        let chosen = sampling
+            .model_for(&provider.config().model, &self.opts.sampling_models)
+            .to_owned();
+        let provider = if chosen == provider.config().model {
+            provider
+        } else {
+            let mut cfg = provider.config().clone();
+            cfg.model = chosen;
+            Provider::new(cfg)
+        };
         let approval = match &self.user {
             Some(user) => {
                 let (tx, rx) = oneshot::channel();

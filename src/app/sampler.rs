@@ -1,8 +1,9 @@
 //! A server's `sampling/createMessage` as a call to the configured model: its params as a
 //! [`ModelRequest`] (system prompt, text messages, `maxTokens` capped by the provider's own
 //! cap, no tools), the model's reply as a `CreateMessageResult`, and what the TUI shows before
-//! the user approves it. `modelPreferences.hints` are matched (as substrings, as the spec
-//! says) against the configured model only: harness9 never switches models for a server.
+//! the user approves it. `modelPreferences.hints` are matched in order (as substrings, as the
+//! spec says) against the configured model and the `sampling_models` of the settings: the
+//! first hint that names one picks it; else the configured model answers.
 //! Pure, except [`sample`], which runs the call.
 
 use std::sync::Arc;
@@ -109,12 +110,15 @@ impl Sampling {
         }
     }
 
-    /// The hint that names the configured model, if one does.
-    pub fn matching_hint(&self, model: &str) -> Option<&str> {
+    /// The model to ask: the first hint (in the server's order) that names `configured` or
+    /// one of `others` picks it; else `configured`.
+    pub fn model_for<'a>(&self, configured: &'a str, others: &'a [String]) -> &'a str {
+        let models = || std::iter::once(configured).chain(others.iter().map(String::as_str));
         self.hints
             .iter()
-            .find(|h| !h.is_empty() && model.contains(h.as_str()))
-            .map(String::as_str)
+            .filter(|h| !h.is_empty())
+            .find_map(|h| models().find(|m| m.contains(h.as_str())))
+            .unwrap_or(configured)
     }
 
     /// Each message as a line for the approval (cut at [`SHOWN_CHARS`]; the caller cleans
@@ -202,8 +206,14 @@ mod tests {
         let req = s.request(8192);
         assert_eq!(req.max_tokens, 8192);
         assert_eq!(s.request(0).max_tokens, 100000);
-        assert_eq!(s.matching_hint("claude-sonnet-4-5"), Some("sonnet"));
-        assert_eq!(s.matching_hint("llama3"), None);
+        let others = ["gpt-4.1-mini".to_owned(), "claude-sonnet-4-5".to_owned()];
+        assert_eq!(s.model_for("claude-opus-4-1", &others), "claude-sonnet-4-5");
+        assert_eq!(s.model_for("llama3", &[]), "llama3");
+        assert_eq!(
+            s.model_for("gpt-4.1", &others),
+            "claude-sonnet-4-5",
+            "the first hint wins"
+        );
         assert!(Sampling::parse(&json!({"messages": [], "maxTokens": 5})).is_err());
         assert!(Sampling::parse(
             &json!({"messages": [{"role": "user", "content": {"type": "text", "text": "x"}}]})

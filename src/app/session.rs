@@ -162,6 +162,7 @@ impl Session {
             Some(extra) => Some(fan_out(file_tap, extra)),
             None => file_tap,
         };
+        let model = opts.model_settings().ok();
         let desk = InputDesk::new(
             DeskOptions {
                 answers: match &opts.elicitation_answers {
@@ -170,11 +171,12 @@ impl Session {
                 },
                 sampling_allowed: opts.sampling_allowed,
                 interactive: start.interactive,
+                sampling_models: model
+                    .as_ref()
+                    .map(|s| s.sampling_models.clone())
+                    .unwrap_or_default(),
             },
-            opts.model_settings()
-                .ok()
-                .and_then(|s| s.provider)
-                .map(Provider::new),
+            model.and_then(|s| s.provider).map(Provider::new),
         );
         // Declared before any server starts: what this front end can answer.
         harness9_actors::server::input::declare(desk.caps());

@@ -5,7 +5,7 @@ from typing import Annotated
 from pydantic import BaseModel
 
 from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve, Sample
-from mcp.types import CreateMessageResult, SamplingMessage, TextContent
+from mcp.types import CreateMessageResult, ModelHint, ModelPreferences, SamplingMessage, TextContent
 
 server = MCPServer("py-fixture")
 
@@ -49,6 +49,7 @@ def ask_poem(topic: str) -> Sample:
         [SamplingMessage(role="user", content=TextContent(type="text", text=f"Write a line about {topic}"))],
         max_tokens=64,
         system_prompt="You are a poet.",
+        model_preferences=ModelPreferences(hints=[ModelHint(name="haiku")]),
     )
 
 

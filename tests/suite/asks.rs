@@ -180,6 +180,12 @@ fn stateless_input_requests_go_through_the_same_desk() {
         }),
     );
     std::fs::write(dir.join("answers.json"), r#"{"size": "large"}"#).expect("answers");
+    // The `poem` tool's hint ("haiku") names a model the settings allow for sampling.
+    std::fs::write(
+        dir.join("harness9.toml"),
+        "[anthropic]\nsampling_models = [\"claude-haiku-4-5\"]\n",
+    )
+    .expect("settings");
     let model = Model::start(
         "asks-python",
         json!({"steps": [{"text": "waves of tea"}, {"text": "waves of tea"}]}),
@@ -216,7 +222,10 @@ fn stateless_input_requests_go_through_the_same_desk() {
         allow.extend(poem);
         let (ok, v, err) = cli(&dir, Some(&model), &allow);
         assert!(ok, "{err}");
-        assert!(text(&v).starts_with("poem by claude"), "{server}: {v}");
+        assert!(
+            text(&v).starts_with("poem by claude-haiku-4-5"),
+            "{server}: {v}"
+        );
         assert!(text(&v).ends_with("waves of tea"), "{server}: {v}");
     }
     let reqs = model.requests();
@@ -225,6 +234,7 @@ fn stateless_input_requests_go_through_the_same_desk() {
         .to_string()
         .contains("You are a poet."));
     assert_eq!(reqs[0]["body"]["max_tokens"], 64);
+    assert_eq!(reqs[0]["body"]["model"], "claude-haiku-4-5");
 }
 
 /// A user who takes `delay` over every question and then answers with a name.

@@ -44,6 +44,10 @@ pub struct Settings {
     /// USD per million tokens by model name (`[prices."MODEL"]`): the estimated cost that
     /// `run --json` reports.
     pub prices: std::collections::BTreeMap<String, Price>,
+    /// Other models of the chosen provider that a server's sampling request may pick with its
+    /// `modelPreferences` hints (`[anthropic] sampling_models`, `[openai] sampling_models`);
+    /// empty = only the configured model.
+    pub sampling_models: Vec<String>,
 }
 
 /// One model's price in USD per million tokens.
@@ -176,6 +180,8 @@ struct Section {
     max_tokens_field: Option<Spanned<MaxTokensField>>,
     /// OpenAI only (rejected under `[anthropic]` by [`parse_file`]); absent = by host.
     tool_images: Option<Spanned<bool>>,
+    /// Models a server's sampling hints may pick besides `model`.
+    sampling_models: Option<Vec<String>>,
 }
 
 impl Section {
@@ -190,6 +196,7 @@ impl Section {
             prompt_caching: top.prompt_caching.or(self.prompt_caching),
             max_tokens_field: top.max_tokens_field.or(self.max_tokens_field),
             tool_images: top.tool_images.or(self.tool_images),
+            sampling_models: top.sampling_models.or(self.sampling_models),
         }
     }
 }
@@ -409,6 +416,7 @@ pub fn resolve_from(
         tool_output_budget_tokens,
         config_file: user_path.clone(),
         prices: prices.clone(),
+        sampling_models: Vec::new(),
     };
     let Some((kind, origin)) = chosen else {
         return Ok(settings(None));
@@ -467,7 +475,8 @@ pub fn resolve_from(
         });
     }
     let secs = |v: Option<NonZeroU64>, d: u64| Duration::from_secs(v.map_or(d, NonZeroU64::get));
-    Ok(settings(Some(ProviderConfig {
+    let sampling_models = section.sampling_models.clone().unwrap_or_default();
+    let mut out = settings(Some(ProviderConfig {
         kind,
         base_url,
         api_key,
@@ -481,7 +490,9 @@ pub fn resolve_from(
             .max_tokens_field
             .map_or(MaxTokensField::Auto, Spanned::into_inner),
         tool_images: section.tool_images.map(Spanned::into_inner),
-    })))
+    }));
+    out.sampling_models = sampling_models;
+    Ok(out)
 }
 
 /// Whether `url` is the provider's own endpoint (which needs a key).
@@ -591,6 +602,7 @@ mod tests {
                 tool_output_budget_tokens: 25_000,
                 config_file: None,
                 prices: s.prices.clone(),
+                sampling_models: Vec::new(),
             }
         );
         let sonnet = s.prices.get("claude-sonnet-4-5").expect("a shipped price");
