@@ -562,6 +562,19 @@ pub(super) fn draw_ask(state: &State, frame: &mut Frame, main: Rect) {
                 l.truncate(3);
                 lines.extend(l);
             }
+            if !sampling.tools.is_empty() {
+                let names: Vec<&str> = sampling.tools.iter().map(|t| t.name.as_str()).collect();
+                let mut l = Vec::new();
+                wrap(
+                    &clean_line(&format!("tools the model may call: {}", names.join(", "))),
+                    width,
+                    DIM,
+                    "  ",
+                    &mut l,
+                );
+                l.truncate(2);
+                lines.extend(l);
+            }
             let mut msgs = Vec::new();
             for m in sampling.shown_messages() {
                 wrap(&clean(&m), width, Style::new(), "  ", &mut msgs);

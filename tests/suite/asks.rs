@@ -186,9 +186,11 @@ fn stateless_input_requests_go_through_the_same_desk() {
         "[anthropic]\nsampling_models = [\"claude-haiku-4-5\"]\n",
     )
     .expect("settings");
+    let call = |city: &str| json!({"tool_calls": [{"id": "t1", "name": "lookup", "input": {"city": city}}]});
     let model = Model::start(
         "asks-python",
-        json!({"steps": [{"text": "waves of tea"}, {"text": "waves of tea"}]}),
+        // Per server: the poem, then the plan.
+        json!({"steps": [{"text": "waves of tea"}, call("Oslo"), {"text": "waves of tea"}, call("Oslo")]}),
     );
     for server in ["py-stdio", "py-http"] {
         let order = [
@@ -227,14 +229,39 @@ fn stateless_input_requests_go_through_the_same_desk() {
             "{server}: {v}"
         );
         assert!(text(&v).ends_with("waves of tea"), "{server}: {v}");
+
+        // Sampling with tools (sampling.tools): the model's tool call goes back to the server.
+        let plan = [
+            "--sampling",
+            "allow",
+            "mcp",
+            "call",
+            server,
+            "plan",
+            "--args",
+            r#"{"city":"Oslo"}"#,
+            "--json",
+        ];
+        let (ok, v, err) = cli(&dir, Some(&model), &plan);
+        assert!(ok, "{err}");
+        assert_eq!(
+            text(&v),
+            r#"stop=toolUse; lookup({"city": "Oslo"})"#,
+            "{server}"
+        );
     }
     let reqs = model.requests();
-    assert_eq!(reqs.len(), 2, "{reqs:?}");
+    assert_eq!(reqs.len(), 4, "{reqs:?}");
     assert!(reqs[0]["body"]["system"]
         .to_string()
         .contains("You are a poet."));
     assert_eq!(reqs[0]["body"]["max_tokens"], 64);
     assert_eq!(reqs[0]["body"]["model"], "claude-haiku-4-5");
+    assert_eq!(
+        reqs[1]["body"]["tools"][0]["name"], "lookup",
+        "{}",
+        reqs[1]["body"]
+    );
 }
 
 /// A user who takes `delay` over every question and then answers with a name.

@@ -54,7 +54,8 @@ pub struct InputCaps {
     pub elicitation_form: bool,
     /// `elicitation.url`: a person may open a page (the TUI).
     pub elicitation_url: bool,
-    /// `sampling`: a server's `sampling/createMessage` may reach the configured model.
+    /// `sampling` (with `tools`): a server's `sampling/createMessage` may reach the configured
+    /// model, tools included.
     pub sampling: bool,
 }
 
@@ -91,7 +92,7 @@ fn input_capabilities(caps: InputCaps) -> Map<String, Value> {
         out.insert("elicitation".to_owned(), Value::Object(modes));
     }
     if caps.sampling {
-        out.insert("sampling".to_owned(), json!({}));
+        out.insert("sampling".to_owned(), json!({ "tools": {} }));
     }
     out
 }
