@@ -13,6 +13,7 @@ use harness9_actors::trace::{WireRecord, WireTap};
 use harness9_actors::{RestartPolicy, ServerSpec};
 use tokio::sync::{mpsc, watch};
 
+use super::asks::{DeskOptions, InputDesk};
 use super::runtime::Runtime;
 use super::watcher::{ConfigWatcher, StopWatching};
 use crate::agent::engine::{Engine, EngineConfig};
@@ -50,6 +51,10 @@ pub struct SessionOptions {
     pub yes: bool,
     /// `--continue`/`--resume [ID]`: the conversation to start with.
     pub resume: super::sessions::Resume,
+    /// `--elicitation-answers FILE`: headless elicitations are answered from it.
+    pub elicitation_answers: Option<PathBuf>,
+    /// `--sampling allow`: a headless server's sampling request goes to the model.
+    pub sampling_allowed: bool,
 }
 
 impl SessionOptions {
@@ -84,6 +89,8 @@ impl SessionOptions {
             verbose: s.verbose,
             yes: flags.yes,
             resume: flags.resume.clone(),
+            elicitation_answers: s.elicitation_answers.clone(),
+            sampling_allowed: s.sampling == Some(crate::cli::Sampling::Allow),
         }
     }
 
@@ -117,6 +124,9 @@ pub struct Start {
     /// The servers' grace periods at [`Session::close`] ([`HEADLESS_GRACE`] for the headless
     /// front ends); `None` keeps each spec's own.
     pub shutdown_grace: Option<Duration>,
+    /// A person answers servers' questions (the TUI registers with the desk's `SetUser`):
+    /// URL elicitation is declared, and sampling whenever a model is configured.
+    pub interactive: bool,
 }
 
 /// A running session: the runtime with its built-ins, the trace file, the config watcher.
@@ -127,6 +137,8 @@ pub struct Session {
     pub root: PathBuf,
     /// The hot-reload watcher, when started with [`Start::watch`].
     pub watcher: Option<Addr<ConfigWatcher>>,
+    /// Answers every server's elicitation and sampling requests.
+    pub desk: Addr<InputDesk>,
     trace_writer: Option<std::thread::JoinHandle<()>>,
     shutdown_grace: Option<Duration>,
 }
@@ -154,7 +166,31 @@ impl Session {
             Some(extra) => Some(fan_out(file_tap, extra)),
             None => file_tap,
         };
-        let runtime = Runtime::start(servers, tap, RestartPolicy::default());
+        let model = opts.model_settings().ok();
+        let desk = InputDesk::new(
+            DeskOptions {
+                answers: match &opts.elicitation_answers {
+                    Some(p) => Some(crate::app::asks::read_answers(p)?),
+                    None => None,
+                },
+                sampling_allowed: opts.sampling_allowed,
+                interactive: start.interactive,
+                sampling_models: model
+                    .as_ref()
+                    .map(|s| s.sampling_models.clone())
+                    .unwrap_or_default(),
+            },
+            model.and_then(|s| s.provider).map(Provider::new),
+        );
+        // Declared before any server starts: what this front end can answer.
+        harness9_actors::server::input::declare(desk.caps());
+        let desk = desk.start();
+        let runtime = Runtime::start_with_input(
+            servers,
+            tap,
+            RestartPolicy::default(),
+            Some(desk.clone().recipient()),
+        );
         if start.builtins {
             runtime.install_builtins(&root);
         }
@@ -173,6 +209,7 @@ impl Session {
             runtime,
             root,
             watcher,
+            desk,
             trace_writer,
             shutdown_grace: start.shutdown_grace,
         })

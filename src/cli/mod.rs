@@ -77,6 +77,14 @@ pub struct SessionFlags {
     /// `decline` (the default) or `accept-defaults` (accept with the schema's defaults).
     #[arg(long, value_name = "POLICY", value_enum)]
     pub elicitation: Option<Elicitation>,
+    /// Answer headless elicitations from FILE, a JSON object of field name to value (fields
+    /// it lacks take the schema's default; an answer that does not fit the schema is declined).
+    #[arg(long, value_name = "FILE")]
+    pub elicitation_answers: Option<PathBuf>,
+    /// Whether a server's sampling request (sampling/createMessage) may go to the configured
+    /// model when nobody is asked: `refuse` (the default) or `allow`. The TUI asks each time.
+    #[arg(long, value_name = "POLICY", value_enum)]
+    pub sampling: Option<Sampling>,
     /// Settings file: models, prices, `[mcp]` defaults such as `sandbox` [default:
     /// ./harness9.toml, then ~/.config/harness9/config.toml].
     #[arg(long, value_name = "PATH")]
@@ -136,6 +144,11 @@ impl SessionFlags {
             approve_project: self.approve_project || later.approve_project,
             trace: later.trace.clone().or_else(|| self.trace.clone()),
             elicitation: later.elicitation.or(self.elicitation),
+            elicitation_answers: later
+                .elicitation_answers
+                .clone()
+                .or_else(|| self.elicitation_answers.clone()),
+            sampling: later.sampling.or(self.sampling),
             settings: later.settings.clone().or_else(|| self.settings.clone()),
             verbose: self.verbose.saturating_add(later.verbose),
         }
@@ -345,6 +358,15 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
     } else {
         1
     }
+}
+
+/// `--sampling`: whether headless sampling reaches the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Sampling {
+    /// Refuse every sampling request.
+    Refuse,
+    /// Send sampling requests to the configured model (rate-limited per server).
+    Allow,
 }
 
 /// `--elicitation`: the headless answer to a server's request for input.

@@ -26,6 +26,7 @@ use crate::agent::engine::{
     turn_stream, CancelTurn, ClearConversation, Compact, DisableTools, Engine, EngineError,
     ResumeConversation, RunTurn, SetProvider, TurnEvent, TurnOutcome,
 };
+use crate::app::asks::{Question, UserAsk};
 use crate::app::watcher::{
     ApproveServers, ConfigChanged, ConfigOutcome, ConfigWatcher, ReloadConfig,
 };
@@ -137,6 +138,14 @@ pub struct Tui {
     busy_since: Option<Instant>,
     /// The command line's model flags, as `/model` last changed them.
     model_flags: crate::agent::model::settings::ModelFlags,
+    /// Servers' questions waiting for the user, by key (see [`UserAsk`]).
+    user_asks: std::collections::HashMap<u64, AskReply>,
+}
+
+/// Where the answer to a server's question goes.
+enum AskReply {
+    Elicit(oneshot::Sender<serde_json::Value>),
+    Sample(oneshot::Sender<bool>),
 }
 
 impl Tui {
@@ -286,6 +295,7 @@ impl Tui {
             turn_open: false,
             busy_since: None,
             model_flags: setup.model_flags,
+            user_asks: Default::default(),
         }
     }
 
@@ -502,6 +512,25 @@ impl Tui {
                     let _ = tx.send(yes);
                 }
             }
+            Effect::AnswerAsk { key, answer } => {
+                use super::state::AskAnswer;
+                match (self.user_asks.remove(&key), answer) {
+                    (Some(AskReply::Elicit(tx)), AskAnswer::Elicit(v)) => {
+                        let _ = tx.send(v);
+                    }
+                    (Some(AskReply::Sample(tx)), AskAnswer::Sample(yes)) => {
+                        let _ = tx.send(yes);
+                    }
+                    _ => {}
+                }
+            }
+            Effect::OpenUrl(url) => {
+                let text = match spawn_opener(std::ffi::OsStr::new(&url), true) {
+                    Ok(opener) => (false, format!("opened the page with {opener}")),
+                    Err(e) => (true, e),
+                };
+                self.notice(text.0, text.1, ctx);
+            }
             Effect::Panic => panic!("/panic: a deliberate panic (HARNESS9_DEBUG_PANIC=1)"),
             Effect::ApproveServers(servers) => self.watcher.do_send(ApproveServers(servers)),
         }
@@ -510,6 +539,7 @@ impl Tui {
     fn quit(&mut self, code: u8, ctx: &mut Context<Self>) {
         // Unanswered questions are declined (their senders dropped).
         self.asks.clear();
+        self.user_asks.clear();
         for (_, c) in self.calls.drain(..) {
             c.cancel();
         }
@@ -552,33 +582,9 @@ impl Tui {
             }
         }
         let Some(editor) = editor else {
-            let opener = if cfg!(target_os = "macos") {
-                "open"
-            } else {
-                "xdg-open"
-            };
-            // tokio reaps the opener when it exits (a std Child dropped would stay a zombie).
-            let mut cmd = tokio::process::Command::new(opener);
-            cmd.arg(&path)
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null());
-            // In a session of its own, which the exit sweep spares: the editor it starts may
-            // outlive harness9.
-            // SAFETY: setsid is async-signal-safe and touches no memory.
-            unsafe {
-                cmd.pre_exec(|| {
-                    libc::setsid();
-                    Ok(())
-                });
-            }
-            let spawned = cmd.spawn();
-            if let Some(pid) = spawned.as_ref().ok().and_then(|c| c.id()) {
-                harness9_actors::server::spare_session(pid as i32);
-            }
-            let text = match spawned {
-                Ok(_) => (false, format!("opened {} with {opener}; it reloads by itself when saved (set $EDITOR to edit in the terminal)", path.display())),
-                Err(e) => (true, format!("cannot open {}: {opener}: {e}; set $EDITOR", path.display())),
+            let text = match spawn_opener(path.as_os_str(), false) {
+                Ok(opener) => (false, format!("opened {} with {opener}; it reloads by itself when saved (set $EDITOR to edit in the terminal)", path.display())),
+                Err(e) => (true, format!("cannot open {}: {e}; set $EDITOR", path.display())),
             };
             self.notice(text.0, text.1, ctx);
             return;
@@ -647,6 +653,109 @@ impl Tui {
                 },
             )
             .spawn(ctx);
+    }
+}
+
+/// Hands `target` (a file, or a URL the user said yes to) to the system opener (`xdg-open`,
+/// `open` on macOS; for a URL `$BROWSER` first, as the OAuth login does), in a session of its
+/// own which the exit sweep spares (a GUI program it starts may outlive harness9); tokio reaps
+/// it. The opener's name, or why it could not start.
+fn spawn_opener(target: &std::ffi::OsStr, url: bool) -> Result<String, String> {
+    let browser = url
+        .then(|| std::env::var("BROWSER").ok())
+        .flatten()
+        .filter(|b| !b.trim().is_empty());
+    let (program, args): (String, Vec<String>) = match &browser {
+        Some(b) => {
+            let mut words = b.split_whitespace().map(str::to_owned);
+            (words.next().unwrap_or_default(), words.collect())
+        }
+        None if cfg!(target_os = "macos") => ("open".to_owned(), Vec::new()),
+        None => ("xdg-open".to_owned(), Vec::new()),
+    };
+    let mut cmd = tokio::process::Command::new(&program);
+    cmd.args(args)
+        .arg(target)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid is async-signal-safe and touches no memory.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(|e| format!("{program}: {e}"))?;
+    if let Some(pid) = child.id() {
+        harness9_actors::server::spare_session(pid as i32);
+    }
+    Ok(program)
+}
+
+impl Handler<UserAsk> for Tui {
+    type Result = ();
+
+    fn handle(&mut self, msg: UserAsk, ctx: &mut Context<Self>) {
+        let key = self.next_ask;
+        self.next_ask += 1;
+        let (ask, reply) = match msg.question {
+            Question::Elicit { params, answer } => (
+                super::elicit::elicitation(key, msg.server, &params),
+                AskReply::Elicit(self.forward(key, answer, ctx)),
+            ),
+            Question::Sample {
+                sampling,
+                model,
+                answer,
+            } => (
+                super::state::PendingAsk {
+                    key,
+                    server: msg.server,
+                    kind: super::state::AskKind::Sampling { sampling, model },
+                },
+                AskReply::Sample(self.forward(key, answer, ctx)),
+            ),
+        };
+        self.user_asks.insert(key, reply);
+        self.apply(Event::Asked(ask), ctx);
+    }
+}
+
+impl Tui {
+    /// A sender whose answer goes on to `real`; when the server stops waiting first (`real`
+    /// closes), the question is withdrawn from the screen.
+    fn forward<T: Send + 'static>(
+        &mut self,
+        key: u64,
+        mut real: oneshot::Sender<T>,
+        ctx: &mut Context<Self>,
+    ) -> oneshot::Sender<T> {
+        let (tx, rx) = oneshot::channel();
+        ctx.spawn(
+            async move {
+                let got = tokio::select! {
+                    v = rx => Some(v),
+                    _ = real.closed() => None,
+                };
+                match got {
+                    Some(Ok(v)) => {
+                        let _ = real.send(v);
+                        false
+                    }
+                    Some(Err(_)) => false,
+                    None => true,
+                }
+            }
+            .into_actor(self)
+            .map(move |withdrawn, act, ctx| {
+                if withdrawn {
+                    act.user_asks.remove(&key);
+                    act.apply(Event::AskWithdrawn(key), ctx);
+                }
+            }),
+        );
+        tx
     }
 }
 

@@ -8,6 +8,7 @@
 mod actor;
 mod approvals;
 mod commands;
+mod elicit;
 pub mod history;
 mod input;
 mod inputs;
@@ -95,6 +96,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         builtins: true,
         // Quitting the TUI gives every server its own grace.
         shutdown_grace: None,
+        interactive: true,
     };
     let session = Session::start(opts, &cfg, cfg.servers.clone(), start)?;
     let mut resumed = Vec::new();
@@ -180,6 +182,10 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         .supervisor
         .do_send(Subscribe(tui.clone().recipient()));
     watcher.do_send(SubscribeConfig(tui.clone().recipient()));
+    // Servers' questions (elicitation, sampling) are asked here from now on.
+    session
+        .desk
+        .do_send(crate::app::asks::SetUser(tui.clone().recipient()));
     let code = tokio::select! {
         code = done_rx => code.unwrap_or(1),
         _ = signalled(&tui) => 130,

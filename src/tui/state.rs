@@ -2,7 +2,8 @@
 //! record and tool result is an [`Event`]; [`update`] changes the [`State`] and returns the
 //! [`Effect`]s the `Tui` actor carries out. Nothing here touches a terminal or an actor.
 //!
-//! [`update`] only routes: a key goes to the question waiting for an answer, else to the open
+//! [`update`] only routes: a key goes to the question waiting for an answer (a tool approval,
+//! then a server's question), else to the open
 //! modal's feature (panel, trace, help, trust), else to the input; other events go to the feature
 //! they are about. Each feature module (`input`, `transcript`, `commands`, `approvals`, `panel`,
 //! `trace`, `trust`) owns its types, its keys, its layout numbers and its drawing; its public
@@ -23,6 +24,7 @@ pub use super::approvals::Approval;
 use super::approvals::{approval_key, asked, decline_all};
 use super::commands::help_key;
 pub use super::commands::COMMANDS;
+pub use super::elicit::{AskAnswer, AskKind, PendingAsk};
 pub use super::input::MAX_INPUT_ROWS;
 use super::input::{paste, session_key};
 use super::inputs::input_key;
@@ -54,6 +56,10 @@ pub enum Event {
     },
     /// The engine asks whether a tool call may run; answer with [`Effect::Answer`].
     ApprovalAsked(Approval),
+    /// A server asks the user (elicitation, sampling); answer with [`Effect::AnswerAsk`].
+    Asked(PendingAsk),
+    /// The server stopped waiting for that question.
+    AskWithdrawn(u64),
     /// Pasted text.
     Paste(String),
     /// The terminal's size changed.
@@ -121,6 +127,15 @@ pub enum Effect {
         /// Run it.
         yes: bool,
     },
+    /// The user's answer to [`Event::Asked`].
+    AnswerAsk {
+        /// Which question.
+        key: u64,
+        /// The answer.
+        answer: AskAnswer,
+    },
+    /// Open a URL elicitation's page in the browser (after the user's yes).
+    OpenUrl(String),
     /// Start a new conversation with the model (`/clear`).
     ClearConversation,
     /// `/resume`: list the saved conversations (empty), or continue the one with this id.
@@ -188,6 +203,8 @@ pub struct State {
     pub context_window: Option<u64>,
     /// Tool calls waiting for the user's yes or no, the first one shown.
     pub approvals: std::collections::VecDeque<Approval>,
+    /// Servers' questions waiting for the user, the first one shown (after tool approvals).
+    pub asks: std::collections::VecDeque<PendingAsk>,
     /// Tools the user allowed for the rest of the session (`a`).
     pub always_allowed: std::collections::BTreeSet<String>,
     /// Lines scrolled back from the bottom.
@@ -275,6 +292,7 @@ impl State {
             busy: false,
             cancelling: false,
             approvals: Default::default(),
+            asks: Default::default(),
             always_allowed: Default::default(),
             config_path,
             sources: BTreeMap::new(),
@@ -302,6 +320,11 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             effects
         }
         Event::ApprovalAsked(a) => asked(state, a),
+        Event::Asked(a) => super::elicit::asked(state, a),
+        Event::AskWithdrawn(key) => {
+            super::elicit::withdrawn(state, key);
+            Vec::new()
+        }
         Event::CallProgress {
             id,
             progress,
@@ -313,12 +336,12 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
         }
         Event::Paste(text) => {
             match &mut state.modal {
-                None => paste(state, &text),
+                None if state.asks.is_empty() && state.approvals.is_empty() => paste(state, &text),
                 // A pasted token: its first line.
                 Some(Modal::Input(v)) => v
                     .value
                     .push_str(text.lines().next().unwrap_or_default().trim_end()),
-                Some(_) => {}
+                _ => {}
             }
             Vec::new()
         }
@@ -390,6 +413,7 @@ fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
                 "cancelling the turn; Ctrl+C again quits".to_owned(),
             ));
             let mut effects = decline_all(state);
+            effects.extend(super::elicit::cancel_all(state));
             effects.push(Effect::CancelTurn);
             return effects;
         }
@@ -412,6 +436,9 @@ fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
     }
     if !state.approvals.is_empty() {
         return approval_key(state, key);
+    }
+    if !state.asks.is_empty() {
+        return super::elicit::ask_key(state, key);
     }
     match state.modal.take() {
         Some(Modal::Panel(p)) => panel_key(state, p, key),

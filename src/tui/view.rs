@@ -85,6 +85,9 @@ pub fn view(state: &State, frame: &mut Frame) {
     // A question about a tool call goes over everything: the turn waits on it.
     if state.approvals.front().is_some() {
         super::approvals::draw_approval(state, frame, main);
+    } else if state.asks.front().is_some() {
+        // A server's question (its call, and so the turn, waits on it).
+        super::elicit::draw_ask(state, frame, main);
     }
 }
 

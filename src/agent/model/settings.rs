@@ -48,6 +48,10 @@ pub struct Settings {
     pub context_windows: std::collections::BTreeMap<String, u64>,
     /// Compact before a turn once the last request used this share of the window (0: never).
     pub compact_at: f64,
+    /// Other models of the chosen provider that a server's sampling request may pick with its
+    /// `modelPreferences` hints (`[anthropic] sampling_models`, `[openai] sampling_models`);
+    /// empty = only the configured model.
+    pub sampling_models: Vec<String>,
 }
 
 /// One model's price in USD per million tokens.
@@ -188,6 +192,8 @@ struct Section {
     max_tokens_field: Option<Spanned<MaxTokensField>>,
     /// OpenAI only (rejected under `[anthropic]` by [`parse_file`]); absent = by host.
     tool_images: Option<Spanned<bool>>,
+    /// Models a server's sampling hints may pick besides `model`.
+    sampling_models: Option<Vec<String>>,
 }
 
 impl Section {
@@ -202,6 +208,7 @@ impl Section {
             prompt_caching: top.prompt_caching.or(self.prompt_caching),
             max_tokens_field: top.max_tokens_field.or(self.max_tokens_field),
             tool_images: top.tool_images.or(self.tool_images),
+            sampling_models: top.sampling_models.or(self.sampling_models),
         }
     }
 }
@@ -430,6 +437,7 @@ pub fn resolve_from(
         prices: prices.clone(),
         context_windows: context_windows.clone(),
         compact_at,
+        sampling_models: Vec::new(),
     };
     let Some((kind, origin)) = chosen else {
         return Ok(settings(None));
@@ -488,7 +496,8 @@ pub fn resolve_from(
         });
     }
     let secs = |v: Option<NonZeroU64>, d: u64| Duration::from_secs(v.map_or(d, NonZeroU64::get));
-    Ok(settings(Some(ProviderConfig {
+    let sampling_models = section.sampling_models.clone().unwrap_or_default();
+    let mut out = settings(Some(ProviderConfig {
         kind,
         base_url,
         api_key,
@@ -502,7 +511,9 @@ pub fn resolve_from(
             .max_tokens_field
             .map_or(MaxTokensField::Auto, Spanned::into_inner),
         tool_images: section.tool_images.map(Spanned::into_inner),
-    })))
+    }));
+    out.sampling_models = sampling_models;
+    Ok(out)
 }
 
 /// Whether `url` is the provider's own endpoint (which needs a key).
@@ -614,6 +625,7 @@ mod tests {
                 prices: s.prices.clone(),
                 context_windows: s.context_windows.clone(),
                 compact_at: 0.8,
+                sampling_models: Vec::new(),
             }
         );
         assert_eq!(s.context_window("claude-sonnet-4-5"), Some(200_000));
