@@ -874,6 +874,8 @@ impl StreamHandler<TurnItem> for Tui {
                         key,
                         name: q.name,
                         args,
+                        call: Some(q.id),
+                        scroll: 0,
                     }),
                     ctx,
                 );
