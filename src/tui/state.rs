@@ -193,6 +193,8 @@ pub struct State {
     pub session_id: Option<String>,
     /// Tools the user turned off for this session (`/tools off NAME`).
     pub disabled_tools: std::collections::BTreeSet<String>,
+    /// The candidates of an ambiguous Tab, shown until the next key.
+    pub popup: Option<Vec<(String, String)>>,
     /// The spinner's frame while busy (advanced by the actor's clock).
     pub spinner: usize,
     /// Seconds the running turn has taken so far (set by the actor's clock).
@@ -272,6 +274,7 @@ impl State {
             context_window: None,
             spinner: 0,
             busy_secs: 0,
+            popup: None,
             settings: None,
             model_id: None,
             usage: BTreeMap::new(),

@@ -556,6 +556,25 @@ fn a_waiting_call_says_so_and_its_long_arguments_scroll() {
     assert!(after.contains("write_file builtin · running"), "{after}");
 }
 
+/// Typing `/` opens the menu of commands with what each does, narrowed as more is typed; an
+/// ambiguous Tab after `/call` lists the tools in a popup with their servers.
+#[test]
+fn the_slash_menu_and_the_tab_popup() {
+    let mut s = with_servers(&["everything"], 3);
+    typed(&mut s, "/");
+    let all = render(&mut s, 80, 16);
+    s.input.clear();
+    s.cursor = 0;
+    typed(&mut s, "/c");
+    let narrowed = render(&mut s, 80, 16);
+    s.input.clear();
+    s.cursor = 0;
+    typed(&mut s, "/call mcp__everything__t");
+    update(&mut s, key_event(KeyCode::Tab));
+    let popup = render(&mut s, 80, 16);
+    insta::assert_snapshot!(format!("{all}\n{narrowed}\n{popup}"));
+}
+
 #[test]
 fn trust_screen_lists_each_unapproved_server_with_its_command_line() {
     let unapproved = |c: &str| ServerState {

@@ -63,6 +63,7 @@ pub fn view(state: &State, frame: &mut Frame) {
         input_sep,
     );
     super::input::draw_input(state, frame, input);
+    super::input::draw_menu(state, frame, main);
     if bar {
         frame.render_widget(Paragraph::new(mcp_bar(&state.servers, mcp.width)), mcp);
     }
