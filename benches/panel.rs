@@ -54,6 +54,7 @@ fn state(n: usize) -> State {
         connect_time: Duration::from_millis(80),
         transport: "stdio",
         pid: Some(1),
+        notes: Vec::new(),
     };
     let snap: BTreeMap<String, ServerState> = [(
         "big".to_owned(),

@@ -15,6 +15,16 @@ pub enum CallError {
         /// The name asked for.
         name: String,
     },
+    /// The server has the tool, but its `enabledTools`/`disabledTools` leave it out.
+    #[error("tool \"{tool}\" of server \"{server}\" is left out by the server's {filter} in .mcp.json; change that list to use it")]
+    ToolFiltered {
+        /// The server's name in `.mcp.json`.
+        server: String,
+        /// The tool's name on the server.
+        tool: String,
+        /// `enabledTools` or `disabledTools`.
+        filter: &'static str,
+    },
     /// The owning server is not connected.
     #[error("server \"{server}\" is {reason}")]
     ServerUnavailable {

@@ -171,6 +171,17 @@ pub struct ServerGone {
 #[rtype(result = "Arc<Vec<ToolEntry>>")]
 pub struct ListTools;
 
+/// Why tool `tool` of server `server` (its own name) is not registered, when its filters leave
+/// it out (`None` otherwise: the server does not have it).
+#[derive(Debug, Message)]
+#[rtype(result = "Option<crate::error::CallError>")]
+pub struct WhyFiltered {
+    /// The server's name in `.mcp.json`.
+    pub server: String,
+    /// The tool's name on the server.
+    pub tool: String,
+}
+
 // ---- server lifecycle ---------------------------------------------------------------------------
 
 /// What a connection settled on in its handshake.
@@ -190,6 +201,9 @@ pub struct ConnectionInfo {
     pub transport: &'static str,
     /// The child's pid (also its process group), for stdio servers.
     pub pid: Option<u32>,
+    /// What the user should know about this connection's config, one line each (an
+    /// `enabledTools`/`disabledTools` entry that names no tool of the server).
+    pub notes: Vec<String>,
 }
 
 /// Something happened to one server actor (sent to the supervisor).

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::error::CallError;
 use crate::messages::{
     CallBuiltin, CallServerTool, CallTool, ListTools, ServerGone, ServerTools, SetBuiltins,
-    ToolEntry,
+    ToolEntry, WhyFiltered,
 };
 use crate::naming::{full_name_prefixed, sanitize, server_prefix};
 use crate::protocol::types::{CallToolResult, Tool};
@@ -134,6 +134,32 @@ impl ToolRegistry {
         self.entries = Arc::new(entries);
     }
 
+    /// The server and tool a registered-style `name` would be if the server's filters did not
+    /// leave it out, with the filter that does.
+    fn filtered_owner(&self, name: &str) -> Option<CallError> {
+        self.servers.iter().find_map(|(server, table)| {
+            let prefix = server_prefix(server);
+            let rest = name.strip_prefix(prefix.as_str())?;
+            let t = table
+                .tools
+                .iter()
+                .find(|t| full_name_prefixed(&prefix, &t.name) == name || t.name == rest)?;
+            if table.spec.tool_enabled(&t.name) {
+                return None;
+            }
+            let filter = if table.spec.disabled_tools.iter().any(|d| *d == t.name) {
+                "disabledTools"
+            } else {
+                "enabledTools"
+            };
+            Some(CallError::ToolFiltered {
+                server: server.clone(),
+                tool: t.name.clone(),
+                filter,
+            })
+        })
+    }
+
     fn unavailable_owner(&self, name: &str) -> Option<(&String, &String)> {
         self.unavailable.iter().find(|(server, _)| {
             name.strip_prefix("mcp__")
@@ -202,6 +228,14 @@ impl Handler<ListTools> for ToolRegistry {
     }
 }
 
+impl Handler<WhyFiltered> for ToolRegistry {
+    type Result = Option<CallError>;
+
+    fn handle(&mut self, msg: WhyFiltered, _ctx: &mut Context<Self>) -> Self::Result {
+        self.filtered_owner(&crate::naming::full_name(&msg.server, &msg.tool))
+    }
+}
+
 impl Handler<CallTool> for ToolRegistry {
     type Result = ResponseFuture<Result<CallToolResult, CallError>>;
 
@@ -262,7 +296,9 @@ impl Handler<CallTool> for ToolRegistry {
                         server: server.clone(),
                         reason: reason.clone(),
                     },
-                    None => CallError::UnknownTool { name: msg.name },
+                    None => self
+                        .filtered_owner(&msg.name)
+                        .unwrap_or(CallError::UnknownTool { name: msg.name }),
                 };
                 Box::pin(async move { Err(err) })
             }

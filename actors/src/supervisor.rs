@@ -370,6 +370,11 @@ impl Handler<ServerEvent> for ServerSupervisor {
                 };
                 entry.ever_connected = true;
                 entry.era = Some(info.era);
+                let mut info = info;
+                info.notes = filter_notes(&entry.spec, &tools);
+                for n in &info.notes {
+                    tracing::warn!(target: "mcp", server = %ev.server, "{n}");
+                }
                 let count = tools
                     .iter()
                     .filter(|t| entry.spec.tool_enabled(&t.name))
@@ -735,4 +740,33 @@ impl Handler<StatusChanged> for StatusForward {
             let _ = self.tx.send(state.status.clone());
         }
     }
+}
+/// A line for each `enabledTools`/`disabledTools` entry of `spec` that names no tool the server
+/// lists: a typo there silently hides a tool, or silently filters nothing.
+fn filter_notes(
+    spec: &ServerSpec,
+    tools: &[std::sync::Arc<crate::protocol::types::Tool>],
+) -> Vec<String> {
+    let has = |n: &str| tools.iter().any(|t| t.name == n);
+    let mut notes = Vec::new();
+    for (list, key) in [
+        (
+            spec.enabled_tools.as_deref().unwrap_or_default(),
+            "enabledTools",
+        ),
+        (spec.disabled_tools.as_slice(), "disabledTools"),
+    ] {
+        let unknown: Vec<&str> = list
+            .iter()
+            .map(String::as_str)
+            .filter(|n| !has(n))
+            .collect();
+        if !unknown.is_empty() {
+            notes.push(format!(
+                "{key} names no tool of this server: {}; check the spelling in .mcp.json",
+                unknown.join(", ")
+            ));
+        }
+    }
+    notes
 }

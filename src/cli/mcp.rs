@@ -464,6 +464,15 @@ async fn get(
 ) -> anyhow::Result<ExitCode> {
     ensure_connected(snap, server)?;
     let tools = server_tools(rt, server).await?;
+    if let Some(ServerState {
+        status: ServerStatus::Connected { info, .. },
+        ..
+    }) = snap.get(server)
+    {
+        for n in &info.notes {
+            eprintln!("[mcp] {server}: {}", clean_line(n));
+        }
+    }
     if as_json {
         let rows: Vec<Value> = tools
             .iter()
@@ -559,6 +568,13 @@ async fn call(
     ensure_connected(snap, server)?;
     let tools = server_tools(rt, server).await?;
     let Some(entry) = tools.iter().find(|t| t.tool.name == tool) else {
+        let why = harness9_actors::messages::WhyFiltered {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+        };
+        if let Ok(Some(e)) = rt.registry.send(why).await {
+            return Err(UsageError(e.to_string()).into());
+        }
         let names: Vec<&str> = tools.iter().map(|t| t.tool.name.as_str()).collect();
         return Err(UsageError(format!(
             "server \"{server}\" has no tool \"{tool}\" (tools: {})",

@@ -75,10 +75,11 @@ impl State {
                 3 + usize::from(!stderr_tail.is_empty()) + stderr_tail.len()
             }
             Some(ServerStatus::Connected { info, .. }) => {
-                3 + info
-                    .instructions
-                    .as_deref()
-                    .map_or(0, |i| i.trim_end().lines().count().min(6) + 1)
+                3 + info.notes.len()
+                    + info
+                        .instructions
+                        .as_deref()
+                        .map_or(0, |i| i.trim_end().lines().count().min(6) + 1)
             }
             _ => 3,
         }
@@ -215,6 +216,12 @@ fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
                 ),
                 DIM,
             ));
+            for n in &info.notes {
+                lines.push(Line::styled(
+                    format!("! {}", clean_line(n)),
+                    Style::new().fg(Color::Yellow),
+                ));
+            }
             if let Some(instr) = &info.instructions {
                 lines.push(Line::styled("instructions:", DIM));
                 for l in instr.trim_end().lines().take(6) {

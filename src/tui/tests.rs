@@ -35,6 +35,7 @@ pub(crate) fn connected(tools: usize, ms: u64) -> ServerState {
                 connect_time: Duration::from_millis(ms),
                 transport: "stdio",
                 pid: Some(4242),
+                notes: Vec::new(),
             },
         },
     }

@@ -463,3 +463,31 @@ fn a_vscode_input_comes_from_its_variable_or_the_kept_value_and_the_error_names_
     let row = list(&[]);
     assert_eq!(row["status"], "connected", "{row}");
 }
+
+/// A tool left out by the server's filters is named as filtered (and by which list), not as
+/// unknown; a filter entry that names no tool of the server is pointed out.
+#[test]
+fn filtered_tools_are_named_and_unknown_filter_entries_warned() {
+    let mut e = everything_json(json!({}));
+    e["disabledTools"] = json!(["get-sum", "get-summ"]);
+    let dir = project_with("filters", json!({ "e": e }));
+    let out = harness9(
+        &dir,
+        &["mcp", "call", "e", "get-sum", "--args", r#"{"a":1,"b":2}"#],
+        None,
+    );
+    let err = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(r#"tool "get-sum" of server "e" is left out by the server's disabledTools"#),
+        "{err}"
+    );
+    let out = harness9(&dir, &["mcp", "get", "e"], None);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("disabledTools names no tool of this server: get-summ"),
+        "{err}"
+    );
+    assert!(!err.contains("get-sum,"), "only the unknown entry: {err}");
+}

@@ -254,6 +254,7 @@ impl McpServer {
                     connect_time: self.started.elapsed(),
                     transport: self.kind,
                     pid: u32::try_from(self.pgid).ok().filter(|p| *p > 0),
+                    notes: Vec::new(),
                 };
                 tracing::info!(target: "mcp", server = %self.name, tools = tools.len(), version = %info.protocol_version, "connected");
                 self.events.do_send(ServerEvent {
