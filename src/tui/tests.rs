@@ -32,6 +32,7 @@ pub(crate) fn connected(tools: usize, ms: u64) -> ServerState {
                     title: None,
                 },
                 instructions: None,
+                capabilities: Default::default(),
                 connect_time: Duration::from_millis(ms),
                 transport: "stdio",
                 pid: Some(4242),

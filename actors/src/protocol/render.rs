@@ -99,6 +99,7 @@ mod tests {
             structured_content: None,
             is_error: false,
             result_type: None,
+            schema_error: None,
         };
         assert_eq!(r.text(), "a\n[image image/png 1.2 KB]\nb");
     }

@@ -266,6 +266,7 @@ impl Reply {
             structured_content: None,
             is_error: self.is_error,
             result_type: None,
+            schema_error: None,
         }
     }
 }

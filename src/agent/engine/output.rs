@@ -51,6 +51,7 @@ pub fn from_result(r: &CallToolResult) -> (Vec<ResultPart>, String) {
                     structured_content: None,
                     is_error: false,
                     result_type: None,
+                    schema_error: None,
                 };
                 if !text.is_empty() {
                     text.push('\n');
@@ -155,6 +156,7 @@ mod tests {
             structured_content: None,
             is_error: false,
             result_type: None,
+            schema_error: None,
         };
         let (parts, text) = from_result(&r);
         assert_eq!(

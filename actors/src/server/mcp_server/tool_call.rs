@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 
+use crate::spec::Roots;
 use actix::prelude::*;
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
@@ -67,7 +68,7 @@ struct StatelessCallParams<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     arguments: Option<&'a Value>,
     #[serde(rename = "_meta")]
-    meta: StatelessMeta,
+    meta: StatelessMeta<'a>,
     #[serde(flatten)]
     answers: Option<&'a Map<String, Value>>,
 }
@@ -84,11 +85,11 @@ struct Interim {
 
 /// The retry's extra params: an answer for every input request the seam can answer, and the
 /// `requestState` exactly as it came (left out when none came).
-fn answers(interim: Interim, cwd: &std::path::Path) -> Map<String, Value> {
+fn answers(interim: Interim, roots: &Roots, cwd: &std::path::Path) -> Map<String, Value> {
     let mut responses = Map::new();
     for (key, req) in interim.input_requests.unwrap_or_default() {
         let method = req.get("method").and_then(Value::as_str).unwrap_or("");
-        if let Ok(v) = input::answer(method, req.get("params"), cwd) {
+        if let Ok(v) = input::answer(method, req.get("params"), roots, cwd) {
             responses.insert(key, v);
         }
     }
@@ -116,6 +117,7 @@ impl McpServer {
             id
         });
         // Serialized straight from the call's parts: the arguments are never copied.
+        let client = self.client.clone();
         let line = match self.stateless() {
             None => {
                 let params = CallToolParams {
@@ -129,7 +131,7 @@ impl McpServer {
                 let params = StatelessCallParams {
                     name: tool,
                     arguments,
-                    meta: StatelessMeta::new(version, token),
+                    meta: client.meta(version, token),
                     answers: answers.as_ref(),
                 };
                 jsonrpc::request_line(id, "tools/call", Some(&params))
@@ -197,10 +199,10 @@ impl Handler<CallServerTool> for McpServer {
         } else {
             (None, None)
         };
-        let cwd: PathBuf = if stateless {
-            self.cwd.clone()
+        let (roots, cwd): (Roots, PathBuf) = if stateless {
+            (self.roots.clone(), self.cwd.clone())
         } else {
-            PathBuf::new()
+            (Roots::Off, PathBuf::new())
         };
         let mut round = self.call_round(&tool, msg.arguments.as_ref(), msg.progress, None);
         let writer = self.writer.clone();
@@ -273,7 +275,7 @@ impl Handler<CallServerTool> for McpServer {
                                 tool: tool.clone(),
                                 detail: e.to_string(),
                             })?;
-                        let extra = answers(interim, &cwd);
+                        let extra = answers(interim, &roots, &cwd);
                         carried = Some(extra.clone());
                         let next = NextRound {
                             tool: tool.clone(),
