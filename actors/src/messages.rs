@@ -179,6 +179,11 @@ pub struct ServerGone {
 #[rtype(result = "Arc<Vec<ToolEntry>>")]
 pub struct ListTools;
 
+/// The names of every connected server, in order of first connect.
+#[derive(Debug, Message)]
+#[rtype(result = "Vec<String>")]
+pub struct ListServers;
+
 /// The `instructions` of every connected server that gave some, by server name (the same `Arc`
 /// until a server with instructions connects or leaves, so a caller can cache what it builds).
 #[derive(Debug, Message)]

@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::error::{CallError, RequestError};
 use crate::messages::{
     CallBuiltin, CallServerTool, CallTool, Complete, GetInstructions, GetPrompt, ListPrompts,
-    ListResourceTemplates, ListResources, ListTools, ReadResource, ServerGone, ServerRequest,
+    ListResourceTemplates, ListResources, ListServers, ListTools, ReadResource, ServerGone, ServerRequest,
     ServerTools, SetBuiltins, SubscribeResource, ToolEntry,
 };
 use crate::naming::{full_name_prefixed, sanitize, server_prefix};
@@ -277,6 +277,18 @@ impl Handler<ListTools> for ToolRegistry {
 
     fn handle(&mut self, _msg: ListTools, _ctx: &mut Context<Self>) -> Self::Result {
         MessageResult(self.entries.clone())
+    }
+}
+
+impl Handler<ListServers> for ToolRegistry {
+    type Result = Vec<String>;
+
+    fn handle(&mut self, _msg: ListServers, _ctx: &mut Context<Self>) -> Vec<String> {
+        self.order
+            .iter()
+            .filter(|s| self.servers.contains_key(*s))
+            .cloned()
+            .collect()
     }
 }
 

@@ -66,7 +66,12 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         return oauth_command(&config, server, matches!(cmd, McpCommand::Login { .. })).await;
     }
     let only = match cmd {
-        McpCommand::Get { server, .. } | McpCommand::Call { server, .. } => Some(server.as_str()),
+        McpCommand::Get { server, .. }
+        | McpCommand::Call { server, .. }
+        | McpCommand::Resources { server, .. }
+        | McpCommand::Read { server, .. }
+        | McpCommand::Prompts { server, .. }
+        | McpCommand::Prompt { server, .. } => Some(server.as_str()),
         _ => None,
     };
     let specs: Vec<ServerSpec> = match only {
@@ -125,6 +130,32 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
                     json.json,
                 )
                 .await
+            }
+            McpCommand::Resources { server, json } => {
+                ensure_connected(&snap, server)?;
+                super::resources::resources(rt, server, json.json).await
+            }
+            McpCommand::Read {
+                server,
+                uri,
+                out,
+                json,
+            } => {
+                ensure_connected(&snap, server)?;
+                super::resources::read(rt, server, uri, out.as_deref(), json.json).await
+            }
+            McpCommand::Prompts { server, json } => {
+                ensure_connected(&snap, server)?;
+                super::resources::prompts(rt, server, json.json).await
+            }
+            McpCommand::Prompt {
+                server,
+                name,
+                args,
+                json,
+            } => {
+                ensure_connected(&snap, server)?;
+                super::resources::prompt(rt, server, name, args.as_deref(), json.json).await
             }
             _ => Ok(ExitCode::SUCCESS),
         }
@@ -480,23 +511,7 @@ async fn call(
 ) -> anyhow::Result<ExitCode> {
     let arguments = match args {
         None => None,
-        Some(text) => {
-            let text = if text == "-" {
-                let mut s = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut s)
-                    .context("cannot read --args from stdin")?;
-                s
-            } else {
-                text.to_owned()
-            };
-            let v: Value = serde_json::from_str(&text)
-                .with_context(|| format!("--args is not valid JSON: {text:.200}"))?;
-            if !v.is_object() {
-                bail!("--args must be a JSON object, like '{{\"text\": \"hi\"}}'");
-            }
-            Some(v)
-        }
+        Some(text) => Some(args_object(text)?),
     };
     let timeout = match timeout.map(|t| config::timeout_secs("--timeout", t)) {
         Some(Ok(t)) => Some(t),
@@ -553,6 +568,25 @@ async fn call(
             Err(anyhow::Error::new(e))
         }
     }
+}
+
+/// `--args`: a JSON object given inline, or `-` to read it from stdin.
+pub(super) fn args_object(text: &str) -> anyhow::Result<Value> {
+    let text = if text == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("cannot read --args from stdin")?;
+        s
+    } else {
+        text.to_owned()
+    };
+    let v: Value = serde_json::from_str(&text)
+        .with_context(|| format!("--args is not valid JSON: {text:.200}"))?;
+    if !v.is_object() {
+        bail!("--args must be a JSON object, like '{{\"text\": \"hi\"}}'");
+    }
+    Ok(v)
 }
 
 /// The `.mcp.json` entry `mcp add` writes.

@@ -4,6 +4,7 @@
 
 pub mod conformance;
 pub mod mcp;
+pub mod resources;
 pub mod run;
 
 use std::path::PathBuf;
@@ -160,6 +161,48 @@ pub enum McpCommand {
         /// Timeout in seconds (default: the server's toolTimeoutSec).
         #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
+        /// Output format.
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// List one server's resources and resource templates.
+    Resources {
+        /// The server's name in .mcp.json.
+        server: String,
+        /// Output format.
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Read one resource of a server; binary contents are summarised unless --out is given.
+    Read {
+        /// The server's name in .mcp.json.
+        server: String,
+        /// The resource's URI.
+        uri: String,
+        /// Write the contents (text or decoded binary) to this file instead.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Output format.
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// List one server's prompts with their arguments.
+    Prompts {
+        /// The server's name in .mcp.json.
+        server: String,
+        /// Output format.
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Get one prompt of a server (its messages) with arguments.
+    Prompt {
+        /// The server's name in .mcp.json.
+        server: String,
+        /// The prompt's name on that server.
+        name: String,
+        /// The arguments as a JSON object of strings, or - to read them from stdin.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,
