@@ -14,8 +14,8 @@ use serde_json::Value;
 use crate::error::{CallError, RequestError};
 use crate::messages::{
     CallBuiltin, CallServerTool, CallTool, Complete, GetInstructions, GetPrompt, ListPrompts,
-    ListResourceTemplates, ListResources, ListServers, ListTools, ReadResource, ServerGone, ServerRequest,
-    ServerTools, SetBuiltins, SubscribeResource, ToolEntry,
+    ListResourceTemplates, ListResources, ListServers, ListTools, ReadResource, ServerGone,
+    ServerRequest, ServerTools, SetBuiltins, SubscribeResource, ToolEntry,
 };
 use crate::naming::{full_name_prefixed, sanitize, server_prefix};
 use crate::protocol::types::{CallToolResult, Tool};

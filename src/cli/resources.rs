@@ -75,11 +75,7 @@ pub async fn resources(rt: &Runtime, server: &str, as_json: bool) -> anyhow::Res
     if !templates.is_empty() {
         say!("\ntemplates:");
         for t in &templates {
-            say!(
-                "{}  {}",
-                clean_line(&t.uri_template),
-                clean_line(&t.name)
-            );
+            say!("{}  {}", clean_line(&t.uri_template), clean_line(&t.name));
             if let Some(d) = &t.description {
                 say!("  {}", clean_line(d));
             }
@@ -127,8 +123,7 @@ pub async fn read(
                 _ => {}
             }
         }
-        std::fs::write(path, &bytes)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
         say!("wrote {} bytes to {}", bytes.len(), path.display());
         return Ok(ExitCode::SUCCESS);
     }

@@ -100,7 +100,11 @@ impl Builtins {
     }
 
     /// The MCP resource tools ask `registry` (without it they say no server is connected).
-    pub fn with_registry(root: PathBuf, opts: BuiltinOptions, registry: Addr<harness9_actors::ToolRegistry>) -> Self {
+    pub fn with_registry(
+        root: PathBuf,
+        opts: BuiltinOptions,
+        registry: Addr<harness9_actors::ToolRegistry>,
+    ) -> Self {
         Self {
             shared: Arc::new(Shared {
                 root,

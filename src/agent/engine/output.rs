@@ -65,6 +65,13 @@ pub fn from_result(r: &CallToolResult) -> (Vec<ResultPart>, String) {
             text.push_str(&s.to_string());
         }
     }
+    // A structuredContent that does not match the outputSchema: the model is told.
+    if let Some(note) = r.schema_note() {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&note);
+    }
     flush(&mut text, &mut parts);
     (parts, r.text())
 }
