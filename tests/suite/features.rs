@@ -373,3 +373,85 @@ fn structured_content_is_checked_against_the_output_schema() {
         shutdown(rt, &[pid]).await;
     });
 }
+
+/// `mcp resources|read|prompts|prompt` against server-everything over stdio (`e`) and
+/// Streamable HTTP (`h`).
+#[test]
+fn headless_resource_and_prompt_commands_over_stdio_and_http() {
+    let port = free_port();
+    let _server = everything_http(port);
+    let dir = project_with(
+        "features-cli",
+        json!({"e": stdio_json(everything("x")),
+               "h": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}}),
+    );
+    let h9 = |args: &[&str]| {
+        let mut cmd = harness9_in(&dir);
+        cmd.args(args);
+        let out = output_within(cmd, None, T);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    for s in ["e", "h"] {
+        let out = h9(&["mcp", "resources", s]);
+        assert!(
+            out.starts_with(&format!("server \"{s}\": "))
+                && out.contains("demo://resource/static/document/features.md")
+                && out.contains("templates:\ndemo://resource/dynamic/text/{resourceId}"),
+            "{out}"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&h9(&["mcp", "resources", s, "--json"])).unwrap();
+        assert!(
+            v["resourceTemplates"]
+                .as_array()
+                .is_some_and(|t| t.len() >= 2),
+            "{v}"
+        );
+        let out = h9(&["mcp", "read", s, "demo://resource/dynamic/text/5"]);
+        assert!(out.starts_with("Resource 5:"), "{out}");
+        let out = h9(&["mcp", "read", s, "demo://resource/dynamic/blob/5"]);
+        assert!(out.starts_with("[binary contents: "), "{out}");
+        let v: serde_json::Value = serde_json::from_str(&h9(&[
+            "mcp",
+            "read",
+            s,
+            "demo://resource/dynamic/blob/5",
+            "--json",
+        ]))
+        .unwrap();
+        assert!(v["contents"][0]["blob"].is_string(), "{v}");
+        let out = h9(&["mcp", "prompts", s]);
+        assert!(out.contains("\nargs-prompt city [state]\n"), "{out}");
+        let out = h9(&[
+            "mcp",
+            "prompt",
+            s,
+            "args-prompt",
+            "--args",
+            r#"{"city": "Oslo"}"#,
+        ]);
+        assert!(out.contains("[user]\n") && out.contains("Oslo"), "{out}");
+        let v: serde_json::Value =
+            serde_json::from_str(&h9(&["mcp", "prompt", s, "simple-prompt", "--json"])).unwrap();
+        assert_eq!(v["messages"][0]["role"], "user", "{v}");
+    }
+    // A file for binary contents.
+    let file = dir.join("blob.bin");
+    let out = h9(&[
+        "mcp",
+        "read",
+        "e",
+        "demo://resource/dynamic/blob/5",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.starts_with("wrote "), "{out}");
+    assert!(std::fs::metadata(&file).unwrap().len() > 0);
+}
