@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use crossterm::event::{Event as TermEvent, EventStream};
 use futures_util::StreamExt as _;
-use harness9_actors::messages::{CallTool, ListTools, Login, Restart, StatusChanged, ToolEntry};
+use harness9_actors::messages::{
+    CallTool, ListResourceTemplates, ListResources, ListTools, Login, Restart, ServerNotice,
+    StatusChanged, ToolEntry,
+};
 use harness9_actors::trace::WireRecord;
 use harness9_actors::{ServerSupervisor, ToolRegistry};
 use ratatui::backend::CrosstermBackend;
@@ -323,6 +326,33 @@ impl Tui {
             }
             Effect::Panic => panic!("/panic: a deliberate panic (HARNESS9_DEBUG_PANIC=1)"),
             Effect::ApproveServers(servers) => self.watcher.do_send(ApproveServers(servers)),
+            Effect::LoadResources(server) => {
+                let registry = self.registry.clone();
+                let name = server.clone();
+                ctx.spawn(
+                    async move {
+                        let resources = registry
+                            .send(ListResources {
+                                server: name.clone(),
+                            })
+                            .await
+                            .map_err(|_| "the tool registry stopped".to_owned())?
+                            .map_err(|e| e.to_string())?;
+                        // A server without templates may refuse the method: none, then.
+                        let templates = registry
+                            .send(ListResourceTemplates { server: name })
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                            .unwrap_or_default();
+                        Ok((resources, templates))
+                    }
+                    .into_actor(self)
+                    .map(move |result, act, ctx| {
+                        act.apply(Event::Resources { server, result }, ctx);
+                    }),
+                );
+            }
         }
     }
 
@@ -513,6 +543,14 @@ impl StreamHandler<WireRecord> for Tui {
     }
 
     fn finished(&mut self, _ctx: &mut Context<Self>) {}
+}
+
+impl Handler<ServerNotice> for Tui {
+    type Result = ();
+
+    fn handle(&mut self, msg: ServerNotice, ctx: &mut Context<Self>) {
+        self.apply(Event::ServerNotice(msg), ctx);
+    }
 }
 
 impl Handler<StatusChanged> for Tui {

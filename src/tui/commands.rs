@@ -64,6 +64,7 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
                 selected,
                 scroll: 0,
             }));
+            return super::server_view::wanted(state);
         }
         "/trace" => {
             state.modal = Some(Modal::Trace(TraceView {

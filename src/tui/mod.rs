@@ -12,6 +12,7 @@ pub mod history;
 mod input;
 mod markdown;
 mod panel;
+mod server_view;
 pub mod state;
 mod trace;
 mod transcript;
@@ -137,6 +138,12 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         .runtime
         .supervisor
         .do_send(Subscribe(tui.clone().recipient()));
+    session
+        .runtime
+        .supervisor
+        .do_send(harness9_actors::messages::SubscribeNotices(
+            tui.clone().recipient(),
+        ));
     watcher.do_send(SubscribeConfig(tui.clone().recipient()));
     let code = tokio::select! {
         code = done_rx => code.unwrap_or(1),

@@ -66,6 +66,15 @@ pub enum Event {
     Engine(EngineEvent),
     /// The turn ended: `Ok` with a summary line, `Err` with the error.
     TurnDone(Result<String, String>),
+    /// A server's log line or change (`notifications/message`, list changes).
+    ServerNotice(harness9_actors::messages::ServerNotice),
+    /// A server's resources and templates, asked for with [`Effect::LoadResources`].
+    Resources {
+        /// The server's name.
+        server: String,
+        /// What it listed, or why not.
+        result: super::server_view::Loaded,
+    },
     /// A line for the transcript from the app (reload results, editor errors).
     Notice {
         /// Show as an error.
@@ -115,6 +124,8 @@ pub enum Effect {
     /// Approve these servers of the project config: `(name, command line the user saw)`; a
     /// server whose spec no longer has that command line is not approved.
     ApproveServers(Vec<(String, String)>),
+    /// List a server's resources and templates; reply with [`Event::Resources`].
+    LoadResources(String),
 }
 
 /// Which modal is open.
@@ -187,6 +198,8 @@ pub struct State {
     /// only for new ones (a declined server does not ask again until its command line changes
     /// or it was approved in between).
     pub trust_seen: std::collections::BTreeSet<(String, String)>,
+    /// Each server's log lines and resources, for the panel.
+    pub extras: BTreeMap<String, super::server_view::ServerExtras>,
 }
 
 impl State {
@@ -219,6 +232,7 @@ impl State {
             debug_panic: false,
             secrets: Vec::new(),
             trust_seen: Default::default(),
+            extras: BTreeMap::new(),
         }
     }
 }
@@ -271,6 +285,11 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             state.servers = s;
             super::panel::status_changed(state);
             super::trust::status_changed(state);
+            super::server_view::status_changed(state)
+        }
+        Event::ServerNotice(n) => super::server_view::notice(state, n),
+        Event::Resources { server, result } => {
+            super::server_view::loaded(state, server, result);
             Vec::new()
         }
         Event::Tools(t) => {

@@ -256,6 +256,90 @@ fn panel_with_a_failed_server_and_its_stderr() {
 }
 
 #[test]
+fn panel_shows_a_servers_log_and_resources_and_loads_them_once() {
+    use super::state::Effect;
+    use harness9_actors::messages::{NoticeKind, ServerNotice};
+    use harness9_actors::protocol::types::{Resource, ResourceTemplate};
+    let mut s = state_with(
+        vec![
+            ("everything", connected(1, 250)),
+            ("other", connected(0, 9)),
+        ],
+        vec![tool("everything", "echo", "Echoes back the input string")],
+    );
+    let log = |level: &str, text: &str| {
+        Event::ServerNotice(ServerNotice {
+            server: "everything".into(),
+            kind: NoticeKind::Log {
+                level: level.into(),
+                logger: Some("everything-server".into()),
+                text: text.into(),
+            },
+        })
+    };
+    update(
+        &mut s,
+        log("info", "Roots updated: 1 root(s) received from client"),
+    );
+    update(
+        &mut s,
+        log(
+            "warning",
+            "Warning-level message\u{1b}[2J with a tail\nsecond line",
+        ),
+    );
+    // Opening the panel asks for the selected server's resources, once.
+    typed(&mut s, "/mcp everything");
+    let effects = update(&mut s, key_event(KeyCode::Enter));
+    assert_eq!(effects, vec![Effect::LoadResources("everything".into())]);
+    assert!(render(&mut s, 80, 20).contains("resources: loading…"));
+    let resource = |uri: &str, name: &str| Resource {
+        uri: uri.into(),
+        name: name.into(),
+        title: None,
+        description: None,
+        mime_type: None,
+        size: None,
+    };
+    let template = ResourceTemplate {
+        uri_template: "demo://resource/dynamic/text/{resourceId}".into(),
+        name: "Dynamic Text Resource".into(),
+        title: None,
+        description: None,
+        mime_type: None,
+    };
+    update(
+        &mut s,
+        Event::Resources {
+            server: "everything".into(),
+            result: Ok((
+                vec![
+                    resource("demo://resource/static/document/features.md", "features.md"),
+                    resource("demo://resource/static/document/startup.md", "startup.md"),
+                ],
+                vec![template],
+            )),
+        },
+    );
+    // Tab to the other server and back: one load for it, none again for this one.
+    assert_eq!(
+        update(&mut s, key_event(KeyCode::Tab)),
+        vec![Effect::LoadResources("other".into())]
+    );
+    assert_eq!(update(&mut s, key_event(KeyCode::Tab)), vec![]);
+    insta::assert_snapshot!(render(&mut s, 80, 20));
+    // A list change drops the list and, with the panel on the server, loads it again.
+    let changed = update(
+        &mut s,
+        Event::ServerNotice(ServerNotice {
+            server: "everything".into(),
+            kind: NoticeKind::ResourcesChanged,
+        }),
+    );
+    assert_eq!(changed, vec![Effect::LoadResources("everything".into())]);
+}
+
+#[test]
 fn panel_with_10000_tools_scrolled_to_the_middle() {
     let tools: Vec<ToolEntry> = (0..10_000)
         .map(|i| {
