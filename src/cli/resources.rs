@@ -10,10 +10,9 @@ use base64::Engine as _;
 use harness9_actors::messages::{
     GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ReadResource,
 };
-use harness9_actors::protocol::types::{ContentBlock, ResourceContents};
 use serde_json::{json, Value};
 
-use crate::agent::builtins::resources::blob_summary;
+use crate::agent::builtins::resources::{block_text, contents_text};
 use crate::app::Runtime;
 use crate::sanitize::{clean_line, clean_text, to_json};
 
@@ -82,15 +81,6 @@ pub async fn resources(rt: &Runtime, server: &str, as_json: bool) -> anyhow::Res
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// One resource part as text: its text, or a summary of its blob.
-fn contents_text(c: &ResourceContents) -> String {
-    match (&c.text, &c.blob) {
-        (Some(t), _) => t.clone(),
-        (None, Some(b)) => blob_summary(c.mime_type.as_deref(), b),
-        (None, None) => "[no contents]".to_owned(),
-    }
 }
 
 /// `mcp read <server> <uri>`: the contents; blobs summarised, or every part written to
@@ -203,22 +193,6 @@ fn prompt_args(text: Option<&str>) -> anyhow::Result<BTreeMap<String, String>> {
         out.insert(k.clone(), s);
     }
     Ok(out)
-}
-
-/// One prompt message's content as text (images and audio summarised).
-pub fn block_text(block: &ContentBlock) -> String {
-    match block {
-        ContentBlock::Text { text } => text.clone(),
-        ContentBlock::Image { data, mime_type } | ContentBlock::Audio { data, mime_type } => {
-            blob_summary(Some(mime_type), data)
-        }
-        ContentBlock::Resource { resource } => {
-            format!("[resource {}]\n{}", resource.uri, contents_text(resource))
-        }
-        ContentBlock::ResourceLink { uri, name, .. } => format!("[resource link {name}: {uri}]"),
-        ContentBlock::Unknown { kind } => format!("[{kind} content]"),
-        _ => "[content]".to_owned(),
-    }
 }
 
 /// `mcp prompt <server> <name>`: the prompt's messages.

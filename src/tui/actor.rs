@@ -11,8 +11,8 @@ use actix::prelude::*;
 use crossterm::event::{Event as TermEvent, EventStream};
 use futures_util::StreamExt as _;
 use harness9_actors::messages::{
-    CallTool, ListResourceTemplates, ListResources, ListTools, Login, Restart, ServerNotice,
-    StatusChanged, ToolEntry,
+    CallTool, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ListTools, Login,
+    Restart, ServerNotice, StatusChanged, ToolEntry,
 };
 use harness9_actors::trace::WireRecord;
 use harness9_actors::{ServerSupervisor, ToolRegistry};
@@ -326,6 +326,36 @@ impl Tui {
             }
             Effect::Panic => panic!("/panic: a deliberate panic (HARNESS9_DEBUG_PANIC=1)"),
             Effect::ApproveServers(servers) => self.watcher.do_send(ApproveServers(servers)),
+            Effect::LoadPrompts(server) => {
+                let ask = self.registry.send(ListPrompts {
+                    server: server.clone(),
+                });
+                ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
+                    let result = match r {
+                        Ok(r) => r.map_err(|e| e.to_string()),
+                        Err(_) => Err("the tool registry stopped".to_owned()),
+                    };
+                    act.apply(Event::Prompts { server, result }, ctx);
+                }));
+            }
+            Effect::GetPrompt {
+                server,
+                name,
+                arguments,
+            } => {
+                let ask = self.registry.send(GetPrompt {
+                    server,
+                    name: name.clone(),
+                    arguments,
+                });
+                ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
+                    let result = match r {
+                        Ok(r) => r.map_err(|e| e.to_string()),
+                        Err(_) => Err("the tool registry stopped".to_owned()),
+                    };
+                    act.apply(Event::PromptGot { name, result }, ctx);
+                }));
+            }
             Effect::LoadResources(server) => {
                 let registry = self.registry.clone();
                 let name = server.clone();

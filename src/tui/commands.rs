@@ -91,6 +91,7 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
         }
         "/call" => return call_command(state, rest),
         "/panic" if state.debug_panic => return vec![Effect::Panic],
+        other if other.starts_with("/mcp__") => return super::prompts::run(state, other, rest),
         other => state.note(Entry::Error(format!(
             "unknown command {other}; /help lists the commands"
         ))),

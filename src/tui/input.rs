@@ -149,10 +149,12 @@ fn history_step(state: &mut State, back: bool) {
     state.cursor = state.input.chars().count();
 }
 
-/// Tab: completes a slash command, or a tool name after `/call `.
+/// Tab: completes a slash command (an MCP prompt's `/mcp__{server}__{prompt}` too), or a tool
+/// name after `/call `.
 fn complete(state: &mut State) {
     let input = state.input.clone();
-    let (prefix, candidates): (&str, Vec<&str>) = if let Some(rest) = input.strip_prefix("/call ") {
+    let (prefix, candidates): (&str, Vec<String>) = if let Some(rest) = input.strip_prefix("/call ")
+    {
         if rest.contains(' ') {
             return;
         }
@@ -163,6 +165,7 @@ fn complete(state: &mut State) {
                 .iter()
                 .map(|t| t.name.as_str())
                 .filter(|n| n.starts_with(rest))
+                .map(str::to_owned)
                 .collect(),
         )
     } else if input.starts_with('/') && !input.contains(' ') {
@@ -171,12 +174,15 @@ fn complete(state: &mut State) {
             COMMANDS
                 .iter()
                 .map(|(c, _)| *c)
+                .chain(super::prompts::commands(state))
                 .filter(|c| c.starts_with(input.as_str()))
+                .map(str::to_owned)
                 .collect(),
         )
     } else {
         return;
     };
+    let candidates: Vec<&str> = candidates.iter().map(String::as_str).collect();
     let head = if input.starts_with("/call ") {
         "/call "
     } else {

@@ -12,6 +12,7 @@ pub mod history;
 mod input;
 mod markdown;
 mod panel;
+mod prompts;
 mod server_view;
 pub mod state;
 mod trace;

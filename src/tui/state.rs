@@ -75,6 +75,20 @@ pub enum Event {
         /// What it listed, or why not.
         result: super::server_view::Loaded,
     },
+    /// A server's prompts, asked for with [`Effect::LoadPrompts`].
+    Prompts {
+        /// The server's name.
+        server: String,
+        /// What it listed, or why not.
+        result: Result<Vec<harness9_actors::protocol::types::Prompt>, String>,
+    },
+    /// A prompt's messages, asked for with [`Effect::GetPrompt`].
+    PromptGot {
+        /// The prompt's name (for messages).
+        name: String,
+        /// Its messages, or why not.
+        result: Result<harness9_actors::protocol::types::GetPromptResult, String>,
+    },
     /// A line for the transcript from the app (reload results, editor errors).
     Notice {
         /// Show as an error.
@@ -126,6 +140,17 @@ pub enum Effect {
     ApproveServers(Vec<(String, String)>),
     /// List a server's resources and templates; reply with [`Event::Resources`].
     LoadResources(String),
+    /// List a server's prompts; reply with [`Event::Prompts`].
+    LoadPrompts(String),
+    /// Get a prompt's messages; reply with [`Event::PromptGot`].
+    GetPrompt {
+        /// The server's name.
+        server: String,
+        /// The prompt's name on it.
+        name: String,
+        /// Its arguments.
+        arguments: BTreeMap<String, String>,
+    },
 }
 
 /// Which modal is open.
@@ -200,6 +225,8 @@ pub struct State {
     pub trust_seen: std::collections::BTreeSet<(String, String)>,
     /// Each server's log lines and resources, for the panel.
     pub extras: BTreeMap<String, super::server_view::ServerExtras>,
+    /// Every connected server's prompts, as slash commands.
+    pub prompts: super::prompts::PromptTable,
 }
 
 impl State {
@@ -233,6 +260,7 @@ impl State {
             secrets: Vec::new(),
             trust_seen: Default::default(),
             extras: BTreeMap::new(),
+            prompts: Default::default(),
         }
     }
 }
@@ -285,9 +313,21 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             state.servers = s;
             super::panel::status_changed(state);
             super::trust::status_changed(state);
-            super::server_view::status_changed(state)
+            let mut effects = super::server_view::status_changed(state);
+            effects.extend(super::prompts::status_changed(state));
+            effects
         }
-        Event::ServerNotice(n) => super::server_view::notice(state, n),
+        Event::ServerNotice(n) => {
+            if n.kind == harness9_actors::messages::NoticeKind::PromptsChanged {
+                return super::prompts::changed(state, &n.server);
+            }
+            super::server_view::notice(state, n)
+        }
+        Event::Prompts { server, result } => {
+            super::prompts::loaded(state, server, result);
+            Vec::new()
+        }
+        Event::PromptGot { name, result } => super::prompts::got(state, &name, result),
         Event::Resources { server, result } => {
             super::server_view::loaded(state, server, result);
             Vec::new()

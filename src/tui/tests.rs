@@ -635,3 +635,101 @@ fn trust_screen_scrolls_to_the_selected_server_and_counts_the_rest() {
     }
     insta::assert_snapshot!(render(&mut s, 60, 16));
 }
+
+#[test]
+fn mcp_prompts_are_slash_commands_with_completion_and_arguments() {
+    use super::state::Effect;
+    use harness9_actors::protocol::types::{
+        ContentBlock, GetPromptResult, Prompt, PromptArgument, PromptMessage, ServerCapabilities,
+    };
+    let mut ev = connected(1, 250);
+    if let ServerStatus::Connected { info, .. } = &mut ev.status {
+        info.capabilities = Arc::new(ServerCapabilities {
+            prompts: Some(serde_json::json!({"listChanged": true})),
+            ..Default::default()
+        });
+    }
+    let mut s = State::new(".mcp.json".into(), None, "set a key".into());
+    let snap: BTreeMap<String, ServerState> = [("everything".to_owned(), ev)].into();
+    // A server that offers prompts has them loaded when it connects.
+    assert_eq!(
+        update(&mut s, Event::Status(Arc::new(snap))),
+        vec![Effect::LoadPrompts("everything".into())]
+    );
+    let arg = |name: &str, required| PromptArgument {
+        name: name.into(),
+        description: None,
+        required,
+    };
+    let prompt = |name: &str, arguments| Prompt {
+        name: name.into(),
+        title: None,
+        description: None,
+        arguments,
+    };
+    update(
+        &mut s,
+        Event::Prompts {
+            server: "everything".into(),
+            result: Ok(vec![
+                prompt("args-prompt", vec![arg("city", true), arg("state", false)]),
+                prompt("simple-prompt", vec![]),
+            ]),
+        },
+    );
+    typed(&mut s, "/mcp__everything__a");
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.input, "/mcp__everything__args_prompt ");
+    typed(&mut s, "state=CA");
+    assert_eq!(update(&mut s, key_event(KeyCode::Enter)), vec![]);
+    typed(&mut s, "/mcp__everything__args_prompt Paris");
+    assert_eq!(
+        update(&mut s, key_event(KeyCode::Enter)),
+        vec![Effect::GetPrompt {
+            server: "everything".into(),
+            name: "args-prompt".into(),
+            arguments: [("city".to_owned(), "Paris".to_owned())].into(),
+        }]
+    );
+    update(
+        &mut s,
+        Event::PromptGot {
+            name: "args-prompt".into(),
+            result: Ok(GetPromptResult {
+                description: None,
+                messages: vec![PromptMessage {
+                    role: "user".into(),
+                    content: ContentBlock::Text {
+                        text: "What's weather in Paris?".into(),
+                    },
+                }],
+                result_type: None,
+            }),
+        },
+    );
+    insta::assert_snapshot!(render(&mut s, 80, 12));
+    // With a model, the prompt's messages are the user's input.
+    s.model = Some("anthropic m".into());
+    let sent = update(
+        &mut s,
+        Event::PromptGot {
+            name: "simple-prompt".into(),
+            result: Ok(GetPromptResult {
+                description: None,
+                messages: vec![PromptMessage {
+                    role: "user".into(),
+                    content: ContentBlock::Text {
+                        text: "This is a simple prompt without arguments.".into(),
+                    },
+                }],
+                result_type: None,
+            }),
+        },
+    );
+    assert_eq!(
+        sent,
+        vec![Effect::Submit(
+            "This is a simple prompt without arguments.".into()
+        )]
+    );
+}

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use actix::prelude::*;
 use harness9_actors::messages::{ListResourceTemplates, ListResources, ListServers, ReadResource};
-use harness9_actors::protocol::types::{CallToolResult, ContentBlock};
+use harness9_actors::protocol::types::{CallToolResult, ContentBlock, ResourceContents};
 use harness9_actors::ToolRegistry;
 use serde_json::{json, Value};
 
@@ -25,6 +25,31 @@ pub fn blob_summary(mime: Option<&str>, base64: &str) -> String {
         "[binary contents: {}, {len} bytes; not shown]",
         mime.filter(|m| !m.is_empty()).unwrap_or("unknown type")
     )
+}
+
+/// One resource part as text: its text, or a summary of its blob.
+pub fn contents_text(c: &ResourceContents) -> String {
+    match (&c.text, &c.blob) {
+        (Some(t), _) => t.clone(),
+        (None, Some(b)) => blob_summary(c.mime_type.as_deref(), b),
+        (None, None) => "[no contents]".to_owned(),
+    }
+}
+
+/// One prompt message's content as text (images and audio summarised).
+pub fn block_text(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text { text } => text.clone(),
+        ContentBlock::Image { data, mime_type } | ContentBlock::Audio { data, mime_type } => {
+            blob_summary(Some(mime_type), data)
+        }
+        ContentBlock::Resource { resource } => {
+            format!("[resource {}]\n{}", resource.uri, contents_text(resource))
+        }
+        ContentBlock::ResourceLink { uri, name, .. } => format!("[resource link {name}: {uri}]"),
+        ContentBlock::Unknown { kind } => format!("[{kind} content]"),
+        _ => "[content]".to_owned(),
+    }
 }
 
 /// The two definitions.
