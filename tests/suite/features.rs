@@ -19,7 +19,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::common::*;
-use super::http::{everything_http, free_port, http_spec};
+use super::http::{everything_http, free_port, http_spec, python_http};
 
 const T: Duration = Duration::from_secs(90);
 const CONNECT: Duration = Duration::from_secs(30);
@@ -454,4 +454,103 @@ fn headless_resource_and_prompt_commands_over_stdio_and_http() {
     ]);
     assert!(out.starts_with("wrote "), "{out}");
     assert!(std::fs::metadata(&file).unwrap().len() > 0);
+}
+
+/// The stateless era (the PyPI `mcp` server in 2026-07-28 mode, over stdio and Streamable
+/// HTTP): resources, prompts, the log level in each request's `_meta`, and a resource
+/// subscription through the `subscriptions/listen` filter.
+#[test]
+fn stateless_resources_prompts_log_level_and_subscriptions() {
+    let port = free_port();
+    let _server = python_http(port);
+    run(T, || async move {
+        let mut stdio = python("py");
+        stdio.log_level = Some("error".into());
+        let mut http = http_spec("pyh", format!("http://127.0.0.1:{port}/mcp"), false);
+        http.log_level = Some("error".into());
+        let rt = start(vec![stdio, http], fast_policy());
+        let mut notices = tap(&rt);
+        let mut pids = Vec::new();
+        for server in ["py", "pyh"] {
+            let st = connected(&rt, server, CONNECT).await;
+            if server == "py" {
+                pids.push(pid_of(&st));
+            }
+            let s = || server.to_owned();
+            let list = rt
+                .registry
+                .send(ListResources { server: s() })
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(list[0].uri, "note://hello", "{list:?}");
+            let read = rt
+                .registry
+                .send(ReadResource {
+                    server: s(),
+                    uri: "note://hello".into(),
+                })
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                read.contents[0].text.as_deref(),
+                Some("hello from a resource")
+            );
+            let got = rt
+                .registry
+                .send(GetPrompt {
+                    server: s(),
+                    name: "review".into(),
+                    arguments: BTreeMap::from([("code".into(), "x = 1".into())]),
+                })
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(format!("{:?}", got.messages).contains("Please review: x = 1"));
+
+            // logLevel error: the debug line is not sent, the error line is.
+            call_text(&rt, &format!("mcp__{server}__chatty"), json!({})).await;
+            let mut seen = Vec::new();
+            let wait = async {
+                while let Some(n) = notices.recv().await {
+                    if n.server != server {
+                        continue;
+                    }
+                    if let NoticeKind::Log { text, .. } = &n.kind {
+                        seen.push(text.clone());
+                        if text == "chatty error" {
+                            return;
+                        }
+                    }
+                }
+            };
+            tokio::time::timeout(NOTICE, wait)
+                .await
+                .unwrap_or_else(|_| panic!("{server}: no log line; saw {seen:?}"));
+            assert_eq!(seen, ["chatty error"], "{server}");
+
+            // A subscription joins the listen filter; the server's update arrives.
+            rt.registry
+                .send(SubscribeResource {
+                    server: s(),
+                    uri: "note://hello".into(),
+                    on: true,
+                })
+                .await
+                .unwrap()
+                .unwrap();
+            // Answered once the server acknowledged the new filter: one touch, one update.
+            call_text(&rt, &format!("mcp__{server}__touch"), json!({})).await;
+            let got = notice(&mut notices, server, |k| {
+                matches!(k, NoticeKind::ResourceUpdated { .. })
+            })
+            .await;
+            let NoticeKind::ResourceUpdated { uri } = got else {
+                unreachable!()
+            };
+            assert_eq!(uri, "note://hello");
+        }
+        shutdown(rt, &pids).await;
+    });
 }

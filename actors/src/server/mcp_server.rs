@@ -111,6 +111,10 @@ pub struct McpServer {
     subscriptions: std::collections::BTreeSet<String>,
     /// Stateless era: the id of the open `subscriptions/listen`.
     listen_id: Option<i64>,
+    /// Stateless era: subscription changes waiting for the server to acknowledge the new
+    /// listen filter (`notifications/subscriptions/acknowledged`).
+    /// Each waits for a filter that has (`true`) or lacks (`false`) its URI.
+    ack_waiters: Vec<(String, bool, tokio::sync::oneshot::Sender<()>)>,
     /// Notices (log lines, changes) the supervisor's mailbox had no room for.
     dropped_notices: u64,
 }
@@ -138,6 +142,7 @@ impl McpServer {
             server_caps: Default::default(),
             subscriptions: Default::default(),
             listen_id: None,
+            ack_waiters: Vec::new(),
             dropped_notices: 0,
             name: Arc::from(spec.name.as_str()),
             spec,

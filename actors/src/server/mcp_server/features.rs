@@ -318,16 +318,38 @@ impl Handler<SubscribeResource> for McpServer {
             ));
         }
         if self.stateless().is_some() {
-            // The stateless era subscribes through the listen filter.
-            if msg.on != had {
-                if msg.on {
-                    self.subscriptions.insert(msg.uri);
-                } else {
-                    self.subscriptions.remove(&msg.uri);
-                }
-                self.listen_again(ctx);
+            // The stateless era subscribes through the listen filter: answered once the
+            // server acknowledges the new filter.
+            if msg.on == had {
+                return Box::pin(async { Ok(()) });
             }
-            return Box::pin(async { Ok(()) });
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            self.ack_waiters.retain(|(_, _, w)| !w.is_closed());
+            if self.ack_waiters.len() < MAX_SUBSCRIPTIONS {
+                self.ack_waiters.push((msg.uri.clone(), msg.on, tx));
+            }
+            if msg.on {
+                self.subscriptions.insert(msg.uri);
+            } else {
+                self.subscriptions.remove(&msg.uri);
+            }
+            self.listen_again(ctx);
+            let after = self.spec.tool_timeout;
+            return Box::pin(async move {
+                match tokio::time::timeout(after, rx).await {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(_)) => Err(failed(
+                        &server,
+                        "subscriptions/listen",
+                        "the server went away before it acknowledged the subscription",
+                    )),
+                    Err(_) => Err(RequestError::Timeout {
+                        server,
+                        method: "subscriptions/listen",
+                        after,
+                    }),
+                }
+            });
         }
         let method = if msg.on {
             "resources/subscribe"

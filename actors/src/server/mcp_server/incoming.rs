@@ -103,6 +103,26 @@ impl McpServer {
         match method {
             "notifications/tools/list_changed" => self.relist(ctx),
             "notifications/resources/list_changed" => self.notice(NoticeKind::ResourcesChanged),
+            "notifications/subscriptions/acknowledged" => {
+                // The filter the server honours: a subscription change is done once it shows.
+                let honored: Vec<String> = params
+                    .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                    .and_then(|v| {
+                        serde_json::from_value(
+                            v.pointer("/notifications/resourceSubscriptions")?.clone(),
+                        )
+                        .ok()
+                    })
+                    .unwrap_or_default();
+                let waiters = std::mem::take(&mut self.ack_waiters);
+                for (uri, on, tx) in waiters {
+                    if honored.contains(&uri) == on {
+                        let _ = tx.send(());
+                    } else {
+                        self.ack_waiters.push((uri, on, tx));
+                    }
+                }
+            }
             "notifications/prompts/list_changed" => self.notice(NoticeKind::PromptsChanged),
             "notifications/resources/updated" => {
                 let uri = params
