@@ -12,7 +12,7 @@ use crossterm::event::{Event as TermEvent, EventStream};
 use futures_util::StreamExt as _;
 use harness9_actors::messages::{
     CallTool, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ListTools, Login,
-    Restart, ServerNotice, StatusChanged, ToolEntry,
+    ReadResource, Restart, ServerNotice, StatusChanged, ToolEntry,
 };
 use harness9_actors::trace::WireRecord;
 use harness9_actors::{ServerSupervisor, ToolRegistry};
@@ -298,6 +298,33 @@ impl Tui {
                 if let Some(engine) = &self.engine {
                     engine.do_send(CancelTurn);
                 }
+            }
+            Effect::SubmitWithResources { prompt, mentions } => {
+                let registry = self.registry.clone();
+                let reads = async move {
+                    let mut out = Vec::new();
+                    for (server, uri) in mentions {
+                        let read = registry
+                            .send(ReadResource {
+                                server: server.clone(),
+                                uri: uri.clone(),
+                            })
+                            .await
+                            .map_err(|_| "the tool registry stopped".to_owned())
+                            .and_then(|r| r.map_err(|e| e.to_string()));
+                        out.push((server, uri, read));
+                    }
+                    out
+                };
+                ctx.spawn(reads.into_actor(self).map(move |reads, act, ctx| {
+                    for (server, uri, read) in &reads {
+                        if let Err(e) = read {
+                            act.notice(true, format!("@{server}:{uri}: {e}"), ctx);
+                        }
+                    }
+                    let full = super::mentions::attach(&prompt, &reads);
+                    act.effect(Effect::Submit(full), ctx);
+                }));
             }
             Effect::Submit(prompt) => {
                 let Some(engine) = self.engine.clone() else {

@@ -11,6 +11,7 @@ mod commands;
 pub mod history;
 mod input;
 mod markdown;
+mod mentions;
 mod panel;
 mod prompts;
 mod server_view;

@@ -122,6 +122,14 @@ pub enum Effect {
     },
     /// Ordinary input for the engine.
     Submit(String),
+    /// Input that mentions resources (`@server:uri`): read them, attach their contents, then
+    /// [`Effect::Submit`].
+    SubmitWithResources {
+        /// The input as typed.
+        prompt: String,
+        /// `(server, uri)` of each mention.
+        mentions: Vec<(String, String)>,
+    },
     /// Cancel the running turn.
     CancelTurn,
     /// The user's answer to [`Event::ApprovalAsked`].
