@@ -11,8 +11,8 @@ use actix::prelude::*;
 use crossterm::event::{Event as TermEvent, EventStream};
 use futures_util::StreamExt as _;
 use harness9_actors::messages::{
-    CallTool, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ListTools, Login,
-    ReadResource, Restart, ServerNotice, StatusChanged, ToolEntry,
+    CallTool, Complete, CompletionRef, GetPrompt, ListPrompts, ListResourceTemplates,
+    ListResources, ListTools, Login, ReadResource, Restart, ServerNotice, StatusChanged, ToolEntry,
 };
 use harness9_actors::trace::WireRecord;
 use harness9_actors::{ServerSupervisor, ToolRegistry};
@@ -363,6 +363,40 @@ impl Tui {
                         Err(_) => Err("the tool registry stopped".to_owned()),
                     };
                     act.apply(Event::Prompts { server, result }, ctx);
+                }));
+            }
+            Effect::CompleteArgument {
+                input,
+                server,
+                prompt,
+                argument,
+                value,
+                context,
+            } => {
+                let ask = self.registry.send(Complete {
+                    server,
+                    reference: CompletionRef::Prompt(prompt),
+                    argument: argument.clone(),
+                    value,
+                    context,
+                });
+                ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
+                    let values = match r {
+                        Ok(Ok(c)) => c.values,
+                        Ok(Err(e)) => {
+                            tracing::debug!("completion/complete: {e}");
+                            Vec::new()
+                        }
+                        Err(_) => Vec::new(),
+                    };
+                    act.apply(
+                        Event::Completion {
+                            input,
+                            argument,
+                            values,
+                        },
+                        ctx,
+                    );
                 }));
             }
             Effect::GetPrompt {

@@ -187,6 +187,9 @@ fn complete(state: &mut State) -> Vec<Effect> {
         state.cursor = state.input.chars().count();
         return Vec::new();
     }
+    if let Some(effects) = super::prompts::complete_argument(state) {
+        return effects;
+    }
     let (prefix, candidates): (&str, Vec<String>) = if let Some(rest) = input.strip_prefix("/call ")
     {
         if rest.contains(' ') {

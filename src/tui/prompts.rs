@@ -221,3 +221,82 @@ pub(super) fn got(
     state.busy = true;
     vec![Effect::Submit(text)]
 }
+
+/// Tab in a prompt command's arguments: asks the server (`completion/complete`) for values of
+/// the argument being typed (`name=value`, or the next one in order); `None` when the input is
+/// not a prompt command with arguments.
+pub(super) fn complete_argument(state: &State) -> Option<Vec<Effect>> {
+    let input = &state.input;
+    let (command, rest) = input.split_once(' ')?;
+    let (server, prompt) = state.prompts.servers.iter().find_map(|(server, list)| {
+        list.iter()
+            .flatten()
+            .find(|c| c.command == command)
+            .map(|c| (server.clone(), c.clone()))
+    })?;
+    let words: Vec<&str> = rest.split(' ').collect();
+    let (last, before) = words.split_last()?;
+    let mut context = BTreeMap::new();
+    for (i, w) in before.iter().filter(|w| !w.is_empty()).enumerate() {
+        match w.split_once('=') {
+            Some((k, v)) => context.insert(k.to_owned(), v.to_owned()),
+            None => prompt
+                .arguments
+                .get(i)
+                .and_then(|(n, _)| context.insert(n.clone(), (*w).to_owned())),
+        };
+    }
+    let (argument, value) = match last.split_once('=') {
+        Some((k, v)) => (k.to_owned(), v.to_owned()),
+        None => {
+            // Positional: the first argument not given yet.
+            let next = prompt
+                .arguments
+                .iter()
+                .find(|(n, _)| !context.contains_key(n))?;
+            (next.0.clone(), (*last).to_owned())
+        }
+    };
+    if !prompt.arguments.iter().any(|(n, _)| *n == argument) {
+        return Some(Vec::new());
+    }
+    Some(vec![Effect::CompleteArgument {
+        input: input.clone(),
+        server,
+        prompt: prompt.name,
+        argument,
+        value,
+        context,
+    }])
+}
+
+/// Values for the argument being typed came back: one replaces the word (`name=value `), more
+/// are listed; nothing changes if the input changed meanwhile.
+pub(super) fn completed(state: &mut State, input: &str, argument: &str, values: Vec<String>) {
+    if state.input != input {
+        return;
+    }
+    let head = match input.rfind(' ') {
+        Some(i) => &input[..=i],
+        None => return,
+    };
+    match values.as_slice() {
+        [] => state.note(Entry::Info(format!(
+            "no values offered for {}",
+            clean_line(argument)
+        ))),
+        [one] => {
+            state.input = format!("{head}{argument}={one} ");
+            state.cursor = state.input.chars().count();
+        }
+        many => {
+            let shown: Vec<&str> = many.iter().take(12).map(String::as_str).collect();
+            let more = many.len().saturating_sub(shown.len());
+            let mut text = format!("{}: {}", clean_line(argument), shown.join("  "));
+            if more > 0 {
+                text.push_str(&format!("  … {more} more"));
+            }
+            state.note(Entry::Info(text));
+        }
+    }
+}

@@ -82,6 +82,15 @@ pub enum Event {
         /// What it listed, or why not.
         result: Result<Vec<harness9_actors::protocol::types::Prompt>, String>,
     },
+    /// Values for a prompt's argument, asked for with [`Effect::CompleteArgument`].
+    Completion {
+        /// The input when Tab was pressed.
+        input: String,
+        /// The argument.
+        argument: String,
+        /// The values offered (empty when the server offered none or failed).
+        values: Vec<String>,
+    },
     /// A prompt's messages, asked for with [`Effect::GetPrompt`].
     PromptGot {
         /// The prompt's name (for messages).
@@ -150,6 +159,22 @@ pub enum Effect {
     LoadResources(String),
     /// List a server's prompts; reply with [`Event::Prompts`].
     LoadPrompts(String),
+    /// Ask for values of a prompt's argument (`completion/complete`); reply with
+    /// [`Event::Completion`].
+    CompleteArgument {
+        /// The input when Tab was pressed.
+        input: String,
+        /// The server's name.
+        server: String,
+        /// The prompt's name on it.
+        prompt: String,
+        /// The argument being typed.
+        argument: String,
+        /// What is typed of its value.
+        value: String,
+        /// The other arguments given.
+        context: BTreeMap<String, String>,
+    },
     /// Get a prompt's messages; reply with [`Event::PromptGot`].
     GetPrompt {
         /// The server's name.
@@ -336,6 +361,14 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             Vec::new()
         }
         Event::PromptGot { name, result } => super::prompts::got(state, &name, result),
+        Event::Completion {
+            input,
+            argument,
+            values,
+        } => {
+            super::prompts::completed(state, &input, &argument, values);
+            Vec::new()
+        }
         Event::Resources { server, result } => {
             super::server_view::loaded(state, server, result);
             Vec::new()

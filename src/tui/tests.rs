@@ -680,6 +680,42 @@ fn mcp_prompts_are_slash_commands_with_completion_and_arguments() {
     typed(&mut s, "/mcp__everything__a");
     key(&mut s, KeyCode::Tab);
     assert_eq!(s.input, "/mcp__everything__args_prompt ");
+    // Tab in an argument asks the server for values (completion/complete).
+    typed(&mut s, "state=C");
+    assert_eq!(
+        update(&mut s, key_event(KeyCode::Tab)),
+        vec![Effect::CompleteArgument {
+            input: "/mcp__everything__args_prompt state=C".into(),
+            server: "everything".into(),
+            prompt: "args-prompt".into(),
+            argument: "state".into(),
+            value: "C".into(),
+            context: BTreeMap::new(),
+        }]
+    );
+    update(
+        &mut s,
+        Event::Completion {
+            input: "/mcp__everything__args_prompt state=C".into(),
+            argument: "state".into(),
+            values: vec!["CA".into()],
+        },
+    );
+    assert_eq!(s.input, "/mcp__everything__args_prompt state=CA ");
+    typed(&mut s, "Par");
+    assert_eq!(
+        update(&mut s, key_event(KeyCode::Tab)),
+        vec![Effect::CompleteArgument {
+            input: "/mcp__everything__args_prompt state=CA Par".into(),
+            server: "everything".into(),
+            prompt: "args-prompt".into(),
+            argument: "city".into(),
+            value: "Par".into(),
+            context: [("state".to_owned(), "CA".to_owned())].into(),
+        }]
+    );
+    s.input = "/mcp__everything__args_prompt ".into();
+    s.cursor = s.input.chars().count();
     typed(&mut s, "state=CA");
     assert_eq!(update(&mut s, key_event(KeyCode::Enter)), vec![]);
     typed(&mut s, "/mcp__everything__args_prompt Paris");

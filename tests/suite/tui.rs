@@ -822,6 +822,16 @@ fn resources_log_and_prompts_of_the_reference_server_in_the_tui() {
     t.wait_for("the prompt's message", BOUND, |s| {
         s.contains("What's weather in Paris?")
     });
+    // Tab in an argument completes its value from the server (completion/complete).
+    t.send_keys(&["/mcp__everything__completable_prompt department=Eng", "Tab"]);
+    t.wait_for("the department completed", BOUND, |s| {
+        s.lines()
+            .any(|l| l.starts_with("> /mcp__everything__completable_prompt department=Engineering"))
+    });
+    t.send_keys(&["C-u"]);
+    t.wait_for("the prompt's message", BOUND, |s| {
+        s.contains("What's weather in Paris?")
+    });
 
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0, "exit code after Ctrl+C");
