@@ -119,6 +119,36 @@ fn bench(c: &mut Criterion) {
             term.draw(|f| view(&s, f)).expect("draw");
         })
     });
+    // A resumed conversation of 1,000 messages (500 turns: a prompt, a markdown answer with a
+    // code block, a tool call), drawn from the transcript `--continue` builds.
+    let mut conv = Vec::new();
+    for i in 0..500 {
+        use harness9::agent::model::{Block, Message, Role};
+        conv.push(Message {
+            role: Role::User,
+            content: vec![Block::Text(format!("question {i}: what does tool {i} do?"))],
+        });
+        conv.push(Message {
+            role: Role::Assistant,
+            content: vec![
+                Block::Text(format!(
+                    "{para}```\ncol1    col2    {i}\n```\nSee [the docs](https://example.com/{i})."
+                )),
+                Block::ToolUse {
+                    id: format!("t{i}"),
+                    name: format!("mcp__big__tool_{i:05}"),
+                    input: serde_json::json!({}),
+                },
+            ],
+        });
+    }
+    let mut resumed = state(10);
+    resumed.transcript = harness9::tui::state::entries_of(&conv);
+    c.bench_function("session frame, a resumed 1,000-message conversation", |b| {
+        b.iter(|| {
+            term.draw(|f| view(&resumed, f)).expect("draw");
+        })
+    });
     let table = tools(10_000);
     c.bench_function("take in a 10k-tool table", |b| {
         b.iter(|| update(&mut s, Event::Tools(table.clone())))

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use harness9::cli::{run_mcp, Cli, Command};
+use harness9::cli::{exit_code, run_mcp, Cli, Command, Elicitation, JsonErrors};
 use harness9_actors::server::{
     become_subreaper, end_descendants, kill_all_groups, spawn_orphan_reaper,
 };
@@ -86,9 +86,58 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
         .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
+/// Prints a failed command's error on stderr and, with `--json`, as JSON on stdout too; its
+/// exit code.
+fn fail(json: JsonErrors, message: &str, code: u8, started: Instant) -> ExitCode {
+    eprintln!("harness9: {}", harness9::sanitize::clean_text(message));
+    if let Some(line) = json.line(message, code, started.elapsed()) {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+    ExitCode::from(code)
+}
+
 fn main() -> ExitCode {
     let started = Instant::now();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let json = JsonErrors::of_raw_args(&std::env::args_os().collect::<Vec<_>>());
+            let shown = matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            );
+            if shown || json == JsonErrors::No {
+                e.exit();
+            }
+            // clap's own usage errors: its text on stderr, and with --json the first line as
+            // JSON on stdout.
+            let text = e.render().to_string();
+            // The message is what comes before the usage line, on one line.
+            let message: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let message = message.join(" ");
+            let message = message.strip_prefix("error: ").unwrap_or(&message);
+            if let Some(line) = json.line(message, 2, started.elapsed()) {
+                println!("{line}");
+            }
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
+    };
+    let json = cli.json_errors();
+    let flags = match cli.flags() {
+        Ok(f) => f,
+        Err(e) => return fail(json, &e.0, 2, started),
+    };
     if let Some(Command::Completions { shell }) = &cli.command {
         use clap::CommandFactory as _;
         clap_complete::generate(
@@ -100,8 +149,14 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let interactive = cli.command.is_none();
-    init_logging(cli.verbose, interactive);
-    harness9_actors::server::input::set_elicitation(cli.elicitation.policy());
+    init_logging(flags.session.verbose, interactive);
+    harness9_actors::server::input::set_elicitation(
+        flags
+            .session
+            .elicitation
+            .unwrap_or(Elicitation::Decline)
+            .policy(),
+    );
     // Before any child exists: a server's double-forked daemon is reparented to us, not init,
     // so it is found and ended at exit.
     if let Err(e) = become_subreaper() {
@@ -111,14 +166,12 @@ fn main() -> ExitCode {
     }
     spawn_orphan_reaper();
     // The command line, resolved once: every front end runs on these options.
-    let opts = harness9::app::SessionOptions::from_cli(&cli);
+    let opts = harness9::app::SessionOptions::from_flags(&flags);
     match harness9::agent::model::settings::mcp_sandbox_default(&opts.model) {
         Ok(Some(default)) => harness9::app::config::set_sandbox_default(default),
         Ok(None) => {}
-        Err(e) => {
-            eprintln!("harness9: {e}");
-            return ExitCode::from(1);
-        }
+        // A settings file that does not parse: a config error.
+        Err(e) => return fail(json, &e.to_string(), 2, started),
     }
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -147,16 +200,9 @@ fn main() -> ExitCode {
             Err(e) if is_broken_pipe(&e) => ExitCode::from(1),
             Err(e) => {
                 harness9::tui::restore_terminal();
-                // Error chains carry server text (a CallError embeds the server's message).
-                eprintln!(
-                    "harness9: {}",
-                    harness9::sanitize::clean_text(&format!("{e:#}"))
-                );
-                // Usage and config mistakes: 2; failures: 1.
-                let usage = e.downcast_ref::<harness9::cli::UsageError>().is_some()
-                    || e.downcast_ref::<harness9::app::config::ConfigError>()
-                        .is_some();
-                ExitCode::from(if usage { 2 } else { 1 })
+                // Usage and config mistakes: 2; failures: 1. Error chains carry server text
+                // (a CallError embeds the server's message): `fail` cleans it for stderr.
+                fail(json, &format!("{e:#}"), exit_code(&e), started)
             }
         }
     });

@@ -608,3 +608,26 @@ pub struct ShutdownAll {
     /// Each server's grace periods, instead of their spec's (see [`Shutdown::grace`]).
     pub grace: Option<std::time::Duration>,
 }
+
+// ---- input from the user ----------------------------------------------------------------------
+
+/// A server asks the client for input: `elicitation/create` or `sampling/createMessage`, as a
+/// handshake-era request of its own or an `inputRequests` entry of a stateless
+/// `input_required` result (both eras send the same message). The handler answers on `reply`:
+/// the result (`{"action": ...}` for an elicitation, a `CreateMessageResult` for sampling), or
+/// the JSON-RPC error to send back. A dropped `reply` is a cancel (elicitation) or a refusal
+/// (sampling); the server actor stops waiting (and drops its receiver, which the handler can
+/// see with `reply.is_closed()`) when the server cancels its request, the server exits, or
+/// [`crate::server::ask::ASK_TIMEOUT`] passes.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct InputRequest {
+    /// The server's name (in `.mcp.json`).
+    pub server: String,
+    /// `elicitation/create` or `sampling/createMessage`.
+    pub method: String,
+    /// The request's params as the server sent them (`Null` when it sent none).
+    pub params: Value,
+    /// Where the answer goes.
+    pub reply: tokio::sync::oneshot::Sender<Result<Value, crate::protocol::jsonrpc::ErrorObject>>,
+}

@@ -78,6 +78,8 @@ pub struct ServerSupervisor {
     live: HashMap<u64, String>,
     shutdown_waiters: Vec<oneshot::Sender<()>>,
     shutting_down: bool,
+    /// Given to every server actor: where its elicitation and sampling requests go.
+    input: Option<Recipient<crate::messages::InputRequest>>,
 }
 
 impl ServerSupervisor {
@@ -105,7 +107,14 @@ impl ServerSupervisor {
             live: HashMap::new(),
             shutdown_waiters: Vec::new(),
             shutting_down: false,
+            input: None,
         }
+    }
+
+    /// Sends every server's elicitation and sampling requests to `input` (the front end).
+    pub fn with_input(mut self, input: Option<Recipient<crate::messages::InputRequest>>) -> Self {
+        self.input = input;
+        self
     }
 
     fn snapshot(&self) -> StatusSnapshot {
@@ -188,6 +197,7 @@ impl ServerSupervisor {
         }
         let addr = McpServer::new(entry.spec.clone(), generation, me, self.tap.clone())
             .with_era_hint(entry.era)
+            .with_input(self.input.clone())
             .start();
         entry.addr = Some(addr);
         self.live.insert(generation, name.to_owned());

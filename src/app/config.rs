@@ -12,7 +12,9 @@ use harness9_actors::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
 use harness9_actors::protocol::version::ProtocolVersion;
 
 pub use super::config_formats::input_var;
-use super::config_formats::{env_file_entries, file_lookup, looks_like_toml, warn_foreign_fields};
+use super::config_formats::{
+    declared_inputs, env_file_entries, file_lookup, looks_like_toml, warn_foreign_fields,
+};
 use harness9_actors::spec::LOG_LEVELS;
 use harness9_actors::{Hold, Roots, SandboxSpec, ServerSpec, TransportSpec};
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
@@ -39,6 +41,9 @@ pub struct Config {
     pub sources: Vec<(String, PathBuf)>,
     /// Names of the user file that the project config names too (the project's entry wins).
     pub shadowed: Vec<String>,
+    /// VS Code inputs (`${input:ID}`) that servers need and that have no value: the TUI asks
+    /// for them; their servers are held with an error naming the environment variable.
+    pub inputs: Vec<super::inputs::InputPrompt>,
 }
 
 /// Why a config could not be loaded.
@@ -409,9 +414,12 @@ struct RawFile<'a> {
     #[serde(default, borrow)]
     mcp_servers: Option<Servers<'a>>,
     /// VS Code's `.vscode/mcp.json` shape (with `inputs`, whose `${input:id}` values come from
-    /// the environment, see [`input_var`]).
+    /// the environment, see [`input_var`], or the TUI's prompt).
     #[serde(default, borrow)]
     servers: Option<Servers<'a>>,
+    /// VS Code's input declarations (id, description, password).
+    #[serde(default, borrow)]
+    inputs: Option<&'a RawValue>,
 }
 
 /// Expands `${VAR}` and `${VAR:-default}` using `lookup`.
@@ -450,7 +458,7 @@ pub fn expand(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String
             (None, None) => {
                 return Err(match var.strip_prefix("input:") {
                     Some(id) => format!(
-                        "input {id:?} has no value; headless, set the environment variable {}",
+                        "input {id:?} has no value; set the environment variable {} (the interactive session asks for it once)",
                         input_var(id)
                     ),
                     None => format!(
@@ -502,7 +510,7 @@ pub fn load(path: &Path, must_exist: bool) -> Result<Config, ConfigError> {
     } else {
         root
     };
-    parse(&text, &shown, &base, &file_lookup(root))
+    parse(&text, &shown, &base, &file_lookup(root, path.to_owned()))
 }
 
 /// Parses config text; `base` resolves relative `cwd`s.
@@ -532,6 +540,20 @@ pub fn parse(
         path: PathBuf::from(shown),
         ..Config::default()
     };
+    // Inputs looked up without a value: asked for in the TUI.
+    let missing = std::cell::RefCell::new(Vec::<String>::new());
+    let recording = |v: &str| {
+        let got = lookup(v);
+        if let (None, Some(id)) = (&got, v.strip_prefix("input:")) {
+            let mut m = missing.borrow_mut();
+            if !m.iter().any(|x| x == id) {
+                m.push(id.to_owned());
+            }
+        }
+        got
+    };
+    let lookup: &dyn Fn(&str) -> Option<String> = &recording;
+    let declared = declared_inputs(file.inputs);
     let entries = match (file.mcp_servers, file.servers) {
         (Some(m), Some(_)) => {
             tracing::warn!("{shown}: both \"mcpServers\" and \"servers\"; \"servers\" is ignored");
@@ -605,6 +627,19 @@ pub fn parse(
             Err(e) => config.servers.push(held(e.to_string())),
         }
     }
+    config.inputs = missing
+        .into_inner()
+        .into_iter()
+        .map(|id| {
+            let (description, password) = declared.get(&id).cloned().unwrap_or_default();
+            super::inputs::InputPrompt {
+                file: PathBuf::from(shown),
+                id,
+                description,
+                password,
+            }
+        })
+        .collect();
     Ok(config)
 }
 
@@ -1139,6 +1174,13 @@ mod tests {
             panic!("an input without a value holds the server: {gh:?}")
         };
         assert!(why.contains("HARNESS9_INPUT_API_KEY"), "{why}");
+        // The TUI asks for it: masked, as the file declares it a password.
+        assert_eq!(c.inputs.len(), 1, "{:?}", c.inputs);
+        assert_eq!(
+            (c.inputs[0].id.as_str(), c.inputs[0].password),
+            ("api-key", true)
+        );
+        assert_eq!(c.inputs[0].file, vscode);
         let local = c.servers.iter().find(|s| s.name == "local").unwrap();
         let TransportSpec::Stdio { command, env, .. } = &local.transport else {
             unreachable!()

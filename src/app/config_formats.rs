@@ -22,17 +22,44 @@ pub fn input_var(id: &str) -> String {
     format!("HARNESS9_INPUT_{tail}")
 }
 
-/// What `${...}` names resolve to when loading a file: the environment, `workspaceFolder`
+/// What `${...}` names resolve to when loading `file`: the environment, `workspaceFolder`
 /// (the project root: the config's directory, or the parent of `.vscode/`), and `input:id`
-/// from [`input_var`].
-pub(super) fn file_lookup(root: PathBuf) -> impl Fn(&str) -> Option<String> {
+/// from [`input_var`], else the value the user gave in the TUI ([`super::inputs`]).
+pub(super) fn file_lookup(root: PathBuf, file: PathBuf) -> impl Fn(&str) -> Option<String> {
+    let store = super::inputs::store_path();
     move |v: &str| match v {
         "workspaceFolder" => Some(root.display().to_string()),
         _ => match v.strip_prefix("input:") {
-            Some(id) => std::env::var(input_var(id)).ok(),
+            Some(id) => std::env::var(input_var(id))
+                .ok()
+                .or_else(|| super::inputs::get(&store, &file, id)),
             None => std::env::var(v).ok(),
         },
     }
+}
+
+/// VS Code's `inputs` declarations: id -> (description, password). Entries that are not
+/// objects with a string `id` are skipped.
+pub(super) fn declared_inputs(
+    raw: Option<&RawValue>,
+) -> std::collections::BTreeMap<String, (String, bool)> {
+    let Some(Ok(serde_json::Value::Array(list))) =
+        raw.map(|r| serde_json::from_str::<serde_json::Value>(r.get()))
+    else {
+        return Default::default();
+    };
+    list.iter()
+        .filter_map(|i| {
+            let id = i.get("id")?.as_str()?.to_owned();
+            let description = i
+                .get("description")
+                .and_then(|d| d.as_str())
+                .unwrap_or_default()
+                .to_owned();
+            let password = i.get("password").and_then(|p| p.as_bool()) == Some(true);
+            Some((id, (description, password)))
+        })
+        .collect()
 }
 
 /// The `KEY=VALUE` lines of an env file (`#` comments, blank lines and an `export ` prefix

@@ -1,17 +1,24 @@
 //! The application around the runtime: the one [`Session`] wiring every front end uses, the
 //! running [`Runtime`], the [`ConfigWatcher`] that owns hot reload, the `.mcp.json` parser
-//! ([`config`]) and its trust store ([`trust`]), the OAuth token store ([`oauth_store`]), the `--trace` file and the TUI's log file.
+//! ([`config`]) and its trust store ([`trust`]), the OAuth token store ([`oauth_store`]), the saved
+//! conversations ([`sessions`]), VS Code input values ([`inputs`]), the `--trace` file and the TUI's log file, and the
+//! [`asks::InputDesk`] that answers servers' elicitation and sampling requests.
 
+pub mod asks;
 pub mod config;
 mod config_formats;
 #[cfg(test)]
 mod config_props;
 pub mod edit;
+pub mod elicit;
 pub mod import;
+pub mod inputs;
 pub mod log_file;
 pub mod oauth_store;
 mod runtime;
+pub mod sampler;
 mod session;
+pub mod sessions;
 pub mod sources;
 pub mod trace_file;
 pub mod trust;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use harness9_actors::messages::{
-    ServerStatus, SetBuiltins, StatusChanged, StatusSnapshot, Subscribe,
+    InputRequest, ServerStatus, SetBuiltins, StatusChanged, StatusSnapshot, Subscribe,
 };
 use harness9_actors::trace::WireTap;
 use harness9_actors::{RestartPolicy, ServerSpec, ServerSupervisor, ToolRegistry};
@@ -46,13 +46,26 @@ impl Handler<StatusChanged> for StatusWatch {
 impl Runtime {
     /// Starts every server in `specs` (on the current actix system).
     pub fn start(specs: Vec<ServerSpec>, tap: Option<WireTap>, policy: RestartPolicy) -> Self {
+        Self::start_with_input(specs, tap, policy, None)
+    }
+
+    /// Starts every server in `specs`, their elicitation and sampling requests going to
+    /// `input` (else answered by the headless policy).
+    pub fn start_with_input(
+        specs: Vec<ServerSpec>,
+        tap: Option<WireTap>,
+        policy: RestartPolicy,
+        input: Option<Recipient<InputRequest>>,
+    ) -> Self {
         let max_startup = specs
             .iter()
             .map(|s| s.startup_timeout)
             .max()
             .unwrap_or_default();
         let registry = ToolRegistry::new().start();
-        let supervisor = ServerSupervisor::new(specs, registry.clone(), policy, tap).start();
+        let supervisor = ServerSupervisor::new(specs, registry.clone(), policy, tap)
+            .with_input(input)
+            .start();
         let (tx, status) = watch::channel(StatusSnapshot::default());
         let watcher = StatusWatch { tx }.start();
         supervisor.do_send(Subscribe(watcher.recipient()));

@@ -13,6 +13,7 @@ use harness9_actors::trace::{WireRecord, WireTap};
 use harness9_actors::{RestartPolicy, ServerSpec};
 use tokio::sync::{mpsc, watch};
 
+use super::asks::{DeskOptions, InputDesk};
 use super::runtime::Runtime;
 use super::watcher::{ConfigWatcher, StopWatching};
 use crate::agent::engine::{Engine, EngineConfig};
@@ -48,12 +49,19 @@ pub struct SessionOptions {
     pub verbose: u8,
     /// `--yes`: tools that change things run without asking.
     pub yes: bool,
+    /// `--continue`/`--resume [ID]`: the conversation to start with.
+    pub resume: super::sessions::Resume,
+    /// `--elicitation-answers FILE`: headless elicitations are answered from it.
+    pub elicitation_answers: Option<PathBuf>,
+    /// `--sampling allow`: a headless server's sampling request goes to the model.
+    pub sampling_allowed: bool,
 }
 
 impl SessionOptions {
-    /// The options of a command line.
-    pub fn from_cli(cli: &crate::cli::Cli) -> Self {
-        let (config_path, config_must_exist) = match &cli.config {
+    /// The options of a command line's flags ([`crate::cli::Cli::flags`]).
+    pub fn from_flags(flags: &crate::cli::Flags) -> Self {
+        let s = &flags.session;
+        let (config_path, config_must_exist) = match &s.config.config {
             Some(p) => (p.clone(), true),
             None => {
                 // In the working directory itself it keeps its short name in messages.
@@ -67,19 +75,22 @@ impl SessionOptions {
             }
         };
         Self {
-            user_config: cli.config.is_none().then(sources::user_path).flatten(),
+            user_config: s.config.config.is_none().then(sources::user_path).flatten(),
             config_path,
             config_must_exist,
-            approve_project: cli.approve_project,
-            trace: cli.trace.clone(),
+            approve_project: s.approve_project,
+            trace: s.trace.clone(),
             model: ModelFlags {
-                provider: cli.provider.clone(),
-                model: cli.model.clone(),
-                base_url: cli.base_url.clone(),
-                config_path: cli.settings.clone(),
+                provider: flags.model.provider.clone(),
+                model: flags.model.model.clone(),
+                base_url: flags.model.base_url.clone(),
+                config_path: s.settings.clone(),
             },
-            verbose: cli.verbose,
-            yes: cli.yes,
+            verbose: s.verbose,
+            yes: flags.yes,
+            resume: flags.resume.clone(),
+            elicitation_answers: s.elicitation_answers.clone(),
+            sampling_allowed: s.sampling == Some(crate::cli::Sampling::Allow),
         }
     }
 
@@ -113,6 +124,9 @@ pub struct Start {
     /// The servers' grace periods at [`Session::close`] ([`HEADLESS_GRACE`] for the headless
     /// front ends); `None` keeps each spec's own.
     pub shutdown_grace: Option<Duration>,
+    /// A person answers servers' questions (the TUI registers with the desk's `SetUser`):
+    /// URL elicitation is declared, and sampling whenever a model is configured.
+    pub interactive: bool,
 }
 
 /// A running session: the runtime with its built-ins, the trace file, the config watcher.
@@ -123,6 +137,8 @@ pub struct Session {
     pub root: PathBuf,
     /// The hot-reload watcher, when started with [`Start::watch`].
     pub watcher: Option<Addr<ConfigWatcher>>,
+    /// Answers every server's elicitation and sampling requests.
+    pub desk: Addr<InputDesk>,
     trace_writer: Option<std::thread::JoinHandle<()>>,
     shutdown_grace: Option<Duration>,
 }
@@ -150,7 +166,31 @@ impl Session {
             Some(extra) => Some(fan_out(file_tap, extra)),
             None => file_tap,
         };
-        let runtime = Runtime::start(servers, tap, RestartPolicy::default());
+        let model = opts.model_settings().ok();
+        let desk = InputDesk::new(
+            DeskOptions {
+                answers: match &opts.elicitation_answers {
+                    Some(p) => Some(crate::app::asks::read_answers(p)?),
+                    None => None,
+                },
+                sampling_allowed: opts.sampling_allowed,
+                interactive: start.interactive,
+                sampling_models: model
+                    .as_ref()
+                    .map(|s| s.sampling_models.clone())
+                    .unwrap_or_default(),
+            },
+            model.and_then(|s| s.provider).map(Provider::new),
+        );
+        // Declared before any server starts: what this front end can answer.
+        harness9_actors::server::input::declare(desk.caps());
+        let desk = desk.start();
+        let runtime = Runtime::start_with_input(
+            servers,
+            tap,
+            RestartPolicy::default(),
+            Some(desk.clone().recipient()),
+        );
         if start.builtins {
             runtime.install_builtins(&root);
         }
@@ -169,6 +209,7 @@ impl Session {
             runtime,
             root,
             watcher,
+            desk,
             trace_writer,
             shutdown_grace: start.shutdown_grace,
         })
@@ -180,9 +221,27 @@ impl Session {
         EngineConfig::new(max_steps, budget).with_environment(&self.root)
     }
 
-    /// An engine for `provider` over this session's tools.
-    pub fn engine(&self, provider: ProviderConfig, cfg: EngineConfig) -> Engine {
-        Engine::new(Provider::new(provider), self.runtime.registry.clone(), cfg)
+    /// An engine for `provider` over this session's tools, continuing and saving `saved`.
+    pub fn engine(
+        &self,
+        provider: ProviderConfig,
+        cfg: EngineConfig,
+        saved: Option<super::sessions::Opened>,
+    ) -> Engine {
+        let engine = Engine::new(Provider::new(provider), self.runtime.registry.clone(), cfg);
+        match saved {
+            Some(o) => engine.saving(o.file, o.messages),
+            None => engine,
+        }
+    }
+
+    /// The conversation `resume` asks for, saved in the sessions directory, for `model`.
+    pub fn conversation(
+        &self,
+        resume: &super::sessions::Resume,
+        model: &str,
+    ) -> Result<super::sessions::Opened, String> {
+        super::sessions::open(&super::sessions::dir(), resume, &self.root, model)
     }
 
     /// Stops every server (bounded by their shutdown), then lets the trace file finish

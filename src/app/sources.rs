@@ -67,6 +67,7 @@ pub fn merge(mut project: Config, user: Config) -> Config {
         }
     }
     project.secrets.extend(user.secrets);
+    project.inputs.extend(user.inputs);
     project
 }
 

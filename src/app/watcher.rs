@@ -29,6 +29,10 @@ pub enum ConfigOutcome {
         summary: String,
         /// The values the TUI's trace view must not show (env and header values).
         secrets: Vec<String>,
+        /// Servers that come from another file than the project's (`Config::sources`).
+        sources: Vec<(String, PathBuf)>,
+        /// VS Code inputs the servers need and have no value for (`Config::inputs`).
+        inputs: Vec<crate::app::inputs::InputPrompt>,
     },
     /// The file cannot be used; the running servers are kept.
     Invalid(String),
@@ -169,6 +173,8 @@ impl ConfigWatcher {
             Ok(cfg) => {
                 self.secrets.send_replace(cfg.secrets.clone());
                 let secrets = cfg.secrets;
+                let sources = cfg.sources;
+                let inputs = cfg.inputs;
                 self.supervisor
                     .send(Reconcile { specs: cfg.servers })
                     .into_actor(self)
@@ -178,6 +184,8 @@ impl ConfigWatcher {
                                 path: shown,
                                 summary: report.summary(),
                                 secrets,
+                                sources,
+                                inputs,
                             },
                             Err(e) => ConfigOutcome::ReconcileFailed(e.to_string()),
                         });

@@ -14,7 +14,7 @@ use harness9_actors::oauth;
 use harness9_actors::{ServerSpec, ToolRegistry, TransportSpec};
 use serde_json::{json, Value};
 
-use super::{interrupted, McpCommand, Scope, Transport};
+use super::{interrupted, McpCommand, Scope, Transport, UsageError};
 use crate::app::config::{self, Config};
 use crate::app::{spawn_event_printer, Runtime, Session, SessionOptions, Start};
 use crate::sanitize::{clean_line, clean_text, to_json};
@@ -30,7 +30,7 @@ macro_rules! say {
 /// Runs a `mcp` subcommand; every child is gone when this returns.
 pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        McpCommand::Approve { servers } => {
+        McpCommand::Approve { servers, .. } => {
             for line in crate::app::trust::approve(&opts.config_path, servers)? {
                 say!("{line}");
             }
@@ -43,11 +43,14 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
             headers,
             transport,
             command,
+            ..
         } => {
             let entry = add_entry(env, headers, *transport, command)?;
             return edit_config(opts, *scope, name, Some(entry));
         }
-        McpCommand::AddJson { name, json, scope } => {
+        McpCommand::AddJson {
+            name, json, scope, ..
+        } => {
             let entry: Value = serde_json::from_str(json)
                 .with_context(|| format!("the entry is not valid JSON: {json:.200}"))?;
             if !entry.is_object() {
@@ -55,14 +58,14 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
             }
             return edit_config(opts, *scope, name, Some(entry));
         }
-        McpCommand::Remove { name, scope } => return edit_config(opts, *scope, name, None),
-        McpCommand::Import { from, file, scope } => {
-            return import(opts, *from, file.as_deref(), *scope)
-        }
+        McpCommand::Remove { name, scope, .. } => return edit_config(opts, *scope, name, None),
+        McpCommand::Import {
+            from, file, scope, ..
+        } => return import(opts, *from, file.as_deref(), *scope),
         _ => {}
     }
     let config = opts.load_config()?;
-    if let McpCommand::Login { server } | McpCommand::Logout { server } = cmd {
+    if let McpCommand::Login { server, .. } | McpCommand::Logout { server, .. } = cmd {
         return oauth_command(&config, server, matches!(cmd, McpCommand::Login { .. })).await;
     }
     let only = match cmd {
@@ -78,19 +81,14 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         None => config.servers.clone(),
         Some(name) => {
             if config.disabled.iter().any(|d| d == name) {
-                bail!("server \"{name}\" is disabled in {}", config.path.display());
+                return Err(UsageError(format!(
+                    "server \"{name}\" is disabled in {}",
+                    config.path.display()
+                ))
+                .into());
             }
             let Some(s) = config.servers.iter().find(|s| s.name == name) else {
-                let known: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
-                bail!(
-                    "no server named \"{name}\" in {} (servers: {})",
-                    config.path.display(),
-                    if known.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        known.join(", ")
-                    }
-                );
+                return Err(unknown_server(&config, name).into());
             };
             vec![s.clone()]
         }
@@ -111,14 +109,15 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
             rt.settled(bound).await
         };
         match cmd {
-            McpCommand::List(f) => list(&config, &snap, f.json),
-            McpCommand::Get { server, json } => get(rt, &snap, server, json.json).await,
+            McpCommand::List(f) => list(&config, &snap, f.json.json),
+            McpCommand::Get { server, json, .. } => get(rt, &snap, server, json.json).await,
             McpCommand::Call {
                 server,
                 tool,
                 args,
                 timeout,
                 json,
+                ..
             } => {
                 call(
                     rt,
@@ -131,7 +130,7 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
                 )
                 .await
             }
-            McpCommand::Resources { server, json } => {
+            McpCommand::Resources { server, json, .. } => {
                 ensure_connected(&snap, server)?;
                 super::resources::resources(rt, server, json.json).await
             }
@@ -140,11 +139,12 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
                 uri,
                 out,
                 json,
+                ..
             } => {
                 ensure_connected(&snap, server)?;
                 super::resources::read(rt, server, uri, out.as_deref(), json.json).await
             }
-            McpCommand::Prompts { server, json } => {
+            McpCommand::Prompts { server, json, .. } => {
                 ensure_connected(&snap, server)?;
                 super::resources::prompts(rt, server, json.json).await
             }
@@ -153,6 +153,7 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
                 name,
                 args,
                 json,
+                ..
             } => {
                 ensure_connected(&snap, server)?;
                 super::resources::prompt(rt, server, name, args.as_deref(), json.json).await
@@ -164,6 +165,12 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         r = result => r,
         _ = interrupted() => {
             eprintln!("[mcp] interrupted; stopping servers");
+            let json = matches!(cmd, McpCommand::List(super::ListArgs { json, .. })
+                | McpCommand::Get { json, .. }
+                | McpCommand::Call { json, .. } if json.json);
+            if json {
+                say!("{}", to_json(&json!({"error": "interrupted", "code": 130}), false)?);
+            }
             Ok(ExitCode::from(130))
         }
     };
@@ -171,11 +178,25 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
     out
 }
 
+/// The usage error of a command naming a server the config does not have.
+fn unknown_server(config: &Config, name: &str) -> UsageError {
+    let known: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+    UsageError(format!(
+        "no server named \"{name}\" in {} (servers: {})",
+        config.path.display(),
+        if known.is_empty() {
+            "none".to_owned()
+        } else {
+            known.join(", ")
+        }
+    ))
+}
+
 /// `mcp login <server>` (the flow driver the runtime uses, started by the user) and
 /// `mcp logout <server>` (forgets the server's grants).
 async fn oauth_command(config: &Config, name: &str, login: bool) -> anyhow::Result<ExitCode> {
     let Some(spec) = config.servers.iter().find(|s| s.name == name) else {
-        bail!("no server named \"{name}\" in {}", config.path.display());
+        return Err(unknown_server(config, name).into());
     };
     let (TransportSpec::Http { url, .. }, Some(oauth)) = (&spec.transport, &spec.oauth) else {
         bail!("server \"{name}\" is not an HTTP server: OAuth is for HTTP servers only");
@@ -197,11 +218,20 @@ async fn oauth_command(config: &Config, name: &str, login: bool) -> anyhow::Resu
     let challenge = oauth::flow::probe(url).await;
     let show = |auth_url: &str| {
         eprintln!(
-            "Opening the browser to log in to server \"{name}\". If it does not open, visit:\n  {}",
+            "Opening the browser to log in to server \"{name}\". If it does not open, visit:\n  {}\n\
+             If the browser is on another machine, paste here the address it ends on (the page that fails to load).",
             clean_line(auth_url)
         );
     };
-    let flow = oauth::flow::login(url, oauth, challenge.as_ref(), &[], &show);
+    let mut pasted = pasted_lines();
+    let flow = oauth::flow::login_with_paste(
+        url,
+        oauth,
+        challenge.as_ref(),
+        &[],
+        &show,
+        Some(&mut pasted),
+    );
     let grant = tokio::select! {
         g = flow => g.map_err(|e| anyhow::anyhow!("login to server \"{name}\" failed: {e}"))?,
         _ = interrupted() => {
@@ -224,6 +254,28 @@ async fn oauth_command(config: &Config, name: &str, login: bool) -> anyhow::Resu
         }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Lines of stdin (each cut at 16 KiB) on a channel, read on a thread of their own that is
+/// never joined: a login ends whether or not anybody typed.
+fn pasted_lines() -> tokio::sync::mpsc::Receiver<String> {
+    use std::io::{BufRead as _, Read as _};
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        loop {
+            let mut line = String::new();
+            match stdin.lock().take(16 * 1024).read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {
+                    if tx.blocking_send(line).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    rx
 }
 
 fn status_json(name: &str, st: &ServerState) -> Value {
@@ -515,17 +567,18 @@ async fn call(
     };
     let timeout = match timeout.map(|t| config::timeout_secs("--timeout", t)) {
         Some(Ok(t)) => Some(t),
-        Some(Err(e)) => bail!(e),
+        Some(Err(e)) => return Err(UsageError(e).into()),
         None => None,
     };
     ensure_connected(snap, server)?;
     let tools = server_tools(rt, server).await?;
     let Some(entry) = tools.iter().find(|t| t.tool.name == tool) else {
         let names: Vec<&str> = tools.iter().map(|t| t.tool.name.as_str()).collect();
-        bail!(
+        return Err(UsageError(format!(
             "server \"{server}\" has no tool \"{tool}\" (tools: {})",
             names.join(", ")
-        );
+        ))
+        .into());
     };
     let mut msg = CallTool::new(entry.name.clone(), arguments);
     msg.timeout = timeout;
@@ -561,16 +614,13 @@ async fn call(
                 ExitCode::SUCCESS
             })
         }
-        Err(e) => {
-            if as_json {
-                say!("{}", to_json(&json!({"error": e.to_string()}), false)?);
-            }
-            Err(anyhow::Error::new(e))
-        }
+        // With --json, `main` prints it as JSON too.
+        Err(e) => Err(anyhow::Error::new(e)),
     }
 }
 
-/// `--args`: a JSON object given inline, or `-` to read it from stdin.
+/// `--args`: a JSON object given inline, or `-` to read it from stdin; anything else is a
+/// usage error (exit 2).
 pub(super) fn args_object(text: &str) -> anyhow::Result<Value> {
     let text = if text == "-" {
         let mut s = String::new();
@@ -582,9 +632,12 @@ pub(super) fn args_object(text: &str) -> anyhow::Result<Value> {
         text.to_owned()
     };
     let v: Value = serde_json::from_str(&text)
-        .with_context(|| format!("--args is not valid JSON: {text:.200}"))?;
+        .map_err(|e| UsageError(format!("--args is not valid JSON ({e}): {text:.200}")))?;
     if !v.is_object() {
-        bail!("--args must be a JSON object, like '{{\"text\": \"hi\"}}'");
+        return Err(UsageError(
+            "--args must be a JSON object, like '{\"text\": \"hi\"}'".to_owned(),
+        )
+        .into());
     }
     Ok(v)
 }

@@ -14,49 +14,369 @@ use clap::{Args, Parser, Subcommand};
 pub use mcp::run_mcp;
 
 /// harness9: a terminal agent harness with an actor-based MCP client runtime.
+///
+/// Without a command the interactive session opens; the flags below are its own. Each command
+/// takes the flags that apply to it (`harness9 COMMAND --help`); flags that a command shares
+/// with the session (`--config`, `--trace`, `--approve-project`, `-v`, ...) may also come
+/// before the command's name.
 #[derive(Debug, Parser)]
 #[command(name = "harness9", version, about)]
 pub struct Cli {
-    /// The MCP config file [default: ./.mcp.json].
-    #[arg(long, global = true, value_name = "PATH")]
-    pub config: Option<PathBuf>,
-    /// Write every JSON-RPC message as JSONL to FILE (secrets redacted).
-    #[arg(long, global = true, value_name = "FILE")]
-    pub trace: Option<PathBuf>,
-    /// The model provider: anthropic or openai (OpenAI-compatible: Ollama, vLLM, llama.cpp).
-    #[arg(long, global = true, value_name = "NAME")]
-    pub provider: Option<String>,
-    /// The model name.
-    #[arg(long, global = true, value_name = "MODEL")]
-    pub model: Option<String>,
-    /// The provider's base URL (e.g. http://localhost:11434/v1 for Ollama).
-    #[arg(long, global = true, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// Model settings file [default: ./harness9.toml, then ~/.config/harness9/config.toml].
-    #[arg(long, global = true, value_name = "PATH")]
-    pub settings: Option<PathBuf>,
+    /// Where the servers come from and how they run.
+    #[command(flatten)]
+    pub session: SessionFlags,
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// In the interactive session, run bash and write_file without asking first.
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub yes: bool,
-    /// Approve every server of the project's ./.mcp.json as it is now, and run them.
-    #[arg(long, global = true)]
-    pub approve_project: bool,
-    /// How a server's request for input (elicitation) is answered when nobody is asked:
-    /// `decline` (the default) or `accept-defaults` (accept with the schema's defaults).
-    #[arg(long, global = true, value_name = "POLICY", value_enum, default_value_t = Elicitation::Decline)]
-    pub elicitation: Elicitation,
-    /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
+    /// Resume the newest conversation of this directory (the interactive session).
+    #[arg(long = "continue", short = 'c', conflicts_with = "resume")]
+    pub continue_: bool,
+    /// Resume conversation ID (the interactive session); without an ID, list them.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
     /// What to do; without a command the interactive session opens.
     #[command(subcommand)]
     pub command: Option<Command>,
 }
 
-/// A mistake in how a command was called (exit code 2, like clap's own usage errors).
+/// Which conversation `--continue`/`--resume [ID]` ask for.
+pub fn resume_of(continue_: bool, resume: Option<&str>) -> crate::app::sessions::Resume {
+    use crate::app::sessions::Resume;
+    match (continue_, resume) {
+        (true, _) => Resume::Latest,
+        (false, Some("")) => Resume::Pick,
+        (false, Some(id)) => Resume::Id(id.to_owned()),
+        (false, None) => Resume::New,
+    }
+}
+
+/// `--config`: the one flag of the commands that only read or edit the config file.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ConfigFlag {
+    /// The MCP config file [default: the project's .mcp.json, found up to the repository
+    /// root, merged with ~/.config/harness9/mcp.json].
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+}
+
+/// The flags of every command that starts servers.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SessionFlags {
+    /// The config file.
+    #[command(flatten)]
+    pub config: ConfigFlag,
+    /// Approve every server of the project's ./.mcp.json as it is now, and run them.
+    #[arg(long)]
+    pub approve_project: bool,
+    /// Write every JSON-RPC message as JSONL to FILE (secrets redacted).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// How a server's request for input (elicitation) is answered when nobody is asked:
+    /// `decline` (the default) or `accept-defaults` (accept with the schema's defaults).
+    #[arg(long, value_name = "POLICY", value_enum)]
+    pub elicitation: Option<Elicitation>,
+    /// Answer headless elicitations from FILE, a JSON object of field name to value (fields
+    /// it lacks take the schema's default; an answer that does not fit the schema is declined).
+    #[arg(long, value_name = "FILE")]
+    pub elicitation_answers: Option<PathBuf>,
+    /// Whether a server's sampling request (sampling/createMessage) may go to the configured
+    /// model when nobody is asked: `refuse` (the default) or `allow`. The TUI asks each time.
+    #[arg(long, value_name = "POLICY", value_enum)]
+    pub sampling: Option<Sampling>,
+    /// Settings file: models, prices, `[mcp]` defaults such as `sandbox` [default:
+    /// ./harness9.toml, then ~/.config/harness9/config.toml].
+    #[arg(long, value_name = "PATH")]
+    pub settings: Option<PathBuf>,
+    /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// The model flags: the interactive session's and `run`'s.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ModelArgs {
+    /// The model provider: anthropic or openai (OpenAI-compatible: Ollama, vLLM, llama.cpp).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// The model name.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// The provider's base URL (e.g. http://localhost:11434/v1 for Ollama).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+}
+
+impl ModelArgs {
+    /// The first flag given, as spelled on the command line.
+    fn first_given(&self) -> Option<&'static str> {
+        [
+            (self.provider.is_some(), "--provider"),
+            (self.model.is_some(), "--model"),
+            (self.base_url.is_some(), "--base-url"),
+        ]
+        .into_iter()
+        .find_map(|(set, flag)| set.then_some(flag))
+    }
+
+    /// `self`, each flag overridden by `later`'s when given.
+    fn or(&self, later: &ModelArgs) -> ModelArgs {
+        ModelArgs {
+            provider: later.provider.clone().or_else(|| self.provider.clone()),
+            model: later.model.clone().or_else(|| self.model.clone()),
+            base_url: later.base_url.clone().or_else(|| self.base_url.clone()),
+        }
+    }
+}
+
+impl SessionFlags {
+    /// `self` (flags before the command's name), each flag overridden by `later`'s (after it).
+    fn or(&self, later: &SessionFlags) -> SessionFlags {
+        SessionFlags {
+            config: ConfigFlag {
+                config: later
+                    .config
+                    .config
+                    .clone()
+                    .or_else(|| self.config.config.clone()),
+            },
+            approve_project: self.approve_project || later.approve_project,
+            trace: later.trace.clone().or_else(|| self.trace.clone()),
+            elicitation: later.elicitation.or(self.elicitation),
+            elicitation_answers: later
+                .elicitation_answers
+                .clone()
+                .or_else(|| self.elicitation_answers.clone()),
+            sampling: later.sampling.or(self.sampling),
+            settings: later.settings.clone().or_else(|| self.settings.clone()),
+            verbose: self.verbose.saturating_add(later.verbose),
+        }
+    }
+}
+
+/// Every flag of a command line, wherever it was given: what [`crate::app::SessionOptions`]
+/// is made of.
+#[derive(Debug, Clone, Default)]
+pub struct Flags {
+    /// Config, trace, approval, elicitation, settings, verbosity.
+    pub session: SessionFlags,
+    /// The model.
+    pub model: ModelArgs,
+    /// `--yes` (the interactive session only).
+    pub yes: bool,
+    /// `--continue`/`--resume [ID]`: the conversation to start with.
+    pub resume: crate::app::sessions::Resume,
+}
+
+impl Cli {
+    /// The flags of this command line: those before the command's name merged with the
+    /// command's own (which win). A model flag or `--yes` before a command that has no use
+    /// for it is a usage error, not silently ignored.
+    pub fn flags(&self) -> Result<Flags, UsageError> {
+        let top = Flags {
+            session: self.session.clone(),
+            model: self.model.clone(),
+            yes: self.yes,
+            resume: resume_of(self.continue_, self.resume.as_deref()),
+        };
+        let Some(command) = &self.command else {
+            return Ok(top);
+        };
+        let name = command.name();
+        if self.yes {
+            return Err(UsageError(format!(
+                "--yes is for the interactive session; `harness9 {name}` never asks"
+            )));
+        }
+        if self.continue_ || self.resume.is_some() {
+            return Err(UsageError(format!(
+                "--continue and --resume are for the interactive session; `harness9 {name}` takes no conversation (`harness9 run` takes them after its name)"
+            )));
+        }
+        let own = match command {
+            Command::Run(a) => {
+                return Ok(Flags {
+                    session: top.session.or(&a.session),
+                    model: top.model.or(&a.model),
+                    yes: false,
+                    resume: resume_of(a.continue_, a.resume.as_deref()),
+                })
+            }
+            Command::Mcp(m) => m.session_flags(),
+            Command::Conformance(c) => c.session.clone(),
+            Command::Completions { .. } | Command::ConformanceBrowser { .. } => {
+                SessionFlags::default()
+            }
+        };
+        if let Some(flag) = top.model.first_given() {
+            return Err(UsageError(format!(
+                "{flag} is a model flag: `harness9 {name}` uses no model (it is for the interactive session and `harness9 run`)"
+            )));
+        }
+        Ok(Flags {
+            session: top.session.or(&own),
+            ..Flags::default()
+        })
+    }
+
+    /// Where this command line's errors go besides stderr (`--json`: JSON on stdout too).
+    pub fn json_errors(&self) -> JsonErrors {
+        match &self.command {
+            Some(Command::Run(a)) if a.json => JsonErrors::RunEvent,
+            Some(Command::Mcp(
+                McpCommand::List(ListArgs { json, .. })
+                | McpCommand::Get { json, .. }
+                | McpCommand::Call { json, .. },
+            )) if json.json => JsonErrors::Object,
+            _ => JsonErrors::No,
+        }
+    }
+}
+
+impl Command {
+    /// The command's name as typed (`mcp list`).
+    fn name(&self) -> String {
+        match self {
+            Command::Mcp(m) => format!("mcp {}", m.name()),
+            Command::Run(_) => "run".into(),
+            Command::Completions { .. } => "completions".into(),
+            Command::Conformance(_) => "conformance".into(),
+            Command::ConformanceBrowser { .. } => "conformance-browser".into(),
+        }
+    }
+}
+
+impl McpCommand {
+    fn name(&self) -> &'static str {
+        match self {
+            McpCommand::List(_) => "list",
+            McpCommand::Get { .. } => "get",
+            McpCommand::Call { .. } => "call",
+            McpCommand::Resources { .. } => "resources",
+            McpCommand::Read { .. } => "read",
+            McpCommand::Prompts { .. } => "prompts",
+            McpCommand::Prompt { .. } => "prompt",
+            McpCommand::Approve { .. } => "approve",
+            McpCommand::Add { .. } => "add",
+            McpCommand::AddJson { .. } => "add-json",
+            McpCommand::Import { .. } => "import",
+            McpCommand::Remove { .. } => "remove",
+            McpCommand::Login { .. } => "login",
+            McpCommand::Logout { .. } => "logout",
+        }
+    }
+
+    /// The session flags given after this command's name.
+    fn session_flags(&self) -> SessionFlags {
+        let config_only = |c: &ConfigFlag| SessionFlags {
+            config: c.clone(),
+            ..SessionFlags::default()
+        };
+        match self {
+            McpCommand::List(ListArgs { session, .. })
+            | McpCommand::Get { session, .. }
+            | McpCommand::Call { session, .. }
+            | McpCommand::Resources { session, .. }
+            | McpCommand::Read { session, .. }
+            | McpCommand::Prompts { session, .. }
+            | McpCommand::Prompt { session, .. } => session.clone(),
+            McpCommand::Login {
+                config, verbose, ..
+            }
+            | McpCommand::Logout {
+                config, verbose, ..
+            } => SessionFlags {
+                verbose: *verbose,
+                ..config_only(config)
+            },
+            McpCommand::Approve { config, .. }
+            | McpCommand::Add { config, .. }
+            | McpCommand::AddJson { config, .. }
+            | McpCommand::Import { config, .. }
+            | McpCommand::Remove { config, .. } => config_only(config),
+        }
+    }
+}
+
+/// A mistake in how harness9 was called or configured (exit code 2, like clap's own usage
+/// errors).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
+
+/// Where a failed command's error goes besides stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonErrors {
+    /// Nowhere: text output.
+    No,
+    /// `--json` of an `mcp` command: `{"error": "...", "code": N}` on stdout.
+    Object,
+    /// `run --json`: an `error` event on stdout (`event`, `t_ms`, `message`, `code`).
+    RunEvent,
+}
+
+impl JsonErrors {
+    /// The JSON line for an error `message` ending the command with exit code `code`,
+    /// `elapsed` after the start; `None` for text output.
+    pub fn line(self, message: &str, code: u8, elapsed: std::time::Duration) -> Option<String> {
+        let v = match self {
+            JsonErrors::No => return None,
+            JsonErrors::Object => serde_json::json!({"error": message, "code": code}),
+            JsonErrors::RunEvent => serde_json::json!({
+                "event": "error",
+                "t_ms": (elapsed.as_secs_f64() * 1e6).round() / 1e3,
+                "message": message,
+                "code": code,
+            }),
+        };
+        crate::sanitize::to_json(&v, false).ok()
+    }
+
+    /// The kind for a command line clap could not parse: `--json` anywhere, `run` when the
+    /// first word that is no flag is `run`.
+    pub fn of_raw_args(args: &[std::ffi::OsString]) -> JsonErrors {
+        let words: Vec<&str> = args.iter().skip(1).filter_map(|a| a.to_str()).collect();
+        if !words.contains(&"--json") {
+            return JsonErrors::No;
+        }
+        let at = |name: &str| words.iter().position(|w| *w == name);
+        let run_first = match (at("run"), at("mcp")) {
+            (Some(r), Some(m)) => r < m,
+            (run, _) => run.is_some(),
+        };
+        if run_first {
+            JsonErrors::RunEvent
+        } else {
+            JsonErrors::Object
+        }
+    }
+}
+
+/// The exit code of a failed command: 2 for a usage or config mistake (a [`UsageError`], an
+/// invalid `.mcp.json` or settings file), 1 for any other failure.
+pub fn exit_code(e: &anyhow::Error) -> u8 {
+    let usage = e.downcast_ref::<UsageError>().is_some()
+        || e.downcast_ref::<crate::app::config::ConfigError>()
+            .is_some()
+        || e.downcast_ref::<crate::agent::model::settings::SettingsError>()
+            .is_some();
+    if usage {
+        2
+    } else {
+        1
+    }
+}
+
+/// `--sampling`: whether headless sampling reaches the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Sampling {
+    /// Refuse every sampling request.
+    Refuse,
+    /// Send sampling requests to the configured model (rate-limited per server).
+    Allow,
+}
 
 /// `--elicitation`: the headless answer to a server's request for input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -109,6 +429,9 @@ pub enum Command {
 pub struct ConformanceArgs {
     /// The scenario server's MCP endpoint (the suite appends it as the last argument).
     pub url: String,
+    /// Config, trace, approval, elicitation, settings, verbosity.
+    #[command(flatten)]
+    pub session: SessionFlags,
 }
 
 /// `harness9 run ...`
@@ -134,13 +457,26 @@ pub struct RunArgs {
     /// later join the next step [default: $HARNESS9_STARTUP_WAIT, else 5].
     #[arg(long, value_name = "SECS")]
     pub startup_wait: Option<f64>,
+    /// Continue saved conversation ID (`harness9 --resume` lists them); the done event names
+    /// the session either way.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_")]
+    pub resume: Option<String>,
+    /// Continue the newest conversation of this directory.
+    #[arg(long = "continue", short = 'c')]
+    pub continue_: bool,
+    /// Config, trace, approval, elicitation, settings, verbosity.
+    #[command(flatten)]
+    pub session: SessionFlags,
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// `harness9 mcp ...`
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
     /// Connect every server and show its status; exits 1 if any failed.
-    List(JsonFlag),
+    List(ListArgs),
     /// Show one server's tools with descriptions and input schemas.
     Get {
         /// The server's name in .mcp.json.
@@ -148,6 +484,9 @@ pub enum McpCommand {
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,
+        /// Config, trace, approval, elicitation, settings, verbosity.
+        #[command(flatten)]
+        session: SessionFlags,
     },
     /// Call one tool and print its result; exits 1 on isError, timeout or failure.
     Call {
@@ -164,6 +503,9 @@ pub enum McpCommand {
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,
+        /// Config, trace, approval, elicitation, settings, verbosity.
+        #[command(flatten)]
+        session: SessionFlags,
     },
     /// List one server's resources and resource templates.
     Resources {
@@ -172,6 +514,9 @@ pub enum McpCommand {
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,
+        /// Config, trace, approval, elicitation, settings, verbosity.
+        #[command(flatten)]
+        session: SessionFlags,
     },
     /// Read one resource of a server; binary contents are summarised unless --out is given.
     Read {
@@ -185,6 +530,9 @@ pub enum McpCommand {
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,
+        /// Config, trace, approval, elicitation, settings, verbosity.
+        #[command(flatten)]
+        session: SessionFlags,
     },
     /// List one server's prompts with their arguments.
     Prompts {
@@ -193,6 +541,9 @@ pub enum McpCommand {
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,
+        /// Config, trace, approval, elicitation, settings, verbosity.
+        #[command(flatten)]
+        session: SessionFlags,
     },
     /// Get one prompt of a server (its messages) with arguments.
     Prompt {
@@ -206,11 +557,17 @@ pub enum McpCommand {
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,
+        /// Config, trace, approval, elicitation, settings, verbosity.
+        #[command(flatten)]
+        session: SessionFlags,
     },
     /// Approve servers of the project's .mcp.json (as they are now) so they may start.
     Approve {
         /// The servers to approve; every server when none is named.
         servers: Vec<String>,
+        /// The config file.
+        #[command(flatten)]
+        config: ConfigFlag,
     },
     /// Add a server: `mcp add NAME -- COMMAND [ARGS...]`, or `mcp add NAME URL` for HTTP.
     Add {
@@ -231,6 +588,9 @@ pub enum McpCommand {
         /// The command and its arguments (after `--`), or the URL.
         #[arg(required = true, num_args = 1..)]
         command: Vec<String>,
+        /// The project file to edit (instead of the project's .mcp.json).
+        #[command(flatten)]
+        config: ConfigFlag,
     },
     /// Add a server from its JSON entry, as it would stand in .mcp.json.
     AddJson {
@@ -241,6 +601,9 @@ pub enum McpCommand {
         /// Which file.
         #[arg(long, value_enum, default_value_t = Scope::Project)]
         scope: Scope,
+        /// The project file to edit (instead of the project's .mcp.json).
+        #[command(flatten)]
+        config: ConfigFlag,
     },
     /// Import the servers of another tool's config (a name already here is skipped).
     Import {
@@ -253,6 +616,9 @@ pub enum McpCommand {
         /// Which file to write.
         #[arg(long, value_enum, default_value_t = Scope::Project)]
         scope: Scope,
+        /// The project file to write (instead of the project's .mcp.json).
+        #[command(flatten)]
+        config: ConfigFlag,
     },
     /// Remove a server from a config file.
     Remove {
@@ -261,6 +627,9 @@ pub enum McpCommand {
         /// Which file.
         #[arg(long, value_enum, default_value_t = Scope::Project)]
         scope: Scope,
+        /// The project file to edit (instead of the project's .mcp.json).
+        #[command(flatten)]
+        config: ConfigFlag,
     },
     /// Log in to an OAuth-protected HTTP server: opens the browser ($BROWSER, else xdg-open)
     /// on its authorization page, waits for the redirect on 127.0.0.1 and keeps the tokens in
@@ -268,11 +637,23 @@ pub enum McpCommand {
     Login {
         /// The server's name in .mcp.json.
         server: String,
+        /// The config file.
+        #[command(flatten)]
+        config: ConfigFlag,
+        /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+        #[arg(short, long, action = clap::ArgAction::Count)]
+        verbose: u8,
     },
     /// Forget the tokens and client registration kept for a server.
     Logout {
         /// The server's name in .mcp.json.
         server: String,
+        /// The config file.
+        #[command(flatten)]
+        config: ConfigFlag,
+        /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+        #[arg(short, long, action = clap::ArgAction::Count)]
+        verbose: u8,
     },
 }
 
@@ -296,10 +677,21 @@ pub enum Transport {
     Sse,
 }
 
+/// `harness9 mcp list`
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Output format.
+    #[command(flatten)]
+    pub json: JsonFlag,
+    /// Config, trace, approval, elicitation, settings, verbosity.
+    #[command(flatten)]
+    pub session: SessionFlags,
+}
+
 /// `--json`
 #[derive(Debug, Args)]
 pub struct JsonFlag {
-    /// Print JSON instead of text.
+    /// Print JSON instead of text (errors too: `{"error": "...", "code": N}`).
     #[arg(long)]
     pub json: bool,
 }

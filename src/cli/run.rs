@@ -81,6 +81,13 @@ impl Printer {
                     let reason = clean_line(&reason);
                     eprintln!("[model] {reason}; retrying in {} ms", after.as_millis())
                 }
+                EngineEvent::Compacted { reason, compacted } => eprintln!(
+                    "[model] compacted {} earlier messages (~{} -> ~{} tokens): {}",
+                    compacted.replaced,
+                    compacted.tokens_before,
+                    compacted.tokens_after,
+                    clean_line(&reason)
+                ),
                 _ => {}
             }
             return;
@@ -107,6 +114,10 @@ impl Printer {
                 json!({"event": "model", "t_ms": t, "step": step, "text": text, "tool_calls": tool_calls,
                         "ms": ms(elapsed), "input_tokens": usage.input_tokens, "cached_input_tokens": usage.cached_input_tokens,
                         "output_tokens": usage.output_tokens})
+            }
+            EngineEvent::Compacted { reason, compacted } => {
+                json!({"event": "compacted", "t_ms": t, "reason": reason, "replaced": compacted.replaced,
+                       "tokens_before": compacted.tokens_before, "tokens_after": compacted.tokens_after})
             }
             EngineEvent::ToolStarted {
                 id,
@@ -143,10 +154,6 @@ impl Printer {
 /// Runs `harness9 run`.
 pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let settings = opts.model_settings()?;
-    let Some(provider_cfg) = settings.provider.clone() else {
-        anyhow::bail!("{}", settings::how_to_configure());
-    };
     if args.prompt.trim().is_empty() {
         return Err(super::UsageError(
             "-p needs a task: `harness9 run -p \"...\"`, or `-p -` to read it from stdin"
@@ -154,6 +161,10 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
         )
         .into());
     }
+    let settings = opts.model_settings()?;
+    let Some(provider_cfg) = settings.provider.clone() else {
+        return Err(super::UsageError(settings::how_to_configure().to_owned()).into());
+    };
     let prompt = if args.prompt == "-" {
         read_stdin()?
     } else if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
@@ -183,15 +194,30 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
     if let Some(dir) = &args.spill_dir {
         engine_cfg.spill_dir = dir.clone();
     }
+    engine_cfg.context_window = settings.context_window(&provider_cfg.model);
+    engine_cfg.compact_at = settings.compact_at;
     let model_name = format!("{} {}", provider_cfg.kind, provider_cfg.model);
     let model_id = provider_cfg.model.clone();
-    let engine = session.engine(provider_cfg, engine_cfg).start();
+    let resume = super::resume_of(args.continue_, args.resume.as_deref());
+    let saved = match session.conversation(&resume, &model_id) {
+        Ok(o) => Some(o),
+        Err(e) if resume != crate::app::sessions::Resume::New => {
+            return Err(super::UsageError(e).into())
+        }
+        Err(e) => {
+            tracing::warn!("{e}; this run is not saved");
+            None
+        }
+    };
+    let session_id = saved
+        .as_ref()
+        .map_or_else(session_id, |o| o.file.id.clone());
+    let engine = session.engine(provider_cfg, engine_cfg, saved).start();
     let printer = Printer {
         json: args.json,
         stream: args.stream,
         started,
     };
-    let session_id = session_id();
     let rt = &mut session.runtime;
 
     let wait = startup_wait(args.startup_wait)?.min(rt.max_startup + Duration::from_secs(5));
@@ -238,19 +264,25 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
             eprintln!("harness9: interrupted; stopping servers");
             if args.json {
                 report(
-                    json!({"event": "error", "t_ms": ms(started.elapsed()), "message": "interrupted"}),
+                    json!({"event": "error", "t_ms": ms(started.elapsed()), "message": "interrupted", "code": 130}),
                 );
             }
             ExitCode::from(130)
         }
         Some(Err(EngineGone)) => {
-            eprintln!("harness9: the engine stopped before the turn ended");
+            let message = "the engine stopped before the turn ended";
+            if args.json {
+                report(
+                    json!({"event": "error", "t_ms": ms(started.elapsed()), "message": message, "code": 1}),
+                );
+            }
+            eprintln!("harness9: {message}");
             ExitCode::from(1)
         }
         Some(Ok(Err(e))) => {
             if args.json {
                 report(
-                    json!({"event": "error", "t_ms": ms(started.elapsed()), "message": e.to_string()}),
+                    json!({"event": "error", "t_ms": ms(started.elapsed()), "message": e.to_string(), "code": 1}),
                 );
             }
             eprintln!("harness9: {}", clean_text(&e.to_string()));
@@ -337,7 +369,9 @@ fn startup_wait(flag: Option<f64>) -> anyhow::Result<Duration> {
         None => match std::env::var("HARNESS9_STARTUP_WAIT") {
             Ok(v) => (
                 v.trim().parse::<f64>().map_err(|_| {
-                    anyhow::anyhow!("HARNESS9_STARTUP_WAIT={v:?} is not a number of seconds")
+                    super::UsageError(format!(
+                        "HARNESS9_STARTUP_WAIT={v:?} is not a number of seconds"
+                    ))
                 })?,
                 "HARNESS9_STARTUP_WAIT",
             ),
@@ -345,7 +379,10 @@ fn startup_wait(flag: Option<f64>) -> anyhow::Result<Duration> {
         },
     };
     if !value.is_finite() || !(0.0..=crate::app::config::MAX_TIMEOUT_SECS).contains(&value) {
-        anyhow::bail!("{from} must be a number of seconds from 0 to 86400, not {value}");
+        return Err(super::UsageError(format!(
+            "{from} must be a number of seconds from 0 to 86400, not {value}"
+        ))
+        .into());
     }
     Ok(Duration::from_secs_f64(value))
 }

@@ -12,7 +12,8 @@ use crossterm::event::{Event as TermEvent, EventStream};
 use futures_util::StreamExt as _;
 use harness9_actors::messages::{
     CallTool, Complete, CompletionRef, GetPrompt, ListPrompts, ListResourceTemplates,
-    ListResources, ListTools, Login, ReadResource, Restart, ServerNotice, StatusChanged, ToolEntry,
+    ListResources, ListTools, Login, ProgressSink, ReadResource, Restart, ServerNotice,
+    StatusChanged, ToolEntry, ToolProgress,
 };
 use harness9_actors::trace::WireRecord;
 use harness9_actors::{ServerSupervisor, ToolRegistry};
@@ -24,9 +25,10 @@ use tokio_util::sync::CancellationToken;
 use super::state::{update, Effect, Event, State};
 use super::{restore_terminal, take_terminal, EDITOR_RUNNING};
 use crate::agent::engine::{
-    turn_stream, CancelTurn, ClearConversation, Engine, EngineError, RunTurn, TurnEvent,
-    TurnOutcome,
+    turn_stream, CancelTurn, ClearConversation, Compact, DisableTools, Engine, EngineError,
+    ResumeConversation, RunTurn, SetProvider, TurnEvent, TurnOutcome,
 };
+use crate::app::asks::{Question, UserAsk};
 use crate::app::watcher::{
     ApproveServers, ConfigChanged, ConfigOutcome, ConfigWatcher, ReloadConfig,
 };
@@ -46,6 +48,10 @@ pub struct TuiSetup {
     pub config_path: PathBuf,
     /// The config's load error at start, if any.
     pub config_error: Option<String>,
+    /// Servers from another file than `config_path` (the user's), with that file.
+    pub sources: Vec<(String, PathBuf)>,
+    /// VS Code inputs the config needs and has no value for: asked once.
+    pub inputs: Vec<crate::app::inputs::InputPrompt>,
     /// Values `/trace` must not show (the config's env and header values) at start; each
     /// reload brings the new list.
     pub secrets: Vec<String>,
@@ -63,6 +69,16 @@ pub struct TuiSetup {
     pub model_help: String,
     /// Ask before tools that change things run (off with `--yes`).
     pub ask_first: bool,
+    /// What the transcript starts with: a resumed conversation and notes about it.
+    pub resumed: Vec<super::state::Entry>,
+    /// The model's context window, when the settings know it.
+    pub context_window: Option<u64>,
+    /// The model settings (prices, windows), when a model is configured.
+    pub settings: Option<crate::agent::model::settings::Settings>,
+    /// The model flags of the command line (`/model` resolves a new provider with them).
+    pub model_flags: crate::agent::model::settings::ModelFlags,
+    /// The saved conversation's id.
+    pub session_id: Option<String>,
 }
 
 /// An item of a turn's stream, and the stream's end.
@@ -120,9 +136,109 @@ pub struct Tui {
     next_ask: u64,
     /// A turn's stream is being read and has not brought its outcome yet.
     turn_open: bool,
+    /// When the running turn began (by the spinner's clock).
+    busy_since: Option<Instant>,
+    /// The command line's model flags, as `/model` last changed them.
+    model_flags: crate::agent::model::settings::ModelFlags,
+    /// Servers' questions waiting for the user, by key (see [`UserAsk`]).
+    user_asks: std::collections::HashMap<u64, AskReply>,
+}
+
+/// Where the answer to a server's question goes.
+enum AskReply {
+    Elicit(oneshot::Sender<serde_json::Value>),
+    Sample(oneshot::Sender<bool>),
 }
 
 impl Tui {
+    /// `/model [provider/]name`: the settings resolved again with that model (and provider),
+    /// handed to the engine for the next turn.
+    fn set_model(&mut self, spec: &str) {
+        use super::state::Entry;
+        use crate::agent::model::settings;
+        let Some(engine) = self.engine.clone() else {
+            return;
+        };
+        let (provider, model) = match spec.split_once('/') {
+            Some((p, m)) if matches!(p, "anthropic" | "openai") => (Some(p.to_owned()), m),
+            _ => (None, spec),
+        };
+        let mut flags = self.model_flags.clone();
+        flags.model = Some(model.to_owned());
+        if provider.is_some() {
+            // Another provider: its own base URL, not the one given for the first.
+            flags.base_url = None;
+            flags.provider = provider;
+        }
+        let resolved = settings::resolve(&flags);
+        match resolved {
+            Ok(s) => match s.provider.clone() {
+                Some(p) => {
+                    self.state.model = Some(format!("{} {}", p.kind, p.model));
+                    self.state.model_id = Some(p.model.clone());
+                    self.state.context_window = s.context_window(&p.model);
+                    self.state.note(Entry::Info(format!(
+                        "the next turn uses {} {}",
+                        p.kind, p.model
+                    )));
+                    self.model_flags = flags;
+                    self.state.settings = Some(std::sync::Arc::new(s));
+                    engine.do_send(SetProvider(p));
+                }
+                None => self
+                    .state
+                    .note(Entry::Error(settings::how_to_configure().to_owned())),
+            },
+            Err(e) => self.state.note(Entry::Error(format!("/model {spec}: {e}"))),
+        }
+        self.dirty = true;
+    }
+
+    /// `/resume`: the list of saved conversations, or the one named, which replaces the
+    /// transcript and the engine's conversation.
+    fn resume(&mut self, id: String, ctx: &mut Context<Self>) {
+        use super::state::Entry;
+        use crate::app::sessions;
+        let dir = sessions::dir();
+        if id.is_empty() {
+            let list = sessions::listing(&dir, 20);
+            self.state.note(Entry::Info(if list.is_empty() {
+                "no saved conversations yet".to_owned()
+            } else {
+                format!("saved conversations (newest first):\n{}", list.join("\n"))
+            }));
+            return;
+        }
+        let Some(engine) = self.engine.clone() else {
+            return;
+        };
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let opened = match sessions::open(&dir, &sessions::Resume::Id(id), &cwd, "") {
+            Ok(o) => o,
+            Err(e) => return self.state.note(Entry::Error(e)),
+        };
+        let mut entries = super::state::entries_of(&opened.messages);
+        entries.extend(opened.note.clone().map(Entry::Info));
+        let session_id = opened.file.id.clone();
+        ctx.spawn(
+            engine
+                .send(ResumeConversation(opened))
+                .into_actor(self)
+                .map(move |taken, act, _| {
+                    if taken == Ok(true) {
+                        act.state.session_id = Some(session_id);
+                        act.state.transcript = entries;
+                        act.state.scroll_back = 0;
+                    } else {
+                        act.state.note(Entry::Error(
+                            "a turn is running; press Esc to cancel it, then /resume".to_owned(),
+                        ));
+                    }
+                    act.dirty = true;
+                }),
+        );
+    }
+
     /// A TUI for `setup`; the terminal is taken already (see [`super::take_terminal`]).
     pub fn new(setup: TuiSetup) -> Self {
         let mut state = State::new(
@@ -131,12 +247,23 @@ impl Tui {
             setup.model_help,
         );
         state.secrets = setup.secrets;
+        state.set_sources(setup.sources);
+        super::inputs::inputs_needed(&mut state, setup.inputs);
         state.debug_panic = std::env::var_os("HARNESS9_DEBUG_PANIC").is_some_and(|v| v == "1");
         if let Some(e) = setup.config_error {
             state.transcript.push(super::state::Entry::Error(format!(
                 "{e}\nno servers were started; fix the file and /reload (or press e in /mcp)"
             )));
         }
+        state.transcript.extend(setup.resumed);
+        state.context_window = setup.context_window;
+        state.model_id = setup
+            .settings
+            .as_ref()
+            .and_then(|s| s.provider.as_ref())
+            .map(|p| p.model.clone());
+        state.settings = setup.settings.map(std::sync::Arc::new);
+        state.session_id = setup.session_id;
         if let Ok((w, h)) = crossterm::terminal::size() {
             state.size = (w, h);
         }
@@ -168,6 +295,9 @@ impl Tui {
             asks: Default::default(),
             next_ask: 0,
             turn_open: false,
+            busy_since: None,
+            model_flags: setup.model_flags,
+            user_asks: Default::default(),
         }
     }
 
@@ -254,13 +384,38 @@ impl Tui {
                     )));
             }
             Effect::Reload => self.watcher.do_send(ReloadConfig { forced: true }),
+            Effect::SaveInput { file, id, value } => {
+                let store = crate::app::inputs::store_path();
+                match crate::app::inputs::save(&store, &file, &id, &value) {
+                    Ok(()) => {
+                        self.state
+                            .transcript
+                            .push(super::state::Entry::Info(format!(
+                                "input \"{id}\" kept in {}",
+                                store.display()
+                            )));
+                        self.watcher.do_send(ReloadConfig { forced: true });
+                    }
+                    Err(e) => self.state.transcript.push(super::state::Entry::Error(e)),
+                }
+            }
             Effect::OpenEditor => self.open_editor(ctx),
             Effect::CallTool {
                 id,
                 name,
                 arguments,
             } => {
-                let msg = CallTool::new(name, arguments);
+                let mut msg = CallTool::new(name, arguments);
+                // Progress notices come back through a bounded channel (a flood loses notices,
+                // never grows memory); the call's result closes it.
+                let (tx, mut rx) = mpsc::channel::<ToolProgress>(64);
+                msg.progress = Some(ProgressSink::new(move |p| {
+                    let _ = tx.try_send(p);
+                }));
+                ctx.add_stream(
+                    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+                        .map(move |p| CallProgressItem(id, p)),
+                );
                 let cancel = msg.cancel.clone();
                 self.calls.push((id, cancel));
                 let registry = self.registry.clone();
@@ -290,6 +445,41 @@ impl Tui {
                 if let Some(engine) = &self.engine {
                     engine.do_send(ClearConversation);
                 }
+            }
+            Effect::Resume(id) => self.resume(id, ctx),
+            Effect::SetModel(spec) => self.set_model(&spec),
+            Effect::DisableTools(set) => {
+                if let Some(engine) = &self.engine {
+                    engine.do_send(DisableTools(set));
+                }
+            }
+            Effect::Compact(focus) => {
+                let Some(engine) = self.engine.clone() else {
+                    return;
+                };
+                let focus = (!focus.is_empty()).then_some(focus);
+                ctx.spawn(
+                    engine
+                        .send(Compact { focus })
+                        .into_actor(self)
+                        .map(|r, act, _| {
+                            use super::state::Entry;
+                            match r {
+                                Ok(Ok(c)) => {
+                                    act.state.context_used = Some(c.tokens_after as u64);
+                                    act.state.note(Entry::Info(format!(
+                                        "compacted {} messages into a summary (~{} -> ~{} tokens)",
+                                        c.replaced, c.tokens_before, c.tokens_after
+                                    )))
+                                }
+                                Ok(Err(e)) => act.state.note(Entry::Error(e)),
+                                Err(_) => act
+                                    .state
+                                    .note(Entry::Error("the engine is gone".to_owned())),
+                            }
+                            act.dirty = true;
+                        }),
+                );
             }
             Effect::CancelTurn => {
                 for (_, c) in self.calls.drain(..) {
@@ -350,6 +540,25 @@ impl Tui {
                 if let Some(tx) = self.asks.remove(&key) {
                     let _ = tx.send(yes);
                 }
+            }
+            Effect::AnswerAsk { key, answer } => {
+                use super::state::AskAnswer;
+                match (self.user_asks.remove(&key), answer) {
+                    (Some(AskReply::Elicit(tx)), AskAnswer::Elicit(v)) => {
+                        let _ = tx.send(v);
+                    }
+                    (Some(AskReply::Sample(tx)), AskAnswer::Sample(yes)) => {
+                        let _ = tx.send(yes);
+                    }
+                    _ => {}
+                }
+            }
+            Effect::OpenUrl(url) => {
+                let text = match spawn_opener(std::ffi::OsStr::new(&url), true) {
+                    Ok(opener) => (false, format!("opened the page with {opener}")),
+                    Err(e) => (true, e),
+                };
+                self.notice(text.0, text.1, ctx);
             }
             Effect::Panic => panic!("/panic: a deliberate panic (HARNESS9_DEBUG_PANIC=1)"),
             Effect::ApproveServers(servers) => self.watcher.do_send(ApproveServers(servers)),
@@ -450,6 +659,7 @@ impl Tui {
     fn quit(&mut self, code: u8, ctx: &mut Context<Self>) {
         // Unanswered questions are declined (their senders dropped).
         self.asks.clear();
+        self.user_asks.clear();
         for (_, c) in self.calls.drain(..) {
             c.cancel();
         }
@@ -476,38 +686,25 @@ impl Tui {
                 return;
             }
         }
-        let editor = std::env::var("VISUAL")
+        let mut editor = std::env::var("VISUAL")
             .ok()
             .or_else(|| std::env::var("EDITOR").ok())
             .filter(|e| !e.trim().is_empty());
+        let mut fallback_note = None;
+        if editor.is_none() && !has_desktop_opener() {
+            // No $EDITOR and no desktop to open a file on (SSH, a console): a terminal editor.
+            if let Some(found) = ["vi", "nano"].into_iter().find(|e| on_path(e)) {
+                fallback_note = Some(format!(
+                    "no $EDITOR is set; edited {} with {found} (set $EDITOR to choose)",
+                    path.display()
+                ));
+                editor = Some(found.to_owned());
+            }
+        }
         let Some(editor) = editor else {
-            let opener = if cfg!(target_os = "macos") {
-                "open"
-            } else {
-                "xdg-open"
-            };
-            // tokio reaps the opener when it exits (a std Child dropped would stay a zombie).
-            let mut cmd = tokio::process::Command::new(opener);
-            cmd.arg(&path)
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null());
-            // In a session of its own, which the exit sweep spares: the editor it starts may
-            // outlive harness9.
-            // SAFETY: setsid is async-signal-safe and touches no memory.
-            unsafe {
-                cmd.pre_exec(|| {
-                    libc::setsid();
-                    Ok(())
-                });
-            }
-            let spawned = cmd.spawn();
-            if let Some(pid) = spawned.as_ref().ok().and_then(|c| c.id()) {
-                harness9_actors::server::spare_session(pid as i32);
-            }
-            let text = match spawned {
-                Ok(_) => (false, format!("opened {} with {opener}; it reloads by itself when saved (set $EDITOR to edit in the terminal)", path.display())),
-                Err(e) => (true, format!("cannot open {}: {opener}: {e}; set $EDITOR", path.display())),
+            let text = match spawn_opener(path.as_os_str(), false) {
+                Ok(opener) => (false, format!("opened {} with {opener}; it reloads by itself when saved (set $EDITOR to edit in the terminal)", path.display())),
+                Err(e) => (true, format!("cannot open {}: {e}; set $EDITOR", path.display())),
             };
             self.notice(text.0, text.1, ctx);
             return;
@@ -528,7 +725,11 @@ impl Tui {
                     tracing::error!("cannot take the terminal back: {e}");
                 }
                 match status {
-                    Ok(s) if s.success() => {}
+                    Ok(s) if s.success() => {
+                        if let Some(note) = fallback_note {
+                            act.notice(false, note, ctx);
+                        }
+                    }
                     Ok(s) => act.notice(true, format!("editor `{shown}` exited with {s}"), ctx),
                     Err(e) => act.notice(true, format!("cannot run editor `{shown}`: {e}"), ctx),
                 }
@@ -575,6 +776,109 @@ impl Tui {
     }
 }
 
+/// Hands `target` (a file, or a URL the user said yes to) to the system opener (`xdg-open`,
+/// `open` on macOS; for a URL `$BROWSER` first, as the OAuth login does), in a session of its
+/// own which the exit sweep spares (a GUI program it starts may outlive harness9); tokio reaps
+/// it. The opener's name, or why it could not start.
+fn spawn_opener(target: &std::ffi::OsStr, url: bool) -> Result<String, String> {
+    let browser = url
+        .then(|| std::env::var("BROWSER").ok())
+        .flatten()
+        .filter(|b| !b.trim().is_empty());
+    let (program, args): (String, Vec<String>) = match &browser {
+        Some(b) => {
+            let mut words = b.split_whitespace().map(str::to_owned);
+            (words.next().unwrap_or_default(), words.collect())
+        }
+        None if cfg!(target_os = "macos") => ("open".to_owned(), Vec::new()),
+        None => ("xdg-open".to_owned(), Vec::new()),
+    };
+    let mut cmd = tokio::process::Command::new(&program);
+    cmd.args(args)
+        .arg(target)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid is async-signal-safe and touches no memory.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(|e| format!("{program}: {e}"))?;
+    if let Some(pid) = child.id() {
+        harness9_actors::server::spare_session(pid as i32);
+    }
+    Ok(program)
+}
+
+impl Handler<UserAsk> for Tui {
+    type Result = ();
+
+    fn handle(&mut self, msg: UserAsk, ctx: &mut Context<Self>) {
+        let key = self.next_ask;
+        self.next_ask += 1;
+        let (ask, reply) = match msg.question {
+            Question::Elicit { params, answer } => (
+                super::elicit::elicitation(key, msg.server, &params),
+                AskReply::Elicit(self.forward(key, answer, ctx)),
+            ),
+            Question::Sample {
+                sampling,
+                model,
+                answer,
+            } => (
+                super::state::PendingAsk {
+                    key,
+                    server: msg.server,
+                    kind: super::state::AskKind::Sampling { sampling, model },
+                },
+                AskReply::Sample(self.forward(key, answer, ctx)),
+            ),
+        };
+        self.user_asks.insert(key, reply);
+        self.apply(Event::Asked(ask), ctx);
+    }
+}
+
+impl Tui {
+    /// A sender whose answer goes on to `real`; when the server stops waiting first (`real`
+    /// closes), the question is withdrawn from the screen.
+    fn forward<T: Send + 'static>(
+        &mut self,
+        key: u64,
+        mut real: oneshot::Sender<T>,
+        ctx: &mut Context<Self>,
+    ) -> oneshot::Sender<T> {
+        let (tx, rx) = oneshot::channel();
+        ctx.spawn(
+            async move {
+                let got = tokio::select! {
+                    v = rx => Some(v),
+                    _ = real.closed() => None,
+                };
+                match got {
+                    Some(Ok(v)) => {
+                        let _ = real.send(v);
+                        false
+                    }
+                    Some(Err(_)) => false,
+                    None => true,
+                }
+            }
+            .into_actor(self)
+            .map(move |withdrawn, act, ctx| {
+                if withdrawn {
+                    act.user_asks.remove(&key);
+                    act.apply(Event::AskWithdrawn(key), ctx);
+                }
+            }),
+        );
+        tx
+    }
+}
+
 impl Actor for Tui {
     type Context = Context<Self>;
 
@@ -588,6 +892,18 @@ impl Actor for Tui {
             }
         }
         self.draw();
+        // The spinner and the running turn's elapsed time: a tick only matters while busy.
+        ctx.run_interval(Duration::from_millis(100), |act, ctx| {
+            if !act.state.busy {
+                act.busy_since = None;
+                act.state.busy_secs = 0;
+                return;
+            }
+            let since = *act.busy_since.get_or_insert_with(Instant::now);
+            act.state.spinner = act.state.spinner.wrapping_add(1);
+            act.state.busy_secs = since.elapsed().as_secs();
+            act.schedule_draw(ctx);
+        });
         ctx.add_stream(EventStream::new());
         if let Some(mut rx) = self.trace.take() {
             ctx.add_stream(futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)));
@@ -644,6 +960,25 @@ impl Handler<ServerNotice> for Tui {
     }
 }
 
+/// A progress notice of a `/call`.
+struct CallProgressItem(u64, ToolProgress);
+
+impl StreamHandler<CallProgressItem> for Tui {
+    fn handle(&mut self, CallProgressItem(id, p): CallProgressItem, ctx: &mut Context<Self>) {
+        self.apply(
+            Event::CallProgress {
+                id,
+                progress: p.progress,
+                total: p.total,
+                message: p.message,
+            },
+            ctx,
+        );
+    }
+
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
+}
+
 impl Handler<StatusChanged> for Tui {
     type Result = ();
 
@@ -696,8 +1031,12 @@ impl Handler<ConfigChanged> for Tui {
                 path,
                 summary,
                 secrets,
+                sources,
+                inputs,
             } => {
                 self.state.secrets = secrets;
+                self.state.set_sources(sources);
+                super::inputs::inputs_needed(&mut self.state, inputs);
                 (false, format!("reloaded {path}: {summary}"))
             }
             ConfigOutcome::Invalid(e) => (
@@ -725,4 +1064,27 @@ impl Handler<Quit> for Tui {
     fn handle(&mut self, _msg: Quit, ctx: &mut Context<Self>) {
         self.quit(130, ctx);
     }
+}
+
+/// Whether `program` is an executable file in a directory of `$PATH`.
+fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p).any(|d| {
+            std::fs::metadata(d.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// Whether handing a file to the system opener can show it: macOS, or a graphical session
+/// with `xdg-open` installed.
+fn has_desktop_opener() -> bool {
+    if cfg!(target_os = "macos") {
+        return true;
+    }
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    display && on_path("xdg-open")
 }

@@ -35,6 +35,27 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/clear",
         "clear the transcript and start a new conversation",
     ),
+    (
+        "/compact",
+        "/compact [focus]: summarize the conversation so far to free context",
+    ),
+    (
+        "/model",
+        "/model [provider/]name: the model for the next turn",
+    ),
+    (
+        "/status",
+        "servers, model, context use, session id, cost so far",
+    ),
+    (
+        "/tools",
+        "every tool and its source; /tools off|on NAME for this session",
+    ),
+    ("/cost", "tokens and estimated cost per model"),
+    (
+        "/resume",
+        "/resume [ID]: list saved conversations, or continue one",
+    ),
     ("/help", "this help"),
     (
         "/quit",
@@ -89,6 +110,34 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
                 return vec![Effect::ClearConversation];
             }
         }
+        "/compact" if state.busy => state.note(Entry::Error(
+            "a turn is running; press Esc to cancel it, then /compact".to_owned(),
+        )),
+        "/compact" if state.model.is_none() => state.note(Entry::Error(
+            "no model is configured, so there is no conversation to compact".to_owned(),
+        )),
+        "/compact" => {
+            state.note(Entry::Info("compacting the conversation…".to_owned()));
+            return vec![Effect::Compact(rest.trim().to_owned())];
+        }
+        "/model" if rest.is_empty() => model_info(state),
+        "/model" if state.busy => state.note(Entry::Error(
+            "a turn is running; press Esc to cancel it, then /model".to_owned(),
+        )),
+        "/model" if state.model.is_none() => state.note(Entry::Error(
+            "no model is configured; see the notice above for how to set one".to_owned(),
+        )),
+        "/model" => return vec![Effect::SetModel(rest.to_owned())],
+        "/status" => status_info(state),
+        "/cost" => cost_info(state),
+        "/tools" => return tools_command(state, rest),
+        "/resume" if state.busy => state.note(Entry::Error(
+            "a turn is running; press Esc to cancel it, then /resume".to_owned(),
+        )),
+        "/resume" if state.model.is_none() => state.note(Entry::Error(
+            "no model is configured, so there is no conversation to resume".to_owned(),
+        )),
+        "/resume" => return vec![Effect::Resume(rest.trim().to_owned())],
         "/call" => return call_command(state, rest),
         "/panic" if state.debug_panic => return vec![Effect::Panic],
         other if other.starts_with("/mcp__") => return super::prompts::run(state, other, rest),
@@ -190,16 +239,7 @@ pub(super) fn draw_help(frame: &mut Frame, area: Rect) {
     ));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let mut lines = vec![Line::styled("commands", Style::new().bold())];
-    for (c, what) in COMMANDS {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {c:<9}"), Style::new().fg(Color::Cyan)),
-            Span::raw(*what),
-        ]));
-    }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled("keys", Style::new().bold()));
-    for (k, what) in [
+    let keys = [
         (
             "Enter",
             "send the line (a /command or a message for the model)",
@@ -222,15 +262,225 @@ pub(super) fn draw_help(frame: &mut Frame, area: Rect) {
         ),
         (
             "Ctrl+C",
-            "cancel the running turn; else (or again) quit, from anywhere",
+            "cancel the running turn; clear a draft; else quit, from anywhere",
         ),
-    ] {
+    ];
+    let mut lines = vec![Line::styled("commands", Style::new().bold())];
+    if 1 + COMMANDS.len() + 2 + keys.len() <= inner.height as usize {
+        for (c, what) in COMMANDS {
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {c:<9}"), Style::new().fg(Color::Cyan)),
+                Span::raw(*what),
+            ]));
+        }
+    } else {
+        // Too short a screen for a line each: the names, wrapped; `/` shows what each does.
+        let mut row = String::from(" ");
+        for (c, _) in COMMANDS {
+            if row.len() + c.len() + 1 > inner.width as usize {
+                lines.push(Line::styled(
+                    std::mem::take(&mut row),
+                    Style::new().fg(Color::Cyan),
+                ));
+                row.push(' ');
+            }
+            row.push(' ');
+            row.push_str(c);
+        }
+        lines.push(Line::styled(row, Style::new().fg(Color::Cyan)));
+        lines.push(Line::styled(
+            "  (a taller window lists what each does)",
+            DIM,
+        ));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("keys", Style::new().bold()));
+    for (k, what) in keys {
         lines.push(Line::from(vec![
             Span::styled(format!("  {k:<11}"), Style::new().fg(Color::Cyan)),
             Span::raw(what),
         ]));
     }
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// `/model` alone: the model in use and the ones the settings know.
+fn model_info(state: &mut State) {
+    let Some(settings) = &state.settings else {
+        return state.note(Entry::Info("no model is configured".to_owned()));
+    };
+    let mut known: Vec<&String> = settings
+        .prices
+        .keys()
+        .chain(settings.context_windows.keys())
+        .collect();
+    known.sort();
+    known.dedup();
+    let names: Vec<&str> = known.iter().map(|s| s.as_str()).collect();
+    state.note(Entry::Info(format!(
+        "model {}; /model NAME switches for the next turn (/model openai/NAME or anthropic/NAME \
+         changes the provider too). Models the settings know: {}",
+        state.model.as_deref().unwrap_or("none"),
+        names.join(", ")
+    )));
+}
+
+/// The estimated cost so far: the sum over models with a price, and whether some had none.
+fn cost_so_far(state: &State) -> (f64, bool) {
+    let mut total = 0.0;
+    let mut unpriced = false;
+    for (model, (input, cached, output)) in &state.usage {
+        match state
+            .settings
+            .as_ref()
+            .and_then(|s| s.cost(model, *input, *cached, *output))
+        {
+            Some(c) => total += c,
+            None => unpriced = true,
+        }
+    }
+    (total, unpriced)
+}
+
+fn status_info(state: &mut State) {
+    let total = state.servers.len();
+    let connected = state
+        .servers
+        .values()
+        .filter(|s| matches!(s.status, ServerStatus::Connected { .. }))
+        .count();
+    let failed: Vec<&str> = state
+        .servers
+        .iter()
+        .filter(|(_, s)| matches!(s.status, ServerStatus::Failed { .. }))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let context = match (state.context_used, state.context_window) {
+        (Some(u), Some(w)) if w > 0 => format!("{u} of {w} tokens ({}%)", u * 100 / w),
+        (Some(u), _) => format!("{u} tokens (window unknown)"),
+        (None, _) => "no request yet".to_owned(),
+    };
+    let (cost, unpriced) = cost_so_far(state);
+    let mut lines = vec![
+        format!("model: {}", state.model.as_deref().unwrap_or("none")),
+        format!("context: {context}"),
+        format!(
+            "session: {}",
+            state.session_id.as_deref().unwrap_or("not saved")
+        ),
+        format!(
+            "servers: {connected} of {total} connected{}",
+            if failed.is_empty() {
+                String::new()
+            } else {
+                format!("; failed: {} (/mcp shows why)", failed.join(", "))
+            }
+        ),
+        format!(
+            "cost so far: ${cost:.4}{}",
+            if unpriced {
+                " (some models have no price)"
+            } else {
+                ""
+            }
+        ),
+    ];
+    if !state.disabled_tools.is_empty() {
+        let off: Vec<&str> = state.disabled_tools.iter().map(String::as_str).collect();
+        lines.push(format!("tools off: {}", off.join(", ")));
+    }
+    state.note(Entry::Info(lines.join("\n")));
+}
+
+fn cost_info(state: &mut State) {
+    if state.usage.is_empty() {
+        return state.note(Entry::Info("no model calls yet".to_owned()));
+    }
+    let mut lines = Vec::new();
+    for (model, (input, cached, output)) in &state.usage {
+        let cost = state
+            .settings
+            .as_ref()
+            .and_then(|s| s.cost(model, *input, *cached, *output))
+            .map_or(
+                "no price (add [prices.\"MODEL\"] to your settings)".to_owned(),
+                |c| format!("${c:.4}"),
+            );
+        lines.push(format!(
+            "{model}: {input} tokens in ({cached} cached), {output} out: {cost}"
+        ));
+    }
+    let (total, _) = cost_so_far(state);
+    lines.push(format!(
+        "total: ${total:.4} (estimated from the settings' prices)"
+    ));
+    state.note(Entry::Info(lines.join("\n")));
+}
+
+/// `/tools`: every tool with its source; `/tools off NAME` and `/tools on NAME`.
+fn tools_command(state: &mut State, rest: &str) -> Vec<Effect> {
+    let (verb, name) = rest.split_once(' ').unwrap_or((rest, ""));
+    let name = name.trim();
+    match verb {
+        "" => {
+            let lines: Vec<String> = state
+                .tools
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{}  {}{}",
+                        t.name,
+                        t.server.as_deref().unwrap_or("built-in"),
+                        if state.disabled_tools.contains(&t.name) {
+                            "  (off)"
+                        } else {
+                            ""
+                        }
+                    )
+                })
+                .collect();
+            state.note(Entry::Info(if lines.is_empty() {
+                "no tools yet".to_owned()
+            } else {
+                format!(
+                    "{} tools (name, source); /tools off NAME turns one off for this session:\n{}",
+                    lines.len(),
+                    lines.join("\n")
+                )
+            }));
+            Vec::new()
+        }
+        "off" | "on" if state.busy => {
+            state.note(Entry::Error(
+                "a turn is running; press Esc to cancel it, then /tools".to_owned(),
+            ));
+            Vec::new()
+        }
+        "off" | "on" if !state.tools.iter().any(|t| t.name == name) => {
+            state.note(Entry::Error(format!(
+                "no tool named \"{name}\"; /tools lists them"
+            )));
+            Vec::new()
+        }
+        "off" => {
+            state.disabled_tools.insert(name.to_owned());
+            state.note(Entry::Info(format!(
+                "{name} is off for this session: the model is not offered it"
+            )));
+            vec![Effect::DisableTools(state.disabled_tools.clone())]
+        }
+        "on" => {
+            state.disabled_tools.remove(name);
+            state.note(Entry::Info(format!("{name} is on again")));
+            vec![Effect::DisableTools(state.disabled_tools.clone())]
+        }
+        other => {
+            state.note(Entry::Error(format!(
+                "/tools {other}: use /tools, /tools off NAME or /tools on NAME"
+            )));
+            Vec::new()
+        }
+    }
 }
 
 #[cfg(test)]

@@ -443,7 +443,7 @@ mod tests {
     #[test]
     fn tab_completes_commands_and_tool_names() {
         let mut s = with_servers(&["everything"], 3);
-        typed(&mut s, "/m");
+        typed(&mut s, "/mc");
         update(&mut s, key(KeyCode::Tab));
         assert_eq!(s.input, "/mcp ");
         s.input.clear();

@@ -10,6 +10,7 @@ use ratatui::text::{Line, Span};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 const CODE: Style = Style::new().fg(Color::Cyan);
+const LINK: Style = Style::new().fg(Color::Blue);
 const QUOTE: Style = Style::new()
     .fg(Color::DarkGray)
     .add_modifier(Modifier::ITALIC);
@@ -162,11 +163,7 @@ fn table(rows: &[&str], width: usize, out: &mut Vec<Line<'static>>) {
 fn source_line(raw: &str, kind: Kind, width: usize, out: &mut Vec<Line<'static>>) {
     match kind {
         Kind::Fence => return,
-        Kind::Code => {
-            let pieces = vec![(raw.to_owned(), CODE)];
-            fill(&pieces, width, ("  ", "  ", Style::new()), out);
-            return;
-        }
+        Kind::Code => return code_line(raw, width, out),
         Kind::Text | Kind::Table => {}
     }
     let trimmed = raw.trim_start();
@@ -203,6 +200,32 @@ fn source_line(raw: &str, kind: Kind, width: usize, out: &mut Vec<Line<'static>>
             out,
         );
     }
+}
+
+/// A line of a fenced code block, verbatim: every space kept (columns stay aligned), tabs as
+/// four spaces, cut at the edge onto the next line instead of word-wrapped.
+fn code_line(raw: &str, width: usize, out: &mut Vec<Line<'static>>) {
+    const INDENT: &str = "  ";
+    let room = width.saturating_sub(INDENT.len()).max(1);
+    let text = raw.replace('\t', "    ");
+    let mut piece = String::new();
+    let mut used = 0;
+    let push = |piece: String, out: &mut Vec<Line<'static>>| {
+        out.push(Line::from(vec![
+            Span::raw(INDENT),
+            Span::styled(piece, CODE),
+        ]));
+    };
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > room && !piece.is_empty() {
+            push(std::mem::take(&mut piece), out);
+            used = 0;
+        }
+        piece.push(c);
+        used += w;
+    }
+    push(piece, out);
 }
 
 /// `# Title` .. `###### Title`: the level and the title.
@@ -256,6 +279,22 @@ fn inline(text: &str, base: Style) -> Vec<(String, Style)> {
             '*' => closed(rest, "*")
                 .filter(|(inner, _)| tight(inner))
                 .map(|(inner, len)| (inner, base.add_modifier(Modifier::ITALIC), len)),
+            '[' => {
+                if let Some((label, url, len)) = link(rest) {
+                    if !plain.is_empty() {
+                        out.push((std::mem::take(&mut plain), base));
+                    }
+                    if label != url {
+                        out.push((label.to_owned(), base.add_modifier(Modifier::UNDERLINED)));
+                        out.push((format!(" ({url})"), LINK));
+                    } else {
+                        out.push((url.to_owned(), LINK));
+                    }
+                    rest = &rest[len..];
+                    continue;
+                }
+                None
+            }
             _ => None,
         };
         match span {
@@ -276,6 +315,19 @@ fn inline(text: &str, base: Style) -> Vec<(String, Style)> {
         out.push((plain, base));
     }
     out
+}
+
+/// For `s` opening with `[`: a markdown link `[label](url)`'s label, URL and length.
+fn link(s: &str) -> Option<(&str, &str, usize)> {
+    let close = s.find("](")?;
+    let label = &s[1..close];
+    if label.is_empty() || label.contains('[') {
+        return None;
+    }
+    let after = &s[close + 2..];
+    let end = after.find(')')?;
+    let url = after[..end].trim();
+    (!url.is_empty() && !url.contains(' ')).then_some((label, url, close + 2 + end + 1))
 }
 
 /// For `s` opening with `mark`: the text up to the next `mark` and the length taken in all.
@@ -407,6 +459,33 @@ mod tests {
             .filter(|s| s.style != Style::new())
             .map(|s| (s.content.to_string(), s.style.add_modifier, s.style.fg))
             .collect()
+    }
+
+    #[test]
+    fn code_blocks_keep_every_space_and_cut_long_lines() {
+        let t = "```\ncol1    col2\n-rw-r--r--  1 me  staff   42 a.txt\n\tx\n```";
+        assert_eq!(
+            texts(t, 80),
+            vec![
+                "  col1    col2",
+                "  -rw-r--r--  1 me  staff   42 a.txt",
+                "      x"
+            ]
+        );
+        assert_eq!(
+            texts("```\nabcdefghij\n```", 6),
+            vec!["  abcd", "  efgh", "  ij"]
+        );
+    }
+
+    #[test]
+    fn links_are_drawn_as_text_with_their_url() {
+        let t = "See [the spec](https://modelcontextprotocol.io/spec) and [x](y z) and [a]";
+        assert_eq!(
+            texts(t, 200),
+            vec!["See the spec (https://modelcontextprotocol.io/spec) and [x](y z) and [a]"]
+        );
+        assert_eq!(texts("[https://a.b](https://a.b)", 80), vec!["https://a.b"]);
     }
 
     #[test]

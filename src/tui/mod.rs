@@ -8,8 +8,10 @@
 mod actor;
 mod approvals;
 mod commands;
+mod elicit;
 pub mod history;
 mod input;
+mod inputs;
 mod markdown;
 mod mentions;
 mod panel;
@@ -97,15 +99,50 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         builtins: true,
         // Quitting the TUI gives every server its own grace.
         shutdown_grace: None,
+        interactive: true,
     };
     let session = Session::start(opts, &cfg, cfg.servers.clone(), start)?;
+    let mut resumed = Vec::new();
+    let mut context_window = None;
+    let mut session_id = None;
+    let settings_kept = settings
+        .as_ref()
+        .ok()
+        .filter(|s| s.provider.is_some())
+        .cloned();
     let (engine, model, model_help) = match settings {
-        Ok(s) => match s.provider {
+        Ok(s) => match s.provider.clone() {
             Some(p) => {
                 let name = format!("{} {}", p.kind, p.model);
-                let ecfg = session.engine_config(s.max_steps, s.tool_output_budget_tokens);
+                let mut ecfg = session.engine_config(s.max_steps, s.tool_output_budget_tokens);
+                ecfg.context_window = s.context_window(&p.model);
+                ecfg.compact_at = s.compact_at;
+                context_window = ecfg.context_window;
+                let saved = match session.conversation(&opts.resume, &p.model) {
+                    Ok(o) => {
+                        session_id = Some(o.file.id.clone());
+                        resumed = state::entries_of(&o.messages);
+                        resumed.extend(o.note.clone().map(state::Entry::Info));
+                        Some(o)
+                    }
+                    Err(e) => {
+                        resumed.push(state::Entry::Error(e));
+                        None
+                    }
+                };
+                if opts.resume == crate::app::sessions::Resume::Pick {
+                    let list = crate::app::sessions::listing(&crate::app::sessions::dir(), 20);
+                    resumed.push(state::Entry::Info(if list.is_empty() {
+                        "no saved conversations yet".to_owned()
+                    } else {
+                        format!(
+                            "saved conversations (newest first); /resume ID continues one:\n{}",
+                            list.join("\n")
+                        )
+                    }));
+                }
                 (
-                    Some(session.engine(p, ecfg).start()),
+                    Some(session.engine(p, ecfg, saved).start()),
                     Some(name),
                     String::new(),
                 )
@@ -125,6 +162,8 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         config_path: opts.config_path.clone(),
         config_error,
         secrets: cfg.secrets.clone(),
+        sources: cfg.sources.clone(),
+        inputs: cfg.inputs.clone(),
         trace: trace_rx,
         done: done_tx,
         started,
@@ -132,6 +171,11 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         model,
         model_help,
         ask_first: !opts.yes,
+        resumed,
+        context_window,
+        settings: settings_kept,
+        model_flags: opts.model.clone(),
+        session_id,
     };
     take_terminal().context("cannot set up the terminal")?;
     let arbiter = Arbiter::new();
@@ -147,6 +191,10 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
             tui.clone().recipient(),
         ));
     watcher.do_send(SubscribeConfig(tui.clone().recipient()));
+    // Servers' questions (elicitation, sampling) are asked here from now on.
+    session
+        .desk
+        .do_send(crate::app::asks::SetUser(tui.clone().recipient()));
     let code = tokio::select! {
         code = done_rx => code.unwrap_or(1),
         _ = signalled(&tui) => 130,

@@ -54,7 +54,21 @@ impl State {
         self.servers.keys().nth(i).map(String::as_str)
     }
 
-    /// Header lines the panel shows above the selected server's tools.
+    /// Keeps where each server of another file comes from (a reload's `Config::sources`).
+    pub fn set_sources(&mut self, sources: Vec<(String, std::path::PathBuf)>) {
+        self.sources = sources
+            .into_iter()
+            .map(|(n, p)| (n, p.display().to_string()))
+            .collect();
+    }
+
+    /// The config file server `name` comes from, as shown.
+    pub fn server_source(&self, name: &str) -> &str {
+        self.sources.get(name).unwrap_or(&self.config_path)
+    }
+
+    /// Header lines the panel shows above the selected server's tools (the last two: the
+    /// server's config file and a blank line).
     pub fn panel_header_lines(&self, server: &str) -> usize {
         panel_header(self, server).len()
     }
@@ -200,7 +214,6 @@ pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
                     lines.push(Line::styled(format!("  {}", clean_line(l)), DIM));
                 }
             }
-            super::server_view::extra_lines(state, name, &mut lines);
         }
         ServerStatus::Failed { error, stderr_tail } => {
             lines.push(Line::from(head));
@@ -268,6 +281,12 @@ pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
             lines.push(Line::styled("stopped; r starts it", DIM));
         }
     }
+    lines.push(Line::styled(
+        format!("from {}", clean_line(state.server_source(name))),
+        DIM,
+    ));
+    // A connected server's log and resources, last: they may be long.
+    super::server_view::extra_lines(state, name, &mut lines);
     lines.push(Line::raw(""));
     lines
 }

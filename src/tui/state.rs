@@ -2,7 +2,8 @@
 //! record and tool result is an [`Event`]; [`update`] changes the [`State`] and returns the
 //! [`Effect`]s the `Tui` actor carries out. Nothing here touches a terminal or an actor.
 //!
-//! [`update`] only routes: a key goes to the question waiting for an answer, else to the open
+//! [`update`] only routes: a key goes to the question waiting for an answer (a tool approval,
+//! then a server's question), else to the open
 //! modal's feature (panel, trace, help, trust), else to the input; other events go to the feature
 //! they are about. Each feature module (`input`, `transcript`, `commands`, `approvals`, `panel`,
 //! `trace`, `trust`) owns its types, its keys, its layout numbers and its drawing; its public
@@ -23,14 +24,17 @@ pub use super::approvals::Approval;
 use super::approvals::{approval_key, asked, decline_all};
 use super::commands::help_key;
 pub use super::commands::COMMANDS;
+pub use super::elicit::{AskAnswer, AskKind, PendingAsk};
 pub use super::input::MAX_INPUT_ROWS;
 use super::input::{paste, session_key};
+use super::inputs::input_key;
+pub use super::inputs::InputView;
 use super::panel::panel_key;
 pub use super::panel::{tool_lines, PanelState, ToolLayout};
 use super::trace::trace_key;
 pub use super::trace::{TraceBuf, TraceRow, TraceView, TRACE_MESSAGE_MAX, TRACE_PER_SERVER};
 use super::transcript::{engine_event, finish_call};
-pub use super::transcript::{CallState, Entry, RESULT_LINES};
+pub use super::transcript::{entries_of, CallState, Entry, RESULT_LINES};
 use super::trust::trust_key;
 pub use super::trust::TrustView;
 
@@ -39,8 +43,23 @@ pub use super::trust::TrustView;
 pub enum Event {
     /// A key press.
     Key(KeyEvent),
+    /// A `/call`'s progress notice.
+    CallProgress {
+        /// The call's entry.
+        id: u64,
+        /// Progress so far.
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// The server's message.
+        message: Option<String>,
+    },
     /// The engine asks whether a tool call may run; answer with [`Effect::Answer`].
     ApprovalAsked(Approval),
+    /// A server asks the user (elicitation, sampling); answer with [`Effect::AnswerAsk`].
+    Asked(PendingAsk),
+    /// The server stopped waiting for that question.
+    AskWithdrawn(u64),
     /// Pasted text.
     Paste(String),
     /// The terminal's size changed.
@@ -148,8 +167,25 @@ pub enum Effect {
         /// Run it.
         yes: bool,
     },
+    /// The user's answer to [`Event::Asked`].
+    AnswerAsk {
+        /// Which question.
+        key: u64,
+        /// The answer.
+        answer: AskAnswer,
+    },
+    /// Open a URL elicitation's page in the browser (after the user's yes).
+    OpenUrl(String),
     /// Start a new conversation with the model (`/clear`).
     ClearConversation,
+    /// `/resume`: list the saved conversations (empty), or continue the one with this id.
+    Resume(String),
+    /// `/compact [focus]` (the focus, maybe empty).
+    Compact(String),
+    /// `/model [provider/]name`.
+    SetModel(String),
+    /// The tools turned off for the session, the whole set (`/tools off|on NAME`).
+    DisableTools(std::collections::BTreeSet<String>),
     /// Panic on purpose (`/panic`, only with `HARNESS9_DEBUG_PANIC=1`): proves the panic path.
     Panic,
     /// Approve these servers of the project config: `(name, command line the user saw)`; a
@@ -184,6 +220,16 @@ pub enum Effect {
         /// Its arguments.
         arguments: BTreeMap<String, String>,
     },
+    /// Keep the value the user gave for a VS Code input (in the private inputs file), then
+    /// reload.
+    SaveInput {
+        /// The config file that needs it.
+        file: std::path::PathBuf,
+        /// The input's id.
+        id: String,
+        /// The value.
+        value: String,
+    },
 }
 
 /// Which modal is open.
@@ -197,6 +243,8 @@ pub enum Modal {
     Help,
     /// The trust screen: the project config's unapproved servers, with what they would run.
     Trust(TrustView),
+    /// A VS Code input (`${input:ID}`) asked for.
+    Input(InputView),
 }
 
 /// The whole TUI state.
@@ -204,8 +252,28 @@ pub enum Modal {
 pub struct State {
     /// The transcript.
     pub transcript: Vec<Entry>,
+    /// The model settings (prices, context windows), when a model is configured.
+    pub settings: Option<std::sync::Arc<crate::agent::model::settings::Settings>>,
+    /// The bare model name in use (for prices and windows).
+    pub model_id: Option<String>,
+    /// Tokens so far by model name: (input, of which cached, output).
+    pub usage: BTreeMap<String, (u64, u64, u64)>,
+    /// The saved conversation's id.
+    pub session_id: Option<String>,
+    /// Tools the user turned off for this session (`/tools off NAME`).
+    pub disabled_tools: std::collections::BTreeSet<String>,
+    /// The spinner's frame while busy (advanced by the actor's clock).
+    pub spinner: usize,
+    /// Seconds the running turn has taken so far (set by the actor's clock).
+    pub busy_secs: u64,
+    /// Input tokens of the last model request (the context in use), once there was one.
+    pub context_used: Option<u64>,
+    /// The model's context window, when the settings know it.
+    pub context_window: Option<u64>,
     /// Tool calls waiting for the user's yes or no, the first one shown.
     pub approvals: std::collections::VecDeque<Approval>,
+    /// Servers' questions waiting for the user, the first one shown (after tool approvals).
+    pub asks: std::collections::VecDeque<PendingAsk>,
     /// Tools the user allowed for the rest of the session (`a`).
     pub always_allowed: std::collections::BTreeSet<String>,
     /// Lines scrolled back from the bottom.
@@ -238,6 +306,8 @@ pub struct State {
     pub cancelling: bool,
     /// The config file's display path.
     pub config_path: String,
+    /// Servers that come from another file than `config_path` (the user's), with that file.
+    pub sources: BTreeMap<String, String>,
     /// Terminal width and height.
     pub size: (u16, u16),
     /// Next call id.
@@ -260,6 +330,10 @@ pub struct State {
     pub extras: BTreeMap<String, super::server_view::ServerExtras>,
     /// Every connected server's prompts, as slash commands.
     pub prompts: super::prompts::PromptTable,
+    /// VS Code inputs waiting to be asked for.
+    pub inputs_pending: std::collections::VecDeque<crate::app::inputs::InputPrompt>,
+    /// Inputs asked for this session (config file, id): never asked again.
+    pub inputs_asked: std::collections::BTreeSet<(std::path::PathBuf, String)>,
 }
 
 impl State {
@@ -267,6 +341,15 @@ impl State {
     pub fn new(config_path: String, model: Option<String>, model_help: String) -> Self {
         State {
             transcript: Vec::new(),
+            context_used: None,
+            context_window: None,
+            spinner: 0,
+            busy_secs: 0,
+            settings: None,
+            model_id: None,
+            usage: BTreeMap::new(),
+            session_id: None,
+            disabled_tools: Default::default(),
             scroll_back: 0,
             input: String::new(),
             cursor: 0,
@@ -282,8 +365,10 @@ impl State {
             busy: false,
             cancelling: false,
             approvals: Default::default(),
+            asks: Default::default(),
             always_allowed: Default::default(),
             config_path,
+            sources: BTreeMap::new(),
             size: (80, 24),
             next_call: 1,
             quitting: false,
@@ -294,6 +379,8 @@ impl State {
             trust_seen: Default::default(),
             extras: BTreeMap::new(),
             prompts: Default::default(),
+            inputs_pending: Default::default(),
+            inputs_asked: Default::default(),
         }
     }
 }
@@ -302,39 +389,34 @@ impl State {
 pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
     match event {
         Event::Key(key) => {
-            if key.kind == KeyEventKind::Release {
-                return Vec::new();
-            }
-            if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-                // From anywhere: the first Ctrl+C stops a running turn (declining what waits
-                // for an answer), any other one quits.
-                if state.busy && !state.cancelling {
-                    state.cancelling = true;
-                    state.note(Entry::Info(
-                        "cancelling the turn; Ctrl+C again quits".to_owned(),
-                    ));
-                    let mut effects = decline_all(state);
-                    effects.push(Effect::CancelTurn);
-                    return effects;
-                }
-                state.quitting = true;
-                return vec![Effect::Quit];
-            }
-            if !state.approvals.is_empty() {
-                return approval_key(state, key);
-            }
-            match state.modal.take() {
-                Some(Modal::Panel(p)) => panel_key(state, p, key),
-                Some(Modal::Trace(t)) => trace_key(state, t, key),
-                Some(Modal::Help) => help_key(state, key),
-                Some(Modal::Trust(t)) => trust_key(state, t, key),
-                None => session_key(state, key),
-            }
+            let effects = key_event(state, key);
+            // A closed modal makes room for an input waiting to be asked for.
+            super::inputs::open_next(state);
+            effects
         }
         Event::ApprovalAsked(a) => asked(state, a),
+        Event::Asked(a) => super::elicit::asked(state, a),
+        Event::AskWithdrawn(key) => {
+            super::elicit::withdrawn(state, key);
+            Vec::new()
+        }
+        Event::CallProgress {
+            id,
+            progress,
+            total,
+            message,
+        } => {
+            super::transcript::call_progress(state, id, progress, total, message);
+            Vec::new()
+        }
         Event::Paste(text) => {
-            if state.modal.is_none() {
-                paste(state, &text);
+            match &mut state.modal {
+                None if state.asks.is_empty() && state.approvals.is_empty() => paste(state, &text),
+                // A pasted token: its first line.
+                Some(Modal::Input(v)) => v
+                    .value
+                    .push_str(text.lines().next().unwrap_or_default().trim_end()),
+                _ => {}
             }
             Vec::new()
         }
@@ -417,10 +499,78 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
     }
 }
 
+/// A key press: to the question waiting for an answer, else the open modal, else the input.
+fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    if key.kind == KeyEventKind::Release {
+        return Vec::new();
+    }
+    if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+        // From anywhere: the first Ctrl+C stops a running turn (declining what waits
+        // for an answer), any other one quits.
+        if state.busy && !state.cancelling {
+            state.cancelling = true;
+            state.note(Entry::Info(
+                "cancelling the turn; Ctrl+C again quits".to_owned(),
+            ));
+            let mut effects = decline_all(state);
+            effects.extend(super::elicit::cancel_all(state));
+            effects.push(Effect::CancelTurn);
+            return effects;
+        }
+        // A half-typed draft in the input is cleared first (kept in the history, so ↑ brings
+        // it back); the next Ctrl+C quits.
+        if state.modal.is_none() && !state.input.trim().is_empty() {
+            let draft = std::mem::take(&mut state.input);
+            if state.history.last() != Some(&draft) {
+                state.history.push(draft);
+            }
+            state.cursor = 0;
+            state.history_pos = None;
+            state.note(Entry::Info(
+                "draft cleared (↑ brings it back); Ctrl+C again quits".to_owned(),
+            ));
+            return Vec::new();
+        }
+        state.quitting = true;
+        return vec![Effect::Quit];
+    }
+    if !state.approvals.is_empty() {
+        return approval_key(state, key);
+    }
+    if !state.asks.is_empty() {
+        return super::elicit::ask_key(state, key);
+    }
+    match state.modal.take() {
+        Some(Modal::Panel(p)) => panel_key(state, p, key),
+        Some(Modal::Trace(t)) => trace_key(state, t, key),
+        Some(Modal::Help) => help_key(state, key),
+        Some(Modal::Trust(t)) => trust_key(state, t, key),
+        Some(Modal::Input(v)) => input_key(state, v, key),
+        None => session_key(state, key),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::tui::tests::{key_event as key, typed};
+
+    #[test]
+    fn ctrl_c_clears_a_draft_first_and_quits_the_second_time() {
+        let ctrl_c = || Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+        let mut s = State::new("x".into(), None, String::new());
+        typed(&mut s, "half a thought");
+        assert_eq!(update(&mut s, ctrl_c()), vec![]);
+        assert!(s.input.is_empty() && !s.quitting);
+        update(&mut s, key(KeyCode::Up));
+        assert_eq!(
+            s.input, "half a thought",
+            "the draft comes back from the history"
+        );
+        s.input.clear();
+        s.cursor = 0;
+        assert_eq!(update(&mut s, ctrl_c()), vec![Effect::Quit]);
+    }
 
     #[test]
     fn ctrl_c_cancels_a_running_turn_first_and_quits_the_second_time() {

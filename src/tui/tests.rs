@@ -129,7 +129,7 @@ pub(crate) fn with_servers(names: &[&str], per: usize) -> State {
     s
 }
 
-fn render(state: &mut State, w: u16, h: u16) -> String {
+pub(crate) fn render(state: &mut State, w: u16, h: u16) -> String {
     state.size = (w, h);
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
     t.draw(|f| view(state, f)).expect("draw");
@@ -248,6 +248,11 @@ fn panel_with_a_failed_server_and_its_stderr() {
         ],
         vec![tool("everything", "echo", "Echoes back the input string")],
     );
+    // It comes from the user's file: the panel says so.
+    s.set_sources(vec![(
+        "remote-api".into(),
+        "/home/u/.config/harness9/mcp.json".into(),
+    )]);
     s.modal = Some(Modal::Panel(PanelState {
         selected: 1,
         scroll: 0,
@@ -354,7 +359,7 @@ fn panel_with_10000_tools_scrolled_to_the_middle() {
     s.modal = Some(Modal::Panel(PanelState::default()));
     s.size = (80, 16);
     let total = s.panel_total_lines("big");
-    assert_eq!(total, 3 + 30_000);
+    assert_eq!(total, 4 + 30_000);
     s.modal = Some(Modal::Panel(PanelState {
         selected: 0,
         scroll: total / 2,
@@ -463,6 +468,13 @@ fn help_view() {
     let mut s = state_with(vec![("a", connected(1, 3))], vec![]);
     s.modal = Some(Modal::Help);
     insta::assert_snapshot!(render(&mut s, 90, 24));
+}
+
+#[test]
+fn help_view_tall_lists_what_each_command_does() {
+    let mut s = state_with(vec![("a", connected(1, 3))], vec![]);
+    s.modal = Some(Modal::Help);
+    insta::assert_snapshot!(render(&mut s, 90, 36));
 }
 
 #[test]
@@ -634,6 +646,72 @@ fn trust_screen_scrolls_to_the_selected_server_and_counts_the_rest() {
         key(&mut s, KeyCode::Down);
     }
     insta::assert_snapshot!(render(&mut s, 60, 16));
+}
+
+/// server-everything's elicitation form (its schema, trimmed), with an escape sequence in the
+/// message that must not reach the screen.
+fn form_params() -> serde_json::Value {
+    serde_json::json!({
+        "message": "Please provide inputs\u{1b}[31m for the following fields:",
+        "requestedSchema": {"type": "object", "properties": {
+            "name": {"title": "String", "type": "string", "description": "Your full, legal name"},
+            "check": {"title": "Boolean", "type": "boolean"},
+            "email": {"title": "Email", "type": "string", "format": "email"},
+            "integer": {"title": "Integer", "type": "integer", "minimum": 1, "maximum": 100, "default": 42},
+            "pet": {"title": "Pet", "type": "string", "enum": ["pet-1", "pet-2"], "enumNames": ["Cats", "Dogs"], "default": "pet-2"},
+            "fish": {"title": "Fish", "type": "array", "items": {"anyOf": [{"const": "f1", "title": "Tuna"}, {"const": "f2", "title": "Salmon"}]}, "default": ["f1"]}
+        }, "required": ["name"]}
+    })
+}
+
+#[test]
+fn an_elicitation_form_with_an_error_and_a_url_elicitation() {
+    let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
+    update(
+        &mut s,
+        Event::Asked(super::elicit::elicitation(
+            1,
+            "everything".into(),
+            &form_params(),
+        )),
+    );
+    update(
+        &mut s,
+        Event::Asked(super::elicit::elicitation(
+            2,
+            "everything".into(),
+            &serde_json::json!({"mode": "url", "message": "Log in to continue", "url": "https://auth.example.com/authorize?client_id=abc&state=xyz"}),
+        )),
+    );
+    // Enter without the required name: the form says what is missing.
+    key(&mut s, KeyCode::Enter);
+    let form = render(&mut s, 70, 18);
+    key(&mut s, KeyCode::Esc);
+    let url = render(&mut s, 70, 14);
+    insta::assert_snapshot!(format!("{form}\n{url}"));
+}
+
+#[test]
+fn a_sampling_request_waiting_for_approval() {
+    let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
+    let sampling = crate::app::sampler::Sampling::parse(&serde_json::json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Resource trigger-sampling-request context: write a haiku"}}],
+        "systemPrompt": "You are a helpful test server.",
+        "maxTokens": 100
+    }))
+    .expect("sampling params");
+    update(
+        &mut s,
+        Event::Asked(super::state::PendingAsk {
+            key: 1,
+            server: "everything".into(),
+            kind: super::state::AskKind::Sampling {
+                sampling,
+                model: "anthropic claude-sonnet-4-5".into(),
+            },
+        }),
+    );
+    insta::assert_snapshot!(render(&mut s, 70, 14));
 }
 
 #[test]

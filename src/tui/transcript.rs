@@ -81,6 +81,65 @@ pub(super) fn page(state: &mut State, up: bool) {
     }
 }
 
+/// Shows a running call's progress (`3/10 step 3`) on its entry; a finished entry keeps its
+/// result.
+pub fn call_progress(
+    state: &mut State,
+    id: u64,
+    progress: f64,
+    total: Option<f64>,
+    message: Option<String>,
+) {
+    let mut text = match total {
+        Some(t) => format!("{progress}/{t}"),
+        None => progress.to_string(),
+    };
+    if let Some(m) = message {
+        text.push(' ');
+        text.push_str(&crate::sanitize::clean_line(&m));
+    }
+    for e in state.transcript.iter_mut().rev() {
+        if let Entry::Tool {
+            id: eid,
+            progress: p,
+            state: st,
+            ..
+        } = e
+        {
+            if *eid == id {
+                // A call's progress comes before its result; this guard only keeps a finished
+                // entry as it is.
+                if *st == CallState::Running {
+                    *p = Some(text);
+                }
+                break;
+            }
+        }
+    }
+}
+
+/// The transcript of a resumed conversation: what the user said, the model's text, and a note
+/// per tool call (tool results are in the conversation, not drawn again).
+pub fn entries_of(messages: &[crate::agent::model::Message]) -> Vec<Entry> {
+    use crate::agent::model::{Block, Role};
+    let mut out = Vec::new();
+    for m in messages {
+        for b in &m.content {
+            match (m.role, b) {
+                (Role::User, Block::Text(t)) => out.push(Entry::User(t.clone())),
+                (Role::Assistant, Block::Text(t)) if !t.trim().is_empty() => {
+                    out.push(Entry::Assistant(t.clone()))
+                }
+                (Role::Assistant, Block::ToolUse { name, .. }) => {
+                    out.push(Entry::Info(format!("⚙ {name}")))
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 /// Ends a tool entry: its state, duration and (sanitized) output; the view follows the newest.
 pub(super) fn finish_call(
     state: &mut State,
@@ -129,7 +188,21 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
             "{reason}; retrying in {}",
             harness9_actors::error::fmt_duration(after)
         ))),
-        EngineEvent::ModelDone { .. } => {}
+        EngineEvent::ModelDone { usage, .. } => {
+            state.context_used = Some(usage.input_tokens);
+            let model = state.model_id.clone().unwrap_or_default();
+            let u = state.usage.entry(model).or_default();
+            u.0 += usage.input_tokens;
+            u.1 += usage.cached_input_tokens;
+            u.2 += usage.output_tokens;
+        }
+        EngineEvent::Compacted { reason, compacted } => {
+            state.context_used = Some(compacted.tokens_after as u64);
+            state.note(Entry::Info(format!(
+                "compacted {} earlier messages into a summary (~{} -> ~{} tokens): {reason}",
+                compacted.replaced, compacted.tokens_before, compacted.tokens_after
+            )))
+        }
         EngineEvent::ToolStarted {
             id: key,
             name,
@@ -159,34 +232,8 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
             total,
             message,
         } => {
-            let Some(id) = state.engine_calls.get(&key).copied() else {
-                return;
-            };
-            let mut text = match total {
-                Some(t) => format!("{progress}/{t}"),
-                None => progress.to_string(),
-            };
-            if let Some(m) = message {
-                text.push(' ');
-                text.push_str(&crate::sanitize::clean_line(&m));
-            }
-            for e in state.transcript.iter_mut().rev() {
-                if let Entry::Tool {
-                    id: eid,
-                    progress: p,
-                    state: st,
-                    ..
-                } = e
-                {
-                    if *eid == id {
-                        // A call's progress comes before its result on the turn stream; this guard only
-                        // keeps a finished entry as it is.
-                        if *st == CallState::Running {
-                            *p = Some(text);
-                        }
-                        break;
-                    }
-                }
+            if let Some(id) = state.engine_calls.get(&key).copied() {
+                call_progress(state, id, progress, total, message);
             }
         }
         EngineEvent::ToolFinished {

@@ -79,11 +79,15 @@ pub fn view(state: &State, frame: &mut Frame) {
             Modal::Trace(t) => super::trace::draw_trace(state, t, frame, modal_area),
             Modal::Help => super::commands::draw_help(frame, modal_area),
             Modal::Trust(t) => super::trust::draw_trust(state, t, frame, modal_area),
+            Modal::Input(v) => super::inputs::draw_input(v, frame, modal_area),
         }
     }
     // A question about a tool call goes over everything: the turn waits on it.
     if state.approvals.front().is_some() {
         super::approvals::draw_approval(state, frame, main);
+    } else if state.asks.front().is_some() {
+        // A server's question (its call, and so the turn, waits on it).
+        super::elicit::draw_ask(state, frame, main);
     }
 }
 
@@ -161,17 +165,53 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
         Span::raw(" "),
         Span::raw(model),
         Span::styled(" │ ", DIM),
+    ];
+    if state.busy {
+        const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+        let secs = state.busy_secs;
+        let elapsed = if secs >= 60 {
+            format!("{}m{:02}s", secs / 60, secs % 60)
+        } else {
+            format!("{secs}s")
+        };
+        // First after the name: a narrow terminal cuts the end of the line, never this.
+        spans.push(Span::styled(
+            format!(
+                "{} working… {elapsed} · Esc cancels",
+                FRAMES[state.spinner % FRAMES.len()]
+            ),
+            Style::new().fg(Color::Yellow),
+        ));
+        spans.push(Span::styled(" │ ", DIM));
+    }
+    if let Some(used) = state.context_used {
+        let k = |n: u64| {
+            if n >= 10_000 {
+                format!("{}k", n / 1000)
+            } else {
+                n.to_string()
+            }
+        };
+        let (text, style) = match state.context_window.filter(|w| *w > 0) {
+            Some(w) => {
+                let pct = used.saturating_mul(100) / w;
+                let style = if pct >= 80 {
+                    Style::new().fg(Color::Yellow)
+                } else {
+                    Style::new()
+                };
+                (format!("context {pct}% of {}", k(w)), style)
+            }
+            None => (format!("context {} tokens", k(used)), Style::new()),
+        };
+        spans.push(Span::styled(text, style));
+        spans.push(Span::styled(" │ ", DIM));
+    }
+    spans.extend([
         Span::raw(tools),
         Span::styled(" │ ", DIM),
         Span::raw(state.config_path.clone()),
-    ];
-    if state.busy {
-        spans.push(Span::styled(" │ ", DIM));
-        spans.push(Span::styled(
-            "working… Esc cancels",
-            Style::new().fg(Color::Yellow),
-        ));
-    }
+    ]);
     spans.push(Span::styled(" │ Tab completes · /help", DIM));
     truncate_line(Line::from(spans), width as usize)
 }

@@ -1,10 +1,22 @@
 """A small MCP server on the official Python SDK (PyPI `mcp`), for harness9's integration tests."""
 
+import json
+
 from typing import Annotated
 
 from pydantic import BaseModel
 
-from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve
+from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve, Sample
+from mcp.types import (
+    CreateMessageResult,
+    CreateMessageResultWithTools,
+    ModelHint,
+    ModelPreferences,
+    SamplingMessage,
+    TextContent,
+    Tool,
+    ToolUseContent,
+)
 
 server = MCPServer("py-fixture")
 
@@ -41,6 +53,43 @@ def order(item: str, choice: Annotated[ElicitationResult[Size], Resolve(ask_size
     if isinstance(choice, AcceptedElicitation):
         return f"ordered a {choice.data.size} {item}"
     return f"no order: {choice.action}"
+
+
+def ask_poem(topic: str) -> Sample:
+    return Sample(
+        [SamplingMessage(role="user", content=TextContent(type="text", text=f"Write a line about {topic}"))],
+        max_tokens=64,
+        system_prompt="You are a poet.",
+        model_preferences=ModelPreferences(hints=[ModelHint(name="haiku")]),
+    )
+
+
+@server.tool()
+def poem(topic: str, line: Annotated[CreateMessageResult, Resolve(ask_poem)]) -> str:
+    """A line about the topic from the client's model (an input request: sampling)."""
+    text = line.content.text if isinstance(line.content, TextContent) else str(line.content)
+    return f"poem by {line.model}: {text}"
+
+
+def ask_plan(city: str) -> Sample:
+    lookup = Tool(
+        name="lookup",
+        description="Look up the weather in a city.",
+        input_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+    )
+    return Sample(
+        [SamplingMessage(role="user", content=TextContent(type="text", text=f"Weather in {city}?"))],
+        max_tokens=64,
+        tools=[lookup],
+    )
+
+
+@server.tool()
+def plan(city: str, step: Annotated[CreateMessageResultWithTools, Resolve(ask_plan)]) -> str:
+    """What the client's model would call first for the weather in `city` (sampling with tools)."""
+    blocks = step.content if isinstance(step.content, list) else [step.content]
+    calls = [f"{b.name}({json.dumps(b.input, sort_keys=True)})" for b in blocks if isinstance(b, ToolUseContent)]
+    return f"stop={step.stop_reason}; " + ", ".join(calls)
 
 
 @server.tool()

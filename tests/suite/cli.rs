@@ -136,8 +136,9 @@ fn call_prints_text_reads_stdin_args_and_fails_on_is_error() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
 
+    // A tool the server does not have: a usage error.
     let out = harness9(&dir, &["mcp", "call", "e", "no-such-tool"], None);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("server \"e\" has no tool \"no-such-tool\""),
         "{}",
@@ -294,4 +295,171 @@ fn completions_cover_every_command() {
         Some(2),
         "an unknown shell is a usage error"
     );
+}
+
+#[test]
+fn each_command_help_shows_only_the_flags_that_apply_to_it() {
+    let dir = temp_path("help");
+    std::fs::create_dir_all(&dir).unwrap();
+    let help = |args: &[&str]| {
+        let out = harness9(&dir, args, None);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    };
+    let model_flags = ["--provider", "--model", "--base-url"];
+    for cmd in [
+        &["mcp", "list", "--help"][..],
+        &["mcp", "call", "--help"],
+        &["mcp", "add", "--help"],
+        &["mcp", "approve", "--help"],
+    ] {
+        let shown = help(cmd);
+        for flag in model_flags.iter().chain(&["--yes"]) {
+            assert!(!shown.contains(flag), "{cmd:?} mentions {flag}:\n{shown}");
+        }
+    }
+    // Editing commands take --config and nothing that starts servers.
+    let add = help(&["mcp", "add", "--help"]);
+    assert!(
+        add.contains("--config") && !add.contains("--trace"),
+        "{add}"
+    );
+    let run = help(&["run", "--help"]);
+    for flag in model_flags.iter().chain(&["--config", "--trace"]) {
+        assert!(run.contains(flag), "run --help lacks {flag}:\n{run}");
+    }
+    assert!(!run.contains("--yes"), "{run}");
+    let top = help(&["--help"]);
+    for flag in model_flags.iter().chain(&["--yes", "--config"]) {
+        assert!(top.contains(flag), "--help lacks {flag}:\n{top}");
+    }
+    // A model flag before a command that uses no model is a usage error, not ignored; the
+    // session's flags still work on either side of the command's name.
+    let out = harness9(&dir, &["--model", "m", "mcp", "list"], None);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--model"),
+        "{}",
+        text(&out.stderr)
+    );
+    for args in [
+        &["--config", "none.json", "mcp", "list"][..],
+        &["mcp", "list", "--config", "none.json"],
+    ] {
+        let out = harness9(&dir, args, None);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(text(&out.stderr).contains("none.json"), "{args:?}");
+    }
+}
+
+/// The one JSON object a failed `--json` command printed on stdout.
+fn json_error(out: &Output) -> Value {
+    let stdout = text(&out.stdout);
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {stdout:?}"))
+}
+
+#[test]
+fn json_errors_are_json_on_stdout_with_the_exit_code() {
+    // A config error: exit 2.
+    let dir = temp_path("jsonerr");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(".mcp.json"), "{\"mcpServers\": [1]}").unwrap();
+    let out = harness9(&dir, &["mcp", "list", "--json"], None);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let e = json_error(&out);
+    assert_eq!(e["code"], 2, "{e}");
+    assert!(e["error"].as_str().unwrap().contains(".mcp.json:1:"), "{e}");
+    // The text goes to stderr as before.
+    assert!(text(&out.stderr).contains(".mcp.json:1:"));
+
+    // An unknown server: a usage error, exit 2, naming the servers there are.
+    let dir = project_with("jsonerr-call", json!({"e": everything_json(json!({}))}));
+    let out = harness9(&dir, &["mcp", "call", "nope", "echo", "--json"], None);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let e = json_error(&out);
+    assert_eq!(e["code"], 2, "{e}");
+    let msg = e["error"].as_str().unwrap();
+    assert!(
+        msg.contains("\"nope\"") && msg.contains("servers: e"),
+        "{e}"
+    );
+
+    // A failure: a tool the server does not have is a usage error too; a call that fails
+    // is exit 1.
+    let out = harness9(
+        &dir,
+        &["mcp", "call", "e", "echo", "--args", "[1]", "--json"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(json_error(&out)["code"], 2);
+    let out = harness9(
+        &dir,
+        &[
+            "mcp",
+            "call",
+            "e",
+            "echo",
+            "--args",
+            "{\"message\": 5}",
+            "--json",
+        ],
+        None,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    // clap's own usage errors too.
+    let out = harness9(&dir, &["mcp", "get", "--json"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let e = json_error(&out);
+    assert!(e["error"].as_str().unwrap().contains("<SERVER>"), "{e}");
+}
+
+#[test]
+fn a_vscode_input_comes_from_its_variable_or_the_kept_value_and_the_error_names_it() {
+    let dir = temp_path("inputs");
+    std::fs::create_dir_all(dir.join(".vscode")).unwrap();
+    let mut server = everything_json(json!({"TOKEN": "${input:api-token}"}));
+    server["type"] = json!("stdio");
+    let config = json!({"inputs": [{"type": "promptString", "id": "api-token", "password": true}],
+                        "servers": {"e": server}});
+    let file = dir.join(".vscode/mcp.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let store = dir.join("inputs.json");
+    let list = |env: &[(&str, &str)]| {
+        let mut cmd = harness9_in(&dir);
+        cmd.args(["mcp", "list", "--json"])
+            .env("HARNESS9_INPUTS", &store)
+            .env_remove("HARNESS9_INPUT_API_TOKEN");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = output_within(cmd, None, Duration::from_secs(60));
+        let rows: Vec<Value> = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+        rows[0].clone()
+    };
+    // Headless, no value: the server is held, the error names the variable.
+    let row = list(&[]);
+    assert_eq!(row["status"], "failed", "{row}");
+    assert!(
+        row["error"]
+            .as_str()
+            .unwrap()
+            .contains("HARNESS9_INPUT_API_TOKEN"),
+        "{row}"
+    );
+    // The variable gives it.
+    let row = list(&[("HARNESS9_INPUT_API_TOKEN", "t")]);
+    assert_eq!(row["status"], "connected", "{row}");
+    // So does the value the TUI kept.
+    harness9::app::inputs::save(&store, &file, "api-token", "kept").unwrap();
+    let row = list(&[]);
+    assert_eq!(row["status"], "connected", "{row}");
 }

@@ -250,6 +250,8 @@ pub fn harness9_in(dir: &Path) -> std::process::Command {
         .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
         // `run -p` waits for every server (tests check the first request's tools).
         .env("HARNESS9_STARTUP_WAIT", "60")
+        // Conversations are saved in the test's dir, never the user's state dir.
+        .env("HARNESS9_SESSIONS", dir.join("sessions"))
         .current_dir(dir);
     c
 }

@@ -380,7 +380,10 @@ fn two_mcp_tools_at_once_run_in_parallel() {
     }
     // The first event names the session and every tool offered.
     let id = start["session_id"].as_str().unwrap_or_default();
-    assert_eq!(id.len(), 32, "{start}");
+    assert!(
+        dir.join("sessions").join(format!("{id}.jsonl")).exists(),
+        "the session id names the saved conversation: {start}"
+    );
     let tools: Vec<&str> = start["tools"]
         .as_array()
         .expect("tools")
@@ -1330,4 +1333,167 @@ fn the_model_sees_server_instructions_reads_resources_and_hears_of_schema_mismat
         "{}",
         text("s1")
     );
+}
+
+/// `run -p` saves its conversation under the id its events report; `run -p --resume ID`
+/// continues it (the model gets the earlier turn), `--continue` the newest of the directory,
+/// and an unknown id is a usage error (exit 2) that says how to list them.
+#[test]
+fn run_resumes_a_saved_conversation_headless() {
+    let model = Model::start(
+        "resume",
+        json!({"steps": [
+            {"text": "Noted: 7."},
+            {"text": "You said 7."},
+            {"text": "Still 7."}
+        ]}),
+    );
+    let dir = project("resume", json!({}));
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "note 7", "--json"]).finish(LIMIT);
+    out.ok();
+    let id = out.event("start", "")["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(out.event("done", "")["session_id"], id.as_str());
+    let file = dir.join("sessions").join(format!("{id}.jsonl"));
+    assert!(file.exists(), "{}", file.display());
+
+    let args = ["run", "-p", "what did I say?", "--resume", &id, "--json"];
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    out.ok();
+    assert_eq!(out.event("start", "")["session_id"], id.as_str());
+    let msgs = model.requests()[1]["body"]["messages"].clone();
+    assert_eq!(msgs.as_array().unwrap().len(), 3, "{msgs}");
+    assert!(msgs[0].to_string().contains("note 7"), "{msgs}");
+    assert!(msgs[1].to_string().contains("Noted: 7."), "{msgs}");
+
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &["run", "-p", "and?", "--continue"],
+    )
+    .finish(LIMIT);
+    out.ok();
+    let msgs = model.requests()[2]["body"]["messages"].clone();
+    assert_eq!(msgs.as_array().unwrap().len(), 5, "{msgs}");
+
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &["run", "-p", "x", "--resume", "nope-1"],
+    )
+    .finish(LIMIT);
+    assert_eq!(out.code, Some(2), "{out}");
+    assert!(out.stderr.contains("harness9 --resume"), "{out}");
+    assert_eq!(model.requests().len(), 3, "no model call for a bad id");
+}
+
+/// The provider refuses a request as too long: the earlier turns become a summary (one more
+/// model call), the step runs again and the turn ends well; the session file keeps the
+/// compacted conversation, so the next run continues from the summary.
+#[test]
+fn a_context_overflow_is_survived_by_compaction() {
+    let big = "lorem ipsum ".repeat(400);
+    let model = Model::start(
+        "overflow",
+        json!({"steps": [
+            {"text": format!("Noted A. {big}")},
+            {"text": format!("Noted B. {big}")},
+            {"status": 400, "error_message": "prompt is too long: 250000 tokens > 200000 maximum"},
+            {"text": "SUMMARY: the user noted A and B."},
+            {"text": "All good."},
+            {"text": "Still good."}
+        ]}),
+    );
+    let dir = project("overflow", json!({}));
+    for p in ["note A", "note B"] {
+        let args = ["run", "-p", p, "--continue"];
+        Run::start(anthropic(&dir, &model), &args)
+            .finish(LIMIT)
+            .ok();
+    }
+    let args = ["run", "-p", "what now?", "--continue", "--json"];
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    out.ok();
+    let c = out.event("compacted", "");
+    assert_eq!(c["replaced"], 4, "{c}");
+    assert!(
+        c["reason"].as_str().unwrap().contains("prompt is too long"),
+        "{c}"
+    );
+    assert!(
+        c["tokens_after"].as_u64().unwrap() < c["tokens_before"].as_u64().unwrap() / 4,
+        "{c}"
+    );
+    assert_eq!(out.event("done", "")["text"], "All good.", "{out}");
+    let reqs = model.requests();
+    let summary_req = reqs[3]["body"]["messages"].to_string();
+    assert!(summary_req.contains("Noted A.") && summary_req.contains("note B"));
+    let retried = reqs[4]["body"]["messages"].as_array().unwrap().clone();
+    assert_eq!(retried.len(), 3, "{retried:?}");
+    assert!(retried[0]
+        .to_string()
+        .contains("SUMMARY: the user noted A and B."));
+    assert!(retried[2].to_string().contains("what now?"));
+    let (before, after) = (
+        reqs[2]["body"].to_string().len(),
+        reqs[4]["body"].to_string().len(),
+    );
+    assert!(after * 3 < before, "request bytes {before} -> {after}");
+
+    let args = ["run", "-p", "and then?", "--continue"];
+    Run::start(anthropic(&dir, &model), &args)
+        .finish(LIMIT)
+        .ok();
+    let next = model.requests()[5]["body"]["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        next.len(),
+        5,
+        "the compacted conversation was saved: {next:?}"
+    );
+    assert!(next[0].to_string().contains("SUMMARY"));
+}
+
+#[test]
+fn run_json_failures_end_with_an_error_event_and_the_exit_code() {
+    // The model rejects the key: a failure, exit 1, the error event last with its code.
+    let model = Model::start(
+        "jsonfail",
+        json!({"api_key": "right", "steps": [{"text": "never"}]}),
+    );
+    let dir = project("jsonfail", Value::Null);
+    let mut cmd = anthropic(&dir, &model);
+    cmd.env("ANTHROPIC_API_KEY", "wrong");
+    let out = Run::start(cmd, &["run", "-p", "go", "--json"]).finish(LIMIT);
+    assert_eq!(out.code, Some(1), "{out}");
+    let last: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("last line is not JSON ({e}): {out}"));
+    assert_eq!(last["event"], "error", "{out}");
+    assert_eq!(last["code"], 1, "{out}");
+    assert!(
+        last["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("ANTHROPIC_API_KEY")),
+        "{out}"
+    );
+
+    // No model configured, and an empty task: config and usage errors, exit 2, each one
+    // error event on stdout.
+    for args in [
+        &["run", "-p", "go", "--json"][..],
+        &["run", "-p", "", "--json"],
+    ] {
+        let out = Run::start(harness9(&dir), args).finish(LIMIT);
+        assert_eq!(out.code, Some(2), "{args:?}: {out}");
+        let lines: Vec<&str> = out.stdout.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {out}");
+        let e: Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(
+            (&e["event"], &e["code"]),
+            (&json!("error"), &json!(2)),
+            "{e}"
+        );
+    }
 }

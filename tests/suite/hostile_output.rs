@@ -83,6 +83,7 @@ fn harness9(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
         .current_dir(dir)
         .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
         .env("HARNESS9_STARTUP_WAIT", "60")
+        .env("HARNESS9_SESSIONS", dir.join("sessions"))
         .env("HOME", dir.join("home"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -561,10 +561,183 @@ fn https_goes_through_rustls_and_a_plain_server_gives_a_clear_error() {
 /// trace; the store is private.
 #[test]
 fn oauth_login_refresh_and_revocation_from_the_cli() {
-    use std::os::unix::fs::PermissionsExt as _;
     let srv = http_fixture("oauth", &["--token-ttl", "2"]);
+    oauth_round_trip(&srv, "/revoke");
+}
+
+/// The same round trip against the PyPI `mcp` SDK's own authorization server and
+/// resource-server middleware (tests/python/sdk_oauth_server.py): its 401 challenge, RFC 9728
+/// and RFC 8414 metadata, dynamic registration, PKCE check, token and refresh grants.
+#[test]
+fn oauth_round_trip_against_the_python_sdk_authorization_server() {
+    let port = free_port();
+    let mut c = Command::new(repo().join(".deps/venv/bin/python"));
+    c.arg(repo().join("tests/python/sdk_oauth_server.py"))
+        .args(["--port", &port.to_string(), "--token-ttl", "2"]);
+    let srv = spawn_server(c, port, "READY");
+    oauth_round_trip(&srv, "/revoke-all");
+}
+
+/// A token that expires early on the server's side (the client still thinks it fresh) gets a
+/// `401` on every call in flight; they share one refresh and all succeed.
+#[test]
+fn concurrent_calls_share_one_refresh_after_a_401() {
+    let port = free_port();
+    let mut c = Command::new(repo().join(".deps/venv/bin/python"));
+    c.arg(repo().join("tests/python/sdk_oauth_server.py"))
+        .args(["--port", &port.to_string()]);
+    let _srv = spawn_server(c, port, "READY");
+    let dir = temp_path(&format!("oauth-shared{port}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let config = dir.join("s.mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"o": {"url": url}}}).to_string(),
+    )
+    .unwrap();
+    let store = dir.join("oauth.json");
+    let exe = env!("CARGO_BIN_EXE_harness9");
+    let mut login = Command::new(exe);
+    login
+        .arg("--config")
+        .arg(&config)
+        .args(["mcp", "login", "o"])
+        .env("HARNESS9_OAUTH_STORE", &store)
+        .env("BROWSER", format!("{exe} conformance-browser"));
+    let out = output_within(login, None, Duration::from_secs(60));
+    assert!(out.status.success(), "{out:?}");
+    let stats = || -> serde_json::Value {
+        serde_json::from_str(&plain_http(port, "GET", "/stats")).unwrap()
+    };
+
+    let mut spec = http_spec("o", url, false);
+    spec.oauth = Some(harness9_actors::oauth::OAuthSpec::new(
+        Default::default(),
+        std::sync::Arc::new(harness9::app::oauth_store::FileStore::new(store.clone())),
+    ));
+    run(Duration::from_secs(60), || async move {
+        let mut rt = start(vec![spec], fast_policy());
+        rt.settled(Duration::from_secs(20)).await;
+        let call = |i: usize| {
+            ToolRegistry::call(
+                &rt.registry,
+                "mcp__o__echo".to_owned(),
+                Some(json!({"text": format!("call {i}")})),
+                None,
+            )
+        };
+        assert_eq!(call(0).await.unwrap().text(), "call 0");
+        assert_eq!(stats()["refreshes"], 0);
+        assert_eq!(plain_http(port, "POST", "/expire-all"), "expired");
+        let all = futures_util::future::join_all((1..=8).map(call)).await;
+        for (i, r) in all.into_iter().enumerate() {
+            assert_eq!(r.unwrap().text(), format!("call {}", i + 1));
+        }
+        assert_eq!(stats()["refreshes"], 1, "one refresh for eight calls");
+        assert_eq!(stats()["logins"], 1);
+        shutdown(rt, &[]).await;
+    });
+}
+
+/// Over SSH the browser is on another machine and its redirect to our loopback listener
+/// fails; the user pastes the address it ended on into `mcp login`, which takes it (after
+/// refusing a line that is not that address) and logs in.
+#[test]
+fn a_login_completes_from_a_pasted_redirect_address() {
+    use std::io::Write as _;
+    let port = free_port();
+    let mut c = Command::new(repo().join(".deps/venv/bin/python"));
+    c.arg(repo().join("tests/python/sdk_oauth_server.py"))
+        .args(["--port", &port.to_string()]);
+    let _srv = spawn_server(c, port, "READY");
+    let dir = temp_path(&format!("oauth-paste{port}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("p.mcp.json");
+    let body = json!({"mcpServers": {"o": {"url": format!("http://127.0.0.1:{port}/mcp")}}});
+    std::fs::write(&config, body.to_string()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_harness9"))
+        .arg("--config")
+        .arg(&config)
+        .args(["mcp", "login", "o"])
+        .env("HARNESS9_OAUTH_STORE", dir.join("oauth.json"))
+        // A browser that opens nothing: the redirect never reaches the loopback listener.
+        .env("BROWSER", "true")
+        .current_dir(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let wait_line = |want: &str| -> String {
+        loop {
+            let line = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+            if line.contains(want) {
+                return line;
+            }
+        }
+    };
+    let auth_url = wait_line("/authorize?").trim().to_owned();
+    writeln!(stdin, "not the address").unwrap();
+    wait_line("That is not the redirect address");
+    let head = plain_get_head(&auth_url);
+    let location = head
+        .lines()
+        .find_map(|l| l.strip_prefix("location: "))
+        .unwrap_or_else(|| panic!("a redirect: {head}"))
+        .trim()
+        .to_owned();
+    assert!(location.contains("/callback?code="), "{location}");
+    writeln!(stdin, "{location}").unwrap();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(out), &mut text);
+        let _ = done_tx.send(text);
+    });
+    let printed = done_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert!(printed.contains("Logged in to server \"o\""), "{printed}");
+    assert!(child.wait().unwrap().success());
+    assert!(!printed.contains("code-"), "{printed}");
+}
+
+/// The response head (status line and headers, lowercased names) of a GET of `url`, an
+/// `http://127.0.0.1:PORT/...` address.
+fn plain_get_head(url: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let head = text.split("\r\n\r\n").next().unwrap_or_default();
+    head.lines()
+        .map(|l| match l.split_once(':') {
+            Some((k, v)) => format!("{}:{v}", k.to_ascii_lowercase()),
+            None => l.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// 401 -> `needs login` (list, list --json) -> `mcp login` through the `$BROWSER` stand-in
+/// -> a call -> the access token expires -> the next call refreshes it silently -> the
+/// authorization server revokes every token -> `needs login` with the command to run ->
+/// logout. No access token, refresh token or code appears in any output or the trace.
+fn oauth_round_trip(srv: &Proc, revoke_path: &str) {
+    use std::os::unix::fs::PermissionsExt as _;
     let base = format!("http://127.0.0.1:{}", srv.port);
-    let dir = temp_path("http-oauth");
+    let dir = temp_path(&format!("http-oauth{}", srv.port));
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("oauth.mcp.json");
     let body = json!({"mcpServers": {"o": {"url": format!("{base}/mcp")}}});
@@ -628,7 +801,7 @@ fn oauth_login_refresh_and_revocation_from_the_cli() {
     assert_eq!(stats()["refreshes"], 1, "the expired token was refreshed");
     assert_eq!(stats()["logins"], 1, "without a new login");
 
-    assert_eq!(plain_http(port, "POST", "/revoke"), "revoked");
+    assert_eq!(plain_http(port, "POST", revoke_path), "revoked");
     let (code, _, err) = h9(&call);
     assert_eq!(code, Some(1));
     assert!(err.contains(needs), "{err}");

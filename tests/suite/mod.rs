@@ -1,5 +1,6 @@
 //! Test modules; `common` holds the shared harness.
 
+mod asks;
 mod cli;
 pub mod common;
 mod descendants;
@@ -17,3 +18,4 @@ mod sandbox;
 mod sources;
 mod trust;
 mod tui;
+mod tui_asks;

@@ -213,10 +213,10 @@ fn the_settings_default_sandboxes_every_stdio_server_without_its_own_entry() {
     let (code, said) = write(&dir, "exempt", &target);
     assert_eq!(code, 0, "{said}");
     assert!(target.exists());
-    // A wrong value is an error naming the file, not a silent default.
+    // A wrong value is a config error naming the file (exit 2), not a silent default.
     std::fs::write(dir.join("harness9.toml"), "[mcp]\nsandbox = \"yes\"\n").unwrap();
     let (code, said) = write(&dir, "plain", &out.join("x.txt"));
-    assert_eq!(code, 1, "{said}");
+    assert_eq!(code, 2, "{said}");
     assert!(said.contains("harness9.toml:2:"), "{said}");
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -261,7 +261,7 @@ fn one_bad_server_entry_fails_alone() {
     assert_eq!(status("good"), Some(json!("connected")), "{rows}");
     assert_eq!(status("bad"), Some(json!("failed")), "{rows}");
 
-    // A huge --timeout is a clear error, not a panic.
+    // A huge --timeout is a clear usage error, not a panic.
     let out = harness9(
         &dir,
         &[
@@ -278,7 +278,7 @@ fn one_bad_server_entry_fails_alone() {
         ],
     );
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("--timeout is") && stderr.contains("up to 86400 (24 h)"),
         "{stderr}"

@@ -63,9 +63,10 @@ impl Tmux {
             .to_string_lossy()
             .into_owned();
         let mut env = format!(
-            "HARNESS9_LOG={} HARNESS9_HISTORY={} RUST_LOG=info HARNESS9_DEBUG_PANIC=1",
+            "HARNESS9_LOG={} HARNESS9_HISTORY={} HARNESS9_SESSIONS={} RUST_LOG=info HARNESS9_DEBUG_PANIC=1",
             quote(&dir.join("harness9.log").to_string_lossy()),
-            quote(&dir.join("history.jsonl").to_string_lossy())
+            quote(&dir.join("history.jsonl").to_string_lossy()),
+            quote(&dir.join("sessions").to_string_lossy())
         );
         if let Some(e) = editor {
             env += &format!(" EDITOR={}", quote(&e.to_string_lossy()));
@@ -244,6 +245,16 @@ impl Tmux {
         });
         self.close_panel();
         panel_pid(&screen).expect("pid")
+    }
+}
+
+impl Tmux {
+    /// Ends this tmux server (and harness9, if still running) but keeps the dir, for a second
+    /// session in the same project.
+    fn end_keeping_dir(self) {
+        let _ = tmux(&self.dir, &["kill-server"]);
+        let _ = std::fs::remove_file(self.dir.join("code.txt"));
+        std::mem::forget(self);
     }
 }
 
@@ -515,7 +526,8 @@ fn an_invalid_edit_keeps_the_running_servers() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let t = Tmux::start_with(&dir, &[], None, &[("PATH", &path)]);
+    // A desktop session: the opener can show the file.
+    let t = Tmux::start_with(&dir, &[], None, &[("PATH", &path), ("DISPLAY", ":99")]);
     t.wait_for("everything connected", BOUND, |s| {
         bar(s).contains("everything ●")
     });
@@ -782,6 +794,363 @@ fn a_server_that_needs_a_login_is_logged_in_from_the_panel() {
     assert!(stored.contains("access_token"), "the grant is kept");
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0, "exit code after Ctrl+C");
+}
+
+/// Quit in the middle of a conversation, `harness9 --continue`, ask a follow-up: the model's
+/// next request carries the whole earlier conversation, exactly as it was sent and answered.
+#[test]
+fn a_conversation_continues_after_quitting() {
+    tmux_required();
+    let model = super::engine::Model::start(
+        "tui-continue",
+        json!({"steps": [
+            {"text": "Noted: the number is 42."},
+            {"text": "It was 42, as you said."}
+        ]}),
+    );
+    let dir = project("tui-continue", |_| json!({}));
+    let vars = [
+        ("ANTHROPIC_API_KEY", "test-key"),
+        ("ANTHROPIC_BASE_URL", model.url.as_str()),
+    ];
+    let t = Tmux::start_with(&dir, &[], None, &vars);
+    t.wait_for("the model named", BOUND, |s| s.contains("model anthropic"));
+    t.send_keys(&["remember the number 42", "Enter"]);
+    t.wait_for("the first answer", BOUND, |s| {
+        s.contains("Noted: the number is 42.") && s.contains("model call")
+    });
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+    t.end_keeping_dir();
+
+    let t = Tmux::start_with(&dir, &["--continue"], None, &vars);
+    let screen = t.wait_for("the resumed conversation", BOUND, |s| {
+        s.contains("resumed session") && s.contains("Noted: the number is 42.")
+    });
+    assert!(screen.contains("› remember the number 42"), "{screen}");
+    t.send_keys(&["what was it?", "Enter"]);
+    t.wait_for("the follow-up's answer", BOUND, |s| {
+        s.contains("It was 42, as you said.")
+    });
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let first = requests[0]["body"]["messages"].as_array().unwrap().clone();
+    let second = requests[1]["body"]["messages"].as_array().unwrap().clone();
+    assert_eq!(second.len(), 3, "{second:?}");
+    // The cache breakpoint moves to the newest message; the rest is byte for byte the same.
+    fn without_cache_marks(mut v: Value) -> Value {
+        match &mut v {
+            Value::Object(m) => {
+                m.remove("cache_control");
+                for x in m.values_mut() {
+                    *x = without_cache_marks(x.take());
+                }
+            }
+            Value::Array(a) => {
+                for x in a.iter_mut() {
+                    *x = without_cache_marks(x.take());
+                }
+            }
+            _ => {}
+        }
+        v
+    }
+    assert_eq!(
+        without_cache_marks(second[0].clone()),
+        without_cache_marks(first[0].clone()),
+        "the first prompt, as it was sent"
+    );
+    assert_eq!(second[1]["role"], "assistant");
+    assert!(second[1].to_string().contains("Noted: the number is 42."));
+    assert!(second[2].to_string().contains("what was it?"));
+    assert_eq!(
+        requests[0]["body"]["system"], requests[1]["body"]["system"],
+        "the same system prompt"
+    );
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
+
+/// `/compact [focus]` replaces the conversation with the model's summary: the next request is
+/// the summary and the new prompt, a fraction of the size before; the status line's context
+/// gauge follows.
+#[test]
+fn compact_shrinks_the_next_request() {
+    tmux_required();
+    let big = "lorem ipsum ".repeat(500);
+    let model = super::engine::Model::start(
+        "tui-compact",
+        json!({"steps": [
+            {"text": format!("One. {big}"), "usage": {"input_tokens": 150000}},
+            {"text": format!("Two. {big}"), "usage": {"input_tokens": 170000}},
+            {"text": "SHORT SUMMARY of one and two."},
+            {"text": "Three, after the summary."}
+        ]}),
+    );
+    let dir = project("tui-compact", |_| json!({}));
+    let vars = [
+        ("ANTHROPIC_API_KEY", "test-key"),
+        ("ANTHROPIC_BASE_URL", model.url.as_str()),
+        // The shipped settings know claude-sonnet-4-5's window: 200k.
+        ("HARNESS9_MODEL", "claude-sonnet-4-5"),
+    ];
+    let t = Tmux::start_with(&dir, &[], None, &vars);
+    t.wait_for("the model named", BOUND, |s| s.contains("model anthropic"));
+    t.send_keys(&["first", "Enter"]);
+    t.wait_for("the first answer", BOUND, |s| {
+        s.contains("context 75% of 200k")
+    });
+    t.send_keys(&["second", "Enter"]);
+    t.wait_for("the second answer", BOUND, |s| {
+        s.contains("context 85% of 200k")
+    });
+    t.send_keys(&["/compact keep the numbers", "Enter"]);
+    let s = t.wait_for("the compaction", BOUND, |s| {
+        s.contains("compacted 4 messages into a summary")
+    });
+    assert!(s.contains("context 0% of 200k"), "{s}");
+    t.send_keys(&["third", "Enter"]);
+    t.wait_for("the third answer", BOUND, |s| {
+        s.contains("Three, after the summary.")
+    });
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 4);
+    assert!(reqs[2]["body"].to_string().contains("keep the numbers"));
+    let next = reqs[3]["body"]["messages"].as_array().unwrap().clone();
+    assert_eq!(next.len(), 3, "{next:?}");
+    assert!(next[0]
+        .to_string()
+        .contains("SHORT SUMMARY of one and two."));
+    let (before, after) = (
+        reqs[1]["body"]["messages"].to_string().len(),
+        reqs[3]["body"]["messages"].to_string().len(),
+    );
+    assert!(after * 10 < before, "messages bytes {before} -> {after}");
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
+fn mcp_add_and_remove_from_another_process_reach_a_running_tui() {
+    tmux_required();
+    let dir = project("tui-add", |_| json!({ "everything": everything_json() }));
+    let t = Tmux::start(&dir, &[], None);
+    t.wait_for("the bar: everything connected", BOUND, |s| {
+        bar(s).contains("everything ●")
+    });
+    // `harness9 mcp add` in another process edits the same .mcp.json; the TUI's watcher
+    // reloads it and starts the new server.
+    let js = everything("x");
+    let harness9_actors::TransportSpec::Stdio { command, args, .. } = js.transport else {
+        unreachable!()
+    };
+    let mut add = super::common::harness9_in(&dir);
+    add.args(["mcp", "add", "added", "--", &command])
+        .args(&args);
+    let out = super::common::output_within(add, None, Duration::from_secs(30));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.wait_for("the bar to show added connected", BOUND, |s| {
+        bar(s).contains("added ●") && bar(s).contains("everything ●")
+    });
+    t.wait_for("the reload report", BOUND, |s| {
+        s.contains("reloaded .mcp.json: added added; 1 unchanged")
+    });
+    // The panel says where it comes from.
+    t.send_keys(&["/mcp", "Enter"]);
+    t.wait_for("added's config file in /mcp", BOUND, |s| {
+        selected(s).as_deref() == Some("added") && s.contains("from .mcp.json")
+    });
+    t.close_panel();
+
+    let mut remove = super::common::harness9_in(&dir);
+    remove.args(["mcp", "remove", "added"]);
+    let out = super::common::output_within(remove, None, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0));
+    t.wait_for("the bar without added", BOUND, |s| {
+        !bar(s).contains("added") && bar(s).contains("everything ●")
+    });
+}
+
+#[test]
+fn a_vscode_input_is_asked_once_masked_and_kept_privately() {
+    use std::os::unix::fs::PermissionsExt as _;
+    tmux_required();
+    let dir = temp_path("tui-input");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut server = everything_json();
+    server["env"] = json!({"TOKEN": "${input:tok}"});
+    let config = json!({
+        "inputs": [{"type": "promptString", "id": "tok", "description": "The API token", "password": true}],
+        "mcpServers": {"e": server},
+    });
+    write_config(&dir, &config.to_string());
+    let store = dir.join("inputs.json");
+    let store_s = store.to_string_lossy().into_owned();
+    let vars = [("HARNESS9_INPUTS", store_s.as_str())];
+    let t = Tmux::start_with(&dir, &[], None, &vars);
+    t.wait_for("the prompt for input tok", BOUND, |s| {
+        s.contains("input \"tok\"") && s.contains("The API token")
+    });
+    t.send_keys(&["s3cret"]);
+    let s = t.wait_for("the typed value, masked", BOUND, |s| s.contains("> ••••••"));
+    assert!(!s.contains("s3cret"), "the password shows:\n{s}");
+    t.send_keys(&["Enter"]);
+    t.wait_for("e connected with the value", BOUND, |s| {
+        bar(s).contains("e ●")
+    });
+    let kept = std::fs::read_to_string(&store).expect("the inputs file");
+    assert!(kept.contains("s3cret"), "{kept}");
+    let mode = std::fs::metadata(&store).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+
+    // A second session on the same config file does not ask again.
+    let dir2 = temp_path("tui-input-again");
+    std::fs::create_dir_all(&dir2).unwrap();
+    let config_arg = dir.join(".mcp.json").to_string_lossy().into_owned();
+    let t2 = Tmux::start_with(&dir2, &["--config", &config_arg], None, &vars);
+    let s = t2.wait_for("e connected without a prompt", BOUND, |s| {
+        bar(s).contains("e ●")
+    });
+    assert!(!s.contains("input \"tok\""), "asked again:\n{s}");
+    drop(t2);
+    drop(t);
+}
+
+/// `/call` sends a progress token: the server's progress shows on the call's line while it
+/// runs, then the result replaces it.
+#[test]
+fn a_call_from_the_input_shows_its_progress() {
+    tmux_required();
+    let dir = project(
+        "tui-call-progress",
+        |_| json!({ "everything": everything_json() }),
+    );
+    let t = Tmux::start(&dir, &[], None);
+    t.wait_for("everything connected", BOUND, |s| {
+        bar(s).contains("everything ●")
+    });
+    t.send_keys(&[
+        r#"/call mcp__everything__trigger_long_running_operation {"duration":3,"steps":6}"#,
+        "Enter",
+    ]);
+    t.wait_for("a progress notice on the call's line", BOUND, |s| {
+        ["1/6", "2/6", "3/6", "4/6", "5/6"]
+            .iter()
+            .any(|p| s.contains(p))
+    });
+    t.wait_for("the result", BOUND, |s| {
+        s.contains("✓ mcp__everything__trigger_long_running_operation")
+    });
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
+
+/// No `$EDITOR` and no desktop to open a file on (SSH, a console): `e` edits `.mcp.json` in a
+/// terminal editor found on PATH (`vi`, here a stand-in that adds a server) and says so.
+#[test]
+fn without_an_editor_or_a_desktop_e_falls_back_to_vi() {
+    tmux_required();
+    let dir = project("tui-vi", |_| json!({ "everything": everything_json() }));
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("create bin");
+    config_editor(&bin.join("vi"), "added", "everything");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let vars = [
+        ("PATH", path.as_str()),
+        ("DISPLAY", ""),
+        ("WAYLAND_DISPLAY", ""),
+    ];
+    let t = Tmux::start_with(&dir, &[], None, &vars);
+    t.wait_for("everything connected", BOUND, |s| {
+        bar(s).contains("everything ●")
+    });
+    t.open_panel();
+    t.send_keys(&["e"]);
+    t.wait_for("the server the editor added", BOUND, |s| {
+        bar(s).contains("added ●")
+    });
+    t.close_panel();
+    t.wait_for("the notice naming vi", BOUND, |s| {
+        s.contains("no $EDITOR is set; edited") && s.contains("with vi")
+    });
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
+
+/// `/model NAME` changes the model named in the next request; `/status` and `/cost` report
+/// the session, and `/tools off NAME` leaves a tool out of the next request.
+#[test]
+fn model_switches_for_the_next_turn_and_status_reports_it() {
+    tmux_required();
+    let model = super::engine::Model::start(
+        "tui-model-switch",
+        json!({"steps": [
+            {"text": "first answer", "usage": {"input_tokens": 1000, "output_tokens": 100}},
+            {"text": "second answer"}
+        ]}),
+    );
+    let dir = project("tui-model-switch", |_| json!({}));
+    let vars = [
+        ("ANTHROPIC_API_KEY", "test-key"),
+        ("ANTHROPIC_BASE_URL", model.url.as_str()),
+        ("HARNESS9_MODEL", "claude-sonnet-4-5"),
+    ];
+    let t = Tmux::start_with(&dir, &[], None, &vars);
+    t.wait_for("the model named", BOUND, |s| {
+        s.contains("model anthropic claude-sonnet-4-5")
+    });
+    t.send_keys(&["one", "Enter"]);
+    t.wait_for("the first answer", BOUND, |s| s.contains("first answer"));
+    t.send_keys(&["/model claude-opus-4-1", "Enter"]);
+    t.wait_for("the switch", BOUND, |s| {
+        s.contains("the next turn uses anthropic claude-opus-4-1")
+            && s.contains("model anthropic claude-opus-4-1")
+    });
+    t.send_keys(&["/tools off read_file", "Enter"]);
+    t.wait_for("the tool turned off", BOUND, |s| {
+        s.contains("read_file is off for this session")
+    });
+    t.send_keys(&["/cost", "Enter"]);
+    // 1000 in, 100 out at $3 and $15 per million: $0.0045.
+    t.wait_for("the cost", BOUND, |s| {
+        s.contains("claude-sonnet-4-5: 1000 tokens in (0 cached), 100 out: $0.0045")
+    });
+    t.send_keys(&["/status", "Enter"]);
+    t.wait_for("the status", BOUND, |s| {
+        s.contains("session: 2")
+            && s.contains("cost so far: $0.0045")
+            && s.contains("tools off: read_file")
+    });
+    t.send_keys(&["two", "Enter"]);
+    t.wait_for("the second answer", BOUND, |s| s.contains("second answer"));
+    let reqs = model.requests();
+    assert_eq!(reqs[0]["body"]["model"], "claude-sonnet-4-5");
+    assert_eq!(reqs[1]["body"]["model"], "claude-opus-4-1");
+    let offered = |r: &Value| -> Vec<String> {
+        r["body"]["tools"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert!(offered(&reqs[0]).contains(&"read_file".to_owned()));
+    assert!(!offered(&reqs[1]).contains(&"read_file".to_owned()));
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
 }
 
 #[test]

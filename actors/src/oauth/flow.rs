@@ -320,6 +320,9 @@ async fn token_request(
             use base64::Engine as _;
             let b = base64::engine::general_purpose::STANDARD.encode(pair);
             req = req.insert_header(("Authorization", format!("Basic {b}")));
+            // Also in the body: RFC 6749 allows it, and some servers (the Python SDK's among
+            // them) look the client up by the body's `client_id` before reading the header.
+            form.append_pair("client_id", &c.client_id);
         }
         ("client_secret_post", Some(secret)) => {
             form.append_pair("client_id", &c.client_id);
@@ -492,6 +495,21 @@ pub async fn login(
     held: &[String],
     show: &dyn Fn(&str),
 ) -> Result<Grant, String> {
+    login_with_paste(server_url, spec, challenge, held, show, None).await
+}
+
+/// [`login`], where the redirect may also arrive as a line on `pasted`: the address the browser
+/// was sent to, copied from its address bar by a user whose browser is on another machine (an
+/// SSH session), where the loopback redirect cannot reach us. A line that is not that address
+/// is answered on stderr and the wait goes on; the loopback listener stays open meanwhile.
+pub async fn login_with_paste(
+    server_url: &str,
+    spec: &OAuthSpec,
+    challenge: Option<&Challenge>,
+    held: &[String],
+    show: &dyn Fn(&str),
+    pasted: Option<&mut tokio::sync::mpsc::Receiver<String>>,
+) -> Result<Grant, String> {
     let client = http_client();
     let d = discover(&client, server_url, challenge).await?;
     let issuer = d.server.issuer.clone();
@@ -574,7 +592,28 @@ pub async fn login(
     if let Err(e) = open_browser(&url, spec.browser.as_deref()) {
         tracing::warn!(target: "mcp", "{e}; open the login URL by hand");
     }
-    let cb = tokio::time::timeout(spec.login_timeout, wait_redirect(&listener))
+    let from_paste = async {
+        let Some(rx) = pasted else {
+            return std::future::pending().await;
+        };
+        while let Some(line) = rx.recv().await {
+            match parse::pasted_redirect(&line, &redirect_uri) {
+                Some(cb) => return Ok(cb),
+                None if line.trim().is_empty() => {}
+                None => eprintln!(
+                    "That is not the redirect address; paste the whole address (it starts with {redirect_uri}) from the browser's address bar."
+                ),
+            }
+        }
+        std::future::pending().await
+    };
+    let either = async {
+        tokio::select! {
+            r = wait_redirect(&listener) => r,
+            r = from_paste => r,
+        }
+    };
+    let cb = tokio::time::timeout(spec.login_timeout, either)
         .await
         .map_err(|_| {
             format!(

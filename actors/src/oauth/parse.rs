@@ -259,6 +259,14 @@ pub struct Callback {
     pub error: Option<String>,
 }
 
+/// A redirect address pasted by the user: `line` (trimmed) must be `redirect_uri` itself with a
+/// query (`?code=…&state=…`, or an `error`); anything else is `None`.
+pub fn pasted_redirect(line: &str, redirect_uri: &str) -> Option<Callback> {
+    let query = line.trim().strip_prefix(redirect_uri)?.strip_prefix('?')?;
+    let cb = Callback::from_query(query);
+    (cb.code.is_some() || cb.error.is_some()).then_some(cb)
+}
+
 impl Callback {
     /// Parses the query string of the redirect.
     pub fn from_query(query: &str) -> Callback {
@@ -445,5 +453,25 @@ mod tests {
             .check("s", "x", false)
             .unwrap_err()
             .contains("access_denied: no"));
+    }
+
+    #[test]
+    fn only_the_redirect_address_itself_is_taken_from_a_paste() {
+        let r = "http://127.0.0.1:4000/callback";
+        let cb = pasted_redirect("  http://127.0.0.1:4000/callback?code=k&state=s \n", r).unwrap();
+        assert_eq!(
+            (cb.code.as_deref(), cb.state.as_deref()),
+            (Some("k"), Some("s"))
+        );
+        assert!(pasted_redirect("http://127.0.0.1:4000/callback?error=access_denied", r).is_some());
+        for bad in [
+            "k",
+            "http://127.0.0.1:4000/callback",
+            "http://127.0.0.1:4000/callback?state=s",
+            "http://127.0.0.1:4001/callback?code=k&state=s",
+            "http://evil.example/?r=http://127.0.0.1:4000/callback?code=k",
+        ] {
+            assert!(pasted_redirect(bad, r).is_none(), "{bad}");
+        }
     }
 }

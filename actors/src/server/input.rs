@@ -3,11 +3,13 @@
 //! stateless-era server puts them in an `input_required` result's `inputRequests`. Both are
 //! answered here, by the same function, so the two eras cannot drift apart.
 //!
-//! Headless there is nobody to ask: elicitation follows a process-wide [`ElicitPolicy`]
-//! (decline by default; `--elicitation accept-defaults` accepts with the schema's defaults).
-//! Sampling is not offered (not declared, and refused if asked). Roots are the server's
-//! configured `roots` (else its working directory) as percent-encoded `file://` URIs; with
-//! `"roots": false` the capability is not declared and `roots/list` is refused.
+//! `ping` and `roots/list` are answered here at once. Elicitation and sampling go to the front
+//! end's handler through [`super::ask`]; only when the runtime has no handler (the library's
+//! own tests, the benchmarks) does this module answer them: elicitation by a process-wide
+//! [`ElicitPolicy`] (decline by default), sampling refused. What we declare follows what the
+//! front end can answer ([`declare`]) and, for roots, the server's spec: its configured `roots`
+//! (else its working directory) as percent-encoded `file://` URIs; with `"roots": false` the
+//! capability is not declared and `roots/list` is refused.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -47,15 +49,68 @@ pub fn elicitation() -> ElicitPolicy {
     }
 }
 
-/// The capabilities we declare to one server, in `initialize` and in every stateless request's
-/// `_meta` (built once per server actor, from its spec).
-pub fn client_capabilities(spec: &ServerSpec) -> Value {
-    let mut caps = Map::new();
-    if spec.roots != Roots::Off {
-        caps.insert("roots".to_owned(), json!({ "listChanged": true }));
+/// What the front end can answer, and so what we declare: elicitation's form and URL modes
+/// and sampling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputCaps {
+    /// `elicitation.form`: a form is filled in (or answered by a headless policy).
+    pub elicitation_form: bool,
+    /// `elicitation.url`: a person may open a page (the TUI).
+    pub elicitation_url: bool,
+    /// `sampling` (with `tools`): a server's `sampling/createMessage` may reach the configured
+    /// model, tools included.
+    pub sampling: bool,
+}
+
+impl Default for InputCaps {
+    /// Form elicitation only (answered by the [`ElicitPolicy`]).
+    fn default() -> Self {
+        Self {
+            elicitation_form: true,
+            elicitation_url: false,
+            sampling: false,
+        }
     }
-    caps.insert("elicitation".to_owned(), json!({ "form": {} }));
-    Value::Object(caps)
+}
+
+static DECLARED: OnceLock<InputCaps> = OnceLock::new();
+
+/// Sets what every server is told we can answer, once, before any server starts; `false` if
+/// it was set (or the capabilities built) already.
+pub fn declare(caps: InputCaps) -> bool {
+    DECLARED.set(caps).is_ok()
+}
+
+/// The elicitation and sampling part of our capabilities.
+fn input_capabilities(caps: InputCaps) -> Map<String, Value> {
+    let mut out = Map::new();
+    let mut modes = Map::new();
+    if caps.elicitation_form {
+        modes.insert("form".to_owned(), json!({}));
+    }
+    if caps.elicitation_url {
+        modes.insert("url".to_owned(), json!({}));
+    }
+    if !modes.is_empty() {
+        out.insert("elicitation".to_owned(), Value::Object(modes));
+    }
+    if caps.sampling {
+        out.insert("sampling".to_owned(), json!({ "tools": {} }));
+    }
+    out
+}
+
+/// The capabilities we declare to one server, in `initialize` and in every stateless request's
+/// `_meta` (built once per server actor): roots from its spec, elicitation and sampling from
+/// what [`declare`] set.
+pub fn client_capabilities(spec: &ServerSpec) -> Value {
+    let caps = *DECLARED.get_or_init(InputCaps::default);
+    let mut all = Map::new();
+    if spec.roots != Roots::Off {
+        all.insert("roots".to_owned(), json!({ "listChanged": true }));
+    }
+    all.extend(input_capabilities(caps));
+    Value::Object(all)
 }
 
 /// Who we are, in `initialize` and in every stateless request's `_meta` (built once).
@@ -142,6 +197,11 @@ fn elicit(params: Option<&Value>) -> Value {
     if url_mode || elicitation() == ElicitPolicy::Decline {
         return json!({ "action": "decline" });
     }
+    json!({ "action": "accept", "content": schema_defaults(params) })
+}
+
+/// Every field of an elicitation's `requestedSchema` that has a `default`, with it.
+pub fn schema_defaults(params: Option<&Value>) -> Map<String, Value> {
     let mut content = Map::new();
     if let Some(props) = params
         .and_then(|p| p.get("requestedSchema"))
@@ -154,7 +214,7 @@ fn elicit(params: Option<&Value>) -> Value {
             }
         }
     }
-    json!({ "action": "accept", "content": content })
+    content
 }
 
 #[cfg(test)]

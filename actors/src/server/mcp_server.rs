@@ -26,7 +26,9 @@ use tokio::sync::mpsc;
 
 use super::handshake::{connect, EraChoice, Handshake};
 use super::process::{signal_group, unregister_group};
-use crate::messages::{ConnectionInfo, ProgressSink, ServerEvent, ServerEventKind, Shutdown};
+use crate::messages::{
+    ConnectionInfo, InputRequest, ProgressSink, ServerEvent, ServerEventKind, Shutdown,
+};
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::version::Era;
 use crate::server::http::ParamHeaders;
@@ -117,6 +119,14 @@ pub struct McpServer {
     ack_waiters: Vec<(String, bool, tokio::sync::oneshot::Sender<()>)>,
     /// Notices (log lines, changes) the supervisor's mailbox had no room for.
     dropped_notices: u64,
+    /// Where the server's elicitation and sampling requests go (the front end's handler);
+    /// `None` answers them by the headless policy.
+    input: Option<Recipient<InputRequest>>,
+    /// The server's questions waiting for an answer, by its request id (cancelled when it
+    /// cancels the request; dropped with the actor).
+    asks: HashMap<RequestId, SpawnHandle>,
+    /// How long questions have been open: calls' timeouts do not run meanwhile.
+    ask_clock: std::rc::Rc<super::ask::AskClock>,
 }
 
 impl McpServer {
@@ -180,7 +190,16 @@ impl McpServer {
             link: Link::Child,
             tool_headers: HashMap::new(),
             param_headers: Default::default(),
+            input: None,
+            asks: HashMap::new(),
+            ask_clock: Default::default(),
         }
+    }
+
+    /// Sends the server's elicitation and sampling requests to `input` (see [`super::ask`]).
+    pub fn with_input(mut self, input: Option<Recipient<InputRequest>>) -> Self {
+        self.input = input;
+        self
     }
 
     /// Starts in the era an earlier generation of this server found, without probing.

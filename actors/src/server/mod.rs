@@ -1,5 +1,6 @@
 //! One actor per MCP server: it owns its child process (or HTTP client) and its pending map.
 
+pub mod ask;
 mod descendants;
 mod handshake;
 mod http;

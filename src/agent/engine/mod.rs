@@ -14,6 +14,7 @@
 //!                                   text, tool calls, progress, results, questions, outcome last
 //! ```
 
+pub mod compact;
 pub mod output;
 
 use std::path::{Path, PathBuf};
@@ -47,6 +48,10 @@ pub struct EngineConfig {
     pub spill_dir: PathBuf,
     /// The system prompt.
     pub system: Option<String>,
+    /// The model's context window in tokens, when known (settings `[context_windows]`).
+    pub context_window: Option<u64>,
+    /// Compact before a turn once the last request used this share of the window (0: never).
+    pub compact_at: f64,
 }
 
 /// The most of a project's instructions file that goes into the system prompt.
@@ -61,6 +66,8 @@ impl EngineConfig {
             output_budget_tokens,
             spill_dir: std::env::temp_dir().join("harness9-results"),
             system: Some(SYSTEM_PROMPT.to_owned()),
+            context_window: None,
+            compact_at: 0.8,
         }
     }
 
@@ -183,6 +190,14 @@ pub enum EngineEvent {
         /// The server's message.
         message: Option<String>,
     },
+    /// Older turns were replaced by a summary (before a turn near the window's end, or after
+    /// the provider refused a request as too long).
+    Compacted {
+        /// Why.
+        reason: String,
+        /// What it did.
+        compacted: compact::Compacted,
+    },
     /// A tool call ended.
     ToolFinished {
         /// The model's call id.
@@ -303,6 +318,10 @@ pub struct Engine {
     conversation: Vec<Message>,
     running: Option<CancellationToken>,
     tool_cache: ToolCache,
+    /// Where finished turns are saved (`None`: not saved).
+    log: Option<crate::app::sessions::SessionFile>,
+    /// Input tokens of the last model request (the context in use).
+    last_input: u64,
 }
 
 /// Tool definitions, rebuilt only when the registry's table changes.
@@ -312,6 +331,8 @@ struct ToolCache {
     defs: Arc<Vec<ToolDef>>,
     /// The tools that run only after the user's yes (when the turn has an approver).
     ask: Arc<std::collections::HashSet<String>>,
+    /// Tools the user turned off for this session: not offered, and refused if called.
+    disabled: Arc<std::collections::BTreeSet<String>>,
 }
 
 /// Whether a tool asks first: one annotated `destructiveHint: true` (and not
@@ -340,6 +361,7 @@ impl ToolCache {
         );
         let defs: Vec<ToolDef> = table
             .iter()
+            .filter(|e| !self.disabled.contains(&e.name))
             .filter_map(|e| {
                 // A schema that is not a JSON object would make the provider reject every
                 // request: such a tool is left out of the model's table.
@@ -399,6 +421,39 @@ impl Engine {
             conversation: Vec::new(),
             running: None,
             tool_cache: ToolCache::default(),
+            log: None,
+            last_input: 0,
+        }
+    }
+
+    /// Saves every finished turn to `log`, continuing `conversation` (a resumed session's, or
+    /// empty for a new one).
+    pub fn saving(
+        mut self,
+        log: crate::app::sessions::SessionFile,
+        conversation: Vec<Message>,
+    ) -> Self {
+        self.log = Some(log);
+        self.conversation = conversation;
+        self
+    }
+
+    fn save(&mut self, new: &[Message]) {
+        if let Some(log) = &mut self.log {
+            if let Err(e) = log.append(new) {
+                tracing::warn!("{e}; this conversation is no longer saved");
+                self.log = None;
+            }
+        }
+    }
+
+    /// Records that the conversation was replaced (a compaction).
+    fn save_whole(&mut self, reason: &str) {
+        if let Some(log) = &mut self.log {
+            if let Err(e) = log.replace(reason, &self.conversation) {
+                tracing::warn!("{e}; this conversation is no longer saved");
+                self.log = None;
+            }
         }
     }
 }
@@ -451,6 +506,11 @@ async fn refusal(
 ) -> Option<String> {
     if let Value::String(raw) = input {
         return Some(bad_arguments(name, raw, cut));
+    }
+    if ctx.disabled.contains(name) {
+        return Some(format!(
+            "tool \"{name}\" is turned off for this session by the user; do without it"
+        ));
     }
     if cut {
         return Some(format!(
@@ -579,6 +639,7 @@ struct CallCtx {
     /// Whether calls of the tools in `ask` wait for the user's yes.
     ask_first: bool,
     ask: Arc<std::collections::HashSet<String>>,
+    disabled: Arc<std::collections::BTreeSet<String>>,
 }
 
 /// What one turn runs with; the conversation and tool cache go back to the actor at its end.
@@ -591,12 +652,40 @@ struct Turn {
     cancel: CancellationToken,
     events: mpsc::Sender<TurnEvent>,
     ask_first: bool,
+    /// Input tokens of the conversation's last request.
+    last_input: u64,
 }
 
-async fn turn(
-    t: Turn,
-    prompt: String,
-) -> (Vec<Message>, ToolCache, Result<TurnOutcome, EngineError>) {
+/// How a turn ended, for the actor.
+struct TurnEnd {
+    messages: Vec<Message>,
+    cache: ToolCache,
+    result: Result<TurnOutcome, EngineError>,
+    last_input: u64,
+    /// The conversation before the turn was compacted (the log is rewritten whole).
+    compacted: bool,
+}
+
+/// Replaces `messages[..upto]` with a summary; returns what it did and the new `upto`.
+async fn compact_prefix(
+    provider: &Provider,
+    config: &Arc<EngineConfig>,
+    messages: &mut Vec<Message>,
+    upto: usize,
+    cancel: &CancellationToken,
+) -> Result<compact::Compacted, ModelError> {
+    let tokens_before = compact::estimate_tokens(messages);
+    let summary = compact::summarize(provider, config, &messages[..upto], None, cancel).await?;
+    let replaced = upto;
+    messages.splice(..upto, summary);
+    Ok(compact::Compacted {
+        replaced,
+        tokens_before,
+        tokens_after: compact::estimate_tokens(messages),
+    })
+}
+
+async fn turn(t: Turn, prompt: String) -> TurnEnd {
     let Turn {
         provider,
         registry,
@@ -606,15 +695,53 @@ async fn turn(
         cancel,
         events,
         ask_first,
+        mut last_input,
     } = t;
     let started = Instant::now();
-    let before = messages.len();
+    let mut compacted = false;
+    // Near the end of the window: the earlier turns become a summary first.
+    let full = config.context_window.is_some_and(|w| {
+        config.compact_at > 0.0 && last_input as f64 >= config.compact_at * w as f64
+    });
+    if full && messages.len() > 2 {
+        let upto = messages.len();
+        match compact_prefix(&provider, &config, &mut messages, upto, &cancel).await {
+            Ok(c) => {
+                compacted = true;
+                let reason = format!(
+                    "the last request used {last_input} of {} tokens",
+                    config.context_window.unwrap_or(0)
+                );
+                emit(
+                    &events,
+                    &cancel,
+                    EngineEvent::Compacted {
+                        reason,
+                        compacted: c,
+                    },
+                )
+                .await;
+            }
+            Err(e) => tracing::warn!("automatic compaction failed: {e}"),
+        }
+    }
+    let mut before = messages.len();
     messages.push(Message {
         role: Role::User,
         content: vec![Block::Text(prompt)],
     });
     let mut usage = Usage::default();
-    for step in 1..=config.max_steps {
+    let mut overflow_retried = false;
+    let end = |messages, cache, result, last_input, compacted| TurnEnd {
+        messages,
+        cache,
+        result,
+        last_input,
+        compacted,
+    };
+    let mut step = 0;
+    while step < config.max_steps {
+        step += 1;
         let table = match registry.send(ListTools).await {
             Ok(t) => t,
             Err(_) => Arc::new(Vec::new()),
@@ -657,13 +784,59 @@ async fn turn(
             Ok(r) => r,
             Err(ModelError::Cancelled) => {
                 messages.truncate(before);
-                return (messages, cache, Err(EngineError::Cancelled));
+                return end(
+                    messages,
+                    cache,
+                    Err(EngineError::Cancelled),
+                    last_input,
+                    compacted,
+                );
+            }
+            Err(e) if compact::is_context_overflow(&e) && !overflow_retried && before > 2 => {
+                // Too long for the model: the earlier turns become a summary, and the step
+                // runs again (once).
+                overflow_retried = true;
+                match compact_prefix(&provider, &config, &mut messages, before, &cancel).await {
+                    Ok(c) => {
+                        compacted = true;
+                        before = 2;
+                        emit(
+                            &events,
+                            &cancel,
+                            EngineEvent::Compacted {
+                                reason: format!("the model refused the request: {e}"),
+                                compacted: c,
+                            },
+                        )
+                        .await;
+                        step -= 1;
+                        continue;
+                    }
+                    Err(ce) => {
+                        tracing::warn!("compaction after a context overflow failed: {ce}");
+                        messages.truncate(before);
+                        return end(
+                            messages,
+                            cache,
+                            Err(EngineError::Model(e)),
+                            last_input,
+                            compacted,
+                        );
+                    }
+                }
             }
             Err(e) => {
                 messages.truncate(before);
-                return (messages, cache, Err(EngineError::Model(e)));
+                return end(
+                    messages,
+                    cache,
+                    Err(EngineError::Model(e)),
+                    last_input,
+                    compacted,
+                );
             }
         };
+        last_input = reply.usage.input_tokens;
         usage.input_tokens += reply.usage.input_tokens;
         usage.output_tokens += reply.usage.output_tokens;
         usage.cached_input_tokens += reply.usage.cached_input_tokens;
@@ -708,16 +881,13 @@ async fn turn(
             content: reply.content,
         });
         if calls.is_empty() {
-            return (
-                messages,
-                cache,
-                Ok(TurnOutcome {
-                    text,
-                    steps: step,
-                    usage,
-                    elapsed: started.elapsed(),
-                }),
-            );
+            let outcome = TurnOutcome {
+                text,
+                steps: step,
+                usage,
+                elapsed: started.elapsed(),
+            };
+            return end(messages, cache, Ok(outcome), last_input, compacted);
         }
         // Every call of this reply at once; each has its own child token of the turn's.
         let ctx = CallCtx {
@@ -726,6 +896,7 @@ async fn turn(
             events: events.clone(),
             ask_first,
             ask: cache.ask.clone(),
+            disabled: cache.disabled.clone(),
         };
         let results = join_all(calls.into_iter().map(|call| {
             let cut = cut_id.as_ref() == Some(&call.0);
@@ -734,7 +905,13 @@ async fn turn(
         .await;
         if cancel.is_cancelled() {
             messages.truncate(before);
-            return (messages, cache, Err(EngineError::Cancelled));
+            return end(
+                messages,
+                cache,
+                Err(EngineError::Cancelled),
+                last_input,
+                compacted,
+            );
         }
         messages.push(Message {
             role: Role::User,
@@ -742,10 +919,12 @@ async fn turn(
         });
     }
     messages.truncate(before);
-    (
+    end(
         messages,
         cache,
         Err(EngineError::MaxSteps(config.max_steps)),
+        last_input,
+        compacted,
     )
 }
 
@@ -764,6 +943,7 @@ impl Handler<RunTurn> for Engine {
         }
         let cancel = CancellationToken::new();
         self.running = Some(cancel.clone());
+        let saved = self.conversation.len();
         let fut = turn(
             Turn {
                 provider: self.provider.clone(),
@@ -774,22 +954,36 @@ impl Handler<RunTurn> for Engine {
                 cancel,
                 events: events.clone(),
                 ask_first: msg.ask_first,
+                last_input: self.last_input,
             },
             msg.prompt,
         );
-        Box::pin(
-            fut.into_actor(self)
-                .then(move |(messages, cache, result), act, _| {
-                    act.conversation = messages;
-                    act.tool_cache = cache;
-                    act.running = None;
-                    // The outcome goes on the same stream, behind every event of the turn.
-                    async move {
-                        let _ = events.send(TurnEvent::Done(result)).await;
-                    }
-                    .into_actor(act)
-                }),
-        )
+        Box::pin(fut.into_actor(self).then(move |end, act, _| {
+            let TurnEnd {
+                messages,
+                cache,
+                result,
+                last_input,
+                compacted,
+            } = end;
+            act.last_input = last_input;
+            if compacted {
+                act.conversation = messages;
+                act.save_whole("compact");
+            } else {
+                if result.is_ok() {
+                    act.save(messages.get(saved..).unwrap_or_default());
+                }
+                act.conversation = messages;
+            }
+            act.tool_cache = cache;
+            act.running = None;
+            // The outcome goes on the same stream, behind every event of the turn.
+            async move {
+                let _ = events.send(TurnEvent::Done(result)).await;
+            }
+            .into_actor(act)
+        }))
     }
 }
 
@@ -799,7 +993,120 @@ impl Handler<ClearConversation> for Engine {
     fn handle(&mut self, _msg: ClearConversation, _ctx: &mut Context<Self>) {
         if self.running.is_none() {
             self.conversation.clear();
+            if let Some(log) = &mut self.log {
+                if let Err(e) = log.replace("clear", &[]) {
+                    tracing::warn!("{e}");
+                }
+            }
         }
+    }
+}
+
+/// Replace the conversation with a summary the model writes (`/compact [focus]`). Refused while
+/// a turn runs; [`CancelTurn`] cancels it. The conversation is unchanged when it fails.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<compact::Compacted, String>")]
+pub struct Compact {
+    /// What the summary should keep above all.
+    pub focus: Option<String>,
+}
+
+impl Handler<Compact> for Engine {
+    type Result = ResponseActFuture<Self, Result<compact::Compacted, String>>;
+
+    fn handle(&mut self, msg: Compact, _ctx: &mut Context<Self>) -> Self::Result {
+        if self.running.is_some() {
+            return Box::pin(actix::fut::ready(Err(
+                "a turn is running; press Esc to cancel it, then /compact".to_owned(),
+            )));
+        }
+        if self.conversation.len() < 3 {
+            return Box::pin(actix::fut::ready(Err("nothing to compact yet".to_owned())));
+        }
+        let cancel = CancellationToken::new();
+        self.running = Some(cancel.clone());
+        let messages = std::mem::take(&mut self.conversation);
+        let (provider, config) = (self.provider.clone(), self.config.clone());
+        let fut = async move {
+            let tokens_before = compact::estimate_tokens(&messages);
+            let summary =
+                compact::summarize(&provider, &config, &messages, msg.focus.as_deref(), &cancel)
+                    .await;
+            (messages, summary, tokens_before)
+        };
+        Box::pin(
+            fut.into_actor(self)
+                .map(|(messages, summary, tokens_before), act, _| {
+                    act.running = None;
+                    match summary {
+                        Ok(new) => {
+                            let replaced = messages.len();
+                            act.conversation = new;
+                            act.save_whole("compact");
+                            let tokens_after = compact::estimate_tokens(&act.conversation);
+                            act.last_input = tokens_after as u64;
+                            Ok(compact::Compacted {
+                                replaced,
+                                tokens_before,
+                                tokens_after,
+                            })
+                        }
+                        Err(e) => {
+                            act.conversation = messages;
+                            Err(format!("compaction failed: {e}"))
+                        }
+                    }
+                }),
+        )
+    }
+}
+
+/// Use this provider (and model) from the next turn on (`/model`).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct SetProvider(pub crate::agent::model::ProviderConfig);
+
+impl Handler<SetProvider> for Engine {
+    type Result = ();
+
+    fn handle(&mut self, msg: SetProvider, _ctx: &mut Context<Self>) {
+        self.provider = Provider::new(msg.0);
+    }
+}
+
+/// The tools turned off for the rest of the session (`/tools off NAME`): the whole set.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct DisableTools(pub std::collections::BTreeSet<String>);
+
+impl Handler<DisableTools> for Engine {
+    type Result = ();
+
+    fn handle(&mut self, msg: DisableTools, _ctx: &mut Context<Self>) {
+        // A fresh cache: the next turn's definitions leave the disabled tools out.
+        self.tool_cache = ToolCache {
+            disabled: Arc::new(msg.0),
+            ..ToolCache::default()
+        };
+    }
+}
+
+/// Continue a saved conversation (`/resume ID`): it replaces the current one, and later turns
+/// are saved to its file. Refused (`false`) while a turn runs.
+#[derive(Debug, Message)]
+#[rtype(result = "bool")]
+pub struct ResumeConversation(pub crate::app::sessions::Opened);
+
+impl Handler<ResumeConversation> for Engine {
+    type Result = bool;
+
+    fn handle(&mut self, msg: ResumeConversation, _ctx: &mut Context<Self>) -> bool {
+        if self.running.is_some() {
+            return false;
+        }
+        self.conversation = msg.0.messages;
+        self.log = Some(msg.0.file);
+        true
     }
 }
 

@@ -44,6 +44,14 @@ pub struct Settings {
     /// USD per million tokens by model name (`[prices."MODEL"]`): the estimated cost that
     /// `run --json` reports.
     pub prices: std::collections::BTreeMap<String, Price>,
+    /// Context windows in tokens by model name (`[context_windows]`).
+    pub context_windows: std::collections::BTreeMap<String, u64>,
+    /// Compact before a turn once the last request used this share of the window (0: never).
+    pub compact_at: f64,
+    /// Other models of the chosen provider that a server's sampling request may pick with its
+    /// `modelPreferences` hints (`[anthropic] sampling_models`, `[openai] sampling_models`);
+    /// empty = only the configured model.
+    pub sampling_models: Vec<String>,
 }
 
 /// One model's price in USD per million tokens.
@@ -60,6 +68,11 @@ pub struct Price {
 }
 
 impl Settings {
+    /// The context window of `model`, when known.
+    pub fn context_window(&self, model: &str) -> Option<u64> {
+        self.context_windows.get(model).copied()
+    }
+
     /// The estimated cost in USD of `input` (of which `cached` were cache reads) and `output`
     /// tokens with `model`; `None` for a model without a price.
     pub fn cost(&self, model: &str, input: u64, cached: u64, output: u64) -> Option<f64> {
@@ -151,6 +164,9 @@ struct FileSettings {
     mcp: McpSection,
     #[serde(default)]
     prices: std::collections::BTreeMap<String, Price>,
+    #[serde(default)]
+    context_windows: std::collections::BTreeMap<String, u64>,
+    compact_at: Option<f64>,
 }
 
 /// `[mcp]`: defaults for the servers of `.mcp.json`.
@@ -176,6 +192,8 @@ struct Section {
     max_tokens_field: Option<Spanned<MaxTokensField>>,
     /// OpenAI only (rejected under `[anthropic]` by [`parse_file`]); absent = by host.
     tool_images: Option<Spanned<bool>>,
+    /// Models a server's sampling hints may pick besides `model`.
+    sampling_models: Option<Vec<String>>,
 }
 
 impl Section {
@@ -190,6 +208,7 @@ impl Section {
             prompt_caching: top.prompt_caching.or(self.prompt_caching),
             max_tokens_field: top.max_tokens_field.or(self.max_tokens_field),
             tool_images: top.tool_images.or(self.tool_images),
+            sampling_models: top.sampling_models.or(self.sampling_models),
         }
     }
 }
@@ -403,12 +422,22 @@ pub fn resolve_from(
     // The user's prices replace the shipped ones model by model.
     let mut prices = defaults.prices.clone();
     prices.extend(user_file.prices.clone());
+    let mut context_windows = defaults.context_windows.clone();
+    context_windows.extend(user_file.context_windows.clone());
+    let compact_at = user_file
+        .compact_at
+        .or(defaults.compact_at)
+        .filter(|f| (0.0..=1.0).contains(f))
+        .unwrap_or(0.8);
     let settings = |provider| Settings {
         provider,
         max_steps,
         tool_output_budget_tokens,
         config_file: user_path.clone(),
         prices: prices.clone(),
+        context_windows: context_windows.clone(),
+        compact_at,
+        sampling_models: Vec::new(),
     };
     let Some((kind, origin)) = chosen else {
         return Ok(settings(None));
@@ -467,7 +496,8 @@ pub fn resolve_from(
         });
     }
     let secs = |v: Option<NonZeroU64>, d: u64| Duration::from_secs(v.map_or(d, NonZeroU64::get));
-    Ok(settings(Some(ProviderConfig {
+    let sampling_models = section.sampling_models.clone().unwrap_or_default();
+    let mut out = settings(Some(ProviderConfig {
         kind,
         base_url,
         api_key,
@@ -481,7 +511,9 @@ pub fn resolve_from(
             .max_tokens_field
             .map_or(MaxTokensField::Auto, Spanned::into_inner),
         tool_images: section.tool_images.map(Spanned::into_inner),
-    })))
+    }));
+    out.sampling_models = sampling_models;
+    Ok(out)
 }
 
 /// Whether `url` is the provider's own endpoint (which needs a key).
@@ -591,8 +623,13 @@ mod tests {
                 tool_output_budget_tokens: 25_000,
                 config_file: None,
                 prices: s.prices.clone(),
+                context_windows: s.context_windows.clone(),
+                compact_at: 0.8,
+                sampling_models: Vec::new(),
             }
         );
+        assert_eq!(s.context_window("claude-sonnet-4-5"), Some(200_000));
+        assert_eq!(s.context_window("unknown-model"), None);
         let sonnet = s.prices.get("claude-sonnet-4-5").expect("a shipped price");
         assert!(sonnet.input > 0.0 && sonnet.output > sonnet.input);
         // A million input tokens, none cached, and no output: the input price.

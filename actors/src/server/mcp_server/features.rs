@@ -79,7 +79,7 @@ impl McpServer {
 
     /// Sends one request (with the stateless `_meta` in that era) and answers with its parsed
     /// result within the server's `toolTimeoutSec`.
-    fn ask<T: DeserializeOwned + 'static>(
+    fn request_for<T: DeserializeOwned + 'static>(
         &mut self,
         method: &'static str,
         params: Value,
@@ -186,7 +186,8 @@ impl McpServer {
             tracing::debug!(target: "mcp", server = %self.name, "logLevel set, but the server offers no logging");
             return;
         }
-        let ask: Answer<Value> = self.ask("logging/setLevel", json!({ "level": level }), ctx);
+        let ask: Answer<Value> =
+            self.request_for("logging/setLevel", json!({ "level": level }), ctx);
         let name = self.name.clone();
         ctx.spawn(
             async move {
@@ -261,7 +262,7 @@ impl Handler<ReadResource> for McpServer {
     type Result = Answer<ReadResourceResult>;
 
     fn handle(&mut self, msg: ReadResource, ctx: &mut Context<Self>) -> Self::Result {
-        self.ask("resources/read", json!({ "uri": msg.uri }), ctx)
+        self.request_for("resources/read", json!({ "uri": msg.uri }), ctx)
     }
 }
 
@@ -273,7 +274,7 @@ impl Handler<GetPrompt> for McpServer {
         if !msg.arguments.is_empty() {
             params["arguments"] = json!(msg.arguments);
         }
-        self.ask("prompts/get", params, ctx)
+        self.request_for("prompts/get", params, ctx)
     }
 }
 
@@ -292,7 +293,7 @@ impl Handler<Complete> for McpServer {
         if !msg.context.is_empty() {
             params["context"] = json!({ "arguments": msg.context });
         }
-        let ask: Answer<CompleteResult> = self.ask("completion/complete", params, ctx);
+        let ask: Answer<CompleteResult> = self.request_for("completion/complete", params, ctx);
         Box::pin(async move {
             let mut c = ask.await?.completion;
             c.values.truncate(MAX_COMPLETIONS);
@@ -356,7 +357,7 @@ impl Handler<SubscribeResource> for McpServer {
         } else {
             "resources/unsubscribe"
         };
-        let ask: Answer<Value> = self.ask(method, json!({ "uri": msg.uri }), ctx);
+        let ask: Answer<Value> = self.request_for(method, json!({ "uri": msg.uri }), ctx);
         if msg.on {
             self.subscriptions.insert(msg.uri);
         } else {

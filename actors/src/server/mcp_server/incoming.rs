@@ -1,6 +1,7 @@
 //! What a server sends: replies routed to their pending request (the fast path first), the
-//! server's own requests answered through the input seam (`ping`, `roots/list`,
-//! `elicitation/create`, else an error), notifications
+//! server's own requests answered through the input seam (`ping` and `roots/list` at once;
+//! elicitation and sampling asked of the front end in a spawned future, withdrawn on the
+//! server's `notifications/cancelled`; else an error), notifications
 //! (list_changed starts a bounded re-list, progress goes to the call's sink, logging to
 //! tracing and, like resource updates and resource or prompt list changes, to the supervisor
 //! as a notice), and over-long messages (their id sniffed to fail that request).
@@ -12,10 +13,11 @@ use serde_json::Value;
 
 use super::{McpServer, Payload, ReplyError};
 use crate::messages::{NoticeKind, ServerEvent, ServerEventKind, ToolProgress};
+use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::jsonrpc::{self, fast_response_id, sniff_id, Incoming, RequestId};
 use crate::protocol::types::{LoggingMessageParams, ProgressParams};
 use crate::server::handshake::list_tools;
-use crate::server::input;
+use crate::server::{ask, input};
 use crate::trace::Direction;
 
 /// The most of one log line a notice carries (the wire trace keeps it whole).
@@ -80,17 +82,81 @@ impl McpServer {
                     None,
                 );
                 let params: Option<Value> = params.and_then(|p| serde_json::from_str(p.get()).ok());
+                let method = method.into_owned();
+                if ask::is_ask(&method) {
+                    self.ask(id, method, params, ctx);
+                    return;
+                }
                 let reply = match input::answer(&method, params.as_ref(), &self.roots, &self.cwd) {
                     Ok(result) => jsonrpc::result_line(&id, &result),
                     Err(e) => jsonrpc::error_line(&id, &e),
                 };
-                let method = method.into_owned();
                 self.write(reply, Some(id), &method);
             }
             Incoming::Notification { method, params } => {
                 self.trace(Direction::Recv, &line, None, Some(&method), None);
                 self.on_notification(&method, params, ctx);
             }
+        }
+    }
+
+    /// A question for a person (elicitation, sampling): asked in a spawned future, answered
+    /// when the answer comes, never if the server cancels the request first; at most
+    /// [`ask::MAX_OPEN_ASKS`] wait at once.
+    fn ask(
+        &mut self,
+        id: RequestId,
+        method: String,
+        params: Option<Value>,
+        ctx: &mut Context<Self>,
+    ) {
+        if self.asks.len() >= ask::MAX_OPEN_ASKS || self.asks.contains_key(&id) {
+            let e = ErrorObject {
+                code: jsonrpc::INTERNAL_ERROR,
+                message: format!(
+                    "too many questions open (at most {}), or a repeated request id",
+                    ask::MAX_OPEN_ASKS
+                ),
+                data: None,
+            };
+            self.write(jsonrpc::error_line(&id, &e), Some(id), &method);
+            return;
+        }
+        let handler = self.input.clone();
+        let server = self.spec.name.clone();
+        let cwd = self.cwd.clone();
+        let m = method.clone();
+        let open = ask::OpenAsk::new(&self.ask_clock);
+        let fut = async move {
+            let _open = open;
+            ask::ask(handler, server, m, params, &cwd, ask::ASK_TIMEOUT).await
+        };
+        let key = id.clone();
+        let handle = ctx.spawn(fut.into_actor(self).map(move |answer, act, _| {
+            act.asks.remove(&key);
+            let reply = match answer {
+                Ok(result) => jsonrpc::result_line(&key, &result),
+                Err(e) => jsonrpc::error_line(&key, &e),
+            };
+            act.write(reply, Some(key), &method);
+        }));
+        self.asks.insert(id, handle);
+    }
+
+    /// The server gave up on one of its requests: a question still open is withdrawn (the
+    /// handler sees its reply channel close) and gets no answer.
+    fn on_cancelled(&mut self, params: Option<&RawValue>, ctx: &mut Context<Self>) {
+        let Some(v) = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok()) else {
+            return;
+        };
+        let id = match v.get("requestId") {
+            Some(Value::Number(n)) => n.as_i64().map(RequestId::Number),
+            Some(Value::String(s)) => Some(RequestId::String(s.clone())),
+            _ => None,
+        };
+        if let Some(handle) = id.and_then(|id| self.asks.remove(&id)) {
+            tracing::debug!(target: "mcp", server = %self.name, "the server withdrew its question");
+            ctx.cancel_future(handle);
         }
     }
 
@@ -132,6 +198,7 @@ impl McpServer {
                     self.notice(NoticeKind::ResourceUpdated { uri });
                 }
             }
+            "notifications/cancelled" => self.on_cancelled(params, ctx),
             "notifications/progress" => {
                 let Some(p) =
                     params.and_then(|p| serde_json::from_str::<ProgressParams>(p.get()).ok())

@@ -2,7 +2,8 @@
 //! write queue and for the reply within the call's timeout, or its cancellation; a call that
 //! ends early (timeout, cancel, the caller gone) tells the server with `notifications/cancelled`.
 //! In the stateless era a result may be `input_required`: its `inputRequests` are answered
-//! through the input seam and the call is sent again under a new id with `inputResponses` and
+//! through the input seam (elicitation and sampling by the front end's handler, as in the
+//! handshake era, within the call's timeout) and the call is sent again under a new id with `inputResponses` and
 //! the exact `requestState` (never carried into any other call), within the same timeout.
 
 use std::path::PathBuf;
@@ -15,11 +16,11 @@ use tokio::sync::oneshot;
 use super::requests::{Backlog, CancelRequest, Reply, StatelessMeta};
 use super::{McpServer, ReplyError};
 use crate::error::CallError;
-use crate::messages::{CallServerTool, ProgressSink};
+use crate::messages::{CallServerTool, InputRequest, ProgressSink};
 use crate::protocol::headers::param_headers;
 use crate::protocol::jsonrpc::{self, LineError};
 use crate::protocol::types::{CallToolParams, CallToolResult, RequestMeta};
-use crate::server::input;
+use crate::server::{ask, input};
 
 /// How many `input_required` rounds one call may take before it is given up.
 const MAX_INPUT_ROUNDS: usize = 8;
@@ -83,13 +84,37 @@ struct Interim {
     request_state: Option<Value>,
 }
 
-/// The retry's extra params: an answer for every input request the seam can answer, and the
-/// `requestState` exactly as it came (left out when none came).
-fn answers(interim: Interim, roots: &Roots, cwd: &std::path::Path) -> Map<String, Value> {
+/// Who answers a stateless call's input requests: the front end's handler (elicitation,
+/// sampling), and the server's roots (its configured ones, else the working directory).
+struct Answerer {
+    handler: Option<Recipient<InputRequest>>,
+    server: String,
+    roots: Roots,
+    cwd: PathBuf,
+}
+
+/// The retry's extra params: an answer for every input request the seam can answer (a
+/// question for a person through the same handler as a handshake-era request, one at a time),
+/// and the `requestState` exactly as it came (left out when none came). The caller bounds it
+/// by the call's deadline and cancellation.
+async fn answers(interim: Interim, by: &Answerer) -> Map<String, Value> {
     let mut responses = Map::new();
     for (key, req) in interim.input_requests.unwrap_or_default() {
         let method = req.get("method").and_then(Value::as_str).unwrap_or("");
-        if let Ok(v) = input::answer(method, req.get("params"), roots, cwd) {
+        let answer = if ask::is_ask(method) {
+            ask::ask(
+                by.handler.clone(),
+                by.server.clone(),
+                method.to_owned(),
+                req.get("params").cloned(),
+                &by.cwd,
+                ask::ASK_TIMEOUT,
+            )
+            .await
+        } else {
+            input::answer(method, req.get("params"), &by.roots, &by.cwd)
+        };
+        if let Ok(v) = answer {
             responses.insert(key, v);
         }
     }
@@ -199,11 +224,12 @@ impl Handler<CallServerTool> for McpServer {
         } else {
             (None, None)
         };
-        let (roots, cwd): (Roots, PathBuf) = if stateless {
-            (self.roots.clone(), self.cwd.clone())
-        } else {
-            (Roots::Off, PathBuf::new())
-        };
+        let answerer = stateless.then(|| Answerer {
+            handler: self.input.clone(),
+            server: self.spec.name.clone(),
+            roots: self.roots.clone(),
+            cwd: self.cwd.clone(),
+        });
         let mut round = self.call_round(&tool, msg.arguments.as_ref(), msg.progress, None);
         let writer = self.writer.clone();
         // At the timeout, a full queue means the server stopped reading: say so.
@@ -215,14 +241,26 @@ impl Handler<CallServerTool> for McpServer {
             armed: true,
         };
         let (timeout, cancel) = (msg.timeout, msg.cancel);
+        let clock = self.ask_clock.clone();
         Box::pin(async move {
-            let deadline = tokio::time::Instant::now() + timeout;
+            let mut deadline = tokio::time::Instant::now() + timeout;
+            // The time the server's questions stay open does not count (see `AskClock`).
+            let mut asked = clock.spent();
+            let paused = move || clock.spent();
             let mut rounds = 0;
             let mut reissues = 0;
             // The answers the current round carries: a re-issued round carries them again.
             let mut carried: Option<Map<String, Value>> = None;
             loop {
-                let raw = match wait_round(round, &mut guard, deadline, &cancel, &stuck).await {
+                let raw = match wait_round(
+                    round,
+                    &mut guard,
+                    (&mut deadline, &mut asked, &paused),
+                    &cancel,
+                    &stuck,
+                )
+                .await
+                {
                     Ok(raw) => raw,
                     // Stateless era: a response stream that broke loses the request; it is
                     // sent again under a new id (a few times, within the call's timeout).
@@ -275,7 +313,21 @@ impl Handler<CallServerTool> for McpServer {
                                 tool: tool.clone(),
                                 detail: e.to_string(),
                             })?;
-                        let extra = answers(interim, &roots, &cwd);
+                        let Some(by) = answerer.as_ref() else {
+                            return Ok(result);
+                        };
+                        // A person may be asked: each question is bounded by `ASK_TIMEOUT`,
+                        // the whole by the call's cancellation, and the time it took does not
+                        // count toward the call's timeout.
+                        let started = tokio::time::Instant::now();
+                        let extra = tokio::select! {
+                            biased;
+                            _ = cancel.cancelled() => {
+                                return Err(CallError::Cancelled { server, tool });
+                            }
+                            extra = answers(interim, by) => extra,
+                        };
+                        deadline += started.elapsed();
                         carried = Some(extra.clone());
                         let next = NextRound {
                             tool: tool.clone(),
@@ -396,12 +448,33 @@ impl RoundError {
     }
 }
 
+/// A call's deadline, the question time it has accounted for, and the server's question clock:
+/// when the deadline comes while questions were open, it moves by their time.
+type Deadline<'a> = (
+    &'a mut tokio::time::Instant,
+    &'a mut std::time::Duration,
+    &'a dyn Fn() -> std::time::Duration,
+);
+
+/// Moves the deadline by the question time not yet accounted for; whether it moved.
+fn extend(d: &mut Deadline<'_>) -> bool {
+    let spent = (d.2)();
+    let more = spent.saturating_sub(*d.1);
+    *d.1 = spent;
+    if more.is_zero() {
+        return false;
+    }
+    *d.0 += more;
+    true
+}
+
 /// Waits for one round's reply: room in the write queue first, then the reply, both within
-/// the call's deadline and its cancellation; an early end tells the server (the guard).
+/// the call's deadline (moved by the time the server's questions were open) and its
+/// cancellation; an early end tells the server (the guard).
 async fn wait_round(
     round: Round,
     guard: &mut CancelOnDrop,
-    deadline: tokio::time::Instant,
+    mut dl: Deadline<'_>,
     cancel: &tokio_util::sync::CancellationToken,
     stuck: &impl Fn() -> bool,
 ) -> Result<super::Payload, RoundError> {
@@ -414,31 +487,37 @@ async fn wait_round(
                 guard.fire("cancelled by the user");
                 return Err(RoundError::Cancelled);
             }
-            _ = tokio::time::sleep_until(deadline) => {
+            _ = tokio::time::sleep_until(*dl.0) => {
                 guard.fire("timed out");
                 return Err(RoundError::NotReading);
             }
         }
     }
-    if tokio::time::Instant::now() >= deadline {
+    if tokio::time::Instant::now() >= *dl.0 {
         // Out of time before the first look at the reply: a timeout, whatever may have
         // arrived meanwhile (so a tiny timeout times out on any machine).
         guard.fire("timed out");
         return Err(RoundError::Timeout);
     }
-    let outcome = tokio::select! {
-        biased;
-        r = round.rx => r,
-        _ = cancel.cancelled() => {
-            guard.fire("cancelled by the user");
-            return Err(RoundError::Cancelled);
-        }
-        _ = tokio::time::sleep_until(deadline) => {
-            guard.fire("timed out");
-            if stuck() {
-                return Err(RoundError::NotReading);
+    let mut rx = round.rx;
+    let outcome = loop {
+        tokio::select! {
+            biased;
+            r = &mut rx => break r,
+            _ = cancel.cancelled() => {
+                guard.fire("cancelled by the user");
+                return Err(RoundError::Cancelled);
             }
-            return Err(RoundError::Timeout);
+            _ = tokio::time::sleep_until(*dl.0) => {
+                if extend(&mut dl) {
+                    continue;
+                }
+                guard.fire("timed out");
+                if stuck() {
+                    return Err(RoundError::NotReading);
+                }
+                return Err(RoundError::Timeout);
+            }
         }
     };
     guard.disarm();

@@ -1,0 +1,231 @@
+//! Compaction: older turns replaced by a summary the model writes, so a conversation never
+//! outgrows the model's context window. Used by `/compact [focus]`, automatically before a
+//! turn once the last request used [`EngineConfig::compact_at`] of the window, and once per
+//! step when the provider refuses a request as too long.
+//!
+//! The summary request is a single user message: the conversation rendered as text (each
+//! block cut to a few thousand characters, the whole to [`MAX_RENDERED_CHARS`], newest kept),
+//! then the instructions. Paths, and the files where cut tool results were saved, are asked
+//! to be kept verbatim.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::EngineConfig;
+use crate::agent::model::{Block, Message, ModelError, ModelRequest, Provider, ResultPart, Role};
+
+/// The rendered conversation sent for a summary is cut to its newest this many characters.
+pub const MAX_RENDERED_CHARS: usize = 240_000;
+/// Each text or tool result in it is cut to this many characters.
+const MAX_BLOCK_CHARS: usize = 4_000;
+
+/// The first words of the message that carries a summary (the TUI and tests recognise it).
+pub const SUMMARY_HEAD: &str = "[This conversation was compacted. Summary of the earlier part:]";
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compacted {
+    /// Messages replaced.
+    pub replaced: usize,
+    /// Estimated tokens of the conversation before and after (characters / 4).
+    pub tokens_before: usize,
+    /// See `tokens_before`.
+    pub tokens_after: usize,
+}
+
+/// Estimated tokens of `messages` (characters / 4; images count as 1,000).
+pub fn estimate_tokens(messages: &[Message]) -> usize {
+    let mut chars = 0usize;
+    for m in messages {
+        for b in &m.content {
+            chars += match b {
+                Block::Text(t) => t.len(),
+                Block::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
+                Block::ToolResult { content, .. } => content
+                    .iter()
+                    .map(|p| match p {
+                        ResultPart::Text(t) => t.len(),
+                        ResultPart::Image { .. } => 4_000,
+                    })
+                    .sum(),
+            };
+        }
+    }
+    chars / 4
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [{} more characters]", &s[..end], s.len() - end)
+}
+
+/// The conversation as text for the summary request, newest kept when it is too long.
+fn render(messages: &[Message]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for m in messages {
+        for b in &m.content {
+            parts.push(match (m.role, b) {
+                (Role::User, Block::Text(t)) => {
+                    format!("USER: {}", cut(t, MAX_BLOCK_CHARS))
+                }
+                (Role::Assistant, Block::Text(t)) => {
+                    format!("ASSISTANT: {}", cut(t, MAX_BLOCK_CHARS))
+                }
+                (_, Block::ToolUse { name, input, .. }) => {
+                    format!("TOOL CALL {name} {}", cut(&input.to_string(), 1_000))
+                }
+                (
+                    _,
+                    Block::ToolResult {
+                        content, is_error, ..
+                    },
+                ) => {
+                    let text: Vec<&str> = content
+                        .iter()
+                        .map(|p| match p {
+                            ResultPart::Text(t) => t.as_str(),
+                            ResultPart::Image { .. } => "[image]",
+                        })
+                        .collect();
+                    format!(
+                        "TOOL {}: {}",
+                        if *is_error { "ERROR" } else { "RESULT" },
+                        cut(&text.join("\n"), MAX_BLOCK_CHARS)
+                    )
+                }
+            });
+        }
+    }
+    let mut total = 0usize;
+    let mut kept = Vec::new();
+    for p in parts.iter().rev() {
+        total += p.len() + 2;
+        if total > MAX_RENDERED_CHARS {
+            kept.push("[earlier part omitted]".to_owned());
+            break;
+        }
+        kept.push(p.clone());
+    }
+    kept.reverse();
+    kept.join("\n\n")
+}
+
+/// Asks the model for a summary of `messages` and returns the two messages that replace them.
+pub async fn summarize(
+    provider: &Provider,
+    config: &Arc<EngineConfig>,
+    messages: &[Message],
+    focus: Option<&str>,
+    cancel: &CancellationToken,
+) -> Result<Vec<Message>, ModelError> {
+    let mut ask = format!(
+        "<conversation>\n{}\n</conversation>\n\nSummarize the conversation above so that you can \
+         continue the work from the summary alone: the user's goals and requests, decisions made, \
+         facts learned, every file and path touched or mentioned (verbatim, including files where \
+         tool output was saved), commands that worked or failed, and what remains to do. Be \
+         concise; write only the summary.",
+        render(messages)
+    );
+    if let Some(f) = focus.filter(|f| !f.trim().is_empty()) {
+        ask.push_str("\nFocus especially on: ");
+        ask.push_str(f.trim());
+    }
+    let req = ModelRequest {
+        system: config.system.clone(),
+        messages: vec![Message {
+            role: Role::User,
+            content: vec![Block::Text(ask)],
+        }],
+        tools: Arc::new(Vec::new()),
+        max_tokens: 0,
+    };
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let reply = provider.complete(&req, &tx, cancel).await?;
+    let summary: String = reply
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    Ok(vec![
+        Message {
+            role: Role::User,
+            content: vec![Block::Text(format!("{SUMMARY_HEAD}\n\n{summary}"))],
+        },
+        Message {
+            role: Role::Assistant,
+            content: vec![Block::Text(
+                "Understood. I will continue from this summary.".to_owned(),
+            )],
+        },
+    ])
+}
+
+/// Whether a model error says the request was longer than the model's context window.
+pub fn is_context_overflow(e: &ModelError) -> bool {
+    let ModelError::BadRequest { message, .. } = e else {
+        return false;
+    };
+    let m = message.to_ascii_lowercase();
+    [
+        "prompt is too long",
+        "context length",
+        "context_length_exceeded",
+        "context window",
+        "maximum context",
+        "too many tokens",
+        "input is too long",
+    ]
+    .iter()
+    .any(|p| m.contains(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rendering_is_bounded_and_keeps_the_newest() {
+        let big = "x".repeat(10_000);
+        let msgs: Vec<Message> = (0..200)
+            .map(|i| Message {
+                role: if i % 2 == 0 {
+                    Role::User
+                } else {
+                    Role::Assistant
+                },
+                content: vec![Block::Text(format!("m{i} {big}"))],
+            })
+            .collect();
+        let r = render(&msgs);
+        assert!(r.len() <= MAX_RENDERED_CHARS + 100, "{}", r.len());
+        assert!(r.starts_with("[earlier part omitted]"));
+        assert!(r.contains("ASSISTANT: m199 "));
+        assert!(!r.contains("USER: m0 "));
+        assert!(estimate_tokens(&msgs) > 400_000);
+    }
+
+    #[test]
+    fn overflow_errors_are_recognised() {
+        let e = |m: &str| ModelError::BadRequest {
+            status: 400,
+            message: m.to_owned(),
+        };
+        assert!(is_context_overflow(&e(
+            "the model refused: prompt is too long: 210000 tokens > 200000 maximum"
+        )));
+        assert!(is_context_overflow(&e(
+            "This model's maximum context length is 128000 tokens (context_length_exceeded)"
+        )));
+        assert!(!is_context_overflow(&e("invalid tool schema")));
+    }
+}

@@ -1,0 +1,189 @@
+//! VS Code's `${input:ID}` asked once: the inputs a config's servers need and have no value
+//! for wait in a queue; each opens a small prompt (masked when the input is a password) when
+//! no other modal is open. Enter keeps the value ([`Effect::SaveInput`]: the actor writes it
+//! to the private inputs file and reloads), Esc skips it; neither is asked again this session.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::Frame;
+
+use super::state::{Effect, Entry, Modal, State};
+use super::widgets::{modal_block, DIM};
+use crate::app::inputs::InputPrompt;
+use crate::sanitize::clean_line;
+
+/// The open prompt: the input and what has been typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputView {
+    /// The input asked for.
+    pub prompt: InputPrompt,
+    /// The value typed so far.
+    pub value: String,
+}
+
+/// A config (at start or after a reload) needs `inputs`: queue those not asked yet.
+pub fn inputs_needed(state: &mut State, inputs: Vec<InputPrompt>) {
+    for i in inputs {
+        let key = (i.file.clone(), i.id.clone());
+        if !state.inputs_asked.contains(&key)
+            && !state
+                .inputs_pending
+                .iter()
+                .any(|p| p.file == i.file && p.id == i.id)
+        {
+            state.inputs_pending.push_back(i);
+        }
+    }
+    open_next(state);
+}
+
+/// Opens the next queued input when nothing else is on screen.
+pub fn open_next(state: &mut State) {
+    if state.modal.is_some() || !state.approvals.is_empty() {
+        return;
+    }
+    if let Some(prompt) = state.inputs_pending.pop_front() {
+        state.modal = Some(Modal::Input(InputView {
+            prompt,
+            value: String::new(),
+        }));
+    }
+}
+
+/// A key in the prompt.
+pub(super) fn input_key(state: &mut State, mut v: InputView, key: KeyEvent) -> Vec<Effect> {
+    match key.code {
+        KeyCode::Enter => {
+            state
+                .inputs_asked
+                .insert((v.prompt.file.clone(), v.prompt.id.clone()));
+            if v.value.is_empty() {
+                state.note(Entry::Info(format!(
+                    "input \"{}\" left without a value",
+                    v.prompt.id
+                )));
+                return Vec::new();
+            }
+            vec![Effect::SaveInput {
+                file: v.prompt.file,
+                id: v.prompt.id,
+                value: v.value,
+            }]
+        }
+        KeyCode::Esc => {
+            state
+                .inputs_asked
+                .insert((v.prompt.file.clone(), v.prompt.id.clone()));
+            state.note(Entry::Info(format!(
+                "input \"{}\" skipped; its servers stay held (set {} to give it)",
+                v.prompt.id,
+                crate::app::config::input_var(&v.prompt.id)
+            )));
+            Vec::new()
+        }
+        KeyCode::Backspace => {
+            v.value.pop();
+            state.modal = Some(Modal::Input(v));
+            Vec::new()
+        }
+        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+            v.value.push(c);
+            state.modal = Some(Modal::Input(v));
+            Vec::new()
+        }
+        _ => {
+            state.modal = Some(Modal::Input(v));
+            Vec::new()
+        }
+    }
+}
+
+/// Draws the prompt at the top of `area`.
+pub(super) fn draw_input(v: &InputView, frame: &mut Frame, area: Rect) {
+    let p = &v.prompt;
+    let block = modal_block(&format!("input \"{}\"", clean_line(&p.id)));
+    let rect = Rect {
+        height: area.height.min(6),
+        ..area
+    };
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let shown = if p.password {
+        "•".repeat(v.value.chars().count())
+    } else {
+        clean_line(&v.value).into_owned()
+    };
+    let mut lines = vec![Line::raw(format!(
+        "{} (for {})",
+        if p.description.is_empty() {
+            "A value for this input".to_owned()
+        } else {
+            clean_line(&p.description).into_owned()
+        },
+        p.file.display()
+    ))];
+    lines.push(Line::styled(
+        format!("> {shown}▏"),
+        Style::new().fg(Color::Cyan),
+    ));
+    lines.push(Line::styled(
+        "Enter keeps it in a private (0600) file, not asked again · Esc skips",
+        DIM,
+    ));
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::state::update;
+    use crate::tui::tests::{key_event as key, typed};
+
+    fn prompt(id: &str, password: bool) -> InputPrompt {
+        InputPrompt {
+            file: ".vscode/mcp.json".into(),
+            id: id.into(),
+            description: "API key".into(),
+            password,
+        }
+    }
+
+    #[test]
+    fn each_input_is_asked_once_and_enter_saves_it() {
+        let mut s = State::new("x".into(), None, String::new());
+        inputs_needed(&mut s, vec![prompt("a", true), prompt("b", false)]);
+        assert!(matches!(&s.modal, Some(Modal::Input(v)) if v.prompt.id == "a"));
+        typed(&mut s, "k");
+        // A pasted token keeps its first line.
+        update(&mut s, crate::tui::state::Event::Paste("1\n".into()));
+        let fx = update(&mut s, key(KeyCode::Enter));
+        assert_eq!(
+            fx,
+            vec![Effect::SaveInput {
+                file: ".vscode/mcp.json".into(),
+                id: "a".into(),
+                value: "k1".into()
+            }]
+        );
+        // The next one opens; Esc skips it.
+        assert!(matches!(&s.modal, Some(Modal::Input(v)) if v.prompt.id == "b"));
+        assert!(update(&mut s, key(KeyCode::Esc)).is_empty());
+        assert!(s.modal.is_none());
+        // A reload that still needs them does not ask again.
+        inputs_needed(&mut s, vec![prompt("a", true), prompt("b", false)]);
+        assert!(s.modal.is_none());
+    }
+
+    #[test]
+    fn the_prompt_masks_a_password() {
+        let mut s = State::new(".vscode/mcp.json".into(), None, String::new());
+        inputs_needed(&mut s, vec![prompt("api-key", true)]);
+        typed(&mut s, "hunter2");
+        let screen = crate::tui::tests::render(&mut s, 80, 12);
+        assert!(!screen.contains("hunter2"), "{screen}");
+        insta::assert_snapshot!(screen);
+    }
+}

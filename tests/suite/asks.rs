@@ -1,0 +1,321 @@
+//! A server's questions (elicitation, sampling) answered headless, through the public CLI:
+//! server-everything over stdio and Streamable HTTP (handshake-era requests) and the PyPI
+//! `mcp` server in the stateless era (`input_required`), both through the same desk. The
+//! conditional tools appear only for what we declare; sampling reaches the scripted model
+//! (tests/python/scripted_model.py) only with `--sampling allow`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use harness9_actors::messages::InputRequest;
+use serde_json::{json, Value};
+
+use super::common::*;
+use super::engine::Model;
+use super::http::{everything_http, free_port, python_http};
+
+const LIMIT: Duration = Duration::from_secs(90);
+
+/// `harness9 ARGS` in `dir` (no user settings; `model` answers as Anthropic when given).
+fn cli(dir: &Path, model: Option<&Model>, args: &[&str]) -> (bool, Value, String) {
+    let mut c = harness9_in(dir);
+    without_user_env(&mut c)
+        .env("HOME", dir.join("home"))
+        .args(args);
+    if let Some(m) = model {
+        c.env("ANTHROPIC_API_KEY", "test-key")
+            .env("ANTHROPIC_BASE_URL", &m.url);
+    }
+    let out = output_within(c, None, LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.success(), v, stderr)
+}
+
+/// The text of a call result's content parts, joined.
+fn text(v: &Value) -> String {
+    v["content"]
+        .as_array()
+        .map(|parts| parts.iter().filter_map(|p| p["text"].as_str()).collect())
+        .unwrap_or_default()
+}
+
+fn tool_names(get: &Value) -> Vec<String> {
+    get.as_array()
+        .unwrap_or_else(|| panic!("no tools in {get}"))
+        .iter()
+        .filter_map(|t| t["tool"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn project(tag: &str, servers: Value) -> std::path::PathBuf {
+    let dir = project_with(tag, servers);
+    std::fs::create_dir_all(dir.join("home")).expect("home");
+    dir
+}
+
+#[test]
+fn everything_asks_are_answered_headless_over_stdio_and_http() {
+    let port = free_port();
+    let _http = everything_http(port);
+    let dir = project(
+        "asks-everything",
+        json!({
+            "everything": stdio_json(everything("everything")),
+            "everything-http": {"url": format!("http://127.0.0.1:{port}/mcp")},
+        }),
+    );
+    std::fs::write(dir.join("answers.json"), r#"{"name": "Ada Lovelace"}"#).expect("answers");
+    let model = Model::start(
+        "asks-everything",
+        json!({"steps": [{"text": "sampled words one"}, {"text": "sampled words two"}]}),
+    );
+    for server in ["everything", "everything-http"] {
+        // Form elicitation is declared headless; URL mode and sampling are not.
+        let (ok, get, err) = cli(&dir, None, &["mcp", "get", server, "--json"]);
+        assert!(ok, "{err}");
+        let names = tool_names(&get);
+        assert!(
+            names.iter().any(|n| n == "trigger-elicitation-request"),
+            "{names:?}"
+        );
+        assert!(
+            !names.iter().any(|n| n == "trigger-url-elicitation"),
+            "{names:?}"
+        );
+        assert!(
+            !names.iter().any(|n| n == "trigger-sampling-request"),
+            "{names:?}"
+        );
+
+        let call = [
+            "mcp",
+            "call",
+            server,
+            "trigger-elicitation-request",
+            "--json",
+        ];
+        let (ok, v, err) = cli(&dir, None, &call);
+        assert!(ok, "{err}");
+        assert!(text(&v).contains("declined"), "{server}: {v}");
+        assert!(
+            err.contains(&format!(
+                "[mcp] server \"{server}\" asked: \"Please provide inputs"
+            )) && err.contains("-> declined (answer with --elicitation"),
+            "{err}"
+        );
+
+        let mut accept = vec!["--elicitation", "accept-defaults"];
+        accept.extend(call);
+        let (ok, v, err) = cli(&dir, None, &accept);
+        assert!(ok, "{err}");
+        assert!(text(&v).contains("Favorite Integer: 42"), "{server}: {v}");
+
+        let mut answers = vec!["--elicitation-answers", "answers.json"];
+        answers.extend(call);
+        let (ok, v, err) = cli(&dir, None, &answers);
+        assert!(ok, "{err}");
+        let t = text(&v);
+        assert!(
+            t.contains("Name: Ada Lovelace") && t.contains("Favorite Integer: 42"),
+            "{server}: {v}"
+        );
+
+        // With --sampling allow and a model, sampling is declared and reaches the model.
+        let (ok, get, err) = cli(
+            &dir,
+            Some(&model),
+            &["--sampling", "allow", "mcp", "get", server, "--json"],
+        );
+        assert!(ok, "{err}");
+        assert!(tool_names(&get)
+            .iter()
+            .any(|n| n == "trigger-sampling-request"));
+        let sample = [
+            "--sampling",
+            "allow",
+            "mcp",
+            "call",
+            server,
+            "trigger-sampling-request",
+            "--args",
+            r#"{"prompt": "say something", "maxTokens": 77}"#,
+            "--json",
+        ];
+        let (ok, v, err) = cli(&dir, Some(&model), &sample);
+        assert!(ok, "{err}");
+        let t = text(&v);
+        assert!(t.contains("sampled words"), "{server}: {v}");
+        assert!(t.contains("claude"), "the model's name goes back: {v}");
+    }
+    // The model got the server's system prompt, its message and its token cap.
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 2, "{reqs:?}");
+    for r in &reqs {
+        let body = &r["body"];
+        assert_eq!(body["max_tokens"], 77, "{body}");
+        assert!(
+            body["system"]
+                .to_string()
+                .contains("You are a helpful test server."),
+            "{body}"
+        );
+        assert!(
+            body["messages"].to_string().contains("say something"),
+            "{body}"
+        );
+        assert!(body.get("tools").is_none(), "no tools in sampling: {body}");
+    }
+}
+
+#[test]
+fn stateless_input_requests_go_through_the_same_desk() {
+    let port = free_port();
+    let _http = python_http(port);
+    let dir = project(
+        "asks-python",
+        json!({
+            "py-stdio": stdio_json(python("py-stdio")),
+            "py-http": {"url": format!("http://127.0.0.1:{port}/mcp")},
+        }),
+    );
+    std::fs::write(dir.join("answers.json"), r#"{"size": "large"}"#).expect("answers");
+    // The `poem` tool's hint ("haiku") names a model the settings allow for sampling.
+    std::fs::write(
+        dir.join("harness9.toml"),
+        "[anthropic]\nsampling_models = [\"claude-haiku-4-5\"]\n",
+    )
+    .expect("settings");
+    let call = |city: &str| json!({"tool_calls": [{"id": "t1", "name": "lookup", "input": {"city": city}}]});
+    let model = Model::start(
+        "asks-python",
+        // Per server: the poem, then the plan.
+        json!({"steps": [{"text": "waves of tea"}, call("Oslo"), {"text": "waves of tea"}, call("Oslo")]}),
+    );
+    for server in ["py-stdio", "py-http"] {
+        let order = [
+            "mcp",
+            "call",
+            server,
+            "order",
+            "--args",
+            r#"{"item":"tea"}"#,
+            "--json",
+        ];
+        let mut answers = vec!["--elicitation-answers", "answers.json"];
+        answers.extend(order);
+        let (ok, v, err) = cli(&dir, None, &answers);
+        assert!(ok, "{err}");
+        assert_eq!(text(&v), "ordered a large tea", "{server}");
+
+        let poem = [
+            "mcp",
+            "call",
+            server,
+            "poem",
+            "--args",
+            r#"{"topic":"tea"}"#,
+            "--json",
+        ];
+        // Refused without the flag: sampling is not declared, so the server fails the call.
+        let (ok, v, err) = cli(&dir, Some(&model), &poem);
+        assert!(!ok, "{server}: {v} {err}");
+        let mut allow = vec!["--sampling", "allow"];
+        allow.extend(poem);
+        let (ok, v, err) = cli(&dir, Some(&model), &allow);
+        assert!(ok, "{err}");
+        assert!(
+            text(&v).starts_with("poem by claude-haiku-4-5"),
+            "{server}: {v}"
+        );
+        assert!(text(&v).ends_with("waves of tea"), "{server}: {v}");
+
+        // Sampling with tools (sampling.tools): the model's tool call goes back to the server.
+        let plan = [
+            "--sampling",
+            "allow",
+            "mcp",
+            "call",
+            server,
+            "plan",
+            "--args",
+            r#"{"city":"Oslo"}"#,
+            "--json",
+        ];
+        let (ok, v, err) = cli(&dir, Some(&model), &plan);
+        assert!(ok, "{err}");
+        assert_eq!(
+            text(&v),
+            r#"stop=toolUse; lookup({"city": "Oslo"})"#,
+            "{server}"
+        );
+    }
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 4, "{reqs:?}");
+    assert!(reqs[0]["body"]["system"]
+        .to_string()
+        .contains("You are a poet."));
+    assert_eq!(reqs[0]["body"]["max_tokens"], 64);
+    assert_eq!(reqs[0]["body"]["model"], "claude-haiku-4-5");
+    assert_eq!(
+        reqs[1]["body"]["tools"][0]["name"], "lookup",
+        "{}",
+        reqs[1]["body"]
+    );
+}
+
+/// A user who takes `delay` over every question and then answers with a name.
+struct SlowUser {
+    delay: Duration,
+}
+
+impl actix::Actor for SlowUser {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<InputRequest> for SlowUser {
+    type Result = ();
+
+    fn handle(&mut self, msg: InputRequest, _ctx: &mut actix::Context<Self>) {
+        let delay = self.delay;
+        actix_rt::spawn(async move {
+            // The user thinks it over (test input, not synchronisation).
+            tokio::time::sleep(delay).await;
+            let _ = msg.reply.send(Ok(
+                json!({"action": "accept", "content": {"name": "Slow Poke"}}),
+            ));
+        });
+    }
+}
+
+#[test]
+fn the_time_a_question_waits_does_not_count_toward_the_call_timeout() {
+    use actix::Actor as _;
+    run(LIMIT, || async {
+        let port = free_port();
+        let _http = python_http(port);
+        let mut stdio = everything("e");
+        stdio.tool_timeout = Duration::from_secs(1);
+        let mut py = super::http::http_spec("py", format!("http://127.0.0.1:{port}/mcp"), false);
+        py.tool_timeout = Duration::from_secs(1);
+        let user = SlowUser {
+            delay: Duration::from_millis(1500),
+        }
+        .start();
+        let rt = harness9::app::Runtime::start_with_input(
+            vec![stdio, py],
+            None,
+            fast_policy(),
+            Some(user.recipient()),
+        );
+        connected(&rt, "e", Duration::from_secs(30)).await;
+        connected(&rt, "py", Duration::from_secs(30)).await;
+        // The handshake era: the server's own request while our call waits.
+        let t = call_text(&rt, "mcp__e__trigger_elicitation_request", json!({})).await;
+        assert!(t.contains("Name: Slow Poke"), "{t}");
+        // The stateless era: an `input_required` round.
+        let t = call_text(&rt, "mcp__py__order", json!({"item": "tea"})).await;
+        assert_eq!(t, "ordered a medium tea", "the size keeps its default");
+        shutdown(rt, &[]).await;
+    });
+}

@@ -1,0 +1,109 @@
+//! A server's questions in the real TUI (tmux): during a model turn, server-everything's form
+//! elicitation is filled in and sent, then its sampling request is approved and goes to the
+//! scripted model, whose answer returns to the server and on to the turn.
+
+use serde_json::json;
+
+use super::common::{everything, stdio_json};
+use super::tui::{bar, project, tmux_required, Tmux, BOUND};
+
+#[test]
+fn a_form_elicitation_and_a_sampling_approval_during_a_turn() {
+    tmux_required();
+    let model = super::engine::Model::start(
+        "tui-asks",
+        json!({"steps": [
+            {"text": "Asking for your details.", "tool_calls": [
+                {"id": "e1", "name": "mcp__everything__trigger_elicitation_request", "input": {}}]},
+            {"text": "Now a sample.", "expect": {"last_tool_result_contains": "Name: Ada"},
+             "tool_calls": [{"id": "s1", "name": "mcp__everything__trigger_sampling_request",
+                             "input": {"prompt": "a haiku", "maxTokens": 50}}]},
+            // The server's sampling request itself.
+            {"text": "a quiet pond"},
+            {"text": "All done.", "expect": {"last_tool_result_contains": "a quiet pond"}}
+        ]}),
+    );
+    let dir = project(
+        "tui-asks",
+        |_| json!({"everything": stdio_json(everything("x"))}),
+    );
+    let url = model.url.clone();
+    let t = Tmux::start_with(
+        &dir,
+        &[],
+        None,
+        &[
+            ("ANTHROPIC_API_KEY", "test-key"),
+            ("ANTHROPIC_BASE_URL", url.as_str()),
+        ],
+    );
+    t.wait_for("the model named and everything connected", BOUND, |s| {
+        s.contains("model anthropic") && bar(s).contains("everything ●")
+    });
+    t.send_keys(&["go", "Enter"]);
+    t.wait_for("the elicitation form", BOUND, |s| {
+        s.contains("everything asks") && s.contains("String*:")
+    });
+    // Enter with the required name empty says so; nothing is sent.
+    t.send_keys(&["Enter"]);
+    t.wait_for("the form's error", BOUND, |s| {
+        s.contains("String is required")
+    });
+    t.send_keys(&["Ada", "Enter"]);
+    let s = t.wait_for("the sampling approval", BOUND, |s| {
+        s.contains("everything asks to use the model") && s.contains("a haiku")
+    });
+    assert!(s.contains("max tokens: 50"), "{s}");
+    assert!(s.contains("You are a helpful test server."), "{s}");
+    t.send_keys(&["y"]);
+    t.wait_for("the turn's end", BOUND, |s| {
+        s.contains("All done.") && s.contains("model calls")
+    });
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 4, "{reqs:?}");
+    assert_eq!(reqs[2]["body"]["max_tokens"], 50);
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
+fn stateless_input_requests_reach_the_same_tui_questions() {
+    tmux_required();
+    let model = super::engine::Model::start(
+        "tui-asks-py",
+        json!({"steps": [{"text": "steam over the cup"}]}),
+    );
+    let dir = project(
+        "tui-asks-py",
+        |_| json!({"py": stdio_json(super::common::python("py"))}),
+    );
+    let url = model.url.clone();
+    let t = Tmux::start_with(
+        &dir,
+        &[],
+        None,
+        &[
+            ("ANTHROPIC_API_KEY", "test-key"),
+            ("ANTHROPIC_BASE_URL", url.as_str()),
+        ],
+    );
+    t.wait_for("py connected", BOUND, |s| bar(s).contains("py ●"));
+    // `order` asks through `input_required`: the same form, its default filled in.
+    t.send_keys(&[r#"/call mcp__py__order {"item":"tea"}"#, "Enter"]);
+    t.wait_for("the form of the input request", BOUND, |s| {
+        s.contains("py asks") && s.contains("Which size?") && s.contains("medium")
+    });
+    t.send_keys(&["Enter"]);
+    t.wait_for("the order", BOUND, |s| s.contains("ordered a medium tea"));
+    // `poem` asks for sampling the same way: approved, it reaches the model.
+    t.send_keys(&[r#"/call mcp__py__poem {"topic":"tea"}"#, "Enter"]);
+    let s = t.wait_for("the sampling approval", BOUND, |s| {
+        s.contains("py asks to use the model") && s.contains("Write a line about tea")
+    });
+    assert!(s.contains("You are a poet."), "{s}");
+    t.send_keys(&["y"]);
+    t.wait_for("the poem", BOUND, |s| s.contains("steam over the cup"));
+    assert_eq!(model.requests().len(), 1);
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
