@@ -33,6 +33,8 @@ pub enum ConfigOutcome {
         sources: Vec<(String, PathBuf)>,
         /// VS Code inputs the servers need and have no value for (`Config::inputs`).
         inputs: Vec<crate::app::inputs::InputPrompt>,
+        /// Servers the file marks `"disabled": true` (`Config::disabled`).
+        disabled: Vec<String>,
     },
     /// The file cannot be used; the running servers are kept.
     Invalid(String),
@@ -175,18 +177,35 @@ impl ConfigWatcher {
                 let secrets = cfg.secrets;
                 let sources = cfg.sources;
                 let inputs = cfg.inputs;
+                let disabled = cfg.disabled;
                 self.supervisor
                     .send(Reconcile { specs: cfg.servers })
                     .into_actor(self)
                     .then(move |r, act, _| {
                         act.publish(match r {
-                            Ok(report) => ConfigOutcome::Reloaded {
-                                path: shown,
-                                summary: report.summary(),
-                                secrets,
-                                sources,
-                                inputs,
-                            },
+                            Ok(mut report) => {
+                                // A server that left because it is now disabled is "disabled",
+                                // not "removed".
+                                let (off, gone): (Vec<String>, Vec<String>) =
+                                    report.removed.drain(..).partition(|n| disabled.contains(n));
+                                report.removed = gone;
+                                let mut summary = report.summary();
+                                if !off.is_empty() {
+                                    summary = if summary == "no change" {
+                                        format!("disabled {}", off.join(", "))
+                                    } else {
+                                        format!("{summary}; disabled {}", off.join(", "))
+                                    };
+                                }
+                                ConfigOutcome::Reloaded {
+                                    path: shown,
+                                    summary,
+                                    secrets,
+                                    sources,
+                                    inputs,
+                                    disabled,
+                                }
+                            }
                             Err(e) => ConfigOutcome::ReconcileFailed(e.to_string()),
                         });
                         fut::ready(())

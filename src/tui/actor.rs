@@ -79,6 +79,8 @@ pub struct TuiSetup {
     pub model_flags: crate::agent::model::settings::ModelFlags,
     /// The saved conversation's id.
     pub session_id: Option<String>,
+    /// Servers the config marks disabled (shown dim).
+    pub disabled: Vec<String>,
 }
 
 /// An item of a turn's stream, and the stream's end.
@@ -257,6 +259,7 @@ impl Tui {
         }
         state.transcript.extend(setup.resumed);
         state.context_window = setup.context_window;
+        state.disabled = setup.disabled;
         state.model_id = setup
             .settings
             .as_ref()
@@ -1002,6 +1005,8 @@ impl StreamHandler<TurnItem> for Tui {
                         key,
                         name: q.name,
                         args,
+                        call: Some(q.id),
+                        scroll: 0,
                     }),
                     ctx,
                 );
@@ -1033,7 +1038,9 @@ impl Handler<ConfigChanged> for Tui {
                 secrets,
                 sources,
                 inputs,
+                disabled,
             } => {
+                self.state.disabled = disabled;
                 self.state.secrets = secrets;
                 self.state.set_sources(sources);
                 super::inputs::inputs_needed(&mut self.state, inputs);

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 
-use super::state::{Effect, Entry, State};
+use super::state::{CallState, Effect, Entry, State};
 use super::widgets::{modal_block, wrap, BORDER_ROWS, DIM};
 use crate::sanitize::{clean, clean_line};
 
@@ -22,6 +22,41 @@ pub struct Approval {
     pub name: String,
     /// Its arguments, as JSON text.
     pub args: String,
+    /// The model's id of the call (its transcript line shows `waiting for you`).
+    pub call: Option<String>,
+    /// Rows of the arguments scrolled past (↑↓ in the box).
+    pub scroll: usize,
+}
+
+/// The rows of arguments the box shows at most; more scroll.
+const ARG_ROWS: usize = 10;
+
+/// Sets the transcript line of the engine call `call` to `to` (a question asked or answered).
+fn mark_call(state: &mut State, call: Option<&str>, to: CallState) {
+    let Some(id) = call.and_then(|c| state.engine_calls.get(c)).copied() else {
+        return;
+    };
+    for e in state.transcript.iter_mut().rev() {
+        if let Entry::Tool {
+            id: eid, state: st, ..
+        } = e
+        {
+            if *eid == id {
+                if matches!(st, CallState::Running | CallState::Waiting) {
+                    *st = to;
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// The arguments as the box shows them: pretty-printed JSON (or the text as it came).
+fn pretty(args: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(args)
+        .ok()
+        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+        .unwrap_or_else(|| args.to_owned())
 }
 
 /// A new question: answered at once for a tool the user allowed for the session, else queued.
@@ -32,6 +67,7 @@ pub(super) fn asked(state: &mut State, a: Approval) -> Vec<Effect> {
             yes: true,
         }];
     }
+    mark_call(state, a.call.as_deref(), CallState::Waiting);
     state.approvals.push_back(a);
     Vec::new()
 }
@@ -43,11 +79,23 @@ pub(super) fn approval_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         KeyCode::Char('y') | KeyCode::Enter => (true, false),
         KeyCode::Char('n') | KeyCode::Esc => (false, false),
         KeyCode::Char('a') => (true, true),
+        KeyCode::Up | KeyCode::Char('k') | KeyCode::Down | KeyCode::Char('j') => {
+            if let Some(first) = state.approvals.front_mut() {
+                let rows = pretty(&first.args).lines().count();
+                first.scroll = if matches!(key.code, KeyCode::Up | KeyCode::Char('k')) {
+                    first.scroll.saturating_sub(1)
+                } else {
+                    (first.scroll + 1).min(rows.saturating_sub(ARG_ROWS))
+                };
+            }
+            return Vec::new();
+        }
         _ => return Vec::new(),
     };
     let Some(first) = state.approvals.pop_front() else {
         return Vec::new();
     };
+    mark_call(state, first.call.as_deref(), CallState::Running);
     let mut effects = vec![Effect::Answer {
         key: first.key,
         yes,
@@ -102,12 +150,21 @@ pub(super) fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
         ),
     ])];
     let mut args = Vec::new();
-    wrap(&clean(&a.args), width, DIM, "", &mut args);
-    let more = args.len() > 5;
-    args.truncate(5);
-    lines.extend(args);
-    if more {
-        lines.push(Line::styled("…", DIM));
+    for line in pretty(&a.args).lines() {
+        wrap(&clean(line), width, DIM, "  ", &mut args);
+    }
+    let total = args.len();
+    let start = a.scroll.min(total.saturating_sub(ARG_ROWS));
+    lines.extend(args.into_iter().skip(start).take(ARG_ROWS));
+    if total > ARG_ROWS {
+        lines.push(Line::styled(
+            format!(
+                "rows {}–{} of {total} · ↑↓ scroll",
+                start + 1,
+                (start + ARG_ROWS).min(total)
+            ),
+            DIM,
+        ));
     }
     lines.push(Line::from(vec![
         Span::styled("y", Style::new().fg(Color::Green).bold()),
@@ -144,6 +201,8 @@ mod tests {
                 key,
                 name: name.into(),
                 args: "{}".into(),
+                call: None,
+                scroll: 0,
             })
         };
         let answer = |key, yes| Effect::Answer { key, yes };

@@ -58,6 +58,9 @@ fn byte_index(s: &str, chars: usize) -> usize {
 /// history), Esc cancels a running turn, PgUp/PgDn page the transcript and Ctrl+L goes back to
 /// its end, Ctrl+O folds or unfolds the model's tool calls.
 pub(super) fn session_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    if key.code != KeyCode::Tab {
+        state.popup = None;
+    }
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     let len = state.input.chars().count();
     let alt = key.modifiers.contains(KeyModifiers::ALT);
@@ -234,19 +237,95 @@ fn complete(state: &mut State) -> Vec<Effect> {
             let common = common_prefix(many);
             if common.len() > prefix.len() {
                 state.input = format!("{head}{common}");
+            } else if head.is_empty() {
+                // Commands: the `/` menu above the input already lists them.
             } else {
-                let shown: Vec<&str> = many.iter().take(12).copied().collect();
-                let more = many.len().saturating_sub(shown.len());
-                let mut text = shown.join("  ");
-                if more > 0 {
-                    text.push_str(&format!("  … {more} more"));
-                }
-                state.note(Entry::Info(text));
+                // Tool names: a popup over the transcript until the next key.
+                state.popup = Some(
+                    many.iter()
+                        .map(|n| {
+                            let server = state
+                                .tools
+                                .iter()
+                                .find(|t| t.name == *n)
+                                .and_then(|t| t.server.clone())
+                                .unwrap_or_else(|| "built-in".to_owned());
+                            ((*n).to_owned(), server)
+                        })
+                        .collect(),
+                );
             }
         }
     }
     state.cursor = state.input.chars().count();
     Vec::new()
+}
+
+/// The rows of the completion menu over the input: the `/` commands matching what is typed
+/// (with what each does), or the candidates of an ambiguous Tab.
+pub fn menu(state: &State) -> Vec<(String, String)> {
+    if let Some(p) = &state.popup {
+        return p.clone();
+    }
+    let input = state.input.as_str();
+    if state.modal.is_some() || !input.starts_with('/') || input.contains(char::is_whitespace) {
+        return Vec::new();
+    }
+    COMMANDS
+        .iter()
+        .filter(|(c, _)| c.starts_with(input))
+        .map(|(c, what)| ((*c).to_owned(), (*what).to_owned()))
+        .collect()
+}
+
+/// Rows of the menu shown at most (the rest is counted).
+const MENU_ROWS: usize = 8;
+
+/// Draws the completion menu just above `input_top` over `main` (nothing when it is empty).
+pub(super) fn draw_menu(state: &State, frame: &mut Frame, main: Rect) {
+    let items = menu(state);
+    if items.is_empty() || main.height < 3 {
+        return;
+    }
+    let shown = items.len().min(MENU_ROWS);
+    let more = items.len() - shown;
+    let rows = shown + usize::from(more > 0);
+    let height = (rows as u16 + 2).min(main.height);
+    let area = Rect {
+        y: main.y + main.height - height,
+        height,
+        ..main
+    };
+    let name_w = items
+        .iter()
+        .take(shown)
+        .map(|(n, _)| unicode_width::UnicodeWidthStr::width(n.as_str()))
+        .max()
+        .unwrap_or(0);
+    let mut lines: Vec<Line> = items
+        .iter()
+        .take(shown)
+        .map(|(name, what)| {
+            Line::from(vec![
+                Span::styled(
+                    format!("{:<name_w$}  ", crate::sanitize::clean_line(name)),
+                    Style::new().fg(Color::Cyan),
+                ),
+                Span::styled(
+                    crate::sanitize::clean_line(what).into_owned(),
+                    super::widgets::DIM,
+                ),
+            ])
+        })
+        .collect();
+    if more > 0 {
+        lines.push(Line::styled(format!("… {more} more"), super::widgets::DIM));
+    }
+    frame.render_widget(ratatui::widgets::Clear, area);
+    let block = super::widgets::modal_block("Tab completes");
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    frame.render_widget(Paragraph::new(lines), inner);
 }
 
 /// The longest prefix every word shares (`words` is not empty).
@@ -451,9 +530,16 @@ mod tests {
         typed(&mut s, "/call mcp__every");
         update(&mut s, key(KeyCode::Tab));
         assert_eq!(s.input, "/call mcp__everything__t");
+        let before = s.transcript.len();
         update(&mut s, key(KeyCode::Tab));
+        // Ambiguous: a popup, not transcript lines; the next key closes it.
+        assert_eq!(s.transcript.len(), before);
+        let popup = s.popup.clone().unwrap_or_default();
         assert!(
-            matches!(s.transcript.last(), Some(Entry::Info(t)) if t.contains("mcp__everything__t2"))
+            popup.iter().any(|(n, _)| n == "mcp__everything__t2"),
+            "{popup:?}"
         );
+        update(&mut s, key(KeyCode::Char('1')));
+        assert!(s.popup.is_none());
     }
 }

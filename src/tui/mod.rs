@@ -176,6 +176,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         settings: settings_kept,
         model_flags: opts.model.clone(),
         session_id,
+        disabled: cfg.disabled.clone(),
     };
     take_terminal().context("cannot set up the terminal")?;
     let arbiter = Arbiter::new();

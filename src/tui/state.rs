@@ -262,6 +262,10 @@ pub struct State {
     pub session_id: Option<String>,
     /// Tools the user turned off for this session (`/tools off NAME`).
     pub disabled_tools: std::collections::BTreeSet<String>,
+    /// Servers the config marks `"disabled": true`: not running, shown dim in the bar.
+    pub disabled: Vec<String>,
+    /// The candidates of an ambiguous Tab, shown until the next key.
+    pub popup: Option<Vec<(String, String)>>,
     /// The spinner's frame while busy (advanced by the actor's clock).
     pub spinner: usize,
     /// Seconds the running turn has taken so far (set by the actor's clock).
@@ -345,6 +349,8 @@ impl State {
             context_window: None,
             spinner: 0,
             busy_secs: 0,
+            popup: None,
+            disabled: Vec::new(),
             settings: None,
             model_id: None,
             usage: BTreeMap::new(),

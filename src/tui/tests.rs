@@ -13,7 +13,7 @@ use harness9_actors::trace::{Direction, WireRecord};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-use super::state::{update, Event, Modal, PanelState, State};
+use super::state::{update, Effect, Event, Modal, PanelState, State};
 use super::view::{mcp_bar, view};
 
 pub(crate) fn connected(tools: usize, ms: u64) -> ServerState {
@@ -588,10 +588,76 @@ fn a_tool_call_waiting_for_the_users_answer() {
                 key,
                 name: name.into(),
                 args: args.into(),
+                call: None,
+                scroll: 0,
             }),
         );
     }
     insta::assert_snapshot!(render(&mut s, 60, 14));
+}
+
+/// A call waiting for the user says so on its line; the box shows its arguments
+/// pretty-printed, ten rows at a time, and ↓ scrolls them.
+#[test]
+fn a_waiting_call_says_so_and_its_long_arguments_scroll() {
+    use crate::agent::engine::EngineEvent;
+    let mut s = state_with(vec![], vec![]);
+    s.model = Some("anthropic m".into());
+    typed(&mut s, "go");
+    update(&mut s, key_event(KeyCode::Enter));
+    let args = serde_json::json!({
+        "path": "notes/plan.md",
+        "content": (1..=14).map(|i| format!("line {i}")).collect::<Vec<_>>(),
+    });
+    update(
+        &mut s,
+        Event::Engine(EngineEvent::ToolStarted {
+            id: "t1".into(),
+            name: "write_file".into(),
+            arguments: args.clone(),
+        }),
+    );
+    update(
+        &mut s,
+        Event::ApprovalAsked(crate::tui::state::Approval {
+            key: 1,
+            name: "write_file".into(),
+            args: args.to_string(),
+            call: Some("t1".into()),
+            scroll: 0,
+        }),
+    );
+    let first = render(&mut s, 70, 22);
+    assert!(
+        first.contains("write_file builtin · waiting for you"),
+        "{first}"
+    );
+    update(&mut s, key_event(KeyCode::Down));
+    update(&mut s, key_event(KeyCode::Down));
+    insta::assert_snapshot!(format!("{first}\n{}", render(&mut s, 70, 22)));
+    let effects = update(&mut s, key_event(KeyCode::Char('y')));
+    assert_eq!(effects, vec![Effect::Answer { key: 1, yes: true }]);
+    let after = render(&mut s, 70, 22);
+    assert!(after.contains("write_file builtin · running"), "{after}");
+}
+
+/// Typing `/` opens the menu of commands with what each does, narrowed as more is typed; an
+/// ambiguous Tab after `/call` lists the tools in a popup with their servers.
+#[test]
+fn the_slash_menu_and_the_tab_popup() {
+    let mut s = with_servers(&["everything"], 3);
+    typed(&mut s, "/");
+    let all = render(&mut s, 80, 16);
+    s.input.clear();
+    s.cursor = 0;
+    typed(&mut s, "/c");
+    let narrowed = render(&mut s, 80, 16);
+    s.input.clear();
+    s.cursor = 0;
+    typed(&mut s, "/call mcp__everything__t");
+    update(&mut s, key_event(KeyCode::Tab));
+    let popup = render(&mut s, 80, 16);
+    insta::assert_snapshot!(format!("{all}\n{narrowed}\n{popup}"));
 }
 
 #[test]

@@ -24,6 +24,8 @@ pub const RESULT_LINES: usize = 40;
 pub enum CallState {
     /// In flight.
     Running,
+    /// Waiting for the user's yes or no before it runs.
+    Waiting,
     /// Done.
     Ok,
     /// Failed or `isError`.
@@ -109,7 +111,7 @@ pub fn call_progress(
             if *eid == id {
                 // A call's progress comes before its result; this guard only keeps a finished
                 // entry as it is.
-                if *st == CallState::Running {
+                if matches!(st, CallState::Running | CallState::Waiting) {
                     *p = Some(text);
                 }
                 break;
@@ -285,10 +287,12 @@ fn entry_lines(entry: &Entry, width: usize, expand_tools: bool, need: usize) -> 
             let expanded = *pinned || expand_tools;
             let (mark, color) = match state {
                 CallState::Running => ("…", Color::Yellow),
+                CallState::Waiting => ("?", Color::Yellow),
                 CallState::Ok => ("✓", Color::Green),
                 CallState::Failed => ("✗", Color::Red),
             };
             let took = match (elapsed, progress) {
+                _ if *state == CallState::Waiting => "waiting for you".into(),
                 (Some(e), _) => fmt_duration(*e),
                 (None, Some(p)) => format!("running {p}"),
                 (None, None) => "running".into(),

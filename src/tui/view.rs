@@ -47,7 +47,7 @@ impl State {
 /// Draws the whole screen.
 pub fn view(state: &State, frame: &mut Frame) {
     let area = frame.area();
-    let bar = !state.servers.is_empty();
+    let bar = !state.servers.is_empty() || !state.disabled.is_empty();
     let bar_rows = if bar { BAR_ROWS } else { 0 };
     let [main, input_sep, input, mcp, status] = Layout::vertical([
         Constraint::Fill(1),
@@ -63,8 +63,12 @@ pub fn view(state: &State, frame: &mut Frame) {
         input_sep,
     );
     super::input::draw_input(state, frame, input);
+    super::input::draw_menu(state, frame, main);
     if bar {
-        frame.render_widget(Paragraph::new(mcp_bar(&state.servers, mcp.width)), mcp);
+        frame.render_widget(
+            Paragraph::new(mcp_bar_with(&state.servers, &state.disabled, mcp.width)),
+            mcp,
+        );
     }
     frame.render_widget(Paragraph::new(status_line(state, status.width)), status);
     if let Some(modal) = &state.modal {
@@ -115,12 +119,29 @@ pub(super) fn status_symbol(status: &ServerStatus) -> (&'static str, Color, Stri
 /// `[MCP] a ● 2 tools │ b ✗ failed`, cut to `width` with a count of the servers left out; never
 /// wider than `width`.
 pub fn mcp_bar(servers: &StatusSnapshot, width: u16) -> Line<'static> {
+    mcp_bar_with(servers, &[], width)
+}
+
+/// [`mcp_bar`], with the config's disabled servers after the others, dim.
+pub fn mcp_bar_with(servers: &StatusSnapshot, disabled: &[String], width: u16) -> Line<'static> {
     let width = width as usize;
     let mut spans = vec![Span::styled("[MCP]", Style::new().bold())];
     let mut used = 5;
-    let n = servers.len();
-    for (i, (name, st)) in servers.iter().enumerate() {
-        let (sym, color, detail) = status_symbol(&st.status);
+    let off: Vec<&String> = disabled
+        .iter()
+        .filter(|d| !servers.contains_key(d.as_str()))
+        .collect();
+    let n = servers.len() + off.len();
+    let rows = servers
+        .iter()
+        .map(|(name, st)| (name, Some(st)))
+        .chain(off.into_iter().map(|d| (d, None)));
+    for (i, (name, st)) in rows.enumerate() {
+        let name_style = if st.is_some() { Style::new() } else { DIM };
+        let (sym, color, detail) = match st {
+            Some(st) => status_symbol(&st.status),
+            None => ("◌", Color::DarkGray, "disabled".to_owned()),
+        };
         let name = clean_line(name);
         let sep = if i == 0 { " " } else { " │ " };
         let seg_width = sep.width() + name.width() + 1 + sym.width() + 1 + detail.width();
@@ -139,7 +160,7 @@ pub fn mcp_bar(servers: &StatusSnapshot, width: u16) -> Line<'static> {
         }
         used += seg_width;
         spans.push(Span::styled(sep, DIM));
-        spans.push(Span::raw(name.into_owned()));
+        spans.push(Span::styled(name.into_owned(), name_style));
         spans.push(Span::raw(" "));
         spans.push(Span::styled(sym, Style::new().fg(color)));
         spans.push(Span::raw(" "));

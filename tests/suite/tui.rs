@@ -1198,11 +1198,38 @@ fn resources_log_and_prompts_of_the_reference_server_in_the_tui() {
             .any(|l| l.starts_with("> /mcp__everything__completable_prompt department=Engineering"))
     });
     t.send_keys(&["C-u"]);
-    t.wait_for("the prompt's message", BOUND, |s| {
-        s.contains("What's weather in Paris?")
-    });
 
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0, "exit code after Ctrl+C");
     t.assert_terminal_restored();
+}
+
+/// A server the config turns `"disabled": true` leaves the running set, stays in the bar dim
+/// as `disabled`, and the reload says "disabled", not "removed".
+#[test]
+fn a_disabled_server_stays_in_the_bar_dim_and_reload_says_disabled() {
+    tmux_required();
+    let dir = project(
+        "tui-disabled",
+        |_| json!({ "everything": everything_json(), "spare": everything_json() }),
+    );
+    let t = Tmux::start(&dir, &[], None);
+    t.wait_for("both connected", BOUND, |s| {
+        bar(s).contains("everything ●") && bar(s).contains("spare ●")
+    });
+    let mut spare = everything_json();
+    spare["disabled"] = json!(true);
+    write_config(
+        &dir,
+        &json!({"mcpServers": {"everything": everything_json(), "spare": spare}}).to_string(),
+    );
+    let s = t.wait_for("the reload report", BOUND, |s| {
+        s.contains("reloaded .mcp.json: disabled spare")
+    });
+    assert!(!s.contains("removed spare"), "{s}");
+    t.wait_for("spare dim in the bar", BOUND, |s| {
+        bar(s).contains("spare ◌ disabled") && bar(s).contains("everything ●")
+    });
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
 }
