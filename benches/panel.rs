@@ -51,6 +51,7 @@ fn state(n: usize) -> State {
             title: None,
         },
         instructions: None,
+        capabilities: Default::default(),
         connect_time: Duration::from_millis(80),
         transport: "stdio",
         pid: Some(1),

@@ -127,3 +127,40 @@ pub fn fmt_duration(d: Duration) -> String {
         format!("{} ms", d.as_millis())
     }
 }
+
+/// Why a request to a server other than a tool call (resources, prompts, completion) did not
+/// produce a result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The server is not connected (not configured, failed, restarting, stopped).
+    #[error("server \"{server}\" is {reason}")]
+    Unavailable {
+        /// The server's name in `.mcp.json`.
+        server: String,
+        /// Its state.
+        reason: String,
+    },
+    /// No answer within the server's `toolTimeoutSec`; the server was sent
+    /// `notifications/cancelled`.
+    #[error("server \"{server}\" did not answer {method} within {}; raise toolTimeoutSec for \"{server}\" in .mcp.json if it needs longer", fmt_duration(*.after))]
+    Timeout {
+        /// The server's name in `.mcp.json`.
+        server: String,
+        /// The request's method.
+        method: &'static str,
+        /// The timeout that ran out.
+        after: Duration,
+    },
+    /// The server answered with an error, the reply was invalid or too large, the transport
+    /// failed, or the server went away.
+    #[error("server \"{server}\": {method} failed: {detail}")]
+    Failed {
+        /// The server's name in `.mcp.json`.
+        server: String,
+        /// The request's method.
+        method: &'static str,
+        /// What went wrong.
+        detail: String,
+    },
+}

@@ -8,6 +8,9 @@
 //! McpServer --ServerEvent{Connected|ToolsChanged|Exited}--> ServerSupervisor
 //! ServerSupervisor --ServerTools / ServerGone--> ToolRegistry
 //! ServerSupervisor --StatusChanged (coalesced, never blocking)--> subscribers (TUI, CLI)
+//! caller --ListResources|ReadResource|ListPrompts|GetPrompt|Complete|...--> ToolRegistry
+//!        --the same message--> McpServer (the server's current actor)
+//! McpServer --ServerEvent{Notice}--> ServerSupervisor --ServerNotice--> notice subscribers
 //! ```
 
 use std::collections::BTreeMap;
@@ -18,8 +21,11 @@ use actix::prelude::*;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::CallError;
-use crate::protocol::types::{CallToolResult, Implementation, Tool};
+use crate::error::{CallError, RequestError};
+use crate::protocol::types::{
+    CallToolResult, Completion, GetPromptResult, Implementation, Prompt, ReadResourceResult,
+    Resource, ResourceTemplate, ServerCapabilities, Tool,
+};
 use crate::server::McpServer;
 
 // ---- tool calls -------------------------------------------------------------------------------
@@ -154,6 +160,8 @@ pub struct ServerTools {
     pub addr: Addr<McpServer>,
     /// Every tool it listed.
     pub tools: Arc<[Arc<Tool>]>,
+    /// The server's `instructions` (for the model's system prompt).
+    pub instructions: Option<Arc<str>>,
 }
 
 /// A server's tools leave the table (failed, restarting, stopped).
@@ -182,6 +190,168 @@ pub struct WhyFiltered {
     pub tool: String,
 }
 
+/// The names of every connected server, in order of first connect.
+#[derive(Debug, Message)]
+#[rtype(result = "Vec<String>")]
+pub struct ListServers;
+
+/// The `instructions` of every connected server that gave some, by server name (the same `Arc`
+/// until a server with instructions connects or leaves, so a caller can cache what it builds).
+#[derive(Debug, Message)]
+#[rtype(result = "Arc<Vec<(String, Arc<str>)>>")]
+pub struct GetInstructions;
+
+// ---- resources, prompts, completion -------------------------------------------------------------
+
+/// A request for one server's features beyond tools: the registry routes it unchanged to that
+/// server's current actor, which answers within the server's `toolTimeoutSec` (a late answer
+/// sends `notifications/cancelled`). Lists are walked to their end like `tools/list` (bounded
+/// by `maxTools` items and 10,000 pages).
+pub trait ServerRequest: Message<Result = Result<Self::Output, RequestError>> + Send {
+    /// What a successful answer carries.
+    type Output: Send + 'static;
+    /// The server's name in `.mcp.json`.
+    fn server(&self) -> &str;
+}
+
+macro_rules! server_request {
+    ($(#[$doc:meta])* $name:ident -> $out:ty { $($(#[$fdoc:meta])* $field:ident : $ty:ty),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $name {
+            /// The server's name in `.mcp.json`.
+            pub server: String,
+            $($(#[$fdoc])* pub $field: $ty,)*
+        }
+
+        impl Message for $name {
+            type Result = Result<$out, RequestError>;
+        }
+
+        impl ServerRequest for $name {
+            type Output = $out;
+            fn server(&self) -> &str {
+                &self.server
+            }
+        }
+    };
+}
+
+/// What `completion/complete` completes an argument of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompletionRef {
+    /// A prompt's argument (`ref/prompt`), by the prompt's name.
+    Prompt(String),
+    /// A resource template's variable (`ref/resource`), by the template's URI.
+    Resource(String),
+}
+
+server_request! {
+    /// `resources/list`, every page.
+    ListResources -> Vec<Resource> {}
+}
+
+server_request! {
+    /// `resources/templates/list`, every page.
+    ListResourceTemplates -> Vec<ResourceTemplate> {}
+}
+
+server_request! {
+    /// `resources/read` of one URI.
+    ReadResource -> ReadResourceResult {
+        /// The resource's URI.
+        uri: String,
+    }
+}
+
+server_request! {
+    /// `resources/subscribe` (or `resources/unsubscribe`); in the stateless era the URI joins
+    /// (or leaves) the `subscriptions/listen` filter. Updates arrive as
+    /// [`NoticeKind::ResourceUpdated`].
+    SubscribeResource -> () {
+        /// The resource's URI.
+        uri: String,
+        /// `true` subscribes, `false` unsubscribes.
+        on: bool,
+    }
+}
+
+server_request! {
+    /// `prompts/list`, every page.
+    ListPrompts -> Vec<Prompt> {}
+}
+
+server_request! {
+    /// `prompts/get` with the prompt's arguments.
+    GetPrompt -> GetPromptResult {
+        /// The prompt's name.
+        name: String,
+        /// Its arguments (string values, as the spec has them).
+        arguments: BTreeMap<String, String>,
+    }
+}
+
+server_request! {
+    /// `completion/complete` of one argument's value (at most 100 values are kept).
+    Complete -> Completion {
+        /// What the argument belongs to.
+        reference: CompletionRef,
+        /// The argument's name.
+        argument: String,
+        /// What is typed so far.
+        value: String,
+        /// Arguments already chosen (`context.arguments`).
+        context: BTreeMap<String, String>,
+    }
+}
+
+/// Something a server told us outside any call, for whoever shows it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum NoticeKind {
+    /// `notifications/message`: a log line of the server's.
+    Log {
+        /// Its severity (`debug` .. `emergency`).
+        level: String,
+        /// The server's logger, if it named one.
+        logger: Option<String>,
+        /// The data: a string as sent, other JSON as JSON text (not sanitized).
+        text: String,
+    },
+    /// `notifications/resources/updated`: a subscribed resource changed.
+    ResourceUpdated {
+        /// Its URI.
+        uri: String,
+    },
+    /// `notifications/resources/list_changed`.
+    ResourcesChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsChanged,
+}
+
+/// A notice of one server (sent to every notice subscriber with `try_send`: a subscriber
+/// whose mailbox is full misses it).
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct ServerNotice {
+    /// The server's name in `.mcp.json`.
+    pub server: String,
+    /// What it said.
+    pub kind: NoticeKind,
+}
+
+/// Receive every [`ServerNotice`] from now on.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SubscribeNotices(pub Recipient<ServerNotice>);
+
+/// The roots of a connected server changed (a reload changed only its `roots`): it answers
+/// `roots/list` with these from now on, and a handshake-era server is sent
+/// `notifications/roots/list_changed`.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct SetRoots(pub crate::spec::Roots);
+
 // ---- server lifecycle ---------------------------------------------------------------------------
 
 /// What a connection settled on in its handshake.
@@ -195,6 +365,8 @@ pub struct ConnectionInfo {
     pub server_info: Implementation,
     /// The initialize result's `instructions`: hints for the model on using the server.
     pub instructions: Option<String>,
+    /// What the server said it supports (initialize or `server/discover`).
+    pub capabilities: Arc<ServerCapabilities>,
     /// Spawn (or connect) to tools listed.
     pub connect_time: Duration,
     /// `stdio`, `http` or `sse`.
@@ -228,6 +400,8 @@ pub enum ServerEventKind {
         /// Every tool of the first `tools/list` (all its pages), before the spec's filters.
         tools: Arc<[Arc<Tool>]>,
     },
+    /// The server said something outside any call (a log line, a resource or list change).
+    Notice(NoticeKind),
     /// The tool list was fetched again after `notifications/tools/list_changed`.
     ToolsChanged {
         /// The whole new list (all its pages), before the spec's filters.
@@ -406,6 +580,8 @@ pub struct ReconcileReport {
     pub changed: Vec<String>,
     /// Left alone.
     pub unchanged: Vec<String>,
+    /// Only their `roots` changed: told so, not restarted.
+    pub roots_changed: Vec<String>,
 }
 
 impl ReconcileReport {
@@ -416,6 +592,7 @@ impl ReconcileReport {
             ("added", &self.added),
             ("removed", &self.removed),
             ("restarted", &self.changed),
+            ("new roots for", &self.roots_changed),
         ] {
             if !names.is_empty() {
                 parts.push(format!("{what} {}", names.join(", ")));

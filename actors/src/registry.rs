@@ -1,5 +1,8 @@
 //! The `ToolRegistry` actor: the one tool table (built-ins first, then MCP tools by server in
-//! order of first connect) and the router of every tool call to the owning server's current actor.
+//! order of first connect), the router of every tool call (and every resource, prompt and
+//! completion request) to the owning server's current actor, the checker of a result's
+//! `structuredContent` against its tool's `outputSchema`, and the keeper of the connected
+//! servers' `instructions`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -8,10 +11,11 @@ use std::time::Duration;
 use actix::prelude::*;
 use serde_json::Value;
 
-use crate::error::CallError;
+use crate::error::{CallError, RequestError};
 use crate::messages::{
-    CallBuiltin, CallServerTool, CallTool, ListTools, ServerGone, ServerTools, SetBuiltins,
-    ToolEntry, WhyFiltered,
+    CallBuiltin, CallServerTool, CallTool, Complete, GetInstructions, GetPrompt, ListPrompts,
+    ListResourceTemplates, ListResources, ListServers, ListTools, ReadResource, ServerGone,
+    ServerRequest, ServerTools, SetBuiltins, SubscribeResource, ToolEntry, WhyFiltered,
 };
 use crate::naming::{full_name_prefixed, sanitize, server_prefix};
 use crate::protocol::types::{CallToolResult, Tool};
@@ -20,7 +24,11 @@ use crate::spec::ServerSpec;
 
 enum Route {
     Builtin,
-    Mcp { server: String, tool: String },
+    Mcp {
+        server: String,
+        tool: String,
+        def: Arc<Tool>,
+    },
 }
 
 struct ServerTable {
@@ -41,6 +49,12 @@ pub struct ToolRegistry {
     unavailable: BTreeMap<String, String>,
     routes: HashMap<String, Route>,
     entries: Arc<Vec<ToolEntry>>,
+    /// Each connected server's `instructions`, by name.
+    instructions: BTreeMap<String, Arc<str>>,
+    /// The same, as handed out (a new `Arc` only when they change).
+    instructions_list: Arc<Vec<(String, Arc<str>)>>,
+    /// Compiled output schemas, by registered tool name (cleared on every rebuild).
+    validators: HashMap<String, Arc<Result<jsonschema::Validator, String>>>,
 }
 
 impl ToolRegistry {
@@ -107,7 +121,7 @@ impl ToolRegistry {
                         if changed == Some(server.as_str()) {
                             let by = match owner.get() {
                                 Route::Builtin => "a built-in tool".to_owned(),
-                                Route::Mcp { server, tool } => {
+                                Route::Mcp { server, tool, .. } => {
                                     format!("tool \"{tool}\" of server \"{server}\"")
                                 }
                             };
@@ -120,6 +134,7 @@ impl ToolRegistry {
                         slot.insert(Route::Mcp {
                             server: server.clone(),
                             tool: t.name.clone(),
+                            def: t.clone(),
                         });
                         entries.push(ToolEntry {
                             name,
@@ -132,6 +147,67 @@ impl ToolRegistry {
         }
         self.routes = routes;
         self.entries = Arc::new(entries);
+        self.validators.clear();
+    }
+
+    /// Keeps `server`'s instructions (or forgets them); a new list only when they change.
+    fn set_instructions(&mut self, server: &str, text: Option<Arc<str>>) {
+        let changed = match text {
+            Some(t) => {
+                self.instructions
+                    .insert(server.to_owned(), t.clone())
+                    .as_deref()
+                    != Some(&*t)
+            }
+            None => self.instructions.remove(server).is_some(),
+        };
+        if changed {
+            self.instructions_list = Arc::new(
+                self.instructions
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            );
+        }
+    }
+
+    /// The compiled output schema of a registered tool (compiled once per table).
+    fn validator(
+        &mut self,
+        name: &str,
+        schema: &serde_json::value::RawValue,
+    ) -> Arc<Result<jsonschema::Validator, String>> {
+        self.validators
+            .entry(name.to_owned())
+            .or_insert_with(|| Arc::new(compile_schema(schema.get())))
+            .clone()
+    }
+
+    /// Sends a resource, prompt or completion request to its server's current actor.
+    fn forward<M>(&self, msg: M) -> ResponseFuture<Result<M::Output, RequestError>>
+    where
+        M: ServerRequest + 'static,
+        M::Result: Send,
+        McpServer: Handler<M>,
+    {
+        let server = msg.server().to_owned();
+        let Some(table) = self.servers.get(&server) else {
+            let reason = self
+                .unavailable
+                .get(&server)
+                .cloned()
+                .unwrap_or_else(|| "not connected".to_owned());
+            return Box::pin(async move { Err(RequestError::Unavailable { server, reason }) });
+        };
+        let ask = table.addr.send(msg);
+        Box::pin(async move {
+            ask.await.unwrap_or_else(|_| {
+                Err(RequestError::Unavailable {
+                    server,
+                    reason: "stopped".to_owned(),
+                })
+            })
+        })
     }
 
     /// The server and tool a registered-style `name` would be if the server's filters did not
@@ -196,6 +272,7 @@ impl Handler<ServerTools> for ToolRegistry {
         if !self.order.contains(&name) {
             self.order.push(name.clone());
         }
+        self.set_instructions(&name, msg.instructions);
         self.servers.insert(
             name.clone(),
             ServerTable {
@@ -213,6 +290,7 @@ impl Handler<ServerGone> for ToolRegistry {
 
     fn handle(&mut self, msg: ServerGone, _ctx: &mut Context<Self>) {
         let had = self.servers.remove(&msg.server).is_some();
+        self.set_instructions(&msg.server, None);
         self.unavailable.insert(msg.server, msg.reason);
         if had {
             self.rebuild(None);
@@ -236,12 +314,115 @@ impl Handler<WhyFiltered> for ToolRegistry {
     }
 }
 
+impl Handler<ListServers> for ToolRegistry {
+    type Result = Vec<String>;
+
+    fn handle(&mut self, _msg: ListServers, _ctx: &mut Context<Self>) -> Vec<String> {
+        self.order
+            .iter()
+            .filter(|s| self.servers.contains_key(*s))
+            .cloned()
+            .collect()
+    }
+}
+
+impl Handler<GetInstructions> for ToolRegistry {
+    type Result = MessageResult<GetInstructions>;
+
+    fn handle(&mut self, _msg: GetInstructions, _ctx: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.instructions_list.clone())
+    }
+}
+
+macro_rules! route_to_server {
+    ($($m:ty),* $(,)?) => {$(
+        impl Handler<$m> for ToolRegistry {
+            type Result = ResponseFuture<Result<<$m as ServerRequest>::Output, RequestError>>;
+
+            fn handle(&mut self, msg: $m, _ctx: &mut Context<Self>) -> Self::Result {
+                self.forward(msg)
+            }
+        }
+    )*};
+}
+
+route_to_server!(
+    ListResources,
+    ListResourceTemplates,
+    ReadResource,
+    SubscribeResource,
+    ListPrompts,
+    GetPrompt,
+    Complete,
+);
+
+/// The most of a schema mismatch that is reported (the first errors, then a count).
+const MAX_SCHEMA_ERRORS: usize = 5;
+
+/// Compiles an `outputSchema`; a `$ref` to anything outside the schema is never fetched
+/// (the crate is built without its HTTP and file resolvers), so it fails to compile.
+fn compile_schema(schema: &str) -> Result<jsonschema::Validator, String> {
+    let v: Value = serde_json::from_str(schema).map_err(|e| e.to_string())?;
+    jsonschema::validator_for(&v).map_err(|e| e.to_string())
+}
+
+/// Why a result does not match its tool's `outputSchema`, or `None` when it does (or is an
+/// error result, which need not).
+fn check_output(
+    result: &CallToolResult,
+    validator: &Result<jsonschema::Validator, String>,
+) -> Option<String> {
+    if result.is_error {
+        return None;
+    }
+    let validator = match validator {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(format!(
+                "the tool's outputSchema is not a usable JSON Schema: {e}"
+            ))
+        }
+    };
+    let Some(structured) = &result.structured_content else {
+        return Some(
+            "the tool declares an outputSchema but the result has no structuredContent".to_owned(),
+        );
+    };
+    let errors: Vec<String> = validator
+        .iter_errors(structured)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            let at = if at.is_empty() { "/".to_owned() } else { at };
+            let text: String = e.to_string().chars().take(300).collect();
+            format!("at {at}: {text}")
+        })
+        .take(MAX_SCHEMA_ERRORS + 1)
+        .collect();
+    if errors.is_empty() {
+        return None;
+    }
+    let more = if errors.len() > MAX_SCHEMA_ERRORS {
+        "; and more"
+    } else {
+        ""
+    };
+    Some(format!(
+        "structuredContent does not match the tool's outputSchema: {}{more}",
+        errors[..errors.len().min(MAX_SCHEMA_ERRORS)].join("; ")
+    ))
+}
+
 impl Handler<CallTool> for ToolRegistry {
     type Result = ResponseFuture<Result<CallToolResult, CallError>>;
 
     fn handle(&mut self, msg: CallTool, _ctx: &mut Context<Self>) -> Self::Result {
+        let schema = match self.routes.get(&msg.name) {
+            Some(Route::Mcp { def, .. }) => def.output_schema.clone(),
+            _ => None,
+        };
+        let validator = schema.map(|s| self.validator(&msg.name, &s));
         match self.routes.get(&msg.name) {
-            Some(Route::Mcp { server, tool }) => {
+            Some(Route::Mcp { server, tool, .. }) => {
                 let Some(table) = self.servers.get(server) else {
                     let server = server.clone();
                     return Box::pin(async move {
@@ -260,12 +441,16 @@ impl Handler<CallTool> for ToolRegistry {
                 });
                 let server = server.clone();
                 Box::pin(async move {
-                    call.await.unwrap_or_else(|_| {
+                    let mut result = call.await.unwrap_or_else(|_| {
                         Err(CallError::ServerUnavailable {
                             server,
                             reason: "stopped".to_owned(),
                         })
-                    })
+                    })?;
+                    if let Some(v) = validator {
+                        result.schema_error = check_output(&result, &v);
+                    }
+                    Ok(result)
                 })
             }
             Some(Route::Builtin) => {

@@ -148,6 +148,49 @@ pub struct ServerSpec {
     /// OAuth for an HTTP server: its configuration, the token store and whether the runtime
     /// may start a login itself; `None` sends no token and fails a `401` as before.
     pub oauth: Option<crate::oauth::OAuthSpec>,
+    /// The roots the server is offered (`roots`).
+    pub roots: Roots,
+    /// `logLevel`: the least severe log message the server is asked to send (`logging/setLevel`
+    /// in the handshake era, `_meta` `io.modelcontextprotocol/logLevel` in the stateless one);
+    /// `None` asks nothing.
+    pub log_level: Option<String>,
+}
+
+/// The log levels of the spec, least severe first.
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// The roots a server is offered (`roots/list`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Roots {
+    /// The server's working directory (its `cwd`, else harness9's).
+    #[default]
+    WorkingDirectory,
+    /// These directories (absolute).
+    Paths(Vec<PathBuf>),
+    /// `"roots": false`: the capability is not declared and `roots/list` is refused.
+    Off,
+}
+
+impl ServerSpec {
+    /// Whether `other` differs from this spec in its `roots` only, both declaring the
+    /// capability (a reload tells the server instead of restarting it).
+    pub fn only_roots_differ(&self, other: &ServerSpec) -> bool {
+        if self.roots == other.roots || self.roots == Roots::Off || other.roots == Roots::Off {
+            return false;
+        }
+        let mut same = other.clone();
+        same.roots = self.roots.clone();
+        *self == same
+    }
 }
 
 /// A stdio server's Landlock sandbox: it may read and execute the whole filesystem, write only
@@ -185,6 +228,8 @@ impl ServerSpec {
             sandbox: None,
             protocol: None,
             oauth: None,
+            roots: Roots::WorkingDirectory,
+            log_level: None,
         }
     }
 

@@ -3,6 +3,8 @@
 //! breaker), keeps the registry in step, and fans status out to subscribers without ever blocking.
 //! A spec with a `hold` (unapproved, or an invalid config entry) gets an entry that never
 //! launches: it shows as `Unapproved` or `Failed` until a `Reconcile` brings a spec without one.
+//! Server notices (log lines, resource and prompt changes) go on to notice subscribers with
+//! `try_send`, never waiting.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -14,8 +16,8 @@ use tokio::sync::oneshot;
 use crate::error::fmt_duration;
 use crate::messages::{
     GetStatus, Login, Reconcile, ReconcileReport, Restart, ServerEvent, ServerEventKind,
-    ServerGone, ServerState, ServerStatus, ServerTools, Shutdown, ShutdownAll, StatusChanged,
-    StatusSnapshot, Stop, Subscribe,
+    ServerGone, ServerNotice, ServerState, ServerStatus, ServerTools, SetRoots, Shutdown,
+    ShutdownAll, StatusChanged, StatusSnapshot, Stop, Subscribe, SubscribeNotices,
 };
 use crate::protocol::version::Era;
 use crate::registry::ToolRegistry;
@@ -68,6 +70,8 @@ pub struct ServerSupervisor {
     policy: RestartPolicy,
     tap: Option<WireTap>,
     subscribers: Vec<Subscriber>,
+    /// Who gets every server notice.
+    notice_subscribers: Vec<Recipient<ServerNotice>>,
     retry_armed: bool,
     next_generation: u64,
     /// Actors that have not reported their exit yet: generation -> server.
@@ -97,6 +101,7 @@ impl ServerSupervisor {
             policy,
             tap,
             subscribers: Vec::new(),
+            notice_subscribers: Vec::new(),
             retry_armed: false,
             next_generation: 1,
             live: HashMap::new(),
@@ -361,6 +366,14 @@ impl Handler<ServerEvent> for ServerSupervisor {
             return;
         }
         match ev.kind {
+            ServerEventKind::Notice(kind) => {
+                let notice = ServerNotice {
+                    server: ev.server,
+                    kind,
+                };
+                self.notice_subscribers
+                    .retain(|s| !matches!(s.try_send(notice.clone()), Err(SendError::Closed(_))));
+            }
             ServerEventKind::Connected { info, tools } => {
                 if let Some(t) = entry.timer.take() {
                     ctx.cancel_future(t);
@@ -379,16 +392,18 @@ impl Handler<ServerEvent> for ServerSupervisor {
                     .iter()
                     .filter(|t| entry.spec.tool_enabled(&t.name))
                     .count();
+                let instructions = info.instructions.as_deref().map(Arc::from);
                 entry.status = ServerStatus::Connected { tools: count, info };
                 self.registry.do_send(ServerTools {
                     spec: entry.spec.clone(),
                     addr,
                     tools,
+                    instructions,
                 });
                 self.publish(ctx);
             }
             ServerEventKind::ToolsChanged { tools } => {
-                let (ServerStatus::Connected { tools: count, .. }, Some(addr)) =
+                let (ServerStatus::Connected { tools: count, info }, Some(addr)) =
                     (&mut entry.status, entry.addr.clone())
                 else {
                     return;
@@ -401,6 +416,7 @@ impl Handler<ServerEvent> for ServerSupervisor {
                     spec: entry.spec.clone(),
                     addr,
                     tools,
+                    instructions: info.instructions.as_deref().map(Arc::from),
                 });
                 self.publish(ctx);
             }
@@ -491,6 +507,14 @@ impl Handler<Subscribe> for ServerSupervisor {
             dirty: true,
         });
         self.publish(ctx);
+    }
+}
+
+impl Handler<SubscribeNotices> for ServerSupervisor {
+    type Result = ();
+
+    fn handle(&mut self, msg: SubscribeNotices, _ctx: &mut Context<Self>) {
+        self.notice_subscribers.push(msg.0);
     }
 }
 
@@ -656,6 +680,14 @@ impl Handler<Reconcile> for ServerSupervisor {
             let name = spec.name.clone();
             match self.entries.get_mut(&name) {
                 Some(entry) if *entry.spec == spec => report.unchanged.push(name),
+                // Only the roots changed: the running server is told, not restarted.
+                Some(entry) if entry.spec.only_roots_differ(&spec) => {
+                    if let Some(addr) = &entry.addr {
+                        addr.do_send(SetRoots(spec.roots.clone()));
+                    }
+                    entry.spec = Arc::new(spec);
+                    report.roots_changed.push(name);
+                }
                 Some(entry) => {
                     entry.spec = Arc::new(spec);
                     entry.era = None;

@@ -15,7 +15,8 @@ pub use super::config_formats::input_var;
 use super::config_formats::{
     declared_inputs, env_file_entries, file_lookup, looks_like_toml, warn_foreign_fields,
 };
-use harness9_actors::{Hold, SandboxSpec, ServerSpec, TransportSpec};
+use harness9_actors::spec::LOG_LEVELS;
+use harness9_actors::{Hold, Roots, SandboxSpec, ServerSpec, TransportSpec};
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -222,6 +223,20 @@ struct RawServer {
     env_file: Option<String>,
     #[serde(default)]
     oauth: Option<RawOAuth>,
+    /// `false`, `true`, or a list of directories (relative to the config file).
+    #[serde(default)]
+    roots: Option<RawRoots>,
+    #[serde(default)]
+    log_level: Option<String>,
+}
+
+/// A `"roots"` entry: `false` offers none (the capability is not declared), `true` the
+/// default (the server's working directory), a list those directories.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawRoots {
+    On(bool),
+    Paths(Vec<String>),
 }
 
 /// An HTTP server's `"oauth"` entry.
@@ -812,6 +827,37 @@ fn build(
             })?,
         );
     }
+    spec.roots = match &raw.roots {
+        None | Some(RawRoots::On(true)) => Roots::WorkingDirectory,
+        Some(RawRoots::On(false)) => Roots::Off,
+        Some(RawRoots::Paths(paths)) => Roots::Paths(
+            paths
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    x(&format!("roots[{i}]"), p).map(|p| {
+                        let p = base.join(p);
+                        // A root is a `file://` URI: absolute, whatever the base.
+                        std::path::absolute(&p).unwrap_or(p)
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    if let Some(level) = &raw.log_level {
+        if !LOG_LEVELS.contains(&level.as_str()) {
+            return Err(ConfigError::Expand {
+                path: shown.to_owned(),
+                server: name.to_owned(),
+                field: "logLevel".to_owned(),
+                message: format!(
+                    "{level:?} is not a log level; use one of {}",
+                    LOG_LEVELS.join(", ")
+                ),
+            });
+        }
+        spec.log_level = Some(level.clone());
+    }
     spec.enabled_tools = raw.enabled_tools;
     spec.disabled_tools = raw.disabled_tools;
     spec.max_message_bytes = raw.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
@@ -1006,6 +1052,27 @@ mod tests {
         assert!(invalid(&c, "a")
             .unwrap()
             .contains("\"startupTimeoutSec\" is 0;"));
+    }
+
+    #[test]
+    fn roots_and_log_levels() {
+        let c = p(r#"{"mcpServers": {
+                "a": {"command": "x"},
+                "b": {"command": "x", "roots": false, "logLevel": "warning"},
+                "c": {"url": "http://h/mcp", "roots": ["/srv/data", "sub dir"]},
+                "d": {"command": "x", "logLevel": "loud"}
+            }}"#)
+        .unwrap();
+        assert_eq!(c.servers[0].roots, Roots::WorkingDirectory);
+        assert_eq!(c.servers[0].log_level, None);
+        assert_eq!(c.servers[1].roots, Roots::Off);
+        assert_eq!(c.servers[1].log_level.as_deref(), Some("warning"));
+        assert_eq!(
+            c.servers[2].roots,
+            Roots::Paths(vec!["/srv/data".into(), "/proj/sub dir".into()])
+        );
+        let e = invalid(&c, "d").unwrap();
+        assert!(e.contains("field logLevel") && e.contains("warning"), "{e}");
     }
 
     #[test]

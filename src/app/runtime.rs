@@ -82,9 +82,13 @@ impl Runtime {
         use crate::agent::builtins::{definitions, BuiltinOptions, Builtins};
         self.registry.do_send(SetBuiltins {
             tools: definitions(),
-            executor: Builtins::new(root.to_path_buf(), BuiltinOptions::default())
-                .start()
-                .recipient(),
+            executor: Builtins::with_registry(
+                root.to_path_buf(),
+                BuiltinOptions::default(),
+                self.registry.clone(),
+            )
+            .start()
+            .recipient(),
         });
     }
 

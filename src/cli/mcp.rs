@@ -69,7 +69,12 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         return oauth_command(&config, server, matches!(cmd, McpCommand::Login { .. })).await;
     }
     let only = match cmd {
-        McpCommand::Get { server, .. } | McpCommand::Call { server, .. } => Some(server.as_str()),
+        McpCommand::Get { server, .. }
+        | McpCommand::Call { server, .. }
+        | McpCommand::Resources { server, .. }
+        | McpCommand::Read { server, .. }
+        | McpCommand::Prompts { server, .. }
+        | McpCommand::Prompt { server, .. } => Some(server.as_str()),
         _ => None,
     };
     let specs: Vec<ServerSpec> = match only {
@@ -124,6 +129,34 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
                     json.json,
                 )
                 .await
+            }
+            McpCommand::Resources { server, json, .. } => {
+                ensure_connected(&snap, server)?;
+                super::resources::resources(rt, server, json.json).await
+            }
+            McpCommand::Read {
+                server,
+                uri,
+                out,
+                json,
+                ..
+            } => {
+                ensure_connected(&snap, server)?;
+                super::resources::read(rt, server, uri, out.as_deref(), json.json).await
+            }
+            McpCommand::Prompts { server, json, .. } => {
+                ensure_connected(&snap, server)?;
+                super::resources::prompts(rt, server, json.json).await
+            }
+            McpCommand::Prompt {
+                server,
+                name,
+                args,
+                json,
+                ..
+            } => {
+                ensure_connected(&snap, server)?;
+                super::resources::prompt(rt, server, name, args.as_deref(), json.json).await
             }
             _ => Ok(ExitCode::SUCCESS),
         }
@@ -539,26 +572,7 @@ async fn call(
 ) -> anyhow::Result<ExitCode> {
     let arguments = match args {
         None => None,
-        Some(text) => {
-            let text = if text == "-" {
-                let mut s = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut s)
-                    .context("cannot read --args from stdin")?;
-                s
-            } else {
-                text.to_owned()
-            };
-            let v: Value = serde_json::from_str(&text)
-                .map_err(|e| UsageError(format!("--args is not valid JSON ({e}): {text:.200}")))?;
-            if !v.is_object() {
-                return Err(UsageError(
-                    "--args must be a JSON object, like '{\"text\": \"hi\"}'".to_owned(),
-                )
-                .into());
-            }
-            Some(v)
-        }
+        Some(text) => Some(args_object(text)?),
     };
     let timeout = match timeout.map(|t| config::timeout_secs("--timeout", t)) {
         Some(Ok(t)) => Some(t),
@@ -619,6 +633,29 @@ async fn call(
         // With --json, `main` prints it as JSON too.
         Err(e) => Err(anyhow::Error::new(e)),
     }
+}
+
+/// `--args`: a JSON object given inline, or `-` to read it from stdin; anything else is a
+/// usage error (exit 2).
+pub(super) fn args_object(text: &str) -> anyhow::Result<Value> {
+    let text = if text == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("cannot read --args from stdin")?;
+        s
+    } else {
+        text.to_owned()
+    };
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| UsageError(format!("--args is not valid JSON ({e}): {text:.200}")))?;
+    if !v.is_object() {
+        return Err(UsageError(
+            "--args must be a JSON object, like '{\"text\": \"hi\"}'".to_owned(),
+        )
+        .into());
+    }
+    Ok(v)
 }
 
 /// The `.mcp.json` entry `mcp add` writes.

@@ -4,6 +4,7 @@
 
 pub mod conformance;
 pub mod mcp;
+pub mod resources;
 pub mod run;
 
 use std::path::PathBuf;
@@ -253,6 +254,10 @@ impl McpCommand {
             McpCommand::List(_) => "list",
             McpCommand::Get { .. } => "get",
             McpCommand::Call { .. } => "call",
+            McpCommand::Resources { .. } => "resources",
+            McpCommand::Read { .. } => "read",
+            McpCommand::Prompts { .. } => "prompts",
+            McpCommand::Prompt { .. } => "prompt",
             McpCommand::Approve { .. } => "approve",
             McpCommand::Add { .. } => "add",
             McpCommand::AddJson { .. } => "add-json",
@@ -272,7 +277,11 @@ impl McpCommand {
         match self {
             McpCommand::List(ListArgs { session, .. })
             | McpCommand::Get { session, .. }
-            | McpCommand::Call { session, .. } => session.clone(),
+            | McpCommand::Call { session, .. }
+            | McpCommand::Resources { session, .. }
+            | McpCommand::Read { session, .. }
+            | McpCommand::Prompts { session, .. }
+            | McpCommand::Prompt { session, .. } => session.clone(),
             McpCommand::Login {
                 config, verbose, ..
             }
@@ -491,6 +500,60 @@ pub enum McpCommand {
         /// Timeout in seconds (default: the server's toolTimeoutSec).
         #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
+        /// Output format.
+        #[command(flatten)]
+        json: JsonFlag,
+        /// Config, trace, approval, elicitation, settings, verbosity.
+        #[command(flatten)]
+        session: SessionFlags,
+    },
+    /// List one server's resources and resource templates.
+    Resources {
+        /// The server's name in .mcp.json.
+        server: String,
+        /// Output format.
+        #[command(flatten)]
+        json: JsonFlag,
+        /// Config, trace, approval, elicitation, settings, verbosity.
+        #[command(flatten)]
+        session: SessionFlags,
+    },
+    /// Read one resource of a server; binary contents are summarised unless --out is given.
+    Read {
+        /// The server's name in .mcp.json.
+        server: String,
+        /// The resource's URI.
+        uri: String,
+        /// Write the contents (text or decoded binary) to this file instead.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Output format.
+        #[command(flatten)]
+        json: JsonFlag,
+        /// Config, trace, approval, elicitation, settings, verbosity.
+        #[command(flatten)]
+        session: SessionFlags,
+    },
+    /// List one server's prompts with their arguments.
+    Prompts {
+        /// The server's name in .mcp.json.
+        server: String,
+        /// Output format.
+        #[command(flatten)]
+        json: JsonFlag,
+        /// Config, trace, approval, elicitation, settings, verbosity.
+        #[command(flatten)]
+        session: SessionFlags,
+    },
+    /// Get one prompt of a server (its messages) with arguments.
+    Prompt {
+        /// The server's name in .mcp.json.
+        server: String,
+        /// The prompt's name on that server.
+        name: String,
+        /// The arguments as a JSON object of strings, or - to read them from stdin.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,

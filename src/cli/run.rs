@@ -220,7 +220,11 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
     };
     let rt = &mut session.runtime;
 
-    let wait = startup_wait(args.startup_wait)?.min(rt.max_startup + Duration::from_secs(5));
+    // The bound counts from the command's start (loading the config and starting the servers
+    // are part of it), so the first model request goes out within it.
+    let wait = startup_wait(args.startup_wait)?
+        .min(rt.max_startup + Duration::from_secs(5))
+        .saturating_sub(started.elapsed());
     let settle = async {
         let snap = if config.servers.is_empty() {
             StatusSnapshot::default()

@@ -11,7 +11,9 @@ use actix::prelude::*;
 use crossterm::event::{Event as TermEvent, EventStream};
 use futures_util::StreamExt as _;
 use harness9_actors::messages::{
-    CallTool, ListTools, Login, ProgressSink, Restart, StatusChanged, ToolEntry, ToolProgress,
+    CallTool, Complete, CompletionRef, GetPrompt, ListPrompts, ListResourceTemplates,
+    ListResources, ListTools, Login, ProgressSink, ReadResource, Restart, ServerNotice,
+    StatusChanged, ToolEntry, ToolProgress,
 };
 use harness9_actors::trace::WireRecord;
 use harness9_actors::{ServerSupervisor, ToolRegistry};
@@ -490,6 +492,33 @@ impl Tui {
                     engine.do_send(CancelTurn);
                 }
             }
+            Effect::SubmitWithResources { prompt, mentions } => {
+                let registry = self.registry.clone();
+                let reads = async move {
+                    let mut out = Vec::new();
+                    for (server, uri) in mentions {
+                        let read = registry
+                            .send(ReadResource {
+                                server: server.clone(),
+                                uri: uri.clone(),
+                            })
+                            .await
+                            .map_err(|_| "the tool registry stopped".to_owned())
+                            .and_then(|r| r.map_err(|e| e.to_string()));
+                        out.push((server, uri, read));
+                    }
+                    out
+                };
+                ctx.spawn(reads.into_actor(self).map(move |reads, act, ctx| {
+                    for (server, uri, read) in &reads {
+                        if let Err(e) = read {
+                            act.notice(true, format!("@{server}:{uri}: {e}"), ctx);
+                        }
+                    }
+                    let full = super::mentions::attach(&prompt, &reads);
+                    act.effect(Effect::Submit(full), ctx);
+                }));
+            }
             Effect::Submit(prompt) => {
                 let Some(engine) = self.engine.clone() else {
                     self.state.busy = false;
@@ -536,6 +565,97 @@ impl Tui {
             }
             Effect::Panic => panic!("/panic: a deliberate panic (HARNESS9_DEBUG_PANIC=1)"),
             Effect::ApproveServers(servers) => self.watcher.do_send(ApproveServers(servers)),
+            Effect::LoadPrompts(server) => {
+                let ask = self.registry.send(ListPrompts {
+                    server: server.clone(),
+                });
+                ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
+                    let result = match r {
+                        Ok(r) => r.map_err(|e| e.to_string()),
+                        Err(_) => Err("the tool registry stopped".to_owned()),
+                    };
+                    act.apply(Event::Prompts { server, result }, ctx);
+                }));
+            }
+            Effect::CompleteArgument {
+                input,
+                server,
+                prompt,
+                argument,
+                value,
+                context,
+            } => {
+                let ask = self.registry.send(Complete {
+                    server,
+                    reference: CompletionRef::Prompt(prompt),
+                    argument: argument.clone(),
+                    value,
+                    context,
+                });
+                ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
+                    let values = match r {
+                        Ok(Ok(c)) => c.values,
+                        Ok(Err(e)) => {
+                            tracing::debug!("completion/complete: {e}");
+                            Vec::new()
+                        }
+                        Err(_) => Vec::new(),
+                    };
+                    act.apply(
+                        Event::Completion {
+                            input,
+                            argument,
+                            values,
+                        },
+                        ctx,
+                    );
+                }));
+            }
+            Effect::GetPrompt {
+                server,
+                name,
+                arguments,
+            } => {
+                let ask = self.registry.send(GetPrompt {
+                    server,
+                    name: name.clone(),
+                    arguments,
+                });
+                ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
+                    let result = match r {
+                        Ok(r) => r.map_err(|e| e.to_string()),
+                        Err(_) => Err("the tool registry stopped".to_owned()),
+                    };
+                    act.apply(Event::PromptGot { name, result }, ctx);
+                }));
+            }
+            Effect::LoadResources(server) => {
+                let registry = self.registry.clone();
+                let name = server.clone();
+                ctx.spawn(
+                    async move {
+                        let resources = registry
+                            .send(ListResources {
+                                server: name.clone(),
+                            })
+                            .await
+                            .map_err(|_| "the tool registry stopped".to_owned())?
+                            .map_err(|e| e.to_string())?;
+                        // A server without templates may refuse the method: none, then.
+                        let templates = registry
+                            .send(ListResourceTemplates { server: name })
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                            .unwrap_or_default();
+                        Ok((resources, templates))
+                    }
+                    .into_actor(self)
+                    .map(move |result, act, ctx| {
+                        act.apply(Event::Resources { server, result }, ctx);
+                    }),
+                );
+            }
         }
     }
 
@@ -833,6 +953,14 @@ impl StreamHandler<WireRecord> for Tui {
     }
 
     fn finished(&mut self, _ctx: &mut Context<Self>) {}
+}
+
+impl Handler<ServerNotice> for Tui {
+    type Result = ();
+
+    fn handle(&mut self, msg: ServerNotice, ctx: &mut Context<Self>) {
+        self.apply(Event::ServerNotice(msg), ctx);
+    }
 }
 
 /// A progress notice of a `/call`.

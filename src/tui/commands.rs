@@ -85,6 +85,7 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
                 selected,
                 scroll: 0,
             }));
+            return super::server_view::wanted(state);
         }
         "/trace" => {
             state.modal = Some(Modal::Trace(TraceView {
@@ -139,6 +140,7 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
         "/resume" => return vec![Effect::Resume(rest.trim().to_owned())],
         "/call" => return call_command(state, rest),
         "/panic" if state.debug_panic => return vec![Effect::Panic],
+        other if other.starts_with("/mcp__") => return super::prompts::run(state, other, rest),
         other => state.note(Entry::Error(format!(
             "unknown command {other}; /help lists the commands"
         ))),

@@ -74,7 +74,7 @@ pub(super) fn session_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
             state.cancelling = true;
             return vec![Effect::CancelTurn];
         }
-        KeyCode::Tab => complete(state),
+        KeyCode::Tab => return complete(state),
         KeyCode::Char('a') if ctrl => state.cursor = line_start(state),
         KeyCode::Char('e') if ctrl => state.cursor = line_end(state),
         KeyCode::Char('u') if ctrl => {
@@ -152,12 +152,51 @@ fn history_step(state: &mut State, back: bool) {
     state.cursor = state.input.chars().count();
 }
 
-/// Tab: completes a slash command, or a tool name after `/call `.
-fn complete(state: &mut State) {
+/// Tab: completes a slash command (an MCP prompt's `/mcp__{server}__{prompt}` too), a tool
+/// name after `/call `, or an `@server:uri` resource mention (its server's resources loaded
+/// first).
+fn complete(state: &mut State) -> Vec<Effect> {
     let input = state.input.clone();
-    let (prefix, candidates): (&str, Vec<&str>) = if let Some(rest) = input.strip_prefix("/call ") {
+    let last_start = input.rfind(char::is_whitespace).map_or(0, |i| {
+        i + input[i..].chars().next().map_or(1, char::len_utf8)
+    });
+    let last = &input[last_start..];
+    if last.starts_with('@') && state.cursor == input.chars().count() {
+        let found = match super::mentions::candidates(state, last) {
+            Ok(c) => c,
+            Err(effects) => return effects,
+        };
+        let many: Vec<&str> = found.iter().map(String::as_str).collect();
+        let head = &input[..last_start];
+        match many.as_slice() {
+            [] => {}
+            [one] if one.ends_with(':') => state.input = format!("{head}{one}"),
+            [one] => state.input = format!("{head}{one} "),
+            many => {
+                let common = common_prefix(many);
+                if common.len() > last.len() {
+                    state.input = format!("{head}{common}");
+                } else {
+                    let shown: Vec<&str> = many.iter().take(12).copied().collect();
+                    let more = many.len().saturating_sub(shown.len());
+                    let mut text = shown.join("  ");
+                    if more > 0 {
+                        text.push_str(&format!("  … {more} more"));
+                    }
+                    state.note(Entry::Info(text));
+                }
+            }
+        }
+        state.cursor = state.input.chars().count();
+        return Vec::new();
+    }
+    if let Some(effects) = super::prompts::complete_argument(state) {
+        return effects;
+    }
+    let (prefix, candidates): (&str, Vec<String>) = if let Some(rest) = input.strip_prefix("/call ")
+    {
         if rest.contains(' ') {
-            return;
+            return Vec::new();
         }
         (
             rest,
@@ -166,6 +205,7 @@ fn complete(state: &mut State) {
                 .iter()
                 .map(|t| t.name.as_str())
                 .filter(|n| n.starts_with(rest))
+                .map(str::to_owned)
                 .collect(),
         )
     } else if input.starts_with('/') && !input.contains(' ') {
@@ -174,12 +214,15 @@ fn complete(state: &mut State) {
             COMMANDS
                 .iter()
                 .map(|(c, _)| *c)
+                .chain(super::prompts::commands(state))
                 .filter(|c| c.starts_with(input.as_str()))
+                .map(str::to_owned)
                 .collect(),
         )
     } else {
-        return;
+        return Vec::new();
     };
+    let candidates: Vec<&str> = candidates.iter().map(String::as_str).collect();
     let head = if input.starts_with("/call ") {
         "/call "
     } else {
@@ -215,6 +258,7 @@ fn complete(state: &mut State) {
         }
     }
     state.cursor = state.input.chars().count();
+    Vec::new()
 }
 
 /// The rows of the completion menu over the input: the `/` commands matching what is typed
@@ -331,6 +375,13 @@ fn submit(state: &mut State) -> Vec<Effect> {
         return Vec::new();
     }
     state.busy = true;
+    let mentions = super::mentions::mentions(state, &line);
+    if !mentions.is_empty() {
+        return vec![Effect::SubmitWithResources {
+            prompt: line,
+            mentions,
+        }];
+    }
     vec![Effect::Submit(line)]
 }
 

@@ -13,7 +13,10 @@ pub mod history;
 mod input;
 mod inputs;
 mod markdown;
+mod mentions;
 mod panel;
+mod prompts;
+mod server_view;
 pub mod state;
 mod trace;
 mod transcript;
@@ -182,6 +185,12 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         .runtime
         .supervisor
         .do_send(Subscribe(tui.clone().recipient()));
+    session
+        .runtime
+        .supervisor
+        .do_send(harness9_actors::messages::SubscribeNotices(
+            tui.clone().recipient(),
+        ));
     watcher.do_send(SubscribeConfig(tui.clone().recipient()));
     // Servers' questions (elicitation, sampling) are asked here from now on.
     session

@@ -1,5 +1,5 @@
-//! The `/mcp` panel: the servers as tabs, the selected one's status, errors and stderr, and its
-//! tools (laid out once per tool table, so a frame with 10,000 tools draws only what shows);
+//! The `/mcp` panel: the servers as tabs, the selected one's status, errors and stderr, its
+//! log and resources (`server_view`), and its tools (laid out once per tool table, so a frame with 10,000 tools draws only what shows);
 //! its position, its keys (scroll, select, restart, edit, approve) and its drawing.
 
 use std::collections::BTreeMap;
@@ -70,19 +70,7 @@ impl State {
     /// Header lines the panel shows above the selected server's tools (the last two: the
     /// server's config file and a blank line).
     pub fn panel_header_lines(&self, server: &str) -> usize {
-        1 + match self.servers.get(server).map(|s| &s.status) {
-            Some(ServerStatus::Failed { stderr_tail, .. }) => {
-                3 + usize::from(!stderr_tail.is_empty()) + stderr_tail.len()
-            }
-            Some(ServerStatus::Connected { info, .. }) => {
-                3 + info.notes.len()
-                    + info
-                        .instructions
-                        .as_deref()
-                        .map_or(0, |i| i.trim_end().lines().count().min(6) + 1)
-            }
-            _ => 3,
-        }
+        panel_header(self, server).len()
     }
 
     /// Lines of the panel body for `server`.
@@ -137,10 +125,14 @@ pub(super) fn panel_key(state: &mut State, mut p: PanelState, key: KeyEvent) -> 
         KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') if n > 0 => {
             p.selected = (p.selected + 1) % n;
             p.scroll = 0;
+            state.modal = Some(Modal::Panel(p));
+            return super::server_view::wanted(state);
         }
         KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') if n > 0 => {
             p.selected = (p.selected + n - 1) % n;
             p.scroll = 0;
+            state.modal = Some(Modal::Panel(p));
+            return super::server_view::wanted(state);
         }
         KeyCode::Char('r') => {
             if let Some(s) = state.server_at(p.selected) {
@@ -180,7 +172,7 @@ pub(super) fn panel_key(state: &mut State, mut p: PanelState, key: KeyEvent) -> 
 
 /// The header lines of the panel for one server: the count matches
 /// [`State::panel_header_lines`].
-fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
+pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
     let Some(st) = state.servers.get(name) else {
         return Vec::new();
     };
@@ -299,6 +291,8 @@ fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
         format!("from {}", clean_line(state.server_source(name))),
         DIM,
     ));
+    // A connected server's log and resources, last: they may be long.
+    super::server_view::extra_lines(state, name, &mut lines);
     lines.push(Line::raw(""));
     lines
 }

@@ -85,6 +85,38 @@ pub enum Event {
     Engine(EngineEvent),
     /// The turn ended: `Ok` with a summary line, `Err` with the error.
     TurnDone(Result<String, String>),
+    /// A server's log line or change (`notifications/message`, list changes).
+    ServerNotice(harness9_actors::messages::ServerNotice),
+    /// A server's resources and templates, asked for with [`Effect::LoadResources`].
+    Resources {
+        /// The server's name.
+        server: String,
+        /// What it listed, or why not.
+        result: super::server_view::Loaded,
+    },
+    /// A server's prompts, asked for with [`Effect::LoadPrompts`].
+    Prompts {
+        /// The server's name.
+        server: String,
+        /// What it listed, or why not.
+        result: Result<Vec<harness9_actors::protocol::types::Prompt>, String>,
+    },
+    /// Values for a prompt's argument, asked for with [`Effect::CompleteArgument`].
+    Completion {
+        /// The input when Tab was pressed.
+        input: String,
+        /// The argument.
+        argument: String,
+        /// The values offered (empty when the server offered none or failed).
+        values: Vec<String>,
+    },
+    /// A prompt's messages, asked for with [`Effect::GetPrompt`].
+    PromptGot {
+        /// The prompt's name (for messages).
+        name: String,
+        /// Its messages, or why not.
+        result: Result<harness9_actors::protocol::types::GetPromptResult, String>,
+    },
     /// A line for the transcript from the app (reload results, editor errors).
     Notice {
         /// Show as an error.
@@ -118,6 +150,14 @@ pub enum Effect {
     },
     /// Ordinary input for the engine.
     Submit(String),
+    /// Input that mentions resources (`@server:uri`): read them, attach their contents, then
+    /// [`Effect::Submit`].
+    SubmitWithResources {
+        /// The input as typed.
+        prompt: String,
+        /// `(server, uri)` of each mention.
+        mentions: Vec<(String, String)>,
+    },
     /// Cancel the running turn.
     CancelTurn,
     /// The user's answer to [`Event::ApprovalAsked`].
@@ -151,6 +191,35 @@ pub enum Effect {
     /// Approve these servers of the project config: `(name, command line the user saw)`; a
     /// server whose spec no longer has that command line is not approved.
     ApproveServers(Vec<(String, String)>),
+    /// List a server's resources and templates; reply with [`Event::Resources`].
+    LoadResources(String),
+    /// List a server's prompts; reply with [`Event::Prompts`].
+    LoadPrompts(String),
+    /// Ask for values of a prompt's argument (`completion/complete`); reply with
+    /// [`Event::Completion`].
+    CompleteArgument {
+        /// The input when Tab was pressed.
+        input: String,
+        /// The server's name.
+        server: String,
+        /// The prompt's name on it.
+        prompt: String,
+        /// The argument being typed.
+        argument: String,
+        /// What is typed of its value.
+        value: String,
+        /// The other arguments given.
+        context: BTreeMap<String, String>,
+    },
+    /// Get a prompt's messages; reply with [`Event::PromptGot`].
+    GetPrompt {
+        /// The server's name.
+        server: String,
+        /// The prompt's name on it.
+        name: String,
+        /// Its arguments.
+        arguments: BTreeMap<String, String>,
+    },
     /// Keep the value the user gave for a VS Code input (in the private inputs file), then
     /// reload.
     SaveInput {
@@ -261,6 +330,10 @@ pub struct State {
     /// only for new ones (a declined server does not ask again until its command line changes
     /// or it was approved in between).
     pub trust_seen: std::collections::BTreeSet<(String, String)>,
+    /// Each server's log lines and resources, for the panel.
+    pub extras: BTreeMap<String, super::server_view::ServerExtras>,
+    /// Every connected server's prompts, as slash commands.
+    pub prompts: super::prompts::PromptTable,
     /// VS Code inputs waiting to be asked for.
     pub inputs_pending: std::collections::VecDeque<crate::app::inputs::InputPrompt>,
     /// Inputs asked for this session (config file, id): never asked again.
@@ -310,6 +383,8 @@ impl State {
             debug_panic: false,
             secrets: Vec::new(),
             trust_seen: Default::default(),
+            extras: BTreeMap::new(),
+            prompts: Default::default(),
             inputs_pending: Default::default(),
             inputs_asked: Default::default(),
         }
@@ -359,6 +434,31 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             state.servers = s;
             super::panel::status_changed(state);
             super::trust::status_changed(state);
+            let mut effects = super::server_view::status_changed(state);
+            effects.extend(super::prompts::status_changed(state));
+            effects
+        }
+        Event::ServerNotice(n) => {
+            if n.kind == harness9_actors::messages::NoticeKind::PromptsChanged {
+                return super::prompts::changed(state, &n.server);
+            }
+            super::server_view::notice(state, n)
+        }
+        Event::Prompts { server, result } => {
+            super::prompts::loaded(state, server, result);
+            Vec::new()
+        }
+        Event::PromptGot { name, result } => super::prompts::got(state, &name, result),
+        Event::Completion {
+            input,
+            argument,
+            values,
+        } => {
+            super::prompts::completed(state, &input, &argument, values);
+            Vec::new()
+        }
+        Event::Resources { server, result } => {
+            super::server_view::loaded(state, server, result);
             Vec::new()
         }
         Event::Tools(t) => {

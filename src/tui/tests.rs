@@ -32,6 +32,7 @@ pub(crate) fn connected(tools: usize, ms: u64) -> ServerState {
                     title: None,
                 },
                 instructions: None,
+                capabilities: Default::default(),
                 connect_time: Duration::from_millis(ms),
                 transport: "stdio",
                 pid: Some(4242),
@@ -258,6 +259,90 @@ fn panel_with_a_failed_server_and_its_stderr() {
         scroll: 0,
     }));
     insta::assert_snapshot!(render(&mut s, 80, 16));
+}
+
+#[test]
+fn panel_shows_a_servers_log_and_resources_and_loads_them_once() {
+    use super::state::Effect;
+    use harness9_actors::messages::{NoticeKind, ServerNotice};
+    use harness9_actors::protocol::types::{Resource, ResourceTemplate};
+    let mut s = state_with(
+        vec![
+            ("everything", connected(1, 250)),
+            ("other", connected(0, 9)),
+        ],
+        vec![tool("everything", "echo", "Echoes back the input string")],
+    );
+    let log = |level: &str, text: &str| {
+        Event::ServerNotice(ServerNotice {
+            server: "everything".into(),
+            kind: NoticeKind::Log {
+                level: level.into(),
+                logger: Some("everything-server".into()),
+                text: text.into(),
+            },
+        })
+    };
+    update(
+        &mut s,
+        log("info", "Roots updated: 1 root(s) received from client"),
+    );
+    update(
+        &mut s,
+        log(
+            "warning",
+            "Warning-level message\u{1b}[2J with a tail\nsecond line",
+        ),
+    );
+    // Opening the panel asks for the selected server's resources, once.
+    typed(&mut s, "/mcp everything");
+    let effects = update(&mut s, key_event(KeyCode::Enter));
+    assert_eq!(effects, vec![Effect::LoadResources("everything".into())]);
+    assert!(render(&mut s, 80, 20).contains("resources: loading…"));
+    let resource = |uri: &str, name: &str| Resource {
+        uri: uri.into(),
+        name: name.into(),
+        title: None,
+        description: None,
+        mime_type: None,
+        size: None,
+    };
+    let template = ResourceTemplate {
+        uri_template: "demo://resource/dynamic/text/{resourceId}".into(),
+        name: "Dynamic Text Resource".into(),
+        title: None,
+        description: None,
+        mime_type: None,
+    };
+    update(
+        &mut s,
+        Event::Resources {
+            server: "everything".into(),
+            result: Ok((
+                vec![
+                    resource("demo://resource/static/document/features.md", "features.md"),
+                    resource("demo://resource/static/document/startup.md", "startup.md"),
+                ],
+                vec![template],
+            )),
+        },
+    );
+    // Tab to the other server and back: one load for it, none again for this one.
+    assert_eq!(
+        update(&mut s, key_event(KeyCode::Tab)),
+        vec![Effect::LoadResources("other".into())]
+    );
+    assert_eq!(update(&mut s, key_event(KeyCode::Tab)), vec![]);
+    insta::assert_snapshot!(render(&mut s, 80, 20));
+    // A list change drops the list and, with the panel on the server, loads it again.
+    let changed = update(
+        &mut s,
+        Event::ServerNotice(ServerNotice {
+            server: "everything".into(),
+            kind: NoticeKind::ResourcesChanged,
+        }),
+    );
+    assert_eq!(changed, vec![Effect::LoadResources("everything".into())]);
 }
 
 #[test]
@@ -694,4 +779,138 @@ fn a_sampling_request_waiting_for_approval() {
         }),
     );
     insta::assert_snapshot!(render(&mut s, 70, 14));
+}
+
+#[test]
+fn mcp_prompts_are_slash_commands_with_completion_and_arguments() {
+    use super::state::Effect;
+    use harness9_actors::protocol::types::{
+        ContentBlock, GetPromptResult, Prompt, PromptArgument, PromptMessage, ServerCapabilities,
+    };
+    let mut ev = connected(1, 250);
+    if let ServerStatus::Connected { info, .. } = &mut ev.status {
+        info.capabilities = Arc::new(ServerCapabilities {
+            prompts: Some(serde_json::json!({"listChanged": true})),
+            ..Default::default()
+        });
+    }
+    let mut s = State::new(".mcp.json".into(), None, "set a key".into());
+    let snap: BTreeMap<String, ServerState> = [("everything".to_owned(), ev)].into();
+    // A server that offers prompts has them loaded when it connects.
+    assert_eq!(
+        update(&mut s, Event::Status(Arc::new(snap))),
+        vec![Effect::LoadPrompts("everything".into())]
+    );
+    let arg = |name: &str, required| PromptArgument {
+        name: name.into(),
+        description: None,
+        required,
+    };
+    let prompt = |name: &str, arguments| Prompt {
+        name: name.into(),
+        title: None,
+        description: None,
+        arguments,
+    };
+    update(
+        &mut s,
+        Event::Prompts {
+            server: "everything".into(),
+            result: Ok(vec![
+                prompt("args-prompt", vec![arg("city", true), arg("state", false)]),
+                prompt("simple-prompt", vec![]),
+            ]),
+        },
+    );
+    typed(&mut s, "/mcp__everything__a");
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.input, "/mcp__everything__args_prompt ");
+    // Tab in an argument asks the server for values (completion/complete).
+    typed(&mut s, "state=C");
+    assert_eq!(
+        update(&mut s, key_event(KeyCode::Tab)),
+        vec![Effect::CompleteArgument {
+            input: "/mcp__everything__args_prompt state=C".into(),
+            server: "everything".into(),
+            prompt: "args-prompt".into(),
+            argument: "state".into(),
+            value: "C".into(),
+            context: BTreeMap::new(),
+        }]
+    );
+    update(
+        &mut s,
+        Event::Completion {
+            input: "/mcp__everything__args_prompt state=C".into(),
+            argument: "state".into(),
+            values: vec!["CA".into()],
+        },
+    );
+    assert_eq!(s.input, "/mcp__everything__args_prompt state=CA ");
+    typed(&mut s, "Par");
+    assert_eq!(
+        update(&mut s, key_event(KeyCode::Tab)),
+        vec![Effect::CompleteArgument {
+            input: "/mcp__everything__args_prompt state=CA Par".into(),
+            server: "everything".into(),
+            prompt: "args-prompt".into(),
+            argument: "city".into(),
+            value: "Par".into(),
+            context: [("state".to_owned(), "CA".to_owned())].into(),
+        }]
+    );
+    s.input = "/mcp__everything__args_prompt ".into();
+    s.cursor = s.input.chars().count();
+    typed(&mut s, "state=CA");
+    assert_eq!(update(&mut s, key_event(KeyCode::Enter)), vec![]);
+    typed(&mut s, "/mcp__everything__args_prompt Paris");
+    assert_eq!(
+        update(&mut s, key_event(KeyCode::Enter)),
+        vec![Effect::GetPrompt {
+            server: "everything".into(),
+            name: "args-prompt".into(),
+            arguments: [("city".to_owned(), "Paris".to_owned())].into(),
+        }]
+    );
+    update(
+        &mut s,
+        Event::PromptGot {
+            name: "args-prompt".into(),
+            result: Ok(GetPromptResult {
+                description: None,
+                messages: vec![PromptMessage {
+                    role: "user".into(),
+                    content: ContentBlock::Text {
+                        text: "What's weather in Paris?".into(),
+                    },
+                }],
+                result_type: None,
+            }),
+        },
+    );
+    insta::assert_snapshot!(render(&mut s, 80, 12));
+    // With a model, the prompt's messages are the user's input.
+    s.model = Some("anthropic m".into());
+    let sent = update(
+        &mut s,
+        Event::PromptGot {
+            name: "simple-prompt".into(),
+            result: Ok(GetPromptResult {
+                description: None,
+                messages: vec![PromptMessage {
+                    role: "user".into(),
+                    content: ContentBlock::Text {
+                        text: "This is a simple prompt without arguments.".into(),
+                    },
+                }],
+                result_type: None,
+            }),
+        },
+    );
+    assert_eq!(
+        sent,
+        vec![Effect::Submit(
+            "This is a simple prompt without arguments.".into()
+        )]
+    );
 }

@@ -8,6 +8,8 @@ log messages (data, logger, level), and its stderr lines. Plain JSON lines on st
     python3 hostile_text.py --fail     write hostile stderr lines, answer initialize with a
                                        hostile JSON-RPC error (the server fails to connect)
 
+Resources, templates, resource contents, prompts and prompt messages carry EVIL too.
+
 Tools: echo (hostile description and schema), result (hostile text content), fail (isError
 with hostile text), rpc_error (a JSON-RPC error with hostile message and data), progress
 (two hostile progress notices, then a hostile result), and one tool whose name is hostile.
@@ -90,7 +92,7 @@ def main():
             known = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
             send({"jsonrpc": "2.0", "id": mid, "result": {
                 "protocolVersion": asked if asked in known else "2025-11-25",
-                "capabilities": {"tools": {}, "logging": {}},
+                "capabilities": {"tools": {}, "logging": {}, "resources": {}, "prompts": {}},
                 "serverInfo": {"name": "srv " + EVIL, "version": "v " + EVIL},
                 "instructions": EVIL,
             }})
@@ -104,6 +106,25 @@ def main():
             send({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools()}})
         elif method == "tools/call":
             call(mid, params)
+        elif method == "resources/list":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"resources": [
+                {"uri": "evil://r/" + EVIL, "name": "r " + EVIL, "mimeType": "text/" + EVIL,
+                 "description": "d " + EVIL}]}})
+        elif method == "resources/templates/list":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"resourceTemplates": [
+                {"uriTemplate": "evil://t/{x}" + EVIL, "name": "t " + EVIL,
+                 "description": "d " + EVIL}]}})
+        elif method == "resources/read":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"contents": [
+                {"uri": "evil://other/" + EVIL, "mimeType": "text/plain", "text": EVIL},
+                {"uri": "evil://blob", "mimeType": "x/" + EVIL, "blob": "AAAA"}]}})
+        elif method == "prompts/list":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"prompts": [
+                {"name": "p" + EVIL, "description": "d " + EVIL,
+                 "arguments": [{"name": "a" + EVIL, "description": EVIL, "required": True}]}]}})
+        elif method == "prompts/get":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"description": EVIL, "messages": [
+                {"role": "user" + EVIL, "content": {"type": "text", "text": EVIL}}]}})
         elif mid is not None and method is not None:
             if method == "ping":
                 send({"jsonrpc": "2.0", "id": mid, "result": {}})

@@ -104,5 +104,31 @@ async def learn(name: str, ctx: Context) -> str:
     return f"added {name}"
 
 
+@server.tool()
+async def chatty(ctx: Context) -> str:
+    """Log a message at debug and at error, then answer."""
+    await ctx.log("debug", "chatty debug")
+    await ctx.log("error", "chatty error")
+    return "logged"
+
+
+@server.tool()
+async def touch(ctx: Context) -> str:
+    """Tell subscribers that note://hello changed."""
+    await ctx.notify_resource_updated("note://hello")
+    return "touched"
+
+
+@server.resource("note://hello", mime_type="text/plain", description="A short note.")
+def hello_note() -> str:
+    return "hello from a resource"
+
+
+@server.prompt()
+def review(code: str) -> str:
+    """Ask for a review of `code`."""
+    return f"Please review: {code}"
+
+
 if __name__ == "__main__":
     server.run()

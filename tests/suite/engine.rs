@@ -1275,6 +1275,66 @@ fn stream_adds_the_text_as_it_comes() {
     assert_eq!(out.event("done", "")["text"], "streamed in pieces", "{out}");
 }
 
+#[test]
+fn the_model_sees_server_instructions_reads_resources_and_hears_of_schema_mismatches() {
+    let model = Model::start(
+        "mcp-features",
+        json!({"steps": [
+            {"tool_calls": [
+                call("r1", "read_mcp_resource", json!({"server": "everything", "uri": "demo://resource/dynamic/text/3"})),
+                call("r2", "read_mcp_resource", json!({"server": "everything", "uri": "demo://resource/dynamic/blob/3"})),
+                call("l1", "list_mcp_resources", json!({})),
+                call("s1", "mcp__fx__shaped", json!({"n": "three"})),
+            ]},
+            {"text": "done"}
+        ]}),
+    );
+    let dir = project(
+        "mcp-features",
+        json!({"everything": stdio_json(everything("x")), "fx": fixture_json(&[], json!({}))}),
+    );
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go"]).finish(LIMIT);
+    out.ok();
+    let reqs = model.requests();
+    let system = reqs[0]["body"]["system"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        system.contains("## server everything\n# Everything Server")
+            && !system.contains("## server fx"),
+        "{system}"
+    );
+    // The same prompt on every step (a stable cache prefix).
+    assert_eq!(reqs[1]["body"]["system"], reqs[0]["body"]["system"]);
+    let results = tool_results(&reqs[1]);
+    let text = |id: &str| {
+        results
+            .iter()
+            .find(|r| r["tool_use_id"] == id)
+            .map(|r| content_text(&r["content"]))
+            .unwrap_or_default()
+    };
+    assert!(text("r1").starts_with("Resource 3:"), "{}", text("r1"));
+    assert!(
+        text("r2").starts_with("[binary contents: text/plain,"),
+        "{}",
+        text("r2")
+    );
+    assert!(
+        text("l1").contains("server everything:")
+            && text("l1").contains("demo://resource/static/document/features.md")
+            && text("l1").contains("template demo://resource/dynamic/text/{resourceId}"),
+        "{}",
+        text("l1")
+    );
+    assert!(
+        text("s1").contains("structuredContent does not match the tool's outputSchema"),
+        "{}",
+        text("s1")
+    );
+}
+
 /// `run -p` saves its conversation under the id its events report; `run -p --resume ID`
 /// continues it (the model gets the earlier turn), `--continue` the newest of the directory,
 /// and an unknown id is a usage error (exit 2) that says how to list them.
@@ -1374,11 +1434,12 @@ fn a_context_overflow_is_survived_by_compaction() {
         .to_string()
         .contains("SUMMARY: the user noted A and B."));
     assert!(retried[2].to_string().contains("what now?"));
+    // The conversation shrank (the tool definitions around it are the same size).
     let (before, after) = (
-        reqs[2]["body"].to_string().len(),
-        reqs[4]["body"].to_string().len(),
+        reqs[2]["body"]["messages"].to_string().len(),
+        reqs[4]["body"]["messages"].to_string().len(),
     );
-    assert!(after * 3 < before, "request bytes {before} -> {after}");
+    assert!(after * 3 < before, "message bytes {before} -> {after}");
 
     let args = ["run", "-p", "and then?", "--continue"];
     Run::start(anthropic(&dir, &model), &args)

@@ -488,6 +488,7 @@ fn tool_filters_and_builtin_clashes() {
                     structured_content: None,
                     is_error: false,
                     result_type: None,
+                    schema_error: None,
                 })
             }
         }

@@ -363,3 +363,42 @@ fn run_p_text_output_of_a_hostile_tool_and_failed_server_is_clean() {
     out.assert_clean("run -p, model error");
     assert!(out.stderr.contains("bad request RED osc52:"), "{out}");
 }
+
+#[test]
+fn mcp_resources_read_prompts_and_prompt_are_clean_and_json_exact() {
+    let dir = project("hostile-features");
+    for args in [
+        &["mcp", "resources", "h"][..],
+        &["mcp", "read", "h", "evil://r"],
+        &["mcp", "prompts", "h"],
+        &["mcp", "prompt", "h", "p", "--args", r#"{"a": "1"}"#],
+    ] {
+        let out = harness9(&dir, args, &[]);
+        assert_eq!(out.code, Some(0), "{args:?}: {out}");
+        out.assert_clean(&args.join(" "));
+        assert!(out.stdout.contains("RED osc52:"), "{args:?}: {out}");
+    }
+    let out = harness9(&dir, &["mcp", "read", "h", "evil://r"], &[]);
+    assert!(
+        out.stdout.contains("[binary contents: x/RED"),
+        "a blob is summarised: {out}"
+    );
+    let mut json_args = vec!["mcp", "prompt", "h", "p", "--json"];
+    let out = harness9(&dir, &json_args, &[]);
+    assert_eq!(parse(&out)["messages"][0]["content"]["text"], EVIL, "{out}");
+    json_args[1] = "resources";
+    json_args.truncate(3);
+    json_args.push("--json");
+    let out = harness9(&dir, &json_args, &[]);
+    let v = parse(&out);
+    assert_eq!(
+        v["resources"][0]["description"],
+        format!("d {EVIL}"),
+        "{out}"
+    );
+    assert_eq!(
+        v["resourceTemplates"][0]["name"],
+        format!("t {EVIL}"),
+        "{out}"
+    );
+}

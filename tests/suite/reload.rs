@@ -72,6 +72,7 @@ fn reconcile_adds_removes_restarts_and_leaves_unchanged_servers_untouched() {
                 removed: vec!["gone".into()],
                 changed: vec!["change".into()],
                 unchanged: vec!["keep".into()],
+                roots_changed: vec![],
             }
         );
         assert_eq!(

@@ -1153,6 +1153,57 @@ fn model_switches_for_the_next_turn_and_status_reports_it() {
     assert_eq!(t.exit_code(), 0);
 }
 
+#[test]
+fn resources_log_and_prompts_of_the_reference_server_in_the_tui() {
+    tmux_required();
+    let dir = project("tui-features", |_| {
+        let mut e = everything_json();
+        e["logLevel"] = json!("debug");
+        json!({ "everything": e })
+    });
+    let t = Tmux::start(&dir, &[], None);
+    t.wait_for("everything connected", BOUND, |s| {
+        bar(s).contains("everything ●")
+    });
+    // Simulated logging sends its first line at once; the panel shows it and the resources.
+    t.send_keys(&[
+        "/call mcp__everything__toggle_simulated_logging {}",
+        "Enter",
+    ]);
+    t.wait_for("the toggle's result", BOUND, |s| {
+        s.contains("Started simulated")
+    });
+    t.open_panel();
+    t.wait_for("the log line and the resources in /mcp", BOUND, |s| {
+        s.contains("-level message")
+            && s.contains("resources (7) and templates (2):")
+            && s.contains("demo://resource/static/document/architecture.md")
+    });
+    t.close_panel();
+
+    // A prompt is a command: Tab completes it; without a model its messages are shown.
+    t.send_keys(&["/mcp__everything__args", "Tab"]);
+    t.wait_for("the prompt command completed", BOUND, |s| {
+        s.lines()
+            .any(|l| l.starts_with("> /mcp__everything__args_prompt"))
+    });
+    t.send_keys(&["city=Paris", "Enter"]);
+    t.wait_for("the prompt's message", BOUND, |s| {
+        s.contains("What's weather in Paris?")
+    });
+    // Tab in an argument completes its value from the server (completion/complete).
+    t.send_keys(&["/mcp__everything__completable_prompt department=Eng", "Tab"]);
+    t.wait_for("the department completed", BOUND, |s| {
+        s.lines()
+            .any(|l| l.starts_with("> /mcp__everything__completable_prompt department=Engineering"))
+    });
+    t.send_keys(&["C-u"]);
+
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0, "exit code after Ctrl+C");
+    t.assert_terminal_restored();
+}
+
 /// A server the config turns `"disabled": true` leaves the running set, stays in the bar dim
 /// as `disabled`, and the reload says "disabled", not "removed".
 #[test]

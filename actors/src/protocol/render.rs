@@ -22,8 +22,16 @@ pub fn human_bytes(n: usize) -> String {
 }
 
 impl CallToolResult {
+    /// The line that reports a `structuredContent` that does not match the tool's
+    /// `outputSchema` (set by the registry), shown after the result.
+    pub fn schema_note(&self) -> Option<String> {
+        self.schema_error
+            .as_ref()
+            .map(|e| format!("[harness9 checked the result: {e}]"))
+    }
+
     /// Text blocks joined by newlines; other blocks summarised in brackets; the structured content
-    /// as JSON when there is no text at all.
+    /// as JSON when there is no text at all; then the schema mismatch, if any.
     pub fn text(&self) -> String {
         let mut out = String::new();
         let mut any_text = false;
@@ -77,6 +85,12 @@ impl CallToolResult {
                 out.push_str(&s.to_string());
             }
         }
+        if let Some(note) = self.schema_note() {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&note);
+        }
         out
     }
 }
@@ -99,6 +113,7 @@ mod tests {
             structured_content: None,
             is_error: false,
             result_type: None,
+            schema_error: None,
         };
         assert_eq!(r.text(), "a\n[image image/png 1.2 KB]\nb");
     }

@@ -30,7 +30,7 @@ pub struct InitializeParams<'a> {
 }
 
 /// The server's part of the `tools` capability.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolsCapability {
     /// Whether `notifications/tools/list_changed` is sent.
@@ -39,7 +39,7 @@ pub struct ToolsCapability {
 }
 
 /// The server capabilities we look at; the rest is kept raw.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerCapabilities {
     /// Tools support.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,6 +47,28 @@ pub struct ServerCapabilities {
     /// Logging support.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logging: Option<Value>,
+    /// Resources support (`subscribe`, `listChanged`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Value>,
+    /// Prompts support (`listChanged`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<Value>,
+    /// Argument completion support.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completions: Option<Value>,
+}
+
+impl ServerCapabilities {
+    /// Whether `capability.flag` is `true` (`resources.subscribe`, `prompts.listChanged`).
+    pub fn flag(&self, capability: &str, flag: &str) -> bool {
+        let c = match capability {
+            "resources" => self.resources.as_ref(),
+            "prompts" => self.prompts.as_ref(),
+            "logging" => self.logging.as_ref(),
+            _ => None,
+        };
+        c.and_then(|c| c.get(flag)).and_then(Value::as_bool) == Some(true)
+    }
 }
 
 /// `initialize` result.
@@ -278,6 +300,16 @@ pub struct CallToolResult {
     /// input; read, never written (it is the protocol's, not the tool's).
     #[serde(default, skip_serializing)]
     pub result_type: Option<String>,
+    /// Set by the registry, never by a server: why `structuredContent` does not match the
+    /// tool's `outputSchema` (or is missing though the tool declares one). Shown beside the
+    /// result and told to the model; the result itself is kept whole.
+    #[serde(
+        rename = "structuredContentMismatch",
+        default,
+        skip_deserializing,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub schema_error: Option<String>,
 }
 
 /// `notifications/progress` parameters.
@@ -320,6 +352,185 @@ pub struct CancelledParams<'a> {
     pub reason: &'a str,
 }
 
+/// One resource a server lists (`resources/list`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    /// Its URI (what `resources/read` takes).
+    pub uri: String,
+    /// Its programmatic name.
+    #[serde(default)]
+    pub name: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Its size in bytes, if the server said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+}
+
+/// `resources/list` result.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListResourcesResult {
+    /// This page.
+    #[serde(default)]
+    pub resources: Vec<Resource>,
+    /// The next page, if any.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+    /// Stateless era: `complete` (or absent).
+    #[serde(default)]
+    pub result_type: Option<String>,
+}
+
+/// One resource template (`resources/templates/list`): an RFC 6570 URI template.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceTemplate {
+    /// The URI template (`file:///{path}`).
+    pub uri_template: String,
+    /// Its programmatic name.
+    #[serde(default)]
+    pub name: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it gives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The MIME type of what it gives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
+/// `resources/templates/list` result.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListResourceTemplatesResult {
+    /// This page.
+    #[serde(default)]
+    pub resource_templates: Vec<ResourceTemplate>,
+    /// The next page, if any.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+    /// Stateless era: `complete` (or absent).
+    #[serde(default)]
+    pub result_type: Option<String>,
+}
+
+/// `resources/read` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadResourceResult {
+    /// The contents (one resource may have several parts).
+    #[serde(default)]
+    pub contents: Vec<ResourceContents>,
+    /// Stateless era: `complete` (or absent); read, never written.
+    #[serde(default, skip_serializing)]
+    pub result_type: Option<String>,
+}
+
+/// One argument a prompt takes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptArgument {
+    /// Its name.
+    pub name: String,
+    /// What it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether it must be given.
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// One prompt a server lists (`prompts/list`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Prompt {
+    /// Its name (what `prompts/get` takes).
+    pub name: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The arguments it takes.
+    #[serde(default)]
+    pub arguments: Vec<PromptArgument>,
+}
+
+/// `prompts/list` result.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListPromptsResult {
+    /// This page.
+    #[serde(default)]
+    pub prompts: Vec<Prompt>,
+    /// The next page, if any.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+    /// Stateless era: `complete` (or absent).
+    #[serde(default)]
+    pub result_type: Option<String>,
+}
+
+/// One message of a prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptMessage {
+    /// `user` or `assistant`.
+    pub role: String,
+    /// Its content (text, image, audio, an embedded resource or a link).
+    pub content: ContentBlock,
+}
+
+/// `prompts/get` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetPromptResult {
+    /// What the prompt is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its messages, in order.
+    #[serde(default)]
+    pub messages: Vec<PromptMessage>,
+    /// Stateless era: `complete` (or absent); read, never written.
+    #[serde(default, skip_serializing)]
+    pub result_type: Option<String>,
+}
+
+/// The values `completion/complete` offers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Completion {
+    /// The values (at most 100 are kept).
+    #[serde(default)]
+    pub values: Vec<String>,
+    /// How many there are in all, if the server said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    /// Whether there are more than these.
+    #[serde(default)]
+    pub has_more: bool,
+}
+
+/// `completion/complete` result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompleteResult {
+    /// The completion.
+    #[serde(default)]
+    pub completion: Completion,
+}
+
 /// One root the client exposes.
 #[derive(Debug, Serialize)]
 pub struct Root {
@@ -332,7 +543,7 @@ pub struct Root {
 /// `roots/list` result.
 #[derive(Debug, Serialize)]
 pub struct ListRootsResult {
-    /// Every root (the actor exposes one: the server's working directory).
+    /// Every root: the configured ones, else the server's working directory.
     pub roots: Vec<Root>,
 }
 

@@ -114,7 +114,8 @@ pub(crate) async fn ask(
     bound: Duration,
 ) -> Result<Value, ErrorObject> {
     let Some(handler) = handler else {
-        return input::answer(&method, params.as_ref(), cwd);
+        // Only elicitation and sampling come here: the roots are not asked for.
+        return input::answer(&method, params.as_ref(), &crate::spec::Roots::Off, cwd);
     };
     let (reply, rx) = oneshot::channel();
     let req = InputRequest {

@@ -12,7 +12,9 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 use super::input;
-use super::mcp_server::{McpServer, Notify, Payload, ReplyError, Rpc, SetEra, ToolsListed};
+use super::mcp_server::{
+    ClientSide, McpServer, Notify, Payload, ReplyError, Rpc, SetEra, ToolsListed,
+};
 use crate::protocol::jsonrpc::UNSUPPORTED_PROTOCOL_VERSION;
 use crate::protocol::types::{
     Implementation, InitializeParams, InitializeResult, ListToolsResult, Tool,
@@ -87,10 +89,11 @@ pub(super) async fn connect(
     addr: Addr<McpServer>,
     max_tools: usize,
     choice: EraChoice,
+    client: Arc<ClientSide>,
 ) -> Result<Handshake, String> {
     let want = choice.pinned.map(Era::of).or(choice.hint);
     if let Some(Era::Handshake(v)) = want {
-        return handshake(addr, max_tools, v).await;
+        return handshake(addr, max_tools, v, &client).await;
     }
     let version = want.map_or(MODERN, |e| e.version());
     // A pinned revision waits for its answer like any request; a probe is bounded.
@@ -106,7 +109,7 @@ pub(super) async fn connect(
                 NotModern::Supports(v) => v,
                 NotModern::Other(_) => LATEST,
             };
-            handshake(addr, max_tools, v).await
+            handshake(addr, max_tools, v, &client).await
         }
     }
 }
@@ -287,10 +290,11 @@ pub(super) async fn handshake(
     addr: Addr<McpServer>,
     max_tools: usize,
     offer: ProtocolVersion,
+    client: &ClientSide,
 ) -> Result<Handshake, String> {
     let params = InitializeParams {
         protocol_version: offer.as_str(),
-        capabilities: input::client_capabilities(),
+        capabilities: &client.capabilities,
         client_info: input::client_info(),
     };
     let params = serde_json::to_value(&params).map_err(|e| e.to_string())?;
@@ -364,10 +368,10 @@ pub(super) async fn list_tools(
 /// Pages a server may send for one list.
 const MAX_PAGES: usize = 10_000;
 
-/// Walks a paginated list (`tools/list`; every later paginated list goes through here too) to
-/// its end. A cursor seen before on this walk (A, B, A) is a cycle; more than `max` items
+/// Walks a paginated list (`tools/list`, `resources/list`, `resources/templates/list`,
+/// `prompts/list`) to its end. A cursor seen before on this walk (A, B, A) is a cycle; more than `max` items
 /// (`setting` raises it) or [`MAX_PAGES`] pages is an error; the caller bounds the time.
-async fn list_all<P, T>(
+pub(super) async fn list_all<P, T>(
     addr: &Addr<McpServer>,
     method: &'static str,
     max: usize,

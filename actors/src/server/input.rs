@@ -7,7 +7,9 @@
 //! end's handler through [`super::ask`]; only when the runtime has no handler (the library's
 //! own tests, the benchmarks) does this module answer them: elicitation by a process-wide
 //! [`ElicitPolicy`] (decline by default), sampling refused. What we declare follows what the
-//! front end can answer ([`declare`]).
+//! front end can answer ([`declare`]) and, for roots, the server's spec: its configured `roots`
+//! (else its working directory) as percent-encoded `file://` URIs; with `"roots": false` the
+//! capability is not declared and `roots/list` is refused.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -17,6 +19,7 @@ use serde_json::{json, Map, Value};
 
 use crate::protocol::jsonrpc::{ErrorObject, METHOD_NOT_FOUND};
 use crate::protocol::types::{Implementation, ListRootsResult, Root};
+use crate::spec::{Roots, ServerSpec};
 
 /// How an elicitation (`elicitation/create`) is answered when no person is asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,17 +100,17 @@ fn input_capabilities(caps: InputCaps) -> Map<String, Value> {
     out
 }
 
-/// The capabilities we declare, in `initialize` and in every stateless request's `_meta`
-/// (built once, from what [`declare`] set).
-pub fn client_capabilities() -> &'static Value {
-    static CAPABILITIES: OnceLock<Value> = OnceLock::new();
-    CAPABILITIES.get_or_init(|| {
-        let caps = *DECLARED.get_or_init(InputCaps::default);
-        let mut all = Map::new();
-        all.insert("roots".to_owned(), json!({ "listChanged": false }));
-        all.extend(input_capabilities(caps));
-        Value::Object(all)
-    })
+/// The capabilities we declare to one server, in `initialize` and in every stateless request's
+/// `_meta` (built once per server actor): roots from its spec, elicitation and sampling from
+/// what [`declare`] set.
+pub fn client_capabilities(spec: &ServerSpec) -> Value {
+    let caps = *DECLARED.get_or_init(InputCaps::default);
+    let mut all = Map::new();
+    if spec.roots != Roots::Off {
+        all.insert("roots".to_owned(), json!({ "listChanged": true }));
+    }
+    all.extend(input_capabilities(caps));
+    Value::Object(all)
 }
 
 /// Who we are, in `initialize` and in every stateless request's `_meta` (built once).
@@ -125,13 +128,19 @@ pub fn client_info() -> &'static Implementation {
 pub(crate) fn answer(
     method: &str,
     params: Option<&Value>,
+    roots: &Roots,
     cwd: &Path,
 ) -> Result<Value, ErrorObject> {
     match method {
         "ping" => Ok(json!({})),
-        "roots/list" => {
-            Ok(serde_json::to_value(roots(cwd)).unwrap_or_else(|_| json!({"roots": []})))
-        }
+        "roots/list" => match list_roots(roots, cwd) {
+            Some(r) => Ok(serde_json::to_value(r).unwrap_or_else(|_| json!({"roots": []}))),
+            None => Err(ErrorObject {
+                code: METHOD_NOT_FOUND,
+                message: "roots are not offered to this server (\"roots\": false)".to_owned(),
+                data: None,
+            }),
+        },
         "elicitation/create" => Ok(elicit(params)),
         "sampling/createMessage" => Err(ErrorObject {
             code: METHOD_NOT_FOUND,
@@ -146,17 +155,39 @@ pub(crate) fn answer(
     }
 }
 
-fn roots(cwd: &Path) -> ListRootsResult {
-    let name = cwd
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "/".to_owned());
-    ListRootsResult {
-        roots: vec![Root {
-            uri: format!("file://{}", cwd.display()),
-            name,
-        }],
+/// The roots a server is offered, or `None` when it is offered none (`"roots": false`).
+pub(crate) fn list_roots(roots: &Roots, cwd: &Path) -> Option<ListRootsResult> {
+    let paths: Vec<&Path> = match roots {
+        Roots::Off => return None,
+        Roots::WorkingDirectory => vec![cwd],
+        Roots::Paths(p) => p.iter().map(|p| p.as_path()).collect(),
+    };
+    let roots = paths
+        .into_iter()
+        .map(|p| Root {
+            uri: file_uri(p),
+            name: p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "/".to_owned()),
+        })
+        .collect();
+    Some(ListRootsResult { roots })
+}
+
+/// `file://` and the path, every byte but RFC 3986's unreserved characters and `/`
+/// percent-encoded (spaces, `%`, `#`, `?`, non-ASCII).
+pub fn file_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::from("file://");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
     }
+    out
 }
 
 /// The answer to an elicitation under the policy. A URL-mode elicitation (open a page) is
@@ -201,19 +232,41 @@ mod tests {
             }}
         });
         set_elicitation(ElicitPolicy::AcceptDefaults);
-        let got = answer("elicitation/create", Some(&params), Path::new("/")).unwrap();
+        let wd = Roots::WorkingDirectory;
+        let got = answer("elicitation/create", Some(&params), &wd, Path::new("/")).unwrap();
         assert_eq!(
             got,
             json!({"action": "accept", "content": {"name": "John Doe", "age": 30}})
         );
         let url = json!({"mode": "url", "url": "https://example.com", "message": "log in"});
-        let got = answer("elicitation/create", Some(&url), Path::new("/")).unwrap();
+        let got = answer("elicitation/create", Some(&url), &wd, Path::new("/")).unwrap();
         assert_eq!(got, json!({"action": "decline"}));
         set_elicitation(ElicitPolicy::Decline);
-        let got = answer("elicitation/create", Some(&params), Path::new("/")).unwrap();
+        let got = answer("elicitation/create", Some(&params), &wd, Path::new("/")).unwrap();
         assert_eq!(got, json!({"action": "decline"}));
-        assert!(answer("sampling/createMessage", None, Path::new("/")).is_err());
-        let roots = answer("roots/list", None, Path::new("/work/p")).unwrap();
+        assert!(answer("sampling/createMessage", None, &wd, Path::new("/")).is_err());
+        let roots = answer("roots/list", None, &wd, Path::new("/work/p")).unwrap();
         assert_eq!(roots["roots"][0]["uri"], "file:///work/p");
+    }
+
+    #[test]
+    fn roots_are_the_configured_paths_percent_encoded_or_none() {
+        let paths = Roots::Paths(vec!["/a b/c%d#e".into(), "/ü".into()]);
+        let got = answer("roots/list", None, &paths, Path::new("/cwd")).unwrap();
+        assert_eq!(
+            got,
+            json!({"roots": [
+                {"uri": "file:///a%20b/c%25d%23e", "name": "c%d#e"},
+                {"uri": "file:///%C3%BC", "name": "ü"}
+            ]})
+        );
+        assert!(answer("roots/list", None, &Roots::Off, Path::new("/cwd")).is_err());
+        let mut spec = ServerSpec::stdio("s", "x", vec![]);
+        assert_eq!(
+            client_capabilities(&spec)["roots"],
+            json!({"listChanged": true})
+        );
+        spec.roots = Roots::Off;
+        assert!(client_capabilities(&spec).get("roots").is_none());
     }
 }

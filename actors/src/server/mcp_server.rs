@@ -4,9 +4,11 @@
 //! [`child`] the child process of a stdio server, [`http_link`] the actor's end of the HTTP
 //! task, [`incoming`] what the server sends, [`requests`] the pending map and the write queue,
 //! [`tool_call`] tool calls with their timeout and cancellation, [`tool_list`] what it keeps of
-//! a tool listing and how the list stays fresh.
+//! a tool listing and how the list stays fresh, [`features`] resources, prompts, completion,
+//! roots and the log level.
 
 mod child;
+mod features;
 mod http_link;
 mod incoming;
 mod requests;
@@ -34,7 +36,7 @@ use crate::spec::{ServerSpec, TransportSpec};
 use crate::trace::{Direction, WireRecord, WireTap};
 use child::STDERR_BURST;
 use requests::Pending;
-pub(super) use requests::{Notify, Payload, ReplyError, Rpc, SetEra};
+pub(super) use requests::{ClientSide, Notify, Payload, ReplyError, Rpc, SetEra};
 pub(super) use tool_list::ToolsListed;
 
 /// The transport under the protocol core: what `start` opened.
@@ -101,6 +103,22 @@ pub struct McpServer {
     /// HTTP: the `Mcp-Param-*` headers of a call about to be written, by request id, for the
     /// HTTP task (which runs on this actor's thread) to take when it sends that request.
     param_headers: ParamHeaders,
+    /// Our capabilities for this server and the log level it is asked for.
+    client: Arc<ClientSide>,
+    /// The roots it is offered (changed by `SetRoots`).
+    roots: crate::spec::Roots,
+    /// What the server said it supports.
+    server_caps: crate::protocol::types::ServerCapabilities,
+    /// Resources subscribed to (at most [`features::MAX_SUBSCRIPTIONS`]).
+    subscriptions: std::collections::BTreeSet<String>,
+    /// Stateless era: the id of the open `subscriptions/listen`.
+    listen_id: Option<i64>,
+    /// Stateless era: subscription changes waiting for the server to acknowledge the new
+    /// listen filter (`notifications/subscriptions/acknowledged`).
+    /// Each waits for a filter that has (`true`) or lacks (`false`) its URI.
+    ack_waiters: Vec<(String, bool, tokio::sync::oneshot::Sender<()>)>,
+    /// Notices (log lines, changes) the supervisor's mailbox had no room for.
+    dropped_notices: u64,
     /// Where the server's elicitation and sampling requests go (the front end's handler);
     /// `None` answers them by the headless policy.
     input: Option<Recipient<InputRequest>>,
@@ -124,7 +142,18 @@ impl McpServer {
             _ => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         };
         let kind = spec.transport.kind();
+        let client = Arc::new(ClientSide {
+            capabilities: super::input::client_capabilities(&spec),
+            log_level: spec.log_level.clone(),
+        });
         Self {
+            client,
+            roots: spec.roots.clone(),
+            server_caps: Default::default(),
+            subscriptions: Default::default(),
+            listen_id: None,
+            ack_waiters: Vec::new(),
+            dropped_notices: 0,
             name: Arc::from(spec.name.as_str()),
             spec,
             generation,
@@ -237,20 +266,18 @@ impl McpServer {
             Ok((init, era, tools)) => {
                 self.connected = true;
                 self.era = Some(era);
-                let list_changed = init
-                    .capabilities
-                    .tools
-                    .as_ref()
-                    .and_then(|t| t.list_changed)
-                    .unwrap_or(false);
-                if era.is_stateless() && list_changed {
+                self.server_caps = init.capabilities.clone();
+                if era.is_stateless() {
                     self.listen(ctx);
+                } else {
+                    self.set_log_level(ctx);
                 }
                 let info = ConnectionInfo {
                     protocol_version: era.version_str().to_owned(),
                     era,
                     server_info: init.server_info,
                     instructions: init.instructions,
+                    capabilities: Arc::new(init.capabilities),
                     connect_time: self.started.elapsed(),
                     transport: self.kind,
                     pid: u32::try_from(self.pgid).ok().filter(|p| *p > 0),
@@ -302,7 +329,12 @@ impl Actor for McpServer {
             hint: self.era_hint,
             probe: DISCOVER_PROBE.min(self.spec.startup_timeout / 2),
         };
-        let fut = connect(ctx.address(), self.spec.max_tools, choice);
+        let fut = connect(
+            ctx.address(),
+            self.spec.max_tools,
+            choice,
+            self.client.clone(),
+        );
         ctx.spawn(
             fut.into_actor(self)
                 .map(|res, act, ctx| act.on_handshake(res, ctx)),

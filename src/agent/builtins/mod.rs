@@ -1,4 +1,6 @@
-//! The built-in tools (`bash`, `read_file`, `write_file`, `list_dir`, `grep`) and the `Builtins` actor that runs them off the actix thread.
+//! The built-in tools (`bash`, `read_file`, `write_file`, `list_dir`, `grep`, and
+//! `list_mcp_resources`/`read_mcp_resource` over the registry) and the `Builtins` actor that
+//! runs them off the actix thread.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -22,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 mod bash;
 mod files;
 mod grep;
+pub mod resources;
 
 use bash::*;
 use files::*;
@@ -80,13 +83,34 @@ pub struct Builtins {
 struct Shared {
     root: PathBuf,
     opts: BuiltinOptions,
+    /// Where the MCP resource tools send their requests.
+    registry: Option<Addr<harness9_actors::ToolRegistry>>,
 }
 
 impl Builtins {
     /// An executor whose relative paths and shell commands start in `root`.
     pub fn new(root: PathBuf, opts: BuiltinOptions) -> Self {
         Self {
-            shared: Arc::new(Shared { root, opts }),
+            shared: Arc::new(Shared {
+                root,
+                opts,
+                registry: None,
+            }),
+        }
+    }
+
+    /// The MCP resource tools ask `registry` (without it they say no server is connected).
+    pub fn with_registry(
+        root: PathBuf,
+        opts: BuiltinOptions,
+        registry: Addr<harness9_actors::ToolRegistry>,
+    ) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                root,
+                opts,
+                registry: Some(registry),
+            }),
         }
     }
 }
@@ -115,7 +139,7 @@ pub fn definitions() -> Vec<Tool> {
 pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
     let default_secs = opts.default_timeout.as_secs();
     let max_secs = opts.max_timeout.as_secs();
-    vec![
+    let mut defs = vec![
         tool(
             "bash",
             Effects::Changes,
@@ -217,7 +241,9 @@ pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
                 "additionalProperties": false,
             }),
         ),
-    ]
+    ];
+    defs.extend(resources::definitions());
+    defs
 }
 
 /// What a built-in does to the world, as MCP tool annotations: the engine decides from these
@@ -266,6 +292,7 @@ impl Reply {
             structured_content: None,
             is_error: self.is_error,
             result_type: None,
+            schema_error: None,
         }
     }
 }
@@ -299,6 +326,16 @@ async fn dispatch(sh: Arc<Shared>, msg: CallBuiltin) -> Result<CallToolResult, C
         cancel,
     } = msg;
     let known: &[&str] = match name.as_str() {
+        "list_mcp_resources" | "read_mcp_resource" => {
+            if cancel.is_cancelled() {
+                return Err(cancelled(&name));
+            }
+            let run = resources::run(sh.registry.as_ref(), &name, &arguments);
+            return tokio::select! {
+                r = run => Ok(r),
+                _ = cancel.cancelled() => Err(cancelled(&name)),
+            };
+        }
         "bash" => &["command", "timeout_sec"],
         "read_file" => &["path", "offset", "limit"],
         "write_file" => &["path", "content"],

@@ -579,7 +579,15 @@ fn definitions_have_object_schemas() {
     let names: Vec<&str> = defs.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["bash", "read_file", "write_file", "list_dir", "grep"]
+        [
+            "bash",
+            "read_file",
+            "write_file",
+            "list_dir",
+            "grep",
+            "list_mcp_resources",
+            "read_mcp_resource"
+        ]
     );
     for t in &defs {
         let schema: Value = serde_json::from_str(t.input_schema.get()).unwrap();

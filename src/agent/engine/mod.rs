@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use futures_util::future::join_all;
-use harness9_actors::messages::{CallTool, ListTools, ProgressSink, ToolEntry};
+use harness9_actors::messages::{CallTool, GetInstructions, ListTools, ProgressSink, ToolEntry};
 use harness9_actors::ToolRegistry;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -106,6 +106,40 @@ impl EngineConfig {
         self.system = Some(s);
         self
     }
+}
+
+/// The most of one server's `instructions` that goes into the system prompt.
+pub const MAX_SERVER_INSTRUCTIONS: usize = 8 * 1024;
+
+/// The system prompt with the connected servers' `instructions` after it: in server-name
+/// order, each cleaned of control characters and cut at [`MAX_SERVER_INSTRUCTIONS`] bytes, so
+/// the prompt is the same until a server with instructions connects or leaves (a stable
+/// prompt-cache prefix).
+pub fn system_with_servers(system: Option<&str>, servers: &[(String, Arc<str>)]) -> Option<String> {
+    if servers.is_empty() {
+        return system.map(str::to_owned);
+    }
+    let mut s = system.unwrap_or_default().to_owned();
+    s.push_str(
+        "\n\nInstructions from the connected MCP servers (written by each server, not by the user):",
+    );
+    for (server, text) in servers {
+        let text = crate::sanitize::clean_text(text);
+        let text = text.trim();
+        let mut end = text.len().min(MAX_SERVER_INSTRUCTIONS);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.push_str(&format!(
+            "\n\n## server {}\n{}",
+            crate::sanitize::clean_line(server),
+            &text[..end]
+        ));
+        if end < text.len() {
+            s.push_str(&format!("\n[cut at {MAX_SERVER_INSTRUCTIONS} bytes]"));
+        }
+    }
+    Some(s)
 }
 
 /// Something that happened during a turn, for whoever watches it.
@@ -712,8 +746,9 @@ async fn turn(t: Turn, prompt: String) -> TurnEnd {
             Ok(t) => t,
             Err(_) => Arc::new(Vec::new()),
         };
+        let instructions = registry.send(GetInstructions).await.unwrap_or_default();
         let req = ModelRequest {
-            system: config.system.clone(),
+            system: system_with_servers(config.system.as_deref(), &instructions),
             messages: messages.clone(),
             tools: cache.get(table),
             max_tokens: 0,

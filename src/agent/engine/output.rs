@@ -51,6 +51,7 @@ pub fn from_result(r: &CallToolResult) -> (Vec<ResultPart>, String) {
                     structured_content: None,
                     is_error: false,
                     result_type: None,
+                    schema_error: None,
                 };
                 if !text.is_empty() {
                     text.push('\n');
@@ -63,6 +64,13 @@ pub fn from_result(r: &CallToolResult) -> (Vec<ResultPart>, String) {
         if let Some(s) = &r.structured_content {
             text.push_str(&s.to_string());
         }
+    }
+    // A structuredContent that does not match the outputSchema: the model is told.
+    if let Some(note) = r.schema_note() {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&note);
     }
     flush(&mut text, &mut parts);
     (parts, r.text())
@@ -155,6 +163,7 @@ mod tests {
             structured_content: None,
             is_error: false,
             result_type: None,
+            schema_error: None,
         };
         let (parts, text) = from_result(&r);
         assert_eq!(

@@ -236,6 +236,12 @@ fn tool_list(st: &State) -> Vec<Value> {
         json!({"name": "remove", "description": "pretends to delete `path`",
                "inputSchema": schema(json!({"path": {"type": "string"}})),
                "annotations": {"destructiveHint": true, "readOnlyHint": false}}),
+        json!({"name": "shaped", "description": "structuredContent {\"n\": n} (none when omit), declared as {n: integer}",
+               "inputSchema": schema(json!({"n": {}, "omit": {"type": "boolean"}})),
+               "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}),
+        json!({"name": "remote_ref", "description": "an outputSchema whose $ref points at a URL",
+               "inputSchema": schema(json!({})),
+               "outputSchema": {"$ref": "http://127.0.0.1:9/schema.json"}}),
     ];
     for i in 0..st.opts.tools {
         t.push(
@@ -351,6 +357,17 @@ fn call_tool(id: Value, params: Value, slow_ms: u64) {
         }
         "big" => text("x".repeat(int("bytes").unwrap_or(0) as usize)),
         "fail" => tool_error("failed on purpose"),
+        "shaped" => {
+            let n = args.get("n").cloned().unwrap_or(Value::Null);
+            if args.get("omit").and_then(Value::as_bool) == Some(true) {
+                text(n.to_string())
+            } else {
+                json!({"content": [{"type": "text", "text": n.to_string()}],
+                       "structuredContent": {"n": n}, "isError": false})
+            }
+        }
+        "remote_ref" => json!({"content": [{"type": "text", "text": "{}"}],
+                               "structuredContent": {}, "isError": false}),
         "rich" => json!({
             "content": [
                 {"type": "text", "text": "rich"},

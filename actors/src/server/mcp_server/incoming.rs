@@ -3,7 +3,8 @@
 //! elicitation and sampling asked of the front end in a spawned future, withdrawn on the
 //! server's `notifications/cancelled`; else an error), notifications
 //! (list_changed starts a bounded re-list, progress goes to the call's sink, logging to
-//! tracing), and over-long messages (their id sniffed to fail that request).
+//! tracing and, like resource updates and resource or prompt list changes, to the supervisor
+//! as a notice), and over-long messages (their id sniffed to fail that request).
 
 use actix::prelude::*;
 use bytes::Bytes;
@@ -11,13 +12,16 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{McpServer, Payload, ReplyError};
-use crate::messages::{ServerEvent, ServerEventKind, ToolProgress};
+use crate::messages::{NoticeKind, ServerEvent, ServerEventKind, ToolProgress};
 use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::jsonrpc::{self, fast_response_id, sniff_id, Incoming, RequestId};
 use crate::protocol::types::{LoggingMessageParams, ProgressParams};
 use crate::server::handshake::list_tools;
 use crate::server::{ask, input};
 use crate::trace::Direction;
+
+/// The most of one log line a notice carries (the wire trace keeps it whole).
+const MAX_NOTICE_TEXT: usize = 4096;
 
 impl McpServer {
     pub(super) fn on_line(&mut self, line: Bytes, ctx: &mut Context<Self>) {
@@ -83,7 +87,7 @@ impl McpServer {
                     self.ask(id, method, params, ctx);
                     return;
                 }
-                let reply = match input::answer(&method, params.as_ref(), &self.cwd) {
+                let reply = match input::answer(&method, params.as_ref(), &self.roots, &self.cwd) {
                     Ok(result) => jsonrpc::result_line(&id, &result),
                     Err(e) => jsonrpc::error_line(&id, &e),
                 };
@@ -164,6 +168,36 @@ impl McpServer {
     ) {
         match method {
             "notifications/tools/list_changed" => self.relist(ctx),
+            "notifications/resources/list_changed" => self.notice(NoticeKind::ResourcesChanged),
+            "notifications/subscriptions/acknowledged" => {
+                // The filter the server honours: a subscription change is done once it shows.
+                let honored: Vec<String> = params
+                    .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                    .and_then(|v| {
+                        serde_json::from_value(
+                            v.pointer("/notifications/resourceSubscriptions")?.clone(),
+                        )
+                        .ok()
+                    })
+                    .unwrap_or_default();
+                let waiters = std::mem::take(&mut self.ack_waiters);
+                for (uri, on, tx) in waiters {
+                    if honored.contains(&uri) == on {
+                        let _ = tx.send(());
+                    } else {
+                        self.ack_waiters.push((uri, on, tx));
+                    }
+                }
+            }
+            "notifications/prompts/list_changed" => self.notice(NoticeKind::PromptsChanged),
+            "notifications/resources/updated" => {
+                let uri = params
+                    .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                    .and_then(|v| v.get("uri").and_then(Value::as_str).map(str::to_owned));
+                if let Some(uri) = uri {
+                    self.notice(NoticeKind::ResourceUpdated { uri });
+                }
+            }
             "notifications/cancelled" => self.on_cancelled(params, ctx),
             "notifications/progress" => {
                 let Some(p) =
@@ -196,6 +230,16 @@ impl McpServer {
                     other => other.to_string(),
                 };
                 let logger = m.logger.as_deref().unwrap_or("");
+                // A log line is kept whole in the trace; a notice carries at most 4 KiB of it.
+                let mut end = data.len().min(MAX_NOTICE_TEXT);
+                while !data.is_char_boundary(end) {
+                    end -= 1;
+                }
+                self.notice(NoticeKind::Log {
+                    level: m.level.chars().take(16).collect(),
+                    logger: m.logger.as_ref().map(|l| l.chars().take(64).collect()),
+                    text: data[..end].to_owned(),
+                });
                 match m.level.as_str() {
                     "debug" => {
                         tracing::debug!(target: "mcp::server", server = %self.name, logger, "{data}")
@@ -213,6 +257,22 @@ impl McpServer {
             }
             _ => {
                 tracing::debug!(target: "mcp", server = %self.name, method, "notification ignored")
+            }
+        }
+    }
+
+    /// Hands a notice to the supervisor without waiting: a full mailbox drops it (counted).
+    fn notice(&mut self, kind: NoticeKind) {
+        let ev = ServerEvent {
+            server: self.spec.name.clone(),
+            generation: self.generation,
+            kind: ServerEventKind::Notice(kind),
+        };
+        if self.events.try_send(ev).is_err() {
+            self.dropped_notices += 1;
+            if self.dropped_notices.is_power_of_two() {
+                tracing::warn!(target: "mcp", server = %self.name, dropped = self.dropped_notices,
+                    "the supervisor is behind; server notices dropped");
             }
         }
     }

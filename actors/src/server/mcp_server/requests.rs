@@ -79,42 +79,65 @@ pub(in crate::server) struct Rpc {
 #[rtype(result = "()")]
 pub(in crate::server) struct SetEra(pub(in crate::server) Era);
 
-/// The stateless era's request `_meta`: the revision, our capabilities and who we are (and a
-/// call's progress token), serialized straight from the cached values.
+/// The stateless era's request `_meta`: the revision, this server's capabilities, who we are,
+/// the log level asked for (and a call's progress token), serialized straight from the
+/// actor's values.
 #[derive(serde::Serialize)]
-pub(in crate::server) struct StatelessMeta {
+pub(in crate::server) struct StatelessMeta<'a> {
     #[serde(rename = "progressToken", skip_serializing_if = "Option::is_none")]
     progress_token: Option<i64>,
     #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
     version: &'static str,
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
-    capabilities: &'static Value,
+    capabilities: &'a Value,
     #[serde(rename = "io.modelcontextprotocol/clientInfo")]
     info: &'static crate::protocol::types::Implementation,
+    #[serde(
+        rename = "io.modelcontextprotocol/logLevel",
+        skip_serializing_if = "Option::is_none"
+    )]
+    log_level: Option<&'a str>,
 }
 
-impl StatelessMeta {
+/// What a server actor says about itself in every stateless request: its capabilities (from
+/// its spec) and the log level it asks for.
+#[derive(Debug)]
+pub(in crate::server) struct ClientSide {
+    pub(in crate::server) capabilities: Value,
+    pub(in crate::server) log_level: Option<String>,
+}
+
+impl ClientSide {
     /// The `_meta` of a request at `version`, with `progress_token` when the caller wants
     /// progress.
-    pub(in crate::server) fn new(version: ProtocolVersion, progress_token: Option<i64>) -> Self {
-        Self {
+    pub(in crate::server) fn meta(
+        &self,
+        version: ProtocolVersion,
+        progress_token: Option<i64>,
+    ) -> StatelessMeta<'_> {
+        StatelessMeta {
             progress_token,
             version: version.as_str(),
-            capabilities: input::client_capabilities(),
+            capabilities: &self.capabilities,
             info: input::client_info(),
+            log_level: self.log_level.as_deref(),
         }
     }
-}
 
-/// `params` (an object, or none) with the stateless era's request `_meta`.
-pub(in crate::server) fn stamp(params: Option<Value>, version: ProtocolVersion) -> Value {
-    let mut p = match params {
-        Some(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
-    let meta = serde_json::to_value(StatelessMeta::new(version, None)).unwrap_or(Value::Null);
-    p.insert("_meta".to_owned(), meta);
-    Value::Object(p)
+    /// `params` (an object, or none) with the stateless era's request `_meta`.
+    pub(in crate::server) fn stamp(
+        &self,
+        params: Option<Value>,
+        version: ProtocolVersion,
+    ) -> Value {
+        let mut p = match params {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        let meta = serde_json::to_value(self.meta(version, None)).unwrap_or(Value::Null);
+        p.insert("_meta".to_owned(), meta);
+        Value::Object(p)
+    }
 }
 
 /// Send a notification without params.
@@ -271,7 +294,7 @@ impl Handler<Rpc> for McpServer {
         let id = self.alloc_id();
         let stateless = msg.stateless.or_else(|| self.stateless());
         let params = match stateless {
-            Some(v) => Some(stamp(msg.params, v)),
+            Some(v) => Some(self.client.stamp(msg.params, v)),
             None => msg.params,
         };
         let line = jsonrpc::request_line(id, msg.method, params.as_ref());

@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 
+use crate::spec::Roots;
 use actix::prelude::*;
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
@@ -68,7 +69,7 @@ struct StatelessCallParams<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     arguments: Option<&'a Value>,
     #[serde(rename = "_meta")]
-    meta: StatelessMeta,
+    meta: StatelessMeta<'a>,
     #[serde(flatten)]
     answers: Option<&'a Map<String, Value>>,
 }
@@ -84,10 +85,11 @@ struct Interim {
 }
 
 /// Who answers a stateless call's input requests: the front end's handler (elicitation,
-/// sampling) and the working directory (roots).
+/// sampling), and the server's roots (its configured ones, else the working directory).
 struct Answerer {
     handler: Option<Recipient<InputRequest>>,
     server: String,
+    roots: Roots,
     cwd: PathBuf,
 }
 
@@ -110,7 +112,7 @@ async fn answers(interim: Interim, by: &Answerer) -> Map<String, Value> {
             )
             .await
         } else {
-            input::answer(method, req.get("params"), &by.cwd)
+            input::answer(method, req.get("params"), &by.roots, &by.cwd)
         };
         if let Ok(v) = answer {
             responses.insert(key, v);
@@ -140,6 +142,7 @@ impl McpServer {
             id
         });
         // Serialized straight from the call's parts: the arguments are never copied.
+        let client = self.client.clone();
         let line = match self.stateless() {
             None => {
                 let params = CallToolParams {
@@ -153,7 +156,7 @@ impl McpServer {
                 let params = StatelessCallParams {
                     name: tool,
                     arguments,
-                    meta: StatelessMeta::new(version, token),
+                    meta: client.meta(version, token),
                     answers: answers.as_ref(),
                 };
                 jsonrpc::request_line(id, "tools/call", Some(&params))
@@ -224,6 +227,7 @@ impl Handler<CallServerTool> for McpServer {
         let answerer = stateless.then(|| Answerer {
             handler: self.input.clone(),
             server: self.spec.name.clone(),
+            roots: self.roots.clone(),
             cwd: self.cwd.clone(),
         });
         let mut round = self.call_round(&tool, msg.arguments.as_ref(), msg.progress, None);

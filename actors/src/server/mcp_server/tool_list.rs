@@ -11,9 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use super::requests::stamp;
 use super::{McpServer, ReplyError};
 use crate::protocol::headers::header_params;
 use crate::protocol::jsonrpc::{self, METHOD_NOT_FOUND};
@@ -77,7 +76,30 @@ impl Handler<ToolsListed> for McpServer {
 }
 
 impl McpServer {
-    /// Opens `subscriptions/listen` for tool-list changes (stateless era only).
+    /// The `subscriptions/listen` filter: the list changes the server says it sends, and the
+    /// subscribed resources; `None` when there is nothing to listen for.
+    fn listen_filter(&self) -> Option<Value> {
+        let caps = &self.server_caps;
+        let mut f = Map::new();
+        if caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true) {
+            f.insert("toolsListChanged".to_owned(), json!(true));
+        }
+        if caps.flag("prompts", "listChanged") {
+            f.insert("promptsListChanged".to_owned(), json!(true));
+        }
+        if caps.flag("resources", "listChanged") {
+            f.insert("resourcesListChanged".to_owned(), json!(true));
+        }
+        if !self.subscriptions.is_empty() {
+            f.insert(
+                "resourceSubscriptions".to_owned(),
+                json!(self.subscriptions.iter().collect::<Vec<_>>()),
+            );
+        }
+        (!f.is_empty()).then(|| json!({ "notifications": f }))
+    }
+
+    /// Opens `subscriptions/listen` for list changes and resource updates (stateless era only).
     pub(super) fn listen(&mut self, ctx: &mut Context<Self>) {
         if self.closing || !self.connected || self.writer.is_none() || self.listening {
             return;
@@ -85,22 +107,26 @@ impl McpServer {
         let Some(version) = self.stateless() else {
             return;
         };
+        let Some(filter) = self.listen_filter() else {
+            return;
+        };
         let id = self.alloc_id();
-        let params = stamp(
-            Some(json!({ "notifications": { "toolsListChanged": true } })),
-            version,
-        );
+        let params = self.client.stamp(Some(filter), version);
         let line = jsonrpc::request_line(id, "subscriptions/listen", Some(&params));
         let (rx, backlog) = self.request("subscriptions/listen", line, id);
         self.listening = true;
+        self.listen_id = Some(id);
         let fut = async move {
             if let Some(b) = backlog {
                 b.send().await;
             }
             rx.await
         };
-        ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
-            act.listening = false;
+        ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
+            if act.listen_id == Some(id) {
+                act.listen_id = None;
+                act.listening = false;
+            }
             if act.closing || !act.connected {
                 return;
             }
@@ -112,12 +138,26 @@ impl McpServer {
                 }
                 Ok(Ok(_)) => act.listen_wait = LISTEN_FIRST_WAIT,
                 Ok(Err(e)) => tracing::debug!(target: "mcp", server = %act.name, "subscriptions/listen ended: {e:?}"),
-                Err(_) => {}
+                // Cancelled by us (a new filter): the new listen is already open.
+                Err(_) => return,
             }
             let wait = act.listen_wait;
             act.listen_wait = (wait * 2).min(LISTEN_MAX_WAIT);
             ctx.run_later(wait, |act, ctx| act.listen(ctx));
         }));
+    }
+
+    /// The listen filter changed (a subscription): the open listen is cancelled and a new one
+    /// opened with the new filter.
+    pub(super) fn listen_again(&mut self, ctx: &mut Context<Self>) {
+        if let Some(id) = self.listen_id.take() {
+            self.listening = false;
+            ctx.notify(super::requests::CancelRequest {
+                id,
+                reason: "the subscriptions changed",
+            });
+        }
+        self.listen(ctx);
     }
 
     /// After a tools/list: honour its `ttlMs` (list again once stale) unless a subscription

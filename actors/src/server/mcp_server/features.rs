@@ -1,0 +1,384 @@
+//! A server's features beyond tools: resources (lists, read, subscriptions), prompts, argument
+//! completion, the roots it is offered and the log level it is asked for. Lists are walked with
+//! `list_all` (bounded like `tools/list`); every request waits at most the server's
+//! `toolTimeoutSec`, and one that times out or whose caller goes away is cancelled.
+
+use actix::prelude::*;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use super::requests::{CancelRequest, Reply};
+use super::{McpServer, ReplyError};
+use crate::error::RequestError;
+use crate::messages::{
+    Complete, CompletionRef, GetPrompt, ListPrompts, ListResourceTemplates, ListResources,
+    ReadResource, SetRoots, SubscribeResource,
+};
+use crate::protocol::jsonrpc::{self, LineError};
+use crate::protocol::types::{
+    CompleteResult, Completion, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, Prompt, ReadResourceResult, Resource, ResourceTemplate,
+};
+use crate::server::handshake::{check_result_type, list_all};
+
+/// The most resources one server actor keeps subscriptions to.
+pub(super) const MAX_SUBSCRIPTIONS: usize = 256;
+/// The most completion values kept (the spec's own cap).
+const MAX_COMPLETIONS: usize = 100;
+
+type Answer<T> = ResponseFuture<Result<T, RequestError>>;
+
+/// Splits one page of a list into its items and the next cursor.
+type Split<P, T> = fn(P) -> Result<(Vec<T>, Option<String>), String>;
+
+fn fail<T: 'static>(e: RequestError) -> Answer<T> {
+    Box::pin(async move { Err(e) })
+}
+
+fn failed(server: &str, method: &'static str, detail: impl Into<String>) -> RequestError {
+    RequestError::Failed {
+        server: server.to_owned(),
+        method,
+        detail: detail.into(),
+    }
+}
+
+/// Sends `notifications/cancelled` for a request whose waiter went away before its reply.
+struct CancelGuard {
+    addr: Addr<McpServer>,
+    id: i64,
+    armed: bool,
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            self.addr.do_send(CancelRequest {
+                id: self.id,
+                reason: "timed out",
+            });
+        }
+    }
+}
+
+impl McpServer {
+    /// `Ok` when the server can take a request now.
+    fn ready(&self) -> Result<(), RequestError> {
+        if self.connected && !self.closing && self.writer.is_some() {
+            return Ok(());
+        }
+        Err(RequestError::Unavailable {
+            server: self.spec.name.clone(),
+            reason: if self.connected {
+                self.gone_reason()
+            } else {
+                "still starting".to_owned()
+            },
+        })
+    }
+
+    /// Sends one request (with the stateless `_meta` in that era) and answers with its parsed
+    /// result within the server's `toolTimeoutSec`.
+    fn request_for<T: DeserializeOwned + 'static>(
+        &mut self,
+        method: &'static str,
+        params: Value,
+        ctx: &mut Context<Self>,
+    ) -> Answer<T> {
+        if let Err(e) = self.ready() {
+            return fail(e);
+        }
+        let server = self.spec.name.clone();
+        let stateless = self.stateless();
+        let params = match stateless {
+            Some(v) => self.client.stamp(Some(params), v),
+            None => params,
+        };
+        let id = self.alloc_id();
+        let line = jsonrpc::request_line(id, method, Some(&params));
+        let (rx, backlog) = self.request(method, line, id);
+        let guard = CancelGuard {
+            addr: ctx.address(),
+            id,
+            armed: true,
+        };
+        let after = self.spec.tool_timeout;
+        Box::pin(async move {
+            // The whole guard moves in (not just the field the future touches).
+            let mut guard = guard;
+            let wait = async {
+                if let Some(b) = backlog {
+                    b.send().await;
+                }
+                rx.await
+            };
+            let reply: Reply = match tokio::time::timeout(after, wait).await {
+                Ok(Ok(r)) => r,
+                Ok(Err(_)) => Err(ReplyError::Gone("stopped".to_owned())),
+                Err(_) => {
+                    return Err(RequestError::Timeout {
+                        server,
+                        method,
+                        after,
+                    })
+                }
+            };
+            guard.armed = false;
+            let raw = reply.map_err(|e| failed(&server, method, reply_detail(e)))?;
+            if stateless.is_some() {
+                #[derive(serde::Deserialize)]
+                #[serde(rename_all = "camelCase")]
+                struct Kind {
+                    #[serde(default)]
+                    result_type: Option<String>,
+                }
+                if let Ok(k) = raw.parse::<Kind>() {
+                    check_result_type(k.result_type.as_deref(), method)
+                        .map_err(|e| failed(&server, method, e))?;
+                }
+            }
+            raw.parse::<T>().map_err(|e| {
+                let detail = match e {
+                    LineError::Both => "the reply has both a result and an error".to_owned(),
+                    e => format!("invalid result: {e}"),
+                };
+                failed(&server, method, detail)
+            })
+        })
+    }
+
+    /// Walks a paginated list within the server's `toolTimeoutSec` (at most `maxTools` items).
+    fn list<P, T>(
+        &mut self,
+        method: &'static str,
+        split: Split<P, T>,
+        ctx: &mut Context<Self>,
+    ) -> Answer<Vec<T>>
+    where
+        P: DeserializeOwned + 'static,
+        T: 'static,
+    {
+        if let Err(e) = self.ready() {
+            return fail(e);
+        }
+        let server = self.spec.name.clone();
+        let addr = ctx.address();
+        let (max, after) = (self.spec.max_tools, self.spec.tool_timeout);
+        Box::pin(async move {
+            let walk = list_all(&addr, method, max, "maxTools", split);
+            match tokio::time::timeout(after, walk).await {
+                Ok(r) => r.map_err(|e| failed(&server, method, e)),
+                Err(_) => Err(RequestError::Timeout {
+                    server,
+                    method,
+                    after,
+                }),
+            }
+        })
+    }
+
+    /// Handshake era: asks the server for the configured `logLevel` (when it offers logging).
+    pub(super) fn set_log_level(&mut self, ctx: &mut Context<Self>) {
+        let Some(level) = self.spec.log_level.clone() else {
+            return;
+        };
+        if self.server_caps.logging.is_none() {
+            tracing::debug!(target: "mcp", server = %self.name, "logLevel set, but the server offers no logging");
+            return;
+        }
+        let ask: Answer<Value> =
+            self.request_for("logging/setLevel", json!({ "level": level }), ctx);
+        let name = self.name.clone();
+        ctx.spawn(
+            async move {
+                if let Err(e) = ask.await {
+                    tracing::warn!(target: "mcp", server = %name, "logging/setLevel: {e}");
+                }
+            }
+            .into_actor(self),
+        );
+    }
+}
+
+/// What a failed reply says, for [`RequestError::Failed`].
+fn reply_detail(e: ReplyError) -> String {
+    match e {
+        ReplyError::Rpc(e) => e.to_string(),
+        ReplyError::Gone(why) => format!("the server {why}"),
+        ReplyError::Transport(e) | ReplyError::StreamBroken(e) => e,
+        ReplyError::TooLarge(max) => format!(
+            "the reply exceeds the maximum message size of {}; raise maxMessageBytes if it is legitimate",
+            crate::protocol::render::human_bytes(max)
+        ),
+    }
+}
+
+impl Handler<ListResources> for McpServer {
+    type Result = Answer<Vec<Resource>>;
+
+    fn handle(&mut self, _msg: ListResources, ctx: &mut Context<Self>) -> Self::Result {
+        self.list(
+            "resources/list",
+            |p: ListResourcesResult| {
+                check_result_type(p.result_type.as_deref(), "resources/list")?;
+                Ok((p.resources, p.next_cursor))
+            },
+            ctx,
+        )
+    }
+}
+
+impl Handler<ListResourceTemplates> for McpServer {
+    type Result = Answer<Vec<ResourceTemplate>>;
+
+    fn handle(&mut self, _msg: ListResourceTemplates, ctx: &mut Context<Self>) -> Self::Result {
+        self.list(
+            "resources/templates/list",
+            |p: ListResourceTemplatesResult| {
+                check_result_type(p.result_type.as_deref(), "resources/templates/list")?;
+                Ok((p.resource_templates, p.next_cursor))
+            },
+            ctx,
+        )
+    }
+}
+
+impl Handler<ListPrompts> for McpServer {
+    type Result = Answer<Vec<Prompt>>;
+
+    fn handle(&mut self, _msg: ListPrompts, ctx: &mut Context<Self>) -> Self::Result {
+        self.list(
+            "prompts/list",
+            |p: ListPromptsResult| {
+                check_result_type(p.result_type.as_deref(), "prompts/list")?;
+                Ok((p.prompts, p.next_cursor))
+            },
+            ctx,
+        )
+    }
+}
+
+impl Handler<ReadResource> for McpServer {
+    type Result = Answer<ReadResourceResult>;
+
+    fn handle(&mut self, msg: ReadResource, ctx: &mut Context<Self>) -> Self::Result {
+        self.request_for("resources/read", json!({ "uri": msg.uri }), ctx)
+    }
+}
+
+impl Handler<GetPrompt> for McpServer {
+    type Result = Answer<GetPromptResult>;
+
+    fn handle(&mut self, msg: GetPrompt, ctx: &mut Context<Self>) -> Self::Result {
+        let mut params = json!({ "name": msg.name });
+        if !msg.arguments.is_empty() {
+            params["arguments"] = json!(msg.arguments);
+        }
+        self.request_for("prompts/get", params, ctx)
+    }
+}
+
+impl Handler<Complete> for McpServer {
+    type Result = Answer<Completion>;
+
+    fn handle(&mut self, msg: Complete, ctx: &mut Context<Self>) -> Self::Result {
+        let reference = match &msg.reference {
+            CompletionRef::Prompt(name) => json!({ "type": "ref/prompt", "name": name }),
+            CompletionRef::Resource(uri) => json!({ "type": "ref/resource", "uri": uri }),
+        };
+        let mut params = json!({
+            "ref": reference,
+            "argument": { "name": msg.argument, "value": msg.value },
+        });
+        if !msg.context.is_empty() {
+            params["context"] = json!({ "arguments": msg.context });
+        }
+        let ask: Answer<CompleteResult> = self.request_for("completion/complete", params, ctx);
+        Box::pin(async move {
+            let mut c = ask.await?.completion;
+            c.values.truncate(MAX_COMPLETIONS);
+            Ok(c)
+        })
+    }
+}
+
+impl Handler<SubscribeResource> for McpServer {
+    type Result = Answer<()>;
+
+    fn handle(&mut self, msg: SubscribeResource, ctx: &mut Context<Self>) -> Self::Result {
+        if let Err(e) = self.ready() {
+            return fail(e);
+        }
+        let server = self.spec.name.clone();
+        let had = self.subscriptions.contains(&msg.uri);
+        if msg.on && !had && self.subscriptions.len() >= MAX_SUBSCRIPTIONS {
+            return fail(failed(
+                &server,
+                "resources/subscribe",
+                format!("at most {MAX_SUBSCRIPTIONS} resources can be subscribed to"),
+            ));
+        }
+        if self.stateless().is_some() {
+            // The stateless era subscribes through the listen filter: answered once the
+            // server acknowledges the new filter.
+            if msg.on == had {
+                return Box::pin(async { Ok(()) });
+            }
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            self.ack_waiters.retain(|(_, _, w)| !w.is_closed());
+            if self.ack_waiters.len() < MAX_SUBSCRIPTIONS {
+                self.ack_waiters.push((msg.uri.clone(), msg.on, tx));
+            }
+            if msg.on {
+                self.subscriptions.insert(msg.uri);
+            } else {
+                self.subscriptions.remove(&msg.uri);
+            }
+            self.listen_again(ctx);
+            let after = self.spec.tool_timeout;
+            return Box::pin(async move {
+                match tokio::time::timeout(after, rx).await {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(_)) => Err(failed(
+                        &server,
+                        "subscriptions/listen",
+                        "the server went away before it acknowledged the subscription",
+                    )),
+                    Err(_) => Err(RequestError::Timeout {
+                        server,
+                        method: "subscriptions/listen",
+                        after,
+                    }),
+                }
+            });
+        }
+        let method = if msg.on {
+            "resources/subscribe"
+        } else {
+            "resources/unsubscribe"
+        };
+        let ask: Answer<Value> = self.request_for(method, json!({ "uri": msg.uri }), ctx);
+        if msg.on {
+            self.subscriptions.insert(msg.uri);
+        } else {
+            self.subscriptions.remove(&msg.uri);
+        }
+        Box::pin(async move { ask.await.map(|_| ()) })
+    }
+}
+
+impl Handler<SetRoots> for McpServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: SetRoots, _ctx: &mut Context<Self>) {
+        if self.roots == msg.0 {
+            return;
+        }
+        self.roots = msg.0;
+        // The stateless era asks for roots with each request that needs them: nothing to say.
+        if self.connected && self.stateless().is_none() {
+            let line = jsonrpc::notification_line::<()>("notifications/roots/list_changed", None);
+            self.write(line, None, "notifications/roots/list_changed");
+        }
+    }
+}

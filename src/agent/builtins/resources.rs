@@ -1,0 +1,245 @@
+//! The model's view of MCP resources: `list_mcp_resources` (every connected server's resources
+//! and templates, or one server's) and `read_mcp_resource` (text as is; an image the model can
+//! take as an image; any other binary summarised, never dumped), through the registry.
+
+use std::fmt::Write as _;
+
+use actix::prelude::*;
+use harness9_actors::messages::{ListResourceTemplates, ListResources, ListServers, ReadResource};
+use harness9_actors::protocol::types::{CallToolResult, ContentBlock, ResourceContents};
+use harness9_actors::ToolRegistry;
+use serde_json::{json, Value};
+
+use super::{tool, Effects};
+use harness9_actors::protocol::types::Tool;
+
+/// Resources and templates `list_mcp_resources` shows at most, over all servers.
+const MAX_LISTED: usize = 500;
+/// Image types the model takes (the others are summarised).
+const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// One line about binary contents: its type and decoded size.
+pub fn blob_summary(mime: Option<&str>, base64: &str) -> String {
+    let len = base64.trim_end_matches('=').len() * 3 / 4;
+    format!(
+        "[binary contents: {}, {len} bytes; not shown]",
+        mime.filter(|m| !m.is_empty()).unwrap_or("unknown type")
+    )
+}
+
+/// One resource part as text: its text, or a summary of its blob.
+pub fn contents_text(c: &ResourceContents) -> String {
+    match (&c.text, &c.blob) {
+        (Some(t), _) => t.clone(),
+        (None, Some(b)) => blob_summary(c.mime_type.as_deref(), b),
+        (None, None) => "[no contents]".to_owned(),
+    }
+}
+
+/// One prompt message's content as text (images and audio summarised).
+pub fn block_text(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text { text } => text.clone(),
+        ContentBlock::Image { data, mime_type } | ContentBlock::Audio { data, mime_type } => {
+            blob_summary(Some(mime_type), data)
+        }
+        ContentBlock::Resource { resource } => {
+            format!("[resource {}]\n{}", resource.uri, contents_text(resource))
+        }
+        ContentBlock::ResourceLink { uri, name, .. } => format!("[resource link {name}: {uri}]"),
+        ContentBlock::Unknown { kind } => format!("[{kind} content]"),
+        _ => "[content]".to_owned(),
+    }
+}
+
+/// The two definitions.
+pub(super) fn definitions() -> Vec<Tool> {
+    vec![
+        tool(
+            "list_mcp_resources",
+            Effects::Reads,
+            format!(
+                "List the resources (URIs with names and types) and resource templates that \
+                 MCP servers offer; give `server` for one server's only. Shows at most \
+                 {MAX_LISTED}. Read one with read_mcp_resource."
+            ),
+            json!({
+                "type": "object",
+                "properties": {
+                    "server": {"type": "string", "description": "An MCP server's name (default: every connected server)."},
+                },
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            "read_mcp_resource",
+            Effects::Reads,
+            "Read one resource of an MCP server by its URI (from list_mcp_resources, a filled \
+             template, or a resource_link a tool returned). Text comes back as text, png/jpeg/\
+             gif/webp images as images; other binary contents are only described."
+                .to_owned(),
+            json!({
+                "type": "object",
+                "properties": {
+                    "server": {"type": "string", "description": "The MCP server's name."},
+                    "uri": {"type": "string", "description": "The resource's URI."},
+                },
+                "required": ["server", "uri"],
+                "additionalProperties": false,
+            }),
+        ),
+    ]
+}
+
+fn text(t: String, is_error: bool) -> CallToolResult {
+    CallToolResult {
+        content: vec![ContentBlock::Text { text: t }],
+        structured_content: None,
+        is_error,
+        result_type: None,
+        schema_error: None,
+    }
+}
+
+fn str_arg<'a>(args: &'a Option<Value>, key: &str) -> Option<&'a str> {
+    args.as_ref()?.get(key)?.as_str()
+}
+
+/// Runs `list_mcp_resources` or `read_mcp_resource`.
+pub(super) async fn run(
+    registry: Option<&Addr<ToolRegistry>>,
+    name: &str,
+    args: &Option<Value>,
+) -> CallToolResult {
+    let Some(registry) = registry else {
+        return text("no MCP servers are connected".to_owned(), true);
+    };
+    if name == "read_mcp_resource" {
+        let (Some(server), Some(uri)) = (str_arg(args, "server"), str_arg(args, "uri")) else {
+            return text(
+                "read_mcp_resource needs \"server\" and \"uri\" strings".to_owned(),
+                true,
+            );
+        };
+        return read(registry, server, uri).await;
+    }
+    let servers = match str_arg(args, "server") {
+        Some(s) => vec![s.to_owned()],
+        None => registry.send(ListServers).await.unwrap_or_default(),
+    };
+    list(registry, &servers).await
+}
+
+async fn list(registry: &Addr<ToolRegistry>, servers: &[String]) -> CallToolResult {
+    let mut out = String::new();
+    let mut shown = 0usize;
+    let mut total = 0usize;
+    for server in servers {
+        let resources = registry
+            .send(ListResources {
+                server: server.clone(),
+            })
+            .await;
+        let templates = registry
+            .send(ListResourceTemplates {
+                server: server.clone(),
+            })
+            .await;
+        let (resources, templates) = match (resources, templates) {
+            (Ok(Ok(r)), t) => (r, t.ok().and_then(Result::ok).unwrap_or_default()),
+            (Ok(Err(e)), _) if servers.len() == 1 => return text(e.to_string(), true),
+            // Several servers: one without resources is left out.
+            _ => continue,
+        };
+        if resources.is_empty() && templates.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "server {server}:");
+        for r in &resources {
+            total += 1;
+            if shown < MAX_LISTED {
+                shown += 1;
+                let _ = write!(out, "  {}  {}", r.uri, r.name);
+                if let Some(m) = &r.mime_type {
+                    let _ = write!(out, " ({m})");
+                }
+                if let Some(d) = &r.description {
+                    let _ = write!(out, ": {}", d.chars().take(200).collect::<String>());
+                }
+                out.push('\n');
+            }
+        }
+        for t in &templates {
+            total += 1;
+            if shown < MAX_LISTED {
+                shown += 1;
+                let _ = write!(out, "  template {}  {}", t.uri_template, t.name);
+                if let Some(d) = &t.description {
+                    let _ = write!(out, ": {}", d.chars().take(200).collect::<String>());
+                }
+                out.push('\n');
+            }
+        }
+    }
+    if total == 0 {
+        return text("no MCP resources".to_owned(), false);
+    }
+    if shown < total {
+        let _ = writeln!(
+            out,
+            "[{shown} of {total} shown; give `server` to list one server's]"
+        );
+    }
+    text(out, false)
+}
+
+async fn read(registry: &Addr<ToolRegistry>, server: &str, uri: &str) -> CallToolResult {
+    let result = match registry
+        .send(ReadResource {
+            server: server.to_owned(),
+            uri: uri.to_owned(),
+        })
+        .await
+    {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return text(e.to_string(), true),
+        Err(_) => return text("the tool registry stopped".to_owned(), true),
+    };
+    let mut content = Vec::new();
+    for c in result.contents {
+        let head = if c.uri != uri {
+            format!("[{}]\n", c.uri)
+        } else {
+            String::new()
+        };
+        match (c.text, c.blob) {
+            (Some(t), _) => content.push(ContentBlock::Text {
+                text: format!("{head}{t}"),
+            }),
+            (None, Some(b)) => {
+                let mime = c.mime_type.unwrap_or_default();
+                if IMAGE_TYPES.contains(&mime.as_str()) {
+                    content.push(ContentBlock::Image {
+                        data: b,
+                        mime_type: mime,
+                    });
+                } else {
+                    content.push(ContentBlock::Text {
+                        text: format!("{head}{}", blob_summary(Some(&mime), &b)),
+                    });
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    if content.is_empty() {
+        return text(format!("{uri} has no contents"), false);
+    }
+    CallToolResult {
+        content,
+        structured_content: None,
+        is_error: false,
+        result_type: None,
+        schema_error: None,
+    }
+}

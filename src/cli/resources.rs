@@ -1,0 +1,228 @@
+//! `harness9 mcp resources|read|prompts|prompt`: a server's resources and prompts, headless.
+//! Every server string is printed through the sanitizer (`--json` through `to_json`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context as _};
+use base64::Engine as _;
+use harness9_actors::messages::{
+    GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ReadResource,
+};
+use serde_json::{json, Value};
+
+use crate::agent::builtins::resources::{block_text, contents_text};
+use crate::app::Runtime;
+use crate::sanitize::{clean_line, clean_text, to_json};
+
+/// `println!` that returns an error (e.g. a closed pipe) instead of panicking.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($t)*)?;
+    }};
+}
+
+/// `mcp resources <server>`: every resource and template (all pages).
+pub async fn resources(rt: &Runtime, server: &str, as_json: bool) -> anyhow::Result<ExitCode> {
+    let server_name = server.to_owned();
+    let list = rt
+        .registry
+        .send(ListResources {
+            server: server_name.clone(),
+        })
+        .await
+        .context("the tool registry stopped")??;
+    // A server without templates may refuse the method: that is an empty list.
+    let templates = rt
+        .registry
+        .send(ListResourceTemplates {
+            server: server_name,
+        })
+        .await
+        .context("the tool registry stopped")?
+        .unwrap_or_default();
+    if as_json {
+        say!(
+            "{}",
+            to_json(
+                &json!({ "resources": list, "resourceTemplates": templates }),
+                true
+            )?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    say!(
+        "server \"{}\": {} resources, {} templates",
+        clean_line(server),
+        list.len(),
+        templates.len()
+    );
+    for r in &list {
+        let mime = r.mime_type.as_deref().unwrap_or("-");
+        say!(
+            "{}  {}  {}",
+            clean_line(&r.uri),
+            clean_line(&r.name),
+            clean_line(mime)
+        );
+        if let Some(d) = &r.description {
+            say!("  {}", clean_line(d));
+        }
+    }
+    if !templates.is_empty() {
+        say!("\ntemplates:");
+        for t in &templates {
+            say!("{}  {}", clean_line(&t.uri_template), clean_line(&t.name));
+            if let Some(d) = &t.description {
+                say!("  {}", clean_line(d));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mcp read <server> <uri>`: the contents; blobs summarised, or every part written to
+/// `--out` (text as is, blobs decoded).
+pub async fn read(
+    rt: &Runtime,
+    server: &str,
+    uri: &str,
+    out: Option<&Path>,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    let result = rt
+        .registry
+        .send(ReadResource {
+            server: server.to_owned(),
+            uri: uri.to_owned(),
+        })
+        .await
+        .context("the tool registry stopped")??;
+    if let Some(path) = out {
+        let mut bytes = Vec::new();
+        for c in &result.contents {
+            match (&c.text, &c.blob) {
+                (Some(t), _) => bytes.extend_from_slice(t.as_bytes()),
+                (None, Some(b)) => bytes.extend(
+                    base64::engine::general_purpose::STANDARD
+                        .decode(b.trim())
+                        .with_context(|| format!("the blob of {uri} is not valid base64"))?,
+                ),
+                _ => {}
+            }
+        }
+        std::fs::write(path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+        say!("wrote {} bytes to {}", bytes.len(), path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    if as_json {
+        say!("{}", to_json(&result, true)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (i, c) in result.contents.iter().enumerate() {
+        if result.contents.len() > 1 || c.uri != uri {
+            if i > 0 {
+                say!("");
+            }
+            say!(
+                "--- {} ({})",
+                clean_line(&c.uri),
+                clean_line(c.mime_type.as_deref().unwrap_or("-"))
+            );
+        }
+        say!("{}", clean_text(&contents_text(c)));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mcp prompts <server>`: every prompt with its arguments.
+pub async fn prompts(rt: &Runtime, server: &str, as_json: bool) -> anyhow::Result<ExitCode> {
+    let list = rt
+        .registry
+        .send(ListPrompts {
+            server: server.to_owned(),
+        })
+        .await
+        .context("the tool registry stopped")??;
+    if as_json {
+        say!("{}", to_json(&list, true)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    say!("server \"{}\": {} prompts", clean_line(server), list.len());
+    for p in &list {
+        let args: Vec<String> = p
+            .arguments
+            .iter()
+            .map(|a| {
+                if a.required {
+                    clean_line(&a.name).into_owned()
+                } else {
+                    format!("[{}]", clean_line(&a.name))
+                }
+            })
+            .collect();
+        say!("\n{} {}", clean_line(&p.name), args.join(" "));
+        if let Some(d) = &p.description {
+            say!("  {}", clean_line(d));
+        }
+        for a in &p.arguments {
+            if let Some(d) = &a.description {
+                say!("  {}: {}", clean_line(&a.name), clean_line(d));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A prompt's arguments from `--args`: an object whose values are strings (numbers and
+/// booleans are taken as their JSON text).
+fn prompt_args(text: Option<&str>) -> anyhow::Result<BTreeMap<String, String>> {
+    let Some(text) = text else {
+        return Ok(BTreeMap::new());
+    };
+    let v = super::mcp::args_object(text)?;
+    let mut out = BTreeMap::new();
+    for (k, v) in v.as_object().into_iter().flatten() {
+        let s = match v {
+            Value::String(s) => s.clone(),
+            Value::Number(_) | Value::Bool(_) => v.to_string(),
+            _ => bail!("--args: a prompt's arguments are strings; \"{k}\" is not"),
+        };
+        out.insert(k.clone(), s);
+    }
+    Ok(out)
+}
+
+/// `mcp prompt <server> <name>`: the prompt's messages.
+pub async fn prompt(
+    rt: &Runtime,
+    server: &str,
+    name: &str,
+    args: Option<&str>,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    let arguments = prompt_args(args)?;
+    let result = rt
+        .registry
+        .send(GetPrompt {
+            server: server.to_owned(),
+            name: name.to_owned(),
+            arguments,
+        })
+        .await
+        .context("the tool registry stopped")??;
+    if as_json {
+        say!("{}", to_json(&result, true)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(d) = &result.description {
+        say!("{}\n", clean_line(d));
+    }
+    for m in &result.messages {
+        say!("[{}]", clean_line(&m.role));
+        say!("{}", clean_text(&block_text(&m.content)));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,227 @@
+//! `@server:uri` in the input: Tab completes a server that offers resources, then its resources'
+//! URIs (and its templates, to fill in by hand); on Enter each mention's resource is read and
+//! its contents attached to the prompt (text as is, cut at [`MAX_ATTACHED`] bytes; binary
+//! contents summarised).
+
+use harness9_actors::messages::ServerStatus;
+use harness9_actors::protocol::types::ReadResourceResult;
+
+use super::state::{Effect, Entry, State};
+use crate::agent::builtins::resources::contents_text;
+
+/// Mentions read for one prompt at most.
+pub const MAX_MENTIONS: usize = 8;
+/// Bytes of one resource's text attached at most.
+pub const MAX_ATTACHED: usize = 64 * 1024;
+
+/// The `@server:uri` words of `line` whose server is connected, in order (at most
+/// [`MAX_MENTIONS`]).
+pub fn mentions(state: &State, line: &str) -> Vec<(String, String)> {
+    line.split_whitespace()
+        .filter_map(|w| w.strip_prefix('@'))
+        .filter_map(|w| w.split_once(':'))
+        .filter(|(server, uri)| !uri.is_empty() && connected(state, server))
+        .map(|(s, u)| (s.to_owned(), u.to_owned()))
+        .take(MAX_MENTIONS)
+        .collect()
+}
+
+fn connected(state: &State, server: &str) -> bool {
+    state
+        .servers
+        .get(server)
+        .is_some_and(|s| matches!(s.status, ServerStatus::Connected { .. }))
+}
+
+/// Whether a connected server says it has resources.
+fn offers_resources(state: &State, server: &str) -> bool {
+    state.servers.get(server).is_some_and(|s| {
+        matches!(&s.status, ServerStatus::Connected { info, .. } if info.capabilities.resources.is_some())
+    })
+}
+
+/// Tab on a word that starts with `@`: the candidates that complete it (whole words), or the
+/// load that must come first.
+pub(super) fn candidates(state: &mut State, word: &str) -> Result<Vec<String>, Vec<Effect>> {
+    let Some(rest) = word.strip_prefix('@') else {
+        return Ok(Vec::new());
+    };
+    let Some((server, uri)) = rest.split_once(':') else {
+        let names: Vec<String> = state
+            .servers
+            .keys()
+            .filter(|s| s.starts_with(rest) && offers_resources(state, s))
+            .map(|s| format!("@{s}:"))
+            .collect();
+        return Ok(names);
+    };
+    if !connected(state, server) {
+        return Ok(Vec::new());
+    }
+    match state.extras.get(server).and_then(|e| e.resources.as_ref()) {
+        Some(Ok(list)) => Ok(list
+            .resources
+            .iter()
+            .chain(&list.templates)
+            .map(|(u, _)| u)
+            .filter(|u| u.starts_with(uri))
+            .map(|u| format!("@{server}:{u}"))
+            .collect()),
+        Some(Err(_)) => Ok(Vec::new()),
+        None => {
+            let extras = state.extras.entry(server.to_owned()).or_default();
+            if extras.loading {
+                return Err(Vec::new());
+            }
+            extras.loading = true;
+            state.note(Entry::Info(format!(
+                "loading the resources of {}; Tab again",
+                crate::sanitize::clean_line(server)
+            )));
+            Err(vec![Effect::LoadResources(server.to_owned())])
+        }
+    }
+}
+
+/// The prompt with each read resource attached after it.
+pub fn attach(
+    line: &str,
+    reads: &[(String, String, Result<ReadResourceResult, String>)],
+) -> String {
+    let mut out = line.to_owned();
+    for (server, uri, read) in reads {
+        out.push_str(&format!(
+            "\n\n<resource server=\"{server}\" uri=\"{uri}\">\n"
+        ));
+        match read {
+            Ok(r) => {
+                let parts: Vec<String> = r.contents.iter().map(contents_text).collect();
+                let text = parts.join("\n");
+                let mut end = text.len().min(MAX_ATTACHED);
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                out.push_str(&text[..end]);
+                if end < text.len() {
+                    out.push_str(&format!(
+                        "\n[cut at {MAX_ATTACHED} bytes; read_mcp_resource reads it whole]"
+                    ));
+                }
+            }
+            Err(e) => out.push_str(&format!("[could not read it: {e}]")),
+        }
+        out.push_str("\n</resource>");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use crossterm::event::KeyCode;
+    use harness9_actors::messages::{ServerState, ServerStatus};
+    use harness9_actors::protocol::types::{
+        ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
+    };
+
+    use super::*;
+    use crate::tui::state::{update, Event};
+    use crate::tui::tests::{connected, key_event as key, typed};
+
+    fn with_resources() -> State {
+        let mut ev = connected(1, 5);
+        if let ServerStatus::Connected { info, .. } = &mut ev.status {
+            info.capabilities = Arc::new(ServerCapabilities {
+                resources: Some(serde_json::json!({})),
+                ..Default::default()
+            });
+        }
+        let mut s = State::new(".mcp.json".into(), Some("anthropic m".into()), "x".into());
+        let snap: BTreeMap<String, ServerState> = [
+            ("everything".to_owned(), ev),
+            ("plain".to_owned(), connected(1, 5)),
+        ]
+        .into();
+        update(&mut s, Event::Status(Arc::new(snap)));
+        s
+    }
+
+    #[test]
+    fn tab_completes_servers_then_their_resources_and_enter_attaches_them() {
+        let mut s = with_resources();
+        typed(&mut s, "explain @ev");
+        update(&mut s, key(KeyCode::Tab));
+        assert_eq!(s.input, "explain @everything:");
+        // Not loaded yet: loaded first, then Tab again.
+        assert_eq!(
+            update(&mut s, key(KeyCode::Tab)),
+            vec![Effect::LoadResources("everything".into())]
+        );
+        let r = |uri: &str| Resource {
+            uri: uri.into(),
+            name: "n".into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            size: None,
+        };
+        update(
+            &mut s,
+            Event::Resources {
+                server: "everything".into(),
+                result: Ok((
+                    vec![
+                        r("demo://resource/static/document/features.md"),
+                        r("demo://resource/static/document/startup.md"),
+                    ],
+                    vec![],
+                )),
+            },
+        );
+        typed(&mut s, "demo://resource/static/document/f");
+        update(&mut s, key(KeyCode::Tab));
+        assert_eq!(
+            s.input,
+            "explain @everything:demo://resource/static/document/features.md "
+        );
+        let sent = update(&mut s, key(KeyCode::Enter));
+        assert_eq!(
+            sent,
+            vec![Effect::SubmitWithResources {
+                prompt: "explain @everything:demo://resource/static/document/features.md".into(),
+                mentions: vec![(
+                    "everything".into(),
+                    "demo://resource/static/document/features.md".into()
+                )],
+            }]
+        );
+    }
+
+    #[test]
+    fn attached_contents_are_cut_and_failures_said() {
+        let big = "x".repeat(MAX_ATTACHED + 10);
+        let ok = ReadResourceResult {
+            contents: vec![ResourceContents {
+                uri: "a://b".into(),
+                mime_type: None,
+                text: Some(big),
+                blob: None,
+            }],
+            result_type: None,
+        };
+        let out = attach(
+            "look",
+            &[
+                ("s".into(), "a://b".into(), Ok(ok)),
+                ("s".into(), "a://c".into(), Err("gone".into())),
+            ],
+        );
+        assert!(out.starts_with("look\n\n<resource server=\"s\" uri=\"a://b\">\nxxx"));
+        assert!(out.contains(&format!("[cut at {MAX_ATTACHED} bytes;")));
+        assert!(out.ends_with(
+            "<resource server=\"s\" uri=\"a://c\">\n[could not read it: gone]\n</resource>"
+        ));
+    }
+}

@@ -1,0 +1,302 @@
+//! MCP prompts as slash commands: every prompt of a connected server is
+//! `/mcp__{server}__{prompt}` (names sanitized like tool names), Tab completes it, its
+//! arguments are `name=value` words (or values in the prompt's argument order), and its
+//! messages go to the model as the user's input (shown in the transcript when no model is
+//! configured). Prompt lists are loaded when a server that offers prompts connects, and again
+//! after `notifications/prompts/list_changed`.
+
+use std::collections::BTreeMap;
+
+use harness9_actors::messages::ServerStatus;
+use harness9_actors::naming::sanitize;
+use harness9_actors::protocol::types::{GetPromptResult, Prompt};
+
+use super::state::{Effect, Entry, State};
+use crate::agent::builtins::resources::block_text;
+use crate::sanitize::clean_line;
+
+/// The most prompts kept per server.
+pub const MAX_PROMPTS: usize = 1000;
+
+/// One prompt as a slash command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptCommand {
+    /// `/mcp__{server}__{prompt}`.
+    pub command: String,
+    /// The prompt's name on its server.
+    pub name: String,
+    /// Its arguments: name and whether it is required.
+    pub arguments: Vec<(String, bool)>,
+}
+
+/// The prompts of every connected server that offers them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PromptTable {
+    /// Each server's prompt commands (`None` while loading).
+    pub servers: BTreeMap<String, Option<Vec<PromptCommand>>>,
+}
+
+/// Every prompt command, for Tab completion.
+pub(super) fn commands(state: &State) -> impl Iterator<Item = &str> {
+    state
+        .prompts
+        .servers
+        .values()
+        .flatten()
+        .flatten()
+        .map(|c| c.command.as_str())
+}
+
+/// After a status snapshot: a connected server that offers prompts gets its list loaded; one
+/// that is gone loses it.
+pub(super) fn status_changed(state: &mut State) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    let servers = state.servers.clone();
+    state.prompts.servers.retain(|name, _| {
+        servers
+            .get(name)
+            .is_some_and(|s| matches!(s.status, ServerStatus::Connected { .. }))
+    });
+    for (name, st) in servers.iter() {
+        let ServerStatus::Connected { info, .. } = &st.status else {
+            continue;
+        };
+        if info.capabilities.prompts.is_some() && !state.prompts.servers.contains_key(name) {
+            state.prompts.servers.insert(name.clone(), None);
+            effects.push(Effect::LoadPrompts(name.clone()));
+        }
+    }
+    effects
+}
+
+/// `notifications/prompts/list_changed`: load the list again.
+pub(super) fn changed(state: &mut State, server: &str) -> Vec<Effect> {
+    if matches!(state.prompts.servers.get(server), Some(Some(_))) {
+        state.prompts.servers.insert(server.to_owned(), None);
+        return vec![Effect::LoadPrompts(server.to_owned())];
+    }
+    Vec::new()
+}
+
+/// A server's prompt list arrived.
+pub(super) fn loaded(state: &mut State, server: String, result: Result<Vec<Prompt>, String>) {
+    if !state.prompts.servers.contains_key(&server) {
+        return;
+    }
+    let list = match result {
+        Ok(list) => list,
+        Err(e) => {
+            tracing::warn!(server = %server, "prompts/list failed: {e}");
+            Vec::new()
+        }
+    };
+    let prefix = format!("/mcp__{}__", sanitize(&server));
+    let commands = list
+        .into_iter()
+        .take(MAX_PROMPTS)
+        .map(|p| PromptCommand {
+            command: format!("{prefix}{}", sanitize(&p.name)),
+            arguments: p
+                .arguments
+                .iter()
+                .map(|a| (a.name.clone(), a.required))
+                .collect(),
+            name: p.name,
+        })
+        .collect();
+    state.prompts.servers.insert(server, Some(commands));
+}
+
+/// `/mcp__{server}__{prompt} args...`: asks the server for the prompt's messages.
+pub(super) fn run(state: &mut State, command: &str, rest: &str) -> Vec<Effect> {
+    let found = state.prompts.servers.iter().find_map(|(server, list)| {
+        list.iter()
+            .flatten()
+            .find(|c| c.command == command)
+            .map(|c| (server.clone(), c.clone()))
+    });
+    let Some((server, prompt)) = found else {
+        state.note(Entry::Error(format!(
+            "unknown command {}; /help lists the commands, Tab completes MCP prompts",
+            clean_line(command)
+        )));
+        return Vec::new();
+    };
+    let usage = || {
+        let args: Vec<String> = prompt
+            .arguments
+            .iter()
+            .map(|(n, req)| {
+                if *req {
+                    format!("{n}=…")
+                } else {
+                    format!("[{n}=…]")
+                }
+            })
+            .collect();
+        clean_line(&format!("usage: {} {}", prompt.command, args.join(" "))).into_owned()
+    };
+    let mut arguments = BTreeMap::new();
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    if words.iter().all(|w| w.contains('=')) {
+        for w in words {
+            if let Some((k, v)) = w.split_once('=') {
+                arguments.insert(k.to_owned(), v.to_owned());
+            }
+        }
+    } else if words.len() <= prompt.arguments.len() {
+        for (w, (name, _)) in words.iter().zip(&prompt.arguments) {
+            arguments.insert(name.clone(), (*w).to_owned());
+        }
+    } else {
+        state.note(Entry::Error(usage()));
+        return Vec::new();
+    }
+    let missing: Vec<&str> = prompt
+        .arguments
+        .iter()
+        .filter(|(n, req)| *req && !arguments.contains_key(n))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    if !missing.is_empty() {
+        state.note(Entry::Error(format!(
+            "{}: missing {}; {}",
+            clean_line(&prompt.command),
+            clean_line(&missing.join(", ")),
+            usage()
+        )));
+        return Vec::new();
+    }
+    vec![Effect::GetPrompt {
+        server,
+        name: prompt.name,
+        arguments,
+    }]
+}
+
+/// A prompt's messages as one input: each message's text, with its role when the prompt has
+/// more than one speaker.
+pub fn prompt_text(result: &GetPromptResult) -> String {
+    let roles: std::collections::BTreeSet<&str> =
+        result.messages.iter().map(|m| m.role.as_str()).collect();
+    let mut out = Vec::new();
+    for m in &result.messages {
+        let text = block_text(&m.content);
+        if roles.len() > 1 {
+            out.push(format!("[{}]\n{text}", m.role));
+        } else {
+            out.push(text);
+        }
+    }
+    out.join("\n\n")
+}
+
+/// The prompt came back: its messages go to the model (or, without one, to the transcript).
+pub(super) fn got(
+    state: &mut State,
+    command: &str,
+    result: Result<GetPromptResult, String>,
+) -> Vec<Effect> {
+    let r = match result {
+        Ok(r) => r,
+        Err(e) => {
+            state.note(Entry::Error(format!("{}: {e}", clean_line(command))));
+            return Vec::new();
+        }
+    };
+    let text = prompt_text(&r);
+    if state.model.is_none() || state.busy {
+        let why = if state.model.is_none() {
+            "no model is configured"
+        } else {
+            "a turn is running"
+        };
+        state.note(Entry::Info(format!(
+            "{} ({why}; not sent):\n{text}",
+            clean_line(command)
+        )));
+        return Vec::new();
+    }
+    state.note(Entry::User(text.clone()));
+    state.busy = true;
+    vec![Effect::Submit(text)]
+}
+
+/// Tab in a prompt command's arguments: asks the server (`completion/complete`) for values of
+/// the argument being typed (`name=value`, or the next one in order); `None` when the input is
+/// not a prompt command with arguments.
+pub(super) fn complete_argument(state: &State) -> Option<Vec<Effect>> {
+    let input = &state.input;
+    let (command, rest) = input.split_once(' ')?;
+    let (server, prompt) = state.prompts.servers.iter().find_map(|(server, list)| {
+        list.iter()
+            .flatten()
+            .find(|c| c.command == command)
+            .map(|c| (server.clone(), c.clone()))
+    })?;
+    let words: Vec<&str> = rest.split(' ').collect();
+    let (last, before) = words.split_last()?;
+    let mut context = BTreeMap::new();
+    for (i, w) in before.iter().filter(|w| !w.is_empty()).enumerate() {
+        match w.split_once('=') {
+            Some((k, v)) => context.insert(k.to_owned(), v.to_owned()),
+            None => prompt
+                .arguments
+                .get(i)
+                .and_then(|(n, _)| context.insert(n.clone(), (*w).to_owned())),
+        };
+    }
+    let (argument, value) = match last.split_once('=') {
+        Some((k, v)) => (k.to_owned(), v.to_owned()),
+        None => {
+            // Positional: the first argument not given yet.
+            let next = prompt
+                .arguments
+                .iter()
+                .find(|(n, _)| !context.contains_key(n))?;
+            (next.0.clone(), (*last).to_owned())
+        }
+    };
+    if !prompt.arguments.iter().any(|(n, _)| *n == argument) {
+        return Some(Vec::new());
+    }
+    Some(vec![Effect::CompleteArgument {
+        input: input.clone(),
+        server,
+        prompt: prompt.name,
+        argument,
+        value,
+        context,
+    }])
+}
+
+/// Values for the argument being typed came back: one replaces the word (`name=value `), more
+/// are listed; nothing changes if the input changed meanwhile.
+pub(super) fn completed(state: &mut State, input: &str, argument: &str, values: Vec<String>) {
+    if state.input != input {
+        return;
+    }
+    let head = match input.rfind(' ') {
+        Some(i) => &input[..=i],
+        None => return,
+    };
+    match values.as_slice() {
+        [] => state.note(Entry::Info(format!(
+            "no values offered for {}",
+            clean_line(argument)
+        ))),
+        [one] => {
+            state.input = format!("{head}{argument}={one} ");
+            state.cursor = state.input.chars().count();
+        }
+        many => {
+            let shown: Vec<&str> = many.iter().take(12).map(String::as_str).collect();
+            let more = many.len().saturating_sub(shown.len());
+            let mut text = format!("{}: {}", clean_line(argument), shown.join("  "));
+            if more > 0 {
+                text.push_str(&format!("  … {more} more"));
+            }
+            state.note(Entry::Info(text));
+        }
+    }
+}
