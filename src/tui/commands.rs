@@ -69,18 +69,12 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
     let rest = rest.trim();
     match cmd {
         "/mcp" => {
-            // `/mcp name` selects that server; plain `/mcp` the first failed one, to show why.
-            let selected = state
-                .servers
-                .keys()
-                .position(|k| k == rest)
-                .or_else(|| {
-                    state
-                        .servers
-                        .values()
-                        .position(|s| matches!(s.status, ServerStatus::Failed { .. }))
-                })
-                .unwrap_or_default();
+            // `/mcp name` opens that server's view; plain `/mcp` the overview of all, on the
+            // first failed one.
+            let Some(selected) = state.servers.keys().position(|k| k == rest) else {
+                super::overview::open(state);
+                return Vec::new();
+            };
             state.modal = Some(Modal::Panel(PanelState {
                 selected,
                 scroll: 0,
@@ -519,7 +513,20 @@ mod tests {
         let mut s = with_servers(&["a", "b"], 1);
         typed(&mut s, "/mcp");
         update(&mut s, key(KeyCode::Enter));
+        assert!(matches!(s.modal, Some(Modal::Overview(_))));
+        // Enter opens the selected server's view; Esc goes back to the overview.
+        update(&mut s, key(KeyCode::Enter));
         assert!(matches!(s.modal, Some(Modal::Panel(_))));
+        update(&mut s, key(KeyCode::Esc));
+        assert!(matches!(s.modal, Some(Modal::Overview(_))));
+        // `/mcp NAME` opens that server's view at once.
+        s.modal = None;
+        typed(&mut s, "/mcp b");
+        update(&mut s, key(KeyCode::Enter));
+        assert!(matches!(
+            s.modal,
+            Some(Modal::Panel(PanelState { selected: 1, .. }))
+        ));
         // Plain /mcp opens on the first failed server.
         let mut failing = (*s.servers).clone();
         if let Some(b) = failing.get_mut("b") {
@@ -534,9 +541,8 @@ mod tests {
         update(&mut s, key(KeyCode::Enter));
         assert_eq!(
             s.modal,
-            Some(Modal::Panel(PanelState {
-                selected: 1,
-                scroll: 0
+            Some(Modal::Overview(crate::tui::overview::OverviewState {
+                selected: 1
             }))
         );
         let quit = update(

@@ -271,10 +271,35 @@ pub fn menu(state: &State) -> Vec<(String, String)> {
     if state.modal.is_some() || !input.starts_with('/') || input.contains(char::is_whitespace) {
         return Vec::new();
     }
+    let prompts = state
+        .prompts
+        .servers
+        .values()
+        .flatten()
+        .flatten()
+        .filter(|c| c.command.starts_with(input))
+        .map(|c| {
+            let args: Vec<String> = c
+                .arguments
+                .iter()
+                .map(|(a, required)| {
+                    if *required {
+                        format!("{a}=")
+                    } else {
+                        format!("[{a}=]")
+                    }
+                })
+                .collect();
+            (
+                c.command.clone(),
+                format!("MCP prompt {} {}", c.name, args.join(" ")),
+            )
+        });
     COMMANDS
         .iter()
         .filter(|(c, _)| c.starts_with(input))
         .map(|(c, what)| ((*c).to_owned(), (*what).to_owned()))
+        .chain(prompts)
         .collect()
 }
 

@@ -14,6 +14,7 @@ mod input;
 mod inputs;
 mod markdown;
 mod mentions;
+mod overview;
 mod panel;
 mod prompts;
 mod server_view;

@@ -104,8 +104,11 @@ impl State {
 
 /// Keeps the panel's selection on a server after a new status snapshot (servers may have gone).
 pub(super) fn status_changed(state: &mut State) {
-    if let Some(Modal::Panel(p)) = &mut state.modal {
-        p.selected = p.selected.min(state.servers.len().saturating_sub(1));
+    let last = state.servers.len().saturating_sub(1);
+    match &mut state.modal {
+        Some(Modal::Panel(p)) => p.selected = p.selected.min(last),
+        Some(Modal::Overview(o)) => o.selected = o.selected.min(last),
+        _ => {}
     }
 }
 
@@ -121,7 +124,14 @@ pub(super) fn panel_key(state: &mut State, mut p: PanelState, key: KeyEvent) -> 
     p.scroll = p.scroll.min(max);
     let mut effects = Vec::new();
     match key.code {
-        KeyCode::Esc | KeyCode::Char('q') => return effects,
+        // Back to the overview; `q` closes.
+        KeyCode::Esc => {
+            state.modal = Some(Modal::Overview(super::overview::OverviewState {
+                selected: p.selected,
+            }));
+            return effects;
+        }
+        KeyCode::Char('q') => return effects,
         KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') if n > 0 => {
             p.selected = (p.selected + 1) % n;
             p.scroll = 0;
@@ -311,7 +321,7 @@ pub(super) fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area:
     .areas(inner);
     frame.render_widget(
         Paragraph::new(Line::styled(
-            "↑↓/jk PgUp/PgDn Home/End scroll · Tab/←→ server · r restart · e edit .mcp.json · Esc close",
+            "↑↓/jk PgUp/PgDn Home/End scroll · Tab/←→ server · r restart · e edit .mcp.json · Esc overview · q close",
             DIM,
         )),
         help,
@@ -468,7 +478,11 @@ mod tests {
             update(&mut s, key(KeyCode::Char('e'))),
             vec![Effect::OpenEditor]
         );
+        // Esc goes back to the overview, q closes.
         update(&mut s, key(KeyCode::Esc));
+        assert!(matches!(s.modal, Some(Modal::Overview(_))));
+        update(&mut s, key(KeyCode::Enter));
+        update(&mut s, key(KeyCode::Char('q')));
         assert_eq!(s.modal, None);
     }
 }

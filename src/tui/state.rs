@@ -235,7 +235,9 @@ pub enum Effect {
 /// Which modal is open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Modal {
-    /// `/mcp`.
+    /// `/mcp`: every server at a glance.
+    Overview(super::overview::OverviewState),
+    /// `/mcp NAME`, or Enter in the overview: one server.
     Panel(PanelState),
     /// `/trace`.
     Trace(TraceView),
@@ -547,6 +549,7 @@ fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         return super::elicit::ask_key(state, key);
     }
     match state.modal.take() {
+        Some(Modal::Overview(o)) => super::overview::key(state, o, key),
         Some(Modal::Panel(p)) => panel_key(state, p, key),
         Some(Modal::Trace(t)) => trace_key(state, t, key),
         Some(Modal::Help) => help_key(state, key),

@@ -661,6 +661,36 @@ fn the_slash_menu_and_the_tab_popup() {
     insta::assert_snapshot!(format!("{all}\n{narrowed}\n{popup}"));
 }
 
+/// `/mcp` opens on every server at a glance, the failed one selected with its error; the
+/// disabled one dim at the end; Enter opens the selected server's view.
+#[test]
+fn the_mcp_overview_with_a_failed_server() {
+    let mut s = state_with(
+        vec![
+            ("everything", connected(13, 412)),
+            (
+                "broken",
+                failed(
+                    "spawn /nonexistent/nope: No such file or directory (os error 2)",
+                    &[],
+                ),
+            ),
+            ("docs", connected(2, 95)),
+        ],
+        vec![],
+    );
+    s.disabled = vec!["old".into()];
+    s.sources
+        .insert("docs".into(), "/home/u/.config/harness9/mcp.json".into());
+    typed(&mut s, "/mcp");
+    update(&mut s, key_event(KeyCode::Enter));
+    let overview = render(&mut s, 100, 14);
+    update(&mut s, key_event(KeyCode::Enter));
+    let opened = render(&mut s, 100, 14);
+    assert!(opened.contains("┌ MCP servers"), "{opened}");
+    insta::assert_snapshot!(overview);
+}
+
 #[test]
 fn trust_screen_lists_each_unapproved_server_with_its_command_line() {
     let unapproved = |c: &str| ServerState {
@@ -822,6 +852,17 @@ fn mcp_prompts_are_slash_commands_with_completion_and_arguments() {
             ]),
         },
     );
+    // The `/` menu lists the prompts with the commands.
+    typed(&mut s, "/mcp__");
+    let menu = super::input::menu(&s);
+    assert!(
+        menu.iter()
+            .any(|(c, what)| c == "/mcp__everything__args_prompt"
+                && what.contains("MCP prompt args-prompt city= [state=]")),
+        "{menu:?}"
+    );
+    s.input.clear();
+    s.cursor = 0;
     typed(&mut s, "/mcp__everything__a");
     key(&mut s, KeyCode::Tab);
     assert_eq!(s.input, "/mcp__everything__args_prompt ");

@@ -79,6 +79,7 @@ pub fn view(state: &State, frame: &mut Frame) {
         .areas(area);
         frame.render_widget(Clear, modal_area);
         match modal {
+            Modal::Overview(o) => super::overview::draw(state, o, frame, modal_area),
             Modal::Panel(p) => super::panel::draw_panel(state, p, frame, modal_area),
             Modal::Trace(t) => super::trace::draw_trace(state, t, frame, modal_area),
             Modal::Help => super::commands::draw_help(frame, modal_area),

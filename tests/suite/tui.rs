@@ -213,17 +213,26 @@ impl Tmux {
         pid.parse().expect("harness9 pid")
     }
 
-    /// Types `/mcp` Enter and waits for the panel.
+    /// Types `/mcp` Enter (the overview), then Enter on its selection, and waits for that
+    /// server's view.
     pub(super) fn open_panel(&self) -> String {
         self.send_keys(&["/mcp", "Enter"]);
+        self.wait_for("the /mcp overview", BOUND, |s| s.contains("┌ MCP overview"));
+        self.send_keys(&["Enter"]);
         self.wait_for("the /mcp panel", BOUND, |s| panel_line(s, 0).is_some())
     }
 
-    /// Presses Esc and waits for the panel to close and the input line to come back.
+    /// Presses q and waits for the panel to close and the input line to come back.
     pub(super) fn close_panel(&self) {
-        self.send_keys(&["Escape"]);
-        self.wait_for("Esc to close the panel", BOUND, |s| {
-            panel_line(s, 0).is_none() && s.lines().any(|l| l == ">" || l.starts_with("> "))
+        let s = self.screen();
+        if panel_line(&s, 0).is_none() && !s.contains("┌ MCP overview") {
+            return; // already closed: a `q` would go into the input
+        }
+        self.send_keys(&["q"]);
+        self.wait_for("q to close the panel", BOUND, |s| {
+            panel_line(s, 0).is_none()
+                && !s.contains("┌ MCP overview")
+                && s.lines().any(|l| l == ">" || l.starts_with("> "))
         });
     }
 
@@ -253,6 +262,10 @@ impl Tmux {
     /// session in the same project.
     fn end_keeping_dir(self) {
         let _ = tmux(&self.dir, &["kill-server"]);
+        // The old server may still be exiting: a new session on the same socket could reach
+        // it ("server exited unexpectedly"). Without the socket file, the next tmux starts a
+        // server of its own.
+        let _ = std::fs::remove_file(self.dir.join("tmux.sock"));
         let _ = std::fs::remove_file(self.dir.join("code.txt"));
         std::mem::forget(self);
     }
@@ -389,8 +402,13 @@ fn tui_end_to_end_with_the_reference_server() {
         b.contains("everything ●") && b.contains("tools") && b.contains("broken ✗ failed")
     });
 
-    // The panel opens on `broken` (first by name) with its stderr; Tab shows everything's pid.
+    // The overview opens on `broken` (first by name, failed) with its error; Enter opens its
+    // view with its stderr; Tab shows everything's pid.
     t.send_keys(&["/mcp", "Enter"]);
+    t.wait_for("broken's error in the overview", BOUND, |s| {
+        s.contains("┌ MCP overview") && s.contains("broken") && s.contains("✗ failed")
+    });
+    t.send_keys(&["Enter"]);
     t.wait_for("broken's stderr in /mcp", BOUND, |s| {
         selected(s).as_deref() == Some("broken") && s.contains("boom: missing dependency")
     });
@@ -961,7 +979,7 @@ fn mcp_add_and_remove_from_another_process_reach_a_running_tui() {
         s.contains("reloaded .mcp.json: added added; 1 unchanged")
     });
     // The panel says where it comes from.
-    t.send_keys(&["/mcp", "Enter"]);
+    t.send_keys(&["/mcp added", "Enter"]);
     t.wait_for("added's config file in /mcp", BOUND, |s| {
         selected(s).as_deref() == Some("added") && s.contains("from .mcp.json")
     });
