@@ -611,6 +611,42 @@ impl Tui {
                     );
                 }));
             }
+            Effect::CompleteTemplate {
+                input,
+                server,
+                template,
+                variable,
+                value,
+                head,
+                tail,
+            } => {
+                let ask = self.registry.send(Complete {
+                    server,
+                    reference: CompletionRef::Resource(template),
+                    argument: variable,
+                    value,
+                    context: Default::default(),
+                });
+                ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
+                    let values = match r {
+                        Ok(Ok(c)) => c.values,
+                        Ok(Err(e)) => {
+                            tracing::debug!("completion/complete: {e}");
+                            Vec::new()
+                        }
+                        Err(_) => Vec::new(),
+                    };
+                    act.apply(
+                        Event::MentionCompleted {
+                            input,
+                            head,
+                            tail,
+                            values,
+                        },
+                        ctx,
+                    );
+                }));
+            }
             Effect::GetPrompt {
                 server,
                 name,

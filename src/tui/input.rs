@@ -177,13 +177,11 @@ fn complete(state: &mut State) -> Vec<Effect> {
                 if common.len() > last.len() {
                     state.input = format!("{head}{common}");
                 } else {
-                    let shown: Vec<&str> = many.iter().take(12).copied().collect();
-                    let more = many.len().saturating_sub(shown.len());
-                    let mut text = shown.join("  ");
-                    if more > 0 {
-                        text.push_str(&format!("  … {more} more"));
-                    }
-                    state.note(Entry::Info(text));
+                    state.popup = Some(
+                        many.iter()
+                            .map(|m| ((*m).to_owned(), String::new()))
+                            .collect(),
+                    );
                 }
             }
         }

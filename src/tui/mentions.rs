@@ -1,5 +1,6 @@
 //! `@server:uri` in the input: Tab completes a server that offers resources, then its resources'
-//! URIs (and its templates, to fill in by hand); on Enter each mention's resource is read and
+//! URIs and templates; inside a template's variable the server completes its value
+//! (`completion/complete` with `ref/resource`, one variable per template); on Enter each mention's resource is read and
 //! its contents attached to the prompt (text as is, cut at [`MAX_ATTACHED`] bytes; binary
 //! contents summarised).
 
@@ -59,14 +60,37 @@ pub(super) fn candidates(state: &mut State, word: &str) -> Result<Vec<String>, V
         return Ok(Vec::new());
     }
     match state.extras.get(server).and_then(|e| e.resources.as_ref()) {
-        Some(Ok(list)) => Ok(list
-            .resources
-            .iter()
-            .chain(&list.templates)
-            .map(|(u, _)| u)
-            .filter(|u| u.starts_with(uri))
-            .map(|u| format!("@{server}:{u}"))
-            .collect()),
+        Some(Ok(list)) => {
+            // Into a template's variable: the server completes its value.
+            for (template, _) in &list.templates {
+                let Some((lit, variable, tail)) = one_variable(template) else {
+                    continue;
+                };
+                let Some(value) = uri.strip_prefix(lit) else {
+                    continue;
+                };
+                if value.contains('/') || (value.is_empty() && !uri.starts_with(lit)) {
+                    continue;
+                }
+                return Err(vec![Effect::CompleteTemplate {
+                    input: state.input.clone(),
+                    server: server.to_owned(),
+                    template: template.clone(),
+                    variable: variable.to_owned(),
+                    value: value.to_owned(),
+                    head: format!("@{server}:{lit}"),
+                    tail: tail.to_owned(),
+                }]);
+            }
+            Ok(list
+                .resources
+                .iter()
+                .chain(&list.templates)
+                .map(|(u, _)| u)
+                .filter(|u| u.starts_with(uri))
+                .map(|u| format!("@{server}:{u}"))
+                .collect())
+        }
         Some(Err(_)) => Ok(Vec::new()),
         None => {
             let extras = state.extras.entry(server.to_owned()).or_default();
@@ -79,6 +103,51 @@ pub(super) fn candidates(state: &mut State, word: &str) -> Result<Vec<String>, V
                 crate::sanitize::clean_line(server)
             )));
             Err(vec![Effect::LoadResources(server.to_owned())])
+        }
+    }
+}
+
+/// A URI template with one simple variable (`demo://text/{id}`): the text before it, its name
+/// and the text after it.
+fn one_variable(template: &str) -> Option<(&str, &str, &str)> {
+    let (lit, rest) = template.split_once('{')?;
+    let (name, tail) = rest.split_once('}')?;
+    let simple = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (simple && !tail.contains('{')).then_some((lit, name, tail))
+}
+
+/// Values for a template variable came back: one completes the mention, more are offered in
+/// the popup; nothing changes if the input changed meanwhile.
+pub(super) fn completed(
+    state: &mut State,
+    input: &str,
+    head: &str,
+    tail: &str,
+    values: Vec<String>,
+) {
+    if state.input != input {
+        return;
+    }
+    let start = input.rfind(char::is_whitespace).map_or(0, |i| {
+        i + input[i..].chars().next().map_or(1, char::len_utf8)
+    });
+    let before = &input[..start];
+    match values.as_slice() {
+        [] => state.note(Entry::Info(format!(
+            "the server offers no values for {}",
+            crate::sanitize::clean_line(head)
+        ))),
+        [one] => {
+            state.input = format!("{before}{head}{one}{tail} ");
+            state.cursor = state.input.chars().count();
+        }
+        many => {
+            state.popup = Some(
+                many.iter()
+                    .take(100)
+                    .map(|v| (format!("{head}{v}{tail}"), String::new()))
+                    .collect(),
+            )
         }
     }
 }
@@ -223,5 +292,44 @@ mod tests {
         assert!(out.ends_with(
             "<resource server=\"s\" uri=\"a://c\">\n[could not read it: gone]\n</resource>"
         ));
+    }
+
+    #[test]
+    fn a_template_variable_is_completed_by_the_server() {
+        use harness9_actors::protocol::types::ResourceTemplate;
+        let mut s = with_resources();
+        let template = ResourceTemplate {
+            uri_template: "demo://text/{id}".into(),
+            name: "t".into(),
+            title: None,
+            description: None,
+            mime_type: None,
+        };
+        update(
+            &mut s,
+            Event::Resources {
+                server: "everything".into(),
+                result: Ok((vec![], vec![template])),
+            },
+        );
+        typed(&mut s, "read @everything:demo://text/4");
+        let effects = update(&mut s, key(KeyCode::Tab));
+        assert!(
+            matches!(&effects[..], [Effect::CompleteTemplate { template, variable, value, .. }]
+                if template == "demo://text/{id}" && variable == "id" && value == "4"),
+            "{effects:?}"
+        );
+        let input = s.input.clone();
+        let done = |values: Vec<&str>| Event::MentionCompleted {
+            input: input.clone(),
+            head: "@everything:demo://text/".into(),
+            tail: String::new(),
+            values: values.into_iter().map(str::to_owned).collect(),
+        };
+        update(&mut s, done(vec!["42"]));
+        assert_eq!(s.input, "read @everything:demo://text/42 ");
+        s.input = input.clone();
+        update(&mut s, done(vec!["41", "42"]));
+        assert_eq!(s.popup.as_ref().map(Vec::len), Some(2));
     }
 }

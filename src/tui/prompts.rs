@@ -290,13 +290,13 @@ pub(super) fn completed(state: &mut State, input: &str, argument: &str, values: 
             state.cursor = state.input.chars().count();
         }
         many => {
-            let shown: Vec<&str> = many.iter().take(12).map(String::as_str).collect();
-            let more = many.len().saturating_sub(shown.len());
-            let mut text = format!("{}: {}", clean_line(argument), shown.join("  "));
-            if more > 0 {
-                text.push_str(&format!("  … {more} more"));
-            }
-            state.note(Entry::Info(text));
+            // The popup over the input, until the next key.
+            state.popup = Some(
+                many.iter()
+                    .take(100)
+                    .map(|v| (format!("{argument}={v}"), String::new()))
+                    .collect(),
+            );
         }
     }
 }

@@ -110,6 +110,18 @@ pub enum Event {
         /// The values offered (empty when the server offered none or failed).
         values: Vec<String>,
     },
+    /// Values for a template variable of an `@` mention, asked for with
+    /// [`Effect::CompleteTemplate`].
+    MentionCompleted {
+        /// The input when Tab was pressed.
+        input: String,
+        /// The mention up to the value.
+        head: String,
+        /// The template's text after the variable.
+        tail: String,
+        /// The values offered.
+        values: Vec<String>,
+    },
     /// A prompt's messages, asked for with [`Effect::GetPrompt`].
     PromptGot {
         /// The prompt's name (for messages).
@@ -210,6 +222,24 @@ pub enum Effect {
         value: String,
         /// The other arguments given.
         context: BTreeMap<String, String>,
+    },
+    /// Ask for values of a resource template's variable (`completion/complete` with
+    /// `ref/resource`) for an `@server:uri` mention; reply with [`Event::MentionCompleted`].
+    CompleteTemplate {
+        /// The input when Tab was pressed.
+        input: String,
+        /// The server's name.
+        server: String,
+        /// The template's URI.
+        template: String,
+        /// The variable being typed.
+        variable: String,
+        /// What is typed of its value.
+        value: String,
+        /// The mention up to the value (`@server:` and the template's text before it).
+        head: String,
+        /// The template's text after the variable.
+        tail: String,
     },
     /// Get a prompt's messages; reply with [`Event::PromptGot`].
     GetPrompt {
@@ -457,6 +487,15 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             values,
         } => {
             super::prompts::completed(state, &input, &argument, values);
+            Vec::new()
+        }
+        Event::MentionCompleted {
+            input,
+            head,
+            tail,
+            values,
+        } => {
+            super::mentions::completed(state, &input, &head, &tail, values);
             Vec::new()
         }
         Event::Resources { server, result } => {

@@ -1216,6 +1216,16 @@ fn resources_log_and_prompts_of_the_reference_server_in_the_tui() {
             .any(|l| l.starts_with("> /mcp__everything__completable_prompt department=Engineering"))
     });
     t.send_keys(&["C-u"]);
+    // In an @ mention, a template's variable is completed by the server (completion/complete
+    // with ref/resource): everything offers values only for a positive id, so an empty one
+    // gets its "no values" answer.
+    t.send_keys(&["@everything:demo://resource/dynamic/text/", "Tab"]);
+    t.wait_for(
+        "the server's answer for the template variable",
+        BOUND,
+        |s| s.contains("the server offers no values for @everything:demo://resource/dynamic/text/"),
+    );
+    t.send_keys(&["C-u"]);
 
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0, "exit code after Ctrl+C");

@@ -107,3 +107,50 @@ fn stateless_input_requests_reach_the_same_tui_questions() {
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }
+
+/// server-everything's URL elicitation (offered only to a client that declares URL mode, as
+/// the TUI does): the question shows the host and the full URL; nothing is opened until the
+/// user's `y`, which hands the URL to `$BROWSER` and accepts.
+#[test]
+fn a_url_elicitation_opens_the_page_only_after_yes() {
+    tmux_required();
+    let dir = project(
+        "tui-url",
+        |_| json!({"everything": stdio_json(everything("x"))}),
+    );
+    let opened = dir.join("opened.txt");
+    let browser = dir.join("browser.sh");
+    std::fs::write(
+        &browser,
+        format!("#!/bin/sh\nprintf '%s' \"$1\" > '{}'\n", opened.display()),
+    )
+    .unwrap();
+    let exec = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&browser, exec).unwrap();
+    let browser_s = browser.display().to_string();
+    let t = Tmux::start_with(&dir, &[], None, &[("BROWSER", browser_s.as_str())]);
+    t.wait_for("everything connected", BOUND, |s| {
+        bar(s).contains("everything ●")
+    });
+    t.send_keys(&[
+        r#"/call mcp__everything__trigger_url_elicitation {"url":"https://verify.example.com/device?code=42","message":"Verify this device"}"#,
+        "Enter",
+    ]);
+    let s = t.wait_for("the URL question", BOUND, |s| {
+        s.contains("everything asks you to open a page") && s.contains("verify.example.com")
+    });
+    assert!(
+        s.contains("https://verify.example.com/device?code=42"),
+        "{s}"
+    );
+    assert!(s.contains("Verify this device"), "{s}");
+    assert!(!opened.exists(), "opened before the user's yes");
+    t.send_keys(&["y"]);
+    t.wait_for("the call's result", BOUND, |s| {
+        s.contains("✓ mcp__everything__trigger_url_elicitation")
+    });
+    let got = std::fs::read_to_string(&opened).unwrap_or_default();
+    assert_eq!(got, "https://verify.example.com/device?code=42");
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
