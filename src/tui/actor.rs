@@ -13,7 +13,7 @@ use futures_util::StreamExt as _;
 use harness9_actors::messages::{
     CallTool, Complete, CompletionRef, GetPrompt, ListPrompts, ListResourceTemplates,
     ListResources, ListTools, Login, ProgressSink, ReadResource, Restart, ServerNotice,
-    StatusChanged, ToolEntry, ToolProgress,
+    StatusChanged, SubscribeResource, ToolEntry, ToolProgress,
 };
 use harness9_actors::trace::WireRecord;
 use harness9_actors::{ServerSupervisor, ToolRegistry};
@@ -663,6 +663,33 @@ impl Tui {
                         Err(_) => Err("the tool registry stopped".to_owned()),
                     };
                     act.apply(Event::PromptGot { name, result }, ctx);
+                }));
+            }
+            Effect::Subscribe { server, uri, on } => {
+                let ask = self.registry.send(SubscribeResource {
+                    server: server.clone(),
+                    uri: uri.clone(),
+                    on,
+                });
+                ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
+                    use super::state::Entry;
+                    let (s, u) = (
+                        crate::sanitize::clean_line(&server).into_owned(),
+                        crate::sanitize::clean_line(&uri).into_owned(),
+                    );
+                    let entry = match r {
+                        Ok(Ok(())) if on => Entry::Info(format!(
+                            "subscribed to {u} of {s}: its changes show here (/unsubscribe @{s}:{u} stops them)"
+                        )),
+                        Ok(Ok(())) => Entry::Info(format!("unsubscribed from {u} of {s}")),
+                        Ok(Err(e)) => Entry::Error(format!(
+                            "cannot {}subscribe to {u} of {s}: {e}",
+                            if on { "" } else { "un" }
+                        )),
+                        Err(_) => Entry::Error("the tool registry stopped".to_owned()),
+                    };
+                    act.state.note(entry);
+                    act.schedule_draw(ctx);
                 }));
             }
             Effect::LoadResources(server) => {

@@ -17,7 +17,7 @@ use super::widgets::{modal_block, DIM};
 pub const COMMANDS: &[(&str, &str)] = &[
     (
         "/mcp",
-        "the MCP panel: servers, errors, stderr, tools; r restarts, e edits .mcp.json",
+        "every MCP server at a glance; Enter opens one (errors, stderr, tools)",
     ),
     (
         "/trace",
@@ -52,6 +52,8 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "every tool and its source; /tools off|on NAME for this session",
     ),
     ("/cost", "tokens and estimated cost per model"),
+    ("/subscribe", "@server:uri: show when that resource changes"),
+    ("/unsubscribe", "@server:uri: stop showing its changes"),
     (
         "/resume",
         "/resume [ID]: list saved conversations, or continue one",
@@ -123,6 +125,25 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
         )),
         "/model" => return vec![Effect::SetModel(rest.to_owned())],
         "/status" => status_info(state),
+        "/subscribe" | "/unsubscribe" => {
+            let on = cmd == "/subscribe";
+            match rest
+                .strip_prefix('@')
+                .and_then(|r| r.split_once(':'))
+                .filter(|(s, u)| !s.is_empty() && !u.is_empty())
+            {
+                Some((server, uri)) => {
+                    return vec![Effect::Subscribe {
+                        server: server.to_owned(),
+                        uri: uri.to_owned(),
+                        on,
+                    }]
+                }
+                None => state.note(Entry::Error(format!(
+                    "{cmd} takes @server:uri (Tab completes it), e.g. {cmd} @everything:demo://resource/static/document/architecture.md"
+                ))),
+            }
+        }
         "/cost" => cost_info(state),
         "/tools" => return tools_command(state, rest),
         "/resume" if state.busy => state.note(Entry::Error(
@@ -261,9 +282,10 @@ pub(super) fn draw_help(frame: &mut Frame, area: Rect) {
     ];
     let mut lines = vec![Line::styled("commands", Style::new().bold())];
     if 1 + COMMANDS.len() + 2 + keys.len() <= inner.height as usize {
+        let w = COMMANDS.iter().map(|(c, _)| c.len()).max().unwrap_or(0) + 1;
         for (c, what) in COMMANDS {
             lines.push(Line::from(vec![
-                Span::styled(format!("  {c:<9}"), Style::new().fg(Color::Cyan)),
+                Span::styled(format!("  {c:<w$}"), Style::new().fg(Color::Cyan)),
                 Span::raw(*what),
             ]));
         }

@@ -79,6 +79,14 @@ pub(super) fn notice(state: &mut State, n: ServerNotice) -> Vec<Effect> {
             extras.resources = None;
             wanted(state)
         }
+        NoticeKind::ResourceUpdated { uri } => {
+            state.note(super::state::Entry::Info(format!(
+                "{}: resource {} changed",
+                crate::sanitize::clean_line(&n.server),
+                crate::sanitize::clean_line(&uri)
+            )));
+            Vec::new()
+        }
         _ => Vec::new(),
     }
 }

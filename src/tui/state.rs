@@ -205,6 +205,15 @@ pub enum Effect {
     ApproveServers(Vec<(String, String)>),
     /// List a server's resources and templates; reply with [`Event::Resources`].
     LoadResources(String),
+    /// `/subscribe` (`on`) or `/unsubscribe` a server's resource.
+    Subscribe {
+        /// The server's name.
+        server: String,
+        /// The resource's URI.
+        uri: String,
+        /// Subscribe (`true`) or unsubscribe.
+        on: bool,
+    },
     /// List a server's prompts; reply with [`Event::Prompts`].
     LoadPrompts(String),
     /// Ask for values of a prompt's argument (`completion/complete`); reply with

@@ -1226,6 +1226,20 @@ fn resources_log_and_prompts_of_the_reference_server_in_the_tui() {
         |s| s.contains("the server offers no values for @everything:demo://resource/dynamic/text/"),
     );
     t.send_keys(&["C-u"]);
+    // A subscription: once everything sends its simulated updates (every 5 s after the
+    // toggle), each change of the subscribed resource shows in the transcript.
+    let doc = "demo://resource/static/document/architecture.md";
+    t.send_keys(&[&format!("/subscribe @everything:{doc}"), "Enter"]);
+    t.wait_for("the subscription", BOUND, |s| {
+        s.contains(&format!("subscribed to {doc} of everything"))
+    });
+    t.send_keys(&[
+        "/call mcp__everything__toggle_subscriber_updates {}",
+        "Enter",
+    ]);
+    t.wait_for("an update of the subscribed resource", BOUND, |s| {
+        s.contains(&format!("everything: resource {doc} changed"))
+    });
 
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0, "exit code after Ctrl+C");
