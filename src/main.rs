@@ -186,7 +186,7 @@ fn main() -> ExitCode {
     let code = sys.block_on(async {
         let result = match &cli.command {
             Some(Command::Mcp(cmd)) => run_mcp(&opts, cmd).await,
-            Some(Command::Run(args)) => harness9::cli::run::run(&opts, args).await,
+            Some(Command::Run(args)) => harness9::cli::run::run(&opts, args, started).await,
             Some(Command::Conformance(args)) => harness9::cli::conformance::run(&opts, args).await,
             // Answered before the runtime starts.
             Some(Command::Completions { .. }) => Ok(ExitCode::SUCCESS),

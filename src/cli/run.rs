@@ -151,8 +151,16 @@ impl Printer {
     }
 }
 
-/// Runs `harness9 run`.
-pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCode> {
+/// What the first model request is given, within `--startup-wait`, to reach the model.
+const SEND_MARGIN: Duration = Duration::from_millis(50);
+
+/// Runs `harness9 run`; `launched` is when the process started (the startup wait counts from
+/// it).
+pub async fn run(
+    opts: &SessionOptions,
+    args: &RunArgs,
+    launched: Instant,
+) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     if args.prompt.trim().is_empty() {
         return Err(super::UsageError(
@@ -220,11 +228,12 @@ pub async fn run(opts: &SessionOptions, args: &RunArgs) -> anyhow::Result<ExitCo
     };
     let rt = &mut session.runtime;
 
-    // The bound counts from the command's start (loading the config and starting the servers
-    // are part of it), so the first model request goes out within it.
+    // The bound counts from the process's start (loading the config and starting the servers
+    // are part of it), less a moment to send the request, so the first model request reaches
+    // the model within it.
     let wait = startup_wait(args.startup_wait)?
         .min(rt.max_startup + Duration::from_secs(5))
-        .saturating_sub(started.elapsed());
+        .saturating_sub(launched.elapsed() + SEND_MARGIN);
     let settle = async {
         let snap = if config.servers.is_empty() {
             StatusSnapshot::default()
