@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::model::{
-    Block, Message, ModelReply, ModelRequest, Provider, ResultPart, Role, StopReason, ToolDef,
+    result_text, Block, Message, ModelReply, ModelRequest, Provider, ResultPart, Role, StopReason,
+    ToolDef,
 };
 
 /// Most characters of one message the approval shows.
@@ -205,19 +206,12 @@ impl Sampling {
                         Block::ToolResult {
                             content, is_error, ..
                         } => {
-                            let t: Vec<&str> = content
-                                .iter()
-                                .map(|p| match p {
-                                    ResultPart::Text(t) => t.as_str(),
-                                    ResultPart::Image { .. } => "[image]",
-                                })
-                                .collect();
                             let what = if *is_error {
                                 "tool error"
                             } else {
                                 "tool result"
                             };
-                            format!("[{what}: {}]", t.join(" "))
+                            format!("[{what}: {}]", result_text(content).replace('\n', " "))
                         }
                     })
                     .collect();

@@ -593,14 +593,7 @@ impl Tui {
                     context,
                 });
                 ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
-                    let values = match r {
-                        Ok(Ok(c)) => c.values,
-                        Ok(Err(e)) => {
-                            tracing::debug!("completion/complete: {e}");
-                            Vec::new()
-                        }
-                        Err(_) => Vec::new(),
-                    };
+                    let values = completion_values(r);
                     act.apply(
                         Event::Completion {
                             input,
@@ -628,14 +621,7 @@ impl Tui {
                     context: Default::default(),
                 });
                 ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
-                    let values = match r {
-                        Ok(Ok(c)) => c.values,
-                        Ok(Err(e)) => {
-                            tracing::debug!("completion/complete: {e}");
-                            Vec::new()
-                        }
-                        Err(_) => Vec::new(),
-                    };
+                    let values = completion_values(r);
                     act.apply(
                         Event::MentionCompleted {
                             input,
@@ -1157,4 +1143,18 @@ fn has_desktop_opener() -> bool {
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
     display && on_path("xdg-open")
+}
+
+/// The values of a `completion/complete` answer (none when the server failed or is gone).
+fn completion_values<E: std::fmt::Display>(
+    r: Result<Result<harness9_actors::protocol::types::Completion, E>, MailboxError>,
+) -> Vec<String> {
+    match r {
+        Ok(Ok(c)) => c.values,
+        Ok(Err(e)) => {
+            tracing::debug!("completion/complete: {e}");
+            Vec::new()
+        }
+        Err(_) => Vec::new(),
+    }
 }

@@ -162,17 +162,7 @@ pub(super) fn draw(state: &State, o: &OverviewState, frame: &mut Frame, area: Re
         help,
     );
     if state.servers.is_empty() && state.disabled.is_empty() {
-        frame.render_widget(
-            Paragraph::new(vec![
-                Line::raw(format!(
-                    "no MCP servers configured in {}",
-                    state.config_path
-                )),
-                Line::styled("press e to create or edit it", DIM),
-            ]),
-            body,
-        );
-        return;
+        return super::panel::draw_no_servers(state, frame, body);
     }
     let mut lines = Vec::new();
     let mut selected_line = 0;

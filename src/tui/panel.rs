@@ -180,6 +180,20 @@ pub(super) fn panel_key(state: &mut State, mut p: PanelState, key: KeyEvent) -> 
     effects
 }
 
+/// What the panel and the overview show when the config has no servers.
+pub(super) fn draw_no_servers(state: &State, frame: &mut Frame, area: Rect) {
+    frame.render_widget(
+        Paragraph::new(vec![
+            Line::raw(format!(
+                "no MCP servers configured in {}",
+                state.config_path
+            )),
+            Line::styled("press e to create or edit it", DIM),
+        ]),
+        area,
+    );
+}
+
 /// The header lines of the panel for one server: the count matches
 /// [`State::panel_header_lines`].
 pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
@@ -327,17 +341,7 @@ pub(super) fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area:
         help,
     );
     if state.servers.is_empty() {
-        frame.render_widget(
-            Paragraph::new(vec![
-                Line::raw(format!(
-                    "no MCP servers configured in {}",
-                    state.config_path
-                )),
-                Line::styled("press e to create or edit it", DIM),
-            ]),
-            body,
-        );
-        return;
+        return draw_no_servers(state, frame, body);
     }
     // Server tabs.
     let mut spans = Vec::new();

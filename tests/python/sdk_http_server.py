@@ -5,24 +5,10 @@ Prints `READY <port>` on stdout once the port accepts connections.
 
 import argparse
 import os
-import socket
-import sys
 import threading
-import time
 
+from ready import announce
 from server import server
-
-
-def announce(port: int) -> None:
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                print(f"READY {port}", flush=True)
-                return
-        except OSError:
-            time.sleep(0.05)
-    print("never became ready", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

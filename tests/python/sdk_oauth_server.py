@@ -17,8 +17,6 @@ Prints `READY <port>` once the port accepts connections.
 
 import argparse
 import secrets
-import socket
-import sys
 import threading
 import time
 
@@ -36,6 +34,7 @@ from mcp.server.auth.provider import (
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from ready import announce
 
 
 class Provider:
@@ -153,18 +152,6 @@ def build(port: int, ttl: int) -> tuple[MCPServer, Provider]:
         return PlainTextResponse("revoked")
 
     return server, provider
-
-
-def announce(port: int) -> None:
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                print(f"READY {port}", flush=True)
-                return
-        except OSError:
-            time.sleep(0.05)
-    print("never became ready", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

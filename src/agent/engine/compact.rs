@@ -13,7 +13,9 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::EngineConfig;
-use crate::agent::model::{Block, Message, ModelError, ModelRequest, Provider, ResultPart, Role};
+use crate::agent::model::{
+    result_text, Block, Message, ModelError, ModelRequest, Provider, ResultPart, Role,
+};
 
 /// The rendered conversation sent for a summary is cut to its newest this many characters.
 pub const MAX_RENDERED_CHARS: usize = 240_000;
@@ -86,20 +88,11 @@ fn render(messages: &[Message]) -> String {
                     Block::ToolResult {
                         content, is_error, ..
                     },
-                ) => {
-                    let text: Vec<&str> = content
-                        .iter()
-                        .map(|p| match p {
-                            ResultPart::Text(t) => t.as_str(),
-                            ResultPart::Image { .. } => "[image]",
-                        })
-                        .collect();
-                    format!(
-                        "TOOL {}: {}",
-                        if *is_error { "ERROR" } else { "RESULT" },
-                        cut(&text.join("\n"), MAX_BLOCK_CHARS)
-                    )
-                }
+                ) => format!(
+                    "TOOL {}: {}",
+                    if *is_error { "ERROR" } else { "RESULT" },
+                    cut(&result_text(content), MAX_BLOCK_CHARS)
+                ),
             });
         }
     }
@@ -147,15 +140,7 @@ pub async fn summarize(
         max_tokens: 0,
     };
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let reply = provider.complete(&req, &tx, cancel).await?;
-    let summary: String = reply
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            Block::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
+    let summary = provider.complete(&req, &tx, cancel).await?.text();
     Ok(vec![
         Message {
             role: Role::User,

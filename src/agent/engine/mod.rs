@@ -792,40 +792,29 @@ async fn turn(t: Turn, prompt: String) -> TurnEnd {
                     compacted,
                 );
             }
-            Err(e) if compact::is_context_overflow(&e) && !overflow_retried && before > 2 => {
-                // Too long for the model: the earlier turns become a summary, and the step
-                // runs again (once).
-                overflow_retried = true;
-                match compact_prefix(&provider, &config, &mut messages, before, &cancel).await {
-                    Ok(c) => {
-                        compacted = true;
-                        before = 2;
-                        emit(
-                            &events,
-                            &cancel,
-                            EngineEvent::Compacted {
-                                reason: format!("the model refused the request: {e}"),
+            Err(e) => {
+                if compact::is_context_overflow(&e) && !overflow_retried && before > 2 {
+                    // Too long for the model: the earlier turns become a summary, and the
+                    // step runs again (once).
+                    overflow_retried = true;
+                    match compact_prefix(&provider, &config, &mut messages, before, &cancel).await {
+                        Ok(c) => {
+                            compacted = true;
+                            before = 2;
+                            let reason = format!("the model refused the request: {e}");
+                            let ev = EngineEvent::Compacted {
+                                reason,
                                 compacted: c,
-                            },
-                        )
-                        .await;
-                        step -= 1;
-                        continue;
-                    }
-                    Err(ce) => {
-                        tracing::warn!("compaction after a context overflow failed: {ce}");
-                        messages.truncate(before);
-                        return end(
-                            messages,
-                            cache,
-                            Err(EngineError::Model(e)),
-                            last_input,
-                            compacted,
-                        );
+                            };
+                            emit(&events, &cancel, ev).await;
+                            step -= 1;
+                            continue;
+                        }
+                        Err(ce) => {
+                            tracing::warn!("compaction after a context overflow failed: {ce}")
+                        }
                     }
                 }
-            }
-            Err(e) => {
                 messages.truncate(before);
                 return end(
                     messages,
@@ -840,15 +829,7 @@ async fn turn(t: Turn, prompt: String) -> TurnEnd {
         usage.input_tokens += reply.usage.input_tokens;
         usage.output_tokens += reply.usage.output_tokens;
         usage.cached_input_tokens += reply.usage.cached_input_tokens;
-        let text: String = reply
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text(t) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("");
+        let text = reply.text();
         let calls: Vec<(String, String, Value)> = reply
             .content
             .iter()

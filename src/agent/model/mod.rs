@@ -32,8 +32,8 @@ pub use client::Provider;
 pub use config::{MaxTokensField, ProviderConfig, ProviderKind};
 pub use errors::ModelError;
 pub use types::{
-    arguments_problem, tool_input, Block, Message, ModelReply, ModelRequest, ResultPart, Role,
-    StopReason, StreamEvent, ToolDef, Usage,
+    arguments_problem, result_text, tool_input, Block, Message, ModelReply, ModelRequest,
+    ResultPart, Role, StopReason, StreamEvent, ToolDef, Usage,
 };
 
 /// Re-exported for the engine, which cuts argument text with it in its error results.

@@ -188,6 +188,31 @@ pub struct ModelReply {
     pub usage: Usage,
 }
 
+impl ModelReply {
+    /// The reply's text blocks, joined.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// A tool result's parts as text, one per line; an image as `[image]`.
+pub fn result_text(parts: &[ResultPart]) -> String {
+    parts
+        .iter()
+        .map(|p| match p {
+            ResultPart::Text(t) => t.as_str(),
+            ResultPart::Image { .. } => "[image]",
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A tool call's streamed argument text as [`Block::ToolUse`] input: the JSON object it parses
 /// to; `{}` for empty text (a call without arguments); else the raw text as a `Value::String`.
 pub fn tool_input(raw: &str) -> serde_json::Value {
