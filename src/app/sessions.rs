@@ -591,6 +591,14 @@ mod tests {
         assert_eq!(got.messages, conv);
         assert_eq!((got.model.as_str(), got.cwd.as_str()), ("m1", "/work/p"));
 
+        let shown = listing(&dir, 20);
+        assert_eq!(shown.len(), 1);
+        assert!(
+            shown[0].starts_with(&f.id)
+                && shown[0].contains("m1  4 msgs")
+                && shown[0].ends_with("list the files"),
+            "{shown:?}"
+        );
         let listed = list(&dir);
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].first_prompt, "list the files");
