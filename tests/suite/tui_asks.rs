@@ -149,8 +149,53 @@ fn a_url_elicitation_opens_the_page_only_after_yes() {
     t.wait_for("the call's result", BOUND, |s| {
         s.contains("✓ mcp__everything__trigger_url_elicitation")
     });
-    let got = std::fs::read_to_string(&opened).unwrap_or_default();
-    assert_eq!(got, "https://verify.example.com/device?code=42");
+    let got = || std::fs::read_to_string(&opened).unwrap_or_default();
+    assert!(
+        super::common::poll_until(BOUND, std::time::Duration::from_millis(20), || got()
+            == "https://verify.example.com/device?code=42"),
+        "the page was opened: {:?}",
+        got()
+    );
+    std::fs::remove_file(&opened).unwrap();
+
+    // The error path: the call fails with -32042 carrying the page; the same question is
+    // asked, and after the user's yes the call goes again (server-everything's retry then
+    // asks on the request path, answered the same way) and succeeds.
+    t.send_keys(&[
+        r#"/call mcp__everything__trigger_url_elicitation {"url":"https://pay.example.org/confirm","message":"Confirm the payment","errorPath":true}"#,
+        "Enter",
+    ]);
+    // (server-everything's prerequisite page is its own: modelcontextprotocol.io.)
+    t.wait_for("the error path's question", BOUND, |s| {
+        s.contains("everything asks you to open a page")
+            && s.contains("satisfy the prerequisite")
+            && s.contains("host: modelcontextprotocol.io")
+    });
+    assert!(!opened.exists(), "opened before the user's yes");
+    t.send_keys(&["y"]);
+    t.wait_for("the retry's question", BOUND, |s| {
+        s.contains("everything asks you to open a page") && s.contains("host: pay.example.org")
+    });
+    // The browser runs on its own: wait for what it wrote.
+    let read = || std::fs::read_to_string(&opened).unwrap_or_default();
+    assert!(
+        super::common::poll_until(BOUND, std::time::Duration::from_millis(20), || read()
+            == "https://modelcontextprotocol.io"),
+        "the prerequisite page was opened: {:?}",
+        read()
+    );
+    t.send_keys(&["y"]);
+    t.wait_for("the retried call's result", BOUND, |s| {
+        s.matches("✓ mcp__everything__trigger_url_elicitation")
+            .count()
+            == 2
+    });
+    assert!(
+        super::common::poll_until(BOUND, std::time::Duration::from_millis(20), || read()
+            == "https://pay.example.org/confirm"),
+        "the page was opened: {:?}",
+        read()
+    );
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }

@@ -126,6 +126,47 @@ async fn answers(interim: Interim, by: &Answerer) -> Map<String, Value> {
     extra
 }
 
+/// The JSON-RPC error a server answers a call with when the user must first open a page
+/// (URL-mode elicitation on the error path, 2025-11-25).
+const URL_ELICITATION_REQUIRED: i64 = -32042;
+
+/// Asks the user about each URL elicitation in a `-32042` error's `data.elicitations`; `true`
+/// when there was at least one and every one was accepted.
+async fn open_pages(error: &crate::protocol::jsonrpc::ErrorObject, by: &Answerer) -> bool {
+    let pages: Vec<Value> = error
+        .data
+        .as_ref()
+        .and_then(|d| d.get("elicitations"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().take(4).cloned().collect())
+        .unwrap_or_default();
+    if pages.is_empty() {
+        return false;
+    }
+    for mut page in pages {
+        if let Some(o) = page.as_object_mut() {
+            o.entry("mode").or_insert_with(|| Value::from("url"));
+        }
+        let answer = ask::ask(
+            by.handler.clone(),
+            by.server.clone(),
+            "elicitation/create".to_owned(),
+            Some(page),
+            &by.cwd,
+            ask::ASK_TIMEOUT,
+        )
+        .await;
+        let accepted = answer
+            .ok()
+            .and_then(|v| v.get("action").and_then(Value::as_str).map(str::to_owned))
+            .is_some_and(|a| a == "accept");
+        if !accepted {
+            return false;
+        }
+    }
+    true
+}
+
 impl McpServer {
     /// Sends one round of `tools/call`: progress registered under its id, the stateless `_meta`
     /// and an MRTR round's answers merged into the params.
@@ -218,19 +259,18 @@ impl Handler<CallServerTool> for McpServer {
             return Box::pin(async move { Err(CallError::ServerUnavailable { server, reason }) });
         }
         let stateless = self.stateless().is_some();
-        // Kept for a retry only in the stateless era (an `input_required` round).
-        let (arguments, progress) = if stateless {
-            (msg.arguments.clone(), msg.progress.clone())
-        } else {
-            (None, None)
-        };
-        let answerer = stateless.then(|| Answerer {
+        // Who answers the server's questions in the middle of the call: a stateless
+        // `input_required` round's, or a `-32042` URL elicitation's (either era).
+        let answerer = Some(Answerer {
             handler: self.input.clone(),
             server: self.spec.name.clone(),
             roots: self.roots.clone(),
             cwd: self.cwd.clone(),
         });
+        // Kept for a retry (an `input_required` round, a re-issue, a URL elicitation's).
+        let progress = msg.progress.clone();
         let mut round = self.call_round(&tool, msg.arguments.as_ref(), msg.progress, None);
+        let arguments = msg.arguments;
         let writer = self.writer.clone();
         // At the timeout, a full queue means the server stopped reading: say so.
         let stuck = move || writer.as_ref().is_some_and(|w| w.capacity() == 0);
@@ -249,6 +289,7 @@ impl Handler<CallServerTool> for McpServer {
             let paused = move || clock.spent();
             let mut rounds = 0;
             let mut reissues = 0;
+            let mut url_retries = 0;
             // The answers the current round carries: a re-issued round carries them again.
             let mut carried: Option<Map<String, Value>> = None;
             loop {
@@ -274,6 +315,42 @@ impl Handler<CallServerTool> for McpServer {
                             arguments: arguments.clone(),
                             progress: progress.clone(),
                             answers: carried.clone(),
+                        };
+                        round = next_round(&addr, next, &mut guard, deadline)
+                            .await
+                            .ok_or_else(|| stopped(&server, &tool))?;
+                        continue;
+                    }
+                    // The server needs the user to open a page first (`-32042`, URL elicitation
+                    // on the error path): the user is asked for each page (the same question as
+                    // a URL `elicitation/create`); when every one is accepted the call is sent
+                    // again, once.
+                    Err(RoundError::Reply(ReplyError::Rpc(obj)))
+                        if obj.code == URL_ELICITATION_REQUIRED && url_retries == 0 =>
+                    {
+                        let Some(by) = answerer.as_ref() else {
+                            let e = RoundError::Reply(ReplyError::Rpc(obj));
+                            return Err(e.into_call_error(server, tool, timeout));
+                        };
+                        url_retries += 1;
+                        let started = tokio::time::Instant::now();
+                        let accepted = tokio::select! {
+                            biased;
+                            _ = cancel.cancelled() => {
+                                return Err(CallError::Cancelled { server, tool });
+                            }
+                            ok = open_pages(&obj, by) => ok,
+                        };
+                        deadline += started.elapsed();
+                        if !accepted {
+                            let e = RoundError::Reply(ReplyError::Rpc(obj));
+                            return Err(e.into_call_error(server, tool, timeout));
+                        }
+                        let next = NextRound {
+                            tool: tool.clone(),
+                            arguments: arguments.clone(),
+                            progress: progress.clone(),
+                            answers: None,
                         };
                         round = next_round(&addr, next, &mut guard, deadline)
                             .await
