@@ -122,6 +122,9 @@ pub struct McpServer {
     /// Where the server's elicitation and sampling requests go (the front end's handler);
     /// `None` answers them by the headless policy.
     input: Option<Recipient<InputRequest>>,
+    /// Who answers questions in the middle of a call (built once, shared by every call; dropped
+    /// when the roots or the input handler change).
+    answerer: Option<std::sync::Arc<tool_call::Answerer>>,
     /// The server's questions waiting for an answer, by its request id (cancelled when it
     /// cancels the request; dropped with the actor).
     asks: HashMap<RequestId, SpawnHandle>,
@@ -193,12 +196,14 @@ impl McpServer {
             input: None,
             asks: HashMap::new(),
             ask_clock: Default::default(),
+            answerer: None,
         }
     }
 
     /// Sends the server's elicitation and sampling requests to `input` (see [`super::ask`]).
     pub fn with_input(mut self, input: Option<Recipient<InputRequest>>) -> Self {
         self.input = input;
+        self.answerer = None;
         self
     }
 

@@ -375,6 +375,7 @@ impl Handler<SetRoots> for McpServer {
             return;
         }
         self.roots = msg.0;
+        self.answerer = None;
         // The stateless era asks for roots with each request that needs them: nothing to say.
         if self.connected && self.stateless().is_none() {
             let line = jsonrpc::notification_line::<()>("notifications/roots/list_changed", None);

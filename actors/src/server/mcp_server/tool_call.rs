@@ -86,7 +86,7 @@ struct Interim {
 
 /// Who answers a stateless call's input requests: the front end's handler (elicitation,
 /// sampling), and the server's roots (its configured ones, else the working directory).
-struct Answerer {
+pub(super) struct Answerer {
     handler: Option<Recipient<InputRequest>>,
     server: String,
     roots: Roots,
@@ -168,6 +168,21 @@ async fn open_pages(error: &crate::protocol::jsonrpc::ErrorObject, by: &Answerer
 }
 
 impl McpServer {
+    /// The calls' answerer, built once (until the roots or the input handler change).
+    fn answerer(&mut self) -> std::sync::Arc<Answerer> {
+        let (handler, server, roots, cwd) = (&self.input, &self.spec.name, &self.roots, &self.cwd);
+        self.answerer
+            .get_or_insert_with(|| {
+                std::sync::Arc::new(Answerer {
+                    handler: handler.clone(),
+                    server: server.clone(),
+                    roots: roots.clone(),
+                    cwd: cwd.clone(),
+                })
+            })
+            .clone()
+    }
+
     /// Sends one round of `tools/call`: progress registered under its id, the stateless `_meta`
     /// and an MRTR round's answers merged into the params.
     fn call_round(
@@ -261,12 +276,7 @@ impl Handler<CallServerTool> for McpServer {
         let stateless = self.stateless().is_some();
         // Who answers the server's questions in the middle of the call: a stateless
         // `input_required` round's, or a `-32042` URL elicitation's (either era).
-        let answerer = Some(Answerer {
-            handler: self.input.clone(),
-            server: self.spec.name.clone(),
-            roots: self.roots.clone(),
-            cwd: self.cwd.clone(),
-        });
+        let answerer = Some(self.answerer());
         // Kept for a retry (an `input_required` round, a re-issue, a URL elicitation's).
         let progress = msg.progress.clone();
         let mut round = self.call_round(&tool, msg.arguments.as_ref(), msg.progress, None);
