@@ -139,10 +139,11 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
                 uri,
                 out,
                 json,
+                watch,
                 ..
             } => {
                 ensure_connected(&snap, server)?;
-                super::resources::read(rt, server, uri, out.as_deref(), json.json).await
+                super::resources::read(rt, server, uri, out.as_deref(), json.json, *watch).await
             }
             McpCommand::Prompts { server, json, .. } => {
                 ensure_connected(&snap, server)?;

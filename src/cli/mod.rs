@@ -525,8 +525,12 @@ pub enum McpCommand {
         /// The resource's URI.
         uri: String,
         /// Write the contents (text or decoded binary) to this file instead.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", conflicts_with = "watch")]
         out: Option<PathBuf>,
+        /// Subscribe, and read and print it again on each of its next N changes (with --json,
+        /// one JSON line per read); Ctrl+C stops.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        watch: usize,
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,

@@ -91,15 +91,19 @@ pub async fn read(
     uri: &str,
     out: Option<&Path>,
     as_json: bool,
+    watch: usize,
 ) -> anyhow::Result<ExitCode> {
-    let result = rt
-        .registry
-        .send(ReadResource {
-            server: server.to_owned(),
-            uri: uri.to_owned(),
-        })
-        .await
-        .context("the tool registry stopped")??;
+    let read_once = || async {
+        rt.registry
+            .send(ReadResource {
+                server: server.to_owned(),
+                uri: uri.to_owned(),
+            })
+            .await
+            .context("the tool registry stopped")?
+            .map_err(anyhow::Error::from)
+    };
+    let result = read_once().await?;
     if let Some(path) = out {
         let mut bytes = Vec::new();
         for c in &result.contents {
@@ -117,9 +121,79 @@ pub async fn read(
         say!("wrote {} bytes to {}", bytes.len(), path.display());
         return Ok(ExitCode::SUCCESS);
     }
-    if as_json {
-        say!("{}", to_json(&result, true)?);
+    if watch == 0 {
+        print_read(&result, uri, as_json, false)?;
         return Ok(ExitCode::SUCCESS);
+    }
+    // `--watch N`: subscribe, and read and print again on each of the next N changes (each
+    // result one JSON line with --json). Notices come through a bounded channel.
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let tap = actix::Actor::start(NoticeTap(tx));
+    rt.supervisor
+        .send(harness9_actors::messages::SubscribeNotices(tap.recipient()))
+        .await
+        .context("the supervisor stopped")?;
+    print_read(&result, uri, as_json, true)?;
+    rt.registry
+        .send(harness9_actors::messages::SubscribeResource {
+            server: server.to_owned(),
+            uri: uri.to_owned(),
+            on: true,
+        })
+        .await
+        .context("the tool registry stopped")??;
+    let mut seen = 0;
+    while seen < watch {
+        let notice = tokio::select! {
+            n = rx.recv() => n,
+            _ = super::interrupted() => {
+                eprintln!("[mcp] interrupted");
+                return Ok(ExitCode::from(130));
+            }
+        };
+        let Some(n) = notice else {
+            bail!("the server \"{server}\" went away while watching {uri}");
+        };
+        let changed = matches!(&n.kind,
+            harness9_actors::messages::NoticeKind::ResourceUpdated { uri: u } if u == uri);
+        if n.server != server || !changed {
+            continue;
+        }
+        seen += 1;
+        if !as_json {
+            say!("--- changed ({seen} of {watch})");
+        }
+        print_read(&read_once().await?, uri, as_json, true)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Forwards server notices into a channel (a full channel loses them).
+struct NoticeTap(tokio::sync::mpsc::Sender<harness9_actors::messages::ServerNotice>);
+
+impl actix::Actor for NoticeTap {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<harness9_actors::messages::ServerNotice> for NoticeTap {
+    type Result = ();
+
+    fn handle(&mut self, n: harness9_actors::messages::ServerNotice, _: &mut Self::Context) {
+        let _ = self.0.try_send(n);
+    }
+}
+
+/// Prints one `resources/read` result: its text (cleaned), or `--json` (one line when
+/// watching, pretty otherwise).
+fn print_read(
+    result: &harness9_actors::protocol::types::ReadResourceResult,
+    uri: &str,
+    as_json: bool,
+    watching: bool,
+) -> anyhow::Result<()> {
+    if as_json {
+        say!("{}", to_json(result, !watching)?);
+        return Ok(());
     }
     for (i, c) in result.contents.iter().enumerate() {
         if result.contents.len() > 1 || c.uri != uri {
@@ -134,7 +208,7 @@ pub async fn read(
         }
         say!("{}", clean_text(&contents_text(c)));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// `mcp prompts <server>`: every prompt with its arguments.

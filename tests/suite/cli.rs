@@ -491,3 +491,49 @@ fn filtered_tools_are_named_and_unknown_filter_entries_warned() {
     );
     assert!(!err.contains("get-sum,"), "only the unknown entry: {err}");
 }
+
+/// `mcp read --watch N` subscribes and prints the resource again on each of its next N
+/// changes (the fixture's `tick://counter` changes three times after a subscribe), then exits.
+#[test]
+fn read_watch_prints_each_change_of_a_subscribed_resource() {
+    let fx = json!({"command": fixture_bin(), "args": ["--ticking-resource"]});
+    let dir = project_with("watch", json!({ "fx": fx }));
+    let out = harness9(
+        &dir,
+        &["mcp", "read", "fx", "tick://counter", "--watch", "3"],
+        None,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.first(), Some(&"tick 0"), "{stdout}");
+    assert_eq!(stdout.matches("--- changed (").count(), 3, "{stdout}");
+    assert_eq!(lines.last(), Some(&"tick 3"), "{stdout}");
+    // JSON: one line per read.
+    let out = harness9(
+        &dir,
+        &[
+            "mcp",
+            "read",
+            "fx",
+            "tick://counter",
+            "--watch",
+            "1",
+            "--json",
+        ],
+        None,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let reads: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(reads.len(), 2, "{stdout}");
+    assert_eq!(reads[0]["contents"][0]["text"], "tick 0");
+}

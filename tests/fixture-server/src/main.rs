@@ -5,6 +5,9 @@
 //! remove {path} (annotated destructive), write {path, text} (really writes), connect {addr}
 //! (a TCP connect), exit {code}, pid, plus `--tools N` synthetic ones. Flags: see `usage()`;
 //! `--daemonize PIDFILE` leaves a `setsid` grandchild that sleeps forever (its pid in PIDFILE).
+//! `--ticking-resource` offers one resource, `tick://counter` ("tick N"), that changes three
+//! times (every 50 ms) after a `resources/subscribe`, each change announced with
+//! `notifications/resources/updated`.
 
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
@@ -35,6 +38,8 @@ struct Opts {
     exit_on_unknown: bool,
     /// Before each tools/call reply: an over-long request and notification carrying its id.
     big_on_call: usize,
+    /// Offer `tick://counter`, which changes after a subscribe.
+    ticking: bool,
 }
 
 fn usage() -> ! {
@@ -43,7 +48,8 @@ fn usage() -> ! {
          [--garbage] [--slow-ms MS] [--exit-at-once] [--ignore-eof] [--ignore-sigterm] \
          [--list-changed-after N] [--stderr-lines N] [--server-requests] [--log-messages] \
          [--record FILE] [--protocol V] [--flood] [--cycle-cursors] [--cycle-cursors-later] \
-         [--bad-schemas] [--exit-on-unknown] [--daemonize PIDFILE] [--big-messages-on-call BYTES]"
+         [--bad-schemas] [--exit-on-unknown] [--daemonize PIDFILE] [--big-messages-on-call BYTES] \
+         [--ticking-resource]"
     );
     std::process::exit(64)
 }
@@ -79,6 +85,7 @@ fn parse() -> Opts {
             }
             "--server-requests" => o.server_requests = true,
             "--log-messages" => o.log_messages = true,
+            "--ticking-resource" => o.ticking = true,
             "--record" => o.record = Some(args.next().unwrap_or_else(|| usage())),
             "--protocol" => o.protocol = Some(args.next().unwrap_or_else(|| usage())),
             // After the first tools/list: never read stdin again, flood requests at the client.
@@ -214,6 +221,8 @@ struct State {
     opts: Opts,
     calls: usize,
     added_later: bool,
+    /// `tick://counter`'s value.
+    ticks: usize,
 }
 
 fn tool_list(st: &State) -> Vec<Value> {
@@ -453,6 +462,7 @@ fn main() {
         opts,
         calls: 0,
         added_later: false,
+        ticks: 0,
     }));
     let stdin = std::io::stdin();
     let mut buf = Vec::new();
@@ -499,9 +509,13 @@ fn main() {
                         "2025-11-25".to_owned()
                     }
                 });
+                let mut caps = json!({"tools": {"listChanged": true}, "logging": {}});
+                if st.opts.ticking {
+                    caps["resources"] = json!({"subscribe": true});
+                }
                 reply(
                     &id,
-                    json!({"protocolVersion": v, "capabilities": {"tools": {"listChanged": true}, "logging": {}},
+                    json!({"protocolVersion": v, "capabilities": caps,
                     "serverInfo": {"name": "fixture", "version": "1.0.0"}}),
                 );
             }
@@ -521,6 +535,31 @@ fn main() {
                 }
             }
             ("ping", Some(id)) => reply(&id, json!({})),
+            ("resources/list", Some(id)) if st.opts.ticking => reply(
+                &id,
+                json!({"resources": [{"uri": "tick://counter", "name": "counter", "mimeType": "text/plain"}]}),
+            ),
+            ("resources/read", Some(id)) if st.opts.ticking => reply(
+                &id,
+                json!({"contents": [{"uri": "tick://counter", "mimeType": "text/plain",
+                                     "text": format!("tick {}", st.ticks)}]}),
+            ),
+            ("resources/subscribe", Some(id)) if st.opts.ticking => {
+                reply(&id, json!({}));
+                let state2 = Arc::clone(&state);
+                drop(st);
+                std::thread::spawn(move || {
+                    for _ in 0..3 {
+                        std::thread::sleep(Duration::from_millis(50));
+                        state2.lock().unwrap_or_else(|e| e.into_inner()).ticks += 1;
+                        notify(
+                            "notifications/resources/updated",
+                            json!({"uri": "tick://counter"}),
+                        );
+                    }
+                });
+            }
+            ("resources/unsubscribe", Some(id)) if st.opts.ticking => reply(&id, json!({})),
             ("tools/list", Some(id)) => {
                 list_tools(&st, &id, &params);
                 if st.opts.flood {
