@@ -142,17 +142,32 @@ pub async fn read(
         })
         .await
         .context("the tool registry stopped")??;
+    let mut status = rt.status.clone();
+    let gone = |snap: &harness9_actors::messages::StatusSnapshot| {
+        !snap.get(server).is_some_and(|s| {
+            matches!(
+                s.status,
+                harness9_actors::messages::ServerStatus::Connected { .. }
+            )
+        })
+    };
     let mut seen = 0;
     while seen < watch {
         let notice = tokio::select! {
             n = rx.recv() => n,
+            changed = status.changed() => {
+                if changed.is_err() || gone(&status.borrow()) {
+                    bail!("server \"{server}\" is no longer connected; stopped watching {uri}");
+                }
+                continue;
+            }
             _ = super::interrupted() => {
                 eprintln!("[mcp] interrupted");
                 return Ok(ExitCode::from(130));
             }
         };
         let Some(n) = notice else {
-            bail!("the server \"{server}\" went away while watching {uri}");
+            bail!("server \"{server}\" went away while watching {uri}");
         };
         let changed = matches!(&n.kind,
             harness9_actors::messages::NoticeKind::ResourceUpdated { uri: u } if u == uri);
