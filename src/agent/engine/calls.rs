@@ -1,0 +1,301 @@
+//! The tool table the model is offered (rebuilt only when the registry's table or the
+//! session's disabled tools change) and each tool call of a turn: refusals, the user's yes,
+//! the call through the registry, its progress and result on the turn's stream.
+
+use super::*;
+
+/// The connected servers' `instructions` by server name, as the registry shares them.
+type Instructions = Arc<Vec<(String, Arc<str>)>>;
+
+/// Tool definitions, rebuilt only when the registry's table changes, and the system prompt with
+/// the servers' instructions, rebuilt only when those change.
+#[derive(Clone, Default)]
+pub(super) struct ToolCache {
+    pub(super) source: Option<Arc<Vec<ToolEntry>>>,
+    pub(super) defs: Arc<Vec<ToolDef>>,
+    /// The tools that run only after the user's yes (when the turn has an approver).
+    pub(super) ask: Arc<std::collections::HashSet<String>>,
+    /// Tools the user turned off for this session: not offered, and refused if called.
+    pub(super) disabled: Arc<std::collections::BTreeSet<String>>,
+    /// The instructions the system prompt below was built with.
+    pub(super) instructions: Option<Instructions>,
+    pub(super) system: Option<String>,
+}
+
+/// Whether a tool asks first: one annotated `destructiveHint: true` (and not
+/// `readOnlyHint: true`), a built-in (bash, write_file) or an MCP server's. Unannotated tools do
+/// not ask: the spec's default (destructive) would ask for every call of most servers.
+pub(super) fn asks_first(e: &ToolEntry) -> bool {
+    let Some(raw) = &e.tool.annotations else {
+        return false;
+    };
+    let hints: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+    hints.get("destructiveHint") == Some(&Value::Bool(true))
+        && hints.get("readOnlyHint") != Some(&Value::Bool(true))
+}
+
+impl ToolCache {
+    /// The system prompt with the servers' `instructions` (see [`system_with_servers`]),
+    /// built again only when the registry hands out another list.
+    pub(super) fn system(
+        &mut self,
+        base: Option<&str>,
+        instructions: Instructions,
+    ) -> Option<String> {
+        if !self
+            .instructions
+            .as_ref()
+            .is_some_and(|i| Arc::ptr_eq(i, &instructions))
+        {
+            self.system = system_with_servers(base, &instructions);
+            self.instructions = Some(instructions);
+        }
+        self.system.clone()
+    }
+
+    pub(super) fn get(&mut self, table: Arc<Vec<ToolEntry>>) -> Arc<Vec<ToolDef>> {
+        if self.source.as_ref().is_some_and(|s| Arc::ptr_eq(s, &table)) {
+            return self.defs.clone();
+        }
+        self.ask = Arc::new(
+            table
+                .iter()
+                .filter(|e| asks_first(e))
+                .map(|e| e.name.clone())
+                .collect(),
+        );
+        let defs: Vec<ToolDef> = table
+            .iter()
+            .filter(|e| !self.disabled.contains(&e.name))
+            .filter_map(|e| {
+                // A schema that is not a JSON object would make the provider reject every
+                // request: such a tool is left out of the model's table.
+                let input_schema = match schema_object(e.tool.input_schema.get()) {
+                    Ok(s) => s,
+                    Err(why) => {
+                        tracing::warn!(target: "engine", tool = %e.name, "tool not offered to the model: its inputSchema {why}");
+                        return None;
+                    }
+                };
+                Some(ToolDef {
+                    name: e.name.clone(),
+                    description: e
+                        .tool
+                        .description
+                        .clone()
+                        .or_else(|| e.tool.title.clone())
+                        .unwrap_or_default(),
+                    input_schema,
+                })
+            })
+            .collect();
+        self.source = Some(table);
+        self.defs = Arc::new(defs);
+        self.defs.clone()
+    }
+}
+
+/// A tool's `inputSchema` as a JSON object, or why it is not one.
+pub fn schema_object(raw: &str) -> Result<serde_json::Value, String> {
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(v @ serde_json::Value::Object(_)) => Ok(v),
+        Ok(other) => Err(format!(
+            "is not a JSON object (it is {})",
+            match other {
+                serde_json::Value::Null => "null",
+                serde_json::Value::Bool(_) => "a boolean",
+                serde_json::Value::Number(_) => "a number",
+                serde_json::Value::String(_) => "a string",
+                _ => "an array",
+            }
+        )),
+        Err(e) if e.to_string().contains("recursion limit") => {
+            Err("is nested too deeply to parse (over 128 levels)".to_owned())
+        }
+        Err(e) => Err(format!("cannot be parsed: {e}")),
+    }
+}
+
+/// Sends one update on the turn's stream (waiting while it is full: the front end reads
+/// it), unless the turn is cancelled meanwhile; a front end that is gone is ignored.
+pub(super) async fn emit(
+    events: &mpsc::Sender<TurnEvent>,
+    cancel: &CancellationToken,
+    e: EngineEvent,
+) {
+    tokio::select! {
+        biased;
+        _ = events.send(TurnEvent::Update(e)) => {}
+        () = cancel.cancelled() => {}
+    }
+}
+
+/// The error result of a call whose arguments [`tool_input`](crate::agent::model::tool_input) kept
+/// raw; `cut` when the reply ended at `max_tokens` inside this call.
+pub(super) fn bad_arguments(name: &str, raw: &str, cut: bool) -> String {
+    let mut s = format!(
+        "the arguments of tool \"{name}\" are {}: {}; ",
+        arguments_problem(raw),
+        truncate_chars(raw, 200)
+    );
+    if cut {
+        s.push_str("the reply was cut off at max_tokens, so they are incomplete; ");
+        s.push_str(SEND_AGAIN_SMALLER);
+    } else {
+        s.push_str("send the call again with a complete JSON object");
+    }
+    s
+}
+
+/// What the model is told to do about a call the reply was cut off in.
+pub(super) const SEND_AGAIN_SMALLER: &str = "send the call again with a complete JSON object, and if its content is long, split the work over several smaller calls";
+
+/// Why a call is answered with an error instead of running, if it is: arguments that are not
+/// a JSON object, a call the reply was cut off in (even when its arguments parse: `{}` before
+/// any piece arrived), or the user's no to a tool that asks first (no answer, or the turn
+/// cancelled while asking, is a no).
+pub(super) async fn refusal(
+    ctx: &CallCtx,
+    id: &str,
+    name: &str,
+    input: &Value,
+    cut: bool,
+    cancel: &CancellationToken,
+) -> Option<String> {
+    if let Value::String(raw) = input {
+        return Some(bad_arguments(name, raw, cut));
+    }
+    if ctx.disabled.contains(name) {
+        return Some(format!(
+            "tool \"{name}\" is turned off for this session by the user; do without it"
+        ));
+    }
+    if cut {
+        return Some(format!(
+            "the call of tool \"{name}\" was cut off at max_tokens before its arguments were complete; {SEND_AGAIN_SMALLER}"
+        ));
+    }
+    if !(ctx.ask_first && ctx.ask.contains(name)) {
+        return None;
+    }
+    let (answer, rx) = oneshot::channel();
+    let question = TurnEvent::Ask(Question {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        arguments: input.clone(),
+        answer,
+    });
+    let yes = tokio::select! {
+        answer = async {
+            ctx.events.send(question).await.is_ok() && rx.await.unwrap_or(false)
+        } => answer,
+        () = cancel.cancelled() => false,
+    };
+    (!yes).then(|| format!(
+        "the user declined this call of \"{name}\"; do not run it again unasked: say what you wanted to do, or find another way"
+    ))
+}
+
+/// Runs one tool call through the registry and turns its outcome into a tool-result block. A
+/// call with a [`refusal`] is not run: it gets an error result, with the same events as any
+/// call.
+pub(super) async fn run_tool(
+    ctx: CallCtx,
+    call: (String, String, Value),
+    cut: bool,
+    cancel: CancellationToken,
+) -> Block {
+    let (id, name, input) = call;
+    emit(
+        &ctx.events,
+        &cancel,
+        EngineEvent::ToolStarted {
+            id: id.clone(),
+            name: name.clone(),
+            arguments: input.clone(),
+        },
+    )
+    .await;
+    let refused = refusal(&ctx, &id, &name, &input, cut, &cancel).await;
+    // The call's time starts after the user's answer: it measures the tool, not the user.
+    let started = Instant::now();
+    let outcome = match refused {
+        Some(why) => Err(why),
+        None => {
+            let mut msg = CallTool::new(name.clone(), Some(input));
+            // A child: the callee may cancel its token when it is done (to stop what it
+            // started), which must not cut this call's own events.
+            msg.cancel = cancel.child_token();
+            msg.progress = Some(progress_sink(&ctx.events, &id));
+            // The server hands each progress notice to the stream before it resolves the
+            // call, so ToolFinished, sent after this returns, follows all of them.
+            ToolRegistry::send(&ctx.registry, msg)
+                .await
+                .map_err(|e| e.to_string())
+        }
+    };
+    let elapsed = started.elapsed();
+    let (parts, text, is_error) = match outcome {
+        Ok(r) => {
+            let (parts, text) = output::from_result(&r);
+            (parts, text, r.is_error)
+        }
+        Err(text) => (vec![ResultPart::Text(text.clone())], text, true),
+    };
+    let (parts, spilled) = output::apply_budget(
+        parts,
+        &text,
+        ctx.config.output_budget_tokens,
+        &ctx.config.spill_dir,
+        &name,
+    );
+    emit(
+        &ctx.events,
+        &cancel,
+        EngineEvent::ToolFinished {
+            id: id.clone(),
+            name,
+            is_error,
+            elapsed,
+            output: text,
+            spilled,
+        },
+    )
+    .await;
+    Block::ToolResult {
+        id,
+        content: parts,
+        is_error,
+    }
+}
+
+/// Puts one call's progress notices on the turn's stream as [`EngineEvent::ToolProgress`].
+/// Called by the server actor, which must not wait: a notice that finds the stream full is
+/// dropped (progress is a hint; the result is never dropped).
+pub(super) fn progress_sink(events: &mpsc::Sender<TurnEvent>, id: &str) -> ProgressSink {
+    let events = events.clone();
+    let id = id.to_owned();
+    ProgressSink::new(move |p| {
+        let e = EngineEvent::ToolProgress {
+            id: id.clone(),
+            progress: p.progress,
+            total: p.total,
+            message: p.message,
+        };
+        if events.try_send(TurnEvent::Update(e)).is_err() {
+            tracing::debug!(target: "engine", call = %id, "progress dropped: the turn stream is full");
+        }
+    })
+}
+
+/// What each tool call of a turn runs with.
+#[derive(Clone)]
+pub(super) struct CallCtx {
+    pub(super) registry: Addr<ToolRegistry>,
+    pub(super) config: Arc<EngineConfig>,
+    pub(super) events: mpsc::Sender<TurnEvent>,
+    /// Whether calls of the tools in `ask` wait for the user's yes.
+    pub(super) ask_first: bool,
+    pub(super) ask: Arc<std::collections::HashSet<String>>,
+    pub(super) disabled: Arc<std::collections::BTreeSet<String>>,
+}

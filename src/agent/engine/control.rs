@@ -1,0 +1,136 @@
+//! The engine's other messages: cancel, clear, compact, resume, switch the model, turn tools
+//! off. Each is refused or ignored while a turn runs, except cancel.
+
+use super::*;
+impl Handler<ClearConversation> for Engine {
+    type Result = ();
+
+    fn handle(&mut self, _msg: ClearConversation, _ctx: &mut Context<Self>) {
+        if self.running.is_none() {
+            self.conversation.clear();
+            if let Some(log) = &mut self.log {
+                if let Err(e) = log.replace("clear", &[]) {
+                    tracing::warn!("{e}");
+                }
+            }
+        }
+    }
+}
+
+/// Replace the conversation with a summary the model writes (`/compact [focus]`). Refused while
+/// a turn runs; [`CancelTurn`] cancels it. The conversation is unchanged when it fails.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<compact::Compacted, String>")]
+pub struct Compact {
+    /// What the summary should keep above all.
+    pub focus: Option<String>,
+}
+
+impl Handler<Compact> for Engine {
+    type Result = ResponseActFuture<Self, Result<compact::Compacted, String>>;
+
+    fn handle(&mut self, msg: Compact, _ctx: &mut Context<Self>) -> Self::Result {
+        if self.running.is_some() {
+            return Box::pin(actix::fut::ready(Err(
+                "a turn is running; press Esc to cancel it, then /compact".to_owned(),
+            )));
+        }
+        if self.conversation.len() < 3 {
+            return Box::pin(actix::fut::ready(Err("nothing to compact yet".to_owned())));
+        }
+        let cancel = CancellationToken::new();
+        self.running = Some(cancel.clone());
+        let messages = std::mem::take(&mut self.conversation);
+        let (provider, config) = (self.provider.clone(), self.config.clone());
+        let fut = async move {
+            let tokens_before = compact::estimate_tokens(&messages);
+            let summary =
+                compact::summarize(&provider, &config, &messages, msg.focus.as_deref(), &cancel)
+                    .await;
+            (messages, summary, tokens_before)
+        };
+        Box::pin(
+            fut.into_actor(self)
+                .map(|(messages, summary, tokens_before), act, _| {
+                    act.running = None;
+                    match summary {
+                        Ok(new) => {
+                            let replaced = messages.len();
+                            act.conversation = new;
+                            act.save_whole("compact");
+                            let tokens_after = compact::estimate_tokens(&act.conversation);
+                            act.last_input = tokens_after as u64;
+                            Ok(compact::Compacted {
+                                replaced,
+                                tokens_before,
+                                tokens_after,
+                            })
+                        }
+                        Err(e) => {
+                            act.conversation = messages;
+                            Err(format!("compaction failed: {e}"))
+                        }
+                    }
+                }),
+        )
+    }
+}
+
+/// Use this provider (and model) from the next turn on (`/model`).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct SetProvider(pub crate::agent::model::ProviderConfig);
+
+impl Handler<SetProvider> for Engine {
+    type Result = ();
+
+    fn handle(&mut self, msg: SetProvider, _ctx: &mut Context<Self>) {
+        self.provider = Provider::new(msg.0);
+    }
+}
+
+/// The tools turned off for the rest of the session (`/tools off NAME`): the whole set.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct DisableTools(pub std::collections::BTreeSet<String>);
+
+impl Handler<DisableTools> for Engine {
+    type Result = ();
+
+    fn handle(&mut self, msg: DisableTools, _ctx: &mut Context<Self>) {
+        // A fresh cache: the next turn's definitions leave the disabled tools out.
+        self.tool_cache = ToolCache {
+            disabled: Arc::new(msg.0),
+            ..ToolCache::default()
+        };
+    }
+}
+
+/// Continue a saved conversation (`/resume ID`): it replaces the current one, and later turns
+/// are saved to its file. Refused (`false`) while a turn runs.
+#[derive(Debug, Message)]
+#[rtype(result = "bool")]
+pub struct ResumeConversation(pub crate::app::sessions::Opened);
+
+impl Handler<ResumeConversation> for Engine {
+    type Result = bool;
+
+    fn handle(&mut self, msg: ResumeConversation, _ctx: &mut Context<Self>) -> bool {
+        if self.running.is_some() {
+            return false;
+        }
+        self.conversation = msg.0.messages;
+        self.log = Some(msg.0.file);
+        true
+    }
+}
+
+impl Handler<CancelTurn> for Engine {
+    type Result = ();
+
+    fn handle(&mut self, _msg: CancelTurn, _ctx: &mut Context<Self>) {
+        if let Some(c) = &self.running {
+            c.cancel();
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! One turn: model steps and their tool calls until the model answers or `max_steps`, with
+//! compaction before a turn near the window's end and after a context-length refusal.
+
+use super::*;
+/// What one turn runs with; the conversation and tool cache go back to the actor at its end.
+pub(super) struct Turn {
+    pub(super) provider: Provider,
+    pub(super) registry: Addr<ToolRegistry>,
+    pub(super) config: Arc<EngineConfig>,
+    pub(super) cache: ToolCache,
+    pub(super) messages: Vec<Message>,
+    pub(super) cancel: CancellationToken,
+    pub(super) events: mpsc::Sender<TurnEvent>,
+    pub(super) ask_first: bool,
+    /// Input tokens of the conversation's last request.
+    pub(super) last_input: u64,
+}
+
+/// How a turn ended, for the actor.
+pub(super) struct TurnEnd {
+    pub(super) messages: Vec<Message>,
+    pub(super) cache: ToolCache,
+    pub(super) result: Result<TurnOutcome, EngineError>,
+    pub(super) last_input: u64,
+    /// The conversation before the turn was compacted (the log is rewritten whole).
+    pub(super) compacted: bool,
+}
+
+/// Replaces `messages[..upto]` with a summary; returns what it did and the new `upto`.
+pub(super) async fn compact_prefix(
+    provider: &Provider,
+    config: &Arc<EngineConfig>,
+    messages: &mut Vec<Message>,
+    upto: usize,
+    cancel: &CancellationToken,
+) -> Result<compact::Compacted, ModelError> {
+    let tokens_before = compact::estimate_tokens(messages);
+    let summary = compact::summarize(provider, config, &messages[..upto], None, cancel).await?;
+    let replaced = upto;
+    messages.splice(..upto, summary);
+    Ok(compact::Compacted {
+        replaced,
+        tokens_before,
+        tokens_after: compact::estimate_tokens(messages),
+    })
+}
+
+pub(super) async fn turn(t: Turn, prompt: String) -> TurnEnd {
+    let Turn {
+        provider,
+        registry,
+        config,
+        mut cache,
+        mut messages,
+        cancel,
+        events,
+        ask_first,
+        mut last_input,
+    } = t;
+    let started = Instant::now();
+    let mut compacted = false;
+    // Near the end of the window: the earlier turns become a summary first.
+    let full = config.context_window.is_some_and(|w| {
+        config.compact_at > 0.0 && last_input as f64 >= config.compact_at * w as f64
+    });
+    if full && messages.len() > 2 {
+        let upto = messages.len();
+        match compact_prefix(&provider, &config, &mut messages, upto, &cancel).await {
+            Ok(c) => {
+                compacted = true;
+                let reason = format!(
+                    "the last request used {last_input} of {} tokens",
+                    config.context_window.unwrap_or(0)
+                );
+                emit(
+                    &events,
+                    &cancel,
+                    EngineEvent::Compacted {
+                        reason,
+                        compacted: c,
+                    },
+                )
+                .await;
+            }
+            Err(e) => tracing::warn!("automatic compaction failed: {e}"),
+        }
+    }
+    let mut before = messages.len();
+    messages.push(Message {
+        role: Role::User,
+        content: vec![Block::Text(prompt)],
+    });
+    let mut usage = Usage::default();
+    let mut overflow_retried = false;
+    let end = |messages, cache, result, last_input, compacted| TurnEnd {
+        messages,
+        cache,
+        result,
+        last_input,
+        compacted,
+    };
+    let mut step = 0;
+    while step < config.max_steps {
+        step += 1;
+        let table = match registry.send(ListTools).await {
+            Ok(t) => t,
+            Err(_) => Arc::new(Vec::new()),
+        };
+        let instructions = registry.send(GetInstructions).await.unwrap_or_default();
+        let req = ModelRequest {
+            system: cache.system(config.system.as_deref(), instructions),
+            messages: messages.clone(),
+            tools: cache.get(table),
+            max_tokens: 0,
+        };
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let forward = {
+            let events = events.clone();
+            let cancel = cancel.clone();
+            actix_rt::spawn(async move {
+                while let Some(e) = rx.recv().await {
+                    let e = match e {
+                        StreamEvent::TextDelta(t) => EngineEvent::TextDelta(t),
+                        StreamEvent::Retrying {
+                            attempt,
+                            after,
+                            reason,
+                        } => EngineEvent::ModelRetrying {
+                            attempt,
+                            after,
+                            reason,
+                        },
+                        _ => continue,
+                    };
+                    emit(&events, &cancel, e).await;
+                }
+            })
+        };
+        let call_started = Instant::now();
+        let reply = provider.complete(&req, &tx, &cancel).await;
+        drop(tx);
+        let _ = forward.await;
+        let reply = match reply {
+            Ok(r) => r,
+            Err(ModelError::Cancelled) => {
+                messages.truncate(before);
+                return end(
+                    messages,
+                    cache,
+                    Err(EngineError::Cancelled),
+                    last_input,
+                    compacted,
+                );
+            }
+            Err(e) => {
+                if compact::is_context_overflow(&e) && !overflow_retried && before > 2 {
+                    // Too long for the model: the earlier turns become a summary, and the
+                    // step runs again (once).
+                    overflow_retried = true;
+                    match compact_prefix(&provider, &config, &mut messages, before, &cancel).await {
+                        Ok(c) => {
+                            compacted = true;
+                            before = 2;
+                            let reason = format!("the model refused the request: {e}");
+                            let ev = EngineEvent::Compacted {
+                                reason,
+                                compacted: c,
+                            };
+                            emit(&events, &cancel, ev).await;
+                            step -= 1;
+                            continue;
+                        }
+                        Err(ce) => {
+                            tracing::warn!("compaction after a context overflow failed: {ce}")
+                        }
+                    }
+                }
+                messages.truncate(before);
+                return end(
+                    messages,
+                    cache,
+                    Err(EngineError::Model(e)),
+                    last_input,
+                    compacted,
+                );
+            }
+        };
+        last_input = reply.usage.input_tokens;
+        usage.input_tokens += reply.usage.input_tokens;
+        usage.output_tokens += reply.usage.output_tokens;
+        usage.cached_input_tokens += reply.usage.cached_input_tokens;
+        let text = reply.text();
+        let calls: Vec<(String, String, Value)> = reply
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, name, input } => {
+                    Some((id.clone(), name.clone(), input.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        // Cut off at max_tokens with a call last: that call's arguments may be incomplete.
+        let cut_id = match (&reply.stop_reason, reply.content.last()) {
+            (StopReason::MaxTokens, Some(Block::ToolUse { id, .. })) => Some(id.clone()),
+            _ => None,
+        };
+        emit(
+            &events,
+            &cancel,
+            EngineEvent::ModelDone {
+                step,
+                text: text.clone(),
+                tool_calls: calls.len(),
+                elapsed: call_started.elapsed(),
+                usage: reply.usage,
+            },
+        )
+        .await;
+        messages.push(Message {
+            role: Role::Assistant,
+            content: reply.content,
+        });
+        if calls.is_empty() {
+            let outcome = TurnOutcome {
+                text,
+                steps: step,
+                usage,
+                elapsed: started.elapsed(),
+            };
+            return end(messages, cache, Ok(outcome), last_input, compacted);
+        }
+        // Every call of this reply at once; each has its own child token of the turn's.
+        let ctx = CallCtx {
+            registry: registry.clone(),
+            config: config.clone(),
+            events: events.clone(),
+            ask_first,
+            ask: cache.ask.clone(),
+            disabled: cache.disabled.clone(),
+        };
+        let results = join_all(calls.into_iter().map(|call| {
+            let cut = cut_id.as_ref() == Some(&call.0);
+            run_tool(ctx.clone(), call, cut, cancel.child_token())
+        }))
+        .await;
+        if cancel.is_cancelled() {
+            messages.truncate(before);
+            return end(
+                messages,
+                cache,
+                Err(EngineError::Cancelled),
+                last_input,
+                compacted,
+            );
+        }
+        messages.push(Message {
+            role: Role::User,
+            content: results,
+        });
+    }
+    messages.truncate(before);
+    end(
+        messages,
+        cache,
+        Err(EngineError::MaxSteps(config.max_steps)),
+        last_input,
+        compacted,
+    )
+}
