@@ -33,6 +33,12 @@ use crate::app::watcher::{
     ApproveServers, ConfigChanged, ConfigOutcome, ConfigWatcher, ReloadConfig,
 };
 
+mod conversation;
+mod opener;
+mod servers;
+
+use opener::spawn_opener;
+
 /// Shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(16);
 
@@ -153,94 +159,6 @@ enum AskReply {
 }
 
 impl Tui {
-    /// `/model [provider/]name`: the settings resolved again with that model (and provider),
-    /// handed to the engine for the next turn.
-    fn set_model(&mut self, spec: &str) {
-        use super::state::Entry;
-        use crate::agent::model::settings;
-        let Some(engine) = self.engine.clone() else {
-            return;
-        };
-        let (provider, model) = match spec.split_once('/') {
-            Some((p, m)) if matches!(p, "anthropic" | "openai") => (Some(p.to_owned()), m),
-            _ => (None, spec),
-        };
-        let mut flags = self.model_flags.clone();
-        flags.model = Some(model.to_owned());
-        if provider.is_some() {
-            // Another provider: its own base URL, not the one given for the first.
-            flags.base_url = None;
-            flags.provider = provider;
-        }
-        let resolved = settings::resolve(&flags);
-        match resolved {
-            Ok(s) => match s.provider.clone() {
-                Some(p) => {
-                    self.state.model = Some(format!("{} {}", p.kind, p.model));
-                    self.state.model_id = Some(p.model.clone());
-                    self.state.context_window = s.context_window(&p.model);
-                    self.state.note(Entry::Info(format!(
-                        "the next turn uses {} {}",
-                        p.kind, p.model
-                    )));
-                    self.model_flags = flags;
-                    self.state.settings = Some(std::sync::Arc::new(s));
-                    engine.do_send(SetProvider(p));
-                }
-                None => self
-                    .state
-                    .note(Entry::Error(settings::how_to_configure().to_owned())),
-            },
-            Err(e) => self.state.note(Entry::Error(format!("/model {spec}: {e}"))),
-        }
-        self.dirty = true;
-    }
-
-    /// `/resume`: the list of saved conversations, or the one named, which replaces the
-    /// transcript and the engine's conversation.
-    fn resume(&mut self, id: String, ctx: &mut Context<Self>) {
-        use super::state::Entry;
-        use crate::app::sessions;
-        let dir = sessions::dir();
-        if id.is_empty() {
-            let list = sessions::listing(&dir, 20);
-            self.state.note(Entry::Info(if list.is_empty() {
-                "no saved conversations yet".to_owned()
-            } else {
-                format!("saved conversations (newest first):\n{}", list.join("\n"))
-            }));
-            return;
-        }
-        let Some(engine) = self.engine.clone() else {
-            return;
-        };
-        let cwd = std::env::current_dir().unwrap_or_default();
-        let opened = match sessions::open(&dir, &sessions::Resume::Id(id), &cwd, "") {
-            Ok(o) => o,
-            Err(e) => return self.state.note(Entry::Error(e)),
-        };
-        let mut entries = super::state::entries_of(&opened.messages);
-        entries.extend(opened.note.clone().map(Entry::Info));
-        let session_id = opened.file.id.clone();
-        ctx.spawn(
-            engine
-                .send(ResumeConversation(opened))
-                .into_actor(self)
-                .map(move |taken, act, _| {
-                    if taken == Ok(true) {
-                        act.state.session_id = Some(session_id);
-                        act.state.transcript = entries;
-                        act.state.scroll_back = 0;
-                    } else {
-                        act.state.note(Entry::Error(
-                            "a turn is running; press Esc to cancel it, then /resume".to_owned(),
-                        ));
-                    }
-                    act.dirty = true;
-                }),
-        );
-    }
-
     /// A TUI for `setup`; the terminal is taken already (see [`super::take_terminal`]).
     pub fn new(setup: TuiSetup) -> Self {
         let mut state = State::new(
@@ -403,47 +321,6 @@ impl Tui {
                 }
             }
             Effect::OpenEditor => self.open_editor(ctx),
-            Effect::CallTool {
-                id,
-                name,
-                arguments,
-            } => {
-                let mut msg = CallTool::new(name, arguments);
-                // Progress notices come back through a bounded channel (a flood loses notices,
-                // never grows memory); the call's result closes it.
-                let (tx, mut rx) = mpsc::channel::<ToolProgress>(64);
-                msg.progress = Some(ProgressSink::new(move |p| {
-                    let _ = tx.try_send(p);
-                }));
-                ctx.add_stream(
-                    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
-                        .map(move |p| CallProgressItem(id, p)),
-                );
-                let cancel = msg.cancel.clone();
-                self.calls.push((id, cancel));
-                let registry = self.registry.clone();
-                let started = Instant::now();
-                ctx.spawn(
-                    async move { ToolRegistry::send(&registry, msg).await }
-                        .into_actor(self)
-                        .map(move |r, act, ctx| {
-                            act.calls.retain(|(c, _)| *c != id);
-                            let (output, is_error) = match r {
-                                Ok(r) => (r.text(), r.is_error),
-                                Err(e) => (e.to_string(), true),
-                            };
-                            act.apply(
-                                Event::CallDone {
-                                    id,
-                                    output,
-                                    is_error,
-                                    elapsed: started.elapsed(),
-                                },
-                                ctx,
-                            );
-                        }),
-                );
-            }
             Effect::ClearConversation => {
                 if let Some(engine) = &self.engine {
                     engine.do_send(ClearConversation);
@@ -492,33 +369,6 @@ impl Tui {
                     engine.do_send(CancelTurn);
                 }
             }
-            Effect::SubmitWithResources { prompt, mentions } => {
-                let registry = self.registry.clone();
-                let reads = async move {
-                    let mut out = Vec::new();
-                    for (server, uri) in mentions {
-                        let read = registry
-                            .send(ReadResource {
-                                server: server.clone(),
-                                uri: uri.clone(),
-                            })
-                            .await
-                            .map_err(|_| "the tool registry stopped".to_owned())
-                            .and_then(|r| r.map_err(|e| e.to_string()));
-                        out.push((server, uri, read));
-                    }
-                    out
-                };
-                ctx.spawn(reads.into_actor(self).map(move |reads, act, ctx| {
-                    for (server, uri, read) in &reads {
-                        if let Err(e) = read {
-                            act.notice(true, format!("@{server}:{uri}: {e}"), ctx);
-                        }
-                    }
-                    let full = super::mentions::attach(&prompt, &reads);
-                    act.effect(Effect::Submit(full), ctx);
-                }));
-            }
             Effect::Submit(prompt) => {
                 let Some(engine) = self.engine.clone() else {
                     self.state.busy = false;
@@ -565,146 +415,14 @@ impl Tui {
             }
             Effect::Panic => panic!("/panic: a deliberate panic (HARNESS9_DEBUG_PANIC=1)"),
             Effect::ApproveServers(servers) => self.watcher.do_send(ApproveServers(servers)),
-            Effect::LoadPrompts(server) => {
-                let ask = self.registry.send(ListPrompts {
-                    server: server.clone(),
-                });
-                ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
-                    let result = match r {
-                        Ok(r) => r.map_err(|e| e.to_string()),
-                        Err(_) => Err("the tool registry stopped".to_owned()),
-                    };
-                    act.apply(Event::Prompts { server, result }, ctx);
-                }));
-            }
-            Effect::CompleteArgument {
-                input,
-                server,
-                prompt,
-                argument,
-                value,
-                context,
-            } => {
-                let ask = self.registry.send(Complete {
-                    server,
-                    reference: CompletionRef::Prompt(prompt),
-                    argument: argument.clone(),
-                    value,
-                    context,
-                });
-                ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
-                    let values = completion_values(r);
-                    act.apply(
-                        Event::Completion {
-                            input,
-                            argument,
-                            values,
-                        },
-                        ctx,
-                    );
-                }));
-            }
-            Effect::CompleteTemplate {
-                input,
-                server,
-                template,
-                variable,
-                value,
-                head,
-                tail,
-            } => {
-                let ask = self.registry.send(Complete {
-                    server,
-                    reference: CompletionRef::Resource(template),
-                    argument: variable,
-                    value,
-                    context: Default::default(),
-                });
-                ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
-                    let values = completion_values(r);
-                    act.apply(
-                        Event::MentionCompleted {
-                            input,
-                            head,
-                            tail,
-                            values,
-                        },
-                        ctx,
-                    );
-                }));
-            }
-            Effect::GetPrompt {
-                server,
-                name,
-                arguments,
-            } => {
-                let ask = self.registry.send(GetPrompt {
-                    server,
-                    name: name.clone(),
-                    arguments,
-                });
-                ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
-                    let result = match r {
-                        Ok(r) => r.map_err(|e| e.to_string()),
-                        Err(_) => Err("the tool registry stopped".to_owned()),
-                    };
-                    act.apply(Event::PromptGot { name, result }, ctx);
-                }));
-            }
-            Effect::Subscribe { server, uri, on } => {
-                let ask = self.registry.send(SubscribeResource {
-                    server: server.clone(),
-                    uri: uri.clone(),
-                    on,
-                });
-                ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
-                    use super::state::Entry;
-                    let (s, u) = (
-                        crate::sanitize::clean_line(&server).into_owned(),
-                        crate::sanitize::clean_line(&uri).into_owned(),
-                    );
-                    let entry = match r {
-                        Ok(Ok(())) if on => Entry::Info(format!(
-                            "subscribed to {u} of {s}: its changes show here (/unsubscribe @{s}:{u} stops them)"
-                        )),
-                        Ok(Ok(())) => Entry::Info(format!("unsubscribed from {u} of {s}")),
-                        Ok(Err(e)) => Entry::Error(format!(
-                            "cannot {}subscribe to {u} of {s}: {e}",
-                            if on { "" } else { "un" }
-                        )),
-                        Err(_) => Entry::Error("the tool registry stopped".to_owned()),
-                    };
-                    act.state.note(entry);
-                    act.schedule_draw(ctx);
-                }));
-            }
-            Effect::LoadResources(server) => {
-                let registry = self.registry.clone();
-                let name = server.clone();
-                ctx.spawn(
-                    async move {
-                        let resources = registry
-                            .send(ListResources {
-                                server: name.clone(),
-                            })
-                            .await
-                            .map_err(|_| "the tool registry stopped".to_owned())?
-                            .map_err(|e| e.to_string())?;
-                        // A server without templates may refuse the method: none, then.
-                        let templates = registry
-                            .send(ListResourceTemplates { server: name })
-                            .await
-                            .ok()
-                            .and_then(Result::ok)
-                            .unwrap_or_default();
-                        Ok((resources, templates))
-                    }
-                    .into_actor(self)
-                    .map(move |result, act, ctx| {
-                        act.apply(Event::Resources { server, result }, ctx);
-                    }),
-                );
-            }
+            e @ (Effect::CallTool { .. }
+            | Effect::SubmitWithResources { .. }
+            | Effect::LoadPrompts(..)
+            | Effect::CompleteArgument { .. }
+            | Effect::CompleteTemplate { .. }
+            | Effect::GetPrompt { .. }
+            | Effect::Subscribe { .. }
+            | Effect::LoadResources(..)) => self.server_effect(e, ctx),
         }
     }
 
@@ -724,83 +442,6 @@ impl Tui {
             let _ = done.send(code);
         }
         ctx.stop();
-    }
-
-    /// Opens `.mcp.json` in `$VISUAL`/`$EDITOR` with the terminal suspended, or hands it to the
-    /// system opener. Runs straight from the key handler inside `ctx.wait`, so no other input is
-    /// read while the editor owns the terminal (DESIGN.md trap 13).
-    fn open_editor(&mut self, ctx: &mut Context<Self>) {
-        let path = self.config_path.clone();
-        if !path.exists() {
-            let skeleton = "{\n  \"mcpServers\": {\n  }\n}\n";
-            if let Err(e) = std::fs::write(&path, skeleton) {
-                self.notice(true, format!("cannot create {}: {e}", path.display()), ctx);
-                return;
-            }
-        }
-        let mut editor = std::env::var("VISUAL")
-            .ok()
-            .or_else(|| std::env::var("EDITOR").ok())
-            .filter(|e| !e.trim().is_empty());
-        let mut fallback_note = None;
-        if editor.is_none() && !has_desktop_opener() {
-            // No $EDITOR and no desktop to open a file on (SSH, a console): a terminal editor.
-            if let Some(found) = ["vi", "nano"].into_iter().find(|e| on_path(e)) {
-                fallback_note = Some(format!(
-                    "no $EDITOR is set; edited {} with {found} (set $EDITOR to choose)",
-                    path.display()
-                ));
-                editor = Some(found.to_owned());
-            }
-        }
-        let Some(editor) = editor else {
-            let text = match spawn_opener(path.as_os_str(), false) {
-                Ok(opener) => (false, format!("opened {} with {opener}; it reloads by itself when saved (set $EDITOR to edit in the terminal)", path.display())),
-                Err(e) => (true, format!("cannot open {}: {e}; set $EDITOR", path.display())),
-            };
-            self.notice(text.0, text.1, ctx);
-            return;
-        };
-        self.terminal = None;
-        restore_terminal();
-        EDITOR_RUNNING.store(true, Ordering::SeqCst);
-        let mut cmd = tokio::process::Command::new("sh");
-        cmd.arg("-c")
-            .arg(format!("{editor} \"$1\""))
-            .arg("harness9-editor")
-            .arg(&path);
-        let shown = editor.clone();
-        ctx.wait(async move { cmd.status().await }.into_actor(self).map(
-            move |status, act, ctx| {
-                EDITOR_RUNNING.store(false, Ordering::SeqCst);
-                if let Err(e) = act.resume_terminal() {
-                    tracing::error!("cannot take the terminal back: {e}");
-                }
-                match status {
-                    Ok(s) if s.success() => {
-                        if let Some(note) = fallback_note {
-                            act.notice(false, note, ctx);
-                        }
-                    }
-                    Ok(s) => act.notice(true, format!("editor `{shown}` exited with {s}"), ctx),
-                    Err(e) => act.notice(true, format!("cannot run editor `{shown}`: {e}"), ctx),
-                }
-                act.watcher.do_send(ReloadConfig { forced: true });
-                act.schedule_draw(ctx);
-            },
-        ));
-    }
-
-    fn resume_terminal(&mut self) -> std::io::Result<()> {
-        take_terminal()?;
-        let mut t = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
-        t.clear()?;
-        self.terminal = Some(t);
-        if let Ok((w, h)) = crossterm::terminal::size() {
-            self.state.size = (w, h);
-        }
-        self.dirty = true;
-        Ok(())
     }
 
     fn ask_tools(&mut self, ctx: &mut Context<Self>) {
@@ -826,43 +467,6 @@ impl Tui {
             )
             .spawn(ctx);
     }
-}
-
-/// Hands `target` (a file, or a URL the user said yes to) to the system opener (`xdg-open`,
-/// `open` on macOS; for a URL `$BROWSER` first, as the OAuth login does), in a session of its
-/// own which the exit sweep spares (a GUI program it starts may outlive harness9); tokio reaps
-/// it. The opener's name, or why it could not start.
-fn spawn_opener(target: &std::ffi::OsStr, url: bool) -> Result<String, String> {
-    let browser = url
-        .then(|| std::env::var("BROWSER").ok())
-        .flatten()
-        .filter(|b| !b.trim().is_empty());
-    let (program, args): (String, Vec<String>) = match &browser {
-        Some(b) => {
-            let mut words = b.split_whitespace().map(str::to_owned);
-            (words.next().unwrap_or_default(), words.collect())
-        }
-        None if cfg!(target_os = "macos") => ("open".to_owned(), Vec::new()),
-        None => ("xdg-open".to_owned(), Vec::new()),
-    };
-    let mut cmd = tokio::process::Command::new(&program);
-    cmd.args(args)
-        .arg(target)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    // SAFETY: setsid is async-signal-safe and touches no memory.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    let child = cmd.spawn().map_err(|e| format!("{program}: {e}"))?;
-    if let Some(pid) = child.id() {
-        harness9_actors::server::spare_session(pid as i32);
-    }
-    Ok(program)
 }
 
 impl Handler<UserAsk> for Tui {
@@ -1012,25 +616,6 @@ impl Handler<ServerNotice> for Tui {
     }
 }
 
-/// A progress notice of a `/call`.
-struct CallProgressItem(u64, ToolProgress);
-
-impl StreamHandler<CallProgressItem> for Tui {
-    fn handle(&mut self, CallProgressItem(id, p): CallProgressItem, ctx: &mut Context<Self>) {
-        self.apply(
-            Event::CallProgress {
-                id,
-                progress: p.progress,
-                total: p.total,
-                message: p.message,
-            },
-            ctx,
-        );
-    }
-
-    fn finished(&mut self, _ctx: &mut Context<Self>) {}
-}
-
 impl Handler<StatusChanged> for Tui {
     type Result = ();
 
@@ -1119,42 +704,5 @@ impl Handler<Quit> for Tui {
 
     fn handle(&mut self, _msg: Quit, ctx: &mut Context<Self>) {
         self.quit(130, ctx);
-    }
-}
-
-/// Whether `program` is an executable file in a directory of `$PATH`.
-fn on_path(program: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
-    std::env::var_os("PATH").is_some_and(|p| {
-        std::env::split_paths(&p).any(|d| {
-            std::fs::metadata(d.join(program))
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-    })
-}
-
-/// Whether handing a file to the system opener can show it: macOS, or a graphical session
-/// with `xdg-open` installed.
-fn has_desktop_opener() -> bool {
-    if cfg!(target_os = "macos") {
-        return true;
-    }
-    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
-    display && on_path("xdg-open")
-}
-
-/// The values of a `completion/complete` answer (none when the server failed or is gone).
-fn completion_values<E: std::fmt::Display>(
-    r: Result<Result<harness9_actors::protocol::types::Completion, E>, MailboxError>,
-) -> Vec<String> {
-    match r {
-        Ok(Ok(c)) => c.values,
-        Ok(Err(e)) => {
-            tracing::debug!("completion/complete: {e}");
-            Vec::new()
-        }
-        Err(_) => Vec::new(),
     }
 }

@@ -1,0 +1,143 @@
+//! Opening things outside the TUI: `.mcp.json` in an editor (with the terminal handed over
+//! while it runs), a file or an accepted URL with the system opener.
+
+use super::*;
+
+impl Tui {
+    /// Opens `.mcp.json` in `$VISUAL`/`$EDITOR` with the terminal suspended, or hands it to the
+    /// system opener. Runs straight from the key handler inside `ctx.wait`, so no other input is
+    /// read while the editor owns the terminal (DESIGN.md trap 13).
+    pub(super) fn open_editor(&mut self, ctx: &mut Context<Self>) {
+        let path = self.config_path.clone();
+        if !path.exists() {
+            let skeleton = "{\n  \"mcpServers\": {\n  }\n}\n";
+            if let Err(e) = std::fs::write(&path, skeleton) {
+                self.notice(true, format!("cannot create {}: {e}", path.display()), ctx);
+                return;
+            }
+        }
+        let mut editor = std::env::var("VISUAL")
+            .ok()
+            .or_else(|| std::env::var("EDITOR").ok())
+            .filter(|e| !e.trim().is_empty());
+        let mut fallback_note = None;
+        if editor.is_none() && !has_desktop_opener() {
+            // No $EDITOR and no desktop to open a file on (SSH, a console): a terminal editor.
+            if let Some(found) = ["vi", "nano"].into_iter().find(|e| on_path(e)) {
+                fallback_note = Some(format!(
+                    "no $EDITOR is set; edited {} with {found} (set $EDITOR to choose)",
+                    path.display()
+                ));
+                editor = Some(found.to_owned());
+            }
+        }
+        let Some(editor) = editor else {
+            let text = match spawn_opener(path.as_os_str(), false) {
+                Ok(opener) => (false, format!("opened {} with {opener}; it reloads by itself when saved (set $EDITOR to edit in the terminal)", path.display())),
+                Err(e) => (true, format!("cannot open {}: {e}; set $EDITOR", path.display())),
+            };
+            self.notice(text.0, text.1, ctx);
+            return;
+        };
+        self.terminal = None;
+        restore_terminal();
+        EDITOR_RUNNING.store(true, Ordering::SeqCst);
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("{editor} \"$1\""))
+            .arg("harness9-editor")
+            .arg(&path);
+        let shown = editor.clone();
+        ctx.wait(async move { cmd.status().await }.into_actor(self).map(
+            move |status, act, ctx| {
+                EDITOR_RUNNING.store(false, Ordering::SeqCst);
+                if let Err(e) = act.resume_terminal() {
+                    tracing::error!("cannot take the terminal back: {e}");
+                }
+                match status {
+                    Ok(s) if s.success() => {
+                        if let Some(note) = fallback_note {
+                            act.notice(false, note, ctx);
+                        }
+                    }
+                    Ok(s) => act.notice(true, format!("editor `{shown}` exited with {s}"), ctx),
+                    Err(e) => act.notice(true, format!("cannot run editor `{shown}`: {e}"), ctx),
+                }
+                act.watcher.do_send(ReloadConfig { forced: true });
+                act.schedule_draw(ctx);
+            },
+        ));
+    }
+
+    pub(super) fn resume_terminal(&mut self) -> std::io::Result<()> {
+        take_terminal()?;
+        let mut t = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+        t.clear()?;
+        self.terminal = Some(t);
+        if let Ok((w, h)) = crossterm::terminal::size() {
+            self.state.size = (w, h);
+        }
+        self.dirty = true;
+        Ok(())
+    }
+}
+
+/// Hands `target` (a file, or a URL the user said yes to) to the system opener (`xdg-open`,
+/// `open` on macOS; for a URL `$BROWSER` first, as the OAuth login does), in a session of its
+/// own which the exit sweep spares (a GUI program it starts may outlive harness9); tokio reaps
+/// it. The opener's name, or why it could not start.
+pub(super) fn spawn_opener(target: &std::ffi::OsStr, url: bool) -> Result<String, String> {
+    let browser = url
+        .then(|| std::env::var("BROWSER").ok())
+        .flatten()
+        .filter(|b| !b.trim().is_empty());
+    let (program, args): (String, Vec<String>) = match &browser {
+        Some(b) => {
+            let mut words = b.split_whitespace().map(str::to_owned);
+            (words.next().unwrap_or_default(), words.collect())
+        }
+        None if cfg!(target_os = "macos") => ("open".to_owned(), Vec::new()),
+        None => ("xdg-open".to_owned(), Vec::new()),
+    };
+    let mut cmd = tokio::process::Command::new(&program);
+    cmd.args(args)
+        .arg(target)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid is async-signal-safe and touches no memory.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(|e| format!("{program}: {e}"))?;
+    if let Some(pid) = child.id() {
+        harness9_actors::server::spare_session(pid as i32);
+    }
+    Ok(program)
+}
+
+/// Whether `program` is an executable file in a directory of `$PATH`.
+pub(super) fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p).any(|d| {
+            std::fs::metadata(d.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// Whether handing a file to the system opener can show it: macOS, or a graphical session
+/// with `xdg-open` installed.
+pub(super) fn has_desktop_opener() -> bool {
+    if cfg!(target_os = "macos") {
+        return true;
+    }
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    display && on_path("xdg-open")
+}
