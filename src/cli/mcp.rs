@@ -10,22 +10,15 @@ use harness9_actors::messages::{
     CallTool, ListTools, ProgressSink, ServerState, ServerStatus, StatusSnapshot, ToolEntry,
     ToolProgress,
 };
-use harness9_actors::oauth;
-use harness9_actors::{ServerSpec, ToolRegistry, TransportSpec};
+use harness9_actors::{ServerSpec, ToolRegistry};
 use serde_json::{json, Value};
 
-use super::{interrupted, McpCommand, Scope, Transport, UsageError};
+use super::login::oauth_command;
+use super::manage::{add_entry, edit_config, import};
+use super::{interrupted, McpCommand, UsageError};
 use crate::app::config::{self, Config};
 use crate::app::{spawn_event_printer, Runtime, Session, SessionOptions, Start};
 use crate::sanitize::{clean_line, clean_text, to_json};
-
-/// `println!` that returns an error (e.g. a closed pipe) instead of panicking.
-macro_rules! say {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        writeln!(std::io::stdout().lock(), $($t)*)?;
-    }};
-}
 
 /// Runs a `mcp` subcommand; every child is gone when this returns.
 pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
@@ -180,7 +173,7 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
 }
 
 /// The usage error of a command naming a server the config does not have.
-fn unknown_server(config: &Config, name: &str) -> UsageError {
+pub(super) fn unknown_server(config: &Config, name: &str) -> UsageError {
     let known: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
     UsageError(format!(
         "no server named \"{name}\" in {} (servers: {})",
@@ -191,92 +184,6 @@ fn unknown_server(config: &Config, name: &str) -> UsageError {
             known.join(", ")
         }
     ))
-}
-
-/// `mcp login <server>` (the flow driver the runtime uses, started by the user) and
-/// `mcp logout <server>` (forgets the server's grants).
-async fn oauth_command(config: &Config, name: &str, login: bool) -> anyhow::Result<ExitCode> {
-    let Some(spec) = config.servers.iter().find(|s| s.name == name) else {
-        return Err(unknown_server(config, name).into());
-    };
-    let (TransportSpec::Http { url, .. }, Some(oauth)) = (&spec.transport, &spec.oauth) else {
-        bail!("server \"{name}\" is not an HTTP server: OAuth is for HTTP servers only");
-    };
-    if !login {
-        let had = oauth.store.forget(url).map_err(anyhow::Error::msg)?;
-        say!(
-            "{}",
-            if had {
-                format!(
-                    "Logged out of server \"{name}\": its tokens and registration are forgotten."
-                )
-            } else {
-                format!("Server \"{name}\" had no stored login.")
-            }
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    let challenge = oauth::flow::probe(url).await;
-    let show = |auth_url: &str| {
-        eprintln!(
-            "Opening the browser to log in to server \"{name}\". If it does not open, visit:\n  {}\n\
-             If the browser is on another machine, paste here the address it ends on (the page that fails to load).",
-            clean_line(auth_url)
-        );
-    };
-    let mut pasted = pasted_lines();
-    let flow = oauth::flow::login_with_paste(
-        url,
-        oauth,
-        challenge.as_ref(),
-        &[],
-        &show,
-        Some(&mut pasted),
-    );
-    let grant = tokio::select! {
-        g = flow => g.map_err(|e| anyhow::anyhow!("login to server \"{name}\" failed: {e}"))?,
-        _ = interrupted() => {
-            eprintln!("[mcp] login interrupted");
-            return Ok(ExitCode::from(130));
-        }
-    };
-    say!(
-        "Logged in to server \"{name}\" at {}; scopes: {}{}",
-        clean_line(&grant.issuer),
-        if grant.scopes.is_empty() {
-            "(none)".to_owned()
-        } else {
-            clean_line(&grant.scopes.join(" ")).into_owned()
-        },
-        if grant.refresh_token.is_some() {
-            " (refreshable)"
-        } else {
-            ""
-        }
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Lines of stdin (each cut at 16 KiB) on a channel, read on a thread of their own that is
-/// never joined: a login ends whether or not anybody typed.
-fn pasted_lines() -> tokio::sync::mpsc::Receiver<String> {
-    use std::io::{BufRead as _, Read as _};
-    let (tx, rx) = tokio::sync::mpsc::channel(4);
-    std::thread::spawn(move || {
-        let stdin = std::io::stdin();
-        loop {
-            let mut line = String::new();
-            match stdin.lock().take(16 * 1024).read_line(&mut line) {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {
-                    if tx.blocking_send(line).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-    });
-    rx
 }
 
 fn status_json(name: &str, st: &ServerState) -> Value {
@@ -657,217 +564,4 @@ pub(super) fn args_object(text: &str) -> anyhow::Result<Value> {
         .into());
     }
     Ok(v)
-}
-
-/// The `.mcp.json` entry `mcp add` writes.
-fn add_entry(
-    env: &[String],
-    headers: &[String],
-    transport: Option<Transport>,
-    command: &[String],
-) -> anyhow::Result<Value> {
-    let first = command.first().map(String::as_str).unwrap_or_default();
-    let is_url = first.starts_with("http://") || first.starts_with("https://");
-    let transport = transport.unwrap_or(if is_url {
-        Transport::Http
-    } else {
-        Transport::Stdio
-    });
-    match transport {
-        Transport::Stdio => {
-            if !headers.is_empty() {
-                bail!("-H/--header is for HTTP servers; a stdio server takes -e KEY=VALUE");
-            }
-            let mut env_map = serde_json::Map::new();
-            for e in env {
-                let Some((k, v)) = e.split_once('=') else {
-                    bail!("-e {e:?} is not KEY=VALUE");
-                };
-                env_map.insert(k.to_owned(), json!(v));
-            }
-            let mut entry = json!({ "command": first, "args": &command[1..] });
-            if !env_map.is_empty() {
-                entry["env"] = Value::Object(env_map);
-            }
-            Ok(entry)
-        }
-        Transport::Http | Transport::Sse => {
-            if command.len() != 1 || !is_url {
-                bail!("an HTTP server takes one URL (http:// or https://), e.g. `harness9 mcp add docs https://example.com/mcp`");
-            }
-            if !env.is_empty() {
-                bail!("-e/--env is for stdio servers; an HTTP server takes -H 'Name: value'");
-            }
-            let mut hmap = serde_json::Map::new();
-            for h in headers {
-                let Some((k, v)) = h.split_once(':') else {
-                    bail!("-H {h:?} is not 'Name: value'");
-                };
-                hmap.insert(k.trim().to_owned(), json!(v.trim()));
-            }
-            let mut entry = json!({ "type": if transport == Transport::Sse { "sse" } else { "http" }, "url": first });
-            if !hmap.is_empty() {
-                entry["headers"] = Value::Object(hmap);
-            }
-            Ok(entry)
-        }
-    }
-}
-
-/// The file `mcp add`/`remove`/`import` edit.
-fn scope_path(opts: &SessionOptions, scope: Scope) -> anyhow::Result<std::path::PathBuf> {
-    Ok(match scope {
-        Scope::Project => opts.config_path.clone(),
-        Scope::User => crate::app::sources::user_path()
-            .context("no user config: neither XDG_CONFIG_HOME nor HOME is set")?,
-    })
-}
-
-/// `mcp import`: every server of the other tool's file whose name is not taken yet, added in
-/// one atomic write; prints what was imported and what was skipped, and why.
-fn import(
-    opts: &SessionOptions,
-    from: crate::app::import::Source,
-    file: Option<&std::path::Path>,
-    scope: Scope,
-) -> anyhow::Result<ExitCode> {
-    let root = std::env::current_dir().context("cannot read the working directory")?;
-    let project_root = opts
-        .config_path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_else(|| root.clone());
-    let source = match file {
-        Some(f) => f.to_path_buf(),
-        None => crate::app::import::default_path(from, &project_root),
-    };
-    let text = std::fs::read_to_string(&source).with_context(|| {
-        format!(
-            "cannot read {} (give another with --file)",
-            source.display()
-        )
-    })?;
-    let found = crate::app::import::servers(from, &text, &project_root)
-        .map_err(|why| anyhow::anyhow!("{}: {why}", source.display()))?;
-    if found.is_empty() {
-        say!("no MCP servers in {}", source.display());
-        return Ok(ExitCode::SUCCESS);
-    }
-    let path = scope_path(opts, scope)?;
-    let mut target = read_target(&path, true)?;
-    let shown = path.display().to_string();
-    let (mut imported, mut skipped) = (Vec::new(), Vec::new());
-    for (name, entry) in found {
-        // An entry that would not load here (a field we cannot read) is skipped; variables
-        // are left for load time.
-        let added = crate::app::edit::add_server(&target, &name, &entry).and_then(|next| {
-            entry_loads(&next, &path, &name, &|_| Some(String::new())).map(|()| next)
-        });
-        match added {
-            Ok(next) => {
-                target = next;
-                imported.push(name);
-            }
-            Err(why) => skipped.push((name, why)),
-        }
-    }
-    if !imported.is_empty() {
-        save_target(opts, scope, &path, &target, &imported)?;
-    }
-    for name in &imported {
-        say!("imported {} into {shown}", clean_line(name));
-    }
-    for (name, why) in &skipped {
-        say!("skipped {}: {}", clean_line(name), clean_line(why));
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Adds (`Some(entry)`) or removes (`None`) server `name` in the scope's file, keeping the rest
-/// of it; checks the result parses as a config; a project server added here is approved (the
-/// user wrote it).
-fn edit_config(
-    opts: &SessionOptions,
-    scope: Scope,
-    name: &str,
-    entry: Option<Value>,
-) -> anyhow::Result<ExitCode> {
-    let path = scope_path(opts, scope)?;
-    let text = read_target(&path, entry.is_some())?;
-    let edited = match &entry {
-        Some(e) => crate::app::edit::add_server(&text, name, e),
-        None => crate::app::edit::remove_server(&text, name),
-    }
-    .map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
-    let shown = path.display().to_string();
-    // Only a file that still loads is written (an entry with a bad field holds its server:
-    // said here, before it is saved).
-    entry_loads(&edited, &path, name, &|v| std::env::var(v).ok())
-        .map_err(|why| anyhow::anyhow!("{why}"))?;
-    match entry {
-        Some(_) => {
-            save_target(opts, scope, &path, &edited, &[name.to_owned()])?;
-            say!("added server \"{}\" to {shown}", clean_line(name));
-        }
-        None => {
-            crate::app::edit::write_atomic(&path, &edited)
-                .with_context(|| format!("cannot write {shown}"))?;
-            say!("removed server \"{}\" from {shown}", clean_line(name));
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The text of the config file `mcp add`/`remove`/`import` edit; a missing one is empty when
-/// `missing_ok` (adding creates it).
-fn read_target(path: &std::path::Path, missing_ok: bool) -> anyhow::Result<String> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && missing_ok => Ok(String::new()),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
-    }
-}
-
-/// Whether server `name` of an edited file's `text` loads: the file must parse, and the entry
-/// must not be held as invalid (`lookup` resolves `${VAR}`s).
-fn entry_loads(
-    text: &str,
-    path: &std::path::Path,
-    name: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<(), String> {
-    let shown = path.display().to_string();
-    let base = path
-        .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_default();
-    let cfg = config::parse(text, &shown, &base, lookup)
-        .map_err(|e| format!("the edit would break {shown}: {e}"))?;
-    match cfg
-        .servers
-        .iter()
-        .find(|s| s.name == name)
-        .and_then(|s| s.hold.clone())
-    {
-        Some(harness9_actors::Hold::Invalid(why)) => Err(why),
-        _ => Ok(()),
-    }
-}
-
-/// Writes an edited file that added `added`; servers added to the project file are approved
-/// (the user wrote them).
-fn save_target(
-    opts: &SessionOptions,
-    scope: Scope,
-    path: &std::path::Path,
-    text: &str,
-    added: &[String],
-) -> anyhow::Result<()> {
-    crate::app::edit::write_atomic(path, text)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    if scope == Scope::Project && opts.user_config.is_some() {
-        crate::app::trust::approve(path, added)?;
-    }
-    Ok(())
 }

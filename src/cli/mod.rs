@@ -2,7 +2,17 @@
 //! `harness9 mcp list|get|call|approve` in [`mcp`], `harness9 run -p` in [`run`], and the hidden
 //! `harness9 conformance <URL>` (the MCP conformance suite's client) in [`conformance`].
 
+/// `println!` that returns an error (e.g. a closed pipe) instead of panicking.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($t)*)?;
+    }};
+}
+
 pub mod conformance;
+mod login;
+mod manage;
 pub mod mcp;
 pub mod resources;
 pub mod run;

@@ -16,14 +16,6 @@ use crate::agent::builtins::resources::{block_text, contents_text};
 use crate::app::Runtime;
 use crate::sanitize::{clean_line, clean_text, to_json};
 
-/// `println!` that returns an error (e.g. a closed pipe) instead of panicking.
-macro_rules! say {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        writeln!(std::io::stdout().lock(), $($t)*)?;
-    }};
-}
-
 /// `mcp resources <server>`: every resource and template (all pages).
 pub async fn resources(rt: &Runtime, server: &str, as_json: bool) -> anyhow::Result<ExitCode> {
     let server_name = server.to_owned();
