@@ -2,7 +2,6 @@
 //! runtime's `ServerSpec`s. Only a file that is not JSON, or whose `mcpServers` is not an object
 //! of servers, fails as a whole; an error inside one server's entry fails that server alone.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,9 +16,12 @@ use super::config_formats::{
 };
 use harness9_actors::spec::LOG_LEVELS;
 use harness9_actors::{Hold, Roots, SandboxSpec, ServerSpec, TransportSpec};
-use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
+
+use super::config_entry::*;
+pub use super::config_entry::{set_sandbox_default, SandboxField};
 
 /// The default config file, relative to the working directory.
 pub const DEFAULT_PATH: &str = ".mcp.json";
@@ -82,177 +84,6 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Kind {
-    Stdio,
-    /// Streamable HTTP; other tools spell it `streamable-http` or `streamableHttp`.
-    #[serde(alias = "streamable-http", alias = "streamableHttp")]
-    Http,
-    Sse,
-}
-
-#[derive(Debug, Default)]
-struct EnvField(Vec<(String, String)>);
-
-impl<'de> Deserialize<'de> for EnvField {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = EnvField;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(r#"an object {"KEY": "VALUE"} or a list ["KEY=VALUE"]"#)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<EnvField, A::Error> {
-                let mut out = Vec::new();
-                while let Some((k, v)) = m.next_entry::<String, String>()? {
-                    out.push((k, v));
-                }
-                Ok(EnvField(out))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<EnvField, A::Error> {
-                let mut out = Vec::new();
-                while let Some(item) = s.next_element::<String>()? {
-                    let Some((k, v)) = item.split_once('=') else {
-                        return Err(de::Error::custom(format!(
-                            "env entry {item:?} is not KEY=VALUE"
-                        )));
-                    };
-                    out.push((k.to_owned(), v.to_owned()));
-                }
-                Ok(EnvField(out))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// A `"sandbox"` entry: `true`/`false`, or `{"writable": [...], "network": true|false}` (which
-/// turns it on). The same shape is `[mcp] sandbox` in harness9.toml.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SandboxField {
-    /// On at all.
-    pub on: bool,
-    /// Extra writable paths, as written (`${VAR}` expanded, relative to the config's directory).
-    pub writable: Vec<String>,
-    /// TCP allowed; off by default.
-    pub network: bool,
-}
-
-impl<'de> Deserialize<'de> for SandboxField {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Options {
-            #[serde(default)]
-            writable: Vec<String>,
-            #[serde(default)]
-            network: bool,
-        }
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = SandboxField;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(r#"true, false or {"writable": ["PATH"], "network": false}"#)
-            }
-            fn visit_bool<E: de::Error>(self, on: bool) -> Result<SandboxField, E> {
-                Ok(SandboxField {
-                    on,
-                    ..SandboxField::default()
-                })
-            }
-            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<SandboxField, A::Error> {
-                let o = Options::deserialize(de::value::MapAccessDeserializer::new(m))?;
-                Ok(SandboxField {
-                    on: true,
-                    writable: o.writable,
-                    network: o.network,
-                })
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-static SANDBOX_DEFAULT: std::sync::OnceLock<SandboxField> = std::sync::OnceLock::new();
-
-/// Sets the sandbox of every stdio server whose entry has no `"sandbox"` (`[mcp] sandbox` in
-/// harness9.toml, read once at startup); the first call wins.
-pub fn set_sandbox_default(default: SandboxField) {
-    let _ = SANDBOX_DEFAULT.set(default);
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawServer {
-    #[serde(rename = "type", default)]
-    kind: Option<Kind>,
-    #[serde(default)]
-    command: Option<String>,
-    #[serde(default)]
-    args: Vec<String>,
-    #[serde(default)]
-    env: EnvField,
-    #[serde(default)]
-    cwd: Option<String>,
-    #[serde(default)]
-    url: Option<String>,
-    #[serde(default)]
-    headers: BTreeMap<String, String>,
-    #[serde(default)]
-    startup_timeout_sec: Option<f64>,
-    #[serde(default)]
-    tool_timeout_sec: Option<f64>,
-    #[serde(default)]
-    disabled: bool,
-    #[serde(default)]
-    enabled_tools: Option<Vec<String>>,
-    #[serde(default)]
-    disabled_tools: Vec<String>,
-    #[serde(default)]
-    max_message_bytes: Option<usize>,
-    #[serde(default)]
-    max_tools: Option<usize>,
-    sandbox: Option<SandboxField>,
-    #[serde(default)]
-    protocol_version: Option<String>,
-    /// A file of `KEY=VALUE` lines (relative to the config file) added under `env`.
-    #[serde(default)]
-    env_file: Option<String>,
-    #[serde(default)]
-    oauth: Option<RawOAuth>,
-    /// `false`, `true`, or a list of directories (relative to the config file).
-    #[serde(default)]
-    roots: Option<RawRoots>,
-    #[serde(default)]
-    log_level: Option<String>,
-}
-
-/// A `"roots"` entry: `false` offers none (the capability is not declared), `true` the
-/// default (the server's working directory), a list those directories.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum RawRoots {
-    On(bool),
-    Paths(Vec<String>),
-}
-
-/// An HTTP server's `"oauth"` entry.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RawOAuth {
-    #[serde(default)]
-    client_id: Option<String>,
-    #[serde(default)]
-    client_secret: Option<String>,
-    #[serde(default)]
-    scopes: Vec<String>,
-    #[serde(default)]
-    callback_port: Option<u16>,
-    #[serde(default)]
-    client_metadata_url: Option<String>,
 }
 
 /// Strips serde_json's ` at line L column C` suffix.

@@ -6,6 +6,7 @@
 
 pub mod asks;
 pub mod config;
+mod config_entry;
 mod config_formats;
 #[cfg(test)]
 mod config_props;

@@ -15,15 +15,18 @@ use tokio::sync::oneshot;
 
 use crate::error::fmt_duration;
 use crate::messages::{
-    GetStatus, Login, Reconcile, ReconcileReport, Restart, ServerEvent, ServerEventKind,
-    ServerGone, ServerNotice, ServerState, ServerStatus, ServerTools, SetRoots, Shutdown,
-    ShutdownAll, StatusChanged, StatusSnapshot, Stop, Subscribe, SubscribeNotices,
+    GetStatus, Restart, ServerEvent, ServerEventKind, ServerGone, ServerNotice, ServerState,
+    ServerStatus, ServerTools, Shutdown, ShutdownAll, StatusChanged, StatusSnapshot, Stop,
+    Subscribe, SubscribeNotices,
 };
 use crate::protocol::version::Era;
 use crate::registry::ToolRegistry;
 use crate::server::McpServer;
-use crate::spec::{Hold, RestartPolicy, ServerSpec, TransportSpec};
+use crate::spec::{Hold, RestartPolicy, ServerSpec};
 use crate::trace::WireTap;
+
+mod login;
+mod reconcile;
 
 /// How long `ShutdownAll` waits for children before it gives up on them (they are SIGKILLed).
 const SHUTDOWN_BOUND: Duration = Duration::from_secs(10);
@@ -539,85 +542,6 @@ impl Handler<Restart> for ServerSupervisor {
     }
 }
 
-/// A login's authorization page is known (shown in the server's status while it waits).
-#[derive(Message)]
-#[rtype(result = "()")]
-struct LoginPage {
-    server: String,
-    url: String,
-}
-
-impl Handler<LoginPage> for ServerSupervisor {
-    type Result = ();
-
-    fn handle(&mut self, msg: LoginPage, ctx: &mut Context<Self>) {
-        if let Some(ServerStatus::NeedsLogin { login_page, .. }) =
-            self.entries.get_mut(&msg.server).map(|e| &mut e.status)
-        {
-            *login_page = Some(msg.url);
-            self.publish(ctx);
-        }
-    }
-}
-
-impl Handler<Login> for ServerSupervisor {
-    type Result = ();
-
-    fn handle(&mut self, msg: Login, ctx: &mut Context<Self>) {
-        let name = msg.0;
-        let Some(entry) = self.entries.get_mut(&name) else {
-            return;
-        };
-        let (TransportSpec::Http { url, .. }, Some(oauth)) =
-            (&entry.spec.transport, &entry.spec.oauth)
-        else {
-            return;
-        };
-        // One login at a time per server, and only for a server that needs one.
-        let ServerStatus::NeedsLogin { error, login_page } = &mut entry.status else {
-            return;
-        };
-        if login_page.is_some() {
-            return;
-        }
-        *login_page = Some(String::new());
-        *error = format!("logging in to server \"{name}\": waiting for the browser");
-        let (url, oauth) = (url.clone(), oauth.clone());
-        let me = ctx.address();
-        let server = name.clone();
-        let flow = async move {
-            let challenge = crate::oauth::flow::probe(&url).await;
-            let show = |page: &str| {
-                me.do_send(LoginPage {
-                    server: server.clone(),
-                    url: page.to_owned(),
-                })
-            };
-            crate::oauth::flow::login(&url, &oauth, challenge.as_ref(), &[], &show).await
-        };
-        ctx.spawn(flow.into_actor(self).map(move |res, act, ctx| {
-            match res {
-                Ok(_) => {
-                    tracing::info!(target: "mcp", server = %name, "logged in; starting it again");
-                    act.restart_entry(&name, "logged in", ctx);
-                }
-                Err(e) => {
-                    if let Some(entry) = act.entries.get_mut(&name) {
-                        entry.status = ServerStatus::NeedsLogin {
-                            error: format!(
-                                "login to server \"{name}\" failed: {e}; try again, or run `harness9 mcp login {name}`"
-                            ),
-                            login_page: None,
-                        };
-                    }
-                }
-            }
-            act.publish(ctx);
-        }));
-        self.publish(ctx);
-    }
-}
-
 impl Handler<Stop> for ServerSupervisor {
     type Result = Result<(), String>;
 
@@ -642,70 +566,6 @@ impl Handler<Stop> for ServerSupervisor {
         });
         self.publish(ctx);
         Ok(())
-    }
-}
-
-impl Handler<Reconcile> for ServerSupervisor {
-    type Result = MessageResult<Reconcile>;
-
-    fn handle(&mut self, msg: Reconcile, ctx: &mut Context<Self>) -> Self::Result {
-        let mut report = ReconcileReport::default();
-        let keep: std::collections::HashSet<&str> =
-            msg.specs.iter().map(|s| s.name.as_str()).collect();
-        let gone: Vec<String> = self
-            .entries
-            .keys()
-            .filter(|n| !keep.contains(n.as_str()))
-            .cloned()
-            .collect();
-        for name in gone {
-            if let Some(mut entry) = self.entries.remove(&name) {
-                if let Some(t) = entry.timer.take() {
-                    ctx.cancel_future(t);
-                }
-                if let Some(addr) = entry.addr.take() {
-                    addr.do_send(Shutdown {
-                        graceful: true,
-                        grace: None,
-                    });
-                }
-            }
-            self.registry.do_send(ServerGone {
-                server: name.clone(),
-                reason: "no longer in the config".to_owned(),
-            });
-            report.removed.push(name);
-        }
-        for spec in msg.specs {
-            let name = spec.name.clone();
-            match self.entries.get_mut(&name) {
-                Some(entry) if *entry.spec == spec => report.unchanged.push(name),
-                // Only the roots changed: the running server is told, not restarted.
-                Some(entry) if entry.spec.only_roots_differ(&spec) => {
-                    if let Some(addr) = &entry.addr {
-                        addr.do_send(SetRoots(spec.roots.clone()));
-                    }
-                    entry.spec = Arc::new(spec);
-                    report.roots_changed.push(name);
-                }
-                Some(entry) => {
-                    entry.spec = Arc::new(spec);
-                    entry.era = None;
-                    entry.ever_connected = false;
-                    self.restart_entry(&name, "restarting with its new config", ctx);
-                    report.changed.push(name);
-                }
-                None => {
-                    self.entries
-                        .insert(name.clone(), Entry::new(spec, Instant::now()));
-                    self.launch(&name, ctx);
-                    report.added.push(name);
-                }
-            }
-        }
-        tracing::info!(target: "mcp", "config reloaded: {}", report.summary());
-        self.publish(ctx);
-        MessageResult(report)
     }
 }
 

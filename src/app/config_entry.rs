@@ -1,0 +1,180 @@
+//! What one `.mcp.json` server entry may say, as serde reads it: its fields, the `env`
+//! (object or VS Code list), `sandbox` (bool or object), `roots`, `oauth`, and the `type`
+//! aliases other tools use. `config.rs` checks and builds a `ServerSpec` from it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Kind {
+    Stdio,
+    /// Streamable HTTP; other tools spell it `streamable-http` or `streamableHttp`.
+    #[serde(alias = "streamable-http", alias = "streamableHttp")]
+    Http,
+    Sse,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct EnvField(pub(super) Vec<(String, String)>);
+
+impl<'de> Deserialize<'de> for EnvField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = EnvField;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(r#"an object {"KEY": "VALUE"} or a list ["KEY=VALUE"]"#)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<EnvField, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, String>()? {
+                    out.push((k, v));
+                }
+                Ok(EnvField(out))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<EnvField, A::Error> {
+                let mut out = Vec::new();
+                while let Some(item) = s.next_element::<String>()? {
+                    let Some((k, v)) = item.split_once('=') else {
+                        return Err(de::Error::custom(format!(
+                            "env entry {item:?} is not KEY=VALUE"
+                        )));
+                    };
+                    out.push((k.to_owned(), v.to_owned()));
+                }
+                Ok(EnvField(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A `"sandbox"` entry: `true`/`false`, or `{"writable": [...], "network": true|false}` (which
+/// turns it on). The same shape is `[mcp] sandbox` in harness9.toml.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxField {
+    /// On at all.
+    pub on: bool,
+    /// Extra writable paths, as written (`${VAR}` expanded, relative to the config's directory).
+    pub writable: Vec<String>,
+    /// TCP allowed; off by default.
+    pub network: bool,
+}
+
+impl<'de> Deserialize<'de> for SandboxField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Options {
+            #[serde(default)]
+            writable: Vec<String>,
+            #[serde(default)]
+            network: bool,
+        }
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SandboxField;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(r#"true, false or {"writable": ["PATH"], "network": false}"#)
+            }
+            fn visit_bool<E: de::Error>(self, on: bool) -> Result<SandboxField, E> {
+                Ok(SandboxField {
+                    on,
+                    ..SandboxField::default()
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<SandboxField, A::Error> {
+                let o = Options::deserialize(de::value::MapAccessDeserializer::new(m))?;
+                Ok(SandboxField {
+                    on: true,
+                    writable: o.writable,
+                    network: o.network,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+pub(super) static SANDBOX_DEFAULT: std::sync::OnceLock<SandboxField> = std::sync::OnceLock::new();
+
+/// Sets the sandbox of every stdio server whose entry has no `"sandbox"` (`[mcp] sandbox` in
+/// harness9.toml, read once at startup); the first call wins.
+pub fn set_sandbox_default(default: SandboxField) {
+    let _ = SANDBOX_DEFAULT.set(default);
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct RawServer {
+    #[serde(rename = "type", default)]
+    pub(super) kind: Option<Kind>,
+    #[serde(default)]
+    pub(super) command: Option<String>,
+    #[serde(default)]
+    pub(super) args: Vec<String>,
+    #[serde(default)]
+    pub(super) env: EnvField,
+    #[serde(default)]
+    pub(super) cwd: Option<String>,
+    #[serde(default)]
+    pub(super) url: Option<String>,
+    #[serde(default)]
+    pub(super) headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(super) startup_timeout_sec: Option<f64>,
+    #[serde(default)]
+    pub(super) tool_timeout_sec: Option<f64>,
+    #[serde(default)]
+    pub(super) disabled: bool,
+    #[serde(default)]
+    pub(super) enabled_tools: Option<Vec<String>>,
+    #[serde(default)]
+    pub(super) disabled_tools: Vec<String>,
+    #[serde(default)]
+    pub(super) max_message_bytes: Option<usize>,
+    #[serde(default)]
+    pub(super) max_tools: Option<usize>,
+    pub(super) sandbox: Option<SandboxField>,
+    #[serde(default)]
+    pub(super) protocol_version: Option<String>,
+    /// A file of `KEY=VALUE` lines (relative to the config file) added under `env`.
+    #[serde(default)]
+    pub(super) env_file: Option<String>,
+    #[serde(default)]
+    pub(super) oauth: Option<RawOAuth>,
+    /// `false`, `true`, or a list of directories (relative to the config file).
+    #[serde(default)]
+    pub(super) roots: Option<RawRoots>,
+    #[serde(default)]
+    pub(super) log_level: Option<String>,
+}
+
+/// A `"roots"` entry: `false` offers none (the capability is not declared), `true` the
+/// default (the server's working directory), a list those directories.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawRoots {
+    On(bool),
+    Paths(Vec<String>),
+}
+
+/// An HTTP server's `"oauth"` entry.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct RawOAuth {
+    #[serde(default)]
+    pub(super) client_id: Option<String>,
+    #[serde(default)]
+    pub(super) client_secret: Option<String>,
+    #[serde(default)]
+    pub(super) scopes: Vec<String>,
+    #[serde(default)]
+    pub(super) callback_port: Option<u16>,
+    #[serde(default)]
+    pub(super) client_metadata_url: Option<String>,
+}
