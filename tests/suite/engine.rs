@@ -77,6 +77,14 @@ impl Model {
         }
     }
 
+    /// The environment that points an Anthropic provider at this model.
+    pub(super) fn env(&self) -> [(&'static str, &str); 2] {
+        [
+            ("ANTHROPIC_API_KEY", "test-key"),
+            ("ANTHROPIC_BASE_URL", self.url.as_str()),
+        ]
+    }
+
     /// Every request received so far, as recorded (`{"n", "path", "ts", "headers", "body"}`).
     pub(super) fn requests(&self) -> Vec<Value> {
         read_jsonl(&self.record)

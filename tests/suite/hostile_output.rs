@@ -306,10 +306,7 @@ fn run_p_text_output_of_a_hostile_tool_and_failed_server_is_clean() {
     };
     let dir = project("hostile-run");
     let model = Model::start("hostile-run", script());
-    let env = [
-        ("ANTHROPIC_API_KEY", "test-key"),
-        ("ANTHROPIC_BASE_URL", model.url.as_str()),
-    ];
+    let env = model.env();
     let out = harness9(&dir, &["run", "-p", "go"], &env);
     assert_eq!(out.code, Some(0), "{out}");
     out.assert_clean("run -p");
@@ -322,10 +319,7 @@ fn run_p_text_output_of_a_hostile_tool_and_failed_server_is_clean() {
     );
 
     let model = Model::start("hostile-run-json", script());
-    let env = [
-        ("ANTHROPIC_API_KEY", "test-key"),
-        ("ANTHROPIC_BASE_URL", model.url.as_str()),
-    ];
+    let env = model.env();
     let out = harness9(&dir, &["run", "-p", "go", "--json"], &env);
     assert_eq!(out.code, Some(0), "{out}");
     out.assert_clean("run -p --json");
@@ -354,10 +348,7 @@ fn run_p_text_output_of_a_hostile_tool_and_failed_server_is_clean() {
         "hostile-run-error",
         json!({"steps": [{"status": 400, "error_message": format!("bad request {EVIL}")}]}),
     );
-    let env = [
-        ("ANTHROPIC_API_KEY", "test-key"),
-        ("ANTHROPIC_BASE_URL", model.url.as_str()),
-    ];
+    let env = model.env();
     let out = harness9(&dir, &["run", "-p", "go"], &env);
     assert_eq!(out.code, Some(1), "{out}");
     out.assert_clean("run -p, model error");

@@ -561,7 +561,7 @@ fn https_goes_through_rustls_and_a_plain_server_gives_a_clear_error() {
 /// trace; the store is private.
 #[test]
 fn oauth_login_refresh_and_revocation_from_the_cli() {
-    let srv = http_fixture("oauth", &["--token-ttl", "2"]);
+    let srv = http_fixture("oauth", &["--token-ttl", "600"]);
     oauth_round_trip(&srv, "/revoke");
 }
 
@@ -573,7 +573,7 @@ fn oauth_round_trip_against_the_python_sdk_authorization_server() {
     let port = free_port();
     let mut c = Command::new(repo().join(".deps/venv/bin/python"));
     c.arg(repo().join("tests/python/sdk_oauth_server.py"))
-        .args(["--port", &port.to_string(), "--token-ttl", "2"]);
+        .args(["--port", &port.to_string(), "--token-ttl", "600"]);
     let srv = spawn_server(c, port, "READY");
     oauth_round_trip(&srv, "/revoke-all");
 }
@@ -795,7 +795,10 @@ fn oauth_round_trip(srv: &Proc, revoke_path: &str) {
     assert_eq!((code, out.trim_end()), (Some(0), "in"), "{err}");
     assert_eq!(stats()["refreshes"], 0);
 
-    std::thread::sleep(Duration::from_millis(2500));
+    // The access token's lifetime passes on our side: its stored expiry is moved into the
+    // past (the server would take it for ten more minutes), so the next call must refresh it
+    // before it sends anything.
+    expire_stored_grants(&store);
     let (code, out, err) = h9(&call);
     assert_eq!((code, out.trim_end()), (Some(0), "in"), "{err}");
     assert_eq!(stats()["refreshes"], 1, "the expired token was refreshed");
@@ -814,6 +817,26 @@ fn oauth_round_trip(srv: &Proc, revoke_path: &str) {
     for secret in ["at-", "rt-", "code-"] {
         assert!(!seen.contains(secret), "{secret} leaked: {seen}");
     }
+}
+
+/// Moves the expiry of every grant in the OAuth store file `store` to a second ago.
+fn expire_stored_grants(store: &std::path::Path) {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(store).unwrap()).unwrap();
+    let past = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - 1;
+    let mut n = 0;
+    for issuers in v["servers"].as_object_mut().unwrap().values_mut() {
+        for grant in issuers.as_object_mut().unwrap().values_mut() {
+            grant["expires_at"] = json!(past);
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no grant in {}", store.display());
+    std::fs::write(store, v.to_string()).unwrap();
 }
 
 /// One HTTP/1.0 request to 127.0.0.1:`port` without a body; the response's body.

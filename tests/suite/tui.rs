@@ -108,11 +108,15 @@ impl Tmux {
     }
 
     /// [`Tmux::start`] talking Anthropic to the scripted `model`.
-    fn with_model(dir: &Path, model: &super::engine::Model) -> Tmux {
-        let vars = [
-            ("ANTHROPIC_API_KEY", "test-key"),
-            ("ANTHROPIC_BASE_URL", model.url.as_str()),
-        ];
+    pub(super) fn with_model(dir: &Path, model: &super::engine::Model) -> Tmux {
+        Self::start_with(dir, &[], None, &model.env())
+    }
+
+    /// [`Tmux::with_model`] with the model's name set: the shipped settings know
+    /// claude-sonnet-4-5's window (200k).
+    fn with_sonnet(dir: &Path, model: &super::engine::Model) -> Tmux {
+        let [key, url] = model.env();
+        let vars = [key, url, ("HARNESS9_MODEL", "claude-sonnet-4-5")];
         Self::start_with(dir, &[], None, &vars)
     }
 
@@ -827,11 +831,7 @@ fn a_conversation_continues_after_quitting() {
         ]}),
     );
     let dir = project("tui-continue", |_| json!({}));
-    let vars = [
-        ("ANTHROPIC_API_KEY", "test-key"),
-        ("ANTHROPIC_BASE_URL", model.url.as_str()),
-    ];
-    let t = Tmux::start_with(&dir, &[], None, &vars);
+    let t = Tmux::with_model(&dir, &model);
     t.wait_for("the model named", BOUND, |s| s.contains("model anthropic"));
     t.send_keys(&["remember the number 42", "Enter"]);
     t.wait_for("the first answer", BOUND, |s| {
@@ -841,7 +841,7 @@ fn a_conversation_continues_after_quitting() {
     assert_eq!(t.exit_code(), 0);
     t.end_keeping_dir();
 
-    let t = Tmux::start_with(&dir, &["--continue"], None, &vars);
+    let t = Tmux::start_with(&dir, &["--continue"], None, &model.env());
     let screen = t.wait_for("the resumed conversation", BOUND, |s| {
         s.contains("resumed session") && s.contains("Noted: the number is 42.")
     });
@@ -906,13 +906,7 @@ fn compact_shrinks_the_next_request() {
         ]}),
     );
     let dir = project("tui-compact", |_| json!({}));
-    let vars = [
-        ("ANTHROPIC_API_KEY", "test-key"),
-        ("ANTHROPIC_BASE_URL", model.url.as_str()),
-        // The shipped settings know claude-sonnet-4-5's window: 200k.
-        ("HARNESS9_MODEL", "claude-sonnet-4-5"),
-    ];
-    let t = Tmux::start_with(&dir, &[], None, &vars);
+    let t = Tmux::with_sonnet(&dir, &model);
     t.wait_for("the model named", BOUND, |s| s.contains("model anthropic"));
     t.send_keys(&["first", "Enter"]);
     t.wait_for("the first answer", BOUND, |s| {
@@ -1119,12 +1113,7 @@ fn model_switches_for_the_next_turn_and_status_reports_it() {
         ]}),
     );
     let dir = project("tui-model-switch", |_| json!({}));
-    let vars = [
-        ("ANTHROPIC_API_KEY", "test-key"),
-        ("ANTHROPIC_BASE_URL", model.url.as_str()),
-        ("HARNESS9_MODEL", "claude-sonnet-4-5"),
-    ];
-    let t = Tmux::start_with(&dir, &[], None, &vars);
+    let t = Tmux::with_sonnet(&dir, &model);
     t.wait_for("the model named", BOUND, |s| {
         s.contains("model anthropic claude-sonnet-4-5")
     });

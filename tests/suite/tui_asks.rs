@@ -27,16 +27,7 @@ fn a_form_elicitation_and_a_sampling_approval_during_a_turn() {
         "tui-asks",
         |_| json!({"everything": stdio_json(everything("x"))}),
     );
-    let url = model.url.clone();
-    let t = Tmux::start_with(
-        &dir,
-        &[],
-        None,
-        &[
-            ("ANTHROPIC_API_KEY", "test-key"),
-            ("ANTHROPIC_BASE_URL", url.as_str()),
-        ],
-    );
+    let t = Tmux::with_model(&dir, &model);
     t.wait_for("the model named and everything connected", BOUND, |s| {
         s.contains("model anthropic") && bar(s).contains("everything ●")
     });
@@ -77,16 +68,7 @@ fn stateless_input_requests_reach_the_same_tui_questions() {
         "tui-asks-py",
         |_| json!({"py": stdio_json(super::common::python("py"))}),
     );
-    let url = model.url.clone();
-    let t = Tmux::start_with(
-        &dir,
-        &[],
-        None,
-        &[
-            ("ANTHROPIC_API_KEY", "test-key"),
-            ("ANTHROPIC_BASE_URL", url.as_str()),
-        ],
-    );
+    let t = Tmux::with_model(&dir, &model);
     t.wait_for("py connected", BOUND, |s| bar(s).contains("py ●"));
     // `order` asks through `input_required`: the same form, its default filled in.
     t.send_keys(&[r#"/call mcp__py__order {"item":"tea"}"#, "Enter"]);
