@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use harness9_actors::messages::CallTool;
+use harness9_actors::messages::{CallTool, ToolEntry};
 use harness9_actors::ToolRegistry;
 use serde_json::{json, Map, Value};
 
@@ -101,6 +101,7 @@ pub async fn run(opts: &SessionOptions, args: &ConformanceArgs) -> anyhow::Resul
             let schema: Value =
                 serde_json::from_str(entry.tool.input_schema.get()).unwrap_or_else(|_| json!({}));
             let arguments = scenario_arguments(&scenario, &entry.tool.name)
+                .or_else(|| echoed_schema(&scenario, &entry.tool.name, &tools))
                 .unwrap_or_else(|| arguments_for(&schema));
             eprintln!(
                 "[conformance] calling {} with {}",
@@ -257,6 +258,20 @@ fn scenario_arguments(scenario: &str, tool: &str) -> Option<Value> {
         })),
         _ => None,
     }
+}
+
+/// `json-schema-2020-12-preservation` asks for the focal tool's input schema back, as the runtime
+/// keeps it, through its echo tool: a runtime that parsed the schema into a struct would lose
+/// `$schema`, `$defs`, `allOf`, `if`/`then`/`else` here.
+fn echoed_schema(scenario: &str, tool: &str, tools: &[ToolEntry]) -> Option<Value> {
+    if (scenario, tool) != ("json-schema-2020-12-preservation", "json_schema_echo") {
+        return None;
+    }
+    let focal = tools
+        .iter()
+        .find(|t| t.tool.name == "json_schema_2020_12_tool")?;
+    let schema: Value = serde_json::from_str(focal.tool.input_schema.get()).ok()?;
+    Some(json!({ "schema": schema }))
 }
 
 /// Arguments for a tool from its input schema: every property of `properties`, valued by
