@@ -382,6 +382,15 @@ pub struct State {
 }
 
 impl State {
+    /// Adds one model call's tokens to the model in use (`/cost`, `/status`).
+    pub fn count_usage(&mut self, usage: &crate::agent::model::Usage) {
+        let model = self.model_id.clone().unwrap_or_default();
+        let u = self.usage.entry(model).or_default();
+        u.0 += usage.input_tokens;
+        u.1 += usage.cached_input_tokens;
+        u.2 += usage.output_tokens;
+    }
+
     /// A fresh state.
     pub fn new(config_path: String, model: Option<String>, model_help: String) -> Self {
         State {

@@ -192,14 +192,11 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
         ))),
         EngineEvent::ModelDone { usage, .. } => {
             state.context_used = Some(usage.input_tokens);
-            let model = state.model_id.clone().unwrap_or_default();
-            let u = state.usage.entry(model).or_default();
-            u.0 += usage.input_tokens;
-            u.1 += usage.cached_input_tokens;
-            u.2 += usage.output_tokens;
+            state.count_usage(&usage);
         }
         EngineEvent::Compacted { reason, compacted } => {
             state.context_used = Some(compacted.tokens_after as u64);
+            state.count_usage(&compacted.usage);
             state.note(Entry::Info(format!(
                 "compacted {} earlier messages into a summary (~{} -> ~{} tokens): {reason}",
                 compacted.replaced, compacted.tokens_before, compacted.tokens_after

@@ -1465,6 +1465,113 @@ fn a_context_overflow_is_survived_by_compaction() {
     assert!(next[0].to_string().contains("SUMMARY"));
 }
 
+/// An overflow in the middle of a first turn: nothing earlier to summarize, so the turn's own
+/// steps become the summary (which keeps the path of a tool result that was cut and saved),
+/// the request follows it again with a note, and the step runs once more. The summary request
+/// counts in the turn's tokens.
+#[test]
+fn an_overflow_inside_a_first_turn_compacts_its_own_steps() {
+    let model = Model::start(
+        "overflow-first",
+        json!({"steps": [
+            {"tool_calls": [call("t1", "mcp__fx__big", json!({"bytes": 20_000}))]},
+            {"status": 400, "error_message": "prompt is too long: 250000 tokens > 200000 maximum"},
+            {"text": "SUMMARY: big was read; saved whole.", "usage": {"input_tokens": 1000}},
+            {"text": "Done after compaction."}
+        ]}),
+    );
+    let dir = project(
+        "overflow-first",
+        json!({"fx": fixture_json(&[], json!({}))}),
+    );
+    std::fs::write(
+        dir.join("harness9.toml"),
+        "tool_output_budget_tokens = 500\n",
+    )
+    .unwrap();
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    out.ok();
+    let c = out.event("compacted", "");
+    assert!(
+        c["reason"].as_str().unwrap().contains("prompt is too long"),
+        "{c}"
+    );
+    let done = out.event("done", "");
+    assert_eq!(done["text"], "Done after compaction.", "{out}");
+    assert_eq!(
+        done["input_tokens"],
+        10 + 1000 + 10,
+        "the summary counts: {done}"
+    );
+
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 4, "{reqs:?}");
+    // The summary request has the saved file's path although the result was cut for it.
+    let summary_req = reqs[2]["body"]["messages"][0]["content"].to_string();
+    let at = summary_req
+        .find("The whole result is in ")
+        .unwrap_or_else(|| panic!("no spill path in the summary request: {summary_req}"));
+    let path: String = summary_req[at + "The whole result is in ".len()..]
+        .chars()
+        .take_while(|c| *c != ':')
+        .collect();
+    assert_eq!(
+        std::fs::read_to_string(&path).map(|t| t.len()).ok(),
+        Some(20_000),
+        "{path}"
+    );
+    let retried = reqs[3]["body"]["messages"].as_array().unwrap().clone();
+    assert_eq!(retried.len(), 3, "{retried:?}");
+    assert!(retried[0].to_string().contains("SUMMARY: big was read"));
+    let again = retried[2].to_string();
+    assert!(
+        again.contains("go") && again.contains("do not start over"),
+        "{again}"
+    );
+}
+
+/// A long turn whose last request used `compact_at` of the window: before its next step, its
+/// steps so far become a summary.
+#[test]
+fn a_long_turn_near_the_end_of_the_window_compacts_between_steps() {
+    let model = Model::start(
+        "compact-between",
+        json!({"steps": [
+            {"tool_calls": [call("t1", "mcp__fx__echo", json!({"text": "first step"}))],
+             "usage": {"input_tokens": 800}},
+            {"text": "SUMMARY: echoed the first step."},
+            {"text": "finished", "usage": {"input_tokens": 100}}
+        ]}),
+    );
+    let dir = project(
+        "compact-between",
+        json!({"fx": fixture_json(&[], json!({}))}),
+    );
+    std::fs::write(
+        dir.join("harness9.toml"),
+        "compact_at = 0.5\n[context_windows]\n\"claude-sonnet-4-5\" = 1000\n",
+    )
+    .unwrap();
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    out.ok();
+    let c = out.event("compacted", "");
+    assert!(
+        c["reason"].as_str().unwrap().contains("used 800 of 1000"),
+        "{c}"
+    );
+    assert_eq!(out.event("done", "")["text"], "finished", "{out}");
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 3, "{reqs:?}");
+    assert!(reqs[1]["body"]["messages"]
+        .to_string()
+        .contains("first step"));
+    let next = reqs[2]["body"]["messages"].as_array().unwrap().clone();
+    assert_eq!(next.len(), 3, "{next:?}");
+    assert!(next[0]
+        .to_string()
+        .contains("SUMMARY: echoed the first step."));
+}
+
 #[test]
 fn run_json_failures_end_with_an_error_event_and_the_exit_code() {
     // The model rejects the key: a failure, exit 1, the error event last with its code.

@@ -1,7 +1,7 @@
 //! Compaction: older turns replaced by a summary the model writes, so a conversation never
 //! outgrows the model's context window. Used by `/compact [focus]`, automatically before a
-//! turn once the last request used [`EngineConfig::compact_at`] of the window, and once per
-//! step when the provider refuses a request as too long.
+//! turn or between two steps once the last request used [`EngineConfig::compact_at`] of the
+//! window, and once per step when the provider refuses a request as too long.
 //!
 //! The summary request is a single user message: the conversation rendered as text (each
 //! block cut to a few thousand characters, the whole to [`MAX_RENDERED_CHARS`], newest kept),
@@ -12,9 +12,10 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use super::output::CUT_NOTE_HEAD;
 use super::EngineConfig;
 use crate::agent::model::{
-    result_text, Block, Message, ModelError, ModelRequest, Provider, ResultPart, Role,
+    result_text, Block, Message, ModelError, ModelRequest, Provider, ResultPart, Role, Usage,
 };
 
 /// The rendered conversation sent for a summary is cut to its newest this many characters.
@@ -34,6 +35,8 @@ pub struct Compacted {
     pub tokens_before: usize,
     /// See `tokens_before`.
     pub tokens_after: usize,
+    /// What the summary request itself used (counted in the session's cost).
+    pub usage: Usage,
 }
 
 /// Estimated tokens of `messages` (characters / 4; images count as 1,000).
@@ -55,6 +58,16 @@ pub fn estimate_tokens(messages: &[Message]) -> usize {
         }
     }
     chars / 4
+}
+
+/// A tool result cut to `max` characters, keeping the note that says where the whole result was
+/// saved: the note is at the end of a result that is itself over the budget, so a plain cut
+/// would always lose the path.
+fn cut_result(s: &str, max: usize) -> String {
+    match s.rfind(CUT_NOTE_HEAD) {
+        Some(at) if s.len() > max => format!("{}{}", cut(&s[..at], max), &s[at..]),
+        _ => cut(s, max),
+    }
 }
 
 fn cut(s: &str, max: usize) -> String {
@@ -91,7 +104,7 @@ fn render(messages: &[Message]) -> String {
                 ) => format!(
                     "TOOL {}: {}",
                     if *is_error { "ERROR" } else { "RESULT" },
-                    cut(&result_text(content), MAX_BLOCK_CHARS)
+                    cut_result(&result_text(content), MAX_BLOCK_CHARS)
                 ),
             });
         }
@@ -110,14 +123,15 @@ fn render(messages: &[Message]) -> String {
     kept.join("\n\n")
 }
 
-/// Asks the model for a summary of `messages` and returns the two messages that replace them.
+/// Asks the model for a summary of `messages` and returns the two messages that replace them,
+/// with what the request used.
 pub async fn summarize(
     provider: &Provider,
     config: &Arc<EngineConfig>,
     messages: &[Message],
     focus: Option<&str>,
     cancel: &CancellationToken,
-) -> Result<Vec<Message>, ModelError> {
+) -> Result<(Vec<Message>, Usage), ModelError> {
     let mut ask = format!(
         "<conversation>\n{}\n</conversation>\n\nSummarize the conversation above so that you can \
          continue the work from the summary alone: the user's goals and requests, decisions made, \
@@ -140,8 +154,9 @@ pub async fn summarize(
         max_tokens: 0,
     };
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let summary = provider.complete(&req, &tx, cancel).await?.text();
-    Ok(vec![
+    let reply = provider.complete(&req, &tx, cancel).await?;
+    let summary = reply.text();
+    let replacement = vec![
         Message {
             role: Role::User,
             content: vec![Block::Text(format!("{SUMMARY_HEAD}\n\n{summary}"))],
@@ -152,7 +167,8 @@ pub async fn summarize(
                 "Understood. I will continue from this summary.".to_owned(),
             )],
         },
-    ])
+    ];
+    Ok((replacement, reply.usage))
 }
 
 /// Whether a model error says the request was longer than the model's context window.
@@ -197,6 +213,27 @@ mod tests {
         assert!(r.contains("ASSISTANT: m199 "));
         assert!(!r.contains("USER: m0 "));
         assert!(estimate_tokens(&msgs) > 400_000);
+    }
+
+    #[test]
+    fn a_cut_result_keeps_the_path_of_its_saved_whole() {
+        let note = "\n[output cut: the result is 2.0 MiB (about 500000 tokens), over the budget \
+                    of 25000 tokens; the first 97.7 KiB are above. The whole result is in \
+                    /tmp/spill/42-0-mcp__fs__read.txt: read parts of it with read_file]";
+        let result = format!("{}{note}", "line\n".repeat(20_000));
+        let msgs = vec![Message {
+            role: Role::User,
+            content: vec![Block::ToolResult {
+                id: "t1".to_owned(),
+                content: vec![ResultPart::Text(result)],
+                is_error: false,
+            }],
+        }];
+        let r = render(&msgs);
+        assert!(r.contains("/tmp/spill/42-0-mcp__fs__read.txt"), "{r}");
+        assert!(r.len() < MAX_BLOCK_CHARS + 1_000, "{}", r.len());
+        // A short result is kept whole, note and all.
+        assert_eq!(cut_result("ok", 10), "ok");
     }
 
     #[test]

@@ -54,7 +54,7 @@ impl Handler<Compact> for Engine {
                 .map(|(messages, summary, tokens_before), act, _| {
                     act.running = None;
                     match summary {
-                        Ok(new) => {
+                        Ok((new, usage)) => {
                             let replaced = messages.len();
                             act.conversation = new;
                             act.save_whole("compact");
@@ -64,6 +64,7 @@ impl Handler<Compact> for Engine {
                                 replaced,
                                 tokens_before,
                                 tokens_after,
+                                usage,
                             })
                         }
                         Err(e) => {

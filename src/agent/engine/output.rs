@@ -10,6 +10,9 @@ use harness9_actors::protocol::types::{CallToolResult, ContentBlock};
 
 use crate::agent::model::ResultPart;
 
+/// The first characters of the note appended to a result that was cut (compaction keeps it).
+pub(super) const CUT_NOTE_HEAD: &str = "\n[output cut: ";
+
 /// Bytes per token, for the estimate.
 const BYTES_PER_TOKEN: usize = 4;
 
@@ -127,14 +130,14 @@ pub fn apply_budget(
     parts.retain(|p| !matches!(p, ResultPart::Text(t) if t.is_empty()));
     let note = match &written {
         Ok(path) => format!(
-            "\n[output cut: the result is {} (about {} tokens), over the budget of {budget_tokens} tokens; the first {} are above. The whole result is in {}: read parts of it with read_file (offset/limit) or grep]",
+            "{CUT_NOTE_HEAD}the result is {} (about {} tokens), over the budget of {budget_tokens} tokens; the first {} are above. The whole result is in {}: read parts of it with read_file (offset/limit) or grep]",
             human_bytes(text_bytes),
             text_bytes / BYTES_PER_TOKEN,
             human_bytes(budget_bytes),
             path.display()
         ),
         Err(e) => format!(
-            "\n[output cut: the result is {}, over the budget of {budget_tokens} tokens; the first {} are above. It could not be saved to {}: {e}]",
+            "{CUT_NOTE_HEAD}the result is {}, over the budget of {budget_tokens} tokens; the first {} are above. It could not be saved to {}: {e}]",
             human_bytes(text_bytes),
             human_bytes(budget_bytes),
             spill_dir.display()

@@ -26,7 +26,7 @@ pub(super) struct TurnEnd {
     pub(super) compacted: bool,
 }
 
-/// Replaces `messages[..upto]` with a summary; returns what it did and the new `upto`.
+/// Replaces `messages[..upto]` with a summary; returns what it did.
 pub(super) async fn compact_prefix(
     provider: &Provider,
     config: &Arc<EngineConfig>,
@@ -35,13 +35,57 @@ pub(super) async fn compact_prefix(
     cancel: &CancellationToken,
 ) -> Result<compact::Compacted, ModelError> {
     let tokens_before = compact::estimate_tokens(messages);
-    let summary = compact::summarize(provider, config, &messages[..upto], None, cancel).await?;
-    let replaced = upto;
+    let (summary, usage) =
+        compact::summarize(provider, config, &messages[..upto], None, cancel).await?;
     messages.splice(..upto, summary);
     Ok(compact::Compacted {
-        replaced,
+        replaced: upto,
         tokens_before,
         tokens_after: compact::estimate_tokens(messages),
+        usage,
+    })
+}
+
+/// What a turn's request says again after its own steps were compacted.
+const CONTINUE_NOTE: &str =
+    "[This request was compacted while it was being worked on: the summary \
+     above says what was already done. Continue from there; do not start over.]";
+
+/// Compacts during a turn whose request is `messages[before]`. With steps of this turn after
+/// it, everything becomes the summary and the request follows it again with a note; without,
+/// the earlier turns become the summary and the request stays as it is. `None` when there is
+/// nothing worth summarizing. The turn's request is again at index 2 afterwards.
+async fn compact_in_turn(
+    provider: &Provider,
+    config: &Arc<EngineConfig>,
+    messages: &mut Vec<Message>,
+    before: usize,
+    prompt: &str,
+    cancel: &CancellationToken,
+) -> Option<Result<compact::Compacted, ModelError>> {
+    let steps = messages.len() > before + 1;
+    if !steps && before <= 2 {
+        return None;
+    }
+    let upto = if steps { messages.len() } else { before };
+    Some(
+        compact_prefix(provider, config, messages, upto, cancel)
+            .await
+            .inspect(|_| {
+                if steps {
+                    messages.push(Message {
+                        role: Role::User,
+                        content: vec![Block::Text(format!("{prompt}\n\n{CONTINUE_NOTE}"))],
+                    });
+                }
+            }),
+    )
+}
+
+/// Whether the last request used `compact_at` of the model's window.
+fn near_the_end(config: &EngineConfig, last_input: u64) -> bool {
+    config.context_window.is_some_and(|w| {
+        config.compact_at > 0.0 && last_input as f64 >= config.compact_at * w as f64
     })
 }
 
@@ -59,15 +103,16 @@ pub(super) async fn turn(t: Turn, prompt: String) -> TurnEnd {
     } = t;
     let started = Instant::now();
     let mut compacted = false;
+    // The summary requests count too: they are part of what the turn cost.
+    let mut usage = Usage::default();
     // Near the end of the window: the earlier turns become a summary first.
-    let full = config.context_window.is_some_and(|w| {
-        config.compact_at > 0.0 && last_input as f64 >= config.compact_at * w as f64
-    });
-    if full && messages.len() > 2 {
+    if near_the_end(&config, last_input) && messages.len() > 2 {
         let upto = messages.len();
         match compact_prefix(&provider, &config, &mut messages, upto, &cancel).await {
             Ok(c) => {
                 compacted = true;
+                usage.add(&c.usage);
+                last_input = c.tokens_after as u64;
                 let reason = format!(
                     "the last request used {last_input} of {} tokens",
                     config.context_window.unwrap_or(0)
@@ -88,9 +133,8 @@ pub(super) async fn turn(t: Turn, prompt: String) -> TurnEnd {
     let mut before = messages.len();
     messages.push(Message {
         role: Role::User,
-        content: vec![Block::Text(prompt)],
+        content: vec![Block::Text(prompt.clone())],
     });
-    let mut usage = Usage::default();
     let mut overflow_retried = false;
     let end = |messages, cache, result, last_input, compacted| TurnEnd {
         messages,
@@ -102,6 +146,35 @@ pub(super) async fn turn(t: Turn, prompt: String) -> TurnEnd {
     let mut step = 0;
     while step < config.max_steps {
         step += 1;
+        // A long turn near the end of the window: its own steps become a summary (one
+        // compaction per new step at most: after one, the turn's request stands alone).
+        if step > 1 && near_the_end(&config, last_input) {
+            let why = format!(
+                "the last request used {last_input} of {} tokens",
+                config.context_window.unwrap_or(0)
+            );
+            match compact_in_turn(&provider, &config, &mut messages, before, &prompt, &cancel).await
+            {
+                Some(Ok(c)) => {
+                    compacted = true;
+                    before = 2;
+                    usage.add(&c.usage);
+                    last_input = c.tokens_after as u64;
+                    let ev = EngineEvent::Compacted {
+                        reason: why,
+                        compacted: c,
+                    };
+                    emit(&events, &cancel, ev).await;
+                }
+                Some(Err(ModelError::Cancelled)) => {
+                    messages.truncate(before);
+                    let r = Err(EngineError::Cancelled);
+                    return end(messages, cache, r, last_input, compacted);
+                }
+                Some(Err(e)) => tracing::warn!("compaction during a turn failed: {e}"),
+                None => {}
+            }
+        }
         let table = match registry.send(ListTools).await {
             Ok(t) => t,
             Err(_) => Arc::new(Vec::new()),
@@ -153,14 +226,24 @@ pub(super) async fn turn(t: Turn, prompt: String) -> TurnEnd {
                 );
             }
             Err(e) => {
-                if compact::is_context_overflow(&e) && !overflow_retried && before > 2 {
-                    // Too long for the model: the earlier turns become a summary, and the
-                    // step runs again (once).
+                if compact::is_context_overflow(&e) && !overflow_retried {
+                    // Too long for the model: the conversation becomes a summary (this turn's
+                    // steps too, when there are any), and the step runs again (once).
                     overflow_retried = true;
-                    match compact_prefix(&provider, &config, &mut messages, before, &cancel).await {
-                        Ok(c) => {
+                    let done = compact_in_turn(
+                        &provider,
+                        &config,
+                        &mut messages,
+                        before,
+                        &prompt,
+                        &cancel,
+                    )
+                    .await;
+                    match done {
+                        Some(Ok(c)) => {
                             compacted = true;
                             before = 2;
+                            usage.add(&c.usage);
                             let reason = format!("the model refused the request: {e}");
                             let ev = EngineEvent::Compacted {
                                 reason,
@@ -170,9 +253,10 @@ pub(super) async fn turn(t: Turn, prompt: String) -> TurnEnd {
                             step -= 1;
                             continue;
                         }
-                        Err(ce) => {
+                        Some(Err(ce)) => {
                             tracing::warn!("compaction after a context overflow failed: {ce}")
                         }
+                        None => {}
                     }
                 }
                 messages.truncate(before);
@@ -186,9 +270,7 @@ pub(super) async fn turn(t: Turn, prompt: String) -> TurnEnd {
             }
         };
         last_input = reply.usage.input_tokens;
-        usage.input_tokens += reply.usage.input_tokens;
-        usage.output_tokens += reply.usage.output_tokens;
-        usage.cached_input_tokens += reply.usage.cached_input_tokens;
+        usage.add(&reply.usage);
         let text = reply.text();
         let calls: Vec<(String, String, Value)> = reply
             .content

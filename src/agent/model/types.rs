@@ -177,6 +177,15 @@ pub struct Usage {
     pub cached_input_tokens: u64,
 }
 
+impl Usage {
+    /// Adds `other` to this.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+    }
+}
+
 /// One model call's result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelReply {

@@ -347,6 +347,7 @@ impl Tui {
                             match r {
                                 Ok(Ok(c)) => {
                                     act.state.context_used = Some(c.tokens_after as u64);
+                                    act.state.count_usage(&c.usage);
                                     act.state.note(Entry::Info(format!(
                                         "compacted {} messages into a summary (~{} -> ~{} tokens)",
                                         c.replaced, c.tokens_before, c.tokens_after
