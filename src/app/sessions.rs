@@ -7,7 +7,9 @@
 //! - `message`: `role` and `content` (blocks `text`, `tool_use`, `tool_result` with parts
 //!   `text`/`image`), one per message of a finished turn;
 //! - `reset` (`reason`): the conversation so far is replaced by the messages after it (a
-//!   compaction writes its summary this way, so the file keeps what it replaced).
+//!   compaction writes its summary this way, so the file keeps what it replaced);
+//! - `model` (`model`, `provider/name`): the model the conversation switched to (`/model`); a
+//!   resumed session goes on with the last one.
 //!
 //! A resumed session is exactly the saved one: [`load`] replays the lines (a torn last line of
 //! a crashed process is skipped). [`prune`] keeps the newest [`KEEP`] files.
@@ -49,6 +51,9 @@ enum Line {
     },
     Reset {
         reason: String,
+    },
+    Model {
+        model: String,
     },
 }
 
@@ -280,6 +285,13 @@ impl SessionFile {
             .map_err(|e| format!("cannot write the session file {}: {e}", self.path.display()))
     }
 
+    /// Records that the conversation goes on with `model` (`provider/name`).
+    pub fn record_model(&mut self, model: &str) -> Result<(), String> {
+        self.write(&Line::Model {
+            model: model.to_owned(),
+        })
+    }
+
     /// Records that the conversation is now `messages` (after a compaction).
     pub fn replace(&mut self, reason: &str, messages: &[Message]) -> Result<(), String> {
         self.write(&Line::Reset {
@@ -310,7 +322,7 @@ pub struct Loaded {
     pub file: SessionFile,
     /// The conversation, exactly as saved.
     pub messages: Vec<Message>,
-    /// Its model at the start.
+    /// Its model at the start (a bare name), or the last it switched to (`provider/name`).
     pub model: String,
     /// Its working directory.
     pub cwd: String,
@@ -349,6 +361,7 @@ pub fn load(dir: &Path, id: &str) -> Result<Loaded, String> {
             }) => (model, cwd) = (m, c),
             Ok(Line::Message { role, content }) => messages.push(from_saved(role, content)),
             Ok(Line::Reset { .. }) => messages.clear(),
+            Ok(Line::Model { model: m }) => model = m,
             Err(e) => tracing::warn!("{}:{}: skipped: {e}", path.display(), n + 1),
         }
     }
@@ -437,6 +450,7 @@ fn info(path: &Path, id: String) -> Option<SessionInfo> {
                 }
             }
             Ok(Line::Reset { .. }) => s.messages = 0,
+            Ok(Line::Model { model }) => s.model = model,
             Err(_) => {}
         }
     }
@@ -466,6 +480,8 @@ pub struct Opened {
     pub messages: Vec<Message>,
     /// What to tell the user (resumed, or nothing to continue).
     pub note: Option<String>,
+    /// A resumed session's model (see [`Loaded::model`]); `None` for a new one.
+    pub model: Option<String>,
 }
 
 /// Opens the conversation `resume` asks for, in `dir`, for `cwd`; a new session prunes old
@@ -479,7 +495,7 @@ pub fn open(dir: &Path, resume: &Resume, cwd: &Path, model: &str) -> Result<Open
     if let Some(id) = id {
         let l = load(dir, &id)?;
         let note = format!(
-            "resumed session {id} ({} messages, started with {})",
+            "resumed session {id} ({} messages, model {})",
             l.messages.len(),
             if l.model.is_empty() { "?" } else { &l.model }
         );
@@ -487,6 +503,7 @@ pub fn open(dir: &Path, resume: &Resume, cwd: &Path, model: &str) -> Result<Open
             file: l.file,
             messages: l.messages,
             note: Some(note),
+            model: Some(l.model).filter(|m| !m.is_empty()),
         });
     }
     prune(dir, KEEP.saturating_sub(1));
@@ -501,6 +518,7 @@ pub fn open(dir: &Path, resume: &Resume, cwd: &Path, model: &str) -> Result<Open
         file: SessionFile::create(dir, cwd, model)?,
         messages: Vec::new(),
         note,
+        model: None,
     })
 }
 

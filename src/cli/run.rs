@@ -220,6 +220,33 @@ pub async fn run(
     let session_id = saved
         .as_ref()
         .map_or_else(session_id, |o| o.file.id.clone());
+    // A resumed conversation goes on with the model it was saved with, unless the command line
+    // named one (or that model cannot be set up here: then the current one, with a warning).
+    let saved_model = saved.as_ref().and_then(|o| o.model.clone()).filter(|m| {
+        opts.model.model.is_none()
+            && opts.model.provider.is_none()
+            && *m != model_id
+            && *m != format!("{}/{}", provider_cfg.kind, provider_cfg.model)
+    });
+    let (mut settings, mut provider_cfg, mut model_name, mut model_id) =
+        (settings, provider_cfg, model_name, model_id);
+    if let Some(spec) = saved_model {
+        match settings::resolve(&opts.model.with_model(&spec)) {
+            Ok(s) if s.provider.is_some() => {
+                if let Some(p) = s.provider.clone() {
+                    engine_cfg.context_window = s.context_window(&p.model);
+                    model_name = format!("{} {}", p.kind, p.model);
+                    model_id = p.model.clone();
+                    provider_cfg = p;
+                    settings = s;
+                }
+            }
+            Ok(_) => {
+                tracing::warn!("the session's model {spec} is not set up here; using {model_name}")
+            }
+            Err(e) => tracing::warn!("the session's model {spec}: {e}; using {model_name}"),
+        }
+    }
     let engine = session.engine(provider_cfg, engine_cfg, saved).start();
     let printer = Printer {
         json: args.json,

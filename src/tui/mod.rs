@@ -106,6 +106,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
     let mut resumed = Vec::new();
     let mut context_window = None;
     let mut session_id = None;
+    let mut resumed_model = None;
     let settings_kept = settings
         .as_ref()
         .ok()
@@ -122,6 +123,9 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
                 let saved = match session.conversation(&opts.resume, &p.model) {
                     Ok(o) => {
                         session_id = Some(o.file.id.clone());
+                        if opts.model.model.is_none() && opts.model.provider.is_none() {
+                            resumed_model = o.model.clone();
+                        }
                         resumed = state::entries_of(&o.messages);
                         resumed.extend(o.note.clone().map(state::Entry::Info));
                         Some(o)
@@ -173,6 +177,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         model_help,
         ask_first: !opts.yes,
         resumed,
+        resumed_model,
         context_window,
         settings: settings_kept,
         model_flags: opts.model.clone(),

@@ -1465,6 +1465,55 @@ fn a_context_overflow_is_survived_by_compaction() {
     assert!(next[0].to_string().contains("SUMMARY"));
 }
 
+/// A resumed session goes on with the model it last switched to (its `model` line, which
+/// `/model` writes), unless the command line names one.
+#[test]
+fn a_resumed_run_goes_on_with_the_sessions_model_unless_a_flag_names_one() {
+    let model = Model::start(
+        "resume-model",
+        json!({"steps": [{"text": "one"}, {"text": "two"}, {"text": "three"}]}),
+    );
+    let dir = project("resume-model", json!({}));
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "a", "--json"]).finish(LIMIT);
+    out.ok();
+    let id = out.event("start", "")["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let file = dir.join("sessions").join(format!("{id}.jsonl"));
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("{\"kind\":\"model\",\"model\":\"anthropic/claude-opus-4-1\"}\n");
+    std::fs::write(&file, text).unwrap();
+    let args = ["run", "-p", "b", "--continue"];
+    Run::start(anthropic(&dir, &model), &args)
+        .finish(LIMIT)
+        .ok();
+    let args = [
+        "run",
+        "-p",
+        "c",
+        "--continue",
+        "--model",
+        "claude-haiku-4-5",
+    ];
+    Run::start(anthropic(&dir, &model), &args)
+        .finish(LIMIT)
+        .ok();
+    let models: Vec<Value> = model
+        .requests()
+        .iter()
+        .map(|r| r["body"]["model"].clone())
+        .collect();
+    assert_eq!(
+        models,
+        [
+            json!("claude-sonnet-4-5"),
+            json!("claude-opus-4-1"),
+            json!("claude-haiku-4-5")
+        ]
+    );
+}
+
 /// An overflow in the middle of a first turn: nothing earlier to summarize, so the turn's own
 /// steps become the summary (which keeps the path of a tool result that was cut and saved),
 /// the request follows it again with a note, and the step runs once more. The summary request

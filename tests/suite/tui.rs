@@ -115,9 +115,14 @@ impl Tmux {
     /// [`Tmux::with_model`] with the model's name set: the shipped settings know
     /// claude-sonnet-4-5's window (200k).
     fn with_sonnet(dir: &Path, model: &super::engine::Model) -> Tmux {
+        Self::with_sonnet_args(dir, model, &[])
+    }
+
+    /// [`Tmux::with_sonnet`] with command-line `args`.
+    fn with_sonnet_args(dir: &Path, model: &super::engine::Model, args: &[&str]) -> Tmux {
         let [key, url] = model.env();
         let vars = [key, url, ("HARNESS9_MODEL", "claude-sonnet-4-5")];
-        Self::start_with(dir, &[], None, &vars)
+        Self::start_with(dir, args, None, &vars)
     }
 
     /// Sends each key group in turn. After Escape it waits 100 ms, the one sleep here: crossterm
@@ -1109,7 +1114,8 @@ fn model_switches_for_the_next_turn_and_status_reports_it() {
         "tui-model-switch",
         json!({"steps": [
             {"text": "first answer", "usage": {"input_tokens": 1000, "output_tokens": 100}},
-            {"text": "second answer"}
+            {"text": "second answer"},
+            {"text": "third answer"}
         ]}),
     );
     let dir = project("tui-model-switch", |_| json!({}));
@@ -1156,6 +1162,19 @@ fn model_switches_for_the_next_turn_and_status_reports_it() {
     };
     assert!(offered(&reqs[0]).contains(&"read_file".to_owned()));
     assert!(!offered(&reqs[1]).contains(&"read_file".to_owned()));
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+    t.end_keeping_dir();
+
+    // The switch was saved: the resumed session goes on with claude-opus-4-1, although the
+    // environment still says claude-sonnet-4-5.
+    let t = Tmux::with_sonnet_args(&dir, &model, &["--continue"]);
+    t.wait_for("the resumed session on its saved model", BOUND, |s| {
+        s.contains("resumed session") && s.contains("model anthropic claude-opus-4-1")
+    });
+    t.send_keys(&["three", "Enter"]);
+    t.wait_for("the third answer", BOUND, |s| s.contains("third answer"));
+    assert_eq!(model.requests()[2]["body"]["model"], "claude-opus-4-1");
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }

@@ -86,6 +86,13 @@ impl Handler<SetProvider> for Engine {
     type Result = ();
 
     fn handle(&mut self, msg: SetProvider, _ctx: &mut Context<Self>) {
+        let spec = format!("{}/{}", msg.0.kind, msg.0.model);
+        if let Some(log) = &mut self.log {
+            if let Err(e) = log.record_model(&spec) {
+                tracing::warn!("{e}; this conversation is no longer saved");
+                self.log = None;
+            }
+        }
         self.provider = Provider::new(msg.0);
     }
 }

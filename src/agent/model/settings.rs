@@ -30,6 +30,24 @@ pub struct ModelFlags {
     pub config_path: Option<PathBuf>,
 }
 
+impl ModelFlags {
+    /// These flags with the model `spec` (`/model`'s argument, a session's saved model):
+    /// `provider/name` also switches the provider (and drops a base URL given for the first),
+    /// a bare name keeps it.
+    pub fn with_model(&self, spec: &str) -> ModelFlags {
+        let mut flags = self.clone();
+        match spec.split_once('/') {
+            Some((p, m)) if matches!(p, "anthropic" | "openai") => {
+                flags.model = Some(m.to_owned());
+                flags.base_url = None;
+                flags.provider = Some(p.to_owned());
+            }
+            _ => flags.model = Some(spec.to_owned()),
+        }
+        flags
+    }
+}
+
 /// The resolved settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {

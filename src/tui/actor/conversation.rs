@@ -6,23 +6,19 @@ use super::*;
 impl Tui {
     /// `/model [provider/]name`: the settings resolved again with that model (and provider),
     /// handed to the engine for the next turn.
+    /// Whether `spec` (`provider/name` or a bare name) is the model in use.
+    pub(super) fn uses_model(&self, spec: &str) -> bool {
+        let current = self.state.model.as_deref().unwrap_or_default();
+        self.state.model_id.as_deref() == Some(spec) || current.replacen(' ', "/", 1) == spec
+    }
+
     pub(super) fn set_model(&mut self, spec: &str) {
         use crate::agent::model::settings;
         use crate::tui::state::Entry;
         let Some(engine) = self.engine.clone() else {
             return;
         };
-        let (provider, model) = match spec.split_once('/') {
-            Some((p, m)) if matches!(p, "anthropic" | "openai") => (Some(p.to_owned()), m),
-            _ => (None, spec),
-        };
-        let mut flags = self.model_flags.clone();
-        flags.model = Some(model.to_owned());
-        if provider.is_some() {
-            // Another provider: its own base URL, not the one given for the first.
-            flags.base_url = None;
-            flags.provider = provider;
-        }
+        let flags = self.model_flags.with_model(spec);
         let resolved = settings::resolve(&flags);
         match resolved {
             Ok(s) => match s.provider.clone() {
@@ -73,6 +69,7 @@ impl Tui {
         let mut entries = crate::tui::state::entries_of(&opened.messages);
         entries.extend(opened.note.clone().map(Entry::Info));
         let session_id = opened.file.id.clone();
+        let saved_model = opened.model.clone();
         ctx.spawn(
             engine
                 .send(ResumeConversation(opened))
@@ -82,6 +79,10 @@ impl Tui {
                         act.state.session_id = Some(session_id);
                         act.state.transcript = entries;
                         act.state.scroll_back = 0;
+                        // It goes on with the model it was saved with.
+                        if let Some(m) = saved_model.filter(|m| !act.uses_model(m)) {
+                            act.set_model(&m);
+                        }
                     } else {
                         act.state.note(Entry::Error(
                             "a turn is running; press Esc to cancel it, then /resume".to_owned(),

@@ -77,6 +77,9 @@ pub struct TuiSetup {
     pub ask_first: bool,
     /// What the transcript starts with: a resumed conversation and notes about it.
     pub resumed: Vec<super::state::Entry>,
+    /// The model a resumed conversation was saved with, to go on with (none when the command
+    /// line named one).
+    pub resumed_model: Option<String>,
     /// The model's context window, when the settings know it.
     pub context_window: Option<u64>,
     /// The model settings (prices, windows), when a model is configured.
@@ -148,6 +151,8 @@ pub struct Tui {
     busy_since: Option<Instant>,
     /// The command line's model flags, as `/model` last changed them.
     model_flags: crate::agent::model::settings::ModelFlags,
+    /// A resumed conversation's model, switched to once the TUI starts.
+    resumed_model: Option<String>,
     /// Servers' questions waiting for the user, by key (see [`UserAsk`]).
     user_asks: std::collections::HashMap<u64, AskReply>,
 }
@@ -218,6 +223,7 @@ impl Tui {
             turn_open: false,
             busy_since: None,
             model_flags: setup.model_flags,
+            resumed_model: setup.resumed_model,
             user_asks: Default::default(),
         }
     }
@@ -547,6 +553,9 @@ impl Actor for Tui {
                 self.quit(1, ctx);
                 return;
             }
+        }
+        if let Some(m) = self.resumed_model.take().filter(|m| !self.uses_model(m)) {
+            self.set_model(&m);
         }
         self.draw();
         // The spinner and the running turn's elapsed time: a tick only matters while busy.
