@@ -234,3 +234,5 @@ async fn signalled(tui: &Addr<Tui>) {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_views;
