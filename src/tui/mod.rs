@@ -239,3 +239,5 @@ async fn signalled(tui: &Addr<Tui>) {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_views;

@@ -42,7 +42,7 @@ pub(crate) fn connected(tools: usize, ms: u64) -> ServerState {
     }
 }
 
-fn failed(error: &str, tail: &[&str]) -> ServerState {
+pub(crate) fn failed(error: &str, tail: &[&str]) -> ServerState {
     ServerState {
         transport: "stdio",
         status: ServerStatus::Failed {
