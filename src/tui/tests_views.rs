@@ -409,7 +409,7 @@ fn a_resumed_conversation_and_a_compaction_notice() {
         "⚙ list_dir",
         "lib.rs is the largest (4.1 KB).",
         "› and the smallest?",
-        "resumed session 20260301-101500-a1b2c3 (6 messages, started with",
+        "resumed session 20260301-101500-a1b2c3 (6 messages, model",
     ] {
         assert!(resumed.contains(want), "{want:?} missing:\n{resumed}");
     }
@@ -424,6 +424,7 @@ fn a_resumed_conversation_and_a_compaction_notice() {
                 replaced: 6,
                 tokens_before: 170_000,
                 tokens_after: 1_200,
+                usage: Default::default(),
             },
         }),
     );
