@@ -523,6 +523,14 @@ fn a_result_that_does_not_match_its_output_schema_says_so() {
         2,
         "both calls show the mismatch once expanded:\n{expanded}"
     );
+    // Folded, the model's call says so on its own line.
+    assert_eq!(
+        folded
+            .matches("· result does not match its outputSchema")
+            .count(),
+        2,
+        "both tool lines are marked:\n{folded}"
+    );
     insta::assert_snapshot!(format!("{folded}\n{expanded}"));
 }
 

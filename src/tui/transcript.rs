@@ -2,6 +2,7 @@
 //! their progress and results), how the engine's events and finished calls change them, paging
 //! back through it, and its drawing (answers as markdown, tool results folded).
 
+use harness9_actors::protocol::render::SCHEMA_NOTE_HEAD;
 use std::time::Duration;
 
 use harness9_actors::error::fmt_duration;
@@ -303,6 +304,15 @@ fn entry_lines(entry: &Entry, width: usize, expand_tools: bool, need: usize) -> 
                 Span::styled(clean_line(name).into_owned(), Style::new().bold()),
                 Span::styled(format!(" {server} · {took} "), DIM),
             ];
+            // A result that does not match the tool's outputSchema says so on its line too,
+            // where it shows folded (the reason is in the result, Ctrl+O).
+            let last = output.trim_end().rsplit('\n').next().unwrap_or_default();
+            if last.starts_with(SCHEMA_NOTE_HEAD) {
+                head.push(Span::styled(
+                    "· result does not match its outputSchema ",
+                    Style::new().fg(Color::Yellow),
+                ));
+            }
             if *pinned {
                 head.push(Span::styled(clean_line(args).into_owned(), DIM));
             }

@@ -21,13 +21,16 @@ pub fn human_bytes(n: usize) -> String {
     }
 }
 
+/// How the line that [`CallToolResult::schema_note`] adds begins (the TUI marks the call).
+pub const SCHEMA_NOTE_HEAD: &str = "[harness9 checked the result: ";
+
 impl CallToolResult {
     /// The line that reports a `structuredContent` that does not match the tool's
     /// `outputSchema` (set by the registry), shown after the result.
     pub fn schema_note(&self) -> Option<String> {
         self.schema_error
             .as_ref()
-            .map(|e| format!("[harness9 checked the result: {e}]"))
+            .map(|e| format!("{SCHEMA_NOTE_HEAD}{e}]"))
     }
 
     /// Text blocks joined by newlines; other blocks summarised in brackets; the structured content
