@@ -640,6 +640,82 @@ fn concurrent_calls_share_one_refresh_after_a_401() {
     });
 }
 
+/// Two harness9 processes share the store and the server rotates refresh tokens: after the
+/// other process refreshed (spending the refresh token this one holds), this one's next `401`
+/// takes the newer grant from the store instead of failing its own refresh and asking for a
+/// login.
+#[test]
+fn a_refresh_by_another_process_is_taken_over_not_repeated() {
+    let port = free_port();
+    let mut c = Command::new(repo().join(".deps/venv/bin/python"));
+    c.arg(repo().join("tests/python/sdk_oauth_server.py"))
+        .args(["--port", &port.to_string()]);
+    let _srv = spawn_server(c, port, "READY");
+    let dir = temp_path(&format!("oauth-two{port}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let config = dir.join("s.mcp.json");
+    let body = json!({"mcpServers": {"o": {"url": url}}});
+    std::fs::write(&config, body.to_string()).unwrap();
+    let store = dir.join("oauth.json");
+    let exe = env!("CARGO_BIN_EXE_harness9");
+    let h9 = |args: &[&str]| {
+        let mut c = Command::new(exe);
+        c.arg("--config")
+            .arg(&config)
+            .args(args)
+            .env("HARNESS9_OAUTH_STORE", &store)
+            .env("BROWSER", format!("{exe} conformance-browser"));
+        c
+    };
+    let out = output_within(h9(&["mcp", "login", "o"]), None, Duration::from_secs(60));
+    assert!(out.status.success(), "{out:?}");
+    let stats = || -> serde_json::Value {
+        serde_json::from_str(&plain_http(port, "GET", "/stats")).unwrap()
+    };
+
+    let mut spec = http_spec("o", url, false);
+    spec.oauth = Some(harness9_actors::oauth::OAuthSpec::new(
+        Default::default(),
+        std::sync::Arc::new(harness9::app::oauth_store::FileStore::new(store.clone())),
+    ));
+    let other = h9(&[
+        "mcp",
+        "call",
+        "o",
+        "echo",
+        "--args",
+        r#"{"text":"from the other"}"#,
+    ]);
+    run(Duration::from_secs(60), || async move {
+        let mut rt = start(vec![spec], fast_policy());
+        rt.settled(Duration::from_secs(20)).await;
+        let call = |text: &str| {
+            ToolRegistry::call(
+                &rt.registry,
+                "mcp__o__echo".to_owned(),
+                Some(json!({ "text": text })),
+                None,
+            )
+        };
+        assert_eq!(call("before").await.unwrap().text(), "before");
+        // Every token expires on the server; the other process refreshes first.
+        assert_eq!(plain_http(port, "POST", "/expire-all"), "expired");
+        let out = actix_rt::task::spawn_blocking(move || {
+            output_within(other, None, Duration::from_secs(60))
+        })
+        .await
+        .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(stats()["refreshes"], 1);
+        // This one's token is refused; its refresh token is spent; the store has the new one.
+        assert_eq!(call("after").await.unwrap().text(), "after");
+        assert_eq!(stats()["refreshes"], 1, "taken over, not refreshed again");
+        assert_eq!(stats()["logins"], 1, "no second login");
+        shutdown(rt, &[]).await;
+    });
+}
+
 /// Over SSH the browser is on another machine and its redirect to our loopback listener
 /// fails; the user pastes the address it ended on into `mcp login`, which takes it (after
 /// refusing a line that is not that address) and logs in.

@@ -3,7 +3,9 @@
 //! runs the login flow ([`crate::oauth::flow::login`]); a `403` with `insufficient_scope` is a
 //! step-up (a login asking for the union of scopes). Without an interactive spec the request
 //! fails with a message that names `harness9 mcp login <server>`. One flow at a time per
-//! connection: concurrent `401`s wait for it and retry with its token. The token never leaves
+//! connection: concurrent `401`s wait for it and retry with its token. Before a refresh, and
+//! after one fails, the store is read again: another process sharing it may have refreshed
+//! (rotating the refresh token this connection holds), and its grant is taken over. The token never leaves
 //! this module except in the `Authorization` header of requests to the server's origin.
 
 use std::cell::{Cell, RefCell};
@@ -51,6 +53,25 @@ impl Auth {
     /// The access token in use.
     pub(super) fn token(&self) -> Option<String> {
         self.grant.borrow().as_ref().map(|g| g.access_token.clone())
+    }
+
+    /// The store's grant when another process (a second harness9 sharing the store) saved a
+    /// newer one than this connection holds: taken over, so a refresh token it rotated is not
+    /// tried again here (which would fail, and ask for a login nobody needs).
+    fn newer_in_store(&self, url: &str) -> bool {
+        let Some(stored) = self.spec.store.load(url) else {
+            return false;
+        };
+        let held = self.grant.borrow();
+        let newer = held.as_ref().is_none_or(|g| {
+            g.access_token != stored.access_token || g.refresh_token != stored.refresh_token
+        }) && !stored.access_token.is_empty()
+            && !stored.expiring(0);
+        drop(held);
+        if newer {
+            *self.grant.borrow_mut() = Some(stored);
+        }
+        newer
     }
 
     fn set(&self, url: &str, grant: Grant) {
@@ -151,6 +172,9 @@ impl Conn {
             return;
         }
         let _one = a.flow.lock().await;
+        if a.newer_in_store(&self.target.url) {
+            tracing::info!(target: "mcp", server = %self.target.name, "took the token another harness9 refreshed");
+        }
         let Some(g) = a.grant.borrow().clone() else {
             return;
         };
@@ -181,6 +205,11 @@ impl Conn {
             // Another request refreshed or logged in while this one waited.
             return Ok(());
         }
+        if !step_up && a.newer_in_store(&self.target.url) {
+            // Another process did (with the refresh token this one holds, if it rotates).
+            tracing::info!(target: "mcp", server = %self.target.name, "took the token another harness9 saved");
+            return Ok(());
+        }
         let grant = a.grant.borrow().clone();
         if let Some(g) = grant
             .as_ref()
@@ -194,6 +223,10 @@ impl Conn {
                 }
                 Err(e) => {
                     tracing::info!(target: "mcp", server = %self.target.name, "token refresh failed: {e}");
+                    if a.newer_in_store(&self.target.url) {
+                        // Another process refreshed first, with the same refresh token.
+                        return Ok(());
+                    }
                     // The refresh token is spent: forget it (here and in the store) so the
                     // next 401 does not try it again.
                     let mut spent = g.clone();
