@@ -143,6 +143,7 @@ mod tests {
             expires_at: Some(harness9_actors::oauth::now_secs() + 100),
             issued_at: None,
             scopes: vec!["a".into()],
+            wanted_scopes: Vec::new(),
         }
     }
 

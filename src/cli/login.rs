@@ -49,11 +49,12 @@ pub(super) async fn oauth_command(
         );
     };
     let mut pasted = pasted_lines();
+    let held = oauth.login_scopes(url);
     let flow = oauth::flow::login_with_paste(
         url,
         oauth,
         challenge.as_ref(),
-        &[],
+        &held,
         &show,
         Some(&mut pasted),
     );

@@ -11,7 +11,9 @@
         | oauth (an OAuth-protected server that is its own authorization server: protected
           resource and server metadata, dynamic registration, PKCE S256 codes, access tokens
           that live --token-ttl seconds, rotating refresh tokens; POST /revoke forgets every
-          token, GET /stats counts logins and refreshes)
+          token, GET /stats counts logins and refreshes and lists the scopes each login asked
+          for; with --admin-tool NAME, calling NAME with a token without scope `admin` gets
+          403 insufficient_scope, scope="mcp admin")
 Prints `READY <port>` on stdout once listening. Endpoint: /mcp (legacy: /sse + /messages).
 """
 
@@ -40,23 +42,24 @@ LEGACY = {}  # session -> queue of outgoing SSE payloads
 LOCK = threading.Lock()
 # stateless-cut: tools/call requests seen (the first one's stream breaks).
 CALLS = [0]
-# oauth: codes -> (code_challenge, redirect_uri), live access tokens -> expiry, refresh tokens.
-OAUTH = {"codes": {}, "access": {}, "refresh": set(), "n": 0, "logins": 0, "refreshes": 0}
+# oauth: codes -> (code_challenge, redirect_uri, scopes), live access tokens -> (expiry,
+# scopes), refresh tokens -> scopes.
+OAUTH = {"codes": {}, "access": {}, "refresh": {}, "n": 0, "logins": 0, "refreshes": 0, "asked": []}
 
 
 def base():
     return f"http://127.0.0.1:{ARGS.port}"
 
 
-def issue_tokens():
+def issue_tokens(scopes):
     with LOCK:
         OAUTH["n"] += 1
         n = OAUTH["n"]
         access, refresh = f"at-{n}-{uuid.uuid4().hex}", f"rt-{n}-{uuid.uuid4().hex}"
-        OAUTH["access"][access] = time.time() + ARGS.token_ttl
-        OAUTH["refresh"].add(refresh)
+        OAUTH["access"][access] = (time.time() + ARGS.token_ttl, scopes)
+        OAUTH["refresh"][refresh] = scopes
     return {"access_token": access, "token_type": "Bearer", "expires_in": ARGS.token_ttl,
-            "refresh_token": refresh, "scope": "mcp"}
+            "refresh_token": refresh, "scope": " ".join(scopes)}
 
 
 def record(handler, body):
@@ -153,7 +156,7 @@ class Handler(BaseHTTPRequestHandler):
                 "token_endpoint": base() + "/token", "registration_endpoint": base() + "/register",
                 "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": ["none"],
-                "scopes_supported": ["mcp", "offline_access"],
+                "scopes_supported": ["mcp", "admin", "offline_access"],
                 "authorization_response_iss_parameter_supported": True}), "application/json")
         elif url.path == "/authorize":
             q = {k: v[0] for k, v in parse_qs(url.query).items()}
@@ -161,13 +164,16 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_plain(400, "bad authorization request")
                 return True
             code = "code-" + uuid.uuid4().hex
+            scopes = q.get("scope", "mcp").split()
             with LOCK:
-                OAUTH["codes"][code] = (q["code_challenge"], q["redirect_uri"])
+                OAUTH["codes"][code] = (q["code_challenge"], q["redirect_uri"], scopes)
+                OAUTH["asked"].append(" ".join(scopes))
             back = q["redirect_uri"] + "?" + urlencode({"code": code, "state": q.get("state", ""), "iss": base()})
             self.send_plain(302, "", headers=[("Location", back)])
         elif url.path == "/stats":
             with LOCK:
-                stats = {"logins": OAUTH["logins"], "refreshes": OAUTH["refreshes"]}
+                stats = {"logins": OAUTH["logins"], "refreshes": OAUTH["refreshes"],
+                         "asked": OAUTH["asked"]}
             self.send_plain(200, json.dumps(stats), "application/json")
         elif url.path.startswith("/.well-known/"):
             self.send_plain(404, "not found")
@@ -195,7 +201,7 @@ class Handler(BaseHTTPRequestHandler):
                 return bad("wrong resource")
             if form.get("grant_type") == "authorization_code":
                 with LOCK:
-                    challenge, redirect = OAUTH["codes"].pop(form.get("code"), (None, None))
+                    challenge, redirect, scopes = OAUTH["codes"].pop(form.get("code"), (None, None, []))
                 digest = base64.urlsafe_b64encode(hashlib.sha256(form.get("code_verifier", "").encode()).digest())
                 if challenge is None or digest.rstrip(b"=").decode() != challenge or form.get("redirect_uri") != redirect:
                     return bad("bad code, verifier or redirect_uri")
@@ -203,15 +209,15 @@ class Handler(BaseHTTPRequestHandler):
                     OAUTH["logins"] += 1
             elif form.get("grant_type") == "refresh_token":
                 with LOCK:
-                    known = form.get("refresh_token") in OAUTH["refresh"]
-                    OAUTH["refresh"].discard(form.get("refresh_token"))
+                    scopes = OAUTH["refresh"].pop(form.get("refresh_token"), None)
+                    known = scopes is not None
                     if known:
                         OAUTH["refreshes"] += 1
                 if not known:
                     return bad("unknown refresh token")
             else:
                 return bad("unsupported grant type")
-            self.send_plain(200, json.dumps(issue_tokens()), "application/json")
+            self.send_plain(200, json.dumps(issue_tokens(scopes)), "application/json")
         elif self.path == "/revoke":
             with LOCK:
                 OAUTH["access"].clear()
@@ -221,15 +227,27 @@ class Handler(BaseHTTPRequestHandler):
             return False
         return True
 
-    def oauth_denied(self):
-        """True (after a 401) unless the request carries a live access token."""
+    def oauth_denied(self, raw=b""):
+        """True (after a 401) unless the request carries a live access token; True after a 403
+        `insufficient_scope` for a call of --admin-tool with a token without scope `admin`."""
         auth = self.headers.get("Authorization") or ""
         token = auth[len("Bearer "):] if auth.startswith("Bearer ") else None
         with LOCK:
-            expiry = OAUTH["access"].get(token)
-        if expiry is not None and expiry > time.time():
-            return False
+            expiry, scopes = OAUTH["access"].get(token, (None, []))
         prm = base() + "/.well-known/oauth-protected-resource/mcp"
+        if expiry is not None and expiry > time.time():
+            try:
+                msg = json.loads(raw or b"{}")
+            except ValueError:
+                msg = {}
+            wants_admin = (isinstance(msg, dict) and msg.get("method") == "tools/call"
+                           and (msg.get("params") or {}).get("name") == ARGS.admin_tool)
+            if wants_admin and "admin" not in scopes:
+                self.send_plain(403, json.dumps({"error": "insufficient_scope"}), "application/json",
+                                headers=[("WWW-Authenticate", f'Bearer error="insufficient_scope", '
+                                          f'scope="mcp admin", resource_metadata="{prm}"')])
+                return True
+            return False
         self.send_plain(401, json.dumps({"error": "invalid_token"}), "application/json",
                         headers=[("WWW-Authenticate", f'Bearer resource_metadata="{prm}", scope="mcp"')])
         return True
@@ -286,7 +304,7 @@ class Handler(BaseHTTPRequestHandler):
         raw = self.body()
         record(self, raw)
         mode = ARGS.mode
-        if mode == "oauth" and (self.oauth_post(raw) or self.oauth_denied()):
+        if mode == "oauth" and (self.oauth_post(raw) or self.oauth_denied(raw)):
             return
         if mode == "stall":
             time.sleep(3600)
@@ -422,6 +440,7 @@ def main():
     ap.add_argument("--record")
     ap.add_argument("--other-port", type=int, default=0)
     ap.add_argument("--token-ttl", type=int, default=3600)
+    ap.add_argument("--admin-tool", default="", help="oauth: calls of this tool need scope admin")
     ARGS = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     ARGS.port = srv.server_address[1]

@@ -640,6 +640,65 @@ fn concurrent_calls_share_one_refresh_after_a_401() {
     });
 }
 
+/// A `403 insufficient_scope` where nobody can log in (headless): the call fails naming
+/// `harness9 mcp login`, and that login asks for the union of the held scopes and the ones
+/// the server wanted, after which the call goes through.
+#[test]
+fn a_step_up_that_waits_for_mcp_login_asks_for_the_union() {
+    let srv = http_fixture("oauth", &["--admin-tool", "big"]);
+    let port = srv.port;
+    let dir = temp_path(&format!("oauth-stepup{port}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("s.mcp.json");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"o": {"url": url}}}).to_string(),
+    )
+    .unwrap();
+    let store = dir.join("oauth.json");
+    let exe = env!("CARGO_BIN_EXE_harness9");
+    let h9 = |args: &[&str]| {
+        let mut c = Command::new(exe);
+        c.arg("--config")
+            .arg(&config)
+            .args(args)
+            .env("HARNESS9_OAUTH_STORE", &store)
+            .env("BROWSER", format!("{exe} conformance-browser"));
+        output_within(c, None, Duration::from_secs(60))
+    };
+    let asked = || -> Vec<String> {
+        let stats: serde_json::Value =
+            serde_json::from_str(&plain_http(port, "GET", "/stats")).unwrap();
+        serde_json::from_value(stats["asked"].clone()).unwrap()
+    };
+    assert!(h9(&["mcp", "login", "o"]).status.success());
+    assert_eq!(asked(), ["mcp offline_access"]);
+    let echo = h9(&["mcp", "call", "o", "echo", "--args", r#"{"text":"hi"}"#]);
+    assert_eq!(
+        String::from_utf8_lossy(&echo.stdout).trim(),
+        "hi",
+        "{echo:?}"
+    );
+
+    let big = ["mcp", "call", "o", "big", "--args", r#"{"bytes":3}"#];
+    let refused = h9(&big);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(
+        err.contains("needs more permissions (scope \"mcp admin\")")
+            && err.contains("harness9 mcp login o"),
+        "{err}"
+    );
+    assert!(h9(&["mcp", "login", "o"]).status.success());
+    let second: Vec<String> = asked()[1].split(' ').map(str::to_owned).collect();
+    for s in ["mcp", "offline_access", "admin"] {
+        assert!(second.contains(&s.to_owned()), "{second:?}");
+    }
+    let ok = h9(&big);
+    assert_eq!(String::from_utf8_lossy(&ok.stdout).trim(), "xxx", "{ok:?}");
+}
+
 /// Two harness9 processes share the store and the server rotates refresh tokens: after the
 /// other process refreshed (spending the refresh token this one holds), this one's next `401`
 /// takes the newer grant from the store instead of failing its own refresh and asking for a

@@ -638,6 +638,7 @@ pub async fn login_with_paste(
         expires_at: None,
         issued_at: None,
         scopes: scopes.clone(),
+        wanted_scopes: Vec::new(),
     };
     token_request(
         &client,

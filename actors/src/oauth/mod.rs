@@ -86,6 +86,10 @@ pub struct Grant {
     /// The scopes granted (or asked for, when the server did not say).
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// Scopes a server asked for (`403 insufficient_scope`) that this grant lacks, when nobody
+    /// could log in at the time: the next login asks for them too ([`OAuthSpec::login_scopes`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wanted_scopes: Vec<String>,
 }
 
 #[cfg(test)]
@@ -111,6 +115,7 @@ mod tests {
             expires_at: Some(now + 100),
             issued_at: Some(now),
             scopes: Vec::new(),
+            wanted_scopes: Vec::new(),
         };
         assert!(!g.expiring(30));
         g.expires_at = Some(now + 20);
@@ -229,6 +234,22 @@ impl OAuthSpec {
             login_timeout: std::time::Duration::from_secs(300),
             browser: None,
         }
+    }
+
+    /// The scopes a login to `server` starts from besides what it chooses itself: those of
+    /// the stored grant and those a server asked for since ([`Grant::wanted_scopes`]), so a
+    /// step-up that had to wait for `harness9 mcp login` asks for the union.
+    pub fn login_scopes(&self, server: &str) -> Vec<String> {
+        let Some(g) = self.store.load(server) else {
+            return Vec::new();
+        };
+        let mut out = g.scopes;
+        for s in g.wanted_scopes {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+        out
     }
 }
 

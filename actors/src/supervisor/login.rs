@@ -63,7 +63,8 @@ impl Handler<Login> for ServerSupervisor {
                     url: page.to_owned(),
                 })
             };
-            crate::oauth::flow::login(&url, &oauth, challenge.as_ref(), &[], &show).await
+            let held = oauth.login_scopes(&url);
+            crate::oauth::flow::login(&url, &oauth, challenge.as_ref(), &held, &show).await
         };
         ctx.spawn(flow.into_actor(self).map(move |res, act, ctx| {
             match res {

@@ -236,6 +236,17 @@ impl Conn {
             }
         }
         if !a.spec.interactive {
+            if step_up {
+                // Kept for `harness9 mcp login`, which then asks for the union.
+                if let (Some(mut g), Some(scope)) = (grant, needed.challenge.scope.as_deref()) {
+                    for s in scope.split_whitespace() {
+                        if !g.scopes.iter().chain(&g.wanted_scopes).any(|h| h == s) {
+                            g.wanted_scopes.push(s.to_owned());
+                        }
+                    }
+                    a.set(&self.target.url, g);
+                }
+            }
             return Err(self.needs_login(needed));
         }
         if a.logins.get() >= MAX_LOGINS {
