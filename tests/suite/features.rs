@@ -374,8 +374,9 @@ fn structured_content_is_checked_against_the_output_schema() {
     });
 }
 
-/// `mcp resources|read|prompts|prompt` against server-everything over stdio (`e`) and
-/// Streamable HTTP (`h`).
+/// `mcp resources|read|prompts|prompt|complete` against server-everything over stdio (`e`)
+/// and Streamable HTTP (`h`); `mcp complete` against a server without the completions
+/// capability (the fixture) fails, naming it.
 #[test]
 fn headless_resource_and_prompt_commands_over_stdio_and_http() {
     let port = free_port();
@@ -383,19 +384,22 @@ fn headless_resource_and_prompt_commands_over_stdio_and_http() {
     let dir = project_with(
         "features-cli",
         json!({"e": stdio_json(everything("x")),
-               "h": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}}),
+               "h": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")},
+               "fx": stdio_json(fixture("fx", &[]))}),
     );
-    let h9 = |args: &[&str]| {
+    let h9_code = |args: &[&str]| {
         let mut cmd = harness9_in(&dir);
         cmd.args(args);
         let out = output_within(cmd, None, T);
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert_eq!(
+        (
             out.status.code(),
-            Some(0),
-            "{args:?}: {text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let h9 = |args: &[&str]| {
+        let (code, text, err) = h9_code(args);
+        assert_eq!(code, Some(0), "{args:?}: {text}\n{err}");
         text
     };
     for s in ["e", "h"] {
@@ -441,7 +445,47 @@ fn headless_resource_and_prompt_commands_over_stdio_and_http() {
         let v: serde_json::Value =
             serde_json::from_str(&h9(&["mcp", "prompt", s, "simple-prompt", "--json"])).unwrap();
         assert_eq!(v["messages"][0]["role"], "user", "{v}");
+
+        // Completions: a prompt's argument, narrowed by the context, and a template's variable.
+        let complete = ["mcp", "complete", s, "--prompt", "completable-prompt"];
+        let out = h9(&[&complete[..], &["--arg", "department", "--value", "S"]].concat());
+        assert_eq!(out, "Sales\nSupport\n");
+        let ctx = r#"{"department": "Engineering"}"#;
+        let out = h9(&[&complete[..], &["--arg", "name", "--context", ctx]].concat());
+        assert_eq!(out, "Alice\nBob\nCharlie\n");
+        let out = h9(&[&complete[..], &["--arg", "name", "--value", "A"]].concat());
+        assert_eq!(out, "", "no department chosen: no names");
+        let template = "demo://resource/dynamic/text/{resourceId}";
+        let v: serde_json::Value = serde_json::from_str(&h9(&[
+            "mcp",
+            "complete",
+            s,
+            "--resource",
+            template,
+            "--arg",
+            "resourceId",
+            "--value",
+            "42",
+            "--json",
+        ]))
+        .unwrap();
+        assert_eq!(v["completion"]["values"], json!(["42"]), "{v}");
     }
+    // A server that did not declare completions is not asked: exit 1, naming it (and with
+    // --json, the error as JSON on stdout).
+    let (code, out, err) = h9_code(&[
+        "mcp", "complete", "fx", "--prompt", "p", "--arg", "a", "--json",
+    ]);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(
+        err.contains("server \"fx\" does not offer completions"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["code"], 1, "{v}");
+    // One of --prompt or --resource, exactly.
+    let (code, _, err) = h9_code(&["mcp", "complete", "e", "--arg", "a"]);
+    assert_eq!(code, Some(2), "{err}");
     // A file for binary contents.
     let file = dir.join("blob.bin");
     let out = h9(&[
