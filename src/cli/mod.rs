@@ -85,7 +85,8 @@ pub struct SessionFlags {
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// How a server's request for input (elicitation) is answered when nobody is asked:
-    /// `decline` (the default) or `accept-defaults` (accept with the schema's defaults).
+    /// `decline` (the default) or `accept-defaults` (accept with the schema's defaults). A
+    /// request to open a page (URL mode) is always declined: nothing is opened headless.
     #[arg(long, value_name = "POLICY", value_enum)]
     pub elicitation: Option<Elicitation>,
     /// Answer headless elicitations from FILE, a JSON object of field name to value (fields

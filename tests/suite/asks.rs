@@ -4,7 +4,7 @@
 //! conditional tools appear only for what we declare; sampling reaches the scripted model
 //! (tests/python/scripted_model.py) only with `--sampling allow`. `mcp call` and `run -p`
 //! (a question in the middle of a model turn, its answer in the next tool result) take the
-//! same flags.
+//! same flags. URL mode is never declared or followed headless.
 
 use std::path::Path;
 use std::time::Duration;
@@ -264,6 +264,95 @@ fn stateless_input_requests_go_through_the_same_desk() {
         "{}",
         reqs[1]["body"]
     );
+}
+
+/// Headless, URL-mode elicitation is not declared, so server-everything does not offer
+/// `trigger-url-elicitation`; a server that asks anyway (the fixture: `elicitation/create` in
+/// URL mode, and `-32042` naming a page) is declined under every policy, and no page is
+/// opened (`$BROWSER` would leave a marker).
+#[test]
+fn headless_url_elicitation_is_declined_and_nothing_is_opened() {
+    let dir = project(
+        "asks-url",
+        json!({
+            "everything": stdio_json(everything("everything")),
+            "fx": stdio_json(fixture("fx", &["--url-elicitation"])),
+        }),
+    );
+    std::fs::write(dir.join("answers.json"), r#"{"name": "Ada"}"#).expect("answers");
+    let opened = dir.join("opened");
+    let browser = dir.join("browser.sh");
+    std::fs::write(
+        &browser,
+        format!("#!/bin/sh\necho \"$@\" >> '{}'\n", opened.display()),
+    )
+    .expect("browser");
+    std::fs::set_permissions(
+        &browser,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    // The marker works: the script run by hand leaves it.
+    let ran = std::process::Command::new(&browser)
+        .arg("https://example.com/check")
+        .status()
+        .expect("browser.sh");
+    assert!(ran.success() && opened.exists());
+    std::fs::remove_file(&opened).expect("marker");
+    let h9 = |args: &[&str]| {
+        let mut c = harness9_in(&dir);
+        without_user_env(&mut c)
+            .env("HOME", dir.join("home"))
+            .env("BROWSER", &browser)
+            .args(args);
+        let out = output_within(c, None, LIMIT);
+        let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), v, stderr)
+    };
+    let url = r#"{"url": "https://example.com/login"}"#;
+    let declined = "[mcp] server \"fx\" asked: \"Open this page to go on.\" -> declined (a page is never opened headless)";
+    let policies: [&[&str]; 3] = [
+        &[],
+        &["--elicitation", "accept-defaults"],
+        &["--elicitation-answers", "answers.json"],
+    ];
+    for policy in policies {
+        let call = |server: &str, tool: &str| {
+            let mut args = vec!["mcp", "call", server, tool, "--args", url, "--json"];
+            args.extend(policy);
+            h9(&args)
+        };
+        let (code, v, err) = call("everything", "trigger-url-elicitation");
+        assert_eq!(code, Some(2), "{policy:?}: {v} {err}");
+        assert!(
+            v["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("has no tool \"trigger-url-elicitation\"")),
+            "{policy:?}: {v}"
+        );
+
+        let (code, v, err) = call("fx", "ask_url");
+        assert_eq!(code, Some(0), "{policy:?}: {v} {err}");
+        assert_eq!(
+            text(&v),
+            r#"the client answered: {"action":"decline"}"#,
+            "{policy:?}"
+        );
+        assert!(err.contains(declined), "{policy:?}: {err}");
+
+        // The error path: the page is declined, so the server's error stands.
+        let (code, v, err) = call("fx", "url_required");
+        assert_eq!(code, Some(1), "{policy:?}: {v} {err}");
+        assert!(
+            v["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("open a page first")),
+            "{policy:?}: {v}"
+        );
+        assert!(err.contains(declined), "{policy:?}: {err}");
+    }
+    assert!(!opened.exists(), "a page was opened headless");
 }
 
 /// `harness9 run -p go --json ARGS` in `dir` against `model`: success, the events, stderr.
