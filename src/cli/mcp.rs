@@ -7,8 +7,8 @@ use std::time::Duration;
 use anyhow::{bail, Context as _};
 use harness9_actors::error::fmt_duration;
 use harness9_actors::messages::{
-    CallTool, ListTools, ProgressSink, ServerState, ServerStatus, StatusSnapshot, ToolEntry,
-    ToolProgress,
+    CallTool, CompletionRef, ListTools, ProgressSink, ServerState, ServerStatus, StatusSnapshot,
+    ToolEntry, ToolProgress,
 };
 use harness9_actors::{ServerSpec, ToolRegistry};
 use serde_json::{json, Value};
@@ -67,7 +67,8 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         | McpCommand::Resources { server, .. }
         | McpCommand::Read { server, .. }
         | McpCommand::Prompts { server, .. }
-        | McpCommand::Prompt { server, .. } => Some(server.as_str()),
+        | McpCommand::Prompt { server, .. }
+        | McpCommand::Complete { server, .. } => Some(server.as_str()),
         _ => None,
     };
     let specs: Vec<ServerSpec> = match only {
@@ -152,6 +153,30 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
                 ensure_connected(&snap, server)?;
                 super::resources::prompt(rt, server, name, args.as_deref(), json.json).await
             }
+            McpCommand::Complete {
+                server,
+                prompt,
+                resource,
+                arg,
+                value,
+                context,
+                json,
+                ..
+            } => {
+                ensure_connected(&snap, server)?;
+                let reference = match (prompt, resource) {
+                    (Some(p), _) => CompletionRef::Prompt(p.clone()),
+                    (None, Some(r)) => CompletionRef::Resource(r.clone()),
+                    (None, None) => bail!(UsageError("give --prompt or --resource".into())),
+                };
+                let ask = super::resources::Ask {
+                    reference,
+                    argument: arg,
+                    value,
+                    context: context.as_deref(),
+                };
+                super::resources::complete(rt, &snap, server, ask, json.json).await
+            }
             _ => Ok(ExitCode::SUCCESS),
         }
     };
@@ -159,10 +184,7 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         r = result => r,
         _ = interrupted() => {
             eprintln!("[mcp] interrupted; stopping servers");
-            let json = matches!(cmd, McpCommand::List(super::ListArgs { json, .. })
-                | McpCommand::Get { json, .. }
-                | McpCommand::Call { json, .. } if json.json);
-            if json {
+            if cmd.json() {
                 say!("{}", to_json(&json!({"error": "interrupted", "code": 130}), false)?);
             }
             Ok(ExitCode::from(130))

@@ -85,7 +85,8 @@ pub struct SessionFlags {
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// How a server's request for input (elicitation) is answered when nobody is asked:
-    /// `decline` (the default) or `accept-defaults` (accept with the schema's defaults).
+    /// `decline` (the default) or `accept-defaults` (accept with the schema's defaults). A
+    /// request to open a page (URL mode) is always declined: nothing is opened headless.
     #[arg(long, value_name = "POLICY", value_enum)]
     pub elicitation: Option<Elicitation>,
     /// Answer headless elicitations from FILE, a JSON object of field name to value (fields
@@ -235,11 +236,7 @@ impl Cli {
     pub fn json_errors(&self) -> JsonErrors {
         match &self.command {
             Some(Command::Run(a)) if a.json => JsonErrors::RunEvent,
-            Some(Command::Mcp(
-                McpCommand::List(ListArgs { json, .. })
-                | McpCommand::Get { json, .. }
-                | McpCommand::Call { json, .. },
-            )) if json.json => JsonErrors::Object,
+            Some(Command::Mcp(m)) if m.json() => JsonErrors::Object,
             _ => JsonErrors::No,
         }
     }
@@ -268,6 +265,7 @@ impl McpCommand {
             McpCommand::Read { .. } => "read",
             McpCommand::Prompts { .. } => "prompts",
             McpCommand::Prompt { .. } => "prompt",
+            McpCommand::Complete { .. } => "complete",
             McpCommand::Approve { .. } => "approve",
             McpCommand::Add { .. } => "add",
             McpCommand::AddJson { .. } => "add-json",
@@ -275,6 +273,21 @@ impl McpCommand {
             McpCommand::Remove { .. } => "remove",
             McpCommand::Login { .. } => "login",
             McpCommand::Logout { .. } => "logout",
+        }
+    }
+
+    /// Whether `--json` was given.
+    pub fn json(&self) -> bool {
+        match self {
+            McpCommand::List(ListArgs { json, .. })
+            | McpCommand::Get { json, .. }
+            | McpCommand::Call { json, .. }
+            | McpCommand::Resources { json, .. }
+            | McpCommand::Read { json, .. }
+            | McpCommand::Prompts { json, .. }
+            | McpCommand::Prompt { json, .. }
+            | McpCommand::Complete { json, .. } => json.json,
+            _ => false,
         }
     }
 
@@ -291,7 +304,8 @@ impl McpCommand {
             | McpCommand::Resources { session, .. }
             | McpCommand::Read { session, .. }
             | McpCommand::Prompts { session, .. }
-            | McpCommand::Prompt { session, .. } => session.clone(),
+            | McpCommand::Prompt { session, .. }
+            | McpCommand::Complete { session, .. } => session.clone(),
             McpCommand::Login {
                 config, verbose, ..
             }
@@ -568,6 +582,34 @@ pub enum McpCommand {
         /// The arguments as a JSON object of strings, or - to read them from stdin.
         #[arg(long, value_name = "JSON")]
         args: Option<String>,
+        /// Output format.
+        #[command(flatten)]
+        json: JsonFlag,
+        /// Config, trace, approval, elicitation, settings, verbosity.
+        #[command(flatten)]
+        session: SessionFlags,
+    },
+    /// Ask a server for the values of a prompt's argument or a resource template's variable
+    /// (`completion/complete`); prints one value per line.
+    #[command(group(clap::ArgGroup::new("target").required(true).args(["prompt", "resource"])))]
+    Complete {
+        /// The server's name in .mcp.json.
+        server: String,
+        /// Complete an argument of this prompt.
+        #[arg(long, value_name = "NAME")]
+        prompt: Option<String>,
+        /// Complete a variable of this resource template.
+        #[arg(long, value_name = "URI_TEMPLATE")]
+        resource: Option<String>,
+        /// The argument's (or the template variable's) name.
+        #[arg(long, value_name = "NAME")]
+        arg: String,
+        /// What is typed so far.
+        #[arg(long, value_name = "PREFIX", default_value = "")]
+        value: String,
+        /// The arguments already chosen, a JSON object of strings, e.g. '{"department": "Sales"}'.
+        #[arg(long, value_name = "JSON")]
+        context: Option<String>,
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,

@@ -1,4 +1,5 @@
-//! `harness9 mcp resources|read|prompts|prompt`: a server's resources and prompts, headless.
+//! `harness9 mcp resources|read|prompts|prompt|complete`: a server's resources, prompts and
+//! argument completion, headless.
 //! Every server string is printed through the sanitizer (`--json` through `to_json`).
 
 use std::collections::BTreeMap;
@@ -8,13 +9,16 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use base64::Engine as _;
 use harness9_actors::messages::{
-    GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ReadResource,
+    Complete, CompletionRef, GetPrompt, ListPrompts, ListResourceTemplates, ListResources,
+    ReadResource, ServerStatus, StatusSnapshot,
 };
 use serde_json::{json, Value};
 
 use crate::agent::builtins::resources::{block_text, contents_text};
 use crate::app::Runtime;
 use crate::sanitize::{clean_line, clean_text, to_json};
+
+use super::UsageError;
 
 /// `mcp resources <server>`: every resource and template (all pages).
 pub async fn resources(rt: &Runtime, server: &str, as_json: bool) -> anyhow::Result<ExitCode> {
@@ -263,13 +267,23 @@ fn prompt_args(text: Option<&str>) -> anyhow::Result<BTreeMap<String, String>> {
     let Some(text) = text else {
         return Ok(BTreeMap::new());
     };
-    let v = super::mcp::args_object(text)?;
+    string_values("--args", &super::mcp::args_object(text)?)
+}
+
+/// The values of a JSON object of arguments, as strings (numbers and booleans as their JSON
+/// text); any other value is a usage error naming `flag`.
+fn string_values(flag: &str, v: &Value) -> anyhow::Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for (k, v) in v.as_object().into_iter().flatten() {
         let s = match v {
             Value::String(s) => s.clone(),
             Value::Number(_) | Value::Bool(_) => v.to_string(),
-            _ => bail!("--args: a prompt's arguments are strings; \"{k}\" is not"),
+            _ => {
+                return Err(UsageError(format!(
+                    "{flag}: a prompt's arguments are strings; \"{k}\" is not"
+                ))
+                .into())
+            }
         };
         out.insert(k.clone(), s);
     }
@@ -304,6 +318,85 @@ pub async fn prompt(
     for m in &result.messages {
         say!("[{}]", clean_line(&m.role));
         say!("{}", clean_text(&block_text(&m.content)));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `mcp complete` asks for.
+pub struct Ask<'a> {
+    /// The prompt or resource template.
+    pub reference: CompletionRef,
+    /// The argument's (or template variable's) name.
+    pub argument: &'a str,
+    /// What is typed so far.
+    pub value: &'a str,
+    /// `--context`: the arguments already chosen, a JSON object.
+    pub context: Option<&'a str>,
+}
+
+/// `mcp complete <server>`: the values the server offers (`completion/complete`), one per
+/// line, or the result object with `--json`. A server that did not declare the `completions`
+/// capability is not asked.
+pub async fn complete(
+    rt: &Runtime,
+    snap: &StatusSnapshot,
+    server: &str,
+    ask: Ask<'_>,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    let context = match ask.context {
+        None => BTreeMap::new(),
+        Some(text) => {
+            let v: Value = serde_json::from_str(text).map_err(|e| {
+                UsageError(format!("--context is not valid JSON ({e}): {text:.200}"))
+            })?;
+            if !v.is_object() {
+                return Err(UsageError(
+                    "--context must be a JSON object, like '{\"department\": \"Sales\"}'"
+                        .to_owned(),
+                )
+                .into());
+            }
+            string_values("--context", &v)?
+        }
+    };
+    let offers = snap.get(server).is_some_and(|s| {
+        matches!(&s.status, ServerStatus::Connected { info, .. }
+            if info.capabilities.completions.is_some())
+    });
+    if !offers {
+        bail!(
+            "server \"{}\" does not offer completions (it did not declare the completions capability)",
+            clean_line(server)
+        );
+    }
+    let completion = rt
+        .registry
+        .send(Complete {
+            server: server.to_owned(),
+            reference: ask.reference,
+            argument: ask.argument.to_owned(),
+            value: ask.value.to_owned(),
+            context,
+        })
+        .await
+        .context("the tool registry stopped")??;
+    if as_json {
+        say!("{}", to_json(&json!({ "completion": completion }), true)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for v in &completion.values {
+        say!("{}", clean_line(v));
+    }
+    if completion.has_more {
+        let total = completion
+            .total
+            .map(|t| format!(" of {t}"))
+            .unwrap_or_default();
+        eprintln!(
+            "[mcp] {}{total} values shown; the server has more",
+            completion.values.len()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,7 +2,9 @@
 //! server-everything over stdio and Streamable HTTP (handshake-era requests) and the PyPI
 //! `mcp` server in the stateless era (`input_required`), both through the same desk. The
 //! conditional tools appear only for what we declare; sampling reaches the scripted model
-//! (tests/python/scripted_model.py) only with `--sampling allow`.
+//! (tests/python/scripted_model.py) only with `--sampling allow`. `mcp call` and `run -p`
+//! (a question in the middle of a model turn, its answer in the next tool result) take the
+//! same flags. URL mode is never declared or followed headless.
 
 use std::path::Path;
 use std::time::Duration;
@@ -262,6 +264,239 @@ fn stateless_input_requests_go_through_the_same_desk() {
         "{}",
         reqs[1]["body"]
     );
+}
+
+/// Headless, URL-mode elicitation is not declared, so server-everything does not offer
+/// `trigger-url-elicitation`; a server that asks anyway (the fixture: `elicitation/create` in
+/// URL mode, and `-32042` naming a page) is declined under every policy, and no page is
+/// opened (`$BROWSER` would leave a marker).
+#[test]
+fn headless_url_elicitation_is_declined_and_nothing_is_opened() {
+    let dir = project(
+        "asks-url",
+        json!({
+            "everything": stdio_json(everything("everything")),
+            "fx": stdio_json(fixture("fx", &["--url-elicitation"])),
+        }),
+    );
+    std::fs::write(dir.join("answers.json"), r#"{"name": "Ada"}"#).expect("answers");
+    let opened = dir.join("opened");
+    let browser = dir.join("browser.sh");
+    std::fs::write(
+        &browser,
+        format!("#!/bin/sh\necho \"$@\" >> '{}'\n", opened.display()),
+    )
+    .expect("browser");
+    std::fs::set_permissions(
+        &browser,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    // The marker works: the script run by hand leaves it.
+    let ran = std::process::Command::new(&browser)
+        .arg("https://example.com/check")
+        .status()
+        .expect("browser.sh");
+    assert!(ran.success() && opened.exists());
+    std::fs::remove_file(&opened).expect("marker");
+    let h9 = |args: &[&str]| {
+        let mut c = harness9_in(&dir);
+        without_user_env(&mut c)
+            .env("HOME", dir.join("home"))
+            .env("BROWSER", &browser)
+            .args(args);
+        let out = output_within(c, None, LIMIT);
+        let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), v, stderr)
+    };
+    let url = r#"{"url": "https://example.com/login"}"#;
+    let declined = "[mcp] server \"fx\" asked: \"Open this page to go on.\" -> declined (a page is never opened headless)";
+    let policies: [&[&str]; 3] = [
+        &[],
+        &["--elicitation", "accept-defaults"],
+        &["--elicitation-answers", "answers.json"],
+    ];
+    for policy in policies {
+        let call = |server: &str, tool: &str| {
+            let mut args = vec!["mcp", "call", server, tool, "--args", url, "--json"];
+            args.extend(policy);
+            h9(&args)
+        };
+        let (code, v, err) = call("everything", "trigger-url-elicitation");
+        assert_eq!(code, Some(2), "{policy:?}: {v} {err}");
+        assert!(
+            v["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("has no tool \"trigger-url-elicitation\"")),
+            "{policy:?}: {v}"
+        );
+
+        let (code, v, err) = call("fx", "ask_url");
+        assert_eq!(code, Some(0), "{policy:?}: {v} {err}");
+        assert_eq!(
+            text(&v),
+            r#"the client answered: {"action":"decline"}"#,
+            "{policy:?}"
+        );
+        assert!(err.contains(declined), "{policy:?}: {err}");
+
+        // The error path: the page is declined, so the server's error stands.
+        let (code, v, err) = call("fx", "url_required");
+        assert_eq!(code, Some(1), "{policy:?}: {v} {err}");
+        assert!(
+            v["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("open a page first")),
+            "{policy:?}: {v}"
+        );
+        assert!(err.contains(declined), "{policy:?}: {err}");
+    }
+    assert!(!opened.exists(), "a page was opened headless");
+}
+
+/// `harness9 run -p go --json ARGS` in `dir` against `model`: success, the events, stderr.
+fn run_p(dir: &Path, model: &Model, args: &[&str]) -> (bool, Vec<Value>, String) {
+    let mut c = harness9_in(dir);
+    without_user_env(&mut c)
+        .env("HOME", dir.join("home"))
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", &model.url)
+        .args(["run", "-p", "go", "--json"])
+        .args(args);
+    let out = output_within(c, None, LIMIT);
+    let events = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.success(), events, stderr)
+}
+
+/// The text of the last tool result the model was sent in recorded request `r`.
+fn last_tool_result(r: &Value) -> (String, bool) {
+    let last = r["body"]["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .unwrap_or_else(|| panic!("no messages in {r}"));
+    let block = last["content"]
+        .as_array()
+        .and_then(|b| b.iter().rev().find(|b| b["type"] == "tool_result"))
+        .unwrap_or_else(|| panic!("no tool_result in {last}"));
+    let text = match &block["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        other => other.to_string(),
+    };
+    (text, block["is_error"] == true)
+}
+
+fn tool_offered(events: &[Value], name: &str) -> bool {
+    let start = events
+        .iter()
+        .find(|e| e["event"] == "start")
+        .unwrap_or_else(|| panic!("no start event in {events:?}"));
+    start["tools"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|n| n == name))
+}
+
+/// `run -p`: the model calls server-everything's `trigger-elicitation-request`; the question
+/// is declined by default and answered from `--elicitation-answers`, and the answer is in the
+/// tool result the model gets next.
+#[test]
+fn run_p_answers_an_elicitation_in_a_model_turn_by_the_flags() {
+    let dir = project(
+        "asks-run-elicit",
+        json!({"everything": stdio_json(everything("everything"))}),
+    );
+    std::fs::write(dir.join("answers.json"), r#"{"name": "Ada Lovelace"}"#).expect("answers");
+    let call = json!({"tool_calls": [{"name": "mcp__everything__trigger_elicitation_request"}]});
+    let model = Model::start(
+        "asks-run-elicit",
+        json!({"steps": [
+            call,
+            {"text": "fine", "expect": {"last_tool_result_contains": "declined"}},
+            call,
+            {"text": "hello Ada", "expect": {"last_tool_result_contains": "Name: Ada Lovelace"}},
+        ]}),
+    );
+    let (ok, events, err) = run_p(&dir, &model, &[]);
+    assert!(ok, "{events:?}\n{err}");
+    assert!(
+        err.contains("[mcp] server \"everything\" asked: \"Please provide inputs")
+            && err.contains("-> declined (answer with --elicitation"),
+        "{err}"
+    );
+    let (ok, events, err) = run_p(&dir, &model, &["--elicitation-answers", "answers.json"]);
+    assert!(ok, "{events:?}\n{err}");
+    assert!(err.contains("-> accepted"), "{err}");
+    let done = events.iter().find(|e| e["event"] == "done").unwrap();
+    assert_eq!(done["text"], "hello Ada", "{events:?}");
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 4, "{reqs:?}");
+    let (declined, _) = last_tool_result(&reqs[1]);
+    assert!(declined.contains("declined"), "{declined}");
+    let (answered, is_error) = last_tool_result(&reqs[3]);
+    assert!(
+        answered.contains("Name: Ada Lovelace") && answered.contains("Favorite Integer: 42"),
+        "{answered}"
+    );
+    assert!(!is_error, "{answered}");
+}
+
+/// `run -p`: without `--sampling allow` sampling is not declared, so server-everything does
+/// not offer `trigger-sampling-request` and the model's call of it fails without reaching the
+/// model; with the flag the server's request goes to the model and its answer comes back in
+/// the tool result.
+#[test]
+fn run_p_sampling_is_refused_without_the_flag_and_answered_with_it() {
+    let dir = project(
+        "asks-run-sample",
+        json!({"everything": stdio_json(everything("everything"))}),
+    );
+    let tool = "mcp__everything__trigger_sampling_request";
+    let call = json!({"tool_calls": [{"name": tool,
+        "input": {"prompt": "say something", "maxTokens": 33}}]});
+    let refused = Model::start(
+        "asks-run-sample-refused",
+        json!({"steps": [call, {"text": "no luck"}]}),
+    );
+    let (ok, events, err) = run_p(&dir, &refused, &[]);
+    assert!(ok, "{events:?}\n{err}");
+    assert!(!tool_offered(&events, tool), "{events:?}");
+    let reqs = refused.requests();
+    assert_eq!(
+        reqs.len(),
+        2,
+        "no sampling request reached the model: {reqs:?}"
+    );
+    let (text, is_error) = last_tool_result(&reqs[1]);
+    assert!(is_error && text.contains("unknown tool"), "{text}");
+
+    let allowed = Model::start(
+        "asks-run-sample-allowed",
+        json!({"steps": [
+            call,
+            {"text": "sampled words"},
+            {"text": "done", "expect": {"last_tool_result_contains": "sampled words"}},
+        ]}),
+    );
+    let (ok, events, err) = run_p(&dir, &allowed, &["--sampling", "allow"]);
+    assert!(ok, "{events:?}\n{err}");
+    assert!(tool_offered(&events, tool), "{events:?}");
+    let reqs = allowed.requests();
+    assert_eq!(reqs.len(), 3, "{reqs:?}");
+    // The second request is the server's: its message and token cap, no tools.
+    let sampling = &reqs[1]["body"];
+    assert_eq!(sampling["max_tokens"], 33, "{sampling}");
+    assert!(
+        sampling["messages"].to_string().contains("say something"),
+        "{sampling}"
+    );
+    assert!(sampling.get("tools").is_none(), "{sampling}");
+    let (text, is_error) = last_tool_result(&reqs[2]);
+    assert!(!is_error && text.contains("sampled words"), "{text}");
 }
 
 /// A user who takes `delay` over every question and then answers with a name.

@@ -285,7 +285,16 @@ fn completions_cover_every_command() {
         let out = harness9(&dir, &["completions", shell], None);
         assert!(out.status.success(), "{shell}");
         let script = text(&out.stdout);
-        for word in ["mcp", "add-json", "remove", "approve", "run", "elicitation"] {
+        for word in [
+            "mcp",
+            "add-json",
+            "remove",
+            "approve",
+            "run",
+            "elicitation",
+            "complete",
+            "context",
+        ] {
             assert!(script.contains(word), "{shell} completion lacks {word}");
         }
     }
@@ -315,6 +324,7 @@ fn each_command_help_shows_only_the_flags_that_apply_to_it() {
     for cmd in [
         &["mcp", "list", "--help"][..],
         &["mcp", "call", "--help"],
+        &["mcp", "complete", "--help"],
         &["mcp", "add", "--help"],
         &["mcp", "approve", "--help"],
     ] {

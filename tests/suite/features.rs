@@ -1,8 +1,9 @@
 //! A server's features beyond tools, against real servers: server-everything's resources,
 //! templates, subscriptions, prompts and completions over stdio and Streamable HTTP; its log
 //! messages at the configured `logLevel`; its `instructions` in the model's system prompt;
-//! roots (configured, changed on reload, `false`) with server-everything and the reference
-//! filesystem server; and `structuredContent` checked against a tool's `outputSchema`.
+//! roots (configured, changed on reload, `false`) with server-everything (over stdio and
+//! Streamable HTTP) and the reference filesystem server; and `structuredContent` checked
+//! against a tool's `outputSchema`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -11,8 +12,8 @@ use actix::prelude::*;
 use harness9::app::Runtime;
 use harness9_actors::messages::{
     Complete, CompletionRef, GetInstructions, GetPrompt, ListPrompts, ListResourceTemplates,
-    ListResources, NoticeKind, ReadResource, Reconcile, ServerNotice, SubscribeNotices,
-    SubscribeResource,
+    ListResources, NoticeKind, ReadResource, Reconcile, ServerNotice, ServerStatus,
+    SubscribeNotices, SubscribeResource,
 };
 use harness9_actors::{Roots, ServerSpec, ToolRegistry};
 use serde_json::json;
@@ -250,36 +251,68 @@ fn roots_text(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Configured roots reach server-everything as `spec` (its `roots` replaced); a reload that
+/// changes only the roots tells the server (list_changed) without restarting it.
+async fn configured_roots(mut spec: ServerSpec) {
+    let name = spec.name.clone();
+    let a = temp_path("root a");
+    let b = temp_path("root-b");
+    spec.roots = Roots::Paths(vec![a.clone(), b.clone()]);
+    let rt = start(vec![spec.clone()], fast_policy());
+    let mut notices = tap(&rt);
+    let first = connected(&rt, &name, CONNECT).await;
+    let tool = format!("mcp__{name}__get_roots_list");
+    let enc = |p: &std::path::Path| format!("file://{}", p.display()).replace(' ', "%20");
+    let got = call_text(&rt, &tool, json!({})).await;
+    assert_eq!(roots_text(&got), [enc(&a), enc(&b)], "{got}");
+
+    // Only the roots change: the server is told (list_changed), not restarted.
+    spec.roots = Roots::Paths(vec![b.clone()]);
+    let report = rt
+        .supervisor
+        .send(Reconcile { specs: vec![spec] })
+        .await
+        .unwrap();
+    assert_eq!(report.roots_changed, [name.as_str()]);
+    notice(&mut notices, &name, |k| {
+        is_log(k, "Roots updated: 1 root(s)")
+    })
+    .await;
+    let got = call_text(&rt, &tool, json!({})).await;
+    assert_eq!(roots_text(&got), [enc(&b)], "{got}");
+    // The same connection (its handshake facts are the ones of the first connect), and for
+    // stdio the same process.
+    let now = snapshot(&rt)[name.as_str()].status.clone();
+    let (ServerStatus::Connected { info: i1, .. }, ServerStatus::Connected { info: i2, .. }) =
+        (&first, &now)
+    else {
+        panic!("{first:?} / {now:?}");
+    };
+    assert!(
+        std::sync::Arc::ptr_eq(&i1.capabilities, &i2.capabilities),
+        "reconnected"
+    );
+    assert_eq!(i1.pid, i2.pid);
+    let pids: Vec<i32> = i1.pid.map(|p| p as i32).into_iter().collect();
+    shutdown(rt, &pids).await;
+}
+
 #[test]
 fn configured_roots_reach_the_server_and_a_reload_changes_them_in_place() {
-    run(T, || async {
-        let a = temp_path("root a");
-        let b = temp_path("root-b");
-        let mut spec = everything("roots");
-        spec.roots = Roots::Paths(vec![a.clone(), b.clone()]);
-        let rt = start(vec![spec.clone()], fast_policy());
-        let mut notices = tap(&rt);
-        let pid = pid_of(&connected(&rt, "roots", CONNECT).await);
-        let enc = |p: &std::path::Path| format!("file://{}", p.display()).replace(' ', "%20");
-        let got = call_text(&rt, "mcp__roots__get_roots_list", json!({})).await;
-        assert_eq!(roots_text(&got), [enc(&a), enc(&b)], "{got}");
+    run(T, || async { configured_roots(everything("roots")).await });
+}
 
-        // Only the roots change: the server is told (list_changed), not restarted.
-        spec.roots = Roots::Paths(vec![b.clone()]);
-        let report = rt
-            .supervisor
-            .send(Reconcile { specs: vec![spec] })
-            .await
-            .unwrap();
-        assert_eq!(report.roots_changed, ["roots"]);
-        notice(&mut notices, "roots", |k| {
-            is_log(k, "Roots updated: 1 root(s)")
-        })
-        .await;
-        let got = call_text(&rt, "mcp__roots__get_roots_list", json!({})).await;
-        assert_eq!(roots_text(&got), [enc(&b)], "{got}");
-        assert_eq!(pid_of(&snapshot(&rt)["roots"].status), pid);
-        shutdown(rt, &[pid]).await;
+#[test]
+fn configured_roots_reach_an_http_server_and_a_reload_changes_them_in_place() {
+    let port = free_port();
+    let _server = everything_http(port);
+    run(T, || async move {
+        configured_roots(http_spec(
+            "rootsh",
+            format!("http://127.0.0.1:{port}/mcp"),
+            false,
+        ))
+        .await
     });
 }
 
@@ -374,8 +407,9 @@ fn structured_content_is_checked_against_the_output_schema() {
     });
 }
 
-/// `mcp resources|read|prompts|prompt` against server-everything over stdio (`e`) and
-/// Streamable HTTP (`h`).
+/// `mcp resources|read|prompts|prompt|complete` against server-everything over stdio (`e`)
+/// and Streamable HTTP (`h`); `mcp complete` against a server without the completions
+/// capability (the fixture) fails, naming it.
 #[test]
 fn headless_resource_and_prompt_commands_over_stdio_and_http() {
     let port = free_port();
@@ -383,19 +417,22 @@ fn headless_resource_and_prompt_commands_over_stdio_and_http() {
     let dir = project_with(
         "features-cli",
         json!({"e": stdio_json(everything("x")),
-               "h": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}}),
+               "h": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")},
+               "fx": stdio_json(fixture("fx", &[]))}),
     );
-    let h9 = |args: &[&str]| {
+    let h9_code = |args: &[&str]| {
         let mut cmd = harness9_in(&dir);
         cmd.args(args);
         let out = output_within(cmd, None, T);
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert_eq!(
+        (
             out.status.code(),
-            Some(0),
-            "{args:?}: {text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let h9 = |args: &[&str]| {
+        let (code, text, err) = h9_code(args);
+        assert_eq!(code, Some(0), "{args:?}: {text}\n{err}");
         text
     };
     for s in ["e", "h"] {
@@ -441,7 +478,47 @@ fn headless_resource_and_prompt_commands_over_stdio_and_http() {
         let v: serde_json::Value =
             serde_json::from_str(&h9(&["mcp", "prompt", s, "simple-prompt", "--json"])).unwrap();
         assert_eq!(v["messages"][0]["role"], "user", "{v}");
+
+        // Completions: a prompt's argument, narrowed by the context, and a template's variable.
+        let complete = ["mcp", "complete", s, "--prompt", "completable-prompt"];
+        let out = h9(&[&complete[..], &["--arg", "department", "--value", "S"]].concat());
+        assert_eq!(out, "Sales\nSupport\n");
+        let ctx = r#"{"department": "Engineering"}"#;
+        let out = h9(&[&complete[..], &["--arg", "name", "--context", ctx]].concat());
+        assert_eq!(out, "Alice\nBob\nCharlie\n");
+        let out = h9(&[&complete[..], &["--arg", "name", "--value", "A"]].concat());
+        assert_eq!(out, "", "no department chosen: no names");
+        let template = "demo://resource/dynamic/text/{resourceId}";
+        let v: serde_json::Value = serde_json::from_str(&h9(&[
+            "mcp",
+            "complete",
+            s,
+            "--resource",
+            template,
+            "--arg",
+            "resourceId",
+            "--value",
+            "42",
+            "--json",
+        ]))
+        .unwrap();
+        assert_eq!(v["completion"]["values"], json!(["42"]), "{v}");
     }
+    // A server that did not declare completions is not asked: exit 1, naming it (and with
+    // --json, the error as JSON on stdout).
+    let (code, out, err) = h9_code(&[
+        "mcp", "complete", "fx", "--prompt", "p", "--arg", "a", "--json",
+    ]);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(
+        err.contains("server \"fx\" does not offer completions"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["code"], 1, "{v}");
+    // One of --prompt or --resource, exactly.
+    let (code, _, err) = h9_code(&["mcp", "complete", "e", "--arg", "a"]);
+    assert_eq!(code, Some(2), "{err}");
     // A file for binary contents.
     let file = dir.join("blob.bin");
     let out = h9(&[

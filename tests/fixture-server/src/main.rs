@@ -40,6 +40,8 @@ struct Opts {
     big_on_call: usize,
     /// Offer `tick://counter`, which changes after a subscribe.
     ticking: bool,
+    /// Offer `ask_url` and `url_required`: URL-mode elicitation whatever the client declared.
+    url_elicitation: bool,
 }
 
 fn usage() -> ! {
@@ -49,7 +51,7 @@ fn usage() -> ! {
          [--list-changed-after N] [--stderr-lines N] [--server-requests] [--log-messages] \
          [--record FILE] [--protocol V] [--flood] [--cycle-cursors] [--cycle-cursors-later] \
          [--bad-schemas] [--exit-on-unknown] [--daemonize PIDFILE] [--big-messages-on-call BYTES] \
-         [--ticking-resource]"
+         [--ticking-resource] [--url-elicitation]"
     );
     std::process::exit(64)
 }
@@ -86,6 +88,7 @@ fn parse() -> Opts {
             "--server-requests" => o.server_requests = true,
             "--log-messages" => o.log_messages = true,
             "--ticking-resource" => o.ticking = true,
+            "--url-elicitation" => o.url_elicitation = true,
             "--record" => o.record = Some(args.next().unwrap_or_else(|| usage())),
             "--protocol" => o.protocol = Some(args.next().unwrap_or_else(|| usage())),
             // After the first tools/list: never read stdin again, flood requests at the client.
@@ -270,6 +273,11 @@ fn tool_list(st: &State) -> Vec<Value> {
             deep = json!({ "a": deep });
         }
         t.push(json!({"name": "deep_schema", "description": "inputSchema nested 200 levels", "inputSchema": deep}));
+    }
+    if st.opts.url_elicitation {
+        let url = schema(json!({"url": {"type": "string"}}));
+        t.push(json!({"name": "ask_url", "description": "asks the client to open `url` (URL-mode elicitation/create) and answers with the client's reply", "inputSchema": url}));
+        t.push(json!({"name": "url_required", "description": "fails with -32042 naming `url` to open first", "inputSchema": url}));
     }
     if st.added_later {
         t.push(json!({"name": "added_later", "description": "appeared after list_changed", "inputSchema": schema(json!({}))}));
@@ -492,6 +500,13 @@ fn main() {
             continue;
         }
         match (method.as_str(), id) {
+            // The client's answer to `ask_url`'s question: the call's id follows "url-".
+            ("", Some(Value::String(rid))) if rid.starts_with("url-") => {
+                let call: Value = serde_json::from_str(&rid[4..]).unwrap_or(Value::Null);
+                let answer = msg.get("result").or_else(|| msg.get("error"));
+                let answer = answer.cloned().unwrap_or(Value::Null);
+                reply(&call, text(format!("the client answered: {answer}")));
+            }
             ("", Some(_)) => eprintln!(
                 "client replied: {}",
                 String::from_utf8_lossy(&buf).trim_end()
@@ -564,6 +579,26 @@ fn main() {
                 list_tools(&st, &id, &params);
                 if st.opts.flood {
                     flood();
+                }
+            }
+            ("tools/call", Some(id))
+                if st.opts.url_elicitation
+                    && ["ask_url", "url_required"]
+                        .contains(&params["name"].as_str().unwrap_or("")) =>
+            {
+                let url = params["arguments"]["url"].clone();
+                let page = json!({"mode": "url", "url": url, "elicitationId": format!("e{id}"),
+                                  "message": "Open this page to go on."});
+                if params["name"] == "ask_url" {
+                    let ask = json!({"jsonrpc": "2.0", "id": format!("url-{id}"),
+                                     "method": "elicitation/create", "params": page});
+                    send_raw(&ask.to_string());
+                } else {
+                    let e = json!({"code": -32042, "message": "open a page first",
+                                   "data": {"elicitations": [page]}});
+                    send_raw(&format!(
+                        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{e}}}"
+                    ));
                 }
             }
             ("tools/call", Some(id)) => {
