@@ -324,11 +324,14 @@ pub fn load(path: &Path, must_exist: bool) -> Result<Config, ConfigError> {
     };
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     if looks_like_toml(&text) {
+        let file = shell_word(&shown);
         return Err(ConfigError::Syntax {
             path: shown,
             line: 1,
             column: 1,
-            message: "this is TOML (Codex's config.toml format?), and harness9 reads JSON: put the servers of [mcp_servers.NAME] in .mcp.json as {\"mcpServers\": {\"NAME\": {\"command\": ..., \"args\": [...], \"env\": {...}}}}".to_owned(),
+            message: format!(
+                "this is TOML (Codex's config.toml format?), and harness9 reads JSON: convert it with `harness9 mcp import --from codex --file {file}`, or put the servers of [mcp_servers.NAME] in .mcp.json as {{\"mcpServers\": {{\"NAME\": {{\"command\": ..., \"args\": [...], \"env\": {{...}}}}}}}}",
+            ),
         });
     }
     // `.vscode/mcp.json`: the workspace folder is the directory above `.vscode`.
@@ -342,6 +345,16 @@ pub fn load(path: &Path, must_exist: bool) -> Result<Config, ConfigError> {
         root
     };
     parse(&text, &shown, &base, &file_lookup(root, path.to_owned()))
+}
+
+/// `s` as one POSIX shell word: as is when it holds only plain characters, else single-quoted.
+fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }
 
 /// Parses config text; `base` resolves relative `cwd`s.
@@ -1041,6 +1054,20 @@ mod tests {
         let e = load(&codex, true).unwrap_err().to_string();
         assert!(
             e.contains("TOML") && e.contains("Codex") && e.contains("mcpServers"),
+            "{e}"
+        );
+        // ...and the command that converts it, with this very path.
+        let convert = format!(
+            "`harness9 mcp import --from codex --file {}`",
+            codex.display()
+        );
+        assert!(e.contains(&convert), "{e}\nwanted {convert}");
+        // A path a shell would split is quoted.
+        let spaced = dir.join("my codex.toml");
+        std::fs::write(&spaced, "[mcp_servers.docs]\ncommand = \"npx\"\n").unwrap();
+        let e = load(&spaced, true).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("--file '{}'`", spaced.display())),
             "{e}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
