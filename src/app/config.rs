@@ -12,7 +12,7 @@ use harness9_actors::protocol::version::ProtocolVersion;
 
 pub use super::config_formats::input_var;
 use super::config_formats::{
-    declared_inputs, env_file_entries, file_lookup, looks_like_toml, warn_foreign_fields,
+    declared_inputs, env_file_entries, file_lookup, foreign_fields, looks_like_toml,
 };
 use harness9_actors::spec::LOG_LEVELS;
 use harness9_actors::{Hold, Roots, SandboxSpec, ServerSpec, TransportSpec};
@@ -46,6 +46,10 @@ pub struct Config {
     /// VS Code inputs (`${input:ID}`) that servers need and that have no value: the TUI asks
     /// for them; their servers are held with an error naming the environment variable.
     pub inputs: Vec<super::inputs::InputPrompt>,
+    /// One line per thing the file has that is ignored but should not be ignored silently
+    /// (another tool's field, both `mcpServers` and `servers`), naming the file. Logged when
+    /// parsed (stderr headless); the TUI shows them in its transcript.
+    pub warnings: Vec<String>,
 }
 
 /// Why a config could not be loaded.
@@ -400,7 +404,9 @@ pub fn parse(
     let declared = declared_inputs(file.inputs);
     let entries = match (file.mcp_servers, file.servers) {
         (Some(m), Some(_)) => {
-            tracing::warn!("{shown}: both \"mcpServers\" and \"servers\"; \"servers\" is ignored");
+            config.warnings.push(format!(
+                "{shown}: both \"mcpServers\" and \"servers\"; \"servers\" is ignored"
+            ));
             m.0
         }
         (Some(m), None) => m.0,
@@ -408,7 +414,7 @@ pub fn parse(
         (None, None) => Vec::new(),
     };
     for (name, value) in entries {
-        warn_foreign_fields(shown, &name, value);
+        config.warnings.extend(foreign_fields(shown, &name, value));
         // An error in one entry fails that server only (its spec is held as `Invalid`).
         let held = |message: String| {
             let mut spec = ServerSpec::stdio(&name, "", Vec::new());
@@ -484,6 +490,9 @@ pub fn parse(
             }
         })
         .collect();
+    for w in &config.warnings {
+        tracing::warn!("{w}");
+    }
     Ok(config)
 }
 

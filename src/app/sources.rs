@@ -68,6 +68,7 @@ pub fn merge(mut project: Config, user: Config) -> Config {
     }
     project.secrets.extend(user.secrets);
     project.inputs.extend(user.inputs);
+    project.warnings.extend(user.warnings);
     project
 }
 

@@ -185,3 +185,47 @@ fn mcp_import_reads_other_tools_files_and_skips_names_already_there() {
     let out = run(&["mcp", "list", "--json"]);
     assert_eq!(connected(&out), ["a", "b"], "{out}");
 }
+
+#[test]
+fn another_tools_fields_warn_once_each_naming_ours_and_the_server_still_connects() {
+    let mut entry = stdio_json(fixture("fs", &[]));
+    entry["alwaysAllow"] = json!(["echo"]);
+    entry["autoApprove"] = json!(["echo"]);
+    entry["timeout"] = json!(60);
+    entry["trust"] = json!(true);
+    let dir = project_with("foreign", json!({ "fs": entry }));
+    let mut c = harness9_in(&dir);
+    without_user_env(&mut c).args(["mcp", "list", "--json"]);
+    let out = output_within(c, None, Duration::from_secs(60));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(connected(&stdout), ["fs"], "{stdout}");
+    // The file as `mcp list` names it (in the working directory: `.mcp.json`).
+    let rows: Value = serde_json::from_str(&stdout).unwrap();
+    let file = rows[0]["source"].as_str().unwrap().to_owned();
+    assert!(file.ends_with(".mcp.json"), "{file}");
+    for (field, ours) in [
+        (
+            "alwaysAllow",
+            "`a` at the question allows a tool for the session",
+        ),
+        ("autoApprove", "--yes allows all"),
+        ("timeout", "toolTimeoutSec"),
+        ("trust", "`harness9 mcp approve`"),
+    ] {
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains(&format!("\"{field}\" is not read by harness9")))
+            .collect();
+        assert_eq!(lines.len(), 1, "{field}: {stderr}");
+        let line = lines[0];
+        assert!(
+            line.contains("WARN") && line.contains(&format!(" {file}: server \"fs\": ")),
+            "{line}"
+        );
+        assert!(line.contains(ours), "{field} should name {ours}: {line}");
+    }
+}
