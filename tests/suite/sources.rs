@@ -144,6 +144,131 @@ fn mcp_add_add_json_and_remove_round_trip_on_both_scopes() {
 }
 
 #[test]
+fn mcp_add_writes_http_and_sse_entries_with_headers_and_a_stdio_env() {
+    // Streamable HTTP that refuses a POST without the bearer token; legacy HTTP+SSE that
+    // records what it is sent.
+    let http = super::http::http_fixture("bearer", &[]);
+    let dir = temp_path("add-http");
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    let recorded = dir.join("sse-requests.jsonl");
+    let sse = super::http::http_fixture(
+        "legacy-only",
+        &["--record", &recorded.display().to_string()],
+    );
+    let user = dir.join("xdg");
+    let run = |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_harness9"));
+        without_user_env(&mut c)
+            .current_dir(&dir)
+            .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+            .env("XDG_CONFIG_HOME", &user)
+            .args(args);
+        let out = output_within(c, None, Duration::from_secs(60));
+        let (out_s, err_s) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out_s}{err_s}");
+        out_s
+    };
+    let http_url = format!("http://127.0.0.1:{}/mcp", http.port);
+    let sse_url = format!("http://127.0.0.1:{}/sse", sse.port);
+    // A URL is HTTP without --transport; --transport http says it outright.
+    run(&[
+        "mcp",
+        "add",
+        "bare",
+        "-H",
+        "Authorization: Bearer s3cret-token",
+        &http_url,
+    ]);
+    run(&[
+        "mcp",
+        "add",
+        "api",
+        "--transport",
+        "http",
+        "-H",
+        "Authorization: Bearer s3cret-token",
+        "-H",
+        "X-Team:  blue ",
+        &http_url,
+    ]);
+    run(&[
+        "mcp",
+        "add",
+        "old",
+        "--transport",
+        "sse",
+        "--scope",
+        "user",
+        "-H",
+        "X-Trace: t-42",
+        &sse_url,
+    ]);
+    // -e on a stdio server: the child starts only if both values reach it as given.
+    let fixture = fixture_bin().display().to_string();
+    let script = r#"test "$A" = 1 && test "$B" = "two words=2" && exec "$0" --tools 1"#;
+    run(&[
+        "mcp",
+        "add",
+        "envd",
+        "-e",
+        "A=1",
+        "-e",
+        "B=two words=2",
+        "--",
+        "sh",
+        "-c",
+        script,
+        &fixture,
+    ]);
+    let project: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(".mcp.json")).unwrap()).unwrap();
+    let user_file: Value =
+        serde_json::from_str(&std::fs::read_to_string(user.join("harness9/mcp.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        project["mcpServers"]["bare"],
+        json!({"type": "http", "url": http_url, "headers": {"Authorization": "Bearer s3cret-token"}})
+    );
+    assert_eq!(
+        project["mcpServers"]["api"],
+        json!({"type": "http", "url": http_url,
+               "headers": {"Authorization": "Bearer s3cret-token", "X-Team": "blue"}})
+    );
+    assert_eq!(
+        user_file["mcpServers"]["old"],
+        json!({"type": "sse", "url": sse_url, "headers": {"X-Trace": "t-42"}})
+    );
+    assert_eq!(
+        project["mcpServers"]["envd"],
+        json!({"command": "sh", "args": ["-c", script, fixture],
+               "env": {"A": "1", "B": "two words=2"}})
+    );
+    let out = run(&["mcp", "list", "--json"]);
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let transport = |n: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == n)
+            .map(|r| r["transport"].clone())
+    };
+    assert_eq!(connected(&out), ["api", "bare", "envd", "old"], "{out}");
+    assert_eq!(transport("api"), Some(json!("http")), "{out}");
+    assert_eq!(transport("old"), Some(json!("sse")), "{out}");
+    // The SSE server got its header on the stream it was opened with (names arrive lowercase).
+    let sent = std::fs::read_to_string(&recorded).unwrap();
+    let get: Value = sent
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["method"] == "GET" && r["path"] == "/sse")
+        .unwrap_or_else(|| panic!("no GET /sse in {sent}"));
+    assert_eq!(get["headers"]["x-trace"], "t-42", "{get}");
+}
+
+#[test]
 fn mcp_import_reads_other_tools_files_and_skips_names_already_there() {
     let dir = temp_path("import");
     std::fs::create_dir_all(dir.join(".git")).unwrap();
