@@ -354,3 +354,126 @@ fn another_tools_fields_warn_once_each_naming_ours_and_the_server_still_connects
         assert!(line.contains(ours), "{field} should name {ours}: {line}");
     }
 }
+
+#[test]
+fn mcp_import_reads_each_tools_file_from_its_standard_place_into_either_scope() {
+    let dir = temp_path("import-places");
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    // Claude Code keys a project's servers by its absolute path, as the working directory reads.
+    let dir = dir.canonicalize().unwrap();
+    let (home, xdg) = (dir.join("home"), dir.join("xdg"));
+    let fixture = fixture_bin().display().to_string();
+    let entry = |tools: &str| json!({"command": fixture, "args": ["--tools", tools]});
+    let write = |path: &std::path::Path, text: String| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    let run_in = |cwd: &std::path::Path, xdg: &std::path::Path, args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_harness9"));
+        without_user_env(&mut c)
+            .current_dir(cwd)
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", xdg)
+            .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+            .args(args);
+        let out = output_within(c, None, Duration::from_secs(60));
+        let (o, e) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {o}{e}");
+        o
+    };
+    let run = |args: &[&str]| run_in(&dir, &xdg, args);
+    let project = ".mcp.json".to_owned();
+    let user = xdg.join("harness9/mcp.json").display().to_string();
+    // Each tool's file where that tool keeps it, none named with --file; the scopes alternate.
+    let steps: [(&str, std::path::PathBuf, String, &str, &[&str]); 5] = [
+        (
+            "claude-desktop",
+            xdg.join("Claude/claude_desktop_config.json"),
+            json!({"mcpServers": {"desk": entry("1")}, "globalShortcut": ""}).to_string(),
+            "project",
+            &["desk"],
+        ),
+        (
+            "claude-code",
+            home.join(".claude.json"),
+            json!({"numStartups": 3, "mcpServers": {"cc": entry("2")},
+                   "projects": {dir.display().to_string(): {"mcpServers": {"ccp": entry("1")}},
+                                "/elsewhere": {"mcpServers": {"nothere": entry("1")}}}})
+            .to_string(),
+            "user",
+            &["cc", "ccp"],
+        ),
+        (
+            "cursor",
+            home.join(".cursor/mcp.json"),
+            json!({"mcpServers": {"cur": entry("3")}}).to_string(),
+            "project",
+            &["cur"],
+        ),
+        (
+            "vscode",
+            dir.join(".vscode/mcp.json"),
+            json!({"servers": {"vs": {"type": "stdio", "command": fixture, "args": ["--tools", "1"]}},
+                   "inputs": []})
+            .to_string(),
+            "user",
+            &["vs"],
+        ),
+        (
+            "codex",
+            home.join(".codex/config.toml"),
+            format!("model = \"o3\"\n[mcp_servers.cdx]\ncommand = \"{fixture}\"\nargs = [\"--tools\", \"2\"]\n"),
+            "project",
+            &["cdx"],
+        ),
+    ];
+    let mut want: Vec<(&str, &String)> = Vec::new();
+    for (from, path, text, scope, names) in &steps {
+        write(path, text.clone());
+        let out = run(&["mcp", "import", "--from", from, "--scope", scope]);
+        let target = if *scope == "project" { &project } else { &user };
+        for n in *names {
+            assert!(
+                out.contains(&format!("imported {n} into {target}")),
+                "{from}: {out}"
+            );
+            want.push((n, target));
+        }
+        assert!(!out.contains("nothere"), "{from}: {out}");
+    }
+    let out = run(&["mcp", "list", "--json"]);
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let mut got: Vec<(String, String, String)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            (s("name"), s("status"), s("source"))
+        })
+        .collect();
+    got.sort();
+    let mut want: Vec<(String, String, String)> = want
+        .into_iter()
+        .map(|(n, src)| (n.to_owned(), "connected".to_owned(), src.clone()))
+        .collect();
+    want.sort();
+    assert_eq!(got, want, "{out}");
+
+    // A project whose config is VS Code's own file: its servers go to the user file.
+    let vs_only = dir.join("vs-only");
+    write(
+        &vs_only.join(".vscode/mcp.json"),
+        json!({"servers": {"vs2": entry("1")}}).to_string(),
+    );
+    std::fs::create_dir_all(vs_only.join(".git")).unwrap();
+    let out = run_in(
+        &vs_only,
+        &dir.join("xdg2"),
+        &["mcp", "import", "--from", "vscode", "--scope", "user"],
+    );
+    assert!(out.contains("imported vs2 into"), "{out}");
+}
