@@ -41,8 +41,9 @@ pub struct Config {
     pub secrets: Vec<String>,
     /// Servers that come from another file than `path` (the user file), with that file.
     pub sources: Vec<(String, PathBuf)>,
-    /// Names of the user file that the project config names too (the project's entry wins).
-    pub shadowed: Vec<String>,
+    /// Names of the user file that the project config names too (the project's entry wins),
+    /// with the user file whose entry is shadowed.
+    pub shadowed: Vec<(String, PathBuf)>,
     /// VS Code inputs (`${input:ID}`) that servers need and that have no value: the TUI asks
     /// for them; their servers are held with an error naming the environment variable.
     pub inputs: Vec<super::inputs::InputPrompt>,

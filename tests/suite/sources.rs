@@ -69,12 +69,23 @@ fn the_project_config_is_found_from_a_subdirectory_and_merged_with_the_users() {
     // The project's entry wins: the user's (a command that does not exist) never runs.
     assert_eq!(row("both")["status"], "connected");
     assert_eq!(row("both")["source"], project_file.as_str());
+    let user_shown = user_file.display().to_string();
+    // ...and names the file whose entry it shadows; a server nobody shadows has no such field.
+    assert_eq!(row("both")["shadowed"], user_shown.as_str());
+    assert_eq!(row("a").get("shadowed"), None);
     assert_eq!(row("u")["status"], "connected");
-    assert_eq!(row("u")["source"], user_file.display().to_string().as_str());
+    assert_eq!(row("u")["source"], user_shown.as_str());
+    assert_eq!(row("u").get("shadowed"), None);
 
-    let text = run(&["mcp", "list"]);
-    let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("shadowed by the project's"), "{text}");
+    for args in [&["mcp", "list"][..], &["mcp", "list", "-v"]] {
+        let text = run(args);
+        let text = String::from_utf8_lossy(&text.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("both ") && l.contains("shadowed by the project's"))
+            .unwrap_or_else(|| panic!("{args:?}: no shadowed line in {text}"));
+        assert!(line.contains(&user_shown), "{line}");
+    }
 
     // --config replaces both.
     let only = dir.join("only.json");
