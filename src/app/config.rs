@@ -12,7 +12,7 @@ use harness9_actors::protocol::version::ProtocolVersion;
 
 pub use super::config_formats::input_var;
 use super::config_formats::{
-    declared_inputs, env_file_entries, file_lookup, looks_like_toml, warn_foreign_fields,
+    declared_inputs, env_file_entries, file_lookup, foreign_fields, looks_like_toml,
 };
 use harness9_actors::spec::LOG_LEVELS;
 use harness9_actors::{Hold, Roots, SandboxSpec, ServerSpec, TransportSpec};
@@ -41,11 +41,16 @@ pub struct Config {
     pub secrets: Vec<String>,
     /// Servers that come from another file than `path` (the user file), with that file.
     pub sources: Vec<(String, PathBuf)>,
-    /// Names of the user file that the project config names too (the project's entry wins).
-    pub shadowed: Vec<String>,
+    /// Names of the user file that the project config names too (the project's entry wins),
+    /// with the user file whose entry is shadowed.
+    pub shadowed: Vec<(String, PathBuf)>,
     /// VS Code inputs (`${input:ID}`) that servers need and that have no value: the TUI asks
     /// for them; their servers are held with an error naming the environment variable.
     pub inputs: Vec<super::inputs::InputPrompt>,
+    /// One line per thing the file has that is ignored but should not be ignored silently
+    /// (another tool's field, both `mcpServers` and `servers`), naming the file. Logged when
+    /// parsed (stderr headless); the TUI shows them in its transcript.
+    pub warnings: Vec<String>,
 }
 
 /// Why a config could not be loaded.
@@ -324,11 +329,14 @@ pub fn load(path: &Path, must_exist: bool) -> Result<Config, ConfigError> {
     };
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     if looks_like_toml(&text) {
+        let file = shell_word(&shown);
         return Err(ConfigError::Syntax {
             path: shown,
             line: 1,
             column: 1,
-            message: "this is TOML (Codex's config.toml format?), and harness9 reads JSON: put the servers of [mcp_servers.NAME] in .mcp.json as {\"mcpServers\": {\"NAME\": {\"command\": ..., \"args\": [...], \"env\": {...}}}}".to_owned(),
+            message: format!(
+                "this is TOML (Codex's config.toml format?), and harness9 reads JSON: convert it with `harness9 mcp import --from codex --file {file}`, or put the servers of [mcp_servers.NAME] in .mcp.json as {{\"mcpServers\": {{\"NAME\": {{\"command\": ..., \"args\": [...], \"env\": {{...}}}}}}}}",
+            ),
         });
     }
     // `.vscode/mcp.json`: the workspace folder is the directory above `.vscode`.
@@ -342,6 +350,16 @@ pub fn load(path: &Path, must_exist: bool) -> Result<Config, ConfigError> {
         root
     };
     parse(&text, &shown, &base, &file_lookup(root, path.to_owned()))
+}
+
+/// `s` as one POSIX shell word: as is when it holds only plain characters, else single-quoted.
+fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }
 
 /// Parses config text; `base` resolves relative `cwd`s.
@@ -387,7 +405,9 @@ pub fn parse(
     let declared = declared_inputs(file.inputs);
     let entries = match (file.mcp_servers, file.servers) {
         (Some(m), Some(_)) => {
-            tracing::warn!("{shown}: both \"mcpServers\" and \"servers\"; \"servers\" is ignored");
+            config.warnings.push(format!(
+                "{shown}: both \"mcpServers\" and \"servers\"; \"servers\" is ignored"
+            ));
             m.0
         }
         (Some(m), None) => m.0,
@@ -395,7 +415,7 @@ pub fn parse(
         (None, None) => Vec::new(),
     };
     for (name, value) in entries {
-        warn_foreign_fields(shown, &name, value);
+        config.warnings.extend(foreign_fields(shown, &name, value));
         // An error in one entry fails that server only (its spec is held as `Invalid`).
         let held = |message: String| {
             let mut spec = ServerSpec::stdio(&name, "", Vec::new());
@@ -471,6 +491,9 @@ pub fn parse(
             }
         })
         .collect();
+    for w in &config.warnings {
+        tracing::warn!("{w}");
+    }
     Ok(config)
 }
 
@@ -1041,6 +1064,20 @@ mod tests {
         let e = load(&codex, true).unwrap_err().to_string();
         assert!(
             e.contains("TOML") && e.contains("Codex") && e.contains("mcpServers"),
+            "{e}"
+        );
+        // ...and the command that converts it, with this very path.
+        let convert = format!(
+            "`harness9 mcp import --from codex --file {}`",
+            codex.display()
+        );
+        assert!(e.contains(&convert), "{e}\nwanted {convert}");
+        // A path a shell would split is quoted.
+        let spaced = dir.join("my codex.toml");
+        std::fs::write(&spaced, "[mcp_servers.docs]\ncommand = \"npx\"\n").unwrap();
+        let e = load(&spaced, true).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("--file '{}'`", spaced.display())),
             "{e}"
         );
         std::fs::remove_dir_all(&dir).unwrap();

@@ -108,17 +108,17 @@ const FOREIGN_FIELDS: [(&str, &str); 4] = [
     ("trust", "a project's servers are approved with `harness9 mcp approve`"),
 ];
 
-/// Warns once per field of `FOREIGN_FIELDS` an entry carries: ignored, but not silently.
-pub(super) fn warn_foreign_fields(shown: &str, name: &str, value: &RawValue) {
+/// One warning per field of `FOREIGN_FIELDS` an entry carries: ignored, but not silently.
+pub(super) fn foreign_fields(shown: &str, name: &str, value: &RawValue) -> Vec<String> {
     let Ok(serde_json::Value::Object(m)) = serde_json::from_str::<serde_json::Value>(value.get())
     else {
-        return;
+        return Vec::new();
     };
-    for (field, instead) in FOREIGN_FIELDS {
-        if m.contains_key(field) {
-            tracing::warn!(
-                "{shown}: server \"{name}\": \"{field}\" is not read by harness9; {instead}"
-            );
-        }
-    }
+    FOREIGN_FIELDS
+        .iter()
+        .filter(|(field, _)| m.contains_key(*field))
+        .map(|(field, instead)| {
+            format!("{shown}: server \"{name}\": \"{field}\" is not read by harness9; {instead}")
+        })
+        .collect()
 }

@@ -138,6 +138,11 @@ mod tests {
             json!({"command": "npx", "args": ["-y", "docs"], "env": {"K": "v"}})
         );
         assert_eq!(got[1].1, json!({"url": "https://h/mcp", "disabled": true}));
+        let cursor = r#"{"mcpServers": {"cur": {"command": "x", "env": {"K": "v"}}}}"#;
+        assert_eq!(
+            servers(Source::Cursor, cursor, p).unwrap(),
+            [("cur".to_owned(), json!({"command": "x", "env": {"K": "v"}}))]
+        );
         assert!(servers(Source::Cursor, "not json", p).is_err());
     }
 }

@@ -53,7 +53,7 @@ pub fn merge(mut project: Config, user: Config) -> Config {
     };
     for s in user.servers {
         if named(&project, &s.name) {
-            project.shadowed.push(s.name);
+            project.shadowed.push((s.name, user.path.clone()));
         } else {
             project.sources.push((s.name.clone(), user.path.clone()));
             project.servers.push(s);
@@ -61,13 +61,14 @@ pub fn merge(mut project: Config, user: Config) -> Config {
     }
     for d in user.disabled {
         if named(&project, &d) {
-            project.shadowed.push(d);
+            project.shadowed.push((d, user.path.clone()));
         } else {
             project.disabled.push(d);
         }
     }
     project.secrets.extend(user.secrets);
     project.inputs.extend(user.inputs);
+    project.warnings.extend(user.warnings);
     project
 }
 
@@ -128,7 +129,14 @@ mod tests {
         let names: Vec<&str> = m.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         assert_eq!(m.servers[0].transport.command_line(), "p");
-        assert_eq!(m.shadowed, ["a", "off"]);
+        let user_file = PathBuf::from("/home/u/.config/harness9/mcp.json");
+        assert_eq!(
+            m.shadowed,
+            [
+                ("a".to_owned(), user_file.clone()),
+                ("off".to_owned(), user_file)
+            ]
+        );
         assert_eq!(
             m.sources,
             [(

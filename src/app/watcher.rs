@@ -35,6 +35,8 @@ pub enum ConfigOutcome {
         inputs: Vec<crate::app::inputs::InputPrompt>,
         /// Servers the file marks `"disabled": true` (`Config::disabled`).
         disabled: Vec<String>,
+        /// What the files have that is ignored (`Config::warnings`).
+        warnings: Vec<String>,
     },
     /// The file cannot be used; the running servers are kept.
     Invalid(String),
@@ -178,6 +180,7 @@ impl ConfigWatcher {
                 let sources = cfg.sources;
                 let inputs = cfg.inputs;
                 let disabled = cfg.disabled;
+                let warnings = cfg.warnings;
                 self.supervisor
                     .send(Reconcile { specs: cfg.servers })
                     .into_actor(self)
@@ -204,6 +207,7 @@ impl ConfigWatcher {
                                     sources,
                                     inputs,
                                     disabled,
+                                    warnings,
                                 }
                             }
                             Err(e) => ConfigOutcome::ReconcileFailed(e.to_string()),

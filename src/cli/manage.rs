@@ -87,9 +87,14 @@ pub(super) fn import(
     scope: Scope,
 ) -> anyhow::Result<ExitCode> {
     let root = std::env::current_dir().context("cannot read the working directory")?;
+    // The directory holding the project config; above `.vscode` for VS Code's file.
     let project_root = opts
         .config_path
         .parent()
+        .map(|p| match p.file_name() {
+            Some(n) if n == ".vscode" => p.parent().unwrap_or(p),
+            _ => p,
+        })
         .filter(|p| !p.as_os_str().is_empty())
         .map(std::path::Path::to_path_buf)
         .unwrap_or_else(|| root.clone());

@@ -266,17 +266,26 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
             .display()
             .to_string()
     };
+    // The file whose entry of this name lost to the project's.
+    let shadowed = |name: &str, v: &mut Value| {
+        if let Some((_, p)) = config.shadowed.iter().find(|(n, _)| n == name) {
+            v["shadowed"] = json!(p.display().to_string());
+        }
+    };
     if as_json {
         let mut rows: Vec<Value> = snap
             .iter()
             .map(|(n, s)| {
                 let mut v = status_json(n, s);
                 v["source"] = json!(source(n));
+                shadowed(n, &mut v);
                 v
             })
             .collect();
         for d in &config.disabled {
-            rows.push(json!({"name": d, "status": "disabled"}));
+            let mut v = json!({"name": d, "status": "disabled", "source": source(d)});
+            shadowed(d, &mut v);
+            rows.push(v);
         }
         say!("{}", to_json(&rows, true)?);
     } else if snap.is_empty() && config.disabled.is_empty() {
@@ -368,10 +377,11 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
             for (name, path) in &config.sources {
                 say!("{:<20} from {}", clean_line(name), path.display());
             }
-            for name in &config.shadowed {
+            for (name, path) in &config.shadowed {
                 say!(
-                    "{:<20} the user config's entry is shadowed by the project's",
-                    clean_line(name)
+                    "{:<20} the user config's entry ({}) is shadowed by the project's",
+                    clean_line(name),
+                    path.display()
                 );
             }
         }

@@ -178,12 +178,11 @@ pub async fn run(
     } else if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         args.prompt.clone()
     } else {
-        // `cat notes.md | harness9 run -p "summarize"`: what is piped in follows the task.
-        let piped = read_stdin()?;
-        if piped.trim().is_empty() {
-            args.prompt.clone()
-        } else {
-            format!("{}\n\n{piped}", args.prompt)
+        // `cat notes.md | harness9 run -p "summarize"`: what is piped in follows the task. A
+        // stdin that is open but silent (a CI runner's, a parent's pipe) is not waited on.
+        match read_piped(STDIN_FIRST_BYTE, STDIN_TOTAL)? {
+            Some(piped) if !piped.trim().is_empty() => format!("{}\n\n{piped}", args.prompt),
+            _ => args.prompt.clone(),
         }
     };
     let config = opts.load_config()?;
@@ -430,6 +429,80 @@ fn startup_wait(flag: Option<f64>) -> anyhow::Result<Duration> {
 /// The most a prompt read from stdin may hold.
 const MAX_STDIN_PROMPT: u64 = 16 * 1024 * 1024;
 
+/// How long stdin piped under `-p "task"` may stay silent before the run goes on without it.
+const STDIN_FIRST_BYTE: Duration = Duration::from_secs(1);
+
+/// How long stdin piped under `-p "task"` may take to end once its first bytes came.
+const STDIN_TOTAL: Duration = Duration::from_secs(300);
+
+fn too_big() -> anyhow::Error {
+    super::UsageError(format!(
+        "stdin holds more than {} MiB; pass a smaller text or a path for the model to read",
+        MAX_STDIN_PROMPT / (1024 * 1024)
+    ))
+    .into()
+}
+
+/// Text piped in under `-p "task"`, read on a thread of its own: `None` (with a note) when no
+/// byte comes within `first_byte`; else everything to the end of input, which must come
+/// within `total` of the first byte (at most [`MAX_STDIN_PROMPT`]).
+fn read_piped(first_byte: Duration, total: Duration) -> anyhow::Result<Option<String>> {
+    use std::io::Read as _;
+    use std::sync::mpsc::{sync_channel, RecvTimeoutError};
+    // A few chunks in flight: the reader waits for us, so the cap bounds memory too.
+    let (tx, rx) = sync_channel::<std::io::Result<Vec<u8>>>(4);
+    // Left blocked in `read` when stdin never ends; the process does not wait for it.
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let chunk = match stdin.read(&mut buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Ok(n) => Ok(buf[..n].to_vec()),
+                Err(e) => Err(e),
+            };
+            let end = !matches!(chunk, Ok(ref c) if !c.is_empty());
+            if tx.send(chunk).is_err() || end {
+                return;
+            }
+        }
+    });
+    let asked = Instant::now();
+    let mut began: Option<Instant> = None;
+    let mut data = Vec::new();
+    loop {
+        let deadline = began.map_or(asked + first_byte, |b| b + total);
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Ok(chunk)) if chunk.is_empty() => break,
+            Ok(Ok(chunk)) => {
+                began.get_or_insert_with(Instant::now);
+                data.extend_from_slice(&chunk);
+                if data.len() as u64 > MAX_STDIN_PROMPT {
+                    return Err(too_big());
+                }
+            }
+            Ok(Err(e)) => return Err(anyhow::anyhow!("cannot read stdin: {e}")),
+            // The reader is gone without an end of input: only if it panicked.
+            Err(RecvTimeoutError::Disconnected) => anyhow::bail!("cannot read stdin"),
+            Err(RecvTimeoutError::Timeout) if began.is_none() => {
+                eprintln!(
+                    "[run] stdin gave nothing within {} s; ignoring it",
+                    first_byte.as_secs_f64()
+                );
+                return Ok(None);
+            }
+            Err(RecvTimeoutError::Timeout) => anyhow::bail!(
+                "stdin did not end within {} s of its first bytes ({} bytes so far); close it (or end the input), or put the text in a file and name it in the task",
+                total.as_secs(),
+                data.len()
+            ),
+        }
+    }
+    String::from_utf8(data)
+        .map(Some)
+        .map_err(|_| anyhow::anyhow!("cannot read the prompt from stdin (it must be UTF-8 text)"))
+}
+
 /// Standard input, to its end (at most [`MAX_STDIN_PROMPT`]).
 fn read_stdin() -> anyhow::Result<String> {
     use std::io::Read as _;
@@ -439,11 +512,7 @@ fn read_stdin() -> anyhow::Result<String> {
         .read_to_string(&mut s)
         .context("cannot read the prompt from stdin (it must be UTF-8 text)")?;
     if s.len() as u64 > MAX_STDIN_PROMPT {
-        return Err(super::UsageError(format!(
-            "stdin holds more than {} MiB; pass a smaller text or a path for the model to read",
-            MAX_STDIN_PROMPT / (1024 * 1024)
-        ))
-        .into());
+        return Err(too_big());
     }
     Ok(s)
 }

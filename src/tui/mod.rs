@@ -169,6 +169,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         secrets: cfg.secrets.clone(),
         sources: cfg.sources.clone(),
         inputs: cfg.inputs.clone(),
+        warnings: cfg.warnings.clone(),
         trace: trace_rx,
         done: done_tx,
         started,

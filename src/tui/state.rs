@@ -136,6 +136,8 @@ pub enum Event {
         /// The text.
         text: String,
     },
+    /// What a reloaded config has that is ignored (`Config::warnings`).
+    ConfigWarnings(Vec<String>),
 }
 
 /// What the actor must do after an update.
@@ -559,6 +561,10 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             } else {
                 Entry::Info(text)
             });
+            Vec::new()
+        }
+        Event::ConfigWarnings(warnings) => {
+            super::transcript::config_warnings(state, warnings);
             Vec::new()
         }
     }

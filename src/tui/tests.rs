@@ -235,6 +235,39 @@ fn session_screen_with_a_call_result_and_an_error() {
 }
 
 #[test]
+fn another_tools_fields_are_warned_about_in_the_transcript_at_start_and_on_reload() {
+    // The warnings the config parser gives for a Cursor-style entry.
+    let cfg = crate::app::config::parse(
+        r#"{"mcpServers": {"fs": {"command": "srv", "alwaysAllow": ["read"], "timeout": 60}}}"#,
+        ".mcp.json",
+        std::path::Path::new("/"),
+        &|_| None,
+    )
+    .unwrap();
+    assert_eq!(cfg.warnings.len(), 2, "{:?}", cfg.warnings);
+    let mut s = state_with(vec![("fs", connected(1, 5))], vec![]);
+    // At start (`TuiSetup::warnings`).
+    super::transcript::config_warnings(&mut s, cfg.warnings.clone());
+    // On a reload: the reload's note, then the warnings.
+    update(
+        &mut s,
+        Event::Notice {
+            error: false,
+            text: "reloaded .mcp.json: no change".into(),
+        },
+    );
+    update(&mut s, Event::ConfigWarnings(cfg.warnings));
+    let screen = render(&mut s, 100, 20);
+    for want in [
+        "warning: .mcp.json: server \"fs\": \"alwaysAllow\" is not read by harness9; harness9 asks",
+        "warning: .mcp.json: server \"fs\": \"timeout\" is not read by harness9; use toolTimeoutSec",
+    ] {
+        assert_eq!(screen.matches(want).count(), 2, "{want}\n{screen}");
+    }
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
 fn panel_with_a_failed_server_and_its_stderr() {
     let mut s = state_with(
         vec![

@@ -74,6 +74,14 @@ impl State {
     }
 }
 
+/// Puts the config's warnings (`Config::warnings`: fields of other tools that are ignored, and
+/// the like) in the transcript, one note each: in the TUI the log file is no place for them.
+pub fn config_warnings(state: &mut State, warnings: Vec<String>) {
+    for w in warnings {
+        state.note(Entry::Info(format!("warning: {w}")));
+    }
+}
+
 /// PgUp (`up`) or PgDn: scrolls the transcript back or forward by a page less one row.
 pub(super) fn page(state: &mut State, up: bool) {
     let page = state.body_rows().saturating_sub(1).max(1);

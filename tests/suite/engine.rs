@@ -1262,6 +1262,75 @@ fn piped_stdin_follows_the_task_and_an_empty_task_is_a_usage_error() {
     );
 }
 
+/// `harness9 run -p "task"` with a stdin pipe we hold: `feed` writes to it (and may drop it to
+/// close it); the run's output once it ends, killed after [`LIMIT`].
+fn run_with_stdin_held(
+    cmd: Command,
+    feed: impl FnOnce(std::process::ChildStdin) -> Option<std::process::ChildStdin>,
+) -> std::process::Output {
+    let mut cmd = cmd;
+    let mut child = cmd
+        .args(["run", "-p", "summarize this"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn harness9");
+    let pid = child.id() as i32;
+    // Held open (unless `feed` closes it) until the run has ended.
+    let _held = feed(child.stdin.take().unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(LIMIT) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: our own child, hung.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("run -p with a silent stdin pipe did not end within {LIMIT:?}")
+        }
+    }
+}
+
+#[test]
+fn a_silent_stdin_that_never_closes_is_ignored_and_late_text_is_still_read() {
+    let model = Model::start(
+        "silent-stdin",
+        json!({"steps": [{"text": "one"}, {"text": "two"}]}),
+    );
+    let dir = project("silent-stdin", Value::Null);
+    // Nothing is ever written, and the pipe stays open for the whole run.
+    let out = run_with_stdin_held(anthropic(&dir, &model), Some);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("[run] stdin gave nothing within 1 s; ignoring it"),
+        "{stderr}"
+    );
+    let sent = model.requests()[0]["body"]["messages"][0].to_string();
+    assert!(sent.contains("summarize this"), "{sent}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "one");
+
+    // Text that begins at once is read to its end, even when the rest comes after the
+    // first-byte bound: the producer pauses past it before its second line.
+    let out = run_with_stdin_held(anthropic(&dir, &model), |mut pipe| {
+        use std::io::Write as _;
+        pipe.write_all(b"line one\n").unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        pipe.write_all(b"line two\n").unwrap();
+        None
+    });
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("stdin gave nothing"), "{stderr}");
+    let sent = model.requests()[1]["body"]["messages"][0].to_string();
+    assert!(
+        sent.contains("summarize this") && sent.contains("line one\\nline two"),
+        "{sent}"
+    );
+}
+
 #[test]
 fn stream_adds_the_text_as_it_comes() {
     let model = Model::start("stream", json!({"steps": [{"text": "streamed in pieces"}]}));

@@ -69,12 +69,23 @@ fn the_project_config_is_found_from_a_subdirectory_and_merged_with_the_users() {
     // The project's entry wins: the user's (a command that does not exist) never runs.
     assert_eq!(row("both")["status"], "connected");
     assert_eq!(row("both")["source"], project_file.as_str());
+    let user_shown = user_file.display().to_string();
+    // ...and names the file whose entry it shadows; a server nobody shadows has no such field.
+    assert_eq!(row("both")["shadowed"], user_shown.as_str());
+    assert_eq!(row("a").get("shadowed"), None);
     assert_eq!(row("u")["status"], "connected");
-    assert_eq!(row("u")["source"], user_file.display().to_string().as_str());
+    assert_eq!(row("u")["source"], user_shown.as_str());
+    assert_eq!(row("u").get("shadowed"), None);
 
-    let text = run(&["mcp", "list"]);
-    let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("shadowed by the project's"), "{text}");
+    for args in [&["mcp", "list"][..], &["mcp", "list", "-v"]] {
+        let text = run(args);
+        let text = String::from_utf8_lossy(&text.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("both ") && l.contains("shadowed by the project's"))
+            .unwrap_or_else(|| panic!("{args:?}: no shadowed line in {text}"));
+        assert!(line.contains(&user_shown), "{line}");
+    }
 
     // --config replaces both.
     let only = dir.join("only.json");
@@ -144,6 +155,131 @@ fn mcp_add_add_json_and_remove_round_trip_on_both_scopes() {
 }
 
 #[test]
+fn mcp_add_writes_http_and_sse_entries_with_headers_and_a_stdio_env() {
+    // Streamable HTTP that refuses a POST without the bearer token; legacy HTTP+SSE that
+    // records what it is sent.
+    let http = super::http::http_fixture("bearer", &[]);
+    let dir = temp_path("add-http");
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    let recorded = dir.join("sse-requests.jsonl");
+    let sse = super::http::http_fixture(
+        "legacy-only",
+        &["--record", &recorded.display().to_string()],
+    );
+    let user = dir.join("xdg");
+    let run = |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_harness9"));
+        without_user_env(&mut c)
+            .current_dir(&dir)
+            .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+            .env("XDG_CONFIG_HOME", &user)
+            .args(args);
+        let out = output_within(c, None, Duration::from_secs(60));
+        let (out_s, err_s) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out_s}{err_s}");
+        out_s
+    };
+    let http_url = format!("http://127.0.0.1:{}/mcp", http.port);
+    let sse_url = format!("http://127.0.0.1:{}/sse", sse.port);
+    // A URL is HTTP without --transport; --transport http says it outright.
+    run(&[
+        "mcp",
+        "add",
+        "bare",
+        "-H",
+        "Authorization: Bearer s3cret-token",
+        &http_url,
+    ]);
+    run(&[
+        "mcp",
+        "add",
+        "api",
+        "--transport",
+        "http",
+        "-H",
+        "Authorization: Bearer s3cret-token",
+        "-H",
+        "X-Team:  blue ",
+        &http_url,
+    ]);
+    run(&[
+        "mcp",
+        "add",
+        "old",
+        "--transport",
+        "sse",
+        "--scope",
+        "user",
+        "-H",
+        "X-Trace: t-42",
+        &sse_url,
+    ]);
+    // -e on a stdio server: the child starts only if both values reach it as given.
+    let fixture = fixture_bin().display().to_string();
+    let script = r#"test "$A" = 1 && test "$B" = "two words=2" && exec "$0" --tools 1"#;
+    run(&[
+        "mcp",
+        "add",
+        "envd",
+        "-e",
+        "A=1",
+        "-e",
+        "B=two words=2",
+        "--",
+        "sh",
+        "-c",
+        script,
+        &fixture,
+    ]);
+    let project: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(".mcp.json")).unwrap()).unwrap();
+    let user_file: Value =
+        serde_json::from_str(&std::fs::read_to_string(user.join("harness9/mcp.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        project["mcpServers"]["bare"],
+        json!({"type": "http", "url": http_url, "headers": {"Authorization": "Bearer s3cret-token"}})
+    );
+    assert_eq!(
+        project["mcpServers"]["api"],
+        json!({"type": "http", "url": http_url,
+               "headers": {"Authorization": "Bearer s3cret-token", "X-Team": "blue"}})
+    );
+    assert_eq!(
+        user_file["mcpServers"]["old"],
+        json!({"type": "sse", "url": sse_url, "headers": {"X-Trace": "t-42"}})
+    );
+    assert_eq!(
+        project["mcpServers"]["envd"],
+        json!({"command": "sh", "args": ["-c", script, fixture],
+               "env": {"A": "1", "B": "two words=2"}})
+    );
+    let out = run(&["mcp", "list", "--json"]);
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let transport = |n: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == n)
+            .map(|r| r["transport"].clone())
+    };
+    assert_eq!(connected(&out), ["api", "bare", "envd", "old"], "{out}");
+    assert_eq!(transport("api"), Some(json!("http")), "{out}");
+    assert_eq!(transport("old"), Some(json!("sse")), "{out}");
+    // The SSE server got its header on the stream it was opened with (names arrive lowercase).
+    let sent = std::fs::read_to_string(&recorded).unwrap();
+    let get: Value = sent
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["method"] == "GET" && r["path"] == "/sse")
+        .unwrap_or_else(|| panic!("no GET /sse in {sent}"));
+    assert_eq!(get["headers"]["x-trace"], "t-42", "{get}");
+}
+
+#[test]
 fn mcp_import_reads_other_tools_files_and_skips_names_already_there() {
     let dir = temp_path("import");
     std::fs::create_dir_all(dir.join(".git")).unwrap();
@@ -184,4 +320,171 @@ fn mcp_import_reads_other_tools_files_and_skips_names_already_there() {
     assert!(out.contains("skipped a"), "{out}");
     let out = run(&["mcp", "list", "--json"]);
     assert_eq!(connected(&out), ["a", "b"], "{out}");
+}
+
+#[test]
+fn another_tools_fields_warn_once_each_naming_ours_and_the_server_still_connects() {
+    let mut entry = stdio_json(fixture("fs", &[]));
+    entry["alwaysAllow"] = json!(["echo"]);
+    entry["autoApprove"] = json!(["echo"]);
+    entry["timeout"] = json!(60);
+    entry["trust"] = json!(true);
+    let dir = project_with("foreign", json!({ "fs": entry }));
+    let mut c = harness9_in(&dir);
+    without_user_env(&mut c).args(["mcp", "list", "--json"]);
+    let out = output_within(c, None, Duration::from_secs(60));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(connected(&stdout), ["fs"], "{stdout}");
+    // The file as `mcp list` names it (in the working directory: `.mcp.json`).
+    let rows: Value = serde_json::from_str(&stdout).unwrap();
+    let file = rows[0]["source"].as_str().unwrap().to_owned();
+    assert!(file.ends_with(".mcp.json"), "{file}");
+    for (field, ours) in [
+        (
+            "alwaysAllow",
+            "`a` at the question allows a tool for the session",
+        ),
+        ("autoApprove", "--yes allows all"),
+        ("timeout", "toolTimeoutSec"),
+        ("trust", "`harness9 mcp approve`"),
+    ] {
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains(&format!("\"{field}\" is not read by harness9")))
+            .collect();
+        assert_eq!(lines.len(), 1, "{field}: {stderr}");
+        let line = lines[0];
+        assert!(
+            line.contains("WARN") && line.contains(&format!(" {file}: server \"fs\": ")),
+            "{line}"
+        );
+        assert!(line.contains(ours), "{field} should name {ours}: {line}");
+    }
+}
+
+#[test]
+fn mcp_import_reads_each_tools_file_from_its_standard_place_into_either_scope() {
+    let dir = temp_path("import-places");
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    // Claude Code keys a project's servers by its absolute path, as the working directory reads.
+    let dir = dir.canonicalize().unwrap();
+    let (home, xdg) = (dir.join("home"), dir.join("xdg"));
+    let fixture = fixture_bin().display().to_string();
+    let entry = |tools: &str| json!({"command": fixture, "args": ["--tools", tools]});
+    let write = |path: &std::path::Path, text: String| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    let run_in = |cwd: &std::path::Path, xdg: &std::path::Path, args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_harness9"));
+        without_user_env(&mut c)
+            .current_dir(cwd)
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", xdg)
+            .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+            .args(args);
+        let out = output_within(c, None, Duration::from_secs(60));
+        let (o, e) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {o}{e}");
+        o
+    };
+    let run = |args: &[&str]| run_in(&dir, &xdg, args);
+    let project = ".mcp.json".to_owned();
+    let user = xdg.join("harness9/mcp.json").display().to_string();
+    // Each tool's file where that tool keeps it, none named with --file; the scopes alternate.
+    let steps: [(&str, std::path::PathBuf, String, &str, &[&str]); 5] = [
+        (
+            "claude-desktop",
+            xdg.join("Claude/claude_desktop_config.json"),
+            json!({"mcpServers": {"desk": entry("1")}, "globalShortcut": ""}).to_string(),
+            "project",
+            &["desk"],
+        ),
+        (
+            "claude-code",
+            home.join(".claude.json"),
+            json!({"numStartups": 3, "mcpServers": {"cc": entry("2")},
+                   "projects": {dir.display().to_string(): {"mcpServers": {"ccp": entry("1")}},
+                                "/elsewhere": {"mcpServers": {"nothere": entry("1")}}}})
+            .to_string(),
+            "user",
+            &["cc", "ccp"],
+        ),
+        (
+            "cursor",
+            home.join(".cursor/mcp.json"),
+            json!({"mcpServers": {"cur": entry("3")}}).to_string(),
+            "project",
+            &["cur"],
+        ),
+        (
+            "vscode",
+            dir.join(".vscode/mcp.json"),
+            json!({"servers": {"vs": {"type": "stdio", "command": fixture, "args": ["--tools", "1"]}},
+                   "inputs": []})
+            .to_string(),
+            "user",
+            &["vs"],
+        ),
+        (
+            "codex",
+            home.join(".codex/config.toml"),
+            format!("model = \"o3\"\n[mcp_servers.cdx]\ncommand = \"{fixture}\"\nargs = [\"--tools\", \"2\"]\n"),
+            "project",
+            &["cdx"],
+        ),
+    ];
+    let mut want: Vec<(&str, &String)> = Vec::new();
+    for (from, path, text, scope, names) in &steps {
+        write(path, text.clone());
+        let out = run(&["mcp", "import", "--from", from, "--scope", scope]);
+        let target = if *scope == "project" { &project } else { &user };
+        for n in *names {
+            assert!(
+                out.contains(&format!("imported {n} into {target}")),
+                "{from}: {out}"
+            );
+            want.push((n, target));
+        }
+        assert!(!out.contains("nothere"), "{from}: {out}");
+    }
+    let out = run(&["mcp", "list", "--json"]);
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let mut got: Vec<(String, String, String)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            (s("name"), s("status"), s("source"))
+        })
+        .collect();
+    got.sort();
+    let mut want: Vec<(String, String, String)> = want
+        .into_iter()
+        .map(|(n, src)| (n.to_owned(), "connected".to_owned(), src.clone()))
+        .collect();
+    want.sort();
+    assert_eq!(got, want, "{out}");
+
+    // A project whose config is VS Code's own file: its servers go to the user file.
+    let vs_only = dir.join("vs-only");
+    write(
+        &vs_only.join(".vscode/mcp.json"),
+        json!({"servers": {"vs2": entry("1")}}).to_string(),
+    );
+    std::fs::create_dir_all(vs_only.join(".git")).unwrap();
+    let out = run_in(
+        &vs_only,
+        &dir.join("xdg2"),
+        &["mcp", "import", "--from", "vscode", "--scope", "user"],
+    );
+    assert!(out.contains("imported vs2 into"), "{out}");
 }

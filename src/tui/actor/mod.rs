@@ -58,6 +58,8 @@ pub struct TuiSetup {
     pub sources: Vec<(String, PathBuf)>,
     /// VS Code inputs the config needs and has no value for: asked once.
     pub inputs: Vec<crate::app::inputs::InputPrompt>,
+    /// What the config files have that is ignored (`Config::warnings`): shown at start.
+    pub warnings: Vec<String>,
     /// Values `/trace` must not show (the config's env and header values) at start; each
     /// reload brings the new list.
     pub secrets: Vec<String>,
@@ -174,6 +176,7 @@ impl Tui {
         state.secrets = setup.secrets;
         state.set_sources(setup.sources);
         super::inputs::inputs_needed(&mut state, setup.inputs);
+        super::transcript::config_warnings(&mut state, setup.warnings);
         state.debug_panic = std::env::var_os("HARNESS9_DEBUG_PANIC").is_some_and(|v| v == "1");
         if let Some(e) = setup.config_error {
             state.transcript.push(super::state::Entry::Error(format!(
@@ -683,12 +686,15 @@ impl Handler<ConfigChanged> for Tui {
                 sources,
                 inputs,
                 disabled,
+                warnings,
             } => {
                 self.state.disabled = disabled;
                 self.state.secrets = secrets;
                 self.state.set_sources(sources);
                 super::inputs::inputs_needed(&mut self.state, inputs);
-                (false, format!("reloaded {path}: {summary}"))
+                self.notice(false, format!("reloaded {path}: {summary}"), ctx);
+                self.apply(Event::ConfigWarnings(warnings), ctx);
+                return;
             }
             ConfigOutcome::Invalid(e) => (
                 true,
