@@ -327,6 +327,12 @@ pub enum NoticeKind {
     ResourcesChanged,
     /// `notifications/prompts/list_changed`.
     PromptsChanged,
+    /// A login started from the front end ([`crate::supervisor`]'s `Login`) succeeded; the
+    /// server is starting again with the new grant.
+    LoggedIn {
+        /// The scopes granted.
+        scopes: Vec<String>,
+    },
 }
 
 /// A notice of one server (sent to every notice subscriber with `try_send`: a subscriber

@@ -290,10 +290,23 @@ pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
             match login_page.as_deref() {
                 None => lines.push(Line::styled("L: log in here (opens the browser)", DIM)),
                 Some("") => {}
-                Some(page) => lines.push(Line::styled(
-                    format!("if the browser did not open, visit: {}", clean_line(page)),
-                    DIM,
-                )),
+                Some(page) => {
+                    // The address whole, over as many lines as it takes (a cut one is useless).
+                    lines.push(Line::styled("if the browser did not open, visit:", DIM));
+                    let width = usize::from(state.size.0.saturating_sub(2)).max(20);
+                    let page: Vec<char> = clean_line(page).chars().collect();
+                    for piece in page.chunks(width) {
+                        lines.push(Line::raw(piece.iter().collect::<String>()));
+                    }
+                    lines.push(Line::styled(
+                        format!(
+                            "over SSH? run `harness9 mcp login {}` in a shell here and paste \
+                             the address the browser ends on",
+                            clean_line(name)
+                        ),
+                        DIM,
+                    ));
+                }
             }
         }
         ServerStatus::Unapproved { command_line } => {

@@ -79,6 +79,19 @@ pub(super) fn notice(state: &mut State, n: ServerNotice) -> Vec<Effect> {
             extras.resources = None;
             wanted(state)
         }
+        NoticeKind::LoggedIn { scopes } => {
+            let scopes = if scopes.is_empty() {
+                "none".to_owned()
+            } else {
+                scopes.join(" ")
+            };
+            state.note(super::state::Entry::Info(format!(
+                "logged in to server \"{}\" (scopes: {}); connecting it",
+                crate::sanitize::clean_line(&n.server),
+                crate::sanitize::clean_line(&scopes)
+            )));
+            Vec::new()
+        }
         NoticeKind::ResourceUpdated { uri } => {
             state.note(super::state::Entry::Info(format!(
                 "{}: resource {} changed",

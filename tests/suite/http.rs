@@ -975,7 +975,7 @@ fn expire_stored_grants(store: &std::path::Path) {
 }
 
 /// One HTTP/1.0 request to 127.0.0.1:`port` without a body; the response's body.
-fn plain_http(port: u16, method: &str, path: &str) -> String {
+pub(super) fn plain_http(port: u16, method: &str, path: &str) -> String {
     use std::io::{Read as _, Write as _};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     write!(s, "{method} {path} HTTP/1.0\r\nContent-Length: 0\r\n\r\n").unwrap();

@@ -817,8 +817,19 @@ fn a_server_that_needs_a_login_is_logged_in_from_the_panel() {
         bar(s).contains("o ●")
     });
     t.close_panel();
+    t.wait_for("the login reported with its scopes", BOUND, |s| {
+        s.contains("logged in to server \"o\" (scopes: mcp offline_access)")
+    });
     let stored = std::fs::read_to_string(&store).unwrap_or_default();
     assert!(stored.contains("access_token"), "the grant is kept");
+    // Every token revoked: the next call fails naming the command, and the server goes back
+    // to `needs login` (not a connected server whose every call fails).
+    let revoked = super::http::plain_http(srv.port, "POST", "/revoke");
+    assert_eq!(revoked, "revoked");
+    t.send_keys(&[r#"/call mcp__o__echo {"text":"x"}"#, "Enter"]);
+    t.wait_for("the call refused and o needing a login again", BOUND, |s| {
+        s.contains("needs a login: run `harness9 mcp") && bar(s).contains("o ! needs login")
+    });
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0, "exit code after Ctrl+C");
 }

@@ -6,7 +6,7 @@ use actix::prelude::*;
 
 use super::ServerSupervisor;
 
-use crate::messages::{Login, ServerStatus};
+use crate::messages::{Login, NoticeKind, ServerNotice, ServerStatus};
 use crate::spec::TransportSpec;
 
 /// A login's authorization page is known (shown in the server's status while it waits).
@@ -68,8 +68,14 @@ impl Handler<Login> for ServerSupervisor {
         };
         ctx.spawn(flow.into_actor(self).map(move |res, act, ctx| {
             match res {
-                Ok(_) => {
+                Ok(grant) => {
                     tracing::info!(target: "mcp", server = %name, "logged in; starting it again");
+                    act.send_notice(ServerNotice {
+                        server: name.clone(),
+                        kind: NoticeKind::LoggedIn {
+                            scopes: grant.scopes,
+                        },
+                    });
                     act.restart_entry(&name, "logged in", ctx);
                 }
                 Err(e) => {

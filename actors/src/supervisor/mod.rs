@@ -86,6 +86,13 @@ pub struct ServerSupervisor {
 }
 
 impl ServerSupervisor {
+    /// Sends `notice` to every notice subscriber (one whose mailbox is full misses it; a
+    /// closed one is dropped).
+    pub(crate) fn send_notice(&mut self, notice: ServerNotice) {
+        self.notice_subscribers
+            .retain(|s| !matches!(s.try_send(notice.clone()), Err(SendError::Closed(_))));
+    }
+
     /// A supervisor for `specs`; disabled servers are passed as `Stopped` by leaving them out.
     pub fn new(
         specs: Vec<ServerSpec>,
@@ -369,14 +376,10 @@ impl Handler<ServerEvent> for ServerSupervisor {
             return;
         }
         match ev.kind {
-            ServerEventKind::Notice(kind) => {
-                let notice = ServerNotice {
-                    server: ev.server,
-                    kind,
-                };
-                self.notice_subscribers
-                    .retain(|s| !matches!(s.try_send(notice.clone()), Err(SendError::Closed(_))));
-            }
+            ServerEventKind::Notice(kind) => self.send_notice(ServerNotice {
+                server: ev.server,
+                kind,
+            }),
             ServerEventKind::Connected { info, tools } => {
                 if let Some(t) = entry.timer.take() {
                     ctx.cancel_future(t);

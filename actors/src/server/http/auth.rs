@@ -145,9 +145,11 @@ impl Conn {
             else {
                 return result;
             };
+            // A token that is refused (401) takes the server down to `needs login`; a missing
+            // scope (403) fails this request only: the server's other tools still work.
             let login_failure = |e: String| {
                 let mut f = super::fail(e, false);
-                f.needs_login = true;
+                f.needs_login = needed.status == StatusCode::UNAUTHORIZED;
                 f
             };
             if rounds >= MAX_ROUNDS_PER_REQUEST {

@@ -70,7 +70,9 @@ impl Handler<http::TransportFailed> for McpServer {
             };
             let _ = p.tx.send(Err(err));
         }
-        if msg.fatal && !self.closing {
+        // A refused token ends the connection too: the server then shows `needs login` (and
+        // its tools leave the table) instead of failing every call while it looks connected.
+        if (msg.fatal || msg.needs_login) && !self.closing {
             tracing::info!(target: "mcp", server = %self.name, "connection lost: {}", msg.error);
             let lost = format!("lost its connection ({})", msg.error);
             self.exit_reason.get_or_insert(msg.error);
