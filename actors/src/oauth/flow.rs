@@ -40,7 +40,7 @@ pub struct ResourceMetadata {
 }
 
 /// Authorization server metadata (RFC 8414), the fields used.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub struct ServerMetadata {
     /// Its issuer identifier.
     pub issuer: String,
@@ -106,7 +106,8 @@ async fn get_json<T: serde::de::DeserializeOwned>(
 
 /// Finds the protected resource metadata and its authorization server's metadata. Refuses a
 /// `resource` that does not cover `server_url`, metadata whose `issuer` is not the one it was
-/// fetched for, and a server without PKCE S256.
+/// fetched for, and a server without PKCE S256. Without protected resource metadata, the
+/// 2025-03-26 discovery ([`legacy_discovery`]).
 pub async fn discover(
     client: &awc::Client,
     server_url: &str,
@@ -120,9 +121,9 @@ pub async fn discover(
             break;
         }
     }
-    let prm = prm.ok_or_else(|| {
-        format!("{server_url} needs authorization but publishes no protected resource metadata")
-    })?;
+    let Some(prm) = prm else {
+        return legacy_discovery(client, server_url).await;
+    };
     if !parse::resource_matches(&prm.resource, server_url) {
         return Err(format!(
             "the protected resource metadata names resource {:?}, which is not {server_url}: refusing to authorize",
@@ -158,6 +159,50 @@ pub async fn discover(
     }
     Ok(Discovery {
         resource: prm,
+        server,
+    })
+}
+
+/// Discovery for a server without protected resource metadata, as the 2025-03-26 revision
+/// had it: the MCP server's origin is its own authorization server, with RFC 8414 metadata at
+/// the root well-known URL, else the default endpoints `/authorize`, `/token` and `/register`.
+async fn legacy_discovery(client: &awc::Client, server_url: &str) -> Result<Discovery, String> {
+    let (origin, _) = parse::split_url(server_url)
+        .ok_or_else(|| format!("{server_url} is not an http(s) URL"))?;
+    let meta_url = format!("{origin}/.well-known/oauth-authorization-server");
+    let server = match get_json::<ServerMetadata>(client, &meta_url).await? {
+        Some(m) => {
+            if m.issuer.trim_end_matches('/') != origin {
+                return Err(format!(
+                    "the authorization server metadata at {meta_url} names issuer {:?}, not {origin:?}: refusing it",
+                    m.issuer
+                ));
+            }
+            if m.code_challenge_methods_supported
+                .as_ref()
+                .is_some_and(|c| !c.iter().any(|c| c == "S256"))
+            {
+                return Err(format!(
+                    "authorization server {origin} does not support PKCE S256: refusing it"
+                ));
+            }
+            m
+        }
+        None => ServerMetadata {
+            issuer: origin.clone(),
+            authorization_endpoint: format!("{origin}/authorize"),
+            token_endpoint: format!("{origin}/token"),
+            registration_endpoint: Some(format!("{origin}/register")),
+            ..ServerMetadata::default()
+        },
+    };
+    tracing::info!(target: "mcp", "{server_url} publishes no protected resource metadata; using {origin} as its authorization server (2025-03-26)");
+    Ok(Discovery {
+        resource: ResourceMetadata {
+            resource: server_url.to_owned(),
+            authorization_servers: vec![origin],
+            scopes_supported: None,
+        },
         server,
     })
 }
