@@ -832,6 +832,29 @@ fn a_server_that_needs_a_login_is_logged_in_from_the_panel() {
     });
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0, "exit code after Ctrl+C");
+    // The TUI's log file (info level) has the login's story but none of its secrets: not the
+    // tokens kept in the store, not the authorization code.
+    let log = std::fs::read_to_string(dir.join("harness9.log")).unwrap_or_default();
+    assert!(log.contains("logged in"), "{log}");
+    let grant: Value = serde_json::from_str(&stored).unwrap();
+    let grant = &grant["servers"]
+        .as_object()
+        .unwrap()
+        .values()
+        .next()
+        .unwrap();
+    let grant = grant.as_object().unwrap().values().next().unwrap();
+    for key in ["access_token", "refresh_token"] {
+        let secret = grant[key].as_str().unwrap();
+        assert!(
+            secret.len() > 8 && !log.contains(secret),
+            "{key} in the log"
+        );
+    }
+    assert!(
+        !log.contains("code-"),
+        "an authorization code in the log: {log}"
+    );
 }
 
 /// Quit in the middle of a conversation, `harness9 --continue`, ask a follow-up: the model's
