@@ -928,6 +928,45 @@ fn a_conversation_continues_after_quitting() {
     assert_eq!(t.exit_code(), 0);
 }
 
+/// The provider refuses a request as too long in the middle of a session: the TUI says the
+/// conversation was compacted and why, and the turn ends with the model's answer.
+#[test]
+fn a_context_length_error_is_survived_by_compaction_in_the_tui() {
+    tmux_required();
+    let model = super::engine::Model::start(
+        "tui-overflow",
+        json!({"steps": [
+            {"text": "First answer."},
+            {"status": 400, "error_message": "prompt is too long: 250000 tokens > 200000 maximum"},
+            {"text": "SUMMARY: the user asked once."},
+            {"text": "Second answer, after the summary."}
+        ]}),
+    );
+    let dir = project("tui-overflow", |_| json!({}));
+    let t = Tmux::with_model(&dir, &model);
+    t.wait_for("the model named", BOUND, |s| s.contains("model anthropic"));
+    t.send_keys(&["one", "Enter"]);
+    t.wait_for("the first answer", BOUND, |s| s.contains("First answer."));
+    t.send_keys(&["two", "Enter"]);
+    let screen = t.wait_for("the answer after the compaction", BOUND, |s| {
+        s.contains("Second answer, after the summary.")
+    });
+    assert!(
+        screen.contains("compacted 2 earlier messages into a summary")
+            && screen.contains("the model refused the request"),
+        "{screen}"
+    );
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 4);
+    let retried = reqs[3]["body"]["messages"].as_array().unwrap().clone();
+    assert_eq!(retried.len(), 3, "{retried:?}");
+    assert!(retried[0]
+        .to_string()
+        .contains("SUMMARY: the user asked once."));
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
+
 /// `/compact [focus]` replaces the conversation with the model's summary: the next request is
 /// the summary and the new prompt, a fraction of the size before; the status line's context
 /// gauge follows.

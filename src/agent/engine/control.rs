@@ -35,7 +35,7 @@ impl Handler<Compact> for Engine {
                 "a turn is running; press Esc to cancel it, then /compact".to_owned(),
             )));
         }
-        if self.conversation.len() < 3 {
+        if !super::turn::worth_summarizing(&self.conversation) {
             return Box::pin(actix::fut::ready(Err("nothing to compact yet".to_owned())));
         }
         let cancel = CancellationToken::new();

@@ -64,7 +64,7 @@ async fn compact_in_turn(
     cancel: &CancellationToken,
 ) -> Option<Result<compact::Compacted, ModelError>> {
     let steps = messages.len() > before + 1;
-    if !steps && before <= 2 {
+    if !steps && !worth_summarizing(&messages[..before]) {
         return None;
     }
     let upto = if steps { messages.len() } else { before };
@@ -80,6 +80,15 @@ async fn compact_in_turn(
                 }
             }),
     )
+}
+
+/// Whether `earlier` (the turns before this one) would shrink as a summary: anything but
+/// nothing, or a summary and its acknowledgement alone.
+pub(super) fn worth_summarizing(earlier: &[Message]) -> bool {
+    let only_a_summary = earlier.len() == 2
+        && matches!(earlier[0].content.first(),
+            Some(Block::Text(t)) if t.starts_with(compact::SUMMARY_HEAD));
+    earlier.len() >= 2 && !only_a_summary
 }
 
 /// Whether the last request used `compact_at` of the model's window.
@@ -106,7 +115,7 @@ pub(super) async fn turn(t: Turn, prompt: String) -> TurnEnd {
     // The summary requests count too: they are part of what the turn cost.
     let mut usage = Usage::default();
     // Near the end of the window: the earlier turns become a summary first.
-    if near_the_end(&config, last_input) && messages.len() > 2 {
+    if near_the_end(&config, last_input) && worth_summarizing(&messages) {
         let upto = messages.len();
         match compact_prefix(&provider, &config, &mut messages, upto, &cancel).await {
             Ok(c) => {
