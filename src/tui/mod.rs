@@ -17,6 +17,7 @@ mod mentions;
 mod overview;
 mod panel;
 mod prompts;
+mod resume;
 mod server_view;
 pub mod state;
 mod trace;
@@ -107,6 +108,8 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
     let mut context_window = None;
     let mut session_id = None;
     let mut resumed_model = None;
+    // `--resume` without an id: the picker opens on these.
+    let mut pick = None;
     let settings_kept = settings
         .as_ref()
         .ok()
@@ -136,15 +139,10 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
                     }
                 };
                 if opts.resume == crate::app::sessions::Resume::Pick {
-                    let list = crate::app::sessions::listing(&crate::app::sessions::dir(), 20);
-                    resumed.push(state::Entry::Info(if list.is_empty() {
-                        "no saved conversations yet".to_owned()
-                    } else {
-                        format!(
-                            "saved conversations (newest first); /resume ID continues one:\n{}",
-                            list.join("\n")
-                        )
-                    }));
+                    pick = Some(crate::app::sessions::listing(
+                        &crate::app::sessions::dir(),
+                        50,
+                    ));
                 }
                 (
                     Some(session.engine(p, ecfg, saved).start()),
@@ -179,6 +177,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         ask_first: !opts.yes,
         resumed,
         resumed_model,
+        pick,
         context_window,
         settings: settings_kept,
         model_flags: opts.model.clone(),

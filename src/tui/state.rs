@@ -288,6 +288,8 @@ pub enum Modal {
     Trust(TrustView),
     /// A VS Code input (`${input:ID}`) asked for.
     Input(InputView),
+    /// `/resume` without an id: the saved conversations to pick from.
+    Resume(super::resume::ResumePicker),
 }
 
 /// The whole TUI state.
@@ -618,6 +620,7 @@ fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         Some(Modal::Help) => help_key(state, key),
         Some(Modal::Trust(t)) => trust_key(state, t, key),
         Some(Modal::Input(v)) => input_key(state, v, key),
+        Some(Modal::Resume(p)) => super::resume::key(state, p, key),
         None => session_key(state, key),
     }
 }

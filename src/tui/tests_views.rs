@@ -316,7 +316,7 @@ fn save_session(dir: &std::path::Path, id: &str, model: &str, messages: &[Messag
         .unwrap();
 }
 
-/// `/resume` without an id lists the saved conversations, newest first: id, date, model, size
+/// `/resume` without an id opens a picker of the saved conversations, newest first: id, date, model, size
 /// and the first prompt (the list is the sessions module's, shown as the actor notes it).
 #[test]
 fn the_resume_list_shows_date_model_size_and_first_prompt() {
@@ -348,14 +348,8 @@ fn the_resume_list_shows_date_model_size_and_first_prompt() {
     assert_eq!(send(&mut s, "/resume"), vec![Effect::Resume(String::new())]);
     let list = crate::app::sessions::listing(&dir, 20);
     let _ = std::fs::remove_dir_all(&dir);
-    // What the actor notes for an empty id.
-    update(
-        &mut s,
-        Event::Notice {
-            error: false,
-            text: format!("saved conversations (newest first):\n{}", list.join("\n")),
-        },
-    );
+    // What the actor does for an empty id: the picker on the listing.
+    super::resume::open(&mut s, list.clone());
     let screen = render(&mut s, 130, 10);
     assert_eq!(list.len(), 2, "{list:?}");
     assert!(
@@ -368,7 +362,31 @@ fn the_resume_list_shows_date_model_size_and_first_prompt() {
         screen.contains("20260301-101500-a1b2c3  2026-03-01 10:15  claude-sonnet-4-5  6 msgs 1 KiB  list the files in src and say which is largest"),
         "{screen}"
     );
+    assert!(
+        screen.contains("› 20260302-083000-d4e5f6"),
+        "the newest is selected: {screen}"
+    );
     insta::assert_snapshot!(screen);
+    // ↓ then Enter resumes the older one, as `/resume ID` would; Esc would close it.
+    let key = |s: &mut State, code: KeyCode| {
+        update(
+            s,
+            Event::Key(crossterm::event::KeyEvent::new(
+                code,
+                crossterm::event::KeyModifiers::NONE,
+            )),
+        )
+    };
+    assert!(key(&mut s, KeyCode::Down).is_empty());
+    assert_eq!(
+        key(&mut s, KeyCode::Enter),
+        vec![Effect::Resume("20260301-101500-a1b2c3".to_owned())]
+    );
+    assert!(s.modal.is_none());
+    super::resume::open(&mut s, list);
+    assert!(key(&mut s, KeyCode::Esc).is_empty() && s.modal.is_none());
+    super::resume::open(&mut s, Vec::new());
+    assert!(s.modal.is_none(), "nothing to pick: a note instead");
 }
 
 /// A saved conversation opened again shows what the user said, the model's answers and a line

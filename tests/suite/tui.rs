@@ -926,6 +926,20 @@ fn a_conversation_continues_after_quitting() {
     );
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
+    t.end_keeping_dir();
+
+    // `--resume` without an id: the picker, the newest first; Enter resumes it.
+    let t = Tmux::start_with(&dir, &["--resume"], None, &model.env());
+    let screen = t.wait_for("the session picker", BOUND, |s| {
+        s.contains("Resume a conversation") && s.contains("4 msgs 1 KiB  remember the number")
+    });
+    assert!(screen.contains("4 msgs"), "{screen}");
+    t.send_keys(&["Enter"]);
+    t.wait_for("the picked conversation", BOUND, |s| {
+        s.contains("resumed session") && s.contains("It was 42, as you said.")
+    });
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
 }
 
 /// The provider refuses a request as too long in the middle of a session: the TUI says the

@@ -50,12 +50,7 @@ impl Tui {
         use crate::tui::state::Entry;
         let dir = sessions::dir();
         if id.is_empty() {
-            let list = sessions::listing(&dir, 20);
-            self.state.note(Entry::Info(if list.is_empty() {
-                "no saved conversations yet".to_owned()
-            } else {
-                format!("saved conversations (newest first):\n{}", list.join("\n"))
-            }));
+            crate::tui::resume::open(&mut self.state, sessions::listing(&dir, 50));
             return;
         }
         let Some(engine) = self.engine.clone() else {
@@ -74,7 +69,7 @@ impl Tui {
             engine
                 .send(ResumeConversation(opened))
                 .into_actor(self)
-                .map(move |taken, act, _| {
+                .map(move |taken, act, ctx| {
                     if taken == Ok(true) {
                         act.state.session_id = Some(session_id);
                         act.state.transcript = entries;
@@ -88,7 +83,8 @@ impl Tui {
                             "a turn is running; press Esc to cancel it, then /resume".to_owned(),
                         ));
                     }
-                    act.dirty = true;
+                    // Drawn now: no key or event may come to draw it.
+                    act.schedule_draw(ctx);
                 }),
         );
     }

@@ -82,6 +82,8 @@ pub struct TuiSetup {
     /// The model a resumed conversation was saved with, to go on with (none when the command
     /// line named one).
     pub resumed_model: Option<String>,
+    /// `--resume` without an id: the saved conversations' listing, for the picker.
+    pub pick: Option<Vec<String>>,
     /// The model's context window, when the settings know it.
     pub context_window: Option<u64>,
     /// The model settings (prices, windows), when a model is configured.
@@ -184,6 +186,9 @@ impl Tui {
             )));
         }
         state.transcript.extend(setup.resumed);
+        if let Some(lines) = setup.pick {
+            super::resume::open(&mut state, lines);
+        }
         state.context_window = setup.context_window;
         state.disabled = setup.disabled;
         state.model_id = setup
@@ -267,7 +272,7 @@ impl Tui {
     }
 
     /// Draws now if the last frame is old enough, else once the frame time has passed.
-    fn schedule_draw(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn schedule_draw(&mut self, ctx: &mut Context<Self>) {
         self.dirty = true;
         if self.frame_armed {
             return;
@@ -351,7 +356,7 @@ impl Tui {
                     engine
                         .send(Compact { focus })
                         .into_actor(self)
-                        .map(|r, act, _| {
+                        .map(|r, act, ctx| {
                             use super::state::Entry;
                             match r {
                                 Ok(Ok(c)) => {
@@ -367,7 +372,7 @@ impl Tui {
                                     .state
                                     .note(Entry::Error("the engine is gone".to_owned())),
                             }
-                            act.dirty = true;
+                            act.schedule_draw(ctx);
                         }),
                 );
             }

@@ -1,0 +1,104 @@
+//! The session picker of `/resume` (and `harness9 --resume` without an id): the saved
+//! conversations, newest first, one line each (id, date, model, messages, size, first prompt).
+//! ↑↓ select, Enter resumes the selected one (as `/resume ID` does), Esc closes.
+
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::state::{Effect, Modal, State};
+use super::widgets::{modal_block, truncate_line, DIM};
+use crate::sanitize::clean_line;
+
+/// The picker: the listing's lines (each begins with its session id) and the selection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResumePicker {
+    /// [`crate::app::sessions::listing`]'s lines, newest first.
+    pub lines: Vec<String>,
+    /// Index of the selected line.
+    pub selected: usize,
+}
+
+impl ResumePicker {
+    /// The session id of line `i`.
+    fn id(&self, i: usize) -> Option<&str> {
+        self.lines.get(i)?.split_whitespace().next()
+    }
+}
+
+/// Opens the picker on `lines` (a note instead when there is nothing to resume).
+pub(super) fn open(state: &mut State, lines: Vec<String>) {
+    if lines.is_empty() {
+        state.note(super::state::Entry::Info(
+            "no saved conversations yet".to_owned(),
+        ));
+        return;
+    }
+    state.modal = Some(Modal::Resume(ResumePicker { lines, selected: 0 }));
+}
+
+/// The picker's keys.
+pub(super) fn key(state: &mut State, mut p: ResumePicker, key: KeyEvent) -> Vec<Effect> {
+    let n = p.lines.len();
+    match key.code {
+        KeyCode::Esc | KeyCode::Char('q') => return Vec::new(),
+        KeyCode::Down | KeyCode::Char('j') | KeyCode::Tab if n > 0 => {
+            p.selected = (p.selected + 1) % n
+        }
+        KeyCode::Up | KeyCode::Char('k') | KeyCode::BackTab if n > 0 => {
+            p.selected = (p.selected + n - 1) % n
+        }
+        KeyCode::Home => p.selected = 0,
+        KeyCode::End => p.selected = n.saturating_sub(1),
+        KeyCode::Enter => {
+            if let Some(id) = p.id(p.selected) {
+                return vec![Effect::Resume(id.to_owned())];
+            }
+        }
+        _ => {}
+    }
+    state.modal = Some(Modal::Resume(p));
+    Vec::new()
+}
+
+/// Draws the picker in `area`.
+pub(super) fn draw(p: &ResumePicker, frame: &mut Frame, area: Rect) {
+    let block = modal_block("Resume a conversation");
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let [body, help] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
+    let width = inner.width as usize;
+    let rows = body.height as usize;
+    let skip = (p.selected + 1).saturating_sub(rows);
+    let lines: Vec<Line<'static>> = p
+        .lines
+        .iter()
+        .enumerate()
+        .skip(skip)
+        .take(rows)
+        .map(|(i, l)| {
+            let text = format!(
+                "{} {}",
+                if i == p.selected { "›" } else { " " },
+                clean_line(l)
+            );
+            let style = if i == p.selected {
+                Style::new().add_modifier(Modifier::REVERSED)
+            } else {
+                Style::new()
+            };
+            truncate_line(Line::styled(text, style), width)
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), body);
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            "↑↓/jk select · Enter resume · Esc close   (newest first: id, date, model, size, first prompt)",
+            DIM,
+        )),
+        help,
+    );
+}
