@@ -2,6 +2,7 @@
 //! `sse` modes, the PyPI `mcp` server over Streamable HTTP, and the misbehaving fixture.
 
 use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -578,44 +579,86 @@ fn oauth_round_trip_against_the_python_sdk_authorization_server() {
     oauth_round_trip(&srv, "/revoke-all");
 }
 
+/// An OAuth-protected server named `o` in a config of its own, a private token store, and the
+/// `$BROWSER` stand-in that follows the authorization redirect as a person's browser would.
+struct OAuthCase {
+    srv: Proc,
+    config: PathBuf,
+    store: PathBuf,
+}
+
+impl OAuthCase {
+    /// The PyPI `mcp` SDK's authorization server (tests/python/sdk_oauth_server.py).
+    fn sdk(tag: &str) -> OAuthCase {
+        let port = free_port();
+        let mut c = Command::new(repo().join(".deps/venv/bin/python"));
+        c.arg(repo().join("tests/python/sdk_oauth_server.py"))
+            .args(["--port", &port.to_string()]);
+        Self::around(spawn_server(c, port, "READY"), tag)
+    }
+
+    /// The HTTP fixture's oauth mode, with more of its options.
+    fn fixture(tag: &str, extra: &[&str]) -> OAuthCase {
+        Self::around(http_fixture("oauth", extra), tag)
+    }
+
+    fn around(srv: Proc, tag: &str) -> OAuthCase {
+        let dir = temp_path(&format!("oauth-{tag}{}", srv.port));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("s.mcp.json");
+        let body = json!({"mcpServers": {"o": {"url": Self::url_of(&srv)}}});
+        std::fs::write(&config, body.to_string()).unwrap();
+        let store = dir.join("oauth.json");
+        OAuthCase { srv, config, store }
+    }
+
+    fn url_of(srv: &Proc) -> String {
+        format!("http://127.0.0.1:{}/mcp", srv.port)
+    }
+
+    /// `harness9 --config <its config> ARGS` with the store and the `$BROWSER` stand-in.
+    fn h9(&self, args: &[&str]) -> Command {
+        let exe = env!("CARGO_BIN_EXE_harness9");
+        let mut c = Command::new(exe);
+        c.arg("--config")
+            .arg(&self.config)
+            .args(args)
+            .env("HARNESS9_OAUTH_STORE", &self.store)
+            .env("BROWSER", format!("{exe} conformance-browser"));
+        c
+    }
+
+    /// [`OAuthCase::h9`], run to its end (bounded).
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        output_within(self.h9(args), None, Duration::from_secs(60))
+    }
+
+    /// The server's `/stats`.
+    fn stats(&self) -> serde_json::Value {
+        serde_json::from_str(&plain_http(self.srv.port, "GET", "/stats")).unwrap()
+    }
+
+    /// A spec for an in-process runtime that uses the same store.
+    fn spec(&self) -> ServerSpec {
+        let mut spec = http_spec("o", Self::url_of(&self.srv), false);
+        spec.oauth = Some(harness9_actors::oauth::OAuthSpec::new(
+            Default::default(),
+            std::sync::Arc::new(harness9::app::oauth_store::FileStore::new(
+                self.store.clone(),
+            )),
+        ));
+        spec
+    }
+}
+
 /// A token that expires early on the server's side (the client still thinks it fresh) gets a
 /// `401` on every call in flight; they share one refresh and all succeed.
 #[test]
 fn concurrent_calls_share_one_refresh_after_a_401() {
-    let port = free_port();
-    let mut c = Command::new(repo().join(".deps/venv/bin/python"));
-    c.arg(repo().join("tests/python/sdk_oauth_server.py"))
-        .args(["--port", &port.to_string()]);
-    let _srv = spawn_server(c, port, "READY");
-    let dir = temp_path(&format!("oauth-shared{port}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    let config = dir.join("s.mcp.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"o": {"url": url}}}).to_string(),
-    )
-    .unwrap();
-    let store = dir.join("oauth.json");
-    let exe = env!("CARGO_BIN_EXE_harness9");
-    let mut login = Command::new(exe);
-    login
-        .arg("--config")
-        .arg(&config)
-        .args(["mcp", "login", "o"])
-        .env("HARNESS9_OAUTH_STORE", &store)
-        .env("BROWSER", format!("{exe} conformance-browser"));
-    let out = output_within(login, None, Duration::from_secs(60));
+    let case = OAuthCase::sdk("shared");
+    let out = case.run(&["mcp", "login", "o"]);
     assert!(out.status.success(), "{out:?}");
-    let stats = || -> serde_json::Value {
-        serde_json::from_str(&plain_http(port, "GET", "/stats")).unwrap()
-    };
-
-    let mut spec = http_spec("o", url, false);
-    spec.oauth = Some(harness9_actors::oauth::OAuthSpec::new(
-        Default::default(),
-        std::sync::Arc::new(harness9::app::oauth_store::FileStore::new(store.clone())),
-    ));
+    let spec = case.spec();
     run(Duration::from_secs(60), || async move {
         let mut rt = start(vec![spec], fast_policy());
         rt.settled(Duration::from_secs(20)).await;
@@ -628,14 +671,14 @@ fn concurrent_calls_share_one_refresh_after_a_401() {
             )
         };
         assert_eq!(call(0).await.unwrap().text(), "call 0");
-        assert_eq!(stats()["refreshes"], 0);
-        assert_eq!(plain_http(port, "POST", "/expire-all"), "expired");
+        assert_eq!(case.stats()["refreshes"], 0);
+        assert_eq!(plain_http(case.srv.port, "POST", "/expire-all"), "expired");
         let all = futures_util::future::join_all((1..=8).map(call)).await;
         for (i, r) in all.into_iter().enumerate() {
             assert_eq!(r.unwrap().text(), format!("call {}", i + 1));
         }
-        assert_eq!(stats()["refreshes"], 1, "one refresh for eight calls");
-        assert_eq!(stats()["logins"], 1);
+        assert_eq!(case.stats()["refreshes"], 1, "one refresh for eight calls");
+        assert_eq!(case.stats()["logins"], 1);
         shutdown(rt, &[]).await;
     });
 }
@@ -645,36 +688,12 @@ fn concurrent_calls_share_one_refresh_after_a_401() {
 /// the server wanted, after which the call goes through.
 #[test]
 fn a_step_up_that_waits_for_mcp_login_asks_for_the_union() {
-    let srv = http_fixture("oauth", &["--admin-tool", "big"]);
-    let port = srv.port;
-    let dir = temp_path(&format!("oauth-stepup{port}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("s.mcp.json");
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"o": {"url": url}}}).to_string(),
-    )
-    .unwrap();
-    let store = dir.join("oauth.json");
-    let exe = env!("CARGO_BIN_EXE_harness9");
-    let h9 = |args: &[&str]| {
-        let mut c = Command::new(exe);
-        c.arg("--config")
-            .arg(&config)
-            .args(args)
-            .env("HARNESS9_OAUTH_STORE", &store)
-            .env("BROWSER", format!("{exe} conformance-browser"));
-        output_within(c, None, Duration::from_secs(60))
-    };
-    let asked = || -> Vec<String> {
-        let stats: serde_json::Value =
-            serde_json::from_str(&plain_http(port, "GET", "/stats")).unwrap();
-        serde_json::from_value(stats["asked"].clone()).unwrap()
-    };
-    assert!(h9(&["mcp", "login", "o"]).status.success());
+    let case = OAuthCase::fixture("stepup", &["--admin-tool", "big"]);
+    let asked =
+        || -> Vec<String> { serde_json::from_value(case.stats()["asked"].clone()).unwrap() };
+    assert!(case.run(&["mcp", "login", "o"]).status.success());
     assert_eq!(asked(), ["mcp offline_access"]);
-    let echo = h9(&["mcp", "call", "o", "echo", "--args", r#"{"text":"hi"}"#]);
+    let echo = case.run(&["mcp", "call", "o", "echo", "--args", r#"{"text":"hi"}"#]);
     assert_eq!(
         String::from_utf8_lossy(&echo.stdout).trim(),
         "hi",
@@ -682,7 +701,7 @@ fn a_step_up_that_waits_for_mcp_login_asks_for_the_union() {
     );
 
     let big = ["mcp", "call", "o", "big", "--args", r#"{"bytes":3}"#];
-    let refused = h9(&big);
+    let refused = case.run(&big);
     let err = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(1), "{refused:?}");
     assert!(
@@ -690,12 +709,12 @@ fn a_step_up_that_waits_for_mcp_login_asks_for_the_union() {
             && err.contains("harness9 mcp login o"),
         "{err}"
     );
-    assert!(h9(&["mcp", "login", "o"]).status.success());
+    assert!(case.run(&["mcp", "login", "o"]).status.success());
     let second: Vec<String> = asked()[1].split(' ').map(str::to_owned).collect();
     for s in ["mcp", "offline_access", "admin"] {
         assert!(second.contains(&s.to_owned()), "{second:?}");
     }
-    let ok = h9(&big);
+    let ok = case.run(&big);
     assert_eq!(String::from_utf8_lossy(&ok.stdout).trim(), "xxx", "{ok:?}");
 }
 
@@ -705,47 +724,12 @@ fn a_step_up_that_waits_for_mcp_login_asks_for_the_union() {
 /// login.
 #[test]
 fn a_refresh_by_another_process_is_taken_over_not_repeated() {
-    let port = free_port();
-    let mut c = Command::new(repo().join(".deps/venv/bin/python"));
-    c.arg(repo().join("tests/python/sdk_oauth_server.py"))
-        .args(["--port", &port.to_string()]);
-    let _srv = spawn_server(c, port, "READY");
-    let dir = temp_path(&format!("oauth-two{port}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    let config = dir.join("s.mcp.json");
-    let body = json!({"mcpServers": {"o": {"url": url}}});
-    std::fs::write(&config, body.to_string()).unwrap();
-    let store = dir.join("oauth.json");
-    let exe = env!("CARGO_BIN_EXE_harness9");
-    let h9 = |args: &[&str]| {
-        let mut c = Command::new(exe);
-        c.arg("--config")
-            .arg(&config)
-            .args(args)
-            .env("HARNESS9_OAUTH_STORE", &store)
-            .env("BROWSER", format!("{exe} conformance-browser"));
-        c
-    };
-    let out = output_within(h9(&["mcp", "login", "o"]), None, Duration::from_secs(60));
+    let case = OAuthCase::sdk("two");
+    let out = case.run(&["mcp", "login", "o"]);
     assert!(out.status.success(), "{out:?}");
-    let stats = || -> serde_json::Value {
-        serde_json::from_str(&plain_http(port, "GET", "/stats")).unwrap()
-    };
-
-    let mut spec = http_spec("o", url, false);
-    spec.oauth = Some(harness9_actors::oauth::OAuthSpec::new(
-        Default::default(),
-        std::sync::Arc::new(harness9::app::oauth_store::FileStore::new(store.clone())),
-    ));
-    let other = h9(&[
-        "mcp",
-        "call",
-        "o",
-        "echo",
-        "--args",
-        r#"{"text":"from the other"}"#,
-    ]);
+    let spec = case.spec();
+    let args = ["mcp", "call", "o", "echo", "--args", r#"{"text":"other"}"#];
+    let other = case.h9(&args);
     run(Duration::from_secs(60), || async move {
         let mut rt = start(vec![spec], fast_policy());
         rt.settled(Duration::from_secs(20)).await;
@@ -759,18 +743,22 @@ fn a_refresh_by_another_process_is_taken_over_not_repeated() {
         };
         assert_eq!(call("before").await.unwrap().text(), "before");
         // Every token expires on the server; the other process refreshes first.
-        assert_eq!(plain_http(port, "POST", "/expire-all"), "expired");
+        assert_eq!(plain_http(case.srv.port, "POST", "/expire-all"), "expired");
         let out = actix_rt::task::spawn_blocking(move || {
             output_within(other, None, Duration::from_secs(60))
         })
         .await
         .unwrap();
         assert!(out.status.success(), "{out:?}");
-        assert_eq!(stats()["refreshes"], 1);
+        assert_eq!(case.stats()["refreshes"], 1);
         // This one's token is refused; its refresh token is spent; the store has the new one.
         assert_eq!(call("after").await.unwrap().text(), "after");
-        assert_eq!(stats()["refreshes"], 1, "taken over, not refreshed again");
-        assert_eq!(stats()["logins"], 1, "no second login");
+        assert_eq!(
+            case.stats()["refreshes"],
+            1,
+            "taken over, not refreshed again"
+        );
+        assert_eq!(case.stats()["logins"], 1, "no second login");
         shutdown(rt, &[]).await;
     });
 }

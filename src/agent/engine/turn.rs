@@ -152,6 +152,17 @@ pub(super) async fn turn(t: Turn, prompt: String) -> TurnEnd {
         last_input,
         compacted,
     };
+    // A cancelled turn leaves the conversation as it was before it.
+    let cancelled = |mut messages: Vec<Message>, before, cache, last_input, compacted| {
+        messages.truncate(before);
+        end(
+            messages,
+            cache,
+            Err(EngineError::Cancelled),
+            last_input,
+            compacted,
+        )
+    };
     let mut step = 0;
     while step < config.max_steps {
         step += 1;
@@ -176,9 +187,7 @@ pub(super) async fn turn(t: Turn, prompt: String) -> TurnEnd {
                     emit(&events, &cancel, ev).await;
                 }
                 Some(Err(ModelError::Cancelled)) => {
-                    messages.truncate(before);
-                    let r = Err(EngineError::Cancelled);
-                    return end(messages, cache, r, last_input, compacted);
+                    return cancelled(messages, before, cache, last_input, compacted);
                 }
                 Some(Err(e)) => tracing::warn!("compaction during a turn failed: {e}"),
                 None => {}
@@ -225,14 +234,7 @@ pub(super) async fn turn(t: Turn, prompt: String) -> TurnEnd {
         let reply = match reply {
             Ok(r) => r,
             Err(ModelError::Cancelled) => {
-                messages.truncate(before);
-                return end(
-                    messages,
-                    cache,
-                    Err(EngineError::Cancelled),
-                    last_input,
-                    compacted,
-                );
+                return cancelled(messages, before, cache, last_input, compacted);
             }
             Err(e) => {
                 if compact::is_context_overflow(&e) && !overflow_retried {
@@ -336,14 +338,7 @@ pub(super) async fn turn(t: Turn, prompt: String) -> TurnEnd {
         }))
         .await;
         if cancel.is_cancelled() {
-            messages.truncate(before);
-            return end(
-                messages,
-                cache,
-                Err(EngineError::Cancelled),
-                last_input,
-                compacted,
-            );
+            return cancelled(messages, before, cache, last_input, compacted);
         }
         messages.push(Message {
             role: Role::User,
