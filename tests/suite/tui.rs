@@ -1038,7 +1038,10 @@ fn compact_shrinks_the_next_request() {
 fn mcp_add_and_remove_from_another_process_reach_a_running_tui() {
     tmux_required();
     let dir = project("tui-add", |_| json!({ "everything": everything_json() }));
-    let t = Tmux::start(&dir, &[], None);
+    // The user file lives here (created by the user-scope add below).
+    let xdg = dir.join("xdg");
+    let xdg_s = xdg.display().to_string();
+    let t = Tmux::start_with(&dir, &[], None, &[("XDG_CONFIG_HOME", xdg_s.as_str())]);
     t.wait_for("the bar: everything connected", BOUND, |s| {
         bar(s).contains("everything ●")
     });
@@ -1077,6 +1080,30 @@ fn mcp_add_and_remove_from_another_process_reach_a_running_tui() {
     assert_eq!(out.status.code(), Some(0));
     t.wait_for("the bar without added", BOUND, |s| {
         !bar(s).contains("added") && bar(s).contains("everything ●")
+    });
+
+    // The user scope too: `add-json --scope user` writes a user file that did not exist, and
+    // the running TUI picks it up; removing it takes the server away again.
+    let entry = json!({"command": command, "args": args}).to_string();
+    let user_cmd = |words: &[&str]| {
+        let mut c = super::common::harness9_in(&dir);
+        c.env("XDG_CONFIG_HOME", &xdg).args(words);
+        let out = super::common::output_within(c, None, Duration::from_secs(30));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    user_cmd(&["mcp", "add-json", "mine", &entry, "--scope", "user"]);
+    assert!(xdg.join("harness9/mcp.json").exists());
+    t.wait_for("the bar to show the user's server connected", BOUND, |s| {
+        bar(s).contains("mine ●") && bar(s).contains("everything ●")
+    });
+    user_cmd(&["mcp", "remove", "mine", "--scope", "user"]);
+    t.wait_for("the bar without the user's server", BOUND, |s| {
+        !bar(s).contains("mine") && bar(s).contains("everything ●")
     });
 }
 
