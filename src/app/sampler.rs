@@ -202,6 +202,7 @@ impl Sampling {
                     .iter()
                     .map(|b| match b {
                         Block::Text(t) => t.clone(),
+                        Block::Image { mime_type, .. } => format!("[an image, {mime_type}]"),
                         Block::ToolUse { name, input, .. } => format!("[calls {name} {input}]"),
                         Block::ToolResult {
                             content, is_error, ..
@@ -254,7 +255,7 @@ pub fn result(reply: &ModelReply, model: &str) -> Value {
                         // Arguments that are no JSON object (cut off) go as an empty object.
                         "input": if input.is_object() { input.clone() } else { json!({}) },
                     })),
-                    Block::ToolResult { .. } => None,
+                    Block::ToolResult { .. } | Block::Image { .. } => None,
                 })
                 .collect(),
         )

@@ -4,8 +4,8 @@
 //!
 //! Lines, each a JSON object with a `kind`:
 //! - `meta` (first): `id`, `cwd`, `model`, `created` (seconds since the epoch);
-//! - `message`: `role` and `content` (blocks `text`, `tool_use`, `tool_result` with parts
-//!   `text`/`image`), one per message of a finished turn;
+//! - `message`: `role` and `content` (blocks `text`, `image`, `tool_use`, `tool_result` with
+//!   parts `text`/`image`), one per message of a finished turn;
 //! - `reset` (`reason`): the conversation so far is replaced by the messages after it (a
 //!   compaction writes its summary this way, so the file keeps what it replaced);
 //! - `model` (`model`, `provider/name`): the model the conversation switched to (`/model`); a
@@ -81,6 +81,10 @@ enum SavedBlock {
         #[serde(default)]
         is_error: bool,
     },
+    Image {
+        mime_type: String,
+        data: String,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -101,6 +105,10 @@ fn to_line(m: &Message) -> Line {
             .iter()
             .map(|b| match b {
                 Block::Text(t) => SavedBlock::Text { text: t.clone() },
+                Block::Image { mime_type, data } => SavedBlock::Image {
+                    mime_type: mime_type.clone(),
+                    data: data.clone(),
+                },
                 Block::ToolUse { id, name, input } => SavedBlock::ToolUse {
                     id: id.clone(),
                     name: name.clone(),
@@ -139,6 +147,7 @@ fn from_saved(role: SavedRole, content: Vec<SavedBlock>) -> Message {
             .into_iter()
             .map(|b| match b {
                 SavedBlock::Text { text } => Block::Text(text),
+                SavedBlock::Image { mime_type, data } => Block::Image { mime_type, data },
                 SavedBlock::ToolUse { id, name, input } => Block::ToolUse { id, name, input },
                 SavedBlock::ToolResult {
                     id,
@@ -560,7 +569,13 @@ mod tests {
         vec![
             Message {
                 role: Role::User,
-                content: vec![Block::Text("list   the\nfiles".into())],
+                content: vec![
+                    Block::Text("list   the\nfiles".into()),
+                    Block::Image {
+                        mime_type: "image/png".into(),
+                        data: "iVBO".into(),
+                    },
+                ],
             },
             Message {
                 role: Role::Assistant,

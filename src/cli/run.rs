@@ -291,6 +291,7 @@ pub async fn run(
     } else {
         let (events, rx) = turn_stream();
         engine.do_send(RunTurn {
+            attachments: Vec::new(),
             prompt,
             events,
             ask_first: false,

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use harness9_actors::messages::ServerStatus;
 use harness9_actors::naming::sanitize;
-use harness9_actors::protocol::types::{GetPromptResult, Prompt};
+use harness9_actors::protocol::types::{ContentBlock, GetPromptResult, Prompt};
 
 use super::state::{Effect, Entry, State};
 use crate::agent::builtins::resources::block_text;
@@ -205,6 +205,7 @@ pub(super) fn got(
         }
     };
     let text = prompt_text(&r);
+    let attachments = prompt_images(&r);
     if state.model.is_none() || state.busy {
         let why = if state.model.is_none() {
             "no model is configured"
@@ -219,7 +220,30 @@ pub(super) fn got(
     }
     state.note(Entry::User(text.clone()));
     state.busy = true;
-    vec![Effect::Submit(text)]
+    if attachments.is_empty() {
+        vec![Effect::Submit(text)]
+    } else {
+        vec![Effect::SubmitWith {
+            prompt: text,
+            attachments,
+        }]
+    }
+}
+
+/// A prompt's images, which follow its text in the user's message (the text keeps a line
+/// for each, where it stood).
+pub fn prompt_images(result: &GetPromptResult) -> Vec<crate::agent::model::Block> {
+    result
+        .messages
+        .iter()
+        .filter_map(|m| match &m.content {
+            ContentBlock::Image { data, mime_type } => Some(crate::agent::model::Block::Image {
+                mime_type: mime_type.clone(),
+                data: data.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Tab in a prompt command's arguments: asks the server (`completion/complete`) for values of

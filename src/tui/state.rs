@@ -164,6 +164,13 @@ pub enum Effect {
     },
     /// Ordinary input for the engine.
     Submit(String),
+    /// Input with blocks after its text (an MCP prompt's images).
+    SubmitWith {
+        /// The text.
+        prompt: String,
+        /// What follows it in the user's message.
+        attachments: Vec<crate::agent::model::Block>,
+    },
     /// Input that mentions resources (`@server:uri`): read them, attach their contents, then
     /// [`Effect::Submit`].
     SubmitWithResources {

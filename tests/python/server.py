@@ -7,8 +7,10 @@ from typing import Annotated
 from pydantic import BaseModel
 
 from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve, Sample
+from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.types import (
     CreateMessageResult,
+    ImageContent,
     CreateMessageResultWithTools,
     ModelHint,
     ModelPreferences,
@@ -128,6 +130,19 @@ def hello_note() -> str:
 def review(code: str) -> str:
     """Ask for a review of `code`."""
     return f"Please review: {code}"
+
+
+# A 1x1 PNG.
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
+@server.prompt()
+def look() -> list[UserMessage]:
+    """Ask what a picture shows (a text and an image)."""
+    return [
+        UserMessage("What does this picture show?"),
+        UserMessage(ImageContent(type="image", data=PIXEL, mime_type="image/png")),
+    ]
 
 
 if __name__ == "__main__":

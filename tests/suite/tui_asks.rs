@@ -181,3 +181,50 @@ fn a_url_elicitation_opens_the_page_only_after_yes() {
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }
+
+/// An MCP prompt with an image (`look` of the PyPI server): run as a slash command, its text
+/// and its image reach the model in one user message, the image as an image block.
+#[test]
+fn a_prompts_image_reaches_the_model_as_an_image() {
+    tmux_required();
+    let model = super::engine::Model::start(
+        "tui-prompt-image",
+        json!({"steps": [{"text": "A single pixel."}]}),
+    );
+    let dir = project(
+        "tui-prompt-image",
+        |_| json!({"py": stdio_json(super::common::python("py"))}),
+    );
+    let t = Tmux::with_model(&dir, &model);
+    t.wait_for("py connected", BOUND, |s| bar(s).contains("py ●"));
+    t.send_keys(&["/mcp__py__look", "Enter"]);
+    t.wait_for("the model's answer", BOUND, |s| {
+        s.contains("A single pixel.")
+    });
+    let reqs = model.requests();
+    let last = reqs[0]["body"]["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or_default();
+    let content = last["content"].as_array().cloned().unwrap_or_default();
+    assert!(
+        content.iter().any(|b| b["type"] == "text"
+            && b["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("What does this picture show?")),
+        "{last}"
+    );
+    assert!(
+        content.iter().any(|b| b["type"] == "image"
+            && b["source"]["media_type"] == "image/png"
+            && b["source"]["data"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("iVBORw0KGgo")),
+        "{last}"
+    );
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}

@@ -46,6 +46,7 @@ pub fn estimate_tokens(messages: &[Message]) -> usize {
         for b in &m.content {
             chars += match b {
                 Block::Text(t) => t.len(),
+                Block::Image { .. } => 4_000,
                 Block::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
                 Block::ToolResult { content, .. } => content
                     .iter()
@@ -93,6 +94,7 @@ fn render(messages: &[Message]) -> String {
                 (Role::Assistant, Block::Text(t)) => {
                     format!("ASSISTANT: {}", cut(t, MAX_BLOCK_CHARS))
                 }
+                (_, Block::Image { mime_type, .. }) => format!("USER: [an image, {mime_type}]"),
                 (_, Block::ToolUse { name, input, .. }) => {
                     format!("TOOL CALL {name} {}", cut(&input.to_string(), 1_000))
                 }

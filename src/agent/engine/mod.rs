@@ -298,6 +298,8 @@ pub enum EngineError {
 pub struct RunTurn {
     /// What the user said.
     pub prompt: String,
+    /// What follows the text in the user's message: an MCP prompt's images.
+    pub attachments: Vec<Block>,
     /// The turn's stream (see [`turn_stream`]).
     pub events: mpsc::Sender<TurnEvent>,
     /// Whether a call of a tool that changes things (annotated `destructiveHint: true`, as the
@@ -412,6 +414,7 @@ impl Handler<RunTurn> for Engine {
                 last_input: self.last_input,
             },
             msg.prompt,
+            msg.attachments,
         );
         Box::pin(fut.into_actor(self).then(move |end, act, _| {
             let TurnEnd {

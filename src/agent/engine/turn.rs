@@ -98,7 +98,7 @@ fn near_the_end(config: &EngineConfig, last_input: u64) -> bool {
     })
 }
 
-pub(super) async fn turn(t: Turn, prompt: String) -> TurnEnd {
+pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> TurnEnd {
     let Turn {
         provider,
         registry,
@@ -140,9 +140,11 @@ pub(super) async fn turn(t: Turn, prompt: String) -> TurnEnd {
         }
     }
     let mut before = messages.len();
+    let mut content = vec![Block::Text(prompt.clone())];
+    content.extend(attachments);
     messages.push(Message {
         role: Role::User,
-        content: vec![Block::Text(prompt.clone())],
+        content,
     });
     let mut overflow_retried = false;
     let end = |messages, cache, result, last_input, compacted| TurnEnd {

@@ -71,6 +71,18 @@ pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
     body
 }
 
+/// An image block (a user's or a tool's), or a text placeholder for a type the model does not
+/// take.
+fn image_block(mime_type: &str, data: &str) -> Value {
+    match model_image_type(mime_type) {
+        Some(media_type) => json!({
+            "type": "image",
+            "source": {"type": "base64", "media_type": media_type, "data": data},
+        }),
+        None => json!({"type": "text", "text": image_placeholder(mime_type, data, None)}),
+    }
+}
+
 /// One message; `None` when nothing in it can be sent (the API rejects empty content and
 /// empty text blocks).
 fn message(m: &Message) -> Option<Value> {
@@ -92,6 +104,7 @@ fn message(m: &Message) -> Option<Value> {
                 "name": name,
                 "input": if input.is_object() { input.clone() } else { json!({}) },
             })),
+            Block::Image { mime_type, data } => Some(image_block(mime_type, data)),
             Block::ToolResult {
                 id,
                 content,
@@ -102,13 +115,7 @@ fn message(m: &Message) -> Option<Value> {
                     .filter_map(|p| match p {
                         ResultPart::Text(t) if t.is_empty() => None,
                         ResultPart::Text(t) => Some(json!({"type": "text", "text": t})),
-                        ResultPart::Image { mime_type, data } => Some(match model_image_type(mime_type) {
-                            Some(media_type) => json!({
-                                "type": "image",
-                                "source": {"type": "base64", "media_type": media_type, "data": data},
-                            }),
-                            None => json!({"type": "text", "text": image_placeholder(mime_type, data, None)}),
-                        }),
+                        ResultPart::Image { mime_type, data } => Some(image_block(mime_type, data)),
                     })
                     .collect();
                 let mut v = json!({"type": "tool_result", "tool_use_id": id});

@@ -62,7 +62,34 @@ pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
                 if !images.is_empty() {
                     messages.push(json!({"role": "user", "content": images}));
                 }
-                if !texts.is_empty() {
+                // The user's own images (an MCP prompt's): parts after the text, when the
+                // provider takes images (the same setting as tool images), else a note each.
+                let own: Vec<(&str, &str)> = m
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        Block::Image { mime_type, data } => {
+                            Some((mime_type.as_str(), data.as_str()))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                if !own.is_empty() {
+                    let mut parts = vec![json!({"type": "text", "text": texts.join("\n\n")})];
+                    for (mime_type, data) in own {
+                        parts.push(match model_image_type(mime_type).filter(|_| send_images) {
+                            Some(t) => json!({
+                                "type": "image_url",
+                                "image_url": {"url": format!("data:{t};base64,{data}")},
+                            }),
+                            None => json!({
+                                "type": "text",
+                                "text": image_placeholder(mime_type, data, None),
+                            }),
+                        });
+                    }
+                    messages.push(json!({"role": "user", "content": parts}));
+                } else if !texts.is_empty() {
                     messages.push(json!({"role": "user", "content": texts.join("\n\n")}));
                 }
             }
@@ -622,6 +649,48 @@ pub(crate) mod tests {
                     {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
                 ]},
             ])
+        );
+    }
+
+    #[test]
+    fn a_users_image_follows_its_text_when_images_are_taken() {
+        let req = ModelRequest {
+            system: None,
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![
+                    Block::Text("what is this?".into()),
+                    Block::Image {
+                        mime_type: "image/png".into(),
+                        data: "iVBO".into(),
+                    },
+                ],
+            }],
+            tools: std::sync::Arc::new(Vec::new()),
+            max_tokens: 0,
+        };
+        let body = |tool_images| {
+            let cfg = ProviderConfig {
+                tool_images: Some(tool_images),
+                ..cfg()
+            };
+            request_body(&cfg, &req)["messages"][0]["content"].clone()
+        };
+        assert_eq!(
+            body(true),
+            json!([
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}
+            ])
+        );
+        let without = body(false);
+        assert_eq!(without[0]["text"], "what is this?");
+        assert!(
+            without[1]["text"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("[image omitted: image/png"),
+            "{without}"
         );
     }
 

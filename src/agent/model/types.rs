@@ -40,6 +40,13 @@ pub enum Block {
         /// result instead of running it; the request bodies replay it as `{}`.
         input: serde_json::Value,
     },
+    /// An image the user gave (user messages): an MCP prompt's image, for one.
+    Image {
+        /// e.g. `image/png`; a type the model does not take is sent as a text placeholder.
+        mime_type: String,
+        /// The image bytes in standard base64, without a `data:` prefix.
+        data: String,
+    },
     /// The outcome of a tool call (user messages).
     ToolResult {
         /// The id of the [`Block::ToolUse`] it answers.

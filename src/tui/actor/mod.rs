@@ -271,6 +271,33 @@ impl Tui {
         }
     }
 
+    /// Starts a turn on `prompt` (and what follows it in the user's message).
+    fn submit(
+        &mut self,
+        prompt: String,
+        attachments: Vec<crate::agent::model::Block>,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(engine) = self.engine.clone() else {
+            self.state.busy = false;
+            return;
+        };
+        let (events, rx) = turn_stream();
+        engine.do_send(RunTurn {
+            prompt,
+            attachments,
+            events,
+            ask_first: self.ask_first,
+        });
+        // The turn's one ordered stream; its end without an outcome means the engine is gone.
+        self.turn_open = true;
+        let mut rx = rx;
+        let items = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+            .map(TurnItem::Event)
+            .chain(futures_util::stream::once(async { TurnItem::Ended }));
+        ctx.add_stream(items);
+    }
+
     /// Draws now if the last frame is old enough, else once the frame time has passed.
     pub(super) fn schedule_draw(&mut self, ctx: &mut Context<Self>) {
         self.dirty = true;
@@ -384,26 +411,12 @@ impl Tui {
                     engine.do_send(CancelTurn);
                 }
             }
-            Effect::Submit(prompt) => {
-                let Some(engine) = self.engine.clone() else {
-                    self.state.busy = false;
-                    return;
-                };
-                let (events, rx) = turn_stream();
-                engine.do_send(RunTurn {
-                    prompt,
-                    events,
-                    ask_first: self.ask_first,
-                });
-                // The turn's one ordered stream; its end without an outcome means the engine
-                // is gone.
-                self.turn_open = true;
-                let mut rx = rx;
-                let items = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
-                    .map(TurnItem::Event)
-                    .chain(futures_util::stream::once(async { TurnItem::Ended }));
-                ctx.add_stream(items);
-            }
+            Effect::Submit(prompt) => self.submit(prompt, Vec::new(), ctx),
+            Effect::SubmitWith {
+                prompt,
+                attachments,
+            } => self.submit(prompt, attachments, ctx),
+
             Effect::Answer { key, yes } => {
                 if let Some(tx) = self.asks.remove(&key) {
                     let _ = tx.send(yes);
