@@ -1,19 +1,50 @@
 //! `@server:uri` in the input: Tab completes a server that offers resources, then its resources'
 //! URIs and templates; inside a template's variable the server completes its value
 //! (`completion/complete` with `ref/resource`, one variable per template); on Enter each mention's resource is read and
-//! its contents attached to the prompt (text as is, cut at [`MAX_ATTACHED`] bytes; binary
+//! its contents attached to the prompt (text as is, cut at [`MAX_ATTACHED`] bytes; a png, jpeg,
+//! gif or webp image of at most [`MAX_IMAGE`] bytes as an image after the text; other binary
 //! contents summarised).
 
 use harness9_actors::messages::ServerStatus;
 use harness9_actors::protocol::types::ReadResourceResult;
 
 use super::state::{Effect, Entry, State};
-use crate::agent::builtins::resources::contents_text;
+use crate::agent::builtins::resources::{contents_text, IMAGE_TYPES};
+use crate::agent::model::Block;
 
 /// Mentions read for one prompt at most.
 pub const MAX_MENTIONS: usize = 8;
 /// Bytes of one resource's text attached at most.
 pub const MAX_ATTACHED: usize = 64 * 1024;
+/// Base64 bytes of one image attached at most (providers refuse larger ones).
+pub const MAX_IMAGE: usize = 5 * 1024 * 1024;
+
+/// Whether a resource part is an image that goes to the model as an image.
+fn attachable(c: &harness9_actors::protocol::types::ResourceContents) -> bool {
+    c.text.is_none()
+        && c.blob.as_ref().is_some_and(|b| b.len() <= MAX_IMAGE)
+        && c.mime_type
+            .as_deref()
+            .is_some_and(|m| IMAGE_TYPES.contains(&m))
+}
+
+/// The images of `reads` that follow the prompt's text (see [`attach`]).
+pub fn attached_images(
+    reads: &[(String, String, Result<ReadResourceResult, String>)],
+) -> Vec<Block> {
+    reads
+        .iter()
+        .filter_map(|(_, _, r)| r.as_ref().ok())
+        .flat_map(|r| r.contents.iter())
+        .filter(|c| attachable(c))
+        .filter_map(|c| {
+            Some(Block::Image {
+                mime_type: c.mime_type.clone()?,
+                data: c.blob.clone()?,
+            })
+        })
+        .collect()
+}
 
 /// The `@server:uri` words of `line` whose server is connected, in order (at most
 /// [`MAX_MENTIONS`]).
@@ -164,7 +195,20 @@ pub fn attach(
         ));
         match read {
             Ok(r) => {
-                let parts: Vec<String> = r.contents.iter().map(contents_text).collect();
+                let parts: Vec<String> = r
+                    .contents
+                    .iter()
+                    .map(|c| {
+                        if attachable(c) {
+                            format!(
+                                "[an image, {}: attached after this text]",
+                                c.mime_type.as_deref().unwrap_or_default()
+                            )
+                        } else {
+                            contents_text(c)
+                        }
+                    })
+                    .collect();
                 let text = parts.join("\n");
                 let mut end = text.len().min(MAX_ATTACHED);
                 while !text.is_char_boundary(end) {
@@ -292,6 +336,42 @@ mod tests {
         assert!(out.ends_with(
             "<resource server=\"s\" uri=\"a://c\">\n[could not read it: gone]\n</resource>"
         ));
+    }
+
+    #[test]
+    fn an_image_resource_is_attached_as_an_image_and_other_blobs_summarised() {
+        let part = |mime: &str, blob: &str| ResourceContents {
+            uri: "a://img".into(),
+            mime_type: Some(mime.into()),
+            text: None,
+            blob: Some(blob.into()),
+        };
+        let read = ReadResourceResult {
+            contents: vec![
+                part("image/png", "iVBO"),
+                part("application/pdf", "JVBE"),
+                part("image/png", &"A".repeat(MAX_IMAGE + 4)),
+            ],
+            result_type: None,
+        };
+        let reads = [("s".to_owned(), "a://img".to_owned(), Ok(read))];
+        let text = attach("what is it?", &reads);
+        assert!(
+            text.contains("[an image, image/png: attached after this text]"),
+            "{text}"
+        );
+        assert!(
+            text.contains("[binary contents: application/pdf, 3 bytes; not shown]"),
+            "{text}"
+        );
+        assert_eq!(
+            attached_images(&reads),
+            vec![Block::Image {
+                mime_type: "image/png".into(),
+                data: "iVBO".into()
+            }],
+            "only the image within the bound"
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use harness9_actors::protocol::types::Tool;
 /// Resources and templates `list_mcp_resources` shows at most, over all servers.
 const MAX_LISTED: usize = 500;
 /// Image types the model takes (the others are summarised).
-const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+pub const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
 /// One line about binary contents: its type and decoded size.
 pub fn blob_summary(mime: Option<&str>, base64: &str) -> String {

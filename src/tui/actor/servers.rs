@@ -73,7 +73,14 @@ impl Tui {
                         }
                     }
                     let full = crate::tui::mentions::attach(&prompt, &reads);
-                    act.effect(Effect::Submit(full), ctx);
+                    let attachments = crate::tui::mentions::attached_images(&reads);
+                    act.effect(
+                        Effect::SubmitWith {
+                            prompt: full,
+                            attachments,
+                        },
+                        ctx,
+                    );
                 }));
             }
             Effect::LoadPrompts(server) => {
