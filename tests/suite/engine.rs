@@ -1398,6 +1398,19 @@ fn the_model_sees_server_instructions_reads_resources_and_hears_of_schema_mismat
         "{}",
         text("r2")
     );
+    // Saved whole, and the model is told where.
+    let r2 = text("r2");
+    let path = r2
+        .split("Saved whole to ")
+        .nth(1)
+        .and_then(|p| p.strip_suffix('.'))
+        .unwrap_or_else(|| panic!("no path in {r2}"));
+    let saved = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    assert!(
+        String::from_utf8_lossy(&saved).contains("Resource 3"),
+        "{}",
+        String::from_utf8_lossy(&saved)
+    );
     assert!(
         text("l1").contains("server everything:")
             && text("l1").contains("demo://resource/static/document/features.md")

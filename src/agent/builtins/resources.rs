@@ -76,7 +76,8 @@ pub(super) fn definitions() -> Vec<Tool> {
             Effects::Reads,
             "Read one resource of an MCP server by its URI (from list_mcp_resources, a filled \
              template, or a resource_link a tool returned). Text comes back as text, png/jpeg/\
-             gif/webp images as images; other binary contents are only described."
+             gif/webp images as images; other binary contents are described and saved whole \
+             to a file whose path is given."
                 .to_owned(),
             json!({
                 "type": "object",
@@ -99,6 +100,40 @@ fn text(t: String, is_error: bool) -> CallToolResult {
         result_type: None,
         schema_error: None,
     }
+}
+
+/// Where `read_mcp_resource` saves binary contents it cannot show (beside the tool results
+/// cut for the model).
+fn blobs_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join("harness9-results")
+}
+
+/// Saves a resource's base64 `blob`, decoded, as a private file named after `uri`; its path.
+fn save_blob(uri: &str, blob: &str) -> Result<std::path::PathBuf, String> {
+    use base64::Engine as _;
+    static SAVED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(blob.trim())
+        .map_err(|e| format!("its contents are not valid base64 ({e})"))?;
+    let tail: String = uri
+        .rsplit(['/', ':'])
+        .find(|s| !s.is_empty())
+        .unwrap_or("blob")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(60)
+        .collect();
+    let n = SAVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = blobs_dir().join(format!("resource-{}-{n}-{tail}", std::process::id()));
+    crate::app::edit::write_private(&path, &bytes)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
 }
 
 fn str_arg<'a>(args: &'a Option<Value>, key: &str) -> Option<&'a str> {
@@ -224,8 +259,12 @@ async fn read(registry: &Addr<ToolRegistry>, server: &str, uri: &str) -> CallToo
                         mime_type: mime,
                     });
                 } else {
+                    let saved = match save_blob(&c.uri, &b) {
+                        Ok(path) => format!(" Saved whole to {}.", path.display()),
+                        Err(e) => format!(" It could not be saved: {e}."),
+                    };
                     content.push(ContentBlock::Text {
-                        text: format!("{head}{}", blob_summary(Some(&mime), &b)),
+                        text: format!("{head}{}{saved}", blob_summary(Some(&mime), &b)),
                     });
                 }
             }
