@@ -300,10 +300,13 @@ pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
                     }
                     lines.push(Line::styled(
                         format!(
-                            "over SSH? run `harness9 mcp login {}` in a shell here and paste \
-                             the address the browser ends on",
+                            "over SSH? run `harness9 mcp login {}` in a shell here:",
                             clean_line(name)
                         ),
+                        DIM,
+                    ));
+                    lines.push(Line::styled(
+                        "it takes the address the browser ends on; then press r here",
                         DIM,
                     ));
                 }

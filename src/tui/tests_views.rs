@@ -752,3 +752,33 @@ fn a_disabled_server_is_drawn_dim_in_the_bar() {
     }
     insta::assert_snapshot!(screen);
 }
+
+/// A login started from the panel, waiting for the browser: the whole authorization address
+/// over as many lines as it takes (never cut at the panel's edge), and what to do over SSH.
+#[test]
+fn a_login_waiting_for_the_browser_shows_the_whole_address() {
+    let page = "http://127.0.0.1:47312/authorize?response_type=code&client_id=9d476e84-ca26-4401-92c6-b4737c4701c4&redirect_uri=http%3A%2F%2F127.0.0.1%3A34123%2Fcallback&code_challenge=97lgOQcF5UWOgkes30yWHxE9VehtPpcpm8kPW7J_Ipg&code_challenge_method=S256&state=Jo735wKwJC3O9eltMAVgqw&scope=mcp";
+    let waiting = ServerState {
+        transport: "http",
+        status: ServerStatus::NeedsLogin {
+            error: "logging in to server \"notes\": waiting for the browser".into(),
+            login_page: Some(page.into()),
+        },
+    };
+    let mut s = state_with(vec![("notes", waiting)], vec![]);
+    send(&mut s, "/mcp notes");
+    let screen = render(&mut s, 80, 16);
+    // The panel's inside, line by line, joined: the address is there whole.
+    let inside: String = screen
+        .lines()
+        .filter_map(|l| l.trim_matches('"').strip_prefix('│'))
+        .map(|l| l.trim_end_matches('│').trim_end())
+        .collect();
+    assert!(inside.contains(page), "{screen}");
+    assert!(
+        inside.contains("over SSH? run `harness9 mcp login notes` in a shell here:")
+            && inside.contains("ends on; then press r here"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}
