@@ -191,7 +191,7 @@ pub(super) fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
 mod tests {
     use super::*;
     use crate::tui::state::{update, Event};
-    use crate::tui::tests::{key_event as key, typed};
+    use crate::tui::test_support::{key_event as key, typed};
     use crossterm::event::KeyModifiers;
 
     #[test]

@@ -503,7 +503,7 @@ fn tools_command(state: &mut State, rest: &str) -> Vec<Effect> {
 mod tests {
     use super::*;
     use crate::tui::state::{update, Event};
-    use crate::tui::tests::{key_event as key, typed, with_servers};
+    use crate::tui::test_support::{key_event as key, typed, with_servers};
     use crossterm::event::KeyModifiers;
     use std::sync::Arc;
     use std::time::Duration;

@@ -609,7 +609,7 @@ pub(super) fn draw_ask(state: &State, frame: &mut Frame, main: Rect) {
 mod tests {
     use super::*;
     use crate::tui::state::{update, Event};
-    use crate::tui::tests::key_event as key;
+    use crate::tui::test_support::key_event as key;
 
     fn params() -> Value {
         json!({

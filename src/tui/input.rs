@@ -462,7 +462,7 @@ pub(super) fn draw_input(state: &State, frame: &mut Frame, area: Rect) {
 mod tests {
     use super::*;
     use crate::tui::state::{update, Event};
-    use crate::tui::tests::{key_event as key, typed, with_servers};
+    use crate::tui::test_support::{key_event as key, typed, with_servers};
 
     #[test]
     fn typing_editing_and_history() {

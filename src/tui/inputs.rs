@@ -140,7 +140,7 @@ pub(super) fn draw_input(v: &InputView, frame: &mut Frame, area: Rect) {
 mod tests {
     use super::*;
     use crate::tui::state::update;
-    use crate::tui::tests::{key_event as key, typed};
+    use crate::tui::test_support::{key_event as key, typed};
 
     fn prompt(id: &str, password: bool) -> InputPrompt {
         InputPrompt {
@@ -182,7 +182,7 @@ mod tests {
         let mut s = State::new(".vscode/mcp.json".into(), None, String::new());
         inputs_needed(&mut s, vec![prompt("api-key", true)]);
         typed(&mut s, "hunter2");
-        let screen = crate::tui::tests::render(&mut s, 80, 12);
+        let screen = crate::tui::test_support::render(&mut s, 80, 12);
         assert!(!screen.contains("hunter2"), "{screen}");
         insta::assert_snapshot!(screen);
     }

@@ -452,7 +452,7 @@ pub(super) fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area:
 mod tests {
     use super::*;
     use crate::tui::state::update;
-    use crate::tui::tests::{key_event as key, with_servers};
+    use crate::tui::test_support::{key_event as key, with_servers};
 
     #[test]
     fn panel_keys_scroll_select_restart_edit_and_close() {

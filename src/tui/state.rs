@@ -635,7 +635,7 @@ fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::tests::{key_event as key, typed};
+    use crate::tui::test_support::{key_event as key, typed};
 
     #[test]
     fn ctrl_c_clears_a_draft_first_and_quits_the_second_time() {

@@ -17,7 +17,7 @@ use ratatui::style::Color;
 use ratatui::Terminal;
 
 use super::state::{update, Effect, Event, State};
-use super::tests::{connected, failed, key_event, render, state_with, tool, typed};
+use super::test_support::{connected, failed, key_event, render, state_with, tool, typed};
 use super::view::view;
 use crate::agent::engine::EngineEvent;
 use crate::agent::model::settings::{self, ModelFlags, Settings};

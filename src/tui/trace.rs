@@ -330,7 +330,7 @@ pub(super) fn draw_trace(state: &State, t: &TraceView, frame: &mut Frame, area: 
 mod tests {
     use super::*;
     use crate::tui::state::{update, Event};
-    use crate::tui::tests::{key_event as key, with_servers};
+    use crate::tui::test_support::{key_event as key, with_servers};
 
     fn record(server: &str, n: usize) -> WireRecord {
         WireRecord {

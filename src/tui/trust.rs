@@ -194,7 +194,7 @@ mod tests {
 
     use super::*;
     use crate::tui::state::{update, Event, PanelState};
-    use crate::tui::tests::key_event as key;
+    use crate::tui::test_support::key_event as key;
     use harness9_actors::messages::ServerState;
 
     #[test]
