@@ -11,6 +11,7 @@ mod fixtures;
 mod hostile;
 mod hostile_output;
 pub mod http;
+mod oauth;
 mod overlong;
 mod reference;
 mod reload;

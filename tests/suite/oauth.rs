@@ -1,0 +1,388 @@
+//! OAuth against real authorization servers: the PyPI `mcp` SDK's (tests/python/sdk_oauth_server.py)
+//! and the HTTP fixture's own (`--mode oauth`): login through the `$BROWSER` stand-in, refresh,
+//! revocation, step-up, a store shared by processes, a pasted redirect.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use harness9_actors::{ServerSpec, ToolRegistry};
+use serde_json::json;
+
+use super::common::*;
+use super::http::{free_port, http_fixture, http_spec, plain_http, spawn_server, Proc};
+
+/// The user's OAuth path from the command line against the fixture's own authorization server:
+/// `needs login` -> `mcp login` through a `$BROWSER` that follows the
+/// redirect -> connected -> the token expires and is refreshed silently -> every token revoked
+/// -> `needs login` with the command to run. No token or code reaches stdout, stderr or the
+/// trace; the store is private.
+#[test]
+fn oauth_login_refresh_and_revocation_from_the_cli() {
+    let case = OAuthCase::fixture("cli", &["--token-ttl", "600"]);
+    oauth_round_trip(&case, "/revoke");
+}
+
+/// The same round trip against the PyPI `mcp` SDK's own authorization server and
+/// resource-server middleware (tests/python/sdk_oauth_server.py): its 401 challenge, RFC 9728
+/// and RFC 8414 metadata, dynamic registration, PKCE check, token and refresh grants.
+#[test]
+fn oauth_round_trip_against_the_python_sdk_authorization_server() {
+    oauth_round_trip(&OAuthCase::sdk("sdk"), "/revoke-all");
+}
+
+/// An OAuth-protected server named `o` in a config of its own, a private token store, and the
+/// `$BROWSER` stand-in that follows the authorization redirect as a person's browser would.
+struct OAuthCase {
+    srv: Proc,
+    dir: PathBuf,
+    config: PathBuf,
+    store: PathBuf,
+}
+
+impl OAuthCase {
+    /// The PyPI `mcp` SDK's authorization server (tests/python/sdk_oauth_server.py).
+    fn sdk(tag: &str) -> OAuthCase {
+        let port = free_port();
+        let mut c = Command::new(repo().join(".deps/venv/bin/python"));
+        c.arg(repo().join("tests/python/sdk_oauth_server.py"))
+            .args(["--port", &port.to_string(), "--token-ttl", "600"]);
+        Self::around(spawn_server(c, port, "READY"), tag)
+    }
+
+    /// The HTTP fixture's oauth mode, with more of its options.
+    fn fixture(tag: &str, extra: &[&str]) -> OAuthCase {
+        Self::around(http_fixture("oauth", extra), tag)
+    }
+
+    fn around(srv: Proc, tag: &str) -> OAuthCase {
+        let dir = temp_path(&format!("oauth-{tag}{}", srv.port));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("s.mcp.json");
+        let body = json!({"mcpServers": {"o": {"url": Self::url_of(&srv)}}});
+        std::fs::write(&config, body.to_string()).unwrap();
+        let store = dir.join("oauth.json");
+        OAuthCase {
+            srv,
+            dir,
+            config,
+            store,
+        }
+    }
+
+    fn url_of(srv: &Proc) -> String {
+        format!("http://127.0.0.1:{}/mcp", srv.port)
+    }
+
+    /// `harness9 --config <its config> ARGS` with the store and the `$BROWSER` stand-in.
+    fn h9(&self, args: &[&str]) -> Command {
+        let exe = env!("CARGO_BIN_EXE_harness9");
+        let mut c = Command::new(exe);
+        c.arg("--config")
+            .arg(&self.config)
+            .args(args)
+            .env("HARNESS9_OAUTH_STORE", &self.store)
+            .env("BROWSER", format!("{exe} conformance-browser"));
+        c
+    }
+
+    /// [`OAuthCase::h9`], run to its end (bounded).
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        output_within(self.h9(args), None, Duration::from_secs(60))
+    }
+
+    /// The server's `/stats`.
+    fn stats(&self) -> serde_json::Value {
+        serde_json::from_str(&plain_http(self.srv.port, "GET", "/stats")).unwrap()
+    }
+
+    /// A spec for an in-process runtime that uses the same store.
+    fn spec(&self) -> ServerSpec {
+        let mut spec = http_spec("o", Self::url_of(&self.srv), false);
+        spec.oauth = Some(harness9_actors::oauth::OAuthSpec::new(
+            Default::default(),
+            std::sync::Arc::new(harness9::app::oauth_store::FileStore::new(
+                self.store.clone(),
+            )),
+        ));
+        spec
+    }
+}
+
+/// A token that expires early on the server's side (the client still thinks it fresh) gets a
+/// `401` on every call in flight; they share one refresh and all succeed.
+#[test]
+fn concurrent_calls_share_one_refresh_after_a_401() {
+    let case = OAuthCase::sdk("shared");
+    let out = case.run(&["mcp", "login", "o"]);
+    assert!(out.status.success(), "{out:?}");
+    let spec = case.spec();
+    run(Duration::from_secs(60), || async move {
+        let mut rt = start(vec![spec], fast_policy());
+        rt.settled(Duration::from_secs(20)).await;
+        let call = |i: usize| {
+            ToolRegistry::call(
+                &rt.registry,
+                "mcp__o__echo".to_owned(),
+                Some(json!({"text": format!("call {i}")})),
+                None,
+            )
+        };
+        assert_eq!(call(0).await.unwrap().text(), "call 0");
+        assert_eq!(case.stats()["refreshes"], 0);
+        assert_eq!(plain_http(case.srv.port, "POST", "/expire-all"), "expired");
+        let all = futures_util::future::join_all((1..=8).map(call)).await;
+        for (i, r) in all.into_iter().enumerate() {
+            assert_eq!(r.unwrap().text(), format!("call {}", i + 1));
+        }
+        assert_eq!(case.stats()["refreshes"], 1, "one refresh for eight calls");
+        assert_eq!(case.stats()["logins"], 1);
+        shutdown(rt, &[]).await;
+    });
+}
+
+/// A `403 insufficient_scope` where nobody can log in (headless): the call fails naming
+/// `harness9 mcp login`, and that login asks for the union of the held scopes and the ones
+/// the server wanted, after which the call goes through.
+#[test]
+fn a_step_up_that_waits_for_mcp_login_asks_for_the_union() {
+    let case = OAuthCase::fixture("stepup", &["--admin-tool", "big"]);
+    let asked =
+        || -> Vec<String> { serde_json::from_value(case.stats()["asked"].clone()).unwrap() };
+    assert!(case.run(&["mcp", "login", "o"]).status.success());
+    assert_eq!(asked(), ["mcp offline_access"]);
+    let echo = case.run(&["mcp", "call", "o", "echo", "--args", r#"{"text":"hi"}"#]);
+    assert_eq!(
+        String::from_utf8_lossy(&echo.stdout).trim(),
+        "hi",
+        "{echo:?}"
+    );
+
+    let big = ["mcp", "call", "o", "big", "--args", r#"{"bytes":3}"#];
+    let refused = case.run(&big);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(
+        err.contains("needs more permissions (scope \"mcp admin\")")
+            && err.contains("harness9 mcp login o"),
+        "{err}"
+    );
+    assert!(case.run(&["mcp", "login", "o"]).status.success());
+    let second: Vec<String> = asked()[1].split(' ').map(str::to_owned).collect();
+    for s in ["mcp", "offline_access", "admin"] {
+        assert!(second.contains(&s.to_owned()), "{second:?}");
+    }
+    let ok = case.run(&big);
+    assert_eq!(String::from_utf8_lossy(&ok.stdout).trim(), "xxx", "{ok:?}");
+}
+
+/// Two harness9 processes share the store and the server rotates refresh tokens: after the
+/// other process refreshed (spending the refresh token this one holds), this one's next `401`
+/// takes the newer grant from the store instead of failing its own refresh and asking for a
+/// login.
+#[test]
+fn a_refresh_by_another_process_is_taken_over_not_repeated() {
+    let case = OAuthCase::sdk("two");
+    let out = case.run(&["mcp", "login", "o"]);
+    assert!(out.status.success(), "{out:?}");
+    let spec = case.spec();
+    let args = ["mcp", "call", "o", "echo", "--args", r#"{"text":"other"}"#];
+    let other = case.h9(&args);
+    run(Duration::from_secs(60), || async move {
+        let mut rt = start(vec![spec], fast_policy());
+        rt.settled(Duration::from_secs(20)).await;
+        let call = |text: &str| {
+            ToolRegistry::call(
+                &rt.registry,
+                "mcp__o__echo".to_owned(),
+                Some(json!({ "text": text })),
+                None,
+            )
+        };
+        assert_eq!(call("before").await.unwrap().text(), "before");
+        // Every token expires on the server; the other process refreshes first.
+        assert_eq!(plain_http(case.srv.port, "POST", "/expire-all"), "expired");
+        let out = actix_rt::task::spawn_blocking(move || {
+            output_within(other, None, Duration::from_secs(60))
+        })
+        .await
+        .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(case.stats()["refreshes"], 1);
+        // This one's token is refused; its refresh token is spent; the store has the new one.
+        assert_eq!(call("after").await.unwrap().text(), "after");
+        assert_eq!(
+            case.stats()["refreshes"],
+            1,
+            "taken over, not refreshed again"
+        );
+        assert_eq!(case.stats()["logins"], 1, "no second login");
+        shutdown(rt, &[]).await;
+    });
+}
+
+/// Over SSH the browser is on another machine and its redirect to our loopback listener
+/// fails; the user pastes the address it ended on into `mcp login`, which takes it (after
+/// refusing a line that is not that address) and logs in.
+#[test]
+fn a_login_completes_from_a_pasted_redirect_address() {
+    use std::io::Write as _;
+    let case = OAuthCase::sdk("paste");
+    let mut child = case
+        .h9(&["mcp", "login", "o"])
+        // A browser that opens nothing: the redirect never reaches the loopback listener.
+        .env("BROWSER", "true")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let wait_line = |want: &str| -> String {
+        loop {
+            let line = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+            if line.contains(want) {
+                return line;
+            }
+        }
+    };
+    let auth_url = wait_line("/authorize?").trim().to_owned();
+    writeln!(stdin, "not the address").unwrap();
+    wait_line("That is not the redirect address");
+    let head = plain_get_head(&auth_url);
+    let location = head
+        .lines()
+        .find_map(|l| l.strip_prefix("location: "))
+        .unwrap_or_else(|| panic!("a redirect: {head}"))
+        .trim()
+        .to_owned();
+    assert!(location.contains("/callback?code="), "{location}");
+    writeln!(stdin, "{location}").unwrap();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(out), &mut text);
+        let _ = done_tx.send(text);
+    });
+    let printed = done_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert!(printed.contains("Logged in to server \"o\""), "{printed}");
+    assert!(child.wait().unwrap().success());
+    assert!(!printed.contains("code-"), "{printed}");
+}
+
+/// The response head (status line and headers, lowercased names) of a GET of `url`, an
+/// `http://127.0.0.1:PORT/...` address.
+fn plain_get_head(url: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let head = text.split("\r\n\r\n").next().unwrap_or_default();
+    head.lines()
+        .map(|l| match l.split_once(':') {
+            Some((k, v)) => format!("{}:{v}", k.to_ascii_lowercase()),
+            None => l.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// 401 -> `needs login` (list, list --json) -> `mcp login` through the `$BROWSER` stand-in
+/// -> a call -> the access token expires -> the next call refreshes it silently -> the
+/// authorization server revokes every token -> `needs login` with the command to run ->
+/// logout. No access token, refresh token or code appears in any output or the trace.
+fn oauth_round_trip(case: &OAuthCase, revoke_path: &str) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let trace = case.dir.join("trace.jsonl");
+    let trace_arg = trace.display().to_string();
+    let mut seen = String::new();
+    let mut h9 = |args: &[&str]| {
+        let out = case.run(&[&["--trace", trace_arg.as_str()], args].concat());
+        let (o, e) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        seen.push_str(&o);
+        seen.push_str(&e);
+        seen.push_str(&std::fs::read_to_string(&trace).unwrap_or_default());
+        (out.status.code(), o, e)
+    };
+    let (port, store) = (case.srv.port, &case.store);
+    let stats = || case.stats();
+    let needs = "server \"o\" needs a login: run `harness9 mcp login o`";
+
+    let (code, _, err) = h9(&["mcp", "list"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains(needs), "{err}");
+    let (_, out, _) = h9(&["mcp", "list", "--json"]);
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows[0]["status"], "needs login", "{rows}");
+    assert_eq!(rows[0]["login"], "harness9 mcp login o", "{rows}");
+
+    let (code, out, err) = h9(&["mcp", "login", "o"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("Logged in to server \"o\""), "{out}");
+    assert!(out.contains("(refreshable)"), "{out}");
+    let mode = std::fs::metadata(store).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let call = ["mcp", "call", "o", "echo", "--args", r#"{"text":"in"}"#];
+    let (code, out, err) = h9(&call);
+    assert_eq!((code, out.trim_end()), (Some(0), "in"), "{err}");
+    assert_eq!(stats()["refreshes"], 0);
+
+    // The access token's lifetime passes on our side: its stored expiry is moved into the
+    // past (the server would take it for ten more minutes), so the next call must refresh it
+    // before it sends anything.
+    expire_stored_grants(store);
+    let (code, out, err) = h9(&call);
+    assert_eq!((code, out.trim_end()), (Some(0), "in"), "{err}");
+    assert_eq!(stats()["refreshes"], 1, "the expired token was refreshed");
+    assert_eq!(stats()["logins"], 1, "without a new login");
+
+    assert_eq!(plain_http(port, "POST", revoke_path), "revoked");
+    let (code, _, err) = h9(&call);
+    assert_eq!(code, Some(1));
+    assert!(err.contains(needs), "{err}");
+
+    let stored = std::fs::read_to_string(store).unwrap();
+    assert!(stored.contains("\"access_token\": \"at-"), "{stored}");
+    let (code, out, _) = h9(&["mcp", "logout", "o"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("Logged out"), "{out}");
+    for secret in ["at-", "rt-", "code-"] {
+        assert!(!seen.contains(secret), "{secret} leaked: {seen}");
+    }
+}
+
+/// Moves the expiry of every grant in the OAuth store file `store` to a second ago.
+fn expire_stored_grants(store: &std::path::Path) {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(store).unwrap()).unwrap();
+    let past = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - 1;
+    let mut n = 0;
+    for issuers in v["servers"].as_object_mut().unwrap().values_mut() {
+        for grant in issuers.as_object_mut().unwrap().values_mut() {
+            grant["expires_at"] = json!(past);
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no grant in {}", store.display());
+    std::fs::write(store, v.to_string()).unwrap();
+}
