@@ -171,16 +171,18 @@ impl ToolRegistry {
         }
     }
 
-    /// The compiled output schema of a registered tool (compiled once per table).
-    fn validator(
-        &mut self,
-        name: &str,
-        schema: &serde_json::value::RawValue,
-    ) -> Arc<Result<jsonschema::Validator, String>> {
-        self.validators
-            .entry(name.to_owned())
-            .or_insert_with(|| Arc::new(compile_schema(schema.get())))
-            .clone()
+    /// The compiled output schema of a registered MCP tool that declares one (compiled once per
+    /// table; a cached one costs a lookup, no copy of the schema).
+    fn validator(&mut self, name: &str) -> Option<Arc<Result<jsonschema::Validator, String>>> {
+        if let Some(v) = self.validators.get(name) {
+            return Some(v.clone());
+        }
+        let Some(Route::Mcp { def, .. }) = self.routes.get(name) else {
+            return None;
+        };
+        let v = Arc::new(compile_schema(def.output_schema.as_ref()?.get()));
+        self.validators.insert(name.to_owned(), v.clone());
+        Some(v)
     }
 
     /// Sends a resource, prompt or completion request to its server's current actor.
@@ -416,11 +418,7 @@ impl Handler<CallTool> for ToolRegistry {
     type Result = ResponseFuture<Result<CallToolResult, CallError>>;
 
     fn handle(&mut self, msg: CallTool, _ctx: &mut Context<Self>) -> Self::Result {
-        let schema = match self.routes.get(&msg.name) {
-            Some(Route::Mcp { def, .. }) => def.output_schema.clone(),
-            _ => None,
-        };
-        let validator = schema.map(|s| self.validator(&msg.name, &s));
+        let validator = self.validator(&msg.name);
         match self.routes.get(&msg.name) {
             Some(Route::Mcp { server, tool, .. }) => {
                 let Some(table) = self.servers.get(server) else {

@@ -339,17 +339,18 @@ pub fn load(path: &Path, must_exist: bool) -> Result<Config, ConfigError> {
             ),
         });
     }
-    // `.vscode/mcp.json`: the workspace folder is the directory above `.vscode`.
-    let root = match base.file_name() {
-        Some(n) if n == ".vscode" => base.parent().map(Path::to_path_buf).unwrap_or_default(),
-        _ => base.clone(),
-    };
-    let root = if root.as_os_str().is_empty() {
-        std::env::current_dir().unwrap_or_default()
-    } else {
-        root
-    };
+    let root = workspace_root(&base).unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
     parse(&text, &shown, &base, &file_lookup(root, path.to_owned()))
+}
+
+/// The project folder of a config file in `dir` (its directory): `dir` itself, or the folder
+/// above it for VS Code's `.vscode/mcp.json`; `None` for an empty path (the working directory).
+pub fn workspace_root(dir: &Path) -> Option<PathBuf> {
+    let root = match dir.file_name() {
+        Some(n) if n == ".vscode" => dir.parent().unwrap_or(dir),
+        _ => dir,
+    };
+    (!root.as_os_str().is_empty()).then(|| root.to_path_buf())
 }
 
 /// `s` as one POSIX shell word: as is when it holds only plain characters, else single-quoted.

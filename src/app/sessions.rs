@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::trace_file::civil_from_days;
+
 use crate::agent::model::{Block, Message, ResultPart, Role};
 
 /// The variable that names the sessions directory.
@@ -219,20 +221,6 @@ pub fn new_id() -> String {
     )
 }
 
-/// Days since 1970-01-01 to (year, month, day) (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt as _;
     std::fs::OpenOptions::new()
@@ -400,10 +388,19 @@ pub fn load(dir: &Path, id: &str) -> Result<Loaded, String> {
 
 /// The saved sessions of `dir`, newest first (by last write).
 pub fn list(dir: &Path) -> Vec<SessionInfo> {
+    files(dir)
+        .into_iter()
+        .filter_map(|(id, path)| info(&path, id))
+        .collect()
+}
+
+/// The session files of `dir` as (id, path), newest first (by last write; the id breaks
+/// ties), from the directory's metadata alone.
+fn files(dir: &Path) -> Vec<(String, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mut out: Vec<SessionInfo> = entries
+    let mut out: Vec<(std::time::SystemTime, String, PathBuf)> = entries
         .filter_map(Result::ok)
         .filter_map(|e| {
             let path = e.path();
@@ -412,17 +409,35 @@ pub fn list(dir: &Path) -> Vec<SessionInfo> {
                 .to_str()?
                 .strip_suffix(".jsonl")?
                 .to_owned();
-            valid_id(&id).then(|| info(&path, id))?
+            let modified = e.metadata().ok()?.modified().ok()?;
+            valid_id(&id).then_some((modified, id, path))
         })
         .collect();
-    out.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.id.cmp(&a.id)));
-    out
+    out.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
+    out.into_iter().map(|(_, id, path)| (id, path)).collect()
+}
+
+/// The working directory a session file's `meta` line (its first) names.
+fn meta_cwd(path: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let f = std::fs::File::open(path).ok()?;
+    let mut first = String::new();
+    std::io::BufReader::new(f.take(64 * 1024))
+        .read_line(&mut first)
+        .ok()?;
+    match serde_json::from_str::<Line>(&first).ok()? {
+        Line::Meta { cwd, .. } => Some(cwd),
+        _ => None,
+    }
 }
 
 /// The newest session that ran in `cwd`.
 pub fn latest_for(dir: &Path, cwd: &Path) -> Option<SessionInfo> {
     let cwd = cwd.display().to_string();
-    list(dir).into_iter().find(|s| s.cwd == cwd)
+    files(dir)
+        .into_iter()
+        .find(|(_, path)| meta_cwd(path).as_deref() == Some(cwd.as_str()))
+        .and_then(|(id, path)| info(&path, id))
 }
 
 /// Reads what a listing needs: the meta line, the first user text, the message count. Only
@@ -556,8 +571,8 @@ pub fn listing(dir: &Path, max: usize) -> Vec<String> {
 
 /// Deletes all but the newest `keep` session files of `dir`.
 pub fn prune(dir: &Path, keep: usize) {
-    for old in list(dir).into_iter().skip(keep) {
-        let _ = std::fs::remove_file(dir.join(format!("{}.jsonl", old.id)));
+    for (_, path) in files(dir).into_iter().skip(keep) {
+        let _ = std::fs::remove_file(path);
     }
 }
 

@@ -91,12 +91,7 @@ pub(super) fn import(
     let project_root = opts
         .config_path
         .parent()
-        .map(|p| match p.file_name() {
-            Some(n) if n == ".vscode" => p.parent().unwrap_or(p),
-            _ => p,
-        })
-        .filter(|p| !p.as_os_str().is_empty())
-        .map(std::path::Path::to_path_buf)
+        .and_then(crate::app::config::workspace_root)
         .unwrap_or_else(|| root.clone());
     let source = match file {
         Some(f) => f.to_path_buf(),

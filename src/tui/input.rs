@@ -152,6 +152,9 @@ fn history_step(state: &mut State, back: bool) {
     state.cursor = state.input.chars().count();
 }
 
+/// Rows a completion popup shows at most.
+pub(super) const POPUP_MAX: usize = 100;
+
 /// Tab: completes a slash command (an MCP prompt's `/mcp__{server}__{prompt}` too), a tool
 /// name after `/call `, or an `@server:uri` resource mention (its server's resources loaded
 /// first).
@@ -191,42 +194,45 @@ fn complete(state: &mut State) -> Vec<Effect> {
     if let Some(effects) = super::prompts::complete_argument(state) {
         return effects;
     }
-    let (prefix, candidates): (&str, Vec<String>) = if let Some(rest) = input.strip_prefix("/call ")
-    {
-        if rest.contains(' ') {
+    // Each candidate with what the popup shows beside it (a tool's server).
+    let (prefix, candidates): (&str, Vec<(String, String)>) =
+        if let Some(rest) = input.strip_prefix("/call ") {
+            if rest.contains(' ') {
+                return Vec::new();
+            }
+            (
+                rest,
+                state
+                    .tools
+                    .iter()
+                    .filter(|t| t.name.starts_with(rest))
+                    .map(|t| {
+                        let server = t.server.clone().unwrap_or_else(|| "built-in".to_owned());
+                        (t.name.clone(), server)
+                    })
+                    .collect(),
+            )
+        } else if input.starts_with('/') && !input.contains(' ') {
+            (
+                input.as_str(),
+                COMMANDS
+                    .iter()
+                    .map(|(c, _)| *c)
+                    .chain(super::prompts::commands(state))
+                    .filter(|c| c.starts_with(input.as_str()))
+                    .map(|c| (c.to_owned(), String::new()))
+                    .collect(),
+            )
+        } else {
             return Vec::new();
-        }
-        (
-            rest,
-            state
-                .tools
-                .iter()
-                .map(|t| t.name.as_str())
-                .filter(|n| n.starts_with(rest))
-                .map(str::to_owned)
-                .collect(),
-        )
-    } else if input.starts_with('/') && !input.contains(' ') {
-        (
-            input.as_str(),
-            COMMANDS
-                .iter()
-                .map(|(c, _)| *c)
-                .chain(super::prompts::commands(state))
-                .filter(|c| c.starts_with(input.as_str()))
-                .map(str::to_owned)
-                .collect(),
-        )
-    } else {
-        return Vec::new();
-    };
-    let candidates: Vec<&str> = candidates.iter().map(String::as_str).collect();
+        };
+    let names: Vec<&str> = candidates.iter().map(|(n, _)| n.as_str()).collect();
     let head = if input.starts_with("/call ") {
         "/call "
     } else {
         ""
     };
-    match candidates.as_slice() {
+    match names.as_slice() {
         [] => {}
         [one] => {
             state.input = format!("{head}{one} ");
@@ -239,19 +245,7 @@ fn complete(state: &mut State) -> Vec<Effect> {
                 // Commands: the `/` menu above the input already lists them.
             } else {
                 // Tool names: a popup over the transcript until the next key.
-                state.popup = Some(
-                    many.iter()
-                        .map(|n| {
-                            let server = state
-                                .tools
-                                .iter()
-                                .find(|t| t.name == *n)
-                                .and_then(|t| t.server.clone())
-                                .unwrap_or_else(|| "built-in".to_owned());
-                            ((*n).to_owned(), server)
-                        })
-                        .collect(),
-                );
+                state.popup = Some(candidates.into_iter().take(POPUP_MAX).collect());
             }
         }
     }

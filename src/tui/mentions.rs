@@ -9,7 +9,7 @@ use harness9_actors::messages::ServerStatus;
 use harness9_actors::protocol::types::ReadResourceResult;
 
 use super::state::{Effect, Entry, State};
-use crate::agent::builtins::resources::{contents_text, IMAGE_TYPES};
+use crate::agent::builtins::resources::contents_text;
 use crate::agent::model::Block;
 
 /// Mentions read for one prompt at most.
@@ -25,7 +25,7 @@ fn attachable(c: &harness9_actors::protocol::types::ResourceContents) -> bool {
         && c.blob.as_ref().is_some_and(|b| b.len() <= MAX_IMAGE)
         && c.mime_type
             .as_deref()
-            .is_some_and(|m| IMAGE_TYPES.contains(&m))
+            .is_some_and(|m| crate::agent::model::model_image_type(m).is_some())
 }
 
 /// The images of `reads` that follow the prompt's text (see [`attach`]).
@@ -175,7 +175,7 @@ pub(super) fn completed(
         many => {
             state.popup = Some(
                 many.iter()
-                    .take(100)
+                    .take(super::input::POPUP_MAX)
                     .map(|v| (format!("{head}{v}{tail}"), String::new()))
                     .collect(),
             )

@@ -12,7 +12,7 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
 use super::state::{update, Event, State};
-use super::view::{mcp_bar, view};
+use super::view::{mcp_bar_with, view};
 
 pub(crate) fn connected(tools: usize, ms: u64) -> ServerState {
     ServerState {
@@ -140,7 +140,7 @@ pub(crate) fn bar_text(servers: Vec<(&str, ServerState)>, width: u16) -> String 
         .into_iter()
         .map(|(n, s)| (n.to_owned(), s))
         .collect();
-    let line = mcp_bar(&Arc::new(snap), width);
+    let line = mcp_bar_with(&Arc::new(snap), &[], width);
     assert!(
         line.width() <= width as usize,
         "bar wider than {width}: {line}"

@@ -118,13 +118,8 @@ pub(super) fn status_symbol(status: &ServerStatus) -> (&'static str, Color, Stri
     }
 }
 
-/// `[MCP] a ● 2 tools │ b ✗ failed`, cut to `width` with a count of the servers left out; never
-/// wider than `width`.
-pub fn mcp_bar(servers: &StatusSnapshot, width: u16) -> Line<'static> {
-    mcp_bar_with(servers, &[], width)
-}
-
-/// [`mcp_bar`], with the config's disabled servers after the others, dim.
+/// `[MCP] a ● 2 tools │ b ✗ failed`, the config's disabled servers after the others, dim; cut to
+/// `width` with a count of the servers left out, never wider.
 pub fn mcp_bar_with(servers: &StatusSnapshot, disabled: &[String], width: u16) -> Line<'static> {
     let width = width as usize;
     let mut spans = vec![Span::styled("[MCP]", Style::new().bold())];

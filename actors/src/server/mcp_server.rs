@@ -85,8 +85,6 @@ pub struct McpServer {
     died_probing: bool,
     /// A request failed for want of an OAuth login (reported with the exit).
     needs_login: bool,
-    /// Stateless era: a `subscriptions/listen` request is open.
-    listening: bool,
     /// The wait before the next listen, doubled after each one that ends.
     listen_wait: Duration,
     /// The re-list a tool list's `ttlMs` asked for.
@@ -183,7 +181,6 @@ impl McpServer {
             era_hint: None,
             died_probing: false,
             needs_login: false,
-            listening: false,
             listen_wait: Duration::from_secs(1),
             ttl_timer: None,
             exit_reason: None,

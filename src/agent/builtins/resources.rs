@@ -15,8 +15,6 @@ use harness9_actors::protocol::types::Tool;
 
 /// Resources and templates `list_mcp_resources` shows at most, over all servers.
 const MAX_LISTED: usize = 500;
-/// Image types the model takes (the others are summarised).
-pub const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
 /// One line about binary contents: its type and decoded size.
 pub fn blob_summary(mime: Option<&str>, base64: &str) -> String {
@@ -253,7 +251,7 @@ async fn read(registry: &Addr<ToolRegistry>, server: &str, uri: &str) -> CallToo
             }),
             (None, Some(b)) => {
                 let mime = c.mime_type.unwrap_or_default();
-                if IMAGE_TYPES.contains(&mime.as_str()) {
+                if crate::agent::model::model_image_type(&mime).is_some() {
                     content.push(ContentBlock::Image {
                         data: b,
                         mime_type: mime,

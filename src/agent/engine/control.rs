@@ -106,11 +106,8 @@ impl Handler<DisableTools> for Engine {
     type Result = ();
 
     fn handle(&mut self, msg: DisableTools, _ctx: &mut Context<Self>) {
-        // A fresh cache: the next turn's definitions leave the disabled tools out.
-        self.tool_cache = ToolCache {
-            disabled: Arc::new(msg.0),
-            ..ToolCache::default()
-        };
+        // The next turn's cache is built anew, its definitions without these tools.
+        self.disabled = Arc::new(msg.0);
     }
 }
 

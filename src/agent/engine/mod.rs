@@ -328,6 +328,8 @@ pub struct Engine {
     conversation: Vec<Message>,
     running: Option<CancellationToken>,
     tool_cache: ToolCache,
+    /// Tools the user turned off for this session (`/tools off`); a turn's cache follows it.
+    disabled: Arc<std::collections::BTreeSet<String>>,
     /// Where finished turns are saved (`None`: not saved).
     log: Option<crate::app::sessions::SessionFile>,
     /// Input tokens of the last model request (the context in use).
@@ -344,6 +346,7 @@ impl Engine {
             conversation: Vec::new(),
             running: None,
             tool_cache: ToolCache::default(),
+            disabled: Arc::default(),
             log: None,
             last_input: 0,
         }
@@ -359,6 +362,19 @@ impl Engine {
         self.log = Some(log);
         self.conversation = conversation;
         self
+    }
+
+    /// The tool cache for a turn: a fresh one when the disabled tools changed since it was
+    /// built (a change during a turn takes effect at the next).
+    fn take_cache(&mut self) -> ToolCache {
+        let cache = std::mem::take(&mut self.tool_cache);
+        if cache.disabled == self.disabled {
+            return cache;
+        }
+        ToolCache {
+            disabled: self.disabled.clone(),
+            ..ToolCache::default()
+        }
     }
 
     fn save(&mut self, new: &[Message]) {
@@ -406,7 +422,7 @@ impl Handler<RunTurn> for Engine {
                 provider: self.provider.clone(),
                 registry: self.registry.clone(),
                 config: self.config.clone(),
-                cache: std::mem::take(&mut self.tool_cache),
+                cache: self.take_cache(),
                 messages: std::mem::take(&mut self.conversation),
                 cancel,
                 events: events.clone(),

@@ -91,6 +91,29 @@ pub(super) fn worth_summarizing(earlier: &[Message]) -> bool {
     earlier.len() >= 2 && !only_a_summary
 }
 
+/// What every compaction of a turn does besides replacing messages: its request counts in the
+/// turn's tokens, the context in use becomes the summary's size, and the front end hears why.
+async fn after_compaction(
+    events: &mpsc::Sender<TurnEvent>,
+    cancel: &CancellationToken,
+    usage: &mut Usage,
+    last_input: &mut u64,
+    c: compact::Compacted,
+    reason: String,
+) {
+    usage.add(&c.usage);
+    *last_input = c.tokens_after as u64;
+    emit(
+        events,
+        cancel,
+        EngineEvent::Compacted {
+            reason,
+            compacted: c,
+        },
+    )
+    .await;
+}
+
 /// Whether the last request used `compact_at` of the model's window.
 fn near_the_end(config: &EngineConfig, last_input: u64) -> bool {
     config.context_window.is_some_and(|w| {
@@ -120,21 +143,11 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
         match compact_prefix(&provider, &config, &mut messages, upto, &cancel).await {
             Ok(c) => {
                 compacted = true;
-                usage.add(&c.usage);
-                last_input = c.tokens_after as u64;
                 let reason = format!(
                     "the last request used {last_input} of {} tokens",
                     config.context_window.unwrap_or(0)
                 );
-                emit(
-                    &events,
-                    &cancel,
-                    EngineEvent::Compacted {
-                        reason,
-                        compacted: c,
-                    },
-                )
-                .await;
+                after_compaction(&events, &cancel, &mut usage, &mut last_input, c, reason).await;
             }
             Err(e) => tracing::warn!("automatic compaction failed: {e}"),
         }
@@ -180,13 +193,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
                 Some(Ok(c)) => {
                     compacted = true;
                     before = 2;
-                    usage.add(&c.usage);
-                    last_input = c.tokens_after as u64;
-                    let ev = EngineEvent::Compacted {
-                        reason: why,
-                        compacted: c,
-                    };
-                    emit(&events, &cancel, ev).await;
+                    after_compaction(&events, &cancel, &mut usage, &mut last_input, c, why).await;
                 }
                 Some(Err(ModelError::Cancelled)) => {
                     return cancelled(messages, before, cache, last_input, compacted);
@@ -256,13 +263,9 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
                         Some(Ok(c)) => {
                             compacted = true;
                             before = 2;
-                            usage.add(&c.usage);
                             let reason = format!("the model refused the request: {e}");
-                            let ev = EngineEvent::Compacted {
-                                reason,
-                                compacted: c,
-                            };
-                            emit(&events, &cancel, ev).await;
+                            let (u, l) = (&mut usage, &mut last_input);
+                            after_compaction(&events, &cancel, u, l, c, reason).await;
                             step -= 1;
                             continue;
                         }

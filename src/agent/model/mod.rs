@@ -36,5 +36,8 @@ pub use types::{
     ResultPart, Role, StopReason, StreamEvent, ToolDef, Usage,
 };
 
+/// Which image types models take: resources and prompts check with it before sending one.
+pub(crate) use wire::model_image_type;
+
 /// Re-exported for the engine, which cuts argument text with it in its error results.
 pub(crate) use harness9_actors::net::truncate_chars;

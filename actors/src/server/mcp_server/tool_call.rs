@@ -276,7 +276,7 @@ impl Handler<CallServerTool> for McpServer {
         let stateless = self.stateless().is_some();
         // Who answers the server's questions in the middle of the call: a stateless
         // `input_required` round's, or a `-32042` URL elicitation's (either era).
-        let answerer = Some(self.answerer());
+        let by = self.answerer();
         // Kept for a retry (an `input_required` round, a re-issue, a URL elicitation's).
         let progress = msg.progress.clone();
         let mut round = self.call_round(&tool, msg.arguments.as_ref(), msg.progress, None);
@@ -338,10 +338,6 @@ impl Handler<CallServerTool> for McpServer {
                     Err(RoundError::Reply(ReplyError::Rpc(obj)))
                         if obj.code == URL_ELICITATION_REQUIRED && url_retries == 0 =>
                     {
-                        let Some(by) = answerer.as_ref() else {
-                            let e = RoundError::Reply(ReplyError::Rpc(obj));
-                            return Err(e.into_call_error(server, tool, timeout));
-                        };
                         url_retries += 1;
                         let started = tokio::time::Instant::now();
                         let accepted = tokio::select! {
@@ -349,7 +345,7 @@ impl Handler<CallServerTool> for McpServer {
                             _ = cancel.cancelled() => {
                                 return Err(CallError::Cancelled { server, tool });
                             }
-                            ok = open_pages(&obj, by) => ok,
+                            ok = open_pages(&obj, &by) => ok,
                         };
                         deadline += started.elapsed();
                         if !accepted {
@@ -400,9 +396,6 @@ impl Handler<CallServerTool> for McpServer {
                                 tool: tool.clone(),
                                 detail: e.to_string(),
                             })?;
-                        let Some(by) = answerer.as_ref() else {
-                            return Ok(result);
-                        };
                         // A person may be asked: each question is bounded by `ASK_TIMEOUT`,
                         // the whole by the call's cancellation, and the time it took does not
                         // count toward the call's timeout.
@@ -412,7 +405,7 @@ impl Handler<CallServerTool> for McpServer {
                             _ = cancel.cancelled() => {
                                 return Err(CallError::Cancelled { server, tool });
                             }
-                            extra = answers(interim, by) => extra,
+                            extra = answers(interim, &by) => extra,
                         };
                         deadline += started.elapsed();
                         carried = Some(extra.clone());

@@ -101,7 +101,7 @@ impl McpServer {
 
     /// Opens `subscriptions/listen` for list changes and resource updates (stateless era only).
     pub(super) fn listen(&mut self, ctx: &mut Context<Self>) {
-        if self.closing || !self.connected || self.writer.is_none() || self.listening {
+        if self.closing || !self.connected || self.writer.is_none() || self.listen_id.is_some() {
             return;
         }
         let Some(version) = self.stateless() else {
@@ -114,7 +114,6 @@ impl McpServer {
         let params = self.client.stamp(Some(filter), version);
         let line = jsonrpc::request_line(id, "subscriptions/listen", Some(&params));
         let (rx, backlog) = self.request("subscriptions/listen", line, id);
-        self.listening = true;
         self.listen_id = Some(id);
         let fut = async move {
             if let Some(b) = backlog {
@@ -125,7 +124,6 @@ impl McpServer {
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
             if act.listen_id == Some(id) {
                 act.listen_id = None;
-                act.listening = false;
             }
             if act.closing || !act.connected {
                 return;
@@ -151,7 +149,6 @@ impl McpServer {
     /// opened with the new filter.
     pub(super) fn listen_again(&mut self, ctx: &mut Context<Self>) {
         if let Some(id) = self.listen_id.take() {
-            self.listening = false;
             ctx.notify(super::requests::CancelRequest {
                 id,
                 reason: "the subscriptions changed",
@@ -169,13 +166,13 @@ impl McpServer {
         let Some(ms) = ttl_ms.filter(|ms| *ms > 0) else {
             return;
         };
-        if self.listening || self.closing {
+        if self.listen_id.is_some() || self.closing {
             return;
         }
         let ttl = Duration::from_millis(ms).clamp(MIN_TTL, MAX_TTL);
         self.ttl_timer = Some(ctx.run_later(ttl, |act, ctx| {
             act.ttl_timer = None;
-            if !act.listening {
+            if act.listen_id.is_none() {
                 act.relist(ctx);
             }
         }));
