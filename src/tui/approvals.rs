@@ -20,7 +20,7 @@ pub struct Approval {
     pub key: u64,
     /// The tool.
     pub name: String,
-    /// Its arguments, as JSON text.
+    /// Its arguments, as JSON text (pretty-printed once queued).
     pub args: String,
     /// The model's id of the call (its transcript line shows `waiting for you`).
     pub call: Option<String>,
@@ -59,8 +59,24 @@ fn pretty(args: &str) -> String {
         .unwrap_or_else(|| args.to_owned())
 }
 
-/// A new question: answered at once for a tool the user allowed for the session, else queued.
-pub(super) fn asked(state: &mut State, a: Approval) -> Vec<Effect> {
+/// The argument rows of the box at `width`: the pretty-printed lines, each wrapped.
+fn arg_rows(args: &str, width: usize) -> Vec<Line<'static>> {
+    let mut rows = Vec::new();
+    for line in args.lines() {
+        wrap(&clean(line), width, DIM, "  ", &mut rows);
+    }
+    rows
+}
+
+/// The box's inner width on a terminal `cols` wide.
+fn box_width(cols: u16) -> usize {
+    cols.saturating_sub(2).max(1) as usize
+}
+
+/// A new question: answered at once for a tool the user allowed for the session, else queued
+/// (its arguments pretty-printed once, for every frame that draws them).
+pub(super) fn asked(state: &mut State, mut a: Approval) -> Vec<Effect> {
+    a.args = pretty(&a.args);
     if state.always_allowed.contains(&a.name) {
         return vec![Effect::Answer {
             key: a.key,
@@ -80,8 +96,10 @@ pub(super) fn approval_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         KeyCode::Char('n') | KeyCode::Esc => (false, false),
         KeyCode::Char('a') => (true, true),
         KeyCode::Up | KeyCode::Char('k') | KeyCode::Down | KeyCode::Char('j') => {
+            // The rows the box draws: wrapped at its width, as `draw_approval` does.
+            let width = box_width(state.size.0);
             if let Some(first) = state.approvals.front_mut() {
-                let rows = pretty(&first.args).lines().count();
+                let rows = arg_rows(&first.args, width).len();
                 first.scroll = if matches!(key.code, KeyCode::Up | KeyCode::Char('k')) {
                     first.scroll.saturating_sub(1)
                 } else {
@@ -138,7 +156,7 @@ pub(super) fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
     let Some(a) = state.approvals.front() else {
         return;
     };
-    let width = main.width.saturating_sub(2).max(1) as usize;
+    let width = box_width(main.width);
     let mut lines = vec![Line::from(vec![
         Span::styled(clean_line(&a.name).into_owned(), Style::new().bold()),
         Span::styled(
@@ -149,10 +167,7 @@ pub(super) fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
             DIM,
         ),
     ])];
-    let mut args = Vec::new();
-    for line in pretty(&a.args).lines() {
-        wrap(&clean(line), width, DIM, "  ", &mut args);
-    }
+    let args = arg_rows(&a.args, width);
     let total = args.len();
     let start = a.scroll.min(total.saturating_sub(ARG_ROWS));
     lines.extend(args.into_iter().skip(start).take(ARG_ROWS));
@@ -193,6 +208,29 @@ mod tests {
     use crate::tui::state::{update, Event};
     use crate::tui::test_support::{key_event as key, typed};
     use crossterm::event::KeyModifiers;
+
+    /// One long argument line wraps into many rows: ↓ scrolls through them (it counted the
+    /// pretty-printed lines, one here, and stayed at the top).
+    #[test]
+    fn a_long_argument_line_scrolls_by_its_wrapped_rows() {
+        let mut s = State::new("x".into(), Some("m".into()), String::new());
+        s.size = (80, 30);
+        let args = serde_json::json!({ "content": "word ".repeat(400) }).to_string();
+        update(
+            &mut s,
+            Event::ApprovalAsked(Approval {
+                key: 1,
+                name: "write_file".into(),
+                args,
+                call: None,
+                scroll: 0,
+            }),
+        );
+        for _ in 0..3 {
+            update(&mut s, key(KeyCode::Down));
+        }
+        assert_eq!(s.approvals.front().map(|a| a.scroll), Some(3));
+    }
 
     #[test]
     fn tool_questions_queue_and_take_yes_no_always_and_ctrl_c() {
