@@ -16,6 +16,7 @@ pub mod messages;
 pub mod naming;
 pub mod net;
 pub mod oauth;
+pub mod opener;
 pub mod protocol;
 pub mod registry;
 pub mod server;

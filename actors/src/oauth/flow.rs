@@ -413,36 +413,6 @@ pub async fn refresh(client: &awc::Client, grant: &Grant) -> Result<Grant, Strin
     Ok(g)
 }
 
-/// Opens `url` in the user's browser: `browser` (its words, the URL appended), else the
-/// program in `$BROWSER` the same way, else `xdg-open` (`open` on macOS). Not waited for.
-pub fn open_browser(url: &str, browser: Option<&str>) -> Result<(), String> {
-    let browser = browser
-        .map(str::to_owned)
-        .or_else(|| std::env::var("BROWSER").ok())
-        .filter(|b| !b.trim().is_empty());
-    let (program, args): (String, Vec<String>) = match &browser {
-        Some(b) => {
-            let mut words = b.split_whitespace().map(str::to_owned);
-            let p = words.next().unwrap_or_default();
-            (p, words.collect())
-        }
-        None if cfg!(target_os = "macos") => ("open".to_owned(), Vec::new()),
-        None => ("xdg-open".to_owned(), Vec::new()),
-    };
-    let mut child = tokio::process::Command::new(&program)
-        .args(args)
-        .arg(url)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start the browser {program:?}: {e}"))?;
-    actix_rt::spawn(async move {
-        let _ = child.wait().await;
-    });
-    Ok(())
-}
-
 /// Waits on `listener` for the browser's redirect to `/callback`; answers it with a short page.
 async fn wait_redirect(listener: &tokio::net::TcpListener) -> Result<Callback, String> {
     loop {
@@ -634,8 +604,8 @@ pub async fn login_with_paste(
         scopes: &scopes,
     });
     show(&url);
-    if let Err(e) = open_browser(&url, spec.browser.as_deref()) {
-        tracing::warn!(target: "mcp", "{e}; open the login URL by hand");
+    if let Err(e) = crate::opener::open(url.as_ref(), spec.browser.as_deref(), true) {
+        tracing::warn!(target: "mcp", "cannot start the browser: {e}; open the login URL by hand");
     }
     let from_paste = async {
         let Some(rx) = pasted else {

@@ -82,41 +82,10 @@ impl Tui {
     }
 }
 
-/// Hands `target` (a file, or a URL the user said yes to) to the system opener (`xdg-open`,
-/// `open` on macOS; for a URL `$BROWSER` first, as the OAuth login does), in a session of its
-/// own which the exit sweep spares (a GUI program it starts may outlive harness9); tokio reaps
-/// it. The opener's name, or why it could not start.
+/// Hands `target` (a file, or a URL the user said yes to) to the system opener; for a URL
+/// `$BROWSER` first, as the OAuth login does. The opener's name, or why it could not start.
 pub(super) fn spawn_opener(target: &std::ffi::OsStr, url: bool) -> Result<String, String> {
-    let browser = url
-        .then(|| std::env::var("BROWSER").ok())
-        .flatten()
-        .filter(|b| !b.trim().is_empty());
-    let (program, args): (String, Vec<String>) = match &browser {
-        Some(b) => {
-            let mut words = b.split_whitespace().map(str::to_owned);
-            (words.next().unwrap_or_default(), words.collect())
-        }
-        None if cfg!(target_os = "macos") => ("open".to_owned(), Vec::new()),
-        None => ("xdg-open".to_owned(), Vec::new()),
-    };
-    let mut cmd = tokio::process::Command::new(&program);
-    cmd.args(args)
-        .arg(target)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    // SAFETY: setsid is async-signal-safe and touches no memory.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    let child = cmd.spawn().map_err(|e| format!("{program}: {e}"))?;
-    if let Some(pid) = child.id() {
-        harness9_actors::server::spare_session(pid as i32);
-    }
-    Ok(program)
+    harness9_actors::opener::open(target, None, url)
 }
 
 /// Whether `program` is an executable file in a directory of `$PATH`.
