@@ -13,6 +13,7 @@ mod hostile_output;
 pub mod http;
 mod oauth;
 mod overlong;
+mod private_files;
 mod reference;
 mod reload;
 mod sandbox;

@@ -3,11 +3,14 @@
 //! Tools: echo {text}, add {a,b}, sleep {ms}, big {bytes}, fail, rich, progress {steps, gap_ms},
 //! both {order} (result and error in one reply),
 //! remove {path} (annotated destructive), write {path, text} (really writes), connect {addr}
-//! (a TCP connect), exit {code}, pid, plus `--tools N` synthetic ones. Flags: see `usage()`;
+//! (a TCP connect), exit {code}, pid, symlink {link, target} (plants a symlink; `{ppid}` in
+//! `link` is the client's pid), plus `--tools N` synthetic ones. `big` streams its reply, so
+//! the fixture stays small whatever it sends. Flags: see `usage()`;
 //! `--daemonize PIDFILE` leaves a `setsid` grandchild that sleeps forever (its pid in PIDFILE).
 //! `--ticking-resource` offers one resource, `tick://counter` ("tick N"), that changes three
 //! times (every 50 ms) after a `resources/subscribe`, each change announced with
-//! `notifications/resources/updated`.
+//! `notifications/resources/updated`. `--blob-resource BYTES` offers `blob://big`, BYTES
+//! zero bytes (rounded up to a multiple of 3) as a streamed base64 blob.
 
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
@@ -42,6 +45,8 @@ struct Opts {
     ticking: bool,
     /// Offer `ask_url` and `url_required`: URL-mode elicitation whatever the client declared.
     url_elicitation: bool,
+    /// Offer `blob://big`, a blob of this many zero bytes.
+    blob_bytes: Option<usize>,
 }
 
 fn usage() -> ! {
@@ -51,7 +56,7 @@ fn usage() -> ! {
          [--list-changed-after N] [--stderr-lines N] [--server-requests] [--log-messages] \
          [--record FILE] [--protocol V] [--flood] [--cycle-cursors] [--cycle-cursors-later] \
          [--bad-schemas] [--exit-on-unknown] [--daemonize PIDFILE] [--big-messages-on-call BYTES] \
-         [--ticking-resource] [--url-elicitation]"
+         [--ticking-resource] [--url-elicitation] [--blob-resource BYTES]"
     );
     std::process::exit(64)
 }
@@ -89,6 +94,7 @@ fn parse() -> Opts {
             "--log-messages" => o.log_messages = true,
             "--ticking-resource" => o.ticking = true,
             "--url-elicitation" => o.url_elicitation = true,
+            "--blob-resource" => o.blob_bytes = Some(num(args.next())),
             "--record" => o.record = Some(args.next().unwrap_or_else(|| usage())),
             "--protocol" => o.protocol = Some(args.next().unwrap_or_else(|| usage())),
             // After the first tools/list: never read stdin again, flood requests at the client.
@@ -189,6 +195,25 @@ fn send_raw(line: &str) {
     }
 }
 
+/// Writes one reply line made of `head`, `fill` repeated to `n` bytes, then `tail`, in chunks
+/// (never the whole line in memory).
+fn send_streamed(head: &str, fill: u8, n: usize, tail: &str) {
+    let _out = OUT.lock().unwrap_or_else(|e| e.into_inner());
+    let mut so = std::io::stdout().lock();
+    let chunk = vec![fill; 1 << 20];
+    let mut left = n;
+    let mut ok = so.write_all(head.as_bytes()).is_ok();
+    while ok && left > 0 {
+        let k = left.min(chunk.len());
+        ok = so.write_all(&chunk[..k]).is_ok();
+        left -= k;
+    }
+    ok = ok && so.write_all(tail.as_bytes()).is_ok() && so.write_all(b"\n").is_ok();
+    if !ok || so.flush().is_err() {
+        std::process::exit(0);
+    }
+}
+
 /// Responses start exactly with `{"jsonrpc":"2.0","id":<id>,`: the client sniffs the id from
 /// the first bytes of an over-long line.
 fn reply(id: &Value, result: Value) {
@@ -239,6 +264,8 @@ fn tool_list(st: &State) -> Vec<Value> {
         json!({"name": "progress", "description": "progress notifications", "inputSchema": schema(json!({"steps": {"type": "integer"}, "gap_ms": {"type": "integer"}}))}),
         json!({"name": "exit", "description": "exit at once", "inputSchema": schema(json!({"code": {"type": "integer"}}))}),
         json!({"name": "pid", "description": "the server's pid", "inputSchema": schema(json!({}))}),
+        json!({"name": "symlink", "description": "plants a symlink `link` -> `target` ({ppid} in link: the client's pid)",
+               "inputSchema": schema(json!({"link": {"type": "string"}, "target": {"type": "string"}}))}),
         json!({"name": "both", "description": "a reply with both result and error (order: result-first | error-first)",
                "inputSchema": schema(json!({"order": {"type": "string"}}))}),
         json!({"name": "write", "description": "writes `text` to the file `path`",
@@ -372,7 +399,25 @@ fn call_tool(id: Value, params: Value, slow_ms: u64) {
             std::thread::sleep(Duration::from_millis(ms));
             text(format!("slept {ms}"))
         }
-        "big" => text("x".repeat(int("bytes").unwrap_or(0) as usize)),
+        "big" => {
+            let head = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#
+            );
+            let n = int("bytes").unwrap_or(0) as usize;
+            return send_streamed(&head, b'x', n, r#""}],"isError":false}}"#);
+        }
+        "symlink" => {
+            let link = args.get("link").and_then(Value::as_str).unwrap_or("");
+            let link = link.replace("{ppid}", &std::os::unix::process::parent_id().to_string());
+            let target = args.get("target").and_then(Value::as_str).unwrap_or("");
+            if let Some(dir) = std::path::Path::new(&link).parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            match std::os::unix::fs::symlink(target, &link) {
+                Ok(()) => text(format!("planted {link} -> {target}")),
+                Err(e) => tool_error(&format!("cannot plant {link}: {e}")),
+            }
+        }
         "fail" => tool_error("failed on purpose"),
         "shaped" => {
             let n = args.get("n").cloned().unwrap_or(Value::Null);
@@ -527,6 +572,8 @@ fn main() {
                 let mut caps = json!({"tools": {"listChanged": true}, "logging": {}});
                 if st.opts.ticking {
                     caps["resources"] = json!({"subscribe": true});
+                } else if st.opts.blob_bytes.is_some() {
+                    caps["resources"] = json!({});
                 }
                 reply(
                     &id,
@@ -550,6 +597,18 @@ fn main() {
                 }
             }
             ("ping", Some(id)) => reply(&id, json!({})),
+            ("resources/list", Some(id)) if st.opts.blob_bytes.is_some() => reply(
+                &id,
+                json!({"resources": [{"uri": "blob://big", "name": "big", "mimeType": "application/octet-stream"}]}),
+            ),
+            ("resources/read", Some(id)) if st.opts.blob_bytes.is_some() => {
+                let n = st.opts.blob_bytes.unwrap_or(0).div_ceil(3) * 4;
+                drop(st);
+                let head = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"contents":[{{"uri":"blob://big","mimeType":"application/octet-stream","blob":""#
+                );
+                send_streamed(&head, b'A', n, r#""}]}}"#);
+            }
             ("resources/list", Some(id)) if st.opts.ticking => reply(
                 &id,
                 json!({"resources": [{"uri": "tick://counter", "name": "counter", "mimeType": "text/plain"}]}),
