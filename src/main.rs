@@ -18,6 +18,8 @@ const EXIT_GRACE: Duration = Duration::from_millis(500);
 fn end_children() {
     kill_all_groups();
     end_descendants(EXIT_GRACE);
+    // The session's private directory (cut results, saved blobs) goes with the session.
+    harness9::app::private_fs::remove_session_dirs();
 }
 
 /// Where the interactive session logs: `$HARNESS9_LOG`, else

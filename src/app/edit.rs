@@ -116,55 +116,32 @@ pub fn remove_server(text: &str, name: &str) -> Result<String, String> {
     Ok(format!("{}{}", &text[..from], &text[to..]))
 }
 
-/// Writes `text` to `path` atomically: a temp file beside it, then a rename (its permissions
-/// kept when it existed).
+/// Writes `text` to `path` atomically: a new temp file beside it (exclusive, random name, see
+/// [`super::private_fs::replace_with`]), then a rename; its permissions kept when it existed
+/// (else 0644, as an editor makes a config file).
 pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    std::fs::create_dir_all(&dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "mcp.json".to_owned());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
+    if !dir.exists() {
+        super::private_fs::private_dir(&dir)?;
     }
-    if let Ok(meta) = std::fs::metadata(path) {
-        let _ = std::fs::set_permissions(&tmp, meta.permissions());
-    }
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    let mode = std::fs::metadata(path)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o644);
+    super::private_fs::replace_with(path, mode, |f| f.write_all(text.as_bytes()))
 }
 
-/// Writes `body` and a newline to `path` as a private file (0600 from its creation): a temp
-/// file beside it, then a rename. The approvals and the OAuth store are written this way.
+/// Writes `body` and a newline to `path` as a private file (0600 from its creation, in a
+/// directory only we can write to; see [`super::private_fs::write_private`]). The approvals,
+/// the OAuth store and the input store are written this way.
 pub fn write_private(path: &Path, body: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut tmp = path.to_path_buf().into_os_string();
-    tmp.push(format!(".{}.tmp", std::process::id()));
-    let tmp = std::path::PathBuf::from(tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    f.write_all(body)?;
-    f.write_all(b"\n")?;
-    drop(f);
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    let mut all = Vec::with_capacity(body.len() + 1);
+    all.extend_from_slice(body);
+    all.push(b'\n');
+    super::private_fs::write_private(path, &all)
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The interactive session's log file, capped: past [`MAX_BYTES`] it is rotated to `<name>.1`
-//! (one old file kept), so logging can never fill the disk; what it writes is sanitized.
+//! (one old file kept), so logging can never fill the disk; what it writes is sanitized. The
+//! file is private (0600, never opened through a symlink).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -20,9 +21,12 @@ impl CappedLog {
     /// Opens (appends to) `path`, rotating at `max` bytes.
     pub fn open(path: &Path, max: u64) -> io::Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
+            if !dir.exists() {
+                crate::app::private_fs::private_dir(dir)?;
+            }
         }
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        // 0600, never through a symlink.
+        let file = crate::app::private_fs::open_append(path)?;
         let written = file.metadata().map(|m| m.len()).unwrap_or(0);
         Ok(Self {
             path: path.to_owned(),
@@ -36,10 +40,7 @@ impl CappedLog {
         let mut old = self.path.clone().into_os_string();
         old.push(".1");
         std::fs::rename(&self.path, &old)?;
-        self.file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
+        self.file = crate::app::private_fs::open_append(&self.path)?;
         self.written = 0;
         Ok(())
     }

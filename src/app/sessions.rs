@@ -222,12 +222,7 @@ pub fn new_id() -> String {
 }
 
 fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
+    crate::app::private_fs::open_append(path)
 }
 
 /// A session id is a file stem we wrote: nothing that could leave the directory.
@@ -245,7 +240,8 @@ impl SessionFile {
         create_private_dir(dir)?;
         let id = new_id();
         let path = dir.join(format!("{id}.jsonl"));
-        let file = open_append(&path)
+        // A new file, created exclusively (0600, never through a symlink).
+        let file = crate::app::private_fs::create_new(&path)
             .map_err(|e| format!("cannot create the session file {}: {e}", path.display()))?;
         let mut s = SessionFile { id, path, file };
         s.write(&Line::Meta {

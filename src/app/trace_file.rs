@@ -136,7 +136,8 @@ pub fn open_watched(
     mut secrets_rx: tokio::sync::watch::Receiver<Vec<String>>,
 ) -> anyhow::Result<(WireTap, std::thread::JoinHandle<()>)> {
     use anyhow::Context as _;
-    let file = std::fs::File::create(path)
+    // 0600 (the wire carries what servers and the user send), never through a symlink.
+    let file = crate::app::private_fs::create_truncate(path)
         .with_context(|| format!("cannot create trace file {}", path.display()))?;
     let (tx, mut rx) = harness9_actors::trace::tap_channel();
     let handle = std::thread::Builder::new()

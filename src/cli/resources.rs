@@ -7,7 +7,6 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
-use base64::Engine as _;
 use harness9_actors::messages::{
     Complete, CompletionRef, GetPrompt, ListPrompts, ListResourceTemplates, ListResources,
     ReadResource, ServerStatus, StatusSnapshot,
@@ -101,20 +100,37 @@ pub async fn read(
     };
     let result = read_once().await?;
     if let Some(path) = out {
-        let mut bytes = Vec::new();
-        for c in &result.contents {
-            match (&c.text, &c.blob) {
-                (Some(t), _) => bytes.extend_from_slice(t.as_bytes()),
-                (None, Some(b)) => bytes.extend(
-                    base64::engine::general_purpose::STANDARD
-                        .decode(b.trim())
-                        .with_context(|| format!("the blob of {uri} is not valid base64"))?,
-                ),
-                _ => {}
+        use std::io::Write as _;
+        // Written piece by piece (a blob decoded as it goes) to a new private temp file, then
+        // renamed over `path`: nothing is written through a symlink there.
+        let mut problem = None;
+        let mut written = 0u64;
+        crate::app::private_fs::replace_with(path, 0o600, |f| {
+            let mut w = std::io::BufWriter::new(&mut *f);
+            for c in &result.contents {
+                match (&c.text, &c.blob) {
+                    (Some(t), _) => w.write_all(t.as_bytes())?,
+                    (None, Some(b)) => {
+                        if let Err(e) =
+                            crate::agent::builtins::resources::decode_base64_into(b.trim(), &mut w)
+                        {
+                            problem = Some(e.clone());
+                            return Err(std::io::Error::other(e));
+                        }
+                    }
+                    _ => {}
+                }
             }
-        }
-        std::fs::write(path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
-        say!("wrote {} bytes to {}", bytes.len(), path.display());
+            w.flush()?;
+            drop(w);
+            written = f.metadata()?.len();
+            Ok(())
+        })
+        .map_err(|e| match problem.take() {
+            Some(p) => anyhow::anyhow!("the blob of {uri}: {p}"),
+            None => anyhow::anyhow!("cannot write {}: {e}", path.display()),
+        })?;
+        say!("wrote {written} bytes to {}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
     if watch == 0 {

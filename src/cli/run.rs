@@ -139,11 +139,12 @@ impl Printer {
                 is_error,
                 elapsed,
                 output,
+                output_bytes,
                 spilled,
             } => {
                 let shown: String = output.chars().take(2000).collect();
                 json!({"event": "tool_result", "t_ms": t, "id": id, "name": name, "is_error": is_error,
-                       "ms": ms(elapsed), "output": shown, "output_bytes": output.len(),
+                       "ms": ms(elapsed), "output": shown, "output_bytes": output_bytes,
                        "spilled_to": spilled.map(|p| p.display().to_string())})
             }
         };

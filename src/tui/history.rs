@@ -41,11 +41,11 @@ pub fn load(path: &Path) -> Vec<String> {
         .lines()
         .filter_map(|l| serde_json::from_str::<String>(l).ok())
         .collect();
-    let lines = text.lines().count();
+    let count = text.lines().count();
     entries.drain(..entries.len().saturating_sub(KEEP));
-    if lines > 2 * KEEP {
-        let tmp = path.with_extension("jsonl.tmp");
-        let written = write_new(&tmp, &entries).and_then(|()| std::fs::rename(&tmp, path));
+    if count > 2 * KEEP {
+        let written =
+            crate::app::private_fs::replace_with(path, 0o600, |f| f.write_all(&lines(&entries)));
         if let Err(e) = written {
             tracing::warn!(path = %path.display(), error = %e, "cannot compact the input history");
         }
@@ -55,26 +55,13 @@ pub fn load(path: &Path) -> Vec<String> {
 
 /// Appends `entries` to `path`, creating it (and its directory) private.
 pub fn append(path: &Path, entries: &[String]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.exists() {
+            crate::app::private_fs::private_dir(dir)?;
+        }
     }
-    let mut f = open(path, false)?;
+    let mut f = crate::app::private_fs::open_append(path)?;
     f.write_all(&lines(entries))
-}
-
-fn write_new(path: &Path, entries: &[String]) -> std::io::Result<()> {
-    open(path, true)?.write_all(&lines(entries))
-}
-
-fn open(path: &Path, truncate: bool) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(!truncate)
-        .write(true)
-        .truncate(truncate)
-        .mode(0o600)
-        .open(path)
 }
 
 fn lines(entries: &[String]) -> Vec<u8> {

@@ -421,6 +421,7 @@ fn a_model_turn_streams_text_and_folds_tool_calls() {
             is_error: false,
             elapsed: Duration::from_millis(6),
             output: "Echo: hi".into(),
+            output_bytes: 8,
             spilled: None,
         }),
     );

@@ -512,6 +512,7 @@ fn a_result_that_does_not_match_its_output_schema_says_so() {
             is_error: false,
             elapsed: Duration::from_millis(9),
             output: result.text(),
+            output_bytes: 0,
             spilled: None,
         }),
     );

@@ -29,8 +29,11 @@ fn setup(tag: &str, args: &[&str]) -> PathBuf {
     let config = json!({"mcpServers": {"f": f}}).to_string();
     std::fs::write(dir.join(".mcp.json"), config).unwrap();
     std::fs::write(dir.join("outside.txt"), "keep").unwrap();
-    std::fs::set_permissions(dir.join("outside.txt"), std::fs::Permissions::from_mode(0o644))
-        .unwrap();
+    std::fs::set_permissions(
+        dir.join("outside.txt"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
     dir
 }
 
@@ -65,7 +68,11 @@ fn assert_outside_untouched(dir: &Path) {
         "keep",
         "harness9 wrote through the planted symlink"
     );
-    assert_eq!(mode(&outside), 0o644, "harness9 chmodded the symlink's target");
+    assert_eq!(
+        mode(&outside),
+        0o644,
+        "harness9 chmodded the symlink's target"
+    );
 }
 
 /// What is left under `dir/tmp` that harness9 made (`harness9-*`).
@@ -182,7 +189,11 @@ fn a_planted_symlink_at_the_spill_path_is_not_followed() {
     assert_eq!(mode(&spilled), 0o600, "{}", spilled.display());
     let session_dir = spilled.parent().unwrap();
     assert_eq!(mode(session_dir), 0o700, "{}", session_dir.display());
-    assert!(session_dir.starts_with(dir.join("tmp")), "{}", spilled.display());
+    assert!(
+        session_dir.starts_with(dir.join("tmp")),
+        "{}",
+        spilled.display()
+    );
     assert_eq!(run.wait(), Some(0));
     assert_outside_untouched(&dir);
     assert!(!spilled.exists(), "the spill file outlived the session");
@@ -197,7 +208,10 @@ fn a_planted_symlink_at_the_spill_path_is_not_followed() {
 fn a_planted_symlink_at_the_blob_temp_name_is_not_followed() {
     let dir = setup("blob-link", &["--blob-resource", "3000"]);
     let outside = dir.join("outside.txt").display().to_string();
-    let base = format!("{}/harness9-results/resource-{{ppid}}-0-big", dir.join("tmp").display());
+    let base = format!(
+        "{}/harness9-results/resource-{{ppid}}-0-big",
+        dir.join("tmp").display()
+    );
     let model = Model::start(
         "blob-link",
         json!({"steps": [
@@ -254,9 +268,19 @@ fn spills_are_capped_per_session_and_removed_even_when_interrupted() {
     assert!(spilled.exists());
     let second = run.event("tool_result", "t2");
     assert!(second["spilled_to"].is_null(), "{second}");
-    let output = second["output"].as_str().unwrap_or_default();
-    assert!(output.contains("output cut"), "{second}");
     assert_eq!(second["output_bytes"], 300_000, "{second}");
+    // The model is told the result was cut and why nothing was saved.
+    assert!(
+        poll_until(LIMIT, Duration::from_millis(20), || model.requests().len()
+            == 3),
+        "no third model request"
+    );
+    let told = model.requests()[2]["body"]["messages"].to_string();
+    assert!(
+        told.contains("output cut") && told.contains("HARNESS9_SPILL_MAX"),
+        "{}",
+        &told[told.len().saturating_sub(600)..]
+    );
     let session_dir = spilled.parent().unwrap().to_owned();
     let total: u64 = std::fs::read_dir(&session_dir)
         .unwrap()
@@ -277,7 +301,10 @@ fn spills_are_capped_per_session_and_removed_even_when_interrupted() {
 #[test]
 fn the_trace_file_is_private_and_never_written_through_a_symlink() {
     let dir = setup("trace-mode", &[]);
-    let model = Model::start("trace-mode", json!({"steps": [{"text": "done"}, {"text": "done"}]}));
+    let model = Model::start(
+        "trace-mode",
+        json!({"steps": [{"text": "done"}, {"text": "done"}]}),
+    );
     let trace = dir.join("trace.jsonl");
     let trace_s = trace.display().to_string();
     let out = output_within(
@@ -289,7 +316,11 @@ fn the_trace_file_is_private_and_never_written_through_a_symlink() {
         None,
         LIMIT,
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(mode(&trace), 0o600);
     assert!(std::fs::metadata(&trace).unwrap().len() > 0);
 
@@ -307,7 +338,10 @@ fn the_trace_file_is_private_and_never_written_through_a_symlink() {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
-    assert!(err.contains("symlink") && err.contains("linked.jsonl"), "{err}");
+    assert!(
+        err.contains("symlink") && err.contains("linked.jsonl"),
+        "{err}"
+    );
     assert_outside_untouched(&dir);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -325,7 +359,9 @@ fn the_tui_log_file_is_private() {
         tui.screen()
     );
     assert_eq!(mode(&log), 0o600);
+    tui.wait_for("the first frame", LIMIT, |s| !s.trim().is_empty());
     tui.send_keys(&["C-c"]);
     tui.send_keys(&["C-c"]);
-    let _ = tui.exit_code();
+    assert_eq!(tui.exit_code(), 0);
+    assert_eq!(mode(&log), 0o600);
 }

@@ -100,38 +100,63 @@ fn text(t: String, is_error: bool) -> CallToolResult {
     }
 }
 
-/// Where `read_mcp_resource` saves binary contents it cannot show (beside the tool results
-/// cut for the model).
-fn blobs_dir() -> std::path::PathBuf {
-    std::env::temp_dir().join("harness9-results")
-}
-
-/// Saves a resource's base64 `blob`, decoded, as a private file named after `uri`; its path.
+/// Saves a resource's base64 `blob`, decoded piece by piece, as a new private file in the
+/// session's directory under the temp dir (beside the tool results cut for the model; see
+/// [`crate::app::private_fs`]), named after `uri`, within the session's spill cap; its path.
 fn save_blob(uri: &str, blob: &str) -> Result<std::path::PathBuf, String> {
-    use base64::Engine as _;
-    static SAVED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(blob.trim())
-        .map_err(|e| format!("its contents are not valid base64 ({e})"))?;
-    let tail: String = uri
+    use crate::app::private_fs;
+    let blob = blob.trim();
+    let size = (blob.len() / 4 * 3) as u64;
+    if !private_fs::reserve_spill(size) {
+        return Err(format!(
+            "this session already saved its cap of files (HARNESS9_SPILL_MAX, {} bytes)",
+            private_fs::spill_cap()
+        ));
+    }
+    let tail = uri
         .rsplit(['/', ':'])
         .find(|s| !s.is_empty())
-        .unwrap_or("blob")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' {
-                c
-            } else {
-                '_'
+        .unwrap_or("blob");
+    let base = std::env::temp_dir();
+    let saved = private_fs::new_session_file(&base, "resource", tail)
+        .map_err(|e| format!("cannot save it under {}: {e}", base.display()))
+        .and_then(|(path, file)| match decode_into(blob, file) {
+            Ok(()) => Ok(path),
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                Err(e)
             }
-        })
-        .take(60)
-        .collect();
-    let n = SAVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = blobs_dir().join(format!("resource-{}-{n}-{tail}", std::process::id()));
-    crate::app::edit::write_private(&path, &bytes)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    Ok(path)
+        });
+    if saved.is_err() {
+        private_fs::release_spill(size);
+    }
+    saved
+}
+
+/// Decodes base64 `blob` into `file` a piece at a time (never the whole decoded blob in
+/// memory).
+fn decode_into(blob: &str, file: std::fs::File) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut out = std::io::BufWriter::new(file);
+    decode_base64_into(blob, &mut out)?;
+    out.flush().map_err(|e| format!("cannot write it: {e}"))
+}
+
+/// Decodes base64 `blob` into `out` 48 KiB at a time; a message names what went wrong.
+pub fn decode_base64_into(blob: &str, out: &mut impl std::io::Write) -> Result<(), String> {
+    use base64::Engine as _;
+    // A multiple of 4 base64 characters decodes on its own.
+    const PIECE: usize = 64 * 1024;
+    let mut buf = Vec::with_capacity(PIECE / 4 * 3);
+    for piece in blob.as_bytes().chunks(PIECE) {
+        buf.clear();
+        base64::engine::general_purpose::STANDARD
+            .decode_vec(piece, &mut buf)
+            .map_err(|e| format!("its contents are not valid base64 ({e})"))?;
+        out.write_all(&buf)
+            .map_err(|e| format!("cannot write it: {e}"))?;
+    }
+    Ok(())
 }
 
 fn str_arg<'a>(args: &'a Option<Value>, key: &str) -> Option<&'a str> {

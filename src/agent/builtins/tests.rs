@@ -629,3 +629,22 @@ async fn calls_route_through_the_tool_registry() {
     .await
     .expect("test timed out");
 }
+
+#[test]
+fn a_cut_result_is_read_back_with_read_file_from_its_private_file() {
+    use crate::agent::engine::output::apply_budget;
+    use crate::agent::model::ResultPart;
+    let base = std::env::temp_dir().join(format!(
+        "h9-spill-read-{}",
+        crate::app::private_fs::random_hex(4).unwrap()
+    ));
+    let big: String = (0..5000).map(|i| format!("line {i}\n")).collect();
+    let (_, path) = apply_budget(vec![ResultPart::Text(big)], 100, &base, "mcp__x__big");
+    let path = path.expect("spilled");
+    let read = files::read_file(Path::new("/"), &path.display().to_string(), 4000, 2).unwrap();
+    assert!(
+        read.contains("line 3999") && read.contains("line 4000"),
+        "{read}"
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}

@@ -3,6 +3,7 @@
 //! the call through the registry, its progress and result on the turn's stream.
 
 use super::*;
+use harness9_actors::protocol::types::ContentBlock;
 
 /// The connected servers' `instructions` by server name, as the registry shares them.
 type Instructions = Arc<Vec<(String, Arc<str>)>>;
@@ -235,20 +236,43 @@ pub(super) async fn run_tool(
         }
     };
     let elapsed = started.elapsed();
-    let (parts, text, is_error) = match outcome {
+    let budget_bytes = ctx.config.output_budget_tokens.saturating_mul(4);
+    // A big result is moved into the model's parts (never copied), written to its spill file
+    // from there and cut; only what the model gets stays in memory.
+    let (parts, small_text, is_error) = match outcome {
         Ok(r) => {
-            let (parts, text) = output::from_result(&r);
-            (parts, text, r.is_error)
+            let is_error = r.is_error;
+            let small = r
+                .content
+                .iter()
+                .map(|b| match b {
+                    ContentBlock::Text { text } => text.len(),
+                    ContentBlock::Resource { resource } => {
+                        resource.text.as_ref().map_or(0, String::len)
+                    }
+                    _ => 0,
+                })
+                .sum::<usize>()
+                <= budget_bytes;
+            let text = small.then(|| r.text());
+            (output::from_result(r), text, is_error)
         }
-        Err(text) => (vec![ResultPart::Text(text.clone())], text, true),
+        Err(text) => (vec![ResultPart::Text(text.clone())], Some(text), true),
     };
+    let output_bytes = output::text_bytes(&parts);
     let (parts, spilled) = output::apply_budget(
         parts,
-        &text,
         ctx.config.output_budget_tokens,
         &ctx.config.spill_dir,
         &name,
     );
+    let (text, output_bytes) = match small_text {
+        Some(t) if output_bytes <= budget_bytes => {
+            let n = t.len();
+            (t, n)
+        }
+        _ => (output::joined_text(&parts), output_bytes),
+    };
     emit(
         &ctx.events,
         &cancel,
@@ -258,6 +282,7 @@ pub(super) async fn run_tool(
             is_error,
             elapsed,
             output: text,
+            output_bytes,
             spilled,
         },
     )

@@ -216,8 +216,11 @@ pub enum EngineEvent {
         is_error: bool,
         /// From the call's start to its result.
         elapsed: Duration,
-        /// The full text of the result (or the error).
+        /// The text of the result (or the error); of a result cut for the model, what the model
+        /// got (the whole is in `spilled`).
         output: String,
+        /// The size of the whole result's text.
+        output_bytes: usize,
         /// Where the whole result was written when it was cut for the model.
         spilled: Option<PathBuf>,
     },

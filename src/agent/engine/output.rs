@@ -3,7 +3,6 @@
 //! note, while the whole of it is written to a file the model is told about.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use harness9_actors::protocol::render::human_bytes;
 use harness9_actors::protocol::types::{CallToolResult, ContentBlock};
@@ -30,8 +29,8 @@ pub struct ModelResult {
 }
 
 /// Converts a call's result: text blocks joined, images kept as images, everything else rendered
-/// as text.
-pub fn from_result(r: &CallToolResult) -> (Vec<ResultPart>, String) {
+/// as text. Takes the result by value, so a big text block is moved, never copied.
+pub fn from_result(r: CallToolResult) -> Vec<ResultPart> {
     let mut parts = Vec::new();
     let mut text = String::new();
     let flush = |text: &mut String, parts: &mut Vec<ResultPart>| {
@@ -39,18 +38,18 @@ pub fn from_result(r: &CallToolResult) -> (Vec<ResultPart>, String) {
             parts.push(ResultPart::Text(std::mem::take(text)));
         }
     };
-    for block in &r.content {
+    let note = r.schema_note();
+    let empty = r.content.is_empty();
+    for block in r.content {
         match block {
             ContentBlock::Image { data, mime_type } => {
                 flush(&mut text, &mut parts);
-                parts.push(ResultPart::Image {
-                    mime_type: mime_type.clone(),
-                    data: data.clone(),
-                });
+                parts.push(ResultPart::Image { mime_type, data });
             }
+            ContentBlock::Text { text: t } if text.is_empty() => text = t,
             other => {
                 let single = CallToolResult {
-                    content: vec![other.clone()],
+                    content: vec![other],
                     structured_content: None,
                     is_error: false,
                     result_type: None,
@@ -63,55 +62,99 @@ pub fn from_result(r: &CallToolResult) -> (Vec<ResultPart>, String) {
             }
         }
     }
-    if r.content.is_empty() {
+    if empty {
         if let Some(s) = &r.structured_content {
             text.push_str(&s.to_string());
         }
     }
     // A structuredContent that does not match the outputSchema: the model is told.
-    if let Some(note) = r.schema_note() {
+    if let Some(note) = note {
         if !text.is_empty() {
             text.push('\n');
         }
         text.push_str(&note);
     }
     flush(&mut text, &mut parts);
-    (parts, r.text())
+    parts
 }
 
-static SPILLS: AtomicUsize = AtomicUsize::new(0);
-
-/// Applies the budget (in estimated tokens) to a result's text parts. Over the budget, the text
-/// is cut at a char boundary, the whole text is written under `spill_dir`, and a note tells the
-/// model both facts.
-pub fn apply_budget(
-    mut parts: Vec<ResultPart>,
-    full_text: &str,
-    budget_tokens: usize,
-    spill_dir: &Path,
-    tool: &str,
-) -> (Vec<ResultPart>, Option<PathBuf>) {
-    let text_bytes: usize = parts
+/// The bytes of text in `parts`.
+pub fn text_bytes(parts: &[ResultPart]) -> usize {
+    parts
         .iter()
         .map(|p| match p {
             ResultPart::Text(t) => t.len(),
             _ => 0,
         })
-        .sum();
+        .sum()
+}
+
+/// The text parts of `parts`, one after the other (a newline between two).
+pub fn joined_text(parts: &[ResultPart]) -> String {
+    let texts: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| match p {
+            ResultPart::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n")
+}
+
+/// Writes the text parts to a new private file in the session directory under `spill_dir`
+/// (see [`crate::app::private_fs`]), within the session's spill cap; its path.
+fn spill(
+    parts: &[ResultPart],
+    bytes: usize,
+    spill_dir: &Path,
+    tool: &str,
+) -> Result<PathBuf, String> {
+    use crate::app::private_fs;
+    use std::io::Write as _;
+    if !private_fs::reserve_spill(bytes as u64) {
+        return Err(format!(
+            "this session already saved {} of cut results, its cap (HARNESS9_SPILL_MAX)",
+            human_bytes(usize::try_from(private_fs::spill_cap()).unwrap_or(usize::MAX))
+        ));
+    }
+    let written = (|| {
+        let (path, file) =
+            private_fs::new_session_file(spill_dir, "result", &format!("{tool}.txt"))?;
+        let mut out = std::io::BufWriter::new(file);
+        let mut first = true;
+        for p in parts {
+            if let ResultPart::Text(t) = p {
+                if !first {
+                    out.write_all(b"\n")?;
+                }
+                first = false;
+                out.write_all(t.as_bytes())?;
+            }
+        }
+        out.flush()?;
+        Ok::<_, std::io::Error>(path)
+    })();
+    written.map_err(|e| {
+        private_fs::release_spill(bytes as u64);
+        format!("it could not be saved under {}: {e}", spill_dir.display())
+    })
+}
+
+/// Applies the budget (in estimated tokens) to a result's text parts. Over the budget, the whole
+/// text is written to a private file in the session's directory under `spill_dir`, the text is
+/// cut at a char boundary, and a note tells the model both facts (or why nothing was saved).
+pub fn apply_budget(
+    mut parts: Vec<ResultPart>,
+    budget_tokens: usize,
+    spill_dir: &Path,
+    tool: &str,
+) -> (Vec<ResultPart>, Option<PathBuf>) {
+    let text_bytes = text_bytes(&parts);
     let budget_bytes = budget_tokens.saturating_mul(BYTES_PER_TOKEN);
     if text_bytes <= budget_bytes {
         return (parts, None);
     }
-    let n = SPILLS.fetch_add(1, Ordering::Relaxed);
-    let safe: String = tool
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .take(60)
-        .collect();
-    let path = spill_dir.join(format!("{}-{n}-{safe}.txt", std::process::id()));
-    let written = std::fs::create_dir_all(spill_dir)
-        .and_then(|_| std::fs::write(&path, full_text))
-        .map(|_| path.clone());
+    let written = spill(&parts, text_bytes, spill_dir, tool);
     let mut left = budget_bytes;
     for p in parts.iter_mut() {
         if let ResultPart::Text(t) = p {
@@ -123,6 +166,8 @@ pub fn apply_budget(
                     cut -= 1;
                 }
                 t.truncate(cut);
+                // The rest is in the file: give its memory back now.
+                t.shrink_to_fit();
                 left = 0;
             }
         }
@@ -137,10 +182,9 @@ pub fn apply_budget(
             path.display()
         ),
         Err(e) => format!(
-            "{CUT_NOTE_HEAD}the result is {}, over the budget of {budget_tokens} tokens; the first {} are above. It could not be saved to {}: {e}]",
+            "{CUT_NOTE_HEAD}the result is {}, over the budget of {budget_tokens} tokens; the first {} are above; the rest is lost: {e}]",
             human_bytes(text_bytes),
             human_bytes(budget_bytes),
-            spill_dir.display()
         ),
     };
     parts.push(ResultPart::Text(note));
@@ -168,7 +212,8 @@ mod tests {
             result_type: None,
             schema_error: None,
         };
-        let (parts, text) = from_result(&r);
+        let text = r.text();
+        let parts = from_result(r);
         assert_eq!(
             parts,
             vec![
@@ -189,7 +234,6 @@ mod tests {
         let big = "é".repeat(5000); // 10,000 bytes
         let (parts, path) = apply_budget(
             vec![ResultPart::Text(big.clone())],
-            &big,
             1000,
             &dir,
             "mcp__x__big",
@@ -205,7 +249,7 @@ mod tests {
         };
         assert!(note.contains(&path.display().to_string()), "{note}");
         assert!(note.contains("budget of 1000 tokens"), "{note}");
-        let (small, none) = apply_budget(vec![ResultPart::Text("x".into())], "x", 1000, &dir, "t");
+        let (small, none) = apply_budget(vec![ResultPart::Text("x".into())], 1000, &dir, "t");
         assert_eq!((small.len(), none), (1, None));
         let _ = std::fs::remove_dir_all(dir);
     }

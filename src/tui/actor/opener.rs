@@ -11,7 +11,10 @@ impl Tui {
         let path = self.config_path.clone();
         if !path.exists() {
             let skeleton = "{\n  \"mcpServers\": {\n  }\n}\n";
-            if let Err(e) = std::fs::write(&path, skeleton) {
+            // Created exclusively (never through a symlink planted there).
+            let created = crate::app::private_fs::create_new(&path)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, skeleton.as_bytes()));
+            if let Err(e) = created {
                 self.notice(true, format!("cannot create {}: {e}", path.display()), ctx);
                 return;
             }
