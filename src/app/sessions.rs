@@ -294,18 +294,14 @@ impl SessionFile {
     }
 }
 
+/// Creates `dir` 0700 when missing; refuses one that is not ours or that others can write to.
 fn create_private_dir(dir: &Path) -> Result<(), String> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| {
-            format!(
-                "cannot create the sessions directory {}: {e}",
-                dir.display()
-            )
-        })
+    crate::app::private_fs::private_dir(dir).map_err(|e| {
+        format!(
+            "cannot create the sessions directory {}: {e}",
+            dir.display()
+        )
+    })
 }
 
 /// A loaded session: its file (open for appending) and the conversation.

@@ -474,7 +474,8 @@ pub struct RunArgs {
     /// Model calls before giving up [default: max_steps of harness9.toml, 50].
     #[arg(long, value_name = "N")]
     pub max_steps: Option<u32>,
-    /// Where cut tool results are saved whole [default: the temp dir's harness9-results].
+    /// Under which directory the session's private directory for cut tool results goes
+    /// (created 0700, removed at the end) [default: the temp dir].
     #[arg(long, value_name = "DIR")]
     pub spill_dir: Option<PathBuf>,
     /// How long the first model request waits for servers still starting; those that connect

@@ -52,7 +52,8 @@ pub struct EngineConfig {
     pub max_steps: u32,
     /// A tool result over this many (estimated) tokens is cut for the model.
     pub output_budget_tokens: usize,
-    /// Where whole cut results are written.
+    /// Under which directory the session's private directory for whole cut results is made
+    /// (see `app::private_fs::session_dir`).
     pub spill_dir: PathBuf,
     /// The system prompt.
     pub system: Option<String>,
@@ -66,13 +67,13 @@ pub struct EngineConfig {
 const MAX_INSTRUCTIONS: usize = 32 * 1024;
 
 impl EngineConfig {
-    /// `max_steps` model calls a turn, a budget of `output_budget_tokens`, spills under the
-    /// temp dir's `harness9-results`, and the built-in system prompt.
+    /// `max_steps` model calls a turn, a budget of `output_budget_tokens`, spills in the
+    /// session's private directory under the temp dir, and the built-in system prompt.
     pub fn new(max_steps: u32, output_budget_tokens: usize) -> Self {
         Self {
             max_steps,
             output_budget_tokens,
-            spill_dir: std::env::temp_dir().join("harness9-results"),
+            spill_dir: std::env::temp_dir(),
             system: Some(SYSTEM_PROMPT.to_owned()),
             context_window: None,
             compact_at: 0.8,
