@@ -55,7 +55,7 @@ fn check_private_dir(path: &Path) -> io::Result<()> {
 }
 
 /// Makes `path` (and missing parents) a directory to keep files in: what is missing is created
-/// 0700; then it must be a directory owned by us that no one else can write to. An existing
+/// 0700; then it must be a directory owned by us that not every user can write to. An existing
 /// directory of the user's (a symlink to one included: dotfile setups) is used as it is, never
 /// chmodded; the files in it are 0600.
 pub fn private_dir(path: &Path) -> io::Result<()> {
@@ -73,8 +73,9 @@ pub fn private_dir(path: &Path) -> io::Result<()> {
     if meta.uid() != euid() {
         return refuse("is owned by another user");
     }
-    if meta.mode() & 0o022 != 0 {
-        return refuse("can be written by other users");
+    // Group-writable is fine: with user private groups (umask 002) the group is the user's.
+    if meta.mode() & 0o002 != 0 {
+        return refuse("can be written by every user");
     }
     Ok(())
 }
