@@ -308,8 +308,10 @@ pub fn release_spill(bytes: u64) {
     });
 }
 
-/// A new private file in this session's directory under `base`, named `<prefix>-<n>-<tail>`
-/// (exclusive, never through a symlink). Its path and the open file.
+/// A new private file in this session's directory under `base`, named
+/// `<prefix>-<n>-<random>-<tail>` (exclusive, never through a symlink; the random part so that
+/// even someone who can list the directory cannot take a future name first). Its path and the
+/// open file.
 pub fn new_session_file(base: &Path, prefix: &str, tail: &str) -> io::Result<(PathBuf, File)> {
     static N: AtomicU64 = AtomicU64::new(0);
     let dir = session_dir(base)?;
@@ -325,7 +327,7 @@ pub fn new_session_file(base: &Path, prefix: &str, tail: &str) -> io::Result<(Pa
         })
         .take(60)
         .collect();
-    let path = dir.join(format!("{prefix}-{n}-{safe}"));
+    let path = dir.join(format!("{prefix}-{n}-{}-{safe}", random_hex(4)?));
     let f = create_new(&path)?;
     Ok((path, f))
 }

@@ -1413,7 +1413,10 @@ fn the_model_sees_server_instructions_reads_resources_and_hears_of_schema_mismat
         .unwrap_or_else(|| panic!("no path in {r2}"));
     // In the session's private directory, gone with the session (its contents while the
     // session runs: tests/suite/private_files.rs).
-    assert!(path.contains("/harness9-") && path.contains("resource-"), "{path}");
+    assert!(
+        path.contains("/harness9-") && path.contains("resource-"),
+        "{path}"
+    );
     assert!(!Path::new(path).exists(), "{path} outlived the session");
     assert!(
         text("l1").contains("server everything:")
