@@ -619,6 +619,7 @@ fn build(
                     "clientMetadataUrl",
                     o.and_then(|o| o.client_metadata_url.as_ref()),
                 )?,
+                allow_origins: o.map(|o| o.allow_origins.clone()).unwrap_or_default(),
             };
             if let Some(s) = &config.client_secret {
                 secrets.push(s.clone());
