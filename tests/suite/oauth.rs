@@ -426,7 +426,10 @@ fn a_challenge_cannot_send_discovery_to_another_origin() {
 #[test]
 fn authorization_servers_at_link_local_or_private_addresses_are_refused() {
     for (as_url, why) in [
-        ("http://169.254.169.254/", "link-local address 169.254.169.254"),
+        (
+            "http://169.254.169.254/",
+            "link-local address 169.254.169.254",
+        ),
         ("https://[fe80::1]:8443/", "link-local address fe80::1"),
         ("http://10.1.2.3:8080/", "private address 10.1.2.3"),
     ] {
@@ -460,7 +463,10 @@ fn a_redirect_from_the_token_endpoint_is_not_followed() {
         "{err}"
     );
     let got = received(&record);
-    assert!(!got.contains("code_verifier") && !got.contains("code-"), "{got}");
+    assert!(
+        !got.contains("code_verifier") && !got.contains("code-"),
+        "{got}"
+    );
     assert_eq!(got, "", "the other origin was contacted");
 }
 
@@ -536,16 +542,12 @@ fn tokens_that_cannot_be_sent_in_a_header_are_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(
-        err.contains("issued an access token with the character '\\r'")
-            && err.contains("not kept"),
+        err.contains("issued an access token with the character '\\r'") && err.contains("not kept"),
         "{err}"
     );
     assert!(!received(&case.store).contains("X-Injected"));
 
-    let case = OAuthCase::fixture(
-        "esc",
-        &["--bad-token", "esc", "--bad-token-on", "refresh"],
-    );
+    let case = OAuthCase::fixture("esc", &["--bad-token", "esc", "--bad-token-on", "refresh"]);
     assert!(case.run(&["mcp", "login", "o"]).status.success());
     assert_eq!(plain_http(case.srv.port, "POST", "/expire-all"), "expired");
     expire_stored_grants(&case.store);

@@ -157,17 +157,23 @@ impl Guard {
 }
 
 /// The addresses `host` resolves to, with their kinds (an IP literal as itself).
-async fn resolve(host: &str, port: u16) -> Result<Vec<(std::net::IpAddr, parse::AddrKind)>, String> {
+async fn resolve(
+    host: &str,
+    port: u16,
+) -> Result<Vec<(std::net::IpAddr, parse::AddrKind)>, String> {
     if let Ok(ip) = host.parse::<std::net::IpAddr>() {
         return Ok(vec![(ip, parse::addr_kind(ip))]);
     }
     let found = tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((host, port)))
         .await
-        .map_err(|_| format!("resolving {host} took longer than {} s", RESOLVE_TIMEOUT.as_secs()))?
+        .map_err(|_| {
+            format!(
+                "resolving {host} took longer than {} s",
+                RESOLVE_TIMEOUT.as_secs()
+            )
+        })?
         .map_err(|e| format!("cannot resolve {host}: {e}"))?;
-    let out: Vec<_> = found
-        .map(|a| (a.ip(), parse::addr_kind(a.ip())))
-        .collect();
+    let out: Vec<_> = found.map(|a| (a.ip(), parse::addr_kind(a.ip()))).collect();
     if out.is_empty() {
         return Err(format!("{host} resolves to no address"));
     }
@@ -247,40 +253,36 @@ async fn get_json<T: serde::de::DeserializeOwned>(
     for _ in 0..=MAX_METADATA_REDIRECTS {
         guard.check(&at, "the metadata URL").await?;
         let hop = at.clone();
-        let got = bounded(
-            REQUEST_TIMEOUT,
-            || format!("fetching {hop}"),
-            async {
-                let mut resp = client
-                    .get(&hop)
-                    .insert_header(("Accept", "application/json"))
-                    .send()
-                    .await
-                    .map_err(|e| format!("cannot fetch {hop}: {e}"))?;
-                let status = resp.status();
-                if status.is_redirection() {
-                    let to = resp
-                        .headers()
-                        .get("location")
-                        .and_then(|v| v.to_str().ok())
-                        .map(|l| resolve_location(&hop, l))
-                        .ok_or_else(|| format!("{hop} answered HTTP {status} without a Location"))?;
-                    return Ok(Err(to));
-                }
-                if status.is_client_error() {
-                    return Ok(Ok(None));
-                }
-                if !status.is_success() {
-                    return Err(format!("{hop} answered HTTP {status}"));
-                }
-                let body = resp
-                    .body()
-                    .limit(BODY_LIMIT)
-                    .await
-                    .map_err(|e| format!("reading {hop} failed: {e}"))?;
-                Ok(Ok(Some(body)))
-            },
-        )
+        let got = bounded(REQUEST_TIMEOUT, || format!("fetching {hop}"), async {
+            let mut resp = client
+                .get(&hop)
+                .insert_header(("Accept", "application/json"))
+                .send()
+                .await
+                .map_err(|e| format!("cannot fetch {hop}: {e}"))?;
+            let status = resp.status();
+            if status.is_redirection() {
+                let to = resp
+                    .headers()
+                    .get("location")
+                    .and_then(|v| v.to_str().ok())
+                    .map(|l| resolve_location(&hop, l))
+                    .ok_or_else(|| format!("{hop} answered HTTP {status} without a Location"))?;
+                return Ok(Err(to));
+            }
+            if status.is_client_error() {
+                return Ok(Ok(None));
+            }
+            if !status.is_success() {
+                return Err(format!("{hop} answered HTTP {status}"));
+            }
+            let body = resp
+                .body()
+                .limit(BODY_LIMIT)
+                .await
+                .map_err(|e| format!("reading {hop} failed: {e}"))?;
+            Ok(Ok(Some(body)))
+        })
         .await?;
         match got {
             Ok(None) => return Ok(None),
@@ -984,6 +986,28 @@ mod tests {
     fn ports_of_redirects() {
         assert_eq!(redirect_port("http://127.0.0.1:4242/callback"), Some(4242));
         assert_eq!(redirect_port("http://localhost/callback"), None);
+    }
+
+    #[test]
+    fn lifetimes_have_a_floor() {
+        let v = |j: &str| serde_json::from_str::<serde_json::Value>(j).unwrap();
+        assert_eq!(lifetime(Some(&v("0"))), Some(MIN_TOKEN_LIFETIME_SECS));
+        assert_eq!(lifetime(Some(&v("-5"))), Some(MIN_TOKEN_LIFETIME_SECS));
+        assert_eq!(lifetime(Some(&v("3600"))), Some(3600));
+        assert_eq!(lifetime(Some(&v("\"120\""))), Some(120));
+        assert_eq!(lifetime(Some(&v("1e30"))), Some(u64::MAX));
+        assert_eq!(lifetime(Some(&v("null"))), None);
+        assert_eq!(lifetime(None), None);
+    }
+
+    #[test]
+    fn locations_resolve_against_their_url() {
+        assert_eq!(resolve_location("http://h:1/a/b", "/c"), "http://h:1/c");
+        assert_eq!(resolve_location("http://h:1/a/b", "c"), "http://h:1/a/c");
+        assert_eq!(
+            resolve_location("http://h:1/a", "https://x/y"),
+            "https://x/y"
+        );
     }
 
     #[test]

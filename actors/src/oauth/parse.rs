@@ -271,10 +271,9 @@ pub fn refresh_token_problem(token: &str) -> Option<String> {
             token.len()
         ));
     }
-    token
-        .chars()
-        .find(|c| !(' '..='~').contains(c))
-        .map(|c| format!("a refresh token with the character {c:?} (RFC 6749 allows printable ASCII only)"))
+    token.chars().find(|c| !(' '..='~').contains(c)).map(|c| {
+        format!("a refresh token with the character {c:?} (RFC 6749 allows printable ASCII only)")
+    })
 }
 
 /// What kind of address an authorization-related URL reaches, for [`address_allowed`].
@@ -364,7 +363,10 @@ pub fn origin_of(url: &str) -> Option<(String, String, u16)> {
     let port = uri
         .port_u16()
         .unwrap_or(if scheme == "https" { 443 } else { 80 });
-    let bare = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+    let bare = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
     Some((format!("{scheme}://{host}:{port}"), bare, port))
 }
 
@@ -579,6 +581,79 @@ mod tests {
             choose_scopes(&s(&["x"]), Some("y"), None, &[], None),
             s(&["x", "y"])
         );
+    }
+
+    #[test]
+    fn scopes_and_tokens_are_checked() {
+        assert!(valid_scope("mcp:tools-basic") && valid_scope("a!#[]~"));
+        for bad in ["", "a\"b", "a\\b", "é", "a b", "\u{1b}x"] {
+            assert!(!valid_scope(bad), "{bad:?}");
+        }
+        assert!(!valid_scope(&"x".repeat(MAX_SCOPE_LEN + 1)));
+        let many: String = (0..40).map(|i| format!("s{i} ")).collect();
+        assert_eq!(scope_tokens(&many).len(), MAX_SCOPES);
+        assert_eq!(scope_tokens("a a  b c\"d"), ["a", "b"]);
+        let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let held: Vec<String> = (0..20).map(|i| format!("h{i}")).collect();
+        assert_eq!(
+            choose_scopes(&[], Some("w"), None, &held, None).len(),
+            MAX_SCOPES
+        );
+        assert_eq!(
+            choose_scopes(&s(&["ok", "n\"o"]), None, None, &[], None),
+            s(&["ok"])
+        );
+
+        assert_eq!(access_token_problem("eyJhbGc.iOi-_~+/x=="), None);
+        for bad in ["", "===", "a b", "a\r\nX: 1", "a\u{1b}]52", "a=b", "é"] {
+            assert!(access_token_problem(bad).is_some(), "{bad:?}");
+        }
+        assert!(access_token_problem(&"a".repeat(MAX_TOKEN_LEN + 1)).is_some());
+        assert_eq!(refresh_token_problem("rt 1/~!\"x"), None);
+        for bad in ["", "a\nb", "a\u{7f}", "\u{1b}"] {
+            assert!(refresh_token_problem(bad).is_some(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn addresses_are_classified_and_allowed_by_kind() {
+        use AddrKind::*;
+        let k = |s: &str| addr_kind(s.parse().unwrap());
+        assert_eq!(k("127.0.0.1"), Loopback);
+        assert_eq!(k("::1"), Loopback);
+        assert_eq!(k("::ffff:127.0.0.1"), Loopback);
+        assert_eq!(k("169.254.169.254"), LinkLocal);
+        assert_eq!(k("::ffff:169.254.169.254"), LinkLocal);
+        assert_eq!(k("fe80::1"), LinkLocal);
+        for p in [
+            "10.0.0.1",
+            "172.16.5.4",
+            "192.168.1.1",
+            "100.64.0.1",
+            "fd00::1",
+        ] {
+            assert_eq!(k(p), Private, "{p}");
+        }
+        for u in ["0.0.0.0", "::", "224.0.0.1", "255.255.255.255", "ff02::1"] {
+            assert_eq!(k(u), Unusable, "{u}");
+        }
+        assert_eq!(k("93.184.216.34"), Public);
+        assert_eq!(k("2606:4700::1111"), Public);
+        assert!(address_allowed(Public, Loopback) && address_allowed(Public, Public));
+        assert!(address_allowed(Loopback, Loopback) && !address_allowed(Loopback, Public));
+        assert!(address_allowed(Private, Private) && !address_allowed(Private, Loopback));
+        assert!(!address_allowed(Private, Public));
+        assert!(!address_allowed(LinkLocal, LinkLocal) && !address_allowed(Unusable, Public));
+        assert_eq!(
+            origin_of("HTTPS://A.example/x?y").map(|o| o.0),
+            Some("https://a.example:443".to_owned())
+        );
+        assert_eq!(
+            origin_of("http://[fe80::1]:8/").map(|o| (o.1, o.2)),
+            Some(("fe80::1".to_owned(), 8))
+        );
+        assert_eq!(origin_of("file:///etc/passwd"), None);
+        assert_eq!(origin_of("javascript:alert(1)"), None);
     }
 
     #[test]
