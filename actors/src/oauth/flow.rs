@@ -550,7 +550,6 @@ async fn register(
     })
 }
 
-/// An OAuth error body as `error: error_description`, else a short snippet; never more.
 /// The body of an OAuth endpoint's reply (bounded), or an error naming `what`, the status and
 /// the OAuth error it carries.
 async fn success_body<S>(
@@ -575,6 +574,8 @@ where
     Ok(body)
 }
 
+/// An OAuth error body as `error: error_description` (at most 300 characters), else a short
+/// snippet; never more.
 fn oauth_error(body: &[u8]) -> String {
     #[derive(Deserialize)]
     struct E {
@@ -582,14 +583,16 @@ fn oauth_error(body: &[u8]) -> String {
         #[serde(default)]
         error_description: Option<String>,
     }
-    match serde_json::from_slice::<E>(body) {
+    // The server's words, cut short: they are shown to the user.
+    let said = match serde_json::from_slice::<E>(body) {
         Ok(E {
             error,
             error_description: Some(d),
         }) => format!("{error}: {d}"),
         Ok(E { error, .. }) => error,
-        Err(_) => snippet(&body[..body.len().min(200)]),
-    }
+        Err(_) => return snippet(&body[..body.len().min(200)]),
+    };
+    crate::net::truncate_chars(&said, 300)
 }
 
 #[derive(Deserialize)]
