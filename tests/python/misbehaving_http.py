@@ -11,7 +11,7 @@
         | oauth (an OAuth-protected server that is its own authorization server: protected
           resource and server metadata, dynamic registration, PKCE S256 codes, access tokens
           that live --token-ttl seconds, rotating refresh tokens; POST /revoke forgets every
-          token, POST /expire-all makes every access token expire now, GET /stats counts logins and refreshes and lists the scopes each login asked
+          token, POST /expire-all makes every access token expire now, GET /hop?to=URL redirects to URL, GET /stats counts logins and refreshes and lists the scopes each login asked
           for; with --admin-tool NAME, calling NAME with a token without scope `admin` gets
           403 insufficient_scope, scope="mcp admin"); hostile on purpose with:
           --prm-url URL (the 401 challenge's resource_metadata), --as-url URL (the protected
@@ -194,6 +194,8 @@ class Handler(BaseHTTPRequestHandler):
                 OAUTH["asked"].append(" ".join(scopes))
             back = q["redirect_uri"] + "?" + urlencode({"code": code, "state": q.get("state", ""), "iss": base()})
             self.send_plain(302, "", headers=[("Location", back)])
+        elif url.path == "/hop":
+            self.send_plain(302, "", headers=[("Location", parse_qs(url.query)["to"][0])])
         elif url.path == "/stats":
             with LOCK:
                 stats = {"logins": OAUTH["logins"], "refreshes": OAUTH["refreshes"],
@@ -266,7 +268,8 @@ class Handler(BaseHTTPRequestHandler):
         token = auth[len("Bearer "):] if auth.startswith("Bearer ") else None
         with LOCK:
             expiry, scopes = OAUTH["access"].get(token, (None, []))
-        prm = ARGS.prm_url or (base() + "/.well-known/oauth-protected-resource/mcp")
+        prm = ARGS.prm_url or "/.well-known/oauth-protected-resource/mcp"
+        prm = base() + prm if prm.startswith("/") else prm
         if expiry is not None and expiry > time.time():
             try:
                 msg = json.loads(raw or b"{}")
@@ -479,7 +482,7 @@ def main():
     ap.add_argument("--other-port", type=int, default=0)
     ap.add_argument("--token-ttl", type=int, default=3600)
     ap.add_argument("--admin-tool", default="", help="oauth: calls of this tool need scope admin")
-    ap.add_argument("--prm-url", default="", help="oauth: the challenge's resource_metadata")
+    ap.add_argument("--prm-url", default="", help="oauth: the challenge's resource_metadata (a path: on this server)")
     ap.add_argument("--as-url", default="", help="oauth: the metadata's authorization server")
     ap.add_argument("--token-redirect", default="", help="oauth: /token answers 307 to this URL")
     ap.add_argument("--drip", action="store_true", help="oauth: server metadata one byte per 2 s")

@@ -418,6 +418,15 @@ fn a_challenge_cannot_send_discovery_to_another_origin() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(err.contains("not on the server's own origin"), "{err}");
     assert_eq!(received(&record), "", "the other origin was contacted");
+
+    // Nor through a redirect of a fetch that starts on the server's own origin.
+    let hop = format!("/hop?to={evil}");
+    let case = OAuthCase::fixture("prm-hop", &["--prm-url", &hop]);
+    let out = case.run(&["mcp", "login", "o"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(err.contains("not on the server's own origin"), "{err}");
+    assert_eq!(received(&record), "", "the other origin was contacted");
 }
 
 /// Point 9a: authorization servers named by the protected resource metadata at link-local

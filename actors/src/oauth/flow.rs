@@ -148,7 +148,7 @@ impl Guard {
         let origin = parse::origin_of(url).map(|o| o.0);
         if !origin.as_deref().is_some_and(|o| self.trusted(o)) {
             return Err(format!(
-                "the challenge of {} names resource metadata at {url:?}, not on the server's own origin: refusing it (list that origin in the \"oauth\": {{\"allowOrigins\": [...]}} of this server if you trust it)",
+                "the resource metadata of {} would come from {url:?}, not on the server's own origin: refusing it (list that origin in the \"oauth\": {{\"allowOrigins\": [...]}} of this server if you trust it)",
                 self.server_url
             ));
         }
@@ -242,16 +242,22 @@ pub struct Discovery {
 }
 
 /// GETs a JSON document: `Ok(None)` for a 4xx (try the next URL). Redirects are followed
-/// (at most [`MAX_METADATA_REDIRECTS`]), each hop checked by `guard`; each hop's whole
-/// exchange is bounded by [`REQUEST_TIMEOUT`].
+/// (at most [`MAX_METADATA_REDIRECTS`]), each hop checked by `guard` (as resource metadata,
+/// on the MCP server's own origin, when `resource` is set); each hop's whole exchange is
+/// bounded by [`REQUEST_TIMEOUT`].
 async fn get_json<T: serde::de::DeserializeOwned>(
     client: &awc::Client,
     guard: &Guard,
     url: &str,
+    resource: bool,
 ) -> Result<Option<T>, String> {
     let mut at = url.to_owned();
     for _ in 0..=MAX_METADATA_REDIRECTS {
-        guard.check(&at, "the metadata URL").await?;
+        if resource {
+            guard.check_resource_metadata(&at).await?;
+        } else {
+            guard.check(&at, "the metadata URL").await?;
+        }
         let hop = at.clone();
         let got = bounded(REQUEST_TIMEOUT, || format!("fetching {hop}"), async {
             let mut resp = client
@@ -349,7 +355,7 @@ pub async fn discover(
         guard.check_resource_metadata(url).await?;
     }
     for url in parse::prm_urls(server_url, from_challenge) {
-        if let Some(m) = get_json::<ResourceMetadata>(client, guard, &url).await? {
+        if let Some(m) = get_json::<ResourceMetadata>(client, guard, &url, true).await? {
             prm = Some(m);
             break;
         }
@@ -369,7 +375,7 @@ pub async fn discover(
     guard.check(&issuer, "the authorization server").await?;
     let mut found = None;
     for url in parse::as_metadata_urls(&issuer) {
-        if let Some(m) = get_json::<ServerMetadata>(client, guard, &url).await? {
+        if let Some(m) = get_json::<ServerMetadata>(client, guard, &url, false).await? {
             found = Some(m);
             break;
         }
@@ -424,7 +430,7 @@ async fn legacy_discovery(
     let (origin, _) = parse::split_url(server_url)
         .ok_or_else(|| format!("{server_url} is not an http(s) URL"))?;
     let meta_url = format!("{origin}/.well-known/oauth-authorization-server");
-    let server = match get_json::<ServerMetadata>(client, guard, &meta_url).await? {
+    let server = match get_json::<ServerMetadata>(client, guard, &meta_url, false).await? {
         Some(m) => {
             if m.issuer.trim_end_matches('/') != origin {
                 return Err(format!(
