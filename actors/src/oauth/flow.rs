@@ -33,13 +33,85 @@ pub const BODY_LIMIT: usize = 256 * 1024;
 
 /// An HTTP client for OAuth requests (built in the task that uses it: it is `!Send`). It
 /// follows no redirect by itself: metadata GETs follow theirs through the [`Guard`], requests
-/// with credentials refuse them.
+/// with credentials refuse them. Its resolver refuses link-local and unusable addresses (a
+/// refresh's token endpoint was checked at login; a host name may have changed since).
 pub fn http_client() -> awc::Client {
+    client_with(PinnedResolver {
+        server_kind: None,
+        trusted: Vec::new(),
+    })
+}
+
+/// The OAuth client of a login, whose resolver applies `guard`'s address rule again when it
+/// connects: a host name checked by [`Guard::check`] that resolves elsewhere a moment later
+/// (DNS rebinding) is refused then.
+fn guarded_client(guard: &Guard) -> awc::Client {
+    client_with(PinnedResolver {
+        server_kind: Some(guard.server_kind),
+        trusted: guard.trusted_hosts.clone(),
+    })
+}
+
+fn client_with(resolver: PinnedResolver) -> awc::Client {
     install_crypto();
+    let tcp = actix_tls::connect::Connector::new(actix_tls::connect::Resolver::custom(resolver))
+        .service();
     awc::Client::builder()
+        .connector(awc::Connector::new().connector(tcp))
         .timeout(REQUEST_TIMEOUT)
         .disable_redirects()
         .finish()
+}
+
+/// Name resolution for the OAuth client: the addresses of a host name, refused when one of
+/// them is of a kind the [`Guard`] refuses (checked at connect time, not only before).
+#[derive(Clone)]
+struct PinnedResolver {
+    /// The MCP server's address kind; `None`: refuse only link-local and unusable addresses.
+    server_kind: Option<parse::AddrKind>,
+    /// Hosts and ports of trusted origins (the MCP server's, `allowOrigins`): not checked.
+    trusted: Vec<(String, u16)>,
+}
+
+impl actix_tls::connect::Resolve for PinnedResolver {
+    fn lookup<'a>(
+        &'a self,
+        host: &'a str,
+        port: u16,
+    ) -> futures_util::future::LocalBoxFuture<
+        'a,
+        Result<Vec<std::net::SocketAddr>, Box<dyn std::error::Error>>,
+    > {
+        Box::pin(async move {
+            // An IPv6 literal comes bracketed, as in the URL.
+            let bare = host.trim_start_matches('[').trim_end_matches(']');
+            let addrs: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((bare, port)).await?.collect();
+            if self
+                .trusted
+                .iter()
+                .any(|(h, p)| *p == port && h.eq_ignore_ascii_case(bare))
+            {
+                return Ok(addrs);
+            }
+            for a in &addrs {
+                let k = parse::addr_kind(a.ip());
+                let ok = match self.server_kind {
+                    Some(s) => parse::address_allowed(k, s),
+                    None => !matches!(k, parse::AddrKind::LinkLocal | parse::AddrKind::Unusable),
+                };
+                if !ok {
+                    return Err(format!(
+                        "{host} resolves to {} address {}: refusing to connect",
+                        kind_name(k),
+                        a.ip()
+                    )
+                    .into());
+                }
+            }
+            Ok(addrs)
+        })
+    }
 }
 
 /// `fut`, bounded by `limit`; past it, an error saying `what` did not finish in time.
@@ -74,6 +146,8 @@ pub struct Guard {
     server_origin: Option<String>,
     server_kind: parse::AddrKind,
     allow: Vec<String>,
+    /// Host and port of the server's origin and of the allowed ones.
+    trusted_hosts: Vec<(String, u16)>,
 }
 
 impl Guard {
@@ -88,14 +162,18 @@ impl Guard {
                 .unwrap_or(parse::AddrKind::Public),
             None => parse::AddrKind::Public,
         };
+        let allowed: Vec<_> = allow.iter().filter_map(|a| parse::origin_of(a)).collect();
+        let trusted_hosts = origin
+            .iter()
+            .chain(&allowed)
+            .map(|(_, h, p)| (h.clone(), *p))
+            .collect();
         Guard {
             server_url: server_url.to_owned(),
             server_origin: origin.map(|o| o.0),
             server_kind,
-            allow: allow
-                .iter()
-                .filter_map(|a| parse::origin_of(a).map(|o| o.0))
-                .collect(),
+            allow: allowed.into_iter().map(|o| o.0).collect(),
+            trusted_hosts,
         }
     }
 
@@ -836,8 +914,8 @@ pub async fn login_with_paste(
     show: &dyn Fn(&str),
     pasted: Option<&mut tokio::sync::mpsc::Receiver<String>>,
 ) -> Result<Grant, String> {
-    let client = http_client();
     let guard = Guard::new(server_url, &spec.config.allow_origins).await;
+    let client = guarded_client(&guard);
     let d = bounded(
         DISCOVERY_TIMEOUT,
         || format!("the OAuth discovery of {server_url}"),
@@ -995,6 +1073,34 @@ mod tests {
     fn ports_of_redirects() {
         assert_eq!(redirect_port("http://127.0.0.1:4242/callback"), Some(4242));
         assert_eq!(redirect_port("http://localhost/callback"), None);
+    }
+
+    /// The resolver checks a host name's addresses when it connects (a name that resolves to
+    /// loopback is refused for a public server, taken for a loopback one or a trusted origin).
+    #[actix_rt::test]
+    async fn names_are_checked_when_connecting() {
+        use actix_tls::connect::Resolve as _;
+        let public = PinnedResolver {
+            server_kind: Some(parse::AddrKind::Public),
+            trusted: Vec::new(),
+        };
+        let err = public.lookup("localhost", 80).await.unwrap_err();
+        assert!(err.to_string().contains("a loopback address"), "{err}");
+        let local = PinnedResolver {
+            server_kind: Some(parse::AddrKind::Loopback),
+            trusted: Vec::new(),
+        };
+        assert!(!local.lookup("localhost", 80).await.unwrap().is_empty());
+        let trusted = PinnedResolver {
+            server_kind: Some(parse::AddrKind::Public),
+            trusted: vec![("localhost".to_owned(), 80)],
+        };
+        assert!(trusted.lookup("localhost", 80).await.is_ok());
+        let refresh = PinnedResolver {
+            server_kind: None,
+            trusted: Vec::new(),
+        };
+        assert!(refresh.lookup("localhost", 80).await.is_ok());
     }
 
     #[test]
