@@ -215,6 +215,7 @@ impl Conn {
         match flow::refresh(&flow::http_client(), &g).await {
             Ok(fresh) => {
                 tracing::info!(target: "mcp", server = %self.target.name, "access token refreshed before it expired");
+                a.refresh_error.borrow_mut().take();
                 a.set(&self.target.url, fresh);
             }
             Err(e) => {
@@ -251,6 +252,7 @@ impl Conn {
             match flow::refresh(&flow::http_client(), g).await {
                 Ok(fresh) => {
                     tracing::info!(target: "mcp", server = %self.target.name, "access token refreshed");
+                    a.refresh_error.borrow_mut().take();
                     a.set(&self.target.url, fresh);
                     return Ok(());
                 }
@@ -270,7 +272,7 @@ impl Conn {
             }
         }
         if !a.spec.interactive {
-            let first = a.refresh_error.borrow_mut().take();
+            let first = a.refresh_error.borrow_mut().take().filter(|_| !step_up);
             let mut why = first
                 .or(refresh_failed)
                 .map(|e| format!("the token refresh failed: {e}"));
