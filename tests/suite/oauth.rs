@@ -429,6 +429,37 @@ fn a_challenge_cannot_send_discovery_to_another_origin() {
     assert_eq!(received(&record), "", "the other origin was contacted");
 }
 
+/// Point 9a: the user's `oauth.allowOrigins` is the one way past the origin rule: with the
+/// other origin listed, its resource metadata is fetched (and then judged on its content: it
+/// names another resource, which is refused as before).
+#[test]
+fn allow_origins_in_the_config_lets_a_listed_origin_through() {
+    let other = http_fixture("oauth", &[]);
+    let prm = format!(
+        "http://127.0.0.1:{}/.well-known/oauth-protected-resource/mcp",
+        other.port
+    );
+    let case = OAuthCase::fixture("allow", &["--prm-url", &prm]);
+    let refused = case.run(&["mcp", "login", "o"]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("not on the server's own origin"), "{err}");
+    let body = json!({"mcpServers": {"o": {
+        "url": OAuthCase::url_of(&case.srv),
+        "oauth": {"allowOrigins": [format!("http://127.0.0.1:{}", other.port)]}
+    }}});
+    std::fs::write(&case.config, body.to_string()).unwrap();
+    let out = case.run(&["mcp", "login", "o"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        err.contains(&format!(
+            "names resource \"http://127.0.0.1:{}/mcp\"",
+            other.port
+        )),
+        "{err}"
+    );
+}
+
 /// Point 9a: authorization servers named by the protected resource metadata at link-local
 /// (cloud metadata) or private addresses, from an MCP server on loopback, are refused without
 /// a connection; the error names the address and how to allow it.
