@@ -619,6 +619,7 @@ fn build(
                     "clientMetadataUrl",
                     o.and_then(|o| o.client_metadata_url.as_ref()),
                 )?,
+                allow_origins: o.map(|o| o.allow_origins.clone()).unwrap_or_default(),
             };
             if let Some(s) = &config.client_secret {
                 secrets.push(s.clone());
@@ -864,7 +865,8 @@ mod tests {
         let c = p(r#"{"mcpServers": {
             "o": {"url": "http://h/mcp", "oauth": {"clientId": "id", "clientSecret": "${TOKEN}",
                   "scopes": ["a", "b"], "callbackPort": 8765,
-                  "clientMetadataUrl": "https://me.example/client.json"}},
+                  "clientMetadataUrl": "https://me.example/client.json",
+                  "allowOrigins": ["http://10.0.0.9:8443"]}},
             "plain": {"url": "http://h/mcp"},
             "stdio": {"command": "x", "oauth": {}},
             "typo": {"url": "http://h/mcp", "oauth": {"client_id": "x"}}
@@ -880,6 +882,7 @@ mod tests {
             cfg.client_metadata_url.as_deref(),
             Some("https://me.example/client.json")
         );
+        assert_eq!(cfg.allow_origins, ["http://10.0.0.9:8443"]);
         assert!(!o.oauth.as_ref().unwrap().interactive);
         // The secret is redacted from traces.
         assert!(c.secrets.contains(&"s3cret-token".to_owned()));

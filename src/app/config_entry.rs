@@ -177,4 +177,6 @@ pub(super) struct RawOAuth {
     pub(super) callback_port: Option<u16>,
     #[serde(default)]
     pub(super) client_metadata_url: Option<String>,
+    #[serde(default)]
+    pub(super) allow_origins: Vec<String>,
 }

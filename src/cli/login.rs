@@ -43,8 +43,9 @@ pub(super) async fn oauth_command(
     let challenge = oauth::flow::probe(url).await;
     let show = |auth_url: &str| {
         eprintln!(
-            "Opening the browser to log in to server \"{name}\". If it does not open, visit:\n  {}\n\
+            "Opening the browser to log in to server \"{name}\" (asking for scopes: {}). If it does not open, visit:\n  {}\n\
              If the browser is on another machine, paste here the address it ends on (the page that fails to load).",
+            asked_scopes(auth_url),
             clean_line(auth_url)
         );
     };
@@ -66,7 +67,7 @@ pub(super) async fn oauth_command(
         }
     };
     say!(
-        "Logged in to server \"{name}\" at {}; scopes: {}{}",
+        "Logged in to server \"{name}\" at {}; scopes granted: {}{}",
         clean_line(&grant.issuer),
         if grant.scopes.is_empty() {
             "(none)".to_owned()
@@ -80,6 +81,20 @@ pub(super) async fn oauth_command(
         }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `scope` an authorization URL asks for, for the user to see before consenting.
+fn asked_scopes(auth_url: &str) -> String {
+    let query = auth_url.split_once('?').map_or("", |(_, q)| q);
+    let scope = form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "scope")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    if scope.is_empty() {
+        "(none)".to_owned()
+    } else {
+        clean_line(&scope).into_owned()
+    }
 }
 
 /// Lines of stdin (each cut at 16 KiB) on a channel, read on a thread of their own that is

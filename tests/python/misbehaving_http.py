@@ -11,9 +11,15 @@
         | oauth (an OAuth-protected server that is its own authorization server: protected
           resource and server metadata, dynamic registration, PKCE S256 codes, access tokens
           that live --token-ttl seconds, rotating refresh tokens; POST /revoke forgets every
-          token, GET /stats counts logins and refreshes and lists the scopes each login asked
+          token, POST /expire-all makes every access token expire now, GET /hop?to=URL redirects to URL, GET /stats counts logins and refreshes and lists the scopes each login asked
           for; with --admin-tool NAME, calling NAME with a token without scope `admin` gets
-          403 insufficient_scope, scope="mcp admin")
+          403 insufficient_scope, scope="mcp admin"); hostile on purpose with:
+          --prm-url URL (the 401 challenge's resource_metadata), --as-url URL (the protected
+          resource metadata's authorization server), --token-redirect URL (POST /token answers
+          307 to URL), --drip (the authorization server metadata comes one byte per 2 s),
+          --stepup-junk (each 403 names five fresh scopes, one with a quote and one of 300 bytes), --bad-token
+          crlf|esc with --bad-token-on login|refresh (that grant's access token carries CR/LF or
+          ESC), --expires-in N (the expires_in told, whatever --token-ttl is)
 Prints `READY <port>` on stdout once listening. Endpoint: /mcp (legacy: /sse + /messages).
 """
 
@@ -44,21 +50,25 @@ LOCK = threading.Lock()
 CALLS = [0]
 # oauth: codes -> (code_challenge, redirect_uri, scopes), live access tokens -> (expiry,
 # scopes), refresh tokens -> scopes.
-OAUTH = {"codes": {}, "access": {}, "refresh": {}, "n": 0, "logins": 0, "refreshes": 0, "asked": []}
+OAUTH = {"codes": {}, "access": {}, "refresh": {}, "n": 0, "logins": 0, "refreshes": 0, "asked": [],
+         "stepups": 0}
 
 
 def base():
     return f"http://127.0.0.1:{ARGS.port}"
 
 
-def issue_tokens(scopes):
+def issue_tokens(scopes, grant="login"):
     with LOCK:
         OAUTH["n"] += 1
         n = OAUTH["n"]
         access, refresh = f"at-{n}-{uuid.uuid4().hex}", f"rt-{n}-{uuid.uuid4().hex}"
+        if ARGS.bad_token and ARGS.bad_token_on == grant:
+            access += {"crlf": "\r\nX-Injected: 1", "esc": "\x1b]52;c;aGk=\x07"}[ARGS.bad_token]
         OAUTH["access"][access] = (time.time() + ARGS.token_ttl, scopes)
         OAUTH["refresh"][refresh] = scopes
-    return {"access_token": access, "token_type": "Bearer", "expires_in": ARGS.token_ttl,
+    told = ARGS.token_ttl if ARGS.expires_in is None else ARGS.expires_in
+    return {"access_token": access, "token_type": "Bearer", "expires_in": told,
             "refresh_token": refresh, "scope": " ".join(scopes)}
 
 
@@ -148,8 +158,22 @@ class Handler(BaseHTTPRequestHandler):
         from urllib.parse import urlparse, parse_qs, urlencode
         url = urlparse(self.path)
         if url.path == "/.well-known/oauth-protected-resource/mcp":
-            self.send_plain(200, json.dumps({"resource": base() + "/mcp", "authorization_servers": [base()],
+            self.send_plain(200, json.dumps({"resource": base() + "/mcp",
+                                             "authorization_servers": [ARGS.as_url or base()],
                                              "scopes_supported": ["mcp"]}), "application/json")
+        elif url.path == "/.well-known/oauth-authorization-server" and ARGS.drip:
+            body = json.dumps({"issuer": base()}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for b in body:
+                    self.wfile.write(bytes([b]))
+                    self.wfile.flush()
+                    time.sleep(2)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
         elif url.path == "/.well-known/oauth-authorization-server":
             self.send_plain(200, json.dumps({
                 "issuer": base(), "authorization_endpoint": base() + "/authorize",
@@ -170,6 +194,8 @@ class Handler(BaseHTTPRequestHandler):
                 OAUTH["asked"].append(" ".join(scopes))
             back = q["redirect_uri"] + "?" + urlencode({"code": code, "state": q.get("state", ""), "iss": base()})
             self.send_plain(302, "", headers=[("Location", back)])
+        elif url.path == "/hop":
+            self.send_plain(302, "", headers=[("Location", parse_qs(url.query)["to"][0])])
         elif url.path == "/stats":
             with LOCK:
                 stats = {"logins": OAUTH["logins"], "refreshes": OAUTH["refreshes"],
@@ -189,6 +215,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_plain(201, json.dumps({"client_id": "client-" + uuid.uuid4().hex[:8],
                                              "redirect_uris": meta.get("redirect_uris", []),
                                              "token_endpoint_auth_method": "none"}), "application/json")
+        elif self.path == "/token" and ARGS.token_redirect:
+            self.send_plain(307, "", headers=[("Location", ARGS.token_redirect)])
         elif self.path == "/token":
             form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
 
@@ -217,7 +245,13 @@ class Handler(BaseHTTPRequestHandler):
                     return bad("unknown refresh token")
             else:
                 return bad("unsupported grant type")
-            self.send_plain(200, json.dumps(issue_tokens(scopes)), "application/json")
+            grant = "login" if form.get("grant_type") == "authorization_code" else "refresh"
+            self.send_plain(200, json.dumps(issue_tokens(scopes, grant)), "application/json")
+        elif self.path == "/expire-all":
+            with LOCK:
+                for token, (_, scopes) in list(OAUTH["access"].items()):
+                    OAUTH["access"][token] = (0, scopes)
+            self.send_plain(200, "expired")
         elif self.path == "/revoke":
             with LOCK:
                 OAUTH["access"].clear()
@@ -234,7 +268,8 @@ class Handler(BaseHTTPRequestHandler):
         token = auth[len("Bearer "):] if auth.startswith("Bearer ") else None
         with LOCK:
             expiry, scopes = OAUTH["access"].get(token, (None, []))
-        prm = base() + "/.well-known/oauth-protected-resource/mcp"
+        prm = ARGS.prm_url or "/.well-known/oauth-protected-resource/mcp"
+        prm = base() + prm if prm.startswith("/") else prm
         if expiry is not None and expiry > time.time():
             try:
                 msg = json.loads(raw or b"{}")
@@ -243,9 +278,15 @@ class Handler(BaseHTTPRequestHandler):
             wants_admin = (isinstance(msg, dict) and msg.get("method") == "tools/call"
                            and (msg.get("params") or {}).get("name") == ARGS.admin_tool)
             if wants_admin and "admin" not in scopes:
+                wanted = "mcp admin"
+                if ARGS.stepup_junk:
+                    with LOCK:
+                        OAUTH["stepups"] += 1
+                        k = OAUTH["stepups"]
+                    wanted += "".join(f" junk{k}-{i}" for i in range(5)) + ' bad\\"scope ' + "L" * 300
                 self.send_plain(403, json.dumps({"error": "insufficient_scope"}), "application/json",
                                 headers=[("WWW-Authenticate", f'Bearer error="insufficient_scope", '
-                                          f'scope="mcp admin", resource_metadata="{prm}"')])
+                                          f'scope="{wanted}", resource_metadata="{prm}"')])
                 return True
             return False
         self.send_plain(401, json.dumps({"error": "invalid_token"}), "application/json",
@@ -441,6 +482,14 @@ def main():
     ap.add_argument("--other-port", type=int, default=0)
     ap.add_argument("--token-ttl", type=int, default=3600)
     ap.add_argument("--admin-tool", default="", help="oauth: calls of this tool need scope admin")
+    ap.add_argument("--prm-url", default="", help="oauth: the challenge's resource_metadata (a path: on this server)")
+    ap.add_argument("--as-url", default="", help="oauth: the metadata's authorization server")
+    ap.add_argument("--token-redirect", default="", help="oauth: /token answers 307 to this URL")
+    ap.add_argument("--drip", action="store_true", help="oauth: server metadata one byte per 2 s")
+    ap.add_argument("--stepup-junk", action="store_true", help="oauth: each 403 names fresh scopes")
+    ap.add_argument("--bad-token", default="", choices=["", "crlf", "esc"])
+    ap.add_argument("--bad-token-on", default="login", choices=["login", "refresh"])
+    ap.add_argument("--expires-in", type=int, default=None, help="oauth: expires_in told")
     ARGS = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     ARGS.port = srv.server_address[1]

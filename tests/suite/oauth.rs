@@ -386,3 +386,245 @@ fn expire_stored_grants(store: &std::path::Path) {
     assert!(n > 0, "no grant in {}", store.display());
     std::fs::write(store, v.to_string()).unwrap();
 }
+
+/// A recording bystander: the HTTP fixture in its plain mode, logging every request it gets
+/// to a file, standing for a service on the user's side (a cloud metadata endpoint, an
+/// intranet host) that a hostile server would have harness9 reach.
+fn bystander(tag: &str) -> (Proc, PathBuf) {
+    let dir = temp_path(&format!("oauth-bystander-{tag}-{}", free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = dir.join("requests.jsonl");
+    let p = http_fixture("ok", &["--record", record.to_str().unwrap()]);
+    (p, record)
+}
+
+/// What the bystander received (empty when nothing).
+fn received(record: &std::path::Path) -> String {
+    std::fs::read_to_string(record).unwrap_or_default()
+}
+
+/// Point 9a: a `401` whose `resource_metadata` names another origin (here a loopback service
+/// standing for a cloud metadata path) is refused before anything is fetched from it.
+#[test]
+fn a_challenge_cannot_send_discovery_to_another_origin() {
+    let (other, record) = bystander("prm");
+    let evil = format!(
+        "http://127.0.0.1:{}/latest/meta-data/iam/security-credentials/",
+        other.port
+    );
+    let case = OAuthCase::fixture("prm-away", &["--prm-url", &evil]);
+    let out = case.run(&["mcp", "login", "o"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(err.contains("not on the server's own origin"), "{err}");
+    assert_eq!(received(&record), "", "the other origin was contacted");
+
+    // Nor through a redirect of a fetch that starts on the server's own origin.
+    let hop = format!("/hop?to={evil}");
+    let case = OAuthCase::fixture("prm-hop", &["--prm-url", &hop]);
+    let out = case.run(&["mcp", "login", "o"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(err.contains("not on the server's own origin"), "{err}");
+    assert_eq!(received(&record), "", "the other origin was contacted");
+}
+
+/// Point 9a: the user's `oauth.allowOrigins` is the one way past the origin rule: with the
+/// other origin listed, its resource metadata is fetched (and then judged on its content: it
+/// names another resource, which is refused as before).
+#[test]
+fn allow_origins_in_the_config_lets_a_listed_origin_through() {
+    let other = http_fixture("oauth", &[]);
+    let prm = format!(
+        "http://127.0.0.1:{}/.well-known/oauth-protected-resource/mcp",
+        other.port
+    );
+    let case = OAuthCase::fixture("allow", &["--prm-url", &prm]);
+    let refused = case.run(&["mcp", "login", "o"]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("not on the server's own origin"), "{err}");
+    let body = json!({"mcpServers": {"o": {
+        "url": OAuthCase::url_of(&case.srv),
+        "oauth": {"allowOrigins": [format!("http://127.0.0.1:{}", other.port)]}
+    }}});
+    std::fs::write(&case.config, body.to_string()).unwrap();
+    let out = case.run(&["mcp", "login", "o"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        err.contains(&format!(
+            "names resource \"http://127.0.0.1:{}/mcp\"",
+            other.port
+        )),
+        "{err}"
+    );
+}
+
+/// Point 9a: authorization servers named by the protected resource metadata at link-local
+/// (cloud metadata) or private addresses, from an MCP server on loopback, are refused without
+/// a connection; the error names the address and how to allow it.
+#[test]
+fn authorization_servers_at_link_local_or_private_addresses_are_refused() {
+    for (as_url, why) in [
+        (
+            "http://169.254.169.254/",
+            "link-local address 169.254.169.254",
+        ),
+        ("https://[fe80::1]:8443/", "link-local address fe80::1"),
+        ("http://10.1.2.3:8080/", "private address 10.1.2.3"),
+    ] {
+        let case = OAuthCase::fixture("as-away", &["--as-url", as_url]);
+        let started = std::time::Instant::now();
+        let out = case.run(&["mcp", "login", "o"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert!(err.contains(why), "{as_url}: {err}");
+        assert!(err.contains("allowOrigins"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{as_url}");
+        assert_eq!(case.stats()["logins"], 0);
+    }
+}
+
+/// Point 9b: the token endpoint answers `307` to another origin; the code, the verifier and
+/// the client's credentials are not sent there, and the error names the endpoint.
+#[test]
+fn a_redirect_from_the_token_endpoint_is_not_followed() {
+    let (other, record) = bystander("token");
+    let away = format!("http://127.0.0.1:{}/steal", other.port);
+    let case = OAuthCase::fixture("token-307", &["--token-redirect", &away]);
+    let out = case.run(&["mcp", "login", "o"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        err.contains(&format!(
+            "the token request to http://127.0.0.1:{}/token answered HTTP 307",
+            case.srv.port
+        )) && err.contains("never follows a redirect"),
+        "{err}"
+    );
+    let got = received(&record);
+    assert!(
+        !got.contains("code_verifier") && !got.contains("code-"),
+        "{got}"
+    );
+    assert_eq!(got, "", "the other origin was contacted");
+}
+
+/// Point 9c: authorization server metadata dripped one byte per 2 s: `mcp login` gives up on
+/// that exchange after its 15 s bound instead of hanging for the whole body.
+#[test]
+fn a_dripped_metadata_body_does_not_hold_the_login() {
+    let case = OAuthCase::fixture("drip", &["--drip"]);
+    let started = std::time::Instant::now();
+    let out = output_within(
+        case.h9(&["mcp", "login", "o"]),
+        None,
+        Duration::from_secs(120),
+    );
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(err.contains("took longer than 15 s"), "{err}");
+    assert!(took < Duration::from_secs(25), "took {took:?}");
+    eprintln!("dripped login gave up after {took:?}");
+}
+
+/// Point 9d: a server whose every `403 insufficient_scope` names fresh scopes (and invalid
+/// ones: a quote, 300 bytes) cannot pile them up in the stored grant: the grant keeps at most
+/// 16 scopes, all valid scope tokens; the error says why once the bound is hit, and `mcp
+/// login` shows the scopes it asks for.
+#[test]
+fn step_up_scopes_are_bounded_and_shown() {
+    let case = OAuthCase::fixture("junk", &["--admin-tool", "big", "--stepup-junk"]);
+    assert!(case.run(&["mcp", "login", "o"]).status.success());
+    let big = ["mcp", "call", "o", "big", "--args", r#"{"bytes":3}"#];
+    let mut last = String::new();
+    for _ in 0..6 {
+        let out = case.run(&big);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        last = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(last.contains("needs more permissions"), "{last}");
+        assert!(!last.contains("LLLL") && !last.contains("bad"), "{last}");
+    }
+    assert!(last.contains("more than 16 scopes"), "{last}");
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&case.store).unwrap()).unwrap();
+    let mut all = Vec::new();
+    for issuers in stored["servers"].as_object().unwrap().values() {
+        for g in issuers.as_object().unwrap().values() {
+            for key in ["scopes", "wanted_scopes"] {
+                for s in g[key].as_array().cloned().unwrap_or_default() {
+                    all.push(s.as_str().unwrap().to_owned());
+                }
+            }
+        }
+    }
+    assert!(all.len() <= 16, "{} scopes kept: {all:?}", all.len());
+    assert!(
+        all.iter().all(|s| s.len() <= 128 && !s.contains('"')),
+        "{all:?}"
+    );
+    let out = case.run(&["mcp", "login", "o"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{out:?}");
+    assert!(err.contains("asking for scopes: mcp "), "{err}");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.contains("scopes granted: mcp "), "{printed}");
+}
+
+/// Point 9e: an access token with CR/LF from the login is refused before it is stored (the
+/// login fails with the reason); one with ESC from a refresh leaves the server needing a
+/// login, with the reason, instead of failing every request with a header error.
+#[test]
+fn tokens_that_cannot_be_sent_in_a_header_are_refused() {
+    let case = OAuthCase::fixture("crlf", &["--bad-token", "crlf"]);
+    let out = case.run(&["mcp", "login", "o"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        err.contains("issued an access token with the character '\\r'") && err.contains("not kept"),
+        "{err}"
+    );
+    assert!(!received(&case.store).contains("X-Injected"));
+
+    let case = OAuthCase::fixture("esc", &["--bad-token", "esc", "--bad-token-on", "refresh"]);
+    assert!(case.run(&["mcp", "login", "o"]).status.success());
+    assert_eq!(plain_http(case.srv.port, "POST", "/expire-all"), "expired");
+    expire_stored_grants(&case.store);
+    let call = ["mcp", "call", "o", "echo", "--args", r#"{"text":"hi"}"#];
+    for i in 0..2 {
+        let out = case.run(&call);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert!(
+            err.contains("server \"o\" needs a login: run `harness9 mcp login o`"),
+            "{err}"
+        );
+        if i == 0 {
+            // The first says why.
+            assert!(
+                err.contains("the token refresh failed")
+                    && err.contains("issued an access token with the character '\\u{1b}'"),
+                "{err}"
+            );
+        }
+        assert!(!err.to_ascii_lowercase().contains("header"), "{err}");
+    }
+    let stored = received(&case.store);
+    assert!(!stored.contains("\\u001b"), "{stored}");
+    assert_eq!(case.stats()["refreshes"], 1);
+}
+
+/// Point 9f: `expires_in: 0` is taken as the 60 s floor: three calls right after the login
+/// refresh nothing (on main each one refreshed first).
+#[test]
+fn expires_in_zero_does_not_refresh_before_every_request() {
+    let case = OAuthCase::fixture("zero", &["--expires-in", "0"]);
+    assert!(case.run(&["mcp", "login", "o"]).status.success());
+    let call = ["mcp", "call", "o", "echo", "--args", r#"{"text":"hi"}"#];
+    for _ in 0..3 {
+        let out = case.run(&call);
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "hi", "{out:?}");
+    }
+    assert_eq!(case.stats()["refreshes"], 0);
+}

@@ -1,7 +1,11 @@
 //! The OAuth exchanges over HTTP and the login flow driver: discovery, registration, the
-//! authorization code flow with a loopback redirect, token exchange and refresh. Every request
-//! is bounded in time ([`REQUEST_TIMEOUT`]) and size ([`BODY_LIMIT`]). Errors name URLs and the
-//! server's `error`/`error_description`, never a token, code or verifier.
+//! authorization code flow with a loopback redirect, token exchange and refresh. Every exchange
+//! (headers and body) is bounded in time ([`REQUEST_TIMEOUT`]) and size ([`BODY_LIMIT`]), and
+//! a login's whole discovery by [`DISCOVERY_TIMEOUT`]. Every URL a server names is checked by
+//! a [`Guard`] before it is fetched (redirect hops included); requests that carry credentials
+//! (registration, token, refresh) never follow a redirect. Tokens are checked before they are
+//! kept. Errors name URLs and the server's `error`/`error_description`, never a token, code or
+//! verifier.
 
 use std::time::Duration;
 
@@ -12,18 +16,256 @@ use super::parse::{self, Callback, Challenge};
 use super::{now_secs, Client, Grant, OAuthSpec};
 use crate::net::{install_crypto, snippet};
 
-/// How long one OAuth request may take.
+/// How long one OAuth exchange may take, from connecting to the last byte of the body.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a login's whole discovery (every metadata document) may take.
+pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
+/// The shortest access token lifetime believed: an `expires_in` below it is taken as this
+/// much, so a server saying `0` does not make every request wait on a refresh first (an
+/// access token that really expires earlier gets a `401`, which refreshes it once).
+pub const MIN_TOKEN_LIFETIME_SECS: u64 = 60;
+/// Redirect hops followed for a metadata GET (each hop checked by the [`Guard`]).
+const MAX_METADATA_REDIRECTS: usize = 3;
+/// How long resolving a host name for the [`Guard`] may take.
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest metadata or token response read.
 pub const BODY_LIMIT: usize = 256 * 1024;
 
-/// An HTTP client for OAuth requests (built in the task that uses it: it is `!Send`).
+/// An HTTP client for OAuth requests (built in the task that uses it: it is `!Send`). It
+/// follows no redirect by itself: metadata GETs follow theirs through the [`Guard`], requests
+/// with credentials refuse them. Its resolver refuses link-local and unusable addresses (a
+/// refresh's token endpoint was checked at login; a host name may have changed since).
 pub fn http_client() -> awc::Client {
+    client_with(PinnedResolver {
+        server_kind: None,
+        trusted: Vec::new(),
+    })
+}
+
+/// The OAuth client of a login, whose resolver applies `guard`'s address rule again when it
+/// connects: a host name checked by [`Guard::check`] that resolves elsewhere a moment later
+/// (DNS rebinding) is refused then.
+fn guarded_client(guard: &Guard) -> awc::Client {
+    client_with(PinnedResolver {
+        server_kind: Some(guard.server_kind),
+        trusted: guard.trusted_hosts.clone(),
+    })
+}
+
+fn client_with(resolver: PinnedResolver) -> awc::Client {
     install_crypto();
+    let tcp = actix_tls::connect::Connector::new(actix_tls::connect::Resolver::custom(resolver))
+        .service();
     awc::Client::builder()
+        .connector(awc::Connector::new().connector(tcp))
         .timeout(REQUEST_TIMEOUT)
-        .max_redirects(3)
+        .disable_redirects()
         .finish()
+}
+
+/// Name resolution for the OAuth client: the addresses of a host name, refused when one of
+/// them is of a kind the [`Guard`] refuses (checked at connect time, not only before).
+#[derive(Clone)]
+struct PinnedResolver {
+    /// The MCP server's address kind; `None`: refuse only link-local and unusable addresses.
+    server_kind: Option<parse::AddrKind>,
+    /// Hosts and ports of trusted origins (the MCP server's, `allowOrigins`): not checked.
+    trusted: Vec<(String, u16)>,
+}
+
+impl actix_tls::connect::Resolve for PinnedResolver {
+    fn lookup<'a>(
+        &'a self,
+        host: &'a str,
+        port: u16,
+    ) -> futures_util::future::LocalBoxFuture<
+        'a,
+        Result<Vec<std::net::SocketAddr>, Box<dyn std::error::Error>>,
+    > {
+        Box::pin(async move {
+            // An IPv6 literal comes bracketed, as in the URL.
+            let bare = host.trim_start_matches('[').trim_end_matches(']');
+            let addrs: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((bare, port)).await?.collect();
+            if self
+                .trusted
+                .iter()
+                .any(|(h, p)| *p == port && h.eq_ignore_ascii_case(bare))
+            {
+                return Ok(addrs);
+            }
+            for a in &addrs {
+                let k = parse::addr_kind(a.ip());
+                let ok = match self.server_kind {
+                    Some(s) => parse::address_allowed(k, s),
+                    None => !matches!(k, parse::AddrKind::LinkLocal | parse::AddrKind::Unusable),
+                };
+                if !ok {
+                    return Err(format!(
+                        "{host} resolves to {} address {}: refusing to connect",
+                        kind_name(k),
+                        a.ip()
+                    )
+                    .into());
+                }
+            }
+            Ok(addrs)
+        })
+    }
+}
+
+/// `fut`, bounded by `limit`; past it, an error saying `what` did not finish in time.
+async fn bounded<T>(
+    limit: Duration,
+    what: impl FnOnce() -> String,
+    fut: impl std::future::Future<Output = Result<T, String>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(format!(
+            "{} took longer than {} s (headers and body): giving up",
+            what(),
+            limit.as_secs()
+        )),
+    }
+}
+
+/// Which URLs the OAuth client of one MCP server may reach (the MCP authorization spec's
+/// communication security, and no request forgery toward the user's own network):
+/// - the MCP server's own origin, and the origins the user lists in `oauth.allowOrigins`:
+///   always;
+/// - any other: `https` only (plain `http` only to loopback, when the MCP server is itself on
+///   loopback), and every address its host resolves to must be public, or of the same kind as
+///   the MCP server's own address (loopback, or private); never link-local (169.254/16,
+///   fe80::/10: cloud metadata services), unspecified or multicast.
+///
+/// A challenge's `resource_metadata` must moreover be on the MCP server's own origin (or an
+/// allowed one): the protected resource's metadata is the resource's to publish.
+pub struct Guard {
+    server_url: String,
+    server_origin: Option<String>,
+    server_kind: parse::AddrKind,
+    allow: Vec<String>,
+    /// Host and port of the server's origin and of the allowed ones.
+    trusted_hosts: Vec<(String, u16)>,
+}
+
+impl Guard {
+    /// The guard of the MCP server at `server_url`, with the user's `allow` list.
+    pub async fn new(server_url: &str, allow: &[String]) -> Guard {
+        let origin = parse::origin_of(server_url);
+        let server_kind = match &origin {
+            Some((_, host, port)) => resolve(host, *port)
+                .await
+                .ok()
+                .and_then(|a| a.first().map(|(_, k)| *k))
+                .unwrap_or(parse::AddrKind::Public),
+            None => parse::AddrKind::Public,
+        };
+        let allowed: Vec<_> = allow.iter().filter_map(|a| parse::origin_of(a)).collect();
+        let trusted_hosts = origin
+            .iter()
+            .chain(&allowed)
+            .map(|(_, h, p)| (h.clone(), *p))
+            .collect();
+        Guard {
+            server_url: server_url.to_owned(),
+            server_origin: origin.map(|o| o.0),
+            server_kind,
+            allow: allowed.into_iter().map(|o| o.0).collect(),
+            trusted_hosts,
+        }
+    }
+
+    fn trusted(&self, origin: &str) -> bool {
+        self.server_origin.as_deref() == Some(origin) || self.allow.iter().any(|a| a == origin)
+    }
+
+    /// Whether `url` (named `what` in the error) may be reached.
+    pub async fn check(&self, url: &str, what: &str) -> Result<(), String> {
+        let Some((origin, host, port)) = parse::origin_of(url) else {
+            return Err(format!("{what} {url:?} is not an http(s) URL: refusing it"));
+        };
+        if self.trusted(&origin) {
+            return Ok(());
+        }
+        let hint = format!(
+            "refusing it (if you trust it, list \"{origin}\" in the \"oauth\": {{\"allowOrigins\": [...]}} of this server)"
+        );
+        let https = origin.starts_with("https://");
+        if !https && self.server_kind != parse::AddrKind::Loopback {
+            return Err(format!(
+                "{what} {url} is not https (the MCP server {} is not on loopback): {hint}",
+                self.server_url
+            ));
+        }
+        let addrs = resolve(&host, port)
+            .await
+            .map_err(|e| format!("{what} {url}: {e}"))?;
+        for (ip, kind) in addrs {
+            if !parse::address_allowed(kind, self.server_kind) {
+                return Err(format!(
+                    "{what} {url} is at {} address {ip}, which the MCP server {} (a {} address) may not send us to: {hint}",
+                    kind_name(kind),
+                    self.server_url,
+                    kind_name(self.server_kind)
+                ));
+            }
+            if !https && kind != parse::AddrKind::Loopback {
+                return Err(format!(
+                    "{what} {url} is not https and {ip} is not loopback: {hint}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a challenge's `resource_metadata` URL may be fetched: on the MCP server's own
+    /// origin (or an allowed one), and passing [`Guard::check`].
+    pub async fn check_resource_metadata(&self, url: &str) -> Result<(), String> {
+        let origin = parse::origin_of(url).map(|o| o.0);
+        if !origin.as_deref().is_some_and(|o| self.trusted(o)) {
+            return Err(format!(
+                "the resource metadata of {} would come from {url:?}, not on the server's own origin: refusing it (list that origin in the \"oauth\": {{\"allowOrigins\": [...]}} of this server if you trust it)",
+                self.server_url
+            ));
+        }
+        self.check(url, "the resource metadata").await
+    }
+}
+
+/// The addresses `host` resolves to, with their kinds (an IP literal as itself).
+async fn resolve(
+    host: &str,
+    port: u16,
+) -> Result<Vec<(std::net::IpAddr, parse::AddrKind)>, String> {
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return Ok(vec![(ip, parse::addr_kind(ip))]);
+    }
+    let found = tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((host, port)))
+        .await
+        .map_err(|_| {
+            format!(
+                "resolving {host} took longer than {} s",
+                RESOLVE_TIMEOUT.as_secs()
+            )
+        })?
+        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
+    let out: Vec<_> = found.map(|a| (a.ip(), parse::addr_kind(a.ip()))).collect();
+    if out.is_empty() {
+        return Err(format!("{host} resolves to no address"));
+    }
+    Ok(out)
+}
+
+fn kind_name(k: parse::AddrKind) -> &'static str {
+    match k {
+        parse::AddrKind::Public => "a public",
+        parse::AddrKind::Loopback => "a loopback",
+        parse::AddrKind::Private => "a private",
+        parse::AddrKind::LinkLocal => "a link-local",
+        parse::AddrKind::Unusable => "an unusable",
+    }
 }
 
 /// Protected resource metadata (RFC 9728), the fields used.
@@ -77,31 +319,100 @@ pub struct Discovery {
     pub server: ServerMetadata,
 }
 
-/// GETs a JSON document: `Ok(None)` for a 4xx (try the next URL).
+/// GETs a JSON document: `Ok(None)` for a 4xx (try the next URL). Redirects are followed
+/// (at most [`MAX_METADATA_REDIRECTS`]), each hop checked by `guard` (as resource metadata,
+/// on the MCP server's own origin, when `resource` is set); each hop's whole exchange is
+/// bounded by [`REQUEST_TIMEOUT`].
 async fn get_json<T: serde::de::DeserializeOwned>(
     client: &awc::Client,
+    guard: &Guard,
     url: &str,
+    resource: bool,
 ) -> Result<Option<T>, String> {
-    let mut resp = client
-        .get(url)
-        .insert_header(("Accept", "application/json"))
-        .send()
-        .await
-        .map_err(|e| format!("cannot fetch {url}: {e}"))?;
-    if resp.status().is_client_error() {
-        return Ok(None);
+    let mut at = url.to_owned();
+    for _ in 0..=MAX_METADATA_REDIRECTS {
+        if resource {
+            guard.check_resource_metadata(&at).await?;
+        } else {
+            guard.check(&at, "the metadata URL").await?;
+        }
+        let hop = at.clone();
+        let got = bounded(REQUEST_TIMEOUT, || format!("fetching {hop}"), async {
+            let mut resp = client
+                .get(&hop)
+                .insert_header(("Accept", "application/json"))
+                .send()
+                .await
+                .map_err(|e| format!("cannot fetch {hop}: {e}"))?;
+            let status = resp.status();
+            if status.is_redirection() {
+                let to = resp
+                    .headers()
+                    .get("location")
+                    .and_then(|v| v.to_str().ok())
+                    .map(|l| resolve_location(&hop, l))
+                    .ok_or_else(|| format!("{hop} answered HTTP {status} without a Location"))?;
+                return Ok(Err(to));
+            }
+            if status.is_client_error() {
+                return Ok(Ok(None));
+            }
+            if !status.is_success() {
+                return Err(format!("{hop} answered HTTP {status}"));
+            }
+            let body = resp
+                .body()
+                .limit(BODY_LIMIT)
+                .await
+                .map_err(|e| format!("reading {hop} failed: {e}"))?;
+            Ok(Ok(Some(body)))
+        })
+        .await?;
+        match got {
+            Ok(None) => return Ok(None),
+            Ok(Some(body)) => {
+                return serde_json::from_slice(&body)
+                    .map(Some)
+                    .map_err(|e| format!("{at} is not valid metadata: {e}"))
+            }
+            Err(next) => at = next,
+        }
     }
-    if !resp.status().is_success() {
-        return Err(format!("{url} answered HTTP {}", resp.status()));
+    Err(format!(
+        "{url} redirects more than {MAX_METADATA_REDIRECTS} times: giving up"
+    ))
+}
+
+/// A `Location` resolved against the URL it came from (absolute, or absolute-path).
+fn resolve_location(base: &str, location: &str) -> String {
+    if location.contains("://") {
+        return location.to_owned();
     }
-    let body = resp
-        .body()
-        .limit(BODY_LIMIT)
-        .await
-        .map_err(|e| format!("reading {url} failed: {e}"))?;
-    serde_json::from_slice(&body)
-        .map(Some)
-        .map_err(|e| format!("{url} is not valid metadata: {e}"))
+    match parse::split_url(base) {
+        Some((origin, _)) if location.starts_with('/') => format!("{origin}{location}"),
+        Some((origin, path)) => {
+            let dir = path.rfind('/').map_or("/", |i| &path[..=i]);
+            format!("{origin}{dir}{location}")
+        }
+        None => location.to_owned(),
+    }
+}
+
+/// The error for a redirect answered to a request that carries credentials (`what`).
+fn refused_redirect<S>(resp: &awc::ClientResponse<S>, what: &str) -> Option<String> {
+    let status = resp.status();
+    if !status.is_redirection() {
+        return None;
+    }
+    let to = resp
+        .headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .map(|l| crate::net::truncate_chars(l, 200))
+        .unwrap_or_default();
+    Some(format!(
+        "{what} answered HTTP {status} (a redirect to {to:?}): a request that carries credentials never follows a redirect; the authorization server must answer at that endpoint itself"
+    ))
 }
 
 /// Finds the protected resource metadata and its authorization server's metadata. Refuses a
@@ -110,19 +421,25 @@ async fn get_json<T: serde::de::DeserializeOwned>(
 /// 2025-03-26 discovery ([`legacy_discovery`]).
 pub async fn discover(
     client: &awc::Client,
+    guard: &Guard,
     server_url: &str,
     challenge: Option<&Challenge>,
 ) -> Result<Discovery, String> {
     let mut prm: Option<ResourceMetadata> = None;
-    let from_challenge = challenge.and_then(|c| c.resource_metadata.as_deref());
+    let from_challenge = challenge
+        .and_then(|c| c.resource_metadata.as_deref())
+        .filter(|c| !c.is_empty());
+    if let Some(url) = from_challenge {
+        guard.check_resource_metadata(url).await?;
+    }
     for url in parse::prm_urls(server_url, from_challenge) {
-        if let Some(m) = get_json::<ResourceMetadata>(client, &url).await? {
+        if let Some(m) = get_json::<ResourceMetadata>(client, guard, &url, true).await? {
             prm = Some(m);
             break;
         }
     }
     let Some(prm) = prm else {
-        return legacy_discovery(client, server_url).await;
+        return legacy_discovery(client, guard, server_url).await;
     };
     if !parse::resource_matches(&prm.resource, server_url) {
         return Err(format!(
@@ -133,9 +450,10 @@ pub async fn discover(
     let issuer = prm.authorization_servers.first().cloned().ok_or_else(|| {
         format!("the protected resource metadata of {server_url} names no authorization server")
     })?;
+    guard.check(&issuer, "the authorization server").await?;
     let mut found = None;
     for url in parse::as_metadata_urls(&issuer) {
-        if let Some(m) = get_json::<ServerMetadata>(client, &url).await? {
+        if let Some(m) = get_json::<ServerMetadata>(client, guard, &url, false).await? {
             found = Some(m);
             break;
         }
@@ -157,20 +475,40 @@ pub async fn discover(
             "authorization server {issuer} does not advertise PKCE S256: refusing it"
         ));
     }
+    check_endpoints(guard, &server).await?;
     Ok(Discovery {
         resource: prm,
         server,
     })
 }
 
+/// The authorization server's endpoints pass the guard (the authorization endpoint too: it
+/// is opened in the user's browser).
+async fn check_endpoints(guard: &Guard, server: &ServerMetadata) -> Result<(), String> {
+    guard
+        .check(&server.authorization_endpoint, "the authorization endpoint")
+        .await?;
+    guard
+        .check(&server.token_endpoint, "the token endpoint")
+        .await?;
+    if let Some(r) = &server.registration_endpoint {
+        guard.check(r, "the registration endpoint").await?;
+    }
+    Ok(())
+}
+
 /// Discovery for a server without protected resource metadata, as the 2025-03-26 revision
 /// had it: the MCP server's origin is its own authorization server, with RFC 8414 metadata at
 /// the root well-known URL, else the default endpoints `/authorize`, `/token` and `/register`.
-async fn legacy_discovery(client: &awc::Client, server_url: &str) -> Result<Discovery, String> {
+async fn legacy_discovery(
+    client: &awc::Client,
+    guard: &Guard,
+    server_url: &str,
+) -> Result<Discovery, String> {
     let (origin, _) = parse::split_url(server_url)
         .ok_or_else(|| format!("{server_url} is not an http(s) URL"))?;
     let meta_url = format!("{origin}/.well-known/oauth-authorization-server");
-    let server = match get_json::<ServerMetadata>(client, &meta_url).await? {
+    let server = match get_json::<ServerMetadata>(client, guard, &meta_url, false).await? {
         Some(m) => {
             if m.issuer.trim_end_matches('/') != origin {
                 return Err(format!(
@@ -196,6 +534,7 @@ async fn legacy_discovery(client: &awc::Client, server_url: &str) -> Result<Disc
             ..ServerMetadata::default()
         },
     };
+    check_endpoints(guard, &server).await?;
     tracing::info!(target: "mcp", "{server_url} publishes no protected resource metadata; using {origin} as its authorization server (2025-03-26)");
     Ok(Discovery {
         resource: ResourceMetadata {
@@ -264,13 +603,20 @@ async fn register(
     if !scopes.is_empty() {
         body["scope"] = serde_json::Value::String(scopes.join(" "));
     }
-    let mut resp = client
-        .post(endpoint)
-        .insert_header(("Accept", "application/json"))
-        .send_json(&body)
-        .await
-        .map_err(|e| format!("client registration at {endpoint} failed: {e}"))?;
-    let text = success_body(&mut resp, &format!("client registration at {endpoint}")).await?;
+    let what = format!("client registration at {endpoint}");
+    let text = bounded(REQUEST_TIMEOUT, || what.clone(), async {
+        let mut resp = client
+            .post(endpoint)
+            .insert_header(("Accept", "application/json"))
+            .send_json(&body)
+            .await
+            .map_err(|e| format!("{what} failed: {e}"))?;
+        if let Some(e) = refused_redirect(&resp, &what) {
+            return Err(e);
+        }
+        success_body(&mut resp, &what).await
+    })
+    .await?;
     let r: Registered = serde_json::from_slice(&text)
         .map_err(|e| format!("the registration reply of {endpoint} is not valid: {e}"))?;
     let auth_method = r.token_endpoint_auth_method.unwrap_or_else(|| {
@@ -288,7 +634,6 @@ async fn register(
     })
 }
 
-/// An OAuth error body as `error: error_description`, else a short snippet; never more.
 /// The body of an OAuth endpoint's reply (bounded), or an error naming `what`, the status and
 /// the OAuth error it carries.
 async fn success_body<S>(
@@ -313,6 +658,8 @@ where
     Ok(body)
 }
 
+/// An OAuth error body as `error: error_description` (at most 300 characters), else a short
+/// snippet; never more.
 fn oauth_error(body: &[u8]) -> String {
     #[derive(Deserialize)]
     struct E {
@@ -320,14 +667,16 @@ fn oauth_error(body: &[u8]) -> String {
         #[serde(default)]
         error_description: Option<String>,
     }
-    match serde_json::from_slice::<E>(body) {
+    // The server's words, cut short: they are shown to the user.
+    let said = match serde_json::from_slice::<E>(body) {
         Ok(E {
             error,
             error_description: Some(d),
         }) => format!("{error}: {d}"),
         Ok(E { error, .. }) => error,
-        Err(_) => snippet(&body[..body.len().min(200)]),
-    }
+        Err(_) => return snippet(&body[..body.len().min(200)]),
+    };
+    crate::net::truncate_chars(&said, 300)
 }
 
 #[derive(Deserialize)]
@@ -335,10 +684,26 @@ struct TokenResponse {
     access_token: String,
     #[serde(default)]
     refresh_token: Option<String>,
+    /// A number as RFC 6749 says, or a numeric string as some servers send.
     #[serde(default)]
-    expires_in: Option<u64>,
+    expires_in: Option<serde_json::Value>,
     #[serde(default)]
     scope: Option<String>,
+}
+
+/// The lifetime to believe for an `expires_in`: at least [`MIN_TOKEN_LIFETIME_SECS`]; `None`
+/// when absent or not a number (the expiry is then unknown, and a `401` refreshes).
+fn lifetime(expires_in: Option<&serde_json::Value>) -> Option<u64> {
+    let secs = match expires_in? {
+        serde_json::Value::Number(n) => n.as_f64()?,
+        serde_json::Value::String(s) => s.trim().parse::<f64>().ok()?,
+        _ => return None,
+    };
+    if !secs.is_finite() {
+        return None;
+    }
+    // `as` saturates: negative is 0, huge is u64::MAX.
+    Some((secs as u64).max(MIN_TOKEN_LIFETIME_SECS))
 }
 
 /// One token request (`authorization_code` or `refresh_token`), the client authenticated as
@@ -378,22 +743,42 @@ async fn token_request(
         }
     }
     let endpoint = grant.token_endpoint.clone();
-    let mut resp = req
-        .send_body(form.finish())
-        .await
-        .map_err(|e| format!("the token request to {endpoint} failed: {e}"))?;
-    let body = success_body(&mut resp, &format!("the token request to {endpoint}")).await?;
+    let what = format!("the token request to {endpoint}");
+    let body = bounded(REQUEST_TIMEOUT, || what.clone(), async {
+        let mut resp = req
+            .send_body(form.finish())
+            .await
+            .map_err(|e| format!("{what} failed: {e}"))?;
+        if let Some(e) = refused_redirect(&resp, &what) {
+            return Err(e);
+        }
+        success_body(&mut resp, &what).await
+    })
+    .await?;
     let t: TokenResponse = serde_json::from_slice(&body)
         .map_err(|_| format!("the token reply of {endpoint} is not valid"))?;
+    let problem = parse::access_token_problem(&t.access_token).or_else(|| {
+        t.refresh_token
+            .as_deref()
+            .and_then(parse::refresh_token_problem)
+    });
+    if let Some(p) = problem {
+        return Err(format!(
+            "the token endpoint {endpoint} issued {p}: not kept, a new login is needed"
+        ));
+    }
     grant.access_token = t.access_token;
     if t.refresh_token.is_some() {
         grant.refresh_token = t.refresh_token;
     }
     let now = now_secs();
     grant.issued_at = Some(now);
-    grant.expires_at = t.expires_in.map(|s| now.saturating_add(s));
+    grant.expires_at = lifetime(t.expires_in.as_ref()).map(|s| now.saturating_add(s));
     if let Some(s) = t.scope {
-        grant.scopes = s.split_whitespace().map(str::to_owned).collect();
+        let granted = parse::scope_tokens(&s);
+        if !granted.is_empty() {
+            grant.scopes = granted;
+        }
     }
     Ok(())
 }
@@ -474,12 +859,16 @@ pub async fn probe(server_url: &str) -> Option<Challenge> {
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                    "clientInfo": {"name": "harness9", "version": env!("CARGO_PKG_VERSION")}}
     });
-    let resp = client
-        .post(server_url)
-        .insert_header(("Accept", "application/json, text/event-stream"))
-        .send_json(&body)
-        .await
-        .ok()?;
+    let resp = tokio::time::timeout(
+        REQUEST_TIMEOUT,
+        client
+            .post(server_url)
+            .insert_header(("Accept", "application/json, text/event-stream"))
+            .send_json(&body),
+    )
+    .await
+    .ok()?
+    .ok()?;
     if resp.status() != awc::http::StatusCode::UNAUTHORIZED
         && resp.status() != awc::http::StatusCode::FORBIDDEN
     {
@@ -525,8 +914,14 @@ pub async fn login_with_paste(
     show: &dyn Fn(&str),
     pasted: Option<&mut tokio::sync::mpsc::Receiver<String>>,
 ) -> Result<Grant, String> {
-    let client = http_client();
-    let d = discover(&client, server_url, challenge).await?;
+    let guard = Guard::new(server_url, &spec.config.allow_origins).await;
+    let client = guarded_client(&guard);
+    let d = bounded(
+        DISCOVERY_TIMEOUT,
+        || format!("the OAuth discovery of {server_url}"),
+        discover(&client, &guard, server_url, challenge),
+    )
+    .await?;
     let issuer = d.server.issuer.clone();
     let cfg = &spec.config;
     let stored = spec.store.client(server_url, &issuer);
@@ -678,6 +1073,56 @@ mod tests {
     fn ports_of_redirects() {
         assert_eq!(redirect_port("http://127.0.0.1:4242/callback"), Some(4242));
         assert_eq!(redirect_port("http://localhost/callback"), None);
+    }
+
+    /// The resolver checks a host name's addresses when it connects (a name that resolves to
+    /// loopback is refused for a public server, taken for a loopback one or a trusted origin).
+    #[actix_rt::test]
+    async fn names_are_checked_when_connecting() {
+        use actix_tls::connect::Resolve as _;
+        let public = PinnedResolver {
+            server_kind: Some(parse::AddrKind::Public),
+            trusted: Vec::new(),
+        };
+        let err = public.lookup("localhost", 80).await.unwrap_err();
+        assert!(err.to_string().contains("a loopback address"), "{err}");
+        let local = PinnedResolver {
+            server_kind: Some(parse::AddrKind::Loopback),
+            trusted: Vec::new(),
+        };
+        assert!(!local.lookup("localhost", 80).await.unwrap().is_empty());
+        let trusted = PinnedResolver {
+            server_kind: Some(parse::AddrKind::Public),
+            trusted: vec![("localhost".to_owned(), 80)],
+        };
+        assert!(trusted.lookup("localhost", 80).await.is_ok());
+        let refresh = PinnedResolver {
+            server_kind: None,
+            trusted: Vec::new(),
+        };
+        assert!(refresh.lookup("localhost", 80).await.is_ok());
+    }
+
+    #[test]
+    fn lifetimes_have_a_floor() {
+        let v = |j: &str| serde_json::from_str::<serde_json::Value>(j).unwrap();
+        assert_eq!(lifetime(Some(&v("0"))), Some(MIN_TOKEN_LIFETIME_SECS));
+        assert_eq!(lifetime(Some(&v("-5"))), Some(MIN_TOKEN_LIFETIME_SECS));
+        assert_eq!(lifetime(Some(&v("3600"))), Some(3600));
+        assert_eq!(lifetime(Some(&v("\"120\""))), Some(120));
+        assert_eq!(lifetime(Some(&v("1e30"))), Some(u64::MAX));
+        assert_eq!(lifetime(Some(&v("null"))), None);
+        assert_eq!(lifetime(None), None);
+    }
+
+    #[test]
+    fn locations_resolve_against_their_url() {
+        assert_eq!(resolve_location("http://h:1/a/b", "/c"), "http://h:1/c");
+        assert_eq!(resolve_location("http://h:1/a/b", "c"), "http://h:1/a/c");
+        assert_eq!(
+            resolve_location("http://h:1/a", "https://x/y"),
+            "https://x/y"
+        );
     }
 
     #[test]

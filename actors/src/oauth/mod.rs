@@ -35,6 +35,11 @@ pub struct OAuthConfig {
     /// The URL of this client's metadata document, used as its client id when the
     /// authorization server supports client ID metadata documents.
     pub client_metadata_url: Option<String>,
+    /// Origins (`scheme://host:port`) the user trusts for this server's OAuth whatever their
+    /// address or scheme (`"allowOrigins"`): the one way to use an authorization server on a
+    /// link-local address, on another kind of private address than the MCP server's, or
+    /// over plain http off loopback ([`flow::Guard`]).
+    pub allow_origins: Vec<String>,
 }
 
 /// A registered client, for one issuer.

@@ -169,7 +169,8 @@ pub fn resource_matches(resource: &str, server_url: &str) -> bool {
 
 /// The scopes to ask for: the configured ones, else the challenge's, else the resource's
 /// `scopes_supported`, else none; plus the scopes already held (step-up asks for the union),
-/// plus `offline_access` when the authorization server lists it (for a refresh token).
+/// plus `offline_access` when the authorization server lists it (for a refresh token). Only
+/// valid scope tokens ([`valid_scope`]), at most [`MAX_SCOPES`] in all.
 pub fn choose_scopes(
     configured: &[String],
     challenge: Option<&str>,
@@ -178,7 +179,7 @@ pub fn choose_scopes(
     as_supported: Option<&[String]>,
 ) -> Vec<String> {
     fn add(out: &mut Vec<String>, s: &str) {
-        if !s.is_empty() && !out.iter().any(|o| o == s) {
+        if out.len() < MAX_SCOPES && valid_scope(s) && !out.iter().any(|o| o == s) {
             out.push(s.to_owned());
         }
     }
@@ -199,6 +200,174 @@ pub fn choose_scopes(
         add(&mut out, "offline_access");
     }
     out
+}
+
+/// The most scopes one request asks for, one grant keeps, or one step-up may add: a server's
+/// `403 insufficient_scope` challenges cannot pile up scopes without end.
+pub const MAX_SCOPES: usize = 16;
+/// The longest scope token kept.
+pub const MAX_SCOPE_LEN: usize = 128;
+/// The longest access or refresh token taken (a large JWT fits; a header of megabytes does not).
+pub const MAX_TOKEN_LEN: usize = 16 * 1024;
+
+/// Whether `s` is a scope token (RFC 6749 §3.3: `1*( %x21 / %x23-5B / %x5D-7E )`) of at most
+/// [`MAX_SCOPE_LEN`] bytes.
+pub fn valid_scope(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_SCOPE_LEN
+        && s.bytes()
+            .all(|b| b == 0x21 || (0x23..=0x5B).contains(&b) || (0x5D..=0x7E).contains(&b))
+}
+
+/// The valid scope tokens of a space-separated `scope` value, each once, at most
+/// [`MAX_SCOPES`]; invalid tokens are dropped (and logged by the caller if it wants).
+pub fn scope_tokens(value: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in value.split(' ').filter(|s| !s.is_empty()) {
+        if out.len() >= MAX_SCOPES {
+            break;
+        }
+        if valid_scope(s) && !out.iter().any(|o| o == s) {
+            out.push(s.to_owned());
+        }
+    }
+    out
+}
+
+/// Why `token` is not an access token we can send as `Authorization: Bearer <token>`: it must
+/// be an RFC 6750 `b64token` (`1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`)
+/// of at most [`MAX_TOKEN_LEN`] bytes.
+pub fn access_token_problem(token: &str) -> Option<String> {
+    let body = token.trim_end_matches('=');
+    if body.is_empty() {
+        return Some("an empty access token".to_owned());
+    }
+    if token.len() > MAX_TOKEN_LEN {
+        return Some(format!(
+            "an access token of {} bytes (more than {MAX_TOKEN_LEN})",
+            token.len()
+        ));
+    }
+    let bad = body
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~' | '+' | '/')));
+    bad.map(|c| {
+        format!(
+            "an access token with the character {:?}, which a bearer token cannot carry (RFC 6750 b64token)",
+            c
+        )
+    })
+}
+
+/// Why `token` is not a refresh token we keep: it must be printable ASCII (RFC 6749
+/// `1*VSCHAR`, %x20-7E) of at most [`MAX_TOKEN_LEN`] bytes.
+pub fn refresh_token_problem(token: &str) -> Option<String> {
+    if token.is_empty() {
+        return Some("an empty refresh token".to_owned());
+    }
+    if token.len() > MAX_TOKEN_LEN {
+        return Some(format!(
+            "a refresh token of {} bytes (more than {MAX_TOKEN_LEN})",
+            token.len()
+        ));
+    }
+    token.chars().find(|c| !(' '..='~').contains(c)).map(|c| {
+        format!("a refresh token with the character {c:?} (RFC 6749 allows printable ASCII only)")
+    })
+}
+
+/// What kind of address an authorization-related URL reaches, for [`address_allowed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddrKind {
+    /// A public (globally routed) address.
+    Public,
+    /// Loopback: 127.0.0.0/8, ::1.
+    Loopback,
+    /// Private: 10/8, 172.16/12, 192.168/16, 100.64/10 (shared), fc00::/7 (unique local).
+    Private,
+    /// Link-local: 169.254/16 (cloud metadata services live there), fe80::/10.
+    LinkLocal,
+    /// Unspecified, multicast, broadcast or reserved: never a server.
+    Unusable,
+}
+
+/// The kind of `ip` (an IPv4-mapped IPv6 address is taken as its IPv4 address).
+pub fn addr_kind(ip: std::net::IpAddr) -> AddrKind {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            if v4.is_loopback() {
+                AddrKind::Loopback
+            } else if v4.is_link_local() {
+                AddrKind::LinkLocal
+            } else if v4.is_private() || (o[0] == 100 && (o[1] & 0xc0) == 64) {
+                AddrKind::Private
+            } else if v4.is_unspecified()
+                || v4.is_multicast()
+                || v4.is_broadcast()
+                || o[0] == 0
+                || o[0] >= 240
+            {
+                AddrKind::Unusable
+            } else {
+                AddrKind::Public
+            }
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return addr_kind(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            if v6.is_loopback() {
+                AddrKind::Loopback
+            } else if (first & 0xffc0) == 0xfe80 {
+                AddrKind::LinkLocal
+            } else if (first & 0xfe00) == 0xfc00 {
+                AddrKind::Private
+            } else if v6.is_unspecified() || v6.is_multicast() {
+                AddrKind::Unusable
+            } else {
+                AddrKind::Public
+            }
+        }
+    }
+}
+
+/// Whether an authorization-related URL may reach an address of kind `to`, for an MCP server
+/// whose own address is of kind `server`: a public address always; a loopback or private one
+/// only when the MCP server's own address is of that same kind (a server on loopback may have
+/// its authorization server there, a server on the internet may not point us at ours);
+/// link-local and unusable addresses never (origins the user lists in `oauth.allowOrigins`
+/// are not checked at all).
+pub fn address_allowed(to: AddrKind, server: AddrKind) -> bool {
+    match to {
+        AddrKind::Public => true,
+        AddrKind::Loopback | AddrKind::Private => to == server,
+        AddrKind::LinkLocal | AddrKind::Unusable => false,
+    }
+}
+
+/// `scheme://host:port` of an http(s) URL, lowercased, the default port explicit, and its host
+/// (IPv6 without brackets) and port; `None` for anything else.
+pub fn origin_of(url: &str) -> Option<(String, String, u16)> {
+    let uri = url.parse::<awc::http::Uri>().ok()?;
+    let scheme = uri.scheme_str()?.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    let host = uri.host()?.to_ascii_lowercase();
+    if host.is_empty() {
+        return None;
+    }
+    let port = uri
+        .port_u16()
+        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+    let bare = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    Some((format!("{scheme}://{host}:{port}"), bare, port))
 }
 
 /// Unpadded base64url.
@@ -412,6 +581,79 @@ mod tests {
             choose_scopes(&s(&["x"]), Some("y"), None, &[], None),
             s(&["x", "y"])
         );
+    }
+
+    #[test]
+    fn scopes_and_tokens_are_checked() {
+        assert!(valid_scope("mcp:tools-basic") && valid_scope("a!#[]~"));
+        for bad in ["", "a\"b", "a\\b", "é", "a b", "\u{1b}x"] {
+            assert!(!valid_scope(bad), "{bad:?}");
+        }
+        assert!(!valid_scope(&"x".repeat(MAX_SCOPE_LEN + 1)));
+        let many: String = (0..40).map(|i| format!("s{i} ")).collect();
+        assert_eq!(scope_tokens(&many).len(), MAX_SCOPES);
+        assert_eq!(scope_tokens("a a  b c\"d"), ["a", "b"]);
+        let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let held: Vec<String> = (0..20).map(|i| format!("h{i}")).collect();
+        assert_eq!(
+            choose_scopes(&[], Some("w"), None, &held, None).len(),
+            MAX_SCOPES
+        );
+        assert_eq!(
+            choose_scopes(&s(&["ok", "n\"o"]), None, None, &[], None),
+            s(&["ok"])
+        );
+
+        assert_eq!(access_token_problem("eyJhbGc.iOi-_~+/x=="), None);
+        for bad in ["", "===", "a b", "a\r\nX: 1", "a\u{1b}]52", "a=b", "é"] {
+            assert!(access_token_problem(bad).is_some(), "{bad:?}");
+        }
+        assert!(access_token_problem(&"a".repeat(MAX_TOKEN_LEN + 1)).is_some());
+        assert_eq!(refresh_token_problem("rt 1/~!\"x"), None);
+        for bad in ["", "a\nb", "a\u{7f}", "\u{1b}"] {
+            assert!(refresh_token_problem(bad).is_some(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn addresses_are_classified_and_allowed_by_kind() {
+        use AddrKind::*;
+        let k = |s: &str| addr_kind(s.parse().unwrap());
+        assert_eq!(k("127.0.0.1"), Loopback);
+        assert_eq!(k("::1"), Loopback);
+        assert_eq!(k("::ffff:127.0.0.1"), Loopback);
+        assert_eq!(k("169.254.169.254"), LinkLocal);
+        assert_eq!(k("::ffff:169.254.169.254"), LinkLocal);
+        assert_eq!(k("fe80::1"), LinkLocal);
+        for p in [
+            "10.0.0.1",
+            "172.16.5.4",
+            "192.168.1.1",
+            "100.64.0.1",
+            "fd00::1",
+        ] {
+            assert_eq!(k(p), Private, "{p}");
+        }
+        for u in ["0.0.0.0", "::", "224.0.0.1", "255.255.255.255", "ff02::1"] {
+            assert_eq!(k(u), Unusable, "{u}");
+        }
+        assert_eq!(k("93.184.216.34"), Public);
+        assert_eq!(k("2606:4700::1111"), Public);
+        assert!(address_allowed(Public, Loopback) && address_allowed(Public, Public));
+        assert!(address_allowed(Loopback, Loopback) && !address_allowed(Loopback, Public));
+        assert!(address_allowed(Private, Private) && !address_allowed(Private, Loopback));
+        assert!(!address_allowed(Private, Public));
+        assert!(!address_allowed(LinkLocal, LinkLocal) && !address_allowed(Unusable, Public));
+        assert_eq!(
+            origin_of("HTTPS://A.example/x?y").map(|o| o.0),
+            Some("https://a.example:443".to_owned())
+        );
+        assert_eq!(
+            origin_of("http://[fe80::1]:8/").map(|o| (o.1, o.2)),
+            Some(("fe80::1".to_owned(), 8))
+        );
+        assert_eq!(origin_of("file:///etc/passwd"), None);
+        assert_eq!(origin_of("javascript:alert(1)"), None);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use awc::http::StatusCode;
 use tokio::sync::Mutex;
 
 use super::{Conn, Failure};
-use crate::oauth::parse::Challenge;
+use crate::oauth::parse::{self, Challenge};
 use crate::oauth::{flow, Grant, OAuthSpec};
 
 /// Authorization rounds (refresh or login) one request may go through before it fails.
@@ -37,16 +37,20 @@ pub(crate) struct Auth {
     grant: RefCell<Option<Grant>>,
     flow: Mutex<()>,
     logins: Cell<usize>,
+    /// Why the last refresh before expiry failed, for the `needs login` that may follow.
+    refresh_error: RefCell<Option<String>>,
 }
 
 impl Auth {
     pub(crate) fn new(spec: OAuthSpec, url: &str) -> Self {
-        let grant = spec.store.load(url);
+        // A stored token that cannot go in a header is no token: the server needs a login.
+        let grant = spec.store.load(url).filter(usable);
         Self {
             spec,
             grant: RefCell::new(grant),
             flow: Mutex::new(()),
             logins: Cell::new(0),
+            refresh_error: RefCell::new(None),
         }
     }
 
@@ -59,7 +63,7 @@ impl Auth {
     /// newer one than this connection holds: taken over, so a refresh token it rotated is not
     /// tried again here (which would fail, and ask for a login nobody needs).
     fn newer_in_store(&self, url: &str) -> bool {
-        let Some(stored) = self.spec.store.load(url) else {
+        let Some(stored) = self.spec.store.load(url).filter(usable) else {
             return false;
         };
         let held = self.grant.borrow();
@@ -80,6 +84,30 @@ impl Auth {
         }
         *self.grant.borrow_mut() = Some(grant);
     }
+}
+
+/// Whether a grant's tokens can be sent ([`parse::access_token_problem`]).
+fn usable(g: &Grant) -> bool {
+    g.access_token.is_empty() || parse::access_token_problem(&g.access_token).is_none()
+}
+
+/// Adds the valid scopes of a step-up `challenge` that `g` lacks to its wanted scopes, as long
+/// as the grant's scopes and wanted scopes stay within [`parse::MAX_SCOPES`]; `Err` with the
+/// reason when the challenge asks for more than that.
+fn want_scopes(g: &mut Grant, challenge: &str) -> Result<(), String> {
+    let asked = parse::scope_tokens(challenge);
+    let new: Vec<String> = asked
+        .into_iter()
+        .filter(|s| !g.scopes.iter().chain(&g.wanted_scopes).any(|h| h == s))
+        .collect();
+    if g.scopes.len() + g.wanted_scopes.len() + new.len() > parse::MAX_SCOPES {
+        return Err(format!(
+            "the server asks for more than {} scopes in all; not kept",
+            parse::MAX_SCOPES
+        ));
+    }
+    g.wanted_scopes.extend(new);
+    Ok(())
 }
 
 impl Conn {
@@ -106,9 +134,10 @@ impl Conn {
     pub(super) fn needs_login(&self, needed: &AuthNeeded) -> String {
         let name = &self.target.name;
         if needed.status == StatusCode::FORBIDDEN {
+            let scope = parse::scope_tokens(needed.challenge.scope.as_deref().unwrap_or(""));
             format!(
                 "server \"{name}\" needs more permissions (scope {:?}): run `harness9 mcp login {name}`",
-                needed.challenge.scope.as_deref().unwrap_or("")
+                scope.join(" ")
             )
         } else {
             format!("server \"{name}\" needs a login: run `harness9 mcp login {name}`")
@@ -186,10 +215,12 @@ impl Conn {
         match flow::refresh(&flow::http_client(), &g).await {
             Ok(fresh) => {
                 tracing::info!(target: "mcp", server = %self.target.name, "access token refreshed before it expired");
+                a.refresh_error.borrow_mut().take();
                 a.set(&self.target.url, fresh);
             }
             Err(e) => {
-                tracing::info!(target: "mcp", server = %self.target.name, "token refresh failed: {e}")
+                tracing::info!(target: "mcp", server = %self.target.name, "token refresh failed: {e}");
+                *a.refresh_error.borrow_mut() = Some(e);
             }
         }
     }
@@ -213,6 +244,7 @@ impl Conn {
             return Ok(());
         }
         let grant = a.grant.borrow().clone();
+        let mut refresh_failed = None;
         if let Some(g) = grant
             .as_ref()
             .filter(|g| !step_up && g.refresh_token.is_some())
@@ -220,11 +252,13 @@ impl Conn {
             match flow::refresh(&flow::http_client(), g).await {
                 Ok(fresh) => {
                     tracing::info!(target: "mcp", server = %self.target.name, "access token refreshed");
+                    a.refresh_error.borrow_mut().take();
                     a.set(&self.target.url, fresh);
                     return Ok(());
                 }
                 Err(e) => {
                     tracing::info!(target: "mcp", server = %self.target.name, "token refresh failed: {e}");
+                    refresh_failed = Some(e);
                     if a.newer_in_store(&self.target.url) {
                         // Another process refreshed first, with the same refresh token.
                         return Ok(());
@@ -238,18 +272,23 @@ impl Conn {
             }
         }
         if !a.spec.interactive {
+            let first = a.refresh_error.borrow_mut().take().filter(|_| !step_up);
+            let mut why = first
+                .or(refresh_failed)
+                .map(|e| format!("the token refresh failed: {e}"));
             if step_up {
-                // Kept for `harness9 mcp login`, which then asks for the union.
+                // Kept for `harness9 mcp login`, which then asks for the union (bounded).
                 if let (Some(mut g), Some(scope)) = (grant, needed.challenge.scope.as_deref()) {
-                    for s in scope.split_whitespace() {
-                        if !g.scopes.iter().chain(&g.wanted_scopes).any(|h| h == s) {
-                            g.wanted_scopes.push(s.to_owned());
-                        }
+                    match want_scopes(&mut g, scope) {
+                        Ok(()) => a.set(&self.target.url, g),
+                        Err(e) => why = Some(e),
                     }
-                    a.set(&self.target.url, g);
                 }
             }
-            return Err(self.needs_login(needed));
+            return Err(match why {
+                Some(why) => format!("{} ({why})", self.needs_login(needed)),
+                None => self.needs_login(needed),
+            });
         }
         if a.logins.get() >= MAX_LOGINS {
             return Err(format!(
