@@ -153,14 +153,28 @@ fn approvable(config: &Config, spec: &ServerSpec) -> bool {
     }
 }
 
-/// What server `spec` of `config` shows while it waits for approval: its written form (no
-/// value of the user's is put in), else the spec's.
-pub fn shown(config: &Config, spec: &ServerSpec) -> String {
-    config
+/// The transport server `spec` of `config` shows while it waits for approval: its written
+/// form (no value of the user's is put in), else the spec's; a stdio server without `cwd`
+/// names the working directory it would run in (part of the approval).
+fn held_transport(config: &Config, spec: &ServerSpec) -> TransportSpec {
+    let mut t = config
         .written(&spec.name)
-        .and_then(|w| w.transport.as_ref())
-        .unwrap_or(&spec.transport)
-        .command_line()
+        .and_then(|w| w.transport.clone())
+        .unwrap_or_else(|| spec.transport.clone());
+    if let TransportSpec::Stdio {
+        cwd: cwd @ None, ..
+    } = &mut t
+    {
+        *cwd = Some(resolved_cwd(None));
+    }
+    t
+}
+
+/// What server `spec` of `config` shows while it waits for approval (one line, see
+/// [`held_transport`]): command, args, env keys, working directory, header names, and the
+/// `${VAR}` names it uses, never their values.
+pub fn shown(config: &Config, spec: &ServerSpec) -> String {
+    held_transport(config, spec).command_line()
 }
 
 /// The key of a config file in the store: its canonical path (absolute when it cannot be
@@ -295,13 +309,9 @@ pub fn hold_unapproved(config: &mut Config, approve_all: bool) -> anyhow::Result
         if store.is_approved(&key, &config.servers[i].name, h) {
             continue;
         }
-        let written = config
-            .written(&config.servers[i].name)
-            .and_then(|w| w.transport.clone());
+        let transport = held_transport(config, &config.servers[i]);
         let s = &mut config.servers[i];
-        if let Some(t) = written {
-            s.transport = t;
-        }
+        s.transport = transport;
         s.hold = Some(Hold::Unapproved);
         held.push(s.name.clone());
     }

@@ -625,6 +625,11 @@ fn an_approval_holds_only_for_the_working_directory_and_program_it_was_given_for
         "a subdirectory's run.sh ran as the approved server"
     );
     assert_eq!(stdout.matches("unapproved").count(), 2, "{stdout}");
+    // It says where it would run.
+    assert!(
+        stdout.contains("(in ") && stdout.contains("evil-pkg"),
+        "{stdout}"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 
