@@ -333,7 +333,7 @@ pub fn candidate_paths(
 }
 
 /// The settings files that apply, as (path, text): the user's own file and the project's
-/// `./harness9.toml`. `--settings`-style `flags.config_path` is the user's file alone.
+/// `./harness9.toml`. A `--settings` file (`flags.config_path`) is the user's file alone.
 #[derive(Debug, Default)]
 struct Layers {
     user: Option<(PathBuf, String)>,
@@ -458,8 +458,17 @@ pub fn mcp_sandbox_default(flags: &ModelFlags) -> Result<Option<SandboxField>, S
     let (out, warning) = merged_sandbox(user, &user_name, project, &name, text);
     if let Some(w) = warning {
         tracing::warn!("{w}");
+        let _ = WARNINGS.set(vec![w]);
     }
     Ok(out)
+}
+
+/// What [`mcp_sandbox_default`] ignored, for the TUI's transcript (the log has it too).
+static WARNINGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// The warnings of reading the settings files (a project value ignored), once read.
+pub fn warnings() -> Vec<String> {
+    WARNINGS.get().cloned().unwrap_or_default()
 }
 
 /// Resolves the settings from the process environment, the user's file, the project's file
