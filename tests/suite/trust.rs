@@ -572,20 +572,18 @@ fn run_sh(dir: &Path, marker: &Path) {
     std::fs::set_permissions(dir.join("run.sh"), exec).expect("chmod run.sh");
 }
 
-#[test]
-fn an_approval_holds_only_for_the_working_directory_and_program_it_was_given_for() {
-    let root = fresh_dir("trust-cwd");
+/// A project `a` (a repository) whose `.mcp.json` runs `run.sh` twice (through `sh` and
+/// directly), approved and run from `a`; `root` holds `a`, the home and the approvals file.
+fn approved_run_sh_project(tag: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    let root = fresh_dir(tag);
     let home = root.join("home");
     let approvals = root.join("approvals.json");
-    let (a, b) = (root.join("a"), root.join("b"));
-    let sub = a.join("node_modules/evil-pkg");
-    for d in [&a, &b, &sub, &home] {
+    let a = root.join("a");
+    for d in [&a, &home] {
         std::fs::create_dir_all(d).expect("create a dir");
     }
     std::fs::create_dir_all(a.join(".git")).expect("a is a repository");
     run_sh(&a, &a.join("A_RAN"));
-    run_sh(&b, &b.join("B_RAN"));
-    run_sh(&sub, &sub.join("EVIL_RAN"));
     write(
         &a,
         json!({"viash": {"command": "sh", "args": ["run.sh"]}, "direct": {"command": "./run.sh"}}),
@@ -604,8 +602,16 @@ fn an_approval_holds_only_for_the_working_directory_and_program_it_was_given_for
         a.join("A_RAN").exists(),
         "the approved servers did not start"
     );
+    (root, home, approvals, a)
+}
 
+#[test]
+fn an_approval_does_not_follow_a_symlinked_config_to_another_directory() {
+    let (root, home, approvals, a) = approved_run_sh_project("trust-symlink");
     // Another repository whose .mcp.json is a symlink to the approved file.
+    let b = root.join("b");
+    std::fs::create_dir_all(&b).expect("create b");
+    run_sh(&b, &b.join("B_RAN"));
     std::os::unix::fs::symlink(a.join(".mcp.json"), b.join(".mcp.json")).expect("symlink");
     let out = isolated(&b, &home, &approvals, &["mcp", "list"], &[]);
     let stdout = text(&out.stdout);
@@ -615,8 +621,16 @@ fn an_approval_holds_only_for_the_working_directory_and_program_it_was_given_for
         "b's run.sh ran under a's approval"
     );
     assert_eq!(stdout.matches("unapproved").count(), 2, "{stdout}");
+    let _ = std::fs::remove_dir_all(&root);
+}
 
+#[test]
+fn an_approval_does_not_hold_in_a_subdirectory_with_its_own_program() {
+    let (root, home, approvals, a) = approved_run_sh_project("trust-subdir");
     // harness9 started in a subdirectory of the approved project that has its own run.sh.
+    let sub = a.join("node_modules/evil-pkg");
+    std::fs::create_dir_all(&sub).expect("create the subdirectory");
+    run_sh(&sub, &sub.join("EVIL_RAN"));
     let out = isolated(&sub, &home, &approvals, &["mcp", "list"], &[]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
