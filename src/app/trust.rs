@@ -161,11 +161,14 @@ fn held_transport(config: &Config, spec: &ServerSpec) -> TransportSpec {
         .written(&spec.name)
         .and_then(|w| w.transport.clone())
         .unwrap_or_else(|| spec.transport.clone());
-    if let TransportSpec::Stdio {
-        cwd: cwd @ None, ..
-    } = &mut t
-    {
-        *cwd = Some(resolved_cwd(None));
+    // Where it runs, resolved (a path, not a value that is sent): the spec's when it built.
+    let real = match (&spec.hold, &spec.transport) {
+        (None, TransportSpec::Stdio { cwd, .. }) => Some(cwd.clone()),
+        _ => None,
+    };
+    if let TransportSpec::Stdio { cwd, .. } = &mut t {
+        let dir = real.unwrap_or_else(|| cwd.clone());
+        *cwd = Some(resolved_cwd(dir.as_deref()));
     }
     t
 }
