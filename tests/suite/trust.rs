@@ -533,6 +533,11 @@ fn a_changed_header_value_asks_again_and_secrets_are_shown_by_name_only() {
         .find(|l| l.starts_with("local "))
         .unwrap_or_else(|| panic!("no row for local:\n{stdout}"));
     assert!(row.contains("--token=${SUPER_SECRET_TOKEN}"), "{row}");
+    // A server of the user's own file runs, and shows as written too.
+    std::fs::create_dir_all(home.join(".config/harness9")).expect("user config dir");
+    let mine = json!({"mcpServers": {"mine": {"command": fixture_bin().display().to_string(),
+                                              "env": {"TOKEN": "${SUPER_SECRET_TOKEN}"}}}});
+    std::fs::write(home.join(".config/harness9/mcp.json"), mine.to_string()).expect("user config");
     let out = isolated(&dir, &home, &approvals, &["mcp", "list", "--json"], &vars);
     let all = text(&out.stdout);
     assert!(!all.contains(secret), "{all}");
@@ -553,6 +558,14 @@ fn a_changed_header_value_asks_again_and_secrets_are_shown_by_name_only() {
     assert!(row("local")["commandLine"]
         .as_str()
         .is_some_and(|l| l.contains("--token=${SUPER_SECRET_TOKEN}")));
+    let mine = row("mine");
+    assert_eq!(mine["status"], "connected", "{mine}");
+    assert!(
+        mine["commandLine"]
+            .as_str()
+            .is_some_and(|l| l.contains("(env TOKEN)") && l.contains("${SUPER_SECRET_TOKEN}")),
+        "{mine}"
+    );
     assert!(std::fs::read_to_string(&record)
         .unwrap_or_default()
         .is_empty());
