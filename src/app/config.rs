@@ -335,10 +335,48 @@ pub fn expand(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String
     Ok(out)
 }
 
+/// The largest config, env or settings file read (a repository's file is not trusted to be
+/// small): 4 MiB.
+pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
+
+/// Reads `path` as UTF-8 text when it is a regular file of at most `limit` bytes. A FIFO (which
+/// would block the open), a device such as `/dev/zero` (endless) or a huge file that a
+/// repository names or links to is an error, never a hang or a full memory.
+pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind, Read as _};
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "not a regular file (a device, FIFO or directory); point it at a file",
+        ));
+    }
+    let too_big = || {
+        Error::new(
+            ErrorKind::InvalidData,
+            format!("larger than {limit} bytes; harness9 reads no bigger file here"),
+        )
+    };
+    if meta.len() > limit {
+        return Err(too_big());
+    }
+    let mut text = String::new();
+    file.take(limit + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > limit {
+        return Err(too_big());
+    }
+    Ok(text)
+}
+
 /// Loads `path`. A missing file is an empty config unless `must_exist`.
 pub fn load(path: &Path, must_exist: bool) -> Result<Config, ConfigError> {
     let shown = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
+    let text = match read_regular(path, MAX_CONFIG_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !must_exist => {
             return Ok(Config {
@@ -645,12 +683,13 @@ fn build(
                     message,
                 })?;
                 let file = base.join(file);
-                let text = std::fs::read_to_string(&file).map_err(|e| ConfigError::Expand {
-                    path: shown.to_owned(),
-                    server: name.to_owned(),
-                    field: "envFile".to_owned(),
-                    message: format!("cannot read {}: {e}", file.display()),
-                })?;
+                let text =
+                    read_regular(&file, MAX_CONFIG_BYTES).map_err(|e| ConfigError::Expand {
+                        path: shown.to_owned(),
+                        server: name.to_owned(),
+                        field: "envFile".to_owned(),
+                        message: format!("cannot read {}: {e}", file.display()),
+                    })?;
                 for (k, v) in env_file_entries(&text) {
                     if env.iter().any(|(have, _)| *have == k) {
                         continue;
@@ -1094,6 +1133,34 @@ mod tests {
         assert_eq!(expand("plain $HOME", &env).unwrap(), "plain $HOME");
         assert!(expand("${HOME", &env).is_err());
         assert!(expand("${A B}", &env).is_err());
+    }
+
+    #[test]
+    fn only_regular_files_of_a_bounded_size_are_read() {
+        let dir = std::env::temp_dir().join(format!("h9-regular-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_regular(&fifo, 10).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let e = read_regular(Path::new("/dev/zero"), 10).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        std::fs::write(dir.join("big"), "x".repeat(11)).unwrap();
+        assert!(read_regular(&dir.join("big"), 10)
+            .unwrap_err()
+            .to_string()
+            .contains("larger than 10 bytes"));
+        assert_eq!(read_regular(&dir.join("big"), 11).unwrap().len(), 11);
+        // An envFile that is a FIFO fails its server, at once.
+        let text = format!(
+            r#"{{"mcpServers": {{"s": {{"command": "x", "envFile": "{}"}}}}}}"#,
+            fifo.display()
+        );
+        let c = p(&text).unwrap();
+        assert!(invalid(&c, "s").unwrap().contains("not a regular file"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

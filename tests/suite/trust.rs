@@ -776,3 +776,39 @@ fn a_vscode_input_prompt_waits_for_approval_and_names_its_server() {
     assert_eq!(t.exit_code(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_env_file_that_is_a_device_fails_its_server_instead_of_filling_memory() {
+    let dir = fresh_dir("trust-envfile");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    write(
+        &dir,
+        json!({"zero": {"command": fixture_bin().display().to_string(), "envFile": "/dev/zero"},
+               "good": {"command": fixture_bin().display().to_string()}}),
+    );
+    let approvals = dir.join("approvals.json");
+    let started = std::time::Instant::now();
+    let out = isolated(
+        &dir,
+        &home,
+        &approvals,
+        &["--config", ".mcp.json", "mcp", "list"],
+        &[],
+    );
+    let stdout = text(&out.stdout);
+    assert!(started.elapsed() < Duration::from_secs(30), "{stdout}");
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("zero "))
+        .unwrap_or_else(|| panic!("no row for zero:\n{stdout}"));
+    assert!(
+        row.contains("failed") && row.contains("envFile") && row.contains("not a regular file"),
+        "{row}"
+    );
+    assert!(stdout
+        .lines()
+        .any(|l| l.starts_with("good ") && l.contains("connected")));
+    let _ = std::fs::remove_dir_all(&dir);
+}

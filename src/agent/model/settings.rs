@@ -345,7 +345,10 @@ struct Layers {
 fn read_layers(flags: &ModelFlags) -> Result<Layers, SettingsError> {
     let env = |k: &str| std::env::var(k).ok();
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let read = |path: PathBuf| match std::fs::read_to_string(&path) {
+    let read = |path: PathBuf| match crate::app::config::read_regular(
+        &path,
+        crate::app::config::MAX_CONFIG_BYTES,
+    ) {
         Ok(text) => Ok(Some((path, text))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && flags.config_path.is_none() => {
             Ok(None)
