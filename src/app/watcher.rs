@@ -94,7 +94,10 @@ fn file_id(path: &Path) -> Option<(Option<SystemTime>, u64)> {
 
 fn stamp(path: &Path) -> Option<Stamp> {
     let (modified, len) = file_id(path)?;
-    let text = std::fs::read(path).ok()?;
+    // Bounded, regular files only: a config replaced by a link to `/dev/zero` is no endless read.
+    let text = crate::app::config::read_regular(path, crate::app::config::MAX_CONFIG_BYTES)
+        .ok()?
+        .into_bytes();
     Some(Stamp {
         modified,
         len,
