@@ -184,6 +184,9 @@ pub struct ServerSpec {
     /// in the handshake era, `_meta` `io.modelcontextprotocol/logLevel` in the stateless one);
     /// `None` asks nothing.
     pub log_level: Option<String>,
+    /// What a held spec shows instead of its transport's command line (the config's written
+    /// form of the entry, with every `${VAR}` it uses named); `None` shows the command line.
+    pub shown: Option<String>,
 }
 
 /// The log levels of the spec, least severe first.
@@ -260,6 +263,7 @@ impl ServerSpec {
             oauth: None,
             roots: Roots::WorkingDirectory,
             log_level: None,
+            shown: None,
         }
     }
 

@@ -177,7 +177,45 @@ fn held_transport(config: &Config, spec: &ServerSpec) -> TransportSpec {
 /// [`held_transport`]): command, args, env keys, working directory, header names, and the
 /// `${VAR}` names it uses, never their values.
 pub fn shown(config: &Config, spec: &ServerSpec) -> String {
-    held_transport(config, spec).command_line()
+    let line = held_transport(config, spec).command_line();
+    // References in fields the line does not show (`oauth`, `sandbox`, `roots`, ...): a
+    // `clientSecret` of `${GITHUB_TOKEN}` goes to the network too.
+    let mut refs = Vec::new();
+    if let Some(w) = config.written(&spec.name) {
+        references(&w.entry, &mut refs);
+    }
+    let more: Vec<String> = refs
+        .into_iter()
+        .map(|r| shell_quote(&r))
+        .filter(|r| !line.contains(r.as_str()))
+        .collect();
+    if more.is_empty() {
+        line
+    } else {
+        format!("{line} (also uses {})", more.join(", "))
+    }
+}
+
+/// Every `${...}` reference in the strings of `value`, in order, once each.
+fn references(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::String(s) => {
+            let mut rest = s.as_str();
+            while let Some(i) = rest.find("${") {
+                let Some(end) = rest[i..].find('}') else {
+                    break;
+                };
+                let r = rest[i..i + end + 1].to_owned();
+                if !out.contains(&r) {
+                    out.push(r);
+                }
+                rest = &rest[i + end + 1..];
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| references(v, out)),
+        serde_json::Value::Object(m) => m.values().for_each(|v| references(v, out)),
+        _ => {}
+    }
 }
 
 /// The key of a config file in the store: its canonical path (absolute when it cannot be
@@ -313,8 +351,10 @@ pub fn hold_unapproved(config: &mut Config, approve_all: bool) -> anyhow::Result
             continue;
         }
         let transport = held_transport(config, &config.servers[i]);
+        let line = shown(config, &config.servers[i]);
         let s = &mut config.servers[i];
         s.transport = transport;
+        s.shown = Some(line);
         s.hold = Some(Hold::Unapproved);
         held.push(s.name.clone());
     }
@@ -549,6 +589,15 @@ mod tests {
         // What an unapproved server shows: names and references, never the value.
         let line = shown(&var, &var.servers[0]);
         assert_eq!(line, "http://h/mcp (headers X) (uses '${TOKEN}')");
+        // A reference in a field the line does not show is named too.
+        let oauth = parse(
+            r#"{"mcpServers": {"h": {"url": "http://h/mcp", "oauth": {"clientSecret": "${GH_TOKEN}"}}}}"#,
+            "a",
+        );
+        assert_eq!(
+            shown(&oauth, &oauth.servers[0]),
+            "http://h/mcp (also uses '${GH_TOKEN}')"
+        );
     }
 
     #[test]
