@@ -38,7 +38,9 @@ pub enum TransportSpec {
 impl TransportSpec {
     /// What this transport runs or reaches, as one line a user can read and check: the
     /// command line (each word shell-quoted, control characters escaped as `$'\x1b'`), its
-    /// environment keys and working directory; or the URL.
+    /// environment keys and working directory; or the URL and its header names. Values that
+    /// are not shown (env, headers) name the `${VAR}` references they still hold (a spec as
+    /// a config writes it, before expansion), never a value.
     pub fn command_line(&self) -> String {
         match self {
             TransportSpec::Stdio {
@@ -58,9 +60,18 @@ impl TransportSpec {
                 if let Some(cwd) = cwd {
                     out.push(format!("(in {})", shell_quote(&cwd.display().to_string())));
                 }
+                out.extend(uses(env));
                 out.join(" ")
             }
-            TransportSpec::Http { url, .. } => shell_quote(url),
+            TransportSpec::Http { url, headers, .. } => {
+                let mut out = vec![shell_quote(url)];
+                if !headers.is_empty() {
+                    let names: Vec<String> = headers.iter().map(|(k, _)| shell_quote(k)).collect();
+                    out.push(format!("(headers {})", names.join(", ")));
+                }
+                out.extend(uses(headers));
+                out.join(" ")
+            }
         }
     }
 
@@ -72,6 +83,25 @@ impl TransportSpec {
             TransportSpec::Http { sse: true, .. } => "sse",
         }
     }
+}
+
+/// `(uses ${A}, ${B})`: the `${...}` references in `pairs`' values, when there are any.
+fn uses(pairs: &[(String, String)]) -> Option<String> {
+    let mut refs: Vec<String> = Vec::new();
+    for (_, v) in pairs {
+        let mut rest = v.as_str();
+        while let Some(i) = rest.find("${") {
+            let Some(end) = rest[i..].find('}') else {
+                break;
+            };
+            let r = shell_quote(&rest[i..i + end + 1]);
+            if !refs.contains(&r) {
+                refs.push(r);
+            }
+            rest = &rest[i + end + 1..];
+        }
+    }
+    (!refs.is_empty()).then(|| format!("(uses {})", refs.join(", ")))
 }
 
 /// A word as a POSIX shell reads it back: bare when it is plain, else single-quoted, and
@@ -154,6 +184,9 @@ pub struct ServerSpec {
     /// in the handshake era, `_meta` `io.modelcontextprotocol/logLevel` in the stateless one);
     /// `None` asks nothing.
     pub log_level: Option<String>,
+    /// What a held spec shows instead of its transport's command line (the config's written
+    /// form of the entry, with every `${VAR}` it uses named); `None` shows the command line.
+    pub shown: Option<String>,
 }
 
 /// The log levels of the spec, least severe first.
@@ -230,6 +263,7 @@ impl ServerSpec {
             oauth: None,
             roots: Roots::WorkingDirectory,
             log_level: None,
+            shown: None,
         }
     }
 
@@ -316,6 +350,19 @@ mod tests {
         assert_eq!(
             s.transport.command_line(),
             r"sh -c 'touch M; exec x' 'it'\''s' $'\x1b]52;c;x\x07' (env K) (in /p)"
+        );
+        // A value as written names its references, never a value.
+        let http = TransportSpec::Http {
+            url: "https://h/mcp".into(),
+            headers: vec![
+                ("X-Client".into(), "${SUPER_SECRET}".into()),
+                ("Authorization".into(), "Bearer ${input:key}".into()),
+            ],
+            sse: false,
+        };
+        assert_eq!(
+            http.command_line(),
+            "https://h/mcp (headers X-Client, Authorization) (uses '${SUPER_SECRET}', '${input:key}')"
         );
     }
 

@@ -51,6 +51,32 @@ pub struct Config {
     /// (another tool's field, both `mcpServers` and `servers`), naming the file. Logged when
     /// parsed (stderr headless); the TUI shows them in its transcript.
     pub warnings: Vec<String>,
+    /// Each server's entry as the file writes it (by server name): what a project approval
+    /// covers ([`crate::app::trust::fingerprint`]) and what an unapproved server shows.
+    pub written: Vec<(String, Written)>,
+}
+
+/// One server entry as its file writes it, before any of the user's values is put in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    /// The entry's JSON, keys sorted (every field, including those harness9 does not read).
+    pub entry: serde_json::Value,
+    /// The transport built from the entry with every `${VAR}` and `${input:ID}` left as
+    /// written (only `${workspaceFolder}` resolved, as it names the project) and `envFile`
+    /// read: what will be sent, without the user's values. `None` when the entry does not
+    /// build even so (it is held as invalid).
+    pub transport: Option<TransportSpec>,
+    /// The `envFile` the entry names, resolved (read into `transport`'s env).
+    pub env_file: Option<PathBuf>,
+    /// The inputs the entry uses, as the file declares them: (id, description, password).
+    pub inputs: Vec<(String, String, bool)>,
+}
+
+impl Config {
+    /// The written form of server `name`'s entry, when it has one.
+    pub fn written(&self, name: &str) -> Option<&Written> {
+        self.written.iter().find(|(n, _)| n == name).map(|(_, w)| w)
+    }
 }
 
 /// Why a config could not be loaded.
@@ -309,10 +335,48 @@ pub fn expand(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String
     Ok(out)
 }
 
+/// The largest config, env or settings file read (a repository's file is not trusted to be
+/// small): 4 MiB.
+pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
+
+/// Reads `path` as UTF-8 text when it is a regular file of at most `limit` bytes. A FIFO (which
+/// would block the open), a device such as `/dev/zero` (endless) or a huge file that a
+/// repository names or links to is an error, never a hang or a full memory.
+pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind, Read as _};
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "not a regular file (a device, FIFO or directory); point it at a file",
+        ));
+    }
+    let too_big = || {
+        Error::new(
+            ErrorKind::InvalidData,
+            format!("larger than {limit} bytes; harness9 reads no bigger file here"),
+        )
+    };
+    if meta.len() > limit {
+        return Err(too_big());
+    }
+    let mut text = String::new();
+    file.take(limit + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > limit {
+        return Err(too_big());
+    }
+    Ok(text)
+}
+
 /// Loads `path`. A missing file is an empty config unless `must_exist`.
 pub fn load(path: &Path, must_exist: bool) -> Result<Config, ConfigError> {
     let shown = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
+    let text = match read_regular(path, MAX_CONFIG_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !must_exist => {
             return Ok(Config {
@@ -390,19 +454,44 @@ pub fn parse(
         path: PathBuf::from(shown),
         ..Config::default()
     };
-    // Inputs looked up without a value: asked for in the TUI.
-    let missing = std::cell::RefCell::new(Vec::<String>::new());
+    // Inputs looked up without a value, with the servers that need them: asked for in the TUI.
+    let missing = std::cell::RefCell::new(Vec::<(String, Vec<String>)>::new());
+    let current = std::cell::RefCell::new(String::new());
+    let used = std::cell::RefCell::new(Vec::<String>::new());
     let recording = |v: &str| {
         let got = lookup(v);
+        if let Some(id) = v.strip_prefix("input:") {
+            let mut u = used.borrow_mut();
+            if !u.iter().any(|x| x == id) {
+                u.push(id.to_owned());
+            }
+        }
         if let (None, Some(id)) = (&got, v.strip_prefix("input:")) {
+            let server = current.borrow().clone();
             let mut m = missing.borrow_mut();
-            if !m.iter().any(|x| x == id) {
-                m.push(id.to_owned());
+            match m.iter_mut().find(|(x, _)| x == id) {
+                Some((_, servers)) if !servers.contains(&server) => servers.push(server),
+                Some(_) => {}
+                None => m.push((id.to_owned(), vec![server])),
             }
         }
         got
     };
     let lookup: &dyn Fn(&str) -> Option<String> = &recording;
+    // The written form: every reference as written, but `${workspaceFolder}` (where the project
+    // is) resolved; input ids are still recorded as used.
+    let literal = |v: &str| {
+        if v == "workspaceFolder" {
+            return lookup(v);
+        }
+        if let Some(id) = v.strip_prefix("input:") {
+            let mut u = used.borrow_mut();
+            if !u.iter().any(|x| x == id) {
+                u.push(id.to_owned());
+            }
+        }
+        Some(format!("${{{v}}}"))
+    };
     let declared = declared_inputs(file.inputs);
     let entries = match (file.mcp_servers, file.servers) {
         (Some(m), Some(_)) => {
@@ -470,25 +559,38 @@ pub fn parse(
             config.servers.push(held(message.to_string()));
             continue;
         }
+        *current.borrow_mut() = name.clone();
+        used.borrow_mut().clear();
+        let mut w = written_form(&name, value, shown, base, &literal, lookup);
         let mut secrets = Vec::new();
-        match build(&name, raw, shown, base, lookup, &mut secrets) {
+        match build(&name, raw, shown, base, lookup, lookup, &mut secrets) {
             Ok(spec) => {
                 config.secrets.append(&mut secrets);
                 config.servers.push(spec);
             }
             Err(e) => config.servers.push(held(e.to_string())),
         }
+        w.inputs = used
+            .borrow()
+            .iter()
+            .map(|id| {
+                let (description, password) = declared.get(id).cloned().unwrap_or_default();
+                (id.clone(), description, password)
+            })
+            .collect();
+        config.written.push((name, w));
     }
     config.inputs = missing
         .into_inner()
         .into_iter()
-        .map(|id| {
+        .map(|(id, servers)| {
             let (description, password) = declared.get(&id).cloned().unwrap_or_default();
             super::inputs::InputPrompt {
                 file: PathBuf::from(shown),
                 id,
                 description,
                 password,
+                servers,
             }
         })
         .collect();
@@ -504,12 +606,43 @@ fn is_disabled(value: &RawValue) -> bool {
         .is_ok_and(|v| v.get("disabled") == Some(&serde_json::Value::Bool(true)))
 }
 
+/// Server `name`'s entry `value` as written: its JSON, and the transport built with `literal`
+/// (which leaves references as written); `lookup` resolves the `envFile` path, read as it is.
+fn written_form(
+    name: &str,
+    value: &RawValue,
+    shown: &str,
+    base: &Path,
+    literal: &dyn Fn(&str) -> Option<String>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Written {
+    let entry = serde_json::from_str::<serde_json::Value>(value.get()).unwrap_or_default();
+    let raw = serde_json::from_str::<RawServer>(value.get()).ok();
+    let env_file = raw.as_ref().and_then(|r| r.env_file.as_deref()).map(|f| {
+        let f = expand(f, lookup).unwrap_or_else(|_| f.to_owned());
+        base.join(f)
+    });
+    let transport = raw
+        .filter(|r| validate(r).is_none())
+        .and_then(|r| build(name, r, shown, base, literal, lookup, &mut Vec::new()).ok())
+        .map(|s| s.transport);
+    Written {
+        entry,
+        transport,
+        env_file,
+        inputs: Vec::new(),
+    }
+}
+
+/// Builds server `name`'s spec from its entry: values expanded with `lookup`, the `envFile`
+/// path with `path_lookup` (the same, except for the written form).
 fn build(
     name: &str,
     raw: RawServer,
     shown: &str,
     base: &Path,
     lookup: &dyn Fn(&str) -> Option<String>,
+    path_lookup: &dyn Fn(&str) -> Option<String>,
     secrets: &mut Vec<String>,
 ) -> Result<ServerSpec, ConfigError> {
     let x = |field: &str, v: &str| {
@@ -543,13 +676,20 @@ fn build(
                 env.push((k.clone(), v));
             }
             if let Some(file) = &raw.env_file {
-                let file = base.join(x("envFile", file)?);
-                let text = std::fs::read_to_string(&file).map_err(|e| ConfigError::Expand {
+                let file = expand(file, path_lookup).map_err(|message| ConfigError::Expand {
                     path: shown.to_owned(),
                     server: name.to_owned(),
                     field: "envFile".to_owned(),
-                    message: format!("cannot read {}: {e}", file.display()),
+                    message,
                 })?;
+                let file = base.join(file);
+                let text =
+                    read_regular(&file, MAX_CONFIG_BYTES).map_err(|e| ConfigError::Expand {
+                        path: shown.to_owned(),
+                        server: name.to_owned(),
+                        field: "envFile".to_owned(),
+                        message: format!("cannot read {}: {e}", file.display()),
+                    })?;
                 for (k, v) in env_file_entries(&text) {
                     if env.iter().any(|(have, _)| *have == k) {
                         continue;
@@ -996,6 +1136,34 @@ mod tests {
         assert_eq!(expand("plain $HOME", &env).unwrap(), "plain $HOME");
         assert!(expand("${HOME", &env).is_err());
         assert!(expand("${A B}", &env).is_err());
+    }
+
+    #[test]
+    fn only_regular_files_of_a_bounded_size_are_read() {
+        let dir = std::env::temp_dir().join(format!("h9-regular-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_regular(&fifo, 10).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let e = read_regular(Path::new("/dev/zero"), 10).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        std::fs::write(dir.join("big"), "x".repeat(11)).unwrap();
+        assert!(read_regular(&dir.join("big"), 10)
+            .unwrap_err()
+            .to_string()
+            .contains("larger than 10 bytes"));
+        assert_eq!(read_regular(&dir.join("big"), 11).unwrap().len(), 11);
+        // An envFile that is a FIFO fails its server, at once.
+        let text = format!(
+            r#"{{"mcpServers": {{"s": {{"command": "x", "envFile": "{}"}}}}}}"#,
+            fifo.display()
+        );
+        let c = p(&text).unwrap();
+        assert!(invalid(&c, "s").unwrap().contains("not a regular file"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

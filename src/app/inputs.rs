@@ -29,6 +29,8 @@ pub struct InputPrompt {
     pub description: String,
     /// `"password": true`: typed without echo.
     pub password: bool,
+    /// The servers whose entries use it (the prompt names them).
+    pub servers: Vec<String>,
 }
 
 /// The file's shape: config key -> input id -> value.

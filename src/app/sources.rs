@@ -66,6 +66,14 @@ pub fn merge(mut project: Config, user: Config) -> Config {
             project.disabled.push(d);
         }
     }
+    // The written form of each user server that is in (not shadowed).
+    let mine: Vec<String> = project.sources.iter().map(|(n, _)| n.clone()).collect();
+    let theirs: Vec<(String, config::Written)> = user
+        .written
+        .into_iter()
+        .filter(|(n, _)| mine.contains(n) && project.written(n).is_none())
+        .collect();
+    project.written.extend(theirs);
     project.secrets.extend(user.secrets);
     project.inputs.extend(user.inputs);
     project.warnings.extend(user.warnings);

@@ -29,10 +29,10 @@ pub fn store_path() -> PathBuf {
     }
 }
 
-/// `sha256:<hex>` of the spec's canonical form: everything that decides what runs or where it
-/// connects (names and limits that cannot run anything are left out).
-pub fn fingerprint(spec: &ServerSpec) -> String {
-    let canonical = match &spec.transport {
+/// The canonical form of what a spec runs, from the spec alone (expanded values): the
+/// fallback for a server without a written entry.
+fn spec_form(spec: &ServerSpec) -> serde_json::Value {
+    match &spec.transport {
         TransportSpec::Stdio {
             command,
             args,
@@ -42,25 +42,180 @@ pub fn fingerprint(spec: &ServerSpec) -> String {
             let mut env: Vec<(&str, &str)> =
                 env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
             env.sort();
-            // The sandbox is part of what runs: a spec that drops it asks again.
-            let sandbox = spec.sandbox.as_ref().map(|s| {
-                json!({"project": s.project_dir.display().to_string(),
-                       "writable": s.writable.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
-                       "network": s.network})
-            });
             json!({"transport": "stdio", "command": command, "args": args, "env": env,
-                   "cwd": cwd.as_ref().map(|c| c.display().to_string()), "sandbox": sandbox})
+                   "cwd": cwd.as_ref().map(|c| c.display().to_string())})
         }
         TransportSpec::Http { url, headers, sse } => {
-            let mut names: Vec<&str> = headers.iter().map(|(k, _)| k.as_str()).collect();
-            names.sort();
-            json!({"transport": if *sse { "sse" } else { "http" }, "url": url, "headers": names})
+            let mut headers = headers.clone();
+            headers.sort();
+            json!({"transport": if *sse { "sse" } else { "http" }, "url": url, "headers": headers})
         }
         _ => json!({"transport": spec.transport.kind(), "spec": format!("{:?}", spec.transport)}),
+    }
+}
+
+/// Where a stdio server will run: its `cwd` (relative to harness9's working directory), else
+/// harness9's working directory; canonical when it exists.
+pub fn resolved_cwd(cwd: Option<&Path>) -> PathBuf {
+    let here = std::env::current_dir().unwrap_or_default();
+    let dir = match cwd {
+        Some(c) => here.join(c),
+        None => here,
+    };
+    std::fs::canonicalize(&dir).unwrap_or(dir)
+}
+
+/// The program a stdio server's `command` will execute, canonical: a command with a `/`
+/// relative to `cwd`, a bare name looked up in `PATH` (the entry's own `PATH` when its env
+/// sets one, as the spawn does); `None` when nothing executable is found.
+pub fn resolved_program(command: &str, env: &[(String, String)], cwd: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if command.is_empty() {
+        return None;
+    }
+    if command.contains('/') {
+        let p = cwd.join(command);
+        return std::fs::canonicalize(&p).ok();
+    }
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| std::ffi::OsString::from(v))
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| cwd.join(dir).join(command))
+        .find(|p| executable(p))
+        .and_then(|p| std::fs::canonicalize(p).ok())
+}
+
+/// `sha256:<hex>` of what an approval covers for `spec` of `config`: everything the file
+/// controls that reaches a process or the network, and where it will run. That is the entry
+/// as written (every field, header values and `${...}` references unexpanded, env, args, cwd,
+/// url, `envFile`'s path and its content, the inputs it uses with their declared text) and the
+/// resolved facts: the working directory, the canonical path of the program that will be
+/// executed, and the sandbox. The user's own values (`${VAR}` from the environment, input
+/// values) are not part of it: they are the user's, not the repository's.
+pub fn fingerprint(config: &Config, spec: &ServerSpec) -> String {
+    let written = config.written(&spec.name);
+    // The facts from the spec when it built, else from the written form (held as invalid,
+    // e.g. an input without a value yet).
+    let transport = match (&spec.hold, written.and_then(|w| w.transport.as_ref())) {
+        (Some(harness9_actors::Hold::Invalid(_)), Some(t)) => t,
+        _ => &spec.transport,
+    };
+    let resolved = match transport {
+        TransportSpec::Stdio {
+            command, env, cwd, ..
+        } => {
+            let dir = resolved_cwd(cwd.as_deref());
+            let program = resolved_program(command, env, &dir);
+            json!({"cwd": dir.display().to_string(),
+                   "program": program.map(|p| p.display().to_string())})
+        }
+        _ => json!(null),
+    };
+    // The sandbox is part of what runs: a spec that drops it asks again.
+    let sandbox = spec.sandbox.as_ref().map(|s| {
+        json!({"project": s.project_dir.display().to_string(),
+               "writable": s.writable.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+               "network": s.network})
+    });
+    let canonical = match written {
+        Some(w) => json!({
+            "entry": w.entry,
+            "written": w.transport.as_ref().map(|t| format!("{t:?}")),
+            "envFile": w.env_file.as_ref().map(|p| p.display().to_string()),
+            "inputs": w.inputs,
+            "resolved": resolved,
+            "sandbox": sandbox,
+        }),
+        None => json!({"spec": spec_form(spec), "resolved": resolved, "sandbox": sandbox}),
     };
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
+}
+
+/// Whether server `spec` of `config` can be approved: a valid entry, or one held only for a
+/// value of the user's (an unset variable, an input not given yet) whose written form builds.
+fn approvable(config: &Config, spec: &ServerSpec) -> bool {
+    match &spec.hold {
+        None => true,
+        Some(Hold::Invalid(_)) => config
+            .written(&spec.name)
+            .is_some_and(|w| w.transport.is_some()),
+        Some(_) => false,
+    }
+}
+
+/// The transport server `spec` of `config` shows while it waits for approval: its written
+/// form (no value of the user's is put in), else the spec's; a stdio server without `cwd`
+/// names the working directory it would run in (part of the approval).
+fn held_transport(config: &Config, spec: &ServerSpec) -> TransportSpec {
+    let mut t = config
+        .written(&spec.name)
+        .and_then(|w| w.transport.clone())
+        .unwrap_or_else(|| spec.transport.clone());
+    // Where it runs, resolved (a path, not a value that is sent): the spec's when it built.
+    let real = match (&spec.hold, &spec.transport) {
+        (None, TransportSpec::Stdio { cwd, .. }) => Some(cwd.clone()),
+        _ => None,
+    };
+    if let TransportSpec::Stdio { cwd, .. } = &mut t {
+        let dir = real.unwrap_or_else(|| cwd.clone());
+        *cwd = Some(resolved_cwd(dir.as_deref()));
+    }
+    t
+}
+
+/// What server `spec` of `config` shows while it waits for approval (one line, see
+/// [`held_transport`]): command, args, env keys, working directory, header names, and the
+/// `${VAR}` names it uses, never their values.
+pub fn shown(config: &Config, spec: &ServerSpec) -> String {
+    let line = held_transport(config, spec).command_line();
+    // References in fields the line does not show (`oauth`, `sandbox`, `roots`, ...): a
+    // `clientSecret` of `${GITHUB_TOKEN}` goes to the network too.
+    let mut refs = Vec::new();
+    if let Some(w) = config.written(&spec.name) {
+        references(&w.entry, &mut refs);
+    }
+    let more: Vec<String> = refs
+        .into_iter()
+        .map(|r| shell_quote(&r))
+        .filter(|r| !line.contains(r.as_str()))
+        .collect();
+    if more.is_empty() {
+        line
+    } else {
+        format!("{line} (also uses {})", more.join(", "))
+    }
+}
+
+/// Every `${...}` reference in the strings of `value`, in order, once each.
+fn references(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::String(s) => {
+            let mut rest = s.as_str();
+            while let Some(i) = rest.find("${") {
+                let Some(end) = rest[i..].find('}') else {
+                    break;
+                };
+                let r = rest[i..i + end + 1].to_owned();
+                if !out.contains(&r) {
+                    out.push(r);
+                }
+                rest = &rest[i + end + 1..];
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| references(v, out)),
+        serde_json::Value::Object(m) => m.values().for_each(|v| references(v, out)),
+        _ => {}
+    }
 }
 
 /// The key of a config file in the store: its canonical path (absolute when it cannot be
@@ -120,22 +275,23 @@ impl Approvals {
         })
     }
 
-    /// Whether `spec`, from the config keyed `config`, is approved as it is.
-    pub fn is_approved(&self, config: &str, spec: &ServerSpec) -> bool {
-        let hash = fingerprint(spec);
+    /// Whether server `server`, from the config keyed `config`, is approved with the
+    /// fingerprint `hash` ([`fingerprint`]).
+    pub fn is_approved(&self, config: &str, server: &str, hash: &str) -> bool {
         self.entries
             .iter()
-            .any(|a| a.config == config && a.server == spec.name && a.spec == hash)
+            .any(|a| a.config == config && a.server == server && a.spec == hash)
     }
 
-    /// Approves `spec` as it is (replacing an approval of an earlier spec of that server).
-    pub fn approve(&mut self, config: &str, spec: &ServerSpec) {
+    /// Approves server `server` with the fingerprint `hash` (replacing an approval of an
+    /// earlier spec of that server).
+    pub fn approve(&mut self, config: &str, server: &str, hash: String) {
         self.entries
-            .retain(|a| !(a.config == config && a.server == spec.name));
+            .retain(|a| !(a.config == config && a.server == server));
         self.entries.push(Approval {
             config: config.to_owned(),
-            server: spec.name.clone(),
-            spec: fingerprint(spec),
+            server: server.to_owned(),
+            spec: hash,
         });
     }
 
@@ -150,14 +306,14 @@ impl Approvals {
 }
 
 /// Holds (`Hold::Unapproved`) every server of the project config `config` that is not approved
-/// as it is; with `approve_all`, approves them first (and saves). Invalid entries stay as they
-/// are. An approvals file that cannot be read holds every server (nothing runs unasked).
+/// as it is; with `approve_all`, approves them first (and saves). A held server shows its
+/// written form (its transport as the file writes it: no `${VAR}` value of the user's is put
+/// in), and the inputs only unapproved servers use are not asked for. Invalid entries stay as
+/// they are, except one held only for a value of the user's: it waits for approval first. An
+/// approvals file that cannot be read holds every server (nothing runs unasked).
 pub fn hold_unapproved(config: &mut Config, approve_all: bool) -> anyhow::Result<()> {
-    if config.servers.iter().all(|s| s.hold.is_some()) {
-        return Ok(());
-    }
     let key = config_key(&config.path);
-    let store = match Approvals::load(&store_path()) {
+    let mut store = match Approvals::load(&store_path()) {
         Ok(s) => s,
         Err(e) if !approve_all => {
             tracing::warn!("{e:#}; every server of {key} waits for approval");
@@ -168,25 +324,45 @@ pub fn hold_unapproved(config: &mut Config, approve_all: bool) -> anyhow::Result
         }
         Err(e) => return Err(e),
     };
-    let mut store = store;
+    let hashes: Vec<Option<String>> = config
+        .servers
+        .iter()
+        .map(|s| approvable(config, s).then(|| fingerprint(config, s)))
+        .collect();
     if approve_all {
-        let fresh: Vec<&ServerSpec> = config
-            .servers
-            .iter()
-            .filter(|s| s.hold.is_none() && !store.is_approved(&key, s))
-            .collect();
-        if !fresh.is_empty() {
-            for s in fresh {
-                store.approve(&key, s);
+        let mut fresh = false;
+        for (s, hash) in config.servers.iter().zip(&hashes) {
+            if let Some(h) = hash
+                .as_ref()
+                .filter(|h| !store.is_approved(&key, &s.name, h))
+            {
+                store.approve(&key, &s.name, h.clone());
+                fresh = true;
             }
+        }
+        if fresh {
             store.save()?;
         }
     }
-    for s in &mut config.servers {
-        if s.hold.is_none() && !store.is_approved(&key, s) {
-            s.hold = Some(Hold::Unapproved);
+    let mut held = Vec::new();
+    for (i, hash) in hashes.iter().enumerate() {
+        let Some(h) = hash else { continue };
+        if store.is_approved(&key, &config.servers[i].name, h) {
+            continue;
         }
+        let transport = held_transport(config, &config.servers[i]);
+        let line = shown(config, &config.servers[i]);
+        let s = &mut config.servers[i];
+        s.transport = transport;
+        s.shown = Some(line);
+        s.hold = Some(Hold::Unapproved);
+        held.push(s.name.clone());
     }
+    // An input prompt is text the repository wrote: not shown for a server not approved.
+    for i in &mut config.inputs {
+        i.servers.retain(|n| !held.contains(n));
+    }
+    config.inputs.retain(|i| !i.servers.is_empty());
     Ok(())
 }
 
@@ -212,7 +388,7 @@ pub fn hints(config: &Config) -> Vec<String> {
                 "server {:?} not started: {} is a project config and this server is not approved; it would run: {}; approve it with `harness9 mcp approve {}` (or run with --approve-project)",
                 s.name,
                 config.path.display(),
-                s.transport.command_line(),
+                shown(config, s),
                 shell_quote(&s.name)
             )
         })
@@ -247,7 +423,7 @@ fn visible(text: &str) -> String {
 }
 
 /// Approves the servers `names` of the config at `path` (every server when empty) as they are
-/// now; returns one line per server saying what was approved.
+/// now, run from here; returns one line per server saying what was approved.
 pub fn approve(path: &Path, names: &[String]) -> anyhow::Result<Vec<String>> {
     let cfg = config::load(path, true)?;
     for n in names {
@@ -272,16 +448,12 @@ pub fn approve(path: &Path, names: &[String]) -> anyhow::Result<Vec<String>> {
             continue;
         }
         match &s.hold {
-            Some(Hold::Invalid(e)) => {
+            Some(Hold::Invalid(e)) if !approvable(&cfg, s) => {
                 out.push(format!("not approved {:?}: {}", s.name, visible(e)))
             }
             _ => {
-                store.approve(&key, s);
-                out.push(format!(
-                    "approved {:?}: {}",
-                    s.name,
-                    s.transport.command_line()
-                ));
+                store.approve(&key, &s.name, fingerprint(&cfg, s));
+                out.push(format!("approved {:?}: {}", s.name, shown(&cfg, s)));
             }
         }
     }
@@ -293,9 +465,42 @@ pub fn approve(path: &Path, names: &[String]) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
+/// Approves the servers `servers` (name, the line the user was shown) of the config at `path`
+/// (the trust screen): each only if it still shows that line; returns the names approved.
+pub fn approve_shown(
+    path: &Path,
+    must_exist: bool,
+    servers: &[(String, String)],
+) -> anyhow::Result<Vec<String>> {
+    let cfg = config::load(path, must_exist)?;
+    let key = config_key(path);
+    let mut store = Approvals::load(&store_path())?;
+    let mut done = Vec::new();
+    for (name, line) in servers {
+        match cfg.servers.iter().find(|s| s.name == *name) {
+            Some(s) if approvable(&cfg, s) && shown(&cfg, s) == *line => {
+                store.approve(&key, &s.name, fingerprint(&cfg, s));
+                done.push(name.clone());
+            }
+            _ => tracing::warn!(server = %name, "changed since it was shown; not approved"),
+        }
+    }
+    store.save()?;
+    Ok(done)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fingerprint of `spec` alone in a config.
+    fn fp(spec: &ServerSpec) -> String {
+        let cfg = Config {
+            servers: vec![spec.clone()],
+            ..Config::default()
+        };
+        fingerprint(&cfg, spec)
+    }
 
     #[test]
     fn a_changed_spec_is_not_approved_and_the_file_is_private() {
@@ -304,12 +509,12 @@ mod tests {
         let path = dir.join("state").join("approvals.json");
         let mut store = Approvals::load(&path).expect("missing is empty");
         let spec = ServerSpec::stdio("s", "sh", vec!["-c".into(), "true".into()]);
-        assert!(!store.is_approved("/p/.mcp.json", &spec));
-        store.approve("/p/.mcp.json", &spec);
+        assert!(!store.is_approved("/p/.mcp.json", "s", &fp(&spec)));
+        store.approve("/p/.mcp.json", "s", fp(&spec));
         store.save().expect("save");
         let store = Approvals::load(&path).expect("load");
-        assert!(store.is_approved("/p/.mcp.json", &spec));
-        assert!(!store.is_approved("/q/.mcp.json", &spec));
+        assert!(store.is_approved("/p/.mcp.json", "s", &fp(&spec)));
+        assert!(!store.is_approved("/q/.mcp.json", "s", &fp(&spec)));
         let mut changed = spec.clone();
         changed.transport = TransportSpec::Stdio {
             command: "sh".into(),
@@ -317,12 +522,12 @@ mod tests {
             env: vec![],
             cwd: None,
         };
-        assert!(!store.is_approved("/p/.mcp.json", &changed));
+        assert!(!store.is_approved("/p/.mcp.json", "s", &fp(&changed)));
         let mut env_changed = spec.clone();
         if let TransportSpec::Stdio { env, .. } = &mut env_changed.transport {
             env.push(("NODE_OPTIONS".into(), "--require evil".into()));
         }
-        assert_ne!(fingerprint(&spec), fingerprint(&env_changed));
+        assert_ne!(fp(&spec), fp(&env_changed));
         // Dropping (or loosening) the sandbox asks again.
         let mut sandboxed = spec.clone();
         sandboxed.sandbox = Some(harness9_actors::SandboxSpec {
@@ -330,16 +535,16 @@ mod tests {
             writable: vec![],
             network: false,
         });
-        assert_ne!(fingerprint(&spec), fingerprint(&sandboxed));
+        assert_ne!(fp(&spec), fp(&sandboxed));
         let mut networked = sandboxed.clone();
         if let Some(s) = &mut networked.sandbox {
             s.network = true;
         }
-        assert_ne!(fingerprint(&sandboxed), fingerprint(&networked));
+        assert_ne!(fp(&sandboxed), fp(&networked));
         // Limits that cannot run anything do not change the fingerprint.
         let mut limits = spec.clone();
         limits.tool_timeout = std::time::Duration::from_secs(1);
-        assert_eq!(fingerprint(&spec), fingerprint(&limits));
+        assert_eq!(fp(&spec), fp(&limits));
         let mode = std::os::unix::fs::PermissionsExt::mode(
             &std::fs::metadata(&path).expect("metadata").permissions(),
         );
@@ -347,6 +552,70 @@ mod tests {
         std::fs::write(&path, "not json").expect("write");
         let e = Approvals::load(&path).expect_err("invalid");
         assert!(format!("{e:#}").contains("fix or delete it"), "{e:#}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_fingerprint_covers_the_entry_as_written_not_the_users_values() {
+        let parse = |text: &str, token: &'static str| {
+            config::parse(text, "/p/.mcp.json", Path::new("/p"), &move |v| {
+                (v == "TOKEN").then(|| token.to_owned())
+            })
+            .expect("parse")
+        };
+        let fp_of = |c: &Config| fingerprint(c, &c.servers[0]);
+        let plain = parse(
+            r#"{"mcpServers": {"h": {"url": "http://h/mcp", "headers": {"X": "harness9"}}}}"#,
+            "a",
+        );
+        let var = parse(
+            r#"{"mcpServers": {"h": {"url": "http://h/mcp", "headers": {"X": "${TOKEN}"}}}}"#,
+            "a",
+        );
+        // A header value changed to a reference: not the same approval.
+        assert_ne!(fp_of(&plain), fp_of(&var));
+        // The user's value of the reference is not part of it.
+        let other = parse(
+            r#"{"mcpServers": {"h": {"url": "http://h/mcp", "headers": {"X": "${TOKEN}"}}}}"#,
+            "b",
+        );
+        assert_eq!(fp_of(&var), fp_of(&other));
+        // Even a field harness9 does not read is the repository's.
+        let extra = parse(
+            r#"{"mcpServers": {"h": {"url": "http://h/mcp", "headers": {"X": "${TOKEN}"}, "note": 1}}}"#,
+            "a",
+        );
+        assert_ne!(fp_of(&var), fp_of(&extra));
+        // What an unapproved server shows: names and references, never the value.
+        let line = shown(&var, &var.servers[0]);
+        assert_eq!(line, "http://h/mcp (headers X) (uses '${TOKEN}')");
+        // A reference in a field the line does not show is named too.
+        let oauth = parse(
+            r#"{"mcpServers": {"h": {"url": "http://h/mcp", "oauth": {"clientSecret": "${GH_TOKEN}"}}}}"#,
+            "a",
+        );
+        assert_eq!(
+            shown(&oauth, &oauth.servers[0]),
+            "http://h/mcp (also uses '${GH_TOKEN}')"
+        );
+    }
+
+    #[test]
+    fn the_program_is_resolved_against_the_working_directory_and_path() {
+        let dir = std::env::temp_dir().join(format!("h9-trust-prog-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("bin")).expect("dir");
+        let prog = dir.join("bin/tool");
+        std::fs::write(&prog, "#!/bin/sh\n").expect("write");
+        let exec = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+        std::fs::set_permissions(&prog, exec).expect("chmod");
+        let real = std::fs::canonicalize(&prog).expect("canonical");
+        assert_eq!(
+            resolved_program("./bin/tool", &[], &dir),
+            Some(real.clone())
+        );
+        let path = vec![("PATH".to_owned(), dir.join("bin").display().to_string())];
+        assert_eq!(resolved_program("tool", &path, Path::new("/")), Some(real));
+        assert_eq!(resolved_program("tool", &[], &dir.join("nope")), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

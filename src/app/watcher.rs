@@ -13,8 +13,6 @@ use harness9_actors::messages::Reconcile;
 use harness9_actors::ServerSupervisor;
 use tokio::sync::watch;
 
-use crate::app::config;
-
 /// How often `.mcp.json` is checked for changes on disk.
 const WATCH_EVERY: Duration = Duration::from_millis(400);
 
@@ -96,7 +94,10 @@ fn file_id(path: &Path) -> Option<(Option<SystemTime>, u64)> {
 
 fn stamp(path: &Path) -> Option<Stamp> {
     let (modified, len) = file_id(path)?;
-    let text = std::fs::read(path).ok()?;
+    // Bounded, regular files only: a config replaced by a link to `/dev/zero` is no endless read.
+    let text = crate::app::config::read_regular(path, crate::app::config::MAX_CONFIG_BYTES)
+        .ok()?
+        .into_bytes();
     Some(Stamp {
         modified,
         len,
@@ -220,23 +221,7 @@ impl ConfigWatcher {
     }
 
     fn approve(&mut self, servers: &[(String, String)]) -> ConfigOutcome {
-        let outcome = (|| -> anyhow::Result<Vec<String>> {
-            let cfg = config::load(&self.path, self.must_exist)?;
-            let key = crate::app::trust::config_key(&self.path);
-            let mut store = crate::app::trust::Approvals::load(&crate::app::trust::store_path())?;
-            let mut done = Vec::new();
-            for (name, shown) in servers {
-                match cfg.servers.iter().find(|s| s.name == *name) {
-                    Some(s) if s.hold.is_none() && s.transport.command_line() == *shown => {
-                        store.approve(&key, s);
-                        done.push(name.clone());
-                    }
-                    _ => tracing::warn!(server = %name, "changed since it was shown; not approved"),
-                }
-            }
-            store.save()?;
-            Ok(done)
-        })();
+        let outcome = crate::app::trust::approve_shown(&self.path, self.must_exist, servers);
         match outcome {
             Ok(done) if done.len() == servers.len() => ConfigOutcome::Approved(done),
             Ok(_) => ConfigOutcome::ApprovalStale,

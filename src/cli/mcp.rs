@@ -277,6 +277,13 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
             .iter()
             .map(|(n, s)| {
                 let mut v = status_json(n, s);
+                // What it runs or reaches, as its file writes it (`${VAR}` names, never their
+                // values), for every server.
+                if v.get("commandLine").is_none() {
+                    if let Some(spec) = config.servers.iter().find(|s| s.name == *n) {
+                        v["commandLine"] = json!(crate::app::trust::shown(config, spec));
+                    }
+                }
                 v["source"] = json!(source(n));
                 shadowed(n, &mut v);
                 v

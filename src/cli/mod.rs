@@ -98,7 +98,8 @@ pub struct SessionFlags {
     #[arg(long, value_name = "POLICY", value_enum)]
     pub sampling: Option<Sampling>,
     /// Settings file: models, prices, `[mcp]` defaults such as `sandbox` [default:
-    /// ./harness9.toml, then ~/.config/harness9/config.toml].
+    /// ~/.config/harness9/config.toml with ./harness9.toml merged over it; the project's file
+    /// may only tighten the sandbox].
     #[arg(long, value_name = "PATH")]
     pub settings: Option<PathBuf>,
     /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.

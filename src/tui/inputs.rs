@@ -106,7 +106,7 @@ pub(super) fn draw_input(v: &InputView, frame: &mut Frame, area: Rect) {
     let p = &v.prompt;
     let block = modal_block(&format!("input \"{}\"", clean_line(&p.id)));
     let rect = Rect {
-        height: area.height.min(6),
+        height: area.height.min(7),
         ..area
     };
     let inner = block.inner(rect);
@@ -116,14 +116,21 @@ pub(super) fn draw_input(v: &InputView, frame: &mut Frame, area: Rect) {
     } else {
         clean_line(&v.value).into_owned()
     };
+    // Which server asks, from which file: the description is the repository's text.
+    let servers: Vec<String> = p
+        .servers
+        .iter()
+        .map(|s| format!("\"{}\"", clean_line(s)))
+        .collect();
     let mut lines = vec![Line::raw(format!(
-        "{} (for {})",
+        "{} (for server {} in {})",
         if p.description.is_empty() {
             "A value for this input".to_owned()
         } else {
             clean_line(&p.description).into_owned()
         },
-        p.file.display()
+        servers.join(", "),
+        clean_line(&p.file.display().to_string())
     ))];
     lines.push(Line::styled(
         format!("> {shown}▏"),
@@ -148,6 +155,7 @@ mod tests {
             id: id.into(),
             description: "API key".into(),
             password,
+            servers: vec!["gh".into()],
         }
     }
 

@@ -167,7 +167,11 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         secrets: cfg.secrets.clone(),
         sources: cfg.sources.clone(),
         inputs: cfg.inputs.clone(),
-        warnings: cfg.warnings.clone(),
+        warnings: [
+            crate::agent::model::settings::warnings(),
+            cfg.warnings.clone(),
+        ]
+        .concat(),
         trace: trace_rx,
         done: done_tx,
         started,

@@ -192,7 +192,11 @@ impl ServerSupervisor {
         match &entry.spec.hold {
             Some(Hold::Unapproved) => {
                 entry.status = ServerStatus::Unapproved {
-                    command_line: entry.spec.transport.command_line(),
+                    command_line: entry
+                        .spec
+                        .shown
+                        .clone()
+                        .unwrap_or_else(|| entry.spec.transport.command_line()),
                 };
                 return;
             }
