@@ -88,11 +88,33 @@ pub(super) fn asked(state: &mut State, mut a: Approval) -> Vec<Effect> {
     Vec::new()
 }
 
-/// `y`/Enter runs the first waiting call, `n`/Esc declines it, `a` runs it and every later call
-/// of that tool this session; other keys wait.
+/// The box's choices, the safe one first: `(key, colour, what)`.
+fn choices(tool: &str) -> [(&'static str, Color, String); 3] {
+    [
+        ("n", Color::Red, "decline".to_owned()),
+        ("y", Color::Green, "run it".to_owned()),
+        (
+            "a",
+            Color::Yellow,
+            format!("always run {} this session", clean_line(tool)),
+        ),
+    ]
+}
+
+/// `y` runs the first waiting call, `n`/Esc declines it, `a` runs it and every later call of
+/// that tool this session; ←→/Tab move the highlight (on decline at first) and Enter picks
+/// it; other keys wait. (Keys typed as it opened never get here: [`super::guard`].)
 pub(super) fn approval_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    if super::guard::move_choice(state, 3, key.code) {
+        return Vec::new();
+    }
     let (yes, always) = match key.code {
-        KeyCode::Char('y') | KeyCode::Enter => (true, false),
+        KeyCode::Enter => match super::guard::choice(state, 3) {
+            1 => (true, false),
+            2 => (true, true),
+            _ => (false, false),
+        },
+        KeyCode::Char('y') => (true, false),
         KeyCode::Char('n') | KeyCode::Esc => (false, false),
         KeyCode::Char('a') => (true, true),
         KeyCode::Up | KeyCode::Char('k') | KeyCode::Down | KeyCode::Char('j') => {
@@ -181,14 +203,11 @@ pub(super) fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
             DIM,
         ));
     }
-    lines.push(Line::from(vec![
-        Span::styled("y", Style::new().fg(Color::Green).bold()),
-        Span::raw(" run it · "),
-        Span::styled("n", Style::new().fg(Color::Red).bold()),
-        Span::raw(" decline · "),
-        Span::styled("a", Style::new().fg(Color::Yellow).bold()),
-        Span::raw(format!(" always run {} this session", clean_line(&a.name))),
-    ]));
+    lines.push(super::guard::keys_line(
+        state,
+        &choices(&a.name),
+        "←→ Enter",
+    ));
     let height = (lines.len() as u16 + BORDER_ROWS).min(main.height);
     let area = Rect {
         y: main.y + main.height - height,
@@ -196,7 +215,8 @@ pub(super) fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
         ..main
     };
     frame.render_widget(Clear, area);
-    let block = modal_block("run this tool?").border_style(Style::new().fg(Color::Yellow));
+    let block = modal_block(&super::guard::title(state, "run this tool?"))
+        .border_style(super::guard::border(state, Color::Yellow));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     frame.render_widget(Paragraph::new(lines), inner);

@@ -44,8 +44,11 @@ pub enum AskKind {
         message: String,
         /// The whole URL.
         url: String,
-        /// Its host, shown on its own so a look-alike link stands out.
+        /// Its host as a browser reads it, shown on its own so a look-alike link stands out.
         host: String,
+        /// Why the opener refuses it (not https, hidden characters, ...): then only declining
+        /// is offered.
+        refused: Option<String>,
     },
     /// May this go to the model?
     Sampling {
@@ -187,33 +190,22 @@ fn initial(f: &Field) -> Val {
     }
 }
 
-/// The host of `url` (without user info or port), or `?` when it has none.
+/// The host of `url` as a browser reads it (WHATWG parsing: `https://a.example\\@b.example/`
+/// goes to `a.example`; no user info or port; punycode), or `?` when it has none.
 pub fn host_of(url: &str) -> String {
-    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority
-        .rsplit_once('@')
-        .map(|(_, h)| h)
-        .unwrap_or(authority);
-    let host = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => host.split(':').next().unwrap_or(""),
-    };
-    if host.is_empty() {
-        "?".to_owned()
-    } else {
-        host.to_owned()
-    }
+    harness9_actors::opener::host_of(url).unwrap_or_else(|| "?".to_owned())
 }
 
 /// The question of an elicitation's params: a URL to open (`mode: url`) or a form.
 pub fn elicitation(key: u64, server: String, params: &Value) -> PendingAsk {
     let kind = if params.get("mode").and_then(Value::as_str) == Some("url") {
-        let url = params
-            .get("url")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+        let raw = params.get("url").and_then(Value::as_str).unwrap_or("");
+        // What would be opened is the opener's checked form, shown as is; a refused URL is
+        // shown cleaned, with why.
+        let (url, refused) = match harness9_actors::opener::check_url(raw) {
+            Ok(u) => (String::from(u), None),
+            Err(e) => (raw.to_owned(), Some(e)),
+        };
         AskKind::Url {
             message: params
                 .get("message")
@@ -222,6 +214,7 @@ pub fn elicitation(key: u64, server: String, params: &Value) -> PendingAsk {
                 .to_owned(),
             host: host_of(&url),
             url,
+            refused,
         }
     } else {
         AskKind::Form(Form::new(params))
@@ -274,23 +267,51 @@ fn done(state: &mut State, answer: AskAnswer) -> Vec<Effect> {
 
 /// The first question's keys.
 pub(super) fn ask_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    // Sampling and URL questions: ←→/Tab move the highlight (on decline at first), Enter
+    // picks it. A form keeps Tab and Enter for its fields.
+    let choices = match state.asks.front().map(|a| &a.kind) {
+        Some(AskKind::Sampling { .. }) => Some(2),
+        Some(AskKind::Url { refused, .. }) => Some(if refused.is_none() { 2 } else { 1 }),
+        _ => None,
+    };
+    if let Some(n) = choices {
+        if super::guard::move_choice(state, n, key.code) {
+            return Vec::new();
+        }
+    }
+    let chosen = super::guard::choice(state, 2);
     let Some(first) = state.asks.front_mut() else {
         return Vec::new();
     };
     match &mut first.kind {
-        AskKind::Sampling { .. } => match key.code {
-            KeyCode::Char('y') | KeyCode::Enter => done(state, AskAnswer::Sample(true)),
-            KeyCode::Char('n') | KeyCode::Esc => done(state, AskAnswer::Sample(false)),
-            _ => Vec::new(),
-        },
-        AskKind::Url { url, .. } => match key.code {
-            KeyCode::Char('y') => {
+        AskKind::Sampling { .. } => {
+            let code = match key.code {
+                KeyCode::Enter if chosen == 1 => KeyCode::Char('y'),
+                KeyCode::Enter => KeyCode::Char('n'),
+                c => c,
+            };
+            match code {
+                KeyCode::Char('y') => done(state, AskAnswer::Sample(true)),
+                KeyCode::Char('n') | KeyCode::Esc => done(state, AskAnswer::Sample(false)),
+                _ => Vec::new(),
+            }
+        }
+        AskKind::Url { url, refused, .. } => match key.code {
+            KeyCode::Enter if refused.is_none() && chosen == 1 => {
                 let url = url.clone();
                 let mut effects = vec![Effect::OpenUrl(url)];
                 effects.extend(done(state, AskAnswer::Elicit(json!({"action": "accept"}))));
                 effects
             }
-            KeyCode::Char('n') => done(state, AskAnswer::Elicit(json!({"action": "decline"}))),
+            KeyCode::Char('y') if refused.is_none() => {
+                let url = url.clone();
+                let mut effects = vec![Effect::OpenUrl(url)];
+                effects.extend(done(state, AskAnswer::Elicit(json!({"action": "accept"}))));
+                effects
+            }
+            KeyCode::Char('n') | KeyCode::Enter => {
+                done(state, AskAnswer::Elicit(json!({"action": "decline"})))
+            }
             KeyCode::Esc => done(state, AskAnswer::Elicit(json!({"action": "cancel"}))),
             _ => Vec::new(),
         },
@@ -517,17 +538,29 @@ pub(super) fn draw_ask(state: &State, frame: &mut Frame, main: Rect) {
         n => format!(" (1 of {n} waiting)"),
     };
     let (title, lines) = match &a.kind {
-        AskKind::Form(form) => (
-            format!("{server} asks{waiting}"),
-            form_lines(form, width, rows),
-        ),
-        AskKind::Url { message, url, host } => {
+        AskKind::Form(form) => {
+            let mut lines = form_lines(form, width, rows);
+            if super::guard::is_new(state) {
+                lines.pop();
+                lines.push(super::guard::keys_line(state, &[], ""));
+            }
+            (format!("{server} asks{waiting}"), lines)
+        }
+        AskKind::Url {
+            message,
+            url,
+            host,
+            refused,
+        } => {
             let mut lines = Vec::new();
             wrap(&clean(message), width, Style::new(), "", &mut lines);
             lines.truncate(4);
             lines.push(Line::from(vec![
-                Span::styled("host: ", DIM),
-                Span::styled(clean_line(host).into_owned(), Style::new().bold()),
+                Span::styled("opens a page on ", DIM),
+                Span::styled(
+                    clean_line(host).into_owned(),
+                    Style::new().bold().fg(Color::Yellow),
+                ),
             ]));
             let mut shown = Vec::new();
             wrap(
@@ -542,11 +575,35 @@ pub(super) fn draw_ask(state: &State, frame: &mut Frame, main: Rect) {
                 spans.extend(l.spans);
                 lines.push(Line::from(spans));
             }
-            lines.push(keys_line(&[
-                ("y", Color::Green, "open it in the browser"),
-                ("n", Color::Red, "decline"),
-                ("Esc", Color::Yellow, "cancel"),
-            ]));
+            if let Some(why) = refused {
+                let mut l = Vec::new();
+                wrap(
+                    &format!("harness9 will not open it: {}", clean_line(why)),
+                    width,
+                    Style::new().fg(Color::Red),
+                    "",
+                    &mut l,
+                );
+                lines.extend(l);
+                lines.push(super::guard::keys_line(
+                    state,
+                    &[("n", Color::Red, "decline".to_owned())],
+                    "Esc cancel",
+                ));
+            } else {
+                lines.push(super::guard::keys_line(
+                    state,
+                    &[
+                        ("n", Color::Red, "decline".to_owned()),
+                        (
+                            "y",
+                            Color::Green,
+                            format!("open it on {}", clean_line(host)),
+                        ),
+                    ],
+                    "Esc cancel · ←→ Enter",
+                ));
+            }
             (format!("{server} asks you to open a page{waiting}"), lines)
         }
         AskKind::Sampling { sampling, model } => {
@@ -585,10 +642,14 @@ pub(super) fn draw_ask(state: &State, frame: &mut Frame, main: Rect) {
             if more {
                 lines.push(Line::styled("…", DIM));
             }
-            lines.push(keys_line(&[
-                ("y", Color::Green, "send it to the model"),
-                ("n", Color::Red, "decline"),
-            ]));
+            lines.push(super::guard::keys_line(
+                state,
+                &[
+                    ("n", Color::Red, "decline".to_owned()),
+                    ("y", Color::Green, "send it to the model".to_owned()),
+                ],
+                "←→ Enter",
+            ));
             (format!("{server} asks to use the model{waiting}"), lines)
         }
     };
@@ -599,7 +660,8 @@ pub(super) fn draw_ask(state: &State, frame: &mut Frame, main: Rect) {
         ..main
     };
     frame.render_widget(Clear, area);
-    let block = modal_block(&title).border_style(Style::new().fg(Color::Magenta));
+    let block = modal_block(&super::guard::title(state, &title))
+        .border_style(super::guard::border(state, Color::Magenta));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     frame.render_widget(Paragraph::new(lines), inner);

@@ -38,6 +38,7 @@ pub fn inputs_needed(state: &mut State, inputs: Vec<InputPrompt>) {
         }
     }
     open_next(state);
+    super::guard::refresh(state);
 }
 
 /// Opens the next queued input when nothing else is on screen.
@@ -102,9 +103,13 @@ pub(super) fn input_key(state: &mut State, mut v: InputView, key: KeyEvent) -> V
 }
 
 /// Draws the prompt at the top of `area`.
-pub(super) fn draw_input(v: &InputView, frame: &mut Frame, area: Rect) {
+pub(super) fn draw_input(state: &State, v: &InputView, frame: &mut Frame, area: Rect) {
     let p = &v.prompt;
-    let block = modal_block(&format!("input \"{}\"", clean_line(&p.id)));
+    let block = modal_block(&super::guard::title(
+        state,
+        &format!("input \"{}\"", clean_line(&p.id)),
+    ))
+    .border_style(super::guard::border(state, Color::Blue));
     let rect = Rect {
         height: area.height.min(6),
         ..area
@@ -129,10 +134,14 @@ pub(super) fn draw_input(v: &InputView, frame: &mut Frame, area: Rect) {
         format!("> {shown}▏"),
         Style::new().fg(Color::Cyan),
     ));
-    lines.push(Line::styled(
-        "Enter keeps it in a private (0600) file, not asked again · Esc skips",
-        DIM,
-    ));
+    lines.push(if super::guard::is_new(state) {
+        super::guard::keys_line(state, &[], "")
+    } else {
+        Line::styled(
+            "Enter keeps it in a private (0600) file, not asked again · Esc skips",
+            DIM,
+        )
+    });
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
 }
 
