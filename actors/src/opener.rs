@@ -64,18 +64,17 @@ pub fn check_url(raw: &str) -> Result<url::Url, String> {
         ));
     }
     let url = url::Url::parse(raw).map_err(|e| format!("it is not a URL ({e})"))?;
+    let scheme = url.scheme();
+    if scheme != "https" && scheme != "http" {
+        return Err(format!(
+            "its scheme `{scheme}` is not https (only https, or http to loopback, is opened)"
+        ));
+    }
     let Some(host) = url.host() else {
         return Err("it has no host".to_owned());
     };
-    match url.scheme() {
-        "https" => {}
-        "http" if loopback(&host) => {}
-        "http" => return Err("plain http is opened only for a loopback host".to_owned()),
-        other => {
-            return Err(format!(
-                "its scheme `{other}` is not https (only https, or http to loopback, is opened)"
-            ))
-        }
+    if scheme == "http" && !loopback(&host) {
+        return Err("plain http is opened only for a loopback host".to_owned());
     }
     Ok(url)
 }

@@ -226,7 +226,7 @@ pub(super) fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
 mod tests {
     use super::*;
     use crate::tui::state::{update, Event};
-    use crate::tui::test_support::{key_event as key, typed};
+    use crate::tui::test_support::{press, typed};
     use crossterm::event::KeyModifiers;
 
     /// One long argument line wraps into many rows: ↓ scrolls through them (it counted the
@@ -247,7 +247,7 @@ mod tests {
             }),
         );
         for _ in 0..3 {
-            update(&mut s, key(KeyCode::Down));
+            press(&mut s, KeyCode::Down);
         }
         assert_eq!(s.approvals.front().map(|a| a.scroll), Some(3));
     }
@@ -266,26 +266,22 @@ mod tests {
         let answer = |key, yes| Effect::Answer { key, yes };
         let mut s = State::new("x".into(), Some("m".into()), String::new());
         typed(&mut s, "go");
-        update(&mut s, key(KeyCode::Enter));
+        press(&mut s, KeyCode::Enter);
         assert!(update(&mut s, ask(1, "bash")).is_empty());
         assert!(update(&mut s, ask(2, "write_file")).is_empty());
         assert!(update(&mut s, ask(3, "bash")).is_empty());
         // Other keys wait; typing does not reach the input.
-        assert!(update(&mut s, key(KeyCode::Char('x'))).is_empty());
+        assert!(press(&mut s, KeyCode::Char('x')).is_empty());
         assert_eq!(s.input, "");
-        assert_eq!(
-            update(&mut s, key(KeyCode::Char('n'))),
-            vec![answer(1, false)]
-        );
-        assert_eq!(update(&mut s, key(KeyCode::Enter)), vec![answer(2, true)]);
+        assert_eq!(press(&mut s, KeyCode::Char('n')), vec![answer(1, false)]);
+        // Enter picks the highlighted choice: decline until → moves it to "run it".
+        assert!(press(&mut s, KeyCode::Right).is_empty());
+        assert_eq!(press(&mut s, KeyCode::Enter), vec![answer(2, true)]);
         // `a`: this one, and bash from now on without asking.
-        assert_eq!(
-            update(&mut s, key(KeyCode::Char('a'))),
-            vec![answer(3, true)]
-        );
+        assert_eq!(press(&mut s, KeyCode::Char('a')), vec![answer(3, true)]);
         assert_eq!(update(&mut s, ask(4, "bash")), vec![answer(4, true)]);
         assert!(update(&mut s, ask(5, "write_file")).is_empty());
-        assert_eq!(update(&mut s, key(KeyCode::Esc)), vec![answer(5, false)]);
+        assert_eq!(press(&mut s, KeyCode::Esc), vec![answer(5, false)]);
         // Ctrl+C declines whatever waits and cancels the turn.
         update(&mut s, ask(6, "write_file"));
         update(&mut s, ask(7, "write_file"));

@@ -671,7 +671,7 @@ pub(super) fn draw_ask(state: &State, frame: &mut Frame, main: Rect) {
 mod tests {
     use super::*;
     use crate::tui::state::{update, Event};
-    use crate::tui::test_support::key_event as key;
+    use crate::tui::test_support::{press, settle};
 
     fn params() -> Value {
         json!({
@@ -704,32 +704,29 @@ mod tests {
             Event::Asked(elicitation(7, "srv".into(), &params())),
         );
         // Enter with the required name empty: an error, nothing sent.
-        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
+        assert!(press(&mut s, KeyCode::Enter).is_empty());
         assert!(
             matches!(&s.asks[0].kind, AskKind::Form(f) if f.error.as_deref() == Some("Name is required"))
         );
         for c in "Ada".chars() {
-            update(&mut s, key(KeyCode::Char(c)));
+            press(&mut s, KeyCode::Char(c));
         }
-        update(&mut s, key(KeyCode::Tab)); // age
-        update(&mut s, key(KeyCode::Backspace));
-        update(&mut s, key(KeyCode::Backspace));
-        update(&mut s, key(KeyCode::Char('x')));
-        assert!(
-            update(&mut s, key(KeyCode::Enter)).is_empty(),
-            "x is no integer"
-        );
-        update(&mut s, key(KeyCode::Backspace));
-        update(&mut s, key(KeyCode::Char('4')));
-        update(&mut s, key(KeyCode::Tab)); // ok
-        update(&mut s, key(KeyCode::Char(' ')));
-        update(&mut s, key(KeyCode::Tab)); // pet
-        update(&mut s, key(KeyCode::Right));
-        update(&mut s, key(KeyCode::Right));
-        update(&mut s, key(KeyCode::Tab)); // tags
-        update(&mut s, key(KeyCode::Right));
-        update(&mut s, key(KeyCode::Char(' ')));
-        let got = answer(&update(&mut s, key(KeyCode::Enter))).unwrap();
+        press(&mut s, KeyCode::Tab); // age
+        press(&mut s, KeyCode::Backspace);
+        press(&mut s, KeyCode::Backspace);
+        press(&mut s, KeyCode::Char('x'));
+        assert!(press(&mut s, KeyCode::Enter).is_empty(), "x is no integer");
+        press(&mut s, KeyCode::Backspace);
+        press(&mut s, KeyCode::Char('4'));
+        press(&mut s, KeyCode::Tab); // ok
+        press(&mut s, KeyCode::Char(' '));
+        press(&mut s, KeyCode::Tab); // pet
+        press(&mut s, KeyCode::Right);
+        press(&mut s, KeyCode::Right);
+        press(&mut s, KeyCode::Tab); // tags
+        press(&mut s, KeyCode::Right);
+        press(&mut s, KeyCode::Char(' '));
+        let got = answer(&press(&mut s, KeyCode::Enter)).unwrap();
         assert_eq!(
             got,
             json!({"action": "accept", "content": {"name": "Ada", "age": 4, "ok": true, "pet": "dog", "tags": ["b"]}})
@@ -750,13 +747,14 @@ mod tests {
             Event::Asked(elicitation(10, "srv".into(), &params())),
         );
         let ctrl_d = Event::Key(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::CONTROL));
+        settle(&mut s);
         assert_eq!(
             answer(&update(&mut s, ctrl_d)).unwrap(),
             json!({"action": "decline"})
         );
         update(&mut s, Event::AskWithdrawn(9));
         assert_eq!(
-            answer(&update(&mut s, key(KeyCode::Esc))).unwrap(),
+            answer(&press(&mut s, KeyCode::Esc)).unwrap(),
             json!({"action": "cancel"})
         );
         assert!(s.asks.is_empty());
@@ -768,19 +766,20 @@ mod tests {
         let url = json!({"mode": "url", "url": "https://user@login.example.com:8443/a?b", "message": "log in"});
         let a = elicitation(1, "srv".into(), &url);
         assert!(matches!(&a.kind, AskKind::Url { host, .. } if host == "login.example.com"));
+        update(&mut s, Event::Asked(a.clone()));
+        // Enter picks the highlight, which starts on decline: nothing opens.
+        let effects = press(&mut s, KeyCode::Enter);
+        assert_eq!(effects.len(), 1, "Enter does not open: {effects:?}");
+        assert_eq!(answer(&effects).unwrap(), json!({"action": "decline"}));
         update(&mut s, Event::Asked(a));
-        assert!(
-            update(&mut s, key(KeyCode::Enter)).is_empty(),
-            "Enter does not open"
-        );
-        let effects = update(&mut s, key(KeyCode::Char('y')));
+        let effects = press(&mut s, KeyCode::Char('y'));
         assert_eq!(
             effects[0],
             Effect::OpenUrl("https://user@login.example.com:8443/a?b".into())
         );
         assert_eq!(answer(&effects).unwrap(), json!({"action": "accept"}));
         update(&mut s, Event::Asked(elicitation(2, "srv".into(), &url)));
-        let effects = update(&mut s, key(KeyCode::Char('n')));
+        let effects = press(&mut s, KeyCode::Char('n'));
         assert_eq!(effects.len(), 1, "no open on a no: {effects:?}");
 
         let sampling = Sampling::parse(&json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 10})).unwrap();
@@ -795,14 +794,14 @@ mod tests {
         update(&mut s, Event::Asked(ask(3)));
         update(&mut s, Event::Asked(ask(4)));
         assert_eq!(
-            update(&mut s, key(KeyCode::Char('y'))),
+            press(&mut s, KeyCode::Char('y')),
             vec![Effect::AnswerAsk {
                 key: 3,
                 answer: AskAnswer::Sample(true)
             }]
         );
         assert_eq!(
-            update(&mut s, key(KeyCode::Char('n'))),
+            press(&mut s, KeyCode::Char('n')),
             vec![Effect::AnswerAsk {
                 key: 4,
                 answer: AskAnswer::Sample(false)

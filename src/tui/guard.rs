@@ -142,7 +142,7 @@ pub(super) fn keys_line(
 ) -> Line<'static> {
     if is_new(state) {
         return Line::styled(
-            "new question: keys typed now are ignored; read it, then answer",
+            "new question · keys typed now are ignored until you pause",
             Style::new().fg(Color::Red).bold(),
         );
     }
@@ -157,8 +157,10 @@ pub(super) fn keys_line(
         } else {
             Style::new()
         };
-        spans.push(Span::styled(k.to_string(), hl.fg(*color).bold()));
-        spans.push(Span::styled(format!(" {what}"), hl));
+        // Brackets too: the highlight shows without colours.
+        let (open, close) = if i == at { ("[", "]") } else { ("", "") };
+        spans.push(Span::styled(format!("{open}{k}"), hl.fg(*color).bold()));
+        spans.push(Span::styled(format!(" {what}{close}"), hl));
     }
     if !extra.is_empty() {
         spans.push(Span::styled(format!(" · {extra}"), DIM));

@@ -149,7 +149,7 @@ pub(super) fn draw_input(state: &State, v: &InputView, frame: &mut Frame, area: 
 mod tests {
     use super::*;
     use crate::tui::state::update;
-    use crate::tui::test_support::{key_event as key, typed};
+    use crate::tui::test_support::{press, settle, typed};
 
     fn prompt(id: &str, password: bool) -> InputPrompt {
         InputPrompt {
@@ -165,10 +165,13 @@ mod tests {
         let mut s = State::new("x".into(), None, String::new());
         inputs_needed(&mut s, vec![prompt("a", true), prompt("b", false)]);
         assert!(matches!(&s.modal, Some(Modal::Input(v)) if v.prompt.id == "a"));
+        // Typed as it opened: ignored.
+        typed(&mut s, "x");
+        settle(&mut s);
         typed(&mut s, "k");
         // A pasted token keeps its first line.
         update(&mut s, crate::tui::state::Event::Paste("1\n".into()));
-        let fx = update(&mut s, key(KeyCode::Enter));
+        let fx = press(&mut s, KeyCode::Enter);
         assert_eq!(
             fx,
             vec![Effect::SaveInput {
@@ -179,7 +182,7 @@ mod tests {
         );
         // The next one opens; Esc skips it.
         assert!(matches!(&s.modal, Some(Modal::Input(v)) if v.prompt.id == "b"));
-        assert!(update(&mut s, key(KeyCode::Esc)).is_empty());
+        assert!(press(&mut s, KeyCode::Esc).is_empty());
         assert!(s.modal.is_none());
         // A reload that still needs them does not ask again.
         inputs_needed(&mut s, vec![prompt("a", true), prompt("b", false)]);
@@ -190,6 +193,7 @@ mod tests {
     fn the_prompt_masks_a_password() {
         let mut s = State::new(".vscode/mcp.json".into(), None, String::new());
         inputs_needed(&mut s, vec![prompt("api-key", true)]);
+        settle(&mut s);
         typed(&mut s, "hunter2");
         let screen = crate::tui::test_support::render(&mut s, 80, 12);
         assert!(!screen.contains("hunter2"), "{screen}");

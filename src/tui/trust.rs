@@ -213,7 +213,7 @@ mod tests {
 
     use super::*;
     use crate::tui::state::{update, Event, PanelState};
-    use crate::tui::test_support::key_event as key;
+    use crate::tui::test_support::press;
     use harness9_actors::messages::ServerState;
 
     #[test]
@@ -237,39 +237,39 @@ mod tests {
         };
         update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y")]));
         assert_eq!(s.modal, Some(Modal::Trust(TrustView::default())));
-        update(&mut s, key(KeyCode::Down));
+        press(&mut s, KeyCode::Down);
         assert_eq!(
-            update(&mut s, key(KeyCode::Char('y'))),
+            press(&mut s, KeyCode::Char('y')),
             vec![Effect::ApproveServers(vec![("b".into(), "npx y".into())])]
         );
         assert_eq!(
-            update(&mut s, key(KeyCode::Char('a'))),
+            press(&mut s, KeyCode::Char('a')),
             vec![Effect::ApproveServers(vec![
                 ("a".into(), "sh -c x".into()),
                 ("b".into(), "npx y".into())
             ])]
         );
         // Declined: closed, and the same servers do not reopen it; a changed one does.
-        update(&mut s, key(KeyCode::Esc));
+        press(&mut s, KeyCode::Esc);
         assert_eq!(s.modal, None);
         update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y")]));
         assert_eq!(s.modal, None);
         update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y --evil")]));
         assert!(matches!(s.modal, Some(Modal::Trust(_))));
-        update(&mut s, key(KeyCode::Char('n')));
+        press(&mut s, KeyCode::Char('n'));
         // Approved (gone from the list), then unapproved again with the same command line (an
         // env value changed): it asks again.
         update(&mut s, snap(&[("a", "sh -c x")]));
         assert_eq!(s.modal, None);
         update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y --evil")]));
         assert!(matches!(s.modal, Some(Modal::Trust(_))));
-        update(&mut s, key(KeyCode::Esc));
+        press(&mut s, KeyCode::Esc);
         // `a` in /mcp on an unapproved server brings it back, on that server.
         s.modal = Some(Modal::Panel(PanelState {
             selected: 1,
             scroll: 0,
         }));
-        update(&mut s, key(KeyCode::Char('a')));
+        press(&mut s, KeyCode::Char('a'));
         assert_eq!(s.modal, Some(Modal::Trust(TrustView { selected: 1 })));
         // Once none waits, it closes by itself.
         update(&mut s, Event::Status(Arc::new(BTreeMap::new())));
