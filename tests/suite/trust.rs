@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::common::{fixture_bin, poll_until, temp_path};
 use super::engine::Model;
-use super::tui::{bar, project, tmux_required, write_config, Tmux, BOUND};
+use super::tui::{bar, project, settled, tmux_required, write_config, Tmux, BOUND};
 
 /// A server entry that leaves `marker` behind as soon as it is spawned, then runs the fixture
 /// server with `args`.
@@ -307,6 +307,7 @@ fn the_tui_trust_screen_starts_nothing_until_approved_and_asks_again_on_reload()
             && s.contains("> t")
             && s.contains("sh -c 'touch")
             && bar(s).contains("t ? unapproved")
+            && settled(s)
     });
     assert!(s.contains("approve all"), "{s}");
     assert!(!marker.exists(), "spawned before approval");
@@ -325,6 +326,7 @@ fn the_tui_trust_screen_starts_nothing_until_approved_and_asks_again_on_reload()
         s.contains("approve this project's MCP servers?")
             && s.contains("--tools 2")
             && bar(s).contains("t ? unapproved")
+            && settled(s)
     });
     assert!(
         !marker.exists(),

@@ -1136,7 +1136,7 @@ fn a_vscode_input_is_asked_once_masked_and_kept_privately() {
     let vars = [("HARNESS9_INPUTS", store_s.as_str())];
     let t = Tmux::start_with(&dir, &[], None, &vars);
     t.wait_for("the prompt for input tok", BOUND, |s| {
-        s.contains("input \"tok\"") && s.contains("The API token")
+        s.contains("input \"tok\"") && s.contains("The API token") && settled(s)
     });
     t.send_keys(&["s3cret"]);
     let s = t.wait_for("the typed value, masked", BOUND, |s| s.contains("> ••••••"));
