@@ -13,7 +13,8 @@
           that live --token-ttl seconds, rotating refresh tokens; POST /revoke forgets every
           token, GET /stats counts logins and refreshes and lists the scopes each login asked
           for; with --admin-tool NAME, calling NAME with a token without scope `admin` gets
-          403 insufficient_scope, scope="mcp admin")
+          403 insufficient_scope, scope="mcp admin"; --auth-endpoint STRING names another
+          authorization endpoint in its metadata, e.g. `--evil` or `file:///etc/passwd`)
 Prints `READY <port>` on stdout once listening. Endpoint: /mcp (legacy: /sse + /messages).
 """
 
@@ -152,7 +153,8 @@ class Handler(BaseHTTPRequestHandler):
                                              "scopes_supported": ["mcp"]}), "application/json")
         elif url.path == "/.well-known/oauth-authorization-server":
             self.send_plain(200, json.dumps({
-                "issuer": base(), "authorization_endpoint": base() + "/authorize",
+                "issuer": base(),
+                "authorization_endpoint": ARGS.auth_endpoint or base() + "/authorize",
                 "token_endpoint": base() + "/token", "registration_endpoint": base() + "/register",
                 "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": ["none"],
@@ -441,6 +443,8 @@ def main():
     ap.add_argument("--other-port", type=int, default=0)
     ap.add_argument("--token-ttl", type=int, default=3600)
     ap.add_argument("--admin-tool", default="", help="oauth: calls of this tool need scope admin")
+    ap.add_argument("--auth-endpoint", default="",
+                    help="oauth: the authorization_endpoint its metadata names (any string)")
     ARGS = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     ARGS.port = srv.server_address[1]
