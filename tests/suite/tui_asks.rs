@@ -265,6 +265,14 @@ fn keys_typed_as_a_tool_question_opens_do_not_answer_it() {
         }
         opened_while_typing |= t.screen().contains("run this tool?");
     }
+    // Give a wrongly taken answer time to show: bash would have run by now.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let s = t.screen();
+    assert!(
+        !dir.join("proof.txt").exists(),
+        "bash ran on typed-ahead keys:\n{s}"
+    );
+    assert!(!s.contains("runs without asking"), "{s}");
     assert!(
         opened_while_typing,
         "the question did not open during the typing"
