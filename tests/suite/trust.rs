@@ -447,3 +447,58 @@ fn the_supervisor_never_launches_a_held_spec_and_reconcile_handles_holds() {
         let _ = std::fs::remove_dir_all(&dir);
     });
 }
+
+/// Type-ahead on the trust screen: a hot reload adds a server while the user types "what does
+/// this repo do?"; the screen opens mid-typing and its `a` (approve all) and `y` answer
+/// nothing: the server does not start. Once the question has settled, `n` declines it.
+#[test]
+fn keys_typed_as_the_trust_screen_opens_approve_nothing() {
+    tmux_required();
+    let dir = project("trust-typeahead", |_| json!({}));
+    let marker = dir.join("MARKER");
+    let approvals = dir.join("approvals.json");
+    let t = Tmux::start_with(
+        &dir,
+        &[],
+        None,
+        &[("HARNESS9_APPROVALS", &approvals.to_string_lossy())],
+    );
+    t.wait_for("the session", BOUND, |s| {
+        s.contains("Type /help for commands")
+    });
+    let typed = "what does this repo do? ".repeat(3);
+    let mut opened_while_typing = false;
+    for (i, c) in typed.chars().enumerate() {
+        if i == 4 {
+            // The repository changes under the running session (test input).
+            let changed = json!({"mcpServers": {"u": marking_server(&marker, "")}});
+            write_config(&dir, &changed.to_string());
+        }
+        t.send_keys(&[&c.to_string()]);
+        std::thread::sleep(std::time::Duration::from_millis(40));
+        if i % 8 == 0 {
+            opened_while_typing |= t.screen().contains("approve this project's MCP servers?");
+        }
+    }
+    // Give a wrongly taken answer time to show: the server would have started by now.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let s = t.screen();
+    assert!(
+        !marker.exists(),
+        "typed-ahead keys approved the server:\n{s}"
+    );
+    assert!(!approvals.exists(), "an approval was saved:\n{s}");
+    assert!(
+        opened_while_typing,
+        "the screen did not open during the typing:\n{s}"
+    );
+    t.wait_for("the trust screen, settled", BOUND, |s| {
+        s.contains("approve this project's MCP servers?") && s.contains("> u") && settled(s)
+    });
+    t.send_keys(&["n"]);
+    t.wait_for("declined", BOUND, |s| s.contains("declined 1 server"));
+    assert!(!marker.exists(), "a declined server started");
+    t.send_keys(&["C-c"]);
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
