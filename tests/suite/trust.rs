@@ -448,9 +448,9 @@ fn the_supervisor_never_launches_a_held_spec_and_reconcile_handles_holds() {
     });
 }
 
-/// Type-ahead on the trust screen: a hot reload adds a server while the user types "what does
-/// this repo do?"; the screen opens mid-typing and its `a` (approve all) and `y` answer
-/// nothing: the server does not start. Once the question has settled, `n` declines it.
+/// Type-ahead on the trust screen: a hot reload adds a server while the user types "what
+/// about this repo?"; the screen opens mid-typing and the `a`s (approve all) answer nothing:
+/// the server does not start. Once the question has settled, `n` declines it.
 #[test]
 fn keys_typed_as_the_trust_screen_opens_approve_nothing() {
     tmux_required();
@@ -466,7 +466,7 @@ fn keys_typed_as_the_trust_screen_opens_approve_nothing() {
     t.wait_for("the session", BOUND, |s| {
         s.contains("Type /help for commands")
     });
-    let typed = "what does this repo do? ".repeat(3);
+    let typed = "what about this repo? ".repeat(3);
     let mut opened_while_typing = false;
     for (i, c) in typed.chars().enumerate() {
         if i == 4 {
