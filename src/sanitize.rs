@@ -33,12 +33,12 @@ enum Tabs {
 /// `ESC X`, PM `ESC ^`, APC `ESC _`, `ESC` + intermediates + final byte, a lone ESC), their C1
 /// forms (U+009B CSI, U+009D OSC, U+0090/98/9E/9F), every other C0 control but `\n` (and `\t`),
 /// DEL, every C1 control U+0080..=U+009F, and the invisible formatting characters of
-/// [`is_bidi_control`] (bidi controls, zero-width characters, tags).
+/// [`is_invisible_format`] (bidi controls, zero-width characters, tags).
 fn scrub(s: &str, tabs: Tabs) -> Cow<'_, str> {
     let keep = |c: char| c == '\n' || (c == '\t' && tabs == Tabs::Keep);
     if !s
         .chars()
-        .any(|c| (c.is_control() && !keep(c)) || is_bidi_control(c))
+        .any(|c| (c.is_control() && !keep(c)) || is_invisible_format(c))
     {
         return Cow::Borrowed(s);
     }
@@ -60,7 +60,7 @@ fn scrub(s: &str, tabs: Tabs) -> Cow<'_, str> {
                     while skip_escape(&mut chars) {}
                 }
             }
-            c if c.is_control() || is_bidi_control(c) => {}
+            c if c.is_control() || is_invisible_format(c) => {}
             c => out.push(c),
         }
     }
@@ -76,7 +76,7 @@ fn scrub(s: &str, tabs: Tabs) -> Cow<'_, str> {
 /// U+E0000..=U+E007F (invisible ASCII). They make text read differently from what it is, or
 /// hide characters in it. Emoji joined with ZWJ show as their parts: the price of seeing what
 /// is there.
-fn is_bidi_control(c: char) -> bool {
+fn is_invisible_format(c: char) -> bool {
     matches!(
         c,
         '\u{ad}'
@@ -214,7 +214,7 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for TerminalSafe<
     ) -> std::io::Result<()> {
         let mut start = 0;
         for (i, c) in fragment.char_indices() {
-            if ('\u{7f}'..='\u{9f}').contains(&c) || is_bidi_control(c) {
+            if ('\u{7f}'..='\u{9f}').contains(&c) || is_invisible_format(c) {
                 w.write_all(&fragment.as_bytes()[start..i])?;
                 // Outside the BMP (tag characters): a UTF-16 surrogate pair, as JSON wants.
                 let mut units = [0u16; 2];
@@ -235,7 +235,7 @@ mod tests {
     /// No control character but newline (and tab where kept), no bidi control.
     fn is_safe(s: &str, tab: bool) -> bool {
         s.chars()
-            .all(|c| !(c.is_control() || is_bidi_control(c)) || c == '\n' || (tab && c == '\t'))
+            .all(|c| !(c.is_control() || is_invisible_format(c)) || c == '\n' || (tab && c == '\t'))
     }
 
     #[test]
