@@ -466,18 +466,25 @@ fn keys_typed_as_the_trust_screen_opens_approve_nothing() {
     t.wait_for("the session", BOUND, |s| {
         s.contains("Type /help for commands")
     });
-    let typed = "what about this repo? ".repeat(3);
+    // Typing goes on until the screen has shown, then for one more phrase (bounded).
     let mut opened_while_typing = false;
-    for (i, c) in typed.chars().enumerate() {
-        if i == 4 {
-            // The repository changes under the running session (test input).
-            let changed = json!({"mcpServers": {"u": marking_server(&marker, "")}});
-            write_config(&dir, &changed.to_string());
+    let mut phrases_after = 0;
+    for round in 0..40 {
+        for (i, c) in "what about this repo? ".chars().enumerate() {
+            if round == 0 && i == 4 {
+                // The repository changes under the running session (test input).
+                let changed = json!({"mcpServers": {"u": marking_server(&marker, "")}});
+                write_config(&dir, &changed.to_string());
+            }
+            t.send_keys(&[&c.to_string()]);
+            std::thread::sleep(std::time::Duration::from_millis(40));
         }
-        t.send_keys(&[&c.to_string()]);
-        std::thread::sleep(std::time::Duration::from_millis(40));
-        if i % 8 == 0 {
-            opened_while_typing |= t.screen().contains("approve this project's MCP servers?");
+        opened_while_typing |= t.screen().contains("approve this project's MCP servers?");
+        if opened_while_typing {
+            phrases_after += 1;
+            if phrases_after == 2 {
+                break;
+            }
         }
     }
     // Give a wrongly taken answer time to show: the server would have started by now.
