@@ -32,13 +32,13 @@ enum Tabs {
 /// What is removed: ESC sequences (CSI `ESC [`, OSC `ESC ]` up to BEL or ST, DCS `ESC P`, SOS
 /// `ESC X`, PM `ESC ^`, APC `ESC _`, `ESC` + intermediates + final byte, a lone ESC), their C1
 /// forms (U+009B CSI, U+009D OSC, U+0090/98/9E/9F), every other C0 control but `\n` (and `\t`),
-/// DEL, every C1 control U+0080..=U+009F, and the bidi embeddings, overrides and isolates
-/// (U+202A..=U+202E, U+2066..=U+2069), which make text read differently from what it is.
+/// DEL, every C1 control U+0080..=U+009F, and the invisible formatting characters of
+/// [`is_invisible_format`] (bidi controls, zero-width characters, tags).
 fn scrub(s: &str, tabs: Tabs) -> Cow<'_, str> {
     let keep = |c: char| c == '\n' || (c == '\t' && tabs == Tabs::Keep);
     if !s
         .chars()
-        .any(|c| (c.is_control() && !keep(c)) || is_bidi_control(c))
+        .any(|c| (c.is_control() && !keep(c)) || is_invisible_format(c))
     {
         return Cow::Borrowed(s);
     }
@@ -60,15 +60,40 @@ fn scrub(s: &str, tabs: Tabs) -> Cow<'_, str> {
                     while skip_escape(&mut chars) {}
                 }
             }
-            c if c.is_control() || is_bidi_control(c) => {}
+            c if c.is_control() || is_invisible_format(c) => {}
             c => out.push(c),
         }
     }
     Cow::Owned(out)
 }
 
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+/// Invisible formatting characters: the bidi embeddings, overrides, isolates and marks
+/// (U+202A..=U+202E, U+2066..=U+2069, LRM/RLM U+200E/U+200F, ALM U+061C), zero-width ones
+/// (U+200B..=U+200D, word joiner and invisible operators U+2060..=U+2064, the deprecated format
+/// characters U+206A..=U+206F, BOM U+FEFF, Mongolian vowel separator U+180E, combining grapheme
+/// joiner U+034F), the soft hyphen U+00AD, the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0,
+/// which draw as blank), interlinear annotations U+FFF9..=U+FFFB and the tag characters
+/// U+E0000..=U+E007F (invisible ASCII). They make text read differently from what it is, or
+/// hide characters in it. Emoji joined with ZWJ show as their parts: the price of seeing what
+/// is there.
+fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{34f}'
+            | '\u{61c}'
+            | '\u{115f}'
+            | '\u{1160}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{3164}'
+            | '\u{feff}'
+            | '\u{ffa0}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{e0000}'..='\u{e007f}'
+    )
 }
 
 type Chars<'a> = std::iter::Peekable<std::str::Chars<'a>>;
@@ -189,9 +214,13 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for TerminalSafe<
     ) -> std::io::Result<()> {
         let mut start = 0;
         for (i, c) in fragment.char_indices() {
-            if ('\u{7f}'..='\u{9f}').contains(&c) || is_bidi_control(c) {
+            if ('\u{7f}'..='\u{9f}').contains(&c) || is_invisible_format(c) {
                 w.write_all(&fragment.as_bytes()[start..i])?;
-                write!(w, "\\u{:04x}", u32::from(c))?;
+                // Outside the BMP (tag characters): a UTF-16 surrogate pair, as JSON wants.
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    write!(w, "\\u{:04x}", u)?;
+                }
                 start = i + c.len_utf8();
             }
         }
@@ -206,7 +235,7 @@ mod tests {
     /// No control character but newline (and tab where kept), no bidi control.
     fn is_safe(s: &str, tab: bool) -> bool {
         s.chars()
-            .all(|c| !(c.is_control() || is_bidi_control(c)) || c == '\n' || (tab && c == '\t'))
+            .all(|c| !(c.is_control() || is_invisible_format(c)) || c == '\n' || (tab && c == '\t'))
     }
 
     #[test]
@@ -235,6 +264,21 @@ mod tests {
                     .replace('\u{202e}', "\\u202e")
             )
         );
+    }
+
+    #[test]
+    fn invisible_formatting_goes_from_text_and_is_escaped_in_json() {
+        let s = "a\u{200b}b\u{200d}c\u{feff}d\u{200e}e\u{200f}f\u{2060}g\u{ad}h\u{e0041}i\u{61c}j";
+        assert_eq!(clean(s), "abcdefghij");
+        assert_eq!(clean_line(s), "abcdefghij");
+        let text = to_json(&serde_json::json!(s), false).unwrap_or_default();
+        assert!(
+            text.contains("\\u200b") && text.contains("\\udb40\\udc41"),
+            "{text}"
+        );
+        assert!(is_safe(&text, false), "{text:?}");
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        assert_eq!(back, serde_json::json!(s));
     }
 
     #[test]

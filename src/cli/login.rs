@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use harness9_actors::oauth;
+use harness9_actors::spec::Hold;
 use harness9_actors::TransportSpec;
 
 use super::interrupted;
@@ -39,6 +40,18 @@ pub(super) async fn oauth_command(
             }
         );
         return Ok(ExitCode::SUCCESS);
+    }
+    // An unapproved project server is not contacted at all (no probe, no registration, no
+    // browser): its address is the repository's word until the user approves it.
+    match &spec.hold {
+        Some(Hold::Unapproved) => bail!(
+            "server \"{name}\" of {} is not approved, so harness9 does not contact it; approve it with `harness9 mcp approve {}` (or run with --approve-project), then log in",
+            config.path.display(),
+            harness9_actors::spec::shell_quote(name)
+        ),
+        Some(Hold::Invalid(why)) => bail!("server \"{name}\" is not usable: {why}"),
+        Some(other) => bail!("server \"{name}\" is held back ({other:?}); it is not contacted"),
+        None => {}
     }
     let challenge = oauth::flow::probe(url).await;
     let show = |auth_url: &str| {

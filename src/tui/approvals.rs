@@ -88,11 +88,33 @@ pub(super) fn asked(state: &mut State, mut a: Approval) -> Vec<Effect> {
     Vec::new()
 }
 
-/// `y`/Enter runs the first waiting call, `n`/Esc declines it, `a` runs it and every later call
-/// of that tool this session; other keys wait.
+/// The box's choices, the safe one first: `(key, colour, what)`.
+fn choices(tool: &str) -> [(&'static str, Color, String); 3] {
+    [
+        ("n", Color::Red, "decline".to_owned()),
+        ("y", Color::Green, "run it".to_owned()),
+        (
+            "a",
+            Color::Yellow,
+            format!("always run {} this session", clean_line(tool)),
+        ),
+    ]
+}
+
+/// `y` runs the first waiting call, `n`/Esc declines it, `a` runs it and every later call of
+/// that tool this session; ←→/Tab move the highlight (on decline at first) and Enter picks
+/// it; other keys wait. (Keys typed as it opened never get here: [`super::guard`].)
 pub(super) fn approval_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    if super::guard::move_choice(state, 3, key.code) {
+        return Vec::new();
+    }
     let (yes, always) = match key.code {
-        KeyCode::Char('y') | KeyCode::Enter => (true, false),
+        KeyCode::Enter => match super::guard::choice(state, 3) {
+            1 => (true, false),
+            2 => (true, true),
+            _ => (false, false),
+        },
+        KeyCode::Char('y') => (true, false),
         KeyCode::Char('n') | KeyCode::Esc => (false, false),
         KeyCode::Char('a') => (true, true),
         KeyCode::Up | KeyCode::Char('k') | KeyCode::Down | KeyCode::Char('j') => {
@@ -181,14 +203,11 @@ pub(super) fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
             DIM,
         ));
     }
-    lines.push(Line::from(vec![
-        Span::styled("y", Style::new().fg(Color::Green).bold()),
-        Span::raw(" run it · "),
-        Span::styled("n", Style::new().fg(Color::Red).bold()),
-        Span::raw(" decline · "),
-        Span::styled("a", Style::new().fg(Color::Yellow).bold()),
-        Span::raw(format!(" always run {} this session", clean_line(&a.name))),
-    ]));
+    lines.push(super::guard::keys_line(
+        state,
+        &choices(&a.name),
+        "←→ Enter",
+    ));
     let height = (lines.len() as u16 + BORDER_ROWS).min(main.height);
     let area = Rect {
         y: main.y + main.height - height,
@@ -196,7 +215,8 @@ pub(super) fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
         ..main
     };
     frame.render_widget(Clear, area);
-    let block = modal_block("run this tool?").border_style(Style::new().fg(Color::Yellow));
+    let block = modal_block(&super::guard::title(state, "run this tool?"))
+        .border_style(super::guard::border(state, Color::Yellow));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     frame.render_widget(Paragraph::new(lines), inner);
@@ -206,7 +226,7 @@ pub(super) fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
 mod tests {
     use super::*;
     use crate::tui::state::{update, Event};
-    use crate::tui::test_support::{key_event as key, typed};
+    use crate::tui::test_support::{press, typed};
     use crossterm::event::KeyModifiers;
 
     /// One long argument line wraps into many rows: ↓ scrolls through them (it counted the
@@ -227,7 +247,7 @@ mod tests {
             }),
         );
         for _ in 0..3 {
-            update(&mut s, key(KeyCode::Down));
+            press(&mut s, KeyCode::Down);
         }
         assert_eq!(s.approvals.front().map(|a| a.scroll), Some(3));
     }
@@ -246,26 +266,22 @@ mod tests {
         let answer = |key, yes| Effect::Answer { key, yes };
         let mut s = State::new("x".into(), Some("m".into()), String::new());
         typed(&mut s, "go");
-        update(&mut s, key(KeyCode::Enter));
+        press(&mut s, KeyCode::Enter);
         assert!(update(&mut s, ask(1, "bash")).is_empty());
         assert!(update(&mut s, ask(2, "write_file")).is_empty());
         assert!(update(&mut s, ask(3, "bash")).is_empty());
         // Other keys wait; typing does not reach the input.
-        assert!(update(&mut s, key(KeyCode::Char('x'))).is_empty());
+        assert!(press(&mut s, KeyCode::Char('x')).is_empty());
         assert_eq!(s.input, "");
-        assert_eq!(
-            update(&mut s, key(KeyCode::Char('n'))),
-            vec![answer(1, false)]
-        );
-        assert_eq!(update(&mut s, key(KeyCode::Enter)), vec![answer(2, true)]);
+        assert_eq!(press(&mut s, KeyCode::Char('n')), vec![answer(1, false)]);
+        // Enter picks the highlighted choice: decline until → moves it to "run it".
+        assert!(press(&mut s, KeyCode::Right).is_empty());
+        assert_eq!(press(&mut s, KeyCode::Enter), vec![answer(2, true)]);
         // `a`: this one, and bash from now on without asking.
-        assert_eq!(
-            update(&mut s, key(KeyCode::Char('a'))),
-            vec![answer(3, true)]
-        );
+        assert_eq!(press(&mut s, KeyCode::Char('a')), vec![answer(3, true)]);
         assert_eq!(update(&mut s, ask(4, "bash")), vec![answer(4, true)]);
         assert!(update(&mut s, ask(5, "write_file")).is_empty());
-        assert_eq!(update(&mut s, key(KeyCode::Esc)), vec![answer(5, false)]);
+        assert_eq!(press(&mut s, KeyCode::Esc), vec![answer(5, false)]);
         // Ctrl+C declines whatever waits and cancels the turn.
         update(&mut s, ask(6, "write_file"));
         update(&mut s, ask(7, "write_file"));

@@ -44,8 +44,11 @@ pub enum AskKind {
         message: String,
         /// The whole URL.
         url: String,
-        /// Its host, shown on its own so a look-alike link stands out.
+        /// Its host as a browser reads it, shown on its own so a look-alike link stands out.
         host: String,
+        /// Why the opener refuses it (not https, hidden characters, ...): then only declining
+        /// is offered.
+        refused: Option<String>,
     },
     /// May this go to the model?
     Sampling {
@@ -187,33 +190,22 @@ fn initial(f: &Field) -> Val {
     }
 }
 
-/// The host of `url` (without user info or port), or `?` when it has none.
+/// The host of `url` as a browser reads it (WHATWG parsing: `https://a.example\\@b.example/`
+/// goes to `a.example`; no user info or port; punycode), or `?` when it has none.
 pub fn host_of(url: &str) -> String {
-    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority
-        .rsplit_once('@')
-        .map(|(_, h)| h)
-        .unwrap_or(authority);
-    let host = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => host.split(':').next().unwrap_or(""),
-    };
-    if host.is_empty() {
-        "?".to_owned()
-    } else {
-        host.to_owned()
-    }
+    harness9_actors::opener::host_of(url).unwrap_or_else(|| "?".to_owned())
 }
 
 /// The question of an elicitation's params: a URL to open (`mode: url`) or a form.
 pub fn elicitation(key: u64, server: String, params: &Value) -> PendingAsk {
     let kind = if params.get("mode").and_then(Value::as_str) == Some("url") {
-        let url = params
-            .get("url")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+        let raw = params.get("url").and_then(Value::as_str).unwrap_or("");
+        // What would be opened is the opener's checked form, shown as is; a refused URL is
+        // shown cleaned, with why.
+        let (url, refused) = match harness9_actors::opener::check_url(raw) {
+            Ok(u) => (String::from(u), None),
+            Err(e) => (raw.to_owned(), Some(e)),
+        };
         AskKind::Url {
             message: params
                 .get("message")
@@ -222,6 +214,7 @@ pub fn elicitation(key: u64, server: String, params: &Value) -> PendingAsk {
                 .to_owned(),
             host: host_of(&url),
             url,
+            refused,
         }
     } else {
         AskKind::Form(Form::new(params))
@@ -274,23 +267,51 @@ fn done(state: &mut State, answer: AskAnswer) -> Vec<Effect> {
 
 /// The first question's keys.
 pub(super) fn ask_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    // Sampling and URL questions: ←→/Tab move the highlight (on decline at first), Enter
+    // picks it. A form keeps Tab and Enter for its fields.
+    let choices = match state.asks.front().map(|a| &a.kind) {
+        Some(AskKind::Sampling { .. }) => Some(2),
+        Some(AskKind::Url { refused, .. }) => Some(if refused.is_none() { 2 } else { 1 }),
+        _ => None,
+    };
+    if let Some(n) = choices {
+        if super::guard::move_choice(state, n, key.code) {
+            return Vec::new();
+        }
+    }
+    let chosen = super::guard::choice(state, 2);
     let Some(first) = state.asks.front_mut() else {
         return Vec::new();
     };
     match &mut first.kind {
-        AskKind::Sampling { .. } => match key.code {
-            KeyCode::Char('y') | KeyCode::Enter => done(state, AskAnswer::Sample(true)),
-            KeyCode::Char('n') | KeyCode::Esc => done(state, AskAnswer::Sample(false)),
-            _ => Vec::new(),
-        },
-        AskKind::Url { url, .. } => match key.code {
-            KeyCode::Char('y') => {
+        AskKind::Sampling { .. } => {
+            let code = match key.code {
+                KeyCode::Enter if chosen == 1 => KeyCode::Char('y'),
+                KeyCode::Enter => KeyCode::Char('n'),
+                c => c,
+            };
+            match code {
+                KeyCode::Char('y') => done(state, AskAnswer::Sample(true)),
+                KeyCode::Char('n') | KeyCode::Esc => done(state, AskAnswer::Sample(false)),
+                _ => Vec::new(),
+            }
+        }
+        AskKind::Url { url, refused, .. } => match key.code {
+            KeyCode::Enter if refused.is_none() && chosen == 1 => {
                 let url = url.clone();
                 let mut effects = vec![Effect::OpenUrl(url)];
                 effects.extend(done(state, AskAnswer::Elicit(json!({"action": "accept"}))));
                 effects
             }
-            KeyCode::Char('n') => done(state, AskAnswer::Elicit(json!({"action": "decline"}))),
+            KeyCode::Char('y') if refused.is_none() => {
+                let url = url.clone();
+                let mut effects = vec![Effect::OpenUrl(url)];
+                effects.extend(done(state, AskAnswer::Elicit(json!({"action": "accept"}))));
+                effects
+            }
+            KeyCode::Char('n') | KeyCode::Enter => {
+                done(state, AskAnswer::Elicit(json!({"action": "decline"})))
+            }
             KeyCode::Esc => done(state, AskAnswer::Elicit(json!({"action": "cancel"}))),
             _ => Vec::new(),
         },
@@ -517,17 +538,29 @@ pub(super) fn draw_ask(state: &State, frame: &mut Frame, main: Rect) {
         n => format!(" (1 of {n} waiting)"),
     };
     let (title, lines) = match &a.kind {
-        AskKind::Form(form) => (
-            format!("{server} asks{waiting}"),
-            form_lines(form, width, rows),
-        ),
-        AskKind::Url { message, url, host } => {
+        AskKind::Form(form) => {
+            let mut lines = form_lines(form, width, rows);
+            if super::guard::is_new(state) {
+                lines.pop();
+                lines.push(super::guard::keys_line(state, &[], ""));
+            }
+            (format!("{server} asks{waiting}"), lines)
+        }
+        AskKind::Url {
+            message,
+            url,
+            host,
+            refused,
+        } => {
             let mut lines = Vec::new();
             wrap(&clean(message), width, Style::new(), "", &mut lines);
             lines.truncate(4);
             lines.push(Line::from(vec![
-                Span::styled("host: ", DIM),
-                Span::styled(clean_line(host).into_owned(), Style::new().bold()),
+                Span::styled("opens a page on ", DIM),
+                Span::styled(
+                    clean_line(host).into_owned(),
+                    Style::new().bold().fg(Color::Yellow),
+                ),
             ]));
             let mut shown = Vec::new();
             wrap(
@@ -542,11 +575,35 @@ pub(super) fn draw_ask(state: &State, frame: &mut Frame, main: Rect) {
                 spans.extend(l.spans);
                 lines.push(Line::from(spans));
             }
-            lines.push(keys_line(&[
-                ("y", Color::Green, "open it in the browser"),
-                ("n", Color::Red, "decline"),
-                ("Esc", Color::Yellow, "cancel"),
-            ]));
+            if let Some(why) = refused {
+                let mut l = Vec::new();
+                wrap(
+                    &format!("harness9 will not open it: {}", clean_line(why)),
+                    width,
+                    Style::new().fg(Color::Red),
+                    "",
+                    &mut l,
+                );
+                lines.extend(l);
+                lines.push(super::guard::keys_line(
+                    state,
+                    &[("n", Color::Red, "decline".to_owned())],
+                    "Esc cancel",
+                ));
+            } else {
+                lines.push(super::guard::keys_line(
+                    state,
+                    &[
+                        ("n", Color::Red, "decline".to_owned()),
+                        (
+                            "y",
+                            Color::Green,
+                            format!("open it on {}", clean_line(host)),
+                        ),
+                    ],
+                    "Esc cancel · ←→ Enter",
+                ));
+            }
             (format!("{server} asks you to open a page{waiting}"), lines)
         }
         AskKind::Sampling { sampling, model } => {
@@ -585,10 +642,14 @@ pub(super) fn draw_ask(state: &State, frame: &mut Frame, main: Rect) {
             if more {
                 lines.push(Line::styled("…", DIM));
             }
-            lines.push(keys_line(&[
-                ("y", Color::Green, "send it to the model"),
-                ("n", Color::Red, "decline"),
-            ]));
+            lines.push(super::guard::keys_line(
+                state,
+                &[
+                    ("n", Color::Red, "decline".to_owned()),
+                    ("y", Color::Green, "send it to the model".to_owned()),
+                ],
+                "←→ Enter",
+            ));
             (format!("{server} asks to use the model{waiting}"), lines)
         }
     };
@@ -599,7 +660,8 @@ pub(super) fn draw_ask(state: &State, frame: &mut Frame, main: Rect) {
         ..main
     };
     frame.render_widget(Clear, area);
-    let block = modal_block(&title).border_style(Style::new().fg(Color::Magenta));
+    let block = modal_block(&super::guard::title(state, &title))
+        .border_style(super::guard::border(state, Color::Magenta));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     frame.render_widget(Paragraph::new(lines), inner);
@@ -609,7 +671,7 @@ pub(super) fn draw_ask(state: &State, frame: &mut Frame, main: Rect) {
 mod tests {
     use super::*;
     use crate::tui::state::{update, Event};
-    use crate::tui::test_support::key_event as key;
+    use crate::tui::test_support::{press, settle};
 
     fn params() -> Value {
         json!({
@@ -642,32 +704,29 @@ mod tests {
             Event::Asked(elicitation(7, "srv".into(), &params())),
         );
         // Enter with the required name empty: an error, nothing sent.
-        assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
+        assert!(press(&mut s, KeyCode::Enter).is_empty());
         assert!(
             matches!(&s.asks[0].kind, AskKind::Form(f) if f.error.as_deref() == Some("Name is required"))
         );
         for c in "Ada".chars() {
-            update(&mut s, key(KeyCode::Char(c)));
+            press(&mut s, KeyCode::Char(c));
         }
-        update(&mut s, key(KeyCode::Tab)); // age
-        update(&mut s, key(KeyCode::Backspace));
-        update(&mut s, key(KeyCode::Backspace));
-        update(&mut s, key(KeyCode::Char('x')));
-        assert!(
-            update(&mut s, key(KeyCode::Enter)).is_empty(),
-            "x is no integer"
-        );
-        update(&mut s, key(KeyCode::Backspace));
-        update(&mut s, key(KeyCode::Char('4')));
-        update(&mut s, key(KeyCode::Tab)); // ok
-        update(&mut s, key(KeyCode::Char(' ')));
-        update(&mut s, key(KeyCode::Tab)); // pet
-        update(&mut s, key(KeyCode::Right));
-        update(&mut s, key(KeyCode::Right));
-        update(&mut s, key(KeyCode::Tab)); // tags
-        update(&mut s, key(KeyCode::Right));
-        update(&mut s, key(KeyCode::Char(' ')));
-        let got = answer(&update(&mut s, key(KeyCode::Enter))).unwrap();
+        press(&mut s, KeyCode::Tab); // age
+        press(&mut s, KeyCode::Backspace);
+        press(&mut s, KeyCode::Backspace);
+        press(&mut s, KeyCode::Char('x'));
+        assert!(press(&mut s, KeyCode::Enter).is_empty(), "x is no integer");
+        press(&mut s, KeyCode::Backspace);
+        press(&mut s, KeyCode::Char('4'));
+        press(&mut s, KeyCode::Tab); // ok
+        press(&mut s, KeyCode::Char(' '));
+        press(&mut s, KeyCode::Tab); // pet
+        press(&mut s, KeyCode::Right);
+        press(&mut s, KeyCode::Right);
+        press(&mut s, KeyCode::Tab); // tags
+        press(&mut s, KeyCode::Right);
+        press(&mut s, KeyCode::Char(' '));
+        let got = answer(&press(&mut s, KeyCode::Enter)).unwrap();
         assert_eq!(
             got,
             json!({"action": "accept", "content": {"name": "Ada", "age": 4, "ok": true, "pet": "dog", "tags": ["b"]}})
@@ -688,13 +747,14 @@ mod tests {
             Event::Asked(elicitation(10, "srv".into(), &params())),
         );
         let ctrl_d = Event::Key(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::CONTROL));
+        settle(&mut s);
         assert_eq!(
             answer(&update(&mut s, ctrl_d)).unwrap(),
             json!({"action": "decline"})
         );
         update(&mut s, Event::AskWithdrawn(9));
         assert_eq!(
-            answer(&update(&mut s, key(KeyCode::Esc))).unwrap(),
+            answer(&press(&mut s, KeyCode::Esc)).unwrap(),
             json!({"action": "cancel"})
         );
         assert!(s.asks.is_empty());
@@ -706,19 +766,20 @@ mod tests {
         let url = json!({"mode": "url", "url": "https://user@login.example.com:8443/a?b", "message": "log in"});
         let a = elicitation(1, "srv".into(), &url);
         assert!(matches!(&a.kind, AskKind::Url { host, .. } if host == "login.example.com"));
+        update(&mut s, Event::Asked(a.clone()));
+        // Enter picks the highlight, which starts on decline: nothing opens.
+        let effects = press(&mut s, KeyCode::Enter);
+        assert_eq!(effects.len(), 1, "Enter does not open: {effects:?}");
+        assert_eq!(answer(&effects).unwrap(), json!({"action": "decline"}));
         update(&mut s, Event::Asked(a));
-        assert!(
-            update(&mut s, key(KeyCode::Enter)).is_empty(),
-            "Enter does not open"
-        );
-        let effects = update(&mut s, key(KeyCode::Char('y')));
+        let effects = press(&mut s, KeyCode::Char('y'));
         assert_eq!(
             effects[0],
             Effect::OpenUrl("https://user@login.example.com:8443/a?b".into())
         );
         assert_eq!(answer(&effects).unwrap(), json!({"action": "accept"}));
         update(&mut s, Event::Asked(elicitation(2, "srv".into(), &url)));
-        let effects = update(&mut s, key(KeyCode::Char('n')));
+        let effects = press(&mut s, KeyCode::Char('n'));
         assert_eq!(effects.len(), 1, "no open on a no: {effects:?}");
 
         let sampling = Sampling::parse(&json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 10})).unwrap();
@@ -733,14 +794,14 @@ mod tests {
         update(&mut s, Event::Asked(ask(3)));
         update(&mut s, Event::Asked(ask(4)));
         assert_eq!(
-            update(&mut s, key(KeyCode::Char('y'))),
+            press(&mut s, KeyCode::Char('y')),
             vec![Effect::AnswerAsk {
                 key: 3,
                 answer: AskAnswer::Sample(true)
             }]
         );
         assert_eq!(
-            update(&mut s, key(KeyCode::Char('n'))),
+            press(&mut s, KeyCode::Char('n')),
             vec![Effect::AnswerAsk {
                 key: 4,
                 answer: AskAnswer::Sample(false)

@@ -38,6 +38,7 @@ pub fn inputs_needed(state: &mut State, inputs: Vec<InputPrompt>) {
         }
     }
     open_next(state);
+    super::guard::refresh(state);
 }
 
 /// Opens the next queued input when nothing else is on screen.
@@ -102,9 +103,13 @@ pub(super) fn input_key(state: &mut State, mut v: InputView, key: KeyEvent) -> V
 }
 
 /// Draws the prompt at the top of `area`.
-pub(super) fn draw_input(v: &InputView, frame: &mut Frame, area: Rect) {
+pub(super) fn draw_input(state: &State, v: &InputView, frame: &mut Frame, area: Rect) {
     let p = &v.prompt;
-    let block = modal_block(&format!("input \"{}\"", clean_line(&p.id)));
+    let block = modal_block(&super::guard::title(
+        state,
+        &format!("input \"{}\"", clean_line(&p.id)),
+    ))
+    .border_style(super::guard::border(state, Color::Blue));
     let rect = Rect {
         height: area.height.min(7),
         ..area
@@ -136,10 +141,14 @@ pub(super) fn draw_input(v: &InputView, frame: &mut Frame, area: Rect) {
         format!("> {shown}▏"),
         Style::new().fg(Color::Cyan),
     ));
-    lines.push(Line::styled(
-        "Enter keeps it in a private (0600) file, not asked again · Esc skips",
-        DIM,
-    ));
+    lines.push(if super::guard::is_new(state) {
+        super::guard::keys_line(state, &[], "")
+    } else {
+        Line::styled(
+            "Enter keeps it in a private (0600) file, not asked again · Esc skips",
+            DIM,
+        )
+    });
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
 }
 
@@ -147,7 +156,7 @@ pub(super) fn draw_input(v: &InputView, frame: &mut Frame, area: Rect) {
 mod tests {
     use super::*;
     use crate::tui::state::update;
-    use crate::tui::test_support::{key_event as key, typed};
+    use crate::tui::test_support::{press, settle, typed};
 
     fn prompt(id: &str, password: bool) -> InputPrompt {
         InputPrompt {
@@ -164,10 +173,13 @@ mod tests {
         let mut s = State::new("x".into(), None, String::new());
         inputs_needed(&mut s, vec![prompt("a", true), prompt("b", false)]);
         assert!(matches!(&s.modal, Some(Modal::Input(v)) if v.prompt.id == "a"));
+        // Typed as it opened: ignored.
+        typed(&mut s, "x");
+        settle(&mut s);
         typed(&mut s, "k");
         // A pasted token keeps its first line.
         update(&mut s, crate::tui::state::Event::Paste("1\n".into()));
-        let fx = update(&mut s, key(KeyCode::Enter));
+        let fx = press(&mut s, KeyCode::Enter);
         assert_eq!(
             fx,
             vec![Effect::SaveInput {
@@ -178,7 +190,7 @@ mod tests {
         );
         // The next one opens; Esc skips it.
         assert!(matches!(&s.modal, Some(Modal::Input(v)) if v.prompt.id == "b"));
-        assert!(update(&mut s, key(KeyCode::Esc)).is_empty());
+        assert!(press(&mut s, KeyCode::Esc).is_empty());
         assert!(s.modal.is_none());
         // A reload that still needs them does not ask again.
         inputs_needed(&mut s, vec![prompt("a", true), prompt("b", false)]);
@@ -189,6 +201,7 @@ mod tests {
     fn the_prompt_masks_a_password() {
         let mut s = State::new(".vscode/mcp.json".into(), None, String::new());
         inputs_needed(&mut s, vec![prompt("api-key", true)]);
+        settle(&mut s);
         typed(&mut s, "hunter2");
         let screen = crate::tui::test_support::render(&mut s, 80, 12);
         assert!(!screen.contains("hunter2"), "{screen}");

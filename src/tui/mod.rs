@@ -9,6 +9,7 @@ mod actor;
 mod approvals;
 mod commands;
 mod elicit;
+mod guard;
 pub mod history;
 mod input;
 mod inputs;

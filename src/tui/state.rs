@@ -390,6 +390,11 @@ pub struct State {
     pub inputs_pending: std::collections::VecDeque<crate::app::inputs::InputPrompt>,
     /// Inputs asked for this session (config file, id): never asked again.
     pub inputs_asked: std::collections::BTreeSet<(std::path::PathBuf, String)>,
+    /// The time of the event being handled (set by the actor before each [`update`]; tests
+    /// set it): a new question ignores keys for a moment ([`super::guard`]).
+    pub now: std::time::Instant,
+    /// The question keys go to, since when it takes them, its highlighted choice.
+    pub guard: Option<super::guard::Guard>,
 }
 
 impl State {
@@ -448,12 +453,22 @@ impl State {
             prompts: Default::default(),
             inputs_pending: Default::default(),
             inputs_asked: Default::default(),
+            now: std::time::Instant::now(),
+            guard: None,
         }
     }
 }
 
-/// Applies one event; returns what the actor must do.
+/// Applies one event; returns what the actor must do. A question that came to the front
+/// starts its grace ([`super::guard`]).
 pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
+    let effects = route(state, event);
+    super::guard::refresh(state);
+    effects
+}
+
+/// Applies one event.
+fn route(state: &mut State, event: Event) -> Vec<Effect> {
     match event {
         Event::Key(key) => {
             let effects = key_event(state, key);
@@ -477,6 +492,10 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
             Vec::new()
         }
         Event::Paste(text) => {
+            // Not into a question that just opened.
+            if state.guard.is_some() && super::guard::swallow(state) {
+                return Vec::new();
+            }
             match &mut state.modal {
                 None if state.asks.is_empty() && state.approvals.is_empty() => paste(state, &text),
                 // A pasted token: its first line.
@@ -613,6 +632,10 @@ fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         }
         state.quitting = true;
         return vec![Effect::Quit];
+    }
+    // Keys in flight when a question opened answer nothing (and it waits for a pause).
+    if super::guard::swallow(state) {
+        return Vec::new();
     }
     if !state.approvals.is_empty() {
         return approval_key(state, key);

@@ -148,6 +148,18 @@ pub(crate) fn bar_text(servers: Vec<(&str, ServerState)>, width: u16) -> String 
     line.to_string()
 }
 
+/// A key pressed after a pause: a question that opened is past its grace.
 pub(crate) fn key(state: &mut State, code: KeyCode) {
-    update(state, Event::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+    press(state, code);
+}
+
+/// Time passes: a question that opened is past its grace (keys count).
+pub(crate) fn settle(state: &mut State) {
+    state.now += super::guard::GRACE;
+}
+
+/// A key pressed after a pause (see [`settle`]); what the update returned.
+pub(crate) fn press(state: &mut State, code: KeyCode) -> Vec<super::state::Effect> {
+    settle(state);
+    update(state, Event::Key(KeyEvent::new(code, KeyModifiers::NONE)))
 }

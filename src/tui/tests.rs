@@ -487,6 +487,7 @@ fn a_tool_call_waiting_for_the_users_answer() {
             }),
         );
     }
+    settle(&mut s);
     insta::assert_snapshot!(render(&mut s, 60, 14));
 }
 
@@ -521,6 +522,7 @@ fn a_waiting_call_says_so_and_its_long_arguments_scroll() {
             scroll: 0,
         }),
     );
+    settle(&mut s);
     let first = render(&mut s, 70, 22);
     assert!(
         first.contains("write_file builtin · waiting for you"),

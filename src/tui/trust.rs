@@ -51,12 +51,35 @@ pub(super) fn status_changed(state: &mut State) {
     }
 }
 
-/// The trust screen: ↑↓ select, `y`/Enter approves the selected server, `a` every one listed,
-/// `n`/`d`/Esc declines (they stay unapproved and nothing runs; `a` in `/mcp` asks again).
+/// The trust screen's choices, the safe one first.
+fn choices() -> [(&'static str, Color, String); 3] {
+    [
+        ("n", Color::Red, "decline".to_owned()),
+        ("y", Color::Green, "approve selected".to_owned()),
+        ("a", Color::Yellow, "approve all".to_owned()),
+    ]
+}
+
+/// The trust screen: ↑↓ select, `y` approves the selected server, `a` every one listed,
+/// `n`/`d`/Esc declines (they stay unapproved and nothing runs; `a` in `/mcp` asks again);
+/// ←→/Tab move the highlight among those three (on decline at first), Enter picks it. (Keys
+/// typed as it opened never get here: [`super::guard`].)
 pub(super) fn trust_key(state: &mut State, mut t: TrustView, key: KeyEvent) -> Vec<Effect> {
     let waiting = state.unapproved();
     let n = waiting.len();
-    match key.code {
+    if super::guard::move_choice(state, 3, key.code) {
+        state.modal = Some(Modal::Trust(t));
+        return Vec::new();
+    }
+    let code = match key.code {
+        KeyCode::Enter => match super::guard::choice(state, 3) {
+            1 => KeyCode::Char('y'),
+            2 => KeyCode::Char('a'),
+            _ => KeyCode::Char('n'),
+        },
+        c => c,
+    };
+    match code {
         KeyCode::Esc | KeyCode::Char('n') | KeyCode::Char('d') => {
             if n > 0 {
                 state.note(Entry::Info(format!(
@@ -71,7 +94,7 @@ pub(super) fn trust_key(state: &mut State, mut t: TrustView, key: KeyEvent) -> V
         KeyCode::Down | KeyCode::Char('j') => {
             t.selected = (t.selected + 1).min(n.saturating_sub(1))
         }
-        KeyCode::Char('y') | KeyCode::Enter => {
+        KeyCode::Char('y') => {
             if let Some(one) = waiting.get(t.selected) {
                 state.modal = Some(Modal::Trust(t));
                 return vec![Effect::ApproveServers(vec![one.clone()])];
@@ -90,11 +113,14 @@ pub(super) fn trust_key(state: &mut State, mut t: TrustView, key: KeyEvent) -> V
 /// The trust screen: every unapproved server of the project config with its full command line
 /// (wrapped, never cut), and the keys.
 pub(super) fn draw_trust(state: &State, t: &TrustView, frame: &mut Frame, area: Rect) {
-    let block = modal_block(&format!(
-        "approve this project's MCP servers? ({} waiting)",
-        state.unapproved().len()
+    let block = modal_block(&super::guard::title(
+        state,
+        &format!(
+            "approve this project's MCP servers? ({} waiting)",
+            state.unapproved().len()
+        ),
     ))
-    .border_style(Style::new().fg(Color::Magenta));
+    .border_style(super::guard::border(state, Color::Magenta));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let width = inner.width.max(1) as usize;
@@ -173,14 +199,7 @@ pub(super) fn draw_trust(state: &State, t: &TrustView, frame: &mut Frame, area: 
             Style::new().fg(Color::Yellow),
         ));
     }
-    let keys = Line::from(vec![
-        Span::styled("y", Style::new().fg(Color::Green).bold()),
-        Span::raw(" approve selected · "),
-        Span::styled("a", Style::new().fg(Color::Yellow).bold()),
-        Span::raw(" approve all · "),
-        Span::styled("n", Style::new().fg(Color::Red).bold()),
-        Span::raw(" decline · ↑↓ select"),
-    ]);
+    let keys = super::guard::keys_line(state, &choices(), "←→ Enter · ↑↓ select");
     let [body, help] =
         Layout::vertical([Constraint::Fill(1), Constraint::Length(KEYS_ROWS)]).areas(inner);
     frame.render_widget(Paragraph::new(lines), body);
@@ -194,7 +213,7 @@ mod tests {
 
     use super::*;
     use crate::tui::state::{update, Event, PanelState};
-    use crate::tui::test_support::key_event as key;
+    use crate::tui::test_support::press;
     use harness9_actors::messages::ServerState;
 
     #[test]
@@ -218,39 +237,39 @@ mod tests {
         };
         update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y")]));
         assert_eq!(s.modal, Some(Modal::Trust(TrustView::default())));
-        update(&mut s, key(KeyCode::Down));
+        press(&mut s, KeyCode::Down);
         assert_eq!(
-            update(&mut s, key(KeyCode::Char('y'))),
+            press(&mut s, KeyCode::Char('y')),
             vec![Effect::ApproveServers(vec![("b".into(), "npx y".into())])]
         );
         assert_eq!(
-            update(&mut s, key(KeyCode::Char('a'))),
+            press(&mut s, KeyCode::Char('a')),
             vec![Effect::ApproveServers(vec![
                 ("a".into(), "sh -c x".into()),
                 ("b".into(), "npx y".into())
             ])]
         );
         // Declined: closed, and the same servers do not reopen it; a changed one does.
-        update(&mut s, key(KeyCode::Esc));
+        press(&mut s, KeyCode::Esc);
         assert_eq!(s.modal, None);
         update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y")]));
         assert_eq!(s.modal, None);
         update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y --evil")]));
         assert!(matches!(s.modal, Some(Modal::Trust(_))));
-        update(&mut s, key(KeyCode::Char('n')));
+        press(&mut s, KeyCode::Char('n'));
         // Approved (gone from the list), then unapproved again with the same command line (an
         // env value changed): it asks again.
         update(&mut s, snap(&[("a", "sh -c x")]));
         assert_eq!(s.modal, None);
         update(&mut s, snap(&[("a", "sh -c x"), ("b", "npx y --evil")]));
         assert!(matches!(s.modal, Some(Modal::Trust(_))));
-        update(&mut s, key(KeyCode::Esc));
+        press(&mut s, KeyCode::Esc);
         // `a` in /mcp on an unapproved server brings it back, on that server.
         s.modal = Some(Modal::Panel(PanelState {
             selected: 1,
             scroll: 0,
         }));
-        update(&mut s, key(KeyCode::Char('a')));
+        press(&mut s, KeyCode::Char('a'));
         assert_eq!(s.modal, Some(Modal::Trust(TrustView { selected: 1 })));
         // Once none waits, it closes by itself.
         update(&mut s, Event::Status(Arc::new(BTreeMap::new())));

@@ -84,7 +84,7 @@ pub fn view(state: &State, frame: &mut Frame) {
             Modal::Trace(t) => super::trace::draw_trace(state, t, frame, modal_area),
             Modal::Help => super::commands::draw_help(frame, modal_area),
             Modal::Trust(t) => super::trust::draw_trust(state, t, frame, modal_area),
-            Modal::Input(v) => super::inputs::draw_input(v, frame, modal_area),
+            Modal::Input(v) => super::inputs::draw_input(state, v, frame, modal_area),
             Modal::Resume(p) => super::resume::draw(p, frame, modal_area),
         }
     }

@@ -20,10 +20,14 @@ import json
 import sys
 
 # SGR colour, OSC 52 (writes the clipboard) ended by BEL, CSI clear screen and home, C1 CSI,
-# C1 OSC ended by C1 ST, BEL, DEL, C1 NEL, then a tab and a newline that must survive.
+# C1 OSC ended by C1 ST, BEL, DEL, C1 NEL, invisible formatting characters (zero-width ones,
+# soft hyphen, LRM/RLM/ALM, Mongolian vowel separator, a bidi override and isolate, a tag
+# character), then a tab and a newline that must survive.
 EVIL = (
     "\x1b[31mRED\x1b[0m osc52:\x1b]52;c;aGFja2Vk\x07 csi:\x1b[2J\x1b[H"
-    " c1:\x9b31m\x9d0;t\x9c bel:\x07 del:\x7f nel:\x85 tab:\tnl:\nend"
+    " c1:\x9b31m\x9d0;t\x9c bel:\x07 del:\x7f nel:\x85"
+    " zw:\u200b\u200c\u200d\u2060\ufeff\u00ad lrm:\u200e\u200f\u061c\u180e"
+    " bidi:\u202e\u2067 tag:\U000e0041 tab:\tnl:\nend"
 )
 EVIL_TOOL = "paint\x1b[31m\x1b]52;c;aGFja2Vk\x07"
 

@@ -19,7 +19,9 @@
           307 to URL), --drip (the authorization server metadata comes one byte per 2 s),
           --stepup-junk (each 403 names five fresh scopes, one with a quote and one of 300 bytes), --bad-token
           crlf|esc with --bad-token-on login|refresh (that grant's access token carries CR/LF or
-          ESC), --expires-in N (the expires_in told, whatever --token-ttl is)
+          ESC), --expires-in N (the expires_in told, whatever --token-ttl is), --auth-endpoint
+          STRING (the authorization endpoint its metadata names, e.g. `--evil` or
+          `file:///etc/passwd`)
 Prints `READY <port>` on stdout once listening. Endpoint: /mcp (legacy: /sse + /messages).
 """
 
@@ -176,7 +178,8 @@ class Handler(BaseHTTPRequestHandler):
                 pass
         elif url.path == "/.well-known/oauth-authorization-server":
             self.send_plain(200, json.dumps({
-                "issuer": base(), "authorization_endpoint": base() + "/authorize",
+                "issuer": base(),
+                "authorization_endpoint": ARGS.auth_endpoint or base() + "/authorize",
                 "token_endpoint": base() + "/token", "registration_endpoint": base() + "/register",
                 "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": ["none"],
@@ -490,6 +493,8 @@ def main():
     ap.add_argument("--bad-token", default="", choices=["", "crlf", "esc"])
     ap.add_argument("--bad-token-on", default="login", choices=["login", "refresh"])
     ap.add_argument("--expires-in", type=int, default=None, help="oauth: expires_in told")
+    ap.add_argument("--auth-endpoint", default="",
+                    help="oauth: the authorization_endpoint its metadata names (any string)")
     ARGS = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     ARGS.port = srv.server_address[1]

@@ -15,11 +15,11 @@ use super::common::*;
 use super::engine::Model;
 
 /// Equal to `EVIL` in tests/python/hostile_text.py.
-const EVIL: &str = "\x1b[31mRED\x1b[0m osc52:\x1b]52;c;aGFja2Vk\x07 csi:\x1b[2J\x1b[H c1:\u{9b}31m\u{9d}0;t\u{9c} bel:\x07 del:\x7f nel:\u{85} tab:\tnl:\nend";
+const EVIL: &str = "\x1b[31mRED\x1b[0m osc52:\x1b]52;c;aGFja2Vk\x07 csi:\x1b[2J\x1b[H c1:\u{9b}31m\u{9d}0;t\u{9c} bel:\x07 del:\x7f nel:\u{85} zw:\u{200b}\u{200c}\u{200d}\u{2060}\u{feff}\u{ad} lrm:\u{200e}\u{200f}\u{61c}\u{180e} bidi:\u{202e}\u{2067} tag:\u{e0041} tab:\tnl:\nend";
 /// `EVIL` as text mode shows it: the sequences gone, tab and newline kept.
-const SHOWN: &str = "RED osc52: csi: c1: bel: del: nel: tab:\tnl:\nend";
+const SHOWN: &str = "RED osc52: csi: c1: bel: del: nel: zw: lrm: bidi: tag: tab:\tnl:\nend";
 /// `EVIL` in a one-line field (a table cell, an `[mcp]` event): newline and tab become spaces.
-const SHOWN_LINE: &str = "RED osc52: csi: c1: bel: del: nel: tab:    nl: end";
+const SHOWN_LINE: &str = "RED osc52: csi: c1: bel: del: nel: zw: lrm: bidi: tag: tab:    nl: end";
 /// `EVIL_TOOL` of the fixture.
 const EVIL_TOOL: &str = "paint\x1b[31m\x1b]52;c;aGFja2Vk\x07";
 
@@ -66,10 +66,23 @@ impl std::fmt::Display for Out {
     }
 }
 
-/// No C0 control but newline and tab, no DEL, no C1 control.
+/// No C0 control but newline and tab, no DEL, no C1 control, no invisible formatting character
+/// (zero-width, soft hyphen, bidi marks and controls, tags).
 fn assert_clean(what: &str, s: &str) {
     for (i, c) in s.char_indices() {
-        let raw = (c < ' ' && c != '\n' && c != '\t') || ('\u{7f}'..='\u{9f}').contains(&c);
+        let invisible = matches!(
+            c,
+            '\u{ad}'
+                | '\u{61c}'
+                | '\u{180e}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2060}'..='\u{206f}'
+                | '\u{feff}'
+                | '\u{e0000}'..='\u{e007f}'
+        );
+        let raw =
+            invisible || (c < ' ' && c != '\n' && c != '\t') || ('\u{7f}'..='\u{9f}').contains(&c);
         assert!(!raw, "{what}: raw {c:?} at byte {i} of {s:?}");
     }
 }

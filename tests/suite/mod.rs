@@ -12,6 +12,7 @@ mod hostile;
 mod hostile_output;
 pub mod http;
 mod oauth;
+mod opener;
 mod overlong;
 mod private_files;
 mod reference;

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::common::{fixture_bin, poll_until, temp_path};
 use super::engine::Model;
-use super::tui::{bar, project, tmux_required, write_config, Tmux, BOUND};
+use super::tui::{bar, project, settled, tmux_required, write_config, Tmux, BOUND};
 
 /// A server entry that leaves `marker` behind as soon as it is spawned, then runs the fixture
 /// server with `args`.
@@ -307,6 +307,7 @@ fn the_tui_trust_screen_starts_nothing_until_approved_and_asks_again_on_reload()
             && s.contains("> t")
             && s.contains("sh -c 'touch")
             && bar(s).contains("t ? unapproved")
+            && settled(s)
     });
     assert!(s.contains("approve all"), "{s}");
     assert!(!marker.exists(), "spawned before approval");
@@ -325,6 +326,7 @@ fn the_tui_trust_screen_starts_nothing_until_approved_and_asks_again_on_reload()
         s.contains("approve this project's MCP servers?")
             && s.contains("--tools 2")
             && bar(s).contains("t ? unapproved")
+            && settled(s)
     });
     assert!(
         !marker.exists(),
@@ -743,6 +745,15 @@ fn a_vscode_input_prompt_waits_for_approval_and_names_its_server() {
     std::fs::write(dir.join(".vscode/mcp.json"), config.to_string()).expect("write mcp.json");
     let approvals = dir.join("approvals.json");
     let inputs = dir.join("inputs.json");
+/// Type-ahead on the trust screen: a hot reload adds a server while the user types "what
+/// about this repo?"; the screen opens mid-typing and the `a`s (approve all) answer nothing:
+/// the server does not start. Once the question has settled, `n` declines it.
+#[test]
+fn keys_typed_as_the_trust_screen_opens_approve_nothing() {
+    tmux_required();
+    let dir = project("trust-typeahead", |_| json!({}));
+    let marker = dir.join("MARKER");
+    let approvals = dir.join("approvals.json");
     let t = Tmux::start_with(
         &dir,
         &[],
@@ -811,4 +822,51 @@ fn an_env_file_that_is_a_device_fails_its_server_instead_of_filling_memory() {
         .lines()
         .any(|l| l.starts_with("good ") && l.contains("connected")));
     let _ = std::fs::remove_dir_all(&dir);
+        &[("HARNESS9_APPROVALS", &approvals.to_string_lossy())],
+    );
+    t.wait_for("the session", BOUND, |s| {
+        s.contains("Type /help for commands")
+    });
+    // Typing goes on until the screen has shown, then for one more phrase (bounded).
+    let mut opened_while_typing = false;
+    let mut phrases_after = 0;
+    for round in 0..40 {
+        for (i, c) in "what about this repo? ".chars().enumerate() {
+            if round == 0 && i == 4 {
+                // The repository changes under the running session (test input).
+                let changed = json!({"mcpServers": {"u": marking_server(&marker, "")}});
+                write_config(&dir, &changed.to_string());
+            }
+            t.send_keys(&[&c.to_string()]);
+            std::thread::sleep(std::time::Duration::from_millis(40));
+        }
+        opened_while_typing |= t.screen().contains("approve this project's MCP servers?");
+        if opened_while_typing {
+            phrases_after += 1;
+            if phrases_after == 2 {
+                break;
+            }
+        }
+    }
+    // Give a wrongly taken answer time to show: the server would have started by now.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let s = t.screen();
+    assert!(
+        !marker.exists(),
+        "typed-ahead keys approved the server:\n{s}"
+    );
+    assert!(!approvals.exists(), "an approval was saved:\n{s}");
+    assert!(
+        opened_while_typing,
+        "the screen did not open during the typing:\n{s}"
+    );
+    t.wait_for("the trust screen, settled", BOUND, |s| {
+        s.contains("approve this project's MCP servers?") && s.contains("> u") && settled(s)
+    });
+    t.send_keys(&["n"]);
+    t.wait_for("declined", BOUND, |s| s.contains("declined 1 server"));
+    assert!(!marker.exists(), "a declined server started");
+    t.send_keys(&["C-c"]);
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
 }

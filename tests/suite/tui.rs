@@ -319,6 +319,12 @@ fn panel_pid(screen: &str) -> Option<u32> {
 }
 
 /// The MCP bar.
+/// Whether the question on screen takes keys: not marked new any more (a new one ignores keys
+/// until the user pauses).
+pub(super) fn settled(screen: &str) -> bool {
+    !screen.contains("new question ·") && !screen.contains("NEW ·")
+}
+
 pub(super) fn bar(screen: &str) -> &str {
     screen
         .lines()
@@ -743,7 +749,7 @@ fn bash_waits_for_the_users_yes_and_a_no_reaches_the_model() {
     });
     t.send_keys(&["make proof", "Enter"]);
     t.wait_for("the question about bash", BOUND, |s| {
-        s.contains("run this tool?") && s.contains("echo ran-after-yes")
+        s.contains("run this tool?") && s.contains("echo ran-after-yes") && settled(s)
     });
     // Nothing ran while the question waits.
     assert!(
@@ -752,7 +758,7 @@ fn bash_waits_for_the_users_yes_and_a_no_reaches_the_model() {
     );
     t.send_keys(&["n"]);
     t.wait_for("the second question", BOUND, |s| {
-        s.contains("Asking again.") && s.contains("run this tool?")
+        s.contains("Asking again.") && s.contains("run this tool?") && settled(s)
     });
     assert!(!dir.join("proof.txt").exists(), "a declined call ran");
     // The user thinks it over (test input, not synchronisation).
@@ -761,7 +767,12 @@ fn bash_waits_for_the_users_yes_and_a_no_reaches_the_model() {
     t.wait_for(
         "the question about the destructive MCP tool only",
         BOUND,
-        |s| s.contains("run this tool?") && s.contains("mcp__f__remove") && !s.contains("(1 of 2"),
+        |s| {
+            s.contains("run this tool?")
+                && s.contains("mcp__f__remove")
+                && !s.contains("(1 of 2")
+                && settled(s)
+        },
     );
     t.send_keys(&["y"]);
     let s = t.wait_for("the answer after the calls ran", BOUND, |s| {
@@ -1125,7 +1136,7 @@ fn a_vscode_input_is_asked_once_masked_and_kept_privately() {
     let vars = [("HARNESS9_INPUTS", store_s.as_str())];
     let t = Tmux::start_with(&dir, &[], None, &vars);
     t.wait_for("the prompt for input tok", BOUND, |s| {
-        s.contains("input \"tok\"") && s.contains("The API token")
+        s.contains("input \"tok\"") && s.contains("The API token") && settled(s)
     });
     t.send_keys(&["s3cret"]);
     let s = t.wait_for("the typed value, masked", BOUND, |s| s.contains("> ••••••"));

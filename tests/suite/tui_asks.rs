@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::common::{everything, stdio_json};
-use super::tui::{bar, project, tmux_required, Tmux, BOUND};
+use super::tui::{bar, project, settled, tmux_required, Tmux, BOUND};
 
 #[test]
 fn a_form_elicitation_and_a_sampling_approval_during_a_turn() {
@@ -33,7 +33,7 @@ fn a_form_elicitation_and_a_sampling_approval_during_a_turn() {
     });
     t.send_keys(&["go", "Enter"]);
     t.wait_for("the elicitation form", BOUND, |s| {
-        s.contains("everything asks") && s.contains("String*:")
+        s.contains("everything asks") && s.contains("String*:") && settled(s)
     });
     // Enter with the required name empty says so; nothing is sent.
     t.send_keys(&["Enter"]);
@@ -42,7 +42,7 @@ fn a_form_elicitation_and_a_sampling_approval_during_a_turn() {
     });
     t.send_keys(&["Ada", "Enter"]);
     let s = t.wait_for("the sampling approval", BOUND, |s| {
-        s.contains("everything asks to use the model") && s.contains("a haiku")
+        s.contains("everything asks to use the model") && s.contains("a haiku") && settled(s)
     });
     assert!(s.contains("max tokens: 50"), "{s}");
     assert!(s.contains("You are a helpful test server."), "{s}");
@@ -73,14 +73,14 @@ fn stateless_input_requests_reach_the_same_tui_questions() {
     // `order` asks through `input_required`: the same form, its default filled in.
     t.send_keys(&[r#"/call mcp__py__order {"item":"tea"}"#, "Enter"]);
     t.wait_for("the form of the input request", BOUND, |s| {
-        s.contains("py asks") && s.contains("Which size?") && s.contains("medium")
+        s.contains("py asks") && s.contains("Which size?") && s.contains("medium") && settled(s)
     });
     t.send_keys(&["Enter"]);
     t.wait_for("the order", BOUND, |s| s.contains("ordered a medium tea"));
     // `poem` asks for sampling the same way: approved, it reaches the model.
     t.send_keys(&[r#"/call mcp__py__poem {"topic":"tea"}"#, "Enter"]);
     let s = t.wait_for("the sampling approval", BOUND, |s| {
-        s.contains("py asks to use the model") && s.contains("Write a line about tea")
+        s.contains("py asks to use the model") && s.contains("Write a line about tea") && settled(s)
     });
     assert!(s.contains("You are a poet."), "{s}");
     t.send_keys(&["y"]);
@@ -119,7 +119,9 @@ fn a_url_elicitation_opens_the_page_only_after_yes() {
         "Enter",
     ]);
     let s = t.wait_for("the URL question", BOUND, |s| {
-        s.contains("everything asks you to open a page") && s.contains("verify.example.com")
+        s.contains("everything asks you to open a page")
+            && s.contains("verify.example.com")
+            && settled(s)
     });
     assert!(
         s.contains("https://verify.example.com/device?code=42"),
@@ -151,18 +153,21 @@ fn a_url_elicitation_opens_the_page_only_after_yes() {
     t.wait_for("the error path's question", BOUND, |s| {
         s.contains("everything asks you to open a page")
             && s.contains("satisfy the prerequisite")
-            && s.contains("host: modelcontextprotocol.io")
+            && s.contains("opens a page on modelcontextprotocol.io")
+            && settled(s)
     });
     assert!(!opened.exists(), "opened before the user's yes");
     t.send_keys(&["y"]);
     t.wait_for("the retry's question", BOUND, |s| {
-        s.contains("everything asks you to open a page") && s.contains("host: pay.example.org")
+        s.contains("everything asks you to open a page")
+            && s.contains("opens a page on pay.example.org")
+            && settled(s)
     });
     // The browser runs on its own: wait for what it wrote.
     let read = || std::fs::read_to_string(&opened).unwrap_or_default();
     assert!(
         super::common::poll_until(BOUND, std::time::Duration::from_millis(20), || read()
-            == "https://modelcontextprotocol.io"),
+            == "https://modelcontextprotocol.io/"),
         "the prerequisite page was opened: {:?}",
         read()
     );
@@ -225,6 +230,74 @@ fn a_prompts_image_reaches_the_model_as_an_image() {
                 .starts_with("iVBORw0KGgo")),
         "{last}"
     );
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
+
+/// Type-ahead: the model asks to run `bash` while the user is still typing "any news?". Keys
+/// that arrive as the question opens answer nothing (the `a` would have meant "always run
+/// bash"); the question shows it is new until the user pauses, then Enter picks the
+/// highlight, which starts on decline. bash never runs.
+#[test]
+fn keys_typed_as_a_tool_question_opens_do_not_answer_it() {
+    tmux_required();
+    let bash = json!({"id": "b1", "name": "bash",
+                      "input": {"command": "echo typed-ahead > proof.txt"}});
+    let model = super::engine::Model::start(
+        "tui-typeahead",
+        json!({"steps": [
+            // A moment's thinking, so the question opens while the user types.
+            {"text": "Checking.", "delay_ms": 300, "tool_calls": [bash]},
+            {"text": "Not run.", "expect": {"last_tool_result_contains": "the user declined"}}
+        ]}),
+    );
+    let dir = project("tui-typeahead", |_| json!({}));
+    let t = Tmux::with_model(&dir, &model);
+    t.wait_for("the model named", BOUND, |s| s.contains("model anthropic"));
+    t.send_keys(&["hello", "Enter"]);
+    // The user goes on typing, a key every 40 ms, through the question's opening (test
+    // input, not synchronisation): "any news?" and Enter, twice over.
+    // Typing goes on until the question has shown, then for one more round (bounded).
+    let mut opened_while_typing = false;
+    let mut rounds_after = 0;
+    for _ in 0..40 {
+        for k in ["a", "n", "y", " ", "n", "e", "w", "s", "?", "Enter"] {
+            t.send_keys(&[k]);
+            std::thread::sleep(std::time::Duration::from_millis(40));
+        }
+        opened_while_typing |= t.screen().contains("run this tool?");
+        if opened_while_typing {
+            rounds_after += 1;
+            if rounds_after == 2 {
+                break;
+            }
+        }
+    }
+    // Give a wrongly taken answer time to show: bash would have run by now.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let s = t.screen();
+    assert!(
+        !dir.join("proof.txt").exists(),
+        "bash ran on typed-ahead keys:\n{s}"
+    );
+    assert!(!s.contains("runs without asking"), "{s}");
+    assert!(
+        opened_while_typing,
+        "the question did not open during the typing"
+    );
+    let s = t.wait_for("the question, still waiting and settled", BOUND, |s| {
+        s.contains("run this tool?") && s.contains("echo typed-ahead") && settled(s)
+    });
+    assert!(s.contains("[n decline]"), "{s}");
+    assert!(!s.contains("runs without asking"), "{s}");
+    assert!(
+        !dir.join("proof.txt").exists(),
+        "bash ran on typed-ahead keys"
+    );
+    t.send_keys(&["Enter"]);
+    t.wait_for("the turn's end", BOUND, |s| s.contains("Not run."));
+    assert!(!dir.join("proof.txt").exists(), "bash ran");
+    t.send_keys(&["C-c"]);
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }

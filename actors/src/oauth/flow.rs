@@ -998,8 +998,15 @@ pub async fn login_with_paste(
         resource: &d.resource.resource,
         scopes: &scopes,
     });
+    // Only an address the opener accepts is shown and opened (the same string): never an
+    // option-like, `file:`, `javascript:` or custom-scheme endpoint, nor one with hidden
+    // characters.
+    let url = String::from(
+        crate::opener::check_url(&url)
+            .map_err(|e| format!("refusing the authorization server's login address: {e}"))?,
+    );
     show(&url);
-    if let Err(e) = crate::opener::open(url.as_ref(), spec.browser.as_deref(), true) {
+    if let Err(e) = crate::opener::open_url(&url, spec.browser.as_deref(), true) {
         tracing::warn!(target: "mcp", "cannot start the browser: {e}; open the login URL by hand");
     }
     let from_paste = async {

@@ -37,8 +37,6 @@ mod conversation;
 mod opener;
 mod servers;
 
-use opener::spawn_opener;
-
 /// Shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(16);
 
@@ -319,6 +317,8 @@ impl Tui {
     }
 
     fn apply(&mut self, event: Event, ctx: &mut Context<Self>) {
+        // The event's time: a question that just opened ignores keys for a moment.
+        self.state.now = Instant::now();
         let effects = update(&mut self.state, event);
         self.save_history();
         for e in effects {
@@ -435,8 +435,8 @@ impl Tui {
                 }
             }
             Effect::OpenUrl(url) => {
-                let text = match spawn_opener(std::ffi::OsStr::new(&url), true) {
-                    Ok(opener) => (false, format!("opened the page with {opener}")),
+                let text = match harness9_actors::opener::open_url(&url, None, true) {
+                    Ok((opener, opened)) => (false, format!("opened {opened} with {opener}")),
                     Err(e) => (true, e),
                 };
                 self.notice(text.0, text.1, ctx);
@@ -581,6 +581,13 @@ impl Actor for Tui {
         self.draw();
         // The spinner and the running turn's elapsed time: a tick only matters while busy.
         ctx.run_interval(Duration::from_millis(100), |act, ctx| {
+            // A new question's marker goes once its grace is over.
+            if super::guard::is_new(&act.state) {
+                act.state.now = Instant::now();
+                if !super::guard::is_new(&act.state) {
+                    act.schedule_draw(ctx);
+                }
+            }
             if !act.state.busy {
                 act.busy_since = None;
                 act.state.busy_secs = 0;
@@ -709,6 +716,7 @@ impl Handler<ConfigChanged> for Tui {
                 self.state.disabled = disabled;
                 self.state.secrets = secrets;
                 self.state.set_sources(sources);
+                self.state.now = Instant::now();
                 super::inputs::inputs_needed(&mut self.state, inputs);
                 self.notice(false, format!("reloaded {path}: {summary}"), ctx);
                 self.apply(Event::ConfigWarnings(warnings), ctx);

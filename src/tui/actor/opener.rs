@@ -35,7 +35,7 @@ impl Tui {
             }
         }
         let Some(editor) = editor else {
-            let text = match spawn_opener(path.as_os_str(), false) {
+            let text = match spawn_opener(&path) {
                 Ok(opener) => (false, format!("opened {} with {opener}; it reloads by itself when saved (set $EDITOR to edit in the terminal)", path.display())),
                 Err(e) => (true, format!("cannot open {}: {e}; set $EDITOR", path.display())),
             };
@@ -85,10 +85,9 @@ impl Tui {
     }
 }
 
-/// Hands `target` (a file, or a URL the user said yes to) to the system opener; for a URL
-/// `$BROWSER` first, as the OAuth login does. The opener's name, or why it could not start.
-pub(super) fn spawn_opener(target: &std::ffi::OsStr, url: bool) -> Result<String, String> {
-    harness9_actors::opener::open(target, None, url)
+/// Hands the file `path` to the system opener. The opener's name, or why it could not start.
+pub(super) fn spawn_opener(path: &std::path::Path) -> Result<String, String> {
+    harness9_actors::opener::open_file(path)
 }
 
 /// Whether `program` is an executable file in a directory of `$PATH`.
