@@ -745,15 +745,6 @@ fn a_vscode_input_prompt_waits_for_approval_and_names_its_server() {
     std::fs::write(dir.join(".vscode/mcp.json"), config.to_string()).expect("write mcp.json");
     let approvals = dir.join("approvals.json");
     let inputs = dir.join("inputs.json");
-/// Type-ahead on the trust screen: a hot reload adds a server while the user types "what
-/// about this repo?"; the screen opens mid-typing and the `a`s (approve all) answer nothing:
-/// the server does not start. Once the question has settled, `n` declines it.
-#[test]
-fn keys_typed_as_the_trust_screen_opens_approve_nothing() {
-    tmux_required();
-    let dir = project("trust-typeahead", |_| json!({}));
-    let marker = dir.join("MARKER");
-    let approvals = dir.join("approvals.json");
     let t = Tmux::start_with(
         &dir,
         &[],
@@ -822,6 +813,21 @@ fn an_env_file_that_is_a_device_fails_its_server_instead_of_filling_memory() {
         .lines()
         .any(|l| l.starts_with("good ") && l.contains("connected")));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Type-ahead on the trust screen: a hot reload adds a server while the user types "what
+/// about this repo?"; the screen opens mid-typing and the `a`s (approve all) answer nothing:
+/// the server does not start. Once the question has settled, `n` declines it.
+#[test]
+fn keys_typed_as_the_trust_screen_opens_approve_nothing() {
+    tmux_required();
+    let dir = project("trust-typeahead", |_| json!({}));
+    let marker = dir.join("MARKER");
+    let approvals = dir.join("approvals.json");
+    let t = Tmux::start_with(
+        &dir,
+        &[],
+        None,
         &[("HARNESS9_APPROVALS", &approvals.to_string_lossy())],
     );
     t.wait_for("the session", BOUND, |s| {
