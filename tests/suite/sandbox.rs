@@ -80,6 +80,7 @@ fn write(dir: &Path, server: &str, path: &Path) -> (i32, String) {
 fn a_sandboxed_server_writes_only_inside_its_paths() {
     let out = outside("write");
     let listed = outside("listed");
+    let own = outside("cwd");
     let dir = project_with(
         "sbx-write",
         json!({
@@ -87,35 +88,288 @@ fn a_sandboxed_server_writes_only_inside_its_paths() {
             "open": fixture_entry(None),
         }),
     );
-    // Outside every allowed path: refused in the sandbox, written without it.
-    let target = out.join("boxed.txt");
-    let (code, said) = write(&dir, "boxed", &target);
-    assert_eq!(code, 1, "{said}");
-    assert!(said.contains("Permission denied"), "{said}");
-    assert!(
-        !target.exists(),
-        "the sandboxed server wrote outside its paths"
-    );
-    let target = out.join("open.txt");
-    let (code, said) = write(&dir, "open", &target);
-    assert_eq!(code, 0, "{said}");
-    assert!(target.exists());
-    // The project directory, a listed path and the temp directory are writable.
+    // A server with a `cwd` of its own may write there.
+    let mut with_cwd = fixture_entry(Some(json!(true)));
+    with_cwd["cwd"] = json!(own);
+    let mut cfg: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(".mcp.json")).unwrap()).unwrap();
+    cfg["mcpServers"]["own"] = with_cwd;
+    std::fs::write(dir.join(".mcp.json"), cfg.to_string()).unwrap();
+    // Outside every granted path: refused in the sandbox, written without it. That includes
+    // the project (the config's folder, harness9's working directory) and the shared temp dir.
+    let shared_tmp = std::env::temp_dir().join(format!("harness9-sbx-{}.txt", std::process::id()));
     for target in [
+        out.join("boxed.txt"),
         dir.join("inside.txt"),
-        listed.join("listed.txt"),
-        std::env::temp_dir().join(format!("harness9-sbx-{}.txt", std::process::id())),
+        dir.join(".mcp.json"),
+        shared_tmp.clone(),
     ] {
+        let before = std::fs::read(&target).ok();
         let (code, said) = write(&dir, "boxed", &target);
+        assert_eq!(code, 1, "{}: {said}", target.display());
+        assert!(said.contains("Permission denied"), "{said}");
+        assert_eq!(
+            std::fs::read(&target).ok(),
+            before,
+            "the sandboxed server wrote {}",
+            target.display()
+        );
+    }
+    for target in [
+        out.join("open.txt"),
+        dir.join("open.txt"),
+        shared_tmp.clone(),
+    ] {
+        let (code, said) = write(&dir, "open", &target);
+        assert_eq!(code, 0, "{said}");
+        assert!(target.exists());
+    }
+    let _ = std::fs::remove_file(&shared_tmp);
+    // A listed path and its own cwd are writable.
+    for (server, target) in [
+        ("boxed", listed.join("listed.txt")),
+        ("own", own.join("own.txt")),
+    ] {
+        let (code, said) = write(&dir, server, &target);
         assert_eq!(code, 0, "{}: {said}", target.display());
         assert!(target.exists(), "{}", target.display());
-        let _ = std::fs::remove_file(&target);
     }
+    // Its private temp dir ($TMPDIR) is writable, is not the shared one, and is gone when
+    // the session ends.
+    let (code, said) = call(
+        &dir,
+        "boxed",
+        "write",
+        json!({"path": "scratch.txt", "text": "hi", "tmp": true}),
+        &[],
+    );
+    assert_eq!(code, 0, "{said}");
+    let wrote = said
+        .split("wrote ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{said}"))
+        .to_owned();
+    let scratch = Path::new(&wrote).parent().unwrap().to_path_buf();
+    assert_ne!(scratch, std::env::temp_dir(), "{said}");
+    assert!(!scratch.exists(), "{} was left behind", scratch.display());
     // The device files of normal operation are writable.
     let (code, said) = write(&dir, "boxed", Path::new("/dev/null"));
     assert_eq!(code, 0, "{said}");
-    let _ = std::fs::remove_dir_all(&out);
-    let _ = std::fs::remove_dir_all(&listed);
+    for d in [&out, &listed, &own] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// A config file with `servers`, outside the temp dir, for `--config`.
+fn config_file(tag: &str, servers: Value) -> (PathBuf, PathBuf) {
+    let dir = outside(tag);
+    let path = dir.join("mcp.json");
+    std::fs::write(&path, json!({ "mcpServers": servers }).to_string()).unwrap();
+    (dir, path)
+}
+
+/// `harness9 --config PATH args` in `dir`, with no --approve-project.
+fn with_config(dir: &Path, path: &Path, args: &[&str]) -> Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_harness9"));
+    cmd.arg("--config")
+        .arg(path)
+        .args(args)
+        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+        .env("XDG_CONFIG_HOME", dir)
+        .env("HARNESS9_SESSIONS", dir.join("sessions"))
+        .current_dir(dir);
+    output_within(cmd, None, Duration::from_secs(60))
+}
+
+#[test]
+fn a_sandboxed_server_cannot_make_its_config_run_something_unasked() {
+    let marker_dir = outside("marker");
+    let marker = marker_dir.join("ran");
+    let evil = |boxed: &Value| {
+        json!({"mcpServers": {
+            "boxed": boxed,
+            "evil": {"command": "sh", "args": ["-c", format!("touch '{}'; sleep 5", marker.display())]},
+        }})
+        .to_string()
+    };
+    let boxed = fixture_entry(Some(json!(true)));
+    let (dir, path) = config_file("cfg", json!({"boxed": boxed}));
+    let rewrite = |dir: &Path, path: &Path, boxed: &Value| {
+        let args = json!({"path": path, "text": evil(boxed)}).to_string();
+        let out = with_config(
+            dir,
+            path,
+            &["mcp", "call", "boxed", "write", "--args", &args],
+        );
+        (
+            out.status.code(),
+            format!("{}{}", text(&out.stdout), text(&out.stderr)),
+        )
+    };
+    // By default the config's folder is not writable: the rewrite is refused.
+    let before = std::fs::read_to_string(&path).unwrap();
+    let (code, said) = rewrite(&dir, &path, &boxed);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("Permission denied"), "{said}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+
+    // A grant that covers the config file makes the file untrusted: its servers need the
+    // user's yes, and a server it gained later is held, never started.
+    let boxed = fixture_entry(Some(json!({"writable": [dir]})));
+    std::fs::write(&path, json!({"mcpServers": {"boxed": boxed}}).to_string()).unwrap();
+    let out = with_config(&dir, &path, &["mcp", "list", "--json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(rows.len(), 1, "{}", text(&out.stderr));
+    assert_eq!(rows[0]["status"], "unapproved", "{rows:?}");
+    let out = with_config(&dir, &path, &["mcp", "approve"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (code, said) = rewrite(&dir, &path, &boxed);
+    assert_eq!(code, Some(0), "{said}");
+    let out = with_config(&dir, &path, &["mcp", "list", "--json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let evil_row = rows
+        .iter()
+        .find(|r| r["name"] == "evil")
+        .unwrap_or_else(|| panic!("{rows:?} {}", text(&out.stderr)));
+    assert_eq!(evil_row["status"], "unapproved", "{rows:?}");
+    let boxed_row = rows.iter().find(|r| r["name"] == "boxed").unwrap();
+    assert_eq!(boxed_row["status"], "connected", "{rows:?}");
+    assert!(
+        !marker.exists(),
+        "the server the sandboxed one added was started"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&marker_dir);
+}
+
+#[test]
+fn network_false_refuses_unix_sockets_and_udp() {
+    let sockdir = outside("sock");
+    let sock = sockdir.join("s.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let udp_addr = udp.local_addr().unwrap().to_string();
+    let dir = project_with(
+        "sbx-sock",
+        json!({
+            "boxed": fixture_entry(Some(json!(true))),
+            "online": fixture_entry(Some(json!({"network": true}))),
+            "open": fixture_entry(None),
+        }),
+    );
+    let (code, said) = call(&dir, "boxed", "unix_connect", json!({"path": sock}), &[]);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("cannot connect to"), "{said}");
+    assert!(said.contains("Permission denied"), "{said}");
+    let (code, said) = call(&dir, "boxed", "udp_send", json!({"addr": udp_addr}), &[]);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("Permission denied"), "{said}");
+    for server in ["online", "open"] {
+        let (code, said) = call(&dir, server, "unix_connect", json!({"path": sock}), &[]);
+        assert_eq!(code, 0, "{server}: {said}");
+        let _ = listener.accept();
+        let (code, said) = call(&dir, server, "udp_send", json!({"addr": udp_addr}), &[]);
+        assert_eq!(code, 0, "{server}: {said}");
+        let mut buf = [0u8; 16];
+        let (n, _) = udp.recv_from(&mut buf).expect("the datagram arrives");
+        assert_eq!(&buf[..n], b"fixture");
+    }
+    let _ = std::fs::remove_dir_all(&sockdir);
+}
+
+#[test]
+fn a_sandboxed_server_cannot_read_harness9s_proc_nor_signal_outside() {
+    let dir = project_with(
+        "sbx-proc",
+        json!({
+            "boxed": fixture_entry(Some(json!({"network": true}))),
+            "open": fixture_entry(None),
+        }),
+    );
+    let (code, said) = call(
+        &dir,
+        "boxed",
+        "read",
+        json!({"path": "environ", "parent": true}),
+        &[],
+    );
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("Permission denied"), "{said}");
+    let (code, said) = call(
+        &dir,
+        "open",
+        "read",
+        json!({"path": "environ", "parent": true}),
+        &[],
+    );
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("PATH="), "{said}");
+    let mut victim = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let pid = victim.id();
+    let (code, said) = call(&dir, "boxed", "kill", json!({"pid": pid}), &[]);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("Operation not permitted"), "{said}");
+    assert!(victim.try_wait().unwrap().is_none(), "the victim died");
+    let (code, said) = call(&dir, "open", "kill", json!({"pid": pid}), &[]);
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        poll_until(Duration::from_secs(10), Duration::from_millis(20), || {
+            victim.try_wait().ok().flatten().is_some()
+        }),
+        "the unsandboxed kill did not land"
+    );
+}
+
+#[test]
+fn servers_get_an_allowlisted_environment_plus_their_own() {
+    let mut boxed = fixture_entry(Some(json!(true)));
+    let mut open = fixture_entry(None);
+    for e in [&mut boxed, &mut open] {
+        e["env"] = json!({"GIVEN": "${H9_TEST_PASSED}"});
+        e["envFile"] = json!("vars.env");
+    }
+    let dir = project_with("sbx-env", json!({"boxed": boxed, "open": open}));
+    std::fs::write(dir.join("vars.env"), "FROM_FILE=yes\n").unwrap();
+    let vars = [
+        ("ANTHROPIC_API_KEY", "sk-ant-secret"),
+        ("OPENAI_API_KEY", "sk-openai-secret"),
+        ("H9_TEST_PASSED", "given-by-entry"),
+        ("LC_TIME", "C"),
+        ("TZ", "UTC"),
+    ];
+    for server in ["boxed", "open"] {
+        let (code, said) = call(&dir, server, "env", json!({}), &vars);
+        assert_eq!(code, 0, "{said}");
+        assert!(!said.contains("secret"), "{server}: {said}");
+        assert!(!said.contains("H9_TEST_PASSED"), "{server}: {said}");
+        for want in [
+            "GIVEN=given-by-entry",
+            "FROM_FILE=yes",
+            "LC_TIME=C",
+            "TZ=UTC",
+            "PATH=",
+            "HOME=",
+        ] {
+            assert!(said.contains(want), "{server} lacks {want}: {said}");
+        }
+        let tmp = std::env::temp_dir().display().to_string();
+        let tmpdir = said
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("TMPDIR="))
+            .unwrap_or_default();
+        if server == "boxed" {
+            assert!(
+                tmpdir.starts_with(&tmp)
+                    && tmpdir.trim_end_matches('/') != tmp.trim_end_matches('/'),
+                "{said}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -1,11 +1,16 @@
-//! The optional Landlock sandbox of a stdio server. The ruleset is built in the parent (every
-//! path opened there); between fork and exec the child only calls `prctl(PR_SET_NO_NEW_PRIVS)`
-//! and `landlock_restrict_self` on the prepared ruleset fd, two async-signal-safe syscalls.
+//! The optional sandbox of a stdio server: a Landlock ruleset and, with `network: false`, a
+//! seccomp filter. Both are built in the parent (every path opened, the BPF program laid out
+//! there); between fork and exec the child only calls `prctl(PR_SET_NO_NEW_PRIVS)`,
+//! `landlock_restrict_self` on the prepared ruleset fd and `seccomp(SET_MODE_FILTER)` on the
+//! prepared program: async-signal-safe syscalls, no allocation.
 //!
-//! Inside: read and execute anywhere; write only the server's working directory, the project
-//! directory, the temp directory, `/dev/shm`, the device files in [`DEVICES`] and the listed
-//! paths; with `network: false`, no TCP connect or bind and no abstract unix socket of the
-//! outside; no signal to a process outside the sandbox (Landlock ABI 6+).
+//! Inside: read and execute anywhere; write only the server's own `cwd` (when its entry sets
+//! one), its private scratch directory (its `$TMPDIR`, see [`Scratch`]), the device files in
+//! [`DEVICES`] and the listed paths; no signal to a process outside the sandbox (Landlock ABI
+//! 6+). With `network: false`: no TCP connect or bind, no abstract unix socket of the outside
+//! (Landlock), and no `socket()` of any family nor io_uring (seccomp, `EACCES`/`EPERM`):
+//! no UDP, no pathname unix socket (tmux, D-Bus, docker, ssh-agent), no netlink;
+//! `socketpair` and pipes stay.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -37,9 +42,10 @@ const NET_ABI: i32 = 4;
 /// The first Landlock ABI with scopes: signals, abstract unix sockets (Linux 6.12).
 const SCOPE_ABI: i32 = 6;
 
-/// A ruleset ready to be enforced in a child.
+/// A ruleset (and seccomp program) ready to be enforced in a child.
 pub(crate) struct Prepared {
     fd: OwnedFd,
+    filter: Option<Vec<libc::sock_filter>>,
 }
 
 impl Prepared {
@@ -48,15 +54,18 @@ impl Prepared {
     /// server never holds it.
     pub(crate) fn install(&self, cmd: &mut tokio::process::Command) {
         let fd = self.fd.as_raw_fd();
+        // The program's address and length; the memory stays put (owned by `self`, which
+        // outlives the spawn) and the forked child sees the same bytes at the same address.
+        let filter = self.filter.as_ref().map(|f| (f.as_ptr() as usize, f.len()));
         // SAFETY: the closure runs in the child between fork and exec and does only
-        // async-signal-safe work: two raw syscalls and reading errno; no allocation, no lock.
+        // async-signal-safe work: raw syscalls and reading errno; no allocation, no lock.
         unsafe {
-            cmd.pre_exec(move || restrict(fd));
+            cmd.pre_exec(move || restrict(fd, filter));
         }
     }
 }
 
-fn restrict(fd: i32) -> io::Result<()> {
+fn restrict(fd: i32, filter: Option<(usize, usize)>) -> io::Result<()> {
     // SAFETY: prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) has no memory-safety preconditions.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
         return Err(io::Error::last_os_error());
@@ -65,7 +74,136 @@ fn restrict(fd: i32) -> io::Result<()> {
     if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, 0 as libc::c_uint) } != 0 {
         return Err(io::Error::last_os_error());
     }
+    if let Some((ptr, len)) = filter {
+        let prog = libc::sock_fprog {
+            len: len as libc::c_ushort,
+            filter: ptr as *mut libc::sock_filter,
+        };
+        // SAFETY: `prog` points at `len` instructions owned by the parent's `Prepared`, which
+        // the fork copied; the kernel copies them in before returning.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                0 as libc::c_uint,
+                &prog as *const libc::sock_fprog,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
     Ok(())
+}
+
+/// `AUDIT_ARCH_*` of this build: the seccomp filter refuses system calls of any other ABI
+/// (a 32-bit `int 0x80` would otherwise reach `socketcall` past it).
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xC000_00B7;
+
+/// The seccomp program of `network: false`: `socket()` of every family fails with `EACCES`
+/// (landlock answers a TCP connect the same way), io_uring (which can open sockets past the
+/// filter) with `EPERM`, any other ABI's call (and x32's) with `EPERM`; the rest is allowed.
+/// `socketpair` is a call of its own and stays: stdio servers use it for their event loops.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub(crate) fn network_filter() -> Vec<libc::sock_filter> {
+    const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    const JGE: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
+    const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    let stmt = |code: u16, k: u32| libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jump = |code: u16, k: u32, jt: u8, jf: u8| libc::sock_filter { code, jt, jf, k };
+    let errno = |e: i32| libc::SECCOMP_RET_ERRNO | (e as u32 & libc::SECCOMP_RET_DATA);
+    // seccomp_data: nr at 0, arch at 4.
+    let nr = |n: libc::c_long| n as u32;
+    // x32 calls on x86_64 carry this bit; aarch64 has no such range (the jump never fires).
+    const X32_BIT: u32 = 0x4000_0000;
+    vec![
+        /* 0 */ stmt(LD_W_ABS, 4),
+        /* 1 */ jump(JEQ, AUDIT_ARCH, 1, 0),
+        /* 2 */ stmt(RET, errno(libc::EPERM)),
+        /* 3 */ stmt(LD_W_ABS, 0),
+        /* 4 */ jump(JGE, X32_BIT, 4, 0),
+        /* 5 */ jump(JEQ, nr(libc::SYS_socket), 5, 0),
+        /* 6 */ jump(JEQ, nr(libc::SYS_io_uring_setup), 2, 0),
+        /* 7 */ jump(JEQ, nr(libc::SYS_io_uring_register), 1, 0),
+        /* 8 */ jump(JEQ, nr(libc::SYS_io_uring_enter), 0, 1),
+        /* 9 */ stmt(RET, errno(libc::EPERM)),
+        /* 10 */ stmt(RET, libc::SECCOMP_RET_ALLOW),
+        /* 11 */ stmt(RET, errno(libc::EACCES)),
+    ]
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub(crate) fn network_filter() -> Vec<libc::sock_filter> {
+    Vec::new()
+}
+
+/// A sandboxed server's private scratch directory, its `$TMPDIR`: created by harness9 in the
+/// temp directory with mode 0700, an unpredictable name and `mkdir` (which fails on anything
+/// already there, a planted symlink included); removed with everything in it when dropped
+/// (when the server's process has exited). The shared temp directory itself is not writable
+/// inside the sandbox, so a server can plant nothing where harness9 or anyone else writes.
+#[derive(Debug)]
+pub struct Scratch {
+    path: std::path::PathBuf,
+}
+
+impl Scratch {
+    /// Makes a fresh directory in the temp directory; the error names it.
+    pub fn create() -> Result<Scratch, String> {
+        use std::os::unix::fs::DirBuilderExt;
+        let base = std::env::temp_dir();
+        let mut last = String::new();
+        for _ in 0..8 {
+            let mut bytes = [0u8; 16];
+            // SAFETY: getrandom writes at most `bytes.len()` bytes into the buffer.
+            let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+            if n != bytes.len() as isize {
+                return Err(format!(
+                    "cannot make a private temp directory: no random name ({})",
+                    io::Error::last_os_error()
+                ));
+            }
+            let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            let path = base.join(format!("harness9-sbx-{name}"));
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => return Ok(Scratch { path }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    last = crate::server::process::plain_io_error(&e);
+                    break;
+                }
+            }
+        }
+        Err(format!(
+            "cannot make a private temp directory in {}: {last}",
+            base.display()
+        ))
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // `remove_dir_all` does not follow symlinks the server left inside.
+        if let Err(e) = std::fs::remove_dir_all(&self.path) {
+            if e.kind() != io::ErrorKind::NotFound {
+                tracing::debug!(target: "mcp", "cannot remove {}: {e}", self.path.display());
+            }
+        }
+    }
 }
 
 /// The kernel's Landlock ABI version (lowered by [`ABI_OVERRIDE_VAR`]), or why there is none.
@@ -106,9 +244,14 @@ pub fn kernel_abi() -> Result<i32, String> {
     }
 }
 
-/// Builds the ruleset for a server whose working directory is `cwd`; the error says why the
-/// sandbox cannot be applied (the server must then not start).
-pub(crate) fn prepare(sb: &SandboxSpec, cwd: &Path) -> Result<Prepared, String> {
+/// Builds the ruleset for a server whose entry sets the working directory `cwd` (`None`: it
+/// runs in harness9's, which it may not write) and whose scratch directory is `scratch`; the
+/// error says why the sandbox cannot be applied (the server must then not start).
+pub(crate) fn prepare(
+    sb: &SandboxSpec,
+    cwd: Option<&Path>,
+    scratch: &Path,
+) -> Result<Prepared, String> {
     let n = kernel_abi()?;
     if !sb.network && n < NET_ABI {
         let how = match std::env::var(ABI_OVERRIDE_VAR) {
@@ -148,11 +291,11 @@ pub(crate) fn prepare(sb: &SandboxSpec, cwd: &Path) -> Result<Prepared, String> 
             AccessFs::from_read(abi),
         ))
         .map_err(landlock)?;
-    let temp = std::env::temp_dir();
-    let mut writable: Vec<&Path> = vec![cwd, &sb.project_dir, &temp];
+    // Not the project, not the config's folder, not the shared temp dir, not /dev/shm (shared
+    // by every process of the machine: a place to plant files for others).
+    let mut writable: Vec<&Path> = cwd.into_iter().chain([scratch]).collect();
     writable.extend(sb.writable.iter().map(|p| p.as_path()));
-    let shm = Path::new("/dev/shm");
-    let devices = DEVICES.iter().map(Path::new).chain([shm]);
+    let devices = DEVICES.iter().map(Path::new);
     for (path, required) in writable
         .into_iter()
         .map(|p| (p, true))
@@ -178,9 +321,21 @@ pub(crate) fn prepare(sb: &SandboxSpec, cwd: &Path) -> Result<Prepared, String> 
             .add_rule(PathBeneath::new(open(path)?, access))
             .map_err(landlock)?;
     }
+    let filter = if sb.network {
+        None
+    } else {
+        let f = network_filter();
+        if f.is_empty() {
+            return Err(
+                "\"network\": false needs a seccomp filter harness9 has only for x86_64 and aarch64; allow the network with \"sandbox\": {\"network\": true}"
+                    .to_owned(),
+            );
+        }
+        Some(f)
+    };
     let fd: Option<OwnedFd> = created.into();
     match fd {
-        Some(fd) => Ok(Prepared { fd }),
+        Some(fd) => Ok(Prepared { fd, filter }),
         None => Err("landlock: the kernel did not create a ruleset".to_owned()),
     }
 }
@@ -213,7 +368,7 @@ mod tests {
             writable: vec!["/nonexistent/harness9-sandbox".into()],
             network: true,
         };
-        let Err(e) = prepare(&sb, Path::new("/")) else {
+        let Err(e) = prepare(&sb, None, Path::new("/")) else {
             panic!("prepared a sandbox with a missing path");
         };
         assert!(
