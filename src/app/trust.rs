@@ -6,6 +6,14 @@
 //! (`~/.local/state/...`), keyed by the config file's canonical path, the server's name and the
 //! spec's hash. An unapproved server's spec gets `Hold::Unapproved`: the supervisor shows it and
 //! never spawns it.
+//!
+//! A file a sandboxed server may write is not the user's word any more: when a sandbox grant
+//! (`cwd`, `writable`) of any server of the loaded configs covers a config file (`--config`,
+//! the project's, the user's `mcp.json`) or a settings file (`harness9.toml`,
+//! `config.toml`), that file is marked "exposed" in the approvals store, for good. An exposed
+//! config's servers are held to approval like a project config's; an exposed settings file
+//! (it sets the sandbox default) holds every config's servers. A grant that covers the
+//! approvals store itself keeps its server from starting (it could approve anything).
 
 use std::path::{Path, PathBuf};
 
@@ -84,6 +92,10 @@ struct Approval {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct StoreFile {
     approved: Vec<Approval>,
+    /// Config and settings files (canonical paths) a sandboxed server was once allowed to
+    /// write: their servers always need approval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    exposed: Vec<String>,
 }
 
 /// The approvals file, loaded.
@@ -91,24 +103,21 @@ struct StoreFile {
 pub struct Approvals {
     path: PathBuf,
     entries: Vec<Approval>,
+    exposed: Vec<String>,
 }
 
 impl Approvals {
     /// Reads `path`; a missing file has no approvals, an unreadable or invalid one is an error
     /// naming the file.
     pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let entries = match std::fs::read_to_string(path) {
-            Ok(text) => {
-                serde_json::from_str::<StoreFile>(&text)
-                    .with_context(|| {
-                        format!(
-                            "the approvals file {} is not valid; fix or delete it",
-                            path.display()
-                        )
-                    })?
-                    .approved
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        let file = match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str::<StoreFile>(&text).with_context(|| {
+                format!(
+                    "the approvals file {} is not valid; fix or delete it",
+                    path.display()
+                )
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => StoreFile::default(),
             Err(e) => {
                 return Err(e)
                     .with_context(|| format!("cannot read the approvals file {}", path.display()))
@@ -116,8 +125,14 @@ impl Approvals {
         };
         Ok(Approvals {
             path: path.to_owned(),
-            entries,
+            entries: file.approved,
+            exposed: file.exposed,
         })
+    }
+
+    /// Whether the file keyed `config` was ever writable by a sandboxed server.
+    pub fn is_exposed(&self, config: &str) -> bool {
+        self.exposed.iter().any(|e| e == config)
     }
 
     /// Whether `spec`, from the config keyed `config`, is approved as it is.
@@ -143,6 +158,7 @@ impl Approvals {
     pub fn save(&self) -> anyhow::Result<()> {
         let body = serde_json::to_vec_pretty(&StoreFile {
             approved: self.entries.clone(),
+            exposed: self.exposed.clone(),
         })?;
         crate::app::edit::write_private(&self.path, &body)
             .with_context(|| format!("cannot write the approvals file {}", self.path.display()))
@@ -164,6 +180,7 @@ pub fn hold_unapproved(config: &mut Config, approve_all: bool) -> anyhow::Result
             Approvals {
                 path: store_path(),
                 entries: Vec::new(),
+                exposed: Vec::new(),
             }
         }
         Err(e) => return Err(e),
@@ -199,6 +216,137 @@ pub fn load(path: &Path, given: bool, approve_all: bool) -> anyhow::Result<Confi
         hold_unapproved(&mut cfg, approve_all)?;
     }
     Ok(cfg)
+}
+
+/// `path` made absolute with symlinks resolved; for a path that does not exist (yet), its
+/// nearest existing ancestor resolved and the rest appended.
+fn resolved(path: &Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut tail = Vec::new();
+    let mut cur = abs.as_path();
+    loop {
+        if let Ok(c) = std::fs::canonicalize(cur) {
+            return tail
+                .iter()
+                .rev()
+                .fold(c, |acc: PathBuf, part| acc.join(part));
+        }
+        match (cur.parent(), cur.file_name()) {
+            (Some(parent), Some(name)) => {
+                tail.push(name.to_owned());
+                cur = parent;
+            }
+            _ => return abs,
+        }
+    }
+}
+
+/// Every path a sandboxed stdio server of `configs` may write besides its private temp dir:
+/// its own `cwd` and its `writable` paths, resolved.
+pub fn sandbox_grants<'a>(configs: impl IntoIterator<Item = &'a Config>) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    for c in configs {
+        for s in &c.servers {
+            let Some(sb) = &s.sandbox else { continue };
+            if let TransportSpec::Stdio { cwd: Some(cwd), .. } = &s.transport {
+                out.push((s.name.clone(), resolved(cwd)));
+            }
+            out.extend(sb.writable.iter().map(|w| (s.name.clone(), resolved(w))));
+        }
+    }
+    out
+}
+
+/// The first server of `grants` that may write `path` (a file or folder harness9 reads as
+/// configuration), or `None`.
+pub fn writable_by_sandbox<'a>(path: &Path, grants: &'a [(String, PathBuf)]) -> Option<&'a str> {
+    let path = resolved(path);
+    grants
+        .iter()
+        .find(|(_, g)| path.starts_with(g))
+        .map(|(name, _)| name.as_str())
+}
+
+/// The settings files harness9 reads from `cwd` and the user's config directory.
+fn settings_files() -> Vec<PathBuf> {
+    let env = |k: &str| std::env::var(k).ok();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    crate::agent::model::settings::candidate_paths(&Default::default(), &env, &cwd)
+}
+
+/// Loads the config at `project` (`given`: with `--config`) and the user file `user` the way
+/// [`load`] does, then applies the rule for files a sandboxed server may write (see the
+/// module's doc): marks newly exposed files in the approvals store and holds the servers of
+/// every exposed config (approving them first with `approve_all`).
+pub fn load_guarded(
+    project: &Path,
+    given: bool,
+    approve_all: bool,
+    user: Option<&Path>,
+) -> anyhow::Result<(Config, Option<Config>)> {
+    let mut cfg = config::load(project, given)?;
+    let mut user_cfg = match user {
+        Some(u) => crate::app::sources::load_user(u)?,
+        None => None,
+    };
+    let grants = sandbox_grants(std::iter::once(&cfg).chain(user_cfg.as_ref()));
+    // A server that could rewrite the approvals themselves does not start.
+    let store_file = store_path();
+    if let Some(name) = writable_by_sandbox(&store_file, &grants) {
+        let name = name.to_owned();
+        for c in std::iter::once(&mut cfg).chain(user_cfg.as_mut()) {
+            for s in c
+                .servers
+                .iter_mut()
+                .filter(|s| s.name == name && s.sandbox.is_some())
+            {
+                s.hold = Some(Hold::Invalid(format!(
+                    "its sandbox lets it write harness9's approvals file {} (through its cwd or writable paths), so it could approve any server; narrow its grants",
+                    store_file.display()
+                )));
+            }
+        }
+    }
+    let settings = settings_files();
+    let watched: Vec<&Path> = std::iter::once(project)
+        .chain(user)
+        .chain(settings.iter().map(PathBuf::as_path))
+        .collect();
+    let newly: Vec<(String, String)> = watched
+        .iter()
+        .filter_map(|p| writable_by_sandbox(p, &grants).map(|n| (config_key(p), n.to_owned())))
+        .collect();
+    let mut store = Approvals::load(&store_file).unwrap_or_else(|e| {
+        tracing::warn!("{e:#}; every config is treated as written by a sandboxed server");
+        Approvals {
+            path: store_file.clone(),
+            entries: Vec::new(),
+            exposed: watched.iter().map(|p| config_key(p)).collect(),
+        }
+    });
+    let mut changed = false;
+    for (key, server) in newly {
+        if !store.is_exposed(&key) {
+            tracing::warn!(
+                "{key} can be written by the sandboxed server {server:?}: its servers now need approval"
+            );
+            store.exposed.push(key);
+            changed = true;
+        }
+    }
+    if changed {
+        store.save()?;
+    }
+    let settings_exposed = settings.iter().any(|p| store.is_exposed(&config_key(p)));
+    if !given || settings_exposed || store.is_exposed(&config_key(project)) {
+        hold_unapproved(&mut cfg, approve_all)?;
+    }
+    if let (Some(u), Some(path)) = (user_cfg.as_mut(), user) {
+        if settings_exposed || store.is_exposed(&config_key(path)) {
+            hold_unapproved(u, approve_all)?;
+        }
+    }
+    Ok((cfg, user_cfg))
 }
 
 /// One line per unapproved server of `config`: what it would run and how to approve it.

@@ -161,10 +161,12 @@ fn a_sandboxed_server_writes_only_inside_its_paths() {
     }
 }
 
-/// A config file with `servers`, outside the temp dir, for `--config`.
+/// A config file with `servers`, outside the temp dir, for `--config`: (the dir for
+/// [`with_config`], the file, in a folder of its own).
 fn config_file(tag: &str, servers: Value) -> (PathBuf, PathBuf) {
     let dir = outside(tag);
-    let path = dir.join("mcp.json");
+    std::fs::create_dir_all(dir.join("conf")).unwrap();
+    let path = dir.join("conf").join("mcp.json");
     std::fs::write(&path, json!({ "mcpServers": servers }).to_string()).unwrap();
     (dir, path)
 }
@@ -216,7 +218,7 @@ fn a_sandboxed_server_cannot_make_its_config_run_something_unasked() {
 
     // A grant that covers the config file makes the file untrusted: its servers need the
     // user's yes, and a server it gained later is held, never started.
-    let boxed = fixture_entry(Some(json!({"writable": [dir]})));
+    let boxed = fixture_entry(Some(json!({"writable": [path.parent().unwrap()]})));
     std::fs::write(&path, json!({"mcpServers": {"boxed": boxed}}).to_string()).unwrap();
     let out = with_config(&dir, &path, &["mcp", "list", "--json"]);
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
