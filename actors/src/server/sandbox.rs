@@ -46,6 +46,8 @@ const SCOPE_ABI: i32 = 6;
 pub(crate) struct Prepared {
     fd: OwnedFd,
     filter: Option<Vec<libc::sock_filter>>,
+    /// The read rights the child grants itself on its own `/proc/self`.
+    read: u64,
 }
 
 impl Prepared {
@@ -59,13 +61,56 @@ impl Prepared {
         let filter = self.filter.as_ref().map(|f| (f.as_ptr() as usize, f.len()));
         // SAFETY: the closure runs in the child between fork and exec and does only
         // async-signal-safe work: raw syscalls and reading errno; no allocation, no lock.
+        let read = self.read;
         unsafe {
-            cmd.pre_exec(move || restrict(fd, filter));
+            cmd.pre_exec(move || restrict(fd, read, filter));
         }
     }
 }
 
-fn restrict(fd: i32, filter: Option<(usize, usize)>) -> io::Result<()> {
+/// `struct landlock_path_beneath_attr` (packed, as the kernel declares it).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// `LANDLOCK_RULE_PATH_BENEATH`.
+const RULE_PATH_BENEATH: libc::c_int = 1;
+
+fn restrict(fd: i32, read: u64, filter: Option<(usize, usize)>) -> io::Result<()> {
+    // The child's own /proc/PID, before it is locked in: the one process directory it reads.
+    // (The ruleset is this spawn's alone; the parent drops it once the exec happened.)
+    // SAFETY: open on a static C string; no allocation.
+    let own = unsafe {
+        libc::open(
+            c"/proc/self".as_ptr(),
+            libc::O_PATH | libc::O_CLOEXEC | libc::O_DIRECTORY,
+        )
+    };
+    if own < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let attr = PathBeneathAttr {
+        allowed_access: read,
+        parent_fd: own,
+    };
+    // SAFETY: landlock_add_rule reads `attr` (on this stack) before returning.
+    let added = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            fd,
+            RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0 as libc::c_uint,
+        )
+    };
+    let added_err = io::Error::last_os_error();
+    // SAFETY: closing the fd opened above.
+    unsafe { libc::close(own) };
+    if added != 0 {
+        return Err(added_err);
+    }
     // SAFETY: prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) has no memory-safety preconditions.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
         return Err(io::Error::last_os_error());
@@ -285,12 +330,46 @@ pub(crate) fn prepare(
     let open = |p: &Path| {
         PathFd::new(p).map_err(|e| format!("cannot open {}: {}", p.display(), source_of(&e)))
     };
-    created = created
-        .add_rule(PathBeneath::new(
-            open(Path::new("/"))?,
-            AccessFs::from_read(abi),
-        ))
-        .map_err(landlock)?;
+    // Read and execute: everything but /proc, then /proc's entries that are not a process
+    // (the server's own is added by the child itself, see `restrict`): no sandboxed server
+    // reads harness9's (or any other process's) environ, maps or fds. Landlock answers
+    // reads of /proc/PID/environ by a less-confined process with a yes, so it takes a rule.
+    let read = AccessFs::from_read(abi);
+    for (dir, skip) in [(Path::new("/"), Some("proc")), (Path::new("/proc"), None)] {
+        let entries = std::fs::read_dir(dir).map_err(|e| {
+            format!(
+                "cannot list {}: {}",
+                dir.display(),
+                crate::server::process::plain_io_error(&e)
+            )
+        })?;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let is_proc = dir == Path::new("/proc");
+            // Not a process's directory, not /proc/self and the links into it.
+            if Some(name.as_ref()) == skip
+                || (is_proc
+                    && (name.bytes().all(|b| b.is_ascii_digit())
+                        || entry.file_type().map(|t| t.is_symlink()).unwrap_or(true)))
+            {
+                continue;
+            }
+            // An entry that went away or cannot be opened is simply not readable.
+            let Ok(fd) = PathFd::new(entry.path()) else {
+                continue;
+            };
+            let is_dir = std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir());
+            let access = if is_dir {
+                read
+            } else {
+                read & AccessFs::from_file(abi)
+            };
+            created = created
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(landlock)?;
+        }
+    }
     // Not the project, not the config's folder, not the shared temp dir, not /dev/shm (shared
     // by every process of the machine: a place to plant files for others).
     let mut writable: Vec<&Path> = cwd.into_iter().chain([scratch]).collect();
@@ -335,7 +414,11 @@ pub(crate) fn prepare(
     };
     let fd: Option<OwnedFd> = created.into();
     match fd {
-        Some(fd) => Ok(Prepared { fd, filter }),
+        Some(fd) => Ok(Prepared {
+            fd,
+            filter,
+            read: read.bits(),
+        }),
         None => Err("landlock: the kernel did not create a ruleset".to_owned()),
     }
 }
