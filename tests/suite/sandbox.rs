@@ -476,3 +476,46 @@ fn the_settings_default_sandboxes_every_stdio_server_without_its_own_entry() {
     assert!(said.contains("harness9.toml:2:"), "{said}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn the_reference_servers_work_in_the_strictest_sandbox() {
+    // Node (server-everything) and Python (the PyPI `mcp` SDK), each run directly and as a
+    // grandchild (`sh -c`, as `npx`/`uvx` do), with the network off: sockets refused, no
+    // shared temp dir, no other process's /proc.
+    let wrapped = |spec: harness9_actors::ServerSpec| {
+        let v = stdio_json(spec);
+        let mut line = vec![v["command"].as_str().unwrap_or_default().to_owned()];
+        line.extend(
+            v["args"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a.as_str().map(|a| format!("'{a}'"))),
+        );
+        json!({"command": "sh", "args": ["-c", format!("{}; exit $?", line.join(" "))], "sandbox": true})
+    };
+    let direct = |spec: harness9_actors::ServerSpec| {
+        let mut v = stdio_json(spec);
+        v["sandbox"] = json!(true);
+        v
+    };
+    let dir = project_with(
+        "sbx-ref",
+        json!({
+            "node": direct(everything("node")),
+            "node_sh": wrapped(everything("node_sh")),
+            "py": direct(python("py")),
+            "py_sh": wrapped(python("py_sh")),
+        }),
+    );
+    for (server, tool, args, want) in [
+        ("node", "echo", json!({"message": "hi"}), "Echo: hi"),
+        ("node_sh", "echo", json!({"message": "hi"}), "Echo: hi"),
+        ("py", "echo", json!({"text": "hi"}), "hi"),
+        ("py_sh", "echo", json!({"text": "hi"}), "hi"),
+    ] {
+        let (code, said) = call(&dir, server, tool, args, &[]);
+        assert_eq!(code, 0, "{server}: {said}");
+        assert!(said.contains(want), "{server}: {said}");
+    }
+}
