@@ -260,10 +260,19 @@ pub fn sandbox_grants<'a>(configs: impl IntoIterator<Item = &'a Config>) -> Vec<
 /// The first server of `grants` that may write `path` (a file or folder harness9 reads as
 /// configuration), or `None`.
 pub fn writable_by_sandbox<'a>(path: &Path, grants: &'a [(String, PathBuf)]) -> Option<&'a str> {
-    let path = resolved(path);
+    // Where it leads, and where it is: a symlink in a granted folder can be re-pointed.
+    let mut places = vec![resolved(path)];
+    if let (Some(parent), Some(name)) = (path.parent(), path.file_name()) {
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        places.push(resolved(parent).join(name));
+    }
     grants
         .iter()
-        .find(|(_, g)| path.starts_with(g))
+        .find(|(_, g)| places.iter().any(|p| p.starts_with(g)))
         .map(|(name, _)| name.as_str())
 }
 
@@ -336,6 +345,22 @@ pub fn load_guarded(
     }
     if changed {
         store.save()?;
+    }
+    // What approvals cannot hold: the instructions the model reads and the repository's git
+    // directory (its hooks and config run commands when the user runs git). Said, every load.
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let mut unheld: Vec<PathBuf> = vec![cwd.join("AGENTS.md"), cwd.join("CLAUDE.md")];
+    unheld.extend(cwd.ancestors().map(|d| d.join(".git")).find(|g| g.exists()));
+    for f in unheld {
+        if let Some(server) = writable_by_sandbox(&f, &grants) {
+            let line = format!(
+                "{}: the sandboxed server {server:?} may write {} (its cwd or writable paths cover it); harness9 cannot hold a change there for approval: narrow the grant or review the file",
+                project.display(),
+                f.display()
+            );
+            tracing::warn!("{line}");
+            cfg.warnings.push(line);
+        }
     }
     let settings_exposed = settings.iter().any(|p| store.is_exposed(&config_key(p)));
     if !given || settings_exposed || store.is_exposed(&config_key(project)) {
@@ -444,6 +469,47 @@ pub fn approve(path: &Path, names: &[String]) -> anyhow::Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grant_covers_what_lies_under_it_links_resolved() {
+        let dir = std::env::temp_dir().join(format!("h9-grants-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("granted/sub")).expect("mkdir");
+        std::fs::create_dir_all(dir.join("other")).expect("mkdir");
+        std::os::unix::fs::symlink(dir.join("granted"), dir.join("link")).expect("symlink");
+        let grants = vec![("s".to_owned(), resolved(&dir.join("link")))];
+        assert_eq!(
+            writable_by_sandbox(&dir.join("granted/sub/mcp.json"), &grants),
+            Some("s")
+        );
+        // A file that does not exist yet, under a granted folder, is covered too.
+        assert_eq!(
+            writable_by_sandbox(&dir.join("granted/new/x.toml"), &grants),
+            Some("s")
+        );
+        assert_eq!(
+            writable_by_sandbox(&dir.join("other/mcp.json"), &grants),
+            None
+        );
+        // `..` in the path does not escape the check.
+        assert_eq!(
+            writable_by_sandbox(&dir.join("other/../granted/mcp.json"), &grants),
+            Some("s")
+        );
+        // A link in a granted folder is covered wherever it points (it can be re-pointed).
+        std::os::unix::fs::symlink(dir.join("other/mcp.json"), dir.join("granted/cfg.json"))
+            .expect("symlink");
+        assert_eq!(
+            writable_by_sandbox(&dir.join("granted/cfg.json"), &grants),
+            Some("s")
+        );
+        // A sibling whose name starts the same is not under the grant.
+        assert_eq!(
+            writable_by_sandbox(&dir.join("granted2/mcp.json"), &grants),
+            None
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn a_changed_spec_is_not_approved_and_the_file_is_private() {
