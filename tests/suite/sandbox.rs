@@ -519,3 +519,61 @@ fn the_reference_servers_work_in_the_strictest_sandbox() {
         assert!(said.contains(want), "{server}: {said}");
     }
 }
+
+#[test]
+fn a_server_a_sandboxed_one_adds_to_its_config_waits_in_the_tui() {
+    super::tui::tmux_required();
+    use super::tui::{bar, Tmux, BOUND};
+    let dir = temp_path("sbx-tui");
+    let conf = dir.join("conf");
+    std::fs::create_dir_all(&conf).unwrap();
+    let path = conf.join("mcp.json");
+    let marker = dir.join("ran");
+    let boxed = fixture_entry(Some(json!({"writable": [conf]})));
+    std::fs::write(&path, json!({"mcpServers": {"boxed": boxed}}).to_string()).unwrap();
+    let approvals = dir.join("approvals.json");
+    let approvals_s = approvals.display().to_string();
+    let dir_s = dir.display().to_string();
+    let path_s = path.display().to_string();
+    // The user approved the config as it is (its folder is granted: it asks).
+    let out = with_config(&dir, &path, &["mcp", "approve"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let t = Tmux::start_with(
+        &dir,
+        &["--config", &path_s],
+        None,
+        &[
+            ("HARNESS9_APPROVALS", &approvals_s),
+            ("XDG_CONFIG_HOME", &dir_s),
+        ],
+    );
+    t.wait_for("boxed connected", BOUND, |s| bar(s).contains("boxed ●"));
+    // The sandboxed server rewrites the config it was started from, adding a server.
+    let evil = json!({"mcpServers": {
+        "boxed": boxed,
+        "evil": {"command": "sh", "args": ["-c", format!("touch '{}'; sleep 5", marker.display())]},
+    }});
+    let args = json!({"path": path, "text": evil.to_string()}).to_string();
+    let out = with_config(
+        &dir,
+        &path,
+        &["mcp", "call", "boxed", "write", "--args", &args],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    t.wait_for("the trust screen for the added server", BOUND, |s| {
+        s.contains("approve this project's MCP servers?")
+            && s.contains("> evil")
+            && bar(s).contains("evil ? unapproved")
+    });
+    assert!(
+        !marker.exists(),
+        "the added server started without approval"
+    );
+    t.send_keys(&["n"]);
+    t.wait_for("declined, evil still held", BOUND, |s| {
+        s.contains("declined 1 server") && bar(s).contains("evil ? unapproved")
+    });
+    assert!(!marker.exists(), "a declined server started");
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
