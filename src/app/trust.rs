@@ -321,10 +321,25 @@ pub fn load_guarded(
         .chain(user)
         .chain(settings.iter().map(PathBuf::as_path))
         .collect();
-    let newly: Vec<(String, String)> = watched
+    let mut newly: Vec<(String, String)> = watched
         .iter()
         .filter_map(|p| writable_by_sandbox(p, &grants).map(|n| (config_key(p), n.to_owned())))
         .collect();
+    // A config whose `envFile` a sandboxed server may write is exposed with it.
+    let configs = [
+        (project, Some(&cfg)),
+        (user.unwrap_or(project), user_cfg.as_ref()),
+    ];
+    for (path, c) in configs {
+        let Some(c) = c else { continue };
+        if let Some(n) = c
+            .read_files
+            .iter()
+            .find_map(|f| writable_by_sandbox(f, &grants))
+        {
+            newly.push((config_key(path), n.to_owned()));
+        }
+    }
     let mut store = Approvals::load(&store_file).unwrap_or_else(|e| {
         tracing::warn!("{e:#}; every config is treated as written by a sandboxed server");
         Approvals {

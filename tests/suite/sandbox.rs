@@ -577,3 +577,25 @@ fn a_server_a_sandboxed_one_adds_to_its_config_waits_in_the_tui() {
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }
+
+#[test]
+fn an_env_file_under_a_grant_exposes_its_config() {
+    // The config's folder is not granted, but the `envFile` it reads is: a sandboxed server
+    // could set NODE_OPTIONS for any server of the file, so the file's servers need approval.
+    let data = outside("data");
+    std::fs::write(data.join("vars.env"), "A=1\n").unwrap();
+    let mut boxed = fixture_entry(Some(json!({"writable": [data]})));
+    boxed["envFile"] = json!(data.join("vars.env"));
+    let (dir, path) = config_file(
+        "envfile",
+        json!({"boxed": boxed, "open": fixture_entry(None)}),
+    );
+    let out = with_config(&dir, &path, &["mcp", "list", "--json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(rows.len(), 2, "{}", text(&out.stderr));
+    for r in &rows {
+        assert_eq!(r["status"], "unapproved", "{rows:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&data);
+}

@@ -355,6 +355,11 @@ pub(crate) fn prepare(
             {
                 continue;
             }
+            // A link from / into /proc would grant what the rule leaves out.
+            if !is_proc && std::fs::canonicalize(entry.path()).is_ok_and(|p| p.starts_with("/proc"))
+            {
+                continue;
+            }
             // An entry that went away or cannot be opened is simply not readable.
             let Ok(fd) = PathFd::new(entry.path()) else {
                 continue;
