@@ -308,6 +308,35 @@ fn a_sandboxed_server_cannot_read_harness9s_proc_nor_signal_outside() {
     );
     assert_eq!(code, 0, "{said}");
     assert!(said.contains("PATH="), "{said}");
+    // No capability inside, even when harness9 runs as root.
+    let caps = |server: &str| -> Vec<(String, u64)> {
+        let (code, said) = call(
+            &dir,
+            server,
+            "read",
+            json!({"path": "/proc/self/status"}),
+            &[],
+        );
+        assert_eq!(code, 0, "{said}");
+        said.lines()
+            .filter_map(|l| l.trim().strip_prefix("Cap"))
+            .filter_map(|l| l.split_once(':'))
+            .filter_map(|(k, v)| Some((k.to_owned(), u64::from_str_radix(v.trim(), 16).ok()?)))
+            .collect()
+    };
+    let boxed = caps("boxed");
+    assert!(boxed.len() >= 4, "{boxed:?}");
+    for (set, bits) in &boxed {
+        if set == "Eff" || set == "Prm" || set == "Inh" || set == "Amb" {
+            assert_eq!(*bits, 0, "Cap{set}: {boxed:?}");
+        }
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        assert!(boxed.iter().all(|(_, b)| *b == 0), "{boxed:?}");
+        let open = caps("open");
+        assert!(open.iter().any(|(s, b)| s == "Eff" && *b != 0), "{open:?}");
+    }
     let mut victim = std::process::Command::new("sleep")
         .arg("60")
         .spawn()

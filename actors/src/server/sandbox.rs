@@ -7,7 +7,7 @@
 //! Inside: read and execute anywhere; write only the server's own `cwd` (when its entry sets
 //! one), its private scratch directory (its `$TMPDIR`, see [`Scratch`]), the device files in
 //! [`DEVICES`] and the listed paths; no signal to a process outside the sandbox (Landlock ABI
-//! 6+). With `network: false`: no TCP connect or bind, no abstract unix socket of the outside
+//! 6+); no capability (harness9 run as root hands none on). With `network: false`: no TCP connect or bind, no abstract unix socket of the outside
 //! (Landlock), and no `socket()` of any family nor io_uring (seccomp, `EACCES`/`EPERM`):
 //! no UDP, no pathname unix socket (tmux, D-Bus, docker, ssh-agent), no netlink;
 //! `socketpair` and pipes stay.
@@ -78,6 +78,65 @@ struct PathBeneathAttr {
 /// `LANDLOCK_RULE_PATH_BENEATH`.
 const RULE_PATH_BENEATH: libc::c_int = 1;
 
+/// `struct __user_cap_header_struct`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+/// `struct __user_cap_data_struct`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// `_LINUX_CAPABILITY_VERSION_3` (two data structs: 64 capabilities).
+const CAP_VERSION_3: u32 = 0x2008_0522;
+
+/// Drops every capability: the ambient set, the bounding set (so an exec by uid 0 does not
+/// take them back; without CAP_SETPCAP, as any non-root user, there is nothing to drop) and
+/// the effective, permitted and inheritable sets. harness9 run as root would otherwise hand a
+/// sandboxed server CAP_SYS_MODULE, CAP_SYS_ADMIN and the rest.
+fn drop_capabilities() -> io::Result<()> {
+    // SAFETY: prctl with integer arguments; an old kernel without ambient sets says EINVAL.
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        )
+    };
+    for cap in 0..64 as libc::c_ulong {
+        // SAFETY: as above. EINVAL: past the last capability; EPERM: no CAP_SETPCAP.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+            match io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINVAL) | Some(libc::EPERM) => break,
+                _ => return Err(io::Error::last_os_error()),
+            }
+        }
+    }
+    let header = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    let data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset reads the header and two data structs on this stack.
+    if unsafe { libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 fn restrict(fd: i32, read: u64, filter: Option<(usize, usize)>) -> io::Result<()> {
     // The child's own /proc/PID, before it is locked in: the one process directory it reads.
     // (The ruleset is this spawn's alone; the parent drops it once the exec happened.)
@@ -111,6 +170,7 @@ fn restrict(fd: i32, read: u64, filter: Option<(usize, usize)>) -> io::Result<()
     if added != 0 {
         return Err(added_err);
     }
+    drop_capabilities()?;
     // SAFETY: prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) has no memory-safety preconditions.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
         return Err(io::Error::last_os_error());
