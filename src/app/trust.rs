@@ -276,6 +276,70 @@ pub fn writable_by_sandbox<'a>(path: &Path, grants: &'a [(String, PathBuf)]) -> 
         .map(|(name, _)| name.as_str())
 }
 
+/// Keeps from starting every unsandboxed stdio server of `cfg` whose program (or a `PATH`
+/// folder its bare name is looked up in, up to where it is found) or a file among its
+/// arguments lies under a sandbox grant: the sandboxed server could choose what runs outside
+/// the sandbox, and an approval covers the command line, not the file's bytes. An
+/// unsandboxed server whose working directory is under a grant (a script's imports come from
+/// there) gets a warning.
+fn refuse_planted_programs(cfg: &mut Config, grants: &[(String, PathBuf)]) {
+    if grants.is_empty() {
+        return;
+    }
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    let shown = cfg.path.display().to_string();
+    let mut warnings = Vec::new();
+    for s in cfg
+        .servers
+        .iter_mut()
+        .filter(|s| s.sandbox.is_none() && s.hold.is_none())
+    {
+        let TransportSpec::Stdio {
+            command, args, cwd, ..
+        } = &s.transport
+        else {
+            continue;
+        };
+        let dir = cwd.clone().unwrap_or_else(|| here.clone());
+        let mut runs: Vec<PathBuf> = Vec::new();
+        if command.contains('/') {
+            runs.push(dir.join(command));
+        } else {
+            for d in &path_dirs {
+                let p = d.join(command);
+                let found = p.is_file();
+                runs.push(p);
+                if found {
+                    break;
+                }
+            }
+        }
+        runs.extend(args.iter().map(|a| dir.join(a)).filter(|p| p.is_file()));
+        if let Some((p, by)) = runs
+            .iter()
+            .find_map(|p| writable_by_sandbox(p, grants).map(|by| (p, by)))
+        {
+            s.hold = Some(Hold::Invalid(format!(
+                "the sandboxed server {by:?} may write {}, which this unsandboxed server runs; sandbox this server too or narrow {by:?}'s cwd and writable paths",
+                p.display()
+            )));
+        } else if let Some(by) = writable_by_sandbox(&dir, grants) {
+            warnings.push(format!(
+                "{shown}: server {:?} runs unsandboxed in {}, which the sandboxed server {by:?} may write (a script's imports come from there); sandbox it too or narrow the grant",
+                s.name,
+                dir.display()
+            ));
+        }
+    }
+    for w in warnings {
+        tracing::warn!("{w}");
+        cfg.warnings.push(w);
+    }
+}
+
 /// The settings files harness9 reads from `cwd` and the user's config directory.
 fn settings_files() -> Vec<PathBuf> {
     let env = |k: &str| std::env::var(k).ok();
@@ -315,6 +379,10 @@ pub fn load_guarded(
                 )));
             }
         }
+    }
+    refuse_planted_programs(&mut cfg, &grants);
+    if let Some(u) = user_cfg.as_mut() {
+        refuse_planted_programs(u, &grants);
     }
     let settings = settings_files();
     let watched: Vec<&Path> = std::iter::once(project)

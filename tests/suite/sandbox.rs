@@ -628,3 +628,45 @@ fn an_env_file_under_a_grant_exposes_its_config() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&data);
 }
+
+#[test]
+fn an_unsandboxed_server_whose_program_a_sandboxed_one_may_write_does_not_start() {
+    let bin = outside("bin");
+    let script = bin.join("run.sh");
+    let marker = bin.join("ran");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\ntouch '{}'\n", marker.display()),
+    )
+    .unwrap();
+    let dir = project_with(
+        "sbx-planted",
+        json!({
+            "boxed": fixture_entry(Some(json!({"writable": [bin]}))),
+            "direct": {"command": script},
+            "as_arg": {"command": "sh", "args": [script]},
+            "open": fixture_entry(None),
+        }),
+    );
+    let out = harness9(&dir, &["mcp", "list", "--json"], &[]);
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    for name in ["direct", "as_arg"] {
+        let r = rows
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{rows:?}"));
+        assert_eq!(r["status"], "failed", "{r}");
+        let e = r["error"].as_str().unwrap_or_default();
+        assert!(
+            e.contains("the sandboxed server \"boxed\" may write")
+                && e.contains("which this unsandboxed server runs"),
+            "{e}"
+        );
+    }
+    for name in ["boxed", "open"] {
+        let r = rows.iter().find(|r| r["name"] == name).unwrap();
+        assert_eq!(r["status"], "connected", "{r}");
+    }
+    assert!(!marker.exists());
+    let _ = std::fs::remove_dir_all(&bin);
+}
