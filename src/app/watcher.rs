@@ -223,12 +223,29 @@ impl ConfigWatcher {
         let outcome = (|| -> anyhow::Result<Vec<String>> {
             let cfg = config::load(&self.path, self.must_exist)?;
             let key = crate::app::trust::config_key(&self.path);
+            // A server of the user's file is held when a sandboxed server may write that file:
+            // it is approved under the user file's key (the project's entry wins a name).
+            let user = match &self.user {
+                Some(u) => crate::app::sources::load_user(u)?
+                    .map(|c| (crate::app::trust::config_key(u), c)),
+                None => None,
+            };
             let mut store = crate::app::trust::Approvals::load(&crate::app::trust::store_path())?;
             let mut done = Vec::new();
             for (name, shown) in servers {
-                match cfg.servers.iter().find(|s| s.name == *name) {
-                    Some(s) if s.hold.is_none() && s.transport.command_line() == *shown => {
-                        store.approve(&key, s);
+                let found = cfg
+                    .servers
+                    .iter()
+                    .find(|s| s.name == *name)
+                    .map(|s| (&key, s))
+                    .or_else(|| {
+                        user.as_ref().and_then(|(k, c)| {
+                            c.servers.iter().find(|s| s.name == *name).map(|s| (k, s))
+                        })
+                    });
+                match found {
+                    Some((key, s)) if s.hold.is_none() && s.transport.command_line() == *shown => {
+                        store.approve(key, s);
                         done.push(name.clone());
                     }
                     _ => tracing::warn!(server = %name, "changed since it was shown; not approved"),

@@ -670,3 +670,46 @@ fn an_unsandboxed_server_whose_program_a_sandboxed_one_may_write_does_not_start(
     assert!(!marker.exists());
     let _ = std::fs::remove_dir_all(&bin);
 }
+
+#[test]
+fn a_user_file_a_sandboxed_server_may_write_asks_in_the_tui() {
+    super::tui::tmux_required();
+    use super::tui::{bar, Tmux, BOUND};
+    // The user's ~/.config/harness9/mcp.json, its folder granted to its own sandboxed server.
+    let dir = temp_path("sbx-user");
+    let user_dir = dir.join("xdg").join("harness9");
+    std::fs::create_dir_all(&user_dir).unwrap();
+    let project = dir.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let boxed = fixture_entry(Some(json!({"writable": [user_dir]})));
+    std::fs::write(
+        user_dir.join("mcp.json"),
+        json!({"mcpServers": {"mine": boxed}}).to_string(),
+    )
+    .unwrap();
+    let approvals = dir.join("approvals.json").display().to_string();
+    let xdg = dir.join("xdg").display().to_string();
+    let t = Tmux::start_with(
+        &project,
+        &[],
+        None,
+        &[
+            ("HARNESS9_APPROVALS", &approvals),
+            ("XDG_CONFIG_HOME", &xdg),
+        ],
+    );
+    t.wait_for("the trust screen for the user file's server", BOUND, |s| {
+        s.contains("> mine") && bar(s).contains("mine ? unapproved")
+    });
+    t.send_keys(&["y"]);
+    t.wait_for("mine connected after y", BOUND, |s| {
+        bar(s).contains("mine ●")
+    });
+    let saved = std::fs::read_to_string(&approvals).unwrap_or_default();
+    assert!(
+        saved.contains("\"mine\"") && saved.contains("exposed"),
+        "{saved}"
+    );
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
