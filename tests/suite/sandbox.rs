@@ -246,7 +246,7 @@ fn a_sandboxed_server_cannot_make_its_config_run_something_unasked() {
 }
 
 #[test]
-fn network_false_refuses_unix_sockets_and_udp() {
+fn no_sandbox_reaches_a_unix_socket_and_network_false_refuses_udp() {
     let sockdir = outside("sock");
     let sock = sockdir.join("s.sock");
     let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
@@ -268,10 +268,15 @@ fn network_false_refuses_unix_sockets_and_udp() {
     let (code, said) = call(&dir, "boxed", "udp_send", json!({"addr": udp_addr}), &[]);
     assert_eq!(code, 1, "{said}");
     assert!(said.contains("Permission denied"), "{said}");
+    // With the network on, still no unix socket: the tmux server's socket path is predictable
+    // (/tmp/tmux-UID/default), and D-Bus can start a command outside.
+    let (code, said) = call(&dir, "online", "unix_connect", json!({"path": sock}), &[]);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("Permission denied"), "{said}");
+    let (code, said) = call(&dir, "open", "unix_connect", json!({"path": sock}), &[]);
+    assert_eq!(code, 0, "{said}");
+    let _ = listener.accept();
     for server in ["online", "open"] {
-        let (code, said) = call(&dir, server, "unix_connect", json!({"path": sock}), &[]);
-        assert_eq!(code, 0, "{server}: {said}");
-        let _ = listener.accept();
         let (code, said) = call(&dir, server, "udp_send", json!({"addr": udp_addr}), &[]);
         assert_eq!(code, 0, "{server}: {said}");
         let mut buf = [0u8; 16];
@@ -506,6 +511,14 @@ fn the_settings_default_sandboxes_every_stdio_server_without_its_own_entry() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// server-everything's script.
+fn everything_js() -> String {
+    stdio_json(everything("x"))["args"][0]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 #[test]
 fn the_reference_servers_work_in_the_strictest_sandbox() {
     // Node (server-everything) and Python (the PyPI `mcp` SDK), each run directly and as a
@@ -535,6 +548,8 @@ fn the_reference_servers_work_in_the_strictest_sandbox() {
             "node_sh": wrapped(everything("node_sh")),
             "py": direct(python("py")),
             "py_sh": wrapped(python("py_sh")),
+            "node_net": {"command": "sh", "args": ["-c", format!("exec node '{}' stdio", everything_js())],
+                         "sandbox": {"network": true}},
         }),
     );
     for (server, tool, args, want) in [
@@ -542,6 +557,7 @@ fn the_reference_servers_work_in_the_strictest_sandbox() {
         ("node_sh", "echo", json!({"message": "hi"}), "Echo: hi"),
         ("py", "echo", json!({"text": "hi"}), "hi"),
         ("py_sh", "echo", json!({"text": "hi"}), "hi"),
+        ("node_net", "echo", json!({"message": "hi"}), "Echo: hi"),
     ] {
         let (code, said) = call(&dir, server, tool, args, &[]);
         assert_eq!(code, 0, "{server}: {said}");

@@ -1,16 +1,16 @@
-//! The optional sandbox of a stdio server: a Landlock ruleset and, with `network: false`, a
-//! seccomp filter. Both are built in the parent (every path opened, the BPF program laid out
-//! there); between fork and exec the child only calls `prctl(PR_SET_NO_NEW_PRIVS)`,
-//! `landlock_restrict_self` on the prepared ruleset fd and `seccomp(SET_MODE_FILTER)` on the
-//! prepared program: async-signal-safe syscalls, no allocation.
+//! The optional sandbox of a stdio server: a Landlock ruleset and a seccomp filter. Both are
+//! built in the parent (every path opened, the BPF program laid out there); between fork and
+//! exec the child only opens its `/proc/self` and adds it to the ruleset, drops its
+//! capabilities, and calls `prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self` and
+//! `seccomp(SET_MODE_FILTER)`: async-signal-safe syscalls, no allocation.
 //!
-//! Inside: read and execute anywhere; write only the server's own `cwd` (when its entry sets
-//! one), its private scratch directory (its `$TMPDIR`, see [`Scratch`]), the device files in
-//! [`DEVICES`] and the listed paths; no signal to a process outside the sandbox (Landlock ABI
-//! 6+); no capability (harness9 run as root hands none on). With `network: false`: no TCP connect or bind, no abstract unix socket of the outside
-//! (Landlock), and no `socket()` of any family nor io_uring (seccomp, `EACCES`/`EPERM`):
-//! no UDP, no pathname unix socket (tmux, D-Bus, docker, ssh-agent), no netlink;
-//! `socketpair` and pipes stay.
+//! Inside: read and execute anywhere but other processes' `/proc`; write only the server's own
+//! `cwd` (when its entry sets one), its private scratch directory (its `$TMPDIR`, see
+//! [`Scratch`]), the device files in [`DEVICES`] and the listed paths; no signal to a process
+//! outside the sandbox (Landlock ABI 6+); no capability (harness9 run as root hands none on);
+//! no unix socket and no io_uring (seccomp: `socketpair` and pipes stay). With
+//! `network: false` also no socket of any other family (no UDP, no netlink) and no TCP connect
+//! or bind (Landlock), no abstract unix socket of the outside (Landlock ABI 6+).
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -208,12 +208,15 @@ const AUDIT_ARCH: u32 = 0xC000_003E;
 #[cfg(target_arch = "aarch64")]
 const AUDIT_ARCH: u32 = 0xC000_00B7;
 
-/// The seccomp program of `network: false`: `socket()` of every family fails with `EACCES`
-/// (landlock answers a TCP connect the same way), io_uring (which can open sockets past the
-/// filter) with `EPERM`, any other ABI's call (and x32's) with `EPERM`; the rest is allowed.
-/// `socketpair` is a call of its own and stays: stdio servers use it for their event loops.
+/// The seccomp program of every sandboxed server. `socket()` fails with `EACCES` (landlock
+/// answers a TCP connect the same way) for every family but, with `network`, `AF_INET`,
+/// `AF_INET6` and `AF_NETLINK` (address lookups): never a unix socket, so never the tmux
+/// server (its socket path is predictable), D-Bus, docker or an ssh-agent, with the network on
+/// or off. io_uring (which can open sockets past the filter) fails with `EPERM`, as does any
+/// other ABI's call (a 32-bit `int 0x80` would reach `socketcall`) and x32's; the rest is
+/// allowed. `socketpair` is a call of its own and stays: event loops use it.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub(crate) fn network_filter() -> Vec<libc::sock_filter> {
+pub(crate) fn socket_filter(network: bool) -> Vec<libc::sock_filter> {
     const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
     const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
     const JGE: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
@@ -226,11 +229,12 @@ pub(crate) fn network_filter() -> Vec<libc::sock_filter> {
     };
     let jump = |code: u16, k: u32, jt: u8, jf: u8| libc::sock_filter { code, jt, jf, k };
     let errno = |e: i32| libc::SECCOMP_RET_ERRNO | (e as u32 & libc::SECCOMP_RET_DATA);
-    // seccomp_data: nr at 0, arch at 4.
+    // seccomp_data: nr at 0, arch at 4, args[0] at 16 (its low half on these little-endian
+    // machines; the domain is an int).
     let nr = |n: libc::c_long| n as u32;
     // x32 calls on x86_64 carry this bit; aarch64 has no such range (the jump never fires).
     const X32_BIT: u32 = 0x4000_0000;
-    vec![
+    let mut p = vec![
         /* 0 */ stmt(LD_W_ABS, 4),
         /* 1 */ jump(JEQ, AUDIT_ARCH, 1, 0),
         /* 2 */ stmt(RET, errno(libc::EPERM)),
@@ -242,12 +246,25 @@ pub(crate) fn network_filter() -> Vec<libc::sock_filter> {
         /* 8 */ jump(JEQ, nr(libc::SYS_io_uring_enter), 0, 1),
         /* 9 */ stmt(RET, errno(libc::EPERM)),
         /* 10 */ stmt(RET, libc::SECCOMP_RET_ALLOW),
-        /* 11 */ stmt(RET, errno(libc::EACCES)),
-    ]
+    ];
+    // 11: socket().
+    if network {
+        p.extend([
+            /* 11 */ stmt(LD_W_ABS, 16),
+            /* 12 */ jump(JEQ, libc::AF_INET as u32, 3, 0),
+            /* 13 */ jump(JEQ, libc::AF_INET6 as u32, 2, 0),
+            /* 14 */ jump(JEQ, libc::AF_NETLINK as u32, 1, 0),
+            /* 15 */ stmt(RET, errno(libc::EACCES)),
+            /* 16 */ stmt(RET, libc::SECCOMP_RET_ALLOW),
+        ]);
+    } else {
+        p.push(/* 11 */ stmt(RET, errno(libc::EACCES)));
+    }
+    p
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-pub(crate) fn network_filter() -> Vec<libc::sock_filter> {
+pub(crate) fn socket_filter(_network: bool) -> Vec<libc::sock_filter> {
     Vec::new()
 }
 
@@ -465,17 +482,17 @@ pub(crate) fn prepare(
             .add_rule(PathBeneath::new(open(path)?, access))
             .map_err(landlock)?;
     }
-    let filter = if sb.network {
-        None
-    } else {
-        let f = network_filter();
-        if f.is_empty() {
+    let filter = socket_filter(sb.network);
+    let filter = match (filter.is_empty(), sb.network) {
+        (false, _) => Some(filter),
+        // Landlock alone, as on every architecture without a filter here.
+        (true, true) => None,
+        (true, false) => {
             return Err(
                 "\"network\": false needs a seccomp filter harness9 has only for x86_64 and aarch64; allow the network with \"sandbox\": {\"network\": true}"
                     .to_owned(),
-            );
+            )
         }
-        Some(f)
     };
     let fd: Option<OwnedFd> = created.into();
     match fd {
