@@ -226,12 +226,13 @@ impl ServerSpec {
     }
 }
 
-/// A stdio server's Landlock sandbox: it may read and execute the whole filesystem, write only
-/// its working directory, `project_dir`, the temp directory, a few device files and
-/// `writable`, and open TCP connections only if `network` (see `server/sandbox.rs`).
+/// A stdio server's sandbox: it may read and execute the filesystem (not other processes'
+/// `/proc`), write only its own configured `cwd`, its private temp dir, a few device files and
+/// `writable`, and use sockets only if `network` (see `server/sandbox.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxSpec {
-    /// The project directory (the config file's directory); writable.
+    /// The config file's directory (relative `writable` paths were resolved against it); not
+    /// writable by itself.
     pub project_dir: PathBuf,
     /// More writable paths (directories or files); each must exist.
     pub writable: Vec<PathBuf>,

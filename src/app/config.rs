@@ -47,6 +47,9 @@ pub struct Config {
     /// VS Code inputs (`${input:ID}`) that servers need and that have no value: the TUI asks
     /// for them; their servers are held with an error naming the environment variable.
     pub inputs: Vec<super::inputs::InputPrompt>,
+    /// Other files the servers' specs were read from (`envFile`s): a sandbox grant that covers
+    /// one exposes the config (see `trust::load_guarded`).
+    pub read_files: Vec<PathBuf>,
     /// One line per thing the file has that is ignored but should not be ignored silently
     /// (another tool's field, both `mcpServers` and `servers`), naming the file. Logged when
     /// parsed (stderr headless); the TUI shows them in its transcript.
@@ -547,6 +550,11 @@ pub fn parse(
         if raw.disabled {
             config.disabled.push(name);
             continue;
+        }
+        if let Some(file) = &raw.env_file {
+            if let Ok(file) = expand(file, lookup) {
+                config.read_files.push(base.join(file));
+            }
         }
         if let Some(problem) = validate(&raw) {
             let (line, column) = at_key();

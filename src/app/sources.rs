@@ -81,18 +81,16 @@ pub fn merge(mut project: Config, user: Config) -> Config {
 }
 
 /// The project config (its unapproved servers held) with the user file's servers merged under
-/// it: what a session starts with and what every hot reload reads.
+/// it: what a session starts with and what every hot reload reads. A file a sandboxed server
+/// may write is held to approval (see [`crate::app::trust::load_guarded`]).
 pub(crate) fn load_merged(
     project: &std::path::Path,
     must_exist: bool,
     approve_project: bool,
     user: Option<&std::path::Path>,
 ) -> anyhow::Result<Config> {
-    let cfg = crate::app::trust::load(project, must_exist, approve_project)?;
-    let Some(path) = user else {
-        return Ok(cfg);
-    };
-    Ok(match load_user(path)? {
+    let (cfg, user) = crate::app::trust::load_guarded(project, must_exist, approve_project, user)?;
+    Ok(match user {
         Some(u) => merge(cfg, u),
         None => cfg,
     })

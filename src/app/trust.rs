@@ -6,6 +6,14 @@
 //! (`~/.local/state/...`), keyed by the config file's canonical path, the server's name and the
 //! spec's hash. An unapproved server's spec gets `Hold::Unapproved`: the supervisor shows it and
 //! never spawns it.
+//!
+//! A file a sandboxed server may write is not the user's word any more: when a sandbox grant
+//! (`cwd`, `writable`) of any server of the loaded configs covers a config file (`--config`,
+//! the project's, the user's `mcp.json`) or a settings file (`harness9.toml`,
+//! `config.toml`), that file is marked "exposed" in the approvals store, for good. An exposed
+//! config's servers are held to approval like a project config's; an exposed settings file
+//! (it sets the sandbox default) holds every config's servers. A grant that covers the
+//! approvals store itself keeps its server from starting (it could approve anything).
 
 use std::path::{Path, PathBuf};
 
@@ -239,6 +247,10 @@ struct Approval {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct StoreFile {
     approved: Vec<Approval>,
+    /// Config and settings files (canonical paths) a sandboxed server was once allowed to
+    /// write: their servers always need approval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    exposed: Vec<String>,
 }
 
 /// The approvals file, loaded.
@@ -246,24 +258,21 @@ struct StoreFile {
 pub struct Approvals {
     path: PathBuf,
     entries: Vec<Approval>,
+    exposed: Vec<String>,
 }
 
 impl Approvals {
     /// Reads `path`; a missing file has no approvals, an unreadable or invalid one is an error
     /// naming the file.
     pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let entries = match std::fs::read_to_string(path) {
-            Ok(text) => {
-                serde_json::from_str::<StoreFile>(&text)
-                    .with_context(|| {
-                        format!(
-                            "the approvals file {} is not valid; fix or delete it",
-                            path.display()
-                        )
-                    })?
-                    .approved
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        let file = match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str::<StoreFile>(&text).with_context(|| {
+                format!(
+                    "the approvals file {} is not valid; fix or delete it",
+                    path.display()
+                )
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => StoreFile::default(),
             Err(e) => {
                 return Err(e)
                     .with_context(|| format!("cannot read the approvals file {}", path.display()))
@@ -271,8 +280,14 @@ impl Approvals {
         };
         Ok(Approvals {
             path: path.to_owned(),
-            entries,
+            entries: file.approved,
+            exposed: file.exposed,
         })
+    }
+
+    /// Whether the file keyed `config` was ever writable by a sandboxed server.
+    pub fn is_exposed(&self, config: &str) -> bool {
+        self.exposed.iter().any(|e| e == config)
     }
 
     /// Whether server `server`, from the config keyed `config`, is approved with the
@@ -299,6 +314,7 @@ impl Approvals {
     pub fn save(&self) -> anyhow::Result<()> {
         let body = serde_json::to_vec_pretty(&StoreFile {
             approved: self.entries.clone(),
+            exposed: self.exposed.clone(),
         })?;
         crate::app::edit::write_private(&self.path, &body)
             .with_context(|| format!("cannot write the approvals file {}", self.path.display()))
@@ -320,6 +336,7 @@ pub fn hold_unapproved(config: &mut Config, approve_all: bool) -> anyhow::Result
             Approvals {
                 path: store_path(),
                 entries: Vec::new(),
+                exposed: Vec::new(),
             }
         }
         Err(e) => return Err(e),
@@ -375,6 +392,245 @@ pub fn load(path: &Path, given: bool, approve_all: bool) -> anyhow::Result<Confi
         hold_unapproved(&mut cfg, approve_all)?;
     }
     Ok(cfg)
+}
+
+/// `path` made absolute with symlinks resolved; for a path that does not exist (yet), its
+/// nearest existing ancestor resolved and the rest appended.
+fn resolved(path: &Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut tail = Vec::new();
+    let mut cur = abs.as_path();
+    loop {
+        if let Ok(c) = std::fs::canonicalize(cur) {
+            return tail
+                .iter()
+                .rev()
+                .fold(c, |acc: PathBuf, part| acc.join(part));
+        }
+        match (cur.parent(), cur.file_name()) {
+            (Some(parent), Some(name)) => {
+                tail.push(name.to_owned());
+                cur = parent;
+            }
+            _ => return abs,
+        }
+    }
+}
+
+/// Every path a sandboxed stdio server of `configs` may write besides its private temp dir:
+/// its own `cwd` and its `writable` paths, resolved.
+pub fn sandbox_grants<'a>(configs: impl IntoIterator<Item = &'a Config>) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    for c in configs {
+        for s in &c.servers {
+            let Some(sb) = &s.sandbox else { continue };
+            if let TransportSpec::Stdio { cwd: Some(cwd), .. } = &s.transport {
+                out.push((s.name.clone(), resolved(cwd)));
+            }
+            out.extend(sb.writable.iter().map(|w| (s.name.clone(), resolved(w))));
+        }
+    }
+    out
+}
+
+/// The first server of `grants` that may write `path` (a file or folder harness9 reads as
+/// configuration), or `None`.
+pub fn writable_by_sandbox<'a>(path: &Path, grants: &'a [(String, PathBuf)]) -> Option<&'a str> {
+    // Where it leads, and where it is: a symlink in a granted folder can be re-pointed.
+    let mut places = vec![resolved(path)];
+    if let (Some(parent), Some(name)) = (path.parent(), path.file_name()) {
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        places.push(resolved(parent).join(name));
+    }
+    grants
+        .iter()
+        .find(|(_, g)| places.iter().any(|p| p.starts_with(g)))
+        .map(|(name, _)| name.as_str())
+}
+
+/// Keeps from starting every unsandboxed stdio server of `cfg` whose program (or a `PATH`
+/// folder its bare name is looked up in, up to where it is found) or a file among its
+/// arguments lies under a sandbox grant: the sandboxed server could choose what runs outside
+/// the sandbox, and an approval covers the command line, not the file's bytes. An
+/// unsandboxed server whose working directory is under a grant (a script's imports come from
+/// there) gets a warning.
+fn refuse_planted_programs(cfg: &mut Config, grants: &[(String, PathBuf)]) {
+    if grants.is_empty() {
+        return;
+    }
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    let shown = cfg.path.display().to_string();
+    let mut warnings = Vec::new();
+    for s in cfg
+        .servers
+        .iter_mut()
+        .filter(|s| s.sandbox.is_none() && s.hold.is_none())
+    {
+        let TransportSpec::Stdio {
+            command, args, cwd, ..
+        } = &s.transport
+        else {
+            continue;
+        };
+        let dir = cwd.clone().unwrap_or_else(|| here.clone());
+        let mut runs: Vec<PathBuf> = Vec::new();
+        if command.contains('/') {
+            runs.push(dir.join(command));
+        } else {
+            for d in &path_dirs {
+                let p = d.join(command);
+                let found = p.is_file();
+                runs.push(p);
+                if found {
+                    break;
+                }
+            }
+        }
+        runs.extend(args.iter().map(|a| dir.join(a)).filter(|p| p.is_file()));
+        if let Some((p, by)) = runs
+            .iter()
+            .find_map(|p| writable_by_sandbox(p, grants).map(|by| (p, by)))
+        {
+            s.hold = Some(Hold::Invalid(format!(
+                "the sandboxed server {by:?} may write {}, which this unsandboxed server runs; sandbox this server too or narrow {by:?}'s cwd and writable paths",
+                p.display()
+            )));
+        } else if let Some(by) = writable_by_sandbox(&dir, grants) {
+            warnings.push(format!(
+                "{shown}: server {:?} runs unsandboxed in {}, which the sandboxed server {by:?} may write (a script's imports come from there); sandbox it too or narrow the grant",
+                s.name,
+                dir.display()
+            ));
+        }
+    }
+    for w in warnings {
+        tracing::warn!("{w}");
+        cfg.warnings.push(w);
+    }
+}
+
+/// The settings files harness9 reads from `cwd` and the user's config directory.
+fn settings_files() -> Vec<PathBuf> {
+    let env = |k: &str| std::env::var(k).ok();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    crate::agent::model::settings::candidate_paths(&Default::default(), &env, &cwd)
+}
+
+/// Loads the config at `project` (`given`: with `--config`) and the user file `user` the way
+/// [`load`] does, then applies the rule for files a sandboxed server may write (see the
+/// module's doc): marks newly exposed files in the approvals store and holds the servers of
+/// every exposed config (approving them first with `approve_all`).
+pub fn load_guarded(
+    project: &Path,
+    given: bool,
+    approve_all: bool,
+    user: Option<&Path>,
+) -> anyhow::Result<(Config, Option<Config>)> {
+    let mut cfg = config::load(project, given)?;
+    let mut user_cfg = match user {
+        Some(u) => crate::app::sources::load_user(u)?,
+        None => None,
+    };
+    let grants = sandbox_grants(std::iter::once(&cfg).chain(user_cfg.as_ref()));
+    // A server that could rewrite the approvals themselves does not start.
+    let store_file = store_path();
+    if let Some(name) = writable_by_sandbox(&store_file, &grants) {
+        let name = name.to_owned();
+        for c in std::iter::once(&mut cfg).chain(user_cfg.as_mut()) {
+            for s in c
+                .servers
+                .iter_mut()
+                .filter(|s| s.name == name && s.sandbox.is_some())
+            {
+                s.hold = Some(Hold::Invalid(format!(
+                    "its sandbox lets it write harness9's approvals file {} (through its cwd or writable paths), so it could approve any server; narrow its grants",
+                    store_file.display()
+                )));
+            }
+        }
+    }
+    refuse_planted_programs(&mut cfg, &grants);
+    if let Some(u) = user_cfg.as_mut() {
+        refuse_planted_programs(u, &grants);
+    }
+    let settings = settings_files();
+    let watched: Vec<&Path> = std::iter::once(project)
+        .chain(user)
+        .chain(settings.iter().map(PathBuf::as_path))
+        .collect();
+    let mut newly: Vec<(String, String)> = watched
+        .iter()
+        .filter_map(|p| writable_by_sandbox(p, &grants).map(|n| (config_key(p), n.to_owned())))
+        .collect();
+    // A config whose `envFile` a sandboxed server may write is exposed with it.
+    let configs = [
+        (project, Some(&cfg)),
+        (user.unwrap_or(project), user_cfg.as_ref()),
+    ];
+    for (path, c) in configs {
+        let Some(c) = c else { continue };
+        if let Some(n) = c
+            .read_files
+            .iter()
+            .find_map(|f| writable_by_sandbox(f, &grants))
+        {
+            newly.push((config_key(path), n.to_owned()));
+        }
+    }
+    let mut store = Approvals::load(&store_file).unwrap_or_else(|e| {
+        tracing::warn!("{e:#}; every config is treated as written by a sandboxed server");
+        Approvals {
+            path: store_file.clone(),
+            entries: Vec::new(),
+            exposed: watched.iter().map(|p| config_key(p)).collect(),
+        }
+    });
+    let mut changed = false;
+    for (key, server) in newly {
+        if !store.is_exposed(&key) {
+            tracing::warn!(
+                "{key} can be written by the sandboxed server {server:?}: its servers now need approval"
+            );
+            store.exposed.push(key);
+            changed = true;
+        }
+    }
+    if changed {
+        store.save()?;
+    }
+    // What approvals cannot hold: the instructions the model reads and the repository's git
+    // directory (its hooks and config run commands when the user runs git). Said, every load.
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let mut unheld: Vec<PathBuf> = vec![cwd.join("AGENTS.md"), cwd.join("CLAUDE.md")];
+    unheld.extend(cwd.ancestors().map(|d| d.join(".git")).find(|g| g.exists()));
+    for f in unheld {
+        if let Some(server) = writable_by_sandbox(&f, &grants) {
+            let line = format!(
+                "{}: the sandboxed server {server:?} may write {} (its cwd or writable paths cover it); harness9 cannot hold a change there for approval: narrow the grant or review the file",
+                project.display(),
+                f.display()
+            );
+            tracing::warn!("{line}");
+            cfg.warnings.push(line);
+        }
+    }
+    let settings_exposed = settings.iter().any(|p| store.is_exposed(&config_key(p)));
+    if !given || settings_exposed || store.is_exposed(&config_key(project)) {
+        hold_unapproved(&mut cfg, approve_all)?;
+    }
+    if let (Some(u), Some(path)) = (user_cfg.as_mut(), user) {
+        if settings_exposed || store.is_exposed(&config_key(path)) {
+            hold_unapproved(u, approve_all)?;
+        }
+    }
+    Ok((cfg, user_cfg))
 }
 
 /// One line per unapproved server of `config`: what it would run and how to approve it.
@@ -466,20 +722,36 @@ pub fn approve(path: &Path, names: &[String]) -> anyhow::Result<Vec<String>> {
 }
 
 /// Approves the servers `servers` (name, the line the user was shown) of the config at `path`
-/// (the trust screen): each only if it still shows that line; returns the names approved.
+/// (the trust screen), or of the user's file `user` for a server held there (a user file a
+/// sandboxed server may write: approved under that file's key; the project's entry wins a
+/// name): each only if it still shows that line; returns the names approved.
 pub fn approve_shown(
     path: &Path,
     must_exist: bool,
+    user: Option<&Path>,
     servers: &[(String, String)],
 ) -> anyhow::Result<Vec<String>> {
     let cfg = config::load(path, must_exist)?;
     let key = config_key(path);
+    let user = match user {
+        Some(u) => crate::app::sources::load_user(u)?.map(|c| (config_key(u), c)),
+        None => None,
+    };
     let mut store = Approvals::load(&store_path())?;
     let mut done = Vec::new();
     for (name, line) in servers {
-        match cfg.servers.iter().find(|s| s.name == *name) {
-            Some(s) if approvable(&cfg, s) && shown(&cfg, s) == *line => {
-                store.approve(&key, &s.name, fingerprint(&cfg, s));
+        let found = cfg
+            .servers
+            .iter()
+            .find(|s| s.name == *name)
+            .map(|s| (&key, &cfg, s))
+            .or_else(|| {
+                user.as_ref()
+                    .and_then(|(k, c)| c.servers.iter().find(|s| s.name == *name).map(|s| (k, c, s)))
+            });
+        match found {
+            Some((key, cfg, s)) if approvable(cfg, s) && shown(cfg, s) == *line => {
+                store.approve(key, &s.name, fingerprint(cfg, s));
                 done.push(name.clone());
             }
             _ => tracing::warn!(server = %name, "changed since it was shown; not approved"),
@@ -500,6 +772,47 @@ mod tests {
             ..Config::default()
         };
         fingerprint(&cfg, spec)
+    }
+
+    #[test]
+    fn a_grant_covers_what_lies_under_it_links_resolved() {
+        let dir = std::env::temp_dir().join(format!("h9-grants-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("granted/sub")).expect("mkdir");
+        std::fs::create_dir_all(dir.join("other")).expect("mkdir");
+        std::os::unix::fs::symlink(dir.join("granted"), dir.join("link")).expect("symlink");
+        let grants = vec![("s".to_owned(), resolved(&dir.join("link")))];
+        assert_eq!(
+            writable_by_sandbox(&dir.join("granted/sub/mcp.json"), &grants),
+            Some("s")
+        );
+        // A file that does not exist yet, under a granted folder, is covered too.
+        assert_eq!(
+            writable_by_sandbox(&dir.join("granted/new/x.toml"), &grants),
+            Some("s")
+        );
+        assert_eq!(
+            writable_by_sandbox(&dir.join("other/mcp.json"), &grants),
+            None
+        );
+        // `..` in the path does not escape the check.
+        assert_eq!(
+            writable_by_sandbox(&dir.join("other/../granted/mcp.json"), &grants),
+            Some("s")
+        );
+        // A link in a granted folder is covered wherever it points (it can be re-pointed).
+        std::os::unix::fs::symlink(dir.join("other/mcp.json"), dir.join("granted/cfg.json"))
+            .expect("symlink");
+        assert_eq!(
+            writable_by_sandbox(&dir.join("granted/cfg.json"), &grants),
+            Some("s")
+        );
+        // A sibling whose name starts the same is not under the grant.
+        assert_eq!(
+            writable_by_sandbox(&dir.join("granted2/mcp.json"), &grants),
+            None
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

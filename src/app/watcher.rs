@@ -221,7 +221,12 @@ impl ConfigWatcher {
     }
 
     fn approve(&mut self, servers: &[(String, String)]) -> ConfigOutcome {
-        let outcome = crate::app::trust::approve_shown(&self.path, self.must_exist, servers);
+        let outcome = crate::app::trust::approve_shown(
+            &self.path,
+            self.must_exist,
+            self.user.as_deref(),
+            servers,
+        );
         match outcome {
             Ok(done) if done.len() == servers.len() => ConfigOutcome::Approved(done),
             Ok(_) => ConfigOutcome::ApprovalStale,

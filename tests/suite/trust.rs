@@ -755,7 +755,7 @@ fn a_vscode_input_prompt_waits_for_approval_and_names_its_server() {
         ],
     );
     let s = t.wait_for("the trust screen for gh", BOUND, |s| {
-        s.contains("approve this project's MCP servers?") && s.contains("> gh")
+        s.contains("approve this project's MCP servers?") && s.contains("> gh") && settled(s)
     });
     assert!(
         !s.contains("repository-written question"),
@@ -770,6 +770,7 @@ fn a_vscode_input_prompt_waits_for_approval_and_names_its_server() {
         s.contains("server \"gh\""),
         "the prompt does not name its server:\n{s}"
     );
+    t.wait_for("the input prompt, settled", BOUND, settled);
     t.send_keys(&["Escape"]);
     t.wait_for("the prompt skipped", BOUND, |s| {
         !s.contains("repository-written question") && s.contains("skipped")

@@ -91,6 +91,8 @@ pub struct McpServer {
     ttl_timer: Option<SpawnHandle>,
     exit_reason: Option<String>,
     cwd: PathBuf,
+    /// A sandboxed server's private temp directory, removed when its process has exited.
+    scratch: Option<super::sandbox::Scratch>,
     started: Instant,
     /// `stdio`, `http` or `sse` (after a fallback).
     kind: &'static str,
@@ -185,6 +187,7 @@ impl McpServer {
             ttl_timer: None,
             exit_reason: None,
             cwd,
+            scratch: None,
             started: Instant::now(),
             kind,
             link: Link::Child,

@@ -3,9 +3,10 @@
 //! Tools: echo {text}, add {a,b}, sleep {ms}, big {bytes}, fail, rich, progress {steps, gap_ms},
 //! both {order} (result and error in one reply),
 //! remove {path} (annotated destructive), write {path, text} (really writes), connect {addr}
-//! (a TCP connect), exit {code}, pid, symlink {link, target} (plants a symlink; `{ppid}` in
-//! `link` is the client's pid), plus `--tools N` synthetic ones. `big` streams its reply, so
-//! the fixture stays small whatever it sends. Flags: see `usage()`;
+//! (a TCP connect), unix_connect {path}, udp_send {addr}, read {path, parent}, kill {pid, signal},
+//! env, exit {code}, pid, symlink {link, target} (plants a symlink; `{ppid}` in `link` is the
+//! client's pid), plus `--tools N` synthetic ones. `big` streams its reply, so the fixture
+//! stays small whatever it sends. Flags: see `usage()`;
 //! `--daemonize PIDFILE` leaves a `setsid` grandchild that sleeps forever (its pid in PIDFILE).
 //! `--ticking-resource` offers one resource, `tick://counter` ("tick N"), that changes three
 //! times (every 50 ms) after a `resources/subscribe`, each change announced with
@@ -272,6 +273,16 @@ fn tool_list(st: &State) -> Vec<Value> {
                "inputSchema": schema(json!({"path": {"type": "string"}, "text": {"type": "string"}}))}),
         json!({"name": "connect", "description": "opens a TCP connection to `addr` (host:port)",
                "inputSchema": schema(json!({"addr": {"type": "string"}}))}),
+        json!({"name": "unix_connect", "description": "connects to the unix socket at `path`",
+               "inputSchema": schema(json!({"path": {"type": "string"}}))}),
+        json!({"name": "udp_send", "description": "sends one UDP datagram to `addr` (host:port)",
+               "inputSchema": schema(json!({"addr": {"type": "string"}}))}),
+        json!({"name": "read", "description": "reads the file `path` (with `parent`: /proc/<parent pid>/<path>)",
+               "inputSchema": schema(json!({"path": {"type": "string"}, "parent": {"type": "boolean"}}))}),
+        json!({"name": "kill", "description": "sends signal `signal` (default SIGTERM) to `pid`",
+               "inputSchema": schema(json!({"pid": {"type": "integer"}, "signal": {"type": "integer"}}))}),
+        json!({"name": "env", "description": "the server's environment, one KEY=VALUE a line",
+               "inputSchema": schema(json!({}))}),
         json!({"name": "remove", "description": "pretends to delete `path`",
                "inputSchema": schema(json!({"path": {"type": "string"}})),
                "annotations": {"destructiveHint": true, "readOnlyHint": false}}),
@@ -465,6 +476,13 @@ fn call_tool(id: Value, params: Value, slow_ms: u64) {
         "write" => {
             let path = args.get("path").and_then(Value::as_str).unwrap_or("");
             let body = args.get("text").and_then(Value::as_str).unwrap_or("");
+            // `tmp`: the path is inside the server's temp directory ($TMPDIR).
+            let full = if args.get("tmp").and_then(Value::as_bool).unwrap_or(false) {
+                std::env::temp_dir().join(path).display().to_string()
+            } else {
+                path.to_owned()
+            };
+            let path = full.as_str();
             match std::fs::write(path, body) {
                 Ok(()) => text(format!("wrote {path}")),
                 Err(e) => tool_error(&format!("cannot write {path}: {e}")),
@@ -483,6 +501,64 @@ fn call_tool(id: Value, params: Value, slow_ms: u64) {
                 Ok(_) => text(format!("connected to {addr}")),
                 Err(e) => tool_error(&format!("cannot connect to {addr}: {e}")),
             }
+        }
+        "unix_connect" => {
+            let path = args.get("path").and_then(Value::as_str).unwrap_or("");
+            match std::os::unix::net::UnixStream::connect(path) {
+                Ok(_) => text(format!("connected to {path}")),
+                Err(e) => tool_error(&format!("cannot connect to {path}: {e}")),
+            }
+        }
+        "udp_send" => {
+            let addr = args.get("addr").and_then(Value::as_str).unwrap_or("");
+            let sent = addr
+                .parse::<std::net::SocketAddr>()
+                .map_err(|e| e.to_string())
+                .and_then(|a| {
+                    let local = if a.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
+                    std::net::UdpSocket::bind(local)
+                        .and_then(|s| s.send_to(b"fixture", a))
+                        .map_err(|e| e.to_string())
+                });
+            match sent {
+                Ok(_) => text(format!("sent to {addr}")),
+                Err(e) => tool_error(&format!("cannot send to {addr}: {e}")),
+            }
+        }
+        "read" => {
+            let path = args.get("path").and_then(Value::as_str).unwrap_or("");
+            let path = if args.get("parent").and_then(Value::as_bool).unwrap_or(false) {
+                format!("/proc/{}/{path}", std::os::unix::process::parent_id())
+            } else {
+                path.to_owned()
+            };
+            match std::fs::read(&path) {
+                Ok(b) => text(format!(
+                    "read {path}: {}",
+                    String::from_utf8_lossy(&b[..b.len().min(64 * 1024)]).replace('\0', "\n")
+                )),
+                Err(e) => tool_error(&format!("cannot read {path}: {e}")),
+            }
+        }
+        "kill" => {
+            let pid = int("pid").unwrap_or(0) as i32;
+            let sig = int("signal").unwrap_or(libc::SIGTERM as u64) as i32;
+            // SAFETY: kill has no memory-safety preconditions.
+            if unsafe { libc::kill(pid, sig) } == 0 {
+                text(format!("signalled {pid}"))
+            } else {
+                tool_error(&format!(
+                    "cannot signal {pid}: {}",
+                    std::io::Error::last_os_error()
+                ))
+            }
+        }
+        "env" => {
+            let mut vars: Vec<String> = std::env::vars_os()
+                .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
+                .collect();
+            vars.sort();
+            text(vars.join("\n"))
         }
         "added_later" => text("added later"),
         "both" => {

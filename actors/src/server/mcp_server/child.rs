@@ -20,6 +20,7 @@ use crate::protocol::codec::{Frame, NdjsonCodec};
 use crate::server::process::{
     describe_exit, plain_io_error, register_group, signal_group, unregister_group,
 };
+use crate::server::sandbox::Scratch;
 use crate::spec::TransportSpec;
 
 /// stderr lines kept for the exit report (`Exited { stderr_tail }`).
@@ -32,6 +33,22 @@ const STDERR_LINE_MAX: usize = 64 * 1024;
 const STDERR_DRAIN: Duration = Duration::from_millis(200);
 
 struct StderrItem(Result<Frame, io::Error>);
+
+/// The variables of harness9's environment every server gets (as codex does): who and where
+/// the user is, how text is shown. Nothing else: no API keys, no tokens, no `$TMUX`, no
+/// `$SSH_AUTH_SOCK`, no `$DBUS_SESSION_BUS_ADDRESS`. An entry's `env` (and `envFile`) adds more,
+/// `${VAR}` taking a value from harness9's environment.
+pub const INHERITED_ENV: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", "LANG", "TERM", "TMPDIR", "TZ",
+];
+
+/// Whether `key` passes from harness9's environment to a server: [`INHERITED_ENV`] and `LC_*`.
+fn inherited(key: &std::ffi::OsStr) -> bool {
+    let Some(k) = key.to_str() else {
+        return false;
+    };
+    INHERITED_ENV.contains(&k) || k.starts_with("LC_")
+}
 
 impl McpServer {
     pub(super) fn spawn_child(&mut self, ctx: &mut Context<Self>) -> Result<(), String> {
@@ -50,8 +67,10 @@ impl McpServer {
             }
         }
         let mut cmd = Command::new(command);
-        cmd.args(args)
-            .envs(env.iter().map(|(k, v)| (k, v)))
+        // Only the allowlisted part of harness9's environment (no API keys), then the entry's.
+        cmd.env_clear()
+            .envs(std::env::vars_os().filter(|(k, _)| inherited(k)))
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -61,16 +80,21 @@ impl McpServer {
             cmd.current_dir(dir);
         }
         // Built here, enforced by the child between fork and exec; dropped after the spawn.
+        let not_applied =
+            |e: String| format!("sandbox cannot be applied, so the server is not started: {e}");
         let sandbox = match &self.spec.sandbox {
             Some(sb) => {
-                let prepared = crate::server::sandbox::prepare(sb, &self.cwd).map_err(|e| {
-                    format!("sandbox cannot be applied, so the server is not started: {e}")
-                })?;
+                let scratch = Scratch::create().map_err(not_applied)?;
+                let prepared = crate::server::sandbox::prepare(sb, cwd.as_deref(), scratch.path())
+                    .map_err(not_applied)?;
                 prepared.install(&mut cmd);
+                cmd.env("TMPDIR", scratch.path());
+                self.scratch = Some(scratch);
                 Some(prepared)
             }
             None => None,
         };
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
         let spawned = cmd.spawn();
         drop(sandbox);
         let mut child = spawned.map_err(|e| match &self.spec.sandbox {
@@ -138,6 +162,8 @@ impl McpServer {
         // The leader is reaped; sweep anything it left in its group.
         signal_group(self.pgid, libc::SIGKILL);
         unregister_group(self.pgid);
+        // Its scratch directory goes with it (its group is gone, nothing writes there now).
+        self.scratch = None;
         self.child_exited = true;
         self.writer = None;
         let reason = self.exit_reason.get_or_insert(status).clone();
