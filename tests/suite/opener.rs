@@ -102,7 +102,7 @@ fn a_hostile_authorization_endpoint_is_never_opened() {
         // Refused where the metadata is checked, or at the latest before the opener.
         assert!(
             stderr.contains("refusing the authorization server's login address")
-                || stderr.contains("refusing it"),
+                || stderr.contains("the authorization endpoint"),
             "{endpoint:?}: {stderr}"
         );
         // Nothing of the address was offered to open by hand either.
