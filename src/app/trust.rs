@@ -746,8 +746,12 @@ pub fn approve_shown(
             .find(|s| s.name == *name)
             .map(|s| (&key, &cfg, s))
             .or_else(|| {
-                user.as_ref()
-                    .and_then(|(k, c)| c.servers.iter().find(|s| s.name == *name).map(|s| (k, c, s)))
+                user.as_ref().and_then(|(k, c)| {
+                    c.servers
+                        .iter()
+                        .find(|s| s.name == *name)
+                        .map(|s| (k, c, s))
+                })
             });
         match found {
             Some((key, cfg, s)) if approvable(cfg, s) && shown(cfg, s) == *line => {

@@ -609,6 +609,7 @@ fn a_server_a_sandboxed_one_adds_to_its_config_waits_in_the_tui() {
         s.contains("approve this project's MCP servers?")
             && s.contains("> evil")
             && bar(s).contains("evil ? unapproved")
+            && super::tui::settled(s)
     });
     assert!(
         !marker.exists(),
@@ -715,7 +716,7 @@ fn a_user_file_a_sandboxed_server_may_write_asks_in_the_tui() {
         ],
     );
     t.wait_for("the trust screen for the user file's server", BOUND, |s| {
-        s.contains("> mine") && bar(s).contains("mine ? unapproved")
+        s.contains("> mine") && bar(s).contains("mine ? unapproved") && super::tui::settled(s)
     });
     t.send_keys(&["y"]);
     t.wait_for("mine connected after y", BOUND, |s| {
