@@ -482,6 +482,8 @@ pub enum ServerStatus {
     Unapproved {
         /// What it would run or reach ([`crate::TransportSpec::command_line`]).
         command_line: String,
+        /// The key an approval of this exact spec carries ([`crate::ServerSpec::approval`]).
+        approval: String,
     },
     /// An OAuth-protected HTTP server with no token it accepts, and nobody here to log in:
     /// `harness9 mcp login NAME` (named in `error`) connects it.

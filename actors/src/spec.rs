@@ -187,6 +187,11 @@ pub struct ServerSpec {
     /// What a held spec shows instead of its transport's command line (the config's written
     /// form of the entry, with every `${VAR}` it uses named); `None` shows the command line.
     pub shown: Option<String>,
+    /// For a held spec: the key of exactly what approving it approves (the app's fingerprint
+    /// of the entry as written and where it runs). The trust screen sends it back, so a spec
+    /// that changed after it was shown, even where the shown line does not say, is not
+    /// approved by that answer.
+    pub approval: Option<String>,
 }
 
 /// The log levels of the spec, least severe first.
@@ -265,6 +270,7 @@ impl ServerSpec {
             roots: Roots::WorkingDirectory,
             log_level: None,
             shown: None,
+            approval: None,
         }
     }
 

@@ -372,6 +372,7 @@ pub fn hold_unapproved(config: &mut Config, approve_all: bool) -> anyhow::Result
         let s = &mut config.servers[i];
         s.transport = transport;
         s.shown = Some(line);
+        s.approval = Some(h.clone());
         s.hold = Some(Hold::Unapproved);
         held.push(s.name.clone());
     }
@@ -721,10 +722,12 @@ pub fn approve(path: &Path, names: &[String]) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
-/// Approves the servers `servers` (name, the line the user was shown) of the config at `path`
-/// (the trust screen), or of the user's file `user` for a server held there (a user file a
-/// sandboxed server may write: approved under that file's key; the project's entry wins a
-/// name): each only if it still shows that line; returns the names approved.
+/// Approves the servers `servers` (name, the approval key of the spec the user was shown:
+/// [`ServerSpec::approval`]) of the config at `path` (the trust screen), or of the user's file
+/// `user` for a server held there (a user file a sandboxed server may write: approved under
+/// that file's key; the project's entry wins a name): each only if it is still exactly what
+/// was shown (its fingerprint is the key), so a change made while the screen was open, even
+/// in a value the screen does not show, is not approved; returns the names approved.
 pub fn approve_shown(
     path: &Path,
     must_exist: bool,
@@ -754,8 +757,8 @@ pub fn approve_shown(
                 })
             });
         match found {
-            Some((key, cfg, s)) if approvable(cfg, s) && shown(cfg, s) == *line => {
-                store.approve(key, &s.name, fingerprint(cfg, s));
+            Some((key, cfg, s)) if approvable(cfg, s) && fingerprint(cfg, s) == *line => {
+                store.approve(key, &s.name, line.clone());
                 done.push(name.clone());
             }
             _ => tracing::warn!(server = %name, "changed since it was shown; not approved"),

@@ -67,8 +67,9 @@ pub struct ReloadConfig {
     pub forced: bool,
 }
 
-/// Approve servers of a project config, each only if its spec still has the command line the
-/// user saw: `(name, command line shown)`; a forced reload follows, so the approved ones start.
+/// Approve servers of a project config, each only if its spec is still exactly the one the
+/// user saw: `(name, approval key of the shown spec)`; a forced reload follows, so the
+/// approved ones start.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct ApproveServers(pub Vec<(String, String)>);

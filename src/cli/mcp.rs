@@ -241,7 +241,7 @@ fn status_json(name: &str, st: &ServerState) -> Value {
         ServerStatus::Starting { .. } => {
             v["error"] = json!("still starting (did not settle in time)")
         }
-        ServerStatus::Unapproved { command_line } => {
+        ServerStatus::Unapproved { command_line, .. } => {
             v["commandLine"] = json!(command_line);
             v["approve"] = json!(format!(
                 "harness9 mcp approve {}",
@@ -346,7 +346,7 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
                     clean_line(error).into_owned(),
                     &[][..],
                 ),
-                ServerStatus::Unapproved { command_line } => (
+                ServerStatus::Unapproved { command_line, .. } => (
                     "-".into(),
                     "-".into(),
                     "-".into(),

@@ -58,7 +58,7 @@ fn front(state: &State) -> Option<Question> {
         return Some(Question::Ask(a.key));
     }
     match &state.modal {
-        Some(Modal::Trust(_)) => Some(Question::Trust(state.unapproved())),
+        Some(Modal::Trust(_)) => Some(Question::Trust(state.unapproved_keys())),
         Some(Modal::Input(v)) => Some(Question::Input(v.prompt.file.clone(), v.prompt.id.clone())),
         _ => None,
     }

@@ -312,7 +312,7 @@ pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
                 }
             }
         }
-        ServerStatus::Unapproved { command_line } => {
+        ServerStatus::Unapproved { command_line, .. } => {
             lines.push(Line::from(head));
             lines.push(Line::styled(
                 format!(

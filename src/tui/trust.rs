@@ -27,9 +27,21 @@ impl State {
         self.servers
             .iter()
             .filter_map(|(n, st)| match &st.status {
-                ServerStatus::Unapproved { command_line } => {
+                ServerStatus::Unapproved { command_line, .. } => {
                     Some((n.clone(), command_line.clone()))
                 }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The servers waiting for approval as an answer names them, `(name, approval key)`: the
+    /// key is the exact spec shown, so an approval never covers a later change.
+    pub fn unapproved_keys(&self) -> Vec<(String, String)> {
+        self.servers
+            .iter()
+            .filter_map(|(n, st)| match &st.status {
+                ServerStatus::Unapproved { approval, .. } => Some((n.clone(), approval.clone())),
                 _ => None,
             })
             .collect()
@@ -40,7 +52,7 @@ impl State {
 /// closes once none is left waiting. A server that leaves the list (approved) is forgotten, so
 /// if it comes back (its spec changed, even only in an env value) the screen asks again.
 pub(super) fn status_changed(state: &mut State) {
-    let waiting = state.unapproved();
+    let waiting = state.unapproved_keys();
     let fresh = waiting.iter().any(|w| !state.trust_seen.contains(w));
     state.trust_seen = waiting.iter().cloned().collect();
     match &mut state.modal {
@@ -65,7 +77,7 @@ fn choices() -> [(&'static str, Color, String); 3] {
 /// ←→/Tab move the highlight among those three (on decline at first), Enter picks it. (Keys
 /// typed as it opened never get here: [`super::guard`].)
 pub(super) fn trust_key(state: &mut State, mut t: TrustView, key: KeyEvent) -> Vec<Effect> {
-    let waiting = state.unapproved();
+    let waiting = state.unapproved_keys();
     let n = waiting.len();
     if super::guard::move_choice(state, 3, key.code) {
         state.modal = Some(Modal::Trust(t));
@@ -225,6 +237,7 @@ mod tests {
                 .map(|(n, c)| {
                     let status = ServerStatus::Unapproved {
                         command_line: c.to_string(),
+                        approval: c.to_string(),
                     };
                     let st = ServerState {
                         transport: "stdio",

@@ -374,7 +374,7 @@ fn the_supervisor_never_launches_a_held_spec_and_reconcile_handles_holds() {
         })
         .await;
         assert!(
-            matches!(&s, ServerStatus::Unapproved { command_line } if command_line.starts_with("sh -c 'touch")),
+            matches!(&s, ServerStatus::Unapproved { command_line, .. } if command_line.starts_with("sh -c 'touch")),
             "{s:?}"
         );
         let s = wait_for(&rt, "bad", Duration::from_secs(5), |s| {
@@ -874,6 +874,56 @@ fn keys_typed_as_the_trust_screen_opens_approve_nothing() {
     t.wait_for("declined", BOUND, |s| s.contains("declined 1 server"));
     assert!(!marker.exists(), "a declined server started");
     t.send_keys(&["C-c"]);
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
+
+/// The trust screen approves exactly the spec it showed: a change made while it is open, in a
+/// value it does not show (an env value: only env keys are shown), is not approved by a `y`
+/// typed right after; the changed server is asked about anew.
+#[test]
+fn a_change_the_trust_screen_does_not_show_is_not_approved_by_its_answer() {
+    tmux_required();
+    let server = |marker: &Path, mode: &str| {
+        let script = format!(
+            "echo \"$MODE\" > '{}'; exec '{}'",
+            marker.display(),
+            fixture_bin().display()
+        );
+        json!({"command": "sh", "args": ["-c", script], "env": {"MODE": mode}})
+    };
+    let dir = project(
+        "trust-race",
+        |dir| json!({"t": server(&dir.join("MARKER"), "shown")}),
+    );
+    let marker = dir.join("MARKER");
+    let approvals = dir.join("approvals.json");
+    let t = Tmux::start_with(
+        &dir,
+        &[],
+        None,
+        &[("HARNESS9_APPROVALS", &approvals.to_string_lossy())],
+    );
+    t.wait_for("the trust screen, settled", BOUND, |s| {
+        s.contains("approve this project's MCP servers?") && s.contains("> t") && settled(s)
+    });
+    // The repository changes the value behind the screen, and the user answers at once.
+    let changed = json!({"mcpServers": {"t": server(&marker, "changed")}});
+    write_config(&dir, &changed.to_string());
+    t.send_keys(&["y"]);
+    let s = t.wait_for("the changed spec asked about anew", BOUND, |s| {
+        s.contains("NEW ·") || bar(s).contains("t ●")
+    });
+    assert!(
+        !bar(&s).contains("t ●") && !marker.exists(),
+        "the answer to the shown spec approved the changed one:\n{s}"
+    );
+    t.wait_for("the new question, settled", BOUND, |s| {
+        s.contains("approve this project's MCP servers?") && s.contains("> t") && settled(s)
+    });
+    t.send_keys(&["n"]);
+    t.wait_for("declined", BOUND, |s| s.contains("declined 1 server"));
+    assert!(!marker.exists(), "a declined server started");
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }

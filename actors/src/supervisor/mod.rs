@@ -197,6 +197,7 @@ impl ServerSupervisor {
                         .shown
                         .clone()
                         .unwrap_or_else(|| entry.spec.transport.command_line()),
+                    approval: entry.spec.approval.clone().unwrap_or_default(),
                 };
                 return;
             }
