@@ -20,25 +20,7 @@ use std::path::Path;
 /// characters, soft hyphen, tags), which make the printed copy read differently from what
 /// it is.
 fn forbidden(c: char) -> bool {
-    c.is_control()
-        || c.is_whitespace()
-        || matches!(
-            c,
-            '\u{ad}'
-                | '\u{34f}'
-                | '\u{61c}'
-                | '\u{115f}'
-                | '\u{1160}'
-                | '\u{180e}'
-                | '\u{200b}'..='\u{200f}'
-                | '\u{202a}'..='\u{202e}'
-                | '\u{2060}'..='\u{206f}'
-                | '\u{3164}'
-                | '\u{feff}'
-                | '\u{ffa0}'
-                | '\u{fff9}'..='\u{fffb}'
-                | '\u{e0000}'..='\u{e007f}'
-        )
+    c.is_control() || c.is_whitespace() || crate::protocol::chars::is_invisible_format(c)
 }
 
 /// Whether `host` is a loopback host: `localhost`, 127.0.0.0/8 or `::1`.

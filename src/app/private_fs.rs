@@ -100,19 +100,27 @@ pub fn open_append(path: &Path) -> io::Result<File> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    format!(
-                        "{} is a symlink; refusing to write through it",
-                        path.display()
-                    ),
-                )
-            } else {
-                e
-            }
-        })?;
+        .map_err(|e| symlink_refused(e, path, ""))?;
+    ours_and_private(f, path)
+}
+
+/// `e`, or a clear refusal when it says `path` is a symlink (`O_NOFOLLOW`'s `ELOOP`).
+fn symlink_refused(e: io::Error, path: &Path, hint: &str) -> io::Error {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is a symlink; refusing to write through it{hint}",
+                path.display()
+            ),
+        )
+    } else {
+        e
+    }
+}
+
+/// `f`, opened at `path`, if it is a regular file of ours; made 0600 if others could read it.
+fn ours_and_private(f: File, path: &Path) -> io::Result<File> {
     let meta = f.metadata()?;
     if meta.uid() != euid() || !meta.is_file() {
         return Err(io::Error::new(
@@ -141,34 +149,8 @@ pub fn create_truncate(path: &Path) -> io::Result<File> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    format!(
-                        "{} is a symlink; refusing to write through it (name the file itself)",
-                        path.display()
-                    ),
-                )
-            } else {
-                e
-            }
-        })?;
-    let meta = f.metadata()?;
-    if meta.uid() != euid() || !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "{} is not a file of ours; refusing to write there",
-                path.display()
-            ),
-        ));
-    }
-    if meta.mode() & 0o077 != 0 {
-        use std::os::unix::fs::PermissionsExt as _;
-        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    Ok(f)
+        .map_err(|e| symlink_refused(e, path, " (name the file itself)"))?;
+    ours_and_private(f, path)
 }
 
 /// The directory of `path` (`.` for a bare name).

@@ -3,6 +3,7 @@
 //! `jsonrpc` is the JSON-RPC 2.0 envelope, `types` the MCP payloads named as in the spec,
 //! `codec` the byte-level newline-delimited framing, `version` the protocol revisions and eras.
 
+pub mod chars;
 pub mod codec;
 pub mod headers;
 pub mod jsonrpc;
