@@ -211,7 +211,11 @@ fn codex_entry(name: &str, fields: Map<String, Value>) -> Found {
             },
             "env" | "http_headers" => match value {
                 Value::Object(m) => {
-                    let into = if field == "env" { &mut env } else { &mut headers };
+                    let into = if field == "env" {
+                        &mut env
+                    } else {
+                        &mut headers
+                    };
                     into.extend(m);
                 }
                 _ => drop(&field, "not a table"),
@@ -223,10 +227,9 @@ fn codex_entry(name: &str, fields: Map<String, Value>) -> Found {
                             Some(var) => {
                                 headers.insert(header, json!(format!("${{{var}}}")));
                             }
-                            None => drop(
-                                &format!("env_http_headers.{header}"),
-                                "not a variable name",
-                            ),
+                            None => {
+                                drop(&format!("env_http_headers.{header}"), "not a variable name")
+                            }
                         }
                     }
                 }
@@ -292,7 +295,10 @@ mod tests {
             got[0].entry,
             json!({"command": "npx", "args": ["-y", "docs"], "env": {"K": "v"}})
         );
-        assert_eq!(got[1].entry, json!({"url": "https://h/mcp", "disabled": true}));
+        assert_eq!(
+            got[1].entry,
+            json!({"url": "https://h/mcp", "disabled": true})
+        );
         let cursor = r#"{"mcpServers": {"cur": {"command": "x", "env": {"K": "v"}}}}"#;
         let got = servers(Source::Cursor, cursor, p).unwrap();
         assert_eq!(got[0].name, "cur");

@@ -513,9 +513,10 @@ fn add_add_json_and_import_write_our_file_never_vscodes() {
     std::fs::create_dir_all(dir.join(".vscode")).unwrap();
     let fixture = fixture_bin().display().to_string();
     let vscode = dir.join(".vscode/mcp.json");
-    let vs_text = json!({"servers": {"vs": {"type": "stdio", "command": fixture, "args": ["--tools", "1"]}},
+    let vs_text =
+        json!({"servers": {"vs": {"type": "stdio", "command": fixture, "args": ["--tools", "1"]}},
                          "inputs": []})
-    .to_string();
+        .to_string();
     std::fs::write(&vscode, &vs_text).unwrap();
     let desktop = dir.join("claude_desktop_config.json");
     std::fs::write(
@@ -559,10 +560,7 @@ fn add_add_json_and_import_write_our_file_never_vscodes() {
     assert_eq!(got, ["desk", "fx", "js"], "{out}");
     // VS Code's file is written only when a flag names it.
     let v = vscode.display().to_string();
-    let (code, out, err) = run_in(
-        &sub,
-        &["mcp", "add-json", "named", &entry, "--config", &v],
-    );
+    let (code, out, err) = run_in(&sub, &["mcp", "add-json", "named", &entry, "--config", &v]);
     assert_eq!(code, Some(0), "{out}{err}");
     let vs: Value = serde_json::from_str(&std::fs::read_to_string(&vscode).unwrap()).unwrap();
     assert!(vs["servers"].get("named").is_some(), "{vs}");
@@ -619,7 +617,10 @@ fn codex_import_maps_every_field_names_the_dropped_and_checks_before_writing() {
     // An approvals file that cannot be read fails the command before the config is written.
     let before = std::fs::read_to_string(dir.join(".mcp.json")).unwrap();
     std::fs::write(dir.join("approvals.json"), "not json").unwrap();
-    let (code, out, err) = run_in(&dir, &["mcp", "add-json", "late", &entry.replace("true", "false")]);
+    let (code, out, err) = run_in(
+        &dir,
+        &["mcp", "add-json", "late", &entry.replace("true", "false")],
+    );
     assert_ne!(code, Some(0), "{out}{err}");
     assert_eq!(
         std::fs::read_to_string(dir.join(".mcp.json")).unwrap(),
