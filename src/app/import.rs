@@ -311,18 +311,20 @@ mod tests {
         let p = Path::new("/work/p");
         let text = "[mcp_servers.s]\nurl = \"https://h/mcp\"\nbearer_token_env_var = \"TOK\"\nenv_http_headers = { X-Team = \"TEAM\" }\nhttp_headers = { X-A = \"1\" }\nstartup_timeout_sec = 20\ntool_timeout_sec = 90.5\nenabled_tools = [\"a\"]\ndisabled_tools = [\"b\"]\nenabled = false\nsomething_new = 1\n[mcp_servers.c]\ncommand = \"x\"\nenv_vars = [\"HOME2\"]\nenv = { K = \"v\" }\nstartup_timeout_ms = 1500\n";
         let got = servers(Source::Codex, text, p).unwrap();
+        let by = |n: &str| got.iter().find(|f| f.name == n).unwrap();
+        let (s, c) = (by("s"), by("c"));
         assert_eq!(
-            got[0].entry,
+            s.entry,
             json!({"url": "https://h/mcp", "startupTimeoutSec": 20, "toolTimeoutSec": 90.5,
                    "enabledTools": ["a"], "disabledTools": ["b"], "disabled": true,
                    "headers": {"Authorization": "Bearer ${TOK}", "X-Team": "${TEAM}", "X-A": "1"}})
         );
-        assert_eq!(got[0].dropped.len(), 1);
-        assert_eq!(got[0].dropped[0].0, "something_new");
+        assert_eq!(s.dropped.len(), 1);
+        assert_eq!(s.dropped[0].0, "something_new");
         assert_eq!(
-            got[1].entry,
+            c.entry,
             json!({"command": "x", "startupTimeoutSec": 1.5, "env": {"HOME2": "${HOME2:-}", "K": "v"}})
         );
-        assert!(got[1].dropped.is_empty());
+        assert!(c.dropped.is_empty());
     }
 }
