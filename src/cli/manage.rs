@@ -132,11 +132,16 @@ pub(super) fn import(
         Some(f) => f.to_path_buf(),
         None => crate::app::import::default_path(from, &project_root),
     };
-    let text = std::fs::read_to_string(&source).with_context(|| {
-        format!(
-            "cannot read {} (give another with --file)",
+    let text = std::fs::read_to_string(&source).map_err(|e| {
+        let message = format!(
+            "cannot read {} ({e}); give another with --file",
             source.display()
-        )
+        );
+        if e.kind() == std::io::ErrorKind::NotFound {
+            usage(message)
+        } else {
+            anyhow::anyhow!(message)
+        }
     })?;
     let found = crate::app::import::servers(from, &text, &project_root)
         .map_err(|why| usage(format!("{}: {why}", source.display())))?;
@@ -218,6 +223,30 @@ pub(super) fn edit_config(
     entry: Option<Value>,
 ) -> anyhow::Result<ExitCode> {
     let path = scope_path(opts, scope)?;
+    if entry.is_none() && !path.exists() {
+        let mut message = format!("there is no {} to remove \"{name}\" from", path.display());
+        if path != opts.config_path {
+            message.push_str(&format!(
+                "; to edit {} name it with --config",
+                opts.config_path.display()
+            ));
+        }
+        return Err(usage(message));
+    }
+    if let Some(Value::Object(m)) = &entry {
+        // Kept as written, but not silently: a field this version does not read.
+        for field in m.keys() {
+            let known = crate::app::import::ENTRY_FIELDS.contains(&field.as_str())
+                || crate::app::config::foreign_reason(field).is_some();
+            if !known {
+                tracing::warn!(
+                    "server \"{}\": \"{}\" is not a field harness9 reads; it is written as given and ignored",
+                    clean_line(name),
+                    clean_line(field)
+                );
+            }
+        }
+    }
     let text = read_target(&path, entry.is_some())?;
     let edited = match &entry {
         Some(e) => crate::app::edit::add_server(&text, name, e),
@@ -246,9 +275,12 @@ pub(super) fn edit_config(
                 say!("{note}");
             }
             let off = if off {
-                " (disabled: it starts once \"disabled\" is removed)"
+                format!(
+                    " (disabled: once you remove \"disabled\", approve it with `harness9 mcp approve {}`)",
+                    clean_line(name)
+                )
             } else {
-                ""
+                String::new()
             };
             say!("added server \"{}\" to {shown}{off}", clean_line(name));
         }

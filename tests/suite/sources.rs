@@ -527,6 +527,10 @@ fn add_add_json_and_import_write_our_file_never_vscodes() {
     // From a subdirectory, as a user works: the project is found upwards.
     let sub = dir.join("src");
     std::fs::create_dir_all(&sub).unwrap();
+    // Removing is no way into VS Code's file either: the error names the flag that is.
+    let (code, _, err) = run_in(&sub, &["mcp", "remove", "vs"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--config"), "{err}");
     let (code, out, err) = run_in(&sub, &["mcp", "add", "fx", "--", &fixture, "--tools", "2"]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(
@@ -645,6 +649,19 @@ fn add_json_mistakes_exit_2_and_an_import_names_each_dropped_field_once() {
     assert!(err.contains("already there"), "{err}");
     let (code, _, err) = run_in(&dir, &["mcp", "remove", "nosuch"]);
     assert_eq!(code, Some(2), "no such server: {err}");
+    let (code, _, err) = run_in(
+        &dir,
+        &["mcp", "import", "--from", "cursor", "--file", "nosuch.json"],
+    );
+    assert_eq!(code, Some(2), "no such file: {err}");
+    // A field harness9 does not read is written as given, and said.
+    let odd = json!({"command": fixture, "bogus": 1}).to_string();
+    let (code, _, err) = run_in(&dir, &["mcp", "add-json", "odd", &odd]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("\"bogus\" is not a field harness9 reads"),
+        "{err}"
+    );
     // Eight servers with the same field another tool reads: one line for it, with the count.
     let servers: serde_json::Map<String, Value> = (0..8)
         .map(|i| {
