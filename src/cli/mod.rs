@@ -395,8 +395,8 @@ impl JsonErrors {
         crate::sanitize::to_json(&v, false).ok()
     }
 
-    /// The kind for a command line clap could not parse: `--json` anywhere, `run` when the
-    /// first word that is no flag is `run`.
+    /// The kind for a command line clap could not parse: `--json` anywhere (or `--stream` for
+    /// `run`), `run` when the first word that is no flag is `run`.
     pub fn of_raw_args(args: &[std::ffi::OsString]) -> JsonErrors {
         let words: Vec<&str> = args.iter().skip(1).filter_map(|a| a.to_str()).collect();
         if !words.contains(&"--json") && !words.contains(&"--stream") {
@@ -407,10 +407,11 @@ impl JsonErrors {
             (Some(r), Some(m)) => r < m,
             (run, _) => run.is_some(),
         };
-        if run_first {
-            JsonErrors::RunEvent
-        } else {
-            JsonErrors::Object
+        // `--stream` implies `--json` for `run` only.
+        match (run_first, words.contains(&"--json")) {
+            (true, _) => JsonErrors::RunEvent,
+            (false, true) => JsonErrors::Object,
+            (false, false) => JsonErrors::No,
         }
     }
 }
@@ -510,7 +511,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub stream: bool,
     /// Model calls before giving up [default: max_steps of harness9.toml, 50].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub max_steps: Option<u32>,
     /// Under which directory the session's private directory for cut tool results goes
     /// (created 0700, removed at the end) [default: the temp dir].
@@ -533,6 +534,15 @@ pub struct RunArgs {
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
+}
+
+/// `--max-steps`: a whole number of at least 1 (a run needs one model call to answer).
+fn at_least_one(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(0) => Err("must be at least 1: a run needs a model call to answer".to_owned()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a whole number of model calls")),
+    }
 }
 
 impl RunArgs {

@@ -594,6 +594,11 @@ fn help_shows_each_commands_own_flags_and_run_papercuts_are_clear() {
     // --max-steps 0 could never answer.
     let out = run(&["run", "-p", "go", "--max-steps", "0"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("at least 1"),
+        "{}",
+        text(&out.stderr)
+    );
     // --continue with nothing to continue: said, exit 2, no model request.
     let out = run(&["run", "-p", "go", "--continue"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
