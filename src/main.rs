@@ -151,10 +151,11 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let interactive = cli.command.is_none();
-    init_logging(flags.session.verbose, interactive);
+    init_logging(flags.session.servers.verbose, interactive);
     harness9_actors::server::input::set_elicitation(
         flags
             .session
+            .asks
             .elicitation
             .unwrap_or(Elicitation::Decline)
             .policy(),

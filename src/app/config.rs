@@ -10,10 +10,10 @@ use harness9_actors::oauth::{OAuthConfig, OAuthSpec};
 use harness9_actors::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
 use harness9_actors::protocol::version::ProtocolVersion;
 
-pub use super::config_formats::input_var;
 use super::config_formats::{
     declared_inputs, env_file_entries, file_lookup, foreign_fields, looks_like_toml,
 };
+pub use super::config_formats::{foreign_reason, input_var};
 use harness9_actors::spec::LOG_LEVELS;
 use harness9_actors::{Hold, Roots, SandboxSpec, ServerSpec, TransportSpec};
 use serde::de::{self, MapAccess, Visitor};

@@ -108,6 +108,14 @@ const FOREIGN_FIELDS: [(&str, &str); 4] = [
     ("trust", "a project's servers are approved with `harness9 mcp approve`"),
 ];
 
+/// What harness9 has instead of another tool's field `field` that it does not read.
+pub fn foreign_reason(field: &str) -> Option<&'static str> {
+    FOREIGN_FIELDS
+        .iter()
+        .find(|(f, _)| *f == field)
+        .map(|(_, instead)| *instead)
+}
+
 /// One warning per field of `FOREIGN_FIELDS` an entry carries: ignored, but not silently.
 pub(super) fn foreign_fields(shown: &str, name: &str, value: &RawValue) -> Vec<String> {
     let Ok(serde_json::Value::Object(m)) = serde_json::from_str::<serde_json::Value>(value.get())

@@ -49,14 +49,57 @@ pub fn default_path(source: Source, project: &Path) -> PathBuf {
     }
 }
 
+/// The fields of a `.mcp.json` server entry (what an imported entry may keep).
+pub const ENTRY_FIELDS: [&str; 20] = [
+    "type",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "startupTimeoutSec",
+    "toolTimeoutSec",
+    "disabled",
+    "enabledTools",
+    "disabledTools",
+    "maxMessageBytes",
+    "maxTools",
+    "sandbox",
+    "protocolVersion",
+    "envFile",
+    "oauth",
+    "roots",
+    "logLevel",
+];
+
+/// One server of another tool's file, as a `.mcp.json` entry, with the fields it had that
+/// have no equivalent here (field, why) — dropped, and said so.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    /// The server's name.
+    pub name: String,
+    /// Its `.mcp.json` entry.
+    pub entry: Value,
+    /// The fields left out: (field as the other tool spells it, what harness9 has instead).
+    pub dropped: Vec<(String, String)>,
+}
+
+/// Why a field harness9 has no place for is dropped.
+fn no_equivalent(field: &str) -> String {
+    super::config_formats::foreign_reason(field)
+        .map(str::to_owned)
+        .unwrap_or_else(|| "harness9 has no equivalent".to_owned())
+}
+
 /// The servers of `text` (read from a `source` file) as `.mcp.json` entries by name, in the
 /// file's order; `project` picks Claude Code's per-project servers.
-pub fn servers(source: Source, text: &str, project: &Path) -> Result<Vec<(String, Value)>, String> {
+pub fn servers(source: Source, text: &str, project: &Path) -> Result<Vec<Found>, String> {
     match source {
         Source::Codex => codex(text),
         _ => {
             let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-            let mut out = Vec::new();
+            let mut out: Vec<(String, Value)> = Vec::new();
             let key = if source == Source::Vscode && v.get("mcpServers").is_none() {
                 "servers"
             } else {
@@ -79,14 +122,48 @@ pub fn servers(source: Source, text: &str, project: &Path) -> Result<Vec<(String
                     }
                 }
             }
-            Ok(out)
+            Ok(out
+                .into_iter()
+                .map(|(name, entry)| json_entry(name, entry))
+                .collect())
         }
     }
 }
 
-/// Codex's `[mcp_servers.NAME]` tables: `command`, `args`, `env`, `cwd`, or `url` (with
-/// `http_headers`).
-fn codex(text: &str) -> Result<Vec<(String, Value)>, String> {
+/// A JSON tool's entry: the fields `.mcp.json` has kept as they are, the others dropped (an
+/// entry that is not an object is kept whole: it is refused with the reason when added).
+fn json_entry(name: String, entry: Value) -> Found {
+    let Value::Object(m) = entry else {
+        return Found {
+            name,
+            entry,
+            dropped: Vec::new(),
+        };
+    };
+    let mut kept = Map::new();
+    let mut dropped = Vec::new();
+    for (k, v) in m {
+        if ENTRY_FIELDS.contains(&k.as_str()) {
+            kept.insert(k, v);
+        } else {
+            let why = no_equivalent(&k);
+            dropped.push((k, why));
+        }
+    }
+    Found {
+        name,
+        entry: Value::Object(kept),
+        dropped,
+    }
+}
+
+/// Codex's `[mcp_servers.NAME]` tables, each field mapped to its `.mcp.json` equivalent:
+/// `command`, `args`, `env`, `cwd`, `url`; `http_headers` and `env_http_headers` (a header's
+/// value from a variable) as `headers`; `bearer_token_env_var` as an `Authorization: Bearer
+/// ${VAR}` header; `env_vars` (variables passed on) as `env` entries `${VAR:-}`;
+/// `startup_timeout_sec` (or `_ms`), `tool_timeout_sec`, `enabled_tools`, `disabled_tools`;
+/// `enabled = false` as `"disabled": true`. Any other field is dropped and named.
+fn codex(text: &str) -> Result<Vec<Found>, String> {
     let v: toml::Value = toml::from_str(text).map_err(|e| format!("not TOML: {e}"))?;
     let Some(toml::Value::Table(servers)) = v.get("mcp_servers") else {
         return Ok(Vec::new());
@@ -94,25 +171,106 @@ fn codex(text: &str) -> Result<Vec<(String, Value)>, String> {
     let mut out = Vec::new();
     for (name, t) in servers {
         let j = serde_json::to_value(t).map_err(|e| e.to_string())?;
-        let mut entry = Map::new();
-        for (from, to) in [
-            ("command", "command"),
-            ("args", "args"),
-            ("env", "env"),
-            ("cwd", "cwd"),
-            ("url", "url"),
-            ("http_headers", "headers"),
-        ] {
-            if let Some(x) = j.get(from) {
-                entry.insert(to.to_owned(), x.clone());
-            }
-        }
-        if j.get("enabled") == Some(&json!(false)) {
-            entry.insert("disabled".to_owned(), json!(true));
-        }
-        out.push((name.clone(), Value::Object(entry)));
+        let Value::Object(fields) = j else {
+            return Err(format!("[mcp_servers.{name}] is not a table"));
+        };
+        out.push(codex_entry(name, fields));
     }
     Ok(out)
+}
+
+/// One Codex server table as a `.mcp.json` entry (see [`codex`]).
+fn codex_entry(name: &str, fields: Map<String, Value>) -> Found {
+    let mut entry = Map::new();
+    let mut headers = Map::new();
+    let mut env = Map::new();
+    let mut dropped = Vec::new();
+    let mut drop = |field: &str, why: &str| dropped.push((field.to_owned(), why.to_owned()));
+    for (field, value) in fields {
+        let same = |to: &str, entry: &mut Map<String, Value>| {
+            entry.insert(to.to_owned(), value.clone());
+        };
+        match field.as_str() {
+            "command" | "args" | "cwd" | "url" => same(&field, &mut entry),
+            "startup_timeout_sec" => same("startupTimeoutSec", &mut entry),
+            "tool_timeout_sec" => same("toolTimeoutSec", &mut entry),
+            "enabled_tools" => same("enabledTools", &mut entry),
+            "disabled_tools" => same("disabledTools", &mut entry),
+            "startup_timeout_ms" => match value.as_f64() {
+                Some(ms) => {
+                    entry.insert("startupTimeoutSec".to_owned(), json!(ms / 1000.0));
+                }
+                None => drop(&field, "not a number of milliseconds"),
+            },
+            "enabled" => match value {
+                Value::Bool(true) => {}
+                Value::Bool(false) => {
+                    entry.insert("disabled".to_owned(), json!(true));
+                }
+                _ => drop(&field, "not true or false"),
+            },
+            "env" | "http_headers" => match value {
+                Value::Object(m) => {
+                    let into = if field == "env" {
+                        &mut env
+                    } else {
+                        &mut headers
+                    };
+                    into.extend(m);
+                }
+                _ => drop(&field, "not a table"),
+            },
+            "env_http_headers" => match value {
+                Value::Object(m) => {
+                    for (header, var) in m {
+                        match var.as_str() {
+                            Some(var) => {
+                                headers.insert(header, json!(format!("${{{var}}}")));
+                            }
+                            None => {
+                                drop(&format!("env_http_headers.{header}"), "not a variable name")
+                            }
+                        }
+                    }
+                }
+                _ => drop(&field, "not a table"),
+            },
+            "bearer_token_env_var" => match value.as_str() {
+                Some(var) => {
+                    headers.insert(
+                        "Authorization".to_owned(),
+                        json!(format!("Bearer ${{{var}}}")),
+                    );
+                }
+                None => drop(&field, "not a variable name"),
+            },
+            "env_vars" => match value {
+                Value::Array(names) => {
+                    for n in names {
+                        match n.as_str() {
+                            Some(var) => {
+                                env.insert(var.to_owned(), json!(format!("${{{var}:-}}")));
+                            }
+                            None => drop("env_vars", "an entry that is not a variable name"),
+                        }
+                    }
+                }
+                _ => drop(&field, "not a list of variable names"),
+            },
+            _ => drop(&field, "harness9 has no equivalent"),
+        }
+    }
+    if !env.is_empty() {
+        entry.insert("env".to_owned(), Value::Object(env));
+    }
+    if !headers.is_empty() {
+        entry.insert("headers".to_owned(), Value::Object(headers));
+    }
+    Found {
+        name: name.to_owned(),
+        entry: Value::Object(entry),
+        dropped,
+    }
 }
 
 #[cfg(test)]
@@ -126,23 +284,47 @@ mod tests {
             "projects": {"/work/p": {"mcpServers": {"b": {"url": "http://h/mcp"}}},
                          "/other": {"mcpServers": {"c": {"command": "y"}}}}}"#;
         let got = servers(Source::ClaudeCode, claude, p).unwrap();
-        let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = got.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         let vscode = r#"{"servers": {"gh": {"type": "http", "url": "https://x"}}}"#;
-        assert_eq!(servers(Source::Vscode, vscode, p).unwrap()[0].0, "gh");
+        assert_eq!(servers(Source::Vscode, vscode, p).unwrap()[0].name, "gh");
         let codex_toml = "model = \"o3\"\n[mcp_servers.docs]\ncommand = \"npx\"\nargs = [\"-y\", \"docs\"]\nenv = { K = \"v\" }\n[mcp_servers.web]\nurl = \"https://h/mcp\"\nenabled = false\n";
         let got = servers(Source::Codex, codex_toml, p).unwrap();
-        assert_eq!(got[0].0, "docs");
+        assert_eq!(got[0].name, "docs");
         assert_eq!(
-            got[0].1,
+            got[0].entry,
             json!({"command": "npx", "args": ["-y", "docs"], "env": {"K": "v"}})
         );
-        assert_eq!(got[1].1, json!({"url": "https://h/mcp", "disabled": true}));
-        let cursor = r#"{"mcpServers": {"cur": {"command": "x", "env": {"K": "v"}}}}"#;
         assert_eq!(
-            servers(Source::Cursor, cursor, p).unwrap(),
-            [("cur".to_owned(), json!({"command": "x", "env": {"K": "v"}}))]
+            got[1].entry,
+            json!({"url": "https://h/mcp", "disabled": true})
         );
+        let cursor = r#"{"mcpServers": {"cur": {"command": "x", "env": {"K": "v"}}}}"#;
+        let got = servers(Source::Cursor, cursor, p).unwrap();
+        assert_eq!(got[0].name, "cur");
+        assert_eq!(got[0].entry, json!({"command": "x", "env": {"K": "v"}}));
         assert!(servers(Source::Cursor, "not json", p).is_err());
+    }
+
+    #[test]
+    fn codex_fields_map_to_ours_and_the_rest_are_named() {
+        let p = Path::new("/work/p");
+        let text = "[mcp_servers.s]\nurl = \"https://h/mcp\"\nbearer_token_env_var = \"TOK\"\nenv_http_headers = { X-Team = \"TEAM\" }\nhttp_headers = { X-A = \"1\" }\nstartup_timeout_sec = 20\ntool_timeout_sec = 90.5\nenabled_tools = [\"a\"]\ndisabled_tools = [\"b\"]\nenabled = false\nsomething_new = 1\n[mcp_servers.c]\ncommand = \"x\"\nenv_vars = [\"HOME2\"]\nenv = { K = \"v\" }\nstartup_timeout_ms = 1500\n";
+        let got = servers(Source::Codex, text, p).unwrap();
+        let by = |n: &str| got.iter().find(|f| f.name == n).unwrap();
+        let (s, c) = (by("s"), by("c"));
+        assert_eq!(
+            s.entry,
+            json!({"url": "https://h/mcp", "startupTimeoutSec": 20, "toolTimeoutSec": 90.5,
+                   "enabledTools": ["a"], "disabledTools": ["b"], "disabled": true,
+                   "headers": {"Authorization": "Bearer ${TOK}", "X-Team": "${TEAM}", "X-A": "1"}})
+        );
+        assert_eq!(s.dropped.len(), 1);
+        assert_eq!(s.dropped[0].0, "something_new");
+        assert_eq!(
+            c.entry,
+            json!({"command": "x", "startupTimeoutSec": 1.5, "env": {"HOME2": "${HOME2:-}", "K": "v"}})
+        );
+        assert!(c.dropped.is_empty());
     }
 }

@@ -60,7 +60,7 @@ pub struct SessionOptions {
 impl SessionOptions {
     /// The options of a command line's flags ([`crate::cli::Cli::flags`]).
     pub fn from_flags(flags: &crate::cli::Flags) -> Self {
-        let s = &flags.session;
+        let s = &flags.session.servers;
         let (config_path, config_must_exist) = match &s.config.config {
             Some(p) => (p.clone(), true),
             None => {
@@ -89,8 +89,8 @@ impl SessionOptions {
             verbose: s.verbose,
             yes: flags.yes,
             resume: flags.resume.clone(),
-            elicitation_answers: s.elicitation_answers.clone(),
-            sampling_allowed: s.sampling == Some(crate::cli::Sampling::Allow),
+            elicitation_answers: flags.session.asks.elicitation_answers.clone(),
+            sampling_allowed: flags.session.asks.sampling == Some(crate::cli::Sampling::Allow),
         }
     }
 

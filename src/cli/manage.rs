@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
-use super::{Scope, Transport};
+use std::path::{Path, PathBuf};
+
+use super::{Scope, Transport, UsageError};
 use crate::app::config::{self};
 use crate::app::SessionOptions;
 use crate::sanitize::clean_line;
@@ -66,20 +68,53 @@ pub(super) fn add_entry(
     }
 }
 
-/// The file `mcp add`/`remove`/`import` edit.
+/// The file `mcp add`/`add-json`/`remove`/`import` edit: harness9's own. The project scope is
+/// the `--config` file when one is named, else the project's `.mcp.json` (beside a found
+/// `.vscode/mcp.json`, never that file: it is VS Code's, usually committed, and what is
+/// written there loads in VS Code too); the user scope is the user's harness9 file.
 pub(super) fn scope_path(
     opts: &SessionOptions,
     scope: Scope,
 ) -> anyhow::Result<std::path::PathBuf> {
     Ok(match scope {
-        Scope::Project => opts.config_path.clone(),
+        Scope::Project if opts.config_must_exist => opts.config_path.clone(),
+        Scope::Project => own_project_file(&opts.config_path),
         Scope::User => crate::app::sources::user_path()
             .context("no user config: neither XDG_CONFIG_HOME nor HOME is set")?,
     })
 }
 
+/// The project's `.mcp.json` for a found project config `found` (ours, or VS Code's
+/// `.vscode/mcp.json`: then the `.mcp.json` of the directory above `.vscode`).
+fn own_project_file(found: &Path) -> PathBuf {
+    let dir = found.parent().unwrap_or(Path::new(""));
+    let root = match dir.file_name() {
+        Some(n) if n == ".vscode" => dir.parent().unwrap_or(Path::new("")),
+        _ => dir,
+    };
+    root.join(config::DEFAULT_PATH)
+}
+
+/// When `path` (harness9's project file) is about to be made beside a VS Code file that the
+/// project config was read from: the note that harness9 reads `.mcp.json` from now on.
+fn shadow_note(opts: &SessionOptions, path: &Path) -> Option<String> {
+    (!opts.config_must_exist && opts.config_path != path && !path.exists()).then(|| {
+        format!(
+            "note: {} is harness9's project file from now on, read instead of {} (left as it is); bring its servers over with `harness9 mcp import --from vscode`",
+            clean_line(&path.display().to_string()),
+            clean_line(&opts.config_path.display().to_string())
+        )
+    })
+}
+
+/// A usage or config mistake (exit code 2).
+fn usage(message: String) -> anyhow::Error {
+    UsageError(message).into()
+}
+
 /// `mcp import`: every server of the other tool's file whose name is not taken yet, added in
-/// one atomic write; prints what was imported and what was skipped, and why.
+/// one atomic write after every entry was checked; prints what was imported, each field left
+/// out (once, with the servers that had it) and what was skipped, and why.
 pub(super) fn import(
     opts: &SessionOptions,
     from: crate::app::import::Source,
@@ -97,41 +132,80 @@ pub(super) fn import(
         Some(f) => f.to_path_buf(),
         None => crate::app::import::default_path(from, &project_root),
     };
-    let text = std::fs::read_to_string(&source).with_context(|| {
-        format!(
-            "cannot read {} (give another with --file)",
+    let text = std::fs::read_to_string(&source).map_err(|e| {
+        let message = format!(
+            "cannot read {} ({e}); give another with --file",
             source.display()
-        )
+        );
+        if e.kind() == std::io::ErrorKind::NotFound {
+            usage(message)
+        } else {
+            anyhow::anyhow!(message)
+        }
     })?;
     let found = crate::app::import::servers(from, &text, &project_root)
-        .map_err(|why| anyhow::anyhow!("{}: {why}", source.display()))?;
+        .map_err(|why| usage(format!("{}: {why}", source.display())))?;
     if found.is_empty() {
         say!("no MCP servers in {}", source.display());
         return Ok(ExitCode::SUCCESS);
     }
     let path = scope_path(opts, scope)?;
+    if path == source {
+        return Err(usage(format!(
+            "{} is both the file read and the file written; name the file to write with --config, or use --scope user",
+            path.display()
+        )));
+    }
     let mut target = read_target(&path, true)?;
     let shown = path.display().to_string();
     let (mut imported, mut skipped) = (Vec::new(), Vec::new());
-    for (name, entry) in found {
+    // Each field left out: (field, why) -> the servers that had it.
+    let mut dropped: Vec<((String, String), Vec<String>)> = Vec::new();
+    for f in found {
         // An entry that would not load here (a field we cannot read) is skipped; variables
-        // are left for load time.
-        let added = crate::app::edit::add_server(&target, &name, &entry).and_then(|next| {
-            entry_loads(&next, &path, &name, &|_| Some(String::new())).map(|()| next)
-        });
+        // are left for load time. Each is checked alone, so a warning is said once.
+        let added = crate::app::edit::add_server("", &f.name, &f.entry)
+            .and_then(|alone| entry_loads(&alone, &path, &f.name, &|_| Some(String::new())))
+            .and_then(|off| {
+                crate::app::edit::add_server(&target, &f.name, &f.entry).map(|t| (t, off))
+            });
         match added {
-            Ok(next) => {
+            Ok((next, off)) => {
                 target = next;
-                imported.push(name);
+                imported.push((f.name.clone(), off));
+                for field in f.dropped {
+                    match dropped.iter_mut().find(|(k, _)| *k == field) {
+                        Some((_, names)) => names.push(f.name.clone()),
+                        None => dropped.push((field, vec![f.name.clone()])),
+                    }
+                }
             }
-            Err(why) => skipped.push((name, why)),
+            Err(why) => skipped.push((f.name, why)),
         }
     }
     if !imported.is_empty() {
+        // The whole file once more: it must still load as a config.
+        check_file(&target, &path)?;
+        let note = shadow_note(opts, &path);
         save_target(opts, scope, &path, &target, &imported)?;
+        if let Some(note) = note {
+            say!("{note}");
+        }
     }
-    for name in &imported {
-        say!("imported {} into {shown}", clean_line(name));
+    for (name, off) in &imported {
+        let off = if *off { " (disabled)" } else { "" };
+        say!("imported {}{off} into {shown}", clean_line(name));
+    }
+    for ((field, why), names) in &dropped {
+        let names: Vec<String> = names.iter().map(|n| clean_line(n).into_owned()).collect();
+        say!(
+            "left out \"{}\" of {} server{} ({}): {}",
+            clean_line(field),
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", "),
+            clean_line(why)
+        );
     }
     for (name, why) in &skipped {
         say!("skipped {}: {}", clean_line(name), clean_line(why));
@@ -140,8 +214,8 @@ pub(super) fn import(
 }
 
 /// Adds (`Some(entry)`) or removes (`None`) server `name` in the scope's file, keeping the rest
-/// of it; checks the result parses as a config; a project server added here is approved (the
-/// user wrote it).
+/// of it; checks the result loads as a config before writing; a project server added here is
+/// approved (the user wrote it).
 pub(super) fn edit_config(
     opts: &SessionOptions,
     scope: Scope,
@@ -149,23 +223,69 @@ pub(super) fn edit_config(
     entry: Option<Value>,
 ) -> anyhow::Result<ExitCode> {
     let path = scope_path(opts, scope)?;
+    if entry.is_none() && !path.exists() {
+        let mut message = format!("there is no {} to remove \"{name}\" from", path.display());
+        if path != opts.config_path {
+            message.push_str(&format!(
+                "; to edit {} name it with --config",
+                opts.config_path.display()
+            ));
+        }
+        return Err(usage(message));
+    }
+    if let Some(Value::Object(m)) = &entry {
+        // Kept as written, but not silently: a field this version does not read.
+        for field in m.keys() {
+            let known = crate::app::import::ENTRY_FIELDS.contains(&field.as_str())
+                || crate::app::config::foreign_reason(field).is_some();
+            if !known {
+                tracing::warn!(
+                    "server \"{}\": \"{}\" is not a field harness9 reads; it is written as given and ignored",
+                    clean_line(name),
+                    clean_line(field)
+                );
+            }
+        }
+    }
     let text = read_target(&path, entry.is_some())?;
     let edited = match &entry {
         Some(e) => crate::app::edit::add_server(&text, name, e),
         None => crate::app::edit::remove_server(&text, name),
     }
-    .map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
+    .map_err(|why| {
+        let mut message = format!("{}: {why}", path.display());
+        if entry.is_none() && path != opts.config_path {
+            message.push_str(&format!(
+                "; to edit {} name it with --config",
+                opts.config_path.display()
+            ));
+        }
+        usage(message)
+    })?;
     let shown = path.display().to_string();
-    // Only a file that still loads is written (an entry with a bad field holds its server:
-    // said here, before it is saved).
-    entry_loads(&edited, &path, name, &|v| std::env::var(v).ok())
-        .map_err(|why| anyhow::anyhow!("{why}"))?;
     match entry {
         Some(_) => {
-            save_target(opts, scope, &path, &edited, &[name.to_owned()])?;
-            say!("added server \"{}\" to {shown}", clean_line(name));
+            // Only a file that still loads is written (an entry with a bad field holds its
+            // server: said here, before it is saved).
+            let off =
+                entry_loads(&edited, &path, name, &|v| std::env::var(v).ok()).map_err(usage)?;
+            let note = shadow_note(opts, &path);
+            save_target(opts, scope, &path, &edited, &[(name.to_owned(), off)])?;
+            if let Some(note) = note {
+                say!("{note}");
+            }
+            let off = if off {
+                format!(
+                    " (disabled: once you remove \"disabled\", approve it with `harness9 mcp approve {}`)",
+                    clean_line(name)
+                )
+            } else {
+                String::new()
+            };
+            say!("added server \"{}\" to {shown}{off}", clean_line(name));
         }
         None => {
+            check_file(&edited, &path)?;
             crate::app::edit::write_atomic(&path, &edited)
                 .with_context(|| format!("cannot write {shown}"))?;
             say!("removed server \"{}\" from {shown}", clean_line(name));
@@ -184,14 +304,24 @@ pub(super) fn read_target(path: &std::path::Path, missing_ok: bool) -> anyhow::R
     }
 }
 
+/// Whether an edited file's `text` still parses as a config (variables are left for load time).
+fn check_file(text: &str, path: &Path) -> anyhow::Result<()> {
+    let shown = path.display().to_string();
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    config::parse(text, &shown, &base, &|_| Some(String::new()))
+        .map(drop)
+        .map_err(|e| usage(format!("the edit would break {shown}: {e}")))
+}
+
 /// Whether server `name` of an edited file's `text` loads: the file must parse, and the entry
-/// must not be held as invalid (`lookup` resolves `${VAR}`s).
+/// must not be held as invalid (`lookup` resolves `${VAR}`s). `Ok(true)` for an entry that is
+/// disabled (`"disabled": true`).
 pub(super) fn entry_loads(
     text: &str,
     path: &std::path::Path,
     name: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<(), String> {
+) -> Result<bool, String> {
     let shown = path.display().to_string();
     let base = path
         .parent()
@@ -199,6 +329,9 @@ pub(super) fn entry_loads(
         .unwrap_or_default();
     let cfg = config::parse(text, &shown, &base, lookup)
         .map_err(|e| format!("the edit would break {shown}: {e}"))?;
+    if cfg.disabled.iter().any(|d| d == name) {
+        return Ok(true);
+    }
     match cfg
         .servers
         .iter()
@@ -206,23 +339,34 @@ pub(super) fn entry_loads(
         .and_then(|s| s.hold.clone())
     {
         Some(harness9_actors::Hold::Invalid(why)) => Err(why),
-        _ => Ok(()),
+        _ => Ok(false),
     }
 }
 
-/// Writes an edited file that added `added`; servers added to the project file are approved
-/// (the user wrote them).
+/// Writes an edited file that added `added` (each with whether it is disabled); the servers
+/// added to the project file are approved (the user wrote them), a disabled one when it is
+/// turned on. The approvals file is read before the config is written, so a failure leaves
+/// both as they were.
 pub(super) fn save_target(
     opts: &SessionOptions,
     scope: Scope,
     path: &std::path::Path,
     text: &str,
-    added: &[String],
+    added: &[(String, bool)],
 ) -> anyhow::Result<()> {
+    let approve = scope == Scope::Project && opts.user_config.is_some();
+    if approve {
+        crate::app::trust::Approvals::load(&crate::app::trust::store_path())?;
+    }
     crate::app::edit::write_atomic(path, text)
         .with_context(|| format!("cannot write {}", path.display()))?;
-    if scope == Scope::Project && opts.user_config.is_some() {
-        crate::app::trust::approve(path, added)?;
+    let on: Vec<String> = added
+        .iter()
+        .filter(|(_, off)| !off)
+        .map(|(n, _)| n.clone())
+        .collect();
+    if approve && !on.is_empty() {
+        crate::app::trust::approve(path, &on)?;
     }
     Ok(())
 }

@@ -38,16 +38,21 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
             command,
             ..
         } => {
-            let entry = add_entry(env, headers, *transport, command)?;
+            let entry = add_entry(env, headers, *transport, command)
+                .map_err(|e| UsageError(format!("{e:#}")))?;
             return edit_config(opts, *scope, name, Some(entry));
         }
         McpCommand::AddJson {
             name, json, scope, ..
         } => {
-            let entry: Value = serde_json::from_str(json)
-                .with_context(|| format!("the entry is not valid JSON: {json:.200}"))?;
+            let entry: Value = serde_json::from_str(json).map_err(|e| {
+                UsageError(format!(
+                    "the entry is not valid JSON ({e}): {}",
+                    clean_line(&format!("{json:.200}"))
+                ))
+            })?;
             if !entry.is_object() {
-                bail!("the entry must be a JSON object, like '{{\"command\": \"npx\", \"args\": [\"-y\", \"pkg\"]}}'");
+                return Err(UsageError("the entry must be a JSON object, like '{\"command\": \"npx\", \"args\": [\"-y\", \"pkg\"]}'".to_owned()).into());
             }
             return edit_config(opts, *scope, name, Some(entry));
         }

@@ -38,7 +38,8 @@ pub struct Cli {
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
-    /// In the interactive session, run bash and write_file without asking first.
+    /// In the interactive session, run without asking first: the model's bash and write_file,
+    /// and the MCP tools a server marks destructive (`destructiveHint`).
     #[arg(long)]
     pub yes: bool,
     /// Resume the newest conversation of this directory (the interactive session).
@@ -72,9 +73,10 @@ pub struct ConfigFlag {
     pub config: Option<PathBuf>,
 }
 
-/// The flags of every command that starts servers.
+/// The flags of every command that starts servers: the config, approval, trace, settings and
+/// verbosity (`mcp list|get|resources|read|prompts|prompt|complete`).
 #[derive(Debug, Clone, Default, Args)]
-pub struct SessionFlags {
+pub struct ServerFlags {
     /// The config file.
     #[command(flatten)]
     pub config: ConfigFlag,
@@ -84,6 +86,20 @@ pub struct SessionFlags {
     /// Write every JSON-RPC message as JSONL to FILE (secrets redacted).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Settings file: models, prices, `[mcp]` defaults such as `sandbox` [default:
+    /// ~/.config/harness9/config.toml with ./harness9.toml merged over it; the project's file
+    /// may only tighten the sandbox].
+    #[arg(long, value_name = "PATH")]
+    pub settings: Option<PathBuf>,
+    /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// How a server's questions are answered when nobody is asked: the flags of the commands that
+/// run tools (`mcp call`, `run`, the interactive session).
+#[derive(Debug, Clone, Default, Args)]
+pub struct AskFlags {
     /// How a server's request for input (elicitation) is answered when nobody is asked:
     /// `decline` (the default) or `accept-defaults` (accept with the schema's defaults). A
     /// request to open a page (URL mode) is always declined: nothing is opened headless.
@@ -97,14 +113,27 @@ pub struct SessionFlags {
     /// model when nobody is asked: `refuse` (the default) or `allow`. The TUI asks each time.
     #[arg(long, value_name = "POLICY", value_enum)]
     pub sampling: Option<Sampling>,
-    /// Settings file: models, prices, `[mcp]` defaults such as `sandbox` [default:
-    /// ~/.config/harness9/config.toml with ./harness9.toml merged over it; the project's file
-    /// may only tighten the sandbox].
-    #[arg(long, value_name = "PATH")]
-    pub settings: Option<PathBuf>,
-    /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
-    #[arg(short, long, action = clap::ArgAction::Count)]
-    pub verbose: u8,
+}
+
+/// The flags of a session that runs tools: [`ServerFlags`] and [`AskFlags`].
+#[derive(Debug, Clone, Default, Args)]
+pub struct SessionFlags {
+    /// Config, trace, approval, settings, verbosity.
+    #[command(flatten)]
+    pub servers: ServerFlags,
+    /// Headless answers to servers' questions.
+    #[command(flatten)]
+    pub asks: AskFlags,
+}
+
+impl ServerFlags {
+    /// These flags as a session's, with no headless answers given.
+    fn session(&self) -> SessionFlags {
+        SessionFlags {
+            servers: self.clone(),
+            asks: AskFlags::default(),
+        }
+    }
 }
 
 /// The model flags: the interactive session's and `run`'s.
@@ -146,24 +175,26 @@ impl ModelArgs {
 impl SessionFlags {
     /// `self` (flags before the command's name), each flag overridden by `later`'s (after it).
     fn or(&self, later: &SessionFlags) -> SessionFlags {
+        let (a, b) = (&self.servers, &later.servers);
         SessionFlags {
-            config: ConfigFlag {
-                config: later
-                    .config
-                    .config
-                    .clone()
-                    .or_else(|| self.config.config.clone()),
+            servers: ServerFlags {
+                config: ConfigFlag {
+                    config: b.config.config.clone().or_else(|| a.config.config.clone()),
+                },
+                approve_project: a.approve_project || b.approve_project,
+                trace: b.trace.clone().or_else(|| a.trace.clone()),
+                settings: b.settings.clone().or_else(|| a.settings.clone()),
+                verbose: a.verbose.saturating_add(b.verbose),
             },
-            approve_project: self.approve_project || later.approve_project,
-            trace: later.trace.clone().or_else(|| self.trace.clone()),
-            elicitation: later.elicitation.or(self.elicitation),
-            elicitation_answers: later
-                .elicitation_answers
-                .clone()
-                .or_else(|| self.elicitation_answers.clone()),
-            sampling: later.sampling.or(self.sampling),
-            settings: later.settings.clone().or_else(|| self.settings.clone()),
-            verbose: self.verbose.saturating_add(later.verbose),
+            asks: AskFlags {
+                elicitation: later.asks.elicitation.or(self.asks.elicitation),
+                elicitation_answers: later
+                    .asks
+                    .elicitation_answers
+                    .clone()
+                    .or_else(|| self.asks.elicitation_answers.clone()),
+                sampling: later.asks.sampling.or(self.asks.sampling),
+            },
         }
     }
 }
@@ -172,7 +203,7 @@ impl SessionFlags {
 /// is made of.
 #[derive(Debug, Clone, Default)]
 pub struct Flags {
-    /// Config, trace, approval, elicitation, settings, verbosity.
+    /// Config, trace, approval, settings, verbosity.
     pub session: SessionFlags,
     /// The model.
     pub model: ModelArgs,
@@ -236,7 +267,7 @@ impl Cli {
     /// Where this command line's errors go besides stderr (`--json`: JSON on stdout too).
     pub fn json_errors(&self) -> JsonErrors {
         match &self.command {
-            Some(Command::Run(a)) if a.json => JsonErrors::RunEvent,
+            Some(Command::Run(a)) if a.json_events() => JsonErrors::RunEvent,
             Some(Command::Mcp(m)) if m.json() => JsonErrors::Object,
             _ => JsonErrors::No,
         }
@@ -294,28 +325,33 @@ impl McpCommand {
 
     /// The session flags given after this command's name.
     fn session_flags(&self) -> SessionFlags {
-        let config_only = |c: &ConfigFlag| SessionFlags {
-            config: c.clone(),
-            ..SessionFlags::default()
+        let config_only = |c: &ConfigFlag| {
+            ServerFlags {
+                config: c.clone(),
+                ..ServerFlags::default()
+            }
+            .session()
         };
         match self {
+            McpCommand::Call { session, .. } => session.clone(),
             McpCommand::List(ListArgs { session, .. })
             | McpCommand::Get { session, .. }
-            | McpCommand::Call { session, .. }
             | McpCommand::Resources { session, .. }
             | McpCommand::Read { session, .. }
             | McpCommand::Prompts { session, .. }
             | McpCommand::Prompt { session, .. }
-            | McpCommand::Complete { session, .. } => session.clone(),
+            | McpCommand::Complete { session, .. } => session.session(),
             McpCommand::Login {
                 config, verbose, ..
             }
             | McpCommand::Logout {
                 config, verbose, ..
-            } => SessionFlags {
+            } => ServerFlags {
+                config: config.clone(),
                 verbose: *verbose,
-                ..config_only(config)
-            },
+                ..ServerFlags::default()
+            }
+            .session(),
             McpCommand::Approve { config, .. }
             | McpCommand::Add { config, .. }
             | McpCommand::AddJson { config, .. }
@@ -359,11 +395,11 @@ impl JsonErrors {
         crate::sanitize::to_json(&v, false).ok()
     }
 
-    /// The kind for a command line clap could not parse: `--json` anywhere, `run` when the
-    /// first word that is no flag is `run`.
+    /// The kind for a command line clap could not parse: `--json` anywhere (or `--stream` for
+    /// `run`), `run` when the first word that is no flag is `run`.
     pub fn of_raw_args(args: &[std::ffi::OsString]) -> JsonErrors {
         let words: Vec<&str> = args.iter().skip(1).filter_map(|a| a.to_str()).collect();
-        if !words.contains(&"--json") {
+        if !words.contains(&"--json") && !words.contains(&"--stream") {
             return JsonErrors::No;
         }
         let at = |name: &str| words.iter().position(|w| *w == name);
@@ -371,10 +407,11 @@ impl JsonErrors {
             (Some(r), Some(m)) => r < m,
             (run, _) => run.is_some(),
         };
-        if run_first {
-            JsonErrors::RunEvent
-        } else {
-            JsonErrors::Object
+        // `--stream` implies `--json` for `run` only.
+        match (run_first, words.contains(&"--json")) {
+            (true, _) => JsonErrors::RunEvent,
+            (false, true) => JsonErrors::Object,
+            (false, false) => JsonErrors::No,
         }
     }
 }
@@ -454,7 +491,7 @@ pub enum Command {
 pub struct ConformanceArgs {
     /// The scenario server's MCP endpoint (the suite appends it as the last argument).
     pub url: String,
-    /// Config, trace, approval, elicitation, settings, verbosity.
+    /// Config, trace, approval, settings, verbosity, headless answers.
     #[command(flatten)]
     pub session: SessionFlags,
 }
@@ -469,11 +506,12 @@ pub struct RunArgs {
     /// model_retry, done or error; README "run --json events").
     #[arg(long)]
     pub json: bool,
-    /// With --json: also a `text` event for each piece of the model's text as it streams.
-    #[arg(long, requires = "json")]
+    /// Also a `text` event for each piece of the model's text as it streams (implies --json:
+    /// events are JSON lines).
+    #[arg(long)]
     pub stream: bool,
     /// Model calls before giving up [default: max_steps of harness9.toml, 50].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub max_steps: Option<u32>,
     /// Under which directory the session's private directory for cut tool results goes
     /// (created 0700, removed at the end) [default: the temp dir].
@@ -490,12 +528,28 @@ pub struct RunArgs {
     /// Continue the newest conversation of this directory.
     #[arg(long = "continue", short = 'c')]
     pub continue_: bool,
-    /// Config, trace, approval, elicitation, settings, verbosity.
+    /// Config, trace, approval, settings, verbosity, headless answers.
     #[command(flatten)]
     pub session: SessionFlags,
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
+}
+
+/// `--max-steps`: a whole number of at least 1 (a run needs one model call to answer).
+fn at_least_one(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(0) => Err("must be at least 1: a run needs a model call to answer".to_owned()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a whole number of model calls")),
+    }
+}
+
+impl RunArgs {
+    /// Whether events are JSON lines: `--json`, or `--stream` (which implies it).
+    pub fn json_events(&self) -> bool {
+        self.json || self.stream
+    }
 }
 
 /// `harness9 mcp ...`
@@ -510,9 +564,9 @@ pub enum McpCommand {
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,
-        /// Config, trace, approval, elicitation, settings, verbosity.
+        /// Config, trace, approval, settings, verbosity.
         #[command(flatten)]
-        session: SessionFlags,
+        session: ServerFlags,
     },
     /// Call one tool and print its result; exits 1 on isError, timeout or failure.
     Call {
@@ -529,7 +583,7 @@ pub enum McpCommand {
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,
-        /// Config, trace, approval, elicitation, settings, verbosity.
+        /// Config, trace, approval, settings, verbosity, headless answers.
         #[command(flatten)]
         session: SessionFlags,
     },
@@ -540,9 +594,9 @@ pub enum McpCommand {
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,
-        /// Config, trace, approval, elicitation, settings, verbosity.
+        /// Config, trace, approval, settings, verbosity.
         #[command(flatten)]
-        session: SessionFlags,
+        session: ServerFlags,
     },
     /// Read one resource of a server; binary contents are summarised unless --out is given.
     Read {
@@ -560,9 +614,9 @@ pub enum McpCommand {
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,
-        /// Config, trace, approval, elicitation, settings, verbosity.
+        /// Config, trace, approval, settings, verbosity.
         #[command(flatten)]
-        session: SessionFlags,
+        session: ServerFlags,
     },
     /// List one server's prompts with their arguments.
     Prompts {
@@ -571,9 +625,9 @@ pub enum McpCommand {
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,
-        /// Config, trace, approval, elicitation, settings, verbosity.
+        /// Config, trace, approval, settings, verbosity.
         #[command(flatten)]
-        session: SessionFlags,
+        session: ServerFlags,
     },
     /// Get one prompt of a server (its messages) with arguments.
     Prompt {
@@ -587,9 +641,9 @@ pub enum McpCommand {
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,
-        /// Config, trace, approval, elicitation, settings, verbosity.
+        /// Config, trace, approval, settings, verbosity.
         #[command(flatten)]
-        session: SessionFlags,
+        session: ServerFlags,
     },
     /// Ask a server for the values of a prompt's argument or a resource template's variable
     /// (`completion/complete`); prints one value per line.
@@ -615,9 +669,9 @@ pub enum McpCommand {
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,
-        /// Config, trace, approval, elicitation, settings, verbosity.
+        /// Config, trace, approval, settings, verbosity.
         #[command(flatten)]
-        session: SessionFlags,
+        session: ServerFlags,
     },
     /// Approve servers of the project's .mcp.json (as they are now) so they may start.
     Approve {
@@ -741,9 +795,9 @@ pub struct ListArgs {
     /// Output format.
     #[command(flatten)]
     pub json: JsonFlag,
-    /// Config, trace, approval, elicitation, settings, verbosity.
+    /// Config, trace, approval, settings, verbosity.
     #[command(flatten)]
-    pub session: SessionFlags,
+    pub session: ServerFlags,
 }
 
 /// `--json`

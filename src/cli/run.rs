@@ -170,6 +170,17 @@ pub async fn run(
         )
         .into());
     }
+    if args.continue_ {
+        // Said before anything starts: `--continue` is a wish to go on, not to start afresh.
+        let cwd = std::env::current_dir().context("cannot read the working directory")?;
+        if crate::app::sessions::latest_for(&crate::app::sessions::dir(), &cwd).is_none() {
+            return Err(super::UsageError(format!(
+                "--continue: there is no earlier conversation in {}; run without --continue to start one",
+                clean_line(&cwd.display().to_string())
+            ))
+            .into());
+        }
+    }
     let settings = opts.model_settings()?;
     let Some(provider_cfg) = settings.provider.clone() else {
         return Err(super::UsageError(settings::how_to_configure().to_owned()).into());
@@ -249,7 +260,7 @@ pub async fn run(
     }
     let engine = session.engine(provider_cfg, engine_cfg, saved).start();
     let printer = Printer {
-        json: args.json,
+        json: args.json_events(),
         stream: args.stream,
         started,
     };
@@ -267,7 +278,7 @@ pub async fn run(
         } else {
             rt.settled(wait).await
         };
-        if args.json {
+        if args.json_events() {
             let servers: serde_json::Map<String, Value> = snap
                 .iter()
                 .map(|(n, s)| (n.clone(), json!(s.status.label())))
@@ -303,7 +314,7 @@ pub async fn run(
     let code = match outcome {
         None => {
             eprintln!("harness9: interrupted; stopping servers");
-            if args.json {
+            if args.json_events() {
                 report(
                     json!({"event": "error", "t_ms": ms(started.elapsed()), "message": "interrupted", "code": 130}),
                 );
@@ -312,7 +323,7 @@ pub async fn run(
         }
         Some(Err(EngineGone)) => {
             let message = "the engine stopped before the turn ended";
-            if args.json {
+            if args.json_events() {
                 report(
                     json!({"event": "error", "t_ms": ms(started.elapsed()), "message": message, "code": 1}),
                 );
@@ -321,7 +332,7 @@ pub async fn run(
             ExitCode::from(1)
         }
         Some(Ok(Err(e))) => {
-            if args.json {
+            if args.json_events() {
                 report(
                     json!({"event": "error", "t_ms": ms(started.elapsed()), "message": e.to_string(), "code": 1}),
                 );
@@ -330,7 +341,7 @@ pub async fn run(
             ExitCode::from(1)
         }
         Some(Ok(Ok(done))) => {
-            if args.json {
+            if args.json_events() {
                 let u = &done.usage;
                 let cost = settings.cost(
                     &model_id,

@@ -281,33 +281,24 @@ pub(super) fn draw_help(frame: &mut Frame, area: Rect) {
         ),
     ];
     let mut lines = vec![Line::styled("commands", Style::new().bold())];
-    if 1 + COMMANDS.len() + 2 + keys.len() <= inner.height as usize {
-        let w = COMMANDS.iter().map(|(c, _)| c.len()).max().unwrap_or(0) + 1;
-        for (c, what) in COMMANDS {
-            lines.push(Line::from(vec![
-                Span::styled(format!("  {c:<w$}"), Style::new().fg(Color::Cyan)),
-                Span::raw(*what),
-            ]));
-        }
-    } else {
-        // Too short a screen for a line each: the names, wrapped; `/` shows what each does.
-        let mut row = String::from(" ");
-        for (c, _) in COMMANDS {
-            if row.len() + c.len() + 1 > inner.width as usize {
-                lines.push(Line::styled(
-                    std::mem::take(&mut row),
-                    Style::new().fg(Color::Cyan),
-                ));
-                row.push(' ');
-            }
-            row.push(' ');
-            row.push_str(c);
-        }
+    // The rows the commands may take: all of the window but the headings and the keys. As
+    // many commands as fit get a line with what they do; the rest are named, wrapped, on the
+    // rows left (`/` in the input shows what each does), so no row is left empty.
+    let rows = (inner.height as usize).saturating_sub(1 + 2 + keys.len());
+    let width = inner.width as usize;
+    let described = (0..=COMMANDS.len())
+        .rev()
+        .find(|&k| k + wrapped_names(&COMMANDS[k..], width).len() <= rows)
+        .unwrap_or(0);
+    let w = COMMANDS.iter().map(|(c, _)| c.len()).max().unwrap_or(0) + 1;
+    for (c, what) in &COMMANDS[..described] {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {c:<w$}"), Style::new().fg(Color::Cyan)),
+            Span::raw(*what),
+        ]));
+    }
+    for row in wrapped_names(&COMMANDS[described..], width) {
         lines.push(Line::styled(row, Style::new().fg(Color::Cyan)));
-        lines.push(Line::styled(
-            "  (a taller window lists what each does)",
-            DIM,
-        ));
     }
     lines.push(Line::raw(""));
     lines.push(Line::styled("keys", Style::new().bold()));
@@ -318,6 +309,24 @@ pub(super) fn draw_help(frame: &mut Frame, area: Rect) {
         ]));
     }
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The names of `commands` in rows of at most `width` columns (after a two-space indent);
+/// none for no commands.
+fn wrapped_names(commands: &[(&str, &str)], width: usize) -> Vec<String> {
+    let mut rows = Vec::new();
+    let mut row = String::from(" ");
+    for (c, _) in commands {
+        if row.len() > 1 && row.len() + c.len() + 1 > width {
+            rows.push(std::mem::replace(&mut row, String::from(" ")));
+        }
+        row.push(' ');
+        row.push_str(c);
+    }
+    if row.len() > 1 {
+        rows.push(row);
+    }
+    rows
 }
 
 /// `/model` alone: the model in use and the ones the settings know.

@@ -364,6 +364,24 @@ fn help_view() {
 }
 
 #[test]
+fn help_view_at_100x30_fills_its_rows_with_what_the_commands_do() {
+    let mut s = state_with(vec![("a", connected(1, 3))], vec![]);
+    s.modal = Some(Modal::Help);
+    let shown = render(&mut s, 100, 30);
+    assert!(!shown.contains("taller window"), "{shown}");
+    // Between the modal's top border and the keys, no empty row.
+    let rows: Vec<&str> = shown.lines().collect();
+    let keys = rows.iter().position(|r| r.contains("│keys")).unwrap();
+    let empty = rows[1..keys - 1]
+        .iter()
+        .filter(|r| r.trim_matches(['"', '│', ' ']).is_empty())
+        .count();
+    assert_eq!(empty, 0, "{shown}");
+    assert!(shown.contains("every MCP server at a glance"), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
 fn help_view_tall_lists_what_each_command_does() {
     let mut s = state_with(vec![("a", connected(1, 3))], vec![]);
     s.modal = Some(Modal::Help);

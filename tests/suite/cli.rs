@@ -547,3 +547,77 @@ fn read_watch_prints_each_change_of_a_subscribed_resource() {
     assert_eq!(reads.len(), 2, "{stdout}");
     assert_eq!(reads[0]["contents"][0]["text"], "tick 0");
 }
+
+#[test]
+fn help_shows_each_commands_own_flags_and_run_papercuts_are_clear() {
+    let dir = temp_path("papercuts");
+    std::fs::create_dir_all(dir.join("home")).unwrap();
+    let help = |args: &[&str]| text(&harness9(&dir, args, None).stdout);
+    // Headless answers belong to the commands that run tools, not to listing ones.
+    for cmd in [
+        &["mcp", "list", "--help"][..],
+        &["mcp", "get", "--help"],
+        &["mcp", "resources", "--help"],
+    ] {
+        let shown = help(cmd);
+        for flag in ["--elicitation", "--sampling"] {
+            assert!(!shown.contains(flag), "{cmd:?} offers {flag}:\n{shown}");
+        }
+        assert!(shown.contains("--trace"), "{cmd:?}:\n{shown}");
+    }
+    for cmd in [&["mcp", "call", "--help"][..], &["run", "--help"]] {
+        let shown = help(cmd);
+        assert!(shown.contains("--elicitation"), "{cmd:?}:\n{shown}");
+    }
+    let top = help(&["--help"]);
+    let yes = top
+        .lines()
+        .skip_while(|l| !l.contains("--yes"))
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(yes.contains("destructive"), "{yes}");
+
+    let model = super::engine::Model::start(
+        "papercuts",
+        json!({"steps": [{"text": "streamed"}, {"text": "again"}]}),
+    );
+    let run = |args: &[&str]| {
+        let mut c = harness9_in(&dir);
+        without_user_env(&mut c)
+            .env("HOME", dir.join("home"))
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env("ANTHROPIC_BASE_URL", &model.url)
+            .args(args);
+        output_within(c, None, Duration::from_secs(60))
+    };
+    // --max-steps 0 could never answer.
+    let out = run(&["run", "-p", "go", "--max-steps", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("at least 1"),
+        "{}",
+        text(&out.stderr)
+    );
+    // --continue with nothing to continue: said, exit 2, no model request.
+    let out = run(&["run", "-p", "go", "--continue"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("no earlier conversation"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(model.requests().is_empty(), "the model was asked");
+    // --stream alone gives the JSON events it adds to.
+    let out = run(&["run", "-p", "go", "--stream"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(events.iter().any(|e| e["event"] == "text"), "{events:?}");
+    assert!(events.iter().any(|e| e["event"] == "done"), "{events:?}");
+    // Now there is a conversation to continue.
+    let out = run(&["run", "-p", "more", "--continue", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}

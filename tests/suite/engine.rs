@@ -1502,9 +1502,10 @@ fn a_context_overflow_is_survived_by_compaction() {
         ]}),
     );
     let dir = project("overflow", json!({}));
-    for p in ["note A", "note B"] {
+    // The first run starts the conversation (`--continue` with none is refused).
+    for (i, p) in ["note A", "note B"].into_iter().enumerate() {
         let args = ["run", "-p", p, "--continue"];
-        Run::start(anthropic(&dir, &model), &args)
+        Run::start(anthropic(&dir, &model), &args[..if i == 0 { 3 } else { 4 }])
             .finish(LIMIT)
             .ok();
     }

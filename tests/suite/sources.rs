@@ -488,3 +488,202 @@ fn mcp_import_reads_each_tools_file_from_its_standard_place_into_either_scope() 
     );
     assert!(out.contains("imported vs2 into"), "{out}");
 }
+
+/// `harness9 ARGS` in `dir` (its own approvals and user dir): (exit code, stdout, stderr).
+fn run_in(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_harness9"));
+    without_user_env(&mut c)
+        .current_dir(dir)
+        .env("HOME", dir.join("home"))
+        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+        .env("XDG_CONFIG_HOME", dir.join("xdg"))
+        .args(args);
+    let out = output_within(c, None, Duration::from_secs(60));
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn add_add_json_and_import_write_our_file_never_vscodes() {
+    let dir = temp_path("no-vscode-writes");
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    std::fs::create_dir_all(dir.join(".vscode")).unwrap();
+    let fixture = fixture_bin().display().to_string();
+    let vscode = dir.join(".vscode/mcp.json");
+    let vs_text =
+        json!({"servers": {"vs": {"type": "stdio", "command": fixture, "args": ["--tools", "1"]}},
+                         "inputs": []})
+        .to_string();
+    std::fs::write(&vscode, &vs_text).unwrap();
+    let desktop = dir.join("claude_desktop_config.json");
+    std::fs::write(
+        &desktop,
+        json!({"mcpServers": {"desk": {"command": fixture, "args": ["--tools", "1"]}}}).to_string(),
+    )
+    .unwrap();
+    // From a subdirectory, as a user works: the project is found upwards.
+    let sub = dir.join("src");
+    std::fs::create_dir_all(&sub).unwrap();
+    // Removing is no way into VS Code's file either: the error names the flag that is.
+    let (code, _, err) = run_in(&sub, &["mcp", "remove", "vs"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--config"), "{err}");
+    let (code, out, err) = run_in(&sub, &["mcp", "add", "fx", "--", &fixture, "--tools", "2"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("import --from vscode"),
+        "the first write says VS Code's file is no longer read: {out}"
+    );
+    let entry = json!({"command": fixture, "args": ["--tools", "1"]}).to_string();
+    let (code, out, err) = run_in(&sub, &["mcp", "add-json", "js", &entry]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let d = desktop.display().to_string();
+    let (code, out, err) = run_in(
+        &sub,
+        &["mcp", "import", "--from", "claude-desktop", "--file", &d],
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(
+        std::fs::read_to_string(&vscode).unwrap(),
+        vs_text,
+        "VS Code's file was written"
+    );
+    let ours: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(".mcp.json")).unwrap()).unwrap();
+    let mut names: Vec<&String> = ours["mcpServers"].as_object().unwrap().keys().collect();
+    names.sort();
+    assert_eq!(names, ["desk", "fx", "js"], "{ours}");
+    // They run, approved as the user's own.
+    let (code, out, err) = run_in(&sub, &["mcp", "list", "--json"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let mut got = connected(&out);
+    got.sort();
+    assert_eq!(got, ["desk", "fx", "js"], "{out}");
+    // VS Code's file is written only when a flag names it.
+    let v = vscode.display().to_string();
+    let (code, out, err) = run_in(&sub, &["mcp", "add-json", "named", &entry, "--config", &v]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let vs: Value = serde_json::from_str(&std::fs::read_to_string(&vscode).unwrap()).unwrap();
+    assert!(vs["servers"].get("named").is_some(), "{vs}");
+}
+
+#[test]
+fn codex_import_maps_every_field_names_the_dropped_and_checks_before_writing() {
+    let dir = temp_path("codex-fields");
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    let fixture = fixture_bin().display().to_string();
+    let codex = dir.join("config.toml");
+    std::fs::write(
+        &codex,
+        format!(
+            "[mcp_servers.on]\ncommand = \"{fixture}\"\nargs = [\"--tools\", \"3\"]\nstartup_timeout_sec = 20\ntool_timeout_sec = 90\nenabled_tools = [\"tool_00000\", \"tool_00001\"]\ndisabled_tools = [\"tool_00001\"]\nfuture_field = 1\n[mcp_servers.off]\ncommand = \"{fixture}\"\nenabled = false\n[mcp_servers.web]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_env_var = \"WEB_TOKEN\"\nfuture_field = \"x\"\n"
+        ),
+    )
+    .unwrap();
+    let c = codex.display().to_string();
+    let (code, out, err) = run_in(&dir, &["mcp", "import", "--from", "codex", "--file", &c]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    for line in [
+        "imported on into",
+        "imported off (disabled) into",
+        "imported web into",
+        "left out \"future_field\" of 2 servers (on, web): harness9 has no equivalent",
+    ] {
+        assert!(out.contains(line), "{line:?} missing:\n{out}");
+    }
+    let ours: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(".mcp.json")).unwrap()).unwrap();
+    let s = &ours["mcpServers"];
+    assert_eq!(s["on"]["startupTimeoutSec"], 20, "{ours}");
+    assert_eq!(s["on"]["toolTimeoutSec"], 90, "{ours}");
+    assert_eq!(s["on"]["enabledTools"], json!(["tool_00000", "tool_00001"]));
+    assert_eq!(s["on"]["disabledTools"], json!(["tool_00001"]));
+    assert_eq!(s["off"]["disabled"], true, "{ours}");
+    assert_eq!(
+        s["web"]["headers"]["Authorization"], "Bearer ${WEB_TOKEN}",
+        "{ours}"
+    );
+    // The enabled server runs (approved) with only the tool the filters leave.
+    let (code, out, err) = run_in(&dir, &["mcp", "get", "on", "--json"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("tool_00000") && !out.contains("tool_00001") && !out.contains("tool_00002"),
+        "{out}"
+    );
+    // A `"disabled": true` entry through add-json: added, said so, exit 0.
+    let entry = json!({"command": fixture, "disabled": true}).to_string();
+    let (code, out, err) = run_in(&dir, &["mcp", "add-json", "off2", &entry]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("disabled"), "{out}");
+    // An approvals file that cannot be read fails the command before the config is written.
+    let before = std::fs::read_to_string(dir.join(".mcp.json")).unwrap();
+    std::fs::write(dir.join("approvals.json"), "not json").unwrap();
+    let (code, out, err) = run_in(
+        &dir,
+        &["mcp", "add-json", "late", &entry.replace("true", "false")],
+    );
+    assert_ne!(code, Some(0), "{out}{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join(".mcp.json")).unwrap(),
+        before,
+        "written, then failed: {err}"
+    );
+}
+
+#[test]
+fn add_json_mistakes_exit_2_and_an_import_names_each_dropped_field_once() {
+    let dir = temp_path("add-json-usage");
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    let fixture = fixture_bin().display().to_string();
+    let entry = json!({"command": fixture}).to_string();
+    let (code, _, err) = run_in(&dir, &["mcp", "add-json", "a", "{not json"]);
+    assert_eq!(code, Some(2), "bad JSON: {err}");
+    assert!(err.contains("not valid JSON"), "{err}");
+    let (code, _, err) = run_in(&dir, &["mcp", "add-json", "a", &entry]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, _, err) = run_in(&dir, &["mcp", "add-json", "a", &entry]);
+    assert_eq!(code, Some(2), "a duplicate name: {err}");
+    assert!(err.contains("already there"), "{err}");
+    let (code, _, err) = run_in(&dir, &["mcp", "remove", "nosuch"]);
+    assert_eq!(code, Some(2), "no such server: {err}");
+    let (code, _, err) = run_in(
+        &dir,
+        &["mcp", "import", "--from", "cursor", "--file", "nosuch.json"],
+    );
+    assert_eq!(code, Some(2), "no such file: {err}");
+    // A field harness9 does not read is written as given, and said.
+    let odd = json!({"command": fixture, "bogus": 1}).to_string();
+    let (code, _, err) = run_in(&dir, &["mcp", "add-json", "odd", &odd]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("\"bogus\" is not a field harness9 reads"),
+        "{err}"
+    );
+    // Eight servers with the same field another tool reads: one line for it, with the count.
+    let servers: serde_json::Map<String, Value> = (0..8)
+        .map(|i| {
+            (
+                format!("s{i}"),
+                json!({"command": fixture, "autoApprove": ["x"]}),
+            )
+        })
+        .collect();
+    let desktop = dir.join("desktop.json");
+    std::fs::write(&desktop, json!({ "mcpServers": servers }).to_string()).unwrap();
+    let d = desktop.display().to_string();
+    let (code, out, err) = run_in(
+        &dir,
+        &["mcp", "import", "--from", "claude-desktop", "--file", &d],
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let all = format!("{out}{err}");
+    let lines: Vec<&str> = all.lines().filter(|l| l.contains("autoApprove")).collect();
+    assert_eq!(lines.len(), 1, "{all}");
+    assert!(
+        lines[0].contains("of 8 servers") && lines[0].contains("--yes"),
+        "{all}"
+    );
+}
