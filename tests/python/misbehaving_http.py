@@ -1,6 +1,7 @@
 """An MCP Streamable HTTP server that misbehaves on purpose (stdlib only), for harness9's tests.
 
---mode: ok | sse | status500 | html | cut-sse | stall | expire | bearer | legacy-only | stateless-cut
+--mode: ok | sse | stateless-only (2026-07-28 only: `initialize` refused with -32601,
+          `server/discover` answered after --discover-delay MS) | status500 | html | cut-sse | stall | expire | bearer | legacy-only | stateless-cut
         | strict-init (a request before `initialized` has been answered is refused; that answer
           takes 300 ms) | expire-on (the session ends after a call whose text is "expire")
         | legacy-evil (legacy transport whose endpoint event names --other-port)
@@ -382,6 +383,8 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             return self.send_plain(400, "bad json")
         meta = (msg.get("params") or {}).get("_meta") or {}
+        if mode == "stateless-only":
+            return self.stateless_only(msg, meta)
         if mode == "stateless-cut" and meta.get("io.modelcontextprotocol/protocolVersion"):
             # A 2026-07-28 server whose first tools/call stream ends before the response.
             if msg.get("method") == "server/discover":
@@ -461,6 +464,31 @@ class Handler(BaseHTTPRequestHandler):
             return self.sse_reply(msg, reply, headers)
         self.send_plain(200, json.dumps(reply), "application/json", headers)
 
+    def stateless_only(self, msg, meta):
+        """A 2026-07-28-only server: `initialize` is refused (-32601), `server/discover` is
+        answered after --discover-delay ms, every other request needs its `_meta` revision."""
+        method = msg.get("method")
+        if method == "initialize":
+            err = {"jsonrpc": "2.0", "id": msg.get("id"),
+                   "error": {"code": -32601, "message": "Method not found: initialize (this server speaks 2026-07-28 only)"}}
+            return self.send_plain(200, json.dumps(err), "application/json")
+        if meta.get("io.modelcontextprotocol/protocolVersion") != "2026-07-28":
+            err = {"jsonrpc": "2.0", "id": msg.get("id"),
+                   "error": {"code": -32600, "message": "request without _meta protocolVersion 2026-07-28"}}
+            return self.send_plain(400, json.dumps(err), "application/json")
+        if method == "server/discover":
+            if ARGS.discover_delay:
+                # A cold start: the answer comes late.
+                time.sleep(ARGS.discover_delay / 1000)
+            result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "stateless-only", "version": "1"}, "resultType": "complete"}
+            return self.send_plain(200, json.dumps({"jsonrpc": "2.0", "id": msg.get("id"), "result": result}),
+                                   "application/json")
+        reply = answer(msg)
+        if reply is None:
+            return self.send_plain(202, "")
+        return self.send_plain(200, json.dumps(reply), "application/json")
+
     def sse_reply(self, msg, reply, headers):
         self.start_sse(headers)
         text = json.dumps(reply)
@@ -483,6 +511,8 @@ def main():
     ap.add_argument("--mode", default="ok")
     ap.add_argument("--record")
     ap.add_argument("--other-port", type=int, default=0)
+    ap.add_argument("--discover-delay", type=int, default=0,
+                    help="stateless-only: server/discover is answered after this many ms")
     ap.add_argument("--token-ttl", type=int, default=3600)
     ap.add_argument("--admin-tool", default="", help="oauth: calls of this tool need scope admin")
     ap.add_argument("--prm-url", default="", help="oauth: the challenge's resource_metadata (a path: on this server)")
