@@ -14,7 +14,8 @@
           that live --token-ttl seconds, rotating refresh tokens; POST /revoke forgets every
           token, POST /expire-all makes every access token expire now, GET /hop?to=URL redirects to URL, GET /stats counts logins and refreshes and lists the scopes each login asked
           for; with --admin-tool NAME, calling NAME with a token without scope `admin` gets
-          403 insufficient_scope, scope="mcp admin"); hostile on purpose with:
+          403 insufficient_scope, scope="mcp admin"; with --admin-discover, server/discover too;
+          with --stateless, a 2026-07-28-only server past the token checks); hostile on purpose with:
           --prm-url URL (the 401 challenge's resource_metadata), --as-url URL (the protected
           resource metadata's authorization server), --token-redirect URL (POST /token answers
           307 to URL), --drip (the authorization server metadata comes one byte per 2 s),
@@ -279,8 +280,10 @@ class Handler(BaseHTTPRequestHandler):
                 msg = json.loads(raw or b"{}")
             except ValueError:
                 msg = {}
-            wants_admin = (isinstance(msg, dict) and msg.get("method") == "tools/call"
-                           and (msg.get("params") or {}).get("name") == ARGS.admin_tool)
+            wants_admin = isinstance(msg, dict) and (
+                (msg.get("method") == "tools/call"
+                 and (msg.get("params") or {}).get("name") == ARGS.admin_tool)
+                or (ARGS.admin_discover and msg.get("method") == "server/discover"))
             if wants_admin and "admin" not in scopes:
                 wanted = "mcp admin"
                 if ARGS.stepup_junk:
@@ -351,6 +354,12 @@ class Handler(BaseHTTPRequestHandler):
         mode = ARGS.mode
         if mode == "oauth" and (self.oauth_post(raw) or self.oauth_denied(raw)):
             return
+        if mode == "oauth" and ARGS.stateless:
+            try:
+                msg = json.loads(raw)
+            except ValueError:
+                return self.send_plain(400, "bad json")
+            return self.stateless_only(msg, (msg.get("params") or {}).get("_meta") or {})
         if mode == "stall":
             time.sleep(3600)
             return
@@ -519,6 +528,10 @@ def main():
     ap.add_argument("--as-url", default="", help="oauth: the metadata's authorization server")
     ap.add_argument("--token-redirect", default="", help="oauth: /token answers 307 to this URL")
     ap.add_argument("--drip", action="store_true", help="oauth: server metadata one byte per 2 s")
+    ap.add_argument("--stateless", action="store_true",
+                    help="oauth: past the token checks, a 2026-07-28-only server (as stateless-only)")
+    ap.add_argument("--admin-discover", action="store_true",
+                    help="oauth: server/discover needs scope admin too (403 insufficient_scope)")
     ap.add_argument("--stepup-junk", action="store_true", help="oauth: each 403 names fresh scopes")
     ap.add_argument("--bad-token", default="", choices=["", "crlf", "esc"])
     ap.add_argument("--bad-token-on", default="login", choices=["login", "refresh"])
