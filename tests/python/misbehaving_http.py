@@ -15,7 +15,8 @@
           token, POST /expire-all makes every access token expire now, GET /hop?to=URL redirects to URL, GET /stats counts logins and refreshes and lists the scopes each login asked
           for; with --admin-tool NAME, calling NAME with a token without scope `admin` gets
           403 insufficient_scope, scope="mcp admin"; with --admin-discover, server/discover too;
-          with --stateless, a 2026-07-28-only server past the token checks); hostile on purpose with:
+          with --stateless, a 2026-07-28-only server past the token checks, `initialize` not
+          guarded; --challenge-scope S: the 401 challenge's scope, default "mcp"); hostile on purpose with:
           --prm-url URL (the 401 challenge's resource_metadata), --as-url URL (the protected
           resource metadata's authorization server), --token-redirect URL (POST /token answers
           307 to URL), --drip (the authorization server metadata comes one byte per 2 s),
@@ -297,7 +298,7 @@ class Handler(BaseHTTPRequestHandler):
                 return True
             return False
         self.send_plain(401, json.dumps({"error": "invalid_token"}), "application/json",
-                        headers=[("WWW-Authenticate", f'Bearer resource_metadata="{prm}", scope="mcp"')])
+                        headers=[("WWW-Authenticate", f'Bearer resource_metadata="{prm}", scope="{ARGS.challenge_scope}"')])
         return True
 
     def do_GET(self):
@@ -352,7 +353,12 @@ class Handler(BaseHTTPRequestHandler):
         raw = self.body()
         record(self, raw)
         mode = ARGS.mode
-        if mode == "oauth" and (self.oauth_post(raw) or self.oauth_denied(raw)):
+        if mode == "oauth" and self.oauth_post(raw):
+            return
+        # --stateless: `initialize` is not guarded (as the conformance suite's step-up server
+        # does): a client that asks with it learns nothing of the challenge.
+        open_init = mode == "oauth" and ARGS.stateless and b'"initialize"' in raw
+        if mode == "oauth" and not open_init and self.oauth_denied(raw):
             return
         if mode == "oauth" and ARGS.stateless:
             try:
@@ -530,6 +536,7 @@ def main():
     ap.add_argument("--drip", action="store_true", help="oauth: server metadata one byte per 2 s")
     ap.add_argument("--stateless", action="store_true",
                     help="oauth: past the token checks, a 2026-07-28-only server (as stateless-only)")
+    ap.add_argument("--challenge-scope", default="mcp", help="oauth: the 401 challenge's scope")
     ap.add_argument("--admin-discover", action="store_true",
                     help="oauth: server/discover needs scope admin too (403 insufficient_scope)")
     ap.add_argument("--stepup-junk", action="store_true", help="oauth: each 403 names fresh scopes")

@@ -635,12 +635,16 @@ fn expires_in_zero_does_not_refresh_before_every_request() {
 /// login`, that login asks for the union, and the call then goes through in the stateless era.
 #[test]
 fn a_stateless_step_up_through_the_public_commands() {
-    let case = OAuthCase::fixture("stateless-stepup", &["--stateless", "--admin-tool", "big"]);
+    let case = OAuthCase::fixture(
+        "stateless-stepup",
+        &["--stateless", "--admin-tool", "big", "--challenge-scope", "mcp files"],
+    );
     let asked =
         || -> Vec<String> { serde_json::from_value(case.stats()["asked"].clone()).unwrap() };
     let login = case.run(&["mcp", "login", "o"]);
     assert!(login.status.success(), "{login:?}");
-    assert_eq!(asked(), ["mcp offline_access"]);
+    // The challenge's scope (`initialize` is not guarded: only `server/discover` shows it).
+    assert_eq!(asked(), ["mcp files offline_access"]);
     let list = case.run(&["mcp", "list", "--json"]);
     let rows: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(rows[0]["era"], "stateless", "{rows}");
@@ -656,7 +660,7 @@ fn a_stateless_step_up_through_the_public_commands() {
     );
     assert!(case.run(&["mcp", "login", "o"]).status.success());
     let second: Vec<String> = asked()[1].split(' ').map(str::to_owned).collect();
-    for s in ["mcp", "offline_access", "admin"] {
+    for s in ["mcp", "files", "offline_access", "admin"] {
         assert!(second.contains(&s.to_owned()), "{second:?}");
     }
     let ok = case.run(&big);

@@ -233,7 +233,7 @@ impl Conn {
         let step_up = needed.status == StatusCode::FORBIDDEN;
         let current = a.token();
         if !step_up && current.is_some() && current.as_deref() != sent {
-            // Another request refreshed or logged in while this one waited.
+            // Another request refreshed while this one waited.
             return Ok(());
         }
         if !step_up && a.newer_in_store(&self.target.url) {
