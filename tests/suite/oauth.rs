@@ -637,7 +637,13 @@ fn expires_in_zero_does_not_refresh_before_every_request() {
 fn a_stateless_step_up_through_the_public_commands() {
     let case = OAuthCase::fixture(
         "stateless-stepup",
-        &["--stateless", "--admin-tool", "big", "--challenge-scope", "mcp files"],
+        &[
+            "--stateless",
+            "--admin-tool",
+            "big",
+            "--challenge-scope",
+            "mcp files",
+        ],
     );
     let asked =
         || -> Vec<String> { serde_json::from_value(case.stats()["asked"].clone()).unwrap() };
@@ -681,8 +687,8 @@ fn a_step_up_on_discover_needs_a_login_not_the_handshake() {
         || -> Vec<String> { serde_json::from_value(case.stats()["asked"].clone()).unwrap() };
     assert!(case.run(&["mcp", "login", "o"]).status.success());
     let list = case.run(&["mcp", "list", "--json"]);
-    let rows: serde_json::Value = serde_json::from_slice(&list.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {list:?}"));
+    let rows: serde_json::Value =
+        serde_json::from_slice(&list.stdout).unwrap_or_else(|e| panic!("{e}: {list:?}"));
     let row = &rows[0];
     assert_eq!(row["status"], "needs login", "{rows}");
     let text = row.to_string();
