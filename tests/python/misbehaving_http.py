@@ -1,6 +1,7 @@
 """An MCP Streamable HTTP server that misbehaves on purpose (stdlib only), for harness9's tests.
 
---mode: ok | sse | status500 | html | cut-sse | stall | expire | bearer | legacy-only | stateless-cut
+--mode: ok | sse | stateless-only (2026-07-28 only: `initialize` refused with -32601,
+          `server/discover` answered after --discover-delay MS) | status500 | html | cut-sse | stall | expire | bearer | legacy-only | stateless-cut
         | strict-init (a request before `initialized` has been answered is refused; that answer
           takes 300 ms) | expire-on (the session ends after a call whose text is "expire")
         | legacy-evil (legacy transport whose endpoint event names --other-port)
@@ -13,7 +14,9 @@
           that live --token-ttl seconds, rotating refresh tokens; POST /revoke forgets every
           token, POST /expire-all makes every access token expire now, GET /hop?to=URL redirects to URL, GET /stats counts logins and refreshes and lists the scopes each login asked
           for; with --admin-tool NAME, calling NAME with a token without scope `admin` gets
-          403 insufficient_scope, scope="mcp admin"); hostile on purpose with:
+          403 insufficient_scope, scope="mcp admin"; with --admin-discover, server/discover too;
+          with --stateless, a 2026-07-28-only server past the token checks, `initialize` not
+          guarded; --challenge-scope S: the 401 challenge's scope, default "mcp"); hostile on purpose with:
           --prm-url URL (the 401 challenge's resource_metadata), --as-url URL (the protected
           resource metadata's authorization server), --token-redirect URL (POST /token answers
           307 to URL), --drip (the authorization server metadata comes one byte per 2 s),
@@ -278,8 +281,10 @@ class Handler(BaseHTTPRequestHandler):
                 msg = json.loads(raw or b"{}")
             except ValueError:
                 msg = {}
-            wants_admin = (isinstance(msg, dict) and msg.get("method") == "tools/call"
-                           and (msg.get("params") or {}).get("name") == ARGS.admin_tool)
+            wants_admin = isinstance(msg, dict) and (
+                (msg.get("method") == "tools/call"
+                 and (msg.get("params") or {}).get("name") == ARGS.admin_tool)
+                or (ARGS.admin_discover and msg.get("method") == "server/discover"))
             if wants_admin and "admin" not in scopes:
                 wanted = "mcp admin"
                 if ARGS.stepup_junk:
@@ -293,7 +298,7 @@ class Handler(BaseHTTPRequestHandler):
                 return True
             return False
         self.send_plain(401, json.dumps({"error": "invalid_token"}), "application/json",
-                        headers=[("WWW-Authenticate", f'Bearer resource_metadata="{prm}", scope="mcp"')])
+                        headers=[("WWW-Authenticate", f'Bearer resource_metadata="{prm}", scope="{ARGS.challenge_scope}"')])
         return True
 
     def do_GET(self):
@@ -348,8 +353,19 @@ class Handler(BaseHTTPRequestHandler):
         raw = self.body()
         record(self, raw)
         mode = ARGS.mode
-        if mode == "oauth" and (self.oauth_post(raw) or self.oauth_denied(raw)):
+        if mode == "oauth" and self.oauth_post(raw):
             return
+        # --stateless: `initialize` is not guarded (as the conformance suite's step-up server
+        # does): a client that asks with it learns nothing of the challenge.
+        open_init = mode == "oauth" and ARGS.stateless and b'"initialize"' in raw
+        if mode == "oauth" and not open_init and self.oauth_denied(raw):
+            return
+        if mode == "oauth" and ARGS.stateless:
+            try:
+                msg = json.loads(raw)
+            except ValueError:
+                return self.send_plain(400, "bad json")
+            return self.stateless_only(msg, (msg.get("params") or {}).get("_meta") or {})
         if mode == "stall":
             time.sleep(3600)
             return
@@ -382,6 +398,8 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             return self.send_plain(400, "bad json")
         meta = (msg.get("params") or {}).get("_meta") or {}
+        if mode == "stateless-only":
+            return self.stateless_only(msg, meta)
         if mode == "stateless-cut" and meta.get("io.modelcontextprotocol/protocolVersion"):
             # A 2026-07-28 server whose first tools/call stream ends before the response.
             if msg.get("method") == "server/discover":
@@ -461,6 +479,31 @@ class Handler(BaseHTTPRequestHandler):
             return self.sse_reply(msg, reply, headers)
         self.send_plain(200, json.dumps(reply), "application/json", headers)
 
+    def stateless_only(self, msg, meta):
+        """A 2026-07-28-only server: `initialize` is refused (-32601), `server/discover` is
+        answered after --discover-delay ms, every other request needs its `_meta` revision."""
+        method = msg.get("method")
+        if method == "initialize":
+            err = {"jsonrpc": "2.0", "id": msg.get("id"),
+                   "error": {"code": -32601, "message": "Method not found: initialize (this server speaks 2026-07-28 only)"}}
+            return self.send_plain(200, json.dumps(err), "application/json")
+        if meta.get("io.modelcontextprotocol/protocolVersion") != "2026-07-28":
+            err = {"jsonrpc": "2.0", "id": msg.get("id"),
+                   "error": {"code": -32600, "message": "request without _meta protocolVersion 2026-07-28"}}
+            return self.send_plain(400, json.dumps(err), "application/json")
+        if method == "server/discover":
+            if ARGS.discover_delay:
+                # A cold start: the answer comes late.
+                time.sleep(ARGS.discover_delay / 1000)
+            result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "stateless-only", "version": "1"}, "resultType": "complete"}
+            return self.send_plain(200, json.dumps({"jsonrpc": "2.0", "id": msg.get("id"), "result": result}),
+                                   "application/json")
+        reply = answer(msg)
+        if reply is None:
+            return self.send_plain(202, "")
+        return self.send_plain(200, json.dumps(reply), "application/json")
+
     def sse_reply(self, msg, reply, headers):
         self.start_sse(headers)
         text = json.dumps(reply)
@@ -483,12 +526,19 @@ def main():
     ap.add_argument("--mode", default="ok")
     ap.add_argument("--record")
     ap.add_argument("--other-port", type=int, default=0)
+    ap.add_argument("--discover-delay", type=int, default=0,
+                    help="stateless-only: server/discover is answered after this many ms")
     ap.add_argument("--token-ttl", type=int, default=3600)
     ap.add_argument("--admin-tool", default="", help="oauth: calls of this tool need scope admin")
     ap.add_argument("--prm-url", default="", help="oauth: the challenge's resource_metadata (a path: on this server)")
     ap.add_argument("--as-url", default="", help="oauth: the metadata's authorization server")
     ap.add_argument("--token-redirect", default="", help="oauth: /token answers 307 to this URL")
     ap.add_argument("--drip", action="store_true", help="oauth: server metadata one byte per 2 s")
+    ap.add_argument("--stateless", action="store_true",
+                    help="oauth: past the token checks, a 2026-07-28-only server (as stateless-only)")
+    ap.add_argument("--challenge-scope", default="mcp", help="oauth: the 401 challenge's scope")
+    ap.add_argument("--admin-discover", action="store_true",
+                    help="oauth: server/discover needs scope admin too (403 insufficient_scope)")
     ap.add_argument("--stepup-junk", action="store_true", help="oauth: each 403 names fresh scopes")
     ap.add_argument("--bad-token", default="", choices=["", "crlf", "esc"])
     ap.add_argument("--bad-token-on", default="login", choices=["login", "refresh"])

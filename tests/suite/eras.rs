@@ -274,3 +274,73 @@ fn a_stateless_call_whose_stream_breaks_is_sent_again_under_a_new_id() {
         shutdown(rt, &[]).await;
     });
 }
+
+/// `mcp call` on a 2026-07-28-only HTTP server (`initialize` refused) whose `server/discover`
+/// answer comes `delay_ms` late; the era in `mcp list --json`. Connects within
+/// `startupTimeoutSec` (20 s) whatever the 2 s probe bound.
+fn slow_stateless_server_connects(delay_ms: u64) {
+    let delay = delay_ms.to_string();
+    let server = super::http::http_fixture("stateless-only", &["--discover-delay", &delay]);
+    let dir = project_with(
+        &format!("slow-discover-{delay_ms}"),
+        json!({"slow": {
+            "url": format!("http://127.0.0.1:{}/mcp", server.port),
+            "startupTimeoutSec": 20,
+        }}),
+    );
+    let (list, stderr) = run_json(&dir, &["mcp", "list", "--json"]);
+    let row = &list[0];
+    assert_eq!(row["status"], "connected", "{list}\n{stderr}");
+    assert_eq!(row["era"], "stateless", "{list}");
+    assert_eq!(row["protocolVersion"], "2026-07-28", "{list}");
+    let mut c = harness9_in(&dir);
+    without_user_env(&mut c).args([
+        "mcp",
+        "call",
+        "slow",
+        "echo",
+        "--args",
+        r#"{"text":"late but here"}"#,
+    ]);
+    let out = output_within(c, None, LIMIT);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("late but here"), "{stdout}");
+}
+
+#[test]
+fn a_stateless_server_whose_discover_answer_takes_2_5_s_connects() {
+    slow_stateless_server_connects(2_500);
+}
+
+#[test]
+fn a_stateless_server_whose_discover_answer_takes_8_s_connects() {
+    slow_stateless_server_connects(8_000);
+}
+
+#[test]
+fn a_handshake_server_that_never_answers_discover_connects() {
+    let fixture = fixture("mute", &["--discover-never"]);
+    let dir = project_with("discover-never", json!({"mute": stdio_json(fixture)}));
+    let (list, stderr) = run_json(&dir, &["mcp", "list", "--json"]);
+    let row = &list[0];
+    assert_eq!(row["status"], "connected", "{list}\n{stderr}");
+    assert_eq!(row["era"], "handshake", "{list}");
+    let mut c = harness9_in(&dir);
+    without_user_env(&mut c).args([
+        "mcp",
+        "call",
+        "mute",
+        "echo",
+        "--args",
+        r#"{"text":"no discover"}"#,
+    ]);
+    let out = output_within(c, None, LIMIT);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("no discover"), "{stdout}");
+}

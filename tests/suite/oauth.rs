@@ -628,3 +628,80 @@ fn expires_in_zero_does_not_refresh_before_every_request() {
     }
     assert_eq!(case.stats()["refreshes"], 0);
 }
+
+/// The step-up of a 2026-07-28-only server, through the public commands: `mcp login` finds
+/// the challenge with `server/discover` (the way the runtime connects), a `403
+/// insufficient_scope` on a call ends in "needs more permissions" naming `harness9 mcp
+/// login`, that login asks for the union, and the call then goes through in the stateless era.
+#[test]
+fn a_stateless_step_up_through_the_public_commands() {
+    let case = OAuthCase::fixture(
+        "stateless-stepup",
+        &[
+            "--stateless",
+            "--admin-tool",
+            "big",
+            "--challenge-scope",
+            "mcp files",
+        ],
+    );
+    let asked =
+        || -> Vec<String> { serde_json::from_value(case.stats()["asked"].clone()).unwrap() };
+    let login = case.run(&["mcp", "login", "o"]);
+    assert!(login.status.success(), "{login:?}");
+    // The challenge's scope (`initialize` is not guarded: only `server/discover` shows it).
+    assert_eq!(asked(), ["mcp files offline_access"]);
+    let list = case.run(&["mcp", "list", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(rows[0]["era"], "stateless", "{rows}");
+
+    let big = ["mcp", "call", "o", "big", "--args", r#"{"bytes":3}"#];
+    let refused = case.run(&big);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(
+        err.contains("needs more permissions (scope \"mcp admin\")")
+            && err.contains("harness9 mcp login o"),
+        "{err}"
+    );
+    assert!(case.run(&["mcp", "login", "o"]).status.success());
+    let second: Vec<String> = asked()[1].split(' ').map(str::to_owned).collect();
+    for s in ["mcp", "files", "offline_access", "admin"] {
+        assert!(second.contains(&s.to_owned()), "{second:?}");
+    }
+    let ok = case.run(&big);
+    assert_eq!(String::from_utf8_lossy(&ok.stdout).trim(), "xxx", "{ok:?}");
+}
+
+/// A `403 insufficient_scope` on `server/discover` (the token lacks a scope the server needs
+/// to be reached at all): the server needs a login, with the scopes it asked for kept for it;
+/// never a fallback to `initialize` (which a 2026-07-28-only server refuses with a misleading
+/// error). After `mcp login` asks for the union, it connects in the stateless era.
+#[test]
+fn a_step_up_on_discover_needs_a_login_not_the_handshake() {
+    let case = OAuthCase::fixture(
+        "discover-stepup",
+        &["--stateless", "--admin-discover", "--admin-tool", "none"],
+    );
+    let asked =
+        || -> Vec<String> { serde_json::from_value(case.stats()["asked"].clone()).unwrap() };
+    assert!(case.run(&["mcp", "login", "o"]).status.success());
+    let list = case.run(&["mcp", "list", "--json"]);
+    let rows: serde_json::Value =
+        serde_json::from_slice(&list.stdout).unwrap_or_else(|e| panic!("{e}: {list:?}"));
+    let row = &rows[0];
+    assert_eq!(row["status"], "needs login", "{rows}");
+    let text = row.to_string();
+    assert!(
+        text.contains("needs more permissions") && text.contains("harness9 mcp login o"),
+        "{text}"
+    );
+    assert!(!text.contains("initialize"), "{text}");
+    assert!(case.run(&["mcp", "login", "o"]).status.success());
+    let second: Vec<String> = asked()[1].split(' ').map(str::to_owned).collect();
+    assert!(second.contains(&"admin".to_owned()), "{second:?}");
+    let list = case.run(&["mcp", "list", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(rows[0]["status"], "connected", "{rows}");
+    assert_eq!(rows[0]["era"], "stateless", "{rows}");
+}

@@ -6,8 +6,8 @@
 //!
 //! - [`parse`]: the pure parts (challenge, well-known URLs, scopes, PKCE, URLs, redirects).
 //! - [`flow`]: the HTTP exchanges and the loopback redirect listener; [`flow::login`] is the
-//!   one flow driver, used by `harness9 mcp login`, by the conformance driver and by the HTTP
-//!   task when a server allows an interactive login.
+//!   one flow driver, used by `harness9 mcp login` and by a login started from the TUI's panel
+//!   (the runtime itself never starts one: a server that asks ends with `needs login`).
 //!
 //! Tokens are kept through a [`TokenStore`] the caller provides (the app keeps a 0600 file);
 //! the runtime only sees the trait. No token, code or verifier is ever logged or traced:
@@ -182,7 +182,7 @@ pub trait TokenStore: Send + Sync {
     fn forget(&self, server: &str) -> Result<bool, String>;
 }
 
-/// A store in memory (the conformance driver's, and tests').
+/// A store in memory (tests').
 #[derive(Default)]
 pub struct MemoryStore(Mutex<HashMap<String, Vec<Grant>>>);
 
@@ -210,34 +210,26 @@ impl TokenStore for MemoryStore {
     }
 }
 
-/// How a server logs in: its configuration, the store, and whether the runtime may start a
-/// login itself (open a browser) when the server asks for one.
+/// How a server logs in: its configuration and the store. The runtime never starts a login
+/// by itself: a server that asks for one ends with `needs login`, and the user logs in
+/// (`harness9 mcp login`, or the TUI's panel).
 #[derive(Clone)]
 pub struct OAuthSpec {
     /// The `oauth` entry of the config (all defaults when absent).
     pub config: OAuthConfig,
     /// Where grants are kept.
     pub store: Arc<dyn TokenStore>,
-    /// The runtime may run the login flow (open the browser) on a `401`/`403`; when `false`,
-    /// such a server fails with a message naming `harness9 mcp login`.
-    pub interactive: bool,
     /// How long a login waits for the browser's redirect.
     pub login_timeout: std::time::Duration,
-    /// The browser command (its words, the URL appended) instead of `$BROWSER`, else
-    /// `xdg-open`/`open`: the conformance driver's stand-in, set without touching the process
-    /// environment.
-    pub browser: Option<String>,
 }
 
 impl OAuthSpec {
-    /// A spec with `config`, kept in `store`, not interactive, with a 5 minute login timeout.
+    /// A spec with `config`, kept in `store`, with a 5 minute login timeout.
     pub fn new(config: OAuthConfig, store: Arc<dyn TokenStore>) -> Self {
         Self {
             config,
             store,
-            interactive: false,
             login_timeout: std::time::Duration::from_secs(300),
-            browser: None,
         }
     }
 
@@ -263,7 +255,6 @@ impl std::fmt::Debug for OAuthSpec {
         f.debug_struct("OAuthSpec")
             .field("client_id", &self.config.client_id)
             .field("scopes", &self.config.scopes)
-            .field("interactive", &self.interactive)
             .finish_non_exhaustive()
     }
 }
@@ -271,7 +262,7 @@ impl std::fmt::Debug for OAuthSpec {
 /// Two specs are equal when their configuration is: the store is where, not what.
 impl PartialEq for OAuthSpec {
     fn eq(&self, other: &Self) -> bool {
-        self.config == other.config && self.interactive == other.interactive
+        self.config == other.config
     }
 }
 

@@ -78,13 +78,18 @@ pub(super) struct EraChoice {
     pub pinned: Option<ProtocolVersion>,
     /// The era an earlier generation of this server found (the supervisor's cache).
     pub hint: Option<Era>,
-    /// How long the `server/discover` probe may take before the handshake is tried.
+    /// How long the `server/discover` probe goes unanswered before `initialize` is tried
+    /// beside it (the probe is not given up: the first of the two to succeed wins).
     pub probe: Duration,
 }
 
 /// Connects in the era the server speaks: pinned, cached, or found by probing with
-/// `server/discover` (a result or a recognised stateless error: the stateless era; anything
-/// else, or no answer within the probe's bound: the handshake).
+/// `server/discover`. A result (or a recognised stateless error) is the stateless era; a
+/// refusal that names a handshake revision, or any other failure, is the handshake. A probe
+/// still unanswered after `choice.probe` is not abandoned: `initialize` is sent beside it, and
+/// the first to succeed decides; if `initialize` is refused, the probe's answer is awaited (a
+/// slow stateless server), for as long as the caller's startup timeout allows. No sleeps: each
+/// step waits on a reply.
 pub(super) async fn connect(
     addr: Addr<McpServer>,
     max_tools: usize,
@@ -96,21 +101,71 @@ pub(super) async fn connect(
         return handshake(addr, max_tools, v, &client).await;
     }
     let version = want.map_or(MODERN, |e| e.version());
-    // A pinned revision waits for its answer like any request; a probe is bounded.
-    let bound = choice.pinned.is_none().then_some(choice.probe);
-    match discover(&addr, version, bound).await {
-        Ok(found) => stateless(addr, max_tools, found).await,
-        Err(why) if choice.pinned.is_some() => Err(format!(
-            "protocolVersion {version} is pinned in the config, but server/discover failed: {why}"
-        )),
-        Err(why) => {
-            tracing::debug!(target: "mcp", "server/discover: {why}; using the handshake");
-            let v = match why {
-                NotModern::Supports(v) => v,
-                NotModern::Other(_) => LATEST,
-            };
-            handshake(addr, max_tools, v, &client).await
+    if choice.pinned.is_some() {
+        // A pinned revision waits for its answer like any request.
+        return match discover(&addr, version).await {
+            Ok(found) => stateless(addr, max_tools, found).await,
+            Err(why) => Err(format!(
+                "protocolVersion {version} is pinned in the config, but server/discover failed: {why}"
+            )),
+        };
+    }
+    let probing = addr.clone();
+    let probe = async move { discover(&probing, version).await };
+    tokio::pin!(probe);
+    let early = tokio::select! {
+        found = &mut probe => Some(found),
+        () = tokio::time::sleep(choice.probe) => None,
+    };
+    let why = match early {
+        Some(Ok(found)) => return stateless(addr, max_tools, found).await,
+        Some(Err(why)) => why,
+        None => {
+            tracing::debug!(target: "mcp",
+                "server/discover unanswered after {} ms; trying initialize beside it",
+                choice.probe.as_millis());
+            return race(addr, max_tools, probe, &client).await;
         }
+    };
+    tracing::debug!(target: "mcp", "server/discover: {why}; using the handshake");
+    let v = match why {
+        NotModern::Supports(v) => v,
+        NotModern::Other(_) => LATEST,
+    };
+    handshake(addr, max_tools, v, &client).await
+}
+
+/// A probe still pending, and `initialize` beside it: the first success decides the era. A
+/// refused `initialize` (a stateless-only server) waits for the probe; a failed probe (a
+/// handshake server that refuses `server/discover` late) waits for `initialize`.
+async fn race(
+    addr: Addr<McpServer>,
+    max_tools: usize,
+    probe: std::pin::Pin<&mut impl std::future::Future<Output = Result<Discovered, NotModern>>>,
+    client: &ClientSide,
+) -> Result<Handshake, String> {
+    let mut probe = probe;
+    let init = initialize(addr.clone(), max_tools, LATEST, client);
+    tokio::pin!(init);
+    tokio::select! {
+        found = &mut probe => match found {
+            Ok(found) => stateless(addr, max_tools, found).await,
+            Err(why) => {
+                tracing::debug!(target: "mcp", "server/discover: {why}; waiting for initialize");
+                init.await.map_err(|e| e.to_string())
+            }
+        },
+        done = &mut init => match done {
+            Ok(h) => Ok(h),
+            Err(refused) => {
+                tracing::debug!(target: "mcp",
+                    "{refused}; waiting for the server/discover answer (a stateless server)");
+                match probe.await {
+                    Ok(found) => stateless(addr, max_tools, found).await,
+                    Err(why) => Err(format!("{refused}; server/discover failed too: {why}")),
+                }
+            }
+        },
     }
 }
 
@@ -173,27 +228,14 @@ fn mutual(supported: &[String]) -> Option<ProtocolVersion> {
 }
 
 /// Probes with `server/discover` at `version` (a `-32022` naming another stateless revision
-/// we speak is retried once with it); `bound` limits each attempt.
+/// we speak is retried once with it). Unbounded: the caller bounds it (the startup timeout).
 async fn discover(
     addr: &Addr<McpServer>,
     version: ProtocolVersion,
-    bound: Option<Duration>,
 ) -> Result<Discovered, NotModern> {
     let mut version = version;
     for attempt in 0..2 {
-        let call = rpc_raw(addr, "server/discover", None, Some(version));
-        let reply = match bound {
-            Some(b) => match tokio::time::timeout(b, call).await {
-                Ok(r) => r,
-                Err(_) => {
-                    return Err(NotModern::Other(format!(
-                        "no answer within {} ms",
-                        b.as_millis()
-                    )))
-                }
-            },
-            None => call.await,
-        };
+        let reply = rpc_raw(addr, "server/discover", None, Some(version)).await;
         match reply {
             Ok(raw) => {
                 let d: DiscoverResult = raw.parse().map_err(|e| {
@@ -286,54 +328,87 @@ async fn stateless(
     Ok((found.result, era, tools))
 }
 
+/// `initialize` failed: refused with a JSON-RPC error, or otherwise.
+enum InitFailed {
+    /// The server answered `initialize` with this error.
+    Refused(crate::protocol::jsonrpc::ErrorObject),
+    /// Anything else (transport, an invalid result, a revision we do not speak).
+    Other(String),
+}
+
+impl std::fmt::Display for InitFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InitFailed::Refused(e) => write!(f, "initialize failed: {e}"),
+            InitFailed::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+/// The handshake at `offer`; a `-32022` refusal (the server speaks the stateless era after
+/// all: a dual-era server that took our unanswered-in-time probe, or one that refuses the
+/// handshake) discovers the stateless era, waiting for the answer this time.
 pub(super) async fn handshake(
     addr: Addr<McpServer>,
     max_tools: usize,
     offer: ProtocolVersion,
     client: &ClientSide,
 ) -> Result<Handshake, String> {
+    match initialize(addr.clone(), max_tools, offer, client).await {
+        Ok(h) => Ok(h),
+        Err(InitFailed::Refused(e)) if e.code == UNSUPPORTED_PROTOCOL_VERSION => {
+            let version = mutual(&supported_of(&e))
+                .filter(|v| v.is_stateless())
+                .unwrap_or(MODERN);
+            tracing::debug!(target: "mcp", "initialize refused ({e}); discovering the stateless era");
+            let found = discover(&addr, version).await.map_err(|why| {
+                format!("initialize failed: {e}; server/discover failed too: {why}")
+            })?;
+            stateless(addr, max_tools, found).await
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `initialize`, `notifications/initialized`, the first `tools/list`.
+async fn initialize(
+    addr: Addr<McpServer>,
+    max_tools: usize,
+    offer: ProtocolVersion,
+    client: &ClientSide,
+) -> Result<Handshake, InitFailed> {
     let params = InitializeParams {
         protocol_version: offer.as_str(),
         capabilities: &client.capabilities,
         client_info: input::client_info(),
     };
-    let params = serde_json::to_value(&params).map_err(|e| e.to_string())?;
+    let params = serde_json::to_value(&params).map_err(|e| InitFailed::Other(e.to_string()))?;
     let raw = match rpc_raw(&addr, "initialize", Some(params), None).await {
         Ok(raw) => raw,
-        // A recognised stateless error: the server speaks the stateless era after all (a
-        // dual-era server that took our unanswered-in-time probe, or one that refuses the
-        // handshake). Discover it, waiting for the answer this time.
-        Err(ReplyError::Rpc(e)) if e.code == UNSUPPORTED_PROTOCOL_VERSION => {
-            let version = mutual(&supported_of(&e))
-                .filter(|v| v.is_stateless())
-                .unwrap_or(MODERN);
-            tracing::debug!(target: "mcp", "initialize refused ({e}); discovering the stateless era");
-            let found = discover(&addr, version, None).await.map_err(|why| {
-                format!("initialize failed: {e}; server/discover failed too: {why}")
-            })?;
-            return stateless(addr, max_tools, found).await;
-        }
-        Err(e) => return Err(describe("initialize", e)),
+        Err(ReplyError::Rpc(e)) => return Err(InitFailed::Refused(e)),
+        Err(e) => return Err(InitFailed::Other(describe("initialize", e))),
     };
     let init: InitializeResult = raw
         .parse()
-        .map_err(|e| format!("invalid initialize result: {e}"))?;
-    let era = negotiate(&init.protocol_version)?;
+        .map_err(|e| InitFailed::Other(format!("invalid initialize result: {e}")))?;
+    let era = negotiate(&init.protocol_version).map_err(InitFailed::Other)?;
     addr.send(SetEra(era))
         .await
-        .map_err(|_| "server actor stopped".to_owned())?;
+        .map_err(|_| InitFailed::Other("server actor stopped".to_owned()))?;
     if !era.is_stateless() {
         let backlog = addr
             .send(Notify {
                 method: "notifications/initialized",
             })
             .await
-            .map_err(|_| "server actor stopped".to_owned())?;
+            .map_err(|_| InitFailed::Other("server actor stopped".to_owned()))?;
         if let Some(b) = backlog {
             b.send().await;
         }
     }
-    let tools = list_tools(addr, max_tools).await?;
+    let tools = list_tools(addr, max_tools)
+        .await
+        .map_err(InitFailed::Other)?;
     Ok((init, era, tools))
 }
 

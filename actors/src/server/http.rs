@@ -49,6 +49,9 @@ pub(crate) struct TransportFailed {
     pub reissue: bool,
     /// The server wants an OAuth login that nobody here will do.
     pub needs_login: bool,
+    /// The server refused the token for want of a scope (`403 insufficient_scope`): the
+    /// request fails alone once connected; before that, the connection needs a login.
+    pub step_up: bool,
 }
 
 /// One HTTP exchange for the trace: the response's status, the session id in use, the
@@ -110,6 +113,8 @@ struct Failure {
     reissue: bool,
     /// The request failed for want of an OAuth login.
     needs_login: bool,
+    /// The request failed for want of a scope (`403 insufficient_scope`).
+    step_up: bool,
     /// The server asked for authorization (`401`, or `403` `insufficient_scope`).
     auth: Option<AuthNeeded>,
 }
@@ -120,6 +125,7 @@ fn fail(error: impl Into<String>, fatal: bool) -> Failure {
         fatal,
         reissue: false,
         needs_login: false,
+        step_up: false,
         auth: None,
     }
 }
@@ -202,6 +208,7 @@ pub(crate) async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Vec<u8>>, act
                 fatal: true,
                 reissue: false,
                 needs_login: false,
+                step_up: false,
             });
             return;
         }
@@ -267,6 +274,7 @@ impl Conn {
             fatal: f.fatal,
             reissue: f.reissue,
             needs_login: f.needs_login,
+            step_up: f.step_up,
         });
     }
 

@@ -48,8 +48,9 @@ enum Link {
     Http,
 }
 
-/// How long the `server/discover` probe may go unanswered before a server is taken for a
-/// handshake-era one (a legacy server may ignore unknown methods before `initialize`).
+/// How long the `server/discover` probe may go unanswered before `initialize` is sent beside
+/// it (a legacy server may ignore unknown methods before `initialize`); the probe's answer is
+/// still taken if it comes first, or if `initialize` is refused.
 const DISCOVER_PROBE: Duration = Duration::from_secs(2);
 
 /// One MCP server (one generation of it), over stdio or HTTP.

@@ -52,11 +52,11 @@ impl Handler<Login> for ServerSupervisor {
         }
         *login_page = Some(String::new());
         *error = format!("logging in to server \"{name}\": waiting for the browser");
-        let (url, oauth) = (url.clone(), oauth.clone());
+        let (url, oauth, pinned) = (url.clone(), oauth.clone(), entry.spec.protocol);
         let me = ctx.address();
         let server = name.clone();
         let flow = async move {
-            let challenge = crate::oauth::flow::probe(&url).await;
+            let challenge = crate::oauth::flow::probe(&url, pinned).await;
             let show = |page: &str| {
                 me.do_send(LoginPage {
                     server: server.clone(),

@@ -40,6 +40,9 @@ struct Opts {
     bad_schemas: bool,
     /// Exit (status 3) on a request for a method it does not know, as some servers do.
     exit_on_unknown: bool,
+    /// Never answer `server/discover` (a handshake-era server that ignores what it does not
+    /// know before `initialize`).
+    discover_never: bool,
     /// Before each tools/call reply: an over-long request and notification carrying its id.
     big_on_call: usize,
     /// Offer `tick://counter`, which changes after a subscribe.
@@ -57,7 +60,7 @@ fn usage() -> ! {
          [--list-changed-after N] [--stderr-lines N] [--server-requests] [--log-messages] \
          [--record FILE] [--protocol V] [--flood] [--cycle-cursors] [--cycle-cursors-later] \
          [--bad-schemas] [--exit-on-unknown] [--daemonize PIDFILE] [--big-messages-on-call BYTES] \
-         [--ticking-resource] [--url-elicitation] [--blob-resource BYTES]"
+         [--ticking-resource] [--url-elicitation] [--blob-resource BYTES] [--discover-never]"
     );
     std::process::exit(64)
 }
@@ -107,6 +110,7 @@ fn parse() -> Opts {
             // Adds a tool whose inputSchema is a number and one nested 200 levels deep.
             "--bad-schemas" => o.bad_schemas = true,
             "--exit-on-unknown" => o.exit_on_unknown = true,
+            "--discover-never" => o.discover_never = true,
             "--daemonize" => daemonize(&args.next().unwrap_or_else(|| usage())),
             "--big-messages-on-call" => o.big_on_call = num(args.next()),
             _ => usage(),
@@ -768,6 +772,7 @@ fn main() {
                     }
                 });
             }
+            ("server/discover", Some(_)) if st.opts.discover_never => {}
             (_, Some(_)) if st.opts.exit_on_unknown => {
                 eprintln!("unknown method {method}: exiting");
                 std::process::exit(3);

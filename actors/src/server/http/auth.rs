@@ -1,14 +1,15 @@
 //! OAuth in the HTTP task: requests to the server's origin carry the grant's bearer token; a
-//! `401` refreshes it once (if there is a refresh token), then, for a server that allows it,
-//! runs the login flow ([`crate::oauth::flow::login`]); a `403` with `insufficient_scope` is a
-//! step-up (a login asking for the union of scopes). Without an interactive spec the request
-//! fails with a message that names `harness9 mcp login <server>`. One flow at a time per
-//! connection: concurrent `401`s wait for it and retry with its token. Before a refresh, and
+//! `401` refreshes it once (if there is a refresh token); a `401` that no refresh answers, and
+//! a `403` with `insufficient_scope` (a step-up: the scopes asked for are kept in the grant's
+//! `wanted_scopes`, so the next login asks for the union), fail with a message that names
+//! `harness9 mcp login <server>`: the runtime never starts a login by itself (the user does,
+//! with that command or from the TUI's panel). One refresh at a time per connection:
+//! concurrent `401`s wait for it and retry with its token. Before a refresh, and
 //! after one fails, the store is read again: another process sharing it may have refreshed
 //! (rotating the refresh token this connection holds), and its grant is taken over. The token never leaves
 //! this module except in the `Authorization` header of requests to the server's origin.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use awc::http::StatusCode;
@@ -20,8 +21,6 @@ use crate::oauth::{flow, Grant, OAuthSpec};
 
 /// Authorization rounds (refresh or login) one request may go through before it fails.
 const MAX_ROUNDS_PER_REQUEST: usize = 2;
-/// Logins one connection may start by itself before it stops asking.
-const MAX_LOGINS: usize = 6;
 /// Refresh a token this many seconds before it expires.
 const EXPIRY_MARGIN_SECS: u64 = 30;
 
@@ -36,7 +35,6 @@ pub(crate) struct Auth {
     spec: OAuthSpec,
     grant: RefCell<Option<Grant>>,
     flow: Mutex<()>,
-    logins: Cell<usize>,
     /// Why the last refresh before expiry failed, for the `needs login` that may follow.
     refresh_error: RefCell<Option<String>>,
 }
@@ -49,7 +47,6 @@ impl Auth {
             spec,
             grant: RefCell::new(grant),
             flow: Mutex::new(()),
-            logins: Cell::new(0),
             refresh_error: RefCell::new(None),
         }
     }
@@ -179,6 +176,7 @@ impl Conn {
             let login_failure = |e: String| {
                 let mut f = super::fail(e, false);
                 f.needs_login = needed.status == StatusCode::UNAUTHORIZED;
+                f.step_up = needed.status == StatusCode::FORBIDDEN;
                 f
             };
             if rounds >= MAX_ROUNDS_PER_REQUEST {
@@ -225,8 +223,8 @@ impl Conn {
         }
     }
 
-    /// Gets a token the server should accept: another request's fresh one, a refresh, or a
-    /// login (when allowed).
+    /// Gets a token the server should accept: another request's fresh one, or a refresh;
+    /// else the error that names `harness9 mcp login`.
     async fn authorize(&self, needed: &AuthNeeded, sent: Option<&str>) -> Result<(), String> {
         let Some(a) = &self.auth else {
             return Err(self.needs_login(needed));
@@ -235,7 +233,7 @@ impl Conn {
         let step_up = needed.status == StatusCode::FORBIDDEN;
         let current = a.token();
         if !step_up && current.is_some() && current.as_deref() != sent {
-            // Another request refreshed or logged in while this one waited.
+            // Another request refreshed while this one waited.
             return Ok(());
         }
         if !step_up && a.newer_in_store(&self.target.url) {
@@ -271,52 +269,22 @@ impl Conn {
                 }
             }
         }
-        if !a.spec.interactive {
-            let first = a.refresh_error.borrow_mut().take().filter(|_| !step_up);
-            let mut why = first
-                .or(refresh_failed)
-                .map(|e| format!("the token refresh failed: {e}"));
-            if step_up {
-                // Kept for `harness9 mcp login`, which then asks for the union (bounded).
-                if let (Some(mut g), Some(scope)) = (grant, needed.challenge.scope.as_deref()) {
-                    match want_scopes(&mut g, scope) {
-                        Ok(()) => a.set(&self.target.url, g),
-                        Err(e) => why = Some(e),
-                    }
+        let first = a.refresh_error.borrow_mut().take().filter(|_| !step_up);
+        let mut why = first
+            .or(refresh_failed)
+            .map(|e| format!("the token refresh failed: {e}"));
+        if step_up {
+            // Kept for `harness9 mcp login`, which then asks for the union (bounded).
+            if let (Some(mut g), Some(scope)) = (grant, needed.challenge.scope.as_deref()) {
+                match want_scopes(&mut g, scope) {
+                    Ok(()) => a.set(&self.target.url, g),
+                    Err(e) => why = Some(e),
                 }
             }
-            return Err(match why {
-                Some(why) => format!("{} ({why})", self.needs_login(needed)),
-                None => self.needs_login(needed),
-            });
         }
-        if a.logins.get() >= MAX_LOGINS {
-            return Err(format!(
-                "{} (gave up after {MAX_LOGINS} logins on this connection)",
-                self.needs_login(needed)
-            ));
-        }
-        a.logins.set(a.logins.get() + 1);
-        let held = if step_up {
-            grant.map(|g| g.scopes).unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        let name = self.target.name.clone();
-        let show = move |url: &str| {
-            tracing::info!(target: "mcp", server = %name, "log in at {url}");
-        };
-        let g = flow::login(
-            &self.target.url,
-            &a.spec,
-            Some(&needed.challenge),
-            &held,
-            &show,
-        )
-        .await
-        .map_err(|e| format!("login to server \"{}\" failed: {e}", self.target.name))?;
-        tracing::info!(target: "mcp", server = %self.target.name, scopes = %g.scopes.join(" "), "logged in");
-        a.set(&self.target.url, g);
-        Ok(())
+        Err(match why {
+            Some(why) => format!("{} ({why})", self.needs_login(needed)),
+            None => self.needs_login(needed),
+        })
     }
 }

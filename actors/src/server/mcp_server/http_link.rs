@@ -58,7 +58,11 @@ impl Handler<http::TransportFailed> for McpServer {
     type Result = ();
 
     fn handle(&mut self, msg: http::TransportFailed, ctx: &mut Context<Self>) {
-        self.needs_login |= msg.needs_login;
+        // A missing scope fails one request of a connected server; before it is connected
+        // (`server/discover`, `initialize`, the first `tools/list`) there is no connection
+        // without it: the server needs a login, never a fallback to the other era.
+        let needs_login = msg.needs_login || (msg.step_up && !self.connected);
+        self.needs_login |= needs_login;
         if let Some(p) = msg.id.and_then(|id| self.pending.remove(&id)) {
             if let Some(id) = msg.id {
                 self.progress.remove(&id);
@@ -72,7 +76,7 @@ impl Handler<http::TransportFailed> for McpServer {
         }
         // A refused token ends the connection too: the server then shows `needs login` (and
         // its tools leave the table) instead of failing every call while it looks connected.
-        if (msg.fatal || msg.needs_login) && !self.closing {
+        if (msg.fatal || needs_login) && !self.closing {
             tracing::info!(target: "mcp", server = %self.name, "connection lost: {}", msg.error);
             let lost = format!("lost its connection ({})", msg.error);
             self.exit_reason.get_or_insert(msg.error);
