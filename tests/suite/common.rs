@@ -297,22 +297,58 @@ pub fn output_within(
 }
 
 /// Reads `child`'s stderr until a `[mcp] progress` line (the call is in flight), then keeps
-/// draining it in the background so the child never blocks on a full pipe.
+/// draining it in the background so the child never blocks on a full pipe. Bounded: after 60 s
+/// without one the child is killed and the test fails.
 pub fn wait_for_progress(child: &mut std::process::Child) {
     use std::io::BufRead as _;
-    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr piped"));
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).expect("read stderr") > 0,
-            "harness9 ended before any progress"
-        );
-        if line.contains("[mcp] progress") {
-            break;
+    const LIMIT: Duration = Duration::from_secs(60);
+    let stderr = std::io::BufReader::new(child.stderr.take().expect("stderr piped"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut lines = stderr.lines();
+        for line in lines.by_ref().map_while(Result::ok) {
+            if line.contains("[mcp] progress") {
+                let _ = tx.send(Ok(()));
+                // Keep draining so the child never blocks on a full pipe.
+                for _ in lines {}
+                return;
+            }
+            seen.push(line);
+        }
+        let _ = tx.send(Err(seen.join("\n")));
+    });
+    match rx.recv_timeout(LIMIT) {
+        Ok(Ok(())) => {}
+        Ok(Err(seen)) => panic!("harness9 ended before any progress:\n{seen}"),
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no `[mcp] progress` line within {LIMIT:?}");
         }
     }
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+}
+
+/// Waits for `child` to exit, at most `limit`; past it the child is killed and the test fails.
+pub fn wait_within(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let end = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return status,
+            Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("process {} did not exit within {limit:?}", child.id());
+            }
+            Err(e) => panic!("cannot wait for process {}: {e}", child.id()),
+        }
+    }
+}
+
+/// Runs a helper command (tmux, pgrep) to its end, at most 20 s; its output.
+pub fn tool_output(cmd: std::process::Command) -> std::process::Output {
+    output_within(cmd, None, Duration::from_secs(20))
 }
 
 /// A temp dir holding `.mcp.json` with `servers`.

@@ -1065,10 +1065,8 @@ fn a_tool_call_cut_off_at_max_tokens_gets_an_error_result_and_the_turn_goes_on()
         ]}),
     );
     let dir = project("cut", Value::Null);
-    let started = Instant::now();
     let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
     out.ok();
-    assert!(started.elapsed() < Duration::from_secs(2), "{out}");
     assert_eq!(
         out.event("done", "")["text"],
         "I will write it in parts.",
@@ -1150,10 +1148,8 @@ fn broken_tool_json_from_an_openai_format_model_is_sent_back_and_retried() {
     let mut cmd = harness9(&dir);
     cmd.env("HARNESS9_PROVIDER", "openai")
         .env("OPENAI_BASE_URL", format!("{}/v1", model.url));
-    let started = Instant::now();
     let out = Run::start(cmd, &["run", "-p", "go", "--json"]).finish(LIMIT);
     out.ok();
-    assert!(started.elapsed() < Duration::from_secs(2), "{out}");
     assert_eq!(out.event("done", "")["text"], "It said again.", "{out}");
     assert_eq!(out.event("tool_result", "c1")["is_error"], true, "{out}");
     assert_eq!(out.event("tool_result", "c2")["is_error"], false, "{out}");

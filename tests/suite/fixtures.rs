@@ -63,8 +63,9 @@ fn sigkill_during_a_call_fails_it_at_once_and_the_server_comes_back_20_times() {
             unsafe { libc::killpg(pid, libc::SIGKILL) };
             let err = call.await.unwrap().unwrap_err();
             let took = killed.elapsed();
+            // Far below the 30 s sleep: the exit failed the call (no wall-clock race).
             assert!(
-                took < Duration::from_secs(1),
+                took < Duration::from_secs(10),
                 "cycle {cycle}: call failed after {took:?}"
             );
             assert!(matches!(err, CallError::ServerExited { .. }), "{err}");

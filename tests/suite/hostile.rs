@@ -518,6 +518,40 @@ fn an_http_server_that_floods_requests_and_stalls_our_answers_leaves_memory_boun
     eprintln!("http flood: peak RSS {} KiB over {:?}", m.peak_kib, m.took);
     // Answers past 256 POSTs in flight wait in the bounded queue, then are dropped; the call
     // itself may be starved by the stalled POSTs and then times out: either way, bounded.
+    // The drops are counted and said (at each power of two): a full queue of 1024 and more.
+    let dropped = m
+        .stderr
+        .lines()
+        .filter(|l| l.contains("answers and notifications are dropped") && l.contains("server=x"))
+        .filter_map(|l| {
+            l.split("dropped=")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .max();
+    assert!(
+        dropped.is_some_and(|n| n >= 1024),
+        "no count of dropped answers reached 1024 (most: {dropped:?}):\n{}",
+        m.stderr
+    );
+    assert!(
+        matches!(m.code, Some(0 | 1)),
+        "exit {:?}: {}",
+        m.code,
+        m.stderr
+    );
+    if m.code == Some(1) {
+        assert!(
+            m.stderr.contains(
+                r#"server "x" is not reading its input: tool "sleep" got no answer within 5 s"#
+            ),
+            "{}",
+            m.stderr
+        );
+    }
     assert!(
         m.peak_kib < 64 * 1024,
         "peak RSS {} MiB over {:?}: {}",

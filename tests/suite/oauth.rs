@@ -275,7 +275,7 @@ fn a_login_completes_from_a_pasted_redirect_address() {
     });
     let printed = done_rx.recv_timeout(Duration::from_secs(30)).unwrap();
     assert!(printed.contains("Logged in to server \"o\""), "{printed}");
-    assert!(child.wait().unwrap().success());
+    assert!(wait_within(&mut child, Duration::from_secs(30)).success());
     assert!(!printed.contains("code-"), "{printed}");
 }
 
@@ -286,6 +286,7 @@ fn plain_get_head(url: &str) -> String {
     let rest = url.strip_prefix("http://").unwrap();
     let (host, path) = rest.split_at(rest.find('/').unwrap());
     let mut s = std::net::TcpStream::connect(host).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();

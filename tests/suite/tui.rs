@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::common::{everything, fixture, group_alive, poll_until, stdio_json, temp_path};
+use super::common::{
+    everything, fixture, group_alive, poll_until, stdio_json, temp_path, tool_output, wait_within,
+};
 
 /// The bound for one wait on the screen.
 pub(super) const BOUND: Duration = Duration::from_secs(15);
@@ -27,13 +29,12 @@ pub(super) struct Tmux {
 }
 
 fn tmux(dir: &Path, args: &[&str]) -> Output {
-    Command::new("tmux")
-        .arg("-S")
+    let mut c = Command::new("tmux");
+    c.arg("-S")
         .arg(dir.join("tmux.sock"))
         .args(["-f", "/dev/null"])
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run tmux ({e}): run scripts/setup.sh to install it"))
+        .args(args);
+    tool_output(c)
 }
 
 fn quote(s: &str) -> String {
@@ -208,10 +209,11 @@ impl Tmux {
             &["display-message", "-p", "-t", &self.session, "#{pane_pid}"],
         );
         let shell = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        let kids = Command::new("pgrep")
-            .args(["-P", &shell])
-            .output()
-            .expect("run pgrep");
+        let kids = tool_output({
+            let mut c = Command::new("pgrep");
+            c.args(["-P", &shell]);
+            c
+        });
         let pid = String::from_utf8_lossy(&kids.stdout).trim().to_owned();
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         assert_eq!(
@@ -351,10 +353,14 @@ fn assert_gone(pid: u32, what: &str) {
 }
 
 pub(super) fn tmux_required() {
+    // `tmux -V` prints and exits; spawn errors (not installed) are the failure looked for.
     let ok = Command::new("tmux")
         .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .and_then(|mut c| Ok(wait_within(&mut c, Duration::from_secs(20))))
+        .is_ok_and(|s| s.success());
     assert!(
         ok,
         "tmux is not installed: run scripts/setup.sh (the TUI tests drive harness9 in tmux)"
@@ -504,10 +510,11 @@ fn first_frame_is_drawn_while_a_server_takes_20_s_to_start() {
         .unwrap_or_else(|| panic!("no elapsed_ms in {line:?}"));
     eprintln!("first frame: {ms} ms");
 
-    let out = Command::new("pgrep")
-        .args(["-f", &marker(&dir)])
-        .output()
-        .expect("run pgrep");
+    let out = tool_output({
+        let mut c = Command::new("pgrep");
+        c.args(["-f", &marker(&dir)]);
+        c
+    });
     let servers: Vec<i32> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.parse().ok())
