@@ -124,6 +124,12 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
 
+    def end_headers(self):
+        if ARGS.set_cookie:
+            self.send_header("Set-Cookie", ARGS.set_cookie)
+            self.send_header("Authentication-Info", f'nextnonce="{ARGS.set_cookie}"')
+        super().end_headers()
+
     def chunk(self, data: bytes):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
@@ -358,7 +364,7 @@ class Handler(BaseHTTPRequestHandler):
         if mode == "html":
             return self.send_plain(200, "<html><body>login page</body></html>", "text/html")
         if mode == "bearer" and self.headers.get("Authorization") != "Bearer s3cret-token":
-            return self.send_plain(401, "missing or wrong bearer token", headers=[("WWW-Authenticate", "Bearer")])
+            return self.send_plain(401, "missing or wrong bearer token", headers=[("WWW-Authenticate", ARGS.challenge)])
         if mode == "redirect-loop":
             nxt = "/mcp2" if self.path == "/mcp" else "/mcp"
             return self.send_plain(307, "", headers=[("Location", nxt)])
@@ -484,6 +490,9 @@ def main():
     ap.add_argument("--record")
     ap.add_argument("--other-port", type=int, default=0)
     ap.add_argument("--token-ttl", type=int, default=3600)
+    ap.add_argument("--set-cookie", default="",
+                    help="every response carries Set-Cookie and Authentication-Info with this value")
+    ap.add_argument("--challenge", default="Bearer", help="bearer: the 401's WWW-Authenticate")
     ap.add_argument("--admin-tool", default="", help="oauth: calls of this tool need scope admin")
     ap.add_argument("--prm-url", default="", help="oauth: the challenge's resource_metadata (a path: on this server)")
     ap.add_argument("--as-url", default="", help="oauth: the metadata's authorization server")

@@ -534,6 +534,83 @@ fn cli_over_http_with_a_bearer_header_and_trace() {
     );
 }
 
+/// Response headers that carry credentials (`set-cookie`, `www-authenticate`,
+/// `authentication-info`) are in the trace by name with their values redacted, on a
+/// successful exchange and on a refused one.
+#[test]
+fn credential_response_headers_are_redacted_in_the_trace() {
+    let cookie = "sid=cookie-s3cret-value";
+    let challenge = r#"Bearer realm="realm-s3cret-value", error="invalid_token""#;
+    let srv = http_fixture(
+        "bearer",
+        &["--set-cookie", cookie, "--challenge", challenge],
+    );
+    let dir = temp_path("http-redact");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = json!({"mcpServers": {"b": {"url": format!("http://127.0.0.1:{}/mcp", srv.port),
+        "headers": {"Authorization": "Bearer ${HARNESS9_TEST_TOKEN}"}}}});
+    std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
+    let traced = |token: &str, args: &[&str]| {
+        let trace = dir.join(format!("trace-{token}.jsonl"));
+        let mut c = Command::new(env!("CARGO_BIN_EXE_harness9"));
+        c.arg("--trace")
+            .arg(&trace)
+            .args(args)
+            .arg("--approve-project")
+            .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+            .current_dir(&dir)
+            .env("HARNESS9_TEST_TOKEN", token);
+        let out = output_within(c, None, Duration::from_secs(60));
+        let body = std::fs::read_to_string(&trace).unwrap_or_default();
+        (out, body)
+    };
+    let headers_of = |body: &str| -> Vec<serde_json::Map<String, serde_json::Value>> {
+        body.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|r| r["response_headers"].as_object().cloned())
+            .collect()
+    };
+    // Accepted: every response carries the cookie.
+    let (out, body) = traced(
+        "s3cret-token",
+        &["mcp", "call", "b", "echo", "--args", r#"{"text":"hi"}"#],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let heads = headers_of(&body);
+    assert!(
+        heads
+            .iter()
+            .any(|h| h.get("set-cookie").is_some_and(|v| v == "[redacted]")
+                && h.get("authentication-info")
+                    .is_some_and(|v| v == "[redacted]")),
+        "no redacted set-cookie/authentication-info in the trace:\n{body}"
+    );
+    // Refused: the 401's challenge.
+    let (out, refused) = traced("wrong", &["mcp", "list"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let heads = headers_of(&refused);
+    assert!(
+        heads
+            .iter()
+            .any(|h| h.get("www-authenticate").is_some_and(|v| v == "[redacted]")),
+        "no redacted www-authenticate in the trace:\n{refused}"
+    );
+    for secret in ["cookie-s3cret-value", "realm-s3cret-value", "s3cret-token"] {
+        assert!(!body.contains(secret), "{secret} traced:\n{body}");
+        assert!(!refused.contains(secret), "{secret} traced:\n{refused}");
+    }
+}
+
 #[test]
 fn https_goes_through_rustls_and_a_plain_server_gives_a_clear_error() {
     let srv = http_fixture("ok", &[]);
