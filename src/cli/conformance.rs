@@ -48,9 +48,10 @@ pub async fn run(opts: &SessionOptions, args: &ConformanceArgs) -> anyhow::Resul
     );
     // Nobody answers a form here: accept with the schema's defaults, as `--elicitation
     // accept-defaults` does.
-    harness9_actors::server::input::set_elicitation(
-        harness9_actors::server::input::ElicitPolicy::AcceptDefaults,
-    );
+    let opts = &SessionOptions {
+        elicitation: harness9_actors::server::input::ElicitPolicy::AcceptDefaults,
+        ..opts.clone()
+    };
     let auth = scenario.starts_with("auth/");
     let mut config = conformance_config(&args.url, auth.then(context_oauth))?;
     // The login runs without a person: the runtime's own flow, with a browser that follows
