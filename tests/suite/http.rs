@@ -3,6 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -609,6 +610,54 @@ fn credential_response_headers_are_redacted_in_the_trace() {
         assert!(!body.contains(secret), "{secret} traced:\n{body}");
         assert!(!refused.contains(secret), "{secret} traced:\n{refused}");
     }
+}
+
+/// A successful HTTPS connection through the public commands: a local TLS server whose
+/// certificate a fresh CA signed, trusted with `SSL_CERT_FILE` (the CA's PEM); without it the
+/// certificate is refused and the error names the server and the cause.
+#[test]
+fn https_connects_when_the_servers_ca_is_trusted_with_ssl_cert_file() {
+    let dir = temp_path("https-ca");
+    std::fs::create_dir_all(&dir).unwrap();
+    let srv = http_fixture("ok", &["--tls", &dir.display().to_string()]);
+    let url = format!("https://127.0.0.1:{}/mcp", srv.port);
+    let config = json!({"mcpServers": {"s": {"type": "http", "url": url}}});
+    std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
+    let ca = dir.join("ca.pem");
+    let call = |trust: Option<&Path>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_harness9"));
+        c.args([
+            "mcp",
+            "call",
+            "s",
+            "echo",
+            "--args",
+            r#"{"text":"over tls"}"#,
+        ])
+        .arg("--approve-project")
+        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+        .current_dir(&dir);
+        match trust {
+            Some(p) => c.env("SSL_CERT_FILE", p),
+            None => c.env_remove("SSL_CERT_FILE"),
+        };
+        output_within(c, None, Duration::from_secs(60))
+    };
+    let out = call(Some(&ca));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim_end(),
+        "over tls",
+        "{err}"
+    );
+    let out = call(None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("server \"s\"") && err.to_ascii_lowercase().contains("certificate"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -174,6 +174,7 @@ pub(crate) async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Vec<u8>>, act
                 .connector(super::http_io::CloseBodies(
                     actix_tls::connect::Connector::default().service(),
                 ))
+                .rustls_0_23(crate::net::tls_config())
                 .timeout(target.connect_timeout),
         )
         .disable_timeout()
