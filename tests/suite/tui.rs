@@ -360,7 +360,7 @@ pub(super) fn tmux_required() {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .and_then(|mut c| Ok(wait_within(&mut c, Duration::from_secs(20))))
+        .map(|mut c| wait_within(&mut c, Duration::from_secs(20)))
         .is_ok_and(|s| s.success());
     assert!(
         ok,
