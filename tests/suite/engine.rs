@@ -1223,6 +1223,35 @@ fn run_starts_within_the_startup_wait_when_a_server_hangs() {
     assert!(tools.iter().any(|t| t == "mcp__ok__echo"), "{tools:?}");
 }
 
+/// The documented default wait (5 s, no `--startup-wait`, no `$HARNESS9_STARTUP_WAIT`): the
+/// first model request waits for it (not less: the start event is at 5 s or later) and goes
+/// out with `hung` still starting (not after its 30 s startup timeout).
+#[test]
+fn run_waits_the_default_5_s_for_a_hung_server() {
+    let model = Model::start("hung5", json!({"steps": [{"text": "done without it"}]}));
+    let dir = project(
+        "hung5",
+        json!({"ok": fixture_json(&[], json!({})), "hung": fixture_json(&["--no-init"], json!({}))}),
+    );
+    let mut cmd = anthropic(&dir, &model);
+    cmd.env_remove("HARNESS9_STARTUP_WAIT");
+    let out = Run::start(cmd, &["run", "-p", "go", "--json"]).finish(LIMIT);
+    out.ok();
+    let start = out.event("start", "");
+    assert_eq!(start["servers"]["ok"], "connected", "{out}");
+    assert_eq!(start["servers"]["hung"], "starting", "{out}");
+    // `t_ms` counts from the session's own clock, which starts a moment after the wait did.
+    let t_ms = start["t_ms"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no t_ms: {out}"));
+    assert!(
+        t_ms >= 4500.0,
+        "the start event came after {t_ms} ms, before the 5 s wait: {out}"
+    );
+    let tools = offered_tools(&model.requests()[0]);
+    assert!(tools.iter().any(|t| t == "mcp__ok__echo"), "{tools:?}");
+}
+
 #[test]
 fn piped_stdin_follows_the_task_and_an_empty_task_is_a_usage_error() {
     let model = Model::start("piped", json!({"steps": [{"text": "summarized"}]}));
