@@ -191,6 +191,65 @@ fn restart_backoff_doubles_to_its_cap_and_the_window_forgets_old_exits() {
     });
 }
 
+/// The startup timeout holds on a restart too: a server that connected once, crashed, and
+/// then never answers its handshake is stopped at the timeout, which counts as one exit
+/// (backoff, then the breaker naming the timeout); it never stays `Starting`. Before, the
+/// stopped actor's exit was counted a second time ("last: was stopped").
+#[test]
+fn a_restart_that_hangs_counts_one_exit_per_startup_timeout() {
+    let dir = temp_path("restart-hang");
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("started-once");
+    // First start: a server that crashes on its first call; every later start: one that never
+    // answers initialize.
+    let script = format!(
+        "if [ -e '{m}' ]; then exec '{f}' --no-init; else : > '{m}'; exec '{f}' --crash-after 1; fi",
+        m = marker.display(),
+        f = fixture_bin().display()
+    );
+    run(T, || async move {
+        let mut spec = harness9_actors::ServerSpec::stdio("c", "sh", vec!["-c".into(), script]);
+        spec.shutdown_grace = Duration::from_millis(300);
+        spec.startup_timeout = Duration::from_millis(800);
+        let rt = start(vec![spec], fast_policy());
+        connected(&rt, "c", CONNECT).await;
+        let err = echo(&rt, "c", "x").await.unwrap_err();
+        assert!(err.to_string().contains("exited with status 1"), "{err}");
+        // Each hung restart is one exit (the timeout), restarted with backoff; the stopped
+        // actor's last word is not counted again.
+        let timeout = "did not finish starting within 800 ms (startupTimeoutSec)";
+        let st = wait_for(
+            &rt,
+            "c",
+            CONNECT,
+            |s| matches!(s, ServerStatus::Restarting { attempt, .. } if *attempt >= 2),
+        )
+        .await;
+        let ServerStatus::Restarting {
+            attempt,
+            last_error,
+            ..
+        } = st
+        else {
+            unreachable!()
+        };
+        assert_eq!((attempt, last_error.as_str()), (2, timeout));
+        // The crash and four timeouts: the breaker, naming the timeout.
+        let st = wait_for(&rt, "c", Duration::from_secs(30), |s| {
+            matches!(s, ServerStatus::Failed { .. })
+        })
+        .await;
+        let ServerStatus::Failed { error, .. } = st else {
+            unreachable!()
+        };
+        assert_eq!(
+            error,
+            format!("exited 5 times within 60 s; last: {timeout}; restart it from the /mcp panel (r) or fix the server")
+        );
+        shutdown(rt, &[]).await;
+    });
+}
+
 #[test]
 fn a_server_that_never_answers_initialize_fails_alone() {
     run(T, || async {
