@@ -763,6 +763,18 @@ fn a_model_turn_streams_runs_tools_and_esc_cancels_it() {
             && !s.contains("working…")
     });
     assert_eq!(model.requests().len(), 4, "one request per model call");
+    // A cancelled turn leaves the conversation as it was: the next request carries neither
+    // the cancelled prompt nor its partial answer, only the new prompt.
+    let after_cancel = &model.requests()[3]["body"]["messages"];
+    assert_eq!(
+        after_cancel.as_array().map(Vec::len),
+        Some(1),
+        "the cancelled turn stayed in the conversation: {after_cancel}"
+    );
+    assert_eq!(
+        after_cancel[0]["content"][0]["text"], "once more",
+        "{after_cancel}"
+    );
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
     t.assert_terminal_restored();
