@@ -39,6 +39,15 @@ pub fn tls_config() -> Arc<rustls::ClientConfig> {
         .clone()
 }
 
+/// What to add to a TLS error whose certificate we do not trust: how to trust its CA.
+pub fn certificate_hint(error: &str) -> &'static str {
+    if error.contains("invalid peer certificate") {
+        " (if the server's CA is one you trust, name its PEM file in SSL_CERT_FILE)"
+    } else {
+        ""
+    }
+}
+
 /// Adds the certificates of the PEM file at `path` to `roots`; how many were added.
 fn extra_roots(path: &std::path::Path, roots: &mut rustls::RootCertStore) -> Result<usize, String> {
     use rustls::pki_types::{pem::PemObject as _, CertificateDer};

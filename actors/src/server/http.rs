@@ -235,7 +235,14 @@ impl Conn {
     fn send_error(&self, e: awc::error::SendRequestError) -> Failure {
         use awc::error::SendRequestError as E;
         match e {
-            E::Connect(c) => fail(format!("cannot connect to {}: {c}", self.target.url), true),
+            E::Connect(c) => fail(
+                format!(
+                    "cannot connect to {}: {c}{}",
+                    self.target.url,
+                    crate::net::certificate_hint(&c.to_string())
+                ),
+                true,
+            ),
             E::Timeout => fail(
                 format!(
                     "no response headers from {} within {} s",
