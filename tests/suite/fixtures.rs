@@ -163,7 +163,7 @@ fn restart_backoff_doubles_to_its_cap_and_the_window_forgets_old_exits() {
             // loaded machine.
             window: Duration::from_secs(8),
         };
-        let rt = start(vec![fixture("c", &["--crash-after", "1"])], policy.clone());
+        let rt = start(vec![fixture("c", &["--crash-after", "1"])], policy);
         let mut last_retry = Instant::now();
         for (n, delay_ms) in [(1, 300), (2, 600), (3, 1200), (4, 1200)] {
             let (attempt, next_retry, before, seen) = crash(&rt).await;
