@@ -256,8 +256,8 @@ pub fn harness9_in(dir: &Path) -> std::process::Command {
     c
 }
 
-/// Runs `cmd` to its end with `stdin` (or none) and its output captured; a watchdog kills it
-/// after `limit`, so a hung binary fails its test instead of hanging it.
+/// Runs `cmd` to its end with `stdin` (or none) and its output captured; it is killed after
+/// `limit`, so a hung binary fails its test instead of hanging it.
 pub fn output_within(
     mut cmd: std::process::Command,
     stdin: Option<&str>,
@@ -278,22 +278,50 @@ pub fn output_within(
     if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
         pipe.write_all(input.as_bytes()).expect("write stdin");
     }
-    let pid = child.id() as i32;
-    let watchdog = std::thread::spawn(move || {
-        let end = Instant::now() + limit;
-        while Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(50));
-            // SAFETY: signal 0 checks existence only.
-            if unsafe { libc::kill(pid, 0) } != 0 {
-                return;
+    // Pipes are read on threads that report over channels, and the exit is polled: every
+    // step is bounded, even if a descendant keeps a pipe open after harness9 is gone.
+    let pipe = |r: Option<Box<dyn std::io::Read + Send>>| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
             }
+            let _ = tx.send(buf);
+        });
+        rx
+    };
+    let out_rx = pipe(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let err_rx = pipe(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let end = Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(20)),
+            // Hung: killed (the test then fails on its exit status and output).
+            Ok(None) => {
+                let _ = child.kill();
+                break child.wait().expect("wait for the killed harness9");
+            }
+            Err(e) => panic!("cannot wait for harness9: {e}"),
         }
-        // SAFETY: our own child, hung.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    });
-    let out = child.wait_with_output().expect("wait for harness9");
-    let _ = watchdog.join();
-    out
+    };
+    let drained = Duration::from_secs(10);
+    std::process::Output {
+        status,
+        stdout: out_rx.recv_timeout(drained).unwrap_or_default(),
+        stderr: err_rx.recv_timeout(drained).unwrap_or_default(),
+    }
 }
 
 /// Reads `child`'s stderr until a `[mcp] progress` line (the call is in flight), then keeps

@@ -66,8 +66,12 @@ fn measured(config: &Path, args: &[&str], env: &[(&str, &str)]) -> Measured {
         let _ = r.read_to_end(&mut s);
         String::from_utf8_lossy(&s).into_owned()
     };
-    let out_t = std::thread::spawn(move || read(&mut out));
-    let err_t = std::thread::spawn(move || read(&mut err));
+    // Read on threads that report over channels: the joins below are bounded even if a
+    // descendant kept a pipe open after harness9 exited.
+    let (out_tx, out_rx) = std::sync::mpsc::channel();
+    let (err_tx, err_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || out_tx.send(read(&mut out)));
+    std::thread::spawn(move || err_tx.send(read(&mut err)));
     let mut peak = 0;
     let code = loop {
         if let Some(kib) = vm_hwm_kib(pid) {
@@ -85,8 +89,12 @@ fn measured(config: &Path, args: &[&str], env: &[(&str, &str)]) -> Measured {
     };
     Measured {
         code,
-        stdout: out_t.join().unwrap(),
-        stderr: err_t.join().unwrap(),
+        stdout: out_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("stdout still open 10 s after harness9 exited"),
+        stderr: err_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("stderr still open 10 s after harness9 exited"),
         peak_kib: peak,
         took: started.elapsed(),
     }
