@@ -11,7 +11,7 @@
         | oauth (an OAuth-protected server that is its own authorization server: protected
           resource and server metadata, dynamic registration, PKCE S256 codes, access tokens
           that live --token-ttl seconds, rotating refresh tokens; POST /revoke forgets every
-          token, POST /expire-all makes every access token expire now, GET /hop?to=URL redirects to URL, GET /stats counts logins and refreshes and lists the scopes each login asked
+          token, POST /expire-all makes every access token expire now, GET /hop?to=URL redirects to URL, GET /stats counts logins and refreshes (and failed ones) and lists the scopes each login asked
           for; with --admin-tool NAME, calling NAME with a token without scope `admin` gets
           403 insufficient_scope, scope="mcp admin"); hostile on purpose with:
           --prm-url URL (the 401 challenge's resource_metadata), --as-url URL (the protected
@@ -210,6 +210,7 @@ class Handler(BaseHTTPRequestHandler):
         elif url.path == "/stats":
             with LOCK:
                 stats = {"logins": OAUTH["logins"], "refreshes": OAUTH["refreshes"],
+                         "failed_refreshes": OAUTH.get("failed_refreshes", 0),
                          "asked": OAUTH["asked"]}
             self.send_plain(200, json.dumps(stats), "application/json")
         elif url.path.startswith("/.well-known/"):
@@ -252,7 +253,16 @@ class Handler(BaseHTTPRequestHandler):
                     known = scopes is not None
                     if known:
                         OAUTH["refreshes"] += 1
+                    else:
+                        OAUTH["failed_refreshes"] = OAUTH.get("failed_refreshes", 0) + 1
+                if ARGS.refresh_race and known:
+                    # Held until another refresh with the same (now spent) token came in.
+                    REFRESH_RACE.wait(timeout=30)
                 if not known:
+                    if ARGS.refresh_race:
+                        REFRESH_RACE.set()
+                        # Answered after the winner's answer had time to reach its store.
+                        time.sleep(1.0)
                     return bad("unknown refresh token")
             else:
                 return bad("unsupported grant type")
@@ -484,6 +494,9 @@ class Handler(BaseHTTPRequestHandler):
             pass
 
 
+REFRESH_RACE = threading.Event()
+
+
 def serve_tls(srv, out_dir):
     """A fresh CA (its certificate in out_dir/ca.pem) and a leaf for 127.0.0.1 it signed."""
     import datetime
@@ -550,6 +563,8 @@ def main():
     ap.add_argument("--set-cookie", default="",
                     help="every response carries Set-Cookie and Authentication-Info with this value")
     ap.add_argument("--challenge", default="Bearer", help="bearer: the 401's WWW-Authenticate")
+    ap.add_argument("--refresh-race", action="store_true",
+                    help="oauth: a refresh is answered only once a second refresh with the same token came in (that one fails 1 s later)")
     ap.add_argument("--tls", default="", help="serve HTTPS; the CA's certificate goes to DIR/ca.pem")
     ap.add_argument("--admin-tool", default="", help="oauth: calls of this tool need scope admin")
     ap.add_argument("--prm-url", default="", help="oauth: the challenge's resource_metadata (a path: on this server)")
