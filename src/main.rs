@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use harness9::cli::{exit_code, run_mcp, Cli, Command, Elicitation, JsonErrors};
+use harness9::cli::{exit_code, run_mcp, Cli, Command, JsonErrors};
 use harness9_actors::server::{
     become_subreaper, end_descendants, kill_all_groups, spawn_orphan_reaper,
 };
@@ -152,14 +152,6 @@ fn main() -> ExitCode {
     }
     let interactive = cli.command.is_none();
     init_logging(flags.session.servers.verbose, interactive);
-    harness9_actors::server::input::set_elicitation(
-        flags
-            .session
-            .asks
-            .elicitation
-            .unwrap_or(Elicitation::Decline)
-            .policy(),
-    );
     // Before any child exists: a server's double-forked daemon is reparented to us, not init,
     // so it is found and ended at exit.
     if let Err(e) = become_subreaper() {

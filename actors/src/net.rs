@@ -1,6 +1,9 @@
 //! HTTP helpers shared by the runtime's HTTP transports and the model client: the one rustls
-//! crypto provider, the short form of a body that error messages quote, and the OS's random
-//! bytes (OAuth's PKCE and `state`, `run --json`'s session id).
+//! crypto provider and TLS settings (built-in web roots plus `SSL_CERT_FILE`), the short form
+//! of a body that error messages quote, and the OS's random bytes (OAuth's PKCE and `state`,
+//! `run --json`'s session id).
+
+use std::sync::{Arc, OnceLock};
 
 /// Installs the rustls crypto provider once (awc panics at first TLS use without one).
 pub fn install_crypto() {
@@ -8,6 +11,59 @@ pub fn install_crypto() {
     ONCE.get_or_init(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
+}
+
+/// The TLS settings of every HTTPS client (MCP servers, OAuth, the model): the built-in web
+/// roots, plus every certificate of the PEM file `SSL_CERT_FILE` names when it is set (a
+/// company's TLS-inspecting proxy, a local CA). Built once; a file that cannot be read or holds
+/// no certificate is reported once (the built-in roots still apply).
+pub fn tls_config() -> Arc<rustls::ClientConfig> {
+    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            install_crypto();
+            let mut roots = actix_tls::connect::rustls_0_23::webpki_roots_cert_store();
+            if let Some(path) = std::env::var_os("SSL_CERT_FILE").filter(|p| !p.is_empty()) {
+                match extra_roots(std::path::Path::new(&path), &mut roots) {
+                    Ok(n) => tracing::debug!(target: "mcp", file = %path.to_string_lossy(),
+                        certificates = n, "trusting SSL_CERT_FILE"),
+                    Err(e) => tracing::warn!(target: "mcp", "{e}"),
+                }
+            }
+            let mut config = rustls::ClientConfig::builder()
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+            Arc::new(config)
+        })
+        .clone()
+}
+
+/// What to add to a TLS error whose certificate we do not trust: how to trust its CA.
+pub fn certificate_hint(error: &str) -> &'static str {
+    if error.contains("invalid peer certificate") {
+        " (if the server's CA is one you trust, name its PEM file in SSL_CERT_FILE)"
+    } else {
+        ""
+    }
+}
+
+/// Adds the certificates of the PEM file at `path` to `roots`; how many were added.
+fn extra_roots(path: &std::path::Path, roots: &mut rustls::RootCertStore) -> Result<usize, String> {
+    use rustls::pki_types::{pem::PemObject as _, CertificateDer};
+    let shown = path.display();
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| {
+            format!("SSL_CERT_FILE {shown}: cannot read it ({e}); using the built-in roots only")
+        })?
+        .filter_map(Result::ok);
+    let (added, _ignored) = roots.add_parsable_certificates(certs);
+    if added == 0 {
+        return Err(format!(
+            "SSL_CERT_FILE {shown}: no PEM certificate in it; using the built-in roots only"
+        ));
+    }
+    Ok(added)
 }
 
 /// `n` bytes from the operating system's random source (PKCE verifiers, OAuth `state`,

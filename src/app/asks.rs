@@ -72,6 +72,8 @@ pub struct SetUser(pub Recipient<UserAsk>);
 pub struct DeskOptions {
     /// `--elicitation-answers FILE`, read: field name -> value.
     pub answers: Option<Map<String, Value>>,
+    /// `--elicitation`: how a form is answered without an answers file (decline by default).
+    pub elicitation: ElicitPolicy,
     /// `--sampling allow`: headless sampling goes to the model.
     pub sampling_allowed: bool,
     /// A person answers (the TUI will register with [`SetUser`]).
@@ -173,7 +175,7 @@ impl InputDesk {
                 }
             };
         }
-        match input::elicitation() {
+        match self.opts.elicitation {
             ElicitPolicy::Decline => json!({ "action": "decline" }),
             ElicitPolicy::AcceptDefaults => {
                 json!({ "action": "accept", "content": input::schema_defaults(Some(params)) })

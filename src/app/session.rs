@@ -53,6 +53,8 @@ pub struct SessionOptions {
     pub resume: super::sessions::Resume,
     /// `--elicitation-answers FILE`: headless elicitations are answered from it.
     pub elicitation_answers: Option<PathBuf>,
+    /// `--elicitation`: how a headless form is answered without an answers file.
+    pub elicitation: harness9_actors::server::input::ElicitPolicy,
     /// `--sampling allow`: a headless server's sampling request goes to the model.
     pub sampling_allowed: bool,
 }
@@ -90,6 +92,12 @@ impl SessionOptions {
             yes: flags.yes,
             resume: flags.resume.clone(),
             elicitation_answers: flags.session.asks.elicitation_answers.clone(),
+            elicitation: flags
+                .session
+                .asks
+                .elicitation
+                .unwrap_or(crate::cli::Elicitation::Decline)
+                .policy(),
             sampling_allowed: flags.session.asks.sampling == Some(crate::cli::Sampling::Allow),
         }
     }
@@ -173,6 +181,7 @@ impl Session {
                     Some(p) => Some(crate::app::asks::read_answers(p)?),
                     None => None,
                 },
+                elicitation: opts.elicitation,
                 sampling_allowed: opts.sampling_allowed,
                 interactive: start.interactive,
                 sampling_models: model

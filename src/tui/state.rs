@@ -207,7 +207,8 @@ pub enum Effect {
     SetModel(String),
     /// The tools turned off for the session, the whole set (`/tools off|on NAME`).
     DisableTools(std::collections::BTreeSet<String>),
-    /// Panic on purpose (`/panic`, only with `HARNESS9_DEBUG_PANIC=1`): proves the panic path.
+    /// Panic on purpose (`/panic`, only in a debug build with `HARNESS9_DEBUG_PANIC=1`): proves
+    /// the panic path.
     Panic,
     /// Approve these servers of the project config: `(name, command line the user saw)`; a
     /// server whose spec no longer has that command line is not approved.

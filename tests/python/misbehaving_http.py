@@ -12,7 +12,7 @@
         | oauth (an OAuth-protected server that is its own authorization server: protected
           resource and server metadata, dynamic registration, PKCE S256 codes, access tokens
           that live --token-ttl seconds, rotating refresh tokens; POST /revoke forgets every
-          token, POST /expire-all makes every access token expire now, GET /hop?to=URL redirects to URL, GET /stats counts logins and refreshes and lists the scopes each login asked
+          token, POST /expire-all makes every access token expire now, GET /hop?to=URL redirects to URL, GET /stats counts logins and refreshes (and failed ones) and lists the scopes each login asked
           for; with --admin-tool NAME, calling NAME with a token without scope `admin` gets
           403 insufficient_scope, scope="mcp admin"; with --admin-discover, server/discover too;
           with --stateless, a 2026-07-28-only server past the token checks, `initialize` not
@@ -25,6 +25,8 @@
           ESC), --expires-in N (the expires_in told, whatever --token-ttl is), --auth-endpoint
           STRING (the authorization endpoint its metadata names, e.g. `--evil` or
           `file:///etc/passwd`)
+--tls DIR: serve HTTPS with a certificate for 127.0.0.1 signed by a fresh CA, whose
+certificate is written to DIR/ca.pem first (a client trusts it with SSL_CERT_FILE).
 Prints `READY <port>` on stdout once listening. Endpoint: /mcp (legacy: /sse + /messages).
 """
 
@@ -127,6 +129,12 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
 
+    def end_headers(self):
+        if ARGS.set_cookie:
+            self.send_header("Set-Cookie", ARGS.set_cookie)
+            self.send_header("Authentication-Info", f'nextnonce="{ARGS.set_cookie}"')
+        super().end_headers()
+
     def chunk(self, data: bytes):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
@@ -205,6 +213,7 @@ class Handler(BaseHTTPRequestHandler):
         elif url.path == "/stats":
             with LOCK:
                 stats = {"logins": OAUTH["logins"], "refreshes": OAUTH["refreshes"],
+                         "failed_refreshes": OAUTH.get("failed_refreshes", 0),
                          "asked": OAUTH["asked"]}
             self.send_plain(200, json.dumps(stats), "application/json")
         elif url.path.startswith("/.well-known/"):
@@ -247,7 +256,16 @@ class Handler(BaseHTTPRequestHandler):
                     known = scopes is not None
                     if known:
                         OAUTH["refreshes"] += 1
+                    else:
+                        OAUTH["failed_refreshes"] = OAUTH.get("failed_refreshes", 0) + 1
+                if ARGS.refresh_race and known:
+                    # Held until another refresh with the same (now spent) token came in.
+                    REFRESH_RACE.wait(timeout=30)
                 if not known:
+                    if ARGS.refresh_race:
+                        REFRESH_RACE.set()
+                        # Answered after the winner's answer had time to reach its store.
+                        time.sleep(1.0)
                     return bad("unknown refresh token")
             else:
                 return bad("unsupported grant type")
@@ -374,7 +392,7 @@ class Handler(BaseHTTPRequestHandler):
         if mode == "html":
             return self.send_plain(200, "<html><body>login page</body></html>", "text/html")
         if mode == "bearer" and self.headers.get("Authorization") != "Bearer s3cret-token":
-            return self.send_plain(401, "missing or wrong bearer token", headers=[("WWW-Authenticate", "Bearer")])
+            return self.send_plain(401, "missing or wrong bearer token", headers=[("WWW-Authenticate", ARGS.challenge)])
         if mode == "redirect-loop":
             nxt = "/mcp2" if self.path == "/mcp" else "/mcp"
             return self.send_plain(307, "", headers=[("Location", nxt)])
@@ -519,6 +537,64 @@ class Handler(BaseHTTPRequestHandler):
             pass
 
 
+REFRESH_RACE = threading.Event()
+
+
+def serve_tls(srv, out_dir):
+    """A fresh CA (its certificate in out_dir/ca.pem) and a leaf for 127.0.0.1 it signed."""
+    import datetime
+    import ipaddress
+    import os
+    import ssl
+    import tempfile
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "harness9 test CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+          .not_valid_before(now - datetime.timedelta(hours=1))
+          .not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False,
+                                       key_encipherment=False, data_encipherment=False,
+                                       key_agreement=False, key_cert_sign=True, crl_sign=True,
+                                       encipher_only=False, decipher_only=False), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    leaf = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+            .issuer_name(ca_name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]),
+                           critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    pem = lambda c: c.public_bytes(serialization.Encoding.PEM)
+    with open(os.path.join(out_dir, "ca.pem"), "wb") as f:
+        f.write(pem(ca))
+    with tempfile.TemporaryDirectory() as tmp:
+        chain, keyfile = os.path.join(tmp, "leaf.pem"), os.path.join(tmp, "key.pem")
+        with open(chain, "wb") as f:
+            f.write(pem(leaf))
+        with open(keyfile, "wb") as f:
+            f.write(key.private_bytes(serialization.Encoding.PEM,
+                                      serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(chain, keyfile)
+    # The handshake runs in the request's thread (on its first read), not in accept().
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()
@@ -529,6 +605,12 @@ def main():
     ap.add_argument("--discover-delay", type=int, default=0,
                     help="stateless-only: server/discover is answered after this many ms")
     ap.add_argument("--token-ttl", type=int, default=3600)
+    ap.add_argument("--set-cookie", default="",
+                    help="every response carries Set-Cookie and Authentication-Info with this value")
+    ap.add_argument("--challenge", default="Bearer", help="bearer: the 401's WWW-Authenticate")
+    ap.add_argument("--refresh-race", action="store_true",
+                    help="oauth: a refresh is answered only once a second refresh with the same token came in (that one fails 1 s later)")
+    ap.add_argument("--tls", default="", help="serve HTTPS; the CA's certificate goes to DIR/ca.pem")
     ap.add_argument("--admin-tool", default="", help="oauth: calls of this tool need scope admin")
     ap.add_argument("--prm-url", default="", help="oauth: the challenge's resource_metadata (a path: on this server)")
     ap.add_argument("--as-url", default="", help="oauth: the metadata's authorization server")
@@ -549,6 +631,8 @@ def main():
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     ARGS.port = srv.server_address[1]
     srv.daemon_threads = True
+    if ARGS.tls:
+        serve_tls(srv, ARGS.tls)
     print(f"READY {srv.server_address[1]}", flush=True)
     try:
         srv.serve_forever()

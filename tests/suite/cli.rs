@@ -93,8 +93,9 @@ fn invalid_config_names_file_line_and_column() {
     )
     .unwrap();
     let out = harness9(&dir, &["mcp", "list"], None);
-    assert_ne!(out.status.code(), Some(0));
+    // A bad entry fails its server only (the others still connect): `mcp list` exits 1.
     let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
         err.contains(".mcp.json:2:") && err.contains("server \"a\"") && err.contains("ftp"),
         "{err}"
@@ -487,7 +488,8 @@ fn filtered_tools_are_named_and_unknown_filter_entries_warned() {
         None,
     );
     let err = text(&out.stderr);
-    assert_ne!(out.status.code(), Some(0), "{err}");
+    // An unknown (here: filtered) tool is a usage error.
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains(r#"tool "get-sum" of server "e" is left out by the server's disabledTools"#),
         "{err}"

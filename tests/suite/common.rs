@@ -256,8 +256,8 @@ pub fn harness9_in(dir: &Path) -> std::process::Command {
     c
 }
 
-/// Runs `cmd` to its end with `stdin` (or none) and its output captured; a watchdog kills it
-/// after `limit`, so a hung binary fails its test instead of hanging it.
+/// Runs `cmd` to its end with `stdin` (or none) and its output captured; it is killed after
+/// `limit`, so a hung binary fails its test instead of hanging it.
 pub fn output_within(
     mut cmd: std::process::Command,
     stdin: Option<&str>,
@@ -278,41 +278,105 @@ pub fn output_within(
     if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
         pipe.write_all(input.as_bytes()).expect("write stdin");
     }
-    let pid = child.id() as i32;
-    let watchdog = std::thread::spawn(move || {
-        let end = Instant::now() + limit;
-        while Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(50));
-            // SAFETY: signal 0 checks existence only.
-            if unsafe { libc::kill(pid, 0) } != 0 {
-                return;
+    // Pipes are read on threads that report over channels, and the exit is polled: every
+    // step is bounded, even if a descendant keeps a pipe open after harness9 is gone.
+    let pipe = |r: Option<Box<dyn std::io::Read + Send>>| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
             }
+            let _ = tx.send(buf);
+        });
+        rx
+    };
+    let out_rx = pipe(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let err_rx = pipe(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let end = Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(20)),
+            // Hung: killed (the test then fails on its exit status and output).
+            Ok(None) => {
+                let _ = child.kill();
+                break child.wait().expect("wait for the killed harness9");
+            }
+            Err(e) => panic!("cannot wait for harness9: {e}"),
         }
-        // SAFETY: our own child, hung.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    });
-    let out = child.wait_with_output().expect("wait for harness9");
-    let _ = watchdog.join();
-    out
+    };
+    let drained = Duration::from_secs(10);
+    std::process::Output {
+        status,
+        stdout: out_rx.recv_timeout(drained).unwrap_or_default(),
+        stderr: err_rx.recv_timeout(drained).unwrap_or_default(),
+    }
 }
 
 /// Reads `child`'s stderr until a `[mcp] progress` line (the call is in flight), then keeps
-/// draining it in the background so the child never blocks on a full pipe.
+/// draining it in the background so the child never blocks on a full pipe. Bounded: after 60 s
+/// without one the child is killed and the test fails.
 pub fn wait_for_progress(child: &mut std::process::Child) {
     use std::io::BufRead as _;
-    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr piped"));
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).expect("read stderr") > 0,
-            "harness9 ended before any progress"
-        );
-        if line.contains("[mcp] progress") {
-            break;
+    const LIMIT: Duration = Duration::from_secs(60);
+    let stderr = std::io::BufReader::new(child.stderr.take().expect("stderr piped"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut lines = stderr.lines();
+        for line in lines.by_ref().map_while(Result::ok) {
+            if line.contains("[mcp] progress") {
+                let _ = tx.send(Ok(()));
+                // Keep draining so the child never blocks on a full pipe.
+                for _ in lines {}
+                return;
+            }
+            seen.push(line);
+        }
+        let _ = tx.send(Err(seen.join("\n")));
+    });
+    match rx.recv_timeout(LIMIT) {
+        Ok(Ok(())) => {}
+        Ok(Err(seen)) => panic!("harness9 ended before any progress:\n{seen}"),
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no `[mcp] progress` line within {LIMIT:?}");
         }
     }
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+}
+
+/// Waits for `child` to exit, at most `limit`; past it the child is killed and the test fails.
+pub fn wait_within(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let end = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return status,
+            Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("process {} did not exit within {limit:?}", child.id());
+            }
+            Err(e) => panic!("cannot wait for process {}: {e}", child.id()),
+        }
+    }
+}
+
+/// Runs a helper command (tmux, pgrep) to its end, at most 20 s; its output.
+pub fn tool_output(cmd: std::process::Command) -> std::process::Output {
+    output_within(cmd, None, Duration::from_secs(20))
 }
 
 /// A temp dir holding `.mcp.json` with `servers`.

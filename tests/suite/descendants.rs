@@ -1,6 +1,7 @@
 //! No child outlives harness9, daemons included: a server that double-forks a `setsid` daemon
 //! (the fixture's `--daemonize PIDFILE`) loses it when the real binary exits, normally or on
-//! SIGTERM, and an orphan that exits during a session does not stay a zombie.
+//! SIGTERM, SIGHUP, SIGINT or an error (a daemon that ignores SIGTERM is SIGKILLed), and an
+//! orphan that exits during a session does not stay a zombie.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -39,10 +40,18 @@ fn stat(pid: i32) -> Option<(String, i32)> {
 
 /// A project whose one server `d` daemonizes, and the daemon's pid file.
 fn project(tag: &str) -> (PathBuf, PathBuf) {
+    project_with_flags(tag, &[])
+}
+
+/// [`project`], the server started with `flags` first (`--ignore-sigterm` is inherited by the
+/// daemon it forks after).
+fn project_with_flags(tag: &str, flags: &[&str]) -> (PathBuf, PathBuf) {
     let dir = temp_path(tag);
     std::fs::create_dir_all(&dir).unwrap();
     let pidfile = dir.join("daemon.pid");
-    let d = stdio_json(fixture("d", &["--daemonize", pidfile.to_str().unwrap()]));
+    let mut args = flags.to_vec();
+    args.extend(["--daemonize", pidfile.to_str().unwrap()]);
+    let d = stdio_json(fixture("d", &args));
     std::fs::write(
         dir.join(".mcp.json"),
         json!({"mcpServers": {"d": d}}).to_string(),
@@ -109,6 +118,64 @@ fn a_servers_daemon_is_ended_when_harness9_gets_sigterm() {
 #[test]
 fn a_servers_daemon_is_ended_when_harness9_gets_sighup() {
     daemon_ended_on(libc::SIGHUP, "daemon-hup");
+}
+
+#[test]
+fn a_servers_daemon_is_ended_when_harness9_gets_sigint() {
+    daemon_ended_on(libc::SIGINT, "daemon-int");
+}
+
+/// The error exit path: a call that fails (exit 1) still ends the server's daemon.
+#[test]
+fn a_servers_daemon_is_ended_when_harness9_exits_with_an_error() {
+    let (dir, pidfile) = project("daemon-err");
+    let mut child = spawn(&dir, &["mcp", "call", "d", "fail"]);
+    let _guard = KillOnDrop(child.id() as i32);
+    assert_eq!(exit_code(&mut child, Duration::from_secs(60)), Some(1));
+    let pid = daemon_pid(&pidfile);
+    let _daemon = KillOnDrop(pid);
+    assert!(
+        gone(pid),
+        "the daemon {pid} outlived harness9: {:?}",
+        stat(pid)
+    );
+}
+
+/// Whether `pid` ignores SIGTERM (bit 15 of `SigIgn` in `/proc/PID/status`).
+fn ignores_sigterm(pid: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|m| m & (1 << (libc::SIGTERM - 1)) != 0)
+}
+
+/// A daemon that ignores SIGTERM is SIGKILLed (500 ms after the SIGTERM) and reaped when
+/// harness9 gets SIGTERM: gone within the exit, not left running.
+#[test]
+fn a_daemon_that_ignores_sigterm_is_killed_when_harness9_exits() {
+    let (dir, pidfile) = project_with_flags("daemon-stubborn", &["--ignore-sigterm"]);
+    let args = json!({"steps": 600, "gap_ms": 100}).to_string();
+    let mut child = spawn(&dir, &["mcp", "call", "d", "progress", "--args", &args]);
+    let harness9 = child.id() as i32;
+    let _guard = KillOnDrop(harness9);
+    wait_for_progress(&mut child);
+    let pid = daemon_pid(&pidfile);
+    let _daemon = KillOnDrop(pid);
+    assert!(
+        ignores_sigterm(pid),
+        "the daemon {pid} does not ignore SIGTERM"
+    );
+    assert_eq!(stat(pid).map(|s| s.1), Some(harness9));
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(harness9, libc::SIGTERM) };
+    assert_eq!(exit_code(&mut child, Duration::from_secs(10)), Some(130));
+    assert!(
+        gone(pid),
+        "the daemon {pid} that ignores SIGTERM outlived harness9: {:?}",
+        stat(pid)
+    );
 }
 
 /// harness9 in the middle of a long `mcp call` whose server left a daemon; both are killed

@@ -531,6 +531,31 @@ fn headless_resource_and_prompt_commands_over_stdio_and_http() {
     ]);
     assert!(out.starts_with("wrote "), "{out}");
     assert!(std::fs::metadata(&file).unwrap().len() > 0);
+    // Saved blobs are private (README: `mcp read --out FILE` writes FILE 0600), even under a
+    // permissive umask, and a symlink at FILE is replaced, not written through.
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode =
+        |p: &std::path::Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&file), 0o600, "{}", file.display());
+    let target = dir.join("target.txt");
+    std::fs::write(&target, "keep me").unwrap();
+    let linked = dir.join("linked.bin");
+    std::os::unix::fs::symlink(&target, &linked).unwrap();
+    let out = h9(&[
+        "mcp",
+        "read",
+        "e",
+        "demo://resource/dynamic/blob/5",
+        "--out",
+        linked.to_str().unwrap(),
+    ]);
+    assert!(out.starts_with("wrote "), "{out}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    assert!(!std::fs::symlink_metadata(&linked)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(mode(&linked), 0o600, "{}", linked.display());
 }
 
 /// The stateless era (the PyPI `mcp` server in 2026-07-28 mode, over stdio and Streamable

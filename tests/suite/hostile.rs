@@ -66,8 +66,12 @@ fn measured(config: &Path, args: &[&str], env: &[(&str, &str)]) -> Measured {
         let _ = r.read_to_end(&mut s);
         String::from_utf8_lossy(&s).into_owned()
     };
-    let out_t = std::thread::spawn(move || read(&mut out));
-    let err_t = std::thread::spawn(move || read(&mut err));
+    // Read on threads that report over channels: the joins below are bounded even if a
+    // descendant kept a pipe open after harness9 exited.
+    let (out_tx, out_rx) = std::sync::mpsc::channel();
+    let (err_tx, err_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || out_tx.send(read(&mut out)));
+    std::thread::spawn(move || err_tx.send(read(&mut err)));
     let mut peak = 0;
     let code = loop {
         if let Some(kib) = vm_hwm_kib(pid) {
@@ -85,8 +89,12 @@ fn measured(config: &Path, args: &[&str], env: &[(&str, &str)]) -> Measured {
     };
     Measured {
         code,
-        stdout: out_t.join().unwrap(),
-        stderr: err_t.join().unwrap(),
+        stdout: out_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("stdout still open 10 s after harness9 exited"),
+        stderr: err_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("stderr still open 10 s after harness9 exited"),
         peak_kib: peak,
         took: started.elapsed(),
     }
@@ -518,6 +526,40 @@ fn an_http_server_that_floods_requests_and_stalls_our_answers_leaves_memory_boun
     eprintln!("http flood: peak RSS {} KiB over {:?}", m.peak_kib, m.took);
     // Answers past 256 POSTs in flight wait in the bounded queue, then are dropped; the call
     // itself may be starved by the stalled POSTs and then times out: either way, bounded.
+    // The drops are counted and said (at each power of two): a full queue of 1024 and more.
+    let dropped = m
+        .stderr
+        .lines()
+        .filter(|l| l.contains("answers and notifications are dropped") && l.contains("server=x"))
+        .filter_map(|l| {
+            l.split("dropped=")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .max();
+    assert!(
+        dropped.is_some_and(|n| n >= 1024),
+        "no count of dropped answers reached 1024 (most: {dropped:?}):\n{}",
+        m.stderr
+    );
+    assert!(
+        matches!(m.code, Some(0 | 1)),
+        "exit {:?}: {}",
+        m.code,
+        m.stderr
+    );
+    if m.code == Some(1) {
+        assert!(
+            m.stderr.contains(
+                r#"server "x" is not reading its input: tool "sleep" got no answer within 5 s"#
+            ),
+            "{}",
+            m.stderr
+        );
+    }
     assert!(
         m.peak_kib < 64 * 1024,
         "peak RSS {} MiB over {:?}: {}",

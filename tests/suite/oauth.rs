@@ -222,6 +222,49 @@ fn a_refresh_by_another_process_is_taken_over_not_repeated() {
     });
 }
 
+/// The race after a failed refresh: two harness9 processes hold the same expired grant and
+/// refresh at once against a server that rotates refresh tokens. The server answers the
+/// first refresh only once the second (with the now spent token) came in, and fails that one a
+/// second later: the loser reads the store again after its failed refresh, takes the winner's
+/// grant, and its call succeeds; no second login, no lost grant.
+#[test]
+fn a_failed_refresh_takes_the_grant_another_process_just_refreshed() {
+    let case = OAuthCase::fixture("refresh-race", &["--token-ttl", "600", "--refresh-race"]);
+    let out = case.run(&["mcp", "login", "o"]);
+    assert!(out.status.success(), "{out:?}");
+    // Both will find the grant expiring (the store) and refused (the server).
+    expire_stored_grants(&case.store);
+    assert_eq!(plain_http(case.srv.port, "POST", "/expire-all"), "expired");
+    let call = |text: &str| {
+        let args = ["mcp", "call", "o", "echo", "--args"];
+        let mut c = case.h9(&args);
+        c.arg(json!({ "text": text }).to_string());
+        std::thread::spawn(move || output_within(c, None, Duration::from_secs(60)))
+    };
+    let (a, b) = (call("a"), call("b"));
+    for (t, text) in [(a, "a"), (b, "b")] {
+        let out = t.join().expect("the call's thread");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{text}: {err}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim_end(),
+            text,
+            "{err}"
+        );
+    }
+    let stats = case.stats();
+    assert_eq!(stats["refreshes"], 1, "{stats}");
+    assert_eq!(
+        stats["failed_refreshes"], 1,
+        "the race did not happen: {stats}"
+    );
+    assert_eq!(stats["logins"], 1, "no second login: {stats}");
+    // The store keeps a grant that works: a third process needs no refresh and no login.
+    let out = case.run(&["mcp", "call", "o", "echo", "--args", r#"{"text":"c"}"#]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(case.stats()["refreshes"], 1);
+}
+
 /// Over SSH the browser is on another machine and its redirect to our loopback listener
 /// fails; the user pastes the address it ended on into `mcp login`, which takes it (after
 /// refusing a line that is not that address) and logs in.
@@ -275,7 +318,7 @@ fn a_login_completes_from_a_pasted_redirect_address() {
     });
     let printed = done_rx.recv_timeout(Duration::from_secs(30)).unwrap();
     assert!(printed.contains("Logged in to server \"o\""), "{printed}");
-    assert!(child.wait().unwrap().success());
+    assert!(wait_within(&mut child, Duration::from_secs(30)).success());
     assert!(!printed.contains("code-"), "{printed}");
 }
 
@@ -286,6 +329,7 @@ fn plain_get_head(url: &str) -> String {
     let rest = url.strip_prefix("http://").unwrap();
     let (host, path) = rest.split_at(rest.find('/').unwrap());
     let mut s = std::net::TcpStream::connect(host).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();

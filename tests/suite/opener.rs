@@ -98,7 +98,7 @@ fn a_hostile_authorization_endpoint_is_never_opened() {
             opened, None,
             "{endpoint:?} was handed to $BROWSER\n{stderr}"
         );
-        assert!(!out.status.success(), "{endpoint:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(1), "{endpoint:?}: {stderr}");
         // Refused where the metadata is checked, or at the latest before the opener.
         assert!(
             stderr.contains("refusing the authorization server's login address")
@@ -169,7 +169,7 @@ fn mcp_login_of_an_unapproved_project_server_contacts_nothing() {
         Duration::from_secs(20),
     );
     let stderr = text(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("harness9 mcp approve o"), "{stderr}");
     assert!(!argv.exists(), "the browser was started\n{stderr}");
     // Nothing connected (the listener was open all along: a connect would be queued).

@@ -337,7 +337,7 @@ fn the_trace_file_is_private_and_never_written_through_a_symlink() {
         LIMIT,
     );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
         err.contains("symlink") && err.contains("linked.jsonl"),
         "{err}"

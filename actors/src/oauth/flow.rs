@@ -58,7 +58,11 @@ fn client_with(resolver: PinnedResolver) -> awc::Client {
     let tcp = actix_tls::connect::Connector::new(actix_tls::connect::Resolver::custom(resolver))
         .service();
     awc::Client::builder()
-        .connector(awc::Connector::new().connector(tcp))
+        .connector(
+            awc::Connector::new()
+                .connector(tcp)
+                .rustls_0_23(crate::net::tls_config()),
+        )
         .timeout(REQUEST_TIMEOUT)
         .disable_redirects()
         .finish()

@@ -180,6 +180,7 @@ pub(crate) async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Vec<u8>>, act
                 .connector(super::http_io::CloseBodies(
                     actix_tls::connect::Connector::default().service(),
                 ))
+                .rustls_0_23(crate::net::tls_config())
                 .timeout(target.connect_timeout),
         )
         .disable_timeout()
@@ -241,7 +242,14 @@ impl Conn {
     fn send_error(&self, e: awc::error::SendRequestError) -> Failure {
         use awc::error::SendRequestError as E;
         match e {
-            E::Connect(c) => fail(format!("cannot connect to {}: {c}", self.target.url), true),
+            E::Connect(c) => fail(
+                format!(
+                    "cannot connect to {}: {c}{}",
+                    self.target.url,
+                    crate::net::certificate_hint(&c.to_string())
+                ),
+                true,
+            ),
             E::Timeout => fail(
                 format!(
                     "no response headers from {} within {} s",

@@ -5,14 +5,14 @@
 //!
 //! `ping` and `roots/list` are answered here at once. Elicitation and sampling go to the front
 //! end's handler through [`super::ask`]; only when the runtime has no handler (the library's
-//! own tests, the benchmarks) does this module answer them: elicitation by a process-wide
-//! [`ElicitPolicy`] (decline by default), sampling refused. What we declare follows what the
+//! own tests, the benchmarks) does this module answer them: elicitation declined, sampling
+//! refused. The headless [`ElicitPolicy`] is the front end's, passed to [`headless_elicit`]
+//! explicitly: no process-wide state. What we declare follows what the
 //! front end can answer ([`declare`]) and, for roots, the server's spec: its configured `roots`
 //! (else its working directory) as percent-encoded `file://` URIs; with `"roots": false` the
 //! capability is not declared and `roots/list` is refused.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use serde_json::{json, Map, Value};
@@ -22,31 +22,13 @@ use crate::protocol::types::{Implementation, ListRootsResult, Root};
 use crate::spec::{Roots, ServerSpec};
 
 /// How an elicitation (`elicitation/create`) is answered when no person is asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ElicitPolicy {
     /// Answer `decline`: the server goes on without the input (the default).
+    #[default]
     Decline,
     /// Answer `accept` with every field that has a `default` in the requested schema.
     AcceptDefaults,
-}
-
-static POLICY: AtomicU8 = AtomicU8::new(0);
-
-/// Sets how every server's elicitations are answered from now on (set once, at startup).
-pub fn set_elicitation(policy: ElicitPolicy) {
-    let v = match policy {
-        ElicitPolicy::Decline => 0,
-        ElicitPolicy::AcceptDefaults => 1,
-    };
-    POLICY.store(v, Ordering::Relaxed);
-}
-
-/// The elicitation policy in force.
-pub fn elicitation() -> ElicitPolicy {
-    match POLICY.load(Ordering::Relaxed) {
-        1 => ElicitPolicy::AcceptDefaults,
-        _ => ElicitPolicy::Decline,
-    }
 }
 
 /// What the front end can answer, and so what we declare: elicitation's form and URL modes
@@ -141,7 +123,7 @@ pub(crate) fn answer(
                 data: None,
             }),
         },
-        "elicitation/create" => Ok(elicit(params)),
+        "elicitation/create" => Ok(headless_elicit(params, ElicitPolicy::Decline)),
         "sampling/createMessage" => Err(ErrorObject {
             code: METHOD_NOT_FOUND,
             message: "sampling is not supported by this client".to_owned(),
@@ -190,11 +172,11 @@ pub fn file_uri(path: &Path) -> String {
     out
 }
 
-/// The answer to an elicitation under the policy. A URL-mode elicitation (open a page) is
+/// The answer to an elicitation under `policy`. A URL-mode elicitation (open a page) is
 /// always declined headless: nobody is there to open it.
-fn elicit(params: Option<&Value>) -> Value {
+pub fn headless_elicit(params: Option<&Value>, policy: ElicitPolicy) -> Value {
     let url_mode = params.and_then(|p| p.get("mode")).and_then(Value::as_str) == Some("url");
-    if url_mode || elicitation() == ElicitPolicy::Decline {
+    if url_mode || policy == ElicitPolicy::Decline {
         return json!({ "action": "decline" });
     }
     json!({ "action": "accept", "content": schema_defaults(params) })
@@ -231,17 +213,18 @@ mod tests {
                 "note": {"type": "string"}
             }}
         });
-        set_elicitation(ElicitPolicy::AcceptDefaults);
-        let wd = Roots::WorkingDirectory;
-        let got = answer("elicitation/create", Some(&params), &wd, Path::new("/")).unwrap();
+        let got = headless_elicit(Some(&params), ElicitPolicy::AcceptDefaults);
         assert_eq!(
             got,
             json!({"action": "accept", "content": {"name": "John Doe", "age": 30}})
         );
         let url = json!({"mode": "url", "url": "https://example.com", "message": "log in"});
-        let got = answer("elicitation/create", Some(&url), &wd, Path::new("/")).unwrap();
+        let got = headless_elicit(Some(&url), ElicitPolicy::AcceptDefaults);
         assert_eq!(got, json!({"action": "decline"}));
-        set_elicitation(ElicitPolicy::Decline);
+        let got = headless_elicit(Some(&params), ElicitPolicy::Decline);
+        assert_eq!(got, json!({"action": "decline"}));
+        // Without a front end's handler, the runtime declines.
+        let wd = Roots::WorkingDirectory;
         let got = answer("elicitation/create", Some(&params), &wd, Path::new("/")).unwrap();
         assert_eq!(got, json!({"action": "decline"}));
         assert!(answer("sampling/createMessage", None, &wd, Path::new("/")).is_err());

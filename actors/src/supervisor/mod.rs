@@ -438,10 +438,18 @@ impl Handler<ServerEvent> for ServerSupervisor {
                 retry_in,
                 needs_login,
             } => {
-                if let Some(t) = entry.timer.take() {
-                    ctx.cancel_future(t);
+                // The startup timeout stopped this actor and counted its exit already (a server
+                // that connected once): this is its last word, not a second exit, and the
+                // restart planned then stands.
+                let counted =
+                    entry.addr.is_none() && matches!(entry.status, ServerStatus::Restarting { .. });
+                if !counted {
+                    if let Some(t) = entry.timer.take() {
+                        ctx.cancel_future(t);
+                    }
                 }
                 match &mut entry.status {
+                    _ if counted => {}
                     ServerStatus::Stopped => {}
                     ServerStatus::Failed {
                         stderr_tail: tail, ..

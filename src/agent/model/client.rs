@@ -265,6 +265,7 @@ fn client() -> awc::Client {
         awc::Client::builder()
             .connector(
                 awc::Connector::new()
+                    .rustls_0_23(harness9_actors::net::tls_config())
                     .timeout(CONNECT_TIMEOUT)
                     .handshake_timeout(CONNECT_TIMEOUT),
             )

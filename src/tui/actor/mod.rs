@@ -177,7 +177,9 @@ impl Tui {
         state.set_sources(setup.sources);
         super::inputs::inputs_needed(&mut state, setup.inputs);
         super::transcript::config_warnings(&mut state, setup.warnings);
-        state.debug_panic = std::env::var_os("HARNESS9_DEBUG_PANIC").is_some_and(|v| v == "1");
+        // Debug builds only (the test binary): a release build has no `/panic` whatever the env.
+        state.debug_panic = cfg!(debug_assertions)
+            && std::env::var_os("HARNESS9_DEBUG_PANIC").is_some_and(|v| v == "1");
         if let Some(e) = setup.config_error {
             state.transcript.push(super::state::Entry::Error(format!(
                 "{e}\nno servers were started; fix the file and /reload (or press e in /mcp)"

@@ -89,12 +89,19 @@ pub(super) fn request_headers(method: &str, peek: &Peek) -> Vec<(String, String)
     h
 }
 
-/// Response headers that may carry credentials: their values are not traced.
-const SECRET_HEADERS: [&str; 4] = [
+/// Response headers that may carry credentials: their values are not traced. Cookies, the
+/// authentication challenges, and the RFC 7615 `*-Authentication-Info` (a digest's next nonce
+/// and response auth) as well as any echo of the request's credentials.
+const SECRET_HEADERS: [&str; 9] = [
     "set-cookie",
+    "set-cookie2",
+    "cookie",
     "authorization",
+    "proxy-authorization",
     "www-authenticate",
     "proxy-authenticate",
+    "authentication-info",
+    "proxy-authentication-info",
 ];
 
 /// A response's headers for the trace, credential values redacted.
