@@ -1,0 +1,108 @@
+//! Defects a new user hit (issue 21, section 2): each through the commands a user runs.
+
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::common::*;
+
+/// Runs the binary in `dir` with a hard timeout; the project's `.mcp.json` is trusted.
+fn harness9(dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = harness9_in(dir);
+    without_user_env(&mut cmd);
+    cmd.args(args);
+    output_within(cmd, None, Duration::from_secs(90))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn show(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    )
+}
+
+/// No input may panic: `--resume` of a session that does not exist, with a server configured
+/// (its actor was created but not yet started when the command gave up), is a usage error.
+#[test]
+fn resume_of_a_missing_session_is_a_usage_error_not_a_panic() {
+    let dir = project_with(
+        "resume-nosuch",
+        json!({"fx": stdio_json(fixture("fx", &[]))}),
+    );
+    let mut cmd = harness9_in(&dir);
+    without_user_env(&mut cmd);
+    cmd.env("HARNESS9_PROVIDER", "openai")
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .args(["run", "-p", "x", "--resume", "nosuch"]);
+    let out = output_within(cmd, None, Duration::from_secs(60));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert!(err.contains("no session \"nosuch\""), "{}", show(&out));
+    assert!(!err.contains("panic"), "{}", show(&out));
+}
+
+/// `mcp get` shows what decides how a tool runs: its title, its annotations (which tools ask
+/// before running) and its output schema, in text and in JSON.
+#[test]
+fn mcp_get_shows_title_annotations_and_output_schema() {
+    let dir = project_with("get-meta", json!({"e": stdio_json(everything("e"))}));
+    let out = harness9(&dir, &["mcp", "get", "e", "--json"]);
+    assert!(out.status.success(), "{}", show(&out));
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let row = |tool: &str| {
+        rows.as_array()
+            .and_then(|a| a.iter().find(|r| r["tool"] == tool))
+            .cloned()
+            .unwrap_or_else(|| panic!("no row for {tool}: {rows}"))
+    };
+    let sum = row("get-sum");
+    assert_eq!(sum["title"], "Get Sum Tool", "{sum}");
+    let structured = row("get-structured-content");
+    assert!(structured["outputSchema"].is_object(), "{structured}");
+    let annotated: Vec<&Value> = rows
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["annotations"].is_object())
+        .collect();
+    assert!(!annotated.is_empty(), "no tool shows annotations: {rows}");
+
+    let out = harness9(&dir, &["mcp", "get", "e"]);
+    assert!(out.status.success(), "{}", show(&out));
+    let shown = text(&out.stdout);
+    assert!(shown.contains("title: Get Sum Tool"), "{shown}");
+    assert!(shown.contains("output schema:"), "{shown}");
+    assert!(shown.contains("annotations:"), "{shown}");
+    assert!(shown.contains("readOnlyHint"), "{shown}");
+}
+
+/// `mcp call` takes the tool's name on its server, the registered name the model and the TUI
+/// use, and that name's underscores for a server name's dashes; a typo gets the nearest name.
+#[test]
+fn mcp_call_accepts_the_registered_name_and_suggests_on_a_typo() {
+    let dir = project_with("call-names", json!({"e": stdio_json(everything("e"))}));
+    for name in ["get-sum", "mcp__e__get_sum", "get_sum"] {
+        let out = harness9(
+            &dir,
+            &["mcp", "call", "e", name, "--args", r#"{"a":2,"b":3}"#],
+        );
+        assert!(out.status.success(), "{name}: {}", show(&out));
+        assert!(text(&out.stdout).contains('5'), "{name}: {}", show(&out));
+    }
+    let out = harness9(&dir, &["mcp", "call", "e", "get-summ", "--args", "{}"]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert!(
+        text(&out.stderr).contains("did you mean \"get-sum\""),
+        "{}",
+        show(&out)
+    );
+}
