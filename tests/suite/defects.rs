@@ -106,3 +106,31 @@ fn mcp_call_accepts_the_registered_name_and_suggests_on_a_typo() {
         show(&out)
     );
 }
+
+/// `--elicitation accept-defaults` declines a form whose required field has no default (as an
+/// answers file that lacks it is declined) and says which field, instead of sending an answer
+/// without it.
+#[test]
+fn accept_defaults_declines_a_form_whose_required_field_has_no_default() {
+    let dir = project_with("accept-defaults", json!({"e": stdio_json(everything("e"))}));
+    let out = harness9(
+        &dir,
+        &[
+            "--elicitation",
+            "accept-defaults",
+            "mcp",
+            "call",
+            "e",
+            "trigger-elicitation-request",
+        ],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(!stdout.contains("accepted"), "{}", show(&out));
+    assert!(stdout.contains("declined"), "{}", show(&out));
+    assert!(
+        stderr.contains("-> declined (required field \"name\" has no default"),
+        "{}",
+        show(&out)
+    );
+}
