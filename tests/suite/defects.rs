@@ -134,3 +134,43 @@ fn accept_defaults_declines_a_form_whose_required_field_has_no_default() {
         show(&out)
     );
 }
+
+/// A model stream over HTTP/1.1 with neither chunked encoding nor Content-Length runs to the
+/// connection's close: it is read whole (two steps, so two such streams), for both formats.
+#[test]
+fn a_close_delimited_model_stream_is_read_to_the_close() {
+    for provider in ["openai", "anthropic"] {
+        let model = super::engine::Model::start_with(
+            &format!("close-delimited-{provider}"),
+            json!({"steps": [
+                {"text": "Adding.", "tool_calls": [
+                    {"id": "c1", "name": "mcp__e__get_sum", "input": {"a": 20, "b": 22}}]},
+                {"text": "It is 42.", "expect": {"last_tool_result_contains": "42"}}
+            ]}),
+            &["--close-delimited"],
+        );
+        let dir = project_with(
+            &format!("close-delimited-{provider}"),
+            json!({"e": stdio_json(everything("e"))}),
+        );
+        let mut cmd = harness9_in(&dir);
+        without_user_env(&mut cmd);
+        cmd.env("HARNESS9_PROVIDER", provider);
+        if provider == "openai" {
+            cmd.env("OPENAI_BASE_URL", format!("{}/v1", model.url));
+        } else {
+            cmd.env("ANTHROPIC_BASE_URL", &model.url)
+                .env("ANTHROPIC_API_KEY", "sk-test");
+        }
+        cmd.args(["run", "-p", "add 20 and 22"]);
+        let out = output_within(cmd, None, Duration::from_secs(90));
+        assert!(out.status.success(), "{provider}: {}", show(&out));
+        assert_eq!(
+            text(&out.stdout).trim(),
+            "It is 42.",
+            "{provider}: {}",
+            show(&out)
+        );
+        assert_eq!(model.requests().len(), 2, "{provider}");
+    }
+}

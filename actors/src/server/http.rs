@@ -171,9 +171,7 @@ pub(crate) async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Vec<u8>>, act
     let client = awc::Client::builder()
         .connector(
             awc::Connector::new()
-                .connector(super::http_io::CloseBodies(
-                    actix_tls::connect::Connector::default().service(),
-                ))
+                .connector(super::http_io::close_bodies_tcp())
                 .timeout(target.connect_timeout),
         )
         .disable_timeout()
