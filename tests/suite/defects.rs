@@ -174,3 +174,66 @@ fn a_close_delimited_model_stream_is_read_to_the_close() {
         assert_eq!(model.requests().len(), 2, "{provider}");
     }
 }
+
+/// server-filesystem declares tools only: harness9 never sends it `resources/list`,
+/// `prompts/list` or `completion/complete` (the trace shows none), and says why instead of
+/// showing the server's refusal.
+#[test]
+fn requests_follow_the_capabilities_the_server_declared() {
+    let js =
+        repo().join("tests/npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    assert!(js.exists(), "run scripts/setup.sh: {}", js.display());
+    let dir = project_with("caps-fs", json!({}));
+    std::fs::create_dir_all(dir.join("files")).expect("files dir");
+    std::fs::write(
+        dir.join(".mcp.json"),
+        json!({"mcpServers": {"fs": {"command": "node", "args": [js, dir.join("files")]}}})
+            .to_string(),
+    )
+    .expect("write .mcp.json");
+    let trace = dir.join("trace.jsonl");
+    let trace_arg = trace.display().to_string();
+    let cases: [(&[&str], &str); 3] = [
+        (&["mcp", "resources", "fs"], "does not offer resources"),
+        (&["mcp", "prompts", "fs"], "does not offer prompts"),
+        (
+            &[
+                "mcp", "complete", "fs", "--prompt", "p", "--arg", "a", "--value", "x",
+            ],
+            "does not offer completions",
+        ),
+    ];
+    for (args, says) in cases {
+        let mut all = vec!["--trace", trace_arg.as_str()];
+        all.extend(args);
+        let out = harness9(&dir, &all);
+        assert!(!out.status.success(), "{args:?}: {}", show(&out));
+        assert!(
+            text(&out.stderr).contains(says),
+            "{args:?} {says:?}: {}",
+            show(&out)
+        );
+        let sent = std::fs::read_to_string(&trace).expect("the trace file");
+        for method in ["resources/list", "prompts/list", "completion/complete"] {
+            assert!(
+                !sent.contains(&format!("\"method\":\"{method}\"")),
+                "{args:?} sent {method}:\n{sent}"
+            );
+        }
+    }
+}
+
+/// A bad HTTP entry is held as failed, and shown as HTTP, not "stdio".
+#[test]
+fn a_failed_http_server_is_shown_as_http() {
+    let dir = project_with(
+        "failed-http",
+        json!({"remote": {"type": "http", "url": "http://127.0.0.1:9/mcp",
+                          "headers": {"Authorization": "Bearer ${H9_TEST_SURELY_UNSET}"}}}),
+    );
+    let out = harness9(&dir, &["mcp", "list", "--json"]);
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let row = &rows[0];
+    assert_eq!(row["status"], "failed", "{}", show(&out));
+    assert_eq!(row["transport"], "http", "{}", show(&out));
+}

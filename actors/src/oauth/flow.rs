@@ -57,7 +57,8 @@ fn client_with(resolver: PinnedResolver) -> awc::Client {
     let tcp = actix_tls::connect::Connector::new(actix_tls::connect::Resolver::custom(resolver))
         .service();
     awc::Client::builder()
-        .connector(awc::Connector::new().connector(tcp))
+        // Metadata and token replies delimited by the close are read whole too.
+        .connector(awc::Connector::new().connector(crate::server::CloseBodies(tcp)))
         .timeout(REQUEST_TIMEOUT)
         .disable_redirects()
         .finish()
