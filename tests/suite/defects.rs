@@ -237,3 +237,46 @@ fn a_failed_http_server_is_shown_as_http() {
     assert_eq!(row["status"], "failed", "{}", show(&out));
     assert_eq!(row["transport"], "http", "{}", show(&out));
 }
+
+/// PyPI `mcp` 2.x refuses `ctx.elicit()` on a 2026-07-28 connection: the error says why and
+/// names the pin, and the pinned entry runs the same tool.
+#[test]
+fn a_stateless_server_refusing_its_own_requests_names_the_pin() {
+    let py = stdio_json(python("x"));
+    let dir = project_with(
+        "elicit-pin",
+        json!({
+            "py": py,
+            "pinned": {"command": py["command"], "args": py["args"], "protocolVersion": "2025-11-25"},
+        }),
+    );
+    let call = |server: &str| {
+        harness9(
+            &dir,
+            &[
+                "--elicitation",
+                "accept-defaults",
+                "mcp",
+                "call",
+                server,
+                "confirm",
+            ],
+        )
+    };
+    let out = call("py");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("on a 2026-07-28 connection")
+            && err.contains("pin \"protocolVersion\": \"2025-11-25\""),
+        "{}",
+        show(&out)
+    );
+    let out = call("pinned");
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(
+        text(&out.stdout).contains("answered: accept"),
+        "{}",
+        show(&out)
+    );
+}
