@@ -272,13 +272,6 @@ impl McpServer {
                 self.connected = true;
                 self.era = Some(era);
                 self.server_caps = init.capabilities.clone();
-                if self.server_caps.logging.is_none() {
-                    // No `logLevel` in the stateless `_meta` of a server that offers no logging.
-                    self.client = Arc::new(requests::ClientSide {
-                        capabilities: self.client.capabilities.clone(),
-                        log_level: None,
-                    });
-                }
                 if era.is_stateless() {
                     self.listen(ctx);
                 } else {
