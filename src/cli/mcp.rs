@@ -185,7 +185,11 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         _ = interrupted() => {
             eprintln!("[mcp] interrupted; stopping servers");
             if cmd.json() {
-                say!("{}", to_json(&json!({"error": "interrupted", "code": 130}), false)?);
+                // No `?` here: the session below is closed on every path.
+                if let Ok(line) = to_json(&json!({"error": "interrupted", "code": 130}), false) {
+                    use std::io::Write as _;
+                    let _ = writeln!(std::io::stdout().lock(), "{line}");
+                }
             }
             Ok(ExitCode::from(130))
         }
