@@ -152,6 +152,19 @@ pub enum RequestError {
         /// The timeout that ran out.
         after: Duration,
     },
+    /// The server did not declare the capability the request needs (`resources`, `prompts`,
+    /// `completions`, `logging`, `resources.subscribe`): the request is not sent.
+    #[error(
+        "server \"{server}\" does not offer {what} (it declares no `{capability}` capability)"
+    )]
+    NotOffered {
+        /// The server's name in `.mcp.json`.
+        server: String,
+        /// What it would have done, in words.
+        what: &'static str,
+        /// The capability it lacks.
+        capability: &'static str,
+    },
     /// The server answered with an error, the reply was invalid or too large, the transport
     /// failed, or the server went away.
     #[error("server \"{server}\": {method} failed: {detail}")]

@@ -32,3 +32,11 @@ pub use supervisor::ServerSupervisor;
 
 /// Mailbox capacity of the runtime's actors: `send` waits only past this many queued messages.
 pub const MAILBOX: usize = 1 << 16;
+
+/// Whether the async runtime is gone: an actor that never ran is started by actix while its
+/// context is dropped, after the runtime has shut down (a front end that returned early).
+/// Work started then (a child process, a task, a timer) would panic; every `started` that
+/// starts such work asks this first and stops instead.
+pub fn runtime_gone() -> bool {
+    tokio::runtime::Handle::try_current().is_err()
+}

@@ -15,7 +15,7 @@ use actix::prelude::*;
 use harness9_actors::messages::InputRequest;
 use harness9_actors::protocol::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND};
 use harness9_actors::server::ask::USER_REJECTED;
-use harness9_actors::server::input::{self, ElicitPolicy, InputCaps};
+use harness9_actors::server::input::{ElicitPolicy, InputCaps};
 use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -138,48 +138,38 @@ impl InputDesk {
         }
     }
 
-    /// The headless answer to an elicitation, told on stderr (`[mcp]`, server text cleaned).
+    /// The headless answer to an elicitation, told on stderr (`[mcp]`, server text cleaned),
+    /// with the reason of a decline.
     fn headless_elicit(&self, server: &str, params: &Value) -> Value {
-        let answer = self.headless_answer(server, params);
-        let message = params.get("message").and_then(Value::as_str).unwrap_or("");
-        let how = match answer.get("action").and_then(Value::as_str) {
-            Some("accept") => "accepted",
-            _ if params.get("mode").and_then(Value::as_str) == Some("url") => {
-                "declined (a page is never opened headless)"
-            }
-            _ => {
-                "declined (answer with --elicitation accept-defaults or --elicitation-answers FILE)"
-            }
+        let (answer, how) = match self.headless_answer(params) {
+            Ok(answer) => (answer, "accepted".to_owned()),
+            Err(why) => (json!({ "action": "decline" }), format!("declined ({why})")),
         };
+        let message = params.get("message").and_then(Value::as_str).unwrap_or("");
         eprintln!(
-            "[mcp] server \"{}\" asked: \"{}\" -> {how}",
+            "[mcp] server \"{}\" asked: \"{}\" -> {}",
             clean_line(server),
-            clean_line(message)
+            clean_line(message),
+            clean_line(&how)
         );
         answer
     }
 
-    fn headless_answer(&self, server: &str, params: &Value) -> Value {
+    /// The accepted answer, or why the form is declined.
+    fn headless_answer(&self, params: &Value) -> Result<Value, String> {
         if params.get("mode").and_then(Value::as_str) == Some("url") {
-            return json!({ "action": "decline" });
+            return Err("a page is never opened headless".to_owned());
         }
         if let Some(answers) = &self.opts.answers {
-            return match super::elicit::from_answers(params, answers) {
-                Ok(v) => v,
-                Err(e) => {
-                    tracing::warn!(
-                        server,
-                        "elicitation declined: the answers file does not fit: {e}"
-                    );
-                    json!({ "action": "decline" })
-                }
-            };
+            return super::elicit::from_answers(params, answers)
+                .map_err(|e| format!("the answers file does not fit: {e}"));
         }
         match self.opts.elicitation {
-            ElicitPolicy::Decline => json!({ "action": "decline" }),
-            ElicitPolicy::AcceptDefaults => {
-                json!({ "action": "accept", "content": input::schema_defaults(Some(params)) })
-            }
+            ElicitPolicy::Decline => Err(
+                "answer with --elicitation accept-defaults or --elicitation-answers FILE"
+                    .to_owned(),
+            ),
+            ElicitPolicy::AcceptDefaults => super::elicit::from_defaults(params),
         }
     }
 

@@ -512,6 +512,10 @@ pub fn parse(
         // An error in one entry fails that server only (its spec is held as `Invalid`).
         let held = |message: String| {
             let mut spec = ServerSpec::stdio(&name, "", Vec::new());
+            // Shown with the transport its entry asks for (a failed HTTP server is not "stdio").
+            if let Some(transport) = held_transport(value.get()) {
+                spec.transport = transport;
+            }
             spec.hold = Some(Hold::Invalid(message));
             spec
         };
@@ -612,6 +616,27 @@ pub fn parse(
 fn is_disabled(value: &RawValue) -> bool {
     serde_json::from_str::<serde_json::Value>(value.get())
         .is_ok_and(|v| v.get("disabled") == Some(&serde_json::Value::Bool(true)))
+}
+
+/// The HTTP transport a bad entry asks for (a `url`, or a `type` of http/sse without a
+/// `command`), its URL as written, for the status it is shown with; `None`: stdio.
+fn held_transport(entry: &str) -> Option<TransportSpec> {
+    let v: serde_json::Value = serde_json::from_str(entry).ok()?;
+    let kind = v.get("type").and_then(serde_json::Value::as_str);
+    let http = match kind {
+        Some("stdio") => false,
+        Some(_) => true,
+        None => v.get("command").is_none() && v.get("url").is_some(),
+    };
+    http.then(|| TransportSpec::Http {
+        url: v
+            .get("url")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        headers: Vec::new(),
+        sse: kind == Some("sse"),
+    })
 }
 
 /// Server `name`'s entry `value` as written: its JSON, and the transport built with `literal`

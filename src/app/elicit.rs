@@ -275,10 +275,48 @@ pub fn from_answers(params: &Value, answers: &Map<String, Value>) -> Result<Valu
     Ok(serde_json::json!({ "action": "accept", "content": content }))
 }
 
+/// The headless answer of `--elicitation accept-defaults`: every field with a default takes
+/// it; a form with a required field that has none is declined (with the reason, naming the
+/// fields), never sent without it.
+pub fn from_defaults(params: &Value) -> Result<Value, String> {
+    let fields = fields(params.get("requestedSchema"));
+    let missing: Vec<String> = fields
+        .iter()
+        .filter(|f| f.required && f.default.is_none())
+        .map(|f| format!("\"{}\"", f.name))
+        .collect();
+    if !missing.is_empty() {
+        let (noun, verb) = if missing.len() == 1 {
+            ("field", "has")
+        } else {
+            ("fields", "have")
+        };
+        return Err(format!(
+            "required {noun} {} {verb} no default; answer with --elicitation-answers FILE",
+            missing.join(", ")
+        ));
+    }
+    from_answers(params, &Map::new())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn accept_defaults_declines_a_required_field_without_a_default() {
+        let params = json!({"requestedSchema": schema()});
+        let e = from_defaults(&params).unwrap_err();
+        assert!(e.contains("required field \"age\" has no default"), "{e}");
+        let ok = json!({"requestedSchema": {"type": "object",
+            "properties": {"n": {"type": "integer", "default": 3}, "s": {"type": "string"}},
+            "required": ["n"]}});
+        assert_eq!(
+            from_defaults(&ok).unwrap(),
+            json!({"action": "accept", "content": {"n": 3}})
+        );
+    }
 
     fn schema() -> Value {
         json!({

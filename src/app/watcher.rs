@@ -240,6 +240,11 @@ impl Actor for ConfigWatcher {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        if harness9_actors::runtime_gone() {
+            // Started while being dropped at exit: a timer would need the runtime.
+            ctx.stop();
+            return;
+        }
         ctx.run_interval(WATCH_EVERY, |act, ctx| {
             // Only a changed time or size leads to reading the file (and its hash decides).
             let user_changed = act

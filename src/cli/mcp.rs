@@ -190,7 +190,11 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         _ = interrupted() => {
             eprintln!("[mcp] interrupted; stopping servers");
             if cmd.json() {
-                say!("{}", to_json(&json!({"error": "interrupted", "code": 130}), false)?);
+                // No `?` here: the session below is closed on every path.
+                if let Ok(line) = to_json(&json!({"error": "interrupted", "code": 130}), false) {
+                    use std::io::Write as _;
+                    let _ = writeln!(std::io::stdout().lock(), "{line}");
+                }
             }
             Ok(ExitCode::from(130))
         }
@@ -465,8 +469,11 @@ async fn get(
                 json!({
                     "name": t.name,
                     "tool": t.tool.name,
+                    "title": t.tool.title,
                     "description": t.tool.description,
                     "inputSchema": t.tool.input_schema,
+                    "outputSchema": t.tool.output_schema,
+                    "annotations": t.tool.annotations,
                 })
             })
             .collect();
@@ -475,10 +482,17 @@ async fn get(
         say!("server \"{}\": {} tools", clean_line(server), tools.len());
         for t in &tools {
             say!("\n{}  ({})", clean_line(&t.name), clean_line(&t.tool.name));
+            if let Some(title) = &t.tool.title {
+                say!("  title: {}", clean_line(title));
+            }
             if let Some(d) = &t.tool.description {
                 for l in clean_text(d).lines() {
                     say!("  {l}");
                 }
+            }
+            // The hints say which tools ask before running (destructive, not read-only).
+            if let Some(a) = &t.tool.annotations {
+                say!("  annotations: {}", clean_line(a.get()));
             }
             match crate::agent::engine::schema_object(t.tool.input_schema.get()) {
                 Ok(schema) => {
@@ -493,6 +507,15 @@ async fn get(
                     "  input schema: it {}; the tool is not offered to the model",
                     clean_text(&why)
                 ),
+            }
+            if let Some(out) = &t.tool.output_schema {
+                say!("  output schema:");
+                let pretty = serde_json::from_str::<Value>(out.get())
+                    .and_then(|v| serde_json::to_string_pretty(&v))
+                    .unwrap_or_else(|_| out.get().to_owned());
+                for l in clean_text(&pretty).lines() {
+                    say!("    {l}");
+                }
             }
         }
     }
@@ -533,7 +556,7 @@ async fn call(
     };
     ensure_connected(snap, server)?;
     let tools = server_tools(rt, server).await?;
-    let Some(entry) = tools.iter().find(|t| t.tool.name == tool) else {
+    let Some(entry) = find_tool(&tools, server, tool) else {
         let why = harness9_actors::messages::WhyFiltered {
             server: server.to_owned(),
             tool: tool.to_owned(),
@@ -542,8 +565,12 @@ async fn call(
             return Err(UsageError(e.to_string()).into());
         }
         let names: Vec<&str> = tools.iter().map(|t| t.tool.name.as_str()).collect();
+        let hint = nearest(&names, tool)
+            .map(|n| format!("; did you mean \"{}\"?", clean_line(n)))
+            .unwrap_or_default();
         return Err(UsageError(format!(
-            "server \"{server}\" has no tool \"{tool}\" (tools: {})",
+            "server \"{server}\" has no tool \"{}\"{hint} (tools: {})",
+            clean_line(tool),
             names.join(", ")
         ))
         .into());
@@ -585,6 +612,55 @@ async fn call(
         // With --json, `main` prints it as JSON too.
         Err(e) => Err(anyhow::Error::new(e)),
     }
+}
+
+/// The tool `name` names on `server`: its name on the server, else the registered name the
+/// model and the TUI use (`mcp__server__tool`), else that name without its prefix (a server
+/// tool's dashes written as underscores).
+pub(super) fn find_tool<'a>(
+    tools: &'a [ToolEntry],
+    server: &str,
+    name: &str,
+) -> Option<&'a ToolEntry> {
+    tools
+        .iter()
+        .find(|t| t.tool.name == name)
+        .or_else(|| tools.iter().find(|t| t.name == name))
+        .or_else(|| {
+            let registered = harness9_actors::naming::full_name(server, name);
+            tools.iter().find(|t| t.name == registered)
+        })
+}
+
+/// The name in `names` nearest to `typed` (edit distance, case ignored), when it is near
+/// enough to be a typo: at most a third of the name's length, and at least 2.
+pub(super) fn nearest<'a>(names: &[&'a str], typed: &str) -> Option<&'a str> {
+    let typed = typed.to_lowercase();
+    let bound = (typed.chars().count() / 3).max(2);
+    names
+        .iter()
+        .map(|n| (edit_distance(&n.to_lowercase(), &typed), *n))
+        .filter(|(d, _)| *d <= bound)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+/// Levenshtein distance, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (diag + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 /// `--args`: a JSON object given inline, or `-` to read it from stdin; anything else is a

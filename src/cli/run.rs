@@ -205,6 +205,9 @@ pub async fn run(
         ..Start::default()
     };
     let mut session = Session::start(opts, &config, config.servers.clone(), start)?;
+    // Every way out of the session closes it: an early return would leave its actors to be
+    // dropped with the runtime.
+    let result: anyhow::Result<ExitCode> = async {
     spawn_event_printer(session.runtime.status.clone(), opts.verbose > 0);
     let mut engine_cfg = session.engine_config(
         args.max_steps.unwrap_or(settings.max_steps),
@@ -365,8 +368,11 @@ pub async fn run(
             ExitCode::SUCCESS
         }
     };
-    session.close().await;
     Ok(code)
+    }
+    .await;
+    session.close().await;
+    result
 }
 
 /// The engine ended the turn's stream without an outcome.

@@ -52,17 +52,10 @@ pub fn mentions(state: &State, line: &str) -> Vec<(String, String)> {
     line.split_whitespace()
         .filter_map(|w| w.strip_prefix('@'))
         .filter_map(|w| w.split_once(':'))
-        .filter(|(server, uri)| !uri.is_empty() && connected(state, server))
+        .filter(|(server, uri)| !uri.is_empty() && offers_resources(state, server))
         .map(|(s, u)| (s.to_owned(), u.to_owned()))
         .take(MAX_MENTIONS)
         .collect()
-}
-
-fn connected(state: &State, server: &str) -> bool {
-    state
-        .servers
-        .get(server)
-        .is_some_and(|s| matches!(s.status, ServerStatus::Connected { .. }))
 }
 
 /// Whether a connected server says it has resources.
@@ -87,7 +80,8 @@ pub(super) fn candidates(state: &mut State, word: &str) -> Result<Vec<String>, V
             .collect();
         return Ok(names);
     };
-    if !connected(state, server) {
+    // A server that declared no `resources` capability is never asked for them.
+    if !offers_resources(state, server) {
         return Ok(Vec::new());
     }
     match state.extras.get(server).and_then(|e| e.resources.as_ref()) {

@@ -155,7 +155,9 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         },
         Err(e) => (None, None, format!("{e}\n{}", how_to_configure())),
     };
+    // Every way out of the session closes it: its actors must not outlive the runtime.
     let Some(watcher) = session.watcher.clone() else {
+        session.close().await;
         anyhow::bail!("the session started without its config watcher");
     };
     let (done_tx, done_rx) = oneshot::channel();
@@ -189,7 +191,10 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         session_id,
         disabled: cfg.disabled.clone(),
     };
-    take_terminal().context("cannot set up the terminal")?;
+    if let Err(e) = take_terminal().context("cannot set up the terminal") {
+        session.close().await;
+        return Err(e);
+    }
     let arbiter = Arbiter::new();
     let tui = Tui::start_in_arbiter(&arbiter.handle(), move |_| Tui::new(setup));
     session

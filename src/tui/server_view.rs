@@ -130,8 +130,8 @@ pub(super) fn status_changed(state: &mut State) -> Vec<Effect> {
     wanted(state)
 }
 
-/// The load the open panel needs: the selected server's resources, when it is connected and
-/// they are not there yet.
+/// The load the open panel needs: the selected server's resources, when it is connected,
+/// declares the `resources` capability and they are not there yet.
 pub(super) fn wanted(state: &mut State) -> Vec<Effect> {
     let Some(Modal::Panel(p)) = &state.modal else {
         return Vec::new();
@@ -139,10 +139,10 @@ pub(super) fn wanted(state: &mut State) -> Vec<Effect> {
     let Some(name) = state.server_at(p.selected).map(str::to_owned) else {
         return Vec::new();
     };
-    let up = state
-        .servers
-        .get(&name)
-        .is_some_and(|s| matches!(s.status, ServerStatus::Connected { .. }));
+    // Only a server that declared the `resources` capability is asked for them.
+    let up = state.servers.get(&name).is_some_and(|s| {
+        matches!(&s.status, ServerStatus::Connected { info, .. } if info.capabilities.resources.is_some())
+    });
     let extras = state.extras.entry(name.clone()).or_default();
     if !up || extras.resources.is_some() || extras.loading {
         return Vec::new();

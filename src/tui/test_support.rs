@@ -40,6 +40,18 @@ pub(crate) fn connected(tools: usize, ms: u64) -> ServerState {
     }
 }
 
+/// [`connected`], with the `resources` capability declared.
+pub(crate) fn connected_with_resources(tools: usize, ms: u64) -> ServerState {
+    let mut st = connected(tools, ms);
+    if let ServerStatus::Connected { info, .. } = &mut st.status {
+        info.capabilities = Arc::new(harness9_actors::protocol::types::ServerCapabilities {
+            resources: Some(serde_json::json!({})),
+            ..Default::default()
+        });
+    }
+    st
+}
+
 pub(crate) fn failed(error: &str, tail: &[&str]) -> ServerState {
     ServerState {
         transport: "stdio",

@@ -160,8 +160,8 @@ fn panel_shows_a_servers_log_and_resources_and_loads_them_once() {
     use harness9_actors::protocol::types::{Resource, ResourceTemplate};
     let mut s = state_with(
         vec![
-            ("everything", connected(1, 250)),
-            ("other", connected(0, 9)),
+            ("everything", connected_with_resources(1, 250)),
+            ("other", connected_with_resources(0, 9)),
         ],
         vec![tool("everything", "echo", "Echoes back the input string")],
     );
@@ -602,4 +602,32 @@ fn the_mcp_overview_with_a_failed_server() {
     let opened = render(&mut s, 100, 14);
     assert!(opened.contains("┌ MCP servers"), "{opened}");
     insta::assert_snapshot!(overview);
+}
+
+#[test]
+fn a_server_without_the_resources_capability_is_never_asked_for_resources() {
+    let mut s = state_with(
+        vec![("fs", connected(14, 30))],
+        vec![tool("fs", "read_file", "Read a file")],
+    );
+    // Neither the panel nor an `@fs:` mention loads its resources.
+    typed(&mut s, "/mcp fs");
+    let effects = update(&mut s, key_event(KeyCode::Enter));
+    assert!(
+        !effects
+            .iter()
+            .any(|e| matches!(e, Effect::LoadResources(_))),
+        "{effects:?}"
+    );
+    let shown = render(&mut s, 80, 20);
+    assert!(!shown.contains("resources:"), "{shown}");
+    update(&mut s, key_event(KeyCode::Esc));
+    typed(&mut s, "@fs:");
+    let effects = update(&mut s, key_event(KeyCode::Tab));
+    assert!(
+        !effects
+            .iter()
+            .any(|e| matches!(e, Effect::LoadResources(_))),
+        "{effects:?}"
+    );
 }

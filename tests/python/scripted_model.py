@@ -4,7 +4,7 @@ Speaks the Anthropic Messages API and the OpenAI Chat Completions API (streaming
 and plays back a script of replies, standing in for the real model services.
 
     python3 scripted_model.py --script SCRIPT.json [--record RECORD.jsonl] [--port 0]
-                              [--idle-close SECS]
+                              [--idle-close SECS] [--close-delimited]
 
 Binds 127.0.0.1:PORT (0 = any free port), prints exactly one line
 `listening on http://127.0.0.1:PORT` to stdout, serves until SIGTERM/SIGINT (exit 0).
@@ -53,8 +53,9 @@ else 401 in the provider's format. Neither failure, nor a non-JSON body (400), n
 consumes a step.
 
 Responses: non-streaming replies are JSON with Content-Length. `"stream": true` replies are
-text/event-stream with Transfer-Encoding: chunked (never close-delimited: awc would read an
-unframed HTTP/1.1 body as empty). Anthropic events: message_start, ping, per block
+text/event-stream with Transfer-Encoding: chunked; with --close-delimited they are HTTP/1.1
+with neither Transfer-Encoding nor Content-Length, the body running to the connection's close
+(valid HTTP/1.1, as some proxies and local servers answer). Anthropic events: message_start, ping, per block
 content_block_start / deltas (text in ~8-char pieces, tool input JSON in ~10-char
 input_json_delta pieces) / content_block_stop, message_delta, message_stop. OpenAI: chunks
 with a first {"role":"assistant"} delta, content pieces, tool_calls header then argument
@@ -91,6 +92,7 @@ SCRIPT = {}
 LOCK = threading.Lock()
 STATE = {"next": 0}
 RECORD_PATH = None
+CLOSE_DELIMITED = False
 
 
 class ScriptError(Exception):
@@ -266,6 +268,12 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(status, obj, extra)
 
     def chunk(self, data):
+        if CLOSE_DELIMITED:
+            # Unframed: the data as it is; the end is the close (nothing for the last chunk).
+            if data:
+                self.wfile.write(data)
+                self.wfile.flush()
+            return
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
@@ -382,7 +390,11 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
+        if CLOSE_DELIMITED:
+            # The body runs to the close: no framing header, and the connection ends after it.
+            self.close_connection = True
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
     @staticmethod
@@ -504,14 +516,17 @@ class Server(ThreadingHTTPServer):
 
 
 def main():
-    global SCRIPT, RECORD_PATH
+    global SCRIPT, RECORD_PATH, CLOSE_DELIMITED
     ap = argparse.ArgumentParser(description="Scripted Anthropic/OpenAI model server for tests.")
     ap.add_argument("--script", required=True)
     ap.add_argument("--record")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--idle-close", type=float, metavar="SECS",
                     help="close a keep-alive connection idle for SECS (as real APIs do)")
+    ap.add_argument("--close-delimited", action="store_true",
+                    help="stream replies with neither chunked encoding nor Content-Length (to the close)")
     args = ap.parse_args()
+    CLOSE_DELIMITED = args.close_delimited
     if args.idle_close:
         Handler.timeout = args.idle_close
     try:

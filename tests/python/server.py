@@ -57,6 +57,17 @@ def order(item: str, choice: Annotated[ElicitationResult[Size], Resolve(ask_size
     return f"no order: {choice.action}"
 
 
+class Proceed(BaseModel):
+    proceed: bool = True
+
+
+@server.tool()
+async def confirm(ctx: Context) -> str:
+    """Asks whether to proceed with ctx.elicit (a server-initiated request, not an input request)."""
+    answer = await ctx.elicit("Proceed?", Proceed)
+    return f"answered: {answer.action}"
+
+
 def ask_poem(topic: str) -> Sample:
     return Sample(
         [SamplingMessage(role="user", content=TextContent(type="text", text=f"Write a line about {topic}"))],

@@ -107,11 +107,16 @@ fn everything_asks_are_answered_headless_over_stdio_and_http() {
             "{err}"
         );
 
+        // Its required "name" has no default: accept-defaults declines the form and says why.
         let mut accept = vec!["--elicitation", "accept-defaults"];
         accept.extend(call);
         let (ok, v, err) = cli(&dir, None, &accept);
         assert!(ok, "{err}");
-        assert!(text(&v).contains("Favorite Integer: 42"), "{server}: {v}");
+        assert!(text(&v).contains("declined"), "{server}: {v}");
+        assert!(
+            err.contains("-> declined (required field \"name\" has no default"),
+            "{err}"
+        );
 
         let mut answers = vec!["--elicitation-answers", "answers.json"];
         answers.extend(call);

@@ -3,6 +3,7 @@
 mod asks;
 mod cli;
 pub mod common;
+mod defects;
 mod descendants;
 mod engine;
 mod eras;

@@ -135,7 +135,7 @@ fn python_sdk_server_calls() {
         let ServerStatus::Connected { tools, info } = &st else {
             unreachable!()
         };
-        assert_eq!(*tools, 9);
+        assert_eq!(*tools, 10);
         assert_eq!(info.era.label(), "stateless", "{info:?}");
         assert_eq!(info.server_info.name, "py-fixture");
         let r = ToolRegistry::call(

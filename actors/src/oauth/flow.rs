@@ -58,9 +58,10 @@ fn client_with(resolver: PinnedResolver) -> awc::Client {
     let tcp = actix_tls::connect::Connector::new(actix_tls::connect::Resolver::custom(resolver))
         .service();
     awc::Client::builder()
+        // Metadata and token replies delimited by the close are read whole too.
         .connector(
             awc::Connector::new()
-                .connector(tcp)
+                .connector(crate::server::CloseBodies(tcp))
                 .rustls_0_23(crate::net::tls_config()),
         )
         .timeout(REQUEST_TIMEOUT)

@@ -177,9 +177,7 @@ pub(crate) async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Vec<u8>>, act
     let client = awc::Client::builder()
         .connector(
             awc::Connector::new()
-                .connector(super::http_io::CloseBodies(
-                    actix_tls::connect::Connector::default().service(),
-                ))
+                .connector(super::http_io::close_bodies_tcp())
                 .rustls_0_23(crate::net::tls_config())
                 .timeout(target.connect_timeout),
         )

@@ -204,7 +204,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// A TCP stream whose reads go through [`Framing`].
 #[derive(Debug)]
-pub(crate) struct CloseBodyStream {
+pub struct CloseBodyStream {
     io: TcpStream,
     framing: Framing,
     out: Vec<u8>,
@@ -284,7 +284,7 @@ impl ActixStream for CloseBodyStream {
 /// awc's TCP connector, its streams wrapped in [`CloseBodyStream`] (followed for `http://`
 /// only).
 #[derive(Clone)]
-pub(crate) struct CloseBodies<S>(pub S);
+pub struct CloseBodies<S>(pub S);
 
 type Connected = Connection<Uri, CloseBodyStream>;
 
@@ -318,6 +318,12 @@ where
             ))
         })
     }
+}
+
+/// awc's TCP connector (TLS is layered over it by awc) that reads close-delimited HTTP/1.1
+/// bodies whole: for every awc client that reads a server's or a model's replies.
+pub fn close_bodies_tcp() -> CloseBodies<actix_tls::connect::ConnectorService> {
+    CloseBodies(actix_tls::connect::Connector::default().service())
 }
 
 #[cfg(test)]

@@ -179,7 +179,21 @@ pub fn headless_elicit(params: Option<&Value>, policy: ElicitPolicy) -> Value {
     if url_mode || policy == ElicitPolicy::Decline {
         return json!({ "action": "decline" });
     }
-    json!({ "action": "accept", "content": schema_defaults(params) })
+    let content = schema_defaults(params);
+    // A required field without a default would be sent empty: the form is declined.
+    let required = params
+        .and_then(|p| p.get("requestedSchema"))
+        .and_then(|s| s.get("required"))
+        .and_then(Value::as_array);
+    if required
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .any(|name| !content.contains_key(name))
+    {
+        return json!({ "action": "decline" });
+    }
+    json!({ "action": "accept", "content": content })
 }
 
 /// Every field of an elicitation's `requestedSchema` that has a `default`, with it.
@@ -218,6 +232,11 @@ mod tests {
             got,
             json!({"action": "accept", "content": {"name": "John Doe", "age": 30}})
         );
+        // A required field without a default is never sent empty: the form is declined.
+        let mut required = params.clone();
+        required["requestedSchema"]["required"] = json!(["name", "note"]);
+        let got = headless_elicit(Some(&required), ElicitPolicy::AcceptDefaults);
+        assert_eq!(got, json!({"action": "decline"}));
         let url = json!({"mode": "url", "url": "https://example.com", "message": "log in"});
         let got = headless_elicit(Some(&url), ElicitPolicy::AcceptDefaults);
         assert_eq!(got, json!({"action": "decline"}));

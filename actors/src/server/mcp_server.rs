@@ -321,6 +321,13 @@ impl Actor for McpServer {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(crate::MAILBOX);
+        if crate::runtime_gone() {
+            // Started while being dropped at exit: nothing may be spawned any more.
+            self.exit_reason = Some("was stopped before it started".to_owned());
+            self.child_exited = true;
+            ctx.stop();
+            return;
+        }
         if matches!(self.spec.transport, TransportSpec::Http { .. }) {
             self.start_http(ctx);
         } else if let Err(e) = self.spawn_child(ctx) {

@@ -14,6 +14,7 @@ pub use descendants::{
     become_subreaper, end_descendants, live_descendants, spare_session, spawn_orphan_reaper,
     REAP_PERIOD,
 };
+pub use http_io::{close_bodies_tcp, CloseBodies, CloseBodyStream};
 pub use mcp_server::McpServer;
 pub use process::{
     kill_all_groups, live_group_count, register_group, signal_name, unregister_group,

@@ -358,6 +358,11 @@ impl Actor for ServerSupervisor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(crate::MAILBOX);
+        if crate::runtime_gone() {
+            // Started while being dropped at exit: no server may be launched any more.
+            ctx.stop();
+            return;
+        }
         let names: Vec<String> = self.entries.keys().cloned().collect();
         for name in names {
             self.launch(&name, ctx);

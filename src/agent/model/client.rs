@@ -265,6 +265,9 @@ fn client() -> awc::Client {
         awc::Client::builder()
             .connector(
                 awc::Connector::new()
+                    // An HTTP/1.1 stream with neither chunked encoding nor Content-Length runs
+                    // to the close: read it whole, as the MCP transport does.
+                    .connector(harness9_actors::server::close_bodies_tcp())
                     .rustls_0_23(harness9_actors::net::tls_config())
                     .timeout(CONNECT_TIMEOUT)
                     .handshake_timeout(CONNECT_TIMEOUT),

@@ -77,6 +77,38 @@ impl McpServer {
         })
     }
 
+    /// `Ok` when the server declared the capability `method` needs (in either era): no
+    /// request goes to a server that did not say it answers it.
+    pub(super) fn offers(&self, method: &str) -> Result<(), RequestError> {
+        let caps = &self.server_caps;
+        let (missing, what, capability) = match method {
+            "resources/list" | "resources/templates/list" | "resources/read" => {
+                (caps.resources.is_none(), "resources", "resources")
+            }
+            "resources/subscribe" | "resources/unsubscribe" => (
+                !caps.flag("resources", "subscribe"),
+                "resource subscriptions",
+                "resources.subscribe",
+            ),
+            "prompts/list" | "prompts/get" => (caps.prompts.is_none(), "prompts", "prompts"),
+            "completion/complete" => (
+                caps.completions.is_none(),
+                "argument completion",
+                "completions",
+            ),
+            "logging/setLevel" => (caps.logging.is_none(), "logging", "logging"),
+            _ => (false, "", ""),
+        };
+        if missing {
+            return Err(RequestError::NotOffered {
+                server: self.spec.name.clone(),
+                what,
+                capability,
+            });
+        }
+        Ok(())
+    }
+
     /// Sends one request (with the stateless `_meta` in that era) and answers with its parsed
     /// result within the server's `toolTimeoutSec`.
     fn request_for<T: DeserializeOwned + 'static>(
@@ -85,7 +117,7 @@ impl McpServer {
         params: Value,
         ctx: &mut Context<Self>,
     ) -> Answer<T> {
-        if let Err(e) = self.ready() {
+        if let Err(e) = self.ready().and_then(|()| self.offers(method)) {
             return fail(e);
         }
         let server = self.spec.name.clone();
@@ -158,7 +190,7 @@ impl McpServer {
         P: DeserializeOwned + 'static,
         T: 'static,
     {
-        if let Err(e) = self.ready() {
+        if let Err(e) = self.ready().and_then(|()| self.offers(method)) {
             return fail(e);
         }
         let server = self.spec.name.clone();
@@ -306,7 +338,12 @@ impl Handler<SubscribeResource> for McpServer {
     type Result = Answer<()>;
 
     fn handle(&mut self, msg: SubscribeResource, ctx: &mut Context<Self>) -> Self::Result {
-        if let Err(e) = self.ready() {
+        // Both eras: the stateless listen filter carries subscriptions only for a server that
+        // offers them.
+        if let Err(e) = self
+            .ready()
+            .and_then(|()| self.offers("resources/subscribe"))
+        {
             return fail(e);
         }
         let server = self.spec.name.clone();

@@ -19,7 +19,7 @@ use crate::error::CallError;
 use crate::messages::{CallServerTool, InputRequest, ProgressSink};
 use crate::protocol::headers::param_headers;
 use crate::protocol::jsonrpc::{self, LineError};
-use crate::protocol::types::{CallToolParams, CallToolResult, RequestMeta};
+use crate::protocol::types::{CallToolParams, CallToolResult, ContentBlock, RequestMeta};
 use crate::server::{ask, input};
 
 /// How many `input_required` rounds one call may take before it is given up.
@@ -253,6 +253,34 @@ impl CancelOnDrop {
     }
 }
 
+/// Whether a server's error text says it cannot send a server-initiated request (an
+/// elicitation, a sampling request) on this connection: SDKs that implement the stateless era
+/// without the input-request flow refuse `ctx.elicit()` so ("elicitation via server-initiated
+/// requests is unavailable", "no back-channel for server-initiated requests").
+fn refuses_server_requests(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    t.contains("server-initiated request")
+        && (t.contains("unavailable")
+            || t.contains("back-channel")
+            || t.contains("not supported")
+            || t.contains("cannot send"))
+}
+
+/// [`refuses_server_requests`] for the text of a tool result marked `isError`.
+fn result_refuses_server_requests(result: &CallToolResult) -> bool {
+    result.content.iter().any(|c| match c {
+        ContentBlock::Text { text } => refuses_server_requests(text),
+        _ => false,
+    })
+}
+
+/// What to do when a stateless server cannot ask its own questions.
+fn pin_hint(server: &str) -> String {
+    format!(
+        "server \"{server}\" cannot send its own requests (elicitation, sampling) on a 2026-07-28 connection; pin \"protocolVersion\": \"2025-11-25\" in its config entry to use this tool"
+    )
+}
+
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.fire("caller went away");
@@ -363,6 +391,19 @@ impl Handler<CallServerTool> for McpServer {
                             .ok_or_else(|| stopped(&server, &tool))?;
                         continue;
                     }
+                    // A stateless server that cannot send its own requests (PyPI `mcp` 2.x
+                    // and FastMCP's `ctx.elicit()`): the error says so and names the pin.
+                    Err(RoundError::Reply(ReplyError::Rpc(mut obj)))
+                        if stateless && refuses_server_requests(&obj.message) =>
+                    {
+                        obj.message = format!(
+                            "{}; {}",
+                            obj.message.trim_end_matches('.'),
+                            pin_hint(&server)
+                        );
+                        let e = RoundError::Reply(ReplyError::Rpc(obj));
+                        return Err(e.into_call_error(server, tool, timeout));
+                    }
                     Err(e) => return Err(e.into_call_error(server, tool, timeout)),
                 };
                 // One parse of the result; an `input_required` one is read again for its
@@ -384,6 +425,12 @@ impl Handler<CallServerTool> for McpServer {
                         })
                     }
                 };
+                let mut result = result;
+                if stateless && result.is_error && result_refuses_server_requests(&result) {
+                    result.content.push(ContentBlock::Text {
+                        text: pin_hint(&server),
+                    });
+                }
                 match result.result_type.as_deref() {
                     // The handshake era has no `resultType`: whatever a server put there.
                     _ if !stateless => return Ok(result),
