@@ -168,6 +168,10 @@ fn main() -> ExitCode {
         // A settings file that does not parse: a config error.
         Err(e) => return fail(json, &e.to_string(), 2, started),
     }
+    match harness9::agent::model::settings::shell_sandbox(&opts.model) {
+        Ok(mode) => harness9::agent::builtins::shell_sandbox::set_shell_sandbox(mode),
+        Err(e) => return fail(json, &e.to_string(), 2, started),
+    }
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         // Terminal first, so the message below is readable; then no child outlives us.

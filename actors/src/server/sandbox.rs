@@ -43,7 +43,7 @@ const NET_ABI: i32 = 4;
 const SCOPE_ABI: i32 = 6;
 
 /// A ruleset (and seccomp program) ready to be enforced in a child.
-pub(crate) struct Prepared {
+pub struct Prepared {
     fd: OwnedFd,
     filter: Option<Vec<libc::sock_filter>>,
     /// The read rights the child grants itself on its own `/proc/self`.
@@ -54,7 +54,7 @@ impl Prepared {
     /// Makes `cmd`'s child enforce the ruleset before it execs. Keep `self` alive until
     /// `spawn` has returned (the child uses the fd number); the fd is close-on-exec, so the
     /// server never holds it.
-    pub(crate) fn install(&self, cmd: &mut tokio::process::Command) {
+    pub fn install(&self, cmd: &mut tokio::process::Command) {
         let fd = self.fd.as_raw_fd();
         // The program's address and length; the memory stays put (owned by `self`, which
         // outlives the spawn) and the forked child sees the same bytes at the same address.
@@ -347,7 +347,7 @@ pub fn kernel_abi() -> Result<i32, String> {
                     .to_owned(),
             ),
             _ => Err(
-                "this kernel has no Landlock (it needs Linux 5.13 or later); use such a kernel or set \"sandbox\": false for this server"
+                "this kernel has no Landlock (it needs Linux 5.13 or later); use such a kernel or turn the sandbox off (\"sandbox\": false for a server)"
                     .to_owned(),
             ),
         }
@@ -368,8 +368,9 @@ pub fn kernel_abi() -> Result<i32, String> {
 
 /// Builds the ruleset for a server whose entry sets the working directory `cwd` (`None`: it
 /// runs in harness9's, which it may not write) and whose scratch directory is `scratch`; the
-/// error says why the sandbox cannot be applied (the server must then not start).
-pub(crate) fn prepare(
+/// error says why the sandbox cannot be applied (the server must then not start). The agent's
+/// own `bash` uses it too (harness9's `[permissions] shell`).
+pub fn prepare(
     sb: &SandboxSpec,
     cwd: Option<&Path>,
     scratch: &Path,

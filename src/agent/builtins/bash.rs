@@ -78,6 +78,16 @@ pub(super) async fn run_bash(
     cancel: &CancellationToken,
 ) -> io::Result<Result<Reply, CallError>> {
     // One pipe for stdout and stderr keeps their output in the order it was written.
+    // The sandbox first: a command that cannot be confined does not run.
+    let confined = match super::shell_sandbox::confine(sh.opts.shell, &sh.root) {
+        Ok(c) => c,
+        Err(e) => {
+            return Ok(Ok(Reply {
+                text: format!("tool \"bash\": {e}"),
+                is_error: true,
+            }))
+        }
+    };
     let (writer, mut reader) = tokio::net::unix::pipe::pipe()?;
     let out = writer.into_blocking_fd()?;
     let err = out.try_clone()?;
@@ -90,6 +100,11 @@ pub(super) async fn run_bash(
         .stderr(Stdio::from(err))
         .kill_on_drop(true)
         .process_group(0);
+    if let Some(c) = &confined {
+        cmd.env("TMPDIR", c.scratch.path());
+        // `c` (the ruleset's fd, the filter's memory) outlives the spawn below.
+        c.prepared.install(&mut cmd);
+    }
     let spawned = cmd.spawn();
     // The command holds our copies of the write end: drop it so EOF comes when the child's
     // processes are done with the pipe.
@@ -189,6 +204,14 @@ pub(super) async fn run_bash(
             }
             end_line(&mut text);
             text.push_str(&describe_exit(&status));
+            let note = match (&confined, status.success()) {
+                (Some(c), false) => super::shell_sandbox::refusal_note(&text, c),
+                _ => None,
+            };
+            if let Some(note) = note {
+                text.push('\n');
+                text.push_str(&note);
+            }
             Reply {
                 text,
                 is_error: !status.success(),

@@ -25,6 +25,7 @@ mod bash;
 mod files;
 mod grep;
 pub mod resources;
+pub mod shell_sandbox;
 
 use bash::*;
 use files::*;
@@ -62,6 +63,8 @@ pub struct BuiltinOptions {
     pub default_timeout: Duration,
     /// The largest `timeout_sec` a call may ask for.
     pub max_timeout: Duration,
+    /// How `bash` is sandboxed (`[permissions] shell`).
+    pub shell: shell_sandbox::ShellSandbox,
 }
 
 impl Default for BuiltinOptions {
@@ -70,6 +73,7 @@ impl Default for BuiltinOptions {
             output_limit: 30_000,
             default_timeout: Duration::from_secs(120),
             max_timeout: Duration::from_secs(600),
+            shell: shell_sandbox::shell_sandbox(),
         }
     }
 }

@@ -181,6 +181,8 @@ struct FileSettings {
     #[serde(default)]
     mcp: McpSection,
     #[serde(default)]
+    permissions: PermissionsSection,
+    #[serde(default)]
     prices: std::collections::BTreeMap<String, Price>,
     #[serde(default)]
     context_windows: std::collections::BTreeMap<String, u64>,
@@ -204,6 +206,7 @@ impl FileSettings {
             anthropic: self.anthropic.overlay(top.anthropic),
             openai: self.openai.overlay(top.openai),
             mcp: self.mcp,
+            permissions: self.permissions,
             prices,
             context_windows,
             compact_at: top.compact_at.or(self.compact_at),
@@ -217,6 +220,70 @@ impl FileSettings {
 struct McpSection {
     /// The sandbox of every stdio server whose entry has no `"sandbox"` of its own.
     sandbox: Option<crate::app::config::SandboxField>,
+}
+
+/// `[permissions]`: what the agent's own tools may do.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PermissionsSection {
+    /// The sandbox of the built-in `bash`; merged by [`shell_sandbox`] (a project only
+    /// tightens).
+    shell: Option<ShellSandbox>,
+}
+
+type ShellSandbox = crate::agent::builtins::shell_sandbox::ShellSandbox;
+
+/// `[permissions] shell` of the settings (the user's file, else the default
+/// `workspace-write`), tightened by the project's `./harness9.toml`: a project value looser
+/// than the user's is ignored with a warning naming the file and line.
+pub fn shell_sandbox(flags: &ModelFlags) -> Result<ShellSandbox, SettingsError> {
+    let layers = read_layers(flags)?;
+    let (user, user_name) = match &layers.user {
+        Some((path, text)) => (
+            parse_file(&path.display().to_string(), text)?
+                .permissions
+                .shell
+                .unwrap_or_default(),
+            path.display().to_string(),
+        ),
+        None => (ShellSandbox::default(), "the defaults".to_owned()),
+    };
+    let Some((path, text)) = &layers.project else {
+        return Ok(user);
+    };
+    let name = path.display().to_string();
+    let Some(project) = parse_file(&name, text)?.permissions.shell else {
+        return Ok(user);
+    };
+    let (out, warning) = merged_shell(user, &user_name, project, &name, text);
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+        push_warning(w);
+    }
+    Ok(out)
+}
+
+/// The project's shell sandbox when it is at least as tight as the user's, else the user's
+/// and a warning.
+fn merged_shell(
+    user: ShellSandbox,
+    user_name: &str,
+    project: ShellSandbox,
+    project_name: &str,
+    project_text: &str,
+) -> (ShellSandbox, Option<String>) {
+    if project.looseness() <= user.looseness() {
+        return (project, None);
+    }
+    let line = key_line(project_text, "permissions", "shell");
+    (
+        user,
+        Some(format!(
+            "{project_name}:{line}: [permissions] shell = \"{}\" is ignored: it is looser than \"{}\" from {user_name}, and a project's settings file may only tighten the shell's sandbox; change it in your own settings if you mean it",
+            project.name(),
+            user.name()
+        )),
+    )
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -461,17 +528,25 @@ pub fn mcp_sandbox_default(flags: &ModelFlags) -> Result<Option<SandboxField>, S
     let (out, warning) = merged_sandbox(user, &user_name, project, &name, text);
     if let Some(w) = warning {
         tracing::warn!("{w}");
-        let _ = WARNINGS.set(vec![w]);
+        push_warning(w);
     }
     Ok(out)
 }
 
-/// What [`mcp_sandbox_default`] ignored, for the TUI's transcript (the log has it too).
-static WARNINGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+/// What [`mcp_sandbox_default`] and [`shell_sandbox`] ignored, for the TUI's transcript (the
+/// log has it too).
+static WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn push_warning(w: String) {
+    let mut all = WARNINGS.lock().unwrap_or_else(|p| p.into_inner());
+    if !all.contains(&w) {
+        all.push(w);
+    }
+}
 
 /// The warnings of reading the settings files (a project value ignored), once read.
 pub fn warnings() -> Vec<String> {
-    WARNINGS.get().cloned().unwrap_or_default()
+    WARNINGS.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
 /// Resolves the settings from the process environment, the user's file, the project's file

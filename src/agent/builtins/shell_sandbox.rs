@@ -1,0 +1,141 @@
+//! The sandbox of the agent's own `bash` (`[permissions] shell`): the same Landlock ruleset
+//! and seccomp socket filter as a sandboxed stdio server (`harness9_actors::server::sandbox`),
+//! with the project (harness9's working directory) and a private temp dir writable.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use harness9_actors::server::sandbox::{prepare, Prepared, Scratch};
+use harness9_actors::SandboxSpec;
+use serde::Deserialize;
+
+/// How `bash` is confined: `[permissions] shell` in `harness9.toml`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ShellSandbox {
+    /// Writes the project, a private temp dir and the device files; no network.
+    #[default]
+    WorkspaceWrite,
+    /// Writes only its private temp dir and the device files; no network.
+    ReadOnly,
+    /// `WorkspaceWrite` with TCP and UDP (still no unix socket).
+    Network,
+    /// Unsandboxed.
+    Off,
+}
+
+impl ShellSandbox {
+    /// How loose it is: a project's settings file may only pick one at most as loose as the
+    /// user's.
+    pub fn looseness(self) -> u8 {
+        match self {
+            Self::ReadOnly => 0,
+            Self::WorkspaceWrite => 1,
+            Self::Network => 2,
+            Self::Off => 3,
+        }
+    }
+
+    /// The name in the settings file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::WorkspaceWrite => "workspace-write",
+            Self::ReadOnly => "read-only",
+            Self::Network => "network",
+            Self::Off => "off",
+        }
+    }
+}
+
+/// The resolved `[permissions] shell` of this process, set once at startup.
+static SETTING: OnceLock<ShellSandbox> = OnceLock::new();
+
+/// Sets the shell sandbox every later [`super::BuiltinOptions::default`] carries.
+pub fn set_shell_sandbox(mode: ShellSandbox) {
+    let _ = SETTING.set(mode);
+}
+
+/// The shell sandbox set at startup, else the default (`workspace-write`).
+pub fn shell_sandbox() -> ShellSandbox {
+    SETTING.get().copied().unwrap_or_default()
+}
+
+/// A ruleset ready for one `bash` run and its private temp dir (removed when dropped).
+pub(super) struct Confined {
+    pub(super) prepared: Prepared,
+    pub(super) scratch: Scratch,
+    /// Where the command may write (for the refusal note).
+    pub(super) writable: Vec<PathBuf>,
+    pub(super) network: bool,
+}
+
+/// Builds the sandbox of one `bash` run in `root`; `None` when the shell is unsandboxed. The
+/// error says why the sandbox cannot be applied and how to run unsandboxed.
+pub(super) fn confine(mode: ShellSandbox, root: &Path) -> Result<Option<Confined>, String> {
+    let unable = |e: String| {
+        format!(
+            "the shell's sandbox cannot be applied, so the command did not run: {e}; to run bash unsandboxed set shell = \"off\" under [permissions] in harness9.toml"
+        )
+    };
+    let (write_root, network) = match mode {
+        ShellSandbox::Off => return Ok(None),
+        ShellSandbox::WorkspaceWrite => (true, false),
+        ShellSandbox::Network => (true, true),
+        ShellSandbox::ReadOnly => (false, false),
+    };
+    let scratch = Scratch::create().map_err(unable)?;
+    let spec = SandboxSpec {
+        project_dir: root.to_path_buf(),
+        writable: Vec::new(),
+        network,
+    };
+    let cwd = write_root.then_some(root);
+    let prepared = prepare(&spec, cwd, scratch.path()).map_err(unable)?;
+    let mut writable: Vec<PathBuf> = cwd.map(Path::to_path_buf).into_iter().collect();
+    writable.push(scratch.path().to_path_buf());
+    Ok(Some(Confined {
+        prepared,
+        scratch,
+        writable,
+        network,
+    }))
+}
+
+/// The note added to a failed command's output when it looks like the sandbox refused it
+/// ("Permission denied" / "Operation not permitted"), naming a path outside the writable set
+/// when the output shows one; `None` when nothing points at the sandbox.
+pub(super) fn refusal_note(output: &str, c: &Confined) -> Option<String> {
+    let refused = |l: &str| l.contains("Permission denied") || l.contains("Operation not permitted");
+    let lines: Vec<&str> = output.lines().filter(|l| refused(l)).collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let inside = |p: &Path| c.writable.iter().any(|w| p.starts_with(w)) || p.starts_with("/dev");
+    let outside = lines.iter().find_map(|l| {
+        l.split(|ch: char| ch.is_whitespace() || matches!(ch, ':' | '\'' | '"' | '`' | '‘' | '’'))
+            .filter(|t| t.starts_with('/'))
+            .map(PathBuf::from)
+            .find(|p| !inside(p))
+    });
+    let writable = c
+        .writable
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let net = if c.network {
+        "TCP and UDP allowed, no unix sockets"
+    } else {
+        "no network"
+    };
+    let what = match outside {
+        Some(p) => format!(
+            "the sandbox refused a write to {}: outside the writable set",
+            p.display()
+        ),
+        None => "the sandbox may have refused this".to_owned(),
+    };
+    Some(format!(
+        "note: {what} (writable: {writable}, the device files; {net}); ask the user, or the user can set [permissions] shell in harness9.toml"
+    ))
+}
