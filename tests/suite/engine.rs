@@ -1778,3 +1778,122 @@ fn run_json_failures_end_with_an_error_event_and_the_exit_code() {
         );
     }
 }
+
+/// `bash` writing a file in a directory outside the project and connecting to a loopback
+/// listener; returns (the file was created, the listener got a connection, the two results).
+/// `user` and `project` are the user's settings file and the project's `harness9.toml`.
+fn shell_escape_attempt(
+    tag: &str,
+    user: Option<&str>,
+    project_file: Option<&str>,
+) -> (bool, bool, String, String) {
+    let outside = temp_path(&format!("{tag}-outside"));
+    std::fs::create_dir_all(&outside).unwrap();
+    let target = outside.join("escaped.txt");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let write = format!("echo out > {}", target.display());
+    let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+    let model = Model::start(
+        tag,
+        json!({"steps": [
+            {"tool_calls": [call("w", "bash", json!({"command": write}))]},
+            {"tool_calls": [call("n", "bash", json!({"command": connect}))]},
+            {"text": "done"}
+        ]}),
+    );
+    let dir = project(tag, Value::Null);
+    if let Some(s) = user {
+        let config = dir.join("home/.config/harness9");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(config.join("config.toml"), s).unwrap();
+    }
+    if let Some(s) = project_file {
+        std::fs::write(dir.join("harness9.toml"), s).unwrap();
+    }
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    out.ok();
+    let text = |id: &str| {
+        out.event("tool_result", id)["output"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let connected = listener.accept().is_ok();
+    (target.exists(), connected, text("w"), text("n"))
+}
+
+#[test]
+fn bash_under_the_default_sandbox_cannot_write_outside_the_project_nor_connect() {
+    let (wrote, connected, w, n) = shell_escape_attempt("shell-default", None, None);
+    assert!(!wrote, "bash wrote outside the project: {w}");
+    assert!(!connected, "bash opened a TCP connection: {n}");
+    assert!(
+        w.contains("the sandbox refused a write to") && w.contains("[permissions] shell"),
+        "{w}"
+    );
+    assert!(
+        n.contains("[permissions] shell") && !n.contains("connected\n"),
+        "{n}"
+    );
+}
+
+#[test]
+fn bash_with_the_shell_sandbox_off_writes_outside_and_connects() {
+    let off = "[permissions]\nshell = \"off\"\n";
+    let (wrote, connected, w, n) = shell_escape_attempt("shell-off", Some(off), None);
+    assert!(wrote, "{w}");
+    assert!(connected, "{n}");
+}
+
+#[test]
+fn a_project_file_cannot_turn_the_shell_sandbox_off() {
+    let off = "[permissions]\nshell = \"off\"\n";
+    let (wrote, connected, w, n) = shell_escape_attempt("shell-project-off", None, Some(off));
+    assert!(!wrote, "{w}");
+    assert!(!connected, "{n}");
+}
+
+#[test]
+fn bash_under_the_default_sandbox_still_writes_the_project_and_its_temp_dir() {
+    let model = Model::start(
+        "shell-inside",
+        json!({"steps": [
+            {"tool_calls": [call("w", "bash", json!({"command": "echo hi > here.txt && t=$(mktemp) && echo x > \"$t\" && echo wrote"}))]},
+            {"text": "done"}
+        ]}),
+    );
+    let dir = project("shell-inside", Value::Null);
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    out.ok();
+    let w = out.event("tool_result", "w");
+    assert!(
+        w["output"].as_str().unwrap_or_default().contains("wrote"),
+        "{w}"
+    );
+    assert!(dir.join("here.txt").exists());
+}
+
+#[test]
+fn bash_without_landlock_refuses_to_run_and_names_the_setting() {
+    let model = Model::start(
+        "shell-nolandlock",
+        json!({"steps": [
+            {"tool_calls": [call("w", "bash", json!({"command": "echo ran > ran.txt"}))]},
+            {"text": "done"}
+        ]}),
+    );
+    let dir = project("shell-nolandlock", Value::Null);
+    let mut cmd = anthropic(&dir, &model);
+    cmd.env("HARNESS9_LANDLOCK_ABI", "0");
+    let out = Run::start(cmd, &["run", "-p", "go", "--json"]).finish(LIMIT);
+    out.ok();
+    let w = out.event("tool_result", "w");
+    let text = w["output"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("no Landlock") && text.contains("shell = \"off\""),
+        "{w}"
+    );
+    assert!(!dir.join("ran.txt").exists(), "bash ran unsandboxed");
+}

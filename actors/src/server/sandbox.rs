@@ -370,11 +370,7 @@ pub fn kernel_abi() -> Result<i32, String> {
 /// runs in harness9's, which it may not write) and whose scratch directory is `scratch`; the
 /// error says why the sandbox cannot be applied (the server must then not start). The agent's
 /// own `bash` uses it too (harness9's `[permissions] shell`).
-pub fn prepare(
-    sb: &SandboxSpec,
-    cwd: Option<&Path>,
-    scratch: &Path,
-) -> Result<Prepared, String> {
+pub fn prepare(sb: &SandboxSpec, cwd: Option<&Path>, scratch: &Path) -> Result<Prepared, String> {
     let n = kernel_abi()?;
     if !sb.network && n < NET_ABI {
         let how = match std::env::var(ABI_OVERRIDE_VAR) {

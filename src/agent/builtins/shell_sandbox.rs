@@ -105,7 +105,8 @@ pub(super) fn confine(mode: ShellSandbox, root: &Path) -> Result<Option<Confined
 /// ("Permission denied" / "Operation not permitted"), naming a path outside the writable set
 /// when the output shows one; `None` when nothing points at the sandbox.
 pub(super) fn refusal_note(output: &str, c: &Confined) -> Option<String> {
-    let refused = |l: &str| l.contains("Permission denied") || l.contains("Operation not permitted");
+    let refused =
+        |l: &str| l.contains("Permission denied") || l.contains("Operation not permitted");
     let lines: Vec<&str> = output.lines().filter(|l| refused(l)).collect();
     if lines.is_empty() {
         return None;
