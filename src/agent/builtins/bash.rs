@@ -78,6 +78,8 @@ pub(super) async fn run_bash(
     cancel: &CancellationToken,
 ) -> io::Result<Result<Reply, CallError>> {
     // One pipe for stdout and stderr keeps their output in the order it was written.
+    // A missing working directory is a failure to start, said as such (not a sandbox error).
+    std::fs::metadata(&sh.root)?;
     // The sandbox first: a command that cannot be confined does not run.
     let confined = match super::shell_sandbox::confine(sh.opts.shell, &sh.root) {
         Ok(c) => c,
