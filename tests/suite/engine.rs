@@ -1830,7 +1830,7 @@ fn bash_under_the_default_sandbox_cannot_write_outside_the_project_nor_connect()
     assert!(!wrote, "bash wrote outside the project: {w}");
     assert!(!connected, "bash opened a TCP connection: {n}");
     assert!(
-        w.contains("the sandbox refused a write to") && w.contains("[permissions] shell"),
+        w.contains("the sandbox refuses writes to") && w.contains("[permissions] shell"),
         "{w}"
     );
     assert!(

@@ -207,7 +207,9 @@ pub(super) async fn run_bash(
             end_line(&mut text);
             text.push_str(&describe_exit(&status));
             let note = match (&confined, status.success()) {
-                (Some(c), false) => super::shell_sandbox::refusal_note(&text, c),
+                (Some(c), false) => {
+                    super::shell_sandbox::refusal_note(&text, &c.writable, c.network)
+                }
                 _ => None,
             };
             if let Some(note) = note {

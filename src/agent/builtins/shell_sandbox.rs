@@ -104,34 +104,33 @@ pub(super) fn confine(mode: ShellSandbox, root: &Path) -> Result<Option<Confined
 /// The note added to a failed command's output when it looks like the sandbox refused it
 /// ("Permission denied" / "Operation not permitted"), naming a path outside the writable set
 /// when the output shows one; `None` when nothing points at the sandbox.
-pub(super) fn refusal_note(output: &str, c: &Confined) -> Option<String> {
+pub(super) fn refusal_note(output: &str, writable: &[PathBuf], network: bool) -> Option<String> {
     let refused =
         |l: &str| l.contains("Permission denied") || l.contains("Operation not permitted");
     let lines: Vec<&str> = output.lines().filter(|l| refused(l)).collect();
     if lines.is_empty() {
         return None;
     }
-    let inside = |p: &Path| c.writable.iter().any(|w| p.starts_with(w)) || p.starts_with("/dev");
+    let inside = |p: &Path| writable.iter().any(|w| p.starts_with(w)) || p.starts_with("/dev");
     let outside = lines.iter().find_map(|l| {
         l.split(|ch: char| ch.is_whitespace() || matches!(ch, ':' | '\'' | '"' | '`' | '‘' | '’'))
             .filter(|t| t.starts_with('/'))
             .map(PathBuf::from)
             .find(|p| !inside(p))
     });
-    let writable = c
-        .writable
+    let writable = writable
         .iter()
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(", ");
-    let net = if c.network {
+    let net = if network {
         "TCP and UDP allowed, no unix sockets"
     } else {
         "no network"
     };
     let what = match outside {
         Some(p) => format!(
-            "the sandbox refused a write to {}: outside the writable set",
+            "the sandbox refuses writes to {}: it is outside the writable set",
             p.display()
         ),
         None => "the sandbox may have refused this".to_owned(),
@@ -139,4 +138,29 @@ pub(super) fn refusal_note(output: &str, c: &Confined) -> Option<String> {
     Some(format!(
         "note: {what} (writable: {writable}, the device files; {net}); ask the user, or the user can set [permissions] shell in harness9.toml"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_names_the_path_outside_and_the_setting() {
+        let w = vec![PathBuf::from("/p"), PathBuf::from("/tmp/harness9-sbx-1")];
+        let out = "bash: line 1: /etc/x: Permission denied\nexit code 1";
+        let note = refusal_note(out, &w, false).expect("a note");
+        assert!(
+            note.starts_with("note: the sandbox refuses writes to /etc/x: it is outside the writable set (writable: /p, /tmp/harness9-sbx-1")
+                && note.contains("no network")
+                && note.contains("[permissions] shell"),
+            "{note}"
+        );
+        let out = "touch: cannot touch '/p/sub/f': Permission denied\nexit code 1";
+        let note = refusal_note(out, &w, false).expect("a note");
+        assert!(
+            note.starts_with("note: the sandbox may have refused this"),
+            "{note}"
+        );
+        assert_eq!(refusal_note("no such file\nexit code 1", &w, false), None);
+    }
 }

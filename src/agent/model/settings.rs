@@ -840,6 +840,44 @@ mod tests {
 
     use super::*;
 
+    #[test]
+    fn the_shell_sandbox_parses_and_a_project_only_tightens_it() {
+        use crate::agent::builtins::shell_sandbox::ShellSandbox::*;
+        let f = parse_file("h.toml", "[permissions]\nshell = \"read-only\"\n").unwrap();
+        assert_eq!(f.permissions.shell, Some(ReadOnly));
+        for (text, want) in [
+            ("workspace-write", WorkspaceWrite),
+            ("network", Network),
+            ("off", Off),
+        ] {
+            let f = parse_file("h.toml", &format!("[permissions]\nshell = \"{text}\"\n")).unwrap();
+            assert_eq!(f.permissions.shell, Some(want));
+        }
+        let e = parse_file("h.toml", "[permissions]\nshell = \"none\"\n").unwrap_err();
+        assert!(e.to_string().contains("h.toml"), "{e}");
+        let text = "max_steps = 3\n[permissions]\nshell = \"off\"\n";
+        let (out, w) = merged_shell(
+            WorkspaceWrite,
+            "/u/config.toml",
+            Off,
+            "/r/harness9.toml",
+            text,
+        );
+        assert_eq!(out, WorkspaceWrite);
+        let w = w.expect("a warning");
+        assert!(
+            w.starts_with("/r/harness9.toml:3: [permissions] shell = \"off\" is ignored")
+                && w.contains("/u/config.toml"),
+            "{w}"
+        );
+        let (out, w) = merged_shell(Network, "u", ReadOnly, "p", "");
+        assert_eq!((out, w), (ReadOnly, None));
+        let (out, w) = merged_shell(Off, "u", Network, "p", "");
+        assert_eq!((out, w), (Network, None));
+        let (out, _) = merged_shell(ReadOnly, "u", WorkspaceWrite, "p", "");
+        assert_eq!(out, ReadOnly);
+    }
+
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: HashMap<String, String> = pairs
             .iter()
