@@ -129,6 +129,10 @@ pub(super) fn refusal_note(output: &str, writable: &[PathBuf], network: bool) ->
         "no network"
     };
     let what = match outside {
+        Some(p) if p.starts_with("/proc") => format!(
+            "the sandbox refuses access to other processes' /proc ({})",
+            p.display()
+        ),
         Some(p) => format!(
             "the sandbox refuses writes to {}: it is outside the writable set",
             p.display()
@@ -162,5 +166,13 @@ mod tests {
             "{note}"
         );
         assert_eq!(refusal_note("no such file\nexit code 1", &w, false), None);
+        let out = "cat: /proc/1/environ: Permission denied\nexit code 1";
+        let note = refusal_note(out, &w, true).expect("a note");
+        assert!(
+            note.starts_with(
+                "note: the sandbox refuses access to other processes' /proc (/proc/1/environ)"
+            ) && note.contains("TCP and UDP allowed"),
+            "{note}"
+        );
     }
 }
