@@ -1786,7 +1786,7 @@ fn shell_escape_attempt(
     tag: &str,
     user: Option<&str>,
     project_file: Option<&str>,
-) -> (bool, bool, String, String) {
+) -> (bool, bool, String, String, String) {
     let outside = temp_path(&format!("{tag}-outside"));
     std::fs::create_dir_all(&outside).unwrap();
     let target = outside.join("escaped.txt");
@@ -1821,12 +1821,13 @@ fn shell_escape_attempt(
             .to_owned()
     };
     let connected = listener.accept().is_ok();
-    (target.exists(), connected, text("w"), text("n"))
+    let stderr = out.stderr.clone();
+    (target.exists(), connected, text("w"), text("n"), stderr)
 }
 
 #[test]
 fn bash_under_the_default_sandbox_cannot_write_outside_the_project_nor_connect() {
-    let (wrote, connected, w, n) = shell_escape_attempt("shell-default", None, None);
+    let (wrote, connected, w, n, _) = shell_escape_attempt("shell-default", None, None);
     assert!(!wrote, "bash wrote outside the project: {w}");
     assert!(!connected, "bash opened a TCP connection: {n}");
     assert!(
@@ -1842,7 +1843,7 @@ fn bash_under_the_default_sandbox_cannot_write_outside_the_project_nor_connect()
 #[test]
 fn bash_with_the_shell_sandbox_off_writes_outside_and_connects() {
     let off = "[permissions]\nshell = \"off\"\n";
-    let (wrote, connected, w, n) = shell_escape_attempt("shell-off", Some(off), None);
+    let (wrote, connected, w, n, _) = shell_escape_attempt("shell-off", Some(off), None);
     assert!(wrote, "{w}");
     assert!(connected, "{n}");
 }
@@ -1850,9 +1851,14 @@ fn bash_with_the_shell_sandbox_off_writes_outside_and_connects() {
 #[test]
 fn a_project_file_cannot_turn_the_shell_sandbox_off() {
     let off = "[permissions]\nshell = \"off\"\n";
-    let (wrote, connected, w, n) = shell_escape_attempt("shell-project-off", None, Some(off));
+    let (wrote, connected, w, n, stderr) =
+        shell_escape_attempt("shell-project-off", None, Some(off));
     assert!(!wrote, "{w}");
     assert!(!connected, "{n}");
+    assert!(
+        stderr.contains("harness9.toml:2: [permissions] shell = \"off\" is ignored"),
+        "{stderr}"
+    );
 }
 
 #[test]
