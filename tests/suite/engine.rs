@@ -1903,3 +1903,28 @@ fn bash_without_landlock_refuses_to_run_and_names_the_setting() {
     );
     assert!(!dir.join("ran.txt").exists(), "bash ran unsandboxed");
 }
+
+#[test]
+fn bash_on_a_kernel_without_landlock_tcp_rules_refuses_and_names_the_settings() {
+    let model = Model::start(
+        "shell-abi3",
+        json!({"steps": [
+            {"tool_calls": [call("w", "bash", json!({"command": "echo ran > ran.txt"}))]},
+            {"text": "done"}
+        ]}),
+    );
+    let dir = project("shell-abi3", Value::Null);
+    let mut cmd = anthropic(&dir, &model);
+    cmd.env("HARNESS9_LANDLOCK_ABI", "3");
+    let out = Run::start(cmd, &["run", "-p", "go", "--json"]).finish(LIMIT);
+    out.ok();
+    let w = out.event("tool_result", "w");
+    let text = w["output"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("needs Landlock ABI 4")
+            && text.contains("shell = \"network\"")
+            && text.contains("\"off\""),
+        "{w}"
+    );
+    assert!(!dir.join("ran.txt").exists(), "bash ran unsandboxed");
+}

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use harness9_actors::server::sandbox::{prepare, Prepared, Scratch};
+use harness9_actors::server::sandbox::{kernel_abi, prepare, Prepared, Scratch};
 use harness9_actors::SandboxSpec;
 use serde::Deserialize;
 
@@ -47,6 +47,9 @@ impl ShellSandbox {
     }
 }
 
+/// The first Landlock ABI that restricts TCP (Linux 6.7).
+const NET_ABI: i32 = 4;
+
 /// The resolved `[permissions] shell` of this process, set once at startup.
 static SETTING: OnceLock<ShellSandbox> = OnceLock::new();
 
@@ -83,6 +86,13 @@ pub(super) fn confine(mode: ShellSandbox, root: &Path) -> Result<Option<Confined
         ShellSandbox::Network => (true, true),
         ShellSandbox::ReadOnly => (false, false),
     };
+    // Said here in the shell's own terms (the server messages name `.mcp.json` fields).
+    let abi = kernel_abi().map_err(unable)?;
+    if !network && abi < NET_ABI {
+        return Err(format!(
+            "the shell's sandbox cannot be applied, so the command did not run: keeping bash off the network needs Landlock ABI {NET_ABI} (Linux 6.7 or later) and this kernel has ABI {abi}; set shell = \"network\" (writes still confined) or \"off\" under [permissions] in harness9.toml"
+        ));
+    }
     let scratch = Scratch::create().map_err(unable)?;
     let spec = SandboxSpec {
         project_dir: root.to_path_buf(),
