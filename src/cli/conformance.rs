@@ -158,11 +158,14 @@ pub async fn run(opts: &SessionOptions, args: &ConformanceArgs) -> anyhow::Resul
         clean_line(&args.url)
     );
     let auth = scenario.starts_with("auth/");
-    let dir = std::env::temp_dir().join(format!("harness9-conformance-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // The run's config and tokens: a private directory (unpredictable name, 0700, created
+    // exclusively) in the shared temp dir, and its files created exclusively, 0600.
+    let dir = crate::app::private_fs::session_dir(&std::env::temp_dir())
+        .context("cannot create the run's private directory")?;
     let config = dir.join("mcp.json");
     let text = conformance_config(&args.url, auth.then(context_oauth));
-    std::fs::write(&config, text.to_string())
+    crate::app::private_fs::create_new(&config)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.to_string().as_bytes()))
         .with_context(|| format!("cannot write {}", config.display()))?;
     let driver = Driver {
         exe: std::env::current_exe().context("cannot find the harness9 binary")?,

@@ -855,9 +855,11 @@ fn keys_typed_as_the_trust_screen_opens_approve_nothing() {
             }
         }
     }
-    // Give a wrongly taken answer time to show: the server would have started by now.
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let s = t.screen();
+    // The question settles only after a pause with nothing typed: a key taken as an answer
+    // would have closed it (and started the server) by then.
+    let s = t.wait_for("the trust screen, settled", BOUND, |s| {
+        s.contains("approve this project's MCP servers?") && s.contains("> u") && settled(s)
+    });
     assert!(
         !marker.exists(),
         "typed-ahead keys approved the server:\n{s}"

@@ -273,9 +273,11 @@ fn keys_typed_as_a_tool_question_opens_do_not_answer_it() {
             }
         }
     }
-    // Give a wrongly taken answer time to show: bash would have run by now.
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let s = t.screen();
+    // The question settles only after a pause with nothing typed: a key taken as an answer
+    // would have closed it (and run bash) by then.
+    let s = t.wait_for("the question, settled after the typing", BOUND, |s| {
+        s.contains("run this tool?") && settled(s)
+    });
     assert!(
         !dir.join("proof.txt").exists(),
         "bash ran on typed-ahead keys:\n{s}"
