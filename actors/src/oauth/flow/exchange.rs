@@ -1,0 +1,312 @@
+//! The exchanges that carry credentials: dynamic client registration (RFC 7591) and token
+//! requests (code exchange, refresh), bounded, never following a redirect, tokens checked.
+
+use serde::Deserialize;
+
+use super::discovery::{Discovery, ServerMetadata};
+use super::{bounded, BODY_LIMIT, MIN_TOKEN_LIFETIME_SECS, REQUEST_TIMEOUT};
+use crate::net::snippet;
+use crate::oauth::parse;
+use crate::oauth::{now_secs, Client, Grant};
+
+/// The error for a redirect answered to a request that carries credentials (`what`).
+fn refused_redirect<S>(resp: &awc::ClientResponse<S>, what: &str) -> Option<String> {
+    let status = resp.status();
+    if !status.is_redirection() {
+        return None;
+    }
+    let to = resp
+        .headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .map(|l| crate::net::truncate_chars(l, 200))
+        .unwrap_or_default();
+    Some(format!(
+        "{what} answered HTTP {status} (a redirect to {to:?}): a request that carries credentials never follows a redirect; the authorization server must answer at that endpoint itself"
+    ))
+}
+
+/// The token endpoint auth method for a confidential client: `client_secret_basic` unless the
+/// server lists only `client_secret_post` (RFC 8414's default is basic).
+pub(super) fn secret_method(server: &ServerMetadata) -> &'static str {
+    match &server.token_endpoint_auth_methods_supported {
+        Some(m) if !m.iter().any(|m| m == "client_secret_basic") => {
+            if m.iter().any(|m| m == "client_secret_post") {
+                "client_secret_post"
+            } else {
+                "none"
+            }
+        }
+        _ => "client_secret_basic",
+    }
+}
+
+#[derive(Deserialize)]
+struct Registered {
+    client_id: String,
+    #[serde(default)]
+    client_secret: Option<String>,
+    #[serde(default)]
+    token_endpoint_auth_method: Option<String>,
+}
+
+/// Dynamic client registration (RFC 7591) of a native client with `redirect_uri`.
+pub(super) async fn register(
+    client: &awc::Client,
+    d: &Discovery,
+    redirect_uri: &str,
+    scopes: &[String],
+) -> Result<Client, String> {
+    let Some(endpoint) = &d.server.registration_endpoint else {
+        return Err(format!(
+            "authorization server {} offers no registration and no client id is configured: set \"oauth\": {{\"clientId\": ...}} for this server",
+            d.server.issuer
+        ));
+    };
+    let method = match &d.server.token_endpoint_auth_methods_supported {
+        Some(m)
+            if m.iter().any(|m| m == "none")
+                && !m.iter().any(|m| m.starts_with("client_secret")) =>
+        {
+            "none"
+        }
+        _ => secret_method(&d.server),
+    };
+    let mut body = serde_json::json!({
+        "client_name": "harness9",
+        "redirect_uris": [redirect_uri],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": method,
+        "application_type": "native",
+    });
+    if !scopes.is_empty() {
+        body["scope"] = serde_json::Value::String(scopes.join(" "));
+    }
+    let what = format!("client registration at {endpoint}");
+    let text = credentialed_exchange(
+        &what,
+        client
+            .post(endpoint)
+            .insert_header(("Accept", "application/json"))
+            .send_json(&body),
+    )
+    .await?;
+    let r: Registered = serde_json::from_slice(&text)
+        .map_err(|e| format!("the registration reply of {endpoint} is not valid: {e}"))?;
+    let auth_method = r.token_endpoint_auth_method.unwrap_or_else(|| {
+        if r.client_secret.is_some() {
+            method.to_owned()
+        } else {
+            "none".to_owned()
+        }
+    });
+    Ok(Client {
+        client_id: r.client_id,
+        client_secret: r.client_secret,
+        auth_method,
+        redirect_uri: Some(redirect_uri.to_owned()),
+    })
+}
+
+/// One request that carries credentials (`what`, sent by `send`): bounded by
+/// [`REQUEST_TIMEOUT`], a redirect refused ([`refused_redirect`]), the body of a success
+/// ([`success_body`]).
+async fn credentialed_exchange<S>(
+    what: &str,
+    send: impl std::future::Future<
+        Output = Result<awc::ClientResponse<S>, awc::error::SendRequestError>,
+    >,
+) -> Result<bytes::Bytes, String>
+where
+    S: futures_util::Stream<Item = Result<bytes::Bytes, awc::error::PayloadError>> + Unpin,
+{
+    bounded(REQUEST_TIMEOUT, || what.to_owned(), async {
+        let mut resp = send.await.map_err(|e| format!("{what} failed: {e}"))?;
+        if let Some(e) = refused_redirect(&resp, what) {
+            return Err(e);
+        }
+        success_body(&mut resp, what).await
+    })
+    .await
+}
+
+/// The body of an OAuth endpoint's reply (bounded), or an error naming `what`, the status and
+/// the OAuth error it carries.
+async fn success_body<S>(
+    resp: &mut awc::ClientResponse<S>,
+    what: &str,
+) -> Result<bytes::Bytes, String>
+where
+    S: futures_util::Stream<Item = Result<bytes::Bytes, awc::error::PayloadError>> + Unpin,
+{
+    let body = resp
+        .body()
+        .limit(BODY_LIMIT)
+        .await
+        .map_err(|e| format!("reading the reply of {what} failed: {e}"))?;
+    if !resp.status().is_success() {
+        return Err(format!(
+            "{what} got HTTP {}: {}",
+            resp.status(),
+            oauth_error(&body)
+        ));
+    }
+    Ok(body)
+}
+
+/// An OAuth error body as `error: error_description` (at most 300 characters), else a short
+/// snippet; never more.
+fn oauth_error(body: &[u8]) -> String {
+    #[derive(Deserialize)]
+    struct E {
+        error: String,
+        #[serde(default)]
+        error_description: Option<String>,
+    }
+    // The server's words, cut short: they are shown to the user.
+    let said = match serde_json::from_slice::<E>(body) {
+        Ok(E {
+            error,
+            error_description: Some(d),
+        }) => format!("{error}: {d}"),
+        Ok(E { error, .. }) => error,
+        Err(_) => return snippet(&body[..body.len().min(200)]),
+    };
+    crate::net::truncate_chars(&said, 300)
+}
+
+#[derive(Deserialize)]
+struct TokenResponse {
+    access_token: String,
+    #[serde(default)]
+    refresh_token: Option<String>,
+    /// A number as RFC 6749 says, or a numeric string as some servers send.
+    #[serde(default)]
+    expires_in: Option<serde_json::Value>,
+    #[serde(default)]
+    scope: Option<String>,
+}
+
+/// The lifetime to believe for an `expires_in`: at least [`MIN_TOKEN_LIFETIME_SECS`]; `None`
+/// when absent or not a number (the expiry is then unknown, and a `401` refreshes).
+fn lifetime(expires_in: Option<&serde_json::Value>) -> Option<u64> {
+    let secs = match expires_in? {
+        serde_json::Value::Number(n) => n.as_f64()?,
+        serde_json::Value::String(s) => s.trim().parse::<f64>().ok()?,
+        _ => return None,
+    };
+    if !secs.is_finite() {
+        return None;
+    }
+    // `as` saturates: negative is 0, huge is u64::MAX.
+    Some((secs as u64).max(MIN_TOKEN_LIFETIME_SECS))
+}
+
+/// One token request (`authorization_code` or `refresh_token`), the client authenticated as
+/// it registered; the grant's tokens replaced on success.
+pub(super) async fn token_request(
+    client: &awc::Client,
+    grant: &mut Grant,
+    params: &[(&str, &str)],
+) -> Result<(), String> {
+    let c = &grant.client;
+    let mut form = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in params {
+        form.append_pair(k, v);
+    }
+    form.append_pair("resource", &grant.resource);
+    let mut req = client
+        .post(&grant.token_endpoint)
+        .insert_header(("Accept", "application/json"))
+        .content_type("application/x-www-form-urlencoded");
+    match (c.auth_method.as_str(), &c.client_secret) {
+        ("client_secret_basic", Some(secret)) => {
+            let enc = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+            let pair = format!("{}:{}", enc(&c.client_id), enc(secret));
+            use base64::Engine as _;
+            let b = base64::engine::general_purpose::STANDARD.encode(pair);
+            req = req.insert_header(("Authorization", format!("Basic {b}")));
+            // Also in the body: RFC 6749 allows it, and some servers (the Python SDK's among
+            // them) look the client up by the body's `client_id` before reading the header.
+            form.append_pair("client_id", &c.client_id);
+        }
+        ("client_secret_post", Some(secret)) => {
+            form.append_pair("client_id", &c.client_id);
+            form.append_pair("client_secret", secret);
+        }
+        _ => {
+            form.append_pair("client_id", &c.client_id);
+        }
+    }
+    let endpoint = grant.token_endpoint.clone();
+    let what = format!("the token request to {endpoint}");
+    let body = credentialed_exchange(&what, req.send_body(form.finish())).await?;
+    let t: TokenResponse = serde_json::from_slice(&body)
+        .map_err(|_| format!("the token reply of {endpoint} is not valid"))?;
+    let problem = parse::access_token_problem(&t.access_token).or_else(|| {
+        t.refresh_token
+            .as_deref()
+            .and_then(parse::refresh_token_problem)
+    });
+    if let Some(p) = problem {
+        return Err(format!(
+            "the token endpoint {endpoint} issued {p}: not kept, a new login is needed"
+        ));
+    }
+    grant.access_token = t.access_token;
+    if t.refresh_token.is_some() {
+        grant.refresh_token = t.refresh_token;
+    }
+    let now = now_secs();
+    grant.issued_at = Some(now);
+    grant.expires_at = lifetime(t.expires_in.as_ref()).map(|s| now.saturating_add(s));
+    if let Some(s) = t.scope {
+        let granted = parse::scope_tokens(&s);
+        if !granted.is_empty() {
+            grant.scopes = granted;
+        }
+    }
+    Ok(())
+}
+
+/// Refreshes `grant`'s access token with its refresh token (same client, same resource).
+pub async fn refresh(client: &awc::Client, grant: &Grant) -> Result<Grant, String> {
+    let Some(rt) = grant.refresh_token.clone() else {
+        return Err("no refresh token".to_owned());
+    };
+    let mut g = grant.clone();
+    token_request(
+        client,
+        &mut g,
+        &[("grant_type", "refresh_token"), ("refresh_token", &rt)],
+    )
+    .await?;
+    Ok(g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lifetimes_have_a_floor() {
+        let v = |j: &str| serde_json::from_str::<serde_json::Value>(j).unwrap();
+        assert_eq!(lifetime(Some(&v("0"))), Some(MIN_TOKEN_LIFETIME_SECS));
+        assert_eq!(lifetime(Some(&v("-5"))), Some(MIN_TOKEN_LIFETIME_SECS));
+        assert_eq!(lifetime(Some(&v("3600"))), Some(3600));
+        assert_eq!(lifetime(Some(&v("\"120\""))), Some(120));
+        assert_eq!(lifetime(Some(&v("1e30"))), Some(u64::MAX));
+        assert_eq!(lifetime(Some(&v("null"))), None);
+        assert_eq!(lifetime(None), None);
+    }
+
+    #[test]
+    fn error_bodies_are_short() {
+        assert_eq!(
+            oauth_error(br#"{"error":"invalid_grant","error_description":"expired"}"#),
+            "invalid_grant: expired"
+        );
+        assert_eq!(oauth_error(b"nope"), "nope");
+    }
+}
