@@ -12,7 +12,7 @@
 //! The wire formats live in `anthropic.rs` and `openai.rs` as pure functions (no IO), with
 //! what they share in `wire.rs`; `types.rs` holds the neutral types, `config.rs` the provider
 //! config, `client.rs` the HTTP driver, `retry.rs` the retry policy and `errors.rs` the error
-//! classification shared by both formats. `settings.rs` resolves the config from flags, the
+//! classification shared by both formats. `settings/` resolves the config from flags, the
 //! environment and the settings files.
 
 mod anthropic;

@@ -1,0 +1,70 @@
+//! Where the settings files are: the project's `./harness9.toml` and the user's own file
+//! (or a `--settings` file alone), found and read.
+
+use std::path::{Path, PathBuf};
+
+use super::{ModelFlags, SettingsError};
+
+/// Where the user's settings file is looked for: `flags.config_path` alone when given, else
+/// `./harness9.toml`, then `$XDG_CONFIG_HOME/harness9/config.toml` (or
+/// `~/.config/harness9/config.toml`).
+pub fn candidate_paths(
+    flags: &ModelFlags,
+    env: &dyn Fn(&str) -> Option<String>,
+    cwd: &Path,
+) -> Vec<PathBuf> {
+    if let Some(p) = &flags.config_path {
+        return vec![p.clone()];
+    }
+    let mut out = vec![cwd.join("harness9.toml")];
+    let non_empty = |k: &str| env(k).filter(|v| !v.is_empty());
+    if let Some(x) = non_empty("XDG_CONFIG_HOME").filter(|x| Path::new(x).is_absolute()) {
+        out.push(Path::new(&x).join("harness9").join("config.toml"));
+    } else if let Some(home) = non_empty("HOME") {
+        out.push(
+            Path::new(&home)
+                .join(".config")
+                .join("harness9")
+                .join("config.toml"),
+        );
+    }
+    out
+}
+
+/// The settings files that apply, as (path, text): the user's own file and the project's
+/// `./harness9.toml`. A `--settings` file (`flags.config_path`) is the user's file alone.
+#[derive(Debug, Default)]
+pub(super) struct Layers {
+    pub(super) user: Option<(PathBuf, String)>,
+    pub(super) project: Option<(PathBuf, String)>,
+}
+
+/// Reads the files of [`candidate_paths`] that exist: the first (`./harness9.toml`) is the
+/// project's, the other the user's; a `flags.config_path` is the user's and must exist.
+pub(super) fn read_layers(flags: &ModelFlags) -> Result<Layers, SettingsError> {
+    let env = |k: &str| std::env::var(k).ok();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let read = |path: PathBuf| match crate::app::config::read_regular(
+        &path,
+        crate::app::config::MAX_CONFIG_BYTES,
+    ) {
+        Ok(text) => Ok(Some((path, text))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && flags.config_path.is_none() => {
+            Ok(None)
+        }
+        Err(e) => Err(SettingsError::Read {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        }),
+    };
+    let mut paths = candidate_paths(flags, &env, &cwd).into_iter();
+    if flags.config_path.is_some() {
+        return Ok(Layers {
+            user: paths.next().map(read).transpose()?.flatten(),
+            project: None,
+        });
+    }
+    let project = paths.next().map(read).transpose()?.flatten();
+    let user = paths.next().map(read).transpose()?.flatten();
+    Ok(Layers { user, project })
+}

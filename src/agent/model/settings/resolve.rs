@@ -1,0 +1,270 @@
+//! Provider resolution: flags > environment > the settings files (the project's over the
+//! user's) > the shipped defaults, with the base URL checks (a project's file never sends
+//! the user's key to another host; the official endpoints need a key).
+
+use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::super::config::{url_host, MaxTokensField, ProviderConfig, ProviderKind};
+use super::file::{parse_file, FileProvider, FileSettings};
+use super::layers::read_layers;
+use super::{ModelFlags, Settings, SettingsError, DEFAULTS, DEFAULTS_NAME};
+
+/// Resolves the settings from the process environment, the user's file, the project's file
+/// (merged over the user's) and the defaults.
+pub fn resolve(flags: &ModelFlags) -> Result<Settings, SettingsError> {
+    let env = |k: &str| std::env::var(k).ok();
+    let layers = read_layers(flags)?;
+    resolve_layers(
+        flags,
+        &env,
+        layers.user.as_ref().map(|(p, t)| (p.as_path(), t.as_str())),
+        layers
+            .project
+            .as_ref()
+            .map(|(p, t)| (p.as_path(), t.as_str())),
+    )
+}
+
+/// [`resolve_from`] with a file of each kind: the project's settings (`./harness9.toml`)
+/// merged over the user's, key by key. A project file never sends a key elsewhere: its
+/// `base_url` is refused as [`resolve_from`] says.
+pub fn resolve_layers(
+    flags: &ModelFlags,
+    env: &dyn Fn(&str) -> Option<String>,
+    user: Option<(&Path, &str)>,
+    project: Option<(&Path, &str)>,
+) -> Result<Settings, SettingsError> {
+    let parsed = |f: Option<(&Path, &str)>| -> Result<_, SettingsError> {
+        f.map(|(p, t)| Ok((parse_file(&p.display().to_string(), t)?, p.to_path_buf())))
+            .transpose()
+    };
+    let user = parsed(user)?;
+    let project = parsed(project)?;
+    let project_urls = project.as_ref().map_or((false, false), |(f, _)| {
+        (f.anthropic.base_url.is_some(), f.openai.base_url.is_some())
+    });
+    let (file, path) = match (user, project) {
+        (None, None) => (FileSettings::default(), None),
+        (Some((u, p)), None) => (u, Some(p)),
+        (None, Some((f, p))) => (f, Some(p)),
+        (Some((u, _)), Some((f, p))) => (u.under(f), Some(p)),
+    };
+    resolve_parsed(flags, env, file, path, project_urls)
+}
+
+/// The pure core of [`resolve`]: `env` looks up a variable (empty counts as unset), `user` is
+/// the user's settings file (path, text), if any.
+pub fn resolve_from(
+    flags: &ModelFlags,
+    env: &dyn Fn(&str) -> Option<String>,
+    user: Option<(&Path, &str)>,
+) -> Result<Settings, SettingsError> {
+    let (file, path) = match user {
+        Some((path, text)) => (
+            parse_file(&path.display().to_string(), text)?,
+            Some(path.to_path_buf()),
+        ),
+        None => (FileSettings::default(), None),
+    };
+    // A `./harness9.toml` comes with the repository.
+    let project = flags.config_path.is_none()
+        && path
+            .as_ref()
+            .is_some_and(|p| p.file_name().is_some_and(|n| n == "harness9.toml"));
+    let project_urls = (
+        project && file.anthropic.base_url.is_some(),
+        project && file.openai.base_url.is_some(),
+    );
+    resolve_parsed(flags, env, file, path, project_urls)
+}
+
+/// The core of [`resolve_from`] and [`resolve_layers`]: `user_file` is the settings files
+/// merged (`user_path` the file named in messages), `project_urls` whether the project's file
+/// set `[anthropic]` / `[openai]` `base_url`.
+fn resolve_parsed(
+    flags: &ModelFlags,
+    env: &dyn Fn(&str) -> Option<String>,
+    user_file: FileSettings,
+    user_path: Option<PathBuf>,
+    project_urls: (bool, bool),
+) -> Result<Settings, SettingsError> {
+    let env = |k: &str| {
+        env(k)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let flag = |v: &Option<String>| {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let defaults = parse_file(DEFAULTS_NAME, DEFAULTS)?;
+    let user_name = user_path
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let max_steps = user_file
+        .max_steps
+        .or(defaults.max_steps)
+        .map_or(50, NonZeroU32::get);
+    let tool_output_budget_tokens = user_file
+        .tool_output_budget_tokens
+        .or(defaults.tool_output_budget_tokens)
+        .map_or(25_000, NonZeroUsize::get);
+
+    let flag_base_url = flag(&flags.base_url);
+    let named = |value: String, origin: &str| {
+        ProviderKind::parse(&value).ok_or(SettingsError::UnknownProvider {
+            value,
+            origin: origin.to_owned(),
+        })
+    };
+    let chosen: Option<(ProviderKind, String)> = if let Some(p) = flag(&flags.provider) {
+        Some((named(p, "--provider")?, "by --provider".to_owned()))
+    } else if let Some(p) = env("HARNESS9_PROVIDER") {
+        Some((
+            named(p, "HARNESS9_PROVIDER")?,
+            "by HARNESS9_PROVIDER".to_owned(),
+        ))
+    } else if let Some(p) = user_file.provider {
+        let kind = match p {
+            FileProvider::Anthropic => ProviderKind::Anthropic,
+            FileProvider::Openai => ProviderKind::OpenAi,
+        };
+        Some((kind, format!("by provider in {user_name}")))
+    } else {
+        // Nothing names a provider: pick by key, then by an overridden base URL.
+        let by = |kind: ProviderKind, why: String| Some((kind, why));
+        if env("ANTHROPIC_API_KEY").is_some() {
+            by(ProviderKind::Anthropic, "ANTHROPIC_API_KEY is set".into())
+        } else if env("OPENAI_API_KEY").is_some() {
+            by(ProviderKind::OpenAi, "OPENAI_API_KEY is set".into())
+        } else if env("OPENAI_BASE_URL").is_some() {
+            by(ProviderKind::OpenAi, "OPENAI_BASE_URL is set".into())
+        } else if env("ANTHROPIC_BASE_URL").is_some() {
+            by(ProviderKind::Anthropic, "ANTHROPIC_BASE_URL is set".into())
+        } else if flag_base_url.is_some() {
+            by(ProviderKind::OpenAi, "--base-url is given".into())
+        } else if user_file.openai.base_url.is_some() {
+            by(
+                ProviderKind::OpenAi,
+                format!("[openai] base_url in {user_name}"),
+            )
+        } else if user_file.anthropic.base_url.is_some() {
+            by(
+                ProviderKind::Anthropic,
+                format!("[anthropic] base_url in {user_name}"),
+            )
+        } else {
+            None
+        }
+    };
+    // The user's prices replace the shipped ones model by model.
+    let mut prices = defaults.prices.clone();
+    prices.extend(user_file.prices.clone());
+    let mut context_windows = defaults.context_windows.clone();
+    context_windows.extend(user_file.context_windows.clone());
+    let compact_at = user_file
+        .compact_at
+        .or(defaults.compact_at)
+        .filter(|f| (0.0..=1.0).contains(f))
+        .unwrap_or(0.8);
+    let settings = |provider| Settings {
+        provider,
+        max_steps,
+        tool_output_budget_tokens,
+        config_file: user_path.clone(),
+        prices: prices.clone(),
+        context_windows: context_windows.clone(),
+        compact_at,
+        sampling_models: Vec::new(),
+    };
+    let Some((kind, origin)) = chosen else {
+        return Ok(settings(None));
+    };
+
+    let (base, top) = match kind {
+        ProviderKind::Anthropic => (defaults.anthropic, user_file.anthropic),
+        ProviderKind::OpenAi => (defaults.openai, user_file.openai),
+    };
+    // A `./harness9.toml` comes with the repository: its base_url must not take the user's
+    // API key to another host.
+    let url_from_project = match kind {
+        ProviderKind::Anthropic => project_urls.0,
+        ProviderKind::OpenAi => project_urls.1,
+    };
+    let section = base.overlay(top);
+    let model = flag(&flags.model)
+        .or_else(|| env("HARNESS9_MODEL"))
+        .or(section.model)
+        .ok_or_else(|| {
+            SettingsError::Invalid(format!(
+                "no model is set for {kind}; pass --model, set HARNESS9_MODEL, or write model under [{kind}] in harness9.toml"
+            ))
+        })?;
+    let url_from_section = flag_base_url.is_none() && env(kind.base_url_var()).is_none();
+    let (base_url, url_origin) = if let Some(u) = flag_base_url {
+        (u, "--base-url".to_owned())
+    } else if let Some(u) = env(kind.base_url_var()) {
+        (u, kind.base_url_var().to_owned())
+    } else if let Some(u) = section.base_url {
+        (u, format!("[{kind}] base_url"))
+    } else {
+        (kind.default_base_url().to_owned(), "the default".to_owned())
+    };
+    let base_url = base_url.trim_end_matches('/').to_owned();
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(SettingsError::Invalid(format!(
+            "the base URL \"{base_url}\" (from {url_origin}) must start with http:// or https://; fix {url_origin}"
+        )));
+    }
+    let api_key = env(kind.key_var());
+    if url_from_project && url_from_section && api_key.is_some() && !is_official(kind, &base_url) {
+        return Err(SettingsError::Invalid(format!(
+            "[{kind}] base_url in {user_name} points at {base_url}: a repository's settings file may not send your {key} there; if you trust it, pass --base-url {base_url} or set {url_var}, or put it in ~/.config/harness9/config.toml",
+            key = kind.key_var(),
+            url_var = kind.base_url_var(),
+        )));
+    }
+    if api_key.is_none() && is_official(kind, &base_url) {
+        return Err(SettingsError::MissingKey {
+            provider: kind.name(),
+            origin,
+            key_var: kind.key_var(),
+            base_url_var: kind.base_url_var(),
+        });
+    }
+    let secs = |v: Option<NonZeroU64>, d: u64| Duration::from_secs(v.map_or(d, NonZeroU64::get));
+    let sampling_models = section.sampling_models.clone().unwrap_or_default();
+    let mut out = settings(Some(ProviderConfig {
+        kind,
+        base_url,
+        api_key,
+        model,
+        max_tokens: section.max_tokens.map_or(8192, NonZeroU32::get),
+        max_retries: section.max_retries.unwrap_or(3),
+        request_timeout: secs(section.request_timeout_secs, 300),
+        idle_timeout: secs(section.idle_timeout_secs, 120),
+        prompt_caching: section.prompt_caching.is_none_or(Spanned::into_inner),
+        max_tokens_field: section
+            .max_tokens_field
+            .map_or(MaxTokensField::Auto, Spanned::into_inner),
+        tool_images: section.tool_images.map(Spanned::into_inner),
+    }));
+    out.sampling_models = sampling_models;
+    Ok(out)
+}
+
+/// Whether `url` is the provider's own endpoint (which needs a key).
+fn is_official(kind: ProviderKind, url: &str) -> bool {
+    let official = match kind {
+        ProviderKind::Anthropic => "api.anthropic.com",
+        ProviderKind::OpenAi => "api.openai.com",
+    };
+    url_host(url).as_deref() == Some(official)
+}

@@ -1,0 +1,148 @@
+//! The sandbox settings a project may only tighten: `[mcp] sandbox` and `[permissions]
+//! shell` merged from the user's and the project's files, and the warnings of what was
+//! ignored.
+
+use super::file::{key_line, parse_file, ShellSandbox};
+use super::layers::read_layers;
+use super::{ModelFlags, SettingsError, DEFAULTS, DEFAULTS_NAME};
+
+/// `[permissions] shell` of the settings (the user's file, else the default
+/// `workspace-write`), tightened by the project's `./harness9.toml`: a project value looser
+/// than the user's is ignored with a warning naming the file and line.
+pub fn shell_sandbox(flags: &ModelFlags) -> Result<ShellSandbox, SettingsError> {
+    let layers = read_layers(flags)?;
+    let (user, user_name) = match &layers.user {
+        Some((path, text)) => (
+            parse_file(&path.display().to_string(), text)?
+                .permissions
+                .shell
+                .unwrap_or_default(),
+            path.display().to_string(),
+        ),
+        None => (ShellSandbox::default(), "the defaults".to_owned()),
+    };
+    let Some((path, text)) = &layers.project else {
+        return Ok(user);
+    };
+    let name = path.display().to_string();
+    let Some(project) = parse_file(&name, text)?.permissions.shell else {
+        return Ok(user);
+    };
+    let (out, warning) = merged_shell(user, &user_name, project, &name, text);
+    push_warning(warning);
+    Ok(out)
+}
+
+/// The project's shell sandbox when it is at least as tight as the user's, else the user's
+/// and a warning.
+pub(super) fn merged_shell(
+    user: ShellSandbox,
+    user_name: &str,
+    project: ShellSandbox,
+    project_name: &str,
+    project_text: &str,
+) -> (ShellSandbox, Option<String>) {
+    if project.looseness() <= user.looseness() {
+        return (project, None);
+    }
+    let line = key_line(project_text, "permissions", "shell");
+    (
+        user,
+        Some(format!(
+            "{project_name}:{line}: [permissions] shell = \"{}\" is ignored: it is looser than \"{}\" from {user_name}, and a project's settings file may only tighten the shell's sandbox; change it in your own settings if you mean it",
+            project.name(),
+            user.name()
+        )),
+    )
+}
+
+/// The sandbox default from the user's value `user` (their file's, else the shipped one) and
+/// the project file's `project`: the project's only when it is at least as tight (on when the
+/// user's is on, no network the user's does not allow, no writable path the user's does not
+/// list). Otherwise the user's, with a warning naming the project file and line.
+pub(super) fn merged_sandbox(
+    user: Option<SandboxField>,
+    user_name: &str,
+    project: Option<SandboxField>,
+    project_name: &str,
+    project_text: &str,
+) -> (Option<SandboxField>, Option<String>) {
+    let Some(p) = project else {
+        return (user, None);
+    };
+    let u = match &user {
+        Some(u) if u.on => u,
+        _ => return (Some(p), None),
+    };
+    let looser = if !p.on {
+        Some("turns the sandbox off".to_owned())
+    } else if p.network && !u.network {
+        Some("allows the network".to_owned())
+    } else {
+        p.writable
+            .iter()
+            .find(|w| !u.writable.contains(w))
+            .map(|w| format!("makes {w:?} writable"))
+    };
+    match looser {
+        None => (Some(p), None),
+        Some(why) => {
+            let line = key_line(project_text, "mcp", "sandbox");
+            (
+                user,
+                Some(format!(
+                    "{project_name}:{line}: [mcp] sandbox is ignored: it {why}, and a project's settings file may only tighten the sandbox your own settings ({user_name}) set; change it there if you mean it"
+                )),
+            )
+        }
+    }
+}
+
+pub(super) type SandboxField = crate::app::config::SandboxField;
+
+/// `[mcp] sandbox` of the settings (the user's file, else the shipped defaults, tightened by
+/// the project's `./harness9.toml`): the sandbox of every stdio server whose `.mcp.json` entry
+/// has no `"sandbox"`. A project value that would loosen the user's is ignored with a warning.
+pub fn mcp_sandbox_default(flags: &ModelFlags) -> Result<Option<SandboxField>, SettingsError> {
+    let defaults = parse_file(DEFAULTS_NAME, DEFAULTS)?;
+    let layers = read_layers(flags)?;
+    let (user, user_name) = match &layers.user {
+        Some((path, text)) => (
+            parse_file(&path.display().to_string(), text)?
+                .mcp
+                .sandbox
+                .or(defaults.mcp.sandbox),
+            path.display().to_string(),
+        ),
+        None => (defaults.mcp.sandbox, DEFAULTS_NAME.to_owned()),
+    };
+    let Some((path, text)) = &layers.project else {
+        return Ok(user);
+    };
+    let name = path.display().to_string();
+    let project = parse_file(&name, text)?.mcp.sandbox;
+    let (out, warning) = merged_sandbox(user, &user_name, project, &name, text);
+    push_warning(warning);
+    Ok(out)
+}
+
+/// What [`mcp_sandbox_default`] and [`shell_sandbox`] ignored, for the TUI's transcript (the
+/// log has it too).
+static WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Logs `warning`, if any, and keeps it once for [`warnings`].
+fn push_warning(warning: Option<String>) {
+    let Some(w) = warning else {
+        return;
+    };
+    tracing::warn!("{w}");
+    let mut all = WARNINGS.lock().unwrap_or_else(|p| p.into_inner());
+    if !all.contains(&w) {
+        all.push(w);
+    }
+}
+
+/// The warnings of reading the settings files (a project value ignored), once read.
+pub fn warnings() -> Vec<String> {
+    WARNINGS.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
