@@ -96,14 +96,14 @@ pub(super) fn build(
     path_lookup: &dyn Fn(&str) -> Option<String>,
     secrets: &mut Vec<String>,
 ) -> Result<ServerSpec, ConfigError> {
-    let x = |field: &str, v: &str| {
-        expand(v, lookup).map_err(|message| ConfigError::Expand {
-            path: shown.to_owned(),
-            server: name.to_owned(),
-            field: field.to_owned(),
-            message,
-        })
+    // Every error of this entry names the file, the server and the field.
+    let fail = |field: &str, message: String| ConfigError::Expand {
+        path: shown.to_owned(),
+        server: name.to_owned(),
+        field: field.to_owned(),
+        message,
     };
+    let x = |field: &str, v: &str| expand(v, lookup).map_err(|message| fail(field, message));
     let kind = raw.kind.unwrap_or(if raw.command.is_some() {
         Kind::Stdio
     } else {
@@ -127,20 +127,10 @@ pub(super) fn build(
                 env.push((k.clone(), v));
             }
             if let Some(file) = &raw.env_file {
-                let file = expand(file, path_lookup).map_err(|message| ConfigError::Expand {
-                    path: shown.to_owned(),
-                    server: name.to_owned(),
-                    field: "envFile".to_owned(),
-                    message,
-                })?;
+                let file = expand(file, path_lookup).map_err(|message| fail("envFile", message))?;
                 let file = base.join(file);
-                let text =
-                    read_regular(&file, MAX_CONFIG_BYTES).map_err(|e| ConfigError::Expand {
-                        path: shown.to_owned(),
-                        server: name.to_owned(),
-                        field: "envFile".to_owned(),
-                        message: format!("cannot read {}: {e}", file.display()),
-                    })?;
+                let text = read_regular(&file, MAX_CONFIG_BYTES)
+                    .map_err(|e| fail("envFile", format!("cannot read {}: {e}", file.display())))?;
                 for (k, v) in env_file_entries(&text) {
                     if env.iter().any(|(have, _)| *have == k) {
                         continue;
@@ -184,12 +174,10 @@ pub(super) fn build(
     };
     let sandbox = match (&transport, &raw.sandbox) {
         (TransportSpec::Http { .. }, Some(f)) if f.on => {
-            return Err(ConfigError::Expand {
-                path: shown.to_owned(),
-                server: name.to_owned(),
-                field: "sandbox".to_owned(),
-                message: "the sandbox is for stdio servers only; remove it".to_owned(),
-            })
+            return Err(fail(
+                "sandbox",
+                "the sandbox is for stdio servers only; remove it".to_owned(),
+            ))
         }
         (TransportSpec::Http { .. }, _) => None,
         (_, Some(f)) => Some(f),
@@ -221,12 +209,10 @@ pub(super) fn build(
             ))
         }
         (_, Some(_)) => {
-            return Err(ConfigError::Expand {
-                path: shown.to_owned(),
-                server: name.to_owned(),
-                field: "oauth".to_owned(),
-                message: "OAuth is for HTTP servers only; remove it".to_owned(),
-            })
+            return Err(fail(
+                "oauth",
+                "OAuth is for HTTP servers only; remove it".to_owned(),
+            ))
         }
         (_, None) => None,
     };
@@ -265,17 +251,15 @@ pub(super) fn build(
         spec.tool_timeout = t;
     }
     if let Some(v) = &raw.protocol_version {
-        spec.protocol = Some(
-            ProtocolVersion::parse(v).ok_or_else(|| ConfigError::Expand {
-                path: shown.to_owned(),
-                server: name.to_owned(),
-                field: "protocolVersion".to_owned(),
-                message: format!(
+        spec.protocol = Some(ProtocolVersion::parse(v).ok_or_else(|| {
+            fail(
+                "protocolVersion",
+                format!(
                 "{v:?} is not a revision harness9 speaks ({}); remove it to choose automatically",
                 ProtocolVersion::KNOWN.map(|v| v.as_str()).join(", ")
             ),
-            })?,
-        );
+            )
+        })?);
     }
     spec.roots = match &raw.roots {
         None | Some(RawRoots::On(true)) => Roots::WorkingDirectory,
@@ -296,15 +280,13 @@ pub(super) fn build(
     };
     if let Some(level) = &raw.log_level {
         if !LOG_LEVELS.contains(&level.as_str()) {
-            return Err(ConfigError::Expand {
-                path: shown.to_owned(),
-                server: name.to_owned(),
-                field: "logLevel".to_owned(),
-                message: format!(
+            return Err(fail(
+                "logLevel",
+                format!(
                     "{level:?} is not a log level; use one of {}",
                     LOG_LEVELS.join(", ")
                 ),
-            });
+            ));
         }
         spec.log_level = Some(level.clone());
     }
