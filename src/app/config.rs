@@ -6,22 +6,25 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use harness9_actors::oauth::{OAuthConfig, OAuthSpec};
-use harness9_actors::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
-use harness9_actors::protocol::version::ProtocolVersion;
-
-use super::config_formats::{
-    declared_inputs, env_file_entries, file_lookup, foreign_fields, looks_like_toml,
-};
+use super::config_formats::{declared_inputs, file_lookup, foreign_fields, looks_like_toml};
 pub use super::config_formats::{foreign_reason, input_var};
-use harness9_actors::spec::LOG_LEVELS;
-use harness9_actors::{Hold, Roots, SandboxSpec, ServerSpec, TransportSpec};
+use harness9_actors::{Hold, ServerSpec, TransportSpec};
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use super::config_entry::*;
 pub use super::config_entry::{set_sandbox_default, SandboxField};
+
+mod build;
+mod expand;
+mod read;
+mod scan;
+
+use build::{build, held_transport, validate, written_form};
+pub use expand::expand;
+pub use read::{read_regular, MAX_CONFIG_BYTES};
+use scan::{bare, line_col, server_positions};
 
 /// The default config file, relative to the working directory.
 pub const DEFAULT_PATH: &str = ".mcp.json";
@@ -120,15 +123,6 @@ pub enum ConfigError {
     },
 }
 
-/// Strips serde_json's ` at line L column C` suffix.
-fn bare(e: &serde_json::Error) -> String {
-    let s = e.to_string();
-    match s.rfind(" at line ") {
-        Some(i) if e.line() > 0 => s[..i].to_owned(),
-        _ => s,
-    }
-}
-
 /// The longest timeout a config or flag may give, in seconds (24 h): `Duration::from_secs_f64`
 /// panics on huge values, and a longer bound is no bound.
 pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
@@ -143,104 +137,6 @@ pub fn timeout_secs(field: &str, t: f64) -> Result<Duration, String> {
             "{field} is {t}; give a positive number of seconds up to {MAX_TIMEOUT_SECS} (24 h)"
         ))
     }
-}
-
-/// What is wrong with a parsed server, if anything.
-fn validate(raw: &RawServer) -> Option<String> {
-    let problem = match (raw.kind, &raw.command, &raw.url) {
-        (None, None, None) => Some("has neither \"command\" nor \"url\"; give one of them"),
-        (Some(Kind::Stdio), None, _) => Some("is \"type\": \"stdio\" but has no \"command\""),
-        (Some(Kind::Http | Kind::Sse), _, None) => Some("is an HTTP server but has no \"url\""),
-        _ => None,
-    };
-    if let Some(p) = problem {
-        return Some(p.to_owned());
-    }
-    for (field, t) in [
-        ("startupTimeoutSec", raw.startup_timeout_sec),
-        ("toolTimeoutSec", raw.tool_timeout_sec),
-    ] {
-        if let Some(Err(e)) = t.map(|t| timeout_secs(&format!("\"{field}\""), t)) {
-            return Some(format!("has a bad timeout: {e}"));
-        }
-    }
-    None
-}
-
-/// The 1-based line and column of byte `offset` in `text` (columns count bytes, as serde_json's).
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text.as_bytes()[..offset.min(text.len())];
-    let line = 1 + before.iter().filter(|b| **b == b'\n').count();
-    let start = before
-        .iter()
-        .rposition(|b| *b == b'\n')
-        .map_or(0, |i| i + 1);
-    (line, offset - start + 1)
-}
-
-/// Where each server's key starts: `(name, line, column)`, 1-based, in file order. A small scan
-/// that tracks strings and nesting; only keys directly inside the top-level `mcpServers`.
-fn server_positions(text: &str) -> Vec<(String, usize, usize)> {
-    let mut out = Vec::new();
-    let (mut line, mut col) = (1usize, 0usize);
-    let mut depth = 0usize;
-    let mut in_servers = false;
-    let mut last_top_key = String::new();
-    let mut chars = text.chars().peekable();
-    let mut pending: Option<(String, usize, usize)> = None;
-    while let Some(c) = chars.next() {
-        col += 1;
-        match c {
-            '\n' => {
-                line += 1;
-                col = 0;
-            }
-            '"' => {
-                let (l0, c0) = (line, col);
-                let mut s = String::new();
-                while let Some(c) = chars.next() {
-                    col += 1;
-                    match c {
-                        '\\' => {
-                            if let Some(e) = chars.next() {
-                                col += 1;
-                                s.push(e);
-                            }
-                        }
-                        '"' => break,
-                        '\n' => {
-                            line += 1;
-                            col = 0;
-                        }
-                        c => s.push(c),
-                    }
-                }
-                pending = Some((s, l0, c0));
-                continue;
-            }
-            ':' => {
-                if let Some((key, l, c)) = pending.take() {
-                    if depth == 1 {
-                        last_top_key = key;
-                    } else if depth == 2 && in_servers {
-                        out.push((key, l, c));
-                    }
-                }
-            }
-            '{' | '[' => {
-                depth += 1;
-                if depth == 2 {
-                    in_servers = c == '{' && last_top_key == "mcpServers";
-                }
-            }
-            '}' | ']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        if !c.is_whitespace() && c != ':' {
-            pending = None;
-        }
-    }
-    out
 }
 
 /// Every server entry as raw JSON text borrowed from the file: each is parsed on its own, so
@@ -285,95 +181,6 @@ struct RawFile<'a> {
     /// VS Code's input declarations (id, description, password).
     #[serde(default, borrow)]
     inputs: Option<&'a RawValue>,
-}
-
-/// Expands `${VAR}` and `${VAR:-default}` using `lookup`.
-pub fn expand(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(i) = rest.find("${") {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 2..];
-        let Some(end) = after.find('}') else {
-            return Err(format!("unterminated \"${{\" in {s:?}"));
-        };
-        let inner = &after[..end];
-        let (var, default) = match inner.split_once(":-") {
-            Some((v, d)) => (v, Some(d)),
-            None => (inner, None),
-        };
-        // `${input:id}` (VS Code's inputs) is looked up like a variable of that name.
-        let name = var.strip_prefix("input:").unwrap_or(var);
-        let valid = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
-            && (var.starts_with("input:") || !name.contains(['-', '.']));
-        if !valid {
-            return Err(format!(
-                "\"${{{inner}}}\" is not a valid variable reference"
-            ));
-        }
-        match (
-            lookup(var).filter(|v| !v.is_empty() || default.is_none()),
-            default,
-        ) {
-            (Some(v), _) => out.push_str(&v),
-            (None, Some(d)) => out.push_str(d),
-            (None, None) => {
-                return Err(match var.strip_prefix("input:") {
-                    Some(id) => format!(
-                        "input {id:?} has no value; set the environment variable {} (the interactive session asks for it once)",
-                        input_var(id)
-                    ),
-                    None => format!(
-                        "environment variable {var} is not set; set it or write ${{{var}:-default}}"
-                    ),
-                })
-            }
-        }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
-/// The largest config, env or settings file read (a repository's file is not trusted to be
-/// small): 4 MiB.
-pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
-
-/// Reads `path` as UTF-8 text when it is a regular file of at most `limit` bytes. A FIFO (which
-/// would block the open), a device such as `/dev/zero` (endless) or a huge file that a
-/// repository names or links to is an error, never a hang or a full memory.
-pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<String> {
-    use std::io::{Error, ErrorKind, Read as _};
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            "not a regular file (a device, FIFO or directory); point it at a file",
-        ));
-    }
-    let too_big = || {
-        Error::new(
-            ErrorKind::InvalidData,
-            format!("larger than {limit} bytes; harness9 reads no bigger file here"),
-        )
-    };
-    if meta.len() > limit {
-        return Err(too_big());
-    }
-    let mut text = String::new();
-    file.take(limit + 1).read_to_string(&mut text)?;
-    if text.len() as u64 > limit {
-        return Err(too_big());
-    }
-    Ok(text)
 }
 
 /// Loads `path`. A missing file is an empty config unless `must_exist`.
@@ -618,287 +425,11 @@ fn is_disabled(value: &RawValue) -> bool {
         .is_ok_and(|v| v.get("disabled") == Some(&serde_json::Value::Bool(true)))
 }
 
-/// The HTTP transport a bad entry asks for (a `url`, or a `type` of http/sse without a
-/// `command`), its URL as written, for the status it is shown with; `None`: stdio.
-fn held_transport(entry: &str) -> Option<TransportSpec> {
-    let v: serde_json::Value = serde_json::from_str(entry).ok()?;
-    let kind = v.get("type").and_then(serde_json::Value::as_str);
-    let http = match kind {
-        Some("stdio") => false,
-        Some(_) => true,
-        None => v.get("command").is_none() && v.get("url").is_some(),
-    };
-    http.then(|| TransportSpec::Http {
-        url: v
-            .get("url")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        headers: Vec::new(),
-        sse: kind == Some("sse"),
-    })
-}
-
-/// Server `name`'s entry `value` as written: its JSON, and the transport built with `literal`
-/// (which leaves references as written); `lookup` resolves the `envFile` path, read as it is.
-fn written_form(
-    name: &str,
-    value: &RawValue,
-    shown: &str,
-    base: &Path,
-    literal: &dyn Fn(&str) -> Option<String>,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Written {
-    let entry = serde_json::from_str::<serde_json::Value>(value.get()).unwrap_or_default();
-    let raw = serde_json::from_str::<RawServer>(value.get()).ok();
-    let env_file = raw.as_ref().and_then(|r| r.env_file.as_deref()).map(|f| {
-        let f = expand(f, lookup).unwrap_or_else(|_| f.to_owned());
-        base.join(f)
-    });
-    let transport = raw
-        .filter(|r| validate(r).is_none())
-        .and_then(|r| build(name, r, shown, base, literal, lookup, &mut Vec::new()).ok())
-        .map(|s| s.transport);
-    Written {
-        entry,
-        transport,
-        env_file,
-        inputs: Vec::new(),
-    }
-}
-
-/// Builds server `name`'s spec from its entry: values expanded with `lookup`, the `envFile`
-/// path with `path_lookup` (the same, except for the written form).
-fn build(
-    name: &str,
-    raw: RawServer,
-    shown: &str,
-    base: &Path,
-    lookup: &dyn Fn(&str) -> Option<String>,
-    path_lookup: &dyn Fn(&str) -> Option<String>,
-    secrets: &mut Vec<String>,
-) -> Result<ServerSpec, ConfigError> {
-    let x = |field: &str, v: &str| {
-        expand(v, lookup).map_err(|message| ConfigError::Expand {
-            path: shown.to_owned(),
-            server: name.to_owned(),
-            field: field.to_owned(),
-            message,
-        })
-    };
-    let kind = raw.kind.unwrap_or(if raw.command.is_some() {
-        Kind::Stdio
-    } else {
-        Kind::Http
-    });
-    let transport = match kind {
-        Kind::Stdio => {
-            let command = x("command", raw.command.as_deref().unwrap_or_default())?;
-            let args = raw
-                .args
-                .iter()
-                .enumerate()
-                .map(|(i, a)| x(&format!("args[{i}]"), a))
-                .collect::<Result<Vec<_>, _>>()?;
-            let mut env = Vec::new();
-            for (k, v) in &raw.env.0 {
-                let v = x(&format!("env.{k}"), v)?;
-                if v.len() >= 4 {
-                    secrets.push(v.clone());
-                }
-                env.push((k.clone(), v));
-            }
-            if let Some(file) = &raw.env_file {
-                let file = expand(file, path_lookup).map_err(|message| ConfigError::Expand {
-                    path: shown.to_owned(),
-                    server: name.to_owned(),
-                    field: "envFile".to_owned(),
-                    message,
-                })?;
-                let file = base.join(file);
-                let text =
-                    read_regular(&file, MAX_CONFIG_BYTES).map_err(|e| ConfigError::Expand {
-                        path: shown.to_owned(),
-                        server: name.to_owned(),
-                        field: "envFile".to_owned(),
-                        message: format!("cannot read {}: {e}", file.display()),
-                    })?;
-                for (k, v) in env_file_entries(&text) {
-                    if env.iter().any(|(have, _)| *have == k) {
-                        continue;
-                    }
-                    if v.len() >= 4 {
-                        secrets.push(v.clone());
-                    }
-                    env.push((k, v));
-                }
-            }
-            let cwd = match &raw.cwd {
-                Some(c) => {
-                    let c = PathBuf::from(x("cwd", c)?);
-                    Some(if c.is_relative() { base.join(c) } else { c })
-                }
-                None => None,
-            };
-            TransportSpec::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            }
-        }
-        Kind::Http | Kind::Sse => {
-            let url = x("url", raw.url.as_deref().unwrap_or_default())?;
-            let mut headers = Vec::new();
-            for (k, v) in &raw.headers {
-                let v = x(&format!("headers.{k}"), v)?;
-                if v.len() >= 4 {
-                    secrets.push(v.clone());
-                }
-                headers.push((k.clone(), v));
-            }
-            TransportSpec::Http {
-                url,
-                headers,
-                sse: kind == Kind::Sse,
-            }
-        }
-    };
-    let sandbox = match (&transport, &raw.sandbox) {
-        (TransportSpec::Http { .. }, Some(f)) if f.on => {
-            return Err(ConfigError::Expand {
-                path: shown.to_owned(),
-                server: name.to_owned(),
-                field: "sandbox".to_owned(),
-                message: "the sandbox is for stdio servers only; remove it".to_owned(),
-            })
-        }
-        (TransportSpec::Http { .. }, _) => None,
-        (_, Some(f)) => Some(f),
-        (_, None) => SANDBOX_DEFAULT.get(),
-    };
-    let oauth = match (&transport, &raw.oauth) {
-        (TransportSpec::Http { .. }, o) => {
-            let o = o.as_ref();
-            let field = |f: &str, v: Option<&String>| -> Result<Option<String>, ConfigError> {
-                v.map(|v| x(&format!("oauth.{f}"), v)).transpose()
-            };
-            let config = OAuthConfig {
-                client_id: field("clientId", o.and_then(|o| o.client_id.as_ref()))?,
-                client_secret: field("clientSecret", o.and_then(|o| o.client_secret.as_ref()))?,
-                scopes: o.map(|o| o.scopes.clone()).unwrap_or_default(),
-                callback_port: o.and_then(|o| o.callback_port),
-                client_metadata_url: field(
-                    "clientMetadataUrl",
-                    o.and_then(|o| o.client_metadata_url.as_ref()),
-                )?,
-                allow_origins: o.map(|o| o.allow_origins.clone()).unwrap_or_default(),
-            };
-            if let Some(s) = &config.client_secret {
-                secrets.push(s.clone());
-            }
-            Some(OAuthSpec::new(config, super::oauth_store::default_store()))
-        }
-        (_, Some(_)) => {
-            return Err(ConfigError::Expand {
-                path: shown.to_owned(),
-                server: name.to_owned(),
-                field: "oauth".to_owned(),
-                message: "OAuth is for HTTP servers only; remove it".to_owned(),
-            })
-        }
-        (_, None) => None,
-    };
-    let mut spec = ServerSpec::stdio(name, "", Vec::new());
-    spec.transport = transport;
-    spec.oauth = oauth;
-    if let Some(f) = sandbox.filter(|f| f.on) {
-        let project_dir = if base.as_os_str().is_empty() {
-            PathBuf::from(".")
-        } else {
-            base.to_path_buf()
-        };
-        let writable = f
-            .writable
-            .iter()
-            .enumerate()
-            .map(|(i, p)| x(&format!("sandbox.writable[{i}]"), p).map(|p| project_dir.join(p)))
-            .collect::<Result<Vec<_>, _>>()?;
-        spec.sandbox = Some(SandboxSpec {
-            project_dir,
-            writable,
-            network: f.network,
-        });
-    }
-    // Checked by `validate`; a bad value keeps the default rather than panic.
-    if let Some(Ok(t)) = raw
-        .startup_timeout_sec
-        .map(|t| timeout_secs("startupTimeoutSec", t))
-    {
-        spec.startup_timeout = t;
-    }
-    if let Some(Ok(t)) = raw
-        .tool_timeout_sec
-        .map(|t| timeout_secs("toolTimeoutSec", t))
-    {
-        spec.tool_timeout = t;
-    }
-    if let Some(v) = &raw.protocol_version {
-        spec.protocol = Some(
-            ProtocolVersion::parse(v).ok_or_else(|| ConfigError::Expand {
-                path: shown.to_owned(),
-                server: name.to_owned(),
-                field: "protocolVersion".to_owned(),
-                message: format!(
-                "{v:?} is not a revision harness9 speaks ({}); remove it to choose automatically",
-                ProtocolVersion::KNOWN.map(|v| v.as_str()).join(", ")
-            ),
-            })?,
-        );
-    }
-    spec.roots = match &raw.roots {
-        None | Some(RawRoots::On(true)) => Roots::WorkingDirectory,
-        Some(RawRoots::On(false)) => Roots::Off,
-        Some(RawRoots::Paths(paths)) => Roots::Paths(
-            paths
-                .iter()
-                .enumerate()
-                .map(|(i, p)| {
-                    x(&format!("roots[{i}]"), p).map(|p| {
-                        let p = base.join(p);
-                        // A root is a `file://` URI: absolute, whatever the base.
-                        std::path::absolute(&p).unwrap_or(p)
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-    };
-    if let Some(level) = &raw.log_level {
-        if !LOG_LEVELS.contains(&level.as_str()) {
-            return Err(ConfigError::Expand {
-                path: shown.to_owned(),
-                server: name.to_owned(),
-                field: "logLevel".to_owned(),
-                message: format!(
-                    "{level:?} is not a log level; use one of {}",
-                    LOG_LEVELS.join(", ")
-                ),
-            });
-        }
-        spec.log_level = Some(level.clone());
-    }
-    spec.enabled_tools = raw.enabled_tools;
-    spec.disabled_tools = raw.disabled_tools;
-    spec.max_message_bytes = raw.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
-    spec.max_tools = raw
-        .max_tools
-        .unwrap_or(harness9_actors::spec::DEFAULT_MAX_TOOLS);
-    Ok(spec)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness9_actors::oauth::OAuthConfig;
+    use harness9_actors::{Roots, SandboxSpec};
 
     fn env(v: &str) -> Option<String> {
         match v {

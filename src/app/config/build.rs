@@ -1,0 +1,300 @@
+//! One server entry into the runtime's `ServerSpec`: its checks, the spec built with values
+//! expanded, the written form kept for approvals, and the transport a held (invalid) entry shows.
+
+use std::path::{Path, PathBuf};
+
+use harness9_actors::oauth::{OAuthConfig, OAuthSpec};
+use harness9_actors::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
+use harness9_actors::protocol::version::ProtocolVersion;
+use harness9_actors::spec::LOG_LEVELS;
+use harness9_actors::{Roots, SandboxSpec, ServerSpec, TransportSpec};
+use serde_json::value::RawValue;
+
+use super::{expand, read_regular, timeout_secs, ConfigError, Written, MAX_CONFIG_BYTES};
+use crate::app::config_entry::*;
+use crate::app::config_formats::env_file_entries;
+
+/// What is wrong with a parsed server, if anything.
+pub(super) fn validate(raw: &RawServer) -> Option<String> {
+    let problem = match (raw.kind, &raw.command, &raw.url) {
+        (None, None, None) => Some("has neither \"command\" nor \"url\"; give one of them"),
+        (Some(Kind::Stdio), None, _) => Some("is \"type\": \"stdio\" but has no \"command\""),
+        (Some(Kind::Http | Kind::Sse), _, None) => Some("is an HTTP server but has no \"url\""),
+        _ => None,
+    };
+    if let Some(p) = problem {
+        return Some(p.to_owned());
+    }
+    for (field, t) in [
+        ("startupTimeoutSec", raw.startup_timeout_sec),
+        ("toolTimeoutSec", raw.tool_timeout_sec),
+    ] {
+        if let Some(Err(e)) = t.map(|t| timeout_secs(&format!("\"{field}\""), t)) {
+            return Some(format!("has a bad timeout: {e}"));
+        }
+    }
+    None
+}
+
+/// The HTTP transport a bad entry asks for (a `url`, or a `type` of http/sse without a
+/// `command`), its URL as written, for the status it is shown with; `None`: stdio.
+pub(super) fn held_transport(entry: &str) -> Option<TransportSpec> {
+    let v: serde_json::Value = serde_json::from_str(entry).ok()?;
+    let kind = v.get("type").and_then(serde_json::Value::as_str);
+    let http = match kind {
+        Some("stdio") => false,
+        Some(_) => true,
+        None => v.get("command").is_none() && v.get("url").is_some(),
+    };
+    http.then(|| TransportSpec::Http {
+        url: v
+            .get("url")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        headers: Vec::new(),
+        sse: kind == Some("sse"),
+    })
+}
+
+/// Server `name`'s entry `value` as written: its JSON, and the transport built with `literal`
+/// (which leaves references as written); `lookup` resolves the `envFile` path, read as it is.
+pub(super) fn written_form(
+    name: &str,
+    value: &RawValue,
+    shown: &str,
+    base: &Path,
+    literal: &dyn Fn(&str) -> Option<String>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Written {
+    let entry = serde_json::from_str::<serde_json::Value>(value.get()).unwrap_or_default();
+    let raw = serde_json::from_str::<RawServer>(value.get()).ok();
+    let env_file = raw.as_ref().and_then(|r| r.env_file.as_deref()).map(|f| {
+        let f = expand(f, lookup).unwrap_or_else(|_| f.to_owned());
+        base.join(f)
+    });
+    let transport = raw
+        .filter(|r| validate(r).is_none())
+        .and_then(|r| build(name, r, shown, base, literal, lookup, &mut Vec::new()).ok())
+        .map(|s| s.transport);
+    Written {
+        entry,
+        transport,
+        env_file,
+        inputs: Vec::new(),
+    }
+}
+
+/// Builds server `name`'s spec from its entry: values expanded with `lookup`, the `envFile`
+/// path with `path_lookup` (the same, except for the written form).
+pub(super) fn build(
+    name: &str,
+    raw: RawServer,
+    shown: &str,
+    base: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    path_lookup: &dyn Fn(&str) -> Option<String>,
+    secrets: &mut Vec<String>,
+) -> Result<ServerSpec, ConfigError> {
+    // Every error of this entry names the file, the server and the field.
+    let fail = |field: &str, message: String| ConfigError::Expand {
+        path: shown.to_owned(),
+        server: name.to_owned(),
+        field: field.to_owned(),
+        message,
+    };
+    let x = |field: &str, v: &str| expand(v, lookup).map_err(|message| fail(field, message));
+    let kind = raw.kind.unwrap_or(if raw.command.is_some() {
+        Kind::Stdio
+    } else {
+        Kind::Http
+    });
+    let transport = match kind {
+        Kind::Stdio => {
+            let command = x("command", raw.command.as_deref().unwrap_or_default())?;
+            let args = raw
+                .args
+                .iter()
+                .enumerate()
+                .map(|(i, a)| x(&format!("args[{i}]"), a))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut env = Vec::new();
+            for (k, v) in &raw.env.0 {
+                let v = x(&format!("env.{k}"), v)?;
+                if v.len() >= 4 {
+                    secrets.push(v.clone());
+                }
+                env.push((k.clone(), v));
+            }
+            if let Some(file) = &raw.env_file {
+                let file = expand(file, path_lookup).map_err(|message| fail("envFile", message))?;
+                let file = base.join(file);
+                let text = read_regular(&file, MAX_CONFIG_BYTES)
+                    .map_err(|e| fail("envFile", format!("cannot read {}: {e}", file.display())))?;
+                for (k, v) in env_file_entries(&text) {
+                    if env.iter().any(|(have, _)| *have == k) {
+                        continue;
+                    }
+                    if v.len() >= 4 {
+                        secrets.push(v.clone());
+                    }
+                    env.push((k, v));
+                }
+            }
+            let cwd = match &raw.cwd {
+                Some(c) => {
+                    let c = PathBuf::from(x("cwd", c)?);
+                    Some(if c.is_relative() { base.join(c) } else { c })
+                }
+                None => None,
+            };
+            TransportSpec::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            }
+        }
+        Kind::Http | Kind::Sse => {
+            let url = x("url", raw.url.as_deref().unwrap_or_default())?;
+            let mut headers = Vec::new();
+            for (k, v) in &raw.headers {
+                let v = x(&format!("headers.{k}"), v)?;
+                if v.len() >= 4 {
+                    secrets.push(v.clone());
+                }
+                headers.push((k.clone(), v));
+            }
+            TransportSpec::Http {
+                url,
+                headers,
+                sse: kind == Kind::Sse,
+            }
+        }
+    };
+    let sandbox = match (&transport, &raw.sandbox) {
+        (TransportSpec::Http { .. }, Some(f)) if f.on => {
+            return Err(fail(
+                "sandbox",
+                "the sandbox is for stdio servers only; remove it".to_owned(),
+            ))
+        }
+        (TransportSpec::Http { .. }, _) => None,
+        (_, Some(f)) => Some(f),
+        (_, None) => SANDBOX_DEFAULT.get(),
+    };
+    let oauth = match (&transport, &raw.oauth) {
+        (TransportSpec::Http { .. }, o) => {
+            let o = o.as_ref();
+            let field = |f: &str, v: Option<&String>| -> Result<Option<String>, ConfigError> {
+                v.map(|v| x(&format!("oauth.{f}"), v)).transpose()
+            };
+            let config = OAuthConfig {
+                client_id: field("clientId", o.and_then(|o| o.client_id.as_ref()))?,
+                client_secret: field("clientSecret", o.and_then(|o| o.client_secret.as_ref()))?,
+                scopes: o.map(|o| o.scopes.clone()).unwrap_or_default(),
+                callback_port: o.and_then(|o| o.callback_port),
+                client_metadata_url: field(
+                    "clientMetadataUrl",
+                    o.and_then(|o| o.client_metadata_url.as_ref()),
+                )?,
+                allow_origins: o.map(|o| o.allow_origins.clone()).unwrap_or_default(),
+            };
+            if let Some(s) = &config.client_secret {
+                secrets.push(s.clone());
+            }
+            Some(OAuthSpec::new(
+                config,
+                crate::app::oauth_store::default_store(),
+            ))
+        }
+        (_, Some(_)) => {
+            return Err(fail(
+                "oauth",
+                "OAuth is for HTTP servers only; remove it".to_owned(),
+            ))
+        }
+        (_, None) => None,
+    };
+    let mut spec = ServerSpec::stdio(name, "", Vec::new());
+    spec.transport = transport;
+    spec.oauth = oauth;
+    if let Some(f) = sandbox.filter(|f| f.on) {
+        let project_dir = if base.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            base.to_path_buf()
+        };
+        let writable = f
+            .writable
+            .iter()
+            .enumerate()
+            .map(|(i, p)| x(&format!("sandbox.writable[{i}]"), p).map(|p| project_dir.join(p)))
+            .collect::<Result<Vec<_>, _>>()?;
+        spec.sandbox = Some(SandboxSpec {
+            project_dir,
+            writable,
+            network: f.network,
+        });
+    }
+    // Checked by `validate`; a bad value keeps the default rather than panic.
+    if let Some(Ok(t)) = raw
+        .startup_timeout_sec
+        .map(|t| timeout_secs("startupTimeoutSec", t))
+    {
+        spec.startup_timeout = t;
+    }
+    if let Some(Ok(t)) = raw
+        .tool_timeout_sec
+        .map(|t| timeout_secs("toolTimeoutSec", t))
+    {
+        spec.tool_timeout = t;
+    }
+    if let Some(v) = &raw.protocol_version {
+        spec.protocol = Some(ProtocolVersion::parse(v).ok_or_else(|| {
+            fail(
+                "protocolVersion",
+                format!(
+                "{v:?} is not a revision harness9 speaks ({}); remove it to choose automatically",
+                ProtocolVersion::KNOWN.map(|v| v.as_str()).join(", ")
+            ),
+            )
+        })?);
+    }
+    spec.roots = match &raw.roots {
+        None | Some(RawRoots::On(true)) => Roots::WorkingDirectory,
+        Some(RawRoots::On(false)) => Roots::Off,
+        Some(RawRoots::Paths(paths)) => Roots::Paths(
+            paths
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    x(&format!("roots[{i}]"), p).map(|p| {
+                        let p = base.join(p);
+                        // A root is a `file://` URI: absolute, whatever the base.
+                        std::path::absolute(&p).unwrap_or(p)
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    if let Some(level) = &raw.log_level {
+        if !LOG_LEVELS.contains(&level.as_str()) {
+            return Err(fail(
+                "logLevel",
+                format!(
+                    "{level:?} is not a log level; use one of {}",
+                    LOG_LEVELS.join(", ")
+                ),
+            ));
+        }
+        spec.log_level = Some(level.clone());
+    }
+    spec.enabled_tools = raw.enabled_tools;
+    spec.disabled_tools = raw.disabled_tools;
+    spec.max_message_bytes = raw.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
+    spec.max_tools = raw
+        .max_tools
+        .unwrap_or(harness9_actors::spec::DEFAULT_MAX_TOOLS);
+    Ok(spec)
+}
