@@ -1,0 +1,545 @@
+//! Whether a tool call runs, asks the user first, or is refused: the user's `allow`, `ask` and
+//! `deny` rules (settings files, command-line flags, remembered answers), the permission mode,
+//! and what a tool says of itself, decided by one pure function, [`decide`], that the TUI,
+//! `run -p` and `mcp call` all go through.
+//!
+//! The table, first row that applies wins:
+//!
+//! | # | when                                                   | verdict |
+//! |---|--------------------------------------------------------|---------|
+//! | 1 | a `deny` rule matches                                  | refuse  |
+//! | 2 | mode `bypass` (and `mcp call`, the user's own call)    | run     |
+//! | 3 | mode `read-only` and the tool is not read-only         | refuse  |
+//! | 4 | an `ask` rule matches                                  | ask     |
+//! | 5 | an `allow` rule matches                                | run     |
+//! | 6 | mode `accept-edits`, `write_file` inside the project   | run     |
+//! | 7 | the tool is read-only (`readOnlyHint: true`)           | run     |
+//! | 8 | otherwise                                              | ask     |
+//!
+//! A headless front end turns "ask" into a refusal naming what would allow the call
+//! ([`Verdict::headless`]). A server's annotations only ever reach row 7: they never loosen a
+//! rule of the user's.
+
+pub mod pattern;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+pub use pattern::Pattern;
+use pattern::{
+    arg_kind, command_matches, path_forms, path_matches, path_rule_tools, split_command,
+    ArgKind, ArgPattern,
+};
+
+/// What a rule does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// Runs without asking.
+    Allow,
+    /// Asks every time (refused headless).
+    Ask,
+    /// Never runs.
+    Deny,
+}
+
+impl Kind {
+    /// The settings key: `allow`, `ask`, `deny`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Allow => "allow",
+            Kind::Ask => "ask",
+            Kind::Deny => "deny",
+        }
+    }
+}
+
+/// Where a rule comes from (shown with it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A settings file, at a line.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Its 1-based line.
+        line: usize,
+    },
+    /// A command-line flag for this run (`--allowed-tools`, `--disallowed-tools`).
+    Flag(&'static str),
+    /// An "always" answer remembered for this project.
+    Saved,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::File { path, line } => write!(f, "{}:{line}", path.display()),
+            Source::Flag(flag) => write!(f, "{flag}"),
+            Source::Saved => write!(f, "an \"always\" answer saved for this project"),
+        }
+    }
+}
+
+/// One rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// Allow, ask or deny.
+    pub kind: Kind,
+    /// The pattern as written (trimmed).
+    pub text: String,
+    /// The pattern parsed.
+    pub pattern: Pattern,
+    /// Where it was written.
+    pub source: Source,
+}
+
+impl Rule {
+    /// A rule from its text, or what is wrong with the text.
+    pub fn parse(kind: Kind, text: &str, source: Source) -> Result<Rule, String> {
+        Ok(Rule {
+            kind,
+            text: text.trim().to_owned(),
+            pattern: Pattern::parse(text)?,
+            source,
+        })
+    }
+
+    /// `deny rule "bash(rm:*)" (~/.config/harness9/config.toml:4)`.
+    pub fn describe(&self) -> String {
+        format!("{} rule \"{}\" ({})", self.kind.name(), self.text, self.source)
+    }
+}
+
+/// The permission mode of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// The rules, then: read-only tools run, others ask.
+    #[default]
+    Default,
+    /// Only read-only tools run; others are refused.
+    ReadOnly,
+    /// As default, and `write_file` inside the project runs without asking.
+    AcceptEdits,
+    /// Everything runs but what a `deny` rule names.
+    Bypass,
+}
+
+impl Mode {
+    /// The flag's value: `default`, `read-only`, `accept-edits`, `bypass`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Default => "default",
+            Mode::ReadOnly => "read-only",
+            Mode::AcceptEdits => "accept-edits",
+            Mode::Bypass => "bypass",
+        }
+    }
+}
+
+/// What [`decide`] knows of the tool called.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolFacts<'a> {
+    /// The registered name (`bash`, `mcp__github__get_issue`).
+    pub name: &'a str,
+    /// The owning server; `None` for a built-in.
+    pub server: Option<&'a str>,
+    /// `readOnlyHint: true` (the built-in read tools say so of themselves).
+    pub read_only: bool,
+}
+
+impl<'a> ToolFacts<'a> {
+    /// The facts of a registered tool, from its annotations.
+    pub fn of(name: &'a str, server: Option<&'a str>, annotations: Option<&str>) -> Self {
+        let read_only = annotations
+            .and_then(|a| serde_json::from_str::<Value>(a).ok())
+            .and_then(|v| v.get("readOnlyHint").and_then(Value::as_bool))
+            .unwrap_or(false);
+        Self {
+            name,
+            server,
+            read_only,
+        }
+    }
+}
+
+/// Where calls run: relative paths are under `root` (the project), `~` is `home`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Place {
+    /// The project's directory (the working directory).
+    pub root: PathBuf,
+    /// The user's home directory, for `~/` in path rules.
+    pub home: Option<PathBuf>,
+}
+
+/// What happens to a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// It runs.
+    Run,
+    /// The user is asked (refused headless).
+    Ask,
+    /// It does not run.
+    Refuse,
+}
+
+/// Why [`decide`] said what it said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    /// The rule that decided (the most specific of those that matched).
+    Rule(Rule),
+    /// The permission mode (bypass, read-only, accept-edits).
+    Mode(Mode),
+    /// The tool is read-only by its annotations.
+    ReadOnly,
+    /// No rule names the call.
+    Unruled,
+}
+
+/// [`decide`]'s answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// Run, ask or refuse.
+    pub action: Action,
+    /// Why.
+    pub reason: Reason,
+}
+
+/// The user's rules in force: from the settings files, the flags of this run, and the
+/// remembered answers (which the TUI adds to as the user answers "always").
+#[derive(Debug, Default)]
+pub struct Rules {
+    fixed: Vec<Rule>,
+    learned: Mutex<Vec<Rule>>,
+}
+
+impl Rules {
+    /// `fixed` (settings files, flags) and the remembered `saved` answers.
+    pub fn new(fixed: Vec<Rule>, saved: Vec<Rule>) -> Self {
+        Self {
+            fixed,
+            learned: Mutex::new(saved),
+        }
+    }
+
+    /// Every rule in force, the settings' and flags' first.
+    pub fn all(&self) -> Vec<Rule> {
+        let mut out = self.fixed.clone();
+        out.extend(self.learned().iter().cloned());
+        out
+    }
+
+    /// Adds a remembered allow rule (an "always" answer); `false` when it is already there.
+    pub fn learn(&self, rule: Rule) -> bool {
+        let mut l = self.learned();
+        if l.iter().any(|r| r.kind == rule.kind && r.text == rule.text) {
+            return false;
+        }
+        l.push(rule);
+        true
+    }
+
+    /// Forgets a remembered rule; `false` when there was none such.
+    pub fn forget(&self, kind: Kind, text: &str) -> bool {
+        let mut l = self.learned();
+        let before = l.len();
+        l.retain(|r| !(r.kind == kind && r.text == text));
+        l.len() != before
+    }
+
+    fn learned(&self) -> std::sync::MutexGuard<'_, Vec<Rule>> {
+        // A panic while holding it cannot leave the list half-changed (push/retain).
+        self.learned.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A session's permissions: the rules, the mode and where calls run.
+#[derive(Debug, Default)]
+pub struct Policy {
+    /// The rules in force.
+    pub rules: Rules,
+    /// The mode.
+    pub mode: Mode,
+    /// The project and home directories.
+    pub place: Place,
+}
+
+impl Policy {
+    /// The policy for one session.
+    pub fn new(rules: Rules, mode: Mode, place: Place) -> Arc<Self> {
+        Arc::new(Self { rules, mode, place })
+    }
+
+    /// [`decide`] over this policy's rules.
+    pub fn decide(&self, tool: ToolFacts<'_>, args: &Value) -> Verdict {
+        decide(tool, args, &self.rules.all(), self.mode, &self.place)
+    }
+
+    /// [`decide`] for the user's own explicit call (`mcp call`): it runs unless denied.
+    pub fn decide_explicit(&self, tool: ToolFacts<'_>, args: &Value) -> Verdict {
+        decide(tool, args, &self.rules.all(), Mode::Bypass, &self.place)
+    }
+}
+
+/// Run, ask or refuse a call of `tool` with `args` (see the module's table).
+pub fn decide(
+    tool: ToolFacts<'_>,
+    args: &Value,
+    rules: &[Rule],
+    mode: Mode,
+    place: &Place,
+) -> Verdict {
+    let verdict = |action, reason| Verdict { action, reason };
+    if let Some(r) = best(rules, Kind::Deny, tool, args, place) {
+        return verdict(Action::Refuse, Reason::Rule(r.clone()));
+    }
+    if mode == Mode::Bypass {
+        return verdict(Action::Run, Reason::Mode(mode));
+    }
+    if mode == Mode::ReadOnly && !tool.read_only {
+        return verdict(Action::Refuse, Reason::Mode(mode));
+    }
+    if let Some(r) = best(rules, Kind::Ask, tool, args, place) {
+        return verdict(Action::Ask, Reason::Rule(r.clone()));
+    }
+    if let Some(r) = allowed(rules, tool, args, place) {
+        return verdict(Action::Run, Reason::Rule(r.clone()));
+    }
+    if mode == Mode::AcceptEdits && tool.server.is_none() && tool.name == "write_file" {
+        let inside = args
+            .get("path")
+            .and_then(Value::as_str)
+            .is_some_and(|p| {
+                path_forms(p, &place.root)
+                    .iter()
+                    .all(|f| f.starts_with(&place.root))
+            });
+        if inside {
+            return verdict(Action::Run, Reason::Mode(mode));
+        }
+    }
+    if tool.read_only {
+        return verdict(Action::Run, Reason::ReadOnly);
+    }
+    verdict(Action::Ask, Reason::Unruled)
+}
+
+/// The most specific rule of `kind` that matches the call (for deny and ask: any part of it).
+fn best<'r>(
+    rules: &'r [Rule],
+    kind: Kind,
+    tool: ToolFacts<'_>,
+    args: &Value,
+    place: &Place,
+) -> Option<&'r Rule> {
+    rules
+        .iter()
+        .filter(|r| r.kind == kind && catches(r, tool, args, place))
+        .max_by_key(|r| r.pattern.specificity())
+}
+
+/// Whether a deny or ask rule catches the call: its name matches and, with an argument
+/// pattern, some command of a `bash` call (inside substitutions too) or some form of a
+/// file tool's path (as written, or with symlinks resolved) matches.
+fn catches(rule: &Rule, tool: ToolFacts<'_>, args: &Value, place: &Place) -> bool {
+    let Some(arg) = &rule.pattern.arg else {
+        return rule.pattern.names(tool.name);
+    };
+    if tool.server.is_some() {
+        return false;
+    }
+    match arg {
+        ArgPattern::Prefix(_) | ArgPattern::Command(_) => {
+            tool.name == "bash" && rule.pattern.tool == "bash" && {
+                let command = args.get("command").and_then(Value::as_str).unwrap_or("");
+                split_command(command)
+                    .all
+                    .iter()
+                    .any(|c| command_matches(arg, c))
+            }
+        }
+        ArgPattern::Path(p) => {
+            path_rule_tools(tool.name).contains(&rule.pattern.tool.as_str())
+                && path_forms(&path_arg(tool.name, args), &place.root)
+                    .iter()
+                    .any(|f| path_matches(p, f, &place.root, place.home.as_deref()))
+        }
+    }
+}
+
+/// The allow rule that vouches for the call, the most specific: one naming the tool without
+/// an argument pattern; or, for `bash`, every simple command of a plain command line (no
+/// substitution, subshell or redirection to a file) matched by some allow rule; or, for a
+/// file tool, every form of its path matched by one rule.
+fn allowed<'r>(
+    rules: &'r [Rule],
+    tool: ToolFacts<'_>,
+    args: &Value,
+    place: &Place,
+) -> Option<&'r Rule> {
+    let allows = || rules.iter().filter(|r| r.kind == Kind::Allow);
+    if let Some(r) = allows()
+        .filter(|r| r.pattern.arg.is_none() && r.pattern.names(tool.name))
+        .max_by_key(|r| r.pattern.specificity())
+    {
+        return Some(r);
+    }
+    if tool.server.is_some() {
+        return None;
+    }
+    match arg_kind(tool.name) {
+        Some(ArgKind::Command) if tool.name == "bash" => {
+            let command = args.get("command").and_then(Value::as_str).unwrap_or("");
+            let split = split_command(command);
+            if split.opaque || split.commands.is_empty() {
+                return None;
+            }
+            let mut vouching: Option<&Rule> = None;
+            for c in &split.commands {
+                let r = allows()
+                    .filter(|r| r.pattern.tool == "bash")
+                    .filter(|r| r.pattern.arg.as_ref().is_some_and(|a| command_matches(a, c)))
+                    .max_by_key(|r| r.pattern.specificity())?;
+                if vouching.is_none_or(|v| r.pattern.specificity() > v.pattern.specificity()) {
+                    vouching = Some(r);
+                }
+            }
+            vouching
+        }
+        Some(ArgKind::Path) => {
+            let forms = path_forms(&path_arg(tool.name, args), &place.root);
+            allows()
+                .filter(|r| path_rule_tools(tool.name).contains(&r.pattern.tool.as_str()))
+                .filter(|r| match &r.pattern.arg {
+                    Some(ArgPattern::Path(p)) => forms
+                        .iter()
+                        .all(|f| path_matches(p, f, &place.root, place.home.as_deref())),
+                    _ => false,
+                })
+                .max_by_key(|r| r.pattern.specificity())
+        }
+        _ => None,
+    }
+}
+
+/// A file tool's `path` argument (`grep` and `list_dir` default to the project).
+fn path_arg(tool: &str, args: &Value) -> String {
+    match args.get("path").and_then(Value::as_str) {
+        Some(p) => p.to_owned(),
+        None if matches!(tool, "grep" | "list_dir") => ".".to_owned(),
+        None => String::new(),
+    }
+}
+
+impl Verdict {
+    /// The verdict as a front end that cannot ask applies it: "ask" is refused.
+    pub fn headless(mut self) -> Self {
+        if self.action == Action::Ask {
+            self.action = Action::Refuse;
+        }
+        self
+    }
+
+    /// The error result the model gets for a refused call of `tool` (`headless`: the
+    /// refusal is for want of someone to ask), naming the rule or flag that decided and what
+    /// would allow the call.
+    pub fn refusal(&self, tool: &str, headless: bool) -> String {
+        let suggest = suggestion(tool);
+        match &self.reason {
+            Reason::Rule(r) if r.kind == Kind::Deny => format!(
+                "the call of \"{tool}\" is refused by the user's {}; do not try it again: tell the user what you wanted to do, or find another way",
+                r.describe()
+            ),
+            Reason::Rule(r) => format!(
+                "the call of \"{tool}\" must be approved by the user ({}), and this run cannot ask (run -p); it did not run. The user can remove that rule, or run it in the TUI; tell the user what you wanted to do",
+                r.describe()
+            ),
+            Reason::Mode(m) => format!(
+                "the call of \"{tool}\" is refused: --permission-mode {} runs only read-only tools. The user can allow it with --allowed-tools '{suggest}' and another --permission-mode; tell the user what you wanted to do",
+                m.name()
+            ),
+            Reason::ReadOnly | Reason::Unruled if headless => format!(
+                "the call of \"{tool}\" needs the user's permission and this run cannot ask (run -p): no rule allows it, so it did not run. The user can allow it with --allowed-tools '{suggest}', with allow = [\"{suggest}\"] under [permissions] in harness9.toml, or with --permission-mode bypass; tell the user what you wanted to do, or find another way"
+            ),
+            Reason::ReadOnly | Reason::Unruled => format!(
+                "the call of \"{tool}\" did not run: the user did not approve it; do not run it again unasked: say what you wanted to do, or find another way"
+            ),
+        }
+    }
+}
+
+/// The rule that would allow `tool` as a whole: `bash`, `mcp__server__tool`.
+fn suggestion(tool: &str) -> String {
+    tool.to_owned()
+}
+
+/// The rule an "always for this server" answer saves: `mcp__{server}__*`.
+pub fn server_rule(server: &str) -> String {
+    format!("mcp__{server}__*")
+}
+
+/// The rule an "always for this tool" answer saves: the tool's name; for `bash`, the
+/// command's first word with its subcommand (`bash(git status:*)`, `bash(cargo test:*)`) when
+/// the command line is plain, else `bash` itself is not offered (`None`).
+pub fn tool_rule(tool: &str, args: &Value) -> Option<String> {
+    if tool != "bash" {
+        return Some(tool.to_owned());
+    }
+    let command = args.get("command").and_then(Value::as_str).unwrap_or("");
+    let split = split_command(command);
+    if split.opaque || split.commands.len() != 1 {
+        return None;
+    }
+    let words: Vec<&str> = split.commands[0].split_whitespace().collect();
+    let first = *words.first()?;
+    if first.contains('=') || !first.chars().all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c)) {
+        return None;
+    }
+    let sub = words
+        .get(1)
+        .filter(|w| !w.starts_with('-') && w.chars().all(|c| c.is_ascii_alphanumeric() || "_-:".contains(c)));
+    Some(match sub {
+        Some(s) => format!("bash({first} {s}:*)"),
+        None => format!("bash({first}:*)"),
+    })
+}
+
+/// Rules from a comma-separated flag value (`--allowed-tools 'bash(git status:*),read_file'`):
+/// commas inside parentheses belong to the pattern.
+pub fn parse_flag(value: &str, kind: Kind, flag: &'static str) -> Result<Vec<Rule>, String> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    let bytes: Vec<(usize, char)> = value.char_indices().collect();
+    let mut push = |s: &str| -> Result<(), String> {
+        if s.trim().is_empty() {
+            return Ok(());
+        }
+        out.push(
+            Rule::parse(kind, s, Source::Flag(flag))
+                .map_err(|e| format!("{flag}: malformed rule \"{}\": {e}", s.trim()))?,
+        );
+        Ok(())
+    };
+    for (i, c) in bytes {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                push(&value[start..i])?;
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    push(&value[start..])?;
+    Ok(out)
+}
+
+/// Whether `path` lies under `root` (lexically).
+pub fn inside(path: &Path, root: &Path) -> bool {
+    pattern::normalize(path).starts_with(root)
+}
+
+#[cfg(test)]
+mod tests;
