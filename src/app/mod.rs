@@ -16,6 +16,7 @@ pub mod import;
 pub mod inputs;
 pub mod log_file;
 pub mod oauth_store;
+pub mod permission_store;
 pub mod private_fs;
 mod runtime;
 pub mod sampler;

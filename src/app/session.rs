@@ -3,7 +3,8 @@
 //! file, starts the runtime and the built-ins (and, for the TUI, the [`ConfigWatcher`]), and
 //! [`Session::close`] tears it all down with bounded waits.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -19,6 +20,7 @@ use super::watcher::{ConfigWatcher, StopWatching};
 use crate::agent::engine::{Engine, EngineConfig};
 use crate::agent::model::settings::{self, ModelFlags, Settings};
 use crate::agent::model::{Provider, ProviderConfig};
+use crate::agent::permissions::{self, Kind, Mode, Place, Policy, Rules};
 use crate::app::config::{self, Config};
 use crate::app::sources;
 
@@ -47,8 +49,14 @@ pub struct SessionOptions {
     pub model: ModelFlags,
     /// `-v` count.
     pub verbose: u8,
-    /// `--yes`: tools that change things run without asking.
+    /// `--yes`: every tool call runs without asking (`--permission-mode bypass`).
     pub yes: bool,
+    /// `--allowed-tools`, `--disallowed-tools` (one value each, comma-separated rules).
+    pub allowed_tools: Vec<String>,
+    /// See `allowed_tools`.
+    pub disallowed_tools: Vec<String>,
+    /// `--permission-mode` (`--yes`: bypass).
+    pub permission_mode: Mode,
     /// `--continue`/`--resume [ID]`: the conversation to start with.
     pub resume: super::sessions::Resume,
     /// `--elicitation-answers FILE`: headless elicitations are answered from it.
@@ -90,6 +98,13 @@ impl SessionOptions {
             },
             verbose: s.verbose,
             yes: flags.yes,
+            allowed_tools: flags.permissions.allowed_tools.clone(),
+            disallowed_tools: flags.permissions.disallowed_tools.clone(),
+            permission_mode: match flags.permissions.permission_mode {
+                Some(m) => m.mode(),
+                None if flags.yes => Mode::Bypass,
+                None => Mode::Default,
+            },
             resume: flags.resume.clone(),
             elicitation_answers: flags.session.asks.elicitation_answers.clone(),
             elicitation: flags
@@ -111,6 +126,42 @@ impl SessionOptions {
             self.approve_project,
             self.user_config.as_deref(),
         )
+    }
+
+    /// The permissions of a session run in `root`: the settings files' rules, this command
+    /// line's (`--allowed-tools`, `--disallowed-tools`), the answers remembered for the
+    /// project, and the mode. A malformed rule is an error naming the file and line (or the
+    /// flag) and the rule; a remembered-answers file that cannot be used is warned about and
+    /// applies nothing.
+    pub fn policy(&self, root: &Path) -> anyhow::Result<Arc<Policy>> {
+        let mut fixed = settings::permission_rules(&self.model)?;
+        for v in &self.disallowed_tools {
+            fixed.extend(
+                permissions::parse_flag(v, Kind::Deny, "--disallowed-tools")
+                    .map_err(|e| crate::cli::UsageError(e))?,
+            );
+        }
+        for v in &self.allowed_tools {
+            fixed.extend(
+                permissions::parse_flag(v, Kind::Allow, "--allowed-tools")
+                    .map_err(|e| crate::cli::UsageError(e))?,
+            );
+        }
+        let (saved, warnings) =
+            crate::app::permission_store::load(&crate::app::permission_store::path(), root);
+        for w in warnings {
+            tracing::warn!("{w}");
+        }
+        Ok(Policy::new(
+            Rules::new(fixed, saved),
+            self.permission_mode,
+            Place {
+                root: root.to_path_buf(),
+                home: std::env::var_os("HOME")
+                    .filter(|h| !h.is_empty())
+                    .map(PathBuf::from),
+            },
+        ))
     }
 
     /// The model settings: flags > env > user TOML > `config/harness9.toml`.
@@ -228,6 +279,16 @@ impl Session {
     /// describing this session's working directory.
     pub fn engine_config(&self, max_steps: u32, budget: usize) -> EngineConfig {
         EngineConfig::new(max_steps, budget).with_environment(&self.root)
+    }
+
+    /// Says on stderr, loudly, that `--permission-mode bypass` (or `--yes`) runs every tool
+    /// call unasked.
+    pub fn warn_bypass(policy: &Policy) {
+        if policy.mode == Mode::Bypass {
+            eprintln!(
+                "harness9: WARNING: --permission-mode bypass: every tool call runs without asking (bash, write_file, every MCP tool); only deny rules still refuse"
+            );
+        }
     }
 
     /// An engine for `provider` over this session's tools, continuing and saving `saved`.

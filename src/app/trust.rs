@@ -540,9 +540,21 @@ pub fn load_guarded(
         None => None,
     };
     let grants = sandbox_grants(std::iter::once(&cfg).chain(user_cfg.as_ref()));
-    // A server that could rewrite the approvals themselves does not start.
+    // A server that could rewrite the approvals, or the remembered "always" answers of the
+    // permissions, does not start.
     let store_file = store_path();
-    if let Some(name) = writable_by_sandbox(&store_file, &grants) {
+    let guarded = [
+        (store_file.clone(), "approvals file", "approve any server"),
+        (
+            crate::app::permission_store::path(),
+            "remembered permissions",
+            "allow any tool call",
+        ),
+    ];
+    for (file, what, could) in guarded {
+        let Some(name) = writable_by_sandbox(&file, &grants) else {
+            continue;
+        };
         let name = name.to_owned();
         for c in std::iter::once(&mut cfg).chain(user_cfg.as_mut()) {
             for s in c
@@ -551,8 +563,8 @@ pub fn load_guarded(
                 .filter(|s| s.name == name && s.sandbox.is_some())
             {
                 s.hold = Some(Hold::Invalid(format!(
-                    "its sandbox lets it write harness9's approvals file {} (through its cwd or writable paths), so it could approve any server; narrow its grants",
-                    store_file.display()
+                    "its sandbox lets it write harness9's {what} {} (through its cwd or writable paths), so it could {could}; narrow its grants",
+                    file.display()
                 )));
             }
         }

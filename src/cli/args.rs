@@ -22,10 +22,13 @@ pub struct Cli {
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
-    /// In the interactive session, run without asking first: the model's bash and write_file,
-    /// and the MCP tools a server marks destructive (`destructiveHint`).
+    /// In the interactive session, run every tool call without asking (`--permission-mode
+    /// bypass`; a deny rule still refuses).
     #[arg(long)]
     pub yes: bool,
+    /// Which tool calls run, ask or are refused.
+    #[command(flatten)]
+    pub permissions: super::PermissionArgs,
     /// Resume the newest conversation of this directory (the interactive session).
     #[arg(long = "continue", short = 'c', conflicts_with = "resume")]
     pub continue_: bool,
@@ -197,6 +200,9 @@ pub struct RunArgs {
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Which tool calls run, ask or are refused.
+    #[command(flatten)]
+    pub permissions: super::PermissionArgs,
 }
 
 /// `--max-steps`: a whole number of at least 1 (a run needs one model call to answer).

@@ -127,6 +127,75 @@ impl ModelArgs {
     }
 }
 
+/// The permission flags: the interactive session's and `run`'s (see README "Permissions").
+#[derive(Debug, Clone, Default, Args)]
+pub struct PermissionArgs {
+    /// Allow these tools for this run without asking: comma-separated rules as in
+    /// [permissions] allow (`mcp__github__*`, `bash(git status:*)`, `write_file(src/**)`).
+    #[arg(long, value_name = "RULES")]
+    pub allowed_tools: Vec<String>,
+    /// Refuse these tools for this run: comma-separated rules as in [permissions] deny.
+    #[arg(long, value_name = "RULES")]
+    pub disallowed_tools: Vec<String>,
+    /// default (the rules; read-only tools run, others ask), read-only (only read-only tools
+    /// run), accept-edits (also write_file inside the project runs), bypass (everything but
+    /// what a deny rule names runs).
+    #[arg(long, value_name = "MODE")]
+    pub permission_mode: Option<PermissionMode>,
+}
+
+/// `--permission-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PermissionMode {
+    /// The rules; read-only tools run, others ask (refused in `run -p`).
+    Default,
+    /// Only read-only tools run.
+    ReadOnly,
+    /// As default, and write_file inside the project runs without asking.
+    AcceptEdits,
+    /// Everything runs but what a deny rule names.
+    Bypass,
+}
+
+impl PermissionMode {
+    /// The engine's mode.
+    pub fn mode(self) -> crate::agent::permissions::Mode {
+        use crate::agent::permissions::Mode;
+        match self {
+            PermissionMode::Default => Mode::Default,
+            PermissionMode::ReadOnly => Mode::ReadOnly,
+            PermissionMode::AcceptEdits => Mode::AcceptEdits,
+            PermissionMode::Bypass => Mode::Bypass,
+        }
+    }
+}
+
+impl PermissionArgs {
+    /// The first flag given, as spelled on the command line.
+    pub(super) fn first_given(&self) -> Option<&'static str> {
+        [
+            (!self.allowed_tools.is_empty(), "--allowed-tools"),
+            (!self.disallowed_tools.is_empty(), "--disallowed-tools"),
+            (self.permission_mode.is_some(), "--permission-mode"),
+        ]
+        .into_iter()
+        .find_map(|(set, flag)| set.then_some(flag))
+    }
+
+    /// `self`, with `later`'s rules added and its mode when given.
+    pub(super) fn or(&self, later: &PermissionArgs) -> PermissionArgs {
+        PermissionArgs {
+            allowed_tools: [self.allowed_tools.clone(), later.allowed_tools.clone()].concat(),
+            disallowed_tools: [
+                self.disallowed_tools.clone(),
+                later.disallowed_tools.clone(),
+            ]
+            .concat(),
+            permission_mode: later.permission_mode.or(self.permission_mode),
+        }
+    }
+}
+
 impl SessionFlags {
     /// `self` (flags before the command's name), each flag overridden by `later`'s (after it).
     fn or(&self, later: &SessionFlags) -> SessionFlags {
@@ -162,8 +231,10 @@ pub struct Flags {
     pub session: SessionFlags,
     /// The model.
     pub model: ModelArgs,
-    /// `--yes` (the interactive session only).
+    /// `--yes` (the interactive session only): `--permission-mode bypass`.
     pub yes: bool,
+    /// `--allowed-tools`, `--disallowed-tools`, `--permission-mode`.
+    pub permissions: PermissionArgs,
     /// `--continue`/`--resume [ID]`: the conversation to start with.
     pub resume: crate::app::sessions::Resume,
 }
@@ -177,6 +248,7 @@ impl Cli {
             session: self.session.clone(),
             model: self.model.clone(),
             yes: self.yes,
+            permissions: self.permissions.clone(),
             resume: resume_of(self.continue_, self.resume.as_deref()),
         };
         let Some(command) = &self.command else {
@@ -199,6 +271,7 @@ impl Cli {
                     session: top.session.or(&a.session),
                     model: top.model.or(&a.model),
                     yes: false,
+                    permissions: top.permissions.or(&a.permissions),
                     resume: resume_of(a.continue_, a.resume.as_deref()),
                 })
             }
@@ -208,6 +281,11 @@ impl Cli {
                 SessionFlags::default()
             }
         };
+        if let Some(flag) = top.permissions.first_given() {
+            return Err(UsageError(format!(
+                "{flag} is a permission flag: `harness9 {name}` runs no model (it is for the interactive session and `harness9 run`; `mcp call` is your own call, refused only by a deny rule of your settings)"
+            )));
+        }
         if let Some(flag) = top.model.first_given() {
             return Err(UsageError(format!(
                 "{flag} is a model flag: `harness9 {name}` uses no model (it is for the interactive session and `harness9 run`)"

@@ -118,7 +118,10 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
                 json,
                 ..
             } => {
+                let cwd = std::env::current_dir().context("cannot read the working directory")?;
+                let policy = opts.policy(&cwd)?;
                 call(
+                    &policy,
                     rt,
                     &snap,
                     server,
@@ -536,7 +539,9 @@ fn print_progress(p: ToolProgress) {
 /// hands them over without waiting).
 const PROGRESS_QUEUE: usize = 256;
 
+#[allow(clippy::too_many_arguments)]
 async fn call(
+    policy: &crate::agent::permissions::Policy,
     rt: &Runtime,
     snap: &StatusSnapshot,
     server: &str,
@@ -575,6 +580,26 @@ async fn call(
         ))
         .into());
     };
+    // The user's own call: it runs unless a deny rule of theirs names it.
+    let facts = crate::agent::permissions::ToolFacts::of(
+        &entry.name,
+        Some(server),
+        entry.tool.annotations.as_ref().map(|a| a.get()),
+    );
+    let verdict = policy.decide_explicit(
+        facts,
+        arguments.as_ref().unwrap_or(&serde_json::Value::Null),
+    );
+    if verdict.action != crate::agent::permissions::Action::Run {
+        let crate::agent::permissions::Reason::Rule(rule) = &verdict.reason else {
+            anyhow::bail!("the call of \"{}\" is refused", entry.name);
+        };
+        anyhow::bail!(
+            "the call of \"{}\" is refused by your {}; remove that rule to call it",
+            entry.name,
+            rule.describe()
+        );
+    }
     let mut msg = CallTool::new(entry.name.clone(), arguments);
     msg.timeout = timeout;
     let (progress, mut notices) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);

@@ -25,8 +25,8 @@ pub use args::{
 };
 pub use errors::{exit_code, JsonErrors, UsageError};
 pub use flags::{
-    resume_of, AskFlags, ConfigFlag, Elicitation, Flags, ModelArgs, Sampling, ServerFlags,
-    SessionFlags,
+    resume_of, AskFlags, ConfigFlag, Elicitation, Flags, ModelArgs, PermissionArgs, PermissionMode,
+    Sampling, ServerFlags, SessionFlags,
 };
 pub use mcp::run_mcp;
 

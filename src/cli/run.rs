@@ -77,6 +77,13 @@ impl Printer {
                     if is_error { "✗" } else { "✓" },
                     ms(elapsed)
                 ),
+                EngineEvent::ToolRefused { name, reason, .. } => {
+                    eprintln!(
+                        "[permission] {} refused: {}",
+                        clean_line(&name),
+                        clean_line(&reason)
+                    )
+                }
                 EngineEvent::ModelRetrying { reason, after, .. } => {
                     let reason = clean_line(&reason);
                     eprintln!("[model] {reason}; retrying in {} ms", after.as_millis())
@@ -125,6 +132,14 @@ impl Printer {
                 arguments,
             } => {
                 json!({"event": "tool_call", "t_ms": t, "id": id, "name": name, "arguments": arguments})
+            }
+            EngineEvent::ToolRefused {
+                id,
+                name,
+                rule,
+                reason,
+            } => {
+                json!({"event": "tool_refused", "t_ms": t, "id": id, "name": name, "rule": rule, "reason": reason})
             }
             EngineEvent::ToolProgress {
                 id,
@@ -197,6 +212,9 @@ pub async fn run(
             _ => args.prompt.clone(),
         }
     };
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let policy = opts.policy(&cwd)?;
+    crate::app::Session::warn_bypass(&policy);
     let config = opts.load_config()?;
     crate::app::trust::print_hints(&config, None);
     let start = Start {
@@ -218,6 +236,7 @@ pub async fn run(
     }
     engine_cfg.context_window = settings.context_window(&provider_cfg.model);
     engine_cfg.compact_at = settings.compact_at;
+    engine_cfg.policy = policy;
     let model_name = format!("{} {}", provider_cfg.kind, provider_cfg.model);
     let model_id = provider_cfg.model.clone();
     let resume = super::resume_of(args.continue_, args.resume.as_deref());
@@ -309,7 +328,8 @@ pub async fn run(
             attachments: Vec::new(),
             prompt,
             events,
-            ask_first: false,
+            // Headless: a call that would ask is refused, naming what would allow it.
+            can_ask: false,
         });
         read_turn(rx, &printer, &engine).await
     };
@@ -401,9 +421,9 @@ async fn read_turn(
         tokio::select! {
             item = rx.recv() => match item {
                 Some(TurnEvent::Update(e)) => printer.print(e),
-                // Headless turns do not ask (`ask_first: false`); a question is a yes.
+                // Headless turns do not ask (`can_ask: false`); a question is a no.
                 Some(TurnEvent::Ask(q)) => {
-                    let _ = q.answer.send(true);
+                    let _ = q.answer.send(crate::agent::engine::Answer::No);
                 }
                 Some(TurnEvent::Done(r)) => return deadline.is_none().then_some(Ok(r)),
                 None => return deadline.is_none().then_some(Err(EngineGone)),

@@ -1,6 +1,7 @@
-//! Questions about tool calls: the engine asks before a tool that changes things runs. The
-//! queue of waiting calls, the tools allowed for the session, the keys that answer (yes, no,
-//! always) and the box that shows the first question over the transcript.
+//! Questions about tool calls: the engine asks when the permissions say so (see
+//! `crate::agent::permissions`). The queue of waiting calls, the keys that answer (no; no with
+//! a message for the model; yes once; always for this tool, or for this server, in this
+//! project) and the box that shows the first question over the transcript.
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;
@@ -11,6 +12,7 @@ use ratatui::Frame;
 
 use super::state::{CallState, Effect, Entry, State};
 use super::widgets::{modal_block, wrap, BORDER_ROWS, DIM};
+use crate::agent::engine::Answer;
 use crate::sanitize::{clean, clean_line};
 
 /// A tool call the engine wants to run, waiting for the user.
@@ -26,7 +28,43 @@ pub struct Approval {
     pub call: Option<String>,
     /// Rows of the arguments scrolled past (↑↓ in the box).
     pub scroll: usize,
+    /// The tool's server; `None` for a built-in.
+    pub server: Option<String>,
+    /// The `ask` rule that makes it ask, when one does.
+    pub rule: Option<String>,
+    /// The allow rule "always for this tool" saves (`None`: not offered, e.g. a compound
+    /// command line).
+    pub tool_rule: Option<String>,
+    /// The message for the model being typed ("no, and say why"), when it is.
+    pub message: Option<String>,
 }
+
+impl Approval {
+    /// A question about a call of `name` with `args` (JSON text).
+    pub fn new(key: u64, name: String, args: String) -> Self {
+        Approval {
+            key,
+            name,
+            args,
+            call: None,
+            scroll: 0,
+            server: None,
+            rule: None,
+            tool_rule: None,
+            message: None,
+        }
+    }
+
+    /// The allow rule "always for this server" saves.
+    fn server_rule(&self) -> Option<String> {
+        self.server
+            .as_deref()
+            .map(crate::agent::permissions::server_rule)
+    }
+}
+
+/// The most characters of a message for the model.
+const MAX_MESSAGE: usize = 2000;
 
 /// The rows of arguments the box shows at most; more scroll.
 const ARG_ROWS: usize = 10;
@@ -73,50 +111,91 @@ fn box_width(cols: u16) -> usize {
     cols.saturating_sub(2).max(1) as usize
 }
 
-/// A new question: answered at once for a tool the user allowed for the session, else queued
-/// (its arguments pretty-printed once, for every frame that draws them).
+/// A new question, queued (its arguments pretty-printed once, for every frame that draws
+/// them).
 pub(super) fn asked(state: &mut State, mut a: Approval) -> Vec<Effect> {
     a.args = pretty(&a.args);
-    if state.always_allowed.contains(&a.name) {
-        return vec![Effect::Answer {
-            key: a.key,
-            yes: true,
-        }];
-    }
     mark_call(state, a.call.as_deref(), CallState::Waiting);
     state.approvals.push_back(a);
     Vec::new()
 }
 
-/// The box's choices, the safe one first: `(key, colour, what)`.
-fn choices(tool: &str) -> [(&'static str, Color, String); 3] {
-    [
-        ("n", Color::Red, "decline".to_owned()),
-        ("y", Color::Green, "run it".to_owned()),
-        (
-            "a",
-            Color::Yellow,
-            format!("always run {} this session", clean_line(tool)),
-        ),
-    ]
+/// What a choice of the box does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pick {
+    No,
+    NoWithMessage,
+    Once,
+    AlwaysTool,
+    AlwaysServer,
 }
 
-/// `y` runs the first waiting call, `n`/Esc declines it, `a` runs it and every later call of
-/// that tool this session; ←→/Tab move the highlight (on decline at first) and Enter picks
-/// it; other keys wait. (Keys typed as it opened never get here: [`super::guard`].)
+/// The box's choices for `a`, the safe one first: `(key, colour, what, pick)`.
+fn choices(a: &Approval) -> Vec<(&'static str, Color, String, Pick)> {
+    let mut out = vec![
+        ("n", Color::Red, "no".to_owned(), Pick::No),
+        (
+            "m",
+            Color::Red,
+            "no, and tell the model why".to_owned(),
+            Pick::NoWithMessage,
+        ),
+        ("y", Color::Green, "yes, once".to_owned(), Pick::Once),
+    ];
+    if let Some(rule) = &a.tool_rule {
+        let what = if rule.starts_with("bash(") {
+            format!("always {} here", clean_line(rule))
+        } else {
+            "always this tool here".to_owned()
+        };
+        out.push(("a", Color::Yellow, what, Pick::AlwaysTool));
+    }
+    if let Some(server) = &a.server {
+        out.push((
+            "s",
+            Color::Yellow,
+            format!("always server {} here", clean_line(server)),
+            Pick::AlwaysServer,
+        ));
+    }
+    out
+}
+
+/// The keys of the box: a choice's letter, or ←→/Tab to move the highlight (on "no" at
+/// first) and Enter; Esc is no; ↑↓ scroll the arguments. While a message is typed, keys edit
+/// it, Enter sends it with the no, Esc goes back to the choices. (Keys typed as it opened
+/// never get here: [`super::guard`].)
 pub(super) fn approval_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
-    if super::guard::move_choice(state, 3, key.code) {
+    let Some(first) = state.approvals.front_mut() else {
+        return Vec::new();
+    };
+    if let Some(message) = &mut first.message {
+        match key.code {
+            KeyCode::Esc => first.message = None,
+            KeyCode::Enter => {
+                let text = message.trim().to_owned();
+                let answer = if text.is_empty() {
+                    Answer::No
+                } else {
+                    Answer::NoWith(text)
+                };
+                return answer_first(state, answer);
+            }
+            KeyCode::Backspace => {
+                message.pop();
+            }
+            KeyCode::Char(c) if message.chars().count() < MAX_MESSAGE => message.push(c),
+            _ => {}
+        }
         return Vec::new();
     }
-    let (yes, always) = match key.code {
-        KeyCode::Enter => match super::guard::choice(state, 3) {
-            1 => (true, false),
-            2 => (true, true),
-            _ => (false, false),
-        },
-        KeyCode::Char('y') => (true, false),
-        KeyCode::Char('n') | KeyCode::Esc => (false, false),
-        KeyCode::Char('a') => (true, true),
+    let options = choices(first);
+    if super::guard::move_choice(state, options.len(), key.code) {
+        return Vec::new();
+    }
+    let pick = match key.code {
+        KeyCode::Enter => options[super::guard::choice(state, options.len())].3,
+        KeyCode::Esc => Pick::No,
         KeyCode::Up | KeyCode::Char('k') | KeyCode::Down | KeyCode::Char('j') => {
             // The rows the box draws: wrapped at its width, as `draw_approval` does.
             let width = box_width(state.size.0);
@@ -130,34 +209,75 @@ pub(super) fn approval_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
             }
             return Vec::new();
         }
+        KeyCode::Char(c) => match options.iter().find(|o| o.0.starts_with(c)) {
+            Some(o) => o.3,
+            None => return Vec::new(),
+        },
         _ => return Vec::new(),
     };
+    let Some(first) = state.approvals.front_mut() else {
+        return Vec::new();
+    };
+    let answer = match pick {
+        Pick::No => Answer::No,
+        Pick::NoWithMessage => {
+            first.message = Some(String::new());
+            return Vec::new();
+        }
+        Pick::Once => Answer::Yes,
+        Pick::AlwaysTool => match first.tool_rule.clone() {
+            Some(r) => Answer::Always(r),
+            None => return Vec::new(),
+        },
+        Pick::AlwaysServer => match first.server_rule() {
+            Some(r) => Answer::Always(r),
+            None => return Vec::new(),
+        },
+    };
+    answer_first(state, answer)
+}
+
+/// Answers the first waiting call; an "always" answer also runs the waiting calls its rule
+/// covers, and says where it is kept.
+fn answer_first(state: &mut State, answer: Answer) -> Vec<Effect> {
     let Some(first) = state.approvals.pop_front() else {
         return Vec::new();
     };
+    // Running until its result (a no comes back at once as the call's error).
     mark_call(state, first.call.as_deref(), CallState::Running);
-    let mut effects = vec![Effect::Answer {
-        key: first.key,
-        yes,
-    }];
-    if always {
-        // The same tool's other waiting calls go too.
-        state.approvals.retain(|a| {
-            let same = a.name == first.name;
-            if same {
-                effects.push(Effect::Answer {
-                    key: a.key,
-                    yes: true,
-                });
-            }
-            !same
-        });
-        state.note(Entry::Info(format!(
-            "{} runs without asking for the rest of this session",
-            first.name
-        )));
-        state.always_allowed.insert(first.name);
+    let mut effects = Vec::new();
+    if let Answer::Always(rule) = &answer {
+        if let Ok(r) = crate::agent::permissions::Rule::parse(
+            crate::agent::permissions::Kind::Allow,
+            rule,
+            crate::agent::permissions::Source::Saved,
+        ) {
+            state.approvals.retain(|a| {
+                let args: serde_json::Value =
+                    serde_json::from_str(&a.args).unwrap_or(serde_json::Value::Null);
+                let covered = crate::agent::permissions::allows_alone(
+                    &r,
+                    &a.name,
+                    a.server.as_deref(),
+                    &args,
+                );
+                if covered {
+                    effects.push(Effect::Answer {
+                        key: a.key,
+                        answer: Answer::Yes,
+                    });
+                }
+                !covered
+            });
+        }
     }
+    effects.insert(
+        0,
+        Effect::Answer {
+            key: first.key,
+            answer,
+        },
+    );
     effects
 }
 
@@ -168,7 +288,7 @@ pub(super) fn decline_all(state: &mut State) -> Vec<Effect> {
         .drain(..)
         .map(|a| Effect::Answer {
             key: a.key,
-            yes: false,
+            answer: Answer::No,
         })
         .collect()
 }
@@ -203,11 +323,37 @@ pub(super) fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
             DIM,
         ));
     }
-    lines.push(super::guard::keys_line(
-        state,
-        &choices(&a.name),
-        "←→ Enter",
+    lines.push(Line::styled(
+        match &a.rule {
+            Some(rule) => format!("asks because of the {}", clean_line(rule)),
+            None => "no rule of yours allows it yet".to_owned(),
+        },
+        DIM,
     ));
+    match &a.message {
+        Some(m) => {
+            let mut rows = Vec::new();
+            wrap(
+                &format!("no, because: {}▏", clean(m)),
+                width,
+                Style::new(),
+                "  ",
+                &mut rows,
+            );
+            lines.extend(rows);
+            lines.push(Line::styled(
+                "Enter send this to the model with the no · Esc back",
+                DIM,
+            ));
+        }
+        None => {
+            let options: Vec<(&str, Color, String)> = choices(a)
+                .into_iter()
+                .map(|(k, c, w, _)| (k, c, w))
+                .collect();
+            lines.extend(super::guard::keys_lines(state, &options, "←→ Enter", width));
+        }
+    }
     let height = (lines.len() as u16 + BORDER_ROWS).min(main.height);
     let area = Rect {
         y: main.y + main.height - height,
@@ -238,13 +384,7 @@ mod tests {
         let args = serde_json::json!({ "content": "word ".repeat(400) }).to_string();
         update(
             &mut s,
-            Event::ApprovalAsked(Approval {
-                key: 1,
-                name: "write_file".into(),
-                args,
-                call: None,
-                scroll: 0,
-            }),
+            Event::ApprovalAsked(Approval::new(1, "write_file".into(), args)),
         );
         for _ in 0..3 {
             press(&mut s, KeyCode::Down);
@@ -253,43 +393,100 @@ mod tests {
     }
 
     #[test]
-    fn tool_questions_queue_and_take_yes_no_always_and_ctrl_c() {
-        let ask = |key: u64, name: &str| {
-            Event::ApprovalAsked(Approval {
-                key,
-                name: name.into(),
-                args: "{}".into(),
-                call: None,
-                scroll: 0,
-            })
+    fn tool_questions_queue_and_take_no_message_once_always_and_ctrl_c() {
+        use crate::agent::engine::Answer;
+        let ask = |key: u64, name: &str, server: Option<&str>, args: serde_json::Value| {
+            let mut a = Approval::new(key, name.into(), args.to_string());
+            a.server = server.map(Into::into);
+            a.tool_rule = crate::agent::permissions::tool_rule(name, &args);
+            Event::ApprovalAsked(a)
         };
-        let answer = |key, yes| Effect::Answer { key, yes };
+        let bash = |key, c: &str| ask(key, "bash", None, serde_json::json!({ "command": c }));
+        let answer = |key, answer| Effect::Answer { key, answer };
         let mut s = State::new("x".into(), Some("m".into()), String::new());
         typed(&mut s, "go");
         press(&mut s, KeyCode::Enter);
-        assert!(update(&mut s, ask(1, "bash")).is_empty());
-        assert!(update(&mut s, ask(2, "write_file")).is_empty());
-        assert!(update(&mut s, ask(3, "bash")).is_empty());
+        assert!(update(&mut s, bash(1, "ls")).is_empty());
+        assert!(update(&mut s, ask(2, "write_file", None, serde_json::json!({}))).is_empty());
+        assert!(update(&mut s, bash(3, "cargo test -q")).is_empty());
+        assert!(update(&mut s, bash(4, "cargo test --lib")).is_empty());
+        assert!(update(&mut s, bash(5, "cargo build")).is_empty());
         // Other keys wait; typing does not reach the input.
         assert!(press(&mut s, KeyCode::Char('x')).is_empty());
         assert_eq!(s.input, "");
-        assert_eq!(press(&mut s, KeyCode::Char('n')), vec![answer(1, false)]);
-        // Enter picks the highlighted choice: decline until → moves it to "run it".
+        assert_eq!(
+            press(&mut s, KeyCode::Char('n')),
+            vec![answer(1, Answer::No)]
+        );
+        // Enter picks the highlighted choice: "no" until →→ moves it to "yes, once".
         assert!(press(&mut s, KeyCode::Right).is_empty());
-        assert_eq!(press(&mut s, KeyCode::Enter), vec![answer(2, true)]);
-        // `a`: this one, and bash from now on without asking.
-        assert_eq!(press(&mut s, KeyCode::Char('a')), vec![answer(3, true)]);
-        assert_eq!(update(&mut s, ask(4, "bash")), vec![answer(4, true)]);
-        assert!(update(&mut s, ask(5, "write_file")).is_empty());
-        assert_eq!(press(&mut s, KeyCode::Esc), vec![answer(5, false)]);
+        assert!(press(&mut s, KeyCode::Right).is_empty());
+        assert_eq!(press(&mut s, KeyCode::Enter), vec![answer(2, Answer::Yes)]);
+        // `a`: this command prefix from now on, and the waiting calls it covers.
+        assert_eq!(
+            press(&mut s, KeyCode::Char('a')),
+            vec![
+                answer(3, Answer::Always("bash(cargo test:*)".into())),
+                answer(4, Answer::Yes)
+            ]
+        );
+        // `m`: no, with a message for the model; Esc goes back, Enter sends.
+        assert!(press(&mut s, KeyCode::Char('m')).is_empty());
+        for c in "use the test db".chars() {
+            assert!(press(&mut s, KeyCode::Char(c)).is_empty());
+        }
+        assert_eq!(
+            press(&mut s, KeyCode::Enter),
+            vec![answer(5, Answer::NoWith("use the test db".into()))]
+        );
+        // `s`: the server, for an MCP tool; a built-in has no such choice.
+        update(
+            &mut s,
+            ask(
+                6,
+                "mcp__git__git_commit",
+                Some("git"),
+                serde_json::json!({}),
+            ),
+        );
+        update(
+            &mut s,
+            ask(7, "mcp__git__git_add", Some("git"), serde_json::json!({})),
+        );
+        update(
+            &mut s,
+            ask(8, "mcp__fs__write", Some("fs"), serde_json::json!({})),
+        );
+        assert_eq!(
+            press(&mut s, KeyCode::Char('s')),
+            vec![
+                answer(6, Answer::Always("mcp__git__*".into())),
+                answer(7, Answer::Yes)
+            ]
+        );
+        update(&mut s, bash(9, "ls"));
         // Ctrl+C declines whatever waits and cancels the turn.
-        update(&mut s, ask(6, "write_file"));
-        update(&mut s, ask(7, "write_file"));
         let ctrl_c = Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
         assert_eq!(
             update(&mut s, ctrl_c),
-            vec![answer(6, false), answer(7, false), Effect::CancelTurn]
+            vec![
+                answer(8, Answer::No),
+                answer(9, Answer::No),
+                Effect::CancelTurn
+            ]
         );
         assert!(s.approvals.is_empty());
+    }
+
+    #[test]
+    fn a_builtin_has_no_server_choice_and_a_compound_command_no_always() {
+        let mut s = State::new("x".into(), Some("m".into()), String::new());
+        let args = serde_json::json!({"command": "ls; rm -rf x"});
+        let mut a = Approval::new(1, "bash".into(), args.to_string());
+        a.tool_rule = crate::agent::permissions::tool_rule("bash", &args);
+        update(&mut s, Event::ApprovalAsked(a));
+        assert!(press(&mut s, KeyCode::Char('s')).is_empty());
+        assert!(press(&mut s, KeyCode::Char('a')).is_empty());
+        assert_eq!(s.approvals.len(), 1);
     }
 }

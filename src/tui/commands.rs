@@ -52,6 +52,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "every tool and its source; /tools off|on NAME for this session",
     ),
     ("/cost", "tokens and estimated cost per model"),
+    (
+        "/permissions",
+        "the permission rules in force and where each comes from; forget a saved answer",
+    ),
     ("/subscribe", "@server:uri: show when that resource changes"),
     ("/unsubscribe", "@server:uri: stop showing its changes"),
     (
@@ -145,6 +149,7 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
             }
         }
         "/cost" => cost_info(state),
+        "/permissions" => return vec![Effect::ListPermissions],
         "/tools" => return tools_command(state, rest),
         "/resume" if state.busy => state.note(Entry::Error(
             "a turn is running; press Esc to cancel it, then /resume".to_owned(),

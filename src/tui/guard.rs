@@ -167,3 +167,50 @@ pub(super) fn keys_line(
     }
     Line::from(spans)
 }
+
+/// [`keys_line`] broken between choices into lines at most `width` wide (a choice wider than
+/// that gets a line of its own, cut by the frame).
+pub(super) fn keys_lines(
+    state: &State,
+    choices: &[(&str, Color, String)],
+    extra: &str,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let line = keys_line(state, choices, extra);
+    if is_new(state) {
+        return vec![line];
+    }
+    let mut out: Vec<Line<'static>> = Vec::new();
+    let mut current: Vec<Span<'static>> = Vec::new();
+    let mut used = 0usize;
+    // The spans come as [sep] key what, per choice; a separator starts a new piece.
+    let mut pieces: Vec<Vec<Span<'static>>> = Vec::new();
+    for span in line.spans {
+        if span.content.starts_with(" · ") || pieces.is_empty() {
+            pieces.push(Vec::new());
+        }
+        if let Some(p) = pieces.last_mut() {
+            p.push(span);
+        }
+    }
+    for mut piece in pieces {
+        let w: usize = piece.iter().map(|s| s.width()).sum();
+        if used > 0 && used + w > width {
+            out.push(Line::from(std::mem::take(&mut current)));
+            // A line does not start with the separator.
+            if let Some(first) = piece.first_mut() {
+                if let Some(rest) = first.content.strip_prefix(" · ") {
+                    let rest = rest.to_owned();
+                    first.content = rest.into();
+                }
+            }
+            used = 0;
+        }
+        used += piece.iter().map(|s| s.width()).sum::<usize>();
+        current.extend(piece);
+    }
+    if !current.is_empty() {
+        out.push(Line::from(current));
+    }
+    out
+}

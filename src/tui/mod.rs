@@ -17,6 +17,7 @@ mod markdown;
 mod mentions;
 mod overview;
 mod panel;
+mod permissions;
 mod prompts;
 mod resume;
 mod server_view;
@@ -104,6 +105,9 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         shutdown_grace: None,
         interactive: true,
     };
+    let root = std::env::current_dir().context("cannot read the working directory")?;
+    // A malformed rule stops the start, naming its file and line (or flag).
+    let policy = opts.policy(&root)?;
     let session = Session::start(opts, &cfg, cfg.servers.clone(), start)?;
     let mut resumed = Vec::new();
     let mut context_window = None;
@@ -123,6 +127,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
                 let mut ecfg = session.engine_config(s.max_steps, s.tool_output_budget_tokens);
                 ecfg.context_window = s.context_window(&p.model);
                 ecfg.compact_at = s.compact_at;
+                ecfg.policy = policy.clone();
                 context_window = ecfg.context_window;
                 let saved = match session.conversation(&opts.resume, &p.model) {
                     Ok(o) => {
@@ -173,6 +178,10 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         warnings: [
             crate::agent::model::settings::warnings(),
             cfg.warnings.clone(),
+            (policy.mode == crate::agent::permissions::Mode::Bypass)
+                .then(|| "permission mode bypass (--yes): every tool call runs without asking; only deny rules still refuse".to_owned())
+                .into_iter()
+                .collect(),
         ]
         .concat(),
         trace: trace_rx,
@@ -181,7 +190,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         engine,
         model,
         model_help,
-        ask_first: !opts.yes,
+        policy,
         resumed,
         resumed_model,
         pick,

@@ -138,6 +138,8 @@ pub enum Event {
     },
     /// What a reloaded config has that is ignored (`Config::warnings`).
     ConfigWarnings(Vec<String>),
+    /// The permission rules in force, for `/permissions`.
+    Permissions(Vec<crate::agent::permissions::Rule>),
 }
 
 /// What the actor must do after an update.
@@ -181,13 +183,18 @@ pub enum Effect {
     },
     /// Cancel the running turn.
     CancelTurn,
-    /// The user's answer to [`Event::ApprovalAsked`].
+    /// The user's answer to [`Event::ApprovalAsked`] (an "always" answer is also saved for
+    /// the project).
     Answer {
         /// Which question.
         key: u64,
-        /// Run it.
-        yes: bool,
+        /// The answer.
+        answer: crate::agent::engine::Answer,
     },
+    /// `/permissions`: read the rules in force; reply with [`Event::Permissions`].
+    ListPermissions,
+    /// Forget a remembered "always" answer (from `/permissions`), then list again.
+    ForgetRule(String),
     /// The user's answer to [`Event::Asked`].
     AnswerAsk {
         /// Which question.
@@ -298,6 +305,8 @@ pub enum Modal {
     Input(InputView),
     /// `/resume` without an id: the saved conversations to pick from.
     Resume(super::resume::ResumePicker),
+    /// `/permissions`: the rules in force.
+    Permissions(super::permissions::PermissionsView),
 }
 
 /// The whole TUI state.
@@ -331,8 +340,6 @@ pub struct State {
     pub approvals: std::collections::VecDeque<Approval>,
     /// Servers' questions waiting for the user, the first one shown (after tool approvals).
     pub asks: std::collections::VecDeque<PendingAsk>,
-    /// Tools the user allowed for the rest of the session (`a`).
-    pub always_allowed: std::collections::BTreeSet<String>,
     /// Lines scrolled back from the bottom.
     pub scroll_back: usize,
     /// The input line.
@@ -439,7 +446,6 @@ impl State {
             cancelling: false,
             approvals: Default::default(),
             asks: Default::default(),
-            always_allowed: Default::default(),
             config_path,
             sources: BTreeMap::new(),
             size: (80, 24),
@@ -596,6 +602,10 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
             super::transcript::config_warnings(state, warnings);
             Vec::new()
         }
+        Event::Permissions(rules) => {
+            super::permissions::open(state, rules);
+            Vec::new()
+        }
     }
 }
 
@@ -652,6 +662,7 @@ fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         Some(Modal::Trust(t)) => trust_key(state, t, key),
         Some(Modal::Input(v)) => input_key(state, v, key),
         Some(Modal::Resume(p)) => super::resume::key(state, p, key),
+        Some(Modal::Permissions(p)) => super::permissions::key(state, p, key),
         None => session_key(state, key),
     }
 }

@@ -496,12 +496,11 @@ fn a_tool_call_waiting_for_the_users_answer() {
     ] {
         update(
             &mut s,
-            Event::ApprovalAsked(crate::tui::state::Approval {
-                key,
-                name: name.into(),
-                args: args.into(),
-                call: None,
-                scroll: 0,
+            Event::ApprovalAsked({
+                let mut a = crate::tui::state::Approval::new(key, name.into(), args.into());
+                let v: serde_json::Value = serde_json::from_str(args).unwrap();
+                a.tool_rule = crate::agent::permissions::tool_rule(name, &v);
+                a
             }),
         );
     }
@@ -532,26 +531,31 @@ fn a_waiting_call_says_so_and_its_long_arguments_scroll() {
     );
     update(
         &mut s,
-        Event::ApprovalAsked(crate::tui::state::Approval {
-            key: 1,
-            name: "write_file".into(),
-            args: args.to_string(),
-            call: Some("t1".into()),
-            scroll: 0,
+        Event::ApprovalAsked({
+            let mut a = crate::tui::state::Approval::new(1, "write_file".into(), args.to_string());
+            a.call = Some("t1".into());
+            a.tool_rule = Some("write_file".into());
+            a
         }),
     );
     settle(&mut s);
-    let first = render(&mut s, 70, 22);
+    let first = render(&mut s, 70, 26);
     assert!(
         first.contains("write_file builtin · waiting for you"),
         "{first}"
     );
     update(&mut s, key_event(KeyCode::Down));
     update(&mut s, key_event(KeyCode::Down));
-    insta::assert_snapshot!(format!("{first}\n{}", render(&mut s, 70, 22)));
+    insta::assert_snapshot!(format!("{first}\n{}", render(&mut s, 70, 26)));
     let effects = update(&mut s, key_event(KeyCode::Char('y')));
-    assert_eq!(effects, vec![Effect::Answer { key: 1, yes: true }]);
-    let after = render(&mut s, 70, 22);
+    assert_eq!(
+        effects,
+        vec![Effect::Answer {
+            key: 1,
+            answer: crate::agent::engine::Answer::Yes
+        }]
+    );
+    let after = render(&mut s, 70, 26);
     assert!(after.contains("write_file builtin · running"), "{after}");
 }
 

@@ -234,6 +234,8 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
                 progress: None,
             });
         }
+        // The refusal is the call's result, shown when it finishes.
+        EngineEvent::ToolRefused { .. } => {}
         EngineEvent::ToolProgress {
             id: key,
             progress,

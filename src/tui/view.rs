@@ -86,6 +86,7 @@ pub fn view(state: &State, frame: &mut Frame) {
             Modal::Trust(t) => super::trust::draw_trust(state, t, frame, modal_area),
             Modal::Input(v) => super::inputs::draw_input(state, v, frame, modal_area),
             Modal::Resume(p) => super::resume::draw(p, frame, modal_area),
+            Modal::Permissions(p) => super::permissions::draw(p, frame, modal_area),
         }
     }
     // A question about a tool call goes over everything: the turn waits on it.

@@ -3,6 +3,7 @@
 //! the call through the registry, its progress and result on the turn's stream.
 
 use super::*;
+use crate::agent::permissions::{Action, Kind, Reason, Rule, Source, ToolFacts};
 use harness9_actors::protocol::types::ContentBlock;
 
 /// The connected servers' `instructions` by server name, as the registry shares them.
@@ -14,8 +15,8 @@ type Instructions = Arc<Vec<(String, Arc<str>)>>;
 pub(super) struct ToolCache {
     pub(super) source: Option<Arc<Vec<ToolEntry>>>,
     pub(super) defs: Arc<Vec<ToolDef>>,
-    /// The tools that run only after the user's yes (when the turn has an approver).
-    pub(super) ask: Arc<std::collections::HashSet<String>>,
+    /// What the permissions know of each tool: its server and whether it is read-only.
+    pub(super) facts: Arc<Facts>,
     /// Tools the user turned off for this session: not offered, and refused if called.
     pub(super) disabled: Arc<std::collections::BTreeSet<String>>,
     /// The instructions the system prompt below was built with.
@@ -23,16 +24,19 @@ pub(super) struct ToolCache {
     pub(super) system: Option<String>,
 }
 
-/// Whether a tool asks first: one annotated `destructiveHint: true` (and not
-/// `readOnlyHint: true`), a built-in (bash, write_file) or an MCP server's. Unannotated tools do
-/// not ask: the spec's default (destructive) would ask for every call of most servers.
-pub(super) fn asks_first(e: &ToolEntry) -> bool {
-    let Some(raw) = &e.tool.annotations else {
-        return false;
-    };
-    let hints: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
-    hints.get("destructiveHint") == Some(&Value::Bool(true))
-        && hints.get("readOnlyHint") != Some(&Value::Bool(true))
+/// Each registered tool's server and whether it says it is read-only (`readOnlyHint: true`).
+pub(super) type Facts = std::collections::HashMap<String, (Option<String>, bool)>;
+
+/// The facts of a tool table for [`crate::agent::permissions::decide`].
+pub(super) fn facts_of(table: &[ToolEntry]) -> Facts {
+    table
+        .iter()
+        .map(|e| {
+            let annotations = e.tool.annotations.as_ref().map(|a| a.get());
+            let f = ToolFacts::of(&e.name, e.server.as_deref(), annotations);
+            (e.name.clone(), (e.server.clone(), f.read_only))
+        })
+        .collect()
 }
 
 impl ToolCache {
@@ -58,13 +62,7 @@ impl ToolCache {
         if self.source.as_ref().is_some_and(|s| Arc::ptr_eq(s, &table)) {
             return self.defs.clone();
         }
-        self.ask = Arc::new(
-            table
-                .iter()
-                .filter(|e| asks_first(e))
-                .map(|e| e.name.clone())
-                .collect(),
-        );
+        self.facts = Arc::new(facts_of(&table));
         let defs: Vec<ToolDef> = table
             .iter()
             .filter(|e| !self.disabled.contains(&e.name))
@@ -153,8 +151,9 @@ pub(super) const SEND_AGAIN_SMALLER: &str = "send the call again with a complete
 
 /// Why a call is answered with an error instead of running, if it is: arguments that are not
 /// a JSON object, a call the reply was cut off in (even when its arguments parse: `{}` before
-/// any piece arrived), or the user's no to a tool that asks first (no answer, or the turn
-/// cancelled while asking, is a no).
+/// any piece arrived), or the permissions ([`crate::agent::permissions::decide`]): a refusal,
+/// or the user's no when it asks (no answer, or the turn cancelled while asking, is a no). A
+/// permission refusal is also put on the stream as [`EngineEvent::ToolRefused`].
 pub(super) async fn refusal(
     ctx: &CallCtx,
     id: &str,
@@ -176,25 +175,84 @@ pub(super) async fn refusal(
             "the call of tool \"{name}\" was cut off at max_tokens before its arguments were complete; {SEND_AGAIN_SMALLER}"
         ));
     }
-    if !(ctx.ask_first && ctx.ask.contains(name)) {
-        return None;
+    // A tool not in the table (gone since the model saw it) is judged as an unannotated one;
+    // the registry then says it is unknown.
+    let (server, read_only) = ctx.facts.get(name).cloned().unwrap_or((None, false));
+    let facts = ToolFacts {
+        name,
+        server: server.as_deref(),
+        read_only,
+    };
+    let policy = &ctx.config.policy;
+    let mut verdict = policy.decide(facts, input);
+    if !ctx.can_ask {
+        verdict = verdict.headless();
+    }
+    let rule = match &verdict.reason {
+        Reason::Rule(r) => Some(r.describe()),
+        Reason::Mode(m) => Some(format!("--permission-mode {}", m.name())),
+        _ => None,
+    };
+    match verdict.action {
+        Action::Run => return None,
+        Action::Refuse => {
+            let reason = verdict.refusal(name, !ctx.can_ask);
+            emit(
+                &ctx.events,
+                cancel,
+                EngineEvent::ToolRefused {
+                    id: id.to_owned(),
+                    name: name.to_owned(),
+                    rule,
+                    reason: reason.clone(),
+                },
+            )
+            .await;
+            return Some(reason);
+        }
+        Action::Ask => {}
     }
     let (answer, rx) = oneshot::channel();
     let question = TurnEvent::Ask(Question {
         id: id.to_owned(),
         name: name.to_owned(),
+        server: server.clone(),
         arguments: input.clone(),
+        rule: match &verdict.reason {
+            Reason::Rule(r) => Some(r.describe()),
+            _ => None,
+        },
         answer,
     });
-    let yes = tokio::select! {
+    let answer = tokio::select! {
         answer = async {
-            ctx.events.send(question).await.is_ok() && rx.await.unwrap_or(false)
+            if ctx.events.send(question).await.is_err() {
+                return Answer::No;
+            }
+            rx.await.unwrap_or(Answer::No)
         } => answer,
-        () = cancel.cancelled() => false,
+        () = cancel.cancelled() => Answer::No,
     };
-    (!yes).then(|| format!(
-        "the user declined this call of \"{name}\"; do not run it again unasked: say what you wanted to do, or find another way"
-    ))
+    match answer {
+        Answer::Yes => None,
+        Answer::Always(text) => {
+            match Rule::parse(Kind::Allow, &text, Source::Saved) {
+                Ok(r) => {
+                    policy.rules.learn(r);
+                }
+                Err(e) => {
+                    tracing::warn!(target: "engine", rule = %text, "the answer's rule is not kept: {e}");
+                }
+            }
+            None
+        }
+        Answer::No => Some(format!(
+            "the user declined this call of \"{name}\"; do not run it again unasked: say what you wanted to do, or find another way"
+        )),
+        Answer::NoWith(message) => Some(format!(
+            "the user declined this call of \"{name}\" and says: {message}"
+        )),
+    }
 }
 
 /// Runs one tool call through the registry and turns its outcome into a tool-result block. A
@@ -319,8 +377,8 @@ pub(super) struct CallCtx {
     pub(super) registry: Addr<ToolRegistry>,
     pub(super) config: Arc<EngineConfig>,
     pub(super) events: mpsc::Sender<TurnEvent>,
-    /// Whether calls of the tools in `ask` wait for the user's yes.
-    pub(super) ask_first: bool,
-    pub(super) ask: Arc<std::collections::HashSet<String>>,
+    /// Whether a call the permissions ask about waits for the user (else it is refused).
+    pub(super) can_ask: bool,
+    pub(super) facts: Arc<Facts>,
     pub(super) disabled: Arc<std::collections::BTreeSet<String>>,
 }

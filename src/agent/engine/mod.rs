@@ -41,6 +41,7 @@ use crate::agent::model::{
     arguments_problem, truncate_chars, Block, Message, ModelError, ModelRequest, Provider,
     ResultPart, Role, StopReason, StreamEvent, ToolDef, Usage,
 };
+use crate::agent::permissions::Policy;
 
 /// The system prompt.
 pub const SYSTEM_PROMPT: &str = "You are harness9, a terminal coding agent. Use the tools to inspect and change the user's project; tool names of the form mcp__{server}__{tool} come from MCP servers. Call several tools at once when they do not depend on each other. When a tool result says it was cut, read the saved file in parts. Answer concisely.";
@@ -61,6 +62,8 @@ pub struct EngineConfig {
     pub context_window: Option<u64>,
     /// Compact before a turn once the last request used this share of the window (0: never).
     pub compact_at: f64,
+    /// Which tool calls run, ask or are refused (see [`crate::agent::permissions`]).
+    pub policy: Arc<Policy>,
 }
 
 /// The most of a project's instructions file that goes into the system prompt.
@@ -77,6 +80,7 @@ impl EngineConfig {
             system: Some(SYSTEM_PROMPT.to_owned()),
             context_window: None,
             compact_at: 0.8,
+            policy: Arc::new(Policy::default()),
         }
     }
 
@@ -188,6 +192,18 @@ pub enum EngineEvent {
         /// one (the call then fails at once).
         arguments: Value,
     },
+    /// A tool call was refused by the permissions (a deny rule, the mode, or a call that
+    /// would ask where no one can be asked); its error result follows in `ToolFinished`.
+    ToolRefused {
+        /// The model's call id.
+        id: String,
+        /// The registered tool name.
+        name: String,
+        /// The rule that decided (`deny rule "bash(rm:*)" (file:line)`), or the mode.
+        rule: Option<String>,
+        /// The error result the model gets.
+        reason: String,
+    },
     /// A tool call reported progress (`notifications/progress`).
     ToolProgress {
         /// The model's call id.
@@ -234,25 +250,42 @@ pub enum EngineEvent {
 pub enum TurnEvent {
     /// Something happened.
     Update(EngineEvent),
-    /// A tool that changes things waits for the user's yes.
+    /// A tool call waits for the user's answer (see [`crate::agent::permissions`]).
     Ask(Question),
     /// How the turn ended; nothing follows it.
     Done(Result<TurnOutcome, EngineError>),
 }
 
-/// May this tool call run? A front end asks the user and answers on `answer`; `false`, or a
-/// dropped `answer` (the asker is gone), declines it, and the model gets an error result saying
-/// so.
+/// May this tool call run? A front end asks the user and answers on `answer`; a dropped
+/// `answer` (the asker is gone) declines it, and the model gets an error result saying so.
 #[derive(Debug)]
 pub struct Question {
     /// The model's call id.
     pub id: String,
     /// The registered tool name.
     pub name: String,
+    /// The tool's server; `None` for a built-in.
+    pub server: Option<String>,
     /// The call's arguments.
     pub arguments: Value,
+    /// The `ask` rule that makes it ask, when one does (else no rule allows it).
+    pub rule: Option<String>,
     /// Takes the user's answer.
-    pub answer: oneshot::Sender<bool>,
+    pub answer: oneshot::Sender<Answer>,
+}
+
+/// The user's answer to a [`Question`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Run it, this once.
+    Yes,
+    /// Run it, and from now on whatever this allow rule names (`mcp__git__*`,
+    /// `bash(cargo test:*)`); the front end remembers it for the project.
+    Always(String),
+    /// Do not run it.
+    No,
+    /// Do not run it, and tell the model this (it is the call's result).
+    NoWith(String),
 }
 
 /// How many items a turn's stream holds before the engine waits for the front end. Progress
@@ -306,10 +339,9 @@ pub struct RunTurn {
     pub attachments: Vec<Block>,
     /// The turn's stream (see [`turn_stream`]).
     pub events: mpsc::Sender<TurnEvent>,
-    /// Whether a call of a tool that changes things (annotated `destructiveHint: true`, as the
-    /// built-in bash and write_file are) waits for a [`TurnEvent::Ask`] answer; `false` runs
-    /// every call without asking (headless `run -p`, `--yes`).
-    pub ask_first: bool,
+    /// Whether a call the permissions say to ask about waits for a [`TurnEvent::Ask`] answer;
+    /// `false` (headless `run -p`) refuses it with an error result naming what would allow it.
+    pub can_ask: bool,
 }
 
 /// Cancel the running turn: the model request and every tool call in flight (MCP servers get
@@ -430,7 +462,7 @@ impl Handler<RunTurn> for Engine {
                 messages: std::mem::take(&mut self.conversation),
                 cancel,
                 events: events.clone(),
-                ask_first: msg.ask_first,
+                can_ask: msg.can_ask,
                 last_input: self.last_input,
             },
             msg.prompt,
@@ -470,7 +502,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn built_ins_that_change_things_and_destructive_mcp_tools_ask_first() {
+    fn read_only_is_what_the_annotations_say_and_nothing_else() {
         let entry = |name: &str, server: Option<&str>, hints: Option<&str>| ToolEntry {
             name: name.into(),
             server: server.map(Into::into),
@@ -497,19 +529,21 @@ mod tests {
                 tool: Arc::new(tool),
             }
         };
+        // Read-only: the built-in read tools, and an MCP tool with `readOnlyHint: true`;
+        // `destructiveHint` alone, no annotations or broken ones are not.
         let cases = [
-            (builtin("bash"), true),
-            (builtin("write_file"), true),
-            (builtin("read_file"), false),
-            (builtin("list_dir"), false),
-            (builtin("grep"), false),
+            (builtin("bash"), false),
+            (builtin("write_file"), false),
+            (builtin("read_file"), true),
+            (builtin("list_dir"), true),
+            (builtin("grep"), true),
             (
                 entry(
                     "mcp__f__remove",
                     Some("f"),
                     Some(r#"{"destructiveHint":true}"#),
                 ),
-                true,
+                false,
             ),
             (
                 entry(
@@ -517,23 +551,34 @@ mod tests {
                     Some("f"),
                     Some(r#"{"destructiveHint":true,"readOnlyHint":true}"#),
                 ),
-                false,
+                true,
             ),
             (
                 entry("mcp__f__echo", Some("f"), Some(r#"{"readOnlyHint":true}"#)),
+                true,
+            ),
+            (
+                entry(
+                    "mcp__f__nd",
+                    Some("f"),
+                    Some(r#"{"destructiveHint":false}"#),
+                ),
                 false,
             ),
             (entry("mcp__f__plain", Some("f"), None), false),
             (entry("mcp__f__bad", Some("f"), Some("[1]")), false),
         ];
-        for (e, want) in &cases {
-            assert_eq!(asks_first(e), *want, "{}", e.name);
-        }
         let mut cache = ToolCache::default();
         cache.get(Arc::new(cases.iter().map(|(e, _)| e.clone()).collect()));
-        let mut ask: Vec<&String> = cache.ask.iter().collect();
-        ask.sort();
-        assert_eq!(ask, ["bash", "mcp__f__remove", "write_file"]);
+        for (e, want) in &cases {
+            assert_eq!(
+                cache.facts.get(&e.name).map(|f| f.1),
+                Some(*want),
+                "{}",
+                e.name
+            );
+            assert_eq!(cache.facts[&e.name].0, e.server, "{}", e.name);
+        }
     }
 
     #[test]

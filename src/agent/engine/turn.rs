@@ -11,7 +11,7 @@ pub(super) struct Turn {
     pub(super) messages: Vec<Message>,
     pub(super) cancel: CancellationToken,
     pub(super) events: mpsc::Sender<TurnEvent>,
-    pub(super) ask_first: bool,
+    pub(super) can_ask: bool,
     /// Input tokens of the conversation's last request.
     pub(super) last_input: u64,
 }
@@ -130,7 +130,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
         mut messages,
         cancel,
         events,
-        ask_first,
+        can_ask,
         mut last_input,
     } = t;
     let started = Instant::now();
@@ -333,8 +333,8 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
             registry: registry.clone(),
             config: config.clone(),
             events: events.clone(),
-            ask_first,
-            ask: cache.ask.clone(),
+            can_ask,
+            facts: cache.facts.clone(),
             disabled: cache.disabled.clone(),
         };
         let results = join_all(calls.into_iter().map(|call| {

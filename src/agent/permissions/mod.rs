@@ -29,8 +29,8 @@ use serde_json::Value;
 
 pub use pattern::Pattern;
 use pattern::{
-    arg_kind, command_matches, path_forms, path_matches, path_rule_tools, split_command,
-    ArgKind, ArgPattern,
+    arg_kind, command_matches, path_forms, path_matches, path_rule_tools, split_command, ArgKind,
+    ArgPattern,
 };
 
 /// What a rule does.
@@ -107,7 +107,12 @@ impl Rule {
 
     /// `deny rule "bash(rm:*)" (~/.config/harness9/config.toml:4)`.
     pub fn describe(&self) -> String {
-        format!("{} rule \"{}\" ({})", self.kind.name(), self.text, self.source)
+        format!(
+            "{} rule \"{}\" ({})",
+            self.kind.name(),
+            self.text,
+            self.source
+        )
     }
 }
 
@@ -306,14 +311,11 @@ pub fn decide(
         return verdict(Action::Run, Reason::Rule(r.clone()));
     }
     if mode == Mode::AcceptEdits && tool.server.is_none() && tool.name == "write_file" {
-        let inside = args
-            .get("path")
-            .and_then(Value::as_str)
-            .is_some_and(|p| {
-                path_forms(p, &place.root)
-                    .iter()
-                    .all(|f| f.starts_with(&place.root))
-            });
+        let inside = args.get("path").and_then(Value::as_str).is_some_and(|p| {
+            path_forms(p, &place.root)
+                .iter()
+                .all(|f| f.starts_with(&place.root))
+        });
         if inside {
             return verdict(Action::Run, Reason::Mode(mode));
         }
@@ -398,7 +400,12 @@ fn allowed<'r>(
             for c in &split.commands {
                 let r = allows()
                     .filter(|r| r.pattern.tool == "bash")
-                    .filter(|r| r.pattern.arg.as_ref().is_some_and(|a| command_matches(a, c)))
+                    .filter(|r| {
+                        r.pattern
+                            .arg
+                            .as_ref()
+                            .is_some_and(|a| command_matches(a, c))
+                    })
                     .max_by_key(|r| r.pattern.specificity())?;
                 if vouching.is_none_or(|v| r.pattern.specificity() > v.pattern.specificity()) {
                     vouching = Some(r);
@@ -492,16 +499,40 @@ pub fn tool_rule(tool: &str, args: &Value) -> Option<String> {
     }
     let words: Vec<&str> = split.commands[0].split_whitespace().collect();
     let first = *words.first()?;
-    if first.contains('=') || !first.chars().all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c)) {
+    if first.contains('=')
+        || !first
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c))
+    {
         return None;
     }
-    let sub = words
-        .get(1)
-        .filter(|w| !w.starts_with('-') && w.chars().all(|c| c.is_ascii_alphanumeric() || "_-:".contains(c)));
+    let sub = words.get(1).filter(|w| {
+        !w.starts_with('-')
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-:".contains(c))
+    });
     Some(match sub {
         Some(s) => format!("bash({first} {s}:*)"),
         None => format!("bash({first}:*)"),
     })
+}
+
+/// Whether `rule` alone allows a call of `name` (of `server`) with `args`: the calls an
+/// "always" answer covers at once.
+pub fn allows_alone(rule: &Rule, name: &str, server: Option<&str>, args: &Value) -> bool {
+    let tool = ToolFacts {
+        name,
+        server,
+        read_only: false,
+    };
+    let v = decide(
+        tool,
+        args,
+        std::slice::from_ref(rule),
+        Mode::Default,
+        &Place::default(),
+    );
+    v.action == Action::Run
 }
 
 /// Rules from a comma-separated flag value (`--allowed-tools 'bash(git status:*),read_file'`):

@@ -74,7 +74,10 @@ impl Pattern {
             None => (t, None),
             Some(open) => {
                 let Some(inner) = t[open + 1..].strip_suffix(')') else {
-                    return Err("an argument pattern must end with \")\", as in bash(git status:*)".to_owned());
+                    return Err(
+                        "an argument pattern must end with \")\", as in bash(git status:*)"
+                            .to_owned(),
+                    );
                 };
                 (&t[..open], Some(inner.trim()))
             }
@@ -433,8 +436,8 @@ fn writes_a_file(chars: &[char], at: usize) -> bool {
 /// `piece` without the shell's reserved words in front (`then rm x` is `rm x` to a rule).
 fn without_keywords(mut piece: &str) -> &str {
     const WORDS: [&str; 14] = [
-        "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "case",
-        "esac", "!", "time",
+        "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "case", "esac",
+        "!", "time",
     ];
     loop {
         let word_end = piece.find(char::is_whitespace).unwrap_or(piece.len());

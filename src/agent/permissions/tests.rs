@@ -65,22 +65,50 @@ fn cmd(c: &str) -> serde_json::Value {
 #[test]
 fn row_1_deny_beats_everything_even_bypass() {
     use Kind::*;
-    let r = [(Allow, "mcp__git__*"), (Ask, "mcp__git__git_commit"), (Deny, "mcp__git__git_commit")];
-    for mode in [Mode::Default, Mode::ReadOnly, Mode::AcceptEdits, Mode::Bypass] {
+    let r = [
+        (Allow, "mcp__git__*"),
+        (Ask, "mcp__git__git_commit"),
+        (Deny, "mcp__git__git_commit"),
+    ];
+    for mode in [
+        Mode::Default,
+        Mode::ReadOnly,
+        Mode::AcceptEdits,
+        Mode::Bypass,
+    ] {
         assert_eq!(action(MCP, json!({}), &r, mode), Action::Refuse, "{mode:?}");
     }
     // A deny of a read-only tool too: annotations never loosen a rule.
-    assert_eq!(action(MCP_RO, json!({}), &[(Deny, "mcp__git__*")], Mode::Default), Action::Refuse);
+    assert_eq!(
+        action(MCP_RO, json!({}), &[(Deny, "mcp__git__*")], Mode::Default),
+        Action::Refuse
+    );
     // The user's own call (mcp call) is refused by a deny, runs otherwise.
-    let policy = Policy::new(Rules::new(rules(&[(Deny, "mcp__git__git_commit")]), vec![]), Mode::Default, place());
-    assert_eq!(policy.decide_explicit(MCP, &json!({})).action, Action::Refuse);
-    assert_eq!(policy.decide_explicit(BASH, &cmd("rm -rf x")).action, Action::Run);
+    let policy = Policy::new(
+        Rules::new(rules(&[(Deny, "mcp__git__git_commit")]), vec![]),
+        Mode::Default,
+        place(),
+    );
+    assert_eq!(
+        policy.decide_explicit(MCP, &json!({})).action,
+        Action::Refuse
+    );
+    assert_eq!(
+        policy.decide_explicit(BASH, &cmd("rm -rf x")).action,
+        Action::Run
+    );
 }
 
 #[test]
 fn row_2_bypass_runs_what_no_deny_names() {
-    assert_eq!(action(MCP, json!({}), &[(Kind::Ask, "mcp__git__*")], Mode::Bypass), Action::Run);
-    assert_eq!(action(BASH, cmd("rm -rf /"), &[], Mode::Bypass), Action::Run);
+    assert_eq!(
+        action(MCP, json!({}), &[(Kind::Ask, "mcp__git__*")], Mode::Bypass),
+        Action::Run
+    );
+    assert_eq!(
+        action(BASH, cmd("rm -rf /"), &[], Mode::Bypass),
+        Action::Run
+    );
 }
 
 #[test]
@@ -88,7 +116,10 @@ fn row_3_read_only_mode_refuses_what_is_not_read_only_even_allowed() {
     let r = [(Kind::Allow, "bash")];
     assert_eq!(action(BASH, cmd("ls"), &r, Mode::ReadOnly), Action::Refuse);
     assert_eq!(action(MCP_RO, json!({}), &[], Mode::ReadOnly), Action::Run);
-    assert_eq!(action(READ, json!({"path": "a"}), &[], Mode::ReadOnly), Action::Run);
+    assert_eq!(
+        action(READ, json!({"path": "a"}), &[], Mode::ReadOnly),
+        Action::Run
+    );
 }
 
 #[test]
@@ -98,73 +129,203 @@ fn row_4_ask_beats_allow_and_read_only() {
     assert_eq!(action(MCP_RO, json!({}), &r, Mode::Default), Action::Ask);
     assert_eq!(action(MCP, json!({}), &r, Mode::Default), Action::Run);
     let r = [(Allow, "bash"), (Ask, "bash(git push:*)")];
-    assert_eq!(action(BASH, cmd("git push origin"), &r, Mode::Default), Action::Ask);
+    assert_eq!(
+        action(BASH, cmd("git push origin"), &r, Mode::Default),
+        Action::Ask
+    );
     // Any command of the line, inside a substitution too.
-    assert_eq!(action(BASH, cmd("git status && git push"), &r, Mode::Default), Action::Ask);
-    assert_eq!(action(BASH, cmd("echo $(git push)"), &r, Mode::Default), Action::Ask);
-    assert_eq!(action(BASH, cmd("git status"), &r, Mode::Default), Action::Run);
+    assert_eq!(
+        action(BASH, cmd("git status && git push"), &r, Mode::Default),
+        Action::Ask
+    );
+    assert_eq!(
+        action(BASH, cmd("echo $(git push)"), &r, Mode::Default),
+        Action::Ask
+    );
+    assert_eq!(
+        action(BASH, cmd("git status"), &r, Mode::Default),
+        Action::Run
+    );
     // An ask read rule catches list_dir and grep too.
     let r = [(Ask, "read_file(secrets/**)")];
-    assert_eq!(action(READ, json!({"path": "secrets/a"}), &r, Mode::Default), Action::Ask);
-    let grep = ToolFacts { name: "grep", server: None, read_only: true };
-    assert_eq!(action(grep, json!({"pattern": "x", "path": "secrets"}), &r, Mode::Default), Action::Ask);
-    assert_eq!(action(grep, json!({"pattern": "x", "path": "src"}), &r, Mode::Default), Action::Run);
+    assert_eq!(
+        action(READ, json!({"path": "secrets/a"}), &r, Mode::Default),
+        Action::Ask
+    );
+    let grep = ToolFacts {
+        name: "grep",
+        server: None,
+        read_only: true,
+    };
+    assert_eq!(
+        action(
+            grep,
+            json!({"pattern": "x", "path": "secrets"}),
+            &r,
+            Mode::Default
+        ),
+        Action::Ask
+    );
+    assert_eq!(
+        action(
+            grep,
+            json!({"pattern": "x", "path": "src"}),
+            &r,
+            Mode::Default
+        ),
+        Action::Run
+    );
 }
 
 #[test]
 fn row_5_allow_by_tool_by_server_by_command_and_by_path() {
     use Kind::*;
-    assert_eq!(action(MCP, json!({}), &[(Allow, "mcp__git__git_commit")], Mode::Default), Action::Run);
-    assert_eq!(action(MCP, json!({}), &[(Allow, "mcp__git__*")], Mode::Default), Action::Run);
-    assert_eq!(action(MCP, json!({}), &[(Allow, "mcp__github__*")], Mode::Default), Action::Ask);
+    assert_eq!(
+        action(
+            MCP,
+            json!({}),
+            &[(Allow, "mcp__git__git_commit")],
+            Mode::Default
+        ),
+        Action::Run
+    );
+    assert_eq!(
+        action(MCP, json!({}), &[(Allow, "mcp__git__*")], Mode::Default),
+        Action::Run
+    );
+    assert_eq!(
+        action(MCP, json!({}), &[(Allow, "mcp__github__*")], Mode::Default),
+        Action::Ask
+    );
     // `mcp__git*` would also match `mcp__github__...`: it is what was written.
-    assert_eq!(action(MCP, json!({}), &[(Allow, "mcp__gi*")], Mode::Default), Action::Run);
+    assert_eq!(
+        action(MCP, json!({}), &[(Allow, "mcp__gi*")], Mode::Default),
+        Action::Run
+    );
     let r = [(Allow, "bash(git status:*)"), (Allow, "bash(cargo test*)")];
-    assert_eq!(action(BASH, cmd("git status"), &r, Mode::Default), Action::Run);
-    assert_eq!(action(BASH, cmd("git status --short"), &r, Mode::Default), Action::Run);
-    assert_eq!(action(BASH, cmd("git statusx"), &r, Mode::Default), Action::Ask);
-    assert_eq!(action(BASH, cmd("git status | cargo test -q"), &r, Mode::Default), Action::Run);
+    assert_eq!(
+        action(BASH, cmd("git status"), &r, Mode::Default),
+        Action::Run
+    );
+    assert_eq!(
+        action(BASH, cmd("git status --short"), &r, Mode::Default),
+        Action::Run
+    );
+    assert_eq!(
+        action(BASH, cmd("git statusx"), &r, Mode::Default),
+        Action::Ask
+    );
+    assert_eq!(
+        action(BASH, cmd("git status | cargo test -q"), &r, Mode::Default),
+        Action::Run
+    );
     // A command the rules do not all vouch for asks.
-    assert_eq!(action(BASH, cmd("git status; rm -rf ~"), &r, Mode::Default), Action::Ask);
-    assert_eq!(action(BASH, cmd("git status && curl x | sh"), &r, Mode::Default), Action::Ask);
-    assert_eq!(action(BASH, cmd("git status $(rm -rf ~)"), &r, Mode::Default), Action::Ask);
-    assert_eq!(action(BASH, cmd("git status `rm -rf ~`"), &r, Mode::Default), Action::Ask);
-    assert_eq!(action(BASH, cmd("git status > ~/.bashrc"), &r, Mode::Default), Action::Ask);
-    assert_eq!(action(BASH, cmd("git status 2>&1 >/dev/null"), &r, Mode::Default), Action::Run);
-    assert_eq!(action(BASH, cmd("(rm -rf ~)"), &[(Allow, "bash(*)")], Mode::Default), Action::Ask);
-    assert_eq!(action(BASH, cmd("git status\nrm -rf ~"), &r, Mode::Default), Action::Ask);
+    assert_eq!(
+        action(BASH, cmd("git status; rm -rf ~"), &r, Mode::Default),
+        Action::Ask
+    );
+    assert_eq!(
+        action(BASH, cmd("git status && curl x | sh"), &r, Mode::Default),
+        Action::Ask
+    );
+    assert_eq!(
+        action(BASH, cmd("git status $(rm -rf ~)"), &r, Mode::Default),
+        Action::Ask
+    );
+    assert_eq!(
+        action(BASH, cmd("git status `rm -rf ~`"), &r, Mode::Default),
+        Action::Ask
+    );
+    assert_eq!(
+        action(BASH, cmd("git status > ~/.bashrc"), &r, Mode::Default),
+        Action::Ask
+    );
+    assert_eq!(
+        action(BASH, cmd("git status 2>&1 >/dev/null"), &r, Mode::Default),
+        Action::Run
+    );
+    assert_eq!(
+        action(
+            BASH,
+            cmd("(rm -rf ~)"),
+            &[(Allow, "bash(*)")],
+            Mode::Default
+        ),
+        Action::Ask
+    );
+    assert_eq!(
+        action(BASH, cmd("git status\nrm -rf ~"), &r, Mode::Default),
+        Action::Ask
+    );
     // Quotes keep operators in: one command.
     let r = [(Allow, "bash(echo:*)")];
-    assert_eq!(action(BASH, cmd("echo 'a; rm -rf ~'"), &r, Mode::Default), Action::Run);
-    assert_eq!(action(BASH, cmd("echo \"$(rm -rf ~)\""), &r, Mode::Default), Action::Ask);
+    assert_eq!(
+        action(BASH, cmd("echo 'a; rm -rf ~'"), &r, Mode::Default),
+        Action::Run
+    );
+    assert_eq!(
+        action(BASH, cmd("echo \"$(rm -rf ~)\""), &r, Mode::Default),
+        Action::Ask
+    );
     // Paths: relative to the project; every form must match.
     let r = [(Allow, "write_file(src/**)")];
-    assert_eq!(action(WRITE, json!({"path": "src/a/b.rs"}), &r, Mode::Default), Action::Run);
-    assert_eq!(action(WRITE, json!({"path": "/p/src/a.rs"}), &r, Mode::Default), Action::Run);
-    assert_eq!(action(WRITE, json!({"path": "src/../../etc/x"}), &r, Mode::Default), Action::Ask);
-    assert_eq!(action(WRITE, json!({"path": "tests/a.rs"}), &r, Mode::Default), Action::Ask);
+    assert_eq!(
+        action(WRITE, json!({"path": "src/a/b.rs"}), &r, Mode::Default),
+        Action::Run
+    );
+    assert_eq!(
+        action(WRITE, json!({"path": "/p/src/a.rs"}), &r, Mode::Default),
+        Action::Run
+    );
+    assert_eq!(
+        action(WRITE, json!({"path": "src/../../etc/x"}), &r, Mode::Default),
+        Action::Ask
+    );
+    assert_eq!(
+        action(WRITE, json!({"path": "tests/a.rs"}), &r, Mode::Default),
+        Action::Ask
+    );
     // A plain `bash` allows every command.
-    assert_eq!(action(BASH, cmd("a; b $(c)"), &[(Allow, "bash")], Mode::Default), Action::Run);
+    assert_eq!(
+        action(BASH, cmd("a; b $(c)"), &[(Allow, "bash")], Mode::Default),
+        Action::Run
+    );
 }
 
 #[test]
 fn row_6_accept_edits_runs_writes_inside_the_project_only() {
-    let w = |p: &str| action(WRITE, json!({"path": p, "content": ""}), &[], Mode::AcceptEdits);
+    let w = |p: &str| {
+        action(
+            WRITE,
+            json!({"path": p, "content": ""}),
+            &[],
+            Mode::AcceptEdits,
+        )
+    };
     assert_eq!(w("src/a.rs"), Action::Run);
     assert_eq!(w("/p/a"), Action::Run);
     assert_eq!(w("../x"), Action::Ask);
     assert_eq!(w("/etc/passwd"), Action::Ask);
     assert_eq!(action(BASH, cmd("ls"), &[], Mode::AcceptEdits), Action::Ask);
-    assert_eq!(action(WRITE, json!({"path": "src/a.rs"}), &[], Mode::Default), Action::Ask);
+    assert_eq!(
+        action(WRITE, json!({"path": "src/a.rs"}), &[], Mode::Default),
+        Action::Ask
+    );
 }
 
 #[test]
 fn rows_7_and_8_read_only_tools_run_others_ask() {
     assert_eq!(action(MCP_RO, json!({}), &[], Mode::Default), Action::Run);
-    assert_eq!(action(READ, json!({"path": "x"}), &[], Mode::Default), Action::Run);
+    assert_eq!(
+        action(READ, json!({"path": "x"}), &[], Mode::Default),
+        Action::Run
+    );
     assert_eq!(action(MCP, json!({}), &[], Mode::Default), Action::Ask);
     assert_eq!(action(BASH, cmd("ls"), &[], Mode::Default), Action::Ask);
-    assert_eq!(action(WRITE, json!({"path": "a"}), &[], Mode::Default), Action::Ask);
+    assert_eq!(
+        action(WRITE, json!({"path": "a"}), &[], Mode::Default),
+        Action::Ask
+    );
     // Unannotated, or only destructiveHint: false: not read-only.
     assert!(!ToolFacts::of("t", Some("s"), None).read_only);
     assert!(!ToolFacts::of("t", Some("s"), Some(r#"{"destructiveHint":false}"#)).read_only);
@@ -184,11 +345,18 @@ fn deny_path_rules_follow_symlinks_and_cover_every_read_tool() {
         root: dir.join("p"),
         home: Some(dir.join("home")),
     };
-    let r = rules(&[(Kind::Deny, "read_file(~/.ssh/**)"), (Kind::Allow, "write_file(**)")]);
+    let r = rules(&[
+        (Kind::Deny, "read_file(~/.ssh/**)"),
+        (Kind::Allow, "write_file(**)"),
+    ]);
     let d = |t, p: &str| decide(t, &json!({"path": p}), &r, Mode::Default, &place).action;
     assert_eq!(d(READ, "link/id_rsa"), Action::Refuse);
     assert_eq!(d(READ, "../home/.ssh"), Action::Refuse);
-    let list = ToolFacts { name: "list_dir", server: None, read_only: true };
+    let list = ToolFacts {
+        name: "list_dir",
+        server: None,
+        read_only: true,
+    };
     assert_eq!(d(list, "link"), Action::Refuse);
     assert_eq!(d(READ, "a.txt"), Action::Run);
     // An allow must hold for the path behind the link too.
@@ -203,7 +371,11 @@ fn deny_path_rules_follow_symlinks_and_cover_every_read_tool() {
 #[test]
 fn the_most_specific_rule_is_the_one_shown() {
     use Kind::*;
-    let r = rules(&[(Deny, "mcp__*"), (Deny, "mcp__git__*"), (Deny, "mcp__git__git_commit")]);
+    let r = rules(&[
+        (Deny, "mcp__*"),
+        (Deny, "mcp__git__*"),
+        (Deny, "mcp__git__git_commit"),
+    ]);
     let v = decide(MCP, &json!({}), &r, Mode::Default, &place());
     assert_eq!(v.reason, Reason::Rule(r[2].clone()));
     let r = rules(&[(Deny, "bash"), (Deny, "bash(rm:*)")]);
@@ -221,10 +393,26 @@ fn malformed_rules_say_what_is_wrong() {
     assert!(bad("mcp__x__y(a)").contains("only bash"));
     assert!(bad("my tool").contains("' '"));
     assert!(bad(&"a".repeat(2000)).contains("at most"));
-    let e = parse_flag("bash(git status:*),read_file,oops(", Kind::Allow, "--allowed-tools").unwrap_err();
-    assert!(e.starts_with("--allowed-tools: malformed rule \"oops(\""), "{e}");
-    let ok = parse_flag("bash(git status:*, x),read_file", Kind::Allow, "--allowed-tools").unwrap();
-    assert_eq!(ok.iter().map(|r| r.text.as_str()).collect::<Vec<_>>(), ["bash(git status:*, x)", "read_file"]);
+    let e = parse_flag(
+        "bash(git status:*),read_file,oops(",
+        Kind::Allow,
+        "--allowed-tools",
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("--allowed-tools: malformed rule \"oops(\""),
+        "{e}"
+    );
+    let ok = parse_flag(
+        "bash(git status:*, x),read_file",
+        Kind::Allow,
+        "--allowed-tools",
+    )
+    .unwrap();
+    assert_eq!(
+        ok.iter().map(|r| r.text.as_str()).collect::<Vec<_>>(),
+        ["bash(git status:*, x)", "read_file"]
+    );
 }
 
 #[test]
@@ -239,7 +427,9 @@ fn commands_split_at_operators_outside_quotes() {
     assert!(!s.opaque, "{s:?}");
     assert!(split_command("{ rm x; }").opaque);
     assert!(split_command("echo 'unclosed").opaque);
-    assert!(split_command("cat <(rm x)").all.contains(&"rm x".to_owned()));
+    assert!(split_command("cat <(rm x)")
+        .all
+        .contains(&"rm x".to_owned()));
     assert!(split_command("echo x >> f").opaque);
     assert!(!split_command("echo x &>/dev/null").opaque);
 }
@@ -262,13 +452,25 @@ fn globs() {
 
 #[test]
 fn always_answers_name_the_tool_or_a_command_prefix() {
-    assert_eq!(tool_rule("mcp__git__git_commit", &json!({})).as_deref(), Some("mcp__git__git_commit"));
-    assert_eq!(tool_rule("bash", &cmd("git status --short")).as_deref(), Some("bash(git status:*)"));
-    assert_eq!(tool_rule("bash", &cmd("ls -la")).as_deref(), Some("bash(ls:*)"));
+    assert_eq!(
+        tool_rule("mcp__git__git_commit", &json!({})).as_deref(),
+        Some("mcp__git__git_commit")
+    );
+    assert_eq!(
+        tool_rule("bash", &cmd("git status --short")).as_deref(),
+        Some("bash(git status:*)")
+    );
+    assert_eq!(
+        tool_rule("bash", &cmd("ls -la")).as_deref(),
+        Some("bash(ls:*)")
+    );
     assert_eq!(tool_rule("bash", &cmd("ls; rm x")), None);
     assert_eq!(tool_rule("bash", &cmd("FOO=1 make")), None);
     assert_eq!(server_rule("git"), "mcp__git__*");
-    for t in [tool_rule("bash", &cmd("cargo test")).unwrap(), server_rule("x")] {
+    for t in [
+        tool_rule("bash", &cmd("cargo test")).unwrap(),
+        server_rule("x"),
+    ] {
         Pattern::parse(&t).unwrap();
     }
 }
@@ -289,9 +491,13 @@ fn refusal_texts_name_the_rule_or_the_flag() {
     );
     let r = rules(&[(Kind::Ask, "bash(git push:*)")]);
     let v = decide(BASH, &cmd("git push"), &r, Mode::Default, &place()).headless();
-    assert!(v.refusal("bash", true).contains("ask rule \"bash(git push:*)\" (/u/harness9.toml:1)"));
+    assert!(v
+        .refusal("bash", true)
+        .contains("ask rule \"bash(git push:*)\" (/u/harness9.toml:1)"));
     let v = decide(BASH, &cmd("ls"), &[], Mode::ReadOnly, &place());
-    assert!(v.refusal("bash", true).contains("--permission-mode read-only runs only read-only tools"));
+    assert!(v
+        .refusal("bash", true)
+        .contains("--permission-mode read-only runs only read-only tools"));
 }
 
 #[test]
@@ -300,8 +506,14 @@ fn remembered_rules_are_learned_once_and_forgotten() {
     let r = Rule::parse(Kind::Allow, "mcp__git__*", Source::Saved).unwrap();
     assert!(rs.learn(r.clone()));
     assert!(!rs.learn(r));
-    assert_eq!(decide(MCP, &json!({}), &rs.all(), Mode::Default, &place()).action, Action::Run);
+    assert_eq!(
+        decide(MCP, &json!({}), &rs.all(), Mode::Default, &place()).action,
+        Action::Run
+    );
     assert!(rs.forget(Kind::Allow, "mcp__git__*"));
     assert!(!rs.forget(Kind::Allow, "mcp__git__*"));
-    assert_eq!(decide(MCP, &json!({}), &rs.all(), Mode::Default, &place()).action, Action::Ask);
+    assert_eq!(
+        decide(MCP, &json!({}), &rs.all(), Mode::Default, &place()).action,
+        Action::Ask
+    );
 }

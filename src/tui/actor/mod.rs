@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::state::{update, Effect, Event, State};
 use super::{restore_terminal, take_terminal, EDITOR_RUNNING};
 use crate::agent::engine::{
-    turn_stream, CancelTurn, ClearConversation, Compact, DisableTools, Engine, EngineError,
+    turn_stream, Answer, CancelTurn, ClearConversation, Compact, DisableTools, Engine, EngineError,
     ResumeConversation, RunTurn, SetProvider, TurnEvent, TurnOutcome,
 };
 use crate::app::asks::{Question, UserAsk};
@@ -73,8 +73,9 @@ pub struct TuiSetup {
     pub model: Option<String>,
     /// How to configure a model (shown while none is).
     pub model_help: String,
-    /// Ask before tools that change things run (off with `--yes`).
-    pub ask_first: bool,
+    /// The session's permissions (shared with the engine): `/permissions` lists them, an
+    /// "always" answer adds to them, `/call` is refused by a deny rule.
+    pub policy: std::sync::Arc<crate::agent::permissions::Policy>,
     /// What the transcript starts with: a resumed conversation and notes about it.
     pub resumed: Vec<super::state::Entry>,
     /// The model a resumed conversation was saved with, to go on with (none when the command
@@ -142,10 +143,10 @@ pub struct Tui {
     engine: Option<Addr<Engine>>,
     /// The input history file and how many of `state.history`'s entries are in it.
     history: Option<(PathBuf, usize)>,
-    /// Ask before bash and write_file run.
-    ask_first: bool,
+    /// The session's permissions (see [`TuiSetup::policy`]).
+    policy: std::sync::Arc<crate::agent::permissions::Policy>,
     /// The engine's questions waiting for the user, by key.
-    asks: std::collections::HashMap<u64, oneshot::Sender<bool>>,
+    asks: std::collections::HashMap<u64, oneshot::Sender<Answer>>,
     next_ask: u64,
     /// A turn's stream is being read and has not brought its outcome yet.
     turn_open: bool,
@@ -225,7 +226,7 @@ impl Tui {
             tools_again: false,
             engine: setup.engine,
             history,
-            ask_first: setup.ask_first,
+            policy: setup.policy,
             asks: Default::default(),
             next_ask: 0,
             turn_open: false,
@@ -271,6 +272,21 @@ impl Tui {
         }
     }
 
+    /// Saves an "always" answer's rule for the project (the engine has already taken it for
+    /// this session); says where, or why it could not be saved.
+    fn remember(&mut self, rule: &str) {
+        use crate::app::permission_store as store;
+        let file = store::path();
+        let text = match store::remember(&file, &self.policy.place.root, rule) {
+            Ok(()) => format!(
+                "\"{rule}\" runs without asking in this project from now on (saved in {}; /permissions lists and forgets it)",
+                file.display()
+            ),
+            Err(e) => format!("\"{rule}\" is allowed for this session only: {e:#}"),
+        };
+        self.state.note(super::state::Entry::Info(text));
+    }
+
     /// Starts a turn on `prompt` (and what follows it in the user's message).
     fn submit(
         &mut self,
@@ -287,7 +303,7 @@ impl Tui {
             prompt,
             attachments,
             events,
-            ask_first: self.ask_first,
+            can_ask: true,
         });
         // The turn's one ordered stream; its end without an outcome means the engine is gone.
         self.turn_open = true;
@@ -419,10 +435,35 @@ impl Tui {
                 attachments,
             } => self.submit(prompt, attachments, ctx),
 
-            Effect::Answer { key, yes } => {
-                if let Some(tx) = self.asks.remove(&key) {
-                    let _ = tx.send(yes);
+            Effect::Answer { key, answer } => {
+                if let Answer::Always(rule) = &answer {
+                    self.remember(rule);
                 }
+                if let Some(tx) = self.asks.remove(&key) {
+                    let _ = tx.send(answer);
+                }
+            }
+            Effect::ListPermissions => {
+                let rules = self.policy.rules.all();
+                self.apply(Event::Permissions(rules), ctx);
+            }
+            Effect::ForgetRule(text) => {
+                use crate::agent::permissions::Kind;
+                use crate::app::permission_store as store;
+                self.policy.rules.forget(Kind::Allow, &text);
+                let note = match store::forget(&store::path(), &self.policy.place.root, &text) {
+                    Ok(()) => Event::Notice {
+                        error: false,
+                        text: format!("forgot \"{text}\": it asks again"),
+                    },
+                    Err(e) => Event::Notice {
+                        error: true,
+                        text: format!("{e:#}"),
+                    },
+                };
+                self.apply(note, ctx);
+                let rules = self.policy.rules.all();
+                self.apply(Event::Permissions(rules), ctx);
             }
             Effect::AnswerAsk { key, answer } => {
                 use super::state::AskAnswer;
@@ -673,17 +714,12 @@ impl StreamHandler<TurnItem> for Tui {
                 let key = self.next_ask;
                 self.next_ask += 1;
                 self.asks.insert(key, q.answer);
-                let args = q.arguments.to_string();
-                self.apply(
-                    Event::ApprovalAsked(super::state::Approval {
-                        key,
-                        name: q.name,
-                        args,
-                        call: Some(q.id),
-                        scroll: 0,
-                    }),
-                    ctx,
-                );
+                let mut a = super::state::Approval::new(key, q.name, q.arguments.to_string());
+                a.tool_rule = crate::agent::permissions::tool_rule(&a.name, &q.arguments);
+                a.call = Some(q.id);
+                a.server = q.server;
+                a.rule = q.rule;
+                self.apply(Event::ApprovalAsked(a), ctx);
             }
             TurnItem::Event(TurnEvent::Done(r)) => {
                 self.turn_open = false;

@@ -13,6 +13,35 @@ impl Tui {
                 name,
                 arguments,
             } => {
+                // The user's own call: it runs unless a deny rule of theirs names it.
+                let entry = self.state.tools.iter().find(|t| t.name == name).cloned();
+                let facts = crate::agent::permissions::ToolFacts::of(
+                    &name,
+                    entry.as_ref().and_then(|e| e.server.as_deref()),
+                    entry
+                        .as_ref()
+                        .and_then(|e| e.tool.annotations.as_ref().map(|a| a.get())),
+                );
+                let verdict = self.policy.decide_explicit(
+                    facts,
+                    arguments.as_ref().unwrap_or(&serde_json::Value::Null),
+                );
+                if verdict.action != crate::agent::permissions::Action::Run {
+                    let why = match &verdict.reason {
+                        crate::agent::permissions::Reason::Rule(r) => r.describe(),
+                        _ => "the permissions".to_owned(),
+                    };
+                    self.apply(
+                        Event::CallDone {
+                            id,
+                            output: format!("refused by your {why}; remove that rule to call it"),
+                            is_error: true,
+                            elapsed: Duration::ZERO,
+                        },
+                        ctx,
+                    );
+                    return;
+                }
                 let mut msg = CallTool::new(name, arguments);
                 // Progress notices come back through a bounded channel (a flood loses notices,
                 // never grows memory); the call's result closes it.

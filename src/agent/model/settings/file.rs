@@ -78,6 +78,12 @@ pub(super) struct PermissionsSection {
     /// The sandbox of the built-in `bash`; merged by [`shell_sandbox`] (a project only
     /// tightens).
     pub(super) shell: Option<ShellSandbox>,
+    /// Tools that run without asking (see `crate::agent::permissions`).
+    pub(super) allow: Option<Vec<Spanned<String>>>,
+    /// Tools that ask every time.
+    pub(super) ask: Option<Vec<Spanned<String>>>,
+    /// Tools that never run.
+    pub(super) deny: Option<Vec<Spanned<String>>>,
 }
 
 pub(super) type ShellSandbox = crate::agent::builtins::shell_sandbox::ShellSandbox;

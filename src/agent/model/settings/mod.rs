@@ -10,6 +10,7 @@
 mod file;
 mod layers;
 mod resolve;
+mod rules;
 mod sandbox;
 
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ use super::config::ProviderConfig;
 
 pub use layers::candidate_paths;
 pub use resolve::{resolve, resolve_from, resolve_layers};
+pub use rules::permission_rules;
 pub use sandbox::{mcp_sandbox_default, shell_sandbox, warnings};
 
 /// The shipped defaults.

@@ -131,7 +131,7 @@ pub fn mcp_sandbox_default(flags: &ModelFlags) -> Result<Option<SandboxField>, S
 static WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
 /// Logs `warning`, if any, and keeps it once for [`warnings`].
-fn push_warning(warning: Option<String>) {
+pub(super) fn push_warning(warning: Option<String>) {
     let Some(w) = warning else {
         return;
     };

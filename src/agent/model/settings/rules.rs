@@ -1,0 +1,134 @@
+//! `[permissions] allow`, `ask` and `deny` of the settings files: the user's file's rules all
+//! apply; a project's `./harness9.toml` may add `ask` and `deny` rules, never `allow` ones (a
+//! repository cannot let the agent run what the user did not allow: those are ignored with a
+//! warning naming the file and line). A malformed rule is an error naming the file, line and
+//! rule.
+
+use std::path::Path;
+
+use toml::Spanned;
+
+use super::file::{line_col, parse_file, FileSettings};
+use super::layers::read_layers;
+use super::sandbox::push_warning;
+use super::{ModelFlags, SettingsError};
+use crate::agent::permissions::{Kind, Rule, Source};
+
+/// The rules of the settings files (the user's, then the project's).
+pub fn permission_rules(flags: &ModelFlags) -> Result<Vec<Rule>, SettingsError> {
+    let layers = read_layers(flags)?;
+    let mut out = Vec::new();
+    if let Some((path, text)) = &layers.user {
+        let file = parse_file(&path.display().to_string(), text)?;
+        out.extend(rules_of(&file, path, text, true)?);
+    }
+    if let Some((path, text)) = &layers.project {
+        let file = parse_file(&path.display().to_string(), text)?;
+        out.extend(rules_of(&file, path, text, false)?);
+    }
+    Ok(out)
+}
+
+/// The rules of one file; `allow` ones only when `user` (a project's are warned about).
+pub(super) fn rules_of(
+    file: &FileSettings,
+    path: &Path,
+    text: &str,
+    user: bool,
+) -> Result<Vec<Rule>, SettingsError> {
+    let p = &file.permissions;
+    let mut out = Vec::new();
+    for (kind, list) in [
+        (Kind::Deny, &p.deny),
+        (Kind::Ask, &p.ask),
+        (Kind::Allow, &p.allow),
+    ] {
+        for item in list.iter().flatten() {
+            let (line, column) = line_col(text, item.span().start);
+            if kind == Kind::Allow && !user {
+                push_warning(Some(format!(
+                    "{}:{line}: [permissions] allow rule \"{}\" is ignored: a project's settings file may add ask and deny rules, never allow ones; add it to your own settings, or answer \"always\" when harness9 asks",
+                    path.display(),
+                    item.get_ref().trim()
+                )));
+                continue;
+            }
+            out.push(
+                rule(kind, item, path, text).map_err(|message| SettingsError::Toml {
+                    path: path.display().to_string(),
+                    line,
+                    column,
+                    message,
+                })?,
+            );
+        }
+    }
+    Ok(out)
+}
+
+fn rule(kind: Kind, item: &Spanned<String>, path: &Path, text: &str) -> Result<Rule, String> {
+    let (line, _) = line_col(text, item.span().start);
+    Rule::parse(
+        kind,
+        item.get_ref(),
+        Source::File {
+            path: path.to_path_buf(),
+            line,
+        },
+    )
+    .map_err(|e| {
+        format!(
+            "malformed [permissions] {} rule \"{}\": {e}",
+            kind.name(),
+            item.get_ref().trim()
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_carry_their_line_and_a_project_cannot_allow() {
+        let text = "[permissions]\nshell = \"off\"\nallow = [\n  \"bash(git status:*)\",\n  \"mcp__git__*\",\n]\ndeny = [\"read_file(~/.ssh/**)\"]\n";
+        let f = parse_file("u.toml", text).unwrap();
+        let user = rules_of(&f, Path::new("/u.toml"), text, true).unwrap();
+        let shown: Vec<String> = user
+            .iter()
+            .map(|r| format!("{} {} {}", r.kind.name(), r.text, r.source))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "deny read_file(~/.ssh/**) /u.toml:7",
+                "allow bash(git status:*) /u.toml:4",
+                "allow mcp__git__* /u.toml:5"
+            ]
+        );
+        let project = rules_of(&f, Path::new("/p/harness9.toml"), text, false).unwrap();
+        assert_eq!(project.len(), 1);
+        assert_eq!(project[0].kind, Kind::Deny);
+        assert!(super::super::warnings().iter().any(|w| w.starts_with(
+            "/p/harness9.toml:4: [permissions] allow rule \"bash(git status:*)\" is ignored"
+        )));
+    }
+
+    #[test]
+    fn a_malformed_rule_names_the_file_line_and_rule() {
+        let text = "[permissions]\nask = [\"mcp__x__*\",\n  \"bash(git push\"]\n";
+        let f = parse_file("h.toml", text).unwrap();
+        let e = rules_of(&f, Path::new("h.toml"), text, true).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            SettingsError::Toml {
+                path: "h.toml".into(),
+                line: 3,
+                column: 3,
+                message: "malformed [permissions] ask rule \"bash(git push\": an argument pattern must end with \")\", as in bash(git status:*)".into(),
+            }
+            .to_string()
+        );
+        assert!(e.to_string().starts_with("h.toml:3:3: "), "{e}");
+    }
+}
