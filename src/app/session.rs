@@ -138,13 +138,13 @@ impl SessionOptions {
         for v in &self.disallowed_tools {
             fixed.extend(
                 permissions::parse_flag(v, Kind::Deny, "--disallowed-tools")
-                    .map_err(|e| crate::cli::UsageError(e))?,
+                    .map_err(crate::cli::UsageError)?,
             );
         }
         for v in &self.allowed_tools {
             fixed.extend(
                 permissions::parse_flag(v, Kind::Allow, "--allowed-tools")
-                    .map_err(|e| crate::cli::UsageError(e))?,
+                    .map_err(crate::cli::UsageError)?,
             );
         }
         let (saved, warnings) =

@@ -367,7 +367,7 @@ fn run_p(dir: &Path, model: &Model, args: &[&str]) -> (bool, Vec<Value>, String)
         .env("HOME", dir.join("home"))
         .env("ANTHROPIC_API_KEY", "test-key")
         .env("ANTHROPIC_BASE_URL", &model.url)
-        .args(["run", "-p", "go", "--json"])
+        .args(["run", "-p", "go", "--json", "--allowed-tools", "mcp__*"])
         .args(args);
     let out = output_within(c, None, LIMIT);
     let events = String::from_utf8_lossy(&out.stdout)

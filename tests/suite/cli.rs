@@ -578,7 +578,7 @@ fn help_shows_each_commands_own_flags_and_run_papercuts_are_clear() {
         .take(3)
         .collect::<Vec<_>>()
         .join(" ");
-    assert!(yes.contains("destructive"), "{yes}");
+    assert!(yes.contains("--permission-mode bypass"), "{yes}");
 
     let model = super::engine::Model::start(
         "papercuts",

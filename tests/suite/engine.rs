@@ -13,6 +13,8 @@ use serde_json::{json, Value};
 
 use super::common::*;
 
+mod permissions;
+
 /// A child killed and reaped when dropped, also when the test panics.
 struct Reaped(Child);
 
@@ -379,7 +381,16 @@ fn two_mcp_tools_at_once_run_in_parallel() {
     );
     let trace = dir.join("trace.jsonl");
     let trace_arg = trace.display().to_string();
-    let args = ["run", "-p", "go", "--json", "--trace", &trace_arg];
+    let args = [
+        "run",
+        "-p",
+        "go",
+        "--allowed-tools",
+        "mcp__everything__echo,mcp__everything__get_sum,mcp__s1__sleep,mcp__s2__sleep",
+        "--json",
+        "--trace",
+        &trace_arg,
+    ];
     let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
     out.ok();
     let start = out.event("start", "");
@@ -533,7 +544,18 @@ fn a_tool_over_its_timeout_gives_the_model_an_error_and_the_server_a_cancel() {
         json!({"slow": fixture_json(&["--record", &rec], json!({"toolTimeoutSec": 1}))}),
     );
     let started = Instant::now();
-    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &[
+            "run",
+            "-p",
+            "go",
+            "--allowed-tools",
+            "mcp__slow__sleep",
+            "--json",
+        ],
+    )
+    .finish(LIMIT);
     out.ok();
     assert!(
         started.elapsed() < Duration::from_millis(4500),
@@ -566,7 +588,11 @@ fn an_is_error_result_reaches_the_model_as_an_error() {
         ]}),
     );
     let dir = project("fail", json!({"f": fixture_json(&[], json!({}))}));
-    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go"]).finish(LIMIT);
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &["run", "-p", "go", "--allowed-tools", "mcp__f__fail"],
+    )
+    .finish(LIMIT);
     out.ok();
     assert_eq!(out.stdout.trim_end(), "it failed", "{out}");
     let sent = &tool_results(&model.requests()[1])[0];
@@ -587,7 +613,17 @@ fn cancelling_mid_turn_leaves_no_call_running() {
         json!({"steps": [{"text": "thinking very slowly", "stall_ms": 30000}]}),
     );
     let dir = project("cancel-model", Value::Null);
-    let mut run = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]);
+    let mut run = Run::start(
+        anthropic(&dir, &model),
+        &[
+            "run",
+            "-p",
+            "go",
+            "--allowed-tools",
+            "mcp__slow__sleep",
+            "--json",
+        ],
+    );
     run.wait_event("start", LIMIT);
     wait_until(Duration::from_secs(10), "the model got the request", || {
         !model.requests().is_empty()
@@ -615,7 +651,17 @@ fn cancelling_mid_turn_leaves_no_call_running() {
         "cancel-tool",
         json!({"slow": fixture_json(&["--record", &marker], json!({}))}),
     );
-    let mut run = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]);
+    let mut run = Run::start(
+        anthropic(&dir, &model),
+        &[
+            "run",
+            "-p",
+            "go",
+            "--allowed-tools",
+            "mcp__slow__sleep",
+            "--json",
+        ],
+    );
     run.wait_event("tool_call", LIMIT);
     wait_until(
         Duration::from_secs(10),
@@ -889,7 +935,11 @@ fn a_model_server_closing_an_idle_connection_costs_no_retry() {
         &["--idle-close", "0.3"],
     );
     let dir = project("idle", Value::Null);
-    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &["run", "-p", "go", "--allowed-tools", "bash", "--json"],
+    )
+    .finish(LIMIT);
     out.ok();
     assert_eq!(out.event("done", "")["text"], "after the sleep", "{out}");
     let retried = out.events().iter().any(|e| e["event"] == "model_retry");
@@ -914,7 +964,16 @@ fn a_2_mb_tool_result_is_cut_and_spilled() {
     let dir = project("big", json!({"f": fixture_json(&[], json!({}))}));
     let spill = dir.join("spill");
     let spill_arg = spill.display().to_string();
-    let args = ["run", "-p", "go", "--json", "--spill-dir", &spill_arg];
+    let args = [
+        "run",
+        "-p",
+        "go",
+        "--allowed-tools",
+        "mcp__f__big",
+        "--json",
+        "--spill-dir",
+        &spill_arg,
+    ];
     let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
     out.ok();
     let result = out.event("tool_result", "t1");
@@ -964,7 +1023,14 @@ fn a_multi_step_task_over_two_mcp_servers_and_a_builtin() {
         "multi",
         json!({"everything": stdio_json(everything("x")), "py": stdio_json(python("py"))}),
     );
-    let args = ["run", "-p", "What is (6 + 7) * 2? Save it.", "--json"];
+    let args = [
+        "run",
+        "-p",
+        "What is (6 + 7) * 2? Save it.",
+        "--allowed-tools",
+        "bash,mcp__everything__get_sum,mcp__py__multiply,write_file",
+        "--json",
+    ];
     let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
     eprintln!("--- harness9 run --json\n{}", out.stdout);
     out.ok();
@@ -1010,7 +1076,18 @@ fn tool_progress_reaches_the_event_stream() {
         ]}),
     );
     let dir = project("progress", json!({"p": fixture_json(&[], json!({}))}));
-    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &[
+            "run",
+            "-p",
+            "go",
+            "--allowed-tools",
+            "mcp__p__progress",
+            "--json",
+        ],
+    )
+    .finish(LIMIT);
     out.ok();
     let progress = out.all("tool_progress");
     let seen: Vec<(f64, String)> = progress
@@ -1065,7 +1142,11 @@ fn a_tool_call_cut_off_at_max_tokens_gets_an_error_result_and_the_turn_goes_on()
         ]}),
     );
     let dir = project("cut", Value::Null);
-    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &["run", "-p", "go", "--allowed-tools", "bash", "--json"],
+    )
+    .finish(LIMIT);
     out.ok();
     assert_eq!(
         out.event("done", "")["text"],
@@ -1110,7 +1191,11 @@ fn a_tool_call_cut_off_at_max_tokens_gets_an_error_result_and_the_turn_goes_on()
             {"text": "again", "expect": {"last_tool_result_contains": "was cut off at max_tokens"}}
         ]}),
     );
-    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &["run", "-p", "go", "--allowed-tools", "bash", "--json"],
+    )
+    .finish(LIMIT);
     out.ok();
     assert_eq!(
         out.event("tool_result", "t_empty")["is_error"],
@@ -1148,7 +1233,11 @@ fn broken_tool_json_from_an_openai_format_model_is_sent_back_and_retried() {
     let mut cmd = harness9(&dir);
     cmd.env("HARNESS9_PROVIDER", "openai")
         .env("OPENAI_BASE_URL", format!("{}/v1", model.url));
-    let out = Run::start(cmd, &["run", "-p", "go", "--json"]).finish(LIMIT);
+    let out = Run::start(
+        cmd,
+        &["run", "-p", "go", "--allowed-tools", "bash", "--json"],
+    )
+    .finish(LIMIT);
     out.ok();
     assert_eq!(out.event("done", "")["text"], "It said again.", "{out}");
     assert_eq!(out.event("tool_result", "c1")["is_error"], true, "{out}");
@@ -1401,7 +1490,11 @@ fn the_model_sees_server_instructions_reads_resources_and_hears_of_schema_mismat
         "mcp-features",
         json!({"everything": stdio_json(everything("x")), "fx": fixture_json(&[], json!({}))}),
     );
-    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go"]).finish(LIMIT);
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &["run", "-p", "go", "--allowed-tools", "mcp__fx__shaped"],
+    )
+    .finish(LIMIT);
     out.ok();
     let reqs = model.requests();
     let system = reqs[0]["body"]["system"][0]["text"]
@@ -1653,7 +1746,18 @@ fn an_overflow_inside_a_first_turn_compacts_its_own_steps() {
         "tool_output_budget_tokens = 500\n",
     )
     .unwrap();
-    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &[
+            "run",
+            "-p",
+            "go",
+            "--allowed-tools",
+            "mcp__fx__big",
+            "--json",
+        ],
+    )
+    .finish(LIMIT);
     out.ok();
     let c = out.event("compacted", "");
     assert!(
@@ -1812,7 +1916,8 @@ fn shell_escape_attempt(
     if let Some(s) = project_file {
         std::fs::write(dir.join("harness9.toml"), s).unwrap();
     }
-    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    let args = ["run", "-p", "go", "--json", "--allowed-tools", "bash"];
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
     out.ok();
     let text = |id: &str| {
         out.event("tool_result", id)["output"]
@@ -1871,7 +1976,11 @@ fn bash_under_the_default_sandbox_still_writes_the_project_and_its_temp_dir() {
         ]}),
     );
     let dir = project("shell-inside", Value::Null);
-    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &["run", "-p", "go", "--allowed-tools", "bash", "--json"],
+    )
+    .finish(LIMIT);
     out.ok();
     let w = out.event("tool_result", "w");
     assert!(
@@ -1893,7 +2002,11 @@ fn bash_without_landlock_refuses_to_run_and_names_the_setting() {
     let dir = project("shell-nolandlock", Value::Null);
     let mut cmd = anthropic(&dir, &model);
     cmd.env("HARNESS9_LANDLOCK_ABI", "0");
-    let out = Run::start(cmd, &["run", "-p", "go", "--json"]).finish(LIMIT);
+    let out = Run::start(
+        cmd,
+        &["run", "-p", "go", "--allowed-tools", "bash", "--json"],
+    )
+    .finish(LIMIT);
     out.ok();
     let w = out.event("tool_result", "w");
     let text = w["output"].as_str().unwrap_or_default();
@@ -1916,7 +2029,11 @@ fn bash_on_a_kernel_without_landlock_tcp_rules_refuses_and_names_the_settings() 
     let dir = project("shell-abi3", Value::Null);
     let mut cmd = anthropic(&dir, &model);
     cmd.env("HARNESS9_LANDLOCK_ABI", "3");
-    let out = Run::start(cmd, &["run", "-p", "go", "--json"]).finish(LIMIT);
+    let out = Run::start(
+        cmd,
+        &["run", "-p", "go", "--allowed-tools", "bash", "--json"],
+    )
+    .finish(LIMIT);
     out.ok();
     let w = out.event("tool_result", "w");
     let text = w["output"].as_str().unwrap_or_default();

@@ -320,7 +320,11 @@ fn run_p_text_output_of_a_hostile_tool_and_failed_server_is_clean() {
     let dir = project("hostile-run");
     let model = Model::start("hostile-run", script());
     let env = model.env();
-    let out = harness9(&dir, &["run", "-p", "go"], &env);
+    let out = harness9(
+        &dir,
+        &["run", "-p", "go", "--allowed-tools", "mcp__h__*"],
+        &env,
+    );
     assert_eq!(out.code, Some(0), "{out}");
     out.assert_clean("run -p");
     assert_eq!(out.stdout, format!("answer {SHOWN}\n"), "{out}");
@@ -333,7 +337,11 @@ fn run_p_text_output_of_a_hostile_tool_and_failed_server_is_clean() {
 
     let model = Model::start("hostile-run-json", script());
     let env = model.env();
-    let out = harness9(&dir, &["run", "-p", "go", "--json"], &env);
+    let out = harness9(
+        &dir,
+        &["run", "-p", "go", "--json", "--allowed-tools", "mcp__h__*"],
+        &env,
+    );
     assert_eq!(out.code, Some(0), "{out}");
     out.assert_clean("run -p --json");
     let events: Vec<Value> = out
@@ -362,7 +370,11 @@ fn run_p_text_output_of_a_hostile_tool_and_failed_server_is_clean() {
         json!({"steps": [{"status": 400, "error_message": format!("bad request {EVIL}")}]}),
     );
     let env = model.env();
-    let out = harness9(&dir, &["run", "-p", "go"], &env);
+    let out = harness9(
+        &dir,
+        &["run", "-p", "go", "--allowed-tools", "mcp__h__*"],
+        &env,
+    );
     assert_eq!(out.code, Some(1), "{out}");
     out.assert_clean("run -p, model error");
     assert!(out.stderr.contains("bad request RED osc52:"), "{out}");

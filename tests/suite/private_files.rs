@@ -180,7 +180,10 @@ fn a_planted_symlink_at_the_spill_path_is_not_followed() {
              "expect": {"last_tool_result_contains": "output cut"}}
         ]}),
     );
-    let mut run = Live::start(harness9(&dir, &model), &["run", "-p", "go", "--json"]);
+    let mut run = Live::start(
+        harness9(&dir, &model),
+        &["run", "-p", "go", "--json", "--allowed-tools", "mcp__f__*"],
+    );
     let result = run.event("tool_result", "t2");
     assert_outside_untouched(&dir);
     let spilled = PathBuf::from(result["spilled_to"].as_str().expect("spilled_to"));
@@ -223,7 +226,10 @@ fn a_planted_symlink_at_the_blob_temp_name_is_not_followed() {
              "expect": {"last_tool_result_contains": "Saved whole to"}}
         ]}),
     );
-    let mut run = Live::start(harness9(&dir, &model), &["run", "-p", "go", "--json"]);
+    let mut run = Live::start(
+        harness9(&dir, &model),
+        &["run", "-p", "go", "--json", "--allowed-tools", "mcp__f__*"],
+    );
     let result = run.event("tool_result", "t2");
     assert_outside_untouched(&dir);
     let output = result["output"].as_str().unwrap_or_default();
@@ -262,7 +268,10 @@ fn spills_are_capped_per_session_and_removed_even_when_interrupted() {
     );
     let mut cmd = harness9(&dir, &model);
     cmd.env("HARNESS9_SPILL_MAX", "400K");
-    let mut run = Live::start(cmd, &["run", "-p", "go", "--json"]);
+    let mut run = Live::start(
+        cmd,
+        &["run", "-p", "go", "--json", "--allowed-tools", "mcp__f__*"],
+    );
     let first = run.event("tool_result", "t1");
     let spilled = PathBuf::from(first["spilled_to"].as_str().expect("spilled_to"));
     assert!(spilled.exists());
@@ -310,7 +319,15 @@ fn the_trace_file_is_private_and_never_written_through_a_symlink() {
     let out = output_within(
         {
             let mut c = harness9(&dir, &model);
-            c.args(["--trace", &trace_s, "run", "-p", "go"]);
+            c.args([
+                "--trace",
+                &trace_s,
+                "run",
+                "-p",
+                "go",
+                "--allowed-tools",
+                "mcp__f__*",
+            ]);
             c
         },
         None,
@@ -330,7 +347,15 @@ fn the_trace_file_is_private_and_never_written_through_a_symlink() {
     let out = output_within(
         {
             let mut c = harness9(&dir, &model);
-            c.args(["--trace", &linked_s, "run", "-p", "go"]);
+            c.args([
+                "--trace",
+                &linked_s,
+                "run",
+                "-p",
+                "go",
+                "--allowed-tools",
+                "mcp__f__*",
+            ]);
             c
         },
         None,

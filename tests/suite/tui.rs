@@ -109,6 +109,19 @@ impl Tmux {
         }
     }
 
+    /// Quits this session's harness9 and tmux, then starts harness9 again in the same
+    /// directory (a new session of the same project) with `args` and `vars`.
+    pub(super) fn restart(self, args: &[&str], vars: &[(&str, &str)]) -> Tmux {
+        let _ = tmux(&self.dir, &["kill-server"]);
+        for f in ["code.txt", "before.txt", "after.txt"] {
+            let _ = std::fs::remove_file(self.dir.join(f));
+        }
+        let dir = self.dir.clone();
+        // The directory stays: this value's drop would remove it.
+        std::mem::forget(self);
+        Tmux::start_with(&dir, args, None, vars)
+    }
+
     /// [`Tmux::start`] talking Anthropic to the scripted `model`.
     pub(super) fn with_model(dir: &Path, model: &super::engine::Model) -> Tmux {
         Self::start_with(dir, &[], None, &model.env())
@@ -781,7 +794,7 @@ fn a_model_turn_streams_runs_tools_and_esc_cancels_it() {
 }
 
 #[test]
-fn bash_waits_for_the_users_yes_and_a_no_reaches_the_model() {
+fn bash_and_unannotated_tools_ask_and_always_for_a_server_is_kept_for_the_project() {
     tmux_required();
     let bash = |id: &str| json!({"id": id, "name": "bash", "input": {"command": "echo ran-after-yes > proof.txt; echo ran"}});
     let model = super::engine::Model::start(
@@ -790,18 +803,30 @@ fn bash_waits_for_the_users_yes_and_a_no_reaches_the_model() {
             {"text": "Trying.", "tool_calls": [bash("b1")]},
             {"text": "Asking again.", "tool_calls": [bash("b2")],
              "expect": {"last_tool_result_contains": "the user declined"}},
-            // An MCP tool its server marks destructive asks too; a plain one does not.
+            // An unannotated MCP tool asks, as one its server marks destructive does.
             {"text": "Now the server's tools.", "expect": {"last_tool_result_contains": "ran"},
              "tool_calls": [
                 {"id": "e1", "name": "mcp__f__echo", "input": {"text": "plain"}},
                 {"id": "r1", "name": "mcp__f__remove", "input": {"path": "junk"}}]},
-            {"text": "It ran.", "expect": {"last_tool_result_contains": "removed junk"}}
+            {"text": "It ran.", "expect": {"last_tool_result_contains": "removed junk"}},
+            // The next session: f's tools run unasked, g's still ask.
+            {"text": "Again.", "tool_calls": [
+                {"id": "e2", "name": "mcp__f__echo", "input": {"text": "unasked"}}]},
+            {"text": "And g.", "expect": {"last_tool_result_contains": "unasked"},
+             "tool_calls": [{"id": "g1", "name": "mcp__g__echo", "input": {"text": "from g"}}]},
+            {"text": "Both done.", "expect": {"last_tool_result_contains": "from g"}}
         ]}),
     );
-    let dir = project("tui-ask", |_| json!({"f": stdio_json(fixture("f", &[]))}));
-    let t = Tmux::with_model(&dir, &model);
+    let dir = project(
+        "tui-ask",
+        |_| json!({"f": stdio_json(fixture("f", &[])), "g": stdio_json(fixture("g", &[]))}),
+    );
+    let state = dir.join("state").display().to_string();
+    let mut vars = model.env().to_vec();
+    vars.push(("XDG_STATE_HOME", state.as_str()));
+    let t = Tmux::start_with(&dir, &[], None, &vars);
     t.wait_for("the model named and f connected", BOUND, |s| {
-        s.contains("model anthropic") && bar(s).contains("f ●")
+        s.contains("model anthropic") && bar(s).contains("f ●") && bar(s).contains("g ●")
     });
     t.send_keys(&["make proof", "Enter"]);
     t.wait_for("the question about bash", BOUND, |s| {
@@ -820,20 +845,23 @@ fn bash_waits_for_the_users_yes_and_a_no_reaches_the_model() {
     // The user thinks it over (test input, not synchronisation).
     std::thread::sleep(Duration::from_millis(600));
     t.send_keys(&["y"]);
-    t.wait_for(
-        "the question about the destructive MCP tool only",
+    let s = t.wait_for(
+        "both MCP tools ask, the unannotated one first",
         BOUND,
         |s| {
             s.contains("run this tool?")
-                && s.contains("mcp__f__remove")
-                && !s.contains("(1 of 2")
+                && s.contains("mcp__f__echo")
+                && s.contains("(1 of 2 waiting)")
                 && settled(s)
         },
     );
-    t.send_keys(&["y"]);
+    assert!(s.contains("s always server f here"), "{s}");
+    // "Always for this server": this call, the other waiting one, and f from now on.
+    t.send_keys(&["s"]);
     let s = t.wait_for("the answer after the calls ran", BOUND, |s| {
         s.contains("It ran.") && s.contains("model calls")
     });
+    assert!(s.contains("runs without asking in this project"), "{s}");
     // A call's time is the tool's, not the time it waited for the answer: the user took
     // 600 ms over the yes, the echo itself takes a few.
     let took = s
@@ -845,9 +873,80 @@ fn bash_waits_for_the_users_yes_and_a_no_reaches_the_model() {
     assert!(!s.contains("run this tool?"), "{s}");
     let proof = std::fs::read_to_string(dir.join("proof.txt")).unwrap_or_default();
     assert_eq!(proof.trim(), "ran-after-yes");
+    // Kept in the state dir, privately, keyed by the project; not in the project.
+    let saved = dir.join("state/harness9/permissions.json");
+    let text = std::fs::read_to_string(&saved).unwrap_or_default();
+    assert!(text.contains("\"mcp__f__*\""), "{text}");
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(&saved).map(|m| m.permissions().mode() & 0o777);
+    assert_eq!(mode.ok(), Some(0o600));
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+
+    // A new session of the same project.
+    let t = t.restart(&[], &vars);
+    t.wait_for("both servers again", BOUND, |s| {
+        s.contains("model anthropic") && bar(s).contains("f ●") && bar(s).contains("g ●")
+    });
+    t.send_keys(&["again", "Enter"]);
+    let s = t.wait_for("g's tool asks", BOUND, |s| {
+        s.contains("run this tool?") && s.contains("mcp__g__echo") && settled(s)
+    });
+    assert!(s.contains("✓ mcp__f__echo"), "f's tool ran unasked:\n{s}");
+    t.send_keys(&["y"]);
+    t.wait_for("the turn's end", BOUND, |s| s.contains("Both done."));
+    // /permissions lists the saved rule with its source, and forgets it.
+    t.send_keys(&["/permissions", "Enter"]);
+    let s = t.wait_for("the permissions list", BOUND, |s| {
+        s.contains("┌ Permissions") && s.contains("mcp__f__*")
+    });
+    assert!(s.contains("saved for this project"), "{s}");
+    t.send_keys(&["d"]);
+    t.wait_for("the rule gone from the list", BOUND, |s| {
+        s.contains("┌ Permissions") && !s.contains("mcp__f__*")
+    });
+    let text = std::fs::read_to_string(&saved).unwrap_or_default();
+    assert!(!text.contains("mcp__f__"), "{text}");
+    t.send_keys(&["Escape"]);
+    t.wait_for("the note of it", BOUND, |s| {
+        s.contains("forgot \"mcp__f__*\": it asks again")
+    });
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
     t.assert_terminal_restored();
+}
+
+#[test]
+fn no_with_a_message_reaches_the_model_as_the_result() {
+    tmux_required();
+    let model = super::engine::Model::start(
+        "tui-nomsg",
+        json!({"steps": [
+            {"text": "Dropping the table.", "tool_calls": [
+                {"id": "b1", "name": "bash", "input": {"command": "touch dropped"}}]},
+            {"text": "Switching databases.",
+             "expect": {"last_tool_result_contains": "says: use the test database instead"}}
+        ]}),
+    );
+    let dir = project("tui-nomsg", |_| json!({}));
+    let state = dir.join("state").display().to_string();
+    let mut vars = model.env().to_vec();
+    vars.push(("XDG_STATE_HOME", state.as_str()));
+    let t = Tmux::start_with(&dir, &[], None, &vars);
+    t.wait_for("the model named", BOUND, |s| s.contains("model anthropic"));
+    t.send_keys(&["drop it", "Enter"]);
+    t.wait_for("the question", BOUND, |s| {
+        s.contains("run this tool?") && s.contains("touch dropped") && settled(s)
+    });
+    t.send_keys(&["m"]);
+    t.wait_for("the message line", BOUND, |s| s.contains("no, because:"));
+    t.send_keys(&["use the test database instead", "Enter"]);
+    t.wait_for("the model's answer to it", BOUND, |s| {
+        s.contains("Switching databases.") && s.contains("model calls")
+    });
+    assert!(!dir.join("dropped").exists(), "bash ran");
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
 }
 
 #[test]

@@ -27,7 +27,13 @@ fn a_form_elicitation_and_a_sampling_approval_during_a_turn() {
         "tui-asks",
         |_| json!({"everything": stdio_json(everything("x"))}),
     );
-    let t = Tmux::with_model(&dir, &model);
+    // The user allows the server's tools for this session (they would ask first).
+    let t = Tmux::start_with(
+        &dir,
+        &["--allowed-tools", "mcp__everything__*"],
+        None,
+        &model.env(),
+    );
     t.wait_for("the model named and everything connected", BOUND, |s| {
         s.contains("model anthropic") && bar(s).contains("everything ●")
     });
@@ -290,7 +296,7 @@ fn keys_typed_as_a_tool_question_opens_do_not_answer_it() {
     let s = t.wait_for("the question, still waiting and settled", BOUND, |s| {
         s.contains("run this tool?") && s.contains("echo typed-ahead") && settled(s)
     });
-    assert!(s.contains("[n decline]"), "{s}");
+    assert!(s.contains("[n no]"), "{s}");
     assert!(!s.contains("runs without asking"), "{s}");
     assert!(
         !dir.join("proof.txt").exists(),
