@@ -168,8 +168,8 @@ pub struct RunArgs {
     /// The task, or - to read it from stdin.
     #[arg(short, long)]
     pub prompt: String,
-    /// Print one JSON event per line (start, model, tool_call, tool_progress, tool_result,
-    /// model_retry, done or error; README "run --json events").
+    /// Print one JSON event per line (start, model, tool_call, tool_refused, tool_progress,
+    /// tool_result, model_retry, done or error; README "run --json events").
     #[arg(long)]
     pub json: bool,
     /// Also a `text` event for each piece of the model's text as it streams (implies --json:

@@ -257,7 +257,7 @@ impl Cli {
         let name = command.name();
         if self.yes {
             return Err(UsageError(format!(
-                "--yes is for the interactive session; `harness9 {name}` never asks"
+                "--yes is for the interactive session; `harness9 {name}` never asks (`harness9 run` takes --permission-mode bypass after its name)"
             )));
         }
         if self.continue_ || self.resume.is_some() {
