@@ -123,15 +123,23 @@ fn tool_results(request: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// A working dir with `.mcp.json` (unless `servers` is null) and `home/` for `HOME`.
+/// A working dir with `.mcp.json` (unless `servers` is null), and [`home`] for `HOME`.
 fn project(tag: &str, servers: Value) -> PathBuf {
     let dir = temp_path(tag);
-    std::fs::create_dir_all(dir.join("home")).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(home(&dir)).unwrap();
     if !servers.is_null() {
         let config = json!({ "mcpServers": servers }).to_string();
         std::fs::write(dir.join(".mcp.json"), config).unwrap();
     }
     dir
+}
+
+/// The `HOME` of a test's harness9: beside the project, not in it (a project that holds the
+/// home directory is one the shell's sandbox will not write).
+fn home(dir: &Path) -> PathBuf {
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    dir.with_file_name(format!("{name}-home"))
 }
 
 /// The fixture server with `args`, plus any extra .mcp.json keys.
@@ -147,7 +155,7 @@ fn fixture_json(args: &[&str], extra: Value) -> Value {
 /// project's `.mcp.json` is trusted (`--approve-project`, approvals kept in the dir).
 fn harness9(dir: &Path) -> Command {
     let mut c = harness9_in(dir);
-    c.env("HOME", dir.join("home"));
+    c.env("HOME", home(&dir));
     without_user_env(&mut c);
     c
 }
@@ -1909,7 +1917,7 @@ fn shell_escape_attempt(
     );
     let dir = project(tag, Value::Null);
     if let Some(s) = user {
-        let config = dir.join("home/.config/harness9");
+        let config = home(&dir).join(".config/harness9");
         std::fs::create_dir_all(&config).unwrap();
         std::fs::write(config.join("config.toml"), s).unwrap();
     }

@@ -821,7 +821,10 @@ fn bash_and_unannotated_tools_ask_and_always_for_a_server_is_kept_for_the_projec
         "tui-ask",
         |_| json!({"f": stdio_json(fixture("f", &[])), "g": stdio_json(fixture("g", &[]))}),
     );
-    let state = dir.join("state").display().to_string();
+    // The state dir (where saved answers go) beside the project, not in it: a project that
+    // holds it is one the shell's sandbox will not write.
+    let state_dir = temp_path("tui-ask-state");
+    let state = state_dir.display().to_string();
     let mut vars = model.env().to_vec();
     vars.push(("XDG_STATE_HOME", state.as_str()));
     let t = Tmux::start_with(&dir, &[], None, &vars);
@@ -874,7 +877,7 @@ fn bash_and_unannotated_tools_ask_and_always_for_a_server_is_kept_for_the_projec
     let proof = std::fs::read_to_string(dir.join("proof.txt")).unwrap_or_default();
     assert_eq!(proof.trim(), "ran-after-yes");
     // Kept in the state dir, privately, keyed by the project; not in the project.
-    let saved = dir.join("state/harness9/permissions.json");
+    let saved = state_dir.join("harness9/permissions.json");
     let text = std::fs::read_to_string(&saved).unwrap_or_default();
     assert!(text.contains("\"mcp__f__*\""), "{text}");
     use std::os::unix::fs::PermissionsExt as _;
@@ -914,6 +917,7 @@ fn bash_and_unannotated_tools_ask_and_always_for_a_server_is_kept_for_the_projec
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
     t.assert_terminal_restored();
+    let _ = std::fs::remove_dir_all(&state_dir);
 }
 
 #[test]
@@ -929,7 +933,7 @@ fn no_with_a_message_reaches_the_model_as_the_result() {
         ]}),
     );
     let dir = project("tui-nomsg", |_| json!({}));
-    let state = dir.join("state").display().to_string();
+    let state = temp_path("tui-nomsg-state").display().to_string();
     let mut vars = model.env().to_vec();
     vars.push(("XDG_STATE_HOME", state.as_str()));
     let t = Tmux::start_with(&dir, &[], None, &vars);

@@ -93,6 +93,14 @@ pub(super) fn confine(mode: ShellSandbox, root: &Path) -> Result<Option<Confined
             "the shell's sandbox cannot be applied, so the command did not run: keeping bash off the network needs Landlock ABI {NET_ABI} (Linux 6.7 or later) and this kernel has ABI {abi}; set shell = \"network\" (writes still confined) or \"off\" under [permissions] in harness9.toml"
         ));
     }
+    if write_root {
+        if let Some(held) = holds_private_dirs(root) {
+            return Err(format!(
+                "the shell's sandbox would let the command write {held} (the project, {}, holds it: your shell's startup files, harness9's approvals and remembered permissions), so the command did not run; run harness9 from a project directory, or set shell = \"read-only\" (writes only a temp dir) under [permissions] in harness9.toml",
+                root.display()
+            ));
+        }
+    }
     let scratch = Scratch::create().map_err(unable)?;
     let spec = SandboxSpec {
         project_dir: root.to_path_buf(),
@@ -109,6 +117,21 @@ pub(super) fn confine(mode: ShellSandbox, root: &Path) -> Result<Option<Confined
         writable,
         network,
     }))
+}
+
+/// The private directory of the user's that `root` is or holds: `$HOME`, `$XDG_CONFIG_HOME`,
+/// `$XDG_STATE_HOME` (resolved). A sandbox that writes `root` would write there too: a
+/// `~/.bashrc` or a harness9 approval planted there runs unsandboxed later.
+fn holds_private_dirs(root: &Path) -> Option<String> {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    ["HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"]
+        .into_iter()
+        .filter_map(|k| std::env::var_os(k).filter(|v| !v.is_empty()))
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+        .find(|p| p.starts_with(&root))
+        .map(|p| p.display().to_string())
 }
 
 /// The note added to a failed command's output when it looks like the sandbox refused it

@@ -345,7 +345,7 @@ fn best<'r>(
 /// file tool's path (as written, or with symlinks resolved) matches.
 fn catches(rule: &Rule, tool: ToolFacts<'_>, args: &Value, place: &Place) -> bool {
     let Some(arg) = &rule.pattern.arg else {
-        return rule.pattern.names(tool.name);
+        return rule.pattern.names(tool.name, tool.server);
     };
     if tool.server.is_some() {
         return false;
@@ -381,7 +381,7 @@ fn allowed<'r>(
 ) -> Option<&'r Rule> {
     let allows = || rules.iter().filter(|r| r.kind == Kind::Allow);
     if let Some(r) = allows()
-        .filter(|r| r.pattern.arg.is_none() && r.pattern.names(tool.name))
+        .filter(|r| r.pattern.arg.is_none() && r.pattern.names(tool.name, tool.server))
         .max_by_key(|r| r.pattern.specificity())
     {
         return Some(r);
@@ -482,7 +482,7 @@ fn suggestion(tool: &str) -> String {
 
 /// The rule an "always for this server" answer saves: `mcp__{server}__*`.
 pub fn server_rule(server: &str) -> String {
-    format!("mcp__{server}__*")
+    format!("{}*", harness9_actors::naming::server_prefix(server))
 }
 
 /// The rule an "always for this tool" answer saves: the tool's name; for `bash`, the

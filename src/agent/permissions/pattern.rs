@@ -120,9 +120,25 @@ impl Pattern {
         })
     }
 
-    /// Whether the tool name matches (the argument aside).
-    pub fn names(&self, tool: &str) -> bool {
+    /// Whether the tool name matches (the argument aside). A server pattern `mcp__S__*`
+    /// names the tools of server `S` only (by the server the tool belongs to): a server
+    /// called `S__x` registers `mcp__S__x__...`, which the glob alone would match.
+    pub fn names(&self, tool: &str, server: Option<&str>) -> bool {
+        if let Some(s) = self.server() {
+            return server.is_some_and(|own| harness9_actors::naming::sanitize(own) == s);
+        }
         glob(&self.tool, tool, false)
+    }
+
+    /// `S` of a server pattern `mcp__S__*`.
+    pub fn server(&self) -> Option<&str> {
+        if self.arg.is_some() {
+            return None;
+        }
+        self.tool
+            .strip_prefix("mcp__")
+            .and_then(|r| r.strip_suffix("__*"))
+            .filter(|s| !s.is_empty() && !s.contains('*'))
     }
 
     /// How specific the pattern is, for showing the one rule that decided: an argument

@@ -467,6 +467,8 @@ fn always_answers_name_the_tool_or_a_command_prefix() {
     assert_eq!(tool_rule("bash", &cmd("ls; rm x")), None);
     assert_eq!(tool_rule("bash", &cmd("FOO=1 make")), None);
     assert_eq!(server_rule("git"), "mcp__git__*");
+    // A server's name as registered: `*` and other characters become `_`.
+    assert_eq!(server_rule("my*srv.x"), "mcp__my_srv_x__*");
     for t in [
         tool_rule("bash", &cmd("cargo test")).unwrap(),
         server_rule("x"),
@@ -515,5 +517,45 @@ fn remembered_rules_are_learned_once_and_forgotten() {
     assert_eq!(
         decide(MCP, &json!({}), &rs.all(), Mode::Default, &place()).action,
         Action::Ask
+    );
+}
+
+#[test]
+fn a_server_rule_covers_that_servers_tools_only() {
+    // Server `git__evil` registers `mcp__git__evil__x`: not git's.
+    let evil = ToolFacts {
+        name: "mcp__git__evil__x",
+        server: Some("git__evil"),
+        read_only: false,
+    };
+    let r = [(Kind::Allow, "mcp__git__*")];
+    assert_eq!(action(evil, json!({}), &r, Mode::Default), Action::Ask);
+    assert_eq!(action(MCP, json!({}), &r, Mode::Default), Action::Run);
+    // A built-in named like it is no server's.
+    let fake = ToolFacts {
+        name: "mcp__git__x",
+        server: None,
+        read_only: false,
+    };
+    assert_eq!(action(fake, json!({}), &r, Mode::Default), Action::Ask);
+    // The server's name as sanitized: server `my.git` registers `mcp__my_git__...`.
+    let dotted = ToolFacts {
+        name: "mcp__my_git__t",
+        server: Some("my.git"),
+        read_only: false,
+    };
+    assert_eq!(
+        action(
+            dotted,
+            json!({}),
+            &[(Kind::Deny, "mcp__my_git__*")],
+            Mode::Default
+        ),
+        Action::Refuse
+    );
+    // Other globs stay globs.
+    assert_eq!(
+        action(evil, json!({}), &[(Kind::Deny, "mcp__git*")], Mode::Default),
+        Action::Refuse
     );
 }

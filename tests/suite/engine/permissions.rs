@@ -85,7 +85,7 @@ fn allowed_tools_run_them_and_a_server_pattern_covers_its_tools() {
 #[test]
 fn a_denied_tool_is_refused_even_with_bypass_and_bypass_says_so_loudly() {
     let (dir, model, record) = two_calls("perm-deny", "deny rule");
-    let config = dir.join("home/.config/harness9");
+    let config = home(&dir).join(".config/harness9");
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(
         config.join("config.toml"),
@@ -107,7 +107,7 @@ fn a_denied_tool_is_refused_even_with_bypass_and_bypass_says_so_loudly() {
     let rule = refused["rule"].as_str().unwrap_or_default();
     assert!(
         rule.starts_with("deny rule \"mcp__f__write\" (")
-            && rule.ends_with("home/.config/harness9/config.toml:3)"),
+            && rule.ends_with("-home/.config/harness9/config.toml:3)"),
         "the rule and its file:line: {refused}"
     );
 
@@ -264,4 +264,30 @@ fn mcp_call_is_the_users_own_call_refused_only_by_a_deny_rule() {
         "{out}"
     );
     assert!(!written.exists());
+}
+
+#[test]
+fn the_shell_will_not_write_a_project_that_holds_the_home_directory() {
+    // harness9 run from the home directory: the sandbox's writable project would be all of it.
+    let dir = project("perm-home", Value::Null);
+    let model = Model::start(
+        "perm-home",
+        json!({"steps": [
+            {"tool_calls": [call("b", "bash", json!({"command": "echo evil >> .bashrc"}))]},
+            {"text": "done", "expect": {"last_tool_result_contains": "run harness9 from a project directory"}}
+        ]}),
+    );
+    let mut cmd = anthropic(&dir, &model);
+    cmd.env("HOME", &dir);
+    let args = ["run", "-p", "go", "--json", "--allowed-tools", "bash"];
+    let out = Run::start(cmd, &args).finish(LIMIT);
+    out.ok();
+    assert!(!dir.join(".bashrc").exists(), "{out}");
+    let result = out.event("tool_result", "b");
+    assert!(
+        result["output"]
+            .as_str()
+            .is_some_and(|o| o.contains("holds it: your shell's startup files")),
+        "{result}"
+    );
 }
