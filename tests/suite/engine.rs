@@ -155,7 +155,7 @@ fn fixture_json(args: &[&str], extra: Value) -> Value {
 /// project's `.mcp.json` is trusted (`--approve-project`, approvals kept in the dir).
 fn harness9(dir: &Path) -> Command {
     let mut c = harness9_in(dir);
-    c.env("HOME", home(&dir));
+    c.env("HOME", home(dir));
     without_user_env(&mut c);
     c
 }
