@@ -94,6 +94,9 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
     };
     let start = Start {
         shutdown_grace: Some(crate::app::HEADLESS_GRACE),
+        // `mcp list` shows what the model would be offered (a lazy server's cached list);
+        // the commands on one server want it live.
+        offer_cached: matches!(cmd, McpCommand::List(_)),
         ..Start::default()
     };
     let mut session = Session::start(opts, &config, specs, start)?;

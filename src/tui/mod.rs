@@ -103,6 +103,8 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         // Quitting the TUI gives every server its own grace.
         shutdown_grace: None,
         interactive: true,
+        // The first turn carries every server's cached tools without waiting for any.
+        offer_cached: true,
     };
     let session = Session::start(opts, &cfg, cfg.servers.clone(), start)?;
     let mut resumed = Vec::new();
