@@ -65,10 +65,11 @@ impl Tmux {
             .to_string_lossy()
             .into_owned();
         let mut env = format!(
-            "HARNESS9_LOG={} HARNESS9_HISTORY={} HARNESS9_SESSIONS={} RUST_LOG=info HARNESS9_DEBUG_PANIC=1",
+            "HARNESS9_LOG={} HARNESS9_HISTORY={} HARNESS9_SESSIONS={} HARNESS9_TOOL_CACHE={} RUST_LOG=info HARNESS9_DEBUG_PANIC=1",
             quote(&dir.join("harness9.log").to_string_lossy()),
             quote(&dir.join("history.jsonl").to_string_lossy()),
-            quote(&dir.join("sessions").to_string_lossy())
+            quote(&dir.join("sessions").to_string_lossy()),
+            quote(&dir.join("tool-cache").to_string_lossy())
         );
         if let Some(e) = editor {
             env += &format!(" EDITOR={}", quote(&e.to_string_lossy()));
