@@ -46,12 +46,23 @@ impl Handler<StatusChanged> for StatusWatch {
 impl Runtime {
     /// Starts every server in `specs` (on the current actix system).
     pub fn start(specs: Vec<ServerSpec>, tap: Option<WireTap>, policy: RestartPolicy) -> Self {
-        Self::start_with_input(specs, tap, policy, None, None)
+        Self::start_with_input(specs, tap, policy, None)
     }
 
     /// Starts every server in `specs`, their elicitation and sampling requests going to
     /// `input` (else answered by the headless policy).
     pub fn start_with_input(
+        specs: Vec<ServerSpec>,
+        tap: Option<WireTap>,
+        policy: RestartPolicy,
+        input: Option<Recipient<InputRequest>>,
+    ) -> Self {
+        Self::start_cached(specs, tap, policy, input, None)
+    }
+
+    /// [`Runtime::start_with_input`] with the tool-list cache: every live list is kept in
+    /// it, and (when it offers them) cached lists are registered at once.
+    pub fn start_cached(
         specs: Vec<ServerSpec>,
         tap: Option<WireTap>,
         policy: RestartPolicy,

@@ -205,7 +205,7 @@ impl Session {
         // Declared before any server starts: what this front end can answer.
         harness9_actors::server::input::declare(desk.caps());
         let desk = desk.start();
-        let runtime = Runtime::start_with_input(
+        let runtime = Runtime::start_cached(
             servers,
             tap,
             RestartPolicy::default(),
