@@ -13,10 +13,10 @@ use serde_json::Value;
 
 use crate::error::{CallError, RequestError};
 use crate::messages::{
-    AwaitServer, CallBuiltin, CallServerTool, CallTool, Complete, GetInstructions, GetPrompt, ListPrompts,
-    ListResourceTemplates, ListResources, ListServers, ListTools, ReadResource, ServerGone,
-    ServerRequest, ServerTools, SetBuiltins, SubscribeResource, ToolEntry, ToolProgress,
-    WhyFiltered,
+    AwaitServer, CallBuiltin, CallServerTool, CallTool, Complete, GetInstructions, GetPrompt,
+    ListPrompts, ListResourceTemplates, ListResources, ListServers, ListTools, ReadResource,
+    ServerGone, ServerRequest, ServerTools, SetBuiltins, SubscribeResource, ToolEntry,
+    ToolProgress, WhyFiltered,
 };
 use crate::naming::{full_name_prefixed, sanitize, server_prefix};
 use crate::protocol::types::{CallToolResult, Tool};
@@ -219,11 +219,14 @@ impl ToolRegistry {
         let (addr, starter) = (table.addr.clone(), table.starter.clone());
         let bound = table.spec.startup_timeout + AWAIT_MARGIN;
         Box::pin(async move {
-            let stopped = |server: String, reason: String| RequestError::Unavailable { server, reason };
+            let stopped =
+                |server: String, reason: String| RequestError::Unavailable { server, reason };
             let addr = match (addr, starter) {
                 (Some(a), _) => a,
                 (None, Some(starter)) => {
-                    let wait = starter.send(AwaitServer { server: server.clone() });
+                    let wait = starter.send(AwaitServer {
+                        server: server.clone(),
+                    });
                     match tokio::time::timeout(bound, wait).await {
                         Ok(Ok(Ok(a))) => a,
                         Ok(Ok(Err(why))) => return Err(stopped(server, why)),

@@ -181,11 +181,13 @@ impl Session {
         };
         let model = opts.model_settings().ok();
         let tool_cache = super::tool_cache::dir().map(super::tool_cache::DiskCache::open);
-        let cache_use = tool_cache.clone().map(|store| harness9_actors::tool_cache::CacheUse {
-            store,
-            default_start: model.as_ref().map(|m| m.mcp_start).unwrap_or_default(),
-            offer: start.offer_cached,
-        });
+        let cache_use = tool_cache
+            .clone()
+            .map(|store| harness9_actors::tool_cache::CacheUse {
+                store,
+                default_start: model.as_ref().map(|m| m.mcp_start).unwrap_or_default(),
+                offer: start.offer_cached,
+            });
         let desk = InputDesk::new(
             DeskOptions {
                 answers: match &opts.elicitation_answers {

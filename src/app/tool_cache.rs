@@ -217,7 +217,8 @@ fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
 /// A file's entry for `spec`, checked: typed fields, this spec's key and name, a known
 /// revision, no more tools than `maxTools`, not written in the future.
 fn parse(bytes: &[u8], spec: &ServerSpec) -> Result<CachedList, String> {
-    let e: FileEntry = serde_json::from_slice(bytes).map_err(|e| format!("it is not an entry: {e}"))?;
+    let e: FileEntry =
+        serde_json::from_slice(bytes).map_err(|e| format!("it is not an entry: {e}"))?;
     if e.format != FORMAT {
         return Err(format!("format {} is not {FORMAT}", e.format));
     }

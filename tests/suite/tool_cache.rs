@@ -141,7 +141,11 @@ fn a_warm_cache_gives_the_first_request_every_tool_before_the_server_is_up() {
     );
     let cold = run_p(&dir, &model);
     assert_eq!(cold.code, Some(0), "{cold}");
-    assert_eq!(event(&cold, "start")["servers"]["fx"], "connected", "{cold}");
+    assert_eq!(
+        event(&cold, "start")["servers"]["fx"],
+        "connected",
+        "{cold}"
+    );
     let file = cache_file(&dir);
     use std::os::unix::fs::PermissionsExt as _;
     let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
@@ -174,7 +178,11 @@ fn a_warm_cache_gives_the_first_request_every_tool_before_the_server_is_up() {
         tools.iter().any(|t| t == "mcp__fx__echo") && tools.iter().any(|t| t == "mcp__fx__add"),
         "{tools:?}"
     );
-    assert_eq!(tools, offered_tools(&reqs[0]), "the same tools as the cold run");
+    assert_eq!(
+        tools,
+        offered_tools(&reqs[0]),
+        "the same tools as the cold run"
+    );
 }
 
 #[test]
@@ -203,7 +211,11 @@ fn a_lazy_server_starts_on_its_first_call_which_waits_with_a_progress_line() {
     assert_eq!(row["toolsFrom"], "cache", "{out}");
     assert!(row["cacheAgeMs"].as_u64().is_some(), "{out}");
     assert!(row["tools"].as_u64().unwrap() >= 10, "{out}");
-    assert_eq!(initializes(&record), 1, "a lazy server is not started by mcp list");
+    assert_eq!(
+        initializes(&record),
+        1,
+        "a lazy server is not started by mcp list"
+    );
 
     // A call of its tool starts it; the call waits for it, saying so.
     let model = Model::start(
@@ -360,7 +372,11 @@ fn a_corrupt_or_hostile_cache_file_is_ignored_with_a_warning() {
         out.stderr.contains("ignoring the cached tool list"),
         "symlink: {out}"
     );
-    assert_eq!(std::fs::read(&elsewhere).unwrap(), good, "not written through");
+    assert_eq!(
+        std::fs::read(&elsewhere).unwrap(),
+        good,
+        "not written through"
+    );
 }
 
 #[test]

@@ -15,9 +15,9 @@ use tokio::sync::oneshot;
 
 use crate::error::fmt_duration;
 use crate::messages::{
-    AwaitServer, GetStatus, Restart, ServerEvent, ServerEventKind, ServerGone, ServerNotice, ServerState,
-    ServerStatus, ServerTools, Shutdown, ShutdownAll, StatusChanged, StatusSnapshot, Stop,
-    Subscribe, SubscribeNotices,
+    AwaitServer, GetStatus, Restart, ServerEvent, ServerEventKind, ServerGone, ServerNotice,
+    ServerState, ServerStatus, ServerTools, Shutdown, ShutdownAll, StatusChanged, StatusSnapshot,
+    Stop, Subscribe, SubscribeNotices,
 };
 use crate::protocol::version::Era;
 use crate::registry::ToolRegistry;
@@ -199,7 +199,13 @@ impl ServerSupervisor {
     }
 
     /// Keeps a live listing in the cache.
-    fn remember(&self, spec: &ServerSpec, info: &crate::messages::ConnectionInfo, tools: Arc<[Arc<crate::protocol::types::Tool>]>, ttl_ms: Option<u64>) {
+    fn remember(
+        &self,
+        spec: &ServerSpec,
+        info: &crate::messages::ConnectionInfo,
+        tools: Arc<[Arc<crate::protocol::types::Tool>]>,
+        ttl_ms: Option<u64>,
+    ) {
         let Some(c) = &self.cache else {
             return;
         };
@@ -424,6 +430,7 @@ impl ServerSupervisor {
             });
         }
         entry.exits.clear();
+        entry.cache_written = None;
         entry.status = ServerStatus::Starting {
             since: Instant::now(),
         };
@@ -744,7 +751,9 @@ impl Handler<AwaitServer> for ServerSupervisor {
                 tracing::info!(target: "mcp", server = %name, "starting on its first call");
                 self.launch(&name, ctx);
                 self.publish(ctx);
-                return Box::pin(async move { rx.await.unwrap_or_else(|_| Err("stopped".to_owned())) });
+                return Box::pin(
+                    async move { rx.await.unwrap_or_else(|_| Err("stopped".to_owned())) },
+                );
             }
             ServerStatus::Cached { .. }
             | ServerStatus::Starting { .. }
