@@ -78,8 +78,10 @@ pub fn dir() -> Option<PathBuf> {
 }
 
 /// The key of exactly this spec: what the server is asked to be (a changed spec is a new
-/// entry). Header values and OAuth tokens are left out (credentials rotate; the list is the
-/// server's); environment values are in (they can change what a server offers).
+/// entry), where it runs and what we declare to it (our capabilities for it, our name and
+/// version). Header values and OAuth tokens are left out (credentials rotate; the list is the
+/// server's); environment values are in (they can change what a server offers). Call it after
+/// the front end declared its capabilities (`Session::start` does, before any server starts).
 pub fn key(spec: &ServerSpec) -> String {
     let transport = match &spec.transport {
         TransportSpec::Stdio {
@@ -104,12 +106,34 @@ pub fn key(spec: &ServerSpec) -> String {
             "network": s.network,
         })
     });
+    let roots = match &spec.roots {
+        harness9_actors::Roots::Paths(p) => {
+            serde_json::json!(p
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>())
+        }
+        harness9_actors::Roots::Off => serde_json::json!(false),
+        _ => serde_json::json!(true),
+    };
+    // A child without its own `cwd` runs (and is offered as its root) in ours: a server
+    // configured once for every project (the user's file) lists per project.
+    let here = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    let info = harness9_actors::server::input::client_info();
     let whole = serde_json::json!({
         "format": FORMAT,
         "name": spec.name,
         "transport": transport,
+        "here": here,
         "sandbox": sandbox,
         "protocol": spec.protocol.map(|p| p.as_str()),
+        "roots": roots,
+        // What we declare (roots, elicitation, sampling) can change what a server lists:
+        // server-everything offers its sampling tool only to a client that declares sampling.
+        "capabilities": harness9_actors::server::input::client_capabilities(spec),
+        "client": [&info.name, &info.version],
     });
     let digest = Sha256::digest(whole.to_string().as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
