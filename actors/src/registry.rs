@@ -305,6 +305,9 @@ impl Handler<ServerTools> for ToolRegistry {
         }
         self.set_instructions(&name, msg.instructions);
         let prefix = server_prefix(&name);
+        // Only the last change's removals are kept: a server that renames its tools at every
+        // list_changed cannot grow this map past its own list.
+        self.vanished.retain(|_, (server, _)| *server != name);
         if let Some(old) = self.servers.get(&name) {
             for t in old.tools.iter() {
                 if !msg.tools.iter().any(|n| n.name == t.name) {

@@ -407,6 +407,31 @@ mod tests {
     }
 
     #[test]
+    fn freshness_follows_ttl_ms_else_seven_days() {
+        let list = |ttl_ms, age: Duration| CachedList {
+            tools: Vec::new().into(),
+            era: Era::Handshake(ProtocolVersion::V2025_11_25),
+            server_info: Implementation::default(),
+            instructions: None,
+            capabilities: Arc::new(ServerCapabilities::default()),
+            ttl_ms,
+            written: SystemTime::now() - age,
+        };
+        assert!(is_fresh(&list(None, Duration::from_secs(6 * 86_400))));
+        assert!(!is_fresh(&list(None, Duration::from_secs(8 * 86_400))));
+        assert!(
+            !is_fresh(&list(Some(0), Duration::ZERO)),
+            "ttlMs 0 is stale at once"
+        );
+        assert!(is_fresh(&list(Some(60_000), Duration::from_secs(30))));
+        assert!(!is_fresh(&list(Some(60_000), Duration::from_secs(90))));
+        assert!(
+            !is_fresh(&list(Some(u64::MAX), Duration::from_secs(8 * 86_400))),
+            "never past 7 days"
+        );
+    }
+
+    #[test]
     fn hostile_entries_are_refused() {
         let s = spec();
         let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
