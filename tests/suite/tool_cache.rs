@@ -395,3 +395,44 @@ fn mcp_list_shows_each_servers_tool_definition_size() {
         "{text}"
     );
 }
+
+/// The TUI's first turn, with a warm cache, carries the tools of a server that is still
+/// starting (the bar marks it cached until it connects).
+#[test]
+fn the_tuis_first_turn_carries_cached_tools_while_the_server_starts() {
+    use super::tui::{bar, tmux_required, Tmux};
+    tmux_required();
+    let bound = Duration::from_secs(30);
+    let model = Model::start(
+        "cache-tui",
+        json!({"steps": [{"text": "first answer"}]}),
+    );
+    let dir = project(
+        "cache-tui",
+        fixture_entry(&["--start-delay-ms", "4000"], json!({})),
+    );
+    let [key, url] = model.env();
+    let vars = [key, url, ("HARNESS9_MODEL", "claude-sonnet-4-5")];
+    // Cold: the server connects after 4 s, and its list is cached.
+    let t = Tmux::start_with(&dir, &[], None, &vars);
+    t.wait_for("fx connected", bound, |s| bar(s).contains("fx ●"));
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+    t.end_keeping_dir();
+    // Warm: its tools are there at once, while it sleeps.
+    let t = Tmux::start_with(&dir, &[], None, &vars);
+    t.wait_for("fx offered from the cache", bound, |s| {
+        bar(s).contains("(cached)")
+    });
+    t.send_keys(&["hi", "Enter"]);
+    t.wait_for("the answer", bound, |s| s.contains("first answer"));
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 1);
+    assert!(
+        offered_tools(&reqs[0]).iter().any(|t| t == "mcp__fx__echo"),
+        "{:?}",
+        offered_tools(&reqs[0])
+    );
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}

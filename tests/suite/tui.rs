@@ -273,7 +273,7 @@ impl Tmux {
 impl Tmux {
     /// Ends this tmux server (and harness9, if still running) but keeps the dir, for a second
     /// session in the same project.
-    fn end_keeping_dir(self) {
+    pub(super) fn end_keeping_dir(self) {
         let _ = tmux(&self.dir, &["kill-server"]);
         // The old server may still be exiting: a new session on the same socket could reach
         // it ("server exited unexpectedly"). Without the socket file, the next tmux starts a
