@@ -403,10 +403,7 @@ fn the_tuis_first_turn_carries_cached_tools_while_the_server_starts() {
     use super::tui::{bar, tmux_required, Tmux};
     tmux_required();
     let bound = Duration::from_secs(30);
-    let model = Model::start(
-        "cache-tui",
-        json!({"steps": [{"text": "first answer"}]}),
-    );
+    let model = Model::start("cache-tui", json!({"steps": [{"text": "first answer"}]}));
     let dir = project(
         "cache-tui",
         fixture_entry(&["--start-delay-ms", "4000"], json!({})),
