@@ -285,11 +285,13 @@ async fn tool_sizes(rt: &Runtime) -> std::collections::BTreeMap<String, usize> {
 
 /// The bytes of one tool's definition as a model request carries it.
 pub(crate) fn definition_bytes(e: &ToolEntry) -> usize {
-    // {"name":"…","description":"…","input_schema":…}: the JSON of the strings, the raw schema.
-    let quoted = |s: &str| serde_json::to_string(s).map_or(s.len() + 2, |q| q.len());
-    40 + quoted(&e.name)
-        + e.tool.description.as_deref().map_or(2, quoted)
-        + e.tool.input_schema.get().len()
+    // {"name":"…","description":"…","input_schema":…}, the schema raw as the server sent it.
+    let def = json!({
+        "name": e.name,
+        "description": e.tool.description.as_deref().unwrap_or_default(),
+        "input_schema": &*e.tool.input_schema,
+    });
+    serde_json::to_vec(&def).map_or(0, |v| v.len())
 }
 
 /// `3 s`, `5 min`, `2 h`, `3 d`: an age, coarsely.
