@@ -54,6 +54,8 @@ fn state(n: usize) -> State {
         capabilities: Default::default(),
         connect_time: Duration::from_millis(80),
         transport: "stdio",
+        tools_ttl_ms: None,
+        cache_written: None,
         pid: Some(1),
         notes: Vec::new(),
     };

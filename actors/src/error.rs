@@ -25,6 +25,15 @@ pub enum CallError {
         /// `enabledTools` or `disabledTools`.
         filter: &'static str,
     },
+    /// The tool was offered (from the tool-list cache, or before a `list_changed`) but the
+    /// server's live list no longer has it.
+    #[error("server \"{server}\" no longer offers tool \"{tool}\": its live tool list differs from the one the model was shown (cached or older); the next step's tool list is current")]
+    ToolVanished {
+        /// The server's name in `.mcp.json`.
+        server: String,
+        /// The tool's name on the server (not the registered `mcp__` name).
+        tool: String,
+    },
     /// The owning server is not connected.
     #[error("server \"{server}\" is {reason}")]
     ServerUnavailable {

@@ -156,12 +156,24 @@ pub struct SetBuiltins {
 pub struct ServerTools {
     /// The server's spec (filters, timeout).
     pub spec: Arc<crate::spec::ServerSpec>,
-    /// Its current actor.
-    pub addr: Addr<McpServer>,
+    /// Its current actor; `None` while the tools come from the cache and the server is not
+    /// connected (a call then asks `starter` for it).
+    pub addr: Option<Addr<McpServer>>,
+    /// Who starts the server (or waits for its start) for a call of a cached tool.
+    pub starter: Option<Recipient<AwaitServer>>,
     /// Every tool it listed.
     pub tools: Arc<[Arc<Tool>]>,
     /// The server's `instructions` (for the model's system prompt).
     pub instructions: Option<Arc<str>>,
+}
+
+/// The connected actor of a server whose tools were offered from the cache: a lazy server is
+/// started now; the answer comes when it connected (or failed, or its startup timed out).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Addr<McpServer>, String>")]
+pub struct AwaitServer {
+    /// The server's name in `.mcp.json`.
+    pub server: String,
 }
 
 /// A server's tools leave the table (failed, restarting, stopped).
@@ -377,6 +389,11 @@ pub struct ConnectionInfo {
     pub connect_time: Duration,
     /// `stdio`, `http` or `sse`.
     pub transport: &'static str,
+    /// The first tool list's `ttlMs` (stateless era), when it gave one.
+    pub tools_ttl_ms: Option<u64>,
+    /// When the cache entry whose tools were offered before this connection was written
+    /// (`None`: the tools were not offered from the cache).
+    pub cache_written: Option<std::time::SystemTime>,
     /// The child's pid (also its process group), for stdio servers.
     pub pid: Option<u32>,
     /// What the user should know about this connection's config, one line each (an
@@ -412,6 +429,8 @@ pub enum ServerEventKind {
     ToolsChanged {
         /// The whole new list (all its pages), before the spec's filters.
         tools: Arc<[Arc<Tool>]>,
+        /// Its `ttlMs` (stateless era), when it gave one.
+        ttl_ms: Option<u64>,
     },
     /// The actor stopped (its child is gone).
     Exited {
@@ -475,6 +494,16 @@ pub enum ServerStatus {
         /// The last lines of stderr.
         stderr_tail: Vec<String>,
     },
+    /// Its tools are offered from the tool-list cache and it is not connected yet: started
+    /// in the background (`starting`), or waiting for the first call of one of its tools.
+    Cached {
+        /// Tools registered for it from the cache (after filters).
+        tools: usize,
+        /// When the cache entry was written.
+        written: std::time::SystemTime,
+        /// When its start began, while it starts (eager, or called).
+        starting: Option<Instant>,
+    },
     /// Stopped by request or disabled.
     Stopped,
     /// Held back: its spec comes from a project config the user has not approved (see
@@ -505,14 +534,15 @@ impl ServerStatus {
             ServerStatus::Connected { .. } => "connected",
             ServerStatus::Restarting { .. } => "restarting",
             ServerStatus::Failed { .. } => "failed",
+            ServerStatus::Cached { .. } => "cached",
             ServerStatus::Stopped => "stopped",
             ServerStatus::Unapproved { .. } => "unapproved",
             ServerStatus::NeedsLogin { .. } => "needs login",
         }
     }
 
-    /// Connected, failed, stopped, unapproved or needing a login: the state a headless
-    /// command waits for.
+    /// Connected, failed, stopped, unapproved, needing a login, or offered from the cache
+    /// and not starting (lazy): the state a headless command waits for.
     pub fn is_settled(&self) -> bool {
         matches!(
             self,
@@ -521,7 +551,14 @@ impl ServerStatus {
                 | ServerStatus::Stopped
                 | ServerStatus::Unapproved { .. }
                 | ServerStatus::NeedsLogin { .. }
+                | ServerStatus::Cached { starting: None, .. }
         )
+    }
+
+    /// Settled, or offering its tools from the cache while it starts: the model may be asked
+    /// with its tools now (`run -p`'s first request waits for nothing more).
+    pub fn is_ready(&self) -> bool {
+        self.is_settled() || matches!(self, ServerStatus::Cached { .. })
     }
 }
 

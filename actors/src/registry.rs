@@ -13,9 +13,10 @@ use serde_json::Value;
 
 use crate::error::{CallError, RequestError};
 use crate::messages::{
-    CallBuiltin, CallServerTool, CallTool, Complete, GetInstructions, GetPrompt, ListPrompts,
-    ListResourceTemplates, ListResources, ListServers, ListTools, ReadResource, ServerGone,
-    ServerRequest, ServerTools, SetBuiltins, SubscribeResource, ToolEntry, WhyFiltered,
+    AwaitServer, CallBuiltin, CallServerTool, CallTool, Complete, GetInstructions, GetPrompt,
+    ListPrompts, ListResourceTemplates, ListResources, ListServers, ListTools, ReadResource,
+    ServerGone, ServerRequest, ServerTools, SetBuiltins, SubscribeResource, ToolEntry,
+    ToolProgress, WhyFiltered,
 };
 use crate::naming::{full_name_prefixed, sanitize, server_prefix};
 use crate::protocol::types::{CallToolResult, Tool};
@@ -33,9 +34,21 @@ enum Route {
 
 struct ServerTable {
     spec: Arc<ServerSpec>,
-    addr: Addr<McpServer>,
+    /// `None` while the tools come from the cache: a call asks `starter` for the actor.
+    addr: Option<Addr<McpServer>>,
+    starter: Option<Recipient<AwaitServer>>,
     tools: Arc<[Arc<Tool>]>,
 }
+
+/// A call routed again once its server connected (its tools were offered from the cache):
+/// the table is the live one now, so a tool the live list lacks is named as vanished.
+#[derive(Message)]
+#[rtype(result = "Result<CallToolResult, CallError>")]
+struct Rerouted(CallTool);
+
+/// How long past its startup timeout a call waits for a server offered from the cache (the
+/// supervisor answers at the timeout; this only bounds a supervisor that is gone).
+const AWAIT_MARGIN: Duration = Duration::from_secs(5);
 
 /// The tool table.
 #[derive(Default)]
@@ -53,6 +66,8 @@ pub struct ToolRegistry {
     instructions: BTreeMap<String, Arc<str>>,
     /// The same, as handed out (a new `Arc` only when they change).
     instructions_list: Arc<Vec<(String, Arc<str>)>>,
+    /// Registered names whose server's newer list no longer has them: name -> (server, tool).
+    vanished: HashMap<String, (String, String)>,
     /// Compiled output schemas, by registered tool name (cleared on every rebuild).
     validators: HashMap<String, Arc<Result<jsonschema::Validator, String>>>,
 }
@@ -201,14 +216,28 @@ impl ToolRegistry {
                 .unwrap_or_else(|| "not connected".to_owned());
             return Box::pin(async move { Err(RequestError::Unavailable { server, reason }) });
         };
-        let ask = table.addr.send(msg);
+        let (addr, starter) = (table.addr.clone(), table.starter.clone());
+        let bound = table.spec.startup_timeout + AWAIT_MARGIN;
         Box::pin(async move {
-            ask.await.unwrap_or_else(|_| {
-                Err(RequestError::Unavailable {
-                    server,
-                    reason: "stopped".to_owned(),
-                })
-            })
+            let stopped =
+                |server: String, reason: String| RequestError::Unavailable { server, reason };
+            let addr = match (addr, starter) {
+                (Some(a), _) => a,
+                (None, Some(starter)) => {
+                    let wait = starter.send(AwaitServer {
+                        server: server.clone(),
+                    });
+                    match tokio::time::timeout(bound, wait).await {
+                        Ok(Ok(Ok(a))) => a,
+                        Ok(Ok(Err(why))) => return Err(stopped(server, why)),
+                        _ => return Err(stopped(server, "not connected".to_owned())),
+                    }
+                }
+                (None, None) => return Err(stopped(server, "not connected".to_owned())),
+            };
+            addr.send(msg)
+                .await
+                .unwrap_or_else(|_| Err(stopped(server, "stopped".to_owned())))
         })
     }
 
@@ -275,11 +304,29 @@ impl Handler<ServerTools> for ToolRegistry {
             self.order.push(name.clone());
         }
         self.set_instructions(&name, msg.instructions);
+        let prefix = server_prefix(&name);
+        // Only the last change's removals are kept: a server that renames its tools at every
+        // list_changed cannot grow this map past its own list.
+        self.vanished.retain(|_, (server, _)| *server != name);
+        if let Some(old) = self.servers.get(&name) {
+            for t in old.tools.iter() {
+                if !msg.tools.iter().any(|n| n.name == t.name) {
+                    self.vanished.insert(
+                        full_name_prefixed(&prefix, &t.name),
+                        (name.clone(), t.name.clone()),
+                    );
+                }
+            }
+        }
+        for t in msg.tools.iter() {
+            self.vanished.remove(&full_name_prefixed(&prefix, &t.name));
+        }
         self.servers.insert(
             name.clone(),
             ServerTable {
                 spec: msg.spec,
                 addr: msg.addr,
+                starter: msg.starter,
                 tools: msg.tools,
             },
         );
@@ -417,7 +464,91 @@ fn check_output(
 impl Handler<CallTool> for ToolRegistry {
     type Result = ResponseFuture<Result<CallToolResult, CallError>>;
 
-    fn handle(&mut self, msg: CallTool, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: CallTool, ctx: &mut Context<Self>) -> Self::Result {
+        self.route(msg, Some(ctx.address()))
+    }
+}
+
+impl Handler<Rerouted> for ToolRegistry {
+    type Result = ResponseFuture<Result<CallToolResult, CallError>>;
+
+    fn handle(&mut self, msg: Rerouted, _ctx: &mut Context<Self>) -> Self::Result {
+        self.route(msg.0, None)
+    }
+}
+
+impl ToolRegistry {
+    /// Waits for the server of a tool offered from the cache (within its startup timeout, a
+    /// progress line on the call), then routes the call again on the live table (`me`).
+    fn await_then_route(
+        &self,
+        msg: CallTool,
+        server: String,
+        table: &ServerTable,
+        me: Addr<ToolRegistry>,
+    ) -> ResponseFuture<Result<CallToolResult, CallError>> {
+        let Some(starter) = table.starter.clone() else {
+            return Box::pin(async move {
+                Err(CallError::ServerUnavailable {
+                    server,
+                    reason: "not connected".to_owned(),
+                })
+            });
+        };
+        let startup = table.spec.startup_timeout;
+        if let Some(p) = &msg.progress {
+            p.send(ToolProgress {
+                server: server.clone(),
+                progress: 0.0,
+                total: None,
+                message: Some(format!(
+                    "waiting for server \"{server}\" to start (up to {}, its startupTimeoutSec)",
+                    crate::error::fmt_duration(startup)
+                )),
+            });
+        }
+        Box::pin(async move {
+            let cancel = msg.cancel.clone();
+            let wait = starter.send(AwaitServer {
+                server: server.clone(),
+            });
+            let got = tokio::select! {
+                r = tokio::time::timeout(startup + AWAIT_MARGIN, wait) => r,
+                _ = cancel.cancelled() => {
+                    let tool = msg.name.clone();
+                    return Err(CallError::Cancelled { server, tool });
+                }
+            };
+            match got {
+                Ok(Ok(Ok(_))) => me.send(Rerouted(msg)).await.unwrap_or_else(|_| {
+                    Err(CallError::ServerUnavailable {
+                        server,
+                        reason: "unreachable: the tool registry has stopped".to_owned(),
+                    })
+                }),
+                Ok(Ok(Err(reason))) => Err(CallError::ServerUnavailable { server, reason }),
+                Ok(Err(_)) => Err(CallError::ServerUnavailable {
+                    server,
+                    reason: "unreachable: its supervisor has stopped".to_owned(),
+                }),
+                Err(_) => Err(CallError::ServerUnavailable {
+                    server,
+                    reason: format!(
+                        "still not connected after {}",
+                        crate::error::fmt_duration(startup + AWAIT_MARGIN)
+                    ),
+                }),
+            }
+        })
+    }
+
+    /// Routes a call; `me` is set on its first routing (a call of a tool offered from the cache
+    /// may then wait for its server and be routed again, once).
+    fn route(
+        &mut self,
+        msg: CallTool,
+        me: Option<Addr<ToolRegistry>>,
+    ) -> ResponseFuture<Result<CallToolResult, CallError>> {
         let validator = self.validator(&msg.name);
         match self.routes.get(&msg.name) {
             Some(Route::Mcp { server, tool, .. }) => {
@@ -430,7 +561,22 @@ impl Handler<CallTool> for ToolRegistry {
                         })
                     });
                 };
-                let call = table.addr.send(CallServerTool {
+                let addr = match (&table.addr, me) {
+                    (Some(a), _) => a,
+                    (None, Some(me)) => {
+                        return self.await_then_route(msg, server.clone(), table, me)
+                    }
+                    (None, None) => {
+                        let server = server.clone();
+                        return Box::pin(async move {
+                            Err(CallError::ServerUnavailable {
+                                server,
+                                reason: "not connected".to_owned(),
+                            })
+                        });
+                    }
+                };
+                let call = addr.send(CallServerTool {
                     tool: tool.clone(),
                     arguments: msg.arguments,
                     timeout: msg.timeout.unwrap_or(table.spec.tool_timeout),
@@ -475,6 +621,10 @@ impl Handler<CallTool> for ToolRegistry {
             }
             None => {
                 let err = match self.unavailable_owner(&msg.name) {
+                    _ if self.vanished.contains_key(&msg.name) => {
+                        let (server, tool) = self.vanished[&msg.name].clone();
+                        CallError::ToolVanished { server, tool }
+                    }
                     Some((server, reason)) => CallError::ServerUnavailable {
                         server: server.clone(),
                         reason: reason.clone(),

@@ -192,6 +192,9 @@ pub struct ServerSpec {
     /// that changed after it was shown, even where the shown line does not say, is not
     /// approved by that answer.
     pub approval: Option<String>,
+    /// `start`: how the server starts when its tool list is cached (`None`: the session's
+    /// default, `[mcp] start`).
+    pub start: Option<crate::tool_cache::StartMode>,
 }
 
 /// The log levels of the spec, least severe first.
@@ -271,6 +274,7 @@ impl ServerSpec {
             log_level: None,
             shown: None,
             approval: None,
+            start: None,
         }
     }
 

@@ -152,6 +152,9 @@ pub(super) struct RawServer {
     pub(super) roots: Option<RawRoots>,
     #[serde(default)]
     pub(super) log_level: Option<String>,
+    /// `"eager"` or `"lazy"`: how the server starts when its tool list is cached.
+    #[serde(default)]
+    pub(super) start: Option<String>,
 }
 
 /// A `"roots"` entry: `false` offers none (the capability is not declared), `true` the

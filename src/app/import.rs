@@ -50,7 +50,7 @@ pub fn default_path(source: Source, project: &Path) -> PathBuf {
 }
 
 /// The fields of a `.mcp.json` server entry (what an imported entry may keep).
-pub const ENTRY_FIELDS: [&str; 20] = [
+pub const ENTRY_FIELDS: [&str; 21] = [
     "type",
     "command",
     "args",
@@ -71,6 +71,7 @@ pub const ENTRY_FIELDS: [&str; 20] = [
     "oauth",
     "roots",
     "logLevel",
+    "start",
 ];
 
 /// One server of another tool's file, as a `.mcp.json` entry, with the fields it had that

@@ -23,6 +23,7 @@ pub mod sampler;
 mod session;
 pub mod sessions;
 pub mod sources;
+pub mod tool_cache;
 pub mod trace_file;
 pub mod trust;
 pub mod watcher;

@@ -57,6 +57,18 @@ impl Runtime {
         policy: RestartPolicy,
         input: Option<Recipient<InputRequest>>,
     ) -> Self {
+        Self::start_cached(specs, tap, policy, input, None)
+    }
+
+    /// [`Runtime::start_with_input`] with the tool-list cache: every live list is kept in
+    /// it, and (when it offers them) cached lists are registered at once.
+    pub fn start_cached(
+        specs: Vec<ServerSpec>,
+        tap: Option<WireTap>,
+        policy: RestartPolicy,
+        input: Option<Recipient<InputRequest>>,
+        cache: Option<harness9_actors::tool_cache::CacheUse>,
+    ) -> Self {
         let max_startup = specs
             .iter()
             .map(|s| s.startup_timeout)
@@ -65,6 +77,7 @@ impl Runtime {
         let registry = ToolRegistry::new().start();
         let supervisor = ServerSupervisor::new(specs, registry.clone(), policy, tap)
             .with_input(input)
+            .with_cache(cache)
             .start();
         let (tx, status) = watch::channel(StatusSnapshot::default());
         let watcher = StatusWatch { tx }.start();
@@ -97,6 +110,18 @@ impl Runtime {
     pub async fn settled(&mut self, bound: Duration) -> StatusSnapshot {
         let rx = &mut self.status;
         let wait = rx.wait_for(|s| !s.is_empty() && s.values().all(|st| st.status.is_settled()));
+        let done = match tokio::time::timeout(bound, wait).await {
+            Ok(Ok(s)) => Some(s.clone()),
+            _ => None,
+        };
+        done.unwrap_or_else(|| self.status.borrow().clone())
+    }
+
+    /// Waits until every server is settled or offers its tools from the cache (the first
+    /// model request needs nothing more), or `bound` passes; returns the snapshot then.
+    pub async fn ready(&mut self, bound: Duration) -> StatusSnapshot {
+        let rx = &mut self.status;
+        let wait = rx.wait_for(|s| !s.is_empty() && s.values().all(|st| st.status.is_ready()));
         let done = match tokio::time::timeout(bound, wait).await {
             Ok(Ok(s)) => Some(s.clone()),
             _ => None,

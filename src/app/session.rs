@@ -186,6 +186,9 @@ pub struct Start {
     /// A person answers servers' questions (the TUI registers with the desk's `SetUser`):
     /// URL elicitation is declared, and sampling whenever a model is configured.
     pub interactive: bool,
+    /// Offer servers' cached tool lists at once (and start lazy ones on their first call);
+    /// without it the cache is only written. The front ends with a model, and `mcp list`.
+    pub offer_cached: bool,
 }
 
 /// A running session: the runtime with its built-ins, the trace file, the config watcher.
@@ -200,6 +203,8 @@ pub struct Session {
     pub desk: Addr<InputDesk>,
     trace_writer: Option<std::thread::JoinHandle<()>>,
     shutdown_grace: Option<Duration>,
+    /// The tool-list cache (`None` with `HARNESS9_TOOL_CACHE=""`).
+    pub tool_cache: Option<std::sync::Arc<super::tool_cache::DiskCache>>,
 }
 
 impl Session {
@@ -226,6 +231,14 @@ impl Session {
             None => file_tap,
         };
         let model = opts.model_settings().ok();
+        let tool_cache = super::tool_cache::dir().map(super::tool_cache::DiskCache::open);
+        let cache_use = tool_cache
+            .clone()
+            .map(|store| harness9_actors::tool_cache::CacheUse {
+                store,
+                default_start: model.as_ref().map(|m| m.mcp_start).unwrap_or_default(),
+                offer: start.offer_cached,
+            });
         let desk = InputDesk::new(
             DeskOptions {
                 answers: match &opts.elicitation_answers {
@@ -245,11 +258,12 @@ impl Session {
         // Declared before any server starts: what this front end can answer.
         harness9_actors::server::input::declare(desk.caps());
         let desk = desk.start();
-        let runtime = Runtime::start_with_input(
+        let runtime = Runtime::start_cached(
             servers,
             tap,
             RestartPolicy::default(),
             Some(desk.clone().recipient()),
+            cache_use,
         );
         if start.builtins {
             runtime.install_builtins(&root);
@@ -272,6 +286,7 @@ impl Session {
             desk,
             trace_writer,
             shutdown_grace: start.shutdown_grace,
+            tool_cache,
         })
     }
 
@@ -322,6 +337,7 @@ impl Session {
             watcher,
             trace_writer,
             shutdown_grace,
+            tool_cache,
             ..
         } = self;
         if let Some(w) = watcher {
@@ -334,6 +350,10 @@ impl Session {
                 grace: shutdown_grace,
             })
             .await;
+        // The last live lists reach the disk (the writer is a thread; bounded like the trace).
+        if let Some(c) = tool_cache {
+            let _ = tokio::task::spawn_blocking(move || c.flush(TRACE_JOIN)).await;
+        }
         // The tap clones live in the (now stopped) actors; the writer ends when they are dropped.
         drop(runtime);
         if let Some(h) = trace_writer {

@@ -94,6 +94,9 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
     };
     let start = Start {
         shutdown_grace: Some(crate::app::HEADLESS_GRACE),
+        // `mcp list` shows what the model would be offered (a lazy server's cached list);
+        // the commands on one server want it live.
+        offer_cached: matches!(cmd, McpCommand::List(_)),
         ..Start::default()
     };
     let mut session = Session::start(opts, &config, specs, start)?;
@@ -108,7 +111,10 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
             rt.settled(bound).await
         };
         match cmd {
-            McpCommand::List(f) => list(&config, &snap, f.json.json),
+            McpCommand::List(f) => {
+                let sizes = tool_sizes(rt).await;
+                list(&config, &snap, &sizes, f.json.json)
+            }
             McpCommand::Get { server, json, .. } => get(rt, &snap, server, json.json).await,
             McpCommand::Call {
                 server,
@@ -253,6 +259,7 @@ fn status_json(name: &str, st: &ServerState) -> Value {
         ServerStatus::Starting { .. } => {
             v["error"] = json!("still starting (did not settle in time)")
         }
+        ServerStatus::Cached { tools, .. } => v["tools"] = json!(tools),
         ServerStatus::Unapproved { command_line, .. } => {
             v["commandLine"] = json!(command_line);
             v["approve"] = json!(format!(
@@ -265,10 +272,67 @@ fn status_json(name: &str, st: &ServerState) -> Value {
     v
 }
 
-fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result<ExitCode> {
-    let failed = snap
-        .values()
-        .any(|s| !matches!(s.status, ServerStatus::Connected { .. }));
+/// Each server's registered tool definitions as the model gets them (name, description,
+/// input schema), in bytes: by server name.
+async fn tool_sizes(rt: &Runtime) -> std::collections::BTreeMap<String, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    let Ok(all) = rt.registry.send(ListTools).await else {
+        return out;
+    };
+    for e in all.iter() {
+        let Some(server) = &e.server else { continue };
+        *out.entry(server.clone()).or_default() += definition_bytes(e);
+    }
+    out
+}
+
+/// The bytes of one tool's definition as a model request carries it.
+pub(crate) fn definition_bytes(e: &ToolEntry) -> usize {
+    // {"name":"…","description":"…","input_schema":…}, the schema raw as the server sent it.
+    let def = json!({
+        "name": e.name,
+        "description": e.tool.description.as_deref().unwrap_or_default(),
+        "input_schema": &*e.tool.input_schema,
+    });
+    serde_json::to_vec(&def).map_or(0, |v| v.len())
+}
+
+/// `3 s`, `5 min`, `2 h`, `3 d`: an age, coarsely.
+fn age_of(written: std::time::SystemTime) -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(written)
+        .unwrap_or_default()
+        .as_secs();
+    match secs {
+        0..=119 => format!("{secs} s"),
+        120..=7199 => format!("{} min", secs / 60),
+        7200..=172_799 => format!("{} h", secs / 3600),
+        _ => format!("{} d", secs / 86_400),
+    }
+}
+
+/// Where a server's tools come from (`live` or `cache`) and how old the cache entry offered
+/// for it is, if one was.
+fn tools_source(st: &ServerStatus) -> (&'static str, Option<std::time::SystemTime>) {
+    match st {
+        ServerStatus::Connected { info, .. } => ("live", info.cache_written),
+        ServerStatus::Cached { written, .. } => ("cache", Some(*written)),
+        _ => ("none", None),
+    }
+}
+
+fn list(
+    config: &Config,
+    snap: &StatusSnapshot,
+    sizes: &std::collections::BTreeMap<String, usize>,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    let failed = snap.values().any(|s| {
+        !matches!(
+            s.status,
+            ServerStatus::Connected { .. } | ServerStatus::Cached { .. }
+        )
+    });
     let source = |name: &str| {
         config
             .sources
@@ -289,6 +353,15 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
             .iter()
             .map(|(n, s)| {
                 let mut v = status_json(n, s);
+                let (from, written) = tools_source(&s.status);
+                v["toolsFrom"] = json!(from);
+                v["cacheAgeMs"] = json!(written.map(|w| std::time::SystemTime::now()
+                    .duration_since(w)
+                    .unwrap_or_default()
+                    .as_millis() as u64));
+                let bytes = sizes.get(n).copied().unwrap_or(0);
+                v["toolBytes"] = json!(bytes);
+                v["toolTokens"] = json!(bytes.div_ceil(4));
                 // What it runs or reaches, as its file writes it (`${VAR}` names, never their
                 // values), for every server.
                 if v.get("commandLine").is_none() {
@@ -311,11 +384,12 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
         say!("no MCP servers configured in {}", config.path.display());
     } else {
         say!(
-            "{:<20} {:<9} {:<11} {:>5}  {:<10} {:<9} {:>8}  DETAIL",
+            "{:<20} {:<9} {:<11} {:>5} {:>7}  {:<10} {:<9} {:>8}  DETAIL",
             "SERVER",
             "TRANSPORT",
             "STATUS",
             "TOOLS",
+            "~TOKENS",
             "PROTOCOL",
             "ERA",
             "CONNECT"
@@ -331,9 +405,31 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
                     ),
                     format!("{} ms", info.connect_time.as_millis()),
                     format!(
-                        "{} {}",
+                        "{} {}; tools live{}",
                         clean_line(&info.server_info.name),
-                        clean_line(&info.server_info.version)
+                        clean_line(&info.server_info.version),
+                        info.cache_written
+                            .map(|w| format!(" (the cache offered was {} old)", age_of(w)))
+                            .unwrap_or_default()
+                    ),
+                    &[][..],
+                ),
+                ServerStatus::Cached {
+                    tools,
+                    written,
+                    starting,
+                } => (
+                    tools.to_string(),
+                    "-".into(),
+                    "-".into(),
+                    format!(
+                        "tools from the cache, {} old; {}",
+                        age_of(*written),
+                        if starting.is_some() {
+                            "still starting"
+                        } else {
+                            "not started: starts on its first call (lazy)"
+                        }
                     ),
                     &[][..],
                 ),
@@ -376,9 +472,13 @@ fn list(config: &Config, snap: &StatusSnapshot, as_json: bool) -> anyhow::Result
             } else {
                 proto
             };
+            let tokens = match sizes.get(name.as_str()) {
+                Some(b) => b.div_ceil(4).to_string(),
+                None => "-".into(),
+            };
             let name = clean_line(name);
             say!(
-                "{name:<20} {:<9} {:<11} {tools:>5}  {proto:<20} {time:>8}  {detail}",
+                "{name:<20} {:<9} {:<11} {tools:>5} {tokens:>7}  {proto:<20} {time:>8}  {detail}",
                 st.transport,
                 st.status.label()
             );

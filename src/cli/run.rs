@@ -220,6 +220,7 @@ pub async fn run(
     let start = Start {
         shutdown_grace: Some(crate::app::HEADLESS_GRACE),
         builtins: true,
+        offer_cached: true,
         ..Start::default()
     };
     let mut session = Session::start(opts, &config, config.servers.clone(), start)?;
@@ -298,7 +299,8 @@ pub async fn run(
         let snap = if config.servers.is_empty() {
             StatusSnapshot::default()
         } else {
-            rt.settled(wait).await
+            // A server offering its tools from the cache is ready: nothing is waited for.
+            rt.ready(wait).await
         };
         if args.json_events() {
             let servers: serde_json::Map<String, Value> = snap

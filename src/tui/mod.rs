@@ -104,6 +104,8 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         // Quitting the TUI gives every server its own grace.
         shutdown_grace: None,
         interactive: true,
+        // The first turn carries every server's cached tools without waiting for any.
+        offer_cached: true,
     };
     let root = std::env::current_dir().context("cannot read the working directory")?;
     // A malformed rule stops the start, naming its file and line (or flag).

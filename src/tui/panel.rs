@@ -281,6 +281,17 @@ pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
             lines.push(Line::from(head));
             lines.push(Line::styled("starting: handshake in progress", DIM));
         }
+        ServerStatus::Cached { starting, .. } => {
+            lines.push(Line::from(head));
+            lines.push(Line::styled(
+                if starting.is_some() {
+                    "tools from the cache; starting: handshake in progress"
+                } else {
+                    "tools from the cache; starts on the first call of one of them (lazy)"
+                },
+                DIM,
+            ));
+        }
         ServerStatus::NeedsLogin { error, login_page } => {
             lines.push(Line::from(head));
             lines.push(Line::styled(

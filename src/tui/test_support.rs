@@ -33,6 +33,8 @@ pub(crate) fn connected(tools: usize, ms: u64) -> ServerState {
                 capabilities: Default::default(),
                 connect_time: Duration::from_millis(ms),
                 transport: "stdio",
+                tools_ttl_ms: None,
+                cache_written: None,
                 pid: Some(4242),
                 notes: Vec::new(),
             },

@@ -109,6 +109,15 @@ pub(super) fn status_symbol(status: &ServerStatus) -> (&'static str, Color, Stri
             format!("{tools} tool{}", if *tools == 1 { "" } else { "s" }),
         ),
         ServerStatus::Starting { .. } => ("○", Color::Yellow, "starting".into()),
+        // Its tools are offered from the cache; the server is starting or waits for a call.
+        ServerStatus::Cached { tools, .. } => (
+            "◐",
+            Color::Cyan,
+            format!(
+                "{tools} tool{} (cached)",
+                if *tools == 1 { "" } else { "s" }
+            ),
+        ),
         ServerStatus::Restarting { attempt, .. } => {
             ("○", Color::Yellow, format!("restarting ({attempt})"))
         }

@@ -252,6 +252,8 @@ pub fn harness9_in(dir: &Path) -> std::process::Command {
         .env("HARNESS9_STARTUP_WAIT", "60")
         // Conversations are saved in the test's dir, never the user's state dir.
         .env("HARNESS9_SESSIONS", dir.join("sessions"))
+        // Tool lists are cached in the test's dir: a test starts cold.
+        .env("HARNESS9_TOOL_CACHE", dir.join("tool-cache"))
         .current_dir(dir);
     c
 }

@@ -20,6 +20,7 @@ mod reference;
 mod reload;
 mod sandbox;
 mod sources;
+mod tool_cache;
 mod trust;
 mod tui;
 mod tui_asks;

@@ -65,10 +65,11 @@ impl Tmux {
             .to_string_lossy()
             .into_owned();
         let mut env = format!(
-            "HARNESS9_LOG={} HARNESS9_HISTORY={} HARNESS9_SESSIONS={} RUST_LOG=info HARNESS9_DEBUG_PANIC=1",
+            "HARNESS9_LOG={} HARNESS9_HISTORY={} HARNESS9_SESSIONS={} HARNESS9_TOOL_CACHE={} RUST_LOG=info HARNESS9_DEBUG_PANIC=1",
             quote(&dir.join("harness9.log").to_string_lossy()),
             quote(&dir.join("history.jsonl").to_string_lossy()),
-            quote(&dir.join("sessions").to_string_lossy())
+            quote(&dir.join("sessions").to_string_lossy()),
+            quote(&dir.join("tool-cache").to_string_lossy())
         );
         if let Some(e) = editor {
             env += &format!(" EDITOR={}", quote(&e.to_string_lossy()));
@@ -285,7 +286,7 @@ impl Tmux {
 impl Tmux {
     /// Ends this tmux server (and harness9, if still running) but keeps the dir, for a second
     /// session in the same project.
-    fn end_keeping_dir(self) {
+    pub(super) fn end_keeping_dir(self) {
         let _ = tmux(&self.dir, &["kill-server"]);
         // The old server may still be exiting: a new session on the same socket could reach
         // it ("server exited unexpectedly"). Without the socket file, the next tmux starts a

@@ -90,6 +90,8 @@ pub struct McpServer {
     listen_wait: Duration,
     /// The re-list a tool list's `ttlMs` asked for.
     ttl_timer: Option<SpawnHandle>,
+    /// The last tool list's `ttlMs` (reported with it, for the tool-list cache).
+    tools_ttl: Option<u64>,
     exit_reason: Option<String>,
     cwd: PathBuf,
     /// A sandboxed server's private temp directory, removed when its process has exited.
@@ -186,6 +188,7 @@ impl McpServer {
             needs_login: false,
             listen_wait: Duration::from_secs(1),
             ttl_timer: None,
+            tools_ttl: None,
             exit_reason: None,
             cwd,
             scratch: None,
@@ -286,6 +289,8 @@ impl McpServer {
                     capabilities: Arc::new(init.capabilities),
                     connect_time: self.started.elapsed(),
                     transport: self.kind,
+                    tools_ttl_ms: self.tools_ttl,
+                    cache_written: None,
                     pid: u32::try_from(self.pgid).ok().filter(|p| *p > 0),
                     notes: Vec::new(),
                 };

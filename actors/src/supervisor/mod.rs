@@ -15,18 +15,22 @@ use tokio::sync::oneshot;
 
 use crate::error::fmt_duration;
 use crate::messages::{
-    GetStatus, Restart, ServerEvent, ServerEventKind, ServerGone, ServerNotice, ServerState,
-    ServerStatus, ServerTools, Shutdown, ShutdownAll, StatusChanged, StatusSnapshot, Stop,
-    Subscribe, SubscribeNotices,
+    AwaitServer, GetStatus, Restart, ServerEvent, ServerEventKind, ServerGone, ServerNotice,
+    ServerState, ServerStatus, ServerTools, Shutdown, ShutdownAll, StatusChanged, StatusSnapshot,
+    Stop, Subscribe, SubscribeNotices,
 };
 use crate::protocol::version::Era;
 use crate::registry::ToolRegistry;
 use crate::server::McpServer;
 use crate::spec::{Hold, RestartPolicy, ServerSpec};
+use crate::tool_cache::{CacheUse, CachedList, StartMode};
 use crate::trace::WireTap;
 
 mod login;
 mod reconcile;
+
+/// A call's wait for a server whose tools were offered from the cache.
+type Waiter = oneshot::Sender<Result<Addr<McpServer>, String>>;
 
 /// How long `ShutdownAll` waits for children before it gives up on them (they are SIGKILLed).
 const SHUTDOWN_BOUND: Duration = Duration::from_secs(10);
@@ -44,6 +48,10 @@ struct Entry {
     /// The era the server spoke when it last connected: the next generation starts in it
     /// without probing (forgotten when the spec changes).
     era: Option<Era>,
+    /// Calls waiting for this server to connect (its tools were offered from the cache).
+    waiters: Vec<Waiter>,
+    /// When the cache entry offered for this spec was written (shown until it connects).
+    cache_written: Option<std::time::SystemTime>,
 }
 
 impl Entry {
@@ -57,6 +65,8 @@ impl Entry {
             ever_connected: false,
             timer: None,
             era: None,
+            waiters: Vec::new(),
+            cache_written: None,
         }
     }
 }
@@ -83,6 +93,8 @@ pub struct ServerSupervisor {
     shutting_down: bool,
     /// Given to every server actor: where its elicitation and sampling requests go.
     input: Option<Recipient<crate::messages::InputRequest>>,
+    /// The tool-list cache and how servers with an entry start.
+    cache: Option<CacheUse>,
 }
 
 impl ServerSupervisor {
@@ -118,7 +130,97 @@ impl ServerSupervisor {
             shutdown_waiters: Vec::new(),
             shutting_down: false,
             input: None,
+            cache: None,
         }
+    }
+
+    /// Keeps every live tool list in `cache` and, when it offers them, gives the model a
+    /// server's cached tools at once (see [`StartMode`]).
+    pub fn with_cache(mut self, cache: Option<CacheUse>) -> Self {
+        self.cache = cache;
+        self
+    }
+
+    /// Starts `name`: a spec with a fresh cache entry has its cached tools registered at once
+    /// (status `Cached`) and is launched now (eager) or on its first call (lazy); any other is
+    /// launched.
+    fn begin(&mut self, name: &str, ctx: &mut Context<Self>) {
+        let me = ctx.address().recipient();
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        let cached = match &self.cache {
+            Some(c) if c.offer && entry.spec.hold.is_none() => c
+                .store
+                .load(&entry.spec)
+                .map(|l| (l, entry.spec.start.unwrap_or(c.default_start))),
+            _ => None,
+        };
+        let Some((list, mode)) = cached else {
+            return self.launch(name, ctx);
+        };
+        let count = list
+            .tools
+            .iter()
+            .filter(|t| entry.spec.tool_enabled(&t.name))
+            .count();
+        let lazy = mode == StartMode::Lazy;
+        tracing::debug!(target: "mcp", server = %name, tools = count, start = mode.label(),
+            "tools offered from the cache");
+        entry.cache_written = Some(list.written);
+        entry.status = ServerStatus::Cached {
+            tools: count,
+            written: list.written,
+            starting: (!lazy).then(Instant::now),
+        };
+        self.registry.do_send(ServerTools {
+            spec: entry.spec.clone(),
+            addr: None,
+            starter: Some(me),
+            tools: list.tools,
+            instructions: list.instructions.as_deref().map(Arc::from),
+        });
+        if !lazy {
+            self.launch(name, ctx);
+        }
+    }
+
+    /// The server's tools leave the table with `reason`; calls waiting for it get the reason.
+    fn gone(&mut self, name: &str, reason: String) {
+        if let Some(entry) = self.entries.get_mut(name) {
+            for w in entry.waiters.drain(..) {
+                let _ = w.send(Err(reason.clone()));
+            }
+        }
+        self.registry.do_send(ServerGone {
+            server: name.to_owned(),
+            reason,
+        });
+    }
+
+    /// Keeps a live listing in the cache.
+    fn remember(
+        &self,
+        spec: &ServerSpec,
+        info: &crate::messages::ConnectionInfo,
+        tools: Arc<[Arc<crate::protocol::types::Tool>]>,
+        ttl_ms: Option<u64>,
+    ) {
+        let Some(c) = &self.cache else {
+            return;
+        };
+        c.store.store(
+            spec,
+            CachedList {
+                tools,
+                era: info.era,
+                server_info: info.server_info.clone(),
+                instructions: info.instructions.clone(),
+                capabilities: info.capabilities.clone(),
+                ttl_ms,
+                written: std::time::SystemTime::now(),
+            },
+        );
     }
 
     /// Sends every server's elicitation and sampling requests to `input` (the front end).
@@ -252,14 +354,11 @@ impl ServerSupervisor {
         if entry.ever_connected {
             self.exited(name, error, Vec::new(), ctx);
         } else {
-            self.registry.do_send(ServerGone {
-                server: name.to_owned(),
-                reason: format!("failed: {error}"),
-            });
             entry.status = ServerStatus::Failed {
-                error,
+                error: error.clone(),
                 stderr_tail: Vec::new(),
             };
+            self.gone(name, format!("failed: {error}"));
             self.publish(ctx);
         }
     }
@@ -315,10 +414,7 @@ impl ServerSupervisor {
                 }
             }));
         }
-        self.registry.do_send(ServerGone {
-            server: name.to_owned(),
-            reason: registry_reason,
-        });
+        self.gone(name, registry_reason);
         self.publish(ctx);
     }
 
@@ -334,13 +430,11 @@ impl ServerSupervisor {
             });
         }
         entry.exits.clear();
+        entry.cache_written = None;
         entry.status = ServerStatus::Starting {
             since: Instant::now(),
         };
-        self.registry.do_send(ServerGone {
-            server: name.to_owned(),
-            reason: reason.to_owned(),
-        });
+        self.gone(name, reason.to_owned());
         self.launch(name, ctx);
     }
 
@@ -365,7 +459,7 @@ impl Actor for ServerSupervisor {
         }
         let names: Vec<String> = self.entries.keys().cloned().collect();
         for name in names {
-            self.launch(&name, ctx);
+            self.begin(&name, ctx);
         }
         self.publish(ctx);
     }
@@ -400,6 +494,7 @@ impl Handler<ServerEvent> for ServerSupervisor {
                 entry.ever_connected = true;
                 entry.era = Some(info.era);
                 let mut info = info;
+                info.cache_written = entry.cache_written.take();
                 info.notes = filter_notes(&entry.spec, &tools);
                 for n in &info.notes {
                     tracing::warn!(target: "mcp", server = %ev.server, "{n}");
@@ -409,16 +504,26 @@ impl Handler<ServerEvent> for ServerSupervisor {
                     .filter(|t| entry.spec.tool_enabled(&t.name))
                     .count();
                 let instructions = info.instructions.as_deref().map(Arc::from);
-                entry.status = ServerStatus::Connected { tools: count, info };
+                let ttl = info.tools_ttl_ms;
+                let spec = entry.spec.clone();
                 self.registry.do_send(ServerTools {
-                    spec: entry.spec.clone(),
-                    addr,
-                    tools,
+                    spec: spec.clone(),
+                    addr: Some(addr.clone()),
+                    starter: None,
+                    tools: tools.clone(),
                     instructions,
                 });
+                // After the live table is on its way: a waiting call is routed on it.
+                for w in entry.waiters.drain(..) {
+                    let _ = w.send(Ok(addr.clone()));
+                }
+                self.remember(&spec, &info, tools, ttl);
+                if let Some(e) = self.entries.get_mut(&ev.server) {
+                    e.status = ServerStatus::Connected { tools: count, info };
+                }
                 self.publish(ctx);
             }
-            ServerEventKind::ToolsChanged { tools } => {
+            ServerEventKind::ToolsChanged { tools, ttl_ms } => {
                 let (ServerStatus::Connected { tools: count, info }, Some(addr)) =
                     (&mut entry.status, entry.addr.clone())
                 else {
@@ -430,10 +535,13 @@ impl Handler<ServerEvent> for ServerSupervisor {
                     .count();
                 self.registry.do_send(ServerTools {
                     spec: entry.spec.clone(),
-                    addr,
-                    tools,
+                    addr: Some(addr),
+                    starter: None,
+                    tools: tools.clone(),
                     instructions: info.instructions.as_deref().map(Arc::from),
                 });
+                let (spec, info) = (entry.spec.clone(), info.clone());
+                self.remember(&spec, &info, tools, ttl_ms);
                 self.publish(ctx);
             }
             ServerEventKind::Exited {
@@ -508,11 +616,9 @@ impl Handler<ServerEvent> for ServerSupervisor {
                                 },
                             )
                         };
-                        self.registry.do_send(ServerGone {
-                            server: ev.server.clone(),
-                            reason: gone,
-                        });
                         entry.status = status;
+                        let name = ev.server.clone();
+                        self.gone(&name, gone);
                         self.publish(ctx);
                     }
                 }
@@ -581,10 +687,7 @@ impl Handler<Stop> for ServerSupervisor {
             });
         }
         entry.status = ServerStatus::Stopped;
-        self.registry.do_send(ServerGone {
-            server: msg.0,
-            reason: "stopped".to_owned(),
-        });
+        self.gone(&msg.0, "stopped".to_owned());
         self.publish(ctx);
         Ok(())
     }
@@ -608,6 +711,9 @@ impl Handler<ShutdownAll> for ServerSupervisor {
             if !matches!(entry.status, ServerStatus::Failed { .. }) {
                 entry.status = ServerStatus::Stopped;
             }
+            for w in entry.waiters.drain(..) {
+                let _ = w.send(Err("shutting down".to_owned()));
+            }
         }
         let (tx, rx) = oneshot::channel();
         self.shutdown_waiters.push(tx);
@@ -618,6 +724,46 @@ impl Handler<ShutdownAll> for ServerSupervisor {
                 crate::server::kill_all_groups();
             }
         })
+    }
+}
+
+impl Handler<AwaitServer> for ServerSupervisor {
+    type Result = ResponseFuture<Result<Addr<McpServer>, String>>;
+
+    fn handle(&mut self, msg: AwaitServer, ctx: &mut Context<Self>) -> Self::Result {
+        let name = msg.server;
+        let refused = |why: String| -> Self::Result { Box::pin(async move { Err(why) }) };
+        let Some(entry) = self.entries.get_mut(&name) else {
+            return refused("no longer in the config".to_owned());
+        };
+        match &mut entry.status {
+            ServerStatus::Connected { .. } => {
+                return match entry.addr.clone() {
+                    Some(a) => Box::pin(async move { Ok(a) }),
+                    None => refused("not connected".to_owned()),
+                }
+            }
+            ServerStatus::Cached { starting, .. } if starting.is_none() => {
+                // A lazy server: its first call starts it.
+                *starting = Some(Instant::now());
+                let (tx, rx) = oneshot::channel();
+                entry.waiters.push(tx);
+                tracing::info!(target: "mcp", server = %name, "starting on its first call");
+                self.launch(&name, ctx);
+                self.publish(ctx);
+                return Box::pin(
+                    async move { rx.await.unwrap_or_else(|_| Err("stopped".to_owned())) },
+                );
+            }
+            ServerStatus::Cached { .. }
+            | ServerStatus::Starting { .. }
+            | ServerStatus::Restarting { .. } => {}
+            ServerStatus::Failed { error, .. } => return refused(format!("failed: {error}")),
+            other => return refused(other.label().to_owned()),
+        }
+        let (tx, rx) = oneshot::channel();
+        entry.waiters.push(tx);
+        Box::pin(async move { rx.await.unwrap_or_else(|_| Err("stopped".to_owned())) })
     }
 }
 

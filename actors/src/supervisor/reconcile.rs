@@ -39,6 +39,7 @@ impl Handler<Reconcile> for ServerSupervisor {
                 server: name.clone(),
                 reason: "no longer in the config".to_owned(),
             });
+            // Its waiters' senders were dropped with the entry: those calls end at once.
             report.removed.push(name);
         }
         for spec in msg.specs {
@@ -63,7 +64,7 @@ impl Handler<Reconcile> for ServerSupervisor {
                 None => {
                     self.entries
                         .insert(name.clone(), Entry::new(spec, Instant::now()));
-                    self.launch(&name, ctx);
+                    self.begin(&name, ctx);
                     report.added.push(name);
                 }
             }

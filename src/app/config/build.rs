@@ -290,6 +290,15 @@ pub(super) fn build(
         }
         spec.log_level = Some(level.clone());
     }
+    spec.start = match raw.start.as_deref() {
+        None => None,
+        Some(s) => Some(parse_start(s).ok_or_else(|| {
+            fail(
+                "start",
+                format!("{s:?} is not a start mode; use \"eager\" or \"lazy\""),
+            )
+        })?),
+    };
     spec.enabled_tools = raw.enabled_tools;
     spec.disabled_tools = raw.disabled_tools;
     spec.max_message_bytes = raw.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
@@ -297,4 +306,14 @@ pub(super) fn build(
         .max_tools
         .unwrap_or(harness9_actors::spec::DEFAULT_MAX_TOOLS);
     Ok(spec)
+}
+
+/// `eager` or `lazy` (`start` in `.mcp.json`, `[mcp] start` in harness9.toml).
+pub fn parse_start(s: &str) -> Option<harness9_actors::tool_cache::StartMode> {
+    use harness9_actors::tool_cache::StartMode;
+    match s {
+        "eager" => Some(StartMode::Eager),
+        "lazy" => Some(StartMode::Lazy),
+        _ => None,
+    }
 }

@@ -11,7 +11,8 @@
 //! `--ticking-resource` offers one resource, `tick://counter` ("tick N"), that changes three
 //! times (every 50 ms) after a `resources/subscribe`, each change announced with
 //! `notifications/resources/updated`. `--blob-resource BYTES` offers `blob://big`, BYTES
-//! zero bytes (rounded up to a multiple of 3) as a streamed base64 blob.
+//! zero bytes (rounded up to a multiple of 3) as a streamed base64 blob. `--start-delay-ms MS`
+//! reads nothing for MS first (a slow start); `--tools-file FILE` takes `--tools N` from FILE.
 
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
@@ -51,6 +52,8 @@ struct Opts {
     url_elicitation: bool,
     /// Offer `blob://big`, a blob of this many zero bytes.
     blob_bytes: Option<usize>,
+    /// Sleep this long before reading anything (a server slow to start).
+    start_delay_ms: u64,
 }
 
 fn usage() -> ! {
@@ -60,7 +63,8 @@ fn usage() -> ! {
          [--list-changed-after N] [--stderr-lines N] [--server-requests] [--log-messages] \
          [--record FILE] [--protocol V] [--flood] [--cycle-cursors] [--cycle-cursors-later] \
          [--bad-schemas] [--exit-on-unknown] [--daemonize PIDFILE] [--big-messages-on-call BYTES] \
-         [--ticking-resource] [--url-elicitation] [--blob-resource BYTES] [--discover-never]"
+         [--ticking-resource] [--url-elicitation] [--blob-resource BYTES] [--discover-never] \
+         [--start-delay-ms MS] [--tools-file FILE]"
     );
     std::process::exit(64)
 }
@@ -110,6 +114,16 @@ fn parse() -> Opts {
             // Adds a tool whose inputSchema is a number and one nested 200 levels deep.
             "--bad-schemas" => o.bad_schemas = true,
             "--exit-on-unknown" => o.exit_on_unknown = true,
+            "--start-delay-ms" => o.start_delay_ms = num(args.next()) as u64,
+            // The number of synthetic tools, read from FILE at start (missing: 0): the same
+            // command line lists other tools from one run to the next.
+            "--tools-file" => {
+                let path = args.next().unwrap_or_else(|| usage());
+                o.tools = std::fs::read_to_string(path)
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok())
+                    .unwrap_or(0);
+            }
             "--discover-never" => o.discover_never = true,
             "--daemonize" => daemonize(&args.next().unwrap_or_else(|| usage())),
             "--big-messages-on-call" => o.big_on_call = num(args.next()),
@@ -583,6 +597,9 @@ fn call_tool(id: Value, params: Value, slow_ms: u64) {
 
 fn main() {
     let opts = parse();
+    if opts.start_delay_ms > 0 {
+        std::thread::sleep(Duration::from_millis(opts.start_delay_ms));
+    }
     OUT.lock().unwrap_or_else(|e| e.into_inner()).garbage = opts.garbage;
     let mut record = opts.record.as_ref().and_then(|p| {
         std::fs::OpenOptions::new()

@@ -303,7 +303,10 @@ impl McpServer {
                 Ok(tools) => act.events.do_send(ServerEvent {
                     server: act.spec.name.clone(),
                     generation: act.generation,
-                    kind: ServerEventKind::ToolsChanged { tools },
+                    kind: ServerEventKind::ToolsChanged {
+                        tools,
+                        ttl_ms: act.tools_ttl,
+                    },
                 }),
                 Err(e) => tracing::warn!(target: "mcp", server = %act.name, "tools/list after list_changed failed: {e}"),
             }

@@ -42,6 +42,7 @@ impl Handler<ToolsListed> for McpServer {
 
     fn handle(&mut self, msg: ToolsListed, ctx: &mut Context<Self>) -> Self::Result {
         self.fresh_for(msg.1, ctx);
+        self.tools_ttl = msg.1;
         if self.link != super::Link::Http {
             return MessageResult(msg.0.into());
         }

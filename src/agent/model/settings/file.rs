@@ -54,7 +54,11 @@ impl FileSettings {
                 .or(self.tool_output_budget_tokens),
             anthropic: self.anthropic.overlay(top.anthropic),
             openai: self.openai.overlay(top.openai),
-            mcp: self.mcp,
+            // `start` is no safety setting: the project's wins.
+            mcp: McpSection {
+                start: top.mcp.start.or(self.mcp.start),
+                ..self.mcp
+            },
             permissions: self.permissions,
             prices,
             context_windows,
@@ -69,6 +73,16 @@ impl FileSettings {
 pub(super) struct McpSection {
     /// The sandbox of every stdio server whose entry has no `"sandbox"` of its own.
     pub(super) sandbox: Option<crate::app::config::SandboxField>,
+    /// How a server whose tool list is cached starts: `"eager"` or `"lazy"`.
+    pub(super) start: Option<FileStart>,
+}
+
+/// `[mcp] start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum FileStart {
+    Eager,
+    Lazy,
 }
 
 /// `[permissions]`: what the agent's own tools may do.

@@ -81,6 +81,9 @@ pub struct Settings {
     /// `modelPreferences` hints (`[anthropic] sampling_models`, `[openai] sampling_models`);
     /// empty = only the configured model.
     pub sampling_models: Vec<String>,
+    /// `[mcp] start`: how a server whose tool list is cached starts, unless its `.mcp.json`
+    /// entry says (`start`).
+    pub mcp_start: harness9_actors::tool_cache::StartMode,
 }
 
 /// One model's price in USD per million tokens.
@@ -391,6 +394,7 @@ mod tests {
                 context_windows: s.context_windows.clone(),
                 compact_at: 0.8,
                 sampling_models: Vec::new(),
+                mcp_start: harness9_actors::tool_cache::StartMode::Eager,
             }
         );
         assert_eq!(s.context_window("claude-sonnet-4-5"), Some(200_000));

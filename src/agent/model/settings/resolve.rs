@@ -174,6 +174,10 @@ fn resolve_parsed(
         .or(defaults.compact_at)
         .filter(|f| (0.0..=1.0).contains(f))
         .unwrap_or(0.8);
+    let mcp_start = match user_file.mcp.start.or(defaults.mcp.start) {
+        Some(super::file::FileStart::Lazy) => harness9_actors::tool_cache::StartMode::Lazy,
+        _ => harness9_actors::tool_cache::StartMode::Eager,
+    };
     let settings = |provider| Settings {
         provider,
         max_steps,
@@ -183,6 +187,7 @@ fn resolve_parsed(
         context_windows: context_windows.clone(),
         compact_at,
         sampling_models: Vec::new(),
+        mcp_start,
     };
     let Some((kind, origin)) = chosen else {
         return Ok(settings(None));
