@@ -218,6 +218,7 @@ pub async fn run(
     }
     engine_cfg.context_window = settings.context_window(&provider_cfg.model);
     engine_cfg.compact_at = settings.compact_at;
+    engine_cfg.tool_search = settings.tool_search.clone();
     let model_name = format!("{} {}", provider_cfg.kind, provider_cfg.model);
     let model_id = provider_cfg.model.clone();
     let resume = super::resume_of(args.continue_, args.resume.as_deref());

@@ -123,6 +123,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
                 let mut ecfg = session.engine_config(s.max_steps, s.tool_output_budget_tokens);
                 ecfg.context_window = s.context_window(&p.model);
                 ecfg.compact_at = s.compact_at;
+                ecfg.tool_search = s.tool_search.clone();
                 context_window = ecfg.context_window;
                 let saved = match session.conversation(&opts.resume, &p.model) {
                     Ok(o) => {

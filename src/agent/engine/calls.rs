@@ -6,7 +6,7 @@ use super::*;
 use harness9_actors::protocol::types::ContentBlock;
 
 /// The connected servers' `instructions` by server name, as the registry shares them.
-type Instructions = Arc<Vec<(String, Arc<str>)>>;
+pub(super) type Instructions = Arc<Vec<(String, Arc<str>)>>;
 
 /// Tool definitions, rebuilt only when the registry's table changes, and the system prompt with
 /// the servers' instructions, rebuilt only when those change.
@@ -21,6 +21,8 @@ pub(super) struct ToolCache {
     /// The instructions the system prompt below was built with.
     pub(super) instructions: Option<Instructions>,
     pub(super) system: Option<String>,
+    /// Tool search: what is deferred, found, offered (`deferred.rs`).
+    pub(super) deferral: super::deferred::Deferral,
 }
 
 /// Whether a tool asks first: one annotated `destructiveHint: true` (and not
@@ -222,6 +224,10 @@ pub(super) async fn run_tool(
     let started = Instant::now();
     let outcome = match refused {
         Some(why) => Err(why),
+        None if super::deferred::is_search(&ctx, &name) => match &ctx.search {
+            Some(s) => super::deferred::search_call(s, &input),
+            None => Err(format!("tool \"{name}\" is not available")),
+        },
         None => {
             let mut msg = CallTool::new(name.clone(), Some(input));
             // A child: the callee may cancel its token when it is done (to stop what it
@@ -323,4 +329,6 @@ pub(super) struct CallCtx {
     pub(super) ask_first: bool,
     pub(super) ask: Arc<std::collections::HashSet<String>>,
     pub(super) disabled: Arc<std::collections::BTreeSet<String>>,
+    /// Tool search, while MCP tools are deferred: `tool_search` calls are answered from it.
+    pub(super) search: Option<Arc<super::deferred::Search>>,
 }

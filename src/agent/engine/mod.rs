@@ -17,6 +17,7 @@
 mod calls;
 pub mod compact;
 mod control;
+mod deferred;
 pub mod output;
 mod turn;
 
@@ -61,6 +62,8 @@ pub struct EngineConfig {
     pub context_window: Option<u64>,
     /// Compact before a turn once the last request used this share of the window (0: never).
     pub compact_at: f64,
+    /// When MCP tools are deferred behind `tool_search` (settings `[tool_search]`).
+    pub tool_search: crate::agent::toolsearch::ToolSearchSettings,
 }
 
 /// The most of a project's instructions file that goes into the system prompt.
@@ -77,6 +80,7 @@ impl EngineConfig {
             system: Some(SYSTEM_PROMPT.to_owned()),
             context_window: None,
             compact_at: 0.8,
+            tool_search: Default::default(),
         }
     }
 

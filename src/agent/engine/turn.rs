@@ -207,10 +207,17 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
             Err(_) => Arc::new(Vec::new()),
         };
         let instructions = registry.send(GetInstructions).await.unwrap_or_default();
+        let (system, tools) = cache.offer(
+            &config,
+            provider.config().kind,
+            table,
+            instructions,
+            &messages,
+        );
         let req = ModelRequest {
-            system: cache.system(config.system.as_deref(), instructions),
+            system,
             messages: messages.clone(),
-            tools: cache.get(table),
+            tools,
             max_tokens: 0,
         };
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -336,6 +343,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
             ask_first,
             ask: cache.ask.clone(),
             disabled: cache.disabled.clone(),
+            search: cache.deferral.search.clone(),
         };
         let results = join_all(calls.into_iter().map(|call| {
             let cut = cut_id.as_ref() == Some(&call.0);

@@ -79,6 +79,8 @@ pub struct Settings {
     /// `modelPreferences` hints (`[anthropic] sampling_models`, `[openai] sampling_models`);
     /// empty = only the configured model.
     pub sampling_models: Vec<String>,
+    /// When MCP tools are deferred behind the search tool (`[tool_search]`).
+    pub tool_search: crate::agent::toolsearch::ToolSearchSettings,
 }
 
 /// One model's price in USD per million tokens.
@@ -389,6 +391,7 @@ mod tests {
                 context_windows: s.context_windows.clone(),
                 compact_at: 0.8,
                 sampling_models: Vec::new(),
+                tool_search: crate::agent::toolsearch::ToolSearchSettings::default(),
             }
         );
         assert_eq!(s.context_window("claude-sonnet-4-5"), Some(200_000));

@@ -174,6 +174,15 @@ fn resolve_parsed(
         .or(defaults.compact_at)
         .filter(|f| (0.0..=1.0).contains(f))
         .unwrap_or(0.8);
+    let tool_search = {
+        let t = defaults.tool_search.clone().overlay(user_file.tool_search.clone());
+        let d = crate::agent::toolsearch::ToolSearchSettings::default();
+        crate::agent::toolsearch::ToolSearchSettings {
+            mode: t.mode.unwrap_or(d.mode),
+            share: t.share.map_or(d.share, Spanned::into_inner),
+            pinned: t.pinned.unwrap_or_default(),
+        }
+    };
     let settings = |provider| Settings {
         provider,
         max_steps,
@@ -183,6 +192,7 @@ fn resolve_parsed(
         context_windows: context_windows.clone(),
         compact_at,
         sampling_models: Vec::new(),
+        tool_search: tool_search.clone(),
     };
     let Some((kind, origin)) = chosen else {
         return Ok(settings(None));

@@ -1,0 +1,212 @@
+//! The engine's side of tool search (`agent/toolsearch`): which tools a model step is offered
+//! ([`ToolCache::offer`]), the system prompt's note on what is deferred, and the
+//! `tool_search` call, answered here (never sent to a server). The tools a search returns and
+//! the tools called in this conversation are offered from the next step on.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use super::*;
+use crate::agent::model::ProviderKind;
+use crate::agent::toolsearch::{self, rank::Index, Plan, TOOL_SEARCH};
+use harness9_actors::protocol::types::{CallToolResult, ContentBlock};
+
+/// What the key of the last offer was: the tool table (by `Arc`), the tools loaded, the
+/// instructions (by `Arc`), the window.
+type OfferKey = (usize, BTreeSet<String>, usize, u64);
+
+/// Tool search's state in a [`ToolCache`]: the tools found in this conversation and the last
+/// offer, built again only when its key changes.
+#[derive(Clone, Default)]
+pub(super) struct Deferral {
+    /// Names the searches of this conversation returned (shared with the turn's calls).
+    found: Arc<Mutex<BTreeSet<String>>>,
+    key: Option<OfferKey>,
+    /// The index, for the table (by `Arc`) it was built from.
+    index: Option<(usize, Arc<Search>)>,
+    offered: Arc<Vec<ToolDef>>,
+    note: Option<String>,
+    plan: Plan,
+    /// Set while tools are deferred: what a `tool_search` call searches.
+    pub(super) search: Option<Arc<Search>>,
+}
+
+impl Deferral {
+    /// Forgets the tools found (a new conversation).
+    pub(super) fn forget(&mut self) {
+        *lock(&self.found) = BTreeSet::new();
+        self.key = None;
+    }
+
+    /// The last plan: what was offered and deferred (for the front end's gauge).
+    pub(super) fn plan(&self) -> &Plan {
+        &self.plan
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The index a `tool_search` call searches, over every MCP tool of the table that is not
+/// pinned, with their definitions as offered.
+pub(super) struct Search {
+    index: Index,
+    defs: std::collections::HashMap<String, ToolDef>,
+    servers: Vec<String>,
+    found: Arc<Mutex<BTreeSet<String>>>,
+}
+
+/// The tools the conversation's messages called (they stay offered).
+fn used_tools(messages: &[Message]) -> impl Iterator<Item = &str> {
+    messages.iter().flat_map(|m| {
+        m.content.iter().filter_map(|b| match b {
+            Block::ToolUse { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+    })
+}
+
+impl ToolCache {
+    /// The system prompt and the tool definitions for one model step: every tool, or, when
+    /// the MCP tools' definitions pass `[tool_search] share` of the window (see
+    /// [`toolsearch::plan`]), the built-ins, pinned, used and found tools and `tool_search`,
+    /// with a note on what is deferred after the system prompt.
+    pub(super) fn offer(
+        &mut self,
+        config: &EngineConfig,
+        kind: ProviderKind,
+        table: Arc<Vec<ToolEntry>>,
+        instructions: Instructions,
+        messages: &[Message],
+    ) -> (Option<String>, Arc<Vec<ToolDef>>) {
+        let all = self.get(table);
+        let system = self.system(config.system.as_deref(), instructions.clone());
+        let window = config
+            .context_window
+            .unwrap_or_else(|| toolsearch::default_window(kind));
+        let mut loaded = lock(&self.deferral.found).clone();
+        loaded.extend(used_tools(messages).map(str::to_owned));
+        let key: OfferKey = (
+            Arc::as_ptr(&all) as usize,
+            loaded,
+            Arc::as_ptr(&instructions) as *const () as usize,
+            window,
+        );
+        if self.deferral.key.as_ref() != Some(&key) {
+            self.rebuild(config, &all, &instructions, window, &key.1);
+            self.deferral.key = Some(key);
+        }
+        let d = &self.deferral;
+        if !d.plan.deferring {
+            return (system, all);
+        }
+        let system = match (system, &d.note) {
+            (Some(s), Some(n)) => Some(format!("{s}{n}")),
+            (None, Some(n)) => Some(n.trim_start().to_owned()),
+            (s, None) => s,
+        };
+        (system, d.offered.clone())
+    }
+
+    fn rebuild(
+        &mut self,
+        config: &EngineConfig,
+        all: &Arc<Vec<ToolDef>>,
+        instructions: &Instructions,
+        window: u64,
+        loaded: &BTreeSet<String>,
+    ) {
+        let pins = &config.tool_search.pinned;
+        let entries: std::collections::HashMap<&str, &ToolEntry> = self
+            .source
+            .iter()
+            .flat_map(|t| t.iter())
+            .map(|e| (e.name.as_str(), e))
+            .collect();
+        let meta: Vec<(&ToolDef, Option<&str>, bool)> = all
+            .iter()
+            .map(|d| {
+                let e = entries.get(d.name.as_str());
+                let server = e.and_then(|e| e.server.as_deref());
+                (d, server, e.is_some_and(|e| toolsearch::is_pinned(pins, e)))
+            })
+            .collect();
+        let plan = toolsearch::plan(&config.tool_search, window, &meta, loaded, instructions);
+        let mut offered: Vec<ToolDef> = all
+            .iter()
+            .zip(&plan.offered)
+            .filter(|(_, o)| **o)
+            .map(|(d, _)| d.clone())
+            .collect();
+        let search = if plan.deferring {
+            offered.push(toolsearch::search_def());
+            let table_key = Arc::as_ptr(all) as usize;
+            let search = match &self.deferral.index {
+                Some((k, s)) if *k == table_key => s.clone(),
+                _ => {
+                    let mut docs = Vec::new();
+                    let mut defs = std::collections::HashMap::new();
+                    let mut servers: Vec<String> = Vec::new();
+                    for (d, _, pinned) in &meta {
+                        let Some(e) = entries.get(d.name.as_str()) else {
+                            continue;
+                        };
+                        let Some(doc) = toolsearch::doc(e).filter(|_| !pinned) else {
+                            continue;
+                        };
+                        if !servers.contains(&doc.server) {
+                            servers.push(doc.server.clone());
+                        }
+                        defs.insert(d.name.clone(), (*d).clone());
+                        docs.push(doc);
+                    }
+                    let s = Arc::new(Search {
+                        index: Index::new(docs),
+                        defs,
+                        servers,
+                        found: self.deferral.found.clone(),
+                    });
+                    self.deferral.index = Some((table_key, s.clone()));
+                    s
+                }
+            };
+            Some(search)
+        } else {
+            None
+        };
+        self.deferral.note = toolsearch::deferred_note(&plan);
+        self.deferral.offered = Arc::new(offered);
+        self.deferral.plan = plan;
+        self.deferral.search = search;
+    }
+}
+
+/// Answers a `tool_search` call: the best matches' definitions as text; the names are offered
+/// from the next step on. Bad arguments are an error result naming what to send.
+pub(super) fn search_call(search: &Search, input: &Value) -> Result<CallToolResult, String> {
+    let servers: Vec<&str> = search.servers.iter().map(String::as_str).collect();
+    let (query, server, limit) = toolsearch::arguments(input, &servers)?;
+    let hits = search.index.search(&query, server.as_deref(), limit);
+    let docs = search.index.docs();
+    let defs: Vec<&ToolDef> = hits
+        .iter()
+        .filter_map(|i| docs.get(*i))
+        .filter_map(|d| search.defs.get(&d.name))
+        .collect();
+    lock(&search.found).extend(defs.iter().map(|d| d.name.clone()));
+    Ok(CallToolResult {
+        content: vec![ContentBlock::Text {
+            text: toolsearch::render(&query, &defs, &servers),
+        }],
+        structured_content: None,
+        is_error: false,
+        result_type: None,
+        schema_error: None,
+    })
+}
+
+/// Whether `name` is answered here: `tool_search` while tools are deferred.
+pub(super) fn is_search(ctx: &CallCtx, name: &str) -> bool {
+    name == TOOL_SEARCH && ctx.search.is_some()
+}
