@@ -110,10 +110,12 @@ impl Printer {
                 tool_calls,
                 elapsed,
                 usage,
+                tools,
             } => {
                 json!({"event": "model", "t_ms": t, "step": step, "text": text, "tool_calls": tool_calls,
                         "ms": ms(elapsed), "input_tokens": usage.input_tokens, "cached_input_tokens": usage.cached_input_tokens,
-                        "output_tokens": usage.output_tokens})
+                        "output_tokens": usage.output_tokens, "tools_loaded": tools.loaded, "tools_loaded_bytes": tools.loaded_bytes,
+                        "tools_deferred": tools.deferred, "tools_deferred_bytes": tools.deferred_bytes})
             }
             EngineEvent::Compacted { reason, compacted } => {
                 json!({"event": "compacted", "t_ms": t, "reason": reason, "replaced": compacted.replaced,

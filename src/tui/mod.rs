@@ -20,6 +20,7 @@ mod panel;
 mod prompts;
 mod resume;
 mod server_view;
+mod tool_sizes;
 pub mod state;
 mod trace;
 mod transcript;

@@ -58,6 +58,7 @@ fn model_done(s: &mut State, input: u64, cached: u64, output: u64) {
                 output_tokens: output,
                 cached_input_tokens: cached,
             },
+            tools: Default::default(),
         }),
     );
 }

@@ -173,11 +173,7 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
     };
     let builtin = state.tools.iter().filter(|t| t.server.is_none()).count();
     let mcp = state.tools.len() - builtin;
-    let tools = if builtin == 0 {
-        format!("{mcp} MCP tool{}", if mcp == 1 { "" } else { "s" })
-    } else {
-        format!("{mcp} MCP + {builtin} built-in tools")
-    };
+    let tools = super::tool_sizes::status_tools(state, mcp, builtin);
     let mut spans = vec![
         Span::styled(" harness9 ", Style::new().bold().reversed()),
         Span::raw(" "),

@@ -38,9 +38,9 @@ impl Deferral {
         self.key = None;
     }
 
-    /// The last plan: what was offered and deferred (for the front end's gauge).
-    pub(super) fn plan(&self) -> &Plan {
-        &self.plan
+    /// What the last offer sent and deferred (for the front end's gauge).
+    pub(super) fn offered(&self) -> toolsearch::ToolsOffered {
+        (&self.plan).into()
     }
 }
 

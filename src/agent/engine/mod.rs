@@ -181,6 +181,8 @@ pub enum EngineEvent {
         elapsed: Duration,
         /// Tokens.
         usage: Usage,
+        /// The MCP tools the request carried and those it deferred.
+        tools: crate::agent::toolsearch::ToolsOffered,
     },
     /// A tool call started.
     ToolStarted {

@@ -319,6 +319,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
                 tool_calls: calls.len(),
                 elapsed: call_started.elapsed(),
                 usage: reply.usage,
+                tools: cache.deferral.offered(),
             },
         )
         .await;

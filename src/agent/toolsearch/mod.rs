@@ -90,6 +90,50 @@ pub fn is_pinned(pins: &[String], e: &ToolEntry) -> bool {
         .any(|p| *p == e.name || e.server.as_deref() == Some(p.as_str()))
 }
 
+/// What one model request was offered of the MCP tools: loaded (their definitions sent) and
+/// deferred (found through [`TOOL_SEARCH`]), with the bytes of their definitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ToolsOffered {
+    /// Whether tools were deferred.
+    pub deferring: bool,
+    /// MCP tools whose definitions were sent.
+    pub loaded: usize,
+    /// Their bytes.
+    pub loaded_bytes: usize,
+    /// MCP tools deferred.
+    pub deferred: usize,
+    /// Their bytes (not sent).
+    pub deferred_bytes: usize,
+}
+
+impl From<&Plan> for ToolsOffered {
+    fn from(p: &Plan) -> Self {
+        Self {
+            deferring: p.deferring,
+            loaded: p.loaded,
+            loaded_bytes: p.loaded_bytes,
+            deferred: p.deferred,
+            deferred_bytes: p.deferred_bytes,
+        }
+    }
+}
+
+/// The definition the model is offered for a table entry (its description, else its title),
+/// or `None` when its input schema is not a JSON object (such a tool is not offered).
+pub fn entry_def(e: &ToolEntry) -> Option<ToolDef> {
+    let input_schema = crate::agent::engine::schema_object(e.tool.input_schema.get()).ok()?;
+    Some(ToolDef {
+        name: e.name.clone(),
+        description: e
+            .tool
+            .description
+            .clone()
+            .or_else(|| e.tool.title.clone())
+            .unwrap_or_default(),
+        input_schema,
+    })
+}
+
 /// One server's line in the deferred note.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerLine {

@@ -42,7 +42,7 @@ const STOP: &[&str] = &[
     "our", "you", "your", "want", "need", "please", "how", "what", "which", "are", "there",
     "do", "does", "did", "can", "some", "any", "all", "into", "onto", "up", "out", "so", "if",
     "then", "than", "them", "they", "has", "have", "about", "give", "tell", "let", "via",
-    "using", "use", "tool", "should", "will", "would", "just", "now", "one", "each", "every",
+    "using", "use", "tool", "should", "will", "would", "just", "one", "each", "every",
 ];
 
 /// Words a request says for what a tool's text says otherwise (stemmed when used).
@@ -94,6 +94,7 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("fact", &["observation"]),
     ("memory", &["graph", "knowledge"]),
     ("clock", &["time"]),
+    ("now", &["current"]),
     ("timezone", &["time"]),
     ("address", &["geocode"]),
     ("coordinates", &["geocode"]),
@@ -372,7 +373,7 @@ mod tests {
     fn a_purpose_finds_its_tool_first() {
         let ix = index();
         let hit = |q: &str| names(&ix, &ix.search(q, None, 3)).first().cloned();
-        assert_eq!(hit("what time is it in Tokyo").as_deref(), Some("mcp__time__get_current_time"));
+        assert_eq!(hit("what time is it now in Tokyo").as_deref(), Some("mcp__time__get_current_time"));
         assert_eq!(hit("convert 3pm between two timezones").as_deref(), Some("mcp__time__convert_time"));
         assert_eq!(hit("send a message to the team channel").as_deref(), Some("mcp__slack__slack_post_message"));
         assert_eq!(hit("history of commits").as_deref(), Some("mcp__git__git_log"));
