@@ -74,23 +74,34 @@ fn main() {
     let meta: Vec<(&ToolDef, Option<&str>, bool)> = builtins
         .iter()
         .map(|d| (d, None, false))
-        .chain(defs.iter().zip(&entries).map(|(d, e)| (d, e.server.as_deref(), false)))
+        .chain(
+            defs.iter()
+                .zip(&entries)
+                .map(|(d, e)| (d, e.server.as_deref(), false)),
+        )
         .collect();
-    let bytes = |ds: &mut dyn Iterator<Item = &ToolDef>| ds.map(toolsearch::def_bytes).sum::<usize>();
+    let bytes =
+        |ds: &mut dyn Iterator<Item = &ToolDef>| ds.map(toolsearch::def_bytes).sum::<usize>();
     let all_bytes = bytes(&mut meta.iter().map(|(d, _, _)| *d));
     let mcp_bytes = bytes(&mut defs.iter());
     let window = 200_000;
     let settings = ToolSearchSettings::default();
     let plan = toolsearch::plan(&settings, window, &meta, &BTreeSet::new(), &[]);
     let search = toolsearch::search_def();
-    let offered_bytes = bytes(&mut meta
-        .iter()
-        .zip(&plan.offered)
-        .filter(|(_, o)| **o)
-        .map(|((d, _, _), _)| *d))
-        + toolsearch::def_bytes(&search);
+    let offered_bytes = bytes(
+        &mut meta
+            .iter()
+            .zip(&plan.offered)
+            .filter(|(_, o)| **o)
+            .map(|((d, _, _), _)| *d),
+    ) + toolsearch::def_bytes(&search);
     let note = toolsearch::deferred_note(&plan).unwrap_or_default();
-    println!("tool set: {} servers, {} MCP tools, {} built-ins", servers.len(), defs.len(), builtins.len());
+    println!(
+        "tool set: {} servers, {} MCP tools, {} built-ins",
+        servers.len(),
+        defs.len(),
+        builtins.len()
+    );
     println!(
         "first request, all tools:      {all_bytes} bytes of tool definitions (~{} tokens; MCP {mcp_bytes} bytes)",
         toolsearch::tokens(all_bytes)
@@ -111,12 +122,17 @@ fn main() {
             .iter()
             .find(|e| e.server.as_deref() == Some(server) && e.tool.name == tool)
             .map(|e| e.name.clone())
-            .unwrap_or_else(|| panic!("queries.tsv names {server}/{tool}, which is not in the fixtures"))
+            .unwrap_or_else(|| {
+                panic!("queries.tsv names {server}/{tool}, which is not in the fixtures")
+            })
     };
     let text = std::fs::read_to_string(dir.join("queries.tsv")).expect("queries.tsv");
     let (mut n, mut hit1, mut hit5) = (0, 0, 0);
     let mut misses = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
         let (q, want) = line.split_once('\t').expect("query<TAB>server/tool");
         let (s, t) = want.split_once('/').expect("server/tool");
         let want = name_of(s, t);
@@ -153,7 +169,12 @@ fn main() {
         let by_purpose = index.search(purpose, None, 5);
         let found = |hits: &[usize]| hits.iter().any(|i| index.docs()[*i].name == e.name);
         if !found(&by_name) || !found(&by_purpose) {
-            unreachable.push(format!("  {} (by name: {}, by purpose {purpose:?}: {})", e.name, found(&by_name), found(&by_purpose)));
+            unreachable.push(format!(
+                "  {} (by name: {}, by purpose {purpose:?}: {})",
+                e.name,
+                found(&by_name),
+                found(&by_purpose)
+            ));
         }
     }
     println!(

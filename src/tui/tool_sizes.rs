@@ -1,42 +1,19 @@
 //! What the tool definitions cost: each server's size for `/tools` (bytes and estimated
 //! tokens, bytes/4), and the loaded and deferred MCP tools of the last request (tool search)
-//! for the status line's gauge and `/status`.
+//! for the context gauge and `/status`.
 
 use crate::agent::toolsearch::{self, ToolsOffered};
 
 use super::state::State;
 
-/// Tokens shown short: `48k` from 10,000 up.
-fn short(tokens: usize) -> String {
-    if tokens >= 10_000 {
-        format!("{}k", tokens / 1000)
-    } else {
-        tokens.to_string()
-    }
-}
-
-/// The status line's tool count: before a request, how many of each kind; after one, the MCP
-/// tools it carried and those it deferred, with their estimated tokens.
-pub(super) fn status_tools(state: &State, mcp: usize, builtin: usize) -> String {
-    let builtins = if builtin == 0 {
-        String::new()
-    } else {
-        format!(" + {builtin} built-in")
-    };
+/// What the context gauge adds when the last request deferred tools: how many MCP tools it
+/// carried and how many it deferred (`/status` and `/tools` say their sizes).
+pub(super) fn gauge(state: &State) -> String {
     match state.tools_offered {
-        Some(t) if t.deferring => format!(
-            "MCP tools {} loaded ~{} tok · {} deferred ~{} tok{builtins}",
-            t.loaded,
-            short(toolsearch::tokens(t.loaded_bytes)),
-            t.deferred,
-            short(toolsearch::tokens(t.deferred_bytes)),
-        ),
-        Some(t) => format!(
-            "{mcp} MCP tools ~{} tok{builtins}",
-            short(toolsearch::tokens(t.loaded_bytes))
-        ),
-        None if builtin == 0 => format!("{mcp} MCP tool{}", if mcp == 1 { "" } else { "s" }),
-        None => format!("{mcp} MCP + {builtin} built-in tools"),
+        Some(t) if t.deferring => {
+            format!(" · MCP tools {} loaded, {} deferred", t.loaded, t.deferred)
+        }
+        _ => String::new(),
     }
 }
 

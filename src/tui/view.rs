@@ -173,7 +173,11 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
     };
     let builtin = state.tools.iter().filter(|t| t.server.is_none()).count();
     let mcp = state.tools.len() - builtin;
-    let tools = super::tool_sizes::status_tools(state, mcp, builtin);
+    let tools = if builtin == 0 {
+        format!("{mcp} MCP tool{}", if mcp == 1 { "" } else { "s" })
+    } else {
+        format!("{mcp} MCP + {builtin} built-in tools")
+    };
     let mut spans = vec![
         Span::styled(" harness9 ", Style::new().bold().reversed()),
         Span::raw(" "),
@@ -218,6 +222,7 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
             }
             None => (format!("context {} tokens", k(used)), Style::new()),
         };
+        let text = format!("{text}{}", super::tool_sizes::gauge(state));
         spans.push(Span::styled(text, style));
         spans.push(Span::styled(" │ ", DIM));
     }

@@ -222,7 +222,11 @@ fn first_line(instructions: &[(String, std::sync::Arc<str>)], server: &str) -> S
     let Some((_, text)) = instructions.iter().find(|(s, _)| s == server) else {
         return String::new();
     };
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     let line = crate::sanitize::clean_line(line);
     let mut end = line.len().min(160);
     while !line.is_char_boundary(end) {

@@ -38,11 +38,11 @@ const MAX_FIELD: usize = 4096;
 /// Words that say nothing about which tool is meant.
 const STOP: &[&str] = &[
     "a", "an", "the", "to", "of", "for", "in", "on", "and", "or", "with", "is", "it", "its",
-    "from", "by", "this", "that", "these", "those", "be", "as", "at", "i", "my", "me", "we",
-    "our", "you", "your", "want", "need", "please", "how", "what", "which", "are", "there",
-    "do", "does", "did", "can", "some", "any", "all", "into", "onto", "up", "out", "so", "if",
-    "then", "than", "them", "they", "has", "have", "about", "give", "tell", "let", "via",
-    "using", "use", "tool", "should", "will", "would", "just", "one", "each", "every",
+    "from", "by", "this", "that", "these", "those", "be", "as", "at", "i", "my", "me", "we", "our",
+    "you", "your", "want", "need", "please", "how", "what", "which", "are", "there", "do", "does",
+    "did", "can", "some", "any", "all", "into", "onto", "up", "out", "so", "if", "then", "than",
+    "them", "they", "has", "have", "about", "give", "tell", "let", "via", "using", "use", "tool",
+    "should", "will", "would", "just", "one", "each", "every",
 ];
 
 /// Words a request says for what a tool's text says otherwise (stemmed when used).
@@ -291,7 +291,11 @@ impl Index {
         }
         // A server named alone: its tools in order.
         let bare_server = query.is_empty()
-            || (server.is_none() && self.docs.iter().any(|d| d.server.eq_ignore_ascii_case(query)));
+            || (server.is_none()
+                && self
+                    .docs
+                    .iter()
+                    .any(|d| d.server.eq_ignore_ascii_case(query)));
         if bare_server {
             let s = server.unwrap_or(query);
             for (i, d) in self.docs.iter().enumerate() {
@@ -347,13 +351,48 @@ mod tests {
 
     fn index() -> Index {
         Index::new(vec![
-            doc("git", "git_log", "Shows the commit logs", &["repo_path", "max_count"]),
-            doc("git", "git_status", "Shows the working tree status", &["repo_path"]),
-            doc("time", "convert_time", "Convert time between timezones", &["source_timezone", "time", "target_timezone"]),
-            doc("time", "get_current_time", "Get current time in a specific timezone", &["timezone"]),
-            doc("slack", "slack_post_message", "Post a new message to a Slack channel", &["channel_id", "text"]),
-            doc("github", "create_issue", "Create a new issue in a GitHub repository", &["owner", "repo", "title", "body"]),
-            doc("gitlab", "create_issue", "Create a new issue in a GitLab project", &["project_id", "title"]),
+            doc(
+                "git",
+                "git_log",
+                "Shows the commit logs",
+                &["repo_path", "max_count"],
+            ),
+            doc(
+                "git",
+                "git_status",
+                "Shows the working tree status",
+                &["repo_path"],
+            ),
+            doc(
+                "time",
+                "convert_time",
+                "Convert time between timezones",
+                &["source_timezone", "time", "target_timezone"],
+            ),
+            doc(
+                "time",
+                "get_current_time",
+                "Get current time in a specific timezone",
+                &["timezone"],
+            ),
+            doc(
+                "slack",
+                "slack_post_message",
+                "Post a new message to a Slack channel",
+                &["channel_id", "text"],
+            ),
+            doc(
+                "github",
+                "create_issue",
+                "Create a new issue in a GitHub repository",
+                &["owner", "repo", "title", "body"],
+            ),
+            doc(
+                "gitlab",
+                "create_issue",
+                "Create a new issue in a GitLab project",
+                &["project_id", "title"],
+            ),
         ])
     }
 
@@ -363,8 +402,14 @@ mod tests {
 
     #[test]
     fn terms_split_case_and_underscores_drop_stop_words_and_stem() {
-        assert_eq!(terms("listBranches of the_repo"), ["list", "branch", "repo"]);
-        assert_eq!(terms("Creates, created, creating"), ["creat", "creat", "creat"]);
+        assert_eq!(
+            terms("listBranches of the_repo"),
+            ["list", "branch", "repo"]
+        );
+        assert_eq!(
+            terms("Creates, created, creating"),
+            ["creat", "creat", "creat"]
+        );
         assert_eq!(terms("timezones"), ["timezon"]);
         assert_eq!(terms(""), Vec::<String>::new());
     }
@@ -373,10 +418,22 @@ mod tests {
     fn a_purpose_finds_its_tool_first() {
         let ix = index();
         let hit = |q: &str| names(&ix, &ix.search(q, None, 3)).first().cloned();
-        assert_eq!(hit("what time is it now in Tokyo").as_deref(), Some("mcp__time__get_current_time"));
-        assert_eq!(hit("convert 3pm between two timezones").as_deref(), Some("mcp__time__convert_time"));
-        assert_eq!(hit("send a message to the team channel").as_deref(), Some("mcp__slack__slack_post_message"));
-        assert_eq!(hit("history of commits").as_deref(), Some("mcp__git__git_log"));
+        assert_eq!(
+            hit("what time is it now in Tokyo").as_deref(),
+            Some("mcp__time__get_current_time")
+        );
+        assert_eq!(
+            hit("convert 3pm between two timezones").as_deref(),
+            Some("mcp__time__convert_time")
+        );
+        assert_eq!(
+            hit("send a message to the team channel").as_deref(),
+            Some("mcp__slack__slack_post_message")
+        );
+        assert_eq!(
+            hit("history of commits").as_deref(),
+            Some("mcp__git__git_log")
+        );
         assert!(ix.search("zzzz qqqq", None, 5).is_empty());
     }
 
@@ -384,19 +441,47 @@ mod tests {
     fn exact_names_come_first_and_a_server_prefix_keeps_to_its_server() {
         let ix = index();
         // "git_status" is an exact name: first, though "status" words score elsewhere too.
-        assert_eq!(names(&ix, &ix.search("git_status", None, 1)), ["mcp__git__git_status"]);
-        assert_eq!(names(&ix, &ix.search("MCP__TIME__CONVERT_TIME", None, 1)), ["mcp__time__convert_time"]);
+        assert_eq!(
+            names(&ix, &ix.search("git_status", None, 1)),
+            ["mcp__git__git_status"]
+        );
+        assert_eq!(
+            names(&ix, &ix.search("MCP__TIME__CONVERT_TIME", None, 1)),
+            ["mcp__time__convert_time"]
+        );
         // The same words, two servers: the prefix and the argument pick one.
         let all = names(&ix, &ix.search("create an issue", None, 5));
-        assert!(all.contains(&"mcp__github__create_issue".to_owned()) && all.contains(&"mcp__gitlab__create_issue".to_owned()), "{all:?}");
-        assert_eq!(names(&ix, &ix.search("gitlab: create an issue", None, 5)), ["mcp__gitlab__create_issue"]);
-        assert_eq!(names(&ix, &ix.search("create an issue", Some("github"), 5)), ["mcp__github__create_issue"]);
+        assert!(
+            all.contains(&"mcp__github__create_issue".to_owned())
+                && all.contains(&"mcp__gitlab__create_issue".to_owned()),
+            "{all:?}"
+        );
+        assert_eq!(
+            names(&ix, &ix.search("gitlab: create an issue", None, 5)),
+            ["mcp__gitlab__create_issue"]
+        );
+        assert_eq!(
+            names(&ix, &ix.search("create an issue", Some("github"), 5)),
+            ["mcp__github__create_issue"]
+        );
         // Exact name under a server prefix.
-        assert_eq!(names(&ix, &ix.search("gitlab:create_issue", None, 5)), ["mcp__gitlab__create_issue"]);
+        assert_eq!(
+            names(&ix, &ix.search("gitlab:create_issue", None, 5)),
+            ["mcp__gitlab__create_issue"]
+        );
         // A server alone lists its tools; an unknown prefix is just words.
-        assert_eq!(names(&ix, &ix.search("git", None, 5)), ["mcp__git__git_log", "mcp__git__git_status"]);
-        assert_eq!(names(&ix, &ix.search("git:", None, 5)), ["mcp__git__git_log", "mcp__git__git_status"]);
-        assert!(ix.search("nosuch: commit logs", None, 5).first().is_some_and(|i| ix.docs()[*i].name == "mcp__git__git_log"));
+        assert_eq!(
+            names(&ix, &ix.search("git", None, 5)),
+            ["mcp__git__git_log", "mcp__git__git_status"]
+        );
+        assert_eq!(
+            names(&ix, &ix.search("git:", None, 5)),
+            ["mcp__git__git_log", "mcp__git__git_status"]
+        );
+        assert!(ix
+            .search("nosuch: commit logs", None, 5)
+            .first()
+            .is_some_and(|i| ix.docs()[*i].name == "mcp__git__git_log"));
     }
 
     #[test]

@@ -71,13 +71,25 @@ fn check_search_then_call(out: &Out, reqs: &[Value]) {
     assert!(text.contains("## mcp__everything__get_sum"), "{text}");
     assert!(text.contains("input schema: {"), "{text}");
     let second = offered(&reqs[1]);
-    assert!(second.contains(&"mcp__everything__get_sum".to_owned()), "{second:?}");
+    assert!(
+        second.contains(&"mcp__everything__get_sum".to_owned()),
+        "{second:?}"
+    );
     // Only what the search returned (at most 5) joined the built-ins.
-    assert!(!second.contains(&"mcp__everything__echo".to_owned()), "{second:?}");
-    assert!(second.iter().filter(|t| t.starts_with("mcp__")).count() <= 5, "{second:?}");
+    assert!(
+        !second.contains(&"mcp__everything__echo".to_owned()),
+        "{second:?}"
+    );
+    assert!(
+        second.iter().filter(|t| t.starts_with("mcp__")).count() <= 5,
+        "{second:?}"
+    );
     let sum = out.event("tool_result", "c1");
     assert_eq!(sum["is_error"], false, "{sum}");
-    assert!(sum["output"].as_str().unwrap_or_default().contains("13"), "{sum}");
+    assert!(
+        sum["output"].as_str().unwrap_or_default().contains("13"),
+        "{sum}"
+    );
     // The note is the same in every request (a stable prompt-cache prefix).
     assert_eq!(reqs[0]["body"]["system"], reqs[2]["body"]["system"]);
 }
@@ -86,8 +98,11 @@ fn check_search_then_call(out: &Out, reqs: &[Value]) {
 fn a_deferred_tool_is_found_and_called_in_one_turn_anthropic() {
     let model = Model::start("ts-anthropic", script());
     let dir = deferring_project("ts-anthropic", "");
-    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "what is 6 + 7?", "--json"])
-        .finish(LIMIT);
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &["run", "-p", "what is 6 + 7?", "--json"],
+    )
+    .finish(LIMIT);
     check_search_then_call(&out, &model.requests());
 }
 
@@ -115,10 +130,7 @@ fn a_pinned_tool_or_server_is_never_deferred() {
             {"text": "done"}
         ]}),
     );
-    let dir = deferring_project(
-        "ts-pinned",
-        "pinned = [\"mcp__everything__echo\", \"py\"]",
-    );
+    let dir = deferring_project("ts-pinned", "pinned = [\"mcp__everything__echo\", \"py\"]");
     let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go", "--json"]).finish(LIMIT);
     out.ok();
     let reqs = model.requests();
@@ -126,16 +138,25 @@ fn a_pinned_tool_or_server_is_never_deferred() {
     for r in &reqs {
         let tools = offered(r);
         assert!(tools.contains(&"tool_search".to_owned()), "{tools:?}");
-        assert!(tools.contains(&"mcp__everything__echo".to_owned()), "{tools:?}");
+        assert!(
+            tools.contains(&"mcp__everything__echo".to_owned()),
+            "{tools:?}"
+        );
         assert!(tools.contains(&"mcp__py__multiply".to_owned()), "{tools:?}");
-        assert!(!tools.contains(&"mcp__everything__get_sum".to_owned()), "{tools:?}");
+        assert!(
+            !tools.contains(&"mcp__everything__get_sum".to_owned()),
+            "{tools:?}"
+        );
     }
     // A pinned server is not in the note, nor searchable: the search says which servers are.
     let sys = request_text(&reqs[0]);
     assert!(sys.contains("- everything (14 tools)"), "{sys}");
     assert!(!sys.contains("- py ("), "{sys}");
     let text = out.event("tool_result", "s1")["output"].clone();
-    assert!(!text.as_str().unwrap_or_default().contains("## mcp__py__"), "{text}");
+    assert!(
+        !text.as_str().unwrap_or_default().contains("## mcp__py__"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -149,14 +170,20 @@ fn under_the_share_every_tool_is_offered_and_never_is_never() {
     let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go"]).finish(LIMIT);
     out.ok();
     let tools = offered(&model.requests()[0]);
-    assert!(tools.contains(&"mcp__everything__get_sum".to_owned()), "{tools:?}");
+    assert!(
+        tools.contains(&"mcp__everything__get_sum".to_owned()),
+        "{tools:?}"
+    );
     assert!(!tools.contains(&"tool_search".to_owned()), "{tools:?}");
     // A small window, but mode = "never".
     let dir = deferring_project("ts-never", "mode = \"never\"");
     let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go"]).finish(LIMIT);
     out.ok();
     let tools = offered(&model.requests()[1]);
-    assert!(tools.contains(&"mcp__everything__get_sum".to_owned()), "{tools:?}");
+    assert!(
+        tools.contains(&"mcp__everything__get_sum".to_owned()),
+        "{tools:?}"
+    );
     assert!(!tools.contains(&"tool_search".to_owned()), "{tools:?}");
 }
 

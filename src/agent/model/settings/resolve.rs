@@ -175,7 +175,10 @@ fn resolve_parsed(
         .filter(|f| (0.0..=1.0).contains(f))
         .unwrap_or(0.8);
     let tool_search = {
-        let t = defaults.tool_search.clone().overlay(user_file.tool_search.clone());
+        let t = defaults
+            .tool_search
+            .clone()
+            .overlay(user_file.tool_search.clone());
         let d = crate::agent::toolsearch::ToolSearchSettings::default();
         crate::agent::toolsearch::ToolSearchSettings {
             mode: t.mode.unwrap_or(d.mode),
