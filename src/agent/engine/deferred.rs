@@ -19,7 +19,8 @@ type OfferKey = (usize, BTreeSet<String>, usize, u64);
 /// offer, built again only when its key changes.
 #[derive(Clone, Default)]
 pub(super) struct Deferral {
-    /// Names the searches of this conversation returned (shared with the turn's calls).
+    /// Names the searches of this conversation returned and the tools it called (shared with
+    /// the turn's calls).
     found: Arc<Mutex<BTreeSet<String>>>,
     key: Option<OfferKey>,
     /// The index, for the table (by `Arc`) it was built from.
@@ -85,8 +86,13 @@ impl ToolCache {
         let window = config
             .context_window
             .unwrap_or_else(|| toolsearch::default_window(kind));
-        let mut loaded = lock(&self.deferral.found).clone();
-        loaded.extend(used_tools(messages).map(str::to_owned));
+        // A tool called stays offered, also once a compaction took its call out of the
+        // messages.
+        let loaded = {
+            let mut found = lock(&self.deferral.found);
+            found.extend(used_tools(messages).map(str::to_owned));
+            found.clone()
+        };
         let key: OfferKey = (
             Arc::as_ptr(&all) as usize,
             loaded,

@@ -244,7 +244,7 @@ pub fn deferred_note(plan: &Plan) -> Option<String> {
     }
     let total: usize = plan.servers.iter().map(|l| l.tools).sum();
     let mut s = format!(
-        "\n\nDeferred tools: {total} tools of the MCP servers below are not in your tool list, to save context. Call {TOOL_SEARCH} with what you need to do in a few words (or a tool's exact name; \"server: words\" or the \"server\" argument searches one server); the tools it returns can be called from your next step on. Servers:"
+        "\n\nDeferred tools: the MCP servers below have {total} tools; to save context, those not in your tool list are deferred. Call {TOOL_SEARCH} with what you need to do in a few words (or a tool's exact name; \"server: words\" or the \"server\" argument searches one server); the tools it returns can be called from your next step on. Servers:"
     );
     for l in &plan.servers {
         s.push_str(&format!(
@@ -375,4 +375,152 @@ pub fn render(query: &str, hits: &[&ToolDef], servers: &[&str]) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(name: &str, bytes: usize) -> ToolDef {
+        ToolDef {
+            name: name.into(),
+            description: "x".repeat(bytes),
+            input_schema: json!({"type": "object"}),
+        }
+    }
+
+    #[test]
+    fn the_share_of_the_window_decides_and_pins_builtins_and_loaded_stay() {
+        let (b, t1, t2, t3) = (
+            def("bash", 100),
+            def("mcp__a__one", 4000),
+            def("mcp__a__two", 4000),
+            def("mcp__b__three", 4000),
+        );
+        let defs = [
+            (&b, None, false),
+            (&t1, Some("a"), false),
+            (&t2, Some("a"), true),
+            (&t3, Some("b"), false),
+        ];
+        let s = ToolSearchSettings::default();
+        let none = BTreeSet::new();
+        // ~3k tokens of MCP definitions: under 10% of 200k, over 10% of 20k.
+        let p = plan(&s, 200_000, &defs, &none, &[]);
+        assert!(!p.deferring && p.offered.iter().all(|o| *o), "{p:?}");
+        assert_eq!(p.loaded, 3);
+        let instructions = vec![(
+            "a".to_owned(),
+            std::sync::Arc::from("\n  Server A first line\nmore"),
+        )];
+        let loaded: BTreeSet<String> = ["mcp__b__three".to_owned()].into();
+        let p = plan(&s, 20_000, &defs, &loaded, &instructions);
+        assert!(p.deferring);
+        // The built-in, the pinned tool and the loaded one are offered; the rest deferred.
+        assert_eq!(p.offered, [true, false, true, true]);
+        assert_eq!((p.loaded, p.deferred), (2, 1));
+        assert_eq!(p.deferred_bytes, def_bytes(&t1));
+        // The note counts each server's unpinned tools, loaded or not, and its first line.
+        assert_eq!(
+            p.servers,
+            [
+                ServerLine {
+                    server: "a".into(),
+                    first_line: "Server A first line".into(),
+                    tools: 1
+                },
+                ServerLine {
+                    server: "b".into(),
+                    first_line: String::new(),
+                    tools: 1
+                },
+            ]
+        );
+        let note = deferred_note(&p).unwrap_or_default();
+        assert!(
+            note.contains("- a (1 tools): Server A first line\n- b (1 tools)"),
+            "{note}"
+        );
+        // never / always.
+        let never = ToolSearchSettings {
+            mode: Mode::Never,
+            ..s.clone()
+        };
+        assert!(!plan(&never, 1, &defs, &none, &[]).deferring);
+        let always = ToolSearchSettings {
+            mode: Mode::Always,
+            ..s.clone()
+        };
+        assert!(plan(&always, 10_000_000, &defs, &none, &[]).deferring);
+        // Everything pinned: nothing to defer, no search tool.
+        let all_pinned = [(&b, None, false), (&t2, Some("a"), true)];
+        assert!(!plan(&always, 1, &all_pinned, &none, &[]).deferring);
+        assert!(deferred_note(&plan(&s, 200_000, &defs, &none, &[])).is_none());
+    }
+
+    #[test]
+    fn pins_name_a_server_or_a_tool() {
+        let e = |name: &str, server: &str| ToolEntry {
+            name: name.into(),
+            server: Some(server.into()),
+            tool: std::sync::Arc::new(harness9_actors::protocol::types::Tool {
+                name: name.into(),
+                title: None,
+                description: None,
+                input_schema: serde_json::value::to_raw_value(&json!({}))
+                    .unwrap_or_else(|_| unreachable!()),
+                output_schema: None,
+                annotations: None,
+            }),
+        };
+        let pins = vec!["git".to_owned(), "mcp__gh__create_issue".to_owned()];
+        assert!(is_pinned(&pins, &e("mcp__git__git_log", "git")));
+        assert!(is_pinned(&pins, &e("mcp__gh__create_issue", "gh")));
+        assert!(!is_pinned(&pins, &e("mcp__gh__list_issues", "gh")));
+        assert!(!is_pinned(&pins, &e("mcp__gitlab__x", "gitlab")));
+    }
+
+    #[test]
+    fn bad_arguments_say_what_to_send() {
+        let servers = ["git", "time"];
+        let err = |v: Value| arguments(&v, &servers).err().unwrap_or_default();
+        assert_eq!(
+            err(json!({})),
+            "tool_search needs \"query\": a string saying what the tool should do"
+        );
+        assert_eq!(
+            err(json!({"query": 3})),
+            "tool_search needs \"query\": a string saying what the tool should do"
+        );
+        assert_eq!(
+            err(json!({"query": "x", "server": "nope"})),
+            "no server \"nope\" has deferred tools; the servers are: git, time"
+        );
+        assert_eq!(
+            err(json!({"query": "x", "limit": 0})),
+            "\"limit\" of tool_search must be a whole number from 1 to 20"
+        );
+        assert_eq!(
+            err(json!({"query": "  "})),
+            "the query of tool_search is empty; say what the tool should do"
+        );
+        assert_eq!(
+            arguments(
+                &json!({"query": "log", "server": "GIT", "limit": 99}),
+                &servers
+            ),
+            Ok(("log".into(), Some("GIT".into()), MAX_RESULTS))
+        );
+        assert_eq!(
+            arguments(&json!({"query": "", "server": "git"}), &servers),
+            Ok((String::new(), Some("git".into()), DEFAULT_RESULTS))
+        );
+        let long = "q".repeat(5000);
+        assert_eq!(
+            arguments(&json!({"query": long}), &servers).map(|a| a.0.len()),
+            Ok(1024)
+        );
+        // No hit names the servers to try.
+        assert!(render("zz", &[], &servers).ends_with("(servers: git, time)"));
+    }
 }
