@@ -11,9 +11,25 @@ use crate::agent::model::ProviderKind;
 use crate::agent::toolsearch::{self, rank::Index, Plan, TOOL_SEARCH};
 use harness9_actors::protocol::types::{CallToolResult, ContentBlock};
 
-/// What the key of the last offer was: the tool table (by `Arc`), the tools loaded, the
-/// instructions (by `Arc`), the window.
-type OfferKey = (usize, BTreeSet<String>, usize, u64);
+/// What the last offer was built from: the definitions and the instructions (held, compared by
+/// `Arc` identity, so a freed one's address is never mistaken for a new one), the tools
+/// loaded, the window.
+#[derive(Clone)]
+struct OfferKey {
+    defs: Arc<Vec<ToolDef>>,
+    instructions: Instructions,
+    loaded: BTreeSet<String>,
+    window: u64,
+}
+
+impl PartialEq for OfferKey {
+    fn eq(&self, o: &Self) -> bool {
+        Arc::ptr_eq(&self.defs, &o.defs)
+            && Arc::ptr_eq(&self.instructions, &o.instructions)
+            && self.loaded == o.loaded
+            && self.window == o.window
+    }
+}
 
 /// Tool search's state in a [`ToolCache`]: the tools found in this conversation and the last
 /// offer, built again only when its key changes.
@@ -23,8 +39,8 @@ pub(super) struct Deferral {
     /// the turn's calls).
     found: Arc<Mutex<BTreeSet<String>>>,
     key: Option<OfferKey>,
-    /// The index, for the table (by `Arc`) it was built from.
-    index: Option<(usize, Arc<Search>)>,
+    /// The index, with the definitions it was built from.
+    index: Option<(Arc<Vec<ToolDef>>, Arc<Search>)>,
     offered: Arc<Vec<ToolDef>>,
     note: Option<String>,
     plan: Plan,
@@ -93,14 +109,14 @@ impl ToolCache {
             found.extend(used_tools(messages).map(str::to_owned));
             found.clone()
         };
-        let key: OfferKey = (
-            Arc::as_ptr(&all) as usize,
+        let key = OfferKey {
+            defs: all.clone(),
+            instructions: instructions.clone(),
             loaded,
-            Arc::as_ptr(&instructions) as *const () as usize,
             window,
-        );
+        };
         if self.deferral.key.as_ref() != Some(&key) {
-            self.rebuild(config, &all, &instructions, window, &key.1);
+            self.rebuild(config, &all, &instructions, window, &key.loaded);
             self.deferral.key = Some(key);
         }
         let d = &self.deferral;
@@ -147,9 +163,8 @@ impl ToolCache {
             .collect();
         let search = if plan.deferring {
             offered.push(toolsearch::search_def());
-            let table_key = Arc::as_ptr(all) as usize;
             let search = match &self.deferral.index {
-                Some((k, s)) if *k == table_key => s.clone(),
+                Some((k, s)) if Arc::ptr_eq(k, all) => s.clone(),
                 _ => {
                     let mut docs = Vec::new();
                     let mut defs = std::collections::HashMap::new();
@@ -173,7 +188,7 @@ impl ToolCache {
                         servers,
                         found: self.deferral.found.clone(),
                     });
-                    self.deferral.index = Some((table_key, s.clone()));
+                    self.deferral.index = Some((all.clone(), s.clone()));
                     s
                 }
             };

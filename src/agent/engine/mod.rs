@@ -381,8 +381,10 @@ impl Engine {
         if cache.disabled == self.disabled {
             return cache;
         }
+        // The tools found and used in this conversation stay found.
         ToolCache {
             disabled: self.disabled.clone(),
+            deferral: cache.deferral,
             ..ToolCache::default()
         }
     }

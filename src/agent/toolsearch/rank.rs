@@ -32,7 +32,7 @@ const K1: f64 = 1.2;
 const B: f64 = 0.75;
 /// The weight of a synonym's match against the word the query said.
 const SYNONYM: f64 = 0.4;
-/// The most of a description that is indexed (a huge description must not cost the index).
+/// The most of each field that is indexed (a server's huge text must not cost the index).
 const MAX_FIELD: usize = 4096;
 
 /// Words that say nothing about which tool is meant.
@@ -207,11 +207,12 @@ impl Index {
             for (text, w) in [
                 (d.tool.as_str(), W_NAME),
                 (d.title.as_str(), W_TITLE),
-                (cut(&d.description, MAX_FIELD), W_DESC),
-                (cut(&params, MAX_FIELD), W_PARAM),
+                (d.description.as_str(), W_DESC),
+                (params.as_str(), W_PARAM),
                 (d.server.as_str(), W_SERVER),
             ] {
-                for t in terms(text) {
+                // A server's huge text costs the index no more than MAX_FIELD bytes a field.
+                for t in terms(cut(text, MAX_FIELD)) {
                     *f.entry(t).or_default() += w;
                     l += w;
                 }
