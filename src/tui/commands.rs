@@ -386,8 +386,10 @@ fn status_info(state: &mut State) {
         (None, _) => "no request yet".to_owned(),
     };
     let context = match state.tools_offered {
-        Some(t) => format!("{context}; {}", super::tool_sizes::offered_line(&t)),
-        None => context,
+        Some(t) if t.loaded + t.deferred > 0 => {
+            format!("{context}; {}", super::tool_sizes::offered_line(&t))
+        }
+        _ => context,
     };
     let (cost, unpriced) = cost_so_far(state);
     let mut lines = vec![

@@ -63,7 +63,8 @@ pub(super) fn per_server(state: &State) -> String {
     let mut out = vec!["tool definitions by source (bytes, est. tokens = bytes/4):".to_owned()];
     let line = |name: &str, n: usize, bytes: usize| {
         format!(
-            "  {name:<width$}  {n:>4} tools  {bytes:>8} bytes  ~{:>6} tokens",
+            "  {name:<width$}  {n:>4} tool{}  {bytes:>8} bytes  ~{:>6} tokens",
+            if n == 1 { " " } else { "s" },
             toolsearch::tokens(bytes)
         )
     };

@@ -248,9 +248,10 @@ pub fn deferred_note(plan: &Plan) -> Option<String> {
     );
     for l in &plan.servers {
         s.push_str(&format!(
-            "\n- {} ({} tools){}",
+            "\n- {} ({} tool{}){}",
             crate::sanitize::clean_line(&l.server),
             l.tools,
+            if l.tools == 1 { "" } else { "s" },
             if l.first_line.is_empty() {
                 String::new()
             } else {
@@ -438,7 +439,7 @@ mod tests {
         );
         let note = deferred_note(&p).unwrap_or_default();
         assert!(
-            note.contains("- a (1 tools): Server A first line\n- b (1 tools)"),
+            note.contains("- a (1 tool): Server A first line\n- b (1 tool)"),
             "{note}"
         );
         // never / always.
