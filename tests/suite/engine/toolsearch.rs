@@ -198,3 +198,48 @@ fn a_bad_share_in_harness9_toml_is_a_clear_error() {
         "{out}"
     );
 }
+
+#[test]
+fn a_tool_called_earlier_stays_offered_when_the_conversation_goes_on() {
+    let mut steps = script()["steps"].as_array().cloned().unwrap_or_default();
+    steps.push(json!({"text": "Again 13."}));
+    let model = Model::start("ts-continue", json!({ "steps": steps }));
+    let dir = deferring_project("ts-continue", "");
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &["run", "-p", "what is 6 + 7?", "--json"],
+    )
+    .finish(LIMIT);
+    out.ok();
+    // `run --json` says what each request carried and deferred.
+    let first = &out.all("model")[0];
+    assert_eq!(first["tools_loaded"], 0, "{first}");
+    assert!(
+        first["tools_deferred"].as_u64().unwrap_or(0) >= 15,
+        "{first}"
+    );
+    assert!(
+        first["tools_deferred_bytes"].as_u64().unwrap_or(0) > 1000,
+        "{first}"
+    );
+    let second = &out.all("model")[1];
+    assert!(
+        (1..=5).contains(&second["tools_loaded"].as_u64().unwrap_or(0)),
+        "{second}"
+    );
+    // The next run of the same conversation: the tool it called is offered from the start;
+    // what the search found but nobody called is deferred again.
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &["run", "-p", "and again?", "--continue", "--json"],
+    )
+    .finish(LIMIT);
+    out.ok();
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 4, "{reqs:?}");
+    let tools = offered(&reqs[3]);
+    let mcp: Vec<&String> = tools.iter().filter(|t| t.starts_with("mcp__")).collect();
+    assert_eq!(mcp, ["mcp__everything__get_sum"], "{tools:?}");
+    assert!(tools.contains(&"tool_search".to_owned()), "{tools:?}");
+    assert_eq!(out.all("model")[0]["tools_loaded"], 1, "{out}");
+}
