@@ -66,10 +66,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The index a `tool_search` call searches, over every MCP tool of the table that is not
-/// pinned, with their definitions as offered.
+/// pinned, with their definitions as offered (shared, not copied: `defs[at[i]]` is the
+/// definition of the index's doc `i`).
 pub(super) struct Search {
     index: Index,
-    defs: std::collections::HashMap<String, ToolDef>,
+    defs: Arc<Vec<ToolDef>>,
+    at: Vec<usize>,
     servers: Vec<String>,
     found: Arc<Mutex<BTreeSet<String>>>,
 }
@@ -167,9 +169,9 @@ impl ToolCache {
                 Some((k, s)) if Arc::ptr_eq(k, all) => s.clone(),
                 _ => {
                     let mut docs = Vec::new();
-                    let mut defs = std::collections::HashMap::new();
+                    let mut at = Vec::new();
                     let mut servers: Vec<String> = Vec::new();
-                    for (d, _, pinned) in &meta {
+                    for (i, (d, _, pinned)) in meta.iter().enumerate() {
                         let Some(e) = entries.get(d.name.as_str()) else {
                             continue;
                         };
@@ -179,12 +181,13 @@ impl ToolCache {
                         if !servers.contains(&doc.server) {
                             servers.push(doc.server.clone());
                         }
-                        defs.insert(d.name.clone(), (*d).clone());
+                        at.push(i);
                         docs.push(doc);
                     }
                     let s = Arc::new(Search {
                         index: Index::new(docs),
-                        defs,
+                        defs: all.clone(),
+                        at,
                         servers,
                         found: self.deferral.found.clone(),
                     });
@@ -209,11 +212,10 @@ pub(super) fn search_call(search: &Search, input: &Value) -> Result<CallToolResu
     let servers: Vec<&str> = search.servers.iter().map(String::as_str).collect();
     let (query, server, limit) = toolsearch::arguments(input, &servers)?;
     let hits = search.index.search(&query, server.as_deref(), limit);
-    let docs = search.index.docs();
     let defs: Vec<&ToolDef> = hits
         .iter()
-        .filter_map(|i| docs.get(*i))
-        .filter_map(|d| search.defs.get(&d.name))
+        .filter_map(|i| search.at.get(*i))
+        .filter_map(|i| search.defs.get(*i))
         .collect();
     lock(&search.found).extend(defs.iter().map(|d| d.name.clone()));
     Ok(CallToolResult {
