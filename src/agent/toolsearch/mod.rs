@@ -6,6 +6,8 @@
 //! offered from the next model step on. Pure: the engine (`agent/engine/deferred.rs`) holds
 //! the state and the TUI and the benchmarks call the same [`plan`].
 
+#[cfg(test)]
+mod quality;
 pub mod rank;
 
 use std::collections::BTreeSet;
