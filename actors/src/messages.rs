@@ -202,6 +202,16 @@ pub struct WhyFiltered {
     pub tool: String,
 }
 
+/// The registered tool `name` as the table has it now, or why a call of it would fail (it
+/// vanished from its server's live list, its server is not connected, a filter leaves it out,
+/// or no server has it).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<ToolEntry, crate::error::CallError>")]
+pub struct LookupTool {
+    /// The registered name (`mcp__server__tool`, or a built-in's).
+    pub name: String,
+}
+
 /// The names of every connected server, in order of first connect.
 #[derive(Debug, Message)]
 #[rtype(result = "Vec<String>")]

@@ -14,9 +14,9 @@ use serde_json::Value;
 use crate::error::{CallError, RequestError};
 use crate::messages::{
     AwaitServer, CallBuiltin, CallServerTool, CallTool, Complete, GetInstructions, GetPrompt,
-    ListPrompts, ListResourceTemplates, ListResources, ListServers, ListTools, ReadResource,
-    ServerGone, ServerRequest, ServerTools, SetBuiltins, SubscribeResource, ToolEntry,
-    ToolProgress, WhyFiltered,
+    ListPrompts, ListResourceTemplates, ListResources, ListServers, ListTools, LookupTool,
+    ReadResource, ServerGone, ServerRequest, ServerTools, SetBuiltins, SubscribeResource,
+    ToolEntry, ToolProgress, WhyFiltered,
 };
 use crate::naming::{full_name_prefixed, sanitize, server_prefix};
 use crate::protocol::types::{CallToolResult, Tool};
@@ -243,6 +243,25 @@ impl ToolRegistry {
 
     /// The server and tool a registered-style `name` would be if the server's filters did not
     /// leave it out, with the filter that does.
+    /// Why a call of `name`, which the table does not have, fails.
+    fn absent(&self, name: String) -> CallError {
+        if let Some((server, tool)) = self.vanished.get(&name) {
+            return CallError::ToolVanished {
+                server: server.clone(),
+                tool: tool.clone(),
+            };
+        }
+        match self.unavailable_owner(&name) {
+            Some((server, reason)) => CallError::ServerUnavailable {
+                server: server.clone(),
+                reason: reason.clone(),
+            },
+            None => self
+                .filtered_owner(&name)
+                .unwrap_or(CallError::UnknownTool { name }),
+        }
+    }
+
     fn filtered_owner(&self, name: &str) -> Option<CallError> {
         self.servers.iter().find_map(|(server, table)| {
             let prefix = server_prefix(server);
@@ -352,6 +371,17 @@ impl Handler<ListTools> for ToolRegistry {
 
     fn handle(&mut self, _msg: ListTools, _ctx: &mut Context<Self>) -> Self::Result {
         MessageResult(self.entries.clone())
+    }
+}
+
+impl Handler<LookupTool> for ToolRegistry {
+    type Result = Result<ToolEntry, CallError>;
+
+    fn handle(&mut self, msg: LookupTool, _ctx: &mut Context<Self>) -> Self::Result {
+        match self.entries.iter().find(|e| e.name == msg.name) {
+            Some(e) => Ok(e.clone()),
+            None => Err(self.absent(msg.name)),
+        }
     }
 }
 
@@ -620,19 +650,7 @@ impl ToolRegistry {
                 })
             }
             None => {
-                let err = match self.unavailable_owner(&msg.name) {
-                    _ if self.vanished.contains_key(&msg.name) => {
-                        let (server, tool) = self.vanished[&msg.name].clone();
-                        CallError::ToolVanished { server, tool }
-                    }
-                    Some((server, reason)) => CallError::ServerUnavailable {
-                        server: server.clone(),
-                        reason: reason.clone(),
-                    },
-                    None => self
-                        .filtered_owner(&msg.name)
-                        .unwrap_or(CallError::UnknownTool { name: msg.name }),
-                };
+                let err = self.absent(msg.name);
                 Box::pin(async move { Err(err) })
             }
         }

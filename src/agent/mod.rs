@@ -5,3 +5,4 @@ pub mod builtins;
 pub mod engine;
 pub mod model;
 pub mod permissions;
+pub mod toolsearch;

@@ -543,7 +543,7 @@ pub fn load_guarded(
     // A server that could rewrite the approvals, or the remembered "always" answers of the
     // permissions, does not start.
     let store_file = store_path();
-    let guarded = [
+    let mut guarded = vec![
         (store_file.clone(), "approvals file", "approve any server"),
         (
             crate::app::permission_store::path(),
@@ -551,6 +551,15 @@ pub fn load_guarded(
             "allow any tool call",
         ),
     ];
+    if let Some(dir) = crate::app::tool_cache::dir() {
+        // A planted entry would offer another server's tools with annotations of its choosing
+        // (`readOnlyHint` runs a call unasked) until that server connects.
+        guarded.push((
+            dir,
+            "tool-list cache",
+            "offer another server's tools as it likes",
+        ));
+    }
     for (file, what, could) in guarded {
         let Some(name) = writable_by_sandbox(&file, &grants) else {
             continue;

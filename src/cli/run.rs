@@ -117,10 +117,12 @@ impl Printer {
                 tool_calls,
                 elapsed,
                 usage,
+                tools,
             } => {
                 json!({"event": "model", "t_ms": t, "step": step, "text": text, "tool_calls": tool_calls,
                         "ms": ms(elapsed), "input_tokens": usage.input_tokens, "cached_input_tokens": usage.cached_input_tokens,
-                        "output_tokens": usage.output_tokens})
+                        "output_tokens": usage.output_tokens, "tools_loaded": tools.loaded, "tools_loaded_bytes": tools.loaded_bytes,
+                        "tools_deferred": tools.deferred, "tools_deferred_bytes": tools.deferred_bytes})
             }
             EngineEvent::Compacted { reason, compacted } => {
                 json!({"event": "compacted", "t_ms": t, "reason": reason, "replaced": compacted.replaced,
@@ -238,6 +240,7 @@ pub async fn run(
     engine_cfg.context_window = settings.context_window(&provider_cfg.model);
     engine_cfg.compact_at = settings.compact_at;
     engine_cfg.policy = policy;
+    engine_cfg.tool_search = settings.tool_search.clone();
     let model_name = format!("{} {}", provider_cfg.kind, provider_cfg.model);
     let model_id = provider_cfg.model.clone();
     let resume = super::resume_of(args.continue_, args.resume.as_deref());

@@ -390,6 +390,12 @@ fn status_info(state: &mut State) {
         (Some(u), _) => format!("{u} tokens (window unknown)"),
         (None, _) => "no request yet".to_owned(),
     };
+    let context = match state.tools_offered {
+        Some(t) if t.loaded + t.deferred > 0 => {
+            format!("{context}; {}", super::tool_sizes::offered_line(&t))
+        }
+        _ => context,
+    };
     let (cost, unpriced) = cost_so_far(state);
     let mut lines = vec![
         format!("model: {}", state.model.as_deref().unwrap_or("none")),
@@ -473,9 +479,10 @@ fn tools_command(state: &mut State, rest: &str) -> Vec<Effect> {
                 "no tools yet".to_owned()
             } else {
                 format!(
-                    "{} tools (name, source); /tools off NAME turns one off for this session:\n{}",
+                    "{} tools (name, source); /tools off NAME turns one off for this session:\n{}\n\n{}",
                     lines.len(),
-                    lines.join("\n")
+                    lines.join("\n"),
+                    super::tool_sizes::per_server(state)
                 )
             }));
             Vec::new()

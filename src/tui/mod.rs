@@ -22,6 +22,7 @@ mod prompts;
 mod resume;
 mod server_view;
 pub mod state;
+mod tool_sizes;
 mod trace;
 mod transcript;
 mod trust;
@@ -130,6 +131,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
                 ecfg.context_window = s.context_window(&p.model);
                 ecfg.compact_at = s.compact_at;
                 ecfg.policy = policy.clone();
+                ecfg.tool_search = s.tool_search.clone();
                 context_window = ecfg.context_window;
                 let saved = match session.conversation(&opts.resume, &p.model) {
                     Ok(o) => {

@@ -336,6 +336,9 @@ pub struct State {
     pub context_used: Option<u64>,
     /// The model's context window, when the settings know it.
     pub context_window: Option<u64>,
+    /// The MCP tools the last model request carried and deferred (tool search), once there
+    /// was one.
+    pub tools_offered: Option<crate::agent::toolsearch::ToolsOffered>,
     /// Tool calls waiting for the user's yes or no, the first one shown.
     pub approvals: std::collections::VecDeque<Approval>,
     /// Servers' questions waiting for the user, the first one shown (after tool approvals).
@@ -421,6 +424,7 @@ impl State {
             transcript: Vec::new(),
             context_used: None,
             context_window: None,
+            tools_offered: None,
             spinner: 0,
             busy_secs: 0,
             popup: None,

@@ -58,6 +58,7 @@ fn model_done(s: &mut State, input: u64, cached: u64, output: u64) {
                 output_tokens: output,
                 cached_input_tokens: cached,
             },
+            tools: Default::default(),
         }),
     );
 }
@@ -211,9 +212,12 @@ fn tools_lists_each_tool_with_its_source_and_marks_the_one_off() {
     use_model(&mut s, "claude-sonnet-4-5");
     send(&mut s, "/tools off bash");
     send(&mut s, "/tools");
-    let screen = render(&mut s, 90, n as u16 + 8);
+    let screen = render(&mut s, 90, n as u16 + 16);
     for want in [
         &format!("{n} tools (name, source)") as &str,
+        "  everything     2 tools       177 bytes  ~    45 tokens\n",
+        "  built-in       7 tools",
+        "  MCP in all: 257 bytes, ~65 tokens\n",
         "mcp__everything__echo  everything\n",
         "mcp__docs__search  docs\n",
         "bash  built-in  (off)",

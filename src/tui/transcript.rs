@@ -199,8 +199,9 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
             "{reason}; retrying in {}",
             harness9_actors::error::fmt_duration(after)
         ))),
-        EngineEvent::ModelDone { usage, .. } => {
+        EngineEvent::ModelDone { usage, tools, .. } => {
             state.context_used = Some(usage.input_tokens);
+            state.tools_offered = Some(tools);
             state.count_usage(&usage);
         }
         EngineEvent::Compacted { reason, compacted } => {

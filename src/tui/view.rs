@@ -232,6 +232,7 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
             }
             None => (format!("context {} tokens", k(used)), Style::new()),
         };
+        let text = format!("{text}{}", super::tool_sizes::gauge(state));
         spans.push(Span::styled(text, style));
         spans.push(Span::styled(" │ ", DIM));
     }

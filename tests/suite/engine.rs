@@ -2053,3 +2053,5 @@ fn bash_on_a_kernel_without_landlock_tcp_rules_refuses_and_names_the_settings() 
     );
     assert!(!dir.join("ran.txt").exists(), "bash ran unsandboxed");
 }
+
+mod toolsearch;

@@ -77,7 +77,10 @@ fn run(mut cmd: Command, args: &[&str]) -> Out {
 fn run_p(dir: &Path, model: &Model) -> Out {
     let mut c = harness9(dir);
     c.envs(model.env());
-    run(c, &["run", "-p", "hi", "--json"])
+    run(
+        c,
+        &["run", "-p", "hi", "--json", "--allowed-tools", "mcp__fx__*"],
+    )
 }
 
 fn events(out: &Out) -> Vec<Value> {

@@ -929,3 +929,62 @@ fn a_change_the_trust_screen_does_not_show_is_not_approved_by_its_answer() {
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }
+
+#[test]
+fn a_sandbox_grant_over_the_saved_permissions_or_the_tool_cache_keeps_its_server_from_starting() {
+    // A sandboxed server that could write the remembered "always" answers (allow any call) or
+    // the tool-list cache (another server's tools with annotations of its choosing) does not
+    // start; one granted elsewhere does.
+    let dir = fresh_dir("trust-guarded-stores");
+    let home = fresh_dir("trust-guarded-stores-home");
+    let approvals = dir.join("approvals.json");
+    let state = home.join(".state/harness9");
+    let cache = home.join("cache");
+    for d in [&state, &cache, &dir.join("out")] {
+        std::fs::create_dir_all(d).expect("create a dir");
+    }
+    let fixture = fixture_bin().display().to_string();
+    write(
+        &dir,
+        json!({
+            "perms": {"command": fixture, "sandbox": {"writable": [state.display().to_string()]}},
+            "cache": {"command": fixture, "sandbox": {"writable": [cache.display().to_string()]}},
+            "fine": {"command": fixture, "sandbox": {"writable": [dir.join("out").display().to_string()]}}
+        }),
+    );
+    let cache_var = cache.display().to_string();
+    let out = isolated(
+        &dir,
+        &home,
+        &approvals,
+        &["--approve-project", "mcp", "list", "--json"],
+        &[("HARNESS9_TOOL_CACHE", cache_var.as_str())],
+    );
+    let list: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&out.stdout), text(&out.stderr)));
+    let server = |name: &str| {
+        list.as_array()
+            .and_then(|a| a.iter().find(|s| s["name"] == name))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let perms = server("perms");
+    assert_eq!(perms["status"], "failed", "{perms}");
+    assert!(
+        perms["error"].as_str().is_some_and(
+            |e| e.contains("remembered permissions") && e.contains("allow any tool call")
+        ),
+        "{perms}"
+    );
+    let cached = server("cache");
+    assert_eq!(cached["status"], "failed", "{cached}");
+    assert!(
+        cached["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("tool-list cache")),
+        "{cached}"
+    );
+    assert_eq!(server("fine")["status"], "connected", "{list}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&home);
+}

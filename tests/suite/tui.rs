@@ -1568,3 +1568,5 @@ fn a_disabled_server_stays_in_the_bar_dim_and_reload_says_disabled() {
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }
+
+mod toolsearch;

@@ -7,7 +7,7 @@ use crate::agent::permissions::{Action, Kind, Reason, Rule, Source, ToolFacts};
 use harness9_actors::protocol::types::ContentBlock;
 
 /// The connected servers' `instructions` by server name, as the registry shares them.
-type Instructions = Arc<Vec<(String, Arc<str>)>>;
+pub(super) type Instructions = Arc<Vec<(String, Arc<str>)>>;
 
 /// Tool definitions, rebuilt only when the registry's table changes, and the system prompt with
 /// the servers' instructions, rebuilt only when those change.
@@ -22,6 +22,8 @@ pub(super) struct ToolCache {
     /// The instructions the system prompt below was built with.
     pub(super) instructions: Option<Instructions>,
     pub(super) system: Option<String>,
+    /// Tool search: what is deferred, found, offered (`deferred.rs`).
+    pub(super) deferral: super::deferred::Deferral,
 }
 
 /// Each registered tool's server and whether it says it is read-only (`readOnlyHint: true`).
@@ -177,7 +179,31 @@ pub(super) async fn refusal(
     }
     // A tool not in the table (gone since the model saw it) is judged as an unannotated one;
     // the registry then says it is unknown.
-    let (server, read_only) = ctx.facts.get(name).cloned().unwrap_or((None, false));
+    let (server, read_only) = if super::deferred::is_search(ctx, name) {
+        // The engine's own search over the tool table: it reads only.
+        (None, true)
+    } else if let Some(f) = ctx.facts.get(name) {
+        f.clone()
+    } else {
+        // Not in the table this step was offered: look it up now. A tool that appeared since
+        // is judged by its own facts; one that is absent gets the registry's reason (it
+        // vanished, its server is down, no server has it) and never reaches a server.
+        let lookup = harness9_actors::messages::LookupTool {
+            name: name.to_owned(),
+        };
+        match ctx.registry.send(lookup).await {
+            Ok(Ok(entry)) => {
+                let f = ToolFacts::of(
+                    &entry.name,
+                    entry.server.as_deref(),
+                    entry.tool.annotations.as_ref().map(|a| a.get()),
+                );
+                (entry.server.clone(), f.read_only)
+            }
+            Ok(Err(e)) => return Some(e.to_string()),
+            Err(_) => return Some("the tool registry stopped".to_owned()),
+        }
+    };
     let facts = ToolFacts {
         name,
         server: server.as_deref(),
@@ -280,6 +306,10 @@ pub(super) async fn run_tool(
     let started = Instant::now();
     let outcome = match refused {
         Some(why) => Err(why),
+        None if super::deferred::is_search(&ctx, &name) => match &ctx.search {
+            Some(s) => super::deferred::search_call(s, &input),
+            None => Err(format!("tool \"{name}\" is not available")),
+        },
         None => {
             let mut msg = CallTool::new(name.clone(), Some(input));
             // A child: the callee may cancel its token when it is done (to stop what it
@@ -381,4 +411,6 @@ pub(super) struct CallCtx {
     pub(super) can_ask: bool,
     pub(super) facts: Arc<Facts>,
     pub(super) disabled: Arc<std::collections::BTreeSet<String>>,
+    /// Tool search, while MCP tools are deferred: `tool_search` calls are answered from it.
+    pub(super) search: Option<Arc<super::deferred::Search>>,
 }

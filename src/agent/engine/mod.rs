@@ -17,6 +17,7 @@
 mod calls;
 pub mod compact;
 mod control;
+mod deferred;
 pub mod output;
 mod turn;
 
@@ -64,6 +65,8 @@ pub struct EngineConfig {
     pub compact_at: f64,
     /// Which tool calls run, ask or are refused (see [`crate::agent::permissions`]).
     pub policy: Arc<Policy>,
+    /// When MCP tools are deferred behind `tool_search` (settings `[tool_search]`).
+    pub tool_search: crate::agent::toolsearch::ToolSearchSettings,
 }
 
 /// The most of a project's instructions file that goes into the system prompt.
@@ -81,6 +84,7 @@ impl EngineConfig {
             context_window: None,
             compact_at: 0.8,
             policy: Arc::new(Policy::default()),
+            tool_search: Default::default(),
         }
     }
 
@@ -181,6 +185,8 @@ pub enum EngineEvent {
         elapsed: Duration,
         /// Tokens.
         usage: Usage,
+        /// The MCP tools the request carried and those it deferred.
+        tools: crate::agent::toolsearch::ToolsOffered,
     },
     /// A tool call started.
     ToolStarted {
@@ -407,8 +413,10 @@ impl Engine {
         if cache.disabled == self.disabled {
             return cache;
         }
+        // The tools found and used in this conversation stay found.
         ToolCache {
             disabled: self.disabled.clone(),
+            deferral: cache.deferral,
             ..ToolCache::default()
         }
     }

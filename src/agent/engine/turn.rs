@@ -207,10 +207,17 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
             Err(_) => Arc::new(Vec::new()),
         };
         let instructions = registry.send(GetInstructions).await.unwrap_or_default();
+        let (system, tools) = cache.offer(
+            &config,
+            provider.config().kind,
+            table,
+            instructions,
+            &messages,
+        );
         let req = ModelRequest {
-            system: cache.system(config.system.as_deref(), instructions),
+            system,
             messages: messages.clone(),
-            tools: cache.get(table),
+            tools,
             max_tokens: 0,
         };
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -312,6 +319,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
                 tool_calls: calls.len(),
                 elapsed: call_started.elapsed(),
                 usage: reply.usage,
+                tools: cache.deferral.offered(),
             },
         )
         .await;
@@ -336,6 +344,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
             can_ask,
             facts: cache.facts.clone(),
             disabled: cache.disabled.clone(),
+            search: cache.deferral.search.clone(),
         };
         let results = join_all(calls.into_iter().map(|call| {
             let cut = cut_id.as_ref() == Some(&call.0);

@@ -36,6 +36,35 @@ pub(super) struct FileSettings {
     #[serde(default)]
     pub(super) context_windows: std::collections::BTreeMap<String, u64>,
     pub(super) compact_at: Option<f64>,
+    #[serde(default)]
+    pub(super) tool_search: ToolSearchSection,
+}
+
+/// `[tool_search]`: when MCP tools are deferred behind the search tool.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ToolSearchSection {
+    pub(super) mode: Option<crate::agent::toolsearch::Mode>,
+    pub(super) share: Option<Spanned<f64>>,
+    pub(super) pinned: Option<Vec<String>>,
+}
+
+impl ToolSearchSection {
+    /// The project's keys over the user's; pins add up.
+    pub(super) fn overlay(self, top: ToolSearchSection) -> ToolSearchSection {
+        let pinned = match (self.pinned, top.pinned) {
+            (Some(mut a), Some(b)) => {
+                a.extend(b);
+                Some(a)
+            }
+            (a, b) => b.or(a),
+        };
+        ToolSearchSection {
+            mode: top.mode.or(self.mode),
+            share: top.share.or(self.share),
+            pinned,
+        }
+    }
 }
 
 impl FileSettings {
@@ -63,6 +92,7 @@ impl FileSettings {
             prices,
             context_windows,
             compact_at: top.compact_at.or(self.compact_at),
+            tool_search: self.tool_search.overlay(top.tool_search),
         }
     }
 }
@@ -173,6 +203,14 @@ pub(super) fn parse_file(path: &str, text: &str) -> Result<FileSettings, Setting
             v.span().start,
             "tool_images belongs under [openai], not [anthropic] (Anthropic tool results always carry their images)".to_owned(),
         ));
+    }
+    if let Some(share) = &file.tool_search.share {
+        if !(share.get_ref().is_finite() && *share.get_ref() > 0.0 && *share.get_ref() <= 1.0) {
+            return Err(at(
+                share.span().start,
+                "share under [tool_search] must be a number above 0 and at most 1 (e.g. 0.1 for 10% of the context window)".to_owned(),
+            ));
+        }
     }
     Ok(file)
 }

@@ -84,6 +84,8 @@ pub struct Settings {
     /// `[mcp] start`: how a server whose tool list is cached starts, unless its `.mcp.json`
     /// entry says (`start`).
     pub mcp_start: harness9_actors::tool_cache::StartMode,
+    /// When MCP tools are deferred behind the search tool (`[tool_search]`).
+    pub tool_search: crate::agent::toolsearch::ToolSearchSettings,
 }
 
 /// One model's price in USD per million tokens.
@@ -395,6 +397,7 @@ mod tests {
                 compact_at: 0.8,
                 sampling_models: Vec::new(),
                 mcp_start: harness9_actors::tool_cache::StartMode::Eager,
+                tool_search: crate::agent::toolsearch::ToolSearchSettings::default(),
             }
         );
         assert_eq!(s.context_window("claude-sonnet-4-5"), Some(200_000));

@@ -178,6 +178,18 @@ fn resolve_parsed(
         Some(super::file::FileStart::Lazy) => harness9_actors::tool_cache::StartMode::Lazy,
         _ => harness9_actors::tool_cache::StartMode::Eager,
     };
+    let tool_search = {
+        let t = defaults
+            .tool_search
+            .clone()
+            .overlay(user_file.tool_search.clone());
+        let d = crate::agent::toolsearch::ToolSearchSettings::default();
+        crate::agent::toolsearch::ToolSearchSettings {
+            mode: t.mode.unwrap_or(d.mode),
+            share: t.share.map_or(d.share, Spanned::into_inner),
+            pinned: t.pinned.unwrap_or_default(),
+        }
+    };
     let settings = |provider| Settings {
         provider,
         max_steps,
@@ -188,6 +200,7 @@ fn resolve_parsed(
         compact_at,
         sampling_models: Vec::new(),
         mcp_start,
+        tool_search: tool_search.clone(),
     };
     let Some((kind, origin)) = chosen else {
         return Ok(settings(None));
