@@ -140,6 +140,43 @@ pub enum Event {
     ConfigWarnings(Vec<String>),
     /// The permission rules in force, for `/permissions`.
     Permissions(Vec<crate::agent::permissions::Rule>),
+    /// The saved conversations' listing, for the `/resume` picker.
+    SessionsListed(Vec<String>),
+    /// `/model` switched the model for the next turn.
+    ModelSwitched {
+        /// `anthropic claude-...`.
+        model: String,
+        /// The bare model name.
+        model_id: String,
+        /// Its context window, when known.
+        context_window: Option<u64>,
+        /// The settings it was resolved with.
+        settings: Arc<crate::agent::model::settings::Settings>,
+    },
+    /// A saved conversation replaced the engine's: its transcript.
+    Resumed {
+        /// Its session id.
+        session_id: String,
+        /// Its transcript.
+        entries: Vec<Entry>,
+    },
+    /// `/compact` ended: what it did, or why not.
+    CompactDone(Result<crate::agent::engine::compact::Compacted, String>),
+    /// The clock's tick: how long the running turn has run (`None`: no turn runs).
+    Tick(Option<u64>),
+    /// The config was reloaded: its secrets, sources, disabled servers and input prompts.
+    ConfigReloaded {
+        /// Values `/trace` must not show.
+        secrets: Vec<String>,
+        /// Where each server's entry comes from.
+        sources: Vec<(String, std::path::PathBuf)>,
+        /// Servers marked disabled.
+        disabled: Vec<String>,
+        /// `${input:ID}` prompts the new config needs.
+        inputs: Vec<crate::app::inputs::InputPrompt>,
+    },
+    /// A turn could not start (no engine).
+    TurnNotStarted,
 }
 
 /// What the actor must do after an update.
@@ -608,6 +645,72 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
         }
         Event::Permissions(rules) => {
             super::permissions::open(state, rules);
+            Vec::new()
+        }
+        Event::SessionsListed(lines) => {
+            super::resume::open(state, lines);
+            Vec::new()
+        }
+        Event::ModelSwitched {
+            model,
+            model_id,
+            context_window,
+            settings,
+        } => {
+            state.note(Entry::Info(format!("the next turn uses {model}")));
+            state.model = Some(model);
+            state.model_id = Some(model_id);
+            state.context_window = context_window;
+            state.settings = Some(settings);
+            Vec::new()
+        }
+        Event::Resumed {
+            session_id,
+            entries,
+        } => {
+            state.session_id = Some(session_id);
+            state.transcript = entries;
+            state.scroll_back = 0;
+            Vec::new()
+        }
+        Event::CompactDone(r) => {
+            match r {
+                Ok(c) => {
+                    state.context_used = Some(c.tokens_after as u64);
+                    state.count_usage(&c.usage);
+                    state.note(Entry::Info(format!(
+                        "compacted {} messages into a summary (~{} -> ~{} tokens)",
+                        c.replaced, c.tokens_before, c.tokens_after
+                    )))
+                }
+                Err(e) => state.note(Entry::Error(e)),
+            }
+            Vec::new()
+        }
+        Event::Tick(busy) => {
+            match busy {
+                Some(secs) => {
+                    state.spinner = state.spinner.wrapping_add(1);
+                    state.busy_secs = secs;
+                }
+                None => state.busy_secs = 0,
+            }
+            Vec::new()
+        }
+        Event::ConfigReloaded {
+            secrets,
+            sources,
+            disabled,
+            inputs,
+        } => {
+            state.disabled = disabled;
+            state.secrets = secrets;
+            state.set_sources(sources);
+            super::inputs::inputs_needed(state, inputs);
+            Vec::new()
+        }
+        Event::TurnNotStarted => {
+            state.busy = false;
             Vec::new()
         }
     }

@@ -635,3 +635,56 @@ fn a_server_without_the_resources_capability_is_never_asked_for_resources() {
         "{effects:?}"
     );
 }
+
+/// What the actor learns (a model switched, a conversation resumed, a compaction, the clock)
+/// comes back as events: `update` is the only writer of the state.
+#[test]
+fn the_actors_results_are_events_update_applies() {
+    use crate::agent::engine::compact::Compacted;
+    use crate::tui::state::Entry;
+    let mut s = state_with(vec![], vec![]);
+    s.model = Some("anthropic m".into());
+    let settings =
+        crate::agent::model::settings::resolve_from(&Default::default(), &|_| None, None);
+    if let Ok(settings) = settings {
+        update(
+            &mut s,
+            Event::ModelSwitched {
+                model: "openai llama3".into(),
+                model_id: "llama3".into(),
+                context_window: Some(8192),
+                settings: std::sync::Arc::new(settings),
+            },
+        );
+        assert_eq!(s.model.as_deref(), Some("openai llama3"));
+        assert_eq!(s.context_window, Some(8192));
+        assert!(
+            matches!(s.transcript.last(), Some(Entry::Info(t)) if t == "the next turn uses openai llama3")
+        );
+    }
+    update(
+        &mut s,
+        Event::Resumed {
+            session_id: "abc".into(),
+            entries: vec![Entry::Info("old".into())],
+        },
+    );
+    assert_eq!(s.session_id.as_deref(), Some("abc"));
+    assert_eq!(s.transcript, vec![Entry::Info("old".into())]);
+    let c = Compacted {
+        replaced: 4,
+        tokens_before: 900,
+        tokens_after: 100,
+        usage: Default::default(),
+    };
+    update(&mut s, Event::CompactDone(Ok(c)));
+    assert_eq!(s.context_used, Some(100));
+    update(&mut s, Event::CompactDone(Err("nothing to compact".into())));
+    assert!(matches!(s.transcript.last(), Some(Entry::Error(t)) if t == "nothing to compact"));
+    s.busy = true;
+    update(&mut s, Event::Tick(Some(3)));
+    assert_eq!((s.spinner, s.busy_secs), (1, 3));
+    update(&mut s, Event::TurnNotStarted);
+    update(&mut s, Event::Tick(None));
+    assert!(!s.busy && s.busy_secs == 0);
+}

@@ -12,9 +12,8 @@ impl Tui {
         self.state.model_id.as_deref() == Some(spec) || current.replacen(' ', "/", 1) == spec
     }
 
-    pub(super) fn set_model(&mut self, spec: &str) {
+    pub(super) fn set_model(&mut self, spec: &str, ctx: &mut Context<Self>) {
         use crate::agent::model::settings;
-        use crate::tui::state::Entry;
         let Some(engine) = self.engine.clone() else {
             return;
         };
@@ -23,24 +22,20 @@ impl Tui {
         match resolved {
             Ok(s) => match s.provider.clone() {
                 Some(p) => {
-                    self.state.model = Some(format!("{} {}", p.kind, p.model));
-                    self.state.model_id = Some(p.model.clone());
-                    self.state.context_window = s.context_window(&p.model);
-                    self.state.note(Entry::Info(format!(
-                        "the next turn uses {} {}",
-                        p.kind, p.model
-                    )));
                     self.model_flags = flags;
-                    self.state.settings = Some(std::sync::Arc::new(s));
+                    let switched = Event::ModelSwitched {
+                        model: format!("{} {}", p.kind, p.model),
+                        model_id: p.model.clone(),
+                        context_window: s.context_window(&p.model),
+                        settings: std::sync::Arc::new(s),
+                    };
                     engine.do_send(SetProvider(p));
+                    self.apply(switched, ctx);
                 }
-                None => self
-                    .state
-                    .note(Entry::Error(settings::how_to_configure().to_owned())),
+                None => self.notice(true, settings::how_to_configure().to_owned(), ctx),
             },
-            Err(e) => self.state.note(Entry::Error(format!("/model {spec}: {e}"))),
+            Err(e) => self.notice(true, format!("/model {spec}: {e}"), ctx),
         }
-        self.dirty = true;
     }
 
     /// `/resume`: the list of saved conversations, or the one named, which replaces the
@@ -50,7 +45,7 @@ impl Tui {
         use crate::tui::state::Entry;
         let dir = sessions::dir();
         if id.is_empty() {
-            crate::tui::resume::open(&mut self.state, sessions::listing(&dir, 50));
+            self.apply(Event::SessionsListed(sessions::listing(&dir, 50)), ctx);
             return;
         }
         let Some(engine) = self.engine.clone() else {
@@ -59,7 +54,7 @@ impl Tui {
         let cwd = std::env::current_dir().unwrap_or_default();
         let opened = match sessions::open(&dir, &sessions::Resume::Id(id), &cwd, "") {
             Ok(o) => o,
-            Err(e) => return self.state.note(Entry::Error(e)),
+            Err(e) => return self.notice(true, e, ctx),
         };
         let mut entries = crate::tui::state::entries_of(&opened.messages);
         entries.extend(opened.note.clone().map(Entry::Info));
@@ -71,20 +66,24 @@ impl Tui {
                 .into_actor(self)
                 .map(move |taken, act, ctx| {
                     if taken == Ok(true) {
-                        act.state.session_id = Some(session_id);
-                        act.state.transcript = entries;
-                        act.state.scroll_back = 0;
+                        act.apply(
+                            Event::Resumed {
+                                session_id,
+                                entries,
+                            },
+                            ctx,
+                        );
                         // It goes on with the model it was saved with.
                         if let Some(m) = saved_model.filter(|m| !act.uses_model(m)) {
-                            act.set_model(&m);
+                            act.set_model(&m, ctx);
                         }
                     } else {
-                        act.state.note(Entry::Error(
+                        act.notice(
+                            true,
                             "a turn is running; press Esc to cancel it, then /resume".to_owned(),
-                        ));
+                            ctx,
+                        );
                     }
-                    // Drawn now: no key or event may come to draw it.
-                    act.schedule_draw(ctx);
                 }),
         );
     }

@@ -274,7 +274,7 @@ impl Tui {
 
     /// Saves an "always" answer's rule for the project (the engine has already taken it for
     /// this session); says where, or why it could not be saved.
-    fn remember(&mut self, rule: &str) {
+    fn remember(&mut self, rule: &str, ctx: &mut Context<Self>) {
         use crate::app::permission_store as store;
         let file = store::path();
         let text = match store::remember(&file, &self.policy.place.root, rule) {
@@ -284,7 +284,7 @@ impl Tui {
             ),
             Err(e) => format!("\"{rule}\" is allowed for this session only: {e:#}"),
         };
-        self.state.note(super::state::Entry::Info(text));
+        self.notice(false, text, ctx);
     }
 
     /// Starts a turn on `prompt` (and what follows it in the user's message).
@@ -295,7 +295,7 @@ impl Tui {
         ctx: &mut Context<Self>,
     ) {
         let Some(engine) = self.engine.clone() else {
-            self.state.busy = false;
+            self.apply(Event::TurnNotStarted, ctx);
             return;
         };
         let (events, rx) = turn_stream();
@@ -334,8 +334,9 @@ impl Tui {
         }
     }
 
+    /// The one way the state changes: `update` with `event`, stamped with its time (a
+    /// question that just opened ignores keys for a moment), then its effects and a frame.
     fn apply(&mut self, event: Event, ctx: &mut Context<Self>) {
-        // The event's time: a question that just opened ignores keys for a moment.
         self.state.now = Instant::now();
         let effects = update(&mut self.state, event);
         self.save_history();
@@ -357,26 +358,18 @@ impl Tui {
             }
             Effect::Restart(server) => {
                 self.supervisor.do_send(Restart(server.clone()));
-                self.state
-                    .transcript
-                    .push(super::state::Entry::Info(format!(
-                        "restarting server \"{server}\""
-                    )));
+                self.notice(false, format!("restarting server \"{server}\""), ctx);
             }
             Effect::Reload => self.watcher.do_send(ReloadConfig { forced: true }),
             Effect::SaveInput { file, id, value } => {
                 let store = crate::app::inputs::store_path();
                 match crate::app::inputs::save(&store, &file, &id, &value) {
                     Ok(()) => {
-                        self.state
-                            .transcript
-                            .push(super::state::Entry::Info(format!(
-                                "input \"{id}\" kept in {}",
-                                store.display()
-                            )));
+                        let text = format!("input \"{id}\" kept in {}", store.display());
+                        self.notice(false, text, ctx);
                         self.watcher.do_send(ReloadConfig { forced: true });
                     }
-                    Err(e) => self.state.transcript.push(super::state::Entry::Error(e)),
+                    Err(e) => self.notice(true, e, ctx),
                 }
             }
             Effect::OpenEditor => self.open_editor(ctx),
@@ -386,7 +379,7 @@ impl Tui {
                 }
             }
             Effect::Resume(id) => self.resume(id, ctx),
-            Effect::SetModel(spec) => self.set_model(&spec),
+            Effect::SetModel(spec) => self.set_model(&spec, ctx),
             Effect::DisableTools(set) => {
                 if let Some(engine) = &self.engine {
                     engine.do_send(DisableTools(set));
@@ -402,22 +395,11 @@ impl Tui {
                         .send(Compact { focus })
                         .into_actor(self)
                         .map(|r, act, ctx| {
-                            use super::state::Entry;
-                            match r {
-                                Ok(Ok(c)) => {
-                                    act.state.context_used = Some(c.tokens_after as u64);
-                                    act.state.count_usage(&c.usage);
-                                    act.state.note(Entry::Info(format!(
-                                        "compacted {} messages into a summary (~{} -> ~{} tokens)",
-                                        c.replaced, c.tokens_before, c.tokens_after
-                                    )))
-                                }
-                                Ok(Err(e)) => act.state.note(Entry::Error(e)),
-                                Err(_) => act
-                                    .state
-                                    .note(Entry::Error("the engine is gone".to_owned())),
-                            }
-                            act.schedule_draw(ctx);
+                            let done = match r {
+                                Ok(r) => r.map_err(|e| e.to_string()),
+                                Err(_) => Err("the engine is gone".to_owned()),
+                            };
+                            act.apply(Event::CompactDone(done), ctx);
                         }),
                 );
             }
@@ -437,7 +419,7 @@ impl Tui {
 
             Effect::Answer { key, answer } => {
                 if let Answer::Always(rule) = &answer {
-                    self.remember(rule);
+                    self.remember(rule, ctx);
                 }
                 if let Some(tx) = self.asks.remove(&key) {
                     let _ = tx.send(answer);
@@ -619,27 +601,23 @@ impl Actor for Tui {
             }
         }
         if let Some(m) = self.resumed_model.take().filter(|m| !self.uses_model(m)) {
-            self.set_model(&m);
+            self.set_model(&m, ctx);
         }
         self.draw();
         // The spinner and the running turn's elapsed time: a tick only matters while busy.
         ctx.run_interval(Duration::from_millis(100), |act, ctx| {
-            // A new question's marker goes once its grace is over.
-            if super::guard::is_new(&act.state) {
-                act.state.now = Instant::now();
-                if !super::guard::is_new(&act.state) {
-                    act.schedule_draw(ctx);
-                }
-            }
+            // A new question's marker goes once its grace is over (the tick's own time,
+            // stamped by `apply`, ends it).
+            let marked = super::guard::is_new(&act.state);
             if !act.state.busy {
                 act.busy_since = None;
-                act.state.busy_secs = 0;
+                if marked || act.state.busy_secs != 0 {
+                    act.apply(Event::Tick(None), ctx);
+                }
                 return;
             }
             let since = *act.busy_since.get_or_insert_with(Instant::now);
-            act.state.spinner = act.state.spinner.wrapping_add(1);
-            act.state.busy_secs = since.elapsed().as_secs();
-            act.schedule_draw(ctx);
+            act.apply(Event::Tick(Some(since.elapsed().as_secs())), ctx);
         });
         ctx.add_stream(EventStream::new());
         if let Some(mut rx) = self.trace.take() {
@@ -751,11 +729,15 @@ impl Handler<ConfigChanged> for Tui {
                 disabled,
                 warnings,
             } => {
-                self.state.disabled = disabled;
-                self.state.secrets = secrets;
-                self.state.set_sources(sources);
-                self.state.now = Instant::now();
-                super::inputs::inputs_needed(&mut self.state, inputs);
+                self.apply(
+                    Event::ConfigReloaded {
+                        secrets,
+                        sources,
+                        disabled,
+                        inputs,
+                    },
+                    ctx,
+                );
                 self.notice(false, format!("reloaded {path}: {summary}"), ctx);
                 self.apply(Event::ConfigWarnings(warnings), ctx);
                 return;

@@ -57,6 +57,10 @@ impl Tui {
                 if let Err(e) = act.resume_terminal() {
                     tracing::error!("cannot take the terminal back: {e}");
                 }
+                // The terminal may have been resized while the editor had it.
+                if let Ok((w, h)) = crossterm::terminal::size() {
+                    act.apply(Event::Resize(w, h), ctx);
+                }
                 match status {
                     Ok(s) if s.success() => {
                         if let Some(note) = fallback_note {
@@ -77,9 +81,6 @@ impl Tui {
         let mut t = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
         t.clear()?;
         self.terminal = Some(t);
-        if let Ok((w, h)) = crossterm::terminal::size() {
-            self.state.size = (w, h);
-        }
         self.dirty = true;
         Ok(())
     }

@@ -221,8 +221,12 @@ impl Tui {
                         )),
                         Err(_) => Entry::Error("the tool registry stopped".to_owned()),
                     };
-                    act.state.note(entry);
-                    act.schedule_draw(ctx);
+                    let (error, text) = match entry {
+                        Entry::Error(t) => (true, t),
+                        Entry::Info(t) => (false, t),
+                        _ => return,
+                    };
+                    act.apply(Event::Notice { error, text }, ctx);
                 }));
             }
             Effect::LoadResources(server) => {
