@@ -49,7 +49,7 @@ pub struct Config {
     pub shadowed: Vec<(String, PathBuf)>,
     /// VS Code inputs (`${input:ID}`) that servers need and that have no value: the TUI asks
     /// for them; their servers are held with an error naming the environment variable.
-    pub inputs: Vec<super::inputs::InputPrompt>,
+    pub inputs: Vec<super::input_vars::InputPrompt>,
     /// Other files the servers' specs were read from (`envFile`s): a sandbox grant that covers
     /// one exposes the config (see `trust::load_guarded`).
     pub read_files: Vec<PathBuf>,
@@ -404,7 +404,7 @@ pub fn parse(
         .into_iter()
         .map(|(id, servers)| {
             let (description, password) = declared.get(&id).cloned().unwrap_or_default();
-            super::inputs::InputPrompt {
+            super::input_vars::InputPrompt {
                 file: PathBuf::from(shown),
                 id,
                 description,

@@ -24,15 +24,15 @@ pub fn input_var(id: &str) -> String {
 
 /// What `${...}` names resolve to when loading `file`: the environment, `workspaceFolder`
 /// (the project root: the config's directory, or the parent of `.vscode/`), and `input:id`
-/// from [`input_var`], else the value the user gave in the TUI ([`super::inputs`]).
+/// from [`input_var`], else the value the user gave in the TUI ([`super::input_vars`]).
 pub(super) fn file_lookup(root: PathBuf, file: PathBuf) -> impl Fn(&str) -> Option<String> {
-    let store = super::inputs::store_path();
+    let store = super::input_vars::store_path();
     move |v: &str| match v {
         "workspaceFolder" => Some(root.display().to_string()),
         _ => match v.strip_prefix("input:") {
             Some(id) => std::env::var(input_var(id))
                 .ok()
-                .or_else(|| super::inputs::get(&store, &file, id)),
+                .or_else(|| super::input_vars::get(&store, &file, id)),
             None => std::env::var(v).ok(),
         },
     }

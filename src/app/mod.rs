@@ -13,7 +13,7 @@ mod config_props;
 pub mod edit;
 pub mod elicit;
 pub mod import;
-pub mod inputs;
+pub mod input_vars;
 pub mod log_file;
 pub mod oauth_store;
 pub mod permission_store;

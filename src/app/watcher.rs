@@ -30,7 +30,7 @@ pub enum ConfigOutcome {
         /// Servers that come from another file than the project's (`Config::sources`).
         sources: Vec<(String, PathBuf)>,
         /// VS Code inputs the servers need and have no value for (`Config::inputs`).
-        inputs: Vec<crate::app::inputs::InputPrompt>,
+        inputs: Vec<crate::app::input_vars::InputPrompt>,
         /// Servers the file marks `"disabled": true` (`Config::disabled`).
         disabled: Vec<String>,
         /// What the files have that is ignored (`Config::warnings`).

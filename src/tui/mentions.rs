@@ -169,7 +169,7 @@ pub(super) fn completed(
         many => {
             state.popup = Some(
                 many.iter()
-                    .take(super::input::POPUP_MAX)
+                    .take(super::editor::POPUP_MAX)
                     .map(|v| (format!("{head}{v}{tail}"), String::new()))
                     .collect(),
             )

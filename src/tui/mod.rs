@@ -8,11 +8,11 @@
 mod actor;
 mod approvals;
 mod commands;
+mod editor;
 mod elicit;
 mod guard;
 pub mod history;
-mod input;
-mod inputs;
+mod input_vars;
 mod markdown;
 mod mentions;
 mod overview;

@@ -317,7 +317,7 @@ pub(super) fn completed(state: &mut State, input: &str, argument: &str, values: 
             // The popup over the input, until the next key.
             state.popup = Some(
                 many.iter()
-                    .take(super::input::POPUP_MAX)
+                    .take(super::editor::POPUP_MAX)
                     .map(|v| (format!("{argument}={v}"), String::new()))
                     .collect(),
             );

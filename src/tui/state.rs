@@ -24,11 +24,11 @@ pub use super::approvals::Approval;
 use super::approvals::{approval_key, asked, decline_all};
 use super::commands::help_key;
 pub use super::commands::COMMANDS;
+pub use super::editor::MAX_INPUT_ROWS;
+use super::editor::{paste, session_key};
 pub use super::elicit::{AskAnswer, AskKind, PendingAsk};
-pub use super::input::MAX_INPUT_ROWS;
-use super::input::{paste, session_key};
-use super::inputs::input_key;
-pub use super::inputs::InputView;
+use super::input_vars::input_key;
+pub use super::input_vars::InputView;
 use super::panel::panel_key;
 pub use super::panel::{tool_lines, PanelState, ToolLayout};
 use super::trace::trace_key;
@@ -173,7 +173,7 @@ pub enum Event {
         /// Servers marked disabled.
         disabled: Vec<String>,
         /// `${input:ID}` prompts the new config needs.
-        inputs: Vec<crate::app::inputs::InputPrompt>,
+        inputs: Vec<crate::app::input_vars::InputPrompt>,
     },
     /// A turn could not start (no engine).
     TurnNotStarted,
@@ -435,7 +435,7 @@ pub struct State {
     /// Every connected server's prompts, as slash commands.
     pub prompts: super::prompts::PromptTable,
     /// VS Code inputs waiting to be asked for.
-    pub inputs_pending: std::collections::VecDeque<crate::app::inputs::InputPrompt>,
+    pub inputs_pending: std::collections::VecDeque<crate::app::input_vars::InputPrompt>,
     /// Inputs asked for this session (config file, id): never asked again.
     pub inputs_asked: std::collections::BTreeSet<(std::path::PathBuf, String)>,
     /// The time of the event being handled (set by the actor before each [`update`]; tests
@@ -521,7 +521,7 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
         Event::Key(key) => {
             let effects = key_event(state, key);
             // A closed modal makes room for an input waiting to be asked for.
-            super::inputs::open_next(state);
+            super::input_vars::open_next(state);
             effects
         }
         Event::ApprovalAsked(a) => asked(state, a),
@@ -706,7 +706,7 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
             state.disabled = disabled;
             state.secrets = secrets;
             state.set_sources(sources);
-            super::inputs::inputs_needed(state, inputs);
+            super::input_vars::inputs_needed(state, inputs);
             Vec::new()
         }
         Event::TurnNotStarted => {

@@ -294,7 +294,7 @@ fn mcp_prompts_are_slash_commands_with_completion_and_arguments() {
     );
     // The `/` menu lists the prompts with the commands.
     typed(&mut s, "/mcp__");
-    let menu = super::input::menu(&s);
+    let menu = super::editor::menu(&s);
     assert!(
         menu.iter()
             .any(|(c, what)| c == "/mcp__everything__args_prompt"

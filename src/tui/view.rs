@@ -62,8 +62,8 @@ pub fn view(state: &State, frame: &mut Frame) {
         Paragraph::new("─".repeat(input_sep.width as usize)).style(DIM),
         input_sep,
     );
-    super::input::draw_input(state, frame, input);
-    super::input::draw_menu(state, frame, main);
+    super::editor::draw_input(state, frame, input);
+    super::editor::draw_menu(state, frame, main);
     if bar {
         frame.render_widget(
             Paragraph::new(mcp_bar_with(&state.servers, &state.disabled, mcp.width)),
@@ -84,7 +84,7 @@ pub fn view(state: &State, frame: &mut Frame) {
             Modal::Trace(t) => super::trace::draw_trace(state, t, frame, modal_area),
             Modal::Help => super::commands::draw_help(frame, modal_area),
             Modal::Trust(t) => super::trust::draw_trust(state, t, frame, modal_area),
-            Modal::Input(v) => super::inputs::draw_input(state, v, frame, modal_area),
+            Modal::Input(v) => super::input_vars::draw_input(state, v, frame, modal_area),
             Modal::Resume(p) => super::resume::draw(p, frame, modal_area),
             Modal::Permissions(p) => super::permissions::draw(p, frame, modal_area),
         }

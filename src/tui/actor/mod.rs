@@ -55,7 +55,7 @@ pub struct TuiSetup {
     /// Servers from another file than `config_path` (the user's), with that file.
     pub sources: Vec<(String, PathBuf)>,
     /// VS Code inputs the config needs and has no value for: asked once.
-    pub inputs: Vec<crate::app::inputs::InputPrompt>,
+    pub inputs: Vec<crate::app::input_vars::InputPrompt>,
     /// What the config files have that is ignored (`Config::warnings`): shown at start.
     pub warnings: Vec<String>,
     /// Values `/trace` must not show (the config's env and header values) at start; each
@@ -176,7 +176,7 @@ impl Tui {
         );
         state.secrets = setup.secrets;
         state.set_sources(setup.sources);
-        super::inputs::inputs_needed(&mut state, setup.inputs);
+        super::input_vars::inputs_needed(&mut state, setup.inputs);
         super::transcript::config_warnings(&mut state, setup.warnings);
         // Debug builds only (the test binary): a release build has no `/panic` whatever the env.
         state.debug_panic = cfg!(debug_assertions)
@@ -362,8 +362,8 @@ impl Tui {
             }
             Effect::Reload => self.watcher.do_send(ReloadConfig { forced: true }),
             Effect::SaveInput { file, id, value } => {
-                let store = crate::app::inputs::store_path();
-                match crate::app::inputs::save(&store, &file, &id, &value) {
+                let store = crate::app::input_vars::store_path();
+                match crate::app::input_vars::save(&store, &file, &id, &value) {
                     Ok(()) => {
                         let text = format!("input \"{id}\" kept in {}", store.display());
                         self.notice(false, text, ctx);

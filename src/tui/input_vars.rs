@@ -12,7 +12,7 @@ use ratatui::Frame;
 
 use super::state::{Effect, Entry, Modal, State};
 use super::widgets::{modal_block, DIM};
-use crate::app::inputs::InputPrompt;
+use crate::app::input_vars::InputPrompt;
 use crate::sanitize::clean_line;
 
 /// The open prompt: the input and what has been typed.
