@@ -44,8 +44,8 @@ impl McpServer {
             TransportEvent::ReadFailed(e) => {
                 tracing::debug!(target: "mcp", server = %self.name, "stdout read error: {e}")
             }
-            TransportEvent::Failed(f) => self.on_failed(f, ctx),
-            TransportEvent::Exchange(x) => self.on_exchange(x),
+            TransportEvent::Failed(f) => self.on_failed(*f, ctx),
+            TransportEvent::Exchange(x) => self.on_exchange(*x),
             TransportEvent::Kind(kind) => self.kind = kind,
             TransportEvent::Log(line) => {
                 self.log_stderr(&line);

@@ -171,14 +171,15 @@ async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Outgoing>, actor: Events
     });
     if conn.target.legacy {
         if let Err(f) = conn.clone().open_legacy().await {
-            conn.actor.do_send(TransportEvent::Failed(TransportFailed {
-                id: None,
-                error: f.error,
-                fatal: true,
-                reissue: false,
-                needs_login: false,
-                step_up: false,
-            }));
+            conn.actor
+                .do_send(TransportEvent::Failed(Box::new(TransportFailed {
+                    id: None,
+                    error: f.error,
+                    fatal: true,
+                    reissue: false,
+                    needs_login: false,
+                    step_up: false,
+                })));
             return;
         }
     }
@@ -238,14 +239,15 @@ impl Conn {
             tracing::warn!(target: "mcp", server = %self.target.name, "{}", f.error);
             return;
         }
-        self.actor.do_send(TransportEvent::Failed(TransportFailed {
-            id,
-            error: f.error,
-            fatal: f.fatal,
-            reissue: f.reissue,
-            needs_login: f.needs_login,
-            step_up: f.step_up,
-        }));
+        self.actor
+            .do_send(TransportEvent::Failed(Box::new(TransportFailed {
+                id,
+                error: f.error,
+                fatal: f.fatal,
+                reissue: f.reissue,
+                needs_login: f.needs_login,
+                step_up: f.step_up,
+            })));
     }
 
     /// Hands an incoming message to the actor; remembers the negotiated version.
@@ -353,15 +355,16 @@ impl Conn {
         } else {
             Some(resp.body().limit(64 * 1024).await.unwrap_or_default())
         };
-        self.actor.do_send(TransportEvent::Exchange(HttpStatus {
-            id,
-            method: method.to_owned(),
-            status: status.as_u16(),
-            session: self.session.borrow().clone(),
-            request_headers: extra.to_vec(),
-            response_headers: header_list(resp.headers()),
-            body: error_body.clone(),
-        }));
+        self.actor
+            .do_send(TransportEvent::Exchange(Box::new(HttpStatus {
+                id,
+                method: method.to_owned(),
+                status: status.as_u16(),
+                session: self.session.borrow().clone(),
+                request_headers: extra.to_vec(),
+                response_headers: header_list(resp.headers()),
+                body: error_body.clone(),
+            })));
         if let Some(needed) = needed {
             let mut f = fail(self.needs_login(&needed), false);
             f.auth = Some(needed);

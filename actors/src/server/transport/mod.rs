@@ -64,9 +64,10 @@ pub(in crate::server) enum TransportEvent {
     /// Reading from the server failed (the stream goes on or ends on its own).
     ReadFailed(io::Error),
     /// A request could not be completed, or (`fatal`) the connection is gone.
-    Failed(TransportFailed),
-    /// One HTTP exchange, for the trace.
-    Exchange(HttpStatus),
+    Failed(Box<TransportFailed>),
+    /// One HTTP exchange, for the trace (boxed: every stdio line moves a `TransportEvent`,
+    /// which stays as small as a line's `Bytes` and a length).
+    Exchange(Box<HttpStatus>),
     /// The transport in use changed (`sse`: the fallback to legacy HTTP+SSE).
     Kind(&'static str),
     /// One line of the server's own log (a child's stderr).
@@ -112,7 +113,8 @@ pub(in crate::server) struct HttpStatus {
 }
 
 /// A server process of ours (stdio; HTTP over stdio would have one too): the actor signals its
-/// group to stop it and sweeps the group when it exits.
+/// group to stop it and sweeps the group when it exits. A transport that has one reports the
+/// end of the process's log (`LogClosed`) and its exit (`Exited`).
 pub(in crate::server) struct Process {
     /// Its pid, which is its process group's id (0 if it was not known).
     pub(in crate::server) pgid: i32,
@@ -154,3 +156,20 @@ pub(in crate::server) fn open(
 
 /// Where a transport that reports by message sends its events (the actor's address).
 pub(in crate::server) type Events = Recipient<TransportEvent>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::codec::Frame;
+
+    /// Every stdio line moves one event from the codec to the actor: it stays no bigger than
+    /// the `Frame` it replaced (a line's `Bytes` and a length).
+    #[test]
+    fn an_event_is_as_small_as_a_frame() {
+        assert!(std::mem::size_of::<TransportEvent>() <= 48);
+        assert!(
+            std::mem::size_of::<TransportEvent>()
+                <= std::mem::size_of::<Result<Frame, io::Error>>() + 8
+        );
+    }
+}
