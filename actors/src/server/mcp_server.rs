@@ -3,10 +3,10 @@
 //! `stopped()`). Its other concerns live in the submodules, each an `impl McpServer` of its own:
 //! [`link`] the actor's end of its transport (`server/transport/`: what it opens and every event
 //! it reports), [`handshake`] connecting and paginated lists (futures over the actor's address),
-//! [`ask`] the server's questions for a person, [`incoming`] what the server sends, [`requests`] the pending map and the write queue,
-//! [`tool_call`] tool calls with their timeout and cancellation, [`tool_list`] what it keeps of
-//! a tool listing and how the list stays fresh, [`features`] resources, prompts, completion,
-//! roots and the log level.
+//! [`ask`] the server's questions for a person, [`incoming`] what the server sends,
+//! [`requests`] the pending map and the write queue, [`tool_call`] tool calls with their timeout
+//! and cancellation, [`tool_list`] what it keeps of a tool listing and how the list stays fresh,
+//! [`features`] resources, prompts, completion, roots and the log level.
 
 pub mod ask;
 mod features;
@@ -94,7 +94,7 @@ pub struct McpServer {
     /// The transport sends headers with each message (HTTP): tools' `x-mcp-header` params
     /// are mirrored.
     headers: bool,
-    /// Headers transports: each listed tool's `x-mcp-header` params, by tool name.
+    /// With `headers`: each listed tool's `x-mcp-header` params, by tool name.
     tool_headers: HashMap<String, Vec<crate::protocol::headers::HeaderParam>>,
     /// Our capabilities for this server and the log level it is asked for.
     client: Arc<ClientSide>,
