@@ -13,10 +13,14 @@ use std::io;
 
 use actix::prelude::*;
 use bytes::Bytes;
+use futures_util::{stream, Stream, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
+use tokio_util::codec::FramedRead;
 
 use super::mcp_server::McpServer;
 use super::sandbox::Scratch;
+use crate::protocol::codec::{Frame, NdjsonCodec};
 use crate::spec::{ServerSpec, TransportSpec};
 
 /// Messages waiting to be written to a server (stdin, or the HTTP task). When the queue is full
@@ -157,10 +161,48 @@ pub(in crate::server) fn open(
 /// Where a transport that reports by message sends its events (the actor's address).
 pub(in crate::server) type Events = Recipient<TransportEvent>;
 
+/// Writes the queue's lines to `w` as they come (what is queued meanwhile goes in the same
+/// write, up to 1 MiB), and shuts `w` down once the queue is closed. For any transport that is
+/// a byte stream of NDJSON (stdio; a named pipe).
+pub(in crate::server) async fn write_lines<W: AsyncWrite + Unpin>(
+    mut w: W,
+    mut rx: mpsc::Receiver<Outgoing>,
+) {
+    let mut buf = Vec::with_capacity(8 * 1024);
+    while let Some(first) = rx.recv().await {
+        buf.clear();
+        buf.extend_from_slice(&first.line);
+        while buf.len() < 1024 * 1024 {
+            match rx.try_recv() {
+                Ok(more) => buf.extend_from_slice(&more.line),
+                Err(_) => break,
+            }
+        }
+        if w.write_all(&buf).await.is_err() {
+            return;
+        }
+    }
+    let _ = w.shutdown().await;
+}
+
+/// The NDJSON messages read from `r` (at most `max` bytes each), as events for the actor to
+/// poll (`ctx.add_stream`), ending with [`TransportEvent::OutputClosed`].
+pub(in crate::server) fn read_lines<R: AsyncRead>(
+    r: R,
+    max: usize,
+) -> impl Stream<Item = TransportEvent> {
+    FramedRead::with_capacity(r, NdjsonCodec::new(max), 64 * 1024)
+        .map(|frame| match frame {
+            Ok(Frame::Line(line)) => TransportEvent::Message(line),
+            Ok(Frame::TooLong { prefix, max }) => TransportEvent::TooLong { prefix, max },
+            Err(e) => TransportEvent::ReadFailed(e),
+        })
+        .chain(stream::once(async { TransportEvent::OutputClosed }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::codec::Frame;
 
     /// Every stdio line moves one event from the codec to the actor: it stays no bigger than
     /// the `Frame` it replaced (a line's `Bytes` and a length).
