@@ -1,16 +1,18 @@
 //! The `McpServer` actor, one per server and generation, whatever the transport: its state,
 //! and its lifecycle (start, the handshake's outcome, shutdown, and the exit report from
 //! `stopped()`). Its other concerns live in the submodules, each an `impl McpServer` of its own:
-//! [`child`] the child process of a stdio server, [`http_link`] the actor's end of the HTTP
-//! task, [`incoming`] what the server sends, [`requests`] the pending map and the write queue,
-//! [`tool_call`] tool calls with their timeout and cancellation, [`tool_list`] what it keeps of
-//! a tool listing and how the list stays fresh, [`features`] resources, prompts, completion,
-//! roots and the log level.
+//! [`link`] the actor's end of its transport (`server/transport/`: what it opens and every event
+//! it reports), [`handshake`] connecting and paginated lists (futures over the actor's address),
+//! [`ask`] the server's questions for a person, [`incoming`] what the server sends,
+//! [`requests`] the pending map and the write queue, [`tool_call`] tool calls with their timeout
+//! and cancellation, [`tool_list`] what it keeps of a tool listing and how the list stays fresh,
+//! [`features`] resources, prompts, completion, roots and the log level.
 
-mod child;
+pub mod ask;
 mod features;
-mod http_link;
+pub(super) mod handshake;
 mod incoming;
+mod link;
 mod requests;
 mod tool_call;
 mod tool_list;
@@ -24,29 +26,20 @@ use actix::prelude::*;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::handshake::{connect, EraChoice, Handshake};
 use super::process::{signal_group, unregister_group};
+use super::transport::{Process, Writer};
 use crate::messages::{
     ConnectionInfo, InputRequest, ProgressSink, ServerEvent, ServerEventKind, Shutdown,
 };
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::version::Era;
-use crate::server::http::ParamHeaders;
 use crate::spec::{ServerSpec, TransportSpec};
 use crate::trace::{Direction, WireRecord, WireTap};
-use child::STDERR_BURST;
+use handshake::{connect, Connected, EraChoice};
+use link::STDERR_BURST;
 use requests::Pending;
 pub(super) use requests::{ClientSide, Notify, Payload, ReplyError, Rpc, SetEra};
 pub(super) use tool_list::ToolsListed;
-
-/// The transport under the protocol core: what `start` opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Link {
-    /// A stdio child process (its pid is the actor's `pgid`).
-    Child,
-    /// The HTTP task (`server/http.rs`): no process of ours.
-    Http,
-}
 
 /// How long the `server/discover` probe may go unanswered before `initialize` is sent beside
 /// it (a legacy server may ignore unknown methods before `initialize`); the probe's answer is
@@ -60,7 +53,8 @@ pub struct McpServer {
     generation: u64,
     events: Recipient<ServerEvent>,
     tap: Option<WireTap>,
-    writer: Option<mpsc::Sender<Vec<u8>>>,
+    /// The transport's write queue (`None` once closed: that ends the transport).
+    writer: Option<Writer>,
     /// Answers and notifications dropped because the write queue was full.
     dropped: u64,
     /// Wire records the tap's sink was too slow to take.
@@ -68,13 +62,13 @@ pub struct McpServer {
     stderr_budget: f64,
     stderr_refilled: Instant,
     stderr_suppressed: u64,
-    pgid: i32,
+    /// The server's process, when the transport runs one (stdio).
+    process: Option<Process>,
     pending: HashMap<i64, Pending>,
     progress: HashMap<i64, ProgressSink>,
     next_id: i64,
     stderr_tail: VecDeque<String>,
     stderr_done: bool,
-    child_exited: bool,
     connected: bool,
     closing: bool,
     listing: bool,
@@ -94,18 +88,14 @@ pub struct McpServer {
     tools_ttl: Option<u64>,
     exit_reason: Option<String>,
     cwd: PathBuf,
-    /// A sandboxed server's private temp directory, removed when its process has exited.
-    scratch: Option<super::sandbox::Scratch>,
     started: Instant,
     /// `stdio`, `http` or `sse` (after a fallback).
     kind: &'static str,
-    /// What carries the messages: a child process or the HTTP task.
-    link: Link,
-    /// HTTP: each listed tool's `x-mcp-header` params, by tool name.
+    /// The transport sends headers with each message (HTTP): tools' `x-mcp-header` params
+    /// are mirrored.
+    headers: bool,
+    /// With `headers`: each listed tool's `x-mcp-header` params, by tool name.
     tool_headers: HashMap<String, Vec<crate::protocol::headers::HeaderParam>>,
-    /// HTTP: the `Mcp-Param-*` headers of a call about to be written, by request id, for the
-    /// HTTP task (which runs on this actor's thread) to take when it sends that request.
-    param_headers: ParamHeaders,
     /// Our capabilities for this server and the log level it is asked for.
     client: Arc<ClientSide>,
     /// The roots it is offered (changed by `SetRoots`).
@@ -132,7 +122,7 @@ pub struct McpServer {
     /// cancels the request; dropped with the actor).
     asks: HashMap<RequestId, SpawnHandle>,
     /// How long questions have been open: calls' timeouts do not run meanwhile.
-    ask_clock: std::rc::Rc<super::ask::AskClock>,
+    ask_clock: std::rc::Rc<ask::AskClock>,
 }
 
 impl McpServer {
@@ -171,13 +161,12 @@ impl McpServer {
             stderr_budget: STDERR_BURST,
             stderr_refilled: Instant::now(),
             stderr_suppressed: 0,
-            pgid: 0,
+            process: None,
             pending: HashMap::new(),
             progress: HashMap::new(),
             next_id: 0,
             stderr_tail: VecDeque::new(),
             stderr_done: true,
-            child_exited: false,
             connected: false,
             closing: false,
             listing: false,
@@ -191,12 +180,10 @@ impl McpServer {
             tools_ttl: None,
             exit_reason: None,
             cwd,
-            scratch: None,
             started: Instant::now(),
             kind,
-            link: Link::Child,
+            headers: false,
             tool_headers: HashMap::new(),
-            param_headers: Default::default(),
             input: None,
             asks: HashMap::new(),
             ask_clock: Default::default(),
@@ -270,9 +257,9 @@ impl McpServer {
             .unwrap_or_else(|| "is shutting down".to_owned())
     }
 
-    fn on_handshake(&mut self, res: Result<Handshake, String>, ctx: &mut Context<Self>) {
+    fn on_handshake(&mut self, res: Result<Connected, String>, ctx: &mut Context<Self>) {
         match res {
-            Ok((init, era, tools)) => {
+            Ok(Connected { init, era, tools }) => {
                 self.connected = true;
                 self.era = Some(era);
                 self.server_caps = init.capabilities.clone();
@@ -291,7 +278,11 @@ impl McpServer {
                     transport: self.kind,
                     tools_ttl_ms: self.tools_ttl,
                     cache_written: None,
-                    pid: u32::try_from(self.pgid).ok().filter(|p| *p > 0),
+                    pid: self
+                        .process
+                        .as_ref()
+                        .and_then(|p| u32::try_from(p.pgid).ok())
+                        .filter(|p| *p > 0),
                     notes: Vec::new(),
                 };
                 tracing::info!(target: "mcp", server = %self.name, tools = tools.len(), version = %info.protocol_version, "connected");
@@ -313,8 +304,8 @@ impl McpServer {
     fn kill_now(&mut self, ctx: &mut Context<Self>) {
         self.closing = true;
         self.writer = None;
-        if self.pgid > 0 && !self.child_exited {
-            signal_group(self.pgid, libc::SIGKILL);
+        if let Some(pgid) = self.live_group() {
+            signal_group(pgid, libc::SIGKILL);
         } else {
             ctx.stop();
         }
@@ -329,16 +320,12 @@ impl Actor for McpServer {
         if crate::runtime_gone() {
             // Started while being dropped at exit: nothing may be spawned any more.
             self.exit_reason = Some("was stopped before it started".to_owned());
-            self.child_exited = true;
             ctx.stop();
             return;
         }
-        if matches!(self.spec.transport, TransportSpec::Http { .. }) {
-            self.start_http(ctx);
-        } else if let Err(e) = self.spawn_child(ctx) {
+        if let Err(e) = self.open_transport(ctx) {
             tracing::info!(target: "mcp", server = %self.name, "{e}");
             self.exit_reason = Some(e);
-            self.child_exited = true;
             ctx.stop();
             return;
         }
@@ -364,9 +351,9 @@ impl Actor for McpServer {
         self.fail_all(&reason);
         // Only a child that was spawned and has not exited: a pgid of 0 (HTTP, or a failed
         // spawn) would signal our own process group.
-        if self.pgid > 0 && !self.child_exited {
-            signal_group(self.pgid, libc::SIGKILL);
-            unregister_group(self.pgid);
+        if let Some(pgid) = self.live_group() {
+            signal_group(pgid, libc::SIGKILL);
+            unregister_group(pgid);
         }
         self.events.do_send(ServerEvent {
             server: self.spec.name.clone(),
@@ -377,7 +364,7 @@ impl Actor for McpServer {
                 stderr_tail: self.stderr_tail.drain(..).collect(),
                 // Some servers exit on a method they do not know: a stdio server that died on
                 // the probe is started again for the handshake.
-                retry_in: (self.died_probing && !self.connected && self.link == Link::Child)
+                retry_in: (self.died_probing && !self.connected && self.process.is_some())
                     .then_some(Era::Handshake(crate::protocol::version::LATEST)),
                 needs_login: self.needs_login,
             },
@@ -389,7 +376,9 @@ impl Handler<Shutdown> for McpServer {
     type Result = ();
 
     fn handle(&mut self, msg: Shutdown, ctx: &mut Context<Self>) {
-        if self.link == Link::Http {
+        // Without a process of ours, closing the write queue ends the transport, which then
+        // reports `Closed`.
+        if self.process.is_none() {
             self.exit_reason
                 .get_or_insert_with(|| "was stopped".to_owned());
             if msg.graceful {
@@ -397,7 +386,8 @@ impl Handler<Shutdown> for McpServer {
             } else {
                 self.fail_all("is shutting down");
             }
-            // Dropping the sender ends the HTTP task, which DELETEs the session and reports.
+            // Dropping the sender ends the transport (HTTP: DELETE of the session), which
+            // reports its end.
             self.writer = None;
             self.closing = true;
             if msg.graceful {
@@ -408,7 +398,7 @@ impl Handler<Shutdown> for McpServer {
             }
             return;
         }
-        if self.child_exited {
+        if self.exited() {
             ctx.stop();
             return;
         }
@@ -429,15 +419,17 @@ impl Handler<Shutdown> for McpServer {
         // Dropping the sender lets the writer flush and close stdin.
         self.writer = None;
         let grace = msg.grace.unwrap_or(self.spec.shutdown_grace);
-        let pgid = self.pgid;
+        let Some(pgid) = self.live_group() else {
+            return;
+        };
         ctx.run_later(grace, move |act, ctx| {
-            if act.child_exited {
+            if act.exited() {
                 return;
             }
             tracing::debug!(target: "mcp", server = %act.name, "still running after stdin closed; SIGTERM");
             signal_group(pgid, libc::SIGTERM);
             ctx.run_later(grace, move |act, _| {
-                if !act.child_exited {
+                if !act.exited() {
                     tracing::debug!(target: "mcp", server = %act.name, "still running after SIGTERM; SIGKILL");
                     signal_group(pgid, libc::SIGKILL);
                 }

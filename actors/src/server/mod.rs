@@ -1,21 +1,19 @@
 //! One actor per MCP server: it owns its child process (or HTTP client) and its pending map.
 
-pub mod ask;
 mod descendants;
-mod handshake;
-mod http;
 mod http_io;
 pub mod input;
 mod mcp_server;
 mod process;
 pub mod sandbox;
+mod transport;
 
 pub use descendants::{
     become_subreaper, end_descendants, live_descendants, spare_session, spawn_orphan_reaper,
     REAP_PERIOD,
 };
 pub use http_io::{close_bodies_tcp, CloseBodies, CloseBodyStream};
-pub use mcp_server::McpServer;
+pub use mcp_server::{ask, McpServer};
 pub use process::{
     kill_all_groups, live_group_count, register_group, signal_name, unregister_group,
 };

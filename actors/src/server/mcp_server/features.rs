@@ -7,6 +7,7 @@ use actix::prelude::*;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
+use super::handshake::{check_result_type, list_all};
 use super::requests::{CancelRequest, Reply};
 use super::{McpServer, ReplyError};
 use crate::error::RequestError;
@@ -19,7 +20,6 @@ use crate::protocol::types::{
     CompleteResult, Completion, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, Prompt, ReadResourceResult, Resource, ResourceTemplate,
 };
-use crate::server::handshake::{check_result_type, list_all};
 
 /// The most resources one server actor keeps subscriptions to.
 pub(super) const MAX_SUBSCRIPTIONS: usize = 256;
@@ -128,7 +128,7 @@ impl McpServer {
         };
         let id = self.alloc_id();
         let line = jsonrpc::request_line(id, method, Some(&params));
-        let (rx, backlog) = self.request(method, line, id);
+        let (rx, backlog) = self.request(method, id, line, Vec::new());
         let guard = CancelGuard {
             addr: ctx.address(),
             id,

@@ -11,13 +11,14 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::ask;
+use super::handshake::list_tools;
 use super::{McpServer, Payload, ReplyError};
 use crate::messages::{NoticeKind, ServerEvent, ServerEventKind, ToolProgress};
 use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::jsonrpc::{self, fast_response_id, sniff_id, Incoming, RequestId};
 use crate::protocol::types::{LoggingMessageParams, ProgressParams};
-use crate::server::handshake::list_tools;
-use crate::server::{ask, input};
+use crate::server::input;
 use crate::trace::Direction;
 
 /// The most of one log line a notice carries (the wire trace keeps it whole).

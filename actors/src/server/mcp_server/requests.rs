@@ -1,5 +1,5 @@
 //! What the actor sends: the pending map's entries (inserted before their request is written),
-//! the bounded write queue (our requests wait for room, answers and notifications are dropped
+//! the bounded write queue of [`Outgoing`] messages (our requests wait for room, answers and notifications are dropped
 //! and counted when it is full), the internal messages that send a request or a notification
 //! from a future (the handshake, a re-list), and cancellation.
 
@@ -16,13 +16,8 @@ use crate::protocol::jsonrpc::{self, ErrorObject, LineError, RequestId};
 use crate::protocol::types::CancelledParams;
 use crate::protocol::version::{Era, ProtocolVersion};
 use crate::server::input;
+use crate::server::transport::{Outgoing, Writer, WRITE_QUEUE};
 use crate::trace::Direction;
-
-/// Messages waiting to be written to a server (stdin, or the HTTP task). When the queue is full
-/// our own requests wait for room until their timeout; answers to the server's requests and our
-/// notifications are dropped and counted, so a server that floods requests and reads nothing
-/// cannot grow us.
-pub(super) const WRITE_QUEUE: usize = 1024;
 
 /// Why a pending request ended without a result.
 #[derive(Debug)]
@@ -155,24 +150,24 @@ pub(super) struct CancelRequest {
     pub(super) reason: &'static str,
 }
 
-/// A line that found the write queue full, and the writer to wait for room on.
+/// A message that found the write queue full, and the writer to wait for room on.
 pub(in crate::server) struct Backlog {
-    writer: mpsc::Sender<Vec<u8>>,
-    line: Vec<u8>,
+    writer: Writer,
+    msg: Outgoing,
 }
 
 impl Backlog {
     /// Waits for room and writes; `false` if the writer went away. Unbounded by itself: every
     /// caller waits inside its own bound (the call's timeout, the startup timeout, the re-list's).
     pub(in crate::server) async fn send(self) -> bool {
-        self.writer.send(self.line).await.is_ok()
+        self.writer.send(self.msg).await.is_ok()
     }
 }
 
 /// What became of a line handed to the writer.
 enum Queued {
     Sent,
-    Full(Vec<u8>),
+    Full(Outgoing),
     Closed,
 }
 
@@ -188,14 +183,14 @@ impl McpServer {
         id
     }
 
-    /// Queues one line for the writer. A full queue hands the line back (`Full`).
-    fn enqueue(&self, line: Vec<u8>) -> Queued {
+    /// Queues one message for the writer. A full queue hands it back (`Full`).
+    fn enqueue(&self, msg: Outgoing) -> Queued {
         let Some(w) = &self.writer else {
             return Queued::Closed;
         };
-        match w.try_send(line) {
+        match w.try_send(msg) {
             Ok(()) => Queued::Sent,
-            Err(mpsc::error::TrySendError::Full(line)) => Queued::Full(line),
+            Err(mpsc::error::TrySendError::Full(msg)) => Queued::Full(msg),
             Err(mpsc::error::TrySendError::Closed(_)) => Queued::Closed,
         }
     }
@@ -203,7 +198,7 @@ impl McpServer {
     /// Writes an answer or a notification, or drops it (counted) when the queue is full.
     pub(super) fn write(&mut self, line: Vec<u8>, id: Option<RequestId>, method: &str) -> bool {
         self.trace(Direction::Send, &line, id.clone(), Some(method), None);
-        match self.enqueue(line) {
+        match self.enqueue(Outgoing::line(line)) {
             Queued::Sent => true,
             Queued::Closed => false,
             Queued::Full(_) => {
@@ -217,14 +212,16 @@ impl McpServer {
         }
     }
 
-    /// Inserts into the pending map, then queues the request (in that order). When the write
-    /// queue is full the line comes back as a [`Backlog`], for the caller's future to wait for
-    /// room within the caller's own bound.
+    /// Inserts into the pending map, then queues the request `id` (its `line`, and the
+    /// `headers` a transport with headers sends with it) in that order. When the write queue is
+    /// full the message comes back as a [`Backlog`], for the caller's future to wait for room
+    /// within the caller's own bound.
     pub(super) fn request(
         &mut self,
         method: &'static str,
-        line: Vec<u8>,
         id: i64,
+        line: Vec<u8>,
+        headers: Vec<(String, String)>,
     ) -> (oneshot::Receiver<Reply>, Option<Backlog>) {
         let (tx, rx) = oneshot::channel();
         if self.writer.is_none() {
@@ -246,13 +243,18 @@ impl McpServer {
             Some(method),
             None,
         );
-        (rx, self.backlog(line))
+        let msg = Outgoing {
+            id: Some(id),
+            line,
+            headers,
+        };
+        (rx, self.backlog(msg))
     }
 
-    /// Queues `line`; a full queue hands it back with the writer, to wait for room on.
-    fn backlog(&self, line: Vec<u8>) -> Option<Backlog> {
-        match self.enqueue(line) {
-            Queued::Full(line) => self.writer.clone().map(|writer| Backlog { writer, line }),
+    /// Queues `msg`; a full queue hands it back with the writer, to wait for room on.
+    fn backlog(&self, msg: Outgoing) -> Option<Backlog> {
+        match self.enqueue(msg) {
+            Queued::Full(msg) => self.writer.clone().map(|writer| Backlog { writer, msg }),
             Queued::Sent | Queued::Closed => None,
         }
     }
@@ -278,7 +280,6 @@ impl McpServer {
     }
 
     pub(super) fn fail_all(&mut self, reason: &str) {
-        self.param_headers.borrow_mut().clear();
         for (_, p) in self.pending.drain() {
             self.died_probing |= p.method == "server/discover";
             let _ = p.tx.send(Err(ReplyError::Gone(reason.to_owned())));
@@ -298,7 +299,7 @@ impl Handler<Rpc> for McpServer {
             None => msg.params,
         };
         let line = jsonrpc::request_line(id, msg.method, params.as_ref());
-        MessageResult(self.request(msg.method, line, id))
+        MessageResult(self.request(msg.method, id, line, Vec::new()))
     }
 }
 
@@ -316,7 +317,7 @@ impl Handler<Notify> for McpServer {
     fn handle(&mut self, msg: Notify, _ctx: &mut Context<Self>) -> Option<Backlog> {
         let line = jsonrpc::notification_line::<()>(msg.method, None);
         self.trace(Direction::Send, &line, None, Some(msg.method), None);
-        self.backlog(line)
+        self.backlog(Outgoing::line(line))
     }
 }
 
@@ -324,7 +325,6 @@ impl Handler<CancelRequest> for McpServer {
     type Result = ();
 
     fn handle(&mut self, msg: CancelRequest, _ctx: &mut Context<Self>) {
-        self.param_headers.borrow_mut().remove(&msg.id);
         if self.pending.remove(&msg.id).is_none() {
             return;
         }

@@ -13,6 +13,7 @@ use actix::prelude::*;
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
+use super::ask;
 use super::requests::{Backlog, CancelRequest, Reply, StatelessMeta};
 use super::{McpServer, ReplyError};
 use crate::error::CallError;
@@ -20,7 +21,7 @@ use crate::messages::{CallServerTool, InputRequest, ProgressSink};
 use crate::protocol::headers::param_headers;
 use crate::protocol::jsonrpc::{self, LineError};
 use crate::protocol::types::{CallToolParams, CallToolResult, ContentBlock, RequestMeta};
-use crate::server::{ask, input};
+use crate::server::input;
 
 /// How many `input_required` rounds one call may take before it is given up.
 const MAX_INPUT_ROUNDS: usize = 8;
@@ -218,13 +219,13 @@ impl McpServer {
                 jsonrpc::request_line(id, "tools/call", Some(&params))
             }
         };
-        if let Some(p) = self.tool_headers.get(tool) {
-            let h = param_headers(p, arguments);
-            if !h.is_empty() {
-                self.param_headers.borrow_mut().insert(id, h);
-            }
-        }
-        let (rx, backlog) = self.request("tools/call", line, id);
+        // A tool's `x-mcp-header` params travel with its call (empty, unallocated, for most).
+        let headers = self
+            .tool_headers
+            .get(tool)
+            .map(|p| param_headers(p, arguments))
+            .unwrap_or_default();
+        let (rx, backlog) = self.request("tools/call", id, line, headers);
         Round { id, rx, backlog }
     }
 }

@@ -43,7 +43,7 @@ impl Handler<ToolsListed> for McpServer {
     fn handle(&mut self, msg: ToolsListed, ctx: &mut Context<Self>) -> Self::Result {
         self.fresh_for(msg.1, ctx);
         self.tools_ttl = msg.1;
-        if self.link != super::Link::Http {
+        if !self.headers {
             return MessageResult(msg.0.into());
         }
         // Streamable HTTP must mirror x-mcp-header params, and must leave out a tool whose
@@ -114,7 +114,7 @@ impl McpServer {
         let id = self.alloc_id();
         let params = self.client.stamp(Some(filter), version);
         let line = jsonrpc::request_line(id, "subscriptions/listen", Some(&params));
-        let (rx, backlog) = self.request("subscriptions/listen", line, id);
+        let (rx, backlog) = self.request("subscriptions/listen", id, line, Vec::new());
         self.listen_id = Some(id);
         let fut = async move {
             if let Some(b) = backlog {

@@ -11,18 +11,21 @@ use serde_json::{json, Value};
 
 use std::time::Duration;
 
-use super::input;
-use super::mcp_server::{
-    ClientSide, McpServer, Notify, Payload, ReplyError, Rpc, SetEra, ToolsListed,
-};
+use super::{ClientSide, McpServer, Notify, Payload, ReplyError, Rpc, SetEra, ToolsListed};
 use crate::protocol::jsonrpc::UNSUPPORTED_PROTOCOL_VERSION;
 use crate::protocol::types::{
     Implementation, InitializeParams, InitializeResult, ListToolsResult, Tool,
 };
 use crate::protocol::version::{negotiate, Era, ProtocolVersion, LATEST, MODERN};
+use crate::server::input;
 
-/// What a successful handshake yields.
-pub(super) type Handshake = (InitializeResult, Era, Arc<[Arc<Tool>]>);
+/// What connecting yields: the server's initialize result (or the stateless era's discovery
+/// result in its shape), the era the connection speaks, and its first tool list.
+pub(super) struct Connected {
+    pub(super) init: InitializeResult,
+    pub(super) era: Era,
+    pub(super) tools: Arc<[Arc<Tool>]>,
+}
 
 async fn rpc_raw(
     addr: &Addr<McpServer>,
@@ -95,7 +98,7 @@ pub(super) async fn connect(
     max_tools: usize,
     choice: EraChoice,
     client: Arc<ClientSide>,
-) -> Result<Handshake, String> {
+) -> Result<Connected, String> {
     let want = choice.pinned.map(Era::of).or(choice.hint);
     if let Some(Era::Handshake(v)) = want {
         return handshake(addr, max_tools, v, &client).await;
@@ -143,7 +146,7 @@ async fn race(
     max_tools: usize,
     probe: std::pin::Pin<&mut impl std::future::Future<Output = Result<Discovered, NotModern>>>,
     client: &ClientSide,
-) -> Result<Handshake, String> {
+) -> Result<Connected, String> {
     let mut probe = probe;
     let init = initialize(addr.clone(), max_tools, LATEST, client);
     tokio::pin!(init);
@@ -319,13 +322,17 @@ async fn stateless(
     addr: Addr<McpServer>,
     max_tools: usize,
     found: Discovered,
-) -> Result<Handshake, String> {
+) -> Result<Connected, String> {
     let era = Era::Stateless(found.version);
     addr.send(SetEra(era))
         .await
         .map_err(|_| "server actor stopped".to_owned())?;
     let tools = list_tools(addr, max_tools).await?;
-    Ok((found.result, era, tools))
+    Ok(Connected {
+        init: found.result,
+        era,
+        tools,
+    })
 }
 
 /// `initialize` failed: refused with a JSON-RPC error, or otherwise.
@@ -353,7 +360,7 @@ pub(super) async fn handshake(
     max_tools: usize,
     offer: ProtocolVersion,
     client: &ClientSide,
-) -> Result<Handshake, String> {
+) -> Result<Connected, String> {
     match initialize(addr.clone(), max_tools, offer, client).await {
         Ok(h) => Ok(h),
         Err(InitFailed::Refused(e)) if e.code == UNSUPPORTED_PROTOCOL_VERSION => {
@@ -376,7 +383,7 @@ async fn initialize(
     max_tools: usize,
     offer: ProtocolVersion,
     client: &ClientSide,
-) -> Result<Handshake, InitFailed> {
+) -> Result<Connected, InitFailed> {
     let params = InitializeParams {
         protocol_version: offer.as_str(),
         capabilities: &client.capabilities,
@@ -409,7 +416,7 @@ async fn initialize(
     let tools = list_tools(addr, max_tools)
         .await
         .map_err(InitFailed::Other)?;
-    Ok((init, era, tools))
+    Ok(Connected { init, era, tools })
 }
 
 pub(super) async fn list_tools(

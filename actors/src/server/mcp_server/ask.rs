@@ -4,7 +4,7 @@
 //! oneshot, awaited in a spawned future so the actor's mailbox never waits on a person. Both
 //! eras come through here: a handshake-era request (`incoming.rs`) and a stateless
 //! `input_required` round (`tool_call.rs`). Every wait is bounded ([`ASK_TIMEOUT`], and a
-//! call's own deadline); without a handler the synchronous policy of [`super::input`] answers.
+//! call's own deadline); without a handler the synchronous policy of [`crate::server::input`] answers.
 
 use std::cell::Cell;
 use std::path::Path;
@@ -17,9 +17,9 @@ use actix::prelude::*;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
-use super::input;
 use crate::messages::InputRequest;
 use crate::protocol::jsonrpc::{ErrorObject, INTERNAL_ERROR};
+use crate::server::input;
 
 /// The longest a server's question waits for its answer (a person filling a form).
 pub const ASK_TIMEOUT: Duration = Duration::from_secs(600);

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 
 use super::redirects::{resolve, same_origin};
-use super::{fail, Conn, Failure, TransportKind};
+use super::{fail, Conn, Failure, TransportEvent};
 use crate::net::snippet;
 use crate::protocol::sse::SseParser;
 
@@ -73,7 +73,7 @@ impl Conn {
         }
         tracing::info!(target: "mcp", server = %self.target.name, %endpoint, "legacy HTTP+SSE transport");
         *self.endpoint.borrow_mut() = Some(endpoint);
-        self.actor.kind.do_send(TransportKind("sse"));
+        self.actor.do_send(TransportEvent::Kind("sse"));
         let c = self.clone();
         let token = self.token.clone();
         actix_rt::spawn(async move {

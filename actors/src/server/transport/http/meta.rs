@@ -4,7 +4,7 @@
 
 use crate::protocol::headers;
 
-/// What the task needs of an outgoing line, from one light parse: its method and id, and the
+/// What the task needs of an outgoing line, from one light parse: its method, and the
 /// body fields a POST mirrors into headers (2026-07-28 "request metadata"; harmless and useful
 /// to gateways in the handshake era too).
 #[derive(serde::Deserialize, Default)]
@@ -13,8 +13,6 @@ pub(super) struct Peek {
     #[serde(default)]
     pub(super) method: String,
     #[serde(default)]
-    id: Option<serde_json::Value>,
-    #[serde(default)]
     pub(super) params: Option<PeekParams>,
 }
 
@@ -22,14 +20,6 @@ impl Peek {
     /// The line's fields; a line that is not a JSON object gives an empty `Peek`.
     pub(super) fn of(line: &[u8]) -> Self {
         serde_json::from_slice(line).unwrap_or_default()
-    }
-
-    /// The id of a request of ours (numeric); `None` for notifications and responses.
-    pub(super) fn request_id(&self) -> Option<i64> {
-        if self.method.is_empty() {
-            return None;
-        }
-        self.id.as_ref().and_then(serde_json::Value::as_i64)
     }
 }
 

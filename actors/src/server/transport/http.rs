@@ -2,9 +2,9 @@
 //! `Mcp-Session-Id`, the optional GET stream) and the legacy HTTP+SSE transport of 2024-11-05.
 //!
 //! It runs as one local task per connection (the `awc::Client` holds an `Rc`, so it is built
-//! here, on the actor's arbiter). The actor hands it serialized lines and gets back incoming
-//! messages as [`Inbound`] lines, exactly as stdout would give them, so every protocol rule lives
-//! in one place. [`redirects`] keeps the credentials on their origin; [`legacy`] is the
+//! here, on the actor's arbiter). The actor hands it [`Outgoing`] messages (their line, and a
+//! call's `Mcp-Param-*` headers) and gets back incoming messages as [`TransportEvent::Message`],
+//! exactly as stdout would give them, so every protocol rule lives in one place. [`redirects`] keeps the credentials on their origin; [`legacy`] is the
 //! HTTP+SSE transport.
 
 mod auth;
@@ -27,59 +27,46 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, Mutex, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use super::{
+    Events, HttpStatus, Opened, Outgoing, Transport, TransportEvent, TransportFailed, WRITE_QUEUE,
+};
 use crate::net::{install_crypto, snippet};
 use crate::protocol::jsonrpc::{Incoming, RequestId};
 use crate::protocol::sse::SseParser;
+use crate::server::mcp_server::McpServer;
+use crate::spec::{ServerSpec, TransportSpec};
 use meta::{header_list, request_headers, Peek};
 
-/// An incoming JSON-RPC message (one SSE event's data or one JSON body).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub(crate) struct Inbound(pub Bytes);
+/// Streamable HTTP (or legacy HTTP+SSE): one local task per connection.
+pub(in crate::server) struct Http;
 
-/// A request could not be completed; `fatal` means the connection is gone.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub(crate) struct TransportFailed {
-    pub id: Option<i64>,
-    pub error: String,
-    pub fatal: bool,
-    /// Stateless era: the response stream broke before the response; the request may be
-    /// sent again under a new id.
-    pub reissue: bool,
-    /// The server wants an OAuth login that nobody here will do.
-    pub needs_login: bool,
-    /// The server refused the token for want of a scope (`403 insufficient_scope`): the
-    /// request fails alone once connected; before that, the connection needs a login.
-    pub step_up: bool,
+impl Transport for Http {
+    fn open(spec: &ServerSpec, ctx: &mut Context<McpServer>) -> Result<Opened, String> {
+        let TransportSpec::Http { url, headers, sse } = &spec.transport else {
+            return Err("not an HTTP server".to_owned());
+        };
+        let target = HttpTarget {
+            name: Arc::from(spec.name.as_str()),
+            url: url.clone(),
+            headers: headers.clone(),
+            legacy: *sse,
+            max: spec.max_message_bytes,
+            request_timeout: spec.startup_timeout.max(spec.tool_timeout) + Duration::from_secs(5),
+            connect_timeout: spec.startup_timeout.min(Duration::from_secs(10)),
+            oauth: spec.oauth.clone(),
+        };
+        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
+        actix_rt::spawn(run(target, rx, ctx.address().recipient()));
+        Ok(Opened {
+            writer: tx,
+            process: None,
+            headers: true,
+        })
+    }
 }
-
-/// One HTTP exchange for the trace: the response's status, the session id in use, the
-/// headers we added and the response's (credentials redacted), and an error reply's body.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub(crate) struct HttpStatus {
-    pub id: Option<i64>,
-    pub method: String,
-    pub status: u16,
-    pub session: Option<String>,
-    pub request_headers: Vec<(String, String)>,
-    pub response_headers: Vec<(String, String)>,
-    pub body: Option<Bytes>,
-}
-
-/// The transport in use changed (fallback to legacy SSE).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub(crate) struct TransportKind(pub &'static str);
-
-/// The task has ended (after `DELETE`).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub(crate) struct TransportClosed;
 
 /// Where and how to connect.
-pub(crate) struct HttpTarget {
+struct HttpTarget {
     pub name: Arc<str>,
     pub url: String,
     pub headers: Vec<(String, String)>,
@@ -87,24 +74,7 @@ pub(crate) struct HttpTarget {
     pub max: usize,
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
-    pub param_headers: ParamHeaders,
     pub oauth: Option<crate::oauth::OAuthSpec>,
-}
-
-/// The `Mcp-Param-*` headers of calls about to be sent, by request id: the server actor puts a
-/// call's headers here before it queues the call's line, the HTTP task takes them when it sends
-/// it. Both run on the actor's arbiter thread; nothing else sees it.
-pub(crate) type ParamHeaders = Rc<RefCell<std::collections::HashMap<i64, Vec<(String, String)>>>>;
-
-/// Where the task reports: the server actor's end of the transport seam, as recipients, so this
-/// module knows nothing of the actor itself.
-#[derive(Clone)]
-pub(crate) struct HttpEvents {
-    pub inbound: Recipient<Inbound>,
-    pub failed: Recipient<TransportFailed>,
-    pub status: Recipient<HttpStatus>,
-    pub kind: Recipient<TransportKind>,
-    pub closed: Recipient<TransportClosed>,
 }
 
 struct Failure {
@@ -142,7 +112,7 @@ const GET_OPEN_WAIT: Duration = Duration::from_secs(2);
 struct Conn {
     client: awc::Client,
     target: HttpTarget,
-    actor: HttpEvents,
+    actor: Events,
     session: RefCell<Option<String>>,
     protocol: RefCell<Option<String>>,
     init_line: RefCell<Option<Vec<u8>>>,
@@ -160,7 +130,7 @@ struct Conn {
 }
 
 /// Runs one HTTP connection until the actor drops its sender.
-pub(crate) async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Vec<u8>>, actor: HttpEvents) {
+async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Outgoing>, actor: Events) {
     install_crypto();
     // A configured `Authorization` header is the user's own credential: no OAuth then (a 401
     // says to check the headers).
@@ -177,7 +147,7 @@ pub(crate) async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Vec<u8>>, act
     let client = awc::Client::builder()
         .connector(
             awc::Connector::new()
-                .connector(super::http_io::close_bodies_tcp())
+                .connector(crate::server::close_bodies_tcp())
                 .rustls_0_23(crate::net::tls_config())
                 .timeout(target.connect_timeout),
         )
@@ -201,39 +171,40 @@ pub(crate) async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Vec<u8>>, act
     });
     if conn.target.legacy {
         if let Err(f) = conn.clone().open_legacy().await {
-            conn.actor.failed.do_send(TransportFailed {
-                id: None,
-                error: f.error,
-                fatal: true,
-                reissue: false,
-                needs_login: false,
-                step_up: false,
-            });
+            conn.actor
+                .do_send(TransportEvent::Failed(Box::new(TransportFailed {
+                    id: None,
+                    error: f.error,
+                    fatal: true,
+                    reissue: false,
+                    needs_login: false,
+                    step_up: false,
+                })));
             return;
         }
     }
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
-    while let Some(line) = rx.recv().await {
+    while let Some(out) = rx.recv().await {
         let c = conn.clone();
         let token = conn.token.clone();
-        // One parse per line: its method, id and mirrored fields.
-        let peek = Peek::of(&line);
+        // One parse per line: its method and mirrored fields (the id comes with the message).
+        let peek = Peek::of(&out.line);
         if peek.method == "notifications/initialized" {
             // `initialized` reaches the server (its 202) before any later request is sent.
-            token.run_until_cancelled(c.send(line, peek)).await;
+            token.run_until_cancelled(c.send(out, peek)).await;
             continue;
         }
         let Ok(permit) = in_flight.clone().acquire_owned().await else {
             break;
         };
         actix_rt::spawn(async move {
-            token.run_until_cancelled(c.send(line, peek)).await;
+            token.run_until_cancelled(c.send(out, peek)).await;
             drop(permit);
         });
     }
     conn.close().await;
     conn.token.cancel();
-    conn.actor.closed.do_send(TransportClosed);
+    conn.actor.do_send(TransportEvent::Closed);
 }
 
 impl Conn {
@@ -263,25 +234,20 @@ impl Conn {
         }
     }
 
-    /// The `Mcp-Param-*` headers the actor left for request `id` (an `x-mcp-header` call).
-    fn take_param_headers(&self, id: Option<i64>) -> Vec<(String, String)> {
-        id.and_then(|n| self.target.param_headers.borrow_mut().remove(&n))
-            .unwrap_or_default()
-    }
-
     fn report(&self, id: Option<i64>, f: Failure) {
         if id.is_none() && !f.fatal {
             tracing::warn!(target: "mcp", server = %self.target.name, "{}", f.error);
             return;
         }
-        self.actor.failed.do_send(TransportFailed {
-            id,
-            error: f.error,
-            fatal: f.fatal,
-            reissue: f.reissue,
-            needs_login: f.needs_login,
-            step_up: f.step_up,
-        });
+        self.actor
+            .do_send(TransportEvent::Failed(Box::new(TransportFailed {
+                id,
+                error: f.error,
+                fatal: f.fatal,
+                reissue: f.reissue,
+                needs_login: f.needs_login,
+                step_up: f.step_up,
+            })));
     }
 
     /// Hands an incoming message to the actor; remembers the negotiated version.
@@ -297,16 +263,16 @@ impl Conn {
             }
         }
         // Backpressure: past the actor's mailbox capacity the stream waits instead of queueing.
-        match self.actor.inbound.try_send(Inbound(data)) {
+        match self.actor.try_send(TransportEvent::Message(data)) {
             Ok(()) | Err(SendError::Closed(_)) => {}
             Err(SendError::Full(msg)) => {
-                let _ = self.actor.inbound.send(msg).await;
+                let _ = self.actor.send(msg).await;
             }
         }
     }
 
-    async fn send(self: Rc<Self>, line: Vec<u8>, peek: Peek) {
-        let id = peek.request_id();
+    async fn send(self: Rc<Self>, out: Outgoing, peek: Peek) {
+        let Outgoing { id, line, headers } = out;
         let method = peek.method.as_str();
         if method == "initialize" {
             *self.init_line.borrow_mut() = Some(line.clone());
@@ -333,7 +299,7 @@ impl Conn {
             return;
         }
         let mut extra = request_headers(method, &peek);
-        extra.extend(self.take_param_headers(id));
+        extra.extend(headers);
         let endpoint = self.endpoint.borrow().clone();
         let result = match endpoint {
             Some(ep) => self.post_legacy(&ep, line).await,
@@ -389,15 +355,16 @@ impl Conn {
         } else {
             Some(resp.body().limit(64 * 1024).await.unwrap_or_default())
         };
-        self.actor.status.do_send(HttpStatus {
-            id,
-            method: method.to_owned(),
-            status: status.as_u16(),
-            session: self.session.borrow().clone(),
-            request_headers: extra.to_vec(),
-            response_headers: header_list(resp.headers()),
-            body: error_body.clone(),
-        });
+        self.actor
+            .do_send(TransportEvent::Exchange(Box::new(HttpStatus {
+                id,
+                method: method.to_owned(),
+                status: status.as_u16(),
+                session: self.session.borrow().clone(),
+                request_headers: extra.to_vec(),
+                response_headers: header_list(resp.headers()),
+                body: error_body.clone(),
+            })));
         if let Some(needed) = needed {
             let mut f = fail(self.needs_login(&needed), false);
             f.auth = Some(needed);

@@ -1,0 +1,217 @@
+//! The transport seam under a server actor, one type each way: the actor hands its transport
+//! [`Outgoing`] messages through a bounded write queue, and gets back [`TransportEvent`]s (as a
+//! stream the actor polls, or in its mailbox). Every JSON-RPC rule lives in the actor; a
+//! transport only carries lines, and tells of its own failures and end. [`stdio`] (a child
+//! process, NDJSON on its stdin and stdout) and [`http`] (Streamable HTTP, with the legacy
+//! HTTP+SSE fallback) are its two implementations of [`Transport`]; another one (HTTP over
+//! stdio, a named pipe) is one more file and one arm in [`open`].
+
+pub(super) mod http;
+pub(super) mod stdio;
+
+use std::io;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use futures_util::{stream, Stream, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio_util::codec::FramedRead;
+
+use super::mcp_server::McpServer;
+use super::sandbox::Scratch;
+use crate::protocol::codec::{Frame, NdjsonCodec};
+use crate::spec::{ServerSpec, TransportSpec};
+
+/// Messages waiting to be written to a server (stdin, or the HTTP task). When the queue is full
+/// our own requests wait for room until their timeout; answers to the server's requests and our
+/// notifications are dropped and counted, so a server that floods requests and reads nothing
+/// cannot grow us.
+pub(in crate::server) const WRITE_QUEUE: usize = 1024;
+
+/// One message for the server: its serialized line (newline-terminated), the id of a request
+/// of ours (`None` for a notification or an answer), and the headers a transport that has
+/// headers sends with it (HTTP: a call's `Mcp-Param-*`); empty, and so never allocated, for
+/// every other message.
+#[derive(Debug)]
+pub(in crate::server) struct Outgoing {
+    pub(in crate::server) id: Option<i64>,
+    pub(in crate::server) line: Vec<u8>,
+    pub(in crate::server) headers: Vec<(String, String)>,
+}
+
+impl Outgoing {
+    /// A notification or an answer: no id of ours, no headers.
+    pub(in crate::server) fn line(line: Vec<u8>) -> Self {
+        Self {
+            id: None,
+            line,
+            headers: Vec::new(),
+        }
+    }
+}
+
+/// The write queue's sending end, held by the actor; dropping it ends the transport (stdio:
+/// stdin is flushed and closed; HTTP: the session is deleted and the task reports
+/// [`TransportEvent::Closed`]).
+pub(in crate::server) type Writer = mpsc::Sender<Outgoing>;
+
+/// Everything a transport tells its actor.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub(in crate::server) enum TransportEvent {
+    /// One incoming JSON-RPC message, exactly as sent (a stdout line, one SSE event's data,
+    /// one JSON body).
+    Message(Bytes),
+    /// A message over the maximum message size, discarded: its start (to find its id).
+    TooLong { prefix: Bytes, max: usize },
+    /// Reading from the server failed (the stream goes on or ends on its own).
+    ReadFailed(io::Error),
+    /// A request could not be completed, or (`fatal`) the connection is gone.
+    Failed(Box<TransportFailed>),
+    /// One HTTP exchange, for the trace (boxed: every stdio line moves a `TransportEvent`,
+    /// which stays as small as a line's `Bytes` and a length).
+    Exchange(Box<HttpStatus>),
+    /// The transport in use changed (`sse`: the fallback to legacy HTTP+SSE).
+    Kind(&'static str),
+    /// One line of the server's own log (a child's stderr).
+    Log(String),
+    /// The server's log has ended.
+    LogClosed,
+    /// The server's output has ended while its process may still run (a child closed its
+    /// stdout).
+    OutputClosed,
+    /// The server's process exited (how, in words).
+    Exited(String),
+    /// The transport has ended (HTTP: after `DELETE`).
+    Closed,
+}
+
+/// A request could not be completed; `fatal` means the connection is gone.
+#[derive(Debug)]
+pub(in crate::server) struct TransportFailed {
+    pub id: Option<i64>,
+    pub error: String,
+    pub fatal: bool,
+    /// Stateless era: the response stream broke before the response; the request may be
+    /// sent again under a new id.
+    pub reissue: bool,
+    /// The server wants an OAuth login that nobody here will do.
+    pub needs_login: bool,
+    /// The server refused the token for want of a scope (`403 insufficient_scope`): the
+    /// request fails alone once connected; before that, the connection needs a login.
+    pub step_up: bool,
+}
+
+/// One HTTP exchange for the trace: the response's status, the session id in use, the
+/// headers we added and the response's (credentials redacted), and an error reply's body.
+#[derive(Debug)]
+pub(in crate::server) struct HttpStatus {
+    pub id: Option<i64>,
+    pub method: String,
+    pub status: u16,
+    pub session: Option<String>,
+    pub request_headers: Vec<(String, String)>,
+    pub response_headers: Vec<(String, String)>,
+    pub body: Option<Bytes>,
+}
+
+/// A server process of ours (stdio; HTTP over stdio would have one too): the actor signals its
+/// group to stop it and sweeps the group when it exits. A transport that has one reports the
+/// end of the process's log (`LogClosed`) and its exit (`Exited`).
+pub(in crate::server) struct Process {
+    /// Its pid, which is its process group's id (0 if it was not known).
+    pub(in crate::server) pgid: i32,
+    /// It has exited (and its group has been swept).
+    pub(in crate::server) exited: bool,
+    /// A sandboxed server's private temp directory, removed once its process has exited.
+    pub(in crate::server) scratch: Option<Scratch>,
+}
+
+/// What opening a transport gives the actor: the write queue's sender and, when the server is a
+/// process of ours, that process.
+pub(in crate::server) struct Opened {
+    pub(in crate::server) writer: Writer,
+    pub(in crate::server) process: Option<Process>,
+    /// Whether it sends headers with each message (a tool's `x-mcp-header` params are then
+    /// mirrored, and a tool whose declaration of them is invalid is left out).
+    pub(in crate::server) headers: bool,
+}
+
+/// A way to reach a server. `open` starts it on the actor's context: its events reach the actor
+/// as a stream (`ctx.add_stream`) or as messages (`ctx.address()`), never through a shared
+/// table. A static trait, not a trait object: the actor keeps only what `open` gives back
+/// (the writer, the process), so no message goes through a virtual call or a box.
+pub(in crate::server) trait Transport {
+    /// Opens the connection to `spec`'s server; an error says what failed, in words.
+    fn open(spec: &ServerSpec, ctx: &mut Context<McpServer>) -> Result<Opened, String>;
+}
+
+/// Opens the transport `spec` names.
+pub(in crate::server) fn open(
+    spec: &ServerSpec,
+    ctx: &mut Context<McpServer>,
+) -> Result<Opened, String> {
+    match &spec.transport {
+        TransportSpec::Stdio { .. } => stdio::Stdio::open(spec, ctx),
+        TransportSpec::Http { .. } => http::Http::open(spec, ctx),
+    }
+}
+
+/// Where a transport that reports by message sends its events (the actor's address).
+pub(in crate::server) type Events = Recipient<TransportEvent>;
+
+/// Writes the queue's lines to `w` as they come (what is queued meanwhile goes in the same
+/// write, up to 1 MiB), and shuts `w` down once the queue is closed. For any transport that is
+/// a byte stream of NDJSON (stdio; a named pipe).
+pub(in crate::server) async fn write_lines<W: AsyncWrite + Unpin>(
+    mut w: W,
+    mut rx: mpsc::Receiver<Outgoing>,
+) {
+    let mut buf = Vec::with_capacity(8 * 1024);
+    while let Some(first) = rx.recv().await {
+        buf.clear();
+        buf.extend_from_slice(&first.line);
+        while buf.len() < 1024 * 1024 {
+            match rx.try_recv() {
+                Ok(more) => buf.extend_from_slice(&more.line),
+                Err(_) => break,
+            }
+        }
+        if w.write_all(&buf).await.is_err() {
+            return;
+        }
+    }
+    let _ = w.shutdown().await;
+}
+
+/// The NDJSON messages read from `r` (at most `max` bytes each), as events for the actor to
+/// poll (`ctx.add_stream`), ending with [`TransportEvent::OutputClosed`].
+pub(in crate::server) fn read_lines<R: AsyncRead>(
+    r: R,
+    max: usize,
+) -> impl Stream<Item = TransportEvent> {
+    FramedRead::with_capacity(r, NdjsonCodec::new(max), 64 * 1024)
+        .map(|frame| match frame {
+            Ok(Frame::Line(line)) => TransportEvent::Message(line),
+            Ok(Frame::TooLong { prefix, max }) => TransportEvent::TooLong { prefix, max },
+            Err(e) => TransportEvent::ReadFailed(e),
+        })
+        .chain(stream::once(async { TransportEvent::OutputClosed }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every stdio line moves one event from the codec to the actor: it stays no bigger than
+    /// the `Frame` it replaced (a line's `Bytes` and a length).
+    #[test]
+    fn an_event_is_as_small_as_a_frame() {
+        assert!(std::mem::size_of::<TransportEvent>() <= 48);
+        assert!(
+            std::mem::size_of::<TransportEvent>()
+                <= std::mem::size_of::<Result<Frame, io::Error>>() + 8
+        );
+    }
+}

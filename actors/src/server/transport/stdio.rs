@@ -1,0 +1,169 @@
+//! The stdio transport: a child process spawned in its own process group (in its sandbox if it
+//! has one; [`spawn`], for any transport over a child), its stdin written by a separate task fed
+//! by the write queue, its stdout read as a stream of NDJSON frames and its stderr as the
+//! server's log, both polled by the actor as [`TransportEvent`]s, and its exit as one more.
+
+use std::process::Stdio as Piped;
+
+use actix::prelude::*;
+use futures_util::{stream, StreamExt};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::sync::mpsc;
+use tokio_util::codec::FramedRead;
+
+use super::{read_lines, write_lines, Opened, Process, Transport, TransportEvent, WRITE_QUEUE};
+use crate::protocol::codec::{Frame, NdjsonCodec};
+use crate::server::mcp_server::McpServer;
+use crate::server::process::{describe_exit, plain_io_error, register_group};
+use crate::server::sandbox::Scratch;
+use crate::spec::{ServerSpec, TransportSpec};
+
+/// The longest stderr line kept whole.
+const STDERR_LINE_MAX: usize = 64 * 1024;
+
+/// The variables of harness9's environment every server gets (as codex does): who and where
+/// the user is, how text is shown. Nothing else: no API keys, no tokens, no `$TMUX`, no
+/// `$SSH_AUTH_SOCK`, no `$DBUS_SESSION_BUS_ADDRESS`. An entry's `env` (and `envFile`) adds more,
+/// `${VAR}` taking a value from harness9's environment.
+pub const INHERITED_ENV: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", "LANG", "TERM", "TMPDIR", "TZ",
+];
+
+/// Whether `key` passes from harness9's environment to a server: [`INHERITED_ENV`] and `LC_*`.
+fn inherited(key: &std::ffi::OsStr) -> bool {
+    let Some(k) = key.to_str() else {
+        return false;
+    };
+    INHERITED_ENV.contains(&k) || k.starts_with("LC_")
+}
+
+/// A child process speaking NDJSON on its stdin and stdout.
+pub(in crate::server) struct Stdio;
+
+impl Transport for Stdio {
+    fn open(spec: &ServerSpec, ctx: &mut Context<McpServer>) -> Result<Opened, String> {
+        let Spawned {
+            mut child,
+            process,
+            stdin,
+            stdout,
+            stderr,
+        } = spawn(spec)?;
+        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
+        actix_rt::spawn(write_lines(stdin, rx));
+        ctx.add_stream(read_lines(stdout, spec.max_message_bytes));
+        let log = FramedRead::new(stderr, NdjsonCodec::new(STDERR_LINE_MAX))
+            .filter_map(|frame| async move {
+                match frame {
+                    Ok(Frame::Line(l)) => Some(TransportEvent::Log(
+                        String::from_utf8_lossy(&l).into_owned(),
+                    )),
+                    Ok(Frame::TooLong { .. }) => Some(TransportEvent::Log(
+                        "[stderr line too long, dropped]".to_owned(),
+                    )),
+                    Err(_) => None,
+                }
+            })
+            .chain(stream::once(async { TransportEvent::LogClosed }));
+        ctx.add_stream(log);
+        let exit = stream::once(async move {
+            TransportEvent::Exited(match child.wait().await {
+                Ok(s) => describe_exit(&s),
+                Err(e) => format!("could not be waited for: {e}"),
+            })
+        });
+        ctx.add_stream(exit);
+        Ok(Opened {
+            writer: tx,
+            process: Some(process),
+            headers: false,
+        })
+    }
+}
+
+/// A server process just spawned: its pipes, the handle to wait for it, and the [`Process`]
+/// the actor keeps (its group, its scratch directory).
+pub(in crate::server) struct Spawned {
+    pub(in crate::server) child: Child,
+    pub(in crate::server) process: Process,
+    pub(in crate::server) stdin: ChildStdin,
+    pub(in crate::server) stdout: ChildStdout,
+    pub(in crate::server) stderr: ChildStderr,
+}
+
+/// Spawns `spec`'s command in its own process group, in its sandbox if it has one, with the
+/// allowlisted environment and the entry's own (what any transport over a child process, such
+/// as HTTP over stdio, starts with).
+pub(in crate::server) fn spawn(spec: &ServerSpec) -> Result<Spawned, String> {
+    let TransportSpec::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+    } = &spec.transport
+    else {
+        return Err("not a stdio server".to_owned());
+    };
+    if let Some(dir) = cwd {
+        if !dir.is_dir() {
+            return Err(format!("cwd {} is not a directory", dir.display()));
+        }
+    }
+    let mut cmd = Command::new(command);
+    // Only the allowlisted part of harness9's environment (no API keys), then the entry's.
+    cmd.env_clear()
+        .envs(std::env::vars_os().filter(|(k, _)| inherited(k)))
+        .args(args)
+        .stdin(Piped::piped())
+        .stdout(Piped::piped())
+        .stderr(Piped::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    // Built here, enforced by the child between fork and exec; dropped after the spawn.
+    let not_applied =
+        |e: String| format!("sandbox cannot be applied, so the server is not started: {e}");
+    let mut scratch = None;
+    let sandbox = match &spec.sandbox {
+        Some(sb) => {
+            let dir = Scratch::create().map_err(not_applied)?;
+            let prepared = crate::server::sandbox::prepare(sb, cwd.as_deref(), dir.path())
+                .map_err(not_applied)?;
+            prepared.install(&mut cmd);
+            cmd.env("TMPDIR", dir.path());
+            scratch = Some(dir);
+            Some(prepared)
+        }
+        None => None,
+    };
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    let spawned = cmd.spawn();
+    drop(sandbox);
+    let mut child = spawned.map_err(|e| match &spec.sandbox {
+        Some(_) => format!("spawn {command} in its sandbox: {}", plain_io_error(&e)),
+        None => format!("spawn {command}: {}", plain_io_error(&e)),
+    })?;
+    let pgid = child.id().map(|p| p as i32).unwrap_or(0);
+    register_group(pgid);
+    tracing::debug!(target: "mcp", server = %spec.name, pid = pgid, %command, "spawned");
+    let process = Process {
+        pgid,
+        exited: false,
+        scratch,
+    };
+
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(format!("spawn {command}: stdio pipes missing"));
+    };
+    Ok(Spawned {
+        child,
+        process,
+        stdin,
+        stdout,
+        stderr,
+    })
+}
