@@ -185,7 +185,11 @@ struct RawFile<'a> {
 
 /// Loads `path`. A missing file is an empty config unless `must_exist`; what an entry does not
 /// say comes from `defaults`.
-pub fn load(path: &Path, must_exist: bool, defaults: &EntryDefaults) -> Result<Config, ConfigError> {
+pub fn load(
+    path: &Path,
+    must_exist: bool,
+    defaults: &EntryDefaults,
+) -> Result<Config, ConfigError> {
     let shown = path.display().to_string();
     let text = match read_regular(path, MAX_CONFIG_BYTES) {
         Ok(t) => t,
@@ -767,9 +771,19 @@ mod tests {
 
     #[test]
     fn missing_file_is_empty_unless_required() {
-        let c = load(Path::new("/nonexistent/.mcp.json"), false, &EntryDefaults::in_memory()).unwrap();
+        let c = load(
+            Path::new("/nonexistent/.mcp.json"),
+            false,
+            &EntryDefaults::in_memory(),
+        )
+        .unwrap();
         assert!(c.servers.is_empty());
-        assert!(load(Path::new("/nonexistent/.mcp.json"), true, &EntryDefaults::in_memory()).is_err());
+        assert!(load(
+            Path::new("/nonexistent/.mcp.json"),
+            true,
+            &EntryDefaults::in_memory()
+        )
+        .is_err());
     }
 
     #[test]
@@ -833,7 +847,9 @@ mod tests {
         // Codex's TOML: a clear error, not "expected value".
         let codex = dir.join("config.toml");
         std::fs::write(&codex, "[mcp_servers.docs]\ncommand = \"npx\"\n").unwrap();
-        let e = load(&codex, true, &EntryDefaults::in_memory()).unwrap_err().to_string();
+        let e = load(&codex, true, &EntryDefaults::in_memory())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("TOML") && e.contains("Codex") && e.contains("mcpServers"),
             "{e}"
@@ -847,7 +863,9 @@ mod tests {
         // A path a shell would split is quoted.
         let spaced = dir.join("my codex.toml");
         std::fs::write(&spaced, "[mcp_servers.docs]\ncommand = \"npx\"\n").unwrap();
-        let e = load(&spaced, true, &EntryDefaults::in_memory()).unwrap_err().to_string();
+        let e = load(&spaced, true, &EntryDefaults::in_memory())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains(&format!("--file '{}'`", spaced.display())),
             "{e}"

@@ -262,7 +262,10 @@ impl Session {
                     .map(|s| s.sampling_models.clone())
                     .unwrap_or_default(),
             },
-            model.as_ref().and_then(|s| s.provider.clone()).map(Provider::new),
+            model
+                .as_ref()
+                .and_then(|s| s.provider.clone())
+                .map(Provider::new),
         );
         // What this front end can answer: declared to every server, and part of every cached
         // list's key.

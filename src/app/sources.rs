@@ -126,15 +126,16 @@ mod tests {
 
     #[test]
     fn the_project_wins_a_name_and_the_user_file_adds_the_rest() {
-        let parse =
-            |text: &str, path: &str| config::parse(
+        let parse = |text: &str, path: &str| {
+            config::parse(
                 text,
                 path,
                 Path::new("/"),
                 &|_| None,
                 &config::EntryDefaults::in_memory(),
             )
-            .unwrap();
+            .unwrap()
+        };
         let project = parse(
             r#"{"mcpServers": {"a": {"command": "p"}, "off": {"command": "x", "disabled": true}}}"#,
             "/p/.mcp.json",

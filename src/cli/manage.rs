@@ -267,9 +267,8 @@ pub(super) fn edit_config(
         Some(_) => {
             // Only a file that still loads is written (an entry with a bad field holds its
             // server: said here, before it is saved).
-            let off =
-                entry_loads(&edited, &path, name, &|v| std::env::var(v).ok(), opts)
-                    .map_err(usage)?;
+            let off = entry_loads(&edited, &path, name, &|v| std::env::var(v).ok(), opts)
+                .map_err(usage)?;
             let note = shadow_note(opts, &path);
             save_target(opts, scope, &path, &edited, &[(name.to_owned(), off)])?;
             if let Some(note) = note {
