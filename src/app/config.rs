@@ -677,6 +677,29 @@ mod tests {
     }
 
     #[test]
+    fn what_an_entry_does_not_say_comes_from_the_defaults_it_is_loaded_with() {
+        let text = r#"{"mcpServers": {"s": {"command": "a"}, "off": {"command": "a", "sandbox": false},
+            "h": {"url": "http://h/mcp"}}}"#;
+        let with = |d: &EntryDefaults| {
+            parse(text, ".mcp.json", Path::new("/proj"), &|_| None, d).expect("parses")
+        };
+        let plain = EntryDefaults::in_memory();
+        let mut boxed = EntryDefaults::in_memory();
+        boxed.sandbox = Some(SandboxField {
+            on: true,
+            ..SandboxField::default()
+        });
+        // Two loads in one process, each with its own defaults.
+        let (a, b) = (with(&plain), with(&boxed));
+        assert!(a.servers[0].sandbox.is_none());
+        assert!(b.servers[0].sandbox.as_ref().is_some_and(|s| !s.network));
+        assert!(b.servers[1].sandbox.is_none(), "an entry's own false wins");
+        let store = |c: &Config| c.servers[2].oauth.as_ref().map(|o| o.store.clone());
+        assert!(store(&a).is_some_and(|s| std::sync::Arc::ptr_eq(&s, &plain.oauth_store)));
+        assert!(store(&b).is_some_and(|s| std::sync::Arc::ptr_eq(&s, &boxed.oauth_store)));
+    }
+
+    #[test]
     fn sandbox_entries() {
         let c = p(r#"{"mcpServers": {
             "on": {"command": "a", "sandbox": true},
