@@ -47,7 +47,7 @@ pub(super) async fn compact_prefix(
 }
 
 /// What a turn's request says again after its own steps were compacted.
-const CONTINUE_NOTE: &str =
+pub(super) const CONTINUE_NOTE: &str =
     "[This request was compacted while it was being worked on: the summary \
      above says what was already done. Continue from there; do not start over.]";
 

@@ -668,3 +668,79 @@ async fn a_turn_stops_at_max_steps_and_leaves_the_conversation_as_it_was() {
     let last = r.model.requests().pop().expect("a request");
     assert_eq!(last.messages.len(), 1);
 }
+
+#[actix_rt::test]
+async fn a_long_turn_near_the_end_of_the_window_compacts_its_own_steps() {
+    let cfg = EngineConfig {
+        context_window: Some(1000),
+        compact_at: 0.8,
+        ..config()
+    };
+    let mut step = match calls(
+        &[("c1", "echo", serde_json::json!({"n": 1}))],
+        StopReason::ToolUse,
+    ) {
+        Step::Reply(r) => r,
+        _ => unreachable!("a reply"),
+    };
+    step.usage.input_tokens = 900;
+    let r = rig(
+        vec![
+            Step::Reply(step),
+            text("ran echo once", 40),
+            text("finished", 60),
+        ],
+        cfg,
+    );
+    let (events, done) = run(&r, "work", false, never).await;
+    let done = done.expect("answered");
+    assert_eq!((done.text.as_str(), done.steps), ("finished", 2));
+    let reasons: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            EngineEvent::Compacted { reason, .. } => Some(reason.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons, ["the last request used 900 of 1000 tokens"]);
+    let reqs = r.model.requests();
+    assert_eq!(reqs.len(), 3);
+    // The summary covers the turn's own steps (its call and result), and the request follows
+    // it again with the note to continue.
+    let summarized = first_text(&reqs[1].messages[0]);
+    assert!(summarized.contains("echo"), "{summarized}");
+    let m = &reqs[2].messages;
+    assert_eq!(m.len(), 3);
+    assert!(first_text(&m[0]).ends_with("ran echo once"));
+    assert!(first_text(&m[2]).starts_with("work\n\n"));
+    assert!(first_text(&m[2]).ends_with(turn::CONTINUE_NOTE));
+    assert_eq!(r.calls.lock().unwrap().clone(), ["echo"]);
+}
+
+#[actix_rt::test]
+async fn an_always_answer_runs_the_call_and_the_next_one_unasked() {
+    let r = rig(
+        vec![
+            calls(
+                &[("c1", "write", serde_json::json!({"path": "x"}))],
+                StopReason::ToolUse,
+            ),
+            calls(
+                &[("c2", "write", serde_json::json!({"path": "y"}))],
+                StopReason::ToolUse,
+            ),
+            text("wrote both", 5),
+        ],
+        config(),
+    );
+    let mut asked = 0;
+    let (_, done) = run(&r, "write twice", true, |q| {
+        asked += 1;
+        assert_eq!(q.id, "c1", "only the first call asks");
+        Answer::Always("write".to_owned())
+    })
+    .await;
+    assert_eq!(done.expect("answered").text, "wrote both");
+    assert_eq!(asked, 1);
+    assert_eq!(r.calls.lock().unwrap().clone(), ["write", "write"]);
+}
