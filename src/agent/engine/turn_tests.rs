@@ -744,3 +744,41 @@ async fn an_always_answer_runs_the_call_and_the_next_one_unasked() {
     assert_eq!(asked, 1);
     assert_eq!(r.calls.lock().unwrap().clone(), ["write", "write"]);
 }
+
+#[actix_rt::test]
+async fn a_question_dropped_unanswered_is_a_no() {
+    let r = rig(
+        vec![
+            calls(
+                &[("c1", "write", serde_json::json!({"path": "x"}))],
+                StopReason::ToolUse,
+            ),
+            text("done", 5),
+        ],
+        config(),
+    );
+    let (tx, mut rx) = turn_stream();
+    r.engine.do_send(RunTurn {
+        prompt: "write".to_owned(),
+        attachments: Vec::new(),
+        events: tx,
+        can_ask: true,
+    });
+    let done = loop {
+        match tokio::time::timeout(LIMIT, rx.recv())
+            .await
+            .expect("in time")
+        {
+            // The front end goes away without an answer.
+            Some(TurnEvent::Ask(q)) => drop(q),
+            Some(TurnEvent::Done(d)) => break d,
+            Some(TurnEvent::Update(_)) => {}
+            None => panic!("the stream ended without Done"),
+        }
+    };
+    assert_eq!(done.expect("answered").text, "done");
+    let (_, text, is_error) = results(&r.model.requests()[1]).remove(0);
+    assert!(is_error);
+    assert!(text.starts_with("the user declined this call"), "{text}");
+    assert!(r.calls.lock().unwrap().is_empty());
+}
