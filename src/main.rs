@@ -161,15 +161,15 @@ fn main() -> ExitCode {
     }
     spawn_orphan_reaper();
     // The command line, resolved once: every front end runs on these options.
-    let opts = harness9::app::SessionOptions::from_flags(&flags);
+    let mut opts = harness9::app::SessionOptions::from_flags(&flags);
+    // The settings' runtime choices, read once and carried in the options (no globals).
     match harness9::agent::model::settings::mcp_sandbox_default(&opts.model) {
-        Ok(Some(default)) => harness9::app::config::set_sandbox_default(default),
-        Ok(None) => {}
+        Ok(default) => opts.runtime.entries.sandbox = default,
         // A settings file that does not parse: a config error.
         Err(e) => return fail(json, &e.to_string(), 2, started),
     }
     match harness9::agent::model::settings::shell_sandbox(&opts.model) {
-        Ok(mode) => harness9::agent::builtins::shell_sandbox::set_shell_sandbox(mode),
+        Ok(mode) => opts.runtime.shell = mode,
         Err(e) => return fail(json, &e.to_string(), 2, started),
     }
     let default_hook = std::panic::take_hook();

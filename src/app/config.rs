@@ -14,14 +14,14 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use super::config_entry::*;
-pub use super::config_entry::{set_sandbox_default, SandboxField};
+pub use super::config_entry::{EntryDefaults, SandboxField};
 
 mod build;
 mod expand;
 mod read;
 mod scan;
 
-use build::{build, held_transport, validate, written_form};
+use build::{build, held_transport, validate, written_form, Lookups};
 pub use expand::expand;
 pub use read::{read_regular, MAX_CONFIG_BYTES};
 use scan::{bare, line_col, server_positions};
@@ -183,8 +183,13 @@ struct RawFile<'a> {
     inputs: Option<&'a RawValue>,
 }
 
-/// Loads `path`. A missing file is an empty config unless `must_exist`.
-pub fn load(path: &Path, must_exist: bool) -> Result<Config, ConfigError> {
+/// Loads `path`. A missing file is an empty config unless `must_exist`; what an entry does not
+/// say comes from `defaults`.
+pub fn load(
+    path: &Path,
+    must_exist: bool,
+    defaults: &EntryDefaults,
+) -> Result<Config, ConfigError> {
     let shown = path.display().to_string();
     let text = match read_regular(path, MAX_CONFIG_BYTES) {
         Ok(t) => t,
@@ -214,7 +219,13 @@ pub fn load(path: &Path, must_exist: bool) -> Result<Config, ConfigError> {
         });
     }
     let root = workspace_root(&base).unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
-    parse(&text, &shown, &base, &file_lookup(root, path.to_owned()))
+    parse(
+        &text,
+        &shown,
+        &base,
+        &file_lookup(root, path.to_owned()),
+        defaults,
+    )
 }
 
 /// The project folder of a config file in `dir` (its directory): `dir` itself, or the folder
@@ -237,12 +248,14 @@ fn shell_word(s: &str) -> String {
     }
 }
 
-/// Parses config text; `base` resolves relative `cwd`s.
+/// Parses config text; `base` resolves relative `cwd`s, `defaults` gives what an entry does
+/// not say.
 pub fn parse(
     text: &str,
     shown: &str,
     base: &Path,
     lookup: &dyn Fn(&str) -> Option<String>,
+    defaults: &EntryDefaults,
 ) -> Result<Config, ConfigError> {
     let positions = || server_positions(text);
     let file: RawFile = serde_json::from_str(text).map_err(|e| {
@@ -380,9 +393,30 @@ pub fn parse(
         }
         *current.borrow_mut() = name.clone();
         used.borrow_mut().clear();
-        let mut w = written_form(&name, value, shown, base, &literal, lookup);
+        let mut w = written_form(
+            &name,
+            value,
+            shown,
+            base,
+            Lookups {
+                values: &literal,
+                paths: lookup,
+            },
+            defaults,
+        );
         let mut secrets = Vec::new();
-        match build(&name, raw, shown, base, lookup, lookup, &mut secrets) {
+        match build(
+            &name,
+            raw,
+            shown,
+            base,
+            Lookups {
+                values: lookup,
+                paths: lookup,
+            },
+            defaults,
+            &mut secrets,
+        ) {
             Ok(spec) => {
                 config.secrets.append(&mut secrets);
                 config.servers.push(spec);
@@ -440,7 +474,13 @@ mod tests {
     }
 
     fn p(text: &str) -> Result<Config, ConfigError> {
-        parse(text, ".mcp.json", Path::new("/proj"), &env)
+        parse(
+            text,
+            ".mcp.json",
+            Path::new("/proj"),
+            &env,
+            &EntryDefaults::in_memory(),
+        )
     }
 
     #[test]
@@ -637,6 +677,29 @@ mod tests {
     }
 
     #[test]
+    fn what_an_entry_does_not_say_comes_from_the_defaults_it_is_loaded_with() {
+        let text = r#"{"mcpServers": {"s": {"command": "a"}, "off": {"command": "a", "sandbox": false},
+            "h": {"url": "http://h/mcp"}}}"#;
+        let with = |d: &EntryDefaults| {
+            parse(text, ".mcp.json", Path::new("/proj"), &|_| None, d).expect("parses")
+        };
+        let plain = EntryDefaults::in_memory();
+        let mut boxed = EntryDefaults::in_memory();
+        boxed.sandbox = Some(SandboxField {
+            on: true,
+            ..SandboxField::default()
+        });
+        // Two loads in one process, each with its own defaults.
+        let (a, b) = (with(&plain), with(&boxed));
+        assert!(a.servers[0].sandbox.is_none());
+        assert!(b.servers[0].sandbox.as_ref().is_some_and(|s| !s.network));
+        assert!(b.servers[1].sandbox.is_none(), "an entry's own false wins");
+        let store = |c: &Config| c.servers[2].oauth.as_ref().map(|o| o.store.clone());
+        assert!(store(&a).is_some_and(|s| std::sync::Arc::ptr_eq(&s, &plain.oauth_store)));
+        assert!(store(&b).is_some_and(|s| std::sync::Arc::ptr_eq(&s, &boxed.oauth_store)));
+    }
+
+    #[test]
     fn sandbox_entries() {
         let c = p(r#"{"mcpServers": {
             "on": {"command": "a", "sandbox": true},
@@ -731,9 +794,19 @@ mod tests {
 
     #[test]
     fn missing_file_is_empty_unless_required() {
-        let c = load(Path::new("/nonexistent/.mcp.json"), false).unwrap();
+        let c = load(
+            Path::new("/nonexistent/.mcp.json"),
+            false,
+            &EntryDefaults::in_memory(),
+        )
+        .unwrap();
         assert!(c.servers.is_empty());
-        assert!(load(Path::new("/nonexistent/.mcp.json"), true).is_err());
+        assert!(load(
+            Path::new("/nonexistent/.mcp.json"),
+            true,
+            &EntryDefaults::in_memory()
+        )
+        .is_err());
     }
 
     #[test]
@@ -757,7 +830,7 @@ mod tests {
             "# comment\nexport A=1\nB=\"two words\"\n",
         )
         .unwrap();
-        let c = load(&vscode, true).unwrap();
+        let c = load(&vscode, true, &EntryDefaults::in_memory()).unwrap();
         let gh = c.servers.iter().find(|s| s.name == "gh").unwrap();
         let Some(Hold::Invalid(why)) = &gh.hold else {
             panic!("an input without a value holds the server: {gh:?}")
@@ -787,6 +860,7 @@ mod tests {
             "mcp.json",
             Path::new("/"),
             &|v| (v == "HARNESS9_INPUT_API_KEY").then(|| "k".to_owned()),
+            &EntryDefaults::in_memory(),
         )
         .unwrap();
         assert!(matches!(
@@ -796,7 +870,9 @@ mod tests {
         // Codex's TOML: a clear error, not "expected value".
         let codex = dir.join("config.toml");
         std::fs::write(&codex, "[mcp_servers.docs]\ncommand = \"npx\"\n").unwrap();
-        let e = load(&codex, true).unwrap_err().to_string();
+        let e = load(&codex, true, &EntryDefaults::in_memory())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("TOML") && e.contains("Codex") && e.contains("mcpServers"),
             "{e}"
@@ -810,7 +886,9 @@ mod tests {
         // A path a shell would split is quoted.
         let spaced = dir.join("my codex.toml");
         std::fs::write(&spaced, "[mcp_servers.docs]\ncommand = \"npx\"\n").unwrap();
-        let e = load(&spaced, true).unwrap_err().to_string();
+        let e = load(&spaced, true, &EntryDefaults::in_memory())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains(&format!("--file '{}'`", spaced.display())),
             "{e}"

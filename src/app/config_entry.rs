@@ -100,12 +100,52 @@ impl<'de> Deserialize<'de> for SandboxField {
     }
 }
 
-pub(super) static SANDBOX_DEFAULT: std::sync::OnceLock<SandboxField> = std::sync::OnceLock::new();
+/// What an entry gets that it does not say itself: resolved once at startup (the session's
+/// [`crate::app::RuntimeOptions`]) and passed to every load, so no process-wide state decides
+/// what a config means.
+#[derive(Clone)]
+pub struct EntryDefaults {
+    /// The sandbox of every stdio server whose entry has no `"sandbox"` (`[mcp] sandbox` in
+    /// harness9.toml).
+    pub sandbox: Option<SandboxField>,
+    /// Where HTTP servers' OAuth grants are kept (one store per process, so its lock
+    /// serializes every read-modify-write of the file).
+    pub oauth_store: std::sync::Arc<dyn harness9_actors::oauth::TokenStore>,
+}
 
-/// Sets the sandbox of every stdio server whose entry has no `"sandbox"` (`[mcp] sandbox` in
-/// harness9.toml, read once at startup); the first call wins.
-pub fn set_sandbox_default(default: SandboxField) {
-    let _ = SANDBOX_DEFAULT.set(default);
+impl fmt::Debug for EntryDefaults {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EntryDefaults")
+            .field("sandbox", &self.sandbox)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EntryDefaults {
+    /// No default sandbox, grants in the file store at `oauth_store::store_path`.
+    pub fn new() -> Self {
+        Self {
+            sandbox: None,
+            oauth_store: std::sync::Arc::new(super::oauth_store::FileStore::new(
+                super::oauth_store::store_path(),
+            )),
+        }
+    }
+
+    /// No default sandbox, grants in memory: the unit tests' loads.
+    #[cfg(test)]
+    pub(crate) fn in_memory() -> Self {
+        Self {
+            sandbox: None,
+            oauth_store: std::sync::Arc::new(harness9_actors::oauth::MemoryStore::default()),
+        }
+    }
+}
+
+impl Default for EntryDefaults {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -32,7 +32,13 @@ fn lookup(var: &str) -> Option<String> {
 }
 
 fn run(text: &str) -> Result<Config, ConfigError> {
-    parse(text, ".mcp.json", Path::new("/proj"), &lookup)
+    parse(
+        text,
+        ".mcp.json",
+        Path::new("/proj"),
+        &lookup,
+        &super::config::EntryDefaults::in_memory(),
+    )
 }
 
 /// A `Syntax` error's line and column name a place in `text`: line 1 to the number of lines,

@@ -29,5 +29,5 @@ pub mod trust;
 pub mod watcher;
 
 pub use runtime::{spawn_event_printer, Runtime};
-pub use session::{Session, SessionOptions, Start, HEADLESS_GRACE};
+pub use session::{RuntimeOptions, Session, SessionOptions, Start, HEADLESS_GRACE};
 pub use watcher::ConfigWatcher;

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Mutex;
 
 use harness9_actors::oauth::{Client, Grant, TokenStore};
 use serde::{Deserialize, Serialize};
@@ -34,14 +34,6 @@ pub struct FileStore {
     path: PathBuf,
     /// Serializes this process's read-modify-write cycles.
     lock: Mutex<()>,
-}
-
-/// The store of this process (at [`store_path`], read when first used).
-pub fn default_store() -> Arc<dyn TokenStore> {
-    static STORE: OnceLock<Arc<FileStore>> = OnceLock::new();
-    STORE
-        .get_or_init(|| Arc::new(FileStore::new(store_path())))
-        .clone()
 }
 
 impl FileStore {

@@ -8,6 +8,7 @@ use actix::prelude::*;
 use harness9_actors::messages::{
     InputRequest, ServerStatus, SetBuiltins, StatusChanged, StatusSnapshot, Subscribe,
 };
+use harness9_actors::server::input::InputCaps;
 use harness9_actors::trace::WireTap;
 use harness9_actors::{RestartPolicy, ServerSpec, ServerSupervisor, ToolRegistry};
 use tokio::sync::watch;
@@ -50,23 +51,26 @@ impl Runtime {
     }
 
     /// Starts every server in `specs`, their elicitation and sampling requests going to
-    /// `input` (else answered by the headless policy).
+    /// `input` (else answered by the headless policy); servers are told the default
+    /// capabilities (form elicitation).
     pub fn start_with_input(
         specs: Vec<ServerSpec>,
         tap: Option<WireTap>,
         policy: RestartPolicy,
         input: Option<Recipient<InputRequest>>,
     ) -> Self {
-        Self::start_cached(specs, tap, policy, input, None)
+        Self::start_cached(specs, tap, policy, input, InputCaps::default(), None)
     }
 
-    /// [`Runtime::start_with_input`] with the tool-list cache: every live list is kept in
-    /// it, and (when it offers them) cached lists are registered at once.
+    /// [`Runtime::start_with_input`] with what the input handler can answer (declared to
+    /// every server) and the tool-list cache: every live list is kept in it, and (when it
+    /// offers them) cached lists are registered at once.
     pub fn start_cached(
         specs: Vec<ServerSpec>,
         tap: Option<WireTap>,
         policy: RestartPolicy,
         input: Option<Recipient<InputRequest>>,
+        caps: InputCaps,
         cache: Option<harness9_actors::tool_cache::CacheUse>,
     ) -> Self {
         let max_startup = specs
@@ -76,7 +80,7 @@ impl Runtime {
             .unwrap_or_default();
         let registry = ToolRegistry::new().start();
         let supervisor = ServerSupervisor::new(specs, registry.clone(), policy, tap)
-            .with_input(input)
+            .with_input(input, caps)
             .with_cache(cache)
             .start();
         let (tx, status) = watch::channel(StatusSnapshot::default());
@@ -90,14 +94,22 @@ impl Runtime {
         }
     }
 
-    /// Installs the built-in tools, run in `root`, in the registry (they win name clashes).
-    pub fn install_builtins(&self, root: &std::path::Path) {
+    /// Installs the built-in tools, run in `root` with `bash` sandboxed by `shell`, in the
+    /// registry (they win name clashes).
+    pub fn install_builtins(
+        &self,
+        root: &std::path::Path,
+        shell: crate::agent::builtins::shell_sandbox::ShellSandbox,
+    ) {
         use crate::agent::builtins::{definitions, BuiltinOptions, Builtins};
         self.registry.do_send(SetBuiltins {
             tools: definitions(),
             executor: Builtins::with_registry(
                 root.to_path_buf(),
-                BuiltinOptions::default(),
+                BuiltinOptions {
+                    shell,
+                    ..BuiltinOptions::default()
+                },
                 self.registry.clone(),
             )
             .start()

@@ -31,6 +31,18 @@ const TRACE_JOIN: Duration = Duration::from_secs(2);
 /// SIGTERM): the result is printed; a server that ends on SIGTERM is gone within about this.
 pub const HEADLESS_GRACE: Duration = Duration::from_millis(200);
 
+/// What the runtime takes from the settings files and the state directory beside the flags,
+/// resolved once at startup (`main`) and handed down to the config loads, the watcher and the
+/// built-ins: no process globals. (What servers are told the front end can answer, the
+/// `InputCaps`, is the session's desk's: [`Session::start`] hands it to the supervisor.)
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeOptions {
+    /// `[mcp] sandbox` and the OAuth store: what a config entry gets that it does not say.
+    pub entries: config::EntryDefaults,
+    /// `[permissions] shell`: how the agent's `bash` is sandboxed.
+    pub shell: crate::agent::builtins::shell_sandbox::ShellSandbox,
+}
+
 /// What a session runs with: the command line's global flags as plain values.
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
@@ -65,6 +77,9 @@ pub struct SessionOptions {
     pub elicitation: harness9_actors::server::input::ElicitPolicy,
     /// `--sampling allow`: a headless server's sampling request goes to the model.
     pub sampling_allowed: bool,
+    /// The settings files' runtime choices and the stores (defaults until `main` reads the
+    /// settings).
+    pub runtime: RuntimeOptions,
 }
 
 impl SessionOptions {
@@ -114,6 +129,7 @@ impl SessionOptions {
                 .unwrap_or(crate::cli::Elicitation::Decline)
                 .policy(),
             sampling_allowed: flags.session.asks.sampling == Some(crate::cli::Sampling::Allow),
+            runtime: RuntimeOptions::default(),
         }
     }
 
@@ -125,6 +141,7 @@ impl SessionOptions {
             self.config_must_exist,
             self.approve_project,
             self.user_config.as_deref(),
+            &self.runtime.entries,
         )
     }
 
@@ -231,14 +248,6 @@ impl Session {
             None => file_tap,
         };
         let model = opts.model_settings().ok();
-        let tool_cache = super::tool_cache::dir().map(super::tool_cache::DiskCache::open);
-        let cache_use = tool_cache
-            .clone()
-            .map(|store| harness9_actors::tool_cache::CacheUse {
-                store,
-                default_start: model.as_ref().map(|m| m.mcp_start).unwrap_or_default(),
-                offer: start.offer_cached,
-            });
         let desk = InputDesk::new(
             DeskOptions {
                 answers: match &opts.elicitation_answers {
@@ -253,20 +262,34 @@ impl Session {
                     .map(|s| s.sampling_models.clone())
                     .unwrap_or_default(),
             },
-            model.and_then(|s| s.provider).map(Provider::new),
+            model
+                .as_ref()
+                .and_then(|s| s.provider.clone())
+                .map(Provider::new),
         );
-        // Declared before any server starts: what this front end can answer.
-        harness9_actors::server::input::declare(desk.caps());
+        // What this front end can answer: declared to every server, and part of every cached
+        // list's key.
+        let caps = desk.caps();
+        let tool_cache =
+            super::tool_cache::dir().map(|d| super::tool_cache::DiskCache::open(d, caps));
+        let cache_use = tool_cache
+            .clone()
+            .map(|store| harness9_actors::tool_cache::CacheUse {
+                store,
+                default_start: model.as_ref().map(|m| m.mcp_start).unwrap_or_default(),
+                offer: start.offer_cached,
+            });
         let desk = desk.start();
         let runtime = Runtime::start_cached(
             servers,
             tap,
             RestartPolicy::default(),
             Some(desk.clone().recipient()),
+            caps,
             cache_use,
         );
         if start.builtins {
-            runtime.install_builtins(&root);
+            runtime.install_builtins(&root, opts.runtime.shell);
         }
         let watcher = start.watch.then(|| {
             ConfigWatcher::new(
@@ -276,6 +299,7 @@ impl Session {
                 opts.approve_project,
                 runtime.supervisor.clone(),
                 secrets,
+                opts.runtime.entries.clone(),
             )
             .start()
         });

@@ -38,11 +38,14 @@ pub fn user_path() -> Option<PathBuf> {
 }
 
 /// Loads the user file (missing: `None`).
-pub fn load_user(path: &Path) -> Result<Option<Config>, config::ConfigError> {
+pub fn load_user(
+    path: &Path,
+    defaults: &config::EntryDefaults,
+) -> Result<Option<Config>, config::ConfigError> {
     if !path.is_file() {
         return Ok(None);
     }
-    config::load(path, true).map(Some)
+    config::load(path, true, defaults).map(Some)
 }
 
 /// The project config with the user's servers it does not name added after its own; a user
@@ -88,8 +91,10 @@ pub(crate) fn load_merged(
     must_exist: bool,
     approve_project: bool,
     user: Option<&std::path::Path>,
+    defaults: &config::EntryDefaults,
 ) -> anyhow::Result<Config> {
-    let (cfg, user) = crate::app::trust::load_guarded(project, must_exist, approve_project, user)?;
+    let (cfg, user) =
+        crate::app::trust::load_guarded(project, must_exist, approve_project, user, defaults)?;
     Ok(match user {
         Some(u) => merge(cfg, u),
         None => cfg,
@@ -121,8 +126,16 @@ mod tests {
 
     #[test]
     fn the_project_wins_a_name_and_the_user_file_adds_the_rest() {
-        let parse =
-            |text: &str, path: &str| config::parse(text, path, Path::new("/"), &|_| None).unwrap();
+        let parse = |text: &str, path: &str| {
+            config::parse(
+                text,
+                path,
+                Path::new("/"),
+                &|_| None,
+                &config::EntryDefaults::in_memory(),
+            )
+            .unwrap()
+        };
         let project = parse(
             r#"{"mcpServers": {"a": {"command": "p"}, "off": {"command": "x", "disabled": true}}}"#,
             "/p/.mcp.json",

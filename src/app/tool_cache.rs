@@ -19,6 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use harness9_actors::protocol::types::{Implementation, ServerCapabilities, Tool};
 use harness9_actors::protocol::version::{Era, ProtocolVersion};
+use harness9_actors::server::input::InputCaps;
 use harness9_actors::tool_cache::{CachedList, ToolListCache};
 use harness9_actors::{ServerSpec, TransportSpec};
 use serde::{Deserialize, Serialize};
@@ -64,6 +65,8 @@ enum Job {
 /// The cache directory and its writer.
 pub struct DiskCache {
     dir: PathBuf,
+    /// What this session declares to servers: part of every key.
+    caps: InputCaps,
     writer: Mutex<Option<SyncSender<Job>>>,
 }
 
@@ -80,9 +83,9 @@ pub fn dir() -> Option<PathBuf> {
 /// The key of exactly this spec: what the server is asked to be (a changed spec is a new
 /// entry), where it runs and what we declare to it (our capabilities for it, our name and
 /// version). Header values and OAuth tokens are left out (credentials rotate; the list is the
-/// server's); environment values are in (they can change what a server offers). Call it after
-/// the front end declared its capabilities (`Session::start` does, before any server starts).
-pub fn key(spec: &ServerSpec) -> String {
+/// server's); environment values are in (they can change what a server offers). `caps` is what
+/// the session's front end can answer (`Session::start` gives its desk's to the cache).
+pub fn key(spec: &ServerSpec, caps: InputCaps) -> String {
     let transport = match &spec.transport {
         TransportSpec::Stdio {
             command,
@@ -132,7 +135,7 @@ pub fn key(spec: &ServerSpec) -> String {
         "roots": roots,
         // What we declare (roots, elicitation, sampling) can change what a server lists:
         // server-everything offers its sampling tool only to a client that declares sampling.
-        "capabilities": harness9_actors::server::input::client_capabilities(spec),
+        "capabilities": harness9_actors::server::input::client_capabilities(spec, caps),
         "client": [&info.name, &info.version],
     });
     let digest = Sha256::digest(whole.to_string().as_bytes());
@@ -146,8 +149,9 @@ fn now_ms() -> u64 {
 }
 
 impl DiskCache {
-    /// The cache in `dir` (created 0700 on the first write), with its writer thread.
-    pub fn open(dir: PathBuf) -> Arc<Self> {
+    /// The cache in `dir` (created 0700 on the first write), with its writer thread, for a
+    /// session that declares `caps` to its servers.
+    pub fn open(dir: PathBuf, caps: InputCaps) -> Arc<Self> {
         let (tx, rx) = sync_channel(WRITE_QUEUE);
         let at = dir.clone();
         let spawned = std::thread::Builder::new()
@@ -162,13 +166,14 @@ impl DiskCache {
         };
         Arc::new(Self {
             dir,
+            caps,
             writer: Mutex::new(writer),
         })
     }
 
     /// The file of `spec`'s entry.
     pub fn path_of(&self, spec: &ServerSpec) -> PathBuf {
-        self.dir.join(format!("{}.json", key(spec)))
+        self.dir.join(format!("{}.json", key(spec, self.caps)))
     }
 
     /// Waits (up to `bound`) until every write asked for so far is on disk.
@@ -195,7 +200,7 @@ impl DiskCache {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e.to_string()),
         };
-        parse(&bytes, spec).map(Some)
+        parse(&bytes, spec, &key(spec, self.caps)).map(Some)
     }
 }
 
@@ -238,15 +243,15 @@ fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// A file's entry for `spec`, checked: typed fields, this spec's key and name, a known
-/// revision, no more tools than `maxTools`, not written in the future.
-fn parse(bytes: &[u8], spec: &ServerSpec) -> Result<CachedList, String> {
+/// A file's entry for `spec`, checked: typed fields, this spec's key (`key`) and name, a
+/// known revision, no more tools than `maxTools`, not written in the future.
+fn parse(bytes: &[u8], spec: &ServerSpec, key: &str) -> Result<CachedList, String> {
     let e: FileEntry =
         serde_json::from_slice(bytes).map_err(|e| format!("it is not an entry: {e}"))?;
     if e.format != FORMAT {
         return Err(format!("format {} is not {FORMAT}", e.format));
     }
-    if e.key != key(spec) || e.server != spec.name {
+    if e.key != key || e.server != spec.name {
         return Err("it belongs to another server spec".to_owned());
     }
     if e.tools.len() > spec.max_tools {
@@ -301,7 +306,7 @@ impl ToolListCache for DiskCache {
     fn store(&self, spec: &ServerSpec, list: CachedList) {
         let entry = FileEntry {
             format: FORMAT,
-            key: key(spec),
+            key: key(spec, self.caps),
             server: spec.name.clone(),
             written_ms: list
                 .written
@@ -400,10 +405,11 @@ mod tests {
             env: vec![],
             cwd: None,
         };
-        assert_ne!(key(&a), key(&b));
+        let k = |s| key(s, InputCaps::default());
+        assert_ne!(k(&a), k(&b));
         let mut c = spec();
         c.tool_timeout = Duration::from_secs(1);
-        assert_eq!(key(&a), key(&c), "a timeout does not change the list");
+        assert_eq!(k(&a), k(&c), "a timeout does not change the list");
     }
 
     #[test]
@@ -434,21 +440,22 @@ mod tests {
     #[test]
     fn hostile_entries_are_refused() {
         let s = spec();
+        let k = key(&s, InputCaps::default());
         let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
-        assert!(parse(deep.as_bytes(), &s).is_err());
-        assert!(parse(br#"{"format": "1"}"#, &s).is_err());
-        let good = serde_json::json!({"format": 1, "key": key(&s), "server": "s", "writtenMs": now_ms(),
+        assert!(parse(deep.as_bytes(), &s, &k).is_err());
+        assert!(parse(br#"{"format": "1"}"#, &s, &k).is_err());
+        let good = serde_json::json!({"format": 1, "key": k, "server": "s", "writtenMs": now_ms(),
             "protocolVersion": "2025-11-25", "stateless": false, "serverInfo": {"name": "x"},
             "capabilities": {}, "tools": [{"name": "t", "inputSchema": {"type": "object"}}]});
-        assert!(parse(good.to_string().as_bytes(), &s).is_ok());
+        assert!(parse(good.to_string().as_bytes(), &s, &k).is_ok());
         let mut other = good.clone();
         other["key"] = "0".into();
-        assert!(parse(other.to_string().as_bytes(), &s).is_err());
+        assert!(parse(other.to_string().as_bytes(), &s, &k).is_err());
         let mut future = good.clone();
         future["writtenMs"] = (now_ms() + 3_600_000).into();
-        assert!(parse(future.to_string().as_bytes(), &s).is_err());
+        assert!(parse(future.to_string().as_bytes(), &s, &k).is_err());
         let mut wrong = good;
         wrong["tools"] = serde_json::json!([{"name": 5}]);
-        assert!(parse(wrong.to_string().as_bytes(), &s).is_err());
+        assert!(parse(wrong.to_string().as_bytes(), &s, &k).is_err());
     }
 }

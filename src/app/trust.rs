@@ -387,8 +387,13 @@ pub fn hold_unapproved(config: &mut Config, approve_all: bool) -> anyhow::Result
 /// Loads the config at `path`: `given` (with `--config`) is trusted as it is; otherwise it is
 /// a project config and its unapproved servers are held (approved first with `approve_all`,
 /// the `--approve-project` flag).
-pub fn load(path: &Path, given: bool, approve_all: bool) -> anyhow::Result<Config> {
-    let mut cfg = config::load(path, given)?;
+pub fn load(
+    path: &Path,
+    given: bool,
+    approve_all: bool,
+    defaults: &config::EntryDefaults,
+) -> anyhow::Result<Config> {
+    let mut cfg = config::load(path, given, defaults)?;
     if !given {
         hold_unapproved(&mut cfg, approve_all)?;
     }
@@ -533,10 +538,11 @@ pub fn load_guarded(
     given: bool,
     approve_all: bool,
     user: Option<&Path>,
+    defaults: &config::EntryDefaults,
 ) -> anyhow::Result<(Config, Option<Config>)> {
-    let mut cfg = config::load(project, given)?;
+    let mut cfg = config::load(project, given, defaults)?;
     let mut user_cfg = match user {
-        Some(u) => crate::app::sources::load_user(u)?,
+        Some(u) => crate::app::sources::load_user(u, defaults)?,
         None => None,
     };
     let grants = sandbox_grants(std::iter::once(&cfg).chain(user_cfg.as_ref()));
@@ -701,9 +707,14 @@ fn visible(text: &str) -> String {
 }
 
 /// Approves the servers `names` of the config at `path` (every server when empty) as they are
-/// now, run from here; returns one line per server saying what was approved.
-pub fn approve(path: &Path, names: &[String]) -> anyhow::Result<Vec<String>> {
-    let cfg = config::load(path, true)?;
+/// now, run from here (loaded with `defaults`, as a session loads it); returns one line per
+/// server saying what was approved.
+pub fn approve(
+    path: &Path,
+    names: &[String],
+    defaults: &config::EntryDefaults,
+) -> anyhow::Result<Vec<String>> {
+    let cfg = config::load(path, true, defaults)?;
     for n in names {
         if !cfg.servers.iter().any(|s| s.name == *n) {
             let known: Vec<&str> = cfg.servers.iter().map(|s| s.name.as_str()).collect();
@@ -754,11 +765,12 @@ pub fn approve_shown(
     must_exist: bool,
     user: Option<&Path>,
     servers: &[(String, String)],
+    defaults: &config::EntryDefaults,
 ) -> anyhow::Result<Vec<String>> {
-    let cfg = config::load(path, must_exist)?;
+    let cfg = config::load(path, must_exist, defaults)?;
     let key = config_key(path);
     let user = match user {
-        Some(u) => crate::app::sources::load_user(u)?.map(|c| (config_key(u), c)),
+        Some(u) => crate::app::sources::load_user(u, defaults)?.map(|c| (config_key(u), c)),
         None => None,
     };
     let mut store = Approvals::load(&store_path())?;
@@ -899,9 +911,13 @@ mod tests {
     #[test]
     fn the_fingerprint_covers_the_entry_as_written_not_the_users_values() {
         let parse = |text: &str, token: &'static str| {
-            config::parse(text, "/p/.mcp.json", Path::new("/p"), &move |v| {
-                (v == "TOKEN").then(|| token.to_owned())
-            })
+            config::parse(
+                text,
+                "/p/.mcp.json",
+                Path::new("/p"),
+                &move |v| (v == "TOKEN").then(|| token.to_owned()),
+                &config::EntryDefaults::in_memory(),
+            )
             .expect("parse")
         };
         let fp_of = |c: &Config| fingerprint(c, &c.servers[0]);

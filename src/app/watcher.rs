@@ -123,6 +123,8 @@ pub struct ConfigWatcher {
     /// The same for the user file.
     loaded_user: Option<Stamp>,
     subscribers: Vec<Recipient<ConfigChanged>>,
+    /// What entries get that they do not say (the session's, for every reload and approval).
+    defaults: crate::app::config::EntryDefaults,
 }
 
 impl ConfigWatcher {
@@ -134,6 +136,7 @@ impl ConfigWatcher {
         approve_project: bool,
         supervisor: Addr<ServerSupervisor>,
         secrets: watch::Sender<Vec<String>>,
+        defaults: crate::app::config::EntryDefaults,
     ) -> Self {
         Self {
             loaded: stamp(&path),
@@ -145,6 +148,7 @@ impl ConfigWatcher {
             supervisor,
             secrets,
             subscribers: Vec::new(),
+            defaults,
         }
     }
 
@@ -174,6 +178,7 @@ impl ConfigWatcher {
             self.must_exist,
             self.approve_project,
             self.user.as_deref(),
+            &self.defaults,
         ) {
             Err(e) => self.publish(ConfigOutcome::Invalid(format!("{e:#}"))),
             Ok(cfg) => {
@@ -227,6 +232,7 @@ impl ConfigWatcher {
             self.must_exist,
             self.user.as_deref(),
             servers,
+            &self.defaults,
         );
         match outcome {
             Ok(done) if done.len() == servers.len() => ConfigOutcome::Approved(done),

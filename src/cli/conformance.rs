@@ -443,7 +443,14 @@ mod tests {
     #[test]
     fn the_config_is_one_http_server() {
         let text = conformance_config("http://localhost:1234/mcp", None).to_string();
-        let c = crate::app::config::parse(&text, "<test>", Path::new(""), &|_| None).unwrap();
+        let c = crate::app::config::parse(
+            &text,
+            "<test>",
+            Path::new(""),
+            &|_| None,
+            &crate::app::config::EntryDefaults::in_memory(),
+        )
+        .unwrap();
         assert_eq!(c.servers.len(), 1);
         let s = &c.servers[0];
         assert_eq!(s.name, SERVER);

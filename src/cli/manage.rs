@@ -165,7 +165,7 @@ pub(super) fn import(
         // An entry that would not load here (a field we cannot read) is skipped; variables
         // are left for load time. Each is checked alone, so a warning is said once.
         let added = crate::app::edit::add_server("", &f.name, &f.entry)
-            .and_then(|alone| entry_loads(&alone, &path, &f.name, &|_| Some(String::new())))
+            .and_then(|alone| entry_loads(&alone, &path, &f.name, &|_| Some(String::new()), opts))
             .and_then(|off| {
                 crate::app::edit::add_server(&target, &f.name, &f.entry).map(|t| (t, off))
             });
@@ -185,7 +185,7 @@ pub(super) fn import(
     }
     if !imported.is_empty() {
         // The whole file once more: it must still load as a config.
-        check_file(&target, &path)?;
+        check_file(&target, &path, opts)?;
         let note = shadow_note(opts, &path);
         save_target(opts, scope, &path, &target, &imported)?;
         if let Some(note) = note {
@@ -267,8 +267,8 @@ pub(super) fn edit_config(
         Some(_) => {
             // Only a file that still loads is written (an entry with a bad field holds its
             // server: said here, before it is saved).
-            let off =
-                entry_loads(&edited, &path, name, &|v| std::env::var(v).ok()).map_err(usage)?;
+            let off = entry_loads(&edited, &path, name, &|v| std::env::var(v).ok(), opts)
+                .map_err(usage)?;
             let note = shadow_note(opts, &path);
             save_target(opts, scope, &path, &edited, &[(name.to_owned(), off)])?;
             if let Some(note) = note {
@@ -285,7 +285,7 @@ pub(super) fn edit_config(
             say!("added server \"{}\" to {shown}{off}", clean_line(name));
         }
         None => {
-            check_file(&edited, &path)?;
+            check_file(&edited, &path, opts)?;
             crate::app::edit::write_atomic(&path, &edited)
                 .with_context(|| format!("cannot write {shown}"))?;
             say!("removed server \"{}\" from {shown}", clean_line(name));
@@ -305,29 +305,31 @@ pub(super) fn read_target(path: &std::path::Path, missing_ok: bool) -> anyhow::R
 }
 
 /// Whether an edited file's `text` still parses as a config (variables are left for load time).
-fn check_file(text: &str, path: &Path) -> anyhow::Result<()> {
+fn check_file(text: &str, path: &Path, opts: &SessionOptions) -> anyhow::Result<()> {
     let shown = path.display().to_string();
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    config::parse(text, &shown, &base, &|_| Some(String::new()))
+    let defaults = &opts.runtime.entries;
+    config::parse(text, &shown, &base, &|_| Some(String::new()), defaults)
         .map(drop)
         .map_err(|e| usage(format!("the edit would break {shown}: {e}")))
 }
 
 /// Whether server `name` of an edited file's `text` loads: the file must parse, and the entry
 /// must not be held as invalid (`lookup` resolves `${VAR}`s). `Ok(true)` for an entry that is
-/// disabled (`"disabled": true`).
+/// disabled (`"disabled": true`). It loads as a session of `opts` loads it.
 pub(super) fn entry_loads(
     text: &str,
     path: &std::path::Path,
     name: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
+    opts: &SessionOptions,
 ) -> Result<bool, String> {
     let shown = path.display().to_string();
     let base = path
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default();
-    let cfg = config::parse(text, &shown, &base, lookup)
+    let cfg = config::parse(text, &shown, &base, lookup, &opts.runtime.entries)
         .map_err(|e| format!("the edit would break {shown}: {e}"))?;
     if cfg.disabled.iter().any(|d| d == name) {
         return Ok(true);
@@ -366,7 +368,7 @@ pub(super) fn save_target(
         .map(|(n, _)| n.clone())
         .collect();
     if approve && !on.is_empty() {
-        crate::app::trust::approve(path, &on)?;
+        crate::app::trust::approve(path, &on, &opts.runtime.entries)?;
     }
     Ok(())
 }

@@ -24,7 +24,9 @@ use crate::sanitize::{clean_line, clean_text, to_json};
 pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         McpCommand::Approve { servers, .. } => {
-            for line in crate::app::trust::approve(&opts.config_path, servers)? {
+            for line in
+                crate::app::trust::approve(&opts.config_path, servers, &opts.runtime.entries)?
+            {
                 say!("{line}");
             }
             return Ok(ExitCode::SUCCESS);

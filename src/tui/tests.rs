@@ -101,6 +101,7 @@ fn another_tools_fields_are_warned_about_in_the_transcript_at_start_and_on_reloa
         ".mcp.json",
         std::path::Path::new("/"),
         &|_| None,
+        &crate::app::config::EntryDefaults::in_memory(),
     )
     .unwrap();
     assert_eq!(cfg.warnings.len(), 2, "{:?}", cfg.warnings);

@@ -18,6 +18,7 @@ mod overlong;
 mod private_files;
 mod reference;
 mod reload;
+mod runtime_options;
 mod sandbox;
 mod sources;
 mod tool_cache;

@@ -8,7 +8,8 @@
 //! own tests, the benchmarks) does this module answer them: elicitation declined, sampling
 //! refused. The headless [`ElicitPolicy`] is the front end's, passed to [`headless_elicit`]
 //! explicitly: no process-wide state. What we declare follows what the
-//! front end can answer ([`declare`]) and, for roots, the server's spec: its configured `roots`
+//! front end can answer (its [`InputCaps`], handed to the supervisor with its handler) and,
+//! for roots, the server's spec: its configured `roots`
 //! (else its working directory) as percent-encoded `file://` URIs; with `"roots": false` the
 //! capability is not declared and `roots/list` is refused.
 
@@ -55,14 +56,6 @@ impl Default for InputCaps {
     }
 }
 
-static DECLARED: OnceLock<InputCaps> = OnceLock::new();
-
-/// Sets what every server is told we can answer, once, before any server starts; `false` if
-/// it was set (or the capabilities built) already.
-pub fn declare(caps: InputCaps) -> bool {
-    DECLARED.set(caps).is_ok()
-}
-
 /// The elicitation and sampling part of our capabilities.
 fn input_capabilities(caps: InputCaps) -> Map<String, Value> {
     let mut out = Map::new();
@@ -84,9 +77,8 @@ fn input_capabilities(caps: InputCaps) -> Map<String, Value> {
 
 /// The capabilities we declare to one server, in `initialize` and in every stateless request's
 /// `_meta` (built once per server actor): roots from its spec, elicitation and sampling from
-/// what [`declare`] set.
-pub fn client_capabilities(spec: &ServerSpec) -> Value {
-    let caps = *DECLARED.get_or_init(InputCaps::default);
+/// what the front end can answer (`caps`).
+pub fn client_capabilities(spec: &ServerSpec, caps: InputCaps) -> Value {
     let mut all = Map::new();
     if spec.roots != Roots::Off {
         all.insert("roots".to_owned(), json!({ "listChanged": true }));
@@ -265,10 +257,12 @@ mod tests {
         assert!(answer("roots/list", None, &Roots::Off, Path::new("/cwd")).is_err());
         let mut spec = ServerSpec::stdio("s", "x", vec![]);
         assert_eq!(
-            client_capabilities(&spec)["roots"],
+            client_capabilities(&spec, InputCaps::default())["roots"],
             json!({"listChanged": true})
         );
         spec.roots = Roots::Off;
-        assert!(client_capabilities(&spec).get("roots").is_none());
+        assert!(client_capabilities(&spec, InputCaps::default())
+            .get("roots")
+            .is_none());
     }
 }

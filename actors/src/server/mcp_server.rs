@@ -139,7 +139,10 @@ impl McpServer {
         };
         let kind = spec.transport.kind();
         let client = Arc::new(ClientSide {
-            capabilities: super::input::client_capabilities(&spec),
+            capabilities: super::input::client_capabilities(
+                &spec,
+                super::input::InputCaps::default(),
+            ),
             log_level: spec.log_level.clone(),
         });
         Self {
@@ -191,10 +194,19 @@ impl McpServer {
         }
     }
 
-    /// Sends the server's elicitation and sampling requests to `input` (see [`super::ask`]).
-    pub fn with_input(mut self, input: Option<Recipient<InputRequest>>) -> Self {
+    /// Sends the server's elicitation and sampling requests to `input` (see [`super::ask`]),
+    /// and declares to the server what that front end can answer (`caps`).
+    pub fn with_input(
+        mut self,
+        input: Option<Recipient<InputRequest>>,
+        caps: super::input::InputCaps,
+    ) -> Self {
         self.input = input;
         self.answerer = None;
+        self.client = Arc::new(ClientSide {
+            capabilities: super::input::client_capabilities(&self.spec, caps),
+            log_level: self.spec.log_level.clone(),
+        });
         self
     }
 

@@ -93,6 +93,8 @@ pub struct ServerSupervisor {
     shutting_down: bool,
     /// Given to every server actor: where its elicitation and sampling requests go.
     input: Option<Recipient<crate::messages::InputRequest>>,
+    /// What that front end can answer: declared to every server.
+    input_caps: crate::server::input::InputCaps,
     /// The tool-list cache and how servers with an entry start.
     cache: Option<CacheUse>,
 }
@@ -130,6 +132,7 @@ impl ServerSupervisor {
             shutdown_waiters: Vec::new(),
             shutting_down: false,
             input: None,
+            input_caps: Default::default(),
             cache: None,
         }
     }
@@ -223,9 +226,15 @@ impl ServerSupervisor {
         );
     }
 
-    /// Sends every server's elicitation and sampling requests to `input` (the front end).
-    pub fn with_input(mut self, input: Option<Recipient<crate::messages::InputRequest>>) -> Self {
+    /// Sends every server's elicitation and sampling requests to `input` (the front end),
+    /// and declares to every server what it can answer (`caps`).
+    pub fn with_input(
+        mut self,
+        input: Option<Recipient<crate::messages::InputRequest>>,
+        caps: crate::server::input::InputCaps,
+    ) -> Self {
         self.input = input;
+        self.input_caps = caps;
         self
     }
 
@@ -314,7 +323,7 @@ impl ServerSupervisor {
         }
         let addr = McpServer::new(entry.spec.clone(), generation, me, self.tap.clone())
             .with_era_hint(entry.era)
-            .with_input(self.input.clone())
+            .with_input(self.input.clone(), self.input_caps)
             .start();
         entry.addr = Some(addr);
         self.live.insert(generation, name.to_owned());

@@ -73,7 +73,8 @@ impl Default for BuiltinOptions {
             output_limit: 30_000,
             default_timeout: Duration::from_secs(120),
             max_timeout: Duration::from_secs(600),
-            shell: shell_sandbox::shell_sandbox(),
+            // The session sets `[permissions] shell` (`Runtime::install_builtins`).
+            shell: shell_sandbox::ShellSandbox::default(),
         }
     }
 }

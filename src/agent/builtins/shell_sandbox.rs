@@ -3,7 +3,6 @@
 //! with the project (harness9's working directory) and a private temp dir writable.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use harness9_actors::server::sandbox::{kernel_abi, prepare, Prepared, Scratch};
 use harness9_actors::SandboxSpec;
@@ -49,19 +48,6 @@ impl ShellSandbox {
 
 /// The first Landlock ABI that restricts TCP (Linux 6.7).
 const NET_ABI: i32 = 4;
-
-/// The resolved `[permissions] shell` of this process, set once at startup.
-static SETTING: OnceLock<ShellSandbox> = OnceLock::new();
-
-/// Sets the shell sandbox every later [`super::BuiltinOptions::default`] carries.
-pub fn set_shell_sandbox(mode: ShellSandbox) {
-    let _ = SETTING.set(mode);
-}
-
-/// The shell sandbox set at startup, else the default (`workspace-write`).
-pub fn shell_sandbox() -> ShellSandbox {
-    SETTING.get().copied().unwrap_or_default()
-}
 
 /// A ruleset ready for one `bash` run and its private temp dir (removed when dropped).
 pub(super) struct Confined {

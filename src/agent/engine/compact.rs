@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::output::CUT_NOTE_HEAD;
 use super::EngineConfig;
 use crate::agent::model::{
-    result_text, Block, Message, ModelError, ModelRequest, Provider, ResultPart, Role, Usage,
+    result_text, Block, Message, Model, ModelError, ModelRequest, ResultPart, Role, Usage,
 };
 
 /// The rendered conversation sent for a summary is cut to its newest this many characters.
@@ -128,7 +128,7 @@ fn render(messages: &[Message]) -> String {
 /// Asks the model for a summary of `messages` and returns the two messages that replace them,
 /// with what the request used.
 pub async fn summarize(
-    provider: &Provider,
+    provider: &dyn Model,
     config: &Arc<EngineConfig>,
     messages: &[Message],
     focus: Option<&str>,

@@ -45,9 +45,14 @@ impl Handler<Compact> for Engine {
         let (provider, config) = (self.provider.clone(), self.config.clone());
         let fut = async move {
             let tokens_before = compact::estimate_tokens(&messages);
-            let summary =
-                compact::summarize(&provider, &config, &messages, msg.focus.as_deref(), &cancel)
-                    .await;
+            let summary = compact::summarize(
+                &*provider,
+                &config,
+                &messages,
+                msg.focus.as_deref(),
+                &cancel,
+            )
+            .await;
             (messages, summary, tokens_before)
         };
         Box::pin(
@@ -94,7 +99,7 @@ impl Handler<SetProvider> for Engine {
                 self.log = None;
             }
         }
-        self.provider = Provider::new(msg.0);
+        self.provider = Arc::new(Provider::new(msg.0));
     }
 }
 

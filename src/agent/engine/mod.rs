@@ -7,7 +7,7 @@
 //! here: the engine has no MCP special case.
 //!
 //! ```text
-//! RunTurn --> Engine --Provider::complete--> model (streaming; TextDelta events)
+//! RunTurn --> Engine --Model::complete--> model (streaming; TextDelta events)
 //!               |  tool calls, all at once
 //!               +--CallTool--> ToolRegistry --> McpServer / Builtins
 //!               +--TurnEvent--> the turn's one ordered stream (TUI, headless printer):
@@ -20,6 +20,8 @@ mod control;
 mod deferred;
 pub mod output;
 mod turn;
+#[cfg(test)]
+mod turn_tests;
 
 pub use calls::schema_object;
 use calls::*;
@@ -39,7 +41,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::model::{
-    arguments_problem, truncate_chars, Block, Message, ModelError, ModelRequest, Provider,
+    arguments_problem, truncate_chars, Block, Message, Model, ModelError, ModelRequest, Provider,
     ResultPart, Role, StopReason, StreamEvent, ToolDef, Usage,
 };
 use crate::agent::permissions::Policy;
@@ -364,7 +366,8 @@ pub struct ClearConversation;
 
 /// The engine actor.
 pub struct Engine {
-    provider: Provider,
+    /// The model (the HTTP [`Provider`]; a scripted one in the tests).
+    provider: Arc<dyn Model>,
     registry: Addr<ToolRegistry>,
     config: Arc<EngineConfig>,
     conversation: Vec<Message>,
@@ -380,9 +383,13 @@ pub struct Engine {
 
 impl Engine {
     /// An engine for `provider` calling tools through `registry`.
-    pub fn new(provider: Provider, registry: Addr<ToolRegistry>, config: EngineConfig) -> Self {
+    pub fn new(
+        provider: impl Model + 'static,
+        registry: Addr<ToolRegistry>,
+        config: EngineConfig,
+    ) -> Self {
         Self {
-            provider,
+            provider: Arc::new(provider),
             registry,
             config: Arc::new(config),
             conversation: Vec::new(),

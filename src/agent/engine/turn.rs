@@ -4,7 +4,7 @@
 use super::*;
 /// What one turn runs with; the conversation and tool cache go back to the actor at its end.
 pub(super) struct Turn {
-    pub(super) provider: Provider,
+    pub(super) provider: Arc<dyn Model>,
     pub(super) registry: Addr<ToolRegistry>,
     pub(super) config: Arc<EngineConfig>,
     pub(super) cache: ToolCache,
@@ -28,7 +28,7 @@ pub(super) struct TurnEnd {
 
 /// Replaces `messages[..upto]` with a summary; returns what it did.
 pub(super) async fn compact_prefix(
-    provider: &Provider,
+    provider: &dyn Model,
     config: &Arc<EngineConfig>,
     messages: &mut Vec<Message>,
     upto: usize,
@@ -47,7 +47,7 @@ pub(super) async fn compact_prefix(
 }
 
 /// What a turn's request says again after its own steps were compacted.
-const CONTINUE_NOTE: &str =
+pub(super) const CONTINUE_NOTE: &str =
     "[This request was compacted while it was being worked on: the summary \
      above says what was already done. Continue from there; do not start over.]";
 
@@ -56,7 +56,7 @@ const CONTINUE_NOTE: &str =
 /// the earlier turns become the summary and the request stays as it is. `None` when there is
 /// nothing worth summarizing. The turn's request is again at index 2 afterwards.
 async fn compact_in_turn(
-    provider: &Provider,
+    provider: &dyn Model,
     config: &Arc<EngineConfig>,
     messages: &mut Vec<Message>,
     before: usize,
@@ -140,7 +140,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
     // Near the end of the window: the earlier turns become a summary first.
     if near_the_end(&config, last_input) && worth_summarizing(&messages) {
         let upto = messages.len();
-        match compact_prefix(&provider, &config, &mut messages, upto, &cancel).await {
+        match compact_prefix(&*provider, &config, &mut messages, upto, &cancel).await {
             Ok(c) => {
                 compacted = true;
                 let reason = format!(
@@ -188,7 +188,8 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
                 "the last request used {last_input} of {} tokens",
                 config.context_window.unwrap_or(0)
             );
-            match compact_in_turn(&provider, &config, &mut messages, before, &prompt, &cancel).await
+            match compact_in_turn(&*provider, &config, &mut messages, before, &prompt, &cancel)
+                .await
             {
                 Some(Ok(c)) => {
                     compacted = true;
@@ -258,7 +259,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
                     // steps too, when there are any), and the step runs again (once).
                     overflow_retried = true;
                     let done = compact_in_turn(
-                        &provider,
+                        &*provider,
                         &config,
                         &mut messages,
                         before,

@@ -1,9 +1,12 @@
 //! The HTTP driver: [`Provider::complete`] posts one call over awc, retries transient
 //! failures (see `retry.rs`), decodes the event stream as it arrives and returns the
-//! connection to the per-thread pool once the reply is read.
+//! connection to the per-thread pool once the reply is read. [`Model`] is the seam the engine
+//! calls through: `Provider` is its one implementation in the product; the engine's tests
+//! put a scripted model behind it.
 
 use std::time::{Duration, Instant};
 
+use futures_util::future::LocalBoxFuture;
 use futures_util::StreamExt;
 use harness9_actors::net::{install_crypto, snippet};
 use harness9_actors::protocol::sse::SseParser;
@@ -23,6 +26,38 @@ use super::{anthropic, openai};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Provider {
     cfg: ProviderConfig,
+}
+
+/// What the engine asks of a model: its configuration (the wire format decides how tool
+/// search shapes a request) and one streamed completion, with the contract of
+/// [`Provider::complete`]: text pieces on `events` as they arrive, `cancel` ends it at once with
+/// [`ModelError::Cancelled`]. The future is `!Send` (awc's client is per thread).
+pub trait Model: std::fmt::Debug + Send + Sync {
+    /// The endpoint's configuration.
+    fn config(&self) -> &ProviderConfig;
+
+    /// Streams one model call.
+    fn complete<'a>(
+        &'a self,
+        req: &'a ModelRequest,
+        events: &'a UnboundedSender<StreamEvent>,
+        cancel: &'a CancellationToken,
+    ) -> LocalBoxFuture<'a, Result<ModelReply, ModelError>>;
+}
+
+impl Model for Provider {
+    fn config(&self) -> &ProviderConfig {
+        &self.cfg
+    }
+
+    fn complete<'a>(
+        &'a self,
+        req: &'a ModelRequest,
+        events: &'a UnboundedSender<StreamEvent>,
+        cancel: &'a CancellationToken,
+    ) -> LocalBoxFuture<'a, Result<ModelReply, ModelError>> {
+        Box::pin(Provider::complete(self, req, events, cancel))
+    }
 }
 
 /// The most of an error body that is read.

@@ -28,7 +28,7 @@ mod wire;
 #[cfg(test)]
 mod live_tests;
 
-pub use client::Provider;
+pub use client::{Model, Provider};
 pub use config::{MaxTokensField, ProviderConfig, ProviderKind};
 pub use errors::ModelError;
 pub use types::{

@@ -14,6 +14,14 @@ use super::{expand, read_regular, timeout_secs, ConfigError, Written, MAX_CONFIG
 use crate::app::config_entry::*;
 use crate::app::config_formats::env_file_entries;
 
+/// How an entry's `${...}` references are resolved: in its values, and in its `envFile` path
+/// (the same, except for the written form, whose values keep their references).
+#[derive(Clone, Copy)]
+pub(super) struct Lookups<'a> {
+    pub(super) values: &'a dyn Fn(&str) -> Option<String>,
+    pub(super) paths: &'a dyn Fn(&str) -> Option<String>,
+}
+
 /// What is wrong with a parsed server, if anything.
 pub(super) fn validate(raw: &RawServer) -> Option<String> {
     let problem = match (raw.kind, &raw.command, &raw.url) {
@@ -64,9 +72,10 @@ pub(super) fn written_form(
     value: &RawValue,
     shown: &str,
     base: &Path,
-    literal: &dyn Fn(&str) -> Option<String>,
-    lookup: &dyn Fn(&str) -> Option<String>,
+    lookups: Lookups<'_>,
+    defaults: &EntryDefaults,
 ) -> Written {
+    let lookup = lookups.paths;
     let entry = serde_json::from_str::<serde_json::Value>(value.get()).unwrap_or_default();
     let raw = serde_json::from_str::<RawServer>(value.get()).ok();
     let env_file = raw.as_ref().and_then(|r| r.env_file.as_deref()).map(|f| {
@@ -75,7 +84,7 @@ pub(super) fn written_form(
     });
     let transport = raw
         .filter(|r| validate(r).is_none())
-        .and_then(|r| build(name, r, shown, base, literal, lookup, &mut Vec::new()).ok())
+        .and_then(|r| build(name, r, shown, base, lookups, defaults, &mut Vec::new()).ok())
         .map(|s| s.transport);
     Written {
         entry,
@@ -92,10 +101,14 @@ pub(super) fn build(
     raw: RawServer,
     shown: &str,
     base: &Path,
-    lookup: &dyn Fn(&str) -> Option<String>,
-    path_lookup: &dyn Fn(&str) -> Option<String>,
+    lookups: Lookups<'_>,
+    defaults: &EntryDefaults,
     secrets: &mut Vec<String>,
 ) -> Result<ServerSpec, ConfigError> {
+    let Lookups {
+        values: lookup,
+        paths: path_lookup,
+    } = lookups;
     // Every error of this entry names the file, the server and the field.
     let fail = |field: &str, message: String| ConfigError::Expand {
         path: shown.to_owned(),
@@ -181,7 +194,7 @@ pub(super) fn build(
         }
         (TransportSpec::Http { .. }, _) => None,
         (_, Some(f)) => Some(f),
-        (_, None) => SANDBOX_DEFAULT.get(),
+        (_, None) => defaults.sandbox.as_ref(),
     };
     let oauth = match (&transport, &raw.oauth) {
         (TransportSpec::Http { .. }, o) => {
@@ -203,10 +216,7 @@ pub(super) fn build(
             if let Some(s) = &config.client_secret {
                 secrets.push(s.clone());
             }
-            Some(OAuthSpec::new(
-                config,
-                crate::app::oauth_store::default_store(),
-            ))
+            Some(OAuthSpec::new(config, defaults.oauth_store.clone()))
         }
         (_, Some(_)) => {
             return Err(fail(
