@@ -65,8 +65,9 @@ pub(super) fn held_transport(entry: &str) -> Option<TransportSpec> {
     })
 }
 
-/// Server `name`'s entry `value` as written: its JSON, and the transport built with `literal`
-/// (which leaves references as written); `lookup` resolves the `envFile` path, read as it is.
+/// Server `name`'s entry `value` as written: its JSON, and the transport built with
+/// `lookups.values` (which leaves references as written); `lookups.paths` resolves the
+/// `envFile` path, read as it is.
 pub(super) fn written_form(
     name: &str,
     value: &RawValue,
@@ -94,8 +95,9 @@ pub(super) fn written_form(
     }
 }
 
-/// Builds server `name`'s spec from its entry: values expanded with `lookup`, the `envFile`
-/// path with `path_lookup` (the same, except for the written form).
+/// Builds server `name`'s spec from its entry: values expanded with `lookups.values`, the
+/// `envFile` path with `lookups.paths` (the same, except for the written form); what the entry
+/// does not say (its sandbox, the OAuth store) from `defaults`.
 pub(super) fn build(
     name: &str,
     raw: RawServer,
