@@ -214,4 +214,47 @@ mod tests {
                 <= std::mem::size_of::<Result<Frame, io::Error>>() + 8
         );
     }
+
+    /// The reader gives each line as sent, an over-long one as its start, then the end.
+    #[actix_rt::test]
+    async fn lines_are_read_as_events_then_the_end() {
+        let input: &[u8] =
+            b"{\"a\":1}\n{\"id\":7,\"long\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}\n{\"b\":2}\n";
+        let got: Vec<TransportEvent> = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            read_lines(input, 24).collect(),
+        )
+        .await
+        .expect("the reader ends with its input");
+        assert!(matches!(&got[0], TransportEvent::Message(l) if &l[..] == b"{\"a\":1}"));
+        assert!(matches!(&got[1], TransportEvent::TooLong { max: 24, .. }));
+        assert!(matches!(&got[2], TransportEvent::Message(l) if &l[..] == b"{\"b\":2}"));
+        assert!(matches!(got[3], TransportEvent::OutputClosed));
+        assert_eq!(got.len(), 4);
+    }
+
+    /// The writer sends each message's line, in order, and closes its end when the queue does.
+    #[actix_rt::test]
+    async fn the_writer_sends_lines_in_order_and_closes() {
+        let (ours, mut theirs) = tokio::io::duplex(1024);
+        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
+        let writer = actix_rt::spawn(write_lines(ours, rx));
+        for n in 0..3 {
+            let line = format!("{{\"n\":{n}}}\n").into_bytes();
+            tx.send(Outgoing::line(line))
+                .await
+                .expect("the writer runs");
+        }
+        drop(tx);
+        let mut out = Vec::new();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            tokio::io::AsyncReadExt::read_to_end(&mut theirs, &mut out),
+        )
+        .await
+        .expect("the writer closes its end")
+        .expect("read");
+        assert_eq!(out, b"{\"n\":0}\n{\"n\":1}\n{\"n\":2}\n");
+        let _ = writer.await;
+    }
 }
