@@ -13,7 +13,7 @@ use std::io;
 
 use actix::prelude::*;
 use bytes::Bytes;
-use futures_util::{stream, Stream, StreamExt};
+use futures_util::{Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
@@ -187,17 +187,73 @@ pub(in crate::server) async fn write_lines<W: AsyncWrite + Unpin>(
 
 /// The NDJSON messages read from `r` (at most `max` bytes each), as events for the actor to
 /// poll (`ctx.add_stream`), ending with [`TransportEvent::OutputClosed`].
-pub(in crate::server) fn read_lines<R: AsyncRead>(
-    r: R,
-    max: usize,
-) -> impl Stream<Item = TransportEvent> {
-    FramedRead::with_capacity(r, NdjsonCodec::new(max), 64 * 1024)
-        .map(|frame| match frame {
-            Ok(Frame::Line(line)) => TransportEvent::Message(line),
-            Ok(Frame::TooLong { prefix, max }) => TransportEvent::TooLong { prefix, max },
-            Err(e) => TransportEvent::ReadFailed(e),
-        })
-        .chain(stream::once(async { TransportEvent::OutputClosed }))
+pub(in crate::server) fn read_lines<R: AsyncRead + Unpin>(r: R, max: usize) -> Lines<R> {
+    Lines {
+        frames: Some(FramedRead::with_capacity(
+            r,
+            NdjsonCodec::new(max),
+            64 * 1024,
+        )),
+        log: false,
+    }
+}
+
+/// The lines of a server's log read from `r` (at most `max` bytes each; a longer one is
+/// replaced by a note, an unreadable one skipped), ending with [`TransportEvent::LogClosed`].
+pub(in crate::server) fn read_log<R: AsyncRead + Unpin>(r: R, max: usize) -> Lines<R> {
+    Lines {
+        frames: Some(FramedRead::new(r, NdjsonCodec::new(max))),
+        log: true,
+    }
+}
+
+/// The stream [`read_lines`] and [`read_log`] give: one layer over the codec, so a line costs
+/// one poll, and its end is an event of its own.
+pub(in crate::server) struct Lines<R> {
+    /// `None` once the end has been told.
+    frames: Option<FramedRead<R, NdjsonCodec>>,
+    /// The server's log (`Log` lines), not its messages.
+    log: bool,
+}
+
+impl<R: AsyncRead + Unpin> Stream for Lines<R> {
+    type Item = TransportEvent;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<TransportEvent>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        loop {
+            let Some(frames) = this.frames.as_mut() else {
+                return Poll::Ready(None);
+            };
+            let ev = match (futures_util::ready!(frames.poll_next_unpin(cx)), this.log) {
+                (Some(Ok(Frame::Line(line))), false) => TransportEvent::Message(line),
+                (Some(Ok(Frame::TooLong { prefix, max })), false) => {
+                    TransportEvent::TooLong { prefix, max }
+                }
+                (Some(Err(e)), false) => TransportEvent::ReadFailed(e),
+                (Some(Ok(Frame::Line(line))), true) => {
+                    TransportEvent::Log(String::from_utf8_lossy(&line).into_owned())
+                }
+                (Some(Ok(Frame::TooLong { .. })), true) => {
+                    TransportEvent::Log("[stderr line too long, dropped]".to_owned())
+                }
+                (Some(Err(_)), true) => continue,
+                (None, log) => {
+                    this.frames = None;
+                    if log {
+                        TransportEvent::LogClosed
+                    } else {
+                        TransportEvent::OutputClosed
+                    }
+                }
+            };
+            return Poll::Ready(Some(ev));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -213,5 +269,67 @@ mod tests {
             std::mem::size_of::<TransportEvent>()
                 <= std::mem::size_of::<Result<Frame, io::Error>>() + 8
         );
+    }
+
+    /// The reader gives each line as sent, an over-long one as its start, then the end.
+    #[actix_rt::test]
+    async fn lines_are_read_as_events_then_the_end() {
+        let input: &[u8] =
+            b"{\"a\":1}\n{\"id\":7,\"long\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}\n{\"b\":2}\n";
+        let got: Vec<TransportEvent> = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            read_lines(input, 24).collect(),
+        )
+        .await
+        .expect("the reader ends with its input");
+        assert!(matches!(&got[0], TransportEvent::Message(l) if &l[..] == b"{\"a\":1}"));
+        assert!(matches!(&got[1], TransportEvent::TooLong { max: 24, .. }));
+        assert!(matches!(&got[2], TransportEvent::Message(l) if &l[..] == b"{\"b\":2}"));
+        assert!(matches!(got[3], TransportEvent::OutputClosed));
+        assert_eq!(got.len(), 4);
+    }
+
+    /// The log reader gives lines as text, a note for an over-long one, then its own end.
+    #[actix_rt::test]
+    async fn log_lines_are_text_then_the_end() {
+        let input: &[u8] = b"starting\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\nready \xff\n";
+        let got: Vec<TransportEvent> = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            read_log(input, 16).collect(),
+        )
+        .await
+        .expect("the reader ends with its input");
+        assert!(matches!(&got[0], TransportEvent::Log(l) if l == "starting"));
+        assert!(
+            matches!(&got[1], TransportEvent::Log(l) if l == "[stderr line too long, dropped]")
+        );
+        assert!(matches!(&got[2], TransportEvent::Log(l) if l == "ready \u{fffd}"));
+        assert!(matches!(got[3], TransportEvent::LogClosed));
+        assert_eq!(got.len(), 4);
+    }
+
+    /// The writer sends each message's line, in order, and closes its end when the queue does.
+    #[actix_rt::test]
+    async fn the_writer_sends_lines_in_order_and_closes() {
+        let (ours, mut theirs) = tokio::io::duplex(1024);
+        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
+        let writer = actix_rt::spawn(write_lines(ours, rx));
+        for n in 0..3 {
+            let line = format!("{{\"n\":{n}}}\n").into_bytes();
+            tx.send(Outgoing::line(line))
+                .await
+                .expect("the writer runs");
+        }
+        drop(tx);
+        let mut out = Vec::new();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            tokio::io::AsyncReadExt::read_to_end(&mut theirs, &mut out),
+        )
+        .await
+        .expect("the writer closes its end")
+        .expect("read");
+        assert_eq!(out, b"{\"n\":0}\n{\"n\":1}\n{\"n\":2}\n");
+        let _ = writer.await;
     }
 }

@@ -6,13 +6,13 @@
 use std::process::Stdio as Piped;
 
 use actix::prelude::*;
-use futures_util::{stream, StreamExt};
+use futures_util::stream;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::mpsc;
-use tokio_util::codec::FramedRead;
 
-use super::{read_lines, write_lines, Opened, Process, Transport, TransportEvent, WRITE_QUEUE};
-use crate::protocol::codec::{Frame, NdjsonCodec};
+use super::{
+    read_lines, read_log, write_lines, Opened, Process, Transport, TransportEvent, WRITE_QUEUE,
+};
 use crate::server::mcp_server::McpServer;
 use crate::server::process::{describe_exit, plain_io_error, register_group};
 use crate::server::sandbox::Scratch;
@@ -52,20 +52,7 @@ impl Transport for Stdio {
         let (tx, rx) = mpsc::channel(WRITE_QUEUE);
         actix_rt::spawn(write_lines(stdin, rx));
         ctx.add_stream(read_lines(stdout, spec.max_message_bytes));
-        let log = FramedRead::new(stderr, NdjsonCodec::new(STDERR_LINE_MAX))
-            .filter_map(|frame| async move {
-                match frame {
-                    Ok(Frame::Line(l)) => Some(TransportEvent::Log(
-                        String::from_utf8_lossy(&l).into_owned(),
-                    )),
-                    Ok(Frame::TooLong { .. }) => Some(TransportEvent::Log(
-                        "[stderr line too long, dropped]".to_owned(),
-                    )),
-                    Err(_) => None,
-                }
-            })
-            .chain(stream::once(async { TransportEvent::LogClosed }));
-        ctx.add_stream(log);
+        ctx.add_stream(read_log(stderr, STDERR_LINE_MAX));
         let exit = stream::once(async move {
             TransportEvent::Exited(match child.wait().await {
                 Ok(s) => describe_exit(&s),
