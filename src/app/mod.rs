@@ -10,6 +10,7 @@ mod config_entry;
 mod config_formats;
 #[cfg(test)]
 mod config_props;
+pub mod conversations;
 pub mod edit;
 pub mod elicit;
 pub mod import;
@@ -21,7 +22,6 @@ pub mod private_fs;
 mod runtime;
 pub mod sampler;
 mod session;
-pub mod sessions;
 pub mod sources;
 pub mod tool_cache;
 pub mod trace_file;

@@ -70,7 +70,7 @@ pub struct SessionOptions {
     /// `--permission-mode` (`--yes`: bypass).
     pub permission_mode: Mode,
     /// `--continue`/`--resume [ID]`: the conversation to start with.
-    pub resume: super::sessions::Resume,
+    pub resume: super::conversations::Resume,
     /// `--elicitation-answers FILE`: headless elicitations are answered from it.
     pub elicitation_answers: Option<PathBuf>,
     /// `--elicitation`: how a headless form is answered without an answers file.
@@ -335,7 +335,7 @@ impl Session {
         &self,
         provider: ProviderConfig,
         cfg: EngineConfig,
-        saved: Option<super::sessions::Opened>,
+        saved: Option<super::conversations::Opened>,
     ) -> Engine {
         let engine = Engine::new(Provider::new(provider), self.runtime.registry.clone(), cfg);
         match saved {
@@ -347,10 +347,10 @@ impl Session {
     /// The conversation `resume` asks for, saved in the sessions directory, for `model`.
     pub fn conversation(
         &self,
-        resume: &super::sessions::Resume,
+        resume: &super::conversations::Resume,
         model: &str,
-    ) -> Result<super::sessions::Opened, String> {
-        super::sessions::open(&super::sessions::dir(), resume, &self.root, model)
+    ) -> Result<super::conversations::Opened, String> {
+        super::conversations::open(&super::conversations::dir(), resume, &self.root, model)
     }
 
     /// Stops every server (bounded by their shutdown), then lets the trace file finish

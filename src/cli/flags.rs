@@ -9,8 +9,8 @@ use clap::Args;
 use super::{Cli, Command, UsageError};
 
 /// Which conversation `--continue`/`--resume [ID]` ask for.
-pub fn resume_of(continue_: bool, resume: Option<&str>) -> crate::app::sessions::Resume {
-    use crate::app::sessions::Resume;
+pub fn resume_of(continue_: bool, resume: Option<&str>) -> crate::app::conversations::Resume {
+    use crate::app::conversations::Resume;
     match (continue_, resume) {
         (true, _) => Resume::Latest,
         (false, Some("")) => Resume::Pick,
@@ -236,7 +236,7 @@ pub struct Flags {
     /// `--allowed-tools`, `--disallowed-tools`, `--permission-mode`.
     pub permissions: PermissionArgs,
     /// `--continue`/`--resume [ID]`: the conversation to start with.
-    pub resume: crate::app::sessions::Resume,
+    pub resume: crate::app::conversations::Resume,
 }
 
 impl Cli {

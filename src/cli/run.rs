@@ -190,7 +190,8 @@ pub async fn run(
     if args.continue_ {
         // Said before anything starts: `--continue` is a wish to go on, not to start afresh.
         let cwd = std::env::current_dir().context("cannot read the working directory")?;
-        if crate::app::sessions::latest_for(&crate::app::sessions::dir(), &cwd).is_none() {
+        if crate::app::conversations::latest_for(&crate::app::conversations::dir(), &cwd).is_none()
+        {
             return Err(super::UsageError(format!(
                 "--continue: there is no earlier conversation in {}; run without --continue to start one",
                 clean_line(&cwd.display().to_string())
@@ -246,7 +247,7 @@ pub async fn run(
     let resume = super::resume_of(args.continue_, args.resume.as_deref());
     let saved = match session.conversation(&resume, &model_id) {
         Ok(o) => Some(o),
-        Err(e) if resume != crate::app::sessions::Resume::New => {
+        Err(e) if resume != crate::app::conversations::Resume::New => {
             return Err(super::UsageError(e).into())
         }
         Err(e) => {

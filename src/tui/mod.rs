@@ -148,9 +148,9 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
                         None
                     }
                 };
-                if opts.resume == crate::app::sessions::Resume::Pick {
-                    pick = Some(crate::app::sessions::listing(
-                        &crate::app::sessions::dir(),
+                if opts.resume == crate::app::conversations::Resume::Pick {
+                    pick = Some(crate::app::conversations::listing(
+                        &crate::app::conversations::dir(),
                         50,
                     ));
                 }

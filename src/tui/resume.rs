@@ -16,7 +16,7 @@ use crate::sanitize::clean_line;
 /// The picker: the listing's lines (each begins with its session id) and the selection.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResumePicker {
-    /// [`crate::app::sessions::listing`]'s lines, newest first.
+    /// [`crate::app::conversations::listing`]'s lines, newest first.
     pub lines: Vec<String>,
     /// Index of the selected line.
     pub selected: usize,

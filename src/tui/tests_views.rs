@@ -307,7 +307,7 @@ fn sessions_dir(name: &str) -> std::path::PathBuf {
 
 /// Saves `messages` as session `id` of `dir`, last written at `modified` (seconds).
 fn save_session(dir: &std::path::Path, id: &str, model: &str, messages: &[Message], modified: u64) {
-    use crate::app::sessions::SessionFile;
+    use crate::app::conversations::SessionFile;
     let mut f = SessionFile::create(dir, std::path::Path::new("/home/u/project"), model).unwrap();
     f.append(messages).unwrap();
     let path = dir.join(format!("{id}.jsonl"));
@@ -350,7 +350,7 @@ fn the_resume_list_shows_date_model_size_and_first_prompt() {
     let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
     use_model(&mut s, "claude-sonnet-4-5");
     assert_eq!(send(&mut s, "/resume"), vec![Effect::Resume(String::new())]);
-    let list = crate::app::sessions::listing(&dir, 20);
+    let list = crate::app::conversations::listing(&dir, 20);
     let _ = std::fs::remove_dir_all(&dir);
     // What the actor does for an empty id: the picker on the listing.
     super::resume::open(&mut s, list.clone());
@@ -399,7 +399,7 @@ fn the_resume_list_shows_date_model_size_and_first_prompt() {
 #[test]
 fn a_resumed_conversation_and_a_compaction_notice() {
     use crate::agent::engine::compact::Compacted;
-    use crate::app::sessions::{open, Resume};
+    use crate::app::conversations::{open, Resume};
     let dir = sessions_dir("resumed");
     save_session(
         &dir,

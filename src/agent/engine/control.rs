@@ -121,7 +121,7 @@ impl Handler<DisableTools> for Engine {
 /// are saved to its file. Refused (`false`) while a turn runs.
 #[derive(Debug, Message)]
 #[rtype(result = "bool")]
-pub struct ResumeConversation(pub crate::app::sessions::Opened);
+pub struct ResumeConversation(pub crate::app::conversations::Opened);
 
 impl Handler<ResumeConversation> for Engine {
     type Result = bool;

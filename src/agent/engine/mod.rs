@@ -376,7 +376,7 @@ pub struct Engine {
     /// Tools the user turned off for this session (`/tools off`); a turn's cache follows it.
     disabled: Arc<std::collections::BTreeSet<String>>,
     /// Where finished turns are saved (`None`: not saved).
-    log: Option<crate::app::sessions::SessionFile>,
+    log: Option<crate::app::conversations::SessionFile>,
     /// Input tokens of the last model request (the context in use).
     last_input: u64,
 }
@@ -405,7 +405,7 @@ impl Engine {
     /// empty for a new one).
     pub fn saving(
         mut self,
-        log: crate::app::sessions::SessionFile,
+        log: crate::app::conversations::SessionFile,
         conversation: Vec<Message>,
     ) -> Self {
         self.log = Some(log);

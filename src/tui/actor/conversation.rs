@@ -41,18 +41,18 @@ impl Tui {
     /// `/resume`: the list of saved conversations, or the one named, which replaces the
     /// transcript and the engine's conversation.
     pub(super) fn resume(&mut self, id: String, ctx: &mut Context<Self>) {
-        use crate::app::sessions;
+        use crate::app::conversations;
         use crate::tui::state::Entry;
-        let dir = sessions::dir();
+        let dir = conversations::dir();
         if id.is_empty() {
-            self.apply(Event::SessionsListed(sessions::listing(&dir, 50)), ctx);
+            self.apply(Event::SessionsListed(conversations::listing(&dir, 50)), ctx);
             return;
         }
         let Some(engine) = self.engine.clone() else {
             return;
         };
         let cwd = std::env::current_dir().unwrap_or_default();
-        let opened = match sessions::open(&dir, &sessions::Resume::Id(id), &cwd, "") {
+        let opened = match conversations::open(&dir, &conversations::Resume::Id(id), &cwd, "") {
             Ok(o) => o,
             Err(e) => return self.notice(true, e, ctx),
         };
