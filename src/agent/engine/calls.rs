@@ -281,16 +281,26 @@ pub(super) async fn refusal(
     }
 }
 
+/// One tool call of a model reply.
+pub(super) struct ToolCall {
+    /// The model's id of the call.
+    pub(super) id: String,
+    /// The registered tool name.
+    pub(super) name: String,
+    /// Its arguments (the model's raw text as a string when they were not a JSON object).
+    pub(super) input: Value,
+}
+
 /// Runs one tool call through the registry and turns its outcome into a tool-result block. A
 /// call with a [`refusal`] is not run: it gets an error result, with the same events as any
 /// call.
 pub(super) async fn run_tool(
     ctx: CallCtx,
-    call: (String, String, Value),
+    call: ToolCall,
     cut: bool,
     cancel: CancellationToken,
 ) -> Block {
-    let (id, name, input) = call;
+    let ToolCall { id, name, input } = call;
     emit(
         &ctx.events,
         &cancel,

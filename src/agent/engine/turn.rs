@@ -296,13 +296,15 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
         last_input = reply.usage.input_tokens;
         usage.add(&reply.usage);
         let text = reply.text();
-        let calls: Vec<(String, String, Value)> = reply
+        let calls: Vec<ToolCall> = reply
             .content
             .iter()
             .filter_map(|b| match b {
-                Block::ToolUse { id, name, input } => {
-                    Some((id.clone(), name.clone(), input.clone()))
-                }
+                Block::ToolUse { id, name, input } => Some(ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                }),
                 _ => None,
             })
             .collect();
@@ -348,7 +350,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
             search: cache.deferral.search.clone(),
         };
         let results = join_all(calls.into_iter().map(|call| {
-            let cut = cut_id.as_ref() == Some(&call.0);
+            let cut = cut_id.as_ref() == Some(&call.id);
             run_tool(ctx.clone(), call, cut, cancel.child_token())
         }))
         .await;
