@@ -140,8 +140,10 @@ pub(in crate::server) struct Opened {
 
 /// A way to reach a server. `open` starts it on the actor's context: its events reach the actor
 /// as a stream (`ctx.add_stream`) or as messages (`ctx.address()`), never through a shared
-/// table. A static trait, not a trait object: the actor keeps only what `open` gives back
-/// (the writer, the process), so no message goes through a virtual call or a box.
+/// table. A static trait, not a trait object or an enum of transports: the actor keeps only
+/// what `open` gives back (the writer, the process), so writing a line or handling an event
+/// goes through no virtual call and no match on the transport, and a new transport adds no
+/// variant for the actor's code to handle.
 pub(in crate::server) trait Transport {
     /// Opens the connection to `spec`'s server; an error says what failed, in words.
     fn open(spec: &ServerSpec, ctx: &mut Context<McpServer>) -> Result<Opened, String>;
