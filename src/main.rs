@@ -28,7 +28,7 @@ fn tui_log_path() -> PathBuf {
     if let Some(p) = std::env::var_os("HARNESS9_LOG") {
         return PathBuf::from(p);
     }
-    harness9::tui::history::state_dir().join("harness9.log")
+    harness9::app::paths::state_dir().join("harness9.log")
 }
 
 fn init_logging(verbose: u8, to_file: bool) {
@@ -161,7 +161,10 @@ fn main() -> ExitCode {
     }
     spawn_orphan_reaper();
     // The command line, resolved once: every front end runs on these options.
-    let mut opts = harness9::app::SessionOptions::from_flags(&flags);
+    let mut opts = match flags.session_options() {
+        Ok(o) => o,
+        Err(e) => return fail(json, &e.to_string(), 2, started),
+    };
     // The settings' runtime choices, read once and carried in the options (no globals).
     match harness9::agent::model::settings::mcp_sandbox_default(&opts.model) {
         Ok(default) => opts.runtime.entries.sandbox = default,

@@ -34,7 +34,7 @@ pub const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
 pub fn dir() -> PathBuf {
     match std::env::var_os(ENV) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => crate::tui::history::state_dir().join("sessions"),
+        _ => crate::app::paths::state_dir().join("sessions"),
     }
 }
 

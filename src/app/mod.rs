@@ -17,6 +17,7 @@ pub mod import;
 pub mod input_vars;
 pub mod log_file;
 pub mod oauth_store;
+pub mod paths;
 pub mod permission_store;
 pub mod private_fs;
 mod runtime;

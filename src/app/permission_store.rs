@@ -37,7 +37,7 @@ struct Project {
 
 /// Where the answers are kept.
 pub fn path() -> PathBuf {
-    crate::tui::history::state_dir().join("permissions.json")
+    crate::app::paths::state_dir().join("permissions.json")
 }
 
 /// The key of the project `root` is in: its repository root (the nearest directory above with

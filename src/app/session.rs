@@ -20,7 +20,7 @@ use super::watcher::{ConfigWatcher, StopWatching};
 use crate::agent::engine::{Engine, EngineConfig};
 use crate::agent::model::settings::{self, ModelFlags, Settings};
 use crate::agent::model::{Provider, ProviderConfig};
-use crate::agent::permissions::{self, Kind, Mode, Place, Policy, Rules};
+use crate::agent::permissions::{self, Mode, Place, Policy, Rules};
 use crate::app::config::{self, Config};
 use crate::app::sources;
 
@@ -63,10 +63,8 @@ pub struct SessionOptions {
     pub verbose: u8,
     /// `--yes`: every tool call runs without asking (`--permission-mode bypass`).
     pub yes: bool,
-    /// `--allowed-tools`, `--disallowed-tools` (one value each, comma-separated rules).
-    pub allowed_tools: Vec<String>,
-    /// See `allowed_tools`.
-    pub disallowed_tools: Vec<String>,
+    /// `--disallowed-tools`, then `--allowed-tools`: the rules of this command line.
+    pub flag_rules: Vec<permissions::Rule>,
     /// `--permission-mode` (`--yes`: bypass).
     pub permission_mode: Mode,
     /// `--continue`/`--resume [ID]`: the conversation to start with.
@@ -83,56 +81,6 @@ pub struct SessionOptions {
 }
 
 impl SessionOptions {
-    /// The options of a command line's flags ([`crate::cli::Cli::flags`]).
-    pub fn from_flags(flags: &crate::cli::Flags) -> Self {
-        let s = &flags.session.servers;
-        let (config_path, config_must_exist) = match &s.config.config {
-            Some(p) => (p.clone(), true),
-            None => {
-                // In the working directory itself it keeps its short name in messages.
-                let found = std::env::current_dir().ok().and_then(|cwd| {
-                    sources::find_project(&cwd).filter(|p| p.parent() != Some(cwd.as_path()))
-                });
-                (
-                    found.unwrap_or_else(|| PathBuf::from(config::DEFAULT_PATH)),
-                    false,
-                )
-            }
-        };
-        Self {
-            user_config: s.config.config.is_none().then(sources::user_path).flatten(),
-            config_path,
-            config_must_exist,
-            approve_project: s.approve_project,
-            trace: s.trace.clone(),
-            model: ModelFlags {
-                provider: flags.model.provider.clone(),
-                model: flags.model.model.clone(),
-                base_url: flags.model.base_url.clone(),
-                config_path: s.settings.clone(),
-            },
-            verbose: s.verbose,
-            yes: flags.yes,
-            allowed_tools: flags.permissions.allowed_tools.clone(),
-            disallowed_tools: flags.permissions.disallowed_tools.clone(),
-            permission_mode: match flags.permissions.permission_mode {
-                Some(m) => m.mode(),
-                None if flags.yes => Mode::Bypass,
-                None => Mode::Default,
-            },
-            resume: flags.resume.clone(),
-            elicitation_answers: flags.session.asks.elicitation_answers.clone(),
-            elicitation: flags
-                .session
-                .asks
-                .elicitation
-                .unwrap_or(crate::cli::Elicitation::Decline)
-                .policy(),
-            sampling_allowed: flags.session.asks.sampling == Some(crate::cli::Sampling::Allow),
-            runtime: RuntimeOptions::default(),
-        }
-    }
-
     /// Loads `.mcp.json` (a missing default file is an empty config); a found project config's
     /// unapproved servers are held (see [`crate::app::trust`]).
     pub fn load_config(&self) -> anyhow::Result<Config> {
@@ -152,18 +100,7 @@ impl SessionOptions {
     /// applies nothing.
     pub fn policy(&self, root: &Path) -> anyhow::Result<Arc<Policy>> {
         let mut fixed = settings::permission_rules(&self.model)?;
-        for v in &self.disallowed_tools {
-            fixed.extend(
-                permissions::parse_flag(v, Kind::Deny, "--disallowed-tools")
-                    .map_err(crate::cli::UsageError)?,
-            );
-        }
-        for v in &self.allowed_tools {
-            fixed.extend(
-                permissions::parse_flag(v, Kind::Allow, "--allowed-tools")
-                    .map_err(crate::cli::UsageError)?,
-            );
-        }
+        fixed.extend(self.flag_rules.iter().cloned());
         let (saved, warnings) =
             crate::app::permission_store::load(&crate::app::permission_store::path(), root);
         for w in warnings {

@@ -33,7 +33,7 @@ pub const ENV: &str = "HARNESS9_APPROVALS";
 pub fn store_path() -> PathBuf {
     match std::env::var_os(ENV) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => crate::tui::history::state_dir().join("approvals.json"),
+        _ => crate::app::paths::state_dir().join("approvals.json"),
     }
 }
 

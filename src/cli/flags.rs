@@ -4,6 +4,9 @@
 
 use std::path::PathBuf;
 
+use crate::agent::model::settings::ModelFlags;
+use crate::agent::permissions::{Kind, Mode, Rule};
+use crate::app::SessionOptions;
 use clap::Args;
 
 use super::{Cli, Command, UsageError};
@@ -171,6 +174,23 @@ impl PermissionMode {
 }
 
 impl PermissionArgs {
+    /// The rules these flags give: `--disallowed-tools`' deny rules, then `--allowed-tools`'
+    /// allow rules.
+    pub fn rules(&self) -> Result<Vec<Rule>, UsageError> {
+        let mut out = Vec::new();
+        for (values, kind, flag) in [
+            (&self.disallowed_tools, Kind::Deny, "--disallowed-tools"),
+            (&self.allowed_tools, Kind::Allow, "--allowed-tools"),
+        ] {
+            for v in values {
+                out.extend(
+                    crate::agent::permissions::parse_flag(v, kind, flag).map_err(UsageError)?,
+                );
+            }
+        }
+        Ok(out)
+    }
+
     /// The first flag given, as spelled on the command line.
     pub(super) fn first_given(&self) -> Option<&'static str> {
         [
@@ -325,5 +345,64 @@ impl Elicitation {
                 harness9_actors::server::input::ElicitPolicy::AcceptDefaults
             }
         }
+    }
+}
+
+impl Flags {
+    /// The session options of these flags ([`super::Cli::flags`]); a malformed
+    /// `--allowed-tools`/`--disallowed-tools` rule is a usage error naming the flag and rule.
+    pub fn session_options(&self) -> Result<SessionOptions, UsageError> {
+        let flags = self;
+        let s = &flags.session.servers;
+        let (config_path, config_must_exist) = match &s.config.config {
+            Some(p) => (p.clone(), true),
+            None => {
+                // In the working directory itself it keeps its short name in messages.
+                let found = std::env::current_dir().ok().and_then(|cwd| {
+                    crate::app::sources::find_project(&cwd)
+                        .filter(|p| p.parent() != Some(cwd.as_path()))
+                });
+                (
+                    found.unwrap_or_else(|| PathBuf::from(crate::app::config::DEFAULT_PATH)),
+                    false,
+                )
+            }
+        };
+        Ok(SessionOptions {
+            user_config: s
+                .config
+                .config
+                .is_none()
+                .then(crate::app::sources::user_path)
+                .flatten(),
+            config_path,
+            config_must_exist,
+            approve_project: s.approve_project,
+            trace: s.trace.clone(),
+            model: ModelFlags {
+                provider: flags.model.provider.clone(),
+                model: flags.model.model.clone(),
+                base_url: flags.model.base_url.clone(),
+                config_path: s.settings.clone(),
+            },
+            verbose: s.verbose,
+            yes: flags.yes,
+            flag_rules: flags.permissions.rules()?,
+            permission_mode: match flags.permissions.permission_mode {
+                Some(m) => m.mode(),
+                None if flags.yes => Mode::Bypass,
+                None => Mode::Default,
+            },
+            resume: flags.resume.clone(),
+            elicitation_answers: flags.session.asks.elicitation_answers.clone(),
+            elicitation: flags
+                .session
+                .asks
+                .elicitation
+                .unwrap_or(Elicitation::Decline)
+                .policy(),
+            sampling_allowed: flags.session.asks.sampling == Some(Sampling::Allow),
+            runtime: crate::app::RuntimeOptions::default(),
+        })
     }
 }

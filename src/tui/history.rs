@@ -11,16 +11,7 @@ use std::path::{Path, PathBuf};
 /// Entries loaded (and kept when the file is compacted).
 pub const KEEP: usize = 1000;
 
-/// Where harness9 keeps its state: `$XDG_STATE_HOME/harness9`, else
-/// `~/.local/state/harness9`, else the temp dir.
-pub fn state_dir() -> PathBuf {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("harness9")
-}
+pub use crate::app::paths::state_dir;
 
 /// The history file; `None` when `HARNESS9_HISTORY` is set empty.
 pub fn path() -> Option<PathBuf> {
