@@ -45,16 +45,7 @@ fn table(dir: &Path) -> Vec<ToolEntry> {
 
 /// The definitions the model gets, as the engine builds them.
 fn def(e: &ToolEntry) -> ToolDef {
-    ToolDef {
-        name: e.name.clone(),
-        description: e
-            .tool
-            .description
-            .clone()
-            .or_else(|| e.tool.title.clone())
-            .unwrap_or_default(),
-        input_schema: schema_object(e.tool.input_schema.get()).expect("schema"),
-    }
+    harness9::agent::toolsearch::entry_def(e).expect("a recorded tool's schema is an object")
 }
 
 fn main() {

@@ -69,25 +69,16 @@ impl ToolCache {
             .iter()
             .filter(|e| !self.disabled.contains(&e.name))
             .filter_map(|e| {
-                // A schema that is not a JSON object would make the provider reject every
-                // request: such a tool is left out of the model's table.
-                let input_schema = match schema_object(e.tool.input_schema.get()) {
-                    Ok(s) => s,
-                    Err(why) => {
-                        tracing::warn!(target: "engine", tool = %e.name, "tool not offered to the model: its inputSchema {why}");
-                        return None;
-                    }
-                };
-                Some(ToolDef {
-                    name: e.name.clone(),
-                    description: e
-                        .tool
-                        .description
-                        .clone()
-                        .or_else(|| e.tool.title.clone())
-                        .unwrap_or_default(),
-                    input_schema,
-                })
+                let def = crate::agent::toolsearch::entry_def(e);
+                if def.is_none() {
+                    // A schema that is not a JSON object would make the provider reject every
+                    // request: such a tool is left out of the model's table.
+                    let why = schema_object(e.tool.input_schema.get())
+                        .err()
+                        .unwrap_or_default();
+                    tracing::warn!(target: "engine", tool = %e.name, "tool not offered to the model: its inputSchema {why}");
+                }
+                def
             })
             .collect();
         self.source = Some(table);
