@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod app;
+pub mod base;
 pub mod cli;
 pub mod sanitize;
 pub mod tui;

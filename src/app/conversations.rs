@@ -234,6 +234,20 @@ fn valid_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
+impl crate::agent::engine::ConversationLog for SessionFile {
+    fn append(&mut self, messages: &[Message]) -> Result<(), String> {
+        SessionFile::append(self, messages)
+    }
+
+    fn record_model(&mut self, model: &str) -> Result<(), String> {
+        SessionFile::record_model(self, model)
+    }
+
+    fn replace(&mut self, reason: &str, messages: &[Message]) -> Result<(), String> {
+        SessionFile::replace(self, reason, messages)
+    }
+}
+
 impl SessionFile {
     /// Starts a new session file in `dir` (created 0700 if missing) with its `meta` line.
     pub fn create(dir: &Path, cwd: &Path, model: &str) -> Result<SessionFile, String> {

@@ -4,7 +4,6 @@
 //! directory, then a rename), so a running session's hot reload never reads half a file.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::Path;
 
 use serde_json::value::RawValue;
@@ -116,23 +115,7 @@ pub fn remove_server(text: &str, name: &str) -> Result<String, String> {
     Ok(format!("{}{}", &text[..from], &text[to..]))
 }
 
-/// Writes `text` to `path` atomically: a new temp file beside it (exclusive, random name, see
-/// [`super::private_fs::replace_with`]), then a rename; its permissions kept when it existed
-/// (else 0644, as an editor makes a config file).
-pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    if !dir.exists() {
-        super::private_fs::private_dir(&dir)?;
-    }
-    let mode = std::fs::metadata(path)
-        .map(|m| m.permissions().mode() & 0o7777)
-        .unwrap_or(0o644);
-    super::private_fs::replace_with(path, mode, |f| f.write_all(text.as_bytes()))
-}
+pub use crate::base::private_fs::write_atomic;
 
 /// Writes `body` and a newline to `path` as a private file (0600 from its creation, in a
 /// directory only we can write to; see [`super::private_fs::write_private`]). The approvals,

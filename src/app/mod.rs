@@ -19,7 +19,7 @@ pub mod log_file;
 pub mod oauth_store;
 pub mod paths;
 pub mod permission_store;
-pub mod private_fs;
+pub use crate::base::private_fs;
 mod runtime;
 pub mod sampler;
 mod session;

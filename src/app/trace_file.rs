@@ -2,7 +2,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use harness9_actors::trace::{WireRecord, WireTap};
 use serde_json::{json, Value};
@@ -49,34 +48,7 @@ pub fn redact(v: &mut Value, secrets: &[String]) {
     }
 }
 
-/// Days since 1970-01-01 to (year, month, day) (Howard Hinnant's algorithm).
-pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// RFC 3339 UTC with microseconds.
-pub fn rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_micros()
-    )
-}
+pub use crate::base::time::{civil_from_days, rfc3339};
 
 /// One JSONL line for a record.
 pub fn record_json(r: &WireRecord, secrets: &[String]) -> Value {
@@ -167,6 +139,7 @@ pub fn open_watched(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::UNIX_EPOCH;
 
     #[test]
     fn redacts_keys_and_known_values() {

@@ -102,9 +102,9 @@ fn text(t: String, is_error: bool) -> CallToolResult {
 
 /// Saves a resource's base64 `blob`, decoded piece by piece, as a new private file in the
 /// session's directory under the temp dir (beside the tool results cut for the model; see
-/// [`crate::app::private_fs`]), named after `uri`, within the session's spill cap; its path.
+/// [`crate::base::private_fs`]), named after `uri`, within the session's spill cap; its path.
 fn save_blob(uri: &str, blob: &str) -> Result<std::path::PathBuf, String> {
-    use crate::app::private_fs;
+    use crate::base::private_fs;
     let blob = blob.trim();
     let size = (blob.len() / 4 * 3) as u64;
     if !private_fs::reserve_spill(size) {

@@ -118,10 +118,23 @@ impl Handler<DisableTools> for Engine {
 }
 
 /// Continue a saved conversation (`/resume ID`): it replaces the current one, and later turns
-/// are saved to its file. Refused (`false`) while a turn runs.
-#[derive(Debug, Message)]
+/// are saved to its log. Refused (`false`) while a turn runs.
+#[derive(Message)]
 #[rtype(result = "bool")]
-pub struct ResumeConversation(pub crate::app::conversations::Opened);
+pub struct ResumeConversation {
+    /// Where its later turns are saved.
+    pub log: Box<dyn super::ConversationLog>,
+    /// The saved messages.
+    pub messages: Vec<Message>,
+}
+
+impl std::fmt::Debug for ResumeConversation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResumeConversation")
+            .field("messages", &self.messages.len())
+            .finish_non_exhaustive()
+    }
+}
 
 impl Handler<ResumeConversation> for Engine {
     type Result = bool;
@@ -130,8 +143,8 @@ impl Handler<ResumeConversation> for Engine {
         if self.running.is_some() {
             return false;
         }
-        self.conversation = msg.0.messages;
-        self.log = Some(msg.0.file);
+        self.conversation = msg.messages;
+        self.log = Some(msg.log);
         true
     }
 }

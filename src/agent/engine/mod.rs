@@ -57,7 +57,7 @@ pub struct EngineConfig {
     /// A tool result over this many (estimated) tokens is cut for the model.
     pub output_budget_tokens: usize,
     /// Under which directory the session's private directory for whole cut results is made
-    /// (see `app::private_fs::session_dir`).
+    /// (see `base::private_fs::session_dir`).
     pub spill_dir: PathBuf,
     /// The system prompt.
     pub system: Option<String>,
@@ -95,7 +95,7 @@ impl EngineConfig {
     /// in `cwd`; at most 32 KiB). Built once, so it stays the same all session (a stable
     /// prompt-cache prefix).
     pub fn with_environment(mut self, cwd: &Path) -> Self {
-        let today = crate::app::trace_file::rfc3339(std::time::SystemTime::now());
+        let today = crate::base::time::rfc3339(std::time::SystemTime::now());
         let mut s = format!(
             "{SYSTEM_PROMPT}\n\nEnvironment:\n- working directory: {}\n- platform: {} {}\n- today: {}",
             cwd.display(),
@@ -364,6 +364,18 @@ pub struct CancelTurn;
 #[rtype(result = "()")]
 pub struct ClearConversation;
 
+/// Where a conversation is saved as it grows. The engine owns this interface; the app's
+/// session file implements it (so the engine needs nothing of the app's). A failed write stops
+/// the saving, never the conversation.
+pub trait ConversationLog: Send {
+    /// Adds the messages of a finished turn.
+    fn append(&mut self, messages: &[Message]) -> Result<(), String>;
+    /// Notes that later turns use `model`.
+    fn record_model(&mut self, model: &str) -> Result<(), String>;
+    /// Replaces the whole conversation (after a compaction or a clear), saying why.
+    fn replace(&mut self, reason: &str, messages: &[Message]) -> Result<(), String>;
+}
+
 /// The engine actor.
 pub struct Engine {
     /// The model (the HTTP [`Provider`]; a scripted one in the tests).
@@ -376,7 +388,7 @@ pub struct Engine {
     /// Tools the user turned off for this session (`/tools off`); a turn's cache follows it.
     disabled: Arc<std::collections::BTreeSet<String>>,
     /// Where finished turns are saved (`None`: not saved).
-    log: Option<crate::app::conversations::SessionFile>,
+    log: Option<Box<dyn ConversationLog>>,
     /// Input tokens of the last model request (the context in use).
     last_input: u64,
 }
@@ -405,10 +417,10 @@ impl Engine {
     /// empty for a new one).
     pub fn saving(
         mut self,
-        log: crate::app::conversations::SessionFile,
+        log: impl ConversationLog + 'static,
         conversation: Vec<Message>,
     ) -> Self {
-        self.log = Some(log);
+        self.log = Some(Box::new(log));
         self.conversation = conversation;
         self
     }

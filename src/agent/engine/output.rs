@@ -102,14 +102,14 @@ pub fn joined_text(parts: &[ResultPart]) -> String {
 }
 
 /// Writes the text parts to a new private file in the session directory under `spill_dir`
-/// (see [`crate::app::private_fs`]), within the session's spill cap; its path.
+/// (see [`crate::base::private_fs`]), within the session's spill cap; its path.
 fn spill(
     parts: &[ResultPart],
     bytes: usize,
     spill_dir: &Path,
     tool: &str,
 ) -> Result<PathBuf, String> {
-    use crate::app::private_fs;
+    use crate::base::private_fs;
     use std::io::Write as _;
     if !private_fs::reserve_spill(bytes as u64) {
         return Err(format!(

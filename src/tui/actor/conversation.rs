@@ -62,7 +62,10 @@ impl Tui {
         let saved_model = opened.model.clone();
         ctx.spawn(
             engine
-                .send(ResumeConversation(opened))
+                .send(ResumeConversation {
+                    log: Box::new(opened.file),
+                    messages: opened.messages,
+                })
                 .into_actor(self)
                 .map(move |taken, act, ctx| {
                     if taken == Ok(true) {

@@ -102,7 +102,7 @@ impl FileSettings {
 #[serde(deny_unknown_fields)]
 pub(super) struct McpSection {
     /// The sandbox of every stdio server whose entry has no `"sandbox"` of its own.
-    pub(super) sandbox: Option<crate::app::config::SandboxField>,
+    pub(super) sandbox: Option<crate::base::sandbox_field::SandboxField>,
     /// How a server whose tool list is cached starts: `"eager"` or `"lazy"`.
     pub(super) start: Option<FileStart>,
 }

@@ -356,7 +356,7 @@ mod tests {
         let f = parse_file("h.toml", "[mcp]\nsandbox = true\n").unwrap();
         assert_eq!(
             f.mcp.sandbox,
-            Some(crate::app::config::SandboxField {
+            Some(crate::base::sandbox_field::SandboxField {
                 on: true,
                 ..Default::default()
             })
@@ -368,7 +368,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             f.mcp.sandbox,
-            Some(crate::app::config::SandboxField {
+            Some(crate::base::sandbox_field::SandboxField {
                 on: true,
                 writable: vec!["/data".into()],
                 network: true

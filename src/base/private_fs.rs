@@ -199,6 +199,24 @@ pub fn write_private(path: &Path, body: &[u8]) -> io::Result<()> {
     replace_with(path, 0o600, |f| f.write_all(body))
 }
 
+/// Writes `text` to `path` atomically: a new temp file beside it (exclusive, random name, see
+/// [`replace_with`]), then a rename; its permissions kept when it existed
+/// (else 0644, as an editor makes a config file).
+pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    if !dir.exists() {
+        private_dir(&dir)?;
+    }
+    let mode = std::fs::metadata(path)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o644);
+    replace_with(path, mode, |f| f.write_all(text.as_bytes()))
+}
+
 /// The session directories made by [`session_dir`], by their base.
 static SESSION_DIRS: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
 
