@@ -6,5 +6,5 @@ pub mod agent;
 pub mod app;
 pub mod base;
 pub mod cli;
-pub mod sanitize;
+pub use base::sanitize;
 pub mod tui;
