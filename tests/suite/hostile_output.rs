@@ -358,9 +358,14 @@ fn run_p_text_output_of_a_hostile_tool_and_failed_server_is_clean() {
             .unwrap_or_else(|| panic!("no {name} {id}: {out}"))
     };
     assert_eq!(find("tool_result", "t1")["output"], EVIL, "{out}");
-    assert_eq!(
-        find("tool_progress", "t2")["message"],
-        format!("step {EVIL}")
+    // The server's own progress message, exactly (a warm tool-list cache may put our
+    // "waiting for server" line before it).
+    let step = format!("step {EVIL}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "tool_progress" && e["id"] == "t2" && e["message"] == step),
+        "{out}"
     );
     assert_eq!(find("done", "")["text"], format!("answer {EVIL}"), "{out}");
 
