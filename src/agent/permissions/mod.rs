@@ -30,7 +30,7 @@ use serde_json::Value;
 pub use pattern::Pattern;
 use pattern::{
     arg_kind, command_matches, path_forms, path_matches, path_rule_tools, split_command, ArgKind,
-    ArgPattern,
+    ArgPattern, Split,
 };
 
 /// What a rule does.
@@ -275,14 +275,20 @@ impl Policy {
         Arc::new(Self { rules, mode, place })
     }
 
-    /// [`decide`] over this policy's rules.
+    /// [`decide`] over this policy's rules (borrowed, not copied: this is on every call).
     pub fn decide(&self, tool: ToolFacts<'_>, args: &Value) -> Verdict {
-        decide(tool, args, &self.rules.all(), self.mode, &self.place)
+        self.decide_in(tool, args, self.mode)
     }
 
     /// [`decide`] for the user's own explicit call (`mcp call`): it runs unless denied.
     pub fn decide_explicit(&self, tool: ToolFacts<'_>, args: &Value) -> Verdict {
-        decide(tool, args, &self.rules.all(), Mode::Bypass, &self.place)
+        self.decide_in(tool, args, Mode::Bypass)
+    }
+
+    fn decide_in(&self, tool: ToolFacts<'_>, args: &Value, mode: Mode) -> Verdict {
+        let learned = self.rules.learned();
+        let sets: [&[Rule]; 2] = [&self.rules.fixed, &learned];
+        decide_over(tool, args, &sets, mode, &self.place)
     }
 }
 
@@ -294,8 +300,43 @@ pub fn decide(
     mode: Mode,
     place: &Place,
 ) -> Verdict {
+    decide_over(tool, args, &[rules], mode, place)
+}
+
+/// A call as the rules see it, worked out once: the command line of a `bash` call split, the
+/// path of a file tool in each of its forms.
+struct Call<'a> {
+    tool: ToolFacts<'a>,
+    split: Option<Split>,
+    forms: Option<Vec<PathBuf>>,
+}
+
+impl<'a> Call<'a> {
+    fn new(tool: ToolFacts<'a>, args: &Value, place: &Place) -> Self {
+        let builtin = tool.server.is_none();
+        let split = (builtin && tool.name == "bash")
+            .then(|| split_command(args.get("command").and_then(Value::as_str).unwrap_or("")));
+        let forms = (builtin && arg_kind(tool.name) == Some(ArgKind::Path))
+            .then(|| path_forms(&path_arg(tool.name, args), &place.root));
+        Self { tool, split, forms }
+    }
+}
+
+/// Every rule of `sets`, in order.
+fn each<'r>(sets: &'r [&'r [Rule]]) -> impl Iterator<Item = &'r Rule> + Clone {
+    sets.iter().flat_map(|s| s.iter())
+}
+
+fn decide_over(
+    tool: ToolFacts<'_>,
+    args: &Value,
+    sets: &[&[Rule]],
+    mode: Mode,
+    place: &Place,
+) -> Verdict {
     let verdict = |action, reason| Verdict { action, reason };
-    if let Some(r) = best(rules, Kind::Deny, tool, args, place) {
+    let call = Call::new(tool, args, place);
+    if let Some(r) = best(sets, Kind::Deny, &call, place) {
         return verdict(Action::Refuse, Reason::Rule(r.clone()));
     }
     if mode == Mode::Bypass {
@@ -304,18 +345,17 @@ pub fn decide(
     if mode == Mode::ReadOnly && !tool.read_only {
         return verdict(Action::Refuse, Reason::Mode(mode));
     }
-    if let Some(r) = best(rules, Kind::Ask, tool, args, place) {
+    if let Some(r) = best(sets, Kind::Ask, &call, place) {
         return verdict(Action::Ask, Reason::Rule(r.clone()));
     }
-    if let Some(r) = allowed(rules, tool, args, place) {
+    if let Some(r) = allowed(sets, &call, place) {
         return verdict(Action::Run, Reason::Rule(r.clone()));
     }
-    if mode == Mode::AcceptEdits && tool.server.is_none() && tool.name == "write_file" {
-        let inside = args.get("path").and_then(Value::as_str).is_some_and(|p| {
-            path_forms(p, &place.root)
-                .iter()
-                .all(|f| f.starts_with(&place.root))
-        });
+    if mode == Mode::AcceptEdits && tool.name == "write_file" && args.get("path").is_some() {
+        let inside = call
+            .forms
+            .as_ref()
+            .is_some_and(|forms| forms.iter().all(|f| f.starts_with(&place.root)));
         if inside {
             return verdict(Action::Run, Reason::Mode(mode));
         }
@@ -328,43 +368,39 @@ pub fn decide(
 
 /// The most specific rule of `kind` that matches the call (for deny and ask: any part of it).
 fn best<'r>(
-    rules: &'r [Rule],
+    sets: &'r [&'r [Rule]],
     kind: Kind,
-    tool: ToolFacts<'_>,
-    args: &Value,
+    call: &Call<'_>,
     place: &Place,
 ) -> Option<&'r Rule> {
-    rules
-        .iter()
-        .filter(|r| r.kind == kind && catches(r, tool, args, place))
+    each(sets)
+        .filter(|r| r.kind == kind && catches(r, call, place))
         .max_by_key(|r| r.pattern.specificity())
 }
 
 /// Whether a deny or ask rule catches the call: its name matches and, with an argument
 /// pattern, some command of a `bash` call (inside substitutions too) or some form of a
 /// file tool's path (as written, or with symlinks resolved) matches.
-fn catches(rule: &Rule, tool: ToolFacts<'_>, args: &Value, place: &Place) -> bool {
+fn catches(rule: &Rule, call: &Call<'_>, place: &Place) -> bool {
+    let tool = call.tool;
     let Some(arg) = &rule.pattern.arg else {
         return rule.pattern.names(tool.name, tool.server);
     };
-    if tool.server.is_some() {
-        return false;
-    }
     match arg {
         ArgPattern::Prefix(_) | ArgPattern::Command(_) => {
-            tool.name == "bash" && rule.pattern.tool == "bash" && {
-                let command = args.get("command").and_then(Value::as_str).unwrap_or("");
-                split_command(command)
-                    .all
-                    .iter()
-                    .any(|c| command_matches(arg, c))
-            }
+            rule.pattern.tool == "bash"
+                && call
+                    .split
+                    .as_ref()
+                    .is_some_and(|s| s.all.iter().any(|c| command_matches(arg, c)))
         }
         ArgPattern::Path(p) => {
             path_rule_tools(tool.name).contains(&rule.pattern.tool.as_str())
-                && path_forms(&path_arg(tool.name, args), &place.root)
-                    .iter()
-                    .any(|f| path_matches(p, f, &place.root, place.home.as_deref()))
+                && call.forms.as_ref().is_some_and(|forms| {
+                    forms
+                        .iter()
+                        .any(|f| path_matches(p, f, &place.root, place.home.as_deref()))
+                })
         }
     }
 }
@@ -373,60 +409,46 @@ fn catches(rule: &Rule, tool: ToolFacts<'_>, args: &Value, place: &Place) -> boo
 /// an argument pattern; or, for `bash`, every simple command of a plain command line (no
 /// substitution, subshell or redirection to a file) matched by some allow rule; or, for a
 /// file tool, every form of its path matched by one rule.
-fn allowed<'r>(
-    rules: &'r [Rule],
-    tool: ToolFacts<'_>,
-    args: &Value,
-    place: &Place,
-) -> Option<&'r Rule> {
-    let allows = || rules.iter().filter(|r| r.kind == Kind::Allow);
+fn allowed<'r>(sets: &'r [&'r [Rule]], call: &Call<'_>, place: &Place) -> Option<&'r Rule> {
+    let tool = call.tool;
+    let allows = || each(sets).filter(|r| r.kind == Kind::Allow);
     if let Some(r) = allows()
         .filter(|r| r.pattern.arg.is_none() && r.pattern.names(tool.name, tool.server))
         .max_by_key(|r| r.pattern.specificity())
     {
         return Some(r);
     }
-    if tool.server.is_some() {
-        return None;
-    }
-    match arg_kind(tool.name) {
-        Some(ArgKind::Command) if tool.name == "bash" => {
-            let command = args.get("command").and_then(Value::as_str).unwrap_or("");
-            let split = split_command(command);
-            if split.opaque || split.commands.is_empty() {
-                return None;
-            }
-            let mut vouching: Option<&Rule> = None;
-            for c in &split.commands {
-                let r = allows()
-                    .filter(|r| r.pattern.tool == "bash")
-                    .filter(|r| {
-                        r.pattern
-                            .arg
-                            .as_ref()
-                            .is_some_and(|a| command_matches(a, c))
-                    })
-                    .max_by_key(|r| r.pattern.specificity())?;
-                if vouching.is_none_or(|v| r.pattern.specificity() > v.pattern.specificity()) {
-                    vouching = Some(r);
-                }
-            }
-            vouching
+    if let Some(split) = &call.split {
+        if split.opaque || split.commands.is_empty() {
+            return None;
         }
-        Some(ArgKind::Path) => {
-            let forms = path_forms(&path_arg(tool.name, args), &place.root);
-            allows()
-                .filter(|r| path_rule_tools(tool.name).contains(&r.pattern.tool.as_str()))
-                .filter(|r| match &r.pattern.arg {
-                    Some(ArgPattern::Path(p)) => forms
-                        .iter()
-                        .all(|f| path_matches(p, f, &place.root, place.home.as_deref())),
-                    _ => false,
+        let mut vouching: Option<&Rule> = None;
+        for c in &split.commands {
+            let r = allows()
+                .filter(|r| r.pattern.tool == "bash")
+                .filter(|r| {
+                    r.pattern
+                        .arg
+                        .as_ref()
+                        .is_some_and(|a| command_matches(a, c))
                 })
-                .max_by_key(|r| r.pattern.specificity())
+                .max_by_key(|r| r.pattern.specificity())?;
+            if vouching.is_none_or(|v| r.pattern.specificity() > v.pattern.specificity()) {
+                vouching = Some(r);
+            }
         }
-        _ => None,
+        return vouching;
     }
+    let forms = call.forms.as_ref()?;
+    allows()
+        .filter(|r| path_rule_tools(tool.name).contains(&r.pattern.tool.as_str()))
+        .filter(|r| match &r.pattern.arg {
+            Some(ArgPattern::Path(p)) => forms
+                .iter()
+                .all(|f| path_matches(p, f, &place.root, place.home.as_deref())),
+            _ => false,
+        })
+        .max_by_key(|r| r.pattern.specificity())
 }
 
 /// A file tool's `path` argument (`grep` and `list_dir` default to the project).
