@@ -4,14 +4,14 @@
 //! the file, a flag's lasts this run); Esc closes.
 
 use crossterm::event::{KeyCode, KeyEvent};
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::state::{Effect, Entry, Modal, State};
-use super::widgets::{modal_block, truncate_line, DIM};
+use super::widgets::{list_frame, step_selection, truncate_line, DIM};
 use crate::agent::permissions::{Kind, Rule, Source};
 use crate::sanitize::clean_line;
 
@@ -36,15 +36,12 @@ pub(super) fn open(state: &mut State, mut rules: Vec<Rule>) {
 
 /// The list's keys.
 pub(super) fn key(state: &mut State, mut p: PermissionsView, key: KeyEvent) -> Vec<Effect> {
-    let n = p.rules.len();
+    if step_selection(&mut p.selected, p.rules.len(), key.code) {
+        state.modal = Some(Modal::Permissions(p));
+        return Vec::new();
+    }
     match key.code {
         KeyCode::Esc | KeyCode::Char('q') => return Vec::new(),
-        KeyCode::Down | KeyCode::Char('j') | KeyCode::Tab if n > 0 => {
-            p.selected = (p.selected + 1) % n
-        }
-        KeyCode::Up | KeyCode::Char('k') | KeyCode::BackTab if n > 0 => {
-            p.selected = (p.selected + n - 1) % n
-        }
         KeyCode::Char('d') | KeyCode::Delete => {
             if let Some(r) = p.rules.get(p.selected) {
                 match &r.source {
@@ -73,11 +70,13 @@ pub(super) fn key(state: &mut State, mut p: PermissionsView, key: KeyEvent) -> V
 
 /// Draws the list in `area`.
 pub(super) fn draw(p: &PermissionsView, frame: &mut Frame, area: Rect) {
-    let block = modal_block("Permissions");
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let [body, help] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
-    let width = inner.width as usize;
+    let body = list_frame(
+        frame,
+        area,
+        "Permissions",
+        "↑↓ select · d forget a saved answer · Esc close   (deny beats ask beats allow)",
+    );
+    let width = body.width as usize;
     let mut lines: Vec<Line<'static>> = Vec::new();
     if p.rules.is_empty() {
         lines.push(Line::styled(
@@ -108,11 +107,4 @@ pub(super) fn draw(p: &PermissionsView, frame: &mut Frame, area: Rect) {
         lines.push(truncate_line(line, width));
     }
     frame.render_widget(Paragraph::new(lines), body);
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            "↑↓ select · d forget a saved answer · Esc close   (deny beats ask beats allow)",
-            DIM,
-        )),
-        help,
-    );
 }

@@ -3,14 +3,14 @@
 //! ↑↓ select, Enter resumes the selected one (as `/resume ID` does), Esc closes.
 
 use crossterm::event::{KeyCode, KeyEvent};
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::state::{Effect, Modal, State};
-use super::widgets::{modal_block, truncate_line, DIM};
+use super::widgets::{list_frame, step_selection, truncate_line};
 use crate::sanitize::clean_line;
 
 /// The picker: the listing's lines (each begins with its session id) and the selection.
@@ -43,14 +43,12 @@ pub(super) fn open(state: &mut State, lines: Vec<String>) {
 /// The picker's keys.
 pub(super) fn key(state: &mut State, mut p: ResumePicker, key: KeyEvent) -> Vec<Effect> {
     let n = p.lines.len();
+    if step_selection(&mut p.selected, n, key.code) {
+        state.modal = Some(Modal::Resume(p));
+        return Vec::new();
+    }
     match key.code {
         KeyCode::Esc | KeyCode::Char('q') => return Vec::new(),
-        KeyCode::Down | KeyCode::Char('j') | KeyCode::Tab if n > 0 => {
-            p.selected = (p.selected + 1) % n
-        }
-        KeyCode::Up | KeyCode::Char('k') | KeyCode::BackTab if n > 0 => {
-            p.selected = (p.selected + n - 1) % n
-        }
         KeyCode::Home => p.selected = 0,
         KeyCode::End => p.selected = n.saturating_sub(1),
         KeyCode::Enter => {
@@ -66,11 +64,13 @@ pub(super) fn key(state: &mut State, mut p: ResumePicker, key: KeyEvent) -> Vec<
 
 /// Draws the picker in `area`.
 pub(super) fn draw(p: &ResumePicker, frame: &mut Frame, area: Rect) {
-    let block = modal_block("Resume a conversation");
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let [body, help] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
-    let width = inner.width as usize;
+    let body = list_frame(
+        frame,
+        area,
+        "Resume a conversation",
+        "↑↓/jk select · Enter resume · Esc close   (newest first: id, date, model, size, first prompt)",
+    );
+    let width = body.width as usize;
     let rows = body.height as usize;
     let skip = (p.selected + 1).saturating_sub(rows);
     let lines: Vec<Line<'static>> = p
@@ -94,11 +94,4 @@ pub(super) fn draw(p: &ResumePicker, frame: &mut Frame, area: Rect) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), body);
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            "↑↓/jk select · Enter resume · Esc close   (newest first: id, date, model, size, first prompt)",
-            DIM,
-        )),
-        help,
-    );
 }

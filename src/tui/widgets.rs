@@ -3,9 +3,11 @@
 //! a width.
 
 use crossterm::event::KeyCode;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::Frame;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// The style of secondary text: hints, key help, separators, folded counts.
@@ -138,6 +140,32 @@ pub(super) fn wrap(
         }
         out.push(Line::styled(line, style));
     }
+}
+
+/// A list modal's frame: the bordered block titled `title`, its `help` line at the bottom;
+/// returns the area left for the rows.
+pub(super) fn list_frame(frame: &mut Frame, area: Rect, title: &str, help: &str) -> Rect {
+    let block = modal_block(title);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let [body, help_row] =
+        Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
+    frame.render_widget(Paragraph::new(Line::styled(help.to_owned(), DIM)), help_row);
+    body
+}
+
+/// A list modal's moves: ↓/j/Tab and ↑/k/BackTab step `selected` among `n` rows (wrapping);
+/// false for any other key.
+pub(super) fn step_selection(selected: &mut usize, n: usize, code: KeyCode) -> bool {
+    if n == 0 {
+        return false;
+    }
+    match code {
+        KeyCode::Down | KeyCode::Char('j') | KeyCode::Tab => *selected = (*selected + 1) % n,
+        KeyCode::Up | KeyCode::Char('k') | KeyCode::BackTab => *selected = (*selected + n - 1) % n,
+        _ => return false,
+    }
+    true
 }
 
 #[cfg(test)]
