@@ -3,6 +3,7 @@
 //! `sandbox` setting's shape, and the sanitizing of server text for a terminal. It imports
 //! nothing of harness9's own.
 
+pub mod path;
 pub mod private_fs;
 pub mod read;
 pub mod sandbox_field;

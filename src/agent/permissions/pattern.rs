@@ -271,30 +271,12 @@ pub fn path_forms(arg: &str, root: &Path) -> Vec<PathBuf> {
     } else {
         root.join(p)
     });
-    let mut forms = vec![lexical.clone()];
-    let mut head = lexical.clone();
-    let mut tail: Vec<std::ffi::OsString> = Vec::new();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(&head) {
-            let mut full = real;
-            for part in tail.iter().rev() {
-                full.push(part);
-            }
-            let full = normalize(&full);
-            if full != lexical {
-                forms.push(full);
-            }
-            break;
-        }
-        match (head.file_name().map(|n| n.to_os_string()), head.parent()) {
-            (Some(name), Some(parent)) => {
-                tail.push(name);
-                head = parent.to_path_buf();
-            }
-            _ => break,
-        }
+    let real = normalize(&crate::base::path::resolved(&lexical));
+    if real == lexical {
+        vec![lexical]
+    } else {
+        vec![lexical, real]
     }
-    forms
 }
 
 /// A shell command split for rule matching.
