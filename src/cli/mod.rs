@@ -14,6 +14,7 @@ mod args;
 pub mod conformance;
 mod errors;
 mod flags;
+mod list;
 mod login;
 mod manage;
 pub mod mcp;

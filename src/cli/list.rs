@@ -1,0 +1,293 @@
+//! `harness9 mcp list`: every configured server's status, where its tools come from (live or
+//! the cache, and its age), its tool-definition size, protocol, era and connect time; text or
+//! JSON.
+
+use std::process::ExitCode;
+
+use harness9_actors::messages::{ListTools, ServerState, ServerStatus, StatusSnapshot, ToolEntry};
+use serde_json::{json, Value};
+
+use crate::app::config::Config;
+use crate::app::Runtime;
+use crate::sanitize::{clean_line, clean_text, to_json};
+
+fn status_json(name: &str, st: &ServerState) -> Value {
+    let mut v = json!({ "name": name, "transport": st.transport, "status": st.status.label() });
+    match &st.status {
+        ServerStatus::Connected { tools, info } => {
+            v["tools"] = json!(tools);
+            v["protocolVersion"] = json!(info.protocol_version);
+            v["era"] = json!(info.era.label());
+            v["serverInfo"] =
+                json!({"name": info.server_info.name, "version": info.server_info.version});
+            v["connectMs"] = json!(info.connect_time.as_secs_f64() * 1000.0);
+        }
+        ServerStatus::Failed { error, stderr_tail } => {
+            v["error"] = json!(error);
+            v["stderrTail"] = json!(stderr_tail);
+        }
+        ServerStatus::NeedsLogin { error, .. } => {
+            v["error"] = json!(error);
+            v["login"] = json!(format!(
+                "harness9 mcp login {}",
+                harness9_actors::spec::shell_quote(name)
+            ));
+        }
+        ServerStatus::Restarting {
+            attempt,
+            last_error,
+            ..
+        } => {
+            v["attempt"] = json!(attempt);
+            v["error"] = json!(last_error);
+        }
+        ServerStatus::Starting { .. } => {
+            v["error"] = json!("still starting (did not settle in time)")
+        }
+        ServerStatus::Cached { tools, .. } => v["tools"] = json!(tools),
+        ServerStatus::Unapproved { command_line, .. } => {
+            v["commandLine"] = json!(command_line);
+            v["approve"] = json!(format!(
+                "harness9 mcp approve {}",
+                harness9_actors::spec::shell_quote(name)
+            ));
+        }
+        _ => {}
+    }
+    v
+}
+
+/// Each server's registered tool definitions as the model gets them (name, description,
+/// input schema), in bytes: by server name.
+pub(super) async fn tool_sizes(rt: &Runtime) -> std::collections::BTreeMap<String, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    let Ok(all) = rt.registry.send(ListTools).await else {
+        return out;
+    };
+    for e in all.iter() {
+        let Some(server) = &e.server else { continue };
+        *out.entry(server.clone()).or_default() += definition_bytes(e);
+    }
+    out
+}
+
+/// The bytes of one tool's definition as a model request carries it (the same measure as
+/// `/tools` and the engine's deferral).
+pub(crate) fn definition_bytes(e: &ToolEntry) -> usize {
+    crate::agent::toolsearch::entry_def(e).map_or(0, |d| crate::agent::toolsearch::def_bytes(&d))
+}
+
+/// `3 s`, `5 min`, `2 h`, `3 d`: an age, coarsely.
+fn age_of(written: std::time::SystemTime) -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(written)
+        .unwrap_or_default()
+        .as_secs();
+    match secs {
+        0..=119 => format!("{secs} s"),
+        120..=7199 => format!("{} min", secs / 60),
+        7200..=172_799 => format!("{} h", secs / 3600),
+        _ => format!("{} d", secs / 86_400),
+    }
+}
+
+/// Where a server's tools come from (`live` or `cache`) and how old the cache entry offered
+/// for it is, if one was.
+fn tools_source(st: &ServerStatus) -> (&'static str, Option<std::time::SystemTime>) {
+    match st {
+        ServerStatus::Connected { info, .. } => ("live", info.cache_written),
+        ServerStatus::Cached { written, .. } => ("cache", Some(*written)),
+        _ => ("none", None),
+    }
+}
+
+pub(super) fn list(
+    config: &Config,
+    snap: &StatusSnapshot,
+    sizes: &std::collections::BTreeMap<String, usize>,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    let failed = snap.values().any(|s| {
+        !matches!(
+            s.status,
+            ServerStatus::Connected { .. } | ServerStatus::Cached { .. }
+        )
+    });
+    let source = |name: &str| {
+        config
+            .sources
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(&config.path, |(_, p)| p)
+            .display()
+            .to_string()
+    };
+    // The file whose entry of this name lost to the project's.
+    let shadowed = |name: &str, v: &mut Value| {
+        if let Some((_, p)) = config.shadowed.iter().find(|(n, _)| n == name) {
+            v["shadowed"] = json!(p.display().to_string());
+        }
+    };
+    if as_json {
+        let mut rows: Vec<Value> = snap
+            .iter()
+            .map(|(n, s)| {
+                let mut v = status_json(n, s);
+                let (from, written) = tools_source(&s.status);
+                v["toolsFrom"] = json!(from);
+                v["cacheAgeMs"] = json!(written.map(|w| std::time::SystemTime::now()
+                    .duration_since(w)
+                    .unwrap_or_default()
+                    .as_millis() as u64));
+                let bytes = sizes.get(n).copied().unwrap_or(0);
+                v["toolBytes"] = json!(bytes);
+                v["toolTokens"] = json!(crate::agent::toolsearch::tokens(bytes));
+                // What it runs or reaches, as its file writes it (`${VAR}` names, never their
+                // values), for every server.
+                if v.get("commandLine").is_none() {
+                    if let Some(spec) = config.servers.iter().find(|s| s.name == *n) {
+                        v["commandLine"] = json!(crate::app::trust::shown(config, spec));
+                    }
+                }
+                v["source"] = json!(source(n));
+                shadowed(n, &mut v);
+                v
+            })
+            .collect();
+        for d in &config.disabled {
+            let mut v = json!({"name": d, "status": "disabled", "source": source(d)});
+            shadowed(d, &mut v);
+            rows.push(v);
+        }
+        say!("{}", to_json(&rows, true)?);
+    } else if snap.is_empty() && config.disabled.is_empty() {
+        say!("no MCP servers configured in {}", config.path.display());
+    } else {
+        say!(
+            "{:<20} {:<9} {:<11} {:>5} {:>7}  {:<10} {:<9} {:>8}  DETAIL",
+            "SERVER",
+            "TRANSPORT",
+            "STATUS",
+            "TOOLS",
+            "~TOKENS",
+            "PROTOCOL",
+            "ERA",
+            "CONNECT"
+        );
+        for (name, st) in snap.iter() {
+            let (tools, proto, time, detail, tail) = match &st.status {
+                ServerStatus::Connected { tools, info } => (
+                    tools.to_string(),
+                    format!(
+                        "{:<10} {:<9}",
+                        clean_line(&info.protocol_version),
+                        info.era.label()
+                    ),
+                    format!("{} ms", info.connect_time.as_millis()),
+                    format!(
+                        "{} {}; tools live{}",
+                        clean_line(&info.server_info.name),
+                        clean_line(&info.server_info.version),
+                        info.cache_written
+                            .map(|w| format!(" (the cache offered was {} old)", age_of(w)))
+                            .unwrap_or_default()
+                    ),
+                    &[][..],
+                ),
+                ServerStatus::Cached {
+                    tools,
+                    written,
+                    starting,
+                } => (
+                    tools.to_string(),
+                    "-".into(),
+                    "-".into(),
+                    format!(
+                        "tools from the cache, {} old; {}",
+                        age_of(*written),
+                        if starting.is_some() {
+                            "still starting"
+                        } else {
+                            "not started: starts on its first call (lazy)"
+                        }
+                    ),
+                    &[][..],
+                ),
+                ServerStatus::Failed { error, stderr_tail } => (
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    clean_line(error).into_owned(),
+                    stderr_tail.as_slice(),
+                ),
+                ServerStatus::Restarting { last_error, .. } => (
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    clean_line(last_error).into_owned(),
+                    &[][..],
+                ),
+                ServerStatus::NeedsLogin { error, .. } => (
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    clean_line(error).into_owned(),
+                    &[][..],
+                ),
+                ServerStatus::Unapproved { command_line, .. } => (
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    format!(
+                        "would run: {command_line}; approve: harness9 mcp approve {}",
+                        harness9_actors::spec::shell_quote(name)
+                    ),
+                    &[][..],
+                ),
+                _ => ("-".into(), "-".into(), "-".into(), String::new(), &[][..]),
+            };
+            // PROTOCOL and ERA: a connected server fills both, any other a dash.
+            let proto = if proto == "-" {
+                format!("{:<10} {:<9}", "-", "-")
+            } else {
+                proto
+            };
+            let tokens = match sizes.get(name.as_str()) {
+                Some(b) => crate::agent::toolsearch::tokens(*b).to_string(),
+                None => "-".into(),
+            };
+            let name = clean_line(name);
+            say!(
+                "{name:<20} {:<9} {:<11} {tools:>5} {tokens:>7}  {proto:<20} {time:>8}  {detail}",
+                st.transport,
+                st.status.label()
+            );
+            let skip = tail.len().saturating_sub(10);
+            for line in &tail[skip..] {
+                say!("{:<20}   stderr: {}", "", clean_text(line));
+            }
+        }
+        for d in &config.disabled {
+            say!("{:<20} {:<9} {:<11}", clean_line(d), "-", "disabled");
+        }
+        // Where the servers come from, when it is not one file.
+        if !config.sources.is_empty() || !config.shadowed.is_empty() {
+            say!("\nproject config: {}", config.path.display());
+            for (name, path) in &config.sources {
+                say!("{:<20} from {}", clean_line(name), path.display());
+            }
+            for (name, path) in &config.shadowed {
+                say!(
+                    "{:<20} the user config's entry ({}) is shadowed by the project's",
+                    clean_line(name),
+                    path.display()
+                );
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
