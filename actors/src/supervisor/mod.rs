@@ -26,8 +26,12 @@ use crate::spec::{Hold, RestartPolicy, ServerSpec};
 use crate::tool_cache::{CacheUse, CachedList, StartMode};
 use crate::trace::WireTap;
 
+mod cached;
+mod forward;
 mod login;
 mod reconcile;
+
+pub use forward::StatusForward;
 
 /// A call's wait for a server whose tools were offered from the cache.
 type Waiter = oneshot::Sender<Result<Addr<McpServer>, String>>;
@@ -137,57 +141,6 @@ impl ServerSupervisor {
         }
     }
 
-    /// Keeps every live tool list in `cache` and, when it offers them, gives the model a
-    /// server's cached tools at once (see [`StartMode`]).
-    pub fn with_cache(mut self, cache: Option<CacheUse>) -> Self {
-        self.cache = cache;
-        self
-    }
-
-    /// Starts `name`: a spec with a fresh cache entry has its cached tools registered at once
-    /// (status `Cached`) and is launched now (eager) or on its first call (lazy); any other is
-    /// launched.
-    fn begin(&mut self, name: &str, ctx: &mut Context<Self>) {
-        let me = ctx.address().recipient();
-        let Some(entry) = self.entries.get_mut(name) else {
-            return;
-        };
-        let cached = match &self.cache {
-            Some(c) if c.offer && entry.spec.hold.is_none() => c
-                .store
-                .load(&entry.spec)
-                .map(|l| (l, entry.spec.start.unwrap_or(c.default_start))),
-            _ => None,
-        };
-        let Some((list, mode)) = cached else {
-            return self.launch(name, ctx);
-        };
-        let count = list
-            .tools
-            .iter()
-            .filter(|t| entry.spec.tool_enabled(&t.name))
-            .count();
-        let lazy = mode == StartMode::Lazy;
-        tracing::debug!(target: "mcp", server = %name, tools = count, start = mode.label(),
-            "tools offered from the cache");
-        entry.cache_written = Some(list.written);
-        entry.status = ServerStatus::Cached {
-            tools: count,
-            written: list.written,
-            starting: (!lazy).then(Instant::now),
-        };
-        self.registry.do_send(ServerTools {
-            spec: entry.spec.clone(),
-            addr: None,
-            starter: Some(me),
-            tools: list.tools,
-            instructions: list.instructions.as_deref().map(Arc::from),
-        });
-        if !lazy {
-            self.launch(name, ctx);
-        }
-    }
-
     /// The server's tools leave the table with `reason`; calls waiting for it get the reason.
     fn gone(&mut self, name: &str, reason: String) {
         if let Some(entry) = self.entries.get_mut(name) {
@@ -199,31 +152,6 @@ impl ServerSupervisor {
             server: name.to_owned(),
             reason,
         });
-    }
-
-    /// Keeps a live listing in the cache.
-    fn remember(
-        &self,
-        spec: &ServerSpec,
-        info: &crate::messages::ConnectionInfo,
-        tools: Arc<[Arc<crate::protocol::types::Tool>]>,
-        ttl_ms: Option<u64>,
-    ) {
-        let Some(c) = &self.cache else {
-            return;
-        };
-        c.store.store(
-            spec,
-            CachedList {
-                tools,
-                era: info.era,
-                server_info: info.server_info.clone(),
-                instructions: info.instructions.clone(),
-                capabilities: info.capabilities.clone(),
-                ttl_ms,
-                written: std::time::SystemTime::now(),
-            },
-        );
     }
 
     /// Sends every server's elicitation and sampling requests to `input` (the front end),
@@ -736,79 +664,6 @@ impl Handler<ShutdownAll> for ServerSupervisor {
     }
 }
 
-impl Handler<AwaitServer> for ServerSupervisor {
-    type Result = ResponseFuture<Result<Addr<McpServer>, String>>;
-
-    fn handle(&mut self, msg: AwaitServer, ctx: &mut Context<Self>) -> Self::Result {
-        let name = msg.server;
-        let refused = |why: String| -> Self::Result { Box::pin(async move { Err(why) }) };
-        let Some(entry) = self.entries.get_mut(&name) else {
-            return refused("no longer in the config".to_owned());
-        };
-        match &mut entry.status {
-            ServerStatus::Connected { .. } => {
-                return match entry.addr.clone() {
-                    Some(a) => Box::pin(async move { Ok(a) }),
-                    None => refused("not connected".to_owned()),
-                }
-            }
-            ServerStatus::Cached { starting, .. } if starting.is_none() => {
-                // A lazy server: its first call starts it.
-                *starting = Some(Instant::now());
-                let (tx, rx) = oneshot::channel();
-                entry.waiters.push(tx);
-                tracing::info!(target: "mcp", server = %name, "starting on its first call");
-                self.launch(&name, ctx);
-                self.publish(ctx);
-                return Box::pin(
-                    async move { rx.await.unwrap_or_else(|_| Err("stopped".to_owned())) },
-                );
-            }
-            ServerStatus::Cached { .. }
-            | ServerStatus::Starting { .. }
-            | ServerStatus::Restarting { .. } => {}
-            ServerStatus::Failed { error, .. } => return refused(format!("failed: {error}")),
-            other => return refused(other.label().to_owned()),
-        }
-        let (tx, rx) = oneshot::channel();
-        entry.waiters.push(tx);
-        Box::pin(async move { rx.await.unwrap_or_else(|_| Err("stopped".to_owned())) })
-    }
-}
-
-/// Forwards one server's status from every `StatusChanged` to a channel: a headless tool (the
-/// benchmark, the soak) subscribes it to the supervisor and waits on events, never polls.
-pub struct StatusForward {
-    server: String,
-    tx: tokio::sync::mpsc::UnboundedSender<ServerStatus>,
-}
-
-impl StatusForward {
-    /// A forwarder of `server`'s status to `tx`.
-    pub fn new(
-        server: impl Into<String>,
-        tx: tokio::sync::mpsc::UnboundedSender<ServerStatus>,
-    ) -> Self {
-        Self {
-            server: server.into(),
-            tx,
-        }
-    }
-}
-
-impl Actor for StatusForward {
-    type Context = Context<Self>;
-}
-
-impl Handler<StatusChanged> for StatusForward {
-    type Result = ();
-
-    fn handle(&mut self, msg: StatusChanged, _ctx: &mut Context<Self>) {
-        if let Some(state) = msg.snapshot.get(&self.server) {
-            let _ = self.tx.send(state.status.clone());
-        }
-    }
-}
 /// A line for each `enabledTools`/`disabledTools` entry of `spec` that names no tool the server
 /// lists: a typo there silently hides a tool, or silently filters nothing.
 fn filter_notes(
