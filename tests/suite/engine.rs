@@ -1998,60 +1998,45 @@ fn bash_under_the_default_sandbox_still_writes_the_project_and_its_temp_dir() {
     assert!(dir.join("here.txt").exists());
 }
 
-#[test]
-fn bash_without_landlock_refuses_to_run_and_names_the_setting() {
+/// `bash` asked to write `ran.txt` on a kernel whose Landlock ABI is `abi` (as
+/// `HARNESS9_LANDLOCK_ABI` says it is): the tool's result text; asserts bash did not run.
+fn bash_on_landlock_abi(tag: &str, abi: &str) -> String {
     let model = Model::start(
-        "shell-nolandlock",
+        tag,
         json!({"steps": [
             {"tool_calls": [call("w", "bash", json!({"command": "echo ran > ran.txt"}))]},
             {"text": "done"}
         ]}),
     );
-    let dir = project("shell-nolandlock", Value::Null);
+    let dir = project(tag, Value::Null);
     let mut cmd = anthropic(&dir, &model);
-    cmd.env("HARNESS9_LANDLOCK_ABI", "0");
-    let out = Run::start(
-        cmd,
-        &["run", "-p", "go", "--allowed-tools", "bash", "--json"],
-    )
-    .finish(LIMIT);
+    cmd.env("HARNESS9_LANDLOCK_ABI", abi);
+    let args = ["run", "-p", "go", "--allowed-tools", "bash", "--json"];
+    let out = Run::start(cmd, &args).finish(LIMIT);
     out.ok();
     let w = out.event("tool_result", "w");
-    let text = w["output"].as_str().unwrap_or_default();
+    assert!(!dir.join("ran.txt").exists(), "bash ran unsandboxed");
+    w["output"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn bash_without_landlock_refuses_to_run_and_names_the_setting() {
+    let text = bash_on_landlock_abi("shell-nolandlock", "0");
     assert!(
         text.contains("no Landlock") && text.contains("shell = \"off\""),
-        "{w}"
+        "{text}"
     );
-    assert!(!dir.join("ran.txt").exists(), "bash ran unsandboxed");
 }
 
 #[test]
 fn bash_on_a_kernel_without_landlock_tcp_rules_refuses_and_names_the_settings() {
-    let model = Model::start(
-        "shell-abi3",
-        json!({"steps": [
-            {"tool_calls": [call("w", "bash", json!({"command": "echo ran > ran.txt"}))]},
-            {"text": "done"}
-        ]}),
-    );
-    let dir = project("shell-abi3", Value::Null);
-    let mut cmd = anthropic(&dir, &model);
-    cmd.env("HARNESS9_LANDLOCK_ABI", "3");
-    let out = Run::start(
-        cmd,
-        &["run", "-p", "go", "--allowed-tools", "bash", "--json"],
-    )
-    .finish(LIMIT);
-    out.ok();
-    let w = out.event("tool_result", "w");
-    let text = w["output"].as_str().unwrap_or_default();
+    let text = bash_on_landlock_abi("shell-abi3", "3");
     assert!(
         text.contains("needs Landlock ABI 4")
             && text.contains("shell = \"network\"")
             && text.contains("\"off\""),
-        "{w}"
+        "{text}"
     );
-    assert!(!dir.join("ran.txt").exists(), "bash ran unsandboxed");
 }
 
 mod toolsearch;
