@@ -21,8 +21,8 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::sampler::{sample, Sampling};
-use crate::agent::model::Provider;
-use crate::sanitize::clean_line;
+use harness9_agent::model::Provider;
+use harness9_base::sanitize::clean_line;
 
 /// Sampling requests one server may make at once before the bucket runs dry.
 pub const SAMPLING_BURST: f64 = 5.0;

@@ -58,7 +58,7 @@ pub struct Config {
     /// parsed (stderr headless); the TUI shows them in its transcript.
     pub warnings: Vec<String>,
     /// Each server's entry as the file writes it (by server name): what a project approval
-    /// covers ([`crate::app::trust::fingerprint`]) and what an unapproved server shows.
+    /// covers ([`crate::trust::fingerprint`]) and what an unapproved server shows.
     pub written: Vec<(String, Written)>,
 }
 

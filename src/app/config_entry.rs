@@ -53,10 +53,10 @@ impl<'de> Deserialize<'de> for EnvField {
     }
 }
 
-pub use crate::base::sandbox_field::SandboxField;
+pub use harness9_base::sandbox_field::SandboxField;
 
 /// What an entry gets that it does not say itself: resolved once at startup (the session's
-/// [`crate::app::RuntimeOptions`]) and passed to every load, so no process-wide state decides
+/// [`crate::RuntimeOptions`]) and passed to every load, so no process-wide state decides
 /// what a config means.
 #[derive(Clone)]
 pub struct EntryDefaults {

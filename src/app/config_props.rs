@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use proptest::test_runner::Config as RunnerConfig;
 use serde_json::{json, Value};
 
-use crate::app::config::{parse, Config, ConfigError};
+use crate::config::{parse, Config, ConfigError};
 
 /// `PROPTEST_CASES` if set, else `default`; failures are shrunk and printed, not saved.
 fn runner(default: u32) -> RunnerConfig {

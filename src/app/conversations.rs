@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::trace_file::civil_from_days;
 
-use crate::agent::model::{Block, Message, ResultPart, Role};
+use harness9_agent::model::{Block, Message, ResultPart, Role};
 
 /// The variable that names the sessions directory.
 pub const ENV: &str = "HARNESS9_SESSIONS";
@@ -34,7 +34,7 @@ pub const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
 pub fn dir() -> PathBuf {
     match std::env::var_os(ENV) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => crate::app::paths::state_dir().join("sessions"),
+        _ => crate::paths::state_dir().join("sessions"),
     }
 }
 
@@ -222,7 +222,7 @@ pub fn new_id() -> String {
 }
 
 fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
-    crate::app::private_fs::open_append(path)
+    crate::private_fs::open_append(path)
 }
 
 /// A session id is a file stem we wrote: nothing that could leave the directory.
@@ -234,7 +234,7 @@ fn valid_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-impl crate::agent::engine::ConversationLog for SessionFile {
+impl harness9_agent::engine::ConversationLog for SessionFile {
     fn append(&mut self, messages: &[Message]) -> Result<(), String> {
         SessionFile::append(self, messages)
     }
@@ -255,7 +255,7 @@ impl SessionFile {
         let id = new_id();
         let path = dir.join(format!("{id}.jsonl"));
         // A new file, created exclusively (0600, never through a symlink).
-        let file = crate::app::private_fs::create_new(&path)
+        let file = crate::private_fs::create_new(&path)
             .map_err(|e| format!("cannot create the session file {}: {e}", path.display()))?;
         let mut s = SessionFile { id, path, file };
         s.write(&Line::Meta {
@@ -310,7 +310,7 @@ impl SessionFile {
 
 /// Creates `dir` 0700 when missing; refuses one that is not ours or that others can write to.
 fn create_private_dir(dir: &Path) -> Result<(), String> {
-    crate::app::private_fs::private_dir(dir).map_err(|e| {
+    crate::private_fs::private_dir(dir).map_err(|e| {
         format!(
             "cannot create the sessions directory {}: {e}",
             dir.display()

@@ -115,7 +115,7 @@ pub fn remove_server(text: &str, name: &str) -> Result<String, String> {
     Ok(format!("{}{}", &text[..from], &text[to..]))
 }
 
-pub use crate::base::private_fs::write_atomic;
+pub use harness9_base::private_fs::write_atomic;
 
 /// Writes `body` and a newline to `path` as a private file (0600 from its creation, in a
 /// directory only we can write to; see [`super::private_fs::write_private`]). The approvals,

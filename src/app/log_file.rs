@@ -22,11 +22,11 @@ impl CappedLog {
     pub fn open(path: &Path, max: u64) -> io::Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             if !dir.exists() {
-                crate::app::private_fs::private_dir(dir)?;
+                crate::private_fs::private_dir(dir)?;
             }
         }
         // 0600, never through a symlink.
-        let file = crate::app::private_fs::open_append(path)?;
+        let file = crate::private_fs::open_append(path)?;
         let written = file.metadata().map(|m| m.len()).unwrap_or(0);
         Ok(Self {
             path: path.to_owned(),
@@ -40,7 +40,7 @@ impl CappedLog {
         let mut old = self.path.clone().into_os_string();
         old.push(".1");
         std::fs::rename(&self.path, &old)?;
-        self.file = crate::app::private_fs::open_append(&self.path)?;
+        self.file = crate::private_fs::open_append(&self.path)?;
         self.written = 0;
         Ok(())
     }
@@ -58,7 +58,7 @@ impl Write for CappedLog {
         // Field values reach here raw (tracing escapes only messages): the file gets the
         // sanitizer's text, so `cat` on the log replays no escape sequence.
         let text = String::from_utf8_lossy(buf);
-        let clean = crate::sanitize::clean_text(&text);
+        let clean = harness9_base::sanitize::clean_text(&text);
         self.file.write_all(clean.as_bytes())?;
         self.written += clean.len() as u64;
         Ok(buf.len())

@@ -18,7 +18,7 @@ pub const ENV: &str = "HARNESS9_OAUTH_STORE";
 pub fn store_path() -> PathBuf {
     match std::env::var_os(ENV) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => crate::app::paths::state_dir().join("oauth.json"),
+        _ => crate::paths::state_dir().join("oauth.json"),
     }
 }
 
@@ -63,7 +63,7 @@ impl FileStore {
 
     fn write(&self, file: &StoreFile) -> Result<(), String> {
         let body = serde_json::to_vec_pretty(file).map_err(|e| e.to_string())?;
-        crate::app::edit::write_private(&self.path, &body)
+        crate::edit::write_private(&self.path, &body)
             .map_err(|e| format!("cannot write the OAuth store {}: {e}", self.path.display()))
     }
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use crate::agent::permissions::{Kind, Rule, Source};
+use harness9_agent::permissions::{Kind, Rule, Source};
 
 /// The most the file may hold (it is ours; this bounds a planted or runaway one).
 const MAX_BYTES: u64 = 1 << 20;
@@ -37,7 +37,7 @@ struct Project {
 
 /// Where the answers are kept.
 pub fn path() -> PathBuf {
-    crate::app::paths::state_dir().join("permissions.json")
+    crate::paths::state_dir().join("permissions.json")
 }
 
 /// The key of the project `root` is in: its repository root (the nearest directory above with
@@ -49,7 +49,7 @@ pub fn project_key(root: &Path) -> String {
 }
 
 fn read(file: &Path) -> anyhow::Result<StoreFile> {
-    match crate::app::config::read_regular(file, MAX_BYTES) {
+    match crate::config::read_regular(file, MAX_BYTES) {
         Ok(text) => serde_json::from_str(&text).with_context(|| {
             format!(
                 "the permissions file {} is not valid; fix or delete it",
@@ -125,7 +125,7 @@ fn change(file: &Path, root: &Path, f: impl FnOnce(&mut Vec<String>)) -> anyhow:
         store.projects.remove(&key);
     }
     let body = serde_json::to_vec_pretty(&store)?;
-    crate::app::edit::write_private(file, &body)
+    crate::edit::write_private(file, &body)
         .with_context(|| format!("cannot write the permissions file {}", file.display()))
 }
 

@@ -13,7 +13,7 @@ use harness9_actors::trace::WireTap;
 use harness9_actors::{RestartPolicy, ServerSpec, ServerSupervisor, ToolRegistry};
 use tokio::sync::watch;
 
-use crate::sanitize::clean_line;
+use harness9_base::sanitize::clean_line;
 
 /// The running MCP runtime.
 pub struct Runtime {
@@ -99,9 +99,9 @@ impl Runtime {
     pub fn install_builtins(
         &self,
         root: &std::path::Path,
-        shell: crate::agent::builtins::shell_sandbox::ShellSandbox,
+        shell: harness9_agent::builtins::shell_sandbox::ShellSandbox,
     ) {
-        use crate::agent::builtins::{definitions, BuiltinOptions, Builtins};
+        use harness9_agent::builtins::{definitions, BuiltinOptions, Builtins};
         self.registry.do_send(SetBuiltins {
             tools: definitions(),
             executor: Builtins::with_registry(

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::model::{
+use harness9_agent::model::{
     result_text, Block, Message, ModelReply, ModelRequest, Provider, ResultPart, Role, StopReason,
     ToolDef,
 };
@@ -299,7 +299,7 @@ pub async fn sample(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::model::Usage;
+    use harness9_agent::model::Usage;
 
     #[test]
     fn params_become_a_request_and_a_reply_a_result() {

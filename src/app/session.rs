@@ -17,12 +17,12 @@ use tokio::sync::{mpsc, watch};
 use super::asks::{DeskOptions, InputDesk};
 use super::runtime::Runtime;
 use super::watcher::{ConfigWatcher, StopWatching};
-use crate::agent::engine::{Engine, EngineConfig};
-use crate::agent::model::settings::{self, ModelFlags, Settings};
-use crate::agent::model::{Provider, ProviderConfig};
-use crate::agent::permissions::{self, Mode, Place, Policy, Rules};
-use crate::app::config::{self, Config};
-use crate::app::sources;
+use crate::config::{self, Config};
+use crate::sources;
+use harness9_agent::engine::{Engine, EngineConfig};
+use harness9_agent::model::settings::{self, ModelFlags, Settings};
+use harness9_agent::model::{Provider, ProviderConfig};
+use harness9_agent::permissions::{self, Mode, Place, Policy, Rules};
 
 /// How long the trace file's writer has to finish at the end of a session.
 const TRACE_JOIN: Duration = Duration::from_secs(2);
@@ -40,7 +40,7 @@ pub struct RuntimeOptions {
     /// `[mcp] sandbox` and the OAuth store: what a config entry gets that it does not say.
     pub entries: config::EntryDefaults,
     /// `[permissions] shell`: how the agent's `bash` is sandboxed.
-    pub shell: crate::agent::builtins::shell_sandbox::ShellSandbox,
+    pub shell: harness9_agent::builtins::shell_sandbox::ShellSandbox,
 }
 
 /// What a session runs with: the command line's global flags as plain values.
@@ -82,7 +82,7 @@ pub struct SessionOptions {
 
 impl SessionOptions {
     /// Loads `.mcp.json` (a missing default file is an empty config); a found project config's
-    /// unapproved servers are held (see [`crate::app::trust`]).
+    /// unapproved servers are held (see [`crate::trust`]).
     pub fn load_config(&self) -> anyhow::Result<Config> {
         sources::load_merged(
             &self.config_path,
@@ -102,7 +102,7 @@ impl SessionOptions {
         let mut fixed = settings::permission_rules(&self.model)?;
         fixed.extend(self.flag_rules.iter().cloned());
         let (saved, warnings) =
-            crate::app::permission_store::load(&crate::app::permission_store::path(), root);
+            crate::permission_store::load(&crate::permission_store::path(), root);
         for w in warnings {
             tracing::warn!("{w}");
         }
@@ -175,7 +175,7 @@ impl Session {
         let (secrets, secrets_rx) = watch::channel(config.secrets.clone());
         let (file_tap, trace_writer) = match &opts.trace {
             Some(p) => {
-                let (tap, handle) = crate::app::trace_file::open_watched(p, secrets_rx)?;
+                let (tap, handle) = crate::trace_file::open_watched(p, secrets_rx)?;
                 (Some(tap), Some(handle))
             }
             None => (None, None),
@@ -188,7 +188,7 @@ impl Session {
         let desk = InputDesk::new(
             DeskOptions {
                 answers: match &opts.elicitation_answers {
-                    Some(p) => Some(crate::app::asks::read_answers(p)?),
+                    Some(p) => Some(crate::asks::read_answers(p)?),
                     None => None,
                 },
                 elicitation: opts.elicitation,

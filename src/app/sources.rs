@@ -85,7 +85,7 @@ pub fn merge(mut project: Config, user: Config) -> Config {
 
 /// The project config (its unapproved servers held) with the user file's servers merged under
 /// it: what a session starts with and what every hot reload reads. A file a sandboxed server
-/// may write is held to approval (see [`crate::app::trust::load_guarded`]).
+/// may write is held to approval (see [`crate::trust::load_guarded`]).
 pub(crate) fn load_merged(
     project: &std::path::Path,
     must_exist: bool,
@@ -94,7 +94,7 @@ pub(crate) fn load_merged(
     defaults: &config::EntryDefaults,
 ) -> anyhow::Result<Config> {
     let (cfg, user) =
-        crate::app::trust::load_guarded(project, must_exist, approve_project, user, defaults)?;
+        crate::trust::load_guarded(project, must_exist, approve_project, user, defaults)?;
     Ok(match user {
         Some(u) => merge(cfg, u),
         None => cfg,

@@ -76,7 +76,7 @@ pub fn dir() -> Option<PathBuf> {
     match std::env::var_os("HARNESS9_TOOL_CACHE") {
         Some(p) if p.is_empty() => None,
         Some(p) => Some(PathBuf::from(p)),
-        None => Some(crate::app::paths::state_dir().join("tool-cache")),
+        None => Some(crate::paths::state_dir().join("tool-cache")),
     }
 }
 
@@ -347,7 +347,7 @@ fn writer(dir: &Path, rx: Receiver<Job>) {
     while let Ok(job) = rx.recv() {
         match job {
             Job::Write { path, body } => {
-                if let Err(e) = crate::app::private_fs::write_private(&path, &body) {
+                if let Err(e) = crate::private_fs::write_private(&path, &body) {
                     tracing::warn!(target: "mcp", "cannot write the tool-list cache {}: {e}", path.display());
                     continue;
                 }

@@ -48,7 +48,7 @@ pub fn redact(v: &mut Value, secrets: &[String]) {
     }
 }
 
-pub use crate::base::time::{civil_from_days, rfc3339};
+pub use harness9_base::time::{civil_from_days, rfc3339};
 
 /// One JSONL line for a record.
 pub fn record_json(r: &WireRecord, secrets: &[String]) -> Value {
@@ -109,7 +109,7 @@ pub fn open_watched(
 ) -> anyhow::Result<(WireTap, std::thread::JoinHandle<()>)> {
     use anyhow::Context as _;
     // 0600 (the wire carries what servers and the user send), never through a symlink.
-    let file = crate::app::private_fs::create_truncate(path)
+    let file = crate::private_fs::create_truncate(path)
         .with_context(|| format!("cannot create trace file {}", path.display()))?;
     let (tx, mut rx) = harness9_actors::trace::tap_channel();
     let handle = std::thread::Builder::new()

@@ -30,7 +30,7 @@ pub enum ConfigOutcome {
         /// Servers that come from another file than the project's (`Config::sources`).
         sources: Vec<(String, PathBuf)>,
         /// VS Code inputs the servers need and have no value for (`Config::inputs`).
-        inputs: Vec<crate::app::input_vars::InputPrompt>,
+        inputs: Vec<crate::input_vars::InputPrompt>,
         /// Servers the file marks `"disabled": true` (`Config::disabled`).
         disabled: Vec<String>,
         /// What the files have that is ignored (`Config::warnings`).
@@ -96,7 +96,7 @@ fn file_id(path: &Path) -> Option<(Option<SystemTime>, u64)> {
 fn stamp(path: &Path) -> Option<Stamp> {
     let (modified, len) = file_id(path)?;
     // Bounded, regular files only: a config replaced by a link to `/dev/zero` is no endless read.
-    let text = crate::app::config::read_regular(path, crate::app::config::MAX_CONFIG_BYTES)
+    let text = crate::config::read_regular(path, crate::config::MAX_CONFIG_BYTES)
         .ok()?
         .into_bytes();
     Some(Stamp {
@@ -124,7 +124,7 @@ pub struct ConfigWatcher {
     loaded_user: Option<Stamp>,
     subscribers: Vec<Recipient<ConfigChanged>>,
     /// What entries get that they do not say (the session's, for every reload and approval).
-    defaults: crate::app::config::EntryDefaults,
+    defaults: crate::config::EntryDefaults,
 }
 
 impl ConfigWatcher {
@@ -136,7 +136,7 @@ impl ConfigWatcher {
         approve_project: bool,
         supervisor: Addr<ServerSupervisor>,
         secrets: watch::Sender<Vec<String>>,
-        defaults: crate::app::config::EntryDefaults,
+        defaults: crate::config::EntryDefaults,
     ) -> Self {
         Self {
             loaded: stamp(&path),
@@ -173,7 +173,7 @@ impl ConfigWatcher {
         let shown = self.path.display().to_string();
         // A new or changed server of a project config comes back held (unapproved): it stops
         // (if it ran with an older spec) and the trust screen asks about it.
-        match crate::app::sources::load_merged(
+        match crate::sources::load_merged(
             &self.path,
             self.must_exist,
             self.approve_project,
@@ -227,7 +227,7 @@ impl ConfigWatcher {
     }
 
     fn approve(&mut self, servers: &[(String, String)]) -> ConfigOutcome {
-        let outcome = crate::app::trust::approve_shown(
+        let outcome = crate::trust::approve_shown(
             &self.path,
             self.must_exist,
             self.user.as_deref(),

@@ -448,7 +448,10 @@ mod tests {
             "<test>",
             Path::new(""),
             &|_| None,
-            &crate::app::config::EntryDefaults::in_memory(),
+            &crate::app::config::EntryDefaults {
+                sandbox: None,
+                oauth_store: std::sync::Arc::new(harness9_actors::oauth::MemoryStore::default()),
+            },
         )
         .unwrap();
         assert_eq!(c.servers.len(), 1);

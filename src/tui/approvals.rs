@@ -1,5 +1,5 @@
 //! Questions about tool calls: the engine asks when the permissions say so (see
-//! `crate::agent::permissions`). The queue of waiting calls, the keys that answer (no; no with
+//! `harness9_agent::permissions`). The queue of waiting calls, the keys that answer (no; no with
 //! a message for the model; yes once; always for this tool, or for this server, in this
 //! project) and the box that shows the first question over the transcript.
 
@@ -12,8 +12,8 @@ use ratatui::Frame;
 
 use super::state::{CallState, Effect, Entry, State};
 use super::widgets::{modal_block, wrap, BORDER_ROWS, DIM};
-use crate::agent::engine::Answer;
-use crate::sanitize::{clean, clean_line};
+use harness9_agent::engine::Answer;
+use harness9_base::sanitize::{clean, clean_line};
 
 /// A tool call the engine wants to run, waiting for the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +59,7 @@ impl Approval {
     fn server_rule(&self) -> Option<String> {
         self.server
             .as_deref()
-            .map(crate::agent::permissions::server_rule)
+            .map(harness9_agent::permissions::server_rule)
     }
 }
 
@@ -247,15 +247,15 @@ fn answer_first(state: &mut State, answer: Answer) -> Vec<Effect> {
     mark_call(state, first.call.as_deref(), CallState::Running);
     let mut effects = Vec::new();
     if let Answer::Always(rule) = &answer {
-        if let Ok(r) = crate::agent::permissions::Rule::parse(
-            crate::agent::permissions::Kind::Allow,
+        if let Ok(r) = harness9_agent::permissions::Rule::parse(
+            harness9_agent::permissions::Kind::Allow,
             rule,
-            crate::agent::permissions::Source::Saved,
+            harness9_agent::permissions::Source::Saved,
         ) {
             state.approvals.retain(|a| {
                 let args: serde_json::Value =
                     serde_json::from_str(&a.args).unwrap_or(serde_json::Value::Null);
-                let covered = crate::agent::permissions::allows_alone(
+                let covered = harness9_agent::permissions::allows_alone(
                     &r,
                     &a.name,
                     a.server.as_deref(),
@@ -371,8 +371,8 @@ pub(super) fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::state::{update, Event};
-    use crate::tui::test_support::{press, typed};
+    use crate::state::{update, Event};
+    use crate::test_support::{press, typed};
     use crossterm::event::KeyModifiers;
 
     /// One long argument line wraps into many rows: ↓ scrolls through them (it counted the
@@ -394,11 +394,11 @@ mod tests {
 
     #[test]
     fn tool_questions_queue_and_take_no_message_once_always_and_ctrl_c() {
-        use crate::agent::engine::Answer;
+        use harness9_agent::engine::Answer;
         let ask = |key: u64, name: &str, server: Option<&str>, args: serde_json::Value| {
             let mut a = Approval::new(key, name.into(), args.to_string());
             a.server = server.map(Into::into);
-            a.tool_rule = crate::agent::permissions::tool_rule(name, &args);
+            a.tool_rule = harness9_agent::permissions::tool_rule(name, &args);
             Event::ApprovalAsked(a)
         };
         let bash = |key, c: &str| ask(key, "bash", None, serde_json::json!({ "command": c }));
@@ -483,7 +483,7 @@ mod tests {
         let mut s = State::new("x".into(), Some("m".into()), String::new());
         let args = serde_json::json!({"command": "ls; rm -rf x"});
         let mut a = Approval::new(1, "bash".into(), args.to_string());
-        a.tool_rule = crate::agent::permissions::tool_rule("bash", &args);
+        a.tool_rule = harness9_agent::permissions::tool_rule("bash", &args);
         update(&mut s, Event::ApprovalAsked(a));
         assert!(press(&mut s, KeyCode::Char('s')).is_empty());
         assert!(press(&mut s, KeyCode::Char('a')).is_empty());

@@ -523,8 +523,8 @@ fn tools_command(state: &mut State, rest: &str) -> Vec<Effect> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::state::{update, Event};
-    use crate::tui::test_support::{key_event as key, typed, with_servers};
+    use crate::state::{update, Event};
+    use crate::test_support::{key_event as key, typed, with_servers};
     use crossterm::event::KeyModifiers;
     use std::sync::Arc;
     use std::time::Duration;
@@ -584,7 +584,7 @@ mod tests {
         update(&mut s, key(KeyCode::Enter));
         assert_eq!(
             s.modal,
-            Some(Modal::Overview(crate::tui::overview::OverviewState {
+            Some(Modal::Overview(crate::overview::OverviewState {
                 selected: 1
             }))
         );

@@ -12,7 +12,7 @@ use unicode_width::UnicodeWidthChar;
 use super::commands::{run, COMMANDS};
 use super::state::{Effect, Entry, State};
 use super::transcript::page;
-use crate::sanitize::clean;
+use harness9_base::sanitize::clean;
 
 /// The most rows the input box grows to; a longer input scrolls with the cursor.
 pub const MAX_INPUT_ROWS: usize = 8;
@@ -325,11 +325,11 @@ pub(super) fn draw_menu(state: &State, frame: &mut Frame, main: Rect) {
         .map(|(name, what)| {
             Line::from(vec![
                 Span::styled(
-                    format!("{:<name_w$}  ", crate::sanitize::clean_line(name)),
+                    format!("{:<name_w$}  ", harness9_base::sanitize::clean_line(name)),
                     Style::new().fg(Color::Cyan),
                 ),
                 Span::styled(
-                    crate::sanitize::clean_line(what).into_owned(),
+                    harness9_base::sanitize::clean_line(what).into_owned(),
                     super::widgets::DIM,
                 ),
             ])
@@ -455,8 +455,8 @@ pub(super) fn draw_input(state: &State, frame: &mut Frame, area: Rect) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::state::{update, Event};
-    use crate::tui::test_support::{key_event as key, typed, with_servers};
+    use crate::state::{update, Event};
+    use crate::test_support::{key_event as key, typed, with_servers};
 
     #[test]
     fn typing_editing_and_history() {

@@ -15,9 +15,9 @@ use serde_json::{json, Map, Value};
 
 use super::state::{Effect, State};
 use super::widgets::{modal_block, wrap, BORDER_ROWS, DIM};
-use crate::app::elicit::{fields, validate, Field, Kind};
-use crate::app::sampler::Sampling;
-use crate::sanitize::{clean, clean_line};
+use harness9_app::elicit::{fields, validate, Field, Kind};
+use harness9_app::sampler::Sampling;
+use harness9_base::sanitize::{clean, clean_line};
 
 /// Most rows of a sampling request's messages the approval shows.
 const SAMPLING_ROWS: usize = 8;
@@ -670,8 +670,8 @@ pub(super) fn draw_ask(state: &State, frame: &mut Frame, main: Rect) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::state::{update, Event};
-    use crate::tui::test_support::{press, settle};
+    use crate::state::{update, Event};
+    use crate::test_support::{press, settle};
 
     fn params() -> Value {
         json!({

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// Entries loaded (and kept when the file is compacted).
 pub const KEEP: usize = 1000;
 
-pub use crate::app::paths::state_dir;
+pub use harness9_app::paths::state_dir;
 
 /// The history file; `None` when `HARNESS9_HISTORY` is set empty.
 pub fn path() -> Option<PathBuf> {
@@ -36,7 +36,7 @@ pub fn load(path: &Path) -> Vec<String> {
     entries.drain(..entries.len().saturating_sub(KEEP));
     if count > 2 * KEEP {
         let written =
-            crate::app::private_fs::replace_with(path, 0o600, |f| f.write_all(&lines(&entries)));
+            harness9_app::private_fs::replace_with(path, 0o600, |f| f.write_all(&lines(&entries)));
         if let Err(e) = written {
             tracing::warn!(path = %path.display(), error = %e, "cannot compact the input history");
         }
@@ -48,10 +48,10 @@ pub fn load(path: &Path) -> Vec<String> {
 pub fn append(path: &Path, entries: &[String]) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         if !dir.exists() {
-            crate::app::private_fs::private_dir(dir)?;
+            harness9_app::private_fs::private_dir(dir)?;
         }
     }
-    let mut f = crate::app::private_fs::open_append(path)?;
+    let mut f = harness9_app::private_fs::open_append(path)?;
     f.write_all(&lines(entries))
 }
 

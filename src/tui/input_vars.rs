@@ -12,8 +12,8 @@ use ratatui::Frame;
 
 use super::state::{Effect, Entry, Modal, State};
 use super::widgets::{modal_block, DIM};
-use crate::app::input_vars::InputPrompt;
-use crate::sanitize::clean_line;
+use harness9_app::input_vars::InputPrompt;
+use harness9_base::sanitize::clean_line;
 
 /// The open prompt: the input and what has been typed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +81,7 @@ pub(super) fn input_key(state: &mut State, mut v: InputView, key: KeyEvent) -> V
             state.note(Entry::Info(format!(
                 "input \"{}\" skipped; its servers stay held (set {} to give it)",
                 v.prompt.id,
-                crate::app::config::input_var(&v.prompt.id)
+                harness9_app::config::input_var(&v.prompt.id)
             )));
             Vec::new()
         }
@@ -155,8 +155,8 @@ pub(super) fn draw_input(state: &State, v: &InputView, frame: &mut Frame, area: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::state::update;
-    use crate::tui::test_support::{press, settle, typed};
+    use crate::state::update;
+    use crate::test_support::{press, settle, typed};
 
     fn prompt(id: &str, password: bool) -> InputPrompt {
         InputPrompt {
@@ -178,7 +178,7 @@ mod tests {
         settle(&mut s);
         typed(&mut s, "k");
         // A pasted token keeps its first line.
-        update(&mut s, crate::tui::state::Event::Paste("1\n".into()));
+        update(&mut s, crate::state::Event::Paste("1\n".into()));
         let fx = press(&mut s, KeyCode::Enter);
         assert_eq!(
             fx,
@@ -203,7 +203,7 @@ mod tests {
         inputs_needed(&mut s, vec![prompt("api-key", true)]);
         settle(&mut s);
         typed(&mut s, "hunter2");
-        let screen = crate::tui::test_support::render(&mut s, 80, 12);
+        let screen = crate::test_support::render(&mut s, 80, 12);
         assert!(!screen.contains("hunter2"), "{screen}");
         insta::assert_snapshot!(screen);
     }

@@ -9,8 +9,8 @@ use harness9_actors::messages::ServerStatus;
 use harness9_actors::protocol::types::ReadResourceResult;
 
 use super::state::{Effect, Entry, State};
-use crate::agent::builtins::resources::contents_text;
-use crate::agent::model::Block;
+use harness9_agent::builtins::resources::contents_text;
+use harness9_agent::model::Block;
 
 /// Mentions read for one prompt at most.
 pub const MAX_MENTIONS: usize = 8;
@@ -25,7 +25,7 @@ fn attachable(c: &harness9_actors::protocol::types::ResourceContents) -> bool {
         && c.blob.as_ref().is_some_and(|b| b.len() <= MAX_IMAGE)
         && c.mime_type
             .as_deref()
-            .is_some_and(|m| crate::agent::model::model_image_type(m).is_some())
+            .is_some_and(|m| harness9_agent::model::model_image_type(m).is_some())
 }
 
 /// The images of `reads` that follow the prompt's text (see [`attach`]).
@@ -125,7 +125,7 @@ pub(super) fn candidates(state: &mut State, word: &str) -> Result<Vec<String>, V
             extras.loading = true;
             state.note(Entry::Info(format!(
                 "loading the resources of {}; Tab again",
-                crate::sanitize::clean_line(server)
+                harness9_base::sanitize::clean_line(server)
             )));
             Err(vec![Effect::LoadResources(server.to_owned())])
         }
@@ -160,7 +160,7 @@ pub(super) fn completed(
     match values.as_slice() {
         [] => state.note(Entry::Info(format!(
             "the server offers no values for {}",
-            crate::sanitize::clean_line(head)
+            harness9_base::sanitize::clean_line(head)
         ))),
         [one] => {
             state.input = format!("{before}{head}{one}{tail} ");
@@ -234,8 +234,8 @@ mod tests {
     };
 
     use super::*;
-    use crate::tui::state::{update, Event};
-    use crate::tui::test_support::{connected, key_event as key, typed};
+    use crate::state::{update, Event};
+    use crate::test_support::{connected, key_event as key, typed};
 
     fn with_resources() -> State {
         let mut ev = connected(1, 5);

@@ -14,7 +14,7 @@ use ratatui::Frame;
 use super::state::{Effect, Modal, PanelState, State};
 use super::view::status_symbol;
 use super::widgets::{modal_block, truncate_line, DIM};
-use crate::sanitize::clean_line;
+use harness9_base::sanitize::clean_line;
 
 /// The overview's selection.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -19,7 +19,7 @@ use unicode_width::UnicodeWidthStr;
 use super::state::{Effect, Modal, State, TrustView};
 use super::view::status_symbol;
 use super::widgets::{modal_block, scroll_by, truncate_line, DIM, HEADER_ROWS, KEYS_ROWS};
-use crate::sanitize::clean_line;
+use harness9_base::sanitize::clean_line;
 
 /// The `/mcp` panel's position.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -462,8 +462,8 @@ pub(super) fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::state::update;
-    use crate::tui::test_support::{key_event as key, with_servers};
+    use crate::state::update;
+    use crate::test_support::{key_event as key, with_servers};
 
     #[test]
     fn panel_keys_scroll_select_restart_edit_and_close() {

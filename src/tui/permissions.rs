@@ -12,8 +12,8 @@ use ratatui::Frame;
 
 use super::state::{Effect, Entry, Modal, State};
 use super::widgets::{list_frame, step_selection, truncate_line, DIM};
-use crate::agent::permissions::{Kind, Rule, Source};
-use crate::sanitize::clean_line;
+use harness9_agent::permissions::{Kind, Rule, Source};
+use harness9_base::sanitize::clean_line;
 
 /// The list and its selection.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -12,8 +12,8 @@ use harness9_actors::naming::sanitize;
 use harness9_actors::protocol::types::{ContentBlock, GetPromptResult, Prompt};
 
 use super::state::{Effect, Entry, State};
-use crate::agent::builtins::resources::block_text;
-use crate::sanitize::clean_line;
+use harness9_agent::builtins::resources::block_text;
+use harness9_base::sanitize::clean_line;
 
 /// The most prompts kept per server.
 pub const MAX_PROMPTS: usize = 1000;
@@ -232,12 +232,12 @@ pub(super) fn got(
 
 /// A prompt's images, which follow its text in the user's message (the text keeps a line
 /// for each, where it stood).
-pub fn prompt_images(result: &GetPromptResult) -> Vec<crate::agent::model::Block> {
+pub fn prompt_images(result: &GetPromptResult) -> Vec<harness9_agent::model::Block> {
     result
         .messages
         .iter()
         .filter_map(|m| match &m.content {
-            ContentBlock::Image { data, mime_type } => Some(crate::agent::model::Block::Image {
+            ContentBlock::Image { data, mime_type } => Some(harness9_agent::model::Block::Image {
                 mime_type: mime_type.clone(),
                 data: data.clone(),
             }),

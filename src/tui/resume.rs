@@ -11,12 +11,12 @@ use ratatui::Frame;
 
 use super::state::{Effect, Modal, State};
 use super::widgets::{list_frame, step_selection, truncate_line};
-use crate::sanitize::clean_line;
+use harness9_base::sanitize::clean_line;
 
 /// The picker: the listing's lines (each begins with its session id) and the selection.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResumePicker {
-    /// [`crate::app::conversations::listing`]'s lines, newest first.
+    /// [`harness9_app::conversations::listing`]'s lines, newest first.
     pub lines: Vec<String>,
     /// Index of the selected line.
     pub selected: usize,

@@ -12,7 +12,7 @@ use ratatui::text::{Line, Span};
 
 use super::state::{Effect, Modal, State};
 use super::widgets::DIM;
-use crate::sanitize::clean_line;
+use harness9_base::sanitize::clean_line;
 
 /// Log lines kept per server.
 pub const LOG_LINES: usize = 100;
@@ -87,16 +87,16 @@ pub(super) fn notice(state: &mut State, n: ServerNotice) -> Vec<Effect> {
             };
             state.note(super::state::Entry::Info(format!(
                 "logged in to server \"{}\" (scopes: {}); connecting it",
-                crate::sanitize::clean_line(&n.server),
-                crate::sanitize::clean_line(&scopes)
+                harness9_base::sanitize::clean_line(&n.server),
+                harness9_base::sanitize::clean_line(&scopes)
             )));
             Vec::new()
         }
         NoticeKind::ResourceUpdated { uri } => {
             state.note(super::state::Entry::Info(format!(
                 "{}: resource {} changed",
-                crate::sanitize::clean_line(&n.server),
-                crate::sanitize::clean_line(&uri)
+                harness9_base::sanitize::clean_line(&n.server),
+                harness9_base::sanitize::clean_line(&uri)
             )));
             Vec::new()
         }

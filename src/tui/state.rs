@@ -18,7 +18,7 @@ use harness9_actors::messages::{StatusSnapshot, ToolEntry};
 use harness9_actors::trace::WireRecord;
 use serde_json::Value;
 
-use crate::agent::engine::EngineEvent;
+use harness9_agent::engine::EngineEvent;
 
 pub use super::approvals::Approval;
 use super::approvals::{approval_key, asked, decline_all};
@@ -139,7 +139,7 @@ pub enum Event {
     /// What a reloaded config has that is ignored (`Config::warnings`).
     ConfigWarnings(Vec<String>),
     /// The permission rules in force, for `/permissions`.
-    Permissions(Vec<crate::agent::permissions::Rule>),
+    Permissions(Vec<harness9_agent::permissions::Rule>),
     /// The saved conversations' listing, for the `/resume` picker.
     SessionsListed(Vec<String>),
     /// `/model` switched the model for the next turn.
@@ -151,7 +151,7 @@ pub enum Event {
         /// Its context window, when known.
         context_window: Option<u64>,
         /// The settings it was resolved with.
-        settings: Arc<crate::agent::model::settings::Settings>,
+        settings: Arc<harness9_agent::model::settings::Settings>,
     },
     /// A saved conversation replaced the engine's: its transcript.
     Resumed {
@@ -161,7 +161,7 @@ pub enum Event {
         entries: Vec<Entry>,
     },
     /// `/compact` ended: what it did, or why not.
-    CompactDone(Result<crate::agent::engine::compact::Compacted, String>),
+    CompactDone(Result<harness9_agent::engine::compact::Compacted, String>),
     /// The clock's tick: how long the running turn has run (`None`: no turn runs).
     Tick(Option<u64>),
     /// The config was reloaded: its secrets, sources, disabled servers and input prompts.
@@ -173,7 +173,7 @@ pub enum Event {
         /// Servers marked disabled.
         disabled: Vec<String>,
         /// `${input:ID}` prompts the new config needs.
-        inputs: Vec<crate::app::input_vars::InputPrompt>,
+        inputs: Vec<harness9_app::input_vars::InputPrompt>,
     },
     /// A turn could not start (no engine).
     TurnNotStarted,
@@ -208,7 +208,7 @@ pub enum Effect {
         /// The text.
         prompt: String,
         /// What follows it in the user's message.
-        attachments: Vec<crate::agent::model::Block>,
+        attachments: Vec<harness9_agent::model::Block>,
     },
     /// Input that mentions resources (`@server:uri`): read them, attach their contents, then
     /// [`Effect::Submit`].
@@ -226,7 +226,7 @@ pub enum Effect {
         /// Which question.
         key: u64,
         /// The answer.
-        answer: crate::agent::engine::Answer,
+        answer: harness9_agent::engine::Answer,
     },
     /// `/permissions`: read the rules in force; reply with [`Event::Permissions`].
     ListPermissions,
@@ -352,7 +352,7 @@ pub struct State {
     /// The transcript.
     pub transcript: Vec<Entry>,
     /// The model settings (prices, context windows), when a model is configured.
-    pub settings: Option<std::sync::Arc<crate::agent::model::settings::Settings>>,
+    pub settings: Option<std::sync::Arc<harness9_agent::model::settings::Settings>>,
     /// The bare model name in use (for prices and windows).
     pub model_id: Option<String>,
     /// Tokens so far by model name: (input, of which cached, output).
@@ -375,7 +375,7 @@ pub struct State {
     pub context_window: Option<u64>,
     /// The MCP tools the last model request carried and deferred (tool search), once there
     /// was one.
-    pub tools_offered: Option<crate::agent::toolsearch::ToolsOffered>,
+    pub tools_offered: Option<harness9_agent::toolsearch::ToolsOffered>,
     /// Tool calls waiting for the user's yes or no, the first one shown.
     pub approvals: std::collections::VecDeque<Approval>,
     /// Servers' questions waiting for the user, the first one shown (after tool approvals).
@@ -435,7 +435,7 @@ pub struct State {
     /// Every connected server's prompts, as slash commands.
     pub prompts: super::prompts::PromptTable,
     /// VS Code inputs waiting to be asked for.
-    pub inputs_pending: std::collections::VecDeque<crate::app::input_vars::InputPrompt>,
+    pub inputs_pending: std::collections::VecDeque<harness9_app::input_vars::InputPrompt>,
     /// Inputs asked for this session (config file, id): never asked again.
     pub inputs_asked: std::collections::BTreeSet<(std::path::PathBuf, String)>,
     /// The time of the event being handled (set by the actor before each [`update`]; tests
@@ -447,7 +447,7 @@ pub struct State {
 
 impl State {
     /// Adds one model call's tokens to the model in use (`/cost`, `/status`).
-    pub fn count_usage(&mut self, usage: &crate::agent::model::Usage) {
+    pub fn count_usage(&mut self, usage: &harness9_agent::model::Usage) {
         let model = self.model_id.clone().unwrap_or_default();
         let u = self.usage.entry(model).or_default();
         u.0 += usage.input_tokens;
@@ -777,7 +777,7 @@ fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::test_support::{key_event as key, typed};
+    use crate::test_support::{key_event as key, typed};
 
     #[test]
     fn ctrl_c_clears_a_draft_first_and_quits_the_second_time() {

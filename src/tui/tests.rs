@@ -96,12 +96,15 @@ fn session_screen_with_a_call_result_and_an_error() {
 #[test]
 fn another_tools_fields_are_warned_about_in_the_transcript_at_start_and_on_reload() {
     // The warnings the config parser gives for a Cursor-style entry.
-    let cfg = crate::app::config::parse(
+    let cfg = harness9_app::config::parse(
         r#"{"mcpServers": {"fs": {"command": "srv", "alwaysAllow": ["read"], "timeout": 60}}}"#,
         ".mcp.json",
         std::path::Path::new("/"),
         &|_| None,
-        &crate::app::config::EntryDefaults::in_memory(),
+        &harness9_app::config::EntryDefaults {
+            sandbox: None,
+            oauth_store: std::sync::Arc::new(harness9_actors::oauth::MemoryStore::default()),
+        },
     )
     .unwrap();
     assert_eq!(cfg.warnings.len(), 2, "{:?}", cfg.warnings);
@@ -400,7 +403,7 @@ fn no_servers_no_bar_and_an_empty_panel() {
 
 #[test]
 fn a_model_turn_streams_text_and_folds_tool_calls() {
-    use crate::agent::engine::EngineEvent;
+    use harness9_agent::engine::EngineEvent;
     let mut s = state_with(
         vec![("everything", connected(2, 12))],
         vec![tool("everything", "echo", "Echoes back the input string")],
@@ -498,9 +501,9 @@ fn a_tool_call_waiting_for_the_users_answer() {
         update(
             &mut s,
             Event::ApprovalAsked({
-                let mut a = crate::tui::state::Approval::new(key, name.into(), args.into());
+                let mut a = crate::state::Approval::new(key, name.into(), args.into());
                 let v: serde_json::Value = serde_json::from_str(args).unwrap();
-                a.tool_rule = crate::agent::permissions::tool_rule(name, &v);
+                a.tool_rule = harness9_agent::permissions::tool_rule(name, &v);
                 a
             }),
         );
@@ -513,7 +516,7 @@ fn a_tool_call_waiting_for_the_users_answer() {
 /// pretty-printed, ten rows at a time, and ↓ scrolls them.
 #[test]
 fn a_waiting_call_says_so_and_its_long_arguments_scroll() {
-    use crate::agent::engine::EngineEvent;
+    use harness9_agent::engine::EngineEvent;
     let mut s = state_with(vec![], vec![]);
     s.model = Some("anthropic m".into());
     typed(&mut s, "go");
@@ -533,7 +536,7 @@ fn a_waiting_call_says_so_and_its_long_arguments_scroll() {
     update(
         &mut s,
         Event::ApprovalAsked({
-            let mut a = crate::tui::state::Approval::new(1, "write_file".into(), args.to_string());
+            let mut a = crate::state::Approval::new(1, "write_file".into(), args.to_string());
             a.call = Some("t1".into());
             a.tool_rule = Some("write_file".into());
             a
@@ -553,7 +556,7 @@ fn a_waiting_call_says_so_and_its_long_arguments_scroll() {
         effects,
         vec![Effect::Answer {
             key: 1,
-            answer: crate::agent::engine::Answer::Yes
+            answer: harness9_agent::engine::Answer::Yes
         }]
     );
     let after = render(&mut s, 70, 26);
@@ -641,12 +644,12 @@ fn a_server_without_the_resources_capability_is_never_asked_for_resources() {
 /// comes back as events: `update` is the only writer of the state.
 #[test]
 fn the_actors_results_are_events_update_applies() {
-    use crate::agent::engine::compact::Compacted;
-    use crate::tui::state::Entry;
+    use crate::state::Entry;
+    use harness9_agent::engine::compact::Compacted;
     let mut s = state_with(vec![], vec![]);
     s.model = Some("anthropic m".into());
     let settings =
-        crate::agent::model::settings::resolve_from(&Default::default(), &|_| None, None);
+        harness9_agent::model::settings::resolve_from(&Default::default(), &|_| None, None);
     if let Ok(settings) = settings {
         update(
             &mut s,

@@ -107,7 +107,7 @@ fn a_new_question_ignores_keys_typed_as_it_opens() {
         update(&mut s, key_event(KeyCode::Enter)),
         vec![Effect::Answer {
             key: 7,
-            answer: crate::agent::engine::Answer::No
+            answer: harness9_agent::engine::Answer::No
         }]
     );
 
@@ -230,7 +230,7 @@ fn an_elicitation_form_with_an_error_and_a_url_elicitation() {
 #[test]
 fn a_sampling_request_waiting_for_approval() {
     let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
-    let sampling = crate::app::sampler::Sampling::parse(&serde_json::json!({
+    let sampling = harness9_app::sampler::Sampling::parse(&serde_json::json!({
         "messages": [{"role": "user", "content": {"type": "text", "text": "Resource trigger-sampling-request context: write a haiku"}}],
         "systemPrompt": "You are a helpful test server.",
         "maxTokens": 100

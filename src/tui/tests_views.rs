@@ -19,9 +19,9 @@ use ratatui::Terminal;
 use super::state::{update, Effect, Event, State};
 use super::test_support::{connected, failed, key_event, render, state_with, tool, typed};
 use super::view::view;
-use crate::agent::engine::EngineEvent;
-use crate::agent::model::settings::{self, ModelFlags, Settings};
-use crate::agent::model::{Block, Message, Role, Usage};
+use harness9_agent::engine::EngineEvent;
+use harness9_agent::model::settings::{self, ModelFlags, Settings};
+use harness9_agent::model::{Block, Message, Role, Usage};
 
 /// The shipped settings (prices, context windows) with `model` of Anthropic, as the actor
 /// resolves them at start or on `/model`.
@@ -196,7 +196,7 @@ fn tools_lists_each_tool_with_its_source_and_marks_the_one_off() {
         tool("docs", "search", "Searches the docs"),
     ];
     tools.extend(
-        crate::agent::builtins::definitions()
+        harness9_agent::builtins::definitions()
             .into_iter()
             .map(|t| ToolEntry {
                 name: t.name.clone(),
@@ -286,7 +286,7 @@ fn saved_conversation() -> Vec<Message> {
             role: Role::User,
             content: vec![Block::ToolResult {
                 id: "t1".into(),
-                content: vec![crate::agent::model::ResultPart::Text(
+                content: vec![harness9_agent::model::ResultPart::Text(
                     "main.rs 120 B\nlib.rs 4.1 KB".into(),
                 )],
                 is_error: false,
@@ -307,7 +307,7 @@ fn sessions_dir(name: &str) -> std::path::PathBuf {
 
 /// Saves `messages` as session `id` of `dir`, last written at `modified` (seconds).
 fn save_session(dir: &std::path::Path, id: &str, model: &str, messages: &[Message], modified: u64) {
-    use crate::app::conversations::SessionFile;
+    use harness9_app::conversations::SessionFile;
     let mut f = SessionFile::create(dir, std::path::Path::new("/home/u/project"), model).unwrap();
     f.append(messages).unwrap();
     let path = dir.join(format!("{id}.jsonl"));
@@ -350,7 +350,7 @@ fn the_resume_list_shows_date_model_size_and_first_prompt() {
     let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
     use_model(&mut s, "claude-sonnet-4-5");
     assert_eq!(send(&mut s, "/resume"), vec![Effect::Resume(String::new())]);
-    let list = crate::app::conversations::listing(&dir, 20);
+    let list = harness9_app::conversations::listing(&dir, 20);
     let _ = std::fs::remove_dir_all(&dir);
     // What the actor does for an empty id: the picker on the listing.
     super::resume::open(&mut s, list.clone());
@@ -398,8 +398,8 @@ fn the_resume_list_shows_date_model_size_and_first_prompt() {
 /// what it replaced and the gauge drops to the summary's size.
 #[test]
 fn a_resumed_conversation_and_a_compaction_notice() {
-    use crate::agent::engine::compact::Compacted;
-    use crate::app::conversations::{open, Resume};
+    use harness9_agent::engine::compact::Compacted;
+    use harness9_app::conversations::{open, Resume};
     let dir = sessions_dir("resumed");
     save_session(
         &dir,

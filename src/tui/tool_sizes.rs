@@ -2,7 +2,7 @@
 //! tokens, bytes/4), and the loaded and deferred MCP tools of the last request (tool search)
 //! for the context gauge and `/status`.
 
-use crate::agent::toolsearch::{self, ToolsOffered};
+use harness9_agent::toolsearch::{self, ToolsOffered};
 
 use super::state::State;
 

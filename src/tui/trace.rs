@@ -18,7 +18,7 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::state::{Effect, Modal, State};
 use super::widgets::{modal_block, scroll_by, truncate_line, wrap, DIM, HEADER_ROWS, KEYS_ROWS};
-use crate::sanitize::{clean, clean_line};
+use harness9_base::sanitize::{clean, clean_line};
 
 /// Trace rows kept per server.
 pub const TRACE_PER_SERVER: usize = 500;
@@ -183,7 +183,7 @@ pub(super) fn trace_key(state: &mut State, mut t: TraceView, key: KeyEvent) -> V
 }
 
 fn trace_row_line(r: &TraceRow, selected: bool, width: usize) -> Line<'static> {
-    let ts = crate::app::trace_file::rfc3339(r.ts);
+    let ts = harness9_app::trace_file::rfc3339(r.ts);
     let time = ts.get(11..23).unwrap_or(&ts).to_owned();
     let (arrow, color) = match r.dir {
         Direction::Send => ("→", Color::Cyan),
@@ -286,7 +286,7 @@ pub(super) fn draw_trace(state: &State, t: &TraceView, frame: &mut Frame, area: 
         let pretty = serde_json::from_slice::<serde_json::Value>(&r.message)
             .ok()
             .and_then(|mut v| {
-                crate::app::trace_file::redact(&mut v, &state.secrets);
+                harness9_app::trace_file::redact(&mut v, &state.secrets);
                 serde_json::to_string_pretty(&v).ok()
             })
             .unwrap_or_else(|| {
@@ -329,8 +329,8 @@ pub(super) fn draw_trace(state: &State, t: &TraceView, frame: &mut Frame, area: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::state::{update, Event};
-    use crate::tui::test_support::{key_event as key, with_servers};
+    use crate::state::{update, Event};
+    use crate::test_support::{key_event as key, with_servers};
 
     fn record(server: &str, n: usize) -> WireRecord {
         WireRecord {

@@ -14,8 +14,8 @@ use ratatui::Frame;
 
 use super::state::State;
 use super::widgets::{truncate_line, wrap, DIM};
-use crate::agent::engine::EngineEvent;
-use crate::sanitize::{clean, clean_line};
+use harness9_agent::engine::EngineEvent;
+use harness9_base::sanitize::{clean, clean_line};
 
 /// Lines of a tool result shown in the transcript before it is folded.
 pub const RESULT_LINES: usize = 40;
@@ -107,7 +107,7 @@ pub fn call_progress(
     };
     if let Some(m) = message {
         text.push(' ');
-        text.push_str(&crate::sanitize::clean_line(&m));
+        text.push_str(&harness9_base::sanitize::clean_line(&m));
     }
     for e in state.transcript.iter_mut().rev() {
         if let Entry::Tool {
@@ -131,8 +131,8 @@ pub fn call_progress(
 
 /// The transcript of a resumed conversation: what the user said, the model's text, and a note
 /// per tool call (tool results are in the conversation, not drawn again).
-pub fn entries_of(messages: &[crate::agent::model::Message]) -> Vec<Entry> {
-    use crate::agent::model::{Block, Role};
+pub fn entries_of(messages: &[harness9_agent::model::Message]) -> Vec<Entry> {
+    use harness9_agent::model::{Block, Role};
     let mut out = Vec::new();
     for m in messages {
         for b in &m.content {

@@ -12,7 +12,7 @@ use ratatui::Frame;
 
 use super::state::{Effect, Entry, Modal, State};
 use super::widgets::{modal_block, wrap, DIM, KEYS_ROWS};
-use crate::sanitize::{clean, clean_line};
+use harness9_base::sanitize::{clean, clean_line};
 
 /// The trust screen's selection (an index into [`State::unapproved`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -224,8 +224,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::tui::state::{update, Event, PanelState};
-    use crate::tui::test_support::press;
+    use crate::state::{update, Event, PanelState};
+    use crate::test_support::press;
     use harness9_actors::messages::ServerState;
 
     #[test]

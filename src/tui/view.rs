@@ -2,7 +2,7 @@
 //! modal's body get, which the keys' page sizes use too), the MCP bar and the status line, and
 //! the dispatch to each feature's drawing: transcript, input, the `/mcp`, `/trace`, `/help` and
 //! trust modals, and the question about a tool call. Every server-controlled string passes
-//! through [`clean`](crate::sanitize::clean)/[`clean_line`] on its way to the screen.
+//! through [`clean`](harness9_base::sanitize::clean)/[`clean_line`] on its way to the screen.
 
 use harness9_actors::messages::{ServerStatus, StatusSnapshot};
 use ratatui::layout::{Constraint, Layout};
@@ -14,7 +14,7 @@ use unicode_width::UnicodeWidthStr;
 
 use super::state::{Modal, State};
 use super::widgets::{truncate_line, BORDER_ROWS, DIM, HEADER_ROWS, KEYS_ROWS};
-use crate::sanitize::clean_line;
+use harness9_base::sanitize::clean_line;
 
 /// The rule between the transcript and the input box.
 const RULE_ROWS: u16 = 1;

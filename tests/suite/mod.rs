@@ -12,6 +12,7 @@ mod fixtures;
 mod hostile;
 mod hostile_output;
 pub mod http;
+mod layers;
 mod oauth;
 mod opener;
 mod overlong;

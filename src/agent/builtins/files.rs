@@ -145,7 +145,7 @@ pub(super) fn write_file(root: &Path, path: &str, content: &str) -> Result<Strin
     }
     // Replaced atomically through a new temp file: a symlink at the path is replaced, never
     // written through.
-    crate::base::private_fs::write_atomic(&full, content).map_err(|e| {
+    harness9_base::private_fs::write_atomic(&full, content).map_err(|e| {
         format!(
             "tool \"write_file\": unable to write {path}: {}",
             plain_io(&e)

@@ -102,9 +102,9 @@ fn text(t: String, is_error: bool) -> CallToolResult {
 
 /// Saves a resource's base64 `blob`, decoded piece by piece, as a new private file in the
 /// session's directory under the temp dir (beside the tool results cut for the model; see
-/// [`crate::base::private_fs`]), named after `uri`, within the session's spill cap; its path.
+/// [`harness9_base::private_fs`]), named after `uri`, within the session's spill cap; its path.
 fn save_blob(uri: &str, blob: &str) -> Result<std::path::PathBuf, String> {
-    use crate::base::private_fs;
+    use harness9_base::private_fs;
     let blob = blob.trim();
     let size = (blob.len() / 4 * 3) as u64;
     if !private_fs::reserve_spill(size) {
@@ -276,7 +276,7 @@ async fn read(registry: &Addr<ToolRegistry>, server: &str, uri: &str) -> CallToo
             }),
             (None, Some(b)) => {
                 let mime = c.mime_type.unwrap_or_default();
-                if crate::agent::model::model_image_type(&mime).is_some() {
+                if crate::model::model_image_type(&mime).is_some() {
                     content.push(ContentBlock::Image {
                         data: b,
                         mime_type: mime,

@@ -632,11 +632,11 @@ async fn calls_route_through_the_tool_registry() {
 
 #[test]
 fn a_cut_result_is_read_back_with_read_file_from_its_private_file() {
-    use crate::agent::engine::output::apply_budget;
-    use crate::agent::model::ResultPart;
+    use crate::engine::output::apply_budget;
+    use crate::model::ResultPart;
     let base = std::env::temp_dir().join(format!(
         "h9-spill-read-{}",
-        crate::base::private_fs::random_hex(4).unwrap()
+        harness9_base::private_fs::random_hex(4).unwrap()
     ));
     let big: String = (0..5000).map(|i| format!("line {i}\n")).collect();
     let (_, path) = apply_budget(vec![ResultPart::Text(big)], 100, &base, "mcp__x__big");

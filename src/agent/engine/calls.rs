@@ -3,7 +3,7 @@
 //! the call through the registry, its progress and result on the turn's stream.
 
 use super::*;
-use crate::agent::permissions::{Action, Kind, Reason, Rule, Source, ToolFacts};
+use crate::permissions::{Action, Kind, Reason, Rule, Source, ToolFacts};
 use harness9_actors::protocol::types::ContentBlock;
 
 /// The connected servers' `instructions` by server name, as the registry shares them.
@@ -29,7 +29,7 @@ pub(super) struct ToolCache {
 /// Each registered tool's server and whether it says it is read-only (`readOnlyHint: true`).
 pub(super) type Facts = std::collections::HashMap<String, (Option<String>, bool)>;
 
-/// The facts of a tool table for [`crate::agent::permissions::decide`].
+/// The facts of a tool table for [`crate::permissions::decide`].
 pub(super) fn facts_of(table: &[ToolEntry]) -> Facts {
     table
         .iter()
@@ -69,7 +69,7 @@ impl ToolCache {
             .iter()
             .filter(|e| !self.disabled.contains(&e.name))
             .filter_map(|e| {
-                let def = crate::agent::toolsearch::entry_def(e);
+                let def = crate::toolsearch::entry_def(e);
                 if def.is_none() {
                     // A schema that is not a JSON object would make the provider reject every
                     // request: such a tool is left out of the model's table.
@@ -122,7 +122,7 @@ pub(super) async fn emit(
     }
 }
 
-/// The error result of a call whose arguments [`tool_input`](crate::agent::model::tool_input) kept
+/// The error result of a call whose arguments [`tool_input`](crate::model::tool_input) kept
 /// raw; `cut` when the reply ended at `max_tokens` inside this call.
 pub(super) fn bad_arguments(name: &str, raw: &str, cut: bool) -> String {
     let mut s = format!(
@@ -144,7 +144,7 @@ pub(super) const SEND_AGAIN_SMALLER: &str = "send the call again with a complete
 
 /// Why a call is answered with an error instead of running, if it is: arguments that are not
 /// a JSON object, a call the reply was cut off in (even when its arguments parse: `{}` before
-/// any piece arrived), or the permissions ([`crate::agent::permissions::decide`]): a refusal,
+/// any piece arrived), or the permissions ([`crate::permissions::decide`]): a refusal,
 /// or the user's no when it asks (no answer, or the turn cancelled while asking, is a no). A
 /// permission refusal is also put on the stream as [`EngineEvent::ToolRefused`].
 pub(super) async fn refusal(

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::output::CUT_NOTE_HEAD;
 use super::EngineConfig;
-use crate::agent::model::{
+use crate::model::{
     result_text, Block, Message, Model, ModelError, ModelRequest, ResultPart, Role, Usage,
 };
 

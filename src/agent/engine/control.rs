@@ -86,7 +86,7 @@ impl Handler<Compact> for Engine {
 /// Use this provider (and model) from the next turn on (`/model`).
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
-pub struct SetProvider(pub crate::agent::model::ProviderConfig);
+pub struct SetProvider(pub crate::model::ProviderConfig);
 
 impl Handler<SetProvider> for Engine {
     type Result = ();

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use super::*;
-use crate::agent::model::ProviderKind;
-use crate::agent::toolsearch::{self, rank::Index, Plan, TOOL_SEARCH};
+use crate::model::ProviderKind;
+use crate::toolsearch::{self, rank::Index, Plan, TOOL_SEARCH};
 use harness9_actors::protocol::types::{CallToolResult, ContentBlock};
 
 /// What the last offer was built from: the definitions and the instructions (held, compared by

@@ -40,11 +40,11 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::model::{
+use crate::model::{
     arguments_problem, truncate_chars, Block, Message, Model, ModelError, ModelRequest, Provider,
     ResultPart, Role, StopReason, StreamEvent, ToolDef, Usage,
 };
-use crate::agent::permissions::Policy;
+use crate::permissions::Policy;
 
 /// The system prompt.
 pub const SYSTEM_PROMPT: &str = "You are harness9, a terminal coding agent. Use the tools to inspect and change the user's project; tool names of the form mcp__{server}__{tool} come from MCP servers. Call several tools at once when they do not depend on each other. When a tool result says it was cut, read the saved file in parts. Answer concisely.";
@@ -65,10 +65,10 @@ pub struct EngineConfig {
     pub context_window: Option<u64>,
     /// Compact before a turn once the last request used this share of the window (0: never).
     pub compact_at: f64,
-    /// Which tool calls run, ask or are refused (see [`crate::agent::permissions`]).
+    /// Which tool calls run, ask or are refused (see [`crate::permissions`]).
     pub policy: Arc<Policy>,
     /// When MCP tools are deferred behind `tool_search` (settings `[tool_search]`).
-    pub tool_search: crate::agent::toolsearch::ToolSearchSettings,
+    pub tool_search: crate::toolsearch::ToolSearchSettings,
 }
 
 /// The most of a project's instructions file that goes into the system prompt.
@@ -95,7 +95,7 @@ impl EngineConfig {
     /// in `cwd`; at most 32 KiB). Built once, so it stays the same all session (a stable
     /// prompt-cache prefix).
     pub fn with_environment(mut self, cwd: &Path) -> Self {
-        let today = crate::base::time::rfc3339(std::time::SystemTime::now());
+        let today = harness9_base::time::rfc3339(std::time::SystemTime::now());
         let mut s = format!(
             "{SYSTEM_PROMPT}\n\nEnvironment:\n- working directory: {}\n- platform: {} {}\n- today: {}",
             cwd.display(),
@@ -143,7 +143,7 @@ pub fn system_with_servers(system: Option<&str>, servers: &[(String, Arc<str>)])
         "\n\nInstructions from the connected MCP servers (written by each server, not by the user):",
     );
     for (server, text) in servers {
-        let text = crate::sanitize::clean_text(text);
+        let text = harness9_base::sanitize::clean_text(text);
         let text = text.trim();
         let mut end = text.len().min(MAX_SERVER_INSTRUCTIONS);
         while !text.is_char_boundary(end) {
@@ -151,7 +151,7 @@ pub fn system_with_servers(system: Option<&str>, servers: &[(String, Arc<str>)])
         }
         s.push_str(&format!(
             "\n\n## server {}\n{}",
-            crate::sanitize::clean_line(server),
+            harness9_base::sanitize::clean_line(server),
             &text[..end]
         ));
         if end < text.len() {
@@ -188,7 +188,7 @@ pub enum EngineEvent {
         /// Tokens.
         usage: Usage,
         /// The MCP tools the request carried and those it deferred.
-        tools: crate::agent::toolsearch::ToolsOffered,
+        tools: crate::toolsearch::ToolsOffered,
     },
     /// A tool call started.
     ToolStarted {
@@ -258,7 +258,7 @@ pub enum EngineEvent {
 pub enum TurnEvent {
     /// Something happened.
     Update(EngineEvent),
-    /// A tool call waits for the user's answer (see [`crate::agent::permissions`]).
+    /// A tool call waits for the user's answer (see [`crate::permissions`]).
     Ask(Question),
     /// How the turn ended; nothing follows it.
     Done(Result<TurnOutcome, EngineError>),
@@ -546,7 +546,7 @@ mod tests {
         };
         // The built-ins as registered: their own annotations decide.
         let builtin = |name: &str| {
-            let tool = crate::agent::builtins::definitions()
+            let tool = crate::builtins::definitions()
                 .into_iter()
                 .find(|t| t.name == name)
                 .expect("a built-in");

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use harness9_actors::protocol::render::human_bytes;
 use harness9_actors::protocol::types::{CallToolResult, ContentBlock};
 
-use crate::agent::model::ResultPart;
+use crate::model::ResultPart;
 
 /// The first characters of the note appended to a result that was cut (compaction keeps it).
 pub(super) const CUT_NOTE_HEAD: &str = "\n[output cut: ";
@@ -102,14 +102,14 @@ pub fn joined_text(parts: &[ResultPart]) -> String {
 }
 
 /// Writes the text parts to a new private file in the session directory under `spill_dir`
-/// (see [`crate::base::private_fs`]), within the session's spill cap; its path.
+/// (see [`harness9_base::private_fs`]), within the session's spill cap; its path.
 fn spill(
     parts: &[ResultPart],
     bytes: usize,
     spill_dir: &Path,
     tool: &str,
 ) -> Result<PathBuf, String> {
-    use crate::base::private_fs;
+    use harness9_base::private_fs;
     use std::io::Write as _;
     if !private_fs::reserve_spill(bytes as u64) {
         return Err(format!(

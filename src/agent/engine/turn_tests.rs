@@ -11,7 +11,7 @@ use harness9_actors::CallError;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::*;
-use crate::agent::model::{ModelReply, ProviderConfig, ProviderKind};
+use crate::model::{ModelReply, ProviderConfig, ProviderKind};
 
 /// The bound of every wait in these tests.
 const LIMIT: Duration = Duration::from_secs(10);

@@ -161,7 +161,7 @@ impl ProviderConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::model::Provider;
+    use crate::model::Provider;
 
     #[test]
     fn debug_never_prints_the_key() {

@@ -37,7 +37,7 @@ pub use types::{
 };
 
 /// Which image types models take: resources and prompts check with it before sending one.
-pub(crate) use wire::model_image_type;
+pub use wire::model_image_type;
 
 /// Re-exported for the engine, which cuts argument text with it in its error results.
 pub(crate) use harness9_actors::net::truncate_chars;

@@ -166,7 +166,7 @@ pub(super) fn retry_after(ms: Option<&str>, secs: Option<&str>) -> Option<Durati
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::model::ProviderKind;
+    use crate::model::ProviderKind;
 
     #[test]
     fn retry_after_prefers_ms_and_accepts_fractions() {

@@ -16,7 +16,7 @@ pub(super) const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 /// The media type model APIs take for an image: png, jpeg, gif or webp, lowercased (`image/jpg`
 /// read as jpeg); `None` for any other type (an SVG from a server, say), which would fail every
 /// later request of the conversation with a 400, since the image stays in the history.
-pub(crate) fn model_image_type(mime_type: &str) -> Option<&'static str> {
+pub fn model_image_type(mime_type: &str) -> Option<&'static str> {
     match mime_type.trim().to_ascii_lowercase().as_str() {
         "image/png" => Some("image/png"),
         "image/jpeg" | "image/jpg" => Some("image/jpeg"),

@@ -271,7 +271,7 @@ pub fn path_forms(arg: &str, root: &Path) -> Vec<PathBuf> {
     } else {
         root.join(p)
     });
-    let real = normalize(&crate::base::path::resolved(&lexical));
+    let real = normalize(&harness9_base::path::resolved(&lexical));
     if real == lexical {
         vec![lexical]
     } else {

@@ -15,8 +15,8 @@ use std::collections::BTreeSet;
 use harness9_actors::messages::ToolEntry;
 use serde_json::{json, Value};
 
-use crate::agent::model::ProviderKind;
-use crate::agent::model::ToolDef;
+use crate::model::ProviderKind;
+use crate::model::ToolDef;
 
 /// The search tool's name (no MCP tool can have it: theirs are `mcp__server__tool`).
 pub const TOOL_SEARCH: &str = "tool_search";
@@ -123,7 +123,7 @@ impl From<&Plan> for ToolsOffered {
 /// The definition the model is offered for a table entry (its description, else its title),
 /// or `None` when its input schema is not a JSON object (such a tool is not offered).
 pub fn entry_def(e: &ToolEntry) -> Option<ToolDef> {
-    let input_schema = crate::agent::engine::schema_object(e.tool.input_schema.get()).ok()?;
+    let input_schema = crate::engine::schema_object(e.tool.input_schema.get()).ok()?;
     Some(ToolDef {
         name: e.name.clone(),
         description: e
@@ -229,7 +229,7 @@ fn first_line(instructions: &[(String, std::sync::Arc<str>)], server: &str) -> S
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or("");
-    let line = crate::sanitize::clean_line(line);
+    let line = harness9_base::sanitize::clean_line(line);
     let mut end = line.len().min(160);
     while !line.is_char_boundary(end) {
         end -= 1;
@@ -251,7 +251,7 @@ pub fn deferred_note(plan: &Plan) -> Option<String> {
     for l in &plan.servers {
         s.push_str(&format!(
             "\n- {} ({} tool{}){}",
-            crate::sanitize::clean_line(&l.server),
+            harness9_base::sanitize::clean_line(&l.server),
             l.tools,
             if l.tools == 1 { "" } else { "s" },
             if l.first_line.is_empty() {
@@ -326,7 +326,7 @@ pub fn arguments(
             if !servers.iter().any(|x| x.eq_ignore_ascii_case(s.trim())) {
                 return Err(format!(
                     "no server \"{}\" has deferred tools; the servers are: {}",
-                    crate::sanitize::clean_line(s),
+                    harness9_base::sanitize::clean_line(s),
                     servers.join(", ")
                 ));
             }
@@ -359,7 +359,7 @@ pub fn render(query: &str, hits: &[&ToolDef], servers: &[&str]) -> String {
     if hits.is_empty() {
         return format!(
             "no deferred tool matches \"{}\"; try other words, or a server's name to list its tools (servers: {})",
-            crate::sanitize::clean_line(query),
+            harness9_base::sanitize::clean_line(query),
             servers.join(", ")
         );
     }

@@ -12,7 +12,7 @@ use harness9_actors::protocol::types::Tool;
 use super::rank::Index;
 
 fn entries() -> Vec<ToolEntry> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/toolsets");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/toolsets");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .into_iter()
         .flatten()
@@ -53,7 +53,7 @@ fn recall_at_5_over_the_recorded_servers_is_at_least_95_percent() {
     );
     let index = Index::new(entries.iter().filter_map(super::doc).collect());
     let queries = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/toolsets/queries.tsv"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/toolsets/queries.tsv"),
     )
     .unwrap_or_default();
     let (mut n, mut hits) = (0, 0);

@@ -11,8 +11,8 @@ use harness9_actors::{Roots, SandboxSpec, ServerSpec, TransportSpec};
 use serde_json::value::RawValue;
 
 use super::{expand, read_regular, timeout_secs, ConfigError, Written, MAX_CONFIG_BYTES};
-use crate::app::config_entry::*;
-use crate::app::config_formats::env_file_entries;
+use crate::config_entry::*;
+use crate::config_formats::env_file_entries;
 
 /// How an entry's `${...}` references are resolved: in its values, and in its `envFile` path
 /// (the same, except for the written form, whose values keep their references).

@@ -3,6 +3,6 @@
 
 /// The largest config, env or settings file read (a repository's file is not trusted to be
 /// small): 4 MiB.
-pub const MAX_CONFIG_BYTES: u64 = crate::base::read::MAX_TEXT_BYTES;
+pub const MAX_CONFIG_BYTES: u64 = harness9_base::read::MAX_TEXT_BYTES;
 
-pub use crate::base::read::read_regular;
+pub use harness9_base::read::read_regular;

@@ -107,7 +107,7 @@ pub(super) fn refuse_planted_programs(cfg: &mut Config, grants: &[(String, PathB
 pub(super) fn settings_files() -> Vec<PathBuf> {
     let env = |k: &str| std::env::var(k).ok();
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    crate::agent::model::settings::candidate_paths(&Default::default(), &env, &cwd)
+    harness9_agent::model::settings::candidate_paths(&Default::default(), &env, &cwd)
 }
 
 /// Loads the config at `project` (`given`: with `--config`) and the user file `user` the way
@@ -123,7 +123,7 @@ pub fn load_guarded(
 ) -> anyhow::Result<(Config, Option<Config>)> {
     let mut cfg = config::load(project, given, defaults)?;
     let mut user_cfg = match user {
-        Some(u) => crate::app::sources::load_user(u, defaults)?,
+        Some(u) => crate::sources::load_user(u, defaults)?,
         None => None,
     };
     let grants = sandbox_grants(std::iter::once(&cfg).chain(user_cfg.as_ref()));
@@ -133,12 +133,12 @@ pub fn load_guarded(
     let mut guarded = vec![
         (store_file.clone(), "approvals file", "approve any server"),
         (
-            crate::app::permission_store::path(),
+            crate::permission_store::path(),
             "remembered permissions",
             "allow any tool call",
         ),
     ];
-    if let Some(dir) = crate::app::tool_cache::dir() {
+    if let Some(dir) = crate::tool_cache::dir() {
         // A planted entry would offer another server's tools with annotations of its choosing
         // (`readOnlyHint` runs a call unasked) until that server connects.
         guarded.push((

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::app::config::{self, Config};
+use crate::config::{self, Config};
 
 /// The variable that names the approvals file (tests point it at a temp file).
 pub const ENV: &str = "HARNESS9_APPROVALS";
@@ -33,7 +33,7 @@ pub const ENV: &str = "HARNESS9_APPROVALS";
 pub fn store_path() -> PathBuf {
     match std::env::var_os(ENV) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => crate::app::paths::state_dir().join("approvals.json"),
+        _ => crate::paths::state_dir().join("approvals.json"),
     }
 }
 
@@ -316,7 +316,7 @@ impl Approvals {
             approved: self.entries.clone(),
             exposed: self.exposed.clone(),
         })?;
-        crate::app::edit::write_private(&self.path, &body)
+        crate::edit::write_private(&self.path, &body)
             .with_context(|| format!("cannot write the approvals file {}", self.path.display()))
     }
 }
@@ -401,8 +401,8 @@ pub fn load(
 }
 
 mod exposed;
-use crate::base::path::resolved;
 pub use exposed::*;
+use harness9_base::path::resolved;
 
 /// One line per unapproved server of `config`: what it would run and how to approve it.
 pub fn hints(config: &Config) -> Vec<String> {
@@ -513,7 +513,7 @@ pub fn approve_shown(
     let cfg = config::load(path, must_exist, defaults)?;
     let key = config_key(path);
     let user = match user {
-        Some(u) => crate::app::sources::load_user(u, defaults)?.map(|c| (config_key(u), c)),
+        Some(u) => crate::sources::load_user(u, defaults)?.map(|c| (config_key(u), c)),
         None => None,
     };
     let mut store = Approvals::load(&store_path())?;

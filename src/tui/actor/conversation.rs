@@ -13,7 +13,7 @@ impl Tui {
     }
 
     pub(super) fn set_model(&mut self, spec: &str, ctx: &mut Context<Self>) {
-        use crate::agent::model::settings;
+        use harness9_agent::model::settings;
         let Some(engine) = self.engine.clone() else {
             return;
         };
@@ -41,8 +41,8 @@ impl Tui {
     /// `/resume`: the list of saved conversations, or the one named, which replaces the
     /// transcript and the engine's conversation.
     pub(super) fn resume(&mut self, id: String, ctx: &mut Context<Self>) {
-        use crate::app::conversations;
-        use crate::tui::state::Entry;
+        use crate::state::Entry;
+        use harness9_app::conversations;
         let dir = conversations::dir();
         if id.is_empty() {
             self.apply(Event::SessionsListed(conversations::listing(&dir, 50)), ctx);
@@ -56,7 +56,7 @@ impl Tui {
             Ok(o) => o,
             Err(e) => return self.notice(true, e, ctx),
         };
-        let mut entries = crate::tui::state::entries_of(&opened.messages);
+        let mut entries = crate::state::entries_of(&opened.messages);
         entries.extend(opened.note.clone().map(Entry::Info));
         let session_id = opened.file.id.clone();
         let saved_model = opened.model.clone();

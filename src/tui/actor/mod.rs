@@ -24,12 +24,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::state::{update, Effect, Event, State};
 use super::{restore_terminal, take_terminal, EDITOR_RUNNING};
-use crate::agent::engine::{
+use harness9_agent::engine::{
     turn_stream, Answer, CancelTurn, ClearConversation, Compact, DisableTools, Engine, EngineError,
     ResumeConversation, RunTurn, SetProvider, TurnEvent, TurnOutcome,
 };
-use crate::app::asks::{Question, UserAsk};
-use crate::app::watcher::{
+use harness9_app::asks::{Question, UserAsk};
+use harness9_app::watcher::{
     ApproveServers, ConfigChanged, ConfigOutcome, ConfigWatcher, ReloadConfig,
 };
 
@@ -55,7 +55,7 @@ pub struct TuiSetup {
     /// Servers from another file than `config_path` (the user's), with that file.
     pub sources: Vec<(String, PathBuf)>,
     /// VS Code inputs the config needs and has no value for: asked once.
-    pub inputs: Vec<crate::app::input_vars::InputPrompt>,
+    pub inputs: Vec<harness9_app::input_vars::InputPrompt>,
     /// What the config files have that is ignored (`Config::warnings`): shown at start.
     pub warnings: Vec<String>,
     /// Values `/trace` must not show (the config's env and header values) at start; each
@@ -75,7 +75,7 @@ pub struct TuiSetup {
     pub model_help: String,
     /// The session's permissions (shared with the engine): `/permissions` lists them, an
     /// "always" answer adds to them, `/call` is refused by a deny rule.
-    pub policy: std::sync::Arc<crate::agent::permissions::Policy>,
+    pub policy: std::sync::Arc<harness9_agent::permissions::Policy>,
     /// What the transcript starts with: a resumed conversation and notes about it.
     pub resumed: Vec<super::state::Entry>,
     /// The model a resumed conversation was saved with, to go on with (none when the command
@@ -86,9 +86,9 @@ pub struct TuiSetup {
     /// The model's context window, when the settings know it.
     pub context_window: Option<u64>,
     /// The model settings (prices, windows), when a model is configured.
-    pub settings: Option<crate::agent::model::settings::Settings>,
+    pub settings: Option<harness9_agent::model::settings::Settings>,
     /// The model flags of the command line (`/model` resolves a new provider with them).
-    pub model_flags: crate::agent::model::settings::ModelFlags,
+    pub model_flags: harness9_agent::model::settings::ModelFlags,
     /// The saved conversation's id.
     pub session_id: Option<String>,
     /// Servers the config marks disabled (shown dim).
@@ -144,7 +144,7 @@ pub struct Tui {
     /// The input history file and how many of `state.history`'s entries are in it.
     history: Option<(PathBuf, usize)>,
     /// The session's permissions (see [`TuiSetup::policy`]).
-    policy: std::sync::Arc<crate::agent::permissions::Policy>,
+    policy: std::sync::Arc<harness9_agent::permissions::Policy>,
     /// The engine's questions waiting for the user, by key.
     asks: std::collections::HashMap<u64, oneshot::Sender<Answer>>,
     next_ask: u64,
@@ -153,7 +153,7 @@ pub struct Tui {
     /// When the running turn began (by the spinner's clock).
     busy_since: Option<Instant>,
     /// The command line's model flags, as `/model` last changed them.
-    model_flags: crate::agent::model::settings::ModelFlags,
+    model_flags: harness9_agent::model::settings::ModelFlags,
     /// A resumed conversation's model, switched to once the TUI starts.
     resumed_model: Option<String>,
     /// Servers' questions waiting for the user, by key (see [`UserAsk`]).
@@ -275,7 +275,7 @@ impl Tui {
     /// Saves an "always" answer's rule for the project (the engine has already taken it for
     /// this session); says where, or why it could not be saved.
     fn remember(&mut self, rule: &str, ctx: &mut Context<Self>) {
-        use crate::app::permission_store as store;
+        use harness9_app::permission_store as store;
         let file = store::path();
         let text = match store::remember(&file, &self.policy.place.root, rule) {
             Ok(()) => format!(
@@ -291,7 +291,7 @@ impl Tui {
     fn submit(
         &mut self,
         prompt: String,
-        attachments: Vec<crate::agent::model::Block>,
+        attachments: Vec<harness9_agent::model::Block>,
         ctx: &mut Context<Self>,
     ) {
         let Some(engine) = self.engine.clone() else {
@@ -362,8 +362,8 @@ impl Tui {
             }
             Effect::Reload => self.watcher.do_send(ReloadConfig { forced: true }),
             Effect::SaveInput { file, id, value } => {
-                let store = crate::app::input_vars::store_path();
-                match crate::app::input_vars::save(&store, &file, &id, &value) {
+                let store = harness9_app::input_vars::store_path();
+                match harness9_app::input_vars::save(&store, &file, &id, &value) {
                     Ok(()) => {
                         let text = format!("input \"{id}\" kept in {}", store.display());
                         self.notice(false, text, ctx);
@@ -430,8 +430,8 @@ impl Tui {
                 self.apply(Event::Permissions(rules), ctx);
             }
             Effect::ForgetRule(text) => {
-                use crate::agent::permissions::Kind;
-                use crate::app::permission_store as store;
+                use harness9_agent::permissions::Kind;
+                use harness9_app::permission_store as store;
                 self.policy.rules.forget(Kind::Allow, &text);
                 let note = match store::forget(&store::path(), &self.policy.place.root, &text) {
                     Ok(()) => Event::Notice {
@@ -693,7 +693,7 @@ impl StreamHandler<TurnItem> for Tui {
                 self.next_ask += 1;
                 self.asks.insert(key, q.answer);
                 let mut a = super::state::Approval::new(key, q.name, q.arguments.to_string());
-                a.tool_rule = crate::agent::permissions::tool_rule(&a.name, &q.arguments);
+                a.tool_rule = harness9_agent::permissions::tool_rule(&a.name, &q.arguments);
                 a.call = Some(q.id);
                 a.server = q.server;
                 a.rule = q.rule;

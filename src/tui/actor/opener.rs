@@ -12,7 +12,7 @@ impl Tui {
         if !path.exists() {
             let skeleton = "{\n  \"mcpServers\": {\n  }\n}\n";
             // Created exclusively (never through a symlink planted there).
-            let created = crate::app::private_fs::create_new(&path)
+            let created = harness9_app::private_fs::create_new(&path)
                 .and_then(|mut f| std::io::Write::write_all(&mut f, skeleton.as_bytes()));
             if let Err(e) = created {
                 self.notice(true, format!("cannot create {}: {e}", path.display()), ctx);

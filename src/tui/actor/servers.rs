@@ -15,7 +15,7 @@ impl Tui {
             } => {
                 // The user's own call: it runs unless a deny rule of theirs names it.
                 let entry = self.state.tools.iter().find(|t| t.name == name).cloned();
-                let facts = crate::agent::permissions::ToolFacts::of(
+                let facts = harness9_agent::permissions::ToolFacts::of(
                     &name,
                     entry.as_ref().and_then(|e| e.server.as_deref()),
                     entry
@@ -26,9 +26,9 @@ impl Tui {
                     facts,
                     arguments.as_ref().unwrap_or(&serde_json::Value::Null),
                 );
-                if verdict.action != crate::agent::permissions::Action::Run {
+                if verdict.action != harness9_agent::permissions::Action::Run {
                     let why = match &verdict.reason {
-                        crate::agent::permissions::Reason::Rule(r) => r.describe(),
+                        harness9_agent::permissions::Reason::Rule(r) => r.describe(),
                         _ => "the permissions".to_owned(),
                     };
                     self.apply(
@@ -101,8 +101,8 @@ impl Tui {
                             act.notice(true, format!("@{server}:{uri}: {e}"), ctx);
                         }
                     }
-                    let full = crate::tui::mentions::attach(&prompt, &reads);
-                    let attachments = crate::tui::mentions::attached_images(&reads);
+                    let full = crate::mentions::attach(&prompt, &reads);
+                    let attachments = crate::mentions::attached_images(&reads);
                     act.effect(
                         Effect::SubmitWith {
                             prompt: full,
@@ -205,10 +205,10 @@ impl Tui {
                     on,
                 });
                 ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
-                    use crate::tui::state::Entry;
+                    use crate::state::Entry;
                     let (s, u) = (
-                        crate::sanitize::clean_line(&server).into_owned(),
-                        crate::sanitize::clean_line(&uri).into_owned(),
+                        harness9_base::sanitize::clean_line(&server).into_owned(),
+                        harness9_base::sanitize::clean_line(&uri).into_owned(),
                     );
                     let entry = match r {
                         Ok(Ok(())) if on => Entry::Info(format!(

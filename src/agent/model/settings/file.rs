@@ -44,7 +44,7 @@ pub(super) struct FileSettings {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ToolSearchSection {
-    pub(super) mode: Option<crate::agent::toolsearch::Mode>,
+    pub(super) mode: Option<crate::toolsearch::Mode>,
     pub(super) share: Option<Spanned<f64>>,
     pub(super) pinned: Option<Vec<String>>,
 }
@@ -102,7 +102,7 @@ impl FileSettings {
 #[serde(deny_unknown_fields)]
 pub(super) struct McpSection {
     /// The sandbox of every stdio server whose entry has no `"sandbox"` of its own.
-    pub(super) sandbox: Option<crate::base::sandbox_field::SandboxField>,
+    pub(super) sandbox: Option<harness9_base::sandbox_field::SandboxField>,
     /// How a server whose tool list is cached starts: `"eager"` or `"lazy"`.
     pub(super) start: Option<FileStart>,
 }
@@ -122,7 +122,7 @@ pub(super) struct PermissionsSection {
     /// The sandbox of the built-in `bash`; merged by [`shell_sandbox`] (a project only
     /// tightens).
     pub(super) shell: Option<ShellSandbox>,
-    /// Tools that run without asking (see `crate::agent::permissions`).
+    /// Tools that run without asking (see `crate::permissions`).
     pub(super) allow: Option<Vec<Spanned<String>>>,
     /// Tools that ask every time.
     pub(super) ask: Option<Vec<Spanned<String>>>,
@@ -130,7 +130,7 @@ pub(super) struct PermissionsSection {
     pub(super) deny: Option<Vec<Spanned<String>>>,
 }
 
-pub(super) type ShellSandbox = crate::agent::builtins::shell_sandbox::ShellSandbox;
+pub(super) type ShellSandbox = crate::builtins::shell_sandbox::ShellSandbox;
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

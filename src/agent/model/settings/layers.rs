@@ -44,9 +44,9 @@ pub(super) struct Layers {
 pub(super) fn read_layers(flags: &ModelFlags) -> Result<Layers, SettingsError> {
     let env = |k: &str| std::env::var(k).ok();
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let read = |path: PathBuf| match crate::base::read::read_regular(
+    let read = |path: PathBuf| match harness9_base::read::read_regular(
         &path,
-        crate::base::read::MAX_TEXT_BYTES,
+        harness9_base::read::MAX_TEXT_BYTES,
     ) {
         Ok(text) => Ok(Some((path, text))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && flags.config_path.is_none() => {

@@ -85,7 +85,7 @@ pub struct Settings {
     /// entry says (`start`).
     pub mcp_start: harness9_actors::tool_cache::StartMode,
     /// When MCP tools are deferred behind the search tool (`[tool_search]`).
-    pub tool_search: crate::agent::toolsearch::ToolSearchSettings,
+    pub tool_search: crate::toolsearch::ToolSearchSettings,
 }
 
 /// One model's price in USD per million tokens.
@@ -213,13 +213,13 @@ mod tests {
     use super::file::{key_line, line_col, parse_file};
     use super::sandbox::{merged_sandbox, merged_shell, SandboxField};
     use super::*;
-    use crate::agent::model::config::{MaxTokensField, ProviderKind};
+    use crate::model::config::{MaxTokensField, ProviderKind};
     use std::path::Path;
     use std::time::Duration;
 
     #[test]
     fn the_shell_sandbox_parses_and_a_project_only_tightens_it() {
-        use crate::agent::builtins::shell_sandbox::ShellSandbox::*;
+        use crate::builtins::shell_sandbox::ShellSandbox::*;
         let f = parse_file("h.toml", "[permissions]\nshell = \"read-only\"\n").unwrap();
         assert_eq!(f.permissions.shell, Some(ReadOnly));
         for (text, want) in [
@@ -356,7 +356,7 @@ mod tests {
         let f = parse_file("h.toml", "[mcp]\nsandbox = true\n").unwrap();
         assert_eq!(
             f.mcp.sandbox,
-            Some(crate::base::sandbox_field::SandboxField {
+            Some(harness9_base::sandbox_field::SandboxField {
                 on: true,
                 ..Default::default()
             })
@@ -368,7 +368,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             f.mcp.sandbox,
-            Some(crate::base::sandbox_field::SandboxField {
+            Some(harness9_base::sandbox_field::SandboxField {
                 on: true,
                 writable: vec!["/data".into()],
                 network: true
@@ -397,7 +397,7 @@ mod tests {
                 compact_at: 0.8,
                 sampling_models: Vec::new(),
                 mcp_start: harness9_actors::tool_cache::StartMode::Eager,
-                tool_search: crate::agent::toolsearch::ToolSearchSettings::default(),
+                tool_search: crate::toolsearch::ToolSearchSettings::default(),
             }
         );
         assert_eq!(s.context_window("claude-sonnet-4-5"), Some(200_000));

@@ -183,8 +183,8 @@ fn resolve_parsed(
             .tool_search
             .clone()
             .overlay(user_file.tool_search.clone());
-        let d = crate::agent::toolsearch::ToolSearchSettings::default();
-        crate::agent::toolsearch::ToolSearchSettings {
+        let d = crate::toolsearch::ToolSearchSettings::default();
+        crate::toolsearch::ToolSearchSettings {
             mode: t.mode.unwrap_or(d.mode),
             share: t.share.map_or(d.share, Spanned::into_inner),
             pinned: t.pinned.unwrap_or_default(),

@@ -12,7 +12,7 @@ use super::file::{line_col, parse_file, FileSettings};
 use super::layers::read_layers;
 use super::sandbox::push_warning;
 use super::{ModelFlags, SettingsError};
-use crate::agent::permissions::{Kind, Rule, Source};
+use crate::permissions::{Kind, Rule, Source};
 
 /// The rules of the settings files (the user's, then the project's).
 pub fn permission_rules(flags: &ModelFlags) -> Result<Vec<Rule>, SettingsError> {

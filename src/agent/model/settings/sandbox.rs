@@ -98,7 +98,7 @@ pub(super) fn merged_sandbox(
     }
 }
 
-pub(super) type SandboxField = crate::base::sandbox_field::SandboxField;
+pub(super) type SandboxField = harness9_base::sandbox_field::SandboxField;
 
 /// `[mcp] sandbox` of the settings (the user's file, else the shipped defaults, tightened by
 /// the project's `./harness9.toml`): the sandbox of every stdio server whose `.mcp.json` entry

@@ -1,5 +1,6 @@
 //! The agent: the [`engine`] that runs turns, the [`model`] clients it calls, and the
 //! [`builtins`] tools it has besides the MCP servers'.
+#![warn(missing_docs)]
 
 pub mod builtins;
 pub mod engine;

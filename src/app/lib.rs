@@ -3,6 +3,7 @@
 //! ([`config`]) and its trust store ([`trust`]), the OAuth token store ([`oauth_store`]), the saved
 //! conversations ([`sessions`]), VS Code input values ([`inputs`]), the `--trace` file and the TUI's log file, and the
 //! [`asks::InputDesk`] that answers servers' elicitation and sampling requests.
+#![warn(missing_docs)]
 
 pub mod asks;
 pub mod config;
@@ -19,7 +20,7 @@ pub mod log_file;
 pub mod oauth_store;
 pub mod paths;
 pub mod permission_store;
-pub use crate::base::private_fs;
+pub use harness9_base::private_fs;
 mod runtime;
 pub mod sampler;
 mod session;

@@ -4,6 +4,7 @@
 //! Both dispatch to one module per feature (input, transcript, slash commands, questions about
 //! tool calls, the `/mcp` panel, `/trace`, the trust screen), each holding its state types, its
 //! keys and its drawing.
+#![warn(missing_docs)]
 
 mod actor;
 mod approvals;
@@ -41,10 +42,10 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use actor::{Quit, Tui, TuiSetup};
 
-use crate::agent::model::settings::how_to_configure;
-use crate::app::config;
-use crate::app::watcher::SubscribeConfig;
-use crate::app::{Session, SessionOptions, Start};
+use harness9_agent::model::settings::how_to_configure;
+use harness9_app::config;
+use harness9_app::watcher::SubscribeConfig;
+use harness9_app::{Session, SessionOptions, Start};
 
 /// Set while the terminal is in raw mode on the alternate screen: the panic hook restores it.
 static TERMINAL_TAKEN: AtomicBool = AtomicBool::new(false);
@@ -148,9 +149,9 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
                         None
                     }
                 };
-                if opts.resume == crate::app::conversations::Resume::Pick {
-                    pick = Some(crate::app::conversations::listing(
-                        &crate::app::conversations::dir(),
+                if opts.resume == harness9_app::conversations::Resume::Pick {
+                    pick = Some(harness9_app::conversations::listing(
+                        &harness9_app::conversations::dir(),
                         50,
                     ));
                 }
@@ -180,9 +181,9 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         sources: cfg.sources.clone(),
         inputs: cfg.inputs.clone(),
         warnings: [
-            crate::agent::model::settings::warnings(),
+            harness9_agent::model::settings::warnings(),
             cfg.warnings.clone(),
-            (policy.mode == crate::agent::permissions::Mode::Bypass)
+            (policy.mode == harness9_agent::permissions::Mode::Bypass)
                 .then(|| "permission mode bypass (--yes): every tool call runs without asking; only deny rules still refuse".to_owned())
                 .into_iter()
                 .collect(),
@@ -224,7 +225,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
     // Servers' questions (elicitation, sampling) are asked here from now on.
     session
         .desk
-        .do_send(crate::app::asks::SetUser(tui.clone().recipient()));
+        .do_send(harness9_app::asks::SetUser(tui.clone().recipient()));
     let code = tokio::select! {
         code = done_rx => code.unwrap_or(1),
         _ = signalled(&tui) => 130,

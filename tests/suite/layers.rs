@@ -1,0 +1,58 @@
+//! The layers are member crates, and `cargo metadata` is where their arrows are read: a crate may
+//! depend only on the crates under it (README's "The layers"). A new arrow upwards fails here
+//! before a reviewer has to spot it (and it would not compile if it made a cycle).
+
+use std::process::Command;
+
+/// From the bottom up; each crate may use any crate before it in this list, none after it.
+const LAYERS: [&str; 6] = [
+    "harness9-actors",
+    "harness9-base",
+    "harness9-agent",
+    "harness9-app",
+    "harness9-tui",
+    "harness9",
+];
+
+#[test]
+fn no_crate_depends_on_one_above_it() {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
+    let packages = meta["packages"].as_array().expect("packages");
+    let mut seen = Vec::new();
+    for package in packages {
+        let name = package["name"].as_str().expect("name");
+        let Some(level) = LAYERS.iter().position(|l| *l == name) else {
+            continue;
+        };
+        seen.push(name);
+        for dep in package["dependencies"].as_array().expect("dependencies") {
+            let dep_name = dep["name"].as_str().expect("dependency name");
+            if let Some(dep_level) = LAYERS.iter().position(|l| *l == dep_name) {
+                assert!(
+                    dep_level < level,
+                    "{name} depends on {dep_name}, a layer above it or beside it"
+                );
+            }
+        }
+    }
+    seen.sort_unstable();
+    let mut all = LAYERS.to_vec();
+    all.sort_unstable();
+    assert_eq!(seen, all, "every layer is a workspace member");
+}
