@@ -146,7 +146,7 @@ fn bench(c: &mut Criterion) {
         });
     }
     let mut resumed = state(10);
-    resumed.transcript = harness9::tui::state::entries_of(&conv);
+    resumed.transcript.entries = harness9::tui::state::entries_of(&conv);
     c.bench_function("session frame, a resumed 1,000-message conversation", |b| {
         b.iter(|| {
             term.draw(|f| view(&resumed, f)).expect("draw");

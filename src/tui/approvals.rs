@@ -71,10 +71,13 @@ const ARG_ROWS: usize = 10;
 
 /// Sets the transcript line of the engine call `call` to `to` (a question asked or answered).
 fn mark_call(state: &mut State, call: Option<&str>, to: CallState) {
-    let Some(id) = call.and_then(|c| state.engine_calls.get(c)).copied() else {
+    let Some(id) = call
+        .and_then(|c| state.transcript.engine_calls.get(c))
+        .copied()
+    else {
         return;
     };
-    for e in state.transcript.iter_mut().rev() {
+    for e in state.transcript.entries.iter_mut().rev() {
         if let Entry::Tool {
             id: eid, state: st, ..
         } = e
@@ -116,7 +119,7 @@ fn box_width(cols: u16) -> usize {
 pub(super) fn asked(state: &mut State, mut a: Approval) -> Vec<Effect> {
     a.args = pretty(&a.args);
     mark_call(state, a.call.as_deref(), CallState::Waiting);
-    state.approvals.push_back(a);
+    state.questions.approvals.push_back(a);
     Vec::new()
 }
 
@@ -165,8 +168,8 @@ fn choices(a: &Approval) -> Vec<(&'static str, Color, String, Pick)> {
 /// first) and Enter; Esc is no; ↑↓ scroll the arguments. While a message is typed, keys edit
 /// it, Enter sends it with the no, Esc goes back to the choices. (Keys typed as it opened
 /// never get here: [`super::guard`].)
-pub(super) fn approval_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
-    let Some(first) = state.approvals.front_mut() else {
+pub(super) fn key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    let Some(first) = state.questions.approvals.front_mut() else {
         return Vec::new();
     };
     if let Some(message) = &mut first.message {
@@ -199,7 +202,7 @@ pub(super) fn approval_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         KeyCode::Up | KeyCode::Char('k') | KeyCode::Down | KeyCode::Char('j') => {
             // The rows the box draws: wrapped at its width, as `draw_approval` does.
             let width = box_width(state.size.0);
-            if let Some(first) = state.approvals.front_mut() {
+            if let Some(first) = state.questions.approvals.front_mut() {
                 let rows = arg_rows(&first.args, width).len();
                 first.scroll = if matches!(key.code, KeyCode::Up | KeyCode::Char('k')) {
                     first.scroll.saturating_sub(1)
@@ -215,7 +218,7 @@ pub(super) fn approval_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         },
         _ => return Vec::new(),
     };
-    let Some(first) = state.approvals.front_mut() else {
+    let Some(first) = state.questions.approvals.front_mut() else {
         return Vec::new();
     };
     let answer = match pick {
@@ -240,7 +243,7 @@ pub(super) fn approval_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
 /// Answers the first waiting call; an "always" answer also runs the waiting calls its rule
 /// covers, and says where it is kept.
 fn answer_first(state: &mut State, answer: Answer) -> Vec<Effect> {
-    let Some(first) = state.approvals.pop_front() else {
+    let Some(first) = state.questions.approvals.pop_front() else {
         return Vec::new();
     };
     // Running until its result (a no comes back at once as the call's error).
@@ -252,7 +255,7 @@ fn answer_first(state: &mut State, answer: Answer) -> Vec<Effect> {
             rule,
             harness9_agent::permissions::Source::Saved,
         ) {
-            state.approvals.retain(|a| {
+            state.questions.approvals.retain(|a| {
                 let args: serde_json::Value =
                     serde_json::from_str(&a.args).unwrap_or(serde_json::Value::Null);
                 let covered = harness9_agent::permissions::allows_alone(
@@ -284,6 +287,7 @@ fn answer_first(state: &mut State, answer: Answer) -> Vec<Effect> {
 /// Declines every waiting call.
 pub(super) fn decline_all(state: &mut State) -> Vec<Effect> {
     state
+        .questions
         .approvals
         .drain(..)
         .map(|a| Effect::Answer {
@@ -294,15 +298,15 @@ pub(super) fn decline_all(state: &mut State) -> Vec<Effect> {
 }
 
 /// The first waiting tool call: its tool, its arguments (up to five rows), and the keys.
-pub(super) fn draw_approval(state: &State, frame: &mut Frame, main: Rect) {
-    let Some(a) = state.approvals.front() else {
+pub(super) fn draw(state: &State, frame: &mut Frame, main: Rect) {
+    let Some(a) = state.questions.approvals.front() else {
         return;
     };
     let width = box_width(main.width);
     let mut lines = vec![Line::from(vec![
         Span::styled(clean_line(&a.name).into_owned(), Style::new().bold()),
         Span::styled(
-            match state.approvals.len() {
+            match state.questions.approvals.len() {
                 1 => String::new(),
                 n => format!("  (1 of {n} waiting)"),
             },
@@ -389,7 +393,7 @@ mod tests {
         for _ in 0..3 {
             press(&mut s, KeyCode::Down);
         }
-        assert_eq!(s.approvals.front().map(|a| a.scroll), Some(3));
+        assert_eq!(s.questions.approvals.front().map(|a| a.scroll), Some(3));
     }
 
     #[test]
@@ -413,7 +417,7 @@ mod tests {
         assert!(update(&mut s, bash(5, "cargo build")).is_empty());
         // Other keys wait; typing does not reach the input.
         assert!(press(&mut s, KeyCode::Char('x')).is_empty());
-        assert_eq!(s.input, "");
+        assert_eq!(s.editor.input, "");
         assert_eq!(
             press(&mut s, KeyCode::Char('n')),
             vec![answer(1, Answer::No)]
@@ -475,7 +479,7 @@ mod tests {
                 Effect::CancelTurn
             ]
         );
-        assert!(s.approvals.is_empty());
+        assert!(s.questions.approvals.is_empty());
     }
 
     #[test]
@@ -487,6 +491,6 @@ mod tests {
         update(&mut s, Event::ApprovalAsked(a));
         assert!(press(&mut s, KeyCode::Char('s')).is_empty());
         assert!(press(&mut s, KeyCode::Char('a')).is_empty());
-        assert_eq!(s.approvals.len(), 1);
+        assert_eq!(s.questions.approvals.len(), 1);
     }
 }

@@ -77,7 +77,7 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
         "/mcp" => {
             // `/mcp name` opens that server's view; plain `/mcp` the overview of all, on the
             // first failed one.
-            let Some(selected) = state.servers.keys().position(|k| k == rest) else {
+            let Some(selected) = state.servers.status.keys().position(|k| k == rest) else {
                 super::overview::open(state);
                 return Vec::new();
             };
@@ -93,27 +93,27 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
                 ..TraceView::default()
             }))
         }
-        "/help" => state.modal = Some(Modal::Help),
+        "/help" => state.modal = Some(Modal::Help(HelpView)),
         "/quit" | "/exit" => {
             state.quitting = true;
             return vec![Effect::Quit];
         }
         "/reload" => return vec![Effect::Reload],
-        "/clear" if state.busy => state.note(Entry::Error(
+        "/clear" if state.turn.busy => state.note(Entry::Error(
             "a turn is running; press Esc to cancel it, then /clear".to_owned(),
         )),
         "/clear" => {
-            state.transcript.clear();
-            state.scroll_back = 0;
-            if state.model.is_some() {
+            state.transcript.entries.clear();
+            state.transcript.scroll_back = 0;
+            if state.model.label.is_some() {
                 state.note(Entry::Info("new conversation".to_owned()));
                 return vec![Effect::ClearConversation];
             }
         }
-        "/compact" if state.busy => state.note(Entry::Error(
+        "/compact" if state.turn.busy => state.note(Entry::Error(
             "a turn is running; press Esc to cancel it, then /compact".to_owned(),
         )),
-        "/compact" if state.model.is_none() => state.note(Entry::Error(
+        "/compact" if state.model.label.is_none() => state.note(Entry::Error(
             "no model is configured, so there is no conversation to compact".to_owned(),
         )),
         "/compact" => {
@@ -121,10 +121,10 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
             return vec![Effect::Compact(rest.trim().to_owned())];
         }
         "/model" if rest.is_empty() => model_info(state),
-        "/model" if state.busy => state.note(Entry::Error(
+        "/model" if state.turn.busy => state.note(Entry::Error(
             "a turn is running; press Esc to cancel it, then /model".to_owned(),
         )),
-        "/model" if state.model.is_none() => state.note(Entry::Error(
+        "/model" if state.model.label.is_none() => state.note(Entry::Error(
             "no model is configured; see the notice above for how to set one".to_owned(),
         )),
         "/model" => return vec![Effect::SetModel(rest.to_owned())],
@@ -151,10 +151,10 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
         "/cost" => cost_info(state),
         "/permissions" => return vec![Effect::ListPermissions],
         "/tools" => return tools_command(state, rest),
-        "/resume" if state.busy => state.note(Entry::Error(
+        "/resume" if state.turn.busy => state.note(Entry::Error(
             "a turn is running; press Esc to cancel it, then /resume".to_owned(),
         )),
-        "/resume" if state.model.is_none() => state.note(Entry::Error(
+        "/resume" if state.model.label.is_none() => state.note(Entry::Error(
             "no model is configured, so there is no conversation to resume".to_owned(),
         )),
         "/resume" => return vec![Effect::Resume(rest.trim().to_owned())],
@@ -199,7 +199,7 @@ fn call_command(state: &mut State, rest: &str) -> Vec<Effect> {
             }
         }
     };
-    if !state.tools.iter().any(|t| t.name == name) {
+    if !state.servers.tools.iter().any(|t| t.name == name) {
         // Names are sanitized (`get-sum` is registered as `get_sum`): suggest by that form.
         let want: String = name
             .chars()
@@ -207,6 +207,7 @@ fn call_command(state: &mut State, rest: &str) -> Vec<Effect> {
             .collect();
         let tail = want.rsplit("__").next().unwrap_or(&want).to_owned();
         let near: Vec<&str> = state
+            .servers
             .tools
             .iter()
             .map(|t| t.name.as_str())
@@ -223,8 +224,8 @@ fn call_command(state: &mut State, rest: &str) -> Vec<Effect> {
         )));
         return Vec::new();
     }
-    let id = state.next_call;
-    state.next_call += 1;
+    let id = state.transcript.next_call;
+    state.transcript.next_call += 1;
     state.note(Entry::Tool {
         id,
         name: name.to_owned(),
@@ -242,16 +243,20 @@ fn call_command(state: &mut State, rest: &str) -> Vec<Effect> {
     }]
 }
 
+/// `/help`: what each command does (no state of its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HelpView;
+
 /// `/help` closes on Esc, `q` or Enter; other keys keep it open.
-pub(super) fn help_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+fn keys(state: &mut State, _: HelpView, key: KeyEvent) -> Vec<Effect> {
     if !matches!(key.code, KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter) {
-        state.modal = Some(Modal::Help);
+        state.modal = Some(Modal::Help(HelpView));
     }
     Vec::new()
 }
 
 /// Draws `/help`: the commands, then the keys; the MCP bar's legend in the bottom border.
-pub(super) fn draw_help(frame: &mut Frame, area: Rect) {
+fn draw(_: &State, _: &HelpView, frame: &mut Frame, area: Rect) {
     // The bar's legend sits in the bottom border, so the keys fit 24 rows.
     let block = modal_block("help").title_bottom(Span::styled(
         " MCP bar: ● connected  ○ starting or restarting (attempt)  ✗ failed; /mcp shows why ",
@@ -336,7 +341,7 @@ fn wrapped_names(commands: &[(&str, &str)], width: usize) -> Vec<String> {
 
 /// `/model` alone: the model in use and the ones the settings know.
 fn model_info(state: &mut State) {
-    let Some(settings) = &state.settings else {
+    let Some(settings) = &state.model.settings else {
         return state.note(Entry::Info("no model is configured".to_owned()));
     };
     let mut known: Vec<&String> = settings
@@ -350,7 +355,7 @@ fn model_info(state: &mut State) {
     state.note(Entry::Info(format!(
         "model {}; /model NAME switches for the next turn (/model openai/NAME or anthropic/NAME \
          changes the provider too). Models the settings know: {}",
-        state.model.as_deref().unwrap_or("none"),
+        state.model.label.as_deref().unwrap_or("none"),
         names.join(", ")
     )));
 }
@@ -359,8 +364,9 @@ fn model_info(state: &mut State) {
 fn cost_so_far(state: &State) -> (f64, bool) {
     let mut total = 0.0;
     let mut unpriced = false;
-    for (model, (input, cached, output)) in &state.usage {
+    for (model, (input, cached, output)) in &state.model.usage {
         match state
+            .model
             .settings
             .as_ref()
             .and_then(|s| s.cost(model, *input, *cached, *output))
@@ -373,24 +379,26 @@ fn cost_so_far(state: &State) -> (f64, bool) {
 }
 
 fn status_info(state: &mut State) {
-    let total = state.servers.len();
+    let total = state.servers.status.len();
     let connected = state
         .servers
+        .status
         .values()
         .filter(|s| matches!(s.status, ServerStatus::Connected { .. }))
         .count();
     let failed: Vec<&str> = state
         .servers
+        .status
         .iter()
         .filter(|(_, s)| matches!(s.status, ServerStatus::Failed { .. }))
         .map(|(n, _)| n.as_str())
         .collect();
-    let context = match (state.context_used, state.context_window) {
+    let context = match (state.model.context_used, state.model.context_window) {
         (Some(u), Some(w)) if w > 0 => format!("{u} of {w} tokens ({}%)", u * 100 / w),
         (Some(u), _) => format!("{u} tokens (window unknown)"),
         (None, _) => "no request yet".to_owned(),
     };
-    let context = match state.tools_offered {
+    let context = match state.model.tools_offered {
         Some(t) if t.loaded + t.deferred > 0 => {
             format!("{context}; {}", super::tool_sizes::offered_line(&t))
         }
@@ -398,11 +406,11 @@ fn status_info(state: &mut State) {
     };
     let (cost, unpriced) = cost_so_far(state);
     let mut lines = vec![
-        format!("model: {}", state.model.as_deref().unwrap_or("none")),
+        format!("model: {}", state.model.label.as_deref().unwrap_or("none")),
         format!("context: {context}"),
         format!(
             "session: {}",
-            state.session_id.as_deref().unwrap_or("not saved")
+            state.model.session_id.as_deref().unwrap_or("not saved")
         ),
         format!(
             "servers: {connected} of {total} connected{}",
@@ -421,20 +429,26 @@ fn status_info(state: &mut State) {
             }
         ),
     ];
-    if !state.disabled_tools.is_empty() {
-        let off: Vec<&str> = state.disabled_tools.iter().map(String::as_str).collect();
+    if !state.model.disabled_tools.is_empty() {
+        let off: Vec<&str> = state
+            .model
+            .disabled_tools
+            .iter()
+            .map(String::as_str)
+            .collect();
         lines.push(format!("tools off: {}", off.join(", ")));
     }
     state.note(Entry::Info(lines.join("\n")));
 }
 
 fn cost_info(state: &mut State) {
-    if state.usage.is_empty() {
+    if state.model.usage.is_empty() {
         return state.note(Entry::Info("no model calls yet".to_owned()));
     }
     let mut lines = Vec::new();
-    for (model, (input, cached, output)) in &state.usage {
+    for (model, (input, cached, output)) in &state.model.usage {
         let cost = state
+            .model
             .settings
             .as_ref()
             .and_then(|s| s.cost(model, *input, *cached, *output))
@@ -460,6 +474,7 @@ fn tools_command(state: &mut State, rest: &str) -> Vec<Effect> {
     match verb {
         "" => {
             let lines: Vec<String> = state
+                .servers
                 .tools
                 .iter()
                 .map(|t| {
@@ -467,7 +482,7 @@ fn tools_command(state: &mut State, rest: &str) -> Vec<Effect> {
                         "{}  {}{}",
                         t.name,
                         t.server.as_deref().unwrap_or("built-in"),
-                        if state.disabled_tools.contains(&t.name) {
+                        if state.model.disabled_tools.contains(&t.name) {
                             "  (off)"
                         } else {
                             ""
@@ -487,29 +502,29 @@ fn tools_command(state: &mut State, rest: &str) -> Vec<Effect> {
             }));
             Vec::new()
         }
-        "off" | "on" if state.busy => {
+        "off" | "on" if state.turn.busy => {
             state.note(Entry::Error(
                 "a turn is running; press Esc to cancel it, then /tools".to_owned(),
             ));
             Vec::new()
         }
-        "off" | "on" if !state.tools.iter().any(|t| t.name == name) => {
+        "off" | "on" if !state.servers.tools.iter().any(|t| t.name == name) => {
             state.note(Entry::Error(format!(
                 "no tool named \"{name}\"; /tools lists them"
             )));
             Vec::new()
         }
         "off" => {
-            state.disabled_tools.insert(name.to_owned());
+            state.model.disabled_tools.insert(name.to_owned());
             state.note(Entry::Info(format!(
                 "{name} is off for this session: the model is not offered it"
             )));
-            vec![Effect::DisableTools(state.disabled_tools.clone())]
+            vec![Effect::DisableTools(state.model.disabled_tools.clone())]
         }
         "on" => {
-            state.disabled_tools.remove(name);
+            state.model.disabled_tools.remove(name);
             state.note(Entry::Info(format!("{name} is on again")));
-            vec![Effect::DisableTools(state.disabled_tools.clone())]
+            vec![Effect::DisableTools(state.model.disabled_tools.clone())]
         }
         other => {
             state.note(Entry::Error(format!(
@@ -517,6 +532,16 @@ fn tools_command(state: &mut State, rest: &str) -> Vec<Effect> {
             )));
             Vec::new()
         }
+    }
+}
+
+impl super::state::ModalView for HelpView {
+    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
+        keys(state, self, key)
+    }
+
+    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
+        draw(state, self, frame, area)
     }
 }
 
@@ -536,19 +561,19 @@ mod tests {
         update(&mut s, key(KeyCode::Enter));
         typed(&mut s, "/clear");
         assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
-        assert!(matches!(s.transcript.last(), Some(Entry::Error(e)) if e.contains("Esc")));
+        assert!(matches!(s.transcript.entries.last(), Some(Entry::Error(e)) if e.contains("Esc")));
         update(&mut s, Event::TurnDone(Ok("done".into())));
         typed(&mut s, "/clear");
         assert_eq!(
             update(&mut s, key(KeyCode::Enter)),
             vec![Effect::ClearConversation]
         );
-        assert_eq!(s.transcript.len(), 1, "{:?}", s.transcript);
+        assert_eq!(s.transcript.entries.len(), 1, "{:?}", s.transcript.entries);
         // Without a model there is no conversation to clear.
         let mut s = State::new("x".into(), None, String::new());
         typed(&mut s, "/clear");
         assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
-        assert!(s.transcript.is_empty());
+        assert!(s.transcript.entries.is_empty());
     }
 
     #[test]
@@ -571,7 +596,7 @@ mod tests {
             Some(Modal::Panel(PanelState { selected: 1, .. }))
         ));
         // Plain /mcp opens on the first failed server.
-        let mut failing = (*s.servers).clone();
+        let mut failing = (*s.servers.status).clone();
         if let Some(b) = failing.get_mut("b") {
             b.status = ServerStatus::Failed {
                 error: "x".into(),
@@ -596,7 +621,9 @@ mod tests {
         let mut s = with_servers(&["a"], 1);
         typed(&mut s, "/nope");
         update(&mut s, key(KeyCode::Enter));
-        assert!(matches!(s.transcript.last(), Some(Entry::Error(e)) if e.contains("/help")));
+        assert!(
+            matches!(s.transcript.entries.last(), Some(Entry::Error(e)) if e.contains("/help"))
+        );
     }
 
     #[test]
@@ -622,14 +649,14 @@ mod tests {
             },
         );
         assert!(
-            matches!(s.transcript.last(), Some(Entry::Tool { state: CallState::Ok, output, .. }) if output == "ok")
+            matches!(s.transcript.entries.last(), Some(Entry::Tool { state: CallState::Ok, output, .. }) if output == "ok")
         );
         typed(&mut s, "/call mcp__e__t1 [1]");
         assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
         typed(&mut s, "/call mcp__e__zz {}");
         assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
         assert!(
-            matches!(s.transcript.last(), Some(Entry::Error(e)) if e.contains("no tool named"))
+            matches!(s.transcript.entries.last(), Some(Entry::Error(e)) if e.contains("no tool named"))
         );
     }
 }

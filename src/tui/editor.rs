@@ -14,18 +14,33 @@ use super::state::{Effect, Entry, State};
 use super::transcript::page;
 use harness9_base::sanitize::clean;
 
+/// The input box's state.
+#[derive(Debug, Default)]
+pub struct EditorState {
+    /// The input line.
+    pub input: String,
+    /// Cursor position in `input`, in chars.
+    pub cursor: usize,
+    /// Submitted lines, oldest first.
+    pub history: Vec<String>,
+    /// Position while browsing history.
+    pub history_pos: Option<usize>,
+    /// The candidates of an ambiguous Tab, shown until the next key.
+    pub popup: Option<Vec<(String, String)>>,
+}
+
 /// The most rows the input box grows to; a longer input scrolls with the cursor.
 pub const MAX_INPUT_ROWS: usize = 8;
 
 impl State {
     /// Rows of the input box: one per input line, at most [`MAX_INPUT_ROWS`].
     pub fn input_rows(&self) -> usize {
-        self.input.split('\n').count().min(MAX_INPUT_ROWS)
+        self.editor.input.split('\n').count().min(MAX_INPUT_ROWS)
     }
 
     /// The cursor as (line, column in chars) within the input's lines.
     pub fn cursor_line_col(&self) -> (usize, usize) {
-        let before: String = self.input.chars().take(self.cursor).collect();
+        let before: String = self.editor.input.chars().take(self.editor.cursor).collect();
         let line = before.matches('\n').count();
         let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count());
         (line, col)
@@ -43,9 +58,9 @@ pub(super) fn paste(state: &mut State, text: &str) {
 
 /// Inserts `c` at the cursor and moves past it.
 fn insert_char(state: &mut State, c: char) {
-    let at = byte_index(&state.input, state.cursor);
-    state.input.insert(at, c);
-    state.cursor += 1;
+    let at = byte_index(&state.editor.input, state.editor.cursor);
+    state.editor.input.insert(at, c);
+    state.editor.cursor += 1;
 }
 
 /// The byte offset of char index `chars` in `s` (its length past the end).
@@ -57,12 +72,12 @@ fn byte_index(s: &str, chars: usize) -> usize {
 /// Shift+Enter and Ctrl+J add a line, Tab completes, ↑↓ move between lines then through the
 /// history), Esc cancels a running turn, PgUp/PgDn page the transcript and Ctrl+L goes back to
 /// its end, Ctrl+O folds or unfolds the model's tool calls.
-pub(super) fn session_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+pub(super) fn key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
     if key.code != KeyCode::Tab {
-        state.popup = None;
+        state.editor.popup = None;
     }
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-    let len = state.input.chars().count();
+    let len = state.editor.input.chars().count();
     let alt = key.modifiers.contains(KeyModifiers::ALT);
     let shift = key.modifiers.contains(KeyModifiers::SHIFT);
     match key.code {
@@ -70,33 +85,35 @@ pub(super) fn session_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         KeyCode::Enter if alt || shift => insert_char(state, '\n'),
         KeyCode::Char('j') if ctrl => insert_char(state, '\n'),
         KeyCode::Enter => return submit(state),
-        KeyCode::Esc if state.busy => {
-            state.cancelling = true;
+        KeyCode::Esc if state.turn.busy => {
+            state.turn.cancelling = true;
             return vec![Effect::CancelTurn];
         }
         KeyCode::Tab => return complete(state),
-        KeyCode::Char('a') if ctrl => state.cursor = line_start(state),
-        KeyCode::Char('e') if ctrl => state.cursor = line_end(state),
+        KeyCode::Char('a') if ctrl => state.editor.cursor = line_start(state),
+        KeyCode::Char('e') if ctrl => state.editor.cursor = line_end(state),
         KeyCode::Char('u') if ctrl => {
-            state.input.clear();
-            state.cursor = 0;
+            state.editor.input.clear();
+            state.editor.cursor = 0;
         }
-        KeyCode::Char('l') if ctrl => state.scroll_back = 0,
-        KeyCode::Char('o') if ctrl => state.expand_tools = !state.expand_tools,
+        KeyCode::Char('l') if ctrl => state.transcript.scroll_back = 0,
+        KeyCode::Char('o') if ctrl => {
+            state.transcript.expand_tools = !state.transcript.expand_tools
+        }
         KeyCode::Char(c) if !ctrl => insert_char(state, c),
-        KeyCode::Backspace if state.cursor > 0 => {
-            state.cursor -= 1;
-            let at = byte_index(&state.input, state.cursor);
-            state.input.remove(at);
+        KeyCode::Backspace if state.editor.cursor > 0 => {
+            state.editor.cursor -= 1;
+            let at = byte_index(&state.editor.input, state.editor.cursor);
+            state.editor.input.remove(at);
         }
-        KeyCode::Delete if state.cursor < len => {
-            let at = byte_index(&state.input, state.cursor);
-            state.input.remove(at);
+        KeyCode::Delete if state.editor.cursor < len => {
+            let at = byte_index(&state.editor.input, state.editor.cursor);
+            state.editor.input.remove(at);
         }
-        KeyCode::Left => state.cursor = state.cursor.saturating_sub(1),
-        KeyCode::Right => state.cursor = (state.cursor + 1).min(len),
-        KeyCode::Home => state.cursor = line_start(state),
-        KeyCode::End => state.cursor = line_end(state),
+        KeyCode::Left => state.editor.cursor = state.editor.cursor.saturating_sub(1),
+        KeyCode::Right => state.editor.cursor = (state.editor.cursor + 1).min(len),
+        KeyCode::Home => state.editor.cursor = line_start(state),
+        KeyCode::End => state.editor.cursor = line_end(state),
         // In a multi-line input, Up and Down move between its lines; past the first or last
         // line they step through the history.
         KeyCode::Up if !move_line(state, true) => history_step(state, true),
@@ -110,46 +127,53 @@ pub(super) fn session_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
 
 /// The char index where the cursor's line starts.
 fn line_start(state: &State) -> usize {
-    state.cursor - state.cursor_line_col().1
+    state.editor.cursor - state.cursor_line_col().1
 }
 
 /// The char index where the cursor's line ends (before its newline).
 fn line_end(state: &State) -> usize {
-    let rest = state.input.chars().skip(state.cursor);
-    state.cursor + rest.take_while(|c| *c != '\n').count()
+    let rest = state.editor.input.chars().skip(state.editor.cursor);
+    state.editor.cursor + rest.take_while(|c| *c != '\n').count()
 }
 
 /// Moves the cursor to the line above (`up`) or below, keeping its column as far as that line
 /// allows; false when there is no such line.
 fn move_line(state: &mut State, up: bool) -> bool {
     let (line, col) = state.cursor_line_col();
-    let lines: Vec<usize> = state.input.split('\n').map(|l| l.chars().count()).collect();
+    let lines: Vec<usize> = state
+        .editor
+        .input
+        .split('\n')
+        .map(|l| l.chars().count())
+        .collect();
     let target = match up {
         true if line > 0 => line - 1,
         false if line + 1 < lines.len() => line + 1,
         _ => return false,
     };
     let start: usize = lines[..target].iter().map(|n| n + 1).sum();
-    state.cursor = start + col.min(lines[target]);
+    state.editor.cursor = start + col.min(lines[target]);
     true
 }
 
 /// Steps back (`back`) or forward through the history; past the newest the input is empty.
 fn history_step(state: &mut State, back: bool) {
-    if state.history.is_empty() {
+    if state.editor.history.is_empty() {
         return;
     }
-    let last = state.history.len() - 1;
-    let pos = match (state.history_pos, back) {
+    let last = state.editor.history.len() - 1;
+    let pos = match (state.editor.history_pos, back) {
         (None, true) => Some(last),
         (None, false) => None,
         (Some(p), true) => Some(p.saturating_sub(1)),
         (Some(p), false) if p >= last => None,
         (Some(p), false) => Some(p + 1),
     };
-    state.history_pos = pos;
-    state.input = pos.map(|p| state.history[p].clone()).unwrap_or_default();
-    state.cursor = state.input.chars().count();
+    state.editor.history_pos = pos;
+    state.editor.input = pos
+        .map(|p| state.editor.history[p].clone())
+        .unwrap_or_default();
+    state.editor.cursor = state.editor.input.chars().count();
 }
 
 /// Rows a completion popup shows at most.
@@ -159,12 +183,12 @@ pub(super) const POPUP_MAX: usize = 100;
 /// name after `/call `, or an `@server:uri` resource mention (its server's resources loaded
 /// first).
 fn complete(state: &mut State) -> Vec<Effect> {
-    let input = state.input.clone();
+    let input = state.editor.input.clone();
     let last_start = input.rfind(char::is_whitespace).map_or(0, |i| {
         i + input[i..].chars().next().map_or(1, char::len_utf8)
     });
     let last = &input[last_start..];
-    if last.starts_with('@') && state.cursor == input.chars().count() {
+    if last.starts_with('@') && state.editor.cursor == input.chars().count() {
         let found = match super::mentions::candidates(state, last) {
             Ok(c) => c,
             Err(effects) => return effects,
@@ -173,14 +197,14 @@ fn complete(state: &mut State) -> Vec<Effect> {
         let head = &input[..last_start];
         match many.as_slice() {
             [] => {}
-            [one] if one.ends_with(':') => state.input = format!("{head}{one}"),
-            [one] => state.input = format!("{head}{one} "),
+            [one] if one.ends_with(':') => state.editor.input = format!("{head}{one}"),
+            [one] => state.editor.input = format!("{head}{one} "),
             many => {
                 let common = common_prefix(many);
                 if common.len() > last.len() {
-                    state.input = format!("{head}{common}");
+                    state.editor.input = format!("{head}{common}");
                 } else {
-                    state.popup = Some(
+                    state.editor.popup = Some(
                         many.iter()
                             .map(|m| ((*m).to_owned(), String::new()))
                             .collect(),
@@ -188,7 +212,7 @@ fn complete(state: &mut State) -> Vec<Effect> {
                 }
             }
         }
-        state.cursor = state.input.chars().count();
+        state.editor.cursor = state.editor.input.chars().count();
         return Vec::new();
     }
     if let Some(effects) = super::prompts::complete_argument(state) {
@@ -203,6 +227,7 @@ fn complete(state: &mut State) -> Vec<Effect> {
             (
                 rest,
                 state
+                    .servers
                     .tools
                     .iter()
                     .filter(|t| t.name.starts_with(rest))
@@ -235,35 +260,36 @@ fn complete(state: &mut State) -> Vec<Effect> {
     match names.as_slice() {
         [] => {}
         [one] => {
-            state.input = format!("{head}{one} ");
+            state.editor.input = format!("{head}{one} ");
         }
         many => {
             let common = common_prefix(many);
             if common.len() > prefix.len() {
-                state.input = format!("{head}{common}");
+                state.editor.input = format!("{head}{common}");
             } else if head.is_empty() {
                 // Commands: the `/` menu above the input already lists them.
             } else {
                 // Tool names: a popup over the transcript until the next key.
-                state.popup = Some(candidates.into_iter().take(POPUP_MAX).collect());
+                state.editor.popup = Some(candidates.into_iter().take(POPUP_MAX).collect());
             }
         }
     }
-    state.cursor = state.input.chars().count();
+    state.editor.cursor = state.editor.input.chars().count();
     Vec::new()
 }
 
 /// The rows of the completion menu over the input: the `/` commands matching what is typed
 /// (with what each does), or the candidates of an ambiguous Tab.
 pub fn menu(state: &State) -> Vec<(String, String)> {
-    if let Some(p) = &state.popup {
+    if let Some(p) = &state.editor.popup {
         return p.clone();
     }
-    let input = state.input.as_str();
+    let input = state.editor.input.as_str();
     if state.modal.is_some() || !input.starts_with('/') || input.contains(char::is_whitespace) {
         return Vec::new();
     }
     let prompts = state
+        .servers
         .prompts
         .servers
         .values()
@@ -364,34 +390,34 @@ fn common_prefix<'a>(words: &[&'a str]) -> &'a str {
 /// Enter: sends the input, trimmed, and keeps it in the history. A `/command` runs; other text
 /// starts a turn, unless no model is configured or a turn is running.
 fn submit(state: &mut State) -> Vec<Effect> {
-    let line = state.input.trim().to_owned();
-    state.input.clear();
-    state.cursor = 0;
-    state.history_pos = None;
+    let line = state.editor.input.trim().to_owned();
+    state.editor.input.clear();
+    state.editor.cursor = 0;
+    state.editor.history_pos = None;
     if line.is_empty() {
         return Vec::new();
     }
-    if state.history.last() != Some(&line) {
-        state.history.push(line.clone());
+    if state.editor.history.last() != Some(&line) {
+        state.editor.history.push(line.clone());
     }
     if line.starts_with('/') {
         return run(state, &line);
     }
     state.note(Entry::User(line.clone()));
-    if state.model.is_none() {
+    if state.model.label.is_none() {
         state.note(Entry::Error(format!(
             "no model is configured, so harness9 is an MCP console: use /call <tool> <json>, /mcp and /trace.\n{}",
-            state.model_help
+            state.model.help
         )));
         return Vec::new();
     }
-    if state.busy {
+    if state.turn.busy {
         state.note(Entry::Error(
             "a turn is running; wait for it or press Esc to cancel it".to_owned(),
         ));
         return Vec::new();
     }
-    state.busy = true;
+    state.turn.busy = true;
     let mentions = super::mentions::mentions(state, &line);
     if !mentions.is_empty() {
         return vec![Effect::SubmitWithResources {
@@ -404,11 +430,11 @@ fn submit(state: &mut State) -> Vec<Effect> {
 
 /// Draws the input box: a window of its lines that keeps the cursor's line (and column) in
 /// view, and the terminal cursor when no modal is open.
-pub(super) fn draw_input(state: &State, frame: &mut Frame, area: Rect) {
+pub(super) fn draw(state: &State, frame: &mut Frame, area: Rect) {
     const PROMPT: &str = "> ";
     let width = (area.width as usize).saturating_sub(PROMPT.len()).max(1);
     let (cur_line, cur_col) = state.cursor_line_col();
-    let lines: Vec<&str> = state.input.split('\n').collect();
+    let lines: Vec<&str> = state.editor.input.split('\n').collect();
     // The rows shown: all of a short input, else a window that keeps the cursor's line in view.
     let rows = (area.height as usize).max(1);
     let first = (cur_line + 1).saturating_sub(rows);
@@ -464,17 +490,17 @@ mod tests {
         typed(&mut s, "helo");
         update(&mut s, key(KeyCode::Left));
         update(&mut s, key(KeyCode::Char('l')));
-        assert_eq!(s.input, "hello");
+        assert_eq!(s.editor.input, "hello");
         assert_eq!(
             update(&mut s, key(KeyCode::Enter)),
             vec![Effect::Submit("hello".into())]
         );
-        assert!(s.busy);
-        assert!(s.input.is_empty());
+        assert!(s.turn.busy);
+        assert!(s.editor.input.is_empty());
         update(&mut s, key(KeyCode::Up));
-        assert_eq!(s.input, "hello");
+        assert_eq!(s.editor.input, "hello");
         update(&mut s, key(KeyCode::Down));
-        assert_eq!(s.input, "");
+        assert_eq!(s.editor.input, "");
         assert_eq!(update(&mut s, key(KeyCode::Esc)), vec![Effect::CancelTurn]);
     }
 
@@ -487,7 +513,7 @@ mod tests {
         typed(&mut s, "second line");
         update(&mut s, with(KeyCode::Char('j'), KeyModifiers::CONTROL));
         typed(&mut s, "3");
-        assert_eq!(s.input, "first\nsecond line\n3");
+        assert_eq!(s.editor.input, "first\nsecond line\n3");
         assert_eq!((s.input_rows(), s.cursor_line_col()), (3, (2, 1)));
         // Up keeps the column where the line allows; Home and End are line-wise.
         update(&mut s, key(KeyCode::Up));
@@ -503,7 +529,7 @@ mod tests {
         update(&mut s, key(KeyCode::Down));
         update(&mut s, key(KeyCode::Down));
         assert_eq!(s.cursor_line_col().0, 2);
-        assert_eq!(s.input, "first\nsecond line\n3");
+        assert_eq!(s.editor.input, "first\nsecond line\n3");
         // Enter sends all of it; the history keeps it whole.
         assert_eq!(
             update(&mut s, key(KeyCode::Enter)),
@@ -512,12 +538,12 @@ mod tests {
         update(&mut s, Event::TurnDone(Ok("done".into())));
         // Up on a one-line (empty) input is history.
         update(&mut s, key(KeyCode::Up));
-        assert_eq!(s.input, "first\nsecond line\n3");
+        assert_eq!(s.editor.input, "first\nsecond line\n3");
 
         // A paste keeps its lines (CRLF and CR become LF) and its escape sequences go.
         let mut s = State::new("x".into(), Some("m".into()), String::new());
         update(&mut s, Event::Paste("a\r\nb\rc\x1b[31m!".into()));
-        assert_eq!(s.input, "a\nb\nc!");
+        assert_eq!(s.editor.input, "a\nb\nc!");
         // The box grows to at most MAX_INPUT_ROWS rows, and the body shrinks with it.
         s.size = (80, 30);
         let body = s.body_rows();
@@ -532,7 +558,7 @@ mod tests {
         typed(&mut s, "hi");
         assert!(update(&mut s, key(KeyCode::Enter)).is_empty());
         assert!(
-            matches!(&s.transcript[1], Entry::Error(e) if e.contains("ANTHROPIC_API_KEY") && e.contains("/call"))
+            matches!(&s.transcript.entries[1], Entry::Error(e) if e.contains("ANTHROPIC_API_KEY") && e.contains("/call"))
         );
     }
 
@@ -541,22 +567,22 @@ mod tests {
         let mut s = with_servers(&["everything"], 3);
         typed(&mut s, "/mc");
         update(&mut s, key(KeyCode::Tab));
-        assert_eq!(s.input, "/mcp ");
-        s.input.clear();
-        s.cursor = 0;
+        assert_eq!(s.editor.input, "/mcp ");
+        s.editor.input.clear();
+        s.editor.cursor = 0;
         typed(&mut s, "/call mcp__every");
         update(&mut s, key(KeyCode::Tab));
-        assert_eq!(s.input, "/call mcp__everything__t");
-        let before = s.transcript.len();
+        assert_eq!(s.editor.input, "/call mcp__everything__t");
+        let before = s.transcript.entries.len();
         update(&mut s, key(KeyCode::Tab));
         // Ambiguous: a popup, not transcript lines; the next key closes it.
-        assert_eq!(s.transcript.len(), before);
-        let popup = s.popup.clone().unwrap_or_default();
+        assert_eq!(s.transcript.entries.len(), before);
+        let popup = s.editor.popup.clone().unwrap_or_default();
         assert!(
             popup.iter().any(|(n, _)| n == "mcp__everything__t2"),
             "{popup:?}"
         );
         update(&mut s, key(KeyCode::Char('1')));
-        assert!(s.popup.is_none());
+        assert!(s.editor.popup.is_none());
     }
 }

@@ -227,25 +227,26 @@ pub const MAX_WAITING: usize = 64;
 
 /// A new question joins the queue (or, when [`MAX_WAITING`] wait already, is cancelled).
 pub(super) fn asked(state: &mut State, a: PendingAsk) -> Vec<Effect> {
-    if state.asks.len() >= MAX_WAITING {
+    if state.questions.asks.len() >= MAX_WAITING {
         let answer = match a.kind {
             AskKind::Sampling { .. } => AskAnswer::Sample(false),
             _ => AskAnswer::Elicit(json!({"action": "cancel"})),
         };
         return vec![Effect::AnswerAsk { key: a.key, answer }];
     }
-    state.asks.push_back(a);
+    state.questions.asks.push_back(a);
     Vec::new()
 }
 
 /// The server stopped waiting: its question leaves the queue.
 pub(super) fn withdrawn(state: &mut State, key: u64) {
-    state.asks.retain(|a| a.key != key);
+    state.questions.asks.retain(|a| a.key != key);
 }
 
 /// Cancels every waiting question (Ctrl+C during a turn).
 pub(super) fn cancel_all(state: &mut State) -> Vec<Effect> {
     state
+        .questions
         .asks
         .drain(..)
         .map(|a| Effect::AnswerAsk {
@@ -259,17 +260,17 @@ pub(super) fn cancel_all(state: &mut State) -> Vec<Effect> {
 }
 
 fn done(state: &mut State, answer: AskAnswer) -> Vec<Effect> {
-    match state.asks.pop_front() {
+    match state.questions.asks.pop_front() {
         Some(a) => vec![Effect::AnswerAsk { key: a.key, answer }],
         None => Vec::new(),
     }
 }
 
 /// The first question's keys.
-pub(super) fn ask_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+pub(super) fn key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
     // Sampling and URL questions: ←→/Tab move the highlight (on decline at first), Enter
     // picks it. A form keeps Tab and Enter for its fields.
-    let choices = match state.asks.front().map(|a| &a.kind) {
+    let choices = match state.questions.asks.front().map(|a| &a.kind) {
         Some(AskKind::Sampling { .. }) => Some(2),
         Some(AskKind::Url { refused, .. }) => Some(if refused.is_none() { 2 } else { 1 }),
         _ => None,
@@ -280,7 +281,7 @@ pub(super) fn ask_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         }
     }
     let chosen = super::guard::choice(state, 2);
-    let Some(first) = state.asks.front_mut() else {
+    let Some(first) = state.questions.asks.front_mut() else {
         return Vec::new();
     };
     match &mut first.kind {
@@ -526,14 +527,14 @@ fn form_lines(form: &Form, width: usize, rows: usize) -> Vec<Line<'static>> {
 }
 
 /// The first waiting question, at the bottom of `main`.
-pub(super) fn draw_ask(state: &State, frame: &mut Frame, main: Rect) {
-    let Some(a) = state.asks.front() else {
+pub(super) fn draw(state: &State, frame: &mut Frame, main: Rect) {
+    let Some(a) = state.questions.asks.front() else {
         return;
     };
     let width = main.width.saturating_sub(2).max(1) as usize;
     let rows = main.height.saturating_sub(BORDER_ROWS) as usize;
     let server = clean_line(&a.server).into_owned();
-    let waiting = match state.asks.len() {
+    let waiting = match state.questions.asks.len() {
         1 => String::new(),
         n => format!(" (1 of {n} waiting)"),
     };
@@ -706,7 +707,7 @@ mod tests {
         // Enter with the required name empty: an error, nothing sent.
         assert!(press(&mut s, KeyCode::Enter).is_empty());
         assert!(
-            matches!(&s.asks[0].kind, AskKind::Form(f) if f.error.as_deref() == Some("Name is required"))
+            matches!(&s.questions.asks[0].kind, AskKind::Form(f) if f.error.as_deref() == Some("Name is required"))
         );
         for c in "Ada".chars() {
             press(&mut s, KeyCode::Char(c));
@@ -731,7 +732,7 @@ mod tests {
             got,
             json!({"action": "accept", "content": {"name": "Ada", "age": 4, "ok": true, "pet": "dog", "tags": ["b"]}})
         );
-        assert!(s.asks.is_empty());
+        assert!(s.questions.asks.is_empty());
 
         // Ctrl+D declines, Esc cancels, a withdrawn question leaves.
         update(
@@ -757,7 +758,7 @@ mod tests {
             answer(&press(&mut s, KeyCode::Esc)).unwrap(),
             json!({"action": "cancel"})
         );
-        assert!(s.asks.is_empty());
+        assert!(s.questions.asks.is_empty());
     }
 
     #[test]

@@ -22,6 +22,25 @@ use ratatui::text::{Line, Span};
 use super::state::{Modal, State};
 use super::widgets::DIM;
 
+/// Every question waiting for the user, and which one takes keys.
+#[derive(Debug, Default)]
+pub struct Questions {
+    /// Tool calls waiting for the user's yes or no, the first one shown.
+    pub approvals: std::collections::VecDeque<super::approvals::Approval>,
+    /// Servers' questions waiting for the user, the first one shown (after tool approvals).
+    pub asks: std::collections::VecDeque<super::elicit::PendingAsk>,
+    /// VS Code inputs waiting to be asked for.
+    pub inputs_pending: std::collections::VecDeque<harness9_app::input_vars::InputPrompt>,
+    /// Inputs asked for this session (config file, id): never asked again.
+    pub inputs_asked: std::collections::BTreeSet<(std::path::PathBuf, String)>,
+    /// Unapproved servers (name, command line) the trust screen has shown: it opens by itself
+    /// only for new ones (a declined server does not ask again until its command line changes
+    /// or it was approved in between).
+    pub trust_seen: std::collections::BTreeSet<(String, String)>,
+    /// The question keys go to, since when it takes them, its highlighted choice.
+    pub guard: Option<Guard>,
+}
+
 /// How long a new question ignores keys, counted again from each key it ignored.
 pub const GRACE: Duration = Duration::from_millis(600);
 
@@ -51,10 +70,10 @@ pub struct Guard {
 
 /// The question keys go to now, in the order `key_event` routes them.
 fn front(state: &State) -> Option<Question> {
-    if let Some(a) = state.approvals.front() {
+    if let Some(a) = state.questions.approvals.front() {
         return Some(Question::Approval(a.key));
     }
-    if let Some(a) = state.asks.front() {
+    if let Some(a) = state.questions.asks.front() {
         return Some(Question::Ask(a.key));
     }
     match &state.modal {
@@ -67,11 +86,11 @@ fn front(state: &State) -> Option<Question> {
 /// After an update: a question that just came to the front starts its grace.
 pub(super) fn refresh(state: &mut State) {
     let q = front(state);
-    match (q, &state.guard) {
-        (None, _) => state.guard = None,
+    match (q, &state.questions.guard) {
+        (None, _) => state.questions.guard = None,
         (Some(q), Some(g)) if g.question == q => {}
         (Some(question), _) => {
-            state.guard = Some(Guard {
+            state.questions.guard = Some(Guard {
                 question,
                 armed_at: state.now + GRACE,
                 choice: 0,
@@ -83,7 +102,7 @@ pub(super) fn refresh(state: &mut State) {
 /// Whether a key now must be ignored: a question is new. Restarts its grace when so.
 pub(super) fn swallow(state: &mut State) -> bool {
     let now = state.now;
-    match &mut state.guard {
+    match &mut state.questions.guard {
         Some(g) if now < g.armed_at => {
             g.armed_at = now + GRACE;
             true
@@ -94,12 +113,17 @@ pub(super) fn swallow(state: &mut State) -> bool {
 
 /// Whether the question in front is still new (keys ignored).
 pub fn is_new(state: &State) -> bool {
-    state.guard.as_ref().is_some_and(|g| state.now < g.armed_at)
+    state
+        .questions
+        .guard
+        .as_ref()
+        .is_some_and(|g| state.now < g.armed_at)
 }
 
 /// The highlighted choice of the question in front, below `n`.
 pub(super) fn choice(state: &State, n: usize) -> usize {
     state
+        .questions
         .guard
         .as_ref()
         .map_or(0, |g| g.choice.min(n.saturating_sub(1)))
@@ -107,7 +131,7 @@ pub(super) fn choice(state: &State, n: usize) -> usize {
 
 /// ←→/Tab/BackTab move the highlight among `n` choices; false for other keys.
 pub(super) fn move_choice(state: &mut State, n: usize, key: KeyCode) -> bool {
-    let Some(g) = &mut state.guard else {
+    let Some(g) = &mut state.questions.guard else {
         return false;
     };
     let n = n.max(1);

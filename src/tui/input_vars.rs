@@ -28,13 +28,14 @@ pub struct InputView {
 pub fn inputs_needed(state: &mut State, inputs: Vec<InputPrompt>) {
     for i in inputs {
         let key = (i.file.clone(), i.id.clone());
-        if !state.inputs_asked.contains(&key)
+        if !state.questions.inputs_asked.contains(&key)
             && !state
+                .questions
                 .inputs_pending
                 .iter()
                 .any(|p| p.file == i.file && p.id == i.id)
         {
-            state.inputs_pending.push_back(i);
+            state.questions.inputs_pending.push_back(i);
         }
     }
     open_next(state);
@@ -43,10 +44,10 @@ pub fn inputs_needed(state: &mut State, inputs: Vec<InputPrompt>) {
 
 /// Opens the next queued input when nothing else is on screen.
 pub fn open_next(state: &mut State) {
-    if state.modal.is_some() || !state.approvals.is_empty() {
+    if state.modal.is_some() || !state.questions.approvals.is_empty() {
         return;
     }
-    if let Some(prompt) = state.inputs_pending.pop_front() {
+    if let Some(prompt) = state.questions.inputs_pending.pop_front() {
         state.modal = Some(Modal::Input(InputView {
             prompt,
             value: String::new(),
@@ -55,10 +56,11 @@ pub fn open_next(state: &mut State) {
 }
 
 /// A key in the prompt.
-pub(super) fn input_key(state: &mut State, mut v: InputView, key: KeyEvent) -> Vec<Effect> {
+fn keys(state: &mut State, mut v: InputView, key: KeyEvent) -> Vec<Effect> {
     match key.code {
         KeyCode::Enter => {
             state
+                .questions
                 .inputs_asked
                 .insert((v.prompt.file.clone(), v.prompt.id.clone()));
             if v.value.is_empty() {
@@ -76,6 +78,7 @@ pub(super) fn input_key(state: &mut State, mut v: InputView, key: KeyEvent) -> V
         }
         KeyCode::Esc => {
             state
+                .questions
                 .inputs_asked
                 .insert((v.prompt.file.clone(), v.prompt.id.clone()));
             state.note(Entry::Info(format!(
@@ -103,7 +106,7 @@ pub(super) fn input_key(state: &mut State, mut v: InputView, key: KeyEvent) -> V
 }
 
 /// Draws the prompt at the top of `area`.
-pub(super) fn draw_input(state: &State, v: &InputView, frame: &mut Frame, area: Rect) {
+fn draw(state: &State, v: &InputView, frame: &mut Frame, area: Rect) {
     let p = &v.prompt;
     let block = modal_block(&super::guard::title(
         state,
@@ -150,6 +153,16 @@ pub(super) fn draw_input(state: &State, v: &InputView, frame: &mut Frame, area: 
         )
     });
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+impl super::state::ModalView for InputView {
+    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
+        keys(state, self, key)
+    }
+
+    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
+        draw(state, self, frame, area)
+    }
 }
 
 #[cfg(test)]

@@ -60,7 +60,7 @@ pub fn mentions(state: &State, line: &str) -> Vec<(String, String)> {
 
 /// Whether a connected server says it has resources.
 fn offers_resources(state: &State, server: &str) -> bool {
-    state.servers.get(server).is_some_and(|s| {
+    state.servers.status.get(server).is_some_and(|s| {
         matches!(&s.status, ServerStatus::Connected { info, .. } if info.capabilities.resources.is_some())
     })
 }
@@ -74,6 +74,7 @@ pub(super) fn candidates(state: &mut State, word: &str) -> Result<Vec<String>, V
     let Some((server, uri)) = rest.split_once(':') else {
         let names: Vec<String> = state
             .servers
+            .status
             .keys()
             .filter(|s| s.starts_with(rest) && offers_resources(state, s))
             .map(|s| format!("@{s}:"))
@@ -84,7 +85,12 @@ pub(super) fn candidates(state: &mut State, word: &str) -> Result<Vec<String>, V
     if !offers_resources(state, server) {
         return Ok(Vec::new());
     }
-    match state.extras.get(server).and_then(|e| e.resources.as_ref()) {
+    match state
+        .servers
+        .extras
+        .get(server)
+        .and_then(|e| e.resources.as_ref())
+    {
         Some(Ok(list)) => {
             // Into a template's variable: the server completes its value.
             for (template, _) in &list.templates {
@@ -98,7 +104,7 @@ pub(super) fn candidates(state: &mut State, word: &str) -> Result<Vec<String>, V
                     continue;
                 }
                 return Err(vec![Effect::CompleteTemplate {
-                    input: state.input.clone(),
+                    input: state.editor.input.clone(),
                     server: server.to_owned(),
                     template: template.clone(),
                     variable: variable.to_owned(),
@@ -118,7 +124,7 @@ pub(super) fn candidates(state: &mut State, word: &str) -> Result<Vec<String>, V
         }
         Some(Err(_)) => Ok(Vec::new()),
         None => {
-            let extras = state.extras.entry(server.to_owned()).or_default();
+            let extras = state.servers.extras.entry(server.to_owned()).or_default();
             if extras.loading {
                 return Err(Vec::new());
             }
@@ -150,7 +156,7 @@ pub(super) fn completed(
     tail: &str,
     values: Vec<String>,
 ) {
-    if state.input != input {
+    if state.editor.input != input {
         return;
     }
     let start = input.rfind(char::is_whitespace).map_or(0, |i| {
@@ -163,11 +169,11 @@ pub(super) fn completed(
             harness9_base::sanitize::clean_line(head)
         ))),
         [one] => {
-            state.input = format!("{before}{head}{one}{tail} ");
-            state.cursor = state.input.chars().count();
+            state.editor.input = format!("{before}{head}{one}{tail} ");
+            state.editor.cursor = state.editor.input.chars().count();
         }
         many => {
-            state.popup = Some(
+            state.editor.popup = Some(
                 many.iter()
                     .take(super::editor::POPUP_MAX)
                     .map(|v| (format!("{head}{v}{tail}"), String::new()))
@@ -260,7 +266,7 @@ mod tests {
         let mut s = with_resources();
         typed(&mut s, "explain @ev");
         update(&mut s, key(KeyCode::Tab));
-        assert_eq!(s.input, "explain @everything:");
+        assert_eq!(s.editor.input, "explain @everything:");
         // Not loaded yet: loaded first, then Tab again.
         assert_eq!(
             update(&mut s, key(KeyCode::Tab)),
@@ -290,7 +296,7 @@ mod tests {
         typed(&mut s, "demo://resource/static/document/f");
         update(&mut s, key(KeyCode::Tab));
         assert_eq!(
-            s.input,
+            s.editor.input,
             "explain @everything:demo://resource/static/document/features.md "
         );
         let sent = update(&mut s, key(KeyCode::Enter));
@@ -393,7 +399,7 @@ mod tests {
                 if template == "demo://text/{id}" && variable == "id" && value == "4"),
             "{effects:?}"
         );
-        let input = s.input.clone();
+        let input = s.editor.input.clone();
         let done = |values: Vec<&str>| Event::MentionCompleted {
             input: input.clone(),
             head: "@everything:demo://text/".into(),
@@ -401,9 +407,9 @@ mod tests {
             values: values.into_iter().map(str::to_owned).collect(),
         };
         update(&mut s, done(vec!["42"]));
-        assert_eq!(s.input, "read @everything:demo://text/42 ");
-        s.input = input.clone();
+        assert_eq!(s.editor.input, "read @everything:demo://text/42 ");
+        s.editor.input = input.clone();
         update(&mut s, done(vec!["41", "42"]));
-        assert_eq!(s.popup.as_ref().map(Vec::len), Some(2));
+        assert_eq!(s.editor.popup.as_ref().map(Vec::len), Some(2));
     }
 }

@@ -27,6 +27,7 @@ pub struct OverviewState {
 pub(super) fn open(state: &mut State) {
     let selected = state
         .servers
+        .status
         .values()
         .position(|s| matches!(s.status, ServerStatus::Failed { .. }))
         .unwrap_or_default();
@@ -34,8 +35,8 @@ pub(super) fn open(state: &mut State) {
 }
 
 /// The overview's keys.
-pub(super) fn key(state: &mut State, mut o: OverviewState, key: KeyEvent) -> Vec<Effect> {
-    let n = state.servers.len();
+fn keys(state: &mut State, mut o: OverviewState, key: KeyEvent) -> Vec<Effect> {
+    let n = state.servers.status.len();
     o.selected = o.selected.min(n.saturating_sub(1));
     let name = state.server_at(o.selected).map(str::to_owned);
     match key.code {
@@ -64,7 +65,7 @@ pub(super) fn key(state: &mut State, mut o: OverviewState, key: KeyEvent) -> Vec
         KeyCode::Char('L') => {
             let needs = name
                 .as_ref()
-                .and_then(|s| state.servers.get(s))
+                .and_then(|s| state.servers.status.get(s))
                 .is_some_and(|st| matches!(st.status, ServerStatus::NeedsLogin { .. }));
             if let (true, Some(s)) = (needs, name) {
                 state.modal = Some(Modal::Overview(o));
@@ -83,15 +84,16 @@ pub(super) fn key(state: &mut State, mut o: OverviewState, key: KeyEvent) -> Vec
 
 /// One server's row: name, status, tools, transport, era, connect time, source.
 fn row(state: &State, name: &str, selected: bool, width: usize) -> Vec<Line<'static>> {
-    let Some(st) = state.servers.get(name) else {
+    let Some(st) = state.servers.status.get(name) else {
         return Vec::new();
     };
     let (sym, color, detail) = status_symbol(&st.status);
     let source = state
+        .servers
         .sources
         .get(name)
         .cloned()
-        .unwrap_or_else(|| state.config_path.clone());
+        .unwrap_or_else(|| state.servers.config_path.clone());
     let (era, took) = match &st.status {
         ServerStatus::Connected { info, .. } => (
             info.protocol_version.clone(),
@@ -130,7 +132,7 @@ fn row(state: &State, name: &str, selected: bool, width: usize) -> Vec<Line<'sta
 }
 
 /// Draws the overview in `area`.
-pub(super) fn draw(state: &State, o: &OverviewState, frame: &mut Frame, area: Rect) {
+fn draw(state: &State, o: &OverviewState, frame: &mut Frame, area: Rect) {
     let block = modal_block("MCP overview");
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -161,21 +163,22 @@ pub(super) fn draw(state: &State, o: &OverviewState, frame: &mut Frame, area: Re
         )),
         help,
     );
-    if state.servers.is_empty() && state.disabled.is_empty() {
+    if state.servers.status.is_empty() && state.servers.disabled.is_empty() {
         return super::panel::draw_no_servers(state, frame, body);
     }
     let mut lines = Vec::new();
     let mut selected_line = 0;
-    for (i, name) in state.servers.keys().enumerate() {
+    for (i, name) in state.servers.status.keys().enumerate() {
         if i == o.selected {
             selected_line = lines.len();
         }
         lines.extend(row(state, name, i == o.selected, width));
     }
     for d in state
+        .servers
         .disabled
         .iter()
-        .filter(|d| !state.servers.contains_key(d.as_str()))
+        .filter(|d| !state.servers.status.contains_key(d.as_str()))
     {
         lines.push(truncate_line(
             Line::styled(format!(" {:<18} ◌ disabled", clean_line(d)), DIM),
@@ -187,4 +190,14 @@ pub(super) fn draw(state: &State, o: &OverviewState, frame: &mut Frame, area: Re
     let skip = (selected_line + 2).saturating_sub(rows);
     let shown: Vec<Line<'static>> = lines.into_iter().skip(skip).take(rows).collect();
     frame.render_widget(Paragraph::new(shown), body);
+}
+
+impl super::state::ModalView for OverviewState {
+    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
+        keys(state, self, key)
+    }
+
+    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
+        draw(state, self, frame, area)
+    }
 }

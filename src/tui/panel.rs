@@ -51,12 +51,12 @@ pub fn tool_lines(entry: &ToolEntry) -> usize {
 impl State {
     /// The name of the server at `i` in snapshot order.
     pub fn server_at(&self, i: usize) -> Option<&str> {
-        self.servers.keys().nth(i).map(String::as_str)
+        self.servers.status.keys().nth(i).map(String::as_str)
     }
 
     /// Keeps where each server of another file comes from (a reload's `Config::sources`).
     pub fn set_sources(&mut self, sources: Vec<(String, std::path::PathBuf)>) {
-        self.sources = sources
+        self.servers.sources = sources
             .into_iter()
             .map(|(n, p)| (n, p.display().to_string()))
             .collect();
@@ -64,7 +64,10 @@ impl State {
 
     /// The config file server `name` comes from, as shown.
     pub fn server_source(&self, name: &str) -> &str {
-        self.sources.get(name).unwrap_or(&self.config_path)
+        self.servers
+            .sources
+            .get(name)
+            .unwrap_or(&self.servers.config_path)
     }
 
     /// Header lines the panel shows above the selected server's tools (the last two: the
@@ -77,6 +80,7 @@ impl State {
     pub fn panel_total_lines(&self, server: &str) -> usize {
         self.panel_header_lines(server)
             + self
+                .servers
                 .layout
                 .get(server)
                 .and_then(|l| l.starts.last())
@@ -97,14 +101,14 @@ impl State {
             l.entries.push(i);
             l.starts.push(next);
         }
-        self.layout = layout;
-        self.tools = tools;
+        self.servers.layout = layout;
+        self.servers.tools = tools;
     }
 }
 
 /// Keeps the panel's selection on a server after a new status snapshot (servers may have gone).
 pub(super) fn status_changed(state: &mut State) {
-    let last = state.servers.len().saturating_sub(1);
+    let last = state.servers.status.len().saturating_sub(1);
     match &mut state.modal {
         Some(Modal::Panel(p)) => p.selected = p.selected.min(last),
         Some(Modal::Overview(o)) => o.selected = o.selected.min(last),
@@ -114,8 +118,8 @@ pub(super) fn status_changed(state: &mut State) {
 
 /// The panel's keys: ↑↓/jk PgUp/PgDn Home/End scroll, Tab/←→/hl select a server, `r` restarts it,
 /// `e` edits `.mcp.json`, `a` goes back to the trust screen on an unapproved server, Esc/q close.
-pub(super) fn panel_key(state: &mut State, mut p: PanelState, key: KeyEvent) -> Vec<Effect> {
-    let n = state.servers.len();
+fn keys(state: &mut State, mut p: PanelState, key: KeyEvent) -> Vec<Effect> {
+    let n = state.servers.status.len();
     let page = state.modal_rows();
     let max = state
         .server_at(p.selected)
@@ -155,6 +159,7 @@ pub(super) fn panel_key(state: &mut State, mut p: PanelState, key: KeyEvent) -> 
             if let Some(s) = state.server_at(p.selected) {
                 let needs = state
                     .servers
+                    .status
                     .get(s)
                     .is_some_and(|st| matches!(st.status, ServerStatus::NeedsLogin { .. }));
                 if needs {
@@ -186,7 +191,7 @@ pub(super) fn draw_no_servers(state: &State, frame: &mut Frame, area: Rect) {
         Paragraph::new(vec![
             Line::raw(format!(
                 "no MCP servers configured in {}",
-                state.config_path
+                state.servers.config_path
             )),
             Line::styled("press e to create or edit it", DIM),
         ]),
@@ -197,7 +202,7 @@ pub(super) fn draw_no_servers(state: &State, frame: &mut Frame, area: Rect) {
 /// The header lines of the panel for one server: the count matches
 /// [`State::panel_header_lines`].
 pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
-    let Some(st) = state.servers.get(name) else {
+    let Some(st) = state.servers.status.get(name) else {
         return Vec::new();
     };
     let (sym, color, detail) = status_symbol(&st.status);
@@ -350,7 +355,7 @@ pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
 
 /// Draws the panel: the server tabs, the selected server's header and the tools that fit, and
 /// where the body is scrolled to.
-pub(super) fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area: Rect) {
+fn draw(state: &State, p: &PanelState, frame: &mut Frame, area: Rect) {
     let block = modal_block("MCP servers");
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -367,12 +372,12 @@ pub(super) fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area:
         )),
         help,
     );
-    if state.servers.is_empty() {
+    if state.servers.status.is_empty() {
         return draw_no_servers(state, frame, body);
     }
     // Server tabs.
     let mut spans = Vec::new();
-    for (i, (name, st)) in state.servers.iter().enumerate() {
+    for (i, (name, st)) in state.servers.status.iter().enumerate() {
         let (sym, color, _) = status_symbol(&st.status);
         let style = if i == p.selected {
             Style::new().reversed().bold()
@@ -401,7 +406,7 @@ pub(super) fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area:
         .collect();
     let hl = state.panel_header_lines(name);
     if lines.len() < rows {
-        if let Some(layout) = state.layout.get(name) {
+        if let Some(layout) = state.servers.layout.get(name) {
             let first_line = scroll.saturating_sub(hl);
             // The tool holding `first_line`, by binary search over the start offsets.
             let mut i = layout
@@ -410,7 +415,7 @@ pub(super) fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area:
                 .saturating_sub(1);
             let mut skip = first_line - layout.starts.get(i).copied().unwrap_or(0);
             while lines.len() < rows && i < layout.entries.len() {
-                let Some(entry) = state.tools.get(layout.entries[i]) else {
+                let Some(entry) = state.servers.tools.get(layout.entries[i]) else {
                     break;
                 };
                 let mut tool_lines = vec![Line::from(vec![
@@ -456,6 +461,16 @@ pub(super) fn draw_panel(state: &State, p: &PanelState, frame: &mut Frame, area:
                 Rect::new(area.x + area.width - w - 1, area.y + area.height - 1, w, 1),
             );
         }
+    }
+}
+
+impl super::state::ModalView for PanelState {
+    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
+        keys(state, self, key)
+    }
+
+    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
+        draw(state, self, frame, area)
     }
 }
 

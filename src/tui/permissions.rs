@@ -35,7 +35,7 @@ pub(super) fn open(state: &mut State, mut rules: Vec<Rule>) {
 }
 
 /// The list's keys.
-pub(super) fn key(state: &mut State, mut p: PermissionsView, key: KeyEvent) -> Vec<Effect> {
+fn keys(state: &mut State, mut p: PermissionsView, key: KeyEvent) -> Vec<Effect> {
     if step_selection(&mut p.selected, p.rules.len(), key.code) {
         state.modal = Some(Modal::Permissions(p));
         return Vec::new();
@@ -69,7 +69,7 @@ pub(super) fn key(state: &mut State, mut p: PermissionsView, key: KeyEvent) -> V
 }
 
 /// Draws the list in `area`.
-pub(super) fn draw(p: &PermissionsView, frame: &mut Frame, area: Rect) {
+fn draw(_: &State, p: &PermissionsView, frame: &mut Frame, area: Rect) {
     let body = list_frame(
         frame,
         area,
@@ -107,4 +107,14 @@ pub(super) fn draw(p: &PermissionsView, frame: &mut Frame, area: Rect) {
         lines.push(truncate_line(line, width));
     }
     frame.render_widget(Paragraph::new(lines), body);
+}
+
+impl super::state::ModalView for PermissionsView {
+    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
+        keys(state, self, key)
+    }
+
+    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
+        draw(state, self, frame, area)
+    }
 }

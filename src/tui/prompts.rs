@@ -39,6 +39,7 @@ pub struct PromptTable {
 /// Every prompt command, for Tab completion.
 pub(super) fn commands(state: &State) -> impl Iterator<Item = &str> {
     state
+        .servers
         .prompts
         .servers
         .values()
@@ -51,8 +52,8 @@ pub(super) fn commands(state: &State) -> impl Iterator<Item = &str> {
 /// that is gone loses it.
 pub(super) fn status_changed(state: &mut State) -> Vec<Effect> {
     let mut effects = Vec::new();
-    let servers = state.servers.clone();
-    state.prompts.servers.retain(|name, _| {
+    let servers = state.servers.status.clone();
+    state.servers.prompts.servers.retain(|name, _| {
         servers
             .get(name)
             .is_some_and(|s| matches!(s.status, ServerStatus::Connected { .. }))
@@ -61,8 +62,9 @@ pub(super) fn status_changed(state: &mut State) -> Vec<Effect> {
         let ServerStatus::Connected { info, .. } = &st.status else {
             continue;
         };
-        if info.capabilities.prompts.is_some() && !state.prompts.servers.contains_key(name) {
-            state.prompts.servers.insert(name.clone(), None);
+        if info.capabilities.prompts.is_some() && !state.servers.prompts.servers.contains_key(name)
+        {
+            state.servers.prompts.servers.insert(name.clone(), None);
             effects.push(Effect::LoadPrompts(name.clone()));
         }
     }
@@ -71,8 +73,12 @@ pub(super) fn status_changed(state: &mut State) -> Vec<Effect> {
 
 /// `notifications/prompts/list_changed`: load the list again.
 pub(super) fn changed(state: &mut State, server: &str) -> Vec<Effect> {
-    if matches!(state.prompts.servers.get(server), Some(Some(_))) {
-        state.prompts.servers.insert(server.to_owned(), None);
+    if matches!(state.servers.prompts.servers.get(server), Some(Some(_))) {
+        state
+            .servers
+            .prompts
+            .servers
+            .insert(server.to_owned(), None);
         return vec![Effect::LoadPrompts(server.to_owned())];
     }
     Vec::new()
@@ -80,7 +86,7 @@ pub(super) fn changed(state: &mut State, server: &str) -> Vec<Effect> {
 
 /// A server's prompt list arrived.
 pub(super) fn loaded(state: &mut State, server: String, result: Result<Vec<Prompt>, String>) {
-    if !state.prompts.servers.contains_key(&server) {
+    if !state.servers.prompts.servers.contains_key(&server) {
         return;
     }
     let list = match result {
@@ -104,17 +110,22 @@ pub(super) fn loaded(state: &mut State, server: String, result: Result<Vec<Promp
             name: p.name,
         })
         .collect();
-    state.prompts.servers.insert(server, Some(commands));
+    state.servers.prompts.servers.insert(server, Some(commands));
 }
 
 /// `/mcp__{server}__{prompt} args...`: asks the server for the prompt's messages.
 pub(super) fn run(state: &mut State, command: &str, rest: &str) -> Vec<Effect> {
-    let found = state.prompts.servers.iter().find_map(|(server, list)| {
-        list.iter()
-            .flatten()
-            .find(|c| c.command == command)
-            .map(|c| (server.clone(), c.clone()))
-    });
+    let found = state
+        .servers
+        .prompts
+        .servers
+        .iter()
+        .find_map(|(server, list)| {
+            list.iter()
+                .flatten()
+                .find(|c| c.command == command)
+                .map(|c| (server.clone(), c.clone()))
+        });
     let Some((server, prompt)) = found else {
         state.note(Entry::Error(format!(
             "unknown command {}; /help lists the commands, Tab completes MCP prompts",
@@ -206,8 +217,8 @@ pub(super) fn got(
     };
     let text = prompt_text(&r);
     let attachments = prompt_images(&r);
-    if state.model.is_none() || state.busy {
-        let why = if state.model.is_none() {
+    if state.model.label.is_none() || state.turn.busy {
+        let why = if state.model.label.is_none() {
             "no model is configured"
         } else {
             "a turn is running"
@@ -219,7 +230,7 @@ pub(super) fn got(
         return Vec::new();
     }
     state.note(Entry::User(text.clone()));
-    state.busy = true;
+    state.turn.busy = true;
     if attachments.is_empty() {
         vec![Effect::Submit(text)]
     } else {
@@ -250,14 +261,19 @@ pub fn prompt_images(result: &GetPromptResult) -> Vec<harness9_agent::model::Blo
 /// the argument being typed (`name=value`, or the next one in order); `None` when the input is
 /// not a prompt command with arguments.
 pub(super) fn complete_argument(state: &State) -> Option<Vec<Effect>> {
-    let input = &state.input;
+    let input = &state.editor.input;
     let (command, rest) = input.split_once(' ')?;
-    let (server, prompt) = state.prompts.servers.iter().find_map(|(server, list)| {
-        list.iter()
-            .flatten()
-            .find(|c| c.command == command)
-            .map(|c| (server.clone(), c.clone()))
-    })?;
+    let (server, prompt) = state
+        .servers
+        .prompts
+        .servers
+        .iter()
+        .find_map(|(server, list)| {
+            list.iter()
+                .flatten()
+                .find(|c| c.command == command)
+                .map(|c| (server.clone(), c.clone()))
+        })?;
     let words: Vec<&str> = rest.split(' ').collect();
     let (last, before) = words.split_last()?;
     let mut context = BTreeMap::new();
@@ -297,7 +313,7 @@ pub(super) fn complete_argument(state: &State) -> Option<Vec<Effect>> {
 /// Values for the argument being typed came back: one replaces the word (`name=value `), more
 /// are listed; nothing changes if the input changed meanwhile.
 pub(super) fn completed(state: &mut State, input: &str, argument: &str, values: Vec<String>) {
-    if state.input != input {
+    if state.editor.input != input {
         return;
     }
     let head = match input.rfind(' ') {
@@ -310,12 +326,12 @@ pub(super) fn completed(state: &mut State, input: &str, argument: &str, values: 
             clean_line(argument)
         ))),
         [one] => {
-            state.input = format!("{head}{argument}={one} ");
-            state.cursor = state.input.chars().count();
+            state.editor.input = format!("{head}{argument}={one} ");
+            state.editor.cursor = state.editor.input.chars().count();
         }
         many => {
             // The popup over the input, until the next key.
-            state.popup = Some(
+            state.editor.popup = Some(
                 many.iter()
                     .take(super::editor::POPUP_MAX)
                     .map(|v| (format!("{argument}={v}"), String::new()))

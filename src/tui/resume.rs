@@ -41,7 +41,7 @@ pub(super) fn open(state: &mut State, lines: Vec<String>) {
 }
 
 /// The picker's keys.
-pub(super) fn key(state: &mut State, mut p: ResumePicker, key: KeyEvent) -> Vec<Effect> {
+fn keys(state: &mut State, mut p: ResumePicker, key: KeyEvent) -> Vec<Effect> {
     let n = p.lines.len();
     if step_selection(&mut p.selected, n, key.code) {
         state.modal = Some(Modal::Resume(p));
@@ -63,7 +63,7 @@ pub(super) fn key(state: &mut State, mut p: ResumePicker, key: KeyEvent) -> Vec<
 }
 
 /// Draws the picker in `area`.
-pub(super) fn draw(p: &ResumePicker, frame: &mut Frame, area: Rect) {
+fn draw(_: &State, p: &ResumePicker, frame: &mut Frame, area: Rect) {
     let body = list_frame(
         frame,
         area,
@@ -94,4 +94,14 @@ pub(super) fn draw(p: &ResumePicker, frame: &mut Frame, area: Rect) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), body);
+}
+
+impl super::state::ModalView for ResumePicker {
+    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
+        keys(state, self, key)
+    }
+
+    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
+        draw(state, self, frame, area)
+    }
 }

@@ -14,6 +14,43 @@ use super::state::{Effect, Modal, State};
 use super::widgets::DIM;
 use harness9_base::sanitize::clean_line;
 
+/// What the runtime reports of the servers, and where their config comes from.
+#[derive(Debug)]
+pub struct ServersState {
+    /// Latest server statuses.
+    pub status: harness9_actors::messages::StatusSnapshot,
+    /// Latest tool table.
+    pub tools: std::sync::Arc<Vec<harness9_actors::messages::ToolEntry>>,
+    /// Per-server layout of `tools` for the panel.
+    pub layout: std::collections::BTreeMap<String, super::panel::ToolLayout>,
+    /// Servers the config marks `"disabled": true`: not running, shown dim in the bar.
+    pub disabled: Vec<String>,
+    /// The config file's display path.
+    pub config_path: String,
+    /// Servers that come from another file than `config_path` (the user's), with that file.
+    pub sources: std::collections::BTreeMap<String, String>,
+    /// Each server's log lines and resources, for the panel.
+    pub extras: std::collections::BTreeMap<String, ServerExtras>,
+    /// Every connected server's prompts, as slash commands.
+    pub prompts: super::prompts::PromptTable,
+}
+
+impl ServersState {
+    /// No servers yet; the config at `config_path`.
+    pub fn new(config_path: String) -> Self {
+        Self {
+            status: Default::default(),
+            tools: std::sync::Arc::new(Vec::new()),
+            layout: Default::default(),
+            disabled: Vec::new(),
+            config_path,
+            sources: Default::default(),
+            extras: Default::default(),
+            prompts: Default::default(),
+        }
+    }
+}
+
 /// Log lines kept per server.
 pub const LOG_LINES: usize = 100;
 /// Log lines the panel shows (the newest).
@@ -58,7 +95,7 @@ pub type Loaded = Result<(Vec<Resource>, Vec<ResourceTemplate>), String>;
 /// Takes in a server notice: a log line is kept, a resource list change drops the list (and
 /// reloads it if the panel shows that server).
 pub(super) fn notice(state: &mut State, n: ServerNotice) -> Vec<Effect> {
-    let extras = state.extras.entry(n.server.clone()).or_default();
+    let extras = state.servers.extras.entry(n.server.clone()).or_default();
     match n.kind {
         NoticeKind::Log {
             level,
@@ -106,7 +143,7 @@ pub(super) fn notice(state: &mut State, n: ServerNotice) -> Vec<Effect> {
 
 /// Takes in a server's resource list.
 pub(super) fn loaded(state: &mut State, server: String, result: Loaded) {
-    let extras = state.extras.entry(server).or_default();
+    let extras = state.servers.extras.entry(server).or_default();
     extras.loading = false;
     extras.resources = Some(result.map(|(r, t)| ResourceList {
         resources: r.into_iter().map(|r| (r.uri, r.name)).collect(),
@@ -117,8 +154,8 @@ pub(super) fn loaded(state: &mut State, server: String, result: Loaded) {
 /// After a status snapshot: a server that is no longer connected has its list dropped (it is
 /// loaded again once it is back).
 pub(super) fn status_changed(state: &mut State) -> Vec<Effect> {
-    let servers = state.servers.clone();
-    for (name, extras) in state.extras.iter_mut() {
+    let servers = state.servers.status.clone();
+    for (name, extras) in state.servers.extras.iter_mut() {
         let up = servers
             .get(name)
             .is_some_and(|s| matches!(s.status, ServerStatus::Connected { .. }));
@@ -140,10 +177,10 @@ pub(super) fn wanted(state: &mut State) -> Vec<Effect> {
         return Vec::new();
     };
     // Only a server that declared the `resources` capability is asked for them.
-    let up = state.servers.get(&name).is_some_and(|s| {
+    let up = state.servers.status.get(&name).is_some_and(|s| {
         matches!(&s.status, ServerStatus::Connected { info, .. } if info.capabilities.resources.is_some())
     });
-    let extras = state.extras.entry(name.clone()).or_default();
+    let extras = state.servers.extras.entry(name.clone()).or_default();
     if !up || extras.resources.is_some() || extras.loading {
         return Vec::new();
     }
@@ -162,7 +199,7 @@ fn level_color(level: &str) -> Color {
 
 /// The panel's lines for `server`'s log and resources (after its status lines).
 pub(super) fn extra_lines(state: &State, server: &str, out: &mut Vec<Line<'static>>) {
-    let Some(extras) = state.extras.get(server) else {
+    let Some(extras) = state.servers.extras.get(server) else {
         return;
     };
     if !extras.logs.is_empty() {

@@ -21,21 +21,16 @@ use serde_json::Value;
 use harness9_agent::engine::EngineEvent;
 
 pub use super::approvals::Approval;
-use super::approvals::{approval_key, asked, decline_all};
-use super::commands::help_key;
-pub use super::commands::COMMANDS;
+use super::approvals::{asked, decline_all};
+pub use super::commands::{HelpView, COMMANDS};
 pub use super::editor::MAX_INPUT_ROWS;
-use super::editor::{paste, session_key};
+use super::editor::paste;
 pub use super::elicit::{AskAnswer, AskKind, PendingAsk};
-use super::input_vars::input_key;
 pub use super::input_vars::InputView;
-use super::panel::panel_key;
 pub use super::panel::{tool_lines, PanelState, ToolLayout};
-use super::trace::trace_key;
 pub use super::trace::{TraceBuf, TraceRow, TraceView, TRACE_MESSAGE_MAX, TRACE_PER_SERVER};
 use super::transcript::{engine_event, finish_call};
 pub use super::transcript::{entries_of, CallState, Entry, RESULT_LINES};
-use super::trust::trust_key;
 pub use super::trust::TrustView;
 
 /// Something that happened, for [`update`].
@@ -335,7 +330,7 @@ pub enum Modal {
     /// `/trace`.
     Trace(TraceView),
     /// `/help`.
-    Help,
+    Help(super::commands::HelpView),
     /// The trust screen: the project config's unapproved servers, with what they would run.
     Trust(TrustView),
     /// A VS Code input (`${input:ID}`) asked for.
@@ -346,29 +341,92 @@ pub enum Modal {
     Permissions(super::permissions::PermissionsView),
 }
 
-/// The whole TUI state.
+/// A modal: one screen over the session with its own keys and drawing. Its module implements
+/// this; [`Modal`] only names which one is open.
+pub trait ModalView: Sized {
+    /// Handles a key. The modal was taken out of [`State::modal`]; it puts itself back to stay
+    /// open.
+    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect>;
+    /// Draws it over the session, in `area`.
+    fn draw(&self, state: &State, frame: &mut ratatui::Frame, area: ratatui::layout::Rect);
+}
+
+/// Calls `$body` with the open modal's [`ModalView`], whichever it is.
+macro_rules! each_modal {
+    ($modal:expr, $m:ident => $body:expr) => {
+        match $modal {
+            Modal::Overview($m) => $body,
+            Modal::Panel($m) => $body,
+            Modal::Trace($m) => $body,
+            Modal::Help($m) => $body,
+            Modal::Trust($m) => $body,
+            Modal::Input($m) => $body,
+            Modal::Resume($m) => $body,
+            Modal::Permissions($m) => $body,
+        }
+    };
+}
+
+impl Modal {
+    /// The open modal's keys.
+    pub fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
+        each_modal!(self, m => m.key(state, key))
+    }
+
+    /// The open modal's drawing.
+    pub fn draw(&self, state: &State, frame: &mut ratatui::Frame, area: ratatui::layout::Rect) {
+        each_modal!(self, m => m.draw(state, frame, area))
+    }
+}
+
+/// The whole TUI state: one sub-state per feature, each owned (and its fields documented) by
+/// the module that handles it, plus what the screen as a whole needs.
 #[derive(Debug)]
 pub struct State {
-    /// The transcript.
-    pub transcript: Vec<Entry>,
+    /// The input box: its text, cursor, history and Tab candidates ([`super::editor`]).
+    pub editor: super::editor::EditorState,
+    /// The conversation as shown: entries, scrolling, call ids ([`super::transcript`]).
+    pub transcript: super::transcript::TranscriptState,
+    /// Questions waiting for the user: tool calls, servers' questions, VS Code inputs, the
+    /// trust screen's memory, and which question takes keys ([`super::guard`]).
+    pub questions: super::guard::Questions,
+    /// What the runtime reports of the servers: statuses, tools, logs, prompts
+    /// ([`super::server_view`]).
+    pub servers: super::server_view::ServersState,
+    /// Traced messages, for `/trace` ([`super::trace`]).
+    pub trace: TraceBuf,
+    /// The model in use and what it has cost ([`super::tool_sizes`] draws it).
+    pub model: ModelState,
+    /// The running turn, if any.
+    pub turn: TurnState,
+    /// The open modal.
+    pub modal: Option<Modal>,
+    /// Terminal width and height.
+    pub size: (u16, u16),
+    /// Quit was asked.
+    pub quitting: bool,
+    /// `/panic` is allowed (`HARNESS9_DEBUG_PANIC=1`).
+    pub debug_panic: bool,
+    /// The time of the event being handled (set by the actor before each [`update`]; tests
+    /// set it): a new question ignores keys for a moment ([`super::guard`]).
+    pub now: std::time::Instant,
+}
+
+/// The model in use, the conversation it is in and what it has cost.
+#[derive(Debug, Default)]
+pub struct ModelState {
     /// The model settings (prices, context windows), when a model is configured.
     pub settings: Option<std::sync::Arc<harness9_agent::model::settings::Settings>>,
     /// The bare model name in use (for prices and windows).
-    pub model_id: Option<String>,
+    pub id: Option<String>,
+    /// The model in use as shown (`anthropic claude-...`), if one is configured.
+    pub label: Option<String>,
+    /// How to configure a model, shown when none is.
+    pub help: String,
     /// Tokens so far by model name: (input, of which cached, output).
     pub usage: BTreeMap<String, (u64, u64, u64)>,
     /// The saved conversation's id.
     pub session_id: Option<String>,
-    /// Tools the user turned off for this session (`/tools off NAME`).
-    pub disabled_tools: std::collections::BTreeSet<String>,
-    /// Servers the config marks `"disabled": true`: not running, shown dim in the bar.
-    pub disabled: Vec<String>,
-    /// The candidates of an ambiguous Tab, shown until the next key.
-    pub popup: Option<Vec<(String, String)>>,
-    /// The spinner's frame while busy (advanced by the actor's clock).
-    pub spinner: usize,
-    /// Seconds the running turn has taken so far (set by the actor's clock).
-    pub busy_secs: u64,
     /// Input tokens of the last model request (the context in use), once there was one.
     pub context_used: Option<u64>,
     /// The model's context window, when the settings know it.
@@ -376,80 +434,28 @@ pub struct State {
     /// The MCP tools the last model request carried and deferred (tool search), once there
     /// was one.
     pub tools_offered: Option<harness9_agent::toolsearch::ToolsOffered>,
-    /// Tool calls waiting for the user's yes or no, the first one shown.
-    pub approvals: std::collections::VecDeque<Approval>,
-    /// Servers' questions waiting for the user, the first one shown (after tool approvals).
-    pub asks: std::collections::VecDeque<PendingAsk>,
-    /// Lines scrolled back from the bottom.
-    pub scroll_back: usize,
-    /// The input line.
-    pub input: String,
-    /// Cursor position in `input`, in chars.
-    pub cursor: usize,
-    /// Submitted lines, oldest first.
-    pub history: Vec<String>,
-    /// Position while browsing history.
-    pub history_pos: Option<usize>,
-    /// Latest server statuses.
-    pub servers: StatusSnapshot,
-    /// Latest tool table.
-    pub tools: Arc<Vec<ToolEntry>>,
-    /// Per-server layout of `tools` for the panel.
-    pub layout: BTreeMap<String, ToolLayout>,
-    /// The open modal.
-    pub modal: Option<Modal>,
-    /// Traced messages.
-    pub trace: TraceBuf,
-    /// The model in use (`anthropic claude-...`), if one is configured.
-    pub model: Option<String>,
-    /// How to configure a model, shown when none is.
-    pub model_help: String,
+    /// Tools the user turned off for this session (`/tools off NAME`).
+    pub disabled_tools: std::collections::BTreeSet<String>,
+}
+
+/// The running turn.
+#[derive(Debug, Default)]
+pub struct TurnState {
     /// A turn is running.
     pub busy: bool,
     /// The running turn was asked to stop (Esc or Ctrl+C); the next Ctrl+C quits.
     pub cancelling: bool,
-    /// The config file's display path.
-    pub config_path: String,
-    /// Servers that come from another file than `config_path` (the user's), with that file.
-    pub sources: BTreeMap<String, String>,
-    /// Terminal width and height.
-    pub size: (u16, u16),
-    /// Next call id.
-    pub next_call: u64,
-    /// Quit was asked.
-    pub quitting: bool,
-    /// The engine's tool lines show their arguments and results (Ctrl+O toggles).
-    pub expand_tools: bool,
-    /// The engine's call ids -> transcript call ids.
-    pub engine_calls: BTreeMap<String, u64>,
-    /// `/panic` is allowed (`HARNESS9_DEBUG_PANIC=1`).
-    pub debug_panic: bool,
-    /// Configured env and header values: `/trace` shows them as `[redacted]`.
-    pub secrets: Vec<String>,
-    /// Unapproved servers (name, command line) the trust screen has shown: it opens by itself
-    /// only for new ones (a declined server does not ask again until its command line changes
-    /// or it was approved in between).
-    pub trust_seen: std::collections::BTreeSet<(String, String)>,
-    /// Each server's log lines and resources, for the panel.
-    pub extras: BTreeMap<String, super::server_view::ServerExtras>,
-    /// Every connected server's prompts, as slash commands.
-    pub prompts: super::prompts::PromptTable,
-    /// VS Code inputs waiting to be asked for.
-    pub inputs_pending: std::collections::VecDeque<harness9_app::input_vars::InputPrompt>,
-    /// Inputs asked for this session (config file, id): never asked again.
-    pub inputs_asked: std::collections::BTreeSet<(std::path::PathBuf, String)>,
-    /// The time of the event being handled (set by the actor before each [`update`]; tests
-    /// set it): a new question ignores keys for a moment ([`super::guard`]).
-    pub now: std::time::Instant,
-    /// The question keys go to, since when it takes them, its highlighted choice.
-    pub guard: Option<super::guard::Guard>,
+    /// The spinner's frame while busy (advanced by the actor's clock).
+    pub spinner: usize,
+    /// Seconds the running turn has taken so far (set by the actor's clock).
+    pub busy_secs: u64,
 }
 
 impl State {
     /// Adds one model call's tokens to the model in use (`/cost`, `/status`).
     pub fn count_usage(&mut self, usage: &harness9_agent::model::Usage) {
-        let model = self.model_id.clone().unwrap_or_default();
-        let u = self.usage.entry(model).or_default();
+        let model = self.model.id.clone().unwrap_or_default();
+        let u = self.model.usage.entry(model).or_default();
         u.0 += usage.input_tokens;
         u.1 += usage.cached_input_tokens;
         u.2 += usage.output_tokens;
@@ -458,51 +464,22 @@ impl State {
     /// A fresh state.
     pub fn new(config_path: String, model: Option<String>, model_help: String) -> Self {
         State {
-            transcript: Vec::new(),
-            context_used: None,
-            context_window: None,
-            tools_offered: None,
-            spinner: 0,
-            busy_secs: 0,
-            popup: None,
-            disabled: Vec::new(),
-            settings: None,
-            model_id: None,
-            usage: BTreeMap::new(),
-            session_id: None,
-            disabled_tools: Default::default(),
-            scroll_back: 0,
-            input: String::new(),
-            cursor: 0,
-            history: Vec::new(),
-            history_pos: None,
-            servers: StatusSnapshot::default(),
-            tools: Arc::new(Vec::new()),
-            layout: BTreeMap::new(),
-            modal: None,
+            editor: Default::default(),
+            transcript: Default::default(),
+            questions: Default::default(),
+            servers: super::server_view::ServersState::new(config_path),
             trace: TraceBuf::default(),
-            model,
-            model_help,
-            busy: false,
-            cancelling: false,
-            approvals: Default::default(),
-            asks: Default::default(),
-            config_path,
-            sources: BTreeMap::new(),
+            model: ModelState {
+                label: model,
+                help: model_help,
+                ..Default::default()
+            },
+            turn: TurnState::default(),
+            modal: None,
             size: (80, 24),
-            next_call: 1,
             quitting: false,
-            expand_tools: false,
-            engine_calls: BTreeMap::new(),
             debug_panic: false,
-            secrets: Vec::new(),
-            trust_seen: Default::default(),
-            extras: BTreeMap::new(),
-            prompts: Default::default(),
-            inputs_pending: Default::default(),
-            inputs_asked: Default::default(),
             now: std::time::Instant::now(),
-            guard: None,
         }
     }
 }
@@ -541,11 +518,13 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
         }
         Event::Paste(text) => {
             // Not into a question that just opened.
-            if state.guard.is_some() && super::guard::swallow(state) {
+            if state.questions.guard.is_some() && super::guard::swallow(state) {
                 return Vec::new();
             }
             match &mut state.modal {
-                None if state.asks.is_empty() && state.approvals.is_empty() => paste(state, &text),
+                None if state.questions.asks.is_empty() && state.questions.approvals.is_empty() => {
+                    paste(state, &text)
+                }
                 // A pasted token: its first line.
                 Some(Modal::Input(v)) => v
                     .value
@@ -559,7 +538,7 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
             Vec::new()
         }
         Event::Status(s) => {
-            state.servers = s;
+            state.servers.status = s;
             super::panel::status_changed(state);
             super::trust::status_changed(state);
             let mut effects = super::server_view::status_changed(state);
@@ -622,9 +601,9 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
         Event::TurnDone(r) => {
             // Normally empty by now: a finished turn asks nothing more.
             let stale = decline_all(state);
-            state.busy = false;
-            state.cancelling = false;
-            state.engine_calls.clear();
+            state.turn.busy = false;
+            state.turn.cancelling = false;
+            state.transcript.engine_calls.clear();
             match r {
                 Ok(summary) => state.note(Entry::Info(summary)),
                 Err(e) => state.note(Entry::Error(e)),
@@ -658,25 +637,25 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
             settings,
         } => {
             state.note(Entry::Info(format!("the next turn uses {model}")));
-            state.model = Some(model);
-            state.model_id = Some(model_id);
-            state.context_window = context_window;
-            state.settings = Some(settings);
+            state.model.label = Some(model);
+            state.model.id = Some(model_id);
+            state.model.context_window = context_window;
+            state.model.settings = Some(settings);
             Vec::new()
         }
         Event::Resumed {
             session_id,
             entries,
         } => {
-            state.session_id = Some(session_id);
-            state.transcript = entries;
-            state.scroll_back = 0;
+            state.model.session_id = Some(session_id);
+            state.transcript.entries = entries;
+            state.transcript.scroll_back = 0;
             Vec::new()
         }
         Event::CompactDone(r) => {
             match r {
                 Ok(c) => {
-                    state.context_used = Some(c.tokens_after as u64);
+                    state.model.context_used = Some(c.tokens_after as u64);
                     state.count_usage(&c.usage);
                     state.note(Entry::Info(format!(
                         "compacted {} messages into a summary (~{} -> ~{} tokens)",
@@ -690,10 +669,10 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
         Event::Tick(busy) => {
             match busy {
                 Some(secs) => {
-                    state.spinner = state.spinner.wrapping_add(1);
-                    state.busy_secs = secs;
+                    state.turn.spinner = state.turn.spinner.wrapping_add(1);
+                    state.turn.busy_secs = secs;
                 }
-                None => state.busy_secs = 0,
+                None => state.turn.busy_secs = 0,
             }
             Vec::new()
         }
@@ -703,14 +682,14 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
             disabled,
             inputs,
         } => {
-            state.disabled = disabled;
-            state.secrets = secrets;
+            state.servers.disabled = disabled;
+            state.trace.secrets = secrets;
             state.set_sources(sources);
             super::input_vars::inputs_needed(state, inputs);
             Vec::new()
         }
         Event::TurnNotStarted => {
-            state.busy = false;
+            state.turn.busy = false;
             Vec::new()
         }
     }
@@ -724,8 +703,8 @@ fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
     if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
         // From anywhere: the first Ctrl+C stops a running turn (declining what waits
         // for an answer), any other one quits.
-        if state.busy && !state.cancelling {
-            state.cancelling = true;
+        if state.turn.busy && !state.turn.cancelling {
+            state.turn.cancelling = true;
             state.note(Entry::Info(
                 "cancelling the turn; Ctrl+C again quits".to_owned(),
             ));
@@ -736,13 +715,13 @@ fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         }
         // A half-typed draft in the input is cleared first (kept in the history, so ↑ brings
         // it back); the next Ctrl+C quits.
-        if state.modal.is_none() && !state.input.trim().is_empty() {
-            let draft = std::mem::take(&mut state.input);
-            if state.history.last() != Some(&draft) {
-                state.history.push(draft);
+        if state.modal.is_none() && !state.editor.input.trim().is_empty() {
+            let draft = std::mem::take(&mut state.editor.input);
+            if state.editor.history.last() != Some(&draft) {
+                state.editor.history.push(draft);
             }
-            state.cursor = 0;
-            state.history_pos = None;
+            state.editor.cursor = 0;
+            state.editor.history_pos = None;
             state.note(Entry::Info(
                 "draft cleared (↑ brings it back); Ctrl+C again quits".to_owned(),
             ));
@@ -755,22 +734,15 @@ fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
     if super::guard::swallow(state) {
         return Vec::new();
     }
-    if !state.approvals.is_empty() {
-        return approval_key(state, key);
+    if !state.questions.approvals.is_empty() {
+        return super::approvals::key(state, key);
     }
-    if !state.asks.is_empty() {
-        return super::elicit::ask_key(state, key);
+    if !state.questions.asks.is_empty() {
+        return super::elicit::key(state, key);
     }
     match state.modal.take() {
-        Some(Modal::Overview(o)) => super::overview::key(state, o, key),
-        Some(Modal::Panel(p)) => panel_key(state, p, key),
-        Some(Modal::Trace(t)) => trace_key(state, t, key),
-        Some(Modal::Help) => help_key(state, key),
-        Some(Modal::Trust(t)) => trust_key(state, t, key),
-        Some(Modal::Input(v)) => input_key(state, v, key),
-        Some(Modal::Resume(p)) => super::resume::key(state, p, key),
-        Some(Modal::Permissions(p)) => super::permissions::key(state, p, key),
-        None => session_key(state, key),
+        Some(modal) => modal.key(state, key),
+        None => super::editor::key(state, key),
     }
 }
 
@@ -785,14 +757,14 @@ mod tests {
         let mut s = State::new("x".into(), None, String::new());
         typed(&mut s, "half a thought");
         assert_eq!(update(&mut s, ctrl_c()), vec![]);
-        assert!(s.input.is_empty() && !s.quitting);
+        assert!(s.editor.input.is_empty() && !s.quitting);
         update(&mut s, key(KeyCode::Up));
         assert_eq!(
-            s.input, "half a thought",
+            s.editor.input, "half a thought",
             "the draft comes back from the history"
         );
-        s.input.clear();
-        s.cursor = 0;
+        s.editor.input.clear();
+        s.editor.cursor = 0;
         assert_eq!(update(&mut s, ctrl_c()), vec![Effect::Quit]);
     }
 
@@ -809,7 +781,7 @@ mod tests {
         assert_eq!(update(&mut s, ctrl_c()), vec![Effect::CancelTurn]);
         assert!(!s.quitting);
         assert!(
-            matches!(s.transcript.last(), Some(Entry::Info(t)) if t.contains("Ctrl+C again quits"))
+            matches!(s.transcript.entries.last(), Some(Entry::Info(t)) if t.contains("Ctrl+C again quits"))
         );
         // The turn is still winding down: this one quits.
         assert_eq!(update(&mut s, ctrl_c()), vec![Effect::Quit]);
@@ -823,7 +795,7 @@ mod tests {
             &mut s,
             Event::TurnDone(Err("the turn was cancelled".into())),
         );
-        assert!(!s.busy);
+        assert!(!s.turn.busy);
         typed(&mut s, "again");
         update(&mut s, key(KeyCode::Enter));
         assert_eq!(update(&mut s, ctrl_c()), vec![Effect::CancelTurn]);

@@ -343,7 +343,7 @@ fn traced_state() -> State {
 #[test]
 fn trace_view_all_filtered_and_expanded() {
     let mut s = traced_state();
-    s.secrets = vec!["hi 5".into()];
+    s.trace.secrets = vec!["hi 5".into()];
     s.modal = Some(Modal::Trace(Default::default()));
     let all = render(&mut s, 90, 18);
     key(&mut s, KeyCode::Tab);
@@ -363,14 +363,14 @@ fn trace_view_all_filtered_and_expanded() {
 #[test]
 fn help_view() {
     let mut s = state_with(vec![("a", connected(1, 3))], vec![]);
-    s.modal = Some(Modal::Help);
+    s.modal = Some(Modal::Help(crate::state::HelpView));
     insta::assert_snapshot!(render(&mut s, 90, 24));
 }
 
 #[test]
 fn help_view_at_100x30_fills_its_rows_with_what_the_commands_do() {
     let mut s = state_with(vec![("a", connected(1, 3))], vec![]);
-    s.modal = Some(Modal::Help);
+    s.modal = Some(Modal::Help(crate::state::HelpView));
     let shown = render(&mut s, 100, 30);
     assert!(!shown.contains("taller window"), "{shown}");
     // Between the modal's top border and the keys, no empty row.
@@ -388,7 +388,7 @@ fn help_view_at_100x30_fills_its_rows_with_what_the_commands_do() {
 #[test]
 fn help_view_tall_lists_what_each_command_does() {
     let mut s = state_with(vec![("a", connected(1, 3))], vec![]);
-    s.modal = Some(Modal::Help);
+    s.modal = Some(Modal::Help(crate::state::HelpView));
     insta::assert_snapshot!(render(&mut s, 90, 36));
 }
 
@@ -408,7 +408,7 @@ fn a_model_turn_streams_text_and_folds_tool_calls() {
         vec![("everything", connected(2, 12))],
         vec![tool("everything", "echo", "Echoes back the input string")],
     );
-    s.model = Some("anthropic claude-sonnet-4-5".into());
+    s.model.label = Some("anthropic claude-sonnet-4-5".into());
     for c in "say hi through echo".chars() {
         key(&mut s, KeyCode::Char(c));
     }
@@ -455,7 +455,7 @@ fn a_model_turn_streams_text_and_folds_tool_calls() {
         &mut s,
         Event::TurnDone(Ok("2 model calls · 1.2 s · 20 tokens in, 10 out".into())),
     );
-    assert!(!s.busy);
+    assert!(!s.turn.busy);
     let folded = render(&mut s, 80, 12);
     update(
         &mut s,
@@ -489,7 +489,7 @@ fn a_multi_line_input_grows_the_box_and_a_long_one_scrolls_with_the_cursor() {
 #[test]
 fn a_tool_call_waiting_for_the_users_answer() {
     let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
-    s.model = Some("anthropic claude".into());
+    s.model.label = Some("anthropic claude".into());
     for (key, name, args) in [
         (
             1,
@@ -518,7 +518,7 @@ fn a_tool_call_waiting_for_the_users_answer() {
 fn a_waiting_call_says_so_and_its_long_arguments_scroll() {
     use harness9_agent::engine::EngineEvent;
     let mut s = state_with(vec![], vec![]);
-    s.model = Some("anthropic m".into());
+    s.model.label = Some("anthropic m".into());
     typed(&mut s, "go");
     update(&mut s, key_event(KeyCode::Enter));
     let args = serde_json::json!({
@@ -570,12 +570,12 @@ fn the_slash_menu_and_the_tab_popup() {
     let mut s = with_servers(&["everything"], 3);
     typed(&mut s, "/");
     let all = render(&mut s, 80, 16);
-    s.input.clear();
-    s.cursor = 0;
+    s.editor.input.clear();
+    s.editor.cursor = 0;
     typed(&mut s, "/c");
     let narrowed = render(&mut s, 80, 16);
-    s.input.clear();
-    s.cursor = 0;
+    s.editor.input.clear();
+    s.editor.cursor = 0;
     typed(&mut s, "/call mcp__everything__t");
     update(&mut s, key_event(KeyCode::Tab));
     let popup = render(&mut s, 80, 16);
@@ -600,8 +600,9 @@ fn the_mcp_overview_with_a_failed_server() {
         ],
         vec![],
     );
-    s.disabled = vec!["old".into()];
-    s.sources
+    s.servers.disabled = vec!["old".into()];
+    s.servers
+        .sources
         .insert("docs".into(), "/home/u/.config/harness9/mcp.json".into());
     typed(&mut s, "/mcp");
     update(&mut s, key_event(KeyCode::Enter));
@@ -647,7 +648,7 @@ fn the_actors_results_are_events_update_applies() {
     use crate::state::Entry;
     use harness9_agent::engine::compact::Compacted;
     let mut s = state_with(vec![], vec![]);
-    s.model = Some("anthropic m".into());
+    s.model.label = Some("anthropic m".into());
     let settings =
         harness9_agent::model::settings::resolve_from(&Default::default(), &|_| None, None);
     if let Ok(settings) = settings {
@@ -660,10 +661,10 @@ fn the_actors_results_are_events_update_applies() {
                 settings: std::sync::Arc::new(settings),
             },
         );
-        assert_eq!(s.model.as_deref(), Some("openai llama3"));
-        assert_eq!(s.context_window, Some(8192));
+        assert_eq!(s.model.label.as_deref(), Some("openai llama3"));
+        assert_eq!(s.model.context_window, Some(8192));
         assert!(
-            matches!(s.transcript.last(), Some(Entry::Info(t)) if t == "the next turn uses openai llama3")
+            matches!(s.transcript.entries.last(), Some(Entry::Info(t)) if t == "the next turn uses openai llama3")
         );
     }
     update(
@@ -673,8 +674,8 @@ fn the_actors_results_are_events_update_applies() {
             entries: vec![Entry::Info("old".into())],
         },
     );
-    assert_eq!(s.session_id.as_deref(), Some("abc"));
-    assert_eq!(s.transcript, vec![Entry::Info("old".into())]);
+    assert_eq!(s.model.session_id.as_deref(), Some("abc"));
+    assert_eq!(s.transcript.entries, vec![Entry::Info("old".into())]);
     let c = Compacted {
         replaced: 4,
         tokens_before: 900,
@@ -682,13 +683,15 @@ fn the_actors_results_are_events_update_applies() {
         usage: Default::default(),
     };
     update(&mut s, Event::CompactDone(Ok(c)));
-    assert_eq!(s.context_used, Some(100));
+    assert_eq!(s.model.context_used, Some(100));
     update(&mut s, Event::CompactDone(Err("nothing to compact".into())));
-    assert!(matches!(s.transcript.last(), Some(Entry::Error(t)) if t == "nothing to compact"));
-    s.busy = true;
+    assert!(
+        matches!(s.transcript.entries.last(), Some(Entry::Error(t)) if t == "nothing to compact")
+    );
+    s.turn.busy = true;
     update(&mut s, Event::Tick(Some(3)));
-    assert_eq!((s.spinner, s.busy_secs), (1, 3));
+    assert_eq!((s.turn.spinner, s.turn.busy_secs), (1, 3));
     update(&mut s, Event::TurnNotStarted);
     update(&mut s, Event::Tick(None));
-    assert!(!s.busy && s.busy_secs == 0);
+    assert!(!s.turn.busy && s.turn.busy_secs == 0);
 }

@@ -77,7 +77,7 @@ fn trust_screen_scrolls_to_the_selected_server_and_counts_the_rest() {
 fn a_new_question_ignores_keys_typed_as_it_opens() {
     use super::state::{Approval, Effect};
     let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
-    s.model = Some("anthropic claude".into());
+    s.model.label = Some("anthropic claude".into());
     typed(&mut s, "go");
     key(&mut s, KeyCode::Enter);
     let asked = Event::ApprovalAsked(Approval::new(
@@ -93,7 +93,7 @@ fn a_new_question_ignores_keys_typed_as_it_opens() {
     }
     effects.extend(update(&mut s, key_event(KeyCode::Enter)));
     assert!(effects.is_empty(), "{effects:?}");
-    assert!(s.approvals.len() == 1);
+    assert!(s.questions.approvals.len() == 1);
     let new = render(&mut s, 60, 12);
     assert!(new.contains("NEW · run this tool?"), "{new}");
     // Most of the grace later, but the grace restarted with the last ignored key.
@@ -156,7 +156,9 @@ fn a_url_question_shows_the_real_host_and_refuses_what_it_will_not_open() {
         &mut s,
         ask(1, "https://evil.example\\@accounts.google.com/"),
     );
-    assert!(matches!(&s.asks[0].kind, AskKind::Url { host, .. } if host == "evil.example"));
+    assert!(
+        matches!(&s.questions.asks[0].kind, AskKind::Url { host, .. } if host == "evil.example")
+    );
     settle(&mut s);
     let evil = render(&mut s, 70, 12);
     assert!(evil.contains("opens a page on evil.example"), "{evil}");
@@ -301,11 +303,11 @@ fn mcp_prompts_are_slash_commands_with_completion_and_arguments() {
                 && what.contains("MCP prompt args-prompt city= [state=]")),
         "{menu:?}"
     );
-    s.input.clear();
-    s.cursor = 0;
+    s.editor.input.clear();
+    s.editor.cursor = 0;
     typed(&mut s, "/mcp__everything__a");
     key(&mut s, KeyCode::Tab);
-    assert_eq!(s.input, "/mcp__everything__args_prompt ");
+    assert_eq!(s.editor.input, "/mcp__everything__args_prompt ");
     // Tab in an argument asks the server for values (completion/complete).
     typed(&mut s, "state=C");
     assert_eq!(
@@ -327,7 +329,7 @@ fn mcp_prompts_are_slash_commands_with_completion_and_arguments() {
             values: vec!["CA".into()],
         },
     );
-    assert_eq!(s.input, "/mcp__everything__args_prompt state=CA ");
+    assert_eq!(s.editor.input, "/mcp__everything__args_prompt state=CA ");
     typed(&mut s, "Par");
     assert_eq!(
         update(&mut s, key_event(KeyCode::Tab)),
@@ -340,8 +342,8 @@ fn mcp_prompts_are_slash_commands_with_completion_and_arguments() {
             context: [("state".to_owned(), "CA".to_owned())].into(),
         }]
     );
-    s.input = "/mcp__everything__args_prompt ".into();
-    s.cursor = s.input.chars().count();
+    s.editor.input = "/mcp__everything__args_prompt ".into();
+    s.editor.cursor = s.editor.input.chars().count();
     typed(&mut s, "state=CA");
     assert_eq!(update(&mut s, key_event(KeyCode::Enter)), vec![]);
     typed(&mut s, "/mcp__everything__args_prompt Paris");
@@ -371,7 +373,7 @@ fn mcp_prompts_are_slash_commands_with_completion_and_arguments() {
     );
     insta::assert_snapshot!(render(&mut s, 80, 12));
     // With a model, the prompt's messages are the user's input.
-    s.model = Some("anthropic m".into());
+    s.model.label = Some("anthropic m".into());
     let sent = update(
         &mut s,
         Event::PromptGot {

@@ -38,10 +38,10 @@ fn shipped_settings(model: &str) -> Settings {
 /// the settings.
 fn use_model(s: &mut State, model: &str) {
     let settings = shipped_settings(model);
-    s.model = Some(format!("anthropic {model}"));
-    s.model_id = Some(model.to_owned());
-    s.context_window = settings.context_window(model);
-    s.settings = Some(Arc::new(settings));
+    s.model.label = Some(format!("anthropic {model}"));
+    s.model.id = Some(model.to_owned());
+    s.model.context_window = settings.context_window(model);
+    s.model.settings = Some(Arc::new(settings));
 }
 
 /// A finished model call with this usage.
@@ -113,7 +113,7 @@ fn with_resources(tools: usize) -> ServerState {
 fn the_context_gauge_with_a_known_and_an_unknown_window() {
     let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
     use_model(&mut s, "claude-sonnet-4-5");
-    assert_eq!(s.context_window, Some(200_000));
+    assert_eq!(s.model.context_window, Some(200_000));
     let before = status_row(&mut s, 110);
     assert!(!before.contains("context"), "{before}");
     model_done(&mut s, 50_000, 0, 300);
@@ -129,7 +129,7 @@ fn the_context_gauge_with_a_known_and_an_unknown_window() {
     // A model the settings have no window for: the tokens alone.
     let mut u = state_with(vec![("everything", connected(2, 12))], vec![]);
     use_model(&mut u, "my-local-model");
-    assert_eq!(u.context_window, None);
+    assert_eq!(u.model.context_window, None);
     model_done(&mut u, 12_345, 0, 10);
     let unknown = status_row(&mut u, 110);
     assert!(unknown.contains("context 12k tokens"), "{unknown}");
@@ -159,7 +159,7 @@ fn status_shows_model_context_session_servers_and_cost() {
         ],
     );
     use_model(&mut s, "claude-sonnet-4-5");
-    s.session_id = Some("20260301-101500-a1b2c3".into());
+    s.model.session_id = Some("20260301-101500-a1b2c3".into());
     // Before any request.
     send(&mut s, "/status");
     model_done(&mut s, 40_000, 30_000, 1_200);
@@ -422,8 +422,8 @@ fn a_resumed_conversation_and_a_compaction_notice() {
     use_model(&mut s, "claude-sonnet-4-5");
     let mut entries = super::state::entries_of(&opened.messages);
     entries.extend(opened.note.clone().map(super::state::Entry::Info));
-    s.transcript = entries;
-    s.session_id = Some(opened.file.id.clone());
+    s.transcript.entries = entries;
+    s.model.session_id = Some(opened.file.id.clone());
     let resumed = render(&mut s, 80, 20);
     for want in [
         "› list the files in src and say which is largest",
@@ -585,18 +585,19 @@ fn the_resource_mention_popup() {
     typed(&mut s, "summarize @");
     // To the servers' common prefix, then the popup.
     assert_eq!(update(&mut s, key_event(KeyCode::Tab)), vec![]);
-    assert_eq!(s.input, "summarize @e");
+    assert_eq!(s.editor.input, "summarize @e");
     assert_eq!(update(&mut s, key_event(KeyCode::Tab)), vec![]);
     let servers = render(&mut s, 80, 14);
     assert_eq!(
-        s.popup
+        s.editor
+            .popup
             .as_ref()
             .map(|p| p.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>()),
         Some(vec!["@everything:".into(), "@extra:".into()])
     );
     typed(&mut s, "v");
     update(&mut s, key_event(KeyCode::Tab));
-    assert_eq!(s.input, "summarize @everything:");
+    assert_eq!(s.editor.input, "summarize @everything:");
     // The first Tab into the server loads its resources.
     assert_eq!(
         update(&mut s, key_event(KeyCode::Tab)),
@@ -627,7 +628,7 @@ fn the_resource_mention_popup() {
     );
     // Tab again: to the common prefix, then the popup of every candidate.
     update(&mut s, key_event(KeyCode::Tab));
-    assert_eq!(s.input, "summarize @everything:demo://resource/");
+    assert_eq!(s.editor.input, "summarize @everything:demo://resource/");
     update(&mut s, key_event(KeyCode::Tab));
     let uris = render(&mut s, 80, 14);
     for want in [
@@ -721,7 +722,7 @@ fn a_disabled_server_is_drawn_dim_in_the_bar() {
         ],
         vec![],
     );
-    s.disabled = vec!["old-server".into()];
+    s.servers.disabled = vec!["old-server".into()];
     let (w, h) = (90, 6);
     let screen = render(&mut s, w, h);
     let bar_row = h - 2;

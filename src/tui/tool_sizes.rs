@@ -9,7 +9,7 @@ use super::state::State;
 /// What the context gauge adds when the last request deferred tools: how many MCP tools it
 /// carried and how many it deferred (`/status` and `/tools` say their sizes).
 pub(super) fn gauge(state: &State) -> String {
-    match state.tools_offered {
+    match state.model.tools_offered {
         Some(t) if t.deferring => {
             format!(" · MCP tools {} loaded, {} deferred", t.loaded, t.deferred)
         }
@@ -43,7 +43,7 @@ pub(super) fn per_server(state: &State) -> String {
     // (source, tools, bytes), in the table's order.
     let mut rows: Vec<(String, usize, usize)> = Vec::new();
     let mut builtin = (0, 0);
-    for e in state.tools.iter() {
+    for e in state.servers.tools.iter() {
         let bytes = toolsearch::entry_def(e).map_or(0, |d| toolsearch::def_bytes(&d));
         match &e.server {
             Some(s) => match rows.iter_mut().find(|r| r.0 == *s) {
@@ -79,7 +79,7 @@ pub(super) fn per_server(state: &State) -> String {
         "  MCP in all: {mcp_bytes} bytes, ~{} tokens",
         toolsearch::tokens(mcp_bytes)
     ));
-    if let Some(t) = &state.tools_offered {
+    if let Some(t) = &state.model.tools_offered {
         out.push(format!("  last request: {}", offered_line(t)));
     }
     out.join("\n")

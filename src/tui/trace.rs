@@ -53,6 +53,8 @@ pub struct TraceRow {
 /// The trace buffer: the last [`TRACE_PER_SERVER`] messages of each server, in arrival order.
 #[derive(Debug, Default)]
 pub struct TraceBuf {
+    /// Configured env and header values: `/trace` shows them as `[redacted]`.
+    pub secrets: Vec<String>,
     rows: VecDeque<TraceRow>,
     per_server: BTreeMap<Arc<str>, usize>,
     next_seq: u64,
@@ -127,7 +129,7 @@ pub struct TraceView {
 /// The trace view's keys: ↑↓/jk PgUp/PgDn Home/End select (the last row follows the newest),
 /// Enter expands the selected message (then the same keys scroll it), Tab/BackTab step the
 /// server filter, Esc/q close (Esc first folds an expanded message).
-pub(super) fn trace_key(state: &mut State, mut t: TraceView, key: KeyEvent) -> Vec<Effect> {
+fn keys(state: &mut State, mut t: TraceView, key: KeyEvent) -> Vec<Effect> {
     let n = state.trace.len(t.filter.as_deref());
     let page = state.modal_rows();
     let last = n.saturating_sub(1);
@@ -243,7 +245,7 @@ fn truncate_str(s: &str, max: usize) -> String {
 
 /// Draws the trace view: the rows that fit, the selected one highlighted, or the selected message
 /// expanded as pretty JSON.
-pub(super) fn draw_trace(state: &State, t: &TraceView, frame: &mut Frame, area: Rect) {
+fn draw(state: &State, t: &TraceView, frame: &mut Frame, area: Rect) {
     let title = match &t.filter {
         Some(f) => format!("trace: {}", clean_line(f)),
         None => "trace: all servers".to_owned(),
@@ -286,12 +288,12 @@ pub(super) fn draw_trace(state: &State, t: &TraceView, frame: &mut Frame, area: 
         let pretty = serde_json::from_slice::<serde_json::Value>(&r.message)
             .ok()
             .and_then(|mut v| {
-                harness9_app::trace_file::redact(&mut v, &state.secrets);
+                harness9_app::trace_file::redact(&mut v, &state.trace.secrets);
                 serde_json::to_string_pretty(&v).ok()
             })
             .unwrap_or_else(|| {
                 let mut raw = String::from_utf8_lossy(&r.message).into_owned();
-                for secret in &state.secrets {
+                for secret in &state.trace.secrets {
                     raw = raw.replace(secret.as_str(), "[redacted]");
                 }
                 raw
@@ -324,6 +326,16 @@ pub(super) fn draw_trace(state: &State, t: &TraceView, frame: &mut Frame, area: 
         .map(|(i, r)| trace_row_line(r, i == selected && t.selected.is_some(), width))
         .collect();
     frame.render_widget(Paragraph::new(lines), body);
+}
+
+impl super::state::ModalView for TraceView {
+    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
+        keys(state, self, key)
+    }
+
+    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
+        draw(state, self, frame, area)
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,33 @@ use super::widgets::{truncate_line, wrap, DIM};
 use harness9_agent::engine::EngineEvent;
 use harness9_base::sanitize::{clean, clean_line};
 
+/// The conversation as the screen shows it.
+#[derive(Debug)]
+pub struct TranscriptState {
+    /// The entries, oldest first.
+    pub entries: Vec<Entry>,
+    /// Lines scrolled back from the bottom.
+    pub scroll_back: usize,
+    /// The engine's tool lines show their arguments and results (Ctrl+O toggles).
+    pub expand_tools: bool,
+    /// The engine's call ids -> transcript call ids.
+    pub engine_calls: std::collections::BTreeMap<String, u64>,
+    /// Next call id.
+    pub next_call: u64,
+}
+
+impl Default for TranscriptState {
+    fn default() -> Self {
+        Self {
+            entries: Vec::new(),
+            scroll_back: 0,
+            expand_tools: false,
+            engine_calls: Default::default(),
+            next_call: 1,
+        }
+    }
+}
+
 /// Lines of a tool result shown in the transcript before it is folded.
 pub const RESULT_LINES: usize = 40;
 
@@ -69,8 +96,8 @@ pub enum Entry {
 impl State {
     /// Adds an entry to the transcript and scrolls to the bottom.
     pub(super) fn note(&mut self, e: Entry) {
-        self.transcript.push(e);
-        self.scroll_back = 0;
+        self.transcript.entries.push(e);
+        self.transcript.scroll_back = 0;
     }
 }
 
@@ -86,9 +113,9 @@ pub fn config_warnings(state: &mut State, warnings: Vec<String>) {
 pub(super) fn page(state: &mut State, up: bool) {
     let page = state.body_rows().saturating_sub(1).max(1);
     if up {
-        state.scroll_back += page;
+        state.transcript.scroll_back += page;
     } else {
-        state.scroll_back = state.scroll_back.saturating_sub(page);
+        state.transcript.scroll_back = state.transcript.scroll_back.saturating_sub(page);
     }
 }
 
@@ -109,7 +136,7 @@ pub fn call_progress(
         text.push(' ');
         text.push_str(&harness9_base::sanitize::clean_line(&m));
     }
-    for e in state.transcript.iter_mut().rev() {
+    for e in state.transcript.entries.iter_mut().rev() {
         if let Entry::Tool {
             id: eid,
             progress: p,
@@ -159,7 +186,7 @@ pub(super) fn finish_call(
     is_error: bool,
     elapsed: Duration,
 ) {
-    for e in state.transcript.iter_mut().rev() {
+    for e in state.transcript.entries.iter_mut().rev() {
         if let Entry::Tool {
             id: eid,
             state: st,
@@ -180,7 +207,7 @@ pub(super) fn finish_call(
             }
         }
     }
-    state.scroll_back = 0;
+    state.transcript.scroll_back = 0;
 }
 
 /// Shows something the engine did: streamed text, a retry, a tool call starting, its progress,
@@ -188,9 +215,9 @@ pub(super) fn finish_call(
 pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
     match e {
         EngineEvent::TextDelta(t) => {
-            if let Some(Entry::Assistant(text)) = state.transcript.last_mut() {
+            if let Some(Entry::Assistant(text)) = state.transcript.entries.last_mut() {
                 text.push_str(&t);
-                state.scroll_back = 0;
+                state.transcript.scroll_back = 0;
             } else {
                 state.note(Entry::Assistant(t));
             }
@@ -200,12 +227,12 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
             harness9_actors::error::fmt_duration(after)
         ))),
         EngineEvent::ModelDone { usage, tools, .. } => {
-            state.context_used = Some(usage.input_tokens);
-            state.tools_offered = Some(tools);
+            state.model.context_used = Some(usage.input_tokens);
+            state.model.tools_offered = Some(tools);
             state.count_usage(&usage);
         }
         EngineEvent::Compacted { reason, compacted } => {
-            state.context_used = Some(compacted.tokens_after as u64);
+            state.model.context_used = Some(compacted.tokens_after as u64);
             state.count_usage(&compacted.usage);
             state.note(Entry::Info(format!(
                 "compacted {} earlier messages into a summary (~{} -> ~{} tokens): {reason}",
@@ -217,9 +244,9 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
             name,
             arguments,
         } => {
-            let id = state.next_call;
-            state.next_call += 1;
-            state.engine_calls.insert(key, id);
+            let id = state.transcript.next_call;
+            state.transcript.next_call += 1;
+            state.transcript.engine_calls.insert(key, id);
             state.note(Entry::Tool {
                 id,
                 name,
@@ -243,7 +270,7 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
             total,
             message,
         } => {
-            if let Some(id) = state.engine_calls.get(&key).copied() {
+            if let Some(id) = state.transcript.engine_calls.get(&key).copied() {
                 call_progress(state, id, progress, total, message);
             }
         }
@@ -255,7 +282,7 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
             spilled,
             ..
         } => {
-            if let Some(id) = state.engine_calls.get(&key).copied() {
+            if let Some(id) = state.transcript.engine_calls.get(&key).copied() {
                 let output = match spilled {
                     Some(p) => format!(
                         "{output}\n[cut for the model; whole result in {}]",
@@ -366,7 +393,7 @@ fn entry_lines(entry: &Entry, width: usize, expand_tools: bool, need: usize) -> 
 pub(super) fn draw_transcript(state: &State, frame: &mut Frame, area: Rect) {
     let rows = area.height as usize;
     let width = area.width as usize;
-    if state.transcript.is_empty() {
+    if state.transcript.entries.is_empty() {
         let mut lines = vec![
             Line::styled("harness9", Style::new().bold()),
             Line::styled(
@@ -374,9 +401,9 @@ pub(super) fn draw_transcript(state: &State, frame: &mut Frame, area: Rect) {
                 DIM,
             ),
         ];
-        if state.model.is_none() {
+        if state.model.label.is_none() {
             let mut help = Vec::new();
-            wrap(&state.model_help, width, DIM, "", &mut help);
+            wrap(&state.model.help, width, DIM, "", &mut help);
             lines.push(Line::raw(""));
             lines.extend(help);
         }
@@ -384,13 +411,13 @@ pub(super) fn draw_transcript(state: &State, frame: &mut Frame, area: Rect) {
         return;
     }
     // Lay out from the newest entry back, only as far as the screen (and scroll) needs.
-    let need = rows + state.scroll_back;
+    let need = rows + state.transcript.scroll_back;
     let mut lines: Vec<Line<'static>> = Vec::new();
-    for e in state.transcript.iter().rev() {
+    for e in state.transcript.entries.iter().rev() {
         let mut l = entry_lines(
             e,
             width,
-            state.expand_tools,
+            state.transcript.expand_tools,
             need.saturating_sub(lines.len()),
         );
         l.push(Line::raw(""));
@@ -403,7 +430,10 @@ pub(super) fn draw_transcript(state: &State, frame: &mut Frame, area: Rect) {
     if lines.last().is_some_and(|l| l.width() == 0) {
         lines.pop();
     }
-    let back = state.scroll_back.min(lines.len().saturating_sub(rows));
+    let back = state
+        .transcript
+        .scroll_back
+        .min(lines.len().saturating_sub(rows));
     let end = lines.len() - back;
     let start = end.saturating_sub(rows);
     let visible: Vec<Line<'static>> = lines.drain(start..end).collect();

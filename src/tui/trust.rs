@@ -25,6 +25,7 @@ impl State {
     /// The servers waiting for approval, `(name, command line)`, in snapshot order.
     pub fn unapproved(&self) -> Vec<(String, String)> {
         self.servers
+            .status
             .iter()
             .filter_map(|(n, st)| match &st.status {
                 ServerStatus::Unapproved { command_line, .. } => {
@@ -39,6 +40,7 @@ impl State {
     /// key is the exact spec shown, so an approval never covers a later change.
     pub fn unapproved_keys(&self) -> Vec<(String, String)> {
         self.servers
+            .status
             .iter()
             .filter_map(|(n, st)| match &st.status {
                 ServerStatus::Unapproved { approval, .. } => Some((n.clone(), approval.clone())),
@@ -53,8 +55,10 @@ impl State {
 /// if it comes back (its spec changed, even only in an env value) the screen asks again.
 pub(super) fn status_changed(state: &mut State) {
     let waiting = state.unapproved_keys();
-    let fresh = waiting.iter().any(|w| !state.trust_seen.contains(w));
-    state.trust_seen = waiting.iter().cloned().collect();
+    let fresh = waiting
+        .iter()
+        .any(|w| !state.questions.trust_seen.contains(w));
+    state.questions.trust_seen = waiting.iter().cloned().collect();
     match &mut state.modal {
         Some(Modal::Trust(_)) if waiting.is_empty() => state.modal = None,
         Some(Modal::Trust(t)) => t.selected = t.selected.min(waiting.len() - 1),
@@ -76,7 +80,7 @@ fn choices() -> [(&'static str, Color, String); 3] {
 /// `n`/`d`/Esc declines (they stay unapproved and nothing runs; `a` in `/mcp` asks again);
 /// ←→/Tab move the highlight among those three (on decline at first), Enter picks it. (Keys
 /// typed as it opened never get here: [`super::guard`].)
-pub(super) fn trust_key(state: &mut State, mut t: TrustView, key: KeyEvent) -> Vec<Effect> {
+fn keys(state: &mut State, mut t: TrustView, key: KeyEvent) -> Vec<Effect> {
     let waiting = state.unapproved_keys();
     let n = waiting.len();
     if super::guard::move_choice(state, 3, key.code) {
@@ -97,7 +101,7 @@ pub(super) fn trust_key(state: &mut State, mut t: TrustView, key: KeyEvent) -> V
                 state.note(Entry::Info(format!(
                     "declined {n} server{} of {}: not started; `a` in /mcp or `harness9 mcp approve` approves later",
                     if n == 1 { "" } else { "s" },
-                    state.config_path
+                    state.servers.config_path
                 )));
             }
             return Vec::new();
@@ -124,7 +128,7 @@ pub(super) fn trust_key(state: &mut State, mut t: TrustView, key: KeyEvent) -> V
 
 /// The trust screen: every unapproved server of the project config with its full command line
 /// (wrapped, never cut), and the keys.
-pub(super) fn draw_trust(state: &State, t: &TrustView, frame: &mut Frame, area: Rect) {
+fn draw(state: &State, t: &TrustView, frame: &mut Frame, area: Rect) {
     let block = modal_block(&super::guard::title(
         state,
         &format!(
@@ -140,7 +144,7 @@ pub(super) fn draw_trust(state: &State, t: &TrustView, frame: &mut Frame, area: 
     wrap(
         &format!(
             "{} is a project config: its servers run commands on this machine. Nothing has been started. Approve only what you trust.",
-            clean_line(&state.config_path)
+            clean_line(&state.servers.config_path)
         ),
         width,
         DIM,
@@ -216,6 +220,16 @@ pub(super) fn draw_trust(state: &State, t: &TrustView, frame: &mut Frame, area: 
         Layout::vertical([Constraint::Fill(1), Constraint::Length(KEYS_ROWS)]).areas(inner);
     frame.render_widget(Paragraph::new(lines), body);
     frame.render_widget(Paragraph::new(keys), help);
+}
+
+impl super::state::ModalView for TrustView {
+    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
+        keys(state, self, key)
+    }
+
+    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
+        draw(state, self, frame, area)
+    }
 }
 
 #[cfg(test)]

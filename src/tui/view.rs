@@ -12,7 +12,7 @@ use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 use unicode_width::UnicodeWidthStr;
 
-use super::state::{Modal, State};
+use super::state::State;
 use super::widgets::{truncate_line, BORDER_ROWS, DIM, HEADER_ROWS, KEYS_ROWS};
 use harness9_base::sanitize::clean_line;
 
@@ -47,7 +47,7 @@ impl State {
 /// Draws the whole screen.
 pub fn view(state: &State, frame: &mut Frame) {
     let area = frame.area();
-    let bar = !state.servers.is_empty() || !state.disabled.is_empty();
+    let bar = !state.servers.status.is_empty() || !state.servers.disabled.is_empty();
     let bar_rows = if bar { BAR_ROWS } else { 0 };
     let [main, input_sep, input, mcp, status] = Layout::vertical([
         Constraint::Fill(1),
@@ -62,11 +62,15 @@ pub fn view(state: &State, frame: &mut Frame) {
         Paragraph::new("─".repeat(input_sep.width as usize)).style(DIM),
         input_sep,
     );
-    super::editor::draw_input(state, frame, input);
+    super::editor::draw(state, frame, input);
     super::editor::draw_menu(state, frame, main);
     if bar {
         frame.render_widget(
-            Paragraph::new(mcp_bar_with(&state.servers, &state.disabled, mcp.width)),
+            Paragraph::new(mcp_bar_with(
+                &state.servers.status,
+                &state.servers.disabled,
+                mcp.width,
+            )),
             mcp,
         );
     }
@@ -78,23 +82,14 @@ pub fn view(state: &State, frame: &mut Frame) {
         ])
         .areas(area);
         frame.render_widget(Clear, modal_area);
-        match modal {
-            Modal::Overview(o) => super::overview::draw(state, o, frame, modal_area),
-            Modal::Panel(p) => super::panel::draw_panel(state, p, frame, modal_area),
-            Modal::Trace(t) => super::trace::draw_trace(state, t, frame, modal_area),
-            Modal::Help => super::commands::draw_help(frame, modal_area),
-            Modal::Trust(t) => super::trust::draw_trust(state, t, frame, modal_area),
-            Modal::Input(v) => super::input_vars::draw_input(state, v, frame, modal_area),
-            Modal::Resume(p) => super::resume::draw(p, frame, modal_area),
-            Modal::Permissions(p) => super::permissions::draw(p, frame, modal_area),
-        }
+        modal.draw(state, frame, modal_area);
     }
     // A question about a tool call goes over everything: the turn waits on it.
-    if state.approvals.front().is_some() {
-        super::approvals::draw_approval(state, frame, main);
-    } else if state.asks.front().is_some() {
+    if state.questions.approvals.front().is_some() {
+        super::approvals::draw(state, frame, main);
+    } else if state.questions.asks.front().is_some() {
         // A server's question (its call, and so the turn, waits on it).
-        super::elicit::draw_ask(state, frame, main);
+        super::elicit::draw(state, frame, main);
     }
 }
 
@@ -177,12 +172,17 @@ pub fn mcp_bar_with(servers: &StatusSnapshot, disabled: &[String], width: u16) -
 }
 
 fn status_line(state: &State, width: u16) -> Line<'static> {
-    let model = match &state.model {
+    let model = match &state.model.label {
         Some(m) => format!("model {m}"),
         None => "no model: MCP console (/help)".to_owned(),
     };
-    let builtin = state.tools.iter().filter(|t| t.server.is_none()).count();
-    let mcp = state.tools.len() - builtin;
+    let builtin = state
+        .servers
+        .tools
+        .iter()
+        .filter(|t| t.server.is_none())
+        .count();
+    let mcp = state.servers.tools.len() - builtin;
     let tools = if builtin == 0 {
         format!("{mcp} MCP tool{}", if mcp == 1 { "" } else { "s" })
     } else {
@@ -194,9 +194,9 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
         Span::raw(model),
         Span::styled(" │ ", DIM),
     ];
-    if state.busy {
+    if state.turn.busy {
         const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
-        let secs = state.busy_secs;
+        let secs = state.turn.busy_secs;
         let elapsed = if secs >= 60 {
             format!("{}m{:02}s", secs / 60, secs % 60)
         } else {
@@ -206,13 +206,13 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
         spans.push(Span::styled(
             format!(
                 "{} working… {elapsed} · Esc cancels",
-                FRAMES[state.spinner % FRAMES.len()]
+                FRAMES[state.turn.spinner % FRAMES.len()]
             ),
             Style::new().fg(Color::Yellow),
         ));
         spans.push(Span::styled(" │ ", DIM));
     }
-    if let Some(used) = state.context_used {
+    if let Some(used) = state.model.context_used {
         let k = |n: u64| {
             if n >= 10_000 {
                 format!("{}k", n / 1000)
@@ -220,7 +220,7 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
                 n.to_string()
             }
         };
-        let (text, style) = match state.context_window.filter(|w| *w > 0) {
+        let (text, style) = match state.model.context_window.filter(|w| *w > 0) {
             Some(w) => {
                 let pct = used.saturating_mul(100) / w;
                 let style = if pct >= 80 {
@@ -239,7 +239,7 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
     spans.extend([
         Span::raw(tools),
         Span::styled(" │ ", DIM),
-        Span::raw(state.config_path.clone()),
+        Span::raw(state.servers.config_path.clone()),
     ]);
     spans.push(Span::styled(" │ Tab completes · /help", DIM));
     truncate_line(Line::from(spans), width as usize)

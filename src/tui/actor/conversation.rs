@@ -8,8 +8,8 @@ impl Tui {
     /// handed to the engine for the next turn.
     /// Whether `spec` (`provider/name` or a bare name) is the model in use.
     pub(super) fn uses_model(&self, spec: &str) -> bool {
-        let current = self.state.model.as_deref().unwrap_or_default();
-        self.state.model_id.as_deref() == Some(spec) || current.replacen(' ', "/", 1) == spec
+        let current = self.state.model.label.as_deref().unwrap_or_default();
+        self.state.model.id.as_deref() == Some(spec) || current.replacen(' ', "/", 1) == spec
     }
 
     pub(super) fn set_model(&mut self, spec: &str, ctx: &mut Context<Self>) {

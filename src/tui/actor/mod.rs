@@ -141,7 +141,7 @@ pub struct Tui {
     tools_asked: bool,
     tools_again: bool,
     engine: Option<Addr<Engine>>,
-    /// The input history file and how many of `state.history`'s entries are in it.
+    /// The input history file and how many of `state.editor.history`'s entries are in it.
     history: Option<(PathBuf, usize)>,
     /// The session's permissions (see [`TuiSetup::policy`]).
     policy: std::sync::Arc<harness9_agent::permissions::Policy>,
@@ -174,7 +174,7 @@ impl Tui {
             setup.model,
             setup.model_help,
         );
-        state.secrets = setup.secrets;
+        state.trace.secrets = setup.secrets;
         state.set_sources(setup.sources);
         super::input_vars::inputs_needed(&mut state, setup.inputs);
         super::transcript::config_warnings(&mut state, setup.warnings);
@@ -182,29 +182,32 @@ impl Tui {
         state.debug_panic = cfg!(debug_assertions)
             && std::env::var_os("HARNESS9_DEBUG_PANIC").is_some_and(|v| v == "1");
         if let Some(e) = setup.config_error {
-            state.transcript.push(super::state::Entry::Error(format!(
-                "{e}\nno servers were started; fix the file and /reload (or press e in /mcp)"
-            )));
+            state
+                .transcript
+                .entries
+                .push(super::state::Entry::Error(format!(
+                    "{e}\nno servers were started; fix the file and /reload (or press e in /mcp)"
+                )));
         }
-        state.transcript.extend(setup.resumed);
+        state.transcript.entries.extend(setup.resumed);
         if let Some(lines) = setup.pick {
             super::resume::open(&mut state, lines);
         }
-        state.context_window = setup.context_window;
-        state.disabled = setup.disabled;
-        state.model_id = setup
+        state.model.context_window = setup.context_window;
+        state.servers.disabled = setup.disabled;
+        state.model.id = setup
             .settings
             .as_ref()
             .and_then(|s| s.provider.as_ref())
             .map(|p| p.model.clone());
-        state.settings = setup.settings.map(std::sync::Arc::new);
-        state.session_id = setup.session_id;
+        state.model.settings = setup.settings.map(std::sync::Arc::new);
+        state.model.session_id = setup.session_id;
         if let Ok((w, h)) = crossterm::terminal::size() {
             state.size = (w, h);
         }
         let history = super::history::path().map(|p| {
-            state.history = super::history::load(&p);
-            let n = state.history.len();
+            state.editor.history = super::history::load(&p);
+            let n = state.editor.history.len();
             (p, n)
         });
         Tui {
@@ -242,7 +245,7 @@ impl Tui {
         let Some((path, saved)) = &mut self.history else {
             return;
         };
-        let all = &self.state.history;
+        let all = &self.state.editor.history;
         if all.len() <= *saved {
             return;
         }
@@ -609,9 +612,9 @@ impl Actor for Tui {
             // A new question's marker goes once its grace is over (the tick's own time,
             // stamped by `apply`, ends it).
             let marked = super::guard::is_new(&act.state);
-            if !act.state.busy {
+            if !act.state.turn.busy {
                 act.busy_since = None;
-                if marked || act.state.busy_secs != 0 {
+                if marked || act.state.turn.busy_secs != 0 {
                     act.apply(Event::Tick(None), ctx);
                 }
                 return;

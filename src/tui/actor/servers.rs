@@ -14,7 +14,13 @@ impl Tui {
                 arguments,
             } => {
                 // The user's own call: it runs unless a deny rule of theirs names it.
-                let entry = self.state.tools.iter().find(|t| t.name == name).cloned();
+                let entry = self
+                    .state
+                    .servers
+                    .tools
+                    .iter()
+                    .find(|t| t.name == name)
+                    .cloned();
                 let facts = harness9_agent::permissions::ToolFacts::of(
                     &name,
                     entry.as_ref().and_then(|e| e.server.as_deref()),
