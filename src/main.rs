@@ -166,12 +166,15 @@ fn main() -> ExitCode {
         Err(e) => return fail(json, &e.to_string(), 2, started),
     };
     // The settings' runtime choices, read once and carried in the options (no globals).
-    match harness9::agent::model::settings::mcp_sandbox_default(&opts.model) {
+    match harness9::agent::model::settings::mcp_sandbox_default(
+        &opts.model,
+        &mut opts.runtime.warnings,
+    ) {
         Ok(default) => opts.runtime.entries.sandbox = default,
         // A settings file that does not parse: a config error.
         Err(e) => return fail(json, &e.to_string(), 2, started),
     }
-    match harness9::agent::model::settings::shell_sandbox(&opts.model) {
+    match harness9::agent::model::settings::shell_sandbox(&opts.model, &mut opts.runtime.warnings) {
         Ok(mode) => opts.runtime.shell = mode,
         Err(e) => return fail(json, &e.to_string(), 2, started),
     }

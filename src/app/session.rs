@@ -41,6 +41,9 @@ pub struct RuntimeOptions {
     pub entries: config::EntryDefaults,
     /// `[permissions] shell`: how the agent's `bash` is sandboxed.
     pub shell: harness9_agent::builtins::shell_sandbox::ShellSandbox,
+    /// What reading the settings files ignored (a project value that would loosen the
+    /// user's), already logged; the TUI shows them in its transcript.
+    pub warnings: Vec<String>,
 }
 
 /// What a session runs with: the command line's global flags as plain values.
@@ -97,16 +100,17 @@ impl SessionOptions {
     /// line's (`--allowed-tools`, `--disallowed-tools`), the answers remembered for the
     /// project, and the mode. A malformed rule is an error naming the file and line (or the
     /// flag) and the rule; a remembered-answers file that cannot be used is warned about and
-    /// applies nothing.
-    pub fn policy(&self, root: &Path) -> anyhow::Result<Arc<Policy>> {
-        let mut fixed = settings::permission_rules(&self.model)?;
+    /// applies nothing. Also what the settings files' rules ignored (already logged).
+    pub fn policy(&self, root: &Path) -> anyhow::Result<(Arc<Policy>, Vec<String>)> {
+        let mut ignored = Vec::new();
+        let mut fixed = settings::permission_rules(&self.model, &mut ignored)?;
         fixed.extend(self.flag_rules.iter().cloned());
         let (saved, warnings) =
             crate::permission_store::load(&crate::permission_store::path(), root);
         for w in warnings {
             tracing::warn!("{w}");
         }
-        Ok(Policy::new(
+        let policy = Policy::new(
             Rules::new(fixed, saved),
             self.permission_mode,
             Place {
@@ -115,7 +119,8 @@ impl SessionOptions {
                     .filter(|h| !h.is_empty())
                     .map(PathBuf::from),
             },
-        ))
+        );
+        Ok((policy, ignored))
     }
 
     /// The model settings: flags > env > user TOML > `config/harness9.toml`.

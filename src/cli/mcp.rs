@@ -128,7 +128,7 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
                 ..
             } => {
                 let cwd = std::env::current_dir().context("cannot read the working directory")?;
-                let policy = opts.policy(&cwd)?;
+                let (policy, _logged) = opts.policy(&cwd)?;
                 call(
                     &policy,
                     rt,

@@ -216,7 +216,7 @@ pub async fn run(
         }
     };
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    let policy = opts.policy(&cwd)?;
+    let (policy, _logged) = opts.policy(&cwd)?;
     crate::app::Session::warn_bypass(&policy);
     let config = opts.load_config()?;
     crate::app::trust::print_hints(&config, None);

@@ -111,7 +111,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
     };
     let root = std::env::current_dir().context("cannot read the working directory")?;
     // A malformed rule stops the start, naming its file and line (or flag).
-    let policy = opts.policy(&root)?;
+    let (policy, ignored_rules) = opts.policy(&root)?;
     let session = Session::start(opts, &cfg, cfg.servers.clone(), start)?;
     let mut resumed = Vec::new();
     let mut context_window = None;
@@ -181,7 +181,8 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         sources: cfg.sources.clone(),
         inputs: cfg.inputs.clone(),
         warnings: [
-            harness9_agent::model::settings::warnings(),
+            opts.runtime.warnings.clone(),
+            ignored_rules,
             cfg.warnings.clone(),
             (policy.mode == harness9_agent::permissions::Mode::Bypass)
                 .then(|| "permission mode bypass (--yes): every tool call runs without asking; only deny rules still refuse".to_owned())

@@ -20,7 +20,7 @@ use super::config::ProviderConfig;
 pub use layers::candidate_paths;
 pub use resolve::{resolve, resolve_from, resolve_layers};
 pub use rules::permission_rules;
-pub use sandbox::{mcp_sandbox_default, shell_sandbox, warnings};
+pub use sandbox::{mcp_sandbox_default, shell_sandbox};
 
 /// The shipped defaults.
 pub const DEFAULTS: &str = include_str!("../../../../config/harness9.toml");

@@ -14,17 +14,21 @@ use super::sandbox::push_warning;
 use super::{ModelFlags, SettingsError};
 use crate::permissions::{Kind, Rule, Source};
 
-/// The rules of the settings files (the user's, then the project's).
-pub fn permission_rules(flags: &ModelFlags) -> Result<Vec<Rule>, SettingsError> {
+/// The rules of the settings files (the user's, then the project's); what was ignored is
+/// added to `warnings`.
+pub fn permission_rules(
+    flags: &ModelFlags,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Rule>, SettingsError> {
     let layers = read_layers(flags)?;
     let mut out = Vec::new();
     if let Some((path, text)) = &layers.user {
         let file = parse_file(&path.display().to_string(), text)?;
-        out.extend(rules_of(&file, path, text, true)?);
+        out.extend(rules_of(&file, path, text, true, warnings)?);
     }
     if let Some((path, text)) = &layers.project {
         let file = parse_file(&path.display().to_string(), text)?;
-        out.extend(rules_of(&file, path, text, false)?);
+        out.extend(rules_of(&file, path, text, false, warnings)?);
     }
     Ok(out)
 }
@@ -35,6 +39,7 @@ pub(super) fn rules_of(
     path: &Path,
     text: &str,
     user: bool,
+    warnings: &mut Vec<String>,
 ) -> Result<Vec<Rule>, SettingsError> {
     let p = &file.permissions;
     let mut out = Vec::new();
@@ -46,11 +51,14 @@ pub(super) fn rules_of(
         for item in list.iter().flatten() {
             let (line, column) = line_col(text, item.span().start);
             if kind == Kind::Allow && !user {
-                push_warning(Some(format!(
+                push_warning(
+                    warnings,
+                    Some(format!(
                     "{}:{line}: [permissions] allow rule \"{}\" is ignored: a project's settings file may add ask and deny rules, never allow ones; add it to your own settings, or answer \"always\" when harness9 asks",
                     path.display(),
                     item.get_ref().trim()
-                )));
+                )),
+                );
                 continue;
             }
             out.push(
@@ -93,7 +101,9 @@ mod tests {
     fn rules_carry_their_line_and_a_project_cannot_allow() {
         let text = "[permissions]\nshell = \"off\"\nallow = [\n  \"bash(git status:*)\",\n  \"mcp__git__*\",\n]\ndeny = [\"read_file(~/.ssh/**)\"]\n";
         let f = parse_file("u.toml", text).unwrap();
-        let user = rules_of(&f, Path::new("/u.toml"), text, true).unwrap();
+        let mut warnings = Vec::new();
+        let user = rules_of(&f, Path::new("/u.toml"), text, true, &mut warnings).unwrap();
+        assert!(warnings.is_empty());
         let shown: Vec<String> = user
             .iter()
             .map(|r| format!("{} {} {}", r.kind.name(), r.text, r.source))
@@ -106,10 +116,17 @@ mod tests {
                 "allow mcp__git__* /u.toml:5"
             ]
         );
-        let project = rules_of(&f, Path::new("/p/harness9.toml"), text, false).unwrap();
+        let project = rules_of(
+            &f,
+            Path::new("/p/harness9.toml"),
+            text,
+            false,
+            &mut warnings,
+        )
+        .unwrap();
         assert_eq!(project.len(), 1);
         assert_eq!(project[0].kind, Kind::Deny);
-        assert!(super::super::warnings().iter().any(|w| w.starts_with(
+        assert!(warnings.iter().any(|w| w.starts_with(
             "/p/harness9.toml:4: [permissions] allow rule \"bash(git status:*)\" is ignored"
         )));
     }
@@ -118,7 +135,7 @@ mod tests {
     fn a_malformed_rule_names_the_file_line_and_rule() {
         let text = "[permissions]\nask = [\"mcp__x__*\",\n  \"bash(git push\"]\n";
         let f = parse_file("h.toml", text).unwrap();
-        let e = rules_of(&f, Path::new("h.toml"), text, true).unwrap_err();
+        let e = rules_of(&f, Path::new("h.toml"), text, true, &mut Vec::new()).unwrap_err();
         assert_eq!(
             e.to_string(),
             SettingsError::Toml {

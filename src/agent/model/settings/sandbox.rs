@@ -9,7 +9,10 @@ use super::{ModelFlags, SettingsError, DEFAULTS, DEFAULTS_NAME};
 /// `[permissions] shell` of the settings (the user's file, else the default
 /// `workspace-write`), tightened by the project's `./harness9.toml`: a project value looser
 /// than the user's is ignored with a warning naming the file and line.
-pub fn shell_sandbox(flags: &ModelFlags) -> Result<ShellSandbox, SettingsError> {
+pub fn shell_sandbox(
+    flags: &ModelFlags,
+    warnings: &mut Vec<String>,
+) -> Result<ShellSandbox, SettingsError> {
     let layers = read_layers(flags)?;
     let (user, user_name) = match &layers.user {
         Some((path, text)) => (
@@ -29,7 +32,7 @@ pub fn shell_sandbox(flags: &ModelFlags) -> Result<ShellSandbox, SettingsError> 
         return Ok(user);
     };
     let (out, warning) = merged_shell(user, &user_name, project, &name, text);
-    push_warning(warning);
+    push_warning(warnings, warning);
     Ok(out)
 }
 
@@ -103,7 +106,10 @@ pub(super) type SandboxField = harness9_base::sandbox_field::SandboxField;
 /// `[mcp] sandbox` of the settings (the user's file, else the shipped defaults, tightened by
 /// the project's `./harness9.toml`): the sandbox of every stdio server whose `.mcp.json` entry
 /// has no `"sandbox"`. A project value that would loosen the user's is ignored with a warning.
-pub fn mcp_sandbox_default(flags: &ModelFlags) -> Result<Option<SandboxField>, SettingsError> {
+pub fn mcp_sandbox_default(
+    flags: &ModelFlags,
+    warnings: &mut Vec<String>,
+) -> Result<Option<SandboxField>, SettingsError> {
     let defaults = parse_file(DEFAULTS_NAME, DEFAULTS)?;
     let layers = read_layers(flags)?;
     let (user, user_name) = match &layers.user {
@@ -122,27 +128,18 @@ pub fn mcp_sandbox_default(flags: &ModelFlags) -> Result<Option<SandboxField>, S
     let name = path.display().to_string();
     let project = parse_file(&name, text)?.mcp.sandbox;
     let (out, warning) = merged_sandbox(user, &user_name, project, &name, text);
-    push_warning(warning);
+    push_warning(warnings, warning);
     Ok(out)
 }
 
-/// What [`mcp_sandbox_default`] and [`shell_sandbox`] ignored, for the TUI's transcript (the
-/// log has it too).
-static WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-
-/// Logs `warning`, if any, and keeps it once for [`warnings`].
-pub(super) fn push_warning(warning: Option<String>) {
+/// Logs `warning`, if any, and adds it to `warnings` once (the TUI shows them in its
+/// transcript; headless, the log has them).
+pub(super) fn push_warning(warnings: &mut Vec<String>, warning: Option<String>) {
     let Some(w) = warning else {
         return;
     };
     tracing::warn!("{w}");
-    let mut all = WARNINGS.lock().unwrap_or_else(|p| p.into_inner());
-    if !all.contains(&w) {
-        all.push(w);
+    if !warnings.contains(&w) {
+        warnings.push(w);
     }
-}
-
-/// The warnings of reading the settings files (a project value ignored), once read.
-pub fn warnings() -> Vec<String> {
-    WARNINGS.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
