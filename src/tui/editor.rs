@@ -297,20 +297,9 @@ pub fn menu(state: &State) -> Vec<(String, String)> {
         .flatten()
         .filter(|c| c.command.starts_with(input))
         .map(|c| {
-            let args: Vec<String> = c
-                .arguments
-                .iter()
-                .map(|(a, required)| {
-                    if *required {
-                        format!("{a}=")
-                    } else {
-                        format!("[{a}=]")
-                    }
-                })
-                .collect();
             (
                 c.command.clone(),
-                format!("MCP prompt {} {}", c.name, args.join(" ")),
+                format!("MCP prompt {} {}", c.name, c.argument_hints("")),
             )
         });
     COMMANDS

@@ -29,6 +29,24 @@ pub struct PromptCommand {
     pub arguments: Vec<(String, bool)>,
 }
 
+impl PromptCommand {
+    /// Its arguments as typed: `name=` followed by `filler`, in brackets when optional.
+    pub(super) fn argument_hints(&self, filler: &str) -> String {
+        let hints: Vec<String> = self
+            .arguments
+            .iter()
+            .map(|(name, required)| {
+                if *required {
+                    format!("{name}={filler}")
+                } else {
+                    format!("[{name}={filler}]")
+                }
+            })
+            .collect();
+        hints.join(" ")
+    }
+}
+
 /// The prompts of every connected server that offers them.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PromptTable {
@@ -134,18 +152,12 @@ pub(super) fn run(state: &mut State, command: &str, rest: &str) -> Vec<Effect> {
         return Vec::new();
     };
     let usage = || {
-        let args: Vec<String> = prompt
-            .arguments
-            .iter()
-            .map(|(n, req)| {
-                if *req {
-                    format!("{n}=…")
-                } else {
-                    format!("[{n}=…]")
-                }
-            })
-            .collect();
-        clean_line(&format!("usage: {} {}", prompt.command, args.join(" "))).into_owned()
+        clean_line(&format!(
+            "usage: {} {}",
+            prompt.command,
+            prompt.argument_hints("…")
+        ))
+        .into_owned()
     };
     let mut arguments = BTreeMap::new();
     let words: Vec<&str> = rest.split_whitespace().collect();
