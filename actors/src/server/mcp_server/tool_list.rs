@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 use super::{McpServer, ReplyError};
 use crate::protocol::headers::header_params;
 use crate::protocol::jsonrpc::{self, METHOD_NOT_FOUND};
+use crate::protocol::methods::{Listen, Request};
 use crate::protocol::types::Tool;
 
 /// The first wait before a listen that ended is opened again; doubled up to [`LISTEN_MAX_WAIT`].
@@ -113,8 +114,8 @@ impl McpServer {
         };
         let id = self.alloc_id();
         let params = self.client.stamp(Some(filter), version);
-        let line = jsonrpc::request_line(id, "subscriptions/listen", Some(&params));
-        let (rx, backlog) = self.request("subscriptions/listen", id, line, Vec::new());
+        let line = jsonrpc::request::<Listen>(id, Some(&params));
+        let (rx, backlog) = self.request(Listen::METHOD, id, line, Vec::new());
         self.listen_id = Some(id);
         let fut = async move {
             if let Some(b) = backlog {
