@@ -182,7 +182,9 @@ mod tests {
         spec.sort_unstable();
         assert_eq!(all, spec);
         // Notifications, and only they, live under `notifications/`.
-        assert!(NOTIFICATIONS.iter().all(|m| m.starts_with("notifications/")));
+        assert!(NOTIFICATIONS
+            .iter()
+            .all(|m| m.starts_with("notifications/")));
         assert!(!REQUESTS.iter().any(|m| m.starts_with("notifications/")));
     }
 
@@ -192,5 +194,110 @@ mod tests {
         assert_eq!(Elicit::METHOD, "elicitation/create");
         assert_eq!(CreateMessage::METHOD, "sampling/createMessage");
         assert_eq!(Cancelled::METHOD, "notifications/cancelled");
+    }
+
+    /// The typed params give the bytes the `json!` literals they replaced gave (every request
+    /// but `tools/call` goes through a JSON value, whose keys are sorted).
+    #[test]
+    fn typed_params_serialize_as_the_literals_did() {
+        use crate::protocol::types::{CompleteArgument, CompleteContext, CompleteRef};
+        use serde_json::json;
+        use std::collections::BTreeMap;
+        fn bytes<T: serde::Serialize>(v: &T) -> String {
+            serde_json::to_value(v).unwrap().to_string()
+        }
+        let none = BTreeMap::new();
+        let args = BTreeMap::from([
+            ("b".to_owned(), "2".to_owned()),
+            ("a".to_owned(), "1".to_owned()),
+        ]);
+        let get = |arguments| GetPromptParams {
+            name: "p",
+            arguments,
+        };
+        assert_eq!(bytes(&get(&none)), json!({ "name": "p" }).to_string());
+        let mut with = json!({ "name": "p" });
+        with["arguments"] = json!(args);
+        assert_eq!(bytes(&get(&args)), with.to_string());
+        let complete = CompleteParams {
+            reference: CompleteRef::Resource { uri: "file:///{x}" },
+            argument: CompleteArgument {
+                name: "x",
+                value: "ab",
+            },
+            context: Some(CompleteContext { arguments: &args }),
+        };
+        let mut old = json!({
+            "ref": json!({ "type": "ref/resource", "uri": "file:///{x}" }),
+            "argument": { "name": "x", "value": "ab" },
+        });
+        old["context"] = json!({ "arguments": args });
+        assert_eq!(bytes(&complete), old.to_string());
+        let prompt = CompleteParams {
+            reference: CompleteRef::Prompt { name: "p" },
+            argument: CompleteArgument {
+                name: "x",
+                value: "",
+            },
+            context: None,
+        };
+        let old = json!({
+            "ref": json!({ "type": "ref/prompt", "name": "p" }),
+            "argument": { "name": "x", "value": "" },
+        });
+        assert_eq!(bytes(&prompt), old.to_string());
+        assert_eq!(
+            bytes(&ResourceParams { uri: "u" }),
+            json!({ "uri": "u" }).to_string()
+        );
+        assert_eq!(
+            bytes(&SetLevelParams { level: "debug" }),
+            json!({ "level": "debug" }).to_string()
+        );
+        assert_eq!(
+            bytes(&PaginatedParams { cursor: "c" }),
+            json!({ "cursor": "c" }).to_string()
+        );
+    }
+
+    /// `tools/call` is serialized in place, from either era's struct, as before.
+    #[test]
+    fn call_params_serialize_as_the_struct_they_hold() {
+        use crate::protocol::jsonrpc;
+        use crate::protocol::types::{CallToolParams, RequestMeta};
+        let args = serde_json::json!({"z": 1, "a": [true]});
+        let p = CallToolParams {
+            name: "echo",
+            arguments: Some(&args),
+            meta: Some(RequestMeta { progress_token: 4 }),
+        };
+        let direct = jsonrpc::request_line(9, "tools/call", Some(&p));
+        let typed = jsonrpc::request::<CallTool>(9, Some(&CallParams::Handshake(p)));
+        assert_eq!(typed, direct);
+        assert_eq!(
+            String::from_utf8(typed).unwrap(),
+            "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":[true],\"z\":1},\"_meta\":{\"progressToken\":4}}}\n"
+        );
+    }
+
+    /// The list results: `tools/list` needs its items and carries `ttlMs`; the others default
+    /// their items.
+    #[test]
+    fn pages_split_into_items_and_cursor() {
+        use crate::protocol::types::Page;
+        let t: ListToolsResult =
+            serde_json::from_str(r#"{"tools":[{"name":"a"}],"nextCursor":"n","ttlMs":5}"#).unwrap();
+        assert_eq!((t.ttl_ms(), t.result_type()), (Some(5), None));
+        let (items, next) = t.into_parts();
+        assert_eq!((items[0].name.as_str(), next.as_deref()), ("a", Some("n")));
+        assert!(serde_json::from_str::<ListToolsResult>(r#"{"nextCursor":"n"}"#).is_err());
+        let r: ListResourceTemplatesResult =
+            serde_json::from_str(r#"{"resultType":"complete","ttlMs":5}"#).unwrap();
+        assert_eq!((r.ttl_ms(), r.result_type()), (None, Some("complete")));
+        assert!(r.into_parts().0.is_empty());
+        let p: ListPromptsResult = serde_json::from_str(r#"{"prompts":[{"name":"p"}]}"#).unwrap();
+        assert_eq!(p.into_parts().0[0].name, "p");
+        let r: ListResourcesResult = serde_json::from_str(r#"{"resources":[]}"#).unwrap();
+        assert!(r.into_parts().1.is_none());
     }
 }

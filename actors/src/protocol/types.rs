@@ -588,7 +588,6 @@ pub struct Resource {
     pub size: Option<u64>,
 }
 
-
 /// One resource template (`resources/templates/list`): an RFC 6570 URI template.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -608,7 +607,6 @@ pub struct ResourceTemplate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
 }
-
 
 /// `resources/read` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -652,7 +650,6 @@ pub struct Prompt {
     #[serde(default)]
     pub arguments: Vec<PromptArgument>,
 }
-
 
 page! {
     /// `resources/list` result.

@@ -4,7 +4,9 @@
 use super::guard::http_client;
 use super::REQUEST_TIMEOUT;
 use crate::oauth::parse::Challenge;
-use crate::protocol::methods::{Discover, Initialize, Initialized, ListTools, Notification, Request};
+use crate::protocol::methods::{
+    Discover, Initialize, Initialized, ListTools, Notification, Request,
+};
 use crate::protocol::version::{ProtocolVersion, LATEST, MODERN};
 
 /// The server's `Bearer` challenge, found the way the runtime connects, unauthenticated: in

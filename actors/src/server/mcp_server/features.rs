@@ -21,8 +21,8 @@ use crate::protocol::methods::{
 };
 use crate::protocol::types::{
     CompleteArgument, CompleteContext, CompleteParams, CompleteRef, Completion, GetPromptParams,
-    GetPromptResult, Page, PaginatedParams, Prompt, ReadResourceResult, Resource,
-    ResourceParams, ResourceTemplate, SetLevelParams,
+    GetPromptResult, Page, PaginatedParams, Prompt, ReadResourceResult, Resource, ResourceParams,
+    ResourceTemplate, SetLevelParams,
 };
 
 /// The most resources one server actor keeps subscriptions to.
@@ -83,9 +83,9 @@ impl McpServer {
     pub(super) fn offers(&self, method: &str) -> Result<(), RequestError> {
         let caps = &self.server_caps;
         let (missing, what, capability) = match method {
-            m::ListResources::METHOD | m::ListResourceTemplates::METHOD | m::ReadResource::METHOD => {
-                (caps.resources.is_none(), "resources", "resources")
-            }
+            m::ListResources::METHOD
+            | m::ListResourceTemplates::METHOD
+            | m::ReadResource::METHOD => (caps.resources.is_none(), "resources", "resources"),
             Subscribe::METHOD | Unsubscribe::METHOD => (
                 !caps.flag("resources", "subscribe"),
                 "resource subscriptions",
@@ -330,10 +330,7 @@ impl Handler<SubscribeResource> for McpServer {
     fn handle(&mut self, msg: SubscribeResource, ctx: &mut Context<Self>) -> Self::Result {
         // Both eras: the stateless listen filter carries subscriptions only for a server that
         // offers them.
-        if let Err(e) = self
-            .ready()
-            .and_then(|()| self.offers(Subscribe::METHOD))
-        {
+        if let Err(e) = self.ready().and_then(|()| self.offers(Subscribe::METHOD)) {
             return fail(e);
         }
         let server = self.spec.name.clone();

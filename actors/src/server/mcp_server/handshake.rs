@@ -8,15 +8,12 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 
-
 use std::time::Duration;
 
 use super::{ClientSide, McpServer, Notify, Payload, ReplyError, Rpc, SetEra, ToolsListed};
 use crate::protocol::jsonrpc::UNSUPPORTED_PROTOCOL_VERSION;
 use crate::protocol::methods::{Discover, Initialize, Initialized, ListTools, Request};
-use crate::protocol::types::{
-    InitializeParams, InitializeResult, Page, PaginatedParams, Tool,
-};
+use crate::protocol::types::{InitializeParams, InitializeResult, Page, PaginatedParams, Tool};
 use crate::protocol::version::{negotiate, Era, ProtocolVersion, LATEST, MODERN};
 use crate::server::input;
 

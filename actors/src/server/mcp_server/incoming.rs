@@ -196,7 +196,12 @@ impl McpServer {
             PromptListChanged::METHOD => self.notice(NoticeKind::PromptsChanged),
             ResourceUpdated::METHOD => {
                 let uri = params
-                    .and_then(|p| serde_json::from_str::<<ResourceUpdated as Notification>::Params<'_>>(p.get()).ok())
+                    .and_then(|p| {
+                        serde_json::from_str::<<ResourceUpdated as Notification>::Params<'_>>(
+                            p.get(),
+                        )
+                        .ok()
+                    })
                     .and_then(|v| v.get("uri").and_then(Value::as_str).map(str::to_owned));
                 if let Some(uri) = uri {
                     self.notice(NoticeKind::ResourceUpdated { uri });
@@ -206,8 +211,7 @@ impl McpServer {
             Progress::METHOD => {
                 let Some(p) = params.and_then(|p| {
                     serde_json::from_str::<<Progress as Notification>::Params<'_>>(p.get()).ok()
-                })
-                else {
+                }) else {
                     return;
                 };
                 tracing::info!(target: "mcp::progress", server = %self.name, progress = p.progress, total = ?p.total, message = ?p.message);
@@ -228,8 +232,7 @@ impl McpServer {
                 let Some(m) = params.and_then(|p| {
                     serde_json::from_str::<<LoggingMessage as Notification>::Params<'_>>(p.get())
                         .ok()
-                })
-                else {
+                }) else {
                     return;
                 };
                 let data = match &m.data {

@@ -32,7 +32,9 @@ use super::{
 };
 use crate::net::{install_crypto, snippet};
 use crate::protocol::jsonrpc::{self, Incoming, RequestId};
-use crate::protocol::methods::{Cancelled, Discover, Initialize, Initialized, Notification, Request};
+use crate::protocol::methods::{
+    Cancelled, Discover, Initialize, Initialized, Notification, Request,
+};
 use crate::protocol::sse::SseParser;
 use crate::server::mcp_server::McpServer;
 use crate::spec::{ServerSpec, TransportSpec};
