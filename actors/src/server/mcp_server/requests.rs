@@ -268,6 +268,21 @@ impl McpServer {
         (rx, self.backlog(msg))
     }
 
+    /// [`request`](Self::request) of `R`, its line built from the type (the params serialized
+    /// in place).
+    pub(super) fn send_request<'p, R: Request>(
+        &mut self,
+        id: i64,
+        params: Option<&R::Params<'p>>,
+        headers: Vec<(String, String)>,
+    ) -> (oneshot::Receiver<Reply>, Option<Backlog>)
+    where
+        R::Params<'p>: serde::Serialize,
+    {
+        let line = jsonrpc::request::<R>(id, params);
+        self.request(R::METHOD, id, line, headers)
+    }
+
     /// Queues `msg`; a full queue hands it back with the writer, to wait for room on.
     fn backlog(&self, msg: Outgoing) -> Option<Backlog> {
         match self.enqueue(msg) {

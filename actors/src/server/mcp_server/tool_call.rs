@@ -203,14 +203,13 @@ impl McpServer {
                 answers: answers.as_ref(),
             }),
         };
-        let line = jsonrpc::request::<CallTool>(id, Some(&params));
         // A tool's `x-mcp-header` params travel with its call (empty, unallocated, for most).
         let headers = self
             .tool_headers
             .get(tool)
             .map(|p| param_headers(p, arguments))
             .unwrap_or_default();
-        let (rx, backlog) = self.request(CallTool::METHOD, id, line, headers);
+        let (rx, backlog) = self.send_request::<CallTool>(id, Some(&params), headers);
         Round { id, rx, backlog }
     }
 }
