@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use harness9_actors::messages::InputRequest;
 use harness9_actors::protocol::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND};
+use harness9_actors::protocol::methods::{CreateMessage, Elicit, Request};
 use harness9_actors::server::ask::USER_REJECTED;
 use harness9_actors::server::input::{ElicitPolicy, InputCaps};
 use serde_json::{json, Map, Value};
@@ -338,8 +339,8 @@ impl Handler<InputRequest> for InputDesk {
 impl InputDesk {
     fn route(&mut self, msg: InputRequest) {
         match msg.method.as_str() {
-            "elicitation/create" => self.elicit(msg),
-            "sampling/createMessage" => self.sample(msg),
+            Elicit::METHOD => self.elicit(msg),
+            CreateMessage::METHOD => self.sample(msg),
             other => {
                 let e = ErrorObject {
                     code: METHOD_NOT_FOUND,

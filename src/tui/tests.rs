@@ -309,6 +309,7 @@ fn record(server: &str, dir: Direction, id: i64, method: &str, message: &str) ->
 }
 
 fn traced_state() -> State {
+    use harness9_actors::protocol::methods::{CallTool, Request};
     let mut s = state_with(vec![("a", connected(1, 3)), ("b", connected(1, 3))], vec![]);
     for i in 0..6 {
         let server = if i % 2 == 0 { "a" } else { "b" };
@@ -318,7 +319,7 @@ fn traced_state() -> State {
                 server,
                 Direction::Send,
                 i,
-                "tools/call",
+                CallTool::METHOD,
                 &format!(
                     r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"hi {i}"}}}}}}"#
                 ),
@@ -330,7 +331,7 @@ fn traced_state() -> State {
                 server,
                 Direction::Recv,
                 i,
-                "tools/call",
+                CallTool::METHOD,
                 &format!(
                     r#"{{"jsonrpc":"2.0","id":{i},"result":{{"content":[{{"type":"text","text":"Echo: hi {i}\u001b[2J"}}]}}}}"#
                 ),

@@ -10,6 +10,8 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+use super::methods::{Notification, Request};
+
 /// The JSON-RPC version string.
 pub const JSONRPC: &str = "2.0";
 
@@ -240,8 +242,17 @@ fn line<T: Serialize>(v: &T) -> Vec<u8> {
     buf
 }
 
-/// One request line (with its trailing newline).
-pub fn request_line<P: Serialize>(id: i64, method: &str, params: Option<&P>) -> Vec<u8> {
+/// One request line of `R` (with its trailing newline), its params serialized in place.
+pub fn request<'p, R: Request>(id: i64, params: Option<&R::Params<'p>>) -> Vec<u8>
+where
+    R::Params<'p>: Serialize,
+{
+    request_line(id, R::METHOD, params)
+}
+
+/// One request line whose params were built as a JSON value (the stateless era's `_meta`
+/// merged in): `method` is a [`Request::METHOD`].
+pub(crate) fn request_line<P: Serialize>(id: i64, method: &str, params: Option<&P>) -> Vec<u8> {
     line(&OutRequest {
         jsonrpc: JSONRPC,
         id,
@@ -250,11 +261,14 @@ pub fn request_line<P: Serialize>(id: i64, method: &str, params: Option<&P>) -> 
     })
 }
 
-/// One notification line.
-pub fn notification_line<P: Serialize>(method: &str, params: Option<&P>) -> Vec<u8> {
+/// One notification line of `N`.
+pub fn notification<'p, N: Notification>(params: Option<&N::Params<'p>>) -> Vec<u8>
+where
+    N::Params<'p>: Serialize,
+{
     line(&OutNotification {
         jsonrpc: JSONRPC,
-        method,
+        method: N::METHOD,
         params,
     })
 }
@@ -554,7 +568,7 @@ mod tests {
 
     #[test]
     fn lines_end_with_newline() {
-        let l = request_line(7, "tools/list", None::<&()>);
+        let l = request::<super::super::methods::ListTools>(7, None);
         assert_eq!(
             l,
             b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}\n"

@@ -115,28 +115,95 @@ fn empty_object_schema() -> Box<RawValue> {
     RawValue::from_string(r#"{"type":"object"}"#.to_owned()).unwrap_or_else(|_| unreachable!())
 }
 
-/// `tools/list` request parameters.
+/// The params of a paginated list request (`tools/list`, `resources/list`, ...): the page to
+/// fetch (the first page is asked for without params).
 #[derive(Debug, Serialize)]
-pub struct ListToolsParams<'a> {
+pub struct PaginatedParams<'a> {
     /// The page to fetch.
     pub cursor: &'a str,
 }
 
-/// `tools/list` result.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListToolsResult {
-    /// This page of tools.
-    pub tools: Vec<Tool>,
-    /// The next page, if any.
-    #[serde(default)]
-    pub next_cursor: Option<String>,
-    /// Stateless era: how long the list may be cached (0: immediately stale).
-    #[serde(default)]
-    pub ttl_ms: Option<u64>,
-    /// Stateless era: `complete` (or absent); anything else is an error here.
-    #[serde(default)]
-    pub result_type: Option<String>,
+/// One page of a paginated list result: its items, the next cursor, and (stateless era) its
+/// `resultType`. The four list results come from [`page!`], so they differ only in the name of
+/// their items' member (and `tools/list`'s `ttlMs`).
+pub trait Page {
+    /// What the list holds.
+    type Item;
+    /// Splits the page into its items and the next cursor.
+    fn into_parts(self) -> (Vec<Self::Item>, Option<String>);
+    /// Stateless era: `complete` (or absent); anything else is an error.
+    fn result_type(&self) -> Option<&str>;
+    /// Stateless era: how long the list may be cached, where the result has it.
+    fn ttl_ms(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// One paginated list result type: `page!(Name, "itemsMember" items: Item, ...)`; `required`
+/// makes a page without its items member invalid (`tools/list`), `ttl` adds `ttlMs`.
+macro_rules! page {
+    ($(#[$doc:meta])* $name:ident { $member:literal $items:ident: $item:ty $(, $opt:ident)* }) => {
+        page!(@struct $(#[$doc])* $name, $member, $items, $item, [$($opt)*]);
+        page!(@impl $name, $items, $item, [$($opt)*]);
+    };
+    (@struct $(#[$doc:meta])* $name:ident, $member:literal, $items:ident, $item:ty, [required ttl]) => {
+        $(#[$doc])*
+        #[derive(Debug, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            /// This page.
+            #[serde(rename = $member)]
+            pub $items: Vec<$item>,
+            /// The next page, if any.
+            #[serde(default)]
+            pub next_cursor: Option<String>,
+            /// Stateless era: how long the list may be cached (0: immediately stale).
+            #[serde(default)]
+            pub ttl_ms: Option<u64>,
+            /// Stateless era: `complete` (or absent); anything else is an error here.
+            #[serde(default)]
+            pub result_type: Option<String>,
+        }
+    };
+    (@struct $(#[$doc:meta])* $name:ident, $member:literal, $items:ident, $item:ty, []) => {
+        $(#[$doc])*
+        #[derive(Debug, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            /// This page.
+            #[serde(default, rename = $member)]
+            pub $items: Vec<$item>,
+            /// The next page, if any.
+            #[serde(default)]
+            pub next_cursor: Option<String>,
+            /// Stateless era: `complete` (or absent).
+            #[serde(default)]
+            pub result_type: Option<String>,
+        }
+    };
+    (@impl $name:ident, $items:ident, $item:ty, [$($opt:ident)*]) => {
+        impl Page for $name {
+            type Item = $item;
+            fn into_parts(self) -> (Vec<$item>, Option<String>) {
+                (self.$items, self.next_cursor)
+            }
+            fn result_type(&self) -> Option<&str> {
+                self.result_type.as_deref()
+            }
+            page!(@ttl [$($opt)*]);
+        }
+    };
+    (@ttl [required ttl]) => {
+        fn ttl_ms(&self) -> Option<u64> {
+            self.ttl_ms
+        }
+    };
+    (@ttl []) => {};
+}
+
+page! {
+    /// `tools/list` result.
+    ListToolsResult { "tools" tools: Tool, required, ttl }
 }
 
 /// `_meta` of a request that asks for progress.
@@ -147,7 +214,153 @@ pub struct RequestMeta {
     pub progress_token: i64,
 }
 
-/// `tools/call` request parameters.
+/// `tools/call` params in either era, serialized as the variant it holds.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum CallParams<'a> {
+    /// The handshake era's.
+    Handshake(CallToolParams<'a>),
+    /// The stateless era's.
+    Stateless(StatelessCallParams<'a>),
+}
+
+/// The stateless era's request `_meta`: the revision, the client's capabilities, who we are,
+/// the log level asked for (and a call's progress token).
+#[derive(Debug, Serialize)]
+pub struct StatelessMeta<'a> {
+    /// Our token for this request's progress notifications.
+    #[serde(rename = "progressToken", skip_serializing_if = "Option::is_none")]
+    pub progress_token: Option<i64>,
+    /// The revision.
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    pub version: &'static str,
+    /// What this client supports.
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+    pub capabilities: &'a Value,
+    /// Who we are.
+    #[serde(rename = "io.modelcontextprotocol/clientInfo")]
+    pub info: &'static Implementation,
+    /// The log level asked for.
+    #[serde(
+        rename = "io.modelcontextprotocol/logLevel",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub log_level: Option<&'a str>,
+}
+
+/// `tools/call` params in the stateless era: the `_meta`, and an `input_required` round's
+/// answers (`inputResponses`, `requestState`) beside the name and arguments.
+#[derive(Debug, Serialize)]
+pub struct StatelessCallParams<'a> {
+    /// The tool's name on its server.
+    pub name: &'a str,
+    /// The arguments, a JSON object; left out when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<&'a Value>,
+    /// The stateless request `_meta`.
+    #[serde(rename = "_meta")]
+    pub meta: StatelessMeta<'a>,
+    /// An `input_required` round's answers, as members of the params.
+    #[serde(flatten)]
+    pub answers: Option<&'a serde_json::Map<String, Value>>,
+}
+
+/// `resources/read`, `resources/subscribe` and `resources/unsubscribe` parameters.
+#[derive(Debug, Serialize)]
+pub struct ResourceParams<'a> {
+    /// The resource.
+    pub uri: &'a str,
+}
+
+/// `prompts/get` parameters.
+#[derive(Debug, Serialize)]
+pub struct GetPromptParams<'a> {
+    /// The prompt's name.
+    pub name: &'a str,
+    /// Its arguments; left out when there are none.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub arguments: &'a std::collections::BTreeMap<String, String>,
+}
+
+/// What `completion/complete` completes an argument of.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type")]
+pub enum CompleteRef<'a> {
+    /// A prompt's argument.
+    #[serde(rename = "ref/prompt")]
+    Prompt {
+        /// The prompt's name.
+        name: &'a str,
+    },
+    /// A resource template's variable.
+    #[serde(rename = "ref/resource")]
+    Resource {
+        /// The template's URI.
+        uri: &'a str,
+    },
+}
+
+/// The argument `completion/complete` completes.
+#[derive(Debug, Serialize)]
+pub struct CompleteArgument<'a> {
+    /// Its name.
+    pub name: &'a str,
+    /// What is typed so far.
+    pub value: &'a str,
+}
+
+/// `completion/complete` context: the arguments already chosen.
+#[derive(Debug, Serialize)]
+pub struct CompleteContext<'a> {
+    /// The arguments already chosen.
+    pub arguments: &'a std::collections::BTreeMap<String, String>,
+}
+
+/// `completion/complete` parameters.
+#[derive(Debug, Serialize)]
+pub struct CompleteParams<'a> {
+    /// What the argument belongs to.
+    #[serde(rename = "ref")]
+    pub reference: CompleteRef<'a>,
+    /// The argument.
+    pub argument: CompleteArgument<'a>,
+    /// The arguments already chosen, when there are any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<CompleteContext<'a>>,
+}
+
+/// `logging/setLevel` parameters.
+#[derive(Debug, Serialize)]
+pub struct SetLevelParams<'a> {
+    /// The level asked for (`debug` .. `emergency`).
+    pub level: &'a str,
+}
+
+/// The result of `server/discover`, the parts we use.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoverResult {
+    /// The revisions the server speaks (required).
+    #[serde(default)]
+    pub supported_versions: Vec<String>,
+    /// What the server offers.
+    #[serde(default)]
+    pub capabilities: ServerCapabilities,
+    /// The server's instructions.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    /// Who the server is.
+    #[serde(default)]
+    pub server_info: Option<Implementation>,
+    /// `_meta` (where some servers put `serverInfo`).
+    #[serde(default, rename = "_meta")]
+    pub meta: Option<Value>,
+    /// `complete` (or absent).
+    #[serde(default)]
+    pub result_type: Option<String>,
+}
+
+/// `tools/call` request parameters (the handshake era).
 #[derive(Debug, Serialize)]
 pub struct CallToolParams<'a> {
     /// The tool's name on its server.
@@ -375,21 +588,6 @@ pub struct Resource {
     pub size: Option<u64>,
 }
 
-/// `resources/list` result.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourcesResult {
-    /// This page.
-    #[serde(default)]
-    pub resources: Vec<Resource>,
-    /// The next page, if any.
-    #[serde(default)]
-    pub next_cursor: Option<String>,
-    /// Stateless era: `complete` (or absent).
-    #[serde(default)]
-    pub result_type: Option<String>,
-}
-
 /// One resource template (`resources/templates/list`): an RFC 6570 URI template.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -408,21 +606,6 @@ pub struct ResourceTemplate {
     /// The MIME type of what it gives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
-}
-
-/// `resources/templates/list` result.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourceTemplatesResult {
-    /// This page.
-    #[serde(default)]
-    pub resource_templates: Vec<ResourceTemplate>,
-    /// The next page, if any.
-    #[serde(default)]
-    pub next_cursor: Option<String>,
-    /// Stateless era: `complete` (or absent).
-    #[serde(default)]
-    pub result_type: Option<String>,
 }
 
 /// `resources/read` result.
@@ -468,19 +651,19 @@ pub struct Prompt {
     pub arguments: Vec<PromptArgument>,
 }
 
-/// `prompts/list` result.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListPromptsResult {
-    /// This page.
-    #[serde(default)]
-    pub prompts: Vec<Prompt>,
-    /// The next page, if any.
-    #[serde(default)]
-    pub next_cursor: Option<String>,
-    /// Stateless era: `complete` (or absent).
-    #[serde(default)]
-    pub result_type: Option<String>,
+page! {
+    /// `resources/list` result.
+    ListResourcesResult { "resources" resources: Resource }
+}
+
+page! {
+    /// `resources/templates/list` result.
+    ListResourceTemplatesResult { "resourceTemplates" resource_templates: ResourceTemplate }
+}
+
+page! {
+    /// `prompts/list` result.
+    ListPromptsResult { "prompts" prompts: Prompt }
 }
 
 /// One message of a prompt.

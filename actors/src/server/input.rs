@@ -19,6 +19,7 @@ use std::sync::OnceLock;
 use serde_json::{json, Map, Value};
 
 use crate::protocol::jsonrpc::{ErrorObject, METHOD_NOT_FOUND};
+use crate::protocol::methods::{CreateMessage, Elicit, ListRoots, Ping, Request};
 use crate::protocol::types::{Implementation, ListRootsResult, Root};
 use crate::spec::{Roots, ServerSpec};
 
@@ -106,8 +107,8 @@ pub(crate) fn answer(
     cwd: &Path,
 ) -> Result<Value, ErrorObject> {
     match method {
-        "ping" => Ok(json!({})),
-        "roots/list" => match list_roots(roots, cwd) {
+        Ping::METHOD => Ok(json!({})),
+        ListRoots::METHOD => match list_roots(roots, cwd) {
             Some(r) => Ok(serde_json::to_value(r).unwrap_or_else(|_| json!({"roots": []}))),
             None => Err(ErrorObject {
                 code: METHOD_NOT_FOUND,
@@ -115,8 +116,8 @@ pub(crate) fn answer(
                 data: None,
             }),
         },
-        "elicitation/create" => Ok(headless_elicit(params, ElicitPolicy::Decline)),
-        "sampling/createMessage" => Err(ErrorObject {
+        Elicit::METHOD => Ok(headless_elicit(params, ElicitPolicy::Decline)),
+        CreateMessage::METHOD => Err(ErrorObject {
             code: METHOD_NOT_FOUND,
             message: "sampling is not supported by this client".to_owned(),
             data: None,
@@ -236,17 +237,17 @@ mod tests {
         assert_eq!(got, json!({"action": "decline"}));
         // Without a front end's handler, the runtime declines.
         let wd = Roots::WorkingDirectory;
-        let got = answer("elicitation/create", Some(&params), &wd, Path::new("/")).unwrap();
+        let got = answer(Elicit::METHOD, Some(&params), &wd, Path::new("/")).unwrap();
         assert_eq!(got, json!({"action": "decline"}));
-        assert!(answer("sampling/createMessage", None, &wd, Path::new("/")).is_err());
-        let roots = answer("roots/list", None, &wd, Path::new("/work/p")).unwrap();
+        assert!(answer(CreateMessage::METHOD, None, &wd, Path::new("/")).is_err());
+        let roots = answer(ListRoots::METHOD, None, &wd, Path::new("/work/p")).unwrap();
         assert_eq!(roots["roots"][0]["uri"], "file:///work/p");
     }
 
     #[test]
     fn roots_are_the_configured_paths_percent_encoded_or_none() {
         let paths = Roots::Paths(vec!["/a b/c%d#e".into(), "/ü".into()]);
-        let got = answer("roots/list", None, &paths, Path::new("/cwd")).unwrap();
+        let got = answer(ListRoots::METHOD, None, &paths, Path::new("/cwd")).unwrap();
         assert_eq!(
             got,
             json!({"roots": [
@@ -254,7 +255,7 @@ mod tests {
                 {"uri": "file:///%C3%BC", "name": "ü"}
             ]})
         );
-        assert!(answer("roots/list", None, &Roots::Off, Path::new("/cwd")).is_err());
+        assert!(answer(ListRoots::METHOD, None, &Roots::Off, Path::new("/cwd")).is_err());
         let mut spec = ServerSpec::stdio("s", "x", vec![]);
         assert_eq!(
             client_capabilities(&spec, InputCaps::default())["roots"],

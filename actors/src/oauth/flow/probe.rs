@@ -4,6 +4,9 @@
 use super::guard::http_client;
 use super::REQUEST_TIMEOUT;
 use crate::oauth::parse::Challenge;
+use crate::protocol::methods::{
+    Discover, Initialize, Initialized, ListTools, Notification, Request,
+};
 use crate::protocol::version::{ProtocolVersion, LATEST, MODERN};
 
 /// The server's `Bearer` challenge, found the way the runtime connects, unauthenticated: in
@@ -124,7 +127,7 @@ async fn probe_stateless(
             {"name": "harness9", "version": env!("CARGO_PKG_VERSION")},
     });
     let v = Some(version.as_str());
-    for (id, method) in [(0, "server/discover"), (1, "tools/list")] {
+    for (id, method) in [(0, Discover::METHOD), (1, ListTools::METHOD)] {
         let body = serde_json::json!({
             "jsonrpc": "2.0", "id": id, "method": method, "params": {"_meta": meta}
         });
@@ -144,7 +147,7 @@ async fn probe_handshake(
     offer: ProtocolVersion,
 ) -> Option<Challenge> {
     let init = serde_json::json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "jsonrpc": "2.0", "id": 0, "method": Initialize::METHOD,
         "params": {"protocolVersion": offer.as_str(), "capabilities": {},
                    "clientInfo": {"name": "harness9", "version": env!("CARGO_PKG_VERSION")}}
     });
@@ -155,13 +158,13 @@ async fn probe_handshake(
         Probed::Accepted => {}
     }
     let v = Some(offer.as_str());
-    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": Initialized::METHOD});
     if let (Probed::Challenge(c), _) =
         probe_post(client, server_url, &initialized, session.as_deref(), v).await
     {
         return Some(c);
     }
-    let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": ListTools::METHOD});
     let found = match probe_post(client, server_url, &list, session.as_deref(), v)
         .await
         .0

@@ -19,6 +19,7 @@ use tokio::sync::oneshot;
 
 use crate::messages::InputRequest;
 use crate::protocol::jsonrpc::{ErrorObject, INTERNAL_ERROR};
+use crate::protocol::methods::{CreateMessage, Elicit, Request};
 use crate::server::input;
 
 /// The longest a server's question waits for its answer (a person filling a form).
@@ -87,13 +88,13 @@ impl Drop for OpenAsk {
 
 /// Whether `method` is answered by a person (through the handler) rather than at once.
 pub fn is_ask(method: &str) -> bool {
-    matches!(method, "elicitation/create" | "sampling/createMessage")
+    matches!(method, Elicit::METHOD | CreateMessage::METHOD)
 }
 
 /// The answer when nobody answered (the handler dropped the question or the wait ran out):
 /// an elicitation is cancelled, a sampling request refused.
 fn unanswered(method: &str, why: &str) -> Result<Value, ErrorObject> {
-    if method == "elicitation/create" {
+    if method == Elicit::METHOD {
         return Ok(json!({ "action": "cancel" }));
     }
     Err(ErrorObject {
@@ -152,7 +153,7 @@ mod tests {
     impl Handler<InputRequest> for Answers {
         type Result = ();
         fn handle(&mut self, msg: InputRequest, _: &mut Context<Self>) {
-            if msg.method == "sampling/createMessage" {
+            if msg.method == CreateMessage::METHOD {
                 // Dropped: refused.
                 return;
             }
@@ -169,7 +170,7 @@ mod tests {
         let got = ask(
             Some(h.clone()),
             "s".into(),
-            "elicitation/create".into(),
+            Elicit::METHOD.into(),
             None,
             cwd,
             ASK_TIMEOUT,
@@ -180,7 +181,7 @@ mod tests {
         let err = ask(
             Some(h),
             "s".into(),
-            "sampling/createMessage".into(),
+            CreateMessage::METHOD.into(),
             None,
             cwd,
             ASK_TIMEOUT,
@@ -192,7 +193,7 @@ mod tests {
         let got = ask(
             None,
             "s".into(),
-            "elicitation/create".into(),
+            Elicit::METHOD.into(),
             None,
             cwd,
             ASK_TIMEOUT,

@@ -5,7 +5,7 @@
 
 use actix::prelude::*;
 use serde::de::DeserializeOwned;
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::handshake::{check_result_type, list_all};
 use super::requests::{CancelRequest, Reply};
@@ -16,9 +16,13 @@ use crate::messages::{
     ReadResource, SetRoots, SubscribeResource,
 };
 use crate::protocol::jsonrpc::{self, LineError};
+use crate::protocol::methods::{
+    self as m, Listen, Notification, Request, RootsListChanged, SetLevel, Subscribe, Unsubscribe,
+};
 use crate::protocol::types::{
-    CompleteResult, Completion, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, Prompt, ReadResourceResult, Resource, ResourceTemplate,
+    CompleteArgument, CompleteContext, CompleteParams, CompleteRef, Completion, GetPromptParams,
+    GetPromptResult, Page, PaginatedParams, Prompt, ReadResourceResult, Resource, ResourceParams,
+    ResourceTemplate, SetLevelParams,
 };
 
 /// The most resources one server actor keeps subscriptions to.
@@ -27,9 +31,6 @@ pub(super) const MAX_SUBSCRIPTIONS: usize = 256;
 const MAX_COMPLETIONS: usize = 100;
 
 type Answer<T> = ResponseFuture<Result<T, RequestError>>;
-
-/// Splits one page of a list into its items and the next cursor.
-type Split<P, T> = fn(P) -> Result<(Vec<T>, Option<String>), String>;
 
 fn fail<T: 'static>(e: RequestError) -> Answer<T> {
     Box::pin(async move { Err(e) })
@@ -82,21 +83,23 @@ impl McpServer {
     pub(super) fn offers(&self, method: &str) -> Result<(), RequestError> {
         let caps = &self.server_caps;
         let (missing, what, capability) = match method {
-            "resources/list" | "resources/templates/list" | "resources/read" => {
-                (caps.resources.is_none(), "resources", "resources")
-            }
-            "resources/subscribe" | "resources/unsubscribe" => (
+            m::ListResources::METHOD
+            | m::ListResourceTemplates::METHOD
+            | m::ReadResource::METHOD => (caps.resources.is_none(), "resources", "resources"),
+            Subscribe::METHOD | Unsubscribe::METHOD => (
                 !caps.flag("resources", "subscribe"),
                 "resource subscriptions",
                 "resources.subscribe",
             ),
-            "prompts/list" | "prompts/get" => (caps.prompts.is_none(), "prompts", "prompts"),
-            "completion/complete" => (
+            m::ListPrompts::METHOD | m::GetPrompt::METHOD => {
+                (caps.prompts.is_none(), "prompts", "prompts")
+            }
+            m::Complete::METHOD => (
                 caps.completions.is_none(),
                 "argument completion",
                 "completions",
             ),
-            "logging/setLevel" => (caps.logging.is_none(), "logging", "logging"),
+            SetLevel::METHOD => (caps.logging.is_none(), "logging", "logging"),
             _ => (false, "", ""),
         };
         if missing {
@@ -109,18 +112,27 @@ impl McpServer {
         Ok(())
     }
 
-    /// Sends one request (with the stateless `_meta` in that era) and answers with its parsed
-    /// result within the server's `toolTimeoutSec`.
-    fn request_for<T: DeserializeOwned + 'static>(
+    /// Sends one request of `R` (with the stateless `_meta` in that era) and answers with its
+    /// parsed result within the server's `toolTimeoutSec`.
+    fn request_for<'p, R>(
         &mut self,
-        method: &'static str,
-        params: Value,
+        params: &R::Params<'p>,
         ctx: &mut Context<Self>,
-    ) -> Answer<T> {
+    ) -> Answer<R::Result>
+    where
+        R: Request,
+        R::Params<'p>: Serialize,
+        R::Result: DeserializeOwned + 'static,
+    {
+        let method = R::METHOD;
         if let Err(e) = self.ready().and_then(|()| self.offers(method)) {
             return fail(e);
         }
         let server = self.spec.name.clone();
+        let params = match serde_json::to_value(params) {
+            Ok(p) => p,
+            Err(e) => return fail(failed(&server, method, format!("invalid params: {e}"))),
+        };
         let stateless = self.stateless();
         let params = match stateless {
             Some(v) => self.client.stamp(Some(params), v),
@@ -169,7 +181,7 @@ impl McpServer {
                         .map_err(|e| failed(&server, method, e))?;
                 }
             }
-            raw.parse::<T>().map_err(|e| {
+            raw.parse::<R::Result>().map_err(|e| {
                 let detail = match e {
                     LineError::Both => "the reply has both a result and an error".to_owned(),
                     e => format!("invalid result: {e}"),
@@ -179,17 +191,15 @@ impl McpServer {
         })
     }
 
-    /// Walks a paginated list within the server's `toolTimeoutSec` (at most `maxTools` items).
-    fn list<P, T>(
-        &mut self,
-        method: &'static str,
-        split: Split<P, T>,
-        ctx: &mut Context<Self>,
-    ) -> Answer<Vec<T>>
+    /// Walks a paginated list of `R` within the server's `toolTimeoutSec` (at most `maxTools`
+    /// items).
+    fn list<R>(&mut self, ctx: &mut Context<Self>) -> Answer<Vec<<R::Result as Page>::Item>>
     where
-        P: DeserializeOwned + 'static,
-        T: 'static,
+        R: for<'a> Request<Params<'a> = PaginatedParams<'a>> + 'static,
+        R::Result: Page + DeserializeOwned,
+        <R::Result as Page>::Item: 'static,
     {
+        let method = R::METHOD;
         if let Err(e) = self.ready().and_then(|()| self.offers(method)) {
             return fail(e);
         }
@@ -197,7 +207,7 @@ impl McpServer {
         let addr = ctx.address();
         let (max, after) = (self.spec.max_tools, self.spec.tool_timeout);
         Box::pin(async move {
-            let walk = list_all(&addr, method, max, "maxTools", split);
+            let walk = list_all::<R>(&addr, max, "maxTools", |_| {});
             match tokio::time::timeout(after, walk).await {
                 Ok(r) => r.map_err(|e| failed(&server, method, e)),
                 Err(_) => Err(RequestError::Timeout {
@@ -218,13 +228,12 @@ impl McpServer {
             tracing::debug!(target: "mcp", server = %self.name, "logLevel set, but the server offers no logging");
             return;
         }
-        let ask: Answer<Value> =
-            self.request_for("logging/setLevel", json!({ "level": level }), ctx);
+        let ask = self.request_for::<SetLevel>(&SetLevelParams { level: &level }, ctx);
         let name = self.name.clone();
         ctx.spawn(
             async move {
                 if let Err(e) = ask.await {
-                    tracing::warn!(target: "mcp", server = %name, "logging/setLevel: {e}");
+                    tracing::warn!(target: "mcp", server = %name, "{}: {e}", SetLevel::METHOD);
                 }
             }
             .into_actor(self),
@@ -249,14 +258,7 @@ impl Handler<ListResources> for McpServer {
     type Result = Answer<Vec<Resource>>;
 
     fn handle(&mut self, _msg: ListResources, ctx: &mut Context<Self>) -> Self::Result {
-        self.list(
-            "resources/list",
-            |p: ListResourcesResult| {
-                check_result_type(p.result_type.as_deref(), "resources/list")?;
-                Ok((p.resources, p.next_cursor))
-            },
-            ctx,
-        )
+        self.list::<m::ListResources>(ctx)
     }
 }
 
@@ -264,14 +266,7 @@ impl Handler<ListResourceTemplates> for McpServer {
     type Result = Answer<Vec<ResourceTemplate>>;
 
     fn handle(&mut self, _msg: ListResourceTemplates, ctx: &mut Context<Self>) -> Self::Result {
-        self.list(
-            "resources/templates/list",
-            |p: ListResourceTemplatesResult| {
-                check_result_type(p.result_type.as_deref(), "resources/templates/list")?;
-                Ok((p.resource_templates, p.next_cursor))
-            },
-            ctx,
-        )
+        self.list::<m::ListResourceTemplates>(ctx)
     }
 }
 
@@ -279,14 +274,7 @@ impl Handler<ListPrompts> for McpServer {
     type Result = Answer<Vec<Prompt>>;
 
     fn handle(&mut self, _msg: ListPrompts, ctx: &mut Context<Self>) -> Self::Result {
-        self.list(
-            "prompts/list",
-            |p: ListPromptsResult| {
-                check_result_type(p.result_type.as_deref(), "prompts/list")?;
-                Ok((p.prompts, p.next_cursor))
-            },
-            ctx,
-        )
+        self.list::<m::ListPrompts>(ctx)
     }
 }
 
@@ -294,7 +282,7 @@ impl Handler<ReadResource> for McpServer {
     type Result = Answer<ReadResourceResult>;
 
     fn handle(&mut self, msg: ReadResource, ctx: &mut Context<Self>) -> Self::Result {
-        self.request_for("resources/read", json!({ "uri": msg.uri }), ctx)
+        self.request_for::<m::ReadResource>(&ResourceParams { uri: &msg.uri }, ctx)
     }
 }
 
@@ -302,11 +290,11 @@ impl Handler<GetPrompt> for McpServer {
     type Result = Answer<GetPromptResult>;
 
     fn handle(&mut self, msg: GetPrompt, ctx: &mut Context<Self>) -> Self::Result {
-        let mut params = json!({ "name": msg.name });
-        if !msg.arguments.is_empty() {
-            params["arguments"] = json!(msg.arguments);
-        }
-        self.request_for("prompts/get", params, ctx)
+        let params = GetPromptParams {
+            name: &msg.name,
+            arguments: &msg.arguments,
+        };
+        self.request_for::<m::GetPrompt>(&params, ctx)
     }
 }
 
@@ -314,18 +302,20 @@ impl Handler<Complete> for McpServer {
     type Result = Answer<Completion>;
 
     fn handle(&mut self, msg: Complete, ctx: &mut Context<Self>) -> Self::Result {
-        let reference = match &msg.reference {
-            CompletionRef::Prompt(name) => json!({ "type": "ref/prompt", "name": name }),
-            CompletionRef::Resource(uri) => json!({ "type": "ref/resource", "uri": uri }),
+        let params = CompleteParams {
+            reference: match &msg.reference {
+                CompletionRef::Prompt(name) => CompleteRef::Prompt { name },
+                CompletionRef::Resource(uri) => CompleteRef::Resource { uri },
+            },
+            argument: CompleteArgument {
+                name: &msg.argument,
+                value: &msg.value,
+            },
+            context: (!msg.context.is_empty()).then_some(CompleteContext {
+                arguments: &msg.context,
+            }),
         };
-        let mut params = json!({
-            "ref": reference,
-            "argument": { "name": msg.argument, "value": msg.value },
-        });
-        if !msg.context.is_empty() {
-            params["context"] = json!({ "arguments": msg.context });
-        }
-        let ask: Answer<CompleteResult> = self.request_for("completion/complete", params, ctx);
+        let ask = self.request_for::<m::Complete>(&params, ctx);
         Box::pin(async move {
             let mut c = ask.await?.completion;
             c.values.truncate(MAX_COMPLETIONS);
@@ -340,10 +330,7 @@ impl Handler<SubscribeResource> for McpServer {
     fn handle(&mut self, msg: SubscribeResource, ctx: &mut Context<Self>) -> Self::Result {
         // Both eras: the stateless listen filter carries subscriptions only for a server that
         // offers them.
-        if let Err(e) = self
-            .ready()
-            .and_then(|()| self.offers("resources/subscribe"))
-        {
+        if let Err(e) = self.ready().and_then(|()| self.offers(Subscribe::METHOD)) {
             return fail(e);
         }
         let server = self.spec.name.clone();
@@ -351,7 +338,7 @@ impl Handler<SubscribeResource> for McpServer {
         if msg.on && !had && self.subscriptions.len() >= MAX_SUBSCRIPTIONS {
             return fail(failed(
                 &server,
-                "resources/subscribe",
+                Subscribe::METHOD,
                 format!("at most {MAX_SUBSCRIPTIONS} resources can be subscribed to"),
             ));
         }
@@ -378,23 +365,23 @@ impl Handler<SubscribeResource> for McpServer {
                     Ok(Ok(())) => Ok(()),
                     Ok(Err(_)) => Err(failed(
                         &server,
-                        "subscriptions/listen",
+                        Listen::METHOD,
                         "the server went away before it acknowledged the subscription",
                     )),
                     Err(_) => Err(RequestError::Timeout {
                         server,
-                        method: "subscriptions/listen",
+                        method: Listen::METHOD,
                         after,
                     }),
                 }
             });
         }
-        let method = if msg.on {
-            "resources/subscribe"
+        let params = ResourceParams { uri: &msg.uri };
+        let ask = if msg.on {
+            self.request_for::<Subscribe>(&params, ctx)
         } else {
-            "resources/unsubscribe"
+            self.request_for::<Unsubscribe>(&params, ctx)
         };
-        let ask: Answer<Value> = self.request_for(method, json!({ "uri": msg.uri }), ctx);
         if msg.on {
             self.subscriptions.insert(msg.uri);
         } else {
@@ -415,8 +402,8 @@ impl Handler<SetRoots> for McpServer {
         self.answerer = None;
         // The stateless era asks for roots with each request that needs them: nothing to say.
         if self.connected && self.stateless().is_none() {
-            let line = jsonrpc::notification_line::<()>("notifications/roots/list_changed", None);
-            self.write(line, None, "notifications/roots/list_changed");
+            let line = jsonrpc::notification::<RootsListChanged>(None);
+            self.write(line, None, RootsListChanged::METHOD);
         }
     }
 }

@@ -7,15 +7,13 @@
 use std::sync::Arc;
 
 use actix::prelude::*;
-use serde_json::{json, Value};
 
 use std::time::Duration;
 
 use super::{ClientSide, McpServer, Notify, Payload, ReplyError, Rpc, SetEra, ToolsListed};
 use crate::protocol::jsonrpc::UNSUPPORTED_PROTOCOL_VERSION;
-use crate::protocol::types::{
-    Implementation, InitializeParams, InitializeResult, ListToolsResult, Tool,
-};
+use crate::protocol::methods::{Discover, Initialize, Initialized, ListTools, Request};
+use crate::protocol::types::{InitializeParams, InitializeResult, Page, PaginatedParams, Tool};
 use crate::protocol::version::{negotiate, Era, ProtocolVersion, LATEST, MODERN};
 use crate::server::input;
 
@@ -27,18 +25,10 @@ pub(super) struct Connected {
     pub(super) tools: Arc<[Arc<Tool>]>,
 }
 
-async fn rpc_raw(
-    addr: &Addr<McpServer>,
-    method: &'static str,
-    params: Option<Value>,
-    stateless: Option<ProtocolVersion>,
-) -> Result<Payload, ReplyError> {
+async fn rpc_raw(addr: &Addr<McpServer>, rpc: Rpc) -> Result<Payload, ReplyError> {
+    let method = rpc.method();
     let (rx, backlog) = addr
-        .send(Rpc {
-            method,
-            params,
-            stateless,
-        })
+        .send(rpc)
         .await
         .map_err(|_| ReplyError::Gone("stopped".to_owned()))?;
     // A full queue: wait for room (the handshake and the re-list bound this whole call).
@@ -65,14 +55,9 @@ fn describe(method: &str, e: ReplyError) -> String {
     }
 }
 
-async fn rpc(
-    addr: &Addr<McpServer>,
-    method: &'static str,
-    params: Option<Value>,
-) -> Result<Payload, String> {
-    rpc_raw(addr, method, params, None)
-        .await
-        .map_err(|e| describe(method, e))
+async fn rpc(addr: &Addr<McpServer>, rpc: Rpc) -> Result<Payload, String> {
+    let method = rpc.method();
+    rpc_raw(addr, rpc).await.map_err(|e| describe(method, e))
 }
 
 /// How the era of a connection is chosen.
@@ -195,24 +180,6 @@ impl std::fmt::Display for NotModern {
     }
 }
 
-/// The result of `server/discover`, the parts we use.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DiscoverResult {
-    #[serde(default)]
-    supported_versions: Vec<String>,
-    #[serde(default)]
-    capabilities: crate::protocol::types::ServerCapabilities,
-    #[serde(default)]
-    instructions: Option<String>,
-    #[serde(default)]
-    server_info: Option<Implementation>,
-    #[serde(default, rename = "_meta")]
-    meta: Option<Value>,
-    #[serde(default)]
-    result_type: Option<String>,
-}
-
 /// The revisions a `-32022` error says the server supports (`data.supported`).
 fn supported_of(e: &crate::protocol::jsonrpc::ErrorObject) -> Vec<String> {
     e.data
@@ -238,13 +205,15 @@ async fn discover(
 ) -> Result<Discovered, NotModern> {
     let mut version = version;
     for attempt in 0..2 {
-        let reply = rpc_raw(addr, "server/discover", None, Some(version)).await;
+        let rpc = Rpc::new::<Discover>(None, Some(version))
+            .map_err(|e| NotModern::Other(e.to_string()))?;
+        let reply = rpc_raw(addr, rpc).await;
         match reply {
             Ok(raw) => {
-                let d: DiscoverResult = raw.parse().map_err(|e| {
-                    NotModern::Other(format!("invalid server/discover result: {e}"))
+                let d: <Discover as Request>::Result = raw.parse().map_err(|e| {
+                    NotModern::Other(format!("invalid {} result: {e}", Discover::METHOD))
                 })?;
-                check_result_type(d.result_type.as_deref(), "server/discover")
+                check_result_type(d.result_type.as_deref(), Discover::METHOD)
                     .map_err(NotModern::Other)?;
                 let version = match mutual(&d.supported_versions) {
                     Some(v) if v.is_stateless() => v,
@@ -302,7 +271,7 @@ async fn discover(
                     }
                 }
             }
-            Err(e) => return Err(NotModern::Other(describe("server/discover", e))),
+            Err(e) => return Err(NotModern::Other(describe(Discover::METHOD, e))),
         }
     }
     Err(NotModern::Other("no mutual revision".to_owned()))
@@ -389,13 +358,14 @@ async fn initialize(
         capabilities: &client.capabilities,
         client_info: input::client_info(),
     };
-    let params = serde_json::to_value(&params).map_err(|e| InitFailed::Other(e.to_string()))?;
-    let raw = match rpc_raw(&addr, "initialize", Some(params), None).await {
+    let rpc = Rpc::new::<Initialize>(Some(&params), None)
+        .map_err(|e| InitFailed::Other(e.to_string()))?;
+    let raw = match rpc_raw(&addr, rpc).await {
         Ok(raw) => raw,
         Err(ReplyError::Rpc(e)) => return Err(InitFailed::Refused(e)),
-        Err(e) => return Err(InitFailed::Other(describe("initialize", e))),
+        Err(e) => return Err(InitFailed::Other(describe(Initialize::METHOD, e))),
     };
-    let init: InitializeResult = raw
+    let init: <Initialize as Request>::Result = raw
         .parse()
         .map_err(|e| InitFailed::Other(format!("invalid initialize result: {e}")))?;
     let era = negotiate(&init.protocol_version).map_err(InitFailed::Other)?;
@@ -404,9 +374,7 @@ async fn initialize(
         .map_err(|_| InitFailed::Other("server actor stopped".to_owned()))?;
     if !era.is_stateless() {
         let backlog = addr
-            .send(Notify {
-                method: "notifications/initialized",
-            })
+            .send(Notify::new::<Initialized>())
             .await
             .map_err(|_| InitFailed::Other("server actor stopped".to_owned()))?;
         if let Some(b) = backlog {
@@ -425,19 +393,11 @@ pub(super) async fn list_tools(
 ) -> Result<Arc<[Arc<Tool>]>, String> {
     // The shortest `ttlMs` of the pages: the whole list is as fresh as its stalest page.
     let mut ttl: Option<u64> = None;
-    let tools = list_all(
-        &addr,
-        "tools/list",
-        max,
-        "maxTools",
-        |p: ListToolsResult| {
-            check_result_type(p.result_type.as_deref(), "tools/list")?;
-            if let Some(t) = p.ttl_ms {
-                ttl = Some(ttl.map_or(t, |o| o.min(t)));
-            }
-            Ok((p.tools, p.next_cursor))
-        },
-    )
+    let tools = list_all::<ListTools>(&addr, max, "maxTools", |p| {
+        if let Some(t) = p.ttl_ms() {
+            ttl = Some(ttl.map_or(t, |o| o.min(t)));
+        }
+    })
     .await?;
     let tools: Vec<Arc<Tool>> = tools.into_iter().map(Arc::new).collect();
     // The actor keeps what it needs of the list (x-mcp-header params, its freshness) and
@@ -451,31 +411,36 @@ pub(super) async fn list_tools(
 const MAX_PAGES: usize = 10_000;
 
 /// Walks a paginated list (`tools/list`, `resources/list`, `resources/templates/list`,
-/// `prompts/list`) to its end. A cursor seen before on this walk (A, B, A) is a cycle; more than `max` items
-/// (`setting` raises it) or [`MAX_PAGES`] pages is an error; the caller bounds the time.
-pub(super) async fn list_all<P, T>(
+/// `prompts/list`) to its end, showing `look` each page. A cursor seen before on this walk (A,
+/// B, A) is a cycle; a `resultType` other than `complete`, more than `max` items (`setting`
+/// raises it) or [`MAX_PAGES`] pages is an error; the caller bounds the time.
+pub(super) async fn list_all<R>(
     addr: &Addr<McpServer>,
-    method: &'static str,
     max: usize,
     setting: &str,
-    mut split: impl FnMut(P) -> Result<(Vec<T>, Option<String>), String>,
-) -> Result<Vec<T>, String>
+    mut look: impl FnMut(&R::Result),
+) -> Result<Vec<<R::Result as Page>::Item>, String>
 where
-    P: serde::de::DeserializeOwned,
+    R: for<'a> Request<Params<'a> = PaginatedParams<'a>>,
+    R::Result: Page + serde::de::DeserializeOwned,
 {
     use std::hash::{Hash, Hasher};
-    let mut all: Vec<T> = Vec::new();
+    let method = R::METHOD;
+    let mut all = Vec::new();
     // Hashes, not cursors: a server's cursors may be large; a clash only ends a walk early.
     let mut seen = std::collections::HashSet::new();
     let mut cursor: Option<String> = None;
     for pages in 1..=MAX_PAGES {
-        let params = cursor.as_deref().map(|c| json!({ "cursor": c }));
-        let raw = rpc(addr, method, params).await?;
-        let page: P = raw
+        let params = cursor.as_deref().map(|cursor| PaginatedParams { cursor });
+        let request = Rpc::new::<R>(params.as_ref(), None).map_err(|e| e.to_string())?;
+        let raw = rpc(addr, request).await?;
+        let page: R::Result = raw
             .parse()
             .map_err(|e| format!("invalid {method} result: {e}"))?;
         drop(raw);
-        let (items, next) = split(page)?;
+        check_result_type(page.result_type(), method)?;
+        look(&page);
+        let (items, next) = page.into_parts();
         if all.len() + items.len() > max {
             return Err(format!(
                 "{method} returned more than {max} items; if that is legitimate, raise {setting} for this server"

@@ -17,7 +17,10 @@ use super::{McpServer, Payload, ReplyError};
 use crate::messages::{NoticeKind, ServerEvent, ServerEventKind, ToolProgress};
 use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::jsonrpc::{self, fast_response_id, sniff_id, Incoming, RequestId};
-use crate::protocol::types::{LoggingMessageParams, ProgressParams};
+use crate::protocol::methods::{
+    Cancelled, LoggingMessage, Notification, Progress, PromptListChanged, ResourceListChanged,
+    ResourceUpdated, SubscriptionsAcknowledged, ToolListChanged,
+};
 use crate::server::input;
 use crate::trace::Direction;
 
@@ -168,9 +171,9 @@ impl McpServer {
         ctx: &mut Context<Self>,
     ) {
         match method {
-            "notifications/tools/list_changed" => self.relist(ctx),
-            "notifications/resources/list_changed" => self.notice(NoticeKind::ResourcesChanged),
-            "notifications/subscriptions/acknowledged" => {
+            ToolListChanged::METHOD => self.relist(ctx),
+            ResourceListChanged::METHOD => self.notice(NoticeKind::ResourcesChanged),
+            SubscriptionsAcknowledged::METHOD => {
                 // The filter the server honours: a subscription change is done once it shows.
                 let honored: Vec<String> = params
                     .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
@@ -190,20 +193,25 @@ impl McpServer {
                     }
                 }
             }
-            "notifications/prompts/list_changed" => self.notice(NoticeKind::PromptsChanged),
-            "notifications/resources/updated" => {
+            PromptListChanged::METHOD => self.notice(NoticeKind::PromptsChanged),
+            ResourceUpdated::METHOD => {
                 let uri = params
-                    .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                    .and_then(|p| {
+                        serde_json::from_str::<<ResourceUpdated as Notification>::Params<'_>>(
+                            p.get(),
+                        )
+                        .ok()
+                    })
                     .and_then(|v| v.get("uri").and_then(Value::as_str).map(str::to_owned));
                 if let Some(uri) = uri {
                     self.notice(NoticeKind::ResourceUpdated { uri });
                 }
             }
-            "notifications/cancelled" => self.on_cancelled(params, ctx),
-            "notifications/progress" => {
-                let Some(p) =
-                    params.and_then(|p| serde_json::from_str::<ProgressParams>(p.get()).ok())
-                else {
+            Cancelled::METHOD => self.on_cancelled(params, ctx),
+            Progress::METHOD => {
+                let Some(p) = params.and_then(|p| {
+                    serde_json::from_str::<<Progress as Notification>::Params<'_>>(p.get()).ok()
+                }) else {
                     return;
                 };
                 tracing::info!(target: "mcp::progress", server = %self.name, progress = p.progress, total = ?p.total, message = ?p.message);
@@ -220,10 +228,11 @@ impl McpServer {
                     });
                 }
             }
-            "notifications/message" => {
-                let Some(m) =
-                    params.and_then(|p| serde_json::from_str::<LoggingMessageParams>(p.get()).ok())
-                else {
+            LoggingMessage::METHOD => {
+                let Some(m) = params.and_then(|p| {
+                    serde_json::from_str::<<LoggingMessage as Notification>::Params<'_>>(p.get())
+                        .ok()
+                }) else {
                     return;
                 };
                 let data = match &m.data {

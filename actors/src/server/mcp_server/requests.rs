@@ -13,7 +13,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::McpServer;
 use crate::protocol::jsonrpc::{self, ErrorObject, LineError, RequestId};
-use crate::protocol::types::CancelledParams;
+use crate::protocol::methods::{Cancelled, Discover, Initialize, Notification, Request};
+use crate::protocol::types::{CancelledParams, StatelessMeta};
 use crate::protocol::version::{Era, ProtocolVersion};
 use crate::server::input;
 use crate::server::transport::{Outgoing, Writer, WRITE_QUEUE};
@@ -63,9 +64,31 @@ pub(super) struct Pending {
 #[derive(Message)]
 #[rtype(result = "(oneshot::Receiver<Reply>, Option<Backlog>)")]
 pub(in crate::server) struct Rpc {
-    pub(in crate::server) method: &'static str,
-    pub(in crate::server) params: Option<Value>,
-    pub(in crate::server) stateless: Option<ProtocolVersion>,
+    method: &'static str,
+    params: Option<Value>,
+    stateless: Option<ProtocolVersion>,
+}
+
+impl Rpc {
+    /// A request of `R` with `params` (as a JSON value, for the stateless `_meta`).
+    pub(in crate::server) fn new<'p, R: Request>(
+        params: Option<&R::Params<'p>>,
+        stateless: Option<ProtocolVersion>,
+    ) -> Result<Self, serde_json::Error>
+    where
+        R::Params<'p>: serde::Serialize,
+    {
+        Ok(Self {
+            method: R::METHOD,
+            params: params.map(serde_json::to_value).transpose()?,
+            stateless,
+        })
+    }
+
+    /// The method it sends.
+    pub(in crate::server) fn method(&self) -> &'static str {
+        self.method
+    }
 }
 
 /// The era the connection speaks from now on (set by the connect future before any request
@@ -73,26 +96,6 @@ pub(in crate::server) struct Rpc {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(in crate::server) struct SetEra(pub(in crate::server) Era);
-
-/// The stateless era's request `_meta`: the revision, this server's capabilities, who we are,
-/// the log level asked for (and a call's progress token), serialized straight from the
-/// actor's values.
-#[derive(serde::Serialize)]
-pub(in crate::server) struct StatelessMeta<'a> {
-    #[serde(rename = "progressToken", skip_serializing_if = "Option::is_none")]
-    progress_token: Option<i64>,
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
-    version: &'static str,
-    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
-    capabilities: &'a Value,
-    #[serde(rename = "io.modelcontextprotocol/clientInfo")]
-    info: &'static crate::protocol::types::Implementation,
-    #[serde(
-        rename = "io.modelcontextprotocol/logLevel",
-        skip_serializing_if = "Option::is_none"
-    )]
-    log_level: Option<&'a str>,
-}
 
 /// What a server actor says about itself in every stateless request: its capabilities (from
 /// its spec) and the log level it asks for.
@@ -139,7 +142,21 @@ impl ClientSide {
 #[derive(Message)]
 #[rtype(result = "Option<Backlog>")]
 pub(in crate::server) struct Notify {
-    pub(in crate::server) method: &'static str,
+    method: &'static str,
+    line: Vec<u8>,
+}
+
+impl Notify {
+    /// The notification `N`, without params.
+    pub(in crate::server) fn new<N: Notification>() -> Self
+    where
+        N::Params<'static>: serde::Serialize,
+    {
+        Self {
+            method: N::METHOD,
+            line: jsonrpc::notification::<N>(None),
+        }
+    }
 }
 
 /// Drop a pending request and tell the server.
@@ -251,6 +268,21 @@ impl McpServer {
         (rx, self.backlog(msg))
     }
 
+    /// [`request`](Self::request) of `R`, its line built from the type (the params serialized
+    /// in place).
+    pub(super) fn send_request<'p, R: Request>(
+        &mut self,
+        id: i64,
+        params: Option<&R::Params<'p>>,
+        headers: Vec<(String, String)>,
+    ) -> (oneshot::Receiver<Reply>, Option<Backlog>)
+    where
+        R::Params<'p>: serde::Serialize,
+    {
+        let line = jsonrpc::request::<R>(id, params);
+        self.request(R::METHOD, id, line, headers)
+    }
+
     /// Queues `msg`; a full queue hands it back with the writer, to wait for room on.
     fn backlog(&self, msg: Outgoing) -> Option<Backlog> {
         match self.enqueue(msg) {
@@ -265,7 +297,7 @@ impl McpServer {
         let ids: Vec<i64> = self
             .pending
             .iter()
-            .filter(|(_, p)| p.method != "initialize")
+            .filter(|(_, p)| p.method != Initialize::METHOD)
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
@@ -273,15 +305,15 @@ impl McpServer {
                 request_id: id,
                 reason: "the client is shutting down",
             };
-            let line = jsonrpc::notification_line("notifications/cancelled", Some(&params));
-            self.write(line, None, "notifications/cancelled");
+            let line = jsonrpc::notification::<Cancelled>(Some(&params));
+            self.write(line, None, Cancelled::METHOD);
         }
         self.fail_all(reason);
     }
 
     pub(super) fn fail_all(&mut self, reason: &str) {
         for (_, p) in self.pending.drain() {
-            self.died_probing |= p.method == "server/discover";
+            self.died_probing |= p.method == Discover::METHOD;
             let _ = p.tx.send(Err(ReplyError::Gone(reason.to_owned())));
         }
         self.progress.clear();
@@ -315,9 +347,8 @@ impl Handler<Notify> for McpServer {
     type Result = Option<Backlog>;
 
     fn handle(&mut self, msg: Notify, _ctx: &mut Context<Self>) -> Option<Backlog> {
-        let line = jsonrpc::notification_line::<()>(msg.method, None);
-        self.trace(Direction::Send, &line, None, Some(msg.method), None);
-        self.backlog(Outgoing::line(line))
+        self.trace(Direction::Send, &msg.line, None, Some(msg.method), None);
+        self.backlog(Outgoing::line(msg.line))
     }
 }
 
@@ -333,8 +364,8 @@ impl Handler<CancelRequest> for McpServer {
             request_id: msg.id,
             reason: msg.reason,
         };
-        let line = jsonrpc::notification_line("notifications/cancelled", Some(&params));
-        self.write(line, None, "notifications/cancelled");
+        let line = jsonrpc::notification::<Cancelled>(Some(&params));
+        self.write(line, None, Cancelled::METHOD);
     }
 }
 

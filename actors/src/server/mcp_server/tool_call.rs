@@ -14,13 +14,16 @@ use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
 use super::ask;
-use super::requests::{Backlog, CancelRequest, Reply, StatelessMeta};
+use super::requests::{Backlog, CancelRequest, Reply};
 use super::{McpServer, ReplyError};
 use crate::error::CallError;
 use crate::messages::{CallServerTool, InputRequest, ProgressSink};
 use crate::protocol::headers::param_headers;
 use crate::protocol::jsonrpc::{self, LineError};
-use crate::protocol::types::{CallToolParams, CallToolResult, ContentBlock, RequestMeta};
+use crate::protocol::methods::{CallTool, Elicit, Request};
+use crate::protocol::types::{
+    CallParams, CallToolParams, CallToolResult, ContentBlock, RequestMeta, StatelessCallParams,
+};
 use crate::server::input;
 
 /// How many `input_required` rounds one call may take before it is given up.
@@ -60,19 +63,6 @@ impl Handler<NextRound> for McpServer {
             msg.answers,
         )))
     }
-}
-
-/// `tools/call` params in the stateless era: the `_meta`, and an `input_required` round's
-/// answers (`inputResponses`, `requestState`) beside the name and arguments.
-#[derive(serde::Serialize)]
-struct StatelessCallParams<'a> {
-    name: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    arguments: Option<&'a Value>,
-    #[serde(rename = "_meta")]
-    meta: StatelessMeta<'a>,
-    #[serde(flatten)]
-    answers: Option<&'a Map<String, Value>>,
 }
 
 /// The parts of an `input_required` result the retry needs.
@@ -151,7 +141,7 @@ async fn open_pages(error: &crate::protocol::jsonrpc::ErrorObject, by: &Answerer
         let answer = ask::ask(
             by.handler.clone(),
             by.server.clone(),
-            "elicitation/create".to_owned(),
+            Elicit::METHOD.to_owned(),
             Some(page),
             &by.cwd,
             ask::ASK_TIMEOUT,
@@ -200,24 +190,18 @@ impl McpServer {
         });
         // Serialized straight from the call's parts: the arguments are never copied.
         let client = self.client.clone();
-        let line = match self.stateless() {
-            None => {
-                let params = CallToolParams {
-                    name: tool,
-                    arguments,
-                    meta: token.map(|progress_token| RequestMeta { progress_token }),
-                };
-                jsonrpc::request_line(id, "tools/call", Some(&params))
-            }
-            Some(version) => {
-                let params = StatelessCallParams {
-                    name: tool,
-                    arguments,
-                    meta: client.meta(version, token),
-                    answers: answers.as_ref(),
-                };
-                jsonrpc::request_line(id, "tools/call", Some(&params))
-            }
+        let params = match self.stateless() {
+            None => CallParams::Handshake(CallToolParams {
+                name: tool,
+                arguments,
+                meta: token.map(|progress_token| RequestMeta { progress_token }),
+            }),
+            Some(version) => CallParams::Stateless(StatelessCallParams {
+                name: tool,
+                arguments,
+                meta: client.meta(version, token),
+                answers: answers.as_ref(),
+            }),
         };
         // A tool's `x-mcp-header` params travel with its call (empty, unallocated, for most).
         let headers = self
@@ -225,7 +209,7 @@ impl McpServer {
             .get(tool)
             .map(|p| param_headers(p, arguments))
             .unwrap_or_default();
-        let (rx, backlog) = self.request("tools/call", id, line, headers);
+        let (rx, backlog) = self.send_request::<CallTool>(id, Some(&params), headers);
         Round { id, rx, backlog }
     }
 }
@@ -409,7 +393,7 @@ impl Handler<CallServerTool> for McpServer {
                 };
                 // One parse of the result; an `input_required` one is read again for its
                 // requests (the rare path).
-                let result = match raw.parse::<CallToolResult>() {
+                let result = match raw.parse::<<CallTool as Request>::Result>() {
                     Ok(r) => r,
                     Err(LineError::Both) => {
                         return Err(CallError::Rpc {

@@ -15,7 +15,8 @@ use serde_json::{json, Map, Value};
 
 use super::{McpServer, ReplyError};
 use crate::protocol::headers::header_params;
-use crate::protocol::jsonrpc::{self, METHOD_NOT_FOUND};
+use crate::protocol::jsonrpc::METHOD_NOT_FOUND;
+use crate::protocol::methods::Listen;
 use crate::protocol::types::Tool;
 
 /// The first wait before a listen that ended is opened again; doubled up to [`LISTEN_MAX_WAIT`].
@@ -113,8 +114,7 @@ impl McpServer {
         };
         let id = self.alloc_id();
         let params = self.client.stamp(Some(filter), version);
-        let line = jsonrpc::request_line(id, "subscriptions/listen", Some(&params));
-        let (rx, backlog) = self.request("subscriptions/listen", id, line, Vec::new());
+        let (rx, backlog) = self.send_request::<Listen>(id, Some(&params), Vec::new());
         self.listen_id = Some(id);
         let fut = async move {
             if let Some(b) = backlog {

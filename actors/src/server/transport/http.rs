@@ -31,7 +31,10 @@ use super::{
     Events, HttpStatus, Opened, Outgoing, Transport, TransportEvent, TransportFailed, WRITE_QUEUE,
 };
 use crate::net::{install_crypto, snippet};
-use crate::protocol::jsonrpc::{Incoming, RequestId};
+use crate::protocol::jsonrpc::{self, Incoming, RequestId};
+use crate::protocol::methods::{
+    Cancelled, Discover, Initialize, Initialized, Notification, Request,
+};
 use crate::protocol::sse::SseParser;
 use crate::server::mcp_server::McpServer;
 use crate::spec::{ServerSpec, TransportSpec};
@@ -189,7 +192,7 @@ async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Outgoing>, actor: Events
         let token = conn.token.clone();
         // One parse per line: its method and mirrored fields (the id comes with the message).
         let peek = Peek::of(&out.line);
-        if peek.method == "notifications/initialized" {
+        if peek.method == Initialized::METHOD {
             // `initialized` reaches the server (its 202) before any later request is sent.
             token.run_until_cancelled(c.send(out, peek)).await;
             continue;
@@ -274,7 +277,7 @@ impl Conn {
     async fn send(self: Rc<Self>, out: Outgoing, peek: Peek) {
         let Outgoing { id, line, headers } = out;
         let method = peek.method.as_str();
-        if method == "initialize" {
+        if method == Initialize::METHOD {
             *self.init_line.borrow_mut() = Some(line.clone());
         }
         let stateless = peek
@@ -283,10 +286,10 @@ impl Conn {
             .and_then(|p| p.meta.as_ref())
             .is_some_and(|m| m.protocol_version.is_some());
         // The discovery probe carries `_meta` whatever the server turns out to speak.
-        if stateless && method != "server/discover" {
+        if stateless && method != Discover::METHOD {
             self.stateless.set(true);
         }
-        if method == "notifications/cancelled" && self.stateless.get() {
+        if method == Cancelled::METHOD && self.stateless.get() {
             // Stateless HTTP: closing the request's response stream is the cancellation.
             let target = peek
                 .params
@@ -330,7 +333,7 @@ impl Conn {
         may_reinit: bool,
         extra: &[(String, String)],
     ) -> Result<(), Failure> {
-        let is_init = method == "initialize";
+        let is_init = method == Initialize::METHOD;
         if !is_init {
             // A re-initialization in progress: wait for its new session rather than send
             // without one.
@@ -372,7 +375,7 @@ impl Conn {
             return Err(f);
         }
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
-            if method == "notifications/initialized" && !self.get_started.replace(true) {
+            if method == Initialized::METHOD && !self.get_started.replace(true) {
                 // The GET stream is open (or refused) before any later request is sent, so a
                 // request the server sends right after `initialized` has a stream to go on.
                 let (ready, opened) = tokio::sync::oneshot::channel();
@@ -649,9 +652,10 @@ impl Conn {
                 break;
             }
         }
-        let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        let note = jsonrpc::notification::<Initialized>(None);
+        let note = note.strip_suffix(b"\n").unwrap_or(&note);
         let _ = self
-            .send_following(awc::http::Method::POST, &url, Some(&note[..]), true, &[])
+            .send_following(awc::http::Method::POST, &url, Some(note), true, &[])
             .await;
         Ok(())
     }

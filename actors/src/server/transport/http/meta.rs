@@ -3,6 +3,7 @@
 //! parse of the line, and a response's headers as the trace shows them (credentials redacted).
 
 use crate::protocol::headers;
+use crate::protocol::methods::{CallTool, GetPrompt, Initialize, ReadResource, Request};
 
 /// What the task needs of an outgoing line, from one light parse: its method, and the
 /// body fields a POST mirrors into headers (2026-07-28 "request metadata"; harmless and useful
@@ -56,8 +57,8 @@ pub(super) fn request_headers(method: &str, peek: &Peek) -> Vec<(String, String)
     }
     if let Some(p) = &peek.params {
         let name = match method {
-            "tools/call" | "prompts/get" => p.name.as_deref(),
-            "resources/read" => p.uri.as_deref(),
+            CallTool::METHOD | GetPrompt::METHOD => p.name.as_deref(),
+            ReadResource::METHOD => p.uri.as_deref(),
             _ => None,
         };
         if let Some(n) = name {
@@ -67,7 +68,7 @@ pub(super) fn request_headers(method: &str, peek: &Peek) -> Vec<(String, String)
             .meta
             .as_ref()
             .and_then(|m| m.protocol_version.as_deref())
-            .or(if method == "initialize" {
+            .or(if method == Initialize::METHOD {
                 p.protocol_version.as_deref()
             } else {
                 None
