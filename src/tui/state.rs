@@ -439,7 +439,7 @@ pub struct State {
     /// Inputs asked for this session (config file, id): never asked again.
     pub inputs_asked: std::collections::BTreeSet<(std::path::PathBuf, String)>,
     /// The time of the event being handled (set by the actor before each [`update`]; tests
-    /// set it): a new question ignores keys for a moment ([`super::guard`]).
+    /// set it): a new question ignores keys for a moment (`guard`).
     pub now: std::time::Instant,
     /// The question keys go to, since when it takes them, its highlighted choice.
     pub guard: Option<super::guard::Guard>,
@@ -508,7 +508,7 @@ impl State {
 }
 
 /// Applies one event; returns what the actor must do. A question that came to the front
-/// starts its grace ([`super::guard`]).
+/// starts its grace (`guard`).
 pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
     let effects = route(state, event);
     super::guard::refresh(state);

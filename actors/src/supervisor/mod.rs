@@ -5,8 +5,8 @@
 //! launches: it shows as `Unapproved` or `Failed` until a `Reconcile` brings a spec without one.
 //! A held spec still takes a new generation, so an actor stopped for a spec now held is stale;
 //! `Restart` keeps the hold. The restart delays and the breaker are the spec's
-//! [`RestartPolicy`](crate::spec::RestartPolicy); status snapshots go out with `try_send`, and a
-//! subscriber whose mailbox was full gets the newest one after `COALESCE_RETRY`.
+//! [`RestartPolicy`]; status snapshots go out with `try_send`, and a subscriber whose mailbox
+//! was full gets the newest one after `COALESCE_RETRY`.
 //! Server notices (log lines, resource and prompt changes) go on to notice subscribers with
 //! `try_send`, never waiting.
 
