@@ -1,4 +1,11 @@
 //! The `harness9` binary: parses the command line and runs it on an actix system.
+//!
+//! Before any child exists it becomes a child subreaper and starts the orphan reaper; it
+//! resolves the command line and the settings' runtime choices once (`SessionOptions`, no
+//! globals); headless logs on stderr go through `sanitize::clean_text`. Every exit path, and
+//! the panic hook (terminal restored first, exit code 101), ends in `end_children`: every
+//! child's process group killed, every other descendant ended (`EXIT_GRACE` between SIGTERM
+//! and SIGKILL) and reaped, the session directories removed.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -3,6 +3,16 @@
 //! completion request) to the owning server's current actor, the checker of a result's
 //! `structuredContent` against its tool's `outputSchema`, and the keeper of the connected
 //! servers' `instructions`.
+//!
+//! A name clash is skipped with a warning. A schema mismatch is set on the result
+//! (`schema_error`), which is kept whole. `GetInstructions` answers a new `Arc` only when a
+//! server with instructions connects or leaves. A table from the tool-list cache has no
+//! address: a call of its tool puts a progress line on the call, asks the supervisor
+//! (`AwaitServer`, bounded by the server's startup timeout plus `AWAIT_MARGIN` and by the
+//! call's cancellation), then is routed once more on the live table (`Rerouted`); resource,
+//! prompt and completion requests wait the same way. A tool that a server's newer list lacks
+//! is kept by name (`vanished`), so its call fails as `CallError::ToolVanished` naming the
+//! server, not as an unknown tool.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -303,6 +303,7 @@ pub struct RestartPolicy {
     pub window: Duration,
 }
 
+/// 0.5 s before the first restart, doubling up to 30 s; 5 exits within 60 s trip the breaker.
 impl Default for RestartPolicy {
     fn default() -> Self {
         Self {

@@ -1,8 +1,9 @@
 //! The application around the runtime: the one [`Session`] wiring every front end uses, the
 //! running [`Runtime`], the [`ConfigWatcher`] that owns hot reload, the `.mcp.json` parser
 //! ([`config`]) and its trust store ([`trust`]), the OAuth token store ([`oauth_store`]), the saved
-//! conversations ([`sessions`]), VS Code input values ([`inputs`]), the `--trace` file and the TUI's log file, and the
-//! [`asks::InputDesk`] that answers servers' elicitation and sampling requests.
+//! conversations ([`conversations`]), VS Code input values ([`input_vars`]), the `--trace` file
+//! and the TUI's log file, and the [`asks::InputDesk`] that answers servers' elicitation and
+//! sampling requests.
 #![warn(missing_docs)]
 
 pub mod asks;

@@ -29,7 +29,8 @@ struct StoreFile {
     servers: BTreeMap<String, BTreeMap<String, Grant>>,
 }
 
-/// The file store.
+/// The file store. One per process, made once with the `RuntimeOptions`, so its lock
+/// serializes every update of the file.
 pub struct FileStore {
     path: PathBuf,
     /// Serializes this process's read-modify-write cycles.

@@ -187,7 +187,7 @@ impl Sampling {
             .unwrap_or(configured)
     }
 
-    /// Each message as a line for the approval (cut at [`SHOWN_CHARS`]; the caller cleans
+    /// Each message as a line for the approval (cut at `SHOWN_CHARS`; the caller cleans
     /// them): its text, tool calls and tool results.
     pub fn shown_messages(&self) -> Vec<String> {
         self.messages

@@ -296,7 +296,7 @@ impl Session {
     }
 
     /// Stops every server (bounded by their shutdown), then lets the trace file finish
-    /// (bounded by [`TRACE_JOIN`]).
+    /// (bounded by `TRACE_JOIN`).
     pub async fn close(self) {
         let Session {
             runtime,

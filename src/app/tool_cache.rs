@@ -3,11 +3,15 @@
 //! empty, no cache), holding the server's last live tool list with its era, server info,
 //! instructions, capabilities, `ttlMs` and when it was written. The file's name is the spec's
 //! key (a SHA-256 of everything that can change what the server lists: name, transport,
-//! command, args, env, cwd, url, header names, sandbox, pinned protocol), so a changed spec
-//! is a new entry. Reads are bounded ([`MAX_ENTRY_BYTES`], serde_json's nesting limit, typed
-//! fields) and a file that fails any check is ignored with a warning; writes go through
-//! `private_fs` (0600, atomic replace, 0700 directory) on a writer thread, and the directory
-//! is pruned, oldest first, to [`MAX_TOTAL_BYTES`].
+//! command, args, env, cwd, url, header names, sandbox, pinned protocol, and the capabilities
+//! declared to it), so a changed spec is a new entry. A file is used only when it passes every
+//! check: a regular file of ours opened without following a symlink, at most
+//! [`MAX_ENTRY_BYTES`], serde_json's nesting limit, typed fields with no unknown one, this
+//! spec's key and name, a known revision, at most `maxTools` tools, not written in the future,
+//! younger than its `ttlMs` and [`DEFAULT_MAX_AGE`]; any other is ignored with a warning
+//! naming it. Writes go through `private_fs` (0600, atomic replace, 0700 directory) on a
+//! writer thread with a bounded queue (flushed at `Session::close`), and the directory is
+//! pruned, oldest first, to [`MAX_TOTAL_BYTES`].
 
 use std::fs::OpenOptions;
 use std::io::Read as _;

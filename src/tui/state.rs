@@ -383,19 +383,19 @@ impl Modal {
 /// the module that handles it, plus what the screen as a whole needs.
 #[derive(Debug)]
 pub struct State {
-    /// The input box: its text, cursor, history and Tab candidates ([`super::editor`]).
+    /// The input box: its text, cursor, history and Tab candidates (`editor`).
     pub editor: super::editor::EditorState,
-    /// The conversation as shown: entries, scrolling, call ids ([`super::transcript`]).
+    /// The conversation as shown: entries, scrolling, call ids (`transcript`).
     pub transcript: super::transcript::TranscriptState,
     /// Questions waiting for the user: tool calls, servers' questions, VS Code inputs, the
-    /// trust screen's memory, and which question takes keys ([`super::guard`]).
+    /// trust screen's memory, and which question takes keys (`guard`).
     pub questions: super::guard::Questions,
     /// What the runtime reports of the servers: statuses, tools, logs, prompts
-    /// ([`super::server_view`]).
+    /// (`server_view`).
     pub servers: super::server_view::ServersState,
-    /// Traced messages, for `/trace` ([`super::trace`]).
+    /// Traced messages, for `/trace` (`trace`).
     pub trace: TraceBuf,
-    /// The model in use and what it has cost ([`super::tool_sizes`] draws it).
+    /// The model in use and what it has cost (`tool_sizes` draws it).
     pub model: ModelState,
     /// The running turn, if any.
     pub turn: TurnState,
@@ -408,7 +408,7 @@ pub struct State {
     /// `/panic` is allowed (`HARNESS9_DEBUG_PANIC=1`).
     pub debug_panic: bool,
     /// The time of the event being handled (set by the actor before each [`update`]; tests
-    /// set it): a new question ignores keys for a moment ([`super::guard`]).
+    /// set it): a new question ignores keys for a moment (`guard`).
     pub now: std::time::Instant,
 }
 
@@ -485,7 +485,7 @@ impl State {
 }
 
 /// Applies one event; returns what the actor must do. A question that came to the front
-/// starts its grace ([`super::guard`]).
+/// starts its grace (`guard`).
 pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
     let effects = route(state, event);
     super::guard::refresh(state);

@@ -1,5 +1,9 @@
 //! Shared test harness: server specs for the pinned reference servers and the fixture, an actix
 //! system per test with a hard timeout, and event-driven waits on status.
+//!
+//! Every wait in the suite is bounded (`output_within`, `wait_within`, `tool_output` for
+//! tmux and pgrep, `wait_for_progress`, socket read timeouts). Time is asserted by the order of
+//! events or by causality, never by a whole run's wall clock (that is for the benchmarks).
 
 #![allow(dead_code)]
 

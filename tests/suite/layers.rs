@@ -1,6 +1,6 @@
 //! The layers are member crates, and `cargo metadata` is where their arrows are read: a crate may
-//! depend only on the crates under it (README's "The layers"). A new arrow upwards fails here
-//! before a reviewer has to spot it (and it would not compile if it made a cycle).
+//! depend only on the crates under it (ARCHITECTURE.md's bird's-eye view). A new arrow upwards
+//! fails here before a reviewer has to spot it (and it would not compile if it made a cycle).
 
 use std::process::Command;
 

@@ -202,7 +202,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// A TCP stream whose reads go through [`Framing`].
+/// A TCP stream whose reads go through `Framing`.
 #[derive(Debug)]
 pub struct CloseBodyStream {
     io: TcpStream,

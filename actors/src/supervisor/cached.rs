@@ -1,6 +1,16 @@
 //! The tool-list cache in the supervisor: a spec with a fresh entry has its cached tools
 //! registered at once and is launched now (eager) or on its first call (lazy, through
 //! `AwaitServer`); every live listing is kept.
+//!
+//! At `begin` (at start, and for a server a reload adds) a spec without a hold asks the cache
+//! for a fresh entry. Found, its tools go to the registry at once as a `ServerTools` with no
+//! address and this supervisor's `AwaitServer` recipient, and the status is `Cached`; the
+//! server starts now or on the first `AwaitServer`, by its spec's `start`, else
+//! [`default_start`](crate::tool_cache::CacheUse::default_start). `AwaitServer` is answered
+//! with the actor's address when it connects (after the live `ServerTools` went out), or with
+//! the reason when it fails, times out, stops or leaves the config (every `ServerGone` fails
+//! its waiters too). Every live listing (connect, `ToolsChanged`) is written through the store
+//! with its `ttlMs`.
 
 use super::*;
 

@@ -3,6 +3,10 @@
 //! breaker), keeps the registry in step, and fans status out to subscribers without ever blocking.
 //! A spec with a `hold` (unapproved, or an invalid config entry) gets an entry that never
 //! launches: it shows as `Unapproved` or `Failed` until a `Reconcile` brings a spec without one.
+//! A held spec still takes a new generation, so an actor stopped for a spec now held is stale;
+//! `Restart` keeps the hold. The restart delays and the breaker are the spec's
+//! [`RestartPolicy`]; status snapshots go out with `try_send`, and a subscriber whose mailbox
+//! was full gets the newest one after `COALESCE_RETRY`.
 //! Server notices (log lines, resource and prompt changes) go on to notice subscribers with
 //! `try_send`, never waiting.
 

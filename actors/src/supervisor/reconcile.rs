@@ -1,5 +1,9 @@
 //! Hot reload (`Reconcile`): added servers launch, removed ones stop and are forgotten, changed
 //! ones restart (a roots-only change is applied in place), equal ones are not touched.
+//!
+//! A removed server's `ServerGone` says "no longer in the config". A spec whose `roots` alone
+//! changed is sent `SetRoots` (the server is told the new roots, not restarted). An equal
+//! spec keeps its actor, its pid and its calls in flight.
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -6,6 +6,13 @@
 //! an error result saying so, and the model can send it again. MCP tools are ordinary tools
 //! here: the engine has no MCP special case.
 //!
+//! A turn is a `ResponseActFuture`, so `CancelTurn` is handled while it runs; each tool call
+//! runs under a child of the turn's cancellation token. A failed or cancelled turn leaves the
+//! conversation as it was before it; a finished one's new messages go to the
+//! [`ConversationLog`]. The system prompt is built once per session
+//! ([`EngineConfig::with_environment`]) and each step appends the connected servers'
+//! `instructions` ([`system_with_servers`]), so both stay a stable prompt-cache prefix.
+//!
 //! ```text
 //! RunTurn --> Engine --Model::complete--> model (streaming; TextDelta events)
 //!               |  tool calls, all at once

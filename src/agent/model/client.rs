@@ -3,6 +3,12 @@
 //! connection to the per-thread pool once the reply is read. [`Model`] is the seam the engine
 //! calls through: `Provider` is its one implementation in the product; the engine's tests
 //! put a scripted model behind it.
+//!
+//! The client is one per thread and actix System (awc's holds an `Rc`), so the steps of a turn
+//! share one keep-alive connection; a finished stream is read to its end in the background so
+//! its connection goes back to the pool. Its connector is the MCP transport's
+//! (`harness9_actors::server::close_bodies_tcp`), so a close-delimited HTTP/1.1 stream is read
+//! whole.
 
 use std::time::{Duration, Instant};
 
@@ -32,6 +38,11 @@ pub struct Provider {
 /// search shapes a request) and one streamed completion, with the contract of
 /// [`Provider::complete`]: text pieces on `events` as they arrive, `cancel` ends it at once with
 /// [`ModelError::Cancelled`]. The future is `!Send` (awc's client is per thread).
+///
+/// A trait rather than an enum with a scripted variant: the double stays in the tests
+/// (nothing test-only is compiled into the binary, no `cfg(test)` variant is matched across
+/// crates), and another kind of model is one new implementation; the cost is one boxed future
+/// per model step.
 pub trait Model: std::fmt::Debug + Send + Sync {
     /// The endpoint's configuration.
     fn config(&self) -> &ProviderConfig;

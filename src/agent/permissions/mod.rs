@@ -258,7 +258,10 @@ impl Rules {
     }
 }
 
-/// A session's permissions: the rules, the mode and where calls run.
+/// A session's permissions: the rules, the mode and where calls run. One `Arc` the engine and
+/// the TUI share; its only mutable part is the rules learned from "always" answers (a
+/// `Mutex<Vec<Rule>>` in [`Rules`], held for a push, a retain or a clone): the TUI writes the
+/// saved file, the engine learns the rule.
 #[derive(Debug, Default)]
 pub struct Policy {
     /// The rules in force.

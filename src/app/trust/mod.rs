@@ -182,7 +182,7 @@ fn held_transport(config: &Config, spec: &ServerSpec) -> TransportSpec {
 }
 
 /// What server `spec` of `config` shows while it waits for approval (one line, see
-/// [`held_transport`]): command, args, env keys, working directory, header names, and the
+/// `held_transport`): command, args, env keys, working directory, header names, and the
 /// `${VAR}` names it uses, never their values.
 pub fn shown(config: &Config, spec: &ServerSpec) -> String {
     let line = held_transport(config, spec).command_line();

@@ -1,6 +1,8 @@
 //! The `Tui` actor: glue between the terminal, the runtime's actors and the pure state. It owns
 //! the terminal, turns inputs into [`Event`]s, runs [`update`], carries out the [`Effect`]s and
-//! draws at most one frame per 16 ms.
+//! draws at most one frame per [`FRAME`]. It sets `State::now` before each event it applies; a
+//! 100 ms tick drives the spinner and the running turn's time while busy, and ends a new
+//! question's marker once its grace is over.
 
 use std::io::Stdout;
 use std::path::PathBuf;

@@ -140,7 +140,7 @@ fn resolve_location(base: &str, location: &str) -> String {
 /// Finds the protected resource metadata and its authorization server's metadata. Refuses a
 /// `resource` that does not cover `server_url`, metadata whose `issuer` is not the one it was
 /// fetched for, and a server without PKCE S256. Without protected resource metadata, the
-/// 2025-03-26 discovery ([`legacy_discovery`]).
+/// 2025-03-26 discovery (`legacy_discovery`).
 pub async fn discover(
     client: &awc::Client,
     guard: &Guard,

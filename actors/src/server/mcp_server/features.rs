@@ -2,6 +2,14 @@
 //! completion, the roots it is offered and the log level it is asked for. Lists are walked with
 //! `list_all` (bounded like `tools/list`); every request waits at most the server's
 //! `toolTimeoutSec`, and one that times out or whose caller goes away is cancelled.
+//!
+//! In the handshake era the configured `logLevel` is sent as `logging/setLevel` after the
+//! handshake (the stateless era carries it in each request's `_meta`), and `SetRoots` is told
+//! to the server with `notifications/roots/list_changed`; later `roots/list` requests get the
+//! new roots.
+//! In the stateless era the `subscriptions/listen` filter carries the list changes the server
+//! offers and the subscribed resources: a subscription change opens it again and is answered
+//! when the server acknowledges the new filter.
 
 use actix::prelude::*;
 use serde::de::DeserializeOwned;

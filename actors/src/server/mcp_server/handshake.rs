@@ -3,6 +3,13 @@
 //! and paginated lists, as
 //! futures over a server actor's address: they run spawned on the actor, never awaited inside a
 //! handler, and the caller bounds each one (the startup timeout, the re-list's bound).
+//!
+//! The era: a `protocolVersion` in the server's entry pins it; else the era the supervisor
+//! remembered from an earlier generation is used; else `server/discover` probes it. A probe
+//! unanswered for `DISCOVER_PROBE` gets `initialize` sent beside it and the first success
+//! decides (never a timer alone); a refused `initialize` waits for the probe's answer; a
+//! `-32022` naming another stateless revision we speak is probed once more with it, one naming
+//! only handshake-era revisions leads to the handshake; the startup timeout bounds it all. The era found is the actor's (`SetEra`): every request it builds asks it.
 
 use std::sync::Arc;
 

@@ -4,7 +4,9 @@
 //! server's `notifications/cancelled`; else an error), notifications
 //! (list_changed starts a bounded re-list, progress goes to the call's sink, logging to
 //! tracing and, like resource updates and resource or prompt list changes, to the supervisor
-//! as a notice), and over-long messages (their id sniffed to fail that request).
+//! as a notice), and over-long messages (their id sniffed to fail that request). Notices go
+//! with `try_send`, dropped and counted when the supervisor is behind, and carry at most
+//! [`MAX_NOTICE_TEXT`] bytes of a log line.
 
 use actix::prelude::*;
 use bytes::Bytes;

@@ -5,6 +5,11 @@
 //! through the input seam (elicitation and sampling by the front end's handler, as in the
 //! handshake era, within the call's timeout) and the call is sent again under a new id with `inputResponses` and
 //! the exact `requestState` (never carried into any other call), within the same timeout.
+//! A `-32042` error (URL elicitation required) has its pages asked through the same seam, and
+//! the call is sent once more when every one was accepted. A stateless call whose response
+//! stream broke is sent again (at most `MAX_REISSUES` times). A stateless server that refuses
+//! its own `elicitation/create` gets the `protocolVersion` pin named in the error the user and
+//! the model see.
 
 use std::path::PathBuf;
 

@@ -6,6 +6,27 @@
 //! call's `Mcp-Param-*` headers) and gets back incoming messages as [`TransportEvent::Message`],
 //! exactly as stdout would give them, so every protocol rule lives in one place. [`redirects`] keeps the credentials on their origin; [`legacy`] is the
 //! HTTP+SSE transport.
+//!
+//! What it does on the wire:
+//! - One POST per message, the body's mirrors as headers (`Mcp-Method`, `Mcp-Name`,
+//!   `MCP-Protocol-Version`, and an `x-mcp-header` call's `Mcp-Param-*`, carried by its
+//!   [`Outgoing`]); at most [`MAX_IN_FLIGHT`] at once, incoming messages handed to the actor
+//!   with `try_send`, then `send` (never `do_send` past its mailbox).
+//! - The reply is JSON or an SSE stream; a stream that ends early is resumed with
+//!   `Last-Event-ID` (at most [`MAX_RESUMES`] times, after a `retry` of at most
+//!   [`MAX_RETRY_MS`]). A JSON-RPC error in a 4xx body is delivered as the reply.
+//! - `Mcp-Session-Id` is kept; `notifications/initialized` is answered (202) before the next
+//!   line is taken; on a session loss the connection initializes again, one re-initialization
+//!   at a time (a request that lost the same session only retries, new requests wait).
+//! - The GET stream opens after `initialized`, before the next request (which waits at most
+//!   [`GET_OPEN_WAIT`]). In the stateless era a call is cancelled by closing its POST.
+//! - Every request carries a timeout of the larger of the server's startup and tool timeouts
+//!   plus 5 s, and a connect timeout of its startup timeout, at most 10 s.
+//! - The HTTP status, headers and error bodies go to the trace
+//!   ([`TransportEvent::Exchange`]). A broken stream is followed by a bare TCP connect to the
+//!   server (refused: gone), so a cut event on a live server fails one request, not the
+//!   connection; a connection that is gone is a fatal failure, which stops the actor like a
+//!   child's exit.
 
 mod auth;
 mod legacy;

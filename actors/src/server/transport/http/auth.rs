@@ -8,6 +8,8 @@
 //! after one fails, the store is read again: another process sharing it may have refreshed
 //! (rotating the refresh token this connection holds), and its grant is taken over. The token never leaves
 //! this module except in the `Authorization` header of requests to the server's origin.
+//! A `403 insufficient_scope` before the server is connected ends the connection with
+//! `needs login` (`mcp_server/link.rs`), never a fallback to the other era.
 
 use std::cell::RefCell;
 use std::rc::Rc;
