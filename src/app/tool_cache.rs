@@ -11,7 +11,6 @@
 
 use std::fs::OpenOptions;
 use std::io::Read as _;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
@@ -216,17 +215,14 @@ pub fn is_fresh(list: &CachedList) -> bool {
 
 /// Reads a regular file of ours, not through a symlink, at most [`MAX_ENTRY_BYTES`].
 fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
+    let f =
+        harness9_platform::fs::nofollow_nonblocking(OpenOptions::new().read(true)).open(path)?;
     let meta = f.metadata()?;
     let refuse = |why: String| Err(std::io::Error::new(std::io::ErrorKind::InvalidData, why));
     if !meta.is_file() {
         return refuse("it is not a regular file".to_owned());
     }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if meta.uid() != unsafe { libc::geteuid() } {
+    if !harness9_platform::fs::owned_by_me(&meta) {
         return refuse("it is owned by another user".to_owned());
     }
     if meta.len() > MAX_ENTRY_BYTES {

@@ -282,8 +282,7 @@ async fn soak(a: &Args) -> Result<Value, String> {
         let Ok(target) = i32::try_from(pid) else {
             return Err(format!("pid {pid} out of range"));
         };
-        // SAFETY: kill has no memory-safety preconditions; the pid is our own live child.
-        unsafe { libc::kill(target, libc::SIGKILL) };
+        harness9_platform::process::signal(target, harness9_platform::process::Signal::Kill);
         pid = connected(&mut status, Some(pid))
             .await
             .map_err(|e| format!("after kill {}: {e}", k + 1))?;

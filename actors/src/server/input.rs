@@ -152,9 +152,8 @@ pub(crate) fn list_roots(roots: &Roots, cwd: &Path) -> Option<ListRootsResult> {
 /// `file://` and the path, every byte but RFC 3986's unreserved characters and `/`
 /// percent-encoded (spaces, `%`, `#`, `?`, non-ASCII).
 pub fn file_uri(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
     let mut out = String::from("file://");
-    for &b in path.as_os_str().as_bytes() {
+    for &b in harness9_platform::fs::path_bytes(path).iter() {
         if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
             out.push(char::from(b));
         } else {

@@ -77,10 +77,8 @@ pub fn resolved_cwd(cwd: Option<&Path>) -> PathBuf {
 /// relative to `cwd`, a bare name looked up in `PATH` (the entry's own `PATH` when its env
 /// sets one, as the spawn does); `None` when nothing executable is found.
 pub fn resolved_program(command: &str, env: &[(String, String)], cwd: &Path) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let executable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
+    let executable =
+        |p: &Path| std::fs::metadata(p).is_ok_and(|m| harness9_platform::fs::is_executable(&m));
     if command.is_empty() {
         return None;
     }
