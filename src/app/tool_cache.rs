@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use harness9_actors::protocol::types::{Implementation, ServerCapabilities, Tool};
 use harness9_actors::protocol::version::{Era, ProtocolVersion};
-use harness9_actors::server::input::InputCaps;
+use harness9_actors::server::server_requests::InputCaps;
 use harness9_actors::tool_cache::{CachedList, ToolListCache};
 use harness9_actors::{ServerSpec, TransportSpec};
 use serde::{Deserialize, Serialize};
@@ -123,7 +123,7 @@ pub fn key(spec: &ServerSpec, caps: InputCaps) -> String {
     let here = std::env::current_dir()
         .map(|d| d.display().to_string())
         .unwrap_or_default();
-    let info = harness9_actors::server::input::client_info();
+    let info = harness9_actors::server::server_requests::client_info();
     let whole = serde_json::json!({
         "format": FORMAT,
         "name": spec.name,
@@ -134,7 +134,7 @@ pub fn key(spec: &ServerSpec, caps: InputCaps) -> String {
         "roots": roots,
         // What we declare (roots, elicitation, sampling) can change what a server lists:
         // server-everything offers its sampling tool only to a client that declares sampling.
-        "capabilities": harness9_actors::server::input::client_capabilities(spec, caps),
+        "capabilities": harness9_actors::server::server_requests::client_capabilities(spec, caps),
         "client": [&info.name, &info.version],
     });
     let digest = Sha256::digest(whole.to_string().as_bytes());

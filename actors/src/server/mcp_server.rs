@@ -139,9 +139,9 @@ impl McpServer {
         };
         let kind = spec.transport.kind();
         let client = Arc::new(ClientSide {
-            capabilities: super::input::client_capabilities(
+            capabilities: super::server_requests::client_capabilities(
                 &spec,
-                super::input::InputCaps::default(),
+                super::server_requests::InputCaps::default(),
             ),
             log_level: spec.log_level.clone(),
         });
@@ -199,12 +199,12 @@ impl McpServer {
     pub fn with_input(
         mut self,
         input: Option<Recipient<InputRequest>>,
-        caps: super::input::InputCaps,
+        caps: super::server_requests::InputCaps,
     ) -> Self {
         self.input = input;
         self.answerer = None;
         self.client = Arc::new(ClientSide {
-            capabilities: super::input::client_capabilities(&self.spec, caps),
+            capabilities: super::server_requests::client_capabilities(&self.spec, caps),
             log_level: self.spec.log_level.clone(),
         });
         self

@@ -1,10 +1,10 @@
 //! One actor per MCP server: it owns its child process (or HTTP client) and its pending map.
 
 mod http_io;
-pub mod input;
 mod mcp_server;
 mod process;
 pub mod sandbox;
+pub mod server_requests;
 mod transport;
 
 pub use harness9_platform::descendants::{

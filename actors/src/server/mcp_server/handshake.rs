@@ -17,7 +17,7 @@ use crate::protocol::types::{
     Implementation, InitializeParams, InitializeResult, ListToolsResult, Tool,
 };
 use crate::protocol::version::{negotiate, Era, ProtocolVersion, LATEST, MODERN};
-use crate::server::input;
+use crate::server::server_requests;
 
 /// What connecting yields: the server's initialize result (or the stateless era's discovery
 /// result in its shape), the era the connection speaks, and its first tool list.
@@ -387,7 +387,7 @@ async fn initialize(
     let params = InitializeParams {
         protocol_version: offer.as_str(),
         capabilities: &client.capabilities,
-        client_info: input::client_info(),
+        client_info: server_requests::client_info(),
     };
     let params = serde_json::to_value(&params).map_err(|e| InitFailed::Other(e.to_string()))?;
     let raw = match rpc_raw(&addr, "initialize", Some(params), None).await {
