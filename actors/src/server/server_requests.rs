@@ -1,7 +1,7 @@
-//! Server requests: the one seam for what a server asks of the client in the middle of its work: roots,
-//! elicitation and sampling. A handshake-era server sends them as requests of its own; a
-//! stateless-era server puts them in an `input_required` result's `inputRequests`. Both are
-//! answered here, by the same function, so the two eras cannot drift apart.
+//! Server requests: the one seam for what a server asks of the client in the middle of its
+//! work: roots, elicitation and sampling. A handshake-era server sends them as requests of its
+//! own; a stateless-era server puts them in an `input_required` result's `inputRequests`. Both
+//! are answered here, by the same function, so the two eras cannot drift apart.
 //!
 //! `ping` and `roots/list` are answered here at once. Elicitation and sampling go to the front
 //! end's handler through [`super::ask`]; only when the runtime has no handler (the library's
