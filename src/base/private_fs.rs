@@ -315,11 +315,10 @@ pub fn new_session_file(base: &Path, prefix: &str, tail: &str) -> io::Result<(Pa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt as _;
 
     fn mode(p: &Path) -> u32 {
         std::fs::symlink_metadata(p)
-            .map(|m| m.permissions().mode() & 0o777)
+            .map(|m| pfs::mode_of(&m) & 0o777)
             .unwrap_or(0)
     }
 
@@ -331,7 +330,7 @@ mod tests {
         let outside = dir.join("outside.txt");
         std::fs::write(&outside, "keep").unwrap();
         let link = dir.join("a/b/link");
-        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        pfs::symlink(&outside, &link).unwrap();
         assert!(create_new(&link).is_err());
         assert!(open_append(&link).is_err());
         // Replacing the link swaps the link itself; the target stays.

@@ -17,7 +17,7 @@ use unix as imp;
 
 pub use imp::{
     create_dir, is_executable, is_symlink_refusal, mode_of, nofollow, nofollow_nonblocking,
-    nonblocking, owned_by_me, path_bytes, set_mode, with_mode,
+    nonblocking, owned_by_me, path_bytes, set_mode, symlink, with_mode,
 };
 
 /// Opens `path` with `opts` made to create with `mode` and never through a symlink
@@ -58,7 +58,7 @@ mod tests {
         assert!(open_to_others(&f.metadata().expect("meta")));
         assert!(!is_executable(&f.metadata().expect("meta")));
         let link = dir.join("link");
-        std::os::unix::fs::symlink(&file, &link).expect("symlink");
+        symlink(&file, &link).expect("symlink");
         let e = open_private(OpenOptions::new().append(true).create(true), 0o600, &link)
             .expect_err("through a symlink");
         assert!(is_symlink_refusal(&e), "{e}");

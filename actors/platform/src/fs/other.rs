@@ -58,3 +58,7 @@ pub fn path_bytes(path: &Path) -> Cow<'_, [u8]> {
         Cow::Owned(s) => Cow::Owned(s.into_bytes()),
     }
 }
+
+pub fn symlink(_target: impl AsRef<Path>, _link: impl AsRef<Path>) -> io::Result<()> {
+    Err(crate::not_available("a symlink"))
+}

@@ -68,3 +68,8 @@ pub fn path_bytes(path: &Path) -> Cow<'_, [u8]> {
     use std::os::unix::ffi::OsStrExt as _;
     Cow::Borrowed(path.as_os_str().as_bytes())
 }
+
+/// Makes `link` a symlink to `target`.
+pub fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) -> io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
