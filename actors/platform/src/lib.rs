@@ -65,7 +65,7 @@ pub(crate) fn not_available(what: &str) -> std::io::Error {
     )
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     #[test]
     fn an_io_error_reads_without_its_number() {

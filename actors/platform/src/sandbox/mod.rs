@@ -109,7 +109,7 @@ impl Drop for Scratch {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 
