@@ -95,6 +95,16 @@ pub fn live_descendants() -> Vec<i32> {
         .collect()
 }
 
+/// Our children still in the process table, zombies included: `(pid, zombie)`.
+pub fn children() -> Vec<(i32, bool)> {
+    let me = imp::me();
+    imp::all_processes()
+        .into_iter()
+        .filter(|p| p.ppid == me)
+        .map(|p| (p.pid, p.zombie))
+        .collect()
+}
+
 /// Reaps the zombies among our children that are not a registered group's leader (those belong
 /// to tokio) and, when `only` is given, are in it. Returns the pids reaped.
 fn reap_zombies(only: Option<&HashSet<i32>>) -> Vec<i32> {

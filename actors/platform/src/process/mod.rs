@@ -14,7 +14,10 @@ use other as imp;
 #[cfg(unix)]
 use unix as imp;
 
-pub use imp::{exit_signal, group_alive, new_group, output_pipe, signal_name, PipeReader};
+pub use imp::{
+    exit_signal, group_alive, new_group, open_fd_count, output_pipe, rss_kib, signal_name,
+    PipeReader,
+};
 
 /// What to tell a process or a group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -89,3 +89,22 @@ pub fn output_pipe() -> std::io::Result<(PipeReader, std::process::Stdio, std::p
     let err = out.try_clone()?;
     Ok((reader, out.into(), err.into()))
 }
+
+/// How many file descriptors this process has open (0 when the system does not say).
+pub fn open_fd_count() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// This process's resident set size, in KiB (0 when the system does not say).
+pub fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
