@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-pub use harness9_platform::sandbox::{kernel_abi, Prepared, Scratch, ABI_OVERRIDE_VAR, DEVICES};
+pub use harness9_platform::sandbox::{
+    kernel_abi, Prepared, Scratch, ABI_OVERRIDE_VAR, DEVICES, NET_ABI,
+};
 
 use crate::spec::SandboxSpec;
 

@@ -13,10 +13,8 @@ use landlock::{
     RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
 
-use super::{Rules, ABI_OVERRIDE_VAR, DEVICES};
+use super::{Rules, ABI_OVERRIDE_VAR, DEVICES, NET_ABI};
 
-/// The first Landlock ABI that restricts TCP (Linux 6.7).
-const NET_ABI: i32 = 4;
 /// The first Landlock ABI with scopes: signals, abstract unix sockets (Linux 6.12).
 const SCOPE_ABI: i32 = 6;
 

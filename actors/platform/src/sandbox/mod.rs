@@ -30,6 +30,10 @@ pub use imp::{kernel_abi, prepare, Prepared};
 /// fares on an older kernel; it never raises it.
 pub const ABI_OVERRIDE_VAR: &str = "HARNESS9_LANDLOCK_ABI";
 
+/// The first sandbox version ([`kernel_abi`]) that can keep a child off the network: Landlock
+/// ABI 4, which restricts TCP (Linux 6.7).
+pub const NET_ABI: i32 = 4;
+
 /// Device files a sandboxed child may write when they exist. Not `/dev/tty`: a server that
 /// writes the terminal would draw over the TUI, past its escape-sequence cleaning.
 pub const DEVICES: &[&str] = &[
