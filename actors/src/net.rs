@@ -69,10 +69,8 @@ fn extra_roots(path: &std::path::Path, roots: &mut rustls::RootCertStore) -> Res
 /// `n` bytes from the operating system's random source (PKCE verifiers, OAuth `state`,
 /// session ids).
 pub fn random(n: usize) -> Result<Vec<u8>, String> {
-    use std::io::Read as _;
     let mut buf = vec![0u8; n];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
+    harness9_platform::random_bytes(&mut buf)
         .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
     Ok(buf)
 }

@@ -1,5 +1,6 @@
-//! The system opener: a browser (`$BROWSER`, or the one given), else `open` on macOS or
-//! `xdg-open`, started detached: in a session of its own, which the exit sweep spares (a GUI
+//! The system opener: a browser (`$BROWSER`, or the one given), else the platform's opener
+//! (`xdg-open`, `open` on macOS), started detached through the platform seam
+//! (`harness9_platform::open`): in a session of its own, which the exit sweep spares (a GUI
 //! program it starts may outlive harness9). Tokio reaps it. Used by the OAuth login (the
 //! authorization URL) and the TUI (a file to edit, a URL the user said yes to).
 //!
@@ -12,7 +13,6 @@
 
 use std::ffi::OsStr;
 use std::net::IpAddr;
-use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 
 /// Whether `c` may not appear in a URL handed to a browser: controls (C0, DEL, C1, ESC),
@@ -105,37 +105,20 @@ fn open(target: &OsStr, browser: Option<&str>, use_browser_env: bool) -> Result<
             let mut words = b.split_whitespace().map(str::to_owned);
             (words.next().unwrap_or_default(), words.collect())
         }
-        None if cfg!(target_os = "macos") => ("open".to_owned(), Vec::new()),
-        None => ("xdg-open".to_owned(), Vec::new()),
+        None => (
+            harness9_platform::open::system_opener().to_owned(),
+            Vec::new(),
+        ),
     };
-    let mut cmd = std::process::Command::new(&program);
     let placeholder = args.iter().any(|a| a == "%s");
-    for a in &args {
-        if a == "%s" {
-            cmd.arg(target);
-        } else {
-            cmd.arg(a);
-        }
-    }
+    let mut argv: Vec<&OsStr> = args
+        .iter()
+        .map(|a| if a == "%s" { target } else { OsStr::new(a) })
+        .collect();
     if !placeholder {
-        cmd.arg(target);
+        argv.push(target);
     }
-    cmd.stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    // SAFETY: setsid is async-signal-safe and touches no memory.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    let child = tokio::process::Command::from(cmd)
-        .spawn()
-        .map_err(|e| format!("{program}: {e}"))?;
-    if let Some(pid) = child.id() {
-        crate::server::spare_session(pid as i32);
-    }
+    harness9_platform::open::spawn_detached(&program, &argv)?;
     Ok(program)
 }
 

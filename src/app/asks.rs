@@ -16,7 +16,7 @@ use harness9_actors::messages::InputRequest;
 use harness9_actors::protocol::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND};
 use harness9_actors::protocol::methods::{CreateMessage, Elicit, Request};
 use harness9_actors::server::ask::USER_REJECTED;
-use harness9_actors::server::input::{ElicitPolicy, InputCaps};
+use harness9_actors::server::server_requests::{ElicitPolicy, InputCaps};
 use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;

@@ -632,14 +632,13 @@ mod tests {
 
     #[test]
     fn a_saved_session_loads_exactly_and_lists() {
-        use std::os::unix::fs::PermissionsExt as _;
         let dir = std::env::temp_dir().join(format!("h9-sessions-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let mut f = SessionFile::create(&dir, Path::new("/work/p"), "m1").unwrap();
         let conv = conversation();
         f.append(&conv[..2]).unwrap();
         f.append(&conv[2..]).unwrap();
-        let mode = std::fs::metadata(f.path()).unwrap().permissions().mode();
+        let mode = harness9_platform::fs::mode_of(&std::fs::metadata(f.path()).unwrap());
         assert_eq!(mode & 0o777, 0o600);
         let got = load(&dir, &f.id).unwrap();
         assert_eq!(got.messages, conv);

@@ -77,7 +77,6 @@ mod tests {
 
     #[test]
     fn values_are_kept_privately_per_config_file_and_id() {
-        use std::os::unix::fs::PermissionsExt as _;
         let dir = std::env::temp_dir().join(format!("h9-inputs-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let store = dir.join("state/inputs.json");
@@ -89,7 +88,7 @@ mod tests {
         assert_eq!(get(&store, &a, "key").as_deref(), Some("s3cret2"));
         assert_eq!(get(&store, &b, "key").as_deref(), Some("other"));
         assert_eq!(get(&store, &a, "nope"), None);
-        let mode = std::fs::metadata(&store).unwrap().permissions().mode();
+        let mode = harness9_platform::fs::mode_of(&std::fs::metadata(&store).unwrap());
         assert_eq!(mode & 0o777, 0o600);
         // A broken file is an error when saving, nothing when reading.
         std::fs::write(&store, "{").unwrap();

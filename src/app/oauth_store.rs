@@ -142,7 +142,6 @@ mod tests {
 
     #[test]
     fn grants_are_kept_privately_per_server_and_issuer() {
-        use std::os::unix::fs::PermissionsExt as _;
         let dir = std::env::temp_dir().join(format!("h9-oauth-{}", std::process::id()));
         let path = dir.join("oauth.json");
         let s = FileStore::new(path.clone());
@@ -155,7 +154,7 @@ mod tests {
             "c"
         );
         assert!(s.client("http://h/mcp", "http://as3").is_none());
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        let mode = harness9_platform::fs::mode_of(&std::fs::metadata(&path).unwrap());
         assert_eq!(mode & 0o777, 0o600);
         assert!(s.forget("http://h/mcp").unwrap());
         assert!(!s.forget("http://h/mcp").unwrap());

@@ -132,7 +132,6 @@ fn change(file: &Path, root: &Path, f: impl FnOnce(&mut Vec<String>)) -> anyhow:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt as _;
 
     #[test]
     fn answers_are_kept_per_project_privately_and_a_broken_file_applies_nothing() {
@@ -146,7 +145,7 @@ mod tests {
         remember(&file, &a, "mcp__git__*").unwrap();
         remember(&file, &a, "mcp__git__*").unwrap();
         remember(&file, &a.join("sub"), "bash(cargo test:*)").unwrap();
-        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        let mode = harness9_platform::fs::mode_of(&std::fs::metadata(&file).unwrap()) & 0o777;
         assert_eq!(mode, 0o600);
         let texts = |root: &Path| {
             load(&file, root)
@@ -170,7 +169,7 @@ mod tests {
         std::fs::remove_file(&file).unwrap();
         let outside = dir.join("outside");
         std::fs::write(&outside, "keep").unwrap();
-        std::os::unix::fs::symlink(&outside, &file).unwrap();
+        harness9_platform::fs::symlink(&outside, &file).unwrap();
         let _ = remember(&file, &a, "x");
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep");
         let _ = std::fs::remove_dir_all(&dir);

@@ -8,7 +8,7 @@ use actix::prelude::*;
 use harness9_actors::messages::{
     InputRequest, ServerStatus, SetBuiltins, StatusChanged, StatusSnapshot, Subscribe,
 };
-use harness9_actors::server::input::InputCaps;
+use harness9_actors::server::server_requests::InputCaps;
 use harness9_actors::trace::WireTap;
 use harness9_actors::{RestartPolicy, ServerSpec, ServerSupervisor, ToolRegistry};
 use tokio::sync::watch;

@@ -75,7 +75,7 @@ pub struct SessionOptions {
     /// `--elicitation-answers FILE`: headless elicitations are answered from it.
     pub elicitation_answers: Option<PathBuf>,
     /// `--elicitation`: how a headless form is answered without an answers file.
-    pub elicitation: harness9_actors::server::input::ElicitPolicy,
+    pub elicitation: harness9_actors::server::server_requests::ElicitPolicy,
     /// `--sampling allow`: a headless server's sampling request goes to the model.
     pub sampling_allowed: bool,
     /// The settings files' runtime choices and the stores (defaults until `main` reads the

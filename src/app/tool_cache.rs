@@ -15,7 +15,6 @@
 
 use std::fs::OpenOptions;
 use std::io::Read as _;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
@@ -23,7 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use harness9_actors::protocol::types::{Implementation, ServerCapabilities, Tool};
 use harness9_actors::protocol::version::{Era, ProtocolVersion};
-use harness9_actors::server::input::InputCaps;
+use harness9_actors::server::server_requests::InputCaps;
 use harness9_actors::tool_cache::{CachedList, ToolListCache};
 use harness9_actors::{ServerSpec, TransportSpec};
 use serde::{Deserialize, Serialize};
@@ -128,7 +127,7 @@ pub fn key(spec: &ServerSpec, caps: InputCaps) -> String {
     let here = std::env::current_dir()
         .map(|d| d.display().to_string())
         .unwrap_or_default();
-    let info = harness9_actors::server::input::client_info();
+    let info = harness9_actors::server::server_requests::client_info();
     let whole = serde_json::json!({
         "format": FORMAT,
         "name": spec.name,
@@ -139,7 +138,7 @@ pub fn key(spec: &ServerSpec, caps: InputCaps) -> String {
         "roots": roots,
         // What we declare (roots, elicitation, sampling) can change what a server lists:
         // server-everything offers its sampling tool only to a client that declares sampling.
-        "capabilities": harness9_actors::server::input::client_capabilities(spec, caps),
+        "capabilities": harness9_actors::server::server_requests::client_capabilities(spec, caps),
         "client": [&info.name, &info.version],
     });
     let digest = Sha256::digest(whole.to_string().as_bytes());
@@ -220,17 +219,14 @@ pub fn is_fresh(list: &CachedList) -> bool {
 
 /// Reads a regular file of ours, not through a symlink, at most [`MAX_ENTRY_BYTES`].
 fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
+    let f =
+        harness9_platform::fs::nofollow_nonblocking(OpenOptions::new().read(true)).open(path)?;
     let meta = f.metadata()?;
     let refuse = |why: String| Err(std::io::Error::new(std::io::ErrorKind::InvalidData, why));
     if !meta.is_file() {
         return refuse("it is not a regular file".to_owned());
     }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if meta.uid() != unsafe { libc::geteuid() } {
+    if !harness9_platform::fs::owned_by_me(&meta) {
         return refuse("it is owned by another user".to_owned());
     }
     if meta.len() > MAX_ENTRY_BYTES {

@@ -7,12 +7,13 @@
 //! removed when the session ends ([`remove_session_dirs`]); what is written there is bounded
 //! per session ([`spill_cap`]).
 
-use std::fs::{DirBuilder, File, OpenOptions};
-use std::io::{self, Read as _, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+
+use harness9_platform::fs as pfs;
 
 /// The default of [`spill_cap`]: 1 GiB per session.
 pub const DEFAULT_SPILL_CAP: u64 = 1 << 30;
@@ -20,14 +21,8 @@ pub const DEFAULT_SPILL_CAP: u64 = 1 << 30;
 /// `n` random bytes as hex, from the kernel's generator.
 pub fn random_hex(n: usize) -> io::Result<String> {
     let mut buf = vec![0u8; n];
-    File::open("/dev/urandom")?.read_exact(&mut buf)?;
+    harness9_platform::random_bytes(&mut buf)?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Our effective user id.
-fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
 }
 
 /// Checks that `path` is a directory (not a symlink to one) owned by us and closed to others.
@@ -45,10 +40,10 @@ fn check_private_dir(path: &Path) -> io::Result<()> {
     if !meta.is_dir() {
         return refuse("is not a directory");
     }
-    if meta.uid() != euid() {
+    if !pfs::owned_by_me(&meta) {
         return refuse("is owned by another user");
     }
-    if meta.mode() & 0o077 != 0 {
+    if pfs::open_to_others(&meta) {
         return refuse("is open to other users (expected mode 0700)");
     }
     Ok(())
@@ -59,7 +54,7 @@ fn check_private_dir(path: &Path) -> io::Result<()> {
 /// directory of the user's (a symlink to one included: dotfile setups) is used as it is, never
 /// chmodded; the files in it are 0600.
 pub fn private_dir(path: &Path) -> io::Result<()> {
-    DirBuilder::new().recursive(true).mode(0o700).create(path)?;
+    pfs::create_dir(path, true, 0o700)?;
     let meta = std::fs::metadata(path)?;
     let refuse = |why: &str| {
         Err(io::Error::new(
@@ -70,11 +65,11 @@ pub fn private_dir(path: &Path) -> io::Result<()> {
     if !meta.is_dir() {
         return refuse("is not a directory");
     }
-    if meta.uid() != euid() {
+    if !pfs::owned_by_me(&meta) {
         return refuse("is owned by another user");
     }
     // Group-writable is fine: with user private groups (umask 002) the group is the user's.
-    if meta.mode() & 0o002 != 0 {
+    if pfs::mode_of(&meta) & 0o002 != 0 {
         return refuse("can be written by every user");
     }
     Ok(())
@@ -83,30 +78,20 @@ pub fn private_dir(path: &Path) -> io::Result<()> {
 /// Creates `path` as a new private file (0600): fails when anything (a file, a symlink) is
 /// already there; a symlink is never followed.
 pub fn create_new(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+    pfs::open_private(OpenOptions::new().write(true).create_new(true), 0o600, path)
 }
 
 /// Opens `path` to append, creating it private (0600); a symlink there is refused, and an
 /// existing file that is not ours or open to others is refused too (logs, histories).
 pub fn open_append(path: &Path) -> io::Result<File> {
-    let f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+    let f = pfs::open_private(OpenOptions::new().append(true).create(true), 0o600, path)
         .map_err(|e| symlink_refused(e, path, ""))?;
     ours_and_private(f, path)
 }
 
 /// `e`, or a clear refusal when it says `path` is a symlink (`O_NOFOLLOW`'s `ELOOP`).
 fn symlink_refused(e: io::Error, path: &Path, hint: &str) -> io::Error {
-    if e.raw_os_error() == Some(libc::ELOOP) {
+    if pfs::is_symlink_refusal(&e) {
         io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(
@@ -122,7 +107,7 @@ fn symlink_refused(e: io::Error, path: &Path, hint: &str) -> io::Error {
 /// `f`, opened at `path`, if it is a regular file of ours; made 0600 if others could read it.
 fn ours_and_private(f: File, path: &Path) -> io::Result<File> {
     let meta = f.metadata()?;
-    if meta.uid() != euid() || !meta.is_file() {
+    if !pfs::owned_by_me(&meta) || !meta.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(
@@ -131,9 +116,8 @@ fn ours_and_private(f: File, path: &Path) -> io::Result<File> {
             ),
         ));
     }
-    if meta.mode() & 0o077 != 0 {
-        use std::os::unix::fs::PermissionsExt as _;
-        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    if pfs::open_to_others(&meta) {
+        pfs::set_mode(&f, 0o600)?;
     }
     Ok(f)
 }
@@ -142,14 +126,12 @@ fn ours_and_private(f: File, path: &Path) -> io::Result<File> {
 /// symlink there is refused (it could send the file elsewhere), and so is a file that is not
 /// ours; an existing file of ours is made 0600.
 pub fn create_truncate(path: &Path) -> io::Result<File> {
-    let f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| symlink_refused(e, path, " (name the file itself)"))?;
+    let f = pfs::open_private(
+        OpenOptions::new().write(true).create(true).truncate(true),
+        0o600,
+        path,
+    )
+    .map_err(|e| symlink_refused(e, path, " (name the file itself)"))?;
     ours_and_private(f, path)
 }
 
@@ -169,7 +151,6 @@ pub fn replace_with(
     mode: u32,
     fill: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<()> {
-    use std::os::unix::fs::PermissionsExt as _;
     let dir = parent_of(path);
     let name = path
         .file_name()
@@ -179,7 +160,7 @@ pub fn replace_with(
     let mut f = create_new(&tmp)?;
     let written = (|| {
         if mode != 0o600 {
-            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+            pfs::set_mode(&f, mode)?;
         }
         fill(&mut f)?;
         f.sync_all()?;
@@ -203,7 +184,6 @@ pub fn write_private(path: &Path, body: &[u8]) -> io::Result<()> {
 /// [`replace_with`]), then a rename; its permissions kept when it existed
 /// (else 0644, as an editor makes a config file).
 pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt as _;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -212,7 +192,7 @@ pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
         private_dir(&dir)?;
     }
     let mode = std::fs::metadata(path)
-        .map(|m| m.permissions().mode() & 0o7777)
+        .map(|m| pfs::mode_of(&m) & 0o7777)
         .unwrap_or(0o644);
     replace_with(path, mode, |f| f.write_all(text.as_bytes()))
 }
@@ -250,7 +230,7 @@ pub fn session_dir(base: &Path) -> io::Result<PathBuf> {
         random_hex(8)?
     ));
     // Not recursive: fails if anything is already there.
-    DirBuilder::new().mode(0o700).create(&dir)?;
+    pfs::create_dir(&dir, false, 0o700)?;
     check_private_dir(&dir)?;
     dirs.push((base.to_path_buf(), dir.clone()));
     Ok(dir)
@@ -335,11 +315,10 @@ pub fn new_session_file(base: &Path, prefix: &str, tail: &str) -> io::Result<(Pa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt as _;
 
     fn mode(p: &Path) -> u32 {
         std::fs::symlink_metadata(p)
-            .map(|m| m.permissions().mode() & 0o777)
+            .map(|m| pfs::mode_of(&m) & 0o777)
             .unwrap_or(0)
     }
 
@@ -351,7 +330,7 @@ mod tests {
         let outside = dir.join("outside.txt");
         std::fs::write(&outside, "keep").unwrap();
         let link = dir.join("a/b/link");
-        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        pfs::symlink(&outside, &link).unwrap();
         assert!(create_new(&link).is_err());
         assert!(open_append(&link).is_err());
         // Replacing the link swaps the link itself; the target stays.

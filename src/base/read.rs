@@ -12,11 +12,8 @@ pub const MAX_TEXT_BYTES: u64 = 4 << 20;
 /// repository names or links to is an error, never a hang or a full memory.
 pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<String> {
     use std::io::{Error, ErrorKind, Read as _};
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
+    let file =
+        harness9_platform::fs::nonblocking(std::fs::OpenOptions::new().read(true)).open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(Error::new(

@@ -338,11 +338,11 @@ pub enum Elicitation {
 
 impl Elicitation {
     /// The runtime's policy for this choice.
-    pub fn policy(self) -> harness9_actors::server::input::ElicitPolicy {
+    pub fn policy(self) -> harness9_actors::server::server_requests::ElicitPolicy {
         match self {
-            Elicitation::Decline => harness9_actors::server::input::ElicitPolicy::Decline,
+            Elicitation::Decline => harness9_actors::server::server_requests::ElicitPolicy::Decline,
             Elicitation::AcceptDefaults => {
-                harness9_actors::server::input::ElicitPolicy::AcceptDefaults
+                harness9_actors::server::server_requests::ElicitPolicy::AcceptDefaults
             }
         }
     }

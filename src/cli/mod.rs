@@ -34,16 +34,8 @@ pub use mcp::run_mcp;
 /// Resolves on SIGINT, SIGTERM or SIGHUP (a closed terminal), so every exit path stops the
 /// children.
 pub async fn interrupted() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) else {
+    let Ok(mut signals) = harness9_platform::signal::StopSignals::new() else {
         return std::future::pending().await;
     };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-        _ = hup.recv() => {}
-    }
+    signals.recv().await;
 }

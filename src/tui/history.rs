@@ -82,9 +82,7 @@ mod tests {
             .expect("open");
         f.write_all(b"not json\n").expect("write");
         assert_eq!(load(&path), vec!["first", "two\nlines", "third \"quoted\""]);
-        let mode = std::os::unix::fs::PermissionsExt::mode(
-            &std::fs::metadata(&path).expect("metadata").permissions(),
-        );
+        let mode = harness9_platform::fs::mode_of(&std::fs::metadata(&path).expect("metadata"));
         assert_eq!(mode & 0o777, 0o600);
 
         let many: Vec<String> = (0..2 * KEEP + 5).map(|i| format!("line {i}")).collect();

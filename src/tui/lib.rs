@@ -240,19 +240,14 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
 
 /// Resolves on SIGTERM or SIGHUP, or on SIGINT while no editor runs; asks the TUI to quit first.
 async fn signalled(tui: &Addr<Tui>) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-        signal(SignalKind::interrupt()),
-    ) else {
+    use harness9_platform::signal::{Stop, StopSignals};
+    let Ok(mut signals) = StopSignals::new() else {
         return std::future::pending().await;
     };
     loop {
-        tokio::select! {
-            _ = term.recv() => break,
-            _ = hup.recv() => break,
-            _ = int.recv() => {
+        match signals.recv().await {
+            Stop::Terminate | Stop::Hangup => break,
+            Stop::Interrupt => {
                 if !EDITOR_RUNNING.load(Ordering::SeqCst) {
                     break;
                 }

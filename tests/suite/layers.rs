@@ -5,7 +5,8 @@
 use std::process::Command;
 
 /// From the bottom up; each crate may use any crate before it in this list, none after it.
-const LAYERS: [&str; 6] = [
+const LAYERS: [&str; 7] = [
+    "harness9-platform",
     "harness9-actors",
     "harness9-base",
     "harness9-agent",

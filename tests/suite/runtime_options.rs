@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use harness9::app::Runtime;
-use harness9_actors::server::input::InputCaps;
+use harness9_actors::server::server_requests::InputCaps;
 use harness9_actors::trace::{tap_channel, Direction, WireRecord};
 use serde_json::Value;
 

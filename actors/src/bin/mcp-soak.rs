@@ -18,6 +18,7 @@ use actix::prelude::*;
 use harness9_actors::messages::{ServerStatus, ShutdownAll, Subscribe};
 use harness9_actors::supervisor::StatusForward;
 use harness9_actors::{CallError, RestartPolicy, ServerSpec, ServerSupervisor, ToolRegistry};
+use harness9_platform::process::{open_fd_count as fd_count, rss_kib};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
@@ -73,42 +74,9 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// Open file descriptors of this process.
-fn fd_count() -> usize {
-    std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count())
-        .unwrap_or(0)
-}
-
-/// Resident set size of this process, in KiB.
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-/// Children of this process still in the process table: `(pid, state)`; `Z` is a zombie.
-fn children() -> Vec<(u32, char)> {
-    let me = std::process::id();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| {
-        let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let mut f = rest.split_whitespace();
-        let state = f.next()?.chars().next()?;
-        let ppid: u32 = f.next()?.parse().ok()?;
-        (ppid == me).then_some((pid, state))
-    })
-    .collect()
+/// Children of this process still in the process table: `(pid, zombie)`.
+fn children() -> Vec<(i32, bool)> {
+    harness9_platform::descendants::children()
 }
 
 /// Waits (bounded) for `Connected` with a pid other than `old`; returns the new pid.
@@ -282,8 +250,7 @@ async fn soak(a: &Args) -> Result<Value, String> {
         let Ok(target) = i32::try_from(pid) else {
             return Err(format!("pid {pid} out of range"));
         };
-        // SAFETY: kill has no memory-safety preconditions; the pid is our own live child.
-        unsafe { libc::kill(target, libc::SIGKILL) };
+        harness9_platform::process::signal(target, harness9_platform::process::Signal::Kill);
         pid = connected(&mut status, Some(pid))
             .await
             .map_err(|e| format!("after kill {}: {e}", k + 1))?;
@@ -342,7 +309,7 @@ async fn soak(a: &Args) -> Result<Value, String> {
         "rss_kib": {"start": rss_start, "before": rss_before, "after": rss_after, "after_shutdown": rss_kib()},
         "children_while_connected": children_connected,
         "children_left_after_shutdown": left.len(),
-        "zombies_left": left.iter().filter(|(_, s)| *s == 'Z').count(),
+        "zombies_left": left.iter().filter(|(_, zombie)| *zombie).count(),
         "live_process_groups_after_shutdown": harness9_actors::server::live_group_count(),
     }))
 }

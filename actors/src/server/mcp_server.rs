@@ -26,7 +26,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::process::{signal_group, unregister_group};
+use super::process::{signal_group, unregister_group, Signal};
 use super::transport::{Process, Writer};
 use crate::messages::{
     ConnectionInfo, InputRequest, ProgressSink, ServerEvent, ServerEventKind, Shutdown,
@@ -139,9 +139,9 @@ impl McpServer {
         };
         let kind = spec.transport.kind();
         let client = Arc::new(ClientSide {
-            capabilities: super::input::client_capabilities(
+            capabilities: super::server_requests::client_capabilities(
                 &spec,
-                super::input::InputCaps::default(),
+                super::server_requests::InputCaps::default(),
             ),
             log_level: spec.log_level.clone(),
         });
@@ -199,12 +199,12 @@ impl McpServer {
     pub fn with_input(
         mut self,
         input: Option<Recipient<InputRequest>>,
-        caps: super::input::InputCaps,
+        caps: super::server_requests::InputCaps,
     ) -> Self {
         self.input = input;
         self.answerer = None;
         self.client = Arc::new(ClientSide {
-            capabilities: super::input::client_capabilities(&self.spec, caps),
+            capabilities: super::server_requests::client_capabilities(&self.spec, caps),
             log_level: self.spec.log_level.clone(),
         });
         self
@@ -317,7 +317,7 @@ impl McpServer {
         self.closing = true;
         self.writer = None;
         if let Some(pgid) = self.live_group() {
-            signal_group(pgid, libc::SIGKILL);
+            signal_group(pgid, Signal::Kill);
         } else {
             ctx.stop();
         }
@@ -364,7 +364,7 @@ impl Actor for McpServer {
         // Only a child that was spawned and has not exited: a pgid of 0 (HTTP, or a failed
         // spawn) would signal our own process group.
         if let Some(pgid) = self.live_group() {
-            signal_group(pgid, libc::SIGKILL);
+            signal_group(pgid, Signal::Kill);
             unregister_group(pgid);
         }
         self.events.do_send(ServerEvent {
@@ -439,11 +439,11 @@ impl Handler<Shutdown> for McpServer {
                 return;
             }
             tracing::debug!(target: "mcp", server = %act.name, "still running after stdin closed; SIGTERM");
-            signal_group(pgid, libc::SIGTERM);
+            signal_group(pgid, Signal::Term);
             ctx.run_later(grace, move |act, _| {
                 if !act.exited() {
                     tracing::debug!(target: "mcp", server = %act.name, "still running after SIGTERM; SIGKILL");
-                    signal_group(pgid, libc::SIGKILL);
+                    signal_group(pgid, Signal::Kill);
                 }
             });
         });

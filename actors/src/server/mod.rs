@@ -1,14 +1,13 @@
 //! One actor per MCP server: it owns its child process (or HTTP client) and its pending map.
 
-mod descendants;
 mod http_io;
-pub mod input;
 mod mcp_server;
 mod process;
 pub mod sandbox;
+pub mod server_requests;
 mod transport;
 
-pub use descendants::{
+pub use harness9_platform::descendants::{
     become_subreaper, end_descendants, live_descendants, spare_session, spawn_orphan_reaper,
     REAP_PERIOD,
 };

@@ -45,7 +45,9 @@ const SHUTDOWN_BOUND: Duration = Duration::from_secs(10);
 /// Retry period for subscribers whose mailbox was full.
 const COALESCE_RETRY: Duration = Duration::from_millis(25);
 
-struct Entry {
+/// One configured server under supervision: its spec, its status, the generation and address
+/// of its current actor, its restart history and timer, and the calls waiting for it.
+struct Managed {
     spec: Arc<ServerSpec>,
     status: ServerStatus,
     generation: u64,
@@ -62,9 +64,9 @@ struct Entry {
     cache_written: Option<std::time::SystemTime>,
 }
 
-impl Entry {
+impl Managed {
     fn new(spec: ServerSpec, now: Instant) -> Self {
-        Entry {
+        Managed {
             spec: Arc::new(spec),
             status: ServerStatus::Starting { since: now },
             generation: 0,
@@ -86,7 +88,7 @@ struct Subscriber {
 
 /// Supervises every configured server.
 pub struct ServerSupervisor {
-    entries: BTreeMap<String, Entry>,
+    entries: BTreeMap<String, Managed>,
     registry: Addr<ToolRegistry>,
     policy: RestartPolicy,
     tap: Option<WireTap>,
@@ -102,7 +104,7 @@ pub struct ServerSupervisor {
     /// Given to every server actor: where its elicitation and sampling requests go.
     input: Option<Recipient<crate::messages::InputRequest>>,
     /// What that front end can answer: declared to every server.
-    input_caps: crate::server::input::InputCaps,
+    input_caps: crate::server::server_requests::InputCaps,
     /// The tool-list cache and how servers with an entry start.
     cache: Option<CacheUse>,
 }
@@ -125,7 +127,7 @@ impl ServerSupervisor {
         let now = Instant::now();
         let entries = specs
             .into_iter()
-            .map(|s| (s.name.clone(), Entry::new(s, now)))
+            .map(|s| (s.name.clone(), Managed::new(s, now)))
             .collect();
         Self {
             entries,
@@ -163,7 +165,7 @@ impl ServerSupervisor {
     pub fn with_input(
         mut self,
         input: Option<Recipient<crate::messages::InputRequest>>,
-        caps: crate::server::input::InputCaps,
+        caps: crate::server::server_requests::InputCaps,
     ) -> Self {
         self.input = input;
         self.input_caps = caps;

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use actix::prelude::*;
 
-use super::{Entry, ServerSupervisor};
+use super::{Managed, ServerSupervisor};
 
 use crate::messages::{Reconcile, ReconcileReport, ServerGone, SetRoots, Shutdown};
 
@@ -67,7 +67,7 @@ impl Handler<Reconcile> for ServerSupervisor {
                 }
                 None => {
                     self.entries
-                        .insert(name.clone(), Entry::new(spec, Instant::now()));
+                        .insert(name.clone(), Managed::new(spec, Instant::now()));
                     self.begin(&name, ctx);
                     report.added.push(name);
                 }

@@ -3,6 +3,8 @@
 
 use super::*;
 
+use harness9_platform::process::Signal;
+
 /// A registered process group: killed (SIGKILL) and forgotten when dropped, which sweeps any
 /// background process the command left and covers a dropped call future.
 pub(super) struct Group(i32);
@@ -13,20 +15,16 @@ impl Group {
         Self(pgid)
     }
 
-    pub(super) fn signal(&self, sig: i32) {
-        if self.0 > 1 {
-            // SAFETY: killpg has no memory-safety preconditions; pgid > 1 never targets init or
-            // our own group (the child was started with process_group(0)).
-            unsafe {
-                libc::killpg(self.0, sig);
-            }
-        }
+    /// A `pgid` of 1 or less (init, our own group) is never signalled (the child was started
+    /// in a group of its own).
+    pub(super) fn signal(&self, sig: Signal) {
+        harness9_platform::process::signal_group(self.0, sig);
     }
 }
 
 impl Drop for Group {
     fn drop(&mut self) {
-        self.signal(libc::SIGKILL);
+        self.signal(Signal::Kill);
         unregister_group(self.0);
     }
 }
@@ -90,18 +88,16 @@ pub(super) async fn run_bash(
             }))
         }
     };
-    let (writer, mut reader) = tokio::net::unix::pipe::pipe()?;
-    let out = writer.into_blocking_fd()?;
-    let err = out.try_clone()?;
+    let (mut reader, out, err) = harness9_platform::process::output_pipe()?;
     let mut cmd = tokio::process::Command::new("bash");
     cmd.arg("-c")
         .arg(command)
         .current_dir(&sh.root)
         .stdin(Stdio::null())
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err))
-        .kill_on_drop(true)
-        .process_group(0);
+        .stdout(out)
+        .stderr(err)
+        .kill_on_drop(true);
+    harness9_platform::process::new_group(&mut cmd);
     if let Some(c) = &confined {
         cmd.env("TMPDIR", c.scratch.path());
         // `c` (the ruleset's fd, the filter's memory) outlives the spawn below.
@@ -155,21 +151,21 @@ pub(super) async fn run_bash(
 
     let reply = match end {
         End::Cancelled => {
-            group.signal(libc::SIGKILL);
+            group.signal(Signal::Kill);
             let _ = tokio::time::timeout(BASH_KILL_GRACE, child.wait()).await;
             drop(group);
             tracing::debug!(target: "builtin", pid = pgid, "bash cancelled");
             return Ok(Err(cancelled("bash")));
         }
         End::TimedOut => {
-            group.signal(libc::SIGTERM);
+            group.signal(Signal::Term);
             if tokio::time::timeout(BASH_KILL_GRACE, child.wait())
                 .await
                 .is_err()
             {
                 tracing::debug!(target: "builtin", pid = pgid, "bash ignored SIGTERM");
             }
-            group.signal(libc::SIGKILL);
+            group.signal(Signal::Kill);
             let _ = tokio::time::timeout(BASH_KILL_GRACE, child.wait()).await;
             drain(&mut reader, &mut buf, &mut output, !eof).await;
             let mut text = output.render();
@@ -186,7 +182,7 @@ pub(super) async fn run_bash(
             }
         }
         End::WaitFailed(e) => {
-            group.signal(libc::SIGKILL);
+            group.signal(Signal::Kill);
             let mut text = output.render();
             end_line(&mut text);
             let _ = write!(
@@ -229,7 +225,7 @@ pub(super) async fn run_bash(
 
 /// Reads what is left in the pipe for a moment after the group was killed.
 pub(super) async fn drain(
-    reader: &mut tokio::net::unix::pipe::Receiver,
+    reader: &mut harness9_platform::process::PipeReader,
     buf: &mut [u8],
     output: &mut CappedOutput,
     open: bool,
@@ -256,12 +252,11 @@ pub(super) fn end_line(text: &mut String) {
 
 /// `exit code 2`, `killed by signal 9 (SIGKILL)`.
 pub(super) fn describe_exit(status: &ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
     if let Some(code) = status.code() {
         return format!("exit code {code}");
     }
-    match status.signal() {
-        Some(sig) => match harness9_actors::server::signal_name(sig) {
+    match harness9_platform::process::exit_signal(status) {
+        Some(sig) => match harness9_platform::process::signal_name(sig) {
             Some(name) => format!("killed by signal {sig} ({name})"),
             None => format!("killed by signal {sig}"),
         },

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use harness9_actors::server::sandbox::{kernel_abi, prepare, Prepared, Scratch};
+use harness9_actors::server::sandbox::{kernel_abi, prepare, Prepared, Scratch, NET_ABI};
 use harness9_actors::SandboxSpec;
 use serde::Deserialize;
 
@@ -45,9 +45,6 @@ impl ShellSandbox {
         }
     }
 }
-
-/// The first Landlock ABI that restricts TCP (Linux 6.7).
-const NET_ABI: i32 = 4;
 
 /// A ruleset ready for one `bash` run and its private temp dir (removed when dropped).
 pub(super) struct Confined {

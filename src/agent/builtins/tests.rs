@@ -64,23 +64,7 @@ async fn call(addr: &Addr<Builtins>, name: &str, args: Value) -> (String, bool) 
 
 /// Whether any process of group `pgid` is alive (zombies waiting for a reaper don't count).
 fn group_alive(pgid: i32) -> bool {
-    // SAFETY: kill with signal 0 only checks for existence.
-    if unsafe { libc::kill(-pgid, 0) } != 0 {
-        return false;
-    }
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return true;
-    };
-    procs.filter_map(Result::ok).any(|e| {
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            return false;
-        };
-        let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
-            return false;
-        };
-        let fields: Vec<&str> = after.split(' ').collect();
-        fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string()
-    })
+    harness9_platform::process::group_alive(pgid)
 }
 
 /// Waits (bounded) for group `pgid` to be gone.

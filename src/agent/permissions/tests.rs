@@ -340,7 +340,7 @@ fn deny_path_rules_follow_symlinks_and_cover_every_read_tool() {
     let secret = dir.join("home/.ssh");
     std::fs::create_dir_all(&secret).unwrap();
     std::fs::create_dir_all(dir.join("p")).unwrap();
-    std::os::unix::fs::symlink(&secret, dir.join("p/link")).unwrap();
+    harness9_platform::fs::symlink(&secret, dir.join("p/link")).unwrap();
     let place = Place {
         root: dir.join("p"),
         home: Some(dir.join("home")),

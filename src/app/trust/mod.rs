@@ -77,10 +77,8 @@ pub fn resolved_cwd(cwd: Option<&Path>) -> PathBuf {
 /// relative to `cwd`, a bare name looked up in `PATH` (the entry's own `PATH` when its env
 /// sets one, as the spawn does); `None` when nothing executable is found.
 pub fn resolved_program(command: &str, env: &[(String, String)], cwd: &Path) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let executable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
+    let executable =
+        |p: &Path| std::fs::metadata(p).is_ok_and(|m| harness9_platform::fs::is_executable(&m));
     if command.is_empty() {
         return None;
     }
@@ -563,7 +561,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("granted/sub")).expect("mkdir");
         std::fs::create_dir_all(dir.join("other")).expect("mkdir");
-        std::os::unix::fs::symlink(dir.join("granted"), dir.join("link")).expect("symlink");
+        harness9_platform::fs::symlink(dir.join("granted"), dir.join("link")).expect("symlink");
         let grants = vec![("s".to_owned(), resolved(&dir.join("link")))];
         assert_eq!(
             writable_by_sandbox(&dir.join("granted/sub/mcp.json"), &grants),
@@ -584,7 +582,7 @@ mod tests {
             Some("s")
         );
         // A link in a granted folder is covered wherever it points (it can be re-pointed).
-        std::os::unix::fs::symlink(dir.join("other/mcp.json"), dir.join("granted/cfg.json"))
+        harness9_platform::fs::symlink(dir.join("other/mcp.json"), dir.join("granted/cfg.json"))
             .expect("symlink");
         assert_eq!(
             writable_by_sandbox(&dir.join("granted/cfg.json"), &grants),
@@ -641,9 +639,7 @@ mod tests {
         let mut limits = spec.clone();
         limits.tool_timeout = std::time::Duration::from_secs(1);
         assert_eq!(fp(&spec), fp(&limits));
-        let mode = std::os::unix::fs::PermissionsExt::mode(
-            &std::fs::metadata(&path).expect("metadata").permissions(),
-        );
+        let mode = harness9_platform::fs::mode_of(&std::fs::metadata(&path).expect("metadata"));
         assert_eq!(mode & 0o777, 0o600);
         std::fs::write(&path, "not json").expect("write");
         let e = Approvals::load(&path).expect_err("invalid");
@@ -706,8 +702,8 @@ mod tests {
         std::fs::create_dir_all(dir.join("bin")).expect("dir");
         let prog = dir.join("bin/tool");
         std::fs::write(&prog, "#!/bin/sh\n").expect("write");
-        let exec = std::os::unix::fs::PermissionsExt::from_mode(0o755);
-        std::fs::set_permissions(&prog, exec).expect("chmod");
+        let file = std::fs::File::open(&prog).expect("open");
+        harness9_platform::fs::set_mode(&file, 0o755).expect("chmod");
         let real = std::fs::canonicalize(&prog).expect("canonical");
         assert_eq!(
             resolved_program("./bin/tool", &[], &dir),

@@ -93,11 +93,10 @@ pub(super) fn spawn_opener(path: &std::path::Path) -> Result<String, String> {
 
 /// Whether `program` is an executable file in a directory of `$PATH`.
 pub(super) fn on_path(program: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
     std::env::var_os("PATH").is_some_and(|p| {
         std::env::split_paths(&p).any(|d| {
             std::fs::metadata(d.join(program))
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                .is_ok_and(|m| harness9_platform::fs::is_executable(&m))
         })
     })
 }

@@ -1,10 +1,10 @@
-//! The asynchronous half of the input seam: a server's `elicitation/create` and
+//! The asynchronous half of the server-requests seam: a server's `elicitation/create` and
 //! `sampling/createMessage` go to the front end's handler (an [`InputRequest`] recipient the
 //! runtime gives every [`McpServer`](super::McpServer)) and their answers come back on a
 //! oneshot, awaited in a spawned future so the actor's mailbox never waits on a person. Both
 //! eras come through here: a handshake-era request (`incoming.rs`) and a stateless
 //! `input_required` round (`tool_call.rs`). Every wait is bounded ([`ASK_TIMEOUT`], and a
-//! call's own deadline); without a handler the synchronous policy of [`crate::server::input`] answers.
+//! call's own deadline); without a handler the synchronous policy of [`crate::server::server_requests`] answers.
 
 use std::cell::Cell;
 use std::path::Path;
@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 use crate::messages::InputRequest;
 use crate::protocol::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 use crate::protocol::methods::{CreateMessage, Elicit, Request};
-use crate::server::input;
+use crate::server::server_requests;
 
 /// The longest a server's question waits for its answer (a person filling a form).
 pub const ASK_TIMEOUT: Duration = Duration::from_secs(600);
@@ -105,7 +105,7 @@ fn unanswered(method: &str, why: &str) -> Result<Value, ErrorObject> {
 }
 
 /// Asks `handler` and waits at most `bound` for its answer; without a handler, answers by the
-/// synchronous policy ([`input::answer`]). A full handler mailbox is an error at once.
+/// synchronous policy ([`server_requests::answer`]). A full handler mailbox is an error at once.
 pub(crate) async fn ask(
     handler: Option<Recipient<InputRequest>>,
     server: String,
@@ -116,7 +116,7 @@ pub(crate) async fn ask(
 ) -> Result<Value, ErrorObject> {
     let Some(handler) = handler else {
         // Only elicitation and sampling come here: the roots are not asked for.
-        return input::answer(&method, params.as_ref(), &crate::spec::Roots::Off, cwd);
+        return server_requests::answer(&method, params.as_ref(), &crate::spec::Roots::Off, cwd);
     };
     let (reply, rx) = oneshot::channel();
     let req = InputRequest {

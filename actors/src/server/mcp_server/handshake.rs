@@ -22,7 +22,7 @@ use crate::protocol::jsonrpc::UNSUPPORTED_PROTOCOL_VERSION;
 use crate::protocol::methods::{Discover, Initialize, Initialized, ListTools, Request};
 use crate::protocol::types::{InitializeParams, InitializeResult, Page, PaginatedParams, Tool};
 use crate::protocol::version::{negotiate, Era, ProtocolVersion, LATEST, MODERN};
-use crate::server::input;
+use crate::server::server_requests;
 
 /// What connecting yields: the server's initialize result (or the stateless era's discovery
 /// result in its shape), the era the connection speaks, and its first tool list.
@@ -363,7 +363,7 @@ async fn initialize(
     let params = InitializeParams {
         protocol_version: offer.as_str(),
         capabilities: &client.capabilities,
-        client_info: input::client_info(),
+        client_info: server_requests::client_info(),
     };
     let rpc = Rpc::new::<Initialize>(Some(&params), None)
         .map_err(|e| InitFailed::Other(e.to_string()))?;

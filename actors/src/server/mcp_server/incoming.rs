@@ -1,5 +1,5 @@
 //! What a server sends: replies routed to their pending request (the fast path first), the
-//! server's own requests answered through the input seam (`ping` and `roots/list` at once;
+//! server's own requests answered through the server-requests seam (`ping` and `roots/list` at once;
 //! elicitation and sampling asked of the front end in a spawned future, withdrawn on the
 //! server's `notifications/cancelled`; else an error), notifications
 //! (list_changed starts a bounded re-list, progress goes to the call's sink, logging to
@@ -23,7 +23,7 @@ use crate::protocol::methods::{
     Cancelled, LoggingMessage, Notification, Progress, PromptListChanged, ResourceListChanged,
     ResourceUpdated, SubscriptionsAcknowledged, ToolListChanged,
 };
-use crate::server::input;
+use crate::server::server_requests;
 use crate::trace::Direction;
 
 /// The most of one log line a notice carries (the wire trace keeps it whole).
@@ -93,10 +93,12 @@ impl McpServer {
                     self.ask(id, method, params, ctx);
                     return;
                 }
-                let reply = match input::answer(&method, params.as_ref(), &self.roots, &self.cwd) {
-                    Ok(result) => jsonrpc::result_line(&id, &result),
-                    Err(e) => jsonrpc::error_line(&id, &e),
-                };
+                let reply =
+                    match server_requests::answer(&method, params.as_ref(), &self.roots, &self.cwd)
+                    {
+                        Ok(result) => jsonrpc::result_line(&id, &result),
+                        Err(e) => jsonrpc::error_line(&id, &e),
+                    };
                 self.write(reply, Some(id), &method);
             }
             Incoming::Notification { method, params } => {

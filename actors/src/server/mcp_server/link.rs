@@ -11,7 +11,7 @@ use actix::prelude::*;
 
 use super::{McpServer, ReplyError};
 use crate::protocol::jsonrpc::RequestId;
-use crate::server::process::{signal_group, unregister_group};
+use crate::server::process::{signal_group, unregister_group, Signal};
 use crate::server::transport::{self, HttpStatus, TransportEvent, TransportFailed};
 use crate::trace::{Direction, HttpExchange, WireRecord};
 
@@ -161,7 +161,7 @@ impl McpServer {
         tracing::info!(target: "mcp", server = %self.name, "process {status}");
         if let Some(p) = &mut self.process {
             // The leader is reaped; sweep anything it left in its group.
-            signal_group(p.pgid, libc::SIGKILL);
+            signal_group(p.pgid, Signal::Kill);
             unregister_group(p.pgid);
             // Its scratch directory goes with it (its group is gone, nothing writes there now).
             p.scratch = None;
@@ -193,10 +193,10 @@ impl McpServer {
             act.exit_reason
                 .get_or_insert_with(|| "closed its stdout but kept running".to_owned());
             act.fail_all("closed its stdout");
-            signal_group(pgid, libc::SIGTERM);
+            signal_group(pgid, Signal::Term);
             ctx.run_later(grace, move |act, _| {
                 if !act.exited() {
-                    signal_group(pgid, libc::SIGKILL);
+                    signal_group(pgid, Signal::Kill);
                 }
             });
         });

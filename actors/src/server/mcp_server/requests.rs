@@ -16,7 +16,7 @@ use crate::protocol::jsonrpc::{self, ErrorObject, LineError, RequestId};
 use crate::protocol::methods::{Cancelled, Discover, Initialize, Notification, Request};
 use crate::protocol::types::{CancelledParams, StatelessMeta};
 use crate::protocol::version::{Era, ProtocolVersion};
-use crate::server::input;
+use crate::server::server_requests;
 use crate::server::transport::{Outgoing, Writer, WRITE_QUEUE};
 use crate::trace::Direction;
 
@@ -117,7 +117,7 @@ impl ClientSide {
             progress_token,
             version: version.as_str(),
             capabilities: &self.capabilities,
-            info: input::client_info(),
+            info: server_requests::client_info(),
             log_level: self.log_level.as_deref(),
         }
     }

@@ -2,7 +2,7 @@
 //! write queue and for the reply within the call's timeout, or its cancellation; a call that
 //! ends early (timeout, cancel, the caller gone) tells the server with `notifications/cancelled`.
 //! In the stateless era a result may be `input_required`: its `inputRequests` are answered
-//! through the input seam (elicitation and sampling by the front end's handler, as in the
+//! through the server-requests seam (elicitation and sampling by the front end's handler, as in the
 //! handshake era, within the call's timeout) and the call is sent again under a new id with `inputResponses` and
 //! the exact `requestState` (never carried into any other call), within the same timeout.
 //! A `-32042` error (URL elicitation required) has its pages asked through the same seam, and
@@ -29,7 +29,7 @@ use crate::protocol::methods::{CallTool, Elicit, Request};
 use crate::protocol::types::{
     CallParams, CallToolParams, CallToolResult, ContentBlock, RequestMeta, StatelessCallParams,
 };
-use crate::server::input;
+use crate::server::server_requests;
 
 /// How many `input_required` rounds one call may take before it is given up.
 const MAX_INPUT_ROUNDS: usize = 8;
@@ -108,7 +108,7 @@ async fn answers(interim: Interim, by: &Answerer) -> Map<String, Value> {
             )
             .await
         } else {
-            input::answer(method, req.get("params"), &by.roots, &by.cwd)
+            server_requests::answer(method, req.get("params"), &by.roots, &by.cwd)
         };
         if let Ok(v) = answer {
             responses.insert(key, v);

@@ -104,8 +104,8 @@ pub(in crate::server) fn spawn(spec: &ServerSpec) -> Result<Spawned, String> {
         .stdin(Piped::piped())
         .stdout(Piped::piped())
         .stderr(Piped::piped())
-        .kill_on_drop(true)
-        .process_group(0);
+        .kill_on_drop(true);
+    harness9_platform::process::new_group(&mut cmd);
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }

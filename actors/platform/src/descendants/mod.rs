@@ -1,19 +1,31 @@
 //! No child outlives harness9, daemons included. harness9 is a child subreaper, so a process
 //! that a server double-forks away (`setsid`, parent exits) is reparented to harness9 instead of
-//! init. At shutdown [`end_descendants`] finds every process whose parent chain leads to us
-//! (in `/proc`), sends SIGTERM, then SIGKILL after a short grace, and reaps those that are our
-//! children. [`spawn_orphan_reaper`] reaps orphans that exit during a long session.
+//! init. At shutdown [`end_descendants`] finds every process whose parent chain leads to us,
+//! sends SIGTERM, then SIGKILL after a short grace, and reaps those that are our children.
+//! [`spawn_orphan_reaper`] reaps orphans that exit during a long session.
 //!
 //! tokio owns the exit status of every child it spawned (servers, bash, the editor), so nothing
-//! here calls `waitpid(-1)`: only given pids are reaped, never a registered group's leader, and
+//! here waits for any child: only given pids are reaped, never a registered group's leader, and
 //! the periodic reaper takes only zombies that stayed unreaped for a whole period (tokio reaps
 //! its own children within milliseconds of SIGCHLD).
+//!
+//! The tree walk is the same everywhere; what lists processes (`/proc` on Linux), makes us a
+//! subreaper and reaps one pid is in the target's file.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::time::{Duration, Instant};
 
-use super::process::registered_groups;
+use crate::process::{registered_groups, signal, Signal};
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(not(target_os = "linux"))]
+mod other;
+#[cfg(target_os = "linux")]
+use linux as imp;
+#[cfg(not(target_os = "linux"))]
+use other as imp;
 
 /// How often the periodic reaper looks for orphan zombies.
 pub const REAP_PERIOD: Duration = Duration::from_secs(5);
@@ -23,14 +35,10 @@ const KILL_WAIT: Duration = Duration::from_secs(1);
 
 /// Makes this process a child subreaper: orphaned descendants are reparented to it.
 pub fn become_subreaper() -> io::Result<()> {
-    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) has no memory-safety preconditions.
-    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    imp::become_subreaper()
 }
 
-/// One line of `/proc/PID/stat`.
+/// One process as the system lists it.
 #[derive(Debug, Clone, Copy)]
 struct Proc {
     pid: i32,
@@ -51,38 +59,6 @@ pub fn spare_session(sid: i32) {
     if let Ok(mut s) = spared().lock() {
         s.insert(sid);
     }
-}
-
-fn read_stat(pid: i32) -> Option<Proc> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // `pid (comm) S ppid ...`; comm may hold spaces and parentheses: cut after the last `)`.
-    let rest = &text[text.rfind(')')? + 1..];
-    let mut fields = rest.split_ascii_whitespace();
-    let state = fields.next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    let _pgrp = fields.next()?;
-    let session = fields.next()?.parse().ok()?;
-    Some(Proc {
-        pid,
-        ppid,
-        session,
-        zombie: state == "Z" || state == "X",
-    })
-}
-
-fn all_processes() -> Vec<Proc> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(read_stat)
-        .collect()
-}
-
-fn me() -> i32 {
-    // SAFETY: getpid has no preconditions.
-    unsafe { libc::getpid() }
 }
 
 /// Every process whose parent chain leads to `root`, zombies included, except those of a
@@ -112,29 +88,37 @@ fn descendants_of(root: i32, procs: &[Proc]) -> Vec<Proc> {
 
 /// The pids of every live (not zombie) descendant of this process.
 pub fn live_descendants() -> Vec<i32> {
-    descendants_of(me(), &all_processes())
+    descendants_of(imp::me(), &imp::all_processes())
         .into_iter()
         .filter(|p| !p.zombie)
         .map(|p| p.pid)
         .collect()
 }
 
+/// Our children still in the process table, zombies included: `(pid, zombie)`.
+pub fn children() -> Vec<(i32, bool)> {
+    let me = imp::me();
+    imp::all_processes()
+        .into_iter()
+        .filter(|p| p.ppid == me)
+        .map(|p| (p.pid, p.zombie))
+        .collect()
+}
+
 /// Reaps the zombies among our children that are not a registered group's leader (those belong
 /// to tokio) and, when `only` is given, are in it. Returns the pids reaped.
 fn reap_zombies(only: Option<&HashSet<i32>>) -> Vec<i32> {
-    let me = me();
+    let me = imp::me();
     let leaders: HashSet<i32> = registered_groups().into_iter().collect();
     let mut reaped = Vec::new();
-    for p in all_processes() {
+    for p in imp::all_processes() {
         if p.ppid != me || !p.zombie || leaders.contains(&p.pid) {
             continue;
         }
         if only.is_some_and(|o| !o.contains(&p.pid)) {
             continue;
         }
-        let mut status = 0;
-        // SAFETY: waitpid on one given pid that is our child; WNOHANG never blocks.
-        if unsafe { libc::waitpid(p.pid, &mut status, libc::WNOHANG) } == p.pid {
+        if imp::reap(p.pid) {
             reaped.push(p.pid);
         }
     }
@@ -152,8 +136,7 @@ pub fn end_descendants(grace: Duration) -> usize {
     }
     let mut signalled: HashSet<i32> = HashSet::new();
     for &pid in &first {
-        // SAFETY: kill has no memory-safety preconditions; pid is a live descendant (> 1).
-        unsafe { libc::kill(pid, libc::SIGTERM) };
+        signal(pid, Signal::Term);
         signalled.insert(pid);
     }
     let wait = |until: Instant| loop {
@@ -168,8 +151,7 @@ pub fn end_descendants(grace: Duration) -> usize {
     };
     let left = wait(Instant::now() + grace);
     for &pid in &left {
-        // SAFETY: as above.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        signal(pid, Signal::Kill);
         signalled.insert(pid);
     }
     if !left.is_empty() {
@@ -188,9 +170,9 @@ pub fn spawn_orphan_reaper() {
             let mut before: HashSet<i32> = HashSet::new();
             loop {
                 std::thread::sleep(REAP_PERIOD);
-                let me = me();
+                let me = imp::me();
                 let leaders: HashSet<i32> = registered_groups().into_iter().collect();
-                let now: HashSet<i32> = all_processes()
+                let now: HashSet<i32> = imp::all_processes()
                     .into_iter()
                     .filter(|p| p.ppid == me && p.zombie && !leaders.contains(&p.pid))
                     .map(|p| p.pid)
@@ -212,36 +194,28 @@ pub fn spawn_orphan_reaper() {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_stat_line_is_read_past_odd_command_names() {
-        let p = read_stat(me()).expect("own stat");
-        // SAFETY: getppid has no preconditions.
-        assert_eq!(p.ppid, unsafe { libc::getppid() });
-        assert!(!p.zombie);
+    fn p(pid: i32, ppid: i32, session: i32) -> Proc {
+        Proc {
+            pid,
+            ppid,
+            session,
+            zombie: false,
+        }
     }
 
     #[test]
-    fn a_spared_session_is_no_descendant() {
-        use std::os::unix::process::CommandExt;
-        let mut plain = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .expect("sleep");
-        let mut cmd = std::process::Command::new("sleep");
-        cmd.arg("30");
-        // SAFETY: setsid is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::setsid();
-                Ok(())
-            });
-        }
-        let mut own = cmd.spawn().expect("sleep");
-        let (p, o) = (plain.id() as i32, own.id() as i32);
-        spare_session(o);
-        let live = live_descendants();
-        let _ = (plain.kill(), own.kill(), plain.wait(), own.wait());
-        assert!(live.contains(&p), "{live:?}");
-        assert!(!live.contains(&o), "{live:?}");
+    fn the_tree_is_walked_past_reparented_and_spared_processes() {
+        // 10 -> 11 -> 12, 10 -> 13 (its own session 900, spared) -> 14; 20 is no kin.
+        spare_session(900);
+        let procs = [
+            p(11, 10, 5),
+            p(12, 11, 5),
+            p(13, 10, 900),
+            p(14, 13, 900),
+            p(20, 1, 5),
+        ];
+        let mut found: Vec<i32> = descendants_of(10, &procs).iter().map(|p| p.pid).collect();
+        found.sort_unstable();
+        assert_eq!(found, vec![11, 12]);
     }
 }

@@ -1,7 +1,7 @@
-//! The one seam for what a server asks of the client in the middle of its work: roots,
-//! elicitation and sampling. A handshake-era server sends them as requests of its own; a
-//! stateless-era server puts them in an `input_required` result's `inputRequests`. Both are
-//! answered here, by the same function, so the two eras cannot drift apart.
+//! Server requests: the one seam for what a server asks of the client in the middle of its
+//! work: roots, elicitation and sampling. A handshake-era server sends them as requests of its
+//! own; a stateless-era server puts them in an `input_required` result's `inputRequests`. Both
+//! are answered here, by the same function, so the two eras cannot drift apart.
 //!
 //! `ping` and `roots/list` are answered here at once. Elicitation and sampling go to the front
 //! end's handler through [`super::ask`]; only when the runtime has no handler (the library's
@@ -153,9 +153,8 @@ pub(crate) fn list_roots(roots: &Roots, cwd: &Path) -> Option<ListRootsResult> {
 /// `file://` and the path, every byte but RFC 3986's unreserved characters and `/`
 /// percent-encoded (spaces, `%`, `#`, `?`, non-ASCII).
 pub fn file_uri(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
     let mut out = String::from("file://");
-    for &b in path.as_os_str().as_bytes() {
+    for &b in harness9_platform::fs::path_bytes(path).iter() {
         if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
             out.push(char::from(b));
         } else {

@@ -1,0 +1,78 @@
+//! The one platform seam of harness9: everything that differs between operating systems sits
+//! behind this crate's platform-neutral API, so no other crate of the workspace names a
+//! `cfg(target_os)`, `libc` or `std::os::unix`. The Linux implementation is today's behaviour;
+//! on other targets the parts not written yet are stubs that fail with a clear "not available
+//! on macOS yet" (or Windows) rather than doing something silently different.
+//!
+//! - [`process`]: a child in a process group of its own, signals to a group or a process, the
+//!   process-wide list of live groups the panic hook and exit paths kill, exit statuses.
+//! - [`descendants`]: the child subreaper, discovery of every descendant, the exit sweep and the
+//!   orphan reaper.
+//! - [`fs`]: private files and directories (modes, never through a symlink), ownership.
+//! - [`sandbox`]: the confinement of a child (Landlock and seccomp on Linux).
+//! - [`open`]: the system opener, started detached.
+//! - [`signal`]: the signals that ask harness9 to stop.
+//!
+//! Process ids and group ids are `i32` (`pid_t`) here; a group is named by its leader's pid.
+
+pub mod descendants;
+pub mod fs;
+pub mod open;
+pub mod process;
+pub mod sandbox;
+pub mod signal;
+
+/// An io error without Rust's ` (os error N)` suffix: `No such file or directory`.
+pub fn plain_io_error(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_owned(),
+        None => s,
+    }
+}
+
+/// Fills `buf` from the operating system's random source (`/dev/urandom` on Unix).
+pub fn random_bytes(buf: &mut [u8]) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::io::Read as _;
+        std::fs::File::open("/dev/urandom")?.read_exact(buf)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = buf;
+        Err(not_available("a random source"))
+    }
+}
+
+/// This system's name as users write it: `Linux`, `macOS`, `Windows`.
+pub fn os_name() -> &'static str {
+    match std::env::consts::OS {
+        "linux" => "Linux",
+        "macos" => "macOS",
+        "windows" => "Windows",
+        "freebsd" => "FreeBSD",
+        other => other,
+    }
+}
+
+/// The error of a stub: `<what> is not available on macOS yet`.
+#[cfg_attr(target_os = "linux", allow(dead_code))]
+pub(crate) fn not_available(what: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        format!("{what} is not available on {} yet", os_name()),
+    )
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    #[test]
+    fn an_io_error_reads_without_its_number() {
+        let e = std::io::Error::from_raw_os_error(2);
+        assert_eq!(super::plain_io_error(&e), "No such file or directory");
+        let mut b = [0u8; 16];
+        super::random_bytes(&mut b).expect("random");
+        assert_ne!(b, [0u8; 16]);
+    }
+}
