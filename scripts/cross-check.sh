@@ -70,7 +70,9 @@ pins_text="$(printf '%s\n' $PINS)"
 missing_pins() {
     local pin
     for pin in $PINS; do
-        apt-cache show "$pin" >/dev/null 2>&1 || echo "$pin"
+        apt-cache madison "${pin%%=*}" 2>/dev/null |
+            awk -F' *[|] *' -v v="${pin#*=}" '$2 == v {found = 1} END {exit !found}' ||
+            echo "$pin"
     done
 }
 
