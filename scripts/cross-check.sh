@@ -78,6 +78,10 @@ missing_pins() {
 
 install_toolchain() {
     local missing pin pkg candidate
+    if ! command -v apt-get >/dev/null || ! command -v dpkg-deb >/dev/null; then
+        echo "cross-check: needs apt-get and dpkg-deb (Debian or Ubuntu) to fetch the pinned toolchain" >&2
+        exit 1
+    fi
     missing="$(missing_pins)"
     if [[ -n "$missing" ]]; then
         echo "cross-check: apt-get update (apt does not know: $(echo $missing))"
