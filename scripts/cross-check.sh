@@ -195,13 +195,14 @@ for target in "${TARGETS[@]}"; do
         status=0
         "$cargo" "${args[@]}" >"$log" 2>&1 || status=$?
         took=$((SECONDS - start))
-        count="$(distinct_errors "$log" | wc -l)"
+        distinct_errors "$log" >"$log.errors"
+        count="$(wc -l <"$log.errors")"
         if [[ $status == 0 ]]; then
             result["$target $step"]="ok (${took}s)"
         else
             failed=1
             result["$target $step"]="FAILED: $count distinct errors (${took}s), log $log"
-            distinct_errors "$log" | head -n 15 | sed 's/^/    /'
+            sed -n 's/^/    /; 1,15p' "$log.errors"
             if [[ $count == 0 ]]; then
                 tail -n 20 "$log" | sed 's/^/    /'
             fi
