@@ -46,7 +46,12 @@ fn a_bare_name_finds_its_exe_on_path_in_order() {
 #[test]
 fn npx_finds_its_cmd_shim_and_exe_comes_before_cmd() {
     let d = r"C:\Users\Ann Lee\AppData\Roaming\npm";
-    let exists = on(&[&at(d, "npx.cmd"), &at(d, "npx"), &at(d, "uvx.exe"), &at(d, "uvx.cmd")]);
+    let exists = on(&[
+        &at(d, "npx.cmd"),
+        &at(d, "npx"),
+        &at(d, "uvx.exe"),
+        &at(d, "uvx.cmd"),
+    ]);
     // `npx` (a sh script for Git Bash) has no PATHEXT extension: the shim is what runs.
     let r = resolve("npx", &dirs(&[d]), &exts(), &exists).expect("npx");
     assert_eq!(r.path, PathBuf::from(at(d, "npx.cmd")));
@@ -71,7 +76,10 @@ fn a_name_with_its_extension_is_taken_as_written() {
 #[test]
 fn a_path_with_a_drive_or_spaces_is_not_searched() {
     let full = r"C:\Program Files\My Server\server.exe";
-    let exists = on(&[full, &at(r"C:\bin", r"C:\Program Files\My Server\server.exe")]);
+    let exists = on(&[
+        full,
+        &at(r"C:\bin", r"C:\Program Files\My Server\server.exe"),
+    ]);
     let r = resolve(full, &dirs(&[r"C:\bin"]), &exts(), &exists).expect("as written");
     assert_eq!(r.path, PathBuf::from(full));
     let no_ext = r"C:\Program Files\My Server\server";
@@ -81,7 +89,9 @@ fn a_path_with_a_drive_or_spaces_is_not_searched() {
     assert!(is_path(r"C:server") && is_path("./x") && is_path(r"tools\x") && !is_path("npx"));
     assert!(is_windows_absolute(r"C:\x") && is_windows_absolute("c:/x"));
     assert!(is_windows_absolute(r"\\host\share\x"));
-    assert!(!is_windows_absolute(r"C:x") && !is_windows_absolute("x") && !is_windows_absolute("/x"));
+    assert!(
+        !is_windows_absolute(r"C:x") && !is_windows_absolute("x") && !is_windows_absolute("/x")
+    );
 }
 
 #[test]
@@ -101,10 +111,21 @@ fn cmd(script: &str, args: &[&str]) -> Result<String, String> {
 fn a_shim_runs_through_cmd_with_its_path_quoted() {
     let script = r"C:\Users\Ann Lee\AppData\Roaming\npm\npx.cmd";
     assert_eq!(
-        cmd(script, &["-y", "@modelcontextprotocol/server-filesystem", r"C:\Users\Ann Lee\My Docs"]).expect("line"),
+        cmd(
+            script,
+            &[
+                "-y",
+                "@modelcontextprotocol/server-filesystem",
+                r"C:\Users\Ann Lee\My Docs"
+            ]
+        )
+        .expect("line"),
         r#"/e:ON /v:OFF /d /s /c ""C:\Users\Ann Lee\AppData\Roaming\npm\npx.cmd" -y @modelcontextprotocol/server-filesystem "C:\Users\Ann Lee\My Docs"""#
     );
-    assert_eq!(cmd(script, &[]).expect("line"), format!("/e:ON /v:OFF /d /s /c \"\"{script}\"\""));
+    assert_eq!(
+        cmd(script, &[]).expect("line"),
+        format!("/e:ON /v:OFF /d /s /c \"\"{script}\"\"")
+    );
 }
 
 #[test]
@@ -138,7 +159,9 @@ fn the_shell_command_is_encoded_as_utf16_base64() {
     assert_eq!(powershell_encoded(""), "");
     // A quote or a newline travels untouched: nothing on the command line to escape.
     let e = powershell_encoded("echo \"a b\"\n'c'");
-    assert!(e.bytes().all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b)));
+    assert!(e
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b)));
     let script = powershell_script("git status");
     assert!(script.starts_with("git status\n"));
     assert!(script.contains("exit $LASTEXITCODE"));

@@ -57,6 +57,8 @@ pub(super) fn shell(command: &str) -> Command {
         "Bypass",
         "-EncodedCommand",
     ])
-    .arg(super::powershell_encoded(&super::powershell_script(command)));
+    .arg(super::powershell_encoded(&super::powershell_script(
+        command,
+    )));
     cmd
 }

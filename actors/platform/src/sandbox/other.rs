@@ -14,10 +14,11 @@ impl Prepared {
     pub fn install(&self, _cmd: &mut tokio::process::Command) {}
 }
 
-/// Why there is no sandbox here.
+/// Why there is no sandbox here (Windows has none by design, not "yet").
 fn unavailable() -> String {
+    let yet = if cfg!(windows) { "" } else { " yet" };
     format!(
-        "the sandbox is not available on {} yet; turn the sandbox off (\"sandbox\": false for a server)",
+        "the sandbox is not available on {}{yet}; set \"sandbox\": false for the server (and leave [mcp] sandbox unset in harness9.toml)",
         crate::os_name()
     )
 }

@@ -7,7 +7,7 @@ use std::process::Stdio as Piped;
 
 use actix::prelude::*;
 use futures_util::stream;
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
 
 use super::{
@@ -96,11 +96,11 @@ pub(in crate::server) fn spawn(spec: &ServerSpec) -> Result<Spawned, String> {
             return Err(format!("cwd {} is not a directory", dir.display()));
         }
     }
-    let mut cmd = Command::new(command);
+    // On Windows resolved on PATH with PATHEXT, a `.cmd` shim (npx) run through cmd.exe.
+    let mut cmd = harness9_platform::command::program(command, args)?;
     // Only the allowlisted part of harness9's environment (no API keys), then the entry's.
     cmd.env_clear()
         .envs(std::env::vars_os().filter(|(k, _)| inherited(k)))
-        .args(args)
         .stdin(Piped::piped())
         .stdout(Piped::piped())
         .stderr(Piped::piped())
