@@ -9,6 +9,11 @@ pub struct Prepared {
     _none: (),
 }
 
+// Dropped after the spawn like the real ones (what the callers do everywhere).
+impl Drop for Prepared {
+    fn drop(&mut self) {}
+}
+
 impl Prepared {
     /// Never reached: no `Prepared` exists here.
     pub fn install(&self, _cmd: &mut tokio::process::Command) {}
