@@ -40,6 +40,52 @@ pub fn shell(command: &str) -> tokio::process::Command {
     imp::shell(command)
 }
 
+/// The variables a Windows program needs to start at all (Winsock fails without `SystemRoot`,
+/// npm without `APPDATA`), passed to a server besides the common allowlist.
+pub const WINDOWS_INHERITED_ENV: &[&str] = &[
+    "PATH",
+    "PATHEXT",
+    "SystemRoot",
+    "SystemDrive",
+    "windir",
+    "ComSpec",
+    "TEMP",
+    "TMP",
+    "USERPROFILE",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "ProgramData",
+    "ProgramFiles",
+    "ProgramFiles(x86)",
+    "ProgramW6432",
+    "CommonProgramFiles",
+    "CommonProgramFiles(x86)",
+    "CommonProgramW6432",
+    "USERNAME",
+    "USERDOMAIN",
+    "COMPUTERNAME",
+    "NUMBER_OF_PROCESSORS",
+    "PROCESSOR_ARCHITECTURE",
+    "OS",
+];
+
+/// Whether the variable `key` also passes from harness9's environment to a server on this
+/// system, besides the common allowlist: never on Unix; on Windows the names of `common` and
+/// [`WINDOWS_INHERITED_ENV`], compared ignoring case as Windows does (`Path` is `PATH`).
+pub fn inherited_env(key: &str, common: &[&str]) -> bool {
+    cfg!(windows) && windows_inherited(key, common)
+}
+
+/// [`inherited_env`] on Windows (pure, tested everywhere).
+pub fn windows_inherited(key: &str, common: &[&str]) -> bool {
+    common
+        .iter()
+        .chain(WINDOWS_INHERITED_ENV)
+        .any(|k| k.eq_ignore_ascii_case(key))
+}
+
 /// What [`resolve`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
@@ -206,11 +252,11 @@ fn push_batch_arg(line: &mut String, arg: &str) {
     }
 }
 
-/// `command` as the shell's script on Windows: the command, then the exit code of the last
+/// `command` as the shell's script on Windows: its output in UTF-8, the command, then the exit code of the last
 /// native program it ran as PowerShell's own (else 0, or 1 when the last command failed).
 pub fn powershell_script(command: &str) -> String {
     format!(
-        "{command}\nif (-not $?) {{ if ($LASTEXITCODE) {{ exit $LASTEXITCODE }} else {{ exit 1 }} }} elseif ($LASTEXITCODE) {{ exit $LASTEXITCODE }}"
+        "[Console]::OutputEncoding = [Text.UTF8Encoding]::new($false)\n{command}\nif (-not $?) {{ if ($LASTEXITCODE) {{ exit $LASTEXITCODE }} else {{ exit 1 }} }} elseif ($LASTEXITCODE) {{ exit $LASTEXITCODE }}"
     )
 }
 

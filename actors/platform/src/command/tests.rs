@@ -163,7 +163,7 @@ fn the_shell_command_is_encoded_as_utf16_base64() {
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b)));
     let script = powershell_script("git status");
-    assert!(script.starts_with("git status\n"));
+    assert!(script.contains("\ngit status\n"));
     assert!(script.contains("exit $LASTEXITCODE"));
 }
 
@@ -180,4 +180,17 @@ fn on_unix_a_program_and_the_shell_are_as_written() {
     assert_eq!(sh.as_std().get_program(), "bash");
     assert_eq!(args, ["-c", "echo hi"]);
     assert_eq!(SHELL_NAME, "bash");
+}
+
+#[test]
+fn windows_passes_its_own_variables_ignoring_case() {
+    let common = ["HOME", "PATH", "LANG"];
+    assert!(windows_inherited("Path", &common));
+    assert!(windows_inherited("SYSTEMROOT", &common));
+    assert!(windows_inherited("ProgramFiles(x86)", &common));
+    assert!(windows_inherited("home", &common));
+    assert!(!windows_inherited("OPENAI_API_KEY", &common));
+    assert!(!windows_inherited("AWS_SECRET_ACCESS_KEY", &common));
+    // Unix keeps its exact, case-sensitive allowlist.
+    assert_eq!(inherited_env("Path", &common), cfg!(windows));
 }

@@ -29,12 +29,15 @@ pub const INHERITED_ENV: &[&str] = &[
     "HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", "LANG", "TERM", "TMPDIR", "TZ",
 ];
 
-/// Whether `key` passes from harness9's environment to a server: [`INHERITED_ENV`] and `LC_*`.
+/// Whether `key` passes from harness9's environment to a server: [`INHERITED_ENV`] and `LC_*`
+/// (on Windows also what its programs need to start, names compared ignoring case).
 fn inherited(key: &std::ffi::OsStr) -> bool {
     let Some(k) = key.to_str() else {
         return false;
     };
-    INHERITED_ENV.contains(&k) || k.starts_with("LC_")
+    INHERITED_ENV.contains(&k)
+        || k.starts_with("LC_")
+        || harness9_platform::command::inherited_env(k, INHERITED_ENV)
 }
 
 /// A child process speaking NDJSON on its stdin and stdout.
