@@ -23,7 +23,7 @@ impl Prepared {
 fn unavailable() -> String {
     let yet = if cfg!(windows) { "" } else { " yet" };
     format!(
-        "the sandbox is not available on {}{yet}; set \"sandbox\": false for the server (and leave [mcp] sandbox unset in harness9.toml)",
+        "the sandbox is not available on {}{yet}; turn it off: \"sandbox\": false for a server (and no [mcp] sandbox in harness9.toml), shell = \"off\" under [permissions] for the shell",
         crate::os_name()
     )
 }
