@@ -40,7 +40,12 @@ pub fn shell_sandbox(
 /// system has no sandbox (Windows), so the default does not fail every command; a value set
 /// explicitly is kept, and fails there with "not available".
 fn default_shell() -> ShellSandbox {
-    if harness9_platform::sandbox::AVAILABLE {
+    default_shell_where(harness9_platform::sandbox::AVAILABLE)
+}
+
+/// [`default_shell`] on a system that has a sandbox (`available`) or not.
+pub(super) fn default_shell_where(available: bool) -> ShellSandbox {
+    if available {
         ShellSandbox::default()
     } else {
         ShellSandbox::Off
