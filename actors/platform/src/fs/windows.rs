@@ -3,10 +3,12 @@
 //! [`secure`] refuses what was opened when it is a reparse point (`ERROR_STOPPED_ON_SYMLINK`);
 //! a new file is created exclusively by its caller (`create_new`, which fails on a planted
 //! link too). Private: a file opened for harness9's private use gets a protected DACL that
-//! grants the owner alone (`D:P(A;;FA;;;OW)`), set through the open handle ([`secure`]), so
-//! nothing in its folder's inherited ACL reaches it. Modes do not exist here: [`mode_of`]
-//! reads 0o600/0o700 and [`owned_by_me`] is true, so the callers' Unix checks pass; a folder
-//! harness9 makes inherits its parent's ACL (under the user's profile, the user's alone).
+//! grants the user harness9 runs as alone (`D:P(A;;FA;;;<the user's SID>)`, the SID from the
+//! process token, not Owner Rights: an elevated process's files are owned by Administrators),
+//! set through the open handle ([`secure`]), so nothing in its folder's inherited ACL reaches
+//! it. Modes do not exist here: [`mode_of`] reads 0o600/0o700 and [`owned_by_me`] is true, so
+//! the callers' Unix checks pass; a folder harness9 makes inherits its parent's ACL (under the
+//! user's profile, the user's alone).
 
 use std::borrow::Cow;
 use std::fs::{File, Metadata, OpenOptions};
@@ -15,19 +17,23 @@ use std::os::windows::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::os::windows::io::{AsRawHandle as _, FromRawHandle as _, OwnedHandle};
 use std::path::Path;
 
-use windows_sys::Win32::Foundation::{LocalFree, ERROR_STOPPED_ON_SYMLINK, INVALID_HANDLE_VALUE};
+use windows_sys::core::PWSTR;
+use windows_sys::Win32::Foundation::{
+    LocalFree, ERROR_STOPPED_ON_SYMLINK, HANDLE, INVALID_HANDLE_VALUE,
+};
 use windows_sys::Win32::Security::Authorization::{
-    ConvertStringSecurityDescriptorToSecurityDescriptorW, SetSecurityInfo, SDDL_REVISION_1,
-    SE_FILE_OBJECT,
+    ConvertSidToStringSidW, ConvertStringSecurityDescriptorToSecurityDescriptorW, SetSecurityInfo,
+    SDDL_REVISION_1, SE_FILE_OBJECT,
 };
 use windows_sys::Win32::Security::{
-    GetSecurityDescriptorDacl, ACL, DACL_SECURITY_INFORMATION, PROTECTED_DACL_SECURITY_INFORMATION,
-    PSECURITY_DESCRIPTOR,
+    GetSecurityDescriptorDacl, GetTokenInformation, TokenUser, ACL, DACL_SECURITY_INFORMATION,
+    PROTECTED_DACL_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, TOKEN_QUERY, TOKEN_USER,
 };
 use windows_sys::Win32::Storage::FileSystem::{
     ReOpenFile, FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_OPEN_REPARSE_POINT, FILE_SHARE_DELETE,
     FILE_SHARE_READ, FILE_SHARE_WRITE, READ_CONTROL, WRITE_DAC,
 };
+use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
 
 pub fn with_mode(opts: &mut OpenOptions, _mode: u32) -> &mut OpenOptions {
     opts
@@ -69,7 +75,64 @@ pub(super) fn secure(f: &File, mode: u32) -> io::Result<()> {
     Ok(())
 }
 
-/// Gives `f` a protected DACL with one entry: full access for its owner (Owner Rights).
+/// A protected DACL (nothing inherited) with one entry: full access for the user `sid`.
+fn owner_only_sddl(sid: &str) -> String {
+    format!("D:P(A;;FA;;;{sid})")
+}
+
+/// The SID of the user this process runs as, as a string (`S-1-5-21-...`).
+fn user_sid() -> io::Result<String> {
+    let mut token: HANDLE = std::ptr::null_mut();
+    // SAFETY: the pseudo-handle of this process needs no closing; `token` receives a handle.
+    if unsafe { OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &mut token) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh handle nothing else owns.
+    let token = unsafe { OwnedHandle::from_raw_handle(token) };
+    let mut len = 0u32;
+    // SAFETY: a size query (null buffer, zero length); it fails with the needed length.
+    unsafe {
+        GetTokenInformation(
+            token.as_raw_handle(),
+            TokenUser,
+            std::ptr::null_mut(),
+            0,
+            &mut len,
+        );
+    }
+    // u64s: aligned for TOKEN_USER.
+    let mut buf = vec![0u64; (len as usize).div_ceil(8).max(1)];
+    // SAFETY: `buf` holds `len` bytes, aligned for TOKEN_USER.
+    if unsafe {
+        GetTokenInformation(
+            token.as_raw_handle(),
+            TokenUser,
+            buf.as_mut_ptr().cast(),
+            len,
+            &mut len,
+        )
+    } == 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: filled by GetTokenInformation with a TOKEN_USER, whose SID points into `buf`.
+    let sid = unsafe { (*buf.as_ptr().cast::<TOKEN_USER>()).User.Sid };
+    let mut text: PWSTR = std::ptr::null_mut();
+    // SAFETY: `sid` is valid while `buf` lives; `text` receives a LocalAlloc'd string.
+    if unsafe { ConvertSidToStringSidW(sid, &mut text) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a NUL-terminated UTF-16 string from ConvertSidToStringSidW, freed right after.
+    let out = unsafe {
+        let n = (0..).take_while(|&i| *text.add(i) != 0).count();
+        let s = String::from_utf16_lossy(std::slice::from_raw_parts(text, n));
+        LocalFree(text.cast());
+        s
+    };
+    Ok(out)
+}
+
+/// Gives `f` a protected DACL with one entry: full access for the user harness9 runs as.
 fn owner_only(f: &File) -> io::Result<()> {
     struct Local(PSECURITY_DESCRIPTOR);
     impl Drop for Local {
@@ -80,7 +143,10 @@ fn owner_only(f: &File) -> io::Result<()> {
             }
         }
     }
-    let sddl: Vec<u16> = "D:P(A;;FA;;;OW)".encode_utf16().chain([0]).collect();
+    let sddl: Vec<u16> = owner_only_sddl(&user_sid()?)
+        .encode_utf16()
+        .chain([0])
+        .collect();
     let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
     // SAFETY: `sddl` is NUL-terminated; `sd` receives a LocalAlloc'd descriptor.
     if unsafe {

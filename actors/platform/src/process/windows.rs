@@ -101,6 +101,9 @@ pub(super) fn adopt(pgid: i32) {
     let Ok(pid) = u32::try_from(pgid) else {
         return;
     };
+    if pid == 0 {
+        return;
+    }
     if with_job(pgid, |_| ()).is_some() {
         return;
     }
