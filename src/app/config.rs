@@ -677,6 +677,35 @@ mod tests {
     }
 
     #[test]
+    fn windows_paths_with_drive_letters_and_spaces_are_kept_as_written() {
+        // Backslashes, a drive letter and spaces reach the spawn untouched (no escaping, no
+        // splitting); `${VAR}` still expands inside them.
+        let c = p(r#"{"mcpServers": {"w": {
+                "command": "C:\\Program Files\\nodejs\\npx.cmd",
+                "args": ["-y", "server", "C:\\Users\\Ann Lee\\My Docs", "${HOME}\\x"],
+                "env": {"DATA": "D:\\data dir\\"},
+                "cwd": "C:\\work dir"
+            }}}"#)
+        .unwrap();
+        let TransportSpec::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } = &c.servers[0].transport
+        else {
+            panic!("stdio")
+        };
+        assert_eq!(command, r"C:\Program Files\nodejs\npx.cmd");
+        assert_eq!(args[2], r"C:\Users\Ann Lee\My Docs");
+        assert_eq!(args[3], r"/home/u\x");
+        assert_eq!(env[0], ("DATA".into(), r"D:\data dir\".into()));
+        // Absolute on Windows, kept; elsewhere not a path of this system, so under the base.
+        let cwd = cwd.as_deref().expect("cwd").to_string_lossy().into_owned();
+        assert!(cwd.ends_with(r"C:\work dir"), "{cwd}");
+    }
+
+    #[test]
     fn what_an_entry_does_not_say_comes_from_the_defaults_it_is_loaded_with() {
         let text = r#"{"mcpServers": {"s": {"command": "a"}, "off": {"command": "a", "sandbox": false},
             "h": {"url": "http://h/mcp"}}}"#;

@@ -372,3 +372,35 @@ pub(super) fn save_target(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_add_keeps_a_windows_command_and_its_arguments_whole() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let entry = add_entry(
+            &words(&[r"ROOT=C:\Users\Ann Lee\x=y"]),
+            &[],
+            None,
+            &words(&[
+                r"C:\Program Files\My Server\server.exe",
+                "--root",
+                r"D:\a b\",
+            ]),
+        )
+        .expect("entry");
+        assert_eq!(
+            entry,
+            json!({
+                "command": r"C:\Program Files\My Server\server.exe",
+                "args": ["--root", r"D:\a b\"],
+                "env": {"ROOT": r"C:\Users\Ann Lee\x=y"},
+            })
+        );
+        // A drive letter is not a URL scheme: still a stdio server.
+        let entry = add_entry(&[], &[], None, &words(&[r"c:\tools\srv.cmd"])).expect("entry");
+        assert_eq!(entry["command"], r"c:\tools\srv.cmd");
+    }
+}

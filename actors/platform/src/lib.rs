@@ -6,6 +6,8 @@
 //!
 //! - [`process`]: a child in a process group of its own, signals to a group or a process, the
 //!   process-wide list of live groups the panic hook and exit paths kill, exit statuses.
+//! - [`command`]: how a program and the agent's shell are started (on Windows: `PATH` with
+//!   `PATHEXT`, `.cmd` shims through `cmd.exe`, PowerShell).
 //! - [`descendants`]: the child subreaper, discovery of every descendant, the exit sweep and the
 //!   orphan reaper.
 //! - [`fs`]: private files and directories (modes, never through a symlink), ownership.
@@ -15,6 +17,7 @@
 //!
 //! Process ids and group ids are `i32` (`pid_t`) here; a group is named by its leader's pid.
 
+pub mod command;
 pub mod descendants;
 pub mod fs;
 pub mod open;
@@ -31,14 +34,39 @@ pub fn plain_io_error(e: &std::io::Error) -> String {
     }
 }
 
-/// Fills `buf` from the operating system's random source (`/dev/urandom` on Unix).
+/// Fills `buf` from the operating system's random source (`/dev/urandom` on Unix, the system
+/// preferred generator of `BCryptGenRandom` on Windows).
 pub fn random_bytes(buf: &mut [u8]) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::io::Read as _;
         std::fs::File::open("/dev/urandom")?.read_exact(buf)
     }
-    #[cfg(not(unix))]
+    #[cfg(windows)]
+    {
+        use windows_sys::Win32::Security::Cryptography::{
+            BCryptGenRandom, BCRYPT_USE_SYSTEM_PREFERRED_RNG,
+        };
+        for chunk in buf.chunks_mut(u32::MAX as usize) {
+            // SAFETY: the pointer and length name `chunk`, which outlives the call; a null
+            // algorithm handle is allowed with BCRYPT_USE_SYSTEM_PREFERRED_RNG.
+            let status = unsafe {
+                BCryptGenRandom(
+                    std::ptr::null_mut(),
+                    chunk.as_mut_ptr(),
+                    chunk.len() as u32,
+                    BCRYPT_USE_SYSTEM_PREFERRED_RNG,
+                )
+            };
+            if status < 0 {
+                return Err(std::io::Error::other(format!(
+                    "the system's random source failed (status {status:#x})"
+                )));
+            }
+        }
+        Ok(())
+    }
+    #[cfg(not(any(unix, windows)))]
     {
         let _ = buf;
         Err(not_available("a random source"))

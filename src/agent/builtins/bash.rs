@@ -89,10 +89,9 @@ pub(super) async fn run_bash(
         }
     };
     let (mut reader, out, err) = harness9_platform::process::output_pipe()?;
-    let mut cmd = tokio::process::Command::new("bash");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(&sh.root)
+    // `bash -c`; PowerShell on Windows (harness9_platform::command).
+    let mut cmd = harness9_platform::command::shell(command);
+    cmd.current_dir(&sh.root)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)

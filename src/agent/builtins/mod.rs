@@ -149,19 +149,20 @@ pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
             "bash",
             Effects::Changes,
             format!(
-                "Run a shell command with `bash -c` in the working directory and return its \
+                "Run a shell command with `{}` in the working directory and return its \
                  combined stdout and stderr followed by its exit code. Stdin is closed, so \
                  interactive programs will not work. Output over {} bytes is cut in the middle \
                  (the head and the tail are kept). The command is killed after timeout_sec \
                  seconds (default {default_secs}, max {max_secs}); background processes it \
                  started are stopped when it ends. Prefer read_file, list_dir and grep to look \
                  at files.",
+                harness9_platform::command::SHELL_INVOCATION,
                 opts.output_limit
             ),
             json!({
                 "type": "object",
                 "properties": {
-                    "command": {"type": "string", "description": "The command line, run by bash -c."},
+                    "command": {"type": "string", "description": format!("The command line, run by {}.", harness9_platform::command::SHELL_INVOCATION)},
                     "timeout_sec": {
                         "type": "number",
                         "description": format!("Seconds before the command is killed (default {default_secs}, max {max_secs})."),

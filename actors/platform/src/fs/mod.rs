@@ -6,14 +6,18 @@ use std::fs::{File, Metadata, OpenOptions};
 use std::io;
 use std::path::Path;
 
-#[cfg(not(unix))]
+#[cfg(not(any(unix, windows)))]
 mod other;
 #[cfg(unix)]
 mod unix;
-#[cfg(not(unix))]
+#[cfg(windows)]
+mod windows;
+#[cfg(not(any(unix, windows)))]
 use other as imp;
 #[cfg(unix)]
 use unix as imp;
+#[cfg(windows)]
+use windows as imp;
 
 pub use imp::{
     create_dir, is_executable, is_symlink_refusal, mode_of, nofollow, nofollow_nonblocking,
@@ -21,9 +25,12 @@ pub use imp::{
 };
 
 /// Opens `path` with `opts` made to create with `mode` and never through a symlink
-/// ([`with_mode`], [`nofollow`]).
+/// ([`with_mode`], [`nofollow`]; on Windows a reparse point opened is refused and a private
+/// `mode` becomes an owner-only DACL).
 pub fn open_private(opts: &mut OpenOptions, mode: u32, path: &Path) -> io::Result<File> {
-    nofollow(with_mode(opts, mode)).open(path)
+    let f = nofollow(with_mode(opts, mode)).open(path)?;
+    imp::secure(&f, mode)?;
+    Ok(f)
 }
 
 /// Whether `meta` is open to other users (any group or other permission bit).

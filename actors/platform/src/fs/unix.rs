@@ -33,6 +33,11 @@ pub fn is_symlink_refusal(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ELOOP)
 }
 
+/// Nothing to check: `O_NOFOLLOW` refused a symlink, the mode made the file private.
+pub(super) fn secure(_f: &File, _mode: u32) -> io::Result<()> {
+    Ok(())
+}
+
 /// Makes the directory `path` with `mode` (and, when `recursive`, its missing parents with it);
 /// not recursive, it fails when anything is already there.
 pub fn create_dir(path: &Path, recursive: bool, mode: u32) -> io::Result<()> {

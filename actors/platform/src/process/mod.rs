@@ -1,18 +1,27 @@
 //! Child processes: a child in a process group of its own, signals to a group or a process,
 //! exit statuses, and the process-wide list of live groups that the panic hook, the signal
 //! handlers and the exit paths kill as a last resort.
+//!
+//! On Windows a "group" is a Job Object named by its first process's pid (`windows.rs`):
+//! [`new_group`] starts the child suspended, [`register_group`] puts it in a job of its own
+//! (kill on close: the job dies with harness9, whatever way it ends) and resumes it, a signal to
+//! the group terminates the job, and [`unregister_group`] closes it.
 
 use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
 
-#[cfg(not(unix))]
+#[cfg(not(any(unix, windows)))]
 mod other;
 #[cfg(unix)]
 mod unix;
-#[cfg(not(unix))]
+#[cfg(windows)]
+mod windows;
+#[cfg(not(any(unix, windows)))]
 use other as imp;
 #[cfg(unix)]
 use unix as imp;
+#[cfg(windows)]
+use windows as imp;
 
 pub use imp::{
     exit_signal, group_alive, new_group, open_fd_count, output_pipe, rss_kib, signal_name,
@@ -52,18 +61,23 @@ fn groups() -> &'static Mutex<HashSet<i32>> {
 }
 
 /// Remembers a live process group, so [`kill_all_groups`] kills it too (panic hook, signals).
-/// Call [`unregister_group`] once the group is gone.
+/// Call it right after the spawn of a child started with [`new_group`] (on Windows this puts
+/// the suspended child in its job and lets it run), and [`unregister_group`] once the group is
+/// gone.
 pub fn register_group(pgid: i32) {
+    imp::adopt(pgid);
     if let Ok(mut g) = groups().lock() {
         g.insert(pgid);
     }
 }
 
-/// Forgets a process group whose leader has been reaped (and whose other members are killed).
+/// Forgets a process group whose leader has been reaped (and whose other members are killed;
+/// on Windows closing its job kills what is left).
 pub fn unregister_group(pgid: i32) {
     if let Ok(mut g) = groups().lock() {
         g.remove(&pgid);
     }
+    imp::release(pgid);
 }
 
 /// SIGKILLs every live child process group (panic hook, signal handlers, exit paths).

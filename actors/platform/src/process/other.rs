@@ -6,6 +6,12 @@ use super::Signal;
 /// Not available yet: the spawn itself fails with the stub's error (see [`output_pipe`]).
 pub fn new_group(_cmd: &mut tokio::process::Command) {}
 
+/// Nothing to do: the group exists from the spawn on.
+pub(super) fn adopt(_pgid: i32) {}
+
+/// Nothing to do: a group is gone with its last process.
+pub(super) fn release(_pgid: i32) {}
+
 pub(super) fn signal_group(_pgid: i32, _sig: Signal) {}
 
 pub(super) fn signal(_pid: i32, _sig: Signal) {}

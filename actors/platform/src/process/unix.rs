@@ -15,6 +15,12 @@ pub fn new_group(cmd: &mut tokio::process::Command) {
     cmd.process_group(0);
 }
 
+/// Nothing to do: the group exists from the spawn on.
+pub(super) fn adopt(_pgid: i32) {}
+
+/// Nothing to do: a group is gone with its last process.
+pub(super) fn release(_pgid: i32) {}
+
 pub(super) fn signal_group(pgid: i32, sig: Signal) {
     // SAFETY: killpg has no memory-safety preconditions; pgid > 1 never targets init or us.
     unsafe {

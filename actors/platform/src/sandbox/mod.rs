@@ -26,6 +26,10 @@ use other as imp;
 
 pub use imp::{kernel_abi, prepare, Prepared};
 
+/// Whether this system has a sandbox at all. Where it has none (Windows), the shipped default of
+/// the shell's sandbox (`[permissions] shell`) is off; a sandbox asked for explicitly fails.
+pub const AVAILABLE: bool = cfg!(any(target_os = "linux", target_os = "macos"));
+
 /// Lowers the Landlock ABI harness9 believes the kernel has (`0`: none), to see how a server
 /// fares on an older kernel; it never raises it.
 pub const ABI_OVERRIDE_VAR: &str = "HARNESS9_LANDLOCK_ABI";

@@ -9,15 +9,21 @@ pub struct Prepared {
     _none: (),
 }
 
+// Dropped after the spawn like the real ones (what the callers do everywhere).
+impl Drop for Prepared {
+    fn drop(&mut self) {}
+}
+
 impl Prepared {
     /// Never reached: no `Prepared` exists here.
     pub fn install(&self, _cmd: &mut tokio::process::Command) {}
 }
 
-/// Why there is no sandbox here.
+/// Why there is no sandbox here (Windows has none by design, not "yet").
 fn unavailable() -> String {
+    let yet = if cfg!(windows) { "" } else { " yet" };
     format!(
-        "the sandbox is not available on {} yet; turn the sandbox off (\"sandbox\": false for a server)",
+        "the sandbox is not available on {}{yet}; turn it off: \"sandbox\": false for a server (and no [mcp] sandbox in harness9.toml), shell = \"off\" under [permissions] for the shell",
         crate::os_name()
     )
 }

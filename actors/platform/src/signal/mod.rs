@@ -1,15 +1,20 @@
-//! The signals that ask harness9 to stop: SIGTERM, SIGHUP (a closed terminal) and SIGINT.
+//! The signals that ask harness9 to stop: SIGTERM, SIGHUP (a closed terminal) and SIGINT; on
+//! Windows the console's control events that mean the same (`windows.rs`).
 
 use std::io;
 
-#[cfg(not(unix))]
+#[cfg(not(any(unix, windows)))]
 mod other;
 #[cfg(unix)]
 mod unix;
-#[cfg(not(unix))]
+#[cfg(windows)]
+mod windows;
+#[cfg(not(any(unix, windows)))]
 use other as imp;
 #[cfg(unix)]
 use unix as imp;
+#[cfg(windows)]
+use windows as imp;
 
 /// Which stop signal came.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! Stop signals where only Ctrl-C is known (Windows; its console close events are issue 25's).
+//! Stop signals where only Ctrl-C is known (targets other than Unix and Windows).
 
 use std::io;
 

@@ -7,7 +7,7 @@ use std::process::Stdio as Piped;
 
 use actix::prelude::*;
 use futures_util::stream;
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
 
 use super::{
@@ -29,12 +29,15 @@ pub const INHERITED_ENV: &[&str] = &[
     "HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", "LANG", "TERM", "TMPDIR", "TZ",
 ];
 
-/// Whether `key` passes from harness9's environment to a server: [`INHERITED_ENV`] and `LC_*`.
+/// Whether `key` passes from harness9's environment to a server: [`INHERITED_ENV`] and `LC_*`
+/// (on Windows also what its programs need to start, names compared ignoring case).
 fn inherited(key: &std::ffi::OsStr) -> bool {
     let Some(k) = key.to_str() else {
         return false;
     };
-    INHERITED_ENV.contains(&k) || k.starts_with("LC_")
+    INHERITED_ENV.contains(&k)
+        || k.starts_with("LC_")
+        || harness9_platform::command::inherited_env(k, INHERITED_ENV)
 }
 
 /// A child process speaking NDJSON on its stdin and stdout.
@@ -96,11 +99,11 @@ pub(in crate::server) fn spawn(spec: &ServerSpec) -> Result<Spawned, String> {
             return Err(format!("cwd {} is not a directory", dir.display()));
         }
     }
-    let mut cmd = Command::new(command);
+    // On Windows resolved on PATH with PATHEXT, a `.cmd` shim (npx) run through cmd.exe.
+    let mut cmd = harness9_platform::command::program(command, args)?;
     // Only the allowlisted part of harness9's environment (no API keys), then the entry's.
     cmd.env_clear()
         .envs(std::env::vars_os().filter(|(k, _)| inherited(k)))
-        .args(args)
         .stdin(Piped::piped())
         .stdout(Piped::piped())
         .stderr(Piped::piped())

@@ -218,6 +218,17 @@ mod tests {
     use std::time::Duration;
 
     #[test]
+    fn without_a_system_sandbox_the_shells_default_is_off_and_an_explicit_one_kept() {
+        use crate::builtins::shell_sandbox::ShellSandbox::*;
+        assert_eq!(sandbox::default_shell_where(true), WorkspaceWrite);
+        // Windows: the default does not fail every command; a value set is kept (and fails
+        // there with "not available", never runs unconfined).
+        assert_eq!(sandbox::default_shell_where(false), Off);
+        let (out, _) = sandbox::merged_shell(Off, "the defaults", ReadOnly, "p.toml", "");
+        assert_eq!(out, ReadOnly);
+    }
+
+    #[test]
     fn the_shell_sandbox_parses_and_a_project_only_tightens_it() {
         use crate::builtins::shell_sandbox::ShellSandbox::*;
         let f = parse_file("h.toml", "[permissions]\nshell = \"read-only\"\n").unwrap();

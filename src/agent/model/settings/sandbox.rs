@@ -19,10 +19,10 @@ pub fn shell_sandbox(
             parse_file(&path.display().to_string(), text)?
                 .permissions
                 .shell
-                .unwrap_or_default(),
+                .unwrap_or_else(default_shell),
             path.display().to_string(),
         ),
-        None => (ShellSandbox::default(), "the defaults".to_owned()),
+        None => (default_shell(), "the defaults".to_owned()),
     };
     let Some((path, text)) = &layers.project else {
         return Ok(user);
@@ -34,6 +34,22 @@ pub fn shell_sandbox(
     let (out, warning) = merged_shell(user, &user_name, project, &name, text);
     push_warning(warnings, warning);
     Ok(out)
+}
+
+/// The shell's sandbox when no settings file sets one: `workspace-write`, or `off` where the
+/// system has no sandbox (Windows), so the default does not fail every command; a value set
+/// explicitly is kept, and fails there with "not available".
+fn default_shell() -> ShellSandbox {
+    default_shell_where(harness9_platform::sandbox::AVAILABLE)
+}
+
+/// [`default_shell`] on a system that has a sandbox (`available`) or not.
+pub(super) fn default_shell_where(available: bool) -> ShellSandbox {
+    if available {
+        ShellSandbox::default()
+    } else {
+        ShellSandbox::Off
+    }
 }
 
 /// The project's shell sandbox when it is at least as tight as the user's, else the user's
