@@ -12,6 +12,7 @@
 //! - [`sandbox`]: the confinement of a child (Landlock and seccomp on Linux).
 //! - [`open`]: the system opener, started detached.
 //! - [`signal`]: the signals that ask harness9 to stop.
+//! - [`secrets`]: the system's credential store (Keychain, Credential Manager; none on Linux).
 //!
 //! Process ids and group ids are `i32` (`pid_t`) here; a group is named by its leader's pid.
 
@@ -20,6 +21,7 @@ pub mod fs;
 pub mod open;
 pub mod process;
 pub mod sandbox;
+pub mod secrets;
 pub mod signal;
 
 /// An io error without Rust's ` (os error N)` suffix: `No such file or directory`.
