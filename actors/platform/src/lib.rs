@@ -6,6 +6,7 @@
 //!
 //! - [`process`]: a child in a process group of its own, signals to a group or a process, the
 //!   process-wide list of live groups the panic hook and exit paths kill, exit statuses.
+//! - [`dirs`]: where the configuration and the state are kept (XDG, `~/Library`, `%APPDATA%`).
 //! - [`descendants`]: the child subreaper, discovery of every descendant, the exit sweep and the
 //!   orphan reaper.
 //! - [`fs`]: private files and directories (modes, never through a symlink), ownership.
@@ -17,6 +18,7 @@
 //! Process ids and group ids are `i32` (`pid_t`) here; a group is named by its leader's pid.
 
 pub mod descendants;
+pub mod dirs;
 pub mod fs;
 pub mod open;
 pub mod process;
