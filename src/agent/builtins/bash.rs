@@ -89,7 +89,11 @@ pub(super) async fn run_bash(
         }
     };
     let (mut reader, out, err) = harness9_platform::process::output_pipe()?;
-    let mut cmd = tokio::process::Command::new("bash");
+    // `c` (the ruleset's fd, the filter's memory) outlives the spawn below.
+    let mut cmd = match &confined {
+        Some(c) => c.prepared.command("bash"),
+        None => tokio::process::Command::new("bash"),
+    };
     cmd.arg("-c")
         .arg(command)
         .current_dir(&sh.root)
@@ -100,8 +104,6 @@ pub(super) async fn run_bash(
     harness9_platform::process::new_group(&mut cmd);
     if let Some(c) = &confined {
         cmd.env("TMPDIR", c.scratch.path());
-        // `c` (the ruleset's fd, the filter's memory) outlives the spawn below.
-        c.prepared.install(&mut cmd);
     }
     let spawned = cmd.spawn();
     // The command holds our copies of the write end: drop it so EOF comes when the child's

@@ -27,6 +27,14 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// A command that runs `program` confined: [`Prepared::install`] on a plain command. Keep
+    /// `self` alive until `spawn` has returned.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(program);
+        self.install(&mut cmd);
+        cmd
+    }
+
     /// Makes `cmd`'s child enforce the ruleset before it execs. Keep `self` alive until
     /// `spawn` has returned (the child uses the fd number); the fd is close-on-exec, so the
     /// server never holds it.

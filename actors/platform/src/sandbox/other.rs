@@ -1,4 +1,4 @@
-//! The sandbox where it is not written yet (macOS: Seatbelt; Windows: none; issue 25): every
+//! The sandbox where there is none (Windows, issue 25): every
 //! [`prepare`] fails with a clear "not available", so a child that asks for a sandbox never
 //! runs unconfined.
 
@@ -11,7 +11,9 @@ pub struct Prepared {
 
 impl Prepared {
     /// Never reached: no `Prepared` exists here.
-    pub fn install(&self, _cmd: &mut tokio::process::Command) {}
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> tokio::process::Command {
+        tokio::process::Command::new(program)
+    }
 }
 
 /// Why there is no sandbox here.
