@@ -1,6 +1,6 @@
-//! Descendants where their discovery is not written yet (macOS: `libproc`/`sysctl`; Windows:
-//! Job Objects; issue 25): no subreaper (a clear error at start), no process listed, so the
-//! exit sweep relies on the process groups alone.
+//! Descendants where their discovery is not written yet (Windows: Job Objects; issue 25): no
+//! subreaper (a clear error at start), no process listed, so the exit sweep relies on the
+//! process groups alone.
 
 use std::io;
 
