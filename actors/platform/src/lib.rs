@@ -61,7 +61,7 @@ pub fn os_name() -> &'static str {
 }
 
 /// The error of a stub: `<what> is not available on macOS yet`.
-#[cfg_attr(target_os = "linux", allow(dead_code))]
+#[cfg_attr(any(target_os = "linux", target_os = "macos"), allow(dead_code))]
 pub(crate) fn not_available(what: &str) -> std::io::Error {
     std::io::Error::new(
         std::io::ErrorKind::Unsupported,
