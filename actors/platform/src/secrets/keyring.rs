@@ -30,19 +30,22 @@ impl Keyring {
     }
 }
 
-/// The error in plain words, without the platform's nested detail where it adds nothing.
+/// The error in plain words, starting lowercase, without a trailing period.
 fn describe(e: &Error) -> String {
-    match e {
+    let text = match e {
         Error::NoStorageAccess(inner) => {
             format!("the store is not reachable (locked, or no login session: {inner})")
         }
         Error::PlatformFailure(inner) => inner.to_string(),
         Error::TooLong(what, max) => format!("the {what} is longer than the store's {max}"),
         other => other.to_string(),
+    };
+    let text = text.trim_end_matches('.');
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
     }
-    .to_lowercase()
-    .trim_end_matches('.')
-    .to_owned()
 }
 
 impl SecretStore for Keyring {
