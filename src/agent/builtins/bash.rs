@@ -89,14 +89,14 @@ pub(super) async fn run_bash(
         }
     };
     let (mut reader, out, err) = harness9_platform::process::output_pipe()?;
+    let mut cmd = tokio::process::Command::new("bash");
+    cmd.arg("-c").arg(command);
     // `c` (the ruleset's fd, the filter's memory) outlives the spawn below.
     let mut cmd = match &confined {
-        Some(c) => c.prepared.command("bash"),
-        None => tokio::process::Command::new("bash"),
+        Some(c) => c.prepared.wrap(cmd),
+        None => cmd,
     };
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(&sh.root)
+    cmd.current_dir(&sh.root)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)

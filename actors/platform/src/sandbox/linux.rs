@@ -27,10 +27,9 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// A command that runs `program` confined: [`Prepared::install`] on a plain command. Keep
-    /// `self` alive until `spawn` has returned.
-    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(program);
+    /// `cmd` (its program and arguments set, nothing else yet) confined: on Linux the same
+    /// command, with [`Prepared::install`]. Keep `self` alive until `spawn` has returned.
+    pub fn wrap(&self, mut cmd: tokio::process::Command) -> tokio::process::Command {
         self.install(&mut cmd);
         cmd
     }

@@ -3,7 +3,7 @@
 //! applies it and execs the program in the same process (so the process group, the pid and
 //! the exit status are the program's), and every process it starts inherits it.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::seatbelt::{profile, Profile};
@@ -18,18 +18,32 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// A command that runs `program` under the profile: `sandbox-exec` with the profile and
-    /// its parameters, then `program`; the caller adds the program's arguments.
-    pub fn command(&self, program: impl AsRef<OsStr>) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(SANDBOX_EXEC);
-        cmd.arg("-p").arg(&self.profile.text);
+    /// `cmd` run under the profile: `sandbox-exec` with the profile and its parameters, then
+    /// `cmd`'s program and arguments; its working directory and the variables it sets are
+    /// carried over. Call it before the rest (stdio, the process group, `env_clear`), which
+    /// a new command cannot read back.
+    pub fn wrap(&self, cmd: tokio::process::Command) -> tokio::process::Command {
+        let inner = cmd.as_std();
+        let mut out = tokio::process::Command::new(SANDBOX_EXEC);
+        out.arg("-p").arg(&self.profile.text);
         for (name, path) in &self.profile.params {
             let mut d = OsString::from(format!("{name}="));
             d.push(path.as_os_str());
-            cmd.arg("-D").arg(d);
+            out.arg("-D").arg(d);
         }
-        cmd.arg("--").arg(program);
-        cmd
+        out.arg("--")
+            .arg(inner.get_program())
+            .args(inner.get_args());
+        if let Some(dir) = inner.get_current_dir() {
+            out.current_dir(dir);
+        }
+        for (k, v) in inner.get_envs() {
+            match v {
+                Some(v) => out.env(k, v),
+                None => out.env_remove(k),
+            };
+        }
+        out
     }
 }
 

@@ -1,6 +1,6 @@
 //! The optional sandbox of a child (a stdio server, the agent's own `bash`): what it may write
 //! ([`Rules`]), built in the parent ([`prepare`]) and enforced by the child before it execs
-//! ([`Prepared::command`]); its private scratch directory ([`Scratch`]). On Linux a Landlock
+//! ([`Prepared::wrap`]); its private scratch directory ([`Scratch`]). On Linux a Landlock
 //! ruleset and a seccomp filter (see `linux.rs`); on macOS a Seatbelt profile the child runs
 //! under through `sandbox-exec` (`seatbelt.rs`, `macos.rs`); elsewhere [`prepare`] fails with
 //! "the sandbox is not available on Windows yet", so a sandboxed child never runs unconfined.

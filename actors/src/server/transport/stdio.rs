@@ -111,14 +111,15 @@ pub(in crate::server) fn spawn(spec: &ServerSpec) -> Result<Spawned, String> {
         }
         None => None,
     };
+    let mut cmd = Command::new(command);
+    cmd.args(args);
     let mut cmd = match &sandbox {
-        Some(prepared) => prepared.command(command),
-        None => Command::new(command),
+        Some(prepared) => prepared.wrap(cmd),
+        None => cmd,
     };
     // Only the allowlisted part of harness9's environment (no API keys), then the entry's.
     cmd.env_clear()
         .envs(std::env::vars_os().filter(|(k, _)| inherited(k)))
-        .args(args)
         .stdin(Piped::piped())
         .stdout(Piped::piped())
         .stderr(Piped::piped())
