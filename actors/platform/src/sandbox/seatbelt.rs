@@ -51,6 +51,7 @@ const SERVICES: &[&str] = &[
 const NETWORK_SERVICES: &[&str] = &[
     "com.apple.SystemConfiguration.configd",
     "com.apple.SystemConfiguration.DNSConfiguration",
+    "com.apple.dnssd.service",
     "com.apple.networkd",
     "com.apple.trustd",
     "com.apple.trustd.agent",
