@@ -77,13 +77,12 @@ impl fmt::Debug for EntryDefaults {
 }
 
 impl EntryDefaults {
-    /// No default sandbox, grants in the file store at `oauth_store::store_path`.
+    /// No default sandbox, grants in the default store (`oauth_store::default_store`: the
+    /// file at `oauth_store::store_path` on Linux, the system's credential store elsewhere).
     pub fn new() -> Self {
         Self {
             sandbox: None,
-            oauth_store: std::sync::Arc::new(super::oauth_store::FileStore::new(
-                super::oauth_store::store_path(),
-            )),
+            oauth_store: super::oauth_store::default_store(),
         }
     }
 

@@ -4,13 +4,9 @@
 
 use std::path::PathBuf;
 
-/// Where harness9 keeps its state: `$XDG_STATE_HOME/harness9`, else
-/// `~/.local/state/harness9`, else the temp dir.
+/// Where harness9 keeps its state: `$XDG_STATE_HOME/harness9`, else the system's place
+/// (`~/.local/state/harness9` on Linux, `~/Library/Application Support/harness9/state` on
+/// macOS: `harness9_platform::dirs`), else the temp dir.
 pub fn state_dir() -> PathBuf {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("harness9")
+    harness9_platform::dirs::state_dir()
 }

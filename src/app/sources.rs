@@ -27,14 +27,11 @@ pub fn find_project(start: &Path) -> Option<PathBuf> {
     None
 }
 
-/// The user's config file: `$XDG_CONFIG_HOME/harness9/mcp.json`, else
-/// `~/.config/harness9/mcp.json`; `None` without either variable.
+/// The user's config file: `$XDG_CONFIG_HOME/harness9/mcp.json`, else the system's place
+/// (`~/.config/harness9/mcp.json` on Linux, `~/Library/Application Support/harness9/mcp.json`
+/// on macOS: `harness9_platform::dirs`); `None` without either variable.
 pub fn user_path() -> Option<PathBuf> {
-    let base = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
-        Some(x) => PathBuf::from(x),
-        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".config"),
-    };
-    Some(base.join("harness9").join("mcp.json"))
+    Some(harness9_platform::dirs::config_dir()?.join("mcp.json"))
 }
 
 /// Loads the user file (missing: `None`).

@@ -8,21 +8,25 @@
 //!   process-wide list of live groups the panic hook and exit paths kill, exit statuses.
 //! - [`command`]: how a program and the agent's shell are started (on Windows: `PATH` with
 //!   `PATHEXT`, `.cmd` shims through `cmd.exe`, PowerShell).
+//! - [`dirs`]: where the configuration and the state are kept (XDG, `~/Library`, `%APPDATA%`).
 //! - [`descendants`]: the child subreaper, discovery of every descendant, the exit sweep and the
 //!   orphan reaper.
 //! - [`fs`]: private files and directories (modes, never through a symlink), ownership.
 //! - [`sandbox`]: the confinement of a child (Landlock and seccomp on Linux).
 //! - [`open`]: the system opener, started detached.
 //! - [`signal`]: the signals that ask harness9 to stop.
+//! - [`secrets`]: the system's credential store (Keychain, Credential Manager; none on Linux).
 //!
 //! Process ids and group ids are `i32` (`pid_t`) here; a group is named by its leader's pid.
 
 pub mod command;
 pub mod descendants;
+pub mod dirs;
 pub mod fs;
 pub mod open;
 pub mod process;
 pub mod sandbox;
+pub mod secrets;
 pub mod signal;
 
 /// An io error without Rust's ` (os error N)` suffix: `No such file or directory`.
@@ -85,7 +89,7 @@ pub fn os_name() -> &'static str {
 }
 
 /// The error of a stub: `<what> is not available on macOS yet`.
-#[cfg_attr(target_os = "linux", allow(dead_code))]
+#[cfg_attr(any(target_os = "linux", target_os = "macos"), allow(dead_code))]
 pub(crate) fn not_available(what: &str) -> std::io::Error {
     std::io::Error::new(
         std::io::ErrorKind::Unsupported,

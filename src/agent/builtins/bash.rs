@@ -90,7 +90,12 @@ pub(super) async fn run_bash(
     };
     let (mut reader, out, err) = harness9_platform::process::output_pipe()?;
     // `bash -c`; PowerShell on Windows (harness9_platform::command).
-    let mut cmd = harness9_platform::command::shell(command);
+    let cmd = harness9_platform::command::shell(command);
+    // `c` (the ruleset's fd, the filter's memory) outlives the spawn below.
+    let mut cmd = match &confined {
+        Some(c) => c.prepared.wrap(cmd),
+        None => cmd,
+    };
     cmd.current_dir(&sh.root)
         .stdin(Stdio::null())
         .stdout(out)
@@ -99,8 +104,6 @@ pub(super) async fn run_bash(
     harness9_platform::process::new_group(&mut cmd);
     if let Some(c) = &confined {
         cmd.env("TMPDIR", c.scratch.path());
-        // `c` (the ruleset's fd, the filter's memory) outlives the spawn below.
-        c.prepared.install(&mut cmd);
     }
     let spawned = cmd.spawn();
     // The command holds our copies of the write end: drop it so EOF comes when the child's

@@ -24,9 +24,12 @@ impl Tui {
             .or_else(|| std::env::var("EDITOR").ok())
             .filter(|e| !e.trim().is_empty());
         let mut fallback_note = None;
-        if editor.is_none() && !has_desktop_opener() {
+        if editor.is_none() && !harness9_platform::open::has_desktop_opener() {
             // No $EDITOR and no desktop to open a file on (SSH, a console): a terminal editor.
-            if let Some(found) = ["vi", "nano"].into_iter().find(|e| on_path(e)) {
+            if let Some(found) = ["vi", "nano"]
+                .into_iter()
+                .find(|e| harness9_platform::open::on_path(e))
+            {
                 fallback_note = Some(format!(
                     "no $EDITOR is set; edited {} with {found} (set $EDITOR to choose)",
                     path.display()
@@ -89,26 +92,4 @@ impl Tui {
 /// Hands the file `path` to the system opener. The opener's name, or why it could not start.
 pub(super) fn spawn_opener(path: &std::path::Path) -> Result<String, String> {
     harness9_actors::opener::open_file(path)
-}
-
-/// Whether `program` is an executable file in a directory of `$PATH`.
-pub(super) fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|p| {
-        std::env::split_paths(&p).any(|d| {
-            std::fs::metadata(d.join(program))
-                .is_ok_and(|m| harness9_platform::fs::is_executable(&m))
-        })
-    })
-}
-
-/// Whether handing a file to the system opener can show it: macOS, or a graphical session
-/// with `xdg-open` installed.
-pub(super) fn has_desktop_opener() -> bool {
-    if cfg!(target_os = "macos") {
-        return true;
-    }
-    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
-    display && on_path("xdg-open")
 }

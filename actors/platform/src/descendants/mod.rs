@@ -9,8 +9,9 @@
 //! the periodic reaper takes only zombies that stayed unreaped for a whole period (tokio reaps
 //! its own children within milliseconds of SIGCHLD).
 //!
-//! The tree walk is the same everywhere; what lists processes (`/proc` on Linux), makes us a
-//! subreaper and reaps one pid is in the target's file.
+//! The tree walk is the same everywhere; what lists processes (`/proc` on Linux, `libproc` on
+//! macOS), makes us a subreaper (Linux only: macOS has none, see `macos.rs`) and reaps one pid
+//! is in the target's file.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -20,11 +21,15 @@ use crate::process::{registered_groups, signal, Signal};
 
 #[cfg(target_os = "linux")]
 mod linux;
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
+mod macos;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod other;
 #[cfg(target_os = "linux")]
 use linux as imp;
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
+use macos as imp;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 use other as imp;
 
 /// How often the periodic reaper looks for orphan zombies.

@@ -1,7 +1,6 @@
-//! Descendants where their discovery is not written yet (macOS: `libproc`/`sysctl`; Windows:
-//! Job Objects; issue 25): no subreaper (a clear error at start), no process listed, so the
-//! exit sweep relies on the process groups alone (on Windows, their Job Objects, which kill
-//! every descendant: no subreaper is needed there).
+//! Descendants on a system without a process listing written here (Windows): no subreaper, no
+//! process listed; on Windows each server's Job Object kills every descendant, so no subreaper
+//! is needed there.
 
 use std::io;
 

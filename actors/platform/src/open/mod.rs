@@ -18,6 +18,26 @@ pub fn system_opener() -> &'static str {
     imp::SYSTEM_OPENER
 }
 
+/// Whether handing a file to the system opener can show it: always on macOS and Windows (a
+/// desktop is the only session there); elsewhere a graphical session with `xdg-open` on `PATH`.
+pub fn has_desktop_opener() -> bool {
+    if imp::ALWAYS_A_DESKTOP {
+        return true;
+    }
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    display && on_path(imp::SYSTEM_OPENER)
+}
+
+/// Whether an executable `program` is in a folder of `PATH`.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p)
+            .any(|d| std::fs::metadata(d.join(program)).is_ok_and(|m| crate::fs::is_executable(&m)))
+    })
+}
+
 /// Starts `program` with `args` detached (stdio closed, a session of its own that the exit
 /// sweep spares; tokio reaps it). Needs a tokio runtime. The error names the program.
 pub fn spawn_detached(program: &str, args: &[&OsStr]) -> Result<(), String> {

@@ -3,4 +3,7 @@
 
 pub(super) const SYSTEM_OPENER: &str = "explorer";
 
+/// Windows: a desktop session is the only one.
+pub(super) const ALWAYS_A_DESKTOP: bool = true;
+
 pub(super) fn detach(_cmd: &mut std::process::Command) {}

@@ -27,6 +27,13 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// `cmd` (its program and arguments set, nothing else yet) confined: on Linux the same
+    /// command, with [`Prepared::install`]. Keep `self` alive until `spawn` has returned.
+    pub fn wrap(&self, mut cmd: tokio::process::Command) -> tokio::process::Command {
+        self.install(&mut cmd);
+        cmd
+    }
+
     /// Makes `cmd`'s child enforce the ruleset before it execs. Keep `self` alive until
     /// `spawn` has returned (the child uses the fd number); the fd is close-on-exec, so the
     /// server never holds it.

@@ -1,8 +1,9 @@
 //! The optional sandbox of a child (a stdio server, the agent's own `bash`): what it may write
 //! ([`Rules`]), built in the parent ([`prepare`]) and enforced by the child before it execs
-//! ([`Prepared::install`]); its private scratch directory ([`Scratch`]). On Linux a Landlock
-//! ruleset and a seccomp filter (see `linux.rs`); elsewhere [`prepare`] fails with "the sandbox
-//! is not available on macOS yet" (or Windows), so a sandboxed child never runs unconfined.
+//! ([`Prepared::wrap`]); its private scratch directory ([`Scratch`]). On Linux a Landlock
+//! ruleset and a seccomp filter (see `linux.rs`); on macOS a Seatbelt profile the child runs
+//! under through `sandbox-exec` (`seatbelt.rs`, `macos.rs`); elsewhere [`prepare`] fails with
+//! "the sandbox is not available on Windows yet", so a sandboxed child never runs unconfined.
 //!
 //! Inside: read and execute anywhere but other processes' `/proc`; write only the child's own
 //! `cwd` (when its entry sets one), its private scratch directory (its `$TMPDIR`, see
@@ -17,11 +18,18 @@ use std::path::{Path, PathBuf};
 
 #[cfg(target_os = "linux")]
 mod linux;
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
+mod macos;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod other;
+// The profile generator is compiled everywhere, so its tests run on Linux.
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+mod seatbelt;
 #[cfg(target_os = "linux")]
 use linux as imp;
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
+use macos as imp;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 use other as imp;
 
 pub use imp::{kernel_abi, prepare, Prepared};

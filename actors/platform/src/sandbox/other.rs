@@ -1,4 +1,4 @@
-//! The sandbox where it is not written yet (macOS: Seatbelt; Windows: none; issue 25): every
+//! The sandbox where there is none (Windows, issue 25): every
 //! [`prepare`] fails with a clear "not available", so a child that asks for a sandbox never
 //! runs unconfined.
 
@@ -16,7 +16,9 @@ impl Drop for Prepared {
 
 impl Prepared {
     /// Never reached: no `Prepared` exists here.
-    pub fn install(&self, _cmd: &mut tokio::process::Command) {}
+    pub fn wrap(&self, cmd: tokio::process::Command) -> tokio::process::Command {
+        cmd
+    }
 }
 
 /// Why there is no sandbox here (Windows has none by design, not "yet").

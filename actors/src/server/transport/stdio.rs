@@ -99,8 +99,27 @@ pub(in crate::server) fn spawn(spec: &ServerSpec) -> Result<Spawned, String> {
             return Err(format!("cwd {} is not a directory", dir.display()));
         }
     }
+    // Built here, enforced by the child between fork and exec (or by `sandbox-exec` on
+    // macOS, which the command then runs); dropped after the spawn.
+    let not_applied =
+        |e: String| format!("sandbox cannot be applied, so the server is not started: {e}");
+    let mut scratch = None;
+    let sandbox = match &spec.sandbox {
+        Some(sb) => {
+            let dir = Scratch::create().map_err(not_applied)?;
+            let prepared = crate::server::sandbox::prepare(sb, cwd.as_deref(), dir.path())
+                .map_err(not_applied)?;
+            scratch = Some(dir);
+            Some(prepared)
+        }
+        None => None,
+    };
     // On Windows resolved on PATH with PATHEXT, a `.cmd` shim (npx) run through cmd.exe.
-    let mut cmd = harness9_platform::command::program(command, args)?;
+    let cmd = harness9_platform::command::program(command, args)?;
+    let mut cmd = match &sandbox {
+        Some(prepared) => prepared.wrap(cmd),
+        None => cmd,
+    };
     // Only the allowlisted part of harness9's environment (no API keys), then the entry's.
     cmd.env_clear()
         .envs(std::env::vars_os().filter(|(k, _)| inherited(k)))
@@ -112,22 +131,9 @@ pub(in crate::server) fn spawn(spec: &ServerSpec) -> Result<Spawned, String> {
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
-    // Built here, enforced by the child between fork and exec; dropped after the spawn.
-    let not_applied =
-        |e: String| format!("sandbox cannot be applied, so the server is not started: {e}");
-    let mut scratch = None;
-    let sandbox = match &spec.sandbox {
-        Some(sb) => {
-            let dir = Scratch::create().map_err(not_applied)?;
-            let prepared = crate::server::sandbox::prepare(sb, cwd.as_deref(), dir.path())
-                .map_err(not_applied)?;
-            prepared.install(&mut cmd);
-            cmd.env("TMPDIR", dir.path());
-            scratch = Some(dir);
-            Some(prepared)
-        }
-        None => None,
-    };
+    if let Some(dir) = &scratch {
+        cmd.env("TMPDIR", dir.path());
+    }
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
     let spawned = cmd.spawn();
     drop(sandbox);

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use super::{ModelFlags, SettingsError};
 
 /// Where the user's settings file is looked for: `flags.config_path` alone when given, else
-/// `./harness9.toml`, then `$XDG_CONFIG_HOME/harness9/config.toml` (or
-/// `~/.config/harness9/config.toml`).
+/// `./harness9.toml`, then `$XDG_CONFIG_HOME/harness9/config.toml` (or the system's place:
+/// `~/.config/harness9/config.toml` on Linux, `harness9_platform::dirs`).
 pub fn candidate_paths(
     flags: &ModelFlags,
     env: &dyn Fn(&str) -> Option<String>,
@@ -17,16 +17,8 @@ pub fn candidate_paths(
         return vec![p.clone()];
     }
     let mut out = vec![cwd.join("harness9.toml")];
-    let non_empty = |k: &str| env(k).filter(|v| !v.is_empty());
-    if let Some(x) = non_empty("XDG_CONFIG_HOME").filter(|x| Path::new(x).is_absolute()) {
-        out.push(Path::new(&x).join("harness9").join("config.toml"));
-    } else if let Some(home) = non_empty("HOME") {
-        out.push(
-            Path::new(&home)
-                .join(".config")
-                .join("harness9")
-                .join("config.toml"),
-        );
+    if let Some(dir) = harness9_platform::dirs::config_dir_in(&|k| env(k).map(Into::into)) {
+        out.push(dir.join("config.toml"));
     }
     out
 }
