@@ -54,6 +54,18 @@ pub struct PromptTable {
     pub servers: BTreeMap<String, Option<Vec<PromptCommand>>>,
 }
 
+impl PromptTable {
+    /// The prompt whose slash command is `command`, with its server.
+    pub(super) fn find(&self, command: &str) -> Option<(String, PromptCommand)> {
+        self.servers.iter().find_map(|(server, list)| {
+            list.iter()
+                .flatten()
+                .find(|c| c.command == command)
+                .map(|c| (server.clone(), c.clone()))
+        })
+    }
+}
+
 /// Every prompt command, for Tab completion.
 pub(super) fn commands(state: &State) -> impl Iterator<Item = &str> {
     state
@@ -133,17 +145,7 @@ pub(super) fn loaded(state: &mut State, server: String, result: Result<Vec<Promp
 
 /// `/mcp__{server}__{prompt} args...`: asks the server for the prompt's messages.
 pub(super) fn run(state: &mut State, command: &str, rest: &str) -> Vec<Effect> {
-    let found = state
-        .servers
-        .prompts
-        .servers
-        .iter()
-        .find_map(|(server, list)| {
-            list.iter()
-                .flatten()
-                .find(|c| c.command == command)
-                .map(|c| (server.clone(), c.clone()))
-        });
+    let found = state.servers.prompts.find(command);
     let Some((server, prompt)) = found else {
         state.note(Entry::Error(format!(
             "unknown command {}; /help lists the commands, Tab completes MCP prompts",
@@ -275,17 +277,7 @@ pub fn prompt_images(result: &GetPromptResult) -> Vec<harness9_agent::model::Blo
 pub(super) fn complete_argument(state: &State) -> Option<Vec<Effect>> {
     let input = &state.editor.input;
     let (command, rest) = input.split_once(' ')?;
-    let (server, prompt) = state
-        .servers
-        .prompts
-        .servers
-        .iter()
-        .find_map(|(server, list)| {
-            list.iter()
-                .flatten()
-                .find(|c| c.command == command)
-                .map(|c| (server.clone(), c.clone()))
-        })?;
+    let (server, prompt) = state.servers.prompts.find(command)?;
     let words: Vec<&str> = rest.split(' ').collect();
     let (last, before) = words.split_last()?;
     let mut context = BTreeMap::new();

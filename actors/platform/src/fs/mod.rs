@@ -7,13 +7,11 @@ use std::io;
 use std::path::Path;
 
 #[cfg(not(any(unix, windows)))]
-mod other;
+compile_error!("harness9 keeps private files on Unix and Windows only");
 #[cfg(unix)]
 mod unix;
 #[cfg(windows)]
 mod windows;
-#[cfg(not(any(unix, windows)))]
-use other as imp;
 #[cfg(unix)]
 use unix as imp;
 #[cfg(windows)]
