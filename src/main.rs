@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use harness9::cli::{exit_code, run_mcp, Cli, Command, JsonErrors};
+use harness9::cli::{exit_code, run_mcp, Cli, Command, JsonErrors, TraceCommand};
 use harness9_actors::server::{
     become_subreaper, end_descendants, kill_all_groups, spawn_orphan_reaper,
 };
@@ -157,6 +157,13 @@ fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
+    // A trace file's table: no runtime, no servers.
+    if let Some(Command::Trace(TraceCommand::Stats { file, server, json })) = &cli.command {
+        return match harness9::cli::trace::stats(file, server.as_deref(), *json) {
+            Ok(code) => code,
+            Err(e) => fail(cli.json_errors(), &format!("{e:#}"), 1, started),
+        };
+    }
     let interactive = cli.command.is_none();
     init_logging(flags.session.servers.verbose, interactive);
     // Before any child exists: a server's double-forked daemon is reparented to us, not init,
@@ -201,7 +208,7 @@ fn main() -> ExitCode {
             Some(Command::Run(args)) => harness9::cli::run::run(&opts, args, started).await,
             Some(Command::Conformance(args)) => harness9::cli::conformance::run(&opts, args).await,
             // Answered before the runtime starts.
-            Some(Command::Completions { .. }) => Ok(ExitCode::SUCCESS),
+            Some(Command::Completions { .. } | Command::Trace(_)) => Ok(ExitCode::SUCCESS),
             Some(Command::ConformanceBrowser { url }) => {
                 harness9::cli::conformance::browser(url).await
             }

@@ -47,6 +47,7 @@ impl Command {
             Command::Mcp(m) => format!("mcp {}", m.name()),
             Command::Run(_) => "run".into(),
             Command::Completions { .. } => "completions".into(),
+            Command::Trace(TraceCommand::Stats { .. }) => "trace stats".into(),
             Command::Conformance(_) => "conformance".into(),
             Command::ConformanceBrowser { .. } => "conformance-browser".into(),
         }
@@ -135,6 +136,9 @@ pub enum Command {
     Mcp(McpCommand),
     /// Run one task headless: the model uses every tool until it answers.
     Run(RunArgs),
+    /// Read a `--trace` file.
+    #[command(subcommand)]
+    Trace(TraceCommand),
     /// Print a shell completion script: `harness9 completions bash > ~/.local/share/bash-completion/completions/harness9`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -219,6 +223,23 @@ impl RunArgs {
     pub fn json_events(&self) -> bool {
         self.json || self.stream
     }
+}
+
+/// `harness9 trace ...`
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Per server and method: requests, replies, errors, notifications, and the replies'
+    /// latency percentiles.
+    Stats {
+        /// The file `--trace FILE` wrote.
+        file: PathBuf,
+        /// Only this server's messages.
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+        /// One JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `harness9 mcp ...`

@@ -297,9 +297,9 @@ impl Cli {
             }
             Command::Mcp(m) => m.session_flags(),
             Command::Conformance(c) => c.session.clone(),
-            Command::Completions { .. } | Command::ConformanceBrowser { .. } => {
-                SessionFlags::default()
-            }
+            Command::Completions { .. }
+            | Command::ConformanceBrowser { .. }
+            | Command::Trace(_) => SessionFlags::default(),
         };
         if let Some(flag) = top.permissions.first_given() {
             return Err(UsageError(format!(

@@ -20,9 +20,11 @@ mod manage;
 pub mod mcp;
 pub mod resources;
 pub mod run;
+pub mod trace;
 
 pub use args::{
-    Cli, Command, ConformanceArgs, JsonFlag, ListArgs, McpCommand, RunArgs, Scope, Transport,
+    Cli, Command, ConformanceArgs, JsonFlag, ListArgs, McpCommand, RunArgs, Scope, TraceCommand,
+    Transport,
 };
 pub use errors::{exit_code, JsonErrors, UsageError};
 pub use flags::{

@@ -219,6 +219,98 @@ fn trace_file_has_every_message_with_secrets_redacted() {
     assert!(reply["ts"].as_str().unwrap().ends_with('Z'));
 }
 
+#[test]
+fn trace_stats_counts_a_recorded_session_per_method() {
+    let dir = project_with(
+        "trace-stats",
+        json!({"e": everything_json(json!({})), "p": stdio_json(fixture("p", &[]))}),
+    );
+    // Each command writes its own trace file; one file of the three sessions, as a user
+    // would gather them.
+    let mut body = String::new();
+    for (i, (server, tool, args)) in [
+        ("e", "echo", r#"{"message":"hi"}"#),
+        ("e", "get-sum", r#"{"a":"not a number"}"#),
+        ("p", "progress", r#"{"steps":3,"gap_ms":0}"#),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let one = dir.join(format!("trace{i}.jsonl"));
+        let out = harness9(
+            &dir,
+            &[
+                "--trace",
+                one.to_str().unwrap(),
+                "mcp",
+                "call",
+                server,
+                tool,
+                "--args",
+                args,
+            ],
+            None,
+        );
+        assert!(out.status.code().is_some(), "{}", text(&out.stderr));
+        body.push_str(&std::fs::read_to_string(&one).unwrap());
+    }
+    // A line that is not a record is counted, not fatal.
+    body.push_str("not a record\n");
+    let trace = dir.join("trace.jsonl");
+    std::fs::write(&trace, body).unwrap();
+    let trace_arg = trace.to_str().unwrap();
+
+    let out = harness9(&dir, &["trace", "stats", trace_arg, "--json"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = |server: &str, method: &str| {
+        v["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["server"] == server && m["method"] == method)
+            .unwrap_or_else(|| panic!("no {server} {method} in {v}"))
+            .clone()
+    };
+    let calls = row("e", "tools/call");
+    assert_eq!(
+        (calls["requests_sent"].as_u64(), calls["replies"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(calls["errors"], 1, "the bad get-sum is an error: {calls}");
+    let lat = calls["latency_ms"]
+        .as_array()
+        .expect("latencies of the replies");
+    assert!(lat[0].as_f64().unwrap() > 0.0 && lat[0].as_f64() <= lat[3].as_f64());
+    assert_eq!(
+        row("p", "notifications/progress")["notifications_received"],
+        3
+    );
+    assert_eq!(row("p", "tools/call")["errors"], 0);
+    assert_eq!(v["skipped"], 1);
+
+    // One server, as a table.
+    let out = harness9(&dir, &["trace", "stats", trace_arg, "--server", "p"], None);
+    let table = text(&out.stdout);
+    assert!(table.starts_with("SERVER"), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("p ") && l.contains("tools/call")),
+        "{table}"
+    );
+    assert!(!table.lines().any(|l| l.starts_with("e ")), "{table}");
+
+    // A missing file: a clear error naming it.
+    let out = harness9(&dir, &["trace", "stats", "no-such.jsonl"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("cannot read the trace file no-such.jsonl"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 /// Pids whose environment holds `marker`.
 fn pids_with_env(marker: &str) -> Vec<i32> {
     let mut out = Vec::new();

@@ -1,0 +1,348 @@
+//! `harness9 trace stats FILE`: what a `--trace` file holds, per server and method: requests
+//! sent, replies and errors received, notifications each way, and the latency percentiles of
+//! the replies (the `latency_us` each reply record carries). Pure: lines in, a table out; the
+//! command reads the file.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// The longest trace line looked at; a longer one is counted as skipped (a trace keeps whole
+/// messages, so one may be large, but a stats run must stay bounded).
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// One server's method, both directions.
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+pub struct MethodStats {
+    /// The server's name in the config.
+    pub server: String,
+    /// The method (a reply counts under the method of the request it answers).
+    pub method: String,
+    /// Requests we sent.
+    pub requests_sent: u64,
+    /// Replies we received to them, errors included.
+    pub replies: u64,
+    /// Replies that were JSON-RPC errors or tool results with `isError: true`.
+    pub errors: u64,
+    /// Requests the server sent us (sampling, elicitation, roots, ping).
+    pub requests_received: u64,
+    /// Notifications we sent.
+    pub notifications_sent: u64,
+    /// Notifications the server sent.
+    pub notifications_received: u64,
+    /// Reply latency percentiles in milliseconds: p50, p90, p99, max (none without replies).
+    pub latency_ms: Option<[f64; 4]>,
+    #[serde(skip)]
+    latencies_us: Vec<u64>,
+}
+
+/// What a trace file holds.
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+pub struct TraceStats {
+    /// Per server and method, sorted by server then method.
+    pub methods: Vec<MethodStats>,
+    /// Records read.
+    pub records: u64,
+    /// Lines that were not trace records (not JSON objects, or over [`MAX_LINE_BYTES`]).
+    pub skipped: u64,
+    /// The first skipped line's number (1-based), to look at.
+    pub first_skipped_line: Option<u64>,
+}
+
+/// Builds the stats of a trace's lines; `server` keeps one server's records only.
+pub fn stats<'a>(lines: impl IntoIterator<Item = &'a str>, server: Option<&str>) -> TraceStats {
+    let mut b = StatsBuilder::new(server);
+    for line in lines {
+        b.push(Some(line));
+    }
+    b.finish()
+}
+
+/// The stats of a trace read a line at a time.
+#[derive(Debug)]
+pub struct StatsBuilder {
+    server: Option<String>,
+    by_key: BTreeMap<(String, String), MethodStats>,
+    out: TraceStats,
+    line: u64,
+}
+
+impl StatsBuilder {
+    /// Nothing read yet; `server` keeps one server's records only.
+    pub fn new(server: Option<&str>) -> Self {
+        Self {
+            server: server.map(str::to_owned),
+            by_key: BTreeMap::new(),
+            out: TraceStats::default(),
+            line: 0,
+        }
+    }
+
+    /// The next line; `None` for one that cannot be a record (over [`MAX_LINE_BYTES`], not
+    /// UTF-8).
+    pub fn push(&mut self, line: Option<&str>) {
+        self.line += 1;
+        if line.is_some_and(|l| l.trim().is_empty()) {
+            return;
+        }
+        let record = line
+            .filter(|l| l.len() <= MAX_LINE_BYTES)
+            .and_then(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(Value::is_object);
+        let Some(record) = record else {
+            self.out.skipped += 1;
+            self.out.first_skipped_line.get_or_insert(self.line);
+            return;
+        };
+        self.out.records += 1;
+        let name = record["server"].as_str().unwrap_or("?");
+        if self.server.as_deref().is_some_and(|s| s != name) {
+            return;
+        }
+        let message = &record["message"];
+        // A record without a method is an HTTP exchange with no message (a 202): nothing to count.
+        let Some(method) = record["method"].as_str() else {
+            return;
+        };
+        let entry = self
+            .by_key
+            .entry((name.to_owned(), method.to_owned()))
+            .or_insert_with(|| MethodStats {
+                server: name.to_owned(),
+                method: method.to_owned(),
+                ..MethodStats::default()
+            });
+        let sent = record["dir"].as_str() == Some("send");
+        let has_id = !record["id"].is_null();
+        let is_reply = message.get("method").is_none()
+            && (message.get("result").is_some() || message.get("error").is_some());
+        match (sent, has_id, is_reply) {
+            (false, _, true) => {
+                entry.replies += 1;
+                if message.get("error").is_some()
+                    || message["result"]["isError"].as_bool() == Some(true)
+                {
+                    entry.errors += 1;
+                }
+                if let Some(us) = record["latency_us"].as_u64() {
+                    entry.latencies_us.push(us);
+                }
+            }
+            // Our answer to a server's request: counted with that request.
+            (true, _, true) => {}
+            (true, true, false) => entry.requests_sent += 1,
+            (false, true, false) => entry.requests_received += 1,
+            (true, false, false) => entry.notifications_sent += 1,
+            (false, false, false) => entry.notifications_received += 1,
+        }
+    }
+
+    /// The table, sorted by server then method.
+    pub fn finish(mut self) -> TraceStats {
+        self.out.methods = self
+            .by_key
+            .into_values()
+            .map(|mut m| {
+                m.latency_ms = percentiles(&mut m.latencies_us);
+                m
+            })
+            .collect();
+        self.out
+    }
+}
+
+/// p50, p90, p99 and max of `us` in milliseconds (nearest rank).
+fn percentiles(us: &mut [u64]) -> Option<[f64; 4]> {
+    if us.is_empty() {
+        return None;
+    }
+    us.sort_unstable();
+    let rank = |p: f64| {
+        let i = ((p / 100.0) * us.len() as f64).ceil() as usize;
+        us[i.clamp(1, us.len()) - 1] as f64 / 1000.0
+    };
+    Some([rank(50.0), rank(90.0), rank(99.0), rank(100.0)])
+}
+
+/// The table as text, one line per server and method.
+pub fn render(s: &TraceStats) -> String {
+    let sw = s
+        .methods
+        .iter()
+        .map(|m| m.server.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let mw = s
+        .methods
+        .iter()
+        .map(|m| m.method.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let mut out = format!(
+        "{:<sw$}  {:<mw$}  {:>6} {:>6} {:>5} {:>6} {:>7} {:>8} {:>8} {:>8} {:>8}\n",
+        "SERVER",
+        "METHOD",
+        "SENT",
+        "REPLY",
+        "ERR",
+        "ASKED",
+        "NOTIFY",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms"
+    );
+    for m in &s.methods {
+        let lat = |i: usize| {
+            m.latency_ms
+                .map(|l| format!("{:.2}", l[i]))
+                .unwrap_or_else(|| "-".to_owned())
+        };
+        out.push_str(&format!(
+            "{:<sw$}  {:<mw$}  {:>6} {:>6} {:>5} {:>6} {:>7} {:>8} {:>8} {:>8} {:>8}\n",
+            m.server,
+            m.method,
+            m.requests_sent,
+            m.replies,
+            m.errors,
+            m.requests_received,
+            m.notifications_sent + m.notifications_received,
+            lat(0),
+            lat(1),
+            lat(2),
+            lat(3)
+        ));
+    }
+    out.push_str(&format!("{} records", s.records));
+    if s.skipped > 0 {
+        out.push_str(&format!(
+            "; {} lines were not trace records (the first at line {})",
+            s.skipped,
+            s.first_skipped_line.unwrap_or(0)
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(
+        dir: &str,
+        id: Option<u64>,
+        method: &str,
+        latency: Option<u64>,
+        message: &str,
+    ) -> String {
+        serde_json::json!({
+            "ts": "2026-12-05T00:00:00Z", "server": "s", "dir": dir, "id": id, "method": method,
+            "latency_us": latency, "bytes": message.len(),
+            "message": serde_json::from_str::<Value>(message).unwrap(),
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn counts_each_kind_and_the_reply_latencies() {
+        let mut lines = Vec::new();
+        for i in 0..10u64 {
+            lines.push(rec(
+                "send",
+                Some(i),
+                "tools/call",
+                None,
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+            ));
+            let reply = if i == 9 {
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"x"}}"#
+            } else {
+                r#"{"jsonrpc":"2.0","id":1,"result":{}}"#
+            };
+            lines.push(rec(
+                "recv",
+                Some(i),
+                "tools/call",
+                Some((i + 1) * 1000),
+                reply,
+            ));
+        }
+        lines.push(rec(
+            "recv",
+            None,
+            "notifications/progress",
+            None,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#,
+        ));
+        lines.push(rec(
+            "send",
+            None,
+            "notifications/initialized",
+            None,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        ));
+        lines.push(rec(
+            "recv",
+            Some(7),
+            "roots/list",
+            None,
+            r#"{"jsonrpc":"2.0","id":7,"method":"roots/list"}"#,
+        ));
+        lines.push(rec(
+            "send",
+            Some(7),
+            "roots/list",
+            None,
+            r#"{"jsonrpc":"2.0","id":7,"result":{"roots":[]}}"#,
+        ));
+        lines.push("not json".to_owned());
+        let s = stats(lines.iter().map(String::as_str), None);
+        assert_eq!(s.records, 24);
+        assert_eq!((s.skipped, s.first_skipped_line), (1, Some(25)));
+        let call = s.methods.iter().find(|m| m.method == "tools/call").unwrap();
+        assert_eq!((call.requests_sent, call.replies, call.errors), (10, 10, 1));
+        assert_eq!(call.latency_ms, Some([5.0, 9.0, 10.0, 10.0]));
+        let roots = s.methods.iter().find(|m| m.method == "roots/list").unwrap();
+        assert_eq!(
+            (roots.requests_received, roots.requests_sent, roots.replies),
+            (1, 0, 0)
+        );
+        let progress = s
+            .methods
+            .iter()
+            .find(|m| m.method == "notifications/progress")
+            .unwrap();
+        assert_eq!(progress.notifications_received, 1);
+        let text = render(&s);
+        assert!(text.contains("tools/call"), "{text}");
+        assert!(
+            text.contains("1 lines were not trace records (the first at line 25)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_server_filter_keeps_its_records_only() {
+        let lines = [rec(
+            "send",
+            Some(1),
+            "ping",
+            None,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+        )];
+        assert_eq!(
+            stats(lines.iter().map(String::as_str), Some("other")).methods,
+            vec![]
+        );
+        assert_eq!(
+            stats(lines.iter().map(String::as_str), Some("s"))
+                .methods
+                .len(),
+            1
+        );
+    }
+}
