@@ -247,78 +247,80 @@ fn call_command(state: &mut State, rest: &str) -> Vec<Effect> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HelpView;
 
-/// `/help` closes on Esc, `q` or Enter; other keys keep it open.
-fn keys(state: &mut State, _: HelpView, key: KeyEvent) -> Vec<Effect> {
-    if !matches!(key.code, KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter) {
-        state.modal = Some(Modal::Help(HelpView));
+impl super::state::ModalView for HelpView {
+    /// `/help` closes on Esc, `q` or Enter; other keys keep it open.
+    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
+        if !matches!(key.code, KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter) {
+            state.modal = Some(Modal::Help(HelpView));
+        }
+        Vec::new()
     }
-    Vec::new()
-}
 
-/// Draws `/help`: the commands, then the keys; the MCP bar's legend in the bottom border.
-fn draw(_: &State, _: &HelpView, frame: &mut Frame, area: Rect) {
-    // The bar's legend sits in the bottom border, so the keys fit 24 rows.
-    let block = modal_block("help").title_bottom(Span::styled(
-        " MCP bar: ● connected  ○ starting or restarting (attempt)  ✗ failed; /mcp shows why ",
-        DIM,
-    ));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let keys = [
-        (
-            "Enter",
-            "send the line (a /command or a message for the model)",
-        ),
-        (
-            "Alt+Enter",
-            "a new line in the input (also Ctrl+J; pasted text keeps its lines)",
-        ),
-        ("Tab", "complete a /command, or a tool name after /call"),
-        ("↑ ↓", "the input's lines, then the input history"),
-        ("PgUp PgDn", "scroll the transcript"),
-        (
-            "Ctrl+O",
-            "show or hide the arguments and results of the model's tool calls",
-        ),
-        ("Esc", "cancel the running turn; close a panel"),
-        (
-            "y n a",
-            "answer a tool that changes things: run it, decline it, always run it",
-        ),
-        (
-            "Ctrl+C",
-            "cancel the running turn; clear a draft; else quit, from anywhere",
-        ),
-    ];
-    let mut lines = vec![Line::styled("commands", Style::new().bold())];
-    // The rows the commands may take: all of the window but the headings and the keys. As
-    // many commands as fit get a line with what they do; the rest are named, wrapped, on the
-    // rows left (`/` in the input shows what each does), so no row is left empty.
-    let rows = (inner.height as usize).saturating_sub(1 + 2 + keys.len());
-    let width = inner.width as usize;
-    let described = (0..=COMMANDS.len())
-        .rev()
-        .find(|&k| k + wrapped_names(&COMMANDS[k..], width).len() <= rows)
-        .unwrap_or(0);
-    let w = COMMANDS.iter().map(|(c, _)| c.len()).max().unwrap_or(0) + 1;
-    for (c, what) in &COMMANDS[..described] {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {c:<w$}"), Style::new().fg(Color::Cyan)),
-            Span::raw(*what),
-        ]));
+    /// Draws `/help`: the commands, then the keys; the MCP bar's legend in the bottom border.
+    fn draw(&self, _state: &State, frame: &mut Frame, area: Rect) {
+        // The bar's legend sits in the bottom border, so the keys fit 24 rows.
+        let block = modal_block("help").title_bottom(Span::styled(
+            " MCP bar: ● connected  ○ starting or restarting (attempt)  ✗ failed; /mcp shows why ",
+            DIM,
+        ));
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let keys = [
+            (
+                "Enter",
+                "send the line (a /command or a message for the model)",
+            ),
+            (
+                "Alt+Enter",
+                "a new line in the input (also Ctrl+J; pasted text keeps its lines)",
+            ),
+            ("Tab", "complete a /command, or a tool name after /call"),
+            ("↑ ↓", "the input's lines, then the input history"),
+            ("PgUp PgDn", "scroll the transcript"),
+            (
+                "Ctrl+O",
+                "show or hide the arguments and results of the model's tool calls",
+            ),
+            ("Esc", "cancel the running turn; close a panel"),
+            (
+                "y n a",
+                "answer a tool that changes things: run it, decline it, always run it",
+            ),
+            (
+                "Ctrl+C",
+                "cancel the running turn; clear a draft; else quit, from anywhere",
+            ),
+        ];
+        let mut lines = vec![Line::styled("commands", Style::new().bold())];
+        // The rows the commands may take: all of the window but the headings and the keys. As
+        // many commands as fit get a line with what they do; the rest are named, wrapped, on the
+        // rows left (`/` in the input shows what each does), so no row is left empty.
+        let rows = (inner.height as usize).saturating_sub(1 + 2 + keys.len());
+        let width = inner.width as usize;
+        let described = (0..=COMMANDS.len())
+            .rev()
+            .find(|&k| k + wrapped_names(&COMMANDS[k..], width).len() <= rows)
+            .unwrap_or(0);
+        let w = COMMANDS.iter().map(|(c, _)| c.len()).max().unwrap_or(0) + 1;
+        for (c, what) in &COMMANDS[..described] {
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {c:<w$}"), Style::new().fg(Color::Cyan)),
+                Span::raw(*what),
+            ]));
+        }
+        for row in wrapped_names(&COMMANDS[described..], width) {
+            lines.push(Line::styled(row, Style::new().fg(Color::Cyan)));
+        }
+        lines.push(Line::raw(""));
+        lines.push(Line::styled("keys", Style::new().bold()));
+        for (k, what) in keys {
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {k:<11}"), Style::new().fg(Color::Cyan)),
+                Span::raw(what),
+            ]));
+        }
+        frame.render_widget(Paragraph::new(lines), inner);
     }
-    for row in wrapped_names(&COMMANDS[described..], width) {
-        lines.push(Line::styled(row, Style::new().fg(Color::Cyan)));
-    }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled("keys", Style::new().bold()));
-    for (k, what) in keys {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {k:<11}"), Style::new().fg(Color::Cyan)),
-            Span::raw(what),
-        ]));
-    }
-    frame.render_widget(Paragraph::new(lines), inner);
 }
 
 /// The names of `commands` in rows of at most `width` columns (after a two-space indent);
@@ -532,16 +534,6 @@ fn tools_command(state: &mut State, rest: &str) -> Vec<Effect> {
             )));
             Vec::new()
         }
-    }
-}
-
-impl super::state::ModalView for HelpView {
-    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
-        keys(state, self, key)
-    }
-
-    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
-        draw(state, self, frame, area)
     }
 }
 

@@ -55,113 +55,107 @@ pub fn open_next(state: &mut State) {
     }
 }
 
-/// A key in the prompt.
-fn keys(state: &mut State, mut v: InputView, key: KeyEvent) -> Vec<Effect> {
-    match key.code {
-        KeyCode::Enter => {
-            state
-                .questions
-                .inputs_asked
-                .insert((v.prompt.file.clone(), v.prompt.id.clone()));
-            if v.value.is_empty() {
-                state.note(Entry::Info(format!(
-                    "input \"{}\" left without a value",
-                    v.prompt.id
-                )));
-                return Vec::new();
-            }
-            vec![Effect::SaveInput {
-                file: v.prompt.file,
-                id: v.prompt.id,
-                value: v.value,
-            }]
-        }
-        KeyCode::Esc => {
-            state
-                .questions
-                .inputs_asked
-                .insert((v.prompt.file.clone(), v.prompt.id.clone()));
-            state.note(Entry::Info(format!(
-                "input \"{}\" skipped; its servers stay held (set {} to give it)",
-                v.prompt.id,
-                harness9_app::config::input_var(&v.prompt.id)
-            )));
-            Vec::new()
-        }
-        KeyCode::Backspace => {
-            v.value.pop();
-            state.modal = Some(Modal::Input(v));
-            Vec::new()
-        }
-        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
-            v.value.push(c);
-            state.modal = Some(Modal::Input(v));
-            Vec::new()
-        }
-        _ => {
-            state.modal = Some(Modal::Input(v));
-            Vec::new()
-        }
-    }
-}
-
-/// Draws the prompt at the top of `area`.
-fn draw(state: &State, v: &InputView, frame: &mut Frame, area: Rect) {
-    let p = &v.prompt;
-    let block = modal_block(&super::guard::title(
-        state,
-        &format!("input \"{}\"", clean_line(&p.id)),
-    ))
-    .border_style(super::guard::border(state, Color::Blue));
-    let rect = Rect {
-        height: area.height.min(7),
-        ..area
-    };
-    let inner = block.inner(rect);
-    frame.render_widget(block, rect);
-    let shown = if p.password {
-        "•".repeat(v.value.chars().count())
-    } else {
-        clean_line(&v.value).into_owned()
-    };
-    // Which server asks, from which file: the description is the repository's text.
-    let servers: Vec<String> = p
-        .servers
-        .iter()
-        .map(|s| format!("\"{}\"", clean_line(s)))
-        .collect();
-    let mut lines = vec![Line::raw(format!(
-        "{} (for server {} in {})",
-        if p.description.is_empty() {
-            "A value for this input".to_owned()
-        } else {
-            clean_line(&p.description).into_owned()
-        },
-        servers.join(", "),
-        clean_line(&p.file.display().to_string())
-    ))];
-    lines.push(Line::styled(
-        format!("> {shown}▏"),
-        Style::new().fg(Color::Cyan),
-    ));
-    lines.push(if super::guard::is_new(state) {
-        super::guard::keys_line(state, &[], "")
-    } else {
-        Line::styled(
-            "Enter keeps it in a private (0600) file, not asked again · Esc skips",
-            DIM,
-        )
-    });
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
-}
-
 impl super::state::ModalView for InputView {
+    /// A key in the prompt.
     fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
-        keys(state, self, key)
+        let mut v = self;
+        match key.code {
+            KeyCode::Enter => {
+                state
+                    .questions
+                    .inputs_asked
+                    .insert((v.prompt.file.clone(), v.prompt.id.clone()));
+                if v.value.is_empty() {
+                    state.note(Entry::Info(format!(
+                        "input \"{}\" left without a value",
+                        v.prompt.id
+                    )));
+                    return Vec::new();
+                }
+                vec![Effect::SaveInput {
+                    file: v.prompt.file,
+                    id: v.prompt.id,
+                    value: v.value,
+                }]
+            }
+            KeyCode::Esc => {
+                state
+                    .questions
+                    .inputs_asked
+                    .insert((v.prompt.file.clone(), v.prompt.id.clone()));
+                state.note(Entry::Info(format!(
+                    "input \"{}\" skipped; its servers stay held (set {} to give it)",
+                    v.prompt.id,
+                    harness9_app::config::input_var(&v.prompt.id)
+                )));
+                Vec::new()
+            }
+            KeyCode::Backspace => {
+                v.value.pop();
+                state.modal = Some(Modal::Input(v));
+                Vec::new()
+            }
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                v.value.push(c);
+                state.modal = Some(Modal::Input(v));
+                Vec::new()
+            }
+            _ => {
+                state.modal = Some(Modal::Input(v));
+                Vec::new()
+            }
+        }
     }
 
+    /// Draws the prompt at the top of `area`.
     fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
-        draw(state, self, frame, area)
+        let v = self;
+        let p = &v.prompt;
+        let block = modal_block(&super::guard::title(
+            state,
+            &format!("input \"{}\"", clean_line(&p.id)),
+        ))
+        .border_style(super::guard::border(state, Color::Blue));
+        let rect = Rect {
+            height: area.height.min(7),
+            ..area
+        };
+        let inner = block.inner(rect);
+        frame.render_widget(block, rect);
+        let shown = if p.password {
+            "•".repeat(v.value.chars().count())
+        } else {
+            clean_line(&v.value).into_owned()
+        };
+        // Which server asks, from which file: the description is the repository's text.
+        let servers: Vec<String> = p
+            .servers
+            .iter()
+            .map(|s| format!("\"{}\"", clean_line(s)))
+            .collect();
+        let mut lines = vec![Line::raw(format!(
+            "{} (for server {} in {})",
+            if p.description.is_empty() {
+                "A value for this input".to_owned()
+            } else {
+                clean_line(&p.description).into_owned()
+            },
+            servers.join(", "),
+            clean_line(&p.file.display().to_string())
+        ))];
+        lines.push(Line::styled(
+            format!("> {shown}▏"),
+            Style::new().fg(Color::Cyan),
+        ));
+        lines.push(if super::guard::is_new(state) {
+            super::guard::keys_line(state, &[], "")
+        } else {
+            Line::styled(
+                "Enter keeps it in a private (0600) file, not asked again · Esc skips",
+                DIM,
+            )
+        });
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
     }
 }
 

@@ -34,52 +34,117 @@ pub(super) fn open(state: &mut State) {
     state.modal = Some(Modal::Overview(OverviewState { selected }));
 }
 
-/// The overview's keys.
-fn keys(state: &mut State, mut o: OverviewState, key: KeyEvent) -> Vec<Effect> {
-    let n = state.servers.status.len();
-    o.selected = o.selected.min(n.saturating_sub(1));
-    let name = state.server_at(o.selected).map(str::to_owned);
-    match key.code {
-        KeyCode::Esc | KeyCode::Char('q') => return Vec::new(),
-        KeyCode::Down | KeyCode::Char('j') | KeyCode::Tab if n > 0 => {
-            o.selected = (o.selected + 1) % n
-        }
-        KeyCode::Up | KeyCode::Char('k') | KeyCode::BackTab if n > 0 => {
-            o.selected = (o.selected + n - 1) % n
-        }
-        KeyCode::Home => o.selected = 0,
-        KeyCode::End => o.selected = n.saturating_sub(1),
-        KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') if n > 0 => {
-            state.modal = Some(Modal::Panel(PanelState {
-                selected: o.selected,
-                scroll: 0,
-            }));
-            return super::server_view::wanted(state);
-        }
-        KeyCode::Char('r') => {
-            if let Some(s) = name {
-                state.modal = Some(Modal::Overview(o));
-                return vec![Effect::Restart(s)];
+impl super::state::ModalView for OverviewState {
+    /// The overview's keys.
+    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
+        let mut o = self;
+        let n = state.servers.status.len();
+        o.selected = o.selected.min(n.saturating_sub(1));
+        let name = state.server_at(o.selected).map(str::to_owned);
+        match key.code {
+            KeyCode::Esc | KeyCode::Char('q') => return Vec::new(),
+            KeyCode::Down | KeyCode::Char('j') | KeyCode::Tab if n > 0 => {
+                o.selected = (o.selected + 1) % n
             }
-        }
-        KeyCode::Char('L') => {
-            let needs = name
-                .as_ref()
-                .and_then(|s| state.servers.status.get(s))
-                .is_some_and(|st| matches!(st.status, ServerStatus::NeedsLogin { .. }));
-            if let (true, Some(s)) = (needs, name) {
-                state.modal = Some(Modal::Overview(o));
-                return vec![Effect::Login(s)];
+            KeyCode::Up | KeyCode::Char('k') | KeyCode::BackTab if n > 0 => {
+                o.selected = (o.selected + n - 1) % n
             }
+            KeyCode::Home => o.selected = 0,
+            KeyCode::End => o.selected = n.saturating_sub(1),
+            KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') if n > 0 => {
+                state.modal = Some(Modal::Panel(PanelState {
+                    selected: o.selected,
+                    scroll: 0,
+                }));
+                return super::server_view::wanted(state);
+            }
+            KeyCode::Char('r') => {
+                if let Some(s) = name {
+                    state.modal = Some(Modal::Overview(o));
+                    return vec![Effect::Restart(s)];
+                }
+            }
+            KeyCode::Char('L') => {
+                let needs = name
+                    .as_ref()
+                    .and_then(|s| state.servers.status.get(s))
+                    .is_some_and(|st| matches!(st.status, ServerStatus::NeedsLogin { .. }));
+                if let (true, Some(s)) = (needs, name) {
+                    state.modal = Some(Modal::Overview(o));
+                    return vec![Effect::Login(s)];
+                }
+            }
+            KeyCode::Char('e') | KeyCode::Char('E') => {
+                state.modal = Some(Modal::Overview(o));
+                return vec![Effect::OpenEditor];
+            }
+            _ => {}
         }
-        KeyCode::Char('e') | KeyCode::Char('E') => {
-            state.modal = Some(Modal::Overview(o));
-            return vec![Effect::OpenEditor];
-        }
-        _ => {}
+        state.modal = Some(Modal::Overview(o));
+        Vec::new()
     }
-    state.modal = Some(Modal::Overview(o));
-    Vec::new()
+
+    /// Draws the overview in `area`.
+    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
+        let o = self;
+        let block = modal_block("MCP overview");
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let [head, body, help] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Fill(1),
+            Constraint::Length(1),
+        ])
+        .areas(inner);
+        let width = inner.width as usize;
+        frame.render_widget(
+            Paragraph::new(truncate_line(
+                Line::styled(
+                    format!(
+                        " {:<18} {:<18} {:<6} {:<10} {:>7}  {}",
+                        "server", "status", "via", "protocol", "connect", "config file"
+                    ),
+                    DIM,
+                ),
+                width,
+            )),
+            head,
+        );
+        frame.render_widget(
+            Paragraph::new(Line::styled(
+                "↑↓/jk select · Enter open · r restart · L log in · e edit .mcp.json · Esc close",
+                DIM,
+            )),
+            help,
+        );
+        if state.servers.status.is_empty() && state.servers.disabled.is_empty() {
+            return super::panel::draw_no_servers(state, frame, body);
+        }
+        let mut lines = Vec::new();
+        let mut selected_line = 0;
+        for (i, name) in state.servers.status.keys().enumerate() {
+            if i == o.selected {
+                selected_line = lines.len();
+            }
+            lines.extend(row(state, name, i == o.selected, width));
+        }
+        for d in state
+            .servers
+            .disabled
+            .iter()
+            .filter(|d| !state.servers.status.contains_key(d.as_str()))
+        {
+            lines.push(truncate_line(
+                Line::styled(format!(" {:<18} ◌ disabled", clean_line(d)), DIM),
+                width,
+            ));
+        }
+        // Keep the selected row in view.
+        let rows = body.height as usize;
+        let skip = (selected_line + 2).saturating_sub(rows);
+        let shown: Vec<Line<'static>> = lines.into_iter().skip(skip).take(rows).collect();
+        frame.render_widget(Paragraph::new(shown), body);
+    }
 }
 
 /// One server's row: name, status, tools, transport, era, connect time, source.
@@ -129,75 +194,4 @@ fn row(state: &State, name: &str, selected: bool, width: usize) -> Vec<Line<'sta
         ));
     }
     lines
-}
-
-/// Draws the overview in `area`.
-fn draw(state: &State, o: &OverviewState, frame: &mut Frame, area: Rect) {
-    let block = modal_block("MCP overview");
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let [head, body, help] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Fill(1),
-        Constraint::Length(1),
-    ])
-    .areas(inner);
-    let width = inner.width as usize;
-    frame.render_widget(
-        Paragraph::new(truncate_line(
-            Line::styled(
-                format!(
-                    " {:<18} {:<18} {:<6} {:<10} {:>7}  {}",
-                    "server", "status", "via", "protocol", "connect", "config file"
-                ),
-                DIM,
-            ),
-            width,
-        )),
-        head,
-    );
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            "↑↓/jk select · Enter open · r restart · L log in · e edit .mcp.json · Esc close",
-            DIM,
-        )),
-        help,
-    );
-    if state.servers.status.is_empty() && state.servers.disabled.is_empty() {
-        return super::panel::draw_no_servers(state, frame, body);
-    }
-    let mut lines = Vec::new();
-    let mut selected_line = 0;
-    for (i, name) in state.servers.status.keys().enumerate() {
-        if i == o.selected {
-            selected_line = lines.len();
-        }
-        lines.extend(row(state, name, i == o.selected, width));
-    }
-    for d in state
-        .servers
-        .disabled
-        .iter()
-        .filter(|d| !state.servers.status.contains_key(d.as_str()))
-    {
-        lines.push(truncate_line(
-            Line::styled(format!(" {:<18} ◌ disabled", clean_line(d)), DIM),
-            width,
-        ));
-    }
-    // Keep the selected row in view.
-    let rows = body.height as usize;
-    let skip = (selected_line + 2).saturating_sub(rows);
-    let shown: Vec<Line<'static>> = lines.into_iter().skip(skip).take(rows).collect();
-    frame.render_widget(Paragraph::new(shown), body);
-}
-
-impl super::state::ModalView for OverviewState {
-    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
-        keys(state, self, key)
-    }
-
-    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
-        draw(state, self, frame, area)
-    }
 }

@@ -116,73 +116,188 @@ pub(super) fn status_changed(state: &mut State) {
     }
 }
 
-/// The panel's keys: ↑↓/jk PgUp/PgDn Home/End scroll, Tab/←→/hl select a server, `r` restarts it,
-/// `e` edits `.mcp.json`, `a` goes back to the trust screen on an unapproved server, Esc/q close.
-fn keys(state: &mut State, mut p: PanelState, key: KeyEvent) -> Vec<Effect> {
-    let n = state.servers.status.len();
-    let page = state.modal_rows();
-    let max = state
-        .server_at(p.selected)
-        .map(|s| state.panel_total_lines(s).saturating_sub(page))
-        .unwrap_or(0);
-    p.scroll = p.scroll.min(max);
-    let mut effects = Vec::new();
-    match key.code {
-        // Back to the overview; `q` closes.
-        KeyCode::Esc => {
-            state.modal = Some(Modal::Overview(super::overview::OverviewState {
-                selected: p.selected,
-            }));
-            return effects;
-        }
-        KeyCode::Char('q') => return effects,
-        KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') if n > 0 => {
-            p.selected = (p.selected + 1) % n;
-            p.scroll = 0;
-            state.modal = Some(Modal::Panel(p));
-            return super::server_view::wanted(state);
-        }
-        KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') if n > 0 => {
-            p.selected = (p.selected + n - 1) % n;
-            p.scroll = 0;
-            state.modal = Some(Modal::Panel(p));
-            return super::server_view::wanted(state);
-        }
-        KeyCode::Char('r') => {
-            if let Some(s) = state.server_at(p.selected) {
-                effects.push(Effect::Restart(s.to_owned()));
+impl super::state::ModalView for PanelState {
+    /// The panel's keys: ↑↓/jk PgUp/PgDn Home/End scroll, Tab/←→/hl select a server, `r` restarts it,
+    /// `e` edits `.mcp.json`, `a` goes back to the trust screen on an unapproved server, Esc/q close.
+    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
+        let mut p = self;
+        let n = state.servers.status.len();
+        let page = state.modal_rows();
+        let max = state
+            .server_at(p.selected)
+            .map(|s| state.panel_total_lines(s).saturating_sub(page))
+            .unwrap_or(0);
+        p.scroll = p.scroll.min(max);
+        let mut effects = Vec::new();
+        match key.code {
+            // Back to the overview; `q` closes.
+            KeyCode::Esc => {
+                state.modal = Some(Modal::Overview(super::overview::OverviewState {
+                    selected: p.selected,
+                }));
+                return effects;
+            }
+            KeyCode::Char('q') => return effects,
+            KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') if n > 0 => {
+                p.selected = (p.selected + 1) % n;
+                p.scroll = 0;
+                state.modal = Some(Modal::Panel(p));
+                return super::server_view::wanted(state);
+            }
+            KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') if n > 0 => {
+                p.selected = (p.selected + n - 1) % n;
+                p.scroll = 0;
+                state.modal = Some(Modal::Panel(p));
+                return super::server_view::wanted(state);
+            }
+            KeyCode::Char('r') => {
+                if let Some(s) = state.server_at(p.selected) {
+                    effects.push(Effect::Restart(s.to_owned()));
+                }
+            }
+            KeyCode::Char('L') => {
+                // A server that needs an OAuth login: the runtime opens the browser and, once
+                // logged in, starts it again.
+                if let Some(s) = state.server_at(p.selected) {
+                    let needs = state
+                        .servers
+                        .status
+                        .get(s)
+                        .is_some_and(|st| matches!(st.status, ServerStatus::NeedsLogin { .. }));
+                    if needs {
+                        effects.push(Effect::Login(s.to_owned()));
+                    }
+                }
+            }
+            KeyCode::Char('e') | KeyCode::Char('E') => effects.push(Effect::OpenEditor),
+            KeyCode::Char('a') => {
+                // An unapproved server: back to the trust screen, on it.
+                let waiting = state.unapproved();
+                let name = state.server_at(p.selected);
+                if let Some(i) = waiting.iter().position(|(n, _)| Some(n.as_str()) == name) {
+                    state.modal = Some(Modal::Trust(TrustView { selected: i }));
+                    return effects;
+                }
+            }
+            code => {
+                scroll_by(&mut p.scroll, code, page, max);
             }
         }
-        KeyCode::Char('L') => {
-            // A server that needs an OAuth login: the runtime opens the browser and, once
-            // logged in, starts it again.
-            if let Some(s) = state.server_at(p.selected) {
-                let needs = state
-                    .servers
-                    .status
-                    .get(s)
-                    .is_some_and(|st| matches!(st.status, ServerStatus::NeedsLogin { .. }));
-                if needs {
-                    effects.push(Effect::Login(s.to_owned()));
+        state.modal = Some(Modal::Panel(p));
+        effects
+    }
+
+    /// Draws the panel: the server tabs, the selected server's header and the tools that fit, and
+    /// where the body is scrolled to.
+    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
+        let p = self;
+        let block = modal_block("MCP servers");
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let [tabs, body, help] = Layout::vertical([
+            Constraint::Length(HEADER_ROWS),
+            Constraint::Fill(1),
+            Constraint::Length(KEYS_ROWS),
+        ])
+        .areas(inner);
+        frame.render_widget(
+            Paragraph::new(Line::styled(
+                "↑↓/jk PgUp/PgDn Home/End scroll · Tab/←→ server · r restart · e edit .mcp.json · Esc overview · q close",
+                DIM,
+            )),
+            help,
+        );
+        if state.servers.status.is_empty() {
+            return draw_no_servers(state, frame, body);
+        }
+        // Server tabs.
+        let mut spans = Vec::new();
+        for (i, (name, st)) in state.servers.status.iter().enumerate() {
+            let (sym, color, _) = status_symbol(&st.status);
+            let style = if i == p.selected {
+                Style::new().reversed().bold()
+            } else {
+                Style::new()
+            };
+            spans.push(Span::styled(format!(" {} ", clean_line(name)), style));
+            spans.push(Span::styled(format!("{sym} "), Style::new().fg(color)));
+        }
+        frame.render_widget(
+            Paragraph::new(truncate_line(Line::from(spans), tabs.width as usize)),
+            tabs,
+        );
+        let Some(name) = state.server_at(p.selected) else {
+            return;
+        };
+        let rows = body.height as usize;
+        let header = panel_header(state, name);
+        let total = state.panel_total_lines(name);
+        let scroll = p.scroll.min(total.saturating_sub(rows));
+        let mut lines: Vec<Line<'static>> = header
+            .into_iter()
+            .skip(scroll)
+            .take(rows)
+            .map(|l| truncate_line(l, body.width as usize))
+            .collect();
+        let hl = state.panel_header_lines(name);
+        if lines.len() < rows {
+            if let Some(layout) = state.servers.layout.get(name) {
+                let first_line = scroll.saturating_sub(hl);
+                // The tool holding `first_line`, by binary search over the start offsets.
+                let mut i = layout
+                    .starts
+                    .partition_point(|&s| s <= first_line)
+                    .saturating_sub(1);
+                let mut skip = first_line - layout.starts.get(i).copied().unwrap_or(0);
+                while lines.len() < rows && i < layout.entries.len() {
+                    let Some(entry) = state.servers.tools.get(layout.entries[i]) else {
+                        break;
+                    };
+                    let mut tool_lines = vec![Line::from(vec![
+                        Span::styled(clean_line(&entry.name).into_owned(), Style::new().bold()),
+                        Span::styled(
+                            entry
+                                .tool
+                                .title
+                                .as_deref()
+                                .map(|t| format!("  {}", clean_line(t)))
+                                .unwrap_or_default(),
+                            DIM,
+                        ),
+                    ])];
+                    if let Some(d) = &entry.tool.description {
+                        for l in d.trim_end().lines() {
+                            tool_lines.push(Line::raw(format!("    {}", clean_line(l))));
+                        }
+                    }
+                    for l in tool_lines.into_iter().skip(skip) {
+                        if lines.len() == rows {
+                            break;
+                        }
+                        lines.push(truncate_line(l, body.width as usize));
+                    }
+                    skip = 0;
+                    i += 1;
                 }
             }
         }
-        KeyCode::Char('e') | KeyCode::Char('E') => effects.push(Effect::OpenEditor),
-        KeyCode::Char('a') => {
-            // An unapproved server: back to the trust screen, on it.
-            let waiting = state.unapproved();
-            let name = state.server_at(p.selected);
-            if let Some(i) = waiting.iter().position(|(n, _)| Some(n.as_str()) == name) {
-                state.modal = Some(Modal::Trust(TrustView { selected: i }));
-                return effects;
+        frame.render_widget(Paragraph::new(lines), body);
+        if total > rows {
+            let pos = format!(
+                " {}-{} of {} ",
+                scroll + 1,
+                (scroll + rows).min(total),
+                total
+            );
+            let w = pos.width() as u16;
+            if area.width > w + 2 {
+                frame.render_widget(
+                    Paragraph::new(Span::styled(pos, DIM)),
+                    Rect::new(area.x + area.width - w - 1, area.y + area.height - 1, w, 1),
+                );
             }
         }
-        code => {
-            scroll_by(&mut p.scroll, code, page, max);
-        }
     }
-    state.modal = Some(Modal::Panel(p));
-    effects
 }
 
 /// What the panel and the overview show when the config has no servers.
@@ -351,127 +466,6 @@ pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
     super::server_view::extra_lines(state, name, &mut lines);
     lines.push(Line::raw(""));
     lines
-}
-
-/// Draws the panel: the server tabs, the selected server's header and the tools that fit, and
-/// where the body is scrolled to.
-fn draw(state: &State, p: &PanelState, frame: &mut Frame, area: Rect) {
-    let block = modal_block("MCP servers");
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let [tabs, body, help] = Layout::vertical([
-        Constraint::Length(HEADER_ROWS),
-        Constraint::Fill(1),
-        Constraint::Length(KEYS_ROWS),
-    ])
-    .areas(inner);
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            "↑↓/jk PgUp/PgDn Home/End scroll · Tab/←→ server · r restart · e edit .mcp.json · Esc overview · q close",
-            DIM,
-        )),
-        help,
-    );
-    if state.servers.status.is_empty() {
-        return draw_no_servers(state, frame, body);
-    }
-    // Server tabs.
-    let mut spans = Vec::new();
-    for (i, (name, st)) in state.servers.status.iter().enumerate() {
-        let (sym, color, _) = status_symbol(&st.status);
-        let style = if i == p.selected {
-            Style::new().reversed().bold()
-        } else {
-            Style::new()
-        };
-        spans.push(Span::styled(format!(" {} ", clean_line(name)), style));
-        spans.push(Span::styled(format!("{sym} "), Style::new().fg(color)));
-    }
-    frame.render_widget(
-        Paragraph::new(truncate_line(Line::from(spans), tabs.width as usize)),
-        tabs,
-    );
-    let Some(name) = state.server_at(p.selected) else {
-        return;
-    };
-    let rows = body.height as usize;
-    let header = panel_header(state, name);
-    let total = state.panel_total_lines(name);
-    let scroll = p.scroll.min(total.saturating_sub(rows));
-    let mut lines: Vec<Line<'static>> = header
-        .into_iter()
-        .skip(scroll)
-        .take(rows)
-        .map(|l| truncate_line(l, body.width as usize))
-        .collect();
-    let hl = state.panel_header_lines(name);
-    if lines.len() < rows {
-        if let Some(layout) = state.servers.layout.get(name) {
-            let first_line = scroll.saturating_sub(hl);
-            // The tool holding `first_line`, by binary search over the start offsets.
-            let mut i = layout
-                .starts
-                .partition_point(|&s| s <= first_line)
-                .saturating_sub(1);
-            let mut skip = first_line - layout.starts.get(i).copied().unwrap_or(0);
-            while lines.len() < rows && i < layout.entries.len() {
-                let Some(entry) = state.servers.tools.get(layout.entries[i]) else {
-                    break;
-                };
-                let mut tool_lines = vec![Line::from(vec![
-                    Span::styled(clean_line(&entry.name).into_owned(), Style::new().bold()),
-                    Span::styled(
-                        entry
-                            .tool
-                            .title
-                            .as_deref()
-                            .map(|t| format!("  {}", clean_line(t)))
-                            .unwrap_or_default(),
-                        DIM,
-                    ),
-                ])];
-                if let Some(d) = &entry.tool.description {
-                    for l in d.trim_end().lines() {
-                        tool_lines.push(Line::raw(format!("    {}", clean_line(l))));
-                    }
-                }
-                for l in tool_lines.into_iter().skip(skip) {
-                    if lines.len() == rows {
-                        break;
-                    }
-                    lines.push(truncate_line(l, body.width as usize));
-                }
-                skip = 0;
-                i += 1;
-            }
-        }
-    }
-    frame.render_widget(Paragraph::new(lines), body);
-    if total > rows {
-        let pos = format!(
-            " {}-{} of {} ",
-            scroll + 1,
-            (scroll + rows).min(total),
-            total
-        );
-        let w = pos.width() as u16;
-        if area.width > w + 2 {
-            frame.render_widget(
-                Paragraph::new(Span::styled(pos, DIM)),
-                Rect::new(area.x + area.width - w - 1, area.y + area.height - 1, w, 1),
-            );
-        }
-    }
-}
-
-impl super::state::ModalView for PanelState {
-    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
-        keys(state, self, key)
-    }
-
-    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
-        draw(state, self, frame, area)
-    }
 }
 
 #[cfg(test)]

@@ -34,87 +34,81 @@ pub(super) fn open(state: &mut State, mut rules: Vec<Rule>) {
     state.modal = Some(Modal::Permissions(PermissionsView { rules, selected }));
 }
 
-/// The list's keys.
-fn keys(state: &mut State, mut p: PermissionsView, key: KeyEvent) -> Vec<Effect> {
-    if step_selection(&mut p.selected, p.rules.len(), key.code) {
-        state.modal = Some(Modal::Permissions(p));
-        return Vec::new();
-    }
-    match key.code {
-        KeyCode::Esc | KeyCode::Char('q') => return Vec::new(),
-        KeyCode::Char('d') | KeyCode::Delete => {
-            if let Some(r) = p.rules.get(p.selected) {
-                match &r.source {
-                    Source::Saved => {
-                        let text = r.text.clone();
-                        state.modal = Some(Modal::Permissions(p));
-                        return vec![Effect::ForgetRule(text)];
+impl super::state::ModalView for PermissionsView {
+    /// The list's keys.
+    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
+        let mut p = self;
+        if step_selection(&mut p.selected, p.rules.len(), key.code) {
+            state.modal = Some(Modal::Permissions(p));
+            return Vec::new();
+        }
+        match key.code {
+            KeyCode::Esc | KeyCode::Char('q') => return Vec::new(),
+            KeyCode::Char('d') | KeyCode::Delete => {
+                if let Some(r) = p.rules.get(p.selected) {
+                    match &r.source {
+                        Source::Saved => {
+                            let text = r.text.clone();
+                            state.modal = Some(Modal::Permissions(p));
+                            return vec![Effect::ForgetRule(text)];
+                        }
+                        Source::File { path, line } => state.note(Entry::Info(format!(
+                            "\"{}\" is written in {}:{line}; edit that file to remove it",
+                            clean_line(&r.text),
+                            clean_line(&path.display().to_string())
+                        ))),
+                        Source::Flag(flag) => state.note(Entry::Info(format!(
+                            "\"{}\" comes from {flag} and lasts this run only",
+                            clean_line(&r.text)
+                        ))),
                     }
-                    Source::File { path, line } => state.note(Entry::Info(format!(
-                        "\"{}\" is written in {}:{line}; edit that file to remove it",
-                        clean_line(&r.text),
-                        clean_line(&path.display().to_string())
-                    ))),
-                    Source::Flag(flag) => state.note(Entry::Info(format!(
-                        "\"{}\" comes from {flag} and lasts this run only",
-                        clean_line(&r.text)
-                    ))),
                 }
             }
+            _ => {}
         }
-        _ => {}
-    }
-    state.modal = Some(Modal::Permissions(p));
-    Vec::new()
-}
-
-/// Draws the list in `area`.
-fn draw(_: &State, p: &PermissionsView, frame: &mut Frame, area: Rect) {
-    let body = list_frame(
-        frame,
-        area,
-        "Permissions",
-        "↑↓ select · d forget a saved answer · Esc close   (deny beats ask beats allow)",
-    );
-    let width = body.width as usize;
-    let mut lines: Vec<Line<'static>> = Vec::new();
-    if p.rules.is_empty() {
-        lines.push(Line::styled(
-            "no rules: read-only tools run, every other call asks. Answer \"always\" when asked, or add [permissions] allow/ask/deny to harness9.toml",
-            DIM,
-        ));
-    }
-    let rows = body.height as usize;
-    let skip = (p.selected + 1).saturating_sub(rows);
-    for (i, r) in p.rules.iter().enumerate().skip(skip).take(rows) {
-        let (word, colour) = match r.kind {
-            Kind::Deny => ("deny ", Color::Red),
-            Kind::Ask => ("ask  ", Color::Yellow),
-            Kind::Allow => ("allow", Color::Green),
-        };
-        let mark = if i == p.selected { "› " } else { "  " };
-        let style = if i == p.selected {
-            Style::new().add_modifier(Modifier::REVERSED)
-        } else {
-            Style::new()
-        };
-        let line = Line::from(vec![
-            Span::styled(mark.to_owned(), style),
-            Span::styled(word.to_owned(), Style::new().fg(colour)),
-            Span::styled(format!(" {}", clean_line(&r.text)), style),
-            Span::styled(format!("   {}", clean_line(&r.source.to_string())), DIM),
-        ]);
-        lines.push(truncate_line(line, width));
-    }
-    frame.render_widget(Paragraph::new(lines), body);
-}
-
-impl super::state::ModalView for PermissionsView {
-    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
-        keys(state, self, key)
+        state.modal = Some(Modal::Permissions(p));
+        Vec::new()
     }
 
-    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
-        draw(state, self, frame, area)
+    /// Draws the list in `area`.
+    fn draw(&self, _state: &State, frame: &mut Frame, area: Rect) {
+        let p = self;
+        let body = list_frame(
+            frame,
+            area,
+            "Permissions",
+            "↑↓ select · d forget a saved answer · Esc close   (deny beats ask beats allow)",
+        );
+        let width = body.width as usize;
+        let mut lines: Vec<Line<'static>> = Vec::new();
+        if p.rules.is_empty() {
+            lines.push(Line::styled(
+                "no rules: read-only tools run, every other call asks. Answer \"always\" when asked, or add [permissions] allow/ask/deny to harness9.toml",
+                DIM,
+            ));
+        }
+        let rows = body.height as usize;
+        let skip = (p.selected + 1).saturating_sub(rows);
+        for (i, r) in p.rules.iter().enumerate().skip(skip).take(rows) {
+            let (word, colour) = match r.kind {
+                Kind::Deny => ("deny ", Color::Red),
+                Kind::Ask => ("ask  ", Color::Yellow),
+                Kind::Allow => ("allow", Color::Green),
+            };
+            let mark = if i == p.selected { "› " } else { "  " };
+            let style = if i == p.selected {
+                Style::new().add_modifier(Modifier::REVERSED)
+            } else {
+                Style::new()
+            };
+            let line = Line::from(vec![
+                Span::styled(mark.to_owned(), style),
+                Span::styled(word.to_owned(), Style::new().fg(colour)),
+                Span::styled(format!(" {}", clean_line(&r.text)), style),
+                Span::styled(format!("   {}", clean_line(&r.source.to_string())), DIM),
+            ]);
+            lines.push(truncate_line(line, width));
+        }
+        frame.render_widget(Paragraph::new(lines), body);
     }
 }

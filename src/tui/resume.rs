@@ -40,68 +40,62 @@ pub(super) fn open(state: &mut State, lines: Vec<String>) {
     state.modal = Some(Modal::Resume(ResumePicker { lines, selected: 0 }));
 }
 
-/// The picker's keys.
-fn keys(state: &mut State, mut p: ResumePicker, key: KeyEvent) -> Vec<Effect> {
-    let n = p.lines.len();
-    if step_selection(&mut p.selected, n, key.code) {
-        state.modal = Some(Modal::Resume(p));
-        return Vec::new();
-    }
-    match key.code {
-        KeyCode::Esc | KeyCode::Char('q') => return Vec::new(),
-        KeyCode::Home => p.selected = 0,
-        KeyCode::End => p.selected = n.saturating_sub(1),
-        KeyCode::Enter => {
-            if let Some(id) = p.id(p.selected) {
-                return vec![Effect::Resume(id.to_owned())];
-            }
-        }
-        _ => {}
-    }
-    state.modal = Some(Modal::Resume(p));
-    Vec::new()
-}
-
-/// Draws the picker in `area`.
-fn draw(_: &State, p: &ResumePicker, frame: &mut Frame, area: Rect) {
-    let body = list_frame(
-        frame,
-        area,
-        "Resume a conversation",
-        "↑↓/jk select · Enter resume · Esc close   (newest first: id, date, model, size, first prompt)",
-    );
-    let width = body.width as usize;
-    let rows = body.height as usize;
-    let skip = (p.selected + 1).saturating_sub(rows);
-    let lines: Vec<Line<'static>> = p
-        .lines
-        .iter()
-        .enumerate()
-        .skip(skip)
-        .take(rows)
-        .map(|(i, l)| {
-            let text = format!(
-                "{} {}",
-                if i == p.selected { "›" } else { " " },
-                clean_line(l)
-            );
-            let style = if i == p.selected {
-                Style::new().add_modifier(Modifier::REVERSED)
-            } else {
-                Style::new()
-            };
-            truncate_line(Line::styled(text, style), width)
-        })
-        .collect();
-    frame.render_widget(Paragraph::new(lines), body);
-}
-
 impl super::state::ModalView for ResumePicker {
+    /// The picker's keys.
     fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
-        keys(state, self, key)
+        let mut p = self;
+        let n = p.lines.len();
+        if step_selection(&mut p.selected, n, key.code) {
+            state.modal = Some(Modal::Resume(p));
+            return Vec::new();
+        }
+        match key.code {
+            KeyCode::Esc | KeyCode::Char('q') => return Vec::new(),
+            KeyCode::Home => p.selected = 0,
+            KeyCode::End => p.selected = n.saturating_sub(1),
+            KeyCode::Enter => {
+                if let Some(id) = p.id(p.selected) {
+                    return vec![Effect::Resume(id.to_owned())];
+                }
+            }
+            _ => {}
+        }
+        state.modal = Some(Modal::Resume(p));
+        Vec::new()
     }
 
-    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
-        draw(state, self, frame, area)
+    /// Draws the picker in `area`.
+    fn draw(&self, _state: &State, frame: &mut Frame, area: Rect) {
+        let p = self;
+        let body = list_frame(
+            frame,
+            area,
+            "Resume a conversation",
+            "↑↓/jk select · Enter resume · Esc close   (newest first: id, date, model, size, first prompt)",
+        );
+        let width = body.width as usize;
+        let rows = body.height as usize;
+        let skip = (p.selected + 1).saturating_sub(rows);
+        let lines: Vec<Line<'static>> = p
+            .lines
+            .iter()
+            .enumerate()
+            .skip(skip)
+            .take(rows)
+            .map(|(i, l)| {
+                let text = format!(
+                    "{} {}",
+                    if i == p.selected { "›" } else { " " },
+                    clean_line(l)
+                );
+                let style = if i == p.selected {
+                    Style::new().add_modifier(Modifier::REVERSED)
+                } else {
+                    Style::new()
+                };
+                truncate_line(Line::styled(text, style), width)
+            })
+            .collect();
+        frame.render_widget(Paragraph::new(lines), body);
     }
 }

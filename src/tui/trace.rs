@@ -126,62 +126,153 @@ pub struct TraceView {
     pub expanded_scroll: usize,
 }
 
-/// The trace view's keys: ↑↓/jk PgUp/PgDn Home/End select (the last row follows the newest),
-/// Enter expands the selected message (then the same keys scroll it), Tab/BackTab step the
-/// server filter, Esc/q close (Esc first folds an expanded message).
-fn keys(state: &mut State, mut t: TraceView, key: KeyEvent) -> Vec<Effect> {
-    let n = state.trace.len(t.filter.as_deref());
-    let page = state.modal_rows();
-    let last = n.saturating_sub(1);
-    match key.code {
-        KeyCode::Esc if t.expanded => {
-            t.expanded = false;
-            t.expanded_scroll = 0;
-        }
-        KeyCode::Esc | KeyCode::Char('q') => return Vec::new(),
-        KeyCode::Enter if n > 0 => {
-            t.expanded = !t.expanded;
-            t.expanded_scroll = 0;
-            t.selected = Some(t.selected.unwrap_or(last).min(last));
-        }
-        KeyCode::Tab | KeyCode::BackTab => {
-            let servers = state.trace.servers();
-            let idx = t
-                .filter
-                .as_deref()
-                .and_then(|f| servers.iter().position(|s| &**s == f));
-            let next = if key.code == KeyCode::Tab {
-                match idx {
-                    None => servers.first(),
-                    Some(i) => servers.get(i + 1),
-                }
-            } else {
-                match idx {
-                    None => servers.last(),
-                    Some(0) => None,
-                    Some(i) => servers.get(i - 1),
-                }
-            };
-            t.filter = next.map(|s| s.to_string());
-            t.selected = None;
-            t.expanded = false;
-        }
-        code if t.expanded => {
-            scroll_by(&mut t.expanded_scroll, code, page, usize::MAX / 2);
-        }
-        code => {
-            let mut pos = t.selected.unwrap_or(last).min(last);
-            if scroll_by(&mut pos, code, page, last) {
-                t.selected = if pos >= last && code != KeyCode::Up && code != KeyCode::Char('k') {
-                    None
+impl super::state::ModalView for TraceView {
+    /// The trace view's keys: ↑↓/jk PgUp/PgDn Home/End select (the last row follows the newest),
+    /// Enter expands the selected message (then the same keys scroll it), Tab/BackTab step the
+    /// server filter, Esc/q close (Esc first folds an expanded message).
+    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
+        let mut t = self;
+        let n = state.trace.len(t.filter.as_deref());
+        let page = state.modal_rows();
+        let last = n.saturating_sub(1);
+        match key.code {
+            KeyCode::Esc if t.expanded => {
+                t.expanded = false;
+                t.expanded_scroll = 0;
+            }
+            KeyCode::Esc | KeyCode::Char('q') => return Vec::new(),
+            KeyCode::Enter if n > 0 => {
+                t.expanded = !t.expanded;
+                t.expanded_scroll = 0;
+                t.selected = Some(t.selected.unwrap_or(last).min(last));
+            }
+            KeyCode::Tab | KeyCode::BackTab => {
+                let servers = state.trace.servers();
+                let idx = t
+                    .filter
+                    .as_deref()
+                    .and_then(|f| servers.iter().position(|s| &**s == f));
+                let next = if key.code == KeyCode::Tab {
+                    match idx {
+                        None => servers.first(),
+                        Some(i) => servers.get(i + 1),
+                    }
                 } else {
-                    Some(pos)
+                    match idx {
+                        None => servers.last(),
+                        Some(0) => None,
+                        Some(i) => servers.get(i - 1),
+                    }
                 };
+                t.filter = next.map(|s| s.to_string());
+                t.selected = None;
+                t.expanded = false;
+            }
+            code if t.expanded => {
+                scroll_by(&mut t.expanded_scroll, code, page, usize::MAX / 2);
+            }
+            code => {
+                let mut pos = t.selected.unwrap_or(last).min(last);
+                if scroll_by(&mut pos, code, page, last) {
+                    t.selected = if pos >= last && code != KeyCode::Up && code != KeyCode::Char('k')
+                    {
+                        None
+                    } else {
+                        Some(pos)
+                    };
+                }
             }
         }
+        state.modal = Some(Modal::Trace(t));
+        Vec::new()
     }
-    state.modal = Some(Modal::Trace(t));
-    Vec::new()
+
+    /// Draws the trace view: the rows that fit, the selected one highlighted, or the selected message
+    /// expanded as pretty JSON.
+    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
+        let t = self;
+        let title = match &t.filter {
+            Some(f) => format!("trace: {}", clean_line(f)),
+            None => "trace: all servers".to_owned(),
+        };
+        let block = modal_block(&title);
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let [body, help] =
+            Layout::vertical([Constraint::Fill(1), Constraint::Length(KEYS_ROWS)]).areas(inner);
+        frame.render_widget(
+            Paragraph::new(Line::styled(
+                "↑↓/jk select · PgUp/PgDn Home/End · Enter expand · Tab filter by server · Esc close",
+                DIM,
+            )),
+            help,
+        );
+        let filter = t.filter.as_deref();
+        let n = state.trace.len(filter);
+        if n == 0 {
+            frame.render_widget(
+                Paragraph::new(Line::styled(
+                    "no messages yet; every JSON-RPC message to and from the servers shows here",
+                    DIM,
+                )),
+                body,
+            );
+            return;
+        }
+        let selected = t.selected.unwrap_or(n - 1).min(n - 1);
+        let width = body.width as usize;
+        if t.expanded {
+            let Some(r) = state.trace.rows(filter).nth(selected) else {
+                return;
+            };
+            let [head, msg] =
+                Layout::vertical([Constraint::Length(HEADER_ROWS), Constraint::Fill(1)])
+                    .areas(body);
+            frame.render_widget(Paragraph::new(trace_row_line(r, true, width)), head);
+            // Secrets are redacted here as in the --trace file: credential keys and every
+            // configured env/header value.
+            let pretty = serde_json::from_slice::<serde_json::Value>(&r.message)
+                .ok()
+                .and_then(|mut v| {
+                    harness9_app::trace_file::redact(&mut v, &state.trace.secrets);
+                    serde_json::to_string_pretty(&v).ok()
+                })
+                .unwrap_or_else(|| {
+                    let mut raw = String::from_utf8_lossy(&r.message).into_owned();
+                    for secret in &state.trace.secrets {
+                        raw = raw.replace(secret.as_str(), "[redacted]");
+                    }
+                    raw
+                });
+            let mut text = clean(&pretty).into_owned();
+            if r.size > r.message.len() {
+                text.push_str(&format!(
+                    "\n… cut: showing {} of {}",
+                    human_bytes(r.message.len()),
+                    human_bytes(r.size)
+                ));
+            }
+            let mut lines = Vec::new();
+            wrap(&text, width, Style::new(), "", &mut lines);
+            let rows = msg.height as usize;
+            let scroll = t.expanded_scroll.min(lines.len().saturating_sub(rows));
+            let visible: Vec<Line<'static>> = lines.into_iter().skip(scroll).take(rows).collect();
+            frame.render_widget(Paragraph::new(visible), msg);
+            return;
+        }
+        let rows = body.height as usize;
+        // Keep the selected row in view, near the bottom when following the newest.
+        let start = (selected + 1).saturating_sub(rows);
+        let lines: Vec<Line<'static>> = state
+            .trace
+            .rows(filter)
+            .enumerate()
+            .skip(start)
+            .take(rows)
+            .map(|(i, r)| trace_row_line(r, i == selected && t.selected.is_some(), width))
+            .collect();
+        frame.render_widget(Paragraph::new(lines), body);
+    }
 }
 
 fn trace_row_line(r: &TraceRow, selected: bool, width: usize) -> Line<'static> {
@@ -241,101 +332,6 @@ fn truncate_str(s: &str, max: usize) -> String {
     }
     out.push('…');
     out
-}
-
-/// Draws the trace view: the rows that fit, the selected one highlighted, or the selected message
-/// expanded as pretty JSON.
-fn draw(state: &State, t: &TraceView, frame: &mut Frame, area: Rect) {
-    let title = match &t.filter {
-        Some(f) => format!("trace: {}", clean_line(f)),
-        None => "trace: all servers".to_owned(),
-    };
-    let block = modal_block(&title);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let [body, help] =
-        Layout::vertical([Constraint::Fill(1), Constraint::Length(KEYS_ROWS)]).areas(inner);
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            "↑↓/jk select · PgUp/PgDn Home/End · Enter expand · Tab filter by server · Esc close",
-            DIM,
-        )),
-        help,
-    );
-    let filter = t.filter.as_deref();
-    let n = state.trace.len(filter);
-    if n == 0 {
-        frame.render_widget(
-            Paragraph::new(Line::styled(
-                "no messages yet; every JSON-RPC message to and from the servers shows here",
-                DIM,
-            )),
-            body,
-        );
-        return;
-    }
-    let selected = t.selected.unwrap_or(n - 1).min(n - 1);
-    let width = body.width as usize;
-    if t.expanded {
-        let Some(r) = state.trace.rows(filter).nth(selected) else {
-            return;
-        };
-        let [head, msg] =
-            Layout::vertical([Constraint::Length(HEADER_ROWS), Constraint::Fill(1)]).areas(body);
-        frame.render_widget(Paragraph::new(trace_row_line(r, true, width)), head);
-        // Secrets are redacted here as in the --trace file: credential keys and every
-        // configured env/header value.
-        let pretty = serde_json::from_slice::<serde_json::Value>(&r.message)
-            .ok()
-            .and_then(|mut v| {
-                harness9_app::trace_file::redact(&mut v, &state.trace.secrets);
-                serde_json::to_string_pretty(&v).ok()
-            })
-            .unwrap_or_else(|| {
-                let mut raw = String::from_utf8_lossy(&r.message).into_owned();
-                for secret in &state.trace.secrets {
-                    raw = raw.replace(secret.as_str(), "[redacted]");
-                }
-                raw
-            });
-        let mut text = clean(&pretty).into_owned();
-        if r.size > r.message.len() {
-            text.push_str(&format!(
-                "\n… cut: showing {} of {}",
-                human_bytes(r.message.len()),
-                human_bytes(r.size)
-            ));
-        }
-        let mut lines = Vec::new();
-        wrap(&text, width, Style::new(), "", &mut lines);
-        let rows = msg.height as usize;
-        let scroll = t.expanded_scroll.min(lines.len().saturating_sub(rows));
-        let visible: Vec<Line<'static>> = lines.into_iter().skip(scroll).take(rows).collect();
-        frame.render_widget(Paragraph::new(visible), msg);
-        return;
-    }
-    let rows = body.height as usize;
-    // Keep the selected row in view, near the bottom when following the newest.
-    let start = (selected + 1).saturating_sub(rows);
-    let lines: Vec<Line<'static>> = state
-        .trace
-        .rows(filter)
-        .enumerate()
-        .skip(start)
-        .take(rows)
-        .map(|(i, r)| trace_row_line(r, i == selected && t.selected.is_some(), width))
-        .collect();
-    frame.render_widget(Paragraph::new(lines), body);
-}
-
-impl super::state::ModalView for TraceView {
-    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
-        keys(state, self, key)
-    }
-
-    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
-        draw(state, self, frame, area)
-    }
 }
 
 #[cfg(test)]

@@ -76,159 +76,153 @@ fn choices() -> [(&'static str, Color, String); 3] {
     ]
 }
 
-/// The trust screen: ↑↓ select, `y` approves the selected server, `a` every one listed,
-/// `n`/`d`/Esc declines (they stay unapproved and nothing runs; `a` in `/mcp` asks again);
-/// ←→/Tab move the highlight among those three (on decline at first), Enter picks it. (Keys
-/// typed as it opened never get here: [`super::guard`].)
-fn keys(state: &mut State, mut t: TrustView, key: KeyEvent) -> Vec<Effect> {
-    let waiting = state.unapproved_keys();
-    let n = waiting.len();
-    if super::guard::move_choice(state, 3, key.code) {
-        state.modal = Some(Modal::Trust(t));
-        return Vec::new();
-    }
-    let code = match key.code {
-        KeyCode::Enter => match super::guard::choice(state, 3) {
-            1 => KeyCode::Char('y'),
-            2 => KeyCode::Char('a'),
-            _ => KeyCode::Char('n'),
-        },
-        c => c,
-    };
-    match code {
-        KeyCode::Esc | KeyCode::Char('n') | KeyCode::Char('d') => {
-            if n > 0 {
-                state.note(Entry::Info(format!(
-                    "declined {n} server{} of {}: not started; `a` in /mcp or `harness9 mcp approve` approves later",
-                    if n == 1 { "" } else { "s" },
-                    state.servers.config_path
-                )));
-            }
+impl super::state::ModalView for TrustView {
+    /// The trust screen: ↑↓ select, `y` approves the selected server, `a` every one listed,
+    /// `n`/`d`/Esc declines (they stay unapproved and nothing runs; `a` in `/mcp` asks again);
+    /// ←→/Tab move the highlight among those three (on decline at first), Enter picks it. (Keys
+    /// typed as it opened never get here: [`super::guard`].)
+    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
+        let mut t = self;
+        let waiting = state.unapproved_keys();
+        let n = waiting.len();
+        if super::guard::move_choice(state, 3, key.code) {
+            state.modal = Some(Modal::Trust(t));
             return Vec::new();
         }
-        KeyCode::Up | KeyCode::Char('k') => t.selected = t.selected.saturating_sub(1),
-        KeyCode::Down | KeyCode::Char('j') => {
-            t.selected = (t.selected + 1).min(n.saturating_sub(1))
-        }
-        KeyCode::Char('y') => {
-            if let Some(one) = waiting.get(t.selected) {
-                state.modal = Some(Modal::Trust(t));
-                return vec![Effect::ApproveServers(vec![one.clone()])];
+        let code = match key.code {
+            KeyCode::Enter => match super::guard::choice(state, 3) {
+                1 => KeyCode::Char('y'),
+                2 => KeyCode::Char('a'),
+                _ => KeyCode::Char('n'),
+            },
+            c => c,
+        };
+        match code {
+            KeyCode::Esc | KeyCode::Char('n') | KeyCode::Char('d') => {
+                if n > 0 {
+                    state.note(Entry::Info(format!(
+                        "declined {n} server{} of {}: not started; `a` in /mcp or `harness9 mcp approve` approves later",
+                        if n == 1 { "" } else { "s" },
+                        state.servers.config_path
+                    )));
+                }
+                return Vec::new();
             }
+            KeyCode::Up | KeyCode::Char('k') => t.selected = t.selected.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => {
+                t.selected = (t.selected + 1).min(n.saturating_sub(1))
+            }
+            KeyCode::Char('y') => {
+                if let Some(one) = waiting.get(t.selected) {
+                    state.modal = Some(Modal::Trust(t));
+                    return vec![Effect::ApproveServers(vec![one.clone()])];
+                }
+            }
+            KeyCode::Char('a') if n > 0 => {
+                state.modal = Some(Modal::Trust(t));
+                return vec![Effect::ApproveServers(waiting)];
+            }
+            _ => {}
         }
-        KeyCode::Char('a') if n > 0 => {
-            state.modal = Some(Modal::Trust(t));
-            return vec![Effect::ApproveServers(waiting)];
-        }
-        _ => {}
-    }
-    state.modal = Some(Modal::Trust(t));
-    Vec::new()
-}
-
-/// The trust screen: every unapproved server of the project config with its full command line
-/// (wrapped, never cut), and the keys.
-fn draw(state: &State, t: &TrustView, frame: &mut Frame, area: Rect) {
-    let block = modal_block(&super::guard::title(
-        state,
-        &format!(
-            "approve this project's MCP servers? ({} waiting)",
-            state.unapproved().len()
-        ),
-    ))
-    .border_style(super::guard::border(state, Color::Magenta));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let width = inner.width.max(1) as usize;
-    let mut lines = Vec::new();
-    wrap(
-        &format!(
-            "{} is a project config: its servers run commands on this machine. Nothing has been started. Approve only what you trust.",
-            clean_line(&state.servers.config_path)
-        ),
-        width,
-        DIM,
-        "",
-        &mut lines,
-    );
-    lines.push(Line::raw(""));
-    let waiting = state.unapproved();
-    let blocks: Vec<Vec<Line<'static>>> = waiting
-        .iter()
-        .enumerate()
-        .map(|(i, (name, command_line))| {
-            let selected = i == t.selected;
-            let mut block = vec![Line::from(vec![
-                Span::raw(if selected { "> " } else { "  " }),
-                Span::styled(
-                    clean_line(name).into_owned(),
-                    if selected {
-                        Style::new().bold().fg(Color::Magenta)
-                    } else {
-                        Style::new().bold()
-                    },
-                ),
-            ])];
-            wrap(
-                &clean(command_line),
-                width,
-                Style::new(),
-                "    ",
-                &mut block,
-            );
-            block
-        })
-        .collect();
-    // Scrolled so the selected server shows whole; what is left out is counted, so `a`
-    // (approve all) never approves a server the user could not know about.
-    // The body is the inner area less the key line; two rows stay for the more-above/below notes.
-    let room = (inner.height as usize).saturating_sub(usize::from(KEYS_ROWS) + lines.len() + 2);
-    let mut first = 0;
-    while first < t.selected
-        && blocks[first..=t.selected.min(blocks.len().saturating_sub(1))]
-            .iter()
-            .map(Vec::len)
-            .sum::<usize>()
-            > room
-    {
-        first += 1;
-    }
-    if first > 0 {
-        lines.push(Line::styled(format!("  ↑ {first} more above"), DIM));
-    }
-    let mut used = 0;
-    let mut shown = first;
-    for b in &blocks[first..] {
-        if used + b.len() > room && shown > t.selected {
-            break;
-        }
-        used += b.len();
-        lines.extend(b.iter().cloned());
-        shown += 1;
-    }
-    if shown < blocks.len() {
-        lines.push(Line::styled(
-            format!(
-                "  ↓ {} more below (a approves them too)",
-                blocks.len() - shown
-            ),
-            Style::new().fg(Color::Yellow),
-        ));
-    }
-    let keys = super::guard::keys_line(state, &choices(), "←→ Enter · ↑↓ select");
-    let [body, help] =
-        Layout::vertical([Constraint::Fill(1), Constraint::Length(KEYS_ROWS)]).areas(inner);
-    frame.render_widget(Paragraph::new(lines), body);
-    frame.render_widget(Paragraph::new(keys), help);
-}
-
-impl super::state::ModalView for TrustView {
-    fn key(self, state: &mut State, key: KeyEvent) -> Vec<Effect> {
-        keys(state, self, key)
+        state.modal = Some(Modal::Trust(t));
+        Vec::new()
     }
 
+    /// The trust screen: every unapproved server of the project config with its full command line
+    /// (wrapped, never cut), and the keys.
     fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
-        draw(state, self, frame, area)
+        let t = self;
+        let block = modal_block(&super::guard::title(
+            state,
+            &format!(
+                "approve this project's MCP servers? ({} waiting)",
+                state.unapproved().len()
+            ),
+        ))
+        .border_style(super::guard::border(state, Color::Magenta));
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let width = inner.width.max(1) as usize;
+        let mut lines = Vec::new();
+        wrap(
+            &format!(
+                "{} is a project config: its servers run commands on this machine. Nothing has been started. Approve only what you trust.",
+                clean_line(&state.servers.config_path)
+            ),
+            width,
+            DIM,
+            "",
+            &mut lines,
+        );
+        lines.push(Line::raw(""));
+        let waiting = state.unapproved();
+        let blocks: Vec<Vec<Line<'static>>> = waiting
+            .iter()
+            .enumerate()
+            .map(|(i, (name, command_line))| {
+                let selected = i == t.selected;
+                let mut block = vec![Line::from(vec![
+                    Span::raw(if selected { "> " } else { "  " }),
+                    Span::styled(
+                        clean_line(name).into_owned(),
+                        if selected {
+                            Style::new().bold().fg(Color::Magenta)
+                        } else {
+                            Style::new().bold()
+                        },
+                    ),
+                ])];
+                wrap(
+                    &clean(command_line),
+                    width,
+                    Style::new(),
+                    "    ",
+                    &mut block,
+                );
+                block
+            })
+            .collect();
+        // Scrolled so the selected server shows whole; what is left out is counted, so `a`
+        // (approve all) never approves a server the user could not know about.
+        // The body is the inner area less the key line; two rows stay for the more-above/below notes.
+        let room = (inner.height as usize).saturating_sub(usize::from(KEYS_ROWS) + lines.len() + 2);
+        let mut first = 0;
+        while first < t.selected
+            && blocks[first..=t.selected.min(blocks.len().saturating_sub(1))]
+                .iter()
+                .map(Vec::len)
+                .sum::<usize>()
+                > room
+        {
+            first += 1;
+        }
+        if first > 0 {
+            lines.push(Line::styled(format!("  ↑ {first} more above"), DIM));
+        }
+        let mut used = 0;
+        let mut shown = first;
+        for b in &blocks[first..] {
+            if used + b.len() > room && shown > t.selected {
+                break;
+            }
+            used += b.len();
+            lines.extend(b.iter().cloned());
+            shown += 1;
+        }
+        if shown < blocks.len() {
+            lines.push(Line::styled(
+                format!(
+                    "  ↓ {} more below (a approves them too)",
+                    blocks.len() - shown
+                ),
+                Style::new().fg(Color::Yellow),
+            ));
+        }
+        let keys = super::guard::keys_line(state, &choices(), "←→ Enter · ↑↓ select");
+        let [body, help] =
+            Layout::vertical([Constraint::Fill(1), Constraint::Length(KEYS_ROWS)]).areas(inner);
+        frame.render_widget(Paragraph::new(lines), body);
+        frame.render_widget(Paragraph::new(keys), help);
     }
 }
 
