@@ -152,6 +152,8 @@ pub struct SystemStore {
     file: FileStore,
     /// Serializes this process's read-modify-write cycles of the credential store.
     lock: Mutex<()>,
+    /// The fallback reasons already warned about (one store per process: once each).
+    said: Mutex<Vec<String>>,
 }
 
 impl SystemStore {
@@ -161,6 +163,7 @@ impl SystemStore {
             system,
             file,
             lock: Mutex::new(()),
+            said: Mutex::new(Vec::new()),
         }
     }
 
@@ -170,8 +173,7 @@ impl SystemStore {
 
     /// Says once per distinct reason that the file is used instead of the credential store.
     fn fall_back(&self, why: &str) {
-        static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
-        let new = match SAID.lock() {
+        let new = match self.said.lock() {
             Ok(mut said) if !said.iter().any(|s| s == why) => {
                 said.push(why.to_owned());
                 true

@@ -291,10 +291,7 @@ pub fn menu(state: &State) -> Vec<(String, String)> {
     let prompts = state
         .servers
         .prompts
-        .servers
-        .values()
-        .flatten()
-        .flatten()
+        .all()
         .filter(|c| c.command.starts_with(input))
         .map(|c| {
             (

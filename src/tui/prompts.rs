@@ -55,6 +55,11 @@ pub struct PromptTable {
 }
 
 impl PromptTable {
+    /// Every prompt command of every server (loaded ones).
+    pub(super) fn all(&self) -> impl Iterator<Item = &PromptCommand> {
+        self.servers.values().flatten().flatten()
+    }
+
     /// The prompt whose slash command is `command`, with its server.
     pub(super) fn find(&self, command: &str) -> Option<(String, PromptCommand)> {
         self.servers.iter().find_map(|(server, list)| {
@@ -68,14 +73,7 @@ impl PromptTable {
 
 /// Every prompt command, for Tab completion.
 pub(super) fn commands(state: &State) -> impl Iterator<Item = &str> {
-    state
-        .servers
-        .prompts
-        .servers
-        .values()
-        .flatten()
-        .flatten()
-        .map(|c| c.command.as_str())
+    state.servers.prompts.all().map(|c| c.command.as_str())
 }
 
 /// After a status snapshot: a connected server that offers prompts gets its list loaded; one
