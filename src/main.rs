@@ -38,7 +38,14 @@ fn tui_log_path() -> PathBuf {
     harness9::app::paths::state_dir().join("harness9.log")
 }
 
-fn init_logging(verbose: u8, to_file: bool) {
+/// The log (a file for the TUI, else stderr) and, when telemetry is on, the exporter's layer:
+/// each with its own filter, so spans of `telemetry::TARGET` go only to the exporter and no
+/// log line becomes a span event.
+fn init_logging(
+    verbose: u8,
+    to_file: bool,
+    tracer: Option<opentelemetry_sdk::trace::Tracer>,
+) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
         0 if to_file => "info",
@@ -47,30 +54,55 @@ fn init_logging(verbose: u8, to_file: bool) {
         2 => "debug",
         _ => "trace",
     };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    if let Ok(d) = format!("{}=off", harness9_actors::telemetry::TARGET).parse() {
+        filter = filter.add_directive(d);
+    }
     if to_file {
         // The screen belongs to the TUI: logs go to a file, or nowhere if it cannot be opened.
         let path = tui_log_path();
-        if let Ok(file) =
-            harness9::app::log_file::CappedLog::open(&path, harness9::app::log_file::MAX_BYTES)
-        {
-            let _ = tracing_subscriber::fmt()
-                .with_env_filter(filter)
-                .with_writer(std::sync::Mutex::new(file))
-                .with_ansi(false)
-                .with_target(true)
-                .try_init();
+        match harness9::app::log_file::CappedLog::open(&path, harness9::app::log_file::MAX_BYTES) {
+            Ok(file) => install(std::sync::Mutex::new(file), filter, tracer),
+            Err(_) => install(std::io::sink, EnvFilter::new("off"), tracer),
         }
         return;
     }
     // Plain text through the sanitizer: tracing escapes a message's controls but not its field
     // values (a server's log level, a server name from a config file).
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(|| CleanStderr)
-        .with_target(true)
+    install(|| CleanStderr, filter, tracer);
+}
+
+fn install<W>(
+    writer: W,
+    filter: tracing_subscriber::EnvFilter,
+    tracer: Option<opentelemetry_sdk::trace::Tracer>,
+) where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
+    let log = tracing_subscriber::fmt::layer()
+        .with_writer(writer)
         .with_ansi(false)
-        .try_init();
+        .with_target(true)
+        .with_filter(filter);
+    let otel = tracer.map(|t| {
+        // The conventions' attributes only: no thread, source location, target or timings.
+        tracing_opentelemetry::layer()
+            .with_tracer(t)
+            .with_threads(false)
+            .with_location(false)
+            .with_target(false)
+            .with_tracked_inactivity(false)
+            .with_filter(
+            tracing_subscriber::filter::Targets::new().with_target(
+                harness9_actors::telemetry::TARGET,
+                tracing::Level::TRACE,
+            ),
+        )
+    });
+    let _ = tracing_subscriber::registry().with(log).with(otel).try_init();
 }
 
 /// Stderr for headless logs: each formatted event (one `write_all` of a whole line) goes out
@@ -165,7 +197,40 @@ fn main() -> ExitCode {
         };
     }
     let interactive = cli.command.is_none();
-    init_logging(flags.session.servers.verbose, interactive);
+    // Telemetry: the OTEL_* environment, else the user's [telemetry]; off by default.
+    let mut early_warnings = Vec::new();
+    let telemetry = match harness9::agent::model::settings::telemetry(
+        &flags.model_flags(),
+        &mut early_warnings,
+    )
+    .map_err(|e| e.to_string())
+    .and_then(|t| harness9::app::telemetry::plan(|k| std::env::var(k).ok(), &t))
+    .and_then(|p| harness9::app::telemetry::start(&p))
+    {
+        Ok(t) => t,
+        Err(e) => return fail(json, &format!("telemetry: {e}"), 2, started),
+    };
+    init_logging(
+        flags.session.servers.verbose,
+        interactive,
+        telemetry.as_ref().and_then(|t| t.tracer.clone()),
+    );
+    for w in &early_warnings {
+        tracing::warn!("{w}");
+    }
+    if telemetry.is_some() {
+        // The model's keys never leave in a span, whatever text carries them.
+        let keys: Vec<String> = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]
+            .iter()
+            .filter_map(|k| std::env::var(k).ok())
+            .collect();
+        harness9::app::telemetry::redact_also(keys.iter().map(String::as_str));
+        let name = cli.command.as_ref().map_or_else(|| "tui".to_owned(), Command::name);
+        harness9_actors::telemetry::set_root(tracing::info_span!(
+            target: harness9_actors::telemetry::TARGET, "session",
+            otel.name = %format_args!("harness9 {name}"), otel.kind = "internal",
+            harness9.command = %name));
+    }
     // Before any child exists: a server's double-forked daemon is reparented to us, not init,
     // so it is found and ended at exit.
     if let Err(e) = become_subreaper() {
@@ -179,6 +244,7 @@ fn main() -> ExitCode {
         Ok(o) => o,
         Err(e) => return fail(json, &e.to_string(), 2, started),
     };
+    opts.runtime.warnings.append(&mut early_warnings);
     // The settings' runtime choices, read once and carried in the options (no globals).
     match harness9::agent::model::settings::mcp_sandbox_default(
         &opts.model,
@@ -227,5 +293,10 @@ fn main() -> ExitCode {
     });
     harness9::tui::restore_terminal();
     end_children();
+    if let Some(t) = telemetry {
+        // The session's span ends, then the rest goes out, within a bound.
+        harness9_actors::telemetry::end_root();
+        t.shutdown();
+    }
     code
 }

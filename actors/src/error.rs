@@ -123,6 +123,26 @@ pub enum CallError {
     },
 }
 
+impl CallError {
+    /// Its low-cardinality class, as telemetry's `error.type` (a JSON-RPC error is its code).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CallError::UnknownTool { .. } => "unknown_tool",
+            CallError::ToolFiltered { .. } => "tool_filtered",
+            CallError::ToolVanished { .. } => "tool_vanished",
+            CallError::ServerUnavailable { .. } => "server_unavailable",
+            CallError::Timeout { .. } => "timeout",
+            CallError::ServerExited { .. } => "server_exited",
+            CallError::Rpc { .. } => "rpc_error",
+            CallError::TooLarge { .. } => "too_large",
+            CallError::InvalidResult { .. } => "invalid_result",
+            CallError::Transport { .. } => "transport",
+            CallError::NotReading { .. } => "not_reading",
+            CallError::Cancelled { .. } => "cancelled",
+        }
+    }
+}
+
 /// `1.5 s`, `250 ms`.
 pub fn fmt_duration(d: Duration) -> String {
     if d >= Duration::from_secs(1) {

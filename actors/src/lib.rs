@@ -22,6 +22,7 @@ pub mod registry;
 pub mod server;
 pub mod spec;
 pub mod supervisor;
+pub mod telemetry;
 pub mod tool_cache;
 pub mod trace;
 

@@ -44,6 +44,9 @@ pub struct CallTool {
     pub cancel: CancellationToken,
     /// Gets `notifications/progress` of this call, each before the call's result resolves.
     pub progress: Option<ProgressSink>,
+    /// The span the call's `tools/call` span goes under (the agent's tool span; none: the
+    /// session's). `Span::none()` when nothing is exported.
+    pub parent: tracing::Span,
 }
 
 impl CallTool {
@@ -55,6 +58,7 @@ impl CallTool {
             timeout: None,
             cancel: CancellationToken::new(),
             progress: None,
+            parent: tracing::Span::none(),
         }
     }
 }
@@ -74,6 +78,8 @@ pub struct CallServerTool {
     pub cancel: CancellationToken,
     /// Where the call's progress goes.
     pub progress: Option<ProgressSink>,
+    /// The span the call's `tools/call` span goes under.
+    pub parent: tracing::Span,
 }
 
 /// Where one call's progress notifications go: a function the server actor calls in the

@@ -622,6 +622,7 @@ impl ToolRegistry {
                     timeout: msg.timeout.unwrap_or(table.spec.tool_timeout),
                     cancel: msg.cancel,
                     progress: msg.progress,
+                    parent: msg.parent,
                 });
                 let server = server.clone();
                 Box::pin(async move {

@@ -26,6 +26,7 @@ mod runtime;
 pub mod sampler;
 mod session;
 pub mod sources;
+pub mod telemetry;
 pub mod tool_cache;
 pub mod trace_file;
 pub mod trace_stats;

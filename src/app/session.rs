@@ -178,6 +178,8 @@ impl Session {
         let root = std::env::current_dir().context("cannot read the working directory")?;
         // The trace file's redaction list follows the config through hot reloads.
         let (secrets, secrets_rx) = watch::channel(config.secrets.clone());
+        // Exported spans are cleaned of them too.
+        crate::telemetry::redact_also(config.secrets.iter().map(String::as_str));
         let (file_tap, trace_writer) = match &opts.trace {
             Some(p) => {
                 let (tap, handle) = crate::trace_file::open_watched(p, secrets_rx)?;

@@ -42,7 +42,7 @@ pub struct Cli {
 
 impl Command {
     /// The command's name as typed (`mcp list`).
-    pub(super) fn name(&self) -> String {
+    pub fn name(&self) -> String {
         match self {
             Command::Mcp(m) => format!("mcp {}", m.name()),
             Command::Run(_) => "run".into(),

@@ -349,6 +349,16 @@ impl Elicitation {
 }
 
 impl Flags {
+    /// The model's flags and the settings file they name.
+    pub fn model_flags(&self) -> ModelFlags {
+        ModelFlags {
+            provider: self.model.provider.clone(),
+            model: self.model.model.clone(),
+            base_url: self.model.base_url.clone(),
+            config_path: self.session.servers.settings.clone(),
+        }
+    }
+
     /// The session options of these flags ([`super::Cli::flags`]); a malformed
     /// `--allowed-tools`/`--disallowed-tools` rule is a usage error naming the flag and rule.
     pub fn session_options(&self) -> Result<SessionOptions, UsageError> {
@@ -379,12 +389,7 @@ impl Flags {
             config_must_exist,
             approve_project: s.approve_project,
             trace: s.trace.clone(),
-            model: ModelFlags {
-                provider: flags.model.provider.clone(),
-                model: flags.model.model.clone(),
-                base_url: flags.model.base_url.clone(),
-                config_path: s.settings.clone(),
-            },
+            model: flags.model_flags(),
             verbose: s.verbose,
             yes: flags.yes,
             flag_rules: flags.permissions.rules()?,

@@ -134,6 +134,16 @@ notifications! {
     RootsListChanged = "notifications/roots/list_changed", Empty;
 }
 
+/// The static name of a method of either table (`None` for one we do not know): spans and
+/// metrics take a low-cardinality name, never a string a server chose.
+pub fn static_name(method: &str) -> Option<&'static str> {
+    REQUESTS
+        .iter()
+        .chain(NOTIFICATIONS.iter())
+        .find(|m| **m == method)
+        .copied()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -123,6 +123,10 @@ pub struct McpServer {
     asks: HashMap<RequestId, SpawnHandle>,
     /// How long questions have been open: calls' timeouts do not run meanwhile.
     ask_clock: std::rc::Rc<ask::AskClock>,
+    /// What this connection's spans and metrics carry (telemetry).
+    otel: crate::telemetry::Conn,
+    /// The connection's lifetime, for `mcp.client.session.duration`.
+    session_clock: crate::telemetry::SessionClock,
 }
 
 impl McpServer {
@@ -138,6 +142,7 @@ impl McpServer {
             _ => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         };
         let kind = spec.transport.kind();
+        let otel = otel_conn(&spec);
         let client = Arc::new(ClientSide {
             capabilities: super::server_requests::client_capabilities(
                 &spec,
@@ -191,6 +196,8 @@ impl McpServer {
             asks: HashMap::new(),
             ask_clock: Default::default(),
             answerer: None,
+            otel,
+            session_clock: Default::default(),
         }
     }
 
@@ -274,6 +281,8 @@ impl McpServer {
             Ok(Connected { init, era, tools }) => {
                 self.connected = true;
                 self.era = Some(era);
+                self.otel.version = Some(era.version_str());
+                self.session_clock = crate::telemetry::SessionClock::start();
                 self.server_caps = init.capabilities.clone();
                 if era.is_stateless() {
                     self.listen(ctx);
@@ -361,6 +370,9 @@ impl Actor for McpServer {
     fn stopped(&mut self, _ctx: &mut Self::Context) {
         let reason = self.gone_reason();
         self.fail_all(&reason);
+        // Ended by us (a shutdown), or by the server (an exit, a broken transport).
+        let error = (!self.closing).then_some("server_exited");
+        self.session_clock.end(&self.otel, error);
         // Only a child that was spawned and has not exited: a pgid of 0 (HTTP, or a failed
         // spawn) would signal our own process group.
         if let Some(pgid) = self.live_group() {
@@ -447,5 +459,25 @@ impl Handler<Shutdown> for McpServer {
                 }
             });
         });
+    }
+}
+
+/// The attributes every span and metric of `spec`'s connection carries.
+fn otel_conn(spec: &ServerSpec) -> crate::telemetry::Conn {
+    let (transport, address) = match &spec.transport {
+        TransportSpec::Stdio { .. } => ("pipe", None),
+        TransportSpec::Http { url, .. } => (
+            "tcp",
+            url::Url::parse(url).ok().and_then(|u| {
+                Some((u.host_str()?.to_owned(), u.port_or_known_default()?))
+            }),
+        ),
+    };
+    crate::telemetry::Conn {
+        server: spec.name.clone(),
+        transport,
+        address,
+        version: None,
+        session: None,
     }
 }

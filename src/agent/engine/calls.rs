@@ -292,6 +292,7 @@ pub(super) async fn run_tool(
     cancel: CancellationToken,
 ) -> Block {
     let ToolCall { id, name, input } = call;
+    let span = super::spans::tool(&ctx.span, &name, &id, &input);
     emit(
         &ctx.events,
         &cancel,
@@ -317,6 +318,7 @@ pub(super) async fn run_tool(
             // started), which must not cut this call's own events.
             msg.cancel = cancel.child_token();
             msg.progress = Some(progress_sink(&ctx.events, &id));
+            msg.parent = span.clone();
             // The server hands each progress notice to the stream before it resolves the
             // call, so ToolFinished, sent after this returns, follows all of them.
             ToolRegistry::send(&ctx.registry, msg)
@@ -362,6 +364,7 @@ pub(super) async fn run_tool(
         }
         _ => (output::joined_text(&parts), output_bytes),
     };
+    super::spans::tool_done(&span, is_error, &text);
     emit(
         &ctx.events,
         &cancel,
@@ -414,4 +417,6 @@ pub(super) struct CallCtx {
     pub(super) disabled: Arc<std::collections::BTreeSet<String>>,
     /// Tool search, while MCP tools are deferred: `tool_search` calls are answered from it.
     pub(super) search: Option<Arc<super::deferred::Search>>,
+    /// The turn's span, the parent of each call's (`Span::none()` when nothing is exported).
+    pub(super) span: tracing::Span,
 }

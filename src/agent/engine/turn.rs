@@ -134,6 +134,8 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
         mut last_input,
     } = t;
     let started = Instant::now();
+    // The turn's span; its model requests and tool calls go under it.
+    let turn_span = super::spans::turn();
     let mut compacted = false;
     // The summary requests count too: they are part of what the turn cost.
     let mut usage = Usage::default();
@@ -245,15 +247,21 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
             })
         };
         let call_started = Instant::now();
+        let chat = super::spans::chat(&turn_span, provider.config());
         let reply = provider.complete(&req, &tx, &cancel).await;
         drop(tx);
         let _ = forward.await;
         let reply = match reply {
-            Ok(r) => r,
+            Ok(r) => {
+                super::spans::chat_done(&chat, &r.usage, &r.stop_reason);
+                r
+            }
             Err(ModelError::Cancelled) => {
+                super::spans::failed(&chat, "cancelled");
                 return cancelled(messages, before, cache, last_input, compacted);
             }
             Err(e) => {
+                super::spans::failed(&chat, e.kind());
                 if compact::is_context_overflow(&e) && !overflow_retried {
                     // Too long for the model: the conversation becomes a summary (this turn's
                     // steps too, when there are any), and the step runs again (once).
@@ -331,6 +339,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
             content: reply.content,
         });
         if calls.is_empty() {
+            super::spans::turn_done(&turn_span, &usage);
             let outcome = TurnOutcome {
                 text,
                 steps: step,
@@ -348,6 +357,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
             facts: cache.facts.clone(),
             disabled: cache.disabled.clone(),
             search: cache.deferral.search.clone(),
+            span: turn_span.clone(),
         };
         let results = join_all(calls.into_iter().map(|call| {
             let cut = cut_id.as_ref() == Some(&call.id);

@@ -64,6 +64,22 @@ pub enum ModelError {
     Cancelled,
 }
 
+impl ModelError {
+    /// Its low-cardinality class, as telemetry's `error.type` (never the message).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ModelError::Auth { .. } => "auth",
+            ModelError::ModelNotFound { .. } => "model_not_found",
+            ModelError::RateLimited { .. } => "rate_limited",
+            ModelError::Server { .. } => "server_error",
+            ModelError::BadRequest { .. } => "bad_request",
+            ModelError::Network(_) => "network",
+            ModelError::Protocol(_) => "protocol",
+            ModelError::Cancelled => "cancelled",
+        }
+    }
+}
+
 /// A provider's error, parsed from an error body or an error event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct ApiError {

@@ -14,6 +14,7 @@
 use actix::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::Value;
 
 use super::handshake::{check_result_type, list_all};
 use super::requests::{CancelRequest, Reply};
@@ -147,8 +148,19 @@ impl McpServer {
             None => params,
         };
         let id = self.alloc_id();
+        let target = (method == m::GetPrompt::METHOD)
+            .then(|| params.get("name").and_then(Value::as_str))
+            .flatten();
+        let (trace, op) = self.op(method, target, id, &tracing::Span::none());
+        if let Some(uri) = params.get("uri").and_then(Value::as_str) {
+            op.set_attribute("mcp.resource.uri", uri);
+        }
+        let params = match trace {
+            Some(tc) => tc.stamp(Some(params)).unwrap_or_default(),
+            None => params,
+        };
         let line = jsonrpc::request_line(id, method, Some(&params));
-        let (rx, backlog) = self.request(method, id, line, Vec::new());
+        let (rx, backlog) = self.request(method, id, line, Vec::new(), op);
         let guard = CancelGuard {
             addr: ctx.address(),
             id,

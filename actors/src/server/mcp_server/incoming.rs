@@ -24,6 +24,7 @@ use crate::protocol::methods::{
     ResourceUpdated, SubscriptionsAcknowledged, ToolListChanged,
 };
 use crate::server::server_requests;
+use crate::telemetry::{Op, Outcome};
 use crate::trace::Direction;
 
 /// The most of one log line a notice carries (the wire trace keeps it whole).
@@ -42,7 +43,7 @@ impl McpServer {
                     Some(p.sent.elapsed()),
                 );
                 self.progress.remove(&n);
-                let _ = p.tx.send(Ok(Payload::Line(line)));
+                p.settle(Ok(Payload::Line(line)));
                 return;
             }
         }
@@ -77,7 +78,7 @@ impl McpServer {
                     Ok(raw) => Ok(Payload::Raw(raw.to_owned())),
                     Err(e) => Err(ReplyError::Rpc(e)),
                 };
-                let _ = p.tx.send(reply);
+                p.settle(reply);
             }
             Incoming::Request { id, method, params } => {
                 self.trace(
@@ -89,15 +90,27 @@ impl McpServer {
                 );
                 let params: Option<Value> = params.and_then(|p| serde_json::from_str(p.get()).ok());
                 let method = method.into_owned();
+                // Its span, under the trace context its `_meta` carries.
+                let op = Op::incoming(&method, params.as_ref(), Some(id.to_string()), &self.otel);
                 if ask::is_ask(&method) {
-                    self.ask(id, method, params, ctx);
+                    self.ask(id, method, params, op, ctx);
                     return;
                 }
+                let mut op = op;
                 let reply =
                     match server_requests::answer(&method, params.as_ref(), &self.roots, &self.cwd)
                     {
-                        Ok(result) => jsonrpc::result_line(&id, &result),
-                        Err(e) => jsonrpc::error_line(&id, &e),
+                        Ok(result) => {
+                            op.end(Outcome::Ok);
+                            jsonrpc::result_line(&id, &result)
+                        }
+                        Err(e) => {
+                            op.end(Outcome::Rpc {
+                                code: e.code,
+                                message: &e.message,
+                            });
+                            jsonrpc::error_line(&id, &e)
+                        }
                     };
                 self.write(reply, Some(id), &method);
             }
@@ -116,6 +129,7 @@ impl McpServer {
         id: RequestId,
         method: String,
         params: Option<Value>,
+        mut op: Op,
         ctx: &mut Context<Self>,
     ) {
         if self.asks.len() >= ask::MAX_OPEN_ASKS || self.asks.contains_key(&id) {
@@ -127,6 +141,10 @@ impl McpServer {
                 ),
                 data: None,
             };
+            op.end(Outcome::Rpc {
+                code: e.code,
+                message: &e.message,
+            });
             self.write(jsonrpc::error_line(&id, &e), Some(id), &method);
             return;
         }
@@ -142,9 +160,20 @@ impl McpServer {
         let key = id.clone();
         let handle = ctx.spawn(fut.into_actor(self).map(move |answer, act, _| {
             act.asks.remove(&key);
+            // Withdrawn (the future dropped): the span ends as `cancelled`.
+            let mut op = op;
             let reply = match answer {
-                Ok(result) => jsonrpc::result_line(&key, &result),
-                Err(e) => jsonrpc::error_line(&key, &e),
+                Ok(result) => {
+                    op.end(Outcome::Ok);
+                    jsonrpc::result_line(&key, &result)
+                }
+                Err(e) => {
+                    op.end(Outcome::Rpc {
+                        code: e.code,
+                        message: &e.message,
+                    });
+                    jsonrpc::error_line(&key, &e)
+                }
             };
             act.write(reply, Some(key), &method);
         }));
@@ -336,7 +365,7 @@ impl McpServer {
         if let Some(RequestId::Number(n)) = id {
             if let Some(p) = self.pending.remove(&n) {
                 self.progress.remove(&n);
-                let _ = p.tx.send(Err(ReplyError::TooLarge(max)));
+                p.settle(Err(ReplyError::TooLarge(max)));
             }
         }
     }

@@ -94,7 +94,7 @@ impl McpServer {
             } else {
                 ReplyError::Transport(msg.error.clone())
             };
-            let _ = p.tx.send(Err(err));
+            p.settle(Err(err));
         }
         // A refused token ends the connection too: the server then shows `needs login` (and
         // its tools leave the table) instead of failing every call while it looks connected.

@@ -18,6 +18,7 @@ use crate::protocol::types::{CancelledParams, StatelessMeta};
 use crate::protocol::version::{Era, ProtocolVersion};
 use crate::server::server_requests;
 use crate::server::transport::{Outgoing, Writer, WRITE_QUEUE};
+use crate::telemetry::{Op, Outcome, TraceContext};
 use crate::trace::Direction;
 
 /// Why a pending request ended without a result.
@@ -56,6 +57,36 @@ pub(super) struct Pending {
     pub(super) tx: oneshot::Sender<Reply>,
     pub(super) method: &'static str,
     pub(super) sent: Instant,
+    /// Its span and duration (inert when nothing is exported; a tool call's is its waiter's).
+    pub(super) op: Op,
+}
+
+impl Pending {
+    /// Ends its span with what became of it and hands the reply to its waiter.
+    pub(super) fn settle(mut self, reply: Reply) {
+        self.op.end(match &reply {
+            Ok(_) => Outcome::Ok,
+            Err(ReplyError::Rpc(e)) => Outcome::Rpc {
+                code: e.code,
+                message: &e.message,
+            },
+            Err(e) => Outcome::Failed(e.kind()),
+        });
+        let _ = self.tx.send(reply);
+    }
+}
+
+impl ReplyError {
+    /// The low-cardinality `error.type` of a request that got no result.
+    pub(in crate::server) fn kind(&self) -> &'static str {
+        match self {
+            ReplyError::Rpc(_) => "rpc_error",
+            ReplyError::Gone(_) => "server_gone",
+            ReplyError::TooLarge(_) => "too_large",
+            ReplyError::Transport(_) => "transport",
+            ReplyError::StreamBroken(_) => "stream_broken",
+        }
+    }
 }
 
 /// Send a request from inside the runtime (discovery, handshake, tools/list); replies with the
@@ -239,20 +270,20 @@ impl McpServer {
         id: i64,
         line: Vec<u8>,
         headers: Vec<(String, String)>,
+        op: Op,
     ) -> (oneshot::Receiver<Reply>, Option<Backlog>) {
         let (tx, rx) = oneshot::channel();
+        let pending = Pending {
+            tx,
+            method,
+            sent: Instant::now(),
+            op,
+        };
         if self.writer.is_none() {
-            let _ = tx.send(Err(ReplyError::Gone(self.gone_reason())));
+            pending.settle(Err(ReplyError::Gone(self.gone_reason())));
             return (rx, None);
         }
-        self.pending.insert(
-            id,
-            Pending {
-                tx,
-                method,
-                sent: Instant::now(),
-            },
-        );
+        self.pending.insert(id, pending);
         self.trace(
             Direction::Send,
             &line,
@@ -269,18 +300,38 @@ impl McpServer {
     }
 
     /// [`request`](Self::request) of `R`, its line built from the type (the params serialized
-    /// in place).
+    /// in place), with `trace` (its span's context) in its `params._meta` when exported.
     pub(super) fn send_request<'p, R: Request>(
         &mut self,
         id: i64,
         params: Option<&R::Params<'p>>,
         headers: Vec<(String, String)>,
+        (trace, op): (Option<TraceContext>, Op),
     ) -> (oneshot::Receiver<Reply>, Option<Backlog>)
     where
         R::Params<'p>: serde::Serialize,
     {
-        let line = jsonrpc::request::<R>(id, params);
-        self.request(R::METHOD, id, line, headers)
+        let line = match trace {
+            None => jsonrpc::request::<R>(id, params),
+            // Exported: through a JSON value, to add the context beside the `_meta` there is.
+            Some(tc) => {
+                let value = params.map(serde_json::to_value).and_then(Result::ok);
+                jsonrpc::request_line(id, R::METHOD, tc.stamp(value).as_ref())
+            }
+        };
+        self.request(R::METHOD, id, line, headers, op)
+    }
+
+    /// A request's span (`CLIENT`, under `parent` or the session's) and its trace context.
+    pub(super) fn op(
+        &self,
+        method: &'static str,
+        target: Option<&str>,
+        id: i64,
+        parent: &tracing::Span,
+    ) -> (Option<TraceContext>, Op) {
+        let op = Op::client(method, target, Some(id), parent, &self.otel);
+        (op.trace_context(), op)
     }
 
     /// Queues `msg`; a full queue hands it back with the writer, to wait for room on.
@@ -306,6 +357,7 @@ impl McpServer {
                 reason: "the client is shutting down",
             };
             let line = jsonrpc::notification::<Cancelled>(Some(&params));
+            Op::notification(Cancelled::METHOD, &tracing::Span::none(), &self.otel);
             self.write(line, None, Cancelled::METHOD);
         }
         self.fail_all(reason);
@@ -314,7 +366,7 @@ impl McpServer {
     pub(super) fn fail_all(&mut self, reason: &str) {
         for (_, p) in self.pending.drain() {
             self.died_probing |= p.method == Discover::METHOD;
-            let _ = p.tx.send(Err(ReplyError::Gone(reason.to_owned())));
+            p.settle(Err(ReplyError::Gone(reason.to_owned())));
         }
         self.progress.clear();
     }
@@ -330,8 +382,13 @@ impl Handler<Rpc> for McpServer {
             Some(v) => Some(self.client.stamp(msg.params, v)),
             None => msg.params,
         };
+        let (trace, op) = self.op(msg.method, None, id, &tracing::Span::none());
+        let params = match trace {
+            Some(tc) => tc.stamp(params),
+            None => params,
+        };
         let line = jsonrpc::request_line(id, msg.method, params.as_ref());
-        MessageResult(self.request(msg.method, id, line, Vec::new()))
+        MessageResult(self.request(msg.method, id, line, Vec::new(), op))
     }
 }
 
@@ -347,6 +404,7 @@ impl Handler<Notify> for McpServer {
     type Result = Option<Backlog>;
 
     fn handle(&mut self, msg: Notify, _ctx: &mut Context<Self>) -> Option<Backlog> {
+        Op::notification(msg.method, &tracing::Span::none(), &self.otel);
         self.trace(Direction::Send, &msg.line, None, Some(msg.method), None);
         self.backlog(Outgoing::line(msg.line))
     }
@@ -356,15 +414,17 @@ impl Handler<CancelRequest> for McpServer {
     type Result = ();
 
     fn handle(&mut self, msg: CancelRequest, _ctx: &mut Context<Self>) {
-        if self.pending.remove(&msg.id).is_none() {
+        let Some(mut p) = self.pending.remove(&msg.id) else {
             return;
-        }
+        };
+        p.op.end(Outcome::Failed("cancelled"));
         self.progress.remove(&msg.id);
         let params = CancelledParams {
             request_id: msg.id,
             reason: msg.reason,
         };
         let line = jsonrpc::notification::<Cancelled>(Some(&params));
+        Op::notification(Cancelled::METHOD, &tracing::Span::none(), &self.otel);
         self.write(line, None, Cancelled::METHOD);
     }
 }

@@ -30,6 +30,7 @@ use crate::protocol::types::{
     CallParams, CallToolParams, CallToolResult, ContentBlock, RequestMeta, StatelessCallParams,
 };
 use crate::server::server_requests;
+use crate::telemetry::{Op, Outcome, TraceContext};
 
 /// How many `input_required` rounds one call may take before it is given up.
 const MAX_INPUT_ROUNDS: usize = 8;
@@ -52,6 +53,8 @@ struct NextRound {
     arguments: Option<Value>,
     progress: Option<ProgressSink>,
     answers: Option<Map<String, Value>>,
+    /// The call's trace context: every round carries the call span's.
+    trace: Option<TraceContext>,
 }
 
 impl Handler<NextRound> for McpServer {
@@ -66,6 +69,7 @@ impl Handler<NextRound> for McpServer {
             msg.arguments.as_ref(),
             msg.progress,
             msg.answers,
+            msg.trace,
         )))
     }
 }
@@ -187,6 +191,7 @@ impl McpServer {
         arguments: Option<&Value>,
         progress: Option<ProgressSink>,
         answers: Option<Map<String, Value>>,
+        trace: Option<TraceContext>,
     ) -> Round {
         let id = self.alloc_id();
         let token = progress.map(|sink| {
@@ -214,7 +219,9 @@ impl McpServer {
             .get(tool)
             .map(|p| param_headers(p, arguments))
             .unwrap_or_default();
-        let (rx, backlog) = self.send_request::<CallTool>(id, Some(&params), headers);
+        // The call's span is its waiter's (it sees `isError`): the pending entry has none.
+        let (rx, backlog) =
+            self.send_request::<CallTool>(id, Some(&params), headers, (trace, Op::default()));
         Round { id, rx, backlog }
     }
 }
@@ -297,7 +304,16 @@ impl Handler<CallServerTool> for McpServer {
         let by = self.answerer();
         // Kept for a retry (an `input_required` round, a re-issue, a URL elicitation's).
         let progress = msg.progress.clone();
-        let mut round = self.call_round(&tool, msg.arguments.as_ref(), msg.progress, None);
+        let mut op = Op::client(CallTool::METHOD, Some(&tool), None, &msg.parent, &self.otel);
+        let trace = op.trace_context();
+        let mut round = self.call_round(
+            &tool,
+            msg.arguments.as_ref(),
+            msg.progress,
+            None,
+            trace.clone(),
+        );
+        op.set_attribute("jsonrpc.request.id", &round.id.to_string());
         let arguments = msg.arguments;
         let writer = self.writer.clone();
         // At the timeout, a full queue means the server stopped reading: say so.
@@ -310,7 +326,7 @@ impl Handler<CallServerTool> for McpServer {
         };
         let (timeout, cancel) = (msg.timeout, msg.cancel);
         let clock = self.ask_clock.clone();
-        Box::pin(async move {
+        let call = async move {
             let mut deadline = tokio::time::Instant::now() + timeout;
             // The time the server's questions stay open does not count (see `AskClock`).
             let mut asked = clock.spent();
@@ -343,6 +359,7 @@ impl Handler<CallServerTool> for McpServer {
                             arguments: arguments.clone(),
                             progress: progress.clone(),
                             answers: carried.clone(),
+                            trace: trace.clone(),
                         };
                         round = next_round(&addr, next, &mut guard, deadline)
                             .await
@@ -375,6 +392,7 @@ impl Handler<CallServerTool> for McpServer {
                             arguments: arguments.clone(),
                             progress: progress.clone(),
                             answers: None,
+                            trace: trace.clone(),
                         };
                         round = next_round(&addr, next, &mut guard, deadline)
                             .await
@@ -451,6 +469,7 @@ impl Handler<CallServerTool> for McpServer {
                             arguments: arguments.clone(),
                             progress: progress.clone(),
                             answers: Some(extra),
+                            trace: trace.clone(),
                         };
                         round = next_round(&addr, next, &mut guard, deadline)
                             .await
@@ -474,6 +493,19 @@ impl Handler<CallServerTool> for McpServer {
                     }
                 }
             }
+        };
+        Box::pin(async move {
+            let result = call.await;
+            op.end(match &result {
+                Ok(r) if r.is_error => Outcome::ToolError,
+                Ok(_) => Outcome::Ok,
+                Err(CallError::Rpc { error, .. }) => Outcome::Rpc {
+                    code: error.code,
+                    message: &error.message,
+                },
+                Err(e) => Outcome::Failed(e.kind()),
+            });
+            result
         })
     }
 }

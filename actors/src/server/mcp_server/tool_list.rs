@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 use super::{McpServer, ReplyError};
 use crate::protocol::headers::header_params;
 use crate::protocol::jsonrpc::METHOD_NOT_FOUND;
-use crate::protocol::methods::Listen;
+use crate::protocol::methods::{Listen, Request as _};
 use crate::protocol::types::Tool;
 
 /// The first wait before a listen that ended is opened again; doubled up to [`LISTEN_MAX_WAIT`].
@@ -114,7 +114,8 @@ impl McpServer {
         };
         let id = self.alloc_id();
         let params = self.client.stamp(Some(filter), version);
-        let (rx, backlog) = self.send_request::<Listen>(id, Some(&params), Vec::new());
+        let op = self.op(Listen::METHOD, None, id, &tracing::Span::none());
+        let (rx, backlog) = self.send_request::<Listen>(id, Some(&params), Vec::new(), op);
         self.listen_id = Some(id);
         let fut = async move {
             if let Some(b) = backlog {

@@ -38,6 +38,28 @@ pub(super) struct FileSettings {
     pub(super) compact_at: Option<f64>,
     #[serde(default)]
     pub(super) tool_search: ToolSearchSection,
+    #[serde(default)]
+    pub(super) telemetry: TelemetrySection,
+}
+
+/// `[telemetry]`: OpenTelemetry export (the user's own file only).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TelemetrySection {
+    /// `"otlp"` or `"none"`.
+    pub(super) export: Option<TelemetryExport>,
+    /// The collector's OTLP/HTTP base URL.
+    pub(super) endpoint: Option<String>,
+    /// Tool arguments and results on the tool spans (opt-in).
+    pub(super) record_content: Option<bool>,
+}
+
+/// `[telemetry] export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum TelemetryExport {
+    Otlp,
+    None,
 }
 
 /// `[tool_search]`: when MCP tools are deferred behind the search tool.
@@ -93,6 +115,8 @@ impl FileSettings {
             context_windows,
             compact_at: top.compact_at.or(self.compact_at),
             tool_search: self.tool_search.overlay(top.tool_search),
+            // Where telemetry goes is the user's alone (`settings::telemetry`).
+            telemetry: self.telemetry,
         }
     }
 }

@@ -12,6 +12,7 @@ mod layers;
 mod resolve;
 mod rules;
 mod sandbox;
+mod telemetry;
 
 use std::path::PathBuf;
 
@@ -21,6 +22,7 @@ pub use layers::candidate_paths;
 pub use resolve::{resolve, resolve_from, resolve_layers};
 pub use rules::permission_rules;
 pub use sandbox::{mcp_sandbox_default, shell_sandbox};
+pub use telemetry::{telemetry, TelemetrySettings};
 
 /// The shipped defaults.
 pub const DEFAULTS: &str = include_str!("../../../../config/harness9.toml");
