@@ -215,6 +215,11 @@ impl Op {
             return Op(None);
         }
         let parent = parent_or_root(parent);
+        if parent.is_none() && tracing_on() {
+            // After the session's span ended (the exit's last shutdown notifications): no
+            // span of a trace of its own.
+            return Op(None);
+        }
         let span = tracing::info_span!(target: TARGET, parent: &parent, "mcp.client",
             otel.name = %SpanName(method, target), otel.kind = "client",
             mcp.method.name = method);
@@ -273,10 +278,13 @@ impl Op {
         })))
     }
 
-    /// A notification we sent: its span, ended at once.
-    pub fn notification(method: &'static str, parent: &Span, conn: &Conn) {
+    /// A notification we send: its span, ended at once, and its trace context for the
+    /// notification's `params._meta` (the server's span for it joins the trace).
+    pub fn notification(method: &'static str, parent: &Span, conn: &Conn) -> Option<TraceContext> {
         let mut op = Op::client(method, None, None, parent, conn);
+        let tc = op.trace_context();
         op.end(Outcome::Ok);
+        tc
     }
 
     /// Sets a string attribute on the span (nothing when off).

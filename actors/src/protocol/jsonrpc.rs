@@ -273,6 +273,16 @@ where
     })
 }
 
+/// One notification line whose params were built as a JSON value (a trace context added):
+/// `method` is a [`Notification::METHOD`].
+pub(crate) fn notification_line<P: Serialize>(method: &str, params: Option<&P>) -> Vec<u8> {
+    line(&OutNotification {
+        jsonrpc: JSONRPC,
+        method,
+        params,
+    })
+}
+
 /// One successful response line.
 pub fn result_line<R: Serialize>(id: &RequestId, result: &R) -> Vec<u8> {
     line(&OutResponse {

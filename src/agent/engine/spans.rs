@@ -54,8 +54,9 @@ pub(super) fn chat_done(span: &Span, usage: &Usage, stop: &StopReason) {
     if span.is_disabled() {
         return;
     }
-    span.record("gen_ai.usage.input_tokens", usage.input_tokens);
-    span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+    // As signed integers: an unsigned one is exported as text.
+    span.record("gen_ai.usage.input_tokens", tokens(usage.input_tokens));
+    span.record("gen_ai.usage.output_tokens", tokens(usage.output_tokens));
     let reason = match stop {
         StopReason::EndTurn => "stop",
         StopReason::ToolUse => "tool_call",
@@ -80,8 +81,9 @@ pub(super) fn turn_done(span: &Span, usage: &Usage) {
     if span.is_disabled() {
         return;
     }
-    span.record("gen_ai.usage.input_tokens", usage.input_tokens);
-    span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+    // As signed integers: an unsigned one is exported as text.
+    span.record("gen_ai.usage.input_tokens", tokens(usage.input_tokens));
+    span.record("gen_ai.usage.output_tokens", tokens(usage.output_tokens));
 }
 
 /// One tool call: `execute_tool {tool}`, with the model's call id; the opted-in arguments.
@@ -109,6 +111,10 @@ pub(super) fn tool_done(span: &Span, is_error: bool, result: &str) {
     } else if record_content() {
         span.record("gen_ai.tool.call.result", capped(result.to_owned()).as_str());
     }
+}
+
+fn tokens(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 fn capped(mut s: String) -> String {

@@ -422,7 +422,14 @@ impl Handler<SetRoots> for McpServer {
         self.answerer = None;
         // The stateless era asks for roots with each request that needs them: nothing to say.
         if self.connected && self.stateless().is_none() {
-            let line = jsonrpc::notification::<RootsListChanged>(None);
+            let line = match crate::telemetry::Op::notification(
+                RootsListChanged::METHOD,
+                &tracing::Span::none(),
+                &self.otel,
+            ) {
+                None => jsonrpc::notification::<RootsListChanged>(None),
+                Some(tc) => jsonrpc::notification_line(RootsListChanged::METHOD, tc.stamp(None).as_ref()),
+            };
             self.write(line, None, RootsListChanged::METHOD);
         }
     }

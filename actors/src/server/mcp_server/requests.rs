@@ -322,6 +322,21 @@ impl McpServer {
         self.request(R::METHOD, id, line, headers, op)
     }
 
+    /// The line of notification `N`, with its span's trace context in `params._meta` when
+    /// exported.
+    pub(super) fn notification_line<'p, N: Notification>(&self, params: &N::Params<'p>) -> Vec<u8>
+    where
+        N::Params<'p>: serde::Serialize,
+    {
+        match Op::notification(N::METHOD, &tracing::Span::none(), &self.otel) {
+            None => jsonrpc::notification::<N>(Some(params)),
+            Some(tc) => {
+                let value = serde_json::to_value(params).ok();
+                jsonrpc::notification_line(N::METHOD, tc.stamp(value).as_ref())
+            }
+        }
+    }
+
     /// A request's span (`CLIENT`, under `parent` or the session's) and its trace context.
     pub(super) fn op(
         &self,
@@ -356,8 +371,7 @@ impl McpServer {
                 request_id: id,
                 reason: "the client is shutting down",
             };
-            let line = jsonrpc::notification::<Cancelled>(Some(&params));
-            Op::notification(Cancelled::METHOD, &tracing::Span::none(), &self.otel);
+            let line = self.notification_line::<Cancelled>(&params);
             self.write(line, None, Cancelled::METHOD);
         }
         self.fail_all(reason);
@@ -404,9 +418,13 @@ impl Handler<Notify> for McpServer {
     type Result = Option<Backlog>;
 
     fn handle(&mut self, msg: Notify, _ctx: &mut Context<Self>) -> Option<Backlog> {
-        Op::notification(msg.method, &tracing::Span::none(), &self.otel);
-        self.trace(Direction::Send, &msg.line, None, Some(msg.method), None);
-        self.backlog(Outgoing::line(msg.line))
+        let line = match Op::notification(msg.method, &tracing::Span::none(), &self.otel) {
+            None => msg.line,
+            // Exported: the notification (it has no params) carries its span's context.
+            Some(tc) => jsonrpc::notification_line(msg.method, tc.stamp(None).as_ref()),
+        };
+        self.trace(Direction::Send, &line, None, Some(msg.method), None);
+        self.backlog(Outgoing::line(line))
     }
 }
 
@@ -423,8 +441,7 @@ impl Handler<CancelRequest> for McpServer {
             request_id: msg.id,
             reason: msg.reason,
         };
-        let line = jsonrpc::notification::<Cancelled>(Some(&params));
-        Op::notification(Cancelled::METHOD, &tracing::Span::none(), &self.otel);
+        let line = self.notification_line::<Cancelled>(&params);
         self.write(line, None, Cancelled::METHOD);
     }
 }

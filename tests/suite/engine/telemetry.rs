@@ -1,0 +1,277 @@
+//! OpenTelemetry end to end: `harness9 run -p` with the standard `OTEL_*` environment exports
+//! to a real collector (Arize Phoenix, PyPI `arize-phoenix`, installed by scripts/setup.sh), a
+//! tool call goes to the PyPI `mcp` server instrumented with the Python OpenTelemetry SDK, and
+//! the collector's own API shows one trace: the server's `tools/call` span a child of
+//! harness9's, the spans named and attributed as the GenAI MCP conventions say, and none
+//! carrying a configured secret.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use super::*;
+
+/// A Phoenix server on free ports with its own working directory, killed (its whole process
+/// group) when dropped.
+struct Phoenix {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Phoenix {
+    fn drop(&mut self) {
+        // SAFETY: a signal to the process group of our own child, not reaped yet.
+        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// `GET path` on 127.0.0.1:`port` (HTTP/1.0: the body ends at the close); the status and body.
+fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).ok()?;
+    let (head, body) = raw.split_once("\r\n\r\n")?;
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    Some((status, body.to_owned()))
+}
+
+impl Phoenix {
+    fn start(dir: &Path) -> Phoenix {
+        use std::os::unix::process::CommandExt as _;
+        let bin = repo().join(".deps/phoenix/bin/phoenix");
+        assert!(
+            bin.exists(),
+            "Phoenix not found at {}: run scripts/setup.sh first",
+            bin.display()
+        );
+        let port = free_port();
+        let work = dir.join("phoenix");
+        std::fs::create_dir_all(&work).unwrap();
+        let child = Command::new(bin)
+            .arg("serve")
+            .env("PHOENIX_WORKING_DIR", &work)
+            .env("PHOENIX_HOST", "127.0.0.1")
+            .env("PHOENIX_PORT", port.to_string())
+            .env("PHOENIX_GRPC_PORT", free_port().to_string())
+            .env("PHOENIX_TELEMETRY_ENABLED", "false")
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(dir.join("phoenix.log")).unwrap())
+            .stderr(std::fs::File::create(dir.join("phoenix.err")).unwrap())
+            .spawn()
+            .expect("start phoenix");
+        let p = Phoenix { child, port };
+        // Its start (about 10 s here) is polled: a collector has no event to wait on.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while get(port, "/healthz").map(|r| r.0) != Some(200) {
+            assert!(
+                Instant::now() < deadline,
+                "Phoenix did not answer /healthz within 120 s; see {}",
+                dir.display()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        p
+    }
+
+    /// Every span of `project`, in OTLP's JSON form.
+    fn spans(&self, project: &str) -> Vec<Value> {
+        let path = format!("/v1/projects/{project}/spans/otlpv1?limit=1000");
+        match get(self.port, &path) {
+            Some((200, body)) => serde_json::from_str::<Value>(&body)
+                .ok()
+                .and_then(|v| v["data"].as_array().cloned())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A span's attributes as a map of plain values.
+fn attrs(span: &Value) -> HashMap<String, Value> {
+    span["attributes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|kv| {
+                    let v = &kv["value"];
+                    let plain = ["string_value", "int_value", "bool_value", "double_value"]
+                        .iter()
+                        .map(|k| &v[*k])
+                        .find(|x| !x.is_null())?
+                        .clone();
+                    Some((kv["key"].as_str()?.to_owned(), plain))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn named<'a>(spans: &'a [Value], name: &str) -> &'a Value {
+    spans
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no span {name:?} among {:#?}", names(spans)))
+}
+
+fn names(spans: &[Value]) -> Vec<String> {
+    spans
+        .iter()
+        .map(|s| s["name"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+const TOKEN: &str = "sekrit-token-4242";
+const HEADER: &str = "Bearer hdr-secret-7777";
+const KEY: &str = "sk-model-key-31337";
+
+#[test]
+fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
+    let dir = project("otel", Value::Null);
+    let phoenix = Phoenix::start(&dir);
+    let endpoint = format!("http://127.0.0.1:{}", phoenix.port);
+    let py = repo().join(".deps/venv/bin/python");
+    let servers = json!({
+        "py": {
+            "command": py,
+            "args": [repo().join("tests/python/otel_server.py")],
+            "env": {
+                "PYTHONPATH": repo().join("tests/python"),
+                "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+                "LEAK_SECRET": TOKEN,
+            },
+        },
+        // An HTTP server with a credential header that nobody answers: its value is a secret
+        // the session knows.
+        "web": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": HEADER}},
+    });
+    std::fs::write(
+        dir.join(".mcp.json"),
+        json!({"mcpServers": servers}).to_string(),
+    )
+    .unwrap();
+    let model = Model::start(
+        "otel",
+        json!({"steps": [
+            {"tool_calls": [
+                {"id": "g", "name": "mcp__py__greet", "input": {"name": "otel"}},
+                {"id": "l", "name": "mcp__py__leak", "input": {}},
+            ]},
+            {"text": "done"},
+        ]}),
+    );
+    let mut cmd = harness9(&dir);
+    cmd.env("ANTHROPIC_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", &model.url)
+        .env("OTEL_TRACES_EXPORTER", "otlp")
+        .env("OTEL_METRICS_EXPORTER", "none")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
+    let args = [
+        "run",
+        "-p",
+        "go",
+        "--json",
+        "--allowed-tools",
+        "mcp__py__*",
+    ];
+    let out = Run::start(cmd, &args).finish(LIMIT);
+    out.ok();
+    assert_eq!(out.event("done", "")["text"], "done", "{out}");
+
+    // The exporters flush at exit; the collector files them a moment later.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (ours, theirs) = loop {
+        // The server's spans carry `mcp.method.name` without `network.transport` (every MCP
+        // span of ours has it); the rest are ours. (Phoenix keeps no OTLP span kind: its API
+        // gives every span as INTERNAL.)
+        let (theirs, ours): (Vec<Value>, Vec<Value>) =
+            phoenix.spans("default").into_iter().partition(|s| {
+                let a = attrs(s);
+                a.contains_key("mcp.method.name") && !a.contains_key("network.transport")
+            });
+        let done = ours.iter().any(|s| s["name"] == "harness9 run")
+            && theirs.iter().any(|s| s["name"] == "tools/call greet");
+        if done {
+            break (ours, theirs);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "spans did not arrive within 60 s: ours {:?}, the server's {:?}",
+            names(&ours),
+            names(&theirs)
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+
+    // One trace.
+    let root = named(&ours, "harness9 run");
+    let trace = root["trace_id"].as_str().unwrap();
+    for s in ours.iter().chain(&theirs) {
+        assert_eq!(s["trace_id"], trace, "a span of another trace: {s}");
+    }
+    // The chain: session > turn > tool > tools/call (ours) > tools/call (the server's).
+    let turn = named(&ours, "invoke_agent harness9");
+    let tool = named(&ours, "execute_tool mcp__py__greet");
+    let call = named(&ours, "tools/call greet");
+    let server = named(&theirs, "tools/call greet");
+    assert_eq!(turn["parent_span_id"], root["span_id"]);
+    assert_eq!(tool["parent_span_id"], turn["span_id"]);
+    assert_eq!(call["parent_span_id"], tool["span_id"]);
+    assert_eq!(server["parent_span_id"], call["span_id"], "the server's span is not under ours");
+
+    // The conventions' names and attributes.
+    let a = attrs(call);
+    assert_eq!(a["mcp.method.name"], "tools/call");
+    assert_eq!(a["gen_ai.tool.name"], "greet");
+    assert_eq!(a["gen_ai.operation.name"], "execute_tool");
+    assert_eq!(a["network.transport"], "pipe");
+    assert_eq!(a["mcp.protocol.version"], "2026-07-28");
+    assert!(a["jsonrpc.request.id"].as_str().is_some_and(|id| id.parse::<u64>().is_ok()), "{a:?}");
+    assert!(!a.contains_key("error.type"), "{a:?}");
+    let t = attrs(tool);
+    assert_eq!(t["gen_ai.operation.name"], "execute_tool");
+    assert_eq!(t["gen_ai.tool.call.id"], "g");
+    assert!(!t.contains_key("gen_ai.tool.call.arguments"), "arguments are opt-in: {t:?}");
+    let chat = named(&ours, "chat claude-sonnet-4-5");
+    let c = attrs(chat);
+    assert_eq!(c["gen_ai.operation.name"], "chat");
+    assert_eq!(c["gen_ai.provider.name"], "anthropic");
+    assert_eq!(c["gen_ai.request.model"], "claude-sonnet-4-5");
+    assert!(c["gen_ai.usage.input_tokens"].as_i64().is_some(), "{c:?}");
+    assert!(c["gen_ai.usage.output_tokens"].as_i64().is_some(), "{c:?}");
+    for name in ["server/discover", "tools/list"] {
+        let s = ours
+            .iter()
+            .find(|s| s["name"] == name && attrs(s)["harness9.mcp.server"] == "py")
+            .unwrap_or_else(|| panic!("no {name} span of py: {:?}", names(&ours)));
+        assert_eq!(s["parent_span_id"], root["span_id"]);
+    }
+
+    // The JSON-RPC error: its code as error.type, the status ERROR, the server's text in the
+    // status with the secret it quoted taken out.
+    let leak = named(&ours, "tools/call leak");
+    let l = attrs(leak);
+    assert_eq!(l["error.type"], "-32001");
+    assert_eq!(l["rpc.response.status_code"], "-32001");
+    assert_eq!(leak["status"]["code"], 2, "{leak}");
+    assert_eq!(
+        leak["status"]["message"], "denied for token [redacted]",
+        "{leak}"
+    );
+    // The server's own span does carry it (it exports what it likes): the check reads ours.
+    assert!(theirs.iter().any(|s| s.to_string().contains(TOKEN)));
+    let all = serde_json::to_string(&ours).unwrap();
+    for secret in [TOKEN, HEADER, "hdr-secret-7777", KEY] {
+        assert!(!all.contains(secret), "{secret} was exported");
+    }
+}
