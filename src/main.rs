@@ -41,11 +41,7 @@ fn tui_log_path() -> PathBuf {
 /// The log (a file for the TUI, else stderr) and, when telemetry is on, the exporter's layer:
 /// each with its own filter, so spans of `telemetry::TARGET` go only to the exporter and no
 /// log line becomes a span event.
-fn init_logging(
-    verbose: u8,
-    to_file: bool,
-    tracer: Option<opentelemetry_sdk::trace::Tracer>,
-) {
+fn init_logging(verbose: u8, to_file: bool, tracer: Option<opentelemetry_sdk::trace::Tracer>) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
         0 if to_file => "info",
@@ -87,22 +83,11 @@ fn install<W>(
         .with_ansi(false)
         .with_target(true)
         .with_filter(filter);
-    let otel = tracer.map(|t| {
-        // The conventions' attributes only: no thread, source location, target or timings.
-        tracing_opentelemetry::layer()
-            .with_tracer(t)
-            .with_threads(false)
-            .with_location(false)
-            .with_target(false)
-            .with_tracked_inactivity(false)
-            .with_filter(
-            tracing_subscriber::filter::Targets::new().with_target(
-                harness9_actors::telemetry::TARGET,
-                tracing::Level::TRACE,
-            ),
-        )
-    });
-    let _ = tracing_subscriber::registry().with(log).with(otel).try_init();
+    let otel = tracer.map(harness9_actors::telemetry::export::layer);
+    let _ = tracing_subscriber::registry()
+        .with(log)
+        .with(otel)
+        .try_init();
 }
 
 /// Stderr for headless logs: each formatted event (one `write_all` of a whole line) goes out
@@ -225,7 +210,10 @@ fn main() -> ExitCode {
             .filter_map(|k| std::env::var(k).ok())
             .collect();
         harness9::app::telemetry::redact_also(keys.iter().map(String::as_str));
-        let name = cli.command.as_ref().map_or_else(|| "tui".to_owned(), Command::name);
+        let name = cli
+            .command
+            .as_ref()
+            .map_or_else(|| "tui".to_owned(), Command::name);
         harness9_actors::telemetry::set_root(tracing::info_span!(
             target: harness9_actors::telemetry::TARGET, "session",
             otel.name = %format_args!("harness9 {name}"), otel.kind = "internal",

@@ -376,10 +376,44 @@ async fn run(a: &Args) -> Result<Map<String, Value>, String> {
     }
 }
 
+/// Telemetry from the environment alone (`OTEL_TRACES_EXPORTER=otlp`,
+/// `OTEL_METRICS_EXPORTER=otlp`, `OTEL_EXPORTER_OTLP_ENDPOINT`), as the binary exports: to
+/// measure its cost on the hot path. Off unless set.
+fn telemetry() -> Option<harness9_actors::telemetry::export::Telemetry> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let on = |k: &str| std::env::var(k).is_ok_and(|v| v == "otlp");
+    let plan = harness9_actors::telemetry::export::Plan {
+        traces: on("OTEL_TRACES_EXPORTER"),
+        metrics: on("OTEL_METRICS_EXPORTER"),
+        ..Default::default()
+    };
+    let t = match harness9_actors::telemetry::export::start(&plan) {
+        Ok(t) => t?,
+        Err(e) => {
+            eprintln!("mcp-bench: {e}");
+            return None;
+        }
+    };
+    let layer = t
+        .tracer
+        .clone()
+        .map(harness9_actors::telemetry::export::layer);
+    let _ = tracing_subscriber::registry().with(layer).try_init();
+    harness9_actors::telemetry::set_root(tracing::info_span!(
+        target: harness9_actors::telemetry::TARGET, "session", otel.name = "mcp-bench"));
+    Some(t)
+}
+
 fn main() {
     let args = parse_args();
+    let telemetry = telemetry();
     let mut out = Map::new();
     out.insert("client".into(), json!("harness9"));
+    out.insert(
+        "telemetry".into(),
+        json!(if telemetry.is_some() { "on" } else { "off" }),
+    );
     let ok = match args {
         Err(e) => {
             eprintln!("mcp-bench: {e}");
@@ -408,5 +442,9 @@ fn main() {
         }
     };
     println!("{}", Value::Object(out));
+    if let Some(t) = telemetry {
+        harness9_actors::telemetry::end_root();
+        t.shutdown();
+    }
     std::process::exit(if ok { 0 } else { 1 });
 }

@@ -468,9 +468,9 @@ fn otel_conn(spec: &ServerSpec) -> crate::telemetry::Conn {
         TransportSpec::Stdio { .. } => ("pipe", None),
         TransportSpec::Http { url, .. } => (
             "tcp",
-            url::Url::parse(url).ok().and_then(|u| {
-                Some((u.host_str()?.to_owned(), u.port_or_known_default()?))
-            }),
+            url::Url::parse(url)
+                .ok()
+                .and_then(|u| Some((u.host_str()?.to_owned(), u.port_or_known_default()?))),
         ),
     };
     crate::telemetry::Conn {

@@ -96,7 +96,10 @@ pub(super) fn tool(parent: &Span, name: &str, call_id: &str, arguments: &Value) 
         gen_ai.tool.call.arguments = Empty, gen_ai.tool.call.result = Empty,
         error.type = Empty, otel.status_code = Empty);
     if !span.is_disabled() && record_content() {
-        span.record("gen_ai.tool.call.arguments", capped(arguments.to_string()).as_str());
+        span.record(
+            "gen_ai.tool.call.arguments",
+            capped(arguments.to_string()).as_str(),
+        );
     }
     span
 }
@@ -109,7 +112,10 @@ pub(super) fn tool_done(span: &Span, is_error: bool, result: &str) {
     if is_error {
         failed(span, "tool_error");
     } else if record_content() {
-        span.record("gen_ai.tool.call.result", capped(result.to_owned()).as_str());
+        span.record(
+            "gen_ai.tool.call.result",
+            capped(result.to_owned()).as_str(),
+        );
     }
 }
 

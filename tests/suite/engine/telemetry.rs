@@ -176,14 +176,7 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
         .env("OTEL_TRACES_EXPORTER", "otlp")
         .env("OTEL_METRICS_EXPORTER", "none")
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
-    let args = [
-        "run",
-        "-p",
-        "go",
-        "--json",
-        "--allowed-tools",
-        "mcp__py__*",
-    ];
+    let args = ["run", "-p", "go", "--json", "--allowed-tools", "mcp__py__*"];
     let out = Run::start(cmd, &args).finish(LIMIT);
     out.ok();
     assert_eq!(out.event("done", "")["text"], "done", "{out}");
@@ -227,7 +220,10 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
     assert_eq!(turn["parent_span_id"], root["span_id"]);
     assert_eq!(tool["parent_span_id"], turn["span_id"]);
     assert_eq!(call["parent_span_id"], tool["span_id"]);
-    assert_eq!(server["parent_span_id"], call["span_id"], "the server's span is not under ours");
+    assert_eq!(
+        server["parent_span_id"], call["span_id"],
+        "the server's span is not under ours"
+    );
 
     // The conventions' names and attributes.
     let a = attrs(call);
@@ -236,12 +232,20 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
     assert_eq!(a["gen_ai.operation.name"], "execute_tool");
     assert_eq!(a["network.transport"], "pipe");
     assert_eq!(a["mcp.protocol.version"], "2026-07-28");
-    assert!(a["jsonrpc.request.id"].as_str().is_some_and(|id| id.parse::<u64>().is_ok()), "{a:?}");
+    assert!(
+        a["jsonrpc.request.id"]
+            .as_str()
+            .is_some_and(|id| id.parse::<u64>().is_ok()),
+        "{a:?}"
+    );
     assert!(!a.contains_key("error.type"), "{a:?}");
     let t = attrs(tool);
     assert_eq!(t["gen_ai.operation.name"], "execute_tool");
     assert_eq!(t["gen_ai.tool.call.id"], "g");
-    assert!(!t.contains_key("gen_ai.tool.call.arguments"), "arguments are opt-in: {t:?}");
+    assert!(
+        !t.contains_key("gen_ai.tool.call.arguments"),
+        "arguments are opt-in: {t:?}"
+    );
     let chat = named(&ours, "chat claude-sonnet-4-5");
     let c = attrs(chat);
     assert_eq!(c["gen_ai.operation.name"], "chat");

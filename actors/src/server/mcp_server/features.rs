@@ -428,7 +428,9 @@ impl Handler<SetRoots> for McpServer {
                 &self.otel,
             ) {
                 None => jsonrpc::notification::<RootsListChanged>(None),
-                Some(tc) => jsonrpc::notification_line(RootsListChanged::METHOD, tc.stamp(None).as_ref()),
+                Some(tc) => {
+                    jsonrpc::notification_line(RootsListChanged::METHOD, tc.stamp(None).as_ref())
+                }
             };
             self.write(line, None, RootsListChanged::METHOD);
         }

@@ -28,7 +28,10 @@ pub fn telemetry(
     if let Some((path, text)) = &layers.project {
         let name = path.display().to_string();
         let project = parse_file(&name, text)?.telemetry;
-        if project.export.is_some() || project.endpoint.is_some() || project.record_content.is_some() {
+        if project.export.is_some()
+            || project.endpoint.is_some()
+            || project.record_content.is_some()
+        {
             let key = if project.endpoint.is_some() {
                 "endpoint"
             } else if project.export.is_some() {

@@ -53,7 +53,7 @@ fn clean_kv(kv: &mut KeyValue, secrets: &[String]) {
 
 /// A span exporter that redacts, then hands the batch on.
 #[derive(Debug)]
-pub(super) struct Redacting<E>(pub(super) E);
+pub(crate) struct Redacting<E>(pub(crate) E);
 
 impl<E: SpanExporter> SpanExporter for Redacting<E> {
     async fn export(&self, mut batch: Vec<SpanData>) -> OTelSdkResult {
@@ -83,7 +83,9 @@ fn redact_span(span: &mut SpanData, known: &[String]) {
     if let Some(c) = clean(&span.name, known) {
         span.name = c.into();
     }
-    span.attributes.iter_mut().for_each(|kv| clean_kv(kv, known));
+    span.attributes
+        .iter_mut()
+        .for_each(|kv| clean_kv(kv, known));
     if let opentelemetry::trace::Status::Error { description } = &span.status {
         if let Some(c) = clean(description, known) {
             span.status = opentelemetry::trace::Status::error(c);

@@ -17,15 +17,15 @@ const MAX_RESPONSE: u64 = 1024 * 1024;
 
 /// The client (cheap to clone: the TLS config is shared).
 #[derive(Debug, Clone)]
-pub(super) struct OtlpHttp {
+pub(crate) struct OtlpHttp {
     tls: Arc<rustls::ClientConfig>,
 }
 
 impl OtlpHttp {
-    pub(super) fn new() -> Self {
-        harness9_actors::net::install_crypto();
+    pub(crate) fn new() -> Self {
+        crate::net::install_crypto();
         Self {
-            tls: harness9_actors::net::tls_config(),
+            tls: crate::net::tls_config(),
         }
     }
 
@@ -131,9 +131,7 @@ fn parse_response(raw: &[u8]) -> Result<Response<Bytes>, HttpError> {
     } else {
         rest[..length.unwrap_or(rest.len()).min(rest.len())].to_vec()
     };
-    Ok(Response::builder()
-        .status(status)
-        .body(Bytes::from(body))?)
+    Ok(Response::builder().status(status).body(Bytes::from(body))?)
 }
 
 fn dechunk(mut rest: &[u8]) -> Vec<u8> {
@@ -210,7 +208,10 @@ mod tests {
         let got = server.join().map_err(|_| "listener panicked")??;
         let text = String::from_utf8_lossy(&got);
         assert!(text.starts_with("POST /v1/traces HTTP/1.1\r\n"), "{text}");
-        assert!(text.contains("content-type: application/x-protobuf\r\n"), "{text}");
+        assert!(
+            text.contains("content-type: application/x-protobuf\r\n"),
+            "{text}"
+        );
         Ok(())
     }
 }

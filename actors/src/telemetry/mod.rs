@@ -29,6 +29,12 @@ use serde_json::{Map, Value};
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
+pub mod export;
+mod http;
+mod redact;
+
+pub use redact::redact_also;
+
 /// The `tracing` target of every span and event meant for export; the exporter's layer takes
 /// this target only (no log line becomes a span event), the log's filter leaves it out.
 pub const TARGET: &str = "harness9::otel";
@@ -237,10 +243,7 @@ impl Op {
         let root = parent_or_root(&Span::none());
         let span = tracing::info_span!(target: TARGET, parent: &root, "mcp.server",
             otel.name = method, otel.kind = "server", mcp.method.name = method);
-        if let Some(cx) = params
-            .and_then(|p| p.get("_meta"))
-            .and_then(remote_parent)
-        {
+        if let Some(cx) = params.and_then(|p| p.get("_meta")).and_then(remote_parent) {
             let _ = span.set_parent(cx);
         }
         if let Some(id) = id {
@@ -464,7 +467,10 @@ impl TraceContext {
             .entry("_meta")
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(m) = meta {
-            m.insert("traceparent".to_owned(), Value::from(self.traceparent.clone()));
+            m.insert(
+                "traceparent".to_owned(),
+                Value::from(self.traceparent.clone()),
+            );
             if let Some(s) = &self.tracestate {
                 m.insert("tracestate".to_owned(), Value::from(s.clone()));
             }
@@ -496,7 +502,11 @@ fn parse_traceparent(tp: &str, state: Option<&str>) -> Option<SpanContext> {
     if version.len() != 2 || version == "ff" || (version == "00" && parts.next().is_some()) {
         return None;
     }
-    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+    let hex = |s: &str, n: usize| {
+        s.len() == n
+            && s.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    };
     if !hex(version, 2) || !hex(trace, 32) || !hex(span, 16) || !hex(flags, 2) {
         return None;
     }
@@ -526,8 +536,17 @@ mod tests {
 
     #[test]
     fn a_traceparent_is_parsed_strictly() {
-        let ok = parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", None);
-        let sc = ok.map(|s| (s.trace_id().to_string(), s.span_id().to_string(), s.is_sampled()));
+        let ok = parse_traceparent(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            None,
+        );
+        let sc = ok.map(|s| {
+            (
+                s.trace_id().to_string(),
+                s.span_id().to_string(),
+                s.is_sampled(),
+            )
+        });
         assert_eq!(
             sc,
             Some((
@@ -580,7 +599,13 @@ mod tests {
     #[test]
     fn off_means_inert() {
         // Nothing enabled in unit tests: no span, no context, ending does nothing.
-        let mut op = Op::client("tools/call", Some("echo"), Some(1), &Span::none(), &Conn::default());
+        let mut op = Op::client(
+            "tools/call",
+            Some("echo"),
+            Some(1),
+            &Span::none(),
+            &Conn::default(),
+        );
         assert!(op.span().is_none());
         assert!(op.trace_context().is_none());
         op.end(Outcome::ToolError);
