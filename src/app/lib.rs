@@ -28,6 +28,7 @@ mod session;
 pub mod sources;
 pub mod tool_cache;
 pub mod trace_file;
+pub mod trace_replay;
 pub mod trace_stats;
 pub mod trust;
 pub mod watcher;
