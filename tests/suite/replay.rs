@@ -1,0 +1,162 @@
+//! `harness9 trace replay FILE`: a session recorded with `--trace` against server-everything,
+//! served back by the real binary as a configured server, gives `mcp call` the same results.
+
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::common::*;
+
+/// The binary in `dir` with a hard timeout; the project's `.mcp.json` is trusted.
+fn harness9(dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = harness9_in(dir);
+    cmd.args(args);
+    output_within(cmd, None, Duration::from_secs(90))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// What a user sees of a command: its exit code, stdout, and the stderr lines that are its
+/// result (progress and errors, not connection events or timings).
+fn seen(out: &Output) -> (Option<i32>, String, Vec<String>) {
+    let err = text(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with("[mcp] progress") || l.starts_with("harness9: "))
+        .map(|l| l.trim_end().to_owned())
+        .collect();
+    (out.status.code(), text(&out.stdout), err)
+}
+
+/// The commands recorded and replayed: several tools, one with progress, an `isError` result
+/// and a JSON-RPC error.
+const SESSION: [&[&str]; 5] = [
+    &[
+        "mcp",
+        "call",
+        "everything",
+        "echo",
+        "--args",
+        r#"{"message":"hi"}"#,
+    ],
+    &[
+        "mcp",
+        "call",
+        "everything",
+        "get-sum",
+        "--args",
+        r#"{"a":2,"b":3}"#,
+    ],
+    &[
+        "mcp",
+        "call",
+        "everything",
+        "trigger-long-running-operation",
+        "--args",
+        r#"{"duration":1,"steps":2}"#,
+    ],
+    &[
+        "mcp",
+        "call",
+        "everything",
+        "get-sum",
+        "--args",
+        r#"{"a":"x"}"#,
+    ],
+    &["mcp", "read", "everything", "demo://resource/nope"],
+];
+
+#[test]
+fn a_recorded_session_replays_with_the_same_results_and_misses_name_the_nearest() {
+    let rec_dir = project_with(
+        "replay-rec",
+        json!({"everything": stdio_json(everything("everything")), "p": stdio_json(fixture("p", &[]))}),
+    );
+    // Each command writes its own trace; the session is their concatenation, as a user would
+    // gather it, with another server's run in it too.
+    let mut body = String::new();
+    let mut recorded = Vec::new();
+    for (i, args) in SESSION.iter().enumerate() {
+        let one = rec_dir.join(format!("trace{i}.jsonl"));
+        let mut all = vec!["--trace", one.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let out = harness9(&rec_dir, &all);
+        recorded.push(seen(&out));
+        body.push_str(&std::fs::read_to_string(&one).unwrap());
+    }
+    let other = rec_dir.join("other.jsonl");
+    let out = harness9(
+        &rec_dir,
+        &[
+            "--trace",
+            other.to_str().unwrap(),
+            "mcp",
+            "call",
+            "p",
+            "echo",
+            "--args",
+            r#"{"text":"x"}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    body.push_str(&std::fs::read_to_string(&other).unwrap());
+    let trace = rec_dir.join("session.jsonl");
+    std::fs::write(&trace, body).unwrap();
+
+    // The recorded run did what the session is for.
+    assert_eq!(recorded[0], (Some(0), "Echo: hi\n".to_owned(), vec![]));
+    assert_eq!(recorded[2].2, ["[mcp] progress 1/2", "[mcp] progress 2/2"]);
+    assert_eq!(recorded[3].0, Some(1), "isError: {:?}", recorded[3]);
+    assert!(
+        recorded[4]
+            .2
+            .iter()
+            .any(|l| l.contains("not found (code -32602)")),
+        "{:?}",
+        recorded[4]
+    );
+
+    // Served back: the same command line, the server's command now the replay.
+    let bin = env!("CARGO_BIN_EXE_harness9");
+    let replay = json!({"command": bin,
+        "args": ["trace", "replay", trace.to_str().unwrap(), "--server", "everything"]});
+    let dir = project_with("replay-play", json!({ "everything": replay }));
+    for (args, want) in SESSION.iter().zip(&recorded) {
+        let out = harness9(&dir, args);
+        assert_eq!(&seen(&out), want, "{args:?}\n{}", text(&out.stderr));
+    }
+
+    // A call never recorded: a JSON-RPC error naming the nearest recorded call.
+    let out = harness9(
+        &dir,
+        &[
+            "mcp",
+            "call",
+            "everything",
+            "echo",
+            "--args",
+            r#"{"message":"never"}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let want = r#"harness9: server "everything" rejected tool "echo": no recorded reply for tools/call {"arguments":{"message":"never"},"name":"echo"}; nearest recorded: tools/call {"arguments":{"message":"hi"},"name":"echo"} (code -32602)"#;
+    assert!(
+        text(&out.stderr).lines().any(|l| l == want),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Without --server, a trace of two servers is refused, naming them.
+    let out = harness9(&dir, &["trace", "replay", trace.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(
+            r#"recordings of several servers ("everything", "p"): pick one with --server NAME"#
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+}
