@@ -28,6 +28,11 @@ const MAX_DISTANCE_CHARS: usize = 256;
 /// The most distinct recordings looked at to find the nearest one.
 const MAX_NEAREST_CANDIDATES: usize = 1000;
 
+/// The most server names listed in an error.
+const MAX_NAMES_SHOWN: usize = 20;
+/// The longest server name shown in an error, in characters.
+const MAX_NAME_CHARS: usize = 64;
+
 /// JSON-RPC: the method was never recorded.
 pub const METHOD_NOT_RECORDED: i64 = -32601;
 /// JSON-RPC "invalid params": the method was recorded, never with these params.
@@ -134,7 +139,7 @@ impl Loader {
             (true, Some(method), Some(id)) => {
                 self.open_request(server, id, &method, &message, bytes)
             }
-            (false, None, Some(id)) => self.reply(server, &id, message),
+            (false, None, Some(id)) => self.reply(server, &id, message, bytes),
             (false, Some(method), None) => self.notification(&server, &method, message, bytes),
             (false, Some(_), Some(_)) => self.stats.entry(server).or_default().server_requests += 1,
             // Our notifications and our answers to the server's requests: nothing to replay.
@@ -144,7 +149,14 @@ impl Loader {
 
     fn open_request(&mut self, server: String, id: String, method: &str, m: &Value, bytes: usize) {
         // A concatenated trace reuses ids: a new request with an open one's id replaces it.
-        self.open.retain(|p| !(p.server == server && p.id == id));
+        if let Some(i) = self
+            .open
+            .iter()
+            .position(|p| p.server == server && p.id == id)
+        {
+            let old = self.open.remove(i);
+            self.held = self.held.saturating_sub(old.bytes);
+        }
         if self.open.len() >= MAX_OPEN {
             let old = self.open.remove(0);
             self.held = self.held.saturating_sub(old.bytes);
@@ -166,7 +178,7 @@ impl Loader {
         });
     }
 
-    fn reply(&mut self, server: String, id: &str, reply: Value) {
+    fn reply(&mut self, server: String, id: &str, reply: Value, bytes: usize) {
         if reply.get("result").is_none() && reply.get("error").is_none() {
             return;
         }
@@ -178,7 +190,6 @@ impl Loader {
             return;
         };
         let p = self.open.remove(i);
-        let bytes = serde_json::to_string(&reply).map_or(0, |s| s.len());
         let stats = self.stats.entry(server.clone()).or_default();
         if self.count >= MAX_RECORDINGS || self.held + bytes > MAX_HELD_BYTES {
             self.held = self.held.saturating_sub(p.bytes);
@@ -224,8 +235,17 @@ impl Loader {
     /// The replayer of the chosen server: the one named, else the only one with recordings.
     /// The error says why none can be chosen.
     pub fn finish(mut self) -> Result<Replayer, String> {
+        // At most MAX_NAMES_SHOWN names: a hostile trace may hold thousands.
         let names = || {
-            let list: Vec<String> = self.done.keys().map(|s| format!("{s:?}")).collect();
+            let mut list: Vec<String> = self
+                .done
+                .keys()
+                .take(MAX_NAMES_SHOWN)
+                .map(|s| format!("{:?}", shown_name(s)))
+                .collect();
+            if self.done.len() > MAX_NAMES_SHOWN {
+                list.push(format!("and {} more", self.done.len() - MAX_NAMES_SHOWN));
+            }
             if list.is_empty() {
                 "none".to_owned()
             } else {
@@ -500,6 +520,15 @@ fn shown(method: &str, key: &str) -> String {
         cut.push_str("...");
     }
     format!("{method} {cut}")
+}
+
+/// A server name cut at [`MAX_NAME_CHARS`].
+fn shown_name(s: &str) -> String {
+    let mut cut: String = s.chars().take(MAX_NAME_CHARS).collect();
+    if cut.len() < s.len() {
+        cut.push_str("...");
+    }
+    cut
 }
 
 /// Levenshtein distance, two rows.
