@@ -43,6 +43,9 @@ pub const PARAMS_NOT_RECORDED: i64 = -32602;
 pub struct LoadStats {
     /// Request/reply pairs held for the chosen server.
     pub recordings: u64,
+    /// Requests the trace never answered (a `subscriptions/listen` stream, a cancelled call):
+    /// held open when replayed, unless the same request was answered elsewhere in the trace.
+    pub unanswered: u64,
     /// Pairs not held: over [`MAX_RECORDINGS`] or [`MAX_HELD_BYTES`].
     pub dropped: u64,
     /// Requests the chosen server sent us (sampling, elicitation, roots): not replayed.
@@ -58,8 +61,11 @@ pub struct LoadStats {
 struct Recording {
     method: String,
     key: String,
-    reply: Value,
+    /// None: never answered in the trace (a `subscriptions/listen` stream, a cancelled call).
+    reply: Option<Value>,
     notifications: Vec<Value>,
+    /// Its reply came over the bounds: not replayed.
+    dropped: bool,
 }
 
 /// A request sent, its reply not seen yet.
@@ -67,12 +73,14 @@ struct Recording {
 struct Pending {
     server: String,
     id: String,
-    method: String,
-    key: String,
+    /// Where its recording is in `done[server]`.
+    index: usize,
     progress: bool,
-    notifications: Vec<Value>,
-    bytes: usize,
 }
+
+/// The `_meta` key of the stateless era's subscription notifications: the id of the
+/// `subscriptions/listen` request they belong to.
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// Reads a trace a line at a time into recordings.
 #[derive(Debug)]
@@ -139,7 +147,7 @@ impl Loader {
             (true, Some(method), Some(id)) => {
                 self.open_request(server, id, &method, &message, bytes)
             }
-            (false, None, Some(id)) => self.reply(server, &id, message, bytes),
+            (false, None, Some(id)) => self.reply(&server, &id, message, bytes),
             (false, Some(method), None) => self.notification(&server, &method, message, bytes),
             (false, Some(_), Some(_)) => self.stats.entry(server).or_default().server_requests += 1,
             // Our notifications and our answers to the server's requests: nothing to replay.
@@ -148,18 +156,15 @@ impl Loader {
     }
 
     fn open_request(&mut self, server: String, id: String, method: &str, m: &Value, bytes: usize) {
-        // A concatenated trace reuses ids: a new request with an open one's id replaces it.
-        if let Some(i) = self
-            .open
-            .iter()
-            .position(|p| p.server == server && p.id == id)
-        {
-            let old = self.open.remove(i);
-            self.held = self.held.saturating_sub(old.bytes);
+        // A concatenated trace reuses ids: a new request with an open one's id replaces it
+        // (the old one stays, unanswered).
+        self.open.retain(|p| !(p.server == server && p.id == id));
+        if self.count >= MAX_RECORDINGS || self.held + bytes > MAX_HELD_BYTES {
+            self.stats.entry(server).or_default().dropped += 1;
+            return;
         }
         if self.open.len() >= MAX_OPEN {
-            let old = self.open.remove(0);
-            self.held = self.held.saturating_sub(old.bytes);
+            self.open.remove(0);
         }
         let params = m.get("params");
         let progress = params
@@ -167,18 +172,24 @@ impl Loader {
             .and_then(|m| m.get("progressToken"))
             .is_some_and(|t| !t.is_null());
         self.held += bytes;
+        self.count += 1;
+        let list = self.done.entry(server.clone()).or_default();
+        list.push(Recording {
+            method: method.to_owned(),
+            key: params_key(method, params),
+            reply: None,
+            notifications: Vec::new(),
+            dropped: false,
+        });
         self.open.push(Pending {
             server,
             id,
-            method: method.to_owned(),
-            key: params_key(method, params),
+            index: list.len() - 1,
             progress,
-            notifications: Vec::new(),
-            bytes,
         });
     }
 
-    fn reply(&mut self, server: String, id: &str, reply: Value, bytes: usize) {
+    fn reply(&mut self, server: &str, id: &str, reply: Value, bytes: usize) {
         if reply.get("result").is_none() && reply.get("error").is_none() {
             return;
         }
@@ -190,51 +201,70 @@ impl Loader {
             return;
         };
         let p = self.open.remove(i);
-        let stats = self.stats.entry(server.clone()).or_default();
-        if self.count >= MAX_RECORDINGS || self.held + bytes > MAX_HELD_BYTES {
-            self.held = self.held.saturating_sub(p.bytes);
-            stats.dropped += 1;
-            return;
-        }
-        self.held += bytes;
-        self.count += 1;
-        stats.recordings += 1;
-        self.done.entry(server).or_default().push(Recording {
-            method: p.method,
-            key: p.key,
-            reply,
-            notifications: p.notifications,
-        });
-    }
-
-    /// Progress goes with the newest open request that asked for it; a log message with the
-    /// newest open request. Other notifications (list changes, resource updates) are not
-    /// replayed: answered by a request, they could loop.
-    fn notification(&mut self, server: &str, method: &str, n: Value, bytes: usize) {
-        let progress = match method {
-            "notifications/progress" => true,
-            "notifications/message" => false,
-            _ => return,
-        };
-        let Some(p) = self
-            .open
-            .iter_mut()
-            .rev()
-            .find(|p| p.server == server && (p.progress || !progress))
+        let over = self.held + bytes > MAX_HELD_BYTES;
+        let Some(rec) = self
+            .done
+            .get_mut(server)
+            .and_then(|list| list.get_mut(p.index))
         else {
             return;
         };
-        if p.notifications.len() >= MAX_NOTIFICATIONS || self.held + bytes > MAX_HELD_BYTES {
+        if over {
+            rec.dropped = true;
+            rec.notifications.clear();
+            self.stats.entry(server.to_owned()).or_default().dropped += 1;
             return;
         }
         self.held += bytes;
-        p.bytes += bytes;
-        p.notifications.push(n);
+        rec.reply = Some(reply);
+    }
+
+    /// A notification tagged with a subscription goes with that `subscriptions/listen`
+    /// request; progress with the newest open request that asked for it; a log message with
+    /// the newest open request. Other notifications (list changes, resource updates outside a
+    /// subscription) are not replayed: answered by a request, they could loop.
+    fn notification(&mut self, server: &str, method: &str, n: Value, bytes: usize) {
+        let subscription = n
+            .get("params")
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(SUBSCRIPTION_ID))
+            .map(canonical);
+        let pending = if let Some(sub) = subscription {
+            self.open
+                .iter()
+                .rev()
+                .find(|p| p.server == server && p.id == sub)
+        } else {
+            let progress = match method {
+                "notifications/progress" => true,
+                "notifications/message" => false,
+                _ => return,
+            };
+            self.open
+                .iter()
+                .rev()
+                .find(|p| p.server == server && (p.progress || !progress))
+        };
+        let Some(index) = pending.map(|p| p.index) else {
+            return;
+        };
+        if self.held + bytes > MAX_HELD_BYTES {
+            return;
+        }
+        let Some(rec) = self.done.get_mut(server).and_then(|l| l.get_mut(index)) else {
+            return;
+        };
+        if rec.notifications.len() >= MAX_NOTIFICATIONS {
+            return;
+        }
+        self.held += bytes;
+        rec.notifications.push(n);
     }
 
     /// The replayer of the chosen server: the one named, else the only one with recordings.
     /// The error says why none can be chosen.
     pub fn finish(mut self) -> Result<Replayer, String> {
+        self.done.retain(|_, list| list.iter().any(|r| !r.dropped));
         // At most MAX_NAMES_SHOWN names: a hostile trace may hold thousands.
         let names = || {
             let mut list: Vec<String> = self
@@ -256,12 +286,13 @@ impl Loader {
             Some(s) if self.done.contains_key(s) => s.clone(),
             Some(s) => {
                 return Err(format!(
-                "no recorded request with a reply for server {s:?} (servers with recordings: {})",
-                names()
-            ))
+                    "no recorded request for server {:?} (servers with recordings: {})",
+                    shown_name(s),
+                    names()
+                ))
             }
             None if self.done.is_empty() => {
-                return Err("no recorded request with a reply: is it a --trace file?".to_owned())
+                return Err("no recorded request: is it a --trace file?".to_owned())
             }
             None if self.done.len() > 1 => {
                 return Err(format!(
@@ -281,12 +312,24 @@ impl Loader {
             stats,
         };
         for rec in self.done.remove(&server).unwrap_or_default() {
+            if rec.dropped {
+                continue;
+            }
             let k = (rec.method, rec.key);
             let entry = r.entries.entry(k.clone()).or_insert_with(|| {
                 r.keys.push(k);
                 Entry::default()
             });
-            entry.replies.push((rec.reply, rec.notifications));
+            match rec.reply {
+                Some(reply) => {
+                    r.stats.recordings += 1;
+                    entry.replies.push((reply, rec.notifications));
+                }
+                None => {
+                    r.stats.unanswered += 1;
+                    entry.unanswered.get_or_insert(rec.notifications);
+                }
+            }
         }
         Ok(r)
     }
@@ -297,6 +340,9 @@ impl Loader {
 struct Entry {
     replies: Vec<(Value, Vec<Value>)>,
     next: usize,
+    /// The notifications of the first such request the trace never answered: replayed, the
+    /// request held open, when none was answered.
+    unanswered: Option<Vec<Value>>,
 }
 
 /// What to send back for one incoming message.
@@ -386,8 +432,11 @@ impl Replayer {
         // The same request recorded several times: in recorded order, then the last again.
         let i = entry.next.min(entry.replies.len().saturating_sub(1));
         entry.next = entry.next.saturating_add(1);
-        let Some((reply, notifications)) = entry.replies.get(i) else {
-            return Answer::default();
+        let (reply, notifications) = match (entry.replies.get(i), &entry.unanswered) {
+            (Some((reply, n)), _) => (Some(reply), n),
+            // Never answered when recorded: its notifications, and no reply (held open).
+            (None, Some(n)) => (None, n),
+            (None, None) => return Answer::default(),
         };
         let token = params
             .and_then(|p| p.get("_meta"))
@@ -402,13 +451,24 @@ impl Replayer {
                     p.insert("progressToken".to_owned(), token.clone());
                 }
             }
+            if let Some(m) = n
+                .get_mut("params")
+                .and_then(|p| p.get_mut("_meta"))
+                .and_then(Value::as_object_mut)
+            {
+                if m.contains_key(SUBSCRIPTION_ID) {
+                    m.insert(SUBSCRIPTION_ID.to_owned(), id.clone());
+                }
+            }
             messages.push(n);
         }
-        let mut reply = reply.clone();
-        if let Some(r) = reply.as_object_mut() {
-            r.insert("id".to_owned(), id.clone());
+        if let Some(reply) = reply {
+            let mut reply = reply.clone();
+            if let Some(r) = reply.as_object_mut() {
+                r.insert("id".to_owned(), id.clone());
+            }
+            messages.push(reply);
         }
-        messages.push(reply);
         Answer {
             messages,
             miss: None,
@@ -826,6 +886,65 @@ mod tests {
             "{e}"
         );
         assert!(load(&[], None).unwrap_err().contains("no recorded request"));
+    }
+
+    #[test]
+    fn a_request_never_answered_is_held_open_with_its_subscription_notifications() {
+        let sub = |method: &str, id: u64| {
+            rec(
+                "s",
+                "recv",
+                json!({"jsonrpc": "2.0", "method": method,
+                    "params": {"_meta": {SUBSCRIPTION_ID: id}}}),
+            )
+        };
+        let lines = [
+            // A call cut short (the run killed), answered in a later run.
+            send(1, "tools/list", Value::Null),
+            send(
+                2,
+                "subscriptions/listen",
+                json!({"notifications": {"toolsListChanged": true}}),
+            ),
+            sub("notifications/subscriptions/acknowledged", 2),
+            sub("notifications/tools/list_changed", 2),
+            send(1, "tools/list", Value::Null),
+            reply(1, json!({"tools": []})),
+            rec(
+                "s",
+                "send",
+                json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}),
+            ),
+        ];
+        let mut r = load(&lines, None).unwrap();
+        assert_eq!((r.stats().recordings, r.stats().unanswered), (1, 2));
+        let listen = json!({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+            "params": {"notifications": {"toolsListChanged": true}}});
+        let a = r.answer(&listen);
+        assert_eq!(a.miss, None);
+        let got: Vec<(&str, &Value)> = a
+            .messages
+            .iter()
+            .map(|m| {
+                (
+                    m["method"].as_str().unwrap_or("reply"),
+                    &m["params"]["_meta"][SUBSCRIPTION_ID],
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("notifications/subscriptions/acknowledged", &json!("L")),
+                ("notifications/tools/list_changed", &json!("L"))
+            ]
+        );
+        // The answered tools/list wins over the one cut short.
+        let a = r.answer(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}));
+        assert_eq!(
+            a.messages,
+            [json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}})]
+        );
     }
 
     #[test]

@@ -95,6 +95,12 @@ pub fn replay(path: &Path, server: Option<&str>) -> anyhow::Result<ExitCode> {
         replayer.server(),
         path.display()
     );
+    if s.unanswered > 0 {
+        note.push_str(&format!(
+            "; {} never answered in the trace (held open unless answered elsewhere)",
+            s.unanswered
+        ));
+    }
     if s.dropped > 0 {
         note.push_str(&format!(
             "; {} more not held (over {} recordings or {} MiB)",
