@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 pub const MAX_RECORDINGS: usize = 10_000;
 /// The most bytes of trace lines held (requests' replies and their notifications); past it,
 /// later recordings are dropped like those over [`MAX_RECORDINGS`].
-pub const MAX_HELD_BYTES: usize = 256 * 1024 * 1024;
+pub const MAX_HELD_BYTES: usize = 128 * 1024 * 1024;
 /// The most notifications kept for one request; later ones are not replayed.
 pub const MAX_NOTIFICATIONS: usize = 10_000;
 /// The most requests waiting for their reply while loading (a trace may hold requests that

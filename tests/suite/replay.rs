@@ -160,3 +160,65 @@ fn a_recorded_session_replays_with_the_same_results_and_misses_name_the_nearest(
         text(&out.stderr)
     );
 }
+
+#[test]
+fn a_stateless_era_session_replays_too() {
+    // The PyPI server is taken in the stateless era: server/discover, `_meta` on every request,
+    // a subscriptions/listen stream that is never answered.
+    let rec_dir = project_with("replay-py-rec", json!({"py": stdio_json(python("py"))}));
+    let session: [&[&str]; 2] = [
+        &[
+            "mcp",
+            "call",
+            "py",
+            "multiply",
+            "--args",
+            r#"{"a":6,"b":7}"#,
+        ],
+        &["mcp", "call", "py", "greet", "--args", r#"{"name":"ada"}"#],
+    ];
+    let mut body = String::new();
+    let mut recorded = Vec::new();
+    for (i, args) in session.iter().enumerate() {
+        let one = rec_dir.join(format!("trace{i}.jsonl"));
+        let mut all = vec!["--trace", one.to_str().unwrap()];
+        all.extend_from_slice(args);
+        recorded.push(seen(&harness9(&rec_dir, &all)));
+        body.push_str(&std::fs::read_to_string(&one).unwrap());
+    }
+    assert_eq!(recorded[0], (Some(0), "42\n".to_owned(), vec![]));
+    assert!(body.contains("\"subscriptions/listen\""), "{body}");
+    let trace = rec_dir.join("session.jsonl");
+    std::fs::write(&trace, body).unwrap();
+
+    // Without --server: the trace holds one server's recordings.
+    let replay = json!({"command": env!("CARGO_BIN_EXE_harness9"),
+        "args": ["trace", "replay", trace.to_str().unwrap()]});
+    let dir = project_with("replay-py-play", json!({ "py": replay }));
+    for (args, want) in session.iter().zip(&recorded) {
+        let out = harness9(&dir, args);
+        assert_eq!(&seen(&out), want, "{args:?}\n{}", text(&out.stderr));
+    }
+    // Every request found its recording, subscriptions/listen included (the replay's stderr,
+    // logged at -vv, names any it had none for).
+    let out = harness9(
+        &dir,
+        &[
+            "-vv",
+            "mcp",
+            "call",
+            "py",
+            "multiply",
+            "--args",
+            r#"{"a":6,"b":7}"#,
+        ],
+    );
+    let err = text(&out.stderr);
+    assert!(err.contains("trace replay: "), "{err}");
+    assert!(!err.contains("no recorded reply"), "{err}");
+    let out = harness9(&dir, &["mcp", "list", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["status"], "connected", "{rows}");
+    assert_eq!(rows[0]["era"], "stateless", "{rows}");
+    assert_eq!(rows[0]["protocolVersion"], "2026-07-28", "{rows}");
+}
