@@ -149,6 +149,55 @@ fn a_recorded_session_replays_with_the_same_results_and_misses_name_the_nearest(
         text(&out.stderr)
     );
 
+    // Spoken to directly: ids remapped, progress under the caller's token, bad lines answered
+    // with errors, an over-long line skipped, client notifications ignored.
+    let long = "x".repeat(16 * 1024 * 1024 + 1);
+    let input = [
+        r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},"_meta":{"progressToken":5,"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}"#,
+        &long,
+        "not json",
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"trigger-long-running-operation","arguments":{"duration":1,"steps":2},"_meta":{"progressToken":"p1"}}}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let mut cmd = harness9_in(&dir);
+    cmd.args([
+        "trace",
+        "replay",
+        trace.to_str().unwrap(),
+        "--server",
+        "everything",
+    ]);
+    let out = output_within(cmd, Some(&input), Duration::from_secs(90));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["id"], "a");
+    assert_eq!(lines[0]["result"]["content"][0]["text"], "Echo: hi");
+    assert_eq!(
+        (&lines[1]["id"], &lines[1]["error"]["code"]),
+        (&json!(null), &json!(-32600))
+    );
+    assert_eq!(lines[2]["error"]["code"], -32700);
+    let progress: Vec<(&serde_json::Value, &serde_json::Value)> = lines[3..]
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .map(|m| (&m["params"]["progressToken"], &m["params"]["progress"]))
+        .collect();
+    assert_eq!(
+        progress,
+        [(&json!("p1"), &json!(1)), (&json!("p1"), &json!(2))]
+    );
+    let last = lines.last().unwrap();
+    assert_eq!(last["id"], 7);
+    assert!(last["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Long running operation completed"));
+
     // Without --server, a trace of two servers is refused, naming them.
     let out = harness9(&dir, &["trace", "replay", trace.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
