@@ -11,9 +11,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Value};
 
-/// The most request/reply pairs held; later ones are counted in [`LoadStats::dropped`].
+/// The most recorded requests held (answered or not); later ones are counted in
+/// [`LoadStats::dropped`].
 pub const MAX_RECORDINGS: usize = 10_000;
-/// The most bytes of trace lines held (requests' replies and their notifications); past it,
+/// The most bytes of trace lines held (requests, their replies and notifications); past it,
 /// later recordings are dropped like those over [`MAX_RECORDINGS`].
 pub const MAX_HELD_BYTES: usize = 128 * 1024 * 1024;
 /// The most notifications kept for one request; later ones are not replayed.
@@ -46,7 +47,7 @@ pub struct LoadStats {
     /// Requests the trace never answered (a `subscriptions/listen` stream, a cancelled call):
     /// held open when replayed, unless the same request was answered elsewhere in the trace.
     pub unanswered: u64,
-    /// Pairs not held: over [`MAX_RECORDINGS`] or [`MAX_HELD_BYTES`].
+    /// Requests not held: over [`MAX_RECORDINGS`] or [`MAX_HELD_BYTES`].
     pub dropped: u64,
     /// Requests the chosen server sent us (sampling, elicitation, roots): not replayed.
     pub server_requests: u64,
