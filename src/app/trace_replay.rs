@@ -7,7 +7,7 @@
 //! differ per run), compared as canonical JSON; `initialize` also ignores `clientInfo` (the
 //! client's version). Requests the server sent (sampling, elicitation, roots) are not replayed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{json, Value};
 
@@ -29,6 +29,8 @@ const MAX_DISTANCE_CHARS: usize = 256;
 /// The most distinct recordings looked at to find the nearest one.
 const MAX_NEAREST_CANDIDATES: usize = 1000;
 
+/// The most server names remembered for an error about `--server`.
+const MAX_NAMES_KEPT: usize = 1000;
 /// The most server names listed in an error.
 const MAX_NAMES_SHOWN: usize = 20;
 /// The longest server name shown in an error, in characters.
@@ -93,6 +95,9 @@ pub struct Loader {
     count: usize,
     line: u64,
     stats: BTreeMap<String, LoadStats>,
+    /// The servers we sent a request to, `--server` or not (names cut, at most
+    /// [`MAX_NAMES_KEPT`]).
+    servers: BTreeSet<String>,
     skipped: u64,
     first_skipped_line: Option<u64>,
 }
@@ -108,6 +113,7 @@ impl Loader {
             count: 0,
             line: 0,
             stats: BTreeMap::new(),
+            servers: BTreeSet::new(),
             skipped: 0,
             first_skipped_line: None,
         }
@@ -131,6 +137,12 @@ impl Loader {
         let bytes = line.map_or(0, str::len);
         let server = record["server"].as_str().unwrap_or("?").to_owned();
         if self.server.as_deref().is_some_and(|s| s != server) {
+            let request = record["dir"].as_str() == Some("send")
+                && record["message"].get("method").is_some()
+                && record["message"].get("id").is_some_and(|i| !i.is_null());
+            if request && self.servers.len() < MAX_NAMES_KEPT {
+                self.servers.insert(shown_name(&server));
+            }
             return;
         }
         let message = record["message"].take();
@@ -267,15 +279,17 @@ impl Loader {
     pub fn finish(mut self) -> Result<Replayer, String> {
         self.done.retain(|_, list| list.iter().any(|r| !r.dropped));
         // At most MAX_NAMES_SHOWN names: a hostile trace may hold thousands.
+        // The servers with recordings, and (with --server) the others that had requests.
+        let mut all: BTreeSet<String> = self.done.keys().map(|s| shown_name(s)).collect();
+        all.extend(self.servers.iter().cloned());
         let names = || {
-            let mut list: Vec<String> = self
-                .done
-                .keys()
+            let mut list: Vec<String> = all
+                .iter()
                 .take(MAX_NAMES_SHOWN)
-                .map(|s| format!("{:?}", shown_name(s)))
+                .map(|s| format!("{s:?}"))
                 .collect();
-            if self.done.len() > MAX_NAMES_SHOWN {
-                list.push(format!("and {} more", self.done.len() - MAX_NAMES_SHOWN));
+            if all.len() > MAX_NAMES_SHOWN {
+                list.push(format!("and {} more", all.len() - MAX_NAMES_SHOWN));
             }
             if list.is_empty() {
                 "none".to_owned()
@@ -287,7 +301,7 @@ impl Loader {
             Some(s) if self.done.contains_key(s) => s.clone(),
             Some(s) => {
                 return Err(format!(
-                    "no recorded request for server {:?} (servers with recordings: {})",
+                    "no recorded request for server {:?} (servers in the trace: {})",
                     shown_name(s),
                     names()
                 ))
@@ -882,9 +896,9 @@ mod tests {
             }
         );
         let e = load(&lines, Some("u")).unwrap_err();
-        assert!(
-            e.contains(r#"server "u" (servers with recordings: none)"#),
-            "{e}"
+        assert_eq!(
+            e,
+            r#"no recorded request for server "u" (servers in the trace: "s", "t")"#
         );
         assert!(load(&[], None).unwrap_err().contains("no recorded request"));
     }

@@ -208,6 +208,25 @@ fn a_recorded_session_replays_with_the_same_results_and_misses_name_the_nearest(
         "{}",
         text(&out.stderr)
     );
+    // A --server the trace does not hold: an error naming those it does.
+    let out = harness9(
+        &dir,
+        &[
+            "trace",
+            "replay",
+            trace.to_str().unwrap(),
+            "--server",
+            "nope",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(
+            r#"no recorded request for server "nope" (servers in the trace: "everything", "p")"#
+        ),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
