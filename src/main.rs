@@ -181,6 +181,13 @@ fn main() -> ExitCode {
             Err(e) => fail(cli.json_errors(), &format!("{e:#}"), 1, started),
         };
     }
+    // A trace served as a stdio server: no runtime either.
+    if let Some(Command::Trace(TraceCommand::Replay { file, server })) = &cli.command {
+        return match harness9::cli::trace::replay(file, server.as_deref()) {
+            Ok(code) => code,
+            Err(e) => fail(cli.json_errors(), &format!("{e:#}"), 1, started),
+        };
+    }
     let interactive = cli.command.is_none();
     // Telemetry: the OTEL_* environment, else the user's [telemetry]; off by default.
     let mut early_warnings = Vec::new();

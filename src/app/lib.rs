@@ -29,6 +29,7 @@ pub mod sources;
 pub mod telemetry;
 pub mod tool_cache;
 pub mod trace_file;
+pub mod trace_replay;
 pub mod trace_stats;
 pub mod trust;
 pub mod watcher;

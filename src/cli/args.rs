@@ -48,6 +48,7 @@ impl Command {
             Command::Run(_) => "run".into(),
             Command::Completions { .. } => "completions".into(),
             Command::Trace(TraceCommand::Stats { .. }) => "trace stats".into(),
+            Command::Trace(TraceCommand::Replay { .. }) => "trace replay".into(),
             Command::Conformance(_) => "conformance".into(),
             Command::ConformanceBrowser { .. } => "conformance-browser".into(),
         }
@@ -239,6 +240,15 @@ pub enum TraceCommand {
         /// One JSON object instead of the table.
         #[arg(long)]
         json: bool,
+    },
+    /// Serve the server side of a trace over stdio: each request gets the reply recorded for
+    /// the same method and params (configure it as a server's command to replay a session).
+    Replay {
+        /// The file `--trace FILE` wrote.
+        file: PathBuf,
+        /// Replay this server's recordings (needed when the trace holds several servers).
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
     },
 }
 

@@ -1,48 +1,75 @@
 //! `harness9 trace stats FILE`: the per-method table of a `--trace` file
-//! ([`crate::app::trace_stats`]). Reads the file a line at a time, each line bounded.
+//! ([`crate::app::trace_stats`]); `harness9 trace replay FILE`: the file's server side served
+//! over stdio ([`crate::app::trace_replay`]). The file is read a bounded line at a time.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
+
+use crate::app::trace_replay::Loader;
 use crate::app::trace_stats::{render, StatsBuilder, MAX_LINE_BYTES};
 
-/// Prints the stats of the trace at `path` (text, or JSON with `json`).
-pub fn stats(path: &Path, server: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
-    use anyhow::Context as _;
+/// The longest line `trace replay` reads from its client; a longer one gets an error reply.
+pub const MAX_INCOMING_BYTES: usize = 16 * 1024 * 1024;
+
+/// Calls `f` with each line of the trace at `path` (`None` for one over [`MAX_LINE_BYTES`] or
+/// not UTF-8), its end of line removed.
+fn each_line(path: &Path, mut f: impl FnMut(Option<&str>)) -> anyhow::Result<()> {
     let file = std::fs::File::open(path)
         .with_context(|| format!("cannot read the trace file {}", path.display()))?;
     let mut reader = BufReader::new(file);
-    let mut builder = StatsBuilder::new(server);
     let mut line = Vec::new();
     loop {
-        line.clear();
-        let limit = MAX_LINE_BYTES as u64 + 1;
-        let n = (&mut reader)
-            .take(limit)
-            .read_until(b'\n', &mut line)
+        let n = read_bounded_line(&mut reader, &mut line, MAX_LINE_BYTES)
             .with_context(|| format!("cannot read the trace file {}", path.display()))?;
-        if n == 0 {
-            break;
+        match n {
+            Line::End => return Ok(()),
+            Line::TooLong => f(None),
+            Line::Read => f(std::str::from_utf8(&line).ok().map(str::trim_end)),
         }
-        if line.len() > MAX_LINE_BYTES && line.last() != Some(&b'\n') {
-            // Over-long: skip to its end, counted as not a record.
-            let mut rest = Vec::new();
-            loop {
-                rest.clear();
-                let m = (&mut reader)
-                    .take(limit)
-                    .read_until(b'\n', &mut rest)
-                    .with_context(|| format!("cannot read the trace file {}", path.display()))?;
-                if m == 0 || rest.last() == Some(&b'\n') {
-                    break;
-                }
-            }
-            builder.push(None);
-            continue;
-        }
-        builder.push(std::str::from_utf8(&line).ok().map(str::trim_end));
     }
+}
+
+enum Line {
+    Read,
+    TooLong,
+    End,
+}
+
+/// Reads one line into `line` (cleared first), at most `max` bytes held; an over-long line is
+/// read to its end and dropped.
+fn read_bounded_line(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
+    line.clear();
+    let limit = max as u64 + 1;
+    let n = reader.take(limit).read_until(b'\n', line)?;
+    if n == 0 {
+        return Ok(Line::End);
+    }
+    if line.len() > max && line.last() != Some(&b'\n') {
+        let mut rest = Vec::new();
+        loop {
+            rest.clear();
+            let m = reader.take(limit).read_until(b'\n', &mut rest)?;
+            if m == 0 || rest.last() == Some(&b'\n') {
+                break;
+            }
+        }
+        line.clear();
+        return Ok(Line::TooLong);
+    }
+    Ok(Line::Read)
+}
+
+/// Prints the stats of the trace at `path` (text, or JSON with `json`).
+pub fn stats(path: &Path, server: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
+    let mut builder = StatsBuilder::new(server);
+    each_line(path, |l| builder.push(l))?;
     let stats = builder.finish();
     if json {
         println!("{}", crate::sanitize::to_json(&stats, true)?);
@@ -50,4 +77,101 @@ pub fn stats(path: &Path, server: Option<&str>, json: bool) -> anyhow::Result<Ex
         print!("{}", crate::sanitize::clean_text(&render(&stats)));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Serves the recordings of `server` (or of the only server) in the trace at `path` as a stdio
+/// MCP server: a JSON-RPC message a line on stdin, the answers a line each on stdout, until
+/// stdin ends. What it serves, and each request it has no recording for, go to stderr.
+pub fn replay(path: &Path, server: Option<&str>) -> anyhow::Result<ExitCode> {
+    let mut loader = Loader::new(server);
+    each_line(path, |l| loader.push(l))?;
+    let mut replayer = loader
+        .finish()
+        .map_err(|e| anyhow::anyhow!("trace file {}: {e}", path.display()))?;
+    let s = replayer.stats().clone();
+    let mut note = format!(
+        "trace replay: {} recorded requests of server {:?} from {}",
+        s.recordings,
+        replayer.server(),
+        path.display()
+    );
+    if s.unanswered > 0 {
+        note.push_str(&format!(
+            "; {} never answered in the trace (held open unless answered elsewhere)",
+            s.unanswered
+        ));
+    }
+    if s.dropped > 0 {
+        note.push_str(&format!(
+            "; {} more not held (over {} recordings or {} MiB)",
+            s.dropped,
+            crate::app::trace_replay::MAX_RECORDINGS,
+            crate::app::trace_replay::MAX_HELD_BYTES / (1024 * 1024)
+        ));
+    }
+    if s.server_requests > 0 {
+        note.push_str(&format!(
+            "; {} requests the server sent (sampling, elicitation, roots) are not replayed",
+            s.server_requests
+        ));
+    }
+    if let Some(line) = s.first_skipped_line {
+        note.push_str(&format!(
+            "; {} lines were not trace records (the first at line {line})",
+            s.skipped
+        ));
+    }
+    eprintln_clean(&note);
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let stdout = std::io::stdout();
+    let mut line = Vec::new();
+    loop {
+        let answer = match read_bounded_line(&mut input, &mut line, MAX_INCOMING_BYTES)
+            .context("cannot read stdin")?
+        {
+            Line::End => return Ok(ExitCode::SUCCESS),
+            Line::TooLong => {
+                let text = format!("a message over {MAX_INCOMING_BYTES} bytes was not read");
+                eprintln_clean(&format!("trace replay: {text}"));
+                crate::app::trace_replay::Answer {
+                    messages: vec![serde_json::json!({
+                        "jsonrpc": "2.0", "id": null,
+                        "error": {"code": -32600, "message": text}
+                    })],
+                    miss: None,
+                }
+            }
+            Line::Read => {
+                let text = String::from_utf8_lossy(&line);
+                if text.trim().is_empty() {
+                    continue;
+                }
+                replayer.answer_line(text.trim_end())
+            }
+        };
+        if let Some(miss) = &answer.miss {
+            eprintln_clean(&format!("trace replay: {miss}"));
+        }
+        let mut out = stdout.lock();
+        for m in &answer.messages {
+            let written = serde_json::to_writer(&mut out, m)
+                .map_err(std::io::Error::from)
+                .and_then(|()| out.write_all(b"\n"));
+            // The client is gone: nothing left to answer.
+            if written.is_err() {
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+        if out.flush().is_err() {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+}
+
+/// One line to stderr, without escape sequences or control characters (a trace's text is the
+/// server's).
+fn eprintln_clean(s: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{}", crate::sanitize::clean_line(s));
 }

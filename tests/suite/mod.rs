@@ -19,6 +19,7 @@ mod overlong;
 mod private_files;
 mod reference;
 mod reload;
+mod replay;
 mod runtime_options;
 mod sandbox;
 mod sources;
