@@ -170,7 +170,7 @@ pub fn check_line(c: &Check) -> String {
 /// under its check), then the model's, then a summary line.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
-    let mut push_checks = |out: &mut String, checks: &[Check]| {
+    let push_checks = |out: &mut String, checks: &[Check]| {
         for c in checks {
             out.push_str(&check_line(c));
             out.push('\n');
