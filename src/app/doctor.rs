@@ -190,11 +190,7 @@ pub fn render(report: &Report) -> String {
     out.push_str(&match (report.failed, report.warnings) {
         (0, 0) => "all checks passed\n".to_owned(),
         (0, w) => format!("no check failed; {w} warning{}\n", plural(w)),
-        (f, w) => format!(
-            "{f} check{} failed, {w} warning{}\n",
-            plural(f),
-            plural(w)
-        ),
+        (f, w) => format!("{f} check{} failed, {w} warning{}\n", plural(f), plural(w)),
     });
     out
 }
@@ -387,7 +383,10 @@ pub fn grant_check(
         }
         Some(t) => Check::ok(
             "oauth",
-            format!("{base}; the access token expires in {}{refresh}", fmt_span(t - now)),
+            format!(
+                "{base}; the access token expires in {}{refresh}",
+                fmt_span(t - now)
+            ),
         ),
         None => Check::ok("oauth", format!("{base}; no expiry given{refresh}")),
     }
@@ -408,7 +407,10 @@ pub fn model_ids(body: &[u8]) -> Option<Vec<String>> {
 /// The `model` check of `model` against the ids a provider lists.
 pub fn model_check(model: &str, ids: &[String]) -> Check {
     if ids.iter().any(|i| i == model) {
-        return Check::ok("model", format!("{model} is among the models the provider lists"));
+        return Check::ok(
+            "model",
+            format!("{model} is among the models the provider lists"),
+        );
     }
     let some: Vec<&str> = ids.iter().take(8).map(String::as_str).collect();
     let more = if ids.len() > some.len() { ", ..." } else { "" };
@@ -466,7 +468,9 @@ mod tests {
     fn variables_are_named_never_valued() {
         let refs = var_refs(&json!({"args": ["${SET}", "${UNSET}", "${DEF:-d}", "${input:k}"]}));
         let set = |v: &str| v == "SET" || v == "HARNESS9_INPUT_K";
-        let checks = var_checks(&refs, &set, &|id| format!("HARNESS9_INPUT_{}", id.to_uppercase()));
+        let checks = var_checks(&refs, &set, &|id| {
+            format!("HARNESS9_INPUT_{}", id.to_uppercase())
+        });
         let lines: Vec<String> = checks.iter().map(check_line).collect();
         assert_eq!(
             lines,
@@ -496,7 +500,11 @@ mod tests {
         );
         let fail = start_check(s(2000), s(1000));
         assert_eq!(fail.status, Status::Fail);
-        assert!(fail.detail.contains("over its startupTimeoutSec of 1 s"), "{}", fail.detail);
+        assert!(
+            fail.detail.contains("over its startupTimeoutSec of 1 s"),
+            "{}",
+            fail.detail
+        );
         assert_eq!(suggested_timeout(s(2000)), 6);
         assert_eq!(suggested_timeout(s(10)), 1);
         assert_eq!(measure_bound(s(1000)), s(3000));
@@ -507,7 +515,8 @@ mod tests {
     #[test]
     fn the_text_has_one_line_per_check_and_server_text_is_cleaned() {
         let mut s = ServerReport::new("ev\u{1b}[31mil", "stdio");
-        s.checks.push(Check::ok("source", "project config /p/.mcp.json"));
+        s.checks
+            .push(Check::ok("source", "project config /p/.mcp.json"));
         s.checks.push(
             Check::fail("start", "did not start: boom\u{1b}]52;c;x\u{7}")
                 .hint("look at its stderr")
@@ -516,11 +525,18 @@ mod tests {
         let r = Report::new(vec![s], vec![Check::warn("provider", "none")]);
         assert_eq!((r.failed, r.warnings), (1, 1));
         let text = render(&r);
-        assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'), "{text:?}");
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{text:?}"
+        );
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "server \"evil\" (stdio)");
         assert_eq!(lines[1], "  ok    source    project config /p/.mcp.json");
-        assert!(lines[2].starts_with("  fail  start     did not start: boom"), "{}", lines[2]);
+        assert!(
+            lines[2].starts_with("  fail  start     did not start: boom"),
+            "{}",
+            lines[2]
+        );
         assert!(lines[2].ends_with("; look at its stderr"), "{}", lines[2]);
         assert_eq!(lines[3], "                  | one");
         assert_eq!(lines[6], "  warn  provider  none");
@@ -542,7 +558,13 @@ mod tests {
 
     #[test]
     fn grants_show_scopes_and_expiry_never_tokens() {
-        let c = grant_check("http://as", &["read".into(), "write".into()], Some(1600), true, 1000);
+        let c = grant_check(
+            "http://as",
+            &["read".into(), "write".into()],
+            Some(1600),
+            true,
+            1000,
+        );
         assert_eq!(c.status, Status::Ok);
         assert_eq!(
             c.detail,
@@ -550,7 +572,12 @@ mod tests {
         );
         let c = grant_check("http://as", &[], Some(900), false, 1000);
         assert_eq!(c.status, Status::Warn);
-        assert!(c.detail.contains("expired 100 s ago and cannot be refreshed"), "{}", c.detail);
+        assert!(
+            c.detail
+                .contains("expired 100 s ago and cannot be refreshed"),
+            "{}",
+            c.detail
+        );
     }
 
     #[test]

@@ -18,8 +18,8 @@ use super::mcp::unknown_server;
 use super::{interrupted, DoctorArgs};
 use crate::app::config::Config;
 use crate::app::doctor::{
-    fmt_secs, grant_check, measure_bound, model_check, model_ids, render, start_check,
-    var_checks, var_refs, Check, Report, ServerReport,
+    fmt_secs, grant_check, measure_bound, model_check, model_ids, render, start_check, var_checks,
+    var_refs, Check, Report, ServerReport,
 };
 use crate::app::{Session, SessionOptions, Start, HEADLESS_GRACE};
 
@@ -94,8 +94,11 @@ pub async fn doctor(opts: &SessionOptions, args: &DoctorArgs) -> anyhow::Result<
     for name in disabled {
         let mut r = ServerReport::new(name, "-");
         r.checks.push(
-            Check::ok("source", "disabled in its entry (\"disabled\": true): not started")
-                .hint("remove \"disabled\": true to use it"),
+            Check::ok(
+                "source",
+                "disabled in its entry (\"disabled\": true): not started",
+            )
+            .hint("remove \"disabled\": true to use it"),
         );
         reports.push(r);
     }
@@ -154,15 +157,21 @@ async fn before_start(
     let mut r = ServerReport::new(name, spec.transport.kind());
     let c = &mut r.checks;
     // Where its entry comes from.
+    let shown = |p: &std::path::Path| {
+        std::fs::canonicalize(p)
+            .unwrap_or_else(|_| p.to_path_buf())
+            .display()
+            .to_string()
+    };
     let mut source = match config.sources.iter().find(|(n, _)| n == name) {
-        Some((_, p)) => format!("from the user config {}", p.display()),
-        None if opts.config_must_exist => format!("from the --config file {}", config.path.display()),
-        None => format!("from the project config {}", config.path.display()),
+        Some((_, p)) => format!("from the user config {}", shown(p)),
+        None if opts.config_must_exist => format!("from the --config file {}", shown(&config.path)),
+        None => format!("from the project config {}", shown(&config.path)),
     };
     if let Some((_, p)) = config.shadowed.iter().find(|(n, _)| n == name) {
         source.push_str(&format!(
             " (it shadows the user config's entry in {})",
-            p.display()
+            shown(p)
         ));
     }
     c.push(Check::ok("source", source));
@@ -218,7 +227,10 @@ async fn before_start(
         let is_set = |var: &str| std::env::var_os(var).is_some();
         let input_var = |id: &str| crate::app::config::input_var(id);
         let refs = var_refs(&w.entry);
-        for (check, r) in var_checks(&refs, &is_set, &input_var).into_iter().zip(&refs) {
+        for (check, r) in var_checks(&refs, &is_set, &input_var)
+            .into_iter()
+            .zip(&refs)
+        {
             // A VS Code input may also have a value saved from the interactive session.
             let saved = r
                 .name
@@ -374,8 +386,13 @@ fn after_start(
                 );
             } else {
                 c.push(
-                    Check::fail("start", format!("did not start: {error}"))
-                        .hint("see its stderr below; run the command by hand to see more"),
+                    Check::fail("start", format!("did not start: {error}")).hint(
+                        if stderr_tail.is_empty() {
+                            "run its command by hand to see why"
+                        } else {
+                            "see its stderr below; run its command by hand to see more"
+                        },
+                    ),
                 );
             }
             if !stderr_tail.is_empty() {
@@ -430,7 +447,9 @@ fn after_start(
             (Some(_), true) => {
                 Check::fail("oauth", "needs login: the server refused the stored login").hint(login)
             }
-            (None, true) => Check::fail("oauth", "needs login: the server answered 401").hint(login),
+            (None, true) => {
+                Check::fail("oauth", "needs login: the server answered 401").hint(login)
+            }
             (Some(g), false) => grant_check(
                 &g.issuer,
                 &g.scopes,
@@ -438,7 +457,10 @@ fn after_start(
                 g.refresh_token.is_some(),
                 now,
             ),
-            (None, false) => Check::ok("oauth", "not logged in (the server did not ask for a login)"),
+            (None, false) => Check::ok(
+                "oauth",
+                "not logged in (the server did not ask for a login)",
+            ),
         });
     }
 }
@@ -510,18 +532,30 @@ async fn model_checks(opts: &SessionOptions, client: &awc::Client) -> Vec<Check>
                     format!("check the base URL (--base-url, {url_var} or base_url in harness9.toml) and that the server runs"),
                 ),
             );
-            out.push(Check::warn("model", "cannot check: the provider is not reachable"));
+            out.push(Check::warn(
+                "model",
+                "cannot check: the provider is not reachable",
+            ));
             return out;
         }
         Err(_) => {
             out.push(
                 Check::fail(
                     "reachable",
-                    format!("{} did not answer within {}", p.base_url, fmt_secs(PROBE_TIMEOUT)),
+                    format!(
+                        "{} did not answer within {}",
+                        p.base_url,
+                        fmt_secs(PROBE_TIMEOUT)
+                    ),
                 )
-                .hint(format!("check the base URL ({url_var}) and that the server runs")),
+                .hint(format!(
+                    "check the base URL ({url_var}) and that the server runs"
+                )),
             );
-            out.push(Check::warn("model", "cannot check: the provider is not reachable"));
+            out.push(Check::warn(
+                "model",
+                "cannot check: the provider is not reachable",
+            ));
             return out;
         }
     };
@@ -532,8 +566,11 @@ async fn model_checks(opts: &SessionOptions, client: &awc::Client) -> Vec<Check>
     if status == 401 || status == 403 {
         let key = &mut out[1];
         *key = match &p.api_key {
-            Some(_) => Check::fail("key", format!("the provider refused {key_var} (HTTP {status})"))
-                .hint(format!("check the key in {key_var}")),
+            Some(_) => Check::fail(
+                "key",
+                format!("the provider refused {key_var} (HTTP {status})"),
+            )
+            .hint(format!("check the key in {key_var}")),
             None => Check::fail("key", format!("the provider wants a key (HTTP {status})"))
                 .hint(format!("set {key_var}")),
         };
@@ -542,7 +579,9 @@ async fn model_checks(opts: &SessionOptions, client: &awc::Client) -> Vec<Check>
         Some(ids) => model_check(&p.model, &ids),
         None => Check::warn(
             "model",
-            format!("cannot check: the provider does not list its models (GET {url}: HTTP {status})"),
+            format!(
+                "cannot check: the provider does not list its models (GET {url}: HTTP {status})"
+            ),
         ),
     });
     out

@@ -25,8 +25,8 @@ pub mod run;
 pub mod trace;
 
 pub use args::{
-    Cli, Command, ConformanceArgs, DoctorArgs, JsonFlag, ListArgs, McpCommand, RunArgs, Scope, TraceCommand,
-    Transport,
+    Cli, Command, ConformanceArgs, DoctorArgs, JsonFlag, ListArgs, McpCommand, RunArgs, Scope,
+    TraceCommand, Transport,
 };
 pub use errors::{exit_code, JsonErrors, UsageError};
 pub use flags::{

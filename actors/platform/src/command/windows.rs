@@ -57,7 +57,10 @@ pub(super) fn locate(
         .unwrap_or_default();
     let pathext = std::env::var("PATHEXT").ok();
     let exts = super::path_extensions(pathext.as_deref());
-    let program = if super::is_path(program) && !super::has_drive(program) && !program.starts_with(['/', '\\']) {
+    let program = if super::is_path(program)
+        && !super::has_drive(program)
+        && !program.starts_with(['/', '\\'])
+    {
         cwd.join(program).to_string_lossy().into_owned()
     } else {
         program.to_owned()
