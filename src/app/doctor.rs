@@ -461,7 +461,7 @@ mod tests {
         );
         // Once without a default is enough to need the variable.
         let both = var_refs(&json!({"args": ["${A:-x}", "${A}"]}));
-        assert_eq!(both[0].has_default, false);
+        assert!(!both[0].has_default);
     }
 
     #[test]

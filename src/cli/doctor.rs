@@ -209,10 +209,9 @@ async fn before_start(
                 c.push(command_check(command, env, cwd.as_deref()));
             }
         }
-        TransportSpec::Http { url, .. } => {
-            if !unapproved && spec.hold.is_none() {
-                c.push(url_check(client, url).await);
-            }
+        // An unapproved server is not contacted.
+        TransportSpec::Http { url, .. } if !unapproved && spec.hold.is_none() => {
+            c.push(url_check(client, url).await);
         }
         _ => {}
     }
