@@ -282,11 +282,11 @@ pub fn var_checks(
 }
 
 /// How long `doctor` lets a server start while it measures: three times its
-/// `startupTimeoutSec` (at least 2 s more), at most a minute more, so a server just over its
-/// timeout is still timed.
+/// `startupTimeoutSec` (at least 2 s more), at most 30 s more, so a server just over its
+/// timeout is still timed and a hung one is not waited for long.
 pub fn measure_bound(timeout: Duration) -> Duration {
     let longer = (timeout * 3).max(timeout + Duration::from_secs(2));
-    longer.min(timeout + Duration::from_secs(60))
+    longer.min(timeout + Duration::from_secs(30))
 }
 
 /// A `startupTimeoutSec` for a server that took `measured` to start: three times that,
@@ -509,7 +509,7 @@ mod tests {
         assert_eq!(suggested_timeout(s(10)), 1);
         assert_eq!(measure_bound(s(1000)), s(3000));
         assert_eq!(measure_bound(s(500)), s(2500));
-        assert_eq!(measure_bound(s(60_000)), s(120_000));
+        assert_eq!(measure_bound(s(30_000)), s(60_000));
     }
 
     #[test]

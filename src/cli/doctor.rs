@@ -71,6 +71,19 @@ pub async fn doctor(opts: &SessionOptions, args: &DoctorArgs) -> anyhow::Result<
             shutdown_grace: Some(HEADLESS_GRACE),
             ..Start::default()
         };
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            let longest = runnable
+                .iter()
+                .map(|s| s.startup_timeout)
+                .max()
+                .unwrap_or_default();
+            eprintln!(
+                "[doctor] starting {} server{} (at most {})...",
+                runnable.len(),
+                if runnable.len() == 1 { "" } else { "s" },
+                fmt_secs(longest)
+            );
+        }
         let mut session = Session::start(opts, &config, runnable, start)?;
         let rt = &mut session.runtime;
         let bound = rt.max_startup + Duration::from_secs(5);
@@ -198,7 +211,7 @@ async fn before_start(
         Check::ok("approval", "approved as it is now")
     });
     if let Some(Hold::Invalid(why)) = &spec.hold {
-        c.push(Check::fail("entry", why).hint("fix the entry; a session does not start it"));
+        c.push(Check::fail("entry", why).hint("a session does not start it until this is fixed"));
     }
     match &spec.transport {
         TransportSpec::Stdio {
@@ -376,7 +389,7 @@ fn after_start(
                     Check::fail(
                         "start",
                         format!(
-                            "no tools listed within {} (3 times its startupTimeoutSec of {}): it hangs or needs far longer",
+                            "no tools listed within {}, well past its startupTimeoutSec of {}: it hangs or needs far longer",
                             fmt_secs(measure_bound(timeout)),
                             fmt_secs(timeout)
                         ),

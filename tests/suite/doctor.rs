@@ -179,7 +179,7 @@ fn an_unset_variable_is_named_and_a_set_one_never_shown() {
     );
     assert_eq!(
         line(&lines, "entry"),
-        "  fail  entry     .mcp.json: server \"v\", field env.TOKEN: environment variable H9_DOCTOR_UNSET is not set; set it or write ${H9_DOCTOR_UNSET:-default}; fix the entry; a session does not start it"
+        "  fail  entry     .mcp.json: server \"v\", field env.TOKEN: environment variable H9_DOCTOR_UNSET is not set; set it or write ${H9_DOCTOR_UNSET:-default}; a session does not start it until this is fixed"
     );
     assert_eq!(
         line(&lines, "start"),
@@ -237,7 +237,7 @@ fn a_server_slower_than_its_timeout_is_timed_and_given_a_value() {
     let lines = server_lines(&stdout, "hung");
     assert_eq!(
         line(&lines, "start"),
-        "  fail  start     no tools listed within 3 s (3 times its startupTimeoutSec of 1 s): it hangs or needs far longer; check that it speaks MCP on stdout; if it is only slow, raise \"startupTimeoutSec\""
+        "  fail  start     no tools listed within 3 s, well past its startupTimeoutSec of 1 s: it hangs or needs far longer; check that it speaks MCP on stdout; if it is only slow, raise \"startupTimeoutSec\""
     );
 }
 
