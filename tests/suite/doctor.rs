@@ -369,6 +369,15 @@ fn json_has_every_server_and_check() {
         "doctor-json",
         json!({"everything": stdio_json(everything("x")), "gone": {"command": "/nonexistent/h9-doctor"}}),
     );
+    // A server of the user's own config: no approval needed.
+    let user = dir.join("config/harness9");
+    std::fs::create_dir_all(&user).unwrap();
+    let user_file = user.join("mcp.json");
+    std::fs::write(
+        &user_file,
+        json!({"mcpServers": {"mine": fixture_json(&[])}}).to_string(),
+    )
+    .unwrap();
     let out = doctor(&dir, &["--json", "--approve-project"], &[]);
     let stdout = text(&out.stdout);
     assert_eq!(
@@ -379,7 +388,7 @@ fn json_has_every_server_and_check() {
     );
     let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     let servers = v["servers"].as_array().expect("servers");
-    assert_eq!(servers.len(), 2, "{v:#}");
+    assert_eq!(servers.len(), 3, "{v:#}");
     assert_eq!(servers[0]["name"], "everything");
     assert_eq!(servers[0]["transport"], "stdio");
     let check = |s: &Value, name: &str| -> Value {
@@ -406,6 +415,19 @@ fn json_has_every_server_and_check() {
     );
     assert_eq!(command["hint"], "fix the path, or install it there");
     assert_eq!(check(&servers[1], "start")["status"], "fail");
+    assert_eq!(servers[2]["name"], "mine");
+    assert_eq!(
+        check(&servers[2], "source")["detail"],
+        format!(
+            "from the user config {}",
+            std::fs::canonicalize(&user_file).unwrap().display()
+        )
+    );
+    assert_eq!(
+        check(&servers[2], "approval")["detail"],
+        "not needed: the user config is yours"
+    );
+    assert_eq!(check(&servers[2], "start")["status"], "ok");
     assert_eq!(v["model"][0]["name"], "provider");
     assert_eq!(v["model"][0]["status"], "warn");
     assert_eq!(v["failed"], 2);
