@@ -203,7 +203,11 @@ async fn before_start(
                 "not needed: the user config is yours"
             },
         )
-    } else if matches!(spec.hold, Some(Hold::Invalid(_))) {
+    } else if matches!(spec.hold, Some(Hold::Invalid(_)))
+        // An entry held only for a value of the user's (an unset variable) is approved
+        // as written, or it would wait for approval instead.
+        && !config.written(name).is_some_and(|w| w.transport.is_some())
+    {
         Check::ok("approval", "not checked until the entry is valid")
     } else if opts.approve_project {
         Check::ok("approval", "approved (--approve-project)")

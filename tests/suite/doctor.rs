@@ -178,6 +178,10 @@ fn an_unset_variable_is_named_and_a_set_one_never_shown() {
         "{lines:#?}"
     );
     assert_eq!(
+        line(&lines, "approval"),
+        "  ok    approval  approved (--approve-project)"
+    );
+    assert_eq!(
         line(&lines, "entry"),
         "  fail  entry     .mcp.json: server \"v\", field env.TOKEN: environment variable H9_DOCTOR_UNSET is not set; set it or write ${H9_DOCTOR_UNSET:-default}; a session does not start it until this is fixed"
     );
