@@ -206,7 +206,7 @@ async fn before_start(
     } else if matches!(spec.hold, Some(Hold::Invalid(_)))
         // An entry held only for a value of the user's (an unset variable) is approved
         // as written, or it would wait for approval instead.
-        && !config.written(name).is_some_and(|w| w.transport.is_some())
+        && config.written(name).is_none_or(|w| w.transport.is_none())
     {
         Check::ok("approval", "not checked until the entry is valid")
     } else if opts.approve_project {
