@@ -267,6 +267,7 @@ fn main() -> ExitCode {
         let result = match &cli.command {
             Some(Command::Mcp(cmd)) => run_mcp(&opts, cmd).await,
             Some(Command::Run(args)) => harness9::cli::run::run(&opts, args, started).await,
+            Some(Command::Doctor(args)) => harness9::cli::doctor::doctor(&opts, args).await,
             Some(Command::Conformance(args)) => harness9::cli::conformance::run(&opts, args).await,
             // Answered before the runtime starts.
             Some(Command::Completions { .. } | Command::Trace(_)) => Ok(ExitCode::SUCCESS),

@@ -13,6 +13,7 @@ mod config_formats;
 #[cfg(test)]
 mod config_props;
 pub mod conversations;
+pub mod doctor;
 pub mod edit;
 pub mod elicit;
 pub mod import;

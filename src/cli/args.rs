@@ -49,6 +49,7 @@ impl Command {
             Command::Completions { .. } => "completions".into(),
             Command::Trace(TraceCommand::Stats { .. }) => "trace stats".into(),
             Command::Trace(TraceCommand::Replay { .. }) => "trace replay".into(),
+            Command::Doctor(_) => "doctor".into(),
             Command::Conformance(_) => "conformance".into(),
             Command::ConformanceBrowser { .. } => "conformance-browser".into(),
         }
@@ -140,6 +141,9 @@ pub enum Command {
     /// Read a `--trace` file.
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// Check every configured server (or one) and the model settings, one line per check
+    /// (ok, warn or fail, and what to do); exits 1 if any check failed.
+    Doctor(DoctorArgs),
     /// Print a shell completion script: `harness9 completions bash > ~/.local/share/bash-completion/completions/harness9`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -155,6 +159,22 @@ pub enum Command {
         /// The authorization URL.
         url: String,
     },
+}
+
+/// `harness9 doctor [SERVER]`
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Check only this server (its name in .mcp.json); without it, every server and the model.
+    pub server: Option<String>,
+    /// Output format.
+    #[command(flatten)]
+    pub json: JsonFlag,
+    /// Config, trace, approval, settings, verbosity.
+    #[command(flatten)]
+    pub session: ServerFlags,
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// `harness9 conformance <URL>` (run by `scripts/conformance.sh`).

@@ -9,6 +9,7 @@ impl Cli {
         match &self.command {
             Some(Command::Run(a)) if a.json_events() => JsonErrors::RunEvent,
             Some(Command::Mcp(m)) if m.json() => JsonErrors::Object,
+            Some(Command::Doctor(d)) if d.json.json => JsonErrors::Object,
             _ => JsonErrors::No,
         }
     }

@@ -296,6 +296,18 @@ impl Cli {
                 })
             }
             Command::Mcp(m) => m.session_flags(),
+            Command::Doctor(d) => {
+                if let Some(flag) = top.permissions.first_given() {
+                    return Err(UsageError(format!(
+                        "{flag} is a permission flag: `harness9 doctor` runs no tool"
+                    )));
+                }
+                return Ok(Flags {
+                    session: top.session.or(&d.session.session()),
+                    model: top.model.or(&d.model),
+                    ..Flags::default()
+                });
+            }
             Command::Conformance(c) => c.session.clone(),
             Command::Completions { .. }
             | Command::ConformanceBrowser { .. }

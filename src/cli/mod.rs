@@ -1,5 +1,6 @@
 //! The command line: its flags and commands (clap), and the headless front ends:
-//! `harness9 mcp list|get|call|approve` in [`mcp`], `harness9 run -p` in [`run`], and the hidden
+//! `harness9 mcp list|get|call|approve` in [`mcp`], `harness9 run -p` in [`run`], `harness9
+//! doctor` in [`doctor`], and the hidden
 //! `harness9 conformance <URL>` (the MCP conformance suite's client) in [`conformance`].
 
 /// `println!` that returns an error (e.g. a closed pipe) instead of panicking.
@@ -12,6 +13,7 @@ macro_rules! say {
 
 mod args;
 pub mod conformance;
+pub mod doctor;
 mod errors;
 mod flags;
 mod list;
@@ -23,8 +25,8 @@ pub mod run;
 pub mod trace;
 
 pub use args::{
-    Cli, Command, ConformanceArgs, JsonFlag, ListArgs, McpCommand, RunArgs, Scope, TraceCommand,
-    Transport,
+    Cli, Command, ConformanceArgs, DoctorArgs, JsonFlag, ListArgs, McpCommand, RunArgs, Scope,
+    TraceCommand, Transport,
 };
 pub use errors::{exit_code, JsonErrors, UsageError};
 pub use flags::{

@@ -5,6 +5,7 @@ mod cli;
 pub mod common;
 mod defects;
 mod descendants;
+mod doctor;
 mod engine;
 mod eras;
 mod features;

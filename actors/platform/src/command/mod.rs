@@ -35,6 +35,13 @@ pub fn program(program: &str, args: &[String]) -> Result<tokio::process::Command
     imp::program(program, args)
 }
 
+/// The file a spawn of `program` would run, found the way [`program`] finds it: a name with a
+/// separator is that path (relative to `cwd`); a bare name is searched in `path` (a `PATH`
+/// value), with `PATHEXT`'s extensions on Windows. `None`: nothing executable is there.
+pub fn locate(program: &str, path: Option<&std::ffi::OsStr>, cwd: &Path) -> Option<PathBuf> {
+    imp::locate(program, path, cwd)
+}
+
 /// A command that runs `command` in the agent's shell ([`SHELL_NAME`]).
 pub fn shell(command: &str) -> tokio::process::Command {
     imp::shell(command)

@@ -194,3 +194,30 @@ fn windows_passes_its_own_variables_ignoring_case() {
     // Unix keeps its exact, case-sensitive allowlist.
     assert_eq!(inherited_env("Path", &common), cfg!(windows));
 }
+
+#[cfg(not(windows))]
+#[test]
+fn locate_finds_what_a_spawn_runs() {
+    let dir = std::env::temp_dir().join(format!("h9-locate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("tool");
+    std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+    let plain = dir.join("plain");
+    std::fs::write(&plain, "").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = std::ffi::OsString::from(format!("/nonexistent:{}", dir.display()));
+    let cwd = Path::new("/");
+    assert_eq!(locate("tool", Some(&path), cwd), Some(exe.clone()));
+    // Not executable, not there, no PATH: nothing.
+    assert_eq!(locate("plain", Some(&path), cwd), None);
+    assert_eq!(locate("nope", Some(&path), cwd), None);
+    assert_eq!(locate("tool", None, cwd), None);
+    assert_eq!(locate("", Some(&path), cwd), None);
+    // A path is that path, relative to the working directory.
+    assert_eq!(locate("./tool", None, &dir), Some(dir.join("./tool")));
+    assert_eq!(locate(&plain.display().to_string(), None, cwd), None);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -47,6 +47,27 @@ pub(super) fn program(program: &str, args: &[String]) -> Result<Command, String>
     Ok(cmd)
 }
 
+pub(super) fn locate(
+    program: &str,
+    path: Option<&std::ffi::OsStr>,
+    cwd: &Path,
+) -> Option<std::path::PathBuf> {
+    let dirs = path
+        .map(|p| super::split_windows_path(&p.to_string_lossy()))
+        .unwrap_or_default();
+    let pathext = std::env::var("PATHEXT").ok();
+    let exts = super::path_extensions(pathext.as_deref());
+    let program = if super::is_path(program)
+        && !super::has_drive(program)
+        && !program.starts_with(['/', '\\'])
+    {
+        cwd.join(program).to_string_lossy().into_owned()
+    } else {
+        program.to_owned()
+    };
+    super::resolve(&program, &dirs, &exts, is_file).map(|r| r.path)
+}
+
 pub(super) fn shell(command: &str) -> Command {
     let mut cmd = Command::new(system32(r"WindowsPowerShell\v1.0\powershell.exe"));
     cmd.args([

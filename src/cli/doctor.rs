@@ -1,0 +1,604 @@
+//! `harness9 doctor [SERVER] [--json]`: checks every configured server (or one) the way a
+//! session would load and start it, and the model settings; one line per check, `ok` / `warn`
+//! / `fail` with what to do ([`crate::app::doctor`] holds the pure parts). The I/O is here:
+//! the config as a session loads it, the command looked up on `PATH` through the platform
+//! seam, a bounded request to an HTTP server's URL and to the model provider, a cold start of
+//! every approved server on the real runtime, the OAuth store (never a token). A project
+//! server the user has not approved is neither started nor contacted.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use harness9_actors::messages::{ServerStatus, StatusSnapshot};
+use harness9_actors::spec::shell_quote;
+use harness9_actors::{Hold, ServerSpec, TransportSpec};
+
+use super::list::tool_sizes;
+use super::mcp::unknown_server;
+use super::{interrupted, DoctorArgs};
+use crate::app::config::Config;
+use crate::app::doctor::{
+    fmt_secs, grant_check, measure_bound, model_check, model_ids, render, start_check, var_checks,
+    var_refs, Check, Report, ServerReport,
+};
+use crate::app::{Session, SessionOptions, Start, HEADLESS_GRACE};
+
+/// The longest a probe (an HTTP server's URL, the model provider) may take, body included.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most of a model list that is read.
+const MAX_MODEL_LIST: usize = 4 * 1024 * 1024;
+
+/// Runs `harness9 doctor`; every child is gone when this returns.
+pub async fn doctor(opts: &SessionOptions, args: &DoctorArgs) -> anyhow::Result<ExitCode> {
+    let config = opts.load_config()?;
+    let only = args.server.as_deref();
+    let disabled: Vec<&String> = match only {
+        Some(name) => config.disabled.iter().filter(|d| *d == name).collect(),
+        None => config.disabled.iter().collect(),
+    };
+    let specs: Vec<&ServerSpec> = match only {
+        Some(name) => {
+            let found: Vec<&ServerSpec> =
+                config.servers.iter().filter(|s| s.name == name).collect();
+            if found.is_empty() && disabled.is_empty() {
+                return Err(unknown_server(&config, name).into());
+            }
+            found
+        }
+        None => config.servers.iter().collect(),
+    };
+    let client = probe_client();
+    // What a session would start: the approved, valid servers, each given longer than its
+    // startupTimeoutSec so that one just over it is still timed.
+    let runnable: Vec<ServerSpec> = specs
+        .iter()
+        .filter(|s| s.hold.is_none())
+        .map(|s| {
+            let mut s = (*s).clone();
+            s.startup_timeout = measure_bound(s.startup_timeout);
+            s
+        })
+        .collect();
+    let mut reports = Vec::new();
+    for spec in &specs {
+        reports.push(before_start(opts, &config, spec, &client).await);
+    }
+    let started = if runnable.is_empty() {
+        None
+    } else {
+        let start = Start {
+            shutdown_grace: Some(HEADLESS_GRACE),
+            ..Start::default()
+        };
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            let longest = runnable
+                .iter()
+                .map(|s| s.startup_timeout)
+                .max()
+                .unwrap_or_default();
+            eprintln!(
+                "[doctor] starting {} server{} (at most {})...",
+                runnable.len(),
+                if runnable.len() == 1 { "" } else { "s" },
+                fmt_secs(longest)
+            );
+        }
+        let mut session = Session::start(opts, &config, runnable, start)?;
+        let rt = &mut session.runtime;
+        let bound = rt.max_startup + Duration::from_secs(5);
+        let outcome = tokio::select! {
+            snap = rt.settled(bound) => Some((snap, tool_sizes(rt).await)),
+            _ = interrupted() => None,
+        };
+        session.close().await;
+        match outcome {
+            Some(o) => Some(o),
+            None => {
+                eprintln!("[doctor] interrupted; servers stopped");
+                return Ok(ExitCode::from(130));
+            }
+        }
+    };
+    let (snap, sizes) = started.unwrap_or_default();
+    for (spec, report) in specs.iter().zip(reports.iter_mut()) {
+        after_start(spec, &snap, &sizes, report);
+    }
+    for name in disabled {
+        let mut r = ServerReport::new(name, "-");
+        r.checks.push(
+            Check::ok(
+                "source",
+                "disabled in its entry (\"disabled\": true): not started",
+            )
+            .hint("remove \"disabled\": true to use it"),
+        );
+        reports.push(r);
+    }
+    let model = if only.is_none() {
+        tokio::select! {
+            m = model_checks(opts, &client) => m,
+            _ = interrupted() => return Ok(ExitCode::from(130)),
+        }
+    } else {
+        Vec::new()
+    };
+    let report = Report::new(reports, model);
+    if args.json.json {
+        say!("{}", crate::sanitize::to_json(&report, true)?);
+    } else {
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), "{}", render(&report))?;
+    }
+    Ok(if report.failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The HTTP client of the probes: no redirect followed, every step bounded.
+fn probe_client() -> awc::Client {
+    harness9_actors::net::install_crypto();
+    awc::Client::builder()
+        .connector(
+            awc::Connector::new()
+                .rustls_0_23(harness9_actors::net::tls_config())
+                .timeout(PROBE_TIMEOUT)
+                .handshake_timeout(PROBE_TIMEOUT),
+        )
+        .disable_redirects()
+        .timeout(PROBE_TIMEOUT)
+        .finish()
+}
+
+/// Whether server `spec` comes from a project config (approval applies to it).
+fn from_project(opts: &SessionOptions, config: &Config, spec: &ServerSpec) -> bool {
+    !opts.config_must_exist && !config.sources.iter().any(|(n, _)| *n == spec.name)
+}
+
+/// The checks that need no start: where the entry comes from, approval, the entry's own
+/// validity, the sandbox, the command (or the URL, unless unapproved), each `${VAR}`.
+async fn before_start(
+    opts: &SessionOptions,
+    config: &Config,
+    spec: &ServerSpec,
+    client: &awc::Client,
+) -> ServerReport {
+    let name = spec.name.as_str();
+    let quoted = shell_quote(name);
+    let mut r = ServerReport::new(name, spec.transport.kind());
+    let c = &mut r.checks;
+    // Where its entry comes from.
+    let shown = |p: &std::path::Path| {
+        std::fs::canonicalize(p)
+            .unwrap_or_else(|_| p.to_path_buf())
+            .display()
+            .to_string()
+    };
+    let mut source = match config.sources.iter().find(|(n, _)| n == name) {
+        Some((_, p)) => format!("from the user config {}", shown(p)),
+        None if opts.config_must_exist => format!("from the --config file {}", shown(&config.path)),
+        None => format!("from the project config {}", shown(&config.path)),
+    };
+    if let Some((_, p)) = config.shadowed.iter().find(|(n, _)| n == name) {
+        source.push_str(&format!(
+            " (it shadows the user config's entry in {})",
+            shown(p)
+        ));
+    }
+    c.push(Check::ok("source", source));
+    // Approval.
+    let unapproved = spec.hold == Some(Hold::Unapproved);
+    c.push(if unapproved {
+        Check::fail("approval", "not approved: a session does not start it").hint(format!(
+            "approve it with `harness9 mcp approve {quoted}` (or run with --approve-project)"
+        ))
+    } else if !from_project(opts, config, spec) {
+        Check::ok(
+            "approval",
+            if opts.config_must_exist {
+                "not needed: a --config file is trusted as given"
+            } else {
+                "not needed: the user config is yours"
+            },
+        )
+    } else if matches!(spec.hold, Some(Hold::Invalid(_)))
+        // An entry held only for a value of the user's (an unset variable) is approved
+        // as written, or it would wait for approval instead.
+        && config.written(name).is_none_or(|w| w.transport.is_none())
+    {
+        Check::ok("approval", "not checked until the entry is valid")
+    } else if opts.approve_project {
+        Check::ok("approval", "approved (--approve-project)")
+    } else {
+        Check::ok("approval", "approved as it is now")
+    });
+    if let Some(Hold::Invalid(why)) = &spec.hold {
+        c.push(Check::fail("entry", why).hint("a session does not start it until this is fixed"));
+    }
+    match &spec.transport {
+        TransportSpec::Stdio {
+            command, env, cwd, ..
+        } => {
+            c.push(sandbox_check(spec));
+            if !matches!(spec.hold, Some(Hold::Invalid(_))) {
+                c.push(command_check(command, env, cwd.as_deref()));
+            }
+        }
+        // An unapproved server is not contacted.
+        TransportSpec::Http { url, .. } if !unapproved && spec.hold.is_none() => {
+            c.push(url_check(client, url).await);
+        }
+        _ => {}
+    }
+    // Each `${VAR}` the entry uses, by name.
+    if let Some(w) = config.written(name) {
+        let store = crate::app::input_vars::store_path();
+        let file = config
+            .sources
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(config.path.clone(), |(_, p)| p.clone());
+        let is_set = |var: &str| std::env::var_os(var).is_some();
+        let input_var = |id: &str| crate::app::config::input_var(id);
+        let refs = var_refs(&w.entry);
+        for (check, r) in var_checks(&refs, &is_set, &input_var)
+            .into_iter()
+            .zip(&refs)
+        {
+            // A VS Code input may also have a value saved from the interactive session.
+            let saved = r
+                .name
+                .strip_prefix("input:")
+                .is_some_and(|id| crate::app::input_vars::get(&store, &file, id).is_some());
+            c.push(if saved && check.status != crate::app::doctor::Status::Ok {
+                Check::ok("env", format!("${{{}}} has a saved value", r.name))
+            } else {
+                check
+            });
+        }
+    }
+    r
+}
+
+/// What sandbox a stdio server runs under, or none.
+fn sandbox_check(spec: &ServerSpec) -> Check {
+    let Some(sb) = &spec.sandbox else {
+        return Check::ok("sandbox", "none: it runs with your user's rights").hint(
+            "to confine it, set \"sandbox\": true in its entry (or sandbox under [mcp] in the settings)",
+        );
+    };
+    let more = match sb.writable.len() {
+        0 => String::new(),
+        1 => " and 1 more path".to_owned(),
+        n => format!(" and {n} more paths"),
+    };
+    let net = if sb.network {
+        "network allowed"
+    } else {
+        "network blocked"
+    };
+    match harness9_platform::sandbox::kernel_abi() {
+        Ok(abi) => Check::ok(
+            "sandbox",
+            format!("sandboxed (kernel sandbox ABI {abi}): writes only its working directory, its temp dir{more}; {net}"),
+        ),
+        Err(e) => Check::fail("sandbox", format!("it asks for a sandbox this system cannot give: {e}"))
+            .hint("turn it off with \"sandbox\": false in its entry, or run it where the sandbox is available"),
+    }
+}
+
+/// The command a stdio server runs, looked up as its spawn looks it up (its entry's `PATH`
+/// when it sets one).
+fn command_check(command: &str, env: &[(String, String)], cwd: Option<&std::path::Path>) -> Check {
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| std::ffi::OsString::from(v))
+        .or_else(|| std::env::var_os("PATH"));
+    let here = crate::app::trust::resolved_cwd(cwd);
+    let is_path = harness9_platform::command::is_path(command);
+    match harness9_platform::command::locate(command, path.as_deref(), &here) {
+        Some(_) if is_path => Check::ok("command", format!("`{command}` is executable")),
+        Some(p) => Check::ok("command", format!("`{command}` is {}", p.display())),
+        None if is_path => Check::fail(
+            "command",
+            format!("command `{command}` does not exist or is not executable"),
+        )
+        .hint("fix the path, or install it there"),
+        None => Check::fail("command", format!("command `{command}` not found on PATH"))
+            .hint("install it or give its full path"),
+    }
+}
+
+/// A bounded GET of an HTTP server's URL: any answer means it is reachable (and TLS works,
+/// for https).
+async fn url_check(client: &awc::Client, url: &str) -> Check {
+    let tls = url.starts_with("https://");
+    let sent = tokio::time::timeout(PROBE_TIMEOUT, client.get(url).send()).await;
+    match sent {
+        Ok(Ok(resp)) => Check::ok(
+            "url",
+            format!(
+                "{url} answered HTTP {}{}",
+                resp.status().as_u16(),
+                if tls { " over TLS" } else { "" }
+            ),
+        ),
+        Ok(Err(e)) => {
+            let e = e.to_string();
+            let hint = harness9_actors::net::certificate_hint(&e);
+            Check::fail("url", format!("cannot reach {url}: {e}{hint}"))
+                .hint("check the URL and that the server runs")
+        }
+        Err(_) => Check::fail(
+            "url",
+            format!("{url} did not answer within {}", fmt_secs(PROBE_TIMEOUT)),
+        )
+        .hint("check the URL and that the server runs"),
+    }
+}
+
+/// The checks of the start: how long it took against `startupTimeoutSec`, the era, the tools,
+/// OAuth, a failed start's stderr tail.
+fn after_start(
+    spec: &ServerSpec,
+    snap: &StatusSnapshot,
+    sizes: &std::collections::BTreeMap<String, usize>,
+    r: &mut ServerReport,
+) {
+    let name = spec.name.as_str();
+    let quoted = shell_quote(name);
+    let c = &mut r.checks;
+    let timeout = spec.startup_timeout;
+    match (&spec.hold, snap.get(name).map(|s| &s.status)) {
+        (Some(Hold::Unapproved), _) => c.push(
+            Check::warn("start", "not started: it is not approved").hint(format!(
+                "approve it with `harness9 mcp approve {quoted}`, then run `harness9 doctor {quoted}` again"
+            )),
+        ),
+        (Some(_), _) => c.push(Check::warn(
+            "start",
+            "not started: its entry is invalid (see above)",
+        )),
+        (None, Some(ServerStatus::Connected { tools, info })) => {
+            c.push(start_check(info.connect_time, timeout));
+            c.push(Check::ok(
+                "era",
+                format!(
+                    "protocol {} ({} era), server {} {}",
+                    info.protocol_version,
+                    info.era.label(),
+                    info.server_info.name,
+                    info.server_info.version
+                ),
+            ));
+            let bytes = sizes.get(name).copied().unwrap_or(0);
+            let detail = format!(
+                "{tools} tool{}, {bytes} bytes of tool definitions (~{} tokens)",
+                if *tools == 1 { "" } else { "s" },
+                crate::agent::toolsearch::tokens(bytes)
+            );
+            c.push(if *tools == 0 {
+                Check::warn("tools", detail).hint("it lists no tools; check its enabledTools/disabledTools and the server")
+            } else {
+                Check::ok("tools", detail)
+            });
+        }
+        (None, Some(ServerStatus::Failed { error, stderr_tail })) => {
+            if error.starts_with("did not finish starting within") {
+                c.push(
+                    Check::fail(
+                        "start",
+                        format!(
+                            "no tools listed within {}, well past its startupTimeoutSec of {}: it hangs or needs far longer",
+                            fmt_secs(measure_bound(timeout)),
+                            fmt_secs(timeout)
+                        ),
+                    )
+                    .hint("check that it speaks MCP on stdout; if it is only slow, raise \"startupTimeoutSec\""),
+                );
+            } else {
+                c.push(
+                    Check::fail("start", format!("did not start: {error}")).hint(
+                        if stderr_tail.is_empty() {
+                            "run its command by hand to see why"
+                        } else {
+                            "see its stderr below; run its command by hand to see more"
+                        },
+                    ),
+                );
+            }
+            if !stderr_tail.is_empty() {
+                c.push(
+                    Check::warn(
+                        "stderr",
+                        format!(
+                            "the last {} line{} it wrote to stderr:",
+                            stderr_tail.len().min(crate::app::doctor::MAX_LINES),
+                            if stderr_tail.len() == 1 { "" } else { "s" }
+                        ),
+                    )
+                    .lines(stderr_tail),
+                );
+            }
+        }
+        (None, Some(ServerStatus::NeedsLogin { .. })) => c.push(Check::warn(
+            "start",
+            "not connected: it needs a login (see oauth)",
+        )),
+        (None, Some(ServerStatus::Restarting { last_error, .. })) => c.push(
+            Check::fail(
+                "start",
+                format!("connected, then exited: {last_error}"),
+            )
+            .hint("it crashes after starting; run its command by hand to see why"),
+        ),
+        (None, Some(other)) => c.push(
+            Check::fail(
+                "start",
+                format!("still {} after {}", other.label(), fmt_secs(measure_bound(timeout))),
+            )
+            .hint("it did not settle; check it by hand"),
+        ),
+        (None, None) => c.push(Check::fail("start", "the runtime did not report it")),
+    }
+    if let (TransportSpec::Http { url, .. }, Some(oauth), false) = (
+        &spec.transport,
+        &spec.oauth,
+        spec.hold == Some(Hold::Unapproved),
+    ) {
+        let grant = oauth.store.load(url);
+        let needs = matches!(
+            snap.get(name).map(|s| &s.status),
+            Some(ServerStatus::NeedsLogin { .. })
+        );
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let login = format!("run `harness9 mcp login {quoted}`");
+        c.push(match (grant, needs) {
+            (Some(_), true) => {
+                Check::fail("oauth", "needs login: the server refused the stored login").hint(login)
+            }
+            (None, true) => {
+                Check::fail("oauth", "needs login: the server answered 401").hint(login)
+            }
+            (Some(g), false) => grant_check(
+                &g.issuer,
+                &g.scopes,
+                g.expires_at,
+                g.refresh_token.is_some(),
+                now,
+            ),
+            (None, false) => Check::ok(
+                "oauth",
+                "not logged in (the server did not ask for a login)",
+            ),
+        });
+    }
+}
+
+/// The model settings: which provider and model, the key's variable (its name only), a
+/// bounded request to the provider's model list (reachable, key accepted, model known).
+async fn model_checks(opts: &SessionOptions, client: &awc::Client) -> Vec<Check> {
+    use crate::agent::model::ProviderKind;
+    let settings = match opts.model_settings() {
+        Ok(s) => s,
+        Err(e) => {
+            return vec![Check::fail("settings", e.to_string())
+                .hint("fix the settings; `harness9 run` and the session need a model")]
+        }
+    };
+    let Some(p) = settings.provider else {
+        return vec![Check::warn("provider", "no model provider is configured").hint(
+            "set ANTHROPIC_API_KEY or OPENAI_API_KEY (with OPENAI_BASE_URL for a local server), or provider in harness9.toml; the servers work without one",
+        )];
+    };
+    let mut out = vec![Check::ok(
+        "provider",
+        format!("{} at {}, model {}", p.kind, p.base_url, p.model),
+    )];
+    let key_var = p.kind.key_var();
+    out.push(match &p.api_key {
+        Some(_) => Check::ok("key", format!("{key_var} is set")),
+        None => Check::ok(
+            "key",
+            format!("{key_var} is not set: no key is sent (a local server needs none)"),
+        ),
+    });
+    let url = match p.kind {
+        ProviderKind::Anthropic => format!("{}/v1/models", p.base_url),
+        ProviderKind::OpenAi => format!("{}/models", p.base_url),
+    };
+    let mut req = client.get(&url);
+    match p.kind {
+        ProviderKind::Anthropic => {
+            req = req.insert_header(("anthropic-version", "2023-06-01"));
+            if let Some(k) = &p.api_key {
+                req = req.insert_header(("x-api-key", k.as_str()));
+            }
+        }
+        ProviderKind::OpenAi => {
+            if let Some(k) = &p.api_key {
+                req = req.insert_header(("authorization", format!("Bearer {k}")));
+            }
+        }
+    }
+    let answer = tokio::time::timeout(PROBE_TIMEOUT, async {
+        let mut resp = req.send().await.map_err(|e| e.to_string())?;
+        let status = resp.status().as_u16();
+        let body = if status == 200 {
+            resp.body().limit(MAX_MODEL_LIST).await.ok()
+        } else {
+            None
+        };
+        Ok::<_, String>((status, body))
+    })
+    .await;
+    let url_var = p.kind.base_url_var();
+    let (status, body) = match answer {
+        Ok(Ok(a)) => a,
+        Ok(Err(e)) => {
+            let hint = harness9_actors::net::certificate_hint(&e);
+            out.push(
+                Check::fail("reachable", format!("cannot reach {}: {e}{hint}", p.base_url)).hint(
+                    format!("check the base URL (--base-url, {url_var} or base_url in harness9.toml) and that the server runs"),
+                ),
+            );
+            out.push(Check::warn(
+                "model",
+                "cannot check: the provider is not reachable",
+            ));
+            return out;
+        }
+        Err(_) => {
+            out.push(
+                Check::fail(
+                    "reachable",
+                    format!(
+                        "{} did not answer within {}",
+                        p.base_url,
+                        fmt_secs(PROBE_TIMEOUT)
+                    ),
+                )
+                .hint(format!(
+                    "check the base URL ({url_var}) and that the server runs"
+                )),
+            );
+            out.push(Check::warn(
+                "model",
+                "cannot check: the provider is not reachable",
+            ));
+            return out;
+        }
+    };
+    out.push(Check::ok(
+        "reachable",
+        format!("{} answered (GET {url}: HTTP {status})", p.base_url),
+    ));
+    if status == 401 || status == 403 {
+        let key = &mut out[1];
+        *key = match &p.api_key {
+            Some(_) => Check::fail(
+                "key",
+                format!("the provider refused {key_var} (HTTP {status})"),
+            )
+            .hint(format!("check the key in {key_var}")),
+            None => Check::fail("key", format!("the provider wants a key (HTTP {status})"))
+                .hint(format!("set {key_var}")),
+        };
+    }
+    out.push(match body.as_deref().and_then(model_ids) {
+        Some(ids) => model_check(&p.model, &ids),
+        None => Check::warn(
+            "model",
+            format!(
+                "cannot check: the provider does not list its models (GET {url}: HTTP {status})"
+            ),
+        ),
+    });
+    out
+}
