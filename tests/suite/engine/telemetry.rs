@@ -131,6 +131,53 @@ fn names(spans: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// A one-request-at-a-time HTTP listener standing in for a metrics collector (Phoenix takes
+/// traces only): each POST's path and body arrive on the channel, answered 200.
+fn metrics_sink() -> (u16, Receiver<(String, Vec<u8>)>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(mut c) = c else { return };
+            let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
+            let mut raw = Vec::new();
+            let mut buf = [0u8; 65536];
+            let (head_end, len) = loop {
+                let Ok(n) = c.read(&mut buf) else {
+                    break (None, 0);
+                };
+                if n == 0 {
+                    break (None, 0);
+                }
+                raw.extend_from_slice(&buf[..n]);
+                if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&raw[..i]).to_ascii_lowercase();
+                    let len = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    break (Some(i + 4), len);
+                }
+            };
+            let Some(start) = head_end else { continue };
+            while raw.len() < start + len {
+                match c.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => raw.extend_from_slice(&buf[..n]),
+                }
+            }
+            let head = String::from_utf8_lossy(&raw[..start]).into_owned();
+            let path = head.split(' ').nth(1).unwrap_or("").to_owned();
+            let _ =
+                c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let _ = tx.send((path, raw[start..].to_vec()));
+        }
+    });
+    (port, rx)
+}
+
 const TOKEN: &str = "sekrit-token-4242";
 const HEADER: &str = "Bearer hdr-secret-7777";
 const KEY: &str = "sk-model-key-31337";
@@ -151,6 +198,17 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
                 "LEAK_SECRET": TOKEN,
             },
         },
+        // The same in the handshake era, where a server sends its own requests: `confirm`
+        // asks an elicitation (declined headless), whose trace context parents our span.
+        "hs": {
+            "command": py,
+            "args": [repo().join("tests/python/otel_server.py")],
+            "env": {
+                "PYTHONPATH": repo().join("tests/python"),
+                "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+            },
+            "protocolVersion": "2025-11-25",
+        },
         // An HTTP server with a credential header that nobody answers: its value is a secret
         // the session knows.
         "web": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": HEADER}},
@@ -166,20 +224,56 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
             {"tool_calls": [
                 {"id": "g", "name": "mcp__py__greet", "input": {"name": "otel"}},
                 {"id": "l", "name": "mcp__py__leak", "input": {}},
+                {"id": "c", "name": "mcp__hs__confirm", "input": {}},
             ]},
             {"text": "done"},
         ]}),
     );
+    let (sink, metrics) = metrics_sink();
     let mut cmd = harness9(&dir);
     cmd.env("ANTHROPIC_API_KEY", KEY)
         .env("ANTHROPIC_BASE_URL", &model.url)
         .env("OTEL_TRACES_EXPORTER", "otlp")
-        .env("OTEL_METRICS_EXPORTER", "none")
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
-    let args = ["run", "-p", "go", "--json", "--allowed-tools", "mcp__py__*"];
+        .env("OTEL_METRICS_EXPORTER", "otlp")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env(
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+            format!("http://127.0.0.1:{sink}/v1/metrics"),
+        );
+    let args = [
+        "run",
+        "-p",
+        "go",
+        "--json",
+        "--allowed-tools",
+        "mcp__py__*,mcp__hs__*",
+    ];
     let out = Run::start(cmd, &args).finish(LIMIT);
     out.ok();
     assert_eq!(out.event("done", "")["text"], "done", "{out}");
+
+    // The metrics, flushed at exit as OTLP protobuf: both durations, with their unit and the
+    // method's and tool's attributes (protobuf keeps strings as they are).
+    let (path, body) = metrics
+        .recv_timeout(Duration::from_secs(10))
+        .expect("no metrics export within 10 s of the exit");
+    assert_eq!(path, "/v1/metrics");
+    let has = |s: &str| body.windows(s.len()).any(|w| w == s.as_bytes());
+    for s in [
+        "mcp.client.operation.duration",
+        "mcp.client.session.duration",
+        "mcp.method.name",
+        "tools/call",
+        "gen_ai.tool.name",
+        "greet",
+        "-32001",
+        "network.transport",
+    ] {
+        assert!(has(s), "{s} is not in the exported metrics");
+    }
+    for secret in [TOKEN, HEADER, KEY] {
+        assert!(!has(secret), "{secret} was exported in a metric");
+    }
 
     // The exporters flush at exit; the collector files them a moment later.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -193,7 +287,8 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
                 a.contains_key("mcp.method.name") && !a.contains_key("network.transport")
             });
         let done = ours.iter().any(|s| s["name"] == "harness9 run")
-            && theirs.iter().any(|s| s["name"] == "tools/call greet");
+            && theirs.iter().any(|s| s["name"] == "tools/call greet")
+            && theirs.iter().any(|s| s["name"] == "tools/call confirm");
         if done {
             break (ours, theirs);
         }
@@ -256,10 +351,38 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
     for name in ["server/discover", "tools/list"] {
         let s = ours
             .iter()
-            .find(|s| s["name"] == name && attrs(s)["harness9.mcp.server"] == "py")
+            .find(|s| {
+                s["name"] == name && attrs(s).get("harness9.mcp.server") == Some(&json!("py"))
+            })
             .unwrap_or_else(|| panic!("no {name} span of py: {:?}", names(&ours)));
         assert_eq!(s["parent_span_id"], root["span_id"]);
     }
+
+    // A server's own request: our `SERVER` span for it under the server's span that sent it
+    // (its `params._meta`), in the same trace, with the handshake era's version.
+    let asked = named(&ours, "elicitation/create");
+    let sender = theirs
+        .iter()
+        .find(|s| s["span_id"] == asked["parent_span_id"])
+        .unwrap_or_else(|| panic!("the elicitation's parent is not a span of the server: {asked}"));
+    assert_eq!(attrs(asked)["mcp.method.name"], "elicitation/create");
+    assert_eq!(attrs(asked)["mcp.protocol.version"], "2025-11-25");
+    let hs_call = ours
+        .iter()
+        .find(|s| s["name"] == "tools/call confirm")
+        .expect("our tools/call confirm");
+    let mut up = sender;
+    // Up the server's spans to the one under our call.
+    for _ in 0..8 {
+        if up["parent_span_id"] == hs_call["span_id"] {
+            break;
+        }
+        up = theirs
+            .iter()
+            .find(|s| s["span_id"] == up["parent_span_id"])
+            .unwrap_or_else(|| panic!("a broken chain from {sender} to our tools/call confirm"));
+    }
+    assert_eq!(up["parent_span_id"], hs_call["span_id"]);
 
     // The JSON-RPC error: its code as error.type, the status ERROR, the server's text in the
     // status with the secret it quoted taken out.
@@ -277,5 +400,102 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
     let all = serde_json::to_string(&ours).unwrap();
     for secret in [TOKEN, HEADER, "hdr-secret-7777", KEY] {
         assert!(!all.contains(secret), "{secret} was exported");
+    }
+}
+
+/// The `traceparent`s of the requests and notifications a `--trace` file shows harness9 sent.
+fn sent_traceparents(trace: &Path) -> Vec<(String, Option<String>)> {
+    read_jsonl(trace)
+        .iter()
+        .filter(|r| r["dir"] == "send" && r["message"]["method"].is_string())
+        .map(|r| {
+            (
+                r["message"]["method"].as_str().unwrap_or("").to_owned(),
+                r["message"]["params"]["_meta"]["traceparent"]
+                    .as_str()
+                    .map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_message_carries_the_trace_context_in_both_eras_and_transports_and_none_when_off() {
+    use super::super::http::{everything_http, free_port as port, python_http};
+    let everything = everything_http(port());
+    let python = python_http(port());
+    let js =
+        repo().join("tests/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let servers = json!({
+        "es": {"command": "node", "args": [js, "stdio"]},
+        "eh": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", everything.port)},
+        "ps": {"command": repo().join(".deps/venv/bin/python"), "args": [repo().join("tests/python/server.py")]},
+        "ph": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", python.port)},
+    });
+    let dir = project("otel-wire", servers);
+    let calls = [
+        ("es", "echo", r#"{"message":"x"}"#, "2025-11-25"),
+        ("eh", "echo", r#"{"message":"x"}"#, "2025-11-25"),
+        ("ps", "greet", r#"{"name":"x"}"#, "2026-07-28"),
+        ("ph", "greet", r#"{"name":"x"}"#, "2026-07-28"),
+    ];
+    for (server, tool, args, era) in calls {
+        for on in [true, false] {
+            let trace = dir.join(format!("{server}-{on}.jsonl"));
+            let mut cmd = harness9(&dir);
+            if on {
+                // Exported to a port nobody answers: export fails on its own threads, the
+                // command is not held up by it.
+                cmd.env("OTEL_TRACES_EXPORTER", "otlp")
+                    .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9");
+            }
+            let trace_arg = trace.display().to_string();
+            let out = Run::start(
+                cmd,
+                &[
+                    "mcp", "call", server, tool, "--args", args, "--trace", &trace_arg,
+                ],
+            )
+            .finish(LIMIT);
+            out.ok();
+            let sent = sent_traceparents(&trace);
+            // The era each speaks (the trace marks the stateless era's records).
+            let stateless = read_jsonl(&trace).iter().any(|r| r["era"] == "stateless");
+            assert_eq!(
+                stateless,
+                era == "2026-07-28",
+                "{server}: the era is not {era}"
+            );
+            assert!(
+                sent.iter().any(|(m, _)| m == "tools/call"),
+                "{server}: {sent:?}"
+            );
+            if !on {
+                assert!(
+                    sent.iter().all(|(_, tp)| tp.is_none()),
+                    "{server} off: {sent:?}"
+                );
+                continue;
+            }
+            // Every message, requests and notifications, one trace.
+            let ids: std::collections::BTreeSet<&str> = sent
+                .iter()
+                .map(|(m, tp)| {
+                    let tp = tp
+                        .as_deref()
+                        .unwrap_or_else(|| panic!("{server}: {m} has no traceparent"));
+                    let parts: Vec<&str> = tp.split('-').collect();
+                    assert!(
+                        parts.len() == 4
+                            && parts[0] == "00"
+                            && parts[1].len() == 32
+                            && parts[2].len() == 16,
+                        "{server}: {tp}"
+                    );
+                    parts[1]
+                })
+                .collect();
+            assert_eq!(ids.len(), 1, "{server}: several traces {ids:?}");
+        }
     }
 }

@@ -47,6 +47,7 @@ impl McpServer {
             TransportEvent::Failed(f) => self.on_failed(*f, ctx),
             TransportEvent::Exchange(x) => self.on_exchange(*x),
             TransportEvent::Kind(kind) => self.kind = kind,
+            TransportEvent::Session(hashed) => self.otel.session = Some(hashed),
             TransportEvent::Log(line) => {
                 self.log_stderr(&line);
                 if self.stderr_tail.len() == STDERR_TAIL {

@@ -232,6 +232,17 @@ async fn run(target: HttpTarget, mut rx: mpsc::Receiver<Outgoing>, actor: Events
 }
 
 impl Conn {
+    /// Keeps the server's `Mcp-Session-Id`; a new one goes to the actor, hashed, for the
+    /// spans' `mcp.session.id` (only while telemetry is exported).
+    fn set_session(&self, id: &str) {
+        let changed = self.session.borrow().as_deref() != Some(id);
+        *self.session.borrow_mut() = Some(id.to_owned());
+        if changed && crate::telemetry::tracing_on() {
+            self.actor
+                .do_send(TransportEvent::Session(crate::telemetry::hash_session(id)));
+        }
+    }
+
     fn send_error(&self, e: awc::error::SendRequestError) -> Failure {
         use awc::error::SendRequestError as E;
         match e {
@@ -371,7 +382,7 @@ impl Conn {
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
         {
-            *self.session.borrow_mut() = Some(s.to_owned());
+            self.set_session(s);
         }
         let needed = self.auth_needed(&resp);
         let error_body = if status.is_success() && needed.is_none() {
@@ -663,7 +674,7 @@ impl Conn {
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
         {
-            *self.session.borrow_mut() = Some(s.to_owned());
+            self.set_session(s);
         }
         // Drain the reply (JSON or a short SSE stream); its id is stale and not delivered.
         let mut drained = 0usize;

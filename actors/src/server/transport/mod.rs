@@ -74,6 +74,8 @@ pub(in crate::server) enum TransportEvent {
     Exchange(Box<HttpStatus>),
     /// The transport in use changed (`sse`: the fallback to legacy HTTP+SSE).
     Kind(&'static str),
+    /// A new `Mcp-Session-Id`, hashed (sent only while telemetry is exported).
+    Session(String),
     /// One line of the server's own log (a child's stderr).
     Log(String),
     /// The server's log has ended.
