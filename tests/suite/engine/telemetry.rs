@@ -186,6 +186,8 @@ const KEY: &str = "sk-model-key-31337";
 fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
     let dir = project("otel", Value::Null);
     let phoenix = Phoenix::start(&dir);
+    // server-everything over streamable HTTP: a session id to hash.
+    let http = super::super::http::everything_http(super::super::http::free_port());
     let endpoint = format!("http://127.0.0.1:{}", phoenix.port);
     let py = repo().join(".deps/venv/bin/python");
     let servers = json!({
@@ -209,6 +211,7 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
             },
             "protocolVersion": "2025-11-25",
         },
+        "eh": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", http.port)},
         // An HTTP server with a credential header that nobody answers: its value is a secret
         // the session knows.
         "web": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": HEADER}},
@@ -357,6 +360,23 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
             .unwrap_or_else(|| panic!("no {name} span of py: {:?}", names(&ours)));
         assert_eq!(s["parent_span_id"], root["span_id"]);
     }
+
+    // Over HTTP: the transport, the address, and the session id hashed (never the id).
+    let list = ours
+        .iter()
+        .find(|s| {
+            s["name"] == "tools/list" && attrs(s).get("harness9.mcp.server") == Some(&json!("eh"))
+        })
+        .unwrap_or_else(|| panic!("no tools/list span of eh: {:?}", names(&ours)));
+    let h = attrs(list);
+    assert_eq!(h["network.transport"], "tcp");
+    assert_eq!(h["server.address"], "127.0.0.1");
+    assert_eq!(h["server.port"].as_i64(), Some(i64::from(http.port)));
+    let sid = h["mcp.session.id"].as_str().unwrap_or_default();
+    assert!(
+        sid.len() == 32 && sid.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{h:?}"
+    );
 
     // A server's own request: our `SERVER` span for it under the server's span that sent it
     // (its `params._meta`), in the same trace, with the handshake era's version.
