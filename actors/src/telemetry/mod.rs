@@ -297,6 +297,13 @@ impl Op {
         }
     }
 
+    /// Sets `jsonrpc.request.id` (formatted only when recorded).
+    pub fn set_request_id(&self, id: i64) {
+        if let Some(i) = &self.0 {
+            i.span.set_attribute("jsonrpc.request.id", id.to_string());
+        }
+    }
+
     /// The span, to parent another or to read its trace context (`Span::none()` when off).
     pub fn span(&self) -> Span {
         self.0.as_ref().map_or_else(Span::none, |i| i.span.clone())

@@ -313,7 +313,7 @@ impl Handler<CallServerTool> for McpServer {
             None,
             trace.clone(),
         );
-        op.set_attribute("jsonrpc.request.id", &round.id.to_string());
+        op.set_request_id(round.id);
         let arguments = msg.arguments;
         let writer = self.writer.clone();
         // At the timeout, a full queue means the server stopped reading: say so.
