@@ -191,16 +191,23 @@ fn main() -> ExitCode {
     let interactive = cli.command.is_none();
     // Telemetry: the OTEL_* environment, else the user's [telemetry]; off by default.
     let mut early_warnings = Vec::new();
+    // A settings file that does not parse is a config error (as it is for every setting); an
+    // OTEL_* value harness9 cannot honour is a warning, and the session runs without telemetry
+    // (a variable meant for another program must not stop this one).
     let telemetry = match harness9::agent::model::settings::telemetry(
         &flags.model_flags(),
         &mut early_warnings,
-    )
-    .map_err(|e| e.to_string())
-    .and_then(|t| harness9::app::telemetry::plan(|k| std::env::var(k).ok(), &t))
-    .and_then(|p| harness9::app::telemetry::start(&p))
-    {
-        Ok(t) => t,
-        Err(e) => return fail(json, &format!("telemetry: {e}"), 2, started),
+    ) {
+        Err(e) => return fail(json, &e.to_string(), 2, started),
+        Ok(t) => match harness9::app::telemetry::plan(|k| std::env::var(k).ok(), &t)
+            .and_then(|p| harness9::app::telemetry::start(&p))
+        {
+            Ok(t) => t,
+            Err(e) => {
+                early_warnings.push(format!("telemetry is off: {e}"));
+                None
+            }
+        },
     };
     init_logging(
         flags.session.servers.verbose,

@@ -117,7 +117,11 @@ pub async fn doctor(opts: &SessionOptions, args: &DoctorArgs) -> anyhow::Result<
     }
     let model = if only.is_none() {
         tokio::select! {
-            m = model_checks(opts, &client) => m,
+            m = async {
+                let mut m = model_checks(opts, &client).await;
+                m.push(telemetry_check(opts, &client).await);
+                m
+            } => m,
             _ = interrupted() => return Ok(ExitCode::from(130)),
         }
     } else {
@@ -338,6 +342,57 @@ async fn url_check(client: &awc::Client, url: &str) -> Check {
             format!("{url} did not answer within {}", fmt_secs(PROBE_TIMEOUT)),
         )
         .hint("check the URL and that the server runs"),
+    }
+}
+
+/// OpenTelemetry: off, or on and where to (the traces' endpoint probed: any HTTP answer means
+/// the collector is there). The same plan the session makes (the `OTEL_*` environment over
+/// the user's `[telemetry]`).
+async fn telemetry_check(opts: &SessionOptions, client: &awc::Client) -> Check {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let mut ignored = Vec::new();
+    let plan = crate::agent::model::settings::telemetry(&opts.model, &mut ignored)
+        .map_err(|e| e.to_string())
+        .and_then(|t| crate::app::telemetry::plan(env, &t));
+    let plan = match plan {
+        Ok(p) => p,
+        Err(e) => {
+            return Check::warn("telemetry", format!("off: {e}"))
+                .hint("fix the OTEL_* variable or [telemetry] in your settings")
+        }
+    };
+    if !plan.traces && !plan.metrics {
+        return Check::ok("telemetry", "off").hint(
+            "OTEL_TRACES_EXPORTER=otlp with OTEL_EXPORTER_OTLP_ENDPOINT, or export = \"otlp\" under [telemetry], turns it on",
+        );
+    }
+    let url = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .or_else(|| {
+            env("OTEL_EXPORTER_OTLP_ENDPOINT")
+                .map(|e| format!("{}/v1/traces", e.trim_end_matches('/')))
+        })
+        .or_else(|| plan.endpoint.as_ref().map(|e| format!("{e}/v1/traces")))
+        .unwrap_or_else(|| "http://localhost:4318/v1/traces".to_owned());
+    let what = match (plan.traces, plan.metrics) {
+        (true, true) => "traces and metrics",
+        (true, false) => "traces",
+        _ => "metrics",
+    };
+    match tokio::time::timeout(PROBE_TIMEOUT, client.get(&url).send()).await {
+        Ok(Ok(resp)) => Check::ok(
+            "telemetry",
+            format!(
+                "{what} over OTLP/HTTP to {url} (it answered HTTP {})",
+                resp.status().as_u16()
+            ),
+        ),
+        Ok(Err(e)) => Check::warn("telemetry", format!("{what} go to {url}, which cannot be reached: {e}"))
+            .hint("start the collector, or fix OTEL_EXPORTER_OTLP_ENDPOINT; sessions run either way, the spans are dropped"),
+        Err(_) => Check::warn(
+            "telemetry",
+            format!("{what} go to {url}, which did not answer within {}", fmt_secs(PROBE_TIMEOUT)),
+        )
+        .hint("start the collector, or fix OTEL_EXPORTER_OTLP_ENDPOINT; sessions run either way, the spans are dropped"),
     }
 }
 

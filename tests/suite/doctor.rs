@@ -467,7 +467,11 @@ fn the_model_provider_is_checked_offline_and_unknown_names_are_usage_errors() {
         .skip(1)
         .take_while(|l| l.starts_with("  "))
         .collect();
-    assert_eq!(model.len(), 4, "{stdout}");
+    assert_eq!(model.len(), 5, "{stdout}");
+    assert_eq!(
+        model[4],
+        "  ok    telemetry off; OTEL_TRACES_EXPORTER=otlp with OTEL_EXPORTER_OTLP_ENDPOINT, or export = \"otlp\" under [telemetry], turns it on"
+    );
     assert_eq!(
         model[0],
         format!("  ok    provider  openai at {base}, model m1")
@@ -485,6 +489,45 @@ fn the_model_provider_is_checked_offline_and_unknown_names_are_usage_errors() {
     assert_eq!(
         model[3],
         "  warn  model     cannot check: the provider is not reachable"
+    );
+
+    // Telemetry on, to a collector that is not there: a warning naming where the spans go.
+    let collector = free_port();
+    let endpoint = format!("http://127.0.0.1:{collector}");
+    let out = doctor(
+        &dir,
+        &[],
+        &[
+            ("HARNESS9_PROVIDER", "openai"),
+            ("OPENAI_BASE_URL", &base),
+            ("HARNESS9_MODEL", "m1"),
+            ("OTEL_TRACES_EXPORTER", "otlp"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+        ],
+    );
+    let stdout = text(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.contains(" telemetry "))
+        .unwrap_or_default();
+    assert!(
+        line.starts_with(&format!(
+            "  warn  telemetry traces go to {endpoint}/v1/traces, which cannot be reached: "
+        )) && line.ends_with("; start the collector, or fix OTEL_EXPORTER_OTLP_ENDPOINT; sessions run either way, the spans are dropped"),
+        "{stdout}"
+    );
+    // An exporter harness9 does not have: a warning that says so (and it runs without).
+    let out = doctor(&dir, &[], &[("OTEL_TRACES_EXPORTER", "zipkin")]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("  warn  telemetry off: OTEL_TRACES_EXPORTER=zipkin is not supported: harness9 exports with \"otlp\" (or \"none\"); fix the OTEL_* variable or [telemetry] in your settings"),
+        "{stdout}"
+    );
+    assert!(
+        text(&out.stderr)
+            .contains("telemetry is off: OTEL_TRACES_EXPORTER=zipkin is not supported"),
+        "{}",
+        text(&out.stderr)
     );
 
     // A server the config does not have: a usage error naming the ones it has.
