@@ -87,13 +87,32 @@ pub async fn doctor(opts: &SessionOptions, args: &DoctorArgs) -> anyhow::Result<
         let mut session = Session::start(opts, &config, runnable, start)?;
         let rt = &mut session.runtime;
         let bound = rt.max_startup + Duration::from_secs(5);
+        let later = rt.status.clone();
         let outcome = tokio::select! {
             snap = rt.settled(bound) => Some((snap, tool_sizes(rt).await)),
             _ = interrupted() => None,
         };
         session.close().await;
         match outcome {
-            Some(o) => Some(o),
+            Some((mut snap, sizes)) => {
+                // A start that timed out is failed before its process is stopped; what it
+                // wrote to stderr arrives with its exit, which the close waited for.
+                let after = later.borrow().clone();
+                for (name, st) in std::sync::Arc::make_mut(&mut snap).iter_mut() {
+                    if let (
+                        ServerStatus::Failed { stderr_tail, .. },
+                        Some(ServerStatus::Failed {
+                            stderr_tail: last, ..
+                        }),
+                    ) = (&mut st.status, after.get(name).map(|s| &s.status))
+                    {
+                        if stderr_tail.is_empty() {
+                            stderr_tail.clone_from(last);
+                        }
+                    }
+                }
+                Some((snap, sizes))
+            }
             None => {
                 eprintln!("[doctor] interrupted; servers stopped");
                 return Ok(ExitCode::from(130));

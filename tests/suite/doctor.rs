@@ -199,9 +199,13 @@ fn an_unset_variable_is_named_and_a_set_one_never_shown() {
 fn a_server_slower_than_its_timeout_is_timed_and_given_a_value() {
     let mut slow = fixture_json(&["--start-delay-ms", "1500"]);
     slow["startupTimeoutSec"] = json!(1);
-    // One that never answers the handshake: not timed, told so.
-    let mut hung = fixture_json(&["--no-init"]);
-    hung["startupTimeoutSec"] = json!(1);
+    // One that never answers the handshake, after a word on stderr: not timed, told so, and
+    // what it said is shown (it arrives with its exit, after the start was given up).
+    let script = format!(
+        "echo waiting for the database >&2; exec '{}' --no-init",
+        fixture_bin().display()
+    );
+    let hung = json!({"command": "sh", "args": ["-c", script], "startupTimeoutSec": 1});
     let dir = project_with("doctor-slow", json!({"slow": slow, "hung": hung}));
     let out = doctor(&dir, &["--approve-project"], &[]);
     let stdout = text(&out.stdout);
@@ -242,6 +246,12 @@ fn a_server_slower_than_its_timeout_is_timed_and_given_a_value() {
     assert_eq!(
         line(&lines, "start"),
         "  fail  start     no tools listed within 3 s, well past its startupTimeoutSec of 1 s: it hangs or needs far longer; check that it speaks MCP on stdout; if it is only slow, raise \"startupTimeoutSec\""
+    );
+    assert!(
+        stdout.contains(
+            "  warn  stderr    the last 1 line it wrote to stderr:\n                  | waiting for the database\n"
+        ),
+        "{stdout}"
     );
 }
 
