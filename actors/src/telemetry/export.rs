@@ -57,13 +57,19 @@ pub fn start(plan: &Plan) -> Result<Option<Telemetry>, String> {
     if !plan.traces && !plan.metrics {
         return Ok(None);
     }
-    let resource = Resource::builder()
-        .with_service_name("harness9")
-        .with_attribute(opentelemetry::KeyValue::new(
-            "service.version",
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .build();
+    // `service.name` is harness9 unless OTEL_SERVICE_NAME (or OTEL_RESOURCE_ATTRIBUTES, which
+    // the builder reads) names it otherwise.
+    let mut resource = Resource::builder().with_attribute(opentelemetry::KeyValue::new(
+        "service.version",
+        env!("CARGO_PKG_VERSION"),
+    ));
+    let env = |k: &str| std::env::var(k).unwrap_or_default();
+    let named = !env("OTEL_SERVICE_NAME").trim().is_empty()
+        || env("OTEL_RESOURCE_ATTRIBUTES").contains("service.name=");
+    if !named {
+        resource = resource.with_service_name("harness9");
+    }
+    let resource = resource.build();
     let client = http::OtlpHttp::new();
     let mut out = Telemetry {
         traces: None,

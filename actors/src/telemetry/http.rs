@@ -1,7 +1,8 @@
 //! The exporter's HTTP client: one blocking HTTP/1.1 `POST` per export (`Connection: close`),
-//! plain or TLS (rustls, the same roots as every other connection of harness9), each step
-//! bounded by [`TIMEOUT`], the answer read up to [`MAX_RESPONSE`] bytes. The SDK calls it on
-//! its own export threads, never on the actors' runtime.
+//! plain or TLS (rustls, the same roots as every other connection of harness9), the whole
+//! exchange bounded by `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds; [`DEFAULT_TIMEOUT`], at most
+//! [`MAX_TIMEOUT`]), the answer read up to [`MAX_RESPONSE`] bytes. The SDK calls it on its own
+//! export threads, never on the actors' runtime.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -10,8 +11,10 @@ use std::time::Duration;
 
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 
-/// The bound on connecting, and on each write and read.
-const TIMEOUT: Duration = Duration::from_secs(10);
+/// The bound on one export's exchange, when `OTEL_EXPORTER_OTLP_TIMEOUT` does not set one.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest `OTEL_EXPORTER_OTLP_TIMEOUT` honoured.
+const MAX_TIMEOUT: Duration = Duration::from_secs(60);
 /// The most of a collector's answer that is read.
 const MAX_RESPONSE: u64 = 1024 * 1024;
 
@@ -19,13 +22,19 @@ const MAX_RESPONSE: u64 = 1024 * 1024;
 #[derive(Debug, Clone)]
 pub(crate) struct OtlpHttp {
     tls: Arc<rustls::ClientConfig>,
+    timeout: Duration,
 }
 
 impl OtlpHttp {
     pub(crate) fn new() -> Self {
         crate::net::install_crypto();
+        let timeout = std::env::var("OTEL_EXPORTER_OTLP_TIMEOUT")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_millis);
         Self {
             tls: crate::net::tls_config(),
+            timeout: bounded_timeout(timeout),
         }
     }
 
@@ -44,9 +53,10 @@ impl OtlpHttp {
             .to_socket_addrs()?
             .next()
             .ok_or_else(|| format!("{host} has no address"))?;
-        let tcp = TcpStream::connect_timeout(&addr, TIMEOUT)?;
-        tcp.set_read_timeout(Some(TIMEOUT))?;
-        tcp.set_write_timeout(Some(TIMEOUT))?;
+        let deadline = std::time::Instant::now() + self.timeout;
+        let tcp = TcpStream::connect_timeout(&addr, self.timeout)?;
+        tcp.set_read_timeout(Some(self.timeout))?;
+        tcp.set_write_timeout(Some(self.timeout))?;
         let mut head = format!(
             "{} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
             req.method(),
@@ -65,10 +75,10 @@ impl OtlpHttp {
             let name = rustls::pki_types::ServerName::try_from(host.to_owned())?;
             let conn = rustls::ClientConnection::new(self.tls.clone(), name)?;
             let mut s = rustls::StreamOwned::new(conn, tcp);
-            exchange(&mut s, head.as_bytes(), req.body())?
+            exchange(&mut s, head.as_bytes(), req.body(), deadline)?
         } else {
             let mut s = tcp;
-            exchange(&mut s, head.as_bytes(), req.body())?
+            exchange(&mut s, head.as_bytes(), req.body(), deadline)?
         };
         parse_response(&raw)
     }
@@ -86,17 +96,47 @@ fn host_header(host: &str, port: u16, https: bool) -> String {
     }
 }
 
-fn exchange<S: Read + Write>(s: &mut S, head: &[u8], body: &[u8]) -> std::io::Result<Vec<u8>> {
+/// `OTEL_EXPORTER_OTLP_TIMEOUT` as honoured: at least a millisecond, at most [`MAX_TIMEOUT`].
+fn bounded_timeout(t: Option<Duration>) -> Duration {
+    t.unwrap_or(DEFAULT_TIMEOUT)
+        .clamp(Duration::from_millis(1), MAX_TIMEOUT)
+}
+
+/// Writes the request, reads the answer until the collector closes, [`MAX_RESPONSE`] bytes, or
+/// `deadline` (a collector that trickles its answer is cut off there).
+fn exchange<S: Read + Write>(
+    s: &mut S,
+    head: &[u8],
+    body: &[u8],
+    deadline: std::time::Instant,
+) -> std::io::Result<Vec<u8>> {
     s.write_all(head)?;
     s.write_all(body)?;
     s.flush()?;
     let mut raw = Vec::new();
-    // Closed by the collector (`Connection: close`), or cut at the cap.
-    match s.take(MAX_RESPONSE).read_to_end(&mut raw) {
-        Ok(_) => Ok(raw),
-        // A TLS peer that closes without close_notify: what came is the answer.
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => Ok(raw),
-        Err(e) => Err(e),
+    let mut buf = [0u8; 8192];
+    loop {
+        if std::time::Instant::now() >= deadline {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the collector did not answer in time",
+            ));
+        }
+        match s.read(&mut buf) {
+            Ok(0) => return Ok(raw),
+            Ok(n) => {
+                let room = (MAX_RESPONSE as usize).saturating_sub(raw.len());
+                raw.extend_from_slice(&buf[..n.min(room)]);
+                if raw.len() >= MAX_RESPONSE as usize {
+                    return Ok(raw);
+                }
+            }
+            // A TLS peer that closes without close_notify: what came is the answer.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => {
+                return Ok(raw)
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -177,6 +217,12 @@ mod tests {
         assert!(parse_response(b"garbage").is_err());
         assert_eq!(host_header("::1", 4318, false), "[::1]:4318");
         assert_eq!(host_header("c", 443, true), "c");
+        assert_eq!(bounded_timeout(None), DEFAULT_TIMEOUT);
+        assert_eq!(bounded_timeout(Some(Duration::from_secs(600))), MAX_TIMEOUT);
+        assert_eq!(
+            bounded_timeout(Some(Duration::ZERO)),
+            Duration::from_millis(1)
+        );
     }
 
     #[test]

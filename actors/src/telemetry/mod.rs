@@ -226,10 +226,22 @@ impl Op {
             // span of a trace of its own.
             return Op(None);
         }
+        // Every attribute given at creation (one pass; none is formatted when not recorded).
+        let tool = target.filter(|_| method == "tools/call");
         let span = tracing::info_span!(target: TARGET, parent: &parent, "mcp.client",
             otel.name = %SpanName(method, target), otel.kind = "client",
-            mcp.method.name = method);
-        Op::start(span, method, target, id, conn)
+            mcp.method.name = method,
+            jsonrpc.request.id = id.map(tracing::field::display),
+            gen_ai.tool.name = tool,
+            gen_ai.operation.name = tool.map(|_| "execute_tool"),
+            gen_ai.prompt.name = target.filter(|_| method == "prompts/get"),
+            network.transport = conn.transport,
+            harness9.mcp.server = conn.server.as_str(),
+            server.address = conn.address.as_ref().map(|a| a.0.as_str()),
+            server.port = conn.address.as_ref().map(|a| i64::from(a.1)),
+            mcp.protocol.version = conn.version,
+            mcp.session.id = conn.session.as_deref());
+        Op::start(span, method, target, conn)
     }
 
     /// A `SERVER` span for a request the server sent us, parented by the trace context in its
@@ -249,34 +261,22 @@ impl Op {
         if let Some(id) = id {
             span.set_attribute("jsonrpc.request.id", id);
         }
-        Op::start(span, method, None, None, conn)
+        conn.apply(&span);
+        Op::start(span, method, None, conn)
     }
 
-    fn start(
-        span: Span,
-        method: &'static str,
-        target: Option<&str>,
-        id: Option<i64>,
-        conn: &Conn,
-    ) -> Op {
-        conn.apply(&span);
-        if let Some(id) = id {
-            span.set_attribute("jsonrpc.request.id", id.to_string());
-        }
-        match (method, target) {
-            ("tools/call", Some(t)) => {
-                span.set_attribute("gen_ai.tool.name", t.to_owned());
-                span.set_attribute("gen_ai.operation.name", "execute_tool");
-            }
-            ("prompts/get", Some(t)) => span.set_attribute("gen_ai.prompt.name", t.to_owned()),
-            _ => {}
-        }
+    fn start(span: Span, method: &'static str, target: Option<&str>, conn: &Conn) -> Op {
         Op(Some(Box::new(OpInner {
             span,
             started: Instant::now(),
             method,
-            target: target.map(str::to_owned),
-            conn_attrs: conn.attributes(),
+            // What only the duration metric needs, kept only when it is exported.
+            target: target.filter(|_| metrics_on()).map(str::to_owned),
+            conn_attrs: if metrics_on() {
+                conn.attributes()
+            } else {
+                Vec::new()
+            },
             ended: false,
         })))
     }
