@@ -3,8 +3,9 @@
 #   tests/npm/node_modules  npm @modelcontextprotocol/server-everything (tests/npm/package-lock.json)
 #   .deps/venv              PyPI mcp==2.3.0 and its pinned dependencies, with the OpenTelemetry SDK
 #                           (tests/python/requirements.txt)
-#   .deps/phoenix           PyPI arize-phoenix, a real OpenTelemetry collector with a UI, for the
-#                           telemetry test (tests/python/phoenix-requirements.txt, about 1 minute)
+#   .deps/phoenix           with --collector only (scripts/test.sh passes it): PyPI arize-phoenix,
+#                           a real OpenTelemetry collector with a UI, for the telemetry test
+#                           (tests/python/phoenix-requirements.txt; about 1 minute, 860 MB)
 #   tmux                    the system package, if missing (the TUI tests run harness9 in tmux)
 # Idempotent: a second run with nothing changed does nothing.
 set -euo pipefail
@@ -42,7 +43,7 @@ if [ ! -f "$pystamp" ] || [ tests/python/requirements.txt -nt "$pystamp" ]; then
   touch "$pystamp"
 fi
 phxstamp=.deps/phoenix/.harness9-installed
-if [ ! -f "$phxstamp" ] || [ tests/python/phoenix-requirements.txt -nt "$phxstamp" ]; then
+if [ "${1:-}" = --collector ] && { [ ! -f "$phxstamp" ] || [ tests/python/phoenix-requirements.txt -nt "$phxstamp" ]; }; then
   echo "setup: python venv (.deps/phoenix)"
   python3 -m venv .deps/phoenix
   .deps/phoenix/bin/pip install --quiet --disable-pip-version-check -r tests/python/phoenix-requirements.txt

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The test command: installs the pinned test servers, builds the fixture server, runs every test,
+# The test command: installs the pinned test servers and collector, builds the fixture server, runs every test,
 # and closes with one summary line over all test binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --collector
 cargo build --workspace --bins
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -45,8 +45,8 @@ pub struct CallTool {
     /// Gets `notifications/progress` of this call, each before the call's result resolves.
     pub progress: Option<ProgressSink>,
     /// The span the call's `tools/call` span goes under (the agent's tool span; none: the
-    /// session's). `Span::none()` when nothing is exported.
-    pub parent: tracing::Span,
+    /// session's). Nothing (one word) when nothing is exported.
+    pub parent: crate::telemetry::Parent,
 }
 
 impl CallTool {
@@ -58,7 +58,7 @@ impl CallTool {
             timeout: None,
             cancel: CancellationToken::new(),
             progress: None,
-            parent: tracing::Span::none(),
+            parent: crate::telemetry::Parent::default(),
         }
     }
 }
@@ -79,7 +79,7 @@ pub struct CallServerTool {
     /// Where the call's progress goes.
     pub progress: Option<ProgressSink>,
     /// The span the call's `tools/call` span goes under.
-    pub parent: tracing::Span,
+    pub parent: crate::telemetry::Parent,
 }
 
 /// Where one call's progress notifications go: a function the server actor calls in the

@@ -109,6 +109,23 @@ pub fn parent_or_root(parent: &Span) -> Span {
         .unwrap_or_else(Span::none)
 }
 
+/// A span handed to another actor as the parent of its own: boxed, so that a message that
+/// carries none (nothing exported) grows by one word only.
+#[derive(Debug, Default)]
+pub struct Parent(Option<Box<Span>>);
+
+impl Parent {
+    /// `span` as a parent (nothing when it is not recorded).
+    pub fn of(span: &Span) -> Parent {
+        Parent((!span.is_none()).then(|| Box::new(span.clone())))
+    }
+
+    /// The span (`Span::none()` when there is none).
+    pub fn span(&self) -> Span {
+        self.0.as_deref().cloned().unwrap_or_else(Span::none)
+    }
+}
+
 /// The span name `{method} {target}`, formatted only when the span is recorded.
 struct SpanName<'a>(&'a str, Option<&'a str>);
 
@@ -288,6 +305,11 @@ impl Op {
         let tc = op.trace_context();
         op.end(Outcome::Ok);
         tc
+    }
+
+    /// Whether it records nothing (nothing exported).
+    pub fn is_inert(&self) -> bool {
+        self.0.is_none()
     }
 
     /// Sets a string attribute on the span (nothing when off).

@@ -318,7 +318,7 @@ pub(super) async fn run_tool(
             // started), which must not cut this call's own events.
             msg.cancel = cancel.child_token();
             msg.progress = Some(progress_sink(&ctx.events, &id));
-            msg.parent = span.clone();
+            msg.parent = harness9_actors::telemetry::Parent::of(&span);
             // The server hands each progress notice to the stream before it resolves the
             // call, so ToolFinished, sent after this returns, follows all of them.
             ToolRegistry::send(&ctx.registry, msg)

@@ -304,7 +304,13 @@ impl Handler<CallServerTool> for McpServer {
         let by = self.answerer();
         // Kept for a retry (an `input_required` round, a re-issue, a URL elicitation's).
         let progress = msg.progress.clone();
-        let mut op = Op::client(CallTool::METHOD, Some(&tool), None, &msg.parent, &self.otel);
+        let mut op = Op::client(
+            CallTool::METHOD,
+            Some(&tool),
+            None,
+            &msg.parent.span(),
+            &self.otel,
+        );
         let trace = op.trace_context();
         let mut round = self.call_round(
             &tool,
@@ -494,6 +500,10 @@ impl Handler<CallServerTool> for McpServer {
                 }
             }
         };
+        if op.is_inert() {
+            // Nothing exported: the call's future as it is (one move into its box, the hot path).
+            return Box::pin(call);
+        }
         Box::pin(async move {
             let result = call.await;
             op.end(match &result {
