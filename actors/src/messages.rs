@@ -705,4 +705,7 @@ pub struct InputRequest {
     pub params: Value,
     /// Where the answer goes.
     pub reply: tokio::sync::oneshot::Sender<Result<Value, crate::protocol::jsonrpc::ErrorObject>>,
+    /// The request's span (under the server's trace context), the parent of what answering
+    /// it does (a sampling request's model call).
+    pub parent: crate::telemetry::Parent,
 }

@@ -210,6 +210,7 @@ impl InputDesk {
             server,
             params,
             mut reply,
+            parent,
             ..
         } = msg;
         let refuse = |message: String| {
@@ -298,7 +299,7 @@ impl InputDesk {
                     }
                 }
                 tracing::info!(server, "sampling request sent to the model");
-                sample(&provider, &sampling, &cancel)
+                sample(&provider, &sampling, &cancel, &parent.span())
                     .await
                     .map_err(|e| ErrorObject {
                         code: harness9_actors::protocol::jsonrpc::INTERNAL_ERROR,

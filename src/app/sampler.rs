@@ -284,15 +284,23 @@ pub async fn sample(
     provider: &Provider,
     s: &Sampling,
     cancel: &CancellationToken,
+    parent: &tracing::Span,
 ) -> Result<Value, String> {
+    use harness9_agent::engine::spans;
     let cfg = provider.config();
     let req = s.request(cfg.max_tokens);
     // Streamed pieces are not shown anywhere: the receiver is dropped at once.
     let (events, _) = tokio::sync::mpsc::unbounded_channel();
-    let reply = provider
-        .complete(&req, &events, cancel)
-        .await
-        .map_err(|e| e.to_string())?;
+    // The model request's span, under the server's sampling request.
+    let chat = spans::chat(parent, cfg);
+    let reply = match provider.complete(&req, &events, cancel).await {
+        Ok(r) => r,
+        Err(e) => {
+            spans::failed(&chat, e.kind());
+            return Err(e.to_string());
+        }
+    };
+    spans::chat_done(&chat, &reply.usage, &reply.stop_reason);
     Ok(result(&reply, &cfg.model))
 }
 

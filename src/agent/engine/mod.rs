@@ -26,7 +26,7 @@ pub mod compact;
 mod control;
 mod deferred;
 pub mod output;
-mod spans;
+pub mod spans;
 mod turn;
 #[cfg(test)]
 mod turn_tests;

@@ -27,7 +27,7 @@ pub(super) fn turn() -> Span {
 }
 
 /// One model request: `chat {model}`.
-pub(super) fn chat(parent: &Span, p: &ProviderConfig) -> Span {
+pub fn chat(parent: &Span, p: &ProviderConfig) -> Span {
     let span = tracing::info_span!(target: TARGET, parent: parent, "chat",
         otel.name = %format_args!("chat {}", p.model), otel.kind = "client",
         gen_ai.operation.name = "chat", gen_ai.provider.name = p.kind.name(),
@@ -50,7 +50,7 @@ pub(super) fn chat(parent: &Span, p: &ProviderConfig) -> Span {
 }
 
 /// The model request's reply on its span: tokens and why it stopped.
-pub(super) fn chat_done(span: &Span, usage: &Usage, stop: &StopReason) {
+pub fn chat_done(span: &Span, usage: &Usage, stop: &StopReason) {
     if span.is_disabled() {
         return;
     }
@@ -68,7 +68,7 @@ pub(super) fn chat_done(span: &Span, usage: &Usage, stop: &StopReason) {
 
 /// A failed span: `error.type` (a low-cardinality class, never a message that could carry a
 /// secret) and the error status.
-pub(super) fn failed(span: &Span, kind: &str) {
+pub fn failed(span: &Span, kind: &str) {
     if span.is_disabled() {
         return;
     }

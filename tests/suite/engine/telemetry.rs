@@ -228,7 +228,10 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
                 {"id": "g", "name": "mcp__py__greet", "input": {"name": "otel"}},
                 {"id": "l", "name": "mcp__py__leak", "input": {}},
                 {"id": "c", "name": "mcp__hs__confirm", "input": {}},
+                {"id": "p", "name": "mcp__hs__poem", "input": {"topic": "traces"}},
             ]},
+            // `poem`'s sampling request (allowed) takes this step, during the tool calls.
+            {"text": "a line about traces"},
             {"text": "done"},
         ]}),
     );
@@ -250,6 +253,8 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
         "--json",
         "--allowed-tools",
         "mcp__py__*,mcp__hs__*",
+        "--sampling",
+        "allow",
     ];
     let out = Run::start(cmd, &args).finish(LIMIT);
     out.ok();
@@ -291,7 +296,8 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
             });
         let done = ours.iter().any(|s| s["name"] == "harness9 run")
             && theirs.iter().any(|s| s["name"] == "tools/call greet")
-            && theirs.iter().any(|s| s["name"] == "tools/call confirm");
+            && theirs.iter().any(|s| s["name"] == "tools/call confirm")
+            && theirs.iter().any(|s| s["name"] == "tools/call poem");
         if done {
             break (ours, theirs);
         }
@@ -403,6 +409,22 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
             .unwrap_or_else(|| panic!("a broken chain from {sender} to our tools/call confirm"));
     }
     assert_eq!(up["parent_span_id"], hs_call["span_id"]);
+
+    // A sampling request: our span for it under the server's, and the model request it made
+    // under ours.
+    let sampling = named(&ours, "sampling/createMessage");
+    assert!(
+        theirs
+            .iter()
+            .any(|s| s["span_id"] == sampling["parent_span_id"]),
+        "the sampling request's parent is not a span of the server: {sampling}"
+    );
+    let sampled = ours
+        .iter()
+        .find(|s| s["parent_span_id"] == sampling["span_id"])
+        .unwrap_or_else(|| panic!("no span under the sampling request: {:?}", names(&ours)));
+    assert_eq!(sampled["name"], "chat claude-sonnet-4-5");
+    assert_eq!(attrs(sampled)["gen_ai.operation.name"], "chat");
 
     // The JSON-RPC error: its code as error.type, the status ERROR, the server's text in the
     // status with the secret it quoted taken out.

@@ -113,6 +113,7 @@ pub(crate) async fn ask(
     params: Option<Value>,
     cwd: &Path,
     bound: Duration,
+    parent: crate::telemetry::Parent,
 ) -> Result<Value, ErrorObject> {
     let Some(handler) = handler else {
         // Only elicitation and sampling come here: the roots are not asked for.
@@ -124,6 +125,7 @@ pub(crate) async fn ask(
         method: method.clone(),
         params: params.unwrap_or(Value::Null),
         reply,
+        parent,
     };
     if handler.try_send(req).is_err() {
         return Err(ErrorObject {

@@ -27,6 +27,23 @@ use crate::server::server_requests;
 use crate::telemetry::{Op, Outcome};
 use crate::trace::Direction;
 
+/// The line that answers a server's request `id`, its span (`op`) ended with the outcome.
+fn reply_line(id: &RequestId, answer: &Result<Value, ErrorObject>, mut op: Op) -> Vec<u8> {
+    match answer {
+        Ok(result) => {
+            op.end(Outcome::Ok);
+            jsonrpc::result_line(id, result)
+        }
+        Err(e) => {
+            op.end(Outcome::Rpc {
+                code: e.code,
+                message: &e.message,
+            });
+            jsonrpc::error_line(id, e)
+        }
+    }
+}
+
 /// The most of one log line a notice carries (the wire trace keeps it whole).
 const MAX_NOTICE_TEXT: usize = 4096;
 
@@ -96,23 +113,9 @@ impl McpServer {
                     self.ask(id, method, params, op, ctx);
                     return;
                 }
-                let mut op = op;
-                let reply =
-                    match server_requests::answer(&method, params.as_ref(), &self.roots, &self.cwd)
-                    {
-                        Ok(result) => {
-                            op.end(Outcome::Ok);
-                            jsonrpc::result_line(&id, &result)
-                        }
-                        Err(e) => {
-                            op.end(Outcome::Rpc {
-                                code: e.code,
-                                message: &e.message,
-                            });
-                            jsonrpc::error_line(&id, &e)
-                        }
-                    };
-                self.write(reply, Some(id), &method);
+                let answer =
+                    server_requests::answer(&method, params.as_ref(), &self.roots, &self.cwd);
+                self.write(reply_line(&id, &answer, op), Some(id), &method);
             }
             Incoming::Notification { method, params } => {
                 self.trace(Direction::Recv, &line, None, Some(&method), None);
@@ -129,7 +132,7 @@ impl McpServer {
         id: RequestId,
         method: String,
         params: Option<Value>,
-        mut op: Op,
+        op: Op,
         ctx: &mut Context<Self>,
     ) {
         if self.asks.len() >= ask::MAX_OPEN_ASKS || self.asks.contains_key(&id) {
@@ -141,11 +144,7 @@ impl McpServer {
                 ),
                 data: None,
             };
-            op.end(Outcome::Rpc {
-                code: e.code,
-                message: &e.message,
-            });
-            self.write(jsonrpc::error_line(&id, &e), Some(id), &method);
+            self.write(reply_line(&id, &Err(e), op), Some(id), &method);
             return;
         }
         let handler = self.input.clone();
@@ -153,29 +152,16 @@ impl McpServer {
         let cwd = self.cwd.clone();
         let m = method.clone();
         let open = ask::OpenAsk::new(&self.ask_clock);
+        let parent = crate::telemetry::Parent::of(&op.span());
         let fut = async move {
             let _open = open;
-            ask::ask(handler, server, m, params, &cwd, ask::ASK_TIMEOUT).await
+            ask::ask(handler, server, m, params, &cwd, ask::ASK_TIMEOUT, parent).await
         };
         let key = id.clone();
         let handle = ctx.spawn(fut.into_actor(self).map(move |answer, act, _| {
             act.asks.remove(&key);
             // Withdrawn (the future dropped): the span ends as `cancelled`.
-            let mut op = op;
-            let reply = match answer {
-                Ok(result) => {
-                    op.end(Outcome::Ok);
-                    jsonrpc::result_line(&key, &result)
-                }
-                Err(e) => {
-                    op.end(Outcome::Rpc {
-                        code: e.code,
-                        message: &e.message,
-                    });
-                    jsonrpc::error_line(&key, &e)
-                }
-            };
-            act.write(reply, Some(key), &method);
+            act.write(reply_line(&key, &answer, op), Some(key), &method);
         }));
         self.asks.insert(id, handle);
     }

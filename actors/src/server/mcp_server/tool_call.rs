@@ -109,6 +109,7 @@ async fn answers(interim: Interim, by: &Answerer) -> Map<String, Value> {
                 req.get("params").cloned(),
                 &by.cwd,
                 ask::ASK_TIMEOUT,
+                crate::telemetry::Parent::default(),
             )
             .await
         } else {
@@ -154,6 +155,7 @@ async fn open_pages(error: &crate::protocol::jsonrpc::ErrorObject, by: &Answerer
             Some(page),
             &by.cwd,
             ask::ASK_TIMEOUT,
+            crate::telemetry::Parent::default(),
         )
         .await;
         let accepted = answer
