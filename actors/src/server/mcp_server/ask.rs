@@ -176,6 +176,7 @@ mod tests {
             None,
             cwd,
             ASK_TIMEOUT,
+            crate::telemetry::Parent::default(),
         )
         .await
         .unwrap();
@@ -187,6 +188,7 @@ mod tests {
             None,
             cwd,
             ASK_TIMEOUT,
+            crate::telemetry::Parent::default(),
         )
         .await
         .unwrap_err();
@@ -199,6 +201,7 @@ mod tests {
             None,
             cwd,
             ASK_TIMEOUT,
+            crate::telemetry::Parent::default(),
         )
         .await
         .unwrap();
