@@ -443,6 +443,50 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
     for secret in [TOKEN, HEADER, "hdr-secret-7777", KEY] {
         assert!(!all.contains(secret), "{secret} was exported");
     }
+
+    // The opt-in (the conventions' variable): the tool's arguments and result on its
+    // `execute_tool` span, and still no secret.
+    let model = Model::start(
+        "otel-content",
+        json!({"steps": [
+            {"tool_calls": [{"id": "g2", "name": "mcp__py__greet", "input": {"name": "content"}}]},
+            {"text": "done"},
+        ]}),
+    );
+    let mut cmd = harness9(&dir);
+    cmd.env("ANTHROPIC_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", &model.url)
+        .env("OTEL_TRACES_EXPORTER", "otlp")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true");
+    let args = [
+        "run",
+        "-p",
+        "go",
+        "--json",
+        "--allowed-tools",
+        "mcp__py__greet",
+    ];
+    Run::start(cmd, &args).finish(LIMIT).ok();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let tool = loop {
+        let spans = phoenix.spans("default");
+        if let Some(s) = spans
+            .iter()
+            .find(|s| attrs(s).get("gen_ai.tool.call.id") == Some(&json!("g2")))
+        {
+            break s.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no execute_tool span of the second run within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let t = attrs(&tool);
+    assert_eq!(t["gen_ai.tool.call.arguments"], r#"{"name":"content"}"#);
+    assert_eq!(t["gen_ai.tool.call.result"], "hello, content");
+    // Off by default: the first run's tool span had neither (checked above).
 }
 
 /// The `traceparent`s of the requests and notifications a `--trace` file shows harness9 sent.
