@@ -32,6 +32,19 @@ fn doctor(dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
     output_within(cmd, None, Duration::from_secs(90))
 }
 
+/// [`doctor`], its exit code checked (`code`); its stdout.
+fn doctor_exits(dir: &Path, args: &[&str], env: &[(&str, &str)], code: i32) -> String {
+    let out = doctor(dir, args, env);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    stdout
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -71,14 +84,7 @@ fn a_healthy_server_passes_every_check() {
         "doctor-ok",
         json!({"everything": stdio_json(everything("x"))}),
     );
-    let out = doctor(&dir, &["--approve-project"], &[]);
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
+    let stdout = doctor_exits(&dir, &["--approve-project"], &[], 0);
     let lines = server_lines(&stdout, "everything");
     assert_eq!(
         line(&lines, "source"),
@@ -133,14 +139,7 @@ fn a_missing_command_fails_with_what_to_do() {
         "doctor-missing",
         json!({"gone": {"command": "harness9-no-such-command"}}),
     );
-    let out = doctor(&dir, &["gone", "--approve-project"], &[]);
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
+    let stdout = doctor_exits(&dir, &["gone", "--approve-project"], &[], 1);
     let lines = server_lines(&stdout, "gone");
     assert_eq!(
         line(&lines, "command"),
@@ -207,14 +206,7 @@ fn a_server_slower_than_its_timeout_is_timed_and_given_a_value() {
     );
     let hung = json!({"command": "sh", "args": ["-c", script], "startupTimeoutSec": 1});
     let dir = project_with("doctor-slow", json!({"slow": slow, "hung": hung}));
-    let out = doctor(&dir, &["--approve-project"], &[]);
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
+    let stdout = doctor_exits(&dir, &["--approve-project"], &[], 1);
     let lines = server_lines(&stdout, "slow");
     let start = line(&lines, "start");
     let (head, tail) = start
@@ -267,14 +259,7 @@ fn an_unapproved_project_server_is_not_started() {
     );
     let config = json!({"mcpServers": {"t": {"command": "sh", "args": ["-c", script]}}});
     std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
-    let out = doctor(&dir, &[], &[]);
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
+    let stdout = doctor_exits(&dir, &[], &[], 1);
     let lines = server_lines(&stdout, "t");
     assert_eq!(
         line(&lines, "approval"),
@@ -294,14 +279,7 @@ fn an_unapproved_project_server_is_not_started() {
         .current_dir(&dir);
     let done = output_within(approve, None, Duration::from_secs(30));
     assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
-    let out = doctor(&dir, &["t"], &[]);
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
+    let stdout = doctor_exits(&dir, &["t"], &[], 0);
     let lines = server_lines(&stdout, "t");
     assert_eq!(
         line(&lines, "approval"),
@@ -316,14 +294,7 @@ fn an_http_server_that_needs_a_login_says_how_and_a_login_shows_no_token() {
     let srv = http_fixture("oauth", &["--token-ttl", "600"]);
     let url = format!("http://127.0.0.1:{}/mcp", srv.port);
     let dir = project_with("doctor-oauth", json!({"o": {"url": url}}));
-    let out = doctor(&dir, &["--approve-project"], &[]);
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
+    let stdout = doctor_exits(&dir, &["--approve-project"], &[], 1);
     let lines = server_lines(&stdout, "o");
     assert_eq!(
         line(&lines, "url"),
@@ -392,14 +363,7 @@ fn json_has_every_server_and_check() {
         json!({"mcpServers": {"mine": fixture_json(&[])}}).to_string(),
     )
     .unwrap();
-    let out = doctor(&dir, &["--json", "--approve-project"], &[]);
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
+    let stdout = doctor_exits(&dir, &["--json", "--approve-project"], &[], 1);
     let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     let servers = v["servers"].as_array().expect("servers");
     assert_eq!(servers.len(), 3, "{v:#}");
@@ -455,7 +419,7 @@ fn the_model_provider_is_checked_offline_and_unknown_names_are_usage_errors() {
     // A port nobody listens on: bound, then closed.
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}/v1");
-    let out = doctor(
+    let stdout = doctor_exits(
         &dir,
         &[],
         &[
@@ -463,13 +427,7 @@ fn the_model_provider_is_checked_offline_and_unknown_names_are_usage_errors() {
             ("OPENAI_BASE_URL", &base),
             ("HARNESS9_MODEL", "m1"),
         ],
-    );
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{stdout}\n{}",
-        text(&out.stderr)
+        1,
     );
     let model: Vec<&str> = stdout
         .lines()
