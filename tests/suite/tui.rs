@@ -1570,3 +1570,47 @@ fn a_disabled_server_stays_in_the_bar_dim_and_reload_says_disabled() {
 }
 
 mod toolsearch;
+
+/// Keys typed ahead of the editor never act after it: `ee` pressed at once in the panel opens
+/// `$EDITOR` once (the second `e` was read with the first, or waited in the terminal while the
+/// editor had it), not a second time when the first returns.
+#[test]
+fn type_ahead_does_not_open_the_editor_twice() {
+    tmux_required();
+    let dir = project(
+        "tui-typeahead",
+        |_| json!({ "f": {"command": fixture_bin(), "args": []} }),
+    );
+    // An editor that only counts its runs (it reads nothing from the terminal).
+    let count = dir.join("editor-runs");
+    let editor = dir.join("count-editor");
+    std::fs::write(
+        &editor,
+        format!("#!/bin/sh\necho run >> '{}'\n", count.display()),
+    )
+    .expect("write the editor");
+    let exec = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&editor, exec).expect("chmod the editor");
+    let t = Tmux::start(&dir, &[], Some(&editor));
+    t.wait_for("f connected", BOUND, |s| bar(s).contains("f ●"));
+    t.open_panel();
+    t.send_keys(&["ee"]);
+    // The editor ran and the panel is back; then keys typed after it: by the time they show,
+    // any `e` queued before them has been handled (keys are handled in order).
+    t.wait_for("the editor to have run", BOUND, |_| count.exists());
+    t.wait_for("the panel back", BOUND, |s| panel_line(s, 0).is_some());
+    t.close_panel();
+    t.send_keys(&["after"]);
+    t.wait_for("the keys typed after the editor", BOUND, |s| {
+        s.lines().any(|l| l == "> after")
+    });
+    let runs = std::fs::read_to_string(&count).unwrap_or_default();
+    assert_eq!(
+        runs.lines().count(),
+        1,
+        "the editor ran {} times",
+        runs.lines().count()
+    );
+    t.send_keys(&["C-u", "C-c"]);
+    assert_eq!(t.exit_code(), 0, "exit code after Ctrl+C");
+}

@@ -60,6 +60,11 @@ impl Tui {
                 if let Err(e) = act.resume_terminal() {
                     tracing::error!("cannot take the terminal back: {e}");
                 }
+                // Keys typed ahead of the editor (read with the one that opened it, or left in
+                // the terminal while the editor had it) were not meant for what comes after it:
+                // dropped, so `ee` does not open the editor twice (bounded; resizes are applied
+                // below from the terminal's size).
+                drop_pending_input();
                 // The terminal may have been resized while the editor had it.
                 if let Ok((w, h)) = crossterm::terminal::size() {
                     act.apply(Event::Resize(w, h), ctx);
@@ -86,6 +91,26 @@ impl Tui {
         self.terminal = Some(t);
         self.dirty = true;
         Ok(())
+    }
+}
+
+/// The most pending terminal events dropped after the editor returns.
+const MAX_DROPPED_INPUT: usize = 4096;
+
+/// Drops the terminal input waiting to be read (crossterm's buffer and the terminal's), at most
+/// [`MAX_DROPPED_INPUT`] events, without waiting for more.
+fn drop_pending_input() {
+    let mut dropped = 0;
+    while dropped < MAX_DROPPED_INPUT
+        && crossterm::event::poll(std::time::Duration::ZERO).unwrap_or(false)
+    {
+        if crossterm::event::read().is_err() {
+            break;
+        }
+        dropped += 1;
+    }
+    if dropped > 0 {
+        tracing::debug!(dropped, "dropped the input typed ahead of the editor");
     }
 }
 
