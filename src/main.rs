@@ -175,18 +175,17 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     // A trace file's table: no runtime, no servers.
-    if let Some(Command::Trace(TraceCommand::Stats { file, server, json })) = &cli.command {
-        return match harness9::cli::trace::stats(file, server.as_deref(), *json) {
-            Ok(code) => code,
-            Err(e) => fail(cli.json_errors(), &format!("{e:#}"), 1, started),
+    // A trace file's table, or the file served as a stdio server: no runtime, no servers.
+    if let Some(Command::Trace(t)) = &cli.command {
+        let result = match t {
+            TraceCommand::Stats { file, server, json } => {
+                harness9::cli::trace::stats(file, server.as_deref(), *json)
+            }
+            TraceCommand::Replay { file, server } => {
+                harness9::cli::trace::replay(file, server.as_deref())
+            }
         };
-    }
-    // A trace served as a stdio server: no runtime either.
-    if let Some(Command::Trace(TraceCommand::Replay { file, server })) = &cli.command {
-        return match harness9::cli::trace::replay(file, server.as_deref()) {
-            Ok(code) => code,
-            Err(e) => fail(cli.json_errors(), &format!("{e:#}"), 1, started),
-        };
+        return result.unwrap_or_else(|e| fail(json, &format!("{e:#}"), 1, started));
     }
     let interactive = cli.command.is_none();
     // Telemetry: the OTEL_* environment, else the user's [telemetry]; off by default.

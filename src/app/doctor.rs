@@ -298,14 +298,9 @@ pub fn suggested_timeout(measured: Duration) -> u64 {
 
 /// `812 ms`, `2.4 s`, `30 s`.
 pub fn fmt_secs(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        format!("{ms} ms")
-    } else if ms % 1000 == 0 {
-        format!("{} s", ms / 1000)
-    } else {
-        format!("{:.1} s", d.as_secs_f64())
-    }
+    // The shared format, of whole milliseconds (a measured 2000.4 ms reads `2 s`).
+    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    harness9_actors::error::fmt_duration(Duration::from_millis(ms))
 }
 
 /// The `start` check of a server that listed its tools after `measured`, against its

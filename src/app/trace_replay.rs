@@ -510,7 +510,7 @@ impl Replayer {
                     format!("{} {}", k.0, k.1)
                 };
                 let other: Vec<char> = other.chars().take(MAX_DISTANCE_CHARS).collect();
-                (edit_distance(&target, &other), k)
+                (harness9_base::text::edit_distance(&target, &other), k)
             })
             .min_by_key(|(d, _)| *d);
         match best {
@@ -548,41 +548,10 @@ pub fn params_key(method: &str, params: Option<&Value>) -> String {
     canonical(&p)
 }
 
-/// JSON with object keys sorted, no whitespace: equal values give equal text.
+/// JSON with no whitespace and object keys sorted (serde_json's map is ordered by key: it is
+/// built without `preserve_order`), so equal values give equal text.
 pub fn canonical(v: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(v, &mut out);
-    out
-}
-
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(o) => {
-            let mut keys: Vec<&String> = o.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                write_canonical(&o[k], out);
-            }
-            out.push('}');
-        }
-        Value::Array(a) => {
-            out.push('[');
-            for (i, item) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
+    v.to_string()
 }
 
 /// `method params` for a message, the params cut at [`MAX_SHOWN_CHARS`].
@@ -604,21 +573,6 @@ fn shown_name(s: &str) -> String {
         cut.push_str("...");
     }
     cut
-}
-
-/// Levenshtein distance, two rows.
-fn edit_distance(a: &[char], b: &[char]) -> usize {
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.iter().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]
@@ -976,8 +930,16 @@ mod tests {
 
     #[test]
     fn canonical_json_sorts_keys_at_every_level() {
-        let v: Value = serde_json::from_str(r#"{"b":[{"z":1,"a":"\n"}],"a":null}"#).unwrap();
-        assert_eq!(canonical(&v), r#"{"a":null,"b":[{"a":"\n","z":1}]}"#);
-        assert_eq!(edit_distance(&['a', 'b'], &['a', 'c', 'b']), 1);
+        // Keys inserted out of order, not parsed: the map orders them itself.
+        let mut inner = serde_json::Map::new();
+        inner.insert("z".into(), Value::from(1));
+        inner.insert("a".into(), Value::from("\n"));
+        let mut outer = serde_json::Map::new();
+        outer.insert("b".into(), Value::Array(vec![Value::Object(inner)]));
+        outer.insert("a".into(), Value::Null);
+        assert_eq!(
+            canonical(&Value::Object(outer)),
+            r#"{"a":null,"b":[{"a":"\n","z":1}]}"#
+        );
     }
 }

@@ -12,6 +12,27 @@ use serde_json::Value;
 /// messages, so one may be large, but a stats run must stay bounded).
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
+/// The longest server or method name kept (a longer one is cut, with `...`): a hostile trace's
+/// names never widen the table without end.
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// The most (server, method) rows; the records of any further one count under
+/// [`MORE_METHODS`].
+pub const MAX_ROWS: usize = 10_000;
+
+/// The row that counts what came past [`MAX_ROWS`].
+pub const MORE_METHODS: &str = "(more methods)";
+
+/// `name` cleaned for a terminal and cut at [`MAX_NAME_CHARS`].
+fn shown(name: &str) -> String {
+    let clean = harness9_base::sanitize::clean_line(name);
+    let mut cut: String = clean.chars().take(MAX_NAME_CHARS).collect();
+    if cut.len() < clean.len() {
+        cut.push_str("...");
+    }
+    cut
+}
+
 /// One server's method, both directions.
 #[derive(Debug, Default, Clone, PartialEq, Serialize)]
 pub struct MethodStats {
@@ -105,12 +126,16 @@ impl StatsBuilder {
         let Some(method) = record["method"].as_str() else {
             return;
         };
+        let mut key = (shown(name), shown(method));
+        if self.by_key.len() >= MAX_ROWS && !self.by_key.contains_key(&key) {
+            key = ("*".to_owned(), MORE_METHODS.to_owned());
+        }
         let entry = self
             .by_key
-            .entry((name.to_owned(), method.to_owned()))
-            .or_insert_with(|| MethodStats {
-                server: name.to_owned(),
-                method: method.to_owned(),
+            .entry(key)
+            .or_insert_with_key(|(server, method)| MethodStats {
+                server: server.clone(),
+                method: method.clone(),
                 ..MethodStats::default()
             });
         let sent = record["dir"].as_str() == Some("send");
@@ -231,6 +256,28 @@ pub fn render(s: &TraceStats) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hostile_names_are_cut_and_cleaned_and_rows_are_bounded() {
+        let long = "m".repeat(10_000);
+        let line = format!(
+            r#"{{"dir":"send","server":"s\u001b[31m","id":1,"method":"{long}","message":{{"method":"{long}"}}}}"#
+        );
+        let st = stats([line.as_str()], None);
+        let m = &st.methods[0];
+        assert_eq!(m.method.chars().count(), MAX_NAME_CHARS + 3);
+        assert!(!m.server.contains('\u{1b}'), "{:?}", m.server);
+        let mut b = StatsBuilder::new(None);
+        for i in 0..MAX_ROWS + 5 {
+            let l =
+                format!(r#"{{"dir":"send","server":"s","id":1,"method":"m{i}","message":{{}}}}"#);
+            b.push(Some(&l));
+        }
+        let st = b.finish();
+        assert_eq!(st.methods.len(), MAX_ROWS + 1);
+        let more = st.methods.iter().find(|m| m.method == MORE_METHODS);
+        assert_eq!(more.map(|m| m.requests_sent), Some(5));
+    }
 
     fn rec(
         dir: &str,

@@ -9,4 +9,5 @@ pub mod private_fs;
 pub mod read;
 pub mod sandbox_field;
 pub mod sanitize;
+pub mod text;
 pub mod time;

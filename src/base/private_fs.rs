@@ -157,9 +157,12 @@ pub fn replace_with(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "file".to_owned());
     let tmp = dir.join(format!(".{name}.{}.tmp", random_hex(8)?));
-    let mut f = create_new(&tmp)?;
+    // Created with the target's mode (exclusively, never through a symlink): on Windows only a
+    // private mode gets the owner-only DACL, so a shared file keeps its folder's access.
+    let mut f = pfs::open_private(OpenOptions::new().write(true).create_new(true), mode, &tmp)?;
     let written = (|| {
         if mode != 0o600 {
+            // Exactly `mode`, whatever the umask took away at the create.
             pfs::set_mode(&f, mode)?;
         }
         fill(&mut f)?;

@@ -37,3 +37,42 @@ pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<String> {
     }
     Ok(text)
 }
+
+/// Reads one line (without its `\n` or `\r\n`) keeping at most `keep` bytes of it in `line`;
+/// returns the line's full length, or `None` at the end of the input.
+pub fn read_line_capped(
+    r: &mut impl std::io::BufRead,
+    keep: usize,
+    line: &mut Vec<u8>,
+) -> std::io::Result<Option<usize>> {
+    line.clear();
+    let mut len = 0;
+    let mut any = false;
+    loop {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            break;
+        }
+        any = true;
+        let (part, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (&chunk[..i], Some(i + 1)),
+            None => (chunk, None),
+        };
+        let room = keep.saturating_sub(line.len());
+        line.extend_from_slice(&part[..room.min(part.len())]);
+        len += part.len();
+        let used = done.unwrap_or(part.len());
+        r.consume(used);
+        if done.is_some() {
+            break;
+        }
+    }
+    if !any {
+        return Ok(None);
+    }
+    if line.last() == Some(&b'\r') && line.len() == len {
+        line.pop();
+        len -= 1;
+    }
+    Ok(Some(len))
+}

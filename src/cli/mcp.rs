@@ -477,32 +477,17 @@ pub(super) fn find_tool<'a>(
 /// The name in `names` nearest to `typed` (edit distance, case ignored), when it is near
 /// enough to be a typo: at most a third of the name's length, and at least 2.
 pub(super) fn nearest<'a>(names: &[&'a str], typed: &str) -> Option<&'a str> {
-    let typed = typed.to_lowercase();
-    let bound = (typed.chars().count() / 3).max(2);
+    let typed: Vec<char> = typed.to_lowercase().chars().collect();
+    let bound = (typed.len() / 3).max(2);
     names
         .iter()
-        .map(|n| (edit_distance(&n.to_lowercase(), &typed), *n))
+        .map(|n| {
+            let n_chars: Vec<char> = n.to_lowercase().chars().collect();
+            (crate::base::text::edit_distance(&n_chars, &typed), *n)
+        })
         .filter(|(d, _)| *d <= bound)
         .min_by_key(|(d, _)| *d)
         .map(|(_, n)| n)
-}
-
-/// Levenshtein distance, by characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diag = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let next = (diag + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(row[j + 1] + 1);
-            diag = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 /// `--args`: a JSON object given inline, or `-` to read it from stdin; anything else is a

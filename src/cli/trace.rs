@@ -2,7 +2,7 @@
 //! ([`crate::app::trace_stats`]); `harness9 trace replay FILE`: the file's server side served
 //! over stdio ([`crate::app::trace_replay`]). The file is read a bounded line at a time.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -38,32 +38,23 @@ enum Line {
     End,
 }
 
-/// Reads one line into `line` (cleared first), at most `max` bytes held; an over-long line is
-/// read to its end and dropped.
+/// Reads one line into `line` (its end of line removed), at most `max` bytes held; an
+/// over-long line is read to its end and dropped.
 fn read_bounded_line(
     reader: &mut impl BufRead,
     line: &mut Vec<u8>,
     max: usize,
 ) -> std::io::Result<Line> {
-    line.clear();
-    let limit = max as u64 + 1;
-    let n = reader.take(limit).read_until(b'\n', line)?;
-    if n == 0 {
-        return Ok(Line::End);
-    }
-    if line.len() > max && line.last() != Some(&b'\n') {
-        let mut rest = Vec::new();
-        loop {
-            rest.clear();
-            let m = reader.take(limit).read_until(b'\n', &mut rest)?;
-            if m == 0 || rest.last() == Some(&b'\n') {
-                break;
+    Ok(
+        match harness9_base::read::read_line_capped(reader, max, line)? {
+            None => Line::End,
+            Some(len) if len > max => {
+                line.clear();
+                Line::TooLong
             }
-        }
-        line.clear();
-        return Ok(Line::TooLong);
-    }
-    Ok(Line::Read)
+            Some(_) => Line::Read,
+        },
+    )
 }
 
 /// Prints the stats of the trace at `path` (text, or JSON with `json`).

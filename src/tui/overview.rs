@@ -13,7 +13,7 @@ use ratatui::Frame;
 
 use super::state::{Effect, Modal, PanelState, State};
 use super::view::status_symbol;
-use super::widgets::{modal_block, truncate_line, DIM};
+use super::widgets::{modal_block, step_selection, truncate_line, DIM};
 use harness9_base::sanitize::clean_line;
 
 /// The overview's selection.
@@ -41,16 +41,12 @@ impl super::state::ModalView for OverviewState {
         let n = state.servers.status.len();
         o.selected = o.selected.min(n.saturating_sub(1));
         let name = state.server_at(o.selected).map(str::to_owned);
+        if step_selection(&mut o.selected, n, key.code) {
+            state.modal = Some(Modal::Overview(o));
+            return Vec::new();
+        }
         match key.code {
             KeyCode::Esc | KeyCode::Char('q') => return Vec::new(),
-            KeyCode::Down | KeyCode::Char('j') | KeyCode::Tab if n > 0 => {
-                o.selected = (o.selected + 1) % n
-            }
-            KeyCode::Up | KeyCode::Char('k') | KeyCode::BackTab if n > 0 => {
-                o.selected = (o.selected + n - 1) % n
-            }
-            KeyCode::Home => o.selected = 0,
-            KeyCode::End => o.selected = n.saturating_sub(1),
             KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') if n > 0 => {
                 state.modal = Some(Modal::Panel(PanelState {
                     selected: o.selected,

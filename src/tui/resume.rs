@@ -51,8 +51,6 @@ impl super::state::ModalView for ResumePicker {
         }
         match key.code {
             KeyCode::Esc | KeyCode::Char('q') => return Vec::new(),
-            KeyCode::Home => p.selected = 0,
-            KeyCode::End => p.selected = n.saturating_sub(1),
             KeyCode::Enter => {
                 if let Some(id) = p.id(p.selected) {
                     return vec![Effect::Resume(id.to_owned())];

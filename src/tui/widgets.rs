@@ -154,8 +154,8 @@ pub(super) fn list_frame(frame: &mut Frame, area: Rect, title: &str, help: &str)
     body
 }
 
-/// A list modal's moves: ↓/j/Tab and ↑/k/BackTab step `selected` among `n` rows (wrapping);
-/// false for any other key.
+/// A list modal's moves: ↓/j/Tab and ↑/k/BackTab step `selected` among `n` rows (wrapping),
+/// Home and End go to the first and the last; false for any other key (and with no rows).
 pub(super) fn step_selection(selected: &mut usize, n: usize, code: KeyCode) -> bool {
     if n == 0 {
         return false;
@@ -163,6 +163,8 @@ pub(super) fn step_selection(selected: &mut usize, n: usize, code: KeyCode) -> b
     match code {
         KeyCode::Down | KeyCode::Char('j') | KeyCode::Tab => *selected = (*selected + 1) % n,
         KeyCode::Up | KeyCode::Char('k') | KeyCode::BackTab => *selected = (*selected + n - 1) % n,
+        KeyCode::Home => *selected = 0,
+        KeyCode::End => *selected = n - 1,
         _ => return false,
     }
     true

@@ -154,21 +154,6 @@ pub struct Conn {
 }
 
 impl Conn {
-    fn apply(&self, span: &Span) {
-        span.set_attribute("network.transport", self.transport);
-        span.set_attribute("harness9.mcp.server", self.server.clone());
-        if let Some((host, port)) = &self.address {
-            span.set_attribute("server.address", host.clone());
-            span.set_attribute("server.port", i64::from(*port));
-        }
-        if let Some(v) = self.version {
-            span.set_attribute("mcp.protocol.version", v);
-        }
-        if let Some(s) = &self.session {
-            span.set_attribute("mcp.session.id", s.clone());
-        }
-    }
-
     fn attributes(&self) -> Vec<KeyValue> {
         let mut a = vec![KeyValue::new("network.transport", self.transport)];
         if let Some(v) = self.version {
@@ -180,6 +165,32 @@ impl Conn {
         }
         a
     }
+}
+
+/// One MCP span (`kind` `client` or `server`) with every attribute given at its creation (one
+/// pass; nothing is formatted when it is not recorded).
+fn mcp_span(
+    kind: &'static str,
+    parent: &Span,
+    method: &'static str,
+    target: Option<&str>,
+    id: Option<&dyn tracing::Value>,
+    conn: &Conn,
+) -> Span {
+    let tool = target.filter(|_| method == "tools/call");
+    tracing::info_span!(target: TARGET, parent: parent, "mcp",
+        otel.name = %SpanName(method, target), otel.kind = kind,
+        mcp.method.name = method,
+        jsonrpc.request.id = id,
+        gen_ai.tool.name = tool,
+        gen_ai.operation.name = tool.map(|_| "execute_tool"),
+        gen_ai.prompt.name = target.filter(|_| method == "prompts/get"),
+        network.transport = conn.transport,
+        harness9.mcp.server = conn.server.as_str(),
+        server.address = conn.address.as_ref().map(|a| a.0.as_str()),
+        server.port = conn.address.as_ref().map(|a| i64::from(a.1)),
+        mcp.protocol.version = conn.version,
+        mcp.session.id = conn.session.as_deref())
 }
 
 /// `Mcp-Session-Id` as exported: the first 32 hex digits of its SHA-256 (the id itself is a
@@ -243,21 +254,15 @@ impl Op {
             // span of a trace of its own.
             return Op(None);
         }
-        // Every attribute given at creation (one pass; none is formatted when not recorded).
-        let tool = target.filter(|_| method == "tools/call");
-        let span = tracing::info_span!(target: TARGET, parent: &parent, "mcp.client",
-            otel.name = %SpanName(method, target), otel.kind = "client",
-            mcp.method.name = method,
-            jsonrpc.request.id = id.map(tracing::field::display),
-            gen_ai.tool.name = tool,
-            gen_ai.operation.name = tool.map(|_| "execute_tool"),
-            gen_ai.prompt.name = target.filter(|_| method == "prompts/get"),
-            network.transport = conn.transport,
-            harness9.mcp.server = conn.server.as_str(),
-            server.address = conn.address.as_ref().map(|a| a.0.as_str()),
-            server.port = conn.address.as_ref().map(|a| i64::from(a.1)),
-            mcp.protocol.version = conn.version,
-            mcp.session.id = conn.session.as_deref());
+        let id = id.map(tracing::field::display);
+        let span = mcp_span(
+            "client",
+            &parent,
+            method,
+            target,
+            id.as_ref().map(|d| d as _),
+            conn,
+        );
         Op::start(span, method, target, conn)
     }
 
@@ -270,15 +275,18 @@ impl Op {
         // A method we do not know is named `other`: a server's string never becomes a name.
         let method: &'static str = crate::protocol::methods::static_name(method).unwrap_or("other");
         let root = parent_or_root(&Span::none());
-        let span = tracing::info_span!(target: TARGET, parent: &root, "mcp.server",
-            otel.name = method, otel.kind = "server", mcp.method.name = method);
+        let id = id.as_deref().map(tracing::field::display);
+        let span = mcp_span(
+            "server",
+            &root,
+            method,
+            None,
+            id.as_ref().map(|d| d as _),
+            conn,
+        );
         if let Some(cx) = params.and_then(|p| p.get("_meta")).and_then(remote_parent) {
             let _ = span.set_parent(cx);
         }
-        if let Some(id) = id {
-            span.set_attribute("jsonrpc.request.id", id);
-        }
-        conn.apply(&span);
         Op::start(span, method, None, conn)
     }
 

@@ -1,6 +1,7 @@
 //! The file built-ins: `read_file` (text only, line windows), `write_file`, `list_dir`.
 
 use super::*;
+use harness9_base::read::read_line_capped;
 
 /// A text file being read: its sniffed first bytes, then the rest.
 pub(super) type TextReader = BufReader<io::Chain<io::Cursor<Vec<u8>>, File>>;
@@ -23,45 +24,6 @@ pub(super) fn open_text(path: &Path) -> io::Result<Option<TextReader>> {
         64 * 1024,
         Read::chain(io::Cursor::new(first), file),
     )))
-}
-
-/// Reads one line (without its `\n` or `\r\n`) keeping at most `keep` bytes of it in `line`;
-/// returns the line's full length, or `None` at the end of the input.
-pub(super) fn read_line_capped(
-    r: &mut impl BufRead,
-    keep: usize,
-    line: &mut Vec<u8>,
-) -> io::Result<Option<usize>> {
-    line.clear();
-    let mut len = 0;
-    let mut any = false;
-    loop {
-        let chunk = r.fill_buf()?;
-        if chunk.is_empty() {
-            break;
-        }
-        any = true;
-        let (part, done) = match chunk.iter().position(|b| *b == b'\n') {
-            Some(i) => (&chunk[..i], Some(i + 1)),
-            None => (chunk, None),
-        };
-        let room = keep.saturating_sub(line.len());
-        line.extend_from_slice(&part[..room.min(part.len())]);
-        len += part.len();
-        let used = done.unwrap_or(part.len());
-        r.consume(used);
-        if done.is_some() {
-            break;
-        }
-    }
-    if !any {
-        return Ok(None);
-    }
-    if line.last() == Some(&b'\r') && line.len() == len {
-        line.pop();
-        len -= 1;
-    }
-    Ok(Some(len))
 }
 
 pub(super) fn read_file(

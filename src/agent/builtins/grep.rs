@@ -1,6 +1,7 @@
 //! The `grep` built-in: a regex over the files under a path, with its own file-name glob.
 
 use super::*;
+use harness9_base::read::read_line_capped;
 
 /// A file-name glob compiled to a regex: `*`, `?`, `[...]`, `{a,b}` and `**` (across `/`).
 pub(super) struct Glob {

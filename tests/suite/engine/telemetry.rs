@@ -57,7 +57,7 @@ impl Phoenix {
         let port = free_port();
         let work = dir.join("phoenix");
         std::fs::create_dir_all(&work).unwrap();
-        let child = Command::new(bin)
+        let mut child = Command::new(bin)
             .arg("serve")
             .env("PHOENIX_WORKING_DIR", &work)
             .env("PHOENIX_HOST", "127.0.0.1")
@@ -67,20 +67,35 @@ impl Phoenix {
             .process_group(0)
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(dir.join("phoenix.log")).unwrap())
-            .stderr(std::fs::File::create(dir.join("phoenix.err")).unwrap())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start phoenix");
+        // Its log (kept in phoenix.err) says when it listens: uvicorn's "running on" line.
+        let (ready_tx, ready) = mpsc::channel();
+        let err = child.stderr.take().expect("phoenix's stderr");
+        let log = dir.join("phoenix.err");
+        std::thread::spawn(move || {
+            let mut file = std::fs::File::create(log).ok();
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if let Some(f) = file.as_mut() {
+                    let _ = writeln!(f, "{line}");
+                }
+                if line.contains("Uvicorn running on") {
+                    let _ = ready_tx.send(());
+                }
+            }
+        });
         let p = Phoenix { child, port };
-        // Its start (about 10 s here) is polled: a collector has no event to wait on.
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while get(port, "/healthz").map(|r| r.0) != Some(200) {
-            assert!(
-                Instant::now() < deadline,
-                "Phoenix did not answer /healthz within 120 s; see {}",
-                dir.display()
-            );
-            std::thread::sleep(Duration::from_millis(250));
-        }
+        ready
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| {
+                panic!("Phoenix did not start within 120 s; see {}", dir.display())
+            });
+        assert_eq!(
+            get(port, "/healthz").map(|r| r.0),
+            Some(200),
+            "Phoenix's /healthz"
+        );
         p
     }
 
