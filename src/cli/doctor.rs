@@ -315,12 +315,7 @@ fn sandbox_check(spec: &ServerSpec) -> Check {
 /// The command a stdio server runs, looked up as its spawn looks it up (its entry's `PATH`
 /// when it sets one).
 fn command_check(command: &str, env: &[(String, String)], cwd: Option<&std::path::Path>) -> Check {
-    let path = env
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| std::ffi::OsString::from(v))
-        .or_else(|| std::env::var_os("PATH"));
+    let path = crate::app::trust::entry_path(env);
     let here = crate::app::trust::resolved_cwd(cwd);
     let is_path = harness9_platform::command::is_path(command);
     match harness9_platform::command::locate(command, path.as_deref(), &here) {
@@ -462,7 +457,7 @@ fn after_start(
             });
         }
         (None, Some(ServerStatus::Failed { error, stderr_tail })) => {
-            if error.starts_with("did not finish starting within") {
+            if error.starts_with(harness9_actors::supervisor::STARTUP_TIMED_OUT) {
                 c.push(
                     Check::fail(
                         "start",

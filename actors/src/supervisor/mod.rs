@@ -37,6 +37,10 @@ mod reconcile;
 
 pub use forward::StatusForward;
 
+/// How the error of a start that ran out of its `startupTimeoutSec` begins (`doctor` tells a
+/// hung server from a failed one by it).
+pub const STARTUP_TIMED_OUT: &str = "did not finish starting within";
+
 /// A call's wait for a server whose tools were offered from the cache.
 type Waiter = oneshot::Sender<Result<Addr<McpServer>, String>>;
 
@@ -284,7 +288,7 @@ impl ServerSupervisor {
         }
         entry.timer = None;
         let error = format!(
-            "did not finish starting within {} (startupTimeoutSec)",
+            "{STARTUP_TIMED_OUT} {} (startupTimeoutSec)",
             fmt_duration(timeout)
         );
         tracing::warn!(target: "mcp", server = %name, "{error}");

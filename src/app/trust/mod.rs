@@ -86,17 +86,21 @@ pub fn resolved_program(command: &str, env: &[(String, String)], cwd: &Path) -> 
         let p = cwd.join(command);
         return std::fs::canonicalize(&p).ok();
     }
-    let path = env
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| std::ffi::OsString::from(v))
-        .or_else(|| std::env::var_os("PATH"))
-        .unwrap_or_default();
+    let path = entry_path(env).unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| cwd.join(dir).join(command))
         .find(|p| executable(p))
         .and_then(|p| std::fs::canonicalize(p).ok())
+}
+
+/// The `PATH` a stdio server's command is looked up in: its entry's own when its env sets one
+/// (as the spawn does), else ours.
+pub fn entry_path(env: &[(String, String)]) -> Option<std::ffi::OsString> {
+    env.iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| std::ffi::OsString::from(v))
+        .or_else(|| std::env::var_os("PATH"))
 }
 
 /// `sha256:<hex>` of what an approval covers for `spec` of `config`: everything the file
