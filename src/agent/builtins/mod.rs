@@ -27,6 +27,8 @@ mod grep;
 pub mod resources;
 pub mod shell_sandbox;
 
+pub use shell_sandbox::ProtectedPaths;
+
 use bash::*;
 use files::*;
 use grep::*;
@@ -65,6 +67,10 @@ pub struct BuiltinOptions {
     pub max_timeout: Duration,
     /// How `bash` is sandboxed (`[permissions] shell`).
     pub shell: shell_sandbox::ShellSandbox,
+    /// Paths inside the project the sandboxed shell must not write (configs harness9 reads,
+    /// approved servers' programs): asked before every `bash` run, so a hot reload's new list
+    /// applies at once. The project's `.git` is kept read-only without being listed.
+    pub protected: Option<ProtectedPaths>,
 }
 
 impl Default for BuiltinOptions {
@@ -75,6 +81,7 @@ impl Default for BuiltinOptions {
             max_timeout: Duration::from_secs(600),
             // The session sets `[permissions] shell` (`Runtime::install_builtins`).
             shell: shell_sandbox::ShellSandbox::default(),
+            protected: None,
         }
     }
 }

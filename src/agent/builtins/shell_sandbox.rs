@@ -1,10 +1,16 @@
 //! The sandbox of the agent's own `bash` (`[permissions] shell`): the same Landlock ruleset
 //! and seccomp socket filter as a sandboxed stdio server (`harness9_actors::server::sandbox`),
-//! with the project (harness9's working directory) and a private temp dir writable.
+//! with the project (harness9's working directory) and a private temp dir writable, except
+//! what something outside the sandbox runs later: the project's `.git` (hooks, `core.fsmonitor`
+//! run on the user's next `git status`) and the app's [`ProtectedPaths`] (the configs harness9
+//! reads, approved servers' programs) stay read-only.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use harness9_actors::server::sandbox::{kernel_abi, prepare, Prepared, Scratch, NET_ABI};
+use harness9_actors::server::sandbox::{
+    carve_out_check, kernel_abi, prepare_keeping, Prepared, Scratch, NET_ABI,
+};
 use harness9_actors::SandboxSpec;
 use serde::Deserialize;
 
@@ -46,18 +52,105 @@ impl ShellSandbox {
     }
 }
 
+/// Paths inside the project the sandboxed shell must not write, beside its `.git`: asked of
+/// the app before every `bash` run (so a hot reload's new list applies at once).
+#[derive(Clone)]
+pub struct ProtectedPaths(Arc<dyn Fn() -> Vec<PathBuf> + Send + Sync>);
+
+impl ProtectedPaths {
+    /// The list `f` gives at each run.
+    pub fn new(f: impl Fn() -> Vec<PathBuf> + Send + Sync + 'static) -> ProtectedPaths {
+        ProtectedPaths(Arc::new(f))
+    }
+
+    /// The list now.
+    pub fn get(&self) -> Vec<PathBuf> {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for ProtectedPaths {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProtectedPaths(..)")
+    }
+}
+
+/// Bytes of a `.git` file (a worktree's or submodule's pointer) read at most.
+const GIT_FILE_MAX: u64 = 4096;
+
+/// The repository paths at `root` the shell keeps read-only: its `.git` (a folder, or the
+/// file of a worktree or submodule), and the folders such a file points at (`gitdir:`, and
+/// that folder's `commondir`), which matter when they lie inside the project.
+fn git_paths(root: &Path) -> Vec<PathBuf> {
+    let dot_git = root.join(".git");
+    let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
+        return Vec::new();
+    };
+    let mut out = vec![dot_git.clone()];
+    if !meta.is_file() {
+        return out;
+    }
+    let Some(gitdir) = pointer(&dot_git, "gitdir:", root) else {
+        return out;
+    };
+    if let Some(common) = pointer(&gitdir.join("commondir"), "", &gitdir) {
+        out.push(common);
+    }
+    out.push(gitdir);
+    out
+}
+
+/// The path a small pointer file holds after `prefix` (relative ones from `base`).
+fn pointer(file: &Path, prefix: &str, base: &Path) -> Option<PathBuf> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(file)
+        .ok()?
+        .take(GIT_FILE_MAX)
+        .read_to_string(&mut text)
+        .ok()?;
+    let line = text.lines().next()?.strip_prefix(prefix)?.trim();
+    if line.is_empty() {
+        return None;
+    }
+    Some(lexical(&base.join(line)))
+}
+
+/// `path` with its `.` and `..` taken out by name (as git joins a relative pointer).
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// A ruleset ready for one `bash` run and its private temp dir (removed when dropped).
 pub(super) struct Confined {
     pub(super) prepared: Prepared,
     pub(super) scratch: Scratch,
     /// Where the command may write (for the refusal note).
     pub(super) writable: Vec<PathBuf>,
+    /// What stays read-only inside it (for the refusal note).
+    pub(super) read_only: Vec<PathBuf>,
     pub(super) network: bool,
 }
 
 /// Builds the sandbox of one `bash` run in `root`; `None` when the shell is unsandboxed. The
+/// project's `.git` and `protected` stay read-only when the project is writable. The
 /// error says why the sandbox cannot be applied and how to run unsandboxed.
-pub(super) fn confine(mode: ShellSandbox, root: &Path) -> Result<Option<Confined>, String> {
+pub(super) fn confine(
+    mode: ShellSandbox,
+    root: &Path,
+    protected: Option<&ProtectedPaths>,
+) -> Result<Option<Confined>, String> {
     let unable = |e: String| {
         format!(
             "the shell's sandbox cannot be applied, so the command did not run: {e}; to run bash unsandboxed set shell = \"off\" under [permissions] in harness9.toml"
@@ -84,6 +177,32 @@ pub(super) fn confine(mode: ShellSandbox, root: &Path) -> Result<Option<Confined
             ));
         }
     }
+    // Only the project is writable beside the private temp dir: with it read-only there is
+    // nothing to carve out.
+    let mut read_only = Vec::new();
+    if write_root {
+        read_only = git_paths(root);
+        let listed = protected.map(ProtectedPaths::get).unwrap_or_default();
+        read_only.extend(listed.into_iter().map(|p| lexical(&root.join(p))));
+        let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let inside = |p: &PathBuf| {
+            std::fs::symlink_metadata(p).is_ok()
+                && p.parent()
+                    .and_then(|d| std::fs::canonicalize(d).ok())
+                    .is_some_and(|d| d.starts_with(&real_root))
+        };
+        read_only.retain(inside);
+        read_only.sort();
+        read_only.dedup();
+        if !read_only.is_empty() {
+            carve_out_check().map_err(|e| {
+                format!(
+                    "the shell's sandbox cannot keep {} read-only, so the command did not run: {e}; allow user namespaces, or set shell = \"read-only\" (bash then writes only a temp dir) or \"off\" under [permissions] in harness9.toml",
+                    list(&read_only)
+                )
+            })?;
+        }
+    }
     let scratch = Scratch::create().map_err(unable)?;
     let spec = SandboxSpec {
         project_dir: root.to_path_buf(),
@@ -91,15 +210,25 @@ pub(super) fn confine(mode: ShellSandbox, root: &Path) -> Result<Option<Confined
         network,
     };
     let cwd = write_root.then_some(root);
-    let prepared = prepare(&spec, cwd, scratch.path()).map_err(unable)?;
+    let prepared = prepare_keeping(&spec, cwd, scratch.path(), &read_only).map_err(unable)?;
     let mut writable: Vec<PathBuf> = cwd.map(Path::to_path_buf).into_iter().collect();
     writable.push(scratch.path().to_path_buf());
     Ok(Some(Confined {
         prepared,
         scratch,
         writable,
+        read_only,
         network,
     }))
+}
+
+/// Paths as a comma-separated list.
+fn list(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The private directory of the user's that `root` is or holds: `$HOME`, `$XDG_CONFIG_HOME`,
@@ -119,8 +248,22 @@ fn holds_private_dirs(root: &Path) -> Option<String> {
 
 /// The note added to a failed command's output when it looks like the sandbox refused it
 /// ("Permission denied" / "Operation not permitted"), naming a path outside the writable set
-/// when the output shows one; `None` when nothing points at the sandbox.
-pub(super) fn refusal_note(output: &str, writable: &[PathBuf], network: bool) -> Option<String> {
+/// when the output shows one, or the read-only paths inside it ("Read-only file system",
+/// "Device or resource busy" for a rename); `None` when nothing points at the sandbox.
+pub(super) fn refusal_note(
+    output: &str,
+    writable: &[PathBuf],
+    read_only: &[PathBuf],
+    network: bool,
+) -> Option<String> {
+    let kept =
+        |l: &str| l.contains("Read-only file system") || l.contains("Device or resource busy");
+    if !read_only.is_empty() && output.lines().any(kept) {
+        return Some(format!(
+            "note: the sandbox keeps {} read-only inside the project: git hooks and config, harness9's configs and approved servers' programs run outside the sandbox later, so only the user changes them; git commands that only read (status, diff, log) work; ask the user to commit or to make such a change",
+            list(read_only)
+        ));
+    }
     let refused =
         |l: &str| l.contains("Permission denied") || l.contains("Operation not permitted");
     let lines: Vec<&str> = output.lines().filter(|l| refused(l)).collect();
@@ -168,7 +311,7 @@ mod tests {
     fn a_refusal_names_the_path_outside_and_the_setting() {
         let w = vec![PathBuf::from("/p"), PathBuf::from("/tmp/harness9-sbx-1")];
         let out = "bash: line 1: /etc/x: Permission denied\nexit code 1";
-        let note = refusal_note(out, &w, false).expect("a note");
+        let note = refusal_note(out, &w, &[], false).expect("a note");
         assert!(
             note.starts_with("note: the sandbox refuses writes to /etc/x: it is outside the writable set (writable: /p, /tmp/harness9-sbx-1")
                 && note.contains("no network")
@@ -176,19 +319,83 @@ mod tests {
             "{note}"
         );
         let out = "touch: cannot touch '/p/sub/f': Permission denied\nexit code 1";
-        let note = refusal_note(out, &w, false).expect("a note");
+        let note = refusal_note(out, &w, &[], false).expect("a note");
         assert!(
             note.starts_with("note: the sandbox may have refused this"),
             "{note}"
         );
-        assert_eq!(refusal_note("no such file\nexit code 1", &w, false), None);
+        assert_eq!(
+            refusal_note("no such file\nexit code 1", &w, &[], false),
+            None
+        );
         let out = "cat: /proc/1/environ: Permission denied\nexit code 1";
-        let note = refusal_note(out, &w, true).expect("a note");
+        let note = refusal_note(out, &w, &[], true).expect("a note");
         assert!(
             note.starts_with(
                 "note: the sandbox refuses access to other processes' /proc (/proc/1/environ)"
             ) && note.contains("TCP and UDP allowed"),
             "{note}"
+        );
+    }
+
+    #[test]
+    fn a_write_to_a_read_only_path_is_explained() {
+        let w = vec![PathBuf::from("/p")];
+        let ro = vec![PathBuf::from("/p/.git"), PathBuf::from("/p/.mcp.json")];
+        for out in [
+            "bash: line 1: .git/hooks/pre-commit: Read-only file system\nexit code 1",
+            "mv: cannot move '.git' to 'g': Device or resource busy\nexit code 1",
+        ] {
+            let note = refusal_note(out, &w, &ro, false).expect("a note");
+            assert!(
+                note.starts_with(
+                    "note: the sandbox keeps /p/.git, /p/.mcp.json read-only inside the project"
+                ) && note.contains("ask the user"),
+                "{note}"
+            );
+        }
+        // Nothing kept: a read-only file system elsewhere is not the sandbox's doing.
+        let out = "touch: cannot touch '/mnt/cd/x': Read-only file system\nexit code 1";
+        assert_eq!(refusal_note(out, &w, &[], false), None);
+    }
+
+    /// A fresh directory, removed when dropped.
+    struct Dir(PathBuf);
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn the_git_paths_are_the_folder_or_the_pointer_and_what_it_points_at() {
+        let d = Dir(std::env::temp_dir().join(format!("h9-gitpaths-{}", std::process::id())));
+        let _ = std::fs::remove_dir_all(&d.0);
+        let plain = d.0.join("plain");
+        std::fs::create_dir_all(&plain).expect("mkdir");
+        assert!(git_paths(&plain).is_empty());
+        let repo = d.0.join("repo");
+        std::fs::create_dir_all(repo.join(".git")).expect("mkdir");
+        assert_eq!(git_paths(&repo), vec![repo.join(".git")]);
+        // A worktree: `.git` is a file pointing at a folder whose `commondir` names the rest.
+        let wt = d.0.join("wt");
+        let admin = repo.join(".git/worktrees/wt");
+        std::fs::create_dir_all(&admin).expect("mkdir");
+        std::fs::create_dir_all(&wt).expect("mkdir");
+        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", admin.display())).expect("write");
+        std::fs::write(admin.join("commondir"), "../..\n").expect("write");
+        assert_eq!(
+            git_paths(&wt),
+            vec![wt.join(".git"), repo.join(".git"), admin.clone()]
+        );
+        // A submodule's relative pointer.
+        let sub = repo.join("sub");
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        std::fs::write(sub.join(".git"), "gitdir: ../.git/modules/sub\n").expect("write");
+        assert_eq!(
+            git_paths(&sub),
+            vec![sub.join(".git"), repo.join(".git/modules/sub")]
         );
     }
 }

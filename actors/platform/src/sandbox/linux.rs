@@ -1,12 +1,27 @@
 //! The sandbox on Linux: a Landlock ruleset and a seccomp filter. Both are built in the parent
 //! (every path opened, the BPF program laid out there); between fork and exec the child only
-//! opens its `/proc/self` and adds it to the ruleset, drops its capabilities, and calls
-//! `prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self` and `seccomp(SET_MODE_FILTER)`:
-//! async-signal-safe syscalls, no allocation.
+//! makes its read-only carve-outs (below), opens its `/proc/self` and adds it to the ruleset,
+//! drops its capabilities, and calls `prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self`
+//! and `seccomp(SET_MODE_FILTER)`: async-signal-safe syscalls, no allocation.
+//!
+//! Read-only carve-outs ([`Rules::read_only`]): Landlock cannot take a folder back out of a
+//! granted one, so the child first enters a mount namespace of its own (`unshare(CLONE_NEWNS)`
+//! as root; otherwise, or when root may not, with a user namespace mapping only its own uid
+//! and gid), makes every mount private (nothing propagates back out), and mounts over each
+//! path a read-only recursive clone of itself (`open_tree`, `mount_setattr`, `move_mount`, on
+//! a descriptor opened with `openat2(RESOLVE_NO_SYMLINKS)`: no link redirects it, and the
+//! mount's locked flags are kept since only `RDONLY` is added). Writes there fail with
+//! `EROFS`, and the path cannot be renamed or removed (`EBUSY`). The capability drop after it
+//! clears the full set a user namespace hands out; Landlock then forbids any change of the
+//! mounts. Where the namespace cannot be made (user namespaces disabled), [`prepare`] fails
+//! with the reason ([`carve_out_check`]) rather than run the child with the hole.
 
+use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::Path;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use landlock::{
     Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
@@ -24,6 +39,8 @@ pub struct Prepared {
     filter: Option<Vec<libc::sock_filter>>,
     /// The read rights the child grants itself on its own `/proc/self`.
     read: u64,
+    /// The real paths the child mounts read-only over themselves ([`Rules::read_only`]).
+    carve: Vec<CString>,
 }
 
 impl Prepared {
@@ -45,10 +62,335 @@ impl Prepared {
         // SAFETY: the closure runs in the child between fork and exec and does only
         // async-signal-safe work: raw syscalls and reading errno; no allocation, no lock.
         let read = self.read;
+        // Laid out here: the child must not allocate.
+        let carve = self.carve.clone();
+        let maps = IdMaps::of_this_process();
         unsafe {
-            cmd.pre_exec(move || restrict(fd, read, filter));
+            cmd.pre_exec(move || {
+                if !carve.is_empty() {
+                    enter_namespace(&maps).map_err(|(_, e)| e)?;
+                    for path in &carve {
+                        mount_read_only(path)?;
+                    }
+                }
+                restrict(fd, read, filter)
+            });
         }
     }
+}
+
+/// The uid and gid maps (`"ID ID 1"`, NUL-free) a child in a new user namespace writes: its
+/// own ids, nothing else.
+#[derive(Clone)]
+struct IdMaps {
+    uid: Vec<u8>,
+    gid: Vec<u8>,
+}
+
+impl IdMaps {
+    fn of_this_process() -> IdMaps {
+        // SAFETY: getuid and getgid cannot fail.
+        let (u, g) = unsafe { (libc::getuid(), libc::getgid()) };
+        IdMaps {
+            uid: format!("{u} {u} 1").into_bytes(),
+            gid: format!("{g} {g} 1").into_bytes(),
+        }
+    }
+}
+
+/// The step of [`enter_namespace`] that failed, for the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Unshare,
+    Setgroups,
+    UidMap,
+    GidMap,
+    Private,
+}
+
+impl Step {
+    fn what(self) -> &'static str {
+        match self {
+            Step::Unshare => "making a user and mount namespace (unshare)",
+            Step::Setgroups => "writing /proc/self/setgroups",
+            Step::UidMap => "writing /proc/self/uid_map",
+            Step::GidMap => "writing /proc/self/gid_map",
+            Step::Private => "making the mounts private",
+        }
+    }
+
+    fn code(self) -> u8 {
+        self as u8 + 1
+    }
+
+    fn from_code(c: u8) -> Option<Step> {
+        [
+            Step::Unshare,
+            Step::Setgroups,
+            Step::UidMap,
+            Step::GidMap,
+            Step::Private,
+        ]
+        .into_iter()
+        .find(|s| s.code() == c)
+    }
+}
+
+/// Writes `data` to the file `path` (a static C string); async-signal-safe.
+fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> io::Result<()> {
+    // SAFETY: open on a C string; write of a live buffer; close of the fd opened here.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = libc::write(fd, data.as_ptr().cast(), data.len());
+        let err = io::Error::last_os_error();
+        libc::close(fd);
+        if n != data.len() as isize {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
+/// Puts the calling (single-threaded) process in a mount namespace of its own whose mounts
+/// are all private: as root a plain one (a user namespace if root may not), otherwise a user
+/// namespace mapping only its own ids. Async-signal-safe: run between fork and exec.
+fn enter_namespace(maps: &IdMaps) -> Result<(), (Step, io::Error)> {
+    let err = |s: Step| (s, io::Error::last_os_error());
+    // SAFETY: geteuid has no preconditions; unshare takes flags only.
+    let plain = unsafe { libc::geteuid() == 0 && libc::unshare(libc::CLONE_NEWNS) == 0 };
+    if !plain {
+        // SAFETY: as above.
+        if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
+            return Err(err(Step::Unshare));
+        }
+        write_proc(c"/proc/self/setgroups", b"deny").map_err(|e| (Step::Setgroups, e))?;
+        write_proc(c"/proc/self/uid_map", &maps.uid).map_err(|e| (Step::UidMap, e))?;
+        write_proc(c"/proc/self/gid_map", &maps.gid).map_err(|e| (Step::GidMap, e))?;
+    }
+    // SAFETY: mount with static C strings and null pointers where the call takes none.
+    let r = unsafe {
+        libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        )
+    };
+    if r != 0 {
+        return Err(err(Step::Private));
+    }
+    Ok(())
+}
+
+/// `struct mount_attr` (`mount_setattr`).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// `struct open_how` (`openat2`; libc's cannot be built by hand).
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
+
+/// Mounts a read-only clone of `path` (with everything mounted under it) over `path`, in the
+/// caller's mount namespace; `path` is opened with no symbolic link anywhere on the way.
+/// Async-signal-safe: run between fork and exec.
+fn mount_read_only(path: &std::ffi::CStr) -> io::Result<()> {
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS,
+    };
+    let fail = |fds: &[libc::c_int]| {
+        let e = io::Error::last_os_error();
+        for &fd in fds {
+            // SAFETY: closing fds opened here.
+            unsafe { libc::close(fd) };
+        }
+        Err(e)
+    };
+    // SAFETY: openat2 reads `how` and the C string before returning.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        return fail(&[]);
+    }
+    let fd = fd as libc::c_int;
+    // SAFETY: open_tree on our fd with an empty C string path.
+    let tree = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            fd,
+            c"".as_ptr(),
+            OPEN_TREE_CLONE
+                | libc::O_CLOEXEC as libc::c_uint
+                | libc::AT_EMPTY_PATH as libc::c_uint
+                | AT_RECURSIVE,
+        )
+    };
+    if tree < 0 {
+        return fail(&[fd]);
+    }
+    let tree = tree as libc::c_int;
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: mount_setattr reads `attr` (on this stack) before returning.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree,
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if r != 0 {
+        return fail(&[tree, fd]);
+    }
+    // SAFETY: move_mount of the detached tree onto the path our fd holds.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree,
+            c"".as_ptr(),
+            fd,
+            c"".as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+        )
+    };
+    if r != 0 {
+        return fail(&[tree, fd]);
+    }
+    // SAFETY: closing the fds opened here.
+    unsafe {
+        libc::close(tree);
+        libc::close(fd);
+    }
+    Ok(())
+}
+
+/// Whether a child can make the mount namespace the read-only carve-outs need: tried once in
+/// a forked child that makes it and exits, then remembered. The error says what failed and
+/// why that usually is.
+pub fn carve_out_check() -> Result<(), String> {
+    static ONCE: OnceLock<Result<(), String>> = OnceLock::new();
+    ONCE.get_or_init(probe_namespace).clone()
+}
+
+fn probe_namespace() -> Result<(), String> {
+    let maps = IdMaps::of_this_process();
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 fills the two fds.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!(
+            "cannot check for mount namespaces: {}",
+            crate::plain_io_error(&io::Error::last_os_error())
+        ));
+    }
+    let [rd, wr] = fds;
+    // SAFETY: the child only makes the namespace (async-signal-safe syscalls, no allocation:
+    // the maps were formatted above), writes 5 bytes and exits without unwinding.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let mut msg = [0u8; 5];
+        if let Err((step, e)) = enter_namespace(&maps) {
+            msg[0] = step.code();
+            msg[1..].copy_from_slice(&e.raw_os_error().unwrap_or(0).to_le_bytes());
+        }
+        // SAFETY: writing a stack buffer to our pipe, then _exit.
+        unsafe {
+            libc::write(wr, msg.as_ptr().cast(), msg.len());
+            libc::_exit(0);
+        }
+    }
+    // SAFETY: closing our copy of the write end.
+    unsafe { libc::close(wr) };
+    if pid < 0 {
+        // SAFETY: closing the read end.
+        unsafe { libc::close(rd) };
+        return Err(format!(
+            "cannot check for mount namespaces: {}",
+            crate::plain_io_error(&io::Error::last_os_error())
+        ));
+    }
+    let mut msg = [0u8; 5];
+    let mut got = 0usize;
+    while got < msg.len() {
+        // SAFETY: reading into the rest of a stack buffer.
+        let n = unsafe { libc::read(rd, msg[got..].as_mut_ptr().cast(), msg.len() - got) };
+        if n > 0 {
+            got += n as usize;
+        } else if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        } else {
+            break;
+        }
+    }
+    let mut status = 0;
+    // SAFETY: closing the read end; reaping our child.
+    unsafe {
+        libc::close(rd);
+        while libc::waitpid(pid, &mut status, 0) < 0
+            && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+        {}
+    }
+    if got < msg.len() {
+        return Err("cannot check for mount namespaces: the check's child died".to_owned());
+    }
+    match Step::from_code(msg[0]) {
+        None => Ok(()),
+        Some(step) => {
+            let errno = i32::from_le_bytes([msg[1], msg[2], msg[3], msg[4]]);
+            Err(namespace_error(step, errno))
+        }
+    }
+}
+
+/// What a failed [`enter_namespace`] step means.
+fn namespace_error(step: Step, errno: i32) -> String {
+    let e = crate::plain_io_error(&io::Error::from_raw_os_error(errno));
+    let why = match (step, errno) {
+        (Step::Unshare, libc::EPERM) | (Step::Unshare, libc::ENOSPC) | (Step::Unshare, libc::EINVAL) => {
+            "; unprivileged user namespaces are disabled here (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, or a container's seccomp policy)"
+        }
+        (Step::Private, _) | (Step::UidMap, _) | (Step::GidMap, _) | (Step::Setgroups, _) => {
+            "; user namespaces are restricted here (Ubuntu's kernel.apparmor_restrict_unprivileged_userns, or a container's policy)"
+        }
+        _ => "",
+    };
+    format!(
+        "paths that must stay read-only inside the writable ones need a mount namespace, and {} failed: {e}{why}",
+        step.what()
+    )
 }
 
 /// `struct landlock_path_beneath_attr` (packed, as the kernel declares it).
@@ -385,6 +727,7 @@ pub fn prepare(sb: &Rules<'_>) -> Result<Prepared, String> {
     // by every process of the machine: a place to plant files for others).
     let mut writable: Vec<&Path> = sb.cwd.into_iter().chain([sb.scratch]).collect();
     writable.extend(sb.writable.iter().map(|p| p.as_path()));
+    let carve = carve_list(&writable, sb.read_only)?;
     let devices = DEVICES.iter().map(Path::new);
     for (path, required) in writable
         .into_iter()
@@ -429,9 +772,37 @@ pub fn prepare(sb: &Rules<'_>) -> Result<Prepared, String> {
             fd,
             filter,
             read: read.bits(),
+            carve,
         }),
         None => Err("landlock: the kernel did not create a ruleset".to_owned()),
     }
+}
+
+/// The carve-outs of `read_only` inside `writable` as C strings for the child; an error when
+/// one cannot be kept or there are some and no mount namespace can be made.
+fn carve_list(writable: &[&Path], read_only: &[PathBuf]) -> Result<Vec<CString>, String> {
+    if read_only.is_empty() {
+        return Ok(Vec::new());
+    }
+    let real: Vec<PathBuf> = writable
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    let keep = super::carve_outs(&real, read_only)?;
+    if keep.is_empty() {
+        return Ok(Vec::new());
+    }
+    carve_out_check()?;
+    keep.iter()
+        .map(|p| {
+            CString::new(p.as_os_str().as_bytes()).map_err(|_| {
+                format!(
+                    "cannot keep {} read-only: its name holds a NUL byte",
+                    p.display()
+                )
+            })
+        })
+        .collect()
 }
 
 fn source_of(e: &landlock::PathFdError) -> String {
@@ -461,6 +832,7 @@ mod tests {
             scratch: Path::new("/"),
             writable: &writable,
             network: true,
+            read_only: &[],
         };
         let Err(e) = prepare(&sb) else {
             panic!("prepared a sandbox with a missing path");

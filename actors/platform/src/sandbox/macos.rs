@@ -61,6 +61,12 @@ pub fn kernel_abi() -> Result<i32, String> {
     Ok(NET_ABI.max(6))
 }
 
+/// Read-only carve-outs need nothing more than the profile's deny rules (Seatbelt's last
+/// matching rule wins).
+pub fn carve_out_check() -> Result<(), String> {
+    kernel_abi().map(|_| ())
+}
+
 /// `path` resolved (Seatbelt matches real paths: `/var` is `/private/var`); the error names it.
 fn real(what: &str, path: &Path) -> Result<PathBuf, String> {
     std::fs::canonicalize(path)
@@ -78,12 +84,17 @@ pub fn prepare(sb: &Rules<'_>) -> Result<Prepared, String> {
         .iter()
         .map(|w| real("writable path", w))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut all: Vec<PathBuf> = cwd.iter().cloned().collect();
+    all.push(scratch.clone());
+    all.extend(writable.iter().cloned());
+    let read_only = super::carve_outs(&all, sb.read_only)?;
     Ok(Prepared {
         profile: profile(&Rules {
             cwd: cwd.as_deref(),
             scratch: &scratch,
             writable: &writable,
             network: sb.network,
+            read_only: &read_only,
         }),
     })
 }

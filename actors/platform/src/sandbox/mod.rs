@@ -32,7 +32,7 @@ use macos as imp;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 use other as imp;
 
-pub use imp::{kernel_abi, prepare, Prepared};
+pub use imp::{carve_out_check, kernel_abi, prepare, Prepared};
 
 /// Whether this system has a sandbox at all. Where it has none (Windows), the shipped default of
 /// the shell's sandbox (`[permissions] shell`) is off; a sandbox asked for explicitly fails.
@@ -67,6 +67,90 @@ pub struct Rules<'a> {
     pub writable: &'a [PathBuf],
     /// Whether it may use the network (TCP, UDP, address lookups; never a unix socket).
     pub network: bool,
+    /// Paths inside the writable ones that stay read-only, with everything under them (a
+    /// project's `.git`, the configs harness9 reads). Those that do not exist or lie outside
+    /// the writable set are left out; one that is a symbolic link, or reached through one
+    /// inside the writable set, is refused (the child could swap the link). On Linux they
+    /// need a mount namespace ([`carve_out_check`]); on macOS they are denied in the profile.
+    pub read_only: &'a [PathBuf],
+}
+
+/// The paths of `read_only` to keep read-only for a child that may write `writable` (real
+/// paths): each resolved, those missing or outside `writable` left out, none under another;
+/// the error names a path that cannot be kept (a symbolic link the child could re-point, a
+/// relative path, one that cannot be resolved).
+pub(crate) fn carve_outs(
+    writable: &[PathBuf],
+    read_only: &[PathBuf],
+) -> Result<Vec<PathBuf>, String> {
+    let inside = |p: &Path| writable.iter().any(|w| p.starts_with(w));
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in read_only {
+        let plain = p.is_absolute()
+            && p.components().all(|c| {
+                !matches!(
+                    c,
+                    std::path::Component::ParentDir | std::path::Component::CurDir
+                )
+            });
+        if !plain {
+            return Err(format!(
+                "cannot keep {} read-only: it is not a plain absolute path",
+                p.display()
+            ));
+        }
+        match std::fs::symlink_metadata(p) {
+            Ok(_) => {}
+            // Nothing there (or no folder to hold it): nothing to keep.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                continue
+            }
+            Err(e) => {
+                return Err(format!(
+                    "cannot keep {} read-only: {}",
+                    p.display(),
+                    crate::plain_io_error(&e)
+                ))
+            }
+        }
+        // A link the child may replace (its folder is writable) would let it point the
+        // path harness9 reads somewhere else: refused, wherever it is on the way.
+        for a in p.ancestors() {
+            let is_link = std::fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink());
+            let Some(parent) = a.parent() else { continue };
+            if is_link && std::fs::canonicalize(parent).is_ok_and(|d| inside(&d)) {
+                let to = std::fs::read_link(a)
+                    .map(|t| format!(" (to {})", t.display()))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "cannot keep {} read-only: {} is a symbolic link{to} in a writable folder, which the sandboxed command could point elsewhere; replace the link with what it points at",
+                    p.display(),
+                    a.display()
+                ));
+            }
+        }
+        let real = std::fs::canonicalize(p).map_err(|e| {
+            format!(
+                "cannot keep {} read-only: {}",
+                p.display(),
+                crate::plain_io_error(&e)
+            )
+        })?;
+        if inside(&real) {
+            out.push(real);
+        }
+    }
+    out.sort();
+    out.dedup();
+    // One under another is covered by it (the outer one is read-only with all it holds).
+    let all = out.clone();
+    out.retain(|p| !all.iter().any(|o| o != p && p.starts_with(o)));
+    Ok(out)
 }
 
 /// A sandboxed child's private scratch directory, its `$TMPDIR`: created by harness9 in the
@@ -138,5 +222,86 @@ mod tests {
         assert_eq!(crate::fs::mode_of(&meta) & 0o777, 0o700);
         drop(s);
         assert!(!p.exists());
+    }
+
+    /// A fresh directory for a test, removed when dropped.
+    struct Dir(PathBuf);
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn dir(tag: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("h9-carve-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("dir");
+        Dir(std::fs::canonicalize(&d).expect("real"))
+    }
+
+    #[test]
+    fn carve_outs_keep_what_exists_inside_the_writable_set_once() {
+        let d = dir("keep");
+        let proj = d.0.join("proj");
+        let other = d.0.join("other");
+        for p in [proj.join(".git/hooks"), other.clone()] {
+            std::fs::create_dir_all(p).expect("mkdir");
+        }
+        std::fs::write(proj.join("harness9.toml"), "").expect("write");
+        std::fs::write(other.join("x.toml"), "").expect("write");
+        let got = carve_outs(
+            std::slice::from_ref(&proj),
+            &[
+                proj.join(".git"),
+                proj.join(".git/config"),
+                proj.join(".git/hooks"),
+                proj.join("harness9.toml"),
+                proj.join("harness9.toml"),
+                proj.join("missing.json"),
+                proj.join("missing/deeper.json"),
+                proj.join("harness9.toml/under-a-file"),
+                other.join("x.toml"),
+            ],
+        )
+        .expect("carve");
+        assert_eq!(got, vec![proj.join(".git"), proj.join("harness9.toml")]);
+    }
+
+    #[test]
+    fn carve_outs_refuse_a_link_the_child_could_repoint_and_relative_paths() {
+        let d = dir("link");
+        let proj = d.0.join("proj");
+        let outside = d.0.join("outside");
+        std::fs::create_dir_all(proj.join("real")).expect("mkdir");
+        std::fs::create_dir_all(&outside).expect("mkdir");
+        std::fs::write(proj.join("real/cfg.json"), "").expect("write");
+        std::fs::write(outside.join("cfg.json"), "").expect("write");
+        std::os::unix::fs::symlink(proj.join("real/cfg.json"), proj.join("cfg.json")).expect("ln");
+        std::os::unix::fs::symlink(proj.join("real"), proj.join("conf")).expect("ln");
+        let w = std::slice::from_ref(&proj);
+        for (p, link) in [
+            (proj.join("cfg.json"), proj.join("cfg.json")),
+            (proj.join("conf/cfg.json"), proj.join("conf")),
+        ] {
+            let e = carve_outs(w, std::slice::from_ref(&p)).expect_err("a link");
+            assert_eq!(
+                e,
+                format!(
+                    "cannot keep {} read-only: {} is a symbolic link (to {}) in a writable folder, which the sandboxed command could point elsewhere; replace the link with what it points at",
+                    p.display(),
+                    link.display(),
+                    std::fs::read_link(&link).expect("link").display()
+                )
+            );
+        }
+        // A link outside the writable set cannot be re-pointed by the child: resolved.
+        std::os::unix::fs::symlink(&proj, d.0.join("via")).expect("ln");
+        let got = carve_outs(w, &[d.0.join("via/real/cfg.json")]).expect("carve");
+        assert_eq!(got, vec![proj.join("real/cfg.json")]);
+        let e = carve_outs(w, &[PathBuf::from("rel/.git")]).expect_err("relative");
+        assert!(e.contains("not a plain absolute path"), "{e}");
+        let e = carve_outs(w, &[proj.join("real/../cfg.json")]).expect_err("dotdot");
+        assert!(e.contains("not a plain absolute path"), "{e}");
     }
 }

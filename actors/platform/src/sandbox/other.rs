@@ -35,6 +35,11 @@ pub fn kernel_abi() -> Result<i32, String> {
     Err(unavailable())
 }
 
+/// No carve-out without a sandbox.
+pub fn carve_out_check() -> Result<(), String> {
+    Err(unavailable())
+}
+
 /// Always fails: the sandbox is not available here yet.
 pub fn prepare(_sb: &Rules<'_>) -> Result<Prepared, String> {
     Err(unavailable())

@@ -12,6 +12,9 @@
 //! - write only the child's `cwd` (when given), its scratch directory, the device files of
 //!   [`DEVICES`] and the listed paths: not the shared temp directories, not a terminal, no
 //!   POSIX shared memory (the `/dev/shm` of macOS: a place to plant things for others);
+//! - but never the read-only paths ([`Rules::read_only`]: a project's `.git`, the configs
+//!   harness9 reads), nor anything under them: denied after the allows (Seatbelt's last
+//!   matching rule wins), which also refuses renaming or removing them;
 //! - no unix socket, network on or off; network off: no socket at all; network on: TCP and
 //!   UDP, plus the one unix socket address lookups need on macOS, the system resolver's
 //!   (`/private/var/run/mDNSResponder`), and the system services TLS and DNS use;
@@ -78,6 +81,13 @@ pub fn profile(rules: &Rules<'_>) -> Profile {
     for (i, w) in rules.writable.iter().enumerate() {
         add(format!("W{i}"), w);
     }
+    // `subpath` matches the path itself and what it holds: a file or a folder alike.
+    let mut read_only: Vec<String> = Vec::new();
+    for (i, r) in rules.read_only.iter().enumerate() {
+        let name = format!("R{i}");
+        read_only.push(format!("(subpath (param \"{name}\"))"));
+        params.push((name, r.to_path_buf()));
+    }
 
     let mut t = String::from(
         "(version 1)\n\
@@ -138,6 +148,16 @@ pub fn profile(rules: &Rules<'_>) -> Profile {
     } else {
         t.push_str("\n; offline: no socket of any kind\n");
     }
+    // Last, so that no allow comes after it (the last matching rule wins).
+    if !read_only.is_empty() {
+        t.push_str("\n; read-only inside the writable set\n");
+        t.push_str("(deny file-write*");
+        for r in &read_only {
+            t.push_str("\n  ");
+            t.push_str(r);
+        }
+        t.push_str(")\n");
+    }
     Profile { text: t, params }
 }
 
@@ -153,6 +173,7 @@ mod tests {
             scratch: Path::new("/private/var/folders/x/T/harness9-sbx-1"),
             writable,
             network,
+            read_only: &[],
         }
     }
 
@@ -368,14 +389,78 @@ mod tests {
         }
     }
 
+    /// The profile's `(deny ...)` forms, in order.
+    fn denies(p: &Profile) -> Vec<String> {
+        let t = &p.text;
+        let mut out = Vec::new();
+        let mut from = 0;
+        while let Some(i) = t[from..].find("(deny ") {
+            let start = from + i;
+            let mut depth = 0;
+            let mut end = start;
+            for (j, c) in t[start..].char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = start + j + 1;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            out.push(t[start..end].to_owned());
+            from = end.max(start + 1);
+        }
+        out
+    }
+
+    #[test]
+    fn promise_read_only_paths_are_denied_after_every_allow() {
+        let cwd = Path::new("/Users/u/proj");
+        let ro = [
+            PathBuf::from("/Users/u/proj/.git"),
+            PathBuf::from("/Users/u/proj/harness9.toml"),
+        ];
+        for network in [false, true] {
+            let mut r = rules(Some(cwd), &[], network);
+            r.read_only = &ro;
+            let p = profile(&r);
+            assert_eq!(
+                denies(&p),
+                vec![
+                    "(deny default)".to_owned(),
+                    "(deny file-write*\n  (subpath (param \"R0\"))\n  (subpath (param \"R1\")))"
+                        .to_owned(),
+                ]
+            );
+            // Seatbelt's last match wins: nothing is allowed after the deny.
+            let deny_at = p.text.find("(deny file-write*").expect("the deny");
+            assert!(!p.text[deny_at..].contains("(allow"), "{}", p.text);
+            assert_eq!(
+                &p.params[2..],
+                &[
+                    ("R0".to_owned(), ro[0].clone()),
+                    ("R1".to_owned(), ro[1].clone()),
+                ]
+            );
+            assert!(!p.text.contains("/Users/u"));
+        }
+        // None: no deny at all.
+        let p = profile(&rules(Some(cwd), &[], false));
+        assert_eq!(denies(&p), vec!["(deny default)".to_owned()]);
+    }
+
     #[test]
     fn the_parentheses_balance() {
         for network in [false, true] {
-            let p = profile(&rules(
-                Some(Path::new("/p")),
-                &[PathBuf::from("/w")],
-                network,
-            ));
+            let ro = [PathBuf::from("/p/.git")];
+            let w = [PathBuf::from("/w")];
+            let mut r = rules(Some(Path::new("/p")), &w, network);
+            r.read_only = &ro;
+            let p = profile(&r);
             let mut depth = 0i32;
             let mut in_string = false;
             for c in p.text.chars() {
