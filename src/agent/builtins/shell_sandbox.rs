@@ -368,6 +368,54 @@ mod tests {
         }
     }
 
+    #[actix_rt::test]
+    async fn a_listed_path_stays_read_only_and_the_list_is_asked_at_each_run() {
+        let d = Dir(std::env::temp_dir().join(format!("h9-protected-{}", std::process::id())));
+        let _ = std::fs::remove_dir_all(&d.0);
+        let proj = d.0.join("proj");
+        std::fs::create_dir_all(proj.join("src")).expect("mkdir");
+        std::fs::write(proj.join("harness9.toml"), "model = \"m\"\n").expect("write");
+        let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (n, listed) = (
+            asked.clone(),
+            vec![proj.join("harness9.toml"), d.0.join("elsewhere")],
+        );
+        let protected = ProtectedPaths::new(move || {
+            n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            listed.clone()
+        });
+        for run in 1..=2 {
+            let c = confine(ShellSandbox::WorkspaceWrite, &proj, Some(&protected))
+                .expect("confine")
+                .expect("sandboxed");
+            // Outside the project: not carved (the sandbox does not write there anyway).
+            assert_eq!(c.read_only, vec![proj.join("harness9.toml")]);
+            assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), run);
+            let mut cmd = tokio::process::Command::new("bash");
+            cmd.arg("-c")
+                .arg("echo 'model = \"evil\"' >> harness9.toml; mv harness9.toml x.toml; echo y > src/ok.txt")
+                .current_dir(&proj);
+            let out = c.prepared.wrap(cmd).output().await.expect("bash");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("harness9.toml: Read-only file system")
+                    && err.contains("Device or resource busy"),
+                "{err}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(proj.join("harness9.toml")).expect("read"),
+                "model = \"m\"\n"
+            );
+            assert!(proj.join("src/ok.txt").exists());
+        }
+        // Read-only mode writes nothing of the project: nothing to carve out, nothing asked.
+        let c = confine(ShellSandbox::ReadOnly, &proj, Some(&protected))
+            .expect("confine")
+            .expect("sandboxed");
+        assert!(c.read_only.is_empty());
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
     #[test]
     fn the_git_paths_are_the_folder_or_the_pointer_and_what_it_points_at() {
         let d = Dir(std::env::temp_dir().join(format!("h9-gitpaths-{}", std::process::id())));
