@@ -103,6 +103,9 @@ enum As {
     /// uid and gid 65534 (through `setpriv` when the suite runs as root; the suite's own
     /// user, who is not root either, otherwise).
     Nobody,
+    /// The suite's own user under a seccomp policy that refuses `unshare` (a container's:
+    /// no namespaces), through the program at this path ([`no_unshare`]).
+    NoNamespaces(&'static str),
 }
 
 /// Whether the suite runs as root.
@@ -128,6 +131,10 @@ fn run_bash(tag: &str, p: &Project, commands: &[&str], who: As) -> Vec<String> {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(env!("CARGO_BIN_EXE_harness9"));
+        c
+    } else if let As::NoNamespaces(wrapper) = who {
+        let mut c = Command::new(wrapper);
+        c.arg(env!("CARGO_BIN_EXE_harness9"));
         c
     } else {
         Command::new(env!("CARGO_BIN_EXE_harness9"))
@@ -167,6 +174,56 @@ fn run_bash(tag: &str, p: &Project, commands: &[&str], who: As) -> Vec<String> {
                 .to_owned()
         })
         .collect()
+}
+
+/// A C program that runs its arguments under a seccomp filter refusing `unshare` with `EPERM`,
+/// as a container's default policy does.
+const NO_UNSHARE_C: &str = r#"
+#include <stddef.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <errno.h>
+int main(int argc, char **argv) {
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { sizeof f / sizeof f[0], f };
+    if (argc < 2 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+        perror("no-unshare");
+        return 125;
+    }
+    execv(argv[1], argv + 1);
+    perror("no-unshare: exec");
+    return 126;
+}
+"#;
+
+/// The [`NO_UNSHARE_C`] program, compiled once for the suite.
+fn no_unshare() -> &'static str {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let dir = temp_path("no-unshare");
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = dir.join("no_unshare.c");
+        std::fs::write(&src, NO_UNSHARE_C).unwrap();
+        let bin = dir.join("no_unshare");
+        let mut cc = Command::new("cc");
+        cc.arg("-o").arg(&bin).arg(&src);
+        let out = output_within(cc, None, Duration::from_secs(60));
+        assert!(
+            out.status.success(),
+            "cc: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        bin.display().to_string()
+    })
 }
 
 /// Every file under `dir` with its bytes, sorted: a snapshot to compare.
@@ -505,4 +562,46 @@ fn the_sandboxed_shell_has_no_capability_as_root_or_as_another_user() {
         // And the carve-out held.
         assert!(out[0].contains("Read-only file system"), "{}", out[0]);
     }
+}
+
+#[test]
+fn without_namespaces_the_shell_refuses_to_run_with_git_writable() {
+    let wrapper = no_unshare();
+    let p = Project::git("shell-no-ns");
+    let out = run_bash(
+        "shell-no-ns",
+        &p,
+        &[&format!("{PLANT_HOOK}; echo ran > ran.txt")],
+        As::NoNamespaces(wrapper),
+    );
+    assert!(
+        out[0].starts_with(&format!(
+            "tool \"bash\": the shell's sandbox cannot keep {}/.git read-only, so the command did not run: ",
+            std::fs::canonicalize(&p.dir).unwrap().display()
+        )) && out[0].contains("Operation not permitted")
+            && out[0].contains("shell = \"read-only\"")
+            && out[0].contains("\"off\" under [permissions] in harness9.toml"),
+        "{}",
+        out[0]
+    );
+    assert!(!p.dir.join("ran.txt").exists(), "the command ran");
+    assert!(!p.dir.join(".git/hooks/pre-commit").exists());
+    // Nothing to protect (no repository): the command runs, confined as before.
+    let plain = Project::new("shell-no-ns-plain");
+    let out = run_bash(
+        "shell-no-ns-plain",
+        &plain,
+        &["echo ran > ran.txt && echo ran"],
+        As::NoNamespaces(wrapper),
+    );
+    assert!(out[0].contains("ran\nexit code 0"), "{}", out[0]);
+    // And with the shell read-only, which writes nothing of the project.
+    p.shell("read-only");
+    let out = run_bash(
+        "shell-no-ns-ro",
+        &p,
+        &["git status --short && echo read"],
+        As::NoNamespaces(wrapper),
+    );
+    assert!(out[0].contains("read\nexit code 0"), "{}", out[0]);
 }

@@ -236,8 +236,10 @@ mod tests {
     fn dir(tag: &str) -> Dir {
         let d = std::env::temp_dir().join(format!("h9-carve-{}-{tag}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("dir");
-        Dir(std::fs::canonicalize(&d).expect("real"))
+        if let Err(e) = std::fs::create_dir_all(&d) {
+            panic!("{}: {e}", d.display());
+        }
+        Dir(std::fs::canonicalize(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())))
     }
 
     #[test]
