@@ -730,3 +730,50 @@ fn a_user_file_a_sandboxed_server_may_write_asks_in_the_tui() {
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }
+
+/// `git init` in `dir` (no user or system config).
+fn git_init(dir: &Path) {
+    let mut cmd = std::process::Command::new("git");
+    cmd.args(["init", "-q"])
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir);
+    let out = output_within(cmd, None, Duration::from_secs(30));
+    assert!(out.status.success(), "git init: {}", text(&out.stderr));
+}
+
+#[test]
+fn a_sandboxed_server_cannot_write_the_git_of_a_repository_it_may_write() {
+    // One repository is the server's `cwd`, another a `writable` path: both writable but
+    // their `.git` (hooks and config run when the user runs git there).
+    let own = outside("git-cwd");
+    let listed = outside("git-listed");
+    for d in [&own, &listed] {
+        git_init(d);
+    }
+    let mut boxed = fixture_entry(Some(json!({"writable": [listed]})));
+    boxed["cwd"] = json!(own);
+    let dir = project_with(
+        "sbx-git",
+        json!({"boxed": boxed, "open": fixture_entry(None)}),
+    );
+    for repo in [&own, &listed] {
+        let before = std::fs::read(repo.join(".git/config")).unwrap();
+        for target in [repo.join(".git/config"), repo.join(".git/hooks/pre-commit")] {
+            let (code, said) = write(&dir, "boxed", &target);
+            assert_eq!(code, 1, "{}: {said}", target.display());
+            assert!(said.contains("Read-only file system"), "{said}");
+        }
+        assert_eq!(std::fs::read(repo.join(".git/config")).unwrap(), before);
+        assert!(!repo.join(".git/hooks/pre-commit").exists());
+        // The rest of the repository is the server's to write.
+        let (code, said) = write(&dir, "boxed", &repo.join("work.txt"));
+        assert_eq!(code, 0, "{said}");
+        // An unsandboxed server writes the same file.
+        let (code, said) = write(&dir, "open", &repo.join(".git/hooks/pre-commit"));
+        assert_eq!(code, 0, "{said}");
+    }
+    for d in [&own, &listed] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
