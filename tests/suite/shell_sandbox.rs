@@ -541,7 +541,7 @@ fn caps(said: &str) -> Vec<(String, u64)> {
 fn the_sandboxed_shell_has_no_capability_as_root_or_as_another_user() {
     // A repository, so that the shell's `.git` carve-out runs (as a non-root user in a user
     // namespace, which hands out a full set of capabilities inside it).
-    for who in [As::Me, As::Nobody] {
+    for who in [As::Nobody, As::Me] {
         let p = Project::git("shell-caps");
         let out = run_bash(
             "shell-caps",

@@ -79,6 +79,7 @@ pub struct Rules<'a> {
 /// paths): each resolved, those missing or outside `writable` left out, none under another;
 /// the error names a path that cannot be kept (a symbolic link the child could re-point, a
 /// relative path, one that cannot be resolved).
+#[cfg_attr(not(any(target_os = "linux", target_os = "macos")), allow(dead_code))]
 pub(crate) fn carve_outs(
     writable: &[PathBuf],
     read_only: &[PathBuf],
