@@ -777,3 +777,45 @@ fn a_sandboxed_server_cannot_write_the_git_of_a_repository_it_may_write() {
         let _ = std::fs::remove_dir_all(d);
     }
 }
+
+#[test]
+fn without_namespaces_a_server_whose_grant_holds_a_git_does_not_start() {
+    let repo = outside("git-nons");
+    git_init(&repo);
+    let plain = outside("plain-nons");
+    let mut boxed = fixture_entry(Some(json!(true)));
+    boxed["cwd"] = json!(repo);
+    let mut other = fixture_entry(Some(json!(true)));
+    other["cwd"] = json!(plain);
+    let dir = project_with("sbx-git-nons", json!({"boxed": boxed, "other": other}));
+    // A container's seccomp policy that refuses namespaces (tests/suite/shell_sandbox.rs).
+    let mut cmd = std::process::Command::new(super::shell_sandbox::no_unshare());
+    cmd.arg(env!("CARGO_BIN_EXE_harness9"))
+        .args(["--approve-project", "mcp", "list", "--json"])
+        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+        .env("HARNESS9_SESSIONS", dir.join("sessions"))
+        .env("HARNESS9_TOOL_CACHE", dir.join("tool-cache"))
+        .env("XDG_CONFIG_HOME", &dir)
+        .current_dir(&dir);
+    let out = output_within(cmd, None, Duration::from_secs(60));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&out.stdout), text(&out.stderr)));
+    let row = |name: &str| rows.iter().find(|r| r["name"] == name).cloned().unwrap();
+    let r = row("boxed");
+    assert_eq!(r["status"], "failed", "{r}");
+    let e = r["error"].as_str().unwrap_or_default();
+    let git = std::fs::canonicalize(repo.join(".git")).unwrap();
+    assert!(
+        e.contains(&format!(
+            "sandbox cannot be applied, so the server is not started: cannot keep {} read-only: ",
+            git.display()
+        )) && e.contains("Operation not permitted")
+            && e.contains("make no writable path hold them"),
+        "{e}"
+    );
+    // Nothing to keep: it starts as before.
+    assert_eq!(row("other")["status"], "connected", "{rows:?}");
+    for d in [&repo, &plain] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}

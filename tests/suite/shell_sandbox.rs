@@ -206,7 +206,7 @@ int main(int argc, char **argv) {
 "#;
 
 /// The [`NO_UNSHARE_C`] program, compiled once for the suite.
-fn no_unshare() -> &'static str {
+pub(super) fn no_unshare() -> &'static str {
     static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     PATH.get_or_init(|| {
         let dir = temp_path("no-unshare");

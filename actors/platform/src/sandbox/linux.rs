@@ -792,7 +792,13 @@ fn carve_list(writable: &[&Path], read_only: &[PathBuf]) -> Result<Vec<CString>,
     if keep.is_empty() {
         return Ok(Vec::new());
     }
-    carve_out_check()?;
+    carve_out_check().map_err(|e| {
+        let names: Vec<String> = keep.iter().map(|p| p.display().to_string()).collect();
+        format!(
+            "cannot keep {} read-only: {e}; allow user namespaces, or make no writable path hold them",
+            names.join(", ")
+        )
+    })?;
     keep.iter()
         .map(|p| {
             CString::new(p.as_os_str().as_bytes()).map_err(|_| {
