@@ -114,3 +114,92 @@ fn a_project_settings_file_cannot_send_the_conversation_to_its_endpoint() {
     assert_eq!(asked[2]["body"]["model"], "projects");
     assert!(repos.requests().is_empty());
 }
+
+/// A user's server `python -m usersrv` (the module installed in the user's own library, the
+/// PyPI `mcp` server behind it) and a repository whose `./usersrv/__main__.py` writes a
+/// marker: (the project dir, HOME, the marker, where the user's module records its cwd).
+fn hijack_setup(tag: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    let (dir, home) = dirs(tag);
+    let lib = temp_path(&format!("{tag}-lib"));
+    std::fs::create_dir_all(lib.join("usersrv")).unwrap();
+    let ran_in = lib.join("ran-in.txt");
+    std::fs::write(
+        lib.join("usersrv/__main__.py"),
+        format!(
+            "import os, runpy\nopen({ran:?}, 'w').write(os.getcwd())\nrunpy.run_path({srv:?}, run_name='__main__')\n",
+            ran = ran_in.display().to_string(),
+            srv = repo().join("tests/python/server.py").display().to_string(),
+        ),
+    )
+    .unwrap();
+    let marker = temp_path(&format!("{tag}-marker"));
+    std::fs::create_dir_all(dir.join("usersrv")).unwrap();
+    std::fs::write(
+        dir.join("usersrv/__main__.py"),
+        format!(
+            "open({:?}, 'w').write('the repository ran')\nraise SystemExit(1)\n",
+            marker.display().to_string()
+        ),
+    )
+    .unwrap();
+    let py = repo().join(".deps/venv/bin/python");
+    assert!(py.exists(), "run scripts/setup.sh first");
+    std::fs::write(
+        home.join(".config/harness9/mcp.json"),
+        json!({"mcpServers": {"u": {
+            "command": py,
+            "args": ["-m", "usersrv"],
+            "env": {"PYTHONPATH": lib},
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    (dir, home, marker, ran_in)
+}
+
+/// `harness9 mcp list --json` in `dir`, with or without `--approve-project`: its rows.
+fn mcp_list(dir: &Path, home: &Path, approve: bool) -> (serde_json::Value, String) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_harness9"));
+    without_user_env(&mut cmd);
+    cmd.current_dir(dir)
+        .env("HOME", home)
+        .env("HARNESS9_APPROVALS", home.join("approvals.json"))
+        .env("HARNESS9_TOOL_CACHE", home.join("tool-cache"))
+        .args(["mcp", "list", "--json"]);
+    if approve {
+        cmd.arg("--approve-project");
+    }
+    let out = output_within(cmd, None, LIMIT);
+    let text = said(&out);
+    let rows = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (rows, text)
+}
+
+#[test]
+fn the_users_server_does_not_run_an_untrusted_repositorys_module() {
+    let (dir, home, marker, ran_in) = hijack_setup("b5-python");
+    let (rows, text) = mcp_list(&dir, &home, false);
+    assert!(!marker.exists(), "the repository's module ran: {text}");
+    let row = &rows[0];
+    assert_eq!(
+        (row["name"].as_str(), row["status"].as_str()),
+        (Some("u"), Some("connected")),
+        "{text}"
+    );
+    assert!(row["tools"].as_u64().is_some_and(|n| n > 0), "{text}");
+    // It ran in a directory of its own under harness9's state, not in the repository.
+    let cwd = std::fs::read_to_string(&ran_in).expect("the user's module ran");
+    assert!(
+        cwd.starts_with(
+            &home
+                .join(".local/state/harness9/servers")
+                .display()
+                .to_string()
+        ),
+        "{cwd}"
+    );
+    // Trusted (the user's own word): the same server runs in the project, as it always did,
+    // and there the repository's module is what `python -m` finds.
+    let (_, text) = mcp_list(&dir, &home, true);
+    assert!(marker.exists(), "{text}");
+}
