@@ -103,12 +103,112 @@ pub fn entry_path(env: &[(String, String)]) -> Option<std::ffi::OsString> {
         .or_else(|| std::env::var_os("PATH"))
 }
 
+/// What a content fingerprint reads of one file at most: past it, the length stands in for
+/// the rest (a repository's 10 GB file does not stall a start).
+const MAX_HASHED_BYTES: u64 = 256 << 20;
+
+/// The directory a project config's repository controls: the repository root (the nearest
+/// directory holding `.git` above the config) or else the config's own directory
+/// (`.vscode/mcp.json`: the one above `.vscode`); canonical, `None` when it cannot be
+/// resolved.
+pub fn repository_root(config_path: &Path) -> Option<PathBuf> {
+    let file = std::fs::canonicalize(config_path).ok()?;
+    let mut dir = file.parent()?;
+    if dir.file_name().is_some_and(|n| n == ".vscode") {
+        dir = dir.parent()?;
+    }
+    let mut up = Some(dir);
+    while let Some(d) = up {
+        if d.join(".git").exists() {
+            return Some(d.to_path_buf());
+        }
+        up = d.parent();
+    }
+    Some(dir.to_path_buf())
+}
+
+/// The files inside `root` a stdio server executes or is handed: its `program` and every
+/// argument (or the value of a `--flag=value`) that names an existing file, relative to
+/// `cwd`; canonical (a symlink, such as a `node_modules/.bin` entry, by the file it resolves
+/// to), each once.
+pub fn files_in(root: &Path, program: Option<&Path>, args: &[String], cwd: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let named = args.iter().flat_map(|a| {
+        let value = a
+            .strip_prefix('-')
+            .and_then(|f| f.split_once('='))
+            .map(|(_, v)| v);
+        std::iter::once(a.as_str()).chain(value)
+    });
+    let candidates = program
+        .map(Path::to_path_buf)
+        .into_iter()
+        .chain(named.filter(|a| !a.is_empty()).map(|a| cwd.join(a)));
+    for p in candidates {
+        let Ok(real) = std::fs::canonicalize(&p) else {
+            continue;
+        };
+        if real.starts_with(root) && real.is_file() && !out.contains(&real) {
+            out.push(real);
+        }
+    }
+    out
+}
+
+/// [`files_in`] with each file's content hash: what an approval of a project server also
+/// vouches for, so a script rewritten after it is approved again before it runs.
+fn repository_files(
+    root: &Path,
+    program: Option<&Path>,
+    args: &[String],
+    cwd: &Path,
+) -> Vec<serde_json::Value> {
+    files_in(root, program, args, cwd)
+        .into_iter()
+        .map(|p| {
+            let hash = content_hash(&p).unwrap_or_else(|e| format!("unreadable: {e}"));
+            json!({"path": p.display().to_string(), "content": hash})
+        })
+        .collect()
+}
+
+/// `sha256:<hex>` of the file at `path` (its first [`MAX_HASHED_BYTES`], then `+<length>`
+/// when it is longer).
+pub fn content_hash(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut left = MAX_HASHED_BYTES;
+    while left > 0 {
+        let want = buf.len().min(usize::try_from(left).unwrap_or(buf.len()));
+        let n = file.read(&mut buf[..want])?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        left -= n as u64;
+    }
+    let hex: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(if len > MAX_HASHED_BYTES {
+        format!("sha256:{hex}+{len}")
+    } else {
+        format!("sha256:{hex}")
+    })
+}
+
 /// `sha256:<hex>` of what an approval covers for `spec` of `config`: everything the file
 /// controls that reaches a process or the network, and where it will run. That is the entry
 /// as written (every field, header values and `${...}` references unexpanded, env, args, cwd,
 /// url, `envFile`'s path and its content, the inputs it uses with their declared text) and the
 /// resolved facts: the working directory, the canonical path of the program that will be
-/// executed, and the sandbox. The user's own values (`${VAR}` from the environment, input
+/// executed, the content (SHA-256) of that program and of every file an argument names when
+/// they are inside the repository ([`repository_root`], [`files_in`]), and the sandbox. The user's own values (`${VAR}` from the environment, input
 /// values) are not part of it: they are the user's, not the repository's.
 pub fn fingerprint(config: &Config, spec: &ServerSpec) -> String {
     let written = config.written(&spec.name);
@@ -124,8 +224,21 @@ pub fn fingerprint(config: &Config, spec: &ServerSpec) -> String {
         } => {
             let dir = resolved_cwd(cwd.as_deref());
             let program = resolved_program(command, env, &dir);
-            json!({"cwd": dir.display().to_string(),
-                   "program": program.map(|p| p.display().to_string())})
+            let args = match transport {
+                TransportSpec::Stdio { args, .. } => args.as_slice(),
+                _ => &[],
+            };
+            let content = repository_root(&config.path)
+                .map(|root| repository_files(&root, program.as_deref(), args, &dir))
+                .unwrap_or_default();
+            let mut facts = json!({"cwd": dir.display().to_string(),
+                   "program": program.map(|p| p.display().to_string())});
+            // Only when there is any: an approval of a server that runs nothing of the
+            // repository's stays what it was.
+            if !content.is_empty() {
+                facts["content"] = json!(content);
+            }
+            facts
         }
         _ => json!(null),
     };
@@ -557,6 +670,59 @@ mod tests {
             ..Config::default()
         };
         fingerprint(&cfg, spec)
+    }
+
+    #[test]
+    fn the_repositorys_files_a_server_runs_are_found_and_hashed() {
+        let root = std::env::temp_dir().join(format!("h9-files-in-{}", std::process::id()));
+        let repo = root.join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("sub/.vscode")).unwrap();
+        std::fs::create_dir_all(repo.join("node_modules/.bin")).unwrap();
+        std::fs::write(repo.join("sub/.vscode/mcp.json"), "{}").unwrap();
+        std::fs::write(repo.join("server.py"), "print(1)").unwrap();
+        std::fs::write(repo.join("cfg.json"), "{}").unwrap();
+        std::fs::write(repo.join("node_modules/pkg.js"), "x").unwrap();
+        std::os::unix::fs::symlink("../pkg.js", repo.join("node_modules/.bin/pkg")).unwrap();
+        std::fs::write(root.join("outside.py"), "").unwrap();
+        let repo = std::fs::canonicalize(&repo).unwrap();
+        assert_eq!(
+            repository_root(&repo.join("sub/.vscode/mcp.json")),
+            Some(repo.clone())
+        );
+        let args: Vec<String> = [
+            "server.py",
+            "--config=cfg.json",
+            "../outside.py",
+            "missing.py",
+            "server.py",
+            "-v",
+        ]
+        .map(String::from)
+        .to_vec();
+        let bin = repo.join("node_modules/.bin/pkg");
+        let files = files_in(
+            &repo,
+            Some(&std::fs::canonicalize(&bin).unwrap()),
+            &args,
+            &repo,
+        );
+        assert_eq!(
+            files,
+            [
+                repo.join("node_modules/pkg.js"),
+                repo.join("server.py"),
+                repo.join("cfg.json")
+            ]
+        );
+        let before = content_hash(&repo.join("server.py")).unwrap();
+        assert!(
+            before.starts_with("sha256:") && before.len() == 71,
+            "{before}"
+        );
+        std::fs::write(repo.join("server.py"), "print(2)").unwrap();
+        assert_ne!(content_hash(&repo.join("server.py")).unwrap(), before);
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
