@@ -65,6 +65,32 @@ pub struct BuiltinOptions {
     pub max_timeout: Duration,
     /// How `bash` is sandboxed (`[permissions] shell`).
     pub shell: shell_sandbox::ShellSandbox,
+    /// Files inside the project the sandboxed `bash` must not write (what harness9 later runs
+    /// unsandboxed: its configs, the servers' programs), asked before each run.
+    pub protected: Option<ProtectedPaths>,
+}
+
+/// The paths `bash` gets read-only, from a provider asked before each run (the session's:
+/// `harness9_app::trust::protected`).
+#[derive(Clone)]
+pub struct ProtectedPaths(Arc<dyn Fn() -> Vec<PathBuf> + Send + Sync>);
+
+impl ProtectedPaths {
+    /// A provider of the paths.
+    pub fn new(f: impl Fn() -> Vec<PathBuf> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// The paths now.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for ProtectedPaths {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProtectedPaths(..)")
+    }
 }
 
 impl Default for BuiltinOptions {
@@ -75,6 +101,7 @@ impl Default for BuiltinOptions {
             max_timeout: Duration::from_secs(600),
             // The session sets `[permissions] shell` (`Runtime::install_builtins`).
             shell: shell_sandbox::ShellSandbox::default(),
+            protected: None,
         }
     }
 }

@@ -517,7 +517,9 @@ pub fn load(
 
 mod exposed;
 pub use exposed::*;
+mod protected;
 use harness9_base::path::resolved;
+pub use protected::{list as protected_list, protected, Sources};
 
 /// One line per unapproved server of `config`: what it would run and how to approve it.
 pub fn hints(config: &Config) -> Vec<String> {
