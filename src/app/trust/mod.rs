@@ -117,14 +117,16 @@ pub fn repository_root(config_path: &Path) -> Option<PathBuf> {
     if dir.file_name().is_some_and(|n| n == ".vscode") {
         dir = dir.parent()?;
     }
-    let mut up = Some(dir);
-    while let Some(d) = up {
-        if d.join(".git").exists() {
-            return Some(d.to_path_buf());
-        }
-        up = d.parent();
-    }
-    Some(dir.to_path_buf())
+    Some(repository_of(dir))
+}
+
+/// The repository `dir` (canonical) is in: the nearest directory holding `.git` from `dir`
+/// up, else `dir`.
+fn repository_of(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(dir)
+        .to_path_buf()
 }
 
 /// The files inside `root` a stdio server executes or is handed: its `program` and every
@@ -155,15 +157,39 @@ pub fn files_in(root: &Path, program: Option<&Path>, args: &[String], cwd: &Path
     out
 }
 
-/// [`files_in`] with each file's content hash: what an approval of a project server also
-/// vouches for, so a script rewritten after it is approved again before it runs.
+/// The directories a repository controls for a server of the config at `config_path`: the
+/// config's [`repository_root`] and the working directory's (a `--config` file elsewhere may
+/// still run the project's scripts).
+pub fn project_roots(config_path: &Path) -> Vec<PathBuf> {
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let mut roots: Vec<PathBuf> = repository_root(config_path).into_iter().collect();
+    if let Ok(here) = std::fs::canonicalize(&here) {
+        let r = repository_of(&here);
+        if !roots.contains(&r) {
+            roots.push(r);
+        }
+    }
+    roots
+}
+
+/// [`files_in`] (under any of `roots`) with each file's content hash: what an approval of a
+/// project server also vouches for, so a script rewritten after it is approved again before
+/// it runs.
 fn repository_files(
-    root: &Path,
+    roots: &[PathBuf],
     program: Option<&Path>,
     args: &[String],
     cwd: &Path,
 ) -> Vec<serde_json::Value> {
-    files_in(root, program, args, cwd)
+    let mut files: Vec<PathBuf> = Vec::new();
+    for root in roots {
+        for f in files_in(root, program, args, cwd) {
+            if !files.contains(&f) {
+                files.push(f);
+            }
+        }
+    }
+    files
         .into_iter()
         .map(|p| {
             let hash = content_hash(&p).unwrap_or_else(|e| format!("unreadable: {e}"));
@@ -228,9 +254,8 @@ pub fn fingerprint(config: &Config, spec: &ServerSpec) -> String {
                 TransportSpec::Stdio { args, .. } => args.as_slice(),
                 _ => &[],
             };
-            let content = repository_root(&config.path)
-                .map(|root| repository_files(&root, program.as_deref(), args, &dir))
-                .unwrap_or_default();
+            let content =
+                repository_files(&project_roots(&config.path), program.as_deref(), args, &dir);
             let mut facts = json!({"cwd": dir.display().to_string(),
                    "program": program.map(|p| p.display().to_string())});
             // Only when there is any: an approval of a server that runs nothing of the
@@ -443,6 +468,68 @@ impl Approvals {
 /// they are, except one held only for a value of the user's: it waits for approval first. An
 /// approvals file that cannot be read holds every server (nothing runs unasked).
 pub fn hold_unapproved(config: &mut Config, approve_all: bool) -> anyhow::Result<()> {
+    let all = vec![true; config.servers.len()];
+    hold_unapproved_of(config, approve_all, &all)
+}
+
+/// Whether stdio server `spec` of the config at `config_path` runs a file of the repository:
+/// its program or a file an argument names, inside [`project_roots`].
+pub fn runs_repository_files(config_path: &Path, spec: &ServerSpec) -> bool {
+    let TransportSpec::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+    } = &spec.transport
+    else {
+        return false;
+    };
+    let dir = resolved_cwd(cwd.as_deref());
+    let program = resolved_program(command, env, &dir);
+    project_roots(config_path)
+        .iter()
+        .any(|root| !files_in(root, program.as_deref(), args, &dir).is_empty())
+}
+
+/// A `--config` file is the user's own word, but what a server of it runs inside the
+/// repository (its program, a script it is handed: [`runs_repository_files`]) could be
+/// rewritten by what works there (the agent's shell). Such a server is recorded as it is
+/// (its [`fingerprint`], with those files' content) at its first start, and held to approval
+/// ([`hold_unapproved`]) once it changes.
+pub fn hold_changed_given(config: &mut Config, approve_all: bool) -> anyhow::Result<()> {
+    let select: Vec<bool> = config
+        .servers
+        .iter()
+        .map(|s| s.hold.is_none() && runs_repository_files(&config.path, s))
+        .collect();
+    if !select.contains(&true) {
+        return Ok(());
+    }
+    let key = config_key(&config.path);
+    let mut store = Approvals::load(&store_path())?;
+    let mut first = false;
+    for (s, _) in config.servers.iter().zip(&select).filter(|(_, on)| **on) {
+        if !store
+            .entries
+            .iter()
+            .any(|a| a.config == key && a.server == s.name)
+        {
+            store.approve(&key, &s.name, fingerprint(config, s));
+            first = true;
+        }
+    }
+    if first {
+        store.save()?;
+    }
+    hold_unapproved_of(config, approve_all, &select)
+}
+
+/// [`hold_unapproved`] for the servers `select` marks (by index).
+fn hold_unapproved_of(
+    config: &mut Config,
+    approve_all: bool,
+    select: &[bool],
+) -> anyhow::Result<()> {
     let key = config_key(&config.path);
     let mut store = match Approvals::load(&store_path()) {
         Ok(s) => s,
@@ -459,7 +546,8 @@ pub fn hold_unapproved(config: &mut Config, approve_all: bool) -> anyhow::Result
     let hashes: Vec<Option<String>> = config
         .servers
         .iter()
-        .map(|s| approvable(config, s).then(|| fingerprint(config, s)))
+        .zip(select)
+        .map(|(s, on)| (*on && approvable(config, s)).then(|| fingerprint(config, s)))
         .collect();
     if approve_all {
         let mut fresh = false;
@@ -529,7 +617,7 @@ pub fn hints(config: &Config) -> Vec<String> {
         .filter(|s| s.hold == Some(Hold::Unapproved))
         .map(|s| {
             format!(
-                "server {:?} not started: {} is a project config and this server is not approved; it would run: {}; approve it with `harness9 mcp approve {}` (or run with --approve-project)",
+                "server {:?} not started: {} is a project config, or what the server runs inside the repository changed since it was approved, and this server is not approved; it would run: {}; approve it with `harness9 mcp approve {}` (with the same --config, if any; or run with --approve-project)",
                 s.name,
                 config.path.display(),
                 shown(config, s),
