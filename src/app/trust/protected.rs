@@ -28,10 +28,13 @@ pub struct Sources {
 /// list is computed again only when one of them changed.
 type Generation = Vec<(PathBuf, Option<(SystemTime, u64)>)>;
 
+/// The last list and the generation it was computed for.
+type Cache = Arc<Mutex<Option<(Generation, Vec<PathBuf>)>>>;
+
 /// The provider of the paths `bash` may not write: [`list`], cached until a config or
 /// settings file changes.
 pub fn protected(sources: Sources) -> ProtectedPaths {
-    let cache: Arc<Mutex<Option<(Generation, Vec<PathBuf>)>>> = Arc::new(Mutex::new(None));
+    let cache: Cache = Arc::new(Mutex::new(None));
     ProtectedPaths::new(move || {
         let now = generation(&sources);
         let mut cached = cache.lock().unwrap_or_else(|p| p.into_inner());
