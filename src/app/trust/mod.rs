@@ -1,7 +1,10 @@
 //! Approval of project configs: a `.mcp.json` found in the working directory (not given with
 //! `--config`) runs nothing until the user approves its servers. A server is approved by the
 //! SHA-256 of a canonical form of its exact spec (transport, command, args, env keys and values,
-//! cwd, url, header names), so a changed spec asks again. Approvals live in a private (0600)
+//! cwd, url, header names) and of the content of the repository's files it executes (its
+//! program, the scripts its arguments name), so a changed spec or script asks again. A
+//! `--config` server that runs such files is recorded at its first start and asks once they
+//! change ([`hold_changed_given`]). Approvals live in a private (0600)
 //! JSON file: `$HARNESS9_APPROVALS`, else `$XDG_STATE_HOME/harness9/approvals.json`
 //! (`~/.local/state/...`), keyed by the config file's canonical path, the server's name and the
 //! spec's hash. An unapproved server's spec gets `Hold::Unapproved`: the supervisor shows it and
