@@ -203,3 +203,71 @@ fn the_users_server_does_not_run_an_untrusted_repositorys_module() {
     let (_, text) = mcp_list(&dir, &home, true);
     assert!(marker.exists(), "{text}");
 }
+
+/// Point A2 end to end: the agent's `bash` under the default sandbox cannot rewrite what
+/// harness9 later runs outside it (the project config, the settings file, an approved
+/// server's script, the file a `node_modules/.bin` link resolves to) while it still writes
+/// the project's other files. It needs the shell sandbox's read-only carve-out (the
+/// `BuiltinOptions::protected` consumer, built on another branch): run it once both are in.
+#[test]
+#[ignore = "needs the shell sandbox's read-only carve-out (the sandbox branch); run after the merge"]
+fn the_agents_shell_cannot_rewrite_configs_or_the_servers_programs() {
+    let (dir, home) = dirs("a2-protected");
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    std::fs::create_dir_all(dir.join("node_modules/pkg")).unwrap();
+    std::fs::create_dir_all(dir.join("node_modules/.bin")).unwrap();
+    let script = format!("#!/bin/sh\nexec '{}'\n", fixture_bin().display());
+    std::fs::write(dir.join("run.sh"), &script).unwrap();
+    std::fs::write(dir.join("node_modules/pkg/cli.sh"), &script).unwrap();
+    std::os::unix::fs::symlink("../pkg/cli.sh", dir.join("node_modules/.bin/cli")).unwrap();
+    std::fs::write(dir.join("harness9.toml"), "max_steps = 5\n").unwrap();
+    std::fs::write(
+        dir.join(".mcp.json"),
+        json!({"mcpServers": {
+            "s": {"command": "sh", "args": ["run.sh"]},
+            "b": {"command": "sh", "args": ["node_modules/.bin/cli"]},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let before: Vec<(PathBuf, String)> = [
+        ".mcp.json",
+        "harness9.toml",
+        "run.sh",
+        "node_modules/pkg/cli.sh",
+    ]
+    .iter()
+    .map(|f| (dir.join(f), std::fs::read_to_string(dir.join(f)).unwrap()))
+    .collect();
+    let attack = "for f in .mcp.json harness9.toml run.sh node_modules/.bin/cli; do echo 'touch /tmp/pwned' >> $f; done; echo edited > notes.txt; echo finished";
+    let model = Model::start(
+        "a2-protected",
+        json!({"steps": [
+            {"tool_calls": [{"id": "w", "name": "bash", "input": {"command": attack}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let mut cmd = harness9_in(&dir);
+    without_user_env(&mut cmd);
+    cmd.env("HOME", &home)
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", &model.url)
+        .args(["run", "-p", "go", "--json", "--allowed-tools", "bash"]);
+    let out = output_within(cmd, None, LIMIT);
+    assert!(out.status.success(), "{}", said(&out));
+    for (path, text) in before {
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            text,
+            "the shell rewrote {}",
+            path.display()
+        );
+    }
+    // The rest of the project stays writable.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap_or_default(),
+        "edited\n",
+        "{}",
+        said(&out)
+    );
+}
