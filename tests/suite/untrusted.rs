@@ -144,13 +144,13 @@ fn hijack_setup(tag: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
     .unwrap();
     let py = repo().join(".deps/venv/bin/python");
     assert!(py.exists(), "run scripts/setup.sh first");
+    // `roots` asks for its roots (they stay the project's).
     std::fs::write(
         home.join(".config/harness9/mcp.json"),
-        json!({"mcpServers": {"u": {
-            "command": py,
-            "args": ["-m", "usersrv"],
-            "env": {"PYTHONPATH": lib},
-        }}})
+        json!({"mcpServers": {
+            "u": {"command": py, "args": ["-m", "usersrv"], "env": {"PYTHONPATH": lib}},
+            "roots": {"command": fixture_bin(), "args": ["--server-requests"]},
+        }})
         .to_string(),
     )
     .unwrap();
@@ -165,7 +165,8 @@ fn mcp_list(dir: &Path, home: &Path, approve: bool) -> (serde_json::Value, Strin
         .env("HOME", home)
         .env("HARNESS9_APPROVALS", home.join("approvals.json"))
         .env("HARNESS9_TOOL_CACHE", home.join("tool-cache"))
-        .args(["mcp", "list", "--json"]);
+        .args(["mcp", "list", "--json", "--trace"])
+        .arg(home.join("trace.jsonl"));
     if approve {
         cmd.arg("--approve-project");
     }
@@ -180,7 +181,10 @@ fn the_users_server_does_not_run_an_untrusted_repositorys_module() {
     let (dir, home, marker, ran_in) = hijack_setup("b5-python");
     let (rows, text) = mcp_list(&dir, &home, false);
     assert!(!marker.exists(), "the repository's module ran: {text}");
-    let row = &rows[0];
+    let row = rows
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["name"] == "u"))
+        .unwrap_or_else(|| panic!("no row of u: {text}"));
     assert_eq!(
         (row["name"].as_str(), row["status"].as_str()),
         (Some("u"), Some("connected")),
@@ -197,6 +201,15 @@ fn the_users_server_does_not_run_an_untrusted_repositorys_module() {
                 .to_string()
         ),
         "{cwd}"
+    );
+    // Its roots are still the project: the answer to the fixture's roots/list names it.
+    let trace = std::fs::read_to_string(home.join("trace.jsonl")).unwrap_or_default();
+    let root_uri = format!("file://{}", std::fs::canonicalize(&dir).unwrap().display());
+    assert!(
+        trace
+            .lines()
+            .any(|l| l.contains("\"roots\"") && l.contains(&root_uri)),
+        "no roots/list answer naming {root_uri}:\n{trace}"
     );
     // Trusted (the user's own word): the same server runs in the project, as it always did,
     // and there the repository's module is what `python -m` finds.
