@@ -776,7 +776,7 @@ mod tests {
         std::fs::write(repo.join("server.py"), "print(1)").unwrap();
         std::fs::write(repo.join("cfg.json"), "{}").unwrap();
         std::fs::write(repo.join("node_modules/pkg.js"), "x").unwrap();
-        std::os::unix::fs::symlink("../pkg.js", repo.join("node_modules/.bin/pkg")).unwrap();
+        harness9_platform::fs::symlink("../pkg.js", repo.join("node_modules/.bin/pkg")).unwrap();
         std::fs::write(root.join("outside.py"), "").unwrap();
         let repo = std::fs::canonicalize(&repo).unwrap();
         assert_eq!(

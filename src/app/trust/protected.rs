@@ -166,7 +166,8 @@ mod tests {
         write("node_modules/pkg/cli.js", "");
         write("server.env", "K=v\n");
         write("harness9.toml", "");
-        std::os::unix::fs::symlink("../pkg/cli.js", root.join("node_modules/.bin/cli")).unwrap();
+        harness9_platform::fs::symlink("../pkg/cli.js", root.join("node_modules/.bin/cli"))
+            .unwrap();
         std::fs::write(base.join("outside.py"), "").unwrap();
         let cwd = root.display().to_string();
         let config = serde_json::json!({"mcpServers": {
