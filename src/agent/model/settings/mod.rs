@@ -176,7 +176,7 @@ pub fn how_to_configure() -> &'static str {
      \x20 OPENAI_API_KEY=...      OpenAI (model gpt-4.1); with OPENAI_BASE_URL=... any OpenAI-compatible server\n\
      \x20 HARNESS9_PROVIDER=openai OPENAI_BASE_URL=http://localhost:11434/v1 HARNESS9_MODEL=llama3.1\n\
      \x20                         Ollama on this machine (no key needed)\n\
-     or write provider = \"anthropic\" or \"openai\" in ./harness9.toml or ~/.config/harness9/config.toml"
+     or write provider = \"anthropic\" or \"openai\" in ~/.config/harness9/config.toml (a project's ./harness9.toml may not choose it)"
 }
 
 #[cfg(test)]
