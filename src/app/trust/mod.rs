@@ -509,7 +509,10 @@ pub fn hold_changed_given(config: &mut Config, approve_all: bool) -> anyhow::Res
         return Ok(());
     }
     let key = config_key(&config.path);
-    let mut store = Approvals::load(&store_path())?;
+    // An approvals file that cannot be read records nothing: they are held (and it is said).
+    let Ok(mut store) = Approvals::load(&store_path()) else {
+        return hold_unapproved_of(config, approve_all, &select);
+    };
     let mut first = false;
     for (s, _) in config.servers.iter().zip(&select).filter(|(_, on)| **on) {
         if !store
