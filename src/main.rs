@@ -259,6 +259,12 @@ fn main() -> ExitCode {
         Ok(mode) => opts.runtime.shell = mode,
         Err(e) => return fail(json, &e.to_string(), 2, started),
     }
+    // A project's `provider` and `base_url`s are ignored (`settings::resolve`): said here.
+    if let Err(e) =
+        harness9::agent::model::settings::project_endpoint(&opts.model, &mut opts.runtime.warnings)
+    {
+        return fail(json, &e.to_string(), 2, started);
+    }
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         // Terminal first, so the message below is readable; then no child outlives us.

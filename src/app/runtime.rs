@@ -94,12 +94,13 @@ impl Runtime {
         }
     }
 
-    /// Installs the built-in tools, run in `root` with `bash` sandboxed by `shell`, in the
-    /// registry (they win name clashes).
+    /// Installs the built-in tools, run in `root` with `bash` sandboxed by `shell` (the
+    /// `protected` paths read-only), in the registry (they win name clashes).
     pub fn install_builtins(
         &self,
         root: &std::path::Path,
         shell: harness9_agent::builtins::shell_sandbox::ShellSandbox,
+        protected: Option<harness9_agent::builtins::ProtectedPaths>,
     ) {
         use harness9_agent::builtins::{definitions, BuiltinOptions, Builtins};
         self.registry.do_send(SetBuiltins {
@@ -108,6 +109,7 @@ impl Runtime {
                 root.to_path_buf(),
                 BuiltinOptions {
                     shell,
+                    protected,
                     ..BuiltinOptions::default()
                 },
                 self.registry.clone(),

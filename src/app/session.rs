@@ -123,6 +123,19 @@ impl SessionOptions {
         Ok((policy, ignored))
     }
 
+    /// Where this session's configuration comes from, for the shell's read-only paths
+    /// ([`crate::trust::protected`]), the project being `root`.
+    pub fn protected_sources(&self, root: &Path) -> crate::trust::Sources {
+        let env = |k: &str| std::env::var(k).ok();
+        crate::trust::Sources {
+            config: self.config_path.clone(),
+            user: self.user_config.clone(),
+            settings: settings::candidate_paths(&self.model, &env, root),
+            defaults: self.runtime.entries.clone(),
+            root: root.to_path_buf(),
+        }
+    }
+
     /// The model settings: flags > env > user TOML > `config/harness9.toml`.
     pub fn model_settings(&self) -> Result<Settings, settings::SettingsError> {
         settings::resolve(&self.model)
@@ -233,7 +246,9 @@ impl Session {
             cache_use,
         );
         if start.builtins {
-            runtime.install_builtins(&root, opts.runtime.shell);
+            // What harness9 later runs unsandboxed is not the shell's to write.
+            let protected = crate::trust::protected(opts.protected_sources(&root));
+            runtime.install_builtins(&root, opts.runtime.shell, Some(protected));
         }
         let watcher = start.watch.then(|| {
             ConfigWatcher::new(

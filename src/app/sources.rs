@@ -3,8 +3,18 @@
 //! filesystem root; the user's `$XDG_CONFIG_HOME/harness9/mcp.json` (`~/.config/harness9/mcp.json`)
 //! holds servers wanted everywhere. The two are merged by server name, the project winning; a
 //! `--config` file replaces both. The user file is the user's own: its servers need no approval.
+//!
+//! An untrusted directory does not decide what the user's servers execute: until the project
+//! is trusted ([`trusted`]: its project config's servers approved, or `--approve-project`),
+//! a user server with no `cwd` runs in an empty directory of its own under the state
+//! directory ([`neutral_dir`]), not in the repository, where launchers resolve code
+//! (`npx` prefers `./node_modules/.bin`, `python -m mod` imports `./mod/`). Its roots stay
+//! the working directory.
 
 use std::path::{Path, PathBuf};
+
+use harness9_actors::{Hold, Roots, TransportSpec};
+use sha2::{Digest, Sha256};
 
 use super::config::{self, Config, DEFAULT_PATH};
 
@@ -82,7 +92,8 @@ pub fn merge(mut project: Config, user: Config) -> Config {
 
 /// The project config (its unapproved servers held) with the user file's servers merged under
 /// it: what a session starts with and what every hot reload reads. A file a sandboxed server
-/// may write is held to approval (see [`crate::trust::load_guarded`]).
+/// may write is held to approval (see [`crate::trust::load_guarded`]). Until the project is
+/// [`trusted`], the user's servers without a `cwd` run in their [`neutral_dir`].
 pub(crate) fn load_merged(
     project: &std::path::Path,
     must_exist: bool,
@@ -93,9 +104,75 @@ pub(crate) fn load_merged(
     let (cfg, user) =
         crate::trust::load_guarded(project, must_exist, approve_project, user, defaults)?;
     Ok(match user {
-        Some(u) => merge(cfg, u),
+        Some(mut u) => {
+            if !trusted(&cfg, approve_project) {
+                let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+                away_from(&mut u, &crate::paths::state_dir(), &here);
+            }
+            merge(cfg, u)
+        }
         None => cfg,
     })
+}
+
+/// Whether the working directory is trusted with the user's servers: `--approve-project`, or
+/// a project config of which at least one server runs (the user approved it) and none waits
+/// for approval. An empty or invalid project config vouches for nothing.
+pub fn trusted(project: &Config, approve_project: bool) -> bool {
+    approve_project
+        || (project.servers.iter().any(|s| s.hold.is_none())
+            && !project
+                .servers
+                .iter()
+                .any(|s| s.hold == Some(Hold::Unapproved)))
+}
+
+/// The directory a user's server `name` with no `cwd` runs in while the project is not
+/// trusted: `<state>/servers/<name, cleaned>-<hash>`, empty and its own (a sandboxed server
+/// may write it; no other server runs there).
+pub fn neutral_dir(state: &Path, name: &str) -> PathBuf {
+    let clean: String = name
+        .chars()
+        .take(40)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let digest = Sha256::digest(name.as_bytes());
+    let hex: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    state.join("servers").join(format!("{clean}-{hex}"))
+}
+
+/// Moves the stdio servers of the user's config `user` that have no `cwd` to their
+/// [`neutral_dir`] under `state` (created private), their roots kept at `here`. A directory
+/// that cannot be made holds its server with a message saying so.
+fn away_from(user: &mut Config, state: &Path, here: &Path) {
+    for s in &mut user.servers {
+        let TransportSpec::Stdio { cwd, .. } = &mut s.transport else {
+            continue;
+        };
+        if cwd.is_some() {
+            continue;
+        }
+        let dir = neutral_dir(state, &s.name);
+        if let Err(e) = harness9_base::private_fs::private_dir(&dir) {
+            s.hold = Some(Hold::Invalid(format!(
+                "server {:?} of {}: cannot make the directory it runs in outside this untrusted project, {}: {e}; fix it, or set \"cwd\" in its entry",
+                s.name,
+                user.path.display(),
+                dir.display()
+            )));
+            continue;
+        }
+        *cwd = Some(dir);
+        if s.roots == Roots::WorkingDirectory {
+            s.roots = Roots::Paths(vec![here.to_path_buf()]);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -160,5 +237,67 @@ mod tests {
                 PathBuf::from("/home/u/.config/harness9/mcp.json")
             )]
         );
+    }
+
+    #[test]
+    fn an_untrusted_project_moves_the_users_servers_without_cwd_and_keeps_their_roots() {
+        let parse = |text: &str, path: &str| {
+            config::parse(
+                text,
+                path,
+                Path::new("/"),
+                &|_| None,
+                &config::EntryDefaults::in_memory(),
+            )
+            .unwrap()
+        };
+        let mut user = parse(
+            r#"{"mcpServers": {"a/b": {"command": "npx"}, "here": {"command": "x", "cwd": "/w"},
+                "r": {"command": "y", "roots": ["/r"]}, "h": {"url": "http://127.0.0.1:1/"}}}"#,
+            "/home/u/.config/harness9/mcp.json",
+        );
+        let state = std::env::temp_dir().join(format!("h9-neutral-{}", std::process::id()));
+        away_from(&mut user, &state, Path::new("/proj"));
+        let cwd = |i: usize| match &user.servers[i].transport {
+            TransportSpec::Stdio { cwd, .. } => cwd.clone(),
+            _ => None,
+        };
+        let dir = neutral_dir(&state, "a/b");
+        assert!(
+            dir.starts_with(state.join("servers")) && dir.is_dir(),
+            "{dir:?}"
+        );
+        assert!(dir
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("a_b-"));
+        assert_ne!(dir, neutral_dir(&state, "a_b"));
+        assert_eq!(cwd(0), Some(dir));
+        assert_eq!(
+            user.servers[0].roots,
+            Roots::Paths(vec![PathBuf::from("/proj")])
+        );
+        assert_eq!(cwd(1), Some(PathBuf::from("/w")));
+        assert_eq!(user.servers[1].roots, Roots::WorkingDirectory);
+        assert_eq!(
+            user.servers[2].roots,
+            Roots::Paths(vec![PathBuf::from("/r")])
+        );
+        assert!(user.servers.iter().all(|s| s.hold.is_none()));
+        std::fs::remove_dir_all(&state).unwrap();
+        // Trust: the user's word, or an approved project server and none waiting.
+        let mut project = parse(
+            r#"{"mcpServers": {"p": {"command": "p"}, "q": {"command": "q"}}}"#,
+            "/p/.mcp.json",
+        );
+        assert!(trusted(&project, false));
+        project.servers[1].hold = Some(Hold::Unapproved);
+        assert!(!trusted(&project, false));
+        assert!(trusted(&project, true));
+        project.servers[0].hold = Some(Hold::Invalid("bad".into()));
+        project.servers[1].hold = Some(Hold::Invalid("bad".into()));
+        assert!(!trusted(&project, false));
+        assert!(!trusted(&parse("{}", "/p/.mcp.json"), false));
     }
 }

@@ -29,3 +29,4 @@ mod tool_cache;
 mod trust;
 mod tui;
 mod tui_asks;
+mod untrusted;

@@ -662,6 +662,94 @@ fn an_approval_does_not_hold_in_a_subdirectory_with_its_own_program() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+#[test]
+fn a_rewritten_script_of_an_approved_server_asks_again_before_it_runs() {
+    let (root, home, approvals, a) = approved_run_sh_project("trust-content");
+    // The script is rewritten after the approval (as the sandboxed shell could): it would
+    // leave another marker behind.
+    std::fs::remove_file(a.join("A_RAN")).expect("remove the marker");
+    run_sh(&a, &a.join("REWRITTEN_RAN"));
+    let out = isolated(&a, &home, &approvals, &["mcp", "list"], &[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(
+        !a.join("REWRITTEN_RAN").exists() && !a.join("A_RAN").exists(),
+        "the rewritten run.sh ran under the old approval"
+    );
+    // Both entries: the program itself (`./run.sh`) and the script handed to `sh`.
+    assert_eq!(stdout.matches("unapproved").count(), 2, "{stdout}");
+    // Approved again, it runs; a file the server does not name changes nothing.
+    let out = isolated(&a, &home, &approvals, &["mcp", "approve"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    std::fs::write(a.join("README.md"), "edited").expect("edit another file");
+    let out = isolated(&a, &home, &approvals, &["mcp", "list"], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(a.join("REWRITTEN_RAN").exists());
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_config_files_server_running_a_project_script_is_recorded_then_asks_when_it_changes() {
+    let root = fresh_dir("trust-given-content");
+    let home = root.join("home");
+    let approvals = root.join("approvals.json");
+    let a = root.join("a");
+    for d in [a.join(".git"), home.clone()] {
+        std::fs::create_dir_all(d).expect("create a dir");
+    }
+    run_sh(&a, &a.join("A_RAN"));
+    // The user's own file, outside the project, runs the project's script.
+    let config = root.join("mine.json");
+    let entry = json!({"mcpServers": {"local": {"command": "sh", "args": [a.join("run.sh")]}}});
+    std::fs::write(&config, entry.to_string()).expect("write the config");
+    let given = config.display().to_string();
+    let list = |args: &[&str]| {
+        let mut all = vec!["--config", given.as_str()];
+        all.extend(args);
+        isolated(&a, &home, &approvals, &all, &[])
+    };
+    // First start: it runs (the user's word), and is recorded.
+    let out = list(&["mcp", "list"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(a.join("A_RAN").exists());
+    // The script is rewritten (as the agent's shell could): held, it does not run.
+    std::fs::remove_file(a.join("A_RAN")).expect("remove the marker");
+    run_sh(&a, &a.join("REWRITTEN_RAN"));
+    let out = list(&["mcp", "list"]);
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(!a.join("REWRITTEN_RAN").exists(), "{said}");
+    assert!(
+        said.contains("unapproved") && said.contains("--config"),
+        "{said}"
+    );
+    // Approved with the same --config, it runs.
+    let out = list(&["mcp", "approve", "local"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = list(&["mcp", "list"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(a.join("REWRITTEN_RAN").exists());
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// A directory outside the temp dir (every sandbox may write the temp dir).
 fn outside_temp(tag: &str) -> PathBuf {
     let temp = std::env::temp_dir();

@@ -233,6 +233,8 @@ pub fn load_guarded(
     let settings_exposed = settings.iter().any(|p| store.is_exposed(&config_key(p)));
     if !given || settings_exposed || store.is_exposed(&config_key(project)) {
         hold_unapproved(&mut cfg, approve_all)?;
+    } else {
+        hold_changed_given(&mut cfg, approve_all)?;
     }
     if let (Some(u), Some(path)) = (user_cfg.as_mut(), user) {
         if settings_exposed || store.is_exposed(&config_key(path)) {

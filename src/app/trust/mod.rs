@@ -1,7 +1,10 @@
 //! Approval of project configs: a `.mcp.json` found in the working directory (not given with
 //! `--config`) runs nothing until the user approves its servers. A server is approved by the
 //! SHA-256 of a canonical form of its exact spec (transport, command, args, env keys and values,
-//! cwd, url, header names), so a changed spec asks again. Approvals live in a private (0600)
+//! cwd, url, header names) and of the content of the repository's files it executes (its
+//! program, the scripts its arguments name), so a changed spec or script asks again. A
+//! `--config` server that runs such files is recorded at its first start and asks once they
+//! change ([`hold_changed_given`]). Approvals live in a private (0600)
 //! JSON file: `$HARNESS9_APPROVALS`, else `$XDG_STATE_HOME/harness9/approvals.json`
 //! (`~/.local/state/...`), keyed by the config file's canonical path, the server's name and the
 //! spec's hash. An unapproved server's spec gets `Hold::Unapproved`: the supervisor shows it and
@@ -103,12 +106,138 @@ pub fn entry_path(env: &[(String, String)]) -> Option<std::ffi::OsString> {
         .or_else(|| std::env::var_os("PATH"))
 }
 
+/// What a content fingerprint reads of one file at most: past it, the length stands in for
+/// the rest (a repository's 10 GB file does not stall a start).
+const MAX_HASHED_BYTES: u64 = 256 << 20;
+
+/// The directory a project config's repository controls: the repository root (the nearest
+/// directory holding `.git` above the config) or else the config's own directory
+/// (`.vscode/mcp.json`: the one above `.vscode`); canonical, `None` when it cannot be
+/// resolved.
+pub fn repository_root(config_path: &Path) -> Option<PathBuf> {
+    let file = std::fs::canonicalize(config_path).ok()?;
+    let mut dir = file.parent()?;
+    if dir.file_name().is_some_and(|n| n == ".vscode") {
+        dir = dir.parent()?;
+    }
+    Some(repository_of(dir))
+}
+
+/// The repository `dir` (canonical) is in: the nearest directory holding `.git` from `dir`
+/// up, else `dir`.
+fn repository_of(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(dir)
+        .to_path_buf()
+}
+
+/// The files inside `root` a stdio server executes or is handed: its `program` and every
+/// argument (or the value of a `--flag=value`) that names an existing file, relative to
+/// `cwd`; canonical (a symlink, such as a `node_modules/.bin` entry, by the file it resolves
+/// to), each once.
+pub fn files_in(root: &Path, program: Option<&Path>, args: &[String], cwd: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let named = args.iter().flat_map(|a| {
+        let value = a
+            .strip_prefix('-')
+            .and_then(|f| f.split_once('='))
+            .map(|(_, v)| v);
+        std::iter::once(a.as_str()).chain(value)
+    });
+    let candidates = program
+        .map(Path::to_path_buf)
+        .into_iter()
+        .chain(named.filter(|a| !a.is_empty()).map(|a| cwd.join(a)));
+    for p in candidates {
+        let Ok(real) = std::fs::canonicalize(&p) else {
+            continue;
+        };
+        if real.starts_with(root) && real.is_file() && !out.contains(&real) {
+            out.push(real);
+        }
+    }
+    out
+}
+
+/// The directories a repository controls for a server of the config at `config_path`: the
+/// config's [`repository_root`] and the working directory's (a `--config` file elsewhere may
+/// still run the project's scripts).
+pub fn project_roots(config_path: &Path) -> Vec<PathBuf> {
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let mut roots: Vec<PathBuf> = repository_root(config_path).into_iter().collect();
+    if let Ok(here) = std::fs::canonicalize(&here) {
+        let r = repository_of(&here);
+        if !roots.contains(&r) {
+            roots.push(r);
+        }
+    }
+    roots
+}
+
+/// [`files_in`] (under any of `roots`) with each file's content hash: what an approval of a
+/// project server also vouches for, so a script rewritten after it is approved again before
+/// it runs.
+fn repository_files(
+    roots: &[PathBuf],
+    program: Option<&Path>,
+    args: &[String],
+    cwd: &Path,
+) -> Vec<serde_json::Value> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for root in roots {
+        for f in files_in(root, program, args, cwd) {
+            if !files.contains(&f) {
+                files.push(f);
+            }
+        }
+    }
+    files
+        .into_iter()
+        .map(|p| {
+            let hash = content_hash(&p).unwrap_or_else(|e| format!("unreadable: {e}"));
+            json!({"path": p.display().to_string(), "content": hash})
+        })
+        .collect()
+}
+
+/// `sha256:<hex>` of the file at `path` (its first [`MAX_HASHED_BYTES`], then `+<length>`
+/// when it is longer).
+pub fn content_hash(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut left = MAX_HASHED_BYTES;
+    while left > 0 {
+        let want = buf.len().min(usize::try_from(left).unwrap_or(buf.len()));
+        let n = file.read(&mut buf[..want])?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        left -= n as u64;
+    }
+    let hex: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(if len > MAX_HASHED_BYTES {
+        format!("sha256:{hex}+{len}")
+    } else {
+        format!("sha256:{hex}")
+    })
+}
+
 /// `sha256:<hex>` of what an approval covers for `spec` of `config`: everything the file
 /// controls that reaches a process or the network, and where it will run. That is the entry
 /// as written (every field, header values and `${...}` references unexpanded, env, args, cwd,
 /// url, `envFile`'s path and its content, the inputs it uses with their declared text) and the
 /// resolved facts: the working directory, the canonical path of the program that will be
-/// executed, and the sandbox. The user's own values (`${VAR}` from the environment, input
+/// executed, the content (SHA-256) of that program and of every file an argument names when
+/// they are inside the repository ([`repository_root`], [`files_in`]), and the sandbox. The user's own values (`${VAR}` from the environment, input
 /// values) are not part of it: they are the user's, not the repository's.
 pub fn fingerprint(config: &Config, spec: &ServerSpec) -> String {
     let written = config.written(&spec.name);
@@ -124,8 +253,20 @@ pub fn fingerprint(config: &Config, spec: &ServerSpec) -> String {
         } => {
             let dir = resolved_cwd(cwd.as_deref());
             let program = resolved_program(command, env, &dir);
-            json!({"cwd": dir.display().to_string(),
-                   "program": program.map(|p| p.display().to_string())})
+            let args = match transport {
+                TransportSpec::Stdio { args, .. } => args.as_slice(),
+                _ => &[],
+            };
+            let content =
+                repository_files(&project_roots(&config.path), program.as_deref(), args, &dir);
+            let mut facts = json!({"cwd": dir.display().to_string(),
+                   "program": program.map(|p| p.display().to_string())});
+            // Only when there is any: an approval of a server that runs nothing of the
+            // repository's stays what it was.
+            if !content.is_empty() {
+                facts["content"] = json!(content);
+            }
+            facts
         }
         _ => json!(null),
     };
@@ -330,6 +471,71 @@ impl Approvals {
 /// they are, except one held only for a value of the user's: it waits for approval first. An
 /// approvals file that cannot be read holds every server (nothing runs unasked).
 pub fn hold_unapproved(config: &mut Config, approve_all: bool) -> anyhow::Result<()> {
+    let all = vec![true; config.servers.len()];
+    hold_unapproved_of(config, approve_all, &all)
+}
+
+/// Whether stdio server `spec` of the config at `config_path` runs a file of the repository:
+/// its program or a file an argument names, inside [`project_roots`].
+pub fn runs_repository_files(config_path: &Path, spec: &ServerSpec) -> bool {
+    let TransportSpec::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+    } = &spec.transport
+    else {
+        return false;
+    };
+    let dir = resolved_cwd(cwd.as_deref());
+    let program = resolved_program(command, env, &dir);
+    project_roots(config_path)
+        .iter()
+        .any(|root| !files_in(root, program.as_deref(), args, &dir).is_empty())
+}
+
+/// A `--config` file is the user's own word, but what a server of it runs inside the
+/// repository (its program, a script it is handed: [`runs_repository_files`]) could be
+/// rewritten by what works there (the agent's shell). Such a server is recorded as it is
+/// (its [`fingerprint`], with those files' content) at its first start, and held to approval
+/// ([`hold_unapproved`]) once it changes.
+pub fn hold_changed_given(config: &mut Config, approve_all: bool) -> anyhow::Result<()> {
+    let select: Vec<bool> = config
+        .servers
+        .iter()
+        .map(|s| s.hold.is_none() && runs_repository_files(&config.path, s))
+        .collect();
+    if !select.contains(&true) {
+        return Ok(());
+    }
+    let key = config_key(&config.path);
+    // An approvals file that cannot be read records nothing: they are held (and it is said).
+    let Ok(mut store) = Approvals::load(&store_path()) else {
+        return hold_unapproved_of(config, approve_all, &select);
+    };
+    let mut first = false;
+    for (s, _) in config.servers.iter().zip(&select).filter(|(_, on)| **on) {
+        if !store
+            .entries
+            .iter()
+            .any(|a| a.config == key && a.server == s.name)
+        {
+            store.approve(&key, &s.name, fingerprint(config, s));
+            first = true;
+        }
+    }
+    if first {
+        store.save()?;
+    }
+    hold_unapproved_of(config, approve_all, &select)
+}
+
+/// [`hold_unapproved`] for the servers `select` marks (by index).
+fn hold_unapproved_of(
+    config: &mut Config,
+    approve_all: bool,
+    select: &[bool],
+) -> anyhow::Result<()> {
     let key = config_key(&config.path);
     let mut store = match Approvals::load(&store_path()) {
         Ok(s) => s,
@@ -346,7 +552,8 @@ pub fn hold_unapproved(config: &mut Config, approve_all: bool) -> anyhow::Result
     let hashes: Vec<Option<String>> = config
         .servers
         .iter()
-        .map(|s| approvable(config, s).then(|| fingerprint(config, s)))
+        .zip(select)
+        .map(|(s, on)| (*on && approvable(config, s)).then(|| fingerprint(config, s)))
         .collect();
     if approve_all {
         let mut fresh = false;
@@ -404,7 +611,9 @@ pub fn load(
 
 mod exposed;
 pub use exposed::*;
+mod protected;
 use harness9_base::path::resolved;
+pub use protected::{list as protected_list, protected, Sources};
 
 /// One line per unapproved server of `config`: what it would run and how to approve it.
 pub fn hints(config: &Config) -> Vec<String> {
@@ -414,7 +623,7 @@ pub fn hints(config: &Config) -> Vec<String> {
         .filter(|s| s.hold == Some(Hold::Unapproved))
         .map(|s| {
             format!(
-                "server {:?} not started: {} is a project config and this server is not approved; it would run: {}; approve it with `harness9 mcp approve {}` (or run with --approve-project)",
+                "server {:?} not started: {} is a project config, or what the server runs inside the repository changed since it was approved, and this server is not approved; it would run: {}; approve it with `harness9 mcp approve {}` (with the same --config, if any; or run with --approve-project)",
                 s.name,
                 config.path.display(),
                 shown(config, s),
@@ -557,6 +766,59 @@ mod tests {
             ..Config::default()
         };
         fingerprint(&cfg, spec)
+    }
+
+    #[test]
+    fn the_repositorys_files_a_server_runs_are_found_and_hashed() {
+        let root = std::env::temp_dir().join(format!("h9-files-in-{}", std::process::id()));
+        let repo = root.join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("sub/.vscode")).unwrap();
+        std::fs::create_dir_all(repo.join("node_modules/.bin")).unwrap();
+        std::fs::write(repo.join("sub/.vscode/mcp.json"), "{}").unwrap();
+        std::fs::write(repo.join("server.py"), "print(1)").unwrap();
+        std::fs::write(repo.join("cfg.json"), "{}").unwrap();
+        std::fs::write(repo.join("node_modules/pkg.js"), "x").unwrap();
+        harness9_platform::fs::symlink("../pkg.js", repo.join("node_modules/.bin/pkg")).unwrap();
+        std::fs::write(root.join("outside.py"), "").unwrap();
+        let repo = std::fs::canonicalize(&repo).unwrap();
+        assert_eq!(
+            repository_root(&repo.join("sub/.vscode/mcp.json")),
+            Some(repo.clone())
+        );
+        let args: Vec<String> = [
+            "server.py",
+            "--config=cfg.json",
+            "../outside.py",
+            "missing.py",
+            "server.py",
+            "-v",
+        ]
+        .map(String::from)
+        .to_vec();
+        let bin = repo.join("node_modules/.bin/pkg");
+        let files = files_in(
+            &repo,
+            Some(&std::fs::canonicalize(&bin).unwrap()),
+            &args,
+            &repo,
+        );
+        assert_eq!(
+            files,
+            [
+                repo.join("node_modules/pkg.js"),
+                repo.join("server.py"),
+                repo.join("cfg.json")
+            ]
+        );
+        let before = content_hash(&repo.join("server.py")).unwrap();
+        assert!(
+            before.starts_with("sha256:") && before.len() == 71,
+            "{before}"
+        );
+        std::fs::write(repo.join("server.py"), "print(2)").unwrap();
+        assert_ne!(content_hash(&repo.join("server.py")).unwrap(), before);
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

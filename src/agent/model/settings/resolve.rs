@@ -1,6 +1,7 @@
 //! Provider resolution: flags > environment > the settings files (the project's over the
-//! user's) > the shipped defaults, with the base URL checks (a project's file never sends
-//! the user's key to another host; the official endpoints need a key).
+//! user's) > the shipped defaults, with the base URL checks (the official endpoints need a
+//! key). A project's file never decides where the conversation goes: its `provider` and
+//! `base_url`s are ignored with a warning naming the file and line ([`project_endpoint`]).
 
 use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::super::config::{url_host, MaxTokensField, ProviderConfig, ProviderKind};
-use super::file::{parse_file, FileProvider, FileSettings};
+use super::file::{key_line, parse_file, FileProvider, FileSettings};
 use super::layers::read_layers;
 use super::{ModelFlags, Settings, SettingsError, DEFAULTS, DEFAULTS_NAME};
 
@@ -29,9 +30,75 @@ pub fn resolve(flags: &ModelFlags) -> Result<Settings, SettingsError> {
     )
 }
 
+/// The keys of the settings files that say where the conversation goes (which provider,
+/// which endpoint), as (table, key): only the user's own file, the flags and the environment
+/// may set them. A repository's `./harness9.toml` setting them would send the prompts and
+/// every tool result to a host of its choosing.
+const ENDPOINT_KEYS: [(&str, &str); 3] = [
+    ("", "provider"),
+    ("anthropic", "base_url"),
+    ("openai", "base_url"),
+];
+
+/// Which of [`ENDPOINT_KEYS`] `file` sets.
+fn endpoint_keys(file: &FileSettings) -> Vec<(&'static str, &'static str)> {
+    let set = [
+        file.provider.is_some(),
+        file.anthropic.base_url.is_some(),
+        file.openai.base_url.is_some(),
+    ];
+    ENDPOINT_KEYS
+        .iter()
+        .zip(set)
+        .filter_map(|(k, set)| set.then_some(*k))
+        .collect()
+}
+
+/// A project's settings without the keys that say where the conversation goes.
+fn without_endpoint(mut file: FileSettings) -> FileSettings {
+    file.provider = None;
+    file.anthropic.base_url = None;
+    file.openai.base_url = None;
+    file
+}
+
+/// The warnings of what a project's `./harness9.toml` may not set (its `provider` and
+/// `base_url`s, ignored by [`resolve`]), each naming the file and line.
+pub fn project_endpoint(
+    flags: &ModelFlags,
+    warnings: &mut Vec<String>,
+) -> Result<(), SettingsError> {
+    let layers = read_layers(flags)?;
+    if let Some((path, text)) = &layers.project {
+        for w in endpoint_warnings(&path.display().to_string(), text)? {
+            super::sandbox::push_warning(warnings, Some(w));
+        }
+    }
+    Ok(())
+}
+
+/// [`project_endpoint`] for a project file `name` with `text`.
+pub(super) fn endpoint_warnings(name: &str, text: &str) -> Result<Vec<String>, SettingsError> {
+    let file = parse_file(name, text)?;
+    Ok(endpoint_keys(&file)
+        .into_iter()
+        .map(|(table, key)| {
+            let line = key_line(text, table, key);
+            let shown = if table.is_empty() {
+                key.to_owned()
+            } else {
+                format!("[{table}] {key}")
+            };
+            format!(
+                "{name}:{line}: {shown} is ignored: a project's settings file may not choose where the conversation goes (the prompts and every tool result); if you trust it, pass --provider/--base-url or set it in your own settings"
+            )
+        })
+        .collect())
+}
+
 /// [`resolve_from`] with a file of each kind: the project's settings (`./harness9.toml`)
-/// merged over the user's, key by key. A project file never sends a key elsewhere: its
-/// `base_url` is refused as [`resolve_from`] says.
+/// merged over the user's, key by key, without the project's `provider` and `base_url`s
+/// (see [`project_endpoint`]).
 pub fn resolve_layers(
     flags: &ModelFlags,
     env: &dyn Fn(&str) -> Option<String>,
@@ -43,17 +110,14 @@ pub fn resolve_layers(
             .transpose()
     };
     let user = parsed(user)?;
-    let project = parsed(project)?;
-    let project_urls = project.as_ref().map_or((false, false), |(f, _)| {
-        (f.anthropic.base_url.is_some(), f.openai.base_url.is_some())
-    });
+    let project = parsed(project)?.map(|(f, p)| (without_endpoint(f), p));
     let (file, path) = match (user, project) {
         (None, None) => (FileSettings::default(), None),
         (Some((u, p)), None) => (u, Some(p)),
         (None, Some((f, p))) => (f, Some(p)),
         (Some((u, _)), Some((f, p))) => (u.under(f), Some(p)),
     };
-    resolve_parsed(flags, env, file, path, project_urls)
+    resolve_parsed(flags, env, file, path)
 }
 
 /// The pure core of [`resolve`]: `env` looks up a variable (empty counts as unset), `user` is
@@ -70,27 +134,26 @@ pub fn resolve_from(
         ),
         None => (FileSettings::default(), None),
     };
-    // A `./harness9.toml` comes with the repository.
+    // A `./harness9.toml` comes with the repository: it does not choose the endpoint.
     let project = flags.config_path.is_none()
         && path
             .as_ref()
             .is_some_and(|p| p.file_name().is_some_and(|n| n == "harness9.toml"));
-    let project_urls = (
-        project && file.anthropic.base_url.is_some(),
-        project && file.openai.base_url.is_some(),
-    );
-    resolve_parsed(flags, env, file, path, project_urls)
+    let file = if project {
+        without_endpoint(file)
+    } else {
+        file
+    };
+    resolve_parsed(flags, env, file, path)
 }
 
 /// The core of [`resolve_from`] and [`resolve_layers`]: `user_file` is the settings files
-/// merged (`user_path` the file named in messages), `project_urls` whether the project's file
-/// set `[anthropic]` / `[openai]` `base_url`.
+/// merged (`user_path` the file named in messages), the project's endpoint keys already gone.
 fn resolve_parsed(
     flags: &ModelFlags,
     env: &dyn Fn(&str) -> Option<String>,
     user_file: FileSettings,
     user_path: Option<PathBuf>,
-    project_urls: (bool, bool),
 ) -> Result<Settings, SettingsError> {
     let env = |k: &str| {
         env(k)
@@ -210,12 +273,6 @@ fn resolve_parsed(
         ProviderKind::Anthropic => (defaults.anthropic, user_file.anthropic),
         ProviderKind::OpenAi => (defaults.openai, user_file.openai),
     };
-    // A `./harness9.toml` comes with the repository: its base_url must not take the user's
-    // API key to another host.
-    let url_from_project = match kind {
-        ProviderKind::Anthropic => project_urls.0,
-        ProviderKind::OpenAi => project_urls.1,
-    };
     let section = base.overlay(top);
     let model = flag(&flags.model)
         .or_else(|| env("HARNESS9_MODEL"))
@@ -225,7 +282,6 @@ fn resolve_parsed(
                 "no model is set for {kind}; pass --model, set HARNESS9_MODEL, or write model under [{kind}] in harness9.toml"
             ))
         })?;
-    let url_from_section = flag_base_url.is_none() && env(kind.base_url_var()).is_none();
     let (base_url, url_origin) = if let Some(u) = flag_base_url {
         (u, "--base-url".to_owned())
     } else if let Some(u) = env(kind.base_url_var()) {
@@ -242,13 +298,6 @@ fn resolve_parsed(
         )));
     }
     let api_key = env(kind.key_var());
-    if url_from_project && url_from_section && api_key.is_some() && !is_official(kind, &base_url) {
-        return Err(SettingsError::Invalid(format!(
-            "[{kind}] base_url in {user_name} points at {base_url}: a repository's settings file may not send your {key} there; if you trust it, pass --base-url {base_url} or set {url_var}, or put it in ~/.config/harness9/config.toml",
-            key = kind.key_var(),
-            url_var = kind.base_url_var(),
-        )));
-    }
     if api_key.is_none() && is_official(kind, &base_url) {
         return Err(SettingsError::MissingKey {
             provider: kind.name(),
