@@ -21,6 +21,7 @@
 //! rule of the user's.
 
 pub mod pattern;
+pub mod shell;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -29,9 +30,9 @@ use serde_json::Value;
 
 pub use pattern::Pattern;
 use pattern::{
-    arg_kind, command_matches, path_forms, path_matches, path_rule_tools, split_command, ArgKind,
-    ArgPattern, Split,
+    arg_kind, command_matches, path_forms, path_matches, path_rule_tools, ArgKind, ArgPattern,
 };
+use shell::{split_command, Split};
 
 /// What a rule does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -422,7 +423,7 @@ fn allowed<'r>(sets: &'r [&'r [Rule]], call: &Call<'_>, place: &Place) -> Option
         return Some(r);
     }
     if let Some(split) = &call.split {
-        if split.opaque || split.commands.is_empty() {
+        if !split.understood || split.commands.is_empty() {
             return None;
         }
         let mut vouching: Option<&Rule> = None;
@@ -519,12 +520,13 @@ pub fn tool_rule(tool: &str, args: &Value) -> Option<String> {
     }
     let command = args.get("command").and_then(Value::as_str).unwrap_or("");
     let split = split_command(command);
-    if split.opaque || split.commands.len() != 1 {
+    if !split.understood || split.commands.len() != 1 {
         return None;
     }
-    let words: Vec<&str> = split.commands[0].split_whitespace().collect();
+    let words: Vec<&str> = split.commands[0].iter().map(String::as_str).collect();
     let first = *words.first()?;
     if first.contains('=')
+        || shell::runs_other_commands(first)
         || !first
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c))

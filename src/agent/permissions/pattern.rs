@@ -160,16 +160,19 @@ impl Pattern {
     }
 }
 
-/// Whether one simple command (no operators) matches a command pattern.
-pub fn command_matches(pattern: &ArgPattern, command: &str) -> bool {
-    let c = command.trim();
+/// Whether one simple command, as its words, matches a command pattern: a prefix `p:*` when
+/// its words are the command's first words, a glob against the words joined by spaces.
+pub fn command_matches(pattern: &ArgPattern, words: &[String]) -> bool {
     match pattern {
         ArgPattern::Prefix(p) => {
-            c == p
-                || c.strip_prefix(p.as_str())
-                    .is_some_and(|rest| rest.starts_with([' ', '\t']))
+            let lexed = super::shell::split_command(p);
+            let prefix: Vec<String> = match lexed.commands.as_slice() {
+                [one] if lexed.understood => one.clone(),
+                _ => p.split_whitespace().map(str::to_owned).collect(),
+            };
+            !prefix.is_empty() && words.starts_with(&prefix)
         }
-        ArgPattern::Command(p) => glob(p, c, false),
+        ArgPattern::Command(p) => glob(p, &words.join(" "), false),
         ArgPattern::Path(_) => false,
     }
 }
@@ -276,172 +279,5 @@ pub fn path_forms(arg: &str, root: &Path) -> Vec<PathBuf> {
         vec![lexical]
     } else {
         vec![lexical, real]
-    }
-}
-
-/// A shell command split for rule matching.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Split {
-    /// The simple commands between the operators `;` `&&` `||` `|` `&` and newlines.
-    pub commands: Vec<String>,
-    /// The command has something an allow rule cannot vouch for: a command substitution
-    /// (`$(..)`, backticks, `<(..)`), a subshell or group, or an output redirection to a file.
-    pub opaque: bool,
-    /// Every piece a deny or ask rule is matched against: the simple commands, and the
-    /// commands inside substitutions and groups too.
-    pub all: Vec<String>,
-}
-
-/// Splits `command` the way a rule sees it (quotes respected; a backslash escapes).
-pub fn split_command(command: &str) -> Split {
-    let mut out = Split::default();
-    let mut top = String::new();
-    let mut piece = String::new();
-    let chars: Vec<char> = command.chars().collect();
-    let (mut single, mut double) = (false, false);
-    let mut i = 0;
-    let flush = |s: &mut String, list: &mut Vec<String>| {
-        let t = without_keywords(s.trim());
-        if !t.is_empty() {
-            list.push(t.to_owned());
-        }
-        s.clear();
-    };
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        if single {
-            if c == '\'' {
-                single = false;
-            }
-            top.push(c);
-            piece.push(c);
-            i += 1;
-            continue;
-        }
-        if c == '\\' {
-            top.push(c);
-            piece.push(c);
-            if let Some(n) = next {
-                top.push(n);
-                piece.push(n);
-            }
-            i += 2;
-            continue;
-        }
-        // Substitutions run inside double quotes too.
-        if c == '`' || (c == '$' && next == Some('(')) {
-            out.opaque = true;
-            flush(&mut piece, &mut out.all);
-            i += if c == '`' { 1 } else { 2 };
-            continue;
-        }
-        if double {
-            if c == '"' {
-                double = false;
-            }
-            top.push(c);
-            piece.push(c);
-            i += 1;
-            continue;
-        }
-        match c {
-            '\'' => single = true,
-            '"' => double = true,
-            _ => {}
-        }
-        let operator = match c {
-            ';' | '\n' | '\r' => 1,
-            '&' if next == Some('&') => 2,
-            '|' if next == Some('|') => 2,
-            '|' => 1,
-            '&' if next == Some('>') => 0,
-            '&' if i > 0 && matches!(chars[i - 1], '>' | '<') => 0,
-            '&' => 1,
-            _ => 0,
-        };
-        if operator > 0 {
-            flush(&mut top, &mut out.commands);
-            flush(&mut piece, &mut out.all);
-            i += operator;
-            continue;
-        }
-        if c == '(' || c == ')' {
-            // `<(..)`/`>(..)`, a subshell: what runs inside is matched for deny and ask, and
-            // no allow rule vouches for it.
-            out.opaque = true;
-            flush(&mut piece, &mut out.all);
-            if c == '(' && top.ends_with(['<', '>']) {
-                top.pop();
-            }
-            i += 1;
-            continue;
-        }
-        if c == '{' || c == '}' {
-            // A group `{ ..; }` (a brace word) is opaque; `{a,b}` expansion is not.
-            if c == '{' && next.is_none_or(char::is_whitespace) {
-                out.opaque = true;
-            }
-            flush(&mut piece, &mut out.all);
-            top.push(c);
-            i += 1;
-            continue;
-        }
-        if c == '>' && writes_a_file(&chars, i) {
-            out.opaque = true;
-        }
-        top.push(c);
-        piece.push(c);
-        i += 1;
-    }
-    flush(&mut top, &mut out.commands);
-    flush(&mut piece, &mut out.all);
-    if single || double {
-        // An unclosed quote: the shell will refuse it, and no allow rule vouches for it.
-        out.opaque = true;
-    }
-    for c in &out.commands {
-        if !out.all.contains(c) {
-            out.all.push(c.clone());
-        }
-    }
-    out
-}
-
-/// Whether the unquoted `>` at `at` redirects output to a file (not `2>&1`, `>&2` or
-/// `/dev/null`).
-fn writes_a_file(chars: &[char], at: usize) -> bool {
-    let mut j = at + 1;
-    if chars.get(j) == Some(&'>') {
-        j += 1;
-    }
-    if chars.get(j) == Some(&'&') {
-        // `>&2`, `2>&1`: a descriptor.
-        return !chars
-            .get(j + 1)
-            .is_some_and(|c| c.is_ascii_digit() || *c == '-');
-    }
-    while chars.get(j).is_some_and(|c| *c == ' ' || *c == '\t') {
-        j += 1;
-    }
-    let target: String = chars[j.min(chars.len())..]
-        .iter()
-        .take_while(|c| !c.is_whitespace() && !matches!(c, ';' | '&' | '|' | ')'))
-        .collect();
-    target != "/dev/null"
-}
-
-/// `piece` without the shell's reserved words in front (`then rm x` is `rm x` to a rule).
-fn without_keywords(mut piece: &str) -> &str {
-    const WORDS: [&str; 14] = [
-        "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "case", "esac",
-        "!", "time",
-    ];
-    loop {
-        let word_end = piece.find(char::is_whitespace).unwrap_or(piece.len());
-        if !WORDS.contains(&&piece[..word_end]) {
-            return piece;
-        }
-        piece = piece[word_end..].trim_start();
     }
 }

@@ -415,23 +415,156 @@ fn malformed_rules_say_what_is_wrong() {
     );
 }
 
+fn words(list: &[&str]) -> Vec<String> {
+    list.iter().map(|w| (*w).to_owned()).collect()
+}
+
 #[test]
 fn commands_split_at_operators_outside_quotes() {
-    use pattern::split_command;
-    let s = split_command("a && b || c | d; e & f\ng");
-    assert_eq!(s.commands, ["a", "b", "c", "d", "e", "f", "g"]);
-    assert!(!s.opaque);
+    use shell::split_command;
+    let s = split_command("a && b || c | d; e & f\ng |& h");
+    let firsts: Vec<&str> = s.commands.iter().map(|c| c[0].as_str()).collect();
+    assert_eq!(firsts, ["a", "b", "c", "d", "e", "f", "g", "h"]);
+    assert!(s.understood);
+    // Quotes are removed; what they hold stays one word.
+    let s = split_command(r#"git commit -m 'a; b' "c \"d\"" e\ f"#);
+    assert!(s.understood, "{s:?}");
+    assert_eq!(
+        s.commands,
+        [words(&["git", "commit", "-m", "a; b", "c \"d\"", "e f"])]
+    );
+    // Descriptors and /dev/null are in the subset.
+    for ok in [
+        "git status 2>&1",
+        "git status >/dev/null 2>&1",
+        "git status &>/dev/null",
+        "git status 2> /dev/null",
+        "git status </dev/null",
+        "git status;",
+        "git status &",
+        "git status &&\ngit log",
+    ] {
+        assert!(split_command(ok).understood, "{ok}");
+    }
     let s = split_command("if true; then rm -rf x; fi");
-    assert!(s.all.contains(&"rm -rf x".to_owned()), "{s:?}");
-    let s = split_command("echo {a,b} 2>&1");
-    assert!(!s.opaque, "{s:?}");
-    assert!(split_command("{ rm x; }").opaque);
-    assert!(split_command("echo 'unclosed").opaque);
+    assert!(!s.understood);
+    assert!(s.all.contains(&words(&["rm", "-rf", "x"])), "{s:?}");
+    for not in [
+        "echo {a,b}",
+        "{ rm x; }",
+        "echo 'unclosed",
+        "echo x >> f",
+        "echo x > f",
+        "cat < f",
+        "echo x >&f",
+        "cat <<EOF",
+        "cat <<< x",
+        "a ;; b",
+        "; a",
+        "a &&",
+        "a | | b",
+        "FOO=1 a",
+        "* x",
+        "echo $HOME",
+        "echo \"$HOME\"",
+        "a # b",
+        "a \\\nb",
+        "echo a\rb",
+        "time a",
+        "! a",
+        "[[ a ]]",
+    ] {
+        assert!(!split_command(not).understood, "{not:?}");
+    }
     assert!(split_command("cat <(rm x)")
         .all
-        .contains(&"rm x".to_owned()));
-    assert!(split_command("echo x >> f").opaque);
-    assert!(!split_command("echo x &>/dev/null").opaque);
+        .contains(&words(&["rm", "x"])));
+}
+
+/// C6: with `allow bash(git status:*)` and `deny bash(rm:*)`, no command hidden behind a
+/// construct bash understands differently from a plain split runs unasked; every one that a
+/// piece names is refused by the deny rule; the plain command still runs.
+#[test]
+fn an_allowed_prefix_never_vouches_for_a_hidden_second_command() {
+    use Kind::*;
+    let r = [(Allow, "bash(git status:*)"), (Deny, "bash(rm:*)")];
+    let run = |c: &str| action(BASH, cmd(c), &r, Mode::Default);
+    assert_eq!(run("git status"), Action::Run);
+    assert_eq!(run("git status --short"), Action::Run);
+    assert_eq!(run("git status 2>&1 | git status -s"), Action::Run);
+    assert_eq!(run("'git' \"status\" -s"), Action::Run);
+    // Each of these hides `rm`: the deny rule finds it.
+    for hidden in [
+        "git status # $'\\n'rm -rf x",
+        "git status $'\\x3b' rm x",
+        "git status <<EOF\nx\nEOF\nrm x",
+        "git status \\\n; rm x",
+        "git status && { rm x; }",
+        "git status && ( rm x )",
+        "git status $(rm x)",
+        "git status `rm x`",
+        "git status \"$(rm x)\"",
+        "git status <(rm x)",
+        "git status >(rm x)",
+        "git status | xargs rm",
+        "git status | xargs -I{} rm {}",
+        "eval 'rm x'",
+        "eval rm x",
+        "env rm x",
+        "env -i FOO=1 rm x",
+        "command rm x",
+        "builtin rm x",
+        "exec rm x",
+        "nohup rm x",
+        "time rm x",
+        "timeout 5 rm x",
+        "timeout -s KILL 5 rm x",
+        "sudo -u root rm x",
+        "sh -c 'rm x'",
+        "bash -lc 'git status; rm x'",
+        "bash -c \"eval 'rm x'\"",
+        "find . -exec rm {} +",
+        "/bin/rm x",
+        "\\rm x",
+        "r\\m x",
+        "'rm' x",
+        "git status; rm x",
+        "git status\nrm x",
+        "git status & rm x",
+        "git status |& rm x",
+        "git status || rm x",
+    ] {
+        assert_eq!(run(hidden), Action::Refuse, "{hidden:?}");
+    }
+    // Without the deny rule, none of them runs unasked either.
+    let allow_only = [(Allow, "bash(git status:*)")];
+    for hidden in [
+        "git status # $'\\n'rm -rf x",
+        "git status $'\\x3b' rm x",
+        "git status <<EOF\nrm x\nEOF",
+        "git status \\\n; rm x",
+        "git status && { rm x; }",
+        "git status $(rm x)",
+        "git status `rm x`",
+        "git status | xargs rm",
+        "git status > .git/hooks/pre-commit",
+        "git status $HOME",
+        "GIT_PAGER=x git status",
+        "git status\r; rm x",
+    ] {
+        assert_eq!(
+            action(BASH, cmd(hidden), &allow_only, Mode::Default),
+            Action::Ask,
+            "{hidden:?}"
+        );
+    }
+    // A word that looks like the prefix but is one word (`'git status'`) is not the prefix.
+    assert_eq!(
+        action(BASH, cmd("'git status' x"), &allow_only, Mode::Default),
+        Action::Ask
+    );
+    // An argument that merely says `rm` is not a command.
+    assert_eq!(run("git status rm"), Action::Run);
 }
 
 #[test]

@@ -1,0 +1,125 @@
+//! Rules mean exactly what they say, end to end through `harness9 run -p` with the scripted
+//! model (README "Permissions"): a `bash` allow rule vouches only for command lines the
+//! lexer fully understands, and a deny rule finds a command behind wrappers.
+
+use super::*;
+
+/// Runs `harness9 run -p` in a fresh project with `flags`, the model calling `bash` once with
+/// each of `commands` (one call per step), and returns the project and the run's output.
+fn bash_calls(tag: &str, flags: &[&str], commands: &[&str]) -> (PathBuf, Out) {
+    let dir = project(tag, Value::Null);
+    let mut steps: Vec<Value> = commands
+        .iter()
+        .enumerate()
+        .map(
+            |(i, c)| json!({"tool_calls": [call(&format!("c{i}"), "bash", json!({"command": c}))]}),
+        )
+        .collect();
+    steps.push(json!({"text": "done"}));
+    let model = Model::start(tag, json!({ "steps": steps }));
+    let mut args = vec!["run", "-p", "go", "--json"];
+    args.extend_from_slice(flags);
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    out.ok();
+    assert_eq!(out.event("done", "")["text"], "done", "{out}");
+    (dir, out)
+}
+
+/// C6: with `--allowed-tools 'bash(touch plain:*)'`, the plain command runs and no command
+/// hidden behind a quoting bash reads differently (`$'\''`, a comment whose quote spans a
+/// newline, a group, a substitution, a heredoc, a line continuation) runs: each is not
+/// understood, so it asks, which `run -p` refuses.
+#[test]
+fn an_allowed_prefix_runs_only_the_plain_command_not_one_hidden_behind_it() {
+    let hidden = [
+        "touch plain $'\\'' ; touch hidden-ansi #'",
+        "touch plain #'\ntouch hidden-comment #'",
+        "touch plain && { touch hidden-group; }",
+        "touch plain $(touch hidden-subst)",
+        "touch plain <<EOF\nEOF\ntouch hidden-heredoc",
+        "touch plain \\\n; touch hidden-continued",
+    ];
+    let mut commands = vec!["touch plain"];
+    commands.extend(hidden);
+    let (dir, out) = bash_calls(
+        "rules-hidden",
+        &["--allowed-tools", "bash(touch plain:*)"],
+        &commands,
+    );
+    assert!(dir.join("plain").exists(), "the allowed command ran: {out}");
+    assert_eq!(out.event("tool_result", "c0")["is_error"], false, "{out}");
+    for (i, c) in hidden.iter().enumerate() {
+        let id = format!("c{}", i + 1);
+        assert!(
+            out.event("tool_refused", &id)["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("this run cannot ask"),
+            "{c:?} was not refused\n{out}"
+        );
+    }
+    let made: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("hidden"))
+        .collect();
+    assert!(made.is_empty(), "hidden commands ran: {made:?}\n{out}");
+}
+
+/// C6: `--disallowed-tools 'bash(rm:*)'` beside `--allowed-tools bash` refuses `rm` behind
+/// `env`, `command`, `sh -c`, `eval`, `xargs`, a path and a backslash; `ls` still runs.
+#[test]
+fn a_deny_rule_finds_the_command_behind_wrappers() {
+    let dir = project("rules-wrapped", Value::Null);
+    let victims = [
+        "env rm victim0",
+        "command rm victim1",
+        "sh -c 'rm victim2'",
+        "eval 'rm victim3'",
+        "echo victim4 | xargs rm",
+        "/bin/rm victim5",
+        "\\rm victim6",
+        "timeout 5 rm victim7",
+    ];
+    for i in 0..victims.len() {
+        std::fs::write(dir.join(format!("victim{i}")), "x").unwrap();
+    }
+    let mut steps: Vec<Value> = victims
+        .iter()
+        .enumerate()
+        .map(
+            |(i, c)| json!({"tool_calls": [call(&format!("c{i}"), "bash", json!({"command": c}))]}),
+        )
+        .collect();
+    steps.push(json!({"tool_calls": [call("ls", "bash", json!({"command": "touch still-runs"}))]}));
+    steps.push(json!({"text": "done"}));
+    let model = Model::start("rules-wrapped", json!({ "steps": steps }));
+    let args = [
+        "run",
+        "-p",
+        "go",
+        "--json",
+        "--allowed-tools",
+        "bash",
+        "--disallowed-tools",
+        "bash(rm:*)",
+    ];
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    out.ok();
+    for (i, c) in victims.iter().enumerate() {
+        assert!(
+            dir.join(format!("victim{i}")).exists(),
+            "{c:?} ran past the deny rule\n{out}"
+        );
+        let refused = out.event("tool_refused", &format!("c{i}"));
+        assert!(
+            refused["rule"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("deny rule \"bash(rm:*)\""),
+            "{refused}"
+        );
+    }
+    assert!(dir.join("still-runs").exists(), "{out}");
+}
