@@ -28,3 +28,4 @@ mod tool_cache;
 mod trust;
 mod tui;
 mod tui_asks;
+mod tui_rules;

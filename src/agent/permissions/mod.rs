@@ -212,11 +212,22 @@ pub struct Verdict {
 }
 
 /// The user's rules in force: from the settings files, the flags of this run, and the
-/// remembered answers (which the TUI adds to as the user answers "always").
+/// remembered answers (which the TUI adds to as the user answers "always"). Each remembered
+/// rule carries the moment it was learned ([`Rules::moment`]): a call judged "as of" an
+/// earlier moment does not see it, so an "always" answer never runs a call that was already
+/// waiting when the answer came.
 #[derive(Debug, Default)]
 pub struct Rules {
     fixed: Vec<Rule>,
-    learned: Mutex<Vec<Rule>>,
+    learned: Mutex<Learned>,
+}
+
+/// The remembered rules, each with the moment it was learned.
+#[derive(Debug, Default)]
+struct Learned {
+    rules: Vec<(u64, Rule)>,
+    /// The next moment (rules saved before the session are at 0).
+    next: u64,
 }
 
 impl Rules {
@@ -224,36 +235,59 @@ impl Rules {
     pub fn new(fixed: Vec<Rule>, saved: Vec<Rule>) -> Self {
         Self {
             fixed,
-            learned: Mutex::new(saved),
+            learned: Mutex::new(Learned {
+                rules: saved.into_iter().map(|r| (0, r)).collect(),
+                next: 1,
+            }),
         }
     }
 
     /// Every rule in force, the settings' and flags' first.
     pub fn all(&self) -> Vec<Rule> {
         let mut out = self.fixed.clone();
-        out.extend(self.learned().iter().cloned());
+        out.extend(self.learned().rules.iter().map(|(_, r)| r.clone()));
         out
+    }
+
+    /// Now, for [`Policy::decide_as_of`]: rules learned from here on are not seen.
+    pub fn moment(&self) -> u64 {
+        self.learned().next.max(1)
     }
 
     /// Adds a remembered allow rule (an "always" answer); `false` when it is already there.
     pub fn learn(&self, rule: Rule) -> bool {
         let mut l = self.learned();
-        if l.iter().any(|r| r.kind == rule.kind && r.text == rule.text) {
+        if l.rules
+            .iter()
+            .any(|(_, r)| r.kind == rule.kind && r.text == rule.text)
+        {
             return false;
         }
-        l.push(rule);
+        let at = l.next.max(1);
+        l.rules.push((at, rule));
+        l.next = at + 1;
         true
     }
 
     /// Forgets a remembered rule; `false` when there was none such.
     pub fn forget(&self, kind: Kind, text: &str) -> bool {
         let mut l = self.learned();
-        let before = l.len();
-        l.retain(|r| !(r.kind == kind && r.text == text));
-        l.len() != before
+        let before = l.rules.len();
+        l.rules.retain(|(_, r)| !(r.kind == kind && r.text == text));
+        l.rules.len() != before
     }
 
-    fn learned(&self) -> std::sync::MutexGuard<'_, Vec<Rule>> {
+    /// The remembered rules learned before `moment`.
+    fn learned_before(&self, moment: u64) -> Vec<Rule> {
+        self.learned()
+            .rules
+            .iter()
+            .filter(|(at, _)| *at < moment)
+            .map(|(_, r)| r.clone())
+            .collect()
+    }
+
+    fn learned(&self) -> std::sync::MutexGuard<'_, Learned> {
         // A panic while holding it cannot leave the list half-changed (push/retain).
         self.learned.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -279,18 +313,24 @@ impl Policy {
         Arc::new(Self { rules, mode, place })
     }
 
-    /// [`decide`] over this policy's rules (borrowed, not copied: this is on every call).
+    /// [`decide`] over this policy's rules.
     pub fn decide(&self, tool: ToolFacts<'_>, args: &Value) -> Verdict {
-        self.decide_in(tool, args, self.mode)
+        self.decide_in(tool, args, self.mode, u64::MAX)
+    }
+
+    /// [`decide`] over the rules in force at `moment` ([`Rules::moment`], taken when the call
+    /// came): an "always" answer given since does not run it.
+    pub fn decide_as_of(&self, tool: ToolFacts<'_>, args: &Value, moment: u64) -> Verdict {
+        self.decide_in(tool, args, self.mode, moment)
     }
 
     /// [`decide`] for the user's own explicit call (`mcp call`): it runs unless denied.
     pub fn decide_explicit(&self, tool: ToolFacts<'_>, args: &Value) -> Verdict {
-        self.decide_in(tool, args, Mode::Bypass)
+        self.decide_in(tool, args, Mode::Bypass, u64::MAX)
     }
 
-    fn decide_in(&self, tool: ToolFacts<'_>, args: &Value, mode: Mode) -> Verdict {
-        let learned = self.rules.learned();
+    fn decide_in(&self, tool: ToolFacts<'_>, args: &Value, mode: Mode, moment: u64) -> Verdict {
+        let learned = self.rules.learned_before(moment);
         let sets: [&[Rule]; 2] = [&self.rules.fixed, &learned];
         decide_over(tool, args, &sets, mode, &self.place)
     }
@@ -542,24 +582,6 @@ pub fn tool_rule(tool: &str, args: &Value) -> Option<String> {
         Some(s) => format!("bash({first} {s}:*)"),
         None => format!("bash({first}:*)"),
     })
-}
-
-/// Whether `rule` alone allows a call of `name` (of `server`) with `args`: the calls an
-/// "always" answer covers at once.
-pub fn allows_alone(rule: &Rule, name: &str, server: Option<&str>, args: &Value) -> bool {
-    let tool = ToolFacts {
-        name,
-        server,
-        read_only: false,
-    };
-    let v = decide(
-        tool,
-        args,
-        std::slice::from_ref(rule),
-        Mode::Default,
-        &Place::default(),
-    );
-    v.action == Action::Run
 }
 
 /// Rules from a comma-separated flag value (`--allowed-tools 'bash(git status:*),read_file'`):

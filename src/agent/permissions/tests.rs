@@ -653,6 +653,33 @@ fn remembered_rules_are_learned_once_and_forgotten() {
     );
 }
 
+/// An "always" answer is not seen by a call judged as of a moment before it: the other calls
+/// of the same reply, waiting unseen, are asked again; later calls run.
+#[test]
+fn an_always_answer_covers_later_calls_not_those_already_waiting() {
+    let saved = Rule::parse(Kind::Allow, "bash(ls:*)", Source::Saved).unwrap();
+    let policy = Policy::new(Rules::new(vec![], vec![saved]), Mode::Default, place());
+    let waiting = policy.rules.moment();
+    let r = Rule::parse(Kind::Allow, "mcp__git__*", Source::Saved).unwrap();
+    assert!(policy.rules.learn(r));
+    let later = policy.rules.moment();
+    assert!(later > waiting);
+    assert_eq!(
+        policy.decide_as_of(MCP, &json!({}), waiting).action,
+        Action::Ask
+    );
+    assert_eq!(
+        policy.decide_as_of(MCP, &json!({}), later).action,
+        Action::Run
+    );
+    assert_eq!(policy.decide(MCP, &json!({}),).action, Action::Run);
+    // Rules saved before the session count at every moment.
+    assert_eq!(
+        policy.decide_as_of(BASH, &cmd("ls -la"), waiting).action,
+        Action::Run
+    );
+}
+
 #[test]
 fn a_server_rule_covers_that_servers_tools_only() {
     // Server `git__evil` registers `mcp__git__evil__x`: not git's.

@@ -1,0 +1,54 @@
+//! Rules in the real TUI (tmux): an "always" answer covers the calls that come after it, not
+//! the other calls of the same reply that are waiting unseen behind the question.
+
+use serde_json::json;
+
+use super::tui::{project, settled, tmux_required, Tmux, BOUND};
+
+/// The model's reply calls `mkdir -p d1` and `mkdir -p d2` at once; both wait. "Always"
+/// (`bash(mkdir:*)`) on the first runs it alone: the second, which the rule would cover, is
+/// still asked, and a no keeps it from running.
+#[test]
+fn an_always_answer_does_not_run_the_other_waiting_calls() {
+    tmux_required();
+    let calls = [
+        json!({"id": "m1", "name": "bash", "input": {"command": "mkdir -p d1"}}),
+        json!({"id": "m2", "name": "bash", "input": {"command": "mkdir -p d2"}}),
+    ];
+    let model = super::engine::Model::start(
+        "tui-always-queued",
+        json!({"steps": [
+            {"text": "Making both.", "tool_calls": calls},
+            {"text": "Finished."}
+        ]}),
+    );
+    let dir = project("tui-always-queued", |_| json!({}));
+    let t = Tmux::with_model(&dir, &model);
+    t.wait_for("the model named", BOUND, |s| s.contains("model anthropic"));
+    t.send_keys(&["go", "Enter"]);
+    let s = t.wait_for("both calls waiting", BOUND, |s| {
+        s.contains("run this tool?") && s.contains("(1 of 2 waiting)") && settled(s)
+    });
+    assert!(s.contains("always bash(mkdir:*)"), "{s}");
+    t.send_keys(&["a"]);
+    let made = |d: &str| dir.join(d).is_dir();
+    assert!(
+        super::common::poll_until(BOUND, std::time::Duration::from_millis(20), || made(
+            "d1"
+        ) || made("d2")),
+        "the answered call did not run"
+    );
+    let s = t.wait_for("the other call, asked on its own", BOUND, |s| {
+        s.contains("run this tool?") && !s.contains("waiting)") && settled(s)
+    });
+    assert!(
+        made("d1") != made("d2"),
+        "the unseen waiting call ran on the other's always:\n{s}"
+    );
+    t.send_keys(&["n"]);
+    t.wait_for("the turn's end", BOUND, |s| s.contains("Finished."));
+    assert!(made("d1") != made("d2"), "the declined call ran");
+    t.send_keys(&["C-c"]);
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
