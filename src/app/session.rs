@@ -123,6 +123,20 @@ impl SessionOptions {
         Ok((policy, ignored))
     }
 
+    /// A warning for each rule of the settings files and flags that names no built-in tool
+    /// and no server of `config` ([`permissions::unmatched`]), each also logged.
+    pub fn unmatched_rules(policy: &Policy, config: &Config) -> Vec<String> {
+        let defs = harness9_agent::builtins::definitions();
+        let mut builtins: Vec<&str> = defs.iter().map(|t| t.name.as_str()).collect();
+        builtins.push(harness9_agent::toolsearch::TOOL_SEARCH);
+        let servers: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+        let warnings = permissions::unmatched(&policy.rules.all(), &builtins, &servers);
+        for w in &warnings {
+            tracing::warn!("{w}");
+        }
+        warnings
+    }
+
     /// The model settings: flags > env > user TOML > `config/harness9.toml`.
     pub fn model_settings(&self) -> Result<Settings, settings::SettingsError> {
         settings::resolve(&self.model)

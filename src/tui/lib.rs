@@ -183,6 +183,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         warnings: [
             opts.runtime.warnings.clone(),
             ignored_rules,
+            harness9_app::SessionOptions::unmatched_rules(&policy, &cfg),
             cfg.warnings.clone(),
             (policy.mode == harness9_agent::permissions::Mode::Bypass)
                 .then(|| "permission mode bypass (--yes): every tool call runs without asking; only deny rules still refuse".to_owned())

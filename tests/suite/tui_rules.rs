@@ -33,9 +33,8 @@ fn an_always_answer_does_not_run_the_other_waiting_calls() {
     t.send_keys(&["a"]);
     let made = |d: &str| dir.join(d).is_dir();
     assert!(
-        super::common::poll_until(BOUND, std::time::Duration::from_millis(20), || made(
-            "d1"
-        ) || made("d2")),
+        super::common::poll_until(BOUND, std::time::Duration::from_millis(20), || made("d1")
+            || made("d2")),
         "the answered call did not run"
     );
     let s = t.wait_for("the other call, asked on its own", BOUND, |s| {

@@ -98,6 +98,14 @@ pub struct Rule {
 impl Rule {
     /// A rule from its text, or what is wrong with the text.
     pub fn parse(kind: Kind, text: &str, source: Source) -> Result<Rule, String> {
+        let name = text.trim().split('(').next().unwrap_or_default();
+        if kind != Kind::Deny && pattern::claude_code_name(name) == Some(None) {
+            // A deny rule of a tool harness9 lacks refuses nothing, harmlessly ([`unmatched`]
+            // warns); an allow or ask rule of one cannot do what it says.
+            return Err(format!(
+                "harness9 has no {name} tool (a Claude Code tool): remove the rule"
+            ));
+        }
         Ok(Rule {
             kind,
             text: text.trim().to_owned(),
@@ -582,6 +590,66 @@ pub fn tool_rule(tool: &str, args: &Value) -> Option<String> {
         Some(s) => format!("bash({first} {s}:*)"),
         None => format!("bash({first}:*)"),
     })
+}
+
+/// A warning for each rule (of the settings files and flags; remembered answers aside) that
+/// names no tool here: no built-in of `builtins` and no tool of any configured server of
+/// `servers`. A deny rule that denies nothing is the dangerous case (the user believes
+/// something is refused): its warning says so first.
+pub fn unmatched(rules: &[Rule], builtins: &[&str], servers: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in rules.iter().filter(|r| r.source != Source::Saved) {
+        let p = &r.pattern;
+        if builtins.iter().any(|b| p.names(b, None)) || servers.iter().any(|s| names_server(p, s)) {
+            continue;
+        }
+        let effect = match r.kind {
+            Kind::Deny => "denies nothing",
+            Kind::Ask => "asks about nothing",
+            Kind::Allow => "allows nothing",
+        };
+        let why = if pattern::claude_code_name(&p.tool) == Some(None) {
+            format!(
+                "harness9 has no {} tool (a Claude Code tool); what reaches it here goes through bash or an MCP server: rule on those",
+                p.tool
+            )
+        } else {
+            let mut list: Vec<&str> = servers.to_vec();
+            list.sort_unstable();
+            format!(
+                "it matches no built-in tool ({}) and no configured server ({}); check the spelling (a server's tools are mcp__SERVER__TOOL, all of them mcp__SERVER__*)",
+                builtins.join(", "),
+                if list.is_empty() {
+                    "none".to_owned()
+                } else {
+                    list.join(", ")
+                }
+            )
+        };
+        out.push(format!(
+            "{}: {} rule \"{}\" {effect}: {why}",
+            r.source,
+            r.kind.name(),
+            r.text
+        ));
+    }
+    out
+}
+
+/// Whether `p` could name a tool of `server` (its tools are not known before it connects: a
+/// name under the server's prefix counts).
+fn names_server(p: &Pattern, server: &str) -> bool {
+    if p.server().is_some() {
+        return p.names("", Some(server));
+    }
+    let prefix = harness9_actors::naming::server_prefix(server);
+    match p.tool.find('*') {
+        Some(star) => {
+            let lit = &p.tool[..star];
+            lit.starts_with(&prefix) || prefix.starts_with(lit)
+        }
+        None => p.tool.starts_with(&prefix) && p.tool.len() > prefix.len(),
+    }
 }
 
 /// Rules from a comma-separated flag value (`--allowed-tools 'bash(git status:*),read_file'`):

@@ -40,10 +40,30 @@ pub fn path_rule_tools(tool: &str) -> &'static [&'static str] {
 /// A parsed rule pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pattern {
-    /// The tool name, with `*` matching any run of characters.
+    /// The tool name, with `*` matching any run of characters (a Claude Code spelling already
+    /// turned into harness9's: `Bash` is `bash`, `mcp__S` is `mcp__S__*`).
     pub tool: String,
     /// The argument pattern, when given.
     pub arg: Option<ArgPattern>,
+    /// More built-ins the name covers (Claude Code's `Read` covers every tool that reads).
+    pub also: &'static [&'static str],
+}
+
+/// Claude Code's tool names and what each is in harness9: the built-in it maps to and the
+/// others its name covers too. `None`: harness9 has no such tool.
+pub fn claude_code_name(name: &str) -> Option<Option<(&'static str, &'static [&'static str])>> {
+    Some(match name {
+        "Bash" => Some(("bash", &[])),
+        // Claude Code's Read rules apply to every built-in that reads files.
+        "Read" => Some(("read_file", &["list_dir", "grep"])),
+        "Edit" | "Write" | "MultiEdit" => Some(("write_file", &[])),
+        "Grep" => Some(("grep", &[])),
+        "LS" | "Glob" => Some(("list_dir", &[])),
+        "WebFetch" | "WebSearch" | "Task" | "Agent" | "TodoWrite" | "TodoRead" | "NotebookEdit"
+        | "NotebookRead" | "ExitPlanMode" | "BashOutput" | "KillShell" | "KillBash"
+        | "SlashCommand" => None,
+        _ => return None,
+    })
 }
 
 /// An argument pattern.
@@ -70,7 +90,7 @@ impl Pattern {
         if t.len() > MAX_RULE {
             return Err(format!("a rule is at most {MAX_RULE} bytes"));
         }
-        let (name, arg) = match t.find('(') {
+        let (name, mut arg) = match t.find('(') {
             None => (t, None),
             Some(open) => {
                 let Some(inner) = t[open + 1..].strip_suffix(')') else {
@@ -85,6 +105,25 @@ impl Pattern {
         if name.is_empty() {
             return Err("the tool name is missing before \"(\"".to_owned());
         }
+        let (name, also) = match claude_code_name(name) {
+            Some(Some((ours, also))) => (ours.to_owned(), also),
+            // Kept as written, its argument aside: it names no tool (`Rule::parse` and
+            // `unmatched` say what that means).
+            Some(None) => {
+                arg = None;
+                (name.to_owned(), &[][..])
+            }
+            // `mcp__S` is every tool of server `S`, as in Claude Code.
+            None => match name.strip_prefix("mcp__") {
+                Some(server)
+                    if !server.is_empty() && !server.contains("__") && !server.contains('*') =>
+                {
+                    (format!("{name}__*"), &[][..])
+                }
+                _ => (name.to_owned(), &[][..]),
+            },
+        };
+        let name = name.as_str();
         if let Some(c) = name
             .chars()
             .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '*')))
@@ -117,6 +156,7 @@ impl Pattern {
         Ok(Pattern {
             tool: name.to_owned(),
             arg,
+            also,
         })
     }
 
@@ -127,7 +167,7 @@ impl Pattern {
         if let Some(s) = self.server() {
             return server.is_some_and(|own| harness9_actors::naming::sanitize(own) == s);
         }
-        glob(&self.tool, tool, false)
+        glob(&self.tool, tool, false) || (server.is_none() && self.also.contains(&tool))
     }
 
     /// `S` of a server pattern `mcp__S__*`.

@@ -719,3 +719,116 @@ fn a_server_rule_covers_that_servers_tools_only() {
         Action::Refuse
     );
 }
+
+/// C9: Claude Code's spellings mean what they mean there.
+#[test]
+fn claude_code_spellings_map_to_the_built_ins() {
+    use Kind::*;
+    let deny = |rule: &str, tool: ToolFacts<'_>, args: serde_json::Value| {
+        action(tool, args, &[(Deny, rule)], Mode::Bypass)
+    };
+    assert_eq!(deny("Bash", BASH, cmd("ls")), Action::Refuse);
+    assert_eq!(deny("Bash(rm:*)", BASH, cmd("env rm x")), Action::Refuse);
+    assert_eq!(deny("Bash(rm:*)", BASH, cmd("ls")), Action::Run);
+    assert_eq!(
+        deny("Bash(git status)", BASH, cmd("git status")),
+        Action::Refuse
+    );
+    assert_eq!(deny("Read", READ, json!({"path": "a"})), Action::Refuse);
+    for t in ["list_dir", "grep"] {
+        let tool = ToolFacts {
+            name: t,
+            server: None,
+            read_only: true,
+        };
+        assert_eq!(deny("Read", tool, json!({})), Action::Refuse, "{t}");
+        assert_eq!(
+            deny("Read(~/.ssh/**)", tool, json!({"path": "/home/u/.ssh"})),
+            Action::Refuse,
+            "{t}"
+        );
+    }
+    assert_eq!(
+        deny(
+            "Read(~/.ssh/**)",
+            READ,
+            json!({"path": "/home/u/.ssh/id_rsa"})
+        ),
+        Action::Refuse
+    );
+    assert_eq!(
+        deny("Edit(src/**)", WRITE, json!({"path": "src/a"})),
+        Action::Refuse
+    );
+    assert_eq!(deny("Write", WRITE, json!({"path": "a"})), Action::Refuse);
+    assert_eq!(
+        deny("Edit(src/**)", WRITE, json!({"path": "b"})),
+        Action::Run
+    );
+    let list = ToolFacts {
+        name: "list_dir",
+        server: None,
+        read_only: true,
+    };
+    assert_eq!(deny("LS", list, json!({})), Action::Refuse);
+    assert_eq!(deny("Glob", list, json!({})), Action::Refuse);
+    // `mcp__server` is every tool of the server; `mcp__server__*` too.
+    assert_eq!(deny("mcp__git", MCP, json!({})), Action::Refuse);
+    assert_eq!(deny("mcp__git__*", MCP, json!({})), Action::Refuse);
+    assert_eq!(deny("mcp__gi", MCP, json!({})), Action::Run);
+    assert_eq!(deny("mcp__git__git_commit", MCP, json!({})), Action::Refuse);
+    // A Claude Code tool harness9 lacks: a deny rule is kept (it refuses nothing), an allow
+    // or ask rule is an error.
+    assert!(Rule::parse(Deny, "WebFetch", Source::Saved).is_ok());
+    assert!(Rule::parse(Deny, "WebFetch(domain:example.com)", Source::Saved).is_ok());
+    for k in [Allow, Ask] {
+        assert_eq!(
+            Rule::parse(k, "WebSearch", Source::Saved).unwrap_err(),
+            "harness9 has no WebSearch tool (a Claude Code tool): remove the rule"
+        );
+    }
+    let flag = parse_flag("Bash,mcp__web", Deny, "--disallowed-tools").unwrap();
+    assert_eq!(flag[0].pattern.tool, "bash");
+    assert_eq!(flag[1].pattern.tool, "mcp__web__*");
+}
+
+/// C9: a rule that names no built-in and no configured server is warned about, naming the
+/// rule and where it is written.
+#[test]
+fn rules_that_match_nothing_are_named() {
+    use Kind::*;
+    let builtins = ["bash", "read_file", "write_file", "list_dir", "grep"];
+    let list = rules(&[
+        (Deny, "bash_exec"),
+        (Deny, "mcp__brave__*"),
+        (Deny, "WebFetch"),
+        (Ask, "mcp__git__*"),
+        (Deny, "bash(rm:*)"),
+        (Deny, "Bash"),
+        (Allow, "mcp__git__git_commit"),
+        (Allow, "mcp__gi*"),
+        (Allow, "mcp__github__x"),
+        (Deny, "mcp__*"),
+        (Deny, "*"),
+    ]);
+    let w = unmatched(&list, &builtins, &["git"]);
+    assert_eq!(w.len(), 4, "{w:#?}");
+    assert!(w[0].starts_with(
+        "/u/harness9.toml:1: deny rule \"bash_exec\" denies nothing: it matches no built-in tool (bash, read_file"
+    ), "{}", w[0]);
+    assert!(w[0].contains("no configured server (git)"), "{}", w[0]);
+    assert!(w[1].starts_with("/u/harness9.toml:2: deny rule \"mcp__brave__*\" denies nothing"));
+    assert!(w[2].starts_with(
+        "/u/harness9.toml:3: deny rule \"WebFetch\" denies nothing: harness9 has no WebFetch tool"
+    ), "{}", w[2]);
+    assert!(w[3].starts_with("/u/harness9.toml:9: allow rule \"mcp__github__x\" allows nothing"));
+    // With the server configured, its rule matches.
+    assert_eq!(
+        unmatched(&list, &builtins, &["git", "brave", "github"]).len(),
+        2
+    );
+    // Flags are named as the flag.
+    let flag = parse_flag("mcp__web", Deny, "--disallowed-tools").unwrap();
+    assert!(unmatched(&flag, &builtins, &[])[0]
+        .starts_with("--disallowed-tools: deny rule \"mcp__web\" denies nothing"));
+}

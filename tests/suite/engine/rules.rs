@@ -123,3 +123,76 @@ fn a_deny_rule_finds_the_command_behind_wrappers() {
     }
     assert!(dir.join("still-runs").exists(), "{out}");
 }
+
+/// C9: `--disallowed-tools 'Bash,mcp__web'` means what it means in Claude Code: bash is
+/// refused (beside `--allowed-tools bash`), and `mcp__web`, which names no configured
+/// server, is warned about on stderr naming the flag; a settings file's `deny = ["bash_exec"]`
+/// is warned about naming its file and line; `Bash(touch ok:*)` allows as `bash(...)` does.
+#[test]
+fn claude_code_spellings_deny_and_a_rule_that_denies_nothing_is_named() {
+    let dir = project("rules-cc", Value::Null);
+    let config = home(&dir).join(".config/harness9");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        "[permissions]\ndeny = [\n  \"bash_exec\",\n]\n",
+    )
+    .unwrap();
+    let model = Model::start(
+        "rules-cc",
+        json!({"steps": [
+            {"tool_calls": [call("b", "bash", json!({"command": "touch denied"}))]},
+            {"text": "done"}
+        ]}),
+    );
+    let args = [
+        "run",
+        "-p",
+        "go",
+        "--json",
+        "--allowed-tools",
+        "bash",
+        "--disallowed-tools",
+        "Bash,mcp__web",
+    ];
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    out.ok();
+    assert!(!dir.join("denied").exists(), "{out}");
+    let refused = out.event("tool_refused", "b");
+    assert!(
+        refused["rule"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("deny rule \"Bash\" (--disallowed-tools)"),
+        "{refused}"
+    );
+    assert!(
+        out.stderr.contains(
+            "--disallowed-tools: deny rule \"mcp__web\" denies nothing: it matches no built-in tool"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.stderr
+            .contains("config.toml:3: deny rule \"bash_exec\" denies nothing"),
+        "{out}"
+    );
+
+    // `Bash(touch ok:*)` allows exactly that; an allow rule of a tool harness9 lacks is a
+    // usage error naming the flag.
+    let (dir, out) = bash_calls(
+        "rules-cc-allow",
+        &["--allowed-tools", "Bash(touch ok:*)"],
+        &["touch ok"],
+    );
+    assert!(dir.join("ok").exists(), "{out}");
+    let args = ["run", "-p", "go", "--allowed-tools", "WebFetch"];
+    let out = Run::start(harness9(&dir), &args).finish(LIMIT);
+    assert_eq!(out.code, Some(2), "{out}");
+    assert!(
+        out.stderr.contains(
+            "--allowed-tools: malformed rule \"WebFetch\": harness9 has no WebFetch tool"
+        ),
+        "{out}"
+    );
+}
