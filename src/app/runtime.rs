@@ -94,12 +94,14 @@ impl Runtime {
         }
     }
 
-    /// Installs the built-in tools, run in `root` with `bash` sandboxed by `shell`, in the
-    /// registry (they win name clashes).
+    /// Installs the built-in tools, run in `root` with `bash` sandboxed by `shell` and `grep`
+    /// and `list_dir` leaving out what `policy`'s deny rules refuse, in the registry (they win
+    /// name clashes).
     pub fn install_builtins(
         &self,
         root: &std::path::Path,
         shell: harness9_agent::builtins::shell_sandbox::ShellSandbox,
+        policy: Option<std::sync::Arc<harness9_agent::permissions::Policy>>,
     ) {
         use harness9_agent::builtins::{definitions, BuiltinOptions, Builtins};
         self.registry.do_send(SetBuiltins {
@@ -108,6 +110,7 @@ impl Runtime {
                 root.to_path_buf(),
                 BuiltinOptions {
                     shell,
+                    policy,
                     ..BuiltinOptions::default()
                 },
                 self.registry.clone(),

@@ -162,6 +162,8 @@ pub struct Start {
     /// Offer servers' cached tool lists at once (and start lazy ones on their first call);
     /// without it the cache is only written. The front ends with a model, and `mcp list`.
     pub offer_cached: bool,
+    /// The session's permissions, for the built-ins that check each file they read.
+    pub policy: Option<Arc<Policy>>,
 }
 
 /// A running session: the runtime with its built-ins, the trace file, the config watcher.
@@ -247,7 +249,7 @@ impl Session {
             cache_use,
         );
         if start.builtins {
-            runtime.install_builtins(&root, opts.runtime.shell);
+            runtime.install_builtins(&root, opts.runtime.shell, start.policy.clone());
         }
         let watcher = start.watch.then(|| {
             ConfigWatcher::new(

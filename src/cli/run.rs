@@ -225,6 +225,7 @@ pub async fn run(
         shutdown_grace: Some(crate::app::HEADLESS_GRACE),
         builtins: true,
         offer_cached: true,
+        policy: Some(policy.clone()),
         ..Start::default()
     };
     let mut session = Session::start(opts, &config, config.servers.clone(), start)?;

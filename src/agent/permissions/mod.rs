@@ -337,6 +337,25 @@ impl Policy {
         self.decide_in(tool, args, Mode::Bypass, u64::MAX)
     }
 
+    /// Whether a deny rule refuses the read tool `tool` (`grep`, `list_dir`) the file or entry
+    /// at `path` it came to inside the path it was called on (as walked, and resolved): the
+    /// call's own path passed the rules, each file under it is checked here.
+    pub fn refuses_file(&self, tool: &str, path: &Path) -> bool {
+        let facts = ToolFacts {
+            name: tool,
+            server: None,
+            read_only: true,
+        };
+        let call = Call {
+            tool: facts,
+            split: None,
+            forms: Some(path_forms(&path.to_string_lossy(), &self.place.root)),
+        };
+        let learned = self.rules.learned_before(u64::MAX);
+        let sets: [&[Rule]; 2] = [&self.rules.fixed, &learned];
+        best(&sets, Kind::Deny, &call, &self.place).is_some()
+    }
+
     fn decide_in(&self, tool: ToolFacts<'_>, args: &Value, mode: Mode, moment: u64) -> Verdict {
         let learned = self.rules.learned_before(moment);
         let sets: [&[Rule]; 2] = [&self.rules.fixed, &learned];
@@ -404,10 +423,10 @@ fn decide_over(
         return verdict(Action::Run, Reason::Rule(r.clone()));
     }
     if mode == Mode::AcceptEdits && tool.name == "write_file" && args.get("path").is_some() {
-        let inside = call
-            .forms
-            .as_ref()
-            .is_some_and(|forms| forms.iter().all(|f| f.starts_with(&place.root)));
+        let inside = call.forms.as_ref().is_some_and(|forms| {
+            forms.iter().all(|f| f.starts_with(&place.root))
+                && !forms.iter().any(|f| pattern::in_git_dir(f))
+        });
         if inside {
             return verdict(Action::Run, Reason::Mode(mode));
         }

@@ -304,9 +304,9 @@ pub fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// The forms of a file tool's `path` argument a rule is matched against: the path as the tool
-/// resolves it (relative to `root`), normalized, and, when it differs, the path with symlinks
-/// resolved (of its longest existing ancestor, for a file not yet there).
+/// The forms of a file tool's `path` argument a rule is matched against: the path as written
+/// (relative to `root`, `.` and `..` taken lexically) and, when it differs, the path the OS
+/// opens ([`os_path`]: symlinks followed component by component, `..` after them).
 pub fn path_forms(arg: &str, root: &Path) -> Vec<PathBuf> {
     let p = Path::new(arg);
     let lexical = normalize(&if p.is_absolute() {
@@ -314,10 +314,77 @@ pub fn path_forms(arg: &str, root: &Path) -> Vec<PathBuf> {
     } else {
         root.join(p)
     });
-    let real = normalize(&harness9_base::path::resolved(&lexical));
-    if real == lexical {
-        vec![lexical]
-    } else {
-        vec![lexical, real]
+    match os_path(arg, root) {
+        Ok(real) if real != lexical => vec![lexical, real],
+        _ => vec![lexical],
     }
+}
+
+/// The most symbolic links followed while resolving one path (as Linux's `ELOOP` limit).
+const MAX_LINKS: usize = 40;
+
+/// The path the OS opens for a file tool's `path` argument (relative to `root`), resolved
+/// the way the kernel does: component by component, a symbolic link replaced by its target
+/// (relative to the directory holding it), `..` taken after the links before it are
+/// followed. From the first component that does not exist on, the rest is taken lexically
+/// (a file not yet written: its existing parent is resolved). The file tools open exactly
+/// this path, so what a rule checked is what is opened. An error for a loop of links.
+pub fn os_path(arg: &str, root: &Path) -> Result<PathBuf, String> {
+    let p = Path::new(arg);
+    let full = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        root.join(p)
+    };
+    let mut pending: std::collections::VecDeque<std::ffi::OsString> = full
+        .components()
+        .map(|c| c.as_os_str().to_owned())
+        .collect();
+    let mut out = PathBuf::new();
+    let mut links = 0usize;
+    let mut missing = false;
+    while let Some(part) = pending.pop_front() {
+        let comp = Path::new(&part).components().next();
+        match comp {
+            None | Some(Component::CurDir) => {}
+            Some(Component::ParentDir) => {
+                out.pop();
+            }
+            Some(Component::RootDir | Component::Prefix(_)) => out.push(&part),
+            Some(Component::Normal(name)) => {
+                out.push(name);
+                if missing {
+                    continue;
+                }
+                match std::fs::symlink_metadata(&out) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        links += 1;
+                        if links > MAX_LINKS {
+                            return Err(format!(
+                                "{arg} goes through more than {MAX_LINKS} symbolic links (a loop?)"
+                            ));
+                        }
+                        let target = std::fs::read_link(&out).map_err(|e| {
+                            format!("cannot read the symbolic link {}: {e}", out.display())
+                        })?;
+                        out.pop();
+                        for c in target.components().rev() {
+                            pending.push_front(c.as_os_str().to_owned());
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => missing = true,
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `path` has a `.git` component (any case: a case-insensitive file system opens
+/// `.GIT` as `.git`): git runs what is there (hooks, `core.fsmonitor`) outside any sandbox.
+pub fn in_git_dir(path: &Path) -> bool {
+    path.components().any(
+        |c| matches!(c, Component::Normal(n) if n.to_string_lossy().eq_ignore_ascii_case(".git")),
+    )
 }

@@ -832,3 +832,60 @@ fn rules_that_match_nothing_are_named() {
     assert!(unmatched(&flag, &builtins, &[])[0]
         .starts_with("--disallowed-tools: deny rule \"mcp__web\" denies nothing"));
 }
+
+/// C7: the resolver follows links component by component as the OS does, `..` after them.
+#[test]
+fn paths_resolve_as_the_os_opens_them() {
+    use pattern::{in_git_dir, os_path, path_forms};
+    let base = std::env::temp_dir().join(format!("h9-os-path-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let project = base.join("p");
+    let outside = base.join("outside");
+    std::fs::create_dir_all(project.join("dir")).unwrap();
+    std::fs::create_dir_all(outside.join("sub")).unwrap();
+    std::os::unix::fs::symlink(outside.join("sub"), project.join("dir/link")).unwrap();
+    std::os::unix::fs::symlink("dir/link", project.join("rel")).unwrap();
+    std::os::unix::fs::symlink("loop", project.join("loop")).unwrap();
+    let real = |a: &str| os_path(a, &project).unwrap();
+    assert_eq!(real("dir/link/../secret"), outside.join("secret"));
+    assert_eq!(real("rel/../x/y"), outside.join("x/y"));
+    assert_eq!(real("dir/./new/../f"), project.join("dir/f"));
+    assert_eq!(
+        real(&outside.join("sub/a").to_string_lossy()),
+        outside.join("sub/a")
+    );
+    assert!(os_path("loop/x", &project)
+        .unwrap_err()
+        .contains("symbolic links"));
+    // The rules see both forms: as written and as opened.
+    assert_eq!(
+        path_forms("dir/link/../secret", &project),
+        [project.join("dir/secret"), outside.join("secret")]
+    );
+    let deny = [(Kind::Deny, format!("read_file({}/**)", outside.display()))];
+    let deny: Vec<(Kind, &str)> = deny.iter().map(|(k, t)| (*k, t.as_str())).collect();
+    let place = Place {
+        root: project.clone(),
+        home: None,
+    };
+    let v = decide(
+        READ,
+        &json!({"path": "dir/link/../secret"}),
+        &rules(&deny),
+        Mode::Default,
+        &place,
+    );
+    assert_eq!(v.action, Action::Refuse);
+    // accept-edits never runs a write into .git unasked.
+    let v = decide(
+        WRITE,
+        &json!({"path": ".git/hooks/pre-commit"}),
+        &[],
+        Mode::AcceptEdits,
+        &place,
+    );
+    assert_eq!(v.action, Action::Ask);
+    assert!(in_git_dir(Path::new("/p/.GIT/config")));
+    assert!(!in_git_dir(Path::new("/p/.github/x")));
+    let _ = std::fs::remove_dir_all(&base);
+}

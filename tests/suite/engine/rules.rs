@@ -196,3 +196,106 @@ fn claude_code_spellings_deny_and_a_rule_that_denies_nothing_is_named() {
         "{out}"
     );
 }
+
+/// C7: paths are checked as the OS opens them. A project holds `dir/link` pointing into a
+/// directory outside it whose files a deny rule refuses, a link `leak` to one of those
+/// files, and `private.txt` a deny rule names. `read_file dir/link/../secret` (lexically
+/// `dir/secret`, opened through the link) is refused; `grep` over the project reads neither
+/// the linked nor the denied file; under `accept-edits`, `write_file` of
+/// `.git/hooks/pre-commit` is refused while `src/a.txt` is written.
+#[test]
+fn paths_are_checked_as_opened_and_grep_skips_denied_files_and_links_out() {
+    let dir = project("rules-paths", Value::Null);
+    let outside = home(&dir).with_file_name(format!(
+        "{}-outside",
+        dir.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    std::fs::create_dir_all(outside.join("sub")).unwrap();
+    std::fs::write(outside.join("secret"), "TOPSECRET-outside\n").unwrap();
+    std::fs::create_dir_all(dir.join("dir")).unwrap();
+    std::fs::create_dir_all(dir.join(".git/hooks")).unwrap();
+    std::os::unix::fs::symlink(outside.join("sub"), dir.join("dir/link")).unwrap();
+    std::os::unix::fs::symlink(outside.join("secret"), dir.join("leak")).unwrap();
+    std::fs::write(dir.join("private.txt"), "TOPSECRET-private\n").unwrap();
+    std::fs::write(dir.join("open.txt"), "TOPSECRET-open\n").unwrap();
+    let deny = format!("read_file({}/**),read_file(private.txt)", outside.display());
+    let model = Model::start(
+        "rules-paths",
+        json!({"steps": [
+            {"tool_calls": [call("r", "read_file", json!({"path": "dir/link/../secret"}))]},
+            {"tool_calls": [call("g", "grep", json!({"pattern": "TOPSECRET"}))]},
+            {"tool_calls": [call("l", "list_dir", json!({}))]},
+            {"tool_calls": [call("h", "write_file",
+                json!({"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\ntouch pwned\n"}))]},
+            {"tool_calls": [call("s", "write_file", json!({"path": "src/a.txt", "content": "ok"}))]},
+            {"text": "done"}
+        ]}),
+    );
+    let args = [
+        "run",
+        "-p",
+        "go",
+        "--json",
+        "--permission-mode",
+        "accept-edits",
+        "--disallowed-tools",
+        &deny,
+    ];
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    out.ok();
+    let refused = out.event("tool_refused", "r");
+    assert!(
+        refused["rule"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("deny rule \"read_file("),
+        "{refused}"
+    );
+    assert!(!out.stdout.contains("TOPSECRET-outside"), "{out}");
+    let grep = out.event("tool_result", "g");
+    let text = grep["output"].as_str().unwrap_or_default();
+    assert!(text.contains("open.txt:1: TOPSECRET-open"), "{grep}");
+    assert!(!text.contains("TOPSECRET-private"), "{grep}");
+    assert!(text.contains("1 files left out: a deny rule"), "{grep}");
+    // `leak` and `dir/link` lead out of the project.
+    assert!(text.contains("2 symbolic links left out"), "{grep}");
+    let list = out.event("tool_result", "l");
+    let text = list["output"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("open.txt") && !text.contains("private.txt"),
+        "{list}"
+    );
+    // accept-edits does not run a write into .git unasked (run -p refuses it).
+    let hook = out.event("tool_result", "h");
+    assert_eq!(hook["is_error"], true, "{hook}");
+    assert!(!dir.join(".git/hooks/pre-commit").exists(), "{out}");
+    assert_eq!(out.event("tool_result", "s")["is_error"], false, "{out}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("src/a.txt")).unwrap_or_default(),
+        "ok"
+    );
+
+    // Even bypass: write_file itself never writes inside .git, also through a link.
+    std::os::unix::fs::symlink(dir.join(".git"), dir.join("g")).unwrap();
+    let model = Model::start(
+        "rules-paths-bypass",
+        json!({"steps": [
+            {"tool_calls": [call("h", "write_file",
+                json!({"path": "g/hooks/pre-commit", "content": "#!/bin/sh\n"}))]},
+            {"text": "done"}
+        ]}),
+    );
+    let args = ["run", "-p", "go", "--json", "--permission-mode", "bypass"];
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    out.ok();
+    let hook = out.event("tool_result", "h");
+    assert_eq!(hook["is_error"], true, "{hook}");
+    assert!(
+        hook["output"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("is inside a .git directory"),
+        "{hook}"
+    );
+    assert!(!dir.join(".git/hooks/pre-commit").exists(), "{out}");
+}
