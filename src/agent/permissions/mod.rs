@@ -12,7 +12,7 @@
 //! | 3 | mode `read-only` and the tool is not read-only         | refuse  |
 //! | 4 | an `ask` rule matches                                  | ask     |
 //! | 5 | an `allow` rule matches                                | run     |
-//! | 6 | mode `accept-edits`, `write_file` inside the project   | run     |
+//! | 6 | mode `accept-edits`, `write_file` inside the project (not `.git`) | run |
 //! | 7 | the tool is read-only (`readOnlyHint: true`)           | run     |
 //! | 8 | otherwise                                              | ask     |
 //!
@@ -477,9 +477,9 @@ fn catches(rule: &Rule, call: &Call<'_>, place: &Place) -> bool {
 }
 
 /// The allow rule that vouches for the call, the most specific: one naming the tool without
-/// an argument pattern; or, for `bash`, every simple command of a plain command line (no
-/// substitution, subshell or redirection to a file) matched by some allow rule; or, for a
-/// file tool, every form of its path matched by one rule.
+/// an argument pattern; or, for `bash`, every simple command of a command line the lexer fully
+/// understands ([`shell`]) matched by some allow rule; or, for a file tool, every form of its
+/// path matched by one rule.
 fn allowed<'r>(sets: &'r [&'r [Rule]], call: &Call<'_>, place: &Place) -> Option<&'r Rule> {
     let tool = call.tool;
     let allows = || each(sets).filter(|r| r.kind == Kind::Allow);
