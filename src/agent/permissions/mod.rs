@@ -463,7 +463,7 @@ fn catches(rule: &Rule, call: &Call<'_>, place: &Place) -> bool {
                 && call
                     .split
                     .as_ref()
-                    .is_some_and(|s| s.all.iter().any(|c| command_matches(arg, c)))
+                    .is_some_and(|s| s.incomplete || s.all.iter().any(|c| command_matches(arg, c)))
         }
         ArgPattern::Path(p) => {
             path_rule_tools(tool.name).contains(&rule.pattern.tool.as_str())

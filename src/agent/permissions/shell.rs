@@ -22,7 +22,9 @@
 //! `exec`, `xargs`, `sudo`, `timeout`, `find -exec`..., every suffix after them), the text of
 //! `eval` and of `sh -c`/`bash -c` split again, a first word's file name (`/bin/rm` is `rm`),
 //! and, for a line not understood, the pieces between every shell metacharacter (inside
-//! substitutions, groups, comments, heredocs and `$'..'` quotes too).
+//! substitutions, groups, comments, heredocs and `$'..'` quotes too). The search is bounded
+//! (candidates, words, `eval`/`sh -c` depth and bytes); a line past a bound is not
+//! understood and every deny or ask rule on commands is taken to match it.
 
 /// A shell command split for rule matching.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -33,12 +35,19 @@ pub struct Split {
     pub understood: bool,
     /// Every candidate a deny or ask rule is matched against (the commands among them).
     pub all: Vec<Vec<String>>,
+    /// The search for candidates stopped at its bounds (a pathological line): every deny and
+    /// ask rule on commands is taken to match, and nothing vouches for the line.
+    pub incomplete: bool,
 }
+
+/// The most words all the candidates of one line hold together.
+const MAX_WORDS: usize = 256 * 1024;
 
 /// How deep `eval` and `sh -c` texts are split again for deny rules.
 const MAX_DEPTH: usize = 4;
 
-/// The most candidates kept for one line (a pathological line cannot blow up the search).
+/// The most candidates kept for one line (a pathological line cannot blow up the search; a
+/// line with more is not understood).
 const MAX_CANDIDATES: usize = 4096;
 
 /// Reserved words: a command starting with one is not understood.
@@ -84,112 +93,153 @@ pub fn runs_other_commands(word: &str) -> bool {
 
 /// Splits `command` the way the rules see it (see the module's doc).
 pub fn split_command(command: &str) -> Split {
-    let mut out = split_at(command, 0);
-    out.all.truncate(MAX_CANDIDATES);
-    out
-}
-
-fn split_at(command: &str, depth: usize) -> Split {
     let lexed = Lexer::run(command);
-    let mut all: Vec<Vec<String>> = Vec::new();
-    for words in lexed.commands.iter().chain(&lexed.pieces) {
-        candidates(words, depth, &mut all);
-    }
-    if !lexed.understood {
-        for fragment in command.split(|c: char| {
-            matches!(
-                c,
-                ';' | '&'
-                    | '|'
-                    | '('
-                    | ')'
-                    | '{'
-                    | '}'
-                    | '`'
-                    | '<'
-                    | '>'
-                    | '\n'
-                    | '\r'
-                    | '\''
-                    | '"'
-                    | '$'
-                    | '#'
-                    | '\\'
-            )
-        }) {
-            let words: Vec<String> = fragment.split_whitespace().map(str::to_owned).collect();
-            candidates(&words, depth, &mut all);
+    let mut found = Candidates::default();
+    found.line(command, &lexed, 0);
+    // The texts of `eval` and `sh -c`, split again (a worklist: no recursion to overflow),
+    // within a budget of bytes: past it, the line is not understood (nothing vouches for it).
+    let mut budget = command
+        .len()
+        .saturating_mul(MAX_DEPTH)
+        .saturating_add(64 * 1024);
+    let mut understood = lexed.understood;
+    while let Some((text, depth)) = found.texts.pop() {
+        if text.len() > budget {
+            found.incomplete = true;
+            break;
         }
+        budget -= text.len();
+        let inner = Lexer::run(&text);
+        found.line(&text, &inner, depth);
+    }
+    if found.incomplete {
+        understood = false;
     }
     Split {
-        commands: if lexed.understood {
+        commands: if understood {
             lexed.commands
         } else {
             Vec::new()
         },
-        understood: lexed.understood,
-        all,
+        understood,
+        all: found.list,
+        incomplete: found.incomplete,
     }
 }
 
-/// Adds `words` and what runs inside it (wrappers, `eval`, `sh -c`) to `all`.
-fn candidates(words: &[String], depth: usize, all: &mut Vec<Vec<String>>) {
-    if words.is_empty() || all.len() >= MAX_CANDIDATES {
-        return;
-    }
-    push(all, words.to_vec());
-    let first = base_name(&words[0]);
-    if first != words[0] {
-        let mut w = words.to_vec();
-        w[0] = first.to_owned();
-        push(all, w);
-    }
-    let rest = &words[1..];
-    if RESERVED.contains(&first) {
-        // `then rm x`, `! rm x`: the command after the word.
-        candidates(rest, depth, all);
-    }
-    if WRAPPERS.contains(&first) {
-        for i in 0..rest.len() {
-            candidates(&rest[i..], depth, all);
+/// How many words after a wrapper are tried as the start of the command it runs.
+const MAX_WRAPPER_ARGS: usize = 16;
+
+/// The deny candidates found so far, each once.
+#[derive(Default)]
+struct Candidates {
+    list: Vec<Vec<String>>,
+    seen: std::collections::HashSet<Vec<String>>,
+    /// Texts still to split (`eval`'s, `sh -c`'s) and their depth.
+    texts: Vec<(String, usize)>,
+    /// Words kept in `list` so far.
+    words: usize,
+    /// A bound was reached: some candidates were not looked at.
+    incomplete: bool,
+}
+
+impl Candidates {
+    /// The candidates of one line: its commands and cut pieces, and, when it is not
+    /// understood, the pieces between every shell metacharacter.
+    fn line(&mut self, text: &str, lexed: &Lexer, depth: usize) {
+        for words in lexed.commands.iter().chain(&lexed.pieces) {
+            self.command(words.clone(), depth);
         }
-    }
-    if first == "find" {
-        for (i, w) in rest.iter().enumerate() {
-            if matches!(w.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
-                candidates(&rest[i + 1..], depth, all);
+        if !lexed.understood {
+            for fragment in text.split(|c: char| {
+                matches!(
+                    c,
+                    ';' | '&'
+                        | '|'
+                        | '('
+                        | ')'
+                        | '{'
+                        | '}'
+                        | '`'
+                        | '<'
+                        | '>'
+                        | '\n'
+                        | '\r'
+                        | '\''
+                        | '"'
+                        | '$'
+                        | '#'
+                        | '\\'
+                )
+            }) {
+                let words: Vec<String> = fragment.split_whitespace().map(str::to_owned).collect();
+                self.command(words, depth);
             }
         }
     }
-    if depth >= MAX_DEPTH {
-        return;
-    }
-    if first == "eval" && !rest.is_empty() {
-        merge(all, split_at(&rest.join(" "), depth + 1));
-    }
-    if SHELLS.contains(&first) {
-        // `sh -c TEXT`, `bash -lc TEXT`, `bash -e -c TEXT`: the word after the option holding `c`.
-        let mut it = rest.iter();
-        while let Some(w) = it.next() {
-            if w.starts_with('-') && !w.starts_with("--") && w.contains('c') {
-                if let Some(text) = it.next() {
-                    merge(all, split_at(text, depth + 1));
+
+    /// Adds `words` and the commands that run inside it (after wrappers and reserved words,
+    /// by file name; `eval` and `sh -c` texts are queued).
+    fn command(&mut self, words: Vec<String>, depth: usize) {
+        let mut work = vec![words];
+        while let Some(words) = work.pop() {
+            if words.is_empty() || self.seen.contains(&words) {
+                continue;
+            }
+            if self.list.len() >= MAX_CANDIDATES || self.words + words.len() > MAX_WORDS {
+                self.incomplete = true;
+                return;
+            }
+            self.words += words.len();
+            self.seen.insert(words.clone());
+            self.list.push(words.clone());
+            let first = base_name(&words[0]);
+            if first != words[0] {
+                let mut w = words.clone();
+                w[0] = first.to_owned();
+                work.push(w);
+            }
+            let rest = &words[1..];
+            if RESERVED.contains(&first) {
+                // `then rm x`, `! rm x`: the command after the word.
+                work.push(rest.to_vec());
+            }
+            if WRAPPERS.contains(&first) {
+                for i in 0..rest.len().min(MAX_WRAPPER_ARGS) {
+                    work.push(rest[i..].to_vec());
                 }
-                break;
+            }
+            if first == "find" {
+                for (i, w) in rest.iter().enumerate() {
+                    if matches!(w.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+                        work.push(rest[i + 1..].to_vec());
+                    }
+                }
+            }
+            if depth >= MAX_DEPTH {
+                // An `eval` or `sh -c` nested deeper than is split: not looked into.
+                if first == "eval" || SHELLS.contains(&first) {
+                    self.incomplete = true;
+                }
+                continue;
+            }
+            if first == "eval" && !rest.is_empty() {
+                self.texts.push((rest.join(" "), depth + 1));
+            }
+            if SHELLS.contains(&first) {
+                // `sh -c TEXT`, `bash -lc TEXT`, `bash -e -c TEXT`: the word after the option
+                // holding `c`.
+                let mut it = rest.iter();
+                while let Some(w) = it.next() {
+                    if w.starts_with('-') && !w.starts_with("--") && w.contains('c') {
+                        if let Some(text) = it.next() {
+                            self.texts.push((text.clone(), depth + 1));
+                        }
+                        break;
+                    }
+                }
             }
         }
-    }
-}
-
-fn merge(all: &mut Vec<Vec<String>>, inner: Split) {
-    for c in inner.all {
-        push(all, c);
-    }
-}
-
-fn push(all: &mut Vec<Vec<String>>, c: Vec<String>) {
-    if all.len() < MAX_CANDIDATES && !all.contains(&c) {
-        all.push(c);
     }
 }
 
@@ -253,7 +303,7 @@ impl Lexer {
         self.chars.get(self.i + ahead).copied()
     }
 
-    fn opaque(&mut self) {
+    fn not_understood(&mut self) {
         self.understood = false;
     }
 
@@ -276,7 +326,7 @@ impl Lexer {
         let odd = std::mem::take(&mut self.odd_first);
         if words.is_empty() {
             if operator.is_some() && self.dangling {
-                self.opaque();
+                self.not_understood();
             }
             if let Some(needs) = operator {
                 self.dangling = needs;
@@ -284,7 +334,7 @@ impl Lexer {
             return;
         }
         if odd || RESERVED.contains(&words[0].as_str()) {
-            self.opaque();
+            self.not_understood();
         }
         match operator {
             Some(needs) => {
@@ -326,10 +376,10 @@ impl Lexer {
             }
             ';' => {
                 if next == Some(';') {
-                    self.opaque();
+                    self.not_understood();
                 }
                 if self.command.is_empty() && !self.word.started {
-                    self.opaque();
+                    self.not_understood();
                 }
                 self.end_command(Some(false));
                 self.i += 1;
@@ -338,7 +388,7 @@ impl Lexer {
             '&' | '|' => {
                 let double = next == Some(c) || (c == '|' && next == Some('&'));
                 if self.command.is_empty() && !self.word.started {
-                    self.opaque();
+                    self.not_understood();
                 }
                 self.end_command(Some(c == '|' || double));
                 self.i += if double { 2 } else { 1 };
@@ -350,7 +400,7 @@ impl Lexer {
                 match next {
                     Some('\n') | None => {
                         // A line continuation (or a trailing backslash): bash joins the lines.
-                        self.opaque();
+                        self.not_understood();
                     }
                     Some(n) => self.add(n, true),
                 }
@@ -358,7 +408,7 @@ impl Lexer {
             }
             '$' | '`' => {
                 // An expansion or substitution: its text is split for deny rules.
-                self.opaque();
+                self.not_understood();
                 self.end_command(None);
                 self.i += if c == '$' && matches!(next, Some('(' | '{')) {
                     2
@@ -368,17 +418,17 @@ impl Lexer {
             }
             '#' if !self.word.started => {
                 // A comment: bash ignores the rest of the line; deny rules still see it.
-                self.opaque();
+                self.not_understood();
                 self.end_command(None);
                 self.i += 1;
             }
             '(' | ')' | '{' | '}' => {
-                self.opaque();
+                self.not_understood();
                 self.end_command(None);
                 self.i += 1;
             }
             c if c.is_control() => {
-                self.opaque();
+                self.not_understood();
                 self.end_command(None);
                 self.i += 1;
             }
@@ -400,7 +450,7 @@ impl Lexer {
             }
             self.word.text.push(c);
         }
-        self.opaque();
+        self.not_understood();
     }
 
     fn double_quoted(&mut self) {
@@ -415,7 +465,7 @@ impl Lexer {
                 }
                 '$' | '`' => {
                     // An expansion inside the quotes: cut here for deny rules.
-                    self.opaque();
+                    self.not_understood();
                     self.end_command(None);
                     self.i += if self.peek(1) == Some('(') { 2 } else { 1 };
                     return;
@@ -426,7 +476,7 @@ impl Lexer {
                         self.i += 2;
                     }
                     Some('\n') | None => {
-                        self.opaque();
+                        self.not_understood();
                         self.i += 2;
                     }
                     Some(n) => {
@@ -441,7 +491,7 @@ impl Lexer {
                 }
             }
         }
-        self.opaque();
+        self.not_understood();
     }
 
     /// A redirection at `<`, `>` or `&>`: only descriptor duplications and `/dev/null` are in
@@ -471,13 +521,13 @@ impl Lexer {
                 self.i += 1;
             }
             if target.is_empty() || !self.delimited() {
-                self.opaque();
+                self.not_understood();
             }
             return;
         }
         if !matches!(op, ">" | ">>" | "&>" | "&>>" | "<") {
             // Heredocs, here-strings, `<>` and the rest.
-            self.opaque();
+            self.not_understood();
             self.end_command(None);
             return;
         }
@@ -490,7 +540,7 @@ impl Lexer {
             .collect();
         if target != "/dev/null" {
             // A file written or read: its target is read as an argument for deny rules.
-            self.opaque();
+            self.not_understood();
             return;
         }
         self.i += target.chars().count();

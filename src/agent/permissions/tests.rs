@@ -889,3 +889,28 @@ fn paths_resolve_as_the_os_opens_them() {
     assert!(!in_git_dir(Path::new("/p/.github/x")));
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// A hostile line (thousands of wrappers, nested `eval`s) is decided quickly, without deep
+/// recursion, and the deny rule still finds the command.
+#[test]
+fn a_pathological_line_is_decided_quickly() {
+    use Kind::*;
+    let r = [(Allow, "bash(env:*)"), (Deny, "bash(rm:*)")];
+    let started = std::time::Instant::now();
+    let line = format!("{}rm x", "env ".repeat(50_000));
+    assert_eq!(action(BASH, cmd(&line), &r, Mode::Default), Action::Refuse);
+    let line = format!("{}'rm x'", "eval ".repeat(20_000));
+    assert_eq!(action(BASH, cmd(&line), &r, Mode::Default), Action::Refuse);
+    // Past the bounds of the search, a deny rule on commands is taken to match.
+    let line: String = (0..100_000).map(|i| format!("a{i}; ")).collect();
+    assert_eq!(action(BASH, cmd(&line), &r, Mode::Default), Action::Refuse);
+    assert_eq!(
+        action(BASH, cmd(&line), &[(Allow, "bash(*)")], Mode::Default),
+        Action::Ask
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
