@@ -341,6 +341,17 @@ impl Policy {
     /// at `path` it came to inside the path it was called on (as walked, and resolved): the
     /// call's own path passed the rules, each file under it is checked here.
     pub fn refuses_file(&self, tool: &str, path: &Path) -> bool {
+        let learned = self.rules.learned_before(u64::MAX);
+        let sets: [&[Rule]; 2] = [&self.rules.fixed, &learned];
+        // Most sessions have no deny rule on paths: nothing to resolve then.
+        let any = each(&sets).any(|r| {
+            r.kind == Kind::Deny
+                && matches!(r.pattern.arg, Some(ArgPattern::Path(_)))
+                && path_rule_tools(tool).contains(&r.pattern.tool.as_str())
+        });
+        if !any {
+            return false;
+        }
         let facts = ToolFacts {
             name: tool,
             server: None,
@@ -351,8 +362,6 @@ impl Policy {
             split: None,
             forms: Some(path_forms(&path.to_string_lossy(), &self.place.root)),
         };
-        let learned = self.rules.learned_before(u64::MAX);
-        let sets: [&[Rule]; 2] = [&self.rules.fixed, &learned];
         best(&sets, Kind::Deny, &call, &self.place).is_some()
     }
 

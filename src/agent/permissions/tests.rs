@@ -599,6 +599,17 @@ fn always_answers_name_the_tool_or_a_command_prefix() {
     );
     assert_eq!(tool_rule("bash", &cmd("ls; rm x")), None);
     assert_eq!(tool_rule("bash", &cmd("FOO=1 make")), None);
+    // No prefix rule for a command that runs others, nor for a line not understood.
+    for c in [
+        "env FOO=1 make",
+        "sh -c 'make'",
+        "xargs rm",
+        "eval make",
+        "sudo make",
+        "ls # x",
+    ] {
+        assert_eq!(tool_rule("bash", &cmd(c)), None, "{c}");
+    }
     assert_eq!(server_rule("git"), "mcp__git__*");
     // A server's name as registered: `*` and other characters become `_`.
     assert_eq!(server_rule("my*srv.x"), "mcp__my_srv_x__*");
