@@ -45,9 +45,12 @@ fn an_always_answer_does_not_run_the_other_waiting_calls() {
         "the unseen waiting call ran on the other's always:\n{s}"
     );
     t.send_keys(&["n"]);
-    t.wait_for("the turn's end", BOUND, |s| s.contains("Finished."));
+    // The turn's summary line: the turn is over (a Ctrl+C before it would cancel the turn).
+    t.wait_for("the turn's end", BOUND, |s| {
+        s.contains("Finished.") && s.contains("model calls")
+    });
     assert!(made("d1") != made("d2"), "the declined call ran");
-    t.send_keys(&["C-c"]);
+    // The input is empty: one Ctrl+C quits.
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }
