@@ -54,3 +54,25 @@ fn an_always_answer_does_not_run_the_other_waiting_calls() {
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }
+
+/// C9: a deny rule that names no built-in tool and no configured server is shown in the TUI's
+/// notices at start, naming the rule and its file and line.
+#[test]
+fn a_deny_rule_that_denies_nothing_is_shown_at_start() {
+    tmux_required();
+    let dir = project("tui-unmatched", |_| json!({}));
+    std::fs::write(
+        dir.join("harness9.toml"),
+        "[permissions]\ndeny = [\n  \"bash_exec\",\n  \"Bash(rm:*)\",\n]\n",
+    )
+    .unwrap();
+    let t = Tmux::start_with(&dir, &[], None, &[]);
+    let s = t.wait_for("the warning", BOUND, |s| {
+        let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        flat.contains("harness9.toml:3: deny rule \"bash_exec\" denies nothing")
+    });
+    // `Bash(rm:*)` is bash's rule: nothing to warn about.
+    assert!(!s.contains("Bash(rm:*)"), "{s}");
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
