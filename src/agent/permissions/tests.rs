@@ -854,9 +854,9 @@ fn paths_resolve_as_the_os_opens_them() {
     let outside = base.join("outside");
     std::fs::create_dir_all(project.join("dir")).unwrap();
     std::fs::create_dir_all(outside.join("sub")).unwrap();
-    std::os::unix::fs::symlink(outside.join("sub"), project.join("dir/link")).unwrap();
-    std::os::unix::fs::symlink("dir/link", project.join("rel")).unwrap();
-    std::os::unix::fs::symlink("loop", project.join("loop")).unwrap();
+    harness9_platform::fs::symlink(outside.join("sub"), project.join("dir/link")).unwrap();
+    harness9_platform::fs::symlink("dir/link", project.join("rel")).unwrap();
+    harness9_platform::fs::symlink("loop", project.join("loop")).unwrap();
     let real = |a: &str| os_path(a, &project).unwrap();
     assert_eq!(real("dir/link/../secret"), outside.join("secret"));
     assert_eq!(real("rel/../x/y"), outside.join("x/y"));
