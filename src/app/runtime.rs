@@ -95,12 +95,14 @@ impl Runtime {
     }
 
     /// Installs the built-in tools, run in `root` with `bash` sandboxed by `shell` (the
-    /// `protected` paths read-only), in the registry (they win name clashes).
+    /// `protected` paths read-only) and `grep` and `list_dir` leaving out what `policy`'s deny
+    /// rules refuse, in the registry (they win name clashes).
     pub fn install_builtins(
         &self,
         root: &std::path::Path,
         shell: harness9_agent::builtins::shell_sandbox::ShellSandbox,
         protected: Option<harness9_agent::builtins::ProtectedPaths>,
+        policy: Option<std::sync::Arc<harness9_agent::permissions::Policy>>,
     ) {
         use harness9_agent::builtins::{definitions, BuiltinOptions, Builtins};
         self.registry.do_send(SetBuiltins {
@@ -110,6 +112,7 @@ impl Runtime {
                 BuiltinOptions {
                     shell,
                     protected,
+                    policy,
                     ..BuiltinOptions::default()
                 },
                 self.registry.clone(),

@@ -136,6 +136,20 @@ impl SessionOptions {
         }
     }
 
+    /// A warning for each rule of the settings files and flags that names no built-in tool
+    /// and no server of `config` ([`permissions::unmatched`]), each also logged.
+    pub fn unmatched_rules(policy: &Policy, config: &Config) -> Vec<String> {
+        let defs = harness9_agent::builtins::definitions();
+        let mut builtins: Vec<&str> = defs.iter().map(|t| t.name.as_str()).collect();
+        builtins.push(harness9_agent::toolsearch::TOOL_SEARCH);
+        let servers: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+        let warnings = permissions::unmatched(&policy.rules.all(), &builtins, &servers);
+        for w in &warnings {
+            tracing::warn!("{w}");
+        }
+        warnings
+    }
+
     /// The model settings: flags > env > user TOML > `config/harness9.toml`.
     pub fn model_settings(&self) -> Result<Settings, settings::SettingsError> {
         settings::resolve(&self.model)
@@ -161,6 +175,8 @@ pub struct Start {
     /// Offer servers' cached tool lists at once (and start lazy ones on their first call);
     /// without it the cache is only written. The front ends with a model, and `mcp list`.
     pub offer_cached: bool,
+    /// The session's permissions, for the built-ins that check each file they read.
+    pub policy: Option<Arc<Policy>>,
 }
 
 /// A running session: the runtime with its built-ins, the trace file, the config watcher.
@@ -248,7 +264,7 @@ impl Session {
         if start.builtins {
             // What harness9 later runs unsandboxed is not the shell's to write.
             let protected = crate::trust::protected(opts.protected_sources(&root));
-            runtime.install_builtins(&root, opts.runtime.shell, Some(protected));
+            runtime.install_builtins(&root, opts.runtime.shell, Some(protected), start.policy.clone());
         }
         let watcher = start.watch.then(|| {
             ConfigWatcher::new(

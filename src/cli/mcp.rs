@@ -129,6 +129,7 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
             } => {
                 let cwd = std::env::current_dir().context("cannot read the working directory")?;
                 let (policy, _logged) = opts.policy(&cwd)?;
+                SessionOptions::unmatched_rules(&policy, &config);
                 call(
                     &policy,
                     rt,

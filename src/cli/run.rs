@@ -219,11 +219,13 @@ pub async fn run(
     let (policy, _logged) = opts.policy(&cwd)?;
     crate::app::Session::warn_bypass(&policy);
     let config = opts.load_config()?;
+    crate::app::SessionOptions::unmatched_rules(&policy, &config);
     crate::app::trust::print_hints(&config, None);
     let start = Start {
         shutdown_grace: Some(crate::app::HEADLESS_GRACE),
         builtins: true,
         offer_cached: true,
+        policy: Some(policy.clone()),
         ..Start::default()
     };
     let mut session = Session::start(opts, &config, config.servers.clone(), start)?;

@@ -240,40 +240,18 @@ pub(super) fn key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
     answer_first(state, answer)
 }
 
-/// Answers the first waiting call; an "always" answer also runs the waiting calls its rule
-/// covers, and says where it is kept.
+/// Answers the first waiting call (an "always" answer is for this call and those that come
+/// later, never for the other waiting ones).
 fn answer_first(state: &mut State, answer: Answer) -> Vec<Effect> {
     let Some(first) = state.questions.approvals.pop_front() else {
         return Vec::new();
     };
     // Running until its result (a no comes back at once as the call's error).
     mark_call(state, first.call.as_deref(), CallState::Running);
+    // An "always" answer runs this call and is kept for later ones: the other waiting calls,
+    // which the user has not seen, are still asked one by one (the engine judges them by the
+    // rules in force when they came, without this one).
     let mut effects = Vec::new();
-    if let Answer::Always(rule) = &answer {
-        if let Ok(r) = harness9_agent::permissions::Rule::parse(
-            harness9_agent::permissions::Kind::Allow,
-            rule,
-            harness9_agent::permissions::Source::Saved,
-        ) {
-            state.questions.approvals.retain(|a| {
-                let args: serde_json::Value =
-                    serde_json::from_str(&a.args).unwrap_or(serde_json::Value::Null);
-                let covered = harness9_agent::permissions::allows_alone(
-                    &r,
-                    &a.name,
-                    a.server.as_deref(),
-                    &args,
-                );
-                if covered {
-                    effects.push(Effect::Answer {
-                        key: a.key,
-                        answer: Answer::Yes,
-                    });
-                }
-                !covered
-            });
-        }
-    }
     effects.insert(
         0,
         Effect::Answer {
@@ -426,13 +404,20 @@ mod tests {
         assert!(press(&mut s, KeyCode::Right).is_empty());
         assert!(press(&mut s, KeyCode::Right).is_empty());
         assert_eq!(press(&mut s, KeyCode::Enter), vec![answer(2, Answer::Yes)]);
-        // `a`: this command prefix from now on, and the waiting calls it covers.
+        // `a`: this command prefix from now on; a waiting call it covers, which the user has
+        // not seen, is still asked.
         assert_eq!(
             press(&mut s, KeyCode::Char('a')),
-            vec![
-                answer(3, Answer::Always("bash(cargo test:*)".into())),
-                answer(4, Answer::Yes)
-            ]
+            vec![answer(3, Answer::Always("bash(cargo test:*)".into()))]
+        );
+        assert_eq!(
+            s.questions.approvals.front().map(|a| a.key),
+            Some(4),
+            "the covered call waits for its own answer"
+        );
+        assert_eq!(
+            press(&mut s, KeyCode::Char('y')),
+            vec![answer(4, Answer::Yes)]
         );
         // `m`: no, with a message for the model; Esc goes back, Enter sends.
         assert!(press(&mut s, KeyCode::Char('m')).is_empty());
@@ -463,10 +448,11 @@ mod tests {
         );
         assert_eq!(
             press(&mut s, KeyCode::Char('s')),
-            vec![
-                answer(6, Answer::Always("mcp__git__*".into())),
-                answer(7, Answer::Yes)
-            ]
+            vec![answer(6, Answer::Always("mcp__git__*".into()))]
+        );
+        assert_eq!(
+            press(&mut s, KeyCode::Char('y')),
+            vec![answer(7, Answer::Yes)]
         );
         update(&mut s, bash(9, "ls"));
         // Ctrl+C declines whatever waits and cancels the turn.

@@ -108,10 +108,15 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         interactive: true,
         // The first turn carries every server's cached tools without waiting for any.
         offer_cached: true,
+        policy: None,
     };
     let root = std::env::current_dir().context("cannot read the working directory")?;
     // A malformed rule stops the start, naming its file and line (or flag).
     let (policy, ignored_rules) = opts.policy(&root)?;
+    let start = Start {
+        policy: Some(policy.clone()),
+        ..start
+    };
     let session = Session::start(opts, &cfg, cfg.servers.clone(), start)?;
     let mut resumed = Vec::new();
     let mut context_window = None;
@@ -183,6 +188,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
         warnings: [
             opts.runtime.warnings.clone(),
             ignored_rules,
+            harness9_app::SessionOptions::unmatched_rules(&policy, &cfg),
             cfg.warnings.clone(),
             (policy.mode == harness9_agent::permissions::Mode::Bypass)
                 .then(|| "permission mode bypass (--yes): every tool call runs without asking; only deny rules still refuse".to_owned())

@@ -30,3 +30,4 @@ mod trust;
 mod tui;
 mod tui_asks;
 mod untrusted;
+mod tui_rules;

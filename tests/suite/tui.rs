@@ -860,8 +860,16 @@ fn bash_and_unannotated_tools_ask_and_always_for_a_server_is_kept_for_the_projec
         },
     );
     assert!(s.contains("s always server f here"), "{s}");
-    // "Always for this server": this call, the other waiting one, and f from now on.
+    // "Always for this server": this call and f from now on; the other waiting call, which
+    // the user has not seen, is still asked.
     t.send_keys(&["s"]);
+    t.wait_for("the other waiting call, asked on its own", BOUND, |s| {
+        s.contains("run this tool?")
+            && s.contains("mcp__f__remove")
+            && !s.contains("waiting)")
+            && settled(s)
+    });
+    t.send_keys(&["y"]);
     let s = t.wait_for("the answer after the calls ran", BOUND, |s| {
         s.contains("It ran.") && s.contains("model calls")
     });

@@ -221,7 +221,7 @@ fn the_users_server_does_not_run_an_untrusted_repositorys_module() {
 /// harness9 later runs outside it (the project config, the settings file, an approved
 /// server's script, the file a `node_modules/.bin` link resolves to) while it still writes
 /// the project's other files. It needs the shell sandbox's read-only carve-out (the
-/// `BuiltinOptions::protected` consumer, built on another branch): run it once both are in.
+/// `BuiltinOptions::protected` consumer, built on another branch): the sandbox branch supplies it.
 #[test]
 fn the_agents_shell_cannot_rewrite_configs_or_the_servers_programs() {
     let (dir, home) = dirs("a2-protected");

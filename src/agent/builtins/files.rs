@@ -9,7 +9,10 @@ pub(super) type TextReader = BufReader<io::Chain<io::Cursor<Vec<u8>>, File>>;
 /// Opens `path` for reading text: `None` for a file with a NUL byte in its first 8 KiB, an
 /// `IsADirectory` error for a directory.
 pub(super) fn open_text(path: &Path) -> io::Result<Option<TextReader>> {
-    let mut file = File::open(path)?;
+    // `path` is resolved ([`resolve`]): a symlink put in its place since is refused, not
+    // followed.
+    let mut file =
+        harness9_platform::fs::nofollow(std::fs::OpenOptions::new().read(true)).open(path)?;
     if file.metadata()?.is_dir() {
         return Err(io::Error::from(io::ErrorKind::IsADirectory));
     }
@@ -32,7 +35,7 @@ pub(super) fn read_file(
     offset: u64,
     limit: u64,
 ) -> Result<String, String> {
-    let full = resolve(root, path);
+    let full = resolve("read_file", root, path)?;
     let mut reader = match open_text(&full) {
         Ok(Some(r)) => r,
         Ok(None) => {
@@ -95,7 +98,18 @@ pub(super) fn read_file(
 }
 
 pub(super) fn write_file(root: &Path, path: &str, content: &str) -> Result<String, String> {
-    let full = resolve(root, path);
+    let full = resolve("write_file", root, path)?;
+    let written = crate::permissions::pattern::normalize(&root.join(path));
+    if crate::permissions::pattern::in_git_dir(&full)
+        || crate::permissions::pattern::in_git_dir(&written)
+    {
+        // In every permission mode, bypass too: git runs hooks and config from there outside
+        // any sandbox (on the user's next commit, or a prompt's `git status`).
+        return Err(format!(
+            "tool \"write_file\": {path} is inside a .git directory ({}); harness9 never writes there, since git runs what it holds outside the sandbox. Write the change elsewhere and tell the user what to install"
+            , full.display()
+        ));
+    }
     if let Some(parent) = full.parent() {
         std::fs::create_dir_all(parent).map_err(|e| {
             format!(
@@ -116,8 +130,12 @@ pub(super) fn write_file(root: &Path, path: &str, content: &str) -> Result<Strin
     Ok(format!("wrote {} bytes to {path}", content.len()))
 }
 
-pub(super) fn list_dir(root: &Path, path: &str) -> Result<String, String> {
-    let full = resolve(root, path);
+pub(super) fn list_dir(
+    root: &Path,
+    path: &str,
+    policy: Option<&crate::permissions::Policy>,
+) -> Result<String, String> {
+    let full = resolve("list_dir", root, path)?;
     let entries = match std::fs::read_dir(&full) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
@@ -128,8 +146,13 @@ pub(super) fn list_dir(root: &Path, path: &str) -> Result<String, String> {
         Err(e) => return Err(io_failure("list_dir", "list", "directory", path, &e)),
     };
     let mut names = Vec::new();
+    let mut denied = 0usize;
     for entry in entries {
         let entry = entry.map_err(|e| io_failure("list_dir", "list", "directory", path, &e))?;
+        if policy.is_some_and(|p| p.refuses_file("list_dir", &entry.path())) {
+            denied += 1;
+            continue;
+        }
         let mut name = entry.file_name().to_string_lossy().into_owned();
         let is_dir = match entry.file_type() {
             Ok(t) if t.is_symlink() => entry.path().is_dir(),
@@ -141,8 +164,12 @@ pub(super) fn list_dir(root: &Path, path: &str) -> Result<String, String> {
         }
         names.push(name);
     }
+    let hidden = match denied {
+        0 => String::new(),
+        n => format!("({n} entries left out: a deny rule of the user's refuses them)\n"),
+    };
     if names.is_empty() {
-        return Ok(format!("({path} is empty)"));
+        return Ok(format!("{hidden}({path} is empty)"));
     }
     names.sort_unstable();
     let total = names.len();
@@ -161,5 +188,6 @@ pub(super) fn list_dir(root: &Path, path: &str) -> Result<String, String> {
             total - LIST_MAX_ENTRIES
         );
     }
+    out.push_str(&hidden);
     Ok(out)
 }

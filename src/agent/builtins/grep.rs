@@ -82,18 +82,21 @@ pub(super) fn grep(
     path: &str,
     glob: Option<&str>,
     max: u64,
+    policy: Option<&crate::permissions::Policy>,
     cancel: &CancellationToken,
 ) -> Result<String, String> {
     let re = regex::bytes::Regex::new(pattern)
         .map_err(|e| format!("tool \"grep\": invalid regex {pattern:?}: {e}"))?;
     let glob = glob.map(Glob::new).transpose()?;
-    let base = resolve(root, path);
+    let base = resolve("grep", root, path)?;
     let meta =
         std::fs::metadata(&base).map_err(|e| io_failure("grep", "search", "path", path, &e))?;
     let mut out = String::new();
     let mut found: u64 = 0;
     let mut files: u64 = 0;
     let mut line = Vec::new();
+    // Files a deny rule refuses, and links that lead out of the searched path: left out.
+    let (mut denied, mut links_out) = (0u64, 0u64);
     let show = |p: &Path| -> String {
         p.strip_prefix(root)
             .ok()
@@ -121,8 +124,21 @@ pub(super) fn grep(
                     if t.is_dir() {
                         let skip = name.starts_with('.') || SKIP_DIRS.contains(&name.as_ref());
                         (!skip).then(|| (e.path(), true))
-                    } else if t.is_file() || (t.is_symlink() && e.path().is_file()) {
+                    } else if t.is_file() {
                         Some((e.path(), false))
+                    } else if t.is_symlink() {
+                        // A link is read only when it leads to a file inside the searched
+                        // path (opened as resolved); one leading out is left out.
+                        let real = crate::permissions::pattern::os_path(
+                            &e.path().to_string_lossy(),
+                            &base,
+                        )
+                        .ok()
+                        .filter(|r| r.starts_with(&base) && r.is_file());
+                        if real.is_none() {
+                            links_out += 1;
+                        }
+                        real.map(|r| (r, false))
                     } else {
                         // Symlinked directories are not followed (no loops); sockets and such
                         // are not text.
@@ -140,6 +156,10 @@ pub(super) fn grep(
                     continue;
                 }
             }
+        }
+        if policy.is_some_and(|pol| pol.refuses_file("grep", &p)) {
+            denied += 1;
+            continue;
         }
         let Ok(Some(mut reader)) = open_text(&p) else {
             continue;
@@ -171,14 +191,28 @@ pub(super) fn grep(
             }
         }
     }
+    let mut notes = String::new();
+    if denied > 0 {
+        let _ = write!(
+            notes,
+            "\n({denied} files left out: a deny rule of the user's refuses them)"
+        );
+    }
+    if links_out > 0 {
+        let _ = write!(
+            notes,
+            "\n({links_out} symbolic links left out: they lead out of {path} or to no file)"
+        );
+    }
     if found == 0 {
         let what = match glob {
             Some(_) => " matching the glob",
             None => "",
         };
         return Ok(format!(
-            "no matches for {pattern:?} in {path} ({files} text files{what} searched)"
+            "no matches for {pattern:?} in {path} ({files} text files{what} searched){notes}"
         ));
     }
+    out.push_str(notes.trim_start());
     Ok(out)
 }

@@ -71,6 +71,9 @@ pub struct BuiltinOptions {
     /// approved servers' programs): asked before every `bash` run, so a hot reload's new list
     /// applies at once. The project's `.git` is kept read-only without being listed.
     pub protected: Option<ProtectedPaths>,
+    /// The session's permissions: `grep` and `list_dir` leave out each file under their path
+    /// that a deny rule refuses (the call's own path is checked before it runs).
+    pub policy: Option<Arc<crate::permissions::Policy>>,
 }
 
 impl Default for BuiltinOptions {
@@ -82,6 +85,7 @@ impl Default for BuiltinOptions {
             // The session sets `[permissions] shell` (`Runtime::install_builtins`).
             shell: shell_sandbox::ShellSandbox::default(),
             protected: None,
+            policy: None,
         }
     }
 }
@@ -394,7 +398,10 @@ async fn dispatch(sh: Arc<Shared>, msg: CallBuiltin) -> Result<CallToolResult, C
                 Ok(p) => p.unwrap_or_else(|| ".".to_owned()),
                 Err(e) => return Ok(fail(e)),
             };
-            blocking(&name, &cancel, move |_| list_dir(&sh.root, &path)).await?
+            blocking(&name, &cancel, move |_| {
+                list_dir(&sh.root, &path, sh.opts.policy.as_deref())
+            })
+            .await?
         }
         _ => {
             let parsed = (
@@ -415,7 +422,16 @@ async fn dispatch(sh: Arc<Shared>, msg: CallBuiltin) -> Result<CallToolResult, C
                 }
             };
             blocking(&name, &cancel, move |cancel| {
-                grep(&sh.root, &pattern, &path, glob.as_deref(), max, cancel)
+                let policy = sh.opts.policy.as_deref();
+                grep(
+                    &sh.root,
+                    &pattern,
+                    &path,
+                    glob.as_deref(),
+                    max,
+                    policy,
+                    cancel,
+                )
             })
             .await?
         }
@@ -559,14 +575,11 @@ fn kind_of(v: &Value) -> String {
     }
 }
 
-/// `path` relative to `root` unless absolute.
-fn resolve(root: &Path, path: &str) -> PathBuf {
-    let p = Path::new(path);
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        root.join(p)
-    }
+/// The path a file tool opens for its `path` argument: the one the permissions checked
+/// ([`crate::permissions::pattern::os_path`]: symlinks resolved component by component), so
+/// `dir/link/../x` is checked and opened as the same file.
+fn resolve(tool: &str, root: &Path, path: &str) -> Result<PathBuf, String> {
+    crate::permissions::pattern::os_path(path, root).map_err(|e| format!("tool \"{tool}\": {e}"))
 }
 
 /// An io error without Rust's ` (os error N)` suffix: `Permission denied`.

@@ -201,7 +201,9 @@ pub(super) async fn refusal(
         read_only,
     };
     let policy = &ctx.config.policy;
-    let mut verdict = policy.decide(facts, input);
+    // As of the reply's arrival: an "always" answer to another call of the same reply, given
+    // while this one waited its turn, does not run this one unseen.
+    let mut verdict = policy.decide_as_of(facts, input, ctx.rules_as_of);
     if !ctx.can_ask {
         verdict = verdict.headless();
     }
@@ -419,4 +421,8 @@ pub(super) struct CallCtx {
     pub(super) search: Option<Arc<super::deferred::Search>>,
     /// The turn's span, the parent of each call's (`Span::none()` when nothing is exported).
     pub(super) span: tracing::Span,
+    /// When the reply came ([`crate::permissions::Rules::moment`]): the calls of a reply are
+    /// judged by the rules in force then, so an "always" answer to one of them asks again for
+    /// the others (the TUI shows one question at a time; they were not seen).
+    pub(super) rules_as_of: u64,
 }

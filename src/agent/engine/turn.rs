@@ -358,6 +358,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
             disabled: cache.disabled.clone(),
             search: cache.deferral.search.clone(),
             span: turn_span.clone(),
+            rules_as_of: config.policy.rules.moment(),
         };
         let results = join_all(calls.into_iter().map(|call| {
             let cut = cut_id.as_ref() == Some(&call.id);

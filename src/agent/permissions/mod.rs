@@ -12,7 +12,7 @@
 //! | 3 | mode `read-only` and the tool is not read-only         | refuse  |
 //! | 4 | an `ask` rule matches                                  | ask     |
 //! | 5 | an `allow` rule matches                                | run     |
-//! | 6 | mode `accept-edits`, `write_file` inside the project   | run     |
+//! | 6 | mode `accept-edits`, `write_file` inside the project (not `.git`) | run |
 //! | 7 | the tool is read-only (`readOnlyHint: true`)           | run     |
 //! | 8 | otherwise                                              | ask     |
 //!
@@ -21,6 +21,7 @@
 //! rule of the user's.
 
 pub mod pattern;
+pub mod shell;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -29,9 +30,9 @@ use serde_json::Value;
 
 pub use pattern::Pattern;
 use pattern::{
-    arg_kind, command_matches, path_forms, path_matches, path_rule_tools, split_command, ArgKind,
-    ArgPattern, Split,
+    arg_kind, command_matches, path_forms, path_matches, path_rule_tools, ArgKind, ArgPattern,
 };
+use shell::{split_command, Split};
 
 /// What a rule does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -97,6 +98,14 @@ pub struct Rule {
 impl Rule {
     /// A rule from its text, or what is wrong with the text.
     pub fn parse(kind: Kind, text: &str, source: Source) -> Result<Rule, String> {
+        let name = text.trim().split('(').next().unwrap_or_default();
+        if kind != Kind::Deny && pattern::claude_code_name(name) == Some(None) {
+            // A deny rule of a tool harness9 lacks refuses nothing, harmlessly ([`unmatched`]
+            // warns); an allow or ask rule of one cannot do what it says.
+            return Err(format!(
+                "harness9 has no {name} tool (a Claude Code tool): remove the rule"
+            ));
+        }
         Ok(Rule {
             kind,
             text: text.trim().to_owned(),
@@ -211,11 +220,22 @@ pub struct Verdict {
 }
 
 /// The user's rules in force: from the settings files, the flags of this run, and the
-/// remembered answers (which the TUI adds to as the user answers "always").
+/// remembered answers (which the TUI adds to as the user answers "always"). Each remembered
+/// rule carries the moment it was learned ([`Rules::moment`]): a call judged "as of" an
+/// earlier moment does not see it, so an "always" answer never runs a call that was already
+/// waiting when the answer came.
 #[derive(Debug, Default)]
 pub struct Rules {
     fixed: Vec<Rule>,
-    learned: Mutex<Vec<Rule>>,
+    learned: Mutex<Learned>,
+}
+
+/// The remembered rules, each with the moment it was learned.
+#[derive(Debug, Default)]
+struct Learned {
+    rules: Vec<(u64, Rule)>,
+    /// The next moment (rules saved before the session are at 0).
+    next: u64,
 }
 
 impl Rules {
@@ -223,36 +243,59 @@ impl Rules {
     pub fn new(fixed: Vec<Rule>, saved: Vec<Rule>) -> Self {
         Self {
             fixed,
-            learned: Mutex::new(saved),
+            learned: Mutex::new(Learned {
+                rules: saved.into_iter().map(|r| (0, r)).collect(),
+                next: 1,
+            }),
         }
     }
 
     /// Every rule in force, the settings' and flags' first.
     pub fn all(&self) -> Vec<Rule> {
         let mut out = self.fixed.clone();
-        out.extend(self.learned().iter().cloned());
+        out.extend(self.learned().rules.iter().map(|(_, r)| r.clone()));
         out
+    }
+
+    /// Now, for [`Policy::decide_as_of`]: rules learned from here on are not seen.
+    pub fn moment(&self) -> u64 {
+        self.learned().next.max(1)
     }
 
     /// Adds a remembered allow rule (an "always" answer); `false` when it is already there.
     pub fn learn(&self, rule: Rule) -> bool {
         let mut l = self.learned();
-        if l.iter().any(|r| r.kind == rule.kind && r.text == rule.text) {
+        if l.rules
+            .iter()
+            .any(|(_, r)| r.kind == rule.kind && r.text == rule.text)
+        {
             return false;
         }
-        l.push(rule);
+        let at = l.next.max(1);
+        l.rules.push((at, rule));
+        l.next = at + 1;
         true
     }
 
     /// Forgets a remembered rule; `false` when there was none such.
     pub fn forget(&self, kind: Kind, text: &str) -> bool {
         let mut l = self.learned();
-        let before = l.len();
-        l.retain(|r| !(r.kind == kind && r.text == text));
-        l.len() != before
+        let before = l.rules.len();
+        l.rules.retain(|(_, r)| !(r.kind == kind && r.text == text));
+        l.rules.len() != before
     }
 
-    fn learned(&self) -> std::sync::MutexGuard<'_, Vec<Rule>> {
+    /// The remembered rules learned before `moment`.
+    fn learned_before(&self, moment: u64) -> Vec<Rule> {
+        self.learned()
+            .rules
+            .iter()
+            .filter(|(at, _)| *at < moment)
+            .map(|(_, r)| r.clone())
+            .collect()
+    }
+
+    fn learned(&self) -> std::sync::MutexGuard<'_, Learned> {
         // A panic while holding it cannot leave the list half-changed (push/retain).
         self.learned.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -278,18 +321,52 @@ impl Policy {
         Arc::new(Self { rules, mode, place })
     }
 
-    /// [`decide`] over this policy's rules (borrowed, not copied: this is on every call).
+    /// [`decide`] over this policy's rules.
     pub fn decide(&self, tool: ToolFacts<'_>, args: &Value) -> Verdict {
-        self.decide_in(tool, args, self.mode)
+        self.decide_in(tool, args, self.mode, u64::MAX)
+    }
+
+    /// [`decide`] over the rules in force at `moment` ([`Rules::moment`], taken when the call
+    /// came): an "always" answer given since does not run it.
+    pub fn decide_as_of(&self, tool: ToolFacts<'_>, args: &Value, moment: u64) -> Verdict {
+        self.decide_in(tool, args, self.mode, moment)
     }
 
     /// [`decide`] for the user's own explicit call (`mcp call`): it runs unless denied.
     pub fn decide_explicit(&self, tool: ToolFacts<'_>, args: &Value) -> Verdict {
-        self.decide_in(tool, args, Mode::Bypass)
+        self.decide_in(tool, args, Mode::Bypass, u64::MAX)
     }
 
-    fn decide_in(&self, tool: ToolFacts<'_>, args: &Value, mode: Mode) -> Verdict {
-        let learned = self.rules.learned();
+    /// Whether a deny rule refuses the read tool `tool` (`grep`, `list_dir`) the file or entry
+    /// at `path` it came to inside the path it was called on (as walked, and resolved): the
+    /// call's own path passed the rules, each file under it is checked here.
+    pub fn refuses_file(&self, tool: &str, path: &Path) -> bool {
+        let learned = self.rules.learned_before(u64::MAX);
+        let sets: [&[Rule]; 2] = [&self.rules.fixed, &learned];
+        // Most sessions have no deny rule on paths: nothing to resolve then.
+        let any = each(&sets).any(|r| {
+            r.kind == Kind::Deny
+                && matches!(r.pattern.arg, Some(ArgPattern::Path(_)))
+                && path_rule_tools(tool).contains(&r.pattern.tool.as_str())
+        });
+        if !any {
+            return false;
+        }
+        let facts = ToolFacts {
+            name: tool,
+            server: None,
+            read_only: true,
+        };
+        let call = Call {
+            tool: facts,
+            split: None,
+            forms: Some(path_forms(&path.to_string_lossy(), &self.place.root)),
+        };
+        best(&sets, Kind::Deny, &call, &self.place).is_some()
+    }
+
+    fn decide_in(&self, tool: ToolFacts<'_>, args: &Value, mode: Mode, moment: u64) -> Verdict {
+        let learned = self.rules.learned_before(moment);
         let sets: [&[Rule]; 2] = [&self.rules.fixed, &learned];
         decide_over(tool, args, &sets, mode, &self.place)
     }
@@ -355,10 +432,10 @@ fn decide_over(
         return verdict(Action::Run, Reason::Rule(r.clone()));
     }
     if mode == Mode::AcceptEdits && tool.name == "write_file" && args.get("path").is_some() {
-        let inside = call
-            .forms
-            .as_ref()
-            .is_some_and(|forms| forms.iter().all(|f| f.starts_with(&place.root)));
+        let inside = call.forms.as_ref().is_some_and(|forms| {
+            forms.iter().all(|f| f.starts_with(&place.root))
+                && !forms.iter().any(|f| pattern::in_git_dir(f))
+        });
         if inside {
             return verdict(Action::Run, Reason::Mode(mode));
         }
@@ -395,7 +472,7 @@ fn catches(rule: &Rule, call: &Call<'_>, place: &Place) -> bool {
                 && call
                     .split
                     .as_ref()
-                    .is_some_and(|s| s.all.iter().any(|c| command_matches(arg, c)))
+                    .is_some_and(|s| s.incomplete || s.all.iter().any(|c| command_matches(arg, c)))
         }
         ArgPattern::Path(p) => {
             path_rule_tools(tool.name).contains(&rule.pattern.tool.as_str())
@@ -409,9 +486,9 @@ fn catches(rule: &Rule, call: &Call<'_>, place: &Place) -> bool {
 }
 
 /// The allow rule that vouches for the call, the most specific: one naming the tool without
-/// an argument pattern; or, for `bash`, every simple command of a plain command line (no
-/// substitution, subshell or redirection to a file) matched by some allow rule; or, for a
-/// file tool, every form of its path matched by one rule.
+/// an argument pattern; or, for `bash`, every simple command of a command line the lexer fully
+/// understands ([`shell`]) matched by some allow rule; or, for a file tool, every form of its
+/// path matched by one rule.
 fn allowed<'r>(sets: &'r [&'r [Rule]], call: &Call<'_>, place: &Place) -> Option<&'r Rule> {
     let tool = call.tool;
     let allows = || each(sets).filter(|r| r.kind == Kind::Allow);
@@ -422,7 +499,7 @@ fn allowed<'r>(sets: &'r [&'r [Rule]], call: &Call<'_>, place: &Place) -> Option
         return Some(r);
     }
     if let Some(split) = &call.split {
-        if split.opaque || split.commands.is_empty() {
+        if !split.understood || split.commands.is_empty() {
             return None;
         }
         let mut vouching: Option<&Rule> = None;
@@ -519,12 +596,13 @@ pub fn tool_rule(tool: &str, args: &Value) -> Option<String> {
     }
     let command = args.get("command").and_then(Value::as_str).unwrap_or("");
     let split = split_command(command);
-    if split.opaque || split.commands.len() != 1 {
+    if !split.understood || split.commands.len() != 1 {
         return None;
     }
-    let words: Vec<&str> = split.commands[0].split_whitespace().collect();
+    let words: Vec<&str> = split.commands[0].iter().map(String::as_str).collect();
     let first = *words.first()?;
     if first.contains('=')
+        || shell::runs_other_commands(first)
         || !first
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c))
@@ -542,22 +620,64 @@ pub fn tool_rule(tool: &str, args: &Value) -> Option<String> {
     })
 }
 
-/// Whether `rule` alone allows a call of `name` (of `server`) with `args`: the calls an
-/// "always" answer covers at once.
-pub fn allows_alone(rule: &Rule, name: &str, server: Option<&str>, args: &Value) -> bool {
-    let tool = ToolFacts {
-        name,
-        server,
-        read_only: false,
-    };
-    let v = decide(
-        tool,
-        args,
-        std::slice::from_ref(rule),
-        Mode::Default,
-        &Place::default(),
-    );
-    v.action == Action::Run
+/// A warning for each rule (of the settings files and flags; remembered answers aside) that
+/// names no tool here: no built-in of `builtins` and no tool of any configured server of
+/// `servers`. A deny rule that denies nothing is the dangerous case (the user believes
+/// something is refused): its warning says so first.
+pub fn unmatched(rules: &[Rule], builtins: &[&str], servers: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in rules.iter().filter(|r| r.source != Source::Saved) {
+        let p = &r.pattern;
+        if builtins.iter().any(|b| p.names(b, None)) || servers.iter().any(|s| names_server(p, s)) {
+            continue;
+        }
+        let effect = match r.kind {
+            Kind::Deny => "denies nothing",
+            Kind::Ask => "asks about nothing",
+            Kind::Allow => "allows nothing",
+        };
+        let why = if pattern::claude_code_name(&p.tool) == Some(None) {
+            format!(
+                "harness9 has no {} tool (a Claude Code tool); what reaches it here goes through bash or an MCP server: rule on those",
+                p.tool
+            )
+        } else {
+            let mut list: Vec<&str> = servers.to_vec();
+            list.sort_unstable();
+            format!(
+                "it matches no built-in tool ({}) and no configured server ({}); check the spelling (a server's tools are mcp__SERVER__TOOL, all of them mcp__SERVER__*)",
+                builtins.join(", "),
+                if list.is_empty() {
+                    "none".to_owned()
+                } else {
+                    list.join(", ")
+                }
+            )
+        };
+        out.push(format!(
+            "{}: {} rule \"{}\" {effect}: {why}",
+            r.source,
+            r.kind.name(),
+            r.text
+        ));
+    }
+    out
+}
+
+/// Whether `p` could name a tool of `server` (its tools are not known before it connects: a
+/// name under the server's prefix counts).
+fn names_server(p: &Pattern, server: &str) -> bool {
+    if p.server().is_some() {
+        return p.names("", Some(server));
+    }
+    let prefix = harness9_actors::naming::server_prefix(server);
+    match p.tool.find('*') {
+        Some(star) => {
+            let lit = &p.tool[..star];
+            lit.starts_with(&prefix) || prefix.starts_with(lit)
+        }
+        None => p.tool.starts_with(&prefix) && p.tool.len() > prefix.len(),
+    }
 }
 
 /// Rules from a comma-separated flag value (`--allowed-tools 'bash(git status:*),read_file'`):

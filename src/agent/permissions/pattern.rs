@@ -40,10 +40,30 @@ pub fn path_rule_tools(tool: &str) -> &'static [&'static str] {
 /// A parsed rule pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pattern {
-    /// The tool name, with `*` matching any run of characters.
+    /// The tool name, with `*` matching any run of characters (a Claude Code spelling already
+    /// turned into harness9's: `Bash` is `bash`, `mcp__S` is `mcp__S__*`).
     pub tool: String,
     /// The argument pattern, when given.
     pub arg: Option<ArgPattern>,
+    /// More built-ins the name covers (Claude Code's `Read` covers every tool that reads).
+    pub also: &'static [&'static str],
+}
+
+/// Claude Code's tool names and what each is in harness9: the built-in it maps to and the
+/// others its name covers too. `None`: harness9 has no such tool.
+pub fn claude_code_name(name: &str) -> Option<Option<(&'static str, &'static [&'static str])>> {
+    Some(match name {
+        "Bash" => Some(("bash", &[])),
+        // Claude Code's Read rules apply to every built-in that reads files.
+        "Read" => Some(("read_file", &["list_dir", "grep"])),
+        "Edit" | "Write" | "MultiEdit" => Some(("write_file", &[])),
+        "Grep" => Some(("grep", &[])),
+        "LS" | "Glob" => Some(("list_dir", &[])),
+        "WebFetch" | "WebSearch" | "Task" | "Agent" | "TodoWrite" | "TodoRead" | "NotebookEdit"
+        | "NotebookRead" | "ExitPlanMode" | "BashOutput" | "KillShell" | "KillBash"
+        | "SlashCommand" => None,
+        _ => return None,
+    })
 }
 
 /// An argument pattern.
@@ -70,7 +90,7 @@ impl Pattern {
         if t.len() > MAX_RULE {
             return Err(format!("a rule is at most {MAX_RULE} bytes"));
         }
-        let (name, arg) = match t.find('(') {
+        let (name, mut arg) = match t.find('(') {
             None => (t, None),
             Some(open) => {
                 let Some(inner) = t[open + 1..].strip_suffix(')') else {
@@ -85,6 +105,25 @@ impl Pattern {
         if name.is_empty() {
             return Err("the tool name is missing before \"(\"".to_owned());
         }
+        let (name, also) = match claude_code_name(name) {
+            Some(Some((ours, also))) => (ours.to_owned(), also),
+            // Kept as written, its argument aside: it names no tool (`Rule::parse` and
+            // `unmatched` say what that means).
+            Some(None) => {
+                arg = None;
+                (name.to_owned(), &[][..])
+            }
+            // `mcp__S` is every tool of server `S`, as in Claude Code.
+            None => match name.strip_prefix("mcp__") {
+                Some(server)
+                    if !server.is_empty() && !server.contains("__") && !server.contains('*') =>
+                {
+                    (format!("{name}__*"), &[][..])
+                }
+                _ => (name.to_owned(), &[][..]),
+            },
+        };
+        let name = name.as_str();
         if let Some(c) = name
             .chars()
             .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '*')))
@@ -117,6 +156,7 @@ impl Pattern {
         Ok(Pattern {
             tool: name.to_owned(),
             arg,
+            also,
         })
     }
 
@@ -127,7 +167,7 @@ impl Pattern {
         if let Some(s) = self.server() {
             return server.is_some_and(|own| harness9_actors::naming::sanitize(own) == s);
         }
-        glob(&self.tool, tool, false)
+        glob(&self.tool, tool, false) || (server.is_none() && self.also.contains(&tool))
     }
 
     /// `S` of a server pattern `mcp__S__*`.
@@ -160,16 +200,19 @@ impl Pattern {
     }
 }
 
-/// Whether one simple command (no operators) matches a command pattern.
-pub fn command_matches(pattern: &ArgPattern, command: &str) -> bool {
-    let c = command.trim();
+/// Whether one simple command, as its words, matches a command pattern: a prefix `p:*` when
+/// its words are the command's first words, a glob against the words joined by spaces.
+pub fn command_matches(pattern: &ArgPattern, words: &[String]) -> bool {
     match pattern {
         ArgPattern::Prefix(p) => {
-            c == p
-                || c.strip_prefix(p.as_str())
-                    .is_some_and(|rest| rest.starts_with([' ', '\t']))
+            let lexed = super::shell::split_command(p);
+            let prefix: Vec<String> = match lexed.commands.as_slice() {
+                [one] if lexed.understood => one.clone(),
+                _ => p.split_whitespace().map(str::to_owned).collect(),
+            };
+            !prefix.is_empty() && words.starts_with(&prefix)
         }
-        ArgPattern::Command(p) => glob(p, c, false),
+        ArgPattern::Command(p) => glob(p, &words.join(" "), false),
         ArgPattern::Path(_) => false,
     }
 }
@@ -261,9 +304,9 @@ pub fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// The forms of a file tool's `path` argument a rule is matched against: the path as the tool
-/// resolves it (relative to `root`), normalized, and, when it differs, the path with symlinks
-/// resolved (of its longest existing ancestor, for a file not yet there).
+/// The forms of a file tool's `path` argument a rule is matched against: the path as written
+/// (relative to `root`, `.` and `..` taken lexically) and, when it differs, the path the OS
+/// opens ([`os_path`]: symlinks followed component by component, `..` after them).
 pub fn path_forms(arg: &str, root: &Path) -> Vec<PathBuf> {
     let p = Path::new(arg);
     let lexical = normalize(&if p.is_absolute() {
@@ -271,177 +314,77 @@ pub fn path_forms(arg: &str, root: &Path) -> Vec<PathBuf> {
     } else {
         root.join(p)
     });
-    let real = normalize(&harness9_base::path::resolved(&lexical));
-    if real == lexical {
-        vec![lexical]
+    match os_path(arg, root) {
+        Ok(real) if real != lexical => vec![lexical, real],
+        _ => vec![lexical],
+    }
+}
+
+/// The most symbolic links followed while resolving one path (as Linux's `ELOOP` limit).
+const MAX_LINKS: usize = 40;
+
+/// The path the OS opens for a file tool's `path` argument (relative to `root`), resolved
+/// the way the kernel does: component by component, a symbolic link replaced by its target
+/// (relative to the directory holding it), `..` taken after the links before it are
+/// followed. From the first component that does not exist on, the rest is taken lexically
+/// (a file not yet written: its existing parent is resolved). The file tools open exactly
+/// this path, so what a rule checked is what is opened. An error for a loop of links.
+pub fn os_path(arg: &str, root: &Path) -> Result<PathBuf, String> {
+    let p = Path::new(arg);
+    let full = if p.is_absolute() {
+        p.to_path_buf()
     } else {
-        vec![lexical, real]
-    }
-}
-
-/// A shell command split for rule matching.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Split {
-    /// The simple commands between the operators `;` `&&` `||` `|` `&` and newlines.
-    pub commands: Vec<String>,
-    /// The command has something an allow rule cannot vouch for: a command substitution
-    /// (`$(..)`, backticks, `<(..)`), a subshell or group, or an output redirection to a file.
-    pub opaque: bool,
-    /// Every piece a deny or ask rule is matched against: the simple commands, and the
-    /// commands inside substitutions and groups too.
-    pub all: Vec<String>,
-}
-
-/// Splits `command` the way a rule sees it (quotes respected; a backslash escapes).
-pub fn split_command(command: &str) -> Split {
-    let mut out = Split::default();
-    let mut top = String::new();
-    let mut piece = String::new();
-    let chars: Vec<char> = command.chars().collect();
-    let (mut single, mut double) = (false, false);
-    let mut i = 0;
-    let flush = |s: &mut String, list: &mut Vec<String>| {
-        let t = without_keywords(s.trim());
-        if !t.is_empty() {
-            list.push(t.to_owned());
-        }
-        s.clear();
+        root.join(p)
     };
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        if single {
-            if c == '\'' {
-                single = false;
-            }
-            top.push(c);
-            piece.push(c);
-            i += 1;
-            continue;
-        }
-        if c == '\\' {
-            top.push(c);
-            piece.push(c);
-            if let Some(n) = next {
-                top.push(n);
-                piece.push(n);
-            }
-            i += 2;
-            continue;
-        }
-        // Substitutions run inside double quotes too.
-        if c == '`' || (c == '$' && next == Some('(')) {
-            out.opaque = true;
-            flush(&mut piece, &mut out.all);
-            i += if c == '`' { 1 } else { 2 };
-            continue;
-        }
-        if double {
-            if c == '"' {
-                double = false;
-            }
-            top.push(c);
-            piece.push(c);
-            i += 1;
-            continue;
-        }
-        match c {
-            '\'' => single = true,
-            '"' => double = true,
-            _ => {}
-        }
-        let operator = match c {
-            ';' | '\n' | '\r' => 1,
-            '&' if next == Some('&') => 2,
-            '|' if next == Some('|') => 2,
-            '|' => 1,
-            '&' if next == Some('>') => 0,
-            '&' if i > 0 && matches!(chars[i - 1], '>' | '<') => 0,
-            '&' => 1,
-            _ => 0,
-        };
-        if operator > 0 {
-            flush(&mut top, &mut out.commands);
-            flush(&mut piece, &mut out.all);
-            i += operator;
-            continue;
-        }
-        if c == '(' || c == ')' {
-            // `<(..)`/`>(..)`, a subshell: what runs inside is matched for deny and ask, and
-            // no allow rule vouches for it.
-            out.opaque = true;
-            flush(&mut piece, &mut out.all);
-            if c == '(' && top.ends_with(['<', '>']) {
-                top.pop();
-            }
-            i += 1;
-            continue;
-        }
-        if c == '{' || c == '}' {
-            // A group `{ ..; }` (a brace word) is opaque; `{a,b}` expansion is not.
-            if c == '{' && next.is_none_or(char::is_whitespace) {
-                out.opaque = true;
-            }
-            flush(&mut piece, &mut out.all);
-            top.push(c);
-            i += 1;
-            continue;
-        }
-        if c == '>' && writes_a_file(&chars, i) {
-            out.opaque = true;
-        }
-        top.push(c);
-        piece.push(c);
-        i += 1;
-    }
-    flush(&mut top, &mut out.commands);
-    flush(&mut piece, &mut out.all);
-    if single || double {
-        // An unclosed quote: the shell will refuse it, and no allow rule vouches for it.
-        out.opaque = true;
-    }
-    for c in &out.commands {
-        if !out.all.contains(c) {
-            out.all.push(c.clone());
-        }
-    }
-    out
-}
-
-/// Whether the unquoted `>` at `at` redirects output to a file (not `2>&1`, `>&2` or
-/// `/dev/null`).
-fn writes_a_file(chars: &[char], at: usize) -> bool {
-    let mut j = at + 1;
-    if chars.get(j) == Some(&'>') {
-        j += 1;
-    }
-    if chars.get(j) == Some(&'&') {
-        // `>&2`, `2>&1`: a descriptor.
-        return !chars
-            .get(j + 1)
-            .is_some_and(|c| c.is_ascii_digit() || *c == '-');
-    }
-    while chars.get(j).is_some_and(|c| *c == ' ' || *c == '\t') {
-        j += 1;
-    }
-    let target: String = chars[j.min(chars.len())..]
-        .iter()
-        .take_while(|c| !c.is_whitespace() && !matches!(c, ';' | '&' | '|' | ')'))
+    let mut pending: std::collections::VecDeque<std::ffi::OsString> = full
+        .components()
+        .map(|c| c.as_os_str().to_owned())
         .collect();
-    target != "/dev/null"
+    let mut out = PathBuf::new();
+    let mut links = 0usize;
+    let mut missing = false;
+    while let Some(part) = pending.pop_front() {
+        let comp = Path::new(&part).components().next();
+        match comp {
+            None | Some(Component::CurDir) => {}
+            Some(Component::ParentDir) => {
+                out.pop();
+            }
+            Some(Component::RootDir | Component::Prefix(_)) => out.push(&part),
+            Some(Component::Normal(name)) => {
+                out.push(name);
+                if missing {
+                    continue;
+                }
+                match std::fs::symlink_metadata(&out) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        links += 1;
+                        if links > MAX_LINKS {
+                            return Err(format!(
+                                "{arg} goes through more than {MAX_LINKS} symbolic links (a loop?)"
+                            ));
+                        }
+                        let target = std::fs::read_link(&out).map_err(|e| {
+                            format!("cannot read the symbolic link {}: {e}", out.display())
+                        })?;
+                        out.pop();
+                        for c in target.components().rev() {
+                            pending.push_front(c.as_os_str().to_owned());
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => missing = true,
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
-/// `piece` without the shell's reserved words in front (`then rm x` is `rm x` to a rule).
-fn without_keywords(mut piece: &str) -> &str {
-    const WORDS: [&str; 14] = [
-        "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "case", "esac",
-        "!", "time",
-    ];
-    loop {
-        let word_end = piece.find(char::is_whitespace).unwrap_or(piece.len());
-        if !WORDS.contains(&&piece[..word_end]) {
-            return piece;
-        }
-        piece = piece[word_end..].trim_start();
-    }
+/// Whether `path` has a `.git` component (any case: a case-insensitive file system opens
+/// `.GIT` as `.git`): git runs what is there (hooks, `core.fsmonitor`) outside any sandbox.
+pub fn in_git_dir(path: &Path) -> bool {
+    path.components().any(
+        |c| matches!(c, Component::Normal(n) if n.to_string_lossy().eq_ignore_ascii_case(".git")),
+    )
 }

@@ -415,23 +415,156 @@ fn malformed_rules_say_what_is_wrong() {
     );
 }
 
+fn words(list: &[&str]) -> Vec<String> {
+    list.iter().map(|w| (*w).to_owned()).collect()
+}
+
 #[test]
 fn commands_split_at_operators_outside_quotes() {
-    use pattern::split_command;
-    let s = split_command("a && b || c | d; e & f\ng");
-    assert_eq!(s.commands, ["a", "b", "c", "d", "e", "f", "g"]);
-    assert!(!s.opaque);
+    use shell::split_command;
+    let s = split_command("a && b || c | d; e & f\ng |& h");
+    let firsts: Vec<&str> = s.commands.iter().map(|c| c[0].as_str()).collect();
+    assert_eq!(firsts, ["a", "b", "c", "d", "e", "f", "g", "h"]);
+    assert!(s.understood);
+    // Quotes are removed; what they hold stays one word.
+    let s = split_command(r#"git commit -m 'a; b' "c \"d\"" e\ f"#);
+    assert!(s.understood, "{s:?}");
+    assert_eq!(
+        s.commands,
+        [words(&["git", "commit", "-m", "a; b", "c \"d\"", "e f"])]
+    );
+    // Descriptors and /dev/null are in the subset.
+    for ok in [
+        "git status 2>&1",
+        "git status >/dev/null 2>&1",
+        "git status &>/dev/null",
+        "git status 2> /dev/null",
+        "git status </dev/null",
+        "git status;",
+        "git status &",
+        "git status &&\ngit log",
+    ] {
+        assert!(split_command(ok).understood, "{ok}");
+    }
     let s = split_command("if true; then rm -rf x; fi");
-    assert!(s.all.contains(&"rm -rf x".to_owned()), "{s:?}");
-    let s = split_command("echo {a,b} 2>&1");
-    assert!(!s.opaque, "{s:?}");
-    assert!(split_command("{ rm x; }").opaque);
-    assert!(split_command("echo 'unclosed").opaque);
+    assert!(!s.understood);
+    assert!(s.all.contains(&words(&["rm", "-rf", "x"])), "{s:?}");
+    for not in [
+        "echo {a,b}",
+        "{ rm x; }",
+        "echo 'unclosed",
+        "echo x >> f",
+        "echo x > f",
+        "cat < f",
+        "echo x >&f",
+        "cat <<EOF",
+        "cat <<< x",
+        "a ;; b",
+        "; a",
+        "a &&",
+        "a | | b",
+        "FOO=1 a",
+        "* x",
+        "echo $HOME",
+        "echo \"$HOME\"",
+        "a # b",
+        "a \\\nb",
+        "echo a\rb",
+        "time a",
+        "! a",
+        "[[ a ]]",
+    ] {
+        assert!(!split_command(not).understood, "{not:?}");
+    }
     assert!(split_command("cat <(rm x)")
         .all
-        .contains(&"rm x".to_owned()));
-    assert!(split_command("echo x >> f").opaque);
-    assert!(!split_command("echo x &>/dev/null").opaque);
+        .contains(&words(&["rm", "x"])));
+}
+
+/// C6: with `allow bash(git status:*)` and `deny bash(rm:*)`, no command hidden behind a
+/// construct bash understands differently from a plain split runs unasked; every one that a
+/// piece names is refused by the deny rule; the plain command still runs.
+#[test]
+fn an_allowed_prefix_never_vouches_for_a_hidden_second_command() {
+    use Kind::*;
+    let r = [(Allow, "bash(git status:*)"), (Deny, "bash(rm:*)")];
+    let run = |c: &str| action(BASH, cmd(c), &r, Mode::Default);
+    assert_eq!(run("git status"), Action::Run);
+    assert_eq!(run("git status --short"), Action::Run);
+    assert_eq!(run("git status 2>&1 | git status -s"), Action::Run);
+    assert_eq!(run("'git' \"status\" -s"), Action::Run);
+    // Each of these hides `rm`: the deny rule finds it.
+    for hidden in [
+        "git status # $'\\n'rm -rf x",
+        "git status $'\\x3b' rm x",
+        "git status <<EOF\nx\nEOF\nrm x",
+        "git status \\\n; rm x",
+        "git status && { rm x; }",
+        "git status && ( rm x )",
+        "git status $(rm x)",
+        "git status `rm x`",
+        "git status \"$(rm x)\"",
+        "git status <(rm x)",
+        "git status >(rm x)",
+        "git status | xargs rm",
+        "git status | xargs -I{} rm {}",
+        "eval 'rm x'",
+        "eval rm x",
+        "env rm x",
+        "env -i FOO=1 rm x",
+        "command rm x",
+        "builtin rm x",
+        "exec rm x",
+        "nohup rm x",
+        "time rm x",
+        "timeout 5 rm x",
+        "timeout -s KILL 5 rm x",
+        "sudo -u root rm x",
+        "sh -c 'rm x'",
+        "bash -lc 'git status; rm x'",
+        "bash -c \"eval 'rm x'\"",
+        "find . -exec rm {} +",
+        "/bin/rm x",
+        "\\rm x",
+        "r\\m x",
+        "'rm' x",
+        "git status; rm x",
+        "git status\nrm x",
+        "git status & rm x",
+        "git status |& rm x",
+        "git status || rm x",
+    ] {
+        assert_eq!(run(hidden), Action::Refuse, "{hidden:?}");
+    }
+    // Without the deny rule, none of them runs unasked either.
+    let allow_only = [(Allow, "bash(git status:*)")];
+    for hidden in [
+        "git status # $'\\n'rm -rf x",
+        "git status $'\\x3b' rm x",
+        "git status <<EOF\nrm x\nEOF",
+        "git status \\\n; rm x",
+        "git status && { rm x; }",
+        "git status $(rm x)",
+        "git status `rm x`",
+        "git status | xargs rm",
+        "git status > .git/hooks/pre-commit",
+        "git status $HOME",
+        "GIT_PAGER=x git status",
+        "git status\r; rm x",
+    ] {
+        assert_eq!(
+            action(BASH, cmd(hidden), &allow_only, Mode::Default),
+            Action::Ask,
+            "{hidden:?}"
+        );
+    }
+    // A word that looks like the prefix but is one word (`'git status'`) is not the prefix.
+    assert_eq!(
+        action(BASH, cmd("'git status' x"), &allow_only, Mode::Default),
+        Action::Ask
+    );
+    // An argument that merely says `rm` is not a command.
+    assert_eq!(run("git status rm"), Action::Run);
 }
 
 #[test]
@@ -466,6 +599,17 @@ fn always_answers_name_the_tool_or_a_command_prefix() {
     );
     assert_eq!(tool_rule("bash", &cmd("ls; rm x")), None);
     assert_eq!(tool_rule("bash", &cmd("FOO=1 make")), None);
+    // No prefix rule for a command that runs others, nor for a line not understood.
+    for c in [
+        "env FOO=1 make",
+        "sh -c 'make'",
+        "xargs rm",
+        "eval make",
+        "sudo make",
+        "ls # x",
+    ] {
+        assert_eq!(tool_rule("bash", &cmd(c)), None, "{c}");
+    }
     assert_eq!(server_rule("git"), "mcp__git__*");
     // A server's name as registered: `*` and other characters become `_`.
     assert_eq!(server_rule("my*srv.x"), "mcp__my_srv_x__*");
@@ -520,6 +664,33 @@ fn remembered_rules_are_learned_once_and_forgotten() {
     );
 }
 
+/// An "always" answer is not seen by a call judged as of a moment before it: the other calls
+/// of the same reply, waiting unseen, are asked again; later calls run.
+#[test]
+fn an_always_answer_covers_later_calls_not_those_already_waiting() {
+    let saved = Rule::parse(Kind::Allow, "bash(ls:*)", Source::Saved).unwrap();
+    let policy = Policy::new(Rules::new(vec![], vec![saved]), Mode::Default, place());
+    let waiting = policy.rules.moment();
+    let r = Rule::parse(Kind::Allow, "mcp__git__*", Source::Saved).unwrap();
+    assert!(policy.rules.learn(r));
+    let later = policy.rules.moment();
+    assert!(later > waiting);
+    assert_eq!(
+        policy.decide_as_of(MCP, &json!({}), waiting).action,
+        Action::Ask
+    );
+    assert_eq!(
+        policy.decide_as_of(MCP, &json!({}), later).action,
+        Action::Run
+    );
+    assert_eq!(policy.decide(MCP, &json!({}),).action, Action::Run);
+    // Rules saved before the session count at every moment.
+    assert_eq!(
+        policy.decide_as_of(BASH, &cmd("ls -la"), waiting).action,
+        Action::Run
+    );
+}
+
 #[test]
 fn a_server_rule_covers_that_servers_tools_only() {
     // Server `git__evil` registers `mcp__git__evil__x`: not git's.
@@ -557,5 +728,200 @@ fn a_server_rule_covers_that_servers_tools_only() {
     assert_eq!(
         action(evil, json!({}), &[(Kind::Deny, "mcp__git*")], Mode::Default),
         Action::Refuse
+    );
+}
+
+/// C9: Claude Code's spellings mean what they mean there.
+#[test]
+fn claude_code_spellings_map_to_the_built_ins() {
+    use Kind::*;
+    let deny = |rule: &str, tool: ToolFacts<'_>, args: serde_json::Value| {
+        action(tool, args, &[(Deny, rule)], Mode::Bypass)
+    };
+    assert_eq!(deny("Bash", BASH, cmd("ls")), Action::Refuse);
+    assert_eq!(deny("Bash(rm:*)", BASH, cmd("env rm x")), Action::Refuse);
+    assert_eq!(deny("Bash(rm:*)", BASH, cmd("ls")), Action::Run);
+    assert_eq!(
+        deny("Bash(git status)", BASH, cmd("git status")),
+        Action::Refuse
+    );
+    assert_eq!(deny("Read", READ, json!({"path": "a"})), Action::Refuse);
+    for t in ["list_dir", "grep"] {
+        let tool = ToolFacts {
+            name: t,
+            server: None,
+            read_only: true,
+        };
+        assert_eq!(deny("Read", tool, json!({})), Action::Refuse, "{t}");
+        assert_eq!(
+            deny("Read(~/.ssh/**)", tool, json!({"path": "/home/u/.ssh"})),
+            Action::Refuse,
+            "{t}"
+        );
+    }
+    assert_eq!(
+        deny(
+            "Read(~/.ssh/**)",
+            READ,
+            json!({"path": "/home/u/.ssh/id_rsa"})
+        ),
+        Action::Refuse
+    );
+    assert_eq!(
+        deny("Edit(src/**)", WRITE, json!({"path": "src/a"})),
+        Action::Refuse
+    );
+    assert_eq!(deny("Write", WRITE, json!({"path": "a"})), Action::Refuse);
+    assert_eq!(
+        deny("Edit(src/**)", WRITE, json!({"path": "b"})),
+        Action::Run
+    );
+    let list = ToolFacts {
+        name: "list_dir",
+        server: None,
+        read_only: true,
+    };
+    assert_eq!(deny("LS", list, json!({})), Action::Refuse);
+    assert_eq!(deny("Glob", list, json!({})), Action::Refuse);
+    // `mcp__server` is every tool of the server; `mcp__server__*` too.
+    assert_eq!(deny("mcp__git", MCP, json!({})), Action::Refuse);
+    assert_eq!(deny("mcp__git__*", MCP, json!({})), Action::Refuse);
+    assert_eq!(deny("mcp__gi", MCP, json!({})), Action::Run);
+    assert_eq!(deny("mcp__git__git_commit", MCP, json!({})), Action::Refuse);
+    // A Claude Code tool harness9 lacks: a deny rule is kept (it refuses nothing), an allow
+    // or ask rule is an error.
+    assert!(Rule::parse(Deny, "WebFetch", Source::Saved).is_ok());
+    assert!(Rule::parse(Deny, "WebFetch(domain:example.com)", Source::Saved).is_ok());
+    for k in [Allow, Ask] {
+        assert_eq!(
+            Rule::parse(k, "WebSearch", Source::Saved).unwrap_err(),
+            "harness9 has no WebSearch tool (a Claude Code tool): remove the rule"
+        );
+    }
+    let flag = parse_flag("Bash,mcp__web", Deny, "--disallowed-tools").unwrap();
+    assert_eq!(flag[0].pattern.tool, "bash");
+    assert_eq!(flag[1].pattern.tool, "mcp__web__*");
+}
+
+/// C9: a rule that names no built-in and no configured server is warned about, naming the
+/// rule and where it is written.
+#[test]
+fn rules_that_match_nothing_are_named() {
+    use Kind::*;
+    let builtins = ["bash", "read_file", "write_file", "list_dir", "grep"];
+    let list = rules(&[
+        (Deny, "bash_exec"),
+        (Deny, "mcp__brave__*"),
+        (Deny, "WebFetch"),
+        (Ask, "mcp__git__*"),
+        (Deny, "bash(rm:*)"),
+        (Deny, "Bash"),
+        (Allow, "mcp__git__git_commit"),
+        (Allow, "mcp__gi*"),
+        (Allow, "mcp__github__x"),
+        (Deny, "mcp__*"),
+        (Deny, "*"),
+    ]);
+    let w = unmatched(&list, &builtins, &["git"]);
+    assert_eq!(w.len(), 4, "{w:#?}");
+    assert!(w[0].starts_with(
+        "/u/harness9.toml:1: deny rule \"bash_exec\" denies nothing: it matches no built-in tool (bash, read_file"
+    ), "{}", w[0]);
+    assert!(w[0].contains("no configured server (git)"), "{}", w[0]);
+    assert!(w[1].starts_with("/u/harness9.toml:2: deny rule \"mcp__brave__*\" denies nothing"));
+    assert!(w[2].starts_with(
+        "/u/harness9.toml:3: deny rule \"WebFetch\" denies nothing: harness9 has no WebFetch tool"
+    ), "{}", w[2]);
+    assert!(w[3].starts_with("/u/harness9.toml:9: allow rule \"mcp__github__x\" allows nothing"));
+    // With the server configured, its rule matches.
+    assert_eq!(
+        unmatched(&list, &builtins, &["git", "brave", "github"]).len(),
+        2
+    );
+    // Flags are named as the flag.
+    let flag = parse_flag("mcp__web", Deny, "--disallowed-tools").unwrap();
+    assert!(unmatched(&flag, &builtins, &[])[0]
+        .starts_with("--disallowed-tools: deny rule \"mcp__web\" denies nothing"));
+}
+
+/// C7: the resolver follows links component by component as the OS does, `..` after them.
+#[test]
+fn paths_resolve_as_the_os_opens_them() {
+    use pattern::{in_git_dir, os_path, path_forms};
+    let base = std::env::temp_dir().join(format!("h9-os-path-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let project = base.join("p");
+    let outside = base.join("outside");
+    std::fs::create_dir_all(project.join("dir")).unwrap();
+    std::fs::create_dir_all(outside.join("sub")).unwrap();
+    harness9_platform::fs::symlink(outside.join("sub"), project.join("dir/link")).unwrap();
+    harness9_platform::fs::symlink("dir/link", project.join("rel")).unwrap();
+    harness9_platform::fs::symlink("loop", project.join("loop")).unwrap();
+    let real = |a: &str| os_path(a, &project).unwrap();
+    assert_eq!(real("dir/link/../secret"), outside.join("secret"));
+    assert_eq!(real("rel/../x/y"), outside.join("x/y"));
+    assert_eq!(real("dir/./new/../f"), project.join("dir/f"));
+    assert_eq!(
+        real(&outside.join("sub/a").to_string_lossy()),
+        outside.join("sub/a")
+    );
+    assert!(os_path("loop/x", &project)
+        .unwrap_err()
+        .contains("symbolic links"));
+    // The rules see both forms: as written and as opened.
+    assert_eq!(
+        path_forms("dir/link/../secret", &project),
+        [project.join("dir/secret"), outside.join("secret")]
+    );
+    let deny = [(Kind::Deny, format!("read_file({}/**)", outside.display()))];
+    let deny: Vec<(Kind, &str)> = deny.iter().map(|(k, t)| (*k, t.as_str())).collect();
+    let place = Place {
+        root: project.clone(),
+        home: None,
+    };
+    let v = decide(
+        READ,
+        &json!({"path": "dir/link/../secret"}),
+        &rules(&deny),
+        Mode::Default,
+        &place,
+    );
+    assert_eq!(v.action, Action::Refuse);
+    // accept-edits never runs a write into .git unasked.
+    let v = decide(
+        WRITE,
+        &json!({"path": ".git/hooks/pre-commit"}),
+        &[],
+        Mode::AcceptEdits,
+        &place,
+    );
+    assert_eq!(v.action, Action::Ask);
+    assert!(in_git_dir(Path::new("/p/.GIT/config")));
+    assert!(!in_git_dir(Path::new("/p/.github/x")));
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// A hostile line (thousands of wrappers, nested `eval`s) is decided quickly, without deep
+/// recursion, and the deny rule still finds the command.
+#[test]
+fn a_pathological_line_is_decided_quickly() {
+    use Kind::*;
+    let r = [(Allow, "bash(env:*)"), (Deny, "bash(rm:*)")];
+    let started = std::time::Instant::now();
+    let line = format!("{}rm x", "env ".repeat(50_000));
+    assert_eq!(action(BASH, cmd(&line), &r, Mode::Default), Action::Refuse);
+    let line = format!("{}'rm x'", "eval ".repeat(20_000));
+    assert_eq!(action(BASH, cmd(&line), &r, Mode::Default), Action::Refuse);
+    // Past the bounds of the search, a deny rule on commands is taken to match.
+    let line: String = (0..100_000).map(|i| format!("a{i}; ")).collect();
+    assert_eq!(action(BASH, cmd(&line), &r, Mode::Default), Action::Refuse);
+    assert_eq!(
+        action(BASH, cmd(&line), &[(Allow, "bash(*)")], Mode::Default),
+        Action::Ask
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
     );
 }

@@ -148,4 +148,26 @@ mod tests {
         );
         assert!(e.to_string().starts_with("h.toml:3:3: "), "{e}");
     }
+
+    /// Claude Code's spellings load as what they mean; one of a tool harness9 lacks is an
+    /// error in `allow` and `ask`, kept (it denies nothing) in `deny`.
+    #[test]
+    fn claude_code_spellings_load_and_a_missing_tool_cannot_be_allowed() {
+        let text = "[permissions]\ndeny = [\"Bash\", \"WebFetch\", \"mcp__web\"]\n";
+        let f = parse_file("u.toml", text).unwrap();
+        let rules = rules_of(&f, Path::new("/u.toml"), text, true, &mut Vec::new()).unwrap();
+        let tools: Vec<&str> = rules.iter().map(|r| r.pattern.tool.as_str()).collect();
+        assert_eq!(tools, ["bash", "WebFetch", "mcp__web__*"]);
+        let warnings = crate::permissions::unmatched(&rules, &["bash"], &[]);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].starts_with("/u.toml:2: deny rule \"WebFetch\" denies nothing"));
+        assert!(warnings[1].starts_with("/u.toml:2: deny rule \"mcp__web\" denies nothing"));
+        let text = "[permissions]\nask = [\n  \"WebSearch\"]\n";
+        let f = parse_file("u.toml", text).unwrap();
+        let e = rules_of(&f, Path::new("u.toml"), text, true, &mut Vec::new()).unwrap_err();
+        assert!(
+            e.to_string().starts_with("u.toml:3:3: malformed [permissions] ask rule \"WebSearch\": harness9 has no WebSearch tool"),
+            "{e}"
+        );
+    }
 }
