@@ -514,6 +514,35 @@ mod tests {
     }
 
     #[test]
+    fn a_name_rules_cannot_spell_exactly_holds_its_server() {
+        for ok in ["github", "brave.search", "brave-search", "a_b", "_a", "A1"] {
+            assert_eq!(name_problem(ok), None, "{ok}");
+        }
+        for bad in [
+            "",
+            "my server",
+            "a__b",
+            "a_",
+            "*",
+            "é",
+            "a/b",
+            "n\u{1b}[31m",
+        ] {
+            assert!(name_problem(bad).is_some(), "{bad:?}");
+        }
+        let c = p(r#"{"mcpServers": {"a__b": {"command": "x"}, "ok": {"command": "x"}, "x y": {"command": "x", "disabled": true}}}"#).unwrap();
+        let Some(Hold::Invalid(why)) = &c.servers[0].hold else {
+            panic!("{:?}", c.servers[0])
+        };
+        assert!(
+            why.starts_with(".mcp.json:1:17: server \"a__b\": a server's name may hold only"),
+            "{why}"
+        );
+        assert_eq!(c.servers[1].hold, None);
+        assert_eq!(c.disabled, ["x y"]);
+    }
+
+    #[test]
     fn parses_every_field_and_infers_the_type() {
         let c = p(r#"{"mcpServers": {
             "a": {"command": "npx", "args": ["-y", "${HOME}/x"], "env": {"K": "${TOKEN}"}, "cwd": "sub",

@@ -63,6 +63,8 @@ pub fn merge(mut project: Config, user: Config) -> Config {
         if let Some(p) = project.servers.iter_mut().find(|p| p.name == s.name) {
             hold(p, message);
         } else if project.disabled.contains(&s.name) {
+            // Shown once, as the held server.
+            project.disabled.retain(|d| *d != s.name);
             hold(&mut s, message);
             project.sources.push((s.name.clone(), user.path.clone()));
             project.servers.push(s);
@@ -222,7 +224,10 @@ mod tests {
         let user_file = PathBuf::from("/home/u/.config/harness9/mcp.json");
         assert_eq!(
             m.sources,
-            [("b".to_owned(), user_file.clone()), ("off".to_owned(), user_file)]
+            [
+                ("b".to_owned(), user_file.clone()),
+                ("off".to_owned(), user_file)
+            ]
         );
     }
 

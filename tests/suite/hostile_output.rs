@@ -171,8 +171,9 @@ fn mcp_list_shows_server_info_errors_and_stderr_clean_and_json_exact() {
         "{out}"
     );
     assert!(
-        out.stdout
-            .contains("server \"n\\u{1b}]52;c;aGk=\\u{7}\\u{9b}31m\": a server's name may hold only"),
+        out.stdout.contains(
+            "server \"n\\u{1b}]52;c;aGk=\\u{7}\\u{9b}31m\": a server's name may hold only"
+        ),
         "{out}"
     );
 

@@ -293,12 +293,8 @@ impl Index {
             }
         }
         // A server named alone: its tools in order.
-        let bare_server = query.is_empty()
-            || (server.is_none()
-                && self
-                    .docs
-                    .iter()
-                    .any(|d| d.server == query));
+        let bare_server =
+            query.is_empty() || (server.is_none() && self.docs.iter().any(|d| d.server == query));
         if bare_server {
             let s = server.unwrap_or(query);
             for (i, d) in self.docs.iter().enumerate() {

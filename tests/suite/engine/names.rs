@@ -19,8 +19,7 @@ fn user_config(dir: &Path) -> PathBuf {
 fn dotted_project(tag: &str) -> (PathBuf, PathBuf) {
     let dir = project(tag, Value::Null);
     let record = dir.join("brave-record.jsonl");
-    let servers =
-        json!({"brave.search": fixture_json(&["--record", &record.display().to_string()], json!({}))});
+    let servers = json!({"brave.search": fixture_json(&["--record", &record.display().to_string()], json!({}))});
     std::fs::write(
         dir.join(".mcp.json"),
         json!({"mcpServers": servers}).to_string(),
@@ -76,7 +75,10 @@ fn a_users_allow_rule_does_not_reach_a_project_server_of_the_same_sanitized_name
         reason.contains("--allowed-tools 'mcp__brave.search__write'"),
         "{refused}"
     );
-    assert!(!written.exists(), "the project's server ran the call: {out}");
+    assert!(
+        !written.exists(),
+        "the project's server ran the call: {out}"
+    );
     assert_eq!(calls_in(&record), 0, "{out}");
 
     // The rule spelled with the server's configured name allows it.
@@ -231,4 +233,53 @@ fn tool_search_scoped_to_a_server_is_case_exact() {
     let text = found["output"].as_str().unwrap_or_default();
     assert!(text.contains("## mcp__github__echo"), "{text}");
     assert!(!text.contains("mcp__GitHub__"), "{text}");
+}
+
+/// A name a rule cannot spell exactly (`git__evil` would make `mcp__git__evil__x` mean two
+/// servers' tools) holds its server with an error saying what names may hold; `mcp add`
+/// refuses it before writing.
+#[test]
+fn a_server_name_rules_cannot_spell_is_held_and_mcp_add_refuses_it() {
+    let dir = project(
+        "names-bad",
+        json!({"git__evil": fixture_json(&[], json!({})), "ok": fixture_json(&[], json!({}))}),
+    );
+    let out = output_within(
+        {
+            let mut c = harness9(&dir);
+            c.args(["mcp", "list", "--json"]);
+            c
+        },
+        None,
+        LIMIT,
+    );
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = |n: &str| {
+        rows.as_array()
+            .and_then(|r| r.iter().find(|r| r["name"] == n))
+            .cloned()
+            .unwrap_or_else(|| panic!("no row {n}: {rows}"))
+    };
+    assert_eq!(row("git__evil")["status"], "failed", "{rows}");
+    assert!(
+        row("git__evil")["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("server \"git__evil\": a server's name may hold only"),
+        "{rows}"
+    );
+    assert_eq!(row("ok")["status"], "connected", "{rows}");
+    let fixture = fixture_bin().display().to_string();
+    let out = output_within(
+        {
+            let mut c = harness9(&dir);
+            c.args(["mcp", "add", "a b", "--", &fixture]);
+            c
+        },
+        None,
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let config = std::fs::read_to_string(dir.join(".mcp.json")).unwrap();
+    assert!(!config.contains("a b"), "{config}");
 }
