@@ -283,3 +283,46 @@ fn a_server_name_rules_cannot_spell_is_held_and_mcp_add_refuses_it() {
     let config = std::fs::read_to_string(dir.join(".mcp.json")).unwrap();
     assert!(!config.contains("a b"), "{config}");
 }
+
+/// The registry on its own (specs that did not come through a config's checks): two servers
+/// whose tools register under the same names (`x.y` and `x_y`) get none of those names,
+/// whichever connected first, so a call never goes to the one that won a race.
+#[test]
+fn the_registry_gives_a_contested_tool_name_to_neither_server() {
+    use harness9_actors::messages::{ListServers, ListTools};
+    run(Duration::from_secs(60), || async {
+        let mut rt = start(
+            vec![
+                fixture("x.y", &["--tools", "1"]),
+                fixture("x_y", &[]),
+                fixture("z", &[]),
+            ],
+            fast_policy(),
+        );
+        rt.settled(Duration::from_secs(30)).await;
+        // Both tables are in (the registry hears of a server before its status says so).
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while rt.registry.send(ListServers).await.unwrap().len() < 3 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "servers not registered"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let tools = rt.registry.send(ListTools).await.unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert!(!names.contains(&"mcp__x_y__echo"), "{names:?}");
+        // What only one of them has is its own; another server is untouched.
+        let own = tools
+            .iter()
+            .find(|t| t.name == "mcp__x_y__tool_00000")
+            .map(|t| t.server.clone());
+        assert_eq!(own, Some(Some("x.y".to_owned())), "{names:?}");
+        assert!(names.contains(&"mcp__z__echo"), "{names:?}");
+        let err = harness9_actors::ToolRegistry::call(&rt.registry, "mcp__x_y__echo", None, None)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("mcp__x_y__echo"), "{err}");
+        shutdown(rt, &[]).await;
+    });
+}
