@@ -582,11 +582,10 @@ fn step_up_scopes_are_bounded_and_shown() {
     let case = OAuthCase::fixture("junk", &["--admin-tool", "big", "--stepup-junk"]);
     assert!(case.run(&["mcp", "login", "o"]).status.success());
     let big = ["mcp", "call", "o", "big", "--args", r#"{"bytes":3}"#];
-    let mut last = String::new();
     for _ in 0..6 {
         let out = case.run(&big);
         assert_eq!(out.status.code(), Some(1), "{out:?}");
-        last = String::from_utf8_lossy(&out.stderr).into_owned();
+        let last = String::from_utf8_lossy(&out.stderr);
         assert!(last.contains("needs more permissions"), "{last}");
         assert!(!last.contains("LLLL") && !last.contains("bad"), "{last}");
     }
