@@ -1,8 +1,10 @@
 //! Where the MCP config comes from. The project's `.mcp.json` (or VS Code's `.vscode/mcp.json`)
 //! is found by walking up from the working directory to the repository root (the directory holding `.git`), else to the
 //! filesystem root; the user's `$XDG_CONFIG_HOME/harness9/mcp.json` (`~/.config/harness9/mcp.json`)
-//! holds servers wanted everywhere. The two are merged by server name, the project winning; a
-//! `--config` file replaces both. The user file is the user's own: its servers need no approval.
+//! holds servers wanted everywhere. The two are merged; a name in both, or two names whose tool
+//! names would collide, hold their servers with an error naming both files (a server's name is
+//! its identity: what permission rules name). A `--config` file replaces both. The user file
+//! is the user's own: its servers need no approval.
 
 use std::path::{Path, PathBuf};
 
