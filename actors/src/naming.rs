@@ -1,4 +1,6 @@
-//! Registered tool names: `mcp__{server}__{tool}`, limited to `[A-Za-z0-9_]` and 64 characters.
+//! Registered tool names: `mcp__{server}__{tool}`, limited to `[A-Za-z0-9_]` and 64 characters;
+//! a tool's name as a rule spells it (its server's identity, the configured name, unsanitized);
+//! and which servers' names would collide once sanitized.
 
 /// The longest name models accept.
 pub const MAX_NAME: usize = 64;
@@ -54,6 +56,57 @@ pub fn full_name_prefixed(prefix: &str, tool: &str) -> String {
     format!("{}_{hash:08x}", &name[..MAX_NAME - 9])
 }
 
+/// A tool's name as permission rules spell it: `mcp__{server}__{tool}` with the server's
+/// configured name as written (its identity: `brave.search`, not `brave_search`) and the rest
+/// of the `registered` name (the tool as registered: sanitized, cut with its hash when long).
+/// A registered name whose server prefix was cut (a very long server name) keeps it whole
+/// after the server's own prefix, so no rule written for another server matches it either.
+pub fn rule_name(server: &str, registered: &str) -> String {
+    let rest = registered
+        .strip_prefix(server_prefix(server).as_str())
+        .unwrap_or(registered);
+    format!("mcp__{server}__{rest}")
+}
+
+/// The registered names a server's tools can take all start with this: its prefix, up to
+/// where a long name is cut for its hash.
+fn namespace(server: &str) -> String {
+    let mut p = server_prefix(server);
+    p.truncate(MAX_NAME - 9);
+    p
+}
+
+/// Whether two servers' tools could be registered under one name: their sanitized names are
+/// equal (`brave.search`, `brave_search`) or one's prefix starts the other's (`a` and `a__b`:
+/// `mcp__a__b__x` is tool `b__x` of one and `x` of the other).
+pub fn collide(a: &str, b: &str) -> bool {
+    let (a, b) = (namespace(a), namespace(b));
+    a.starts_with(&b) || b.starts_with(&a)
+}
+
+/// The pairs of `servers` (indices, the first lower) whose tool names would collide
+/// ([`collide`]), in order: sorted by namespace, so a long list is not compared pair by pair.
+pub fn collisions(servers: &[&str]) -> Vec<(usize, usize)> {
+    let mut keyed: Vec<(String, usize)> = servers
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (namespace(s), i))
+        .collect();
+    keyed.sort();
+    let mut out = Vec::new();
+    for (k, (ns, i)) in keyed.iter().enumerate() {
+        // Every namespace that starts with this one sorts right after it.
+        for (_, j) in keyed[k + 1..]
+            .iter()
+            .take_while(|(o, _)| o.starts_with(ns.as_str()))
+        {
+            out.push(((*i).min(*j), (*i).max(*j)));
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,5 +131,36 @@ mod tests {
         assert_eq!(a, full_name("server", &"t".repeat(100)));
         assert!(a.starts_with("mcp__server__ttt"));
         assert_eq!(fnv1a32(b"hello"), 0x4f9f_2cab);
+    }
+
+    #[test]
+    fn rule_names_spell_the_server_as_configured() {
+        assert_eq!(
+            rule_name("brave.search", &full_name("brave.search", "web-search")),
+            "mcp__brave.search__web_search"
+        );
+        assert_eq!(
+            rule_name("github", &full_name("github", "get_issue")),
+            "mcp__github__get_issue"
+        );
+        let long = "s".repeat(70);
+        let registered = full_name(&long, "t");
+        assert!(rule_name(&long, &registered).starts_with(&format!("mcp__{long}__mcp__")));
+    }
+
+    #[test]
+    fn sanitized_names_and_nested_prefixes_collide() {
+        assert!(collide("brave.search", "brave_search"));
+        assert!(collide("a", "a__b"));
+        assert!(collide("a_", "a"));
+        assert!(!collide("a", "ab"));
+        assert!(!collide("github", "GitHub"));
+        // Long names collide on what survives the cut.
+        let a = format!("{}x", "s".repeat(60));
+        let b = format!("{}y", "s".repeat(60));
+        assert!(collide(&a, &b));
+        let names = ["a__b", "c", "brave_search", "a", "brave.search", "d"];
+        assert_eq!(collisions(&names), [(0, 3), (2, 4)]);
+        assert!(collisions(&["x", "y", "xy"]).is_empty());
     }
 }

@@ -4,7 +4,9 @@
 //! `structuredContent` against its tool's `outputSchema`, and the keeper of the connected
 //! servers' `instructions`.
 //!
-//! A name clash is skipped with a warning. A schema mismatch is set on the result
+//! A name clash is skipped with a warning; a name two servers' tools would both take is
+//! neither's (the config holds such servers, `naming::collide`: routing never depends on
+//! which connected first). A schema mismatch is set on the result
 //! (`schema_error`), which is kept whole. `GetInstructions` answers a new `Arc` only when a
 //! server with instructions connects or leaves. A table from the tool-list cache has no
 //! address: a call of its tool puts a progress line on the call, asks the supervisor
@@ -123,6 +125,7 @@ impl ToolRegistry {
             self.builtins.len() + self.servers.values().map(|t| t.tools.len()).sum::<usize>();
         let mut routes = HashMap::with_capacity(total);
         let mut entries = Vec::with_capacity(total);
+        let mut contested: Vec<String> = Vec::new();
         for t in &self.builtins {
             if routes.insert(t.name.clone(), Route::Builtin).is_none() {
                 entries.push(ToolEntry {
@@ -143,6 +146,9 @@ impl ToolRegistry {
                 }
                 match routes.entry(full_name_prefixed(&prefix, &t.name)) {
                     Entry::Occupied(owner) => {
+                        if matches!(owner.get(), Route::Mcp { server: s, .. } if s != server) {
+                            contested.push(owner.key().clone());
+                        }
                         if changed == Some(server.as_str()) {
                             let by = match owner.get() {
                                 Route::Builtin => "a built-in tool".to_owned(),
@@ -170,6 +176,14 @@ impl ToolRegistry {
                 }
             }
         }
+        // A name two servers' tools would take is neither's, whichever connected first (the
+        // config holds such servers; this keeps routing from depending on who came first).
+        for name in &contested {
+            if let Some(Route::Mcp { server, .. }) = routes.remove(name) {
+                tracing::warn!(target: "mcp", server = %server, "tool {name} left out: another server's tool takes the same name");
+            }
+        }
+        entries.retain(|e| !contested.contains(&e.name));
         self.routes = routes;
         self.entries = Arc::new(entries);
         self.validators.clear();

@@ -44,9 +44,6 @@ pub struct Config {
     pub secrets: Vec<String>,
     /// Servers that come from another file than `path` (the user file), with that file.
     pub sources: Vec<(String, PathBuf)>,
-    /// Names of the user file that the project config names too (the project's entry wins),
-    /// with the user file whose entry is shadowed.
-    pub shadowed: Vec<(String, PathBuf)>,
     /// VS Code inputs (`${input:ID}`) that servers need and that have no value: the TUI asks
     /// for them; their servers are held with an error naming the environment variable.
     pub inputs: Vec<super::input_vars::InputPrompt>,
@@ -346,6 +343,21 @@ pub fn parse(
                 .map(|(_, l, c)| (l, c))
                 .unwrap_or((1, 1))
         };
+        if let Some(problem) = name_problem(&name) {
+            if is_disabled(value) {
+                config.disabled.push(name);
+                continue;
+            }
+            let (line, column) = at_key();
+            let message = ConfigError::Syntax {
+                path: shown.to_owned(),
+                line,
+                column,
+                message: problem,
+            };
+            config.servers.push(held(message.to_string()));
+            continue;
+        }
         let raw = match serde_json::from_str::<RawServer>(value.get()) {
             Ok(raw) => raw,
             Err(e) => {
@@ -453,6 +465,24 @@ pub fn parse(
     Ok(config)
 }
 
+/// Why `name` cannot be a server's name, if it cannot. A name is the server's identity: rules
+/// spell it as written (`mcp__{server}__{tool}`, `mcp__{server}__*`), so it holds only what a
+/// rule can hold, letters, digits, `.`, `-` and `_`, and never `__` or a last `_`, which would
+/// make `mcp__a___x` (or `mcp__a__b__x`) mean two servers' tools.
+pub fn name_problem(name: &str) -> Option<String> {
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        && !name.contains("__")
+        && !name.ends_with('_');
+    (!ok).then(|| {
+        format!(
+            "server {name:?}: a server's name may hold only letters, digits, \".\", \"-\" and single \"_\" (no \"__\", not at its end), as permission rules spell it (mcp__{{server}}__{{tool}}); rename it"
+        )
+    })
+}
+
 /// Whether an entry that does not parse still says `"disabled": true` (then it is just off).
 fn is_disabled(value: &RawValue) -> bool {
     serde_json::from_str::<serde_json::Value>(value.get())
@@ -481,6 +511,35 @@ mod tests {
             &env,
             &EntryDefaults::in_memory(),
         )
+    }
+
+    #[test]
+    fn a_name_rules_cannot_spell_exactly_holds_its_server() {
+        for ok in ["github", "brave.search", "brave-search", "a_b", "_a", "A1"] {
+            assert_eq!(name_problem(ok), None, "{ok}");
+        }
+        for bad in [
+            "",
+            "my server",
+            "a__b",
+            "a_",
+            "*",
+            "é",
+            "a/b",
+            "n\u{1b}[31m",
+        ] {
+            assert!(name_problem(bad).is_some(), "{bad:?}");
+        }
+        let c = p(r#"{"mcpServers": {"a__b": {"command": "x"}, "ok": {"command": "x"}, "x y": {"command": "x", "disabled": true}}}"#).unwrap();
+        let Some(Hold::Invalid(why)) = &c.servers[0].hold else {
+            panic!("{:?}", c.servers[0])
+        };
+        assert!(
+            why.starts_with(".mcp.json:1:17: server \"a__b\": a server's name may hold only"),
+            "{why}"
+        );
+        assert_eq!(c.servers[1].hold, None);
+        assert_eq!(c.disabled, ["x y"]);
     }
 
     #[test]

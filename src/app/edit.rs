@@ -30,8 +30,12 @@ fn servers_key(top: &BTreeMap<String, &RawValue>) -> &'static str {
 }
 
 /// `text` with `name: entry` added to its servers (the file made when `text` is empty). A name
-/// already there is an error: remove it first.
+/// already there is an error: remove it first; so is a name no server may have
+/// ([`crate::config::name_problem`]).
 pub fn add_server(text: &str, name: &str, entry: &Value) -> Result<String, String> {
+    if let Some(problem) = crate::config::name_problem(name) {
+        return Err(problem);
+    }
     let entry_text = serde_json::to_string(entry).map_err(|e| e.to_string())?;
     let key = serde_json::to_string(name).map_err(|e| e.to_string())?;
     if text.trim().is_empty() {

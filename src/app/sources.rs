@@ -1,8 +1,10 @@
 //! Where the MCP config comes from. The project's `.mcp.json` (or VS Code's `.vscode/mcp.json`)
 //! is found by walking up from the working directory to the repository root (the directory holding `.git`), else to the
 //! filesystem root; the user's `$XDG_CONFIG_HOME/harness9/mcp.json` (`~/.config/harness9/mcp.json`)
-//! holds servers wanted everywhere. The two are merged by server name, the project winning; a
-//! `--config` file replaces both. The user file is the user's own: its servers need no approval.
+//! holds servers wanted everywhere. The two are merged; a name in both, or two names whose tool
+//! names would collide, hold their servers with an error naming both files (a server's name is
+//! its identity: what permission rules name). A `--config` file replaces both. The user file
+//! is the user's own: its servers need no approval.
 //!
 //! An untrusted directory does not decide what the user's servers execute: until the project
 //! is trusted ([`trusted`]: its project config's servers approved, or `--approve-project`),
@@ -55,28 +57,43 @@ pub fn load_user(
     config::load(path, true, defaults).map(Some)
 }
 
-/// The project config with the user's servers it does not name added after its own; a user
-/// server the project names too is shadowed (kept in `shadowed`, left out).
+/// The project config with the user's servers added after its own. A name both files hold is
+/// a clash, not a shadowing: the project's entry is kept held as invalid, with an error naming
+/// both files (a user server whose name the project disables is held so), and the user's is
+/// left out; nothing runs under a name a repository took from one of yours (both disabled:
+/// nothing to say).
 pub fn merge(mut project: Config, user: Config) -> Config {
-    let named = |c: &Config, n: &str| {
-        c.servers.iter().any(|s| s.name == n) || c.disabled.iter().any(|d| d == n)
+    let both = |name: &str, user_file: &Path, project_file: &Path| {
+        format!(
+            "server \"{name}\" is defined both in {} and in your {}: a project cannot take the name of one of your servers, so neither is used; rename one of them or remove one entry",
+            project_file.display(),
+            user_file.display()
+        )
     };
-    for s in user.servers {
-        if named(&project, &s.name) {
-            project.shadowed.push((s.name, user.path.clone()));
+    for mut s in user.servers {
+        let message = both(&s.name, &user.path, &project.path);
+        if let Some(p) = project.servers.iter_mut().find(|p| p.name == s.name) {
+            hold(p, message);
+        } else if project.disabled.contains(&s.name) {
+            // Shown once, as the held server.
+            project.disabled.retain(|d| *d != s.name);
+            hold(&mut s, message);
+            project.sources.push((s.name.clone(), user.path.clone()));
+            project.servers.push(s);
         } else {
             project.sources.push((s.name.clone(), user.path.clone()));
             project.servers.push(s);
         }
     }
     for d in user.disabled {
-        if named(&project, &d) {
-            project.shadowed.push((d, user.path.clone()));
-        } else {
+        let message = both(&d, &user.path, &project.path);
+        if let Some(p) = project.servers.iter_mut().find(|p| p.name == d) {
+            hold(p, message);
+        } else if !project.disabled.contains(&d) {
             project.disabled.push(d);
         }
     }
-    // The written form of each user server that is in (not shadowed).
+    // The written form of each user server that is in (not clashing).
     let mine: Vec<String> = project.sources.iter().map(|(n, _)| n.clone()).collect();
     let theirs: Vec<(String, config::Written)> = user
         .written
@@ -88,6 +105,52 @@ pub fn merge(mut project: Config, user: Config) -> Config {
     project.inputs.extend(user.inputs);
     project.warnings.extend(user.warnings);
     project
+}
+
+/// Holds `spec` as invalid with `message` (after the reason it is already invalid for, if it
+/// is).
+fn hold(spec: &mut harness9_actors::ServerSpec, message: String) {
+    spec.hold = Some(harness9_actors::Hold::Invalid(match spec.hold.take() {
+        Some(harness9_actors::Hold::Invalid(first)) => format!("{first}; {message}"),
+        _ => message,
+    }));
+}
+
+/// Holds every two servers of `cfg` whose tools would be registered under the same names
+/// (their sanitized names are equal, `brave.search` and `brave_search`, or one's prefix
+/// starts the other's: `harness9_actors::naming::collide`), each with an error naming both
+/// and the files they come from: neither takes the other's tool names, whichever connects
+/// first.
+pub fn hold_clashes(cfg: &mut Config) {
+    let names: Vec<&str> = cfg.servers.iter().map(|s| s.name.as_str()).collect();
+    let pairs = harness9_actors::naming::collisions(&names);
+    if pairs.is_empty() {
+        return;
+    }
+    let file = |name: &str| {
+        cfg.sources
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(&cfg.path, |(_, p)| p)
+            .display()
+            .to_string()
+    };
+    let mut messages: Vec<(usize, String)> = Vec::new();
+    for (a, b) in pairs {
+        let (na, nb) = (&cfg.servers[a].name, &cfg.servers[b].name);
+        let message = format!(
+            "server \"{na}\" ({}) and server \"{nb}\" ({}) would register their tools under the same names ({}...), so neither is used; rename one of them",
+            file(na),
+            file(nb),
+            harness9_actors::naming::server_prefix(na)
+        );
+        tracing::warn!("{message}");
+        messages.push((a, message.clone()));
+        messages.push((b, message));
+    }
+    for (i, message) in messages {
+        hold(&mut cfg.servers[i], message);
+    }
 }
 
 /// The project config (its unapproved servers held) with the user file's servers merged under
@@ -103,7 +166,7 @@ pub(crate) fn load_merged(
 ) -> anyhow::Result<Config> {
     let (cfg, user) =
         crate::trust::load_guarded(project, must_exist, approve_project, user, defaults)?;
-    Ok(match user {
+    let mut cfg = match user {
         Some(mut u) => {
             if !trusted(&cfg, approve_project) {
                 let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
@@ -112,7 +175,9 @@ pub(crate) fn load_merged(
             merge(cfg, u)
         }
         None => cfg,
-    })
+    };
+    hold_clashes(&mut cfg);
+    Ok(cfg)
 }
 
 /// Whether the working directory is trusted with the user's servers: `--approve-project`, or
@@ -199,7 +264,7 @@ mod tests {
     }
 
     #[test]
-    fn the_project_wins_a_name_and_the_user_file_adds_the_rest() {
+    fn a_name_in_both_files_is_a_clash_and_the_user_file_adds_the_rest() {
         let parse = |text: &str, path: &str| {
             config::parse(
                 text,
@@ -211,32 +276,73 @@ mod tests {
             .unwrap()
         };
         let project = parse(
-            r#"{"mcpServers": {"a": {"command": "p"}, "off": {"command": "x", "disabled": true}}}"#,
+            r#"{"mcpServers": {"a": {"command": "p"}, "off": {"command": "x", "disabled": true}, "gone": {"command": "x", "disabled": true}}}"#,
             "/p/.mcp.json",
         );
         let user = parse(
-            r#"{"mcpServers": {"a": {"command": "u"}, "b": {"command": "u"}, "off": {"command": "u"}}}"#,
+            r#"{"mcpServers": {"a": {"command": "u"}, "b": {"command": "u"}, "off": {"command": "u"}, "gone": {"command": "u", "disabled": true}}}"#,
             "/home/u/.config/harness9/mcp.json",
         );
         let m = merge(project, user);
         let names: Vec<&str> = m.servers.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["a", "b"]);
+        assert_eq!(names, ["a", "b", "off"]);
         assert_eq!(m.servers[0].transport.command_line(), "p");
+        for held in [&m.servers[0], &m.servers[2]] {
+            let Some(harness9_actors::Hold::Invalid(why)) = &held.hold else {
+                panic!("{held:?}")
+            };
+            assert!(
+                why.contains("/p/.mcp.json")
+                    && why.contains("/home/u/.config/harness9/mcp.json")
+                    && why.contains("neither is used"),
+                "{why}"
+            );
+        }
+        assert_eq!(m.servers[1].hold, None);
+        assert_eq!(m.disabled, ["gone"]);
         let user_file = PathBuf::from("/home/u/.config/harness9/mcp.json");
         assert_eq!(
-            m.shadowed,
+            m.sources,
             [
-                ("a".to_owned(), user_file.clone()),
+                ("b".to_owned(), user_file.clone()),
                 ("off".to_owned(), user_file)
             ]
         );
-        assert_eq!(
-            m.sources,
-            [(
-                "b".to_owned(),
-                PathBuf::from("/home/u/.config/harness9/mcp.json")
-            )]
-        );
+    }
+
+    #[test]
+    fn names_that_collide_once_sanitized_hold_both_naming_their_files() {
+        let mut project = config::parse(
+            r#"{"mcpServers": {"brave.search": {"command": "p"}, "ok": {"command": "p"}}}"#,
+            "/p/.mcp.json",
+            Path::new("/"),
+            &|_| None,
+            &config::EntryDefaults::in_memory(),
+        )
+        .unwrap();
+        let user = config::parse(
+            r#"{"mcpServers": {"brave_search": {"command": "u"}}}"#,
+            "/u/mcp.json",
+            Path::new("/"),
+            &|_| None,
+            &config::EntryDefaults::in_memory(),
+        )
+        .unwrap();
+        project = merge(project, user);
+        hold_clashes(&mut project);
+        let why = |n: &str| match &project.servers.iter().find(|s| s.name == n).unwrap().hold {
+            Some(harness9_actors::Hold::Invalid(w)) => w.clone(),
+            other => panic!("{n}: {other:?}"),
+        };
+        for n in ["brave.search", "brave_search"] {
+            let w = why(n);
+            assert!(
+                w.contains("server \"brave.search\" (/p/.mcp.json)")
+                    && w.contains("server \"brave_search\" (/u/mcp.json)"),
+                "{w}"
+            );
+        }
+        assert_eq!(project.servers[1].hold, None);
     }
 
     #[test]

@@ -199,17 +199,11 @@ async fn before_start(
             .display()
             .to_string()
     };
-    let mut source = match config.sources.iter().find(|(n, _)| n == name) {
+    let source = match config.sources.iter().find(|(n, _)| n == name) {
         Some((_, p)) => format!("from the user config {}", shown(p)),
         None if opts.config_must_exist => format!("from the --config file {}", shown(&config.path)),
         None => format!("from the project config {}", shown(&config.path)),
     };
-    if let Some((_, p)) = config.shadowed.iter().find(|(n, _)| n == name) {
-        source.push_str(&format!(
-            " (it shadows the user config's entry in {})",
-            shown(p)
-        ));
-    }
     c.push(Check::ok("source", source));
     // Approval.
     let unapproved = spec.hold == Some(Hold::Unapproved);

@@ -122,12 +122,6 @@ pub(super) fn list(
             .display()
             .to_string()
     };
-    // The file whose entry of this name lost to the project's.
-    let shadowed = |name: &str, v: &mut Value| {
-        if let Some((_, p)) = config.shadowed.iter().find(|(n, _)| n == name) {
-            v["shadowed"] = json!(p.display().to_string());
-        }
-    };
     if as_json {
         let mut rows: Vec<Value> = snap
             .iter()
@@ -150,14 +144,11 @@ pub(super) fn list(
                     }
                 }
                 v["source"] = json!(source(n));
-                shadowed(n, &mut v);
                 v
             })
             .collect();
         for d in &config.disabled {
-            let mut v = json!({"name": d, "status": "disabled", "source": source(d)});
-            shadowed(d, &mut v);
-            rows.push(v);
+            rows.push(json!({"name": d, "status": "disabled", "source": source(d)}));
         }
         say!("{}", to_json(&rows, true)?);
     } else if snap.is_empty() && config.disabled.is_empty() {
@@ -271,17 +262,10 @@ pub(super) fn list(
             say!("{:<20} {:<9} {:<11}", clean_line(d), "-", "disabled");
         }
         // Where the servers come from, when it is not one file.
-        if !config.sources.is_empty() || !config.shadowed.is_empty() {
+        if !config.sources.is_empty() {
             say!("\nproject config: {}", config.path.display());
             for (name, path) in &config.sources {
                 say!("{:<20} from {}", clean_line(name), path.display());
-            }
-            for (name, path) in &config.shadowed {
-                say!(
-                    "{:<20} the user config's entry ({}) is shadowed by the project's",
-                    clean_line(name),
-                    path.display()
-                );
             }
         }
     }

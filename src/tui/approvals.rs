@@ -59,7 +59,7 @@ impl Approval {
     fn server_rule(&self) -> Option<String> {
         self.server
             .as_deref()
-            .map(harness9_agent::permissions::server_rule)
+            .and_then(harness9_agent::permissions::server_rule)
     }
 }
 
@@ -380,7 +380,7 @@ mod tests {
         let ask = |key: u64, name: &str, server: Option<&str>, args: serde_json::Value| {
             let mut a = Approval::new(key, name.into(), args.to_string());
             a.server = server.map(Into::into);
-            a.tool_rule = harness9_agent::permissions::tool_rule(name, &args);
+            a.tool_rule = harness9_agent::permissions::tool_rule(name, server, &args);
             Event::ApprovalAsked(a)
         };
         let bash = |key, c: &str| ask(key, "bash", None, serde_json::json!({ "command": c }));
@@ -473,7 +473,7 @@ mod tests {
         let mut s = State::new("x".into(), Some("m".into()), String::new());
         let args = serde_json::json!({"command": "ls; rm -rf x"});
         let mut a = Approval::new(1, "bash".into(), args.to_string());
-        a.tool_rule = harness9_agent::permissions::tool_rule("bash", &args);
+        a.tool_rule = harness9_agent::permissions::tool_rule("bash", None, &args);
         update(&mut s, Event::ApprovalAsked(a));
         assert!(press(&mut s, KeyCode::Char('s')).is_empty());
         assert!(press(&mut s, KeyCode::Char('a')).is_empty());

@@ -504,7 +504,7 @@ fn a_tool_call_waiting_for_the_users_answer() {
             Event::ApprovalAsked({
                 let mut a = crate::state::Approval::new(key, name.into(), args.into());
                 let v: serde_json::Value = serde_json::from_str(args).unwrap();
-                a.tool_rule = harness9_agent::permissions::tool_rule(name, &v);
+                a.tool_rule = harness9_agent::permissions::tool_rule(name, None, &v);
                 a
             }),
         );

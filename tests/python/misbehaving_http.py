@@ -20,7 +20,8 @@
           --prm-url URL (the 401 challenge's resource_metadata), --as-url URL (the protected
           resource metadata's authorization server), --token-redirect URL (POST /token answers
           307 to URL), --drip (the authorization server metadata comes one byte per 2 s),
-          --stepup-junk (each 403 names five fresh scopes, one with a quote and one of 300 bytes), --bad-token
+          --stepup-junk (each 403 names five fresh scopes, one with a quote and one of 300 bytes),
+          --stepup-scope S (repeatable: the k-th 403 names the k-th S, the last one after that), --bad-token
           crlf|esc with --bad-token-on login|refresh (that grant's access token carries CR/LF or
           ESC), --expires-in N (the expires_in told, whatever --token-ttl is), --auth-endpoint
           STRING (the authorization endpoint its metadata names, e.g. `--evil` or
@@ -305,7 +306,12 @@ class Handler(BaseHTTPRequestHandler):
                 or (ARGS.admin_discover and msg.get("method") == "server/discover"))
             if wants_admin and "admin" not in scopes:
                 wanted = "mcp admin"
-                if ARGS.stepup_junk:
+                if ARGS.stepup_scope:
+                    with LOCK:
+                        OAUTH["stepups"] += 1
+                        k = OAUTH["stepups"]
+                    wanted = ARGS.stepup_scope[min(k, len(ARGS.stepup_scope)) - 1]
+                elif ARGS.stepup_junk:
                     with LOCK:
                         OAUTH["stepups"] += 1
                         k = OAUTH["stepups"]
@@ -622,6 +628,8 @@ def main():
     ap.add_argument("--admin-discover", action="store_true",
                     help="oauth: server/discover needs scope admin too (403 insufficient_scope)")
     ap.add_argument("--stepup-junk", action="store_true", help="oauth: each 403 names fresh scopes")
+    ap.add_argument("--stepup-scope", action="append", default=[],
+                    help="oauth: the k-th 403's scope (repeatable; the last one repeats)")
     ap.add_argument("--bad-token", default="", choices=["", "crlf", "esc"])
     ap.add_argument("--bad-token-on", default="login", choices=["login", "refresh"])
     ap.add_argument("--expires-in", type=int, default=None, help="oauth: expires_in told")

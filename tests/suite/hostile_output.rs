@@ -161,12 +161,19 @@ fn mcp_list_shows_server_info_errors_and_stderr_clean_and_json_exact() {
     assert!(out.stderr.contains("log "), "{out}");
 
     // -vv: the servers' stderr lines (debug) and log messages go through tracing to stderr,
-    // with the server's name (from a config file, here a hostile one) as a field.
+    // with the server's name as a field; a config's hostile name is no server's name (it is
+    // held, never started), and its error shows the name escaped.
     let named = project_named("hostile-list-v", "n\x1b]52;c;aGk=\x07\u{9b}31m");
     let out = harness9(&named, &["-vv", "mcp", "list"], &[]);
     out.assert_clean("mcp list -v");
     assert!(
-        out.stderr.contains("starting") && out.stderr.contains("connected server=n tools=6"),
+        out.stderr.contains("starting") && out.stderr.contains("server=bad"),
+        "{out}"
+    );
+    assert!(
+        out.stdout.contains(
+            "server \"n\\u{1b}]52;c;aGk=\\u{7}\\u{9b}31m\": a server's name may hold only"
+        ),
         "{out}"
     );
 

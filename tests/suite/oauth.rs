@@ -574,23 +574,21 @@ fn a_dripped_metadata_body_does_not_hold_the_login() {
 }
 
 /// Point 9d: a server whose every `403 insufficient_scope` names fresh scopes (and invalid
-/// ones: a quote, 300 bytes) cannot pile them up in the stored grant: the grant keeps at most
-/// 16 scopes, all valid scope tokens; the error says why once the bound is hit, and `mcp
-/// login` shows the scopes it asks for.
+/// ones: a quote, 300 bytes) cannot pile them up in the stored grant: the grant keeps only the
+/// latest challenge's valid scope tokens (at most 16 in all), and `mcp login` shows the scopes
+/// it asks for.
 #[test]
 fn step_up_scopes_are_bounded_and_shown() {
     let case = OAuthCase::fixture("junk", &["--admin-tool", "big", "--stepup-junk"]);
     assert!(case.run(&["mcp", "login", "o"]).status.success());
     let big = ["mcp", "call", "o", "big", "--args", r#"{"bytes":3}"#];
-    let mut last = String::new();
     for _ in 0..6 {
         let out = case.run(&big);
         assert_eq!(out.status.code(), Some(1), "{out:?}");
-        last = String::from_utf8_lossy(&out.stderr).into_owned();
+        let last = String::from_utf8_lossy(&out.stderr);
         assert!(last.contains("needs more permissions"), "{last}");
         assert!(!last.contains("LLLL") && !last.contains("bad"), "{last}");
     }
-    assert!(last.contains("more than 16 scopes"), "{last}");
     let stored: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&case.store).unwrap()).unwrap();
     let mut all = Vec::new();
@@ -604,6 +602,9 @@ fn step_up_scopes_are_bounded_and_shown() {
         }
     }
     assert!(all.len() <= 16, "{} scopes kept: {all:?}", all.len());
+    // Only the sixth (latest) challenge's junk is wanted: no earlier one's piled up.
+    assert!(all.iter().any(|s| s == "junk6-0"), "{all:?}");
+    assert!(!all.iter().any(|s| s.starts_with("junk5-")), "{all:?}");
     assert!(
         all.iter().all(|s| s.len() <= 128 && !s.contains('"')),
         "{all:?}"
@@ -748,4 +749,49 @@ fn a_step_up_on_discover_needs_a_login_not_the_handshake() {
     let rows: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(rows[0]["status"], "connected", "{rows}");
     assert_eq!(rows[0]["era"], "stateless", "{rows}");
+}
+
+/// Issue 32, D12: step-up challenges do not pile up. The server's first `403
+/// insufficient_scope` asks for `admin:all`, the next ones for `admin`: the login after them
+/// asks for what was granted and the latest challenge's scopes, never the first one's
+/// `admin:all` (a server could otherwise slip a scope into a later consent by asking once).
+#[test]
+fn a_step_up_asks_for_the_latest_challenge_not_every_earlier_one() {
+    let case = OAuthCase::fixture(
+        "latest",
+        &[
+            "--admin-tool",
+            "big",
+            "--stepup-scope",
+            "mcp admin:all",
+            "--stepup-scope",
+            "mcp admin",
+        ],
+    );
+    let asked =
+        || -> Vec<String> { serde_json::from_value(case.stats()["asked"].clone()).unwrap() };
+    assert!(case.run(&["mcp", "login", "o"]).status.success());
+    assert_eq!(asked(), ["mcp offline_access"]);
+    let big = ["mcp", "call", "o", "big", "--args", r#"{"bytes":3}"#];
+    for scope in ["mcp admin:all", "mcp admin"] {
+        let refused = case.run(&big);
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+        assert!(
+            err.contains(&format!("needs more permissions (scope \"{scope}\")")),
+            "{err}"
+        );
+    }
+    let out = case.run(&["mcp", "login", "o"]);
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let second: Vec<String> = asked()[1].split(' ').map(str::to_owned).collect();
+    for s in ["mcp", "offline_access", "admin"] {
+        assert!(second.contains(&s.to_owned()), "{second:?}");
+    }
+    assert!(!second.contains(&"admin:all".to_owned()), "{second:?}");
+    assert!(!err.contains("admin:all"), "{err}");
+    // The new grant is enough for the tool.
+    let ok = case.run(&big);
+    assert_eq!(String::from_utf8_lossy(&ok.stdout).trim(), "xxx", "{ok:?}");
 }

@@ -1,6 +1,6 @@
 //! Where the config comes from: the project's `.mcp.json` found from a subdirectory (up to the
-//! repository root), the user's `$XDG_CONFIG_HOME/harness9/mcp.json` merged under it, the
-//! project winning a name; `--config` replaces both.
+//! repository root), the user's `$XDG_CONFIG_HOME/harness9/mcp.json` merged under it, a name
+//! in both an error naming both files; `--config` replaces both.
 
 use std::time::Duration;
 
@@ -49,8 +49,10 @@ fn the_project_config_is_found_from_a_subdirectory_and_merged_with_the_users() {
         output_within(c, None, Duration::from_secs(60))
     };
     let out = run(&["mcp", "list", "--json"]);
-    assert!(
-        out.status.success(),
+    // A name in both files fails (exit 1): neither entry runs.
+    assert_eq!(
+        out.status.code(),
+        Some(1),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -64,28 +66,19 @@ fn the_project_config_is_found_from_a_subdirectory_and_merged_with_the_users() {
             .clone()
     };
     let project_file = dir.join(".mcp.json").display().to_string();
+    let user_shown = user_file.display().to_string();
     assert_eq!(row("a")["status"], "connected");
     assert_eq!(row("a")["source"], project_file.as_str());
-    // The project's entry wins: the user's (a command that does not exist) never runs.
-    assert_eq!(row("both")["status"], "connected");
-    assert_eq!(row("both")["source"], project_file.as_str());
-    let user_shown = user_file.display().to_string();
-    // ...and names the file whose entry it shadows; a server nobody shadows has no such field.
-    assert_eq!(row("both")["shadowed"], user_shown.as_str());
-    assert_eq!(row("a").get("shadowed"), None);
+    // Neither the project's entry nor the user's (a command that does not exist) runs under
+    // the contested name: an error names both files.
+    assert_eq!(row("both")["status"], "failed", "{rows}");
+    let error = row("both")["error"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        error.contains(&project_file) && error.contains(&user_shown),
+        "{error}"
+    );
     assert_eq!(row("u")["status"], "connected");
     assert_eq!(row("u")["source"], user_shown.as_str());
-    assert_eq!(row("u").get("shadowed"), None);
-
-    for args in [&["mcp", "list"][..], &["mcp", "list", "-v"]] {
-        let text = run(args);
-        let text = String::from_utf8_lossy(&text.stdout);
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("both ") && l.contains("shadowed by the project's"))
-            .unwrap_or_else(|| panic!("{args:?}: no shadowed line in {text}"));
-        assert!(line.contains(&user_shown), "{line}");
-    }
 
     // --config replaces both.
     let only = dir.join("only.json");

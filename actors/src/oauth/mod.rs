@@ -91,8 +91,9 @@ pub struct Grant {
     /// The scopes granted (or asked for, when the server did not say).
     #[serde(default)]
     pub scopes: Vec<String>,
-    /// Scopes a server asked for (`403 insufficient_scope`) that this grant lacks, when nobody
-    /// could log in at the time: the next login asks for them too ([`OAuthSpec::login_scopes`]).
+    /// Scopes the server's latest `403 insufficient_scope` asked for that this grant lacks, when
+    /// nobody could log in at the time (a later challenge replaces them, never adds to them):
+    /// the next login asks for them too ([`OAuthSpec::login_scopes`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wanted_scopes: Vec<String>,
 }
@@ -234,8 +235,9 @@ impl OAuthSpec {
     }
 
     /// The scopes a login to `server` starts from besides what it chooses itself: those of
-    /// the stored grant and those a server asked for since ([`Grant::wanted_scopes`]), so a
-    /// step-up that had to wait for `harness9 mcp login` asks for the union.
+    /// the stored grant and those the server's latest step-up challenge asked for
+    /// ([`Grant::wanted_scopes`]), so a step-up that had to wait for `harness9 mcp login` asks
+    /// for what was granted plus what is needed now, not every scope any challenge named.
     pub fn login_scopes(&self, server: &str) -> Vec<String> {
         let Some(g) = self.store.load(server) else {
             return Vec::new();

@@ -215,7 +215,7 @@ pub(super) async fn refusal(
     match verdict.action {
         Action::Run => return None,
         Action::Refuse => {
-            let reason = verdict.refusal(name, !ctx.can_ask);
+            let reason = verdict.refusal(name, server.as_deref(), !ctx.can_ask);
             emit(
                 &ctx.events,
                 cancel,

@@ -549,11 +549,11 @@ impl Verdict {
         self
     }
 
-    /// The error result the model gets for a refused call of `tool` (`headless`: the
-    /// refusal is for want of someone to ask), naming the rule or flag that decided and what
-    /// would allow the call.
-    pub fn refusal(&self, tool: &str, headless: bool) -> String {
-        let suggest = suggestion(tool);
+    /// The error result the model gets for a refused call of `tool` (of `server`; `headless`:
+    /// the refusal is for want of someone to ask), naming the rule or flag that decided and
+    /// what would allow the call.
+    pub fn refusal(&self, tool: &str, server: Option<&str>, headless: bool) -> String {
+        let suggest = suggestion(tool, server);
         match &self.reason {
             Reason::Rule(r) if r.kind == Kind::Deny => format!(
                 "the call of \"{tool}\" is refused by the user's {}; do not try it again: tell the user what you wanted to do, or find another way",
@@ -577,20 +577,36 @@ impl Verdict {
     }
 }
 
-/// The rule that would allow `tool` as a whole: `bash`, `mcp__server__tool`.
-fn suggestion(tool: &str) -> String {
-    tool.to_owned()
+/// The rule that would allow `tool` (of `server`) as a whole: `bash`, `mcp__server__tool`
+/// with the server's name as its config writes it.
+fn suggestion(tool: &str, server: Option<&str>) -> String {
+    match server {
+        Some(s) => harness9_actors::naming::rule_name(s, tool),
+        None => tool.to_owned(),
+    }
 }
 
-/// The rule an "always for this server" answer saves: `mcp__{server}__*`.
-pub fn server_rule(server: &str) -> String {
-    format!("{}*", harness9_actors::naming::server_prefix(server))
+/// The rule an "always for this server" answer saves: `mcp__{server}__*`, the server's name
+/// as its config writes it (its identity, never the sanitized one, which another server's
+/// name may share); `None` for a name a rule cannot spell exactly (the config holds such
+/// servers; a `*` would make it a glob over other servers).
+pub fn server_rule(server: &str) -> Option<String> {
+    let rule = format!("mcp__{server}__*");
+    Pattern::parse(&rule)
+        .ok()
+        .filter(|p| p.server() == Some(server))
+        .map(|_| rule)
 }
 
-/// The rule an "always for this tool" answer saves: the tool's name; for `bash`, the
+/// The rule an "always for this tool" answer saves: the tool's name (an MCP tool's with its
+/// server's name as written: [`harness9_actors::naming::rule_name`]); for `bash`, the
 /// command's first word with its subcommand (`bash(git status:*)`, `bash(cargo test:*)`) when
 /// the command line is plain, else `bash` itself is not offered (`None`).
-pub fn tool_rule(tool: &str, args: &Value) -> Option<String> {
+pub fn tool_rule(tool: &str, server: Option<&str>, args: &Value) -> Option<String> {
+    if let Some(s) = server {
+        let rule = harness9_actors::naming::rule_name(s, tool);
+        return (Pattern::parse(&rule).is_ok() && !s.contains('*')).then_some(rule);
+    }
     if tool != "bash" {
         return Some(tool.to_owned());
     }

@@ -160,14 +160,24 @@ impl Pattern {
         })
     }
 
-    /// Whether the tool name matches (the argument aside). A server pattern `mcp__S__*`
-    /// names the tools of server `S` only (by the server the tool belongs to): a server
-    /// called `S__x` registers `mcp__S__x__...`, which the glob alone would match.
+    /// Whether the tool name matches (the argument aside). An MCP tool is matched by its
+    /// server's identity, the name its config writes, never the sanitized registered name
+    /// (`mcp__brave_search__*` does not name server `brave.search`): a server pattern
+    /// `mcp__S__*` names the tools of server `S` exactly (a server called `S__x` is not `S`),
+    /// any other pattern is matched against `mcp__{server}__{tool}`
+    /// ([`harness9_actors::naming::rule_name`]).
     pub fn names(&self, tool: &str, server: Option<&str>) -> bool {
         if let Some(s) = self.server() {
-            return server.is_some_and(|own| harness9_actors::naming::sanitize(own) == s);
+            return server == Some(s);
         }
-        glob(&self.tool, tool, false) || (server.is_none() && self.also.contains(&tool))
+        match server {
+            Some(own) => glob(
+                &self.tool,
+                &harness9_actors::naming::rule_name(own, tool),
+                false,
+            ),
+            None => glob(&self.tool, tool, false) || self.also.contains(&tool),
+        }
     }
 
     /// `S` of a server pattern `mcp__S__*`.

@@ -586,19 +586,22 @@ fn globs() {
 #[test]
 fn always_answers_name_the_tool_or_a_command_prefix() {
     assert_eq!(
-        tool_rule("mcp__git__git_commit", &json!({})).as_deref(),
+        tool_rule("mcp__git__git_commit", Some("git"), &json!({})).as_deref(),
         Some("mcp__git__git_commit")
     );
+    // An MCP tool's rule spells its server as configured.
     assert_eq!(
-        tool_rule("bash", &cmd("git status --short")).as_deref(),
+        tool_rule("mcp__my_git__t", Some("my.git"), &json!({})).as_deref(),
+        Some("mcp__my.git__t")
+    );
+    assert_eq!(
+        tool_rule("bash", None, &cmd("git status --short")).as_deref(),
         Some("bash(git status:*)")
     );
     assert_eq!(
-        tool_rule("bash", &cmd("ls -la")).as_deref(),
+        tool_rule("bash", None, &cmd("ls -la")).as_deref(),
         Some("bash(ls:*)")
     );
-    assert_eq!(tool_rule("bash", &cmd("ls; rm x")), None);
-    assert_eq!(tool_rule("bash", &cmd("FOO=1 make")), None);
     // No prefix rule for a command that runs others, nor for a line not understood.
     for c in [
         "env FOO=1 make",
@@ -608,14 +611,21 @@ fn always_answers_name_the_tool_or_a_command_prefix() {
         "sudo make",
         "ls # x",
     ] {
-        assert_eq!(tool_rule("bash", &cmd(c)), None, "{c}");
+        assert_eq!(tool_rule("bash", None, &cmd(c)), None, "{c}");
     }
-    assert_eq!(server_rule("git"), "mcp__git__*");
-    // A server's name as registered: `*` and other characters become `_`.
-    assert_eq!(server_rule("my*srv.x"), "mcp__my_srv_x__*");
+    assert_eq!(tool_rule("bash", None, &cmd("ls; rm x")), None);
+    assert_eq!(tool_rule("bash", None, &cmd("FOO=1 make")), None);
+    assert_eq!(server_rule("git").as_deref(), Some("mcp__git__*"));
+    // A server's name as configured, never sanitized; one a rule cannot spell exactly (a `*`
+    // would make it a glob over other servers) gets no rule.
+    assert_eq!(server_rule("my.srv-x").as_deref(), Some("mcp__my.srv-x__*"));
+    assert_eq!(server_rule("my*srv"), None);
+    assert_eq!(server_rule("*"), None);
+    assert_eq!(server_rule("my srv"), None);
+    assert_eq!(tool_rule("mcp__x__t", Some("*"), &json!({})), None);
     for t in [
-        tool_rule("bash", &cmd("cargo test")).unwrap(),
-        server_rule("x"),
+        tool_rule("bash", None, &cmd("cargo test")).unwrap(),
+        server_rule("x").unwrap(),
     ] {
         Pattern::parse(&t).unwrap();
     }
@@ -626,23 +636,23 @@ fn refusal_texts_name_the_rule_or_the_flag() {
     let r = rules(&[(Kind::Deny, "mcp__git__git_commit")]);
     let v = decide(MCP, &json!({}), &r, Mode::Bypass, &place());
     assert_eq!(
-        v.refusal("mcp__git__git_commit", true),
+        v.refusal("mcp__git__git_commit", Some("git"), true),
         "the call of \"mcp__git__git_commit\" is refused by the user's deny rule \"mcp__git__git_commit\" (/u/harness9.toml:1); do not try it again: tell the user what you wanted to do, or find another way"
     );
     let v = decide(BASH, &cmd("ls"), &[], Mode::Default, &place()).headless();
     assert_eq!(v.action, Action::Refuse);
     assert_eq!(
-        v.refusal("bash", true),
+        v.refusal("bash", None, true),
         "the call of \"bash\" needs the user's permission and this run cannot ask (run -p): no rule allows it, so it did not run. The user can allow it with --allowed-tools 'bash', with allow = [\"bash\"] under [permissions] in harness9.toml, or with --permission-mode bypass; tell the user what you wanted to do, or find another way"
     );
     let r = rules(&[(Kind::Ask, "bash(git push:*)")]);
     let v = decide(BASH, &cmd("git push"), &r, Mode::Default, &place()).headless();
     assert!(v
-        .refusal("bash", true)
+        .refusal("bash", None, true)
         .contains("ask rule \"bash(git push:*)\" (/u/harness9.toml:1)"));
     let v = decide(BASH, &cmd("ls"), &[], Mode::ReadOnly, &place());
     assert!(v
-        .refusal("bash", true)
+        .refusal("bash", None, true)
         .contains("--permission-mode read-only runs only read-only tools"));
 }
 
@@ -709,21 +719,39 @@ fn a_server_rule_covers_that_servers_tools_only() {
         read_only: false,
     };
     assert_eq!(action(fake, json!({}), &r, Mode::Default), Action::Ask);
-    // The server's name as sanitized: server `my.git` registers `mcp__my_git__...`.
+    // A rule names a server as its config writes it, never as sanitized: server `my.git`
+    // registers `mcp__my_git__...`, but a rule for server `my_git` is not about it.
     let dotted = ToolFacts {
         name: "mcp__my_git__t",
         server: Some("my.git"),
         read_only: false,
     };
-    assert_eq!(
-        action(
-            dotted,
-            json!({}),
-            &[(Kind::Deny, "mcp__my_git__*")],
-            Mode::Default
-        ),
-        Action::Refuse
-    );
+    for r in ["mcp__my_git__*", "mcp__my_git__t"] {
+        for kind in [Kind::Deny, Kind::Allow] {
+            assert_eq!(
+                action(dotted, json!({}), &[(kind, r)], Mode::Default),
+                Action::Ask,
+                "{r}"
+            );
+        }
+    }
+    for r in ["mcp__my.git__*", "mcp__my.git__t", "mcp__my*"] {
+        assert_eq!(
+            action(dotted, json!({}), &[(Kind::Deny, r)], Mode::Default),
+            Action::Refuse,
+            "{r}"
+        );
+        assert_eq!(
+            action(dotted, json!({}), &[(Kind::Allow, r)], Mode::Default),
+            Action::Run,
+            "{r}"
+        );
+    }
+    // And the headless refusal suggests that spelling.
+    let v = decide(dotted, &json!({}), &[], Mode::Default, &place()).headless();
+    assert!(v
+        .refusal("mcp__my_git__t", Some("my.git"), true)
+        .contains("--allowed-tools 'mcp__my.git__t'"));
     // Other globs stay globs.
     assert_eq!(
         action(evil, json!({}), &[(Kind::Deny, "mcp__git*")], Mode::Default),

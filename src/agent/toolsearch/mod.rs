@@ -323,7 +323,8 @@ pub fn arguments(
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.trim().is_empty() => None,
         Some(Value::String(s)) => {
-            if !servers.iter().any(|x| x.eq_ignore_ascii_case(s.trim())) {
+            // Exact, case included: `GitHub` is not server `github`.
+            if !servers.iter().any(|x| *x == s.trim()) {
                 return Err(format!(
                     "no server \"{}\" has deferred tools; the servers are: {}",
                     harness9_base::sanitize::clean_line(s),
@@ -509,10 +510,15 @@ mod tests {
         );
         assert_eq!(
             arguments(
-                &json!({"query": "log", "server": "GIT", "limit": 99}),
+                &json!({"query": "log", "server": "git", "limit": 99}),
                 &servers
             ),
-            Ok(("log".into(), Some("GIT".into()), MAX_RESULTS))
+            Ok(("log".into(), Some("git".into()), MAX_RESULTS))
+        );
+        // A server's name is exact, case included.
+        assert_eq!(
+            err(json!({"query": "log", "server": "GIT"})),
+            "no server \"GIT\" has deferred tools; the servers are: git, time"
         );
         assert_eq!(
             arguments(&json!({"query": "", "server": "git"}), &servers),

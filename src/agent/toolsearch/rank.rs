@@ -266,20 +266,22 @@ impl Index {
     /// The indices of the best `limit` tools for `query`, best first. A query that is a tool's
     /// exact name (registered or on its server) puts that tool first; `server` (or a query
     /// `server: words`, for a server of the index) keeps to that server's tools, and a query
-    /// that is a server's name alone lists its tools in order.
+    /// that is a server's name alone lists its tools in order. A server is named exactly (its
+    /// configured name, case included), never one whose name merely looks alike.
     pub fn search(&self, query: &str, server: Option<&str>, limit: usize) -> Vec<usize> {
         let mut query = query.trim();
         let mut server = server.map(str::trim).filter(|s| !s.is_empty());
         if server.is_none() {
             if let Some((s, rest)) = query.split_once(':') {
                 let s = s.trim();
-                if self.docs.iter().any(|d| d.server.eq_ignore_ascii_case(s)) {
+                if self.docs.iter().any(|d| d.server == s) {
                     server = Some(s);
                     query = rest.trim();
                 }
             }
         }
-        let in_scope = |d: &Doc| server.is_none_or(|s| d.server.eq_ignore_ascii_case(s));
+        // A server is named exactly, case included: `GitHub` is not `github`.
+        let in_scope = |d: &Doc| server.is_none_or(|s| d.server == s);
         let mut out: Vec<usize> = Vec::new();
         // Exact names first.
         for (i, d) in self.docs.iter().enumerate() {
@@ -291,16 +293,12 @@ impl Index {
             }
         }
         // A server named alone: its tools in order.
-        let bare_server = query.is_empty()
-            || (server.is_none()
-                && self
-                    .docs
-                    .iter()
-                    .any(|d| d.server.eq_ignore_ascii_case(query)));
+        let bare_server =
+            query.is_empty() || (server.is_none() && self.docs.iter().any(|d| d.server == query));
         if bare_server {
             let s = server.unwrap_or(query);
             for (i, d) in self.docs.iter().enumerate() {
-                if d.server.eq_ignore_ascii_case(s) && !out.contains(&i) {
+                if d.server == s && !out.contains(&i) {
                     out.push(i);
                 }
             }
@@ -479,6 +477,11 @@ mod tests {
             names(&ix, &ix.search("git:", None, 5)),
             ["mcp__git__git_log", "mcp__git__git_status"]
         );
+        // A server's name is exact: another case is no server (its words are just words).
+        assert!(ix.search("create an issue", Some("GitHub"), 5).is_empty());
+        assert!(!names(&ix, &ix.search("GitLab: create an issue", None, 5))
+            .iter()
+            .all(|n| n.starts_with("mcp__gitlab__")));
         assert!(ix
             .search("nosuch: commit logs", None, 5)
             .first()

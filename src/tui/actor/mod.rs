@@ -698,7 +698,11 @@ impl StreamHandler<TurnItem> for Tui {
                 self.next_ask += 1;
                 self.asks.insert(key, q.answer);
                 let mut a = super::state::Approval::new(key, q.name, q.arguments.to_string());
-                a.tool_rule = harness9_agent::permissions::tool_rule(&a.name, &q.arguments);
+                a.tool_rule = harness9_agent::permissions::tool_rule(
+                    &a.name,
+                    q.server.as_deref(),
+                    &q.arguments,
+                );
                 a.call = Some(q.id);
                 a.server = q.server;
                 a.rule = q.rule;

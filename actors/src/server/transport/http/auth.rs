@@ -1,7 +1,8 @@
 //! OAuth in the HTTP task: requests to the server's origin carry the grant's bearer token; a
 //! `401` refreshes it once (if there is a refresh token); a `401` that no refresh answers, and
-//! a `403` with `insufficient_scope` (a step-up: the scopes asked for are kept in the grant's
-//! `wanted_scopes`, so the next login asks for the union), fail with a message that names
+//! a `403` with `insufficient_scope` (a step-up: the scopes the latest challenge asks for are
+//! kept in the grant's `wanted_scopes`, replacing an earlier challenge's, so the next login
+//! asks for the granted scopes plus those), fail with a message that names
 //! `harness9 mcp login <server>`: the runtime never starts a login by itself (the user does,
 //! with that command or from the TUI's panel). One refresh at a time per connection:
 //! concurrent `401`s wait for it and retry with its token. Before a refresh, and
@@ -90,22 +91,25 @@ fn usable(g: &Grant) -> bool {
     g.access_token.is_empty() || parse::access_token_problem(&g.access_token).is_none()
 }
 
-/// Adds the valid scopes of a step-up `challenge` that `g` lacks to its wanted scopes, as long
-/// as the grant's scopes and wanted scopes stay within [`parse::MAX_SCOPES`]; `Err` with the
-/// reason when the challenge asks for more than that.
+/// Keeps the valid scopes of a step-up `challenge` that `g` lacks as its wanted scopes, in
+/// place of any earlier challenge's: a step-up asks for what was granted plus what the latest
+/// challenge names, never the union of every challenge a server ever sent (which would let a
+/// server slip a scope into a later consent by asking for it once). `Err` with the reason,
+/// and nothing wanted, when the grant's scopes and the challenge's would pass
+/// [`parse::MAX_SCOPES`].
 fn want_scopes(g: &mut Grant, challenge: &str) -> Result<(), String> {
-    let asked = parse::scope_tokens(challenge);
-    let new: Vec<String> = asked
+    let new: Vec<String> = parse::scope_tokens(challenge)
         .into_iter()
-        .filter(|s| !g.scopes.iter().chain(&g.wanted_scopes).any(|h| h == s))
+        .filter(|s| !g.scopes.contains(s))
         .collect();
-    if g.scopes.len() + g.wanted_scopes.len() + new.len() > parse::MAX_SCOPES {
+    if g.scopes.len() + new.len() > parse::MAX_SCOPES {
+        g.wanted_scopes.clear();
         return Err(format!(
             "the server asks for more than {} scopes in all; not kept",
             parse::MAX_SCOPES
         ));
     }
-    g.wanted_scopes.extend(new);
+    g.wanted_scopes = new;
     Ok(())
 }
 
@@ -276,17 +280,61 @@ impl Conn {
             .or(refresh_failed)
             .map(|e| format!("the token refresh failed: {e}"));
         if step_up {
-            // Kept for `harness9 mcp login`, which then asks for the union (bounded).
-            if let (Some(mut g), Some(scope)) = (grant, needed.challenge.scope.as_deref()) {
-                match want_scopes(&mut g, scope) {
-                    Ok(()) => a.set(&self.target.url, g),
-                    Err(e) => why = Some(e),
+            // Kept for `harness9 mcp login`, which then asks for the granted scopes and these
+            // (bounded); a challenge without a scope forgets an earlier one's.
+            if let Some(mut g) = grant {
+                let scope = needed.challenge.scope.as_deref().unwrap_or("");
+                if let Err(e) = want_scopes(&mut g, scope) {
+                    why = Some(e);
                 }
+                a.set(&self.target.url, g);
             }
         }
         Err(match why {
             Some(why) => format!("{} ({why})", self.needs_login(needed)),
             None => self.needs_login(needed),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oauth::Client;
+
+    fn grant(scopes: &[&str]) -> Grant {
+        Grant {
+            issuer: "i".into(),
+            token_endpoint: "t".into(),
+            resource: "r".into(),
+            client: Client {
+                client_id: "c".into(),
+                client_secret: None,
+                auth_method: "none".into(),
+                redirect_uri: None,
+            },
+            access_token: "a".into(),
+            refresh_token: None,
+            expires_at: None,
+            issued_at: None,
+            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            wanted_scopes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_step_up_wants_the_latest_challenge_only() {
+        let mut g = grant(&["mcp"]);
+        want_scopes(&mut g, "mcp admin:all").unwrap();
+        assert_eq!(g.wanted_scopes, ["admin:all"]);
+        want_scopes(&mut g, "mcp admin").unwrap();
+        assert_eq!(g.wanted_scopes, ["admin"]);
+        want_scopes(&mut g, "").unwrap();
+        assert!(g.wanted_scopes.is_empty());
+        let many: Vec<String> = (0..16).map(|i| format!("s{i}")).collect();
+        want_scopes(&mut g, "admin").unwrap();
+        assert!(want_scopes(&mut g, &many.join(" ")).is_err());
+        assert!(g.wanted_scopes.is_empty(), "an over-long ask keeps nothing");
+        assert_eq!(g.scopes, ["mcp"]);
     }
 }
