@@ -1,5 +1,6 @@
 //! The interactive session's log file, capped: past [`MAX_BYTES`] it is rotated to `<name>.1`
-//! (one old file kept), so logging can never fill the disk; what it writes is sanitized. The
+//! (one old file kept), so logging can never fill the disk; what it writes is cleaned of the
+//! session's known secrets (`telemetry::redact_text`) and sanitized. The
 //! file is private (0600, never opened through a symlink).
 
 use std::fs::File;
@@ -58,6 +59,7 @@ impl Write for CappedLog {
         // Field values reach here raw (tracing escapes only messages): the file gets the
         // sanitizer's text, so `cat` on the log replays no escape sequence.
         let text = String::from_utf8_lossy(buf);
+        let text = harness9_actors::telemetry::redact_text(&text);
         let clean = harness9_base::sanitize::clean_text(&text);
         self.file.write_all(clean.as_bytes())?;
         self.written += clean.len() as u64;

@@ -86,14 +86,17 @@ pub struct SessionOptions {
 impl SessionOptions {
     /// Loads `.mcp.json` (a missing default file is an empty config); a found project config's
     /// unapproved servers are held (see [`crate::trust`]).
+    /// Its secrets join the process's registry at once, before anything can log them.
     pub fn load_config(&self) -> anyhow::Result<Config> {
-        sources::load_merged(
+        let config = sources::load_merged(
             &self.config_path,
             self.config_must_exist,
             self.approve_project,
             self.user_config.as_deref(),
             &self.runtime.entries,
-        )
+        )?;
+        crate::telemetry::redact_also(config.secrets.iter().map(String::as_str));
+        Ok(config)
     }
 
     /// The permissions of a session run in `root`: the settings files' rules, this command

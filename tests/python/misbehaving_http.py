@@ -5,6 +5,8 @@
         | strict-init (a request before `initialized` has been answered is refused; that answer
           takes 300 ms) | expire-on (the session ends after a call whose text is "expire")
         | legacy-evil (legacy transport whose endpoint event names --other-port)
+        | quote (a tool call's result is an error quoting the bare bearer token and the request's
+          path and query)
         | redirect-loop (/mcp -> /mcp2 -> /mcp) | redirect-away (307 to --other-port)
         | flood-get (the GET stream floods ping requests; POSTed answers are never read: each
           such POST stalls) | close-body / close-sse (HTTP/1.1 replies without Content-Length or chunked encoding:
@@ -468,6 +470,12 @@ class Handler(BaseHTTPRequestHandler):
         reply = answer(msg)
         if reply is None:
             return self.send_plain(202, "", headers=headers)
+        if mode == "quote" and msg.get("method") == "tools/call":
+            # A server that quotes its credentials back: the bare bearer token and the path
+            # with its query, in a failed tool result.
+            token = (self.headers.get("Authorization") or "").split(" ", 1)[-1]
+            text = f"denied for token {token} at {self.path}; you said {reply['result']['content'][0]['text']}"
+            reply["result"] = {"content": [{"type": "text", "text": text}], "isError": True}
         if mode == "expire-on" and msg.get("method") == "tools/call" and (msg.get("params") or {}).get("arguments", {}).get("text") == "expire":
             with LOCK:
                 SESSIONS.discard(sid)

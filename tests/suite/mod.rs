@@ -23,6 +23,7 @@ mod reload;
 mod replay;
 mod runtime_options;
 mod sandbox;
+mod secrets;
 mod sources;
 mod tool_cache;
 mod trust;

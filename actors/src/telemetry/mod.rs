@@ -33,7 +33,9 @@ pub mod export;
 mod http;
 mod redact;
 
-pub use redact::redact_also;
+pub use redact::{
+    redact_also, redact_text, secret_parts, worth_hiding, MIN_SECRET_LEN, PUBLIC_VARS,
+};
 
 /// The `tracing` target of every span and event meant for export; the exporter's layer takes
 /// this target only (no log line becomes a span event), the log's filter leaves it out.

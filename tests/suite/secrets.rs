@@ -1,0 +1,87 @@
+//! Secrets stay secret everywhere: every `${VAR}` value (in `args`, `url`, headers) and the
+//! bare token of a `Bearer` header are cleaned out of the `--trace` file and the logs, and
+//! every printed URL is the written form.
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::common::{fixture_bin, harness9_in, output_within, project_with};
+use super::http::http_fixture;
+
+const TOKEN: &str = "tok-9f3a7c21e5";
+const URL_KEY: &str = "urlkey-51d0be";
+const ARG_SECRET: &str = "argsecret-77c4e0";
+const CONTROL: &str = "control-text-passes";
+
+fn run(mut cmd: Command) -> (String, String) {
+    cmd.env("H9_TOKEN", TOKEN)
+        .env("H9_URL_KEY", URL_KEY)
+        .env("H9_ARG_SECRET", ARG_SECRET);
+    let out = output_within(cmd, None, Duration::from_secs(60));
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A server that quotes its bearer token and its URL's query key back in a tool result, and
+/// one that prints an `args` secret on stderr: the `--trace` file and the debug log on stderr
+/// hold none of them, while the text that is no secret passes through.
+#[test]
+fn every_expanded_value_and_the_bare_bearer_token_are_redacted_from_trace_and_log() {
+    let srv = http_fixture("quote", &[]);
+    let dir = project_with(
+        "secrets-redact",
+        json!({
+            "h": {"url": format!("http://127.0.0.1:{}/mcp?key=${{H9_URL_KEY}}", srv.port),
+                  "headers": {"Authorization": "Bearer ${H9_TOKEN}"}},
+            "s": {"command": fixture_bin(),
+                  "args": ["--stderr-text", "arg secret ${H9_ARG_SECRET} said"]},
+        }),
+    );
+    let trace = dir.join("trace.jsonl");
+    let mut c = harness9_in(&dir);
+    c.args(["-vv", "--trace"]).arg(&trace).args([
+        "mcp",
+        "call",
+        "h",
+        "echo",
+        "--args",
+        &json!({"text": CONTROL}).to_string(),
+    ]);
+    let (stdout, stderr) = run(c);
+    // The server did quote them (the user's own output shows the tool's result).
+    assert!(stdout.contains(TOKEN), "{stdout}\n{stderr}");
+    assert!(stdout.contains(URL_KEY), "{stdout}\n{stderr}");
+    let body = std::fs::read_to_string(&trace).expect("the trace file");
+    for secret in [TOKEN, URL_KEY] {
+        assert!(!body.contains(secret), "{secret} in the trace:\n{body}");
+        assert!(!stderr.contains(secret), "{secret} in the log:\n{stderr}");
+    }
+    assert!(body.contains(CONTROL), "{body}");
+    assert!(body.contains("denied for token [redacted] at /mcp?key=[redacted]"), "{body}");
+
+    // The args secret: logged from the server's stderr, echoed in a traced result.
+    let trace = dir.join("trace-s.jsonl");
+    let mut c = harness9_in(&dir);
+    c.args(["-vv", "--trace"]).arg(&trace).args([
+        "mcp",
+        "call",
+        "s",
+        "echo",
+        "--args",
+        &json!({"text": format!("{CONTROL} {ARG_SECRET}")}).to_string(),
+    ]);
+    let (stdout, stderr) = run(c);
+    assert!(stdout.contains(ARG_SECRET), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("arg secret [redacted] said"),
+        "the server's stderr is logged, cleaned:\n{stderr}"
+    );
+    assert!(!stderr.contains(ARG_SECRET), "{stderr}");
+    let body = std::fs::read_to_string(&trace).expect("the trace file");
+    assert!(!body.contains(ARG_SECRET), "{body}");
+    assert!(body.contains(&format!("{CONTROL} [redacted]")), "{body}");
+}
