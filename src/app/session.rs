@@ -95,7 +95,7 @@ impl SessionOptions {
             self.user_config.as_deref(),
             &self.runtime.entries,
         )?;
-        crate::telemetry::redact_also(config.secrets.iter().map(String::as_str));
+        crate::telemetry::register(&config);
         Ok(config)
     }
 
@@ -182,7 +182,7 @@ impl Session {
         // The trace file's redaction list follows the config through hot reloads.
         let (secrets, secrets_rx) = watch::channel(config.secrets.clone());
         // Exported spans are cleaned of them too.
-        crate::telemetry::redact_also(config.secrets.iter().map(String::as_str));
+        crate::telemetry::register(config);
         let (file_tap, trace_writer) = match &opts.trace {
             Some(p) => {
                 let (tap, handle) = crate::trace_file::open_watched(p, secrets_rx)?;

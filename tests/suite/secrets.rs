@@ -61,7 +61,10 @@ fn every_expanded_value_and_the_bare_bearer_token_are_redacted_from_trace_and_lo
         assert!(!stderr.contains(secret), "{secret} in the log:\n{stderr}");
     }
     assert!(body.contains(CONTROL), "{body}");
-    assert!(body.contains("denied for token [redacted] at /mcp?key=[redacted]"), "{body}");
+    assert!(
+        body.contains("denied for token [redacted] at /mcp?key=[redacted]"),
+        "{body}"
+    );
 
     // The args secret: logged from the server's stderr, echoed in a traced result.
     let trace = dir.join("trace-s.jsonl");
@@ -84,4 +87,70 @@ fn every_expanded_value_and_the_bare_bearer_token_are_redacted_from_trace_and_lo
     let body = std::fs::read_to_string(&trace).expect("the trace file");
     assert!(!body.contains(ARG_SECRET), "{body}");
     assert!(body.contains(&format!("{CONTROL} [redacted]")), "{body}");
+}
+
+/// A server that is down, with its key in its URL's query, a bearer token in a header and a
+/// secret in its command's path: `mcp list` (text and `--json`), `mcp get` and `doctor` (text
+/// and `--json`) print the `${VAR}` names, never the values, on stdout and stderr.
+#[test]
+fn printed_urls_commands_and_errors_name_the_variables_never_the_values() {
+    let port = super::http::free_port();
+    let dir = project_with(
+        "secrets-printed",
+        json!({
+            "down": {"url": format!("http://127.0.0.1:{port}/mcp?key=${{H9_URL_KEY}}"),
+                     "headers": {"Authorization": "Bearer ${H9_TOKEN}"},
+                     "startupTimeoutSec": 5},
+            "gone": {"command": "/nonexistent/${H9_ARG_SECRET}/server",
+                     "args": ["--key", "${H9_ARG_SECRET}"]},
+        }),
+    );
+    for args in [
+        &["mcp", "list"][..],
+        &["mcp", "list", "--json"],
+        &["mcp", "get", "down"],
+        &["mcp", "get", "gone", "--json"],
+        &["doctor"],
+        &["doctor", "--json"],
+    ] {
+        let mut c = harness9_in(&dir);
+        c.args(args);
+        let (stdout, stderr) = run(c);
+        let all = format!("{stdout}\n{stderr}");
+        for secret in [TOKEN, URL_KEY, ARG_SECRET] {
+            assert!(!all.contains(secret), "{args:?} printed {secret}:\n{all}");
+        }
+        let written = if args.contains(&"gone") {
+            "/nonexistent/${H9_ARG_SECRET}/server"
+        } else {
+            "mcp?key=${H9_URL_KEY}"
+        };
+        assert!(all.contains(written), "{args:?} shows {written}:\n{all}");
+        // The control: what is no secret still shows.
+        assert!(
+            all.contains("No such file") || all.contains(&format!("127.0.0.1:{port}")),
+            "{args:?}:\n{all}"
+        );
+    }
+}
+
+/// `doctor`'s telemetry line shows the OTLP endpoint without its userinfo and query values.
+#[test]
+fn doctor_prints_the_otlp_endpoint_without_its_credentials() {
+    let dir = project_with("secrets-otel", json!({}));
+    let port = super::http::free_port();
+    let mut c = harness9_in(&dir);
+    c.arg("doctor").env("OTEL_TRACES_EXPORTER", "otlp").env(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        format!("http://otel-user:pw-5e1f9a@127.0.0.1:{port}/otlp?api_key=qk-8d22c1"),
+    );
+    let (stdout, stderr) = run(c);
+    let all = format!("{stdout}\n{stderr}");
+    assert!(!all.contains("pw-5e1f9a"), "{all}");
+    assert!(!all.contains("qk-8d22c1"), "{all}");
+    assert!(!all.contains("otel-user"), "{all}");
+    assert!(
+        all.contains(&format!("http://127.0.0.1:{port}/otlp?api_key=[redacted]")),
+        "{all}"
+    );
 }

@@ -108,6 +108,98 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// Every `${VAR}` value with its written form, longest value first.
+fn expansions() -> &'static RwLock<Vec<(String, String)>> {
+    static S: OnceLock<RwLock<Vec<(String, String)>>> = OnceLock::new();
+    S.get_or_init(|| RwLock::new(Vec::new()))
+}
+
+/// Registers `(value, written)` pairs: a config's `${VAR}` values and their `${VAR}` form, so
+/// what is printed ([`written_form`]) names the variable, never its value. Each value is a
+/// secret too ([`redact_also`]).
+pub fn written_also<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) {
+    let pairs: Vec<(&str, &str)> = pairs.into_iter().filter(|(v, _)| worth_hiding(v)).collect();
+    redact_also(pairs.iter().map(|(v, _)| *v));
+    let Ok(mut s) = expansions().write() else {
+        return;
+    };
+    let before = s.len();
+    for (v, w) in pairs {
+        if !s.iter().any(|(k, _)| k == v) {
+            s.push((v.to_owned(), w.to_owned()));
+        }
+    }
+    if s.len() != before {
+        s.sort_by_key(|(k, _)| std::cmp::Reverse(k.len()));
+    }
+}
+
+/// `text` as it may be printed: every registered `${VAR}` value replaced by its `${VAR}`
+/// name, every other known secret by `[redacted]`. What a status line, an error, `doctor` or
+/// `mcp list` shows of a URL, a command line or a transport's error goes through it.
+pub fn written_form(text: &str) -> Cow<'_, str> {
+    let mut out: Option<String> = None;
+    if let Ok(known) = expansions().read() {
+        for (v, w) in known.iter() {
+            let cur = out.as_deref().unwrap_or(text);
+            if cur.contains(v.as_str()) {
+                out = Some(cur.replace(v.as_str(), w));
+            }
+        }
+    }
+    match out {
+        Some(o) => Cow::Owned(redact_text(&o).into_owned()),
+        None => redact_text(text),
+    }
+}
+
+/// An endpoint URL as it may be printed: no userinfo (`user:password@`), every query value
+/// `[redacted]` (an OTLP endpoint may carry `?api_key=...`). Not a URL: everything from the
+/// first `?` is cut, and everything before an `@` in the authority.
+pub fn without_credentials(url: &str) -> String {
+    if let Ok(mut u) = url::Url::parse(url) {
+        if u.has_host() {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+        }
+        if u.query().is_some() {
+            let pairs: Vec<(String, String)> = u
+                .query_pairs()
+                .map(|(k, v)| {
+                    let v = if v.is_empty() { "" } else { REDACTED };
+                    (k.into_owned(), v.to_owned())
+                })
+                .collect();
+            u.set_query(None);
+            if !pairs.is_empty() {
+                let q = pairs
+                    .iter()
+                    .map(|(k, v)| {
+                        if v.is_empty() {
+                            k.clone()
+                        } else {
+                            format!("{k}={v}")
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("&");
+                u.set_query(Some(&q));
+            }
+        }
+        u.set_fragment(None);
+        return u.to_string();
+    }
+    let cut = url.split(['?', '#']).next().unwrap_or_default();
+    match cut.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+            format!("{scheme}://{host}{path}")
+        }
+        None => cut.to_owned(),
+    }
+}
+
 /// `text` cleaned of `secrets`, or `None` when it holds none of them.
 pub fn clean(text: &str, secrets: &[String]) -> Option<String> {
     let mut out: Option<String> = None;
@@ -194,12 +286,50 @@ mod tests {
     }
 
     #[test]
+    fn a_printed_text_names_the_variable_and_redacts_other_secrets() {
+        written_also([("wf-value-8812", "${WF_KEY}")]);
+        redact_also(["wf-other-9923"]);
+        assert_eq!(
+            written_form("http://h/mcp?key=wf-value-8812&o=wf-other-9923"),
+            "http://h/mcp?key=${WF_KEY}&o=[redacted]"
+        );
+        // The control: nothing known, nothing changed (and nothing copied).
+        assert!(matches!(
+            written_form("plain text"),
+            Cow::Borrowed("plain text")
+        ));
+        // Too short to be looked for.
+        written_also([("ab", "${SHORT}")]);
+        assert_eq!(written_form("a cab"), "a cab");
+    }
+
+    #[test]
+    fn an_endpoint_is_printed_without_its_credentials() {
+        assert_eq!(
+            without_credentials("https://user:pw0rd@otel.example:4318/v1/traces?api_key=k3y&x"),
+            "https://otel.example:4318/v1/traces?api_key=[redacted]&x"
+        );
+        assert_eq!(
+            without_credentials("http://127.0.0.1:4318/v1/traces"),
+            "http://127.0.0.1:4318/v1/traces"
+        );
+        // Not a URL the parser takes: cut all the same.
+        assert_eq!(
+            without_credentials("http://u:p@[bad/x?k=v"),
+            "http://[bad/x"
+        );
+    }
+
+    #[test]
     fn a_scheme_prefixed_value_gives_its_token_and_short_values_none() {
         assert_eq!(
             secret_parts("Bearer tok-12345"),
             ["Bearer tok-12345", "tok-12345"]
         );
-        assert_eq!(secret_parts("token abcdefgh"), ["token abcdefgh", "abcdefgh"]);
+        assert_eq!(
+            secret_parts("token abcdefgh"),
+            ["token abcdefgh", "abcdefgh"]
+        );
         // Not a scheme: the first word has a digit.
         assert_eq!(secret_parts("k3y abcdefgh"), ["k3y abcdefgh"]);
         // Too short to be looked for: the whole value or its token.

@@ -7,7 +7,7 @@ use harness9_actors::oauth::{OAuthConfig, OAuthSpec};
 use harness9_actors::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
 use harness9_actors::protocol::version::ProtocolVersion;
 use harness9_actors::spec::LOG_LEVELS;
-use harness9_actors::telemetry::{secret_parts, PUBLIC_VARS};
+use harness9_actors::telemetry::{secret_parts, worth_hiding, PUBLIC_VARS};
 use harness9_actors::{Roots, SandboxSpec, ServerSpec, TransportSpec};
 use serde_json::value::RawValue;
 
@@ -86,7 +86,19 @@ pub(super) fn written_form(
     });
     let transport = raw
         .filter(|r| validate(r).is_none())
-        .and_then(|r| build(name, r, shown, base, lookups, defaults, &mut Vec::new()).ok())
+        .and_then(|r| {
+            build(
+                name,
+                r,
+                shown,
+                base,
+                lookups,
+                defaults,
+                &mut Vec::new(),
+                &mut Vec::new(),
+            )
+            .ok()
+        })
         .map(|s| s.transport);
     Written {
         entry,
@@ -99,6 +111,7 @@ pub(super) fn written_form(
 /// Builds server `name`'s spec from its entry: values expanded with `lookups.values`, the
 /// `envFile` path with `lookups.paths` (the same, except for the written form); what the entry
 /// does not say (its sandbox, the OAuth store) from `defaults`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn build(
     name: &str,
     raw: RawServer,
@@ -107,6 +120,7 @@ pub(super) fn build(
     lookups: Lookups<'_>,
     defaults: &EntryDefaults,
     secrets: &mut Vec<String>,
+    expansions: &mut Vec<(String, String)>,
 ) -> Result<ServerSpec, ConfigError> {
     let Lookups {
         values: lookup,
@@ -114,12 +128,14 @@ pub(super) fn build(
     } = lookups;
     // Every value a `${...}` expands to is a secret, wherever it is used (a key in `args` or
     // in `url` as much as in a header), except the machine's public facts (`PUBLIC_VARS`).
-    let expanded = std::cell::RefCell::new(Vec::<String>::new());
+    let expanded = std::cell::RefCell::new(Vec::<(String, String)>::new());
     let noting = |of: &dyn Fn(&str) -> Option<String>, var: &str| {
         let v = of(var);
         if let Some(v) = &v {
             if !PUBLIC_VARS.contains(&var) {
-                expanded.borrow_mut().push(v.clone());
+                expanded
+                    .borrow_mut()
+                    .push((v.clone(), format!("${{{var}}}")));
             }
         }
         v
@@ -128,9 +144,21 @@ pub(super) fn build(
     let noted_paths = |var: &str| noting(path_lookup, var);
     let lookup: &dyn Fn(&str) -> Option<String> = &noted_values;
     let path_lookup: &dyn Fn(&str) -> Option<String> = &noted_paths;
-    let spec = build_spec(name, raw, shown, base, lookup, path_lookup, defaults, secrets)?;
-    for v in expanded.into_inner() {
+    let spec = build_spec(
+        name,
+        raw,
+        shown,
+        base,
+        lookup,
+        path_lookup,
+        defaults,
+        secrets,
+    )?;
+    for (v, written) in expanded.into_inner() {
         keep_secret(secrets, &v);
+        if worth_hiding(&v) && !expansions.iter().any(|(have, _)| *have == v) {
+            expansions.push((v, written));
+        }
     }
     let mut seen = std::collections::HashSet::new();
     secrets.retain(|s| seen.insert(s.clone()));

@@ -113,9 +113,13 @@ struct Failure {
     auth: Option<AuthNeeded>,
 }
 
+/// A failure; its text as it may be shown (`telemetry::written_form`): a URL that carries a
+/// `${VAR}` value (`?key=...`) names the variable, in the status, the error a call gets and the
+/// log.
 fn fail(error: impl Into<String>, fatal: bool) -> Failure {
+    let error: String = error.into();
     Failure {
-        error: error.into(),
+        error: crate::telemetry::written_form(&error).into_owned(),
         fatal,
         reissue: false,
         needs_login: false,
