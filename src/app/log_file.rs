@@ -96,4 +96,25 @@ mod tests {
         assert_eq!(log.written, now);
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// The TUI's log (`HARNESS9_LOG`) is cleaned of the registered secrets, a control line
+    /// passes as written.
+    #[test]
+    fn a_registered_secret_never_reaches_the_file() {
+        let dir = std::env::temp_dir().join(format!("h9-log-secret-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("h.log");
+        harness9_actors::telemetry::redact_also(["Bearer logtok-31f8a2"]);
+        let mut log = CappedLog::open(&path, 10_000).unwrap();
+        log.write_all(b"server said: bad token logtok-31f8a2\n")
+            .unwrap();
+        log.write_all(b"an ordinary line\n").unwrap();
+        drop(log);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            "server said: bad token [redacted]\nan ordinary line\n"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

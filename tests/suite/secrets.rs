@@ -26,19 +26,17 @@ fn run(mut cmd: Command) -> (String, String) {
     )
 }
 
-/// A server that quotes its bearer token and its URL's query key back in a tool result, and
-/// one that prints an `args` secret on stderr: the `--trace` file and the debug log on stderr
-/// hold none of them, while the text that is no secret passes through.
+/// A server that quotes its bearer token and its URL's query key back in a tool result: the
+/// `--trace` file and the debug log on stderr hold neither, while the text that is no secret
+/// passes through.
 #[test]
-fn every_expanded_value_and_the_bare_bearer_token_are_redacted_from_trace_and_log() {
+fn the_bare_bearer_token_and_a_url_secret_are_redacted_from_trace_and_log() {
     let srv = http_fixture("quote", &[]);
     let dir = project_with(
         "secrets-redact",
         json!({
-            "h": {"url": format!("http://127.0.0.1:{}/mcp?key=${{H9_URL_KEY}}", srv.port),
-                  "headers": {"Authorization": "Bearer ${H9_TOKEN}"}},
-            "s": {"command": fixture_bin(),
-                  "args": ["--stderr-text", "arg secret ${H9_ARG_SECRET} said"]},
+        "h": {"url": format!("http://127.0.0.1:{}/mcp?key=${{H9_URL_KEY}}", srv.port),
+              "headers": {"Authorization": "Bearer ${H9_TOKEN}"}},
         }),
     );
     let trace = dir.join("trace.jsonl");
@@ -65,8 +63,19 @@ fn every_expanded_value_and_the_bare_bearer_token_are_redacted_from_trace_and_lo
         body.contains("denied for token [redacted] at /mcp?key=[redacted]"),
         "{body}"
     );
+}
 
-    // The args secret: logged from the server's stderr, echoed in a traced result.
+/// A secret in a stdio server's `args`: the server prints it on stderr (logged at debug) and
+/// a call's result echoes it (traced): neither the log nor the trace holds it.
+#[test]
+fn a_secret_in_args_is_redacted_from_the_log_and_the_trace() {
+    let dir = project_with(
+        "secrets-args",
+        json!({
+            "s": {"command": fixture_bin(),
+                  "args": ["--stderr-text", "arg secret ${H9_ARG_SECRET} said"]},
+        }),
+    );
     let trace = dir.join("trace-s.jsonl");
     let mut c = harness9_in(&dir);
     c.args(["-vv", "--trace"]).arg(&trace).args([
