@@ -179,6 +179,7 @@ impl Session {
         start: Start,
     ) -> anyhow::Result<Self> {
         let root = std::env::current_dir().context("cannot read the working directory")?;
+        harness9_actors::server::set_read_budget(read_budget_from_env()?);
         // The trace file's redaction list follows the config through hot reloads.
         let (secrets, secrets_rx) = watch::channel(config.secrets.clone());
         // Exported spans are cleaned of them too.
@@ -350,4 +351,21 @@ fn fan_out(file: Option<WireTap>, extra: mpsc::Sender<WireRecord>) -> WireTap {
         }
     });
     tap
+}
+
+/// `HARNESS9_READ_BUDGET_MB`: what every reply being read at once, from every server, may hold
+/// together, in MiB (default 512; at least 1). A value that is not a whole number is an error
+/// naming the variable.
+fn read_budget_from_env() -> anyhow::Result<usize> {
+    let default = harness9_actors::server::DEFAULT_READ_BUDGET;
+    match std::env::var("HARNESS9_READ_BUDGET_MB") {
+        Err(_) => Ok(default),
+        Ok(v) if v.trim().is_empty() => Ok(default),
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(mb) if mb >= 1 => Ok(mb.saturating_mul(1024 * 1024)),
+            _ => anyhow::bail!(
+                "HARNESS9_READ_BUDGET_MB is {v:?}; set it to a whole number of MiB (at least 1), or unset it for 512"
+            ),
+        },
+    }
 }

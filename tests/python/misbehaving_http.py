@@ -5,6 +5,8 @@
         | strict-init (a request before `initialized` has been answered is refused; that answer
           takes 300 ms) | expire-on (the session ends after a call whose text is "expire")
         | legacy-evil (legacy transport whose endpoint event names --other-port)
+        | chunked (a tool call's JSON reply is sent chunked, 1 MiB a chunk; with --barrier N
+          once N calls are in)
         | quote (a tool call's result is an error quoting the bare bearer token and the request's
           path and query)
         | redirect-loop (/mcp -> /mcp2 -> /mcp) | redirect-away (307 to --other-port)
@@ -51,6 +53,7 @@ TOOLS = [
 ]
 
 ARGS = None
+BARRIER = None
 SESSIONS = set()
 INITIALIZED = set()
 LEGACY = {}  # session -> queue of outgoing SSE payloads
@@ -470,6 +473,28 @@ class Handler(BaseHTTPRequestHandler):
         reply = answer(msg)
         if reply is None:
             return self.send_plain(202, "", headers=headers)
+        if mode == "chunked" and msg.get("method") == "tools/call":
+            # A JSON reply with chunked transfer encoding, 1 MiB a chunk, sent once --barrier
+            # calls are in (so that many bodies are read at once).
+            if ARGS.barrier > 1:
+                try:
+                    BARRIER.wait(timeout=20)
+                except threading.BrokenBarrierError:
+                    pass
+            body = json.dumps(reply).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            for k, v in headers:
+                self.send_header(k, v)
+            self.end_headers()
+            try:
+                for i in range(0, len(body), 1 << 20):
+                    self.chunk(body[i:i + (1 << 20)])
+                self.end_chunks()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return
         if mode == "quote" and msg.get("method") == "tools/call":
             # A server that quotes its credentials back: the bare bearer token and the path
             # with its query, in a failed tool result.
@@ -608,6 +633,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--mode", default="ok")
+    ap.add_argument("--barrier", type=int, default=0,
+                    help="chunked: each tools/call reply waits until this many calls are in")
     ap.add_argument("--record")
     ap.add_argument("--other-port", type=int, default=0)
     ap.add_argument("--discover-delay", type=int, default=0,
@@ -636,6 +663,8 @@ def main():
     ap.add_argument("--auth-endpoint", default="",
                     help="oauth: the authorization_endpoint its metadata names (any string)")
     ARGS = ap.parse_args()
+    global BARRIER
+    BARRIER = threading.Barrier(max(ARGS.barrier, 1))
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     ARGS.port = srv.server_address[1]
     srv.daemon_threads = True

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use super::common::*;
 
 mod permissions;
+mod read_budget;
 mod telemetry;
 
 /// A child killed and reaped when dropped, also when the test panics.
