@@ -94,3 +94,63 @@ fn a_read_budget_that_is_not_a_number_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// Stdio lines share the same budget: four fixture servers each writing a 30 MiB line at once
+/// against 50 MiB.
+#[test]
+fn stdio_lines_in_flight_share_the_read_budget() {
+    let tag = "budget-stdio";
+    let servers: serde_json::Map<String, Value> = ["s1", "s2", "s3", "s4"]
+        .iter()
+        .map(|n| {
+            (
+                n.to_string(),
+                fixture_json(&[], json!({"toolTimeoutSec": 60})),
+            )
+        })
+        .collect();
+    let dir = project(tag, Value::Object(servers));
+    let calls: Vec<Value> = ["s1", "s2", "s3", "s4"]
+        .iter()
+        .map(|n| call(n, &format!("mcp__{n}__big"), json!({"bytes": 30 * MIB})))
+        .collect();
+    let model = Model::start(
+        tag,
+        json!({"steps": [{"tool_calls": calls}, {"text": "done"}]}),
+    );
+    let mut cmd = anthropic(&dir, &model);
+    cmd.env("HARNESS9_READ_BUDGET_MB", "50");
+    let out = Run::start(
+        cmd,
+        &[
+            "run",
+            "-p",
+            "go",
+            "--json",
+            "--allowed-tools",
+            "mcp__s1__big,mcp__s2__big,mcp__s3__big,mcp__s4__big",
+        ],
+    )
+    .finish(Duration::from_secs(120));
+    out.ok();
+    let (mut whole, mut refused) = (0, 0);
+    for id in ["s1", "s2", "s3", "s4"] {
+        let r = out.event("tool_result", id);
+        let text = r["output"].as_str().unwrap_or_default();
+        if r["is_error"] == true {
+            assert!(
+                text.contains(&format!("the reply of server \"{id}\" was dropped"))
+                    && text.contains("read budget of 50 MiB"),
+                "{r}"
+            );
+            refused += 1;
+        } else {
+            assert!(r["output_bytes"].as_u64() >= Some(30 * MIB as u64), "{r}");
+            whole += 1;
+        }
+    }
+    assert!(
+        refused >= 1 && whole >= 1,
+        "{whole} whole, {refused} refused\n{out}"
+    );
+}
