@@ -243,9 +243,11 @@ impl<R: AsyncRead + Unpin> Stream for Lines<R> {
             };
             let polled = frames.poll_next_unpin(cx);
             if !this.log {
-                // What the read buffer holds of lines not yet complete counts against the
-                // budget; a line over it is given up (its call fails naming the budget).
-                let pending = frames.read_buffer().len();
+                // What the read buffer takes for a line not yet complete counts against the
+                // budget (its capacity: it grows by doubling, and a line split from it keeps
+                // the allocation); a line over it is given up (its call fails naming it).
+                let buf = frames.read_buffer();
+                let pending = if buf.is_empty() { 0 } else { buf.capacity() };
                 if matches!(polled, Poll::Pending) && this.lease.hold(pending).is_err() {
                     // At `Pending` the buffer holds only the line being read.
                     let buf = frames.read_buffer_mut();
