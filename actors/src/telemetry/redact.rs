@@ -200,6 +200,24 @@ pub fn without_credentials(url: &str) -> String {
     }
 }
 
+/// The credentials a URL carries (its password, each query value), for [`redact_also`]: an
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` with `user:password@` or `?api_key=` is never logged.
+pub fn url_credentials(url: &str) -> Vec<String> {
+    let Ok(u) = url::Url::parse(url) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = u.password().map(str::to_owned).into_iter().collect();
+    out.extend(u.query_pairs().map(|(_, v)| v.into_owned()));
+    out
+}
+
+/// The values of an `OTEL_EXPORTER_OTLP_HEADERS`-style list (`k=v,k2=v2`), for [`redact_also`].
+pub fn header_list_values(list: &str) -> Vec<String> {
+    list.split(',')
+        .filter_map(|kv| kv.split_once('=').map(|(_, v)| v.trim().to_owned()))
+        .collect()
+}
+
 /// `text` cleaned of `secrets`, or `None` when it holds none of them.
 pub fn clean(text: &str, secrets: &[String]) -> Option<String> {
     let mut out: Option<String> = None;
@@ -317,6 +335,19 @@ mod tests {
         assert_eq!(
             without_credentials("http://u:p@[bad/x?k=v"),
             "http://[bad/x"
+        );
+    }
+
+    #[test]
+    fn the_credentials_of_an_endpoint_and_a_header_list() {
+        assert_eq!(
+            url_credentials("https://u:pw0rd-x@h/v1?api_key=k3y-123&x=1"),
+            ["pw0rd-x", "k3y-123", "1"]
+        );
+        assert!(url_credentials("not a url").is_empty());
+        assert_eq!(
+            header_list_values("authorization=Bearer t0ken-9,x-team=abc"),
+            ["Bearer t0ken-9", "abc"]
         );
     }
 
