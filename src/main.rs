@@ -2,7 +2,8 @@
 //!
 //! Before any child exists it becomes a child subreaper and starts the orphan reaper; it
 //! resolves the command line and the settings' runtime choices once (`SessionOptions`, no
-//! globals); headless logs on stderr go through `sanitize::clean_text`. Every exit path, and
+//! globals); headless logs on stderr are cleaned of the known secrets and go through
+//! `sanitize::clean_text`. Every exit path, and
 //! the panic hook (terminal restored first, exit code 101), ends in `end_children`: every
 //! child's process group killed, every other descendant ended (`EXIT_GRACE` between SIGTERM
 //! and SIGKILL) and reaped, the session directories removed.
@@ -97,6 +98,7 @@ struct CleanStderr;
 impl std::io::Write for CleanStderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
+        let text = harness9_actors::telemetry::redact_text(&text);
         let clean = harness9::sanitize::clean_text(&text);
         std::io::stderr().lock().write_all(clean.as_bytes())?;
         Ok(buf.len())
@@ -208,6 +210,34 @@ fn main() -> ExitCode {
             }
         },
     };
+    // The model's keys never leave in a span, a trace record or a log line, whatever text
+    // carries them.
+    let keys: Vec<String> = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok())
+        .collect();
+    harness9::app::telemetry::redact_also(keys.iter().map(String::as_str));
+    // Credentials in the OTLP endpoints and headers are never logged either.
+    let mut otel: Vec<String> = Vec::new();
+    for k in [
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    ] {
+        if let Ok(v) = std::env::var(k) {
+            otel.extend(harness9_actors::telemetry::url_credentials(&v));
+        }
+    }
+    for k in [
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+    ] {
+        if let Ok(v) = std::env::var(k) {
+            otel.extend(harness9_actors::telemetry::header_list_values(&v));
+        }
+    }
+    harness9::app::telemetry::redact_also(otel.iter().map(String::as_str));
     init_logging(
         flags.session.servers.verbose,
         interactive,
@@ -217,12 +247,6 @@ fn main() -> ExitCode {
         tracing::warn!("{w}");
     }
     if telemetry.is_some() {
-        // The model's keys never leave in a span, whatever text carries them.
-        let keys: Vec<String> = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]
-            .iter()
-            .filter_map(|k| std::env::var(k).ok())
-            .collect();
-        harness9::app::telemetry::redact_also(keys.iter().map(String::as_str));
         let name = cli
             .command
             .as_ref()

@@ -40,8 +40,12 @@ pub struct Config {
     pub servers: Vec<ServerSpec>,
     /// Names of servers marked `disabled`.
     pub disabled: Vec<String>,
-    /// Values that must never reach a log or trace (env values, header values).
+    /// Values that must never reach a log or trace: every `${...}` value, env, `envFile` and
+    /// header values, a scheme-prefixed header's token, OAuth client secrets.
     pub secrets: Vec<String>,
+    /// Every value a `${VAR}` expanded to, with its written form (`${VAR}`): what a printed
+    /// URL, command or error shows instead of the value.
+    pub expansions: Vec<(String, String)>,
     /// Servers that come from another file than `path` (the user file), with that file.
     pub sources: Vec<(String, PathBuf)>,
     /// VS Code inputs (`${input:ID}`) that servers need and that have no value: the TUI asks
@@ -417,6 +421,7 @@ pub fn parse(
             defaults,
         );
         let mut secrets = Vec::new();
+        let mut expansions = Vec::new();
         match build(
             &name,
             raw,
@@ -428,9 +433,11 @@ pub fn parse(
             },
             defaults,
             &mut secrets,
+            &mut expansions,
         ) {
             Ok(spec) => {
                 config.secrets.append(&mut secrets);
+                config.expansions.append(&mut expansions);
                 config.servers.push(spec);
             }
             Err(e) => config.servers.push(held(e.to_string())),

@@ -2,7 +2,8 @@
 //! and what to do), the report of every server and the model, its text and JSON forms, the
 //! `${VAR}` names an entry uses, and the start's verdict against `startupTimeoutSec` with a
 //! suggested value. The command (`cli/doctor.rs`) does the I/O. Every string put into a check
-//! is cleaned for the terminal when the check is made, so both forms are safe to print.
+//! is cleaned for the terminal, and of secrets (a `${VAR}` value shows as its name), when the
+//! check is made, so both forms are safe to print.
 
 use std::time::Duration;
 
@@ -59,7 +60,7 @@ impl Check {
         Self {
             name: name.to_owned(),
             status,
-            detail: clean_line(detail.as_ref()).into_owned(),
+            detail: clean_line(&shown(detail.as_ref())).into_owned(),
             hint: None,
             lines: Vec::new(),
         }
@@ -82,7 +83,7 @@ impl Check {
 
     /// With what to do (cleaned to one line).
     pub fn hint(mut self, hint: impl AsRef<str>) -> Self {
-        self.hint = Some(clean_line(hint.as_ref()).into_owned());
+        self.hint = Some(clean_line(&shown(hint.as_ref())).into_owned());
         self
     }
 
@@ -91,10 +92,16 @@ impl Check {
         let skip = lines.len().saturating_sub(MAX_LINES);
         self.lines = lines[skip..]
             .iter()
-            .map(|l| clean_line(l.as_ref()).into_owned())
+            .map(|l| clean_line(&shown(l.as_ref())).into_owned())
             .collect();
         self
     }
+}
+
+/// A check's text as it may be printed: `${VAR}` values named, other known secrets redacted
+/// (`telemetry::written_form`): a URL with `?key=${KEY}` shows the variable, not the key.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    harness9_actors::telemetry::written_form(text)
 }
 
 /// One server's checks.

@@ -1,5 +1,6 @@
 //! The interactive session's log file, capped: past [`MAX_BYTES`] it is rotated to `<name>.1`
-//! (one old file kept), so logging can never fill the disk; what it writes is sanitized. The
+//! (one old file kept), so logging can never fill the disk; what it writes is cleaned of the
+//! session's known secrets (`telemetry::redact_text`) and sanitized. The
 //! file is private (0600, never opened through a symlink).
 
 use std::fs::File;
@@ -58,6 +59,7 @@ impl Write for CappedLog {
         // Field values reach here raw (tracing escapes only messages): the file gets the
         // sanitizer's text, so `cat` on the log replays no escape sequence.
         let text = String::from_utf8_lossy(buf);
+        let text = harness9_actors::telemetry::redact_text(&text);
         let clean = harness9_base::sanitize::clean_text(&text);
         self.file.write_all(clean.as_bytes())?;
         self.written += clean.len() as u64;
@@ -92,6 +94,27 @@ mod tests {
         drop(log);
         let log = CappedLog::open(&path, 1000).unwrap();
         assert_eq!(log.written, now);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The TUI's log (`HARNESS9_LOG`) is cleaned of the registered secrets, a control line
+    /// passes as written.
+    #[test]
+    fn a_registered_secret_never_reaches_the_file() {
+        let dir = std::env::temp_dir().join(format!("h9-log-secret-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("h.log");
+        harness9_actors::telemetry::redact_also(["Bearer logtok-31f8a2"]);
+        let mut log = CappedLog::open(&path, 10_000).unwrap();
+        log.write_all(b"server said: bad token logtok-31f8a2\n")
+            .unwrap();
+        log.write_all(b"an ordinary line\n").unwrap();
+        drop(log);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            "server said: bad token [redacted]\nan ordinary line\n"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -86,14 +86,17 @@ pub struct SessionOptions {
 impl SessionOptions {
     /// Loads `.mcp.json` (a missing default file is an empty config); a found project config's
     /// unapproved servers are held (see [`crate::trust`]).
+    /// Its secrets join the process's registry at once, before anything can log them.
     pub fn load_config(&self) -> anyhow::Result<Config> {
-        sources::load_merged(
+        let config = sources::load_merged(
             &self.config_path,
             self.config_must_exist,
             self.approve_project,
             self.user_config.as_deref(),
             &self.runtime.entries,
-        )
+        )?;
+        crate::telemetry::register(&config);
+        Ok(config)
     }
 
     /// The permissions of a session run in `root`: the settings files' rules, this command
@@ -205,10 +208,11 @@ impl Session {
         start: Start,
     ) -> anyhow::Result<Self> {
         let root = std::env::current_dir().context("cannot read the working directory")?;
+        harness9_actors::server::set_read_budget(read_budget_from_env()?);
         // The trace file's redaction list follows the config through hot reloads.
         let (secrets, secrets_rx) = watch::channel(config.secrets.clone());
         // Exported spans are cleaned of them too.
-        crate::telemetry::redact_also(config.secrets.iter().map(String::as_str));
+        crate::telemetry::register(config);
         let (file_tap, trace_writer) = match &opts.trace {
             Some(p) => {
                 let (tap, handle) = crate::trace_file::open_watched(p, secrets_rx)?;
@@ -378,4 +382,21 @@ fn fan_out(file: Option<WireTap>, extra: mpsc::Sender<WireRecord>) -> WireTap {
         }
     });
     tap
+}
+
+/// `HARNESS9_READ_BUDGET_MB`: what every reply being read at once, from every server, may hold
+/// together, in MiB (default 512; at least 1). A value that is not a whole number is an error
+/// naming the variable.
+fn read_budget_from_env() -> anyhow::Result<usize> {
+    let default = harness9_actors::server::DEFAULT_READ_BUDGET;
+    match std::env::var("HARNESS9_READ_BUDGET_MB") {
+        Err(_) => Ok(default),
+        Ok(v) if v.trim().is_empty() => Ok(default),
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(mb) if mb >= 1 => Ok(mb.saturating_mul(1024 * 1024)),
+            _ => anyhow::bail!(
+                "HARNESS9_READ_BUDGET_MB is {v:?}; set it to a whole number of MiB (at least 1), or unset it for 512"
+            ),
+        },
+    }
 }

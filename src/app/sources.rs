@@ -102,6 +102,7 @@ pub fn merge(mut project: Config, user: Config) -> Config {
         .collect();
     project.written.extend(theirs);
     project.secrets.extend(user.secrets);
+    project.expansions.extend(user.expansions);
     project.inputs.extend(user.inputs);
     project.warnings.extend(user.warnings);
     project

@@ -24,7 +24,8 @@ pub fn is_secret_key(key: &str) -> bool {
         || k.ends_with("_key")
 }
 
-/// Replaces credential values and every known secret string inside `v`.
+/// Replaces credential values, every string of `secrets` and every secret of the process's
+/// registry (`telemetry::redact_text`) inside `v`.
 pub fn redact(v: &mut Value, secrets: &[String]) {
     match v {
         Value::Object(map) => {
@@ -39,9 +40,13 @@ pub fn redact(v: &mut Value, secrets: &[String]) {
         Value::Array(items) => items.iter_mut().for_each(|i| redact(i, secrets)),
         Value::String(s) => {
             for secret in secrets {
-                if s.contains(secret.as_str()) {
+                if !secret.is_empty() && s.contains(secret.as_str()) {
                     *s = s.replace(secret.as_str(), REDACTED);
                 }
+            }
+            // The process's one registry too: OAuth grants and model keys are in it.
+            if let std::borrow::Cow::Owned(c) = harness9_actors::telemetry::redact_text(s) {
+                *s = c;
             }
         }
         _ => {}

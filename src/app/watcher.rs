@@ -182,7 +182,7 @@ impl ConfigWatcher {
         ) {
             Err(e) => self.publish(ConfigOutcome::Invalid(format!("{e:#}"))),
             Ok(cfg) => {
-                crate::telemetry::redact_also(cfg.secrets.iter().map(String::as_str));
+                crate::telemetry::register(&cfg);
                 self.secrets.send_replace(cfg.secrets.clone());
                 let secrets = cfg.secrets;
                 let sources = cfg.sources;

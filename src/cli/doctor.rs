@@ -381,6 +381,8 @@ async fn telemetry_check(opts: &SessionOptions, client: &awc::Client) -> Check {
         })
         .or_else(|| plan.endpoint.as_ref().map(|e| format!("{e}/v1/traces")))
         .unwrap_or_else(|| "http://localhost:4318/v1/traces".to_owned());
+    // Printed without userinfo or query values: an endpoint may carry credentials.
+    let shown = harness9_actors::telemetry::without_credentials(&url);
     let what = match (plan.traces, plan.metrics) {
         (true, true) => "traces and metrics",
         (true, false) => "traces",
@@ -390,15 +392,15 @@ async fn telemetry_check(opts: &SessionOptions, client: &awc::Client) -> Check {
         Ok(Ok(resp)) => Check::ok(
             "telemetry",
             format!(
-                "{what} over OTLP/HTTP to {url} (it answered HTTP {})",
+                "{what} over OTLP/HTTP to {shown} (it answered HTTP {})",
                 resp.status().as_u16()
             ),
         ),
-        Ok(Err(e)) => Check::warn("telemetry", format!("{what} go to {url}, which cannot be reached: {e}"))
+        Ok(Err(e)) => Check::warn("telemetry", format!("{what} go to {shown}, which cannot be reached: {e}"))
             .hint("start the collector, or fix OTEL_EXPORTER_OTLP_ENDPOINT; sessions run either way, the spans are dropped"),
         Err(_) => Check::warn(
             "telemetry",
-            format!("{what} go to {url}, which did not answer within {}", fmt_secs(PROBE_TIMEOUT)),
+            format!("{what} go to {shown}, which did not answer within {}", fmt_secs(PROBE_TIMEOUT)),
         )
         .hint("start the collector, or fix OTEL_EXPORTER_OTLP_ENDPOINT; sessions run either way, the spans are dropped"),
     }

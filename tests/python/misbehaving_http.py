@@ -5,6 +5,10 @@
         | strict-init (a request before `initialized` has been answered is refused; that answer
           takes 300 ms) | expire-on (the session ends after a call whose text is "expire")
         | legacy-evil (legacy transport whose endpoint event names --other-port)
+        | chunked (a tool call's JSON reply is sent chunked, 1 MiB a chunk; with --barrier N
+          once N calls are in)
+        | quote (a tool call's result is an error quoting the bare bearer token and the request's
+          path and query)
         | redirect-loop (/mcp -> /mcp2 -> /mcp) | redirect-away (307 to --other-port)
         | flood-get (the GET stream floods ping requests; POSTed answers are never read: each
           such POST stalls) | close-body / close-sse (HTTP/1.1 replies without Content-Length or chunked encoding:
@@ -50,6 +54,7 @@ TOOLS = [
 ]
 
 ARGS = None
+BARRIER = None
 SESSIONS = set()
 INITIALIZED = set()
 LEGACY = {}  # session -> queue of outgoing SSE payloads
@@ -474,6 +479,34 @@ class Handler(BaseHTTPRequestHandler):
         reply = answer(msg)
         if reply is None:
             return self.send_plain(202, "", headers=headers)
+        if mode == "chunked" and msg.get("method") == "tools/call":
+            # A JSON reply with chunked transfer encoding, 1 MiB a chunk, sent once --barrier
+            # calls are in (so that many bodies are read at once).
+            if ARGS.barrier > 1:
+                try:
+                    BARRIER.wait(timeout=20)
+                except threading.BrokenBarrierError:
+                    pass
+            body = json.dumps(reply).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            for k, v in headers:
+                self.send_header(k, v)
+            self.end_headers()
+            try:
+                for i in range(0, len(body), 1 << 20):
+                    self.chunk(body[i:i + (1 << 20)])
+                self.end_chunks()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return
+        if mode == "quote" and msg.get("method") == "tools/call":
+            # A server that quotes its credentials back: the bare bearer token and the path
+            # with its query, in a failed tool result.
+            token = (self.headers.get("Authorization") or "").split(" ", 1)[-1]
+            text = f"denied for token {token} at {self.path}; you said {reply['result']['content'][0]['text']}"
+            reply["result"] = {"content": [{"type": "text", "text": text}], "isError": True}
         if mode == "expire-on" and msg.get("method") == "tools/call" and (msg.get("params") or {}).get("arguments", {}).get("text") == "expire":
             with LOCK:
                 SESSIONS.discard(sid)
@@ -606,6 +639,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--mode", default="ok")
+    ap.add_argument("--barrier", type=int, default=0,
+                    help="chunked: each tools/call reply waits until this many calls are in")
     ap.add_argument("--record")
     ap.add_argument("--other-port", type=int, default=0)
     ap.add_argument("--discover-delay", type=int, default=0,
@@ -636,6 +671,8 @@ def main():
     ap.add_argument("--auth-endpoint", default="",
                     help="oauth: the authorization_endpoint its metadata names (any string)")
     ARGS = ap.parse_args()
+    global BARRIER
+    BARRIER = threading.Barrier(max(ARGS.barrier, 1))
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     ARGS.port = srv.server_address[1]
     srv.daemon_threads = True

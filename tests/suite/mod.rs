@@ -23,6 +23,7 @@ mod reload;
 mod replay;
 mod runtime_options;
 mod sandbox;
+mod secrets;
 mod shell_sandbox;
 mod sources;
 mod tool_cache;

@@ -57,6 +57,15 @@ impl NdjsonCodec {
     }
 }
 
+impl NdjsonCodec {
+    /// Discards the line being read up to its newline (the caller cleared what was read of
+    /// it: its memory budget is spent).
+    pub fn discard_line(&mut self) {
+        self.scanned = 0;
+        self.discarding = true;
+    }
+}
+
 impl Default for NdjsonCodec {
     fn default() -> Self {
         Self::new(DEFAULT_MAX_MESSAGE_BYTES)

@@ -50,6 +50,11 @@ impl SseParser {
         }
     }
 
+    /// The bytes it holds of the event being read (its line and data so far).
+    pub fn buffered(&self) -> usize {
+        self.line.capacity() + self.data.capacity()
+    }
+
     /// The last event id, for `Last-Event-ID` on reconnect.
     pub fn last_event_id(&self) -> Option<&str> {
         self.last_id.as_deref()

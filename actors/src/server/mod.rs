@@ -16,3 +16,4 @@ pub use mcp_server::{ask, McpServer};
 pub use process::{
     kill_all_groups, live_group_count, register_group, signal_name, unregister_group,
 };
+pub use transport::budget::{read_budget, set_read_budget, DEFAULT_READ_BUDGET};

@@ -188,7 +188,7 @@ impl ServerSupervisor {
                                 ServerStatus::Connected { info, .. } => info.transport,
                                 _ => e.spec.transport.kind(),
                             },
-                            status: e.status.clone(),
+                            status: shown_status(&e.status),
                         },
                     )
                 })
@@ -702,4 +702,27 @@ fn filter_notes(
         }
     }
     notes
+}
+
+/// A status as subscribers see it: its error and stderr lines in their written form
+/// (`telemetry::written_form`), so no front end prints a `${VAR}` value or a known secret that
+/// a transport, a server's stderr or a config error quoted.
+fn shown_status(status: &ServerStatus) -> ServerStatus {
+    let shown = |t: &str| crate::telemetry::written_form(t).into_owned();
+    match status {
+        ServerStatus::Failed { error, stderr_tail } => ServerStatus::Failed {
+            error: shown(error),
+            stderr_tail: stderr_tail.iter().map(|l| shown(l)).collect(),
+        },
+        ServerStatus::Restarting {
+            attempt,
+            next_retry,
+            last_error,
+        } => ServerStatus::Restarting {
+            attempt: *attempt,
+            next_retry: *next_retry,
+            last_error: shown(last_error),
+        },
+        other => other.clone(),
+    }
 }

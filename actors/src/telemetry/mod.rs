@@ -33,7 +33,10 @@ pub mod export;
 mod http;
 mod redact;
 
-pub use redact::redact_also;
+pub use redact::{
+    header_list_values, redact_also, redact_text, secret_parts, url_credentials,
+    without_credentials, worth_hiding, written_also, written_form, MIN_SECRET_LEN, PUBLIC_VARS,
+};
 
 /// The `tracing` target of every span and event meant for export; the exporter's layer takes
 /// this target only (no log line becomes a span event), the log's filter leaves it out.

@@ -7,6 +7,7 @@ use harness9_actors::oauth::{OAuthConfig, OAuthSpec};
 use harness9_actors::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
 use harness9_actors::protocol::version::ProtocolVersion;
 use harness9_actors::spec::LOG_LEVELS;
+use harness9_actors::telemetry::{secret_parts, worth_hiding, PUBLIC_VARS};
 use harness9_actors::{Roots, SandboxSpec, ServerSpec, TransportSpec};
 use serde_json::value::RawValue;
 
@@ -85,7 +86,19 @@ pub(super) fn written_form(
     });
     let transport = raw
         .filter(|r| validate(r).is_none())
-        .and_then(|r| build(name, r, shown, base, lookups, defaults, &mut Vec::new()).ok())
+        .and_then(|r| {
+            build(
+                name,
+                r,
+                shown,
+                base,
+                lookups,
+                defaults,
+                &mut Vec::new(),
+                &mut Vec::new(),
+            )
+            .ok()
+        })
         .map(|s| s.transport);
     Written {
         entry,
@@ -98,6 +111,7 @@ pub(super) fn written_form(
 /// Builds server `name`'s spec from its entry: values expanded with `lookups.values`, the
 /// `envFile` path with `lookups.paths` (the same, except for the written form); what the entry
 /// does not say (its sandbox, the OAuth store) from `defaults`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn build(
     name: &str,
     raw: RawServer,
@@ -106,11 +120,67 @@ pub(super) fn build(
     lookups: Lookups<'_>,
     defaults: &EntryDefaults,
     secrets: &mut Vec<String>,
+    expansions: &mut Vec<(String, String)>,
 ) -> Result<ServerSpec, ConfigError> {
     let Lookups {
         values: lookup,
         paths: path_lookup,
     } = lookups;
+    // Every value a `${...}` expands to is a secret, wherever it is used (a key in `args` or
+    // in `url` as much as in a header), except the machine's public facts (`PUBLIC_VARS`).
+    let expanded = std::cell::RefCell::new(Vec::<(String, String)>::new());
+    let noting = |of: &dyn Fn(&str) -> Option<String>, var: &str| {
+        let v = of(var);
+        if let Some(v) = &v {
+            if !PUBLIC_VARS.contains(&var) {
+                expanded
+                    .borrow_mut()
+                    .push((v.clone(), format!("${{{var}}}")));
+            }
+        }
+        v
+    };
+    let noted_values = |var: &str| noting(lookup, var);
+    let noted_paths = |var: &str| noting(path_lookup, var);
+    let lookup: &dyn Fn(&str) -> Option<String> = &noted_values;
+    let path_lookup: &dyn Fn(&str) -> Option<String> = &noted_paths;
+    let spec = build_spec(
+        name,
+        raw,
+        shown,
+        base,
+        lookup,
+        path_lookup,
+        defaults,
+        secrets,
+    )?;
+    for (v, written) in expanded.into_inner() {
+        keep_secret(secrets, &v);
+        if worth_hiding(&v) && !expansions.iter().any(|(have, _)| *have == v) {
+            expansions.push((v, written));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    secrets.retain(|s| seen.insert(s.clone()));
+    Ok(spec)
+}
+
+/// Adds `value`'s [`secret_parts`] (itself, a scheme-prefixed header's token) to `secrets`.
+fn keep_secret(secrets: &mut Vec<String>, value: &str) {
+    secrets.extend(secret_parts(value).into_iter().map(str::to_owned));
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_spec(
+    name: &str,
+    raw: RawServer,
+    shown: &str,
+    base: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    path_lookup: &dyn Fn(&str) -> Option<String>,
+    defaults: &EntryDefaults,
+    secrets: &mut Vec<String>,
+) -> Result<ServerSpec, ConfigError> {
     // Every error of this entry names the file, the server and the field.
     let fail = |field: &str, message: String| ConfigError::Expand {
         path: shown.to_owned(),
@@ -136,9 +206,7 @@ pub(super) fn build(
             let mut env = Vec::new();
             for (k, v) in &raw.env.0 {
                 let v = x(&format!("env.{k}"), v)?;
-                if v.len() >= 4 {
-                    secrets.push(v.clone());
-                }
+                keep_secret(secrets, &v);
                 env.push((k.clone(), v));
             }
             if let Some(file) = &raw.env_file {
@@ -150,9 +218,7 @@ pub(super) fn build(
                     if env.iter().any(|(have, _)| *have == k) {
                         continue;
                     }
-                    if v.len() >= 4 {
-                        secrets.push(v.clone());
-                    }
+                    keep_secret(secrets, &v);
                     env.push((k, v));
                 }
             }
@@ -175,9 +241,7 @@ pub(super) fn build(
             let mut headers = Vec::new();
             for (k, v) in &raw.headers {
                 let v = x(&format!("headers.{k}"), v)?;
-                if v.len() >= 4 {
-                    secrets.push(v.clone());
-                }
+                keep_secret(secrets, &v);
                 headers.push((k.clone(), v));
             }
             TransportSpec::Http {
@@ -216,7 +280,7 @@ pub(super) fn build(
                 allow_origins: o.map(|o| o.allow_origins.clone()).unwrap_or_default(),
             };
             if let Some(s) = &config.client_secret {
-                secrets.push(s.clone());
+                keep_secret(secrets, s);
             }
             Some(OAuthSpec::new(config, defaults.oauth_store.clone()))
         }

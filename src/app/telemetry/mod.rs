@@ -3,7 +3,20 @@
 //! Off by default: then nothing starts and every span is inert.
 
 pub use harness9_actors::telemetry::export::{start, Plan, Telemetry, FLUSH_BOUND};
-pub use harness9_actors::telemetry::redact_also;
+pub use harness9_actors::telemetry::{redact_also, written_form};
+
+/// Registers `config`'s secrets and `${VAR}` values with the process's one registry: every
+/// span, trace record and log line is cleaned of them, every printed URL, command and error
+/// names the variables instead (`written_form`).
+pub fn register(config: &crate::config::Config) {
+    redact_also(config.secrets.iter().map(String::as_str));
+    harness9_actors::telemetry::written_also(
+        config
+            .expansions
+            .iter()
+            .map(|(v, w)| (v.as_str(), w.as_str())),
+    );
+}
 
 use harness9_agent::model::settings::TelemetrySettings;
 

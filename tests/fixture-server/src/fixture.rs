@@ -46,7 +46,7 @@ fn usage() -> ! {
     eprintln!(
         "usage: fixture-server [--tools N] [--page-size P] [--pad-bytes B] [--crash-after N] [--no-init] \
          [--garbage] [--slow-ms MS] [--exit-at-once] [--ignore-eof] [--ignore-sigterm] \
-         [--list-changed-after N] [--stderr-lines N] [--server-requests] [--log-messages] \
+         [--list-changed-after N] [--stderr-lines N] [--stderr-text TEXT] [--server-requests] [--log-messages] \
          [--record FILE] [--protocol V] [--flood] [--cycle-cursors] [--cycle-cursors-later] \
          [--bad-schemas] [--exit-on-unknown] [--daemonize PIDFILE] [--big-messages-on-call BYTES] \
          [--ticking-resource] [--url-elicitation] [--blob-resource BYTES] [--discover-never] \
@@ -84,6 +84,7 @@ fn parse() -> Opts {
                     eprintln!("stderr line {i}");
                 }
             }
+            "--stderr-text" => eprintln!("{}", args.next().unwrap_or_else(|| usage())),
             "--server-requests" => o.server_requests = true,
             "--log-messages" => o.log_messages = true,
             "--ticking-resource" => o.ticking = true,

@@ -345,6 +345,19 @@ impl McpServer {
         }));
     }
 
+    /// A line given up for the read budget: its call (id sniffed) fails naming the budget.
+    pub(super) fn on_over_budget(&mut self, prefix: Bytes) {
+        let id = sniff_id(&prefix);
+        let error = crate::server::transport::budget::over_budget(&self.name);
+        tracing::warn!(target: "mcp", server = %self.name, id = ?id, "{error}");
+        if let Some(RequestId::Number(n)) = id {
+            if let Some(p) = self.pending.remove(&n) {
+                self.progress.remove(&n);
+                p.settle(Err(ReplyError::Transport(error)));
+            }
+        }
+    }
+
     pub(super) fn on_too_long(&mut self, prefix: Bytes, max: usize) {
         let id = sniff_id(&prefix);
         tracing::warn!(target: "mcp", server = %self.name, id = ?id, max, "discarded a message over the maximum message size");

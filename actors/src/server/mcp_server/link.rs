@@ -41,6 +41,7 @@ impl McpServer {
         match ev {
             TransportEvent::Message(line) => self.on_line(line, ctx),
             TransportEvent::TooLong { prefix, max } => self.on_too_long(prefix, max),
+            TransportEvent::OverBudget { prefix } => self.on_over_budget(prefix),
             TransportEvent::ReadFailed(e) => {
                 tracing::debug!(target: "mcp", server = %self.name, "stdout read error: {e}")
             }

@@ -49,7 +49,8 @@ use tokio::sync::{mpsc, Mutex, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Events, HttpStatus, Opened, Outgoing, Transport, TransportEvent, TransportFailed, WRITE_QUEUE,
+    budget, Events, HttpStatus, Opened, Outgoing, Transport, TransportEvent, TransportFailed,
+    WRITE_QUEUE,
 };
 use crate::net::{install_crypto, snippet};
 use crate::protocol::jsonrpc::{self, Incoming, RequestId};
@@ -113,9 +114,13 @@ struct Failure {
     auth: Option<AuthNeeded>,
 }
 
+/// A failure; its text as it may be shown (`telemetry::written_form`): a URL that carries a
+/// `${VAR}` value (`?key=...`) names the variable, in the status, the error a call gets and the
+/// log.
 fn fail(error: impl Into<String>, fatal: bool) -> Failure {
+    let error: String = error.into();
     Failure {
-        error: error.into(),
+        error: crate::telemetry::written_form(&error).into_owned(),
         fatal,
         reissue: false,
         needs_login: false,
@@ -471,15 +476,7 @@ impl Conn {
             return self.clone().pump_reply(resp, id, is_init).await;
         }
         if ctype.starts_with("application/json") {
-            let body = resp.body().limit(self.target.max).await.map_err(|e| {
-                fail(
-                    format!(
-                        "reading the reply failed: {e} (maximum message size {} bytes)",
-                        self.target.max
-                    ),
-                    false,
-                )
-            })?;
+            let body = self.read_body(resp).await?;
             if !body.is_empty() {
                 self.deliver(body, is_init).await;
             }
@@ -498,6 +495,50 @@ impl Conn {
             ),
             false,
         ))
+    }
+
+    /// A JSON reply's body, at most `maxMessageBytes`, its bytes held against the read budget
+    /// as they arrive (`budget.rs`) and until the reply is parsed.
+    async fn read_body<S>(&self, mut resp: awc::ClientResponse<S>) -> Result<Bytes, Failure>
+    where
+        S: futures_util::Stream<Item = Result<Bytes, awc::error::PayloadError>> + Unpin,
+    {
+        let max = self.target.max;
+        let too_big = |e: &dyn std::fmt::Display| {
+            fail(
+                format!("reading the reply failed: {e} (maximum message size {max} bytes)"),
+                false,
+            )
+        };
+        let mut lease = budget::Lease::new();
+        let mut buf = bytes::BytesMut::new();
+        if let Some(n) = resp
+            .headers()
+            .get(awc::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok())
+        {
+            if n > max {
+                return Err(too_big(&"payload reached size limit"));
+            }
+            lease
+                .hold(n)
+                .map_err(|()| fail(budget::over_budget(&self.target.name), false))?;
+            buf.reserve(n);
+        }
+        while let Some(chunk) = resp.next().await {
+            let chunk = chunk.map_err(|e| too_big(&e))?;
+            if buf.len() + chunk.len() > max {
+                return Err(too_big(&"payload reached size limit"));
+            }
+            buf.reserve(chunk.len());
+            // What the buffer takes in memory: its capacity, which grows by doubling.
+            lease
+                .hold(buf.capacity())
+                .map_err(|()| fail(budget::over_budget(&self.target.name), false))?;
+            buf.extend_from_slice(&chunk);
+        }
+        Ok(budget::leased(buf.freeze(), lease))
     }
 
     /// Reads an SSE reply to one POST. A handshake-era stream that ends before the reply but
@@ -575,11 +616,16 @@ impl Conn {
         S: futures_util::Stream<Item = Result<Bytes, awc::error::PayloadError>> + Unpin,
     {
         let mut answered = false;
+        // The event being read holds its bytes against the read budget (`budget.rs`).
+        let mut lease = budget::Lease::new();
         while let Some(chunk) = resp.next().await {
             let chunk = chunk.map_err(|e| fail(format!("the SSE reply broke off: {e}"), false))?;
             let events = parser
                 .feed(&chunk)
                 .map_err(|e| fail(e.to_string(), false))?;
+            lease
+                .hold(parser.buffered())
+                .map_err(|()| fail(budget::over_budget(&self.target.name), false))?;
             for ev in events {
                 if !(ev.event.is_empty() || ev.event == "message") || ev.data.trim().is_empty() {
                     continue;
@@ -594,7 +640,8 @@ impl Conn {
                 {
                     answered |= want == got;
                 }
-                self.deliver(Bytes::from(ev.data), is_init).await;
+                let data = budget::leased(Bytes::from(ev.data), budget::Lease::new());
+                self.deliver(data, is_init).await;
             }
             if answered {
                 // Servers close the stream after the response; reading to its end (bounded)

@@ -6,6 +6,7 @@
 //! HTTP+SSE fallback) are its two implementations of [`Transport`]; another one (HTTP over
 //! stdio, a named pipe) is one more file and one arm in [`open`].
 
+pub(crate) mod budget;
 pub(super) mod http;
 pub(super) mod stdio;
 
@@ -20,7 +21,7 @@ use tokio_util::codec::FramedRead;
 
 use super::mcp_server::McpServer;
 use super::sandbox::Scratch;
-use crate::protocol::codec::{Frame, NdjsonCodec};
+use crate::protocol::codec::{Frame, NdjsonCodec, PREFIX_BYTES};
 use crate::spec::{ServerSpec, TransportSpec};
 
 /// Messages waiting to be written to a server (stdin, or the HTTP task). When the queue is full
@@ -65,6 +66,9 @@ pub(in crate::server) enum TransportEvent {
     Message(Bytes),
     /// A message over the maximum message size, discarded: its start (to find its id).
     TooLong { prefix: Bytes, max: usize },
+    /// A line given up because the replies being read at once went over the read budget
+    /// (`budget.rs`): its first bytes (for its id).
+    OverBudget { prefix: Bytes },
     /// Reading from the server failed (the stream goes on or ends on its own).
     ReadFailed(io::Error),
     /// A request could not be completed, or (`fatal`) the connection is gone.
@@ -199,6 +203,7 @@ pub(in crate::server) fn read_lines<R: AsyncRead + Unpin>(r: R, max: usize) -> L
             64 * 1024,
         )),
         log: false,
+        lease: budget::Lease::new(),
     }
 }
 
@@ -208,6 +213,7 @@ pub(in crate::server) fn read_log<R: AsyncRead + Unpin>(r: R, max: usize) -> Lin
     Lines {
         frames: Some(FramedRead::new(r, NdjsonCodec::new(max))),
         log: true,
+        lease: budget::Lease::new(),
     }
 }
 
@@ -218,6 +224,8 @@ pub(in crate::server) struct Lines<R> {
     frames: Option<FramedRead<R, NdjsonCodec>>,
     /// The server's log (`Log` lines), not its messages.
     log: bool,
+    /// The line being read: its bytes held against the read budget (messages only).
+    lease: budget::Lease,
 }
 
 impl<R: AsyncRead + Unpin> Stream for Lines<R> {
@@ -233,8 +241,29 @@ impl<R: AsyncRead + Unpin> Stream for Lines<R> {
             let Some(frames) = this.frames.as_mut() else {
                 return Poll::Ready(None);
             };
-            let ev = match (futures_util::ready!(frames.poll_next_unpin(cx)), this.log) {
-                (Some(Ok(Frame::Line(line))), false) => TransportEvent::Message(line),
+            let polled = frames.poll_next_unpin(cx);
+            if !this.log {
+                // What the read buffer takes for a line not yet complete counts against the
+                // budget (its capacity: it grows by doubling, and a line split from it keeps
+                // the allocation); a line over it is given up (its call fails naming it).
+                let buf = frames.read_buffer();
+                let pending = if buf.is_empty() { 0 } else { buf.capacity() };
+                if matches!(polled, Poll::Pending) && this.lease.hold(pending).is_err() {
+                    // At `Pending` the buffer holds only the line being read.
+                    let buf = frames.read_buffer_mut();
+                    let prefix = Bytes::copy_from_slice(&buf[..PREFIX_BYTES.min(buf.len())]);
+                    buf.clear();
+                    frames.decoder_mut().discard_line();
+                    let _ = this.lease.hold(0);
+                    return Poll::Ready(Some(TransportEvent::OverBudget { prefix }));
+                }
+            }
+            let ev = match (futures_util::ready!(polled), this.log) {
+                (Some(Ok(Frame::Line(line))), false) => {
+                    // The line keeps its share until it is parsed and handed over.
+                    let lease = std::mem::replace(&mut this.lease, budget::Lease::new());
+                    TransportEvent::Message(budget::leased(line, lease))
+                }
                 (Some(Ok(Frame::TooLong { prefix, max })), false) => {
                     TransportEvent::TooLong { prefix, max }
                 }

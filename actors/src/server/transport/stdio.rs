@@ -137,6 +137,9 @@ pub(in crate::server) fn spawn(spec: &ServerSpec) -> Result<Spawned, String> {
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
     let spawned = cmd.spawn();
     drop(sandbox);
+    // What an error shows of the command: its written form (a `${VAR}` value in a path is
+    // named, not printed).
+    let command = crate::telemetry::written_form(command);
     let mut child = spawned.map_err(|e| match &spec.sandbox {
         Some(_) => format!("spawn {command} in its sandbox: {}", plain_io_error(&e)),
         None => format!("spawn {command}: {}", plain_io_error(&e)),

@@ -46,6 +46,9 @@ impl Auth {
     pub(crate) fn new(spec: OAuthSpec, url: &str) -> Self {
         // A stored token that cannot go in a header is no token: the server needs a login.
         let grant = spec.store.load(url).filter(usable);
+        if let Some(g) = &grant {
+            remember(g);
+        }
         Self {
             spec,
             grant: RefCell::new(grant),
@@ -73,17 +76,27 @@ impl Auth {
             && !stored.expiring(0);
         drop(held);
         if newer {
+            remember(&stored);
             *self.grant.borrow_mut() = Some(stored);
         }
         newer
     }
 
     fn set(&self, url: &str, grant: Grant) {
+        remember(&grant);
         if let Err(e) = self.spec.store.save(url, &grant) {
             tracing::warn!(target: "mcp", "cannot save the OAuth grant: {e}");
         }
         *self.grant.borrow_mut() = Some(grant);
     }
+}
+
+/// A grant's tokens join the session's secrets: a server that quotes one in an error is
+/// cleaned out of spans, the trace file and the logs.
+fn remember(g: &Grant) {
+    crate::telemetry::redact_also(
+        std::iter::once(g.access_token.as_str()).chain(g.refresh_token.as_deref()),
+    );
 }
 
 /// Whether a grant's tokens can be sent ([`parse::access_token_problem`]).
