@@ -268,7 +268,12 @@ impl Session {
         if start.builtins {
             // What harness9 later runs unsandboxed is not the shell's to write.
             let protected = crate::trust::protected(opts.protected_sources(&root));
-            runtime.install_builtins(&root, opts.runtime.shell, Some(protected), start.policy.clone());
+            runtime.install_builtins(
+                &root,
+                opts.runtime.shell,
+                Some(protected),
+                start.policy.clone(),
+            );
         }
         let watcher = start.watch.then(|| {
             ConfigWatcher::new(

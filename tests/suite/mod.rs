@@ -30,5 +30,5 @@ mod tool_cache;
 mod trust;
 mod tui;
 mod tui_asks;
-mod untrusted;
 mod tui_rules;
+mod untrusted;

@@ -652,7 +652,22 @@ pub fn unmatched(rules: &[Rule], builtins: &[&str], servers: &[&str]) -> Vec<Str
             Kind::Ask => "asks about nothing",
             Kind::Allow => "allows nothing",
         };
-        let why = if pattern::claude_code_name(&p.tool) == Some(None) {
+        // Written with the sanitized name a server's tools are registered under: say the one
+        // spelling that names it.
+        let sanitized = servers.iter().find(|s| {
+            let registered = harness9_actors::naming::server_prefix(s);
+            **s != registered
+                .trim_start_matches("mcp__")
+                .trim_end_matches("__")
+                && p.tool.starts_with(&registered)
+        });
+        let why = if let Some(s) = sanitized {
+            let registered = harness9_actors::naming::server_prefix(s);
+            format!(
+                "a rule names a server as its config writes it: write \"mcp__{s}__{}\" for server \"{s}\" (its tools are registered as {registered}...)",
+                &p.tool[registered.len()..]
+            )
+        } else if pattern::claude_code_name(&p.tool) == Some(None) {
             format!(
                 "harness9 has no {} tool (a Claude Code tool); what reaches it here goes through bash or an MCP server: rule on those",
                 p.tool
@@ -686,7 +701,8 @@ fn names_server(p: &Pattern, server: &str) -> bool {
     if p.server().is_some() {
         return p.names("", Some(server));
     }
-    let prefix = harness9_actors::naming::server_prefix(server);
+    // The server as rules spell it: its configured name, never the sanitized one.
+    let prefix = format!("mcp__{server}__");
     match p.tool.find('*') {
         Some(star) => {
             let lit = &p.tool[..star];

@@ -866,6 +866,20 @@ fn rules_that_match_nothing_are_named() {
         unmatched(&list, &builtins, &["git", "brave", "github"]).len(),
         2
     );
+    // A rule written with the sanitized name of `brave-search` names no server: it says the
+    // spelling that does.
+    let sanitized = rules(&[
+        (Deny, "mcp__brave_search__*"),
+        (Deny, "mcp__brave-search__*"),
+    ]);
+    let w = unmatched(&sanitized, &builtins, &["brave-search"]);
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert!(
+        w[0].contains("deny rule \"mcp__brave_search__*\" denies nothing")
+            && w[0].contains("write \"mcp__brave-search__*\" for server \"brave-search\""),
+        "{}",
+        w[0]
+    );
     // Flags are named as the flag.
     let flag = parse_flag("mcp__web", Deny, "--disallowed-tools").unwrap();
     assert!(unmatched(&flag, &builtins, &[])[0]

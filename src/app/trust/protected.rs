@@ -204,12 +204,12 @@ mod tests {
         assert_eq!(got.len(), want.len(), "{got:?}");
         // The provider caches by the config files' generation, and sees a change.
         let provider = protected(sources);
-        assert_eq!(provider.paths().len(), want.len());
+        assert_eq!(provider.get().len(), want.len());
         std::fs::write(root.join("server.py"), "").unwrap();
         let config = serde_json::json!({"mcpServers": {
             "py": {"command": "python3", "args": ["server.py"], "cwd": cwd}}});
         write(".mcp.json", &format!("{config}\n"));
-        assert!(provider.paths().contains(&root.join("server.py")));
+        assert!(provider.get().contains(&root.join("server.py")));
         std::fs::remove_dir_all(&base).unwrap();
     }
 }
