@@ -29,7 +29,7 @@ pub mod trace;
 pub use error::CallError;
 pub use registry::ToolRegistry;
 pub use server::McpServer;
-pub use spec::{Hold, RestartPolicy, Roots, SandboxSpec, ServerSpec, TransportSpec};
+pub use spec::{Hold, Pinned, RestartPolicy, Roots, SandboxSpec, ServerSpec, TransportSpec};
 pub use supervisor::ServerSupervisor;
 
 /// Mailbox capacity of the runtime's actors: `send` waits only past this many queued messages.

@@ -1,6 +1,6 @@
 //! What the runtime needs to know to run one server: built by the config loader, read by actors.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
@@ -195,6 +195,92 @@ pub struct ServerSpec {
     /// `start`: how the server starts when its tool list is cached (`None`: the session's
     /// default, `[mcp] start`).
     pub start: Option<crate::tool_cache::StartMode>,
+    /// The repository's files this server runs (its program, the scripts its arguments name)
+    /// with the content its approval vouched for: checked before every start, restarts
+    /// included, so a file rewritten since (by anything) never runs unasked.
+    pub pinned: Vec<Pinned>,
+}
+
+/// What a content fingerprint reads of one file at most: past it, the length stands in for
+/// the rest (a repository's 10 GB file does not stall a start).
+pub const MAX_HASHED_BYTES: u64 = 256 << 20;
+
+/// A file a server runs, with the content its approval covered ([`ServerSpec::pinned`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pinned {
+    /// The file as the spawn names it (a `node_modules/.bin` link, `./run.sh`).
+    pub named: PathBuf,
+    /// The file it resolved to, canonical.
+    pub path: PathBuf,
+    /// Its [`content_hash`] when approved.
+    pub content: String,
+}
+
+impl Pinned {
+    /// The file `named`, resolved to `path`, as it is now.
+    pub fn of(named: &Path, path: &Path) -> std::io::Result<Pinned> {
+        Ok(Pinned {
+            named: named.to_path_buf(),
+            path: path.to_path_buf(),
+            content: content_hash(path)?,
+        })
+    }
+
+    /// Whether the file still resolves where it did and holds what server `server`'s approval
+    /// covered; the error names the file and what to do.
+    pub fn check(&self, server: &str) -> Result<(), String> {
+        let now = std::fs::canonicalize(&self.named).ok();
+        if now.as_deref() != Some(self.path.as_path()) {
+            return Err(format!(
+                "{} leads elsewhere than when server \"{server}\" was approved ({}), so it is not started; look at the change, then approve it again: harness9 mcp approve {server} (with the same --config if it comes from one)",
+                self.named.display(),
+                self.path.display()
+            ));
+        }
+        match content_hash(&self.path) {
+            Ok(now) if now == self.content => Ok(()),
+            Ok(_) => Err(format!(
+                "{} changed since server \"{server}\" was approved, so it is not started; look at the change, then approve it again: harness9 mcp approve {server} (with the same --config if it comes from one)",
+                self.path.display()
+            )),
+            Err(e) => Err(format!(
+                "{} (run by server \"{server}\", approved with its content) cannot be read, so it is not started: {}",
+                self.path.display(),
+                harness9_platform::plain_io_error(&e)
+            )),
+        }
+    }
+}
+
+/// `sha256:<hex>` of the file at `path` (its first [`MAX_HASHED_BYTES`], then `+<length>`
+/// when it is longer).
+pub fn content_hash(path: &Path) -> std::io::Result<String> {
+    use sha2::{Digest as _, Sha256};
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut left = MAX_HASHED_BYTES;
+    while left > 0 {
+        let want = buf.len().min(usize::try_from(left).unwrap_or(buf.len()));
+        let n = file.read(&mut buf[..want])?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        left -= n as u64;
+    }
+    let hex: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(if len > MAX_HASHED_BYTES {
+        format!("sha256:{hex}+{len}")
+    } else {
+        format!("sha256:{hex}")
+    })
 }
 
 /// The log levels of the spec, least severe first.
@@ -275,6 +361,7 @@ impl ServerSpec {
             shown: None,
             approval: None,
             start: None,
+            pinned: Vec::new(),
         }
     }
 
@@ -386,5 +473,47 @@ mod tests {
         assert!(!s.tool_enabled("a"));
         s.enabled_tools = Some(vec!["b".into()]);
         assert!(s.tool_enabled("b") && !s.tool_enabled("c"));
+    }
+}
+
+#[cfg(test)]
+mod pin_tests {
+    use super::*;
+
+    #[test]
+    fn a_pin_holds_while_the_file_and_where_it_leads_stay_as_approved() {
+        let dir = std::env::temp_dir().join(format!("h9-pinned-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b, link) = (dir.join("a.sh"), dir.join("b.sh"), dir.join("cli"));
+        std::fs::write(&a, "echo a").unwrap();
+        std::fs::write(&b, "echo b").unwrap();
+        harness9_platform::fs::symlink(&a, &link).unwrap();
+        let real = std::fs::canonicalize(&link).unwrap();
+        let pin = Pinned::of(&link, &real).unwrap();
+        assert_eq!(pin.check("s"), Ok(()));
+        // Re-pointed: the same content elsewhere is not what was approved either.
+        std::fs::remove_file(&link).unwrap();
+        harness9_platform::fs::symlink(&b, &link).unwrap();
+        let e = pin.check("s").unwrap_err();
+        assert!(
+            e.contains("leads elsewhere than when server \"s\" was approved"),
+            "{e}"
+        );
+        std::fs::remove_file(&link).unwrap();
+        harness9_platform::fs::symlink(&a, &link).unwrap();
+        assert_eq!(pin.check("s"), Ok(()));
+        // Rewritten.
+        std::fs::write(&a, "echo evil").unwrap();
+        let e = pin.check("s").unwrap_err();
+        assert!(
+            e.contains("changed since server \"s\" was approved, so it is not started"),
+            "{e}"
+        );
+        assert!(e.contains("harness9 mcp approve s"), "{e}");
+        // Gone.
+        std::fs::remove_file(&a).unwrap();
+        assert!(pin.check("s").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -767,3 +767,68 @@ fn a_stuck_subscriber_never_stalls_the_runtime_and_gets_the_latest_status() {
         shutdown(rt, &[]).await;
     });
 }
+
+/// Issue 32, point 3, past the approval: a server's pinned script (what its approval vouched
+/// for) is checked again before every start, a restart after a crash included: rewritten while
+/// the server ran, the restart does not run it and the status says which file changed. The
+/// control: the same server, its script untouched, restarts and answers.
+#[test]
+fn a_pinned_script_rewritten_while_its_server_runs_is_not_run_by_the_restart() {
+    let dir = temp_path("pinned-restart");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("run.sh");
+    let rewritten = dir.join("REWRITTEN_RAN");
+    let body = format!("exec '{}' --crash-after 1\n", fixture_bin().display());
+    let spec_for = |name: &str, script: &std::path::Path| {
+        std::fs::write(script, &body).unwrap();
+        let mut spec =
+            harness9_actors::ServerSpec::stdio(name, "sh", vec![script.display().to_string()]);
+        spec.shutdown_grace = Duration::from_millis(300);
+        let real = std::fs::canonicalize(script).unwrap();
+        spec.pinned = vec![harness9_actors::Pinned::of(script, &real).unwrap()];
+        spec
+    };
+    let control_script = dir.join("control.sh");
+    let specs = vec![spec_for("c", &script), spec_for("ok", &control_script)];
+    run(T, || async move {
+        let rt = start(specs, fast_policy());
+        connected(&rt, "c", CONNECT).await;
+        connected(&rt, "ok", CONNECT).await;
+        // Rewritten while it runs (as anything that may write the project could).
+        std::fs::write(
+            &script,
+            format!(
+                ": > '{}'\nexec '{}'\n",
+                rewritten.display(),
+                fixture_bin().display()
+            ),
+        )
+        .unwrap();
+        let err = echo(&rt, "c", "x").await.unwrap_err();
+        assert!(err.to_string().contains("exited with status 1"), "{err}");
+        let st = wait_for(&rt, "c", CONNECT, |s| match s {
+            ServerStatus::Restarting { last_error, .. } => last_error.contains("changed since"),
+            ServerStatus::Failed { error, .. } => error.contains("changed since"),
+            _ => false,
+        })
+        .await;
+        let said = format!("{st:?}");
+        assert!(
+            said.contains(&format!(
+                "{} changed since server \\\"c\\\" was approved, so it is not started",
+                script.display()
+            )) && said.contains("harness9 mcp approve c"),
+            "{said}"
+        );
+        assert!(!rewritten.exists(), "the rewritten script ran: {said}");
+        // The control restarts as before: its new process takes the next call (and crashes
+        // on it, as its script says).
+        let err = echo(&rt, "ok", "x").await.unwrap_err();
+        assert!(err.to_string().contains("exited with status 1"), "{err}");
+        connected(&rt, "ok", CONNECT).await;
+        let err = echo(&rt, "ok", "y").await.unwrap_err();
+        assert!(err.to_string().contains("exited with status 1"), "{err}");
+        shutdown(rt, &[]).await;
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}

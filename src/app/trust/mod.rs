@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use harness9_actors::spec::shell_quote;
-use harness9_actors::{Hold, ServerSpec, TransportSpec};
+use harness9_actors::{Hold, Pinned, ServerSpec, TransportSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -80,20 +80,24 @@ pub fn resolved_cwd(cwd: Option<&Path>) -> PathBuf {
 /// relative to `cwd`, a bare name looked up in `PATH` (the entry's own `PATH` when its env
 /// sets one, as the spawn does); `None` when nothing executable is found.
 pub fn resolved_program(command: &str, env: &[(String, String)], cwd: &Path) -> Option<PathBuf> {
+    found_program(command, env, cwd).and_then(|p| std::fs::canonicalize(p).ok())
+}
+
+/// [`resolved_program`] as found, before its links are resolved (a `node_modules/.bin`
+/// entry as the spawn names it).
+pub fn found_program(command: &str, env: &[(String, String)], cwd: &Path) -> Option<PathBuf> {
     let executable =
         |p: &Path| std::fs::metadata(p).is_ok_and(|m| harness9_platform::fs::is_executable(&m));
     if command.is_empty() {
         return None;
     }
     if command.contains('/') {
-        let p = cwd.join(command);
-        return std::fs::canonicalize(&p).ok();
+        return Some(cwd.join(command));
     }
     let path = entry_path(env).unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| cwd.join(dir).join(command))
         .find(|p| executable(p))
-        .and_then(|p| std::fs::canonicalize(p).ok())
 }
 
 /// The `PATH` a stdio server's command is looked up in: its entry's own when its env sets one
@@ -105,10 +109,6 @@ pub fn entry_path(env: &[(String, String)]) -> Option<std::ffi::OsString> {
         .map(|(_, v)| std::ffi::OsString::from(v))
         .or_else(|| std::env::var_os("PATH"))
 }
-
-/// What a content fingerprint reads of one file at most: past it, the length stands in for
-/// the rest (a repository's 10 GB file does not stall a start).
-const MAX_HASHED_BYTES: u64 = 256 << 20;
 
 /// The directory a project config's repository controls: the repository root (the nearest
 /// directory holding `.git` above the config) or else the config's own directory
@@ -137,7 +137,20 @@ fn repository_of(dir: &Path) -> PathBuf {
 /// `cwd`; canonical (a symlink, such as a `node_modules/.bin` entry, by the file it resolves
 /// to), each once.
 pub fn files_in(root: &Path, program: Option<&Path>, args: &[String], cwd: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Vec::new();
+    named_files_in(root, program, args, cwd)
+        .into_iter()
+        .map(|(_, real)| real)
+        .collect()
+}
+
+/// [`files_in`], each file as the spawn names it and as it resolves.
+fn named_files_in(
+    root: &Path,
+    program: Option<&Path>,
+    args: &[String],
+    cwd: &Path,
+) -> Vec<(PathBuf, PathBuf)> {
+    let mut out: Vec<(PathBuf, PathBuf)> = Vec::new();
     let named = args.iter().flat_map(|a| {
         let value = a
             .strip_prefix('-')
@@ -153,8 +166,8 @@ pub fn files_in(root: &Path, program: Option<&Path>, args: &[String], cwd: &Path
         let Ok(real) = std::fs::canonicalize(&p) else {
             continue;
         };
-        if real.starts_with(root) && real.is_file() && !out.contains(&real) {
-            out.push(real);
+        if real.starts_with(root) && real.is_file() && !out.iter().any(|(_, r)| *r == real) {
+            out.push((p, real));
         }
     }
     out
@@ -175,61 +188,43 @@ pub fn project_roots(config_path: &Path) -> Vec<PathBuf> {
     roots
 }
 
-/// [`files_in`] (under any of `roots`) with each file's content hash: what an approval of a
-/// project server also vouches for, so a script rewritten after it is approved again before
-/// it runs.
+/// [`files_in`] (under any of `roots`), each with its content: what an approval of a project
+/// server also vouches for, so a script rewritten after it is approved again before it runs
+/// (and, pinned in the spec, checked again before every start). A file that cannot be read is
+/// left out of the pins and named in the fingerprint as unreadable.
 fn repository_files(
     roots: &[PathBuf],
     program: Option<&Path>,
     args: &[String],
     cwd: &Path,
-) -> Vec<serde_json::Value> {
-    let mut files: Vec<PathBuf> = Vec::new();
+) -> (Vec<serde_json::Value>, Vec<Pinned>) {
+    let mut files: Vec<(PathBuf, PathBuf)> = Vec::new();
     for root in roots {
-        for f in files_in(root, program, args, cwd) {
-            if !files.contains(&f) {
-                files.push(f);
+        for (named, real) in named_files_in(root, program, args, cwd) {
+            if !files.iter().any(|(_, r)| *r == real) {
+                files.push((named, real));
             }
         }
     }
-    files
+    let mut pins = Vec::new();
+    let shown = files
         .into_iter()
-        .map(|p| {
-            let hash = content_hash(&p).unwrap_or_else(|e| format!("unreadable: {e}"));
+        .map(|(named, p)| {
+            let hash = match Pinned::of(&named, &p) {
+                Ok(pin) => {
+                    let h = pin.content.clone();
+                    pins.push(pin);
+                    h
+                }
+                Err(e) => format!("unreadable: {e}"),
+            };
             json!({"path": p.display().to_string(), "content": hash})
         })
-        .collect()
+        .collect();
+    (shown, pins)
 }
 
-/// `sha256:<hex>` of the file at `path` (its first [`MAX_HASHED_BYTES`], then `+<length>`
-/// when it is longer).
-pub fn content_hash(path: &Path) -> std::io::Result<String> {
-    use std::io::Read as _;
-    let mut file = std::fs::File::open(path)?;
-    let len = file.metadata()?.len();
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 << 10];
-    let mut left = MAX_HASHED_BYTES;
-    while left > 0 {
-        let want = buf.len().min(usize::try_from(left).unwrap_or(buf.len()));
-        let n = file.read(&mut buf[..want])?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        left -= n as u64;
-    }
-    let hex: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    Ok(if len > MAX_HASHED_BYTES {
-        format!("sha256:{hex}+{len}")
-    } else {
-        format!("sha256:{hex}")
-    })
-}
+pub use harness9_actors::spec::content_hash;
 
 /// `sha256:<hex>` of what an approval covers for `spec` of `config`: everything the file
 /// controls that reaches a process or the network, and where it will run. That is the entry
@@ -240,7 +235,14 @@ pub fn content_hash(path: &Path) -> std::io::Result<String> {
 /// they are inside the repository ([`repository_root`], [`files_in`]), and the sandbox. The user's own values (`${VAR}` from the environment, input
 /// values) are not part of it: they are the user's, not the repository's.
 pub fn fingerprint(config: &Config, spec: &ServerSpec) -> String {
+    fingerprint_pinned(config, spec).0
+}
+
+/// [`fingerprint`] with the files whose content it covers, read once: the pins an approved
+/// spec carries are exactly what the approval vouched for.
+fn fingerprint_pinned(config: &Config, spec: &ServerSpec) -> (String, Vec<Pinned>) {
     let written = config.written(&spec.name);
+    let mut pins = Vec::new();
     // The facts from the spec when it built, else from the written form (held as invalid,
     // e.g. an input without a value yet).
     let transport = match (&spec.hold, written.and_then(|w| w.transport.as_ref())) {
@@ -257,8 +259,10 @@ pub fn fingerprint(config: &Config, spec: &ServerSpec) -> String {
                 TransportSpec::Stdio { args, .. } => args.as_slice(),
                 _ => &[],
             };
-            let content =
-                repository_files(&project_roots(&config.path), program.as_deref(), args, &dir);
+            let found = found_program(command, env, &dir);
+            let (content, pinned) =
+                repository_files(&project_roots(&config.path), found.as_deref(), args, &dir);
+            pins = pinned;
             let mut facts = json!({"cwd": dir.display().to_string(),
                    "program": program.map(|p| p.display().to_string())});
             // Only when there is any: an approval of a server that runs nothing of the
@@ -289,7 +293,7 @@ pub fn fingerprint(config: &Config, spec: &ServerSpec) -> String {
     };
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    (format!("sha256:{hex}"), pins)
 }
 
 /// Whether server `spec` of `config` can be approved: a valid entry, or one held only for a
@@ -488,7 +492,7 @@ pub fn runs_repository_files(config_path: &Path, spec: &ServerSpec) -> bool {
         return false;
     };
     let dir = resolved_cwd(cwd.as_deref());
-    let program = resolved_program(command, env, &dir);
+    let program = found_program(command, env, &dir);
     project_roots(config_path)
         .iter()
         .any(|root| !files_in(root, program.as_deref(), args, &dir).is_empty())
@@ -549,12 +553,19 @@ fn hold_unapproved_of(
         }
         Err(e) => return Err(e),
     };
-    let hashes: Vec<Option<String>> = config
+    let (hashes, mut pins): (Vec<Option<String>>, Vec<Vec<Pinned>>) = config
         .servers
         .iter()
         .zip(select)
-        .map(|(s, on)| (*on && approvable(config, s)).then(|| fingerprint(config, s)))
-        .collect();
+        .map(|(s, on)| {
+            if *on && approvable(config, s) {
+                let (h, p) = fingerprint_pinned(config, s);
+                (Some(h), p)
+            } else {
+                (None, Vec::new())
+            }
+        })
+        .unzip();
     if approve_all {
         let mut fresh = false;
         for (s, hash) in config.servers.iter().zip(&hashes) {
@@ -574,6 +585,8 @@ fn hold_unapproved_of(
     for (i, hash) in hashes.iter().enumerate() {
         let Some(h) = hash else { continue };
         if store.is_approved(&key, &config.servers[i].name, h) {
+            // Checked again before every start of it, restarts included.
+            config.servers[i].pinned = std::mem::take(&mut pins[i]);
             continue;
         }
         let transport = held_transport(config, &config.servers[i]);

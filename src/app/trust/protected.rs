@@ -80,9 +80,18 @@ pub fn list(sources: &Sources) -> Vec<PathBuf> {
             .any(|r| roots.iter().any(|root| r.starts_with(root)))
     };
     let mut out: Vec<PathBuf> = Vec::new();
+    // Each by the file it resolves to: a symlink itself cannot be kept read-only (the shell's
+    // sandbox refuses to run with one listed), and re-pointing one changes what the approval
+    // and the spawn's pins see.
     let mut add = |p: PathBuf| {
-        if p.exists() && inside(&p) && !out.contains(&p) {
-            out.push(p);
+        if !(p.exists() && inside(&p)) {
+            return;
+        }
+        let Ok(real) = std::fs::canonicalize(&p) else {
+            return;
+        };
+        if inside(&real) && !out.contains(&real) {
+            out.push(real);
         }
     };
     let configs: Vec<&PathBuf> = std::iter::once(&sources.config)
@@ -122,7 +131,7 @@ pub fn list(sources: &Sources) -> Vec<PathBuf> {
                     add(found);
                 }
             }
-            let program = resolved_program(command, env, &dir);
+            let program = found_program(command, env, &dir);
             for a in args.iter().filter(|a| !a.is_empty()) {
                 let p = dir.join(a);
                 if p.is_file() {

@@ -99,6 +99,10 @@ pub(in crate::server) fn spawn(spec: &ServerSpec) -> Result<Spawned, String> {
             return Err(format!("cwd {} is not a directory", dir.display()));
         }
     }
+    // What its approval vouched for, as it is now: a script rewritten since does not run.
+    for pin in &spec.pinned {
+        pin.check(&spec.name)?;
+    }
     // Built here, enforced by the child between fork and exec (or by `sandbox-exec` on
     // macOS, which the command then runs); dropped after the spawn.
     let not_applied =
