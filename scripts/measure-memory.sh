@@ -46,7 +46,7 @@ run() {
   (cd "$work" && env -i PATH="$PATH" HOME="$work/home" TMPDIR="$work/tmp" \
     HARNESS9_APPROVALS="$work/approvals.json" HARNESS9_SESSIONS="$work/sessions" \
     HARNESS9_STARTUP_WAIT=60 ANTHROPIC_API_KEY=k ANTHROPIC_BASE_URL="$url" \
-    /usr/bin/time -v "$bin" --approve-project run -p go --json > "$work/$label.out" 2> "$work/$label.err") || true
+    /usr/bin/time -v "$bin" --approve-project run -p go --json --permission-mode bypass > "$work/$label.out" 2> "$work/$label.err") || true
   local rss secs
   rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$work/$label.err")
   secs=$(sed -n 's/.*Elapsed (wall clock) time.*: //p' "$work/$label.err")

@@ -359,7 +359,7 @@ mod tests {
             .unwrap()
         };
         let mut user = parse(
-            r#"{"mcpServers": {"a/b": {"command": "npx"}, "here": {"command": "x", "cwd": "/w"},
+            r#"{"mcpServers": {"a.b": {"command": "npx"}, "here": {"command": "x", "cwd": "/w"},
                 "r": {"command": "y", "roots": ["/r"]}, "h": {"url": "http://127.0.0.1:1/"}}}"#,
             "/home/u/.config/harness9/mcp.json",
         );
@@ -369,7 +369,7 @@ mod tests {
             TransportSpec::Stdio { cwd, .. } => cwd.clone(),
             _ => None,
         };
-        let dir = neutral_dir(&state, "a/b");
+        let dir = neutral_dir(&state, "a.b");
         assert!(
             dir.starts_with(state.join("servers")) && dir.is_dir(),
             "{dir:?}"
