@@ -245,6 +245,18 @@ fn away_from(user: &mut Config, state: &Path, here: &Path) {
 mod tests {
     use super::*;
 
+    /// `text` parsed as the config at `path`, no variable set.
+    fn parse(text: &str, path: &str) -> Config {
+        config::parse(
+            text,
+            path,
+            Path::new("/"),
+            &|_| None,
+            &config::EntryDefaults::in_memory(),
+        )
+        .unwrap()
+    }
+
     #[test]
     fn the_project_config_is_found_up_to_the_repository_root() {
         let root = std::env::temp_dir().join(format!("h9-sources-{}", std::process::id()));
@@ -266,16 +278,6 @@ mod tests {
 
     #[test]
     fn a_name_in_both_files_is_a_clash_and_the_user_file_adds_the_rest() {
-        let parse = |text: &str, path: &str| {
-            config::parse(
-                text,
-                path,
-                Path::new("/"),
-                &|_| None,
-                &config::EntryDefaults::in_memory(),
-            )
-            .unwrap()
-        };
         let project = parse(
             r#"{"mcpServers": {"a": {"command": "p"}, "off": {"command": "x", "disabled": true}, "gone": {"command": "x", "disabled": true}}}"#,
             "/p/.mcp.json",
@@ -348,16 +350,6 @@ mod tests {
 
     #[test]
     fn an_untrusted_project_moves_the_users_servers_without_cwd_and_keeps_their_roots() {
-        let parse = |text: &str, path: &str| {
-            config::parse(
-                text,
-                path,
-                Path::new("/"),
-                &|_| None,
-                &config::EntryDefaults::in_memory(),
-            )
-            .unwrap()
-        };
         let mut user = parse(
             r#"{"mcpServers": {"a.b": {"command": "npx"}, "here": {"command": "x", "cwd": "/w"},
                 "r": {"command": "y", "roots": ["/r"]}, "h": {"url": "http://127.0.0.1:1/"}}}"#,

@@ -113,23 +113,7 @@ fn pointer(file: &Path, prefix: &str, base: &Path) -> Option<PathBuf> {
     if line.is_empty() {
         return None;
     }
-    Some(lexical(&base.join(line)))
-}
-
-/// `path` with its `.` and `..` taken out by name (as git joins a relative pointer).
-fn lexical(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
+    Some(crate::permissions::pattern::normalize(&base.join(line)))
 }
 
 /// A ruleset ready for one `bash` run and its private temp dir (removed when dropped).
@@ -183,7 +167,11 @@ pub(super) fn confine(
     if write_root {
         read_only = git_paths(root);
         let listed = protected.map(ProtectedPaths::get).unwrap_or_default();
-        read_only.extend(listed.into_iter().map(|p| lexical(&root.join(p))));
+        read_only.extend(
+            listed
+                .into_iter()
+                .map(|p| crate::permissions::pattern::normalize(&root.join(p))),
+        );
         let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         let inside = |p: &PathBuf| {
             std::fs::symlink_metadata(p).is_ok()

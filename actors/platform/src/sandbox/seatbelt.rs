@@ -186,14 +186,14 @@ mod tests {
             .join("\n")
     }
 
-    /// The profile's rules that allow `op` (each `(allow ...)` form whose operations name it).
-    fn allows<'a>(p: &'a Profile, op: &str) -> Vec<&'a str> {
+    /// The profile's forms that start with `head` (`(allow `, `(deny `), in order, each to
+    /// where its parentheses balance.
+    fn forms<'a>(p: &'a Profile, head: &str) -> Vec<&'a str> {
         let t = &p.text;
         let mut out = Vec::new();
         let mut from = 0;
-        while let Some(i) = t[from..].find("(allow ") {
+        while let Some(i) = t[from..].find(head) {
             let start = from + i;
-            // The form ends where its parentheses balance.
             let mut depth = 0;
             let mut end = start;
             for (j, c) in t[start..].char_indices() {
@@ -209,14 +209,21 @@ mod tests {
                     _ => {}
                 }
             }
-            let form = &t[start..end];
-            let head = form[7..].split(['(', ')', '\n']).next().unwrap_or("");
-            if head.split_whitespace().any(|o| o == op) {
-                out.push(form);
-            }
+            out.push(&t[start..end]);
             from = end.max(start + 1);
         }
         out
+    }
+
+    /// The profile's rules that allow `op` (each `(allow ...)` form whose operations name it).
+    fn allows<'a>(p: &'a Profile, op: &str) -> Vec<&'a str> {
+        forms(p, "(allow ")
+            .into_iter()
+            .filter(|form| {
+                let head = form[7..].split(['(', ')', '\n']).next().unwrap_or("");
+                head.split_whitespace().any(|o| o == op)
+            })
+            .collect()
     }
 
     #[test]
@@ -391,30 +398,7 @@ mod tests {
 
     /// The profile's `(deny ...)` forms, in order.
     fn denies(p: &Profile) -> Vec<String> {
-        let t = &p.text;
-        let mut out = Vec::new();
-        let mut from = 0;
-        while let Some(i) = t[from..].find("(deny ") {
-            let start = from + i;
-            let mut depth = 0;
-            let mut end = start;
-            for (j, c) in t[start..].char_indices() {
-                match c {
-                    '(' => depth += 1,
-                    ')' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            end = start + j + 1;
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            out.push(t[start..end].to_owned());
-            from = end.max(start + 1);
-        }
-        out
+        forms(p, "(deny ").into_iter().map(str::to_owned).collect()
     }
 
     #[test]
