@@ -210,34 +210,9 @@ fn main() -> ExitCode {
             }
         },
     };
-    // The model's keys never leave in a span, a trace record or a log line, whatever text
-    // carries them.
-    let keys: Vec<String> = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]
-        .iter()
-        .filter_map(|k| std::env::var(k).ok())
-        .collect();
-    harness9::app::telemetry::redact_also(keys.iter().map(String::as_str));
-    // Credentials in the OTLP endpoints and headers are never logged either.
-    let mut otel: Vec<String> = Vec::new();
-    for k in [
-        "OTEL_EXPORTER_OTLP_ENDPOINT",
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-    ] {
-        if let Ok(v) = std::env::var(k) {
-            otel.extend(harness9_actors::telemetry::url_credentials(&v));
-        }
-    }
-    for k in [
-        "OTEL_EXPORTER_OTLP_HEADERS",
-        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
-        "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
-    ] {
-        if let Ok(v) = std::env::var(k) {
-            otel.extend(harness9_actors::telemetry::header_list_values(&v));
-        }
-    }
-    harness9::app::telemetry::redact_also(otel.iter().map(String::as_str));
+    // The model's keys and the OTLP credentials never leave in a span, a trace record or a
+    // log line, whatever text carries them.
+    harness9::app::telemetry::redact_process_secrets();
     init_logging(
         flags.session.servers.verbose,
         interactive,

@@ -77,6 +77,42 @@ pub fn plan(
     })
 }
 
+/// Registers the secrets of harness9's own environment with the one registry
+/// ([`redact_also`]): the model providers' keys, and the credentials in the OTLP endpoints
+/// (password, query values) and header lists.
+pub fn redact_process_secrets() {
+    let var = |k: &str| std::env::var(k).ok();
+    let keys: Vec<String> = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]
+        .into_iter()
+        .filter_map(var)
+        .collect();
+    redact_also(keys.iter().map(String::as_str));
+    let mut otel: Vec<String> = Vec::new();
+    for k in [
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    ] {
+        otel.extend(
+            var(k)
+                .map(|v| harness9_actors::telemetry::url_credentials(&v))
+                .unwrap_or_default(),
+        );
+    }
+    for k in [
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+    ] {
+        otel.extend(
+            var(k)
+                .map(|v| harness9_actors::telemetry::header_list_values(&v))
+                .unwrap_or_default(),
+        );
+    }
+    redact_also(otel.iter().map(String::as_str));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
