@@ -102,8 +102,8 @@ pub(super) fn looks_like_toml(text: &str) -> bool {
 
 /// Fields of other tools' configs that harness9 does not read, and what it has instead.
 const FOREIGN_FIELDS: [(&str, &str); 4] = [
-    ("alwaysAllow", "harness9 asks before destructive tools; `a` at the question allows a tool for the session, --yes allows all"),
-    ("autoApprove", "harness9 asks before destructive tools; `a` at the question allows a tool for the session, --yes allows all"),
+    ("alwaysAllow", "harness9 asks before destructive tools; `a` at the question allows that tool in this project from then on (a saved rule: `/permissions` lists and forgets it), an allow rule under [permissions] in your settings file allows it everywhere, --yes allows all"),
+    ("autoApprove", "harness9 asks before destructive tools; `a` at the question allows that tool in this project from then on (a saved rule: `/permissions` lists and forgets it), an allow rule under [permissions] in your settings file allows it everywhere, --yes allows all"),
     ("timeout", "use toolTimeoutSec (seconds) and startupTimeoutSec"),
     ("trust", "a project's servers are approved with `harness9 mcp approve`"),
 ];

@@ -155,7 +155,18 @@ impl Loader {
             .get("method")
             .and_then(Value::as_str)
             .map(str::to_owned);
-        let id = message.get("id").filter(|i| !i.is_null()).map(canonical);
+        let mut id = message.get("id").filter(|i| !i.is_null()).map(canonical);
+        if !record["http_status"].is_null() {
+            // An HTTP exchange: only an error status's JSON-RPC body is a message, the reply
+            // to the exchange's request (a 400 answers with `"id": null`; the record names
+            // the request).
+            let reply = method.is_none()
+                && (message.get("result").is_some() || message.get("error").is_some());
+            if sent || !reply {
+                return;
+            }
+            id = id.or_else(|| Some(&record["id"]).filter(|i| !i.is_null()).map(canonical));
+        }
         match (sent, method, id) {
             (true, Some(method), Some(id)) => {
                 self.open_request(server, id, &method, &message, bytes)

@@ -3,7 +3,7 @@
 //! the replies (the `latency_us` each reply record carries). Pure: lines in, a table out; the
 //! command reads the file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -65,6 +65,9 @@ pub struct TraceStats {
     pub methods: Vec<MethodStats>,
     /// Records read.
     pub records: u64,
+    /// Of those, HTTP exchange records (a response's status and headers, not a message of
+    /// their own; an error status's JSON-RPC body counts as the request's reply).
+    pub http_exchanges: u64,
     /// Lines that were not trace records (not JSON objects, or over [`MAX_LINE_BYTES`]).
     pub skipped: u64,
     /// The first skipped line's number (1-based), to look at.
@@ -80,11 +83,18 @@ pub fn stats<'a>(lines: impl IntoIterator<Item = &'a str>, server: Option<&str>)
     b.finish()
 }
 
+/// The most requests waiting for a reply whose send time is kept (for the latency of a reply
+/// that came as an HTTP error body, which carries none of its own); past it, such a reply has
+/// no latency.
+pub const MAX_PENDING: usize = 64 * 1024;
+
 /// The stats of a trace read a line at a time.
 #[derive(Debug)]
 pub struct StatsBuilder {
     server: Option<String>,
     by_key: BTreeMap<(String, String), MethodStats>,
+    /// (server, id) of a request sent -> when, in microseconds since the epoch.
+    sent_at: HashMap<(String, String), u64>,
     out: TraceStats,
     line: u64,
 }
@@ -95,6 +105,7 @@ impl StatsBuilder {
         Self {
             server: server.map(str::to_owned),
             by_key: BTreeMap::new(),
+            sent_at: HashMap::new(),
             out: TraceStats::default(),
             line: 0,
         }
@@ -110,7 +121,7 @@ impl StatsBuilder {
         let record = line
             .filter(|l| l.len() <= MAX_LINE_BYTES)
             .and_then(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(Value::is_object);
+            .filter(is_record);
         let Some(record) = record else {
             self.out.skipped += 1;
             self.out.first_skipped_line.get_or_insert(self.line);
@@ -122,10 +133,39 @@ impl StatsBuilder {
             return;
         }
         let message = &record["message"];
-        // A record without a method is an HTTP exchange with no message (a 202): nothing to count.
-        let Some(method) = record["method"].as_str() else {
+        let sent = record["dir"].as_str() == Some("send");
+        let exchange = !record["http_status"].is_null();
+        if exchange {
+            self.out.http_exchanges += 1;
+            // The status of a POST, not a message: only an error status's JSON-RPC body (a
+            // 400 with `{"error": ...}`) is a message, the reply to the exchange's request.
+            if !is_reply(message) || record["id"].is_null() {
+                return;
+            }
+        }
+        let Some(method) = record["method"].as_str().filter(|m| !m.is_empty()) else {
             return;
         };
+        let id = (!record["id"].is_null()).then(|| record["id"].to_string());
+        let reply = is_reply(message);
+        let ts = record["ts"].as_str().and_then(epoch_us);
+        let mut latency = record["latency_us"].as_u64();
+        match (sent, &id, reply) {
+            (true, Some(id), false) => {
+                if let Some(ts) = ts {
+                    if self.sent_at.len() < MAX_PENDING {
+                        self.sent_at.insert((name.to_owned(), id.clone()), ts);
+                    }
+                }
+            }
+            (false, Some(id), true) => {
+                let asked = self.sent_at.remove(&(name.to_owned(), id.clone()));
+                if latency.is_none() {
+                    latency = asked.zip(ts).map(|(a, t)| t.saturating_sub(a));
+                }
+            }
+            _ => {}
+        }
         let mut key = (shown(name), shown(method));
         if self.by_key.len() >= MAX_ROWS && !self.by_key.contains_key(&key) {
             key = ("*".to_owned(), MORE_METHODS.to_owned());
@@ -138,11 +178,7 @@ impl StatsBuilder {
                 method: method.clone(),
                 ..MethodStats::default()
             });
-        let sent = record["dir"].as_str() == Some("send");
-        let has_id = !record["id"].is_null();
-        let is_reply = message.get("method").is_none()
-            && (message.get("result").is_some() || message.get("error").is_some());
-        match (sent, has_id, is_reply) {
+        match (sent, id.is_some(), reply) {
             (false, _, true) => {
                 entry.replies += 1;
                 if message.get("error").is_some()
@@ -150,7 +186,7 @@ impl StatsBuilder {
                 {
                     entry.errors += 1;
                 }
-                if let Some(us) = record["latency_us"].as_u64() {
+                if let Some(us) = latency {
                     entry.latencies_us.push(us);
                 }
             }
@@ -175,6 +211,56 @@ impl StatsBuilder {
             .collect();
         self.out
     }
+}
+
+/// Whether `v` is a trace record: a JSON object with a direction (`send` or `recv`), as
+/// `--trace` writes every line.
+pub fn is_record(v: &Value) -> bool {
+    v.is_object() && matches!(v["dir"].as_str(), Some("send" | "recv"))
+}
+
+/// Whether a record's message is a JSON-RPC reply (a result or an error, no method).
+fn is_reply(message: &Value) -> bool {
+    message.get("method").is_none()
+        && (message.get("result").is_some() || message.get("error").is_some())
+}
+
+/// A record's `ts` (RFC 3339 UTC, as the trace writes it: `2026-12-05T10:00:00.123456Z`) in
+/// microseconds since the epoch; `None` for any other shape.
+fn epoch_us(ts: &str) -> Option<u64> {
+    let b = ts.as_bytes();
+    if b.len() < 20 || b.len() > 40 || !ts.is_ascii() || !ts.ends_with('Z') {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| ts.get(r)?.parse::<u64>().ok();
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let frac = &ts[19..ts.len() - 1];
+    let micros = match frac.strip_prefix('.') {
+        None if frac.is_empty() => 0,
+        Some(f) if !f.is_empty() && f.len() <= 9 && f.bytes().all(|c| c.is_ascii_digit()) => {
+            let six: String = f.chars().chain(std::iter::repeat('0')).take(6).collect();
+            six.parse::<u64>().ok()?
+        }
+        _ => return None,
+    };
+    // Days since the epoch from the civil date (Howard Hinnant's algorithm).
+    let (y, mo, d) = (y as i64, mo as i64, d as i64);
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + mi * 60 + s;
+    Some(secs * 1_000_000 + micros)
 }
 
 /// p50, p90, p99 and max of `us` in milliseconds (nearest rank).
@@ -242,6 +328,12 @@ pub fn render(s: &TraceStats) -> String {
         ));
     }
     out.push_str(&format!("{} records", s.records));
+    if s.http_exchanges > 0 {
+        out.push_str(&format!(
+            " ({} of them HTTP exchanges: a response's status, not a message)",
+            s.http_exchanges
+        ));
+    }
     if s.skipped > 0 {
         out.push_str(&format!(
             "; {} lines were not trace records (the first at line {})",

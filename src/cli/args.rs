@@ -406,7 +406,7 @@ pub enum McpCommand {
         /// The server's name.
         name: String,
         /// Which file: the project's .mcp.json or the user's mcp.json.
-        #[arg(long, value_enum, default_value_t = Scope::Project)]
+        #[arg(short = 's', long, value_enum, default_value_t = Scope::Project)]
         scope: Scope,
         /// An environment variable for a stdio server (repeatable).
         #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
@@ -431,7 +431,7 @@ pub enum McpCommand {
         /// The entry, e.g. '{"command": "npx", "args": ["-y", "pkg"]}'.
         json: String,
         /// Which file.
-        #[arg(long, value_enum, default_value_t = Scope::Project)]
+        #[arg(short = 's', long, value_enum, default_value_t = Scope::Project)]
         scope: Scope,
         /// The project file to edit (instead of the project's .mcp.json).
         #[command(flatten)]
@@ -446,7 +446,7 @@ pub enum McpCommand {
         #[arg(long, value_name = "PATH")]
         file: Option<PathBuf>,
         /// Which file to write.
-        #[arg(long, value_enum, default_value_t = Scope::Project)]
+        #[arg(short = 's', long, value_enum, default_value_t = Scope::Project)]
         scope: Scope,
         /// The project file to write (instead of the project's .mcp.json).
         #[command(flatten)]
@@ -457,7 +457,7 @@ pub enum McpCommand {
         /// The server's name.
         name: String,
         /// Which file.
-        #[arg(long, value_enum, default_value_t = Scope::Project)]
+        #[arg(short = 's', long, value_enum, default_value_t = Scope::Project)]
         scope: Scope,
         /// The project file to edit (instead of the project's .mcp.json).
         #[command(flatten)]

@@ -53,7 +53,24 @@ pub(super) async fn oauth_command(
         Some(other) => bail!("server \"{name}\" is held back ({other:?}); it is not contacted"),
         None => {}
     }
-    let challenge = oauth::flow::probe(url, spec.protocol).await;
+    let challenge = match oauth::flow::probe_outcome(url, spec.protocol).await {
+        oauth::flow::Probed::Challenge(c) => Some(c),
+        // Every request answered without a login, and no OAuth metadata to log in with: the
+        // flow would only end at a registration page that is not there.
+        oauth::flow::Probed::Accepted if !publishes_oauth_metadata(url).await => {
+            say!(
+                "server \"{name}\" does not ask for a login: it answered without one (no 401) and publishes no OAuth metadata (no {}); nothing to do",
+                clean_line(
+                    &oauth::parse::prm_urls(url, None)
+                        .first()
+                        .cloned()
+                        .unwrap_or_default()
+                )
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        oauth::flow::Probed::Accepted | oauth::flow::Probed::Other => None,
+    };
     let show = |auth_url: &str| {
         eprintln!(
             "Opening the browser to log in to server \"{name}\" (asking for scopes: {}). If it does not open, visit:\n  {}\n\
@@ -94,6 +111,43 @@ pub(super) async fn oauth_command(
         }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the server at `url` publishes OAuth metadata: protected resource metadata at one
+/// of its well-known URLs, or (2025-03-26) authorization server metadata at its origin. Each
+/// GET is bounded; one that fails counts as none.
+async fn publishes_oauth_metadata(url: &str) -> bool {
+    let Some((origin, _)) = oauth::parse::split_url(url) else {
+        return false;
+    };
+    let mut urls = oauth::parse::prm_urls(url, None);
+    urls.push(format!("{origin}/.well-known/oauth-authorization-server"));
+    let client = oauth::flow::http_client();
+    for u in urls {
+        let got = tokio::time::timeout(
+            oauth::flow::REQUEST_TIMEOUT,
+            client
+                .get(u.as_str())
+                .insert_header(("Accept", "application/json"))
+                .send(),
+        )
+        .await;
+        let Ok(Ok(mut resp)) = got else { continue };
+        if !resp.status().is_success() {
+            continue;
+        }
+        let body =
+            tokio::time::timeout(oauth::flow::REQUEST_TIMEOUT, resp.body().limit(256 * 1024)).await;
+        let is_object = body
+            .ok()
+            .and_then(Result::ok)
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|v| v.is_object());
+        if is_object {
+            return true;
+        }
+    }
+    false
 }
 
 /// The `scope` an authorization URL asks for, for the user to see before consenting.

@@ -97,8 +97,13 @@ fn own_project_file(found: &Path) -> PathBuf {
 
 /// When `path` (harness9's project file) is about to be made beside a VS Code file that the
 /// project config was read from: the note that harness9 reads `.mcp.json` from now on.
-fn shadow_note(opts: &SessionOptions, path: &Path) -> Option<String> {
-    (!opts.config_must_exist && opts.config_path != path && !path.exists()).then(|| {
+fn shadow_note(opts: &SessionOptions, scope: Scope, path: &Path) -> Option<String> {
+    // The user's file is read beside any project file: it shadows nothing.
+    let shadows = scope == Scope::Project
+        && !opts.config_must_exist
+        && opts.config_path != path
+        && !path.exists();
+    shadows.then(|| {
         format!(
             "note: {} is harness9's project file from now on, read instead of {} (left as it is); bring its servers over with `harness9 mcp import --from vscode`",
             clean_line(&path.display().to_string()),
@@ -186,7 +191,7 @@ pub(super) fn import(
     if !imported.is_empty() {
         // The whole file once more: it must still load as a config.
         check_file(&target, &path, opts)?;
-        let note = shadow_note(opts, &path);
+        let note = shadow_note(opts, scope, &path);
         save_target(opts, scope, &path, &target, &imported)?;
         if let Some(note) = note {
             say!("{note}");
@@ -267,9 +272,30 @@ pub(super) fn edit_config(
         Some(_) => {
             // Only a file that still loads is written (an entry with a bad field holds its
             // server: said here, before it is saved).
-            let off = entry_loads(&edited, &path, name, &|v| std::env::var(v).ok(), opts)
-                .map_err(usage)?;
-            let note = shadow_note(opts, &path);
+            // A `${VAR}` is checked for its syntax, not its value: saving a config never
+            // needs the secret. One not set here loads as empty for the check, and is named.
+            let unset = std::cell::RefCell::new(Vec::<String>::new());
+            let lookup = |v: &str| {
+                std::env::var(v).ok().or_else(|| {
+                    let mut unset = unset.borrow_mut();
+                    if !unset.iter().any(|u| u == v) {
+                        unset.push(v.to_owned());
+                    }
+                    Some(String::new())
+                })
+            };
+            let off = entry_loads(&edited, &path, name, &lookup, opts).map_err(|why| {
+                let unset = unset.borrow();
+                if unset.is_empty() {
+                    return usage(why);
+                }
+                let names: Vec<String> = unset.iter().map(|v| format!("${{{v}}}")).collect();
+                usage(format!(
+                    "{why} (checked with {} empty: not set here)",
+                    names.join(", ")
+                ))
+            })?;
+            let note = shadow_note(opts, scope, &path);
             save_target(opts, scope, &path, &edited, &[(name.to_owned(), off)])?;
             if let Some(note) = note {
                 say!("{note}");
@@ -283,6 +309,14 @@ pub(super) fn edit_config(
                 String::new()
             };
             say!("added server \"{}\" to {shown}{off}", clean_line(name));
+            // `${input:ID}`s are asked for by the interactive session: no warning.
+            for var in unset.borrow().iter().filter(|v| !v.starts_with("input:")) {
+                eprintln!(
+                    "warning: server \"{}\" refers to ${{{v}}}, which is not set in this shell; set {v} before the server starts (saved as written)",
+                    clean_line(name),
+                    v = clean_line(var),
+                );
+            }
         }
         None => {
             check_file(&edited, &path, opts)?;

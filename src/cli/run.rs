@@ -313,14 +313,16 @@ pub async fn run(
                 .iter()
                 .map(|(n, s)| (n.clone(), json!(s.status.label())))
                 .collect();
-            let tools: Vec<String> =
-                match rt.registry.send(harness9_actors::messages::ListTools).await {
-                    Ok(all) => all.iter().map(|t| t.name.clone()).collect(),
-                    Err(_) => Vec::new(),
-                };
+            // What the first request offers (tool search may defer some, then `tool_search`
+            // is offered), and every tool in the table.
+            let tools = engine
+                .send(crate::agent::engine::ListOffered)
+                .await
+                .unwrap_or_default();
             json_line(&json!({
                 "event": "start", "t_ms": ms(started.elapsed()), "session_id": session_id,
-                "model": model_name, "servers": servers, "tools": tools,
+                "model": model_name, "servers": servers, "tools": tools.offered,
+                "tools_all": tools.all,
             }));
         }
     };

@@ -62,6 +62,14 @@ pub fn stats(path: &Path, server: Option<&str>, json: bool) -> anyhow::Result<Ex
     let mut builder = StatsBuilder::new(server);
     each_line(path, |l| builder.push(l))?;
     let stats = builder.finish();
+    if stats.records == 0 {
+        if let Some(line) = stats.first_skipped_line {
+            anyhow::bail!(
+                "{}:{line}: not a trace record (`--trace FILE` writes one JSON object a line, each with \"dir\" and \"server\"); give `trace stats` the file --trace wrote",
+                crate::sanitize::clean_line(&path.display().to_string())
+            );
+        }
+    }
     if json {
         println!("{}", crate::sanitize::to_json(&stats, true)?);
     } else {

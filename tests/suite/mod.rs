@@ -2,6 +2,7 @@
 
 mod asks;
 mod cli;
+mod cli_fixes;
 pub mod common;
 mod defects;
 mod descendants;

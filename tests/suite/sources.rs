@@ -341,7 +341,7 @@ fn another_tools_fields_warn_once_each_naming_ours_and_the_server_still_connects
     for (field, ours) in [
         (
             "alwaysAllow",
-            "`a` at the question allows a tool for the session",
+            "`a` at the question allows that tool in this project from then on (a saved rule: `/permissions` lists and forgets it)",
         ),
         ("autoApprove", "--yes allows all"),
         ("timeout", "toolTimeoutSec"),

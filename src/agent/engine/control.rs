@@ -158,3 +158,52 @@ impl Handler<CancelTurn> for Engine {
         }
     }
 }
+
+/// The names of the tools the next model request would be offered, as a turn's first step
+/// offers them (tool search's deferral applied: the loaded tools and `tool_search`), and of
+/// every tool in the registry's table. `run --json`'s start event.
+#[derive(Debug, Message)]
+#[rtype(result = "OfferedTools")]
+pub struct ListOffered;
+
+/// What [`ListOffered`] answers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, MessageResponse)]
+pub struct OfferedTools {
+    /// The tools the model is offered, in the order sent.
+    pub offered: Vec<String>,
+    /// Every tool in the table (the offered, the deferred and the turned off).
+    pub all: Vec<String>,
+}
+
+impl Handler<ListOffered> for Engine {
+    type Result = ResponseActFuture<Self, OfferedTools>;
+
+    fn handle(&mut self, _msg: ListOffered, _ctx: &mut Context<Self>) -> Self::Result {
+        let registry = self.registry.clone();
+        let config = self.config.clone();
+        let kind = self.provider.config().kind;
+        let fut = async move {
+            let table = registry.send(ListTools).await.unwrap_or_default();
+            let instructions = registry.send(GetInstructions).await.unwrap_or_default();
+            (table, instructions)
+        };
+        Box::pin(
+            fut.into_actor(self)
+                .map(move |(table, instructions), act, _| {
+                    let all = table.iter().map(|e| e.name.clone()).collect();
+                    // The cache the next turn takes, so its offer is the one listed (and not built
+                    // twice); a turn that started meanwhile has its own.
+                    let mut cache = act.take_cache();
+                    let (_, tools) =
+                        cache.offer(&config, kind, table, instructions, &act.conversation);
+                    if act.running.is_none() {
+                        act.tool_cache = cache;
+                    }
+                    OfferedTools {
+                        offered: tools.iter().map(|d| d.name.clone()).collect(),
+                        all,
+                    }
+                }),
+        )
+    }
+}

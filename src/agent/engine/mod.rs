@@ -33,7 +33,9 @@ mod turn_tests;
 
 pub use calls::schema_object;
 use calls::*;
-pub use control::{Compact, DisableTools, ResumeConversation, SetProvider};
+pub use control::{
+    Compact, DisableTools, ListOffered, OfferedTools, ResumeConversation, SetProvider,
+};
 use turn::*;
 
 use std::path::{Path, PathBuf};

@@ -60,6 +60,29 @@ fn check_search_then_call(out: &Out, reqs: &[Value]) {
     assert!(first.contains(&"read_file".to_owned()), "{first:?}");
     assert!(!first.iter().any(|t| t.starts_with("mcp__")), "{first:?}");
     // The system prompt says what is deferred, per server with its tool count.
+    // The start event lists what the first request offered, and every tool apart.
+    let start = out.event("start", "");
+    let names = |v: &Value| {
+        let mut n: Vec<String> = v
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        n.sort();
+        n
+    };
+    let mut want = first.clone();
+    want.sort();
+    assert_eq!(names(&start["tools"]), want, "{start}");
+    let all = names(&start["tools_all"]);
+    assert!(
+        all.contains(&"mcp__everything__get_sum".to_owned()),
+        "{start}"
+    );
+    assert!(!all.contains(&"tool_search".to_owned()), "{start}");
     let sys = request_text(&reqs[0]);
     assert!(sys.contains("Deferred tools"), "{sys}");
     assert!(sys.contains("- everything (15 tools)"), "{sys}");

@@ -19,7 +19,7 @@ pub use discovery::{discover, Discovery, ResourceMetadata, ServerMetadata};
 pub use exchange::refresh;
 pub use guard::{http_client, Guard};
 pub use login::{login, login_with_paste};
-pub use probe::probe;
+pub use probe::{probe, probe_outcome, Probed};
 
 /// How long one OAuth exchange may take, from connecting to the last byte of the body.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);

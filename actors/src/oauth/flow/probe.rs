@@ -15,24 +15,32 @@ use crate::protocol::version::{ProtocolVersion, LATEST, MODERN};
 /// session. The first `401` (or `403`) with a challenge is it; `None` when every step is
 /// accepted or fails otherwise (discovery then starts from the well-known URLs).
 pub async fn probe(server_url: &str, pinned: Option<ProtocolVersion>) -> Option<Challenge> {
+    match probe_outcome(server_url, pinned).await {
+        Probed::Challenge(c) => Some(c),
+        Probed::Accepted | Probed::Other => None,
+    }
+}
+
+/// [`probe`], saying also whether the server answered every unauthenticated request
+/// (`Accepted`: it asks for no login there) or failed one without a challenge (`Other`).
+pub async fn probe_outcome(server_url: &str, pinned: Option<ProtocolVersion>) -> Probed {
     let client = http_client();
     let stateless = pinned.is_none_or(ProtocolVersion::is_stateless);
     if stateless {
         let version = pinned.unwrap_or(MODERN);
         match probe_stateless(&client, server_url, version).await {
-            Probed::Challenge(c) => return Some(c),
             // A stateless server that answered without asking: nothing more to learn.
-            Probed::Accepted => return None,
-            Probed::Other if pinned.is_some() => return None,
-            Probed::Other => {}
+            Probed::Other if pinned.is_none() => {}
+            other => return other,
         }
     }
     let offer = pinned.filter(|v| !v.is_stateless()).unwrap_or(LATEST);
     probe_handshake(&client, server_url, offer).await
 }
 
-/// What one unauthenticated request of [`probe`] got.
-enum Probed {
+/// What unauthenticated requests of [`probe`] got.
+#[derive(Debug)]
+pub enum Probed {
     /// A `401`/`403` with a `Bearer` challenge.
     Challenge(Challenge),
     /// A success (`2xx`).
@@ -141,37 +149,27 @@ async fn probe_stateless(
 
 /// The handshake era's first requests, unauthenticated: `initialize`, then (in its session)
 /// `notifications/initialized` and `tools/list`.
-async fn probe_handshake(
-    client: &awc::Client,
-    server_url: &str,
-    offer: ProtocolVersion,
-) -> Option<Challenge> {
+async fn probe_handshake(client: &awc::Client, server_url: &str, offer: ProtocolVersion) -> Probed {
     let init = serde_json::json!({
         "jsonrpc": "2.0", "id": 0, "method": Initialize::METHOD,
         "params": {"protocolVersion": offer.as_str(), "capabilities": {},
                    "clientInfo": {"name": "harness9", "version": env!("CARGO_PKG_VERSION")}}
     });
     let (got, session) = probe_post(client, server_url, &init, None, None).await;
-    match got {
-        Probed::Challenge(c) => return Some(c),
-        Probed::Other => return None,
-        Probed::Accepted => {}
+    if !matches!(got, Probed::Accepted) {
+        return got;
     }
     let v = Some(offer.as_str());
     let initialized = serde_json::json!({"jsonrpc": "2.0", "method": Initialized::METHOD});
     if let (Probed::Challenge(c), _) =
         probe_post(client, server_url, &initialized, session.as_deref(), v).await
     {
-        return Some(c);
+        return Probed::Challenge(c);
     }
     let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": ListTools::METHOD});
-    let found = match probe_post(client, server_url, &list, session.as_deref(), v)
+    let found = probe_post(client, server_url, &list, session.as_deref(), v)
         .await
-        .0
-    {
-        Probed::Challenge(c) => Some(c),
-        _ => None,
-    };
+        .0;
     if let Some(s) = &session {
         // The probe's session is not kept.
         let _ = tokio::time::timeout(
