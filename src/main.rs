@@ -189,6 +189,26 @@ fn main() -> ExitCode {
         };
         return result.unwrap_or_else(|e| fail(json, &format!("{e:#}"), 1, started));
     }
+    // Another agent's permission settings into the user's file: no runtime, no servers.
+    if let Some(Command::Permissions(harness9::cli::PermissionsCommand::Import {
+        from,
+        file,
+        dry_run,
+        settings,
+    })) = &cli.command
+    {
+        let settings = settings.clone().or_else(|| flags.model_flags().config_path);
+        return harness9::cli::permissions::import(
+            *from,
+            file.as_deref(),
+            settings.as_deref(),
+            *dry_run,
+        )
+        .unwrap_or_else(|e| {
+            let code = exit_code(&e);
+            fail(json, &format!("{e:#}"), code, started)
+        });
+    }
     let interactive = cli.command.is_none();
     // Telemetry: the OTEL_* environment, else the user's [telemetry]; off by default.
     let mut early_warnings = Vec::new();
@@ -281,7 +301,9 @@ fn main() -> ExitCode {
             Some(Command::Doctor(args)) => harness9::cli::doctor::doctor(&opts, args).await,
             Some(Command::Conformance(args)) => harness9::cli::conformance::run(&opts, args).await,
             // Answered before the runtime starts.
-            Some(Command::Completions { .. } | Command::Trace(_)) => Ok(ExitCode::SUCCESS),
+            Some(Command::Completions { .. } | Command::Trace(_) | Command::Permissions(_)) => {
+                Ok(ExitCode::SUCCESS)
+            }
             Some(Command::ConformanceBrowser { url }) => {
                 harness9::cli::conformance::browser(url).await
             }

@@ -22,6 +22,7 @@ pub mod log_file;
 pub mod oauth_store;
 pub mod paths;
 pub mod permission_store;
+pub mod permissions_import;
 pub use harness9_base::private_fs;
 mod runtime;
 pub mod sampler;

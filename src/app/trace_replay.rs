@@ -821,6 +821,43 @@ mod tests {
     }
 
     #[test]
+    fn an_http_error_body_answers_its_request_and_other_exchanges_are_not_messages() {
+        let exchange = |id: Value, status: u16, message: Value| {
+            json!({"ts": "2026-12-05T00:00:00Z", "server": "s", "dir": "recv", "id": id,
+                "method": "server/discover", "http_status": status, "message": message})
+            .to_string()
+        };
+        let lines = [
+            send(0, "server/discover", json!({})),
+            // A 400 whose JSON-RPC error has no id: the record names the request.
+            exchange(
+                json!(0),
+                400,
+                json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": "Bad Request"}}),
+            ),
+            send(1, "tools/list", json!({})),
+            exchange(json!(1), 200, Value::Null),
+            // An exchange whose body is a request is not taken for one.
+            exchange(
+                json!(1),
+                200,
+                json!({"jsonrpc": "2.0", "id": 9, "method": "roots/list"}),
+            ),
+            reply(1, json!({"tools": []})),
+        ];
+        let mut r = load(&lines, None).unwrap();
+        assert_eq!(r.stats().unanswered, 0);
+        assert_eq!(r.stats().server_requests, 0);
+        let d = r
+            .answer(&json!({"jsonrpc": "2.0", "id": 5, "method": "server/discover", "params": {}}));
+        assert_eq!(d.messages.len(), 1, "{:?}", d.messages);
+        assert_eq!(d.messages[0]["error"]["code"], -32000);
+        assert_eq!(d.messages[0]["id"], 5);
+        let t = r.answer(&json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {}}));
+        assert_eq!(t.messages[0]["result"], json!({"tools": []}));
+    }
+
+    #[test]
     fn choosing_the_server() {
         let other = rec(
             "t",

@@ -348,6 +348,7 @@ pub fn render(s: &TraceStats) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn hostile_names_are_cut_and_cleaned_and_rows_are_bounded() {
@@ -462,6 +463,95 @@ mod tests {
             text.contains("1 lines were not trace records (the first at line 25)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn http_exchange_records_are_not_messages_but_an_error_body_is_the_reply() {
+        let at = |us: u32| format!("2026-12-05T10:00:00.{us:06}Z");
+        let lines = [
+            json_line(json!({"ts": at(0), "server": "s", "dir": "send", "id": 0,
+                "method": "server/discover", "message": {"jsonrpc": "2.0", "id": 0, "method": "server/discover"}})),
+            json_line(
+                json!({"ts": at(1500), "server": "s", "dir": "recv", "id": 0,
+                "method": "server/discover", "http_status": 400, "latency_us": null,
+                "message": {"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": "no"}}}),
+            ),
+            json_line(
+                json!({"ts": at(2000), "server": "s", "dir": "send", "id": 1,
+                "method": "initialize", "message": {"jsonrpc": "2.0", "id": 1, "method": "initialize"}}),
+            ),
+            json_line(
+                json!({"ts": at(3000), "server": "s", "dir": "recv", "id": 1,
+                "method": "initialize", "http_status": 200, "message": null}),
+            ),
+            json_line(
+                json!({"ts": at(3000), "server": "s", "dir": "recv", "id": 1, "latency_us": 900,
+                "method": "initialize", "message": {"jsonrpc": "2.0", "id": 1, "result": {}}}),
+            ),
+            json_line(
+                json!({"ts": at(4000), "server": "s", "dir": "send", "id": null,
+                "method": "notifications/initialized", "message": {"jsonrpc": "2.0", "method": "notifications/initialized"}}),
+            ),
+            json_line(
+                json!({"ts": at(5000), "server": "s", "dir": "recv", "id": null,
+                "method": "notifications/initialized", "http_status": 202, "message": null}),
+            ),
+            json_line(
+                json!({"ts": at(5000), "server": "s", "dir": "recv", "id": null,
+                "method": "", "http_status": 200, "message": null}),
+            ),
+        ];
+        let s = stats(lines.iter().map(String::as_str), None);
+        assert_eq!((s.records, s.http_exchanges, s.skipped), (8, 4, 0));
+        let names: Vec<&str> = s.methods.iter().map(|m| m.method.as_str()).collect();
+        assert_eq!(
+            names,
+            ["initialize", "notifications/initialized", "server/discover"]
+        );
+        let discover = &s.methods[2];
+        assert_eq!((discover.replies, discover.errors), (1, 1));
+        assert_eq!(discover.latency_ms, Some([1.5; 4]));
+        let init = &s.methods[0];
+        assert_eq!(
+            (init.requests_sent, init.replies, init.requests_received),
+            (1, 1, 0)
+        );
+        assert_eq!(init.latency_ms, Some([0.9; 4]));
+        let n = &s.methods[1];
+        assert_eq!((n.notifications_sent, n.notifications_received), (1, 0));
+        // Lines that are JSON objects but not records are not counted as records.
+        let s = stats([r#"{"name": "x"}"#, "[1]"], None);
+        assert_eq!(
+            (s.records, s.skipped, s.first_skipped_line),
+            (0, 2, Some(1))
+        );
+    }
+
+    fn json_line(v: Value) -> String {
+        v.to_string()
+    }
+
+    #[test]
+    fn trace_timestamps_read_as_microseconds_since_the_epoch() {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_micros(1_796_000_000_123_456);
+        let written = harness9_base::time::rfc3339(t);
+        assert_eq!(epoch_us(&written), Some(1_796_000_000_123_456));
+        assert_eq!(epoch_us("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            epoch_us("2000-03-01T00:00:01.5Z"),
+            Some(951_868_801_500_000)
+        );
+        for bad in [
+            "",
+            "2026-12-05",
+            "2026-13-05T00:00:00Z",
+            "2026-12-05T00:00:00+01:00",
+            "2026-12-05T00:00:00.Z",
+            "1969-12-31T23:59:59Z",
+            "２０２６-12-05T00:00:00Z",
+        ] {
+            assert_eq!(epoch_us(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -50,6 +50,7 @@ impl Command {
             Command::Trace(TraceCommand::Stats { .. }) => "trace stats".into(),
             Command::Trace(TraceCommand::Replay { .. }) => "trace replay".into(),
             Command::Doctor(_) => "doctor".into(),
+            Command::Permissions(PermissionsCommand::Import { .. }) => "permissions import".into(),
             Command::Conformance(_) => "conformance".into(),
             Command::ConformanceBrowser { .. } => "conformance-browser".into(),
         }
@@ -141,6 +142,9 @@ pub enum Command {
     /// Read a `--trace` file.
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// Bring permission settings from another agent.
+    #[command(subcommand)]
+    Permissions(PermissionsCommand),
     /// Check every configured server (or one) and the model settings, one line per check
     /// (ok, warn or fail, and what to do); exits 1 if any check failed.
     Doctor(DoctorArgs),
@@ -269,6 +273,31 @@ pub enum TraceCommand {
         /// Replay this server's recordings (needed when the trace holds several servers).
         #[arg(long, value_name = "NAME")]
         server: Option<String>,
+    },
+}
+
+/// `harness9 permissions ...`
+#[derive(Debug, Subcommand)]
+pub enum PermissionsCommand {
+    /// Add the rules of Claude Code's settings (permissions.allow, ask, deny) or Codex's
+    /// sandbox mode to your own settings file (`[permissions]`); names each setting that has no
+    /// equivalent, and why. Rules already there are left out; the file's other content stays.
+    Import {
+        /// Whose settings: claude-code ($CLAUDE_CONFIG_DIR/settings.json, else
+        /// ~/.claude/settings.json) or codex ($CODEX_HOME/config.toml, else
+        /// ~/.codex/config.toml).
+        #[arg(long, value_enum)]
+        from: crate::app::permissions_import::From,
+        /// Read this file instead of the standard place.
+        #[arg(long, value_name = "PATH")]
+        file: Option<PathBuf>,
+        /// Show what would be added; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Write this settings file instead of yours ($XDG_CONFIG_HOME/harness9/config.toml);
+        /// never a project's harness9.toml.
+        #[arg(long, value_name = "FILE")]
+        settings: Option<PathBuf>,
     },
 }
 

@@ -311,7 +311,8 @@ impl Cli {
             Command::Conformance(c) => c.session.clone(),
             Command::Completions { .. }
             | Command::ConformanceBrowser { .. }
-            | Command::Trace(_) => SessionFlags::default(),
+            | Command::Trace(_)
+            | Command::Permissions(_) => SessionFlags::default(),
         };
         if let Some(flag) = top.permissions.first_given() {
             return Err(UsageError(format!(

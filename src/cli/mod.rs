@@ -20,13 +20,14 @@ mod list;
 mod login;
 mod manage;
 pub mod mcp;
+pub mod permissions;
 pub mod resources;
 pub mod run;
 pub mod trace;
 
 pub use args::{
-    Cli, Command, ConformanceArgs, DoctorArgs, JsonFlag, ListArgs, McpCommand, RunArgs, Scope,
-    TraceCommand, Transport,
+    Cli, Command, ConformanceArgs, DoctorArgs, JsonFlag, ListArgs, McpCommand, PermissionsCommand,
+    RunArgs, Scope, TraceCommand, Transport,
 };
 pub use errors::{exit_code, JsonErrors, UsageError};
 pub use flags::{

@@ -20,7 +20,7 @@ use super::config::ProviderConfig;
 
 pub use layers::candidate_paths;
 pub use resolve::{project_endpoint, resolve, resolve_from, resolve_layers};
-pub use rules::permission_rules;
+pub use rules::{permission_rules, rules_of_text};
 pub use sandbox::{mcp_sandbox_default, shell_sandbox};
 pub use telemetry::{telemetry, TelemetrySettings};
 

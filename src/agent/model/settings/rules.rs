@@ -33,6 +33,13 @@ pub fn permission_rules(
     Ok(out)
 }
 
+/// The rules of the user's settings file `text` at `path` (`permissions import` checks a file
+/// it would write with it).
+pub fn rules_of_text(path: &Path, text: &str) -> Result<Vec<Rule>, SettingsError> {
+    let file = parse_file(&path.display().to_string(), text)?;
+    rules_of(&file, path, text, true, &mut Vec::new())
+}
+
 /// The rules of one file; `allow` ones only when `user` (a project's are warned about).
 pub(super) fn rules_of(
     file: &FileSettings,
