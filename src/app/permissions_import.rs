@@ -502,15 +502,17 @@ fn toml_error(text: &str, shown: &str, e: &toml::de::Error) -> String {
 /// Whether `path` is the project's settings file (`harness9.toml` of `cwd`), which an import
 /// never writes (a project's allow rules are ignored, and it is the repository's).
 pub fn is_project_file(path: &Path, cwd: &Path) -> bool {
-    let real = |p: &Path| -> Option<PathBuf> {
-        let parent = p.parent().filter(|d| !d.as_os_str().is_empty())?;
-        Some(std::fs::canonicalize(parent).ok()?.join(p.file_name()?))
+    // Relative to the working directory, its directory resolved (the file may not exist).
+    let real = |p: &Path| -> PathBuf {
+        let p = cwd.join(p);
+        let resolved = p
+            .parent()
+            .and_then(|d| std::fs::canonicalize(d).ok())
+            .zip(p.file_name())
+            .map(|(d, n)| d.join(n));
+        resolved.unwrap_or(p)
     };
-    let project = cwd.join("harness9.toml");
-    match (real(path), real(&project)) {
-        (Some(a), Some(b)) => a == b,
-        _ => path == project,
-    }
+    real(path) == real(Path::new("harness9.toml"))
 }
 
 #[cfg(test)]
@@ -522,6 +524,17 @@ mod tests {
             .iter()
             .map(|(k, r)| format!("{} {r}", k.name()))
             .collect()
+    }
+
+    #[test]
+    fn the_project_file_is_known_however_it_is_named() {
+        let cwd = std::env::temp_dir();
+        for p in ["harness9.toml", "./harness9.toml"] {
+            assert!(is_project_file(Path::new(p), &cwd), "{p}");
+        }
+        assert!(is_project_file(&cwd.join("harness9.toml"), &cwd));
+        assert!(!is_project_file(Path::new("other.toml"), &cwd));
+        assert!(!is_project_file(&cwd.join("sub/harness9.toml"), &cwd));
     }
 
     #[test]

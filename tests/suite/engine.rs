@@ -15,6 +15,7 @@ use super::common::*;
 
 mod names;
 mod permissions;
+mod permissions_import;
 mod read_budget;
 mod rules;
 mod telemetry;
