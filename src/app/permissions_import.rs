@@ -361,7 +361,7 @@ pub fn splice(text: &str, shown: &str, imported: &Imported) -> Result<Spliced, S
             }
         }
     }
-    edits.sort_by(|a, b| b.0.cmp(&a.0));
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
     let mut result = text.to_owned();
     for (at, insert) in edits {
         result.insert_str(at, &insert);
