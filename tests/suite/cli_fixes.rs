@@ -22,7 +22,8 @@ fn text(b: &[u8]) -> String {
 fn project(tag: &str) -> (PathBuf, PathBuf) {
     let dir = temp_path(tag);
     std::fs::create_dir_all(dir.join(".git")).unwrap();
-    let xdg = dir.with_file_name(format!("{tag}-xdg"));
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    let xdg = dir.with_file_name(format!("{name}-xdg"));
     std::fs::create_dir_all(&xdg).unwrap();
     (dir, xdg)
 }
@@ -49,7 +50,7 @@ fn the_short_scope_flag_works_and_the_user_file_gets_no_vscode_note() {
     let out = harness9(
         &dir,
         &xdg,
-        &["mcp", "add", "-s", "user", "fx", "--", &fixture],
+        &["mcp", "add", "--scope", "user", "fx", "--", &fixture],
     );
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
@@ -62,6 +63,13 @@ fn the_short_scope_flag_works_and_the_user_file_gets_no_vscode_note() {
     assert!(!stdout.contains(".vscode"), "{stdout}");
     assert!(user.exists());
     assert!(!dir.join(".mcp.json").exists());
+    // Claude Code's short flag, on every command that takes --scope.
+    let out = harness9(
+        &dir,
+        &xdg,
+        &["mcp", "add", "-s", "user", "fx2", "--", &fixture],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let entry = json!({"command": fixture, "args": ["--tools", "1"]}).to_string();
     let out = harness9(
         &dir,
@@ -95,7 +103,7 @@ fn the_short_scope_flag_works_and_the_user_file_gets_no_vscode_note() {
         "{}",
         text(&out.stdout)
     );
-    for name in ["fx", "mine", "vs"] {
+    for name in ["fx", "fx2", "mine", "vs"] {
         let out = harness9(&dir, &xdg, &["mcp", "remove", name, "-s", "user"]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     }
