@@ -128,7 +128,7 @@ impl Loader {
         let record = line
             .filter(|l| l.len() <= crate::trace_stats::MAX_LINE_BYTES)
             .and_then(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(Value::is_object);
+            .filter(crate::trace_stats::is_record);
         let Some(mut record) = record else {
             self.skipped += 1;
             self.first_skipped_line.get_or_insert(self.line);

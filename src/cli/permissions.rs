@@ -41,6 +41,13 @@ pub fn import(
     .map_err(|why| UsageError(format!("{shown_source}: {why}")))?;
 
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    if file.is_some() && inside(&source, &cwd) && !dry_run {
+        // A repository's settings are its authors' word: their allow rules now apply to every
+        // project of yours. Said, so that the list below is read.
+        eprintln!(
+            "note: {shown_source} is inside this directory, not your own settings: the rules added from it apply in every project; review them below (remove one with your editor)"
+        );
+    }
     let target = match settings {
         Some(p) => p.to_path_buf(),
         None => user_settings(&cwd)?,
@@ -76,6 +83,12 @@ pub fn import(
     harness9_base::private_fs::write_private(&target, spliced.text.as_bytes())
         .with_context(|| format!("cannot write {shown}"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `path` is under `dir` (both resolved as far as they exist).
+fn inside(path: &Path, dir: &Path) -> bool {
+    let resolve = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    resolve(&dir.join(path)).starts_with(resolve(dir))
 }
 
 /// A settings file's text, bounded.

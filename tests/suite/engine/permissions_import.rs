@@ -104,6 +104,29 @@ fn claude_code_rules_are_imported_into_the_user_file_and_obeyed() {
         "{refused}"
     );
     assert!(!out.stdout.contains("s3cret"), "{out}");
+
+    // A repository's own Claude Code settings may be imported on purpose, and are said to be
+    // a repository's: their rules now apply everywhere.
+    std::fs::create_dir_all(dir.join(".claude")).unwrap();
+    std::fs::write(
+        dir.join(".claude/settings.json"),
+        json!({"permissions": {"allow": ["Bash(touch repo:*)"]}}).to_string(),
+    )
+    .unwrap();
+    let out = import(
+        &dir,
+        &["--from", "claude-code", "--file", ".claude/settings.json"],
+    );
+    out.ok();
+    assert!(
+        out.stdout.contains("added allow Bash(touch repo:*)"),
+        "{out}"
+    );
+    assert!(
+        out.stderr
+            .contains("is inside this directory, not your own settings"),
+        "{out}"
+    );
 }
 
 #[test]
