@@ -284,7 +284,14 @@ pub(super) fn edit_config(
                     Some(String::new())
                 })
             };
-            let off = entry_loads(&edited, &path, name, &lookup, opts).map_err(|why| {
+            let off = entry_loads(&edited, &path, name, &lookup, opts);
+            // The file's other servers are looked up too: only this entry's are said.
+            let entry_text = entry.as_ref().map(Value::to_string).unwrap_or_default();
+            unset.borrow_mut().retain(|v| {
+                entry_text.contains(&format!("${{{v}}}"))
+                    || entry_text.contains(&format!("${{{v}:-"))
+            });
+            let off = off.map_err(|why| {
                 let unset = unset.borrow();
                 if unset.is_empty() {
                     return usage(why);

@@ -151,6 +151,26 @@ fn a_variable_not_set_is_saved_as_written_with_a_warning() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("H9_UNSET_TOKEN_33"));
+    // Another entry's variables are that entry's: not said again.
+    let out = harness9(
+        &dir,
+        &xdg,
+        &[
+            "mcp",
+            "add",
+            "fy",
+            "-e",
+            "OTHER=${H9_UNSET_OTHER_33}",
+            "--",
+            &fixture,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("${H9_UNSET_OTHER_33}") && !err.contains("H9_UNSET_TOKEN_33"),
+        "{err}"
+    );
     let saved = std::fs::read_to_string(dir.join(".mcp.json")).unwrap();
     assert!(saved.contains("${H9_UNSET_TOKEN_33}"), "{saved}");
     // Set when it runs, the server starts (no approval asked: the user wrote it).
