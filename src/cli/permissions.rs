@@ -59,7 +59,8 @@ pub fn import(
         ))
         .into());
     }
-    if std::fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink()) {
+    let link = std::fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink());
+    if link && !dry_run {
         return Err(UsageError(format!(
             "{shown} is a symbolic link: harness9 does not write through one; add the rules to the file it points to yourself (--dry-run shows them)"
         ))

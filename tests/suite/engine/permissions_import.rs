@@ -217,6 +217,11 @@ fn anything_wrong_writes_nothing_and_says_where() {
     assert_eq!(out.code, Some(2), "{out}");
     assert!(out.stderr.contains("symbolic link"), "{out}");
     assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "");
+    // As the message says, a dry run still shows what to add.
+    let out = import(&dir, &["--from", "claude-code", "--dry-run"]);
+    out.ok();
+    assert!(out.stdout.contains("would add allow Bash(ls:*)"), "{out}");
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "");
 
     // A missing file names where it was looked for and the flag.
     let out = import(&dir, &["--from", "codex"]);
