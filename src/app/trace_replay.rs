@@ -162,7 +162,9 @@ impl Loader {
             // the request).
             let reply = method.is_none()
                 && (message.get("result").is_some() || message.get("error").is_some());
-            if sent || !reply {
+            // No method: the POST of our answer to a server's request, not one of ours.
+            let ours = record["method"].as_str().is_some_and(|m| !m.is_empty());
+            if sent || !reply || !ours {
                 return;
             }
             id = id.or_else(|| Some(&record["id"]).filter(|i| !i.is_null()).map(canonical));
@@ -837,6 +839,12 @@ mod tests {
             ),
             send(1, "tools/list", json!({})),
             exchange(json!(1), 200, Value::Null),
+            // The exchange of our answer to a server's request (no method) answers nothing
+            // of ours, whatever its id.
+            json!({"ts": "2026-12-05T00:00:00Z", "server": "s", "dir": "recv", "id": 1,
+                "method": "", "http_status": 400,
+                "message": {"jsonrpc": "2.0", "id": null, "error": {"code": -1, "message": "x"}}})
+            .to_string(),
             // An exchange whose body is a request is not taken for one.
             exchange(
                 json!(1),
