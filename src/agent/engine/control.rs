@@ -1,5 +1,6 @@
 //! The engine's other messages: cancel, clear, compact, resume, switch the model, turn tools
-//! off. Each is refused or ignored while a turn runs, except cancel.
+//! off, list the tools the next request offers. Each is refused or ignored while a turn runs,
+//! except cancel (a list then comes from a cache of its own).
 
 use super::*;
 impl Handler<ClearConversation> for Engine {
