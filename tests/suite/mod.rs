@@ -2,6 +2,7 @@
 
 mod asks;
 mod cli;
+mod collector_down;
 pub mod common;
 mod defects;
 mod descendants;

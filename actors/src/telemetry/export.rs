@@ -194,17 +194,29 @@ impl Telemetry {
                 waiting.push(at);
             }
         };
+        // A flush that ran out of time itself is said as the outer bound's would be (the two
+        // bounds are equal: whichever ends first).
+        let said = move |e: &opentelemetry_sdk::error::OTelSdkError, endpoint: Option<&String>| {
+            if let (opentelemetry_sdk::error::OTelSdkError::Timeout(_), Some(at)) = (e, endpoint) {
+                breaker::flush_timed_out(at, bound);
+            }
+        };
+        let endpoints = self.endpoints.clone();
         if let Some(t) = self.traces {
+            let at = endpoints.first().cloned();
             let f = move || {
                 if let Err(e) = t.shutdown_with_timeout(bound) {
+                    said(&e, at.as_ref());
                     tracing::debug!("telemetry: spans not all sent at exit: {e}");
                 }
             };
             flush("otel-flush-traces", Box::new(f));
         }
         if let Some(m) = self.metrics {
+            let at = endpoints.last().cloned();
             let f = move || {
                 if let Err(e) = m.shutdown_with_timeout(bound) {
+                    said(&e, at.as_ref());
                     tracing::debug!("telemetry: metrics not all sent at exit: {e}");
                 }
             };
