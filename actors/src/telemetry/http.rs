@@ -48,9 +48,17 @@ impl OtlpHttp {
         let https = match uri.scheme_str() {
             Some("http") => false,
             Some("https") => true,
-            other => return Err(format!("unsupported scheme {other:?} in {uri}").into()),
+            other => {
+                let shown = super::without_credentials(&uri.to_string());
+                return Err(format!("unsupported scheme {other:?} in {shown}").into());
+            }
         };
-        let host = uri.host().ok_or_else(|| format!("no host in {uri}"))?;
+        let host = uri.host().ok_or_else(|| {
+            format!(
+                "no host in {}",
+                super::without_credentials(&uri.to_string())
+            )
+        })?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         let path = uri.path_and_query().map_or("/", |p| p.as_str());
