@@ -399,10 +399,11 @@ pub async fn run(
     Ok(code)
     }
     .await;
-    // A server slower than the run and not cached yet: its list is cached anyway, within a
-    // bound, so the next run offers its tools at once (once per spec; Ctrl+C skips it).
-    let interrupted_run = matches!(&result, Ok(c) if *c == ExitCode::from(130));
-    if let (Some(cache), false) = (session.tool_cache.clone(), interrupted_run) {
+    // A run that answered, with a server slower than it and not cached yet: its list is cached
+    // anyway, within a bound, so the next run offers its tools at once (once per spec; Ctrl+C
+    // skips it). A failed or interrupted run ends at once.
+    let answered = matches!(&result, Ok(c) if *c == ExitCode::SUCCESS);
+    if let (Some(cache), true) = (session.tool_cache.clone(), answered) {
         let bound = crate::app::tool_cache::CACHE_AT_EXIT;
         let note = |names: &[&str]| {
             let names: Vec<String> = names
