@@ -175,6 +175,9 @@ impl Telemetry {
         let bound = breaker::exit_bound(&origins);
         if bound.is_zero() {
             tracing::debug!("telemetry: the collector is down; nothing is flushed at exit");
+            // Not dropped here: a provider's drop shuts it down, which waits for an export
+            // still in flight (one hung on a collector that never answers).
+            std::mem::forget(self);
             return;
         }
         // Each flush says which endpoint it was for (`endpoints`: traces first) when it ends.
