@@ -2,8 +2,9 @@
 //! then closed) and a silent one (a listener that never accepts: the kernel completes the
 //! connection, nothing ever answers). The command's own output is untouched, the failure is
 //! said once (the endpoint without its credentials, never a header), `doctor` names it, and
-//! the TUI says it once in the transcript. No timing is asserted: what is checked is what
-//! the user reads.
+//! the TUI says it once in the transcript; a collector that answers still gets both signals
+//! at exit, and nothing is said. No timing is asserted: what is checked is what the user
+//! reads and what the collector gets.
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -156,4 +157,83 @@ fn the_tui_says_once_that_export_fails() {
     let screen = t.wait_for("the export failure line", BOUND, |s| s.contains(&needle));
     assert_eq!(screen.matches(&needle).count(), 1, "{screen}");
     assert!(!screen.contains("s3cret"), "{screen}");
+}
+
+/// A collector that answers 200 to every POST, one connection at a time: each request's path
+/// and body length arrive on the channel.
+fn answering() -> (u16, std::sync::mpsc::Receiver<(String, usize)>) {
+    use std::io::{Read as _, Write as _};
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind a port");
+    let port = l.local_addr().expect("its address").port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(mut c) = c else { return };
+            let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
+            let mut raw = Vec::new();
+            let mut buf = [0u8; 65536];
+            let mut want = None;
+            loop {
+                if let Some(w) = want {
+                    if raw.len() >= w {
+                        break;
+                    }
+                }
+                match c.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => raw.extend_from_slice(&buf[..n]),
+                }
+                if want.is_none() {
+                    if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&raw[..i]).to_ascii_lowercase();
+                        let len = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        want = Some(i + 4 + len);
+                    }
+                }
+            }
+            let head = String::from_utf8_lossy(&raw);
+            let path = head.split(' ').nth(1).unwrap_or("").to_owned();
+            let body = raw
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .map_or(0, |i| raw.len() - i - 4);
+            let _ =
+                c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let _ = tx.send((path, body));
+        }
+    });
+    (port, rx)
+}
+
+#[test]
+fn a_collector_that_answers_gets_the_spans_and_metrics_at_exit_and_nothing_is_said() {
+    let dir = fx_project("otel-up");
+    let (port, got) = answering();
+    let mut c = exporting(&dir, &format!("http://127.0.0.1:{port}"));
+    c.env("OTEL_METRICS_EXPORTER", "otlp").args([
+        "mcp",
+        "call",
+        "fx",
+        "echo",
+        "--args",
+        r#"{"text":"hi"}"#,
+    ]);
+    let o = output_within(c, None, LIMIT);
+    let (out, err) = texts(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(said(&err, port), 0, "{err}");
+    assert!(!err.contains("telemetry"), "{err}");
+    // The exit flushed both signals (the probe is an empty export to the traces' path).
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    let full = |seen: &[(String, usize)], p: &str| seen.iter().any(|(q, n)| q == p && *n > 0);
+    while !(full(&seen, "/v1/traces") && full(&seen, "/v1/metrics")) {
+        match got.recv_timeout(Duration::from_secs(10)) {
+            Ok(r) => seen.push(r),
+            Err(_) => panic!("not every signal arrived: {seen:?}\n{err}"),
+        }
+    }
 }
