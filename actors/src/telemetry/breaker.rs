@@ -5,7 +5,9 @@
 //! queues are bounded), then one export tries again. Any HTTP answer marks it up. The first
 //! failure of the process is said once: a warning in the log (stderr for the headless
 //! commands) and the [`failures`] watch, which the TUI turns into one transcript line. The
-//! exit flush asks [`exit_bound`] how long the collectors deserve.
+//! exit flush asks [`exit_bound`] how long the collectors deserve. The state is process-wide,
+//! behind one lock held only for a lookup or an insert: the SDK's export threads, the start's
+//! probe and doctor's probe share it; no actor touches it.
 
 use std::collections::BTreeMap;
 use std::sync::{LazyLock, Mutex};
