@@ -468,10 +468,11 @@ const WAITING: &str = "to finish starting, so the next run offers its tools at o
 
 #[test]
 fn a_server_slower_than_the_run_is_cached_at_its_end_and_the_next_run_offers_its_tools() {
-    // The server reads nothing for 4 s; the runs do not wait for it at their start.
+    // The server reads nothing for 3 s; the runs do not wait for it at their start and are
+    // over well before it is up.
     let dir = project(
         "cache-slow-exit",
-        fixture_entry(&["--start-delay-ms", "4000"], json!({})),
+        fixture_entry(&["--start-delay-ms", "3000"], json!({})),
     );
     let model = Model::start(
         "cache-slow-exit",
