@@ -241,6 +241,10 @@ fn main() -> ExitCode {
     for w in &early_warnings {
         tracing::warn!("{w}");
     }
+    if let Some(t) = &telemetry {
+        // A collector that is down is known (and said once) before the first export.
+        t.probe();
+    }
     if telemetry.is_some() {
         let name = cli
             .command

@@ -11,7 +11,11 @@
 //! younger than its `ttlMs` and [`DEFAULT_MAX_AGE`]; any other is ignored with a warning
 //! naming it. Writes go through `private_fs` (0600, atomic replace, 0700 directory) on a
 //! writer thread with a bounded queue (flushed at `Session::close`), and the directory is
-//! pruned, oldest first, to [`MAX_TOTAL_BYTES`].
+//! pruned, oldest first, to [`MAX_TOTAL_BYTES`]. The key also holds the content hashes of the
+//! files an approved server runs (`ServerSpec::pinned`). A headless run's end waits (at most
+//! [`CACHE_AT_EXIT`], [`wait_to_cache`]) for a server still starting that has no entry, so a
+//! server slower than the run is cached too; one that does not list in time gets a `.waited`
+//! marker and is not waited for again while it is fresh.
 
 use std::fs::OpenOptions;
 use std::io::Read as _;
@@ -128,6 +132,13 @@ pub fn key(spec: &ServerSpec, caps: InputCaps) -> String {
         .map(|d| d.display().to_string())
         .unwrap_or_default();
     let info = harness9_actors::server::server_requests::client_info();
+    // The content of the files an approved server runs (issue 32's pins): a server whose
+    // script changed, and was approved again, is a new entry, never offered the old list.
+    let pinned: Vec<(String, &str)> = spec
+        .pinned
+        .iter()
+        .map(|p| (p.path.display().to_string(), p.content.as_str()))
+        .collect();
     let whole = serde_json::json!({
         "format": FORMAT,
         "name": spec.name,
@@ -140,6 +151,7 @@ pub fn key(spec: &ServerSpec, caps: InputCaps) -> String {
         // server-everything offers its sampling tool only to a client that declares sampling.
         "capabilities": harness9_actors::server::server_requests::client_capabilities(spec, caps),
         "client": [&info.name, &info.version],
+        "pinned": pinned,
     });
     let digest = Sha256::digest(whole.to_string().as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
@@ -194,6 +206,35 @@ impl DiskCache {
         }
     }
 
+    /// The marker of `spec`: a headless run's end waited [`CACHE_AT_EXIT`] for it in vain.
+    fn marker_of(&self, spec: &ServerSpec) -> PathBuf {
+        self.dir.join(format!("{}.waited", key(spec, self.caps)))
+    }
+
+    /// Whether a run's end already waited for `spec` in vain within [`DEFAULT_MAX_AGE`] (a
+    /// server that never lists is not waited for at every exit).
+    pub fn waited_in_vain(&self, spec: &ServerSpec) -> bool {
+        let Ok(meta) = std::fs::symlink_metadata(self.marker_of(spec)) else {
+            return false;
+        };
+        let age = meta
+            .modified()
+            .ok()
+            .and_then(|m| SystemTime::now().duration_since(m).ok());
+        meta.is_file() && age.is_some_and(|a| a < DEFAULT_MAX_AGE)
+    }
+
+    /// Remembers that a run's end waited for `spec` in vain.
+    fn mark_waited(&self, spec: &ServerSpec) {
+        let path = self.marker_of(spec);
+        if let Some(tx) = self.writer.lock().ok().and_then(|w| w.clone()) {
+            let _ = tx.try_send(Job::Write {
+                path,
+                body: Vec::new(),
+            });
+        }
+    }
+
     /// The entry of `spec` as it is on disk, fresh or not (for `mcp list`): `Ok(None)` when
     /// there is none, `Err` with why a file there is not used.
     pub fn read(&self, spec: &ServerSpec) -> Result<Option<CachedList>, String> {
@@ -204,6 +245,52 @@ impl DiskCache {
             Err(e) => return Err(e.to_string()),
         };
         parse(&bytes, spec, &key(spec, self.caps)).map(Some)
+    }
+}
+
+/// How long the end of a headless run waits for servers still starting that have no cached
+/// list, so that their lists are cached and the next run offers their tools at once: 5 s
+/// after the answer is printed. Paid once per server spec (later runs offer the cache and do
+/// not wait), and a server that does not list in it is marked ([`DiskCache::waited_in_vain`])
+/// and not waited for again while the mark is fresh.
+pub const CACHE_AT_EXIT: Duration = Duration::from_secs(5);
+
+/// At the end of a headless run: waits, at most `bound`, for every server of `specs` that is
+/// still starting with no cached list (its status `Starting`: a cached one is `Cached`) and
+/// has not been waited for in vain before, until each has connected (its list is then on its
+/// way to the cache) or failed. `note` is told the names first, when there are any. Those
+/// still starting at the bound are marked.
+pub async fn wait_to_cache(
+    status: &mut tokio::sync::watch::Receiver<harness9_actors::messages::StatusSnapshot>,
+    specs: &[ServerSpec],
+    cache: &DiskCache,
+    bound: Duration,
+    note: impl FnOnce(&[&str]),
+) {
+    use harness9_actors::messages::ServerStatus;
+    let starting = |snap: &harness9_actors::messages::StatusSnapshot, name: &str| {
+        matches!(
+            snap.get(name).map(|s| &s.status),
+            Some(ServerStatus::Starting { .. })
+        )
+    };
+    let now = status.borrow().clone();
+    let waiting: Vec<&ServerSpec> = specs
+        .iter()
+        .filter(|s| starting(&now, &s.name) && !cache.waited_in_vain(s))
+        .collect();
+    if waiting.is_empty() || bound.is_zero() {
+        return;
+    }
+    let names: Vec<&str> = waiting.iter().map(|s| s.name.as_str()).collect();
+    note(&names);
+    let done = status.wait_for(|snap| names.iter().all(|n| !starting(snap, n)));
+    if tokio::time::timeout(bound, done).await.is_ok() {
+        return;
+    }
+    let now = status.borrow().clone();
+    for s in waiting.into_iter().filter(|s| starting(&now, &s.name)) {
+        cache.mark_waited(s);
     }
 }
 
@@ -360,8 +447,22 @@ fn writer(dir: &Path, rx: Receiver<Job>) {
     }
 }
 
-/// Removes the oldest entries until the directory holds at most [`MAX_TOTAL_BYTES`].
+/// Removes the oldest entries until the directory holds at most [`MAX_TOTAL_BYTES`], and
+/// every `.waited` marker older than [`DEFAULT_MAX_AGE`].
 fn prune(dir: &Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = SystemTime::now();
+    for e in rd.flatten() {
+        let old = e.path().symlink_metadata().ok().and_then(|m| {
+            let age = now.duration_since(m.modified().ok()?).ok()?;
+            Some(m.is_file() && age >= DEFAULT_MAX_AGE)
+        });
+        if e.file_name().to_string_lossy().ends_with(".waited") && old == Some(true) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
@@ -410,6 +511,17 @@ mod tests {
         let mut c = spec();
         c.tool_timeout = Duration::from_secs(1);
         assert_eq!(k(&a), k(&c), "a timeout does not change the list");
+        // The approved content of a file the server runs is part of its identity.
+        let pin = |content: &str| harness9_actors::spec::Pinned {
+            named: "./run.sh".into(),
+            path: "/p/run.sh".into(),
+            content: content.into(),
+        };
+        let (mut d, mut e) = (spec(), spec());
+        d.pinned = vec![pin("sha256:aaa")];
+        e.pinned = vec![pin("sha256:bbb")];
+        assert_ne!(k(&d), k(&e));
+        assert_ne!(k(&a), k(&d));
     }
 
     #[test]

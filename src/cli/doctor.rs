@@ -353,9 +353,15 @@ async fn url_check(client: &awc::Client, url: &str) -> Check {
     }
 }
 
-/// OpenTelemetry: off, or on and where to (the traces' endpoint probed: any HTTP answer means
-/// the collector is there). The same plan the session makes (the `OTEL_*` environment over
-/// the user's `[telemetry]`).
+/// The bound on doctor's one probe of the collector: a collector answers a request in
+/// milliseconds, so one that has not in 2 s is as good as down for a session's exit.
+const COLLECTOR_PROBE: Duration = Duration::from_secs(2);
+
+/// OpenTelemetry: off, or on and where to (the endpoint of the first signal exported probed
+/// once, within [`COLLECTOR_PROBE`]: any HTTP answer means the collector is there). The same
+/// plan the session makes (the `OTEL_*` environment over the user's `[telemetry]`). A
+/// collector that fails the probe is marked down for the exporters, so doctor's own exit does
+/// not wait for it.
 async fn telemetry_check(opts: &SessionOptions, client: &awc::Client) -> Check {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     let mut ignored = Vec::new();
@@ -374,13 +380,10 @@ async fn telemetry_check(opts: &SessionOptions, client: &awc::Client) -> Check {
             "OTEL_TRACES_EXPORTER=otlp with OTEL_EXPORTER_OTLP_ENDPOINT, or export = \"otlp\" under [telemetry], turns it on",
         );
     }
-    let url = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .or_else(|| {
-            env("OTEL_EXPORTER_OTLP_ENDPOINT")
-                .map(|e| format!("{}/v1/traces", e.trim_end_matches('/')))
-        })
-        .or_else(|| plan.endpoint.as_ref().map(|e| format!("{e}/v1/traces")))
-        .unwrap_or_else(|| "http://localhost:4318/v1/traces".to_owned());
+    let url = harness9_actors::telemetry::export::endpoint(
+        &plan,
+        if plan.traces { "traces" } else { "metrics" },
+    );
     // Printed without userinfo or query values: an endpoint may carry credentials.
     let shown = harness9_actors::telemetry::without_credentials(&url);
     let what = match (plan.traces, plan.metrics) {
@@ -388,7 +391,16 @@ async fn telemetry_check(opts: &SessionOptions, client: &awc::Client) -> Check {
         (true, false) => "traces",
         _ => "metrics",
     };
-    match tokio::time::timeout(PROBE_TIMEOUT, client.get(&url).send()).await {
+    let down = |why: &str| {
+        use harness9_actors::telemetry::breaker;
+        breaker::failed(
+            &breaker::origin(&url).unwrap_or_else(|| url.clone()),
+            &url,
+            why,
+        );
+    };
+    let hint = "start the collector, or fix OTEL_EXPORTER_OTLP_ENDPOINT; sessions run either way, the spans are dropped";
+    match tokio::time::timeout(COLLECTOR_PROBE, client.get(&url).send()).await {
         Ok(Ok(resp)) => Check::ok(
             "telemetry",
             format!(
@@ -396,13 +408,19 @@ async fn telemetry_check(opts: &SessionOptions, client: &awc::Client) -> Check {
                 resp.status().as_u16()
             ),
         ),
-        Ok(Err(e)) => Check::warn("telemetry", format!("{what} go to {shown}, which cannot be reached: {e}"))
-            .hint("start the collector, or fix OTEL_EXPORTER_OTLP_ENDPOINT; sessions run either way, the spans are dropped"),
-        Err(_) => Check::warn(
-            "telemetry",
-            format!("{what} go to {shown}, which did not answer within {}", fmt_secs(PROBE_TIMEOUT)),
-        )
-        .hint("start the collector, or fix OTEL_EXPORTER_OTLP_ENDPOINT; sessions run either way, the spans are dropped"),
+        Ok(Err(e)) => {
+            down(&e.to_string());
+            Check::warn(
+                "telemetry",
+                format!("{what} go to {shown}, which cannot be reached: {e}"),
+            )
+            .hint(hint)
+        }
+        Err(_) => {
+            let why = format!("it did not answer within {}", fmt_secs(COLLECTOR_PROBE));
+            down(&why);
+            Check::warn("telemetry", format!("{what} go to {shown}, which {why}")).hint(hint)
+        }
     }
 }
 

@@ -401,6 +401,35 @@ pub async fn run(
     Ok(code)
     }
     .await;
+    // A run that answered, with a server slower than it and not cached yet: its list is cached
+    // anyway, within a bound, so the next run offers its tools at once (once per spec; Ctrl+C
+    // skips it). A failed or interrupted run ends at once.
+    let answered = matches!(&result, Ok(c) if *c == ExitCode::SUCCESS);
+    if let (Some(cache), true) = (session.tool_cache.clone(), answered) {
+        let bound = crate::app::tool_cache::CACHE_AT_EXIT;
+        let note = |names: &[&str]| {
+            let names: Vec<String> = names
+                .iter()
+                .map(|n| format!("\"{}\"", clean_line(n)))
+                .collect();
+            eprintln!(
+                "harness9: waiting up to {} s for {} to finish starting, so the next run offers its tools at once (once; Ctrl+C skips)",
+                bound.as_secs(),
+                names.join(", ")
+            );
+        };
+        let wait = crate::app::tool_cache::wait_to_cache(
+            &mut session.runtime.status,
+            &config.servers,
+            &cache,
+            bound,
+            note,
+        );
+        tokio::select! {
+            () = wait => {}
+            () = interrupted() => {}
+        }
+    }
     session.close().await;
     result
 }

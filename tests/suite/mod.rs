@@ -3,6 +3,7 @@
 mod asks;
 mod cli;
 mod cli_fixes;
+mod collector_down;
 pub mod common;
 mod defects;
 mod descendants;

@@ -192,7 +192,11 @@ fn a_warm_cache_gives_the_first_request_every_tool_before_the_server_is_up() {
 fn a_lazy_server_starts_on_its_first_call_which_waits_with_a_progress_line() {
     let dir = temp_path("cache-lazy");
     std::fs::create_dir_all(dir.join("home")).unwrap();
-    let record = dir.join("fx.jsonl");
+    // Outside the project: a file of the repository the server is given is pinned, and its
+    // content is part of the cache key (a record that grows would be a new server each time).
+    let outside = temp_path("cache-lazy-record");
+    std::fs::create_dir_all(&outside).unwrap();
+    let record = outside.join("fx.jsonl");
     let rec = record.to_string_lossy().into_owned();
     write_config(
         &dir,
@@ -278,7 +282,11 @@ fn a_changed_spec_is_a_new_cache_entry() {
 fn a_tool_the_live_list_lacks_is_a_clear_error_naming_its_server() {
     let dir = temp_path("cache-vanish");
     std::fs::create_dir_all(dir.join("home")).unwrap();
-    let count = dir.join("count");
+    // Outside the project, so the file is not pinned: the spec stays the same server (a
+    // changed file of the repository would be a new cache entry, see above).
+    let outside = temp_path("cache-vanish-count");
+    std::fs::create_dir_all(&outside).unwrap();
+    let count = outside.join("count");
     std::fs::write(&count, "3").unwrap();
     let c = count.to_string_lossy().into_owned();
     write_config(&dir, fixture_entry(&["--tools-file", &c], json!({})));
@@ -435,4 +443,125 @@ fn the_tuis_first_turn_carries_cached_tools_while_the_server_starts() {
     );
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
+}
+
+/// `run -p hi --json` with `--startup-wait 0`: the run does not wait for a slow server.
+fn run_p_now(dir: &Path, model: &Model) -> Out {
+    let mut c = harness9(dir);
+    c.envs(model.env());
+    run(
+        c,
+        &[
+            "run",
+            "-p",
+            "hi",
+            "--json",
+            "--startup-wait",
+            "0",
+            "--allowed-tools",
+            "mcp__fx__*",
+        ],
+    )
+}
+
+const WAITING: &str = "to finish starting, so the next run offers its tools at once";
+
+#[test]
+fn a_server_slower_than_the_run_is_cached_at_its_end_and_the_next_run_offers_its_tools() {
+    // The server reads nothing for 3 s; the runs do not wait for it at their start and are
+    // over well before it is up.
+    let dir = project(
+        "cache-slow-exit",
+        fixture_entry(&["--start-delay-ms", "3000"], json!({})),
+    );
+    let model = Model::start(
+        "cache-slow-exit",
+        json!({"steps": [{"text": "first"}, {"text": "second"}]}),
+    );
+    let first = run_p_now(&dir, &model);
+    assert_eq!(first.code, Some(0), "{first}");
+    assert_eq!(event(&first, "done")["text"], "first", "{first}");
+    assert_eq!(
+        event(&first, "start")["servers"]["fx"],
+        "starting",
+        "{first}"
+    );
+    // Its end waited for the server's list, said so once, and cached it.
+    assert_eq!(first.stderr.matches(WAITING).count(), 1, "{first}");
+    assert!(first.stderr.contains("\"fx\""), "{first}");
+    cache_file(&dir);
+
+    let second = run_p_now(&dir, &model);
+    assert_eq!(second.code, Some(0), "{second}");
+    assert_eq!(
+        event(&second, "start")["servers"]["fx"],
+        "cached",
+        "{second}"
+    );
+    assert!(!second.stderr.contains(WAITING), "{second}");
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(
+        !offered_tools(&reqs[0]).iter().any(|t| t == "mcp__fx__echo"),
+        "the first run's request cannot have the slow server's tools"
+    );
+    let tools = offered_tools(&reqs[1]);
+    assert!(
+        tools.iter().any(|t| t == "mcp__fx__echo") && tools.iter().any(|t| t == "mcp__fx__add"),
+        "the second run's first request lists the slow server's tools: {tools:?}"
+    );
+}
+
+#[test]
+fn a_server_that_does_not_list_by_the_end_is_waited_for_once() {
+    // Far slower than the end's bound: the first run's end waits for it in vain, the next
+    // one does not wait again.
+    let dir = project(
+        "cache-never-lists",
+        fixture_entry(
+            &["--start-delay-ms", "60000"],
+            json!({"startupTimeoutSec": 120}),
+        ),
+    );
+    let model = Model::start(
+        "cache-never-lists",
+        json!({"steps": [{"text": "first"}, {"text": "second"}]}),
+    );
+    let first = run_p_now(&dir, &model);
+    assert_eq!(first.code, Some(0), "{first}");
+    assert_eq!(first.stderr.matches(WAITING).count(), 1, "{first}");
+    let second = run_p_now(&dir, &model);
+    assert_eq!(second.code, Some(0), "{second}");
+    assert_eq!(event(&second, "done")["text"], "second", "{second}");
+    assert!(!second.stderr.contains(WAITING), "{second}");
+}
+
+#[test]
+fn a_changed_file_the_server_runs_is_a_new_entry_never_offered_the_old_list() {
+    // The server is a script of the repository: its content is pinned at approval, and part
+    // of the cache key.
+    let dir = project(
+        "cache-pinned",
+        json!({"command": "sh", "args": ["server.sh"]}),
+    );
+    let script = dir.join("server.sh");
+    let body = format!("exec '{}' --start-delay-ms 2000\n", fixture_bin().display());
+    std::fs::write(&script, &body).unwrap();
+    let (row, out) = list_row(&dir);
+    assert_eq!(row["status"], "connected", "{out}");
+    cache_file(&dir);
+
+    // Changed (and approved again): the old list is not offered while it starts.
+    std::fs::write(&script, format!("# changed\n{body}")).unwrap();
+    let model = Model::start("cache-pinned", json!({"steps": [{"text": "ok"}]}));
+    let out = run_p_now(&dir, &model);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(event(&out, "start")["servers"]["fx"], "starting", "{out}");
+    let reqs = model.requests();
+    assert!(
+        !offered_tools(&reqs[0])
+            .iter()
+            .any(|t| t.starts_with("mcp__fx__")),
+        "the changed server's old tools were offered"
+    );
 }

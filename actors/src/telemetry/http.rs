@@ -1,8 +1,11 @@
 //! The exporter's HTTP client: one blocking HTTP/1.1 `POST` per export (`Connection: close`),
 //! plain or TLS (rustls, the same roots as every other connection of harness9), the whole
 //! exchange bounded by `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds; [`DEFAULT_TIMEOUT`], at most
-//! [`MAX_TIMEOUT`]), the answer read up to [`MAX_RESPONSE`] bytes. The SDK calls it on its own
-//! export threads, never on the actors' runtime.
+//! [`MAX_TIMEOUT`]): it bounds one export, never the user's exit (`export::Telemetry::shutdown`
+//! has its own bound). The answer is read up to [`MAX_RESPONSE`] bytes. Every export goes
+//! through the circuit breaker (`breaker.rs`): a collector that is down is not contacted again
+//! for a while, and the SDK's own retries are off. The SDK calls it on its own export threads,
+//! never on the actors' runtime.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -10,6 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
+
+use super::breaker;
 
 /// The bound on one export's exchange, when `OTEL_EXPORTER_OTLP_TIMEOUT` does not set one.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -43,9 +48,17 @@ impl OtlpHttp {
         let https = match uri.scheme_str() {
             Some("http") => false,
             Some("https") => true,
-            other => return Err(format!("unsupported scheme {other:?} in {uri}").into()),
+            other => {
+                let shown = super::without_credentials(&uri.to_string());
+                return Err(format!("unsupported scheme {other:?} in {shown}").into());
+            }
         };
-        let host = uri.host().ok_or_else(|| format!("no host in {uri}"))?;
+        let host = uri.host().ok_or_else(|| {
+            format!(
+                "no host in {}",
+                super::without_credentials(&uri.to_string())
+            )
+        })?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         let path = uri.path_and_query().map_or("/", |p| p.as_str());
@@ -195,10 +208,56 @@ fn dechunk(mut rest: &[u8]) -> Vec<u8> {
     }
 }
 
+impl OtlpHttp {
+    /// One export through the breaker: skipped at once while the collector is known down;
+    /// its outcome is what the breaker learns.
+    fn send(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
+        let endpoint = request.uri().to_string();
+        let origin = breaker::origin(&endpoint).unwrap_or_else(|| endpoint.clone());
+        if breaker::is_down(&origin) {
+            return Err(format!(
+                "the collector at {} is down; export skipped",
+                super::without_credentials(&endpoint)
+            )
+            .into());
+        }
+        match self.post(request) {
+            Ok(r) => {
+                breaker::answered(&origin);
+                Ok(r)
+            }
+            Err(e) => {
+                breaker::failed(&origin, &endpoint, &e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    /// Posts an empty export (a valid, empty protobuf request) to `endpoint`, so the breaker
+    /// knows the collector before the first real export: refused, it is down at once; any
+    /// answer, it is up. Blocking: the caller runs it on a thread of its own.
+    pub(crate) fn probe(&self, endpoint: &str) {
+        let req = Request::builder()
+            .method("POST")
+            .uri(endpoint)
+            .header("content-type", "application/x-protobuf")
+            .body(Bytes::new());
+        match req {
+            Ok(req) => {
+                let _ = self.send(req);
+            }
+            Err(e) => {
+                let origin = breaker::origin(endpoint).unwrap_or_else(|| endpoint.to_owned());
+                breaker::failed(&origin, endpoint, &e.to_string());
+            }
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl HttpClient for OtlpHttp {
     async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
-        self.post(request)
+        self.send(request)
     }
 }
 

@@ -29,6 +29,7 @@ use serde_json::{Map, Value};
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
+pub mod breaker;
 pub mod export;
 mod http;
 mod redact;

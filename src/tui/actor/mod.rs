@@ -351,6 +351,22 @@ impl Tui {
         self.schedule_draw(ctx);
     }
 
+    /// Says once, in the transcript, that telemetry export is failing (the exporter's one
+    /// message: the endpoint without credentials, never a header).
+    fn watch_telemetry(&mut self, ctx: &mut Context<Self>) {
+        let mut rx = harness9_actors::telemetry::breaker::failures();
+        let failing = async move {
+            let said = rx.wait_for(Option::is_some).await.ok()?;
+            said.clone()
+        };
+        ctx.spawn(failing.into_actor(self).map(|text, act, ctx| {
+            if let Some(text) = text {
+                let text = harness9_base::sanitize::clean_line(&text).into_owned();
+                act.notice(true, text, ctx);
+            }
+        }));
+    }
+
     fn notice(&mut self, error: bool, text: String, ctx: &mut Context<Self>) {
         self.apply(Event::Notice { error, text }, ctx);
     }
@@ -629,6 +645,7 @@ impl Actor for Tui {
             ctx.add_stream(futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)));
         }
         self.ask_tools(ctx);
+        self.watch_telemetry(ctx);
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
