@@ -16,14 +16,22 @@ pub enum ArgKind {
 }
 
 /// The built-ins an argument pattern may follow, and what it matches. A path rule on
-/// `read_file` covers every built-in that reads files (`read_file`, `list_dir`, `grep`).
+/// `read_file` covers every built-in that reads files (`read_file`, `list_dir`, `grep`), one
+/// on `write_file` every built-in that writes them (`edit_file`, `apply_patch`: each path a
+/// patch adds, updates, deletes or moves to).
 pub fn arg_kind(tool: &str) -> Option<ArgKind> {
     match tool {
         "bash" => Some(ArgKind::Command),
-        "read_file" | "write_file" | "list_dir" | "grep" => Some(ArgKind::Path),
+        "read_file" | "write_file" | "edit_file" | "apply_patch" | "list_dir" | "grep" => {
+            Some(ArgKind::Path)
+        }
         _ => None,
     }
 }
+
+/// The built-ins that write files; a `write_file` rule (and Claude Code's `Edit`, `Write`,
+/// `MultiEdit`) names them all.
+pub const FILE_WRITERS: &[&str] = &["write_file", "edit_file", "apply_patch"];
 
 /// The built-ins whose path rules a call of `tool` is matched against: a read tool answers to
 /// `read_file(...)` rules too.
@@ -33,6 +41,8 @@ pub fn path_rule_tools(tool: &str) -> &'static [&'static str] {
         "list_dir" => &["list_dir", "read_file"],
         "grep" => &["grep", "read_file"],
         "write_file" => &["write_file"],
+        "edit_file" => &["edit_file", "write_file"],
+        "apply_patch" => &["apply_patch", "write_file"],
         _ => &[],
     }
 }
@@ -56,7 +66,7 @@ pub fn claude_code_name(name: &str) -> Option<Option<(&'static str, &'static [&'
         "Bash" => Some(("bash", &[])),
         // Claude Code's Read rules apply to every built-in that reads files.
         "Read" => Some(("read_file", &["list_dir", "grep"])),
-        "Edit" | "Write" | "MultiEdit" => Some(("write_file", &[])),
+        "Edit" | "Write" | "MultiEdit" => Some(("write_file", &FILE_WRITERS[1..])),
         "Grep" => Some(("grep", &[])),
         "LS" | "Glob" => Some(("list_dir", &[])),
         "WebFetch" | "WebSearch" | "Task" | "Agent" | "TodoWrite" | "TodoRead" | "NotebookEdit"
@@ -107,6 +117,8 @@ impl Pattern {
         }
         let (name, also) = match claude_code_name(name) {
             Some(Some((ours, also))) => (ours.to_owned(), also),
+            // `write_file` names every tool that writes files: no side door through an edit.
+            None if name == "write_file" => (name.to_owned(), &FILE_WRITERS[1..]),
             // Kept as written, its argument aside: it names no tool (`Rule::parse` and
             // `unmatched` say what that means).
             Some(None) => {
@@ -138,7 +150,7 @@ impl Pattern {
             Some(a) => {
                 let Some(kind) = arg_kind(name) else {
                     return Err(format!(
-                        "only bash (a command) and read_file, write_file, list_dir, grep (a path) take an argument pattern, not {name:?}"
+                        "only bash (a command) and read_file, write_file, edit_file, apply_patch, list_dir, grep (a path) take an argument pattern, not {name:?}"
                     ));
                 };
                 Some(match kind {
