@@ -106,16 +106,16 @@ impl Runtime {
     ) -> actix::Addr<harness9_agent::builtins::Builtins> {
         use harness9_agent::builtins::{definitions, BuiltinOptions, Builtins};
         let builtins = Builtins::with_registry(
-                root.to_path_buf(),
-                BuiltinOptions {
-                    shell,
-                    protected,
-                    policy,
-                    ..BuiltinOptions::default()
-                },
-                self.registry.clone(),
-            )
-            .start();
+            root.to_path_buf(),
+            BuiltinOptions {
+                shell,
+                protected,
+                policy,
+                ..BuiltinOptions::default()
+            },
+            self.registry.clone(),
+        )
+        .start();
         self.registry.do_send(SetBuiltins {
             tools: definitions(),
             executor: builtins.clone().recipient(),

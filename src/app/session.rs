@@ -327,8 +327,7 @@ impl Session {
         cfg: EngineConfig,
         saved: Option<super::conversations::Opened>,
     ) -> Engine {
-        let mut engine =
-            Engine::new(Provider::new(provider), self.runtime.registry.clone(), cfg);
+        let mut engine = Engine::new(Provider::new(provider), self.runtime.registry.clone(), cfg);
         if let Some(forget) = &self.forget_files {
             engine = engine.forgetting_files(forget.clone());
         }

@@ -342,7 +342,11 @@ pub(super) fn edit_file(root: &Path, seen: &Seen, a: &EditArgs) -> Result<String
                 "tool \"{TOOL}\": old_string is empty but {path} is not; give the exact text to replace, or use write_file to replace the whole file"
             ));
         }
-        let new = if file.crlf { to_crlf(&a.new) } else { a.new.clone() };
+        let new = if file.crlf {
+            to_crlf(&a.new)
+        } else {
+            a.new.clone()
+        };
         (new, 1)
     } else {
         replace(&file, a).map_err(|e| format!("tool \"{TOOL}\": {e}"))?

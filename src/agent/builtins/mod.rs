@@ -707,4 +707,6 @@ fn io_failure(tool: &str, verb: &str, what: &str, path: &str, e: &io::Error) -> 
 }
 
 #[cfg(test)]
+mod edit_tests;
+#[cfg(test)]
 mod tests;

@@ -142,11 +142,7 @@ pub fn parse(input: &str) -> Result<Vec<Op>, String> {
     }
     match lines.first() {
         Some((_, l)) if l.trim() == BEGIN => {}
-        _ => {
-            return Err(format!(
-                "the patch must start with the line \"{BEGIN}\""
-            ))
-        }
+        _ => return Err(format!("the patch must start with the line \"{BEGIN}\"")),
     }
     match lines.last() {
         Some((_, l)) if l.trim() == END && lines.len() >= 2 => {}
@@ -184,10 +180,7 @@ pub fn parse(input: &str) -> Result<Vec<Op>, String> {
                 }
                 i += 1;
             }
-            ops.push(Op::Add {
-                path,
-                lines: added,
-            });
+            ops.push(Op::Add { path, lines: added });
         } else if let Some(p) = t.strip_prefix(DELETE) {
             ops.push(Op::Delete {
                 path: file_path(p, at)?,
@@ -274,7 +267,9 @@ fn file_path(p: &str, at: usize) -> Result<String, String> {
         return Err(format!("line {at} of the patch: the file path is missing"));
     }
     if p.contains('\0') {
-        return Err(format!("line {at} of the patch: the file path has a NUL byte"));
+        return Err(format!(
+            "line {at} of the patch: the file path has a NUL byte"
+        ));
     }
     Ok(p.to_owned())
 }
@@ -344,9 +339,8 @@ fn hunks(body: &[(usize, &str)], i: &mut usize, path: &str) -> Result<Vec<Hunk>,
 fn is_range_header(s: &str) -> bool {
     let mut parts = s.split_whitespace();
     let range = |p: Option<&str>, sign: char| {
-        p.and_then(|p| p.strip_prefix(sign)).is_some_and(|r| {
-            !r.is_empty() && r.chars().all(|c| c.is_ascii_digit() || c == ',')
-        })
+        p.and_then(|p| p.strip_prefix(sign))
+            .is_some_and(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_digit() || c == ','))
     };
     range(parts.next(), '-') && range(parts.next(), '+')
 }

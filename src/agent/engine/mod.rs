@@ -586,6 +586,8 @@ mod tests {
         let cases = [
             (builtin("bash"), false),
             (builtin("write_file"), false),
+            (builtin("edit_file"), false),
+            (builtin("apply_patch"), false),
             (builtin("read_file"), true),
             (builtin("list_dir"), true),
             (builtin("grep"), true),
