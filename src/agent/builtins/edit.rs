@@ -17,6 +17,23 @@ pub const MAX_EDIT_BYTES: u64 = 16 << 20;
 /// remembered counts as never seen).
 const MAX_REMEMBERED: usize = 10_000;
 
+/// The file changes a successful call of `tool` reports, one line each (`edited src/main.rs:
+/// +1 -1`, `added a: +3`, `deleted b: -2`, `moved a -> b: +0 -0`): for the front ends'
+/// summaries. Nothing for another tool or an error result.
+pub fn changes<'a>(tool: &str, output: &'a str, is_error: bool) -> Vec<&'a str> {
+    if is_error || !matches!(tool, "edit_file" | "apply_patch") {
+        return Vec::new();
+    }
+    output
+        .lines()
+        .filter(|l| {
+            ["edited ", "added ", "deleted ", "moved "]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .collect()
+}
+
 // ---- what the model saw -------------------------------------------------------------------------
 
 /// What the model last saw of a file: its size and modification time, and the hash of its
