@@ -9,6 +9,7 @@
 mod actor;
 mod approvals;
 mod commands;
+mod diff;
 mod editor;
 mod elicit;
 mod guard;

@@ -23,6 +23,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod bash;
+pub mod diff;
 pub mod edit;
 mod files;
 mod grep;
