@@ -68,7 +68,7 @@ pub enum Line {
 
 impl Hunk {
     /// The lines the hunk expects in the file: its context and removed lines.
-    fn old(&self) -> Vec<&str> {
+    fn old_lines(&self) -> Vec<&str> {
         self.lines
             .iter()
             .filter_map(|l| match l {
@@ -79,7 +79,7 @@ impl Hunk {
     }
 
     /// The lines that replace them: its context and added lines.
-    fn new(&self) -> Vec<&str> {
+    fn new_lines(&self) -> Vec<&str> {
         self.lines
             .iter()
             .filter_map(|l| match l {
@@ -91,7 +91,7 @@ impl Hunk {
 
     /// How the hunk is named in an error: its first context or removed line (else its anchor).
     fn label(&self) -> String {
-        let first = self.old().into_iter().find(|l| !l.trim().is_empty());
+        let first = self.old_lines().into_iter().find(|l| !l.trim().is_empty());
         match (first, &self.anchor) {
             (Some(l), _) => format!("from {:?}", cut(l.trim())),
             (None, Some(a)) => format!("after {:?}", cut(a.trim())),
@@ -371,8 +371,8 @@ pub fn apply(file: &[String], hunks: &[Hunk], path: &str) -> Result<Vec<String>,
                 }
             }
         }
-        let mut old = h.old();
-        let mut new = h.new();
+        let mut old = h.old_lines();
+        let mut new = h.new_lines();
         if old.is_empty() {
             // Lines added with no context go at the end of the file.
             edits.push((file.len(), 0, new.iter().map(|s| (*s).to_owned()).collect()));
