@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use super::patch::{self, Op};
 
-/// Lines a preview holds at most (a note says how many more there were).
+/// Lines a preview holds at most (a note says how many more there were). A file's line is
+/// always kept: a long section cannot hide the next file a patch touches.
 pub const MAX_PREVIEW_LINES: usize = 2000;
 /// Lines of context around a change of `edit_file`.
 const CONTEXT: usize = 3;
@@ -109,29 +110,36 @@ pub fn preview(tool: &str, args: &Value) -> Option<Vec<DiffLine>> {
     Some(out.finish())
 }
 
-/// A bounded list of lines: past [`MAX_PREVIEW_LINES`] only counted.
+/// A bounded list of lines: past [`MAX_PREVIEW_LINES`] only counted, but for the files' lines.
 #[derive(Default)]
 struct Out {
     lines: Vec<DiffLine>,
+    /// Lines left out since the last one kept.
     more: usize,
 }
 
 impl Out {
     fn push(&mut self, kind: DiffKind, text: String) {
-        if self.lines.len() < MAX_PREVIEW_LINES {
+        if self.lines.len() < MAX_PREVIEW_LINES || kind == DiffKind::File {
+            self.note_left_out();
             self.lines.push(DiffLine { kind, text });
         } else {
             self.more += 1;
         }
     }
 
-    fn finish(mut self) -> Vec<DiffLine> {
+    fn note_left_out(&mut self) {
         if self.more > 0 {
             self.lines.push(DiffLine {
                 kind: DiffKind::Note,
                 text: format!("… {} more lines", self.more),
             });
+            self.more = 0;
         }
+    }
+
+    fn finish(mut self) -> Vec<DiffLine> {
+        self.note_left_out();
         self.lines
     }
 }
@@ -213,5 +221,15 @@ mod tests {
         .unwrap();
         assert_eq!(p.len(), MAX_PREVIEW_LINES + 1);
         assert_eq!(p.last().unwrap().text, "… 1001 more lines");
+        // A long section cannot hide the files after it.
+        let p = preview(
+            "apply_patch",
+            &json!({"input": format!("*** Begin Patch\n*** Add File: n\n{long}*** Delete File: precious\n*** End Patch")}),
+        )
+        .unwrap();
+        assert_eq!(
+            kinds(&p[MAX_PREVIEW_LINES..]),
+            [(Note, "… 1001 more lines"), (File, "delete precious")]
+        );
     }
 }

@@ -283,6 +283,17 @@ fn hunks_match_exactly_then_ignoring_whitespace_and_name_themselves_when_they_do
     assert!(
         e.starts_with("hunk 2 of f.rs (from \"}\") does not apply"),
         "{e}"
+    ); // Many lines alike and a long hunk: bounded, with an error saying what to do.
+    let same = vec!["a".to_owned(); 200_000];
+    let mut lines = vec![Line::Context("a".into()); 300];
+    lines.push(Line::Removed("b".into()));
+    let started = std::time::Instant::now();
+    let e = patch::apply(&same, &[hunk(None, lines)], "same.txt").unwrap_err();
+    assert!(e.contains("costs too much"), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
     );
 }
 

@@ -7,6 +7,9 @@
 pub const MAX_PATCH_BYTES: usize = 4 << 20;
 /// Files one patch may touch.
 pub const MAX_PATCH_FILES: usize = 100;
+/// Line comparisons one update's hunks may cost while they are looked for (a file of many
+/// identical lines and a long hunk would otherwise take minutes).
+const MAX_COMPARISONS: u64 = 50_000_000;
 
 /// One section of a patch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -349,6 +352,7 @@ fn is_range_header(s: &str) -> bool {
 /// not apply and why.
 pub fn apply(file: &[String], hunks: &[Hunk], path: &str) -> Result<Vec<String>, String> {
     let mut at = 0usize;
+    let mut budget = MAX_COMPARISONS;
     // (start, removed count, replacement), in file order.
     let mut edits: Vec<(usize, usize, Vec<String>)> = Vec::new();
     for (k, h) in hunks.iter().enumerate() {
@@ -359,8 +363,11 @@ pub fn apply(file: &[String], hunks: &[Hunk], path: &str) -> Result<Vec<String>,
                 h.label()
             )
         };
+        let costly = || {
+            fail("finding its lines costs too much in this file (many lines alike); give a distinctive @@ line or more distinctive context".to_owned())
+        };
         if let Some(anchor) = &h.anchor {
-            match seek(file, &[anchor.as_str()], at, false) {
+            match seek(file, &[anchor.as_str()], at, false, &mut budget).ok_or_else(costly)? {
                 Some(i) => at = i + 1,
                 None => {
                     return Err(fail(format!(
@@ -378,14 +385,14 @@ pub fn apply(file: &[String], hunks: &[Hunk], path: &str) -> Result<Vec<String>,
             edits.push((file.len(), 0, new.iter().map(|s| (*s).to_owned()).collect()));
             continue;
         }
-        let mut found = seek(file, &old, at, h.eof);
+        let mut found = seek(file, &old, at, h.eof, &mut budget).ok_or_else(costly)?;
         if found.is_none() && old.last() == Some(&"") {
             // A trailing empty context line stands for the file's last newline.
             old.pop();
             if new.last() == Some(&"") {
                 new.pop();
             }
-            found = seek(file, &old, at, h.eof);
+            found = seek(file, &old, at, h.eof, &mut budget).ok_or_else(costly)?;
         }
         let Some(i) = found else {
             return Err(fail(format!(
@@ -413,10 +420,16 @@ fn after(at: usize) -> String {
 
 /// Where `pat` occurs in `lines` at or after `from`: exactly, else ignoring trailing
 /// whitespace, else ignoring whitespace at both ends. With `eof` a match ending the file is
-/// tried first.
-fn seek(lines: &[String], pat: &[&str], from: usize, eof: bool) -> Option<usize> {
+/// tried first. `None` (outer) when `budget` line comparisons did not suffice.
+fn seek(
+    lines: &[String],
+    pat: &[&str],
+    from: usize,
+    eof: bool,
+    budget: &mut u64,
+) -> Option<Option<usize>> {
     if pat.len() > lines.len() {
-        return None;
+        return Some(None);
     }
     let last = lines.len() - pat.len();
     let same: [fn(&str, &str) -> bool; 3] = [
@@ -425,13 +438,23 @@ fn seek(lines: &[String], pat: &[&str], from: usize, eof: bool) -> Option<usize>
         |a, b| a.trim() == b.trim(),
     ];
     for eq in same {
-        let at = |i: usize| pat.iter().zip(&lines[i..]).all(|(p, l)| eq(l, p));
-        if eof && last >= from && at(last) {
-            return Some(last);
+        let mut at = |i: usize| -> Option<bool> {
+            for (p, l) in pat.iter().zip(&lines[i..]) {
+                *budget = budget.checked_sub(1)?;
+                if !eq(l, p) {
+                    return Some(false);
+                }
+            }
+            Some(true)
+        };
+        if eof && last >= from && at(last)? {
+            return Some(Some(last));
         }
-        if let Some(i) = (from..=last).find(|&i| at(i)) {
-            return Some(i);
+        for i in from..=last {
+            if at(i)? {
+                return Some(Some(i));
+            }
         }
     }
-    None
+    Some(None)
 }

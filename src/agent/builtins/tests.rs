@@ -567,6 +567,8 @@ fn definitions_have_object_schemas() {
             "bash",
             "read_file",
             "write_file",
+            "edit_file",
+            "apply_patch",
             "list_dir",
             "grep",
             "list_mcp_resources",
