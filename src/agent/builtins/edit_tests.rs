@@ -68,6 +68,10 @@ async fn edit_file_keeps_line_endings_bom_encoding_and_mode() {
     dir.write("latin1.txt", b"caf\xE9\n");
     dir.write("run.sh", "echo a\n");
     harness9_platform::fs::set_mode(&File::open(dir.0.join("run.sh")).unwrap(), 0o750).unwrap();
+    let mode = |p: &str| {
+        harness9_platform::fs::mode_of(&std::fs::metadata(dir.0.join(p)).unwrap()) & 0o7777
+    };
+    let before = mode("run.sh");
     let b = start(&dir, BuiltinOptions::default());
 
     let (out, err) = call(
@@ -108,8 +112,7 @@ async fn edit_file_keeps_line_endings_bom_encoding_and_mode() {
 
     let (out, err) = call(&b, "edit_file", edit("run.sh", "a", "b")).await;
     assert!(!err, "{out}");
-    let meta = std::fs::metadata(dir.0.join("run.sh")).unwrap();
-    assert_eq!(harness9_platform::fs::mode_of(&meta) & 0o777, 0o750);
+    assert_eq!(mode("run.sh"), before);
 }
 
 #[actix_rt::test]
@@ -274,6 +277,19 @@ fn hunks_match_exactly_then_ignoring_whitespace_and_name_themselves_when_they_do
     );
     let out = patch::apply(&file, &[h], "f.rs").unwrap();
     assert_eq!(out.len(), 5);
+    // A curly quote for the file's straight one.
+    let quoted = vec!["say(\"hi\");".to_owned()];
+    let q = hunk(
+        None,
+        vec![
+            Line::Removed("say(\u{201C}hi\u{201D});".into()),
+            Line::Added("say(\"bye\");".into()),
+        ],
+    );
+    assert_eq!(
+        patch::apply(&quoted, &[q], "q.rs").unwrap(),
+        ["say(\"bye\");"]
+    );
     let bad = hunk(
         None,
         vec![Line::Context("}".into()), Line::Removed("nothing".into())],

@@ -1,7 +1,7 @@
 //! `apply_patch`'s format (Codex's: `*** Begin Patch`, `*** Add File:`, `*** Update File:` with
 //! `*** Move to:` and `@@` hunks, `*** Delete File:`, `*** End Patch`): the parser and the pure
 //! application of an update's hunks to a file's lines (exact, then ignoring trailing
-//! whitespace, then ignoring surrounding whitespace). No IO: `edit.rs` reads and writes.
+//! whitespace, then ignoring surrounding whitespace, then typographic punctuation as ASCII). No IO: `edit.rs` reads and writes.
 
 /// Bytes of a patch accepted (a model's reply is far smaller).
 pub const MAX_PATCH_BYTES: usize = 4 << 20;
@@ -418,8 +418,20 @@ fn after(at: usize) -> String {
     }
 }
 
+/// `s` with typographic punctuation as ASCII (curly quotes, dashes, odd spaces), as a model
+/// sometimes writes the file's plain characters.
+fn plain(s: &str) -> impl Iterator<Item = char> + '_ {
+    s.chars().map(|c| match c {
+        '\u{2010}'..='\u{2015}' | '\u{2212}' => '-',
+        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' => '\'',
+        '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' => '"',
+        '\u{00A0}' | '\u{2002}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => ' ',
+        c => c,
+    })
+}
+
 /// Where `pat` occurs in `lines` at or after `from`: exactly, else ignoring trailing
-/// whitespace, else ignoring whitespace at both ends. With `eof` a match ending the file is
+/// whitespace, else ignoring whitespace at both ends, else also typographic punctuation. With `eof` a match ending the file is
 /// tried first. `None` (outer) when `budget` line comparisons did not suffice.
 fn seek(
     lines: &[String],
@@ -432,10 +444,11 @@ fn seek(
         return Some(None);
     }
     let last = lines.len() - pat.len();
-    let same: [fn(&str, &str) -> bool; 3] = [
+    let same: [fn(&str, &str) -> bool; 4] = [
         |a, b| a == b,
         |a, b| a.trim_end() == b.trim_end(),
         |a, b| a.trim() == b.trim(),
+        |a, b| plain(a.trim()).eq(plain(b.trim())),
     ];
     for eq in same {
         let mut at = |i: usize| -> Option<bool> {
