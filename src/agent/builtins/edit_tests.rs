@@ -218,6 +218,22 @@ fn the_parser_reads_every_section_kind() {
             },
         ]
     );
+    // Blank lines between sections separate them; ` *** Add File:` is a context line.
+    let ops = patch::parse(
+        "*** Begin Patch\n*** Add File: a\n+x\n\n*** Update File: b\n@@\n *** Add File: c\n-y\n\n\n*** End Patch",
+    )
+    .unwrap();
+    assert_eq!(ops.len(), 2);
+    match &ops[1] {
+        Op::Update { hunks, .. } => assert_eq!(
+            hunks[0].lines,
+            [
+                Line::Context("*** Add File: c".into()),
+                Line::Removed("y".into())
+            ]
+        ),
+        other => panic!("{other:?}"),
+    }
     // A heredoc around it is taken off.
     assert!(
         patch::parse("<<'EOF'\n*** Begin Patch\n*** Delete File: a\n*** End Patch\nEOF\n").is_ok()

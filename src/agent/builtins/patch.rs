@@ -173,6 +173,8 @@ pub fn parse(input: &str) -> Result<Vec<Op>, String> {
                 let (n, l) = body[i];
                 match l.strip_prefix('+') {
                     Some(text) => added.push(text.to_owned()),
+                    // Blank lines before the next section separate, they add nothing.
+                    None if l.trim().is_empty() && blank_to_section(body, i) => {}
                     None => {
                         return Err(format!(
                             "line {} of the patch: every line of an added file ({path}) starts with \"+\", got {:?}",
@@ -259,8 +261,10 @@ pub fn paths(input: &str) -> Option<Vec<String>> {
     Some(out)
 }
 
+/// Whether `line` starts a section or ends the patch (at the line's start: ` *** Add File:`
+/// is a context line holding that text).
 fn is_marker(line: &str) -> bool {
-    let t = line.trim();
+    let t = line.trim_end();
     t.starts_with(ADD) || t.starts_with(DELETE) || t.starts_with(UPDATE) || t == END
 }
 
@@ -278,12 +282,28 @@ fn file_path(p: &str, at: usize) -> Result<String, String> {
 }
 
 /// Reads the hunks of an update from `body[*i..]` up to the next section.
+/// Whether every line of `body` from `i` to the next section (or the end) is blank.
+fn blank_to_section(body: &[(usize, &str)], i: usize) -> bool {
+    body[i..]
+        .iter()
+        .find(|(_, l)| !l.trim().is_empty())
+        .is_none_or(|(_, l)| is_marker(l))
+}
+
 fn hunks(body: &[(usize, &str)], i: &mut usize, path: &str) -> Result<Vec<Hunk>, String> {
     let mut out: Vec<Hunk> = Vec::new();
     let mut cur: Option<Hunk> = None;
     while *i < body.len() && !is_marker(body[*i].1) {
         let (n, line) = body[*i];
         *i += 1;
+        // Blank lines ending a hunk (before the next @@ or section) separate; they are no
+        // context to find.
+        if line.is_empty() && cur.as_ref().is_some_and(|h| !h.lines.is_empty()) {
+            let next = body[*i..].iter().find(|(_, l)| !l.is_empty());
+            if next.is_none_or(|(_, l)| is_marker(l) || l.trim_end().starts_with("@@")) {
+                continue;
+            }
+        }
         if let Some(rest) = line.trim_end().strip_prefix("@@") {
             if let Some(h) = cur.take() {
                 out.push(h);
@@ -297,7 +317,7 @@ fn hunks(body: &[(usize, &str)], i: &mut usize, path: &str) -> Result<Vec<Hunk>,
             });
             continue;
         }
-        if line.trim() == EOF_MARK {
+        if line.trim_end() == EOF_MARK {
             match cur.as_mut() {
                 Some(h) => h.eof = true,
                 None => {
