@@ -394,13 +394,61 @@ pub fn os_path(arg: &str, root: &Path) -> Result<PathBuf, String> {
                             pending.push_front(c.as_os_str().to_owned());
                         }
                     }
-                    Ok(_) => {}
+                    Ok(_) => {
+                        // On a case-insensitive file system `Secrets` opens `secrets`: the
+                        // rules see the name on disk.
+                        if let Some(real) = name_on_disk(&out) {
+                            out.set_file_name(real);
+                        }
+                    }
                     Err(_) => missing = true,
                 }
             }
         }
     }
     Ok(out)
+}
+
+/// The name the existing `path` has on disk when it differs from the one written only in case
+/// (a case-insensitive file system: macOS, Windows); `None` when it is the same. A case-
+/// sensitive file system costs one failed lookup (the name with its case swapped).
+fn name_on_disk(path: &Path) -> Option<std::ffi::OsString> {
+    let name = path.file_name()?.to_str()?;
+    let swapped: String = name
+        .chars()
+        .map(|c| {
+            if c.is_lowercase() {
+                c.to_uppercase().next().unwrap_or(c)
+            } else {
+                c.to_lowercase().next().unwrap_or(c)
+            }
+        })
+        .collect();
+    if swapped == name {
+        return None;
+    }
+    let parent = path.parent()?;
+    std::fs::symlink_metadata(parent.join(&swapped)).ok()?;
+    let entries = std::fs::read_dir(parent).ok()?;
+    same_but_case(name, entries.flatten().map(|e| e.file_name()))
+}
+
+/// Of a directory's `entries`, the one that is `name` but for case, unless `name` itself is
+/// there.
+pub(super) fn same_but_case(
+    name: &str,
+    entries: impl Iterator<Item = std::ffi::OsString>,
+) -> Option<std::ffi::OsString> {
+    let folded = name.to_lowercase();
+    let mut found = None;
+    for e in entries {
+        match e.to_str() {
+            Some(s) if s == name => return None,
+            Some(s) if found.is_none() && s.to_lowercase() == folded => found = Some(e),
+            _ => {}
+        }
+    }
+    found
 }
 
 /// Whether `path` has a `.git` component (any case: a case-insensitive file system opens

@@ -1115,3 +1115,42 @@ fn a_write_deny_follows_symlinks_for_the_edit_tools() {
     );
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// On a case-insensitive file system a path's case is the one on disk before any rule sees it
+/// (this machine's may be case-sensitive: the choice is tested on listings).
+#[test]
+fn a_name_is_taken_as_it_is_on_disk_when_it_differs_only_in_case() {
+    use std::ffi::OsString;
+    let list = |names: &[&str]| {
+        names
+            .iter()
+            .map(OsString::from)
+            .collect::<Vec<_>>()
+            .into_iter()
+    };
+    assert_eq!(
+        pattern::same_but_case("Secrets", list(&["src", "secrets"])),
+        Some(OsString::from("secrets"))
+    );
+    assert_eq!(
+        pattern::same_but_case("Secrets", list(&["secrets", "Secrets"])),
+        None
+    );
+    assert_eq!(
+        pattern::same_but_case("ÉTÉ", list(&["été"])),
+        Some(OsString::from("été"))
+    );
+    assert_eq!(pattern::same_but_case("x", list(&["y"])), None);
+    // A case-sensitive file system: both names are what they are.
+    let base = std::env::temp_dir().join(format!("harness9-perm-case-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(base.join("secrets")).unwrap();
+    let real = pattern::os_path("Secrets/k", &base).unwrap();
+    let sensitive = std::fs::symlink_metadata(base.join("SECRETS")).is_err();
+    if sensitive {
+        assert_eq!(real, base.join("Secrets/k"));
+    } else {
+        assert_eq!(real, base.join("secrets/k"));
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
