@@ -271,4 +271,6 @@ mod tests;
 #[cfg(test)]
 mod tests_asks;
 #[cfg(test)]
+mod tests_diff;
+#[cfg(test)]
 mod tests_views;
