@@ -112,3 +112,63 @@ fn run_json_carries_the_changes_and_a_hunk_that_does_not_apply_writes_nothing() 
     let good = out.event("tool_result", "good");
     assert_eq!(good["changes"], json!(["edited old.txt: +1 -1"]), "{good}");
 }
+
+/// A real git repository, `--permission-mode bypass`: a patch that writes a hook is refused
+/// whole, a link into a denied directory is no way around the rule, and a file changed on disk
+/// (by the model's own `bash`) after the model read it is refused until it reads it again.
+#[test]
+fn no_hook_no_link_around_a_deny_and_a_stale_file_is_read_again() {
+    let dir = files("edit-guard");
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&dir)
+        .status()
+        .expect("git");
+    assert!(git.success());
+    std::os::unix::fs::symlink("secrets", dir.join("lnk")).unwrap();
+    let model = Model::start(
+        "edit-guard",
+        json!({"steps": [
+            {"tool_calls": [call("hook", "apply_patch", patch(
+                "*** Update File: old.txt\n@@\n-bye\n+ciao\n*** Add File: .git/hooks/pre-commit\n+#!/bin/sh\n+touch pwned"))]},
+            {"tool_calls": [call("lnk", "edit_file", json!({"path": "lnk/key", "old_string": "k1", "new_string": "k2"}))],
+             "expect": {"last_tool_result_contains": "inside a .git directory"}},
+            {"tool_calls": [call("read", "read_file", json!({"path": "src/main.rs"}))],
+             "expect": {"last_tool_result_contains": "write_file(secrets/**)"}},
+            {"tool_calls": [call("sh", "bash", json!({"command": "printf '// touched\\n' >> src/main.rs"}))]},
+            {"tool_calls": [call("stale", "edit_file", json!({
+                "path": "src/main.rs", "old_string": "\"hi\"", "new_string": "\"yo\""}))]},
+            {"tool_calls": [call("again", "read_file", json!({"path": "src/main.rs"}))],
+             "expect": {"last_tool_result_contains": "changed on disk since you last read or wrote it"}},
+            {"tool_calls": [call("fresh", "edit_file", json!({
+                "path": "src/main.rs", "old_string": "\"hi\"", "new_string": "\"yo\""}))]},
+            {"text": "done", "expect": {"last_tool_result_contains": "edited src/main.rs: +1 -1"}}
+        ]}),
+    );
+    let args = [
+        "run",
+        "-p",
+        "go",
+        "--json",
+        "--permission-mode",
+        "bypass",
+        "--disallowed-tools",
+        "write_file(secrets/**)",
+    ];
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    out.ok();
+    assert!(!dir.join(".git/hooks/pre-commit").exists(), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("old.txt")).unwrap(),
+        "bye\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("secrets/key")).unwrap(),
+        "k1\n"
+    );
+    out.event("tool_refused", "lnk");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("src/main.rs")).unwrap(),
+        "fn main() {\n    println!(\"yo\");\n}\n// touched\n"
+    );
+}
