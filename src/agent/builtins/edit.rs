@@ -493,11 +493,53 @@ fn existing(seen: &Seen, path: &str, full: &Path, verb: &str) -> Result<TextFile
         .get(full)
         .is_some_and(|s| !s.holds(&file.meta, &file.bytes))
     {
-        return Err(stale("apply_patch", path)
-            .trim_start_matches("tool \"apply_patch\": ")
-            .to_owned());
+        return Err(stale_in_patch(path));
     }
     Ok(file)
+}
+
+/// Checks a file a patch deletes: a regular file (any content: an image goes too), not
+/// changed since the model saw it; its lines when it is text.
+fn deletable(seen: &Seen, path: &str, full: &Path) -> Result<Option<usize>, String> {
+    let unable = |e: io::Error| match e.kind() {
+        io::ErrorKind::NotFound => {
+            format!("cannot delete {path}: it does not exist (list_dir shows what does)")
+        }
+        _ => format!("unable to delete {path}: {}", plain_io(&e)),
+    };
+    let file = harness9_platform::fs::nofollow_nonblocking(std::fs::OpenOptions::new().read(true))
+        .open(full)
+        .map_err(unable)?;
+    let meta = file.metadata().map_err(unable)?;
+    if !meta.is_file() {
+        return Err(format!(
+            "cannot delete {path}: it is not a regular file (apply_patch deletes files, not directories)"
+        ));
+    }
+    let stamp = seen.get(full);
+    if meta.len() > MAX_EDIT_BYTES {
+        // Too big to hash: its size and time tell.
+        if stamp.is_some_and(|s| s.len != meta.len() || s.modified != meta.modified().ok()) {
+            return Err(stale_in_patch(path));
+        }
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_EDIT_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(unable)?;
+    if stamp.is_some_and(|s| !s.holds(&meta, &bytes)) {
+        return Err(stale_in_patch(path));
+    }
+    Ok(decode(&bytes)
+        .ok()
+        .map(|(_, text)| line_counts(&text, "").1))
+}
+
+fn stale_in_patch(path: &str) -> String {
+    stale("apply_patch", path)
+        .trim_start_matches("tool \"apply_patch\": ")
+        .to_owned()
 }
 
 fn absent(full: &Path, path: &str, what: &str) -> Result<(), String> {
@@ -532,11 +574,10 @@ fn plan(
         }
         Op::Delete { path } => {
             let full = patch_path(root, path)?;
-            let file = existing(seen, path, &full, "delete")?;
-            summary.push(format!(
-                "deleted {path}: -{}",
-                line_counts(&file.text, "").1
-            ));
+            summary.push(match deletable(seen, path, &full)? {
+                Some(lines) => format!("deleted {path}: -{lines}"),
+                None => format!("deleted {path}"),
+            });
             changes.push(Change::Remove { full });
         }
         Op::Update {

@@ -336,20 +336,22 @@ async fn apply_patch_adds_updates_moves_and_deletes() {
     dir.write("old.txt", "bye\n");
     dir.write("win.txt", "a\r\nb\r\n");
     dir.write("mv.txt", "m\n");
+    dir.write("logo.png", b"\x89PNG\r\n\x1a\n\x00\x00\xff");
     let b = start(&dir, BuiltinOptions::default());
     let (out, err) = call(
         &b,
         "apply_patch",
         patch_of(
-            "*** Add File: docs/new.md\n+# New\n+text\n*** Update File: src/lib.rs\n@@ fn b() {\n-    1\n+    2\n*** Delete File: old.txt\n*** Update File: win.txt\n b\n+c\n*** End of File\n*** Update File: mv.txt\n*** Move to: moved/mv.txt\n@@\n-m\n+n",
+            "*** Add File: docs/new.md\n+# New\n+text\n*** Update File: src/lib.rs\n@@ fn b() {\n-    1\n+    2\n*** Delete File: old.txt\n*** Update File: win.txt\n b\n+c\n*** End of File\n*** Update File: mv.txt\n*** Move to: moved/mv.txt\n@@\n-m\n+n\n*** Delete File: logo.png",
         ),
     )
     .await;
     assert!(!err, "{out}");
     assert_eq!(
         out,
-        "added docs/new.md: +2\nedited src/lib.rs: +1 -1\ndeleted old.txt: -1\nedited win.txt: +1 -0\nmoved mv.txt -> moved/mv.txt: +1 -1"
+        "added docs/new.md: +2\nedited src/lib.rs: +1 -1\ndeleted old.txt: -1\nedited win.txt: +1 -0\nmoved mv.txt -> moved/mv.txt: +1 -1\ndeleted logo.png"
     );
+    assert!(!dir.0.join("logo.png").exists());
     assert_eq!(text(&dir, "docs/new.md"), "# New\ntext\n");
     assert_eq!(
         text(&dir, "src/lib.rs"),
