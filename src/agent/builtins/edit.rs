@@ -381,12 +381,15 @@ pub(super) fn edit_file(root: &Path, seen: &Seen, a: &EditArgs) -> Result<String
 }
 
 /// The file's text with the replacement made, and how many were made; or why not. In a CRLF
-/// file the model's `\n` is matched and written as `\r\n` (its text as given is tried too, for
-/// a file that mixes both).
+/// file the model's `\n` is matched and written as `\r\n`, in an LF file its `\r\n` as `\n`
+/// (its text as given is tried too, for a file that mixes both).
 fn replace(file: &TextFile, a: &EditArgs) -> Result<(String, usize), String> {
     let mut tries = Vec::with_capacity(2);
     if file.crlf {
         tries.push((to_crlf(&a.old), to_crlf(&a.new)));
+    } else if a.old.contains("\r\n") {
+        // `\r\n` from the model in an LF file: matched and written as `\n`.
+        tries.push((a.old.replace("\r\n", "\n"), a.new.replace("\r\n", "\n")));
     }
     tries.push((a.old.clone(), a.new.clone()));
     let path = &a.path;

@@ -86,6 +86,10 @@ async fn edit_file_keeps_line_endings_bom_encoding_and_mode() {
         "fn a() {\r\n    2\r\n    3\r\n}\r\n"
     );
 
+    dir.write("lf.txt", "a\nb\n");
+    let (out, err) = call(&b, "edit_file", edit("lf.txt", "a\r\nb", "x\r\ny")).await;
+    assert!(!err, "{out}");
+    assert_eq!(text(&dir, "lf.txt"), "x\ny\n");
     let (out, err) = call(&b, "edit_file", edit("bom.txt", "= 1", "= 2")).await;
     assert!(!err, "{out}");
     assert_eq!(read(&dir, "bom.txt"), b"\xEF\xBB\xBFname = 2\n");
