@@ -319,7 +319,19 @@ fn hunks_match_exactly_then_ignoring_whitespace_and_name_themselves_when_they_do
     assert!(
         e.starts_with("hunk 2 of f.rs (from \"}\") does not apply"),
         "{e}"
-    ); // Many lines alike and a long hunk: bounded, with an error saying what to do.
+    );
+    // Lines added at the end, then a hunk that removes lines before them.
+    let added = hunk(None, vec![Line::Added("end".into())]);
+    let cut = hunk(
+        None,
+        vec![
+            Line::Removed("fn a() {".into()),
+            Line::Removed("    x();   ".into()),
+        ],
+    );
+    let out = patch::apply(&file, &[added, cut], "f.rs").unwrap();
+    assert_eq!(out, ["}", "fn b() {", "    x();", "}", "end"]);
+    // Many lines alike and a long hunk: bounded, with an error saying what to do.
     let same = vec!["a".to_owned(); 200_000];
     let mut lines = vec![Line::Context("a".into()); 300];
     lines.push(Line::Removed("b".into()));
@@ -409,5 +421,65 @@ async fn a_patch_that_does_not_apply_whole_writes_nothing() {
         assert_eq!(text(&dir, "c.txt"), "three\n", "{body}");
         assert!(!dir.0.join(".git/hooks").exists());
         assert!(!dir.0.join(".git/x").exists());
+    }
+}
+
+/// Patches made of random pieces (a hostile or confused model) never panic the parser or the
+/// applier: every one is applied or refused with an error.
+#[test]
+fn random_patches_never_panic() {
+    const PIECES: &[&str] = &[
+        "*** Begin Patch",
+        "*** End Patch",
+        "*** Add File: a",
+        "*** Update File: a",
+        "*** Delete File: b",
+        "*** Move to: c",
+        "*** End of File",
+        "@@",
+        "@@ x",
+        "@@ -1,2 +1,2 @@",
+        " x",
+        "-x",
+        "+y",
+        "",
+        " ",
+        "-",
+        "+",
+        "<<'EOF'",
+        "EOF",
+        "é",
+        "\r",
+    ];
+    let file: Vec<String> = ["x", "y", "", "x", "z"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for _ in 0..20_000 {
+        let len = next(12);
+        let mut text = String::from("*** Begin Patch\n");
+        for _ in 0..len {
+            text.push_str(PIECES[next(PIECES.len())]);
+            text.push('\n');
+        }
+        if next(4) > 0 {
+            text.push_str("*** End Patch\n");
+        }
+        if let Ok(ops) = patch::parse(&text) {
+            for op in ops {
+                if let Op::Update { hunks, .. } = op {
+                    let _ = patch::apply(&file, &hunks, "a");
+                }
+            }
+        }
+        let _ = patch::paths(&text);
+        let _ = super::diff::preview("apply_patch", &json!({ "input": text }));
     }
 }

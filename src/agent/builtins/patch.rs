@@ -424,6 +424,9 @@ pub fn apply(file: &[String], hunks: &[Hunk], path: &str) -> Result<Vec<String>,
         edits.push((i, old.len(), new.iter().map(|s| (*s).to_owned()).collect()));
         at = i + old.len();
     }
+    // Lines added with no context (at the end) may come before a later hunk: applied from
+    // the file's end backwards, every index still holds.
+    edits.sort_by_key(|e| e.0);
     let mut out = file.to_vec();
     for (start, len, with) in edits.into_iter().rev() {
         out.splice(start..start + len, with);
