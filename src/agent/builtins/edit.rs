@@ -104,6 +104,40 @@ impl Seen {
         }
     }
 
+    /// An error when the file at `full` changed on disk since the model saw it (a file it
+    /// never saw, or one gone since, passes): `write_file` would overwrite someone's change.
+    pub(super) fn unchanged(&self, tool: &str, path: &str, full: &Path) -> Result<(), String> {
+        let Some(stamp) = self.get(full) else {
+            return Ok(());
+        };
+        let Ok(file) =
+            harness9_platform::fs::nofollow_nonblocking(std::fs::OpenOptions::new().read(true))
+                .open(full)
+        else {
+            return Ok(());
+        };
+        let Ok(meta) = file.metadata() else {
+            return Ok(());
+        };
+        if !meta.is_file() {
+            return Ok(());
+        }
+        let fresh = if meta.len() > MAX_EDIT_BYTES {
+            stamp.len == meta.len() && stamp.modified == meta.modified().ok()
+        } else {
+            let mut bytes = Vec::new();
+            file.take(MAX_EDIT_BYTES)
+                .read_to_end(&mut bytes)
+                .map_err(|e| format!("tool \"{tool}\": unable to read {path}: {}", plain_io(&e)))?;
+            stamp.holds(&meta, &bytes)
+        };
+        if fresh {
+            Ok(())
+        } else {
+            Err(stale(tool, path))
+        }
+    }
+
     fn removed(&self, path: &Path) {
         self.map().remove(path);
     }

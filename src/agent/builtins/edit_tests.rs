@@ -139,6 +139,18 @@ async fn an_edit_of_a_file_changed_since_the_model_saw_it_is_refused() {
     let (out, err) = call(&b, "apply_patch", patch_of("*** Delete File: a.txt")).await;
     assert!(err);
     assert!(out.contains("changed on disk"), "{out}");
+    // Nor is it overwritten whole.
+    let (out, err) = call(
+        &b,
+        "write_file",
+        json!({"path": "a.txt", "content": "mine\n"}),
+    )
+    .await;
+    assert!(err);
+    assert!(
+        out.contains("tool \"write_file\": a.txt changed on disk"),
+        "{out}"
+    );
     assert_eq!(text(&dir, "a.txt"), "alpha\nBETA\n");
     // Read again: the edit goes through, and the next one (the model saw its own write) too.
     call(&b, "read_file", json!({"path": "a.txt"})).await;

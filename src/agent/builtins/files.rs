@@ -113,6 +113,7 @@ pub(super) fn write_file(
     if let Some(e) = super::edit::git_refusal("write_file", root, path, &full) {
         return Err(e);
     }
+    seen.unchanged("write_file", path, &full)?;
     if let Some(parent) = full.parent() {
         std::fs::create_dir_all(parent).map_err(|e| {
             format!(
