@@ -217,7 +217,9 @@ pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
             "write_file",
             Effects::Changes,
             "Write `content` to a file, replacing it if it exists and creating missing parent \
-             directories. Paths are relative to the working directory; absolute paths work too."
+             directories. Paths are relative to the working directory; absolute paths work too. \
+             A file that changed on disk since you last read or wrote it is refused: read it \
+             again. To change part of a file, prefer edit_file."
                 .to_owned(),
             json!({
                 "type": "object",
