@@ -103,23 +103,24 @@ impl Runtime {
         shell: harness9_agent::builtins::shell_sandbox::ShellSandbox,
         protected: Option<harness9_agent::builtins::ProtectedPaths>,
         policy: Option<std::sync::Arc<harness9_agent::permissions::Policy>>,
-    ) {
+    ) -> actix::Addr<harness9_agent::builtins::Builtins> {
         use harness9_agent::builtins::{definitions, BuiltinOptions, Builtins};
+        let builtins = Builtins::with_registry(
+            root.to_path_buf(),
+            BuiltinOptions {
+                shell,
+                protected,
+                policy,
+                ..BuiltinOptions::default()
+            },
+            self.registry.clone(),
+        )
+        .start();
         self.registry.do_send(SetBuiltins {
             tools: definitions(),
-            executor: Builtins::with_registry(
-                root.to_path_buf(),
-                BuiltinOptions {
-                    shell,
-                    protected,
-                    policy,
-                    ..BuiltinOptions::default()
-                },
-                self.registry.clone(),
-            )
-            .start()
-            .recipient(),
+            executor: builtins.clone().recipient(),
         });
+        builtins
     }
 
     /// Waits until every server is connected, failed or stopped, or `bound` passes; returns the

@@ -196,6 +196,9 @@ pub struct Session {
     shutdown_grace: Option<Duration>,
     /// The tool-list cache (`None` with `HARNESS9_TOOL_CACHE=""`).
     pub tool_cache: Option<std::sync::Arc<super::tool_cache::DiskCache>>,
+    /// Where the engine says a new conversation started (the built-ins forget what the model
+    /// saw of each file); `None` without built-ins.
+    forget_files: Option<actix::Recipient<harness9_agent::builtins::ForgetFiles>>,
 }
 
 impl Session {
@@ -265,16 +268,18 @@ impl Session {
             caps,
             cache_use,
         );
-        if start.builtins {
+        let forget_files = start.builtins.then(|| {
             // What harness9 later runs unsandboxed is not the shell's to write.
             let protected = crate::trust::protected(opts.protected_sources(&root));
-            runtime.install_builtins(
-                &root,
-                opts.runtime.shell,
-                Some(protected),
-                start.policy.clone(),
-            );
-        }
+            runtime
+                .install_builtins(
+                    &root,
+                    opts.runtime.shell,
+                    Some(protected),
+                    start.policy.clone(),
+                )
+                .recipient()
+        });
         let watcher = start.watch.then(|| {
             ConfigWatcher::new(
                 opts.config_path.clone(),
@@ -295,6 +300,7 @@ impl Session {
             trace_writer,
             shutdown_grace: start.shutdown_grace,
             tool_cache,
+            forget_files,
         })
     }
 
@@ -321,7 +327,10 @@ impl Session {
         cfg: EngineConfig,
         saved: Option<super::conversations::Opened>,
     ) -> Engine {
-        let engine = Engine::new(Provider::new(provider), self.runtime.registry.clone(), cfg);
+        let mut engine = Engine::new(Provider::new(provider), self.runtime.registry.clone(), cfg);
+        if let Some(forget) = &self.forget_files {
+            engine = engine.forgetting_files(forget.clone());
+        }
         match saved {
             Some(o) => engine.saving(o.file, o.messages),
             None => engine,

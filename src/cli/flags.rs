@@ -141,7 +141,7 @@ pub struct PermissionArgs {
     #[arg(long, value_name = "RULES")]
     pub disallowed_tools: Vec<String>,
     /// default (the rules; read-only tools run, others ask), read-only (only read-only tools
-    /// run), accept-edits (also write_file inside the project runs), bypass (everything but
+    /// run), accept-edits (also the file edits inside the project run), bypass (everything but
     /// what a deny rule names runs).
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<PermissionMode>,

@@ -70,13 +70,25 @@ impl Printer {
                     name,
                     is_error,
                     elapsed,
+                    output,
                     ..
-                } => eprintln!(
-                    "[tool] {} {} {} ms",
-                    clean_line(&name),
-                    if is_error { "✗" } else { "✓" },
-                    ms(elapsed)
-                ),
+                } => {
+                    eprintln!(
+                        "[tool] {} {} {} ms",
+                        clean_line(&name),
+                        if is_error { "✗" } else { "✓" },
+                        ms(elapsed)
+                    );
+                    // What the edit tools changed, a line per file, with the answer on stdout.
+                    let changed = crate::agent::builtins::edit::changes(&name, &output, is_error);
+                    if !changed.is_empty() {
+                        let mut out = std::io::stdout().lock();
+                        for line in changed {
+                            let _ = writeln!(out, "{}", clean_line(line));
+                        }
+                        let _ = out.flush();
+                    }
+                }
                 EngineEvent::ToolRefused { name, reason, .. } => {
                     eprintln!(
                         "[permission] {} refused: {}",
@@ -160,9 +172,14 @@ impl Printer {
                 spilled,
             } => {
                 let shown: String = output.chars().take(2000).collect();
-                json!({"event": "tool_result", "t_ms": t, "id": id, "name": name, "is_error": is_error,
+                let mut v = json!({"event": "tool_result", "t_ms": t, "id": id, "name": name, "is_error": is_error,
                        "ms": ms(elapsed), "output": shown, "output_bytes": output_bytes,
-                       "spilled_to": spilled.map(|p| p.display().to_string())})
+                       "spilled_to": spilled.map(|p| p.display().to_string())});
+                let changed = crate::agent::builtins::edit::changes(&name, &output, is_error);
+                if !changed.is_empty() {
+                    v["changes"] = json!(changed);
+                }
+                v
             }
         };
         json_line(&v);

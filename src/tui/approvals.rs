@@ -37,6 +37,9 @@ pub struct Approval {
     pub tool_rule: Option<String>,
     /// The message for the model being typed ("no, and say why"), when it is.
     pub message: Option<String>,
+    /// What an edit tool's call would change, shown instead of its arguments (set when it is
+    /// queued).
+    pub diff: Option<Vec<harness9_agent::builtins::diff::DiffLine>>,
 }
 
 impl Approval {
@@ -52,6 +55,7 @@ impl Approval {
             rule: None,
             tool_rule: None,
             message: None,
+            diff: None,
         }
     }
 
@@ -100,10 +104,14 @@ fn pretty(args: &str) -> String {
         .unwrap_or_else(|| args.to_owned())
 }
 
-/// The argument rows of the box at `width`: the pretty-printed lines, each wrapped.
-fn arg_rows(args: &str, width: usize) -> Vec<Line<'static>> {
+/// The argument rows of the box at `width`: an edit tool's diff, else the pretty-printed
+/// lines, each wrapped.
+fn arg_rows(a: &Approval, width: usize) -> Vec<Line<'static>> {
+    if let Some(diff) = &a.diff {
+        return super::diff::rows(diff, width, usize::MAX);
+    }
     let mut rows = Vec::new();
-    for line in args.lines() {
+    for line in a.args.lines() {
         wrap(&clean(line), width, DIM, "  ", &mut rows);
     }
     rows
@@ -117,6 +125,11 @@ fn box_width(cols: u16) -> usize {
 /// A new question, queued (its arguments pretty-printed once, for every frame that draws
 /// them).
 pub(super) fn asked(state: &mut State, mut a: Approval) -> Vec<Effect> {
+    if a.server.is_none() {
+        a.diff = serde_json::from_str(&a.args)
+            .ok()
+            .and_then(|v| harness9_agent::builtins::diff::preview(&a.name, &v));
+    }
     a.args = pretty(&a.args);
     mark_call(state, a.call.as_deref(), CallState::Waiting);
     state.questions.approvals.push_back(a);
@@ -203,7 +216,7 @@ pub(super) fn key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
             // The rows the box draws: wrapped at its width, as `draw_approval` does.
             let width = box_width(state.size.0);
             if let Some(first) = state.questions.approvals.front_mut() {
-                let rows = arg_rows(&first.args, width).len();
+                let rows = arg_rows(first, width).len();
                 first.scroll = if matches!(key.code, KeyCode::Up | KeyCode::Char('k')) {
                     first.scroll.saturating_sub(1)
                 } else {
@@ -291,7 +304,7 @@ pub(super) fn draw(state: &State, frame: &mut Frame, main: Rect) {
             DIM,
         ),
     ])];
-    let args = arg_rows(&a.args, width);
+    let args = arg_rows(a, width);
     let total = args.len();
     let start = a.scroll.min(total.saturating_sub(ARG_ROWS));
     lines.extend(args.into_iter().skip(start).take(ARG_ROWS));

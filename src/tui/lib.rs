@@ -9,6 +9,7 @@
 mod actor;
 mod approvals;
 mod commands;
+mod diff;
 mod editor;
 mod elicit;
 mod guard;
@@ -269,5 +270,7 @@ mod test_support;
 mod tests;
 #[cfg(test)]
 mod tests_asks;
+#[cfg(test)]
+mod tests_diff;
 #[cfg(test)]
 mod tests_views;

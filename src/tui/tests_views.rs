@@ -216,7 +216,7 @@ fn tools_lists_each_tool_with_its_source_and_marks_the_one_off() {
     for want in [
         &format!("{n} tools (name, source)") as &str,
         "  everything     2 tools       177 bytes  ~    45 tokens\n",
-        "  built-in       7 tools",
+        "  built-in       9 tools",
         "  MCP in all: 257 bytes, ~65 tokens\n",
         "mcp__everything__echo  everything\n",
         "mcp__docs__search  docs\n",

@@ -14,6 +14,7 @@ use ratatui::Frame;
 
 use super::state::State;
 use super::widgets::{truncate_line, wrap, DIM};
+use harness9_agent::builtins::diff::DiffLine;
 use harness9_agent::engine::EngineEvent;
 use harness9_base::sanitize::{clean, clean_line};
 
@@ -30,6 +31,8 @@ pub struct TranscriptState {
     pub engine_calls: std::collections::BTreeMap<String, u64>,
     /// Next call id.
     pub next_call: u64,
+    /// What each edit tool call that ran changed, by call id: drawn under its line.
+    pub diffs: std::collections::BTreeMap<u64, Vec<DiffLine>>,
 }
 
 impl Default for TranscriptState {
@@ -40,12 +43,19 @@ impl Default for TranscriptState {
             expand_tools: false,
             engine_calls: Default::default(),
             next_call: 1,
+            diffs: Default::default(),
         }
     }
 }
 
 /// Lines of a tool result shown in the transcript before it is folded.
 pub const RESULT_LINES: usize = 40;
+/// Rows of an edit's diff under its folded line (Ctrl+O shows up to [`DIFF_ROWS_EXPANDED`]).
+const DIFF_ROWS: usize = 12;
+/// Edit calls whose diff the transcript keeps.
+const MAX_DIFFS: usize = 256;
+/// Rows of an edit's diff when tool lines are expanded.
+const DIFF_ROWS_EXPANDED: usize = 400;
 
 /// How a tool line in the transcript stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -276,6 +286,7 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
         }
         EngineEvent::ToolFinished {
             id: key,
+            name,
             is_error,
             elapsed,
             output,
@@ -283,6 +294,9 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
             ..
         } => {
             if let Some(id) = state.transcript.engine_calls.get(&key).copied() {
+                if !is_error {
+                    remember_diff(state, id, &name);
+                }
                 let output = match spilled {
                     Some(p) => format!(
                         "{output}\n[cut for the model; whole result in {}]",
@@ -296,8 +310,35 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
     }
 }
 
+/// Keeps what the edit tool call `id` changed (worked out once from its arguments), for its
+/// transcript line.
+fn remember_diff(state: &mut State, id: u64, name: &str) {
+    let args = state.transcript.entries.iter().rev().find_map(|e| match e {
+        Entry::Tool { id: eid, args, .. } if *eid == id => Some(args),
+        _ => None,
+    });
+    let diff = args
+        .and_then(|a| serde_json::from_str(a).ok())
+        .and_then(|v| harness9_agent::builtins::diff::preview(name, &v));
+    if let Some(d) = diff {
+        let diffs = &mut state.transcript.diffs;
+        // The oldest go first: a long session keeps the last few hundred.
+        while diffs.len() >= MAX_DIFFS {
+            diffs.pop_first();
+        }
+        diffs.insert(id, d);
+    }
+}
+
 /// The lines of one transcript entry; of a long answer only the last ones, at least `need`.
-fn entry_lines(entry: &Entry, width: usize, expand_tools: bool, need: usize) -> Vec<Line<'static>> {
+/// An edit tool's line has its diff under it.
+fn entry_lines(
+    entry: &Entry,
+    width: usize,
+    expand_tools: bool,
+    need: usize,
+    diffs: &std::collections::BTreeMap<u64, Vec<DiffLine>>,
+) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     match entry {
         Entry::User(t) => wrap(
@@ -311,6 +352,7 @@ fn entry_lines(entry: &Entry, width: usize, expand_tools: bool, need: usize) -> 
         Entry::Info(t) => wrap(&clean(t), width, DIM, "", &mut out),
         Entry::Error(t) => wrap(&clean(t), width, Style::new().fg(Color::Red), "", &mut out),
         Entry::Tool {
+            id,
             name,
             args,
             state,
@@ -318,7 +360,6 @@ fn entry_lines(entry: &Entry, width: usize, expand_tools: bool, need: usize) -> 
             output,
             pinned,
             progress,
-            ..
         } => {
             let expanded = *pinned || expand_tools;
             let (mark, color) = match state {
@@ -355,10 +396,19 @@ fn entry_lines(entry: &Entry, width: usize, expand_tools: bool, need: usize) -> 
                 head.push(Span::styled(clean_line(args).into_owned(), DIM));
             }
             out.push(truncate_line(Line::from(head), width));
+            let diff = diffs.get(id);
+            if let Some(d) = diff {
+                let max = if expanded {
+                    DIFF_ROWS_EXPANDED
+                } else {
+                    DIFF_ROWS
+                };
+                out.extend(super::diff::rows(d, width, max));
+            }
             if !expanded {
                 return out;
             }
-            if !*pinned {
+            if !*pinned && diff.is_none() {
                 wrap(
                     &format!("args {}", clean_line(args)),
                     width,
@@ -419,6 +469,7 @@ pub(super) fn draw_transcript(state: &State, frame: &mut Frame, area: Rect) {
             width,
             state.transcript.expand_tools,
             need.saturating_sub(lines.len()),
+            &state.transcript.diffs,
         );
         l.push(Line::raw(""));
         l.extend(lines);

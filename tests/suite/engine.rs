@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use super::common::*;
 
+mod edits;
 mod names;
 mod permissions;
 mod permissions_import;

@@ -1577,6 +1577,7 @@ fn a_disabled_server_stays_in_the_bar_dim_and_reload_says_disabled() {
     assert_eq!(t.exit_code(), 0);
 }
 
+mod edits;
 mod toolsearch;
 
 /// Keys typed ahead of the editor never act after it: `ee` pressed at once in the panel opens

@@ -31,6 +31,7 @@ pub(super) fn open_text(path: &Path) -> io::Result<Option<TextReader>> {
 
 pub(super) fn read_file(
     root: &Path,
+    seen: &super::edit::Seen,
     path: &str,
     offset: u64,
     limit: u64,
@@ -50,6 +51,11 @@ pub(super) fn read_file(
         }
         Err(e) => return Err(io_failure("read_file", "read", "file", path, &e)),
     };
+    // What the model sees is the file as opened (a change while it is read makes a later
+    // edit refused, never the other way round).
+    if let Ok(meta) = reader.get_ref().get_ref().1.metadata() {
+        seen.read(&full, &meta);
+    }
     let read_err = |e: io::Error| io_failure("read_file", "read", "file", path, &e);
     // A character is at most 4 bytes: keeping this many bytes always covers the shown part.
     let keep = READ_MAX_LINE_CHARS * 4;
@@ -97,19 +103,17 @@ pub(super) fn read_file(
     Ok(out)
 }
 
-pub(super) fn write_file(root: &Path, path: &str, content: &str) -> Result<String, String> {
+pub(super) fn write_file(
+    root: &Path,
+    seen: &super::edit::Seen,
+    path: &str,
+    content: &str,
+) -> Result<String, String> {
     let full = resolve("write_file", root, path)?;
-    let written = crate::permissions::pattern::normalize(&root.join(path));
-    if crate::permissions::pattern::in_git_dir(&full)
-        || crate::permissions::pattern::in_git_dir(&written)
-    {
-        // In every permission mode, bypass too: git runs hooks and config from there outside
-        // any sandbox (on the user's next commit, or a prompt's `git status`).
-        return Err(format!(
-            "tool \"write_file\": {path} is inside a .git directory ({}); harness9 never writes there, since git runs what it holds outside the sandbox. Write the change elsewhere and tell the user what to install"
-            , full.display()
-        ));
+    if let Some(e) = super::edit::git_refusal("write_file", root, path, &full) {
+        return Err(e);
     }
+    seen.unchanged("write_file", path, &full)?;
     if let Some(parent) = full.parent() {
         std::fs::create_dir_all(parent).map_err(|e| {
             format!(
@@ -127,6 +131,7 @@ pub(super) fn write_file(root: &Path, path: &str, content: &str) -> Result<Strin
             plain_io(&e)
         )
     })?;
+    seen.wrote(&full, content.as_bytes());
     Ok(format!("wrote {} bytes to {path}", content.len()))
 }
 

@@ -1,4 +1,5 @@
-//! The built-in tools (`bash`, `read_file`, `write_file`, `list_dir`, `grep`, and
+//! The built-in tools (`bash`, `read_file`, `write_file`, `edit_file`, `apply_patch`,
+//! `list_dir`, `grep`, and
 //! `list_mcp_resources`/`read_mcp_resource` over the registry) and the `Builtins` actor that
 //! runs them off the actix thread.
 
@@ -22,11 +23,15 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod bash;
+pub mod diff;
+pub mod edit;
 mod files;
 mod grep;
+pub mod patch;
 pub mod resources;
 pub mod shell_sandbox;
 
+pub use edit::ForgetFiles;
 pub use shell_sandbox::ProtectedPaths;
 
 use bash::*;
@@ -101,6 +106,8 @@ struct Shared {
     opts: BuiltinOptions,
     /// Where the MCP resource tools send their requests.
     registry: Option<Addr<harness9_actors::ToolRegistry>>,
+    /// What the model saw of each file in this conversation (the edit tools' staleness check).
+    seen: edit::Seen,
 }
 
 impl Builtins {
@@ -111,6 +118,7 @@ impl Builtins {
                 root,
                 opts,
                 registry: None,
+                seen: edit::Seen::default(),
             }),
         }
     }
@@ -126,6 +134,7 @@ impl Builtins {
                 root,
                 opts,
                 registry: Some(registry),
+                seen: edit::Seen::default(),
             }),
         }
     }
@@ -208,7 +217,9 @@ pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
             "write_file",
             Effects::Changes,
             "Write `content` to a file, replacing it if it exists and creating missing parent \
-             directories. Paths are relative to the working directory; absolute paths work too."
+             directories. Paths are relative to the working directory; absolute paths work too. \
+             A file that changed on disk since you last read or wrote it is refused: read it \
+             again. To change part of a file, prefer edit_file."
                 .to_owned(),
             json!({
                 "type": "object",
@@ -217,6 +228,54 @@ pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
                     "content": {"type": "string", "description": "The whole new content of the file."},
                 },
                 "required": ["path", "content"],
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            "edit_file",
+            Effects::Changes,
+            "Replace text in a file: `old_string` must occur exactly once in it (unless \
+             `replace_all`), copied exactly from the file, whitespace and indentation included, \
+             without read_file's line-number prefix; include enough surrounding lines to make it \
+             unique. The file keeps its line endings and encoding. An edit of a file that \
+             changed on disk since you last read or wrote it is refused: read it again. An \
+             empty `old_string` creates a file that does not exist yet. Prefer this to \
+             write_file for changing part of a file."
+                .to_owned(),
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "The file to edit."},
+                    "old_string": {"type": "string", "description": "The exact text to replace."},
+                    "new_string": {"type": "string", "description": "The text to put in its place (different from old_string)."},
+                    "replace_all": {"type": "boolean", "description": "Replace every occurrence of old_string (default false)."},
+                },
+                "required": ["path", "old_string", "new_string"],
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            "apply_patch",
+            Effects::Changes,
+            format!(
+                "Apply a patch that adds, updates, moves and deletes files, all or nothing. The \
+                 format:\n*** Begin Patch\n*** Add File: path/new.txt\n+each line of the new \
+                 file\n*** Update File: path/old.rs\n*** Move to: path/renamed.rs   (optional)\n\
+                 @@ fn the_function()   (optional: a line to find first)\n context line\n-removed \
+                 line\n+added line\n context line\n*** End of File   (optional: the hunk ends \
+                 the file)\n*** Delete File: path/gone.txt\n*** End Patch\nGive about three \
+                 lines of context around each change; paths are relative to the working \
+                 directory. If a hunk does not apply, nothing is written. At most \
+                 {} files and {} bytes per patch.",
+                patch::MAX_PATCH_FILES,
+                patch::MAX_PATCH_BYTES
+            ),
+            json!({
+                "type": "object",
+                "properties": {
+                    "input": {"type": "string", "description": "The whole patch, from *** Begin Patch to *** End Patch."},
+                },
+                "required": ["input"],
                 "additionalProperties": false,
             }),
         ),
@@ -356,6 +415,8 @@ async fn dispatch(sh: Arc<Shared>, msg: CallBuiltin) -> Result<CallToolResult, C
         "bash" => &["command", "timeout_sec"],
         "read_file" => &["path", "offset", "limit"],
         "write_file" => &["path", "content"],
+        "edit_file" => &["path", "old_string", "new_string", "replace_all"],
+        "apply_patch" => &["input"],
         "list_dir" => &["path"],
         "grep" => &["pattern", "path", "glob", "max_results"],
         _ => return Err(CallError::UnknownTool { name }),
@@ -379,7 +440,7 @@ async fn dispatch(sh: Arc<Shared>, msg: CallBuiltin) -> Result<CallToolResult, C
                 (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Ok(fail(e)),
             };
             blocking(&name, &cancel, move |_| {
-                read_file(&sh.root, &path, offset, limit)
+                read_file(&sh.root, &sh.seen, &path, offset, limit)
             })
             .await?
         }
@@ -389,7 +450,40 @@ async fn dispatch(sh: Arc<Shared>, msg: CallBuiltin) -> Result<CallToolResult, C
                 (Err(e), _) | (_, Err(e)) => return Ok(fail(e)),
             };
             blocking(&name, &cancel, move |_| {
-                write_file(&sh.root, &path, &content)
+                write_file(&sh.root, &sh.seen, &path, &content)
+            })
+            .await?
+        }
+        "edit_file" => {
+            let parsed = (
+                args.path_req("path"),
+                args.str_req("old_string"),
+                args.str_req("new_string"),
+                args.bool_opt("replace_all"),
+            );
+            let a = match parsed {
+                (Ok(path), Ok(old), Ok(new), Ok(all)) => edit::EditArgs {
+                    path,
+                    old,
+                    new,
+                    all: all.unwrap_or(false),
+                },
+                (Err(e), _, _, _) | (_, Err(e), _, _) | (_, _, Err(e), _) | (_, _, _, Err(e)) => {
+                    return Ok(fail(e))
+                }
+            };
+            blocking(&name, &cancel, move |_| {
+                edit::edit_file(&sh.root, &sh.seen, &a)
+            })
+            .await?
+        }
+        "apply_patch" => {
+            let input = match args.str_req("input") {
+                Ok(i) => i,
+                Err(e) => return Ok(fail(e)),
+            };
+            blocking(&name, &cancel, move |_| {
+                edit::apply_patch(&sh.root, &sh.seen, &input)
             })
             .await?
         }
@@ -533,6 +627,21 @@ impl Args {
         self.path_opt(key)?.ok_or_else(|| self.missing(key))
     }
 
+    /// A boolean; `"true"`/`"false"` are accepted too (models send them).
+    fn bool_opt(&self, key: &str) -> Result<Option<bool>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(Value::String(s)) if s.trim() == "true" => Ok(Some(true)),
+            Some(Value::String(s)) if s.trim() == "false" => Ok(Some(false)),
+            Some(other) => Err(format!(
+                "tool \"{}\": argument \"{key}\" must be true or false, got {}",
+                self.tool,
+                kind_of(other)
+            )),
+        }
+    }
+
     /// A number; a numeric string is accepted too (models send them).
     fn num_opt(&self, key: &str) -> Result<Option<f64>, String> {
         let bad = |v: &Value| {
@@ -600,5 +709,7 @@ fn io_failure(tool: &str, verb: &str, what: &str, path: &str, e: &io::Error) -> 
     }
 }
 
+#[cfg(test)]
+mod edit_tests;
 #[cfg(test)]
 mod tests;

@@ -8,10 +8,10 @@ use harness9_actors::ToolRegistry;
 const LIMIT: Duration = Duration::from_secs(20);
 
 /// A fresh directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
+pub(super) struct TempDir(pub(super) PathBuf);
 
 impl TempDir {
-    fn new(label: &str) -> Self {
+    pub(super) fn new(label: &str) -> Self {
         static N: AtomicUsize = AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
             "harness9-builtins-{}-{}-{label}",
@@ -23,7 +23,7 @@ impl TempDir {
         Self(dir)
     }
 
-    fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
+    pub(super) fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
         let p = self.0.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, content).unwrap();
@@ -36,7 +36,7 @@ impl Drop for TempDir {
     }
 }
 
-fn start(dir: &TempDir, opts: BuiltinOptions) -> Addr<Builtins> {
+pub(super) fn start(dir: &TempDir, opts: BuiltinOptions) -> Addr<Builtins> {
     Builtins::new(dir.0.clone(), opts).start()
 }
 
@@ -55,7 +55,7 @@ async fn call_with(
     .unwrap()
 }
 
-async fn call(addr: &Addr<Builtins>, name: &str, args: Value) -> (String, bool) {
+pub(super) async fn call(addr: &Addr<Builtins>, name: &str, args: Value) -> (String, bool) {
     let r = call_with(addr, name, args, CancellationToken::new())
         .await
         .unwrap();
@@ -567,6 +567,8 @@ fn definitions_have_object_schemas() {
             "bash",
             "read_file",
             "write_file",
+            "edit_file",
+            "apply_patch",
             "list_dir",
             "grep",
             "list_mcp_resources",
@@ -625,7 +627,14 @@ fn a_cut_result_is_read_back_with_read_file_from_its_private_file() {
     let big: String = (0..5000).map(|i| format!("line {i}\n")).collect();
     let (_, path) = apply_budget(vec![ResultPart::Text(big)], 100, &base, "mcp__x__big");
     let path = path.expect("spilled");
-    let read = files::read_file(Path::new("/"), &path.display().to_string(), 4000, 2).unwrap();
+    let read = files::read_file(
+        Path::new("/"),
+        &edit::Seen::default(),
+        &path.display().to_string(),
+        4000,
+        2,
+    )
+    .unwrap();
     assert!(
         read.contains("line 3999") && read.contains("line 4000"),
         "{read}"

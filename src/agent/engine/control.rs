@@ -9,6 +9,7 @@ impl Handler<ClearConversation> for Engine {
     fn handle(&mut self, _msg: ClearConversation, _ctx: &mut Context<Self>) {
         if self.running.is_none() {
             self.conversation.clear();
+            self.new_conversation();
             self.tool_cache.deferral.forget();
             if let Some(log) = &mut self.log {
                 if let Err(e) = log.replace("clear", &[]) {
@@ -146,6 +147,7 @@ impl Handler<ResumeConversation> for Engine {
         }
         self.conversation = msg.messages;
         self.log = Some(msg.log);
+        self.new_conversation();
         true
     }
 }

@@ -401,6 +401,9 @@ pub struct Engine {
     log: Option<Box<dyn ConversationLog>>,
     /// Input tokens of the last model request (the context in use).
     last_input: u64,
+    /// Told when a new conversation starts: the built-ins forget what the model saw of each
+    /// file (their edit tools refuse a file changed since it was seen).
+    forget_files: Option<Recipient<crate::builtins::ForgetFiles>>,
 }
 
 impl Engine {
@@ -420,6 +423,20 @@ impl Engine {
             disabled: Arc::default(),
             log: None,
             last_input: 0,
+            forget_files: None,
+        }
+    }
+
+    /// Tells `builtins` when a new conversation starts (`/clear`, `/resume`).
+    pub fn forgetting_files(mut self, builtins: Recipient<crate::builtins::ForgetFiles>) -> Self {
+        self.forget_files = Some(builtins);
+        self
+    }
+
+    /// A new conversation starts: the built-ins forget what the model saw.
+    fn new_conversation(&self) {
+        if let Some(r) = &self.forget_files {
+            r.do_send(crate::builtins::ForgetFiles);
         }
     }
 
@@ -571,6 +588,8 @@ mod tests {
         let cases = [
             (builtin("bash"), false),
             (builtin("write_file"), false),
+            (builtin("edit_file"), false),
+            (builtin("apply_patch"), false),
             (builtin("read_file"), true),
             (builtin("list_dir"), true),
             (builtin("grep"), true),

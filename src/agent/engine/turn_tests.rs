@@ -782,3 +782,56 @@ async fn a_question_dropped_unanswered_is_a_no() {
     assert!(text.starts_with("the user declined this call"), "{text}");
     assert!(r.calls.lock().unwrap().is_empty());
 }
+
+/// The real built-ins behind the engine: what the model saw of a file is forgotten when a new
+/// conversation starts (`/clear`), so an edit refused as stale in one conversation runs in the
+/// next (where the model never saw the file).
+#[actix_rt::test]
+async fn a_new_conversation_forgets_what_the_model_saw_of_files() {
+    let dir = std::env::temp_dir().join(format!("harness9-engine-forget-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.txt"), "alpha\n").unwrap();
+    let builtins = crate::builtins::Builtins::new(dir.clone(), Default::default()).start();
+    let registry = ToolRegistry::new().start();
+    registry.do_send(SetBuiltins {
+        tools: crate::builtins::definitions(),
+        executor: builtins.clone().recipient(),
+    });
+    let edit = serde_json::json!({"path": "a.txt", "old_string": "alpha", "new_string": "gamma"});
+    let model = Scripted::new(vec![
+        calls(
+            &[("r", "read_file", serde_json::json!({"path": "a.txt"}))],
+            StopReason::ToolUse,
+        ),
+        text("read", 1),
+        calls(&[("e1", "edit_file", edit.clone())], StopReason::ToolUse),
+        text("refused", 1),
+        calls(&[("e2", "edit_file", edit)], StopReason::ToolUse),
+        text("edited", 1),
+    ]);
+    let engine = Engine::new(model.clone(), registry, config())
+        .forgetting_files(builtins.recipient())
+        .start();
+    let rig = Rig {
+        engine,
+        model,
+        calls: Arc::default(),
+        waits: mpsc::unbounded_channel().1,
+    };
+    let yes = |_: &Question| Answer::Yes;
+    run(&rig, "read it", true, yes).await.1.unwrap();
+    std::fs::write(dir.join("a.txt"), "alpha\nbeta\n").unwrap();
+    run(&rig, "edit it", true, yes).await.1.unwrap();
+    let (_, out, is_error) = results(&rig.model.requests()[3]).remove(0);
+    assert!(is_error && out.contains("changed on disk"), "{out}");
+    rig.engine.send(ClearConversation).await.unwrap();
+    run(&rig, "edit it", true, yes).await.1.unwrap();
+    let (_, out, is_error) = results(&rig.model.requests()[5]).remove(0);
+    assert!(!is_error, "{out}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("a.txt")).unwrap(),
+        "gamma\nbeta\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -12,7 +12,7 @@
 //! | 3 | mode `read-only` and the tool is not read-only         | refuse  |
 //! | 4 | an `ask` rule matches                                  | ask     |
 //! | 5 | an `allow` rule matches                                | run     |
-//! | 6 | mode `accept-edits`, `write_file` inside the project (not `.git`) | run |
+//! | 6 | mode `accept-edits`, a file writer (`write_file`, `edit_file`, `apply_patch`) whose every path is inside the project (not `.git`) | run |
 //! | 7 | the tool is read-only (`readOnlyHint: true`)           | run     |
 //! | 8 | otherwise                                              | ask     |
 //!
@@ -133,7 +133,8 @@ pub enum Mode {
     Default,
     /// Only read-only tools run; others are refused.
     ReadOnly,
-    /// As default, and `write_file` inside the project runs without asking.
+    /// As default, and the file writers (`write_file`, `edit_file`, `apply_patch`) inside the
+    /// project run without asking.
     AcceptEdits,
     /// Everything runs but what a `deny` rule names.
     Bypass,
@@ -396,8 +397,22 @@ impl<'a> Call<'a> {
         let builtin = tool.server.is_none();
         let split = (builtin && tool.name == "bash")
             .then(|| split_command(args.get("command").and_then(Value::as_str).unwrap_or("")));
-        let forms = (builtin && arg_kind(tool.name) == Some(ArgKind::Path))
-            .then(|| path_forms(&path_arg(tool.name, args), &place.root));
+        let forms = match tool.name {
+            // Every path the patch writes, removes or moves to; none when it does not parse
+            // (the tool parses it the same way and then writes nothing).
+            "apply_patch" if builtin => args
+                .get("input")
+                .and_then(Value::as_str)
+                .and_then(crate::builtins::patch::paths)
+                .map(|paths| {
+                    paths
+                        .iter()
+                        .flat_map(|p| path_forms(p, &place.root))
+                        .collect()
+                }),
+            _ => (builtin && arg_kind(tool.name) == Some(ArgKind::Path))
+                .then(|| path_forms(&path_arg(tool.name, args), &place.root)),
+        };
         Self { tool, split, forms }
     }
 }
@@ -431,9 +446,16 @@ fn decide_over(
     if let Some(r) = allowed(sets, &call, place) {
         return verdict(Action::Run, Reason::Rule(r.clone()));
     }
-    if mode == Mode::AcceptEdits && tool.name == "write_file" && args.get("path").is_some() {
+    let writes_files = tool.server.is_none()
+        && match tool.name {
+            "write_file" | "edit_file" => args.get("path").is_some(),
+            "apply_patch" => call.forms.is_some(),
+            _ => false,
+        };
+    if mode == Mode::AcceptEdits && writes_files {
         let inside = call.forms.as_ref().is_some_and(|forms| {
-            forms.iter().all(|f| f.starts_with(&place.root))
+            !forms.is_empty()
+                && forms.iter().all(|f| f.starts_with(&place.root))
                 && !forms.iter().any(|f| pattern::in_git_dir(f))
         });
         if inside {

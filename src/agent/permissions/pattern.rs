@@ -16,14 +16,22 @@ pub enum ArgKind {
 }
 
 /// The built-ins an argument pattern may follow, and what it matches. A path rule on
-/// `read_file` covers every built-in that reads files (`read_file`, `list_dir`, `grep`).
+/// `read_file` covers every built-in that reads files (`read_file`, `list_dir`, `grep`), one
+/// on `write_file` every built-in that writes them (`edit_file`, `apply_patch`: each path a
+/// patch adds, updates, deletes or moves to).
 pub fn arg_kind(tool: &str) -> Option<ArgKind> {
     match tool {
         "bash" => Some(ArgKind::Command),
-        "read_file" | "write_file" | "list_dir" | "grep" => Some(ArgKind::Path),
+        "read_file" | "write_file" | "edit_file" | "apply_patch" | "list_dir" | "grep" => {
+            Some(ArgKind::Path)
+        }
         _ => None,
     }
 }
+
+/// The built-ins that write files; a `write_file` rule (and Claude Code's `Edit`, `Write`,
+/// `MultiEdit`) names them all.
+pub const FILE_WRITERS: &[&str] = &["write_file", "edit_file", "apply_patch"];
 
 /// The built-ins whose path rules a call of `tool` is matched against: a read tool answers to
 /// `read_file(...)` rules too.
@@ -33,6 +41,8 @@ pub fn path_rule_tools(tool: &str) -> &'static [&'static str] {
         "list_dir" => &["list_dir", "read_file"],
         "grep" => &["grep", "read_file"],
         "write_file" => &["write_file"],
+        "edit_file" => &["edit_file", "write_file"],
+        "apply_patch" => &["apply_patch", "write_file"],
         _ => &[],
     }
 }
@@ -56,7 +66,7 @@ pub fn claude_code_name(name: &str) -> Option<Option<(&'static str, &'static [&'
         "Bash" => Some(("bash", &[])),
         // Claude Code's Read rules apply to every built-in that reads files.
         "Read" => Some(("read_file", &["list_dir", "grep"])),
-        "Edit" | "Write" | "MultiEdit" => Some(("write_file", &[])),
+        "Edit" | "Write" | "MultiEdit" => Some(("write_file", &FILE_WRITERS[1..])),
         "Grep" => Some(("grep", &[])),
         "LS" | "Glob" => Some(("list_dir", &[])),
         "WebFetch" | "WebSearch" | "Task" | "Agent" | "TodoWrite" | "TodoRead" | "NotebookEdit"
@@ -107,6 +117,8 @@ impl Pattern {
         }
         let (name, also) = match claude_code_name(name) {
             Some(Some((ours, also))) => (ours.to_owned(), also),
+            // `write_file` names every tool that writes files: no side door through an edit.
+            None if name == "write_file" => (name.to_owned(), &FILE_WRITERS[1..]),
             // Kept as written, its argument aside: it names no tool (`Rule::parse` and
             // `unmatched` say what that means).
             Some(None) => {
@@ -138,7 +150,7 @@ impl Pattern {
             Some(a) => {
                 let Some(kind) = arg_kind(name) else {
                     return Err(format!(
-                        "only bash (a command) and read_file, write_file, list_dir, grep (a path) take an argument pattern, not {name:?}"
+                        "only bash (a command) and read_file, write_file, edit_file, apply_patch, list_dir, grep (a path) take an argument pattern, not {name:?}"
                     ));
                 };
                 Some(match kind {
@@ -382,13 +394,61 @@ pub fn os_path(arg: &str, root: &Path) -> Result<PathBuf, String> {
                             pending.push_front(c.as_os_str().to_owned());
                         }
                     }
-                    Ok(_) => {}
+                    Ok(_) => {
+                        // On a case-insensitive file system `Secrets` opens `secrets`: the
+                        // rules see the name on disk.
+                        if let Some(real) = name_on_disk(&out) {
+                            out.set_file_name(real);
+                        }
+                    }
                     Err(_) => missing = true,
                 }
             }
         }
     }
     Ok(out)
+}
+
+/// The name the existing `path` has on disk when it differs from the one written only in case
+/// (a case-insensitive file system: macOS, Windows); `None` when it is the same. A case-
+/// sensitive file system costs one failed lookup (the name with its case swapped).
+fn name_on_disk(path: &Path) -> Option<std::ffi::OsString> {
+    let name = path.file_name()?.to_str()?;
+    let swapped: String = name
+        .chars()
+        .map(|c| {
+            if c.is_lowercase() {
+                c.to_uppercase().next().unwrap_or(c)
+            } else {
+                c.to_lowercase().next().unwrap_or(c)
+            }
+        })
+        .collect();
+    if swapped == name {
+        return None;
+    }
+    let parent = path.parent()?;
+    std::fs::symlink_metadata(parent.join(&swapped)).ok()?;
+    let entries = std::fs::read_dir(parent).ok()?;
+    same_but_case(name, entries.flatten().map(|e| e.file_name()))
+}
+
+/// Of a directory's `entries`, the one that is `name` but for case, unless `name` itself is
+/// there.
+pub(super) fn same_but_case(
+    name: &str,
+    entries: impl Iterator<Item = std::ffi::OsString>,
+) -> Option<std::ffi::OsString> {
+    let folded = name.to_lowercase();
+    let mut found = None;
+    for e in entries {
+        match e.to_str() {
+            Some(s) if s == name => return None,
+            Some(s) if found.is_none() && s.to_lowercase() == folded => found = Some(e),
+            _ => {}
+        }
+    }
+    found
 }
 
 /// Whether `path` has a `.git` component (any case: a case-insensitive file system opens

@@ -967,3 +967,190 @@ fn a_pathological_line_is_decided_quickly() {
         started.elapsed()
     );
 }
+
+const EDIT: ToolFacts<'static> = ToolFacts {
+    name: "edit_file",
+    server: None,
+    read_only: false,
+};
+const PATCH: ToolFacts<'static> = ToolFacts {
+    name: "apply_patch",
+    server: None,
+    read_only: false,
+};
+
+fn edit(p: &str) -> serde_json::Value {
+    json!({"path": p, "old_string": "a", "new_string": "b"})
+}
+
+fn patch(body: &str) -> serde_json::Value {
+    json!({ "input": format!("*** Begin Patch\n{body}\n*** End Patch\n") })
+}
+
+/// No side door: what stops `write_file` on a path stops the edit tools on it, every path of
+/// a patch (a Move's target too), however the path is spelled.
+#[test]
+fn a_write_file_deny_stops_edit_file_and_apply_patch_on_every_path_of_a_patch() {
+    use Kind::*;
+    for deny in [
+        "write_file(secrets/**)",
+        "Edit(secrets/**)",
+        "Write(/p/secrets/**)",
+    ] {
+        let r = [(Deny, deny), (Allow, "edit_file"), (Allow, "apply_patch")];
+        let a = |tool, args| action(tool, args, &r, Mode::Bypass);
+        assert_eq!(a(EDIT, edit("secrets/k")), Action::Refuse, "{deny}");
+        assert_eq!(a(EDIT, edit("src/../secrets/k")), Action::Refuse, "{deny}");
+        assert_eq!(a(EDIT, edit("/p/secrets/k")), Action::Refuse, "{deny}");
+        assert_eq!(a(EDIT, edit("src/a.rs")), Action::Run, "{deny}");
+        for body in [
+            "*** Add File: secrets/new\n+x",
+            "*** Delete File: secrets/k",
+            "*** Update File: secrets/k\n@@\n-a\n+b",
+            "*** Update File: src/a.rs\n*** Move to: secrets/a.rs\n@@\n-a\n+b",
+            "*** Update File: src/a.rs\n@@\n-a\n+b\n*** Add File: ./src/../secrets/x\n+y",
+        ] {
+            assert_eq!(a(PATCH, patch(body)), Action::Refuse, "{deny}: {body}");
+        }
+        assert_eq!(
+            a(PATCH, patch("*** Update File: src/a.rs\n@@\n-a\n+b")),
+            Action::Run,
+            "{deny}"
+        );
+    }
+    // A bare `write_file` deny names every file writer.
+    let r = [(Deny, "write_file")];
+    assert_eq!(
+        action(EDIT, edit("src/a.rs"), &r, Mode::Bypass),
+        Action::Refuse
+    );
+    assert_eq!(
+        action(PATCH, patch("*** Delete File: a"), &r, Mode::Bypass),
+        Action::Refuse
+    );
+    // An allow on write_file's paths allows the edits there; an edit_file rule is its own.
+    let r = [(Allow, "write_file(src/**)")];
+    assert_eq!(
+        action(EDIT, edit("src/a.rs"), &r, Mode::Default),
+        Action::Run
+    );
+    assert_eq!(action(EDIT, edit("a.rs"), &r, Mode::Default), Action::Ask);
+    assert_eq!(
+        action(
+            PATCH,
+            patch("*** Update File: src/a.rs\n*** Move to: b.rs\n@@\n-a\n+b"),
+            &r,
+            Mode::Default
+        ),
+        Action::Ask
+    );
+    assert_eq!(
+        action(
+            WRITE,
+            json!({"path": "src/a.rs", "content": ""}),
+            &[(Allow, "edit_file")],
+            Mode::Default
+        ),
+        Action::Ask
+    );
+    assert!(Pattern::parse("edit_file(src/**)").is_ok());
+    assert!(Pattern::parse("apply_patch(src/**)").is_ok());
+}
+
+#[test]
+fn accept_edits_runs_the_edit_tools_inside_the_project_only() {
+    let m = Mode::AcceptEdits;
+    assert_eq!(action(EDIT, edit("src/a.rs"), &[], m), Action::Run);
+    assert_eq!(action(EDIT, edit("../a.rs"), &[], m), Action::Ask);
+    assert_eq!(action(EDIT, edit(".git/config"), &[], m), Action::Ask);
+    assert_eq!(action(EDIT, json!({}), &[], m), Action::Ask);
+    let p = |body: &str| action(PATCH, patch(body), &[], m);
+    assert_eq!(
+        p("*** Update File: a\n*** Move to: src/b\n@@\n-a\n+b\n*** Delete File: c"),
+        Action::Run
+    );
+    assert_eq!(p("*** Add File: /etc/x\n+a"), Action::Ask);
+    assert_eq!(
+        p("*** Update File: a\n*** Move to: ../b\n@@\n-a\n+b"),
+        Action::Ask
+    );
+    assert_eq!(p("*** Add File: .git/hooks/pre-commit\n+x"), Action::Ask);
+    // A patch that does not parse is asked about (and writes nothing when run).
+    assert_eq!(
+        action(PATCH, json!({"input": "*** Begin Patch\n"}), &[], m),
+        Action::Ask
+    );
+    assert_eq!(
+        action(EDIT, edit("src/a.rs"), &[], Mode::Default),
+        Action::Ask
+    );
+}
+
+/// A link into a denied directory is no side door for the edit tools.
+#[test]
+fn a_write_deny_follows_symlinks_for_the_edit_tools() {
+    let base = std::env::temp_dir().join(format!("harness9-perm-edit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let project = base.join("p");
+    std::fs::create_dir_all(project.join("secrets")).unwrap();
+    std::fs::write(project.join("secrets/k"), "a\n").unwrap();
+    harness9_platform::fs::symlink("secrets", project.join("link")).unwrap();
+    let place = Place {
+        root: project.clone(),
+        home: None,
+    };
+    let r = rules(&[(Kind::Deny, "write_file(secrets/**)")]);
+    let d = |tool, args: serde_json::Value| decide(tool, &args, &r, Mode::Bypass, &place).action;
+    assert_eq!(d(EDIT, edit("link/k")), Action::Refuse);
+    assert_eq!(
+        d(PATCH, patch("*** Update File: link/k\n@@\n-a\n+b")),
+        Action::Refuse
+    );
+    assert_eq!(
+        d(
+            PATCH,
+            patch("*** Add File: x\n+a\n*** Update File: y\n*** Move to: link/z\n@@\n-a\n+b")
+        ),
+        Action::Refuse
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// On a case-insensitive file system a path's case is the one on disk before any rule sees it
+/// (this machine's may be case-sensitive: the choice is tested on listings).
+#[test]
+fn a_name_is_taken_as_it_is_on_disk_when_it_differs_only_in_case() {
+    use std::ffi::OsString;
+    let list = |names: &[&str]| {
+        names
+            .iter()
+            .map(OsString::from)
+            .collect::<Vec<_>>()
+            .into_iter()
+    };
+    assert_eq!(
+        pattern::same_but_case("Secrets", list(&["src", "secrets"])),
+        Some(OsString::from("secrets"))
+    );
+    assert_eq!(
+        pattern::same_but_case("Secrets", list(&["secrets", "Secrets"])),
+        None
+    );
+    assert_eq!(
+        pattern::same_but_case("ÉTÉ", list(&["été"])),
+        Some(OsString::from("été"))
+    );
+    assert_eq!(pattern::same_but_case("x", list(&["y"])), None);
+    // A case-sensitive file system: both names are what they are.
+    let base = std::env::temp_dir().join(format!("harness9-perm-case-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(base.join("secrets")).unwrap();
+    let real = pattern::os_path("Secrets/k", &base).unwrap();
+    let sensitive = std::fs::symlink_metadata(base.join("SECRETS")).is_err();
+    if sensitive {
+        assert_eq!(real, base.join("Secrets/k"));
+    } else {
+        assert_eq!(real, base.join("secrets/k"));
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
