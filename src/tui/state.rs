@@ -704,14 +704,7 @@ fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         // From anywhere: the first Ctrl+C stops a running turn (declining what waits
         // for an answer), any other one quits.
         if state.turn.busy && !state.turn.cancelling {
-            state.turn.cancelling = true;
-            state.note(Entry::Info(
-                "cancelling the turn; Ctrl+C again quits".to_owned(),
-            ));
-            let mut effects = decline_all(state);
-            effects.extend(super::elicit::cancel_all(state));
-            effects.push(Effect::CancelTurn);
-            return effects;
+            return cancel_turn(state);
         }
         // A half-typed draft in the input is cleared first (kept in the history, so ↑ brings
         // it back); the next Ctrl+C quits.
@@ -744,6 +737,22 @@ fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         Some(modal) => modal.key(state, key),
         None => super::editor::key(state, key),
     }
+}
+
+/// Cancels the running turn (Ctrl+C anywhere; Esc in the input or at a tool question): the
+/// tool questions waiting go without an answer (the engine's cancelled turn ends them, so
+/// none runs and the model is not asked again), servers' questions are cancelled.
+pub(super) fn cancel_turn(state: &mut State) -> Vec<Effect> {
+    if state.turn.busy && !state.turn.cancelling {
+        state.turn.cancelling = true;
+        state.note(Entry::Info(
+            "cancelling the turn; Ctrl+C again quits".to_owned(),
+        ));
+    }
+    super::approvals::cancel_all(state);
+    let mut effects = super::elicit::cancel_all(state);
+    effects.push(Effect::CancelTurn);
+    effects
 }
 
 #[cfg(test)]

@@ -31,4 +31,5 @@ mod trust;
 mod tui;
 mod tui_asks;
 mod tui_rules;
+mod tui_ux;
 mod untrusted;

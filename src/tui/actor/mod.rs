@@ -412,8 +412,12 @@ impl Tui {
                 for (_, c) in self.calls.drain(..) {
                     c.cancel();
                 }
-                if let Some(engine) = &self.engine {
-                    engine.do_send(CancelTurn);
+                // The tool questions' senders are kept (see `approvals::cancel_all`): an
+                // answer, even a no, could reach the engine before this cancel and let the
+                // turn go on to the model.
+                match &self.engine {
+                    Some(engine) => engine.do_send(CancelTurn),
+                    None => self.asks.clear(),
                 }
             }
             Effect::Submit(prompt) => self.submit(prompt, Vec::new(), ctx),
@@ -697,6 +701,10 @@ impl StreamHandler<TurnItem> for Tui {
                 let key = self.next_ask;
                 self.next_ask += 1;
                 self.asks.insert(key, q.answer);
+                // A question of a turn being cancelled is never shown: the cancel ends it.
+                if self.state.turn.cancelling {
+                    return;
+                }
                 let mut a = super::state::Approval::new(key, q.name, q.arguments.to_string());
                 a.tool_rule = harness9_agent::permissions::tool_rule(
                     &a.name,
@@ -710,10 +718,13 @@ impl StreamHandler<TurnItem> for Tui {
             }
             TurnItem::Event(TurnEvent::Done(r)) => {
                 self.turn_open = false;
+                // The questions a cancel left unanswered: the turn has ended them.
+                self.asks.clear();
                 let done = r.as_ref().map(summary).map_err(EngineError::to_string);
                 self.apply(Event::TurnDone(done), ctx);
             }
             TurnItem::Ended => {
+                self.asks.clear();
                 if std::mem::take(&mut self.turn_open) {
                     self.apply(Event::TurnDone(Err("the engine stopped".to_owned())), ctx);
                 }

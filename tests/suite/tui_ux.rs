@@ -1,0 +1,54 @@
+//! The TUI's everyday keys and texts in tmux: Esc at a tool question cancels the turn.
+
+use serde_json::json;
+
+use super::common::temp_path;
+use super::tui::{project, settled, tmux_required, Tmux, BOUND};
+
+/// Esc at the first of two tool questions cancels the whole turn, as Ctrl+C does and as the
+/// status line says: neither call runs, the model is not asked again, the transcript says
+/// the turn was cancelled, and the next prompt starts afresh.
+#[test]
+fn esc_at_a_tool_question_cancels_the_turn() {
+    tmux_required();
+    let touch = |id: &str, file: &str| json!({"id": id, "name": "bash", "input": {"command": format!("touch {file}")}});
+    let model = super::engine::Model::start(
+        "tui-esc",
+        json!({"steps": [
+            {"text": "Touching two files.", "tool_calls": [touch("b1", "one"), touch("b2", "two")]},
+            {"text": "Fresh start."}
+        ]}),
+    );
+    let dir = project("tui-esc", |_| json!({}));
+    let state = temp_path("tui-esc-state").display().to_string();
+    let mut vars = model.env().to_vec();
+    vars.push(("XDG_STATE_HOME", state.as_str()));
+    let t = Tmux::start_with(&dir, &[], None, &vars);
+    t.wait_for("the model named", BOUND, |s| s.contains("model anthropic"));
+    t.send_keys(&["touch them", "Enter"]);
+    let s = t.wait_for("the first of two questions", BOUND, |s| {
+        s.contains("run this tool?") && s.contains("(1 of 2 waiting)") && settled(s)
+    });
+    assert!(s.contains("Esc cancels"), "the status line's promise:\n{s}");
+    t.send_keys(&["Escape"]);
+    let s = t.wait_for("the turn cancelled", BOUND, |s| {
+        s.contains("the turn was cancelled") && !s.contains("working…")
+    });
+    assert!(!s.contains("run this tool?"), "a question stayed:\n{s}");
+    assert!(!dir.join("one").exists(), "the call asked about ran");
+    assert!(!dir.join("two").exists(), "the other call ran");
+    // The next prompt gets the model's next reply: the cancelled turn asked it nothing more.
+    t.send_keys(&["again", "Enter"]);
+    t.wait_for("the next turn's answer", BOUND, |s| {
+        s.contains("Fresh start.") && !s.contains("working…")
+    });
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 2, "{reqs:#?}");
+    let last = &reqs[1]["body"]["messages"];
+    assert_eq!(last.as_array().map(Vec::len), Some(1), "{last}");
+    assert_eq!(last[0]["content"][0]["text"], "again", "{last}");
+    assert!(!dir.join("one").exists() && !dir.join("two").exists());
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+    let _ = std::fs::remove_dir_all(&state);
+}
