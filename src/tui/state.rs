@@ -407,6 +407,9 @@ pub struct State {
     pub quitting: bool,
     /// `/panic` is allowed (`HARNESS9_DEBUG_PANIC=1`).
     pub debug_panic: bool,
+    /// The user's own settings file as hints name it (`your own settings file (PATH)`):
+    /// where `allow` rules work, which a project's `harness9.toml` may not add.
+    pub own_settings: String,
     /// The time of the event being handled (set by the actor before each [`update`]; tests
     /// set it): a new question ignores keys for a moment (`guard`).
     pub now: std::time::Instant,
@@ -479,6 +482,7 @@ impl State {
             size: (80, 24),
             quitting: false,
             debug_panic: false,
+            own_settings: harness9_agent::model::settings::own_settings(None),
             now: std::time::Instant::now(),
         }
     }

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use super::common::*;
 
+mod hints;
 mod names;
 mod permissions;
 mod read_budget;

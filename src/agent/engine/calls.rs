@@ -215,7 +215,8 @@ pub(super) async fn refusal(
     match verdict.action {
         Action::Run => return None,
         Action::Refuse => {
-            let reason = verdict.refusal(name, server.as_deref(), !ctx.can_ask);
+            let own = policy.own_settings();
+            let reason = verdict.refusal_in(name, server.as_deref(), !ctx.can_ask, &own);
             emit(
                 &ctx.events,
                 cancel,

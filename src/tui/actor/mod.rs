@@ -177,6 +177,7 @@ impl Tui {
             setup.model_help,
         );
         state.trace.secrets = setup.secrets;
+        state.own_settings = setup.policy.own_settings();
         state.set_sources(setup.sources);
         super::input_vars::inputs_needed(&mut state, setup.inputs);
         super::transcript::config_warnings(&mut state, setup.warnings);
