@@ -187,6 +187,23 @@ fn status_shows_model_context_session_servers_and_cost() {
     insta::assert_snapshot!(screen);
 }
 
+/// `/status` of a model `[context_windows]` does not name: the window tool search defers
+/// against (the provider's default), said as assumed, not "window unknown".
+#[test]
+fn status_names_the_window_tool_search_assumes() {
+    let mut s = state_with(vec![], vec![]);
+    use_model(&mut s, "my-own-model");
+    assert_eq!(s.model.context_window, None);
+    model_done(&mut s, 50_000, 0, 100);
+    send(&mut s, "/status");
+    let screen = render(&mut s, 200, 22);
+    assert!(
+        screen.contains("context: 50000 tokens of an assumed 200000-token window (25%;"),
+        "{screen}"
+    );
+    assert!(!screen.contains("window unknown"), "{screen}");
+}
+
 /// `/tools`: every tool with its source (a server, or built-in), the one turned off marked.
 #[test]
 fn tools_lists_each_tool_with_its_source_and_marks_the_one_off() {

@@ -339,8 +339,22 @@ pub fn shown(config: &Config, spec: &ServerSpec) -> String {
     if let Some(w) = config.written(&spec.name) {
         references(&w.entry, &mut refs);
     }
+    // Named once: not again when the line shows it, as written or as an env key passing the
+    // user's own through (`(env $GITHUB_TOKEN)`).
+    let passed = |r: &str| {
+        r.strip_prefix("${")
+            .and_then(|n| n.strip_suffix('}'))
+            .is_some_and(|n| {
+                let env = line
+                    .split(" (env ")
+                    .nth(1)
+                    .and_then(|e| e.split(')').next());
+                env.is_some_and(|keys| keys.split(", ").any(|k| k == format!("${n}")))
+            })
+    };
     let more: Vec<String> = refs
         .into_iter()
+        .filter(|r| !passed(r))
         .map(|r| shell_quote(&r))
         .filter(|r| !line.contains(r.as_str()))
         .collect();
@@ -964,6 +978,15 @@ mod tests {
         // What an unapproved server shows: names and references, never the value.
         let line = shown(&var, &var.servers[0]);
         assert_eq!(line, "http://h/mcp (headers X) (uses '${TOKEN}')");
+        // A variable is named once: an env key passing the user's own through is `$KEY`,
+        // not named again in a `uses` of its own or of another field.
+        let gh = parse(
+            r#"{"mcpServers": {"g": {"command": "npx", "args": ["gh"], "env": {"TOKEN": "${TOKEN}", "B": "${TOKEN}"}}}}"#,
+            "a",
+        );
+        let line = shown(&gh, &gh.servers[0]);
+        assert!(line.starts_with("npx gh (env $TOKEN, B) (in "), "{line}");
+        assert_eq!(line.matches("TOKEN").count(), 1, "{line}");
         // A reference in a field the line does not show is named too.
         let oauth = parse(
             r#"{"mcpServers": {"h": {"url": "http://h/mcp", "oauth": {"clientSecret": "${GH_TOKEN}"}}}}"#,
