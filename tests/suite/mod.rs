@@ -25,6 +25,7 @@ mod runtime_options;
 mod sandbox;
 mod secrets;
 mod shell_sandbox;
+mod shown;
 mod sources;
 mod tool_cache;
 mod trust;

@@ -1,7 +1,8 @@
 //! The hints a user or the model acts on name the file that works: a headless refusal and the
 //! shell sandbox's note name the user's own settings file with its path on this platform (a
 //! project's `harness9.toml` may not allow, nor loosen the shell), and a warning about an
-//! ignored project setting names where the effective value came from.
+//! ignored project setting names where the effective value came from, on stderr as a
+//! `harness9: warning:` line.
 
 use super::*;
 
@@ -89,6 +90,11 @@ fn an_ignored_project_shell_names_the_default_it_kept_and_the_file_that_works() 
         .find(|l| l.contains("[permissions] shell = \"off\" is ignored"))
         .unwrap_or_else(|| panic!("no warning:\n{out}"))
         .to_owned();
+    // As a user reads it: no timestamp, level column or module path (the log file's format).
+    assert!(
+        warning.starts_with("harness9: warning: ") && warning.contains("/harness9.toml:2: "),
+        "{warning}"
+    );
     assert!(
         warning.contains("looser than \"workspace-write\" from the default,"),
         "{warning}"
