@@ -107,3 +107,27 @@ fn an_ignored_project_shell_names_the_default_it_kept_and_the_file_that_works() 
         "{warning}"
     );
 }
+
+/// A call of a tool that does not exist gets an error result written for the model (the
+/// nearest name, what to call), not the command line's hint for a person.
+#[test]
+fn an_unknown_tool_gets_a_result_written_for_the_model() {
+    let dir = project("hint-unknown", json!({"f": fixture_json(&[], json!({}))}));
+    let model = Model::start(
+        "hint-unknown",
+        json!({"steps": [
+            {"tool_calls": [call("u", "mcp__f__ech", json!({"text": "hi"}))]},
+            {"text": "done", "expect": {"last_tool_result_contains": "there is no tool"}}
+        ]}),
+    );
+    let args = ["run", "-p", "go", "--json", "--allowed-tools", "mcp__f__*"];
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    out.ok();
+    let reqs = model.requests();
+    let result = content_text(&tool_results(&reqs[1])[0]["content"]);
+    assert_eq!(
+        result,
+        "there is no tool \"mcp__f__ech\" (the nearest name is \"mcp__f__echo\"); call only the tools in your tool list, by their exact names"
+    );
+    assert!(!result.contains("harness9 mcp"), "{result}");
+}
