@@ -136,7 +136,7 @@ pub enum Event {
     /// The permission rules in force, for `/permissions`.
     Permissions(Vec<harness9_agent::permissions::Rule>),
     /// The saved conversations' listing, for the `/resume` picker.
-    SessionsListed(Vec<String>),
+    SessionsListed(harness9_app::conversations::Listing),
     /// `/model` switched the model for the next turn.
     ModelSwitched {
         /// `anthropic claude-...`.

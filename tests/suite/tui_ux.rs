@@ -52,3 +52,56 @@ fn esc_at_a_tool_question_cancels_the_turn() {
     assert_eq!(t.exit_code(), 0);
     let _ = std::fs::remove_dir_all(&state);
 }
+
+/// `--resume` without an id lists this project's saved conversations; `a` shows every
+/// directory's, each row naming its directory.
+#[test]
+fn the_resume_picker_shows_this_projects_sessions_and_a_shows_every_directorys() {
+    tmux_required();
+    let model = super::engine::Model::start("tui-resume-dirs", json!({"steps": []}));
+    let dir = project("tui-resume-dirs", |_| json!({}));
+    let here = dir.canonicalize().expect("the project dir");
+    let sessions = dir.join("sessions");
+    std::fs::create_dir_all(&sessions).expect("the sessions dir");
+    for (id, cwd, prompt) in [
+        (
+            "20260301-101500-a1b2c3",
+            here.display().to_string(),
+            "fix the parser here",
+        ),
+        (
+            "20260302-101500-d4e5f6",
+            "/srv/elsewhere".to_owned(),
+            "tune the other thing",
+        ),
+    ] {
+        let meta = json!({"kind": "meta", "id": id, "cwd": cwd, "model": "m", "created": 1});
+        let said = json!({"kind": "message", "role": "user",
+                          "content": [{"type": "text", "text": prompt}]});
+        std::fs::write(
+            sessions.join(format!("{id}.jsonl")),
+            format!("{meta}\n{said}\n"),
+        )
+        .expect("a session file");
+    }
+    let t = Tmux::start_with(&dir, &["--resume"], None, &model.env());
+    let s = t.wait_for("the picker of this project's", BOUND, |s| {
+        s.contains("Resume a conversation: this project's") && s.contains("fix the parser here")
+    });
+    assert!(
+        !s.contains("tune the other thing"),
+        "another directory's:\n{s}"
+    );
+    t.send_keys(&["a"]);
+    let s = t.wait_for("every directory's", BOUND, |s| {
+        s.contains("every directory's") && s.contains("tune the other thing")
+    });
+    let row = s
+        .lines()
+        .find(|l| l.contains("20260302-101500-d4e5f6"))
+        .unwrap_or_default();
+    assert!(row.contains("/srv/elsewhere"), "{row}");
+    t.send_keys(&["Escape"]);
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}

@@ -84,7 +84,7 @@ pub struct TuiSetup {
     /// line named one).
     pub resumed_model: Option<String>,
     /// `--resume` without an id: the saved conversations' listing, for the picker.
-    pub pick: Option<Vec<String>>,
+    pub pick: Option<harness9_app::conversations::Listing>,
     /// The model's context window, when the settings know it.
     pub context_window: Option<u64>,
     /// The model settings (prices, windows), when a model is configured.
