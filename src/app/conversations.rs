@@ -683,7 +683,8 @@ mod tests {
         assert_eq!(got.messages, conv);
         assert_eq!((got.model.as_str(), got.cwd.as_str()), ("m1", "/work/p"));
 
-        let shown = listing(&dir, 20);
+        let listed = listing(&dir, Path::new("/work/p"), 20);
+        let shown = &listed.here;
         assert_eq!(shown.len(), 1);
         assert!(
             shown[0].starts_with(&f.id)
@@ -691,6 +692,14 @@ mod tests {
                 && shown[0].ends_with("list the files"),
             "{shown:?}"
         );
+        // Every directory's rows name the directory; another directory has none of its own.
+        assert!(
+            listed.all[0].contains("  /work/p  m1  4 msgs"),
+            "{listed:?}"
+        );
+        assert!(listing(&dir, Path::new("/elsewhere"), 20).here.is_empty());
+        assert_eq!(shown_dir("/home/u/p", Some("/home/u")), "~/p");
+        assert_eq!(shown_dir("/home/uv/p", Some("/home/u")), "/home/uv/p");
         let listed = list(&dir);
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].first_prompt, "list the files");
