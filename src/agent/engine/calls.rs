@@ -149,10 +149,19 @@ pub(super) fn unknown_tool(ctx: &CallCtx, name: &str) -> String {
         .keys()
         .filter(|n| !ctx.disabled.contains(n.as_str()))
         .map(String::as_str);
-    let nearest = nearest_name(name, usable)
+    unknown_tool_text(name, usable, ctx.search.is_some())
+}
+
+/// [`unknown_tool`] over the tools there are (`names`), `deferring` while tool search is on.
+fn unknown_tool_text<'a>(
+    name: &str,
+    names: impl Iterator<Item = &'a str>,
+    deferring: bool,
+) -> String {
+    let nearest = nearest_name(name, names)
         .map(|n| format!(" (the nearest name is \"{n}\")"))
         .unwrap_or_default();
-    let what = if ctx.search.is_some() {
+    let what = if deferring {
         format!(
             "call {} with what you want to do to find the tool and its exact name",
             crate::toolsearch::TOOL_SEARCH
@@ -470,4 +479,24 @@ pub(super) struct CallCtx {
     /// judged by the rules in force then, so an "always" answer to one of them asks again for
     /// the others (the TUI shows one question at a time; they were not seen).
     pub(super) rules_as_of: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unknown_tool_text;
+
+    #[test]
+    fn an_unknown_tool_is_answered_for_the_model() {
+        let names = ["mcp__git__git_status", "mcp__git__git_log", "bash"];
+        assert_eq!(
+            unknown_tool_text("mcp__git__git_stat", names.into_iter(), false),
+            "there is no tool \"mcp__git__git_stat\" (the nearest name is \"mcp__git__git_status\"); call only the tools in your tool list, by their exact names"
+        );
+        // Nothing near: no guess; while deferring, the search is what finds it.
+        let t = unknown_tool_text("jira_create", names.into_iter(), true);
+        assert_eq!(
+            t,
+            "there is no tool \"jira_create\"; call tool_search with what you want to do to find the tool and its exact name"
+        );
+    }
 }

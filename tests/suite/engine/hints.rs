@@ -131,3 +131,17 @@ fn an_unknown_tool_gets_a_result_written_for_the_model() {
     );
     assert!(!result.contains("harness9 mcp"), "{result}");
 }
+
+/// With no provider configured, `run -p` says where the provider may be written: the user's
+/// own settings file by its path here.
+#[test]
+fn no_provider_names_the_users_settings_file_by_its_path() {
+    let dir = project("hint-provider", Value::Null);
+    let out = Run::start(harness9(&dir), &["run", "-p", "go"]).finish(LIMIT);
+    assert_eq!(out.code, Some(2), "{out}");
+    let own = format!(
+        "write provider = \"anthropic\" or \"openai\" in {} (a project's",
+        user_settings(&dir).display()
+    );
+    assert!(out.stderr.contains(&own), "{out}");
+}

@@ -169,14 +169,21 @@ pub enum SettingsError {
     Invalid(String),
 }
 
-/// How to configure a provider, for when none is.
-pub fn how_to_configure() -> &'static str {
-    "no model provider is configured; set one of:\n\
-     \x20 ANTHROPIC_API_KEY=...   Anthropic (model claude-sonnet-4-5 unless HARNESS9_MODEL or --model says otherwise)\n\
-     \x20 OPENAI_API_KEY=...      OpenAI (model gpt-4.1); with OPENAI_BASE_URL=... any OpenAI-compatible server\n\
-     \x20 HARNESS9_PROVIDER=openai OPENAI_BASE_URL=http://localhost:11434/v1 HARNESS9_MODEL=llama3.1\n\
-     \x20                         Ollama on this machine (no key needed)\n\
-     or write provider = \"anthropic\" or \"openai\" in ~/.config/harness9/config.toml (a project's ./harness9.toml may not choose it)"
+/// How to configure a provider, for when none is; it names the user's own settings file with
+/// its path here (a project's `./harness9.toml` may not choose the provider).
+pub fn how_to_configure() -> String {
+    let own = user_settings_file(&ModelFlags::default()).map_or_else(
+        || "your own settings file".to_owned(),
+        |p| p.display().to_string(),
+    );
+    format!(
+        "no model provider is configured; set one of:\n\
+         \x20 ANTHROPIC_API_KEY=...   Anthropic (model claude-sonnet-4-5 unless HARNESS9_MODEL or --model says otherwise)\n\
+         \x20 OPENAI_API_KEY=...      OpenAI (model gpt-4.1); with OPENAI_BASE_URL=... any OpenAI-compatible server\n\
+         \x20 HARNESS9_PROVIDER=openai OPENAI_BASE_URL=http://localhost:11434/v1 HARNESS9_MODEL=llama3.1\n\
+         \x20                         Ollama on this machine (no key needed)\n\
+         or write provider = \"anthropic\" or \"openai\" in {own} (a project's ./harness9.toml may not choose it)"
+    )
 }
 
 #[cfg(test)]
@@ -916,6 +923,9 @@ idle_timeout_secs = 5
         ] {
             assert!(t.contains(needle), "{needle}");
         }
+        // The user's own file by its path here, never a `~` spelling of one platform's.
+        assert!(t.contains("config.toml (a project's ./harness9.toml may not choose it)"));
+        assert!(!t.contains("~/.config"), "{t}");
     }
 
     #[test]
