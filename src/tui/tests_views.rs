@@ -846,3 +846,25 @@ fn a_login_waiting_for_the_browser_shows_the_whole_address() {
     );
     insta::assert_snapshot!(screen);
 }
+
+/// The status line names the key that cancels the running turn now: Esc in the input or at a
+/// tool question, Ctrl+C while a list (or a server's question) has Esc for itself.
+#[test]
+fn the_status_line_names_the_key_that_cancels_now() {
+    let mut s = state_with(vec![], vec![]);
+    use_model(&mut s, "claude-sonnet-4-5");
+    send(&mut s, "go");
+    assert!(s.turn.busy);
+    assert!(render(&mut s, 120, 12).contains("working… 0s · Esc cancels"));
+    send(&mut s, "/help");
+    assert!(s.modal.is_some());
+    let screen = render(&mut s, 120, 12);
+    assert!(screen.contains("working… 0s · Ctrl+C cancels"), "{screen}");
+    // Esc there closes the list, and the turn goes on.
+    assert!(update(&mut s, key_event(KeyCode::Esc)).is_empty());
+    assert!(s.modal.is_none() && s.turn.busy && !s.turn.cancelling);
+    assert_eq!(
+        update(&mut s, key_event(KeyCode::Esc)),
+        vec![Effect::CancelTurn]
+    );
+}
