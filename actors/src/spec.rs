@@ -104,8 +104,8 @@ impl TransportSpec {
 }
 
 /// Whether the entry `key` = `value` passes the user's own `key` through (`"K": "${K}"`, a
-/// plain name): the line shows it once, as `$K`.
-fn passed_through(key: &str, value: &str) -> bool {
+/// plain name): the command line shows it once, as `$K`.
+pub fn passed_through(key: &str, value: &str) -> bool {
     value.strip_prefix("${").and_then(|v| v.strip_suffix('}')) == Some(key)
         && shell_quote(key) == key
 }
