@@ -1,4 +1,5 @@
-//! The TUI's everyday keys and texts in tmux: Esc at a tool question cancels the turn.
+//! The TUI's everyday keys and texts in tmux: Esc at a tool question cancels the turn, the resume
+//! picker is this project's with every directory's a key away, the trust screen names a variable once.
 
 use serde_json::json;
 
@@ -102,6 +103,36 @@ fn the_resume_picker_shows_this_projects_sessions_and_a_shows_every_directorys()
         .unwrap_or_default();
     assert!(row.contains("/srv/elsewhere"), "{row}");
     t.send_keys(&["Escape"]);
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
+
+/// The trust screen names each variable once: an env key passing the user's own through shows
+/// as `$KEY`, not again in a `uses` of its own.
+#[test]
+fn the_trust_screen_names_a_passed_through_variable_once() {
+    tmux_required();
+    let dir = project("tui-trust-once", |_| {
+        json!({"gh": {"command": super::common::fixture_bin(), "args": [],
+                      "env": {"GH_TOKEN": "${GH_TOKEN}"}}})
+    });
+    let approvals = dir.join("approvals.json");
+    let t = Tmux::start_with(
+        &dir,
+        &[],
+        None,
+        &[
+            ("HARNESS9_APPROVALS", &approvals.to_string_lossy()),
+            ("GH_TOKEN", "tok-1"),
+        ],
+    );
+    let s = t.wait_for("the trust screen", BOUND, |s| {
+        s.contains("approve this project's MCP servers?") && s.contains("> gh") && settled(s)
+    });
+    assert!(s.contains("(env $GH_TOKEN)"), "{s}");
+    assert_eq!(s.matches("GH_TOKEN").count(), 1, "{s}");
+    assert!(!s.contains("tok-1"), "{s}");
+    t.send_keys(&["n"]);
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }
