@@ -65,8 +65,14 @@ fn init_logging(verbose: u8, to_file: bool, tracer: Option<opentelemetry_sdk::tr
         return;
     }
     // Plain text through the sanitizer: tracing escapes a message's controls but not its field
-    // values (a server's log level, a server name from a config file).
-    install(|| CleanStderr, filter, tracer);
+    // values (a server's log level, a server name from a config file). At the default level a
+    // user reads `harness9: warning: ...` lines; `-v` or `RUST_LOG` asks for the full format.
+    let diagnostic = verbose > 0 || std::env::var_os("RUST_LOG").is_some_and(|v| !v.is_empty());
+    if diagnostic {
+        install(|| CleanStderr, filter, tracer);
+    } else {
+        install_user_lines(filter, tracer);
+    }
 }
 
 fn install<W>(
@@ -76,14 +82,36 @@ fn install<W>(
 ) where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    use tracing_subscriber::layer::SubscriberExt as _;
-    use tracing_subscriber::util::SubscriberInitExt as _;
     use tracing_subscriber::Layer as _;
     let log = tracing_subscriber::fmt::layer()
         .with_writer(writer)
         .with_ansi(false)
         .with_target(true)
         .with_filter(filter);
+    install_layer(log, tracer);
+}
+
+/// Headless stderr as a user reads it ([`harness9::app::log_file::UserLines`]).
+fn install_user_lines(
+    filter: tracing_subscriber::EnvFilter,
+    tracer: Option<opentelemetry_sdk::trace::Tracer>,
+) {
+    use tracing_subscriber::Layer as _;
+    let log = tracing_subscriber::fmt::layer()
+        .with_writer(|| CleanStderr)
+        .with_ansi(false)
+        .event_format(harness9::app::log_file::UserLines)
+        .with_filter(filter);
+    install_layer(log, tracer);
+}
+
+/// The subscriber: the log layer and, when telemetry is on, the exporter's.
+fn install_layer<L>(log: L, tracer: Option<opentelemetry_sdk::trace::Tracer>)
+where
+    L: tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync + 'static,
+{
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let otel = tracer.map(harness9_actors::telemetry::export::layer);
     let _ = tracing_subscriber::registry()
         .with(log)

@@ -54,13 +54,28 @@ impl TransportSpec {
                     .map(|w| shell_quote(w))
                     .collect();
                 if !env.is_empty() {
-                    let keys: Vec<String> = env.iter().map(|(k, _)| shell_quote(k)).collect();
+                    let keys: Vec<String> = env
+                        .iter()
+                        .map(|(k, v)| match passed_through(k, v) {
+                            true => format!("${k}"),
+                            false => shell_quote(k),
+                        })
+                        .collect();
                     out.push(format!("(env {})", keys.join(", ")));
                 }
                 if let Some(cwd) = cwd {
                     out.push(format!("(in {})", shell_quote(&cwd.display().to_string())));
                 }
-                out.extend(uses(env));
+                // Each variable named once: not again for a `$KEY` above or a word shown.
+                let shown = out.join(" ");
+                let mut refs = references(env);
+                refs.retain(|r| {
+                    !shown.contains(r.as_str())
+                        && !env
+                            .iter()
+                            .any(|(k, v)| passed_through(k, v) && *r == shell_quote(v))
+                });
+                out.extend(uses(&refs));
                 out.join(" ")
             }
             TransportSpec::Http { url, headers, .. } => {
@@ -69,7 +84,10 @@ impl TransportSpec {
                     let names: Vec<String> = headers.iter().map(|(k, _)| shell_quote(k)).collect();
                     out.push(format!("(headers {})", names.join(", ")));
                 }
-                out.extend(uses(headers));
+                let shown = out.join(" ");
+                let mut refs = references(headers);
+                refs.retain(|r| !shown.contains(r.as_str()));
+                out.extend(uses(&refs));
                 out.join(" ")
             }
         }
@@ -85,8 +103,20 @@ impl TransportSpec {
     }
 }
 
-/// `(uses ${A}, ${B})`: the `${...}` references in `pairs`' values, when there are any.
-fn uses(pairs: &[(String, String)]) -> Option<String> {
+/// Whether the entry `key` = `value` passes the user's own `key` through (`"K": "${K}"`, a
+/// plain name): the command line shows it once, as `$K`.
+pub fn passed_through(key: &str, value: &str) -> bool {
+    value.strip_prefix("${").and_then(|v| v.strip_suffix('}')) == Some(key)
+        && shell_quote(key) == key
+}
+
+/// `(uses ${A}, ${B})` of `refs`, when there are any.
+fn uses(refs: &[String]) -> Option<String> {
+    (!refs.is_empty()).then(|| format!("(uses {})", refs.join(", ")))
+}
+
+/// The `${...}` references in `pairs`' values, each once, shell-quoted.
+fn references(pairs: &[(String, String)]) -> Vec<String> {
     let mut refs: Vec<String> = Vec::new();
     for (_, v) in pairs {
         let mut rest = v.as_str();
@@ -101,7 +131,7 @@ fn uses(pairs: &[(String, String)]) -> Option<String> {
             rest = &rest[i + end + 1..];
         }
     }
-    (!refs.is_empty()).then(|| format!("(uses {})", refs.join(", ")))
+    refs
 }
 
 /// A word as a POSIX shell reads it back: bare when it is plain, else single-quoted, and
@@ -462,6 +492,24 @@ mod tests {
         assert_eq!(
             http.command_line(),
             "https://h/mcp (headers X-Client, Authorization) (uses '${SUPER_SECRET}', '${input:key}')"
+        );
+        // Each variable once: a key passing the user's own through is `$KEY`, and a reference
+        // the arguments show already is not named again.
+        let gh = TransportSpec::Stdio {
+            command: "npx".into(),
+            args: vec!["gh".into(), "--token".into(), "${GH_TOKEN}".into()],
+            env: vec![
+                ("GITHUB_TOKEN".into(), "${GITHUB_TOKEN}".into()),
+                (
+                    "OTHER".into(),
+                    "x-${GH_TOKEN}-${GITHUB_TOKEN}-${API}".into(),
+                ),
+            ],
+            cwd: None,
+        };
+        assert_eq!(
+            gh.command_line(),
+            "npx gh --token '${GH_TOKEN}' (env $GITHUB_TOKEN, OTHER) (uses '${API}')"
         );
     }
 

@@ -552,27 +552,66 @@ pub fn open(dir: &Path, resume: &Resume, cwd: &Path, model: &str) -> Result<Open
     })
 }
 
-/// The listing `--resume` and `/resume` show: newest first, at most `max` lines.
-pub fn listing(dir: &Path, max: usize) -> Vec<String> {
-    list(dir)
-        .into_iter()
-        .filter(|s| s.messages > 0)
-        .take(max)
-        .map(|s| {
-            let secs = s.modified;
-            let (y, m, d) = civil_from_days((secs / 86_400) as i64);
-            format!(
-                "{}  {y:04}-{m:02}-{d:02} {:02}:{:02}  {}  {} msgs {} KiB  {}",
-                s.id,
-                (secs % 86_400) / 3600,
-                (secs / 60) % 60,
-                s.model,
-                s.messages,
-                s.bytes.div_ceil(1024),
-                s.first_prompt
-            )
-        })
-        .collect()
+/// What the `--resume` and `/resume` picker shows: this project's saved conversations, and
+/// every directory's (each row then names its directory); newest first, one line each
+/// beginning with the session id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// The sessions that ran in this working directory.
+    pub here: Vec<String>,
+    /// Every directory's sessions, each naming its directory.
+    pub all: Vec<String>,
+}
+
+/// The picker's lists for a session in `cwd`: at most `max` lines each, sessions with no
+/// message left out.
+pub fn listing(dir: &Path, cwd: &Path, max: usize) -> Listing {
+    let sessions: Vec<SessionInfo> = list(dir).into_iter().filter(|s| s.messages > 0).collect();
+    let cwd = cwd.display().to_string();
+    let home = std::env::var("HOME").ok().filter(|h| !h.is_empty());
+    Listing {
+        here: sessions
+            .iter()
+            .filter(|s| s.cwd == cwd)
+            .take(max)
+            .map(|s| row(s, None))
+            .collect(),
+        all: sessions
+            .iter()
+            .take(max)
+            .map(|s| row(s, Some(&shown_dir(&s.cwd, home.as_deref()))))
+            .collect(),
+    }
+}
+
+/// A directory as a row shows it: `~/...` under the home directory, `?` when unknown.
+fn shown_dir(cwd: &str, home: Option<&str>) -> String {
+    if cwd.is_empty() {
+        return "?".to_owned();
+    }
+    match home.and_then(|h| cwd.strip_prefix(h)) {
+        Some("") => "~".to_owned(),
+        Some(rest) if rest.starts_with('/') => format!("~{rest}"),
+        _ => cwd.to_owned(),
+    }
+}
+
+/// One picker row: id, date, its directory (in the list of every directory's), model,
+/// size, first prompt.
+fn row(s: &SessionInfo, dir: Option<&str>) -> String {
+    let secs = s.modified;
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let dir = dir.map(|d| format!("  {d}")).unwrap_or_default();
+    format!(
+        "{}  {y:04}-{m:02}-{d:02} {:02}:{:02}{dir}  {}  {} msgs {} KiB  {}",
+        s.id,
+        (secs % 86_400) / 3600,
+        (secs / 60) % 60,
+        s.model,
+        s.messages,
+        s.bytes.div_ceil(1024),
+        s.first_prompt
+    )
 }
 
 /// Deletes all but the newest `keep` session files of `dir`.
@@ -644,7 +683,8 @@ mod tests {
         assert_eq!(got.messages, conv);
         assert_eq!((got.model.as_str(), got.cwd.as_str()), ("m1", "/work/p"));
 
-        let shown = listing(&dir, 20);
+        let listed = listing(&dir, Path::new("/work/p"), 20);
+        let shown = &listed.here;
         assert_eq!(shown.len(), 1);
         assert!(
             shown[0].starts_with(&f.id)
@@ -652,6 +692,14 @@ mod tests {
                 && shown[0].ends_with("list the files"),
             "{shown:?}"
         );
+        // Every directory's rows name the directory; another directory has none of its own.
+        assert!(
+            listed.all[0].contains("  /work/p  m1  4 msgs"),
+            "{listed:?}"
+        );
+        assert!(listing(&dir, Path::new("/elsewhere"), 20).here.is_empty());
+        assert_eq!(shown_dir("/home/u/p", Some("/home/u")), "~/p");
+        assert_eq!(shown_dir("/home/uv/p", Some("/home/u")), "/home/uv/p");
         let listed = list(&dir);
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].first_prompt, "list the files");

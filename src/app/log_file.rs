@@ -1,7 +1,8 @@
 //! The interactive session's log file, capped: past [`MAX_BYTES`] it is rotated to `<name>.1`
 //! (one old file kept), so logging can never fill the disk; what it writes is cleaned of the
 //! session's known secrets (`telemetry::redact_text`) and sanitized. The
-//! file is private (0600, never opened through a symlink).
+//! file is private (0600, never opened through a symlink). It keeps tracing's full format
+//! (time, level, module); what a user reads on a terminal is [`UserLines`].
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -71,9 +72,75 @@ impl Write for CappedLog {
     }
 }
 
+/// How a log event reads on the user's terminal (headless stderr at the default level):
+/// `harness9: warning: MESSAGE` (`error:`, `note:` for the other levels), the event's other
+/// fields after it as `key=value`; no timestamp, no module path (a log file, or `-v` and
+/// `RUST_LOG`, keep tracing's full format).
+pub struct UserLines;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for UserLines
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let level = match *event.metadata().level() {
+            tracing::Level::ERROR => "error",
+            tracing::Level::WARN => "warning",
+            tracing::Level::INFO => "note",
+            _ => "debug",
+        };
+        write!(writer, "harness9: {level}: ")?;
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A warning reads as `harness9: warning: ...`, its fields after the message; no time, no
+    /// level column, no module path.
+    #[test]
+    fn a_warning_on_the_terminal_reads_as_a_harness9_line() {
+        use std::sync::{Arc, Mutex};
+        #[derive(Clone, Default)]
+        struct Buf(Arc<Mutex<Vec<u8>>>);
+        impl Write for Buf {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                self.0
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let buf = Buf::default();
+        let out = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || out.clone())
+            .with_ansi(false)
+            .event_format(UserLines)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(target: "harness9_app::x", "/r/harness9.toml:2: shell is ignored");
+            tracing::error!(server = "git", "it failed");
+        });
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            text,
+            "harness9: warning: /r/harness9.toml:2: shell is ignored\nharness9: error: it failed server=\"git\"\n"
+        );
+    }
 
     #[test]
     fn rotates_at_the_cap_and_keeps_one_old_file() {

@@ -113,7 +113,7 @@ impl SessionOptions {
         for w in warnings {
             tracing::warn!("{w}");
         }
-        let policy = Policy::new(
+        let policy = Policy::with_settings_file(
             Rules::new(fixed, saved),
             self.permission_mode,
             Place {
@@ -122,6 +122,7 @@ impl SessionOptions {
                     .filter(|h| !h.is_empty())
                     .map(PathBuf::from),
             },
+            settings::user_settings_file(&self.model),
         );
         Ok((policy, ignored))
     }

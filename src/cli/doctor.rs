@@ -451,11 +451,10 @@ fn after_start(
             c.push(Check::ok(
                 "era",
                 format!(
-                    "protocol {} ({} era), server {} {}",
+                    "protocol {} ({} era), server {}",
                     info.protocol_version,
                     info.era.label(),
-                    info.server_info.name,
-                    info.server_info.version
+                    info.server_info.label()
                 ),
             ));
             let bytes = sizes.get(name).copied().unwrap_or(0);

@@ -176,9 +176,8 @@ pub(super) fn list(
                     ),
                     format!("{} ms", info.connect_time.as_millis()),
                     format!(
-                        "{} {}; tools live{}",
-                        clean_line(&info.server_info.name),
-                        clean_line(&info.server_info.version),
+                        "{}; tools live{}",
+                        clean_line(&info.server_info.label()),
                         info.cache_written
                             .map(|w| format!(" (the cache offered was {} old)", age_of(w)))
                             .unwrap_or_default()

@@ -178,7 +178,8 @@ fn choices(a: &Approval) -> Vec<(&'static str, Color, String, Pick)> {
 }
 
 /// The keys of the box: a choice's letter, or ←→/Tab to move the highlight (on "no" at
-/// first) and Enter; Esc is no; ↑↓ scroll the arguments. While a message is typed, keys edit
+/// first) and Enter; Esc cancels the whole turn, as Ctrl+C does (this call and every other
+/// waiting one never run, the model is not asked again); ↑↓ scroll the arguments. While a message is typed, keys edit
 /// it, Enter sends it with the no, Esc goes back to the choices. (Keys typed as it opened
 /// never get here: [`super::guard`].)
 pub(super) fn key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
@@ -211,7 +212,7 @@ pub(super) fn key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
     }
     let pick = match key.code {
         KeyCode::Enter => options[super::guard::choice(state, options.len())].3,
-        KeyCode::Esc => Pick::No,
+        KeyCode::Esc => return super::state::cancel_turn(state),
         KeyCode::Up | KeyCode::Char('k') | KeyCode::Down | KeyCode::Char('j') => {
             // The rows the box draws: wrapped at its width, as `draw_approval` does.
             let width = box_width(state.size.0);
@@ -273,6 +274,17 @@ fn answer_first(state: &mut State, answer: Answer) -> Vec<Effect> {
         },
     );
     effects
+}
+
+/// Drops every waiting call for a cancelled turn, its transcript line marked failed. No answer
+/// is sent: the engine's turn, cancelled first, ends each question itself, so no declined
+/// call's result can reach the model before the cancel does (the actor drops the questions'
+/// senders when the turn is done).
+pub(super) fn cancel_all(state: &mut State) {
+    let waiting: Vec<Approval> = state.questions.approvals.drain(..).collect();
+    for a in waiting {
+        mark_call(state, a.call.as_deref(), CallState::Failed);
+    }
 }
 
 /// Declines every waiting call.
@@ -468,17 +480,36 @@ mod tests {
             vec![answer(7, Answer::Yes)]
         );
         update(&mut s, bash(9, "ls"));
-        // Ctrl+C declines whatever waits and cancels the turn.
+        // Ctrl+C cancels the turn; what waits goes unanswered (the cancel ends it).
         let ctrl_c = Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
-        assert_eq!(
-            update(&mut s, ctrl_c),
-            vec![
-                answer(8, Answer::No),
-                answer(9, Answer::No),
-                Effect::CancelTurn
-            ]
-        );
+        assert_eq!(update(&mut s, ctrl_c), vec![Effect::CancelTurn]);
         assert!(s.questions.approvals.is_empty());
+    }
+
+    /// Esc at a tool question cancels the whole turn, as Ctrl+C does: no answer for this
+    /// call or the other waiting one (a no would let the turn go on to the model), and the
+    /// next Ctrl+C quits.
+    #[test]
+    fn esc_at_a_tool_question_cancels_the_turn() {
+        let mut s = State::new("x".into(), Some("m".into()), String::new());
+        typed(&mut s, "go");
+        update(&mut s, Event::Key(KeyEvent::from(KeyCode::Enter)));
+        assert!(s.turn.busy);
+        for k in 1..=2 {
+            let a = Approval::new(k, "bash".into(), r#"{"command":"touch x"}"#.into());
+            update(&mut s, Event::ApprovalAsked(a));
+        }
+        // Esc while a message is typed goes back to the choices.
+        press(&mut s, KeyCode::Char('m'));
+        assert!(press(&mut s, KeyCode::Esc).is_empty());
+        assert_eq!(s.questions.approvals.len(), 2);
+        assert_eq!(press(&mut s, KeyCode::Esc), vec![Effect::CancelTurn]);
+        assert!(s.questions.approvals.is_empty());
+        assert!(s.turn.cancelling);
+        assert!(matches!(
+            s.transcript.entries.last(),
+            Some(Entry::Info(t)) if t.contains("cancelling the turn")
+        ));
     }
 
     #[test]

@@ -380,6 +380,14 @@ fn cost_so_far(state: &State) -> (f64, bool) {
     (total, unpriced)
 }
 
+/// The window tool search assumes for a model `[context_windows]` does not name
+/// ([`harness9_agent::toolsearch::default_window`] of the provider in use).
+fn assumed_window(state: &State) -> Option<u64> {
+    let settings = state.model.settings.as_ref()?;
+    let kind = settings.provider.as_ref()?.kind;
+    Some(harness9_agent::toolsearch::default_window(kind))
+}
+
 fn status_info(state: &mut State) {
     let total = state.servers.status.len();
     let connected = state
@@ -397,7 +405,14 @@ fn status_info(state: &mut State) {
         .collect();
     let context = match (state.model.context_used, state.model.context_window) {
         (Some(u), Some(w)) if w > 0 => format!("{u} of {w} tokens ({}%)", u * 100 / w),
-        (Some(u), _) => format!("{u} tokens (window unknown)"),
+        (Some(u), _) => match assumed_window(state) {
+            // What tool search defers against (the engine's `Deferral`), said as assumed.
+            Some(w) => format!(
+                "{u} tokens of an assumed {w}-token window ({}%; tool search defers against it; name the model's under [context_windows] for compaction)",
+                u * 100 / w.max(1)
+            ),
+            None => format!("{u} tokens (window unknown)"),
+        },
         (None, _) => "no request yet".to_owned(),
     };
     let context = match state.model.tools_offered {

@@ -85,10 +85,7 @@ pub(super) fn key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         KeyCode::Enter if alt || shift => insert_char(state, '\n'),
         KeyCode::Char('j') if ctrl => insert_char(state, '\n'),
         KeyCode::Enter => return submit(state),
-        KeyCode::Esc if state.turn.busy => {
-            state.turn.cancelling = true;
-            return vec![Effect::CancelTurn];
-        }
+        KeyCode::Esc if state.turn.busy => return super::state::cancel_turn(state),
         KeyCode::Tab => return complete(state),
         KeyCode::Char('a') if ctrl => state.editor.cursor = line_start(state),
         KeyCode::Char('e') if ctrl => state.editor.cursor = line_end(state),

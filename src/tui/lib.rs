@@ -158,6 +158,7 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
                 if opts.resume == harness9_app::conversations::Resume::Pick {
                     pick = Some(harness9_app::conversations::listing(
                         &harness9_app::conversations::dir(),
+                        &root,
                         50,
                     ));
                 }

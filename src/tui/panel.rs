@@ -345,9 +345,8 @@ pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
             let pid = info.pid.map(|p| format!("  pid {p}")).unwrap_or_default();
             lines.push(Line::styled(
                 format!(
-                    "server {} {}{pid}  {} era",
-                    clean_line(&info.server_info.name),
-                    clean_line(&info.server_info.version),
+                    "server {}{pid}  {} era",
+                    clean_line(&info.server_info.label()),
                     info.era.label()
                 ),
                 DIM,

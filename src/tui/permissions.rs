@@ -11,7 +11,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::state::{Effect, Entry, Modal, State};
-use super::widgets::{list_frame, step_selection, truncate_line, DIM};
+use super::widgets::{list_frame, step_selection, truncate_line, wrap, DIM};
 use harness9_agent::permissions::{Kind, Rule, Source};
 use harness9_base::sanitize::clean_line;
 
@@ -71,7 +71,7 @@ impl super::state::ModalView for PermissionsView {
     }
 
     /// Draws the list in `area`.
-    fn draw(&self, _state: &State, frame: &mut Frame, area: Rect) {
+    fn draw(&self, state: &State, frame: &mut Frame, area: Rect) {
         let p = self;
         let body = list_frame(
             frame,
@@ -82,10 +82,11 @@ impl super::state::ModalView for PermissionsView {
         let width = body.width as usize;
         let mut lines: Vec<Line<'static>> = Vec::new();
         if p.rules.is_empty() {
-            lines.push(Line::styled(
-                "no rules: read-only tools run, every other call asks. Answer \"always\" when asked, or add [permissions] allow/ask/deny to harness9.toml",
-                DIM,
-            ));
+            let text = format!(
+                "no rules: read-only tools run, every other call asks. Answer \"always\" when asked, pass --allowed-tools, or add [permissions] allow/ask/deny to {} (a project's harness9.toml adds ask and deny only)",
+                clean_line(&state.own_settings)
+            );
+            wrap(&text, width, DIM, "", &mut lines);
         }
         let rows = body.height as usize;
         let skip = (p.selected + 1).saturating_sub(rows);

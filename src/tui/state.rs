@@ -136,7 +136,7 @@ pub enum Event {
     /// The permission rules in force, for `/permissions`.
     Permissions(Vec<harness9_agent::permissions::Rule>),
     /// The saved conversations' listing, for the `/resume` picker.
-    SessionsListed(Vec<String>),
+    SessionsListed(harness9_app::conversations::Listing),
     /// `/model` switched the model for the next turn.
     ModelSwitched {
         /// `anthropic claude-...`.
@@ -407,6 +407,9 @@ pub struct State {
     pub quitting: bool,
     /// `/panic` is allowed (`HARNESS9_DEBUG_PANIC=1`).
     pub debug_panic: bool,
+    /// The user's own settings file as hints name it (`your own settings file (PATH)`):
+    /// where `allow` rules work, which a project's `harness9.toml` may not add.
+    pub own_settings: String,
     /// The time of the event being handled (set by the actor before each [`update`]; tests
     /// set it): a new question ignores keys for a moment (`guard`).
     pub now: std::time::Instant,
@@ -479,6 +482,7 @@ impl State {
             size: (80, 24),
             quitting: false,
             debug_panic: false,
+            own_settings: harness9_agent::model::settings::own_settings(None),
             now: std::time::Instant::now(),
         }
     }
@@ -704,14 +708,7 @@ fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         // From anywhere: the first Ctrl+C stops a running turn (declining what waits
         // for an answer), any other one quits.
         if state.turn.busy && !state.turn.cancelling {
-            state.turn.cancelling = true;
-            state.note(Entry::Info(
-                "cancelling the turn; Ctrl+C again quits".to_owned(),
-            ));
-            let mut effects = decline_all(state);
-            effects.extend(super::elicit::cancel_all(state));
-            effects.push(Effect::CancelTurn);
-            return effects;
+            return cancel_turn(state);
         }
         // A half-typed draft in the input is cleared first (kept in the history, so ↑ brings
         // it back); the next Ctrl+C quits.
@@ -744,6 +741,22 @@ fn key_event(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         Some(modal) => modal.key(state, key),
         None => super::editor::key(state, key),
     }
+}
+
+/// Cancels the running turn (Ctrl+C anywhere; Esc in the input or at a tool question): the
+/// tool questions waiting go without an answer (the engine's cancelled turn ends them, so
+/// none runs and the model is not asked again), servers' questions are cancelled.
+pub(super) fn cancel_turn(state: &mut State) -> Vec<Effect> {
+    if state.turn.busy && !state.turn.cancelling {
+        state.turn.cancelling = true;
+        state.note(Entry::Info(
+            "cancelling the turn; Ctrl+C again quits".to_owned(),
+        ));
+    }
+    super::approvals::cancel_all(state);
+    let mut effects = super::elicit::cancel_all(state);
+    effects.push(Effect::CancelTurn);
+    effects
 }
 
 #[cfg(test)]

@@ -187,6 +187,23 @@ fn status_shows_model_context_session_servers_and_cost() {
     insta::assert_snapshot!(screen);
 }
 
+/// `/status` of a model `[context_windows]` does not name: the window tool search defers
+/// against (the provider's default), said as assumed, not "window unknown".
+#[test]
+fn status_names_the_window_tool_search_assumes() {
+    let mut s = state_with(vec![], vec![]);
+    use_model(&mut s, "my-own-model");
+    assert_eq!(s.model.context_window, None);
+    model_done(&mut s, 50_000, 0, 100);
+    send(&mut s, "/status");
+    let screen = render(&mut s, 200, 22);
+    assert!(
+        screen.contains("context: 50000 tokens of an assumed 200000-token window (25%;"),
+        "{screen}"
+    );
+    assert!(!screen.contains("window unknown"), "{screen}");
+}
+
 /// `/tools`: every tool with its source (a server, or built-in), the one turned off marked.
 #[test]
 fn tools_lists_each_tool_with_its_source_and_marks_the_one_off() {
@@ -307,8 +324,20 @@ fn sessions_dir(name: &str) -> std::path::PathBuf {
 
 /// Saves `messages` as session `id` of `dir`, last written at `modified` (seconds).
 fn save_session(dir: &std::path::Path, id: &str, model: &str, messages: &[Message], modified: u64) {
+    save_session_in(dir, "/home/u/project", id, model, messages, modified)
+}
+
+/// [`save_session`] of a session that ran in `cwd`.
+fn save_session_in(
+    dir: &std::path::Path,
+    cwd: &str,
+    id: &str,
+    model: &str,
+    messages: &[Message],
+    modified: u64,
+) {
     use harness9_app::conversations::SessionFile;
-    let mut f = SessionFile::create(dir, std::path::Path::new("/home/u/project"), model).unwrap();
+    let mut f = SessionFile::create(dir, std::path::Path::new(cwd), model).unwrap();
     f.append(messages).unwrap();
     let path = dir.join(format!("{id}.jsonl"));
     std::fs::rename(f.path(), &path).unwrap();
@@ -347,15 +376,27 @@ fn the_resume_list_shows_date_model_size_and_first_prompt() {
         &[],
         1_772_528_400,
     );
+    // Another directory's session: not in this project's list, in every directory's.
+    save_session_in(
+        &dir,
+        "/srv/other",
+        "20260304-120000-777777",
+        "gpt-4.1",
+        &saved_conversation()[4..],
+        1_772_625_600,
+    );
     let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
     use_model(&mut s, "claude-sonnet-4-5");
     assert_eq!(send(&mut s, "/resume"), vec![Effect::Resume(String::new())]);
-    let list = harness9_app::conversations::listing(&dir, 20);
+    let here = std::path::Path::new("/home/u/project");
+    let list = harness9_app::conversations::listing(&dir, here, 20);
     let _ = std::fs::remove_dir_all(&dir);
     // What the actor does for an empty id: the picker on the listing.
     super::resume::open(&mut s, list.clone());
     let screen = render(&mut s, 130, 10);
-    assert_eq!(list.len(), 2, "{list:?}");
+    assert_eq!((list.here.len(), list.all.len()), (2, 3), "{list:?}");
+    assert!(!screen.contains("777777"), "another directory's: {screen}");
+    assert!(screen.contains("this project's"), "{screen}");
     assert!(
         screen.contains(
             "20260302-083000-d4e5f6  2026-03-02 08:31  gpt-4.1  2 msgs 1 KiB  and the smallest?"
@@ -387,9 +428,26 @@ fn the_resume_list_shows_date_model_size_and_first_prompt() {
         vec![Effect::Resume("20260301-101500-a1b2c3".to_owned())]
     );
     assert!(s.modal.is_none());
+    // `a`: every directory's, each row naming its directory; Enter resumes the selected.
+    super::resume::open(&mut s, list.clone());
+    assert!(key(&mut s, KeyCode::Char('a')).is_empty());
+    let screen = render(&mut s, 130, 10);
+    assert!(
+        screen.contains("› 20260304-120000-777777  2026-03-04 12:00  /srv/other  gpt-4.1"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("20260302-083000-d4e5f6  2026-03-02 08:31  /home/u/project  gpt-4.1"),
+        "{screen}"
+    );
+    assert!(screen.contains("every directory's"), "{screen}");
+    assert_eq!(
+        key(&mut s, KeyCode::Enter),
+        vec![Effect::Resume("20260304-120000-777777".to_owned())]
+    );
     super::resume::open(&mut s, list);
     assert!(key(&mut s, KeyCode::Esc).is_empty() && s.modal.is_none());
-    super::resume::open(&mut s, Vec::new());
+    super::resume::open(&mut s, Default::default());
     assert!(s.modal.is_none(), "nothing to pick: a note instead");
 }
 
@@ -787,4 +845,26 @@ fn a_login_waiting_for_the_browser_shows_the_whole_address() {
         "{screen}"
     );
     insta::assert_snapshot!(screen);
+}
+
+/// The status line names the key that cancels the running turn now: Esc in the input or at a
+/// tool question, Ctrl+C while a list (or a server's question) has Esc for itself.
+#[test]
+fn the_status_line_names_the_key_that_cancels_now() {
+    let mut s = state_with(vec![], vec![]);
+    use_model(&mut s, "claude-sonnet-4-5");
+    send(&mut s, "go");
+    assert!(s.turn.busy);
+    assert!(render(&mut s, 120, 12).contains("working… 0s · Esc cancels"));
+    send(&mut s, "/help");
+    assert!(s.modal.is_some());
+    let screen = render(&mut s, 120, 12);
+    assert!(screen.contains("working… 0s · Ctrl+C cancels"), "{screen}");
+    // Esc there closes the list, and the turn goes on.
+    assert!(update(&mut s, key_event(KeyCode::Esc)).is_empty());
+    assert!(s.modal.is_none() && s.turn.busy && !s.turn.cancelling);
+    assert_eq!(
+        update(&mut s, key_event(KeyCode::Esc)),
+        vec![Effect::CancelTurn]
+    );
 }

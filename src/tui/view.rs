@@ -202,10 +202,15 @@ fn status_line(state: &State, width: u16) -> Line<'static> {
         } else {
             format!("{secs}s")
         };
+        // The key that cancels the turn now: Esc answers a server's question or closes a
+        // modal instead (their own key lines say so), Ctrl+C cancels from anywhere.
+        let esc_cancels = !state.questions.approvals.is_empty()
+            || (state.questions.asks.is_empty() && state.modal.is_none());
+        let key = if esc_cancels { "Esc" } else { "Ctrl+C" };
         // First after the name: a narrow terminal cuts the end of the line, never this.
         spans.push(Span::styled(
             format!(
-                "{} working… {elapsed} · Esc cancels",
+                "{} working… {elapsed} · {key} cancels",
                 FRAMES[state.turn.spinner % FRAMES.len()]
             ),
             Style::new().fg(Color::Yellow),

@@ -477,7 +477,7 @@ fn run_p_sampling_is_refused_without_the_flag_and_answered_with_it() {
         "no sampling request reached the model: {reqs:?}"
     );
     let (text, is_error) = last_tool_result(&reqs[1]);
-    assert!(is_error && text.contains("unknown tool"), "{text}");
+    assert!(is_error && text.contains("there is no tool"), "{text}");
 
     let allowed = Model::start(
         "asks-run-sample-allowed",

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use super::common::*;
 
 mod edits;
+mod hints;
 mod names;
 mod permissions;
 mod permissions_import;

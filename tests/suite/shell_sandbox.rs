@@ -580,7 +580,7 @@ fn without_namespaces_the_shell_refuses_to_run_with_git_writable() {
             std::fs::canonicalize(&p.dir).unwrap().display()
         )) && out[0].contains("Operation not permitted")
             && out[0].contains("shell = \"read-only\"")
-            && out[0].contains("\"off\" under [permissions] in harness9.toml"),
+            && out[0].contains("\"off\" under [permissions] in your own settings file ("),
         "{}",
         out[0]
     );

@@ -354,7 +354,8 @@ fn another_tools_fields_warn_once_each_naming_ours_and_the_server_still_connects
         assert_eq!(lines.len(), 1, "{field}: {stderr}");
         let line = lines[0];
         assert!(
-            line.contains("WARN") && line.contains(&format!(" {file}: server \"fs\": ")),
+            line.starts_with("harness9: warning: ")
+                && line.contains(&format!(" {file}: server \"fs\": ")),
             "{line}"
         );
         assert!(line.contains(ours), "{field} should name {ours}: {line}");

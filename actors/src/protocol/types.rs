@@ -17,6 +17,17 @@ pub struct Implementation {
     pub title: Option<String>,
 }
 
+impl Implementation {
+    /// The name and version as shown (`name 1.2.0`): an empty or blank version is left out,
+    /// never printed as a dangling space. Server text: the caller sanitizes it.
+    pub fn label(&self) -> String {
+        match self.version.trim() {
+            "" => self.name.clone(),
+            v => format!("{} {v}", self.name),
+        }
+    }
+}
+
 /// `initialize` request parameters.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -79,16 +79,21 @@ pub(super) async fn run_bash(
     // A missing working directory is a failure to start, said as such (not a sandbox error).
     std::fs::metadata(&sh.root)?;
     // The sandbox first: a command that cannot be confined does not run.
-    let confined =
-        match super::shell_sandbox::confine(sh.opts.shell, &sh.root, sh.opts.protected.as_ref()) {
-            Ok(c) => c,
-            Err(e) => {
-                return Ok(Ok(Reply {
-                    text: format!("tool \"bash\": {e}"),
-                    is_error: true,
-                }))
-            }
-        };
+    // Where a looser shell works: the user's own settings file (a project's may only tighten).
+    let own = match &sh.opts.policy {
+        Some(p) => p.own_settings(),
+        None => crate::model::settings::own_settings(None),
+    };
+    let protected = sh.opts.protected.as_ref();
+    let confined = match super::shell_sandbox::confine(sh.opts.shell, &sh.root, protected, &own) {
+        Ok(c) => c,
+        Err(e) => {
+            return Ok(Ok(Reply {
+                text: format!("tool \"bash\": {e}"),
+                is_error: true,
+            }))
+        }
+    };
     let (mut reader, out, err) = harness9_platform::process::output_pipe()?;
     // `bash -c`; PowerShell on Windows (harness9_platform::command).
     let cmd = harness9_platform::command::shell(command);
@@ -207,7 +212,8 @@ pub(super) async fn run_bash(
             text.push_str(&describe_exit(&status));
             let note = match (&confined, status.success()) {
                 (Some(c), false) => {
-                    super::shell_sandbox::refusal_note(&text, &c.writable, &c.read_only, c.network)
+                    let (w, ro) = (&c.writable, &c.read_only);
+                    super::shell_sandbox::refusal_note(&text, w, ro, c.network, &own)
                 }
                 _ => None,
             };

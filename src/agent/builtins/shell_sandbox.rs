@@ -14,7 +14,7 @@ use harness9_actors::server::sandbox::{
 use harness9_actors::SandboxSpec;
 use serde::Deserialize;
 
-/// How `bash` is confined: `[permissions] shell` in `harness9.toml`.
+/// How `bash` is confined: `[permissions] shell` of the settings (a project may only tighten it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ShellSandbox {
@@ -129,15 +129,17 @@ pub(super) struct Confined {
 
 /// Builds the sandbox of one `bash` run in `root`; `None` when the shell is unsandboxed. The
 /// project's `.git` and `protected` stay read-only when the project is writable. The
-/// error says why the sandbox cannot be applied and how to run unsandboxed.
+/// error says why the sandbox cannot be applied and how to run unsandboxed, naming `own`,
+/// the user's own settings file (a project's `harness9.toml` may not loosen the shell).
 pub(super) fn confine(
     mode: ShellSandbox,
     root: &Path,
     protected: Option<&ProtectedPaths>,
+    own: &str,
 ) -> Result<Option<Confined>, String> {
     let unable = |e: String| {
         format!(
-            "the shell's sandbox cannot be applied, so the command did not run: {e}; to run bash unsandboxed set shell = \"off\" under [permissions] in harness9.toml"
+            "the shell's sandbox cannot be applied, so the command did not run: {e}; to run bash unsandboxed set shell = \"off\" under [permissions] in {own}"
         )
     };
     let (write_root, network) = match mode {
@@ -150,13 +152,13 @@ pub(super) fn confine(
     let abi = kernel_abi().map_err(unable)?;
     if !network && abi < NET_ABI {
         return Err(format!(
-            "the shell's sandbox cannot be applied, so the command did not run: keeping bash off the network needs Landlock ABI {NET_ABI} (Linux 6.7 or later) and this kernel has ABI {abi}; set shell = \"network\" (writes still confined) or \"off\" under [permissions] in harness9.toml"
+            "the shell's sandbox cannot be applied, so the command did not run: keeping bash off the network needs Landlock ABI {NET_ABI} (Linux 6.7 or later) and this kernel has ABI {abi}; set shell = \"network\" (writes still confined) or \"off\" under [permissions] in {own}"
         ));
     }
     if write_root {
         if let Some(held) = holds_private_dirs(root) {
             return Err(format!(
-                "the shell's sandbox would let the command write {held} (the project, {}, holds it: your shell's startup files, harness9's approvals and remembered permissions), so the command did not run; run harness9 from a project directory, or set shell = \"read-only\" (writes only a temp dir) under [permissions] in harness9.toml",
+                "the shell's sandbox would let the command write {held} (the project, {}, holds it: your shell's startup files, harness9's approvals and remembered permissions), so the command did not run; run harness9 from a project directory, or set shell = \"read-only\" (writes only a temp dir) under [permissions] in {own}",
                 root.display()
             ));
         }
@@ -185,7 +187,7 @@ pub(super) fn confine(
         if !read_only.is_empty() {
             carve_out_check().map_err(|e| {
                 format!(
-                    "the shell's sandbox cannot keep {} read-only, so the command did not run: {e}; allow user namespaces, or set shell = \"read-only\" (bash then writes only a temp dir) or \"off\" under [permissions] in harness9.toml",
+                    "the shell's sandbox cannot keep {} read-only, so the command did not run: {e}; allow user namespaces, or set shell = \"read-only\" (bash then writes only a temp dir) or \"off\" under [permissions] in {own}",
                     list(&read_only)
                 )
             })?;
@@ -237,12 +239,14 @@ fn holds_private_dirs(root: &Path) -> Option<String> {
 /// The note added to a failed command's output when it looks like the sandbox refused it
 /// ("Permission denied" / "Operation not permitted"), naming a path outside the writable set
 /// when the output shows one, or the read-only paths inside it ("Read-only file system",
-/// "Device or resource busy" for a rename); `None` when nothing points at the sandbox.
+/// "Device or resource busy" for a rename); `None` when nothing points at the sandbox. `own`
+/// names the user's own settings file, where a looser `[permissions] shell` works.
 pub(super) fn refusal_note(
     output: &str,
     writable: &[PathBuf],
     read_only: &[PathBuf],
     network: bool,
+    own: &str,
 ) -> Option<String> {
     let kept =
         |l: &str| l.contains("Read-only file system") || l.contains("Device or resource busy");
@@ -287,7 +291,7 @@ pub(super) fn refusal_note(
         None => "the sandbox may have refused this".to_owned(),
     };
     Some(format!(
-        "note: {what} (writable: {writable}, the device files; {net}); ask the user, or the user can set [permissions] shell in harness9.toml"
+        "note: {what} (writable: {writable}, the device files; {net}); ask the user, or the user can set [permissions] shell in {own}"
     ))
 }
 
@@ -295,29 +299,32 @@ pub(super) fn refusal_note(
 mod tests {
     use super::*;
 
+    /// The user's own settings file as the hints name it.
+    const OWN: &str = "your own settings file (/u/config.toml)";
+
     #[test]
     fn a_refusal_names_the_path_outside_and_the_setting() {
         let w = vec![PathBuf::from("/p"), PathBuf::from("/tmp/harness9-sbx-1")];
         let out = "bash: line 1: /etc/x: Permission denied\nexit code 1";
-        let note = refusal_note(out, &w, &[], false).expect("a note");
+        let note = refusal_note(out, &w, &[], false, OWN).expect("a note");
         assert!(
             note.starts_with("note: the sandbox refuses writes to /etc/x: it is outside the writable set (writable: /p, /tmp/harness9-sbx-1")
                 && note.contains("no network")
-                && note.contains("[permissions] shell"),
+                && note.ends_with("[permissions] shell in your own settings file (/u/config.toml)"),
             "{note}"
         );
         let out = "touch: cannot touch '/p/sub/f': Permission denied\nexit code 1";
-        let note = refusal_note(out, &w, &[], false).expect("a note");
+        let note = refusal_note(out, &w, &[], false, OWN).expect("a note");
         assert!(
             note.starts_with("note: the sandbox may have refused this"),
             "{note}"
         );
         assert_eq!(
-            refusal_note("no such file\nexit code 1", &w, &[], false),
+            refusal_note("no such file\nexit code 1", &w, &[], false, OWN),
             None
         );
         let out = "cat: /proc/1/environ: Permission denied\nexit code 1";
-        let note = refusal_note(out, &w, &[], true).expect("a note");
+        let note = refusal_note(out, &w, &[], true, OWN).expect("a note");
         assert!(
             note.starts_with(
                 "note: the sandbox refuses access to other processes' /proc (/proc/1/environ)"
@@ -334,7 +341,7 @@ mod tests {
             "bash: line 1: .git/hooks/pre-commit: Read-only file system\nexit code 1",
             "mv: cannot move '.git' to 'g': Device or resource busy\nexit code 1",
         ] {
-            let note = refusal_note(out, &w, &ro, false).expect("a note");
+            let note = refusal_note(out, &w, &ro, false, OWN).expect("a note");
             assert!(
                 note.starts_with(
                     "note: the sandbox keeps /p/.git, /p/.mcp.json read-only inside the project"
@@ -344,7 +351,7 @@ mod tests {
         }
         // Nothing kept: a read-only file system elsewhere is not the sandbox's doing.
         let out = "touch: cannot touch '/mnt/cd/x': Read-only file system\nexit code 1";
-        assert_eq!(refusal_note(out, &w, &[], false), None);
+        assert_eq!(refusal_note(out, &w, &[], false, OWN), None);
     }
 
     /// A fresh directory, removed when dropped.
@@ -373,7 +380,7 @@ mod tests {
             listed.clone()
         });
         for run in 1..=2 {
-            let c = confine(ShellSandbox::WorkspaceWrite, &proj, Some(&protected))
+            let c = confine(ShellSandbox::WorkspaceWrite, &proj, Some(&protected), OWN)
                 .expect("confine")
                 .expect("sandboxed");
             // Outside the project: not carved (the sandbox does not write there anyway).
@@ -397,7 +404,7 @@ mod tests {
             assert!(proj.join("src/ok.txt").exists());
         }
         // Read-only mode writes nothing of the project: nothing to carve out, nothing asked.
-        let c = confine(ShellSandbox::ReadOnly, &proj, Some(&protected))
+        let c = confine(ShellSandbox::ReadOnly, &proj, Some(&protected), OWN)
             .expect("confine")
             .expect("sandboxed");
         assert!(c.read_only.is_empty());

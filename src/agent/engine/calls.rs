@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::permissions::{Action, Kind, Reason, Rule, Source, ToolFacts};
+use harness9_actors::error::CallError;
 use harness9_actors::protocol::types::ContentBlock;
 
 /// The connected servers' `instructions` by server name, as the registry shares them.
@@ -139,6 +140,53 @@ pub(super) fn bad_arguments(name: &str, raw: &str, cut: bool) -> String {
     s
 }
 
+/// The error result of a call of a tool no server and no built-in has, written for the model
+/// (the command line's hint, `harness9 mcp list`, is for a person): what to call instead, the
+/// nearest name there is, and `tool_search` while tools are deferred.
+pub(super) fn unknown_tool(ctx: &CallCtx, name: &str) -> String {
+    let usable = ctx
+        .facts
+        .keys()
+        .filter(|n| !ctx.disabled.contains(n.as_str()))
+        .map(String::as_str);
+    unknown_tool_text(name, usable, ctx.search.is_some())
+}
+
+/// [`unknown_tool`] over the tools there are (`names`), `deferring` while tool search is on.
+fn unknown_tool_text<'a>(
+    name: &str,
+    names: impl Iterator<Item = &'a str>,
+    deferring: bool,
+) -> String {
+    let nearest = nearest_name(name, names)
+        .map(|n| format!(" (the nearest name is \"{n}\")"))
+        .unwrap_or_default();
+    let what = if deferring {
+        format!(
+            "call {} with what you want to do to find the tool and its exact name",
+            crate::toolsearch::TOOL_SEARCH
+        )
+    } else {
+        "call only the tools in your tool list, by their exact names".to_owned()
+    };
+    format!("there is no tool \"{name}\"{nearest}; {what}")
+}
+
+/// The name of `names` nearest to `name` when it is close enough to be a slip (an edit
+/// distance of at most a third of its length, and at least 1 allowed).
+fn nearest_name<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let typed: Vec<char> = name.chars().collect();
+    let limit = (typed.len() / 3).max(1);
+    names
+        .map(|n| {
+            let chars: Vec<char> = n.chars().collect();
+            (harness9_base::text::edit_distance(&typed, &chars), n)
+        })
+        .filter(|(d, _)| *d <= limit)
+        .min()
+        .map(|(_, n)| n)
+}
+
 /// What the model is told to do about a call the reply was cut off in.
 pub(super) const SEND_AGAIN_SMALLER: &str = "send the call again with a complete JSON object, and if its content is long, split the work over several smaller calls";
 
@@ -191,6 +239,7 @@ pub(super) async fn refusal(
                 );
                 (entry.server.clone(), f.read_only)
             }
+            Ok(Err(CallError::UnknownTool { .. })) => return Some(unknown_tool(ctx, name)),
             Ok(Err(e)) => return Some(e.to_string()),
             Err(_) => return Some("the tool registry stopped".to_owned()),
         }
@@ -215,7 +264,8 @@ pub(super) async fn refusal(
     match verdict.action {
         Action::Run => return None,
         Action::Refuse => {
-            let reason = verdict.refusal(name, server.as_deref(), !ctx.can_ask);
+            let own = policy.own_settings();
+            let reason = verdict.refusal_in(name, server.as_deref(), !ctx.can_ask, &own);
             emit(
                 &ctx.events,
                 cancel,
@@ -325,7 +375,11 @@ pub(super) async fn run_tool(
             // call, so ToolFinished, sent after this returns, follows all of them.
             ToolRegistry::send(&ctx.registry, msg)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| match e {
+                    // Gone between the lookup and the call.
+                    CallError::UnknownTool { .. } => unknown_tool(&ctx, &name),
+                    e => e.to_string(),
+                })
         }
     };
     let elapsed = started.elapsed();
@@ -425,4 +479,24 @@ pub(super) struct CallCtx {
     /// judged by the rules in force then, so an "always" answer to one of them asks again for
     /// the others (the TUI shows one question at a time; they were not seen).
     pub(super) rules_as_of: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unknown_tool_text;
+
+    #[test]
+    fn an_unknown_tool_is_answered_for_the_model() {
+        let names = ["mcp__git__git_status", "mcp__git__git_log", "bash"];
+        assert_eq!(
+            unknown_tool_text("mcp__git__git_stat", names.into_iter(), false),
+            "there is no tool \"mcp__git__git_stat\" (the nearest name is \"mcp__git__git_status\"); call only the tools in your tool list, by their exact names"
+        );
+        // Nothing near: no guess; while deferring, the search is what finds it.
+        let t = unknown_tool_text("jira_create", names.into_iter(), true);
+        assert_eq!(
+            t,
+            "there is no tool \"jira_create\"; call tool_search with what you want to do to find the tool and its exact name"
+        );
+    }
 }

@@ -314,12 +314,36 @@ pub struct Policy {
     pub mode: Mode,
     /// The project and home directories.
     pub place: Place,
+    /// The user's own settings file, where an `allow` rule or a looser shell sandbox works
+    /// (a project's `harness9.toml` may not set them): what the hints name.
+    pub settings_file: Option<PathBuf>,
 }
 
 impl Policy {
     /// The policy for one session.
     pub fn new(rules: Rules, mode: Mode, place: Place) -> Arc<Self> {
-        Arc::new(Self { rules, mode, place })
+        Self::with_settings_file(rules, mode, place, None)
+    }
+
+    /// [`Policy::new`] with the user's own settings file, which the refusals and notes name.
+    pub fn with_settings_file(
+        rules: Rules,
+        mode: Mode,
+        place: Place,
+        settings_file: Option<PathBuf>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            rules,
+            mode,
+            place,
+            settings_file,
+        })
+    }
+
+    /// Where the user's own settings are, as a hint names them: `your own settings file
+    /// (PATH)`, never a project's `harness9.toml`, which may not allow.
+    pub fn own_settings(&self) -> String {
+        crate::model::settings::own_settings(self.settings_file.as_deref())
     }
 
     /// [`decide`] over this policy's rules.
@@ -575,6 +599,23 @@ impl Verdict {
     /// the refusal is for want of someone to ask), naming the rule or flag that decided and
     /// what would allow the call.
     pub fn refusal(&self, tool: &str, server: Option<&str>, headless: bool) -> String {
+        self.refusal_in(
+            tool,
+            server,
+            headless,
+            &crate::model::settings::own_settings(None),
+        )
+    }
+
+    /// [`Verdict::refusal`] naming `own`, the user's own settings file
+    /// ([`Policy::own_settings`]), as where an allow rule works.
+    pub fn refusal_in(
+        &self,
+        tool: &str,
+        server: Option<&str>,
+        headless: bool,
+        own: &str,
+    ) -> String {
         let suggest = suggestion(tool, server);
         match &self.reason {
             Reason::Rule(r) if r.kind == Kind::Deny => format!(
@@ -590,7 +631,7 @@ impl Verdict {
                 m.name()
             ),
             Reason::ReadOnly | Reason::Unruled if headless => format!(
-                "the call of \"{tool}\" needs the user's permission and this run cannot ask (run -p): no rule allows it, so it did not run. The user can allow it with --allowed-tools '{suggest}', with allow = [\"{suggest}\"] under [permissions] in harness9.toml, or with --permission-mode bypass; tell the user what you wanted to do, or find another way"
+                "the call of \"{tool}\" needs the user's permission and this run cannot ask (run -p): no rule allows it, so it did not run. The user can allow it with --allowed-tools '{suggest}', with allow = [\"{suggest}\"] under [permissions] in {own} (a project's harness9.toml may not allow), or with --permission-mode bypass; tell the user what you wanted to do, or find another way"
             ),
             Reason::ReadOnly | Reason::Unruled => format!(
                 "the call of \"{tool}\" did not run: the user did not approve it; do not run it again unasked: say what you wanted to do, or find another way"

@@ -643,7 +643,7 @@ fn refusal_texts_name_the_rule_or_the_flag() {
     assert_eq!(v.action, Action::Refuse);
     assert_eq!(
         v.refusal("bash", None, true),
-        "the call of \"bash\" needs the user's permission and this run cannot ask (run -p): no rule allows it, so it did not run. The user can allow it with --allowed-tools 'bash', with allow = [\"bash\"] under [permissions] in harness9.toml, or with --permission-mode bypass; tell the user what you wanted to do, or find another way"
+        "the call of \"bash\" needs the user's permission and this run cannot ask (run -p): no rule allows it, so it did not run. The user can allow it with --allowed-tools 'bash', with allow = [\"bash\"] under [permissions] in your own settings file (a project's harness9.toml may not allow), or with --permission-mode bypass; tell the user what you wanted to do, or find another way"
     );
     let r = rules(&[(Kind::Ask, "bash(git push:*)")]);
     let v = decide(BASH, &cmd("git push"), &r, Mode::Default, &place()).headless();

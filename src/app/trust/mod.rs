@@ -332,15 +332,28 @@ fn held_transport(config: &Config, spec: &ServerSpec) -> TransportSpec {
 /// `held_transport`): command, args, env keys, working directory, header names, and the
 /// `${VAR}` names it uses, never their values.
 pub fn shown(config: &Config, spec: &ServerSpec) -> String {
-    let line = held_transport(config, spec).command_line();
+    let transport = held_transport(config, spec);
+    let line = transport.command_line();
     // References in fields the line does not show (`oauth`, `sandbox`, `roots`, ...): a
     // `clientSecret` of `${GITHUB_TOKEN}` goes to the network too.
     let mut refs = Vec::new();
     if let Some(w) = config.written(&spec.name) {
         references(&w.entry, &mut refs);
     }
+    // Named once: not again when the line shows it, as written or as an env key passing the
+    // user's own through (`(env $GITHUB_TOKEN)`: known from the entry, not read back from the
+    // line, which a repository's arguments could imitate).
+    let passed: Vec<String> = match &transport {
+        TransportSpec::Stdio { env, .. } => env
+            .iter()
+            .filter(|(k, v)| harness9_actors::spec::passed_through(k, v))
+            .map(|(k, _)| format!("${{{k}}}"))
+            .collect(),
+        _ => Vec::new(),
+    };
     let more: Vec<String> = refs
         .into_iter()
+        .filter(|r| !passed.contains(r))
         .map(|r| shell_quote(&r))
         .filter(|r| !line.contains(r.as_str()))
         .collect();
@@ -964,6 +977,22 @@ mod tests {
         // What an unapproved server shows: names and references, never the value.
         let line = shown(&var, &var.servers[0]);
         assert_eq!(line, "http://h/mcp (headers X) (uses '${TOKEN}')");
+        // A variable is named once: an env key passing the user's own through is `$KEY`,
+        // not named again in a `uses` of its own or of another field.
+        let gh = parse(
+            r#"{"mcpServers": {"g": {"command": "npx", "args": ["gh"], "env": {"TOKEN": "${TOKEN}", "B": "${TOKEN}"}}}}"#,
+            "a",
+        );
+        let line = shown(&gh, &gh.servers[0]);
+        assert!(line.starts_with("npx gh (env $TOKEN, B) (in "), "{line}");
+        assert_eq!(line.matches("TOKEN").count(), 1, "{line}");
+        // Arguments that imitate that env list hide nothing.
+        let spoof = parse(
+            r#"{"mcpServers": {"g": {"command": "npx", "args": ["gh", " (env $TOKEN)"], "sandbox": {"writable": ["/tmp/${TOKEN}"]}}}}"#,
+            "a",
+        );
+        let line = shown(&spoof, &spoof.servers[0]);
+        assert!(line.ends_with("(also uses '${TOKEN}')"), "{line}");
         // A reference in a field the line does not show is named too.
         let oauth = parse(
             r#"{"mcpServers": {"h": {"url": "http://h/mcp", "oauth": {"clientSecret": "${GH_TOKEN}"}}}}"#,

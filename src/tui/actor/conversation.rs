@@ -45,7 +45,9 @@ impl Tui {
         use harness9_app::conversations;
         let dir = conversations::dir();
         if id.is_empty() {
-            self.apply(Event::SessionsListed(conversations::listing(&dir, 50)), ctx);
+            let here = &self.policy.place.root;
+            let listing = conversations::listing(&dir, here, 50);
+            self.apply(Event::SessionsListed(listing), ctx);
             return;
         }
         let Some(engine) = self.engine.clone() else {

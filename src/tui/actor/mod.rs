@@ -84,7 +84,7 @@ pub struct TuiSetup {
     /// line named one).
     pub resumed_model: Option<String>,
     /// `--resume` without an id: the saved conversations' listing, for the picker.
-    pub pick: Option<Vec<String>>,
+    pub pick: Option<harness9_app::conversations::Listing>,
     /// The model's context window, when the settings know it.
     pub context_window: Option<u64>,
     /// The model settings (prices, windows), when a model is configured.
@@ -177,6 +177,7 @@ impl Tui {
             setup.model_help,
         );
         state.trace.secrets = setup.secrets;
+        state.own_settings = setup.policy.own_settings();
         state.set_sources(setup.sources);
         super::input_vars::inputs_needed(&mut state, setup.inputs);
         super::transcript::config_warnings(&mut state, setup.warnings);
@@ -428,8 +429,12 @@ impl Tui {
                 for (_, c) in self.calls.drain(..) {
                     c.cancel();
                 }
-                if let Some(engine) = &self.engine {
-                    engine.do_send(CancelTurn);
+                // The tool questions' senders are kept (see `approvals::cancel_all`): an
+                // answer, even a no, could reach the engine before this cancel and let the
+                // turn go on to the model.
+                match &self.engine {
+                    Some(engine) => engine.do_send(CancelTurn),
+                    None => self.asks.clear(),
                 }
             }
             Effect::Submit(prompt) => self.submit(prompt, Vec::new(), ctx),
@@ -714,6 +719,10 @@ impl StreamHandler<TurnItem> for Tui {
                 let key = self.next_ask;
                 self.next_ask += 1;
                 self.asks.insert(key, q.answer);
+                // A question of a turn being cancelled is never shown: the cancel ends it.
+                if self.state.turn.cancelling {
+                    return;
+                }
                 let mut a = super::state::Approval::new(key, q.name, q.arguments.to_string());
                 a.tool_rule = harness9_agent::permissions::tool_rule(
                     &a.name,
@@ -727,10 +736,13 @@ impl StreamHandler<TurnItem> for Tui {
             }
             TurnItem::Event(TurnEvent::Done(r)) => {
                 self.turn_open = false;
+                // The questions a cancel left unanswered: the turn has ended them.
+                self.asks.clear();
                 let done = r.as_ref().map(summary).map_err(EngineError::to_string);
                 self.apply(Event::TurnDone(done), ctx);
             }
             TurnItem::Ended => {
+                self.asks.clear();
                 if std::mem::take(&mut self.turn_open) {
                     self.apply(Event::TurnDone(Err("the engine stopped".to_owned())), ctx);
                 }

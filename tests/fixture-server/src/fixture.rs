@@ -40,6 +40,8 @@ struct Opts {
     blob_bytes: Option<usize>,
     /// Sleep this long before reading anything (a server slow to start).
     start_delay_ms: u64,
+    /// The `serverInfo.version` it gives (default `1.0.0`; may be empty).
+    server_version: Option<String>,
 }
 
 fn usage() -> ! {
@@ -50,7 +52,7 @@ fn usage() -> ! {
          [--record FILE] [--protocol V] [--flood] [--cycle-cursors] [--cycle-cursors-later] \
          [--bad-schemas] [--exit-on-unknown] [--daemonize PIDFILE] [--big-messages-on-call BYTES] \
          [--ticking-resource] [--url-elicitation] [--blob-resource BYTES] [--discover-never] \
-         [--start-delay-ms MS] [--tools-file FILE]"
+         [--start-delay-ms MS] [--tools-file FILE] [--server-version V]"
     );
     std::process::exit(64)
 }
@@ -102,6 +104,7 @@ fn parse() -> Opts {
             "--bad-schemas" => o.bad_schemas = true,
             "--exit-on-unknown" => o.exit_on_unknown = true,
             "--start-delay-ms" => o.start_delay_ms = num(args.next()) as u64,
+            "--server-version" => o.server_version = Some(args.next().unwrap_or_else(|| usage())),
             // The number of synthetic tools, read from FILE at start (missing: 0): the same
             // command line lists other tools from one run to the next.
             "--tools-file" => {
@@ -662,7 +665,8 @@ pub fn main() {
                 reply(
                     &id,
                     json!({"protocolVersion": v, "capabilities": caps,
-                    "serverInfo": {"name": "fixture", "version": "1.0.0"}}),
+                    "serverInfo": {"name": "fixture",
+                        "version": st.opts.server_version.as_deref().unwrap_or("1.0.0")}}),
                 );
             }
             ("notifications/initialized", None) => {

@@ -25,7 +25,7 @@ impl Prepared {
 fn unavailable() -> String {
     let yet = if cfg!(windows) { "" } else { " yet" };
     format!(
-        "the sandbox is not available on {}{yet}; turn it off: \"sandbox\": false for a server (and no [mcp] sandbox in harness9.toml), shell = \"off\" under [permissions] for the shell",
+        "the sandbox is not available on {}{yet}; turn it off: \"sandbox\": false for a server (and no [mcp] sandbox in your settings), shell = \"off\" under [permissions] in your own settings file for the shell",
         crate::os_name()
     )
 }

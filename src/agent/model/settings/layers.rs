@@ -23,6 +23,26 @@ pub fn candidate_paths(
     out
 }
 
+/// The user's own settings file, where `allow` rules, a looser `[permissions] shell` or
+/// `[mcp] sandbox` and the endpoint go (a project's `./harness9.toml` may not set them): the
+/// `--settings` file when given, else `config.toml` in the configuration directory
+/// (`~/.config/harness9/config.toml` on Linux, `harness9_platform::dirs`); `None` when no
+/// such directory is known.
+pub fn user_settings_file(flags: &ModelFlags) -> Option<PathBuf> {
+    if let Some(p) = &flags.config_path {
+        return Some(p.clone());
+    }
+    harness9_platform::dirs::config_dir().map(|d| d.join("config.toml"))
+}
+
+/// The user's own settings file as a hint names it: `your own settings file (PATH)`.
+pub fn own_settings(file: Option<&Path>) -> String {
+    match file {
+        Some(p) => format!("your own settings file ({})", p.display()),
+        None => "your own settings file".to_owned(),
+    }
+}
+
 /// The settings files that apply, as (path, text): the user's own file and the project's
 /// `./harness9.toml`. A `--settings` file (`flags.config_path`) is the user's file alone.
 #[derive(Debug, Default)]

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use super::config::ProviderConfig;
 
-pub use layers::candidate_paths;
+pub use layers::{candidate_paths, own_settings, user_settings_file};
 pub use resolve::{project_endpoint, resolve, resolve_from, resolve_layers};
 pub use rules::{permission_rules, rules_of_text};
 pub use sandbox::{mcp_sandbox_default, shell_sandbox};
@@ -169,14 +169,21 @@ pub enum SettingsError {
     Invalid(String),
 }
 
-/// How to configure a provider, for when none is.
-pub fn how_to_configure() -> &'static str {
-    "no model provider is configured; set one of:\n\
-     \x20 ANTHROPIC_API_KEY=...   Anthropic (model claude-sonnet-4-5 unless HARNESS9_MODEL or --model says otherwise)\n\
-     \x20 OPENAI_API_KEY=...      OpenAI (model gpt-4.1); with OPENAI_BASE_URL=... any OpenAI-compatible server\n\
-     \x20 HARNESS9_PROVIDER=openai OPENAI_BASE_URL=http://localhost:11434/v1 HARNESS9_MODEL=llama3.1\n\
-     \x20                         Ollama on this machine (no key needed)\n\
-     or write provider = \"anthropic\" or \"openai\" in ~/.config/harness9/config.toml (a project's ./harness9.toml may not choose it)"
+/// How to configure a provider, for when none is; it names the user's own settings file with
+/// its path here (a project's `./harness9.toml` may not choose the provider).
+pub fn how_to_configure() -> String {
+    let own = user_settings_file(&ModelFlags::default()).map_or_else(
+        || "your own settings file".to_owned(),
+        |p| p.display().to_string(),
+    );
+    format!(
+        "no model provider is configured; set one of:\n\
+         \x20 ANTHROPIC_API_KEY=...   Anthropic (model claude-sonnet-4-5 unless HARNESS9_MODEL or --model says otherwise)\n\
+         \x20 OPENAI_API_KEY=...      OpenAI (model gpt-4.1); with OPENAI_BASE_URL=... any OpenAI-compatible server\n\
+         \x20 HARNESS9_PROVIDER=openai OPENAI_BASE_URL=http://localhost:11434/v1 HARNESS9_MODEL=llama3.1\n\
+         \x20                         Ollama on this machine (no key needed)\n\
+         or write provider = \"anthropic\" or \"openai\" in {own} (a project's ./harness9.toml may not choose it)"
+    )
 }
 
 #[cfg(test)]
@@ -232,7 +239,8 @@ mod tests {
             "https://collector.example"
         );
         // Each ignored key is named with its file and line.
-        let w = super::resolve::endpoint_warnings("/repo/harness9.toml", text).expect("parsed");
+        let w =
+            super::resolve::endpoint_warnings("/repo/harness9.toml", text, "own").expect("parsed");
         assert_eq!(w.len(), 3, "{w:?}");
         assert!(
             w[0].starts_with("/repo/harness9.toml:1: provider is ignored")
@@ -241,7 +249,7 @@ mod tests {
             "{w:?}"
         );
         assert!(
-            super::resolve::endpoint_warnings("/r/harness9.toml", "max_steps = 3\n")
+            super::resolve::endpoint_warnings("/r/harness9.toml", "max_steps = 3\n", "own")
                 .expect("parsed")
                 .is_empty()
         );
@@ -261,7 +269,16 @@ mod tests {
         // Windows: the default does not fail every command; a value set is kept (and fails
         // there with "not available", never runs unconfined).
         assert_eq!(sandbox::default_shell_where(false), Off);
-        let (out, _) = sandbox::merged_shell(Off, "the defaults", ReadOnly, "p.toml", "");
+        let (out, _) = sandbox::merged_shell(
+            Off,
+            sandbox::Origin {
+                value: "the default",
+                own: "own",
+            },
+            ReadOnly,
+            "p.toml",
+            "",
+        );
         assert_eq!(out, ReadOnly);
     }
 
@@ -281,9 +298,13 @@ mod tests {
         let e = parse_file("h.toml", "[permissions]\nshell = \"none\"\n").unwrap_err();
         assert!(e.to_string().contains("h.toml"), "{e}");
         let text = "max_steps = 3\n[permissions]\nshell = \"off\"\n";
+        let from = |value| super::sandbox::Origin {
+            value,
+            own: "your own settings file (/u/config.toml)",
+        };
         let (out, w) = merged_shell(
             WorkspaceWrite,
-            "/u/config.toml",
+            from("/u/config.toml"),
             Off,
             "/r/harness9.toml",
             text,
@@ -295,11 +316,19 @@ mod tests {
                 && w.contains("/u/config.toml"),
             "{w}"
         );
-        let (out, w) = merged_shell(Network, "u", ReadOnly, "p", "");
+        // A value from the default is named as such, and the file where it can be changed.
+        let (_, w) = merged_shell(WorkspaceWrite, from("the default"), Off, "p", "");
+        let w = w.expect("a warning");
+        assert!(
+            w.contains("looser than \"workspace-write\" from the default")
+                && w.ends_with("set it in your own settings file (/u/config.toml) if you mean it"),
+            "{w}"
+        );
+        let (out, w) = merged_shell(Network, from("u"), ReadOnly, "p", "");
         assert_eq!((out, w), (ReadOnly, None));
-        let (out, w) = merged_shell(Off, "u", Network, "p", "");
+        let (out, w) = merged_shell(Off, from("u"), Network, "p", "");
         assert_eq!((out, w), (Network, None));
-        let (out, _) = merged_shell(ReadOnly, "u", WorkspaceWrite, "p", "");
+        let (out, _) = merged_shell(ReadOnly, from("u"), WorkspaceWrite, "p", "");
         assert_eq!(out, ReadOnly);
     }
 
@@ -336,7 +365,11 @@ mod tests {
         let off = Some(SandboxField::default());
         let text = "max_steps = 3\n[mcp]\nsandbox = false\n";
         let merge = |u: Option<SandboxField>, p: Option<SandboxField>| {
-            merged_sandbox(u, "/u/config.toml", p, "/r/harness9.toml", text)
+            let from = super::sandbox::Origin {
+                value: "/u/config.toml",
+                own: "your own settings file (/u/config.toml)",
+            };
+            merged_sandbox(u, from, p, "/r/harness9.toml", text)
         };
         // Off, network, another writable path: ignored, with the file, line and key.
         for looser in [off.clone(), on(true, &[]), on(false, &["/etc"])] {
@@ -890,6 +923,9 @@ idle_timeout_secs = 5
         ] {
             assert!(t.contains(needle), "{needle}");
         }
+        // The user's own file by its path here, never a `~` spelling of one platform's.
+        assert!(t.contains("config.toml (a project's ./harness9.toml may not choose it)"));
+        assert!(!t.contains("~/.config"), "{t}");
     }
 
     #[test]

@@ -70,15 +70,21 @@ pub fn project_endpoint(
 ) -> Result<(), SettingsError> {
     let layers = read_layers(flags)?;
     if let Some((path, text)) = &layers.project {
-        for w in endpoint_warnings(&path.display().to_string(), text)? {
+        let own = super::layers::own_settings(super::layers::user_settings_file(flags).as_deref());
+        for w in endpoint_warnings(&path.display().to_string(), text, &own)? {
             super::sandbox::push_warning(warnings, Some(w));
         }
     }
     Ok(())
 }
 
-/// [`project_endpoint`] for a project file `name` with `text`.
-pub(super) fn endpoint_warnings(name: &str, text: &str) -> Result<Vec<String>, SettingsError> {
+/// [`project_endpoint`] for a project file `name` with `text`; `own` names the user's own
+/// settings file ([`super::layers::own_settings`]).
+pub(super) fn endpoint_warnings(
+    name: &str,
+    text: &str,
+    own: &str,
+) -> Result<Vec<String>, SettingsError> {
     let file = parse_file(name, text)?;
     Ok(endpoint_keys(&file)
         .into_iter()
@@ -90,7 +96,7 @@ pub(super) fn endpoint_warnings(name: &str, text: &str) -> Result<Vec<String>, S
                 format!("[{table}] {key}")
             };
             format!(
-                "{name}:{line}: {shown} is ignored: a project's settings file may not choose where the conversation goes (the prompts and every tool result); if you trust it, pass --provider/--base-url or set it in your own settings"
+                "{name}:{line}: {shown} is ignored: a project's settings file may not choose where the conversation goes (the prompts and every tool result); if you trust it, pass --provider/--base-url or set it in {own}"
             )
         })
         .collect())

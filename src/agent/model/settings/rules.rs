@@ -9,7 +9,7 @@ use std::path::Path;
 use toml::Spanned;
 
 use super::file::{line_col, parse_file, FileSettings};
-use super::layers::read_layers;
+use super::layers::{own_settings, read_layers, user_settings_file};
 use super::sandbox::push_warning;
 use super::{ModelFlags, SettingsError};
 use crate::permissions::{Kind, Rule, Source};
@@ -21,14 +21,15 @@ pub fn permission_rules(
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Rule>, SettingsError> {
     let layers = read_layers(flags)?;
+    let own = own_settings(user_settings_file(flags).as_deref());
     let mut out = Vec::new();
     if let Some((path, text)) = &layers.user {
         let file = parse_file(&path.display().to_string(), text)?;
-        out.extend(rules_of(&file, path, text, true, warnings)?);
+        out.extend(rules_of(&file, path, text, None, warnings)?);
     }
     if let Some((path, text)) = &layers.project {
         let file = parse_file(&path.display().to_string(), text)?;
-        out.extend(rules_of(&file, path, text, false, warnings)?);
+        out.extend(rules_of(&file, path, text, Some(&own), warnings)?);
     }
     Ok(out)
 }
@@ -37,15 +38,17 @@ pub fn permission_rules(
 /// it would write with it).
 pub fn rules_of_text(path: &Path, text: &str) -> Result<Vec<Rule>, SettingsError> {
     let file = parse_file(&path.display().to_string(), text)?;
-    rules_of(&file, path, text, true, &mut Vec::new())
+    rules_of(&file, path, text, None, &mut Vec::new())
 }
 
-/// The rules of one file; `allow` ones only when `user` (a project's are warned about).
+/// The rules of one file: the user's (`project` is `None`), or a project's, whose `allow`
+/// ones are warned about, naming where they work (`project`: the user's own file, as
+/// [`own_settings`] says it).
 pub(super) fn rules_of(
     file: &FileSettings,
     path: &Path,
     text: &str,
-    user: bool,
+    project: Option<&str>,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Rule>, SettingsError> {
     let p = &file.permissions;
@@ -57,11 +60,11 @@ pub(super) fn rules_of(
     ] {
         for item in list.iter().flatten() {
             let (line, column) = line_col(text, item.span().start);
-            if kind == Kind::Allow && !user {
+            if let (Kind::Allow, Some(own)) = (kind, project) {
                 push_warning(
                     warnings,
                     Some(format!(
-                    "{}:{line}: [permissions] allow rule \"{}\" is ignored: a project's settings file may add ask and deny rules, never allow ones; add it to your own settings, or answer \"always\" when harness9 asks",
+                    "{}:{line}: [permissions] allow rule \"{}\" is ignored: a project's settings file may add ask and deny rules, never allow ones; add it to {own}, pass --allowed-tools, or answer \"always\" when harness9 asks",
                     path.display(),
                     item.get_ref().trim()
                 )),
@@ -109,7 +112,7 @@ mod tests {
         let text = "[permissions]\nshell = \"off\"\nallow = [\n  \"bash(git status:*)\",\n  \"mcp__git__*\",\n]\ndeny = [\"read_file(~/.ssh/**)\"]\n";
         let f = parse_file("u.toml", text).unwrap();
         let mut warnings = Vec::new();
-        let user = rules_of(&f, Path::new("/u.toml"), text, true, &mut warnings).unwrap();
+        let user = rules_of(&f, Path::new("/u.toml"), text, None, &mut warnings).unwrap();
         assert!(warnings.is_empty());
         let shown: Vec<String> = user
             .iter()
@@ -127,7 +130,7 @@ mod tests {
             &f,
             Path::new("/p/harness9.toml"),
             text,
-            false,
+            Some("your own settings file (/u/config.toml)"),
             &mut warnings,
         )
         .unwrap();
@@ -135,14 +138,15 @@ mod tests {
         assert_eq!(project[0].kind, Kind::Deny);
         assert!(warnings.iter().any(|w| w.starts_with(
             "/p/harness9.toml:4: [permissions] allow rule \"bash(git status:*)\" is ignored"
-        )));
+        ) && w
+            .contains("add it to your own settings file (/u/config.toml), pass --allowed-tools")));
     }
 
     #[test]
     fn a_malformed_rule_names_the_file_line_and_rule() {
         let text = "[permissions]\nask = [\"mcp__x__*\",\n  \"bash(git push\"]\n";
         let f = parse_file("h.toml", text).unwrap();
-        let e = rules_of(&f, Path::new("h.toml"), text, true, &mut Vec::new()).unwrap_err();
+        let e = rules_of(&f, Path::new("h.toml"), text, None, &mut Vec::new()).unwrap_err();
         assert_eq!(
             e.to_string(),
             SettingsError::Toml {
@@ -162,7 +166,7 @@ mod tests {
     fn claude_code_spellings_load_and_a_missing_tool_cannot_be_allowed() {
         let text = "[permissions]\ndeny = [\"Bash\", \"WebFetch\", \"mcp__web\"]\n";
         let f = parse_file("u.toml", text).unwrap();
-        let rules = rules_of(&f, Path::new("/u.toml"), text, true, &mut Vec::new()).unwrap();
+        let rules = rules_of(&f, Path::new("/u.toml"), text, None, &mut Vec::new()).unwrap();
         let tools: Vec<&str> = rules.iter().map(|r| r.pattern.tool.as_str()).collect();
         assert_eq!(tools, ["bash", "WebFetch", "mcp__web__*"]);
         let warnings = crate::permissions::unmatched(&rules, &["bash"], &[]);
@@ -171,7 +175,7 @@ mod tests {
         assert!(warnings[1].starts_with("/u.toml:2: deny rule \"mcp__web\" denies nothing"));
         let text = "[permissions]\nask = [\n  \"WebSearch\"]\n";
         let f = parse_file("u.toml", text).unwrap();
-        let e = rules_of(&f, Path::new("u.toml"), text, true, &mut Vec::new()).unwrap_err();
+        let e = rules_of(&f, Path::new("u.toml"), text, None, &mut Vec::new()).unwrap_err();
         assert!(
             e.to_string().starts_with("u.toml:3:3: malformed [permissions] ask rule \"WebSearch\": harness9 has no WebSearch tool"),
             "{e}"

@@ -3,7 +3,7 @@
 //! ignored.
 
 use super::file::{key_line, parse_file, ShellSandbox};
-use super::layers::read_layers;
+use super::layers::{own_settings, read_layers, user_settings_file};
 use super::{ModelFlags, SettingsError, DEFAULTS, DEFAULTS_NAME};
 
 /// `[permissions] shell` of the settings (the user's file, else the default
@@ -14,16 +14,15 @@ pub fn shell_sandbox(
     warnings: &mut Vec<String>,
 ) -> Result<ShellSandbox, SettingsError> {
     let layers = read_layers(flags)?;
-    let (user, user_name) = match &layers.user {
-        Some((path, text)) => (
-            parse_file(&path.display().to_string(), text)?
-                .permissions
-                .shell
-                .unwrap_or_else(default_shell),
-            path.display().to_string(),
-        ),
-        None => (default_shell(), "the defaults".to_owned()),
+    // Where the effective value comes from: the user's file only when it sets one.
+    let users = match &layers.user {
+        Some((path, text)) => parse_file(&path.display().to_string(), text)?
+            .permissions
+            .shell
+            .map(|v| (v, path.display().to_string())),
+        None => None,
     };
+    let (user, user_name) = users.unwrap_or_else(|| (default_shell(), "the default".to_owned()));
     let Some((path, text)) = &layers.project else {
         return Ok(user);
     };
@@ -31,7 +30,12 @@ pub fn shell_sandbox(
     let Some(project) = parse_file(&name, text)?.permissions.shell else {
         return Ok(user);
     };
-    let (out, warning) = merged_shell(user, &user_name, project, &name, text);
+    let own = own_settings(user_settings_file(flags).as_deref());
+    let from = Origin {
+        value: &user_name,
+        own: &own,
+    };
+    let (out, warning) = merged_shell(user, from, project, &name, text);
     push_warning(warnings, warning);
     Ok(out)
 }
@@ -52,11 +56,20 @@ pub(super) fn default_shell_where(available: bool) -> ShellSandbox {
     }
 }
 
+/// Where the user's side of a merge comes from, for its warning: `value` names where the
+/// effective value was set (the user's file, or "the default"), `own` the user's own settings
+/// file, where a looser value may go ([`own_settings`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Origin<'a> {
+    pub(super) value: &'a str,
+    pub(super) own: &'a str,
+}
+
 /// The project's shell sandbox when it is at least as tight as the user's, else the user's
 /// and a warning.
 pub(super) fn merged_shell(
     user: ShellSandbox,
-    user_name: &str,
+    from: Origin<'_>,
     project: ShellSandbox,
     project_name: &str,
     project_text: &str,
@@ -68,9 +81,11 @@ pub(super) fn merged_shell(
     (
         user,
         Some(format!(
-            "{project_name}:{line}: [permissions] shell = \"{}\" is ignored: it is looser than \"{}\" from {user_name}, and a project's settings file may only tighten the shell's sandbox; change it in your own settings if you mean it",
+            "{project_name}:{line}: [permissions] shell = \"{}\" is ignored: it is looser than \"{}\" from {}, and a project's settings file may only tighten the shell's sandbox; set it in {} if you mean it",
             project.name(),
-            user.name()
+            user.name(),
+            from.value,
+            from.own
         )),
     )
 }
@@ -81,7 +96,7 @@ pub(super) fn merged_shell(
 /// list). Otherwise the user's, with a warning naming the project file and line.
 pub(super) fn merged_sandbox(
     user: Option<SandboxField>,
-    user_name: &str,
+    from: Origin<'_>,
     project: Option<SandboxField>,
     project_name: &str,
     project_text: &str,
@@ -110,7 +125,9 @@ pub(super) fn merged_sandbox(
             (
                 user,
                 Some(format!(
-                    "{project_name}:{line}: [mcp] sandbox is ignored: it {why}, and a project's settings file may only tighten the sandbox your own settings ({user_name}) set; change it there if you mean it"
+                    "{project_name}:{line}: [mcp] sandbox is ignored: it {why}, and a project's settings file may only tighten the sandbox set by {}; set it in {} if you mean it",
+                    from.value,
+                    from.own
                 )),
             )
         }
@@ -128,22 +145,27 @@ pub fn mcp_sandbox_default(
 ) -> Result<Option<SandboxField>, SettingsError> {
     let defaults = parse_file(DEFAULTS_NAME, DEFAULTS)?;
     let layers = read_layers(flags)?;
-    let (user, user_name) = match &layers.user {
-        Some((path, text)) => (
-            parse_file(&path.display().to_string(), text)?
-                .mcp
-                .sandbox
-                .or(defaults.mcp.sandbox),
-            path.display().to_string(),
-        ),
-        None => (defaults.mcp.sandbox, DEFAULTS_NAME.to_owned()),
+    // Where the effective value comes from: the user's file only when it sets one.
+    let users = match &layers.user {
+        Some((path, text)) => parse_file(&path.display().to_string(), text)?
+            .mcp
+            .sandbox
+            .map(|v| (Some(v), path.display().to_string())),
+        None => None,
     };
+    let (user, user_name) =
+        users.unwrap_or_else(|| (defaults.mcp.sandbox, "the default".to_owned()));
     let Some((path, text)) = &layers.project else {
         return Ok(user);
     };
     let name = path.display().to_string();
     let project = parse_file(&name, text)?.mcp.sandbox;
-    let (out, warning) = merged_sandbox(user, &user_name, project, &name, text);
+    let own = own_settings(user_settings_file(flags).as_deref());
+    let from = Origin {
+        value: &user_name,
+        own: &own,
+    };
+    let (out, warning) = merged_sandbox(user, from, project, &name, text);
     push_warning(warnings, warning);
     Ok(out)
 }

@@ -43,7 +43,8 @@ pub fn telemetry(
             push_warning(
                 warnings,
                 Some(format!(
-                    "{name}:{line}: [telemetry] is ignored in a project's settings (only your own file may export what a session does); set it in your user settings"
+                    "{name}:{line}: [telemetry] is ignored in a project's settings (only your own file may export what a session does); set it in {}",
+                    super::layers::own_settings(super::layers::user_settings_file(flags).as_deref())
                 )),
             );
         }
