@@ -120,7 +120,7 @@ fn another_tools_fields_are_warned_about_in_the_transcript_at_start_and_on_reloa
         },
     );
     update(&mut s, Event::ConfigWarnings(cfg.warnings));
-    let screen = render(&mut s, 100, 20);
+    let screen = render(&mut s, 100, 24);
     for want in [
         "warning: .mcp.json: server \"fs\": \"alwaysAllow\" is not read by harness9; harness9 asks",
         "warning: .mcp.json: server \"fs\": \"timeout\" is not read by harness9; use toolTimeoutSec",
