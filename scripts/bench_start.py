@@ -30,6 +30,8 @@ import tempfile
 import threading
 import time
 
+from bench_startup import records, start_model  # the scripted model, as bench_startup.py runs it
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DROP = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
         "HARNESS9_PROVIDER", "HARNESS9_MODEL", "HARNESS9_STARTUP_WAIT", "XDG_CONFIG_HOME",
@@ -109,29 +111,6 @@ def bench_call(binary, fixture, work, runs):
             ms.append(t)
         print(f"  {name:<26} {fmt(ms)}")
     keep.close()
-
-
-def start_model(work, steps):
-    script = os.path.join(work, "script.json")
-    with open(script, "w") as f:
-        json.dump({"steps": [{"text": "ok"}] * steps}, f)
-    record = os.path.join(work, "record.jsonl")
-    model = subprocess.Popen(
-        [sys.executable, os.path.join(ROOT, "tests/python/scripted_model.py"),
-         "--script", script, "--record", record, "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = model.stdout.readline().strip()
-    if not line.startswith("listening on "):
-        sys.exit(f"the scripted model said {line!r}")
-    return model, line[len("listening on "):], record
-
-
-def records(path):
-    try:
-        with open(path) as f:
-            return [json.loads(l) for l in f if l.strip()]
-    except FileNotFoundError:
-        return []
 
 
 def one_run(binary, project, url, record, wait):
