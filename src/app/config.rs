@@ -18,6 +18,7 @@ pub use super::config_entry::{EntryDefaults, SandboxField};
 
 mod build;
 mod expand;
+mod grant;
 mod read;
 mod scan;
 
