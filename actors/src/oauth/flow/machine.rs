@@ -4,7 +4,7 @@
 //! [`acquire`] when the server first asks, and [`renew`]s it when it expires or is refused:
 //! never a browser, never `harness9 mcp login`.
 
-use super::discovery::{discover, ServerMetadata};
+use super::discovery::{discover_for, ServerMetadata};
 use super::exchange::{secret_method, token_request};
 use super::guard::{guarded_client, Guard};
 use super::{bounded, DISCOVERY_TIMEOUT};
@@ -55,7 +55,7 @@ pub async fn acquire(
     let d = bounded(
         DISCOVERY_TIMEOUT,
         || format!("the OAuth discovery of {server_url}"),
-        discover(&client, &guard, server_url, challenge),
+        discover_for(&client, &guard, server_url, challenge, false),
     )
     .await?;
     let scopes = parse::choose_scopes(
