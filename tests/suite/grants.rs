@@ -112,6 +112,7 @@ fn client_credentials_with_a_secret_renews_tokens_without_the_user() {
     );
     let methods = s["methods"].as_array().unwrap();
     assert!(methods.iter().all(|m| m == "client_secret_basic"), "{s}");
+    shows_the_grant(&srv);
     let srv = cc_server(&["--client-secret", SECRET, "--token-uses", "2"]);
     let s = call_through_expiring_tokens(
         "post",
@@ -122,6 +123,37 @@ fn client_credentials_with_a_secret_renews_tokens_without_the_user() {
     );
     let methods = s["methods"].as_array().unwrap();
     assert!(methods.iter().all(|m| m == "client_secret_post"), "{s}");
+}
+
+/// `mcp list` (text and JSON) and `doctor` say the server's grant; no secret in them.
+fn shows_the_grant(srv: &Proc) {
+    let dir = config_dir(
+        "shown",
+        srv,
+        json!({"grant": "client_credentials", "clientId": "ci-job", "clientSecret": "${CC_SECRET}"}),
+    );
+    let (ok, out, err) = h9(&dir, &["mcp", "list"]);
+    assert!(ok, "{out}\n{err}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("o "))
+        .unwrap_or_default();
+    assert!(row.contains("connected"), "{out}");
+    assert!(row.contains("(oauth: client_credentials grant)"), "{out}");
+    let (ok, out, err) = h9(&dir, &["mcp", "list", "--json"]);
+    assert!(ok, "{out}\n{err}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows[0]["oauthGrant"], "client_credentials", "{out}");
+    let (_, out, err) = h9(&dir, &["doctor", "o"]);
+    let line = out
+        .lines()
+        .find(|l| l.contains("oauth"))
+        .unwrap_or_else(|| panic!("no oauth check:\n{out}\n{err}"));
+    assert!(
+        line.contains("grant client_credentials (client ci-job)") && line.contains("no login"),
+        "{line}"
+    );
+    nowhere(&dir, &out, &err, &[SECRET]);
 }
 
 /// A key pair made with openssl in `dir`: (private PEM path, public PEM path).
