@@ -405,3 +405,33 @@ fn grant_config_mistakes_are_named_at_load() {
         }
     }
 }
+
+/// A repository's `.mcp.json` whose grant reads a file of the user's (a key, a workload
+/// token) and uses it toward the network names that file on the approval line: approving
+/// `https://...` alone does not hide that a token file goes with it.
+#[test]
+fn a_project_configs_grant_files_are_named_before_approval() {
+    let dir = project_with(
+        "grants-trust",
+        json!({"w": {"url": "https://mcp.example.com/mcp",
+                     "oauth": {"grant": "jwt_bearer", "assertionFile": "secrets/token-x"}}}),
+    );
+    std::fs::create_dir_all(dir.join("secrets")).unwrap();
+    std::fs::write(dir.join("secrets/token-x"), "a.b.c").unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_harness9"));
+    c.current_dir(&dir)
+        .env("HARNESS9_APPROVALS", dir.join("approvals.json"))
+        .env("HARNESS9_TOOL_CACHE", dir.join("tool-cache"))
+        .args(["mcp", "list"]);
+    let out = output_within(c, None, Duration::from_secs(30));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("w "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("approve"), "held for approval: {row}");
+    assert!(
+        row.contains("oauth.assertionFile secrets/token-x"),
+        "the file is named: {row}"
+    );
+}

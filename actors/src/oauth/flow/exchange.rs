@@ -245,6 +245,7 @@ pub(super) async fn token_request(
                 format!("the client {} authenticates with private_key_jwt but no key is configured (oauth.privateKeyFile or oauth.privateKeyEnv)", c.client_id)
             })?;
             let assertion = jwt::client_assertion(key, &c.client_id, &grant.issuer, now_secs())?;
+            crate::telemetry::redact_also(std::iter::once(assertion.as_str()));
             form.append_pair("client_id", &c.client_id);
             form.append_pair(
                 "client_assertion_type",

@@ -95,6 +95,8 @@ pub async fn renew(client: &awc::Client, spec: &OAuthSpec, grant: &Grant) -> Res
                 "the jwt_bearer grant needs oauth.assertionFile or oauth.assertionEnv".to_owned()
             })?;
             assertion = source.read()?;
+            // A server that quotes it back in an error is cleaned out of spans and logs.
+            crate::telemetry::redact_also(std::iter::once(assertion.as_str()));
             params.push(("grant_type", JWT_BEARER));
             params.push(("assertion", &assertion));
         }
