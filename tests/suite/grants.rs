@@ -302,6 +302,11 @@ fn workload_identity_rereads_the_rotated_token_file() {
     assert!(err.contains("jwt_bearer token request failed"), "{err}");
     assert!(err.contains("invalid_grant"), "{err}");
     assert!(!err.contains("mcp login o"), "no login can help: {err}");
+    // Nor does `mcp login` open a browser for it.
+    let (ok, out, err) = h9(&dir, &["mcp", "login", "o"]);
+    assert!(!ok, "{out}");
+    assert!(err.contains("uses the jwt_bearer grant"), "{err}");
+    assert!(err.contains("no login"), "{err}");
 }
 
 /// Mistakes in the `oauth` block are named at load with the file, the server and the field,
@@ -434,4 +439,67 @@ fn a_project_configs_grant_files_are_named_before_approval() {
         row.contains("oauth.assertionFile secrets/token-x"),
         "the file is named: {row}"
     );
+}
+
+/// A model's turn through a client-credentials server (`run -p`, the scripted model): the
+/// tool call works with tokens the runtime got by itself, and the saved session holds neither
+/// the secret nor the key.
+#[test]
+fn a_session_through_client_credentials_keeps_no_secret() {
+    let keys = temp_path("grants-session-keys");
+    let (key, public) = key_pair(&keys, "ec");
+    let srv = cc_server(&[
+        "--client-secret",
+        SECRET,
+        "--public-key",
+        public.to_str().unwrap(),
+    ]);
+    let model = super::engine::Model::start(
+        "grants-session",
+        json!({"steps": [
+            {"tool_calls": [{"id": "t1", "name": "mcp__o__echo", "input": {"text": "via cc"}}]},
+            {"text": "done", "expect": {"last_tool_result_contains": "via cc"}}
+        ]}),
+    );
+    let dir = project_with(
+        &format!("grants-session-{}", srv.port),
+        json!({"o": {"url": format!("http://127.0.0.1:{}/mcp", srv.port),
+                     "oauth": {"grant": "client_credentials", "clientId": "ci-job",
+                               "privateKeyFile": key.to_str().unwrap()}}}),
+    );
+    let mut c = harness9_in(&dir);
+    without_user_env(&mut c);
+    c.env("HOME", &dir)
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", &model.url)
+        .env("HARNESS9_OAUTH_STORE", dir.join("oauth.json"))
+        .args(["-v", "run", "-p", "go", "--allowed-tools", "mcp__o__echo"]);
+    let out = output_within(c, None, Duration::from_secs(90));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout.trim(), "done", "{stderr}");
+    assert_eq!(stats(&srv)["methods"][0], "private_key_jwt");
+    let mut saved = String::new();
+    for e in std::fs::read_dir(dir.join("sessions"))
+        .expect("the session was saved")
+        .flatten()
+    {
+        saved.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+    }
+    assert!(
+        saved.contains("via cc"),
+        "the session file holds the turn: {saved}"
+    );
+    for l in pem_lines(&key) {
+        for (what, text) in [
+            ("stdout", &stdout),
+            ("stderr", &stderr),
+            ("session", &saved),
+        ] {
+            assert!(!text.contains(l.as_str()), "the key in {what}:\n{text}");
+        }
+    }
 }
