@@ -381,7 +381,15 @@ fn grant_config_mistakes_are_named_at_load() {
             "good": {"command": fixture_bin().to_str().unwrap()},
         }});
         let file = dir.join(format!("c{i}.mcp.json"));
-        std::fs::write(&file, body.to_string()).unwrap();
+        let text = serde_json::to_string_pretty(&body).unwrap();
+        std::fs::write(&file, &text).unwrap();
+        // The line of the field's key (the field itself, or the `oauth` entry's own line).
+        let key = format!("\"{}\"", field.trim_start_matches("oauth."));
+        let at_line = text
+            .lines()
+            .position(|l| l.contains(&key))
+            .or_else(|| text.lines().position(|l| l.contains("\"oauth\"")))
+            .map(|n| n + 1);
         let mut c = harness9_in(&dir);
         c.arg("--config").arg(&file).args(["mcp", "list"]);
         let out = output_within(c, None, Duration::from_secs(30));
@@ -396,6 +404,11 @@ fn grant_config_mistakes_are_named_at_load() {
             .find(|l| l.contains(says))
             .unwrap_or_else(|| panic!("case {i}: no {says:?} in:\n{text}"));
         assert!(line.contains(name), "case {i}: the file: {line}");
+        let n = at_line.unwrap();
+        assert!(
+            line.contains(&format!("{name}:{n}:")),
+            "case {i}: the line {n}: {line}"
+        );
         assert!(line.contains("\"bad\""), "case {i}: the server: {line}");
         assert!(line.contains(field), "case {i}: the field {field}: {line}");
         assert!(
