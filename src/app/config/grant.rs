@@ -170,3 +170,52 @@ fn check_grant_inputs(c: &OAuthConfig) -> Result<(), (&'static str, String)> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(grant: GrantKind, f: impl FnOnce(&mut OAuthConfig)) -> OAuthConfig {
+        let mut c = OAuthConfig {
+            grant,
+            ..OAuthConfig::default()
+        };
+        f(&mut c);
+        c
+    }
+
+    #[test]
+    fn each_grant_needs_its_inputs() {
+        use GrantKind::*;
+        assert!(check_grant_inputs(&with(AuthorizationCode, |_| {})).is_ok());
+        let e = check_grant_inputs(&with(ClientCredentials, |_| {})).unwrap_err();
+        assert_eq!(e.0, "oauth.clientId");
+        let e = check_grant_inputs(&with(ClientCredentials, |c| c.client_id = Some("c".into())))
+            .unwrap_err();
+        assert_eq!(e.0, "oauth.clientSecret");
+        let ok = with(ClientCredentials, |c| {
+            c.client_id = Some("c".into());
+            c.client_secret = Some("s".into());
+        });
+        assert!(check_grant_inputs(&ok).is_ok());
+        let e = check_grant_inputs(&with(ClientCredentials, |c| {
+            c.client_id = Some("c".into());
+            c.client_secret = Some("s".into());
+            c.token_endpoint_auth = Some("private_key_jwt".into());
+        }))
+        .unwrap_err();
+        assert_eq!(e.0, "oauth.tokenEndpointAuth");
+        let e = check_grant_inputs(&with(JwtBearer, |_| {})).unwrap_err();
+        assert_eq!(e.0, "oauth.assertionFile");
+        let wif = with(JwtBearer, |c| {
+            c.assertion = Some(AssertionSource::Value("a.b.c".into()));
+        });
+        assert!(check_grant_inputs(&wif).is_ok());
+        let e = check_grant_inputs(&with(AuthorizationCode, |c| {
+            c.assertion = Some(AssertionSource::Value("a.b.c".into()));
+        }))
+        .unwrap_err();
+        assert_eq!(e.0, "oauth.assertion");
+        assert!(!format!("{:?}", wif.assertion).contains("a.b.c"));
+    }
+}

@@ -113,3 +113,42 @@ pub async fn renew(client: &awc::Client, spec: &OAuthSpec, grant: &Grant) -> Res
     g.refresh_token = None;
     Ok(g)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_client_authenticates_as_configured_else_by_what_it_has() {
+        let basic_only = ServerMetadata::default();
+        let post_only = ServerMetadata {
+            token_endpoint_auth_methods_supported: Some(vec!["client_secret_post".into()]),
+            ..ServerMetadata::default()
+        };
+        let mut cfg = OAuthConfig {
+            grant: GrantKind::ClientCredentials,
+            ..OAuthConfig::default()
+        };
+        assert!(machine_client(&cfg, &basic_only).is_err(), "no client id");
+        cfg.client_id = Some("c".into());
+        assert_eq!(
+            machine_client(&cfg, &basic_only).unwrap().auth_method,
+            "none"
+        );
+        cfg.client_secret = Some("s".into());
+        assert_eq!(
+            machine_client(&cfg, &basic_only).unwrap().auth_method,
+            "client_secret_basic"
+        );
+        assert_eq!(
+            machine_client(&cfg, &post_only).unwrap().auth_method,
+            "client_secret_post"
+        );
+        cfg.token_endpoint_auth = Some("client_secret_basic".into());
+        assert_eq!(
+            machine_client(&cfg, &post_only).unwrap().auth_method,
+            "client_secret_basic",
+            "the configured method wins"
+        );
+    }
+}
