@@ -198,4 +198,7 @@ pub(super) struct RawOAuth {
     /// every token request.
     #[serde(default)]
     pub(super) assertion_file: Option<String>,
+    /// The authorization server's issuer the credentials may go to.
+    #[serde(default)]
+    pub(super) issuer: Option<String>,
 }

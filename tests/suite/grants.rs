@@ -354,12 +354,12 @@ fn grant_config_mistakes_are_named_at_load() {
             "needs clientId",
         ),
         (
-            json!({"grant": "jwt_bearer"}),
+            json!({"grant": "jwt_bearer", "clientId": "w"}),
             "oauth.assertionFile",
             "needs the workload's token",
         ),
         (
-            json!({"grant": "jwt_bearer", "assertionFile": "nope"}),
+            json!({"grant": "jwt_bearer", "clientId": "w", "assertionFile": "nope"}),
             "oauth.assertionFile",
             "cannot read the workload token file",
         ),
@@ -432,7 +432,7 @@ fn a_project_configs_grant_files_are_named_before_approval() {
     let dir = project_with(
         "grants-trust",
         json!({"w": {"url": "https://mcp.example.com/mcp",
-                     "oauth": {"grant": "jwt_bearer", "assertionFile": "secrets/token-x"}}}),
+                     "oauth": {"grant": "jwt_bearer", "clientId": "w", "assertionFile": "secrets/token-x"}}}),
     );
     std::fs::create_dir_all(dir.join("secrets")).unwrap();
     std::fs::write(dir.join("secrets/token-x"), "a.b.c").unwrap();
@@ -515,4 +515,56 @@ fn a_session_through_client_credentials_keeps_no_secret() {
             assert!(!text.contains(l.as_str()), "the key in {what}:\n{text}");
         }
     }
+}
+
+/// A hostile (or compromised) MCP server names an authorization server of its own: the
+/// client's secret goes nowhere but the configured `oauth.issuer`, and a workload token
+/// nowhere but the authorization server it is for (its `aud`): otherwise it could be replayed
+/// at the real one.
+#[test]
+fn credentials_go_only_to_the_authorization_server_they_are_for() {
+    let srv = cc_server(&["--client-secret", SECRET]);
+    let dir = config_dir(
+        "pinned",
+        &srv,
+        json!({"grant": "client_credentials", "clientId": "ci-job", "clientSecret": "${CC_SECRET}",
+               "issuer": "https://login.corp.example"}),
+    );
+    let (ok, out, err) = h9(
+        &dir,
+        &["mcp", "call", "o", "echo", "--args", r#"{"text":"x"}"#],
+    );
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains("not the configured oauth.issuer https://login.corp.example"),
+        "{err}"
+    );
+    let s = stats(&srv);
+    assert_eq!(s["issued"], 0, "{s}");
+    assert_eq!(s["refused"], 0, "no token request reached it: {s}");
+    nowhere(&dir, &out, &err, &[SECRET]);
+
+    let keys = temp_path("grants-aud-keys");
+    let (key, public) = key_pair(&keys, "ec");
+    let srv = cc_server(&["--workload-key", public.to_str().unwrap()]);
+    let dir = config_dir(
+        "aud",
+        &srv,
+        json!({"grant": "jwt_bearer", "clientId": "w", "assertionFile": "token"}),
+    );
+    let token = workload_token(&key, "https://sts.real.example", "w", 600);
+    std::fs::write(dir.join("token"), &token).unwrap();
+    let (ok, out, err) = h9(
+        &dir,
+        &["mcp", "call", "o", "echo", "--args", r#"{"text":"x"}"#],
+    );
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains("the workload token is for https://sts.real.example"),
+        "{err}"
+    );
+    let s = stats(&srv);
+    assert_eq!(s["workloads"], json!([]), "{s}");
+    assert_eq!(s["refused"], 0, "no token request reached it: {s}");
+    nowhere(&dir, &out, &err, &[&token]);
 }

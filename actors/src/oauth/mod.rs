@@ -50,8 +50,11 @@ pub struct OAuthConfig {
     pub token_endpoint_auth: Option<String>,
     /// The key of `private_key_jwt` (`"privateKeyFile"`/`"privateKeyEnv"`), checked at load.
     pub signing_key: Option<jwt::SigningKey>,
-    /// The workload's token for the JWT bearer grant (`"assertionFile"`/`"assertionEnv"`).
+    /// The workload's token for the JWT bearer grant (`"assertionFile"`/`"assertion"`).
     pub assertion: Option<AssertionSource>,
+    /// The authorization server the client is registered with (`"issuer"`): a grant without a
+    /// user sends its credentials to no other, whatever the MCP server's metadata names.
+    pub issuer: Option<String>,
 }
 
 /// The OAuth grant a server's tokens come from.

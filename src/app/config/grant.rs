@@ -1,5 +1,5 @@
 //! An HTTP server's OAuth grant and its inputs (`grant`, `tokenEndpointAuth`, `privateKey`,
-//! `privateKeyFile`, `alg`, `assertion`, `assertionFile`), checked at load: an unknown grant or
+//! `privateKeyFile`, `alg`, `assertion`, `assertionFile`, `issuer`), checked at load: an unknown grant or
 //! method, a missing or unreadable key, a key that does not fit `alg`, an input the grant does
 //! not use. Keys and tokens join the secrets the session redacts; errors never show them.
 
@@ -117,6 +117,9 @@ pub(super) fn apply(
         }
         (None, None) => None,
     };
+    if let Some(i) = &raw.issuer {
+        config.issuer = Some(x("oauth.issuer", i)?);
+    }
     check_grant_inputs(config).map_err(|(f, m)| fail(f, m))
 }
 
@@ -152,6 +155,12 @@ fn check_grant_inputs(c: &OAuthConfig) -> Result<(), (&'static str, String)> {
             }
         }
         GrantKind::JwtBearer => {
+            if c.client_id.is_none() {
+                return Err((
+                    "oauth.clientId",
+                    format!("grant \"{grant}\" needs clientId (the client the workload is registered as)"),
+                ));
+            }
             if c.assertion.is_none() {
                 return Err((
                     "oauth.assertionFile",
@@ -206,8 +215,12 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.0, "oauth.tokenEndpointAuth");
         let e = check_grant_inputs(&with(JwtBearer, |_| {})).unwrap_err();
+        assert_eq!(e.0, "oauth.clientId");
+        let e =
+            check_grant_inputs(&with(JwtBearer, |c| c.client_id = Some("w".into()))).unwrap_err();
         assert_eq!(e.0, "oauth.assertionFile");
         let wif = with(JwtBearer, |c| {
+            c.client_id = Some("w".into());
             c.assertion = Some(AssertionSource::Value("a.b.c".into()));
         });
         assert!(check_grant_inputs(&wif).is_ok());

@@ -58,6 +58,16 @@ pub async fn acquire(
         discover_for(&client, &guard, server_url, challenge, false),
     )
     .await?;
+    // A hostile MCP server may name an authorization server of its own to collect the
+    // client's secret or the workload's token: the configured issuer is the only one.
+    if let Some(want) = &cfg.issuer {
+        if !same_issuer(want, &d.server.issuer) {
+            return Err(format!(
+                "{server_url} names authorization server {}, not the configured oauth.issuer {want}: its credentials are not sent there",
+                d.server.issuer
+            ));
+        }
+    }
     let scopes = parse::choose_scopes(
         &cfg.scopes,
         challenge.and_then(|c| c.scope.as_deref()),
@@ -95,6 +105,9 @@ pub async fn renew(client: &awc::Client, spec: &OAuthSpec, grant: &Grant) -> Res
                 "the jwt_bearer grant needs oauth.assertionFile or oauth.assertionEnv".to_owned()
             })?;
             assertion = source.read()?;
+            if cfg.issuer.is_none() {
+                audience_fits(&assertion, &g.issuer, &g.token_endpoint)?;
+            }
             // A server that quotes it back in an error is cleaned out of spans and logs.
             crate::telemetry::redact_also(std::iter::once(assertion.as_str()));
             params.push(("grant_type", JWT_BEARER));
@@ -112,6 +125,53 @@ pub async fn renew(client: &awc::Client, spec: &OAuthSpec, grant: &Grant) -> Res
     // Unattended grants get a new token from their credentials, never with a refresh token.
     g.refresh_token = None;
     Ok(g)
+}
+
+/// Two issuer identifiers that name the same server (a trailing `/` aside).
+fn same_issuer(a: &str, b: &str) -> bool {
+    a.trim_end_matches('/') == b.trim_end_matches('/')
+}
+
+/// A workload token is meant for one authorization server, its `aud`: sent to another (one
+/// a hostile MCP server names), it could be replayed at the real one. Without a configured
+/// `oauth.issuer`, the token's `aud` must name the discovered issuer or its token endpoint.
+fn audience_fits(assertion: &str, issuer: &str, token_endpoint: &str) -> Result<(), String> {
+    use base64::Engine as _;
+    let claims: Option<serde_json::Value> = assertion
+        .split('.')
+        .nth(1)
+        .and_then(|p| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(p.trim_end_matches('='))
+                .ok()
+        })
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let aud: Vec<String> = match claims.as_ref().map(|c| &c["aud"]) {
+        Some(serde_json::Value::String(a)) => vec![a.clone()],
+        Some(serde_json::Value::Array(a)) => a
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if aud
+        .iter()
+        .any(|a| same_issuer(a, issuer) || same_issuer(a, token_endpoint))
+    {
+        return Ok(());
+    }
+    let shown: Vec<String> = aud
+        .iter()
+        .map(|a| crate::net::truncate_chars(a, 100))
+        .collect();
+    Err(format!(
+        "the workload token is for {} (its aud), not the authorization server {issuer} the MCP server names: not sent; if {issuer} is right, set oauth.issuer to it",
+        if shown.is_empty() {
+            "no audience".to_owned()
+        } else {
+            shown.join(", ")
+        }
+    ))
 }
 
 #[cfg(test)]
@@ -150,5 +210,30 @@ mod tests {
             "client_secret_basic",
             "the configured method wins"
         );
+    }
+
+    #[test]
+    fn a_workload_token_goes_only_to_its_audience() {
+        use base64::Engine as _;
+        let jwt = |aud: serde_json::Value| {
+            let b = |v: serde_json::Value| {
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+            };
+            format!(
+                "{}.{}.sig",
+                b(serde_json::json!({"alg": "ES256"})),
+                b(serde_json::json!({"aud": aud}))
+            )
+        };
+        let (iss, tok) = ("https://as.example", "https://as.example/token");
+        assert!(audience_fits(&jwt("https://as.example/".into()), iss, tok).is_ok());
+        assert!(audience_fits(&jwt(serde_json::json!(["x", tok])), iss, tok).is_ok());
+        let e = audience_fits(&jwt("https://evil.example".into()), iss, tok).unwrap_err();
+        assert!(
+            e.contains("https://evil.example") && e.contains("oauth.issuer"),
+            "{e}"
+        );
+        assert!(audience_fits("not-a-jwt", iss, tok).is_err());
+        assert!(same_issuer("https://a/", "https://a"));
     }
 }
