@@ -38,7 +38,8 @@ from ready import announce
 class Tokens:
     """Issued tokens, each with the requests it has left and its expiry."""
 
-    def __init__(self, uses: int, ttl: int, resource: str):
+    def __init__(self, uses: int, ttl: int, resource: str, expires_in: int = 3600):
+        self.expires_in = expires_in
         self.uses = uses
         self.ttl = ttl
         self.resource = resource
@@ -49,8 +50,9 @@ class Tokens:
         token = "cc-" + secrets.token_hex(20)
         self.live[token] = [self.uses, time.time() + self.ttl, client_id, scopes]
         self.stats["issued"] += 1
-        # The client is told an hour: only the server knows the token dies sooner.
-        return {"access_token": token, "token_type": "Bearer", "expires_in": 3600, "scope": " ".join(scopes)}
+        # The client is told `--expires-in` (an hour by default): only the server knows when
+        # the token really dies.
+        return {"access_token": token, "token_type": "Bearer", "expires_in": self.expires_in, "scope": " ".join(scopes)}
 
     async def verify_token(self, token: str) -> AccessToken | None:
         entry = self.live.get(token)
@@ -64,7 +66,7 @@ class Tokens:
 
 def build(args) -> MCPServer:
     base = f"http://127.0.0.1:{args.port}"
-    tokens = Tokens(args.token_uses, args.token_ttl, f"{base}/mcp")
+    tokens = Tokens(args.token_uses, args.token_ttl, f"{base}/mcp", args.expires_in)
     public_key = open(args.public_key).read() if args.public_key else None
     workload_key = open(args.workload_key).read() if args.workload_key else None
     seen_jti: set[str] = set()
@@ -170,6 +172,7 @@ if __name__ == "__main__":
     ap.add_argument("--workload-key", help="PEM public key of the workload tokens' issuer")
     ap.add_argument("--token-uses", type=int, default=1000, help="authenticated requests a token is good for")
     ap.add_argument("--token-ttl", type=int, default=3600, help="seconds a token is good for")
+    ap.add_argument("--expires-in", type=int, default=3600, help="the expires_in the client is told")
     args = ap.parse_args()
     server = build(args)
     threading.Thread(target=announce, args=(args.port,), daemon=True).start()

@@ -568,3 +568,53 @@ fn credentials_go_only_to_the_authorization_server_they_are_for() {
     assert_eq!(s["refused"], 0, "no token request reached it: {s}");
     nowhere(&dir, &out, &err, &[&token]);
 }
+
+/// A token the authorization server said lives a minute is renewed before it expires, in a
+/// long session (`run -p`, the model slow to answer between two calls): a new token from the
+/// client's credentials, asked for before the server ever refuses one (no `401`, no user).
+#[test]
+fn a_token_about_to_expire_is_renewed_before_the_server_refuses_it() {
+    let srv = cc_server(&["--client-secret", SECRET, "--expires-in", "60"]);
+    let model = super::engine::Model::start(
+        "grants-expiry",
+        json!({"steps": [
+            {"tool_calls": [{"id": "t1", "name": "mcp__o__echo", "input": {"text": "first"}}]},
+            // 60 s tokens are renewed in their last quarter (15 s): the next call is past that.
+            {"delay_ms": 47000,
+             "tool_calls": [{"id": "t2", "name": "mcp__o__echo", "input": {"text": "second"}}]},
+            {"text": "done", "expect": {"last_tool_result_contains": "second"}}
+        ]}),
+    );
+    let dir = project_with(
+        &format!("grants-expiry-{}", srv.port),
+        json!({"o": {"url": format!("http://127.0.0.1:{}/mcp", srv.port),
+                     "oauth": {"grant": "client_credentials", "clientId": "ci-job",
+                               "clientSecret": "${CC_SECRET}"}}}),
+    );
+    let mut c = harness9_in(&dir);
+    without_user_env(&mut c);
+    c.env("HOME", &dir)
+        .env("CC_SECRET", SECRET)
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", &model.url)
+        .env("HARNESS9_OAUTH_STORE", dir.join("oauth.json"))
+        .args(["-v", "run", "-p", "go", "--allowed-tools", "mcp__o__echo"]);
+    let out = output_within(c, None, Duration::from_secs(120));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout.trim(), "done", "{stderr}");
+    let s = stats(&srv);
+    assert_eq!(
+        s["issued"], 2,
+        "a second token, got before the first expired: {s}"
+    );
+    assert_eq!(
+        s["rejected"], 0,
+        "no request went out with an expired token: {s}"
+    );
+    assert!(stderr.contains("renewed before it expired"), "{stderr}");
+    assert!(!stderr.contains(SECRET));
+}
