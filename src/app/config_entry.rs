@@ -176,4 +176,29 @@ pub(super) struct RawOAuth {
     pub(super) client_metadata_url: Option<String>,
     #[serde(default)]
     pub(super) allow_origins: Vec<String>,
+    /// `authorization_code` (the default), `client_credentials`, `jwt_bearer`.
+    #[serde(default)]
+    pub(super) grant: Option<String>,
+    /// `client_secret_basic`, `client_secret_post`, `private_key_jwt`.
+    #[serde(default)]
+    pub(super) token_endpoint_auth: Option<String>,
+    /// A PEM private key, typically `${VAR}`.
+    #[serde(default)]
+    pub(super) private_key: Option<String>,
+    /// A PEM private key file (relative to the config file).
+    #[serde(default)]
+    pub(super) private_key_file: Option<String>,
+    /// `RS256` or `ES256` (else the key's own).
+    #[serde(default)]
+    pub(super) alg: Option<String>,
+    /// The workload's token for the JWT bearer grant, typically `${VAR}`.
+    #[serde(default)]
+    pub(super) assertion: Option<String>,
+    /// A file holding the workload's token (relative to the config file), read again for
+    /// every token request.
+    #[serde(default)]
+    pub(super) assertion_file: Option<String>,
+    /// The authorization server's issuer the credentials may go to.
+    #[serde(default)]
+    pub(super) issuer: Option<String>,
 }

@@ -50,6 +50,8 @@ struct Step {
 
 /// The run: its config file, its token store, the binary, the deadline.
 struct Driver {
+    /// Variables the commands run with (a secret the config names as `${VAR}`).
+    env: Vec<(String, String)>,
     exe: PathBuf,
     dir: PathBuf,
     config: PathBuf,
@@ -79,6 +81,7 @@ impl Driver {
             .arg("--config")
             .arg(&self.config)
             .env("HARNESS9_OAUTH_STORE", self.dir.join("oauth.json"))
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env(
                 "BROWSER",
                 format!("{} conformance-browser", self.exe.display()),
@@ -163,11 +166,26 @@ pub async fn run(opts: &SessionOptions, args: &ConformanceArgs) -> anyhow::Resul
     let dir = crate::app::private_fs::session_dir(&std::env::temp_dir())
         .context("cannot create the run's private directory")?;
     let config = dir.join("mcp.json");
-    let text = conformance_config(&args.url, auth.then(context_oauth));
-    crate::app::private_fs::create_new(&config)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, text.to_string().as_bytes()))
-        .with_context(|| format!("cannot write {}", config.display()))?;
+    let write = |path: &std::path::Path, text: &str| {
+        crate::app::private_fs::create_new(path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+            .with_context(|| format!("cannot write {}", path.display()))
+    };
+    let mut env = Vec::new();
+    let oauth = match unattended_oauth(&scenario) {
+        Some(u) => {
+            for (file, text) in &u.files {
+                write(&dir.join(file), text)?;
+            }
+            env = u.env;
+            Some(u.oauth)
+        }
+        None => auth.then(context_oauth),
+    };
+    let text = conformance_config(&args.url, oauth);
+    write(&config, &text.to_string())?;
     let driver = Driver {
+        env,
         exe: std::env::current_exe().context("cannot find the harness9 binary")?,
         dir: dir.clone(),
         config,
@@ -270,6 +288,68 @@ fn context_oauth() -> Value {
         o["clientSecret"] = json!(secret);
     }
     o
+}
+
+/// What a user writes for a server whose tokens come without a login: the `oauth` entry,
+/// the files it names (next to the config) and the variables its `${VAR}`s read.
+struct Unattended {
+    oauth: Value,
+    files: Vec<(&'static str, String)>,
+    env: Vec<(String, String)>,
+}
+
+/// The variable a client secret is kept in, as a CI job keeps it.
+const SECRET_VAR: &str = "HARNESS9_CONFORMANCE_CLIENT_SECRET";
+
+/// The config of the scenarios whose grant needs no user, from `MCP_CONFORMANCE_CONTEXT`:
+/// client credentials with a secret in a variable (`client-credentials-basic`), or with a
+/// private key in a file (`client-credentials-jwt`); the JWT bearer grant with the
+/// workload's token in a file, as a platform writes it (`wif-jwt-bearer`).
+fn unattended_oauth(scenario: &str) -> Option<Unattended> {
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    let s = |k: &str| context.get(k).and_then(Value::as_str).map(str::to_owned);
+    let client_id = s("client_id")?;
+    match scenario {
+        "auth/client-credentials-basic" => Some(Unattended {
+            oauth: json!({
+                "grant": "client_credentials",
+                "clientId": client_id,
+                "clientSecret": format!("${{{SECRET_VAR}}}"),
+                "tokenEndpointAuth": "client_secret_basic",
+            }),
+            files: Vec::new(),
+            env: vec![(SECRET_VAR.to_owned(), s("client_secret")?)],
+        }),
+        "auth/client-credentials-jwt" => {
+            let mut oauth = json!({
+                "grant": "client_credentials",
+                "clientId": client_id,
+                "tokenEndpointAuth": "private_key_jwt",
+                "privateKeyFile": "client-key.pem",
+            });
+            if let Some(alg) = s("signing_algorithm") {
+                oauth["alg"] = json!(alg);
+            }
+            Some(Unattended {
+                oauth,
+                files: vec![("client-key.pem", s("private_key_pem")?)],
+                env: Vec::new(),
+            })
+        }
+        "auth/wif-jwt-bearer" => Some(Unattended {
+            oauth: json!({
+                "grant": "jwt_bearer",
+                "clientId": client_id,
+                "assertionFile": "workload-token",
+            }),
+            files: vec![("workload-token", s("valid_jwt")?)],
+            env: Vec::new(),
+        }),
+        _ => None,
+    }
 }
 
 /// `harness9 conformance-browser <URL>`: what a browser does with an authorization URL that

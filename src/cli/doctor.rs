@@ -532,6 +532,32 @@ fn after_start(
         &spec.oauth,
         spec.hold == Some(Hold::Unapproved),
     ) {
+        let needs = matches!(
+            snap.get(name).map(|s| &s.status),
+            Some(ServerStatus::NeedsLogin { .. })
+        );
+        let kind = oauth.config.grant;
+        if kind.unattended() {
+            // Tokens from the client's credentials or the workload's token: no login to check.
+            let client = oauth.config.client_id.as_deref().unwrap_or("-");
+            c.push(if needs {
+                Check::fail(
+                    "oauth",
+                    format!("grant {}: the server refused its token", kind.name()),
+                )
+                .hint("check the server's oauth entry (client id, credentials, scopes)")
+            } else {
+                Check::ok(
+                    "oauth",
+                    format!(
+                        "grant {} (client {}): tokens got and renewed by the runtime, no login",
+                        kind.name(),
+                        crate::sanitize::clean_line(client)
+                    ),
+                )
+            });
+            return;
+        }
         let grant = oauth.store.load(url);
         let needs = matches!(
             snap.get(name).map(|s| &s.status),

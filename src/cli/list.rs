@@ -57,6 +57,12 @@ fn status_json(name: &str, st: &ServerState) -> Value {
     v
 }
 
+/// The OAuth grant of HTTP server `name` of `config`, if it is one.
+fn oauth_grant(config: &Config, name: &str) -> Option<harness9_actors::oauth::GrantKind> {
+    let spec = config.servers.iter().find(|s| s.name == name)?;
+    Some(spec.oauth.as_ref()?.config.grant)
+}
+
 /// Each server's registered tool definitions as the model gets them (name, description,
 /// input schema), in bytes: by server name.
 pub(super) async fn tool_sizes(rt: &Runtime) -> std::collections::BTreeMap<String, usize> {
@@ -144,6 +150,9 @@ pub(super) fn list(
                     }
                 }
                 v["source"] = json!(source(n));
+                if let Some(grant) = oauth_grant(config, n) {
+                    v["oauthGrant"] = json!(grant.name());
+                }
                 v
             })
             .collect();
@@ -235,6 +244,11 @@ pub(super) fn list(
                     &[][..],
                 ),
                 _ => ("-".into(), "-".into(), "-".into(), String::new(), &[][..]),
+            };
+            // A grant without a user is said: its tokens come from credentials, not a login.
+            let detail = match oauth_grant(config, name).filter(|g| g.unattended()) {
+                Some(g) => format!("{detail} (oauth: {} grant)", g.name()),
+                None => detail,
             };
             // PROTOCOL and ERA: a connected server fills both, any other a dash.
             let proto = if proto == "-" {

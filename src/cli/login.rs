@@ -53,6 +53,14 @@ pub(super) async fn oauth_command(
         Some(other) => bail!("server \"{name}\" is held back ({other:?}); it is not contacted"),
         None => {}
     }
+    if oauth.config.grant.unattended() {
+        // No browser can help a grant without a user: its tokens come from its credentials.
+        bail!(
+            "server \"{name}\" uses the {} grant: harness9 gets its tokens by itself, with no login; if it is refused, check its oauth entry in {}",
+            oauth.config.grant.name(),
+            config.path.display()
+        );
+    }
     let challenge = match oauth::flow::probe_outcome(url, spec.protocol).await {
         oauth::flow::Probed::Challenge(c) => Some(c),
         // Every request answered without a login, and no OAuth metadata to log in with: the

@@ -12,6 +12,7 @@ mod engine;
 mod eras;
 mod features;
 mod fixtures;
+mod grants;
 mod hostile;
 mod hostile_output;
 pub mod http;

@@ -14,9 +14,11 @@
 //! [`Grant`]'s `Debug` redacts them.
 
 pub mod flow;
+pub mod jwt;
 pub mod parse;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -40,6 +42,120 @@ pub struct OAuthConfig {
     /// link-local address, on another kind of private address than the MCP server's, or
     /// over plain http off loopback ([`flow::Guard`]).
     pub allow_origins: Vec<String>,
+    /// Which grant the tokens come from (`"grant"`; the authorization code flow by default).
+    pub grant: GrantKind,
+    /// How the client authenticates at the token endpoint (`"tokenEndpointAuth"`:
+    /// `client_secret_basic`, `client_secret_post`, `private_key_jwt`); else from what is
+    /// configured (a key: `private_key_jwt`; a secret: what the server supports; else `none`).
+    pub token_endpoint_auth: Option<String>,
+    /// The key of `private_key_jwt` (`"privateKeyFile"`/`"privateKeyEnv"`), checked at load.
+    pub signing_key: Option<jwt::SigningKey>,
+    /// The workload's token for the JWT bearer grant (`"assertionFile"`/`"assertion"`).
+    pub assertion: Option<AssertionSource>,
+    /// The authorization server the client is registered with (`"issuer"`): a grant without a
+    /// user sends its credentials to no other, whatever the MCP server's metadata names.
+    pub issuer: Option<String>,
+}
+
+/// The OAuth grant a server's tokens come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GrantKind {
+    /// The authorization code flow in a browser (`harness9 mcp login`).
+    #[default]
+    AuthorizationCode,
+    /// The client credentials grant (RFC 6749 section 4.4): no user, no browser.
+    ClientCredentials,
+    /// The JWT bearer grant (RFC 7523) with a token the platform gives the workload.
+    JwtBearer,
+}
+
+impl GrantKind {
+    /// Every grant's config name, in the order shown in errors.
+    pub const NAMES: [&'static str; 3] = ["authorization_code", "client_credentials", "jwt_bearer"];
+
+    /// The grant of config name `s`.
+    pub fn parse(s: &str) -> Option<GrantKind> {
+        match s {
+            "authorization_code" => Some(GrantKind::AuthorizationCode),
+            "client_credentials" => Some(GrantKind::ClientCredentials),
+            "jwt_bearer" => Some(GrantKind::JwtBearer),
+            _ => None,
+        }
+    }
+
+    /// Its config name.
+    pub fn name(self) -> &'static str {
+        match self {
+            GrantKind::AuthorizationCode => "authorization_code",
+            GrantKind::ClientCredentials => "client_credentials",
+            GrantKind::JwtBearer => "jwt_bearer",
+        }
+    }
+
+    /// Whether the runtime gets and renews tokens itself, with no user and no login.
+    pub fn unattended(self) -> bool {
+        self != GrantKind::AuthorizationCode
+    }
+}
+
+/// Where a workload's token (the JWT bearer grant's assertion) comes from.
+#[derive(Clone, PartialEq, Eq)]
+pub enum AssertionSource {
+    /// A file the platform writes (and rotates): read again for every token request.
+    File(PathBuf),
+    /// The value of an environment variable, read at load.
+    Value(String),
+}
+
+impl std::fmt::Debug for AssertionSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AssertionSource::File(p) => f.debug_tuple("File").field(p).finish(),
+            AssertionSource::Value(_) => f.write_str("Value([redacted])"),
+        }
+    }
+}
+
+/// The largest workload token read from a file.
+pub const MAX_ASSERTION_BYTES: u64 = 64 * 1024;
+
+impl AssertionSource {
+    /// The assertion now: the file's current content (trimmed), or the value. Errors name the
+    /// file, never its content.
+    pub fn read(&self) -> Result<String, String> {
+        let text = match self {
+            AssertionSource::Value(v) => v.clone(),
+            AssertionSource::File(p) => {
+                use std::io::Read as _;
+                let mut s = String::new();
+                std::fs::File::open(p)
+                    .and_then(|f| f.take(MAX_ASSERTION_BYTES + 1).read_to_string(&mut s))
+                    .map_err(|e| {
+                        format!("cannot read the workload token file {}: {e}", p.display())
+                    })?;
+                if s.len() as u64 > MAX_ASSERTION_BYTES {
+                    return Err(format!(
+                        "the workload token file {} is over {MAX_ASSERTION_BYTES} bytes: not a token",
+                        p.display()
+                    ));
+                }
+                s
+            }
+        };
+        let t = text.trim();
+        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(match self {
+                AssertionSource::File(p) => format!(
+                    "the workload token file {} is empty or not a token (one line of printable ASCII)",
+                    p.display()
+                ),
+                AssertionSource::Value(_) => {
+                    "the workload token is empty or not a token (printable ASCII)".to_owned()
+                }
+            });
+        }
+        Ok(t.to_owned())
+    }
 }
 
 /// A registered client, for one issuer.
@@ -257,6 +373,7 @@ impl std::fmt::Debug for OAuthSpec {
         f.debug_struct("OAuthSpec")
             .field("client_id", &self.config.client_id)
             .field("scopes", &self.config.scopes)
+            .field("grant", &self.config.grant)
             .finish_non_exhaustive()
     }
 }

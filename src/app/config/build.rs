@@ -268,7 +268,7 @@ fn build_spec(
             let field = |f: &str, v: Option<&String>| -> Result<Option<String>, ConfigError> {
                 v.map(|v| x(&format!("oauth.{f}"), v)).transpose()
             };
-            let config = OAuthConfig {
+            let mut config = OAuthConfig {
                 client_id: field("clientId", o.and_then(|o| o.client_id.as_ref()))?,
                 client_secret: field("clientSecret", o.and_then(|o| o.client_secret.as_ref()))?,
                 scopes: o.map(|o| o.scopes.clone()).unwrap_or_default(),
@@ -278,9 +278,13 @@ fn build_spec(
                     o.and_then(|o| o.client_metadata_url.as_ref()),
                 )?,
                 allow_origins: o.map(|o| o.allow_origins.clone()).unwrap_or_default(),
+                ..OAuthConfig::default()
             };
             if let Some(s) = &config.client_secret {
                 keep_secret(secrets, s);
+            }
+            if let Some(o) = o {
+                super::grant::apply(&mut config, o, base, &x, &fail, secrets)?;
             }
             Some(OAuthSpec::new(config, defaults.oauth_store.clone()))
         }

@@ -339,6 +339,13 @@ pub fn shown(config: &Config, spec: &ServerSpec) -> String {
     let mut refs = Vec::new();
     if let Some(w) = config.written(&spec.name) {
         references(&w.entry, &mut refs);
+        // Files an OAuth grant reads and uses toward the network (a key signs for the server's
+        // authorization server; a workload token is sent to it): named, as a `${VAR}` is.
+        for field in ["privateKeyFile", "assertionFile"] {
+            if let Some(f) = w.entry["oauth"][field].as_str() {
+                refs.push(format!("oauth.{field} {f}"));
+            }
+        }
     }
     // Named once: not again when the line shows it, as written or as an env key passing the
     // user's own through (`(env $GITHUB_TOKEN)`: known from the entry, not read back from the

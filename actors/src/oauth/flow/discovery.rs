@@ -25,7 +25,8 @@ pub struct ResourceMetadata {
 pub struct ServerMetadata {
     /// Its issuer identifier.
     pub issuer: String,
-    /// Where the user authorizes.
+    /// Where the user authorizes (empty when the server has none: only grants without a user).
+    #[serde(default)]
     pub authorization_endpoint: String,
     /// Where codes and refresh tokens become access tokens.
     pub token_endpoint: String,
@@ -137,15 +138,28 @@ fn resolve_location(base: &str, location: &str) -> String {
     }
 }
 
-/// Finds the protected resource metadata and its authorization server's metadata. Refuses a
-/// `resource` that does not cover `server_url`, metadata whose `issuer` is not the one it was
-/// fetched for, and a server without PKCE S256. Without protected resource metadata, the
-/// 2025-03-26 discovery (`legacy_discovery`).
+/// Finds the protected resource metadata and its authorization server's metadata, for a
+/// login in the browser. Refuses a `resource` that does not cover `server_url`, metadata whose
+/// `issuer` is not the one it was fetched for, and a server without PKCE S256 or without an
+/// authorization endpoint. Without protected resource metadata, the 2025-03-26 discovery
+/// (`legacy_discovery`).
 pub async fn discover(
     client: &awc::Client,
     guard: &Guard,
     server_url: &str,
     challenge: Option<&Challenge>,
+) -> Result<Discovery, String> {
+    discover_for(client, guard, server_url, challenge, true).await
+}
+
+/// [`discover`], for a login in the browser (`interactive`: PKCE S256 and an authorization
+/// endpoint required) or for a grant without a user (neither is used: only the token endpoint).
+pub(super) async fn discover_for(
+    client: &awc::Client,
+    guard: &Guard,
+    server_url: &str,
+    challenge: Option<&Challenge>,
+    interactive: bool,
 ) -> Result<Discovery, String> {
     let mut prm: Option<ResourceMetadata> = None;
     let from_challenge = challenge
@@ -161,7 +175,7 @@ pub async fn discover(
         }
     }
     let Some(prm) = prm else {
-        return legacy_discovery(client, guard, server_url).await;
+        return legacy_discovery(client, guard, server_url, interactive).await;
     };
     if !parse::resource_matches(&prm.resource, server_url) {
         return Err(format!(
@@ -188,16 +202,17 @@ pub async fn discover(
             server.issuer
         ));
     }
-    if !server
-        .code_challenge_methods_supported
-        .as_ref()
-        .is_some_and(|m| m.iter().any(|m| m == "S256"))
+    if interactive
+        && !server
+            .code_challenge_methods_supported
+            .as_ref()
+            .is_some_and(|m| m.iter().any(|m| m == "S256"))
     {
         return Err(format!(
             "authorization server {issuer} does not advertise PKCE S256: refusing it"
         ));
     }
-    check_endpoints(guard, &server).await?;
+    check_endpoints(guard, &server, interactive).await?;
     Ok(Discovery {
         resource: prm,
         server,
@@ -206,10 +221,22 @@ pub async fn discover(
 
 /// The authorization server's endpoints pass the guard (the authorization endpoint too: it
 /// is opened in the user's browser).
-async fn check_endpoints(guard: &Guard, server: &ServerMetadata) -> Result<(), String> {
-    guard
-        .check(&server.authorization_endpoint, "the authorization endpoint")
-        .await?;
+async fn check_endpoints(
+    guard: &Guard,
+    server: &ServerMetadata,
+    interactive: bool,
+) -> Result<(), String> {
+    if interactive {
+        if server.authorization_endpoint.is_empty() {
+            return Err(format!(
+                "authorization server {} names no authorization endpoint: it cannot log a user in",
+                server.issuer
+            ));
+        }
+        guard
+            .check(&server.authorization_endpoint, "the authorization endpoint")
+            .await?;
+    }
     guard
         .check(&server.token_endpoint, "the token endpoint")
         .await?;
@@ -226,6 +253,7 @@ async fn legacy_discovery(
     client: &awc::Client,
     guard: &Guard,
     server_url: &str,
+    interactive: bool,
 ) -> Result<Discovery, String> {
     let (origin, _) = parse::split_url(server_url)
         .ok_or_else(|| format!("{server_url} is not an http(s) URL"))?;
@@ -238,9 +266,10 @@ async fn legacy_discovery(
                     m.issuer
                 ));
             }
-            if m.code_challenge_methods_supported
-                .as_ref()
-                .is_some_and(|c| !c.iter().any(|c| c == "S256"))
+            if interactive
+                && m.code_challenge_methods_supported
+                    .as_ref()
+                    .is_some_and(|c| !c.iter().any(|c| c == "S256"))
             {
                 return Err(format!(
                     "authorization server {origin} does not support PKCE S256: refusing it"
@@ -256,7 +285,7 @@ async fn legacy_discovery(
             ..ServerMetadata::default()
         },
     };
-    check_endpoints(guard, &server).await?;
+    check_endpoints(guard, &server, interactive).await?;
     tracing::info!(target: "mcp", "{server_url} publishes no protected resource metadata; using {origin} as its authorization server (2025-03-26)");
     Ok(Discovery {
         resource: ResourceMetadata {

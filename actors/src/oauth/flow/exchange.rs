@@ -6,6 +6,7 @@ use serde::Deserialize;
 use super::discovery::{Discovery, ServerMetadata};
 use super::{bounded, BODY_LIMIT, MIN_TOKEN_LIFETIME_SECS, REQUEST_TIMEOUT};
 use crate::net::snippet;
+use crate::oauth::jwt::{self, SigningKey};
 use crate::oauth::parse;
 use crate::oauth::{now_secs, Client, Grant};
 
@@ -203,12 +204,16 @@ fn lifetime(expires_in: Option<&serde_json::Value>) -> Option<u64> {
     Some((secs as u64).max(MIN_TOKEN_LIFETIME_SECS))
 }
 
-/// One token request (`authorization_code` or `refresh_token`), the client authenticated as
-/// it registered; the grant's tokens replaced on success.
+/// One token request, for any grant (`authorization_code`, `refresh_token`,
+/// `client_credentials`, the JWT bearer grant): the one place a token request is built and
+/// sent. The client authenticates as its `auth_method` says (`client_secret_basic`,
+/// `client_secret_post`, `private_key_jwt` with `key`, else `client_id` alone); the grant's
+/// tokens are replaced on success.
 pub(super) async fn token_request(
     client: &awc::Client,
     grant: &mut Grant,
     params: &[(&str, &str)],
+    key: Option<&SigningKey>,
 ) -> Result<(), String> {
     let c = &grant.client;
     let mut form = form_urlencoded::Serializer::new(String::new());
@@ -234,6 +239,19 @@ pub(super) async fn token_request(
         ("client_secret_post", Some(secret)) => {
             form.append_pair("client_id", &c.client_id);
             form.append_pair("client_secret", secret);
+        }
+        ("private_key_jwt", _) => {
+            let key = key.ok_or_else(|| {
+                format!("the client {} authenticates with private_key_jwt but no key is configured (oauth.privateKeyFile or oauth.privateKeyEnv)", c.client_id)
+            })?;
+            let assertion = jwt::client_assertion(key, &c.client_id, &grant.issuer, now_secs())?;
+            crate::telemetry::redact_also(std::iter::once(assertion.as_str()));
+            form.append_pair("client_id", &c.client_id);
+            form.append_pair(
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            );
+            form.append_pair("client_assertion", &assertion);
         }
         _ => {
             form.append_pair("client_id", &c.client_id);
@@ -280,6 +298,7 @@ pub async fn refresh(client: &awc::Client, grant: &Grant) -> Result<Grant, Strin
         client,
         &mut g,
         &[("grant_type", "refresh_token"), ("refresh_token", &rt)],
+        None,
     )
     .await?;
     Ok(g)

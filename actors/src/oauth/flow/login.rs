@@ -250,6 +250,7 @@ pub async fn login_with_paste(
             ("redirect_uri", &redirect_uri),
             ("code_verifier", &verifier),
         ],
+        None,
     )
     .await?;
     spec.store.save(server_url, &grant)?;

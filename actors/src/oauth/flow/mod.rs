@@ -13,12 +13,14 @@ mod discovery;
 mod exchange;
 mod guard;
 mod login;
+mod machine;
 mod probe;
 
 pub use discovery::{discover, Discovery, ResourceMetadata, ServerMetadata};
 pub use exchange::refresh;
 pub use guard::{http_client, Guard};
 pub use login::{login, login_with_paste};
+pub use machine::{acquire, renew, JWT_BEARER};
 pub use probe::{probe, probe_outcome, Probed};
 
 /// How long one OAuth exchange may take, from connecting to the last byte of the body.

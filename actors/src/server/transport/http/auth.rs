@@ -45,7 +45,13 @@ pub(crate) struct Auth {
 impl Auth {
     pub(crate) fn new(spec: OAuthSpec, url: &str) -> Self {
         // A stored token that cannot go in a header is no token: the server needs a login.
-        let grant = spec.store.load(url).filter(usable);
+        // An unattended grant keeps its tokens in memory only: it gets them from its
+        // credentials when the server first asks.
+        let grant = if spec.config.grant.unattended() {
+            None
+        } else {
+            spec.store.load(url).filter(usable)
+        };
         if let Some(g) = &grant {
             remember(g);
         }
@@ -84,6 +90,10 @@ impl Auth {
 
     fn set(&self, url: &str, grant: Grant) {
         remember(&grant);
+        if self.spec.config.grant.unattended() {
+            *self.grant.borrow_mut() = Some(grant);
+            return;
+        }
         if let Err(e) = self.spec.store.save(url, &grant) {
             tracing::warn!(target: "mcp", "cannot save the OAuth grant: {e}");
         }
@@ -149,6 +159,17 @@ impl Conn {
     /// The error of a request that needs a login nobody will do here.
     pub(super) fn needs_login(&self, needed: &AuthNeeded) -> String {
         let name = &self.target.name;
+        if let Some(grant) = self
+            .auth
+            .as_ref()
+            .map(|a| a.spec.config.grant)
+            .filter(|g| g.unattended())
+        {
+            return format!(
+                "server \"{name}\" refused the token of its {} grant: check its oauth entry (client id, credentials, scopes)",
+                grant.name()
+            );
+        }
         if needed.status == StatusCode::FORBIDDEN {
             let scope = parse::scope_tokens(needed.challenge.scope.as_deref().unwrap_or(""));
             format!(
@@ -211,12 +232,32 @@ impl Conn {
     }
 
     async fn refresh_if_expiring(&self, a: &Auth) {
-        let due = a
-            .grant
-            .borrow()
-            .as_ref()
-            .is_some_and(|g| g.refresh_token.is_some() && g.expiring(EXPIRY_MARGIN_SECS));
+        let unattended = a.spec.config.grant.unattended();
+        let due = a.grant.borrow().as_ref().is_some_and(|g| {
+            (unattended || g.refresh_token.is_some()) && g.expiring(EXPIRY_MARGIN_SECS)
+        });
         if !due {
+            return;
+        }
+        if unattended {
+            let _one = a.flow.lock().await;
+            let Some(g) = a.grant.borrow().clone() else {
+                return;
+            };
+            if !g.expiring(EXPIRY_MARGIN_SECS) {
+                return;
+            }
+            match flow::renew(&flow::http_client(), &a.spec, &g).await {
+                Ok(fresh) => {
+                    tracing::info!(target: "mcp", server = %self.target.name, grant = a.spec.config.grant.name(), "access token renewed before it expired");
+                    a.refresh_error.borrow_mut().take();
+                    a.set(&self.target.url, fresh);
+                }
+                Err(e) => {
+                    tracing::info!(target: "mcp", server = %self.target.name, "token renewal failed: {e}");
+                    *a.refresh_error.borrow_mut() = Some(e);
+                }
+            }
             return;
         }
         let _one = a.flow.lock().await;
@@ -254,6 +295,9 @@ impl Conn {
         if !step_up && current.is_some() && current.as_deref() != sent {
             // Another request refreshed while this one waited.
             return Ok(());
+        }
+        if a.spec.config.grant.unattended() {
+            return self.reacquire(a, needed).await;
         }
         if !step_up && a.newer_in_store(&self.target.url) {
             // Another process did (with the refresh token this one holds, if it rotates).
@@ -307,6 +351,43 @@ impl Conn {
             Some(why) => format!("{} ({why})", self.needs_login(needed)),
             None => self.needs_login(needed),
         })
+    }
+}
+
+impl Conn {
+    /// A new token from the unattended grant's credentials, after a `401` (the token expired or
+    /// was revoked) or a `403 insufficient_scope` (asked with the challenge's scopes too):
+    /// discovery again (the server's challenge may name another authorization server), then
+    /// one token request; a failure is reported as it is, never retried with another grant.
+    async fn reacquire(&self, a: &Auth, needed: &AuthNeeded) -> Result<(), String> {
+        let name = &self.target.name;
+        let grant = a.spec.config.grant.name();
+        let mut challenge = needed.challenge.clone();
+        if let Some(held) = a.grant.borrow().as_ref() {
+            let mut scopes = held.scopes.clone();
+            for s in parse::scope_tokens(challenge.scope.as_deref().unwrap_or("")) {
+                if !scopes.contains(&s) {
+                    scopes.push(s);
+                }
+            }
+            if !scopes.is_empty() {
+                challenge.scope = Some(scopes.join(" "));
+            }
+        }
+        match flow::acquire(&self.target.url, &a.spec, Some(&challenge)).await {
+            Ok(fresh) => {
+                tracing::info!(target: "mcp", server = %name, grant, "access token obtained");
+                a.refresh_error.borrow_mut().take();
+                a.set(&self.target.url, fresh);
+                Ok(())
+            }
+            Err(e) => {
+                tracing::info!(target: "mcp", server = %name, grant, "token request failed: {e}");
+                Err(format!(
+                    "server \"{name}\": the {grant} token request failed: {e}"
+                ))
+            }
+        }
     }
 }
 

@@ -1,0 +1,234 @@
+//! An HTTP server's OAuth grant and its inputs (`grant`, `tokenEndpointAuth`, `privateKey`,
+//! `privateKeyFile`, `alg`, `assertion`, `assertionFile`, `issuer`), checked at load: an unknown grant or
+//! method, a missing or unreadable key, a key that does not fit `alg`, an input the grant does
+//! not use. Keys and tokens join the secrets the session redacts; errors never show them.
+
+use std::path::Path;
+
+use harness9_actors::oauth::jwt::{Alg, SigningKey};
+use harness9_actors::oauth::{AssertionSource, GrantKind, OAuthConfig};
+
+use super::{read_regular, ConfigError};
+use crate::config_entry::RawOAuth;
+
+/// The token endpoint auth methods a config may name.
+const AUTH_METHODS: [&str; 3] = [
+    "client_secret_basic",
+    "client_secret_post",
+    "private_key_jwt",
+];
+
+/// The largest key file read.
+const MAX_KEY_BYTES: u64 = 64 * 1024;
+
+/// Fills `config`'s grant fields from `raw`: values expanded with `x` (a `${VAR}` there is a
+/// secret), file paths relative to `base`; errors from `fail(field, message)`.
+pub(super) fn apply(
+    config: &mut OAuthConfig,
+    raw: &RawOAuth,
+    base: &Path,
+    x: &dyn Fn(&str, &str) -> Result<String, ConfigError>,
+    fail: &dyn Fn(&str, String) -> ConfigError,
+    secrets: &mut Vec<String>,
+) -> Result<(), ConfigError> {
+    if let Some(g) = &raw.grant {
+        config.grant = GrantKind::parse(g).ok_or_else(|| {
+            fail(
+                "oauth.grant",
+                format!(
+                    "unknown grant {g:?}: use one of {}",
+                    GrantKind::NAMES.join(", ")
+                ),
+            )
+        })?;
+    }
+    if let Some(m) = &raw.token_endpoint_auth {
+        if !AUTH_METHODS.contains(&m.as_str()) {
+            return Err(fail(
+                "oauth.tokenEndpointAuth",
+                format!(
+                    "unknown method {m:?}: use one of {}",
+                    AUTH_METHODS.join(", ")
+                ),
+            ));
+        }
+        config.token_endpoint_auth = Some(m.clone());
+    }
+    let alg = match &raw.alg {
+        Some(a) => Some(Alg::parse(a).ok_or_else(|| {
+            fail(
+                "oauth.alg",
+                format!(
+                    "unsupported alg {a:?}: use RS256 or ES256 (or leave it out: the key's own)"
+                ),
+            )
+        })?),
+        None => None,
+    };
+    let pem = match (&raw.private_key, &raw.private_key_file) {
+        (Some(_), Some(_)) => {
+            return Err(fail(
+                "oauth.privateKey",
+                "give privateKey or privateKeyFile, not both".to_owned(),
+            ))
+        }
+        (Some(v), None) => Some(("oauth.privateKey", x("oauth.privateKey", v)?)),
+        (None, Some(f)) => {
+            let path = base.join(x("oauth.privateKeyFile", f)?);
+            let text = read_regular(&path, MAX_KEY_BYTES).map_err(|e| {
+                fail(
+                    "oauth.privateKeyFile",
+                    format!("cannot read the key file {}: {e}", path.display()),
+                )
+            })?;
+            Some(("oauth.privateKeyFile", text))
+        }
+        (None, None) => None,
+    };
+    if let Some((f, text)) = pem {
+        secrets.push(text.trim().to_owned());
+        let key = SigningKey::from_pem(&text, alg).map_err(|e| fail(f, e))?;
+        config.signing_key = Some(key);
+    } else if alg.is_some() {
+        return Err(fail(
+            "oauth.alg",
+            "alg is for a signing key: add privateKeyFile or privateKey, or remove alg".to_owned(),
+        ));
+    }
+    config.assertion = match (&raw.assertion, &raw.assertion_file) {
+        (Some(_), Some(_)) => {
+            return Err(fail(
+                "oauth.assertion",
+                "give assertion or assertionFile, not both".to_owned(),
+            ))
+        }
+        (Some(v), None) => {
+            let v = x("oauth.assertion", v)?;
+            secrets.push(v.trim().to_owned());
+            Some(AssertionSource::Value(v))
+        }
+        (None, Some(f)) => {
+            let path = base.join(x("oauth.assertionFile", f)?);
+            let source = AssertionSource::File(path);
+            // Checked now (a missing file is a mistake to tell at load); read again for every
+            // token request, as the platform rotates it.
+            source.read().map_err(|e| fail("oauth.assertionFile", e))?;
+            Some(source)
+        }
+        (None, None) => None,
+    };
+    if let Some(i) = &raw.issuer {
+        config.issuer = Some(x("oauth.issuer", i)?);
+    }
+    check_grant_inputs(config).map_err(|(f, m)| fail(f, m))
+}
+
+/// Whether the grant has what it needs and nothing it does not use: `(field, message)`.
+fn check_grant_inputs(c: &OAuthConfig) -> Result<(), (&'static str, String)> {
+    let grant = c.grant.name();
+    if c.assertion.is_some() && c.grant != GrantKind::JwtBearer {
+        return Err((
+            "oauth.assertion",
+            format!("a workload token is for grant \"jwt_bearer\", and this server's grant is \"{grant}\": set \"grant\": \"jwt_bearer\" or remove it"),
+        ));
+    }
+    match c.grant {
+        GrantKind::AuthorizationCode => Ok(()),
+        GrantKind::ClientCredentials => {
+            if c.client_id.is_none() {
+                return Err((
+                    "oauth.clientId",
+                    format!("grant \"{grant}\" needs clientId (the client registered at the authorization server)"),
+                ));
+            }
+            match (c.token_endpoint_auth.as_deref(), &c.signing_key, &c.client_secret) {
+                (Some("private_key_jwt") | None, Some(_), _) => Ok(()),
+                (Some("private_key_jwt"), None, _) => Err((
+                    "oauth.tokenEndpointAuth",
+                    "private_key_jwt needs privateKeyFile or privateKey".to_owned(),
+                )),
+                (_, _, Some(_)) => Ok(()),
+                _ => Err((
+                    "oauth.clientSecret",
+                    format!("grant \"{grant}\" needs the client's credentials: clientSecret (typically \"${{VAR}}\"), or privateKeyFile for private_key_jwt"),
+                )),
+            }
+        }
+        GrantKind::JwtBearer => {
+            if c.client_id.is_none() {
+                return Err((
+                    "oauth.clientId",
+                    format!("grant \"{grant}\" needs clientId (the client the workload is registered as)"),
+                ));
+            }
+            if c.assertion.is_none() {
+                return Err((
+                    "oauth.assertionFile",
+                    format!("grant \"{grant}\" needs the workload's token: assertionFile (the file the platform writes) or assertion (typically \"${{VAR}}\")"),
+                ));
+            }
+            if c.token_endpoint_auth.as_deref() == Some("private_key_jwt")
+                && c.signing_key.is_none()
+            {
+                return Err((
+                    "oauth.tokenEndpointAuth",
+                    "private_key_jwt needs privateKeyFile or privateKey".to_owned(),
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(grant: GrantKind, f: impl FnOnce(&mut OAuthConfig)) -> OAuthConfig {
+        let mut c = OAuthConfig {
+            grant,
+            ..OAuthConfig::default()
+        };
+        f(&mut c);
+        c
+    }
+
+    #[test]
+    fn each_grant_needs_its_inputs() {
+        use GrantKind::*;
+        assert!(check_grant_inputs(&with(AuthorizationCode, |_| {})).is_ok());
+        let e = check_grant_inputs(&with(ClientCredentials, |_| {})).unwrap_err();
+        assert_eq!(e.0, "oauth.clientId");
+        let e = check_grant_inputs(&with(ClientCredentials, |c| c.client_id = Some("c".into())))
+            .unwrap_err();
+        assert_eq!(e.0, "oauth.clientSecret");
+        let ok = with(ClientCredentials, |c| {
+            c.client_id = Some("c".into());
+            c.client_secret = Some("s".into());
+        });
+        assert!(check_grant_inputs(&ok).is_ok());
+        let e = check_grant_inputs(&with(ClientCredentials, |c| {
+            c.client_id = Some("c".into());
+            c.client_secret = Some("s".into());
+            c.token_endpoint_auth = Some("private_key_jwt".into());
+        }))
+        .unwrap_err();
+        assert_eq!(e.0, "oauth.tokenEndpointAuth");
+        let e = check_grant_inputs(&with(JwtBearer, |_| {})).unwrap_err();
+        assert_eq!(e.0, "oauth.clientId");
+        let e =
+            check_grant_inputs(&with(JwtBearer, |c| c.client_id = Some("w".into()))).unwrap_err();
+        assert_eq!(e.0, "oauth.assertionFile");
+        let wif = with(JwtBearer, |c| {
+            c.client_id = Some("w".into());
+            c.assertion = Some(AssertionSource::Value("a.b.c".into()));
+        });
+        assert!(check_grant_inputs(&wif).is_ok());
+        let e = check_grant_inputs(&with(AuthorizationCode, |c| {
+            c.assertion = Some(AssertionSource::Value("a.b.c".into()));
+        }))
+        .unwrap_err();
+        assert_eq!(e.0, "oauth.assertion");
+        assert!(!format!("{:?}", wif.assertion).contains("a.b.c"));
+    }
+}
