@@ -176,4 +176,7 @@ pub(super) struct RawOAuth {
     pub(super) client_metadata_url: Option<String>,
     #[serde(default)]
     pub(super) allow_origins: Vec<String>,
+    /// DPoP-bound tokens (RFC 9449): `true` always, `false` never, absent when offered.
+    #[serde(default)]
+    pub(super) dpop: Option<bool>,
 }

@@ -301,6 +301,7 @@ mod tests {
             issued_at: None,
             scopes: vec!["a".into()],
             wanted_scopes: Vec::new(),
+            dpop: None,
         }
     }
 

@@ -13,6 +13,7 @@
 //! the runtime only sees the trait. No token, code or verifier is ever logged or traced:
 //! [`Grant`]'s `Debug` redacts them.
 
+pub mod dpop;
 pub mod flow;
 pub mod parse;
 
@@ -40,6 +41,9 @@ pub struct OAuthConfig {
     /// link-local address, on another kind of private address than the MCP server's, or
     /// over plain http off loopback ([`flow::Guard`]).
     pub allow_origins: Vec<String>,
+    /// DPoP (RFC 9449) for this server's tokens (`"dpop"`): `Some(true)` always, `Some(false)`
+    /// never, `None` when the authorization server advertises it ([`dpop::wanted`]).
+    pub dpop: Option<bool>,
 }
 
 /// A registered client, for one issuer.
@@ -96,6 +100,10 @@ pub struct Grant {
     /// the next login asks for them too ([`OAuthSpec::login_scopes`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wanted_scopes: Vec<String>,
+    /// The DPoP key the tokens are bound to (their `token_type` was `DPoP`): every request
+    /// with them carries a proof made with it and `Authorization: DPoP`. `None`: bearer tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop: Option<dpop::Dpop>,
 }
 
 #[cfg(test)]
@@ -122,6 +130,7 @@ mod tests {
             issued_at: Some(now),
             scopes: Vec::new(),
             wanted_scopes: Vec::new(),
+            dpop: None,
         };
         assert!(!g.expiring(30));
         g.expires_at = Some(now + 20);
@@ -142,6 +151,7 @@ impl std::fmt::Debug for Grant {
             .field("client", &self.client)
             .field("scopes", &self.scopes)
             .field("expires_at", &self.expires_at)
+            .field("dpop", &self.dpop)
             .field(
                 "refresh_token",
                 &self.refresh_token.as_ref().map(|_| "[redacted]"),

@@ -18,12 +18,18 @@ pub struct Challenge {
 
 impl Challenge {
     /// The `Bearer` challenge's parameters, from a header value that may hold several
-    /// challenges; `None` when there is no `Bearer` challenge.
+    /// challenges, else the `DPoP` one's (a server that takes only DPoP-bound tokens, RFC
+    /// 9449 §7.1); `None` when there is neither.
     pub fn parse(header: &str) -> Option<Challenge> {
+        Self::parse_scheme(header, "bearer").or_else(|| Self::parse_scheme(header, "dpop"))
+    }
+
+    /// The parameters of the challenge of `scheme` (lowercase) in `header`.
+    pub fn parse_scheme(header: &str, scheme: &str) -> Option<Challenge> {
         let lower = header.to_ascii_lowercase();
-        let start = find_scheme(&lower, "bearer")?;
+        let start = find_scheme(&lower, scheme)?;
         let mut out = Challenge::default();
-        let rest = &header[start + "bearer".len()..];
+        let rest = &header[start + scheme.len()..];
         let mut s = rest;
         loop {
             s = s.trim_start_matches([' ', '\t', ',']);
