@@ -8,6 +8,7 @@ pub mod common;
 mod defects;
 mod descendants;
 mod doctor;
+mod dpop;
 mod engine;
 mod eras;
 mod features;

@@ -285,6 +285,10 @@ mod tests {
         let p = key
             .proof("POST", "https://rs.example/mcp?x=1#f", Some("tok"))
             .unwrap();
+        // What tests/suite/dpop.rs looks for in the output, the trace and session files.
+        assert!(
+            p.starts_with("eyJhbGciOiJFUzI1NiIsImp3ayI6eyJjcnYiOiJQLTI1NiIsImt0eSI6IkVDIiwieCI6")
+        );
         let h = part(&p, 0);
         assert_eq!(h["typ"], "dpop+jwt");
         assert_eq!(h["alg"], "ES256");
