@@ -34,7 +34,8 @@
           signature, typ, htm, htu, iat, a fresh jti, ath and the key the token is bound to; a
           refresh token is bound too), `Authorization: DPoP`, the 401 challenge is `DPoP ...`),
           --dpop-nonce (and a nonce: 400/401 `use_dpop_nonce` with `DPoP-Nonce` until a proof
-          carries it; the resource server's changes every --rs-nonce-every accepted requests);
+          carries it; the resource server's changes every --rs-nonce-every accepted requests;
+          --nonce-never as|rs: that server asks again whatever the proof carries);
           /stats then adds the proofs accepted, the nonce challenges, and every rejection's reason
 --tls DIR: serve HTTPS with a certificate for 127.0.0.1 signed by a fresh CA, whose
 certificate is written to DIR/ca.pem first (a client trusts it with SSL_CERT_FILE).
@@ -309,7 +310,7 @@ class Handler(BaseHTTPRequestHandler):
                     self.send_plain(400, json.dumps({"error": "invalid_dpop_proof", "error_description": why}),
                                     "application/json")
                     return True
-                if ARGS.dpop_nonce and nonce != AS_NONCE:
+                if ARGS.dpop_nonce and (nonce != AS_NONCE or ARGS.nonce_never == "as"):
                     with LOCK:
                         DPOP["as_nonce_challenges"] += 1
                     self.send_plain(400, json.dumps({"error": "use_dpop_nonce"}), "application/json",
@@ -397,14 +398,14 @@ class Handler(BaseHTTPRequestHandler):
             if ARGS.dpop_nonce:
                 with LOCK:
                     current = rs_nonce()
-                    if nonce == current:
+                    if nonce == current and ARGS.nonce_never != "rs":
                         DPOP["accepted_since"] += 1
                         if DPOP["accepted_since"] >= ARGS.rs_nonce_every:
                             DPOP["rs_nonce_n"] += 1
                             DPOP["accepted_since"] = 0
                     else:
                         DPOP["rs_nonce_challenges"] += 1
-                if nonce != current:
+                if nonce != current or ARGS.nonce_never == "rs":
                     self.send_plain(401, json.dumps({"error": "use_dpop_nonce"}), "application/json",
                                     headers=[("WWW-Authenticate", f'DPoP error="use_dpop_nonce", resource_metadata="{prm}"'),
                                              ("DPoP-Nonce", current)])
@@ -785,6 +786,8 @@ def main():
     ap.add_argument("--dpop-nonce", action="store_true", help="oauth --dpop: nonces required too")
     ap.add_argument("--rs-nonce-every", type=int, default=1000,
                     help="oauth --dpop-nonce: the resource server's nonce changes after this many requests")
+    ap.add_argument("--nonce-never", default="", choices=["", "as", "rs"],
+                    help="oauth --dpop-nonce: that server asks for a nonce whatever the proof carries")
     ARGS = ap.parse_args()
     global BARRIER
     BARRIER = threading.Barrier(max(ARGS.barrier, 1))

@@ -198,6 +198,49 @@ fn dpop_login_calls_and_refresh_with_server_nonces() {
     );
 }
 
+/// A server that asks for a nonce whatever the proof carries gets one retry per request,
+/// never more: at the token endpoint the login fails, at the MCP endpoint the request, each
+/// with an error that names what happened.
+#[test]
+fn a_server_that_always_wants_a_new_nonce_gets_one_retry() {
+    let case = DpopCase::new(
+        "as-never",
+        &["--dpop", "--dpop-nonce", "--nonce-never", "as"],
+        None,
+    );
+    let mut seen = String::new();
+    let (code, out, err) = case.run(&["mcp", "login", "o"], &mut seen);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.contains("asked for a DPoP nonce again after one retry"),
+        "{err}"
+    );
+    assert_eq!(case.stats()["as_nonce_challenges"], 2);
+
+    let case = DpopCase::new(
+        "rs-never",
+        &["--dpop", "--dpop-nonce", "--nonce-never", "rs"],
+        None,
+    );
+    let (code, out, err) = case.run(&["mcp", "login", "o"], &mut seen);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, out, err) = case.run(
+        &["mcp", "call", "o", "echo", "--args", r#"{"text":"x"}"#],
+        &mut seen,
+    );
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        err.contains("asked for a new DPoP nonce again after one retry"),
+        "{err}"
+    );
+    let s = case.stats();
+    let challenges = s["rs_nonce_challenges"].as_u64().unwrap();
+    assert!(
+        challenges % 2 == 0 && challenges <= 4,
+        "two per request, never more: {s}"
+    );
+}
+
 /// `"oauth": {"dpop": true}` in the config: proofs go out even though the authorization
 /// server does not advertise DPoP; it issues a bearer token, which is then used as one (no
 /// proofs); `"dpop": false` turns DPoP off where the server advertises it, and a server that
