@@ -8,6 +8,10 @@
 #   --requirements 2026-07-28  tests/conformance/expected-failures.2026-07-28.yml
 #   --suite backcompat         tests/conformance/expected-failures.backcompat.yml (the
 #                              2025-03-26 OAuth discovery: no protected resource metadata)
+# Then the extension scenarios no requirement set scores, each run explicitly (--scenario)
+# through the same `harness9 conformance`, judged against an empty baseline
+# (tests/conformance/expected-failures.extensions.yml):
+#   auth/dpop, auth/dpop-nonce  DPoP-bound tokens (RFC 9449), with server nonces
 # The runner fails a leg on an unexpected failure AND on a stale baseline entry (a listed
 # scenario that now passes): a fix must remove its entry, so a baseline can only shrink.
 # Results (checks.json, the client's stdout/stderr per scenario) and the runner's log are kept in
@@ -83,6 +87,26 @@ for rev in 2025-11-25 2026-07-28 backcompat; do
     failed=$((failed + 1))
     printf 'conformance: %s: FAILED (exit %s) in %s s; results and runner.log in %s\n' \
       "$rev" "$status" "$took" "$out"
+  fi
+done
+# The extension scenarios, one runner each (the list: the header above).
+extension_scenarios=(auth/dpop auth/dpop-nonce)
+out="$root/$conf/results/extensions"
+rm -rf "$out"
+mkdir -p "$out"
+for scenario in "${extension_scenarios[@]}"; do
+  log="$out/${scenario//\//-}.log"
+  status=0
+  "$runner" client --command "$bin -v conformance" --scenario "$scenario" \
+    --expected-failures "$root/$conf/expected-failures.extensions.yml" -o "$out" >"$log" 2>&1 || status=$?
+  grep -E "^(Passed|Total):" "$log" | tail -n 1 | sed "s|^|conformance: $scenario: |" || true
+  if [ "$status" = 0 ]; then
+    passed=$((passed + 1))
+    printf 'conformance: %s: passed\n' "$scenario"
+  else
+    failed=$((failed + 1))
+    tail -n 30 "$log"
+    printf 'conformance: %s: FAILED (exit %s); its log is %s\n' "$scenario" "$status" "$log"
   fi
 done
 # One line per leg above; this one counts the legs.
