@@ -140,6 +140,7 @@ fn dpop_login_calls_and_refresh_with_server_nonces() {
     let mut seen = String::new();
     let (code, out, err) = case.run(&["mcp", "login", "o"], &mut seen);
     assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("(refreshable) (DPoP-bound)"), "{out}");
     let s = case.stats();
     assert_eq!(s["rejected"], json!([]), "{s}");
     assert_eq!(
