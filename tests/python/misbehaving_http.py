@@ -36,6 +36,7 @@
           --dpop-nonce (and a nonce: 400/401 `use_dpop_nonce` with `DPoP-Nonce` until a proof
           carries it; the resource server's changes every --rs-nonce-every accepted requests;
           --nonce-never as|rs: that server asks again whatever the proof carries);
+          --authorized-away URL (an authorized POST to /mcp answers 307 to URL, another origin);
           /stats then adds the proofs accepted, the nonce challenges, and every rejection's reason
 --tls DIR: serve HTTPS with a certificate for 127.0.0.1 signed by a fresh CA, whose
 certificate is written to DIR/ca.pem first (a client trusts it with SSL_CERT_FILE).
@@ -501,6 +502,9 @@ class Handler(BaseHTTPRequestHandler):
         open_init = mode == "oauth" and ARGS.stateless and b'"initialize"' in raw
         if mode == "oauth" and not open_init and self.oauth_denied(raw):
             return
+        if mode == "oauth" and ARGS.authorized_away:
+            # Past the token (and proof) checks: sent on to another origin.
+            return self.send_plain(307, "", headers=[("Location", ARGS.authorized_away)])
         if mode == "oauth" and ARGS.stateless:
             try:
                 msg = json.loads(raw)
@@ -788,6 +792,8 @@ def main():
                     help="oauth --dpop-nonce: the resource server's nonce changes after this many requests")
     ap.add_argument("--nonce-never", default="", choices=["", "as", "rs"],
                     help="oauth --dpop-nonce: that server asks for a nonce whatever the proof carries")
+    ap.add_argument("--authorized-away", default="",
+                    help="oauth: an authorized POST to /mcp answers 307 to this URL")
     ARGS = ap.parse_args()
     global BARRIER
     BARRIER = threading.Barrier(max(ARGS.barrier, 1))

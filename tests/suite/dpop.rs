@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::common::*;
 use super::engine::Model;
-use super::http::{http_fixture, plain_http, Proc};
+use super::http::{free_port, http_fixture, plain_http, Proc};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -240,6 +240,42 @@ fn a_server_that_always_wants_a_new_nonce_gets_one_retry() {
         challenges % 2 == 0 && challenges <= 4,
         "two per request, never more: {s}"
     );
+}
+
+/// A server that sends an authorized request on to another origin (a 307 after the token and
+/// proof checks): the hop carries neither the token nor a proof (a proof is bound to its URL,
+/// and both stay on the server's origin).
+#[test]
+fn a_redirect_to_another_origin_carries_no_token_or_proof() {
+    let dir = temp_path(&format!("dpop-away-{}", free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = dir.join("bystander.jsonl");
+    let other = http_fixture("ok", &["--record", record.to_str().unwrap()]);
+    let away = format!("http://127.0.0.1:{}/mcp", other.port);
+    let case = DpopCase::new("away", &["--dpop", "--authorized-away", &away], None);
+    let mut seen = String::new();
+    let (code, out, err) = case.run(&["mcp", "login", "o"], &mut seen);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("(DPoP-bound)"), "{out}");
+    case.run(
+        &["mcp", "call", "o", "echo", "--args", r#"{"text":"x"}"#],
+        &mut seen,
+    );
+    let s = case.stats();
+    assert!(s["mcp_proofs"].as_u64().unwrap() >= 1, "{s}");
+    let got = std::fs::read_to_string(&record).unwrap_or_default();
+    assert!(!got.is_empty(), "the redirect was followed");
+    for line in got.lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        for (k, _) in r["headers"].as_object().unwrap() {
+            let k = k.to_ascii_lowercase();
+            assert!(
+                k != "authorization" && k != "dpop",
+                "{k} went to another origin: {r}"
+            );
+        }
+    }
+    assert!(!got.contains(PROOF_PREFIX), "{got}");
 }
 
 /// `"oauth": {"dpop": true}` in the config: proofs go out even though the authorization
