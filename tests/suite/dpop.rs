@@ -315,7 +315,8 @@ fn dpop_as_configured_per_server() {
 }
 
 /// An agent turn (`run -p` with the scripted model) calls the DPoP-protected server's tool:
-/// the session file, stdout, stderr and the trace hold no proof, key or token.
+/// the session file (and every other file of the run but the store), stdout, stderr and the
+/// trace hold no proof, key or token.
 #[test]
 fn no_dpop_secret_reaches_a_session_file() {
     let case = DpopCase::new("session", &["--dpop", "--dpop-nonce"], None);
@@ -348,9 +349,15 @@ fn no_dpop_secret_reaches_a_session_file() {
     let s = case.stats();
     assert_eq!(s["rejected"], json!([]), "{s}");
     assert!(s["mcp_proofs"].as_u64().unwrap() >= 1, "{s}");
+    // The session files, and every other file the run left in its directory and its home (a
+    // log, the tool cache, approvals), all but the token store itself.
     let mut sessions = String::new();
-    for e in walk(&case.dir.join("sessions")) {
-        sessions.push_str(&std::fs::read_to_string(e).unwrap_or_default());
+    let saved = walk(&case.dir.join("sessions"));
+    assert!(!saved.is_empty(), "the session was saved");
+    for e in walk(&case.dir).into_iter().filter(|p| *p != case.store) {
+        sessions.push_str(&String::from_utf8_lossy(
+            &std::fs::read(e).unwrap_or_default(),
+        ));
     }
     assert!(sessions.contains("hi"), "the session was saved: {sessions}");
     let all = format!(

@@ -514,6 +514,12 @@ mod tests {
         assert_eq!(c.scope, None);
         assert_eq!(Challenge::parse("Bearer").unwrap(), Challenge::default());
         assert!(Challenge::parse(r#"Basic realm="bearer""#).is_none());
+        // A server that takes only DPoP-bound tokens challenges with `DPoP` (RFC 9449 §7.1);
+        // with both, the `Bearer` one is read.
+        let c = Challenge::parse(r#"DPoP algs="ES256", resource_metadata="http://h/prm""#).unwrap();
+        assert_eq!(c.resource_metadata.as_deref(), Some("http://h/prm"));
+        let c = Challenge::parse(r#"DPoP error="use_dpop_nonce", Bearer scope="s""#).unwrap();
+        assert_eq!((c.scope.as_deref(), c.error), (Some("s"), None));
         let c = Challenge::parse(r#"Bearer scope="q\"x""#).unwrap();
         assert_eq!(c.scope.as_deref(), Some("q\"x"));
     }
