@@ -75,7 +75,7 @@ OAUTH = {"codes": {}, "access": {}, "refresh": {}, "n": 0, "logins": 0, "refresh
          "stepups": 0}
 # oauth --dpop: token -> the thumbprint of the key it is bound to, the jtis seen, the counts.
 DPOP = {"bound": {}, "jtis": set(), "token_proofs": 0, "mcp_proofs": 0, "as_nonce_challenges": 0,
-        "rs_nonce_challenges": 0, "rejected": [], "schemes": [], "rs_nonce_n": 0, "accepted_since": 0}
+        "rs_nonce_challenges": 0, "get_proofs": 0, "rejected": [], "schemes": [], "rs_nonce_n": 0, "accepted_since": 0}
 AS_NONCE = "as-nonce-1"
 
 
@@ -413,6 +413,8 @@ class Handler(BaseHTTPRequestHandler):
                     return True
             with LOCK:
                 DPOP["mcp_proofs"] += 1
+                if self.command == "GET":
+                    DPOP["get_proofs"] += 1
         if expiry is not None and expiry > time.time():
             try:
                 msg = json.loads(raw or b"{}")

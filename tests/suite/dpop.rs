@@ -199,6 +199,35 @@ fn dpop_login_calls_and_refresh_with_server_nonces() {
     );
 }
 
+/// A resource server whose nonce changes after every request: each request, the GET stream
+/// included, is challenged once and goes through on its one retry.
+#[test]
+fn each_request_gets_its_one_nonce_retry_get_stream_included() {
+    let case = DpopCase::new(
+        "every",
+        &["--dpop", "--dpop-nonce", "--rs-nonce-every", "1"],
+        None,
+    );
+    let mut seen = String::new();
+    let (code, out, err) = case.run(&["mcp", "login", "o"], &mut seen);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, out, err) = case.run(
+        &["mcp", "call", "o", "echo", "--args", r#"{"text":"each"}"#],
+        &mut seen,
+    );
+    assert_eq!((code, out.trim_end()), (Some(0), "each"), "{err}");
+    let s = case.stats();
+    assert_eq!(s["rejected"], json!([]), "{s}");
+    assert!(
+        s["get_proofs"].as_u64().unwrap() >= 1,
+        "the GET stream got through: {s}"
+    );
+    assert_eq!(
+        s["rs_nonce_challenges"], s["mcp_proofs"],
+        "one challenge per request: {s}"
+    );
+}
+
 /// A server that asks for a nonce whatever the proof carries gets one retry per request,
 /// never more: at the token endpoint the login fails, at the MCP endpoint the request, each
 /// with an error that names what happened.

@@ -33,7 +33,7 @@ pub(crate) struct AuthNeeded {
     challenge: Challenge,
     /// A `401` `use_dpop_nonce` to a DPoP-bound token (RFC 9449 §9): its nonce is noted, the
     /// request is sent once more with it.
-    nonce: bool,
+    pub(super) nonce: bool,
 }
 
 /// The grant of one connection and the lock of its flow.
