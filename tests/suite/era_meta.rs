@@ -109,17 +109,40 @@ fn assert_all_carry_meta(reqs: &[(Value, Option<String>)]) {
 }
 
 /// Streamable HTTP: a `server/discover` answer 2.5 s late (past the 2 s the probe used to
-/// wait before sending `initialize` beside it) is waited for: a slow answer is just slow.
+/// wait before sending `initialize` beside it) is waited for: a slow answer is only slow.
 #[test]
 fn a_slow_2026_http_server_sees_only_requests_with_its_meta_under_load() {
-    let dir = temp_path("meta-http");
+    let reqs = slow_http_server_received("meta-http", 2_500);
+    assert!(
+        !reqs.iter().any(|(m, _)| m["method"] == "initialize"),
+        "no initialize to a server that is only slow: {reqs:?}"
+    );
+    assert_all_carry_meta(&reqs);
+}
+
+/// Streamable HTTP: past the 10 s HTTP probe, `initialize` goes beside it, with the 2026
+/// `_meta` and an `MCP-Protocol-Version` that matches it.
+#[test]
+fn a_very_slow_2026_http_server_gets_an_initialize_with_its_meta() {
+    let reqs = slow_http_server_received("meta-http-10", 10_500);
+    assert!(
+        reqs.iter().any(|(m, _)| m["method"] == "initialize"),
+        "the fallback went out beside the probe: {reqs:?}"
+    );
+    assert_all_carry_meta(&reqs);
+}
+
+/// What a 2026-07-28-only HTTP server whose `server/discover` answer comes `delay_ms` late
+/// received while `mcp call` reached it with the cores loaded: its requests, with headers.
+fn slow_http_server_received(tag: &str, delay_ms: u64) -> Vec<(Value, Option<String>)> {
+    let dir = temp_path(tag);
     std::fs::create_dir_all(&dir).unwrap();
     let record = dir.join("received.jsonl");
     let server = http_fixture(
         "stateless-only",
         &[
             "--discover-delay",
-            "2500",
+            &delay_ms.to_string(),
             "--record",
             record.to_str().unwrap(),
         ],
@@ -149,12 +172,7 @@ fn a_slow_2026_http_server_sees_only_requests_with_its_meta_under_load() {
             Some((body, header))
         })
         .collect();
-    let reqs = requests(messages);
-    assert!(
-        !reqs.iter().any(|(m, _)| m["method"] == "initialize"),
-        "no initialize to a server that is only slow: {reqs:?}"
-    );
-    assert_all_carry_meta(&reqs);
+    requests(messages)
 }
 
 /// stdio: a server that ignores what it does not know must still be reached, so `initialize`
