@@ -201,4 +201,7 @@ pub(super) struct RawOAuth {
     /// The authorization server's issuer the credentials may go to.
     #[serde(default)]
     pub(super) issuer: Option<String>,
+    /// DPoP-bound tokens (RFC 9449): `true` always, `false` never, absent when offered.
+    #[serde(default)]
+    pub(super) dpop: Option<bool>,
 }

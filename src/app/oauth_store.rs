@@ -54,6 +54,8 @@ fn put(list: &mut Grants, grant: &Grant) {
         g.access_token.clear();
         g.refresh_token = None;
         g.expires_at = Some(0);
+        // Its DPoP key bound only those tokens: not kept past them.
+        g.dpop = None;
     }
     list.insert(grant.issuer.clone(), grant.clone());
 }
@@ -301,7 +303,22 @@ mod tests {
             issued_at: None,
             scopes: vec!["a".into()],
             wanted_scopes: Vec::new(),
+            dpop: None,
         }
+    }
+
+    #[test]
+    fn a_replaced_grant_keeps_no_dpop_key() {
+        let mut list = Grants::new();
+        let mut a = grant("http://a", "t1");
+        a.dpop = Some(harness9_actors::oauth::dpop::Dpop::generate().unwrap());
+        put(&mut list, &a);
+        assert!(current(&list).unwrap().dpop.is_some());
+        put(&mut list, &grant("http://b", "t2"));
+        assert!(
+            list["http://a"].dpop.is_none(),
+            "the key went with its tokens"
+        );
     }
 
     #[test]

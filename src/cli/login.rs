@@ -105,7 +105,7 @@ pub(super) async fn oauth_command(
         }
     };
     say!(
-        "Logged in to server \"{name}\" at {}; scopes granted: {}{}",
+        "Logged in to server \"{name}\" at {}; scopes granted: {}{}{}",
         clean_line(&grant.issuer),
         if grant.scopes.is_empty() {
             "(none)".to_owned()
@@ -114,6 +114,11 @@ pub(super) async fn oauth_command(
         },
         if grant.refresh_token.is_some() {
             " (refreshable)"
+        } else {
+            ""
+        },
+        if grant.dpop.is_some() {
+            " (DPoP-bound)"
         } else {
             ""
         }

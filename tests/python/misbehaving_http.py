@@ -29,7 +29,15 @@
           crlf|esc with --bad-token-on login|refresh (that grant's access token carries CR/LF or
           ESC), --expires-in N (the expires_in told, whatever --token-ttl is), --auth-endpoint
           STRING (the authorization endpoint its metadata names, e.g. `--evil` or
-          `file:///etc/passwd`)
+          `file:///etc/passwd`), --dpop (DPoP-bound tokens, RFC 9449: the metadata lists ES256,
+          every token request and MCP request must carry a valid proof (checked with PyJWT:
+          signature, typ, htm, htu, iat, a fresh jti, ath and the key the token is bound to; a
+          refresh token is bound too), `Authorization: DPoP`, the 401 challenge is `DPoP ...`),
+          --dpop-nonce (and a nonce: 400/401 `use_dpop_nonce` with `DPoP-Nonce` until a proof
+          carries it; the resource server's changes every --rs-nonce-every accepted requests;
+          --nonce-never as|rs: that server asks again whatever the proof carries);
+          --authorized-away URL (an authorized POST to /mcp answers 307 to URL, another origin);
+          /stats then adds the proofs accepted, the nonce challenges, and every rejection's reason
 --tls DIR: serve HTTPS with a certificate for 127.0.0.1 signed by a fresh CA, whose
 certificate is written to DIR/ca.pem first (a client trusts it with SSL_CERT_FILE).
 Prints `READY <port>` on stdout once listening. Endpoint: /mcp (legacy: /sse + /messages).
@@ -65,6 +73,50 @@ CALLS = [0]
 # scopes), refresh tokens -> scopes.
 OAUTH = {"codes": {}, "access": {}, "refresh": {}, "n": 0, "logins": 0, "refreshes": 0, "asked": [],
          "stepups": 0}
+# oauth --dpop: token -> the thumbprint of the key it is bound to, the jtis seen, the counts.
+DPOP = {"bound": {}, "jtis": set(), "token_proofs": 0, "mcp_proofs": 0, "as_nonce_challenges": 0,
+        "rs_nonce_challenges": 0, "get_proofs": 0, "rejected": [], "schemes": [], "rs_nonce_n": 0, "accepted_since": 0}
+AS_NONCE = "as-nonce-1"
+
+
+def rs_nonce():
+    return f"rs-nonce-{DPOP['rs_nonce_n']}"
+
+
+def check_proof(proof, htm, htu, token=None):
+    """The thumbprint of a valid DPoP proof's key, else (None, why)."""
+    import jwt  # PyJWT with cryptography: only this mode needs it
+    if not proof or "," in proof:
+        return None, "missing or several DPoP headers", None
+    try:
+        hdr = jwt.get_unverified_header(proof)
+        jwk = hdr.get("jwk") or {}
+        if hdr.get("typ") != "dpop+jwt" or hdr.get("alg") != "ES256" or "d" in jwk:
+            return None, "bad header " + json.dumps(hdr), None
+        key = jwt.PyJWK(jwk, algorithm="ES256").key
+        claims = jwt.decode(proof, key, algorithms=["ES256"], options={"verify_aud": False})
+    except Exception as e:  # noqa: BLE001 - any failure is a rejection
+        return None, f"does not verify: {e}", None
+    if claims.get("htm") != htm or claims.get("htu") != htu:
+        return None, f"htm/htu {claims.get('htm')} {claims.get('htu')} for {htm} {htu}", None
+    if abs(time.time() - claims.get("iat", 0)) > 60:
+        return None, "iat", None
+    with LOCK:
+        if claims.get("jti") in DPOP["jtis"]:
+            return None, "jti replayed", None
+        DPOP["jtis"].add(claims.get("jti"))
+    if token is not None:
+        ath = base64.urlsafe_b64encode(hashlib.sha256(token.encode()).digest()).rstrip(b"=").decode()
+        if claims.get("ath") != ath:
+            return None, "ath", None
+    canon = json.dumps({k: jwk[k] for k in ("crv", "kty", "x", "y")}, separators=(",", ":"), sort_keys=True)
+    jkt = base64.urlsafe_b64encode(hashlib.sha256(canon.encode()).digest()).rstrip(b"=").decode()
+    return jkt, None, claims.get("nonce")
+
+
+def dpop_reject(why):
+    with LOCK:
+        DPOP["rejected"].append(why)
 
 
 def base():
@@ -81,7 +133,7 @@ def issue_tokens(scopes, grant="login"):
         OAUTH["access"][access] = (time.time() + ARGS.token_ttl, scopes)
         OAUTH["refresh"][refresh] = scopes
     told = ARGS.token_ttl if ARGS.expires_in is None else ARGS.expires_in
-    return {"access_token": access, "token_type": "Bearer", "expires_in": told,
+    return {"access_token": access, "token_type": "DPoP" if ARGS.dpop else "Bearer", "expires_in": told,
             "refresh_token": refresh, "scope": " ".join(scopes)}
 
 
@@ -201,7 +253,9 @@ class Handler(BaseHTTPRequestHandler):
                 "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": ["none"],
                 "scopes_supported": ["mcp", "admin", "offline_access"],
-                "authorization_response_iss_parameter_supported": True}), "application/json")
+                "authorization_response_iss_parameter_supported": True,
+                **({"dpop_signing_alg_values_supported": ["ES256"]} if ARGS.dpop else {})}),
+                "application/json")
         elif url.path == "/authorize":
             q = {k: v[0] for k, v in parse_qs(url.query).items()}
             if q.get("code_challenge_method") != "S256" or q.get("resource") != base() + "/mcp":
@@ -220,7 +274,8 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 stats = {"logins": OAUTH["logins"], "refreshes": OAUTH["refreshes"],
                          "failed_refreshes": OAUTH.get("failed_refreshes", 0),
-                         "asked": OAUTH["asked"]}
+                         "asked": OAUTH["asked"],
+                         **{k: v for k, v in DPOP.items() if k not in ("jtis", "bound")}}
             self.send_plain(200, json.dumps(stats), "application/json")
         elif url.path.startswith("/.well-known/"):
             self.send_plain(404, "not found")
@@ -248,6 +303,28 @@ class Handler(BaseHTTPRequestHandler):
 
             if form.get("resource") != base() + "/mcp":
                 return bad("wrong resource")
+            jkt = None
+            if ARGS.dpop:
+                jkt, why, nonce = check_proof(self.headers.get("DPoP"), "POST", base() + "/token")
+                if jkt is None:
+                    dpop_reject("token: " + why)
+                    self.send_plain(400, json.dumps({"error": "invalid_dpop_proof", "error_description": why}),
+                                    "application/json")
+                    return True
+                if ARGS.dpop_nonce and (nonce != AS_NONCE or ARGS.nonce_never == "as"):
+                    with LOCK:
+                        DPOP["as_nonce_challenges"] += 1
+                    self.send_plain(400, json.dumps({"error": "use_dpop_nonce"}), "application/json",
+                                    headers=[("DPoP-Nonce", AS_NONCE)])
+                    return True
+                if form.get("grant_type") == "refresh_token":
+                    with LOCK:
+                        held = DPOP["bound"].get(form.get("refresh_token"))
+                    if held != jkt:
+                        dpop_reject("refresh with another key")
+                        return bad("refresh token bound to another key")
+                with LOCK:
+                    DPOP["token_proofs"] += 1
             if form.get("grant_type") == "authorization_code":
                 with LOCK:
                     challenge, redirect, scopes = OAUTH["codes"].pop(form.get("code"), (None, None, []))
@@ -276,7 +353,12 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 return bad("unsupported grant type")
             grant = "login" if form.get("grant_type") == "authorization_code" else "refresh"
-            self.send_plain(200, json.dumps(issue_tokens(scopes, grant)), "application/json")
+            tokens = issue_tokens(scopes, grant)
+            if jkt is not None:
+                with LOCK:
+                    DPOP["bound"][tokens["access_token"]] = jkt
+                    DPOP["bound"][tokens["refresh_token"]] = jkt
+            self.send_plain(200, json.dumps(tokens), "application/json")
         elif self.path == "/expire-all":
             with LOCK:
                 for token, (_, scopes) in list(OAUTH["access"].items()):
@@ -295,11 +377,44 @@ class Handler(BaseHTTPRequestHandler):
         """True (after a 401) unless the request carries a live access token; True after a 403
         `insufficient_scope` for a call of --admin-tool with a token without scope `admin`."""
         auth = self.headers.get("Authorization") or ""
-        token = auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+        scheme = "DPoP " if ARGS.dpop else "Bearer "
+        token = auth[len(scheme):] if auth.startswith(scheme) else None
         with LOCK:
             expiry, scopes = OAUTH["access"].get(token, (None, []))
         prm = ARGS.prm_url or "/.well-known/oauth-protected-resource/mcp"
         prm = base() + prm if prm.startswith("/") else prm
+        if ARGS.dpop and auth:
+            with LOCK:
+                DPOP["schemes"].append(auth.split(" ")[0])
+        if ARGS.dpop and expiry is not None and expiry > time.time():
+            path = self.path.split("?")[0].split("#")[0]
+            jkt, why, nonce = check_proof(self.headers.get("DPoP"), self.command, base() + path, token)
+            if jkt is not None and jkt != DPOP["bound"].get(token):
+                jkt, why = None, "proof key is not the token's"
+            if jkt is None:
+                dpop_reject(f"{self.command} {path}: {why}")
+                self.send_plain(401, json.dumps({"error": "invalid_dpop_proof"}), "application/json",
+                                headers=[("WWW-Authenticate", 'DPoP error="invalid_dpop_proof"')])
+                return True
+            if ARGS.dpop_nonce:
+                with LOCK:
+                    current = rs_nonce()
+                    if nonce == current and ARGS.nonce_never != "rs":
+                        DPOP["accepted_since"] += 1
+                        if DPOP["accepted_since"] >= ARGS.rs_nonce_every:
+                            DPOP["rs_nonce_n"] += 1
+                            DPOP["accepted_since"] = 0
+                    else:
+                        DPOP["rs_nonce_challenges"] += 1
+                if nonce != current or ARGS.nonce_never == "rs":
+                    self.send_plain(401, json.dumps({"error": "use_dpop_nonce"}), "application/json",
+                                    headers=[("WWW-Authenticate", f'DPoP error="use_dpop_nonce", resource_metadata="{prm}"'),
+                                             ("DPoP-Nonce", current)])
+                    return True
+            with LOCK:
+                DPOP["mcp_proofs"] += 1
+                if self.command == "GET":
+                    DPOP["get_proofs"] += 1
         if expiry is not None and expiry > time.time():
             try:
                 msg = json.loads(raw or b"{}")
@@ -327,7 +442,7 @@ class Handler(BaseHTTPRequestHandler):
                 return True
             return False
         self.send_plain(401, json.dumps({"error": "invalid_token"}), "application/json",
-                        headers=[("WWW-Authenticate", f'Bearer resource_metadata="{prm}", scope="{ARGS.challenge_scope}"')])
+                        headers=[("WWW-Authenticate", f'{scheme.strip()} resource_metadata="{prm}", scope="{ARGS.challenge_scope}"')])
         return True
 
     def do_GET(self):
@@ -389,6 +504,9 @@ class Handler(BaseHTTPRequestHandler):
         open_init = mode == "oauth" and ARGS.stateless and b'"initialize"' in raw
         if mode == "oauth" and not open_init and self.oauth_denied(raw):
             return
+        if mode == "oauth" and ARGS.authorized_away:
+            # Past the token (and proof) checks: sent on to another origin.
+            return self.send_plain(307, "", headers=[("Location", ARGS.authorized_away)])
         if mode == "oauth" and ARGS.stateless:
             try:
                 msg = json.loads(raw)
@@ -670,6 +788,14 @@ def main():
     ap.add_argument("--expires-in", type=int, default=None, help="oauth: expires_in told")
     ap.add_argument("--auth-endpoint", default="",
                     help="oauth: the authorization_endpoint its metadata names (any string)")
+    ap.add_argument("--dpop", action="store_true", help="oauth: DPoP-bound tokens, proofs checked")
+    ap.add_argument("--dpop-nonce", action="store_true", help="oauth --dpop: nonces required too")
+    ap.add_argument("--rs-nonce-every", type=int, default=1000,
+                    help="oauth --dpop-nonce: the resource server's nonce changes after this many requests")
+    ap.add_argument("--nonce-never", default="", choices=["", "as", "rs"],
+                    help="oauth --dpop-nonce: that server asks for a nonce whatever the proof carries")
+    ap.add_argument("--authorized-away", default="",
+                    help="oauth: an authorized POST to /mcp answers 307 to this URL")
     ARGS = ap.parse_args()
     global BARRIER
     BARRIER = threading.Barrier(max(ARGS.barrier, 1))

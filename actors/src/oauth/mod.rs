@@ -13,6 +13,7 @@
 //! the runtime only sees the trait. No token, code or verifier is ever logged or traced:
 //! [`Grant`]'s `Debug` redacts them.
 
+pub mod dpop;
 pub mod flow;
 pub mod jwt;
 pub mod parse;
@@ -55,6 +56,9 @@ pub struct OAuthConfig {
     /// The authorization server the client is registered with (`"issuer"`): a grant without a
     /// user sends its credentials to no other, whatever the MCP server's metadata names.
     pub issuer: Option<String>,
+    /// DPoP (RFC 9449) for this server's tokens (`"dpop"`): `Some(true)` always, `Some(false)`
+    /// never, `None` when the authorization server advertises it ([`dpop::wanted`]).
+    pub dpop: Option<bool>,
 }
 
 /// The OAuth grant a server's tokens come from.
@@ -212,6 +216,10 @@ pub struct Grant {
     /// the next login asks for them too ([`OAuthSpec::login_scopes`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wanted_scopes: Vec<String>,
+    /// The DPoP key the tokens are bound to (their `token_type` was `DPoP`): every request
+    /// with them carries a proof made with it and `Authorization: DPoP`. `None`: bearer tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop: Option<dpop::Dpop>,
 }
 
 #[cfg(test)]
@@ -238,6 +246,7 @@ mod tests {
             issued_at: Some(now),
             scopes: Vec::new(),
             wanted_scopes: Vec::new(),
+            dpop: None,
         };
         assert!(!g.expiring(30));
         g.expires_at = Some(now + 20);
@@ -258,6 +267,7 @@ impl std::fmt::Debug for Grant {
             .field("client", &self.client)
             .field("scopes", &self.scopes)
             .field("expires_at", &self.expires_at)
+            .field("dpop", &self.dpop)
             .field(
                 "refresh_token",
                 &self.refresh_token.as_ref().map(|_| "[redacted]"),

@@ -18,12 +18,18 @@ pub struct Challenge {
 
 impl Challenge {
     /// The `Bearer` challenge's parameters, from a header value that may hold several
-    /// challenges; `None` when there is no `Bearer` challenge.
+    /// challenges, else the `DPoP` one's (a server that takes only DPoP-bound tokens, RFC
+    /// 9449 §7.1); `None` when there is neither.
     pub fn parse(header: &str) -> Option<Challenge> {
+        Self::parse_scheme(header, "bearer").or_else(|| Self::parse_scheme(header, "dpop"))
+    }
+
+    /// The parameters of the challenge of `scheme` (lowercase) in `header`.
+    pub fn parse_scheme(header: &str, scheme: &str) -> Option<Challenge> {
         let lower = header.to_ascii_lowercase();
-        let start = find_scheme(&lower, "bearer")?;
+        let start = find_scheme(&lower, scheme)?;
         let mut out = Challenge::default();
-        let rest = &header[start + "bearer".len()..];
+        let rest = &header[start + scheme.len()..];
         let mut s = rest;
         loop {
             s = s.trim_start_matches([' ', '\t', ',']);
@@ -508,6 +514,12 @@ mod tests {
         assert_eq!(c.scope, None);
         assert_eq!(Challenge::parse("Bearer").unwrap(), Challenge::default());
         assert!(Challenge::parse(r#"Basic realm="bearer""#).is_none());
+        // A server that takes only DPoP-bound tokens challenges with `DPoP` (RFC 9449 §7.1);
+        // with both, the `Bearer` one is read.
+        let c = Challenge::parse(r#"DPoP algs="ES256", resource_metadata="http://h/prm""#).unwrap();
+        assert_eq!(c.resource_metadata.as_deref(), Some("http://h/prm"));
+        let c = Challenge::parse(r#"DPoP error="use_dpop_nonce", Bearer scope="s""#).unwrap();
+        assert_eq!((c.scope.as_deref(), c.error), (Some("s"), None));
         let c = Challenge::parse(r#"Bearer scope="q\"x""#).unwrap();
         assert_eq!(c.scope.as_deref(), Some("q\"x"));
     }

@@ -43,8 +43,13 @@ pub(super) use tool_list::ToolsListed;
 
 /// How long the `server/discover` probe may go unanswered before `initialize` is sent beside
 /// it (a legacy server may ignore unknown methods before `initialize`); the probe's answer is
-/// still taken if it comes first, or if `initialize` is refused.
+/// still taken if it comes first, or if `initialize` is refused. That `initialize` carries the
+/// probed revision's `_meta` too, so a slow stateless server sees no request without it.
 const DISCOVER_PROBE: Duration = Duration::from_secs(2);
+/// [`DISCOVER_PROBE`] for Streamable HTTP, where every POST is answered (an older server says
+/// so at once, with an error or a 4xx): a slow answer is only slow, as on a loaded machine,
+/// and is waited for this long (at most half the startup timeout).
+const HTTP_DISCOVER_PROBE: Duration = Duration::from_secs(10);
 
 /// One MCP server (one generation of it), over stdio or HTTP.
 pub struct McpServer {
@@ -353,7 +358,11 @@ impl Actor for McpServer {
         let choice = EraChoice {
             pinned: self.spec.protocol,
             hint: self.era_hint,
-            probe: DISCOVER_PROBE.min(self.spec.startup_timeout / 2),
+            probe: match self.spec.transport {
+                TransportSpec::Http { sse: false, .. } => HTTP_DISCOVER_PROBE,
+                _ => DISCOVER_PROBE,
+            }
+            .min(self.spec.startup_timeout / 2),
         };
         let fut = connect(
             ctx.address(),

@@ -278,6 +278,7 @@ fn build_spec(
                     o.and_then(|o| o.client_metadata_url.as_ref()),
                 )?,
                 allow_origins: o.map(|o| o.allow_origins.clone()).unwrap_or_default(),
+                dpop: o.and_then(|o| o.dpop),
                 ..OAuthConfig::default()
             };
             if let Some(s) = &config.client_secret {

@@ -48,6 +48,9 @@ pub struct ServerMetadata {
     /// The redirect carries `iss` (RFC 9207).
     #[serde(default)]
     pub authorization_response_iss_parameter_supported: bool,
+    /// The algorithms it takes DPoP proofs in (RFC 9449 §5.1): it issues DPoP-bound tokens.
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 /// What discovery found for a server.

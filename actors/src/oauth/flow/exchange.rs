@@ -7,7 +7,7 @@ use super::discovery::{Discovery, ServerMetadata};
 use super::{bounded, BODY_LIMIT, MIN_TOKEN_LIFETIME_SECS, REQUEST_TIMEOUT};
 use crate::net::snippet;
 use crate::oauth::jwt::{self, SigningKey};
-use crate::oauth::parse;
+use crate::oauth::{dpop, parse};
 use crate::oauth::{now_secs, Client, Grant};
 
 /// The error for a redirect answered to a request that carries credentials (`what`).
@@ -132,6 +132,42 @@ where
     .await
 }
 
+/// A token request (`what`, sent by `send` to `endpoint`): its status and body, bounded like
+/// [`credentialed_exchange`], a redirect refused; a `DPoP-Nonce` it carries is noted in `dpop`.
+async fn token_exchange<S>(
+    what: &str,
+    send: impl std::future::Future<
+        Output = Result<awc::ClientResponse<S>, awc::error::SendRequestError>,
+    >,
+    dpop: Option<&dpop::Dpop>,
+    endpoint: &str,
+) -> Result<(awc::http::StatusCode, bytes::Bytes), String>
+where
+    S: futures_util::Stream<Item = Result<bytes::Bytes, awc::error::PayloadError>> + Unpin,
+{
+    bounded(REQUEST_TIMEOUT, || what.to_owned(), async {
+        let mut resp = send.await.map_err(|e| format!("{what} failed: {e}"))?;
+        if let Some(e) = refused_redirect(&resp, what) {
+            return Err(e);
+        }
+        if let (Some(k), Some(n)) = (
+            dpop,
+            resp.headers()
+                .get("dpop-nonce")
+                .and_then(|v| v.to_str().ok()),
+        ) {
+            k.note_nonce(endpoint, n);
+        }
+        let body = resp
+            .body()
+            .limit(BODY_LIMIT)
+            .await
+            .map_err(|e| format!("reading the reply of {what} failed: {e}"))?;
+        Ok((resp.status(), body))
+    })
+    .await
+}
+
 /// The body of an OAuth endpoint's reply (bounded), or an error naming `what`, the status and
 /// the OAuth error it carries.
 async fn success_body<S>(
@@ -180,6 +216,9 @@ fn oauth_error(body: &[u8]) -> String {
 #[derive(Deserialize)]
 struct TokenResponse {
     access_token: String,
+    /// `Bearer` or `DPoP` (RFC 9449 §5).
+    #[serde(default)]
+    token_type: Option<String>,
     #[serde(default)]
     refresh_token: Option<String>,
     /// A number as RFC 6749 says, or a numeric string as some servers send.
@@ -221,17 +260,14 @@ pub(super) async fn token_request(
         form.append_pair(k, v);
     }
     form.append_pair("resource", &grant.resource);
-    let mut req = client
-        .post(&grant.token_endpoint)
-        .insert_header(("Accept", "application/json"))
-        .content_type("application/x-www-form-urlencoded");
+    let mut basic = None;
     match (c.auth_method.as_str(), &c.client_secret) {
         ("client_secret_basic", Some(secret)) => {
             let enc = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
             let pair = format!("{}:{}", enc(&c.client_id), enc(secret));
             use base64::Engine as _;
             let b = base64::engine::general_purpose::STANDARD.encode(pair);
-            req = req.insert_header(("Authorization", format!("Basic {b}")));
+            basic = Some(format!("Basic {b}"));
             // Also in the body: RFC 6749 allows it, and some servers (the Python SDK's among
             // them) look the client up by the body's `client_id` before reading the header.
             form.append_pair("client_id", &c.client_id);
@@ -257,9 +293,48 @@ pub(super) async fn token_request(
             form.append_pair("client_id", &c.client_id);
         }
     }
+    let form = form.finish();
     let endpoint = grant.token_endpoint.clone();
     let what = format!("the token request to {endpoint}");
-    let body = credentialed_exchange(&what, req.send_body(form.finish())).await?;
+    let dpop = grant.dpop.clone();
+    // One retry with the authorization server's nonce (RFC 9449 §8), never more.
+    let mut nonce_retried = false;
+    let body = loop {
+        let mut req = client
+            .post(&endpoint)
+            .insert_header(("Accept", "application/json"))
+            .content_type("application/x-www-form-urlencoded");
+        if let Some(b) = &basic {
+            req = req.insert_header(("Authorization", b.clone()));
+        }
+        if let Some(k) = &dpop {
+            req = req.insert_header(("DPoP", k.proof("POST", &endpoint, None)?));
+        }
+        let (status, body) =
+            token_exchange(&what, req.send_body(form.clone()), dpop.as_ref(), &endpoint).await?;
+        if status.is_success() {
+            break body;
+        }
+        if dpop.is_some() && dpop::as_wants_nonce(status.as_u16(), &body) {
+            if !nonce_retried
+                && dpop
+                    .as_ref()
+                    .is_some_and(|k| k.nonce_for(&endpoint).is_some())
+            {
+                nonce_retried = true;
+                continue;
+            }
+            return Err(format!(
+                "{what} asked for a DPoP nonce {}: giving up",
+                if nonce_retried {
+                    "again after one retry with the nonce it gave"
+                } else {
+                    "without giving a usable one (DPoP-Nonce)"
+                }
+            ));
+        }
+        return Err(format!("{what} got HTTP {status}: {}", oauth_error(&body)));
+    };
     let t: TokenResponse = serde_json::from_slice(&body)
         .map_err(|_| format!("the token reply of {endpoint} is not valid"))?;
     let problem = parse::access_token_problem(&t.access_token).or_else(|| {
@@ -271,6 +346,11 @@ pub(super) async fn token_request(
         return Err(format!(
             "the token endpoint {endpoint} issued {p}: not kept, a new login is needed"
         ));
+    }
+    if grant.dpop.is_some() && !dpop::bound(t.token_type.as_deref()) {
+        // A bearer token after all (RFC 9449 §5): it is sent as one, without proofs.
+        tracing::info!(target: "mcp", endpoint = %endpoint, "the token endpoint issued a bearer token, not a DPoP-bound one");
+        grant.dpop = None;
     }
     grant.access_token = t.access_token;
     if t.refresh_token.is_some() {

@@ -108,6 +108,20 @@ pub async fn login_with_paste(
     .await?;
     let issuer = d.server.issuer.clone();
     let cfg = &spec.config;
+    // The key of the grant this replaces, if it had one (a key per server, kept with its
+    // grant), else a new one, when DPoP is in use for this server.
+    let dpop = if crate::oauth::dpop::wanted(
+        cfg.dpop,
+        d.server.dpop_signing_alg_values_supported.as_deref(),
+        &issuer,
+    )? {
+        match spec.store.load(server_url).and_then(|g| g.dpop) {
+            Some(k) => Some(k),
+            None => Some(crate::oauth::dpop::Dpop::generate()?),
+        }
+    } else {
+        None
+    };
     let stored = spec.store.client(server_url, &issuer);
     let port = cfg
         .callback_port
@@ -240,6 +254,7 @@ pub async fn login_with_paste(
         issued_at: None,
         scopes: scopes.clone(),
         wanted_scopes: Vec::new(),
+        dpop,
     };
     token_request(
         &client,

@@ -75,6 +75,16 @@ pub async fn acquire(
         &[],
         d.server.scopes_supported.as_deref(),
     );
+    // DPoP as for a login: a key for this process's grant (tokens and key live in memory).
+    let dpop = if crate::oauth::dpop::wanted(
+        cfg.dpop,
+        d.server.dpop_signing_alg_values_supported.as_deref(),
+        &d.server.issuer,
+    )? {
+        Some(crate::oauth::dpop::Dpop::generate()?)
+    } else {
+        None
+    };
     let grant = Grant {
         issuer: d.server.issuer.clone(),
         token_endpoint: d.server.token_endpoint.clone(),
@@ -86,6 +96,7 @@ pub async fn acquire(
         issued_at: None,
         scopes,
         wanted_scopes: Vec::new(),
+        dpop,
     };
     renew(&client, spec, &grant).await
 }

@@ -119,7 +119,7 @@ pub(super) async fn connect(
             tracing::debug!(target: "mcp",
                 "server/discover unanswered after {} ms; trying initialize beside it",
                 choice.probe.as_millis());
-            return race(addr, max_tools, probe, &client).await;
+            return race(addr, max_tools, probe, version, &client).await;
         }
     };
     tracing::debug!(target: "mcp", "server/discover: {why}; using the handshake");
@@ -130,17 +130,21 @@ pub(super) async fn connect(
     handshake(addr, max_tools, v, &client).await
 }
 
-/// A probe still pending, and `initialize` beside it: the first success decides the era. A
-/// refused `initialize` (a stateless-only server) waits for the probe; a failed probe (a
-/// handshake server that refuses `server/discover` late) waits for `initialize`.
+/// A probe (at `probed`) still pending, and `initialize` beside it: the first success decides
+/// the era. That `initialize` also carries the `_meta` of `probed` (its revision, our
+/// capabilities and who we are; `_meta` is allowed in every revision's params), so a slow
+/// stateless server sees no request without them. A refused `initialize` (a stateless-only
+/// server) waits for the probe; a failed probe (a handshake server that refuses
+/// `server/discover` late) waits for `initialize`.
 async fn race(
     addr: Addr<McpServer>,
     max_tools: usize,
     probe: std::pin::Pin<&mut impl std::future::Future<Output = Result<Discovered, NotModern>>>,
+    probed: ProtocolVersion,
     client: &ClientSide,
 ) -> Result<Connected, String> {
     let mut probe = probe;
-    let init = initialize(addr.clone(), max_tools, LATEST, client);
+    let init = initialize(addr.clone(), max_tools, LATEST, Some(probed), client);
     tokio::pin!(init);
     tokio::select! {
         found = &mut probe => match found {
@@ -337,7 +341,7 @@ pub(super) async fn handshake(
     offer: ProtocolVersion,
     client: &ClientSide,
 ) -> Result<Connected, String> {
-    match initialize(addr.clone(), max_tools, offer, client).await {
+    match initialize(addr.clone(), max_tools, offer, None, client).await {
         Ok(h) => Ok(h),
         Err(InitFailed::Refused(e)) if e.code == UNSUPPORTED_PROTOCOL_VERSION => {
             let version = mutual(&supported_of(&e))
@@ -353,11 +357,13 @@ pub(super) async fn handshake(
     }
 }
 
-/// `initialize`, `notifications/initialized`, the first `tools/list`.
+/// `initialize` (with the stateless `_meta` of `meta_of`, when sent beside a probe at that
+/// revision), `notifications/initialized`, the first `tools/list`.
 async fn initialize(
     addr: Addr<McpServer>,
     max_tools: usize,
     offer: ProtocolVersion,
+    meta_of: Option<ProtocolVersion>,
     client: &ClientSide,
 ) -> Result<Connected, InitFailed> {
     let params = InitializeParams {
@@ -365,7 +371,7 @@ async fn initialize(
         capabilities: &client.capabilities,
         client_info: server_requests::client_info(),
     };
-    let rpc = Rpc::new::<Initialize>(Some(&params), None)
+    let rpc = Rpc::new::<Initialize>(Some(&params), meta_of)
         .map_err(|e| InitFailed::Other(e.to_string()))?;
     let raw = match rpc_raw(&addr, rpc).await {
         Ok(raw) => raw,

@@ -742,6 +742,8 @@ impl Conn {
     /// The optional GET stream for server-initiated messages; resumed with `Last-Event-ID`.
     async fn get_stream(self: Rc<Self>, mut ready: Option<tokio::sync::oneshot::Sender<()>>) {
         let mut parser = SseParser::new(self.target.max);
+        // One retry with a DPoP nonce the server asks for (`use_dpop_nonce`), as for a POST.
+        let mut nonce_retried = false;
         loop {
             let mut req = self.request(awc::http::Method::GET, &self.target.url, true, &[]);
             req = req.insert_header(("Accept", "text/event-stream"));
@@ -753,7 +755,17 @@ impl Conn {
                 let _ = r.send(());
             }
             let mut resp = match sent {
-                Ok(r) if r.status().is_success() => r,
+                Ok(r) if r.status().is_success() => {
+                    nonce_retried = false;
+                    r
+                }
+                Ok(r) if !nonce_retried && self.auth_needed(&r).is_some_and(|n| n.nonce) => {
+                    if let Some(a) = &self.auth {
+                        a.note_nonce(&self.target.url, r.headers());
+                    }
+                    nonce_retried = true;
+                    continue;
+                }
                 Ok(r) => {
                     tracing::debug!(target: "mcp", server = %self.target.name, status = r.status().as_u16(), "no GET stream");
                     return;

@@ -31,6 +31,9 @@ const EXPIRY_MARGIN_SECS: u64 = 30;
 pub(crate) struct AuthNeeded {
     status: StatusCode,
     challenge: Challenge,
+    /// A `401` `use_dpop_nonce` to a DPoP-bound token (RFC 9449 §9): its nonce is noted, the
+    /// request is sent once more with it.
+    pub(super) nonce: bool,
 }
 
 /// The grant of one connection and the lock of its flow.
@@ -66,6 +69,51 @@ impl Auth {
     /// The access token in use.
     pub(super) fn token(&self) -> Option<String> {
         self.grant.borrow().as_ref().map(|g| g.access_token.clone())
+    }
+
+    /// The headers that authorize a `method` request to `url` (on the server's origin: the
+    /// caller checks) for `server`: `Authorization: Bearer`, or for a DPoP-bound token
+    /// `Authorization: DPoP` and a fresh proof for this method and URL (RFC 9449 §7.1).
+    pub(super) fn headers(
+        &self,
+        server: &str,
+        method: &str,
+        url: &str,
+    ) -> Vec<(&'static str, String)> {
+        let grant = self.grant.borrow();
+        let Some(g) = grant.as_ref().filter(|g| !g.access_token.is_empty()) else {
+            return Vec::new();
+        };
+        let t = &g.access_token;
+        let Some(key) = &g.dpop else {
+            return vec![("Authorization", format!("Bearer {t}"))];
+        };
+        match key.proof(method, url, Some(t)) {
+            Ok(proof) => vec![("Authorization", format!("DPoP {t}")), ("DPoP", proof)],
+            Err(e) => {
+                tracing::warn!(target: "mcp", server = %server, "no DPoP proof: {e}");
+                vec![("Authorization", format!("DPoP {t}"))]
+            }
+        }
+    }
+
+    /// Notes the `DPoP-Nonce` of a response from `url` (on the server's origin), when the
+    /// grant is DPoP-bound.
+    pub(super) fn note_nonce(&self, url: &str, headers: &awc::http::header::HeaderMap) {
+        let Some(n) = headers.get("dpop-nonce").and_then(|v| v.to_str().ok()) else {
+            return;
+        };
+        if let Some(key) = self.grant.borrow().as_ref().and_then(|g| g.dpop.as_ref()) {
+            key.note_nonce(url, n);
+        }
+    }
+
+    /// Whether the grant's tokens are DPoP-bound.
+    fn dpop(&self) -> bool {
+        self.grant
+            .borrow()
+            .as_ref()
+            .is_some_and(|g| g.dpop.is_some())
     }
 
     /// The store's grant when another process (a second harness9 sharing the store) saved a
@@ -144,16 +192,22 @@ impl Conn {
         if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
             return None;
         }
-        let challenge = resp
-            .headers()
-            .get_all("www-authenticate")
-            .filter_map(|v| v.to_str().ok())
-            .find_map(Challenge::parse)
-            .unwrap_or_default();
+        let challenges = || {
+            resp.headers()
+                .get_all("www-authenticate")
+                .filter_map(|v| v.to_str().ok())
+        };
+        let challenge = challenges().find_map(Challenge::parse).unwrap_or_default();
         if status == StatusCode::FORBIDDEN && !challenge.insufficient_scope() {
             return None;
         }
-        Some(AuthNeeded { status, challenge })
+        let nonce = self.auth.as_ref().is_some_and(Auth::dpop)
+            && crate::oauth::dpop::rs_wants_nonce(status.as_u16(), challenges());
+        Some(AuthNeeded {
+            status,
+            challenge,
+            nonce,
+        })
     }
 
     /// The error of a request that needs a login nobody will do here.
@@ -191,6 +245,7 @@ impl Conn {
         extra: &[(String, String)],
     ) -> Result<(), Failure> {
         let mut rounds = 0;
+        let mut nonce_retried = false;
         loop {
             let sent = match &self.auth {
                 Some(a) => {
@@ -219,6 +274,21 @@ impl Conn {
                 f.step_up = needed.status == StatusCode::FORBIDDEN;
                 f
             };
+            if needed.nonce {
+                // The server's nonce was noted from this reply (`send_following`): one more
+                // try with it, never more (a server cannot keep a request going round).
+                if nonce_retried {
+                    return Err(super::fail(
+                        format!(
+                            "server \"{}\" asked for a new DPoP nonce again after one retry with the nonce it gave",
+                            self.target.name
+                        ),
+                        false,
+                    ));
+                }
+                nonce_retried = true;
+                continue;
+            }
             if rounds >= MAX_ROUNDS_PER_REQUEST {
                 return Err(login_failure(format!(
                     "{error} (still refused after {rounds} authorization attempts)"
@@ -413,6 +483,7 @@ mod tests {
             issued_at: None,
             scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
             wanted_scopes: Vec::new(),
+            dpop: None,
         }
     }
 

@@ -42,7 +42,7 @@ impl Conn {
     ) -> awc::ClientRequest {
         let mut req = self
             .client
-            .request(method, url)
+            .request(method.clone(), url)
             .insert_header(("Accept", "application/json, text/event-stream"))
             .timeout(self.target.request_timeout);
         // Nearly every request goes to the configured URL itself: no parsing then.
@@ -51,10 +51,13 @@ impl Conn {
                 req = req.insert_header((k.as_str(), v.as_str()));
             }
         }
-        // The OAuth token goes to the server's origin only, like the configured headers.
-        if let Some(t) = self.auth.as_ref().and_then(|a| a.token()) {
+        // The OAuth token (and its DPoP proof, made for this method and URL) goes to the
+        // server's origin only, like the configured headers.
+        if let Some(a) = &self.auth {
             if url == self.target.url || same_origin(url, &self.target.url) {
-                req = req.insert_header(("Authorization", format!("Bearer {t}")));
+                for (k, v) in a.headers(&self.target.name, method.as_str(), url) {
+                    req = req.insert_header((k, v));
+                }
             }
         }
         if with_session {
@@ -104,6 +107,11 @@ impl Conn {
                 }
             }
             .map_err(|e| self.send_error(e))?;
+            if let Some(a) = &self.auth {
+                if url == self.target.url || same_origin(&url, &self.target.url) {
+                    a.note_nonce(&url, resp.headers());
+                }
+            }
             let status = resp.status();
             if !status.is_redirection() || status == StatusCode::NOT_MODIFIED {
                 return Ok(resp);
