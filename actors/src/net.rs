@@ -1,5 +1,6 @@
 //! HTTP helpers shared by the runtime's HTTP transports and the model client: the one rustls
-//! crypto provider and TLS settings (built-in web roots plus `SSL_CERT_FILE`), the short form
+//! crypto provider and TLS settings (built-in web roots plus `SSL_CERT_FILE`), a URL's origin
+//! (OAuth's guard, DPoP's nonces, redirects, the telemetry breaker), the short form
 //! of a body that error messages quote, and the OS's random bytes (OAuth's PKCE and `state`,
 //! `run --json`'s session id).
 
@@ -98,6 +99,28 @@ pub fn content_type(headers: &awc::http::header::HeaderMap) -> String {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_ascii_lowercase()
+}
+
+/// `scheme://host:port` of an http(s) URL, lowercased, the default port explicit, and its host
+/// (IPv6 without brackets) and port; `None` for anything else.
+pub fn origin_of(url: &str) -> Option<(String, String, u16)> {
+    let uri = url.parse::<awc::http::Uri>().ok()?;
+    let scheme = uri.scheme_str()?.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    let host = uri.host()?.to_ascii_lowercase();
+    if host.is_empty() {
+        return None;
+    }
+    let port = uri
+        .port_u16()
+        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+    let bare = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    Some((format!("{scheme}://{host}:{port}"), bare, port))
 }
 
 #[cfg(test)]

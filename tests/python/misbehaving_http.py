@@ -63,6 +63,8 @@ TOOLS = [
 
 ARGS = None
 BARRIER = None
+# Set when a GET stream got through (oauth --dpop): `echo` with "after_get" answers after it.
+GOT_GET = threading.Event()
 SESSIONS = set()
 INITIALIZED = set()
 LEGACY = {}  # session -> queue of outgoing SSE payloads
@@ -161,6 +163,8 @@ def answer(msg):
     elif method == "tools/call":
         name, args = params.get("name"), params.get("arguments") or {}
         if name == "echo":
+            if args.get("after_get"):
+                GOT_GET.wait(10)
             text = str(args.get("text", ""))
         elif name == "big":
             text = "x" * int(args.get("bytes", 0))
@@ -399,6 +403,13 @@ class Handler(BaseHTTPRequestHandler):
             if ARGS.dpop_nonce:
                 with LOCK:
                     current = rs_nonce()
+                    # --rs-challenge-first-get: the first GET is asked for the nonce it carries,
+                    # so the GET stream's one retry is exercised whatever else runs beside it.
+                    first_get = (self.command == "GET" and ARGS.rs_challenge_first_get
+                                 and not DPOP.get("first_get_challenged"))
+                    if first_get:
+                        DPOP["first_get_challenged"] = True
+                        nonce = None
                     if nonce == current and ARGS.nonce_never != "rs":
                         DPOP["accepted_since"] += 1
                         if DPOP["accepted_since"] >= ARGS.rs_nonce_every:
@@ -415,6 +426,7 @@ class Handler(BaseHTTPRequestHandler):
                 DPOP["mcp_proofs"] += 1
                 if self.command == "GET":
                     DPOP["get_proofs"] += 1
+                    GOT_GET.set()
         if expiry is not None and expiry > time.time():
             try:
                 msg = json.loads(raw or b"{}")
@@ -790,6 +802,8 @@ def main():
                     help="oauth: the authorization_endpoint its metadata names (any string)")
     ap.add_argument("--dpop", action="store_true", help="oauth: DPoP-bound tokens, proofs checked")
     ap.add_argument("--dpop-nonce", action="store_true", help="oauth --dpop: nonces required too")
+    ap.add_argument("--rs-challenge-first-get", action="store_true",
+                    help="oauth --dpop-nonce: the first GET stream is asked for a nonce once")
     ap.add_argument("--rs-nonce-every", type=int, default=1000,
                     help="oauth --dpop-nonce: the resource server's nonce changes after this many requests")
     ap.add_argument("--nonce-never", default="", choices=["", "as", "rs"],

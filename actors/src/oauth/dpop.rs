@@ -185,13 +185,7 @@ pub fn ath(access_token: &str) -> String {
 
 /// `scheme://host:port` of `url` (the scheme's default port made explicit), lowercase.
 pub fn origin(url: &str) -> Option<String> {
-    let uri = url.parse::<awc::http::Uri>().ok()?;
-    let scheme = uri.scheme_str()?.to_ascii_lowercase();
-    let host = uri.host()?.to_ascii_lowercase();
-    let port = uri
-        .port_u16()
-        .unwrap_or(if scheme == "https" { 443 } else { 80 });
-    Some(format!("{scheme}://{host}:{port}"))
+    crate::net::origin_of(url).map(|o| o.0)
 }
 
 /// A nonce RFC 9449 allows (`1*NQCHAR`), at most [`MAX_NONCE_LEN`] long.

@@ -354,27 +354,7 @@ pub fn address_allowed(to: AddrKind, server: AddrKind) -> bool {
     }
 }
 
-/// `scheme://host:port` of an http(s) URL, lowercased, the default port explicit, and its host
-/// (IPv6 without brackets) and port; `None` for anything else.
-pub fn origin_of(url: &str) -> Option<(String, String, u16)> {
-    let uri = url.parse::<awc::http::Uri>().ok()?;
-    let scheme = uri.scheme_str()?.to_ascii_lowercase();
-    if scheme != "http" && scheme != "https" {
-        return None;
-    }
-    let host = uri.host()?.to_ascii_lowercase();
-    if host.is_empty() {
-        return None;
-    }
-    let port = uri
-        .port_u16()
-        .unwrap_or(if scheme == "https" { 443 } else { 80 });
-    let bare = host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_owned();
-    Some((format!("{scheme}://{host}:{port}"), bare, port))
-}
+pub use crate::net::origin_of;
 
 /// Unpadded base64url.
 pub fn b64url(bytes: &[u8]) -> String {

@@ -121,12 +121,9 @@ pub fn exit_bound(origins: &[String]) -> Duration {
 }
 
 /// `scheme://host:port` of `url` (the port explicit), the breaker's key; `None` when it does
-/// not parse as one.
+/// not parse as an http(s) URL.
 pub fn origin(url: &str) -> Option<String> {
-    let u = url::Url::parse(url).ok()?;
-    let host = u.host_str()?.to_ascii_lowercase();
-    let port = u.port_or_known_default()?;
-    Some(format!("{}://{host}:{port}", u.scheme()))
+    crate::net::origin_of(url).map(|o| o.0)
 }
 
 #[cfg(test)]

@@ -14,19 +14,9 @@ const MAX_REDIRECTS: usize = 5;
 
 type Response = awc::ClientResponse;
 
-/// `scheme://host:port` of a URL, with the scheme's default port made explicit.
-fn origin(url: &str) -> Option<(String, String, u16)> {
-    let uri = url.parse::<awc::http::Uri>().ok()?;
-    let scheme = uri.scheme_str()?.to_ascii_lowercase();
-    let host = uri.host()?.to_ascii_lowercase();
-    let port = uri
-        .port_u16()
-        .unwrap_or(if scheme == "https" { 443 } else { 80 });
-    Some((scheme, host, port))
-}
-
 /// Whether two URLs share scheme, host and port.
 pub(super) fn same_origin(a: &str, b: &str) -> bool {
+    let origin = |u: &str| crate::net::origin_of(u).map(|o| o.0);
     matches!((origin(a), origin(b)), (Some(x), Some(y)) if x == y)
 }
 
