@@ -126,9 +126,14 @@ async fn an_edit_of_a_file_changed_since_the_model_saw_it_is_refused() {
     let b = start(&dir, BuiltinOptions::default());
     let (_, err) = call(&b, "read_file", json!({"path": "a.txt"})).await;
     assert!(!err);
-    // Someone else changes it (same size: the stamp's mtime or hash must tell).
-    std::thread::sleep(Duration::from_millis(20));
+    // Someone else changes it (same size: the stamp's mtime or hash must tell). Its time is
+    // set a minute on, not waited for: a coarse file-system clock cannot hide the change.
     dir.write("a.txt", "alpha\nBETA\n");
+    std::fs::File::options()
+        .write(true)
+        .open(dir.0.join("a.txt"))
+        .and_then(|f| f.set_modified(std::time::SystemTime::now() + Duration::from_secs(60)))
+        .unwrap();
     let (out, err) = call(&b, "edit_file", edit("a.txt", "alpha", "gamma")).await;
     assert!(err);
     assert!(
