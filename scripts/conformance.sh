@@ -54,11 +54,12 @@ case "$bin" in
   *" "*) echo "conformance: the harness9 path has a space, which the runner cannot run: $bin" >&2; exit 1 ;;
 esac
 
-# The auth extensions' client scenarios (client credentials, workload identity, DPoP with
-# server nonces), run one by one.
+# The auth extensions' client scenarios (client credentials, enterprise-managed authorization,
+# workload identity, DPoP with server nonces), run one by one.
 extension_scenarios=(
   auth/client-credentials-basic
   auth/client-credentials-jwt
+  auth/enterprise-managed-authorization
   auth/wif-jwt-bearer
   auth/dpop
   auth/dpop-nonce

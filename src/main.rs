@@ -310,6 +310,13 @@ fn main() -> ExitCode {
         Ok(mode) => opts.runtime.shell = mode,
         Err(e) => return fail(json, &e.to_string(), 2, started),
     }
+    match harness9::agent::model::settings::enterprise_idp(&opts.model, &mut opts.runtime.warnings)
+        .map_err(|e| e.to_string())
+        .and_then(|s| s.map(harness9::app::config::enterprise_idp).transpose())
+    {
+        Ok(idp) => opts.runtime.entries.enterprise_idp = idp,
+        Err(e) => return fail(json, &e, 2, started),
+    }
     // A project's `provider` and `base_url`s are ignored (`settings::resolve`): said here.
     if let Err(e) =
         harness9::agent::model::settings::project_endpoint(&opts.model, &mut opts.runtime.warnings)

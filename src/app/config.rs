@@ -24,6 +24,7 @@ mod scan;
 
 use build::{build, held_transport, validate, written_form, Lookups};
 pub use expand::expand;
+pub use grant::enterprise_idp;
 pub use read::{read_regular, MAX_CONFIG_BYTES};
 use scan::{bare, line_col, server_positions};
 

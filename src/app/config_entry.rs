@@ -66,12 +66,16 @@ pub struct EntryDefaults {
     /// Where HTTP servers' OAuth grants are kept (one store per process, so its lock
     /// serializes every read-modify-write of the file).
     pub oauth_store: std::sync::Arc<dyn harness9_actors::oauth::TokenStore>,
+    /// The enterprise identity provider of the `enterprise` grant (`[enterprise_idp]` of the
+    /// user's own settings).
+    pub enterprise_idp: Option<harness9_actors::oauth::IdpConfig>,
 }
 
 impl fmt::Debug for EntryDefaults {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EntryDefaults")
             .field("sandbox", &self.sandbox)
+            .field("enterprise_idp", &self.enterprise_idp)
             .finish_non_exhaustive()
     }
 }
@@ -83,6 +87,7 @@ impl EntryDefaults {
         Self {
             sandbox: None,
             oauth_store: super::oauth_store::default_store(),
+            enterprise_idp: None,
         }
     }
 
@@ -92,6 +97,7 @@ impl EntryDefaults {
         Self {
             sandbox: None,
             oauth_store: std::sync::Arc::new(harness9_actors::oauth::MemoryStore::default()),
+            enterprise_idp: None,
         }
     }
 }

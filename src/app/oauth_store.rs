@@ -304,6 +304,7 @@ mod tests {
             scopes: vec!["a".into()],
             wanted_scopes: Vec::new(),
             dpop: None,
+            id_token: None,
         }
     }
 

@@ -55,6 +55,8 @@ struct Driver {
     exe: PathBuf,
     dir: PathBuf,
     config: PathBuf,
+    /// The user's settings file of the run (`--settings`), if the scenario needs one.
+    settings: Option<PathBuf>,
     deadline: Instant,
     verbose: bool,
 }
@@ -80,6 +82,11 @@ impl Driver {
         cmd.args(args)
             .arg("--config")
             .arg(&self.config)
+            .args(
+                self.settings
+                    .iter()
+                    .flat_map(|s| [std::ffi::OsStr::new("--settings"), s.as_os_str()]),
+            )
             .env("HARNESS9_OAUTH_STORE", self.dir.join("oauth.json"))
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env(
@@ -172,10 +179,16 @@ pub async fn run(opts: &SessionOptions, args: &ConformanceArgs) -> anyhow::Resul
             .with_context(|| format!("cannot write {}", path.display()))
     };
     let mut env = Vec::new();
-    let oauth = match unattended_oauth(&scenario) {
+    let mut settings = None;
+    let oauth = match unattended_oauth(&scenario, &dir) {
         Some(u) => {
             for (file, text) in &u.files {
                 write(&dir.join(file), text)?;
+            }
+            if let Some(text) = &u.settings {
+                let path = dir.join("config.toml");
+                write(&path, text)?;
+                settings = Some(path);
             }
             env = u.env;
             Some(u.oauth)
@@ -189,6 +202,7 @@ pub async fn run(opts: &SessionOptions, args: &ConformanceArgs) -> anyhow::Resul
         exe: std::env::current_exe().context("cannot find the harness9 binary")?,
         dir: dir.clone(),
         config,
+        settings,
         deadline: started + RUN_BUDGET,
         verbose: opts.verbose > 0,
     };
@@ -296,6 +310,8 @@ struct Unattended {
     oauth: Value,
     files: Vec<(&'static str, String)>,
     env: Vec<(String, String)>,
+    /// The user's settings file (TOML), for a grant that reads it (`[enterprise_idp]`).
+    settings: Option<String>,
 }
 
 /// The variable a client secret is kept in, as a CI job keeps it.
@@ -304,8 +320,11 @@ const SECRET_VAR: &str = "HARNESS9_CONFORMANCE_CLIENT_SECRET";
 /// The config of the scenarios whose grant needs no user, from `MCP_CONFORMANCE_CONTEXT`:
 /// client credentials with a secret in a variable (`client-credentials-basic`), or with a
 /// private key in a file (`client-credentials-jwt`); the JWT bearer grant with the
-/// workload's token in a file, as a platform writes it (`wif-jwt-bearer`).
-fn unattended_oauth(scenario: &str) -> Option<Unattended> {
+/// workload's token in a file, as a platform writes it (`wif-jwt-bearer`); the enterprise
+/// grant with the IdP in the user's settings and the user's ID token in the file an SSO tool
+/// keeps (`enterprise-managed-authorization`: the suite's IdP has no login page, it hands the
+/// client an ID token).
+fn unattended_oauth(scenario: &str, dir: &std::path::Path) -> Option<Unattended> {
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|c| serde_json::from_str(&c).ok())
@@ -322,6 +341,7 @@ fn unattended_oauth(scenario: &str) -> Option<Unattended> {
             }),
             files: Vec::new(),
             env: vec![(SECRET_VAR.to_owned(), s("client_secret")?)],
+            settings: None,
         }),
         "auth/client-credentials-jwt" => {
             let mut oauth = json!({
@@ -337,6 +357,7 @@ fn unattended_oauth(scenario: &str) -> Option<Unattended> {
                 oauth,
                 files: vec![("client-key.pem", s("private_key_pem")?)],
                 env: Vec::new(),
+                settings: None,
             })
         }
         "auth/wif-jwt-bearer" => Some(Unattended {
@@ -347,7 +368,29 @@ fn unattended_oauth(scenario: &str) -> Option<Unattended> {
             }),
             files: vec![("workload-token", s("valid_jwt")?)],
             env: Vec::new(),
+            settings: None,
         }),
+        "auth/enterprise-managed-authorization" => {
+            let mut idp = toml::Table::new();
+            idp.insert("issuer".into(), s("idp_issuer")?.into());
+            idp.insert("client_id".into(), s("idp_client_id")?.into());
+            idp.insert(
+                "id_token_file".into(),
+                dir.join("id-token").display().to_string().into(),
+            );
+            let mut top = toml::Table::new();
+            top.insert("enterprise_idp".into(), idp.into());
+            Some(Unattended {
+                oauth: json!({
+                    "grant": "enterprise",
+                    "clientId": client_id,
+                    "clientSecret": format!("${{{SECRET_VAR}}}"),
+                }),
+                files: vec![("id-token", s("idp_id_token")?)],
+                env: vec![(SECRET_VAR.to_owned(), s("client_secret")?)],
+                settings: Some(toml::to_string(&top).ok()?),
+            })
+        }
         _ => None,
     }
 }
@@ -531,6 +574,7 @@ mod tests {
             &crate::app::config::EntryDefaults {
                 sandbox: None,
                 oauth_store: std::sync::Arc::new(harness9_actors::oauth::MemoryStore::default()),
+                enterprise_idp: None,
             },
         )
         .unwrap();

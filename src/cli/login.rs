@@ -27,6 +27,28 @@ pub(super) async fn oauth_command(
     let (TransportSpec::Http { url, .. }, Some(oauth)) = (&spec.transport, &spec.oauth) else {
         bail!("server \"{name}\" is not an HTTP server: OAuth is for HTTP servers only");
     };
+    if let (false, Some(idp)) = (login, &oauth.config.idp) {
+        // The SSO login serves every server of the enterprise grant: logging out ends it.
+        let had = oauth
+            .store
+            .forget(&idp.store_key())
+            .map_err(anyhow::Error::msg)?;
+        say!(
+            "{}",
+            if had {
+                format!(
+                    "Logged out of the enterprise identity provider {}: every server of the enterprise grant needs `harness9 mcp login` again.",
+                    clean_line(&idp.issuer)
+                )
+            } else {
+                format!(
+                    "No SSO login at the enterprise identity provider {} was stored.",
+                    clean_line(&idp.issuer)
+                )
+            }
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     if !login {
         let had = oauth.store.forget(url).map_err(anyhow::Error::msg)?;
         say!(
@@ -52,6 +74,9 @@ pub(super) async fn oauth_command(
         Some(Hold::Invalid(why)) => bail!("server \"{name}\" is not usable: {why}"),
         Some(other) => bail!("server \"{name}\" is held back ({other:?}); it is not contacted"),
         None => {}
+    }
+    if oauth.config.grant == oauth::GrantKind::Enterprise {
+        return sso_login(name, oauth).await;
     }
     if oauth.config.grant.unattended() {
         // No browser can help a grant without a user: its tokens come from its credentials.
@@ -119,6 +144,44 @@ pub(super) async fn oauth_command(
         },
         if grant.dpop.is_some() {
             " (DPoP-bound)"
+        } else {
+            ""
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mcp login` of a server of the enterprise grant: the SSO login at the enterprise IdP of
+/// the user's settings, which serves every server of that grant.
+async fn sso_login(name: &str, spec: &oauth::OAuthSpec) -> anyhow::Result<ExitCode> {
+    let issuer = spec
+        .config
+        .idp
+        .as_ref()
+        .map(|i| clean_line(&i.issuer).into_owned())
+        .unwrap_or_default();
+    let show = |auth_url: &str| {
+        eprintln!(
+            "Opening the browser to log in at your enterprise identity provider {issuer} (for server \"{name}\" and every server of the enterprise grant; asking for scopes: {}). If it does not open, visit:\n  {}\n\
+             If the browser is on another machine, paste here the address it ends on (the page that fails to load).",
+            asked_scopes(auth_url),
+            clean_line(auth_url)
+        );
+    };
+    let mut pasted = pasted_lines();
+    let flow = oauth::flow::sso_login(spec, &show, Some(&mut pasted));
+    let grant = tokio::select! {
+        g = flow => g.map_err(|e| anyhow::anyhow!("the SSO login for server \"{name}\" failed: {e}"))?,
+        _ = interrupted() => {
+            eprintln!("[mcp] login interrupted");
+            return Ok(ExitCode::from(130));
+        }
+    };
+    say!(
+        "Logged in at the enterprise identity provider {}{}; server \"{name}\" and every server of the enterprise grant get their tokens from it.",
+        clean_line(&grant.issuer),
+        if grant.refresh_token.is_some() {
+            " (refreshable)"
         } else {
             ""
         }

@@ -104,6 +104,7 @@ fn another_tools_fields_are_warned_about_in_the_transcript_at_start_and_on_reloa
         &harness9_app::config::EntryDefaults {
             sandbox: None,
             oauth_store: std::sync::Arc::new(harness9_actors::oauth::MemoryStore::default()),
+            enterprise_idp: None,
         },
     )
     .unwrap();

@@ -59,6 +59,47 @@ pub struct OAuthConfig {
     /// DPoP (RFC 9449) for this server's tokens (`"dpop"`): `Some(true)` always, `Some(false)`
     /// never, `None` when the authorization server advertises it ([`dpop::wanted`]).
     pub dpop: Option<bool>,
+    /// The enterprise identity provider of the `enterprise` grant: the user's
+    /// `[enterprise_idp]` settings (never a project's), set at load for a server of that grant.
+    pub idp: Option<IdpConfig>,
+}
+
+/// The enterprise identity provider (`[enterprise_idp]` of the user's settings) that logs
+/// the user in once (SSO, an OpenID Connect login in the browser) and exchanges the user's ID
+/// token for an identity assertion grant (ID-JAG, RFC 8693) per MCP authorization server.
+#[derive(Clone, PartialEq, Eq)]
+pub struct IdpConfig {
+    /// Its issuer (OpenID discovery at `{issuer}/.well-known/openid-configuration`).
+    pub issuer: String,
+    /// harness9's client at the IdP.
+    pub client_id: String,
+    /// Its secret, if the IdP registered harness9 as a confidential client.
+    pub client_secret: Option<String>,
+    /// The scopes of the SSO login (`openid` always among them).
+    pub scopes: Vec<String>,
+    /// The loopback port of the login's redirect URI (IdPs register exact redirect URIs).
+    pub callback_port: Option<u16>,
+    /// An ID token another SSO tool keeps fresh in a file (`id_token_file`), read for every
+    /// exchange, instead of harness9's own login.
+    pub id_token_file: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for IdpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdpConfig")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("scopes", &self.scopes)
+            .field("id_token_file", &self.id_token_file)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IdpConfig {
+    /// The key of the SSO login's grant in the token store (beside the servers' URLs).
+    pub fn store_key(&self) -> String {
+        format!("sso:{}", self.issuer.trim_end_matches('/'))
+    }
 }
 
 /// The OAuth grant a server's tokens come from.
@@ -71,11 +112,21 @@ pub enum GrantKind {
     ClientCredentials,
     /// The JWT bearer grant (RFC 7523) with a token the platform gives the workload.
     JwtBearer,
+    /// Enterprise-managed authorization: the user's ID token from the enterprise IdP
+    /// exchanged there for an ID-JAG (RFC 8693), then the JWT bearer grant with it at the MCP
+    /// server's authorization server. One SSO login (`harness9 mcp login`) serves every such
+    /// server; the runtime does the rest.
+    Enterprise,
 }
 
 impl GrantKind {
     /// Every grant's config name, in the order shown in errors.
-    pub const NAMES: [&'static str; 3] = ["authorization_code", "client_credentials", "jwt_bearer"];
+    pub const NAMES: [&'static str; 4] = [
+        "authorization_code",
+        "client_credentials",
+        "jwt_bearer",
+        "enterprise",
+    ];
 
     /// The grant of config name `s`.
     pub fn parse(s: &str) -> Option<GrantKind> {
@@ -83,6 +134,7 @@ impl GrantKind {
             "authorization_code" => Some(GrantKind::AuthorizationCode),
             "client_credentials" => Some(GrantKind::ClientCredentials),
             "jwt_bearer" => Some(GrantKind::JwtBearer),
+            "enterprise" => Some(GrantKind::Enterprise),
             _ => None,
         }
     }
@@ -93,6 +145,7 @@ impl GrantKind {
             GrantKind::AuthorizationCode => "authorization_code",
             GrantKind::ClientCredentials => "client_credentials",
             GrantKind::JwtBearer => "jwt_bearer",
+            GrantKind::Enterprise => "enterprise",
         }
     }
 
@@ -220,6 +273,9 @@ pub struct Grant {
     /// with them carries a proof made with it and `Authorization: DPoP`. `None`: bearer tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dpop: Option<dpop::Dpop>,
+    /// The OpenID Connect ID token of an SSO login at the enterprise IdP (its grant only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_token: Option<String>,
 }
 
 #[cfg(test)]
@@ -247,6 +303,7 @@ mod tests {
             scopes: Vec::new(),
             wanted_scopes: Vec::new(),
             dpop: None,
+            id_token: None,
         };
         assert!(!g.expiring(30));
         g.expires_at = Some(now + 20);

@@ -378,10 +378,12 @@ pub struct AuthRequest<'a> {
     pub code_challenge: &'a str,
     /// The anti-CSRF state.
     pub state: &'a str,
-    /// The resource indicator (RFC 8707).
+    /// The resource indicator (RFC 8707; omitted when empty: an SSO login at an IdP).
     pub resource: &'a str,
     /// The scopes (omitted when empty).
     pub scopes: &'a [String],
+    /// The OpenID Connect `nonce` the ID token must carry (an SSO login's).
+    pub nonce: Option<&'a str>,
 }
 
 /// The authorization URL (`response_type=code`, PKCE S256, `state`, `resource`, `scope`).
@@ -392,10 +394,15 @@ pub fn authorization_url(r: &AuthRequest<'_>) -> String {
         .append_pair("redirect_uri", r.redirect_uri)
         .append_pair("code_challenge", r.code_challenge)
         .append_pair("code_challenge_method", "S256")
-        .append_pair("state", r.state)
-        .append_pair("resource", r.resource);
+        .append_pair("state", r.state);
+    if !r.resource.is_empty() {
+        q.append_pair("resource", r.resource);
+    }
     if !r.scopes.is_empty() {
         q.append_pair("scope", &r.scopes.join(" "));
+    }
+    if let Some(n) = r.nonce {
+        q.append_pair("nonce", n);
     }
     let sep = if r.endpoint.contains('?') { '&' } else { '?' };
     format!("{}{sep}{}", r.endpoint, q.finish())
@@ -666,6 +673,7 @@ mod tests {
             state: "st",
             resource: "http://h/mcp",
             scopes: &["a".into(), "b".into()],
+            nonce: None,
         });
         assert_eq!(
             url,

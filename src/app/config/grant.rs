@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use harness9_actors::oauth::jwt::{Alg, SigningKey};
-use harness9_actors::oauth::{AssertionSource, GrantKind, OAuthConfig};
+use harness9_actors::oauth::{AssertionSource, GrantKind, IdpConfig, OAuthConfig};
 
 use super::{read_regular, ConfigError};
 use crate::config_entry::RawOAuth;
@@ -30,6 +30,7 @@ pub(super) fn apply(
     x: &dyn Fn(&str, &str) -> Result<String, ConfigError>,
     fail: &dyn Fn(&str, String) -> ConfigError,
     secrets: &mut Vec<String>,
+    idp: Option<&IdpConfig>,
 ) -> Result<(), ConfigError> {
     if let Some(g) = &raw.grant {
         config.grant = GrantKind::parse(g).ok_or_else(|| {
@@ -120,6 +121,9 @@ pub(super) fn apply(
     if let Some(i) = &raw.issuer {
         config.issuer = Some(x("oauth.issuer", i)?);
     }
+    if config.grant == GrantKind::Enterprise {
+        config.idp = idp.cloned();
+    }
     check_grant_inputs(config).map_err(|(f, m)| fail(f, m))
 }
 
@@ -154,6 +158,29 @@ fn check_grant_inputs(c: &OAuthConfig) -> Result<(), (&'static str, String)> {
                 )),
             }
         }
+        GrantKind::Enterprise => {
+            if c.idp.is_none() {
+                return Err((
+                    "oauth.grant",
+                    format!("grant \"{grant}\" needs your enterprise identity provider: add [enterprise_idp] with issuer and client_id to your own settings file (config.toml in harness9's config folder, or the --settings file)"),
+                ));
+            }
+            if c.client_id.is_none() {
+                return Err((
+                    "oauth.clientId",
+                    format!("grant \"{grant}\" needs clientId (harness9's client at the MCP server's authorization server)"),
+                ));
+            }
+            if c.token_endpoint_auth.as_deref() == Some("private_key_jwt")
+                && c.signing_key.is_none()
+            {
+                return Err((
+                    "oauth.tokenEndpointAuth",
+                    "private_key_jwt needs privateKeyFile or privateKey".to_owned(),
+                ));
+            }
+            Ok(())
+        }
         GrantKind::JwtBearer => {
             if c.client_id.is_none() {
                 return Err((
@@ -178,6 +205,31 @@ fn check_grant_inputs(c: &OAuthConfig) -> Result<(), (&'static str, String)> {
             Ok(())
         }
     }
+}
+
+/// The enterprise IdP of the user's `[enterprise_idp]`: its client secret read from the
+/// variable `client_secret_env` names (a secret the session redacts from then on).
+pub fn enterprise_idp(
+    s: harness9_agent::model::settings::EnterpriseIdp,
+) -> Result<IdpConfig, String> {
+    let client_secret = match &s.client_secret_env {
+        Some(var) => {
+            let v = std::env::var(var).map_err(|_| {
+                format!("[enterprise_idp] client_secret_env names {var}, which is not set: set it, or remove client_secret_env for a public client")
+            })?;
+            harness9_actors::telemetry::redact_also(std::iter::once(v.as_str()));
+            Some(v)
+        }
+        None => None,
+    };
+    Ok(IdpConfig {
+        issuer: s.issuer,
+        client_id: s.client_id,
+        client_secret,
+        scopes: s.scopes,
+        callback_port: s.callback_port,
+        id_token_file: s.id_token_file,
+    })
 }
 
 #[cfg(test)]
@@ -230,5 +282,24 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.0, "oauth.assertion");
         assert!(!format!("{:?}", wif.assertion).contains("a.b.c"));
+        let e =
+            check_grant_inputs(&with(Enterprise, |c| c.client_id = Some("m".into()))).unwrap_err();
+        assert_eq!(e.0, "oauth.grant");
+        assert!(e.1.contains("[enterprise_idp]"), "{}", e.1);
+        let idp = IdpConfig {
+            issuer: "https://idp.example".into(),
+            client_id: "h9".into(),
+            client_secret: None,
+            scopes: Vec::new(),
+            callback_port: None,
+            id_token_file: None,
+        };
+        let e = check_grant_inputs(&with(Enterprise, |c| c.idp = Some(idp.clone()))).unwrap_err();
+        assert_eq!(e.0, "oauth.clientId");
+        assert!(check_grant_inputs(&with(Enterprise, |c| {
+            c.idp = Some(idp);
+            c.client_id = Some("m".into());
+        }))
+        .is_ok());
     }
 }

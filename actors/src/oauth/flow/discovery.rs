@@ -189,9 +189,25 @@ pub(super) async fn discover_for(
     let issuer = prm.authorization_servers.first().cloned().ok_or_else(|| {
         format!("the protected resource metadata of {server_url} names no authorization server")
     })?;
-    guard.check(&issuer, "the authorization server").await?;
+    let server = server_metadata(client, guard, &issuer, interactive).await?;
+    Ok(Discovery {
+        resource: prm,
+        server,
+    })
+}
+
+/// The metadata of the authorization server `issuer` (RFC 8414, else OpenID discovery),
+/// through the guard: its `issuer` must be the one asked for; for a login in the browser
+/// (`interactive`), PKCE S256 and an authorization endpoint are required.
+pub(super) async fn server_metadata(
+    client: &awc::Client,
+    guard: &Guard,
+    issuer: &str,
+    interactive: bool,
+) -> Result<ServerMetadata, String> {
+    guard.check(issuer, "the authorization server").await?;
     let mut found = None;
-    for url in parse::as_metadata_urls(&issuer) {
+    for url in parse::as_metadata_urls(issuer) {
         if let Some(m) = get_json::<ServerMetadata>(client, guard, &url, false).await? {
             found = Some(m);
             break;
@@ -216,10 +232,7 @@ pub(super) async fn discover_for(
         ));
     }
     check_endpoints(guard, &server, interactive).await?;
-    Ok(Discovery {
-        resource: prm,
-        server,
-    })
+    Ok(server)
 }
 
 /// The authorization server's endpoints pass the guard (the authorization endpoint too: it

@@ -226,6 +226,12 @@ struct TokenResponse {
     expires_in: Option<serde_json::Value>,
     #[serde(default)]
     scope: Option<String>,
+    /// An OpenID Connect login's ID token.
+    #[serde(default)]
+    id_token: Option<String>,
+    /// What a token exchange (RFC 8693) issued.
+    #[serde(default)]
+    issued_token_type: Option<String>,
 }
 
 /// The lifetime to believe for an `expires_in`: at least [`MIN_TOKEN_LIFETIME_SECS`]; `None`
@@ -247,19 +253,23 @@ fn lifetime(expires_in: Option<&serde_json::Value>) -> Option<u64> {
 /// `client_credentials`, the JWT bearer grant): the one place a token request is built and
 /// sent. The client authenticates as its `auth_method` says (`client_secret_basic`,
 /// `client_secret_post`, `private_key_jwt` with `key`, else `client_id` alone); the grant's
-/// tokens are replaced on success.
+/// tokens are replaced on success (an ID token too, if the reply has one); the reply's
+/// `issued_token_type` (a token exchange's) is returned.
 pub(super) async fn token_request(
     client: &awc::Client,
     grant: &mut Grant,
     params: &[(&str, &str)],
     key: Option<&SigningKey>,
-) -> Result<(), String> {
+) -> Result<Option<String>, String> {
     let c = &grant.client;
     let mut form = form_urlencoded::Serializer::new(String::new());
     for (k, v) in params {
         form.append_pair(k, v);
     }
-    form.append_pair("resource", &grant.resource);
+    // An SSO login at the enterprise IdP is for no resource.
+    if !grant.resource.is_empty() {
+        form.append_pair("resource", &grant.resource);
+    }
     let mut basic = None;
     match (c.auth_method.as_str(), &c.client_secret) {
         ("client_secret_basic", Some(secret)) => {
@@ -337,11 +347,18 @@ pub(super) async fn token_request(
     };
     let t: TokenResponse = serde_json::from_slice(&body)
         .map_err(|_| format!("the token reply of {endpoint} is not valid"))?;
-    let problem = parse::access_token_problem(&t.access_token).or_else(|| {
-        t.refresh_token
-            .as_deref()
-            .and_then(parse::refresh_token_problem)
-    });
+    let problem = parse::access_token_problem(&t.access_token)
+        .or_else(|| {
+            t.refresh_token
+                .as_deref()
+                .and_then(parse::refresh_token_problem)
+        })
+        .or_else(|| {
+            t.id_token
+                .as_deref()
+                .and_then(parse::access_token_problem)
+                .map(|p| p.replace("access token", "ID token"))
+        });
     if let Some(p) = problem {
         return Err(format!(
             "the token endpoint {endpoint} issued {p}: not kept, a new login is needed"
@@ -356,6 +373,9 @@ pub(super) async fn token_request(
     if t.refresh_token.is_some() {
         grant.refresh_token = t.refresh_token;
     }
+    if t.id_token.is_some() {
+        grant.id_token = t.id_token;
+    }
     let now = now_secs();
     grant.issued_at = Some(now);
     grant.expires_at = lifetime(t.expires_in.as_ref()).map(|s| now.saturating_add(s));
@@ -365,7 +385,7 @@ pub(super) async fn token_request(
             grant.scopes = granted;
         }
     }
-    Ok(())
+    Ok(t.issued_token_type)
 }
 
 /// Refreshes `grant`'s access token with its refresh token (same client, same resource).

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use super::discovery::discover;
+use super::discovery::{discover, ServerMetadata};
 use super::exchange::{register, secret_method, token_request};
 use super::guard::{guarded_client, Guard};
 use super::{bounded, DISCOVERY_TIMEOUT};
@@ -132,24 +132,7 @@ pub async fn login_with_paste(
                 .and_then(redirect_port)
         })
         .unwrap_or(0);
-    let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
-        Ok(l) => l,
-        Err(_) if cfg.callback_port.is_none() && port != 0 => {
-            tokio::net::TcpListener::bind(("127.0.0.1", 0))
-                .await
-                .map_err(|e| format!("cannot listen for the redirect: {e}"))?
-        }
-        Err(e) => {
-            return Err(format!(
-                "cannot listen for the redirect on 127.0.0.1:{port}: {e}"
-            ))
-        }
-    };
-    let bound = listener
-        .local_addr()
-        .map_err(|e| format!("cannot listen for the redirect: {e}"))?
-        .port();
-    let redirect_uri = format!("http://127.0.0.1:{bound}/callback");
+    let (listener, redirect_uri) = listen(port, cfg.callback_port.is_none()).await?;
     let scopes = parse::choose_scopes(
         &cfg.scopes,
         challenge.and_then(|c| c.scope.as_deref()),
@@ -185,16 +168,102 @@ pub async fn login_with_paste(
     } else {
         register(&client, &d, &redirect_uri, &scopes).await?
     };
+    let (code, verifier) = browser_code(
+        &d.server,
+        &oauth_client.client_id,
+        &listener,
+        &redirect_uri,
+        &d.resource.resource,
+        &scopes,
+        None,
+        spec.login_timeout,
+        show,
+        pasted,
+    )
+    .await?;
+    let mut grant = Grant {
+        issuer,
+        token_endpoint: d.server.token_endpoint.clone(),
+        resource: d.resource.resource.clone(),
+        client: oauth_client,
+        access_token: String::new(),
+        refresh_token: None,
+        expires_at: None,
+        issued_at: None,
+        scopes: scopes.clone(),
+        wanted_scopes: Vec::new(),
+        dpop,
+        id_token: None,
+    };
+    token_request(
+        &client,
+        &mut grant,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", &redirect_uri),
+            ("code_verifier", &verifier),
+        ],
+        None,
+    )
+    .await?;
+    spec.store.save(server_url, &grant)?;
+    Ok(grant)
+}
+
+/// A loopback listener for the redirect, on `port` (0: one the OS picks; a taken port falls
+/// back to one the OS picks when `may_move`), and its redirect URI.
+pub(super) async fn listen(
+    port: u16,
+    may_move: bool,
+) -> Result<(tokio::net::TcpListener, String), String> {
+    let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+        Ok(l) => l,
+        Err(_) if may_move && port != 0 => tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|e| format!("cannot listen for the redirect: {e}"))?,
+        Err(e) => {
+            return Err(format!(
+                "cannot listen for the redirect on 127.0.0.1:{port}: {e}"
+            ))
+        }
+    };
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("cannot listen for the redirect: {e}"))?
+        .port();
+    let redirect_uri = format!("http://127.0.0.1:{bound}/callback");
+    Ok((listener, redirect_uri))
+}
+
+/// The browser part of a login at authorization server `server`: PKCE and `state` (and an
+/// OpenID `nonce`, if given), the authorization URL (shown by `show`, opened in the browser),
+/// the redirect on `listener` (or pasted), its `state` and `iss` checked. The code and the
+/// PKCE verifier.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn browser_code(
+    server: &ServerMetadata,
+    client_id: &str,
+    listener: &tokio::net::TcpListener,
+    redirect_uri: &str,
+    resource: &str,
+    scopes: &[String],
+    nonce: Option<&str>,
+    timeout: Duration,
+    show: &dyn Fn(&str),
+    pasted: Option<&mut tokio::sync::mpsc::Receiver<String>>,
+) -> Result<(String, String), String> {
     let verifier = parse::b64url(&crate::net::random(32)?);
     let state = parse::b64url(&crate::net::random(16)?);
     let url = parse::authorization_url(&parse::AuthRequest {
-        endpoint: &d.server.authorization_endpoint,
-        client_id: &oauth_client.client_id,
-        redirect_uri: &redirect_uri,
+        endpoint: &server.authorization_endpoint,
+        client_id,
+        redirect_uri,
         code_challenge: &parse::code_challenge(&verifier),
         state: &state,
-        resource: &d.resource.resource,
-        scopes: &scopes,
+        resource,
+        scopes,
+        nonce,
     });
     // Only an address the opener accepts is shown and opened (the same string): never an
     // option-like, `file:`, `javascript:` or custom-scheme endpoint, nor one with hidden
@@ -212,7 +281,7 @@ pub async fn login_with_paste(
             return std::future::pending().await;
         };
         while let Some(line) = rx.recv().await {
-            match parse::pasted_redirect(&line, &redirect_uri) {
+            match parse::pasted_redirect(&line, redirect_uri) {
                 Some(cb) => return Ok(cb),
                 None if line.trim().is_empty() => {}
                 None => eprintln!(
@@ -224,52 +293,24 @@ pub async fn login_with_paste(
     };
     let either = async {
         tokio::select! {
-            r = wait_redirect(&listener) => r,
+            r = wait_redirect(listener) => r,
             r = from_paste => r,
         }
     };
-    let cb = tokio::time::timeout(spec.login_timeout, either)
-        .await
-        .map_err(|_| {
-            format!(
-                "no redirect from the browser within {} s",
-                spec.login_timeout.as_secs()
-            )
-        })??;
+    let cb = tokio::time::timeout(timeout, either).await.map_err(|_| {
+        format!(
+            "no redirect from the browser within {} s",
+            timeout.as_secs()
+        )
+    })??;
     let code = cb
         .check(
             &state,
-            &issuer,
-            d.server.authorization_response_iss_parameter_supported,
+            &server.issuer,
+            server.authorization_response_iss_parameter_supported,
         )?
         .to_owned();
-    let mut grant = Grant {
-        issuer,
-        token_endpoint: d.server.token_endpoint.clone(),
-        resource: d.resource.resource.clone(),
-        client: oauth_client,
-        access_token: String::new(),
-        refresh_token: None,
-        expires_at: None,
-        issued_at: None,
-        scopes: scopes.clone(),
-        wanted_scopes: Vec::new(),
-        dpop,
-    };
-    token_request(
-        &client,
-        &mut grant,
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("redirect_uri", &redirect_uri),
-            ("code_verifier", &verifier),
-        ],
-        None,
-    )
-    .await?;
-    spec.store.save(server_url, &grant)?;
-    Ok(grant)
+    Ok((code, verifier))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The grants that need no user: client credentials (RFC 6749 section 4.4, the client
 //! authenticated with a secret or a signed assertion) and the JWT bearer grant with a token the
-//! platform gives the workload (RFC 7523 section 2.1). The runtime gets a token with
+//! platform gives the workload (RFC 7523 section 2.1), or an identity assertion grant from the
+//! enterprise IdP (`enterprise.rs`). The runtime gets a token with
 //! [`acquire`] when the server first asks, and [`renew`]s it when it expires or is refused:
 //! never a browser, never `harness9 mcp login`.
 
@@ -97,6 +98,7 @@ pub async fn acquire(
         scopes,
         wanted_scopes: Vec::new(),
         dpop,
+        id_token: None,
     };
     renew(&client, spec, &grant).await
 }
@@ -121,6 +123,13 @@ pub async fn renew(client: &awc::Client, spec: &OAuthSpec, grant: &Grant) -> Res
             }
             // A server that quotes it back in an error is cleaned out of spans and logs.
             crate::telemetry::redact_also(std::iter::once(assertion.as_str()));
+            params.push(("grant_type", JWT_BEARER));
+            params.push(("assertion", &assertion));
+        }
+        GrantKind::Enterprise => {
+            // A fresh ID-JAG for this authorization server and resource each time: they live
+            // minutes, and the IdP decides again whether the user may still have it.
+            assertion = super::enterprise::id_jag(spec, &g.issuer, &g.resource, &g.scopes).await?;
             params.push(("grant_type", JWT_BEARER));
             params.push(("assertion", &assertion));
         }

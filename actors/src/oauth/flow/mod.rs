@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 mod discovery;
+mod enterprise;
 mod exchange;
 mod guard;
 mod login;
@@ -17,6 +18,7 @@ mod machine;
 mod probe;
 
 pub use discovery::{discover, Discovery, ResourceMetadata, ServerMetadata};
+pub use enterprise::{sso_login, SSO_NEEDED};
 pub use exchange::refresh;
 pub use guard::{http_client, Guard};
 pub use login::{login, login_with_paste};

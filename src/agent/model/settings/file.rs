@@ -40,6 +40,39 @@ pub(super) struct FileSettings {
     pub(super) tool_search: ToolSearchSection,
     #[serde(default)]
     pub(super) telemetry: TelemetrySection,
+    #[serde(default)]
+    pub(super) enterprise_idp: EnterpriseIdpSection,
+}
+
+/// `[enterprise_idp]`: the enterprise identity provider of the `enterprise` OAuth grant (the
+/// user's own file only).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct EnterpriseIdpSection {
+    /// Its issuer URL (OpenID discovery).
+    pub(super) issuer: Option<String>,
+    /// harness9's client id there.
+    pub(super) client_id: Option<String>,
+    /// The variable holding that client's secret, for a confidential client.
+    pub(super) client_secret_env: Option<String>,
+    /// The SSO login's scopes (`openid` is always asked for).
+    pub(super) scopes: Option<Vec<String>>,
+    /// The login redirect's loopback port.
+    pub(super) callback_port: Option<u16>,
+    /// An ID token another SSO tool keeps in this file, instead of harness9's login.
+    pub(super) id_token_file: Option<String>,
+}
+
+impl EnterpriseIdpSection {
+    /// Whether the section says anything.
+    pub(super) fn is_set(&self) -> bool {
+        self.issuer.is_some()
+            || self.client_id.is_some()
+            || self.client_secret_env.is_some()
+            || self.scopes.is_some()
+            || self.callback_port.is_some()
+            || self.id_token_file.is_some()
+    }
 }
 
 /// `[telemetry]`: OpenTelemetry export (the user's own file only).
@@ -117,6 +150,8 @@ impl FileSettings {
             tool_search: self.tool_search.overlay(top.tool_search),
             // Where telemetry goes is the user's alone (`settings::telemetry`).
             telemetry: self.telemetry,
+            // Where the user's ID token goes too (`settings::enterprise_idp`).
+            enterprise_idp: self.enterprise_idp,
         }
     }
 }

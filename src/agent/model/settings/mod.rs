@@ -8,6 +8,7 @@
 //! `resolve.rs` the provider resolution (flags > env > TOML) with its base URL checks.
 
 mod file;
+mod idp;
 mod layers;
 mod resolve;
 mod rules;
@@ -18,6 +19,7 @@ use std::path::PathBuf;
 
 use super::config::ProviderConfig;
 
+pub use idp::{enterprise_idp, EnterpriseIdp};
 pub use layers::{candidate_paths, own_settings, user_settings_file};
 pub use resolve::{project_endpoint, resolve, resolve_from, resolve_layers};
 pub use rules::{permission_rules, rules_of_text};

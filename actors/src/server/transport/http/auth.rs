@@ -451,6 +451,12 @@ impl Conn {
                 a.set(&self.target.url, fresh);
                 Ok(())
             }
+            Err(e) if e.starts_with(flow::SSO_NEEDED) => {
+                tracing::info!(target: "mcp", server = %name, grant, "{e}");
+                Err(format!(
+                    "server \"{name}\" needs your SSO login ({e}): run `harness9 mcp login {name}`"
+                ))
+            }
             Err(e) => {
                 tracing::info!(target: "mcp", server = %name, grant, "token request failed: {e}");
                 Err(format!(
@@ -484,6 +490,7 @@ mod tests {
             scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
             wanted_scopes: Vec::new(),
             dpop: None,
+            id_token: None,
         }
     }
 
