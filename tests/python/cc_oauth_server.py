@@ -8,7 +8,9 @@ it: RFC 8414 metadata and a `/token` endpoint for `grant_type=client_credentials
 signature checked with PyJWT against `--public-key`, `iss` = `sub` = the client id, `aud` the
 issuer, `exp` in the future, a `jti` never seen before), and for the JWT bearer grant
 (`urn:ietf:params:oauth:grant-type:jwt-bearer`) with a workload token signed by
-`--workload-key`'s private half (`aud` the issuer).
+`--workload-key`'s private half (`aud` the issuer), or with `--jag-key` an identity assertion
+grant of enterprise-managed authorization (an ID-JAG of tests/python/idp_server.py: its `typ`,
+signature, `aud` and `resource` checked, the client authenticated and the one it names).
 
 Tokens are opaque and die on the server's side after `--token-uses` authenticated requests (or
 `--token-ttl` seconds), whatever `expires_in` the client believes: a client keeps working only if
@@ -132,6 +134,25 @@ def build(args) -> MCPServer:
     @server.custom_route("/token", methods=["POST"])
     async def token(request: Request) -> JSONResponse:
         form = await request.form()
+        if form.get("grant_type") == "urn:ietf:params:oauth:grant-type:jwt-bearer" and args.jag_key:
+            # Enterprise-managed authorization: an ID-JAG from the IdP, for a client that
+            # authenticates itself and is the one the grant names.
+            try:
+                header = jwt.get_unverified_header(form.get("assertion") or "")
+                claims = jwt.decode(form.get("assertion") or "", open(args.jag_key).read(), algorithms=["ES256"], audience=base)
+            except jwt.PyJWTError as e:
+                return refuse("invalid_grant", f"ID-JAG refused: {type(e).__name__}")
+            if header.get("typ") != "oauth-id-jag+jwt":
+                return refuse("invalid_grant", "not an ID-JAG")
+            cid, method = client_of(request, form)
+            if cid is None or claims.get("client_id") != cid:
+                return refuse("invalid_client", f"client authentication failed ({method}) or not the grant's client", 401)
+            if form.get("resource") != f"{base}/mcp" or claims.get("resource") != f"{base}/mcp":
+                return refuse("invalid_target", "resource must be this server")
+            tokens.stats["methods"].append("id_jag")
+            tokens.stats["workloads"].append(claims.get("sub"))
+            scopes = (form.get("scope") or "mcp").split()
+            return JSONResponse(tokens.issue(claims.get("sub") or "", scopes), headers={"Cache-Control": "no-store"})
         if form.get("grant_type") == "urn:ietf:params:oauth:grant-type:jwt-bearer":
             if not workload_key:
                 return refuse("unsupported_grant_type", "no workload issuer configured")
@@ -170,6 +191,7 @@ if __name__ == "__main__":
     ap.add_argument("--client-secret", default="")
     ap.add_argument("--public-key", help="PEM public key of private_key_jwt clients")
     ap.add_argument("--workload-key", help="PEM public key of the workload tokens' issuer")
+    ap.add_argument("--jag-key", help="PEM public key of the enterprise IdP that signs ID-JAGs (read when one comes)")
     ap.add_argument("--token-uses", type=int, default=1000, help="authenticated requests a token is good for")
     ap.add_argument("--token-ttl", type=int, default=3600, help="seconds a token is good for")
     ap.add_argument("--expires-in", type=int, default=3600, help="the expires_in the client is told")

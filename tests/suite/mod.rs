@@ -10,6 +10,7 @@ mod descendants;
 mod doctor;
 mod dpop;
 mod engine;
+mod enterprise;
 mod era_meta;
 mod eras;
 mod features;
