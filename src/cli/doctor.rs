@@ -537,6 +537,32 @@ fn after_start(
             Some(ServerStatus::NeedsLogin { .. })
         );
         let kind = oauth.config.grant;
+        if let (harness9_actors::oauth::GrantKind::Enterprise, Some(idp)) =
+            (kind, &oauth.config.idp)
+        {
+            // One SSO login at the user's IdP, then tokens by the runtime.
+            let issuer = crate::sanitize::clean_line(&idp.issuer);
+            let login = format!("run `harness9 mcp login {}`", shell_quote(name));
+            let stored =
+                idp.id_token_file.is_some() || oauth.store.load(&idp.store_key()).is_some();
+            c.push(match (needs, stored) {
+                (_, false) => Check::fail(
+                    "oauth",
+                    format!("grant enterprise: no SSO login at the identity provider {issuer}"),
+                )
+                .hint(login),
+                (true, true) => Check::fail(
+                    "oauth",
+                    format!("grant enterprise (identity provider {issuer}): the server refused its token"),
+                )
+                .hint(format!("{login} again; if it is still refused, check the server's oauth entry and [enterprise_idp]")),
+                (false, true) => Check::ok(
+                    "oauth",
+                    format!("grant enterprise (identity provider {issuer}): SSO login kept, tokens got and renewed by the runtime"),
+                ),
+            });
+            return;
+        }
         if kind.unattended() {
             // Tokens from the client's credentials or the workload's token: no login to check.
             let client = oauth.config.client_id.as_deref().unwrap_or("-");

@@ -123,6 +123,12 @@ fn one_sso_login_then_tokens_without_the_user() {
         "{err}"
     );
     assert_eq!(stats(&p.idp)["exchanges"], 0);
+    let (_, doc, doc_err) = h9(&dir, &["doctor", "o"]);
+    assert!(
+        doc.contains("no SSO login at the identity provider")
+            && doc.contains("harness9 mcp login o"),
+        "{doc}\n{doc_err}"
+    );
     let (ok, out, login_err) = h9(&dir, &["mcp", "login", "o"]);
     assert!(ok, "{out}\n{login_err}");
     assert!(
@@ -170,6 +176,8 @@ fn one_sso_login_then_tokens_without_the_user() {
     let store = std::fs::read_to_string(dir.join("oauth.json")).unwrap();
     assert!(store.contains("sso:http://127.0.0.1:"), "{store}");
     nothing_shows(&dir, &p.idp, &[&out, &err, &login_err, &out2, &err2]);
+    let (_, doc, doc_err) = h9(&dir, &["doctor", "o"]);
+    assert!(doc.contains("SSO login kept"), "{doc}\n{doc_err}");
     // `mcp list` names the grant; logout ends the SSO login for every such server.
     let (_, list, _) = h9(&dir, &["mcp", "list"]);
     assert!(list.contains("oauth: enterprise grant"), "{list}");
