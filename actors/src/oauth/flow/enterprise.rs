@@ -11,7 +11,7 @@
 use super::discovery::{server_metadata, ServerMetadata};
 use super::exchange::{secret_method, token_request};
 use super::guard::{guarded_client, Guard};
-use super::login::{browser_code, listen};
+use super::login::{browser_code, listen, BrowserLogin};
 use super::{bounded, DISCOVERY_TIMEOUT};
 use crate::oauth::{now_secs, AssertionSource, Client, Grant, IdpConfig, OAuthSpec};
 
@@ -109,14 +109,16 @@ pub async fn sso_login(
     }
     let nonce = crate::oauth::parse::b64url(&crate::net::random(16)?);
     let (code, verifier) = browser_code(
-        &meta,
-        &idp.client_id,
-        &listener,
-        &redirect_uri,
-        "",
-        &scopes,
-        Some(&nonce),
-        spec.login_timeout,
+        &BrowserLogin {
+            server: &meta,
+            client_id: &idp.client_id,
+            listener: &listener,
+            redirect_uri: &redirect_uri,
+            resource: "",
+            scopes: &scopes,
+            nonce: Some(&nonce),
+            timeout: spec.login_timeout,
+        },
         show,
         pasted,
     )

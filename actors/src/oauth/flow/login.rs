@@ -169,14 +169,16 @@ pub async fn login_with_paste(
         register(&client, &d, &redirect_uri, &scopes).await?
     };
     let (code, verifier) = browser_code(
-        &d.server,
-        &oauth_client.client_id,
-        &listener,
-        &redirect_uri,
-        &d.resource.resource,
-        &scopes,
-        None,
-        spec.login_timeout,
+        &BrowserLogin {
+            server: &d.server,
+            client_id: &oauth_client.client_id,
+            listener: &listener,
+            redirect_uri: &redirect_uri,
+            resource: &d.resource.resource,
+            scopes: &scopes,
+            nonce: None,
+            timeout: spec.login_timeout,
+        },
         show,
         pasted,
     )
@@ -236,23 +238,38 @@ pub(super) async fn listen(
     Ok((listener, redirect_uri))
 }
 
-/// The browser part of a login at authorization server `server`: PKCE and `state` (and an
-/// OpenID `nonce`, if given), the authorization URL (shown by `show`, opened in the browser),
-/// the redirect on `listener` (or pasted), its `state` and `iss` checked. The code and the
-/// PKCE verifier.
-#[allow(clippy::too_many_arguments)]
+/// What the browser part of a login needs: the authorization server, the client, the redirect
+/// listener and its URI, the resource (empty: none, an SSO login), the scopes, an OpenID
+/// `nonce` (an SSO login's), how long to wait for the redirect.
+pub(super) struct BrowserLogin<'a> {
+    pub(super) server: &'a ServerMetadata,
+    pub(super) client_id: &'a str,
+    pub(super) listener: &'a tokio::net::TcpListener,
+    pub(super) redirect_uri: &'a str,
+    pub(super) resource: &'a str,
+    pub(super) scopes: &'a [String],
+    pub(super) nonce: Option<&'a str>,
+    pub(super) timeout: Duration,
+}
+
+/// The browser part of a login (`b`): PKCE and `state` (and the `nonce`), the authorization
+/// URL (shown by `show`, opened in the browser), the redirect on the listener (or pasted), its
+/// `state` and `iss` checked. The code and the PKCE verifier.
 pub(super) async fn browser_code(
-    server: &ServerMetadata,
-    client_id: &str,
-    listener: &tokio::net::TcpListener,
-    redirect_uri: &str,
-    resource: &str,
-    scopes: &[String],
-    nonce: Option<&str>,
-    timeout: Duration,
+    b: &BrowserLogin<'_>,
     show: &dyn Fn(&str),
     pasted: Option<&mut tokio::sync::mpsc::Receiver<String>>,
 ) -> Result<(String, String), String> {
+    let BrowserLogin {
+        server,
+        client_id,
+        listener,
+        redirect_uri,
+        resource,
+        scopes,
+        nonce,
+        timeout,
+    } = *b;
     let verifier = parse::b64url(&crate::net::random(32)?);
     let state = parse::b64url(&crate::net::random(16)?);
     let url = parse::authorization_url(&parse::AuthRequest {
