@@ -127,6 +127,17 @@ pub(super) fn apply(
     check_grant_inputs(config).map_err(|(f, m)| fail(f, m))
 }
 
+/// `private_key_jwt` needs a key.
+fn key_if_private_key_jwt(c: &OAuthConfig) -> Result<(), (&'static str, String)> {
+    if c.token_endpoint_auth.as_deref() == Some("private_key_jwt") && c.signing_key.is_none() {
+        return Err((
+            "oauth.tokenEndpointAuth",
+            "private_key_jwt needs privateKeyFile or privateKey".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 /// Whether the grant has what it needs and nothing it does not use: `(field, message)`.
 fn check_grant_inputs(c: &OAuthConfig) -> Result<(), (&'static str, String)> {
     let grant = c.grant.name();
@@ -171,15 +182,7 @@ fn check_grant_inputs(c: &OAuthConfig) -> Result<(), (&'static str, String)> {
                     format!("grant \"{grant}\" needs clientId (harness9's client at the MCP server's authorization server)"),
                 ));
             }
-            if c.token_endpoint_auth.as_deref() == Some("private_key_jwt")
-                && c.signing_key.is_none()
-            {
-                return Err((
-                    "oauth.tokenEndpointAuth",
-                    "private_key_jwt needs privateKeyFile or privateKey".to_owned(),
-                ));
-            }
-            Ok(())
+            key_if_private_key_jwt(c)
         }
         GrantKind::JwtBearer => {
             if c.client_id.is_none() {
@@ -194,15 +197,7 @@ fn check_grant_inputs(c: &OAuthConfig) -> Result<(), (&'static str, String)> {
                     format!("grant \"{grant}\" needs the workload's token: assertionFile (the file the platform writes) or assertion (typically \"${{VAR}}\")"),
                 ));
             }
-            if c.token_endpoint_auth.as_deref() == Some("private_key_jwt")
-                && c.signing_key.is_none()
-            {
-                return Err((
-                    "oauth.tokenEndpointAuth",
-                    "private_key_jwt needs privateKeyFile or privateKey".to_owned(),
-                ));
-            }
-            Ok(())
+            key_if_private_key_jwt(c)
         }
     }
 }

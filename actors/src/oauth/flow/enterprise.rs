@@ -9,7 +9,7 @@
 //! authorization server it names as its audience.
 
 use super::discovery::{server_metadata, ServerMetadata};
-use super::exchange::{secret_method, token_request};
+use super::exchange::{code_exchange, secret_method, token_request};
 use super::guard::{guarded_client, Guard};
 use super::login::{browser_code, listen, BrowserLogin};
 use super::{bounded, DISCOVERY_TIMEOUT};
@@ -125,18 +125,7 @@ pub async fn sso_login(
     .await?;
     let mut grant = idp_grant(idp, &meta, "");
     grant.scopes = scopes;
-    token_request(
-        &client,
-        &mut grant,
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("redirect_uri", &redirect_uri),
-            ("code_verifier", &verifier),
-        ],
-        None,
-    )
-    .await?;
+    code_exchange(&client, &mut grant, &code, &redirect_uri, &verifier).await?;
     let id_token = grant.id_token.clone().ok_or_else(|| {
         format!(
             "the identity provider {} answered the login without an ID token: is it an OpenID Connect provider?",

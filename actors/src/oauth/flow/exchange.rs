@@ -388,6 +388,30 @@ pub(super) async fn token_request(
     Ok(t.issued_token_type)
 }
 
+/// The authorization code exchange of a login (PKCE's `verifier`, the `redirect_uri` the code
+/// was sent to): `grant`'s tokens (and ID token) replaced.
+pub(super) async fn code_exchange(
+    client: &awc::Client,
+    grant: &mut Grant,
+    code: &str,
+    redirect_uri: &str,
+    verifier: &str,
+) -> Result<(), String> {
+    token_request(
+        client,
+        grant,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", redirect_uri),
+            ("code_verifier", verifier),
+        ],
+        None,
+    )
+    .await
+    .map(|_| ())
+}
+
 /// Refreshes `grant`'s access token with its refresh token (same client, same resource).
 pub async fn refresh(client: &awc::Client, grant: &Grant) -> Result<Grant, String> {
     let Some(rt) = grant.refresh_token.clone() else {

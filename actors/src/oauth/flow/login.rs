@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use super::discovery::{discover, ServerMetadata};
-use super::exchange::{register, secret_method, token_request};
+use super::exchange::{code_exchange, register, secret_method};
 use super::guard::{guarded_client, Guard};
 use super::{bounded, DISCOVERY_TIMEOUT};
 use crate::oauth::parse::{self, Callback, Challenge};
@@ -197,18 +197,7 @@ pub async fn login_with_paste(
         dpop,
         id_token: None,
     };
-    token_request(
-        &client,
-        &mut grant,
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("redirect_uri", &redirect_uri),
-            ("code_verifier", &verifier),
-        ],
-        None,
-    )
-    .await?;
+    code_exchange(&client, &mut grant, &code, &redirect_uri, &verifier).await?;
     spec.store.save(server_url, &grant)?;
     Ok(grant)
 }
