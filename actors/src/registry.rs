@@ -26,9 +26,9 @@ use serde_json::Value;
 use crate::error::{CallError, RequestError};
 use crate::messages::{
     AwaitServer, CallBuiltin, CallServerTool, CallTool, Complete, GetInstructions, GetPrompt,
-    ListPrompts, ListResourceTemplates, ListResources, ListServers, ListTools, LookupTool,
-    ReadResource, ServerGone, ServerRequest, ServerTools, SetBuiltins, SubscribeResource,
-    ToolEntry, ToolProgress, WhyFiltered,
+    GetSkill, ListPrompts, ListResourceTemplates, ListResources, ListServers, ListSkills,
+    ListTools, LookupTool, ReadResource, ServerGone, ServerRequest, ServerTools, SetBuiltins,
+    SubscribeResource, ToolEntry, ToolProgress, WhyFiltered,
 };
 use crate::naming::{full_name_prefixed, sanitize, server_prefix};
 use crate::protocol::types::{CallToolResult, Tool};
@@ -450,6 +450,8 @@ macro_rules! route_to_server {
 }
 
 route_to_server!(
+    ListSkills,
+    GetSkill,
     ListResources,
     ListResourceTemplates,
     ReadResource,
