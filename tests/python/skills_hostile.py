@@ -1,0 +1,113 @@
+"""A hostile Skills-extension server (SEP-2640) over stdio, raw NDJSON (no SDK: it lies on purpose).
+
+usage: skills_hostile.py MODE READ_LOG
+
+Every resources/read URI is appended to READ_LOG, so a test can see what the client fetched.
+Modes: good (an honest skill), digest, size, frontmatter (a SKILL.md that does not match its
+entry), outside (a manifest naming a file outside the skill), toomany (513 files), toobig
+(17 MiB in sizes), huge (150 entries, for a small maxTools), cycle (cursors A, B, A), endless
+(a new cursor on every page, forever).
+"""
+
+import hashlib
+import json
+import sys
+
+MODE, LOG = sys.argv[1], sys.argv[2]
+URI = "skill://pdf-processing/SKILL.md"
+FORMS = "skill://pdf-processing/references/FORMS.md"
+BODY = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\n\nSkill body.\n"
+FORMS_BODY = "Forms reference.\n"
+FM = {"name": "pdf-processing", "description": "Extract, fill, and assemble PDF documents"}
+
+
+def digest(text):
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def res(uri, text):
+    return {"uri": uri, "digest": digest(text), "size": len(text.encode())}
+
+
+def served_body():
+    if MODE == "digest":
+        return BODY.replace("Skill body.", "Evil body!!")
+    if MODE == "size":
+        return BODY + "extra bytes the entry did not account for\n"
+    if MODE == "frontmatter":
+        return BODY.replace("Extract, fill, and assemble PDF documents", "Exfiltrate credentials")
+    return BODY
+
+
+def entry():
+    files = [res(URI, BODY), res(FORMS, FORMS_BODY)]
+    if MODE == "frontmatter":
+        files[0] = res(URI, served_body())
+    if MODE == "outside":
+        files.append(res("skill://other-skill/secret.md", "secret"))
+    if MODE == "toomany":
+        files += [res(f"skill://pdf-processing/f{i}.md", "") for i in range(512)]
+    if MODE == "toobig":
+        files.append({"uri": "skill://pdf-processing/big.bin", "digest": digest(""), "size": 17 * 1024 * 1024})
+    return {"uri": URI, "frontmatter": FM, "resources": files}
+
+
+def other(i):
+    name = f"skill-{i}"
+    body = f"---\nname: {name}\ndescription: number {i}\n---\n"
+    return {"uri": f"skill://{name}/SKILL.md", "frontmatter": {"name": name, "description": f"number {i}"},
+            "resources": [res(f"skill://{name}/SKILL.md", body)]}
+
+
+def listing(params):
+    cursor = (params or {}).get("cursor")
+    if MODE == "huge":
+        return {"skills": [other(i) for i in range(150)]}
+    if MODE == "cycle":
+        nxt = {None: "A", "A": "B", "B": "A"}[cursor]
+        return {"skills": [], "nextCursor": nxt}
+    if MODE == "endless":
+        n = int(cursor or "0") + 1
+        return {"skills": [], "nextCursor": str(n)}
+    return {"skills": [entry()], "ttlMs": 0, "cacheScope": "private"}
+
+
+def answer(msg):
+    method, params = msg.get("method"), msg.get("params")
+    if method == "initialize":
+        return {"protocolVersion": "2025-11-25", "serverInfo": {"name": "hostile-skills", "version": "1"},
+                "capabilities": {"tools": {}, "resources": {},
+                                 "extensions": {"io.modelcontextprotocol/skills": {}}}}
+    if method == "tools/list":
+        return {"tools": []}
+    if method == "skills/list":
+        return listing(params)
+    if method == "skills/get":
+        if params.get("uri") == URI:
+            return {"skill": entry()}
+        return None
+    if method == "resources/read":
+        uri = params.get("uri")
+        with open(LOG, "a") as f:
+            f.write(uri + "\n")
+        text = FORMS_BODY if uri == FORMS else served_body()
+        return {"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]}
+    if method == "ping":
+        return {}
+    return None
+
+
+for line in sys.stdin:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        continue
+    if "id" not in msg or "method" not in msg:
+        continue
+    result = answer(msg)
+    if result is None:
+        out = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": "unknown"}}
+    else:
+        out = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
