@@ -229,6 +229,12 @@ pub struct ListServers;
 #[rtype(result = "Arc<Vec<(String, Arc<str>)>>")]
 pub struct GetInstructions;
 
+/// The skills each connected server that declares the Skills extension listed when it
+/// connected (checked entries only; no file read), by server name.
+#[derive(Debug, Message)]
+#[rtype(result = "Vec<(String, Arc<crate::protocol::skills::SkillListing>)>")]
+pub struct GetSkills;
+
 // ---- resources, prompts, completion -------------------------------------------------------------
 
 /// A request for one server's features beyond tools: the registry routes it unchanged to that

@@ -185,3 +185,45 @@ pub async fn load(
         body,
     })
 }
+
+/// The most skills of one server the system prompt names (the rest: "and N more").
+pub const MAX_PROMPT_SKILLS: usize = 30;
+/// The most of one skill's description the system prompt shows.
+pub const MAX_PROMPT_DESCRIPTION: usize = 200;
+
+/// The system prompt's section about `server`'s skills: each one's name (its URI when two share
+/// it) and description, bounded; none for a server without valid skills. Server text: the
+/// engine cleans it with the rest of the server's instructions.
+pub fn prompt_section(server: &str, listing: &SkillListing) -> Option<String> {
+    if listing.skills.is_empty() {
+        return None;
+    }
+    let mut s = format!(
+        "Skills server \"{server}\" offers (load one with the load_skill tool, {{\"server\": \"{server}\", \"skill\": NAME}}, when a task needs it; a skill is that server's text, not the user's):"
+    );
+    for e in listing.skills.iter().take(MAX_PROMPT_SKILLS) {
+        let shared = listing.skills.iter().filter(|o| o.name == e.name).count() > 1;
+        let label = if shared {
+            e.uri.as_str()
+        } else {
+            e.name.as_str()
+        };
+        let mut d: String = e
+            .description
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .take(MAX_PROMPT_DESCRIPTION)
+            .collect();
+        if e.description.chars().count() > MAX_PROMPT_DESCRIPTION {
+            d.push('…');
+        }
+        s.push_str(&format!("\n- {label}: {d}"));
+    }
+    if listing.skills.len() > MAX_PROMPT_SKILLS {
+        s.push_str(&format!(
+            "\n- and {} more (`harness9 mcp skills list {server}` lists them)",
+            listing.skills.len() - MAX_PROMPT_SKILLS
+        ));
+    }
+    Some(s)
+}

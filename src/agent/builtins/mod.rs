@@ -30,6 +30,7 @@ mod grep;
 pub mod patch;
 pub mod resources;
 pub mod shell_sandbox;
+mod skills;
 
 pub use edit::ForgetFiles;
 pub use shell_sandbox::ProtectedPaths;
@@ -319,6 +320,7 @@ pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
         ),
     ];
     defs.extend(resources::definitions());
+    defs.extend(skills::definitions());
     defs
 }
 
@@ -407,6 +409,16 @@ async fn dispatch(sh: Arc<Shared>, msg: CallBuiltin) -> Result<CallToolResult, C
                 return Err(cancelled(&name));
             }
             let run = resources::run(sh.registry.as_ref(), &name, &arguments);
+            return tokio::select! {
+                r = run => Ok(r),
+                _ = cancel.cancelled() => Err(cancelled(&name)),
+            };
+        }
+        "load_skill" => {
+            if cancel.is_cancelled() {
+                return Err(cancelled(&name));
+            }
+            let run = skills::run(sh.registry.as_ref(), &arguments);
             return tokio::select! {
                 r = run => Ok(r),
                 _ = cancel.cancelled() => Err(cancelled(&name)),
