@@ -402,25 +402,21 @@ impl Handler<ServerTools> for ToolRegistry {
                 server: server.clone(),
             });
             self.skills_pending.send_modify(|n| *n += 1);
-            ctx.spawn(
-                async move { ask.await }
-                    .into_actor(self)
-                    .map(move |got, act, _| {
-                        act.skills_pending.send_modify(|n| *n = n.saturating_sub(1));
-                        // Only for the connection it was asked of.
-                        let current = act.servers.get(&server).and_then(|t| t.addr.as_ref());
-                        if current != Some(&addr) {
-                            return;
-                        }
-                        match got {
-                            Ok(Ok(listing)) => act.set_skills(&server, Some(listing)),
-                            Ok(Err(RequestError::NotOffered { .. })) | Err(_) => {}
-                            Ok(Err(e)) => {
-                                tracing::warn!(target: "mcp", server = %server, "skills not listed: {e}");
-                            }
-                        }
-                    }),
-            );
+            ctx.spawn(ask.into_actor(self).map(move |got, act, _| {
+                act.skills_pending.send_modify(|n| *n = n.saturating_sub(1));
+                // Only for the connection it was asked of.
+                let current = act.servers.get(&server).and_then(|t| t.addr.as_ref());
+                if current != Some(&addr) {
+                    return;
+                }
+                match got {
+                    Ok(Ok(listing)) => act.set_skills(&server, Some(listing)),
+                    Ok(Err(RequestError::NotOffered { .. })) | Err(_) => {}
+                    Ok(Err(e)) => {
+                        tracing::warn!(target: "mcp", server = %server, "skills not listed: {e}");
+                    }
+                }
+            }));
         }
         if !self.order.contains(&name) {
             self.order.push(name.clone());
