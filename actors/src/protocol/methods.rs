@@ -173,6 +173,9 @@ mod tests {
         "sampling/createMessage",
         "elicitation/create",
         "roots/list",
+        // Extensions: Skills (SEP-2640).
+        "skills/list",
+        "skills/get",
         "notifications/initialized",
         "notifications/cancelled",
         "notifications/progress",
