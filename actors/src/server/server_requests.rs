@@ -276,4 +276,14 @@ mod tests {
             .get("roots")
             .is_none());
     }
+
+    #[test]
+    fn the_skills_extension_is_declared() {
+        let spec = ServerSpec::stdio("s", "x", vec![]);
+        assert_eq!(
+            client_capabilities(&spec, InputCaps::default())["extensions"]
+                ["io.modelcontextprotocol/skills"],
+            json!({})
+        );
+    }
 }
