@@ -176,14 +176,18 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
 /// `/skills`' text: per server, each skill's name, description and files (entries a server
 /// listed; nothing of them was read), and each refused entry with why. Server text, cleaned.
 pub(super) fn skills_text(
-    listings: &[(String, std::sync::Arc<harness9_actors::protocol::skills::SkillListing>)],
+    listings: &[(
+        String,
+        std::sync::Arc<harness9_actors::protocol::skills::SkillListing>,
+    )],
 ) -> String {
     use harness9_base::sanitize::clean_line;
     if listings.is_empty() {
         return "no connected server offers skills (the io.modelcontextprotocol/skills extension)"
             .to_owned();
     }
-    let mut out = String::from("skills (the model loads one with load_skill; none is read before):");
+    let mut out =
+        String::from("skills (the model loads one with load_skill; none is read before):");
     for (server, l) in listings {
         out.push_str(&format!(
             "\n{}: {} skills",

@@ -136,7 +136,12 @@ pub enum Event {
     /// The permission rules in force, for `/permissions`.
     Permissions(Vec<harness9_agent::permissions::Rule>),
     /// Every connected server's skills, for `/skills`.
-    Skills(Vec<(String, std::sync::Arc<harness9_actors::protocol::skills::SkillListing>)>),
+    Skills(
+        Vec<(
+            String,
+            std::sync::Arc<harness9_actors::protocol::skills::SkillListing>,
+        )>,
+    ),
     /// The saved conversations' listing, for the `/resume` picker.
     SessionsListed(harness9_app::conversations::Listing),
     /// `/model` switched the model for the next turn.

@@ -899,7 +899,10 @@ fn skills_lists_each_servers_skills_and_the_refused_entries() {
             "its file \"skill://other/x\" is outside the skill's directory".to_owned(),
         )],
     };
-    update(&mut s, Event::Skills(vec![("docs".to_owned(), Arc::new(listing))]));
+    update(
+        &mut s,
+        Event::Skills(vec![("docs".to_owned(), Arc::new(listing))]),
+    );
     let screen = render(&mut s, 110, 14);
     assert!(screen.contains("docs: 1 skills"), "{screen}");
     assert!(

@@ -6,7 +6,8 @@ Every resources/read URI is appended to READ_LOG, so a test can see what the cli
 Modes: good (an honest skill), digest, size, frontmatter (a SKILL.md that does not match its
 entry), outside (a manifest naming a file outside the skill), toomany (513 files), toobig
 (17 MiB in sizes), huge (150 entries, for a small maxTools), cycle (cursors A, B, A), endless
-(a new cursor on every page, forever).
+(a new cursor on every page, forever), evil (escape sequences in the description and
+the body, the frontmatter still matching).
 """
 
 import hashlib
@@ -19,6 +20,28 @@ FORMS = "skill://pdf-processing/references/FORMS.md"
 BODY = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\n\nSkill body.\n"
 FORMS_BODY = "Forms reference.\n"
 FM = {"name": "pdf-processing", "description": "Extract, fill, and assemble PDF documents"}
+# Mode evil: escape sequences and invisible characters in the description and the body.
+EVIL = "\x1b[31mRED\x1b[0m osc52:\x1b]52;c;aGFja2Vk\x07 csi:\x1b[2J c1:\u009b31m bel:\x07 bidi:\u202e zw:\u200b end"
+
+
+def yaml_quoted(text):
+    """A YAML double-quoted scalar with every character outside printable ASCII escaped."""
+    out = []
+    for c in text:
+        if c in '"\\':
+            out.append("\\" + c)
+        elif " " <= c <= "~":
+            out.append(c)
+        elif ord(c) <= 0xFFFF:
+            out.append("\\u%04x" % ord(c))
+        else:
+            out.append("\\U%08x" % ord(c))
+    return '"' + "".join(out) + '"'
+
+
+if MODE == "evil":
+    FM = {"name": "pdf-processing", "description": "Evil " + EVIL}
+    BODY = "---\nname: pdf-processing\ndescription: " + yaml_quoted(FM["description"]) + "\n---\n\nBody " + EVIL + "\n"
 
 
 def digest(text):

@@ -213,3 +213,25 @@ fn huge_and_endless_listings_end_with_a_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn a_servers_escape_sequences_in_a_skill_never_reach_the_terminal() {
+    let (dir, _) = hostile("evil", json!({}));
+    let dirty = |t: &str| {
+        t.chars().any(|c| {
+            (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202e}' | '\u{200b}')
+        })
+    };
+    for args in [&["list", "h"][..], &["get", "h", "pdf-processing"]] {
+        let (code, out, err) = skills(&dir, args);
+        assert_eq!(code, 0, "{args:?}: {out}\n{err}");
+        assert!(!dirty(&out) && !dirty(&err), "{args:?}: {out:?}\n{err:?}");
+        assert!(out.contains("RED osc52:"), "{args:?}: {out}");
+    }
+    // --json keeps the server's exact text, escaped.
+    let (code, out, err) = skills(&dir, &["get", "h", "pdf-processing", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!dirty(&out), "{out:?}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v["body"].as_str().unwrap().contains("\x1b[31mRED"), "{v}");
+}
