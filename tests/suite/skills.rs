@@ -235,3 +235,17 @@ fn a_servers_escape_sequences_in_a_skill_never_reach_the_terminal() {
     let v: Value = serde_json::from_str(&out).unwrap();
     assert!(v["body"].as_str().unwrap().contains("\x1b[31mRED"), "{v}");
 }
+
+#[test]
+fn a_server_without_the_extension_is_never_asked_for_skills() {
+    let dir = project_with(
+        "skills-none",
+        json!({"p": super::common::stdio_json(super::common::python("p"))}),
+    );
+    let (code, out, err) = skills(&dir, &["list", "p"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        err.contains("server \"p\" does not offer skills (it declares no `extensions.io.modelcontextprotocol/skills` capability)"),
+        "{err}"
+    );
+}

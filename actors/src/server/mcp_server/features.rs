@@ -119,7 +119,7 @@ impl McpServer {
                 caps.extension(crate::protocol::skills::EXTENSION).is_none()
                     || caps.resources.is_none(),
                 "skills",
-                "extensions.io.modelcontextprotocol/skills with resources",
+                "extensions.io.modelcontextprotocol/skills",
             ),
             _ => (false, "", ""),
         };
