@@ -109,6 +109,8 @@ struct Shared {
     registry: Option<Addr<harness9_actors::ToolRegistry>>,
     /// What the model saw of each file in this conversation (the edit tools' staleness check).
     seen: edit::Seen,
+    /// The entries of the skills the model loaded in this conversation.
+    held: skills::Held,
 }
 
 impl Builtins {
@@ -120,6 +122,7 @@ impl Builtins {
                 opts,
                 registry: None,
                 seen: edit::Seen::default(),
+                held: skills::Held::default(),
             }),
         }
     }
@@ -136,6 +139,7 @@ impl Builtins {
                 opts,
                 registry: Some(registry),
                 seen: edit::Seen::default(),
+                held: skills::Held::default(),
             }),
         }
     }
@@ -418,7 +422,7 @@ async fn dispatch(sh: Arc<Shared>, msg: CallBuiltin) -> Result<CallToolResult, C
             if cancel.is_cancelled() {
                 return Err(cancelled(&name));
             }
-            let run = skills::run(sh.registry.as_ref(), &arguments);
+            let run = skills::run(sh.registry.as_ref(), &sh.held, &arguments);
             return tokio::select! {
                 r = run => Ok(r),
                 _ = cancel.cancelled() => Err(cancelled(&name)),

@@ -112,3 +112,26 @@ fn a_deny_rule_refuses_load_skill_like_any_tool() {
     assert_eq!(sent["is_error"], true, "{sent}");
     assert!(std::fs::read_to_string(&log).unwrap_or_default().is_empty());
 }
+
+#[test]
+fn a_loaded_skills_files_are_read_against_the_entry_it_was_loaded_from() {
+    // The server adds a file to the skill after the model loaded it: the held entry does not
+    // list it, so it is refused without a read until the skill is loaded again.
+    let model = Model::start(
+        "skills-held",
+        json!({"steps": [
+            {"tool_calls": [call("s1", "load_skill", json!({"server": "h", "skill": "pdf-processing"}))]},
+            {"tool_calls": [call("s2", "load_skill", json!({"server": "h", "skill": "pdf-processing", "file": "references/NEW.md"}))]},
+            {"text": "refused", "expect": {"last_tool_result_contains": "is not among the skill's 2 listed files"}}
+        ]}),
+    );
+    let (dir, log) = skills_project("skills-held", "grow");
+    let out = Run::start(anthropic(&dir, &model), &["run", "-p", "go"]).finish(LIMIT);
+    out.ok();
+    assert_eq!(out.stdout.trim_end(), "refused", "{out}");
+    let reads = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(
+        reads.lines().collect::<Vec<_>>(),
+        ["skill://pdf-processing/SKILL.md"]
+    );
+}
