@@ -9,7 +9,7 @@
 #   --suite backcompat         tests/conformance/expected-failures.backcompat.yml (the
 #                              2025-03-26 OAuth discovery: no protected resource metadata)
 #   extensions                 tests/conformance/expected-failures.extensions.yml: the auth
-#                              extensions' scenarios no requirement set scores, each named in
+#                              and Skills extensions' scenarios no requirement set scores, each named in
 #                              $extension_scenarios and run with --scenario (the same
 #                              `harness9 conformance` path: a config written as a user would)
 # The runner fails a leg on an unexpected failure AND on a stale baseline entry (a listed
@@ -54,8 +54,9 @@ case "$bin" in
   *" "*) echo "conformance: the harness9 path has a space, which the runner cannot run: $bin" >&2; exit 1 ;;
 esac
 
-# The auth extensions' client scenarios (client credentials, enterprise-managed authorization,
-# workload identity, DPoP with server nonces), run one by one.
+# The extensions' client scenarios, run one by one: auth (client credentials, enterprise-managed
+# authorization, workload identity, DPoP with server nonces) and Skills (SEP-2640: no file read
+# before a load; a SKILL.md whose digest, size or frontmatter does not match its entry refused).
 extension_scenarios=(
   auth/client-credentials-basic
   auth/client-credentials-jwt
@@ -63,6 +64,10 @@ extension_scenarios=(
   auth/wif-jwt-bearer
   auth/dpop
   auth/dpop-nonce
+  sep-2640-client-no-prefetch
+  sep-2640-client-verify-digest
+  sep-2640-client-verify-size
+  sep-2640-client-verify-frontmatter
 )
 
 passed=0

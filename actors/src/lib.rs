@@ -20,6 +20,7 @@ pub mod opener;
 pub mod protocol;
 pub mod registry;
 pub mod server;
+pub mod skills;
 pub mod spec;
 pub mod supervisor;
 pub mod telemetry;

@@ -8,7 +8,7 @@
 //! McpServer --ServerEvent{Connected|ToolsChanged|Exited}--> ServerSupervisor
 //! ServerSupervisor --ServerTools / ServerGone--> ToolRegistry
 //! ServerSupervisor --StatusChanged (coalesced, never blocking)--> subscribers (TUI, CLI)
-//! caller --ListResources|ReadResource|ListPrompts|GetPrompt|Complete|...--> ToolRegistry
+//! caller --ListResources|ReadResource|ListSkills|GetSkill|ListPrompts|GetPrompt|...--> ToolRegistry
 //!        --the same message--> McpServer (the server's current actor)
 //! McpServer --ServerEvent{Notice}--> ServerSupervisor --ServerNotice--> notice subscribers
 //! ```
@@ -229,6 +229,12 @@ pub struct ListServers;
 #[rtype(result = "Arc<Vec<(String, Arc<str>)>>")]
 pub struct GetInstructions;
 
+/// The skills each connected server that declares the Skills extension listed when it
+/// connected (checked entries only; no file read), by server name.
+#[derive(Debug, Message)]
+#[rtype(result = "Vec<(String, Arc<crate::protocol::skills::SkillListing>)>")]
+pub struct GetSkills;
+
 // ---- resources, prompts, completion -------------------------------------------------------------
 
 /// A request for one server's features beyond tools: the registry routes it unchanged to that
@@ -277,6 +283,20 @@ pub enum CompletionRef {
 server_request! {
     /// `resources/list`, every page.
     ListResources -> Vec<Resource> {}
+}
+
+server_request! {
+    /// Skills extension: `skills/list`, every page, each entry checked
+    /// (`protocol::skills::SkillEntry::parse`); kept for the listing's `ttlMs` (at most an hour).
+    ListSkills -> Arc<crate::protocol::skills::SkillListing> {}
+}
+
+server_request! {
+    /// Skills extension: `skills/get` of one skill by the URI of its `SKILL.md`, checked.
+    GetSkill -> crate::protocol::skills::SkillEntry {
+        /// The URI of the skill's `SKILL.md`.
+        uri: String,
+    }
 }
 
 server_request! {

@@ -26,9 +26,9 @@ use serde_json::Value;
 use crate::error::{CallError, RequestError};
 use crate::messages::{
     AwaitServer, CallBuiltin, CallServerTool, CallTool, Complete, GetInstructions, GetPrompt,
-    ListPrompts, ListResourceTemplates, ListResources, ListServers, ListTools, LookupTool,
-    ReadResource, ServerGone, ServerRequest, ServerTools, SetBuiltins, SubscribeResource,
-    ToolEntry, ToolProgress, WhyFiltered,
+    GetSkill, ListPrompts, ListResourceTemplates, ListResources, ListServers, ListSkills,
+    ListTools, LookupTool, ReadResource, ServerGone, ServerRequest, ServerTools, SetBuiltins,
+    SubscribeResource, ToolEntry, ToolProgress, WhyFiltered,
 };
 use crate::naming::{full_name_prefixed, sanitize, server_prefix};
 use crate::protocol::types::{CallToolResult, Tool};
@@ -62,6 +62,9 @@ struct Rerouted(CallTool);
 /// supervisor answers at the timeout; this only bounds a supervisor that is gone).
 const AWAIT_MARGIN: Duration = Duration::from_secs(5);
 
+/// The longest `GetInstructions` waits for skills listings on their way.
+const SKILLS_WAIT: Duration = Duration::from_secs(5);
+
 /// The tool table.
 #[derive(Default)]
 pub struct ToolRegistry {
@@ -76,8 +79,14 @@ pub struct ToolRegistry {
     entries: Arc<Vec<ToolEntry>>,
     /// Each connected server's `instructions`, by name.
     instructions: BTreeMap<String, Arc<str>>,
-    /// The same, as handed out (a new `Arc` only when they change).
+    /// The same, each followed by the server's skills section (`skills::prompt_section`), as
+    /// handed out (a new `Arc` only when they change).
     instructions_list: Arc<Vec<(String, Arc<str>)>>,
+    /// Each connected server's skills, listed when it connected (the Skills extension).
+    skills: BTreeMap<String, Arc<crate::protocol::skills::SkillListing>>,
+    /// How many skills listings are on their way: `GetInstructions` waits for them (at most
+    /// [`SKILLS_WAIT`]), so the first model request already names the skills.
+    skills_pending: tokio::sync::watch::Sender<usize>,
     /// Registered names whose server's newer list no longer has them: name -> (server, tool).
     vanished: HashMap<String, (String, String)>,
     /// Compiled output schemas, by registered tool name (cleared on every rebuild).
@@ -201,12 +210,50 @@ impl ToolRegistry {
             None => self.instructions.remove(server).is_some(),
         };
         if changed {
-            self.instructions_list = Arc::new(
-                self.instructions
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            );
+            self.publish_instructions();
+        }
+    }
+
+    /// Rebuilds the handed-out list: each server's `instructions`, then its skills section.
+    fn publish_instructions(&mut self) {
+        let mut names: Vec<&String> = self.instructions.keys().chain(self.skills.keys()).collect();
+        names.sort();
+        names.dedup();
+        self.instructions_list = Arc::new(
+            names
+                .into_iter()
+                .filter_map(|name| {
+                    let section = self
+                        .skills
+                        .get(name)
+                        .and_then(|l| crate::skills::prompt_section(name, l));
+                    let text: Arc<str> = match (self.instructions.get(name), section) {
+                        (Some(i), None) => i.clone(),
+                        (Some(i), Some(s)) => format!("{i}\n\n{s}").into(),
+                        (None, Some(s)) => s.into(),
+                        (None, None) => return None,
+                    };
+                    Some((name.clone(), text))
+                })
+                .collect(),
+        );
+    }
+
+    /// Keeps `server`'s skills listing (or forgets it).
+    fn set_skills(
+        &mut self,
+        server: &str,
+        listing: Option<Arc<crate::protocol::skills::SkillListing>>,
+    ) {
+        let changed = match listing {
+            Some(l) => {
+                self.skills.insert(server.to_owned(), l);
+                true
+            }
+            None => self.skills.remove(server).is_some(),
+        };
+        if changed {
+            self.publish_instructions();
         }
     }
 
@@ -340,9 +387,37 @@ impl Handler<SetBuiltins> for ToolRegistry {
 impl Handler<ServerTools> for ToolRegistry {
     type Result = ();
 
-    fn handle(&mut self, msg: ServerTools, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: ServerTools, ctx: &mut Context<Self>) {
         let name = msg.spec.name.clone();
         self.unavailable.remove(&name);
+        // A new connection: its skills are listed once (entries only, never a file); a server
+        // without the extension answers at once that it offers none.
+        if let Some(addr) = msg
+            .addr
+            .clone()
+            .filter(|a| self.servers.get(&name).and_then(|t| t.addr.as_ref()) != Some(a))
+        {
+            let server = name.clone();
+            let ask = addr.send(crate::messages::ListSkills {
+                server: server.clone(),
+            });
+            self.skills_pending.send_modify(|n| *n += 1);
+            ctx.spawn(ask.into_actor(self).map(move |got, act, _| {
+                act.skills_pending.send_modify(|n| *n = n.saturating_sub(1));
+                // Only for the connection it was asked of.
+                let current = act.servers.get(&server).and_then(|t| t.addr.as_ref());
+                if current != Some(&addr) {
+                    return;
+                }
+                match got {
+                    Ok(Ok(listing)) => act.set_skills(&server, Some(listing)),
+                    Ok(Err(RequestError::NotOffered { .. })) | Err(_) => {}
+                    Ok(Err(e)) => {
+                        tracing::warn!(target: "mcp", server = %server, "skills not listed: {e}");
+                    }
+                }
+            }));
+        }
         if !self.order.contains(&name) {
             self.order.push(name.clone());
         }
@@ -383,6 +458,7 @@ impl Handler<ServerGone> for ToolRegistry {
     fn handle(&mut self, msg: ServerGone, _ctx: &mut Context<Self>) {
         let had = self.servers.remove(&msg.server).is_some();
         self.set_instructions(&msg.server, None);
+        self.set_skills(&msg.server, None);
         self.unavailable.insert(msg.server, msg.reason);
         if had {
             self.rebuild(None);
@@ -430,10 +506,34 @@ impl Handler<ListServers> for ToolRegistry {
 }
 
 impl Handler<GetInstructions> for ToolRegistry {
-    type Result = MessageResult<GetInstructions>;
+    type Result = ResponseActFuture<Self, Arc<Vec<(String, Arc<str>)>>>;
 
     fn handle(&mut self, _msg: GetInstructions, _ctx: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.instructions_list.clone())
+        let mut pending = self.skills_pending.subscribe();
+        Box::pin(
+            async move {
+                let _ = tokio::time::timeout(SKILLS_WAIT, pending.wait_for(|n| *n == 0)).await;
+            }
+            .into_actor(self)
+            .map(|(), act, _| act.instructions_list.clone()),
+        )
+    }
+}
+
+impl Handler<crate::messages::GetSkills> for ToolRegistry {
+    type Result = MessageResult<crate::messages::GetSkills>;
+
+    fn handle(
+        &mut self,
+        _msg: crate::messages::GetSkills,
+        _ctx: &mut Context<Self>,
+    ) -> Self::Result {
+        MessageResult(
+            self.skills
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        )
     }
 }
 
@@ -450,6 +550,8 @@ macro_rules! route_to_server {
 }
 
 route_to_server!(
+    ListSkills,
+    GetSkill,
     ListResources,
     ListResourceTemplates,
     ReadResource,

@@ -64,6 +64,7 @@ impl McpCommand {
             McpCommand::Get { .. } => "get",
             McpCommand::Call { .. } => "call",
             McpCommand::Resources { .. } => "resources",
+            McpCommand::Skills { .. } => "skills",
             McpCommand::Read { .. } => "read",
             McpCommand::Prompts { .. } => "prompts",
             McpCommand::Prompt { .. } => "prompt",
@@ -85,6 +86,7 @@ impl McpCommand {
             | McpCommand::Get { json, .. }
             | McpCommand::Call { json, .. }
             | McpCommand::Resources { json, .. }
+            | McpCommand::Skills { json, .. }
             | McpCommand::Read { json, .. }
             | McpCommand::Prompts { json, .. }
             | McpCommand::Prompt { json, .. }
@@ -107,6 +109,7 @@ impl McpCommand {
             McpCommand::List(ListArgs { session, .. })
             | McpCommand::Get { session, .. }
             | McpCommand::Resources { session, .. }
+            | McpCommand::Skills { session, .. }
             | McpCommand::Read { session, .. }
             | McpCommand::Prompts { session, .. }
             | McpCommand::Prompt { session, .. }
@@ -301,6 +304,15 @@ pub enum PermissionsCommand {
     },
 }
 
+/// What `mcp skills` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SkillsAction {
+    /// Every skill the server lists.
+    List,
+    /// Load one skill.
+    Get,
+}
+
 /// `harness9 mcp ...`
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
@@ -335,6 +347,28 @@ pub enum McpCommand {
         /// Config, trace, approval, settings, verbosity, headless answers.
         #[command(flatten)]
         session: SessionFlags,
+    },
+    /// A server's skills (the Skills extension): `list` them (name, description, files), or
+    /// `get` one: its SKILL.md, read and verified against its entry (size, digest,
+    /// frontmatter); `--file` reads one more of its listed files, verified the same way.
+    Skills {
+        /// `list` or `get`.
+        #[arg(value_enum)]
+        action: SkillsAction,
+        /// The server's name in .mcp.json.
+        server: String,
+        /// `get`: the skill's name, or the URI of its SKILL.md.
+        skill: Option<String>,
+        /// `get`: also read this file of the skill (its path under the skill, as its
+        /// SKILL.md refers to it), verified against the skill's entry.
+        #[arg(long, value_name = "PATH")]
+        file: Option<String>,
+        /// Output format.
+        #[command(flatten)]
+        json: JsonFlag,
+        /// Config, trace, approval, settings, verbosity.
+        #[command(flatten)]
+        session: ServerFlags,
     },
     /// List one server's resources and resource templates.
     Resources {

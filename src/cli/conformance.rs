@@ -218,7 +218,8 @@ pub async fn run(opts: &SessionOptions, args: &ConformanceArgs) -> anyhow::Resul
     Ok(out)
 }
 
-/// `mcp get`, then `mcp call` per tool, each with a login when its output asks for one.
+/// `mcp get`, then `mcp call` per tool, each with a login when its output asks for one; for a
+/// skills scenario, `mcp skills` ([`skills`]).
 async fn drive(driver: &Driver, scenario: &str) -> ExitCode {
     let got = driver
         .step_with_login(&["mcp", "get", SERVER, "--json"])
@@ -233,6 +234,9 @@ async fn drive(driver: &Driver, scenario: &str) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if scenario.starts_with("sep-2640-") {
+        return skills(driver, scenario).await;
+    }
     for entry in &tools {
         let Some(name) = entry.get("tool").and_then(Value::as_str) else {
             continue;
@@ -257,6 +261,37 @@ async fn drive(driver: &Driver, scenario: &str) -> ExitCode {
                 "accept-defaults",
             ])
             .await;
+    }
+    ExitCode::SUCCESS
+}
+
+/// The Skills extension's scenarios, as a user meets skills: `mcp skills list` (which must
+/// read no skill's file: `no-prefetch`), then, where the scenario is about loading
+/// (`verify-digest`, `-size`, `-frontmatter`), `mcp skills get` of each listed skill, which
+/// must refuse a tampered `SKILL.md` and so never go on to the skill's other files.
+async fn skills(driver: &Driver, scenario: &str) -> ExitCode {
+    let listed = driver
+        .step(&["mcp", "skills", "list", SERVER, "--json"])
+        .await;
+    if !listed.ok {
+        return ExitCode::from(1);
+    }
+    if !scenario.starts_with("sep-2640-client-verify-") {
+        return ExitCode::SUCCESS;
+    }
+    let names: Vec<String> = serde_json::from_str::<Value>(&listed.stdout)
+        .ok()
+        .and_then(|v| {
+            v.get("skills")?.as_array().map(|s| {
+                s.iter()
+                    .filter_map(|e| e.get("uri").and_then(Value::as_str).map(str::to_owned))
+                    .collect()
+            })
+        })
+        .unwrap_or_default();
+    for uri in &names {
+        // A refusal is the expected outcome here: the scenario's check is the verdict.
+        let _ = driver.step(&["mcp", "skills", "get", SERVER, uri]).await;
     }
     ExitCode::SUCCESS
 }

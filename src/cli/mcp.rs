@@ -73,6 +73,7 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         McpCommand::Get { server, .. }
         | McpCommand::Call { server, .. }
         | McpCommand::Resources { server, .. }
+        | McpCommand::Skills { server, .. }
         | McpCommand::Read { server, .. }
         | McpCommand::Prompts { server, .. }
         | McpCommand::Prompt { server, .. }
@@ -141,6 +142,23 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
                     json.json,
                 )
                 .await
+            }
+            McpCommand::Skills {
+                action,
+                server,
+                skill,
+                file,
+                json,
+                ..
+            } => {
+                ensure_connected(&snap, server)?;
+                let ask = super::skills::Ask {
+                    action: *action,
+                    skill: skill.as_deref(),
+                    file: file.as_deref(),
+                    as_json: json.json,
+                };
+                super::skills::skills(rt, server, ask).await
             }
             McpCommand::Resources { server, json, .. } => {
                 ensure_connected(&snap, server)?;

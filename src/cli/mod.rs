@@ -23,11 +23,12 @@ pub mod mcp;
 pub mod permissions;
 pub mod resources;
 pub mod run;
+pub mod skills;
 pub mod trace;
 
 pub use args::{
     Cli, Command, ConformanceArgs, DoctorArgs, JsonFlag, ListArgs, McpCommand, PermissionsCommand,
-    RunArgs, Scope, TraceCommand, Transport,
+    RunArgs, Scope, SkillsAction, TraceCommand, Transport,
 };
 pub use errors::{exit_code, JsonErrors, UsageError};
 pub use flags::{

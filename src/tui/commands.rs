@@ -51,6 +51,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/tools",
         "every tool and its source; /tools off|on NAME for this session",
     ),
+    (
+        "/skills",
+        "the skills each MCP server offers (the model loads one with load_skill)",
+    ),
     ("/cost", "tokens and estimated cost per model"),
     (
         "/permissions",
@@ -150,6 +154,7 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
         }
         "/cost" => cost_info(state),
         "/permissions" => return vec![Effect::ListPermissions],
+        "/skills" => return vec![Effect::ListSkills],
         "/tools" => return tools_command(state, rest),
         "/resume" if state.turn.busy => state.note(Entry::Error(
             "a turn is running; press Esc to cancel it, then /resume".to_owned(),
@@ -166,6 +171,49 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
         ))),
     }
     Vec::new()
+}
+
+/// `/skills`' text: per server, each skill's name, description and files (entries a server
+/// listed; nothing of them was read), and each refused entry with why. Server text, cleaned.
+pub(super) fn skills_text(
+    listings: &[(
+        String,
+        std::sync::Arc<harness9_actors::protocol::skills::SkillListing>,
+    )],
+) -> String {
+    use harness9_base::sanitize::clean_line;
+    if listings.is_empty() {
+        return "no connected server offers skills (the io.modelcontextprotocol/skills extension)"
+            .to_owned();
+    }
+    let mut out =
+        String::from("skills (the model loads one with load_skill; none is read before):");
+    for (server, l) in listings {
+        out.push_str(&format!(
+            "\n{}: {} skills",
+            clean_line(server),
+            l.skills.len()
+        ));
+        for e in &l.skills {
+            let files = match &e.files {
+                None => "dynamic: not loadable".to_owned(),
+                Some(f) => format!("{} files, {} bytes", f.len(), e.total_bytes()),
+            };
+            out.push_str(&format!(
+                "\n  {}  ({files})  {}",
+                clean_line(&e.name),
+                clean_line(&e.description)
+            ));
+        }
+        for (uri, why) in &l.invalid {
+            out.push_str(&format!(
+                "\n  refused {}: {}",
+                clean_line(uri),
+                clean_line(why)
+            ));
+        }
+    }
+    out
 }
 
 /// `/call <tool> <json>`: checks that the arguments are a JSON object and the tool is registered

@@ -135,6 +135,13 @@ pub enum Event {
     ConfigWarnings(Vec<String>),
     /// The permission rules in force, for `/permissions`.
     Permissions(Vec<harness9_agent::permissions::Rule>),
+    /// Every connected server's skills, for `/skills`.
+    Skills(
+        Vec<(
+            String,
+            std::sync::Arc<harness9_actors::protocol::skills::SkillListing>,
+        )>,
+    ),
     /// The saved conversations' listing, for the `/resume` picker.
     SessionsListed(harness9_app::conversations::Listing),
     /// `/model` switched the model for the next turn.
@@ -225,6 +232,8 @@ pub enum Effect {
     },
     /// `/permissions`: read the rules in force; reply with [`Event::Permissions`].
     ListPermissions,
+    /// `/skills`: the servers' skills; reply with [`Event::Skills`].
+    ListSkills,
     /// Forget a remembered "always" answer (from `/permissions`), then list again.
     ForgetRule(String),
     /// The user's answer to [`Event::Asked`].
@@ -613,6 +622,10 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
                 Err(e) => state.note(Entry::Error(e)),
             }
             stale
+        }
+        Event::Skills(listings) => {
+            state.note(Entry::Info(super::commands::skills_text(&listings)));
+            Vec::new()
         }
         Event::Notice { error, text } => {
             state.note(if error {

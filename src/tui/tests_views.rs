@@ -233,7 +233,7 @@ fn tools_lists_each_tool_with_its_source_and_marks_the_one_off() {
     for want in [
         &format!("{n} tools (name, source)") as &str,
         "  everything     2 tools       177 bytes  ~    45 tokens\n",
-        "  built-in       9 tools",
+        "  built-in      10 tools",
         "  MCP in all: 257 bytes, ~65 tokens\n",
         "mcp__everything__echo  everything\n",
         "mcp__docs__search  docs\n",
@@ -867,4 +867,49 @@ fn the_status_line_names_the_key_that_cancels_now() {
         update(&mut s, key_event(KeyCode::Esc)),
         vec![Effect::CancelTurn]
     );
+}
+
+/// `/skills` asks the runtime for the servers' skills, then lists each one (name, files,
+/// description) and each refused entry with its reason; a server's escape sequences never reach
+/// the screen.
+#[test]
+fn skills_lists_each_servers_skills_and_the_refused_entries() {
+    use harness9_actors::protocol::skills::{SkillEntry, SkillListing};
+    let mut s = state_with(vec![("docs", connected(1, 12))], vec![]);
+    let effects = send(&mut s, "/skills");
+    assert!(
+        matches!(effects.as_slice(), [Effect::ListSkills]),
+        "{effects:?}"
+    );
+    let body = "---\nname: pdf-processing\ndescription: x\n---\n";
+    let entry = SkillEntry::parse(&serde_json::json!({
+        "uri": "skill://pdf-processing/SKILL.md",
+        "frontmatter": {"name": "pdf-processing", "description": "Extract PDFs\u{1b}[2J and forms"},
+        "resources": [{
+            "uri": "skill://pdf-processing/SKILL.md",
+            "digest": harness9_actors::protocol::skills::digest_of(body.as_bytes()),
+            "size": body.len(),
+        }],
+    }))
+    .unwrap();
+    let listing = SkillListing {
+        skills: vec![entry],
+        invalid: vec![(
+            "skill://evil/SKILL.md".to_owned(),
+            "its file \"skill://other/x\" is outside the skill's directory".to_owned(),
+        )],
+    };
+    update(
+        &mut s,
+        Event::Skills(vec![("docs".to_owned(), Arc::new(listing))]),
+    );
+    let screen = render(&mut s, 110, 14);
+    assert!(screen.contains("docs: 1 skills"), "{screen}");
+    assert!(
+        screen.contains("pdf-processing  (1 files, 44 bytes)  Extract PDFs and forms"),
+        "{screen}"
+    );
+    assert!(screen.contains("refused skill://evil/SKILL.md"), "{screen}");
+    assert!(!screen.contains('\u{1b}'), "{screen}");
+    insta::assert_snapshot!(screen);
 }

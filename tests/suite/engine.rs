@@ -20,6 +20,7 @@ mod permissions;
 mod permissions_import;
 mod read_budget;
 mod rules;
+mod skills;
 mod telemetry;
 
 /// A child killed and reaped when dropped, also when the test panics.

@@ -32,6 +32,7 @@ mod sandbox;
 mod secrets;
 mod shell_sandbox;
 mod shown;
+mod skills;
 mod sources;
 mod tool_cache;
 mod trust;

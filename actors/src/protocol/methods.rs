@@ -89,6 +89,10 @@ requests! {
     ListResourceTemplates = "resources/templates/list", PaginatedParams<'a> => ListResourceTemplatesResult;
     /// One resource's contents.
     ReadResource = "resources/read", ResourceParams<'a> => ReadResourceResult;
+    /// Skills extension: the server's skills, a page at a time.
+    ListSkills = "skills/list", PaginatedParams<'a> => super::skills::ListSkillsResult;
+    /// Skills extension: one skill's entry, by the URI of its `SKILL.md`.
+    GetSkill = "skills/get", ResourceParams<'a> => super::skills::GetSkillResult;
     /// Handshake era: updates of one resource, please.
     Subscribe = "resources/subscribe", ResourceParams<'a> => Value;
     /// Handshake era: no more updates of one resource.
@@ -169,6 +173,9 @@ mod tests {
         "sampling/createMessage",
         "elicitation/create",
         "roots/list",
+        // Extensions: Skills (SEP-2640).
+        "skills/list",
+        "skills/get",
         "notifications/initialized",
         "notifications/cancelled",
         "notifications/progress",

@@ -12,6 +12,7 @@ pub mod methods;
 #[cfg(test)]
 mod props;
 pub mod render;
+pub mod skills;
 pub mod sse;
 pub mod types;
 pub mod version;

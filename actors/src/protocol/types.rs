@@ -67,6 +67,9 @@ pub struct ServerCapabilities {
     /// Argument completion support.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completions: Option<Value>,
+    /// Extensions, by identifier (`io.modelcontextprotocol/skills`), each with its settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Value>,
 }
 
 impl ServerCapabilities {
@@ -79,6 +82,11 @@ impl ServerCapabilities {
             _ => None,
         };
         c.and_then(|c| c.get(flag)).and_then(Value::as_bool) == Some(true)
+    }
+
+    /// The settings of the extension `id`, when the server declares it (an object).
+    pub fn extension(&self, id: &str) -> Option<&serde_json::Map<String, Value>> {
+        self.extensions.as_ref()?.get(id)?.as_object()
     }
 }
 

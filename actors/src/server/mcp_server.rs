@@ -14,6 +14,7 @@ pub(super) mod handshake;
 mod incoming;
 mod link;
 mod requests;
+mod skills;
 mod tool_call;
 mod tool_list;
 
@@ -115,6 +116,8 @@ pub struct McpServer {
     /// listen filter (`notifications/subscriptions/acknowledged`).
     /// Each waits for a filter that has (`true`) or lacks (`false`) its URI.
     ack_waiters: Vec<(String, bool, tokio::sync::oneshot::Sender<()>)>,
+    /// The last skills listing and until when its `ttlMs` lets it be used.
+    skills: skills::Cached,
     /// Notices (log lines, changes) the supervisor's mailbox had no room for.
     dropped_notices: u64,
     /// Where the server's elicitation and sampling requests go (the front end's handler);
@@ -162,6 +165,7 @@ impl McpServer {
             subscriptions: Default::default(),
             listen_id: None,
             ack_waiters: Vec::new(),
+            skills: Default::default(),
             dropped_notices: 0,
             name: Arc::from(spec.name.as_str()),
             spec,

@@ -76,6 +76,13 @@ fn input_capabilities(caps: InputCaps) -> Map<String, Value> {
     out
 }
 
+/// The extensions we implement, each with its settings: Skills (SEP-2640).
+fn extension_capabilities() -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert(crate::protocol::skills::EXTENSION.to_owned(), json!({}));
+    out
+}
+
 /// The capabilities we declare to one server, in `initialize` and in every stateless request's
 /// `_meta` (built once per server actor): roots from its spec, elicitation and sampling from
 /// what the front end can answer (`caps`).
@@ -85,6 +92,10 @@ pub fn client_capabilities(spec: &ServerSpec, caps: InputCaps) -> Value {
         all.insert("roots".to_owned(), json!({ "listChanged": true }));
     }
     all.extend(input_capabilities(caps));
+    all.insert(
+        "extensions".to_owned(),
+        Value::Object(extension_capabilities()),
+    );
     Value::Object(all)
 }
 
@@ -264,5 +275,15 @@ mod tests {
         assert!(client_capabilities(&spec, InputCaps::default())
             .get("roots")
             .is_none());
+    }
+
+    #[test]
+    fn the_skills_extension_is_declared() {
+        let spec = ServerSpec::stdio("s", "x", vec![]);
+        assert_eq!(
+            client_capabilities(&spec, InputCaps::default())["extensions"]
+                ["io.modelcontextprotocol/skills"],
+            json!({})
+        );
     }
 }

@@ -157,6 +157,7 @@ impl Handler<ForgetFiles> for Builtins {
 
     fn handle(&mut self, _msg: ForgetFiles, _ctx: &mut Context<Self>) {
         self.shared.seen.forget();
+        self.shared.held.forget();
     }
 }
 

@@ -30,6 +30,7 @@ mod grep;
 pub mod patch;
 pub mod resources;
 pub mod shell_sandbox;
+mod skills;
 
 pub use edit::ForgetFiles;
 pub use shell_sandbox::ProtectedPaths;
@@ -108,6 +109,8 @@ struct Shared {
     registry: Option<Addr<harness9_actors::ToolRegistry>>,
     /// What the model saw of each file in this conversation (the edit tools' staleness check).
     seen: edit::Seen,
+    /// The entries of the skills the model loaded in this conversation.
+    held: skills::Held,
 }
 
 impl Builtins {
@@ -119,6 +122,7 @@ impl Builtins {
                 opts,
                 registry: None,
                 seen: edit::Seen::default(),
+                held: skills::Held::default(),
             }),
         }
     }
@@ -135,6 +139,7 @@ impl Builtins {
                 opts,
                 registry: Some(registry),
                 seen: edit::Seen::default(),
+                held: skills::Held::default(),
             }),
         }
     }
@@ -319,6 +324,7 @@ pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
         ),
     ];
     defs.extend(resources::definitions());
+    defs.extend(skills::definitions());
     defs
 }
 
@@ -407,6 +413,16 @@ async fn dispatch(sh: Arc<Shared>, msg: CallBuiltin) -> Result<CallToolResult, C
                 return Err(cancelled(&name));
             }
             let run = resources::run(sh.registry.as_ref(), &name, &arguments);
+            return tokio::select! {
+                r = run => Ok(r),
+                _ = cancel.cancelled() => Err(cancelled(&name)),
+            };
+        }
+        "load_skill" => {
+            if cancel.is_cancelled() {
+                return Err(cancelled(&name));
+            }
+            let run = skills::run(sh.registry.as_ref(), &sh.held, &arguments);
             return tokio::select! {
                 r = run => Ok(r),
                 _ = cancel.cancelled() => Err(cancelled(&name)),

@@ -572,7 +572,8 @@ fn definitions_have_object_schemas() {
             "list_dir",
             "grep",
             "list_mcp_resources",
-            "read_mcp_resource"
+            "read_mcp_resource",
+            "load_skill"
         ]
     );
     for t in &defs {

@@ -451,6 +451,18 @@ impl Tui {
                     let _ = tx.send(answer);
                 }
             }
+            Effect::ListSkills => {
+                self.registry
+                    .send(harness9_actors::messages::GetSkills)
+                    .into_actor(self)
+                    .then(|r, act, ctx| {
+                        if let Ok(listings) = r {
+                            act.apply(Event::Skills(listings), ctx);
+                        }
+                        fut::ready(())
+                    })
+                    .spawn(ctx);
+            }
             Effect::ListPermissions => {
                 let rules = self.policy.rules.all();
                 self.apply(Event::Permissions(rules), ctx);

@@ -39,13 +39,17 @@ pub(super) const MAX_SUBSCRIPTIONS: usize = 256;
 /// The most completion values kept (the spec's own cap).
 const MAX_COMPLETIONS: usize = 100;
 
-type Answer<T> = ResponseFuture<Result<T, RequestError>>;
+pub(super) type Answer<T> = ResponseFuture<Result<T, RequestError>>;
 
-fn fail<T: 'static>(e: RequestError) -> Answer<T> {
+pub(super) fn fail<T: 'static>(e: RequestError) -> Answer<T> {
     Box::pin(async move { Err(e) })
 }
 
-fn failed(server: &str, method: &'static str, detail: impl Into<String>) -> RequestError {
+pub(super) fn failed(
+    server: &str,
+    method: &'static str,
+    detail: impl Into<String>,
+) -> RequestError {
     RequestError::Failed {
         server: server.to_owned(),
         method,
@@ -73,7 +77,7 @@ impl Drop for CancelGuard {
 
 impl McpServer {
     /// `Ok` when the server can take a request now.
-    fn ready(&self) -> Result<(), RequestError> {
+    pub(super) fn ready(&self) -> Result<(), RequestError> {
         if self.connected && !self.closing && self.writer.is_some() {
             return Ok(());
         }
@@ -109,6 +113,14 @@ impl McpServer {
                 "completions",
             ),
             SetLevel::METHOD => (caps.logging.is_none(), "logging", "logging"),
+            // The spec's rule: a skills server must also declare resources (its files are
+            // read as resources).
+            m::ListSkills::METHOD | m::GetSkill::METHOD => (
+                caps.extension(crate::protocol::skills::EXTENSION).is_none()
+                    || caps.resources.is_none(),
+                "skills",
+                "extensions.io.modelcontextprotocol/skills",
+            ),
             _ => (false, "", ""),
         };
         if missing {
@@ -123,7 +135,7 @@ impl McpServer {
 
     /// Sends one request of `R` (with the stateless `_meta` in that era) and answers with its
     /// parsed result within the server's `toolTimeoutSec`.
-    fn request_for<'p, R>(
+    pub(super) fn request_for<'p, R>(
         &mut self,
         params: &R::Params<'p>,
         ctx: &mut Context<Self>,
