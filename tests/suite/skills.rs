@@ -53,6 +53,41 @@ fn reads(log: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A server of skills only (no tools capability) connects with no tools: `tools/list` is asked
+/// (servers that serve tools without declaring them exist) and its refusal means none.
+#[test]
+fn a_server_of_skills_only_connects_with_no_tools() {
+    let skills_dir = temp_path("sdk-skills-only");
+    let skill = skills_dir.join("notes");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: notes\ndescription: Take notes\n---\n\n# Notes\n",
+    )
+    .unwrap();
+    let server = repo().join("tests/npm/skills_server.mjs");
+    let dir = project_with(
+        "sdk-skills-only",
+        json!({"sdk": {"command": "node", "args": [server.display().to_string(), skills_dir.display().to_string(), "--skills-only"]}}),
+    );
+    let mut cmd = harness9_in(&dir);
+    cmd.args(["mcp", "get", "sdk", "--json"]);
+    let out = output_within(cmd, None, LIMIT);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout).unwrap(),
+        json!([]),
+        "{stderr}"
+    );
+    let (code, out, err) = skills(&dir, &["list", "sdk"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("notes"), "{out}");
+}
+
 const SKILL_MD: &str = "skill://pdf-processing/SKILL.md";
 const FORMS: &str = "skill://pdf-processing/references/FORMS.md";
 

@@ -307,7 +307,7 @@ async fn stateless(
     addr.send(SetEra(era))
         .await
         .map_err(|_| "server actor stopped".to_owned())?;
-    let tools = list_tools(addr, max_tools).await?;
+    let tools = first_tools(addr, max_tools, &found.result).await?;
     Ok(Connected {
         init: found.result,
         era,
@@ -394,10 +394,33 @@ async fn initialize(
             b.send().await;
         }
     }
-    let tools = list_tools(addr, max_tools)
+    let tools = first_tools(addr, max_tools, &init)
         .await
         .map_err(InitFailed::Other)?;
     Ok(Connected { init, era, tools })
+}
+
+/// The tools of a server that just connected. One that declares no `tools` capability (a
+/// server of skills, resources or prompts only) is still asked, for servers that serve tools
+/// without declaring them, but its refusal (`-32601`) or any failure means no tools, not a
+/// failed connection.
+async fn first_tools(
+    addr: Addr<McpServer>,
+    max: usize,
+    init: &<Initialize as Request>::Result,
+) -> Result<Arc<[Arc<Tool>]>, String> {
+    if init.capabilities.tools.is_some() {
+        return list_tools(addr, max).await;
+    }
+    match list_tools(addr.clone(), max).await {
+        Ok(tools) => Ok(tools),
+        Err(e) => {
+            tracing::info!(target: "mcp", "the server declares no tools capability and tools/list failed ({e}): no tools");
+            addr.send(ToolsListed(Vec::new(), None))
+                .await
+                .map_err(|_| "server actor stopped".to_owned())
+        }
+    }
 }
 
 pub(super) async fn list_tools(
