@@ -87,6 +87,9 @@ pub struct ToolRegistry {
     /// How many skills listings are on their way: `GetInstructions` waits for them (at most
     /// [`SKILLS_WAIT`]), so the first model request already names the skills.
     skills_pending: tokio::sync::watch::Sender<usize>,
+    /// Until when `GetInstructions` may wait for them: [`SKILLS_WAIT`] after the latest ask, so
+    /// a server that stalls its listing costs the session those seconds once, not every turn.
+    skills_wait_until: Option<tokio::time::Instant>,
     /// Registered names whose server's newer list no longer has them: name -> (server, tool).
     vanished: HashMap<String, (String, String)>,
     /// Compiled output schemas, by registered tool name (cleared on every rebuild).
@@ -402,6 +405,7 @@ impl Handler<ServerTools> for ToolRegistry {
                 server: server.clone(),
             });
             self.skills_pending.send_modify(|n| *n += 1);
+            self.skills_wait_until = Some(tokio::time::Instant::now() + SKILLS_WAIT);
             ctx.spawn(ask.into_actor(self).map(move |got, act, _| {
                 act.skills_pending.send_modify(|n| *n = n.saturating_sub(1));
                 // Only for the connection it was asked of.
@@ -510,9 +514,12 @@ impl Handler<GetInstructions> for ToolRegistry {
 
     fn handle(&mut self, _msg: GetInstructions, _ctx: &mut Context<Self>) -> Self::Result {
         let mut pending = self.skills_pending.subscribe();
+        let until = self.skills_wait_until;
         Box::pin(
             async move {
-                let _ = tokio::time::timeout(SKILLS_WAIT, pending.wait_for(|n| *n == 0)).await;
+                if let Some(until) = until {
+                    let _ = tokio::time::timeout_at(until, pending.wait_for(|n| *n == 0)).await;
+                }
             }
             .into_actor(self)
             .map(|(), act, _| act.instructions_list.clone()),
