@@ -113,6 +113,20 @@ pub enum CallError {
         /// How long the call waited.
         after: Duration,
     },
+    /// The call became a task (`io.modelcontextprotocol/tasks`) that did not end with a
+    /// result: it failed, was cancelled, expired, ran past `taskTimeoutSec` (then it was sent
+    /// `tasks/cancel`), or the server lost it.
+    #[error("task {task_id} of tool \"{tool}\" on server \"{server}\" {detail}")]
+    Task {
+        /// The server's name in `.mcp.json`.
+        server: String,
+        /// The tool's name on the server (not the registered `mcp__` name).
+        tool: String,
+        /// The server's id of the task (cleaned for the screen).
+        task_id: String,
+        /// What happened and what to do.
+        detail: String,
+    },
     /// The caller cancelled the call; the server was sent `notifications/cancelled`.
     #[error("tool \"{tool}\" on server \"{server}\" was cancelled")]
     Cancelled {
@@ -139,6 +153,7 @@ impl CallError {
             CallError::Transport { .. } => "transport",
             CallError::NotReading { .. } => "not_reading",
             CallError::Cancelled { .. } => "cancelled",
+            CallError::Task { .. } => "task",
         }
     }
 }

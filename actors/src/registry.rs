@@ -25,10 +25,10 @@ use serde_json::Value;
 
 use crate::error::{CallError, RequestError};
 use crate::messages::{
-    AwaitServer, CallBuiltin, CallServerTool, CallTool, Complete, GetInstructions, GetPrompt,
-    ListPrompts, ListResourceTemplates, ListResources, ListServers, ListTools, LookupTool,
-    ReadResource, ServerGone, ServerRequest, ServerTools, SetBuiltins, SubscribeResource,
-    ToolEntry, ToolProgress, WhyFiltered,
+    AwaitServer, AwaitTask, CallBuiltin, CallServerTool, CallTool, CancelServerTask, Complete,
+    GetInstructions, GetPrompt, GetTaskStatus, ListPrompts, ListResourceTemplates, ListResources,
+    ListServers, ListTools, LookupTool, ReadResource, ServerGone, ServerRequest, ServerTools,
+    SetBuiltins, SubscribeResource, ToolEntry, ToolProgress, WhyFiltered,
 };
 use crate::naming::{full_name_prefixed, sanitize, server_prefix};
 use crate::protocol::types::{CallToolResult, Tool};
@@ -450,6 +450,9 @@ macro_rules! route_to_server {
 }
 
 route_to_server!(
+    GetTaskStatus,
+    CancelServerTask,
+    AwaitTask,
     ListResources,
     ListResourceTemplates,
     ReadResource,
@@ -637,6 +640,7 @@ impl ToolRegistry {
                     cancel: msg.cancel,
                     progress: msg.progress,
                     parent: msg.parent,
+                    detach: msg.detach,
                 });
                 let server = server.clone();
                 Box::pin(async move {

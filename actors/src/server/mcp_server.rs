@@ -14,6 +14,7 @@ pub(super) mod handshake;
 mod incoming;
 mod link;
 mod requests;
+mod task;
 mod tool_call;
 mod tool_list;
 
@@ -148,13 +149,13 @@ impl McpServer {
         };
         let kind = spec.transport.kind();
         let otel = otel_conn(&spec);
-        let client = Arc::new(ClientSide {
-            capabilities: super::server_requests::client_capabilities(
+        let client = Arc::new(ClientSide::new(
+            super::server_requests::client_capabilities(
                 &spec,
                 super::server_requests::InputCaps::default(),
             ),
-            log_level: spec.log_level.clone(),
-        });
+            spec.log_level.clone(),
+        ));
         Self {
             client,
             roots: spec.roots.clone(),
@@ -215,10 +216,10 @@ impl McpServer {
     ) -> Self {
         self.input = input;
         self.answerer = None;
-        self.client = Arc::new(ClientSide {
-            capabilities: super::server_requests::client_capabilities(&self.spec, caps),
-            log_level: self.spec.log_level.clone(),
-        });
+        self.client = Arc::new(ClientSide::new(
+            super::server_requests::client_capabilities(&self.spec, caps),
+            self.spec.log_level.clone(),
+        ));
         self
     }
 

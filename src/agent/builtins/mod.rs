@@ -369,6 +369,7 @@ impl Reply {
             is_error: self.is_error,
             result_type: None,
             schema_error: None,
+            task: None,
         }
     }
 }

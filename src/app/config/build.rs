@@ -37,6 +37,7 @@ pub(super) fn validate(raw: &RawServer) -> Option<String> {
     for (field, t) in [
         ("startupTimeoutSec", raw.startup_timeout_sec),
         ("toolTimeoutSec", raw.tool_timeout_sec),
+        ("taskTimeoutSec", raw.task_timeout_sec),
     ] {
         if let Some(Err(e)) = t.map(|t| timeout_secs(&format!("\"{field}\""), t)) {
             return Some(format!("has a bad timeout: {e}"));
@@ -330,6 +331,12 @@ fn build_spec(
         .map(|t| timeout_secs("toolTimeoutSec", t))
     {
         spec.tool_timeout = t;
+    }
+    if let Some(Ok(t)) = raw
+        .task_timeout_sec
+        .map(|t| timeout_secs("taskTimeoutSec", t))
+    {
+        spec.task_timeout = t;
     }
     if let Some(v) = &raw.protocol_version {
         spec.protocol = Some(ProtocolVersion::parse(v).ok_or_else(|| {

@@ -3,7 +3,9 @@
 //! parse of the line, and a response's headers as the trace shows them (credentials redacted).
 
 use crate::protocol::headers;
-use crate::protocol::methods::{CallTool, GetPrompt, Initialize, ReadResource, Request};
+use crate::protocol::methods::{
+    CallTool, CancelTask, GetPrompt, GetTask, Initialize, ReadResource, Request, UpdateTask,
+};
 
 /// What the task needs of an outgoing line, from one light parse: its method, and the
 /// body fields a POST mirrors into headers (2026-07-28 "request metadata"; harmless and useful
@@ -31,6 +33,9 @@ pub(super) struct PeekParams {
     pub(super) name: Option<String>,
     #[serde(default)]
     pub(super) uri: Option<String>,
+    /// The tasks extension's `tasks/*` requests.
+    #[serde(default)]
+    pub(super) task_id: Option<String>,
     /// `initialize`'s offer.
     #[serde(default)]
     pub(super) protocol_version: Option<String>,
@@ -48,7 +53,8 @@ pub(super) struct PeekMeta {
 }
 
 /// The headers one POST carries besides the configured ones: `Mcp-Method`, `Mcp-Name` (for
-/// `tools/call`, `prompts/get`, `resources/read`) and `MCP-Protocol-Version` (the request's
+/// `tools/call`, `prompts/get`, `resources/read`, and the task id of `tasks/get`,
+/// `tasks/update`, `tasks/cancel`, which routes them to the instance holding the task) and `MCP-Protocol-Version` (the request's
 /// `_meta` revision, or `initialize`'s offer).
 pub(super) fn request_headers(method: &str, peek: &Peek) -> Vec<(String, String)> {
     let mut h = Vec::with_capacity(3);
@@ -59,6 +65,7 @@ pub(super) fn request_headers(method: &str, peek: &Peek) -> Vec<(String, String)
         let name = match method {
             CallTool::METHOD | GetPrompt::METHOD => p.name.as_deref(),
             ReadResource::METHOD => p.uri.as_deref(),
+            GetTask::METHOD | UpdateTask::METHOD | CancelTask::METHOD => p.task_id.as_deref(),
             _ => None,
         };
         if let Some(n) = name {
