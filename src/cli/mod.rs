@@ -23,6 +23,7 @@ pub mod mcp;
 pub mod permissions;
 pub mod resources;
 pub mod run;
+mod tasks;
 pub mod trace;
 
 pub use args::{
