@@ -4,7 +4,7 @@ Modes (--mode):
   ok         tool `slow` ({"ms": N, "text": T}) answers with a task that is `working` for N ms
              (its status message counts the polls), then `completed` with "done: T"
   input      tool `ask` answers with a task that turns `input_required` (an elicitation for a
-             `name`) and completes with "hello NAME" after `tasks/update` answers it
+             `name`) and completes with "hello NAME" 0.5 s after `tasks/update` answers it
   hostile    tool `slow` answers with a task that stays `working` forever, pollIntervalMs 0,
              a new 200 KB status message on every poll
   handshake  a 2025-11-25 server (initialize, no discover) whose `tools/call` still answers
@@ -82,7 +82,9 @@ def view(t):
         return dict(base, status="working", pollIntervalMs=0,
                     statusMessage=("poll %d " % t["polls"]) + "x" * 200_000)
     if ARGS.mode == "input":
-        if t.get("name") is not None:
+        # The answer takes effect 0.5 s after `tasks/update` (eventually consistent): polls
+        # meanwhile repeat the same request, which must not be answered twice.
+        if t.get("name") is not None and now - t["answered"] >= 0.5:
             return dict(base, status="completed",
                         result={"content": [{"type": "text", "text": "hello " + t["name"]}]})
         if now - t["created"] < 0.3:
@@ -168,6 +170,7 @@ def answer(msg, name_header=None):
                 t["name"] = str((resp.get("content") or {}).get("name", ""))
             else:
                 t["name"] = "(declined)"
+            t["answered"] = time.time()
             save(t)
             return ok({"resultType": "complete"})
         t["cancelled"] = True
@@ -195,6 +198,8 @@ def http(port):
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class H(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
         def log_message(self, *a):
             pass
 
@@ -223,6 +228,8 @@ def http(port):
             self.send_response(405)
             self.send_header("Content-Length", "0")
             self.end_headers()
+
+        do_DELETE = do_GET
 
     srv = ThreadingHTTPServer(("127.0.0.1", port), H)
     print("READY %d" % port, flush=True)

@@ -32,6 +32,7 @@ mod secrets;
 mod shell_sandbox;
 mod shown;
 mod sources;
+mod tasks;
 mod tool_cache;
 mod trust;
 mod tui;
