@@ -361,3 +361,25 @@ fn a_fastmcp_tasks_server_answers_mcp_call_with_its_result() {
         "{stdout}\n{stderr}"
     );
 }
+
+#[test]
+fn a_required_task_tool_on_a_pinned_old_connection_explains_the_missing_capability() {
+    let (dir, _) = project(
+        "task-32021",
+        json!({"fast": {"command": py(), "args": [script("fastmcp_tasks_server.py")],
+                        "protocolVersion": "2025-11-25"}}),
+    );
+    let out = mcp(
+        &dir,
+        &["call", "fast", "slow_sum", "--args", r#"{"a": 1, "b": 1}"#],
+    );
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("-32021")
+            && stderr.contains("requires extension io.modelcontextprotocol/tasks")
+            && stderr.contains("only on a 2026-07-28 connection")
+            && stderr.contains("\"protocolVersion\" pin"),
+        "{stderr}"
+    );
+}

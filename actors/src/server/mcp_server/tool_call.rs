@@ -784,3 +784,31 @@ async fn wait_round(
         Err(_) => Err(RoundError::Dropped),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn missing_capability_names_it_and_what_to_do() {
+        let data =
+            json!({"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+        let old = missing_capability_hint("jobs", Some(&data), false);
+        assert!(
+            old.contains("extension io.modelcontextprotocol/tasks")
+                && old.contains("only on a 2026-07-28 connection")
+                && old.contains("protocolVersion"),
+            "{old}"
+        );
+        let new = missing_capability_hint("jobs", Some(&data), true);
+        assert!(new.contains("does not support"), "{new}");
+        let none = missing_capability_hint("jobs", None, true);
+        assert!(
+            none.contains("a client capability harness9 did not declare"),
+            "{none}"
+        );
+        let other = json!({"requiredCapabilities": {"sampling": {}}});
+        assert!(missing_capability_hint("jobs", Some(&other), true).contains("capability sampling"));
+    }
+}

@@ -116,3 +116,40 @@ pub(super) fn header_list(h: &awc::http::header::HeaderMap) -> Vec<(String, Stri
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(line: &str) -> Vec<(String, String)> {
+        let peek = Peek::of(line.as_bytes());
+        request_headers(&peek.method.clone(), &peek)
+    }
+
+    #[test]
+    fn task_requests_carry_their_task_id_as_mcp_name() {
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{"taskId":"t-1","_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}}}}"#
+            );
+            let h = headers(&line);
+            assert!(
+                h.contains(&("Mcp-Name".to_owned(), "t-1".to_owned())),
+                "{h:?}"
+            );
+            assert!(h.contains(&("Mcp-Method".to_owned(), method.to_owned())));
+        }
+        // A task id that is not a plain header value is encoded, never sent raw.
+        let h = headers(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"a\r\nX-Evil: 1"}}"#,
+        );
+        let name = &h.iter().find(|(k, _)| k == "Mcp-Name").unwrap().1;
+        assert!(
+            !name.contains('\n') && name.starts_with("=?base64?"),
+            "{name}"
+        );
+        // Other methods' taskId is not mirrored.
+        let h = headers(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"taskId":"t"}}"#);
+        assert!(h.iter().all(|(k, _)| k != "Mcp-Name"));
+    }
+}
