@@ -52,6 +52,17 @@ pub enum CallError {
         /// The timeout that ran out: the caller's, else the server's `toolTimeoutSec`.
         after: Duration,
     },
+    /// The call went longer than the server's `toolIdleTimeoutSec` without a progress
+    /// notification; the server was sent `notifications/cancelled`.
+    #[error("tool \"{tool}\" on server \"{server}\" sent no progress for {}; raise toolIdleTimeoutSec for \"{server}\" in .mcp.json if it works silently that long", fmt_duration(*.after))]
+    Idle {
+        /// The server's name in `.mcp.json`.
+        server: String,
+        /// The tool's name on the server (not the registered `mcp__` name).
+        tool: String,
+        /// The idle timeout that ran out.
+        after: Duration,
+    },
     /// The server process went away while the call was in flight.
     #[error("server \"{server}\" {status} while tool \"{tool}\" was running")]
     ServerExited {
@@ -146,6 +157,7 @@ impl CallError {
             CallError::ToolVanished { .. } => "tool_vanished",
             CallError::ServerUnavailable { .. } => "server_unavailable",
             CallError::Timeout { .. } => "timeout",
+            CallError::Idle { .. } => "idle_timeout",
             CallError::ServerExited { .. } => "server_exited",
             CallError::Rpc { .. } => "rpc_error",
             CallError::TooLarge { .. } => "too_large",

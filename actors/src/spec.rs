@@ -191,6 +191,9 @@ pub struct ServerSpec {
     pub startup_timeout: Duration,
     /// Default per-call timeout (`toolTimeoutSec`).
     pub tool_timeout: Duration,
+    /// How long a call may go without a progress notification (`toolIdleTimeoutSec`): each
+    /// one starts the wait again; `None`: only the total `tool_timeout` bounds it.
+    pub tool_idle_timeout: Option<Duration>,
     /// How long a call that became a task (`io.modelcontextprotocol/tasks`) may run before it
     /// is cancelled (`taskTimeoutSec`); the tool timeout does not bound a task.
     pub task_timeout: Duration,
@@ -384,6 +387,7 @@ impl ServerSpec {
             },
             startup_timeout: Duration::from_secs(30),
             tool_timeout: Duration::from_secs(60),
+            tool_idle_timeout: None,
             task_timeout: DEFAULT_TASK_TIMEOUT,
             enabled_tools: None,
             disabled_tools: Vec::new(),

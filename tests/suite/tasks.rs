@@ -383,3 +383,44 @@ fn a_required_task_tool_on_a_pinned_old_connection_explains_the_missing_capabili
         "{stderr}"
     );
 }
+
+/// A `.mcp.json` entry running the fixture server with `toolIdleTimeoutSec` 1 and a total
+/// bound of 30 s.
+fn idle_fixture() -> Value {
+    json!({"command": fixture_bin().display().to_string(), "args": [],
+           "toolIdleTimeoutSec": 1, "toolTimeoutSec": 30})
+}
+
+#[test]
+fn a_silent_call_ends_at_its_idle_timeout_long_before_its_total() {
+    let (dir, _) = project("idle-silent", json!({"fx": idle_fixture()}));
+    let out = mcp(&dir, &["call", "fx", "sleep", "--args", r#"{"ms": 20000}"#]);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("sent no progress for 1 s")
+            && stderr.contains("toolIdleTimeoutSec for \"fx\""),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn progress_restarts_the_idle_timeout() {
+    let (dir, _) = project("idle-progress", json!({"fx": idle_fixture()}));
+    // 6 steps 400 ms apart: 2.4 s in all, never 1 s without progress.
+    let out = mcp(
+        &dir,
+        &[
+            "call",
+            "fx",
+            "progress",
+            "--args",
+            r#"{"steps": 6, "gap_ms": 400}"#,
+        ],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success() && stdout.contains("done 6"),
+        "{stdout}\n{stderr}"
+    );
+}

@@ -345,7 +345,7 @@ impl Drop for CancelOnDrop {
 impl Handler<CallServerTool> for McpServer {
     type Result = ResponseFuture<Result<CallToolResult, CallError>>;
 
-    fn handle(&mut self, msg: CallServerTool, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, mut msg: CallServerTool, ctx: &mut Context<Self>) -> Self::Result {
         let server = self.spec.name.clone();
         let tool = msg.tool;
         if !self.connected || self.closing || self.writer.is_none() {
@@ -357,6 +357,12 @@ impl Handler<CallServerTool> for McpServer {
             return Box::pin(async move { Err(CallError::ServerUnavailable { server, reason }) });
         }
         let stateless = self.stateless().is_some();
+        // The idle bound: every progress notice of the call starts it again (the call then
+        // always asks for progress).
+        let idle = self.spec.tool_idle_timeout.map(Idle::new);
+        if let Some(i) = &idle {
+            msg.progress = Some(i.sink(msg.progress.take()));
+        }
         // Who answers the server's questions in the middle of the call: a stateless
         // `input_required` round's, or a `-32042` URL elicitation's (either era).
         let by = self.answerer();
@@ -406,7 +412,7 @@ impl Handler<CallServerTool> for McpServer {
                     round,
                     &mut guard,
                     (&mut deadline, &mut asked, &paused),
-                    &cancel,
+                    (&cancel, idle.as_ref()),
                     &stuck,
                 )
                 .await
@@ -653,6 +659,8 @@ enum RoundError {
     Cancelled,
     NotReading,
     Timeout,
+    /// No progress within the idle timeout.
+    Idle(std::time::Duration),
     Reply(ReplyError),
     Dropped,
 }
@@ -667,6 +675,11 @@ impl RoundError {
         match self {
             RoundError::Cancelled => CallError::Cancelled { server, tool },
             RoundError::NotReading => CallError::NotReading {
+                server,
+                tool,
+                after,
+            },
+            RoundError::Idle(after) => CallError::Idle {
                 server,
                 tool,
                 after,
@@ -705,6 +718,57 @@ impl RoundError {
     }
 }
 
+/// A call's idle bound (`toolIdleTimeoutSec`): the moment of its last sign of life (a progress
+/// notice, a new round), shared with the progress sink the server actor calls.
+#[derive(Clone)]
+struct Idle {
+    after: std::time::Duration,
+    base: std::time::Instant,
+    /// Milliseconds after `base` of the last sign of life.
+    last: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Idle {
+    fn new(after: std::time::Duration) -> Self {
+        Self {
+            after,
+            base: std::time::Instant::now(),
+            last: Default::default(),
+        }
+    }
+
+    fn touch(&self) {
+        let ms = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last.store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// When the call is idle for too long, as of the last sign of life.
+    fn deadline(&self) -> tokio::time::Instant {
+        let ms = self.last.load(std::sync::atomic::Ordering::Relaxed);
+        tokio::time::Instant::from_std(self.base + std::time::Duration::from_millis(ms))
+            + self.after
+    }
+
+    /// Sleeps until the idle deadline; forever without an idle bound.
+    async fn sleep(idle: Option<&Idle>) {
+        match idle {
+            Some(i) => tokio::time::sleep_until(i.deadline()).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// A progress sink that marks each notice as a sign of life and hands it on to `inner`.
+    fn sink(&self, inner: Option<ProgressSink>) -> ProgressSink {
+        let me = self.clone();
+        ProgressSink::new(move |p| {
+            me.touch();
+            if let Some(s) = &inner {
+                s.send(p);
+            }
+        })
+    }
+}
+
 /// A call's deadline, the question time it has accounted for, and the server's question clock:
 /// when the deadline comes while questions were open, it moves by their time.
 type Deadline<'a> = (
@@ -732,9 +796,12 @@ async fn wait_round(
     round: Round,
     guard: &mut CancelOnDrop,
     mut dl: Deadline<'_>,
-    cancel: &tokio_util::sync::CancellationToken,
+    (cancel, idle): (&tokio_util::sync::CancellationToken, Option<&Idle>),
     stuck: &impl Fn() -> bool,
 ) -> Result<super::Payload, RoundError> {
+    if let Some(i) = idle {
+        i.touch();
+    }
     if let Some(b) = round.backlog {
         // The server is not reading: wait for room, within the call's own timeout.
         tokio::select! {
@@ -774,6 +841,19 @@ async fn wait_round(
                     return Err(RoundError::NotReading);
                 }
                 return Err(RoundError::Timeout);
+            }
+            _ = Idle::sleep(idle) => {
+                let Some(i) = idle else { continue };
+                // Progress came meanwhile, or a question was open: the wait starts again.
+                if tokio::time::Instant::now() < i.deadline() {
+                    continue;
+                }
+                if extend(&mut dl) {
+                    i.touch();
+                    continue;
+                }
+                guard.fire("no progress within the idle timeout");
+                return Err(RoundError::Idle(i.after));
             }
         }
     };
