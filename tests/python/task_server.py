@@ -8,7 +8,8 @@ Modes (--mode):
   hostile    tool `slow` answers with a task that stays `working` forever, pollIntervalMs 0,
              a new 200 KB status message on every poll
   handshake  a 2025-11-25 server (initialize, no discover) whose `tools/call` still answers
-             with a task (it must not: the client did not declare the extension)
+             with a task (it must not: the client did not declare the extension); with
+             --old-form the task is in the 2025-11-25 form (`{"task": {...}}`), never asked for
 Every mode refuses a `tasks/*` request or a task-creating call whose `_meta` does not declare
 `io.modelcontextprotocol/tasks` with -32021, as FastMCP's extension does.
 
@@ -139,6 +140,10 @@ def answer(msg, name_header=None):
         if method == "tools/list":
             return ok({"tools": TOOLS})
         if method == "tools/call":
+            if ARGS.old_form:
+                t = create(params)
+                return ok({"task": {"taskId": t["taskId"], "status": "working",
+                                    "createdAt": "2026-12-07T10:00:00Z", "ttl": 60000}})
             return ok(create(params))
         return ok({})
     if method == "server/discover":
@@ -243,6 +248,7 @@ def main():
     p.add_argument("--state")
     p.add_argument("--record")
     p.add_argument("--http", type=int)
+    p.add_argument("--old-form", action="store_true")
     ARGS = p.parse_args()
     if ARGS.http:
         http(ARGS.http)

@@ -129,6 +129,18 @@ fn a_task_on_a_handshake_era_call_is_an_error() {
 }
 
 #[test]
+fn an_unrequested_2025_11_25_task_is_an_error_not_an_empty_result() {
+    let (dir, _) = project(
+        "task-old-form",
+        json!({"old": task_server(&["--mode", "handshake", "--old-form"])}),
+    );
+    let out = mcp(&dir, &["call", "old", "slow", "--args", r#"{"ms": 10}"#]);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("answered with a task"), "{stderr}");
+}
+
+#[test]
 fn a_hostile_task_server_stays_bounded() {
     let dir = project_with("task-hostile", json!({}));
     let record = dir.join("record.jsonl");

@@ -298,6 +298,19 @@ fn undeclared_task() -> String {
     )
 }
 
+/// Whether a result is a 2025-11-25 `CreateTaskResult` (a `task` object with a `taskId`).
+fn is_old_task(raw: &super::Payload) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Old {
+        #[serde(default)]
+        task: Option<Value>,
+    }
+    raw.parse::<Old>()
+        .ok()
+        .and_then(|o| o.task)
+        .is_some_and(|t| t.get("taskId").is_some())
+}
+
 /// What a `-32021` error means for the user: the capabilities the server named, and what to do.
 fn missing_capability_hint(server: &str, data: Option<&Value>, stateless: bool) -> String {
     let required = data.and_then(|d| d.get("requiredCapabilities"));
@@ -528,6 +541,15 @@ impl Handler<CallServerTool> for McpServer {
                     // handshake-era connection never does): an invalid result, never an
                     // empty success.
                     Some("task") if !stateless => {
+                        return Err(CallError::InvalidResult {
+                            server,
+                            tool,
+                            detail: undeclared_task(),
+                        })
+                    }
+                    // The 2025-11-25 task form (`{"task": {...}}`), never asked for: not an
+                    // empty success either.
+                    _ if !stateless && result.content.is_empty() && is_old_task(&raw) => {
                         return Err(CallError::InvalidResult {
                             server,
                             tool,
