@@ -2,6 +2,7 @@
 # Installs what the tests need, at pinned versions, inside the checkout:
 #   tests/npm/node_modules  npm @modelcontextprotocol/server-everything, server-filesystem and server (its ext/skills: tests/npm/skills_server.mjs) (tests/npm/package-lock.json)
 #   .deps/venv              PyPI mcp==2.3.0 and its pinned dependencies, with the OpenTelemetry SDK
+#                           and FastMCP with fastmcp-tasks (the Tasks extension tests)
 #                           (tests/python/requirements.txt)
 #   .deps/phoenix           with --collector only (scripts/test.sh passes it): PyPI arize-phoenix,
 #                           a real OpenTelemetry collector with a UI, for the telemetry test

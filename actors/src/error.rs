@@ -52,6 +52,17 @@ pub enum CallError {
         /// The timeout that ran out: the caller's, else the server's `toolTimeoutSec`.
         after: Duration,
     },
+    /// The call went longer than the server's `toolIdleTimeoutSec` without a progress
+    /// notification; the server was sent `notifications/cancelled`.
+    #[error("tool \"{tool}\" on server \"{server}\" sent no progress for {}; raise toolIdleTimeoutSec for \"{server}\" in .mcp.json if it works silently that long", fmt_duration(*.after))]
+    Idle {
+        /// The server's name in `.mcp.json`.
+        server: String,
+        /// The tool's name on the server (not the registered `mcp__` name).
+        tool: String,
+        /// The idle timeout that ran out.
+        after: Duration,
+    },
     /// The server process went away while the call was in flight.
     #[error("server \"{server}\" {status} while tool \"{tool}\" was running")]
     ServerExited {
@@ -113,6 +124,20 @@ pub enum CallError {
         /// How long the call waited.
         after: Duration,
     },
+    /// The call became a task (`io.modelcontextprotocol/tasks`) that did not end with a
+    /// result: it failed, was cancelled, expired, ran past `taskTimeoutSec` (then it was sent
+    /// `tasks/cancel`), or the server lost it.
+    #[error("task {task_id} of tool \"{tool}\" on server \"{server}\" {detail}")]
+    Task {
+        /// The server's name in `.mcp.json`.
+        server: String,
+        /// The tool's name on the server (not the registered `mcp__` name).
+        tool: String,
+        /// The server's id of the task (cleaned for the screen).
+        task_id: String,
+        /// What happened and what to do.
+        detail: String,
+    },
     /// The caller cancelled the call; the server was sent `notifications/cancelled`.
     #[error("tool \"{tool}\" on server \"{server}\" was cancelled")]
     Cancelled {
@@ -132,6 +157,7 @@ impl CallError {
             CallError::ToolVanished { .. } => "tool_vanished",
             CallError::ServerUnavailable { .. } => "server_unavailable",
             CallError::Timeout { .. } => "timeout",
+            CallError::Idle { .. } => "idle_timeout",
             CallError::ServerExited { .. } => "server_exited",
             CallError::Rpc { .. } => "rpc_error",
             CallError::TooLarge { .. } => "too_large",
@@ -139,6 +165,7 @@ impl CallError {
             CallError::Transport { .. } => "transport",
             CallError::NotReading { .. } => "not_reading",
             CallError::Cancelled { .. } => "cancelled",
+            CallError::Task { .. } => "task",
         }
     }
 }

@@ -47,6 +47,9 @@ pub struct CallTool {
     /// The span the call's `tools/call` span goes under (the agent's tool span; none: the
     /// session's). Nothing (one word) when nothing is exported.
     pub parent: crate::telemetry::Parent,
+    /// When the call becomes a task: `false` waits for its end (bounded by the server's
+    /// `taskTimeoutSec`), `true` answers at once with the task's handle (`CallToolResult::task`).
+    pub detach: bool,
 }
 
 impl CallTool {
@@ -59,6 +62,7 @@ impl CallTool {
             cancel: CancellationToken::new(),
             progress: None,
             parent: crate::telemetry::Parent::default(),
+            detach: false,
         }
     }
 }
@@ -80,6 +84,8 @@ pub struct CallServerTool {
     pub progress: Option<ProgressSink>,
     /// The span the call's `tools/call` span goes under.
     pub parent: crate::telemetry::Parent,
+    /// A task is answered with its handle at once instead of awaited (see [`CallTool`]).
+    pub detach: bool,
 }
 
 /// Where one call's progress notifications go: a function the server actor calls in the
@@ -269,6 +275,52 @@ macro_rules! server_request {
             }
         }
     };
+}
+
+server_request! {
+    /// Tasks extension: one `tasks/get` of a task (its status, result or error as the server
+    /// sent them).
+    GetTaskStatus -> TaskStatus {
+        /// The server's id of the task.
+        task_id: String,
+    }
+}
+
+server_request! {
+    /// Tasks extension: `tasks/cancel` of a task (the server acknowledges; it may still end
+    /// otherwise).
+    CancelServerTask -> () {
+        /// The server's id of the task.
+        task_id: String,
+    }
+}
+
+server_request! {
+    /// Tasks extension: follow a task to its end as a waited call does (polls, input requests,
+    /// `taskTimeoutSec`, the caller's cancellation sending `tasks/cancel`).
+    AwaitTask -> CallToolResult {
+        /// The tool it was a call of (for messages).
+        tool: String,
+        /// The server's id of the task.
+        task_id: String,
+        /// Cancelling it sends `tasks/cancel` and ends the wait.
+        cancel: CancellationToken,
+        /// Where the task's status messages go, as progress.
+        progress: Option<ProgressSink>,
+    }
+}
+
+/// One look at a task (`tasks/get`).
+#[derive(Debug, Clone)]
+pub struct TaskStatus {
+    /// `working`, `input_required`, `completed`, `failed` or `cancelled`.
+    pub status: String,
+    /// The server's status message (server text: the caller sanitizes it).
+    pub status_message: Option<String>,
+    /// `completed`: the result.
+    pub result: Option<CallToolResult>,
+    /// `failed`: the JSON-RPC error, as text.
+    pub error: Option<String>,
 }
 
 /// What `completion/complete` completes an argument of.

@@ -25,10 +25,11 @@ use serde_json::Value;
 
 use crate::error::{CallError, RequestError};
 use crate::messages::{
-    AwaitServer, CallBuiltin, CallServerTool, CallTool, Complete, GetInstructions, GetPrompt,
-    GetSkill, ListPrompts, ListResourceTemplates, ListResources, ListServers, ListSkills,
-    ListTools, LookupTool, ReadResource, ServerGone, ServerRequest, ServerTools, SetBuiltins,
-    SubscribeResource, ToolEntry, ToolProgress, WhyFiltered,
+    AwaitServer, AwaitTask, CallBuiltin, CallServerTool, CallTool, CancelServerTask, Complete,
+    GetInstructions, GetPrompt, GetSkill, GetTaskStatus, ListPrompts, ListResourceTemplates,
+    ListResources, ListServers, ListSkills, ListTools, LookupTool, ReadResource, ServerGone,
+    ServerRequest, ServerTools, SetBuiltins, SubscribeResource, ToolEntry, ToolProgress,
+    WhyFiltered,
 };
 use crate::naming::{full_name_prefixed, sanitize, server_prefix};
 use crate::protocol::types::{CallToolResult, Tool};
@@ -559,6 +560,9 @@ macro_rules! route_to_server {
 route_to_server!(
     ListSkills,
     GetSkill,
+    GetTaskStatus,
+    CancelServerTask,
+    AwaitTask,
     ListResources,
     ListResourceTemplates,
     ReadResource,
@@ -746,6 +750,7 @@ impl ToolRegistry {
                     cancel: msg.cancel,
                     progress: msg.progress,
                     parent: msg.parent,
+                    detach: msg.detach,
                 });
                 let server = server.clone();
                 Box::pin(async move {

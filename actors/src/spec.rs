@@ -5,6 +5,10 @@ use std::time::Duration;
 
 use crate::protocol::codec::DEFAULT_MAX_MESSAGE_BYTES;
 
+/// A task's bound when its entry sets no `taskTimeoutSec`: an hour (CI pipelines, batch jobs,
+/// a person's approval), then it is cancelled.
+pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(3600);
+
 /// The default of [`ServerSpec::max_tools`].
 pub const DEFAULT_MAX_TOOLS: usize = 100_000;
 
@@ -187,6 +191,12 @@ pub struct ServerSpec {
     pub startup_timeout: Duration,
     /// Default per-call timeout (`toolTimeoutSec`).
     pub tool_timeout: Duration,
+    /// How long a call may go without a progress notification (`toolIdleTimeoutSec`): each
+    /// one starts the wait again; `None`: only the total `tool_timeout` bounds it.
+    pub tool_idle_timeout: Option<Duration>,
+    /// How long a call that became a task (`io.modelcontextprotocol/tasks`) may run before it
+    /// is cancelled (`taskTimeoutSec`); the tool timeout does not bound a task.
+    pub task_timeout: Duration,
     /// Only these tools are registered, when set (`enabledTools`).
     pub enabled_tools: Option<Vec<String>>,
     /// These tools are never registered (`disabledTools`).
@@ -377,6 +387,8 @@ impl ServerSpec {
             },
             startup_timeout: Duration::from_secs(30),
             tool_timeout: Duration::from_secs(60),
+            tool_idle_timeout: None,
+            task_timeout: DEFAULT_TASK_TIMEOUT,
             enabled_tools: None,
             disabled_tools: Vec::new(),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,

@@ -598,7 +598,8 @@ mod tests {
     fn parses_every_field_and_infers_the_type() {
         let c = p(r#"{"mcpServers": {
             "a": {"command": "npx", "args": ["-y", "${HOME}/x"], "env": {"K": "${TOKEN}"}, "cwd": "sub",
-                  "startupTimeoutSec": 5, "toolTimeoutSec": 1.5, "enabledTools": ["echo"], "disabledTools": ["x"]},
+                  "startupTimeoutSec": 5, "toolTimeoutSec": 1.5, "toolIdleTimeoutSec": 2, "taskTimeoutSec": 90,
+                  "enabledTools": ["echo"], "disabledTools": ["x"]},
             "b": {"command": "srv", "env": ["A=1", "B=x=y"]},
             "c": {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
             "d": {"type": "sse", "url": "http://h/sse"},
@@ -619,6 +620,8 @@ mod tests {
         );
         assert_eq!(a.startup_timeout, Duration::from_secs(5));
         assert_eq!(a.tool_timeout, Duration::from_millis(1500));
+        assert_eq!(a.tool_idle_timeout, Some(Duration::from_secs(2)));
+        assert_eq!(a.task_timeout, Duration::from_secs(90));
         assert!(a.tool_enabled("echo") && !a.tool_enabled("x") && !a.tool_enabled("y"));
         let TransportSpec::Stdio { env, .. } = &c.servers[1].transport else {
             panic!()
@@ -632,6 +635,11 @@ mod tests {
         assert!(c.secrets.contains(&"Bearer s3cret-token".to_owned()));
         assert_eq!(c.servers[1].startup_timeout, Duration::from_secs(30));
         assert_eq!(c.servers[1].tool_timeout, Duration::from_secs(60));
+        assert_eq!(c.servers[1].tool_idle_timeout, None);
+        assert_eq!(
+            c.servers[1].task_timeout,
+            harness9_actors::spec::DEFAULT_TASK_TIMEOUT
+        );
     }
 
     /// The message of the server `name`'s hold, when its entry is invalid.

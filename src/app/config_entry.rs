@@ -130,6 +130,10 @@ pub(super) struct RawServer {
     #[serde(default)]
     pub(super) tool_timeout_sec: Option<f64>,
     #[serde(default)]
+    pub(super) tool_idle_timeout_sec: Option<f64>,
+    #[serde(default)]
+    pub(super) task_timeout_sec: Option<f64>,
+    #[serde(default)]
     pub(super) disabled: bool,
     #[serde(default)]
     pub(super) enabled_tools: Option<Vec<String>>,

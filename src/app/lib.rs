@@ -28,6 +28,7 @@ mod runtime;
 pub mod sampler;
 mod session;
 pub mod sources;
+pub mod task_store;
 pub mod telemetry;
 pub mod tool_cache;
 pub mod trace_file;

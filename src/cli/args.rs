@@ -63,6 +63,7 @@ impl McpCommand {
             McpCommand::List(_) => "list",
             McpCommand::Get { .. } => "get",
             McpCommand::Call { .. } => "call",
+            McpCommand::Tasks { .. } => "tasks",
             McpCommand::Resources { .. } => "resources",
             McpCommand::Skills { .. } => "skills",
             McpCommand::Read { .. } => "read",
@@ -85,6 +86,7 @@ impl McpCommand {
             McpCommand::List(ListArgs { json, .. })
             | McpCommand::Get { json, .. }
             | McpCommand::Call { json, .. }
+            | McpCommand::Tasks { json, .. }
             | McpCommand::Resources { json, .. }
             | McpCommand::Skills { json, .. }
             | McpCommand::Read { json, .. }
@@ -105,7 +107,7 @@ impl McpCommand {
             .session()
         };
         match self {
-            McpCommand::Call { session, .. } => session.clone(),
+            McpCommand::Call { session, .. } | McpCommand::Tasks { session, .. } => session.clone(),
             McpCommand::List(ListArgs { session, .. })
             | McpCommand::Get { session, .. }
             | McpCommand::Resources { session, .. }
@@ -313,6 +315,17 @@ pub enum SkillsAction {
     Get,
 }
 
+/// What `mcp tasks` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TaskAction {
+    /// The tasks harness9 started on the server and still tracks.
+    List,
+    /// One task's status, and its result once it has one.
+    Get,
+    /// Ask the server to cancel one task.
+    Cancel,
+}
+
 /// `harness9 mcp ...`
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
@@ -341,6 +354,30 @@ pub enum McpCommand {
         /// Timeout in seconds (default: the server's toolTimeoutSec).
         #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
+        /// When the call becomes a task, print its id and return instead of waiting for it
+        /// (`harness9 mcp tasks get|cancel SERVER ID` later).
+        #[arg(long)]
+        no_wait: bool,
+        /// Output format.
+        #[command(flatten)]
+        json: JsonFlag,
+        /// Config, trace, approval, settings, verbosity, headless answers.
+        #[command(flatten)]
+        session: SessionFlags,
+    },
+    /// Tasks (io.modelcontextprotocol/tasks) on a server: `list` the ones harness9 started and
+    /// still tracks, `get` one's status (its result once completed), `cancel` one.
+    Tasks {
+        /// list, get or cancel.
+        #[arg(value_enum)]
+        action: TaskAction,
+        /// The server's name in .mcp.json.
+        server: String,
+        /// The task's id (get, cancel).
+        id: Option<String>,
+        /// get: wait for the task's end, printing its status as it changes.
+        #[arg(long)]
+        wait: bool,
         /// Output format.
         #[command(flatten)]
         json: JsonFlag,

@@ -13,6 +13,7 @@ use harness9_actors::messages::{
 use harness9_actors::{ServerSpec, ToolRegistry};
 use serde_json::{json, Value};
 
+use super::args::TaskAction;
 use super::list::{list, tool_sizes};
 use super::login::oauth_command;
 use super::manage::{add_entry, edit_config, import};
@@ -69,9 +70,23 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
     if let McpCommand::Login { server, .. } | McpCommand::Logout { server, .. } = cmd {
         return oauth_command(&config, server, matches!(cmd, McpCommand::Login { .. })).await;
     }
+    // The tracked tasks are harness9's own list: no server is contacted.
+    if let McpCommand::Tasks {
+        action: TaskAction::List,
+        server,
+        json,
+        ..
+    } = cmd
+    {
+        if !config.servers.iter().any(|s| &s.name == server) {
+            return Err(unknown_server(&config, server).into());
+        }
+        return super::tasks::list(server, json.json);
+    }
     let only = match cmd {
         McpCommand::Get { server, .. }
         | McpCommand::Call { server, .. }
+        | McpCommand::Tasks { server, .. }
         | McpCommand::Resources { server, .. }
         | McpCommand::Skills { server, .. }
         | McpCommand::Read { server, .. }
@@ -107,6 +122,9 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
     crate::app::trust::print_hints(&config, only);
     spawn_event_printer(session.runtime.status.clone(), opts.verbose > 0);
     let rt = &mut session.runtime;
+    // Cancelled at Ctrl+C: a call that became a task sends `tasks/cancel` before the servers
+    // stop (the wait for it is bounded).
+    let stop = tokio_util::sync::CancellationToken::new();
     let result = async {
         let bound = rt.max_startup + Duration::from_secs(5);
         let snap = if config.servers.is_empty() && only.is_none() {
@@ -125,23 +143,43 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
                 tool,
                 args,
                 timeout,
+                no_wait,
                 json,
                 ..
             } => {
                 let cwd = std::env::current_dir().context("cannot read the working directory")?;
                 let (policy, _logged) = opts.policy(&cwd)?;
                 SessionOptions::unmatched_rules(&policy, &config);
-                call(
-                    &policy,
-                    rt,
-                    &snap,
+                let how = CallHow {
+                    timeout: *timeout,
+                    no_wait: *no_wait,
+                    json: json.json,
+                    cancel: stop.clone(),
+                };
+                call(&policy, rt, &snap, server, tool, args.as_deref(), how).await
+            }
+            McpCommand::Tasks {
+                action,
+                server,
+                id,
+                wait,
+                json,
+                ..
+            } => {
+                ensure_connected(&snap, server)?;
+                let Some(id) = id else {
+                    bail!(UsageError(
+                        "give the task's id: `harness9 mcp tasks get|cancel SERVER ID` (`harness9 mcp tasks list SERVER` shows them)".into()
+                    ));
+                };
+                let ask = super::tasks::TaskAsk {
                     server,
-                    tool,
-                    args.as_deref(),
-                    *timeout,
-                    json.json,
-                )
-                .await
+                    id,
+                    wait: *wait,
+                    json: json.json,
+                    cancel: stop.clone(),
+                };
+                super::tasks::run(rt, *action, ask).await
             }
             McpCommand::Skills {
                 action,
@@ -216,18 +254,26 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
             _ => Ok(ExitCode::SUCCESS),
         }
     };
-    let out = tokio::select! {
-        r = result => r,
-        _ = interrupted() => {
-            eprintln!("[mcp] interrupted; stopping servers");
-            if cmd.json() {
-                // No `?` here: the session below is closed on every path.
-                if let Ok(line) = to_json(&json!({"error": "interrupted", "code": 130}), false) {
-                    use std::io::Write as _;
-                    let _ = writeln!(std::io::stdout().lock(), "{line}");
+    let out = {
+        let mut result = std::pin::pin!(result);
+        tokio::select! {
+            r = &mut result => r,
+            _ = interrupted() => {
+                if matches!(cmd, McpCommand::Call { .. } | McpCommand::Tasks { .. }) {
+                    // A task in flight is cancelled on the server first (`tasks/cancel`, bounded).
+                    stop.cancel();
+                    let _ = tokio::time::timeout(TASK_CANCEL_WAIT, &mut result).await;
                 }
+                eprintln!("[mcp] interrupted; stopping servers");
+                if cmd.json() {
+                    // No `?` here: the session below is closed on every path.
+                    if let Ok(line) = to_json(&json!({"error": "interrupted", "code": 130}), false) {
+                        use std::io::Write as _;
+                        let _ = writeln!(std::io::stdout().lock(), "{line}");
+                    }
+                }
+                Ok(ExitCode::from(130))
             }
-            Ok(ExitCode::from(130))
         }
     };
     session.close().await;
@@ -362,7 +408,7 @@ async fn get(
 }
 
 /// Prints a progress notification of a headless call to stderr.
-fn print_progress(p: ToolProgress) {
+pub(super) fn print_progress(p: ToolProgress) {
     let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
     eprintln!(
         "[mcp] progress {}{total} {}",
@@ -373,9 +419,19 @@ fn print_progress(p: ToolProgress) {
 
 /// How many progress notices of a call wait to be printed; more are dropped (the server actor
 /// hands them over without waiting).
-const PROGRESS_QUEUE: usize = 256;
+pub(super) const PROGRESS_QUEUE: usize = 256;
 
-#[allow(clippy::too_many_arguments)]
+/// How long Ctrl+C waits for a call's task to be cancelled on its server.
+const TASK_CANCEL_WAIT: Duration = Duration::from_secs(7);
+
+/// How `mcp call` calls: its flags and its cancellation.
+struct CallHow {
+    timeout: Option<f64>,
+    no_wait: bool,
+    json: bool,
+    cancel: tokio_util::sync::CancellationToken,
+}
+
 async fn call(
     policy: &crate::agent::permissions::Policy,
     rt: &Runtime,
@@ -383,9 +439,9 @@ async fn call(
     server: &str,
     tool: &str,
     args: Option<&str>,
-    timeout: Option<f64>,
-    as_json: bool,
+    how: CallHow,
 ) -> anyhow::Result<ExitCode> {
+    let (timeout, as_json) = (how.timeout, how.json);
     let arguments = match args {
         None => None,
         Some(text) => Some(args_object(text)?),
@@ -438,6 +494,8 @@ async fn call(
     }
     let mut msg = CallTool::new(entry.name.clone(), arguments);
     msg.timeout = timeout;
+    msg.detach = how.no_wait;
+    msg.cancel = how.cancel;
     let (progress, mut notices) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);
     msg.progress = Some(ProgressSink::new(move |p| {
         let _ = progress.try_send(p);
@@ -457,6 +515,7 @@ async fn call(
         print_progress(p);
     }
     match result {
+        Ok(r) if r.task.is_some() => super::tasks::started(&r, as_json),
         Ok(r) => {
             if as_json {
                 say!("{}", to_json(&r, true)?);

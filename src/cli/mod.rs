@@ -24,6 +24,7 @@ pub mod permissions;
 pub mod resources;
 pub mod run;
 pub mod skills;
+mod tasks;
 pub mod trace;
 
 pub use args::{

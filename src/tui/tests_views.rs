@@ -533,6 +533,7 @@ fn a_result_that_does_not_match_its_output_schema_says_so() {
             "structuredContent does not match the tool's outputSchema: at /temperature: \"warm\" is not of type \"number\""
                 .into(),
         ),
+        task: None,
     };
     let mut s = state_with(
         vec![("weather", connected(1, 12))],

@@ -2048,3 +2048,57 @@ fn bash_on_a_kernel_without_landlock_tcp_rules_refuses_and_names_the_settings() 
 }
 
 mod toolsearch;
+
+/// A call that becomes a task (`io.modelcontextprotocol/tasks`) longer than the tool timeout:
+/// the model gets "started task X" at once, says it waits, and its next step carries the
+/// task's result, once.
+#[test]
+fn a_task_longer_than_the_tool_timeout_reaches_the_model_as_its_next_step() {
+    let model = Model::start(
+        "task-engine",
+        json!({"steps": [
+            {"tool_calls": [call("t1", "mcp__jobs__slow", json!({"ms": 4000, "text": "late result"}))]},
+            {"text": "I will wait for it", "expect": {"last_tool_result_contains": "started task"}},
+            {"text": "all done"}
+        ]}),
+    );
+    let py = repo().join(".deps/venv/bin/python");
+    let script = repo().join("tests/python/task_server.py");
+    let dir = project(
+        "task-engine",
+        json!({"jobs": {"command": py, "args": [script], "toolTimeoutSec": 1}}),
+    );
+    let out = Run::start(
+        anthropic(&dir, &model),
+        &[
+            "run",
+            "-p",
+            "go",
+            "--allowed-tools",
+            "mcp__jobs__slow",
+            "--json",
+        ],
+    )
+    .finish(LIMIT);
+    out.ok();
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3, "{out}");
+    let sent = &tool_results(&requests[1])[0];
+    assert_eq!(sent["is_error"], false, "{sent}");
+    assert!(
+        content_text(&sent["content"]).contains("started task task-"),
+        "{sent}"
+    );
+    // The third request's last message is the task's result, given once.
+    let messages = requests[2]["body"]["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user", "{last}");
+    let text = content_text(&last["content"]);
+    assert!(
+        text.contains("the result of task task-") && text.contains("done: late result"),
+        "{text}"
+    );
+    let all = requests[2]["body"]["messages"].to_string();
+    assert_eq!(all.matches("done: late result").count(), 1, "{all}");
+    assert!(out.stdout.contains("all done"), "{out}");
+}

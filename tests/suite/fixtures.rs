@@ -616,6 +616,7 @@ fn tool_filters_and_builtin_clashes() {
                     is_error: false,
                     result_type: None,
                     schema_error: None,
+                    task: None,
                 })
             }
         }

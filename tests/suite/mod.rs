@@ -34,6 +34,7 @@ mod shell_sandbox;
 mod shown;
 mod skills;
 mod sources;
+mod tasks;
 mod tool_cache;
 mod trust;
 mod tui;

@@ -309,3 +309,27 @@ fn keys_typed_as_a_tool_question_opens_do_not_answer_it() {
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }
+
+/// A task (`io.modelcontextprotocol/tasks`) that turns `input_required` mid-flight: its input
+/// request is the same TUI question, and the answer goes back with `tasks/update`.
+#[test]
+fn a_tasks_input_request_is_asked_in_the_tui() {
+    tmux_required();
+    let model = super::engine::Model::start("tui-task-ask", json!({"steps": [{"text": "unused"}]}));
+    let py = super::common::repo().join(".deps/venv/bin/python");
+    let script = super::common::repo().join("tests/python/task_server.py");
+    let dir = project(
+        "tui-task-ask",
+        |_| json!({"asker": {"command": py, "args": [script, "--mode", "input"]}}),
+    );
+    let t = Tmux::with_model(&dir, &model);
+    t.wait_for("asker connected", BOUND, |s| bar(s).contains("asker ●"));
+    t.send_keys(&["/call mcp__asker__ask {}", "Enter"]);
+    t.wait_for("the task's question", BOUND, |s| {
+        s.contains("asker asks") && s.contains("Your name?") && settled(s)
+    });
+    t.send_keys(&["Ada", "Enter"]);
+    t.wait_for("the task's result", BOUND, |s| s.contains("hello Ada"));
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}

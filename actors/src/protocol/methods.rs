@@ -15,7 +15,7 @@ use super::types::{
     GetPromptParams, GetPromptResult, InitializeParams, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListRootsResult, ListToolsResult,
     LoggingMessageParams, PaginatedParams, ProgressParams, ReadResourceResult, ResourceParams,
-    SetLevelParams,
+    SetLevelParams, TaskParams, UpdateTaskParams,
 };
 
 /// A JSON-RPC request of MCP, from either side.
@@ -113,6 +113,12 @@ requests! {
     Elicit = "elicitation/create", Value => Value;
     /// Server to client: the roots we offer.
     ListRoots = "roots/list", Empty => ListRootsResult;
+    /// Tasks extension: a task's status (and its result, once it has one).
+    GetTask = "tasks/get", TaskParams<'a> => Value;
+    /// Tasks extension: answers to a task's input requests.
+    UpdateTask = "tasks/update", UpdateTaskParams<'a> => Value;
+    /// Tasks extension: please stop this task (never `notifications/cancelled`).
+    CancelTask = "tasks/cancel", TaskParams<'a> => Value;
 }
 
 notifications! {

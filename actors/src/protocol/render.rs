@@ -117,6 +117,7 @@ mod tests {
             is_error: false,
             result_type: None,
             schema_error: None,
+            task: None,
         };
         assert_eq!(r.text(), "a\n[image image/png 1.2 KB]\nb");
     }

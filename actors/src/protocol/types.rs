@@ -542,6 +542,85 @@ pub struct CallToolResult {
         skip_serializing_if = "Option::is_none"
     )]
     pub schema_error: Option<String>,
+    /// Set by the server actor, never by a server: the task this call became, when the caller
+    /// asked not to wait for it (the result's text says so). A server's `task` member is not
+    /// read here.
+    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskRef>,
+}
+
+/// A task a tool call became (`io.modelcontextprotocol/tasks`), as the caller keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRef {
+    /// The server's name in `.mcp.json`.
+    pub server: String,
+    /// The tool's name on the server.
+    pub tool: String,
+    /// The server's id of the task.
+    pub task_id: String,
+    /// Its status when last seen.
+    pub status: String,
+    /// Its status message when last seen (cut to a line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+}
+
+/// `tasks/get` and `tasks/cancel` parameters.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskParams<'a> {
+    /// The task.
+    pub task_id: &'a str,
+}
+
+/// `tasks/update` parameters: answers to the task's input requests, by their keys.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateTaskParams<'a> {
+    /// The task.
+    pub task_id: &'a str,
+    /// One answer per input request key.
+    pub input_responses: &'a serde_json::Map<String, Value>,
+}
+
+/// A task as `tasks/get` (and a `CreateTaskResult`) describe it: its status and, by status,
+/// its input requests, final result or error. Every field a hostile server could make huge is
+/// bounded by the message size; the caller cuts what it shows.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DetailedTask {
+    /// The server's id of the task.
+    pub task_id: String,
+    /// `working`, `input_required`, `completed`, `failed` or `cancelled`.
+    pub status: String,
+    /// What the task is doing, for people.
+    #[serde(default)]
+    pub status_message: Option<String>,
+    /// How long the server keeps it, from its creation (`null`: no limit).
+    #[serde(default)]
+    pub ttl_ms: Option<f64>,
+    /// How often the server would like to be asked, in milliseconds.
+    #[serde(default)]
+    pub poll_interval_ms: Option<f64>,
+    /// `input_required`: the server's requests, by key.
+    #[serde(default)]
+    pub input_requests: Option<serde_json::Map<String, Value>>,
+    /// `completed`: the call's result.
+    #[serde(default)]
+    pub result: Option<Box<RawValue>>,
+    /// `failed`: the JSON-RPC error the call ended with.
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+impl DetailedTask {
+    /// Its `ttlMs` as a duration (`None`: no limit, or not a usable number).
+    pub fn ttl(&self) -> Option<std::time::Duration> {
+        self.ttl_ms
+            .filter(|ms| ms.is_finite() && *ms >= 0.0)
+            .map(|ms| std::time::Duration::from_secs_f64((ms / 1000.0).min(1e9)))
+    }
 }
 
 /// `notifications/progress` parameters.

@@ -15,6 +15,7 @@ mod incoming;
 mod link;
 mod requests;
 mod skills;
+mod task;
 mod tool_call;
 mod tool_list;
 
@@ -151,13 +152,13 @@ impl McpServer {
         };
         let kind = spec.transport.kind();
         let otel = otel_conn(&spec);
-        let client = Arc::new(ClientSide {
-            capabilities: super::server_requests::client_capabilities(
+        let client = Arc::new(ClientSide::new(
+            super::server_requests::client_capabilities(
                 &spec,
                 super::server_requests::InputCaps::default(),
             ),
-            log_level: spec.log_level.clone(),
-        });
+            spec.log_level.clone(),
+        ));
         Self {
             client,
             roots: spec.roots.clone(),
@@ -219,10 +220,10 @@ impl McpServer {
     ) -> Self {
         self.input = input;
         self.answerer = None;
-        self.client = Arc::new(ClientSide {
-            capabilities: super::server_requests::client_capabilities(&self.spec, caps),
-            log_level: self.spec.log_level.clone(),
-        });
+        self.client = Arc::new(ClientSide::new(
+            super::server_requests::client_capabilities(&self.spec, caps),
+            self.spec.log_level.clone(),
+        ));
         self
     }
 

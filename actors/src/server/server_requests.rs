@@ -99,6 +99,26 @@ pub fn client_capabilities(spec: &ServerSpec, caps: InputCaps) -> Value {
     Value::Object(all)
 }
 
+/// The Tasks extension (SEP-2663): a `tools/call` may be answered with a task to poll.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The capabilities of every stateless request's `_meta`: `caps` with the extensions only that
+/// era can carry (a handshake-era connection declares none, so its servers never answer with a
+/// task).
+pub fn stateless_capabilities(caps: &Value) -> Value {
+    let mut all = match caps {
+        Value::Object(m) => m.clone(),
+        _ => Map::new(),
+    };
+    let ext = all
+        .entry("extensions".to_owned())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(ext) = ext {
+        ext.insert(TASKS_EXTENSION.to_owned(), json!({}));
+    }
+    Value::Object(all)
+}
+
 /// Who we are, in `initialize` and in every stateless request's `_meta` (built once).
 pub fn client_info() -> &'static Implementation {
     static INFO: OnceLock<Implementation> = OnceLock::new();

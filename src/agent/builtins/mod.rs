@@ -375,6 +375,7 @@ impl Reply {
             is_error: self.is_error,
             result_type: None,
             schema_error: None,
+            task: None,
         }
     }
 }

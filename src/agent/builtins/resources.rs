@@ -97,6 +97,7 @@ fn text(t: String, is_error: bool) -> CallToolResult {
         is_error,
         result_type: None,
         schema_error: None,
+        task: None,
     }
 }
 
@@ -303,5 +304,6 @@ async fn read(registry: &Addr<ToolRegistry>, server: &str, uri: &str) -> CallToo
         is_error: false,
         result_type: None,
         schema_error: None,
+        task: None,
     }
 }

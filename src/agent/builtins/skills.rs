@@ -98,6 +98,7 @@ fn text(t: String, is_error: bool) -> CallToolResult {
         is_error,
         result_type: None,
         schema_error: None,
+        task: None,
     }
 }
 

@@ -371,15 +371,22 @@ pub(super) async fn run_tool(
             msg.cancel = cancel.child_token();
             msg.progress = Some(progress_sink(&ctx.events, &id));
             msg.parent = harness9_actors::telemetry::Parent::of(&span);
+            // A call that becomes a task answers at once with its handle ("started task X on
+            // server Y; you will get its result"); the turn follows the task.
+            msg.detach = true;
             // The server hands each progress notice to the stream before it resolves the
             // call, so ToolFinished, sent after this returns, follows all of them.
-            ToolRegistry::send(&ctx.registry, msg)
+            let r = ToolRegistry::send(&ctx.registry, msg)
                 .await
                 .map_err(|e| match e {
                     // Gone between the lookup and the call.
                     CallError::UnknownTool { .. } => unknown_tool(&ctx, &name),
                     e => e.to_string(),
-                })
+                });
+            if let Ok(Some(task)) = r.as_ref().map(|r| r.task.clone()) {
+                let _ = ctx.tasks.send(task);
+            }
+            r
         }
     };
     let elapsed = started.elapsed();
@@ -479,6 +486,9 @@ pub(super) struct CallCtx {
     /// judged by the rules in force then, so an "always" answer to one of them asks again for
     /// the others (the TUI shows one question at a time; they were not seen).
     pub(super) rules_as_of: u64,
+    /// Where a call that became a task (`io.modelcontextprotocol/tasks`) goes: the turn
+    /// follows it and gives the model its result later.
+    pub(super) tasks: mpsc::UnboundedSender<harness9_actors::protocol::types::TaskRef>,
 }
 
 #[cfg(test)]

@@ -226,6 +226,7 @@ pub(super) fn search_call(search: &Search, input: &Value) -> Result<CallToolResu
         is_error: false,
         result_type: None,
         schema_error: None,
+        task: None,
     })
 }
 

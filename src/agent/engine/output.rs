@@ -54,6 +54,7 @@ pub fn from_result(r: CallToolResult) -> Vec<ResultPart> {
                     is_error: false,
                     result_type: None,
                     schema_error: None,
+                    task: None,
                 };
                 if !text.is_empty() {
                     text.push('\n');
@@ -211,6 +212,7 @@ mod tests {
             is_error: false,
             result_type: None,
             schema_error: None,
+            task: None,
         };
         let text = r.text();
         let parts = from_result(r);

@@ -180,6 +180,9 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
             compacted,
         )
     };
+    // The tasks this turn's calls became, followed to their ends; each result is given to the
+    // model once, when it has nothing else to do (cancelled with the turn).
+    let mut tasks = Tasks::new(&registry, &cancel);
     let mut step = 0;
     while step < config.max_steps {
         step += 1;
@@ -291,6 +294,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
                         None => {}
                     }
                 }
+                tasks.cancel();
                 messages.truncate(before);
                 return end(
                     messages,
@@ -338,6 +342,17 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
             role: Role::Assistant,
             content: reply.content,
         });
+        if calls.is_empty() && !tasks.is_empty() {
+            // The model waits for its tasks: the next one to end is its next step.
+            let Some(content) = tasks.next_results(&config).await else {
+                return cancelled(messages, before, cache, last_input, compacted);
+            };
+            messages.push(Message {
+                role: Role::User,
+                content,
+            });
+            continue;
+        }
         if calls.is_empty() {
             super::spans::turn_done(&turn_span, &usage);
             let outcome = TurnOutcome {
@@ -359,6 +374,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
             search: cache.deferral.search.clone(),
             span: turn_span.clone(),
             rules_as_of: config.policy.rules.moment(),
+            tasks: tasks.sender(),
         };
         let results = join_all(calls.into_iter().map(|call| {
             let cut = cut_id.as_ref() == Some(&call.id);
@@ -372,7 +388,9 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
             role: Role::User,
             content: results,
         });
+        tasks.follow_new();
     }
+    tasks.cancel();
     messages.truncate(before);
     end(
         messages,
@@ -381,4 +399,100 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
         last_input,
         compacted,
     )
+}
+
+/// The tasks a turn's calls became: each followed through the registry ([`AwaitTask`]) under a
+/// child of the turn's token, its result given to the model once.
+struct Tasks {
+    registry: Addr<ToolRegistry>,
+    cancel: CancellationToken,
+    tx: mpsc::UnboundedSender<harness9_actors::protocol::types::TaskRef>,
+    rx: mpsc::UnboundedReceiver<harness9_actors::protocol::types::TaskRef>,
+    running: futures_util::stream::FuturesUnordered<
+        futures_util::future::LocalBoxFuture<'static, Block>,
+    >,
+}
+
+impl Tasks {
+    fn new(registry: &Addr<ToolRegistry>, turn: &CancellationToken) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Self {
+            registry: registry.clone(),
+            cancel: turn.child_token(),
+            tx,
+            rx,
+            running: Default::default(),
+        }
+    }
+
+    fn sender(&self) -> mpsc::UnboundedSender<harness9_actors::protocol::types::TaskRef> {
+        self.tx.clone()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.running.is_empty()
+    }
+
+    /// Starts following every task the last calls became.
+    fn follow_new(&mut self) {
+        use futures_util::FutureExt as _;
+        while let Ok(task) = self.rx.try_recv() {
+            let wait = self.registry.send(harness9_actors::messages::AwaitTask {
+                server: task.server.clone(),
+                tool: task.tool.clone(),
+                task_id: task.task_id.clone(),
+                cancel: self.cancel.clone(),
+                progress: None,
+            });
+            self.running.push(
+                async move {
+                    let head = format!(
+                        "the result of task {} (tool \"{}\" on server \"{}\"):",
+                        task.task_id, task.tool, task.server
+                    );
+                    let body = match wait.await {
+                        Ok(Ok(r)) if r.is_error => format!("(an error result)\n{}", r.text()),
+                        Ok(Ok(r)) => r.text(),
+                        Ok(Err(e)) => format!("(it failed) {e}"),
+                        Err(_) => "(it failed) the tool registry stopped".to_owned(),
+                    };
+                    Block::Text(format!("{head}\n{body}"))
+                }
+                .boxed_local(),
+            );
+        }
+    }
+
+    /// Waits for the next task to end and takes every other that has ended too, each once, in
+    /// the order they ended (each cut to the output budget); `None` when the turn is cancelled.
+    async fn next_results(&mut self, config: &EngineConfig) -> Option<Vec<Block>> {
+        use futures_util::{FutureExt as _, StreamExt as _};
+        let first = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => return None,
+            b = self.running.next() => b?,
+        };
+        let mut out = vec![first];
+        while let Some(Some(b)) = self.running.next().now_or_never() {
+            out.push(b);
+        }
+        let budget = config.output_budget_tokens.saturating_mul(4);
+        Some(
+            out.into_iter()
+                .map(|b| match b {
+                    Block::Text(t) if t.len() > budget => {
+                        Block::Text(truncate_chars(&t, budget).to_owned())
+                    }
+                    b => b,
+                })
+                .collect(),
+        )
+    }
+
+    /// Cancels every task still followed (`tasks/cancel`): the turn ends without them.
+    fn cancel(&self) {
+        if !self.running.is_empty() {
+            self.cancel.cancel();
+        }
+    }
 }

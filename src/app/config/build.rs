@@ -37,6 +37,8 @@ pub(super) fn validate(raw: &RawServer) -> Option<String> {
     for (field, t) in [
         ("startupTimeoutSec", raw.startup_timeout_sec),
         ("toolTimeoutSec", raw.tool_timeout_sec),
+        ("toolIdleTimeoutSec", raw.tool_idle_timeout_sec),
+        ("taskTimeoutSec", raw.task_timeout_sec),
     ] {
         if let Some(Err(e)) = t.map(|t| timeout_secs(&format!("\"{field}\""), t)) {
             return Some(format!("has a bad timeout: {e}"));
@@ -338,6 +340,18 @@ fn build_spec(
         .map(|t| timeout_secs("toolTimeoutSec", t))
     {
         spec.tool_timeout = t;
+    }
+    if let Some(Ok(t)) = raw
+        .tool_idle_timeout_sec
+        .map(|t| timeout_secs("toolIdleTimeoutSec", t))
+    {
+        spec.tool_idle_timeout = Some(t);
+    }
+    if let Some(Ok(t)) = raw
+        .task_timeout_sec
+        .map(|t| timeout_secs("taskTimeoutSec", t))
+    {
+        spec.task_timeout = t;
     }
     if let Some(v) = &raw.protocol_version {
         spec.protocol = Some(ProtocolVersion::parse(v).ok_or_else(|| {

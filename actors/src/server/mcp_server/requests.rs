@@ -132,11 +132,23 @@ pub(in crate::server) struct SetEra(pub(in crate::server) Era);
 /// its spec) and the log level it asks for.
 #[derive(Debug)]
 pub(in crate::server) struct ClientSide {
+    /// What `initialize` declares.
     pub(in crate::server) capabilities: Value,
+    /// What every stateless request's `_meta` declares: the same and the extensions.
+    stateless: Value,
     pub(in crate::server) log_level: Option<String>,
 }
 
 impl ClientSide {
+    /// Our side for a server: `capabilities` as `initialize` declares them.
+    pub(in crate::server) fn new(capabilities: Value, log_level: Option<String>) -> Self {
+        Self {
+            stateless: server_requests::stateless_capabilities(&capabilities),
+            capabilities,
+            log_level,
+        }
+    }
+
     /// The `_meta` of a request at `version`, with `progress_token` when the caller wants
     /// progress.
     pub(in crate::server) fn meta(
@@ -147,7 +159,7 @@ impl ClientSide {
         StatelessMeta {
             progress_token,
             version: version.as_str(),
-            capabilities: &self.capabilities,
+            capabilities: &self.stateless,
             info: server_requests::client_info(),
             log_level: self.log_level.as_deref(),
         }

@@ -20,6 +20,7 @@ use tokio::sync::oneshot;
 
 use super::ask;
 use super::requests::{Backlog, CancelRequest, Reply};
+use super::task;
 use super::{McpServer, ReplyError};
 use crate::error::CallError;
 use crate::messages::{CallServerTool, InputRequest, ProgressSink};
@@ -98,8 +99,24 @@ pub(super) struct Answerer {
 /// and the `requestState` exactly as it came (left out when none came). The caller bounds it
 /// by the call's deadline and cancellation.
 async fn answers(interim: Interim, by: &Answerer) -> Map<String, Value> {
+    let responses = answer_requests(interim.input_requests.unwrap_or_default(), by).await;
+    let mut extra = Map::new();
+    extra.insert("inputResponses".to_owned(), Value::Object(responses));
+    if let Some(state) = interim.request_state {
+        extra.insert("requestState".to_owned(), state);
+    }
+    extra
+}
+
+/// An answer for every input request (by key) the seam can answer: a question for a person
+/// through the front end's handler, one at a time; a call's round and a task's
+/// `input_required` share it.
+pub(super) async fn answer_requests(
+    requests: Map<String, Value>,
+    by: &Answerer,
+) -> Map<String, Value> {
     let mut responses = Map::new();
-    for (key, req) in interim.input_requests.unwrap_or_default() {
+    for (key, req) in requests {
         let method = req.get("method").and_then(Value::as_str).unwrap_or("");
         let answer = if ask::is_ask(method) {
             ask::ask(
@@ -119,12 +136,7 @@ async fn answers(interim: Interim, by: &Answerer) -> Map<String, Value> {
             responses.insert(key, v);
         }
     }
-    let mut extra = Map::new();
-    extra.insert("inputResponses".to_owned(), Value::Object(responses));
-    if let Some(state) = interim.request_state {
-        extra.insert("requestState".to_owned(), state);
-    }
-    extra
+    responses
 }
 
 /// The JSON-RPC error a server answers a call with when the user must first open a page
@@ -171,7 +183,7 @@ async fn open_pages(error: &crate::protocol::jsonrpc::ErrorObject, by: &Answerer
 
 impl McpServer {
     /// The calls' answerer, built once (until the roots or the input handler change).
-    fn answerer(&mut self) -> std::sync::Arc<Answerer> {
+    pub(super) fn answerer(&mut self) -> std::sync::Arc<Answerer> {
         let (handler, server, roots, cwd) = (&self.input, &self.spec.name, &self.roots, &self.cwd);
         self.answerer
             .get_or_insert_with(|| {
@@ -273,6 +285,63 @@ fn result_refuses_server_requests(result: &CallToolResult) -> bool {
     })
 }
 
+/// The JSON-RPC error of a request that lacks a client capability the server requires.
+const MISSING_CAPABILITY: i64 = -32021;
+/// The same error's code in earlier drafts of the extensions.
+const MISSING_CAPABILITY_OLD: i64 = -32003;
+
+/// Why a task on this request is invalid: we did not declare the extension.
+fn undeclared_task() -> String {
+    format!(
+        "it answered with a task (resultType \"task\") though harness9 did not declare {} on this request (only a 2026-07-28 connection carries it); the server must not send a task here",
+        server_requests::TASKS_EXTENSION
+    )
+}
+
+/// Whether a result is a 2025-11-25 `CreateTaskResult` (a `task` object with a `taskId`).
+fn is_old_task(raw: &super::Payload) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Old {
+        #[serde(default)]
+        task: Option<Value>,
+    }
+    raw.parse::<Old>()
+        .ok()
+        .and_then(|o| o.task)
+        .is_some_and(|t| t.get("taskId").is_some())
+}
+
+/// What a `-32021` error means for the user: the capabilities the server named, and what to do.
+fn missing_capability_hint(server: &str, data: Option<&Value>, stateless: bool) -> String {
+    let required = data.and_then(|d| d.get("requiredCapabilities"));
+    let mut names: Vec<String> = Vec::new();
+    if let Some(Value::Object(caps)) = required {
+        for (k, v) in caps.iter().take(8) {
+            match (k.as_str(), v) {
+                ("extensions", Value::Object(ext)) => {
+                    names.extend(ext.keys().take(8).map(|e| format!("extension {e}")))
+                }
+                _ => names.push(format!("capability {k}")),
+            }
+        }
+    }
+    let what = if names.is_empty() {
+        "a client capability harness9 did not declare".to_owned()
+    } else {
+        names.join(", ")
+    };
+    let tasks = names
+        .iter()
+        .any(|n| n.ends_with(server_requests::TASKS_EXTENSION));
+    if tasks && !stateless {
+        format!(
+            "server \"{server}\" requires {what}, which harness9 declares only on a 2026-07-28 connection; this connection speaks an older revision (remove a \"protocolVersion\" pin from its entry, or update the server)"
+        )
+    } else {
+        format!("server \"{server}\" requires {what}, which harness9 does not support on this connection")
+    }
+}
+
 /// What to do when a stateless server cannot ask its own questions.
 fn pin_hint(server: &str) -> String {
     format!(
@@ -289,7 +358,7 @@ impl Drop for CancelOnDrop {
 impl Handler<CallServerTool> for McpServer {
     type Result = ResponseFuture<Result<CallToolResult, CallError>>;
 
-    fn handle(&mut self, msg: CallServerTool, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, mut msg: CallServerTool, ctx: &mut Context<Self>) -> Self::Result {
         let server = self.spec.name.clone();
         let tool = msg.tool;
         if !self.connected || self.closing || self.writer.is_none() {
@@ -301,6 +370,12 @@ impl Handler<CallServerTool> for McpServer {
             return Box::pin(async move { Err(CallError::ServerUnavailable { server, reason }) });
         }
         let stateless = self.stateless().is_some();
+        // The idle bound: every progress notice of the call starts it again (the call then
+        // always asks for progress).
+        let idle = self.spec.tool_idle_timeout.map(Idle::new);
+        if let Some(i) = &idle {
+            msg.progress = Some(i.sink(msg.progress.take()));
+        }
         // Who answers the server's questions in the middle of the call: a stateless
         // `input_required` round's, or a `-32042` URL elicitation's (either era).
         let by = self.answerer();
@@ -332,7 +407,8 @@ impl Handler<CallServerTool> for McpServer {
             id: round.id,
             armed: true,
         };
-        let (timeout, cancel) = (msg.timeout, msg.cancel);
+        let (timeout, cancel, detach) = (msg.timeout, msg.cancel, msg.detach);
+        let follower = self.follower(ctx, tool.clone(), cancel.clone(), progress.clone());
         let clock = self.ask_clock.clone();
         let call = async move {
             let mut deadline = tokio::time::Instant::now() + timeout;
@@ -349,7 +425,7 @@ impl Handler<CallServerTool> for McpServer {
                     round,
                     &mut guard,
                     (&mut deadline, &mut asked, &paused),
-                    &cancel,
+                    (&cancel, idle.as_ref()),
                     &stuck,
                 )
                 .await
@@ -407,6 +483,19 @@ impl Handler<CallServerTool> for McpServer {
                             .ok_or_else(|| stopped(&server, &tool))?;
                         continue;
                     }
+                    // A capability we did not declare is required (`-32021`, and `-32003`
+                    // in earlier drafts): the error names it and what to do.
+                    Err(RoundError::Reply(ReplyError::Rpc(mut obj)))
+                        if obj.code == MISSING_CAPABILITY || obj.code == MISSING_CAPABILITY_OLD =>
+                    {
+                        obj.message = format!(
+                            "{}; {}",
+                            obj.message.trim_end_matches('.'),
+                            missing_capability_hint(&server, obj.data.as_ref(), stateless)
+                        );
+                        let e = RoundError::Reply(ReplyError::Rpc(obj));
+                        return Err(e.into_call_error(server, tool, timeout));
+                    }
                     // A stateless server that cannot send its own requests (PyPI `mcp` 2.x
                     // and FastMCP's `ctx.elicit()`): the error says so and names the pin.
                     Err(RoundError::Reply(ReplyError::Rpc(mut obj)))
@@ -448,9 +537,44 @@ impl Handler<CallServerTool> for McpServer {
                     });
                 }
                 match result.result_type.as_deref() {
+                    // A task for a request that did not declare the tasks extension (a
+                    // handshake-era connection never does): an invalid result, never an
+                    // empty success.
+                    Some("task") if !stateless => {
+                        return Err(CallError::InvalidResult {
+                            server,
+                            tool,
+                            detail: undeclared_task(),
+                        })
+                    }
+                    // The 2025-11-25 task form (`{"task": {...}}`), never asked for: not an
+                    // empty success either.
+                    _ if !stateless && result.content.is_empty() && is_old_task(&raw) => {
+                        return Err(CallError::InvalidResult {
+                            server,
+                            tool,
+                            detail: undeclared_task(),
+                        })
+                    }
                     // The handshake era has no `resultType`: whatever a server put there.
                     _ if !stateless => return Ok(result),
                     None | Some("complete") => return Ok(result),
+                    // The call became a task (`io.modelcontextprotocol/tasks`): the caller
+                    // gets its handle at once, or waits for its end (not bound by the tool
+                    // timeout: by `taskTimeoutSec`).
+                    Some("task") => {
+                        let seed = task::seed(&raw).map_err(|detail| CallError::InvalidResult {
+                            server: server.clone(),
+                            tool: tool.clone(),
+                            detail,
+                        })?;
+                        // The call's request is answered: nothing to withdraw.
+                        guard.disarm();
+                        if detach {
+                            return Ok(task::handle_result(&server, &tool, &seed));
+                        }
+                        return follower.follow(seed.task_id.clone(), Some(seed)).await;
+                    }
                     Some("input_required") if rounds < MAX_INPUT_ROUNDS => {
                         rounds += 1;
                         let interim: Interim =
@@ -557,6 +681,8 @@ enum RoundError {
     Cancelled,
     NotReading,
     Timeout,
+    /// No progress within the idle timeout.
+    Idle(std::time::Duration),
     Reply(ReplyError),
     Dropped,
 }
@@ -571,6 +697,11 @@ impl RoundError {
         match self {
             RoundError::Cancelled => CallError::Cancelled { server, tool },
             RoundError::NotReading => CallError::NotReading {
+                server,
+                tool,
+                after,
+            },
+            RoundError::Idle(after) => CallError::Idle {
                 server,
                 tool,
                 after,
@@ -609,6 +740,57 @@ impl RoundError {
     }
 }
 
+/// A call's idle bound (`toolIdleTimeoutSec`): the moment of its last sign of life (a progress
+/// notice, a new round), shared with the progress sink the server actor calls.
+#[derive(Clone)]
+struct Idle {
+    after: std::time::Duration,
+    base: std::time::Instant,
+    /// Milliseconds after `base` of the last sign of life.
+    last: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Idle {
+    fn new(after: std::time::Duration) -> Self {
+        Self {
+            after,
+            base: std::time::Instant::now(),
+            last: Default::default(),
+        }
+    }
+
+    fn touch(&self) {
+        let ms = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last.store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// When the call is idle for too long, as of the last sign of life.
+    fn deadline(&self) -> tokio::time::Instant {
+        let ms = self.last.load(std::sync::atomic::Ordering::Relaxed);
+        tokio::time::Instant::from_std(self.base + std::time::Duration::from_millis(ms))
+            + self.after
+    }
+
+    /// Sleeps until the idle deadline; forever without an idle bound.
+    async fn sleep(idle: Option<&Idle>) {
+        match idle {
+            Some(i) => tokio::time::sleep_until(i.deadline()).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// A progress sink that marks each notice as a sign of life and hands it on to `inner`.
+    fn sink(&self, inner: Option<ProgressSink>) -> ProgressSink {
+        let me = self.clone();
+        ProgressSink::new(move |p| {
+            me.touch();
+            if let Some(s) = &inner {
+                s.send(p);
+            }
+        })
+    }
+}
+
 /// A call's deadline, the question time it has accounted for, and the server's question clock:
 /// when the deadline comes while questions were open, it moves by their time.
 type Deadline<'a> = (
@@ -636,9 +818,12 @@ async fn wait_round(
     round: Round,
     guard: &mut CancelOnDrop,
     mut dl: Deadline<'_>,
-    cancel: &tokio_util::sync::CancellationToken,
+    (cancel, idle): (&tokio_util::sync::CancellationToken, Option<&Idle>),
     stuck: &impl Fn() -> bool,
 ) -> Result<super::Payload, RoundError> {
+    if let Some(i) = idle {
+        i.touch();
+    }
     if let Some(b) = round.backlog {
         // The server is not reading: wait for room, within the call's own timeout.
         tokio::select! {
@@ -679,6 +864,19 @@ async fn wait_round(
                 }
                 return Err(RoundError::Timeout);
             }
+            _ = Idle::sleep(idle) => {
+                let Some(i) = idle else { continue };
+                // Progress came meanwhile, or a question was open: the wait starts again.
+                if tokio::time::Instant::now() < i.deadline() {
+                    continue;
+                }
+                if extend(&mut dl) {
+                    i.touch();
+                    continue;
+                }
+                guard.fire("no progress within the idle timeout");
+                return Err(RoundError::Idle(i.after));
+            }
         }
     };
     guard.disarm();
@@ -686,5 +884,33 @@ async fn wait_round(
         Ok(Ok(raw)) => Ok(raw),
         Ok(Err(e)) => Err(RoundError::Reply(e)),
         Err(_) => Err(RoundError::Dropped),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn missing_capability_names_it_and_what_to_do() {
+        let data =
+            json!({"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+        let old = missing_capability_hint("jobs", Some(&data), false);
+        assert!(
+            old.contains("extension io.modelcontextprotocol/tasks")
+                && old.contains("only on a 2026-07-28 connection")
+                && old.contains("protocolVersion"),
+            "{old}"
+        );
+        let new = missing_capability_hint("jobs", Some(&data), true);
+        assert!(new.contains("does not support"), "{new}");
+        let none = missing_capability_hint("jobs", None, true);
+        assert!(
+            none.contains("a client capability harness9 did not declare"),
+            "{none}"
+        );
+        let other = json!({"requiredCapabilities": {"sampling": {}}});
+        assert!(missing_capability_hint("jobs", Some(&other), true).contains("capability sampling"));
     }
 }

@@ -3,7 +3,9 @@
 //! parse of the line, and a response's headers as the trace shows them (credentials redacted).
 
 use crate::protocol::headers;
-use crate::protocol::methods::{CallTool, GetPrompt, Initialize, ReadResource, Request};
+use crate::protocol::methods::{
+    CallTool, CancelTask, GetPrompt, GetTask, Initialize, ReadResource, Request, UpdateTask,
+};
 
 /// What the task needs of an outgoing line, from one light parse: its method, and the
 /// body fields a POST mirrors into headers (2026-07-28 "request metadata"; harmless and useful
@@ -31,6 +33,9 @@ pub(super) struct PeekParams {
     pub(super) name: Option<String>,
     #[serde(default)]
     pub(super) uri: Option<String>,
+    /// The tasks extension's `tasks/*` requests.
+    #[serde(default)]
+    pub(super) task_id: Option<String>,
     /// `initialize`'s offer.
     #[serde(default)]
     pub(super) protocol_version: Option<String>,
@@ -48,7 +53,8 @@ pub(super) struct PeekMeta {
 }
 
 /// The headers one POST carries besides the configured ones: `Mcp-Method`, `Mcp-Name` (for
-/// `tools/call`, `prompts/get`, `resources/read`) and `MCP-Protocol-Version` (the request's
+/// `tools/call`, `prompts/get`, `resources/read`, and the task id of `tasks/get`,
+/// `tasks/update`, `tasks/cancel`, which routes them to the instance holding the task) and `MCP-Protocol-Version` (the request's
 /// `_meta` revision, or `initialize`'s offer).
 pub(super) fn request_headers(method: &str, peek: &Peek) -> Vec<(String, String)> {
     let mut h = Vec::with_capacity(3);
@@ -59,6 +65,7 @@ pub(super) fn request_headers(method: &str, peek: &Peek) -> Vec<(String, String)
         let name = match method {
             CallTool::METHOD | GetPrompt::METHOD => p.name.as_deref(),
             ReadResource::METHOD => p.uri.as_deref(),
+            GetTask::METHOD | UpdateTask::METHOD | CancelTask::METHOD => p.task_id.as_deref(),
             _ => None,
         };
         if let Some(n) = name {
@@ -108,4 +115,41 @@ pub(super) fn header_list(h: &awc::http::header::HeaderMap) -> Vec<(String, Stri
             (name, value)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(line: &str) -> Vec<(String, String)> {
+        let peek = Peek::of(line.as_bytes());
+        request_headers(&peek.method.clone(), &peek)
+    }
+
+    #[test]
+    fn task_requests_carry_their_task_id_as_mcp_name() {
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{"taskId":"t-1","_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}}}}"#
+            );
+            let h = headers(&line);
+            assert!(
+                h.contains(&("Mcp-Name".to_owned(), "t-1".to_owned())),
+                "{h:?}"
+            );
+            assert!(h.contains(&("Mcp-Method".to_owned(), method.to_owned())));
+        }
+        // A task id that is not a plain header value is encoded, never sent raw.
+        let h = headers(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"a\r\nX-Evil: 1"}}"#,
+        );
+        let name = &h.iter().find(|(k, _)| k == "Mcp-Name").unwrap().1;
+        assert!(
+            !name.contains('\n') && name.starts_with("=?base64?"),
+            "{name}"
+        );
+        // Other methods' taskId is not mirrored.
+        let h = headers(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"taskId":"t"}}"#);
+        assert!(h.iter().all(|(k, _)| k != "Mcp-Name"));
+    }
 }
