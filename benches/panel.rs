@@ -32,6 +32,7 @@ fn tools(n: usize) -> Arc<Vec<ToolEntry>> {
                     input_schema: schema.clone(),
                     output_schema: None,
                     annotations: None,
+                    execution: None,
                 }),
             })
             .collect(),

@@ -95,6 +95,7 @@ pub(crate) fn tool(server: &str, name: &str, desc: &str) -> ToolEntry {
             input_schema: serde_json::value::to_raw_value(&serde_json::json!({})).expect("schema"),
             output_schema: None,
             annotations: None,
+            execution: None,
         }),
     }
 }

@@ -356,6 +356,36 @@ fn mcp_name_names_the_task_on_every_tasks_request_over_http() {
     }
 }
 
+/// A handshake-era server that takes tool calls as tasks (2025-11-25; npm server-everything
+/// declares `tasks.requests.tools.call`): its task-only tool (`taskSupport: "required"`) is
+/// called task-augmented and its result read with `tasks/result`, past the tool timeout (its
+/// four stages take 4 s; the tool timeout is 1 s).
+#[test]
+fn a_2025_11_25_task_tool_of_server_everything_prints_its_result() {
+    let everything =
+        repo().join("tests/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let (dir, _) = project(
+        "task-everything",
+        json!({"ev": {"command": "node", "args": [everything.display().to_string(), "stdio"],
+                      "toolTimeoutSec": 1}}),
+    );
+    let out = mcp(
+        &dir,
+        &[
+            "call",
+            "ev",
+            "simulate-research-query",
+            "--args",
+            r#"{"topic": "tides"}"#,
+        ],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success() && stdout.contains("Research Report: tides"),
+        "{stdout}\n{stderr}"
+    );
+}
+
 #[test]
 fn a_fastmcp_tasks_server_answers_mcp_call_with_its_result() {
     let (dir, _) = project(

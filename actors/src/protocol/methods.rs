@@ -119,6 +119,8 @@ requests! {
     UpdateTask = "tasks/update", UpdateTaskParams<'a> => Value;
     /// Tasks extension: please stop this task (never `notifications/cancelled`).
     CancelTask = "tasks/cancel", TaskParams<'a> => Value;
+    /// 2025-11-25 tasks: a task's result, once it ended (the server answers at its end).
+    TaskResult = "tasks/result", TaskParams<'a> => Value;
 }
 
 notifications! {
@@ -182,6 +184,11 @@ mod tests {
         // Extensions: Skills (SEP-2640).
         "skills/list",
         "skills/get",
+        // Extensions: Tasks (SEP-2663), and 2025-11-25's `tasks/result`.
+        "tasks/get",
+        "tasks/update",
+        "tasks/cancel",
+        "tasks/result",
         "notifications/initialized",
         "notifications/cancelled",
         "notifications/progress",
@@ -293,6 +300,7 @@ mod tests {
             name: "echo",
             arguments: Some(&args),
             meta: Some(RequestMeta { progress_token: 4 }),
+            task: None,
         };
         let direct = jsonrpc::request_line(9, "tools/call", Some(&p));
         let typed = jsonrpc::request::<CallTool>(9, Some(&CallParams::Handshake(p)));

@@ -70,6 +70,9 @@ pub struct ServerCapabilities {
     /// Extensions, by identifier (`io.modelcontextprotocol/skills`), each with its settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<Value>,
+    /// Tasks (2025-11-25): which requests the server takes as tasks (`requests.tools.call`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<Value>,
 }
 
 impl ServerCapabilities {
@@ -82,6 +85,14 @@ impl ServerCapabilities {
             _ => None,
         };
         c.and_then(|c| c.get(flag)).and_then(Value::as_bool) == Some(true)
+    }
+
+    /// Whether the server takes a `tools/call` as a task (2025-11-25 `tasks.requests.tools.call`).
+    pub fn tool_call_tasks(&self) -> bool {
+        self.tasks
+            .as_ref()
+            .and_then(|t| t.pointer("/requests/tools/call"))
+            .is_some()
     }
 
     /// The settings of the extension `id`, when the server declares it (an object).
@@ -128,6 +139,28 @@ pub struct Tool {
     /// Hints (read-only, destructive, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Box<RawValue>>,
+    /// How it may be called (2025-11-25: `taskSupport`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ToolExecution>,
+}
+
+/// A tool's `execution` (2025-11-25).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecution {
+    /// `"required"`: only as a task; `"optional"`; `"forbidden"` (or absent): never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_support: Option<String>,
+}
+
+impl Tool {
+    /// Whether the tool runs only as a task (2025-11-25 `taskSupport: "required"`).
+    pub fn task_required(&self) -> bool {
+        self.execution
+            .as_ref()
+            .and_then(|e| e.task_support.as_deref())
+            == Some("required")
+    }
 }
 
 fn empty_object_schema() -> Box<RawValue> {
@@ -390,6 +423,16 @@ pub struct CallToolParams<'a> {
     /// `_meta` with our progress token, when the caller wants progress.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<RequestMeta>,
+    /// The 2025-11-25 task augmentation (`{"ttl": ms}`): the call runs as a task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskAugment>,
+}
+
+/// The `task` of a task-augmented 2025-11-25 request.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TaskAugment {
+    /// How long the server keeps the task and its result, in milliseconds.
+    pub ttl: u64,
 }
 
 /// An embedded resource's contents.

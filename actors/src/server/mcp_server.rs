@@ -103,6 +103,8 @@ pub struct McpServer {
     headers: bool,
     /// With `headers`: each listed tool's `x-mcp-header` params, by tool name.
     tool_headers: HashMap<String, Vec<crate::protocol::headers::HeaderParam>>,
+    /// The tools of the latest list that run only as tasks (2025-11-25).
+    task_required: std::collections::HashSet<String>,
     /// Our capabilities for this server and the log level it is asked for.
     client: Arc<ClientSide>,
     /// The roots it is offered (changed by `SetRoots`).
@@ -202,6 +204,7 @@ impl McpServer {
             kind,
             headers: false,
             tool_headers: HashMap::new(),
+            task_required: Default::default(),
             input: None,
             asks: HashMap::new(),
             ask_clock: Default::default(),

@@ -350,6 +350,7 @@ fn tool(name: &str, effects: Effects, description: String, schema: Value) -> Too
         input_schema: raw(&schema),
         output_schema: None,
         annotations: Some(raw(&hints)),
+        execution: None,
     }
 }
 

@@ -569,6 +569,7 @@ mod tests {
                 output_schema: None,
                 annotations: hints
                     .map(|h| serde_json::value::RawValue::from_string(h.into()).expect("json")),
+                execution: None,
             }),
         };
         // The built-ins as registered: their own annotations decide.

@@ -475,6 +475,7 @@ mod tests {
                     .unwrap_or_else(|_| unreachable!()),
                 output_schema: None,
                 annotations: None,
+                execution: None,
             }),
         };
         let pins = vec!["git".to_owned(), "mcp__gh__create_issue".to_owned()];

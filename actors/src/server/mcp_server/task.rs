@@ -65,14 +65,15 @@ impl Handler<TaskRpc> for McpServer {
     type Result = MessageResult<TaskRpc>;
 
     fn handle(&mut self, msg: TaskRpc, _ctx: &mut Context<Self>) -> Self::Result {
-        let Some(version) = self.stateless() else {
-            return MessageResult(None);
-        };
         if self.closing || self.writer.is_none() {
             return MessageResult(None);
         }
         let id = self.alloc_id();
-        let params = self.client.stamp(Some(msg.params), version);
+        // A 2025-11-25 task's requests (a handshake-era connection) carry no `_meta`.
+        let params = match self.stateless() {
+            Some(version) => self.client.stamp(Some(msg.params), version),
+            None => msg.params,
+        };
         let (trace, op) = self.op(msg.method, None, id, &tracing::Span::none());
         let params = match trace {
             Some(tc) => tc.stamp(Some(params)).unwrap_or_default(),
@@ -112,7 +113,7 @@ async fn task_request(
     let sent = addr.send(TaskRpc { method, params }).await.ok().flatten();
     let Some((id, rx, backlog)) = sent else {
         return Err(TaskReqError::Other(
-            "the server is not connected on a 2026-07-28 connection".to_owned(),
+            "the server is not connected".to_owned(),
         ));
     };
     let wait = async {
@@ -406,6 +407,44 @@ impl Follower {
                 _ = self.cancel.cancelled() => return Err(self.cancelled(&task_id).await),
                 t = self.poll(&task_id, &mut failures) => t?,
             };
+        }
+    }
+
+    /// A 2025-11-25 task (a handshake-era server's `CreateTaskResult` for a call sent as a
+    /// task): `tasks/result` waits for its end (the server asks its questions, such as
+    /// `elicitation/create`, on the way, answered as any), bounded by `taskTimeoutSec`; the
+    /// user's cancel and the bound send `tasks/cancel`.
+    pub(super) async fn follow_old(self, task_id: String) -> Result<CallToolResult, CallError> {
+        check_id(&task_id).map_err(|e| self.error(&task_id, format!("cannot be followed: {e}")))?;
+        if let Some(sink) = &self.progress {
+            sink.send(ToolProgress {
+                server: self.server.clone(),
+                progress: 0.0,
+                total: None,
+                message: Some(format!("task {} working", cut(&task_id))),
+            });
+        }
+        let params = serde_json::json!({ "taskId": task_id });
+        let got = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => return Err(self.cancelled(&task_id).await),
+            r = task_request(&self.addr, m::TaskResult::METHOD, params, self.bound) => r,
+        };
+        match got {
+            Ok(raw) => raw.parse::<CallToolResult>().map_err(|e| {
+                self.error(&task_id, format!("tasks/result is not a tool result: {e}"))
+            }),
+            Err(TaskReqError::Rpc(e)) => Err(self.error(&task_id, format!("failed: {e}"))),
+            Err(TaskReqError::Other(why)) => {
+                let e = self.error(
+                    &task_id,
+                    format!(
+                        "gave no result ({why}); it was cancelled (raise taskTimeoutSec for \"{}\" in .mcp.json if it needs longer)",
+                        self.server
+                    ),
+                );
+                Err(self.cancel_with(&task_id, e).await)
+            }
         }
     }
 

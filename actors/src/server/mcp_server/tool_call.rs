@@ -29,6 +29,7 @@ use crate::protocol::jsonrpc::{self, LineError};
 use crate::protocol::methods::{CallTool, Elicit, Request};
 use crate::protocol::types::{
     CallParams, CallToolParams, CallToolResult, ContentBlock, RequestMeta, StatelessCallParams,
+    TaskAugment,
 };
 use crate::server::server_requests;
 use crate::telemetry::{Op, Outcome, TraceContext};
@@ -197,6 +198,14 @@ impl McpServer {
             .clone()
     }
 
+    /// Whether a call of `tool` goes as a 2025-11-25 task: a handshake-era server that takes
+    /// tool calls as tasks, a tool that runs only as one.
+    fn as_task(&self, tool: &str) -> bool {
+        self.stateless().is_none()
+            && self.server_caps.tool_call_tasks()
+            && self.task_required.contains(tool)
+    }
+
     /// Sends one round of `tools/call`: progress registered under its id, the stateless `_meta`
     /// and an MRTR round's answers merged into the params.
     fn call_round(
@@ -219,6 +228,9 @@ impl McpServer {
                 name: tool,
                 arguments,
                 meta: token.map(|progress_token| RequestMeta { progress_token }),
+                task: self.as_task(tool).then(|| TaskAugment {
+                    ttl: u64::try_from(self.spec.task_timeout.as_millis()).unwrap_or(u64::MAX),
+                }),
             }),
             Some(version) => CallParams::Stateless(StatelessCallParams {
                 name: tool,
@@ -311,6 +323,20 @@ fn is_old_task(raw: &super::Payload) -> bool {
         .is_some_and(|t| t.get("taskId").is_some())
 }
 
+/// The `taskId` of a 2025-11-25 `CreateTaskResult`.
+fn old_task_id(raw: &super::Payload) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Id {
+        task_id: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Old {
+        task: Id,
+    }
+    raw.parse::<Old>().ok().map(|o| o.task.task_id)
+}
+
 /// What a `-32021` error means for the user: the capabilities the server named, and what to do.
 fn missing_capability_hint(server: &str, data: Option<&Value>, stateless: bool) -> String {
     let required = data.and_then(|d| d.get("requiredCapabilities"));
@@ -370,6 +396,7 @@ impl Handler<CallServerTool> for McpServer {
             return Box::pin(async move { Err(CallError::ServerUnavailable { server, reason }) });
         }
         let stateless = self.stateless().is_some();
+        let as_task = self.as_task(&tool);
         // The idle bound: every progress notice of the call starts it again (the call then
         // always asks for progress).
         let idle = self.spec.tool_idle_timeout.map(Idle::new);
@@ -546,6 +573,13 @@ impl Handler<CallServerTool> for McpServer {
                             tool,
                             detail: undeclared_task(),
                         })
+                    }
+                    // The 2025-11-25 task form, asked for: followed to its result (bound by
+                    // `taskTimeoutSec`, not the tool timeout).
+                    _ if as_task && result.content.is_empty() && is_old_task(&raw) => {
+                        let task_id = old_task_id(&raw).unwrap_or_default();
+                        guard.disarm();
+                        return follower.follow_old(task_id).await;
                     }
                     // The 2025-11-25 task form (`{"task": {...}}`), never asked for: not an
                     // empty success either.

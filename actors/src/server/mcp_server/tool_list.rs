@@ -44,6 +44,14 @@ impl Handler<ToolsListed> for McpServer {
     fn handle(&mut self, msg: ToolsListed, ctx: &mut Context<Self>) -> Self::Result {
         self.fresh_for(msg.1, ctx);
         self.tools_ttl = msg.1;
+        // The tools that run only as tasks (2025-11-25 `taskSupport: "required"`): their calls
+        // go task-augmented to a server that takes tool calls as tasks.
+        self.task_required = msg
+            .0
+            .iter()
+            .filter(|t| t.task_required())
+            .map(|t| t.name.clone())
+            .collect();
         if !self.headers {
             return MessageResult(msg.0.into());
         }
