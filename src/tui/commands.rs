@@ -57,7 +57,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "/tasks",
-        "the running tasks (server, tool, age, status); c cancels the selected one",
+        "the running tasks: server, tool, age, status; c cancels one",
     ),
     ("/cost", "tokens and estimated cost per model"),
     (
