@@ -1,7 +1,8 @@
 //! Snapshots of the session views of a configured model (the context gauge, `/status`,
 //! `/tools`, `/cost`, `/resume`, a resumed and a compacted conversation) and of the MCP client
 //! features in the transcript (a result that does not match its `outputSchema`, `@` mentions,
-//! resource subscriptions, a disabled server in the bar), driven by the pure update function.
+//! resource subscriptions, a disabled server in the bar, running tasks in the bar and `/tasks`),
+//! driven by the pure update function.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
