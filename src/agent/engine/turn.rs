@@ -538,20 +538,43 @@ fn task_status_sink(
 ) -> harness9_actors::messages::ProgressSink {
     let events = events.clone();
     let (server, task_id) = (task.server.clone(), task.task_id.clone());
-    let prefix = format!("task {task_id} ");
     harness9_actors::messages::ProgressSink::new(move |p| {
         let Some(message) = p.message else { return };
-        let status = message
-            .strip_prefix(prefix.as_str())
-            .unwrap_or(&message)
-            .to_owned();
         let e = EngineEvent::TaskStatus {
             server: server.clone(),
+            status: status_of(&task_id, &message),
             task_id: task_id.clone(),
-            status,
         };
         if events.try_send(TurnEvent::Update(e)).is_err() {
             tracing::debug!(target: "engine", "a task's status dropped: the turn stream is full");
         }
     })
+}
+
+/// A task's status as the follower reports it (`task ID working: step 2`) without its
+/// `task ID ` prefix; a report of another shape whole.
+fn status_of(task_id: &str, message: &str) -> String {
+    message
+        .strip_prefix("task ")
+        .and_then(|m| m.strip_prefix(task_id))
+        .and_then(|m| m.strip_prefix(' '))
+        .unwrap_or(message)
+        .to_owned()
+}
+
+#[cfg(test)]
+mod task_status_tests {
+    #[test]
+    fn a_status_report_loses_its_task_prefix_only() {
+        use super::status_of;
+        assert_eq!(
+            status_of("t-1", "task t-1 working: step 2"),
+            "working: step 2"
+        );
+        assert_eq!(status_of("t-1", "task t-1 completed"), "completed");
+        // Another task's report, or another shape, is kept whole.
+        assert_eq!(status_of("t-1", "task t-2 working"), "task t-2 working");
+        assert_eq!(status_of("t-1", "working"), "working");
+        assert_eq!(status_of("t-1", "task t-1working"), "task t-1working");
+    }
 }
