@@ -20,6 +20,20 @@ fn recorded(file: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// The poll count in the task's status message (`working: step 7`), 0 when none shows.
+fn step_of(screen: &str) -> u32 {
+    screen
+        .split("working: step ")
+        .nth(1)
+        .map(|rest| {
+            rest.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 #[test]
 fn a_running_task_shows_in_the_bar_and_tasks_and_c_cancels_it_on_the_server() {
     tmux_required();
@@ -54,6 +68,11 @@ fn a_running_task_shows_in_the_bar_and_tasks_and_c_cancels_it_on_the_server() {
         s.contains("jobs · slow") && s.contains("working: step")
     });
     assert!(s.contains("task task-"), "{s}");
+    // The view follows the server: a later poll's status message and a growing age.
+    let first = step_of(&s);
+    t.wait_for("a newer status and age in /tasks", BOUND, |s| {
+        step_of(s) > first && s.contains("jobs · slow   ") && !s.contains("jobs · slow   0 s")
+    });
     t.send_keys(&["c"]);
     let cancelled = poll_until(BOUND, Duration::from_millis(50), || {
         recorded(&record).iter().any(|m| m == "tasks/cancel")
