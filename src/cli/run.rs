@@ -181,6 +181,10 @@ impl Printer {
                 }
                 v
             }
+            // The TUI's task list; `run` prints the task's handle and result as tool results.
+            EngineEvent::TaskStarted { .. }
+            | EngineEvent::TaskStatus { .. }
+            | EngineEvent::TaskEnded { .. } => return,
         };
         json_line(&v);
     }

@@ -55,6 +55,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/skills",
         "the skills each MCP server offers (the model loads one with load_skill)",
     ),
+    (
+        "/tasks",
+        "the running tasks: server, tool, age, status; c cancels one",
+    ),
     ("/cost", "tokens and estimated cost per model"),
     (
         "/permissions",
@@ -155,6 +159,7 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
         "/cost" => cost_info(state),
         "/permissions" => return vec![Effect::ListPermissions],
         "/skills" => return vec![Effect::ListSkills],
+        "/tasks" => super::tasks::open(state),
         "/tools" => return tools_command(state, rest),
         "/resume" if state.turn.busy => state.note(Entry::Error(
             "a turn is running; press Esc to cancel it, then /resume".to_owned(),

@@ -24,6 +24,7 @@ mod prompts;
 mod resume;
 mod server_view;
 pub mod state;
+pub mod tasks;
 mod tool_sizes;
 mod trace;
 mod transcript;

@@ -186,6 +186,13 @@ pub enum Event {
 pub enum Effect {
     /// Stop every server and exit.
     Quit,
+    /// `tasks/cancel` of a running task (`/tasks`' `c`), through the registry.
+    CancelTask {
+        /// The server's name in `.mcp.json`.
+        server: String,
+        /// The server's id of the task.
+        task_id: String,
+    },
     /// Restart one server.
     Restart(String),
     /// Log in to an OAuth server that needs it (the runtime runs the browser flow).
@@ -348,6 +355,8 @@ pub enum Modal {
     Resume(super::resume::ResumePicker),
     /// `/permissions`: the rules in force.
     Permissions(super::permissions::PermissionsView),
+    /// `/tasks`: the running tasks, with cancel.
+    Tasks(super::tasks::TasksView),
 }
 
 /// A modal: one screen over the session with its own keys and drawing. Its module implements
@@ -372,6 +381,7 @@ macro_rules! each_modal {
             Modal::Input($m) => $body,
             Modal::Resume($m) => $body,
             Modal::Permissions($m) => $body,
+            Modal::Tasks($m) => $body,
         }
     };
 }
@@ -408,6 +418,8 @@ pub struct State {
     pub model: ModelState,
     /// The running turn, if any.
     pub turn: TurnState,
+    /// The tasks the running turn follows (`tasks`).
+    pub tasks: super::tasks::TasksState,
     /// The open modal.
     pub modal: Option<Modal>,
     /// Terminal width and height.
@@ -487,6 +499,7 @@ impl State {
                 ..Default::default()
             },
             turn: TurnState::default(),
+            tasks: Default::default(),
             modal: None,
             size: (80, 24),
             quitting: false,
@@ -617,6 +630,7 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
             state.turn.busy = false;
             state.turn.cancelling = false;
             state.transcript.engine_calls.clear();
+            super::tasks::turn_ended(state);
             match r {
                 Ok(summary) => state.note(Entry::Info(summary)),
                 Err(e) => state.note(Entry::Error(e)),

@@ -155,7 +155,7 @@ pub(crate) fn bar_text(servers: Vec<(&str, ServerState)>, width: u16) -> String 
         .into_iter()
         .map(|(n, s)| (n.to_owned(), s))
         .collect();
-    let line = mcp_bar_with(&Arc::new(snap), &[], width);
+    let line = mcp_bar_with(&Arc::new(snap), &[], 0, width);
     assert!(
         line.width() <= width as usize,
         "bar wider than {width}: {line}"

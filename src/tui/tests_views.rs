@@ -1,7 +1,8 @@
 //! Snapshots of the session views of a configured model (the context gauge, `/status`,
 //! `/tools`, `/cost`, `/resume`, a resumed and a compacted conversation) and of the MCP client
 //! features in the transcript (a result that does not match its `outputSchema`, `@` mentions,
-//! resource subscriptions, a disabled server in the bar), driven by the pure update function.
+//! resource subscriptions, a disabled server in the bar, running tasks in the bar and `/tasks`),
+//! driven by the pure update function.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -913,4 +914,110 @@ fn skills_lists_each_servers_skills_and_the_refused_entries() {
     assert!(screen.contains("refused skill://evil/SKILL.md"), "{screen}");
     assert!(!screen.contains('\u{1b}'), "{screen}");
     insta::assert_snapshot!(screen);
+}
+
+/// One engine event of a task.
+fn task_event(s: &mut State, e: EngineEvent) {
+    update(s, Event::Engine(e));
+}
+
+#[test]
+fn running_tasks_show_in_the_bar_and_in_tasks_with_their_age_and_cancel() {
+    let mut s = state_with(vec![("jobs", connected(1, 3))], vec![]);
+    s.turn.busy = true;
+    let t0 = s.now;
+    task_event(
+        &mut s,
+        EngineEvent::TaskStarted {
+            server: "jobs".into(),
+            tool: "slow".into(),
+            task_id: "task-1".into(),
+            status: "working".into(),
+        },
+    );
+    s.now = t0 + Duration::from_secs(65);
+    task_event(
+        &mut s,
+        EngineEvent::TaskStarted {
+            server: "jobs".into(),
+            tool: "build\u{1b}[31m".into(),
+            task_id: "task-2".into(),
+            status: "working".into(),
+        },
+    );
+    // A status message is server text: escapes and line breaks never reach the screen.
+    task_event(
+        &mut s,
+        EngineEvent::TaskStatus {
+            server: "jobs".into(),
+            task_id: "task-1".into(),
+            status: "working: poll 3\n\u{1b}[2Jof 10".into(),
+        },
+    );
+    s.now = t0 + Duration::from_secs(70);
+    let (w, h) = (80, 12);
+    let screen = render(&mut s, w, h);
+    let bar = screen.lines().nth((h - 2) as usize).unwrap_or_default();
+    assert!(
+        bar.contains("[MCP] ⧗ 2 tasks (/tasks) │ jobs ● 1 tool"),
+        "{screen}"
+    );
+    send(&mut s, "/tasks");
+    let list = render(&mut s, w, h);
+    assert!(!list.contains('\u{1b}'), "{list}");
+    // ↓ selects the second; c cancels it (once: a second c sends nothing more).
+    update(&mut s, key_event(KeyCode::Down));
+    let effects = update(&mut s, key_event(KeyCode::Char('c')));
+    assert_eq!(
+        effects,
+        vec![Effect::CancelTask {
+            server: "jobs".into(),
+            task_id: "task-2".into()
+        }]
+    );
+    assert!(update(&mut s, key_event(KeyCode::Char('c'))).is_empty());
+    let cancelling = render(&mut s, w, h);
+    // The server says it is cancelled: the task leaves the list and the bar; the first
+    // ends (TaskEnded) and the list is empty.
+    task_event(
+        &mut s,
+        EngineEvent::TaskStatus {
+            server: "jobs".into(),
+            task_id: "task-2".into(),
+            status: "cancelled".into(),
+        },
+    );
+    let one = render(&mut s, w, h);
+    assert!(one.contains("⧗ 1 task (/tasks)"), "{one}");
+    task_event(
+        &mut s,
+        EngineEvent::TaskEnded {
+            server: "jobs".into(),
+            task_id: "task-1".into(),
+        },
+    );
+    let none = render(&mut s, w, h);
+    assert!(!none.contains("⧗"), "{none}");
+    insta::assert_snapshot!(format!("{screen}\n{list}\n{cancelling}\n{none}"));
+}
+
+#[test]
+fn a_turns_end_clears_its_tasks() {
+    let mut s = state_with(vec![("jobs", connected(1, 3))], vec![]);
+    s.turn.busy = true;
+    task_event(
+        &mut s,
+        EngineEvent::TaskStarted {
+            server: "jobs".into(),
+            tool: "slow".into(),
+            task_id: "task-1".into(),
+            status: "working".into(),
+        },
+    );
+    assert_eq!(s.tasks.running.len(), 1);
+    update(
+        &mut s,
+        Event::TurnDone(Err("the turn was cancelled".into())),
+    );
+    assert!(s.tasks.running.is_empty());
 }

@@ -274,6 +274,18 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
         }
         // The refusal is the call's result, shown when it finishes.
         EngineEvent::ToolRefused { .. } => {}
+        EngineEvent::TaskStarted {
+            server,
+            tool,
+            task_id,
+            status,
+        } => super::tasks::started(state, server, &tool, task_id, &status),
+        EngineEvent::TaskStatus {
+            server,
+            task_id,
+            status,
+        } => super::tasks::status(state, &server, &task_id, &status),
+        EngineEvent::TaskEnded { server, task_id } => super::tasks::gone(state, &server, &task_id),
         EngineEvent::ToolProgress {
             id: key,
             progress,

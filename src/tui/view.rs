@@ -69,6 +69,7 @@ pub fn view(state: &State, frame: &mut Frame) {
             Paragraph::new(mcp_bar_with(
                 &state.servers.status,
                 &state.servers.disabled,
+                state.tasks.running.len(),
                 mcp.width,
             )),
             mcp,
@@ -124,11 +125,22 @@ pub(super) fn status_symbol(status: &ServerStatus) -> (&'static str, Color, Stri
 }
 
 /// `[MCP] a ● 2 tools │ b ✗ failed`, the config's disabled servers after the others, dim; cut to
-/// `width` with a count of the servers left out, never wider.
-pub fn mcp_bar_with(servers: &StatusSnapshot, disabled: &[String], width: u16) -> Line<'static> {
+/// `width` with a count of the servers left out, never wider. Running tasks come first
+/// (`[MCP] ⧗ 1 task │ a ● 2 tools`), so a cut bar still shows them.
+pub fn mcp_bar_with(
+    servers: &StatusSnapshot,
+    disabled: &[String],
+    tasks: usize,
+    width: u16,
+) -> Line<'static> {
     let width = width as usize;
     let mut spans = vec![Span::styled("[MCP]", Style::new().bold())];
     let mut used = 5;
+    if let Some(word) = super::tasks::bar_word(tasks) {
+        let seg = format!(" ⧗ {word} (/tasks) │");
+        used += seg.width();
+        spans.push(Span::styled(seg, Style::new().fg(Color::Cyan)));
+    }
     let off: Vec<&String> = disabled
         .iter()
         .filter(|d| !servers.contains_key(d.as_str()))

@@ -40,5 +40,6 @@ mod trust;
 mod tui;
 mod tui_asks;
 mod tui_rules;
+mod tui_tasks;
 mod tui_ux;
 mod untrusted;

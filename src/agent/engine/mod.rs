@@ -241,6 +241,36 @@ pub enum EngineEvent {
         /// What it did.
         compacted: compact::Compacted,
     },
+    /// A call of this turn became a task (`io.modelcontextprotocol/tasks`) that the turn now
+    /// follows; its end is [`EngineEvent::TaskEnded`].
+    TaskStarted {
+        /// The server's name in `.mcp.json`.
+        server: String,
+        /// The tool's name on the server.
+        tool: String,
+        /// The server's id of the task (server text: the front end sanitizes and cuts it).
+        task_id: String,
+        /// Its status and the server's status message (`working: 3 of 10`), cut to one line
+        /// (server text: the front end sanitizes it).
+        status: String,
+    },
+    /// A followed task's status or status message changed.
+    TaskStatus {
+        /// The server's name in `.mcp.json`.
+        server: String,
+        /// The server's id of the task.
+        task_id: String,
+        /// Its status and status message, as in [`EngineEvent::TaskStarted`].
+        status: String,
+    },
+    /// A followed task ended (completed, failed, cancelled, or given up); its result goes to
+    /// the model.
+    TaskEnded {
+        /// The server's name in `.mcp.json`.
+        server: String,
+        /// The server's id of the task.
+        task_id: String,
+    },
     /// A tool call ended.
     ToolFinished {
         /// The model's call id.

@@ -182,7 +182,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
     };
     // The tasks this turn's calls became, followed to their ends; each result is given to the
     // model once, when it has nothing else to do (cancelled with the turn).
-    let mut tasks = Tasks::new(&registry, &cancel);
+    let mut tasks = Tasks::new(&registry, &cancel, &events);
     let mut step = 0;
     while step < config.max_steps {
         step += 1;
@@ -406,6 +406,8 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
 struct Tasks {
     registry: Addr<ToolRegistry>,
     cancel: CancellationToken,
+    /// The turn's stream: each task's start, status changes and end go to the front end.
+    events: mpsc::Sender<TurnEvent>,
     tx: mpsc::UnboundedSender<harness9_actors::protocol::types::TaskRef>,
     rx: mpsc::UnboundedReceiver<harness9_actors::protocol::types::TaskRef>,
     running: futures_util::stream::FuturesUnordered<
@@ -414,11 +416,16 @@ struct Tasks {
 }
 
 impl Tasks {
-    fn new(registry: &Addr<ToolRegistry>, turn: &CancellationToken) -> Self {
+    fn new(
+        registry: &Addr<ToolRegistry>,
+        turn: &CancellationToken,
+        events: &mpsc::Sender<TurnEvent>,
+    ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         Self {
             registry: registry.clone(),
             cancel: turn.child_token(),
+            events: events.clone(),
             tx,
             rx,
             running: Default::default(),
@@ -437,20 +444,38 @@ impl Tasks {
     fn follow_new(&mut self) {
         use futures_util::FutureExt as _;
         while let Ok(task) = self.rx.try_recv() {
+            let status = match &task.status_message {
+                Some(m) => format!("{}: {m}", task.status),
+                None => task.status.clone(),
+            };
+            self.tell(EngineEvent::TaskStarted {
+                server: task.server.clone(),
+                tool: task.tool.clone(),
+                task_id: task.task_id.clone(),
+                status,
+            });
             let wait = self.registry.send(harness9_actors::messages::AwaitTask {
                 server: task.server.clone(),
                 tool: task.tool.clone(),
                 task_id: task.task_id.clone(),
                 cancel: self.cancel.clone(),
-                progress: None,
+                progress: Some(task_status_sink(&self.events, &task)),
             });
+            let events = self.events.clone();
+            let cancel = self.cancel.clone();
             self.running.push(
                 async move {
+                    let r = wait.await;
+                    let ended = EngineEvent::TaskEnded {
+                        server: task.server.clone(),
+                        task_id: task.task_id.clone(),
+                    };
+                    emit(&events, &cancel, ended).await;
                     let head = format!(
                         "the result of task {} (tool \"{}\" on server \"{}\"):",
                         task.task_id, task.tool, task.server
                     );
-                    let body = match wait.await {
+                    let body = match r {
                         Ok(Ok(r)) if r.is_error => format!("(an error result)\n{}", r.text()),
                         Ok(Ok(r)) => r.text(),
                         Ok(Err(e)) => format!("(it failed) {e}"),
@@ -460,6 +485,14 @@ impl Tasks {
                 }
                 .boxed_local(),
             );
+        }
+    }
+
+    /// Hands `e` to the front end without waiting (a full stream drops it: the front end's
+    /// list is a view, the task goes on).
+    fn tell(&self, e: EngineEvent) {
+        if self.events.try_send(TurnEvent::Update(e)).is_err() {
+            tracing::debug!(target: "engine", "a task event dropped: the turn stream is full");
         }
     }
 
@@ -494,5 +527,54 @@ impl Tasks {
         if !self.running.is_empty() {
             self.cancel.cancel();
         }
+    }
+}
+
+/// Where a followed task's status changes go: [`EngineEvent::TaskStatus`] on the turn's stream
+/// (never blocking: a full stream drops one), the follower's "task ID " prefix taken off.
+fn task_status_sink(
+    events: &mpsc::Sender<TurnEvent>,
+    task: &harness9_actors::protocol::types::TaskRef,
+) -> harness9_actors::messages::ProgressSink {
+    let events = events.clone();
+    let (server, task_id) = (task.server.clone(), task.task_id.clone());
+    harness9_actors::messages::ProgressSink::new(move |p| {
+        let Some(message) = p.message else { return };
+        let e = EngineEvent::TaskStatus {
+            server: server.clone(),
+            status: status_of(&task_id, &message),
+            task_id: task_id.clone(),
+        };
+        if events.try_send(TurnEvent::Update(e)).is_err() {
+            tracing::debug!(target: "engine", "a task's status dropped: the turn stream is full");
+        }
+    })
+}
+
+/// A task's status as the follower reports it (`task ID working: step 2`) without its
+/// `task ID ` prefix; a report of another shape whole.
+fn status_of(task_id: &str, message: &str) -> String {
+    message
+        .strip_prefix("task ")
+        .and_then(|m| m.strip_prefix(task_id))
+        .and_then(|m| m.strip_prefix(' '))
+        .unwrap_or(message)
+        .to_owned()
+}
+
+#[cfg(test)]
+mod task_status_tests {
+    #[test]
+    fn a_status_report_loses_its_task_prefix_only() {
+        use super::status_of;
+        assert_eq!(
+            status_of("t-1", "task t-1 working: step 2"),
+            "working: step 2"
+        );
+        assert_eq!(status_of("t-1", "task t-1 completed"), "completed");
+        // Another task's report, or another shape, is kept whole.
+        assert_eq!(status_of("t-1", "task t-2 working"), "task t-2 working");
+        assert_eq!(status_of("t-1", "working"), "working");
+        assert_eq!(status_of("t-1", "task t-1working"), "task t-1working");
     }
 }

@@ -463,6 +463,7 @@ impl Tui {
                     })
                     .spawn(ctx);
             }
+            Effect::CancelTask { server, task_id } => self.cancel_task(server, task_id, ctx),
             Effect::ListPermissions => {
                 let rules = self.policy.rules.all();
                 self.apply(Event::Permissions(rules), ctx);

@@ -1,5 +1,6 @@
 //! The effects that talk to the servers through the registry: `/call` (with its progress),
-//! prompts, completions, resources and subscriptions, `@` mentions read before a prompt.
+//! prompts, completions, resources and subscriptions, `@` mentions read before a prompt,
+//! `/tasks`' cancel.
 
 use super::*;
 
@@ -264,6 +265,29 @@ impl Tui {
             }
             _ => {}
         }
+    }
+
+    /// `tasks/cancel` of a running task, as `mcp tasks cancel` sends it; the turn following the
+    /// task sees it end (`cancelled`) and gives the model that result. A failure is said.
+    pub(super) fn cancel_task(&mut self, server: String, task_id: String, ctx: &mut Context<Self>) {
+        let ask = self
+            .registry
+            .send(harness9_actors::messages::CancelServerTask {
+                server: server.clone(),
+                task_id,
+            });
+        ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
+            let why = match r {
+                Ok(Ok(())) => return,
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => "the tool registry stopped".to_owned(),
+            };
+            let text = format!(
+                "cannot cancel the task on {}: {why}",
+                harness9_base::sanitize::clean_line(&server)
+            );
+            act.apply(Event::Notice { error: true, text }, ctx);
+        }));
     }
 }
 
