@@ -130,7 +130,10 @@ export CC_x86_64_pc_windows_gnu=x86_64-w64-mingw32-gcc AR_x86_64_pc_windows_gnu=
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
 cargo="$rust/usr/bin/cargo"
 out="$CARGO_TARGET_DIR/$TARGET/debug"
-build_args=(-Zbuild-std=std,panic_abort --target "$TARGET" --locked)
+# `test` in the standard library's crates for the binary too: `cargo test` adds it, and the
+# same set builds one standard library, so the binary and the test binaries share every
+# dependency (with a different set, each is compiled twice: ~8 minutes more on a cold cache).
+build_args=(-Zbuild-std=std,panic_abort,test --target "$TARGET" --locked)
 
 # The unit tests that run under Wine: crates whose tests drive no Unix process (the others'
 # spawn sh, bash or the Linux fixture server).

@@ -80,11 +80,10 @@ h9() {
 }
 # Whether the Windows process PID is alive, asked of Windows itself (OpenProcess, by node.exe).
 alive() {
-    local answer
-    answer="$(timeout 120 "$WINE" "$work/node dir/node.exe" -e \
+    timeout 120 "$WINE" "$work/node dir/node.exe" -e \
         "try { process.kill($1, 0); require('fs').writeSync(1, 'alive') } catch (e) { require('fs').writeSync(1, e.code) }" \
-        </dev/null 2>/dev/null | tr -d '\r')" || true
-    [[ "$answer" == alive ]]
+        </dev/null >"$work/alive.txt" 2>&1 || true
+    [[ "$(tr -d '\r' <"$work/alive.txt")" == alive ]]
 }
 
 # 1. mcp list: both servers connect, one by a full path with spaces and a drive letter, one by
@@ -109,7 +108,7 @@ check "mcp get" "harness9.exe lists a Windows server's tools with their schemas"
 
 # 3. mcp call, with a private trace file.
 trace="$work/state/trace.jsonl"
-h9 call --config "$config_w" --trace "$(winpath "$trace")" mcp call everything echo '{"message": "hi from wine"}' ||
+h9 call --config "$config_w" --trace "$(winpath "$trace")" mcp call everything echo --args '{"message": "hi from wine"}' ||
     fail "mcp call exited $?"
 grep -q 'hi from wine' "$work/call.out" || fail "mcp call did not print the echo"
 check "mcp call" "a tool call to server-everything under node.exe, answered over the job's pipes" "nothing Windows-specific beyond mcp list's"
@@ -132,7 +131,7 @@ mkdir -p "$elsewhere"
 link="$work/state/planted.jsonl"
 ln -s "$elsewhere" "$link"
 status=0
-h9 planted --config "$config_w" --trace "$(winpath "$link")" mcp call everything echo '{"message": "x"}' || status=$?
+h9 planted --config "$config_w" --trace "$(winpath "$link")" mcp call everything echo --args '{"message": "x"}' || status=$?
 [[ $status != 0 ]] || fail "mcp call --trace through a symlink succeeded"
 grep -q 'is a symlink; refusing to write through it' "$work/planted.err" || fail "no refusal naming the symlink"
 [[ -z "$(ls -A "$elsewhere")" ]] || fail "something was written through the planted symlink into $elsewhere"
@@ -143,7 +142,7 @@ check "planted reparse point refused" \
 # 6. A server's tree ends when the server is stopped: the tree server starts a grandchild
 # (node.exe in node.exe, under cmd.exe), and mcp call stops the server when it is done.
 rm -f "$pidfile"
-h9 spawn --config "$config_w" mcp call tree spawn '{}' || fail "mcp call tree spawn exited $?"
+h9 spawn --config "$config_w" mcp call tree spawn --args '{}' || fail "mcp call tree spawn exited $?"
 grep -q 'alive' "$work/spawn.out" || fail "the tree server's grandchild was not alive when it answered"
 gpid="$(tr -dc 0-9 <"$pidfile")"
 [[ -n "$gpid" ]] || fail "the tree server wrote no grandchild pid"
@@ -155,7 +154,7 @@ check "the tree ends when its server is stopped" \
 # 7. The tree ends when harness9 itself is killed: the tree server starts a grandchild and holds
 # the call; harness9.exe is killed (SIGKILL to its Wine process: no exit path of its own runs).
 rm -f "$pidfile"
-"$WINE" "$HARNESS9_EXE" --config "$config_w" mcp call tree spawn '{"hold": true}' </dev/null \
+"$WINE" "$HARNESS9_EXE" --config "$config_w" mcp call tree spawn --args '{"hold": true}' </dev/null \
     >"$work/held.out" 2>"$work/held.err" &
 h9pid=$!
 for _ in $(seq 1 600); do
@@ -182,13 +181,15 @@ check "the tree ends when harness9 is killed" \
 
 # 8. A server killed mid-call is restarted by the supervisor: a headless run whose model (the
 # scripted model) calls tree's crash (the server exits before answering), then echo, which the
-# restarted server answers.
+# restarted server answers. The echo comes 3 s after the crash, past the supervisor's first
+# backoff (0.5 s): the server is then starting again, and a call waits for a starting server.
 script="$work/script.json"
 cat >"$script" <<'EOF'
 {"steps": [
   {"tool_calls": [{"id": "t1", "name": "mcp__tree__crash", "input": {}}]},
   {"tool_calls": [{"id": "t2", "name": "mcp__tree__echo", "input": {"text": "after the restart"}}],
-   "expect": {"last_tool_result_contains": "exited"}},
+   "expect": {"last_tool_result_contains": "exited with status 1 while tool \"crash\" was running"},
+   "delay_ms": 3000},
   {"text": "restarted", "expect": {"last_tool_result_contains": "echo: after the restart"}}
 ]}
 EOF
@@ -200,8 +201,9 @@ read -r -t 20 line <&"${MODEL[0]}" || true
 url="${line#listening on }"
 [[ "$url" == http://* ]] || { kill "$model_pid" 2>/dev/null; fail "the scripted model did not start: '$line'"; }
 status=0
-ANTHROPIC_API_KEY=test-key ANTHROPIC_BASE_URL="$url" h9 restart --config "$config_w" run -p go --json \
-    --allowed-tools mcp__tree__crash,mcp__tree__echo || status=$?
+export ANTHROPIC_API_KEY=test-key ANTHROPIC_BASE_URL="$url"
+h9 restart --config "$config_w" run -p go --json --allowed-tools mcp__tree__crash,mcp__tree__echo || status=$?
+unset ANTHROPIC_API_KEY ANTHROPIC_BASE_URL
 kill "$model_pid" 2>/dev/null || true
 wait "$model_pid" 2>/dev/null || true
 [[ $status == 0 ]] || fail "run -p exited $status"
