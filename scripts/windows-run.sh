@@ -138,6 +138,13 @@ build_args=(-Zbuild-std=std,panic_abort,test --target "$TARGET" --locked)
 # The unit tests that run under Wine: crates whose tests drive no Unix process (the others'
 # spawn sh, bash or the Linux fixture server).
 UNIT_CRATES=(harness9-platform harness9-base)
+# Tests Wine cannot run, each with why (and what checks the same instead).
+SKIP=(
+    # Wine 8's CreateSymbolicLinkW makes no link (and says it did), so the planted link this
+    # test refuses is never there; tests/windows/smoke.sh plants one Wine shows as a reparse
+    # point (a Linux symlink to a folder) where harness9.exe writes a private file.
+    private_fs::tests::files_are_exclusive_private_and_never_through_a_symlink
+)
 
 step "build harness9.exe and the test binaries"
 "$cargo" build "${build_args[@]}" -p harness9 --bin harness9
@@ -192,12 +199,17 @@ x86_64-w64-mingw32-gcc -shared -O2 -o "$system32/bcryptprimitives.dll" tests/win
 "$wine" winecfg -v win10 </dev/null >/dev/null 2>&1
 
 step "unit tests under Wine"
+skip=()
+for name in "${SKIP[@]}"; do
+    skip+=(--skip "$name")
+    echo "windows-run: not run under Wine: $name (why: SKIP in scripts/windows-run.sh)"
+done
 for t in "${tests[@]}"; do
     echo "windows-run: $(basename "$t")"
     # A Windows program's stdout is a file here: a Linux pipe as a standard handle is not one
     # Windows programs can always use (node.exe fails with EBADF).
     log="$t.wine.log"
-    if ! "$wine" "$t" --test-threads=1 </dev/null >"$log" 2>&1; then
+    if ! "$wine" "$t" --test-threads=1 "${skip[@]}" </dev/null >"$log" 2>&1; then
         cat "$log"
         echo "windows-run: $(basename "$t") failed under Wine" >&2
         exit 1

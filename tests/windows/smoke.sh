@@ -116,11 +116,15 @@ check "mcp call" "a tool call to server-everything under node.exe, answered over
 # 4. The private file: the trace's DACL, as Wine keeps it (the user.wine.sd attribute of the
 # Linux file, and the Linux mode Wine derives from the DACL).
 [[ -s "$trace" ]] || fail "no trace file at $trace"
-python3 tests/windows/dacl.py "$trace" >"$work/dacl.out" || fail "the trace file's DACL is not the user's alone"
+plain="$work/state/plain.txt"
+timeout 120 "$WINE" "$work/node dir/node.exe" -e "require('fs').writeFileSync(process.argv[1], 'plain')" \
+    "$(winpath "$plain")" </dev/null >/dev/null 2>&1 || true
+[[ -f "$plain" ]] || fail "node.exe made no plain file to compare the trace's mode with"
+python3 tests/windows/dacl.py "$trace" "$plain" >"$work/dacl.out" || fail "the trace file's DACL is not the user's alone"
 cat "$work/dacl.out"
 check "private file with the user-only DACL" \
-    "--trace FILE is created with a protected DACL whose one entry gives the user (the file's owner, S-1-5-21-...) full access (read back from the security descriptor Wine stored for the file)" \
-    "Wine's ACLs are not NTFS's: Wine stores the descriptor and maps it to the Linux mode but enforces no ACL between Windows users (there is one); that another user is refused is Windows' to enforce"
+    "--trace FILE gets its DACL through the open handle (ReOpenFile, SetSecurityInfo succeed under Wine, which maps the DACL onto the file's mode: it differs from a plain file's); with a Wine that stores descriptors (Wine-Staging's user.wine.sd) the entries are read back: protected, one, full access for the owner" \
+    "Wine's ACLs are not NTFS's: upstream Wine keeps no ACL, only a coarse mode, and has one user; the DACL's text (D:P(A;;FA;;;SID)) is unit-tested, its effect on another user is Windows' to enforce"
 
 # 5. A planted reparse point: a symlink where the trace goes is refused, never written through.
 # Wine 8 reports a Linux symlink to a folder as a reparse point (FILE_ATTRIBUTE_REPARSE_POINT),
