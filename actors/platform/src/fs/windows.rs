@@ -59,6 +59,19 @@ pub fn is_symlink_refusal(e: &io::Error) -> bool {
     e.raw_os_error() == Some(ERROR_STOPPED_ON_SYMLINK as i32)
 }
 
+/// Why an open by [`super::open_private`] failed: a reparse point that could not be opened
+/// itself (a symlink or junction to a folder, opened for writing: "access denied") is said to be
+/// one (`ERROR_STOPPED_ON_SYMLINK`, [`is_symlink_refusal`]), as the one that could is by
+/// [`secure`]; any other error as it is. Only the message changes: the open failed either way.
+pub(super) fn open_error(path: &Path, e: io::Error) -> io::Error {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 => {
+            io::Error::from_raw_os_error(ERROR_STOPPED_ON_SYMLINK as i32)
+        }
+        _ => e,
+    }
+}
+
 /// Checks what [`super::open_private`] opened: a reparse point (a symlink, a junction) is
 /// refused; with a private `mode` (nothing for group or others) the file's DACL becomes the
 /// owner's alone.
