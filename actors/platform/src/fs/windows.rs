@@ -13,6 +13,7 @@
 use std::borrow::Cow;
 use std::fs::{File, Metadata, OpenOptions};
 use std::io;
+use std::os::windows::ffi::OsStrExt as _;
 use std::os::windows::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::os::windows::io::{AsRawHandle as _, FromRawHandle as _, OwnedHandle};
 use std::path::Path;
@@ -30,8 +31,9 @@ use windows_sys::Win32::Security::{
     PROTECTED_DACL_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, TOKEN_QUERY, TOKEN_USER,
 };
 use windows_sys::Win32::Storage::FileSystem::{
-    ReOpenFile, FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_OPEN_REPARSE_POINT, FILE_SHARE_DELETE,
-    FILE_SHARE_READ, FILE_SHARE_WRITE, READ_CONTROL, WRITE_DAC,
+    GetFileAttributesW, ReOpenFile, FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_OPEN_REPARSE_POINT,
+    FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, INVALID_FILE_ATTRIBUTES, READ_CONTROL,
+    WRITE_DAC,
 };
 use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
 
@@ -64,12 +66,15 @@ pub fn is_symlink_refusal(e: &io::Error) -> bool {
 /// one (`ERROR_STOPPED_ON_SYMLINK`, [`is_symlink_refusal`]), as the one that could is by
 /// [`secure`]; any other error as it is. Only the message changes: the open failed either way.
 pub(super) fn open_error(path: &Path, e: io::Error) -> io::Error {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 => {
-            io::Error::from_raw_os_error(ERROR_STOPPED_ON_SYMLINK as i32)
-        }
-        _ => e,
+    let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
+    // The path's own attributes, never its target's (GetFileAttributesW does not follow a
+    // final reparse point).
+    // SAFETY: `wide` is NUL-terminated and outlives the call.
+    let attributes = unsafe { GetFileAttributesW(wide.as_ptr()) };
+    if attributes != INVALID_FILE_ATTRIBUTES && attributes & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+        return io::Error::from_raw_os_error(ERROR_STOPPED_ON_SYMLINK as i32);
     }
+    e
 }
 
 /// Checks what [`super::open_private`] opened: a reparse point (a symlink, a junction) is
