@@ -124,7 +124,7 @@ python3 tests/windows/dacl.py "$trace" "$plain" >"$work/dacl.out" || fail "the t
 cat "$work/dacl.out"
 check "private file with the user-only DACL" \
     "--trace FILE gets its DACL through the open handle (ReOpenFile, SetSecurityInfo succeed under Wine, which maps the DACL onto the file's mode: it differs from a plain file's); with a Wine that stores descriptors (Wine-Staging's user.wine.sd) the entries are read back: protected, one, full access for the owner" \
-    "Wine's ACLs are not NTFS's: upstream Wine keeps no ACL, only a coarse mode, and has one user; the DACL's text (D:P(A;;FA;;;SID)) is unit-tested, its effect on another user is Windows' to enforce"
+    "Wine's ACLs are not NTFS's: upstream Wine keeps no ACL, only a coarse mode, and has one user; the DACL itself (D:P(A;;FA;;;SID), parsed by the system: protected, one full-access entry for the process's user) is a unit test of harness9-platform run under Wine, its effect on another user is Windows' to enforce"
 
 # 5. A planted reparse point: a symlink where the trace goes is refused, never written through.
 # Wine 8 reports a Linux symlink to a folder as a reparse point (FILE_ATTRIBUTE_REPARSE_POINT),
@@ -140,7 +140,7 @@ h9 planted --config "$config_w" --trace "$(winpath "$link")" mcp call everything
 grep -q 'is a symlink; refusing to write through it' "$work/planted.err" || fail "no refusal naming the symlink"
 [[ -z "$(ls -A "$elsewhere")" ]] || fail "something was written through the planted symlink into $elsewhere"
 check "planted reparse point refused" \
-    "a reparse point planted where a private file goes is opened itself (FILE_FLAG_OPEN_REPARSE_POINT), seen as one and refused with a clear error naming it; nothing is written through it" \
+    "a reparse point planted where a private file goes is never written through and is refused with a clear error naming it (opened with FILE_FLAG_OPEN_REPARSE_POINT; a link to a folder cannot be opened for writing, and the failed open is recognised by the path's own attributes instead of saying \"Access denied\")" \
     "a symlink to a file, a junction or an NTFS symlink made by mklink: Wine 8 shows a Linux symlink to a file as the file and its mklink makes nothing (those refusals are Windows' own FILE_FLAG_OPEN_REPARSE_POINT semantics, the same code path)"
 
 # 6. A server's tree ends when the server is stopped: the tree server starts a grandchild
@@ -181,7 +181,7 @@ done
 [[ $gone == 1 ]] || fail "grandchild $gpid outlived the killed harness9.exe"
 check "the tree ends when harness9 is killed" \
     "harness9.exe killed outright, the system closes its handles, the last one of the job with them, and kill-on-close ends the grandchild (alive before the kill, gone after)" \
-    "a logoff or a closed console window (CTRL_CLOSE_EVENT): Wine has no interactive session here; the console events' handler is typed-checked and its mapping unit-tested"
+    "a logoff or a closed console window (CTRL_CLOSE_EVENT): Wine has no interactive session here; the console events' handler (signal/windows.rs) is type-checked only"
 
 # 8. A server killed mid-call is restarted by the supervisor: a headless run whose model (the
 # scripted model) calls tree's crash (the server exits before answering), then echo, which the
