@@ -8,6 +8,7 @@
 #   scripts/cross-check.sh x86_64-apple-darwin
 #   CROSS_CHECK=report scripts/cross-check.sh   prints the errors but exits 0 (default: strict)
 #   CROSS_CHECK_STEPS="clippy check" ...        also runs a plain `cargo check` after clippy
+#   scripts/cross-check.sh --toolchain      only unpacks the toolchain (scripts/windows-run.sh)
 #
 # Clippy alone is the default: clippy-driver is rustc with lints added, so a clean `clippy -D
 # warnings` is a clean `cargo check` too; a second `cargo check` re-checks every workspace crate
@@ -56,6 +57,11 @@ for step in "${STEPS[@]}"; do
         ;;
     esac
 done
+toolchain_only=0
+if [[ "${1:-}" == --toolchain ]]; then
+    toolchain_only=1
+    shift
+fi
 if [[ $# -gt 0 ]]; then
     TARGETS=("$@")
 fi
@@ -142,6 +148,9 @@ if [[ -n "$unresolved" ]]; then
     echo "cross-check: the toolchain in .cross/ needs libraries this machine lacks: $(echo $unresolved)" >&2
     echo "add the Debian packages that ship them to PINS in scripts/cross-check.sh" >&2
     exit 1
+fi
+if [[ $toolchain_only == 1 ]]; then
+    exit 0
 fi
 
 # Only the unpacked toolchain: its bin first in PATH (cargo finds cargo-clippy there, which finds

@@ -112,11 +112,15 @@ pub fn state_dir() -> PathBuf {
 mod tests {
     use super::*;
 
-    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         move |k| {
             pairs
                 .iter()
-                .find(|(n, _)| *n == k)
+                .find(|(n, _)| n == k)
                 .map(|(_, v)| OsString::from(v))
         }
     }
@@ -169,27 +173,29 @@ mod tests {
         );
     }
 
+    /// An absolute path on the system the test runs on: `/x` is not one on Windows (no drive),
+    /// where the tests run too (under Wine in CI).
+    fn absolute_root() -> PathBuf {
+        std::env::temp_dir().join("x")
+    }
+
     #[test]
     fn xdg_variables_are_honoured_everywhere_when_absolute() {
+        let root = absolute_root();
+        let (config, state) = (root.join("config"), root.join("state"));
         let env = env_of(&[
             ("HOME", "/Users/u"),
-            ("XDG_CONFIG_HOME", "/x/config"),
-            ("XDG_STATE_HOME", "/x/state"),
+            ("XDG_CONFIG_HOME", config.to_str().unwrap_or_default()),
+            ("XDG_STATE_HOME", state.to_str().unwrap_or_default()),
         ]);
-        for layout in [Layout::Xdg, Layout::MacOs] {
-            assert_eq!(
-                config_for(layout, &env),
-                Some(PathBuf::from("/x/config/harness9"))
-            );
-            assert_eq!(
-                state_for(layout, &env),
-                Some(PathBuf::from("/x/state/harness9"))
-            );
+        for layout in [Layout::Xdg, Layout::MacOs, Layout::Windows] {
+            assert_eq!(config_for(layout, &env), Some(config.join("harness9")));
+            assert_eq!(state_for(layout, &env), Some(state.join("harness9")));
         }
         let relative = env_of(&[("HOME", "/home/u"), ("XDG_CONFIG_HOME", "rel")]);
         assert_eq!(
             config_for(Layout::Xdg, &relative),
-            Some(PathBuf::from("/home/u/.config/harness9"))
+            Some(PathBuf::from("/home/u").join(".config").join("harness9"))
         );
     }
 }

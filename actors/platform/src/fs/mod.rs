@@ -26,7 +26,9 @@ pub use imp::{
 /// ([`with_mode`], [`nofollow`]; on Windows a reparse point opened is refused and a private
 /// `mode` becomes an owner-only DACL).
 pub fn open_private(opts: &mut OpenOptions, mode: u32, path: &Path) -> io::Result<File> {
-    let f = nofollow(with_mode(opts, mode)).open(path)?;
+    let f = nofollow(with_mode(opts, mode))
+        .open(path)
+        .map_err(|e| imp::open_error(path, e))?;
     imp::secure(&f, mode)?;
     Ok(f)
 }

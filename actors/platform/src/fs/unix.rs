@@ -34,6 +34,11 @@ pub fn is_symlink_refusal(e: &io::Error) -> bool {
 }
 
 /// Nothing to check: `O_NOFOLLOW` refused a symlink, the mode made the file private.
+/// `e` as it is: `O_NOFOLLOW` already says a symlink (`ELOOP`).
+pub(super) fn open_error(_path: &Path, e: io::Error) -> io::Error {
+    e
+}
+
 pub(super) fn secure(_f: &File, _mode: u32) -> io::Result<()> {
     Ok(())
 }

@@ -13,6 +13,7 @@
 use std::borrow::Cow;
 use std::fs::{File, Metadata, OpenOptions};
 use std::io;
+use std::os::windows::ffi::OsStrExt as _;
 use std::os::windows::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::os::windows::io::{AsRawHandle as _, FromRawHandle as _, OwnedHandle};
 use std::path::Path;
@@ -30,8 +31,9 @@ use windows_sys::Win32::Security::{
     PROTECTED_DACL_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, TOKEN_QUERY, TOKEN_USER,
 };
 use windows_sys::Win32::Storage::FileSystem::{
-    ReOpenFile, FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_OPEN_REPARSE_POINT, FILE_SHARE_DELETE,
-    FILE_SHARE_READ, FILE_SHARE_WRITE, READ_CONTROL, WRITE_DAC,
+    GetFileAttributesW, ReOpenFile, FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_OPEN_REPARSE_POINT,
+    FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, INVALID_FILE_ATTRIBUTES, READ_CONTROL,
+    WRITE_DAC,
 };
 use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
 
@@ -57,6 +59,22 @@ pub fn nonblocking(opts: &mut OpenOptions) -> &mut OpenOptions {
 /// Whether an open failed because the path is a symlink or junction ([`secure`]'s refusal).
 pub fn is_symlink_refusal(e: &io::Error) -> bool {
     e.raw_os_error() == Some(ERROR_STOPPED_ON_SYMLINK as i32)
+}
+
+/// Why an open by [`super::open_private`] failed: a reparse point that could not be opened
+/// itself (a symlink or junction to a folder, opened for writing: "access denied") is said to be
+/// one (`ERROR_STOPPED_ON_SYMLINK`, [`is_symlink_refusal`]), as the one that could is by
+/// [`secure`]; any other error as it is. Only the message changes: the open failed either way.
+pub(super) fn open_error(path: &Path, e: io::Error) -> io::Error {
+    let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
+    // The path's own attributes, never its target's (GetFileAttributesW does not follow a
+    // final reparse point).
+    // SAFETY: `wide` is NUL-terminated and outlives the call.
+    let attributes = unsafe { GetFileAttributesW(wide.as_ptr()) };
+    if attributes != INVALID_FILE_ATTRIBUTES && attributes & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+        return io::Error::from_raw_os_error(ERROR_STOPPED_ON_SYMLINK as i32);
+    }
+    e
 }
 
 /// Checks what [`super::open_private`] opened: a reparse point (a symlink, a junction) is
@@ -236,4 +254,78 @@ pub fn path_bytes(path: &Path) -> Cow<'_, [u8]> {
 /// Makes `link` a file symlink to `target` (needs the right to, or Developer Mode).
 pub fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) -> io::Result<()> {
     std::os::windows::fs::symlink_file(target, link)
+}
+
+/// Run under Wine in CI (scripts/windows-run.sh): the system's own SDDL parser reads the DACL
+/// a private file gets.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use windows_sys::Win32::Security::Authorization::ConvertStringSidToSidW;
+    use windows_sys::Win32::Security::{
+        EqualSid, GetAce, GetSecurityDescriptorControl, ACCESS_ALLOWED_ACE, PSID, SE_DACL_PROTECTED,
+    };
+    use windows_sys::Win32::Storage::FileSystem::FILE_ALL_ACCESS;
+
+    #[test]
+    fn the_private_dacl_is_protected_with_one_full_access_entry_for_this_user() {
+        let sid = user_sid().expect("the user's SID");
+        assert!(sid.starts_with("S-1-5-"), "{sid}");
+        let sddl: Vec<u16> = owner_only_sddl(&sid).encode_utf16().chain([0]).collect();
+        let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+        // SAFETY: `sddl` is NUL-terminated; `sd` receives a LocalAlloc'd descriptor.
+        let ok = unsafe {
+            ConvertStringSecurityDescriptorToSecurityDescriptorW(
+                sddl.as_ptr(),
+                SDDL_REVISION_1,
+                &mut sd,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_ne!(ok, 0, "{}", io::Error::last_os_error());
+        let (mut control, mut revision) = (0u16, 0u32);
+        // SAFETY: `sd` is a valid descriptor.
+        assert_ne!(
+            unsafe { GetSecurityDescriptorControl(sd, &mut control, &mut revision) },
+            0
+        );
+        assert_ne!(
+            control & SE_DACL_PROTECTED,
+            0,
+            "not protected: {control:#x}"
+        );
+        let (mut present, mut defaulted) = (0, 0);
+        let mut dacl: *mut ACL = std::ptr::null_mut();
+        // SAFETY: as above; the DACL points into `sd`.
+        assert_ne!(
+            unsafe { GetSecurityDescriptorDacl(sd, &mut present, &mut dacl, &mut defaulted) },
+            0
+        );
+        assert!(present != 0 && !dacl.is_null());
+        // SAFETY: a DACL from the descriptor.
+        assert_eq!(unsafe { (*dacl).AceCount }, 1);
+        let mut ace: *mut std::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: entry 0 exists (AceCount 1).
+        assert_ne!(unsafe { GetAce(dacl, 0, &mut ace) }, 0);
+        let ace = ace.cast::<ACCESS_ALLOWED_ACE>();
+        // SAFETY: an ACE of the DACL; its type is checked before its body is read as allowed.
+        let (kind, mask) = unsafe { ((*ace).Header.AceType, (*ace).Mask) };
+        assert_eq!(kind, 0, "an access-allowed entry");
+        assert_eq!(mask, FILE_ALL_ACCESS);
+        let wide: Vec<u16> = sid.encode_utf16().chain([0]).collect();
+        let mut want: PSID = std::ptr::null_mut();
+        // SAFETY: `wide` is NUL-terminated; `want` receives a LocalAlloc'd SID.
+        assert_ne!(
+            unsafe { ConvertStringSidToSidW(wide.as_ptr(), &mut want) },
+            0
+        );
+        // SAFETY: both SIDs are valid; the entry's SID starts at SidStart.
+        let same = unsafe { EqualSid((&raw mut (*ace).SidStart).cast(), want) };
+        assert_ne!(same, 0, "the entry is not for {sid}");
+        // SAFETY: both were LocalAlloc'd by the conversions above.
+        unsafe {
+            LocalFree(want);
+            LocalFree(sd);
+        }
+    }
 }
