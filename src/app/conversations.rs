@@ -246,6 +246,13 @@ impl harness9_agent::engine::ConversationLog for SessionFile {
     fn replace(&mut self, reason: &str, messages: &[Message]) -> Result<(), String> {
         SessionFile::replace(self, reason, messages)
     }
+
+    fn tasks(&self) -> Option<std::sync::Arc<dyn harness9_agent::engine::TaskJournal>> {
+        let dir = self.path.parent()?;
+        Some(std::sync::Arc::new(
+            super::pending_tasks::SessionTasks::new(super::pending_tasks::path(dir, &self.id)),
+        ))
+    }
 }
 
 impl SessionFile {
@@ -616,8 +623,9 @@ fn row(s: &SessionInfo, dir: Option<&str>) -> String {
 
 /// Deletes all but the newest `keep` session files of `dir`.
 pub fn prune(dir: &Path, keep: usize) {
-    for (_, path) in files(dir).into_iter().skip(keep) {
+    for (id, path) in files(dir).into_iter().skip(keep) {
         let _ = std::fs::remove_file(path);
+        let _ = std::fs::remove_file(super::pending_tasks::path(dir, &id));
     }
 }
 
