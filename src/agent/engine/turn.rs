@@ -606,3 +606,48 @@ fn result_text(
     };
     format!("{head}\n{body}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness9_actors::error::RequestError;
+
+    fn task() -> crate::engine::PendingTask {
+        crate::engine::PendingTask {
+            server: "jobs".into(),
+            tool: "slow".into(),
+            task_id: "task-1".into(),
+            tool_use_id: "toolu_9".into(),
+        }
+    }
+
+    fn failed(detail: &str) -> RequestError {
+        RequestError::Failed {
+            server: "jobs".into(),
+            method: "tasks/get",
+            detail: detail.into(),
+        }
+    }
+
+    #[test]
+    fn a_task_the_server_forgot_is_lost_and_an_earlier_runs_names_its_call() {
+        let lost = result_text(
+            &task(),
+            true,
+            Ok(Err(failed(
+                "task task-1 is not known to the server (any more): Task not found",
+            ))),
+        );
+        assert!(lost.starts_with("the result of task task-1 (tool \"slow\" on server \"jobs\", call toolu_9 of an earlier run"), "{lost}");
+        assert!(
+            lost.contains("(lost: the server no longer knows this task"),
+            "{lost}"
+        );
+        let other = result_text(&task(), false, Ok(Err(failed("the connection closed"))));
+        assert!(
+            other.contains("(it failed)") && !other.contains("lost"),
+            "{other}"
+        );
+        assert!(!other.contains("earlier run"), "{other}");
+    }
+}
