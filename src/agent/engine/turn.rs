@@ -432,11 +432,13 @@ struct Tasks {
     tx: mpsc::UnboundedSender<(String, TaskRef)>,
     rx: mpsc::UnboundedReceiver<(String, TaskRef)>,
     running: futures_util::stream::FuturesUnordered<
-        futures_util::future::LocalBoxFuture<'static, (super::PendingTask, Block)>,
+        futures_util::future::LocalBoxFuture<'static, (super::PendingTask, Block, bool)>,
     >,
-    /// Every task followed, and those whose results the model got.
+    /// Every task followed, those whose results the model got, and those of an earlier run
+    /// whose server could not be reached (still pending: the next turn tries again).
     followed: Vec<super::PendingTask>,
     delivered: Vec<super::PendingTask>,
+    kept: Vec<super::PendingTask>,
 }
 
 use harness9_actors::protocol::types::TaskRef;
@@ -457,6 +459,7 @@ impl Tasks {
             running: Default::default(),
             followed: Vec::new(),
             delivered: Vec::new(),
+            kept: Vec::new(),
         }
     }
 
@@ -509,8 +512,17 @@ impl Tasks {
         self.followed.push(task.clone());
         self.running.push(
             async move {
-                let text = result_text(&task, resumed, wait.await);
-                (task, Block::Text(text))
+                let outcome = wait.await;
+                // A task of an earlier run whose server is not up (yet): not lost, kept.
+                let keep = resumed
+                    && matches!(
+                        outcome,
+                        Ok(Err(
+                            harness9_actors::error::RequestError::Unavailable { .. }
+                        ))
+                    );
+                let text = result_text(&task, resumed, outcome);
+                (task, Block::Text(text), keep)
             }
             .boxed_local(),
         );
@@ -531,8 +543,12 @@ impl Tasks {
         }
         let budget = config.output_budget_tokens.saturating_mul(4);
         let mut blocks = Vec::with_capacity(out.len());
-        for (task, b) in out {
-            self.delivered.push(task);
+        for (task, b, keep) in out {
+            if keep {
+                self.kept.push(task);
+            } else {
+                self.delivered.push(task);
+            }
             blocks.push(match b {
                 Block::Text(t) if t.len() > budget => {
                     Block::Text(truncate_chars(&t, budget).to_owned())
@@ -559,7 +575,7 @@ impl Tasks {
         }
         self.followed
             .iter()
-            .filter(|t| !self.delivered.contains(t))
+            .filter(|t| !self.delivered.contains(t) && !self.kept.contains(t))
             .cloned()
             .collect()
     }
@@ -600,6 +616,9 @@ fn result_text(
             format!(
                 "(lost: the server no longer knows this task; its result cannot be had) {detail}"
             )
+        }
+        Ok(Err(e @ harness9_actors::error::RequestError::Unavailable { .. })) if resumed => {
+            format!("(not known yet) {e}; it is followed again at the next turn")
         }
         Ok(Err(e)) => format!("(it failed) {e}"),
         Err(_) => "(it failed) the tool registry stopped".to_owned(),

@@ -141,3 +141,34 @@ fn a_pending_task_the_server_no_longer_knows_reaches_the_model_as_lost() {
     assert_eq!(model.requests().len(), 4, "{out}");
     assert!(!pending.exists(), "{}", pending.display());
 }
+
+#[test]
+fn a_pending_task_whose_server_is_not_there_stays_pending_until_it_is_back() {
+    let mut steps = first_steps();
+    steps.extend([
+        // No `jobs` server: the model hears the task is not known yet, and it stays kept.
+        json!({"text": "still waiting"}),
+        json!({"text": "later then", "expect": {"last_user_text_contains": "followed again at the next turn"}}),
+        // The server is back: its result comes.
+        json!({"text": "still waiting"}),
+        json!({"text": "got it", "expect": {"last_user_text_contains": "done: late result"}}),
+    ]);
+    let model = Model::start("task-kept", json!({ "steps": steps }));
+    let (dir, _state) = tasks_project("task-kept");
+    let (_id, pending) = start_and_kill(&dir, &model);
+    let config = std::fs::read_to_string(dir.join(".mcp.json")).unwrap();
+    std::fs::write(dir.join(".mcp.json"), r#"{"mcpServers": {}}"#).unwrap();
+
+    let args = ["run", "-p", "go on", "--continue", "--json"];
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    out.ok();
+    assert_eq!(out.event("done", "")["text"], "later then", "{out}");
+    assert!(pending.exists(), "still pending: {}", pending.display());
+
+    std::fs::write(dir.join(".mcp.json"), config).unwrap();
+    let out = Run::start(anthropic(&dir, &model), &args).finish(LIMIT);
+    out.ok();
+    assert_eq!(out.event("done", "")["text"], "got it", "{out}");
+    assert_eq!(model.requests().len(), 6, "{out}");
+    assert!(!pending.exists(), "{}", pending.display());
+}
