@@ -733,8 +733,19 @@ mod tests {
         assert!(load(&dir, "20200101-000000-abcdef")
             .unwrap_err()
             .contains("no session"));
+        // The session's pending tasks are beside it, and pruned with it.
+        let journal = harness9_agent::engine::ConversationLog::tasks(&again).unwrap();
+        journal.started(&harness9_agent::engine::PendingTask {
+            server: "s".into(),
+            tool: "t".into(),
+            task_id: "task-1".into(),
+            tool_use_id: "toolu_1".into(),
+        });
+        let beside = super::super::pending_tasks::path(&dir, &f.id);
+        assert!(beside.exists(), "{}", beside.display());
         prune(&dir, 0);
         assert!(list(&dir).is_empty());
+        assert!(!beside.exists(), "{}", beside.display());
         let _ = std::fs::remove_dir_all(&dir);
     }
 
