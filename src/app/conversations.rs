@@ -246,6 +246,13 @@ impl harness9_agent::engine::ConversationLog for SessionFile {
     fn replace(&mut self, reason: &str, messages: &[Message]) -> Result<(), String> {
         SessionFile::replace(self, reason, messages)
     }
+
+    fn tasks(&self) -> Option<std::sync::Arc<dyn harness9_agent::engine::TaskJournal>> {
+        let dir = self.path.parent()?;
+        Some(std::sync::Arc::new(
+            super::pending_tasks::SessionTasks::new(super::pending_tasks::path(dir, &self.id)),
+        ))
+    }
 }
 
 impl SessionFile {
@@ -616,8 +623,9 @@ fn row(s: &SessionInfo, dir: Option<&str>) -> String {
 
 /// Deletes all but the newest `keep` session files of `dir`.
 pub fn prune(dir: &Path, keep: usize) {
-    for (_, path) in files(dir).into_iter().skip(keep) {
+    for (id, path) in files(dir).into_iter().skip(keep) {
         let _ = std::fs::remove_file(path);
+        let _ = std::fs::remove_file(super::pending_tasks::path(dir, &id));
     }
 }
 
@@ -725,8 +733,19 @@ mod tests {
         assert!(load(&dir, "20200101-000000-abcdef")
             .unwrap_err()
             .contains("no session"));
+        // The session's pending tasks are beside it, and pruned with it.
+        let journal = harness9_agent::engine::ConversationLog::tasks(&again).unwrap();
+        journal.started(&harness9_agent::engine::PendingTask {
+            server: "s".into(),
+            tool: "t".into(),
+            task_id: "task-1".into(),
+            tool_use_id: "toolu_1".into(),
+        });
+        let beside = super::super::pending_tasks::path(&dir, &f.id);
+        assert!(beside.exists(), "{}", beside.display());
         prune(&dir, 0);
         assert!(list(&dir).is_empty());
+        assert!(!beside.exists(), "{}", beside.display());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -24,6 +24,7 @@ pub mod paths;
 pub mod permission_store;
 pub mod permissions_import;
 pub use harness9_base::private_fs;
+pub mod pending_tasks;
 mod runtime;
 pub mod sampler;
 mod session;

@@ -45,7 +45,9 @@ A STEP is an object; all keys optional, unknown keys are a script error:
   expect          {"last_tool_result_contains": "s"}: the last tool result in the request
                   (Anthropic: last tool_result block of the last user message; OpenAI: last
                   role "tool" message) must contain s, else 400 "expectation failed: ..."
-                  (the step is still consumed)
+                  (the step is still consumed);
+                  {"last_user_text_contains": "s"}: the text of the request's last user message
+                  (every text block; OpenAI: its content) must contain s, the same way
 
 Auth: Anthropic requests need an `anthropic-version` header (else 400). If the script sets
 api_key, the key (Anthropic `x-api-key`, OpenAI `Authorization: Bearer KEY`) must equal it,
@@ -171,7 +173,8 @@ def check_step(where, i, step):
     if "expect" in step:
         need(isinstance(step["expect"], dict), "'expect' must be an object")
         for k, v in step["expect"].items():
-            need(k == "last_tool_result_contains", f"expect: unknown key {k!r}")
+            need(k in ("last_tool_result_contains", "last_user_text_contains"),
+                 f"expect: unknown key {k!r}")
             need(isinstance(v, str), f"expect.{k} must be a string")
 
 
@@ -203,6 +206,22 @@ def last_tool_result(provider, body):
         return content_text(results[-1].get("content")) if results else None
     tools = [m for m in msgs if m.get("role") == "tool"]
     return content_text(tools[-1].get("content")) if tools else None
+
+
+def last_user_text(body):
+    """The text of the last user message (its text blocks joined; None without one)."""
+    msgs = body.get("messages") if isinstance(body, dict) else None
+    msgs = [m for m in msgs if isinstance(m, dict)] if isinstance(msgs, list) else []
+    users = [m for m in msgs if m.get("role") == "user"]
+    if not users:
+        return None
+    content = users[-1].get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(b.get("text", "") for b in content
+                     if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -346,6 +365,14 @@ class Handler(BaseHTTPRequestHandler):
             if got is None or want not in got:
                 msg = (f"expectation failed: step {n}: last tool result should contain {want!r}, got "
                        + ("no tool result" if got is None else repr(got[:500])))
+                self.note(n, "400 expectation failed")
+                return self.send_error_body(provider, 400, msg)
+        want = step.get("expect", {}).get("last_user_text_contains")
+        if want is not None:
+            got = last_user_text(body)
+            if got is None or want not in got:
+                msg = (f"expectation failed: step {n}: last user text should contain {want!r}, got "
+                       + ("no user message" if got is None else repr(got[:500])))
                 self.note(n, "400 expectation failed")
                 return self.send_error_body(provider, 400, msg)
         stream = bool(body.get("stream")) if isinstance(body, dict) else False

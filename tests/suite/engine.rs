@@ -21,6 +21,7 @@ mod permissions_import;
 mod read_budget;
 mod rules;
 mod skills;
+mod task_resume;
 mod telemetry;
 
 /// A child killed and reaped when dropped, also when the test panics.

@@ -384,7 +384,7 @@ pub(super) async fn run_tool(
                     e => e.to_string(),
                 });
             if let Ok(Some(task)) = r.as_ref().map(|r| r.task.clone()) {
-                let _ = ctx.tasks.send(task);
+                let _ = ctx.tasks.send((id.clone(), task));
             }
             r
         }
@@ -488,7 +488,7 @@ pub(super) struct CallCtx {
     pub(super) rules_as_of: u64,
     /// Where a call that became a task (`io.modelcontextprotocol/tasks`) goes: the turn
     /// follows it and gives the model its result later.
-    pub(super) tasks: mpsc::UnboundedSender<harness9_actors::protocol::types::TaskRef>,
+    pub(super) tasks: mpsc::UnboundedSender<(String, harness9_actors::protocol::types::TaskRef)>,
 }
 
 #[cfg(test)]

@@ -15,6 +15,10 @@ impl Handler<ClearConversation> for Engine {
                 if let Err(e) = log.replace("clear", &[]) {
                     tracing::warn!("{e}");
                 }
+                // A new conversation: the old one's pending tasks are not delivered into it.
+                if let Some(j) = log.tasks() {
+                    j.settled(&j.pending());
+                }
             }
         }
     }

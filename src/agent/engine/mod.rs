@@ -414,6 +414,38 @@ pub trait ConversationLog: Send {
     fn record_model(&mut self, model: &str) -> Result<(), String>;
     /// Replaces the whole conversation (after a compaction or a clear), saying why.
     fn replace(&mut self, reason: &str, messages: &[Message]) -> Result<(), String>;
+    /// Where this conversation's pending tasks are kept (`None`: nowhere, a restart loses
+    /// them).
+    fn tasks(&self) -> Option<Arc<dyn TaskJournal>> {
+        None
+    }
+}
+
+/// A task a call became whose result is not yet in the saved conversation.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingTask {
+    /// The server's name in `.mcp.json`.
+    pub server: String,
+    /// The tool's name on the server.
+    pub tool: String,
+    /// The server's id of the task.
+    pub task_id: String,
+    /// The id of the tool call the model made (its `tool_use` id).
+    pub tool_use_id: String,
+}
+
+/// The pending tasks of a saved conversation, kept beside it so that a restarted harness9
+/// (`--continue`, `/resume`) follows them again and gives their results to the model, once:
+/// a task is added when its call returns and removed once its result is saved in the
+/// conversation (or it was cancelled with its turn). A failed write is logged, never fatal.
+pub trait TaskJournal: Send + Sync {
+    /// Adds a task that just started.
+    fn started(&self, task: &PendingTask);
+    /// Removes tasks whose results are saved (or that were cancelled).
+    fn settled(&self, tasks: &[PendingTask]);
+    /// Every task still pending, oldest first.
+    fn pending(&self) -> Vec<PendingTask>;
 }
 
 /// The engine actor.
@@ -548,6 +580,7 @@ impl Handler<RunTurn> for Engine {
                 events: events.clone(),
                 can_ask: msg.can_ask,
                 last_input: self.last_input,
+                journal: self.log.as_ref().and_then(|l| l.tasks()),
             },
             msg.prompt,
             msg.attachments,
@@ -559,8 +592,10 @@ impl Handler<RunTurn> for Engine {
                 result,
                 last_input,
                 compacted,
+                settled,
             } = end;
             act.last_input = last_input;
+            let journal = act.log.as_ref().and_then(|l| l.tasks());
             if compacted {
                 act.conversation = messages;
                 act.save_whole("compact");
@@ -569,6 +604,10 @@ impl Handler<RunTurn> for Engine {
                     act.save(messages.get(saved..).unwrap_or_default());
                 }
                 act.conversation = messages;
+            }
+            // Only after their results are saved: a crash before this delivers them again.
+            if let (Some(j), false) = (journal, settled.is_empty()) {
+                j.settled(&settled);
             }
             act.tool_cache = cache;
             act.running = None;

@@ -14,6 +14,8 @@ pub(super) struct Turn {
     pub(super) can_ask: bool,
     /// Input tokens of the conversation's last request.
     pub(super) last_input: u64,
+    /// Where the conversation's pending tasks are kept across restarts.
+    pub(super) journal: Option<Arc<dyn super::TaskJournal>>,
 }
 
 /// How a turn ended, for the actor.
@@ -24,6 +26,8 @@ pub(super) struct TurnEnd {
     pub(super) last_input: u64,
     /// The conversation before the turn was compacted (the log is rewritten whole).
     pub(super) compacted: bool,
+    /// Tasks no longer pending once this turn's messages are saved.
+    pub(super) settled: Vec<super::PendingTask>,
 }
 
 /// Replaces `messages[..upto]` with a summary; returns what it did.
@@ -121,7 +125,23 @@ fn near_the_end(config: &EngineConfig, last_input: u64) -> bool {
     })
 }
 
+/// Runs a turn. The tasks a restarted session left pending are followed from its start (each
+/// result given to the model when it waits, as for the turn's own tasks); the turn's own tasks
+/// are kept in the journal while they run.
 pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> TurnEnd {
+    let mut tasks = Tasks::new(&t.registry, &t.cancel, &t.events, t.journal.clone());
+    tasks.resume();
+    let mut end = turn_steps(t, prompt, attachments, &mut tasks).await;
+    end.settled = tasks.settled(end.result.is_ok());
+    end
+}
+
+async fn turn_steps(
+    t: Turn,
+    prompt: String,
+    attachments: Vec<Block>,
+    tasks: &mut Tasks,
+) -> TurnEnd {
     let Turn {
         provider,
         registry,
@@ -132,6 +152,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
         events,
         can_ask,
         mut last_input,
+        journal: _,
     } = t;
     let started = Instant::now();
     // The turn's span; its model requests and tool calls go under it.
@@ -168,6 +189,7 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
         result,
         last_input,
         compacted,
+        settled: Vec::new(),
     };
     // A cancelled turn leaves the conversation as it was before it.
     let cancelled = |mut messages: Vec<Message>, before, cache, last_input, compacted| {
@@ -180,9 +202,8 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
             compacted,
         )
     };
-    // The tasks this turn's calls became, followed to their ends; each result is given to the
-    // model once, when it has nothing else to do (cancelled with the turn).
-    let mut tasks = Tasks::new(&registry, &cancel, &events);
+    // The tasks this turn's calls became (`tasks`), followed to their ends; each result is
+    // given to the model once, when it has nothing else to do (cancelled with the turn).
     let mut step = 0;
     while step < config.max_steps {
         step += 1;
@@ -401,38 +422,52 @@ pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> Tu
     )
 }
 
-/// The tasks a turn's calls became: each followed through the registry ([`AwaitTask`]) under a
-/// child of the turn's token, its result given to the model once.
+/// The tasks a turn follows: its calls' and those a restarted session left pending, each
+/// followed through the registry ([`AwaitTask`]) under a child of the turn's token, kept in the
+/// journal while pending, its result given to the model once.
 struct Tasks {
     registry: Addr<ToolRegistry>,
     cancel: CancellationToken,
     /// The turn's stream: each task's start, status changes and end go to the front end.
     events: mpsc::Sender<TurnEvent>,
-    tx: mpsc::UnboundedSender<harness9_actors::protocol::types::TaskRef>,
-    rx: mpsc::UnboundedReceiver<harness9_actors::protocol::types::TaskRef>,
+    journal: Option<Arc<dyn super::TaskJournal>>,
+    tx: mpsc::UnboundedSender<(String, TaskRef)>,
+    rx: mpsc::UnboundedReceiver<(String, TaskRef)>,
     running: futures_util::stream::FuturesUnordered<
-        futures_util::future::LocalBoxFuture<'static, Block>,
+        futures_util::future::LocalBoxFuture<'static, (super::PendingTask, Block, bool)>,
     >,
+    /// Every task followed, those whose results the model got, and those of an earlier run
+    /// whose server could not be reached (still pending: the next turn tries again).
+    followed: Vec<super::PendingTask>,
+    delivered: Vec<super::PendingTask>,
+    kept: Vec<super::PendingTask>,
 }
+
+use harness9_actors::protocol::types::TaskRef;
 
 impl Tasks {
     fn new(
         registry: &Addr<ToolRegistry>,
         turn: &CancellationToken,
         events: &mpsc::Sender<TurnEvent>,
+        journal: Option<Arc<dyn super::TaskJournal>>,
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         Self {
             registry: registry.clone(),
             cancel: turn.child_token(),
             events: events.clone(),
+            journal,
             tx,
             rx,
             running: Default::default(),
+            followed: Vec::new(),
+            delivered: Vec::new(),
+            kept: Vec::new(),
         }
     }
 
-    fn sender(&self) -> mpsc::UnboundedSender<harness9_actors::protocol::types::TaskRef> {
+    fn sender(&self) -> mpsc::UnboundedSender<(String, TaskRef)> {
         self.tx.clone()
     }
 
@@ -440,52 +475,80 @@ impl Tasks {
         self.running.is_empty()
     }
 
+    /// Follows again every task the journal still holds (an earlier run of this conversation
+    /// ended before their results were saved).
+    fn resume(&mut self) {
+        let pending = self
+            .journal
+            .as_ref()
+            .map(|j| j.pending())
+            .unwrap_or_default();
+        for task in pending {
+            self.follow(task, true, "working".to_owned());
+        }
+    }
+
     /// Starts following every task the last calls became.
     fn follow_new(&mut self) {
-        use futures_util::FutureExt as _;
-        while let Ok(task) = self.rx.try_recv() {
+        while let Ok((tool_use_id, task)) = self.rx.try_recv() {
             let status = match &task.status_message {
                 Some(m) => format!("{}: {m}", task.status),
                 None => task.status.clone(),
             };
-            self.tell(EngineEvent::TaskStarted {
-                server: task.server.clone(),
-                tool: task.tool.clone(),
-                task_id: task.task_id.clone(),
-                status,
-            });
-            let wait = self.registry.send(harness9_actors::messages::AwaitTask {
-                server: task.server.clone(),
-                tool: task.tool.clone(),
-                task_id: task.task_id.clone(),
-                cancel: self.cancel.clone(),
-                progress: Some(task_status_sink(&self.events, &task)),
-            });
-            let events = self.events.clone();
-            let cancel = self.cancel.clone();
-            self.running.push(
-                async move {
-                    let r = wait.await;
-                    let ended = EngineEvent::TaskEnded {
-                        server: task.server.clone(),
-                        task_id: task.task_id.clone(),
-                    };
-                    emit(&events, &cancel, ended).await;
-                    let head = format!(
-                        "the result of task {} (tool \"{}\" on server \"{}\"):",
-                        task.task_id, task.tool, task.server
-                    );
-                    let body = match r {
-                        Ok(Ok(r)) if r.is_error => format!("(an error result)\n{}", r.text()),
-                        Ok(Ok(r)) => r.text(),
-                        Ok(Err(e)) => format!("(it failed) {e}"),
-                        Err(_) => "(it failed) the tool registry stopped".to_owned(),
-                    };
-                    Block::Text(format!("{head}\n{body}"))
-                }
-                .boxed_local(),
-            );
+            let task = super::PendingTask {
+                server: task.server,
+                tool: task.tool,
+                task_id: task.task_id,
+                tool_use_id,
+            };
+            if let Some(j) = &self.journal {
+                j.started(&task);
+            }
+            self.follow(task, false, status);
         }
+    }
+
+    /// Follows `task` (`resumed`: of an earlier run) to its end, its start, status changes
+    /// and end told to the front end.
+    fn follow(&mut self, task: super::PendingTask, resumed: bool, status: String) {
+        use futures_util::FutureExt as _;
+        self.tell(EngineEvent::TaskStarted {
+            server: task.server.clone(),
+            tool: task.tool.clone(),
+            task_id: task.task_id.clone(),
+            status,
+        });
+        let wait = self.registry.send(harness9_actors::messages::AwaitTask {
+            server: task.server.clone(),
+            tool: task.tool.clone(),
+            task_id: task.task_id.clone(),
+            cancel: self.cancel.clone(),
+            progress: Some(task_status_sink(&self.events, &task.server, &task.task_id)),
+        });
+        self.followed.push(task.clone());
+        let events = self.events.clone();
+        let cancel = self.cancel.clone();
+        self.running.push(
+            async move {
+                let outcome = wait.await;
+                let ended = EngineEvent::TaskEnded {
+                    server: task.server.clone(),
+                    task_id: task.task_id.clone(),
+                };
+                emit(&events, &cancel, ended).await;
+                // A task of an earlier run whose server is not up (yet): not lost, kept.
+                let keep = resumed
+                    && matches!(
+                        outcome,
+                        Ok(Err(
+                            harness9_actors::error::RequestError::Unavailable { .. }
+                        ))
+                    );
+                let text = result_text(&task, resumed, outcome);
+                (task, Block::Text(text), keep)
+            }
+            .boxed_local(),
+        );
     }
 
     /// Hands `e` to the front end without waiting (a full stream drops it: the front end's
@@ -510,16 +573,21 @@ impl Tasks {
             out.push(b);
         }
         let budget = config.output_budget_tokens.saturating_mul(4);
-        Some(
-            out.into_iter()
-                .map(|b| match b {
-                    Block::Text(t) if t.len() > budget => {
-                        Block::Text(truncate_chars(&t, budget).to_owned())
-                    }
-                    b => b,
-                })
-                .collect(),
-        )
+        let mut blocks = Vec::with_capacity(out.len());
+        for (task, b, keep) in out {
+            if keep {
+                self.kept.push(task);
+            } else {
+                self.delivered.push(task);
+            }
+            blocks.push(match b {
+                Block::Text(t) if t.len() > budget => {
+                    Block::Text(truncate_chars(&t, budget).to_owned())
+                }
+                b => b,
+            });
+        }
+        Some(blocks)
     }
 
     /// Cancels every task still followed (`tasks/cancel`): the turn ends without them.
@@ -528,16 +596,121 @@ impl Tasks {
             self.cancel.cancel();
         }
     }
+
+    /// The tasks no longer pending once the turn is saved: after a finished turn, those whose
+    /// results the model got; after a failed one (its messages dropped), those cancelled with
+    /// it, so a result the model got in the dropped turn is given again later.
+    fn settled(&self, finished: bool) -> Vec<super::PendingTask> {
+        if finished {
+            return self.delivered.clone();
+        }
+        self.followed
+            .iter()
+            .filter(|t| !self.delivered.contains(t) && !self.kept.contains(t))
+            .cloned()
+            .collect()
+    }
+}
+
+/// What the model reads of a task's end: its result, its failure, or that the server no
+/// longer knows it (lost). A task of an earlier run names the call it came from.
+fn result_text(
+    task: &super::PendingTask,
+    resumed: bool,
+    outcome: Result<
+        Result<
+            harness9_actors::protocol::types::CallToolResult,
+            harness9_actors::error::RequestError,
+        >,
+        MailboxError,
+    >,
+) -> String {
+    let earlier = if resumed {
+        format!(
+            ", call {} of an earlier run of this conversation that ended before it finished",
+            task.tool_use_id
+        )
+    } else {
+        String::new()
+    };
+    let head = format!(
+        "the result of task {} (tool \"{}\" on server \"{}\"{earlier}):",
+        task.task_id, task.tool, task.server
+    );
+    let body = match outcome {
+        Ok(Ok(r)) if r.is_error => format!("(an error result)\n{}", r.text()),
+        Ok(Ok(r)) => r.text(),
+        // The follower's words for a task the server answers "invalid params" about.
+        Ok(Err(harness9_actors::error::RequestError::Failed { detail, .. }))
+            if detail.contains("is not known to the server") =>
+        {
+            format!(
+                "(lost: the server no longer knows this task; its result cannot be had) {detail}"
+            )
+        }
+        Ok(Err(e @ harness9_actors::error::RequestError::Unavailable { .. })) if resumed => {
+            format!("(not known yet) {e}; it is followed again at the next turn")
+        }
+        Ok(Err(e)) => format!("(it failed) {e}"),
+        Err(_) => "(it failed) the tool registry stopped".to_owned(),
+    };
+    format!("{head}\n{body}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness9_actors::error::RequestError;
+
+    fn task() -> crate::engine::PendingTask {
+        crate::engine::PendingTask {
+            server: "jobs".into(),
+            tool: "slow".into(),
+            task_id: "task-1".into(),
+            tool_use_id: "toolu_9".into(),
+        }
+    }
+
+    fn failed(detail: &str) -> RequestError {
+        RequestError::Failed {
+            server: "jobs".into(),
+            method: "tasks/get",
+            detail: detail.into(),
+        }
+    }
+
+    #[test]
+    fn a_task_the_server_forgot_is_lost_and_an_earlier_runs_names_its_call() {
+        let lost = result_text(
+            &task(),
+            true,
+            Ok(Err(failed(
+                "task task-1 is not known to the server (any more): Task not found",
+            ))),
+        );
+        assert!(lost.starts_with("the result of task task-1 (tool \"slow\" on server \"jobs\", call toolu_9 of an earlier run"), "{lost}");
+        assert!(
+            lost.contains("(lost: the server no longer knows this task"),
+            "{lost}"
+        );
+        let other = result_text(&task(), false, Ok(Err(failed("the connection closed"))));
+        assert!(
+            other.contains("(it failed)") && !other.contains("lost"),
+            "{other}"
+        );
+        assert!(!other.contains("earlier run"), "{other}");
+    }
 }
 
 /// Where a followed task's status changes go: [`EngineEvent::TaskStatus`] on the turn's stream
 /// (never blocking: a full stream drops one), the follower's "task ID " prefix taken off.
 fn task_status_sink(
     events: &mpsc::Sender<TurnEvent>,
-    task: &harness9_actors::protocol::types::TaskRef,
+    server: &str,
+    task_id: &str,
 ) -> harness9_actors::messages::ProgressSink {
     let events = events.clone();
-    let (server, task_id) = (task.server.clone(), task.task_id.clone());
+    let (server, task_id) = (server.to_owned(), task_id.to_owned());
     harness9_actors::messages::ProgressSink::new(move |p| {
         let Some(message) = p.message else { return };
         let e = EngineEvent::TaskStatus {
