@@ -90,7 +90,8 @@ pub(super) fn definitions() -> Vec<Tool> {
     ]
 }
 
-fn text(t: String, is_error: bool) -> CallToolResult {
+/// A text result (an error when `is_error`).
+pub(super) fn text(t: String, is_error: bool) -> CallToolResult {
     CallToolResult {
         content: vec![ContentBlock::Text { text: t }],
         structured_content: None,

@@ -7,11 +7,12 @@
 
 use actix::prelude::*;
 use harness9_actors::protocol::skills::SkillEntry;
-use harness9_actors::protocol::types::{CallToolResult, ContentBlock, Tool};
+use harness9_actors::protocol::types::{CallToolResult, Tool};
 use harness9_actors::skills as loader;
 use harness9_actors::ToolRegistry;
 use serde_json::{json, Value};
 
+use super::resources::text;
 use super::{tool, Effects};
 
 /// The listed files a load names at most.
@@ -89,17 +90,6 @@ pub(super) fn definitions() -> Vec<Tool> {
             "additionalProperties": false,
         }),
     )]
-}
-
-fn text(t: String, is_error: bool) -> CallToolResult {
-    CallToolResult {
-        content: vec![ContentBlock::Text { text: t }],
-        structured_content: None,
-        is_error,
-        result_type: None,
-        schema_error: None,
-        task: None,
-    }
 }
 
 fn str_arg<'a>(args: &'a Option<Value>, key: &str) -> Option<&'a str> {
