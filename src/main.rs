@@ -310,12 +310,18 @@ fn main() -> ExitCode {
         Ok(mode) => opts.runtime.shell = mode,
         Err(e) => return fail(json, &e.to_string(), 2, started),
     }
+    // A settings file that does not parse is a config error; an IdP whose secret's variable is
+    // not set fails only the servers of the enterprise grant (said once here).
     match harness9::agent::model::settings::enterprise_idp(&opts.model, &mut opts.runtime.warnings)
-        .map_err(|e| e.to_string())
-        .and_then(|s| s.map(harness9::app::config::enterprise_idp).transpose())
     {
-        Ok(idp) => opts.runtime.entries.enterprise_idp = idp,
-        Err(e) => return fail(json, &e, 2, started),
+        Err(e) => return fail(json, &e.to_string(), 2, started),
+        Ok(s) => match s.map(harness9::app::config::enterprise_idp).transpose() {
+            Ok(idp) => opts.runtime.entries.enterprise_idp = idp,
+            Err(e) => {
+                opts.runtime.warnings.push(e.clone());
+                opts.runtime.entries.enterprise_idp_error = Some(e);
+            }
+        },
     }
     // A project's `provider` and `base_url`s are ignored (`settings::resolve`): said here.
     if let Err(e) =

@@ -69,6 +69,9 @@ pub struct EntryDefaults {
     /// The enterprise identity provider of the `enterprise` grant (`[enterprise_idp]` of the
     /// user's own settings).
     pub enterprise_idp: Option<harness9_actors::oauth::IdpConfig>,
+    /// Why `[enterprise_idp]` could not be used (its secret's variable is not set): the
+    /// servers of the enterprise grant fail with it at load, the others are not touched.
+    pub enterprise_idp_error: Option<String>,
 }
 
 impl fmt::Debug for EntryDefaults {
@@ -88,6 +91,7 @@ impl EntryDefaults {
             sandbox: None,
             oauth_store: super::oauth_store::default_store(),
             enterprise_idp: None,
+            enterprise_idp_error: None,
         }
     }
 
@@ -98,6 +102,7 @@ impl EntryDefaults {
             sandbox: None,
             oauth_store: std::sync::Arc::new(harness9_actors::oauth::MemoryStore::default()),
             enterprise_idp: None,
+            enterprise_idp_error: None,
         }
     }
 }

@@ -610,6 +610,7 @@ mod tests {
                 sandbox: None,
                 oauth_store: std::sync::Arc::new(harness9_actors::oauth::MemoryStore::default()),
                 enterprise_idp: None,
+                enterprise_idp_error: None,
             },
         )
         .unwrap();

@@ -105,6 +105,7 @@ fn another_tools_fields_are_warned_about_in_the_transcript_at_start_and_on_reloa
             sandbox: None,
             oauth_store: std::sync::Arc::new(harness9_actors::oauth::MemoryStore::default()),
             enterprise_idp: None,
+            enterprise_idp_error: None,
         },
     )
     .unwrap();

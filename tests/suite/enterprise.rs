@@ -238,3 +238,27 @@ fn only_the_users_settings_choose_the_idp() {
         "{err}"
     );
 }
+
+/// An IdP whose secret's variable is not set fails the servers of the enterprise grant at
+/// load, naming the variable; the command still runs (no exit at startup) and says it once.
+#[test]
+fn an_unset_idp_secret_fails_only_the_enterprise_servers() {
+    let (_p, dir) = start("unset-secret", &[]);
+    let settings = dir.join("xdg/harness9/config.toml");
+    let text = std::fs::read_to_string(&settings).unwrap();
+    std::fs::write(
+        &settings,
+        format!("{text}client_secret_env = \"H9_TEST_NO_SUCH_SECRET\"\n"),
+    )
+    .unwrap();
+    let (_, out, err) = h9(&dir, &["mcp", "list"]);
+    let both = format!("{out}\n{err}");
+    assert!(
+        both.contains("client_secret_env names H9_TEST_NO_SUCH_SECRET"),
+        "{both}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with('o')),
+        "the list still runs and shows the server: {both}"
+    );
+}

@@ -287,15 +287,7 @@ fn build_spec(
                 keep_secret(secrets, s);
             }
             if let Some(o) = o {
-                super::grant::apply(
-                    &mut config,
-                    o,
-                    base,
-                    &x,
-                    &fail,
-                    secrets,
-                    defaults.enterprise_idp.as_ref(),
-                )?;
+                super::grant::apply(&mut config, o, base, &x, &fail, secrets, defaults)?;
             }
             Some(OAuthSpec::new(config, defaults.oauth_store.clone()))
         }

@@ -30,7 +30,7 @@ pub(super) fn apply(
     x: &dyn Fn(&str, &str) -> Result<String, ConfigError>,
     fail: &dyn Fn(&str, String) -> ConfigError,
     secrets: &mut Vec<String>,
-    idp: Option<&IdpConfig>,
+    defaults: &crate::config_entry::EntryDefaults,
 ) -> Result<(), ConfigError> {
     if let Some(g) = &raw.grant {
         config.grant = GrantKind::parse(g).ok_or_else(|| {
@@ -122,7 +122,10 @@ pub(super) fn apply(
         config.issuer = Some(x("oauth.issuer", i)?);
     }
     if config.grant == GrantKind::Enterprise {
-        config.idp = idp.cloned();
+        if let (None, Some(why)) = (&defaults.enterprise_idp, &defaults.enterprise_idp_error) {
+            return Err(fail("oauth.grant", why.clone()));
+        }
+        config.idp = defaults.enterprise_idp.clone();
     }
     check_grant_inputs(config).map_err(|(f, m)| fail(f, m))
 }
