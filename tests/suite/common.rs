@@ -180,7 +180,12 @@ pub fn snapshot(rt: &Runtime) -> StatusSnapshot {
 pub fn temp_path(tag: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    std::env::temp_dir().join(format!("harness9-test-{}-{tag}-{n}", std::process::id()))
+    let path = std::env::temp_dir().join(format!("harness9-test-{}-{tag}-{n}", std::process::id()));
+    // An earlier run whose process had the same id (ids are reused) left this path: its files
+    // (a scripted model's request record, appended to) must not leak into this test.
+    let _ = std::fs::remove_dir_all(&path);
+    let _ = std::fs::remove_file(&path);
+    path
 }
 
 /// Calls `name` and returns its text rendering (panics on a call error).
