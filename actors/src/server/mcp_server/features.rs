@@ -274,7 +274,7 @@ impl McpServer {
 }
 
 /// What a failed reply says, for [`RequestError::Failed`].
-fn reply_detail(e: ReplyError) -> String {
+pub(super) fn reply_detail(e: ReplyError) -> String {
     match e {
         ReplyError::Rpc(e) => e.to_string(),
         ReplyError::Gone(why) => format!("the server {why}"),

@@ -125,7 +125,7 @@ async fn task_request(
     match tokio::time::timeout(after, wait).await {
         Ok(Ok(Ok(p))) => Ok(p),
         Ok(Ok(Err(ReplyError::Rpc(e)))) => Err(TaskReqError::Rpc(e)),
-        Ok(Ok(Err(e))) => Err(TaskReqError::Other(reply_text(e))),
+        Ok(Ok(Err(e))) => Err(TaskReqError::Other(super::features::reply_detail(e))),
         Ok(Err(_)) => Err(TaskReqError::Other("the server stopped".to_owned())),
         Err(_) => {
             addr.do_send(CancelRequest {
@@ -137,18 +137,6 @@ async fn task_request(
                 fmt_duration(after)
             )))
         }
-    }
-}
-
-fn reply_text(e: ReplyError) -> String {
-    match e {
-        ReplyError::Rpc(e) => e.to_string(),
-        ReplyError::Gone(why) => format!("the server {why}"),
-        ReplyError::Transport(e) | ReplyError::StreamBroken(e) => e,
-        ReplyError::TooLarge(max) => format!(
-            "the reply exceeds the maximum message size of {}; raise maxMessageBytes if it is legitimate",
-            crate::protocol::render::human_bytes(max)
-        ),
     }
 }
 
