@@ -8,16 +8,16 @@
 //!                     ServerSupervisor --StatusChanged--> subscribers (TUI, CLI)
 //! ```
 //!
-//! [`protocol`] is pure (no actix, no IO). [`messages`] holds every cross-actor message.
+//! [`protocol`] is the `harness9-protocol` crate (pure: no actix, no tokio, no IO), re-exported. [`messages`] holds every cross-actor message.
 #![warn(missing_docs)]
 
 pub mod error;
+mod framing;
 pub mod messages;
 pub mod naming;
 pub mod net;
 pub mod oauth;
 pub mod opener;
-pub mod protocol;
 pub mod registry;
 pub mod server;
 pub mod skills;
@@ -28,6 +28,7 @@ pub mod tool_cache;
 pub mod trace;
 
 pub use error::CallError;
+pub use harness9_protocol as protocol;
 pub use registry::ToolRegistry;
 pub use server::McpServer;
 pub use spec::{Hold, Pinned, RestartPolicy, Roots, SandboxSpec, ServerSpec, TransportSpec};

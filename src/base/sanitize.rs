@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use harness9_actors::protocol::chars::is_invisible_format;
+use harness9_protocol::chars::is_invisible_format;
 
 /// Removes ANSI escape sequences and every control character except newline; a tab becomes four
 /// spaces (a terminal cell grid has no tab stops). For the TUI. Text without any is borrowed.

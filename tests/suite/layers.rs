@@ -5,10 +5,11 @@
 use std::process::Command;
 
 /// From the bottom up; each crate may use any crate before it in this list, none after it.
-const LAYERS: [&str; 7] = [
+const LAYERS: [&str; 8] = [
     "harness9-platform",
-    "harness9-actors",
+    "harness9-protocol",
     "harness9-base",
+    "harness9-actors",
     "harness9-agent",
     "harness9-app",
     "harness9-tui",
@@ -56,4 +57,81 @@ fn no_crate_depends_on_one_above_it() {
     let mut all = LAYERS.to_vec();
     all.sort_unstable();
     assert_eq!(seen, all, "every layer is a workspace member");
+}
+
+/// What the protocol crate may be built from, whole (its dependencies' dependencies too): data
+/// formats, hashing and their macros. Nothing that reads, writes, spawns or schedules: "the wire
+/// layer does no IO" is a fact of the build, not a comment.
+const PROTOCOL_MAY_USE: &[&str] = &[
+    "harness9-protocol",
+    "serde",
+    "serde_core",
+    "serde_derive",
+    "serde_json",
+    "serde_norway",
+    "unsafe-libyaml-norway",
+    "itoa",
+    "ryu",
+    "zmij",
+    "memchr",
+    "indexmap",
+    "hashbrown",
+    "equivalent",
+    "bytes",
+    "thiserror",
+    "thiserror-impl",
+    "proc-macro2",
+    "quote",
+    "syn",
+    "unicode-ident",
+    "sha2",
+    "digest",
+    "block-buffer",
+    "crypto-common",
+    "generic-array",
+    "typenum",
+    "cpufeatures",
+    "cfg-if",
+    "libc",
+    "version_check",
+    "base64",
+];
+
+#[test]
+fn the_protocol_crate_is_built_from_no_runtime_and_no_io() {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "-p",
+            "harness9-protocol",
+            "-e",
+            "normal,build",
+            "--prefix",
+            "none",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    let names: Vec<&str> = tree
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(names.contains(&"serde_json"), "the tree was read: {tree}");
+    for name in &names {
+        assert!(
+            PROTOCOL_MAY_USE.contains(name),
+            "harness9-protocol is built from {name}, which is not a pure data crate: the wire \
+             layer must not depend on a runtime or IO (actix, tokio, awc, ...); the full tree:\n{tree}"
+        );
+    }
+    for forbidden in ["tokio", "tokio-util", "actix", "actix-rt", "awc", "mio"] {
+        assert!(!names.contains(&forbidden), "{forbidden} in {tree}");
+    }
 }

@@ -21,7 +21,8 @@ use tokio_util::codec::FramedRead;
 
 use super::mcp_server::McpServer;
 use super::sandbox::Scratch;
-use crate::protocol::codec::{Frame, NdjsonCodec, PREFIX_BYTES};
+use crate::framing::LineDecoder;
+use crate::protocol::codec::{Frame, PREFIX_BYTES};
 use crate::spec::{ServerSpec, TransportSpec};
 
 /// Messages waiting to be written to a server (stdin, or the HTTP task). When the queue is full
@@ -199,7 +200,7 @@ pub(in crate::server) fn read_lines<R: AsyncRead + Unpin>(r: R, max: usize) -> L
     Lines {
         frames: Some(FramedRead::with_capacity(
             r,
-            NdjsonCodec::new(max),
+            LineDecoder::new(max),
             64 * 1024,
         )),
         log: false,
@@ -211,7 +212,7 @@ pub(in crate::server) fn read_lines<R: AsyncRead + Unpin>(r: R, max: usize) -> L
 /// replaced by a note, an unreadable one skipped), ending with [`TransportEvent::LogClosed`].
 pub(in crate::server) fn read_log<R: AsyncRead + Unpin>(r: R, max: usize) -> Lines<R> {
     Lines {
-        frames: Some(FramedRead::new(r, NdjsonCodec::new(max))),
+        frames: Some(FramedRead::new(r, LineDecoder::new(max))),
         log: true,
         lease: budget::Lease::new(),
     }
@@ -221,7 +222,7 @@ pub(in crate::server) fn read_log<R: AsyncRead + Unpin>(r: R, max: usize) -> Lin
 /// one poll, and its end is an event of its own.
 pub(in crate::server) struct Lines<R> {
     /// `None` once the end has been told.
-    frames: Option<FramedRead<R, NdjsonCodec>>,
+    frames: Option<FramedRead<R, LineDecoder>>,
     /// The server's log (`Log` lines), not its messages.
     log: bool,
     /// The line being read: its bytes held against the read budget (messages only).

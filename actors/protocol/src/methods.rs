@@ -230,7 +230,7 @@ mod tests {
     /// but `tools/call` goes through a JSON value, whose keys are sorted).
     #[test]
     fn typed_params_serialize_as_the_literals_did() {
-        use crate::protocol::types::{CompleteArgument, CompleteContext, CompleteRef};
+        use crate::types::{CompleteArgument, CompleteContext, CompleteRef};
         use serde_json::json;
         use std::collections::BTreeMap;
         fn bytes<T: serde::Serialize>(v: &T) -> String {
@@ -293,8 +293,8 @@ mod tests {
     /// `tools/call` is serialized in place, from either era's struct, as before.
     #[test]
     fn call_params_serialize_as_the_struct_they_hold() {
-        use crate::protocol::jsonrpc;
-        use crate::protocol::types::{CallToolParams, RequestMeta};
+        use crate::jsonrpc;
+        use crate::types::{CallToolParams, RequestMeta};
         let args = serde_json::json!({"z": 1, "a": [true]});
         let p = CallToolParams {
             name: "echo",
@@ -315,7 +315,7 @@ mod tests {
     /// their items.
     #[test]
     fn pages_split_into_items_and_cursor() {
-        use crate::protocol::types::Page;
+        use crate::types::Page;
         let t: ListToolsResult =
             serde_json::from_str(r#"{"tools":[{"name":"a"}],"nextCursor":"n","ttlMs":5}"#).unwrap();
         assert_eq!((t.ttl_ms(), t.result_type()), (Some(5), None));

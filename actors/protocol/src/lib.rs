@@ -1,8 +1,12 @@
-//! Pure wire types and the NDJSON codec: no actix, no IO.
+//! MCP's wire, pure: the JSON-RPC envelope, the typed method table, the payloads, the NDJSON and
+//! SSE framing. No actix, no tokio, no IO: the crate depends on serde, bytes and hashing only, and
+//! `tests/suite/layers.rs` keeps it so (the runtime in `harness9-actors` does the reading and
+//! writing, and re-exports this crate as `harness9_actors::protocol`).
 //!
 //! `jsonrpc` is the JSON-RPC 2.0 envelope, `types` the MCP payloads named as in the spec,
 //! `methods` every method bound to its name, params and result,
 //! `codec` the byte-level newline-delimited framing, `version` the protocol revisions and eras.
+#![warn(missing_docs)]
 
 pub mod chars;
 pub mod codec;

@@ -252,7 +252,7 @@ where
 
 /// One request line whose params were built as a JSON value (the stateless era's `_meta`
 /// merged in): `method` is a [`Request::METHOD`].
-pub(crate) fn request_line<P: Serialize>(id: i64, method: &str, params: Option<&P>) -> Vec<u8> {
+pub fn request_line<P: Serialize>(id: i64, method: &str, params: Option<&P>) -> Vec<u8> {
     line(&OutRequest {
         jsonrpc: JSONRPC,
         id,
@@ -275,7 +275,7 @@ where
 
 /// One notification line whose params were built as a JSON value (a trace context added):
 /// `method` is a [`Notification::METHOD`].
-pub(crate) fn notification_line<P: Serialize>(method: &str, params: Option<&P>) -> Vec<u8> {
+pub fn notification_line<P: Serialize>(method: &str, params: Option<&P>) -> Vec<u8> {
     line(&OutNotification {
         jsonrpc: JSONRPC,
         method,

@@ -5,7 +5,6 @@
 //! last line is still delivered at end of stream.
 
 use bytes::{Bytes, BytesMut};
-use tokio_util::codec::Decoder;
 
 /// The default maximum message size: 256 MiB.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
@@ -82,11 +81,10 @@ fn trim(mut line: BytesMut) -> BytesMut {
     line
 }
 
-impl Decoder for NdjsonCodec {
-    type Item = Frame;
-    type Error = std::io::Error;
-
-    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, Self::Error> {
+impl NdjsonCodec {
+    /// The next frame at the start of `buf` (taken out of it), or `None` until more bytes come.
+    /// The runtime's reader calls it the way `tokio_util`'s `FramedRead` calls a `Decoder`.
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Option<Frame> {
         loop {
             if self.discarding {
                 match memchr::memchr(b'\n', buf) {
@@ -97,7 +95,7 @@ impl Decoder for NdjsonCodec {
                     }
                     None => {
                         buf.clear();
-                        return Ok(None);
+                        return None;
                     }
                 }
             }
@@ -108,13 +106,13 @@ impl Decoder for NdjsonCodec {
                     if end > self.max {
                         let frame = self.too_long(buf);
                         let _ = buf.split_to(end + 1);
-                        return Ok(Some(frame));
+                        return Some(frame);
                     }
                     let line = trim(buf.split_to(end + 1));
                     if line.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
-                    return Ok(Some(Frame::Line(line.freeze())));
+                    return Some(Frame::Line(line.freeze()));
                 }
                 None => {
                     if buf.len() > self.max {
@@ -122,29 +120,30 @@ impl Decoder for NdjsonCodec {
                         buf.clear();
                         self.scanned = 0;
                         self.discarding = true;
-                        return Ok(Some(frame));
+                        return Some(frame);
                     }
                     self.scanned = buf.len();
-                    return Ok(None);
+                    return None;
                 }
             }
         }
     }
 
-    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, Self::Error> {
-        if let Some(frame) = self.decode(buf)? {
-            return Ok(Some(frame));
+    /// Like [`Self::decode`] at the end of the stream: an unterminated last line is delivered.
+    pub fn decode_eof(&mut self, buf: &mut BytesMut) -> Option<Frame> {
+        if let Some(frame) = self.decode(buf) {
+            return Some(frame);
         }
         self.scanned = 0;
         if self.discarding || buf.is_empty() {
             buf.clear();
-            return Ok(None);
+            return None;
         }
         let line = trim(buf.split_to(buf.len()));
         if line.iter().all(u8::is_ascii_whitespace) {
-            return Ok(None);
+            return None;
         }
-        Ok(Some(Frame::Line(line.freeze())))
+        Some(Frame::Line(line.freeze()))
     }
 }
 
@@ -157,11 +156,11 @@ mod tests {
         let mut out = Vec::new();
         for c in chunks {
             buf.extend_from_slice(c);
-            while let Some(f) = codec.decode(&mut buf).unwrap() {
+            while let Some(f) = codec.decode(&mut buf) {
                 out.push(f);
             }
         }
-        while let Some(f) = codec.decode_eof(&mut buf).unwrap() {
+        while let Some(f) = codec.decode_eof(&mut buf) {
             out.push(f);
         }
         out

@@ -1,13 +1,12 @@
 //! Property tests of the wire parsers: the NDJSON codec, the SSE parser and the JSON-RPC envelope.
 //!
 //! Each property runs `PROPTEST_CASES` cases (a small default for CI, see [`config`]); a long run
-//! is `PROPTEST_CASES=1000000 cargo test --release -p harness9-actors props` (README).
+//! is `PROPTEST_CASES=1000000 cargo test --release -p harness9-protocol props` (README).
 
 use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::Value;
-use tokio_util::codec::Decoder;
 
 use super::codec::{Frame, NdjsonCodec, PREFIX_BYTES};
 use super::jsonrpc::{fast_response_id, line_result, sniff_id, Incoming, RequestId};
@@ -90,11 +89,11 @@ fn decode_all(max: usize, chunks: &[&[u8]]) -> (Vec<Frame>, usize) {
     let mut out = Vec::new();
     for c in chunks {
         buf.extend_from_slice(c);
-        while let Ok(Some(f)) = codec.decode(&mut buf) {
+        while let Some(f) = codec.decode(&mut buf) {
             out.push(f);
         }
     }
-    while let Ok(Some(f)) = codec.decode_eof(&mut buf) {
+    while let Some(f) = codec.decode_eof(&mut buf) {
         out.push(f);
     }
     (out, buf.len())
