@@ -64,6 +64,33 @@ mod tests {
         // SAFETY: getppid has no preconditions.
         assert_eq!(p.ppid, unsafe { libc::getppid() });
         assert!(!p.zombie);
+        // A child whose command name looks like the fields that follow it: `x) Z 1 2 (y`. Read
+        // up to the first `)`, it would be a zombie whose parent is init.
+        let dir = std::env::temp_dir().join(format!("h9-stat-{}", me()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let odd = dir.join("x) Z 1 2 (y");
+        std::os::unix::fs::symlink("/bin/sleep", &odd).expect("symlink to sleep");
+        let mut child = std::process::Command::new(&odd)
+            .arg("30")
+            .spawn()
+            .expect("the oddly named sleep starts");
+        let pid = child.id() as i32;
+        // The name is the child's once it has exec'd: wait for it (bounded).
+        let mut seen = None;
+        for _ in 0..500 {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.trim_end() == "x) Z 1 2 (y" {
+                seen = read_stat(pid);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = (child.kill(), child.wait());
+        let _ = std::fs::remove_dir_all(&dir);
+        let p = seen.expect("the child's stat line with its odd name");
+        assert_eq!(p.ppid, me(), "{p:?}");
+        assert!(!p.zombie, "{p:?}");
     }
 
     #[test]
