@@ -13,10 +13,21 @@ import os
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
+
+class SentBy(SpanProcessor):
+    """Marks every span this process makes (`test.sent_by` = `py-fixture`): the test tells the
+    server's spans from harness9's by who sent them (the collector's span API keeps no resource),
+    not by guessing from what they carry."""
+
+    def on_start(self, span, parent_context=None):
+        span.set_attribute("test.sent_by", "py-fixture")
+
+
 provider = TracerProvider(resource=Resource.create({"service.name": "py-fixture"}))
+provider.add_span_processor(SentBy())
 provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter()))
 trace.set_tracer_provider(provider)
 atexit.register(provider.shutdown)

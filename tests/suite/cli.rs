@@ -228,10 +228,10 @@ fn trace_stats_counts_a_recorded_session_per_method() {
     // Each command writes its own trace file; one file of the three sessions, as a user
     // would gather them.
     let mut body = String::new();
-    for (i, (server, tool, args)) in [
-        ("e", "echo", r#"{"message":"hi"}"#),
-        ("e", "get-sum", r#"{"a":"not a number"}"#),
-        ("p", "progress", r#"{"steps":3,"gap_ms":0}"#),
+    for (i, (server, tool, args, code)) in [
+        ("e", "echo", r#"{"message":"hi"}"#, 0),
+        ("e", "get-sum", r#"{"a":"not a number"}"#, 1),
+        ("p", "progress", r#"{"steps":3,"gap_ms":0}"#, 0),
     ]
     .into_iter()
     .enumerate()
@@ -251,7 +251,14 @@ fn trace_stats_counts_a_recorded_session_per_method() {
             ],
             None,
         );
-        assert!(out.status.code().is_some(), "{}", text(&out.stderr));
+        // Each call ran to its answer (the bad get-sum is the server's error, exit 1), so
+        // its trace holds the whole exchange the stats below count.
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{server} {tool}: {}",
+            text(&out.stderr)
+        );
         body.push_str(&std::fs::read_to_string(&one).unwrap());
     }
     // A line that is not a record is counted, not fatal.

@@ -833,3 +833,26 @@ fn a_pinned_script_rewritten_while_its_server_runs_is_not_run_by_the_restart() {
     });
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The scripted model's own checks (both endpoints streaming and not, the SSE framing, the
+/// request record, an unmet `expect` answered 400, bad scripts refused): the engine and TUI
+/// tests lean on them, so the suite runs them.
+#[test]
+fn the_scripted_model_passes_its_self_test() {
+    let mut cmd = std::process::Command::new("bash");
+    cmd.arg(repo().join("tests/python/scripted_model_selftest.sh"));
+    let out = output_within(cmd, None, Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("PASS expectation failed -> 400"),
+        "{stdout}"
+    );
+    assert!(stdout.trim_end().ends_with("ALL PASS"), "{stdout}");
+    assert!(!stdout.contains("FAIL "), "{stdout}");
+}

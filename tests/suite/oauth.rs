@@ -518,13 +518,17 @@ fn authorization_servers_at_link_local_or_private_addresses_are_refused() {
         ("http://10.1.2.3:8080/", "private address 10.1.2.3"),
     ] {
         let case = OAuthCase::fixture("as-away", &["--as-url", as_url]);
-        let started = std::time::Instant::now();
         let out = case.run(&["mcp", "login", "o"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{out:?}");
+        // The refusal names the address's kind, which only the check before any connection
+        // knows (a connection to these would fail with a connect error or time out instead).
         assert!(err.contains(why), "{as_url}: {err}");
         assert!(err.contains("allowOrigins"), "{err}");
-        assert!(started.elapsed() < Duration::from_secs(10), "{as_url}");
+        assert!(
+            !err.contains("connect") && !err.contains("timed out"),
+            "{as_url}: {err}"
+        );
         assert_eq!(case.stats()["logins"], 0);
     }
 }
@@ -569,7 +573,9 @@ fn a_dripped_metadata_body_does_not_hold_the_login() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(err.contains("took longer than 15 s"), "{err}");
-    assert!(took < Duration::from_secs(25), "took {took:?}");
+    // A bound from the fixture, not a speed: the whole body (`{"issuer": "http://127.0.0.1:N"}`,
+    // 36 bytes or more at 2 s each) takes 72 s or more; the login ended before it could have.
+    assert!(took < Duration::from_secs(72), "took {took:?}");
     eprintln!("dripped login gave up after {took:?}");
 }
 

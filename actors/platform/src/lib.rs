@@ -1,8 +1,12 @@
 //! The one platform seam of harness9: everything that differs between operating systems sits
 //! behind this crate's platform-neutral API, so no other crate of the workspace names a
-//! `cfg(target_os)`, `libc` or `std::os::unix`. The Linux implementation is today's behaviour;
-//! on other targets the parts not written yet are stubs that fail with a clear "not available
-//! on macOS yet" (or Windows) rather than doing something silently different.
+//! `cfg(target_os)`, `libc` or `std::os::unix`. Each module's `mod.rs` is neutral and selects
+//! one implementation per target: Linux, macOS (libproc, Seatbelt, the Keychain) and Windows
+//! (Job Objects, `PATHEXT` and `.cmd` shims, reparse-point refusal, user-only DACLs, the
+//! Credential Manager). Linux runs in CI; the Windows build runs under Wine
+//! (`scripts/windows-run.sh`); macOS is type-checked (`scripts/cross-check.sh`). What a target
+//! lacks (a sandbox on Windows, a subreaper outside Linux) is a stub that fails with a clear
+//! "<what> is not available on <OS> yet" rather than doing something silently different.
 //!
 //! - [`process`]: a child in a process group of its own, signals to a group or a process, the
 //!   process-wide list of live groups the panic hook and exit paths kill, exit statuses.
@@ -88,7 +92,7 @@ pub fn os_name() -> &'static str {
     }
 }
 
-/// The error of a stub: `<what> is not available on macOS yet`.
+/// The error of a stub: `<what> is not available on <OS> yet`.
 #[cfg_attr(any(target_os = "linux", target_os = "macos"), allow(dead_code))]
 pub(crate) fn not_available(what: &str) -> std::io::Error {
     std::io::Error::new(

@@ -301,14 +301,12 @@ fn a_run_is_one_trace_with_the_servers_span_under_ours_and_no_secret_leaves() {
     // The exporters flush at exit; the collector files them a moment later.
     let deadline = Instant::now() + Duration::from_secs(60);
     let (ours, theirs) = loop {
-        // The server's spans carry `mcp.method.name` without `network.transport` (every MCP
-        // span of ours has it); the rest are ours. (Phoenix keeps no OTLP span kind: its API
-        // gives every span as INTERNAL.)
-        let (theirs, ours): (Vec<Value>, Vec<Value>) =
-            phoenix.spans("default").into_iter().partition(|s| {
-                let a = attrs(s);
-                a.contains_key("mcp.method.name") && !a.contains_key("network.transport")
-            });
+        // Told apart by who sent them: the fixture server marks each span it makes
+        // (`test.sent_by`); every other span in the collector is harness9's.
+        let (theirs, ours): (Vec<Value>, Vec<Value>) = phoenix
+            .spans("default")
+            .into_iter()
+            .partition(|s| attrs(s).get("test.sent_by") == Some(&json!("py-fixture")));
         let done = ours.iter().any(|s| s["name"] == "harness9 run")
             && theirs.iter().any(|s| s["name"] == "tools/call greet")
             && theirs.iter().any(|s| s["name"] == "tools/call confirm")
