@@ -25,7 +25,7 @@ use std::sync::OnceLock;
 
 use landlock::{
     Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI,
 };
 
 use super::{Rules, ABI_OVERRIDE_VAR, DEVICES, NET_ABI};
@@ -646,25 +646,58 @@ pub fn kernel_abi() -> Result<i32, String> {
 /// own `bash` uses it too (harness9's `[permissions] shell`).
 pub fn prepare(sb: &Rules<'_>) -> Result<Prepared, String> {
     let n = kernel_abi()?;
-    if !sb.network && n < NET_ABI {
-        let how = match std::env::var(ABI_OVERRIDE_VAR) {
-            Ok(v) => format!(" ({ABI_OVERRIDE_VAR}={v})"),
-            Err(_) => String::new(),
-        };
-        return Err(format!(
-            "\"network\": false needs Landlock ABI {NET_ABI} (Linux 6.7 or later) and this kernel has ABI {n}{how}; allow the network with \"sandbox\": {{\"network\": true}} or use a newer kernel"
-        ));
-    }
+    network_abi_check(sb, n)?;
     let abi = ABI::from(n);
-    let landlock = |e: landlock::RulesetError| format!("landlock: {e}");
+    let created = read_rules(ruleset(sb, n, abi)?, abi)?;
+    // Not the project, not the config's folder, not the shared temp dir, not /dev/shm (shared
+    // by every process of the machine: a place to plant files for others).
+    let mut writable: Vec<&Path> = sb.cwd.into_iter().chain([sb.scratch]).collect();
+    writable.extend(sb.writable.iter().map(|p| p.as_path()));
+    let carve = carve_list(&writable, sb.read_only)?;
+    let created = write_rules(created, abi, writable)?;
+    let filter = network_filter(sb.network)?;
+    let fd: Option<OwnedFd> = created.into();
+    match fd {
+        Some(fd) => Ok(Prepared {
+            fd,
+            filter,
+            read: AccessFs::from_read(abi).bits(),
+            carve,
+        }),
+        None => Err("landlock: the kernel did not create a ruleset".to_owned()),
+    }
+}
+
+fn landlock_error(e: landlock::RulesetError) -> String {
+    format!("landlock: {e}")
+}
+
+/// `"network": false` needs Landlock's network rules (ABI [`NET_ABI`]).
+fn network_abi_check(sb: &Rules<'_>, n: i32) -> Result<(), String> {
+    if sb.network || n >= NET_ABI {
+        return Ok(());
+    }
+    let how = match std::env::var(ABI_OVERRIDE_VAR) {
+        Ok(v) => format!(" ({ABI_OVERRIDE_VAR}={v})"),
+        Err(_) => String::new(),
+    };
+    Err(format!(
+        "\"network\": false needs Landlock ABI {NET_ABI} (Linux 6.7 or later) and this kernel has ABI {n}{how}; allow the network with \"sandbox\": {{\"network\": true}} or use a newer kernel"
+    ))
+}
+
+/// The ruleset, every access of the kernel's ABI handled (so denied unless a rule grants it):
+/// files, the network when it is not allowed, signals (and abstract sockets) out of the
+/// sandbox's scope where the kernel has scopes.
+fn ruleset(sb: &Rules<'_>, n: i32, abi: ABI) -> Result<RulesetCreated, String> {
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(abi))
-        .map_err(landlock)?;
+        .map_err(landlock_error)?;
     if !sb.network {
         ruleset = ruleset
             .handle_access(AccessNet::from_all(abi))
-            .map_err(landlock)?;
+            .map_err(landlock_error)?;
     }
     if n >= SCOPE_ABI {
         let scopes = if sb.network {
@@ -672,16 +705,16 @@ pub fn prepare(sb: &Rules<'_>) -> Result<Prepared, String> {
         } else {
             Scope::from_all(abi)
         };
-        ruleset = ruleset.scope(scopes).map_err(landlock)?;
+        ruleset = ruleset.scope(scopes).map_err(landlock_error)?;
     }
-    let mut created = ruleset.create().map_err(landlock)?;
-    let open = |p: &Path| {
-        PathFd::new(p).map_err(|e| format!("cannot open {}: {}", p.display(), source_of(&e)))
-    };
-    // Read and execute: everything but /proc, then /proc's entries that are not a process
-    // (the server's own is added by the child itself, see `restrict`): no sandboxed server
-    // reads harness9's (or any other process's) environ, maps or fds. Landlock answers
-    // reads of /proc/PID/environ by a less-confined process with a yes, so it takes a rule.
+    ruleset.create().map_err(landlock_error)
+}
+
+/// Read and execute: everything but /proc, then /proc's entries that are not a process
+/// (the server's own is added by the child itself, see `restrict`): no sandboxed server
+/// reads harness9's (or any other process's) environ, maps or fds. Landlock answers
+/// reads of /proc/PID/environ by a less-confined process with a yes, so it takes a rule.
+fn read_rules(mut created: RulesetCreated, abi: ABI) -> Result<RulesetCreated, String> {
     let read = AccessFs::from_read(abi);
     for (dir, skip) in [(Path::new("/"), Some("proc")), (Path::new("/proc"), None)] {
         let entries = std::fs::read_dir(dir).map_err(|e| {
@@ -720,14 +753,21 @@ pub fn prepare(sb: &Rules<'_>) -> Result<Prepared, String> {
             };
             created = created
                 .add_rule(PathBeneath::new(fd, access))
-                .map_err(landlock)?;
+                .map_err(landlock_error)?;
         }
     }
-    // Not the project, not the config's folder, not the shared temp dir, not /dev/shm (shared
-    // by every process of the machine: a place to plant files for others).
-    let mut writable: Vec<&Path> = sb.cwd.into_iter().chain([sb.scratch]).collect();
-    writable.extend(sb.writable.iter().map(|p| p.as_path()));
-    let carve = carve_list(&writable, sb.read_only)?;
+    Ok(created)
+}
+
+/// Write access to `writable` (each must exist) and to the harmless devices that exist.
+fn write_rules(
+    mut created: RulesetCreated,
+    abi: ABI,
+    writable: Vec<&Path>,
+) -> Result<RulesetCreated, String> {
+    let open = |p: &Path| {
+        PathFd::new(p).map_err(|e| format!("cannot open {}: {}", p.display(), source_of(&e)))
+    };
     let devices = DEVICES.iter().map(Path::new);
     for (path, required) in writable
         .into_iter()
@@ -752,29 +792,23 @@ pub fn prepare(sb: &Rules<'_>) -> Result<Prepared, String> {
         };
         created = created
             .add_rule(PathBeneath::new(open(path)?, access))
-            .map_err(landlock)?;
+            .map_err(landlock_error)?;
     }
-    let filter = socket_filter(sb.network);
-    let filter = match (filter.is_empty(), sb.network) {
-        (false, _) => Some(filter),
+    Ok(created)
+}
+
+/// The seccomp filter that keeps a child off the network's sockets (`None`: Landlock alone
+/// where the network is allowed and this architecture has no filter).
+fn network_filter(network: bool) -> Result<Option<Vec<libc::sock_filter>>, String> {
+    let filter = socket_filter(network);
+    match (filter.is_empty(), network) {
+        (false, _) => Ok(Some(filter)),
         // Landlock alone, as on every architecture without a filter here.
-        (true, true) => None,
-        (true, false) => {
-            return Err(
-                "\"network\": false needs a seccomp filter harness9 has only for x86_64 and aarch64; allow the network with \"sandbox\": {\"network\": true}"
-                    .to_owned(),
-            )
-        }
-    };
-    let fd: Option<OwnedFd> = created.into();
-    match fd {
-        Some(fd) => Ok(Prepared {
-            fd,
-            filter,
-            read: read.bits(),
-            carve,
-        }),
-        None => Err("landlock: the kernel did not create a ruleset".to_owned()),
+        (true, true) => Ok(None),
+        (true, false) => Err(
+            "\"network\": false needs a seccomp filter harness9 has only for x86_64 and aarch64; allow the network with \"sandbox\": {\"network\": true}"
+                .to_owned(),
+        ),
     }
 }
 

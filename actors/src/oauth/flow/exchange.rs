@@ -261,6 +261,18 @@ pub(super) async fn token_request(
     params: &[(&str, &str)],
     key: Option<&SigningKey>,
 ) -> Result<Option<String>, String> {
+    let (form, basic) = token_form(grant, params, key)?;
+    let body = send_token_request(client, grant, form, basic).await?;
+    keep_tokens(grant, &body)
+}
+
+/// The form of a token request with the client's authentication (RFC 6749 §2.3, RFC 7523):
+/// the body, and the `Authorization: Basic` value for `client_secret_basic`.
+fn token_form(
+    grant: &Grant,
+    params: &[(&str, &str)],
+    key: Option<&SigningKey>,
+) -> Result<(String, Option<String>), String> {
     let c = &grant.client;
     let mut form = form_urlencoded::Serializer::new(String::new());
     for (k, v) in params {
@@ -303,34 +315,39 @@ pub(super) async fn token_request(
             form.append_pair("client_id", &c.client_id);
         }
     }
-    let form = form.finish();
-    let endpoint = grant.token_endpoint.clone();
+    Ok((form.finish(), basic))
+}
+
+/// Posts a token request's `form` to the grant's token endpoint (a DPoP proof on each try,
+/// one retry with the server's nonce, RFC 9449 §8, never more): the body of a success.
+async fn send_token_request(
+    client: &awc::Client,
+    grant: &Grant,
+    form: String,
+    basic: Option<String>,
+) -> Result<bytes::Bytes, String> {
+    let endpoint = &grant.token_endpoint;
     let what = format!("the token request to {endpoint}");
-    let dpop = grant.dpop.clone();
-    // One retry with the authorization server's nonce (RFC 9449 §8), never more.
+    let dpop = grant.dpop.as_ref();
     let mut nonce_retried = false;
-    let body = loop {
+    loop {
         let mut req = client
-            .post(&endpoint)
+            .post(endpoint)
             .insert_header(("Accept", "application/json"))
             .content_type("application/x-www-form-urlencoded");
         if let Some(b) = &basic {
             req = req.insert_header(("Authorization", b.clone()));
         }
-        if let Some(k) = &dpop {
-            req = req.insert_header(("DPoP", k.proof("POST", &endpoint, None)?));
+        if let Some(k) = dpop {
+            req = req.insert_header(("DPoP", k.proof("POST", endpoint, None)?));
         }
         let (status, body) =
-            token_exchange(&what, req.send_body(form.clone()), dpop.as_ref(), &endpoint).await?;
+            token_exchange(&what, req.send_body(form.clone()), dpop, endpoint).await?;
         if status.is_success() {
-            break body;
+            return Ok(body);
         }
         if dpop.is_some() && dpop::as_wants_nonce(status.as_u16(), &body) {
-            if !nonce_retried
-                && dpop
-                    .as_ref()
-                    .is_some_and(|k| k.nonce_for(&endpoint).is_some())
-            {
+            if !nonce_retried && dpop.is_some_and(|k| k.nonce_for(endpoint).is_some()) {
                 nonce_retried = true;
                 continue;
             }
@@ -344,8 +361,15 @@ pub(super) async fn token_request(
             ));
         }
         return Err(format!("{what} got HTTP {status}: {}", oauth_error(&body)));
-    };
-    let t: TokenResponse = serde_json::from_slice(&body)
+    }
+}
+
+/// A token endpoint's success `body` checked and kept in `grant` (its tokens, expiry and
+/// granted scopes; a bearer token where a DPoP-bound one was asked for drops the key): the
+/// reply's `issued_token_type`.
+fn keep_tokens(grant: &mut Grant, body: &[u8]) -> Result<Option<String>, String> {
+    let endpoint = &grant.token_endpoint;
+    let t: TokenResponse = serde_json::from_slice(body)
         .map_err(|_| format!("the token reply of {endpoint} is not valid"))?;
     let problem = parse::access_token_problem(&t.access_token)
         .or_else(|| {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use super::discovery::{discover, ServerMetadata};
+use super::discovery::{discover, Discovery, ServerMetadata};
 use super::exchange::{code_exchange, register, secret_method};
 use super::guard::{guarded_client, Guard};
 use super::{bounded, DISCOVERY_TIMEOUT};
@@ -108,20 +108,7 @@ pub async fn login_with_paste(
     .await?;
     let issuer = d.server.issuer.clone();
     let cfg = &spec.config;
-    // The key of the grant this replaces, if it had one (a key per server, kept with its
-    // grant), else a new one, when DPoP is in use for this server.
-    let dpop = if crate::oauth::dpop::wanted(
-        cfg.dpop,
-        d.server.dpop_signing_alg_values_supported.as_deref(),
-        &issuer,
-    )? {
-        match spec.store.load(server_url).and_then(|g| g.dpop) {
-            Some(k) => Some(k),
-            None => Some(crate::oauth::dpop::Dpop::generate()?),
-        }
-    } else {
-        None
-    };
+    let dpop = dpop_key(spec, server_url, &d)?;
     let stored = spec.store.client(server_url, &issuer);
     let port = cfg
         .callback_port
@@ -140,33 +127,9 @@ pub async fn login_with_paste(
         held,
         d.server.scopes_supported.as_deref(),
     );
-    let oauth_client = if let Some(id) = &cfg.client_id {
-        let method = match &cfg.client_secret {
-            Some(_) => secret_method(&d.server),
-            None => "none",
-        };
-        Client {
-            client_id: id.clone(),
-            client_secret: cfg.client_secret.clone(),
-            auth_method: method.to_owned(),
-            redirect_uri: None,
-        }
-    } else if let Some(c) =
-        stored.filter(|c| c.redirect_uri.as_deref().is_none_or(|r| r == redirect_uri))
-    {
-        c
-    } else if let (true, Some(url)) = (
-        d.server.client_id_metadata_document_supported,
-        &cfg.client_metadata_url,
-    ) {
-        Client {
-            client_id: url.clone(),
-            client_secret: None,
-            auth_method: "none".to_owned(),
-            redirect_uri: None,
-        }
-    } else {
-        register(&client, &d, &redirect_uri, &scopes).await?
+    let oauth_client = match known_client(spec, &d, stored, &redirect_uri) {
+        Some(c) => c,
+        None => register(&client, &d, &redirect_uri, &scopes).await?,
     };
     let (code, verifier) = browser_code(
         &BrowserLogin {
@@ -200,6 +163,66 @@ pub async fn login_with_paste(
     code_exchange(&client, &mut grant, &code, &redirect_uri, &verifier).await?;
     spec.store.save(server_url, &grant)?;
     Ok(grant)
+}
+
+/// The DPoP key of a login when DPoP is in use for this server: the key of the grant this
+/// replaces, if it had one (a key per server, kept with its grant), else a new one.
+fn dpop_key(
+    spec: &OAuthSpec,
+    server_url: &str,
+    d: &Discovery,
+) -> Result<Option<crate::oauth::dpop::Dpop>, String> {
+    if !crate::oauth::dpop::wanted(
+        spec.config.dpop,
+        d.server.dpop_signing_alg_values_supported.as_deref(),
+        &d.server.issuer,
+    )? {
+        return Ok(None);
+    }
+    match spec.store.load(server_url).and_then(|g| g.dpop) {
+        Some(k) => Ok(Some(k)),
+        None => crate::oauth::dpop::Dpop::generate().map(Some),
+    }
+}
+
+/// The client a login uses without registering one: the configured `clientId` (with its
+/// secret's method), else the client registered before for this redirect, else the client
+/// metadata document's URL where the server takes one; `None`: register a client.
+fn known_client(
+    spec: &OAuthSpec,
+    d: &Discovery,
+    stored: Option<Client>,
+    redirect_uri: &str,
+) -> Option<Client> {
+    let cfg = &spec.config;
+    if let Some(id) = &cfg.client_id {
+        let method = match &cfg.client_secret {
+            Some(_) => secret_method(&d.server),
+            None => "none",
+        };
+        return Some(Client {
+            client_id: id.clone(),
+            client_secret: cfg.client_secret.clone(),
+            auth_method: method.to_owned(),
+            redirect_uri: None,
+        });
+    }
+    if let Some(c) = stored.filter(|c| c.redirect_uri.as_deref().is_none_or(|r| r == redirect_uri))
+    {
+        return Some(c);
+    }
+    match (
+        d.server.client_id_metadata_document_supported,
+        &cfg.client_metadata_url,
+    ) {
+        (true, Some(url)) => Some(Client {
+            client_id: url.clone(),
+            client_secret: None,
+            auth_method: "none".to_owned(),
+            redirect_uri: None,
+        }),
+        _ => None,
+    }
 }
 
 /// A loopback listener for the redirect, on `port` (0: one the OS picks; a taken port falls
