@@ -609,7 +609,7 @@ fn tools_command(state: &mut State, rest: &str) -> Vec<Effect> {
 mod tests {
     use super::*;
     use crate::state::{update, Event};
-    use crate::test_support::{key_event as key, typed, with_servers};
+    use crate::tests::support::{key_event as key, typed, with_servers};
     use crossterm::event::KeyModifiers;
     use std::sync::Arc;
     use std::time::Duration;

@@ -465,7 +465,7 @@ pub(super) fn draw(state: &State, frame: &mut Frame, area: Rect) {
 mod tests {
     use super::*;
     use crate::state::{update, Event};
-    use crate::test_support::{key_event as key, typed, with_servers};
+    use crate::tests::support::{key_event as key, typed, with_servers};
 
     #[test]
     fn typing_editing_and_history() {

@@ -705,7 +705,7 @@ fn sampling_lines(
 mod tests {
     use super::*;
     use crate::state::{update, Event};
-    use crate::test_support::{press, settle};
+    use crate::tests::support::{press, settle};
 
     fn params() -> Value {
         json!({

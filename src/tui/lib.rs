@@ -334,12 +334,4 @@ async fn signalled(tui: &Addr<Tui>) {
 }
 
 #[cfg(test)]
-mod test_support;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_asks;
-#[cfg(test)]
-mod tests_diff;
-#[cfg(test)]
-mod tests_views;

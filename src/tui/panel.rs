@@ -507,7 +507,7 @@ fn login_lines(
 mod tests {
     use super::*;
     use crate::state::update;
-    use crate::test_support::{key_event as key, with_servers};
+    use crate::tests::support::{key_event as key, with_servers};
 
     #[test]
     fn panel_keys_scroll_select_restart_edit_and_close() {

@@ -801,7 +801,7 @@ pub(super) fn cancel_turn(state: &mut State) -> Vec<Effect> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{key_event as key, typed};
+    use crate::tests::support::{key_event as key, typed};
 
     #[test]
     fn ctrl_c_clears_a_draft_first_and_quits_the_second_time() {

@@ -338,7 +338,7 @@ fn truncate_str(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use crate::state::{update, Event};
-    use crate::test_support::{key_event as key, with_servers};
+    use crate::tests::support::{key_event as key, with_servers};
 
     fn record(server: &str, n: usize) -> WireRecord {
         WireRecord {

@@ -233,7 +233,7 @@ mod tests {
 
     use super::*;
     use crate::state::{update, Event, PanelState};
-    use crate::test_support::press;
+    use crate::tests::support::press;
     use harness9_actors::messages::ServerState;
 
     #[test]
