@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use crossterm::event::{Event as TermEvent, EventStream};
-use futures_util::StreamExt as _;
 use harness9_actors::messages::{ListTools, ServerNotice, StatusChanged, ToolEntry};
 use harness9_actors::trace::WireRecord;
 use harness9_actors::{ServerSupervisor, ToolRegistry};
@@ -18,9 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::restore_terminal;
 use super::state::{update, Event, State};
-use harness9_agent::engine::{
-    turn_stream, CancelTurn, Engine, EngineError, RunTurn, TurnEvent, TurnOutcome,
-};
+use harness9_agent::engine::{CancelTurn, Engine};
 use harness9_app::watcher::{ConfigChanged, ConfigOutcome, ConfigWatcher};
 
 mod asks;
@@ -29,6 +26,7 @@ mod effects;
 mod opener;
 mod screen;
 mod servers;
+mod turn;
 
 use asks::Replies;
 use screen::{Screen, FRAME};
@@ -86,28 +84,6 @@ pub struct TuiSetup {
     pub session_id: Option<String>,
     /// Servers the config marks disabled (shown dim).
     pub disabled: Vec<String>,
-}
-
-/// An item of a turn's stream, and the stream's end.
-enum TurnItem {
-    Event(TurnEvent),
-    Ended,
-}
-
-/// The summary line of a turn that ended with an answer.
-fn summary(o: &TurnOutcome) -> String {
-    format!(
-        "{} model call{} · {} · {} tokens in{}, {} out",
-        o.steps,
-        if o.steps == 1 { "" } else { "s" },
-        harness9_actors::error::fmt_duration(o.elapsed),
-        o.usage.input_tokens,
-        match o.usage.cached_input_tokens {
-            0 => String::new(),
-            c => format!(" ({c} cached)"),
-        },
-        o.usage.output_tokens
-    )
 }
 
 /// Quit as if the user asked (sent on SIGTERM/SIGHUP/SIGINT).
@@ -234,33 +210,6 @@ impl Tui {
     /// Draws the state now.
     fn draw(&mut self) {
         self.screen.draw(&self.state);
-    }
-
-    /// Starts a turn on `prompt` (and what follows it in the user's message).
-    fn submit(
-        &mut self,
-        prompt: String,
-        attachments: Vec<harness9_agent::model::Block>,
-        ctx: &mut Context<Self>,
-    ) {
-        let Some(engine) = self.engine.clone() else {
-            self.apply(Event::TurnNotStarted, ctx);
-            return;
-        };
-        let (events, rx) = turn_stream();
-        engine.do_send(RunTurn {
-            prompt,
-            attachments,
-            events,
-            can_ask: true,
-        });
-        // The turn's one ordered stream; its end without an outcome means the engine is gone.
-        self.turn_open = true;
-        let mut rx = rx;
-        let items = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
-            .map(TurnItem::Event)
-            .chain(futures_util::stream::once(async { TurnItem::Ended }));
-        ctx.add_stream(items);
     }
 
     /// Draws now if the last frame is old enough, else once the frame time has passed.
@@ -450,46 +399,6 @@ impl Handler<StatusChanged> for Tui {
         self.apply(Event::Status(msg.snapshot), ctx);
         self.ask_tools(ctx);
     }
-}
-
-impl StreamHandler<TurnItem> for Tui {
-    fn handle(&mut self, item: TurnItem, ctx: &mut Context<Self>) {
-        match item {
-            TurnItem::Event(TurnEvent::Update(e)) => self.apply(Event::Engine(e), ctx),
-            TurnItem::Event(TurnEvent::Ask(q)) => {
-                let key = self.replies.tool_asked(q.answer);
-                // A question of a turn being cancelled is never shown: the cancel ends it.
-                if self.state.turn.cancelling {
-                    return;
-                }
-                let mut a = super::state::Approval::new(key, q.name, q.arguments.to_string());
-                a.tool_rule = harness9_agent::permissions::tool_rule(
-                    &a.name,
-                    q.server.as_deref(),
-                    &q.arguments,
-                );
-                a.call = Some(q.id);
-                a.server = q.server;
-                a.rule = q.rule;
-                self.apply(Event::ApprovalAsked(a), ctx);
-            }
-            TurnItem::Event(TurnEvent::Done(r)) => {
-                self.turn_open = false;
-                // The questions a cancel left unanswered: the turn has ended them.
-                self.replies.clear_tools();
-                let done = r.as_ref().map(summary).map_err(EngineError::to_string);
-                self.apply(Event::TurnDone(done), ctx);
-            }
-            TurnItem::Ended => {
-                self.replies.clear_tools();
-                if std::mem::take(&mut self.turn_open) {
-                    self.apply(Event::TurnDone(Err("the engine stopped".to_owned())), ctx);
-                }
-            }
-        }
-    }
-
-    fn finished(&mut self, _ctx: &mut Context<Self>) {}
 }
 
 impl Handler<ConfigChanged> for Tui {
