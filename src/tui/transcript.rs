@@ -224,14 +224,7 @@ pub(super) fn finish_call(
 /// its result.
 pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
     match e {
-        EngineEvent::TextDelta(t) => {
-            if let Some(Entry::Assistant(text)) = state.transcript.entries.last_mut() {
-                text.push_str(&t);
-                state.transcript.scroll_back = 0;
-            } else {
-                state.note(Entry::Assistant(t));
-            }
-        }
+        EngineEvent::TextDelta(t) => text_delta(state, t),
         EngineEvent::ModelRetrying { reason, after, .. } => state.note(Entry::Info(format!(
             "{reason}; retrying in {}",
             harness9_actors::error::fmt_duration(after)
@@ -253,25 +246,7 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
             id: key,
             name,
             arguments,
-        } => {
-            let id = state.transcript.next_call;
-            state.transcript.next_call += 1;
-            state.transcript.engine_calls.insert(key, id);
-            state.note(Entry::Tool {
-                id,
-                name,
-                // Malformed arguments come as the model's raw text: shown as it came.
-                args: match arguments {
-                    serde_json::Value::String(raw) => raw,
-                    v => v.to_string(),
-                },
-                state: CallState::Running,
-                elapsed: None,
-                output: String::new(),
-                pinned: false,
-                progress: None,
-            });
-        }
+        } => tool_started(state, key, name, arguments),
         // The refusal is the call's result, shown when it finishes.
         EngineEvent::ToolRefused { .. } => {}
         EngineEvent::TaskStarted {
@@ -320,6 +295,37 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
             }
         }
     }
+}
+
+/// Streamed text: onto the answer being written, or a new one.
+fn text_delta(state: &mut State, t: String) {
+    if let Some(Entry::Assistant(text)) = state.transcript.entries.last_mut() {
+        text.push_str(&t);
+        state.transcript.scroll_back = 0;
+    } else {
+        state.note(Entry::Assistant(t));
+    }
+}
+
+/// The engine's tool call `key` started: a running entry of its own id.
+fn tool_started(state: &mut State, key: String, name: String, arguments: serde_json::Value) {
+    let id = state.transcript.next_call;
+    state.transcript.next_call += 1;
+    state.transcript.engine_calls.insert(key, id);
+    state.note(Entry::Tool {
+        id,
+        name,
+        // Malformed arguments come as the model's raw text: shown as it came.
+        args: match arguments {
+            serde_json::Value::String(raw) => raw,
+            v => v.to_string(),
+        },
+        state: CallState::Running,
+        elapsed: None,
+        output: String::new(),
+        pinned: false,
+        progress: None,
+    });
 }
 
 /// Keeps what the edit tool call `id` changed (worked out once from its arguments), for its
