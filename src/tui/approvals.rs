@@ -379,7 +379,7 @@ pub(super) fn draw(state: &State, frame: &mut Frame, main: Rect) {
 mod tests {
     use super::*;
     use crate::state::{update, Event};
-    use crate::test_support::{press, typed};
+    use crate::tests::support::{press, typed};
     use crossterm::event::KeyModifiers;
 
     /// One long argument line wraps into many rows: ↓ scrolls through them (it counted the

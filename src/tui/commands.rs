@@ -82,19 +82,7 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
     let (cmd, rest) = line.split_once(' ').unwrap_or((line, ""));
     let rest = rest.trim();
     match cmd {
-        "/mcp" => {
-            // `/mcp name` opens that server's view; plain `/mcp` the overview of all, on the
-            // first failed one.
-            let Some(selected) = state.servers.status.keys().position(|k| k == rest) else {
-                super::overview::open(state);
-                return Vec::new();
-            };
-            state.modal = Some(Modal::Panel(PanelState {
-                selected,
-                scroll: 0,
-            }));
-            return super::server_view::wanted(state);
-        }
+        "/mcp" => return mcp_command(state, rest),
         "/trace" => {
             state.modal = Some(Modal::Trace(TraceView {
                 filter: (!rest.is_empty()).then(|| rest.to_owned()),
@@ -110,14 +98,7 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
         "/clear" if state.turn.busy => state.note(Entry::Error(
             "a turn is running; press Esc to cancel it, then /clear".to_owned(),
         )),
-        "/clear" => {
-            state.transcript.entries.clear();
-            state.transcript.scroll_back = 0;
-            if state.model.label.is_some() {
-                state.note(Entry::Info("new conversation".to_owned()));
-                return vec![Effect::ClearConversation];
-            }
-        }
+        "/clear" => return clear_command(state),
         "/compact" if state.turn.busy => state.note(Entry::Error(
             "a turn is running; press Esc to cancel it, then /compact".to_owned(),
         )),
@@ -137,25 +118,7 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
         )),
         "/model" => return vec![Effect::SetModel(rest.to_owned())],
         "/status" => status_info(state),
-        "/subscribe" | "/unsubscribe" => {
-            let on = cmd == "/subscribe";
-            match rest
-                .strip_prefix('@')
-                .and_then(|r| r.split_once(':'))
-                .filter(|(s, u)| !s.is_empty() && !u.is_empty())
-            {
-                Some((server, uri)) => {
-                    return vec![Effect::Subscribe {
-                        server: server.to_owned(),
-                        uri: uri.to_owned(),
-                        on,
-                    }]
-                }
-                None => state.note(Entry::Error(format!(
-                    "{cmd} takes @server:uri (Tab completes it), e.g. {cmd} @everything:demo://resource/static/document/architecture.md"
-                ))),
-            }
-        }
+        "/subscribe" | "/unsubscribe" => return subscribe_command(state, cmd, rest),
         "/cost" => cost_info(state),
         "/permissions" => return vec![Effect::ListPermissions],
         "/skills" => return vec![Effect::ListSkills],
@@ -176,6 +139,53 @@ pub(super) fn run(state: &mut State, line: &str) -> Vec<Effect> {
         ))),
     }
     Vec::new()
+}
+
+/// `/mcp name` opens that server's view; plain `/mcp` the overview of all, on the first
+/// failed one.
+fn mcp_command(state: &mut State, rest: &str) -> Vec<Effect> {
+    let Some(selected) = state.servers.status.keys().position(|k| k == rest) else {
+        super::overview::open(state);
+        return Vec::new();
+    };
+    state.modal = Some(Modal::Panel(PanelState {
+        selected,
+        scroll: 0,
+    }));
+    super::server_view::wanted(state)
+}
+
+/// `/clear` (no turn running): an empty transcript, and a new conversation for the engine.
+fn clear_command(state: &mut State) -> Vec<Effect> {
+    state.transcript.entries.clear();
+    state.transcript.scroll_back = 0;
+    if state.model.label.is_some() {
+        state.note(Entry::Info("new conversation".to_owned()));
+        return vec![Effect::ClearConversation];
+    }
+    Vec::new()
+}
+
+/// `/subscribe @server:uri` or `/unsubscribe @server:uri` (`cmd`).
+fn subscribe_command(state: &mut State, cmd: &str, rest: &str) -> Vec<Effect> {
+    let on = cmd == "/subscribe";
+    match rest
+        .strip_prefix('@')
+        .and_then(|r| r.split_once(':'))
+        .filter(|(s, u)| !s.is_empty() && !u.is_empty())
+    {
+        Some((server, uri)) => vec![Effect::Subscribe {
+            server: server.to_owned(),
+            uri: uri.to_owned(),
+            on,
+        }],
+        None => {
+            state.note(Entry::Error(format!(
+                "{cmd} takes @server:uri (Tab completes it), e.g. {cmd} @everything:demo://resource/static/document/architecture.md"
+            )));
+            Vec::new()
+        }
+    }
 }
 
 /// `/skills`' text: per server, each skill's name, description and files (entries a server
@@ -609,7 +619,7 @@ fn tools_command(state: &mut State, rest: &str) -> Vec<Effect> {
 mod tests {
     use super::*;
     use crate::state::{update, Event};
-    use crate::test_support::{key_event as key, typed, with_servers};
+    use crate::tests::support::{key_event as key, typed, with_servers};
     use crossterm::event::KeyModifiers;
     use std::sync::Arc;
     use std::time::Duration;

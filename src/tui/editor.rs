@@ -186,31 +186,7 @@ fn complete(state: &mut State) -> Vec<Effect> {
     });
     let last = &input[last_start..];
     if last.starts_with('@') && state.editor.cursor == input.chars().count() {
-        let found = match super::mentions::candidates(state, last) {
-            Ok(c) => c,
-            Err(effects) => return effects,
-        };
-        let many: Vec<&str> = found.iter().map(String::as_str).collect();
-        let head = &input[..last_start];
-        match many.as_slice() {
-            [] => {}
-            [one] if one.ends_with(':') => state.editor.input = format!("{head}{one}"),
-            [one] => state.editor.input = format!("{head}{one} "),
-            many => {
-                let common = common_prefix(many);
-                if common.len() > last.len() {
-                    state.editor.input = format!("{head}{common}");
-                } else {
-                    state.editor.popup = Some(
-                        many.iter()
-                            .map(|m| ((*m).to_owned(), String::new()))
-                            .collect(),
-                    );
-                }
-            }
-        }
-        state.editor.cursor = state.editor.input.chars().count();
-        return Vec::new();
+        return complete_mention(state, &input, last_start);
     }
     if let Some(effects) = super::prompts::complete_argument(state) {
         return effects;
@@ -268,6 +244,37 @@ fn complete(state: &mut State) -> Vec<Effect> {
             } else {
                 // Tool names: a popup over the transcript until the next key.
                 state.editor.popup = Some(candidates.into_iter().take(POPUP_MAX).collect());
+            }
+        }
+    }
+    state.editor.cursor = state.editor.input.chars().count();
+    Vec::new()
+}
+
+/// Tab on an `@server:uri` mention (the input's last word, from `last_start`): completed as
+/// far as its candidates agree, else they show in a popup.
+fn complete_mention(state: &mut State, input: &str, last_start: usize) -> Vec<Effect> {
+    let last = &input[last_start..];
+    let found = match super::mentions::candidates(state, last) {
+        Ok(c) => c,
+        Err(effects) => return effects,
+    };
+    let many: Vec<&str> = found.iter().map(String::as_str).collect();
+    let head = &input[..last_start];
+    match many.as_slice() {
+        [] => {}
+        [one] if one.ends_with(':') => state.editor.input = format!("{head}{one}"),
+        [one] => state.editor.input = format!("{head}{one} "),
+        many => {
+            let common = common_prefix(many);
+            if common.len() > last.len() {
+                state.editor.input = format!("{head}{common}");
+            } else {
+                state.editor.popup = Some(
+                    many.iter()
+                        .map(|m| ((*m).to_owned(), String::new()))
+                        .collect(),
+                );
             }
         }
     }
@@ -465,7 +472,7 @@ pub(super) fn draw(state: &State, frame: &mut Frame, area: Rect) {
 mod tests {
     use super::*;
     use crate::state::{update, Event};
-    use crate::test_support::{key_event as key, typed, with_servers};
+    use crate::tests::support::{key_event as key, typed, with_servers};
 
     #[test]
     fn typing_editing_and_history() {

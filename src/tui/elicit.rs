@@ -553,104 +553,17 @@ pub(super) fn draw(state: &State, frame: &mut Frame, main: Rect) {
             host,
             refused,
         } => {
-            let mut lines = Vec::new();
-            wrap(&clean(message), width, Style::new(), "", &mut lines);
-            lines.truncate(4);
-            lines.push(Line::from(vec![
-                Span::styled("opens a page on ", DIM),
-                Span::styled(
-                    clean_line(host).into_owned(),
-                    Style::new().bold().fg(Color::Yellow),
-                ),
-            ]));
-            let mut shown = Vec::new();
-            wrap(
-                &clean_line(url),
-                width.saturating_sub(5),
-                Style::new().fg(Color::Cyan),
-                "",
-                &mut shown,
-            );
-            for (i, l) in shown.into_iter().enumerate() {
-                let mut spans = vec![Span::styled(if i == 0 { "url: " } else { "     " }, DIM)];
-                spans.extend(l.spans);
-                lines.push(Line::from(spans));
-            }
-            if let Some(why) = refused {
-                let mut l = Vec::new();
-                wrap(
-                    &format!("harness9 will not open it: {}", clean_line(why)),
-                    width,
-                    Style::new().fg(Color::Red),
-                    "",
-                    &mut l,
-                );
-                lines.extend(l);
-                lines.push(super::guard::keys_line(
-                    state,
-                    &[("n", Color::Red, "decline".to_owned())],
-                    "Esc cancel",
-                ));
-            } else {
-                lines.push(super::guard::keys_line(
-                    state,
-                    &[
-                        ("n", Color::Red, "decline".to_owned()),
-                        (
-                            "y",
-                            Color::Green,
-                            format!("open it on {}", clean_line(host)),
-                        ),
-                    ],
-                    "Esc cancel · ←→ Enter",
-                ));
-            }
+            let page = Page {
+                message,
+                url,
+                host,
+                refused: refused.as_deref(),
+            };
+            let lines = url_lines(state, &page, width);
             (format!("{server} asks you to open a page{waiting}"), lines)
         }
         AskKind::Sampling { sampling, model } => {
-            let mut lines = vec![Line::from(vec![
-                Span::styled("model: ", DIM),
-                Span::raw(clean_line(model).into_owned()),
-                Span::styled(" · max tokens: ", DIM),
-                Span::raw(sampling.max_tokens.to_string()),
-            ])];
-            if let Some(sys) = &sampling.system {
-                let mut l = Vec::new();
-                wrap(&clean(&format!("system: {sys}")), width, DIM, "  ", &mut l);
-                l.truncate(3);
-                lines.extend(l);
-            }
-            if !sampling.tools.is_empty() {
-                let names: Vec<&str> = sampling.tools.iter().map(|t| t.name.as_str()).collect();
-                let mut l = Vec::new();
-                wrap(
-                    &clean_line(&format!("tools the model may call: {}", names.join(", "))),
-                    width,
-                    DIM,
-                    "  ",
-                    &mut l,
-                );
-                l.truncate(2);
-                lines.extend(l);
-            }
-            let mut msgs = Vec::new();
-            for m in sampling.shown_messages() {
-                wrap(&clean(&m), width, Style::new(), "  ", &mut msgs);
-            }
-            let more = msgs.len() > SAMPLING_ROWS;
-            msgs.truncate(SAMPLING_ROWS);
-            lines.extend(msgs);
-            if more {
-                lines.push(Line::styled("…", DIM));
-            }
-            lines.push(super::guard::keys_line(
-                state,
-                &[
-                    ("n", Color::Red, "decline".to_owned()),
-                    ("y", Color::Green, "send it to the model".to_owned()),
-                ],
-                "←→ Enter",
-            ));
+            let lines = sampling_lines(state, sampling, model, width);
             (format!("{server} asks to use the model{waiting}"), lines)
         }
     };
@@ -668,11 +581,131 @@ pub(super) fn draw(state: &State, frame: &mut Frame, main: Rect) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
+/// A URL elicitation as drawn: [`AskKind::Url`]'s fields.
+struct Page<'a> {
+    message: &'a str,
+    url: &'a str,
+    host: &'a str,
+    refused: Option<&'a str>,
+}
+
+/// A URL elicitation's lines: the message, the host on its own, the whole URL, and the keys
+/// (only declining when the opener refuses it, with why).
+fn url_lines(state: &State, page: &Page, width: usize) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    wrap(&clean(page.message), width, Style::new(), "", &mut lines);
+    lines.truncate(4);
+    lines.push(Line::from(vec![
+        Span::styled("opens a page on ", DIM),
+        Span::styled(
+            clean_line(page.host).into_owned(),
+            Style::new().bold().fg(Color::Yellow),
+        ),
+    ]));
+    let mut shown = Vec::new();
+    wrap(
+        &clean_line(page.url),
+        width.saturating_sub(5),
+        Style::new().fg(Color::Cyan),
+        "",
+        &mut shown,
+    );
+    for (i, l) in shown.into_iter().enumerate() {
+        let mut spans = vec![Span::styled(if i == 0 { "url: " } else { "     " }, DIM)];
+        spans.extend(l.spans);
+        lines.push(Line::from(spans));
+    }
+    if let Some(why) = page.refused {
+        let mut l = Vec::new();
+        wrap(
+            &format!("harness9 will not open it: {}", clean_line(why)),
+            width,
+            Style::new().fg(Color::Red),
+            "",
+            &mut l,
+        );
+        lines.extend(l);
+        lines.push(super::guard::keys_line(
+            state,
+            &[("n", Color::Red, "decline".to_owned())],
+            "Esc cancel",
+        ));
+    } else {
+        lines.push(super::guard::keys_line(
+            state,
+            &[
+                ("n", Color::Red, "decline".to_owned()),
+                (
+                    "y",
+                    Color::Green,
+                    format!("open it on {}", clean_line(page.host)),
+                ),
+            ],
+            "Esc cancel · ←→ Enter",
+        ));
+    }
+    lines
+}
+
+/// A sampling request's lines: the model and token cap, its system prompt and tools (cut),
+/// its messages (at most [`SAMPLING_ROWS`]), and the keys.
+fn sampling_lines(
+    state: &State,
+    sampling: &Sampling,
+    model: &str,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::from(vec![
+        Span::styled("model: ", DIM),
+        Span::raw(clean_line(model).into_owned()),
+        Span::styled(" · max tokens: ", DIM),
+        Span::raw(sampling.max_tokens.to_string()),
+    ])];
+    if let Some(sys) = &sampling.system {
+        let mut l = Vec::new();
+        wrap(&clean(&format!("system: {sys}")), width, DIM, "  ", &mut l);
+        l.truncate(3);
+        lines.extend(l);
+    }
+    if !sampling.tools.is_empty() {
+        let names: Vec<&str> = sampling.tools.iter().map(|t| t.name.as_str()).collect();
+        let mut l = Vec::new();
+        wrap(
+            &clean_line(&format!("tools the model may call: {}", names.join(", "))),
+            width,
+            DIM,
+            "  ",
+            &mut l,
+        );
+        l.truncate(2);
+        lines.extend(l);
+    }
+    let mut msgs = Vec::new();
+    for m in sampling.shown_messages() {
+        wrap(&clean(&m), width, Style::new(), "  ", &mut msgs);
+    }
+    let more = msgs.len() > SAMPLING_ROWS;
+    msgs.truncate(SAMPLING_ROWS);
+    lines.extend(msgs);
+    if more {
+        lines.push(Line::styled("…", DIM));
+    }
+    lines.push(super::guard::keys_line(
+        state,
+        &[
+            ("n", Color::Red, "decline".to_owned()),
+            ("y", Color::Green, "send it to the model".to_owned()),
+        ],
+        "←→ Enter",
+    ));
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::state::{update, Event};
-    use crate::test_support::{press, settle};
+    use crate::tests::support::{press, settle};
 
     fn params() -> Value {
         json!({

@@ -46,7 +46,7 @@ pub const GRACE: Duration = Duration::from_millis(600);
 
 /// Which question keys go to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Question {
+pub enum FrontQuestion {
     /// A tool approval (its key).
     Approval(u64),
     /// A server's question (its key).
@@ -61,7 +61,7 @@ pub enum Question {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Guard {
     /// The question.
-    pub question: Question,
+    pub question: FrontQuestion,
     /// Keys before this instant are ignored (and push it back).
     pub armed_at: Instant,
     /// The highlighted choice (0, the first, is the safe one).
@@ -69,16 +69,19 @@ pub struct Guard {
 }
 
 /// The question keys go to now, in the order `key_event` routes them.
-fn front(state: &State) -> Option<Question> {
+fn front(state: &State) -> Option<FrontQuestion> {
     if let Some(a) = state.questions.approvals.front() {
-        return Some(Question::Approval(a.key));
+        return Some(FrontQuestion::Approval(a.key));
     }
     if let Some(a) = state.questions.asks.front() {
-        return Some(Question::Ask(a.key));
+        return Some(FrontQuestion::Ask(a.key));
     }
     match &state.modal {
-        Some(Modal::Trust(_)) => Some(Question::Trust(state.unapproved_keys())),
-        Some(Modal::Input(v)) => Some(Question::Input(v.prompt.file.clone(), v.prompt.id.clone())),
+        Some(Modal::Trust(_)) => Some(FrontQuestion::Trust(state.unapproved_keys())),
+        Some(Modal::Input(v)) => Some(FrontQuestion::Input(
+            v.prompt.file.clone(),
+            v.prompt.id.clone(),
+        )),
         _ => None,
     }
 }

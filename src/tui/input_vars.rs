@@ -163,7 +163,7 @@ impl super::state::ModalView for InputView {
 mod tests {
     use super::*;
     use crate::state::update;
-    use crate::test_support::{press, settle, typed};
+    use crate::tests::support::{press, settle, typed};
 
     fn prompt(id: &str, password: bool) -> InputPrompt {
         InputPrompt {
@@ -210,7 +210,7 @@ mod tests {
         inputs_needed(&mut s, vec![prompt("api-key", true)]);
         settle(&mut s);
         typed(&mut s, "hunter2");
-        let screen = crate::test_support::render(&mut s, 80, 12);
+        let screen = crate::tests::support::render(&mut s, 80, 12);
         assert!(!screen.contains("hunter2"), "{screen}");
         insta::assert_snapshot!(screen);
     }

@@ -342,15 +342,9 @@ fn tight(inner: &str) -> bool {
     !inner.starts_with(' ') && !inner.ends_with(' ')
 }
 
-/// Word-wraps styled pieces: the first line starts with `first`, the others with `rest`
-/// (the hanging indent), both drawn in `prefix_style`. A word longer than a line is cut.
-fn fill(
-    pieces: &[(String, Style)],
-    width: usize,
-    (first, rest, prefix_style): (&str, &str, Style),
-    out: &mut Vec<Line<'static>>,
-) {
-    // Words as lists of styled pieces; a space between words is where a line may break.
+/// Words as lists of styled pieces (a space between words is where a line may break), and
+/// how many spaces lead: a code line's leading spaces are kept (they are its indentation).
+fn words_of(pieces: &[(String, Style)]) -> (Vec<Vec<(String, Style)>>, usize) {
     let mut words: Vec<Vec<(String, Style)>> = vec![Vec::new()];
     let mut leading_spaces = 0;
     for (text, style) in pieces {
@@ -365,23 +359,36 @@ fn fill(
             }
         }
     }
-    // Leading spaces of a code line are kept (they are its indentation).
     while words.len() > 1 && words[0].is_empty() {
         words.remove(0);
         leading_spaces += 1;
     }
-    // A prefix (deep indentation, nested quotes) leaves at least half the line for the text.
-    let cap = |prefix: &str| -> String {
-        let mut w = 0;
-        prefix
-            .chars()
-            .take_while(|c| {
-                w += c.width().unwrap_or(0);
-                w <= width / 2
-            })
-            .collect()
-    };
-    let (first, rest) = (cap(first), cap(rest));
+    (words, leading_spaces)
+}
+
+/// A prefix (deep indentation, nested quotes) cut so it leaves at least half the line for the
+/// text.
+fn capped(prefix: &str, width: usize) -> String {
+    let mut w = 0;
+    prefix
+        .chars()
+        .take_while(|c| {
+            w += c.width().unwrap_or(0);
+            w <= width / 2
+        })
+        .collect()
+}
+
+/// Word-wraps styled pieces: the first line starts with `first`, the others with `rest`
+/// (the hanging indent), both drawn in `prefix_style`. A word longer than a line is cut.
+fn fill(
+    pieces: &[(String, Style)],
+    width: usize,
+    (first, rest, prefix_style): (&str, &str, Style),
+    out: &mut Vec<Line<'static>>,
+) {
+    let (words, leading_spaces) = words_of(pieces);
+    let (first, rest) = (capped(first, width), capped(rest, width));
     let start = |prefix: &str| -> (Vec<Span<'static>>, usize) {
         let spans = if prefix.is_empty() {
             Vec::new()

@@ -241,7 +241,7 @@ mod tests {
 
     use super::*;
     use crate::state::{update, Event};
-    use crate::test_support::{connected, key_event as key, typed};
+    use crate::tests::support::{connected, key_event as key, typed};
 
     fn with_resources() -> State {
         let mut ev = connected(1, 5);

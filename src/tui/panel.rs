@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent};
 use harness9_actors::error::fmt_duration;
-use harness9_actors::messages::{ServerStatus, ToolEntry};
+use harness9_actors::messages::{ConnectionInfo, ServerStatus, ToolEntry};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -210,93 +210,115 @@ impl super::state::ModalView for PanelState {
         if state.servers.status.is_empty() {
             return draw_no_servers(state, frame, body);
         }
-        // Server tabs.
-        let mut spans = Vec::new();
-        for (i, (name, st)) in state.servers.status.iter().enumerate() {
-            let (sym, color, _) = status_symbol(&st.status);
-            let style = if i == p.selected {
-                Style::new().reversed().bold()
-            } else {
-                Style::new()
-            };
-            spans.push(Span::styled(format!(" {} ", clean_line(name)), style));
-            spans.push(Span::styled(format!("{sym} "), Style::new().fg(color)));
-        }
-        frame.render_widget(
-            Paragraph::new(truncate_line(Line::from(spans), tabs.width as usize)),
-            tabs,
-        );
+        draw_tabs(state, p.selected, frame, tabs);
         let Some(name) = state.server_at(p.selected) else {
             return;
         };
         let rows = body.height as usize;
-        let header = panel_header(state, name);
         let total = state.panel_total_lines(name);
         let scroll = p.scroll.min(total.saturating_sub(rows));
-        let mut lines: Vec<Line<'static>> = header
-            .into_iter()
-            .skip(scroll)
-            .take(rows)
-            .map(|l| truncate_line(l, body.width as usize))
-            .collect();
-        let hl = state.panel_header_lines(name);
-        if lines.len() < rows {
-            if let Some(layout) = state.servers.layout.get(name) {
-                let first_line = scroll.saturating_sub(hl);
-                // The tool holding `first_line`, by binary search over the start offsets.
-                let mut i = layout
-                    .starts
-                    .partition_point(|&s| s <= first_line)
-                    .saturating_sub(1);
-                let mut skip = first_line - layout.starts.get(i).copied().unwrap_or(0);
-                while lines.len() < rows && i < layout.entries.len() {
-                    let Some(entry) = state.servers.tools.get(layout.entries[i]) else {
-                        break;
-                    };
-                    let mut tool_lines = vec![Line::from(vec![
-                        Span::styled(clean_line(&entry.name).into_owned(), Style::new().bold()),
-                        Span::styled(
-                            entry
-                                .tool
-                                .title
-                                .as_deref()
-                                .map(|t| format!("  {}", clean_line(t)))
-                                .unwrap_or_default(),
-                            DIM,
-                        ),
-                    ])];
-                    if let Some(d) = &entry.tool.description {
-                        for l in d.trim_end().lines() {
-                            tool_lines.push(Line::raw(format!("    {}", clean_line(l))));
-                        }
-                    }
-                    for l in tool_lines.into_iter().skip(skip) {
-                        if lines.len() == rows {
-                            break;
-                        }
-                        lines.push(truncate_line(l, body.width as usize));
-                    }
-                    skip = 0;
-                    i += 1;
-                }
-            }
-        }
+        let lines = body_lines(state, name, scroll, body);
         frame.render_widget(Paragraph::new(lines), body);
         if total > rows {
-            let pos = format!(
-                " {}-{} of {} ",
-                scroll + 1,
-                (scroll + rows).min(total),
-                total
-            );
-            let w = pos.width() as u16;
-            if area.width > w + 2 {
-                frame.render_widget(
-                    Paragraph::new(Span::styled(pos, DIM)),
-                    Rect::new(area.x + area.width - w - 1, area.y + area.height - 1, w, 1),
-                );
+            draw_position(frame, area, (scroll, rows, total));
+        }
+    }
+}
+
+/// The server tabs: each name with its status symbol, the selected one reversed.
+fn draw_tabs(state: &State, selected: usize, frame: &mut Frame, tabs: Rect) {
+    let mut spans = Vec::new();
+    for (i, (name, st)) in state.servers.status.iter().enumerate() {
+        let (sym, color, _) = status_symbol(&st.status);
+        let style = if i == selected {
+            Style::new().reversed().bold()
+        } else {
+            Style::new()
+        };
+        spans.push(Span::styled(format!(" {} ", clean_line(name)), style));
+        spans.push(Span::styled(format!("{sym} "), Style::new().fg(color)));
+    }
+    frame.render_widget(
+        Paragraph::new(truncate_line(Line::from(spans), tabs.width as usize)),
+        tabs,
+    );
+}
+
+/// The body's lines that show from `scroll` on: the header's, then the tools' (only those
+/// that fit are drawn).
+fn body_lines(state: &State, name: &str, scroll: usize, body: Rect) -> Vec<Line<'static>> {
+    let rows = body.height as usize;
+    let header = panel_header(state, name);
+    let mut lines: Vec<Line<'static>> = header
+        .into_iter()
+        .skip(scroll)
+        .take(rows)
+        .map(|l| truncate_line(l, body.width as usize))
+        .collect();
+    let hl = state.panel_header_lines(name);
+    if lines.len() < rows {
+        if let Some(layout) = state.servers.layout.get(name) {
+            let first_line = scroll.saturating_sub(hl);
+            // The tool holding `first_line`, by binary search over the start offsets.
+            let mut i = layout
+                .starts
+                .partition_point(|&s| s <= first_line)
+                .saturating_sub(1);
+            let mut skip = first_line - layout.starts.get(i).copied().unwrap_or(0);
+            while lines.len() < rows && i < layout.entries.len() {
+                let Some(entry) = state.servers.tools.get(layout.entries[i]) else {
+                    break;
+                };
+                for l in tool_entry_lines(entry).into_iter().skip(skip) {
+                    if lines.len() == rows {
+                        break;
+                    }
+                    lines.push(truncate_line(l, body.width as usize));
+                }
+                skip = 0;
+                i += 1;
             }
         }
+    }
+    lines
+}
+
+/// One tool as the panel shows it: its name and title, then its description indented.
+fn tool_entry_lines(entry: &ToolEntry) -> Vec<Line<'static>> {
+    let mut tool_lines = vec![Line::from(vec![
+        Span::styled(clean_line(&entry.name).into_owned(), Style::new().bold()),
+        Span::styled(
+            entry
+                .tool
+                .title
+                .as_deref()
+                .map(|t| format!("  {}", clean_line(t)))
+                .unwrap_or_default(),
+            DIM,
+        ),
+    ])];
+    if let Some(d) = &entry.tool.description {
+        for l in d.trim_end().lines() {
+            tool_lines.push(Line::raw(format!("    {}", clean_line(l))));
+        }
+    }
+    tool_lines
+}
+
+/// Where the body is scrolled to (`first-last of total`), on the panel's bottom border.
+fn draw_position(frame: &mut Frame, area: Rect, (scroll, rows, total): (usize, usize, usize)) {
+    let pos = format!(
+        " {}-{} of {} ",
+        scroll + 1,
+        (scroll + rows).min(total),
+        total
+    );
+    let w = pos.width() as u16;
+    if area.width > w + 2 {
+        frame.render_widget(
+            Paragraph::new(Span::styled(pos, DIM)),
+            Rect::new(area.x + area.width - w - 1, area.y + area.height - 1, w, 1),
+        );
     }
 }
 
@@ -331,41 +353,33 @@ pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
         Span::styled(format!("  transport {}", st.transport), DIM),
     ];
     let mut lines = Vec::new();
-    match &st.status {
-        ServerStatus::Connected { info, .. } => {
-            head.push(Span::styled(
-                format!(
-                    "  protocol {}  {detail}  connected in {}",
-                    clean_line(&info.protocol_version),
-                    fmt_duration(info.connect_time)
-                ),
-                DIM,
-            ));
-            lines.push(Line::from(head));
-            let pid = info.pid.map(|p| format!("  pid {p}")).unwrap_or_default();
-            lines.push(Line::styled(
-                format!(
-                    "server {}{pid}  {} era",
-                    clean_line(&info.server_info.label()),
-                    info.era.label()
-                ),
-                DIM,
-            ));
-            for n in &info.notes {
-                lines.push(Line::styled(
-                    format!("! {}", clean_line(n)),
-                    Style::new().fg(Color::Yellow),
-                ));
-            }
-            if let Some(instr) = &info.instructions {
-                lines.push(Line::styled("instructions:", DIM));
-                for l in instr.trim_end().lines().take(6) {
-                    lines.push(Line::styled(format!("  {}", clean_line(l)), DIM));
-                }
-            }
-        }
+    if let ServerStatus::Connected { info, .. } = &st.status {
+        head.push(Span::styled(
+            format!(
+                "  protocol {}  {detail}  connected in {}",
+                clean_line(&info.protocol_version),
+                fmt_duration(info.connect_time)
+            ),
+            DIM,
+        ));
+    }
+    lines.push(Line::from(head));
+    status_lines(state, name, &st.status, &mut lines);
+    lines.push(Line::styled(
+        format!("from {}", clean_line(state.server_source(name))),
+        DIM,
+    ));
+    // A connected server's log and resources, last: they may be long.
+    super::server_view::extra_lines(state, name, &mut lines);
+    lines.push(Line::raw(""));
+    lines
+}
+
+/// The lines under the header's first one: what the server's status says about it.
+fn status_lines(state: &State, name: &str, status: &ServerStatus, lines: &mut Vec<Line<'static>>) {
+    match status {
+        ServerStatus::Connected { info, .. } => connected_lines(info, lines),
         ServerStatus::Failed { error, stderr_tail } => {
-            lines.push(Line::from(head));
             lines.push(Line::styled(
                 format!("error: {}", clean_line(error)),
                 Style::new().fg(Color::Red),
@@ -385,7 +399,6 @@ pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
             next_retry,
             last_error,
         } => {
-            lines.push(Line::from(head));
             let wait = next_retry.saturating_duration_since(Instant::now());
             lines.push(Line::styled(
                 format!(
@@ -397,11 +410,9 @@ pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
             ));
         }
         ServerStatus::Starting { .. } => {
-            lines.push(Line::from(head));
             lines.push(Line::styled("starting: handshake in progress", DIM));
         }
         ServerStatus::Cached { starting, .. } => {
-            lines.push(Line::from(head));
             lines.push(Line::styled(
                 if starting.is_some() {
                     "tools from the cache; starting: handshake in progress"
@@ -412,38 +423,13 @@ pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
             ));
         }
         ServerStatus::NeedsLogin { error, login_page } => {
-            lines.push(Line::from(head));
             lines.push(Line::styled(
                 clean_line(error).into_owned(),
                 Style::new().fg(Color::Magenta),
             ));
-            match login_page.as_deref() {
-                None => lines.push(Line::styled("L: log in here (opens the browser)", DIM)),
-                Some("") => {}
-                Some(page) => {
-                    // The address whole, over as many lines as it takes (a cut one is useless).
-                    lines.push(Line::styled("if the browser did not open, visit:", DIM));
-                    let width = usize::from(state.size.0.saturating_sub(2)).max(20);
-                    let page: Vec<char> = clean_line(page).chars().collect();
-                    for piece in page.chunks(width) {
-                        lines.push(Line::raw(piece.iter().collect::<String>()));
-                    }
-                    lines.push(Line::styled(
-                        format!(
-                            "over SSH? run `harness9 mcp login {}` in a shell here:",
-                            clean_line(name)
-                        ),
-                        DIM,
-                    ));
-                    lines.push(Line::styled(
-                        "it takes the address the browser ends on; then press r here",
-                        DIM,
-                    ));
-                }
-            }
+            login_lines(state, name, login_page.as_deref(), lines);
         }
         ServerStatus::Unapproved { command_line, .. } => {
-            lines.push(Line::from(head));
             lines.push(Line::styled(
                 format!(
                     "not approved, not started; would run: {}  (a: approve)",
@@ -453,25 +439,75 @@ pub(super) fn panel_header(state: &State, name: &str) -> Vec<Line<'static>> {
             ));
         }
         _ => {
-            lines.push(Line::from(head));
             lines.push(Line::styled("stopped; r starts it", DIM));
         }
     }
+}
+
+/// A connected server: who it is, its era, its notes and the start of its instructions.
+fn connected_lines(info: &ConnectionInfo, lines: &mut Vec<Line<'static>>) {
+    let pid = info.pid.map(|p| format!("  pid {p}")).unwrap_or_default();
     lines.push(Line::styled(
-        format!("from {}", clean_line(state.server_source(name))),
+        format!(
+            "server {}{pid}  {} era",
+            clean_line(&info.server_info.label()),
+            info.era.label()
+        ),
         DIM,
     ));
-    // A connected server's log and resources, last: they may be long.
-    super::server_view::extra_lines(state, name, &mut lines);
-    lines.push(Line::raw(""));
-    lines
+    for n in &info.notes {
+        lines.push(Line::styled(
+            format!("! {}", clean_line(n)),
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    if let Some(instr) = &info.instructions {
+        lines.push(Line::styled("instructions:", DIM));
+        for l in instr.trim_end().lines().take(6) {
+            lines.push(Line::styled(format!("  {}", clean_line(l)), DIM));
+        }
+    }
+}
+
+/// How to log in to a server that needs it: the key, or the login page's whole address and
+/// what to do over SSH (nothing when the page is empty).
+fn login_lines(
+    state: &State,
+    name: &str,
+    login_page: Option<&str>,
+    lines: &mut Vec<Line<'static>>,
+) {
+    match login_page {
+        None => lines.push(Line::styled("L: log in here (opens the browser)", DIM)),
+        Some("") => {}
+        Some(page) => {
+            // The address whole, over as many lines as it takes (a cut one is useless).
+            lines.push(Line::styled("if the browser did not open, visit:", DIM));
+            let width = usize::from(state.size.0.saturating_sub(2)).max(20);
+            let page: Vec<char> = clean_line(page).chars().collect();
+            for piece in page.chunks(width) {
+                lines.push(Line::raw(piece.iter().collect::<String>()));
+            }
+            lines.push(Line::styled(
+                format!(
+                    "over SSH? run `harness9 mcp login {}` in a shell here:",
+                    clean_line(name)
+                ),
+                DIM,
+            ));
+            lines.push(Line::styled(
+                "it takes the address the browser ends on; then press r here",
+                DIM,
+            ));
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::state::update;
-    use crate::test_support::{key_event as key, with_servers};
+    use crate::tests::support::{key_event as key, with_servers};
 
     #[test]
     fn panel_keys_scroll_select_restart_edit_and_close() {

@@ -5,7 +5,7 @@
 //! [`update`] only routes: a key goes to the question waiting for an answer (a tool approval,
 //! then a server's question), else to the open
 //! modal's feature (panel, trace, help, trust), else to the input; other events go to the feature
-//! they are about. Each feature module (`input`, `transcript`, `commands`, `approvals`, `panel`,
+//! they are about. Each feature module (`editor`, `transcript`, `commands`, `approvals`, `panel`,
 //! `trace`, `trust`) owns its types, its keys, its layout numbers and its drawing; its public
 //! types are re-exported here, so every `tui::state::X` path stays.
 
@@ -518,7 +518,8 @@ pub fn update(state: &mut State, event: Event) -> Vec<Effect> {
     effects
 }
 
-/// Applies one event.
+/// Applies one event: to the feature it is about, by kind (the input, the servers, the turn,
+/// the session).
 fn route(state: &mut State, event: Event) -> Vec<Effect> {
     match event {
         Event::Key(key) => {
@@ -529,138 +530,179 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
         }
         Event::ApprovalAsked(a) => asked(state, a),
         Event::Asked(a) => super::elicit::asked(state, a),
-        Event::AskWithdrawn(key) => {
-            super::elicit::withdrawn(state, key);
-            Vec::new()
-        }
-        Event::CallProgress {
-            id,
-            progress,
-            total,
-            message,
-        } => {
-            super::transcript::call_progress(state, id, progress, total, message);
-            Vec::new()
-        }
         Event::Paste(text) => {
-            // Not into a question that just opened.
-            if state.questions.guard.is_some() && super::guard::swallow(state) {
-                return Vec::new();
-            }
-            match &mut state.modal {
-                None if state.questions.asks.is_empty() && state.questions.approvals.is_empty() => {
-                    paste(state, &text)
-                }
-                // A pasted token: its first line.
-                Some(Modal::Input(v)) => v
-                    .value
-                    .push_str(text.lines().next().unwrap_or_default().trim_end()),
-                _ => {}
-            }
+            pasted(state, &text);
             Vec::new()
         }
-        Event::Resize(w, h) => {
-            state.size = (w, h);
-            Vec::new()
-        }
-        Event::Status(s) => {
-            state.servers.status = s;
-            super::panel::status_changed(state);
-            super::trust::status_changed(state);
-            let mut effects = super::server_view::status_changed(state);
-            effects.extend(super::prompts::status_changed(state));
-            effects
-        }
+        Event::Status(s) => status(state, s),
         Event::ServerNotice(n) => {
             if n.kind == harness9_actors::messages::NoticeKind::PromptsChanged {
                 return super::prompts::changed(state, &n.server);
             }
             super::server_view::notice(state, n)
         }
-        Event::Prompts { server, result } => {
-            super::prompts::loaded(state, server, result);
+        Event::PromptGot { name, result } => super::prompts::got(state, &name, result),
+        Event::TurnDone(r) => turn_done(state, r),
+        e @ (Event::AskWithdrawn(_)
+        | Event::Prompts { .. }
+        | Event::Completion { .. }
+        | Event::MentionCompleted { .. }
+        | Event::Resources { .. }
+        | Event::Tools(_)
+        | Event::Trace(_)) => {
+            server_reply(state, e);
             Vec::new()
         }
-        Event::PromptGot { name, result } => super::prompts::got(state, &name, result),
+        e @ (Event::CallProgress { .. }
+        | Event::CallDone { .. }
+        | Event::Engine(_)
+        | Event::CompactDone(_)
+        | Event::Tick(_)
+        | Event::TurnNotStarted) => {
+            turn_event(state, e);
+            Vec::new()
+        }
+        e @ (Event::Resize(..)
+        | Event::Skills(_)
+        | Event::Notice { .. }
+        | Event::ConfigWarnings(_)
+        | Event::Permissions(_)
+        | Event::SessionsListed(_)
+        | Event::ModelSwitched { .. }
+        | Event::Resumed { .. }
+        | Event::ConfigReloaded { .. }) => {
+            session_event(state, e);
+            Vec::new()
+        }
+    }
+}
+
+/// Pasted text: into the input, or a pasted token's first line into the input prompt; never
+/// into a question that just opened.
+fn pasted(state: &mut State, text: &str) {
+    if state.questions.guard.is_some() && super::guard::swallow(state) {
+        return;
+    }
+    match &mut state.modal {
+        None if state.questions.asks.is_empty() && state.questions.approvals.is_empty() => {
+            paste(state, text)
+        }
+        // A pasted token: its first line.
+        Some(Modal::Input(v)) => v
+            .value
+            .push_str(text.lines().next().unwrap_or_default().trim_end()),
+        _ => {}
+    }
+}
+
+/// A new status snapshot: every feature that shows the servers follows it.
+fn status(state: &mut State, s: StatusSnapshot) -> Vec<Effect> {
+    state.servers.status = s;
+    super::panel::status_changed(state);
+    super::trust::status_changed(state);
+    let mut effects = super::server_view::status_changed(state);
+    effects.extend(super::prompts::status_changed(state));
+    effects
+}
+
+/// What the servers and the registry answered or sent (the kinds `route` sends here).
+fn server_reply(state: &mut State, event: Event) {
+    match event {
+        Event::AskWithdrawn(key) => super::elicit::withdrawn(state, key),
+        Event::Prompts { server, result } => super::prompts::loaded(state, server, result),
         Event::Completion {
             input,
             argument,
             values,
-        } => {
-            super::prompts::completed(state, &input, &argument, values);
-            Vec::new()
-        }
+        } => super::prompts::completed(state, &input, &argument, values),
         Event::MentionCompleted {
             input,
             head,
             tail,
             values,
-        } => {
-            super::mentions::completed(state, &input, &head, &tail, values);
-            Vec::new()
-        }
-        Event::Resources { server, result } => {
-            super::server_view::loaded(state, server, result);
-            Vec::new()
-        }
-        Event::Tools(t) => {
-            state.set_tools(t);
-            Vec::new()
-        }
-        Event::Trace(r) => {
-            state.trace.push(r);
-            Vec::new()
-        }
+        } => super::mentions::completed(state, &input, &head, &tail, values),
+        Event::Resources { server, result } => super::server_view::loaded(state, server, result),
+        Event::Tools(t) => state.set_tools(t),
+        Event::Trace(r) => state.trace.push(r),
+        _ => {}
+    }
+}
+
+/// What a turn or a `/call` did (the kinds `route` sends here).
+fn turn_event(state: &mut State, event: Event) {
+    match event {
+        Event::CallProgress {
+            id,
+            progress,
+            total,
+            message,
+        } => super::transcript::call_progress(state, id, progress, total, message),
         Event::CallDone {
             id,
             output,
             is_error,
             elapsed,
-        } => {
-            finish_call(state, id, &output, is_error, elapsed);
-            Vec::new()
-        }
-        Event::Engine(e) => {
-            engine_event(state, e);
-            Vec::new()
-        }
-        Event::TurnDone(r) => {
-            // Normally empty by now: a finished turn asks nothing more.
-            let stale = decline_all(state);
-            state.turn.busy = false;
-            state.turn.cancelling = false;
-            state.transcript.engine_calls.clear();
-            super::tasks::turn_ended(state);
-            match r {
-                Ok(summary) => state.note(Entry::Info(summary)),
-                Err(e) => state.note(Entry::Error(e)),
+        } => finish_call(state, id, &output, is_error, elapsed),
+        Event::Engine(e) => engine_event(state, e),
+        Event::CompactDone(r) => compacted(state, r),
+        Event::Tick(busy) => match busy {
+            Some(secs) => {
+                state.turn.spinner = state.turn.spinner.wrapping_add(1);
+                state.turn.busy_secs = secs;
             }
-            stale
+            None => state.turn.busy_secs = 0,
+        },
+        Event::TurnNotStarted => state.turn.busy = false,
+        _ => {}
+    }
+}
+
+/// The turn ended: what still waits for an answer is declined, its summary or error noted.
+fn turn_done(state: &mut State, r: Result<String, String>) -> Vec<Effect> {
+    // Normally empty by now: a finished turn asks nothing more.
+    let stale = decline_all(state);
+    state.turn.busy = false;
+    state.turn.cancelling = false;
+    state.transcript.engine_calls.clear();
+    super::tasks::turn_ended(state);
+    match r {
+        Ok(summary) => state.note(Entry::Info(summary)),
+        Err(e) => state.note(Entry::Error(e)),
+    }
+    stale
+}
+
+/// `/compact` done: the context's new size and the summary's cost, or why it failed.
+fn compacted(state: &mut State, r: Result<harness9_agent::engine::compact::Compacted, String>) {
+    match r {
+        Ok(c) => {
+            state.model.context_used = Some(c.tokens_after as u64);
+            state.count_usage(&c.usage);
+            state.note(Entry::Info(format!(
+                "compacted {} messages into a summary (~{} -> ~{} tokens)",
+                c.replaced, c.tokens_before, c.tokens_after
+            )))
         }
+        Err(e) => state.note(Entry::Error(e)),
+    }
+}
+
+/// The session's own events: the terminal, notices, lists to show, the model, a resumed
+/// conversation, a reloaded config (the kinds `route` sends here).
+fn session_event(state: &mut State, event: Event) {
+    match event {
+        Event::Resize(w, h) => state.size = (w, h),
         Event::Skills(listings) => {
             state.note(Entry::Info(super::commands::skills_text(&listings)));
-            Vec::new()
         }
-        Event::Notice { error, text } => {
-            state.note(if error {
-                Entry::Error(text)
-            } else {
-                Entry::Info(text)
-            });
-            Vec::new()
-        }
-        Event::ConfigWarnings(warnings) => {
-            super::transcript::config_warnings(state, warnings);
-            Vec::new()
-        }
-        Event::Permissions(rules) => {
-            super::permissions::open(state, rules);
-            Vec::new()
-        }
-        Event::SessionsListed(lines) => {
-            super::resume::open(state, lines);
-            Vec::new()
-        }
+        Event::Notice { error, text } => state.note(if error {
+            Entry::Error(text)
+        } else {
+            Entry::Info(text)
+        }),
+        Event::ConfigWarnings(warnings) => super::transcript::config_warnings(state, warnings),
+        Event::Permissions(rules) => super::permissions::open(state, rules),
+        Event::SessionsListed(lines) => super::resume::open(state, lines),
         Event::ModelSwitched {
             model,
             model_id,
@@ -672,7 +714,6 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
             state.model.id = Some(model_id);
             state.model.context_window = context_window;
             state.model.settings = Some(settings);
-            Vec::new()
         }
         Event::Resumed {
             session_id,
@@ -681,31 +722,6 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
             state.model.session_id = Some(session_id);
             state.transcript.entries = entries;
             state.transcript.scroll_back = 0;
-            Vec::new()
-        }
-        Event::CompactDone(r) => {
-            match r {
-                Ok(c) => {
-                    state.model.context_used = Some(c.tokens_after as u64);
-                    state.count_usage(&c.usage);
-                    state.note(Entry::Info(format!(
-                        "compacted {} messages into a summary (~{} -> ~{} tokens)",
-                        c.replaced, c.tokens_before, c.tokens_after
-                    )))
-                }
-                Err(e) => state.note(Entry::Error(e)),
-            }
-            Vec::new()
-        }
-        Event::Tick(busy) => {
-            match busy {
-                Some(secs) => {
-                    state.turn.spinner = state.turn.spinner.wrapping_add(1);
-                    state.turn.busy_secs = secs;
-                }
-                None => state.turn.busy_secs = 0,
-            }
-            Vec::new()
         }
         Event::ConfigReloaded {
             secrets,
@@ -717,12 +733,8 @@ fn route(state: &mut State, event: Event) -> Vec<Effect> {
             state.trace.secrets = secrets;
             state.set_sources(sources);
             super::input_vars::inputs_needed(state, inputs);
-            Vec::new()
         }
-        Event::TurnNotStarted => {
-            state.turn.busy = false;
-            Vec::new()
-        }
+        _ => {}
     }
 }
 
@@ -789,7 +801,7 @@ pub(super) fn cancel_turn(state: &mut State) -> Vec<Effect> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{key_event as key, typed};
+    use crate::tests::support::{key_event as key, typed};
 
     #[test]
     fn ctrl_c_clears_a_draft_first_and_quits_the_second_time() {

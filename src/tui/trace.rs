@@ -229,29 +229,7 @@ impl super::state::ModalView for TraceView {
                 Layout::vertical([Constraint::Length(HEADER_ROWS), Constraint::Fill(1)])
                     .areas(body);
             frame.render_widget(Paragraph::new(trace_row_line(r, true, width)), head);
-            // Secrets are redacted here as in the --trace file: credential keys and every
-            // configured env/header value.
-            let pretty = serde_json::from_slice::<serde_json::Value>(&r.message)
-                .ok()
-                .and_then(|mut v| {
-                    harness9_app::trace_file::redact(&mut v, &state.trace.secrets);
-                    serde_json::to_string_pretty(&v).ok()
-                })
-                .unwrap_or_else(|| {
-                    let mut raw = String::from_utf8_lossy(&r.message).into_owned();
-                    for secret in &state.trace.secrets {
-                        raw = raw.replace(secret.as_str(), "[redacted]");
-                    }
-                    raw
-                });
-            let mut text = clean(&pretty).into_owned();
-            if r.size > r.message.len() {
-                text.push_str(&format!(
-                    "\n… cut: showing {} of {}",
-                    human_bytes(r.message.len()),
-                    human_bytes(r.size)
-                ));
-            }
+            let text = message_text(r, &state.trace.secrets);
             let mut lines = Vec::new();
             wrap(&text, width, Style::new(), "", &mut lines);
             let rows = msg.height as usize;
@@ -273,6 +251,34 @@ impl super::state::ModalView for TraceView {
             .collect();
         frame.render_widget(Paragraph::new(lines), body);
     }
+}
+
+/// An expanded message as text: pretty JSON (raw text when it is not JSON), cleaned, and what
+/// was cut of it. Secrets are redacted here as in the --trace file: credential keys and every
+/// configured env/header value.
+fn message_text(r: &TraceRow, secrets: &[String]) -> String {
+    let pretty = serde_json::from_slice::<serde_json::Value>(&r.message)
+        .ok()
+        .and_then(|mut v| {
+            harness9_app::trace_file::redact(&mut v, secrets);
+            serde_json::to_string_pretty(&v).ok()
+        })
+        .unwrap_or_else(|| {
+            let mut raw = String::from_utf8_lossy(&r.message).into_owned();
+            for secret in secrets {
+                raw = raw.replace(secret.as_str(), "[redacted]");
+            }
+            raw
+        });
+    let mut text = clean(&pretty).into_owned();
+    if r.size > r.message.len() {
+        text.push_str(&format!(
+            "\n… cut: showing {} of {}",
+            human_bytes(r.message.len()),
+            human_bytes(r.size)
+        ));
+    }
+    text
 }
 
 fn trace_row_line(r: &TraceRow, selected: bool, width: usize) -> Line<'static> {
@@ -338,7 +344,7 @@ fn truncate_str(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use crate::state::{update, Event};
-    use crate::test_support::{key_event as key, with_servers};
+    use crate::tests::support::{key_event as key, with_servers};
 
     fn record(server: &str, n: usize) -> WireRecord {
         WireRecord {

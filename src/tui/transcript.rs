@@ -224,14 +224,7 @@ pub(super) fn finish_call(
 /// its result.
 pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
     match e {
-        EngineEvent::TextDelta(t) => {
-            if let Some(Entry::Assistant(text)) = state.transcript.entries.last_mut() {
-                text.push_str(&t);
-                state.transcript.scroll_back = 0;
-            } else {
-                state.note(Entry::Assistant(t));
-            }
-        }
+        EngineEvent::TextDelta(t) => text_delta(state, t),
         EngineEvent::ModelRetrying { reason, after, .. } => state.note(Entry::Info(format!(
             "{reason}; retrying in {}",
             harness9_actors::error::fmt_duration(after)
@@ -253,25 +246,7 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
             id: key,
             name,
             arguments,
-        } => {
-            let id = state.transcript.next_call;
-            state.transcript.next_call += 1;
-            state.transcript.engine_calls.insert(key, id);
-            state.note(Entry::Tool {
-                id,
-                name,
-                // Malformed arguments come as the model's raw text: shown as it came.
-                args: match arguments {
-                    serde_json::Value::String(raw) => raw,
-                    v => v.to_string(),
-                },
-                state: CallState::Running,
-                elapsed: None,
-                output: String::new(),
-                pinned: false,
-                progress: None,
-            });
-        }
+        } => tool_started(state, key, name, arguments),
         // The refusal is the call's result, shown when it finishes.
         EngineEvent::ToolRefused { .. } => {}
         EngineEvent::TaskStarted {
@@ -322,6 +297,37 @@ pub(super) fn engine_event(state: &mut State, e: EngineEvent) {
     }
 }
 
+/// Streamed text: onto the answer being written, or a new one.
+fn text_delta(state: &mut State, t: String) {
+    if let Some(Entry::Assistant(text)) = state.transcript.entries.last_mut() {
+        text.push_str(&t);
+        state.transcript.scroll_back = 0;
+    } else {
+        state.note(Entry::Assistant(t));
+    }
+}
+
+/// The engine's tool call `key` started: a running entry of its own id.
+fn tool_started(state: &mut State, key: String, name: String, arguments: serde_json::Value) {
+    let id = state.transcript.next_call;
+    state.transcript.next_call += 1;
+    state.transcript.engine_calls.insert(key, id);
+    state.note(Entry::Tool {
+        id,
+        name,
+        // Malformed arguments come as the model's raw text: shown as it came.
+        args: match arguments {
+            serde_json::Value::String(raw) => raw,
+            v => v.to_string(),
+        },
+        state: CallState::Running,
+        elapsed: None,
+        output: String::new(),
+        pinned: false,
+        progress: None,
+    });
+}
+
 /// Keeps what the edit tool call `id` changed (worked out once from its arguments), for its
 /// transcript line.
 fn remember_diff(state: &mut State, id: u64, name: &str) {
@@ -363,91 +369,116 @@ fn entry_lines(
         Entry::Assistant(t) => super::markdown::render(&clean(t), width, need, &mut out),
         Entry::Info(t) => wrap(&clean(t), width, DIM, "", &mut out),
         Entry::Error(t) => wrap(&clean(t), width, Style::new().fg(Color::Red), "", &mut out),
-        Entry::Tool {
-            id,
-            name,
-            args,
-            state,
-            elapsed,
-            output,
-            pinned,
-            progress,
-        } => {
-            let expanded = *pinned || expand_tools;
-            let (mark, color) = match state {
-                CallState::Running => ("…", Color::Yellow),
-                CallState::Waiting => ("?", Color::Yellow),
-                CallState::Ok => ("✓", Color::Green),
-                CallState::Failed => ("✗", Color::Red),
-            };
-            let took = match (elapsed, progress) {
-                _ if *state == CallState::Waiting => "waiting for you".into(),
-                (Some(e), _) => fmt_duration(*e),
-                (None, Some(p)) => format!("running {p}"),
-                (None, None) => "running".into(),
-            };
-            let server = name
-                .strip_prefix("mcp__")
-                .and_then(|r| r.split("__").next())
-                .unwrap_or("builtin");
-            let mut head = vec![
-                Span::styled(format!("{mark} "), Style::new().fg(color).bold()),
-                Span::styled(clean_line(name).into_owned(), Style::new().bold()),
-                Span::styled(format!(" {server} · {took} "), DIM),
-            ];
-            // A result that does not match the tool's outputSchema says so on its line too,
-            // where it shows folded (the reason is in the result, Ctrl+O).
-            let last = output.trim_end().rsplit('\n').next().unwrap_or_default();
-            if last.starts_with(SCHEMA_NOTE_HEAD) {
-                head.push(Span::styled(
-                    "· result does not match its outputSchema ",
-                    Style::new().fg(Color::Yellow),
-                ));
-            }
-            if *pinned {
-                head.push(Span::styled(clean_line(args).into_owned(), DIM));
-            }
-            out.push(truncate_line(Line::from(head), width));
-            let diff = diffs.get(id);
-            if let Some(d) = diff {
-                let max = if expanded {
-                    DIFF_ROWS_EXPANDED
-                } else {
-                    DIFF_ROWS
-                };
-                out.extend(super::diff::rows(d, width, max));
-            }
-            if !expanded {
-                return out;
-            }
-            if !*pinned && diff.is_none() {
-                wrap(
-                    &format!("args {}", clean_line(args)),
-                    width,
-                    DIM,
-                    "  ",
-                    &mut out,
-                );
-            }
-            let lines: Vec<&str> = output.trim_end().split('\n').collect();
-            let shown = lines.len().min(RESULT_LINES);
-            let style = if *state == CallState::Failed {
-                Style::new().fg(Color::Red)
-            } else {
-                Style::new()
-            };
-            if !output.is_empty() {
-                wrap(&lines[..shown].join("\n"), width, style, "  ", &mut out);
-            }
-            if lines.len() > shown {
-                out.push(Line::styled(
-                    format!("  … {} more lines", lines.len() - shown),
-                    DIM,
-                ));
-            }
-        }
+        Entry::Tool { .. } => tool_lines(entry, width, expand_tools, diffs, &mut out),
     }
     out
+}
+
+/// A tool call's entry: its head line, its diff, and, expanded (pinned or Ctrl+O), its
+/// arguments and its result's first [`RESULT_LINES`] lines.
+fn tool_lines(
+    entry: &Entry,
+    width: usize,
+    expand_tools: bool,
+    diffs: &std::collections::BTreeMap<u64, Vec<DiffLine>>,
+    out: &mut Vec<Line<'static>>,
+) {
+    let Entry::Tool {
+        id,
+        args,
+        state,
+        output,
+        pinned,
+        ..
+    } = entry
+    else {
+        return;
+    };
+    let expanded = *pinned || expand_tools;
+    out.push(truncate_line(tool_head(entry), width));
+    let diff = diffs.get(id);
+    if let Some(d) = diff {
+        let max = if expanded {
+            DIFF_ROWS_EXPANDED
+        } else {
+            DIFF_ROWS
+        };
+        out.extend(super::diff::rows(d, width, max));
+    }
+    if !expanded {
+        return;
+    }
+    if !*pinned && diff.is_none() {
+        wrap(&format!("args {}", clean_line(args)), width, DIM, "  ", out);
+    }
+    let lines: Vec<&str> = output.trim_end().split('\n').collect();
+    let shown = lines.len().min(RESULT_LINES);
+    let style = if *state == CallState::Failed {
+        Style::new().fg(Color::Red)
+    } else {
+        Style::new()
+    };
+    if !output.is_empty() {
+        wrap(&lines[..shown].join("\n"), width, style, "  ", out);
+    }
+    if lines.len() > shown {
+        out.push(Line::styled(
+            format!("  … {} more lines", lines.len() - shown),
+            DIM,
+        ));
+    }
+}
+
+/// A tool call's head line: its mark, name, server, time or progress, a result that does
+/// not match its schema, and a pinned call's arguments (not cut to the width yet).
+fn tool_head(entry: &Entry) -> Line<'static> {
+    let Entry::Tool {
+        name,
+        args,
+        state,
+        elapsed,
+        output,
+        pinned,
+        progress,
+        ..
+    } = entry
+    else {
+        return Line::default();
+    };
+    let (mark, color) = match state {
+        CallState::Running => ("…", Color::Yellow),
+        CallState::Waiting => ("?", Color::Yellow),
+        CallState::Ok => ("✓", Color::Green),
+        CallState::Failed => ("✗", Color::Red),
+    };
+    let took = match (elapsed, progress) {
+        _ if *state == CallState::Waiting => "waiting for you".into(),
+        (Some(e), _) => fmt_duration(*e),
+        (None, Some(p)) => format!("running {p}"),
+        (None, None) => "running".into(),
+    };
+    let server = name
+        .strip_prefix("mcp__")
+        .and_then(|r| r.split("__").next())
+        .unwrap_or("builtin");
+    let mut head = vec![
+        Span::styled(format!("{mark} "), Style::new().fg(color).bold()),
+        Span::styled(clean_line(name).into_owned(), Style::new().bold()),
+        Span::styled(format!(" {server} · {took} "), DIM),
+    ];
+    // A result that does not match the tool's outputSchema says so on its line too,
+    // where it shows folded (the reason is in the result, Ctrl+O).
+    let last = output.trim_end().rsplit('\n').next().unwrap_or_default();
+    if last.starts_with(SCHEMA_NOTE_HEAD) {
+        head.push(Span::styled(
+            "· result does not match its outputSchema ",
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    if *pinned {
+        head.push(Span::styled(clean_line(args).into_owned(), DIM));
+    }
+    Line::from(head)
 }
 
 /// Draws the transcript's newest lines (less what is scrolled back), or a welcome while it is

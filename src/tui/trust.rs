@@ -160,26 +160,7 @@ impl super::state::ModalView for TrustView {
             .iter()
             .enumerate()
             .map(|(i, (name, command_line))| {
-                let selected = i == t.selected;
-                let mut block = vec![Line::from(vec![
-                    Span::raw(if selected { "> " } else { "  " }),
-                    Span::styled(
-                        clean_line(name).into_owned(),
-                        if selected {
-                            Style::new().bold().fg(Color::Magenta)
-                        } else {
-                            Style::new().bold()
-                        },
-                    ),
-                ])];
-                wrap(
-                    &clean(command_line),
-                    width,
-                    Style::new(),
-                    "    ",
-                    &mut block,
-                );
-                block
+                server_block(name, command_line, i == t.selected, width)
             })
             .collect();
         // Scrolled so the selected server shows whole; what is left out is counted, so `a`
@@ -226,6 +207,35 @@ impl super::state::ModalView for TrustView {
     }
 }
 
+/// One unapproved server on the trust screen: its name (marked when selected), then its whole
+/// command line wrapped under it.
+fn server_block(
+    name: &str,
+    command_line: &str,
+    selected: bool,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let mut block = vec![Line::from(vec![
+        Span::raw(if selected { "> " } else { "  " }),
+        Span::styled(
+            clean_line(name).into_owned(),
+            if selected {
+                Style::new().bold().fg(Color::Magenta)
+            } else {
+                Style::new().bold()
+            },
+        ),
+    ])];
+    wrap(
+        &clean(command_line),
+        width,
+        Style::new(),
+        "    ",
+        &mut block,
+    );
+    block
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -233,7 +243,7 @@ mod tests {
 
     use super::*;
     use crate::state::{update, Event, PanelState};
-    use crate::test_support::press;
+    use crate::tests::support::press;
     use harness9_actors::messages::ServerState;
 
     #[test]

@@ -1,7 +1,11 @@
 //! The conversation's effects: switching the model (`/model`) and resuming a saved
 //! conversation (`/resume`).
 
-use super::*;
+use actix::prelude::*;
+use harness9_agent::engine::{ResumeConversation, SetProvider};
+
+use super::Tui;
+use crate::state::Event;
 
 impl Tui {
     /// `/model [provider/]name`: the settings resolved again with that model (and provider),

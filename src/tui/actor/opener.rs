@@ -1,7 +1,14 @@
 //! Opening things outside the TUI: `.mcp.json` in an editor (with the terminal handed over
 //! while it runs), a file or an accepted URL with the system opener.
 
-use super::*;
+use std::sync::atomic::Ordering;
+
+use actix::prelude::*;
+use harness9_app::watcher::ReloadConfig;
+
+use super::Tui;
+use crate::state::Event;
+use crate::{restore_terminal, EDITOR_RUNNING};
 
 impl Tui {
     /// Opens `.mcp.json` in `$VISUAL`/`$EDITOR` with the terminal suspended, or hands it to the
@@ -45,7 +52,7 @@ impl Tui {
             self.notice(text.0, text.1, ctx);
             return;
         };
-        self.terminal = None;
+        self.screen.close();
         restore_terminal();
         EDITOR_RUNNING.store(true, Ordering::SeqCst);
         let mut cmd = tokio::process::Command::new("sh");
@@ -57,7 +64,7 @@ impl Tui {
         ctx.wait(async move { cmd.status().await }.into_actor(self).map(
             move |status, act, ctx| {
                 EDITOR_RUNNING.store(false, Ordering::SeqCst);
-                if let Err(e) = act.resume_terminal() {
+                if let Err(e) = act.screen.resume() {
                     tracing::error!("cannot take the terminal back: {e}");
                 }
                 // Keys typed ahead of the editor (read with the one that opened it, or left in
@@ -82,15 +89,6 @@ impl Tui {
                 act.schedule_draw(ctx);
             },
         ));
-    }
-
-    pub(super) fn resume_terminal(&mut self) -> std::io::Result<()> {
-        take_terminal()?;
-        let mut t = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
-        t.clear()?;
-        self.terminal = Some(t);
-        self.dirty = true;
-        Ok(())
     }
 }
 

@@ -11,8 +11,8 @@ use harness9_actors::protocol::types::{Implementation, Tool};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-use super::state::{update, Event, State};
-use super::view::{mcp_bar_with, view};
+use crate::state::{update, Event, State};
+use crate::view::{mcp_bar_with, view};
 
 pub(crate) fn connected(tools: usize, ms: u64) -> ServerState {
     ServerState {
@@ -170,11 +170,11 @@ pub(crate) fn key(state: &mut State, code: KeyCode) {
 
 /// Time passes: a question that opened is past its grace (keys count).
 pub(crate) fn settle(state: &mut State) {
-    state.now += super::guard::GRACE;
+    state.now += crate::guard::GRACE;
 }
 
 /// A key pressed after a pause (see [`settle`]); what the update returned.
-pub(crate) fn press(state: &mut State, code: KeyCode) -> Vec<super::state::Effect> {
+pub(crate) fn press(state: &mut State, code: KeyCode) -> Vec<crate::state::Effect> {
     settle(state);
     update(state, Event::Key(KeyEvent::new(code, KeyModifiers::NONE)))
 }

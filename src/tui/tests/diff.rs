@@ -9,13 +9,13 @@ use ratatui::backend::TestBackend;
 use ratatui::style::Color;
 use ratatui::Terminal;
 
-use super::state::{update, Approval, Event};
-use super::test_support::*;
-use super::view::view;
+use crate::state::{update, Approval, Event};
+use crate::tests::support::*;
+use crate::view::view;
 
 /// The screen as text and the foreground colour of the first cell of each row that starts
 /// with `-` or `+` after the box's border and indent.
-fn draw(s: &mut super::state::State, w: u16, h: u16) -> (String, Vec<(String, Color)>) {
+fn draw(s: &mut crate::state::State, w: u16, h: u16) -> (String, Vec<(String, Color)>) {
     s.size = (w, h);
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
     t.draw(|f| view(s, f)).expect("draw");

@@ -17,9 +17,9 @@ use ratatui::buffer::Buffer;
 use ratatui::style::Color;
 use ratatui::Terminal;
 
-use super::state::{update, Effect, Event, State};
-use super::test_support::{connected, failed, key_event, render, state_with, tool, typed};
-use super::view::view;
+use crate::state::{update, Effect, Event, State};
+use crate::tests::support::{connected, failed, key_event, render, state_with, tool, typed};
+use crate::view::view;
 use harness9_agent::engine::EngineEvent;
 use harness9_agent::model::settings::{self, ModelFlags, Settings};
 use harness9_agent::model::{Block, Message, Role, Usage};
@@ -393,7 +393,7 @@ fn the_resume_list_shows_date_model_size_and_first_prompt() {
     let list = harness9_app::conversations::listing(&dir, here, 20);
     let _ = std::fs::remove_dir_all(&dir);
     // What the actor does for an empty id: the picker on the listing.
-    super::resume::open(&mut s, list.clone());
+    crate::resume::open(&mut s, list.clone());
     let screen = render(&mut s, 130, 10);
     assert_eq!((list.here.len(), list.all.len()), (2, 3), "{list:?}");
     assert!(!screen.contains("777777"), "another directory's: {screen}");
@@ -430,7 +430,7 @@ fn the_resume_list_shows_date_model_size_and_first_prompt() {
     );
     assert!(s.modal.is_none());
     // `a`: every directory's, each row naming its directory; Enter resumes the selected.
-    super::resume::open(&mut s, list.clone());
+    crate::resume::open(&mut s, list.clone());
     assert!(key(&mut s, KeyCode::Char('a')).is_empty());
     let screen = render(&mut s, 130, 10);
     assert!(
@@ -446,9 +446,9 @@ fn the_resume_list_shows_date_model_size_and_first_prompt() {
         key(&mut s, KeyCode::Enter),
         vec![Effect::Resume("20260304-120000-777777".to_owned())]
     );
-    super::resume::open(&mut s, list);
+    crate::resume::open(&mut s, list);
     assert!(key(&mut s, KeyCode::Esc).is_empty() && s.modal.is_none());
-    super::resume::open(&mut s, Default::default());
+    crate::resume::open(&mut s, Default::default());
     assert!(s.modal.is_none(), "nothing to pick: a note instead");
 }
 
@@ -479,8 +479,8 @@ fn a_resumed_conversation_and_a_compaction_notice() {
     // As the actor does on /resume ID (and the start on --resume).
     let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
     use_model(&mut s, "claude-sonnet-4-5");
-    let mut entries = super::state::entries_of(&opened.messages);
-    entries.extend(opened.note.clone().map(super::state::Entry::Info));
+    let mut entries = crate::state::entries_of(&opened.messages);
+    entries.extend(opened.note.clone().map(crate::state::Entry::Info));
     s.transcript.entries = entries;
     s.model.session_id = Some(opened.file.id.clone());
     let resumed = render(&mut s, 80, 20);

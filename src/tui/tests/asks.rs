@@ -7,9 +7,9 @@ use std::sync::Arc;
 use crossterm::event::KeyCode;
 use harness9_actors::messages::{ServerState, ServerStatus};
 
-use super::state::{update, Event, Modal, State};
+use crate::state::{update, Event, Modal, State};
 
-use super::test_support::*;
+use crate::tests::support::*;
 
 #[test]
 fn trust_screen_lists_each_unapproved_server_with_its_command_line() {
@@ -75,7 +75,7 @@ fn trust_screen_scrolls_to_the_selected_server_and_counts_the_rest() {
 /// on decline.
 #[test]
 fn a_new_question_ignores_keys_typed_as_it_opens() {
-    use super::state::{Approval, Effect};
+    use crate::state::{Approval, Effect};
     let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
     s.model.label = Some("anthropic claude".into());
     typed(&mut s, "go");
@@ -97,7 +97,7 @@ fn a_new_question_ignores_keys_typed_as_it_opens() {
     let new = render(&mut s, 60, 12);
     assert!(new.contains("NEW · run this tool?"), "{new}");
     // Most of the grace later, but the grace restarted with the last ignored key.
-    s.now += super::guard::GRACE - std::time::Duration::from_millis(100);
+    s.now += crate::guard::GRACE - std::time::Duration::from_millis(100);
     assert!(update(&mut s, key_event(KeyCode::Char('y'))).is_empty());
     settle(&mut s);
     let armed = render(&mut s, 60, 12);
@@ -143,10 +143,10 @@ fn a_new_question_ignores_keys_typed_as_it_opens() {
 /// will be opened; a `javascript:` address is refused: only declining is offered.
 #[test]
 fn a_url_question_shows_the_real_host_and_refuses_what_it_will_not_open() {
-    use super::state::{AskKind, Effect};
+    use crate::state::{AskKind, Effect};
     let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
     let ask = |key, url: &str| {
-        Event::Asked(super::elicit::elicitation(
+        Event::Asked(crate::elicit::elicitation(
             key,
             "everything".into(),
             &serde_json::json!({"mode": "url", "message": "Sign in with Google", "url": url}),
@@ -206,7 +206,7 @@ fn an_elicitation_form_with_an_error_and_a_url_elicitation() {
     let mut s = state_with(vec![("everything", connected(2, 12))], vec![]);
     update(
         &mut s,
-        Event::Asked(super::elicit::elicitation(
+        Event::Asked(crate::elicit::elicitation(
             1,
             "everything".into(),
             &form_params(),
@@ -214,7 +214,7 @@ fn an_elicitation_form_with_an_error_and_a_url_elicitation() {
     );
     update(
         &mut s,
-        Event::Asked(super::elicit::elicitation(
+        Event::Asked(crate::elicit::elicitation(
             2,
             "everything".into(),
             &serde_json::json!({"mode": "url", "message": "Log in to continue", "url": "https://auth.example.com/authorize?client_id=abc&state=xyz"}),
@@ -240,10 +240,10 @@ fn a_sampling_request_waiting_for_approval() {
     .expect("sampling params");
     update(
         &mut s,
-        Event::Asked(super::state::PendingAsk {
+        Event::Asked(crate::state::PendingAsk {
             key: 1,
             server: "everything".into(),
-            kind: super::state::AskKind::Sampling {
+            kind: crate::state::AskKind::Sampling {
                 sampling,
                 model: "anthropic claude-sonnet-4-5".into(),
             },
@@ -255,7 +255,7 @@ fn a_sampling_request_waiting_for_approval() {
 
 #[test]
 fn mcp_prompts_are_slash_commands_with_completion_and_arguments() {
-    use super::state::Effect;
+    use crate::state::Effect;
     use harness9_actors::protocol::types::{
         ContentBlock, GetPromptResult, Prompt, PromptArgument, PromptMessage, ServerCapabilities,
     };
@@ -296,7 +296,7 @@ fn mcp_prompts_are_slash_commands_with_completion_and_arguments() {
     );
     // The `/` menu lists the prompts with the commands.
     typed(&mut s, "/mcp__");
-    let menu = super::editor::menu(&s);
+    let menu = crate::editor::menu(&s);
     assert!(
         menu.iter()
             .any(|(c, what)| c == "/mcp__everything__args_prompt"

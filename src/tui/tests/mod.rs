@@ -1,5 +1,11 @@
 //! Snapshots of the session views (bar, transcript, input, panel, overview, trace, help)
-//! through ratatui's `TestBackend`, driven by the pure update function.
+//! through ratatui's `TestBackend`, driven by the pure update function; the TUI's other view
+//! tests are its submodules (`asks`, `diff`, `views`), `support` what they all share.
+
+mod asks;
+mod diff;
+pub(crate) mod support;
+mod views;
 
 use std::time::{Duration, SystemTime};
 
@@ -9,9 +15,9 @@ use harness9_actors::messages::{ServerState, ServerStatus, ToolEntry};
 use harness9_actors::protocol::jsonrpc::RequestId;
 use harness9_actors::trace::{Direction, WireRecord};
 
-use super::state::{update, Effect, Event, Modal, PanelState, State};
+use crate::state::{update, Effect, Event, Modal, PanelState, State};
 
-use super::test_support::*;
+use crate::tests::support::*;
 
 #[test]
 fn bar_with_each_status_mix_and_width() {
@@ -112,7 +118,7 @@ fn another_tools_fields_are_warned_about_in_the_transcript_at_start_and_on_reloa
     assert_eq!(cfg.warnings.len(), 2, "{:?}", cfg.warnings);
     let mut s = state_with(vec![("fs", connected(1, 5))], vec![]);
     // At start (`TuiSetup::warnings`).
-    super::transcript::config_warnings(&mut s, cfg.warnings.clone());
+    crate::transcript::config_warnings(&mut s, cfg.warnings.clone());
     // On a reload: the reload's note, then the warnings.
     update(
         &mut s,
@@ -161,7 +167,7 @@ fn panel_with_a_failed_server_and_its_stderr() {
 
 #[test]
 fn panel_shows_a_servers_log_and_resources_and_loads_them_once() {
-    use super::state::Effect;
+    use crate::state::Effect;
     use harness9_actors::messages::{NoticeKind, ServerNotice};
     use harness9_actors::protocol::types::{Resource, ResourceTemplate};
     let mut s = state_with(
