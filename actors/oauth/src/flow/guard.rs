@@ -2,8 +2,8 @@
 //! again at connect time, and the OAuth HTTP clients built on it.
 
 use super::{REQUEST_TIMEOUT, RESOLVE_TIMEOUT};
-use crate::net::install_crypto;
-use crate::oauth::parse;
+use crate::parse;
+use harness9_net::install_crypto;
 
 /// An HTTP client for OAuth requests (built in the task that uses it: it is `!Send`). It
 /// follows no redirect by itself: metadata GETs follow theirs through the [`Guard`], requests
@@ -34,8 +34,8 @@ fn client_with(resolver: PinnedResolver) -> awc::Client {
         // Metadata and token replies delimited by the close are read whole too.
         .connector(
             awc::Connector::new()
-                .connector(crate::server::CloseBodies(tcp))
-                .rustls_0_23(crate::net::tls_config()),
+                .connector(harness9_net::http_io::CloseBodies(tcp))
+                .rustls_0_23(harness9_net::tls_config()),
         )
         .timeout(REQUEST_TIMEOUT)
         .disable_redirects()

@@ -13,7 +13,7 @@ use super::exchange::{code_exchange, secret_method, token_request};
 use super::guard::{guarded_client, Guard};
 use super::login::{browser_code, listen, BrowserLogin};
 use super::{bounded, DISCOVERY_TIMEOUT};
-use crate::oauth::{now_secs, AssertionSource, Client, Grant, IdpConfig, OAuthSpec};
+use crate::{now_secs, AssertionSource, Client, Grant, IdpConfig, OAuthSpec};
 
 /// RFC 8693's grant type.
 const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -107,7 +107,7 @@ pub async fn sso_login(
     if !scopes.iter().any(|s| s == "openid") {
         scopes.insert(0, "openid".to_owned());
     }
-    let nonce = crate::oauth::parse::b64url(&crate::net::random(16)?);
+    let nonce = crate::parse::b64url(&harness9_net::random(16)?);
     let (code, verifier) = browser_code(
         &BrowserLogin {
             server: &meta,
@@ -133,7 +133,7 @@ pub async fn sso_login(
         )
     })?;
     check_id_token(&id_token, idp, Some(&nonce))?;
-    crate::telemetry::redact_also(std::iter::once(id_token.as_str()));
+    harness9_telemetry::redact_also(std::iter::once(id_token.as_str()));
     spec.store.save(&idp.store_key(), &grant)?;
     Ok(grant)
 }
@@ -166,7 +166,7 @@ fn check_id_token(id_token: &str, idp: &IdpConfig, nonce: Option<&str>) -> Resul
     if iss.trim_end_matches('/') != idp.issuer.trim_end_matches('/') {
         return Err(format!(
             "the ID token was issued by {:?}, not the identity provider {}: refusing it",
-            crate::net::truncate_chars(iss, 100),
+            harness9_net::truncate_chars(iss, 100),
             idp.issuer
         ));
     }
@@ -209,7 +209,7 @@ async fn id_token(idp: &IdpConfig, spec: &OAuthSpec) -> Result<String, String> {
                 f.display()
             ));
         }
-        crate::telemetry::redact_also(std::iter::once(t.as_str()));
+        harness9_telemetry::redact_also(std::iter::once(t.as_str()));
         return Ok(t);
     }
     let key = idp.store_key();
@@ -221,7 +221,7 @@ async fn id_token(idp: &IdpConfig, spec: &OAuthSpec) -> Result<String, String> {
         .as_deref()
         .filter(|t| expiry(t).is_none_or(|e| e > now_secs().saturating_add(ID_TOKEN_MARGIN_SECS)))
     {
-        crate::telemetry::redact_also(std::iter::once(t));
+        harness9_telemetry::redact_also(std::iter::once(t));
         return Ok(t.to_owned());
     }
     let Some(rt) = g.refresh_token.clone() else {
@@ -254,7 +254,7 @@ async fn id_token(idp: &IdpConfig, spec: &OAuthSpec) -> Result<String, String> {
         ));
     };
     check_id_token(&t, idp, None)?;
-    crate::telemetry::redact_also(std::iter::once(t.as_str()));
+    harness9_telemetry::redact_also(std::iter::once(t.as_str()));
     spec.store.save(&key, &fresh)?;
     tracing::info!(target: "mcp", idp = %idp.issuer, "ID token renewed at the identity provider");
     Ok(t)
@@ -292,11 +292,11 @@ pub(super) async fn id_jag(
             idp.issuer,
             issued
                 .as_deref()
-                .map(|s| crate::net::truncate_chars(s, 100))
+                .map(|s| harness9_net::truncate_chars(s, 100))
         ));
     }
     let jag = exchange.access_token;
-    crate::telemetry::redact_also(std::iter::once(jag.as_str()));
+    harness9_telemetry::redact_also(std::iter::once(jag.as_str()));
     Ok(jag)
 }
 

@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use super::guard::Guard;
 use super::{bounded, BODY_LIMIT, MAX_METADATA_REDIRECTS, REQUEST_TIMEOUT};
-use crate::oauth::parse::{self, Challenge};
+use crate::parse::{self, Challenge};
 
 /// Protected resource metadata (RFC 9728), the fields used.
 #[derive(Debug, Clone, Deserialize)]

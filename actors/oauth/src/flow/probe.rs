@@ -3,11 +3,11 @@
 
 use super::guard::http_client;
 use super::REQUEST_TIMEOUT;
-use crate::oauth::parse::Challenge;
-use crate::protocol::methods::{
+use crate::parse::Challenge;
+use harness9_protocol::methods::{
     Discover, Initialize, Initialized, ListTools, Notification, Request,
 };
-use crate::protocol::version::{ProtocolVersion, LATEST, MODERN};
+use harness9_protocol::version::{ProtocolVersion, LATEST, MODERN};
 
 /// The server's `Bearer` challenge, found the way the runtime connects, unauthenticated: in
 /// the stateless era (unless `pinned` names a handshake-era revision) `server/discover`, then

@@ -1,7 +1,7 @@
 //! DPoP (RFC 9449): a P-256 key pair per grant, the proof JWTs (ES256) that bind a token
 //! request or a resource request to that key, and the server nonces (`use_dpop_nonce`).
 //!
-//! Hooks: [`crate::oauth::flow`]'s token request (`exchange.rs`) sends a proof on every grant's
+//! Hooks: [`crate::flow`]'s token request (`exchange.rs`) sends a proof on every grant's
 //! token request (refresh included) and retries once with the authorization server's nonce;
 //! the HTTP transport (`transport/http/redirects.rs`, `auth.rs`) sends `Authorization: DPoP`
 //! and a fresh proof (with `ath`) on every request to the server's origin, notes nonces from
@@ -86,10 +86,10 @@ impl Dpop {
     ) -> Result<String, String> {
         let header = serde_json::json!({"alg": ALG, "typ": "dpop+jwt", "jwk": self.jwk()});
         let mut claims = serde_json::json!({
-            "jti": b64(&crate::net::random(16)?),
+            "jti": b64(&harness9_net::random(16)?),
             "htm": method,
             "htu": htu(url),
-            "iat": crate::oauth::now_secs(),
+            "iat": crate::now_secs(),
         });
         if let Some(t) = access_token {
             claims["ath"] = serde_json::Value::String(ath(t));
@@ -185,7 +185,7 @@ pub fn ath(access_token: &str) -> String {
 
 /// `scheme://host:port` of `url` (the scheme's default port made explicit), lowercase.
 pub fn origin(url: &str) -> Option<String> {
-    crate::net::origin_of(url).map(|o| o.0)
+    harness9_net::origin_of(url).map(|o| o.0)
 }
 
 /// A nonce RFC 9449 allows (`1*NQCHAR`), at most [`MAX_NONCE_LEN`] long.
@@ -211,7 +211,7 @@ pub fn as_wants_nonce(status: u16, body: &[u8]) -> bool {
 pub fn rs_wants_nonce<'a>(status: u16, www_authenticate: impl Iterator<Item = &'a str>) -> bool {
     status == 401
         && www_authenticate
-            .filter_map(|h| crate::oauth::parse::Challenge::parse_scheme(h, "dpop"))
+            .filter_map(|h| crate::parse::Challenge::parse_scheme(h, "dpop"))
             .any(|c| c.error.as_deref() == Some("use_dpop_nonce"))
 }
 
@@ -294,7 +294,7 @@ mod tests {
         // SHA-256("tok"), base64url, as `printf tok | sha256sum` gives it.
         assert_eq!(ath("tok"), "GnZ0607njffhrEOak8P6jjyUV4TU3sn9jjARc4svHWI");
         assert!(c.get("nonce").is_none());
-        let now = crate::oauth::now_secs();
+        let now = crate::now_secs();
         assert!(c["iat"].as_u64().unwrap().abs_diff(now) < 5);
         assert!(verifies(&key, &p));
         // Another proof's claims under this one's signature do not verify.

@@ -15,6 +15,7 @@
 //! argument values and results (unless the user opts in, and then only on the agent's tool
 //! span), header values, tokens; the exporter also redacts the session's known secrets from
 //! every string it sends.
+#![warn(missing_docs)]
 
 use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -277,7 +278,8 @@ impl Op {
             return Op(None);
         }
         // A method we do not know is named `other`: a server's string never becomes a name.
-        let method: &'static str = crate::protocol::methods::static_name(method).unwrap_or("other");
+        let method: &'static str =
+            harness9_protocol::methods::static_name(method).unwrap_or("other");
         let root = parent_or_root(&Span::none());
         let id = id.as_deref().map(tracing::field::display);
         let span = mcp_span(

@@ -32,13 +32,13 @@ pub(crate) struct OtlpHttp {
 
 impl OtlpHttp {
     pub(crate) fn new() -> Self {
-        crate::net::install_crypto();
+        harness9_net::install_crypto();
         let timeout = std::env::var("OTEL_EXPORTER_OTLP_TIMEOUT")
             .ok()
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_millis);
         Self {
-            tls: crate::net::tls_config(),
+            tls: harness9_net::tls_config(),
             timeout: bounded_timeout(timeout),
         }
     }

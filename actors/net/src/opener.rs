@@ -20,7 +20,7 @@ use std::path::Path;
 /// characters, soft hyphen, tags), which make the printed copy read differently from what
 /// it is.
 fn forbidden(c: char) -> bool {
-    c.is_control() || c.is_whitespace() || crate::protocol::chars::is_invisible_format(c)
+    c.is_control() || c.is_whitespace() || harness9_protocol::chars::is_invisible_format(c)
 }
 
 /// Whether `host` is a loopback host: `localhost`, 127.0.0.0/8 or `::1`.

@@ -167,7 +167,7 @@ pub fn client_assertion(
     audience: &str,
     now: u64,
 ) -> Result<String, String> {
-    let jti = b64url(&crate::net::random(16)?);
+    let jti = b64url(&harness9_net::random(16)?);
     key.sign(&json!({
         "iss": client_id,
         "sub": client_id,

@@ -12,6 +12,7 @@
 //! Tokens are kept through a [`TokenStore`] the caller provides (the app keeps a 0600 file);
 //! the runtime only sees the trait. No token, code or verifier is ever logged or traced:
 //! [`Grant`]'s `Debug` redacts them.
+#![warn(missing_docs)]
 
 pub mod dpop;
 pub mod flow;

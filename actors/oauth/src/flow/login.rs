@@ -9,8 +9,8 @@ use super::discovery::{discover, Discovery, ServerMetadata};
 use super::exchange::{code_exchange, register, secret_method};
 use super::guard::{guarded_client, Guard};
 use super::{bounded, DISCOVERY_TIMEOUT};
-use crate::oauth::parse::{self, Callback, Challenge};
-use crate::oauth::{Client, Grant, OAuthSpec};
+use crate::parse::{self, Callback, Challenge};
+use crate::{Client, Grant, OAuthSpec};
 
 /// Waits on `listener` for the browser's redirect to `/callback`; answers it with a short page.
 async fn wait_redirect(listener: &tokio::net::TcpListener) -> Result<Callback, String> {
@@ -171,8 +171,8 @@ fn dpop_key(
     spec: &OAuthSpec,
     server_url: &str,
     d: &Discovery,
-) -> Result<Option<crate::oauth::dpop::Dpop>, String> {
-    if !crate::oauth::dpop::wanted(
+) -> Result<Option<crate::dpop::Dpop>, String> {
+    if !crate::dpop::wanted(
         spec.config.dpop,
         d.server.dpop_signing_alg_values_supported.as_deref(),
         &d.server.issuer,
@@ -181,7 +181,7 @@ fn dpop_key(
     }
     match spec.store.load(server_url).and_then(|g| g.dpop) {
         Some(k) => Ok(Some(k)),
-        None => crate::oauth::dpop::Dpop::generate().map(Some),
+        None => crate::dpop::Dpop::generate().map(Some),
     }
 }
 
@@ -282,8 +282,8 @@ pub(super) async fn browser_code(
         nonce,
         timeout,
     } = *b;
-    let verifier = parse::b64url(&crate::net::random(32)?);
-    let state = parse::b64url(&crate::net::random(16)?);
+    let verifier = parse::b64url(&harness9_net::random(32)?);
+    let state = parse::b64url(&harness9_net::random(16)?);
     let url = parse::authorization_url(&parse::AuthRequest {
         endpoint: &server.authorization_endpoint,
         client_id,
@@ -298,11 +298,11 @@ pub(super) async fn browser_code(
     // option-like, `file:`, `javascript:` or custom-scheme endpoint, nor one with hidden
     // characters.
     let url = String::from(
-        crate::opener::check_url(&url)
+        harness9_net::opener::check_url(&url)
             .map_err(|e| format!("refusing the authorization server's login address: {e}"))?,
     );
     show(&url);
-    if let Err(e) = crate::opener::open_url(&url, None, true) {
+    if let Err(e) = harness9_net::opener::open_url(&url, None, true) {
         tracing::warn!(target: "mcp", "cannot start the browser: {e}; open the login URL by hand");
     }
     let from_paste = async {

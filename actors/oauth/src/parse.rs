@@ -354,7 +354,7 @@ pub fn address_allowed(to: AddrKind, server: AddrKind) -> bool {
     }
 }
 
-pub use crate::net::origin_of;
+pub use harness9_net::origin_of;
 
 /// Unpadded base64url.
 pub fn b64url(bytes: &[u8]) -> String {

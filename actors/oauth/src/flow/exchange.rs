@@ -5,10 +5,10 @@ use serde::Deserialize;
 
 use super::discovery::{Discovery, ServerMetadata};
 use super::{bounded, BODY_LIMIT, MIN_TOKEN_LIFETIME_SECS, REQUEST_TIMEOUT};
-use crate::net::snippet;
-use crate::oauth::jwt::{self, SigningKey};
-use crate::oauth::{dpop, parse};
-use crate::oauth::{now_secs, Client, Grant};
+use crate::jwt::{self, SigningKey};
+use crate::{dpop, parse};
+use crate::{now_secs, Client, Grant};
+use harness9_net::snippet;
 
 /// The error for a redirect answered to a request that carries credentials (`what`).
 fn refused_redirect<S>(resp: &awc::ClientResponse<S>, what: &str) -> Option<String> {
@@ -20,7 +20,7 @@ fn refused_redirect<S>(resp: &awc::ClientResponse<S>, what: &str) -> Option<Stri
         .headers()
         .get("location")
         .and_then(|v| v.to_str().ok())
-        .map(|l| crate::net::truncate_chars(l, 200))
+        .map(|l| harness9_net::truncate_chars(l, 200))
         .unwrap_or_default();
     Some(format!(
         "{what} answered HTTP {status} (a redirect to {to:?}): a request that carries credentials never follows a redirect; the authorization server must answer at that endpoint itself"
@@ -210,7 +210,7 @@ fn oauth_error(body: &[u8]) -> String {
         Ok(E { error, .. }) => error,
         Err(_) => return snippet(&body[..body.len().min(200)]),
     };
-    crate::net::truncate_chars(&said, 300)
+    harness9_net::truncate_chars(&said, 300)
 }
 
 #[derive(Deserialize)]
@@ -303,7 +303,7 @@ fn token_form(
                 format!("the client {} authenticates with private_key_jwt but no key is configured (oauth.privateKeyFile or oauth.privateKeyEnv)", c.client_id)
             })?;
             let assertion = jwt::client_assertion(key, &c.client_id, &grant.issuer, now_secs())?;
-            crate::telemetry::redact_also(std::iter::once(assertion.as_str()));
+            harness9_telemetry::redact_also(std::iter::once(assertion.as_str()));
             form.append_pair("client_id", &c.client_id);
             form.append_pair(
                 "client_assertion_type",

@@ -2,7 +2,13 @@
 //! crypto provider and TLS settings (built-in web roots plus `SSL_CERT_FILE`), a URL's origin
 //! (OAuth's guard, DPoP's nonces, redirects, the telemetry breaker), the short form
 //! of a body that error messages quote, and the OS's random bytes (OAuth's PKCE and `state`,
-//! `run --json`'s session id).
+//! `run --json`'s session id). [`http_io`] is the connector that reads a response as HTTP/1.0
+//! to its end; [`opener`] the system opener with its URL checks. The runtime re-exports this
+//! crate as `harness9_actors::net` (and `harness9_actors::opener`).
+#![warn(missing_docs)]
+
+pub mod http_io;
+pub mod opener;
 
 use std::sync::{Arc, OnceLock};
 

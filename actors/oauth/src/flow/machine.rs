@@ -9,8 +9,8 @@ use super::discovery::{discover_for, ServerMetadata};
 use super::exchange::{secret_method, token_request};
 use super::guard::{guarded_client, Guard};
 use super::{bounded, DISCOVERY_TIMEOUT};
-use crate::oauth::parse::{self, Challenge};
-use crate::oauth::{Client, Grant, GrantKind, OAuthConfig, OAuthSpec};
+use crate::parse::{self, Challenge};
+use crate::{Client, Grant, GrantKind, OAuthConfig, OAuthSpec};
 
 /// The grant type of the JWT bearer grant.
 pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -77,12 +77,12 @@ pub async fn acquire(
         d.server.scopes_supported.as_deref(),
     );
     // DPoP as for a login: a key for this process's grant (tokens and key live in memory).
-    let dpop = if crate::oauth::dpop::wanted(
+    let dpop = if crate::dpop::wanted(
         cfg.dpop,
         d.server.dpop_signing_alg_values_supported.as_deref(),
         &d.server.issuer,
     )? {
-        Some(crate::oauth::dpop::Dpop::generate()?)
+        Some(crate::dpop::Dpop::generate()?)
     } else {
         None
     };
@@ -122,7 +122,7 @@ pub async fn renew(client: &awc::Client, spec: &OAuthSpec, grant: &Grant) -> Res
                 audience_fits(&assertion, &g.issuer, &g.token_endpoint)?;
             }
             // A server that quotes it back in an error is cleaned out of spans and logs.
-            crate::telemetry::redact_also(std::iter::once(assertion.as_str()));
+            harness9_telemetry::redact_also(std::iter::once(assertion.as_str()));
             params.push(("grant_type", JWT_BEARER));
             params.push(("assertion", &assertion));
         }
@@ -182,7 +182,7 @@ fn audience_fits(assertion: &str, issuer: &str, token_endpoint: &str) -> Result<
     }
     let shown: Vec<String> = aud
         .iter()
-        .map(|a| crate::net::truncate_chars(a, 100))
+        .map(|a| harness9_net::truncate_chars(a, 100))
         .collect();
     Err(format!(
         "the workload token is for {} (its aud), not the authorization server {issuer} the MCP server names: not sent; if {issuer} is right, set oauth.issuer to it",

@@ -123,7 +123,7 @@ pub fn exit_bound(origins: &[String]) -> Duration {
 /// `scheme://host:port` of `url` (the port explicit), the breaker's key; `None` when it does
 /// not parse as an http(s) URL.
 pub fn origin(url: &str) -> Option<String> {
-    crate::net::origin_of(url).map(|o| o.0)
+    harness9_net::origin_of(url).map(|o| o.0)
 }
 
 #[cfg(test)]
