@@ -88,7 +88,7 @@ pub struct Found {
 
 /// Why a field harness9 has no place for is dropped.
 fn no_equivalent(field: &str) -> String {
-    super::config_formats::foreign_reason(field)
+    crate::config::foreign_reason(field)
         .map(str::to_owned)
         .unwrap_or_else(|| "harness9 has no equivalent".to_owned())
 }

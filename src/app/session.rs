@@ -18,7 +18,7 @@ use super::asks::{DeskOptions, InputDesk};
 use super::runtime::Runtime;
 use super::watcher::{ConfigWatcher, StopWatching};
 use crate::config::{self, Config};
-use crate::sources;
+
 use harness9_agent::engine::{Engine, EngineConfig};
 use harness9_agent::model::settings::{self, ModelFlags, Settings};
 use harness9_agent::model::{Provider, ProviderConfig};
@@ -85,10 +85,10 @@ pub struct SessionOptions {
 
 impl SessionOptions {
     /// Loads `.mcp.json` (a missing default file is an empty config); a found project config's
-    /// unapproved servers are held (see [`crate::trust`]).
+    /// unapproved servers are held (see [`crate::config::trust`]).
     /// Its secrets join the process's registry at once, before anything can log them.
     pub fn load_config(&self) -> anyhow::Result<Config> {
-        let config = sources::load_merged(
+        let config = crate::config::load_merged(
             &self.config_path,
             self.config_must_exist,
             self.approve_project,
@@ -128,10 +128,10 @@ impl SessionOptions {
     }
 
     /// Where this session's configuration comes from, for the shell's read-only paths
-    /// ([`crate::trust::protected`]), the project being `root`.
-    pub fn protected_sources(&self, root: &Path) -> crate::trust::Sources {
+    /// ([`crate::config::trust::protected`]), the project being `root`.
+    pub fn protected_sources(&self, root: &Path) -> crate::config::trust::Sources {
         let env = |k: &str| std::env::var(k).ok();
-        crate::trust::Sources {
+        crate::config::trust::Sources {
             config: self.config_path.clone(),
             user: self.user_config.clone(),
             settings: settings::candidate_paths(&self.model, &env, root),
@@ -271,7 +271,7 @@ impl Session {
         );
         let forget_files = start.builtins.then(|| {
             // What harness9 later runs unsandboxed is not the shell's to write.
-            let protected = crate::trust::protected(opts.protected_sources(&root));
+            let protected = crate::config::trust::protected(opts.protected_sources(&root));
             runtime
                 .install_builtins(
                     &root,

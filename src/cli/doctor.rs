@@ -251,7 +251,7 @@ async fn before_start(
     }
     // Each `${VAR}` the entry uses, by name.
     if let Some(w) = config.written(name) {
-        let store = crate::app::input_vars::store_path();
+        let store = crate::app::config::input_vars::store_path();
         let file = config
             .sources
             .iter()
@@ -268,7 +268,7 @@ async fn before_start(
             let saved = r
                 .name
                 .strip_prefix("input:")
-                .is_some_and(|id| crate::app::input_vars::get(&store, &file, id).is_some());
+                .is_some_and(|id| crate::app::config::input_vars::get(&store, &file, id).is_some());
             c.push(if saved && check.status != crate::app::doctor::Status::Ok {
                 Check::ok("env", format!("${{{}}} has a saved value", r.name))
             } else {
@@ -309,8 +309,8 @@ fn sandbox_check(spec: &ServerSpec) -> Check {
 /// The command a stdio server runs, looked up as its spawn looks it up (its entry's `PATH`
 /// when it sets one).
 fn command_check(command: &str, env: &[(String, String)], cwd: Option<&std::path::Path>) -> Check {
-    let path = crate::app::trust::entry_path(env);
-    let here = crate::app::trust::resolved_cwd(cwd);
+    let path = crate::app::config::trust::entry_path(env);
+    let here = crate::app::config::trust::resolved_cwd(cwd);
     let is_path = harness9_platform::command::is_path(command);
     match harness9_platform::command::locate(command, path.as_deref(), &here) {
         Some(_) if is_path => Check::ok("command", format!("`{command}` is executable")),

@@ -382,7 +382,7 @@ impl Flags {
             None => {
                 // In the working directory itself it keeps its short name in messages.
                 let found = std::env::current_dir().ok().and_then(|cwd| {
-                    crate::app::sources::find_project(&cwd)
+                    crate::app::config::sources::find_project(&cwd)
                         .filter(|p| p.parent() != Some(cwd.as_path()))
                 });
                 (
@@ -396,7 +396,7 @@ impl Flags {
                 .config
                 .config
                 .is_none()
-                .then(crate::app::sources::user_path)
+                .then(crate::app::config::sources::user_path)
                 .flatten(),
             config_path,
             config_must_exist,

@@ -26,9 +26,11 @@ use crate::sanitize::{clean_line, clean_text, to_json};
 pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         McpCommand::Approve { servers, .. } => {
-            for line in
-                crate::app::trust::approve(&opts.config_path, servers, &opts.runtime.entries)?
-            {
+            for line in crate::app::config::trust::approve(
+                &opts.config_path,
+                servers,
+                &opts.runtime.entries,
+            )? {
                 say!("{line}");
             }
             return Ok(ExitCode::SUCCESS);
@@ -119,7 +121,7 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         ..Start::default()
     };
     let mut session = Session::start(opts, &config, specs, start)?;
-    crate::app::trust::print_hints(&config, only);
+    crate::app::config::trust::print_hints(&config, only);
     spawn_event_printer(session.runtime.status.clone(), opts.verbose > 0);
     let rt = &mut session.runtime;
     // Cancelled at Ctrl+C: a call that became a task sends `tasks/cancel` before the servers

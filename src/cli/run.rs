@@ -241,7 +241,7 @@ pub async fn run(
     crate::app::Session::warn_bypass(&policy);
     let config = opts.load_config()?;
     crate::app::SessionOptions::unmatched_rules(&policy, &config);
-    crate::app::trust::print_hints(&config, None);
+    crate::app::config::trust::print_hints(&config, None);
     let start = Start {
         shutdown_grace: Some(crate::app::HEADLESS_GRACE),
         builtins: true,

@@ -175,7 +175,7 @@ pub enum Event {
         /// Servers marked disabled.
         disabled: Vec<String>,
         /// `${input:ID}` prompts the new config needs.
-        inputs: Vec<harness9_app::input_vars::InputPrompt>,
+        inputs: Vec<harness9_app::config::input_vars::InputPrompt>,
     },
     /// A turn could not start (no engine).
     TurnNotStarted,

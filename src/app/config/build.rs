@@ -11,9 +11,9 @@ use harness9_actors::telemetry::{secret_parts, worth_hiding, PUBLIC_VARS};
 use harness9_actors::{Roots, SandboxSpec, ServerSpec, TransportSpec};
 use serde_json::value::RawValue;
 
+use super::entry::{EntryDefaults, RawRoots, RawServer, TransportType};
+use super::formats::env_file_entries;
 use super::{expand, read_regular, timeout_secs, ConfigError, Written, MAX_CONFIG_BYTES};
-use crate::config_entry::*;
-use crate::config_formats::env_file_entries;
 
 /// How an entry's `${...}` references are resolved: in its values, and in its `envFile` path
 /// (the same, except for the written form, whose values keep their references).
@@ -27,8 +27,12 @@ pub(super) struct Lookups<'a> {
 pub(super) fn validate(raw: &RawServer) -> Option<String> {
     let problem = match (raw.kind, &raw.command, &raw.url) {
         (None, None, None) => Some("has neither \"command\" nor \"url\"; give one of them"),
-        (Some(Kind::Stdio), None, _) => Some("is \"type\": \"stdio\" but has no \"command\""),
-        (Some(Kind::Http | Kind::Sse), _, None) => Some("is an HTTP server but has no \"url\""),
+        (Some(TransportType::Stdio), None, _) => {
+            Some("is \"type\": \"stdio\" but has no \"command\"")
+        }
+        (Some(TransportType::Http | TransportType::Sse), _, None) => {
+            Some("is an HTTP server but has no \"url\"")
+        }
         _ => None,
     };
     if let Some(p) = problem {
@@ -192,12 +196,12 @@ fn build_spec(
     };
     let x = |field: &str, v: &str| expand(v, lookup).map_err(|message| fail(field, message));
     let kind = raw.kind.unwrap_or(if raw.command.is_some() {
-        Kind::Stdio
+        TransportType::Stdio
     } else {
-        Kind::Http
+        TransportType::Http
     });
     let transport = match kind {
-        Kind::Stdio => {
+        TransportType::Stdio => {
             let command = x("command", raw.command.as_deref().unwrap_or_default())?;
             let args = raw
                 .args
@@ -238,7 +242,7 @@ fn build_spec(
                 cwd,
             }
         }
-        Kind::Http | Kind::Sse => {
+        TransportType::Http | TransportType::Sse => {
             let url = x("url", raw.url.as_deref().unwrap_or_default())?;
             let mut headers = Vec::new();
             for (k, v) in &raw.headers {
@@ -249,7 +253,7 @@ fn build_spec(
             TransportSpec::Http {
                 url,
                 headers,
-                sse: kind == Kind::Sse,
+                sse: kind == TransportType::Sse,
             }
         }
     };

@@ -8,8 +8,8 @@ use std::path::Path;
 use harness9_actors::oauth::jwt::{Alg, SigningKey};
 use harness9_actors::oauth::{AssertionSource, GrantKind, IdpConfig, OAuthConfig};
 
+use super::entry::{EntryDefaults, RawOAuth};
 use super::{read_regular, ConfigError};
-use crate::config_entry::RawOAuth;
 
 /// The token endpoint auth methods a config may name.
 const AUTH_METHODS: [&str; 3] = [
@@ -30,7 +30,7 @@ pub(super) fn apply(
     x: &dyn Fn(&str, &str) -> Result<String, ConfigError>,
     fail: &dyn Fn(&str, String) -> ConfigError,
     secrets: &mut Vec<String>,
-    defaults: &crate::config_entry::EntryDefaults,
+    defaults: &EntryDefaults,
 ) -> Result<(), ConfigError> {
     if let Some(g) = &raw.grant {
         config.grant = GrantKind::parse(g).ok_or_else(|| {

@@ -57,7 +57,7 @@ pub struct TuiSetup {
     /// Servers from another file than `config_path` (the user's), with that file.
     pub sources: Vec<(String, PathBuf)>,
     /// VS Code inputs the config needs and has no value for: asked once.
-    pub inputs: Vec<harness9_app::input_vars::InputPrompt>,
+    pub inputs: Vec<harness9_app::config::input_vars::InputPrompt>,
     /// What the config files have that is ignored (`Config::warnings`): shown at start.
     pub warnings: Vec<String>,
     /// Values `/trace` must not show (the config's env and header values) at start; each
@@ -384,8 +384,8 @@ impl Tui {
             }
             Effect::Reload => self.watcher.do_send(ReloadConfig { forced: true }),
             Effect::SaveInput { file, id, value } => {
-                let store = harness9_app::input_vars::store_path();
-                match harness9_app::input_vars::save(&store, &file, &id, &value) {
+                let store = harness9_app::config::input_vars::store_path();
+                match harness9_app::config::input_vars::save(&store, &file, &id, &value) {
                     Ok(()) => {
                         let text = format!("input \"{id}\" kept in {}", store.display());
                         self.notice(false, text, ctx);

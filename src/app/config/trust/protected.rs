@@ -7,7 +7,13 @@ use std::time::SystemTime;
 
 use harness9_agent::builtins::ProtectedPaths;
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use harness9_actors::TransportSpec;
+use harness9_base::path::resolved;
+
+use super::{entry_path, files_in, found_program, repository_root, resolved_cwd, store_path};
+use crate::config;
 
 /// Where a session's configuration comes from: what [`protected`] watches.
 #[derive(Debug, Clone)]

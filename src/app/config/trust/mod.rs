@@ -643,9 +643,8 @@ pub fn load(
 }
 
 mod exposed;
-pub use exposed::*;
+pub use exposed::{guard, sandbox_grants, writable_by_sandbox, Files};
 mod protected;
-use harness9_base::path::resolved;
 pub use protected::{list as protected_list, protected, Sources};
 
 /// One line per unapproved server of `config`: what it would run and how to approve it.
@@ -757,7 +756,7 @@ pub fn approve_shown(
     let cfg = config::load(path, must_exist, defaults)?;
     let key = config_key(path);
     let user = match user {
-        Some(u) => crate::sources::load_user(u, defaults)?.map(|c| (config_key(u), c)),
+        Some(u) => crate::config::sources::load_user(u, defaults)?.map(|c| (config_key(u), c)),
         None => None,
     };
     let mut store = Approvals::load(&store_path())?;
@@ -791,6 +790,7 @@ pub fn approve_shown(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness9_base::path::resolved;
 
     /// The fingerprint of `spec` alone in a config.
     fn fp(spec: &ServerSpec) -> String {
