@@ -71,7 +71,7 @@ pub struct SessionOptions {
     /// `--permission-mode` (`--yes`: bypass).
     pub permission_mode: Mode,
     /// `--continue`/`--resume [ID]`: the conversation to start with.
-    pub resume: super::conversations::Resume,
+    pub resume: crate::stores::conversations::Resume,
     /// `--elicitation-answers FILE`: headless elicitations are answered from it.
     pub elicitation_answers: Option<PathBuf>,
     /// `--elicitation`: how a headless form is answered without an answers file.
@@ -109,7 +109,7 @@ impl SessionOptions {
         let mut fixed = settings::permission_rules(&self.model, &mut ignored)?;
         fixed.extend(self.flag_rules.iter().cloned());
         let (saved, warnings) =
-            crate::permission_store::load(&crate::permission_store::path(), root);
+            crate::stores::permission_store::load(&crate::stores::permission_store::path(), root);
         for w in warnings {
             tracing::warn!("{w}");
         }
@@ -196,7 +196,7 @@ pub struct Session {
     trace_writer: Option<std::thread::JoinHandle<()>>,
     shutdown_grace: Option<Duration>,
     /// The tool-list cache (`None` with `HARNESS9_TOOL_CACHE=""`).
-    pub tool_cache: Option<std::sync::Arc<super::tool_cache::DiskCache>>,
+    pub tool_cache: Option<std::sync::Arc<crate::stores::tool_cache::DiskCache>>,
     /// Where the engine says a new conversation started (the built-ins forget what the model
     /// saw of each file); `None` without built-ins.
     forget_files: Option<actix::Recipient<harness9_agent::builtins::ForgetFiles>>,
@@ -219,7 +219,7 @@ impl Session {
         crate::telemetry::register(config);
         let (file_tap, trace_writer) = match &opts.trace {
             Some(p) => {
-                let (tap, handle) = crate::trace_file::open_watched(p, secrets_rx)?;
+                let (tap, handle) = crate::diagnostics::trace_file::open_watched(p, secrets_rx)?;
                 (Some(tap), Some(handle))
             }
             None => (None, None),
@@ -251,8 +251,8 @@ impl Session {
         // What this front end can answer: declared to every server, and part of every cached
         // list's key.
         let caps = desk.caps();
-        let tool_cache =
-            super::tool_cache::dir().map(|d| super::tool_cache::DiskCache::open(d, caps));
+        let tool_cache = crate::stores::tool_cache::dir()
+            .map(|d| crate::stores::tool_cache::DiskCache::open(d, caps));
         let cache_use = tool_cache
             .clone()
             .map(|store| harness9_actors::tool_cache::CacheUse {
@@ -326,7 +326,7 @@ impl Session {
         &self,
         provider: ProviderConfig,
         cfg: EngineConfig,
-        saved: Option<super::conversations::Opened>,
+        saved: Option<crate::stores::conversations::Opened>,
     ) -> Engine {
         let mut engine = Engine::new(Provider::new(provider), self.runtime.registry.clone(), cfg);
         if let Some(forget) = &self.forget_files {
@@ -341,10 +341,15 @@ impl Session {
     /// The conversation `resume` asks for, saved in the sessions directory, for `model`.
     pub fn conversation(
         &self,
-        resume: &super::conversations::Resume,
+        resume: &crate::stores::conversations::Resume,
         model: &str,
-    ) -> Result<super::conversations::Opened, String> {
-        super::conversations::open(&super::conversations::dir(), resume, &self.root, model)
+    ) -> Result<crate::stores::conversations::Opened, String> {
+        crate::stores::conversations::open(
+            &crate::stores::conversations::dir(),
+            resume,
+            &self.root,
+            model,
+        )
     }
 
     /// Stops every server (bounded by their shutdown), then lets the trace file finish

@@ -12,8 +12,11 @@ use clap::Args;
 use super::{Cli, Command, UsageError};
 
 /// Which conversation `--continue`/`--resume [ID]` ask for.
-pub fn resume_of(continue_: bool, resume: Option<&str>) -> crate::app::conversations::Resume {
-    use crate::app::conversations::Resume;
+pub fn resume_of(
+    continue_: bool,
+    resume: Option<&str>,
+) -> crate::app::stores::conversations::Resume {
+    use crate::app::stores::conversations::Resume;
     match (continue_, resume) {
         (true, _) => Resume::Latest,
         (false, Some("")) => Resume::Pick,
@@ -256,7 +259,7 @@ pub struct Flags {
     /// `--allowed-tools`, `--disallowed-tools`, `--permission-mode`.
     pub permissions: PermissionArgs,
     /// `--continue`/`--resume [ID]`: the conversation to start with.
-    pub resume: crate::app::conversations::Resume,
+    pub resume: crate::app::stores::conversations::Resume,
 }
 
 impl Cli {

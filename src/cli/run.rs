@@ -211,7 +211,11 @@ pub async fn run(
     if args.continue_ {
         // Said before anything starts: `--continue` is a wish to go on, not to start afresh.
         let cwd = std::env::current_dir().context("cannot read the working directory")?;
-        if crate::app::conversations::latest_for(&crate::app::conversations::dir(), &cwd).is_none()
+        if crate::app::stores::conversations::latest_for(
+            &crate::app::stores::conversations::dir(),
+            &cwd,
+        )
+        .is_none()
         {
             return Err(super::UsageError(format!(
                 "--continue: there is no earlier conversation in {}; run without --continue to start one",
@@ -270,7 +274,7 @@ pub async fn run(
     let resume = super::resume_of(args.continue_, args.resume.as_deref());
     let saved = match session.conversation(&resume, &model_id) {
         Ok(o) => Some(o),
-        Err(e) if resume != crate::app::conversations::Resume::New => {
+        Err(e) if resume != crate::app::stores::conversations::Resume::New => {
             return Err(super::UsageError(e).into())
         }
         Err(e) => {
@@ -427,7 +431,7 @@ pub async fn run(
     // skips it). A failed or interrupted run ends at once.
     let answered = matches!(&result, Ok(c) if *c == ExitCode::SUCCESS);
     if let (Some(cache), true) = (session.tool_cache.clone(), answered) {
-        let bound = crate::app::tool_cache::CACHE_AT_EXIT;
+        let bound = crate::app::stores::tool_cache::CACHE_AT_EXIT;
         let note = |names: &[&str]| {
             let names: Vec<String> = names
                 .iter()
@@ -439,7 +443,7 @@ pub async fn run(
                 names.join(", ")
             );
         };
-        let wait = crate::app::tool_cache::wait_to_cache(
+        let wait = crate::app::stores::tool_cache::wait_to_cache(
             &mut session.runtime.status,
             &config.servers,
             &cache,

@@ -156,9 +156,9 @@ pub async fn run(opts: &SessionOptions, started: std::time::Instant) -> anyhow::
                         None
                     }
                 };
-                if opts.resume == harness9_app::conversations::Resume::Pick {
-                    pick = Some(harness9_app::conversations::listing(
-                        &harness9_app::conversations::dir(),
+                if opts.resume == harness9_app::stores::conversations::Resume::Pick {
+                    pick = Some(harness9_app::stores::conversations::listing(
+                        &harness9_app::stores::conversations::dir(),
                         &root,
                         50,
                     ));

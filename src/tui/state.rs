@@ -143,7 +143,7 @@ pub enum Event {
         )>,
     ),
     /// The saved conversations' listing, for the `/resume` picker.
-    SessionsListed(harness9_app::conversations::Listing),
+    SessionsListed(harness9_app::stores::conversations::Listing),
     /// `/model` switched the model for the next turn.
     ModelSwitched {
         /// `anthropic claude-...`.

@@ -234,7 +234,7 @@ impl super::state::ModalView for TraceView {
             let pretty = serde_json::from_slice::<serde_json::Value>(&r.message)
                 .ok()
                 .and_then(|mut v| {
-                    harness9_app::trace_file::redact(&mut v, &state.trace.secrets);
+                    harness9_app::diagnostics::trace_file::redact(&mut v, &state.trace.secrets);
                     serde_json::to_string_pretty(&v).ok()
                 })
                 .unwrap_or_else(|| {
@@ -276,7 +276,7 @@ impl super::state::ModalView for TraceView {
 }
 
 fn trace_row_line(r: &TraceRow, selected: bool, width: usize) -> Line<'static> {
-    let ts = harness9_app::trace_file::rfc3339(r.ts);
+    let ts = harness9_app::diagnostics::trace_file::rfc3339(r.ts);
     let time = ts.get(11..23).unwrap_or(&ts).to_owned();
     let (arrow, color) = match r.dir {
         Direction::Send => ("→", Color::Cyan),

@@ -90,7 +90,7 @@ impl EntryDefaults {
     pub fn new() -> Self {
         Self {
             sandbox: None,
-            oauth_store: crate::oauth_store::default_store(),
+            oauth_store: crate::stores::oauth_store::default_store(),
             enterprise_idp: None,
             enterprise_idp_error: None,
         }

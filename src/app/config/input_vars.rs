@@ -14,7 +14,7 @@ pub const ENV: &str = "HARNESS9_INPUTS";
 pub fn store_path() -> PathBuf {
     match std::env::var_os(ENV) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => crate::paths::state_dir().join("inputs.json"),
+        _ => crate::stores::state_dir().join("inputs.json"),
     }
 }
 

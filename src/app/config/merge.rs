@@ -24,7 +24,7 @@ pub(super) fn merged(project: Config, user: Option<Config>, approve_project: boo
         Some(mut u) => {
             if !trusted(&project, approve_project) {
                 let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-                away_from(&mut u, &crate::paths::state_dir(), &here);
+                away_from(&mut u, &crate::stores::state_dir(), &here);
             }
             merge(project, u)
         }

@@ -3,15 +3,17 @@
 //! `Invalid`, with the file, line and column), the others built into specs
 //! ([`super::build`]).
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use harness9_actors::{Hold, ServerSpec};
+use harness9_actors::{Hold, ServerSpec, TransportSpec};
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::build::{build, held_transport, validate, written_form, Lookups};
+use super::build::{build, validate, written_form, Collected, Lookups, Place};
 use super::entry::{EntryDefaults, RawServer};
 use super::expand;
 use super::formats::{declared_inputs, foreign_fields};
@@ -110,64 +112,12 @@ pub fn parse(
     lookup: &dyn Fn(&str) -> Option<String>,
     defaults: &EntryDefaults,
 ) -> Result<Config, ConfigError> {
-    let positions = || server_positions(text);
-    let file: RawFile = serde_json::from_str(text).map_err(|e| {
-        // Name the server whose entry holds the error position.
-        let owner = positions()
-            .into_iter()
-            .rev()
-            .find(|(_, l, c)| (*l, *c) <= (e.line(), e.column()))
-            .map(|(name, ..)| format!("server \"{name}\": "))
-            .unwrap_or_default();
-        ConfigError::Syntax {
-            path: shown.to_owned(),
-            line: e.line(),
-            column: e.column(),
-            message: format!("{owner}{}", bare(&e)),
-        }
-    })?;
+    let file: RawFile = serde_json::from_str(text).map_err(|e| syntax_error(text, shown, &e))?;
     let mut config = Config {
         path: PathBuf::from(shown),
         ..Config::default()
     };
-    // Inputs looked up without a value, with the servers that need them: asked for in the TUI.
-    let missing = std::cell::RefCell::new(Vec::<(String, Vec<String>)>::new());
-    let current = std::cell::RefCell::new(String::new());
-    let used = std::cell::RefCell::new(Vec::<String>::new());
-    let recording = |v: &str| {
-        let got = lookup(v);
-        if let Some(id) = v.strip_prefix("input:") {
-            let mut u = used.borrow_mut();
-            if !u.iter().any(|x| x == id) {
-                u.push(id.to_owned());
-            }
-        }
-        if let (None, Some(id)) = (&got, v.strip_prefix("input:")) {
-            let server = current.borrow().clone();
-            let mut m = missing.borrow_mut();
-            match m.iter_mut().find(|(x, _)| x == id) {
-                Some((_, servers)) if !servers.contains(&server) => servers.push(server),
-                Some(_) => {}
-                None => m.push((id.to_owned(), vec![server])),
-            }
-        }
-        got
-    };
-    let lookup: &dyn Fn(&str) -> Option<String> = &recording;
-    // The written form: every reference as written, but `${workspaceFolder}` (where the project
-    // is) resolved; input ids are still recorded as used.
-    let literal = |v: &str| {
-        if v == "workspaceFolder" {
-            return lookup(v);
-        }
-        if let Some(id) = v.strip_prefix("input:") {
-            let mut u = used.borrow_mut();
-            if !u.iter().any(|x| x == id) {
-                u.push(id.to_owned());
-            }
-        }
-        Some(format!("${{{v}}}"))
-    };
+    let inputs = InputUse::new(lookup);
     let declared = declared_inputs(file.inputs);
     let entries = match (file.mcp_servers, file.servers) {
         (Some(m), Some(_)) => {
@@ -180,153 +130,302 @@ pub fn parse(
         (None, Some(v)) => v.0,
         (None, None) => Vec::new(),
     };
+    let parsing = FileParse {
+        text,
+        place: Place {
+            shown,
+            base,
+            defaults,
+        },
+        inputs: &inputs,
+        declared: &declared,
+    };
     for (name, value) in entries {
         config.warnings.extend(foreign_fields(shown, &name, value));
-        // An error in one entry fails that server only (its spec is held as `Invalid`).
-        let held = |message: String| {
-            let mut spec = ServerSpec::stdio(&name, "", Vec::new());
-            // Shown with the transport its entry asks for (a failed HTTP server is not "stdio").
-            if let Some(transport) = held_transport(value.get()) {
-                spec.transport = transport;
-            }
-            spec.hold = Some(Hold::Invalid(message));
-            spec
-        };
-        let at_key = || {
-            positions()
-                .into_iter()
-                .find(|(n, ..)| *n == name)
-                .map(|(_, l, c)| (l, c))
-                .unwrap_or((1, 1))
-        };
-        if let Some(problem) = name_problem(&name) {
-            if is_disabled(value) {
-                config.disabled.push(name);
-                continue;
-            }
-            let (line, column) = at_key();
-            let message = ConfigError::Syntax {
-                path: shown.to_owned(),
-                line,
-                column,
-                message: problem,
-            };
-            config.servers.push(held(message.to_string()));
-            continue;
+        parsing.entry(&mut config, name, value);
+    }
+    config.inputs = inputs.prompts(shown, &declared);
+    for w in &config.warnings {
+        tracing::warn!("{w}");
+    }
+    Ok(config)
+}
+
+/// The error of a file that is not JSON (or whose servers are not an object), naming the
+/// server whose entry holds the error position.
+fn syntax_error(text: &str, shown: &str, e: &serde_json::Error) -> ConfigError {
+    let owner = server_positions(text)
+        .into_iter()
+        .rev()
+        .find(|(_, l, c)| (*l, *c) <= (e.line(), e.column()))
+        .map(|(name, ..)| format!("server \"{name}\": "))
+        .unwrap_or_default();
+    ConfigError::Syntax {
+        path: shown.to_owned(),
+        line: e.line(),
+        column: e.column(),
+        message: format!("{owner}{}", bare(e)),
+    }
+}
+
+/// The VS Code inputs a file's entries use: the file's lookup, noting every `${input:ID}` the
+/// current entry uses and every one without a value, with the servers that need it (asked
+/// for in the TUI).
+struct InputUse<'a> {
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+    /// Inputs looked up without a value, with the servers that need them.
+    missing: RefCell<Vec<(String, Vec<String>)>>,
+    /// The server whose entry is being built.
+    current: RefCell<String>,
+    /// The input ids the current entry uses.
+    used: RefCell<Vec<String>>,
+}
+
+impl<'a> InputUse<'a> {
+    fn new(lookup: &'a dyn Fn(&str) -> Option<String>) -> Self {
+        Self {
+            lookup,
+            missing: RefCell::new(Vec::new()),
+            current: RefCell::new(String::new()),
+            used: RefCell::new(Vec::new()),
         }
-        let raw = match serde_json::from_str::<RawServer>(value.get()) {
-            Ok(raw) => raw,
-            Err(e) => {
-                if is_disabled(value) {
-                    config.disabled.push(name);
-                    continue;
-                }
-                // serde's position is within the entry: shift it to the file's.
-                let start = (value.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
-                let (l0, c0) = line_col(text, start);
-                let (line, column) = match e.line() {
-                    0 => (l0, c0),
-                    1 => (l0, c0 + e.column().saturating_sub(1)),
-                    l => (l0 + l - 1, e.column()),
-                };
-                let message = ConfigError::Syntax {
-                    path: shown.to_owned(),
-                    line,
-                    column,
-                    message: format!("server \"{name}\": {}", bare(&e)),
-                };
-                config.servers.push(held(message.to_string()));
-                continue;
-            }
-        };
-        if raw.disabled {
-            config.disabled.push(name);
-            continue;
+    }
+
+    /// From now on the references looked up are server `name`'s.
+    fn start(&self, name: &str) {
+        *self.current.borrow_mut() = name.to_owned();
+        self.used.borrow_mut().clear();
+    }
+
+    /// Notes input `id` as used by the current entry.
+    fn note_used(&self, id: &str) {
+        let mut u = self.used.borrow_mut();
+        if !u.iter().any(|x| x == id) {
+            u.push(id.to_owned());
         }
-        if let Some(file) = &raw.env_file {
-            if let Ok(file) = expand(file, lookup) {
-                config.read_files.push(base.join(file));
-            }
+    }
+
+    /// The value of reference `v` (`VAR`, `input:ID`, ...), noted.
+    fn value(&self, v: &str) -> Option<String> {
+        let got = (self.lookup)(v);
+        if let Some(id) = v.strip_prefix("input:") {
+            self.note_used(id);
         }
-        if let Some(problem) = validate(&raw) {
-            let (line, column) = at_key();
-            let message = ConfigError::Syntax {
-                path: shown.to_owned(),
-                line,
-                column,
-                message: format!("server \"{name}\" {problem}"),
-            };
-            config.servers.push(held(message.to_string()));
-            continue;
-        }
-        *current.borrow_mut() = name.clone();
-        used.borrow_mut().clear();
-        let mut w = written_form(
-            &name,
-            value,
-            shown,
-            base,
-            Lookups {
-                values: &literal,
-                paths: lookup,
-            },
-            defaults,
-        );
-        let mut secrets = Vec::new();
-        let mut expansions = Vec::new();
-        match build(
-            &name,
-            raw,
-            shown,
-            base,
-            Lookups {
-                values: lookup,
-                paths: lookup,
-            },
-            defaults,
-            &mut secrets,
-            &mut expansions,
-        ) {
-            Ok(spec) => {
-                config.secrets.append(&mut secrets);
-                config.expansions.append(&mut expansions);
-                config.servers.push(spec);
-            }
-            Err(e) => {
-                let start = (value.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
-                config.servers.push(held(
-                    at_oauth_field(e, text, start, value.get()).to_string(),
-                ))
+        if let (None, Some(id)) = (&got, v.strip_prefix("input:")) {
+            let server = self.current.borrow().clone();
+            let mut m = self.missing.borrow_mut();
+            match m.iter_mut().find(|(x, _)| x == id) {
+                Some((_, servers)) if !servers.contains(&server) => servers.push(server),
+                Some(_) => {}
+                None => m.push((id.to_owned(), vec![server])),
             }
         }
-        w.inputs = used
+        got
+    }
+
+    /// Reference `v` in the written form: as written, but `${workspaceFolder}` (where the
+    /// project is) resolved; input ids are still noted as used.
+    fn literal(&self, v: &str) -> Option<String> {
+        if v == "workspaceFolder" {
+            return self.value(v);
+        }
+        if let Some(id) = v.strip_prefix("input:") {
+            self.note_used(id);
+        }
+        Some(format!("${{{v}}}"))
+    }
+
+    /// The inputs the current entry uses, as `declared`: (id, description, password).
+    fn used(&self, declared: &Declared) -> Vec<(String, String, bool)> {
+        self.used
             .borrow()
             .iter()
             .map(|id| {
                 let (description, password) = declared.get(id).cloned().unwrap_or_default();
                 (id.clone(), description, password)
             })
-            .collect();
+            .collect()
+    }
+
+    /// The prompts of the inputs without a value, in the file `shown`.
+    fn prompts(self, shown: &str, declared: &Declared) -> Vec<InputPrompt> {
+        self.missing
+            .into_inner()
+            .into_iter()
+            .map(|(id, servers)| {
+                let (description, password) = declared.get(&id).cloned().unwrap_or_default();
+                InputPrompt {
+                    file: PathBuf::from(shown),
+                    id,
+                    description,
+                    password,
+                    servers,
+                }
+            })
+            .collect()
+    }
+}
+
+/// VS Code's input declarations: id -> (description, password).
+type Declared = BTreeMap<String, (String, bool)>;
+
+/// One file's entries being parsed: its text, where it is, its inputs.
+struct FileParse<'a> {
+    text: &'a str,
+    place: Place<'a>,
+    inputs: &'a InputUse<'a>,
+    declared: &'a Declared,
+}
+
+impl FileParse<'_> {
+    /// Server `name`'s entry `value` into `config`: disabled, held with its error (in the
+    /// file, at a position), or built, with its written form.
+    fn entry(&self, config: &mut Config, name: String, value: &RawValue) {
+        if let Some(problem) = name_problem(&name) {
+            if is_disabled(value) {
+                config.disabled.push(name);
+                return;
+            }
+            let message = self.at_key(&name, problem);
+            config.servers.push(held(&name, value, message.to_string()));
+            return;
+        }
+        let raw = match serde_json::from_str::<RawServer>(value.get()) {
+            Ok(raw) => raw,
+            Err(e) => {
+                if is_disabled(value) {
+                    config.disabled.push(name);
+                    return;
+                }
+                let message = self.in_entry(&name, value, &e);
+                config.servers.push(held(&name, value, message.to_string()));
+                return;
+            }
+        };
+        if raw.disabled {
+            config.disabled.push(name);
+            return;
+        }
+        if let Some(file) = &raw.env_file {
+            if let Ok(file) = expand(file, &|v| self.inputs.value(v)) {
+                config.read_files.push(self.place.base.join(file));
+            }
+        }
+        if let Some(problem) = validate(&raw) {
+            let message = self.at_key(&name, format!("server \"{name}\" {problem}"));
+            config.servers.push(held(&name, value, message.to_string()));
+            return;
+        }
+        self.build(config, name, raw, value);
+    }
+
+    /// A valid entry built into `config`: its spec (held at its `oauth` field when that
+    /// fails), its secrets and expansions, its written form.
+    fn build(&self, config: &mut Config, name: String, raw: RawServer, value: &RawValue) {
+        self.inputs.start(&name);
+        let values = |v: &str| self.inputs.value(v);
+        let literal = |v: &str| self.inputs.literal(v);
+        let mut w = written_form(
+            &name,
+            value,
+            self.place.shown,
+            self.place.base,
+            Lookups {
+                values: &literal,
+                paths: &values,
+            },
+            self.place.defaults,
+        );
+        let lookups = Lookups {
+            values: &values,
+            paths: &values,
+        };
+        let mut found = Collected::default();
+        match build(&name, raw, self.place, lookups, &mut found) {
+            Ok(spec) => {
+                config.secrets.append(&mut found.secrets);
+                config.expansions.append(&mut found.expansions);
+                config.servers.push(spec);
+            }
+            Err(e) => {
+                let start = self.offset(value);
+                let message = at_oauth_field(e, self.text, start, value.get());
+                config.servers.push(held(&name, value, message.to_string()))
+            }
+        }
+        w.inputs = self.inputs.used(self.declared);
         config.written.push((name, w));
     }
-    config.inputs = missing
-        .into_inner()
-        .into_iter()
-        .map(|(id, servers)| {
-            let (description, password) = declared.get(&id).cloned().unwrap_or_default();
-            InputPrompt {
-                file: PathBuf::from(shown),
-                id,
-                description,
-                password,
-                servers,
-            }
-        })
-        .collect();
-    for w in &config.warnings {
-        tracing::warn!("{w}");
+
+    /// Error `message` at server `name`'s key.
+    fn at_key(&self, name: &str, message: String) -> ConfigError {
+        let (line, column) = server_positions(self.text)
+            .into_iter()
+            .find(|(n, ..)| n == name)
+            .map(|(_, l, c)| (l, c))
+            .unwrap_or((1, 1));
+        ConfigError::Syntax {
+            path: self.place.shown.to_owned(),
+            line,
+            column,
+            message,
+        }
     }
-    Ok(config)
+
+    /// Server `name`'s entry `value` that does not parse as an entry: serde's position is
+    /// within the entry, shifted to the file's.
+    fn in_entry(&self, name: &str, value: &RawValue, e: &serde_json::Error) -> ConfigError {
+        let (l0, c0) = line_col(self.text, self.offset(value));
+        let (line, column) = match e.line() {
+            0 => (l0, c0),
+            1 => (l0, c0 + e.column().saturating_sub(1)),
+            l => (l0 + l - 1, e.column()),
+        };
+        ConfigError::Syntax {
+            path: self.place.shown.to_owned(),
+            line,
+            column,
+            message: format!("server \"{name}\": {}", bare(e)),
+        }
+    }
+
+    /// Where entry `value` starts in the file's text, in bytes.
+    fn offset(&self, value: &RawValue) -> usize {
+        (value.get().as_ptr() as usize).saturating_sub(self.text.as_ptr() as usize)
+    }
+}
+
+/// Server `name`'s spec held as invalid with `message`: an error in one entry fails that
+/// server only. It is shown with the transport its entry `value` asks for (a failed HTTP
+/// server is not "stdio").
+fn held(name: &str, value: &RawValue, message: String) -> ServerSpec {
+    let mut spec = ServerSpec::stdio(name, "", Vec::new());
+    if let Some(transport) = invalid_transport(value.get()) {
+        spec.transport = transport;
+    }
+    spec.hold = Some(Hold::Invalid(message));
+    spec
+}
+
+/// The HTTP transport a bad entry asks for (a `url`, or a `type` of http/sse without a
+/// `command`), its URL as written, for the status it is shown with; `None`: stdio.
+fn invalid_transport(entry: &str) -> Option<TransportSpec> {
+    let v: serde_json::Value = serde_json::from_str(entry).ok()?;
+    let kind = v.get("type").and_then(serde_json::Value::as_str);
+    let http = match kind {
+        Some("stdio") => false,
+        Some(_) => true,
+        None => v.get("command").is_none() && v.get("url").is_some(),
+    };
+    http.then(|| TransportSpec::Http {
+        url: v
+            .get("url")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        headers: Vec::new(),
+        sse: kind == Some("sse"),
+    })
 }
 
 /// Why `name` cannot be a server's name, if it cannot. A name is the server's identity: rules

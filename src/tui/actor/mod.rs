@@ -84,7 +84,7 @@ pub struct TuiSetup {
     /// line named one).
     pub resumed_model: Option<String>,
     /// `--resume` without an id: the saved conversations' listing, for the picker.
-    pub pick: Option<harness9_app::conversations::Listing>,
+    pub pick: Option<harness9_app::stores::conversations::Listing>,
     /// The model's context window, when the settings know it.
     pub context_window: Option<u64>,
     /// The model settings (prices, windows), when a model is configured.
@@ -281,7 +281,7 @@ impl Tui {
     /// Saves an "always" answer's rule for the project (the engine has already taken it for
     /// this session); says where, or why it could not be saved.
     fn remember(&mut self, rule: &str, ctx: &mut Context<Self>) {
-        use harness9_app::permission_store as store;
+        use harness9_app::stores::permission_store as store;
         let file = store::path();
         let text = match store::remember(&file, &self.policy.place.root, rule) {
             Ok(()) => format!(
@@ -470,7 +470,7 @@ impl Tui {
             }
             Effect::ForgetRule(text) => {
                 use harness9_agent::permissions::Kind;
-                use harness9_app::permission_store as store;
+                use harness9_app::stores::permission_store as store;
                 self.policy.rules.forget(Kind::Allow, &text);
                 let note = match store::forget(&store::path(), &self.policy.place.root, &text) {
                     Ok(()) => Event::Notice {

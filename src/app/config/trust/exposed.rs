@@ -182,12 +182,12 @@ fn hold_store_writers(
             "approve any server",
         ),
         (
-            crate::permission_store::path(),
+            crate::stores::permission_store::path(),
             "remembered permissions",
             "allow any tool call",
         ),
     ];
-    if let Some(dir) = crate::tool_cache::dir() {
+    if let Some(dir) = crate::stores::tool_cache::dir() {
         // A planted entry would offer another server's tools with annotations of its choosing
         // (`readOnlyHint` runs a call unasked) until that server connects.
         guarded.push((

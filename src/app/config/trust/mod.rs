@@ -36,7 +36,7 @@ pub const ENV: &str = "HARNESS9_APPROVALS";
 pub fn store_path() -> PathBuf {
     match std::env::var_os(ENV) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => crate::paths::state_dir().join("approvals.json"),
+        _ => crate::stores::state_dir().join("approvals.json"),
     }
 }
 
@@ -311,7 +311,7 @@ fn approvable(config: &Config, spec: &ServerSpec) -> bool {
 /// The transport server `spec` of `config` shows while it waits for approval: its written
 /// form (no value of the user's is put in), else the spec's; a stdio server without `cwd`
 /// names the working directory it would run in (part of the approval).
-fn held_transport(config: &Config, spec: &ServerSpec) -> TransportSpec {
+fn awaiting_transport(config: &Config, spec: &ServerSpec) -> TransportSpec {
     let mut t = config
         .written(&spec.name)
         .and_then(|w| w.transport.clone())
@@ -329,10 +329,10 @@ fn held_transport(config: &Config, spec: &ServerSpec) -> TransportSpec {
 }
 
 /// What server `spec` of `config` shows while it waits for approval (one line, see
-/// `held_transport`): command, args, env keys, working directory, header names, and the
+/// `awaiting_transport`): command, args, env keys, working directory, header names, and the
 /// `${VAR}` names it uses, never their values.
 pub fn shown(config: &Config, spec: &ServerSpec) -> String {
-    let transport = held_transport(config, spec);
+    let transport = awaiting_transport(config, spec);
     let line = transport.command_line();
     // References in fields the line does not show (`oauth`, `sandbox`, `roots`, ...): a
     // `clientSecret` of `${GITHUB_TOKEN}` goes to the network too.
@@ -609,7 +609,7 @@ fn hold_unapproved_of(
             config.servers[i].pinned = std::mem::take(&mut pins[i]);
             continue;
         }
-        let transport = held_transport(config, &config.servers[i]);
+        let transport = awaiting_transport(config, &config.servers[i]);
         let line = shown(config, &config.servers[i]);
         let s = &mut config.servers[i];
         s.transport = transport;

@@ -107,7 +107,7 @@ pub fn list(sources: &Sources) -> Vec<PathBuf> {
         add(absolute(f, &sources.root));
     }
     add(store_path());
-    add(crate::permission_store::path());
+    add(crate::stores::permission_store::path());
     for path in configs {
         let Ok(cfg) = config::load(path, false, &sources.defaults) else {
             continue;

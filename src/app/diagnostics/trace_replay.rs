@@ -126,9 +126,9 @@ impl Loader {
             return;
         }
         let record = line
-            .filter(|l| l.len() <= crate::trace_stats::MAX_LINE_BYTES)
+            .filter(|l| l.len() <= crate::diagnostics::trace_stats::MAX_LINE_BYTES)
             .and_then(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(crate::trace_stats::is_record);
+            .filter(crate::diagnostics::trace_stats::is_record);
         let Some(mut record) = record else {
             self.skipped += 1;
             self.first_skipped_line.get_or_insert(self.line);

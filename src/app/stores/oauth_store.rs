@@ -23,7 +23,7 @@ pub const ENV: &str = "HARNESS9_OAUTH_STORE";
 pub fn store_path() -> PathBuf {
     match std::env::var_os(ENV) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => crate::paths::state_dir().join("oauth.json"),
+        _ => crate::stores::state_dir().join("oauth.json"),
     }
 }
 
