@@ -22,6 +22,6 @@ pub mod stores;
 pub mod telemetry;
 pub mod watcher;
 
-pub use runtime::{spawn_event_printer, Runtime};
-pub use session::{RuntimeOptions, Session, SessionOptions, Start, HEADLESS_GRACE};
+pub use runtime::{spawn_status_lines, Runtime};
+pub use session::{HeadlessLines, RuntimeOptions, Session, SessionOptions, Start, HEADLESS_GRACE};
 pub use watcher::ConfigWatcher;

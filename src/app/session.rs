@@ -81,6 +81,38 @@ pub struct SessionOptions {
     /// The settings files' runtime choices and the stores (defaults until `main` reads the
     /// settings).
     pub runtime: RuntimeOptions,
+    /// Where the headless `[mcp]` lines go: the front end prints them (on stderr).
+    pub lines: HeadlessLines,
+}
+
+/// Where a headless front end's `[mcp]` lines go, each as soon as it is known: what the
+/// desk answered a server by the flags, the servers' connection events. The front end
+/// prints them (on stderr); the default drops them.
+#[derive(Clone)]
+pub struct HeadlessLines(Arc<dyn Fn(&str) + Send + Sync>);
+
+impl HeadlessLines {
+    /// Lines given to `out`, one call each (without its newline).
+    pub fn new(out: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(out))
+    }
+
+    /// Tells `line`.
+    pub fn say(&self, line: &str) {
+        (self.0)(line)
+    }
+}
+
+impl Default for HeadlessLines {
+    fn default() -> Self {
+        Self::new(|_| {})
+    }
+}
+
+impl std::fmt::Debug for HeadlessLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HeadlessLines")
+    }
 }
 
 impl SessionOptions {
@@ -158,6 +190,25 @@ impl SessionOptions {
     pub fn model_settings(&self) -> Result<Settings, settings::SettingsError> {
         settings::resolve(&self.model)
     }
+
+    /// The desk answering servers' questions by these flags (`interactive`: a person answers
+    /// too), sampling with `model`'s provider when there is one.
+    fn input_desk(&self, interactive: bool, model: Option<&Settings>) -> anyhow::Result<InputDesk> {
+        Ok(InputDesk::new(
+            DeskOptions {
+                answers: match &self.elicitation_answers {
+                    Some(p) => Some(crate::asks::read_answers(p)?),
+                    None => None,
+                },
+                elicitation: self.elicitation,
+                sampling_allowed: self.sampling_allowed,
+                interactive,
+                sampling_models: model.map(|s| s.sampling_models.clone()).unwrap_or_default(),
+                lines: self.lines.clone(),
+            },
+            model.and_then(|s| s.provider.clone()).map(Provider::new),
+        ))
+    }
 }
 
 /// How a session starts.
@@ -229,25 +280,7 @@ impl Session {
             None => file_tap,
         };
         let model = opts.model_settings().ok();
-        let desk = InputDesk::new(
-            DeskOptions {
-                answers: match &opts.elicitation_answers {
-                    Some(p) => Some(crate::asks::read_answers(p)?),
-                    None => None,
-                },
-                elicitation: opts.elicitation,
-                sampling_allowed: opts.sampling_allowed,
-                interactive: start.interactive,
-                sampling_models: model
-                    .as_ref()
-                    .map(|s| s.sampling_models.clone())
-                    .unwrap_or_default(),
-            },
-            model
-                .as_ref()
-                .and_then(|s| s.provider.clone())
-                .map(Provider::new),
-        );
+        let desk = opts.input_desk(start.interactive, model.as_ref())?;
         // What this front end can answer: declared to every server, and part of every cached
         // list's key.
         let caps = desk.caps();
@@ -311,14 +344,12 @@ impl Session {
         EngineConfig::new(max_steps, budget).with_environment(&self.root)
     }
 
-    /// Says on stderr, loudly, that `--permission-mode bypass` (or `--yes`) runs every tool
-    /// call unasked.
-    pub fn warn_bypass(policy: &Policy) {
-        if policy.mode == Mode::Bypass {
-            eprintln!(
-                "harness9: WARNING: --permission-mode bypass: every tool call runs without asking (bash, write_file, every MCP tool); only deny rules still refuse"
-            );
-        }
+    /// The warning, to say loudly on stderr, that `--permission-mode bypass` (or `--yes`)
+    /// runs every tool call unasked; `None` in another mode.
+    pub fn bypass_warning(policy: &Policy) -> Option<&'static str> {
+        (policy.mode == Mode::Bypass).then_some(
+            "harness9: WARNING: --permission-mode bypass: every tool call runs without asking (bash, write_file, every MCP tool); only deny rules still refuse",
+        )
     }
 
     /// An engine for `provider` over this session's tools, continuing and saving `saved`.

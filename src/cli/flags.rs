@@ -415,6 +415,7 @@ impl Flags {
                 None => Mode::Default,
             },
             resume: flags.resume.clone(),
+            lines: crate::app::HeadlessLines::new(|line| eprintln!("{line}")),
             elicitation_answers: flags.session.asks.elicitation_answers.clone(),
             elicitation: flags
                 .session

@@ -15,7 +15,7 @@ use crate::agent::engine::{
     turn_stream, CancelTurn, Engine, EngineError, EngineEvent, RunTurn, TurnEvent, TurnOutcome,
 };
 use crate::agent::model::settings;
-use crate::app::{spawn_event_printer, Session, SessionOptions, Start};
+use crate::app::{spawn_status_lines, Session, SessionOptions, Start};
 use crate::cli::{interrupted, RunArgs};
 use crate::sanitize::{clean_line, clean_text, to_json};
 
@@ -242,10 +242,14 @@ pub async fn run(
     };
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let (policy, _logged) = opts.policy(&cwd)?;
-    crate::app::Session::warn_bypass(&policy);
+    if let Some(warning) = crate::app::Session::bypass_warning(&policy) {
+        eprintln!("{warning}");
+    }
     let config = opts.load_config()?;
     crate::app::SessionOptions::unmatched_rules(&policy, &config);
-    crate::app::config::trust::print_hints(&config, None);
+    for line in crate::app::config::trust::hint_lines(&config, None) {
+        eprintln!("{line}");
+    }
     let start = Start {
         shutdown_grace: Some(crate::app::HEADLESS_GRACE),
         builtins: true,
@@ -257,7 +261,11 @@ pub async fn run(
     // Every way out of the session closes it: an early return would leave its actors to be
     // dropped with the runtime.
     let result: anyhow::Result<ExitCode> = async {
-    spawn_event_printer(session.runtime.status.clone(), opts.verbose > 0);
+    spawn_status_lines(
+        session.runtime.status.clone(),
+        opts.verbose > 0,
+        opts.lines.clone(),
+    );
     let mut engine_cfg = session.engine_config(
         args.max_steps.unwrap_or(settings.max_steps),
         settings.tool_output_budget_tokens,

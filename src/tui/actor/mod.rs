@@ -30,7 +30,7 @@ use harness9_agent::engine::{
     turn_stream, Answer, CancelTurn, ClearConversation, Compact, DisableTools, Engine, EngineError,
     ResumeConversation, RunTurn, SetProvider, TurnEvent, TurnOutcome,
 };
-use harness9_app::asks::{Question, UserAsk};
+use harness9_app::asks::{ServerQuestion, UserAsk};
 use harness9_app::watcher::{
     ApproveServers, ConfigChanged, ConfigOutcome, ConfigWatcher, ReloadConfig,
 };
@@ -568,11 +568,11 @@ impl Handler<UserAsk> for Tui {
         let key = self.next_ask;
         self.next_ask += 1;
         let (ask, reply) = match msg.question {
-            Question::Elicit { params, answer } => (
+            ServerQuestion::Elicit { params, answer } => (
                 super::elicit::elicitation(key, msg.server, &params),
                 AskReply::Elicit(self.forward(key, answer, ctx)),
             ),
-            Question::Sample {
+            ServerQuestion::Sample {
                 sampling,
                 model,
                 answer,
