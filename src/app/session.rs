@@ -268,17 +268,7 @@ impl Session {
         let (secrets, secrets_rx) = watch::channel(config.secrets.clone());
         // Exported spans are cleaned of them too.
         crate::telemetry::register(config);
-        let (file_tap, trace_writer) = match &opts.trace {
-            Some(p) => {
-                let (tap, handle) = crate::diagnostics::trace_file::open_watched(p, secrets_rx)?;
-                (Some(tap), Some(handle))
-            }
-            None => (None, None),
-        };
-        let tap = match start.wire {
-            Some(extra) => Some(fan_out(file_tap, extra)),
-            None => file_tap,
-        };
+        let (tap, trace_writer) = wire_tap(opts.trace.as_deref(), start.wire, secrets_rx)?;
         let model = opts.model_settings().ok();
         let desk = opts.input_desk(start.interactive, model.as_ref())?;
         // What this front end can answer: declared to every server, and part of every cached
@@ -415,6 +405,27 @@ impl Session {
                 .await;
         }
     }
+}
+
+/// Where a session's wire records go: the `--trace` file (written by its thread, which
+/// redacts `secrets`) and the front end's `wire` sink; either, both or none.
+fn wire_tap(
+    trace: Option<&Path>,
+    wire: Option<mpsc::Sender<WireRecord>>,
+    secrets: watch::Receiver<Vec<String>>,
+) -> anyhow::Result<(Option<WireTap>, Option<std::thread::JoinHandle<()>>)> {
+    let (file_tap, trace_writer) = match trace {
+        Some(p) => {
+            let (tap, handle) = crate::diagnostics::trace_file::open_watched(p, secrets)?;
+            (Some(tap), Some(handle))
+        }
+        None => (None, None),
+    };
+    let tap = match wire {
+        Some(extra) => Some(fan_out(file_tap, extra)),
+        None => file_tap,
+    };
+    Ok((tap, trace_writer))
 }
 
 /// Forwards every wire record to `extra` and, with `--trace`, to the trace file. Both ends are
