@@ -36,7 +36,7 @@ fn tui_log_path() -> PathBuf {
     if let Some(p) = std::env::var_os("HARNESS9_LOG") {
         return PathBuf::from(p);
     }
-    harness9::app::paths::state_dir().join("harness9.log")
+    harness9::app::stores::state_dir().join("harness9.log")
 }
 
 /// The log (a file for the TUI, else stderr) and, when telemetry is on, the exporter's layer:
@@ -58,7 +58,10 @@ fn init_logging(verbose: u8, to_file: bool, tracer: Option<opentelemetry_sdk::tr
     if to_file {
         // The screen belongs to the TUI: logs go to a file, or nowhere if it cannot be opened.
         let path = tui_log_path();
-        match harness9::app::log_file::CappedLog::open(&path, harness9::app::log_file::MAX_BYTES) {
+        match harness9::app::diagnostics::log_file::CappedLog::open(
+            &path,
+            harness9::app::diagnostics::log_file::MAX_BYTES,
+        ) {
             Ok(file) => install(std::sync::Mutex::new(file), filter, tracer),
             Err(_) => install(std::io::sink, EnvFilter::new("off"), tracer),
         }
@@ -91,7 +94,7 @@ fn install<W>(
     install_layer(log, tracer);
 }
 
-/// Headless stderr as a user reads it ([`harness9::app::log_file::UserLines`]).
+/// Headless stderr as a user reads it ([`harness9::app::diagnostics::log_file::UserLines`]).
 fn install_user_lines(
     filter: tracing_subscriber::EnvFilter,
     tracer: Option<opentelemetry_sdk::trace::Tracer>,
@@ -100,7 +103,7 @@ fn install_user_lines(
     let log = tracing_subscriber::fmt::layer()
         .with_writer(|| CleanStderr)
         .with_ansi(false)
-        .event_format(harness9::app::log_file::UserLines)
+        .event_format(harness9::app::diagnostics::log_file::UserLines)
         .with_filter(filter);
     install_layer(log, tracer);
 }

@@ -39,6 +39,32 @@ pub enum TransportSpec {
     },
 }
 
+/// A [`TransportSpec`]'s parts, borrowed ([`TransportSpec::parts`]); every kind of
+/// transport is one of these, so a reader of them all handles each.
+#[derive(Debug, Clone, Copy)]
+pub enum TransportParts<'a> {
+    /// A child process.
+    Stdio {
+        /// The program.
+        command: &'a str,
+        /// Its arguments.
+        args: &'a [String],
+        /// Its extra environment, in the spec's order.
+        env: &'a [(String, String)],
+        /// Its working directory, when set.
+        cwd: Option<&'a Path>,
+    },
+    /// An HTTP endpoint.
+    Http {
+        /// The URL.
+        url: &'a str,
+        /// The headers, in the spec's order.
+        headers: &'a [(String, String)],
+        /// `http` or `sse`.
+        kind: &'static str,
+    },
+}
+
 impl TransportSpec {
     /// What this transport runs or reaches, as one line a user can read and check: the
     /// command line (each word shell-quoted, control characters escaped as `$'\x1b'`), its
@@ -46,16 +72,16 @@ impl TransportSpec {
     /// are not shown (env, headers) name the `${VAR}` references they still hold (a spec as
     /// a config writes it, before expansion), never a value.
     pub fn command_line(&self) -> String {
-        match self {
-            TransportSpec::Stdio {
+        match self.parts() {
+            TransportParts::Stdio {
                 command,
                 args,
                 env,
                 cwd,
             } => {
                 let mut out: Vec<String> = std::iter::once(command)
-                    .chain(args)
-                    .map(|w| shell_quote(w))
+                    .chain(args.iter().map(String::as_str))
+                    .map(shell_quote)
                     .collect();
                 if !env.is_empty() {
                     let keys: Vec<String> = env
@@ -82,7 +108,7 @@ impl TransportSpec {
                 out.extend(uses(&refs));
                 out.join(" ")
             }
-            TransportSpec::Http { url, headers, .. } => {
+            TransportParts::Http { url, headers, .. } => {
                 let mut out = vec![shell_quote(url)];
                 if !headers.is_empty() {
                     let names: Vec<String> = headers.iter().map(|(k, _)| shell_quote(k)).collect();
@@ -94,6 +120,29 @@ impl TransportSpec {
                 out.extend(uses(&refs));
                 out.join(" ")
             }
+        }
+    }
+
+    /// The transport taken apart, borrowed: the one place a spec is unpacked for what reads
+    /// it whole (its [`command_line`](Self::command_line), an approval's canonical form).
+    pub fn parts(&self) -> TransportParts<'_> {
+        match self {
+            TransportSpec::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => TransportParts::Stdio {
+                command,
+                args,
+                env,
+                cwd: cwd.as_deref(),
+            },
+            TransportSpec::Http { url, headers, .. } => TransportParts::Http {
+                url,
+                headers,
+                kind: self.kind(),
+            },
         }
     }
 

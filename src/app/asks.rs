@@ -17,11 +17,13 @@ use harness9_actors::protocol::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT
 use harness9_actors::protocol::methods::{CreateMessage, Elicit, Request};
 use harness9_actors::server::ask::USER_REJECTED;
 use harness9_actors::server::server_requests::{ElicitPolicy, InputCaps};
+use harness9_actors::telemetry::Parent;
 use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::sampler::{sample, Sampling};
+use super::HeadlessLines;
 use harness9_agent::model::Provider;
 use harness9_base::sanitize::clean_line;
 
@@ -30,9 +32,9 @@ pub const SAMPLING_BURST: f64 = 5.0;
 /// How long the bucket takes to gain one request back.
 pub const SAMPLING_REFILL: Duration = Duration::from_secs(12);
 
-/// A question for the person at the front end.
+/// A server's question for the person at the front end.
 #[derive(Debug)]
-pub enum Question {
+pub enum ServerQuestion {
     /// `elicitation/create`: answer with the result (`{"action": ...}`); a dropped sender is
     /// a cancel.
     Elicit {
@@ -60,7 +62,7 @@ pub struct UserAsk {
     /// The server's name.
     pub server: String,
     /// What it asks.
-    pub question: Question,
+    pub question: ServerQuestion,
 }
 
 /// From now on, ask `0` (the TUI) instead of answering by the flags.
@@ -81,6 +83,8 @@ pub struct DeskOptions {
     pub interactive: bool,
     /// Other models of the provider a sampling request's hints may pick.
     pub sampling_models: Vec<String>,
+    /// Where the headless answers are told (the front end prints them on stderr).
+    pub lines: HeadlessLines,
 }
 
 /// One server's sampling allowance.
@@ -139,7 +143,8 @@ impl InputDesk {
         }
     }
 
-    /// The headless answer to an elicitation, told on stderr (`[mcp]`, server text cleaned),
+    /// The headless answer to an elicitation, told in the headless lines (`[mcp]`, server text
+    /// cleaned; the front end prints them on stderr),
     /// with the reason of a decline.
     fn headless_elicit(&self, server: &str, params: &Value) -> Value {
         let (answer, how) = match self.headless_answer(params) {
@@ -147,12 +152,12 @@ impl InputDesk {
             Err(why) => (json!({ "action": "decline" }), format!("declined ({why})")),
         };
         let message = params.get("message").and_then(Value::as_str).unwrap_or("");
-        eprintln!(
+        self.opts.lines.say(&format!(
             "[mcp] server \"{}\" asked: \"{}\" -> {}",
             clean_line(server),
             clean_line(message),
             clean_line(&how)
-        );
+        ));
         answer
     }
 
@@ -188,7 +193,7 @@ impl InputDesk {
         let (tx, rx) = oneshot::channel();
         let ask = UserAsk {
             server,
-            question: Question::Elicit { params, answer: tx },
+            question: ServerQuestion::Elicit { params, answer: tx },
         };
         if user.try_send(ask).is_err() {
             let _ = reply.send(Ok(json!({ "action": "cancel" })));
@@ -209,55 +214,65 @@ impl InputDesk {
         let InputRequest {
             server,
             params,
-            mut reply,
+            reply,
             parent,
             ..
         } = msg;
-        let refuse = |message: String| {
-            Err(ErrorObject {
-                code: USER_REJECTED,
-                message,
-                data: None,
-            })
-        };
+        let admitted = self
+            .admit(&server, &params)
+            .and_then(|(provider, sampling)| {
+                let approval = self.approval(&server, &sampling, &provider)?;
+                Ok(SamplingRun {
+                    server,
+                    provider,
+                    sampling,
+                    approval,
+                    parent,
+                })
+            });
+        match admitted {
+            Ok(run) => {
+                actix_rt::spawn(run.answer(reply));
+            }
+            Err(e) => {
+                let _ = reply.send(Err(e));
+            }
+        }
+    }
+
+    /// Whether `server`'s sampling request `params` may go to a model, and to which: a model
+    /// is configured, a person or `--sampling allow` lets it, the request reads, the server's
+    /// bucket has a request left; the model its hints pick among the settings'.
+    fn admit(&mut self, server: &str, params: &Value) -> Result<(Provider, Sampling), ErrorObject> {
         let Some(provider) = self.provider.clone() else {
-            let _ = reply.send(refuse(
+            return Err(refusal(
                 "sampling is not available: no model is configured".into(),
             ));
-            return;
         };
         if self.user.is_none() && !self.opts.sampling_allowed {
-            eprintln!(
+            self.opts.lines.say(&format!(
                 "[mcp] server \"{}\" asked to use the model -> refused (allow with --sampling allow)",
-                clean_line(&server)
-            );
-            let _ = reply.send(refuse(
+                clean_line(server)
+            ));
+            return Err(refusal(
                 "sampling is refused (run harness9 with --sampling allow to allow it)".into(),
             ));
-            return;
         }
-        let sampling = match Sampling::parse(&params) {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = reply.send(Err(ErrorObject {
-                    code: INVALID_PARAMS,
-                    message: e,
-                    data: None,
-                }));
-                return;
-            }
-        };
+        let sampling = Sampling::parse(params).map_err(|e| ErrorObject {
+            code: INVALID_PARAMS,
+            message: e,
+            data: None,
+        })?;
         let now = Instant::now();
-        let bucket = self.buckets.entry(server.clone()).or_insert(Bucket {
+        let bucket = self.buckets.entry(server.to_owned()).or_insert(Bucket {
             tokens: SAMPLING_BURST,
             at: now,
         });
         if !bucket.take(now) {
-            let _ = reply.send(refuse(format!(
+            return Err(refusal(format!(
                 "too many sampling requests from \"{server}\"; one more every {} s",
                 SAMPLING_REFILL.as_secs()
             )));
-            return;
         }
         // The server's hints may pick another of the provider's models the settings name.
         let chosen = sampling
@@ -270,54 +285,93 @@ impl InputDesk {
             cfg.model = chosen;
             Provider::new(cfg)
         };
-        let approval = match &self.user {
-            Some(user) => {
-                let (tx, rx) = oneshot::channel();
-                let cfg = provider.config();
-                let ask = UserAsk {
-                    server: server.clone(),
-                    question: Question::Sample {
-                        sampling: sampling.clone(),
-                        model: format!("{} {}", cfg.kind, cfg.model),
-                        answer: tx,
-                    },
-                };
-                if user.try_send(ask).is_err() {
-                    let _ = reply.send(refuse("the user could not be asked".into()));
-                    return;
-                }
-                Some(rx)
-            }
-            None => None,
+        Ok((provider, sampling))
+    }
+
+    /// With a person at the front end, the question whether `server`'s `sampling` may go to
+    /// `provider`'s model, asked: its answer to come; headless, none (the flags allowed it).
+    fn approval(
+        &self,
+        server: &str,
+        sampling: &Sampling,
+        provider: &Provider,
+    ) -> Result<Option<oneshot::Receiver<bool>>, ErrorObject> {
+        let Some(user) = &self.user else {
+            return Ok(None);
         };
-        actix_rt::spawn(async move {
-            let cancel = CancellationToken::new();
-            let run = async {
-                if let Some(rx) = approval {
-                    if !rx.await.unwrap_or(false) {
-                        return refuse("the user declined the sampling request".into());
-                    }
+        let (tx, rx) = oneshot::channel();
+        let cfg = provider.config();
+        let ask = UserAsk {
+            server: server.to_owned(),
+            question: ServerQuestion::Sample {
+                sampling: sampling.clone(),
+                model: format!("{} {}", cfg.kind, cfg.model),
+                answer: tx,
+            },
+        };
+        if user.try_send(ask).is_err() {
+            return Err(refusal("the user could not be asked".into()));
+        }
+        Ok(Some(rx))
+    }
+}
+
+/// A refusal of a sampling request, saying why.
+fn refusal(message: String) -> ErrorObject {
+    ErrorObject {
+        code: USER_REJECTED,
+        message,
+        data: None,
+    }
+}
+
+/// An admitted sampling request on its way to the model.
+struct SamplingRun {
+    server: String,
+    provider: Provider,
+    sampling: Sampling,
+    /// The person's answer to wait for first (headless: none).
+    approval: Option<oneshot::Receiver<bool>>,
+    parent: Parent,
+}
+
+impl SamplingRun {
+    /// Waits for the person's yes, calls the model and sends its result to `reply`; the
+    /// model call is cancelled when the server stops waiting.
+    async fn answer(self, mut reply: oneshot::Sender<Result<Value, ErrorObject>>) {
+        let SamplingRun {
+            server,
+            provider,
+            sampling,
+            approval,
+            parent,
+        } = self;
+        let cancel = CancellationToken::new();
+        let run = async {
+            if let Some(rx) = approval {
+                if !rx.await.unwrap_or(false) {
+                    return Err(refusal("the user declined the sampling request".into()));
                 }
-                tracing::info!(server, "sampling request sent to the model");
-                sample(&provider, &sampling, &cancel, &parent.span())
-                    .await
-                    .map_err(|e| ErrorObject {
-                        code: harness9_actors::protocol::jsonrpc::INTERNAL_ERROR,
-                        message: format!("the model call failed: {e}"),
-                        data: None,
-                    })
-            };
-            let got = tokio::select! {
-                r = run => Some(r),
-                _ = reply.closed() => None,
-            };
-            match got {
-                Some(r) => {
-                    let _ = reply.send(r);
-                }
-                None => cancel.cancel(),
             }
-        });
+            tracing::info!(server, "sampling request sent to the model");
+            sample(&provider, &sampling, &cancel, &parent.span())
+                .await
+                .map_err(|e| ErrorObject {
+                    code: harness9_actors::protocol::jsonrpc::INTERNAL_ERROR,
+                    message: format!("the model call failed: {e}"),
+                    data: None,
+                })
+        };
+        let got = tokio::select! {
+            r = run => Some(r),
+            _ = reply.closed() => None,
+        };
+        match got {
+            Some(r) => {
+                let _ = reply.send(r);
+            }
+            None => cancel.cancel(),
+        }
     }
 }
 

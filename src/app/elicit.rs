@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 /// What a field takes.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Kind {
+pub enum FieldKind {
     /// Text, with an optional `format` and length bounds.
     Text {
         /// `email`, `uri`, `date` or `date-time` (others are not checked).
@@ -53,7 +53,7 @@ pub struct Field {
     /// `description`.
     pub description: Option<String>,
     /// What it takes.
-    pub kind: Kind,
+    pub kind: FieldKind,
     /// In the schema's `required`.
     pub required: bool,
     /// `default`, when it fits the kind.
@@ -115,20 +115,20 @@ pub fn fields(schema: Option<&Value>) -> Vec<Field> {
         .map(|(name, p)| {
             let ty = p.get("type").and_then(Value::as_str).unwrap_or("string");
             let kind = match ty {
-                "boolean" => Kind::Boolean,
-                "number" | "integer" => Kind::Number {
+                "boolean" => FieldKind::Boolean,
+                "number" | "integer" => FieldKind::Number {
                     integer: ty == "integer",
                     min: f(p, "minimum"),
                     max: f(p, "maximum"),
                 },
-                "array" => Kind::Multi {
+                "array" => FieldKind::Multi {
                     options: p.get("items").and_then(options).unwrap_or_default(),
                     min: u(p, "minItems"),
                     max: u(p, "maxItems"),
                 },
                 _ => match options(p) {
-                    Some(opts) => Kind::Choice(opts),
-                    None => Kind::Text {
+                    Some(opts) => FieldKind::Choice(opts),
+                    None => FieldKind::Text {
                         format: p.get("format").and_then(Value::as_str).map(str::to_owned),
                         min: u(p, "minLength"),
                         max: u(p, "maxLength"),
@@ -192,7 +192,7 @@ fn format_ok(format: &str, s: &str) -> bool {
 /// Whether `value` fits `field`; else what is wrong, for the user.
 pub fn check(field: &Field, value: &Value) -> Result<(), String> {
     match (&field.kind, value) {
-        (Kind::Text { format, min, max }, Value::String(s)) => {
+        (FieldKind::Text { format, min, max }, Value::String(s)) => {
             let n = s.chars().count() as u64;
             if min.is_some_and(|m| n < m) {
                 return Err(format!("at least {} characters", min.unwrap_or(0)));
@@ -205,7 +205,7 @@ pub fn check(field: &Field, value: &Value) -> Result<(), String> {
                 _ => Ok(()),
             }
         }
-        (Kind::Number { integer, min, max }, Value::Number(n)) => {
+        (FieldKind::Number { integer, min, max }, Value::Number(n)) => {
             let x = n.as_f64().unwrap_or(f64::NAN);
             if *integer && !(n.is_i64() || n.is_u64()) {
                 return Err("a whole number".to_owned());
@@ -220,9 +220,9 @@ pub fn check(field: &Field, value: &Value) -> Result<(), String> {
             }
             Ok(())
         }
-        (Kind::Boolean, Value::Bool(_)) => Ok(()),
-        (Kind::Choice(opts), Value::String(s)) if opts.iter().any(|(v, _)| v == s) => Ok(()),
-        (Kind::Multi { options, min, max }, Value::Array(items)) => {
+        (FieldKind::Boolean, Value::Bool(_)) => Ok(()),
+        (FieldKind::Choice(opts), Value::String(s)) if opts.iter().any(|(v, _)| v == s) => Ok(()),
+        (FieldKind::Multi { options, min, max }, Value::Array(items)) => {
             let all_known = items.iter().all(|i| {
                 i.as_str()
                     .is_some_and(|s| options.iter().any(|(v, _)| v == s))
@@ -239,11 +239,11 @@ pub fn check(field: &Field, value: &Value) -> Result<(), String> {
             }
             Ok(())
         }
-        (Kind::Choice(_), _) => Err("one of the options".to_owned()),
-        (Kind::Text { .. }, _) => Err("text".to_owned()),
-        (Kind::Number { .. }, _) => Err("a number".to_owned()),
-        (Kind::Boolean, _) => Err("true or false".to_owned()),
-        (Kind::Multi { .. }, _) => Err("a list of options".to_owned()),
+        (FieldKind::Choice(_), _) => Err("one of the options".to_owned()),
+        (FieldKind::Text { .. }, _) => Err("text".to_owned()),
+        (FieldKind::Number { .. }, _) => Err("a number".to_owned()),
+        (FieldKind::Boolean, _) => Err("true or false".to_owned()),
+        (FieldKind::Multi { .. }, _) => Err("a list of options".to_owned()),
     }
 }
 
@@ -344,14 +344,14 @@ mod tests {
         assert_eq!(by("name").default, Some(json!("Ann")));
         assert_eq!(
             by("color").kind,
-            Kind::Choice(vec![
+            FieldKind::Choice(vec![
                 ("r".into(), "Red".into()),
                 ("g".into(), "Green".into())
             ])
         );
-        assert!(matches!(&by("size").kind, Kind::Choice(o) if o[1].1 == "Large"));
+        assert!(matches!(&by("size").kind, FieldKind::Choice(o) if o[1].1 == "Large"));
         assert!(
-            matches!(&by("tags").kind, Kind::Multi { options, max: Some(2), .. } if options.len() == 3)
+            matches!(&by("tags").kind, FieldKind::Multi { options, max: Some(2), .. } if options.len() == 3)
         );
         assert!(check(by("email"), &json!("a@b.io")).is_ok());
         assert!(check(by("email"), &json!("nope")).is_err());

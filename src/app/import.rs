@@ -88,7 +88,7 @@ pub struct Found {
 
 /// Why a field harness9 has no place for is dropped.
 fn no_equivalent(field: &str) -> String {
-    super::config_formats::foreign_reason(field)
+    crate::config::foreign_reason(field)
         .map(str::to_owned)
         .unwrap_or_else(|| "harness9 has no equivalent".to_owned())
 }
@@ -182,85 +182,16 @@ fn codex(text: &str) -> Result<Vec<Found>, String> {
 
 /// One Codex server table as a `.mcp.json` entry (see [`codex`]).
 fn codex_entry(name: &str, fields: Map<String, Value>) -> Found {
-    let mut entry = Map::new();
-    let mut headers = Map::new();
-    let mut env = Map::new();
-    let mut dropped = Vec::new();
-    let mut drop = |field: &str, why: &str| dropped.push((field.to_owned(), why.to_owned()));
+    let mut b = CodexEntry::default();
     for (field, value) in fields {
-        let same = |to: &str, entry: &mut Map<String, Value>| {
-            entry.insert(to.to_owned(), value.clone());
-        };
-        match field.as_str() {
-            "command" | "args" | "cwd" | "url" => same(&field, &mut entry),
-            "startup_timeout_sec" => same("startupTimeoutSec", &mut entry),
-            "tool_timeout_sec" => same("toolTimeoutSec", &mut entry),
-            "enabled_tools" => same("enabledTools", &mut entry),
-            "disabled_tools" => same("disabledTools", &mut entry),
-            "startup_timeout_ms" => match value.as_f64() {
-                Some(ms) => {
-                    entry.insert("startupTimeoutSec".to_owned(), json!(ms / 1000.0));
-                }
-                None => drop(&field, "not a number of milliseconds"),
-            },
-            "enabled" => match value {
-                Value::Bool(true) => {}
-                Value::Bool(false) => {
-                    entry.insert("disabled".to_owned(), json!(true));
-                }
-                _ => drop(&field, "not true or false"),
-            },
-            "env" | "http_headers" => match value {
-                Value::Object(m) => {
-                    let into = if field == "env" {
-                        &mut env
-                    } else {
-                        &mut headers
-                    };
-                    into.extend(m);
-                }
-                _ => drop(&field, "not a table"),
-            },
-            "env_http_headers" => match value {
-                Value::Object(m) => {
-                    for (header, var) in m {
-                        match var.as_str() {
-                            Some(var) => {
-                                headers.insert(header, json!(format!("${{{var}}}")));
-                            }
-                            None => {
-                                drop(&format!("env_http_headers.{header}"), "not a variable name")
-                            }
-                        }
-                    }
-                }
-                _ => drop(&field, "not a table"),
-            },
-            "bearer_token_env_var" => match value.as_str() {
-                Some(var) => {
-                    headers.insert(
-                        "Authorization".to_owned(),
-                        json!(format!("Bearer ${{{var}}}")),
-                    );
-                }
-                None => drop(&field, "not a variable name"),
-            },
-            "env_vars" => match value {
-                Value::Array(names) => {
-                    for n in names {
-                        match n.as_str() {
-                            Some(var) => {
-                                env.insert(var.to_owned(), json!(format!("${{{var}:-}}")));
-                            }
-                            None => drop("env_vars", "an entry that is not a variable name"),
-                        }
-                    }
-                }
-                _ => drop(&field, "not a list of variable names"),
-            },
-            _ => drop(&field, "harness9 has no equivalent"),
-        }
+        b.field(field, value);
     }
+    let CodexEntry {
+        mut entry,
+        headers,
+        env,
+        dropped,
+    } = b;
     if !env.is_empty() {
         entry.insert("env".to_owned(), Value::Object(env));
     }
@@ -271,6 +202,105 @@ fn codex_entry(name: &str, fields: Map<String, Value>) -> Found {
         name: name.to_owned(),
         entry: Value::Object(entry),
         dropped,
+    }
+}
+
+/// A Codex server table on its way to a `.mcp.json` entry: the fields that carry over, the
+/// env and headers gathered from the tables that make them, and the fields left out.
+#[derive(Default)]
+struct CodexEntry {
+    entry: Map<String, Value>,
+    headers: Map<String, Value>,
+    env: Map<String, Value>,
+    dropped: Vec<(String, String)>,
+}
+
+impl CodexEntry {
+    /// Leaves `field` out, saying why.
+    fn drop(&mut self, field: &str, why: &str) {
+        self.dropped.push((field.to_owned(), why.to_owned()));
+    }
+
+    /// Codex's `field` = `value`, in harness9's terms.
+    fn field(&mut self, field: String, value: Value) {
+        let same = |to: &str, entry: &mut Map<String, Value>| {
+            entry.insert(to.to_owned(), value.clone());
+        };
+        match field.as_str() {
+            "command" | "args" | "cwd" | "url" => same(&field, &mut self.entry),
+            "startup_timeout_sec" => same("startupTimeoutSec", &mut self.entry),
+            "tool_timeout_sec" => same("toolTimeoutSec", &mut self.entry),
+            "enabled_tools" => same("enabledTools", &mut self.entry),
+            "disabled_tools" => same("disabledTools", &mut self.entry),
+            "startup_timeout_ms" => match value.as_f64() {
+                Some(ms) => {
+                    self.entry
+                        .insert("startupTimeoutSec".to_owned(), json!(ms / 1000.0));
+                }
+                None => self.drop(&field, "not a number of milliseconds"),
+            },
+            "enabled" => match value {
+                Value::Bool(true) => {}
+                Value::Bool(false) => {
+                    self.entry.insert("disabled".to_owned(), json!(true));
+                }
+                _ => self.drop(&field, "not true or false"),
+            },
+            "env" | "http_headers" => match value {
+                Value::Object(m) => {
+                    let into = if field == "env" {
+                        &mut self.env
+                    } else {
+                        &mut self.headers
+                    };
+                    into.extend(m);
+                }
+                _ => self.drop(&field, "not a table"),
+            },
+            "env_http_headers" => match value {
+                Value::Object(m) => self.env_http_headers(m),
+                _ => self.drop(&field, "not a table"),
+            },
+            "bearer_token_env_var" => match value.as_str() {
+                Some(var) => {
+                    self.headers.insert(
+                        "Authorization".to_owned(),
+                        json!(format!("Bearer ${{{var}}}")),
+                    );
+                }
+                None => self.drop(&field, "not a variable name"),
+            },
+            "env_vars" => match value {
+                Value::Array(names) => self.env_vars(names),
+                _ => self.drop(&field, "not a list of variable names"),
+            },
+            _ => self.drop(&field, "harness9 has no equivalent"),
+        }
+    }
+
+    /// `env_http_headers`: each header from a variable, as `${VAR}`.
+    fn env_http_headers(&mut self, m: Map<String, Value>) {
+        for (header, var) in m {
+            match var.as_str() {
+                Some(var) => {
+                    self.headers.insert(header, json!(format!("${{{var}}}")));
+                }
+                None => self.drop(&format!("env_http_headers.{header}"), "not a variable name"),
+            }
+        }
+    }
+
+    /// `env_vars`: each variable passed through, as `${VAR:-}`.
+    fn env_vars(&mut self, names: Vec<Value>) {
+        for n in names {
+            match n.as_str() {
+                Some(var) => {
+                    self.env
+                        .insert(var.to_owned(), json!(format!("${{{var}:-}}")));
+                }
+                None => self.drop("env_vars", "an entry that is not a variable name"),
+            }
+        }
     }
 }
 

@@ -283,32 +283,7 @@ pub fn splice(text: &str, shown: &str, imported: &Imported) -> Result<Spliced, S
     let doc: Doc = toml::from_str(text).map_err(|e| toml_error(text, shown, &e))?;
     let perms = doc.permissions.unwrap_or_default();
     let mut out = Spliced::default();
-    // The new rules of each kind, those already there set aside.
-    let mut new: Vec<(Kind, Vec<String>)> = Vec::new();
-    for kind in [Kind::Deny, Kind::Ask, Kind::Allow] {
-        let existing: Vec<Pattern> = perms
-            .list(kind)
-            .map(|l| {
-                l.get_ref()
-                    .iter()
-                    .filter_map(|r| Pattern::parse(r.get_ref()).ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let mut these = Vec::new();
-        for (k, rule) in imported.rules.iter().filter(|(k, _)| *k == kind) {
-            let same = Pattern::parse(rule).is_ok_and(|p| existing.contains(&p));
-            if same {
-                out.present.push((*k, rule.clone()));
-            } else {
-                these.push(rule.clone());
-                out.added.push((*k, rule.clone()));
-            }
-        }
-        if !these.is_empty() {
-            new.push((kind, these));
-        }
-    }
+    let new = new_rules(&perms, imported, &mut out);
     let shell = match (&imported.shell, &perms.shell) {
         (Some((want, _)), Some(have)) if have.get_ref() != want.name() => {
             out.shell_kept = Some(have.get_ref().clone());
@@ -339,27 +314,7 @@ pub fn splice(text: &str, shown: &str, imported: &Imported) -> Result<Spliced, S
         }
     }
     if !new_lines.is_empty() {
-        match header_end(text) {
-            Some(at) => edits.push((at, new_lines)),
-            None if text_has_permissions(text) => {
-                return Err(format!(
-                    "{shown} keeps its permissions in a form this import does not edit (not under a [permissions] header); add these yourself:\n{}",
-                    new_lines.trim_end()
-                ))
-            }
-            None => {
-                let mut tail = String::new();
-                if !text.is_empty() && !text.ends_with('\n') {
-                    tail.push('\n');
-                }
-                if !text.trim().is_empty() {
-                    tail.push('\n');
-                }
-                tail.push_str("[permissions]\n");
-                tail.push_str(&new_lines);
-                edits.push((text.len(), tail));
-            }
-        }
+        edits.push(lines_edit(text, shown, new_lines)?);
     }
     edits.sort_by_key(|e| std::cmp::Reverse(e.0));
     let mut result = text.to_owned();
@@ -369,6 +324,66 @@ pub fn splice(text: &str, shown: &str, imported: &Imported) -> Result<Spliced, S
     check_same_but_added(text, &result, shown, &out)?;
     out.text = result;
     Ok(out)
+}
+
+/// The rules of `imported` not already in `perms`, by kind (deny, ask, allow); each rule
+/// noted in `out` as added or present.
+fn new_rules(
+    perms: &PermissionsSpans,
+    imported: &Imported,
+    out: &mut Spliced,
+) -> Vec<(Kind, Vec<String>)> {
+    let mut new: Vec<(Kind, Vec<String>)> = Vec::new();
+    for kind in [Kind::Deny, Kind::Ask, Kind::Allow] {
+        let existing: Vec<Pattern> = perms
+            .list(kind)
+            .map(|l| {
+                l.get_ref()
+                    .iter()
+                    .filter_map(|r| Pattern::parse(r.get_ref()).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut these = Vec::new();
+        for (k, rule) in imported.rules.iter().filter(|(k, _)| *k == kind) {
+            let same = Pattern::parse(rule).is_ok_and(|p| existing.contains(&p));
+            if same {
+                out.present.push((*k, rule.clone()));
+            } else {
+                these.push(rule.clone());
+                out.added.push((*k, rule.clone()));
+            }
+        }
+        if !these.is_empty() {
+            new.push((kind, these));
+        }
+    }
+    new
+}
+
+/// The edit that adds `new_lines` (`key = value` lines) to `text`'s `[permissions]`: at the
+/// end of its header's table, else in a new table at the end of the file; an error when the
+/// file keeps its permissions in another form (`shown` names it).
+fn lines_edit(text: &str, shown: &str, new_lines: String) -> Result<(usize, String), String> {
+    match header_end(text) {
+        Some(at) => Ok((at, new_lines)),
+        None if text_has_permissions(text) => Err(format!(
+            "{shown} keeps its permissions in a form this import does not edit (not under a [permissions] header); add these yourself:\n{}",
+            new_lines.trim_end()
+        )),
+        None => {
+            let mut tail = String::new();
+            if !text.is_empty() && !text.ends_with('\n') {
+                tail.push('\n');
+            }
+            if !text.trim().is_empty() {
+                tail.push('\n');
+            }
+            tail.push_str("[permissions]\n");
+            tail.push_str(&new_lines);
+            Ok((text.len(), tail))
+        }
+    }
 }
 
 /// A TOML basic string holding `s`.

@@ -15,6 +15,8 @@ use tokio::sync::watch;
 
 use harness9_base::sanitize::clean_line;
 
+use crate::HeadlessLines;
+
 /// The running MCP runtime.
 pub struct Runtime {
     /// The tool table and router.
@@ -148,8 +150,13 @@ impl Runtime {
     }
 }
 
-/// Prints `[mcp]` connection events to stderr as statuses change (headless mode).
-pub fn spawn_event_printer(mut rx: watch::Receiver<StatusSnapshot>, verbose: bool) {
+/// Tells `[mcp]` connection events to `lines` as statuses change (headless mode: the front
+/// end prints them on stderr).
+pub fn spawn_status_lines(
+    mut rx: watch::Receiver<StatusSnapshot>,
+    verbose: bool,
+    lines: HeadlessLines,
+) {
     actix_rt::spawn(async move {
         let mut last: BTreeMap<String, &'static str> = BTreeMap::new();
         while rx.changed().await.is_ok() {
@@ -162,32 +169,38 @@ pub fn spawn_event_printer(mut rx: watch::Receiver<StatusSnapshot>, verbose: boo
                 last.insert(key.clone(), label);
                 // One line per event, server text cleaned (names come from a config file).
                 let name = clean_line(key);
-                match &st.status {
-                    ServerStatus::Failed { error, .. } => {
-                        eprintln!(
-                            "[mcp] server \"{name}\" connect failed: {}",
-                            clean_line(error)
-                        )
-                    }
-                    ServerStatus::NeedsLogin { error, .. } => {
-                        eprintln!("[mcp] {}", clean_line(error))
-                    }
-                    ServerStatus::Restarting {
-                        attempt,
-                        last_error,
-                        ..
-                    } => eprintln!(
-                        "[mcp] server \"{name}\" {}; restarting (attempt {attempt})",
-                        clean_line(last_error)
-                    ),
-                    ServerStatus::Connected { tools, info } if verbose => eprintln!(
-                        "[mcp] server \"{name}\" connected: {tools} tools, protocol {}, {} ms",
-                        clean_line(&info.protocol_version),
-                        info.connect_time.as_millis()
-                    ),
-                    _ => {}
+                if let Some(line) = status_line(&name, &st.status, verbose) {
+                    lines.say(&line);
                 }
             }
         }
     });
+}
+
+/// The `[mcp]` line of server `name`'s new `status`, when it has one (a connect only when
+/// `verbose`); server text cleaned.
+fn status_line(name: &str, status: &ServerStatus, verbose: bool) -> Option<String> {
+    Some(match status {
+        ServerStatus::Failed { error, .. } => {
+            format!(
+                "[mcp] server \"{name}\" connect failed: {}",
+                clean_line(error)
+            )
+        }
+        ServerStatus::NeedsLogin { error, .. } => format!("[mcp] {}", clean_line(error)),
+        ServerStatus::Restarting {
+            attempt,
+            last_error,
+            ..
+        } => format!(
+            "[mcp] server \"{name}\" {}; restarting (attempt {attempt})",
+            clean_line(last_error)
+        ),
+        ServerStatus::Connected { tools, info } if verbose => format!(
+            "[mcp] server \"{name}\" connected: {tools} tools, protocol {}, {} ms",
+            clean_line(&info.protocol_version),
+            info.connect_time.as_millis()
+        ),
+        _ => return None,
+    })
 }

@@ -18,7 +18,7 @@ use super::asks::{DeskOptions, InputDesk};
 use super::runtime::Runtime;
 use super::watcher::{ConfigWatcher, StopWatching};
 use crate::config::{self, Config};
-use crate::sources;
+
 use harness9_agent::engine::{Engine, EngineConfig};
 use harness9_agent::model::settings::{self, ModelFlags, Settings};
 use harness9_agent::model::{Provider, ProviderConfig};
@@ -71,7 +71,7 @@ pub struct SessionOptions {
     /// `--permission-mode` (`--yes`: bypass).
     pub permission_mode: Mode,
     /// `--continue`/`--resume [ID]`: the conversation to start with.
-    pub resume: super::conversations::Resume,
+    pub resume: crate::stores::conversations::Resume,
     /// `--elicitation-answers FILE`: headless elicitations are answered from it.
     pub elicitation_answers: Option<PathBuf>,
     /// `--elicitation`: how a headless form is answered without an answers file.
@@ -81,14 +81,46 @@ pub struct SessionOptions {
     /// The settings files' runtime choices and the stores (defaults until `main` reads the
     /// settings).
     pub runtime: RuntimeOptions,
+    /// Where the headless `[mcp]` lines go: the front end prints them (on stderr).
+    pub lines: HeadlessLines,
+}
+
+/// Where a headless front end's `[mcp]` lines go, each as soon as it is known: what the
+/// desk answered a server by the flags, the servers' connection events. The front end
+/// prints them (on stderr); the default drops them.
+#[derive(Clone)]
+pub struct HeadlessLines(Arc<dyn Fn(&str) + Send + Sync>);
+
+impl HeadlessLines {
+    /// Lines given to `out`, one call each (without its newline).
+    pub fn new(out: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(out))
+    }
+
+    /// Tells `line`.
+    pub fn say(&self, line: &str) {
+        (self.0)(line)
+    }
+}
+
+impl Default for HeadlessLines {
+    fn default() -> Self {
+        Self::new(|_| {})
+    }
+}
+
+impl std::fmt::Debug for HeadlessLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HeadlessLines")
+    }
 }
 
 impl SessionOptions {
     /// Loads `.mcp.json` (a missing default file is an empty config); a found project config's
-    /// unapproved servers are held (see [`crate::trust`]).
+    /// unapproved servers are held (see [`crate::config::trust`]).
     /// Its secrets join the process's registry at once, before anything can log them.
     pub fn load_config(&self) -> anyhow::Result<Config> {
-        let config = sources::load_merged(
+        let config = crate::config::load_merged(
             &self.config_path,
             self.config_must_exist,
             self.approve_project,
@@ -109,7 +141,7 @@ impl SessionOptions {
         let mut fixed = settings::permission_rules(&self.model, &mut ignored)?;
         fixed.extend(self.flag_rules.iter().cloned());
         let (saved, warnings) =
-            crate::permission_store::load(&crate::permission_store::path(), root);
+            crate::stores::permission_store::load(&crate::stores::permission_store::path(), root);
         for w in warnings {
             tracing::warn!("{w}");
         }
@@ -128,10 +160,10 @@ impl SessionOptions {
     }
 
     /// Where this session's configuration comes from, for the shell's read-only paths
-    /// ([`crate::trust::protected`]), the project being `root`.
-    pub fn protected_sources(&self, root: &Path) -> crate::trust::Sources {
+    /// ([`crate::config::trust::protected`]), the project being `root`.
+    pub fn protected_sources(&self, root: &Path) -> crate::config::trust::Sources {
         let env = |k: &str| std::env::var(k).ok();
-        crate::trust::Sources {
+        crate::config::trust::Sources {
             config: self.config_path.clone(),
             user: self.user_config.clone(),
             settings: settings::candidate_paths(&self.model, &env, root),
@@ -157,6 +189,25 @@ impl SessionOptions {
     /// The model settings: flags > env > user TOML > `config/harness9.toml`.
     pub fn model_settings(&self) -> Result<Settings, settings::SettingsError> {
         settings::resolve(&self.model)
+    }
+
+    /// The desk answering servers' questions by these flags (`interactive`: a person answers
+    /// too), sampling with `model`'s provider when there is one.
+    fn input_desk(&self, interactive: bool, model: Option<&Settings>) -> anyhow::Result<InputDesk> {
+        Ok(InputDesk::new(
+            DeskOptions {
+                answers: match &self.elicitation_answers {
+                    Some(p) => Some(crate::asks::read_answers(p)?),
+                    None => None,
+                },
+                elicitation: self.elicitation,
+                sampling_allowed: self.sampling_allowed,
+                interactive,
+                sampling_models: model.map(|s| s.sampling_models.clone()).unwrap_or_default(),
+                lines: self.lines.clone(),
+            },
+            model.and_then(|s| s.provider.clone()).map(Provider::new),
+        ))
     }
 }
 
@@ -196,7 +247,7 @@ pub struct Session {
     trace_writer: Option<std::thread::JoinHandle<()>>,
     shutdown_grace: Option<Duration>,
     /// The tool-list cache (`None` with `HARNESS9_TOOL_CACHE=""`).
-    pub tool_cache: Option<std::sync::Arc<super::tool_cache::DiskCache>>,
+    pub tool_cache: Option<std::sync::Arc<crate::stores::tool_cache::DiskCache>>,
     /// Where the engine says a new conversation started (the built-ins forget what the model
     /// saw of each file); `None` without built-ins.
     forget_files: Option<actix::Recipient<harness9_agent::builtins::ForgetFiles>>,
@@ -217,42 +268,14 @@ impl Session {
         let (secrets, secrets_rx) = watch::channel(config.secrets.clone());
         // Exported spans are cleaned of them too.
         crate::telemetry::register(config);
-        let (file_tap, trace_writer) = match &opts.trace {
-            Some(p) => {
-                let (tap, handle) = crate::trace_file::open_watched(p, secrets_rx)?;
-                (Some(tap), Some(handle))
-            }
-            None => (None, None),
-        };
-        let tap = match start.wire {
-            Some(extra) => Some(fan_out(file_tap, extra)),
-            None => file_tap,
-        };
+        let (tap, trace_writer) = wire_tap(opts.trace.as_deref(), start.wire, secrets_rx)?;
         let model = opts.model_settings().ok();
-        let desk = InputDesk::new(
-            DeskOptions {
-                answers: match &opts.elicitation_answers {
-                    Some(p) => Some(crate::asks::read_answers(p)?),
-                    None => None,
-                },
-                elicitation: opts.elicitation,
-                sampling_allowed: opts.sampling_allowed,
-                interactive: start.interactive,
-                sampling_models: model
-                    .as_ref()
-                    .map(|s| s.sampling_models.clone())
-                    .unwrap_or_default(),
-            },
-            model
-                .as_ref()
-                .and_then(|s| s.provider.clone())
-                .map(Provider::new),
-        );
+        let desk = opts.input_desk(start.interactive, model.as_ref())?;
         // What this front end can answer: declared to every server, and part of every cached
         // list's key.
         let caps = desk.caps();
-        let tool_cache =
-            super::tool_cache::dir().map(|d| super::tool_cache::DiskCache::open(d, caps));
+        let tool_cache = crate::stores::tool_cache::dir()
+            .map(|d| crate::stores::tool_cache::DiskCache::open(d, caps));
         let cache_use = tool_cache
             .clone()
             .map(|store| harness9_actors::tool_cache::CacheUse {
@@ -271,7 +294,7 @@ impl Session {
         );
         let forget_files = start.builtins.then(|| {
             // What harness9 later runs unsandboxed is not the shell's to write.
-            let protected = crate::trust::protected(opts.protected_sources(&root));
+            let protected = crate::config::trust::protected(opts.protected_sources(&root));
             runtime
                 .install_builtins(
                     &root,
@@ -311,14 +334,12 @@ impl Session {
         EngineConfig::new(max_steps, budget).with_environment(&self.root)
     }
 
-    /// Says on stderr, loudly, that `--permission-mode bypass` (or `--yes`) runs every tool
-    /// call unasked.
-    pub fn warn_bypass(policy: &Policy) {
-        if policy.mode == Mode::Bypass {
-            eprintln!(
-                "harness9: WARNING: --permission-mode bypass: every tool call runs without asking (bash, write_file, every MCP tool); only deny rules still refuse"
-            );
-        }
+    /// The warning, to say loudly on stderr, that `--permission-mode bypass` (or `--yes`)
+    /// runs every tool call unasked; `None` in another mode.
+    pub fn bypass_warning(policy: &Policy) -> Option<&'static str> {
+        (policy.mode == Mode::Bypass).then_some(
+            "harness9: WARNING: --permission-mode bypass: every tool call runs without asking (bash, write_file, every MCP tool); only deny rules still refuse",
+        )
     }
 
     /// An engine for `provider` over this session's tools, continuing and saving `saved`.
@@ -326,7 +347,7 @@ impl Session {
         &self,
         provider: ProviderConfig,
         cfg: EngineConfig,
-        saved: Option<super::conversations::Opened>,
+        saved: Option<crate::stores::conversations::Opened>,
     ) -> Engine {
         let mut engine = Engine::new(Provider::new(provider), self.runtime.registry.clone(), cfg);
         if let Some(forget) = &self.forget_files {
@@ -341,10 +362,15 @@ impl Session {
     /// The conversation `resume` asks for, saved in the sessions directory, for `model`.
     pub fn conversation(
         &self,
-        resume: &super::conversations::Resume,
+        resume: &crate::stores::conversations::Resume,
         model: &str,
-    ) -> Result<super::conversations::Opened, String> {
-        super::conversations::open(&super::conversations::dir(), resume, &self.root, model)
+    ) -> Result<crate::stores::conversations::Opened, String> {
+        crate::stores::conversations::open(
+            &crate::stores::conversations::dir(),
+            resume,
+            &self.root,
+            model,
+        )
     }
 
     /// Stops every server (bounded by their shutdown), then lets the trace file finish
@@ -379,6 +405,27 @@ impl Session {
                 .await;
         }
     }
+}
+
+/// Where a session's wire records go: the `--trace` file (written by its thread, which
+/// redacts `secrets`) and the front end's `wire` sink; either, both or none.
+fn wire_tap(
+    trace: Option<&Path>,
+    wire: Option<mpsc::Sender<WireRecord>>,
+    secrets: watch::Receiver<Vec<String>>,
+) -> anyhow::Result<(Option<WireTap>, Option<std::thread::JoinHandle<()>>)> {
+    let (file_tap, trace_writer) = match trace {
+        Some(p) => {
+            let (tap, handle) = crate::diagnostics::trace_file::open_watched(p, secrets)?;
+            (Some(tap), Some(handle))
+        }
+        None => (None, None),
+    };
+    let tap = match wire {
+        Some(extra) => Some(fan_out(file_tap, extra)),
+        None => file_tap,
+    };
+    Ok((tap, trace_writer))
 }
 
 /// Forwards every wire record to `extra` and, with `--trace`, to the trace file. Both ends are

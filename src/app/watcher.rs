@@ -30,7 +30,7 @@ pub enum ConfigOutcome {
         /// Servers that come from another file than the project's (`Config::sources`).
         sources: Vec<(String, PathBuf)>,
         /// VS Code inputs the servers need and have no value for (`Config::inputs`).
-        inputs: Vec<crate::input_vars::InputPrompt>,
+        inputs: Vec<crate::config::input_vars::InputPrompt>,
         /// Servers the file marks `"disabled": true` (`Config::disabled`).
         disabled: Vec<String>,
         /// What the files have that is ignored (`Config::warnings`).
@@ -173,7 +173,7 @@ impl ConfigWatcher {
         let shown = self.path.display().to_string();
         // A new or changed server of a project config comes back held (unapproved): it stops
         // (if it ran with an older spec) and the trust screen asks about it.
-        match crate::sources::load_merged(
+        match crate::config::load_merged(
             &self.path,
             self.must_exist,
             self.approve_project,
@@ -228,7 +228,7 @@ impl ConfigWatcher {
     }
 
     fn approve(&mut self, servers: &[(String, String)]) -> ConfigOutcome {
-        let outcome = crate::trust::approve_shown(
+        let outcome = crate::config::trust::approve_shown(
             &self.path,
             self.must_exist,
             self.user.as_deref(),

@@ -1,6 +1,6 @@
 //! `harness9 doctor [SERVER] [--json]`: checks every configured server (or one) the way a
 //! session would load and start it, and the model settings; one line per check, `ok` / `warn`
-//! / `fail` with what to do ([`crate::app::doctor`] holds the pure parts). The I/O is here:
+//! / `fail` with what to do ([`crate::app::diagnostics::doctor`] holds the pure parts). The I/O is here:
 //! the config as a session loads it, the command looked up on `PATH` through the platform
 //! seam, a bounded request to an HTTP server's URL and to the model provider, a cold start of
 //! every approved server on the real runtime, the OAuth store (never a token). A project
@@ -17,7 +17,7 @@ use super::list::tool_sizes;
 use super::mcp::unknown_server;
 use super::{interrupted, DoctorArgs};
 use crate::app::config::Config;
-use crate::app::doctor::{
+use crate::app::diagnostics::doctor::{
     fmt_secs, grant_check, measure_bound, model_check, model_ids, render, start_check, var_checks,
     var_refs, Check, Report, ServerReport,
 };
@@ -251,7 +251,7 @@ async fn before_start(
     }
     // Each `${VAR}` the entry uses, by name.
     if let Some(w) = config.written(name) {
-        let store = crate::app::input_vars::store_path();
+        let store = crate::app::config::input_vars::store_path();
         let file = config
             .sources
             .iter()
@@ -268,12 +268,14 @@ async fn before_start(
             let saved = r
                 .name
                 .strip_prefix("input:")
-                .is_some_and(|id| crate::app::input_vars::get(&store, &file, id).is_some());
-            c.push(if saved && check.status != crate::app::doctor::Status::Ok {
-                Check::ok("env", format!("${{{}}} has a saved value", r.name))
-            } else {
-                check
-            });
+                .is_some_and(|id| crate::app::config::input_vars::get(&store, &file, id).is_some());
+            c.push(
+                if saved && check.status != crate::app::diagnostics::doctor::Status::Ok {
+                    Check::ok("env", format!("${{{}}} has a saved value", r.name))
+                } else {
+                    check
+                },
+            );
         }
     }
     r
@@ -309,8 +311,8 @@ fn sandbox_check(spec: &ServerSpec) -> Check {
 /// The command a stdio server runs, looked up as its spawn looks it up (its entry's `PATH`
 /// when it sets one).
 fn command_check(command: &str, env: &[(String, String)], cwd: Option<&std::path::Path>) -> Check {
-    let path = crate::app::trust::entry_path(env);
-    let here = crate::app::trust::resolved_cwd(cwd);
+    let path = crate::app::config::trust::entry_path(env);
+    let here = crate::app::config::trust::resolved_cwd(cwd);
     let is_path = harness9_platform::command::is_path(command);
     match harness9_platform::command::locate(command, path.as_deref(), &here) {
         Some(_) if is_path => Check::ok("command", format!("`{command}` is executable")),
@@ -499,7 +501,7 @@ fn after_start(
                         "stderr",
                         format!(
                             "the last {} line{} it wrote to stderr:",
-                            stderr_tail.len().min(crate::app::doctor::MAX_LINES),
+                            stderr_tail.len().min(crate::app::diagnostics::doctor::MAX_LINES),
                             if stderr_tail.len() == 1 { "" } else { "s" }
                         ),
                     )

@@ -12,8 +12,11 @@ use clap::Args;
 use super::{Cli, Command, UsageError};
 
 /// Which conversation `--continue`/`--resume [ID]` ask for.
-pub fn resume_of(continue_: bool, resume: Option<&str>) -> crate::app::conversations::Resume {
-    use crate::app::conversations::Resume;
+pub fn resume_of(
+    continue_: bool,
+    resume: Option<&str>,
+) -> crate::app::stores::conversations::Resume {
+    use crate::app::stores::conversations::Resume;
     match (continue_, resume) {
         (true, _) => Resume::Latest,
         (false, Some("")) => Resume::Pick,
@@ -256,7 +259,7 @@ pub struct Flags {
     /// `--allowed-tools`, `--disallowed-tools`, `--permission-mode`.
     pub permissions: PermissionArgs,
     /// `--continue`/`--resume [ID]`: the conversation to start with.
-    pub resume: crate::app::conversations::Resume,
+    pub resume: crate::app::stores::conversations::Resume,
 }
 
 impl Cli {
@@ -382,7 +385,7 @@ impl Flags {
             None => {
                 // In the working directory itself it keeps its short name in messages.
                 let found = std::env::current_dir().ok().and_then(|cwd| {
-                    crate::app::sources::find_project(&cwd)
+                    crate::app::config::sources::find_project(&cwd)
                         .filter(|p| p.parent() != Some(cwd.as_path()))
                 });
                 (
@@ -396,7 +399,7 @@ impl Flags {
                 .config
                 .config
                 .is_none()
-                .then(crate::app::sources::user_path)
+                .then(crate::app::config::sources::user_path)
                 .flatten(),
             config_path,
             config_must_exist,
@@ -412,6 +415,7 @@ impl Flags {
                 None => Mode::Default,
             },
             resume: flags.resume.clone(),
+            lines: crate::app::HeadlessLines::new(|line| eprintln!("{line}")),
             elicitation_answers: flags.session.asks.elicitation_answers.clone(),
             elicitation: flags
                 .session

@@ -146,7 +146,7 @@ pub(super) fn list(
                 // values), for every server.
                 if v.get("commandLine").is_none() {
                     if let Some(spec) = config.servers.iter().find(|s| s.name == *n) {
-                        v["commandLine"] = json!(crate::app::trust::shown(config, spec));
+                        v["commandLine"] = json!(crate::app::config::trust::shown(config, spec));
                     }
                 }
                 v["source"] = json!(source(n));

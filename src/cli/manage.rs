@@ -79,7 +79,7 @@ pub(super) fn scope_path(
     Ok(match scope {
         Scope::Project if opts.config_must_exist => opts.config_path.clone(),
         Scope::Project => own_project_file(&opts.config_path),
-        Scope::User => crate::app::sources::user_path()
+        Scope::User => crate::app::config::sources::user_path()
             .context("no user config: neither XDG_CONFIG_HOME nor HOME is set")?,
     })
 }
@@ -399,7 +399,7 @@ pub(super) fn save_target(
 ) -> anyhow::Result<()> {
     let approve = scope == Scope::Project && opts.user_config.is_some();
     if approve {
-        crate::app::trust::Approvals::load(&crate::app::trust::store_path())?;
+        crate::app::config::trust::Approvals::load(&crate::app::config::trust::store_path())?;
     }
     crate::app::edit::write_atomic(path, text)
         .with_context(|| format!("cannot write {}", path.display()))?;
@@ -409,7 +409,7 @@ pub(super) fn save_target(
         .map(|(n, _)| n.clone())
         .collect();
     if approve && !on.is_empty() {
-        crate::app::trust::approve(path, &on, &opts.runtime.entries)?;
+        crate::app::config::trust::approve(path, &on, &opts.runtime.entries)?;
     }
     Ok(())
 }

@@ -19,16 +19,18 @@ use super::login::oauth_command;
 use super::manage::{add_entry, edit_config, import};
 use super::{interrupted, McpCommand, UsageError};
 use crate::app::config::{self, Config};
-use crate::app::{spawn_event_printer, Runtime, Session, SessionOptions, Start};
+use crate::app::{spawn_status_lines, Runtime, Session, SessionOptions, Start};
 use crate::sanitize::{clean_line, clean_text, to_json};
 
 /// Runs a `mcp` subcommand; every child is gone when this returns.
 pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         McpCommand::Approve { servers, .. } => {
-            for line in
-                crate::app::trust::approve(&opts.config_path, servers, &opts.runtime.entries)?
-            {
+            for line in crate::app::config::trust::approve(
+                &opts.config_path,
+                servers,
+                &opts.runtime.entries,
+            )? {
                 say!("{line}");
             }
             return Ok(ExitCode::SUCCESS);
@@ -119,8 +121,14 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         ..Start::default()
     };
     let mut session = Session::start(opts, &config, specs, start)?;
-    crate::app::trust::print_hints(&config, only);
-    spawn_event_printer(session.runtime.status.clone(), opts.verbose > 0);
+    for line in crate::app::config::trust::hint_lines(&config, only) {
+        eprintln!("{line}");
+    }
+    spawn_status_lines(
+        session.runtime.status.clone(),
+        opts.verbose > 0,
+        opts.lines.clone(),
+    );
     let rt = &mut session.runtime;
     // Cancelled at Ctrl+C: a call that became a task sends `tasks/cancel` before the servers
     // stop (the wait for it is bounded).

@@ -15,7 +15,7 @@ use crate::agent::engine::{
     turn_stream, CancelTurn, Engine, EngineError, EngineEvent, RunTurn, TurnEvent, TurnOutcome,
 };
 use crate::agent::model::settings;
-use crate::app::{spawn_event_printer, Session, SessionOptions, Start};
+use crate::app::{spawn_status_lines, Session, SessionOptions, Start};
 use crate::cli::{interrupted, RunArgs};
 use crate::sanitize::{clean_line, clean_text, to_json};
 
@@ -211,7 +211,11 @@ pub async fn run(
     if args.continue_ {
         // Said before anything starts: `--continue` is a wish to go on, not to start afresh.
         let cwd = std::env::current_dir().context("cannot read the working directory")?;
-        if crate::app::conversations::latest_for(&crate::app::conversations::dir(), &cwd).is_none()
+        if crate::app::stores::conversations::latest_for(
+            &crate::app::stores::conversations::dir(),
+            &cwd,
+        )
+        .is_none()
         {
             return Err(super::UsageError(format!(
                 "--continue: there is no earlier conversation in {}; run without --continue to start one",
@@ -238,10 +242,14 @@ pub async fn run(
     };
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let (policy, _logged) = opts.policy(&cwd)?;
-    crate::app::Session::warn_bypass(&policy);
+    if let Some(warning) = crate::app::Session::bypass_warning(&policy) {
+        eprintln!("{warning}");
+    }
     let config = opts.load_config()?;
     crate::app::SessionOptions::unmatched_rules(&policy, &config);
-    crate::app::trust::print_hints(&config, None);
+    for line in crate::app::config::trust::hint_lines(&config, None) {
+        eprintln!("{line}");
+    }
     let start = Start {
         shutdown_grace: Some(crate::app::HEADLESS_GRACE),
         builtins: true,
@@ -253,7 +261,11 @@ pub async fn run(
     // Every way out of the session closes it: an early return would leave its actors to be
     // dropped with the runtime.
     let result: anyhow::Result<ExitCode> = async {
-    spawn_event_printer(session.runtime.status.clone(), opts.verbose > 0);
+    spawn_status_lines(
+        session.runtime.status.clone(),
+        opts.verbose > 0,
+        opts.lines.clone(),
+    );
     let mut engine_cfg = session.engine_config(
         args.max_steps.unwrap_or(settings.max_steps),
         settings.tool_output_budget_tokens,
@@ -270,7 +282,7 @@ pub async fn run(
     let resume = super::resume_of(args.continue_, args.resume.as_deref());
     let saved = match session.conversation(&resume, &model_id) {
         Ok(o) => Some(o),
-        Err(e) if resume != crate::app::conversations::Resume::New => {
+        Err(e) if resume != crate::app::stores::conversations::Resume::New => {
             return Err(super::UsageError(e).into())
         }
         Err(e) => {
@@ -427,7 +439,7 @@ pub async fn run(
     // skips it). A failed or interrupted run ends at once.
     let answered = matches!(&result, Ok(c) if *c == ExitCode::SUCCESS);
     if let (Some(cache), true) = (session.tool_cache.clone(), answered) {
-        let bound = crate::app::tool_cache::CACHE_AT_EXIT;
+        let bound = crate::app::stores::tool_cache::CACHE_AT_EXIT;
         let note = |names: &[&str]| {
             let names: Vec<String> = names
                 .iter()
@@ -439,7 +451,7 @@ pub async fn run(
                 names.join(", ")
             );
         };
-        let wait = crate::app::tool_cache::wait_to_cache(
+        let wait = crate::app::stores::tool_cache::wait_to_cache(
             &mut session.runtime.status,
             &config.servers,
             &cache,

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::args::TaskAction;
 use super::mcp::{print_progress, PROGRESS_QUEUE};
-use crate::app::task_store::{self, TrackedTask};
+use crate::app::stores::task_store::{self, TrackedTask};
 use crate::app::Runtime;
 use crate::sanitize::{clean_line, clean_text, to_json};
 

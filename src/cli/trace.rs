@@ -1,6 +1,6 @@
 //! `harness9 trace stats FILE`: the per-method table of a `--trace` file
-//! ([`crate::app::trace_stats`]); `harness9 trace replay FILE`: the file's server side served
-//! over stdio ([`crate::app::trace_replay`]). The file is read a bounded line at a time.
+//! ([`crate::app::diagnostics::trace_stats`]); `harness9 trace replay FILE`: the file's server side served
+//! over stdio ([`crate::app::diagnostics::trace_replay`]). The file is read a bounded line at a time.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::app::trace_replay::Loader;
-use crate::app::trace_stats::{render, StatsBuilder, MAX_LINE_BYTES};
+use crate::app::diagnostics::trace_replay::Loader;
+use crate::app::diagnostics::trace_stats::{render, StatsBuilder, MAX_LINE_BYTES};
 
 /// The longest line `trace replay` reads from its client; a longer one gets an error reply.
 pub const MAX_INCOMING_BYTES: usize = 16 * 1024 * 1024;
@@ -104,8 +104,8 @@ pub fn replay(path: &Path, server: Option<&str>) -> anyhow::Result<ExitCode> {
         note.push_str(&format!(
             "; {} more not held (over {} recordings or {} MiB)",
             s.dropped,
-            crate::app::trace_replay::MAX_RECORDINGS,
-            crate::app::trace_replay::MAX_HELD_BYTES / (1024 * 1024)
+            crate::app::diagnostics::trace_replay::MAX_RECORDINGS,
+            crate::app::diagnostics::trace_replay::MAX_HELD_BYTES / (1024 * 1024)
         ));
     }
     if s.server_requests > 0 {
@@ -133,7 +133,7 @@ pub fn replay(path: &Path, server: Option<&str>) -> anyhow::Result<ExitCode> {
             Line::TooLong => {
                 let text = format!("a message over {MAX_INCOMING_BYTES} bytes was not read");
                 eprintln_clean(&format!("trace replay: {text}"));
-                crate::app::trace_replay::Answer {
+                crate::app::diagnostics::trace_replay::Answer {
                     messages: vec![serde_json::json!({
                         "jsonrpc": "2.0", "id": null,
                         "error": {"code": -32600, "message": text}

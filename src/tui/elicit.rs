@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 
 use super::state::{Effect, State};
 use super::widgets::{modal_block, wrap, BORDER_ROWS, DIM};
-use harness9_app::elicit::{fields, validate, Field, Kind};
+use harness9_app::elicit::{fields, validate, Field, FieldKind};
 use harness9_app::sampler::Sampling;
 use harness9_base::sanitize::{clean, clean_line};
 
@@ -125,13 +125,13 @@ impl Form {
         for (f, v) in self.fields.iter().zip(&self.values) {
             let value = match (v, &f.kind) {
                 (Val::Text(t), _) if t.is_empty() => None,
-                (Val::Text(t), Kind::Number { integer: true, .. }) => Some(
+                (Val::Text(t), FieldKind::Number { integer: true, .. }) => Some(
                     t.trim()
                         .parse::<i64>()
                         .map(Value::from)
                         .map_err(|_| format!("{}: a whole number", f.title))?,
                 ),
-                (Val::Text(t), Kind::Number { .. }) => Some(
+                (Val::Text(t), FieldKind::Number { .. }) => Some(
                     t.trim()
                         .parse::<f64>()
                         .ok()
@@ -140,10 +140,10 @@ impl Form {
                 ),
                 (Val::Text(t), _) => Some(Value::String(t.clone())),
                 (Val::Bool(b), _) => b.map(Value::Bool),
-                (Val::Choice(i), Kind::Choice(opts)) => {
+                (Val::Choice(i), FieldKind::Choice(opts)) => {
                     i.and_then(|i| opts.get(i)).map(|(v, _)| json!(v))
                 }
-                (Val::Multi { chosen, .. }, Kind::Multi { options, .. }) => {
+                (Val::Multi { chosen, .. }, FieldKind::Multi { options, .. }) => {
                     let picked: Vec<Value> = options
                         .iter()
                         .zip(chosen)
@@ -167,14 +167,14 @@ impl Form {
 fn initial(f: &Field) -> Val {
     let d = f.default.as_ref();
     match &f.kind {
-        Kind::Text { .. } => Val::Text(d.and_then(Value::as_str).unwrap_or("").to_owned()),
-        Kind::Number { .. } => Val::Text(d.map(Value::to_string).unwrap_or_default()),
-        Kind::Boolean => Val::Bool(d.and_then(Value::as_bool)),
-        Kind::Choice(opts) => Val::Choice(
+        FieldKind::Text { .. } => Val::Text(d.and_then(Value::as_str).unwrap_or("").to_owned()),
+        FieldKind::Number { .. } => Val::Text(d.map(Value::to_string).unwrap_or_default()),
+        FieldKind::Boolean => Val::Bool(d.and_then(Value::as_bool)),
+        FieldKind::Choice(opts) => Val::Choice(
             d.and_then(Value::as_str)
                 .and_then(|d| opts.iter().position(|(v, _)| v == d)),
         ),
-        Kind::Multi { options, .. } => {
+        FieldKind::Multi { options, .. } => {
             let picked: Vec<&str> = d
                 .and_then(Value::as_array)
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
@@ -364,7 +364,7 @@ fn form_key(form: &mut Form, key: KeyEvent) {
         return;
     };
     let options = match &form.fields[i].kind {
-        Kind::Choice(o) | Kind::Multi { options: o, .. } => o.len(),
+        FieldKind::Choice(o) | FieldKind::Multi { options: o, .. } => o.len(),
         _ => 0,
     };
     match value {
@@ -413,11 +413,11 @@ fn value_spans(f: &Field, v: &Val, selected: bool) -> Vec<Span<'static>> {
             }
             if t.is_empty() {
                 let hint = match kind {
-                    Kind::Text {
+                    FieldKind::Text {
                         format: Some(fmt), ..
                     } => format!("({fmt})"),
-                    Kind::Number { integer: true, .. } => "(integer)".to_owned(),
-                    Kind::Number { .. } => "(number)".to_owned(),
+                    FieldKind::Number { integer: true, .. } => "(integer)".to_owned(),
+                    FieldKind::Number { .. } => "(number)".to_owned(),
                     _ => String::new(),
                 };
                 out.push(Span::styled(clean_line(&hint).into_owned(), DIM));
@@ -429,11 +429,11 @@ fn value_spans(f: &Field, v: &Val, selected: bool) -> Vec<Span<'static>> {
             Some(false) => "[ ] no",
             None => "[ ] (unset)",
         })],
-        (Val::Choice(c), Kind::Choice(opts)) => match c.and_then(|c| opts.get(c)) {
+        (Val::Choice(c), FieldKind::Choice(opts)) => match c.and_then(|c| opts.get(c)) {
             Some((_, label)) => vec![Span::raw(format!("‹ {} ›", clean_line(label)))],
             None => vec![Span::styled("(←→ to choose)", DIM)],
         },
-        (Val::Multi { chosen, cursor }, Kind::Multi { options, .. }) => {
+        (Val::Multi { chosen, cursor }, FieldKind::Multi { options, .. }) => {
             let mut out = Vec::new();
             for (i, ((_, label), on)) in options.iter().zip(chosen).enumerate() {
                 let text = format!("[{}] {} ", if *on { "x" } else { " " }, clean_line(label));

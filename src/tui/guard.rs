@@ -30,7 +30,7 @@ pub struct Questions {
     /// Servers' questions waiting for the user, the first one shown (after tool approvals).
     pub asks: std::collections::VecDeque<super::elicit::PendingAsk>,
     /// VS Code inputs waiting to be asked for.
-    pub inputs_pending: std::collections::VecDeque<harness9_app::input_vars::InputPrompt>,
+    pub inputs_pending: std::collections::VecDeque<harness9_app::config::input_vars::InputPrompt>,
     /// Inputs asked for this session (config file, id): never asked again.
     pub inputs_asked: std::collections::BTreeSet<(std::path::PathBuf, String)>,
     /// Unapproved servers (name, command line) the trust screen has shown: it opens by itself

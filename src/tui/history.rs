@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// Entries loaded (and kept when the file is compacted).
 pub const KEEP: usize = 1000;
 
-pub use harness9_app::paths::state_dir;
+pub use harness9_app::stores::state_dir;
 
 /// The history file; `None` when `HARNESS9_HISTORY` is set empty.
 pub fn path() -> Option<PathBuf> {

@@ -12,7 +12,7 @@ use ratatui::Frame;
 
 use super::state::{Effect, Entry, Modal, State};
 use super::widgets::{modal_block, DIM};
-use harness9_app::input_vars::InputPrompt;
+use harness9_app::config::input_vars::InputPrompt;
 use harness9_base::sanitize::clean_line;
 
 /// The open prompt: the input and what has been typed.

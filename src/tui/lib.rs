@@ -212,7 +212,7 @@ struct ModelPart {
     /// The model the resumed conversation was saved with, when the command line named none.
     resumed_model: Option<String>,
     /// `--resume` without an id: the picker opens on these.
-    pick: Option<harness9_app::conversations::Listing>,
+    pick: Option<harness9_app::stores::conversations::Listing>,
 }
 
 impl ModelPart {
@@ -255,9 +255,9 @@ impl ModelPart {
         ecfg.tool_search = s.tool_search.clone();
         part.context_window = ecfg.context_window;
         let saved = part.resume(opts, session, &p.model);
-        if opts.resume == harness9_app::conversations::Resume::Pick {
-            part.pick = Some(harness9_app::conversations::listing(
-                &harness9_app::conversations::dir(),
+        if opts.resume == harness9_app::stores::conversations::Resume::Pick {
+            part.pick = Some(harness9_app::stores::conversations::listing(
+                &harness9_app::stores::conversations::dir(),
                 root,
                 50,
             ));
@@ -272,7 +272,7 @@ impl ModelPart {
         opts: &SessionOptions,
         session: &Session,
         model: &str,
-    ) -> Option<harness9_app::conversations::Opened> {
+    ) -> Option<harness9_app::stores::conversations::Opened> {
         match session.conversation(&opts.resume, model) {
             Ok(o) => {
                 self.session_id = Some(o.file.id.clone());

@@ -12,13 +12,13 @@ use ratatui::Frame;
 
 use super::state::{Effect, Modal, State};
 use super::widgets::{list_frame, step_selection, truncate_line};
-use harness9_app::conversations::Listing;
+use harness9_app::stores::conversations::Listing;
 use harness9_base::sanitize::clean_line;
 
 /// The picker: the listing's lines (each begins with its session id) and the selection.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResumePicker {
-    /// [`harness9_app::conversations::listing`]'s lists, newest first.
+    /// [`harness9_app::stores::conversations::listing`]'s lists, newest first.
     pub listing: Listing,
     /// Every directory's sessions are shown (`a`), not only this project's.
     pub all: bool,

@@ -143,7 +143,7 @@ pub enum Event {
         )>,
     ),
     /// The saved conversations' listing, for the `/resume` picker.
-    SessionsListed(harness9_app::conversations::Listing),
+    SessionsListed(harness9_app::stores::conversations::Listing),
     /// `/model` switched the model for the next turn.
     ModelSwitched {
         /// `anthropic claude-...`.
@@ -175,7 +175,7 @@ pub enum Event {
         /// Servers marked disabled.
         disabled: Vec<String>,
         /// `${input:ID}` prompts the new config needs.
-        inputs: Vec<harness9_app::input_vars::InputPrompt>,
+        inputs: Vec<harness9_app::config::input_vars::InputPrompt>,
     },
     /// A turn could not start (no engine).
     TurnNotStarted,

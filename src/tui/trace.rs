@@ -260,7 +260,7 @@ fn message_text(r: &TraceRow, secrets: &[String]) -> String {
     let pretty = serde_json::from_slice::<serde_json::Value>(&r.message)
         .ok()
         .and_then(|mut v| {
-            harness9_app::trace_file::redact(&mut v, secrets);
+            harness9_app::diagnostics::trace_file::redact(&mut v, secrets);
             serde_json::to_string_pretty(&v).ok()
         })
         .unwrap_or_else(|| {
@@ -282,7 +282,7 @@ fn message_text(r: &TraceRow, secrets: &[String]) -> String {
 }
 
 fn trace_row_line(r: &TraceRow, selected: bool, width: usize) -> Line<'static> {
-    let ts = harness9_app::trace_file::rfc3339(r.ts);
+    let ts = harness9_app::diagnostics::trace_file::rfc3339(r.ts);
     let time = ts.get(11..23).unwrap_or(&ts).to_owned();
     let (arrow, color) = match r.dir {
         Direction::Send => ("→", Color::Cyan),

@@ -569,7 +569,7 @@ fn a_vscode_input_comes_from_its_variable_or_the_kept_value_and_the_error_names_
     let row = list(&[("HARNESS9_INPUT_API_TOKEN", "t")]);
     assert_eq!(row["status"], "connected", "{row}");
     // So does the value the TUI kept.
-    harness9::app::input_vars::save(&store, &file, "api-token", "kept").unwrap();
+    harness9::app::config::input_vars::save(&store, &file, "api-token", "kept").unwrap();
     let row = list(&[]);
     assert_eq!(row["status"], "connected", "{row}");
 }

@@ -102,7 +102,7 @@ impl OAuthCase {
         let mut spec = http_spec("o", Self::url_of(&self.srv), false);
         spec.oauth = Some(harness9_actors::oauth::OAuthSpec::new(
             Default::default(),
-            std::sync::Arc::new(harness9::app::oauth_store::FileStore::new(
+            std::sync::Arc::new(harness9::app::stores::oauth_store::FileStore::new(
                 self.store.clone(),
             )),
         ));

@@ -1,6 +1,6 @@
 //! `${VAR}`, `${VAR:-default}` and `${input:ID}` expansion of a config's values.
 
-use crate::config_formats::input_var;
+use super::formats::input_var;
 
 /// Expands `${VAR}` and `${VAR:-default}` using `lookup`.
 pub fn expand(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {

@@ -3,13 +3,12 @@
 //! method, a missing or unreadable key, a key that does not fit `alg`, an input the grant does
 //! not use. Keys and tokens join the secrets the session redacts; errors never show them.
 
-use std::path::Path;
-
 use harness9_actors::oauth::jwt::{Alg, SigningKey};
 use harness9_actors::oauth::{AssertionSource, GrantKind, IdpConfig, OAuthConfig};
 
+use super::build::Entry;
+use super::entry::RawOAuth;
 use super::{read_regular, ConfigError};
-use crate::config_entry::RawOAuth;
 
 /// The token endpoint auth methods a config may name.
 const AUTH_METHODS: [&str; 3] = [
@@ -21,20 +20,18 @@ const AUTH_METHODS: [&str; 3] = [
 /// The largest key file read.
 const MAX_KEY_BYTES: u64 = 64 * 1024;
 
-/// Fills `config`'s grant fields from `raw`: values expanded with `x` (a `${VAR}` there is a
-/// secret), file paths relative to `base`; errors from `fail(field, message)`.
+/// Fills `config`'s grant fields from `raw`, an entry `e`'s `oauth`: values expanded (a
+/// `${VAR}` there is a secret, kept in `secrets`, as keys and assertions are), file paths
+/// relative to the entry's directory; errors name the field.
 pub(super) fn apply(
     config: &mut OAuthConfig,
     raw: &RawOAuth,
-    base: &Path,
-    x: &dyn Fn(&str, &str) -> Result<String, ConfigError>,
-    fail: &dyn Fn(&str, String) -> ConfigError,
+    e: &Entry<'_>,
     secrets: &mut Vec<String>,
-    defaults: &crate::config_entry::EntryDefaults,
 ) -> Result<(), ConfigError> {
     if let Some(g) = &raw.grant {
         config.grant = GrantKind::parse(g).ok_or_else(|| {
-            fail(
+            e.fail(
                 "oauth.grant",
                 format!(
                     "unknown grant {g:?}: use one of {}",
@@ -45,7 +42,7 @@ pub(super) fn apply(
     }
     if let Some(m) = &raw.token_endpoint_auth {
         if !AUTH_METHODS.contains(&m.as_str()) {
-            return Err(fail(
+            return Err(e.fail(
                 "oauth.tokenEndpointAuth",
                 format!(
                     "unknown method {m:?}: use one of {}",
@@ -55,9 +52,31 @@ pub(super) fn apply(
         }
         config.token_endpoint_auth = Some(m.clone());
     }
+    config.signing_key = signing_key(raw, e, secrets)?;
+    config.assertion = assertion(raw, e, secrets)?;
+    if let Some(i) = &raw.issuer {
+        config.issuer = Some(e.x("oauth.issuer", i)?);
+    }
+    if config.grant == GrantKind::Enterprise {
+        let defaults = e.defaults();
+        if let (None, Some(why)) = (&defaults.enterprise_idp, &defaults.enterprise_idp_error) {
+            return Err(e.fail("oauth.grant", why.clone()));
+        }
+        config.idp = defaults.enterprise_idp.clone();
+    }
+    check_grant_inputs(config).map_err(|(f, m)| e.fail(f, m))
+}
+
+/// The signing key of `privateKey` or `privateKeyFile` (one of them), for `alg` when given
+/// (which needs a key); its text joins `secrets`.
+fn signing_key(
+    raw: &RawOAuth,
+    e: &Entry<'_>,
+    secrets: &mut Vec<String>,
+) -> Result<Option<SigningKey>, ConfigError> {
     let alg = match &raw.alg {
         Some(a) => Some(Alg::parse(a).ok_or_else(|| {
-            fail(
+            e.fail(
                 "oauth.alg",
                 format!(
                     "unsupported alg {a:?}: use RS256 or ES256 (or leave it out: the key's own)"
@@ -68,18 +87,18 @@ pub(super) fn apply(
     };
     let pem = match (&raw.private_key, &raw.private_key_file) {
         (Some(_), Some(_)) => {
-            return Err(fail(
+            return Err(e.fail(
                 "oauth.privateKey",
                 "give privateKey or privateKeyFile, not both".to_owned(),
             ))
         }
-        (Some(v), None) => Some(("oauth.privateKey", x("oauth.privateKey", v)?)),
+        (Some(v), None) => Some(("oauth.privateKey", e.x("oauth.privateKey", v)?)),
         (None, Some(f)) => {
-            let path = base.join(x("oauth.privateKeyFile", f)?);
-            let text = read_regular(&path, MAX_KEY_BYTES).map_err(|e| {
-                fail(
+            let path = e.base().join(e.x("oauth.privateKeyFile", f)?);
+            let text = read_regular(&path, MAX_KEY_BYTES).map_err(|err| {
+                e.fail(
                     "oauth.privateKeyFile",
-                    format!("cannot read the key file {}: {e}", path.display()),
+                    format!("cannot read the key file {}: {err}", path.display()),
                 )
             })?;
             Some(("oauth.privateKeyFile", text))
@@ -88,46 +107,47 @@ pub(super) fn apply(
     };
     if let Some((f, text)) = pem {
         secrets.push(text.trim().to_owned());
-        let key = SigningKey::from_pem(&text, alg).map_err(|e| fail(f, e))?;
-        config.signing_key = Some(key);
+        let key = SigningKey::from_pem(&text, alg).map_err(|err| e.fail(f, err))?;
+        Ok(Some(key))
     } else if alg.is_some() {
-        return Err(fail(
+        Err(e.fail(
             "oauth.alg",
             "alg is for a signing key: add privateKeyFile or privateKey, or remove alg".to_owned(),
-        ));
+        ))
+    } else {
+        Ok(None)
     }
-    config.assertion = match (&raw.assertion, &raw.assertion_file) {
-        (Some(_), Some(_)) => {
-            return Err(fail(
-                "oauth.assertion",
-                "give assertion or assertionFile, not both".to_owned(),
-            ))
-        }
+}
+
+/// The workload token of `assertion` or `assertionFile` (one of them); a value joins
+/// `secrets`, a file is read once now.
+fn assertion(
+    raw: &RawOAuth,
+    e: &Entry<'_>,
+    secrets: &mut Vec<String>,
+) -> Result<Option<AssertionSource>, ConfigError> {
+    match (&raw.assertion, &raw.assertion_file) {
+        (Some(_), Some(_)) => Err(e.fail(
+            "oauth.assertion",
+            "give assertion or assertionFile, not both".to_owned(),
+        )),
         (Some(v), None) => {
-            let v = x("oauth.assertion", v)?;
+            let v = e.x("oauth.assertion", v)?;
             secrets.push(v.trim().to_owned());
-            Some(AssertionSource::Value(v))
+            Ok(Some(AssertionSource::Value(v)))
         }
         (None, Some(f)) => {
-            let path = base.join(x("oauth.assertionFile", f)?);
+            let path = e.base().join(e.x("oauth.assertionFile", f)?);
             let source = AssertionSource::File(path);
             // Checked now (a missing file is a mistake to tell at load); read again for every
             // token request, as the platform rotates it.
-            source.read().map_err(|e| fail("oauth.assertionFile", e))?;
-            Some(source)
+            source
+                .read()
+                .map_err(|err| e.fail("oauth.assertionFile", err))?;
+            Ok(Some(source))
         }
-        (None, None) => None,
-    };
-    if let Some(i) = &raw.issuer {
-        config.issuer = Some(x("oauth.issuer", i)?);
+        (None, None) => Ok(None),
     }
-    if config.grant == GrantKind::Enterprise {
-        if let (None, Some(why)) = (&defaults.enterprise_idp, &defaults.enterprise_idp_error) {
-            return Err(fail("oauth.grant", why.clone()));
-        }
-        config.idp = defaults.enterprise_idp.clone();
-    }
-    check_grant_inputs(config).map_err(|(f, m)| fail(f, m))
 }
 
 /// `private_key_jwt` needs a key.

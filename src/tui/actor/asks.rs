@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use actix::prelude::*;
 use harness9_agent::engine::Answer;
-use harness9_app::asks::{Question, UserAsk};
+use harness9_app::asks::{ServerQuestion, UserAsk};
 use tokio::sync::oneshot;
 
 use super::Tui;
@@ -82,11 +82,11 @@ impl Handler<UserAsk> for Tui {
     fn handle(&mut self, msg: UserAsk, ctx: &mut Context<Self>) {
         let key = self.replies.key();
         let (ask, reply) = match msg.question {
-            Question::Elicit { params, answer } => (
+            ServerQuestion::Elicit { params, answer } => (
                 crate::elicit::elicitation(key, msg.server, &params),
                 AskReply::Elicit(self.forward(key, answer, ctx)),
             ),
-            Question::Sample {
+            ServerQuestion::Sample {
                 sampling,
                 model,
                 answer,

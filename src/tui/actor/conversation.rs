@@ -46,7 +46,7 @@ impl Tui {
     /// transcript and the engine's conversation.
     pub(super) fn resume(&mut self, id: String, ctx: &mut Context<Self>) {
         use crate::state::Entry;
-        use harness9_app::conversations;
+        use harness9_app::stores::conversations;
         let dir = conversations::dir();
         if id.is_empty() {
             let here = &self.policy.place.root;

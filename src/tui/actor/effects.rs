@@ -68,8 +68,8 @@ impl Tui {
         value: &str,
         ctx: &mut Context<Self>,
     ) {
-        let store = harness9_app::input_vars::store_path();
-        match harness9_app::input_vars::save(&store, file, id, value) {
+        let store = harness9_app::config::input_vars::store_path();
+        match harness9_app::config::input_vars::save(&store, file, id, value) {
             Ok(()) => {
                 let text = format!("input \"{id}\" kept in {}", store.display());
                 self.notice(false, text, ctx);
@@ -137,7 +137,7 @@ impl Tui {
     /// Saves an "always" answer's rule for the project (the engine has already taken it for
     /// this session); says where, or why it could not be saved.
     fn remember(&mut self, rule: &str, ctx: &mut Context<Self>) {
-        use harness9_app::permission_store as store;
+        use harness9_app::stores::permission_store as store;
         let file = store::path();
         let text = match store::remember(&file, &self.policy.place.root, rule) {
             Ok(()) => format!(
@@ -172,7 +172,7 @@ impl Tui {
     /// Forgets an allow rule, for the session and in the project's file; the list again.
     fn forget_rule(&mut self, text: String, ctx: &mut Context<Self>) {
         use harness9_agent::permissions::Kind;
-        use harness9_app::permission_store as store;
+        use harness9_app::stores::permission_store as store;
         self.policy.rules.forget(Kind::Allow, &text);
         let note = match store::forget(&store::path(), &self.policy.place.root, &text) {
             Ok(()) => Event::Notice {

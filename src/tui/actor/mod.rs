@@ -46,7 +46,7 @@ pub struct TuiSetup {
     /// Servers from another file than `config_path` (the user's), with that file.
     pub sources: Vec<(String, PathBuf)>,
     /// VS Code inputs the config needs and has no value for: asked once.
-    pub inputs: Vec<harness9_app::input_vars::InputPrompt>,
+    pub inputs: Vec<harness9_app::config::input_vars::InputPrompt>,
     /// What the config files have that is ignored (`Config::warnings`): shown at start.
     pub warnings: Vec<String>,
     /// Values `/trace` must not show (the config's env and header values) at start; each
@@ -73,7 +73,7 @@ pub struct TuiSetup {
     /// line named one).
     pub resumed_model: Option<String>,
     /// `--resume` without an id: the saved conversations' listing, for the picker.
-    pub pick: Option<harness9_app::conversations::Listing>,
+    pub pick: Option<harness9_app::stores::conversations::Listing>,
     /// The model's context window, when the settings know it.
     pub context_window: Option<u64>,
     /// The model settings (prices, windows), when a model is configured.

@@ -337,7 +337,7 @@ fn save_session_in(
     messages: &[Message],
     modified: u64,
 ) {
-    use harness9_app::conversations::SessionFile;
+    use harness9_app::stores::conversations::SessionFile;
     let mut f = SessionFile::create(dir, std::path::Path::new(cwd), model).unwrap();
     f.append(messages).unwrap();
     let path = dir.join(format!("{id}.jsonl"));
@@ -390,7 +390,7 @@ fn the_resume_list_shows_date_model_size_and_first_prompt() {
     use_model(&mut s, "claude-sonnet-4-5");
     assert_eq!(send(&mut s, "/resume"), vec![Effect::Resume(String::new())]);
     let here = std::path::Path::new("/home/u/project");
-    let list = harness9_app::conversations::listing(&dir, here, 20);
+    let list = harness9_app::stores::conversations::listing(&dir, here, 20);
     let _ = std::fs::remove_dir_all(&dir);
     // What the actor does for an empty id: the picker on the listing.
     crate::resume::open(&mut s, list.clone());
@@ -458,7 +458,7 @@ fn the_resume_list_shows_date_model_size_and_first_prompt() {
 #[test]
 fn a_resumed_conversation_and_a_compaction_notice() {
     use harness9_agent::engine::compact::Compacted;
-    use harness9_app::conversations::{open, Resume};
+    use harness9_app::stores::conversations::{open, Resume};
     let dir = sessions_dir("resumed");
     save_session(
         &dir,

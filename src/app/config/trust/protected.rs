@@ -7,7 +7,13 @@ use std::time::SystemTime;
 
 use harness9_agent::builtins::ProtectedPaths;
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use harness9_actors::TransportSpec;
+use harness9_base::path::resolved;
+
+use super::{entry_path, files_in, found_program, repository_root, resolved_cwd, store_path};
+use crate::config;
 
 /// Where a session's configuration comes from: what [`protected`] watches.
 #[derive(Debug, Clone)]
@@ -69,83 +75,107 @@ fn generation(sources: &Sources) -> Generation {
 pub fn list(sources: &Sources) -> Vec<PathBuf> {
     let mut roots = vec![resolved(&sources.root)];
     roots.extend(repository_root(&sources.config));
-    // Where it leads, and where it is: a symlink in the project can be re-pointed.
-    let inside = |p: &Path| {
+    let mut found = Found {
+        roots,
+        out: Vec::new(),
+    };
+    let configs: Vec<&PathBuf> = std::iter::once(&sources.config)
+        .chain(sources.user.as_ref())
+        .collect();
+    for f in configs.iter().copied().chain(&sources.settings) {
+        found.add(absolute(f, &sources.root));
+    }
+    found.add(store_path());
+    found.add(crate::stores::permission_store::path());
+    for path in configs {
+        let Ok(cfg) = config::load(path, false, &sources.defaults) else {
+            continue;
+        };
+        for f in &cfg.read_files {
+            found.add(absolute(f, &sources.root));
+        }
+        for s in &cfg.servers {
+            if let TransportSpec::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } = &s.transport
+            {
+                found.add_server(command, args, env, cwd.as_deref());
+            }
+        }
+    }
+    found.out
+}
+
+/// The files [`list`] found so far, inside the project's `roots`.
+struct Found {
+    roots: Vec<PathBuf>,
+    out: Vec<PathBuf>,
+}
+
+impl Found {
+    /// Whether `p` is inside a root: where it leads, and where it is (a symlink in the project
+    /// can be re-pointed).
+    fn inside(&self, p: &Path) -> bool {
         let mut places = vec![resolved(p)];
         if let (Some(parent), Some(name)) = (p.parent(), p.file_name()) {
             places.push(resolved(parent).join(name));
         }
         places
             .iter()
-            .any(|r| roots.iter().any(|root| r.starts_with(root)))
-    };
-    let mut out: Vec<PathBuf> = Vec::new();
-    // Each by the file it resolves to: a symlink itself cannot be kept read-only (the shell's
-    // sandbox refuses to run with one listed), and re-pointing one changes what the approval
-    // and the spawn's pins see.
-    let mut add = |p: PathBuf| {
-        if !(p.exists() && inside(&p)) {
+            .any(|r| self.roots.iter().any(|root| r.starts_with(root)))
+    }
+
+    /// Adds `p` when it exists inside a root, by the file it resolves to: a symlink itself
+    /// cannot be kept read-only (the shell's sandbox refuses to run with one listed), and
+    /// re-pointing one changes what the approval and the spawn's pins see.
+    fn add(&mut self, p: PathBuf) {
+        if !(p.exists() && self.inside(&p)) {
             return;
         }
         let Ok(real) = std::fs::canonicalize(&p) else {
             return;
         };
-        if inside(&real) && !out.contains(&real) {
-            out.push(real);
+        if self.inside(&real) && !self.out.contains(&real) {
+            self.out.push(real);
         }
-    };
-    let configs: Vec<&PathBuf> = std::iter::once(&sources.config)
-        .chain(sources.user.as_ref())
-        .collect();
-    for f in configs.iter().copied().chain(&sources.settings) {
-        add(absolute(f, &sources.root));
     }
-    add(store_path());
-    add(crate::permission_store::path());
-    for path in configs {
-        let Ok(cfg) = config::load(path, false, &sources.defaults) else {
-            continue;
-        };
-        for f in &cfg.read_files {
-            add(absolute(f, &sources.root));
+
+    /// Adds what a stdio server runs: its program as found (a symlink) and what it resolves
+    /// to, each file an argument names, and the repository's files it runs.
+    fn add_server(
+        &mut self,
+        command: &str,
+        args: &[String],
+        env: &[(String, String)],
+        cwd: Option<&Path>,
+    ) {
+        let dir = resolved_cwd(cwd);
+        if command.contains('/') {
+            self.add(dir.join(command));
+        } else if let Some(path) = entry_path(env) {
+            if let Some(found) = std::env::split_paths(&path)
+                .map(|d| dir.join(d).join(command))
+                .find(|p| p.is_file())
+            {
+                self.add(found);
+            }
         }
-        for s in &cfg.servers {
-            let TransportSpec::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } = &s.transport
-            else {
-                continue;
-            };
-            let dir = resolved_cwd(cwd.as_deref());
-            // The program as found (a symlink) and what it resolves to.
-            if command.contains('/') {
-                add(dir.join(command));
-            } else if let Some(path) = entry_path(env) {
-                if let Some(found) = std::env::split_paths(&path)
-                    .map(|d| dir.join(d).join(command))
-                    .find(|p| p.is_file())
-                {
-                    add(found);
-                }
+        let program = found_program(command, env, &dir);
+        for a in args.iter().filter(|a| !a.is_empty()) {
+            let p = dir.join(a);
+            if p.is_file() {
+                self.add(p);
             }
-            let program = found_program(command, env, &dir);
-            for a in args.iter().filter(|a| !a.is_empty()) {
-                let p = dir.join(a);
-                if p.is_file() {
-                    add(p);
-                }
-            }
-            for root in &roots {
-                for f in files_in(root, program.as_deref(), args, &dir) {
-                    add(f);
-                }
+        }
+        for root in self.roots.clone() {
+            for f in files_in(&root, program.as_deref(), args, &dir) {
+                self.add(f);
             }
         }
     }
-    out
 }
 
 /// `p` made absolute against `root`.

@@ -1,10 +1,6 @@
-//! Where the MCP config comes from. The project's `.mcp.json` (or VS Code's `.vscode/mcp.json`)
-//! is found by walking up from the working directory to the repository root (the directory holding `.git`), else to the
-//! filesystem root; the user's `$XDG_CONFIG_HOME/harness9/mcp.json` (`~/.config/harness9/mcp.json`)
-//! holds servers wanted everywhere. The two are merged; a name in both, or two names whose tool
-//! names would collide, hold their servers with an error naming both files (a server's name is
-//! its identity: what permission rules name). A `--config` file replaces both. The user file
-//! is the user's own: its servers need no approval.
+//! The last stage, the session's specs: the project config and the user's merged. A name in
+//! both files, or two names whose tool names would collide, hold their servers with an error
+//! naming both files (a server's name is its identity: what permission rules name).
 //!
 //! An untrusted directory does not decide what the user's servers execute: until the project
 //! is trusted ([`trusted`]: its project config's servers approved, or `--approve-project`),
@@ -18,43 +14,24 @@ use std::path::{Path, PathBuf};
 use harness9_actors::{Hold, Roots, TransportSpec};
 use sha2::{Digest, Sha256};
 
-use super::config::{self, Config, DEFAULT_PATH};
+use super::types::{Config, Written};
 
-/// The project's `.mcp.json`: the nearest one from `start` up to the repository root (a
-/// directory holding `.git`) or the filesystem root; `None` when there is none.
-pub fn find_project(start: &Path) -> Option<PathBuf> {
-    let mut dir = Some(start);
-    while let Some(d) = dir {
-        // Ours first, then VS Code's.
-        for candidate in [d.join(DEFAULT_PATH), d.join(".vscode").join("mcp.json")] {
-            if candidate.is_file() {
-                return Some(candidate);
+/// The project config with the user file's servers (`user`, if any) merged under it, clashes
+/// held; until the project is [`trusted`], the user's servers without a `cwd` run in their
+/// [`neutral_dir`].
+pub(super) fn merged(project: Config, user: Option<Config>, approve_project: bool) -> Config {
+    let mut cfg = match user {
+        Some(mut u) => {
+            if !trusted(&project, approve_project) {
+                let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+                away_from(&mut u, &crate::stores::state_dir(), &here);
             }
+            merge(project, u)
         }
-        if d.join(".git").exists() {
-            return None;
-        }
-        dir = d.parent();
-    }
-    None
-}
-
-/// The user's config file: `$XDG_CONFIG_HOME/harness9/mcp.json`, else the system's place
-/// (`~/.config/harness9/mcp.json` on Linux, `~/Library/Application Support/harness9/mcp.json`
-/// on macOS: `harness9_platform::dirs`); `None` without either variable.
-pub fn user_path() -> Option<PathBuf> {
-    Some(harness9_platform::dirs::config_dir()?.join("mcp.json"))
-}
-
-/// Loads the user file (missing: `None`).
-pub fn load_user(
-    path: &Path,
-    defaults: &config::EntryDefaults,
-) -> Result<Option<Config>, config::ConfigError> {
-    if !path.is_file() {
-        return Ok(None);
-    }
-    config::load(path, true, defaults).map(Some)
+        None => project,
+    };
+    hold_clashes(&mut cfg);
+    cfg
 }
 
 /// The project config with the user's servers added after its own. A name both files hold is
@@ -95,7 +72,7 @@ pub fn merge(mut project: Config, user: Config) -> Config {
     }
     // The written form of each user server that is in (not clashing).
     let mine: Vec<String> = project.sources.iter().map(|(n, _)| n.clone()).collect();
-    let theirs: Vec<(String, config::Written)> = user
+    let theirs: Vec<(String, Written)> = user
         .written
         .into_iter()
         .filter(|(n, _)| mine.contains(n) && project.written(n).is_none())
@@ -152,33 +129,6 @@ pub fn hold_clashes(cfg: &mut Config) {
     for (i, message) in messages {
         hold(&mut cfg.servers[i], message);
     }
-}
-
-/// The project config (its unapproved servers held) with the user file's servers merged under
-/// it: what a session starts with and what every hot reload reads. A file a sandboxed server
-/// may write is held to approval (see [`crate::trust::load_guarded`]). Until the project is
-/// [`trusted`], the user's servers without a `cwd` run in their [`neutral_dir`].
-pub(crate) fn load_merged(
-    project: &std::path::Path,
-    must_exist: bool,
-    approve_project: bool,
-    user: Option<&std::path::Path>,
-    defaults: &config::EntryDefaults,
-) -> anyhow::Result<Config> {
-    let (cfg, user) =
-        crate::trust::load_guarded(project, must_exist, approve_project, user, defaults)?;
-    let mut cfg = match user {
-        Some(mut u) => {
-            if !trusted(&cfg, approve_project) {
-                let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-                away_from(&mut u, &crate::paths::state_dir(), &here);
-            }
-            merge(cfg, u)
-        }
-        None => cfg,
-    };
-    hold_clashes(&mut cfg);
-    Ok(cfg)
 }
 
 /// Whether the working directory is trusted with the user's servers: `--approve-project`, or
@@ -244,6 +194,7 @@ fn away_from(user: &mut Config, state: &Path, here: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config;
 
     /// `text` parsed as the config at `path`, no variable set.
     fn parse(text: &str, path: &str) -> Config {
@@ -255,25 +206,6 @@ mod tests {
             &config::EntryDefaults::in_memory(),
         )
         .unwrap()
-    }
-
-    #[test]
-    fn the_project_config_is_found_up_to_the_repository_root() {
-        let root = std::env::temp_dir().join(format!("h9-sources-{}", std::process::id()));
-        let deep = root.join("repo/a/b");
-        std::fs::create_dir_all(&deep).unwrap();
-        std::fs::create_dir_all(root.join("repo/.git")).unwrap();
-        assert_eq!(find_project(&deep), None);
-        std::fs::write(root.join("repo/.mcp.json"), "{}").unwrap();
-        assert_eq!(find_project(&deep), Some(root.join("repo/.mcp.json")));
-        std::fs::write(root.join("repo/a/.mcp.json"), "{}").unwrap();
-        assert_eq!(find_project(&deep), Some(root.join("repo/a/.mcp.json")));
-        // Above the repository root nothing is looked at.
-        std::fs::remove_file(root.join("repo/a/.mcp.json")).unwrap();
-        std::fs::remove_file(root.join("repo/.mcp.json")).unwrap();
-        std::fs::write(root.join(".mcp.json"), "{}").unwrap();
-        assert_eq!(find_project(&deep), None);
-        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

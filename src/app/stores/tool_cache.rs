@@ -83,7 +83,7 @@ pub fn dir() -> Option<PathBuf> {
     match std::env::var_os("HARNESS9_TOOL_CACHE") {
         Some(p) if p.is_empty() => None,
         Some(p) => Some(PathBuf::from(p)),
-        None => Some(crate::paths::state_dir().join("tool-cache")),
+        None => Some(crate::stores::state_dir().join("tool-cache")),
     }
 }
 

@@ -37,7 +37,7 @@ struct Project {
 
 /// Where the answers are kept.
 pub fn path() -> PathBuf {
-    crate::paths::state_dir().join("permissions.json")
+    crate::stores::state_dir().join("permissions.json")
 }
 
 /// The key of the project `root` is in: its repository root (the nearest directory above with

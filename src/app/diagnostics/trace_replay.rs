@@ -126,9 +126,9 @@ impl Loader {
             return;
         }
         let record = line
-            .filter(|l| l.len() <= crate::trace_stats::MAX_LINE_BYTES)
+            .filter(|l| l.len() <= crate::diagnostics::trace_stats::MAX_LINE_BYTES)
             .and_then(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(crate::trace_stats::is_record);
+            .filter(crate::diagnostics::trace_stats::is_record);
         let Some(mut record) = record else {
             self.skipped += 1;
             self.first_skipped_line.get_or_insert(self.line);
@@ -436,26 +436,7 @@ impl Replayer {
         let params = msg.get("params");
         let key = params_key(method, params);
         let Some(entry) = self.entries.get_mut(&(method.to_owned(), key.clone())) else {
-            if method == "ping" {
-                return Answer {
-                    messages: vec![json!({"jsonrpc": "2.0", "id": id, "result": {}})],
-                    miss: None,
-                };
-            }
-            let known = self.keys.iter().any(|(m, _)| m == method);
-            let text = format!(
-                "no recorded reply for {}; nearest recorded: {}",
-                shown(method, &key),
-                self.nearest(method, &key)
-            );
-            let code = if known {
-                PARAMS_NOT_RECORDED
-            } else {
-                METHOD_NOT_RECORDED
-            };
-            let mut a = error_answer(id.clone(), code, text.clone());
-            a.miss = Some(text);
-            return a;
+            return self.unrecorded(method, &key, id);
         };
         // The same request recorded several times: in recorded order, then the last again.
         let i = entry.next.min(entry.replies.len().saturating_sub(1));
@@ -471,25 +452,11 @@ impl Replayer {
             .and_then(|m| m.get("progressToken"))
             .filter(|t| !t.is_null());
         let mut messages = Vec::with_capacity(notifications.len() + 1);
-        for n in notifications {
-            let mut n = n.clone();
-            if n.get("method").and_then(Value::as_str) == Some("notifications/progress") {
-                let Some(token) = token else { continue };
-                if let Some(p) = n.get_mut("params").and_then(Value::as_object_mut) {
-                    p.insert("progressToken".to_owned(), token.clone());
-                }
-            }
-            if let Some(m) = n
-                .get_mut("params")
-                .and_then(|p| p.get_mut("_meta"))
-                .and_then(Value::as_object_mut)
-            {
-                if m.contains_key(SUBSCRIPTION_ID) {
-                    m.insert(SUBSCRIPTION_ID.to_owned(), id.clone());
-                }
-            }
-            messages.push(n);
-        }
+        messages.extend(
+            notifications
+                .iter()
+                .filter_map(|n| remapped_notification(n, token, id)),
+        );
         if let Some(reply) = reply {
             let mut reply = reply.clone();
             if let Some(r) = reply.as_object_mut() {
@@ -501,6 +468,31 @@ impl Replayer {
             messages,
             miss: None,
         }
+    }
+
+    /// The answer to request `id` of `method` with params `key` that was not recorded: a
+    /// `ping`'s empty result, else an error naming the nearest recorded request.
+    fn unrecorded(&self, method: &str, key: &str, id: &Value) -> Answer {
+        if method == "ping" {
+            return Answer {
+                messages: vec![json!({"jsonrpc": "2.0", "id": id, "result": {}})],
+                miss: None,
+            };
+        }
+        let known = self.keys.iter().any(|(m, _)| m == method);
+        let text = format!(
+            "no recorded reply for {}; nearest recorded: {}",
+            shown(method, key),
+            self.nearest(method, key)
+        );
+        let code = if known {
+            PARAMS_NOT_RECORDED
+        } else {
+            METHOD_NOT_RECORDED
+        };
+        let mut a = error_answer(id.clone(), code, text.clone());
+        a.miss = Some(text);
+        a
     }
 
     /// The recorded request nearest to `method` and `key`: the same method first, then the
@@ -531,6 +523,28 @@ impl Replayer {
             None => "nothing".to_owned(),
         }
     }
+}
+
+/// Recorded notification `n` as this request's: a progress notification with the request's
+/// progress `token` (none without one), a subscription's id the request's `id`.
+fn remapped_notification(n: &Value, token: Option<&Value>, id: &Value) -> Option<Value> {
+    let mut n = n.clone();
+    if n.get("method").and_then(Value::as_str) == Some("notifications/progress") {
+        let token = token?;
+        if let Some(p) = n.get_mut("params").and_then(Value::as_object_mut) {
+            p.insert("progressToken".to_owned(), token.clone());
+        }
+    }
+    if let Some(m) = n
+        .get_mut("params")
+        .and_then(|p| p.get_mut("_meta"))
+        .and_then(Value::as_object_mut)
+    {
+        if m.contains_key(SUBSCRIPTION_ID) {
+            m.insert(SUBSCRIPTION_ID.to_owned(), id.clone());
+        }
+    }
+    Some(n)
 }
 
 fn error_answer(id: Value, code: i64, message: String) -> Answer {

@@ -28,7 +28,7 @@ pub struct TrackedTask {
 
 /// The store's file: `tasks.json` in the sessions directory.
 pub fn path() -> PathBuf {
-    crate::conversations::dir().join("tasks.json")
+    crate::stores::conversations::dir().join("tasks.json")
 }
 
 /// Every tracked task in `file` (none when it does not exist).

@@ -6,7 +6,7 @@
 //! Credential Manager: [`SystemStore`]), with the file as the fallback when that store fails
 //! (a locked keychain, no login session), with a warning naming why. The runtime reaches it
 //! only through [`TokenStore`]. The file is written through a temp file and a rename, like the
-//! approvals file ([`super::trust`]).
+//! approvals file ([`crate::config::trust`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -23,7 +23,7 @@ pub const ENV: &str = "HARNESS9_OAUTH_STORE";
 pub fn store_path() -> PathBuf {
     match std::env::var_os(ENV) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => crate::paths::state_dir().join("oauth.json"),
+        _ => crate::stores::state_dir().join("oauth.json"),
     }
 }
 

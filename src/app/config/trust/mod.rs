@@ -18,475 +18,28 @@
 //! (it sets the sandbox default) holds every config's servers. A grant that covers the
 //! approvals store itself keeps its server from starting (it could approve anything).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::Context as _;
 use harness9_actors::spec::shell_quote;
 use harness9_actors::{Hold, Pinned, ServerSpec, TransportSpec};
-use serde::{Deserialize, Serialize};
-use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use crate::config::{self, Config};
 
-/// The variable that names the approvals file (tests point it at a temp file).
-pub const ENV: &str = "HARNESS9_APPROVALS";
+mod exposed;
+mod files;
+mod fingerprint;
+mod protected;
+mod store;
 
-/// Where approvals are kept: `$HARNESS9_APPROVALS`, else the state directory's `approvals.json`.
-pub fn store_path() -> PathBuf {
-    match std::env::var_os(ENV) {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => crate::paths::state_dir().join("approvals.json"),
-    }
-}
-
-/// The canonical form of what a spec runs, from the spec alone (expanded values): the
-/// fallback for a server without a written entry.
-fn spec_form(spec: &ServerSpec) -> serde_json::Value {
-    match &spec.transport {
-        TransportSpec::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => {
-            let mut env: Vec<(&str, &str)> =
-                env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            env.sort();
-            json!({"transport": "stdio", "command": command, "args": args, "env": env,
-                   "cwd": cwd.as_ref().map(|c| c.display().to_string())})
-        }
-        TransportSpec::Http { url, headers, sse } => {
-            let mut headers = headers.clone();
-            headers.sort();
-            json!({"transport": if *sse { "sse" } else { "http" }, "url": url, "headers": headers})
-        }
-        _ => json!({"transport": spec.transport.kind(), "spec": format!("{:?}", spec.transport)}),
-    }
-}
-
-/// Where a stdio server will run: its `cwd` (relative to harness9's working directory), else
-/// harness9's working directory; canonical when it exists.
-pub fn resolved_cwd(cwd: Option<&Path>) -> PathBuf {
-    let here = std::env::current_dir().unwrap_or_default();
-    let dir = match cwd {
-        Some(c) => here.join(c),
-        None => here,
-    };
-    std::fs::canonicalize(&dir).unwrap_or(dir)
-}
-
-/// The program a stdio server's `command` will execute, canonical: a command with a `/`
-/// relative to `cwd`, a bare name looked up in `PATH` (the entry's own `PATH` when its env
-/// sets one, as the spawn does); `None` when nothing executable is found.
-pub fn resolved_program(command: &str, env: &[(String, String)], cwd: &Path) -> Option<PathBuf> {
-    found_program(command, env, cwd).and_then(|p| std::fs::canonicalize(p).ok())
-}
-
-/// [`resolved_program`] as found, before its links are resolved (a `node_modules/.bin`
-/// entry as the spawn names it).
-pub fn found_program(command: &str, env: &[(String, String)], cwd: &Path) -> Option<PathBuf> {
-    let executable =
-        |p: &Path| std::fs::metadata(p).is_ok_and(|m| harness9_platform::fs::is_executable(&m));
-    if command.is_empty() {
-        return None;
-    }
-    if command.contains('/') {
-        return Some(cwd.join(command));
-    }
-    let path = entry_path(env).unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| cwd.join(dir).join(command))
-        .find(|p| executable(p))
-}
-
-/// The `PATH` a stdio server's command is looked up in: its entry's own when its env sets one
-/// (as the spawn does), else ours.
-pub fn entry_path(env: &[(String, String)]) -> Option<std::ffi::OsString> {
-    env.iter()
-        .rev()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| std::ffi::OsString::from(v))
-        .or_else(|| std::env::var_os("PATH"))
-}
-
-/// The directory a project config's repository controls: the repository root (the nearest
-/// directory holding `.git` above the config) or else the config's own directory
-/// (`.vscode/mcp.json`: the one above `.vscode`); canonical, `None` when it cannot be
-/// resolved.
-pub fn repository_root(config_path: &Path) -> Option<PathBuf> {
-    let file = std::fs::canonicalize(config_path).ok()?;
-    let mut dir = file.parent()?;
-    if dir.file_name().is_some_and(|n| n == ".vscode") {
-        dir = dir.parent()?;
-    }
-    Some(repository_of(dir))
-}
-
-/// The repository `dir` (canonical) is in: the nearest directory holding `.git` from `dir`
-/// up, else `dir`.
-fn repository_of(dir: &Path) -> PathBuf {
-    dir.ancestors()
-        .find(|d| d.join(".git").exists())
-        .unwrap_or(dir)
-        .to_path_buf()
-}
-
-/// The files inside `root` a stdio server executes or is handed: its `program` and every
-/// argument (or the value of a `--flag=value`) that names an existing file, relative to
-/// `cwd`; canonical (a symlink, such as a `node_modules/.bin` entry, by the file it resolves
-/// to), each once.
-pub fn files_in(root: &Path, program: Option<&Path>, args: &[String], cwd: &Path) -> Vec<PathBuf> {
-    named_files_in(root, program, args, cwd)
-        .into_iter()
-        .map(|(_, real)| real)
-        .collect()
-}
-
-/// [`files_in`], each file as the spawn names it and as it resolves.
-fn named_files_in(
-    root: &Path,
-    program: Option<&Path>,
-    args: &[String],
-    cwd: &Path,
-) -> Vec<(PathBuf, PathBuf)> {
-    let mut out: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let named = args.iter().flat_map(|a| {
-        let value = a
-            .strip_prefix('-')
-            .and_then(|f| f.split_once('='))
-            .map(|(_, v)| v);
-        std::iter::once(a.as_str()).chain(value)
-    });
-    let candidates = program
-        .map(Path::to_path_buf)
-        .into_iter()
-        .chain(named.filter(|a| !a.is_empty()).map(|a| cwd.join(a)));
-    for p in candidates {
-        let Ok(real) = std::fs::canonicalize(&p) else {
-            continue;
-        };
-        if real.starts_with(root) && real.is_file() && !out.iter().any(|(_, r)| *r == real) {
-            out.push((p, real));
-        }
-    }
-    out
-}
-
-/// The directories a repository controls for a server of the config at `config_path`: the
-/// config's [`repository_root`] and the working directory's (a `--config` file elsewhere may
-/// still run the project's scripts).
-pub fn project_roots(config_path: &Path) -> Vec<PathBuf> {
-    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let mut roots: Vec<PathBuf> = repository_root(config_path).into_iter().collect();
-    if let Ok(here) = std::fs::canonicalize(&here) {
-        let r = repository_of(&here);
-        if !roots.contains(&r) {
-            roots.push(r);
-        }
-    }
-    roots
-}
-
-/// [`files_in`] (under any of `roots`), each with its content: what an approval of a project
-/// server also vouches for, so a script rewritten after it is approved again before it runs
-/// (and, pinned in the spec, checked again before every start). A file that cannot be read is
-/// left out of the pins and named in the fingerprint as unreadable.
-fn repository_files(
-    roots: &[PathBuf],
-    program: Option<&Path>,
-    args: &[String],
-    cwd: &Path,
-) -> (Vec<serde_json::Value>, Vec<Pinned>) {
-    let mut files: Vec<(PathBuf, PathBuf)> = Vec::new();
-    for root in roots {
-        for (named, real) in named_files_in(root, program, args, cwd) {
-            if !files.iter().any(|(_, r)| *r == real) {
-                files.push((named, real));
-            }
-        }
-    }
-    let mut pins = Vec::new();
-    let shown = files
-        .into_iter()
-        .map(|(named, p)| {
-            let hash = match Pinned::of(&named, &p) {
-                Ok(pin) => {
-                    let h = pin.content.clone();
-                    pins.push(pin);
-                    h
-                }
-                Err(e) => format!("unreadable: {e}"),
-            };
-            json!({"path": p.display().to_string(), "content": hash})
-        })
-        .collect();
-    (shown, pins)
-}
-
-pub use harness9_actors::spec::content_hash;
-
-/// `sha256:<hex>` of what an approval covers for `spec` of `config`: everything the file
-/// controls that reaches a process or the network, and where it will run. That is the entry
-/// as written (every field, header values and `${...}` references unexpanded, env, args, cwd,
-/// url, `envFile`'s path and its content, the inputs it uses with their declared text) and the
-/// resolved facts: the working directory, the canonical path of the program that will be
-/// executed, the content (SHA-256) of that program and of every file an argument names when
-/// they are inside the repository ([`repository_root`], [`files_in`]), and the sandbox. The user's own values (`${VAR}` from the environment, input
-/// values) are not part of it: they are the user's, not the repository's.
-pub fn fingerprint(config: &Config, spec: &ServerSpec) -> String {
-    fingerprint_pinned(config, spec).0
-}
-
-/// [`fingerprint`] with the files whose content it covers, read once: the pins an approved
-/// spec carries are exactly what the approval vouched for.
-fn fingerprint_pinned(config: &Config, spec: &ServerSpec) -> (String, Vec<Pinned>) {
-    let written = config.written(&spec.name);
-    let mut pins = Vec::new();
-    // The facts from the spec when it built, else from the written form (held as invalid,
-    // e.g. an input without a value yet).
-    let transport = match (&spec.hold, written.and_then(|w| w.transport.as_ref())) {
-        (Some(harness9_actors::Hold::Invalid(_)), Some(t)) => t,
-        _ => &spec.transport,
-    };
-    let resolved = match transport {
-        TransportSpec::Stdio {
-            command, env, cwd, ..
-        } => {
-            let dir = resolved_cwd(cwd.as_deref());
-            let program = resolved_program(command, env, &dir);
-            let args = match transport {
-                TransportSpec::Stdio { args, .. } => args.as_slice(),
-                _ => &[],
-            };
-            let found = found_program(command, env, &dir);
-            let (content, pinned) =
-                repository_files(&project_roots(&config.path), found.as_deref(), args, &dir);
-            pins = pinned;
-            let mut facts = json!({"cwd": dir.display().to_string(),
-                   "program": program.map(|p| p.display().to_string())});
-            // Only when there is any: an approval of a server that runs nothing of the
-            // repository's stays what it was.
-            if !content.is_empty() {
-                facts["content"] = json!(content);
-            }
-            facts
-        }
-        _ => json!(null),
-    };
-    // The sandbox is part of what runs: a spec that drops it asks again.
-    let sandbox = spec.sandbox.as_ref().map(|s| {
-        json!({"project": s.project_dir.display().to_string(),
-               "writable": s.writable.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
-               "network": s.network})
-    });
-    let canonical = match written {
-        Some(w) => json!({
-            "entry": w.entry,
-            "written": w.transport.as_ref().map(|t| format!("{t:?}")),
-            "envFile": w.env_file.as_ref().map(|p| p.display().to_string()),
-            "inputs": w.inputs,
-            "resolved": resolved,
-            "sandbox": sandbox,
-        }),
-        None => json!({"spec": spec_form(spec), "resolved": resolved, "sandbox": sandbox}),
-    };
-    let digest = Sha256::digest(canonical.to_string().as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    (format!("sha256:{hex}"), pins)
-}
-
-/// Whether server `spec` of `config` can be approved: a valid entry, or one held only for a
-/// value of the user's (an unset variable, an input not given yet) whose written form builds.
-fn approvable(config: &Config, spec: &ServerSpec) -> bool {
-    match &spec.hold {
-        None => true,
-        Some(Hold::Invalid(_)) => config
-            .written(&spec.name)
-            .is_some_and(|w| w.transport.is_some()),
-        Some(_) => false,
-    }
-}
-
-/// The transport server `spec` of `config` shows while it waits for approval: its written
-/// form (no value of the user's is put in), else the spec's; a stdio server without `cwd`
-/// names the working directory it would run in (part of the approval).
-fn held_transport(config: &Config, spec: &ServerSpec) -> TransportSpec {
-    let mut t = config
-        .written(&spec.name)
-        .and_then(|w| w.transport.clone())
-        .unwrap_or_else(|| spec.transport.clone());
-    // Where it runs, resolved (a path, not a value that is sent): the spec's when it built.
-    let real = match (&spec.hold, &spec.transport) {
-        (None, TransportSpec::Stdio { cwd, .. }) => Some(cwd.clone()),
-        _ => None,
-    };
-    if let TransportSpec::Stdio { cwd, .. } = &mut t {
-        let dir = real.unwrap_or_else(|| cwd.clone());
-        *cwd = Some(resolved_cwd(dir.as_deref()));
-    }
-    t
-}
-
-/// What server `spec` of `config` shows while it waits for approval (one line, see
-/// `held_transport`): command, args, env keys, working directory, header names, and the
-/// `${VAR}` names it uses, never their values.
-pub fn shown(config: &Config, spec: &ServerSpec) -> String {
-    let transport = held_transport(config, spec);
-    let line = transport.command_line();
-    // References in fields the line does not show (`oauth`, `sandbox`, `roots`, ...): a
-    // `clientSecret` of `${GITHUB_TOKEN}` goes to the network too.
-    let mut refs = Vec::new();
-    if let Some(w) = config.written(&spec.name) {
-        references(&w.entry, &mut refs);
-        // Files an OAuth grant reads and uses toward the network (a key signs for the server's
-        // authorization server; a workload token is sent to it): named, as a `${VAR}` is.
-        for field in ["privateKeyFile", "assertionFile"] {
-            if let Some(f) = w.entry["oauth"][field].as_str() {
-                refs.push(format!("oauth.{field} {f}"));
-            }
-        }
-    }
-    // Named once: not again when the line shows it, as written or as an env key passing the
-    // user's own through (`(env $GITHUB_TOKEN)`: known from the entry, not read back from the
-    // line, which a repository's arguments could imitate).
-    let passed: Vec<String> = match &transport {
-        TransportSpec::Stdio { env, .. } => env
-            .iter()
-            .filter(|(k, v)| harness9_actors::spec::passed_through(k, v))
-            .map(|(k, _)| format!("${{{k}}}"))
-            .collect(),
-        _ => Vec::new(),
-    };
-    let more: Vec<String> = refs
-        .into_iter()
-        .filter(|r| !passed.contains(r))
-        .map(|r| shell_quote(&r))
-        .filter(|r| !line.contains(r.as_str()))
-        .collect();
-    if more.is_empty() {
-        line
-    } else {
-        format!("{line} (also uses {})", more.join(", "))
-    }
-}
-
-/// Every `${...}` reference in the strings of `value`, in order, once each.
-fn references(value: &serde_json::Value, out: &mut Vec<String>) {
-    match value {
-        serde_json::Value::String(s) => {
-            let mut rest = s.as_str();
-            while let Some(i) = rest.find("${") {
-                let Some(end) = rest[i..].find('}') else {
-                    break;
-                };
-                let r = rest[i..i + end + 1].to_owned();
-                if !out.contains(&r) {
-                    out.push(r);
-                }
-                rest = &rest[i + end + 1..];
-            }
-        }
-        serde_json::Value::Array(items) => items.iter().for_each(|v| references(v, out)),
-        serde_json::Value::Object(m) => m.values().for_each(|v| references(v, out)),
-        _ => {}
-    }
-}
-
-/// The key of a config file in the store: its canonical path (absolute when it cannot be
-/// resolved).
-pub fn config_key(path: &Path) -> String {
-    std::fs::canonicalize(path)
-        .or_else(|_| std::path::absolute(path))
-        .unwrap_or_else(|_| path.to_path_buf())
-        .display()
-        .to_string()
-}
-
-/// One approved server spec.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Approval {
-    config: String,
-    server: String,
-    spec: String,
-}
-
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct StoreFile {
-    approved: Vec<Approval>,
-    /// Config and settings files (canonical paths) a sandboxed server was once allowed to
-    /// write: their servers always need approval.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    exposed: Vec<String>,
-}
-
-/// The approvals file, loaded.
-#[derive(Debug)]
-pub struct Approvals {
-    path: PathBuf,
-    entries: Vec<Approval>,
-    exposed: Vec<String>,
-}
-
-impl Approvals {
-    /// Reads `path`; a missing file has no approvals, an unreadable or invalid one is an error
-    /// naming the file.
-    pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let file = match std::fs::read_to_string(path) {
-            Ok(text) => serde_json::from_str::<StoreFile>(&text).with_context(|| {
-                format!(
-                    "the approvals file {} is not valid; fix or delete it",
-                    path.display()
-                )
-            })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => StoreFile::default(),
-            Err(e) => {
-                return Err(e)
-                    .with_context(|| format!("cannot read the approvals file {}", path.display()))
-            }
-        };
-        Ok(Approvals {
-            path: path.to_owned(),
-            entries: file.approved,
-            exposed: file.exposed,
-        })
-    }
-
-    /// Whether the file keyed `config` was ever writable by a sandboxed server.
-    pub fn is_exposed(&self, config: &str) -> bool {
-        self.exposed.iter().any(|e| e == config)
-    }
-
-    /// Whether server `server`, from the config keyed `config`, is approved with the
-    /// fingerprint `hash` ([`fingerprint`]).
-    pub fn is_approved(&self, config: &str, server: &str, hash: &str) -> bool {
-        self.entries
-            .iter()
-            .any(|a| a.config == config && a.server == server && a.spec == hash)
-    }
-
-    /// Approves server `server` with the fingerprint `hash` (replacing an approval of an
-    /// earlier spec of that server).
-    pub fn approve(&mut self, config: &str, server: &str, hash: String) {
-        self.entries
-            .retain(|a| !(a.config == config && a.server == server));
-        self.entries.push(Approval {
-            config: config.to_owned(),
-            server: server.to_owned(),
-            spec: hash,
-        });
-    }
-
-    /// Writes the file: private (0600), through a temp file and a rename.
-    pub fn save(&self) -> anyhow::Result<()> {
-        let body = serde_json::to_vec_pretty(&StoreFile {
-            approved: self.entries.clone(),
-            exposed: self.exposed.clone(),
-        })?;
-        crate::edit::write_private(&self.path, &body)
-            .with_context(|| format!("cannot write the approvals file {}", self.path.display()))
-    }
-}
+pub use exposed::{guard, sandbox_grants, writable_by_sandbox, Files};
+pub use files::{
+    entry_path, files_in, found_program, project_roots, repository_root, resolved_cwd,
+    resolved_program,
+};
+use fingerprint::{approvable, awaiting_transport, fingerprint_pinned};
+pub use fingerprint::{content_hash, fingerprint, shown};
+pub use protected::{list as protected_list, protected, Sources};
+pub use store::{config_key, store_path, Approvals, ENV};
 
 /// Holds (`Hold::Unapproved`) every server of the project config `config` that is not approved
 /// as it is; with `approve_all`, approves them first (and saves). A held server shows its
@@ -609,7 +162,7 @@ fn hold_unapproved_of(
             config.servers[i].pinned = std::mem::take(&mut pins[i]);
             continue;
         }
-        let transport = held_transport(config, &config.servers[i]);
+        let transport = awaiting_transport(config, &config.servers[i]);
         let line = shown(config, &config.servers[i]);
         let s = &mut config.servers[i];
         s.transport = transport;
@@ -642,12 +195,6 @@ pub fn load(
     Ok(cfg)
 }
 
-mod exposed;
-pub use exposed::*;
-mod protected;
-use harness9_base::path::resolved;
-pub use protected::{list as protected_list, protected, Sources};
-
 /// One line per unapproved server of `config`: what it would run and how to approve it.
 pub fn hints(config: &Config) -> Vec<String> {
     config
@@ -666,17 +213,17 @@ pub fn hints(config: &Config) -> Vec<String> {
         .collect()
 }
 
-/// Prints [`hints`] to stderr (headless), only for server `only` when given.
-pub fn print_hints(config: &Config, only: Option<&str>) {
+/// The `[mcp]` lines of [`hints`] a headless front end prints on stderr, only for server
+/// `only` when given.
+pub fn hint_lines(config: &Config, only: Option<&str>) -> Vec<String> {
     let held = config
         .servers
         .iter()
         .filter(|s| s.hold == Some(Hold::Unapproved));
-    for (s, line) in held.zip(hints(config)) {
-        if only.is_none_or(|o| o == s.name) {
-            eprintln!("[mcp] {line}");
-        }
-    }
+    held.zip(hints(config))
+        .filter(|(s, _)| only.is_none_or(|o| o == s.name))
+        .map(|(_, line)| format!("[mcp] {line}"))
+        .collect()
 }
 
 /// `text` with every control character written as an escape (`\u{1b}`): a config's strings
@@ -757,7 +304,7 @@ pub fn approve_shown(
     let cfg = config::load(path, must_exist, defaults)?;
     let key = config_key(path);
     let user = match user {
-        Some(u) => crate::sources::load_user(u, defaults)?.map(|c| (config_key(u), c)),
+        Some(u) => crate::config::sources::load_user(u, defaults)?.map(|c| (config_key(u), c)),
         None => None,
     };
     let mut store = Approvals::load(&store_path())?;
@@ -791,6 +338,7 @@ pub fn approve_shown(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness9_base::path::resolved;
 
     /// The fingerprint of `spec` alone in a config.
     fn fp(spec: &ServerSpec) -> String {

@@ -148,36 +148,8 @@ impl StatsBuilder {
         };
         let id = (!record["id"].is_null()).then(|| record["id"].to_string());
         let reply = is_reply(message);
-        let ts = record["ts"].as_str().and_then(epoch_us);
-        let mut latency = record["latency_us"].as_u64();
-        match (sent, &id, reply) {
-            (true, Some(id), false) => {
-                if let Some(ts) = ts {
-                    if self.sent_at.len() < MAX_PENDING {
-                        self.sent_at.insert((name.to_owned(), id.clone()), ts);
-                    }
-                }
-            }
-            (false, Some(id), true) => {
-                let asked = self.sent_at.remove(&(name.to_owned(), id.clone()));
-                if latency.is_none() {
-                    latency = asked.zip(ts).map(|(a, t)| t.saturating_sub(a));
-                }
-            }
-            _ => {}
-        }
-        let mut key = (shown(name), shown(method));
-        if self.by_key.len() >= MAX_ROWS && !self.by_key.contains_key(&key) {
-            key = ("*".to_owned(), MORE_METHODS.to_owned());
-        }
-        let entry = self
-            .by_key
-            .entry(key)
-            .or_insert_with_key(|(server, method)| MethodStats {
-                server: server.clone(),
-                method: method.clone(),
-                ..MethodStats::default()
-            });
+        let latency = self.latency(name, &record, id.as_ref(), sent, reply);
+        let entry = self.row(name, method);
         match (sent, id.is_some(), reply) {
             (false, _, true) => {
                 entry.replies += 1;
@@ -197,6 +169,52 @@ impl StatsBuilder {
             (true, false, false) => entry.notifications_sent += 1,
             (false, false, false) => entry.notifications_received += 1,
         }
+    }
+
+    /// The reply latency of `record` (server `name`'s message `id`): the recorded one, else
+    /// the time since its request was sent; a request sent is noted with its time.
+    fn latency(
+        &mut self,
+        name: &str,
+        record: &Value,
+        id: Option<&String>,
+        sent: bool,
+        reply: bool,
+    ) -> Option<u64> {
+        let ts = record["ts"].as_str().and_then(epoch_us);
+        let mut latency = record["latency_us"].as_u64();
+        match (sent, id, reply) {
+            (true, Some(id), false) => {
+                if let Some(ts) = ts {
+                    if self.sent_at.len() < MAX_PENDING {
+                        self.sent_at.insert((name.to_owned(), id.clone()), ts);
+                    }
+                }
+            }
+            (false, Some(id), true) => {
+                let asked = self.sent_at.remove(&(name.to_owned(), id.clone()));
+                if latency.is_none() {
+                    latency = asked.zip(ts).map(|(a, t)| t.saturating_sub(a));
+                }
+            }
+            _ => {}
+        }
+        latency
+    }
+
+    /// The row of server `name`'s `method` (past [`MAX_ROWS`], the one row of the rest).
+    fn row(&mut self, name: &str, method: &str) -> &mut MethodStats {
+        let mut key = (shown(name), shown(method));
+        if self.by_key.len() >= MAX_ROWS && !self.by_key.contains_key(&key) {
+            key = ("*".to_owned(), MORE_METHODS.to_owned());
+        }
+        self.by_key
+            .entry(key)
+            .or_insert_with_key(|(server, method)| MethodStats {
+                server: server.clone(),
+                method: method.clone(),
+                ..MethodStats::default()
+            })
     }
 
     /// The table, sorted by server then method.

@@ -2,7 +2,13 @@
 //! sandboxed server of the loaded configs, which config and settings files (and harness9's own
 //! stores) they cover, and the load that holds an exposed config's servers to approval.
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use harness9_actors::{Hold, TransportSpec};
+use harness9_base::path::resolved;
+
+use super::{config_key, hold_changed_given, hold_unapproved, store_path, Approvals};
+use crate::config::Config;
 
 /// Every path a sandboxed stdio server of `configs` may write besides its private temp dir:
 /// its own `cwd` and its `writable` paths, resolved.
@@ -110,35 +116,78 @@ pub(super) fn settings_files() -> Vec<PathBuf> {
     harness9_agent::model::settings::candidate_paths(&Default::default(), &env, &cwd)
 }
 
-/// Loads the config at `project` (`given`: with `--config`) and the user file `user` the way
-/// [`load`] does, then applies the rule for files a sandboxed server may write (see the
-/// module's doc): marks newly exposed files in the approvals store and holds the servers of
-/// every exposed config (approving them first with `approve_all`).
-pub fn load_guarded(
-    project: &Path,
-    given: bool,
+/// The config files a load read: what [`guard`] marks exposed and holds.
+#[derive(Debug, Clone, Copy)]
+pub struct Files<'a> {
+    /// The project config (or the `--config` file).
+    pub project: &'a Path,
+    /// Whether `project` was given with `--config`.
+    pub given: bool,
+    /// The user's `mcp.json`, when one is merged.
+    pub user: Option<&'a Path>,
+}
+
+/// The trust stage of a load: the config `cfg` read from `files.project` and the user's
+/// `user_cfg` as [`super::load`] holds them, then the rule for files a sandboxed server may
+/// write (see the module's doc): marks newly exposed files in the approvals store and holds the
+/// servers of every exposed config (approving them first with `approve_all`).
+pub fn guard(
+    mut cfg: Config,
+    mut user_cfg: Option<Config>,
+    files: Files<'_>,
     approve_all: bool,
-    user: Option<&Path>,
-    defaults: &config::EntryDefaults,
 ) -> anyhow::Result<(Config, Option<Config>)> {
-    let mut cfg = config::load(project, given, defaults)?;
-    let mut user_cfg = match user {
-        Some(u) => crate::sources::load_user(u, defaults)?,
-        None => None,
-    };
     let grants = sandbox_grants(std::iter::once(&cfg).chain(user_cfg.as_ref()));
-    // A server that could rewrite the approvals, or the remembered "always" answers of the
-    // permissions, does not start.
     let store_file = store_path();
+    hold_store_writers(&store_file, &mut cfg, user_cfg.as_mut(), &grants);
+    refuse_planted_programs(&mut cfg, &grants);
+    if let Some(u) = user_cfg.as_mut() {
+        refuse_planted_programs(u, &grants);
+    }
+    let settings = settings_files();
+    let watched: Vec<&Path> = std::iter::once(files.project)
+        .chain(files.user)
+        .chain(settings.iter().map(PathBuf::as_path))
+        .collect();
+    let newly = newly_exposed(&watched, files, [Some(&cfg), user_cfg.as_ref()], &grants);
+    let store = mark_exposed(store_file, &watched, newly)?;
+    warn_unheld(&mut cfg, files.project, &grants);
+    let settings_exposed = settings.iter().any(|p| store.is_exposed(&config_key(p)));
+    if !files.given || settings_exposed || store.is_exposed(&config_key(files.project)) {
+        hold_unapproved(&mut cfg, approve_all)?;
+    } else {
+        hold_changed_given(&mut cfg, approve_all)?;
+    }
+    if let (Some(u), Some(path)) = (user_cfg.as_mut(), files.user) {
+        if settings_exposed || store.is_exposed(&config_key(path)) {
+            hold_unapproved(u, approve_all)?;
+        }
+    }
+    Ok((cfg, user_cfg))
+}
+
+/// Holds every sandboxed server of `cfg` and `user_cfg` that could rewrite the approvals
+/// (`store_file`), the remembered "always" answers of the permissions or the tool-list cache:
+/// it does not start.
+fn hold_store_writers(
+    store_file: &Path,
+    cfg: &mut Config,
+    mut user_cfg: Option<&mut Config>,
+    grants: &[(String, PathBuf)],
+) {
     let mut guarded = vec![
-        (store_file.clone(), "approvals file", "approve any server"),
         (
-            crate::permission_store::path(),
+            store_file.to_path_buf(),
+            "approvals file",
+            "approve any server",
+        ),
+        (
+            crate::stores::permission_store::path(),
             "remembered permissions",
             "allow any tool call",
         ),
     ];
-    if let Some(dir) = crate::tool_cache::dir() {
+    if let Some(dir) = crate::stores::tool_cache::dir() {
         // A planted entry would offer another server's tools with annotations of its choosing
         // (`readOnlyHint` runs a call unasked) until that server connects.
         guarded.push((
@@ -148,11 +197,11 @@ pub fn load_guarded(
         ));
     }
     for (file, what, could) in guarded {
-        let Some(name) = writable_by_sandbox(&file, &grants) else {
+        let Some(name) = writable_by_sandbox(&file, grants) else {
             continue;
         };
         let name = name.to_owned();
-        for c in std::iter::once(&mut cfg).chain(user_cfg.as_mut()) {
+        for c in std::iter::once(&mut *cfg).chain(user_cfg.as_deref_mut()) {
             for s in c
                 .servers
                 .iter_mut()
@@ -165,34 +214,43 @@ pub fn load_guarded(
             }
         }
     }
-    refuse_planted_programs(&mut cfg, &grants);
-    if let Some(u) = user_cfg.as_mut() {
-        refuse_planted_programs(u, &grants);
-    }
-    let settings = settings_files();
-    let watched: Vec<&Path> = std::iter::once(project)
-        .chain(user)
-        .chain(settings.iter().map(PathBuf::as_path))
-        .collect();
+}
+
+/// The files of `watched` a sandboxed server of `grants` may write, and the configs (the
+/// project's, the user's, as in `files`) whose `envFile` one may write, each as (its key, the
+/// server).
+fn newly_exposed(
+    watched: &[&Path],
+    files: Files<'_>,
+    configs: [Option<&Config>; 2],
+    grants: &[(String, PathBuf)],
+) -> Vec<(String, String)> {
     let mut newly: Vec<(String, String)> = watched
         .iter()
-        .filter_map(|p| writable_by_sandbox(p, &grants).map(|n| (config_key(p), n.to_owned())))
+        .filter_map(|p| writable_by_sandbox(p, grants).map(|n| (config_key(p), n.to_owned())))
         .collect();
     // A config whose `envFile` a sandboxed server may write is exposed with it.
-    let configs = [
-        (project, Some(&cfg)),
-        (user.unwrap_or(project), user_cfg.as_ref()),
-    ];
-    for (path, c) in configs {
+    let paths = [files.project, files.user.unwrap_or(files.project)];
+    for (path, c) in paths.into_iter().zip(configs) {
         let Some(c) = c else { continue };
         if let Some(n) = c
             .read_files
             .iter()
-            .find_map(|f| writable_by_sandbox(f, &grants))
+            .find_map(|f| writable_by_sandbox(f, grants))
         {
             newly.push((config_key(path), n.to_owned()));
         }
     }
+    newly
+}
+
+/// The approvals store at `store_file` with `newly` marked exposed (saved when that changed
+/// it); an unreadable store treats every `watched` file as exposed.
+fn mark_exposed(
+    store_file: PathBuf,
+    watched: &[&Path],
+    newly: Vec<(String, String)>,
+) -> anyhow::Result<Approvals> {
     let mut store = Approvals::load(&store_file).unwrap_or_else(|e| {
         tracing::warn!("{e:#}; every config is treated as written by a sandboxed server");
         Approvals {
@@ -214,13 +272,18 @@ pub fn load_guarded(
     if changed {
         store.save()?;
     }
-    // What approvals cannot hold: the instructions the model reads and the repository's git
-    // directory (its hooks and config run commands when the user runs git). Said, every load.
+    Ok(store)
+}
+
+/// Warns (in `cfg`'s warnings, naming `project`) of what approvals cannot hold that a
+/// sandboxed server may write: the instructions the model reads and the repository's git
+/// directory (its hooks and config run commands when the user runs git). Said, every load.
+fn warn_unheld(cfg: &mut Config, project: &Path, grants: &[(String, PathBuf)]) {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let mut unheld: Vec<PathBuf> = vec![cwd.join("AGENTS.md"), cwd.join("CLAUDE.md")];
     unheld.extend(cwd.ancestors().map(|d| d.join(".git")).find(|g| g.exists()));
     for f in unheld {
-        if let Some(server) = writable_by_sandbox(&f, &grants) {
+        if let Some(server) = writable_by_sandbox(&f, grants) {
             let line = format!(
                 "{}: the sandboxed server {server:?} may write {} (its cwd or writable paths cover it); harness9 cannot hold a change there for approval: narrow the grant or review the file",
                 project.display(),
@@ -230,16 +293,4 @@ pub fn load_guarded(
             cfg.warnings.push(line);
         }
     }
-    let settings_exposed = settings.iter().any(|p| store.is_exposed(&config_key(p)));
-    if !given || settings_exposed || store.is_exposed(&config_key(project)) {
-        hold_unapproved(&mut cfg, approve_all)?;
-    } else {
-        hold_changed_given(&mut cfg, approve_all)?;
-    }
-    if let (Some(u), Some(path)) = (user_cfg.as_mut(), user) {
-        if settings_exposed || store.is_exposed(&config_key(path)) {
-            hold_unapproved(u, approve_all)?;
-        }
-    }
-    Ok((cfg, user_cfg))
 }

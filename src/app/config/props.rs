@@ -37,7 +37,7 @@ fn run(text: &str) -> Result<Config, ConfigError> {
         ".mcp.json",
         Path::new("/proj"),
         &lookup,
-        &super::config::EntryDefaults::in_memory(),
+        &crate::config::EntryDefaults::in_memory(),
     )
 }
 

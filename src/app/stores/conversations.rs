@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::trace_file::civil_from_days;
+use crate::diagnostics::trace_file::civil_from_days;
 
 use harness9_agent::model::{Block, Message, ResultPart, Role};
 
@@ -34,7 +34,7 @@ pub const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
 pub fn dir() -> PathBuf {
     match std::env::var_os(ENV) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => crate::paths::state_dir().join("sessions"),
+        _ => crate::stores::state_dir().join("sessions"),
     }
 }
 

@@ -8,9 +8,10 @@ use std::fmt;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
+/// An entry's `type`: the transport it asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub(super) enum Kind {
+pub(super) enum TransportType {
     Stdio,
     /// Streamable HTTP; other tools spell it `streamable-http` or `streamableHttp`.
     #[serde(alias = "streamable-http", alias = "streamableHttp")]
@@ -89,7 +90,7 @@ impl EntryDefaults {
     pub fn new() -> Self {
         Self {
             sandbox: None,
-            oauth_store: super::oauth_store::default_store(),
+            oauth_store: crate::stores::oauth_store::default_store(),
             enterprise_idp: None,
             enterprise_idp_error: None,
         }
@@ -117,7 +118,7 @@ impl Default for EntryDefaults {
 #[serde(rename_all = "camelCase")]
 pub(super) struct RawServer {
     #[serde(rename = "type", default)]
-    pub(super) kind: Option<Kind>,
+    pub(super) kind: Option<TransportType>,
     #[serde(default)]
     pub(super) command: Option<String>,
     #[serde(default)]

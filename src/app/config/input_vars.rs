@@ -1,8 +1,8 @@
 //! VS Code's `${input:ID}` values the user gave: asked once in the TUI and kept in a private
 //! (0600) JSON file, `$HARNESS9_INPUTS`, else `$XDG_STATE_HOME/harness9/inputs.json`
 //! (`~/.local/state/...`), keyed by the config file's canonical path and the input's id.
-//! Loading a config looks an input up in the environment first ([`super::config::input_var`]),
-//! then here; written like the OAuth store ([`super::edit::write_private`]).
+//! Loading a config looks an input up in the environment first ([`super::input_var`]),
+//! then here; written like the OAuth store ([`crate::edit::write_private`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ pub const ENV: &str = "HARNESS9_INPUTS";
 pub fn store_path() -> PathBuf {
     match std::env::var_os(ENV) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => crate::paths::state_dir().join("inputs.json"),
+        _ => crate::stores::state_dir().join("inputs.json"),
     }
 }
 
@@ -67,7 +67,7 @@ pub fn save(store: &Path, config: &Path, id: &str, value: &str) -> Result<(), St
         .or_default()
         .insert(id.to_owned(), value.to_owned());
     let body = serde_json::to_vec_pretty(&file).map_err(|e| e.to_string())?;
-    super::edit::write_private(store, &body)
+    crate::edit::write_private(store, &body)
         .map_err(|e| format!("cannot write the inputs file {}: {e}", store.display()))
 }
 
