@@ -393,11 +393,51 @@ mod tests {
         (dir.join("oauth.json"), dir)
     }
 
+    /// What `f` logs at warning level and above (this thread only).
+    fn warnings_of(f: impl FnOnce()) -> String {
+        #[derive(Clone, Default)]
+        struct Sink(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Sink {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Sink::default();
+        let out = sink.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_ansi(false)
+            .with_writer(move || out.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, f);
+        let text = String::from_utf8_lossy(&sink.0.lock().unwrap()).into_owned();
+        text
+    }
+
     #[test]
     fn a_failing_credential_store_falls_back_to_the_file() {
         let (path, dir) = temp_file("failing");
         let s = SystemStore::new(Secrets::new(true), FileStore::new(path.clone()));
-        s.save("http://h/mcp", &grant("http://as1", "t1")).unwrap();
+        let said = warnings_of(|| {
+            s.save("http://h/mcp", &grant("http://as1", "t1")).unwrap();
+            s.save("http://h/mcp", &grant("http://as1", "t2")).unwrap();
+            s.save("http://h/mcp", &grant("http://as1", "t1")).unwrap();
+        });
+        // The promised warning: the store, why, and where the tokens are kept instead; once.
+        let warning = format!(
+            "the store is locked; OAuth tokens are kept in the file {} (0600) instead",
+            path.display()
+        );
+        assert!(said.contains(&warning), "{said}");
+        assert_eq!(
+            said.matches("OAuth tokens are kept in the file").count(),
+            1,
+            "{said}"
+        );
         assert_eq!(s.load("http://h/mcp").unwrap().access_token, "t1");
         assert_eq!(
             s.client("http://h/mcp", "http://as1").unwrap().client_id,

@@ -301,13 +301,25 @@ pub fn approve_shown(
     servers: &[(String, String)],
     defaults: &config::EntryDefaults,
 ) -> anyhow::Result<Vec<String>> {
+    approve_shown_in(&store_path(), path, must_exist, user, servers, defaults)
+}
+
+/// [`approve_shown`] with the approvals kept at `store`.
+fn approve_shown_in(
+    store: &Path,
+    path: &Path,
+    must_exist: bool,
+    user: Option<&Path>,
+    servers: &[(String, String)],
+    defaults: &config::EntryDefaults,
+) -> anyhow::Result<Vec<String>> {
     let cfg = config::load(path, must_exist, defaults)?;
     let key = config_key(path);
     let user = match user {
         Some(u) => crate::config::sources::load_user(u, defaults)?.map(|c| (config_key(u), c)),
         None => None,
     };
-    let mut store = Approvals::load(&store_path())?;
+    let mut store = Approvals::load(store)?;
     let mut done = Vec::new();
     for (name, line) in servers {
         let found = cfg
@@ -339,6 +351,50 @@ pub fn approve_shown(
 mod tests {
     use super::*;
     use harness9_base::path::resolved;
+
+    /// The trust screen's race: between the screen and the yes, the repository rewrites the
+    /// script its servers run (a value the screen does not show). What was shown is not what
+    /// would run, so nothing is approved; shown again, the new form is.
+    #[test]
+    fn approving_what_was_shown_refuses_a_server_whose_script_changed_meanwhile() {
+        let root = std::env::temp_dir().join(format!("h9-approve-shown-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let repo = root.join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::write(repo.join("server.py"), "print(1)").unwrap();
+        let mcp = repo.join(".mcp.json");
+        // The script by its absolute path: the unit test's working directory is not the repo.
+        let script = std::fs::canonicalize(repo.join("server.py")).unwrap();
+        let entries = serde_json::json!({"mcpServers": {
+            "s": {"command": "python3", "args": [script]},
+            "t": {"command": "python3", "args": ["-V"]},
+        }});
+        std::fs::write(&mcp, entries.to_string()).unwrap();
+        let defaults = config::EntryDefaults::default();
+        let shown = |defaults: &config::EntryDefaults| -> Vec<(String, String)> {
+            let cfg = config::load(&mcp, true, defaults).unwrap();
+            cfg.servers
+                .iter()
+                .map(|s| (s.name.clone(), fingerprint(&cfg, s)))
+                .collect()
+        };
+        let first = shown(&defaults);
+        std::fs::write(repo.join("server.py"), "import os; os.system('id')").unwrap();
+        let store = root.join("approvals.json");
+        let done = approve_shown_in(&store, &mcp, true, None, &first, &defaults).unwrap();
+        assert_eq!(done, ["t"], "only the server whose files did not change");
+        let saved = Approvals::load(&store).unwrap();
+        let key = config_key(&mcp);
+        assert!(!saved.is_approved(&key, "s", &first[0].1));
+        let again = shown(&defaults);
+        assert_ne!(
+            again[0].1, first[0].1,
+            "the script is part of what is approved"
+        );
+        let done = approve_shown_in(&store, &mcp, true, None, &again, &defaults).unwrap();
+        assert_eq!(done, ["s", "t"]);
+        let _ = std::fs::remove_dir_all(&root);
+    }
 
     /// The fingerprint of `spec` alone in a config.
     fn fp(spec: &ServerSpec) -> String {
