@@ -52,6 +52,14 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = root.join("tests/fixtures/toolsets");
     let entries = table(&dir);
+    first_request_bytes(&entries);
+    let index = Index::new(entries.iter().filter_map(toolsearch::doc).collect());
+    recall(&dir, &entries, &index);
+    reachability(&entries, &index);
+}
+
+/// The first model request's bytes of tool definitions: every tool, and with tool search on.
+fn first_request_bytes(entries: &[ToolEntry]) {
     let servers: BTreeSet<&str> = entries.iter().filter_map(|e| e.server.as_deref()).collect();
     let builtins: Vec<ToolDef> = harness9::agent::builtins::definitions()
         .iter()
@@ -67,7 +75,7 @@ fn main() {
         .map(|d| (d, None, false))
         .chain(
             defs.iter()
-                .zip(&entries)
+                .zip(entries)
                 .map(|(d, e)| (d, e.server.as_deref(), false)),
         )
         .collect();
@@ -105,9 +113,10 @@ fn main() {
         plan.deferring,
         settings.share
     );
+}
 
-    // Search quality.
-    let index = Index::new(entries.iter().filter_map(toolsearch::doc).collect());
+/// Search quality: recall@1 and recall@5 over the task set `queries.tsv`, with the misses.
+fn recall(dir: &Path, entries: &[ToolEntry], index: &Index) {
     let name_of = |server: &str, tool: &str| {
         entries
             .iter()
@@ -151,9 +160,12 @@ fn main() {
     for m in &misses {
         println!("{m}");
     }
-    // Every tool reachable: its exact name, and the first sentence of its description.
+}
+
+/// Every tool reachable: its exact name, and the first sentence of its description.
+fn reachability(entries: &[ToolEntry], index: &Index) {
     let mut unreachable = Vec::new();
-    for e in &entries {
+    for e in entries {
         let by_name = index.search(&e.tool.name, Some(e.server.as_deref().unwrap_or("")), 5);
         let purpose = e.tool.description.as_deref().unwrap_or("");
         let purpose = purpose.split(['.', '\n']).next().unwrap_or(purpose);
