@@ -2,7 +2,20 @@
 //! session's disabled tools change) and each tool call of a turn: refusals, the user's yes,
 //! the call through the registry, its progress and result on the turn's stream.
 
-use super::*;
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::prelude::*;
+use harness9_actors::messages::{CallTool, ProgressSink, ToolEntry};
+use harness9_actors::ToolRegistry;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    output, system_with_servers, Answer, EngineConfig, EngineEvent, PermissionQuestion, TurnEvent,
+};
+use crate::model::{arguments_problem, truncate_chars, Block, ResultPart, ToolDef};
 use crate::permissions::{Action, Kind, Reason, Rule, Source, ToolFacts};
 use harness9_actors::error::CallError;
 use harness9_actors::protocol::types::ContentBlock;
@@ -10,10 +23,12 @@ use harness9_actors::protocol::types::ContentBlock;
 /// The connected servers' `instructions` by server name, as the registry shares them.
 pub(super) type Instructions = Arc<Vec<(String, Arc<str>)>>;
 
-/// Tool definitions, rebuilt only when the registry's table changes, and the system prompt with
-/// the servers' instructions, rebuilt only when those change.
+/// What the model is offered, kept between steps and turns: the tool definitions, rebuilt only
+/// when the registry's table changes, and the system prompt with the servers' instructions,
+/// rebuilt only when those change (not the tool-list cache of `app/tool_cache.rs`, which keeps
+/// servers' listings on disk).
 #[derive(Clone, Default)]
-pub(super) struct ToolCache {
+pub(super) struct ToolOffer {
     pub(super) source: Option<Arc<Vec<ToolEntry>>>,
     pub(super) defs: Arc<Vec<ToolDef>>,
     /// What the permissions know of each tool: its server and whether it is read-only.
@@ -42,7 +57,7 @@ pub(super) fn facts_of(table: &[ToolEntry]) -> Facts {
         .collect()
 }
 
-impl ToolCache {
+impl ToolOffer {
     /// The system prompt with the servers' `instructions` (see [`system_with_servers`]),
     /// built again only when the registry hands out another list.
     pub(super) fn system(
@@ -61,7 +76,9 @@ impl ToolCache {
         self.system.clone()
     }
 
-    pub(super) fn get(&mut self, table: Arc<Vec<ToolEntry>>) -> Arc<Vec<ToolDef>> {
+    /// The definitions of `table`'s tools the model is offered (the disabled and those whose
+    /// schema is not an object left out), built again only for another table.
+    pub(super) fn definitions(&mut self, table: Arc<Vec<ToolEntry>>) -> Arc<Vec<ToolDef>> {
         if self.source.as_ref().is_some_and(|s| Arc::ptr_eq(s, &table)) {
             return self.defs.clone();
         }
@@ -282,7 +299,7 @@ pub(super) async fn refusal(
         Action::Ask => {}
     }
     let (answer, rx) = oneshot::channel();
-    let question = TurnEvent::Ask(Question {
+    let question = TurnEvent::Ask(PermissionQuestion {
         id: id.to_owned(),
         name: name.to_owned(),
         server: server.clone(),
