@@ -1,7 +1,19 @@
 //! The `bash` built-in: the command in its own registered process group, a timeout with SIGTERM
 //! then SIGKILL, output capped to its first and last halves.
 
-use super::*;
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::io;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use harness9_actors::error::{fmt_duration, CallError};
+use harness9_actors::server::{register_group, unregister_group};
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{cancelled, plain_io, Args, Reply, Shared, BASH_DRAIN, BASH_KILL_GRACE};
 
 use harness9_platform::process::Signal;
 

@@ -4,12 +4,19 @@
 //! of each file in this conversation (an edit of a file changed since is refused).
 
 use super::patch::{self, Op};
-use super::*;
+
 use std::collections::HashMap;
 use std::hash::{Hash as _, Hasher as _};
 use std::io::Write as _;
+use std::io::{self, Read as _};
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 use std::time::SystemTime;
+
+use actix::prelude::*;
+
+use super::{plain_io, resolve, Builtins};
 
 /// Bytes of a file the edit tools read (a larger one is no text a model edits by quoting).
 pub const MAX_EDIT_BYTES: u64 = 16 << 20;

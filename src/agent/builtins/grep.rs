@@ -1,6 +1,13 @@
 //! The `grep` built-in: a regex over the files under a path, with its own file-name glob.
 
-use super::*;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use tokio_util::sync::CancellationToken;
+
+use super::files::open_text;
+use super::{io_failure, resolve, GREP_MAX_LINE_BYTES, GREP_MAX_LINE_CHARS, SKIP_DIRS};
+
 use harness9_base::read::read_line_capped;
 
 /// A file-name glob compiled to a regex: `*`, `?`, `[...]`, `{a,b}` and `**` (across `/`).

@@ -3,23 +3,16 @@
 //! `list_mcp_resources`/`read_mcp_resource` over the registry) and the `Builtins` actor that
 //! runs them off the actix thread.
 
-use std::collections::VecDeque;
-use std::fmt::Write as _;
-use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use harness9_actors::error::{fmt_duration, CallError};
+use harness9_actors::error::CallError;
 use harness9_actors::messages::CallBuiltin;
 use harness9_actors::protocol::types::{CallToolResult, ContentBlock, Tool};
-use harness9_actors::server::{register_group, unregister_group};
 use serde_json::{json, Map, Value};
-use tokio::io::AsyncReadExt;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod bash;
@@ -35,9 +28,9 @@ mod skills;
 pub use edit::ForgetFiles;
 pub use shell_sandbox::ProtectedPaths;
 
-use bash::*;
-use files::*;
-use grep::*;
+use bash::bash;
+use files::{list_dir, read_file, write_file};
+use grep::{grep, GrepArgs};
 
 /// Lines `read_file` returns when no `limit` is given.
 pub const READ_DEFAULT_LINES: u64 = 2000;
