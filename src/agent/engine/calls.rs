@@ -16,9 +16,7 @@ use super::{
     output, system_with_servers, Answer, EngineConfig, EngineEvent, PermissionQuestion, TurnEvent,
 };
 use crate::model::{arguments_problem, truncate_chars, Block, ResultPart, ToolDef};
-use crate::permissions::{
-    Action, Kind as RuleKind, Policy, Reason, Rule, Source, ToolFacts, Verdict,
-};
+use crate::permissions::{Action, Decision, Policy, Reason, Rule, Source, ToolFacts, Verdict};
 use harness9_actors::error::CallError;
 use harness9_actors::protocol::types::{CallToolResult, ContentBlock};
 
@@ -375,7 +373,7 @@ fn answered(policy: &Policy, name: &str, answer: Answer) -> Option<String> {
     match answer {
         Answer::Yes => None,
         Answer::Always(text) => {
-            match Rule::parse(RuleKind::Allow, &text, Source::Saved) {
+            match Rule::parse(Decision::Allow, &text, Source::Saved) {
                 Ok(r) => {
                     policy.rules.learn(r);
                 }

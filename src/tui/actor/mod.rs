@@ -469,9 +469,9 @@ impl Tui {
                 self.apply(Event::Permissions(rules), ctx);
             }
             Effect::ForgetRule(text) => {
-                use harness9_agent::permissions::Kind;
+                use harness9_agent::permissions::Decision;
                 use harness9_app::permission_store as store;
-                self.policy.rules.forget(Kind::Allow, &text);
+                self.policy.rules.forget(Decision::Allow, &text);
                 let note = match store::forget(&store::path(), &self.policy.place.root, &text) {
                     Ok(()) => Event::Notice {
                         error: false,
