@@ -10,13 +10,10 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use harness9_actors::net::{snippet, truncate_chars};
 
-use super::config::ProviderConfig;
+use super::config::{ProviderConfig, ProviderKind};
 use super::errors::{ApiError, DecodeError};
-use super::types::{
-    tool_input, Block, Message, ModelReply, ModelRequest, ResultPart, Role, StopReason,
-    StreamEvent, Usage,
-};
-use super::wire::{image_placeholder, model_image_type};
+use super::types::{Block, Message, ModelReply, ModelRequest, ResultPart, StreamEvent, Usage};
+use super::wire::{assemble_reply, image_placeholder, model_image_type, CallArgs, ReplyPart};
 
 /// The JSON body of a streaming `POST /v1/messages`.
 pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
@@ -86,10 +83,7 @@ fn image_block(mime_type: &str, data: &str) -> Value {
 /// One message; `None` when nothing in it can be sent (the API rejects empty content and
 /// empty text blocks).
 fn message(m: &Message) -> Option<Value> {
-    let role = match m.role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    };
+    let role = m.role.as_str();
     let content: Vec<Value> = m
         .content
         .iter()
@@ -353,39 +347,35 @@ impl StreamDecoder {
 
     /// The reply (after `message_stop`).
     pub(crate) fn finish(self) -> Result<ModelReply, DecodeError> {
-        let mut content = Vec::new();
-        for (_, b) in self.blocks {
-            match b {
-                Partial::Text(t) if !t.is_empty() => content.push(Block::Text(t)),
+        let parts = self
+            .blocks
+            .into_values()
+            .filter_map(|b| match b {
+                Partial::Text(t) => Some(ReplyPart::Text(t)),
                 Partial::Tool {
                     id,
                     name,
                     json,
                     initial,
                 } => {
-                    // Argument text that is not a JSON object stays raw for the engine.
-                    let input = if json.trim().is_empty() && initial.is_object() {
-                        initial
+                    // Arguments given whole at the block's start, none streamed.
+                    let args = if json.trim().is_empty() && initial.is_object() {
+                        CallArgs::Value(initial)
                     } else {
-                        tool_input(&json)
+                        CallArgs::Text(json)
                     };
-                    content.push(Block::ToolUse { id, name, input });
+                    Some(ReplyPart::Call { id, name, args })
                 }
-                _ => {}
-            }
-        }
-        let stop_reason = match self.stop_reason.as_deref() {
-            Some("end_turn") => StopReason::EndTurn,
-            Some("tool_use") => StopReason::ToolUse,
-            Some("max_tokens") => StopReason::MaxTokens,
-            Some(other) => StopReason::Other(other.to_owned()),
-            None => StopReason::Other("none".to_owned()),
-        };
-        Ok(ModelReply {
-            content,
-            stop_reason,
-            usage: self.usage,
-        })
+                Partial::Ignored => None,
+            })
+            .collect();
+        let word = self.stop_reason.as_deref();
+        Ok(assemble_reply(
+            ProviderKind::Anthropic,
+            parts,
+            word,
+            self.usage,
+        ))
     }
 }
 
@@ -393,8 +383,7 @@ impl StreamDecoder {
 pub(crate) mod tests {
     use std::sync::Arc;
 
-    use super::super::config::ProviderKind;
-    use super::super::types::{tool_uses, ToolDef};
+    use super::super::types::{tool_uses, Role, StopReason, ToolDef};
     use super::super::wire::{decode_chunks, split_every};
     use super::*;
 

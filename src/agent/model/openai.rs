@@ -8,13 +8,12 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use harness9_actors::net::{snippet, truncate_chars};
 
-use super::config::{url_host, MaxTokensField, ProviderConfig};
+use super::config::{url_host, MaxTokensField, ProviderConfig, ProviderKind};
 use super::errors::{ApiError, DecodeError};
 use super::types::{
-    tool_input, Block, Message, ModelReply, ModelRequest, ResultPart, Role, StopReason,
-    StreamEvent, Usage,
+    Block, Message, ModelReply, ModelRequest, ResultPart, Role, StreamEvent, Usage,
 };
-use super::wire::{image_placeholder, model_image_type};
+use super::wire::{assemble_reply, image_placeholder, model_image_type, CallArgs, ReplyPart};
 
 /// The JSON body of a streaming `POST /chat/completions`.
 pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
@@ -423,37 +422,25 @@ impl StreamDecoder {
 
     /// The reply (after `[DONE]`).
     pub(crate) fn finish(self) -> Result<ModelReply, DecodeError> {
-        let mut content = Vec::new();
-        if !self.text.is_empty() {
-            content.push(Block::Text(self.text));
-        }
-        let has_calls = !self.calls.is_empty();
+        let mut parts = vec![ReplyPart::Text(self.text)];
         for (n, call) in self.calls.into_iter().enumerate() {
-            // Argument text that is not a JSON object stays raw for the engine.
-            let input = tool_input(&call.args);
-            content.push(Block::ToolUse {
+            parts.push(ReplyPart::Call {
                 id: if call.id.is_empty() {
                     format!("call_{n}")
                 } else {
                     call.id
                 },
                 name: call.name,
-                input,
+                args: CallArgs::Text(call.args),
             });
         }
-        // Some compatible servers say "stop" (or nothing) after tool calls.
-        let stop_reason = match self.finish.as_deref() {
-            Some("tool_calls" | "function_call") => StopReason::ToolUse,
-            Some("stop") | None if has_calls => StopReason::ToolUse,
-            Some("stop") | None => StopReason::EndTurn,
-            Some("length") => StopReason::MaxTokens,
-            Some(other) => StopReason::Other(other.to_owned()),
-        };
-        Ok(ModelReply {
-            content,
-            stop_reason,
-            usage: self.usage,
-        })
+        let word = self.finish.as_deref();
+        Ok(assemble_reply(
+            ProviderKind::OpenAi,
+            parts,
+            word,
+            self.usage,
+        ))
     }
 }
 
@@ -461,8 +448,7 @@ impl StreamDecoder {
 pub(crate) mod tests {
     use std::sync::Arc;
 
-    use super::super::config::ProviderKind;
-    use super::super::types::{tool_uses, Message, ToolDef};
+    use super::super::types::{tool_uses, Message, StopReason, ToolDef};
     use super::super::wire::{decode_chunks, split_every};
     use super::*;
 
