@@ -12,7 +12,7 @@ use toml::Spanned;
 
 use harness9_agent::builtins::shell_sandbox::ShellSandbox;
 use harness9_agent::permissions::pattern::{claude_code_name, Pattern};
-use harness9_agent::permissions::{Kind, Rule, Source};
+use harness9_agent::permissions::{Decision, Rule, Source};
 
 /// Whose settings are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -49,7 +49,7 @@ pub fn default_path(from: From, env: &dyn Fn(&str) -> Option<String>) -> Option<
 pub struct Imported {
     /// Rules with an equivalent, as written there (harness9 reads Claude Code's spellings),
     /// in file order, without repeats.
-    pub rules: Vec<(Kind, String)>,
+    pub rules: Vec<(Decision, String)>,
     /// The shell's sandbox, with what it came from.
     pub shell: Option<(ShellSandbox, String)>,
     /// The permission mode as harness9's `--permission-mode` value, with what it came from
@@ -85,9 +85,9 @@ pub fn from_claude_code(text: &str) -> Result<Imported, String> {
     let perms: ClaudePermissions = serde_json::from_value(perms.clone())
         .map_err(|e| format!("\"permissions\" is not what Claude Code writes: {e}"))?;
     for (kind, list) in [
-        (Kind::Deny, &perms.deny),
-        (Kind::Ask, &perms.ask),
-        (Kind::Allow, &perms.allow),
+        (Decision::Deny, &perms.deny),
+        (Decision::Ask, &perms.ask),
+        (Decision::Allow, &perms.allow),
     ] {
         for item in list.iter().flatten() {
             let Some(text) = item.as_str() else {
@@ -148,7 +148,7 @@ pub fn from_claude_code(text: &str) -> Result<Imported, String> {
 }
 
 /// One Claude Code rule as harness9 writes it, or why it has no equivalent.
-pub fn map_rule(kind: Kind, text: &str) -> Result<String, String> {
+pub fn map_rule(kind: Decision, text: &str) -> Result<String, String> {
     let t = text.trim();
     let name = t.split('(').next().unwrap_or_default().trim();
     if claude_code_name(name) == Some(None) {
@@ -250,11 +250,11 @@ struct PermissionsSpans {
 }
 
 impl PermissionsSpans {
-    fn list(&self, kind: Kind) -> Option<&Spanned<Vec<Spanned<String>>>> {
+    fn list(&self, kind: Decision) -> Option<&Spanned<Vec<Spanned<String>>>> {
         match kind {
-            Kind::Allow => self.allow.as_ref(),
-            Kind::Ask => self.ask.as_ref(),
-            Kind::Deny => self.deny.as_ref(),
+            Decision::Allow => self.allow.as_ref(),
+            Decision::Ask => self.ask.as_ref(),
+            Decision::Deny => self.deny.as_ref(),
         }
     }
 }
@@ -265,9 +265,9 @@ pub struct Spliced {
     /// The file's new text.
     pub text: String,
     /// The rules added.
-    pub added: Vec<(Kind, String)>,
+    pub added: Vec<(Decision, String)>,
     /// The rules already there (the same pattern, the same kind).
-    pub present: Vec<(Kind, String)>,
+    pub present: Vec<(Decision, String)>,
     /// The shell's sandbox written.
     pub shell: Option<ShellSandbox>,
     /// The shell's sandbox the file already says, when it differs from the one imported
@@ -332,9 +332,9 @@ fn new_rules(
     perms: &PermissionsSpans,
     imported: &Imported,
     out: &mut Spliced,
-) -> Vec<(Kind, Vec<String>)> {
-    let mut new: Vec<(Kind, Vec<String>)> = Vec::new();
-    for kind in [Kind::Deny, Kind::Ask, Kind::Allow] {
+) -> Vec<(Decision, Vec<String>)> {
+    let mut new: Vec<(Decision, Vec<String>)> = Vec::new();
+    for kind in [Decision::Deny, Decision::Ask, Decision::Allow] {
         let existing: Vec<Pattern> = perms
             .list(kind)
             .map(|l| {
@@ -476,7 +476,7 @@ fn check_same_but_added(old: &str, new: &str, shown: &str, out: &Spliced) -> Res
     if a != b {
         return Err(by_hand());
     }
-    for kind in [Kind::Deny, Kind::Ask, Kind::Allow] {
+    for kind in [Decision::Deny, Decision::Ask, Decision::Allow] {
         let mut want: Vec<toml::Value> = match pa.remove(kind.name()) {
             Some(toml::Value::Array(items)) => items,
             None => Vec::new(),
@@ -651,7 +651,7 @@ mod tests {
         assert!(from_codex("approval_policy = ").is_err());
     }
 
-    fn imported(rules: &[(Kind, &str)], shell: Option<ShellSandbox>) -> Imported {
+    fn imported(rules: &[(Decision, &str)], shell: Option<ShellSandbox>) -> Imported {
         Imported {
             rules: rules.iter().map(|(k, r)| (*k, (*r).to_owned())).collect(),
             shell: shell.map(|s| (s, String::new())),
@@ -664,11 +664,11 @@ mod tests {
         let text = "# my settings\nmodel = \"x\" # keep\n\n[permissions]\n# rules\nallow = [\n  \"bash(git status:*)\", # mine\n]\ndeny = []\n\n[tool_search]\nmode = \"auto\"\n";
         let i = imported(
             &[
-                (Kind::Allow, "Bash(git status:*)"),
-                (Kind::Allow, "mcp__git__*"),
-                (Kind::Allow, "Read(./src/**)"),
-                (Kind::Deny, "Read(./.env)"),
-                (Kind::Ask, "Bash(git push:*)"),
+                (Decision::Allow, "Bash(git status:*)"),
+                (Decision::Allow, "mcp__git__*"),
+                (Decision::Allow, "Read(./src/**)"),
+                (Decision::Deny, "Read(./.env)"),
+                (Decision::Ask, "Bash(git push:*)"),
             ],
             Some(ShellSandbox::Network),
         );
@@ -677,7 +677,10 @@ mod tests {
             s.text,
             "# my settings\nmodel = \"x\" # keep\n\n[permissions]\nshell = \"network\"\nask = [\"Bash(git push:*)\"]\n# rules\nallow = [\n  \"bash(git status:*)\",\n  \"mcp__git__*\",\n  \"Read(./src/**)\", # mine\n]\ndeny = [\"Read(./.env)\"]\n\n[tool_search]\nmode = \"auto\"\n"
         );
-        assert_eq!(s.present, [(Kind::Allow, "Bash(git status:*)".to_owned())]);
+        assert_eq!(
+            s.present,
+            [(Decision::Allow, "Bash(git status:*)".to_owned())]
+        );
         assert_eq!(s.added.len(), 4);
         // Again: nothing new.
         let again = splice(&s.text, "u.toml", &i).unwrap();
@@ -688,7 +691,7 @@ mod tests {
 
     #[test]
     fn splice_makes_the_section_keeps_a_shell_and_refuses_what_it_cannot_edit() {
-        let i = imported(&[(Kind::Allow, "mcp__git__*")], Some(ShellSandbox::Off));
+        let i = imported(&[(Decision::Allow, "mcp__git__*")], Some(ShellSandbox::Off));
         let s = splice("", "u.toml", &i).unwrap();
         assert_eq!(
             s.text,
@@ -714,7 +717,10 @@ mod tests {
         let err = splice(tricky, "u.toml", &i).unwrap_err();
         assert!(err.contains("yourself"), "{err}");
         // Hostile rule text is quoted, never TOML.
-        let evil = imported(&[(Kind::Allow, "bash(x\"]\n[telemetry]\nk = \"v)")], None);
+        let evil = imported(
+            &[(Decision::Allow, "bash(x\"]\n[telemetry]\nk = \"v)")],
+            None,
+        );
         let s = splice("", "u.toml", &evil).unwrap();
         let back: toml::Table = toml::from_str(&s.text).unwrap();
         assert_eq!(back.len(), 1, "{}", s.text);

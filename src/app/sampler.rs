@@ -193,10 +193,7 @@ impl Sampling {
         self.messages
             .iter()
             .map(|m| {
-                let who = match m.role {
-                    Role::User => "user",
-                    Role::Assistant => "assistant",
-                };
+                let who = m.role.as_str();
                 let text: Vec<String> = m
                     .content
                     .iter()

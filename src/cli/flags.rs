@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::agent::model::settings::ModelFlags;
-use crate::agent::permissions::{Kind, Mode, Rule};
+use crate::agent::permissions::{Decision, Mode, Rule};
 use crate::app::SessionOptions;
 use clap::Args;
 
@@ -182,8 +182,8 @@ impl PermissionArgs {
     pub fn rules(&self) -> Result<Vec<Rule>, UsageError> {
         let mut out = Vec::new();
         for (values, kind, flag) in [
-            (&self.disallowed_tools, Kind::Deny, "--disallowed-tools"),
-            (&self.allowed_tools, Kind::Allow, "--allowed-tools"),
+            (&self.disallowed_tools, Decision::Deny, "--disallowed-tools"),
+            (&self.allowed_tools, Decision::Allow, "--allowed-tools"),
         ] {
             for v in values {
                 out.extend(

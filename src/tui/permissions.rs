@@ -12,7 +12,7 @@ use ratatui::Frame;
 
 use super::state::{Effect, Entry, Modal, State};
 use super::widgets::{list_frame, step_selection, truncate_line, wrap, DIM};
-use harness9_agent::permissions::{Kind, Rule, Source};
+use harness9_agent::permissions::{Decision, Rule, Source};
 use harness9_base::sanitize::clean_line;
 
 /// The list and its selection.
@@ -92,9 +92,9 @@ impl super::state::ModalView for PermissionsView {
         let skip = (p.selected + 1).saturating_sub(rows);
         for (i, r) in p.rules.iter().enumerate().skip(skip).take(rows) {
             let (word, colour) = match r.kind {
-                Kind::Deny => ("deny ", Color::Red),
-                Kind::Ask => ("ask  ", Color::Yellow),
-                Kind::Allow => ("allow", Color::Green),
+                Decision::Deny => ("deny ", Color::Red),
+                Decision::Ask => ("ask  ", Color::Yellow),
+                Decision::Allow => ("allow", Color::Green),
             };
             let mark = if i == p.selected { "› " } else { "  " };
             let style = if i == p.selected {

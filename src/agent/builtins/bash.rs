@@ -1,9 +1,23 @@
 //! The `bash` built-in: the command in its own registered process group, a timeout with SIGTERM
 //! then SIGKILL, output capped to its first and last halves.
 
-use super::*;
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::io;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use harness9_actors::error::{fmt_duration, CallError};
+use harness9_actors::server::{register_group, unregister_group};
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{cancelled, plain_io, Args, Reply, Shared, BASH_DRAIN, BASH_KILL_GRACE};
 
 use harness9_platform::process::Signal;
+
+use super::shell_sandbox::Confined;
 
 /// A registered process group: killed (SIGKILL) and forgotten when dropped, which sweeps any
 /// background process the command left and covers a dropped call future.
@@ -75,7 +89,6 @@ pub(super) async fn run_bash(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> io::Result<Result<Reply, CallError>> {
-    // One pipe for stdout and stderr keeps their output in the order it was written.
     // A missing working directory is a failure to start, said as such (not a sandbox error).
     std::fs::metadata(&sh.root)?;
     // The sandbox first: a command that cannot be confined does not run.
@@ -94,142 +107,188 @@ pub(super) async fn run_bash(
             }))
         }
     };
-    let (mut reader, out, err) = harness9_platform::process::output_pipe()?;
-    // `bash -c`; PowerShell on Windows (harness9_platform::command).
-    let cmd = harness9_platform::command::shell(command);
-    // `c` (the ruleset's fd, the filter's memory) outlives the spawn below.
-    let mut cmd = match &confined {
-        Some(c) => c.prepared.wrap(cmd),
-        None => cmd,
-    };
-    cmd.current_dir(&sh.root)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .kill_on_drop(true);
-    harness9_platform::process::new_group(&mut cmd);
-    if let Some(c) = &confined {
-        cmd.env("TMPDIR", c.scratch.path());
-    }
-    let spawned = cmd.spawn();
-    // The command holds our copies of the write end: drop it so EOF comes when the child's
-    // processes are done with the pipe.
-    drop(cmd);
-    let mut child = spawned?;
-    let pgid = child
-        .id()
-        .and_then(|p| i32::try_from(p).ok())
-        .ok_or_else(|| io::Error::other("bash exited before its pid was read"))?;
-    let group = Group::new(pgid);
-    tracing::debug!(target: "builtin", pid = pgid, %command, "bash started");
-
-    let mut output = CappedOutput::new(sh.opts.output_limit);
-    let mut buf = vec![0u8; 16 * 1024];
-    let deadline = Instant::now() + timeout;
-    let mut drain_until = deadline;
-    let mut status = None;
-    let mut eof = false;
-    let end = loop {
-        if let (Some(s), true) = (status, eof) {
-            break End::Exited(s);
-        }
-        tokio::select! {
-            biased;
-            _ = cancel.cancelled() => break End::Cancelled,
-            r = reader.read(&mut buf), if !eof => match r {
-                Ok(n) if n > 0 => output.push(&buf[..n]),
-                // EOF, or a read error, which ends the output the same way.
-                _ => eof = true,
-            },
-            s = child.wait(), if status.is_none() => match s {
-                Ok(s) => {
-                    status = Some(s);
-                    drain_until = Instant::now() + BASH_DRAIN;
-                }
-                Err(e) => break End::WaitFailed(e),
-            },
-            // The shell exited but a background process still holds the pipe.
-            _ = tokio::time::sleep_until(drain_until), if status.is_some() => match status {
-                Some(s) => break End::Exited(s),
-                None => continue,
-            },
-            _ = tokio::time::sleep_until(deadline) => break End::TimedOut,
-        }
-    };
-
-    let reply = match end {
+    // `confined` (the ruleset's fd, the filter's memory) outlives the spawn and the run.
+    let mut run = Running::start(sh, command, confined.as_ref())?;
+    let reply = match run.wait(timeout, cancel).await {
         End::Cancelled => {
-            group.signal(Signal::Kill);
-            let _ = tokio::time::timeout(BASH_KILL_GRACE, child.wait()).await;
-            drop(group);
+            run.kill().await;
+            let pgid = run.pgid;
+            drop(run);
             tracing::debug!(target: "builtin", pid = pgid, "bash cancelled");
             return Ok(Err(cancelled("bash")));
         }
-        End::TimedOut => {
-            group.signal(Signal::Term);
-            if tokio::time::timeout(BASH_KILL_GRACE, child.wait())
-                .await
-                .is_err()
-            {
-                tracing::debug!(target: "builtin", pid = pgid, "bash ignored SIGTERM");
-            }
-            group.signal(Signal::Kill);
-            let _ = tokio::time::timeout(BASH_KILL_GRACE, child.wait()).await;
-            drain(&mut reader, &mut buf, &mut output, !eof).await;
-            let mut text = output.render();
-            end_line(&mut text);
-            let _ = write!(
-                text,
-                "command timed out after {}; pass a larger timeout_sec (max {})",
-                fmt_duration(timeout),
-                sh.opts.max_timeout.as_secs()
-            );
-            Reply {
-                text,
-                is_error: true,
-            }
-        }
-        End::WaitFailed(e) => {
-            group.signal(Signal::Kill);
-            let mut text = output.render();
-            end_line(&mut text);
-            let _ = write!(
-                text,
-                "unable to wait for the command: {}; it was killed",
-                plain_io(&e)
-            );
-            Reply {
-                text,
-                is_error: true,
-            }
-        }
-        End::Exited(status) => {
-            let mut text = output.render();
-            if text.is_empty() {
-                text.push_str("(no output)");
-            }
-            end_line(&mut text);
-            text.push_str(&describe_exit(&status));
-            let note = match (&confined, status.success()) {
-                (Some(c), false) => {
-                    let (w, ro) = (&c.writable, &c.read_only);
-                    super::shell_sandbox::refusal_note(&text, w, ro, c.network, &own)
-                }
-                _ => None,
-            };
-            if let Some(note) = note {
-                text.push('\n');
-                text.push_str(&note);
-            }
-            Reply {
-                text,
-                is_error: !status.success(),
-            }
-        }
+        End::TimedOut => run.timed_out(timeout, sh.opts.max_timeout).await,
+        End::WaitFailed(e) => run.wait_failed(&e),
+        End::Exited(status) => run.exited(&status, confined.as_ref(), &own),
     };
     // Dropping the group kills whatever the command left running in it.
-    drop(group);
+    drop(run);
     Ok(Ok(reply))
+}
+
+/// A started command: its group (dropped first: killed), the shell, the pipe of its output
+/// and what was read of it.
+struct Running {
+    group: Group,
+    child: tokio::process::Child,
+    reader: harness9_platform::process::PipeReader,
+    pgid: i32,
+    output: CappedOutput,
+    buf: Vec<u8>,
+    /// The pipe is at its end (or failed).
+    eof: bool,
+}
+
+impl Running {
+    /// Starts `command` in `sh.root` in a group of its own, stdin closed, stdout and stderr
+    /// one pipe (their output stays in the order it was written), confined when `confined`.
+    fn start(sh: &Shared, command: &str, confined: Option<&Confined>) -> io::Result<Self> {
+        let (reader, out, err) = harness9_platform::process::output_pipe()?;
+        // `bash -c`; PowerShell on Windows (harness9_platform::command).
+        let cmd = harness9_platform::command::shell(command);
+        let mut cmd = match confined {
+            Some(c) => c.prepared.wrap(cmd),
+            None => cmd,
+        };
+        cmd.current_dir(&sh.root)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .kill_on_drop(true);
+        harness9_platform::process::new_group(&mut cmd);
+        if let Some(c) = confined {
+            cmd.env("TMPDIR", c.scratch.path());
+        }
+        let spawned = cmd.spawn();
+        // The command holds our copies of the write end: drop it so EOF comes when the child's
+        // processes are done with the pipe.
+        drop(cmd);
+        let child = spawned?;
+        let pgid = child
+            .id()
+            .and_then(|p| i32::try_from(p).ok())
+            .ok_or_else(|| io::Error::other("bash exited before its pid was read"))?;
+        let group = Group::new(pgid);
+        tracing::debug!(target: "builtin", pid = pgid, %command, "bash started");
+        Ok(Self {
+            group,
+            child,
+            reader,
+            pgid,
+            output: CappedOutput::new(sh.opts.output_limit),
+            buf: vec![0u8; 16 * 1024],
+            eof: false,
+        })
+    }
+
+    /// Reads the output until the shell has exited and the pipe is at its end (or, while a
+    /// background process holds the pipe, [`BASH_DRAIN`] after the exit), the timeout, or
+    /// the cancellation.
+    async fn wait(&mut self, timeout: Duration, cancel: &CancellationToken) -> End {
+        let deadline = Instant::now() + timeout;
+        let mut drain_until = deadline;
+        let mut status = None;
+        loop {
+            if let (Some(s), true) = (status, self.eof) {
+                return End::Exited(s);
+            }
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return End::Cancelled,
+                r = self.reader.read(&mut self.buf), if !self.eof => match r {
+                    Ok(n) if n > 0 => self.output.push(&self.buf[..n]),
+                    // EOF, or a read error, which ends the output the same way.
+                    _ => self.eof = true,
+                },
+                s = self.child.wait(), if status.is_none() => match s {
+                    Ok(s) => {
+                        status = Some(s);
+                        drain_until = Instant::now() + BASH_DRAIN;
+                    }
+                    Err(e) => return End::WaitFailed(e),
+                },
+                // The shell exited but a background process still holds the pipe.
+                _ = tokio::time::sleep_until(drain_until), if status.is_some() => match status {
+                    Some(s) => return End::Exited(s),
+                    None => continue,
+                },
+                _ = tokio::time::sleep_until(deadline) => return End::TimedOut,
+            }
+        }
+    }
+
+    /// Kills the group (cancelled) and waits a moment for the shell.
+    async fn kill(&mut self) {
+        self.group.signal(Signal::Kill);
+        let _ = tokio::time::timeout(BASH_KILL_GRACE, self.child.wait()).await;
+    }
+
+    /// Past its timeout: SIGTERM, a grace, SIGKILL, the rest of the output, and what to do.
+    async fn timed_out(&mut self, timeout: Duration, max: Duration) -> Reply {
+        self.group.signal(Signal::Term);
+        if tokio::time::timeout(BASH_KILL_GRACE, self.child.wait())
+            .await
+            .is_err()
+        {
+            tracing::debug!(target: "builtin", pid = self.pgid, "bash ignored SIGTERM");
+        }
+        self.kill().await;
+        drain(&mut self.reader, &mut self.buf, &mut self.output, !self.eof).await;
+        let mut text = self.output.render();
+        end_line(&mut text);
+        let _ = write!(
+            text,
+            "command timed out after {}; pass a larger timeout_sec (max {})",
+            fmt_duration(timeout),
+            max.as_secs()
+        );
+        Reply {
+            text,
+            is_error: true,
+        }
+    }
+
+    /// Waiting for the shell failed: it is killed.
+    fn wait_failed(&mut self, e: &io::Error) -> Reply {
+        self.group.signal(Signal::Kill);
+        let mut text = self.output.render();
+        end_line(&mut text);
+        let _ = write!(
+            text,
+            "unable to wait for the command: {}; it was killed",
+            plain_io(e)
+        );
+        Reply {
+            text,
+            is_error: true,
+        }
+    }
+
+    /// The shell exited: its output and exit, and, when a confined command failed, a note on
+    /// what the sandbox may have refused.
+    fn exited(&self, status: &ExitStatus, confined: Option<&Confined>, own: &str) -> Reply {
+        let mut text = self.output.render();
+        if text.is_empty() {
+            text.push_str("(no output)");
+        }
+        end_line(&mut text);
+        text.push_str(&describe_exit(status));
+        let note = match (confined, status.success()) {
+            (Some(c), false) => {
+                let (w, ro) = (&c.writable, &c.read_only);
+                super::shell_sandbox::refusal_note(&text, w, ro, c.network, own)
+            }
+            _ => None,
+        };
+        if let Some(note) = note {
+            text.push('\n');
+            text.push_str(&note);
+        }
+        Reply {
+            text,
+            is_error: !status.success(),
+        }
+    }
 }
 
 /// Reads what is left in the pipe for a moment after the group was killed.

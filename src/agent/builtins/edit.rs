@@ -4,12 +4,19 @@
 //! of each file in this conversation (an edit of a file changed since is refused).
 
 use super::patch::{self, Op};
-use super::*;
+
 use std::collections::HashMap;
 use std::hash::{Hash as _, Hasher as _};
 use std::io::Write as _;
+use std::io::{self, Read as _};
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 use std::time::SystemTime;
+
+use actix::prelude::*;
+
+use super::{plain_io, resolve, Builtins};
 
 /// Bytes of a file the edit tools read (a larger one is no text a model edits by quoting).
 pub const MAX_EDIT_BYTES: u64 = 16 << 20;
@@ -590,6 +597,71 @@ fn absent(full: &Path, path: &str, what: &str) -> Result<(), String> {
     }
 }
 
+/// An update section of a patch.
+struct Update<'a> {
+    path: &'a str,
+    move_to: Option<&'a str>,
+    hunks: &'a [patch::Hunk],
+}
+
+/// The changes of an update: the file's hunks applied in its encoding and line endings,
+/// written where it is or where it moves to.
+fn plan_update(
+    root: &Path,
+    seen: &Seen,
+    u: &Update<'_>,
+    changes: &mut Vec<Change>,
+    summary: &mut Vec<String>,
+) -> Result<(), String> {
+    let path = u.path;
+    let full = patch_path(root, path)?;
+    let file = existing(seen, path, &full, "update")?;
+    let eol = if file.crlf { "\r\n" } else { "\n" };
+    let mut lines: Vec<String> = file
+        .text
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned())
+        .collect();
+    let ends_with_newline = file.text.is_empty() || file.text.ends_with('\n');
+    if ends_with_newline {
+        lines.pop();
+    }
+    let new_lines = patch::apply(&lines, u.hunks, path)?;
+    let mut text = new_lines.join(eol);
+    if ends_with_newline && !new_lines.is_empty() {
+        text.push_str(eol);
+    }
+    let (added, removed) = line_counts(&file.text, &text);
+    let bytes = encode(file.encoding, &text);
+    match u.move_to {
+        Some(to) => {
+            let target = patch_path(root, to)?;
+            if target != full {
+                absent(&target, to, "the patch moves a file onto")?;
+            }
+            summary.push(format!("moved {path} -> {to}: +{added} -{removed}"));
+            changes.push(Change::Write {
+                full: target.clone(),
+                mode: file.mode,
+                bytes,
+            });
+            if target != full {
+                changes.push(Change::Remove { full });
+            }
+        }
+        None => {
+            summary.push(format!("edited {path}: +{added} -{removed}"));
+            changes.push(Change::Write {
+                full,
+                mode: file.mode,
+                bytes,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The changes of one section of a patch, and its summary line.
 fn plan(
     root: &Path,
     seen: &Seen,
@@ -623,50 +695,12 @@ fn plan(
             move_to,
             hunks,
         } => {
-            let full = patch_path(root, path)?;
-            let file = existing(seen, path, &full, "update")?;
-            let eol = if file.crlf { "\r\n" } else { "\n" };
-            let mut lines: Vec<String> = file
-                .text
-                .split('\n')
-                .map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned())
-                .collect();
-            let ends_with_newline = file.text.is_empty() || file.text.ends_with('\n');
-            if ends_with_newline {
-                lines.pop();
-            }
-            let new_lines = patch::apply(&lines, hunks, path)?;
-            let mut text = new_lines.join(eol);
-            if ends_with_newline && !new_lines.is_empty() {
-                text.push_str(eol);
-            }
-            let (added, removed) = line_counts(&file.text, &text);
-            let bytes = encode(file.encoding, &text);
-            match move_to {
-                Some(to) => {
-                    let target = patch_path(root, to)?;
-                    if target != full {
-                        absent(&target, to, "the patch moves a file onto")?;
-                    }
-                    summary.push(format!("moved {path} -> {to}: +{added} -{removed}"));
-                    changes.push(Change::Write {
-                        full: target.clone(),
-                        mode: file.mode,
-                        bytes,
-                    });
-                    if target != full {
-                        changes.push(Change::Remove { full });
-                    }
-                }
-                None => {
-                    summary.push(format!("edited {path}: +{added} -{removed}"));
-                    changes.push(Change::Write {
-                        full,
-                        mode: file.mode,
-                        bytes,
-                    });
-                }
-            }
+            let update = Update {
+                path,
+                move_to: move_to.as_deref(),
+                hunks,
+            };
+            plan_update(root, seen, &update, changes, summary)?;
         }
     }
     Ok(())

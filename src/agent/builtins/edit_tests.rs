@@ -67,7 +67,8 @@ async fn edit_file_keeps_line_endings_bom_encoding_and_mode() {
     dir.write("u16.txt", &utf16);
     dir.write("latin1.txt", b"caf\xE9\n");
     dir.write("run.sh", "echo a\n");
-    harness9_platform::fs::set_mode(&File::open(dir.0.join("run.sh")).unwrap(), 0o750).unwrap();
+    harness9_platform::fs::set_mode(&std::fs::File::open(dir.0.join("run.sh")).unwrap(), 0o750)
+        .unwrap();
     let mode = |p: &str| {
         harness9_platform::fs::mode_of(&std::fs::metadata(dir.0.join(p)).unwrap()) & 0o7777
     };

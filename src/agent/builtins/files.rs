@@ -1,6 +1,12 @@
 //! The file built-ins: `read_file` (text only, line windows), `write_file`, `list_dir`.
 
-use super::*;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::Path;
+
+use super::{io_failure, plain_io, resolve, BINARY_SNIFF, LIST_MAX_ENTRIES, READ_MAX_LINE_CHARS};
+
 use harness9_base::read::read_line_capped;
 
 /// A text file being read: its sniffed first bytes, then the rest.

@@ -3,23 +3,16 @@
 //! `list_mcp_resources`/`read_mcp_resource` over the registry) and the `Builtins` actor that
 //! runs them off the actix thread.
 
-use std::collections::VecDeque;
-use std::fmt::Write as _;
-use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use harness9_actors::error::{fmt_duration, CallError};
+use harness9_actors::error::CallError;
 use harness9_actors::messages::CallBuiltin;
 use harness9_actors::protocol::types::{CallToolResult, ContentBlock, Tool};
-use harness9_actors::server::{register_group, unregister_group};
 use serde_json::{json, Map, Value};
-use tokio::io::AsyncReadExt;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod bash;
@@ -35,9 +28,9 @@ mod skills;
 pub use edit::ForgetFiles;
 pub use shell_sandbox::ProtectedPaths;
 
-use bash::*;
-use files::*;
-use grep::*;
+use bash::bash;
+use files::{list_dir, read_file, write_file};
+use grep::{grep, GrepArgs};
 
 /// Lines `read_file` returns when no `limit` is given.
 pub const READ_DEFAULT_LINES: u64 = 2000;
@@ -167,165 +160,200 @@ pub fn definitions() -> Vec<Tool> {
 
 /// The definitions of every built-in tool, their descriptions quoting `opts`.
 pub fn definitions_with(opts: &BuiltinOptions) -> Vec<Tool> {
-    let default_secs = opts.default_timeout.as_secs();
-    let max_secs = opts.max_timeout.as_secs();
     let mut defs = vec![
-        tool(
-            "bash",
-            Effects::Changes,
-            format!(
-                "Run a shell command with `{}` in the working directory and return its \
-                 combined stdout and stderr followed by its exit code. Stdin is closed, so \
-                 interactive programs will not work. Output over {} bytes is cut in the middle \
-                 (the head and the tail are kept). The command is killed after timeout_sec \
-                 seconds (default {default_secs}, max {max_secs}); background processes it \
-                 started are stopped when it ends. Prefer read_file, list_dir and grep to look \
-                 at files.",
-                harness9_platform::command::SHELL_INVOCATION,
-                opts.output_limit
-            ),
-            json!({
-                "type": "object",
-                "properties": {
-                    "command": {"type": "string", "description": format!("The command line, run by {}.", harness9_platform::command::SHELL_INVOCATION)},
-                    "timeout_sec": {
-                        "type": "number",
-                        "description": format!("Seconds before the command is killed (default {default_secs}, max {max_secs})."),
-                    },
-                },
-                "required": ["command"],
-                "additionalProperties": false,
-            }),
-        ),
-        tool(
-            "read_file",
-            Effects::Reads,
-            format!(
-                "Read a text file. Lines come prefixed with their 1-based line number and a tab. \
-                 Returns at most `limit` lines (default {READ_DEFAULT_LINES}) starting at line \
-                 `offset` (default 1); lines longer than {READ_MAX_LINE_CHARS} characters are \
-                 cut. Paths are relative to the working directory; absolute paths work too. \
-                 Binary files are refused."
-            ),
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "The file to read."},
-                    "offset": {"type": "integer", "minimum": 1, "description": "The first line to return, 1-based."},
-                    "limit": {"type": "integer", "minimum": 1, "description": format!("How many lines to return (default {READ_DEFAULT_LINES}).")},
-                },
-                "required": ["path"],
-                "additionalProperties": false,
-            }),
-        ),
-        tool(
-            "write_file",
-            Effects::Changes,
-            "Write `content` to a file, replacing it if it exists and creating missing parent \
-             directories. Paths are relative to the working directory; absolute paths work too. \
-             A file that changed on disk since you last read or wrote it is refused: read it \
-             again. To change part of a file, prefer edit_file."
-                .to_owned(),
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "The file to write."},
-                    "content": {"type": "string", "description": "The whole new content of the file."},
-                },
-                "required": ["path", "content"],
-                "additionalProperties": false,
-            }),
-        ),
-        tool(
-            "edit_file",
-            Effects::Changes,
-            "Replace text in a file: `old_string` must occur exactly once in it (unless \
-             `replace_all`), copied exactly from the file, whitespace and indentation included, \
-             without read_file's line-number prefix; include enough surrounding lines to make it \
-             unique. The file keeps its line endings and encoding. An edit of a file that \
-             changed on disk since you last read or wrote it is refused: read it again. An \
-             empty `old_string` creates a file that does not exist yet. Prefer this to \
-             write_file for changing part of a file."
-                .to_owned(),
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "The file to edit."},
-                    "old_string": {"type": "string", "description": "The exact text to replace."},
-                    "new_string": {"type": "string", "description": "The text to put in its place (different from old_string)."},
-                    "replace_all": {"type": "boolean", "description": "Replace every occurrence of old_string (default false)."},
-                },
-                "required": ["path", "old_string", "new_string"],
-                "additionalProperties": false,
-            }),
-        ),
-        tool(
-            "apply_patch",
-            Effects::Changes,
-            format!(
-                "Apply a patch that adds, updates, moves and deletes files, all or nothing. The \
-                 format:\n*** Begin Patch\n*** Add File: path/new.txt\n+each line of the new \
-                 file\n*** Update File: path/old.rs\n*** Move to: path/renamed.rs   (optional)\n\
-                 @@ fn the_function()   (optional: a line to find first)\n context line\n-removed \
-                 line\n+added line\n context line\n*** End of File   (optional: the hunk ends \
-                 the file)\n*** Delete File: path/gone.txt\n*** End Patch\nGive about three \
-                 lines of context around each change; paths are relative to the working \
-                 directory. If a hunk does not apply, nothing is written. At most \
-                 {} files and {} bytes per patch.",
-                patch::MAX_PATCH_FILES,
-                patch::MAX_PATCH_BYTES
-            ),
-            json!({
-                "type": "object",
-                "properties": {
-                    "input": {"type": "string", "description": "The whole patch, from *** Begin Patch to *** End Patch."},
-                },
-                "required": ["input"],
-                "additionalProperties": false,
-            }),
-        ),
-        tool(
-            "list_dir",
-            Effects::Reads,
-            format!(
-                "List a directory's entries, sorted by name, directories marked with a trailing \
-                 `/`; at most {LIST_MAX_ENTRIES} entries are shown."
-            ),
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "The directory (default \".\", the working directory)."},
-                },
-                "additionalProperties": false,
-            }),
-        ),
-        tool(
-            "grep",
-            Effects::Reads,
-            format!(
-                "Search files recursively for lines matching a regular expression (Rust regex \
-                 syntax) and return them as `path:line: text`. Skips .git, target, node_modules, \
-                 hidden directories and binary files. Narrow the search with `path` and a `glob` \
-                 on file names such as \"*.rs\" or \"*.{{ts,tsx}}\" (a glob with a `/` matches \
-                 the path below `path`, `**` spanning directories). Returns at most \
-                 max_results matches (default {GREP_DEFAULT_RESULTS})."
-            ),
-            json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "The regular expression."},
-                    "path": {"type": "string", "description": "The directory or file to search (default \".\")."},
-                    "glob": {"type": "string", "description": "Only files whose name matches, e.g. \"*.rs\"."},
-                    "max_results": {"type": "integer", "minimum": 1, "description": format!("The most matches to return (default {GREP_DEFAULT_RESULTS}).")},
-                },
-                "required": ["pattern"],
-                "additionalProperties": false,
-            }),
-        ),
+        bash_def(opts),
+        read_file_def(),
+        write_file_def(),
+        edit_file_def(),
+        apply_patch_def(),
+        list_dir_def(),
+        grep_def(),
     ];
     defs.extend(resources::definitions());
     defs.extend(skills::definitions());
     defs
+}
+
+/// `bash`: its shell, output limit and timeouts as `opts` sets them.
+fn bash_def(opts: &BuiltinOptions) -> Tool {
+    let default_secs = opts.default_timeout.as_secs();
+    let max_secs = opts.max_timeout.as_secs();
+    tool(
+        "bash",
+        Effects::Changes,
+        format!(
+            "Run a shell command with `{}` in the working directory and return its \
+             combined stdout and stderr followed by its exit code. Stdin is closed, so \
+             interactive programs will not work. Output over {} bytes is cut in the middle \
+             (the head and the tail are kept). The command is killed after timeout_sec \
+             seconds (default {default_secs}, max {max_secs}); background processes it \
+             started are stopped when it ends. Prefer read_file, list_dir and grep to look \
+             at files.",
+            harness9_platform::command::SHELL_INVOCATION,
+            opts.output_limit
+        ),
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": format!("The command line, run by {}.", harness9_platform::command::SHELL_INVOCATION)},
+                "timeout_sec": {
+                    "type": "number",
+                    "description": format!("Seconds before the command is killed (default {default_secs}, max {max_secs})."),
+                },
+            },
+            "required": ["command"],
+            "additionalProperties": false,
+        }),
+    )
+}
+
+/// `read_file`: a file's lines, numbered.
+fn read_file_def() -> Tool {
+    tool(
+        "read_file",
+        Effects::Reads,
+        format!(
+            "Read a text file. Lines come prefixed with their 1-based line number and a tab. \
+             Returns at most `limit` lines (default {READ_DEFAULT_LINES}) starting at line \
+             `offset` (default 1); lines longer than {READ_MAX_LINE_CHARS} characters are \
+             cut. Paths are relative to the working directory; absolute paths work too. \
+             Binary files are refused."
+        ),
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The file to read."},
+                "offset": {"type": "integer", "minimum": 1, "description": "The first line to return, 1-based."},
+                "limit": {"type": "integer", "minimum": 1, "description": format!("How many lines to return (default {READ_DEFAULT_LINES}).")},
+            },
+            "required": ["path"],
+            "additionalProperties": false,
+        }),
+    )
+}
+
+/// `write_file`: a whole file written.
+fn write_file_def() -> Tool {
+    tool(
+        "write_file",
+        Effects::Changes,
+        "Write `content` to a file, replacing it if it exists and creating missing parent \
+         directories. Paths are relative to the working directory; absolute paths work too. \
+         A file that changed on disk since you last read or wrote it is refused: read it \
+         again. To change part of a file, prefer edit_file."
+            .to_owned(),
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The file to write."},
+                "content": {"type": "string", "description": "The whole new content of the file."},
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false,
+        }),
+    )
+}
+
+/// `edit_file`: one exact replacement (or every one).
+fn edit_file_def() -> Tool {
+    tool(
+        "edit_file",
+        Effects::Changes,
+        "Replace text in a file: `old_string` must occur exactly once in it (unless \
+         `replace_all`), copied exactly from the file, whitespace and indentation included, \
+         without read_file's line-number prefix; include enough surrounding lines to make it \
+         unique. The file keeps its line endings and encoding. An edit of a file that \
+         changed on disk since you last read or wrote it is refused: read it again. An \
+         empty `old_string` creates a file that does not exist yet. Prefer this to \
+         write_file for changing part of a file."
+            .to_owned(),
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The file to edit."},
+                "old_string": {"type": "string", "description": "The exact text to replace."},
+                "new_string": {"type": "string", "description": "The text to put in its place (different from old_string)."},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence of old_string (default false)."},
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false,
+        }),
+    )
+}
+
+/// `apply_patch`: Codex's patch format, all or nothing.
+fn apply_patch_def() -> Tool {
+    tool(
+        "apply_patch",
+        Effects::Changes,
+        format!(
+            "Apply a patch that adds, updates, moves and deletes files, all or nothing. The \
+             format:\n*** Begin Patch\n*** Add File: path/new.txt\n+each line of the new \
+             file\n*** Update File: path/old.rs\n*** Move to: path/renamed.rs   (optional)\n\
+             @@ fn the_function()   (optional: a line to find first)\n context line\n-removed \
+             line\n+added line\n context line\n*** End of File   (optional: the hunk ends \
+             the file)\n*** Delete File: path/gone.txt\n*** End Patch\nGive about three \
+             lines of context around each change; paths are relative to the working \
+             directory. If a hunk does not apply, nothing is written. At most \
+             {} files and {} bytes per patch.",
+            patch::MAX_PATCH_FILES,
+            patch::MAX_PATCH_BYTES
+        ),
+        json!({
+            "type": "object",
+            "properties": {
+                "input": {"type": "string", "description": "The whole patch, from *** Begin Patch to *** End Patch."},
+            },
+            "required": ["input"],
+            "additionalProperties": false,
+        }),
+    )
+}
+
+/// `list_dir`: a directory's entries.
+fn list_dir_def() -> Tool {
+    tool(
+        "list_dir",
+        Effects::Reads,
+        format!(
+            "List a directory's entries, sorted by name, directories marked with a trailing \
+             `/`; at most {LIST_MAX_ENTRIES} entries are shown."
+        ),
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The directory (default \".\", the working directory)."},
+            },
+            "additionalProperties": false,
+        }),
+    )
+}
+
+/// `grep`: a regular expression over the files below a path.
+fn grep_def() -> Tool {
+    tool(
+        "grep",
+        Effects::Reads,
+        format!(
+            "Search files recursively for lines matching a regular expression (Rust regex \
+             syntax) and return them as `path:line: text`. Skips .git, target, node_modules, \
+             hidden directories and binary files. Narrow the search with `path` and a `glob` \
+             on file names such as \"*.rs\" or \"*.{{ts,tsx}}\" (a glob with a `/` matches \
+             the path below `path`, `**` spanning directories). Returns at most \
+             max_results matches (default {GREP_DEFAULT_RESULTS})."
+        ),
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "The regular expression."},
+                "path": {"type": "string", "description": "The directory or file to search (default \".\")."},
+                "glob": {"type": "string", "description": "Only files whose name matches, e.g. \"*.rs\"."},
+                "max_results": {"type": "integer", "minimum": 1, "description": format!("The most matches to return (default {GREP_DEFAULT_RESULTS}).")},
+            },
+            "required": ["pattern"],
+            "additionalProperties": false,
+        }),
+    )
 }
 
 /// What a built-in does to the world, as MCP tool annotations: the engine decides from these
@@ -403,41 +431,22 @@ fn cancelled(tool: &str) -> CallError {
     }
 }
 
+/// Runs one call: the registry's tools (resources, skills) at once, a file or shell tool after
+/// its arguments are checked.
 async fn dispatch(sh: Arc<Shared>, msg: CallBuiltin) -> Result<CallToolResult, CallError> {
     let CallBuiltin {
         name,
         arguments,
         cancel,
     } = msg;
-    let known: &[&str] = match name.as_str() {
-        "list_mcp_resources" | "read_mcp_resource" => {
-            if cancel.is_cancelled() {
-                return Err(cancelled(&name));
-            }
-            let run = resources::run(sh.registry.as_ref(), &name, &arguments);
-            return tokio::select! {
-                r = run => Ok(r),
-                _ = cancel.cancelled() => Err(cancelled(&name)),
-            };
-        }
-        "load_skill" => {
-            if cancel.is_cancelled() {
-                return Err(cancelled(&name));
-            }
-            let run = skills::run(sh.registry.as_ref(), &sh.held, &arguments);
-            return tokio::select! {
-                r = run => Ok(r),
-                _ = cancel.cancelled() => Err(cancelled(&name)),
-            };
-        }
-        "bash" => &["command", "timeout_sec"],
-        "read_file" => &["path", "offset", "limit"],
-        "write_file" => &["path", "content"],
-        "edit_file" => &["path", "old_string", "new_string", "replace_all"],
-        "apply_patch" => &["input"],
-        "list_dir" => &["path"],
-        "grep" => &["pattern", "path", "glob", "max_results"],
-        _ => return Err(CallError::UnknownTool { name }),
+    if matches!(
+        name.as_str(),
+        "list_mcp_resources" | "read_mcp_resource" | "load_skill"
+    ) {
+        return through_registry(&sh, &name, &arguments, &cancel).await;
+    }
+    let Some(known) = known_arguments(&name) else {
+        return Err(CallError::UnknownTool { name });
     };
     if cancel.is_cancelled() {
         return Err(cancelled(&name));
@@ -448,107 +457,129 @@ async fn dispatch(sh: Arc<Shared>, msg: CallBuiltin) -> Result<CallToolResult, C
     };
     let reply = match name.as_str() {
         "bash" => bash(&sh, &args, &cancel).await?,
+        _ => match local_call(sh, &args) {
+            Ok(call) => blocking(&name, &cancel, call).await?,
+            Err(e) => return Ok(fail(e)),
+        },
+    };
+    Ok(reply.into_result())
+}
+
+/// The tools that ask the registry (the MCP resource tools, `load_skill`), cancelled with the
+/// call.
+async fn through_registry(
+    sh: &Shared,
+    name: &str,
+    arguments: &Option<Value>,
+    cancel: &CancellationToken,
+) -> Result<CallToolResult, CallError> {
+    if cancel.is_cancelled() {
+        return Err(cancelled(name));
+    }
+    let run = async {
+        if name == "load_skill" {
+            skills::run(sh.registry.as_ref(), &sh.held, arguments).await
+        } else {
+            resources::run(sh.registry.as_ref(), name, arguments).await
+        }
+    };
+    tokio::select! {
+        r = run => Ok(r),
+        _ = cancel.cancelled() => Err(cancelled(name)),
+    }
+}
+
+/// The arguments each of the file and shell tools takes; `None` for a name that is none of
+/// them.
+fn known_arguments(name: &str) -> Option<&'static [&'static str]> {
+    Some(match name {
+        "bash" => &["command", "timeout_sec"],
+        "read_file" => &["path", "offset", "limit"],
+        "write_file" => &["path", "content"],
+        "edit_file" => &["path", "old_string", "new_string", "replace_all"],
+        "apply_patch" => &["input"],
+        "list_dir" => &["path"],
+        "grep" => &["pattern", "path", "glob", "max_results"],
+        _ => return None,
+    })
+}
+
+/// A file tool's work for the blocking pool, its arguments checked (the first bad one, in
+/// the order the tool takes them, is the call's error).
+type LocalCall = Box<dyn FnOnce(&CancellationToken) -> Result<String, String> + Send>;
+
+/// The work of a file tool (`args.tool` is one of [`known_arguments`]' but `bash`).
+fn local_call(sh: Arc<Shared>, args: &Args) -> Result<LocalCall, String> {
+    Ok(match args.tool.as_str() {
         "read_file" => {
-            let (path, offset, limit) = match (
+            let (path, offset, limit) = (
                 args.path_req("path"),
                 args.count_opt("offset"),
                 args.count_opt("limit"),
-            ) {
-                (Ok(p), Ok(o), Ok(l)) => (p, o.unwrap_or(1), l.unwrap_or(READ_DEFAULT_LINES)),
-                (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Ok(fail(e)),
-            };
-            blocking(&name, &cancel, move |_| {
-                read_file(&sh.root, &sh.seen, &path, offset, limit)
-            })
-            .await?
+            );
+            let (path, offset, limit) = (path?, offset?, limit?);
+            let (offset, limit) = (offset.unwrap_or(1), limit.unwrap_or(READ_DEFAULT_LINES));
+            Box::new(move |_| read_file(&sh.root, &sh.seen, &path, offset, limit))
         }
         "write_file" => {
-            let (path, content) = match (args.path_req("path"), args.str_req("content")) {
-                (Ok(p), Ok(c)) => (p, c),
-                (Err(e), _) | (_, Err(e)) => return Ok(fail(e)),
-            };
-            blocking(&name, &cancel, move |_| {
-                write_file(&sh.root, &sh.seen, &path, &content)
-            })
-            .await?
+            let (path, content) = (args.path_req("path"), args.str_req("content"));
+            let (path, content) = (path?, content?);
+            Box::new(move |_| write_file(&sh.root, &sh.seen, &path, &content))
         }
         "edit_file" => {
-            let parsed = (
-                args.path_req("path"),
-                args.str_req("old_string"),
-                args.str_req("new_string"),
-                args.bool_opt("replace_all"),
-            );
-            let a = match parsed {
-                (Ok(path), Ok(old), Ok(new), Ok(all)) => edit::EditArgs {
-                    path,
-                    old,
-                    new,
-                    all: all.unwrap_or(false),
-                },
-                (Err(e), _, _, _) | (_, Err(e), _, _) | (_, _, Err(e), _) | (_, _, _, Err(e)) => {
-                    return Ok(fail(e))
-                }
-            };
-            blocking(&name, &cancel, move |_| {
-                edit::edit_file(&sh.root, &sh.seen, &a)
-            })
-            .await?
+            let a = edit_args(args)?;
+            Box::new(move |_| edit::edit_file(&sh.root, &sh.seen, &a))
         }
         "apply_patch" => {
-            let input = match args.str_req("input") {
-                Ok(i) => i,
-                Err(e) => return Ok(fail(e)),
-            };
-            blocking(&name, &cancel, move |_| {
-                edit::apply_patch(&sh.root, &sh.seen, &input)
-            })
-            .await?
+            let input = args.str_req("input")?;
+            Box::new(move |_| edit::apply_patch(&sh.root, &sh.seen, &input))
         }
         "list_dir" => {
-            let path = match args.path_opt("path") {
-                Ok(p) => p.unwrap_or_else(|| ".".to_owned()),
-                Err(e) => return Ok(fail(e)),
-            };
-            blocking(&name, &cancel, move |_| {
-                list_dir(&sh.root, &path, sh.opts.policy.as_deref())
-            })
-            .await?
+            let path = args.path_opt("path")?.unwrap_or_else(|| ".".to_owned());
+            Box::new(move |_| list_dir(&sh.root, &path, sh.opts.policy.as_deref()))
         }
         _ => {
-            let parsed = (
-                args.str_req("pattern"),
-                args.path_opt("path"),
-                args.str_opt("glob"),
-                args.count_opt("max_results"),
-            );
-            let (pattern, path, glob, max) = match parsed {
-                (Ok(pt), Ok(p), Ok(g), Ok(m)) => (
-                    pt,
-                    p.unwrap_or_else(|| ".".to_owned()),
-                    g,
-                    m.unwrap_or(GREP_DEFAULT_RESULTS),
-                ),
-                (Err(e), _, _, _) | (_, Err(e), _, _) | (_, _, Err(e), _) | (_, _, _, Err(e)) => {
-                    return Ok(fail(e))
-                }
-            };
-            blocking(&name, &cancel, move |cancel| {
+            let a = grep_args(args)?;
+            Box::new(move |cancel| {
                 let policy = sh.opts.policy.as_deref();
-                grep(
-                    &sh.root,
-                    &pattern,
-                    &path,
-                    glob.as_deref(),
-                    max,
-                    policy,
-                    cancel,
-                )
+                grep(&sh.root, &a, policy, cancel)
             })
-            .await?
         }
-    };
-    Ok(reply.into_result())
+    })
+}
+
+/// `edit_file`'s arguments.
+fn edit_args(args: &Args) -> Result<edit::EditArgs, String> {
+    let parsed = (
+        args.path_req("path"),
+        args.str_req("old_string"),
+        args.str_req("new_string"),
+        args.bool_opt("replace_all"),
+    );
+    let (path, old, new, all) = (parsed.0?, parsed.1?, parsed.2?, parsed.3?);
+    Ok(edit::EditArgs {
+        path,
+        old,
+        new,
+        all: all.unwrap_or(false),
+    })
+}
+
+/// `grep`'s arguments.
+fn grep_args(args: &Args) -> Result<GrepArgs, String> {
+    let parsed = (
+        args.str_req("pattern"),
+        args.path_opt("path"),
+        args.str_opt("glob"),
+        args.count_opt("max_results"),
+    );
+    let (pattern, path, glob, max) = (parsed.0?, parsed.1?, parsed.2?, parsed.3?);
+    Ok(GrepArgs {
+        pattern,
+        path: path.unwrap_or_else(|| ".".to_owned()),
+        glob,
+        max: max.unwrap_or(GREP_DEFAULT_RESULTS),
+    })
 }
 
 fn fail(text: String) -> CallToolResult {

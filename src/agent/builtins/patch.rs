@@ -121,15 +121,58 @@ const EOF_MARK: &str = "*** End of File";
 /// Parses a patch, or says which line of it is wrong and what was expected. A patch wrapped in
 /// a shell heredoc (`<<'EOF'` ... `EOF`) is taken without it.
 pub fn parse(input: &str) -> Result<Vec<Op>, String> {
+    let lines = envelope(input)?;
+    let body = &lines[1..lines.len() - 1];
+    let mut ops = Vec::new();
+    let mut i = 0;
+    while i < body.len() {
+        let (n, line) = body[i];
+        let at = n + 1;
+        let t = line.trim();
+        i += 1;
+        if t.is_empty() {
+            continue;
+        }
+        if let Some(p) = t.strip_prefix(ADD) {
+            let path = file_path(p, at)?;
+            ops.push(added_file(body, &mut i, path)?);
+        } else if let Some(p) = t.strip_prefix(DELETE) {
+            ops.push(Op::Delete {
+                path: file_path(p, at)?,
+            });
+        } else if let Some(p) = t.strip_prefix(UPDATE) {
+            let path = file_path(p, at)?;
+            ops.push(updated_file(body, &mut i, path, at)?);
+        } else {
+            return Err(format!(
+                "line {at} of the patch: expected \"{ADD} path\", \"{UPDATE} path\" or \"{DELETE} path\", got {:?}",
+                cut(line)
+            ));
+        }
+        if ops.len() > MAX_PATCH_FILES {
+            return Err(format!(
+                "the patch touches more than {MAX_PATCH_FILES} files; split it into several apply_patch calls"
+            ));
+        }
+    }
+    if ops.is_empty() {
+        return Err("the patch changes no file".to_owned());
+    }
+    each_file_once(&ops)?;
+    Ok(ops)
+}
+
+/// The patch's lines from `*** Begin Patch` to `*** End Patch` (each with its 0-based line
+/// in `input`: errors name 1-based lines of `input`), blank lines around and a heredoc's
+/// lines taken off; or why it is no patch.
+fn envelope(input: &str) -> Result<Vec<(usize, &str)>, String> {
     if input.len() > MAX_PATCH_BYTES {
         return Err(format!(
             "the patch is {} bytes, over the {MAX_PATCH_BYTES} accepted; split it into several apply_patch calls",
             input.len()
         ));
     }
-    let all: Vec<&str> = input.lines().collect();
-    // Line numbers in errors are 1-based lines of `input`.
-    let mut lines: Vec<(usize, &str)> = all.iter().copied().enumerate().collect();
+    let mut lines: Vec<(usize, &str)> = input.lines().enumerate().collect();
     while lines.last().is_some_and(|(_, l)| l.trim().is_empty()) {
         lines.pop();
     }
@@ -155,76 +198,61 @@ pub fn parse(input: &str) -> Result<Vec<Op>, String> {
             ))
         }
     }
-    let body = &lines[1..lines.len() - 1];
-    let mut ops = Vec::new();
-    let mut i = 0;
-    while i < body.len() {
-        let (n, line) = body[i];
-        let at = n + 1;
-        let t = line.trim();
-        i += 1;
-        if t.is_empty() {
-            continue;
-        }
-        if let Some(p) = t.strip_prefix(ADD) {
-            let path = file_path(p, at)?;
-            let mut added = Vec::new();
-            while i < body.len() && !is_marker(body[i].1) {
-                let (n, l) = body[i];
-                match l.strip_prefix('+') {
-                    Some(text) => added.push(text.to_owned()),
-                    // Blank lines before the next section separate, they add nothing.
-                    None if l.trim().is_empty() && blank_to_section(body, i) => {}
-                    None => {
-                        return Err(format!(
-                            "line {} of the patch: every line of an added file ({path}) starts with \"+\", got {:?}",
-                            n + 1,
-                            cut(l)
-                        ))
-                    }
-                }
-                i += 1;
-            }
-            ops.push(Op::Add { path, lines: added });
-        } else if let Some(p) = t.strip_prefix(DELETE) {
-            ops.push(Op::Delete {
-                path: file_path(p, at)?,
-            });
-        } else if let Some(p) = t.strip_prefix(UPDATE) {
-            let path = file_path(p, at)?;
-            let mut move_to = None;
-            if let Some((n, l)) = body.get(i) {
-                if let Some(q) = l.trim().strip_prefix(MOVE) {
-                    move_to = Some(file_path(q, n + 1)?);
-                    i += 1;
-                }
-            }
-            let hunks = hunks(body, &mut i, &path)?;
-            if hunks.is_empty() && move_to.is_none() {
+    Ok(lines)
+}
+
+/// The `+` lines of an added file `path`, from `body[*i]` to the next section.
+fn added_file(body: &[(usize, &str)], i: &mut usize, path: String) -> Result<Op, String> {
+    let mut added = Vec::new();
+    while *i < body.len() && !is_marker(body[*i].1) {
+        let (n, l) = body[*i];
+        match l.strip_prefix('+') {
+            Some(text) => added.push(text.to_owned()),
+            // Blank lines before the next section separate, they add nothing.
+            None if l.trim().is_empty() && blank_to_section(body, *i) => {}
+            None => {
                 return Err(format!(
-                    "line {at} of the patch: the update of {path} has no hunk; give @@ hunks with \" \", \"-\" and \"+\" lines, or leave the file out"
-                ));
+                    "line {} of the patch: every line of an added file ({path}) starts with \"+\", got {:?}",
+                    n + 1,
+                    cut(l)
+                ))
             }
-            ops.push(Op::Update {
-                path,
-                move_to,
-                hunks,
-            });
-        } else {
-            return Err(format!(
-                "line {at} of the patch: expected \"{ADD} path\", \"{UPDATE} path\" or \"{DELETE} path\", got {:?}",
-                cut(line)
-            ));
         }
-        if ops.len() > MAX_PATCH_FILES {
-            return Err(format!(
-                "the patch touches more than {MAX_PATCH_FILES} files; split it into several apply_patch calls"
-            ));
+        *i += 1;
+    }
+    Ok(Op::Add { path, lines: added })
+}
+
+/// An update of `path` (named on line `at`): its `*** Move to:` and its hunks, from
+/// `body[*i]` on.
+fn updated_file(
+    body: &[(usize, &str)],
+    i: &mut usize,
+    path: String,
+    at: usize,
+) -> Result<Op, String> {
+    let mut move_to = None;
+    if let Some((n, l)) = body.get(*i) {
+        if let Some(q) = l.trim().strip_prefix(MOVE) {
+            move_to = Some(file_path(q, n + 1)?);
+            *i += 1;
         }
     }
-    if ops.is_empty() {
-        return Err("the patch changes no file".to_owned());
+    let hunks = hunks(body, i, &path)?;
+    if hunks.is_empty() && move_to.is_none() {
+        return Err(format!(
+            "line {at} of the patch: the update of {path} has no hunk; give @@ hunks with \" \", \"-\" and \"+\" lines, or leave the file out"
+        ));
     }
+    Ok(Op::Update {
+        path,
+        move_to,
+        hunks,
+    })
+}
+
+/// Whether each file (and move target) is named in one section only.
+fn each_file_once(ops: &[Op]) -> Result<(), String> {
     let mut seen = std::collections::HashSet::new();
     for p in ops.iter().flat_map(|op| {
         let target = match op {
@@ -241,7 +269,7 @@ pub fn parse(input: &str) -> Result<Vec<Op>, String> {
             ));
         }
     }
-    Ok(ops)
+    Ok(())
 }
 
 /// Every path a patch writes, removes or moves to (for the permission decision), or `None`

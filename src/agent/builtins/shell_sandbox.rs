@@ -165,34 +165,11 @@ pub(super) fn confine(
     }
     // Only the project is writable beside the private temp dir: with it read-only there is
     // nothing to carve out.
-    let mut read_only = Vec::new();
-    if write_root {
-        read_only = git_paths(root);
-        let listed = protected.map(ProtectedPaths::get).unwrap_or_default();
-        read_only.extend(
-            listed
-                .into_iter()
-                .map(|p| crate::permissions::pattern::normalize(&root.join(p))),
-        );
-        let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-        let inside = |p: &PathBuf| {
-            std::fs::symlink_metadata(p).is_ok()
-                && p.parent()
-                    .and_then(|d| std::fs::canonicalize(d).ok())
-                    .is_some_and(|d| d.starts_with(&real_root))
-        };
-        read_only.retain(inside);
-        read_only.sort();
-        read_only.dedup();
-        if !read_only.is_empty() {
-            carve_out_check().map_err(|e| {
-                format!(
-                    "the shell's sandbox cannot keep {} read-only, so the command did not run: {e}; allow user namespaces, or set shell = \"read-only\" (bash then writes only a temp dir) or \"off\" under [permissions] in {own}",
-                    list(&read_only)
-                )
-            })?;
-        }
-    }
+    let read_only = if write_root {
+        kept_read_only(root, protected, own)?
+    } else {
+        Vec::new()
+    };
     let scratch = Scratch::create().map_err(unable)?;
     let spec = SandboxSpec {
         project_dir: root.to_path_buf(),
@@ -210,6 +187,41 @@ pub(super) fn confine(
         read_only,
         network,
     }))
+}
+
+/// What stays read-only inside a writable project: its `.git` and the `protected` paths
+/// that exist inside it, once the carve-out is known to work here.
+fn kept_read_only(
+    root: &Path,
+    protected: Option<&ProtectedPaths>,
+    own: &str,
+) -> Result<Vec<PathBuf>, String> {
+    let mut read_only = git_paths(root);
+    let listed = protected.map(ProtectedPaths::get).unwrap_or_default();
+    read_only.extend(
+        listed
+            .into_iter()
+            .map(|p| crate::permissions::pattern::normalize(&root.join(p))),
+    );
+    let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let inside = |p: &PathBuf| {
+        std::fs::symlink_metadata(p).is_ok()
+            && p.parent()
+                .and_then(|d| std::fs::canonicalize(d).ok())
+                .is_some_and(|d| d.starts_with(&real_root))
+    };
+    read_only.retain(inside);
+    read_only.sort();
+    read_only.dedup();
+    if !read_only.is_empty() {
+        carve_out_check().map_err(|e| {
+            format!(
+                "the shell's sandbox cannot keep {} read-only, so the command did not run: {e}; allow user namespaces, or set shell = \"read-only\" (bash then writes only a temp dir) or \"off\" under [permissions] in {own}",
+                list(&read_only)
+            )
+        })?;
+    }
+    Ok(read_only)
 }
 
 /// Paths as a comma-separated list.

@@ -1,4 +1,6 @@
 //! Tests of the built-in tools against real files and processes.
+use super::bash::CappedOutput;
+use super::grep::Glob;
 use super::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -2,18 +2,33 @@
 //! session's disabled tools change) and each tool call of a turn: refusals, the user's yes,
 //! the call through the registry, its progress and result on the turn's stream.
 
-use super::*;
-use crate::permissions::{Action, Kind, Reason, Rule, Source, ToolFacts};
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::prelude::*;
+use harness9_actors::messages::{CallTool, ProgressSink, ToolEntry};
+use harness9_actors::ToolRegistry;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    output, system_with_servers, Answer, EngineConfig, EngineEvent, PermissionQuestion, TurnEvent,
+};
+use crate::model::{arguments_problem, truncate_chars, Block, ResultPart, ToolDef};
+use crate::permissions::{Action, Decision, Policy, Reason, Rule, Source, ToolFacts, Verdict};
 use harness9_actors::error::CallError;
-use harness9_actors::protocol::types::ContentBlock;
+use harness9_actors::protocol::types::{CallToolResult, ContentBlock};
 
 /// The connected servers' `instructions` by server name, as the registry shares them.
 pub(super) type Instructions = Arc<Vec<(String, Arc<str>)>>;
 
-/// Tool definitions, rebuilt only when the registry's table changes, and the system prompt with
-/// the servers' instructions, rebuilt only when those change.
+/// What the model is offered, kept between steps and turns: the tool definitions, rebuilt only
+/// when the registry's table changes, and the system prompt with the servers' instructions,
+/// rebuilt only when those change (not the tool-list cache of `app/tool_cache.rs`, which keeps
+/// servers' listings on disk).
 #[derive(Clone, Default)]
-pub(super) struct ToolCache {
+pub(super) struct ToolOffer {
     pub(super) source: Option<Arc<Vec<ToolEntry>>>,
     pub(super) defs: Arc<Vec<ToolDef>>,
     /// What the permissions know of each tool: its server and whether it is read-only.
@@ -42,7 +57,7 @@ pub(super) fn facts_of(table: &[ToolEntry]) -> Facts {
         .collect()
 }
 
-impl ToolCache {
+impl ToolOffer {
     /// The system prompt with the servers' `instructions` (see [`system_with_servers`]),
     /// built again only when the registry hands out another list.
     pub(super) fn system(
@@ -61,7 +76,9 @@ impl ToolCache {
         self.system.clone()
     }
 
-    pub(super) fn get(&mut self, table: Arc<Vec<ToolEntry>>) -> Arc<Vec<ToolDef>> {
+    /// The definitions of `table`'s tools the model is offered (the disabled and those whose
+    /// schema is not an object left out), built again only for another table.
+    pub(super) fn definitions(&mut self, table: Arc<Vec<ToolEntry>>) -> Arc<Vec<ToolDef>> {
         if self.source.as_ref().is_some_and(|s| Arc::ptr_eq(s, &table)) {
             return self.defs.clone();
         }
@@ -203,46 +220,12 @@ pub(super) async fn refusal(
     cut: bool,
     cancel: &CancellationToken,
 ) -> Option<String> {
-    if let Value::String(raw) = input {
-        return Some(bad_arguments(name, raw, cut));
+    if let Some(why) = unusable(ctx, name, input, cut) {
+        return Some(why);
     }
-    if ctx.disabled.contains(name) {
-        return Some(format!(
-            "tool \"{name}\" is turned off for this session by the user; do without it"
-        ));
-    }
-    if cut {
-        return Some(format!(
-            "the call of tool \"{name}\" was cut off at max_tokens before its arguments were complete; {SEND_AGAIN_SMALLER}"
-        ));
-    }
-    // A tool not in the table (gone since the model saw it) is judged as an unannotated one;
-    // the registry then says it is unknown.
-    let (server, read_only) = if super::deferred::is_search(ctx, name) {
-        // The engine's own search over the tool table: it reads only.
-        (None, true)
-    } else if let Some(f) = ctx.facts.get(name) {
-        f.clone()
-    } else {
-        // Not in the table this step was offered: look it up now. A tool that appeared since
-        // is judged by its own facts; one that is absent gets the registry's reason (it
-        // vanished, its server is down, no server has it) and never reaches a server.
-        let lookup = harness9_actors::messages::LookupTool {
-            name: name.to_owned(),
-        };
-        match ctx.registry.send(lookup).await {
-            Ok(Ok(entry)) => {
-                let f = ToolFacts::of(
-                    &entry.name,
-                    entry.server.as_deref(),
-                    entry.tool.annotations.as_ref().map(|a| a.get()),
-                );
-                (entry.server.clone(), f.read_only)
-            }
-            Ok(Err(CallError::UnknownTool { .. })) => return Some(unknown_tool(ctx, name)),
-            Ok(Err(e)) => return Some(e.to_string()),
-            Err(_) => return Some("the tool registry stopped".to_owned()),
-        }
+    let (server, read_only) = match facts(ctx, name).await {
+        Ok(f) => f,
+        Err(why) => return Some(why),
     };
     let facts = ToolFacts {
         name,
@@ -256,56 +239,141 @@ pub(super) async fn refusal(
     if !ctx.can_ask {
         verdict = verdict.headless();
     }
-    let rule = match &verdict.reason {
-        Reason::Rule(r) => Some(r.describe()),
-        Reason::Mode(m) => Some(format!("--permission-mode {}", m.name())),
-        _ => None,
+    let call = Judged {
+        ctx,
+        id,
+        name,
+        server,
+        verdict,
+        cancel,
     };
-    match verdict.action {
-        Action::Run => return None,
-        Action::Refuse => {
-            let own = policy.own_settings();
-            let reason = verdict.refusal_in(name, server.as_deref(), !ctx.can_ask, &own);
-            emit(
-                &ctx.events,
-                cancel,
-                EngineEvent::ToolRefused {
-                    id: id.to_owned(),
-                    name: name.to_owned(),
-                    rule,
-                    reason: reason.clone(),
-                },
-            )
-            .await;
-            return Some(reason);
-        }
-        Action::Ask => {}
+    match call.verdict.action {
+        Action::Run => None,
+        Action::Refuse => Some(call.refuse().await),
+        Action::Ask => call.ask(input).await,
     }
-    let (answer, rx) = oneshot::channel();
-    let question = TurnEvent::Ask(Question {
-        id: id.to_owned(),
+}
+
+/// Why a call cannot run whatever the permissions say: arguments that are not a JSON object,
+/// a tool the user turned off, a call the reply was cut off in.
+fn unusable(ctx: &CallCtx, name: &str, input: &Value, cut: bool) -> Option<String> {
+    if let Value::String(raw) = input {
+        return Some(bad_arguments(name, raw, cut));
+    }
+    if ctx.disabled.contains(name) {
+        return Some(format!(
+            "tool \"{name}\" is turned off for this session by the user; do without it"
+        ));
+    }
+    if cut {
+        return Some(format!(
+            "the call of tool \"{name}\" was cut off at max_tokens before its arguments were complete; {SEND_AGAIN_SMALLER}"
+        ));
+    }
+    None
+}
+
+/// What the permissions know of tool `name`: its server and whether it is read-only. A tool
+/// not in the table (gone since the model saw it) is judged as an unannotated one; the
+/// registry then says it is unknown. `Err`: the call's error result (no such tool).
+async fn facts(ctx: &CallCtx, name: &str) -> Result<(Option<String>, bool), String> {
+    if super::deferred::is_search(ctx, name) {
+        // The engine's own search over the tool table: it reads only.
+        return Ok((None, true));
+    }
+    if let Some(f) = ctx.facts.get(name) {
+        return Ok(f.clone());
+    }
+    // Not in the table this step was offered: look it up now. A tool that appeared since
+    // is judged by its own facts; one that is absent gets the registry's reason (it
+    // vanished, its server is down, no server has it) and never reaches a server.
+    let lookup = harness9_actors::messages::LookupTool {
         name: name.to_owned(),
-        server: server.clone(),
-        arguments: input.clone(),
-        rule: match &verdict.reason {
-            Reason::Rule(r) => Some(r.describe()),
-            _ => None,
-        },
-        answer,
-    });
-    let answer = tokio::select! {
-        answer = async {
-            if ctx.events.send(question).await.is_err() {
-                return Answer::No;
-            }
-            rx.await.unwrap_or(Answer::No)
-        } => answer,
-        () = cancel.cancelled() => Answer::No,
     };
+    match ctx.registry.send(lookup).await {
+        Ok(Ok(entry)) => {
+            let f = ToolFacts::of(
+                &entry.name,
+                entry.server.as_deref(),
+                entry.tool.annotations.as_ref().map(|a| a.get()),
+            );
+            Ok((entry.server.clone(), f.read_only))
+        }
+        Ok(Err(CallError::UnknownTool { .. })) => Err(unknown_tool(ctx, name)),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("the tool registry stopped".to_owned()),
+    }
+}
+
+/// A call the permissions judged, that is refused or asked about.
+struct Judged<'a> {
+    ctx: &'a CallCtx,
+    id: &'a str,
+    name: &'a str,
+    server: Option<String>,
+    verdict: Verdict,
+    cancel: &'a CancellationToken,
+}
+
+impl Judged<'_> {
+    /// The refusal's error result, put on the stream as [`EngineEvent::ToolRefused`] too.
+    async fn refuse(&self) -> String {
+        let (ctx, name) = (self.ctx, self.name);
+        let rule = match &self.verdict.reason {
+            Reason::Rule(r) => Some(r.describe()),
+            Reason::Mode(m) => Some(format!("--permission-mode {}", m.name())),
+            _ => None,
+        };
+        let own = ctx.config.policy.own_settings();
+        let reason = self
+            .verdict
+            .refusal_in(name, self.server.as_deref(), !ctx.can_ask, &own);
+        let refused = EngineEvent::ToolRefused {
+            id: self.id.to_owned(),
+            name: name.to_owned(),
+            rule,
+            reason: reason.clone(),
+        };
+        emit(&ctx.events, self.cancel, refused).await;
+        reason
+    }
+
+    /// Asks the user (no answer, or the turn cancelled while asking, is a no); `None` when
+    /// the call runs.
+    async fn ask(self, input: &Value) -> Option<String> {
+        let ctx = self.ctx;
+        let (answer, rx) = oneshot::channel();
+        let question = TurnEvent::Ask(PermissionQuestion {
+            id: self.id.to_owned(),
+            name: self.name.to_owned(),
+            server: self.server.clone(),
+            arguments: input.clone(),
+            rule: match &self.verdict.reason {
+                Reason::Rule(r) => Some(r.describe()),
+                _ => None,
+            },
+            answer,
+        });
+        let answer = tokio::select! {
+            answer = async {
+                if ctx.events.send(question).await.is_err() {
+                    return Answer::No;
+                }
+                rx.await.unwrap_or(Answer::No)
+            } => answer,
+            () = self.cancel.cancelled() => Answer::No,
+        };
+        answered(&ctx.config.policy, self.name, answer)
+    }
+}
+
+/// What the user's answer about a call of `name` does: `None` runs it (an "always" answer's
+/// rule learned first), else the call's error result.
+fn answered(policy: &Policy, name: &str, answer: Answer) -> Option<String> {
     match answer {
         Answer::Yes => None,
         Answer::Always(text) => {
-            match Rule::parse(Kind::Allow, &text, Source::Saved) {
+            match Rule::parse(Decision::Allow, &text, Source::Saved) {
                 Ok(r) => {
                     policy.rules.learn(r);
                 }
@@ -360,93 +428,127 @@ pub(super) async fn run_tool(
     let started = Instant::now();
     let outcome = match refused {
         Some(why) => Err(why),
-        None if super::deferred::is_search(&ctx, &name) => match &ctx.search {
-            Some(s) => super::deferred::search_call(s, &input),
-            None => Err(format!("tool \"{name}\" is not available")),
-        },
-        None => {
-            let mut msg = CallTool::new(name.clone(), Some(input));
-            // A child: the callee may cancel its token when it is done (to stop what it
-            // started), which must not cut this call's own events.
-            msg.cancel = cancel.child_token();
-            msg.progress = Some(progress_sink(&ctx.events, &id));
-            msg.parent = harness9_actors::telemetry::Parent::of(&span);
-            // A call that becomes a task answers at once with its handle ("started task X on
-            // server Y; you will get its result"); the turn follows the task.
-            msg.detach = true;
-            // The server hands each progress notice to the stream before it resolves the
-            // call, so ToolFinished, sent after this returns, follows all of them.
-            let r = ToolRegistry::send(&ctx.registry, msg)
-                .await
-                .map_err(|e| match e {
-                    // Gone between the lookup and the call.
-                    CallError::UnknownTool { .. } => unknown_tool(&ctx, &name),
-                    e => e.to_string(),
-                });
-            if let Ok(Some(task)) = r.as_ref().map(|r| r.task.clone()) {
-                let _ = ctx.tasks.send((id.clone(), task));
-            }
-            r
-        }
+        None => call_tool(&ctx, &id, &name, input, &span, &cancel).await,
     };
     let elapsed = started.elapsed();
-    let budget_bytes = ctx.config.output_budget_tokens.saturating_mul(4);
-    // A big result is moved into the model's parts (never copied), written to its spill file
-    // from there and cut; only what the model gets stays in memory.
-    let (parts, small_text, is_error) = match outcome {
-        Ok(r) => {
-            let is_error = r.is_error;
-            let small = r
-                .content
-                .iter()
-                .map(|b| match b {
-                    ContentBlock::Text { text } => text.len(),
-                    ContentBlock::Resource { resource } => {
-                        resource.text.as_ref().map_or(0, String::len)
-                    }
-                    _ => 0,
-                })
-                .sum::<usize>()
-                <= budget_bytes;
-            let text = small.then(|| r.text());
-            (output::from_result(r), text, is_error)
-        }
-        Err(text) => (vec![ResultPart::Text(text.clone())], Some(text), true),
-    };
-    let output_bytes = output::text_bytes(&parts);
-    let (parts, spilled) = output::apply_budget(
-        parts,
-        ctx.config.output_budget_tokens,
-        &ctx.config.spill_dir,
-        &name,
-    );
-    let (text, output_bytes) = match small_text {
-        Some(t) if output_bytes <= budget_bytes => {
-            let n = t.len();
-            (t, n)
-        }
-        _ => (output::joined_text(&parts), output_bytes),
-    };
-    super::spans::tool_done(&span, is_error, &text);
+    let result = ForTheModel::of(&ctx.config, &name, outcome);
+    super::spans::tool_done(&span, result.is_error, &result.text);
     emit(
         &ctx.events,
         &cancel,
         EngineEvent::ToolFinished {
             id: id.clone(),
             name,
-            is_error,
+            is_error: result.is_error,
             elapsed,
-            output: text,
-            output_bytes,
-            spilled,
+            output: result.text,
+            output_bytes: result.output_bytes,
+            spilled: result.spilled,
         },
     )
     .await;
     Block::ToolResult {
         id,
-        content: parts,
-        is_error,
+        content: result.parts,
+        is_error: result.is_error,
     }
+}
+
+/// Runs a call the permissions let run: `tool_search` here, any other tool through the
+/// registry (a call that becomes a task goes to the turn's tasks).
+async fn call_tool(
+    ctx: &CallCtx,
+    id: &str,
+    name: &str,
+    input: Value,
+    span: &tracing::Span,
+    cancel: &CancellationToken,
+) -> Result<CallToolResult, String> {
+    if super::deferred::is_search(ctx, name) {
+        return match &ctx.search {
+            Some(s) => super::deferred::search_call(s, &input),
+            None => Err(format!("tool \"{name}\" is not available")),
+        };
+    }
+    let mut msg = CallTool::new(name.to_owned(), Some(input));
+    // A child: the callee may cancel its token when it is done (to stop what it
+    // started), which must not cut this call's own events.
+    msg.cancel = cancel.child_token();
+    msg.progress = Some(progress_sink(&ctx.events, id));
+    msg.parent = harness9_actors::telemetry::Parent::of(span);
+    // A call that becomes a task answers at once with its handle ("started task X on
+    // server Y; you will get its result"); the turn follows the task.
+    msg.detach = true;
+    // The server hands each progress notice to the stream before it resolves the
+    // call, so ToolFinished, sent after this returns, follows all of them.
+    let r = ToolRegistry::send(&ctx.registry, msg)
+        .await
+        .map_err(|e| match e {
+            // Gone between the lookup and the call.
+            CallError::UnknownTool { .. } => unknown_tool(ctx, name),
+            e => e.to_string(),
+        });
+    if let Ok(Some(task)) = r.as_ref().map(|r| r.task.clone()) {
+        let _ = ctx.tasks.send((id.to_owned(), task));
+    }
+    r
+}
+
+/// A call's outcome as the model gets it (cut to the output budget, the whole spilled to a
+/// file) and as the front end shows it.
+struct ForTheModel {
+    parts: Vec<ResultPart>,
+    is_error: bool,
+    /// The text of what the model got (of a small result, the whole text).
+    text: String,
+    /// The size of the whole result's text.
+    output_bytes: usize,
+    spilled: Option<std::path::PathBuf>,
+}
+
+impl ForTheModel {
+    /// A big result is moved into the model's parts (never copied), written to its spill file
+    /// from there and cut; only what the model gets stays in memory.
+    fn of(config: &EngineConfig, name: &str, outcome: Result<CallToolResult, String>) -> Self {
+        let budget_bytes = config.output_budget_tokens.saturating_mul(4);
+        let (parts, small_text, is_error) = match outcome {
+            Ok(r) => {
+                let is_error = r.is_error;
+                let text = (text_len(&r) <= budget_bytes).then(|| r.text());
+                (output::from_result(r), text, is_error)
+            }
+            Err(text) => (vec![ResultPart::Text(text.clone())], Some(text), true),
+        };
+        let output_bytes = output::text_bytes(&parts);
+        let (parts, spilled) =
+            output::apply_budget(parts, config.output_budget_tokens, &config.spill_dir, name);
+        let (text, output_bytes) = match small_text {
+            Some(t) if output_bytes <= budget_bytes => {
+                let n = t.len();
+                (t, n)
+            }
+            _ => (output::joined_text(&parts), output_bytes),
+        };
+        Self {
+            parts,
+            is_error,
+            text,
+            output_bytes,
+            spilled,
+        }
+    }
+}
+
+/// The bytes of a result's text and text resources.
+fn text_len(r: &CallToolResult) -> usize {
+    r.content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text { text } => text.len(),
+            ContentBlock::Resource { resource } => resource.text.as_ref().map_or(0, String::len),
+            _ => 0,
+        })
+        .sum::<usize>()
 }
 
 /// Puts one call's progress notices on the turn's stream as [`EngineEvent::ToolProgress`].

@@ -1,8 +1,15 @@
 //! The engine's other messages: cancel, clear, compact, resume, switch the model, turn tools
 //! off, list the tools the next request offers. Each is refused or ignored while a turn runs,
-//! except cancel (a list then comes from a cache of its own).
+//! except cancel (a list then comes from an offer of its own).
 
-use super::*;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use harness9_actors::messages::{GetInstructions, ListTools};
+use tokio_util::sync::CancellationToken;
+
+use super::{compact, CancelTurn, ClearConversation, Engine};
+use crate::model::{Message, Provider};
 impl Handler<ClearConversation> for Engine {
     type Result = ();
 
@@ -10,7 +17,7 @@ impl Handler<ClearConversation> for Engine {
         if self.running.is_none() {
             self.conversation.clear();
             self.new_conversation();
-            self.tool_cache.deferral.forget();
+            self.offer.deferral.forget();
             if let Some(log) = &mut self.log {
                 if let Err(e) = log.replace("clear", &[]) {
                     tracing::warn!("{e}");
@@ -118,7 +125,7 @@ impl Handler<DisableTools> for Engine {
     type Result = ();
 
     fn handle(&mut self, msg: DisableTools, _ctx: &mut Context<Self>) {
-        // The next turn's cache is built anew, its definitions without these tools.
+        // The next turn's offer is built anew, its definitions without these tools.
         self.disabled = Arc::new(msg.0);
     }
 }
@@ -198,13 +205,13 @@ impl Handler<ListOffered> for Engine {
             fut.into_actor(self)
                 .map(move |(table, instructions), act, _| {
                     let all = table.iter().map(|e| e.name.clone()).collect();
-                    // The cache the next turn takes, so its offer is the one listed (and not built
+                    // The offer the next turn takes, so what it offers is the one listed (and not built
                     // twice); a turn that started meanwhile has its own.
-                    let mut cache = act.take_cache();
+                    let mut offer = act.take_offer();
                     let (_, tools) =
-                        cache.offer(&config, kind, table, instructions, &act.conversation);
+                        offer.for_step(&config, kind, table, instructions, &act.conversation);
                     if act.running.is_none() {
-                        act.tool_cache = cache;
+                        act.offer = offer;
                     }
                     OfferedTools {
                         offered: tools.iter().map(|d| d.name.clone()).collect(),

@@ -1,13 +1,20 @@
 //! The engine's side of tool search (`agent/toolsearch`): which tools a model step is offered
-//! ([`ToolCache::offer`]), the system prompt's note on what is deferred, and the
+//! ([`ToolOffer::for_step`]), the system prompt's note on what is deferred, and the
 //! `tool_search` call, answered here (never sent to a server). The tools a search returns and
 //! the tools called in this conversation are offered from the next step on.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
-use super::*;
+use std::sync::Arc;
+
+use harness9_actors::messages::ToolEntry;
+use serde_json::Value;
+
+use super::calls::{CallCtx, Instructions, ToolOffer};
+use super::EngineConfig;
 use crate::model::ProviderKind;
+use crate::model::{Block, Message, ToolDef};
 use crate::toolsearch::{self, rank::Index, Plan, TOOL_SEARCH};
 use harness9_actors::protocol::types::{CallToolResult, ContentBlock};
 
@@ -31,7 +38,7 @@ impl PartialEq for OfferKey {
     }
 }
 
-/// Tool search's state in a [`ToolCache`]: the tools found in this conversation and the last
+/// Tool search's state in a [`ToolOffer`]: the tools found in this conversation and the last
 /// offer, built again only when its key changes.
 #[derive(Clone, Default)]
 pub(super) struct Deferral {
@@ -86,12 +93,12 @@ fn used_tools(messages: &[Message]) -> impl Iterator<Item = &str> {
     })
 }
 
-impl ToolCache {
+impl ToolOffer {
     /// The system prompt and the tool definitions for one model step: every tool, or, when
     /// the MCP tools' definitions pass `[tool_search] share` of the window (see
     /// [`toolsearch::plan`]), the built-ins, pinned, used and found tools and `tool_search`,
     /// with a note on what is deferred after the system prompt.
-    pub(super) fn offer(
+    pub(super) fn for_step(
         &mut self,
         config: &EngineConfig,
         kind: ProviderKind,
@@ -99,7 +106,7 @@ impl ToolCache {
         instructions: Instructions,
         messages: &[Message],
     ) -> (Option<String>, Arc<Vec<ToolDef>>) {
-        let all = self.get(table);
+        let all = self.definitions(table);
         let system = self.system(config.system.as_deref(), instructions.clone());
         let window = config
             .context_window

@@ -32,28 +32,23 @@ mod turn;
 mod turn_tests;
 
 pub use calls::schema_object;
-use calls::*;
+use calls::ToolOffer;
 pub use control::{
     Compact, DisableTools, ListOffered, OfferedTools, ResumeConversation, SetProvider,
 };
-use turn::*;
+use turn::{turn, Turn, TurnEnd};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use actix::prelude::*;
-use futures_util::future::join_all;
-use harness9_actors::messages::{CallTool, GetInstructions, ListTools, ProgressSink, ToolEntry};
 use harness9_actors::ToolRegistry;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{
-    arguments_problem, truncate_chars, Block, Message, Model, ModelError, ModelRequest, Provider,
-    ResultPart, Role, StopReason, StreamEvent, ToolDef, Usage,
-};
+use crate::model::{Block, Message, Model, ModelError, Usage};
 use crate::permissions::Policy;
 
 /// The system prompt.
@@ -299,7 +294,7 @@ pub enum TurnEvent {
     /// Something happened.
     Update(EngineEvent),
     /// A tool call waits for the user's answer (see [`crate::permissions`]).
-    Ask(Question),
+    Ask(PermissionQuestion),
     /// How the turn ended; nothing follows it.
     Done(Result<TurnOutcome, EngineError>),
 }
@@ -307,7 +302,7 @@ pub enum TurnEvent {
 /// May this tool call run? A front end asks the user and answers on `answer`; a dropped
 /// `answer` (the asker is gone) declines it, and the model gets an error result saying so.
 #[derive(Debug)]
-pub struct Question {
+pub struct PermissionQuestion {
     /// The model's call id.
     pub id: String,
     /// The registered tool name.
@@ -322,7 +317,7 @@ pub struct Question {
     pub answer: oneshot::Sender<Answer>,
 }
 
-/// The user's answer to a [`Question`].
+/// The user's answer to a [`PermissionQuestion`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
     /// Run it, this once.
@@ -456,8 +451,8 @@ pub struct Engine {
     config: Arc<EngineConfig>,
     conversation: Vec<Message>,
     running: Option<CancellationToken>,
-    tool_cache: ToolCache,
-    /// Tools the user turned off for this session (`/tools off`); a turn's cache follows it.
+    offer: ToolOffer,
+    /// Tools the user turned off for this session (`/tools off`); a turn's offer follows it.
     disabled: Arc<std::collections::BTreeSet<String>>,
     /// Where finished turns are saved (`None`: not saved).
     log: Option<Box<dyn ConversationLog>>,
@@ -481,7 +476,7 @@ impl Engine {
             config: Arc::new(config),
             conversation: Vec::new(),
             running: None,
-            tool_cache: ToolCache::default(),
+            offer: ToolOffer::default(),
             disabled: Arc::default(),
             log: None,
             last_input: 0,
@@ -514,18 +509,18 @@ impl Engine {
         self
     }
 
-    /// The tool cache for a turn: a fresh one when the disabled tools changed since it was
+    /// The tool offer for a turn: a fresh one when the disabled tools changed since it was
     /// built (a change during a turn takes effect at the next).
-    fn take_cache(&mut self) -> ToolCache {
-        let cache = std::mem::take(&mut self.tool_cache);
-        if cache.disabled == self.disabled {
-            return cache;
+    fn take_offer(&mut self) -> ToolOffer {
+        let offer = std::mem::take(&mut self.offer);
+        if offer.disabled == self.disabled {
+            return offer;
         }
         // The tools found and used in this conversation stay found.
-        ToolCache {
+        ToolOffer {
             disabled: self.disabled.clone(),
-            deferral: cache.deferral,
-            ..ToolCache::default()
+            deferral: offer.deferral,
+            ..ToolOffer::default()
         }
     }
 
@@ -574,7 +569,7 @@ impl Handler<RunTurn> for Engine {
                 provider: self.provider.clone(),
                 registry: self.registry.clone(),
                 config: self.config.clone(),
-                cache: self.take_cache(),
+                offer: self.take_offer(),
                 messages: std::mem::take(&mut self.conversation),
                 cancel,
                 events: events.clone(),
@@ -588,7 +583,7 @@ impl Handler<RunTurn> for Engine {
         Box::pin(fut.into_actor(self).then(move |end, act, _| {
             let TurnEnd {
                 messages,
-                cache,
+                offer,
                 result,
                 last_input,
                 compacted,
@@ -609,7 +604,7 @@ impl Handler<RunTurn> for Engine {
             if let (Some(j), false) = (journal, settled.is_empty()) {
                 j.settled(&settled);
             }
-            act.tool_cache = cache;
+            act.offer = offer;
             act.running = None;
             // The outcome goes on the same stream, behind every event of the turn.
             async move {
@@ -622,7 +617,9 @@ impl Handler<RunTurn> for Engine {
 
 #[cfg(test)]
 mod tests {
+    use super::calls::bad_arguments;
     use super::*;
+    use harness9_actors::messages::ToolEntry;
 
     #[test]
     fn read_only_is_what_the_annotations_say_and_nothing_else() {
@@ -694,16 +691,16 @@ mod tests {
             (entry("mcp__f__plain", Some("f"), None), false),
             (entry("mcp__f__bad", Some("f"), Some("[1]")), false),
         ];
-        let mut cache = ToolCache::default();
-        cache.get(Arc::new(cases.iter().map(|(e, _)| e.clone()).collect()));
+        let mut offer = ToolOffer::default();
+        offer.definitions(Arc::new(cases.iter().map(|(e, _)| e.clone()).collect()));
         for (e, want) in &cases {
             assert_eq!(
-                cache.facts.get(&e.name).map(|f| f.1),
+                offer.facts.get(&e.name).map(|f| f.1),
                 Some(*want),
                 "{}",
                 e.name
             );
-            assert_eq!(cache.facts[&e.name].0, e.server, "{}", e.name);
+            assert_eq!(offer.facts[&e.name].0, e.server, "{}", e.name);
         }
     }
 

@@ -1,13 +1,37 @@
 //! One turn: model steps and their tool calls until the model answers or `max_steps`, with
 //! compaction before a turn near the window's end and after a context-length refusal.
+//!
+//! A turn is a [`TurnState`]: its steps are its methods ([`TurnState::step`] calls the model
+//! and runs the reply's calls), it compacts through one method ([`TurnState::compact`]) and
+//! it ends through [`TurnState::end`], [`TurnState::fail`] or [`TurnState::cancelled`].
 
-use super::*;
-/// What one turn runs with; the conversation and tool cache go back to the actor at its end.
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::prelude::*;
+use futures_util::future::join_all;
+use harness9_actors::messages::{GetInstructions, ListTools};
+use harness9_actors::protocol::types::TaskRef;
+use harness9_actors::ToolRegistry;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::calls::{emit, run_tool, CallCtx, ToolCall, ToolOffer};
+use super::{
+    compact, EngineConfig, EngineError, EngineEvent, PendingTask, TaskJournal, TurnEvent,
+    TurnOutcome,
+};
+use crate::model::{
+    truncate_chars, Block, Message, Model, ModelError, ModelReply, ModelRequest, Role, StopReason,
+    StreamEvent, Usage,
+};
+
+/// What one turn runs with; the conversation and tool offer go back to the actor at its end.
 pub(super) struct Turn {
     pub(super) provider: Arc<dyn Model>,
     pub(super) registry: Addr<ToolRegistry>,
     pub(super) config: Arc<EngineConfig>,
-    pub(super) cache: ToolCache,
+    pub(super) offer: ToolOffer,
     pub(super) messages: Vec<Message>,
     pub(super) cancel: CancellationToken,
     pub(super) events: mpsc::Sender<TurnEvent>,
@@ -15,19 +39,19 @@ pub(super) struct Turn {
     /// Input tokens of the conversation's last request.
     pub(super) last_input: u64,
     /// Where the conversation's pending tasks are kept across restarts.
-    pub(super) journal: Option<Arc<dyn super::TaskJournal>>,
+    pub(super) journal: Option<Arc<dyn TaskJournal>>,
 }
 
 /// How a turn ended, for the actor.
 pub(super) struct TurnEnd {
     pub(super) messages: Vec<Message>,
-    pub(super) cache: ToolCache,
+    pub(super) offer: ToolOffer,
     pub(super) result: Result<TurnOutcome, EngineError>,
     pub(super) last_input: u64,
     /// The conversation before the turn was compacted (the log is rewritten whole).
     pub(super) compacted: bool,
     /// Tasks no longer pending once this turn's messages are saved.
-    pub(super) settled: Vec<super::PendingTask>,
+    pub(super) settled: Vec<PendingTask>,
 }
 
 /// Replaces `messages[..upto]` with a summary; returns what it did.
@@ -55,37 +79,6 @@ pub(super) const CONTINUE_NOTE: &str =
     "[This request was compacted while it was being worked on: the summary \
      above says what was already done. Continue from there; do not start over.]";
 
-/// Compacts during a turn whose request is `messages[before]`. With steps of this turn after
-/// it, everything becomes the summary and the request follows it again with a note; without,
-/// the earlier turns become the summary and the request stays as it is. `None` when there is
-/// nothing worth summarizing. The turn's request is again at index 2 afterwards.
-async fn compact_in_turn(
-    provider: &dyn Model,
-    config: &Arc<EngineConfig>,
-    messages: &mut Vec<Message>,
-    before: usize,
-    prompt: &str,
-    cancel: &CancellationToken,
-) -> Option<Result<compact::Compacted, ModelError>> {
-    let steps = messages.len() > before + 1;
-    if !steps && !worth_summarizing(&messages[..before]) {
-        return None;
-    }
-    let upto = if steps { messages.len() } else { before };
-    Some(
-        compact_prefix(provider, config, messages, upto, cancel)
-            .await
-            .inspect(|_| {
-                if steps {
-                    messages.push(Message {
-                        role: Role::User,
-                        content: vec![Block::Text(format!("{prompt}\n\n{CONTINUE_NOTE}"))],
-                    });
-                }
-            }),
-    )
-}
-
 /// Whether `earlier` (the turns before this one) would shrink as a summary: anything but
 /// nothing, or a summary and its acknowledgement alone.
 pub(super) fn worth_summarizing(earlier: &[Message]) -> bool {
@@ -93,29 +86,6 @@ pub(super) fn worth_summarizing(earlier: &[Message]) -> bool {
         && matches!(earlier[0].content.first(),
             Some(Block::Text(t)) if t.starts_with(compact::SUMMARY_HEAD));
     earlier.len() >= 2 && !only_a_summary
-}
-
-/// What every compaction of a turn does besides replacing messages: its request counts in the
-/// turn's tokens, the context in use becomes the summary's size, and the front end hears why.
-async fn after_compaction(
-    events: &mpsc::Sender<TurnEvent>,
-    cancel: &CancellationToken,
-    usage: &mut Usage,
-    last_input: &mut u64,
-    c: compact::Compacted,
-    reason: String,
-) {
-    usage.add(&c.usage);
-    *last_input = c.tokens_after as u64;
-    emit(
-        events,
-        cancel,
-        EngineEvent::Compacted {
-            reason,
-            compacted: c,
-        },
-    )
-    .await;
 }
 
 /// Whether the last request used `compact_at` of the model's window.
@@ -131,295 +101,390 @@ fn near_the_end(config: &EngineConfig, last_input: u64) -> bool {
 pub(super) async fn turn(t: Turn, prompt: String, attachments: Vec<Block>) -> TurnEnd {
     let mut tasks = Tasks::new(&t.registry, &t.cancel, &t.events, t.journal.clone());
     tasks.resume();
-    let mut end = turn_steps(t, prompt, attachments, &mut tasks).await;
-    end.settled = tasks.settled(end.result.is_ok());
-    end
+    TurnState::new(t, prompt, tasks).run(attachments).await
 }
 
-async fn turn_steps(
-    t: Turn,
+/// How a step of a turn ended.
+enum Step {
+    /// The reply's calls ran (or the model waited for a task): the next step follows.
+    Next,
+    /// The conversation was compacted after a context-length refusal: the step runs again.
+    Again,
+    /// The model answered.
+    Answered(TurnOutcome),
+    /// The turn was cancelled.
+    Cancelled,
+    /// The turn failed.
+    Failed(EngineError),
+}
+
+/// A turn under way: what it runs with, the conversation it grows, and what it has cost.
+struct TurnState {
+    provider: Arc<dyn Model>,
+    registry: Addr<ToolRegistry>,
+    config: Arc<EngineConfig>,
+    offer: ToolOffer,
+    messages: Vec<Message>,
+    cancel: CancellationToken,
+    events: mpsc::Sender<TurnEvent>,
+    can_ask: bool,
+    /// Input tokens of the conversation's last request.
+    last_input: u64,
+    /// What the user said (said again after the turn's own steps are compacted).
     prompt: String,
-    attachments: Vec<Block>,
-    tasks: &mut Tasks,
-) -> TurnEnd {
-    let Turn {
-        provider,
-        registry,
-        config,
-        mut cache,
-        mut messages,
-        cancel,
-        events,
-        can_ask,
-        mut last_input,
-        journal: _,
-    } = t;
-    let started = Instant::now();
-    // The turn's span; its model requests and tool calls go under it.
-    let turn_span = super::spans::turn();
-    let mut compacted = false;
-    // The summary requests count too: they are part of what the turn cost.
-    let mut usage = Usage::default();
-    // Near the end of the window: the earlier turns become a summary first.
-    if near_the_end(&config, last_input) && worth_summarizing(&messages) {
-        let upto = messages.len();
-        match compact_prefix(&*provider, &config, &mut messages, upto, &cancel).await {
-            Ok(c) => {
-                compacted = true;
-                let reason = format!(
-                    "the last request used {last_input} of {} tokens",
-                    config.context_window.unwrap_or(0)
-                );
-                after_compaction(&events, &cancel, &mut usage, &mut last_input, c, reason).await;
-            }
-            Err(e) => tracing::warn!("automatic compaction failed: {e}"),
+    /// The tasks this turn's calls became (and an earlier run's), followed to their ends; each
+    /// result is given to the model once, when it has nothing else to do (cancelled with the
+    /// turn).
+    tasks: Tasks,
+    started: Instant,
+    /// The turn's span; its model requests and tool calls go under it.
+    span: tracing::Span,
+    /// Whether the conversation was compacted during the turn.
+    compacted: bool,
+    /// The turn's tokens; the summary requests count too: they are part of what it cost.
+    usage: Usage,
+    /// Where the turn's request is: `messages[..before]` is the conversation before it.
+    before: usize,
+    /// The 1-based step running.
+    step: u32,
+    /// Whether a context-length refusal was already answered with a compaction.
+    overflow_retried: bool,
+}
+
+impl TurnState {
+    fn new(t: Turn, prompt: String, tasks: Tasks) -> Self {
+        let started = Instant::now();
+        let span = super::spans::turn();
+        Self {
+            provider: t.provider,
+            registry: t.registry,
+            config: t.config,
+            offer: t.offer,
+            before: t.messages.len(),
+            messages: t.messages,
+            cancel: t.cancel,
+            events: t.events,
+            can_ask: t.can_ask,
+            last_input: t.last_input,
+            prompt,
+            tasks,
+            started,
+            span,
+            compacted: false,
+            usage: Usage::default(),
+            step: 0,
+            overflow_retried: false,
         }
     }
-    let mut before = messages.len();
-    let mut content = vec![Block::Text(prompt.clone())];
-    content.extend(attachments);
-    messages.push(Message {
-        role: Role::User,
-        content,
-    });
-    let mut overflow_retried = false;
-    let end = |messages, cache, result, last_input, compacted| TurnEnd {
-        messages,
-        cache,
-        result,
-        last_input,
-        compacted,
-        settled: Vec::new(),
-    };
-    // A cancelled turn leaves the conversation as it was before it.
-    let cancelled = |mut messages: Vec<Message>, before, cache, last_input, compacted| {
-        messages.truncate(before);
-        end(
-            messages,
-            cache,
-            Err(EngineError::Cancelled),
-            last_input,
-            compacted,
-        )
-    };
-    // The tasks this turn's calls became (`tasks`), followed to their ends; each result is
-    // given to the model once, when it has nothing else to do (cancelled with the turn).
-    let mut step = 0;
-    while step < config.max_steps {
-        step += 1;
-        // A long turn near the end of the window: its own steps become a summary (one
-        // compaction per new step at most: after one, the turn's request stands alone).
-        if step > 1 && near_the_end(&config, last_input) {
-            let why = format!(
-                "the last request used {last_input} of {} tokens",
-                config.context_window.unwrap_or(0)
-            );
-            match compact_in_turn(&*provider, &config, &mut messages, before, &prompt, &cancel)
-                .await
-            {
-                Some(Ok(c)) => {
-                    compacted = true;
-                    before = 2;
-                    after_compaction(&events, &cancel, &mut usage, &mut last_input, c, why).await;
-                }
-                Some(Err(ModelError::Cancelled)) => {
-                    return cancelled(messages, before, cache, last_input, compacted);
-                }
-                Some(Err(e)) => tracing::warn!("compaction during a turn failed: {e}"),
-                None => {}
+
+    /// The turn from its start to its end: near the end of the window, the earlier turns
+    /// become a summary first; then the request and the steps, at most `max_steps`.
+    async fn run(mut self, attachments: Vec<Block>) -> TurnEnd {
+        if near_the_end(&self.config, self.last_input) {
+            let reason = self.window_used();
+            if let Err(e) = self.compact(reason).await {
+                tracing::warn!("automatic compaction failed: {e}");
             }
         }
-        let table = match registry.send(ListTools).await {
-            Ok(t) => t,
-            Err(_) => Arc::new(Vec::new()),
+        self.before = self.messages.len();
+        let mut content = vec![Block::Text(self.prompt.clone())];
+        content.extend(attachments);
+        self.messages.push(Message {
+            role: Role::User,
+            content,
+        });
+        while self.step < self.config.max_steps {
+            self.step += 1;
+            match self.step().await {
+                Step::Next => {}
+                Step::Again => self.step -= 1,
+                Step::Answered(outcome) => return self.end(Ok(outcome)),
+                Step::Cancelled => return self.cancelled(),
+                Step::Failed(e) => return self.fail(e),
+            }
+        }
+        let max = self.config.max_steps;
+        self.fail(EngineError::MaxSteps(max))
+    }
+
+    /// Why a compaction near the window's end happens.
+    fn window_used(&self) -> String {
+        format!(
+            "the last request used {} of {} tokens",
+            self.last_input,
+            self.config.context_window.unwrap_or(0)
+        )
+    }
+
+    /// The turn's one way to compact, for `reason`. With steps of this turn after its request,
+    /// everything becomes the summary and the request follows it again with a note; without,
+    /// the earlier turns become the summary and the request stays as it is (before the
+    /// request is added, the whole conversation is the earlier turns). The summary request
+    /// counts in the turn's tokens, the context in use becomes the summary's size, and the
+    /// front end hears why. `Ok(false)` when there is nothing worth summarizing. The turn's
+    /// request is again at index 2 afterwards.
+    async fn compact(&mut self, reason: String) -> Result<bool, ModelError> {
+        let before = self.before;
+        let steps = self.messages.len() > before + 1;
+        if !steps && !worth_summarizing(&self.messages[..before]) {
+            return Ok(false);
+        }
+        let upto = if steps { self.messages.len() } else { before };
+        let c = compact_prefix(
+            &*self.provider,
+            &self.config,
+            &mut self.messages,
+            upto,
+            &self.cancel,
+        )
+        .await?;
+        if steps {
+            self.messages.push(Message {
+                role: Role::User,
+                content: vec![Block::Text(format!("{}\n\n{CONTINUE_NOTE}", self.prompt))],
+            });
+        }
+        self.compacted = true;
+        self.before = 2;
+        self.usage.add(&c.usage);
+        self.last_input = c.tokens_after as u64;
+        let compacted = EngineEvent::Compacted {
+            reason,
+            compacted: c,
         };
-        let instructions = registry.send(GetInstructions).await.unwrap_or_default();
-        let (system, tools) = cache.offer(
-            &config,
-            provider.config().kind,
-            table,
-            instructions,
-            &messages,
-        );
-        let req = ModelRequest {
-            system,
-            messages: messages.clone(),
-            tools,
-            max_tokens: 0,
-        };
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let forward = {
-            let events = events.clone();
-            let cancel = cancel.clone();
-            actix_rt::spawn(async move {
-                while let Some(e) = rx.recv().await {
-                    let e = match e {
-                        StreamEvent::TextDelta(t) => EngineEvent::TextDelta(t),
-                        StreamEvent::Retrying {
-                            attempt,
-                            after,
-                            reason,
-                        } => EngineEvent::ModelRetrying {
-                            attempt,
-                            after,
-                            reason,
-                        },
-                        _ => continue,
-                    };
-                    emit(&events, &cancel, e).await;
-                }
-            })
-        };
+        emit(&self.events, &self.cancel, compacted).await;
+        Ok(true)
+    }
+
+    /// One step: a long turn near the end of the window compacts its own steps first (one
+    /// compaction per new step at most: after one, the turn's request stands alone); then the
+    /// model call, and the reply's calls or the next task's result.
+    async fn step(&mut self) -> Step {
+        if self.step > 1 && near_the_end(&self.config, self.last_input) {
+            let reason = self.window_used();
+            match self.compact(reason).await {
+                Ok(_) => {}
+                Err(ModelError::Cancelled) => return Step::Cancelled,
+                Err(e) => tracing::warn!("compaction during a turn failed: {e}"),
+            }
+        }
+        let req = self.request().await;
         let call_started = Instant::now();
-        let chat = super::spans::chat(&turn_span, provider.config());
-        let reply = provider.complete(&req, &tx, &cancel).await;
-        drop(tx);
-        let _ = forward.await;
-        let reply = match reply {
-            Ok(r) => {
-                super::spans::chat_done(&chat, &r.usage, &r.stop_reason);
-                r
-            }
-            Err(ModelError::Cancelled) => {
-                super::spans::failed(&chat, "cancelled");
-                return cancelled(messages, before, cache, last_input, compacted);
-            }
-            Err(e) => {
-                super::spans::failed(&chat, e.kind());
-                if compact::is_context_overflow(&e) && !overflow_retried {
-                    // Too long for the model: the conversation becomes a summary (this turn's
-                    // steps too, when there are any), and the step runs again (once).
-                    overflow_retried = true;
-                    let done = compact_in_turn(
-                        &*provider,
-                        &config,
-                        &mut messages,
-                        before,
-                        &prompt,
-                        &cancel,
-                    )
-                    .await;
-                    match done {
-                        Some(Ok(c)) => {
-                            compacted = true;
-                            before = 2;
-                            let reason = format!("the model refused the request: {e}");
-                            let (u, l) = (&mut usage, &mut last_input);
-                            after_compaction(&events, &cancel, u, l, c, reason).await;
-                            step -= 1;
-                            continue;
-                        }
-                        Some(Err(ce)) => {
-                            tracing::warn!("compaction after a context overflow failed: {ce}")
-                        }
-                        None => {}
-                    }
-                }
-                tasks.cancel();
-                messages.truncate(before);
-                return end(
-                    messages,
-                    cache,
-                    Err(EngineError::Model(e)),
-                    last_input,
-                    compacted,
-                );
-            }
+        let reply = match self.call_model(&req).await {
+            Ok(r) => r,
+            Err(ModelError::Cancelled) => return Step::Cancelled,
+            Err(e) => return self.refused(e).await,
         };
-        last_input = reply.usage.input_tokens;
-        usage.add(&reply.usage);
+        self.last_input = reply.usage.input_tokens;
+        self.usage.add(&reply.usage);
         let text = reply.text();
-        let calls: Vec<ToolCall> = reply
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                Block::ToolUse { id, name, input } => Some(ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    input: input.clone(),
-                }),
-                _ => None,
-            })
-            .collect();
+        let calls = tool_calls(&reply);
         // Cut off at max_tokens with a call last: that call's arguments may be incomplete.
         let cut_id = match (&reply.stop_reason, reply.content.last()) {
             (StopReason::MaxTokens, Some(Block::ToolUse { id, .. })) => Some(id.clone()),
             _ => None,
         };
-        emit(
-            &events,
-            &cancel,
-            EngineEvent::ModelDone {
-                step,
-                text: text.clone(),
-                tool_calls: calls.len(),
-                elapsed: call_started.elapsed(),
-                usage: reply.usage,
-                tools: cache.deferral.offered(),
-            },
-        )
-        .await;
-        messages.push(Message {
+        let done = EngineEvent::ModelDone {
+            step: self.step,
+            text: text.clone(),
+            tool_calls: calls.len(),
+            elapsed: call_started.elapsed(),
+            usage: reply.usage,
+            tools: self.offer.deferral.offered(),
+        };
+        emit(&self.events, &self.cancel, done).await;
+        self.messages.push(Message {
             role: Role::Assistant,
             content: reply.content,
         });
-        if calls.is_empty() && !tasks.is_empty() {
-            // The model waits for its tasks: the next one to end is its next step.
-            let Some(content) = tasks.next_results(&config).await else {
-                return cancelled(messages, before, cache, last_input, compacted);
-            };
-            messages.push(Message {
-                role: Role::User,
-                content,
-            });
-            continue;
+        if calls.is_empty() && !self.tasks.is_empty() {
+            return self.wait_for_tasks().await;
         }
         if calls.is_empty() {
-            super::spans::turn_done(&turn_span, &usage);
-            let outcome = TurnOutcome {
-                text,
-                steps: step,
-                usage,
-                elapsed: started.elapsed(),
-            };
-            return end(messages, cache, Ok(outcome), last_input, compacted);
+            return self.answered(text);
         }
-        // Every call of this reply at once; each has its own child token of the turn's.
+        self.run_calls(calls, cut_id).await
+    }
+
+    /// The step's request: the tool table and the servers' instructions as the registry has
+    /// them now, offered through the turn's [`ToolOffer`].
+    async fn request(&mut self) -> ModelRequest {
+        let table = match self.registry.send(ListTools).await {
+            Ok(t) => t,
+            Err(_) => Arc::new(Vec::new()),
+        };
+        let instructions = self
+            .registry
+            .send(GetInstructions)
+            .await
+            .unwrap_or_default();
+        let (system, tools) = self.offer.for_step(
+            &self.config,
+            self.provider.config().kind,
+            table,
+            instructions,
+            &self.messages,
+        );
+        ModelRequest {
+            system,
+            messages: self.messages.clone(),
+            tools,
+            max_tokens: 0,
+        }
+    }
+
+    /// The model call under its `chat` span, its text and retries forwarded to the stream.
+    async fn call_model(&self, req: &ModelRequest) -> Result<ModelReply, ModelError> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let forward = actix_rt::spawn(forward_stream(rx, self.events.clone(), self.cancel.clone()));
+        let chat = super::spans::chat(&self.span, self.provider.config());
+        let reply = self.provider.complete(req, &tx, &self.cancel).await;
+        drop(tx);
+        let _ = forward.await;
+        match &reply {
+            Ok(r) => super::spans::chat_done(&chat, &r.usage, &r.stop_reason),
+            Err(ModelError::Cancelled) => super::spans::failed(&chat, "cancelled"),
+            Err(e) => super::spans::failed(&chat, e.kind()),
+        }
+        reply
+    }
+
+    /// A failed model call. Too long for the model: the conversation becomes a summary (this
+    /// turn's steps too, when there are any), and the step runs again (once); else the turn
+    /// fails.
+    async fn refused(&mut self, e: ModelError) -> Step {
+        if compact::is_context_overflow(&e) && !self.overflow_retried {
+            self.overflow_retried = true;
+            let reason = format!("the model refused the request: {e}");
+            match self.compact(reason).await {
+                Ok(true) => return Step::Again,
+                Ok(false) => {}
+                Err(ce) => tracing::warn!("compaction after a context overflow failed: {ce}"),
+            }
+        }
+        Step::Failed(EngineError::Model(e))
+    }
+
+    /// The model waits for its tasks: the next one to end is its next step.
+    async fn wait_for_tasks(&mut self) -> Step {
+        let Some(content) = self.tasks.next_results(&self.config).await else {
+            return Step::Cancelled;
+        };
+        self.messages.push(Message {
+            role: Role::User,
+            content,
+        });
+        Step::Next
+    }
+
+    /// The model answered with `text` and no calls: the turn's outcome.
+    fn answered(&self, text: String) -> Step {
+        super::spans::turn_done(&self.span, &self.usage);
+        Step::Answered(TurnOutcome {
+            text,
+            steps: self.step,
+            usage: self.usage,
+            elapsed: self.started.elapsed(),
+        })
+    }
+
+    /// Every call of the reply at once; each has its own child token of the turn's. Their
+    /// results are the next message, and the tasks they became are followed.
+    async fn run_calls(&mut self, calls: Vec<ToolCall>, cut_id: Option<String>) -> Step {
         let ctx = CallCtx {
-            registry: registry.clone(),
-            config: config.clone(),
-            events: events.clone(),
-            can_ask,
-            facts: cache.facts.clone(),
-            disabled: cache.disabled.clone(),
-            search: cache.deferral.search.clone(),
-            span: turn_span.clone(),
-            rules_as_of: config.policy.rules.moment(),
-            tasks: tasks.sender(),
+            registry: self.registry.clone(),
+            config: self.config.clone(),
+            events: self.events.clone(),
+            can_ask: self.can_ask,
+            facts: self.offer.facts.clone(),
+            disabled: self.offer.disabled.clone(),
+            search: self.offer.deferral.search.clone(),
+            span: self.span.clone(),
+            rules_as_of: self.config.policy.rules.moment(),
+            tasks: self.tasks.sender(),
         };
         let results = join_all(calls.into_iter().map(|call| {
             let cut = cut_id.as_ref() == Some(&call.id);
-            run_tool(ctx.clone(), call, cut, cancel.child_token())
+            run_tool(ctx.clone(), call, cut, self.cancel.child_token())
         }))
         .await;
-        if cancel.is_cancelled() {
-            return cancelled(messages, before, cache, last_input, compacted);
+        if self.cancel.is_cancelled() {
+            return Step::Cancelled;
         }
-        messages.push(Message {
+        self.messages.push(Message {
             role: Role::User,
             content: results,
         });
-        tasks.follow_new();
+        self.tasks.follow_new();
+        Step::Next
     }
-    tasks.cancel();
-    messages.truncate(before);
-    end(
-        messages,
-        cache,
-        Err(EngineError::MaxSteps(config.max_steps)),
-        last_input,
-        compacted,
-    )
+
+    /// Ends the turn with `result`, the tasks no longer pending worked out from it.
+    fn end(self, result: Result<TurnOutcome, EngineError>) -> TurnEnd {
+        let settled = self.tasks.settled(result.is_ok());
+        TurnEnd {
+            messages: self.messages,
+            offer: self.offer,
+            result,
+            last_input: self.last_input,
+            compacted: self.compacted,
+            settled,
+        }
+    }
+
+    /// A cancelled turn leaves the conversation as it was before it.
+    fn cancelled(mut self) -> TurnEnd {
+        self.messages.truncate(self.before);
+        self.end(Err(EngineError::Cancelled))
+    }
+
+    /// A failed turn cancels the tasks it follows and leaves the conversation as it was
+    /// before it.
+    fn fail(mut self, e: EngineError) -> TurnEnd {
+        self.tasks.cancel();
+        self.messages.truncate(self.before);
+        self.end(Err(e))
+    }
+}
+
+/// The tool calls of a reply, in its order.
+fn tool_calls(reply: &ModelReply) -> Vec<ToolCall> {
+    reply
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            Block::ToolUse { id, name, input } => Some(ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                input: input.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Puts a model call's text and retries on the turn's stream as they come.
+async fn forward_stream(
+    mut rx: mpsc::UnboundedReceiver<StreamEvent>,
+    events: mpsc::Sender<TurnEvent>,
+    cancel: CancellationToken,
+) {
+    while let Some(e) = rx.recv().await {
+        let e = match e {
+            StreamEvent::TextDelta(t) => EngineEvent::TextDelta(t),
+            StreamEvent::Retrying {
+                attempt,
+                after,
+                reason,
+            } => EngineEvent::ModelRetrying {
+                attempt,
+                after,
+                reason,
+            },
+            _ => continue,
+        };
+        emit(&events, &cancel, e).await;
+    }
 }
 
 /// The tasks a turn follows: its calls' and those a restarted session left pending, each
@@ -430,27 +495,25 @@ struct Tasks {
     cancel: CancellationToken,
     /// The turn's stream: each task's start, status changes and end go to the front end.
     events: mpsc::Sender<TurnEvent>,
-    journal: Option<Arc<dyn super::TaskJournal>>,
+    journal: Option<Arc<dyn TaskJournal>>,
     tx: mpsc::UnboundedSender<(String, TaskRef)>,
     rx: mpsc::UnboundedReceiver<(String, TaskRef)>,
     running: futures_util::stream::FuturesUnordered<
-        futures_util::future::LocalBoxFuture<'static, (super::PendingTask, Block, bool)>,
+        futures_util::future::LocalBoxFuture<'static, (PendingTask, Block, bool)>,
     >,
     /// Every task followed, those whose results the model got, and those of an earlier run
     /// whose server could not be reached (still pending: the next turn tries again).
-    followed: Vec<super::PendingTask>,
-    delivered: Vec<super::PendingTask>,
-    kept: Vec<super::PendingTask>,
+    followed: Vec<PendingTask>,
+    delivered: Vec<PendingTask>,
+    kept: Vec<PendingTask>,
 }
-
-use harness9_actors::protocol::types::TaskRef;
 
 impl Tasks {
     fn new(
         registry: &Addr<ToolRegistry>,
         turn: &CancellationToken,
         events: &mpsc::Sender<TurnEvent>,
-        journal: Option<Arc<dyn super::TaskJournal>>,
+        journal: Option<Arc<dyn TaskJournal>>,
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         Self {
@@ -495,7 +558,7 @@ impl Tasks {
                 Some(m) => format!("{}: {m}", task.status),
                 None => task.status.clone(),
             };
-            let task = super::PendingTask {
+            let task = PendingTask {
                 server: task.server,
                 tool: task.tool,
                 task_id: task.task_id,
@@ -510,7 +573,7 @@ impl Tasks {
 
     /// Follows `task` (`resumed`: of an earlier run) to its end, its start, status changes
     /// and end told to the front end.
-    fn follow(&mut self, task: super::PendingTask, resumed: bool, status: String) {
+    fn follow(&mut self, task: PendingTask, resumed: bool, status: String) {
         use futures_util::FutureExt as _;
         self.tell(EngineEvent::TaskStarted {
             server: task.server.clone(),
@@ -600,7 +663,7 @@ impl Tasks {
     /// The tasks no longer pending once the turn is saved: after a finished turn, those whose
     /// results the model got; after a failed one (its messages dropped), those cancelled with
     /// it, so a result the model got in the dropped turn is given again later.
-    fn settled(&self, finished: bool) -> Vec<super::PendingTask> {
+    fn settled(&self, finished: bool) -> Vec<PendingTask> {
         if finished {
             return self.delivered.clone();
         }
@@ -615,7 +678,7 @@ impl Tasks {
 /// What the model reads of a task's end: its result, its failure, or that the server no
 /// longer knows it (lost). A task of an earlier run names the call it came from.
 fn result_text(
-    task: &super::PendingTask,
+    task: &PendingTask,
     resumed: bool,
     outcome: Result<
         Result<

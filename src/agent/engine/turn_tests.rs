@@ -10,8 +10,10 @@ use harness9_actors::protocol::types::{CallToolResult, Tool};
 use harness9_actors::CallError;
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::calls::bad_arguments;
 use super::*;
 use crate::model::{ModelReply, ProviderConfig, ProviderKind};
+use crate::model::{ModelRequest, ResultPart, StopReason, StreamEvent};
 
 /// The bound of every wait in these tests.
 const LIMIT: Duration = Duration::from_secs(10);
@@ -243,7 +245,7 @@ async fn run(
     rig: &Rig,
     prompt: &str,
     can_ask: bool,
-    mut answer: impl FnMut(&Question) -> Answer,
+    mut answer: impl FnMut(&PermissionQuestion) -> Answer,
 ) -> (Vec<EngineEvent>, Result<TurnOutcome, EngineError>) {
     let (tx, mut rx) = turn_stream();
     rig.engine.do_send(RunTurn {
@@ -269,7 +271,7 @@ async fn run(
     }
 }
 
-fn never(q: &Question) -> Answer {
+fn never(q: &PermissionQuestion) -> Answer {
     panic!("unexpected question about {}", q.name)
 }
 
@@ -525,7 +527,7 @@ async fn one_call(
     input: Value,
     stop: StopReason,
     can_ask: bool,
-    answer: impl FnMut(&Question) -> Answer,
+    answer: impl FnMut(&PermissionQuestion) -> Answer,
 ) -> (Vec<EngineEvent>, (String, String, bool), Vec<String>) {
     let r = rig(
         vec![calls(&[("c1", name, input)], stop), text("done", 5)],
@@ -610,7 +612,7 @@ async fn a_call_that_would_ask_is_refused_headless() {
 
 #[actix_rt::test]
 async fn the_users_answer_decides_a_call_that_asks() {
-    let asked = |q: &Question| {
+    let asked = |q: &PermissionQuestion| {
         assert_eq!((q.id.as_str(), q.name.as_str()), ("c1", "write"));
         assert_eq!(q.server, None);
     };
@@ -819,7 +821,7 @@ async fn a_new_conversation_forgets_what_the_model_saw_of_files() {
         calls: Arc::default(),
         waits: mpsc::unbounded_channel().1,
     };
-    let yes = |_: &Question| Answer::Yes;
+    let yes = |_: &PermissionQuestion| Answer::Yes;
     run(&rig, "read it", true, yes).await.1.unwrap();
     std::fs::write(dir.join("a.txt"), "alpha\nbeta\n").unwrap();
     run(&rig, "edit it", true, yes).await.1.unwrap();

@@ -10,13 +10,10 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use harness9_actors::net::{snippet, truncate_chars};
 
-use super::config::ProviderConfig;
+use super::config::{ProviderConfig, ProviderKind};
 use super::errors::{ApiError, DecodeError};
-use super::types::{
-    tool_input, Block, Message, ModelReply, ModelRequest, ResultPart, Role, StopReason,
-    StreamEvent, Usage,
-};
-use super::wire::{image_placeholder, model_image_type};
+use super::types::{Block, Message, ModelReply, ModelRequest, ResultPart, StreamEvent, Usage};
+use super::wire::{assemble_reply, image_placeholder, model_image_type, CallArgs, ReplyPart};
 
 /// The JSON body of a streaming `POST /v1/messages`.
 pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
@@ -86,10 +83,7 @@ fn image_block(mime_type: &str, data: &str) -> Value {
 /// One message; `None` when nothing in it can be sent (the API rejects empty content and
 /// empty text blocks).
 fn message(m: &Message) -> Option<Value> {
-    let role = match m.role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    };
+    let role = m.role.as_str();
     let content: Vec<Value> = m
         .content
         .iter()
@@ -217,7 +211,7 @@ impl StreamDecoder {
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or(ev.event.as_str());
-        let index = || v.get("index").and_then(Value::as_u64).unwrap_or(0);
+        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind {
             "message_start" => {
                 if let Some(u) = v.pointer("/message/usage") {
@@ -229,84 +223,14 @@ impl StreamDecoder {
             }
             "content_block_start" => {
                 let block = v.get("content_block").unwrap_or(&Value::Null);
-                let partial = match block.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        let t = block.get("text").and_then(Value::as_str).unwrap_or("");
-                        self.text(tx, t);
-                        Partial::Text(t.to_owned())
-                    }
-                    Some("tool_use") => {
-                        let id = block.get("id").and_then(Value::as_str).unwrap_or("");
-                        let name = block.get("name").and_then(Value::as_str).unwrap_or("");
-                        self.emitted = true;
-                        let _ = tx.send(StreamEvent::ToolCallStarted {
-                            id: id.to_owned(),
-                            name: name.to_owned(),
-                        });
-                        Partial::Tool {
-                            id: id.to_owned(),
-                            name: name.to_owned(),
-                            json: String::new(),
-                            initial: block.get("input").cloned().unwrap_or(Value::Null),
-                        }
-                    }
-                    _ => Partial::Ignored,
-                };
-                self.blocks.insert(index(), partial);
+                let partial = self.block_start(block, tx);
+                self.blocks.insert(index, partial);
             }
             "content_block_delta" => {
                 let delta = v.get("delta").unwrap_or(&Value::Null);
-                let i = index();
-                match delta.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => {
-                        let t = delta.get("text").and_then(Value::as_str).unwrap_or("");
-                        self.text(tx, t);
-                        match self
-                            .blocks
-                            .entry(i)
-                            .or_insert_with(|| Partial::Text(String::new()))
-                        {
-                            Partial::Text(s) => s.push_str(t),
-                            _ => {
-                                return Err(DecodeError::Protocol(format!(
-                                    "text arrived for content block {i}, which is not a text block"
-                                )))
-                            }
-                        }
-                    }
-                    Some("input_json_delta") => {
-                        let piece = delta
-                            .get("partial_json")
-                            .and_then(Value::as_str)
-                            .unwrap_or("");
-                        match self.blocks.get_mut(&i) {
-                            Some(Partial::Tool { json, .. }) => json.push_str(piece),
-                            _ => {
-                                return Err(DecodeError::Protocol(format!(
-                                    "tool arguments arrived for content block {i}, which is not a tool call"
-                                )))
-                            }
-                        }
-                    }
-                    _ => {}
-                }
+                self.block_delta(index, delta, tx)?;
             }
-            "message_delta" => {
-                if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    self.stop_reason = Some(r.to_owned());
-                }
-                if let Some(u) = v.get("usage") {
-                    if let Some(o) = u.get("output_tokens").and_then(Value::as_u64) {
-                        self.usage.output_tokens = o;
-                    }
-                    if let Some(i) = input_tokens(u) {
-                        self.usage.input_tokens = i;
-                    }
-                    if let Some(c) = cache_reads(u) {
-                        self.usage.cached_input_tokens = c;
-                    }
-                }
-            }
+            "message_delta" => self.message_delta(&v),
             "message_stop" => {
                 self.done = true;
                 return Ok(true);
@@ -324,6 +248,96 @@ impl StreamDecoder {
         Ok(false)
     }
 
+    /// A content block starts: text (its first text sent on), a tool call (its start sent
+    /// on), or a kind not kept.
+    fn block_start(&mut self, block: &Value, tx: &UnboundedSender<StreamEvent>) -> Partial {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let t = block.get("text").and_then(Value::as_str).unwrap_or("");
+                self.text(tx, t);
+                Partial::Text(t.to_owned())
+            }
+            Some("tool_use") => {
+                let id = block.get("id").and_then(Value::as_str).unwrap_or("");
+                let name = block.get("name").and_then(Value::as_str).unwrap_or("");
+                self.emitted = true;
+                let _ = tx.send(StreamEvent::ToolCallStarted {
+                    id: id.to_owned(),
+                    name: name.to_owned(),
+                });
+                Partial::Tool {
+                    id: id.to_owned(),
+                    name: name.to_owned(),
+                    json: String::new(),
+                    initial: block.get("input").cloned().unwrap_or(Value::Null),
+                }
+            }
+            _ => Partial::Ignored,
+        }
+    }
+
+    /// A piece of content block `i`: text (sent on) or a piece of a tool call's arguments;
+    /// either for a block of another kind is a protocol error.
+    fn block_delta(
+        &mut self,
+        i: u64,
+        delta: &Value,
+        tx: &UnboundedSender<StreamEvent>,
+    ) -> Result<(), DecodeError> {
+        match delta.get("type").and_then(Value::as_str) {
+            Some("text_delta") => {
+                let t = delta.get("text").and_then(Value::as_str).unwrap_or("");
+                self.text(tx, t);
+                match self
+                    .blocks
+                    .entry(i)
+                    .or_insert_with(|| Partial::Text(String::new()))
+                {
+                    Partial::Text(s) => s.push_str(t),
+                    _ => {
+                        return Err(DecodeError::Protocol(format!(
+                            "text arrived for content block {i}, which is not a text block"
+                        )))
+                    }
+                }
+            }
+            Some("input_json_delta") => {
+                let piece = delta
+                    .get("partial_json")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                match self.blocks.get_mut(&i) {
+                    Some(Partial::Tool { json, .. }) => json.push_str(piece),
+                    _ => {
+                        return Err(DecodeError::Protocol(format!(
+                            "tool arguments arrived for content block {i}, which is not a tool call"
+                        )))
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The message's stop reason and its final usage.
+    fn message_delta(&mut self, v: &Value) {
+        if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+            self.stop_reason = Some(r.to_owned());
+        }
+        if let Some(u) = v.get("usage") {
+            if let Some(o) = u.get("output_tokens").and_then(Value::as_u64) {
+                self.usage.output_tokens = o;
+            }
+            if let Some(i) = input_tokens(u) {
+                self.usage.input_tokens = i;
+            }
+            if let Some(c) = cache_reads(u) {
+                self.usage.cached_input_tokens = c;
+            }
+        }
+    }
+
     fn text(&mut self, tx: &UnboundedSender<StreamEvent>, t: &str) {
         if !t.is_empty() {
             self.emitted = true;
@@ -333,39 +347,35 @@ impl StreamDecoder {
 
     /// The reply (after `message_stop`).
     pub(crate) fn finish(self) -> Result<ModelReply, DecodeError> {
-        let mut content = Vec::new();
-        for (_, b) in self.blocks {
-            match b {
-                Partial::Text(t) if !t.is_empty() => content.push(Block::Text(t)),
+        let parts = self
+            .blocks
+            .into_values()
+            .filter_map(|b| match b {
+                Partial::Text(t) => Some(ReplyPart::Text(t)),
                 Partial::Tool {
                     id,
                     name,
                     json,
                     initial,
                 } => {
-                    // Argument text that is not a JSON object stays raw for the engine.
-                    let input = if json.trim().is_empty() && initial.is_object() {
-                        initial
+                    // Arguments given whole at the block's start, none streamed.
+                    let args = if json.trim().is_empty() && initial.is_object() {
+                        CallArgs::Value(initial)
                     } else {
-                        tool_input(&json)
+                        CallArgs::Text(json)
                     };
-                    content.push(Block::ToolUse { id, name, input });
+                    Some(ReplyPart::Call { id, name, args })
                 }
-                _ => {}
-            }
-        }
-        let stop_reason = match self.stop_reason.as_deref() {
-            Some("end_turn") => StopReason::EndTurn,
-            Some("tool_use") => StopReason::ToolUse,
-            Some("max_tokens") => StopReason::MaxTokens,
-            Some(other) => StopReason::Other(other.to_owned()),
-            None => StopReason::Other("none".to_owned()),
-        };
-        Ok(ModelReply {
-            content,
-            stop_reason,
-            usage: self.usage,
-        })
+                Partial::Ignored => None,
+            })
+            .collect();
+        let word = self.stop_reason.as_deref();
+        Ok(assemble_reply(
+            ProviderKind::Anthropic,
+            parts,
+            word,
+            self.usage,
+        ))
     }
 }
 
@@ -373,8 +383,7 @@ impl StreamDecoder {
 pub(crate) mod tests {
     use std::sync::Arc;
 
-    use super::super::config::ProviderKind;
-    use super::super::types::{tool_uses, ToolDef};
+    use super::super::types::{tool_uses, Role, StopReason, ToolDef};
     use super::super::wire::{decode_chunks, split_every};
     use super::*;
 

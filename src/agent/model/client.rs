@@ -152,6 +152,29 @@ impl Provider {
         body: &[u8],
         events: &UnboundedSender<StreamEvent>,
     ) -> Result<ModelReply, Failure> {
+        let req = self.request(url);
+        let started = Instant::now();
+        let resp = req.send_body(body.to_vec()).await;
+        let mut resp = match resp {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!(target: "model", method = "POST", url, elapsed_ms = started.elapsed().as_millis() as u64, error = %e, "model request failed");
+                return Err(send_error(&self.cfg, url, e));
+            }
+        };
+        let status = resp.status().as_u16();
+        tracing::debug!(target: "model", method = "POST", url, status, elapsed_ms = started.elapsed().as_millis() as u64, "model response");
+        if !(200..300).contains(&status) {
+            return Err(self.refused(url, status, &mut resp).await);
+        }
+        if let Some(f) = self.not_a_stream(url, &mut resp).await {
+            return Err(f);
+        }
+        self.read_stream(url, resp, events).await
+    }
+
+    /// The request with the provider's headers (its version, the key).
+    fn request(&self, url: &str) -> awc::ClientRequest {
         let mut req = client()
             .post(url)
             .timeout(self.cfg.request_timeout)
@@ -170,48 +193,55 @@ impl Provider {
                 }
             }
         }
-        let started = Instant::now();
-        let resp = req.send_body(body.to_vec()).await;
-        let mut resp = match resp {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::debug!(target: "model", method = "POST", url, elapsed_ms = started.elapsed().as_millis() as u64, error = %e, "model request failed");
-                return Err(send_error(&self.cfg, url, e));
-            }
+        req
+    }
+
+    /// A status other than 2xx: the error body and `Retry-After` classified.
+    async fn refused(&self, url: &str, status: u16, resp: &mut awc::ClientResponse) -> Failure {
+        let headers = resp.headers();
+        let after = retry_after(
+            headers.get("retry-after-ms").and_then(|v| v.to_str().ok()),
+            headers.get("retry-after").and_then(|v| v.to_str().ok()),
+        );
+        let body = self.read_limited(resp).await;
+        let api = match self.cfg.kind {
+            ProviderKind::Anthropic => anthropic::parse_error(&body),
+            ProviderKind::OpenAi => openai::parse_error(&body),
         };
-        let status = resp.status().as_u16();
-        tracing::debug!(target: "model", method = "POST", url, status, elapsed_ms = started.elapsed().as_millis() as u64, "model response");
-        if !(200..300).contains(&status) {
-            let headers = resp.headers();
-            let after = retry_after(
-                headers.get("retry-after-ms").and_then(|v| v.to_str().ok()),
-                headers.get("retry-after").and_then(|v| v.to_str().ok()),
-            );
-            let body = self.read_limited(&mut resp).await;
-            let api = match self.cfg.kind {
-                ProviderKind::Anthropic => anthropic::parse_error(&body),
-                ProviderKind::OpenAi => openai::parse_error(&body),
-            };
-            return Err(classify(&self.cfg, url, status, &api, after));
-        }
+        classify(&self.cfg, url, status, &api, after)
+    }
+
+    /// A 2xx reply that is JSON or a web page (a proxy's login page, a base URL that points
+    /// at a web UI) instead of an event stream.
+    async fn not_a_stream(&self, url: &str, resp: &mut awc::ClientResponse) -> Option<Failure> {
         let ctype = harness9_actors::net::content_type(resp.headers());
         if ctype.starts_with("application/json") {
-            let body = self.read_limited(&mut resp).await;
-            return Err(Failure::Fatal(ModelError::Protocol(format!(
+            let body = self.read_limited(resp).await;
+            return Some(Failure::Fatal(ModelError::Protocol(format!(
                 "{} answered {url} with JSON instead of an event stream: {}",
                 self.cfg.kind,
                 snippet(&body)
             ))));
         }
-        // A web page (a proxy's login page, a base URL that points at a web UI) is no stream.
         if ctype.starts_with("text/html") {
-            let body = self.read_limited(&mut resp).await;
-            return Err(Failure::Fatal(ModelError::Protocol(format!(
+            let body = self.read_limited(resp).await;
+            return Some(Failure::Fatal(ModelError::Protocol(format!(
                 "{url} answered with a web page instead of an event stream: {}; check the {} base URL (and any proxy in between)",
                 snippet(&body),
                 self.cfg.kind
             ))));
         }
+        None
+    }
+
+    /// Reads the event stream to its end marker, each piece within the idle timeout, and
+    /// decodes the reply.
+    async fn read_stream(
+        &self,
+        url: &str,
+        mut resp: awc::ClientResponse,
+        events: &UnboundedSender<StreamEvent>,
+    ) -> Result<ModelReply, Failure> {
         let mut parser = SseParser::new(MAX_EVENT_BYTES);
         let mut decoder = Decoder::new(self.cfg.kind);
         loop {

@@ -8,12 +8,12 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use harness9_actors::net::{snippet, truncate_chars};
 
-use super::config::{url_host, MaxTokensField, ProviderConfig};
+use super::config::{url_host, MaxTokensField, ProviderConfig, ProviderKind};
 use super::errors::{ApiError, DecodeError};
 use super::types::{
-    tool_input, Block, ModelReply, ModelRequest, ResultPart, Role, StopReason, StreamEvent, Usage,
+    Block, Message, ModelReply, ModelRequest, ResultPart, Role, StreamEvent, Usage,
 };
-use super::wire::{image_placeholder, model_image_type};
+use super::wire::{assemble_reply, image_placeholder, model_image_type, CallArgs, ReplyPart};
 
 /// The JSON body of a streaming `POST /chat/completions`.
 pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
@@ -28,106 +28,9 @@ pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
         messages.push(json!({"role": "system", "content": system}));
     }
     for m in &req.messages {
-        let texts: Vec<&str> = m
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text(t) if !t.is_empty() => Some(t.as_str()),
-                _ => None,
-            })
-            .collect();
         match m.role {
-            Role::User => {
-                // Tool results first: they must follow the assistant's tool calls directly.
-                // `tool` messages take only text, so their images (when sent) follow the run in
-                // one `user` message.
-                let mut images = Vec::new();
-                for b in &m.content {
-                    if let Block::ToolResult {
-                        id,
-                        content,
-                        is_error,
-                    } = b
-                    {
-                        messages.push(json!({
-                            "role": "tool",
-                            "tool_call_id": id,
-                            "content": tool_result_text(content, *is_error, send_images),
-                        }));
-                        if send_images {
-                            image_parts(id, content, &mut images);
-                        }
-                    }
-                }
-                if !images.is_empty() {
-                    messages.push(json!({"role": "user", "content": images}));
-                }
-                // The user's own images (an MCP prompt's): parts after the text, when the
-                // provider takes images (the same setting as tool images), else a note each.
-                let own: Vec<(&str, &str)> = m
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        Block::Image { mime_type, data } => {
-                            Some((mime_type.as_str(), data.as_str()))
-                        }
-                        _ => None,
-                    })
-                    .collect();
-                if !own.is_empty() {
-                    let mut parts = vec![json!({"type": "text", "text": texts.join("\n\n")})];
-                    for (mime_type, data) in own {
-                        parts.push(match model_image_type(mime_type).filter(|_| send_images) {
-                            Some(t) => json!({
-                                "type": "image_url",
-                                "image_url": {"url": format!("data:{t};base64,{data}")},
-                            }),
-                            None => json!({
-                                "type": "text",
-                                "text": image_placeholder(mime_type, data, None),
-                            }),
-                        });
-                    }
-                    messages.push(json!({"role": "user", "content": parts}));
-                } else if !texts.is_empty() {
-                    messages.push(json!({"role": "user", "content": texts.join("\n\n")}));
-                }
-            }
-            Role::Assistant => {
-                let calls: Vec<Value> = m
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        // Malformed arguments (kept raw) go back as `{}`, not as they came:
-                        // Ollama parses every earlier call's arguments and would refuse each
-                        // later request ("invalid tool call arguments"). The call's error
-                        // result quotes them.
-                        Block::ToolUse { id, name, input } => {
-                            let arguments = if input.is_object() {
-                                input.to_string()
-                            } else {
-                                "{}".to_owned()
-                            };
-                            Some(json!({
-                                "id": id,
-                                "type": "function",
-                                "function": {"name": name, "arguments": arguments},
-                            }))
-                        }
-                        _ => None,
-                    })
-                    .collect();
-                let mut msg = json!({"role": "assistant"});
-                msg["content"] = if texts.is_empty() && !calls.is_empty() {
-                    Value::Null
-                } else {
-                    json!(texts.join("\n\n"))
-                };
-                if !calls.is_empty() {
-                    msg["tool_calls"] = Value::Array(calls);
-                }
-                messages.push(msg);
-            }
+            Role::User => user_messages(m, send_images, &mut messages),
+            Role::Assistant => messages.push(assistant_message(m)),
         }
     }
     let mut body = json!({
@@ -154,6 +57,110 @@ pub(crate) fn request_body(cfg: &ProviderConfig, req: &ModelRequest) -> Value {
             .collect();
     }
     body
+}
+
+/// A message's text blocks that are not empty.
+fn texts_of(m: &Message) -> Vec<&str> {
+    m.content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text(t) if !t.is_empty() => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A user message as the API's messages: its tool results first (they must follow the
+/// assistant's tool calls directly; `tool` messages take only text, so their images, when
+/// sent, follow the run in one `user` message), then the user's own text and images.
+fn user_messages(m: &Message, send_images: bool, messages: &mut Vec<Value>) {
+    let mut images = Vec::new();
+    for b in &m.content {
+        if let Block::ToolResult {
+            id,
+            content,
+            is_error,
+        } = b
+        {
+            messages.push(json!({
+                "role": "tool",
+                "tool_call_id": id,
+                "content": tool_result_text(content, *is_error, send_images),
+            }));
+            if send_images {
+                image_parts(id, content, &mut images);
+            }
+        }
+    }
+    if !images.is_empty() {
+        messages.push(json!({"role": "user", "content": images}));
+    }
+    let texts = texts_of(m);
+    // The user's own images (an MCP prompt's): parts after the text, when the provider takes
+    // images (the same setting as tool images), else a note each.
+    let own: Vec<(&str, &str)> = m
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Image { mime_type, data } => Some((mime_type.as_str(), data.as_str())),
+            _ => None,
+        })
+        .collect();
+    if !own.is_empty() {
+        let mut parts = vec![json!({"type": "text", "text": texts.join("\n\n")})];
+        for (mime_type, data) in own {
+            parts.push(match model_image_type(mime_type).filter(|_| send_images) {
+                Some(t) => json!({
+                    "type": "image_url",
+                    "image_url": {"url": format!("data:{t};base64,{data}")},
+                }),
+                None => json!({
+                    "type": "text",
+                    "text": image_placeholder(mime_type, data, None),
+                }),
+            });
+        }
+        messages.push(json!({"role": "user", "content": parts}));
+    } else if !texts.is_empty() {
+        messages.push(json!({"role": "user", "content": texts.join("\n\n")}));
+    }
+}
+
+/// An assistant message: its text (`null` beside calls alone) and its tool calls.
+fn assistant_message(m: &Message) -> Value {
+    let texts = texts_of(m);
+    let calls: Vec<Value> = m
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            // Malformed arguments (kept raw) go back as `{}`, not as they came: Ollama parses
+            // every earlier call's arguments and would refuse each later request ("invalid
+            // tool call arguments"). The call's error result quotes them.
+            Block::ToolUse { id, name, input } => {
+                let arguments = if input.is_object() {
+                    input.to_string()
+                } else {
+                    "{}".to_owned()
+                };
+                Some(json!({
+                    "id": id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                }))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut msg = json!({"role": "assistant"});
+    msg["content"] = if texts.is_empty() && !calls.is_empty() {
+        Value::Null
+    } else {
+        json!(texts.join("\n\n"))
+    };
+    if !calls.is_empty() {
+        msg["tool_calls"] = Value::Array(calls);
+    }
+    msg
 }
 
 /// The body field of the output cap: OpenAI itself deprecates `max_tokens` (its reasoning
@@ -415,37 +422,25 @@ impl StreamDecoder {
 
     /// The reply (after `[DONE]`).
     pub(crate) fn finish(self) -> Result<ModelReply, DecodeError> {
-        let mut content = Vec::new();
-        if !self.text.is_empty() {
-            content.push(Block::Text(self.text));
-        }
-        let has_calls = !self.calls.is_empty();
+        let mut parts = vec![ReplyPart::Text(self.text)];
         for (n, call) in self.calls.into_iter().enumerate() {
-            // Argument text that is not a JSON object stays raw for the engine.
-            let input = tool_input(&call.args);
-            content.push(Block::ToolUse {
+            parts.push(ReplyPart::Call {
                 id: if call.id.is_empty() {
                     format!("call_{n}")
                 } else {
                     call.id
                 },
                 name: call.name,
-                input,
+                args: CallArgs::Text(call.args),
             });
         }
-        // Some compatible servers say "stop" (or nothing) after tool calls.
-        let stop_reason = match self.finish.as_deref() {
-            Some("tool_calls" | "function_call") => StopReason::ToolUse,
-            Some("stop") | None if has_calls => StopReason::ToolUse,
-            Some("stop") | None => StopReason::EndTurn,
-            Some("length") => StopReason::MaxTokens,
-            Some(other) => StopReason::Other(other.to_owned()),
-        };
-        Ok(ModelReply {
-            content,
-            stop_reason,
-            usage: self.usage,
-        })
+        let word = self.finish.as_deref();
+        Ok(assemble_reply(
+            ProviderKind::OpenAi,
+            parts,
+            word,
+            self.usage,
+        ))
     }
 }
 
@@ -453,8 +448,7 @@ impl StreamDecoder {
 pub(crate) mod tests {
     use std::sync::Arc;
 
-    use super::super::config::ProviderKind;
-    use super::super::types::{tool_uses, Message, ToolDef};
+    use super::super::types::{tool_uses, Message, StopReason, ToolDef};
     use super::super::wire::{decode_chunks, split_every};
     use super::*;
 

@@ -14,6 +14,16 @@ pub enum Role {
     Assistant,
 }
 
+impl Role {
+    /// Its name on the wire (both model APIs, MCP sampling): `user`, `assistant`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
 /// One conversation turn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {

@@ -7,8 +7,80 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::config::ProviderKind;
 use super::errors::DecodeError;
-use super::types::{ModelReply, StreamEvent};
+use super::types::{tool_input, Block, ModelReply, StopReason, StreamEvent, Usage};
 use super::{anthropic, openai};
+
+/// A finished reply of either format: its blocks in order (empty text left out), the stop
+/// reason from the provider's word for it (`stop_reason`, `finish_reason`), its usage.
+pub(crate) fn assemble_reply(
+    kind: ProviderKind,
+    parts: Vec<ReplyPart>,
+    word: Option<&str>,
+    usage: Usage,
+) -> ModelReply {
+    let content: Vec<Block> = parts
+        .into_iter()
+        .filter_map(|p| match p {
+            ReplyPart::Text(t) if t.is_empty() => None,
+            ReplyPart::Text(t) => Some(Block::Text(t)),
+            // Argument text that is not a JSON object stays raw for the engine.
+            ReplyPart::Call { id, name, args } => Some(Block::ToolUse {
+                id,
+                name,
+                input: match args {
+                    CallArgs::Text(json) => tool_input(&json),
+                    CallArgs::Value(v) => v,
+                },
+            }),
+        })
+        .collect();
+    let has_calls = content.iter().any(|b| matches!(b, Block::ToolUse { .. }));
+    ModelReply {
+        stop_reason: stop_reason(kind, word, has_calls),
+        content,
+        usage,
+    }
+}
+
+/// A piece of a decoded reply, as either format assembles it.
+pub(crate) enum ReplyPart {
+    /// Text.
+    Text(String),
+    /// A tool call.
+    Call {
+        id: String,
+        name: String,
+        args: CallArgs,
+    },
+}
+
+/// A tool call's arguments: the streamed text, or a value the stream gave whole.
+pub(crate) enum CallArgs {
+    Text(String),
+    Value(serde_json::Value),
+}
+
+/// The stop reason from the provider's word for it. Anthropic's `stop_reason` as it says it
+/// (none at all is `Other("none")`); OpenAI's `finish_reason`, where some compatible servers
+/// say "stop" (or nothing) after tool calls.
+fn stop_reason(kind: ProviderKind, word: Option<&str>, has_calls: bool) -> StopReason {
+    match kind {
+        ProviderKind::Anthropic => match word {
+            Some("end_turn") => StopReason::EndTurn,
+            Some("tool_use") => StopReason::ToolUse,
+            Some("max_tokens") => StopReason::MaxTokens,
+            Some(other) => StopReason::Other(other.to_owned()),
+            None => StopReason::Other("none".to_owned()),
+        },
+        ProviderKind::OpenAi => match word {
+            Some("tool_calls" | "function_call") => StopReason::ToolUse,
+            Some("stop") | None if has_calls => StopReason::ToolUse,
+            Some("stop") | None => StopReason::EndTurn,
+            Some("length") => StopReason::MaxTokens,
+            Some(other) => StopReason::Other(other.to_owned()),
+        },
+    }
+}
 
 /// The largest single SSE event accepted from a provider.
 pub(super) const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;

@@ -34,9 +34,10 @@ use pattern::{
 };
 use shell::{split_command, Split};
 
-/// What a rule does.
+/// What a rule decides about the calls it matches: allow, ask or deny (the settings key it is
+/// written under). Not a [`Verdict`], which is what [`decide`] makes of all the rules for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Kind {
+pub enum Decision {
     /// Runs without asking.
     Allow,
     /// Asks every time (refused headless).
@@ -45,13 +46,13 @@ pub enum Kind {
     Deny,
 }
 
-impl Kind {
+impl Decision {
     /// The settings key: `allow`, `ask`, `deny`.
     pub fn name(self) -> &'static str {
         match self {
-            Kind::Allow => "allow",
-            Kind::Ask => "ask",
-            Kind::Deny => "deny",
+            Decision::Allow => "allow",
+            Decision::Ask => "ask",
+            Decision::Deny => "deny",
         }
     }
 }
@@ -86,7 +87,7 @@ impl std::fmt::Display for Source {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     /// Allow, ask or deny.
-    pub kind: Kind,
+    pub kind: Decision,
     /// The pattern as written (trimmed).
     pub text: String,
     /// The pattern parsed.
@@ -97,9 +98,9 @@ pub struct Rule {
 
 impl Rule {
     /// A rule from its text, or what is wrong with the text.
-    pub fn parse(kind: Kind, text: &str, source: Source) -> Result<Rule, String> {
+    pub fn parse(kind: Decision, text: &str, source: Source) -> Result<Rule, String> {
         let name = text.trim().split('(').next().unwrap_or_default();
-        if kind != Kind::Deny && pattern::claude_code_name(name) == Some(None) {
+        if kind != Decision::Deny && pattern::claude_code_name(name) == Some(None) {
             // A deny rule of a tool harness9 lacks refuses nothing, harmlessly ([`unmatched`]
             // warns); an allow or ask rule of one cannot do what it says.
             return Err(format!(
@@ -279,7 +280,7 @@ impl Rules {
     }
 
     /// Forgets a remembered rule; `false` when there was none such.
-    pub fn forget(&self, kind: Kind, text: &str) -> bool {
+    pub fn forget(&self, kind: Decision, text: &str) -> bool {
         let mut l = self.learned();
         let before = l.rules.len();
         l.rules.retain(|(_, r)| !(r.kind == kind && r.text == text));
@@ -370,7 +371,7 @@ impl Policy {
         let sets: [&[Rule]; 2] = [&self.rules.fixed, &learned];
         // Most sessions have no deny rule on paths: nothing to resolve then.
         let any = each(&sets).any(|r| {
-            r.kind == Kind::Deny
+            r.kind == Decision::Deny
                 && matches!(r.pattern.arg, Some(ArgPattern::Path(_)))
                 && path_rule_tools(tool).contains(&r.pattern.tool.as_str())
         });
@@ -387,7 +388,7 @@ impl Policy {
             split: None,
             forms: Some(path_forms(&path.to_string_lossy(), &self.place.root)),
         };
-        best(&sets, Kind::Deny, &call, &self.place).is_some()
+        best(&sets, Decision::Deny, &call, &self.place).is_some()
     }
 
     fn decide_in(&self, tool: ToolFacts<'_>, args: &Value, mode: Mode, moment: u64) -> Verdict {
@@ -455,7 +456,7 @@ fn decide_over(
 ) -> Verdict {
     let verdict = |action, reason| Verdict { action, reason };
     let call = Call::new(tool, args, place);
-    if let Some(r) = best(sets, Kind::Deny, &call, place) {
+    if let Some(r) = best(sets, Decision::Deny, &call, place) {
         return verdict(Action::Refuse, Reason::Rule(r.clone()));
     }
     if mode == Mode::Bypass {
@@ -464,7 +465,7 @@ fn decide_over(
     if mode == Mode::ReadOnly && !tool.read_only {
         return verdict(Action::Refuse, Reason::Mode(mode));
     }
-    if let Some(r) = best(sets, Kind::Ask, &call, place) {
+    if let Some(r) = best(sets, Decision::Ask, &call, place) {
         return verdict(Action::Ask, Reason::Rule(r.clone()));
     }
     if let Some(r) = allowed(sets, &call, place) {
@@ -495,7 +496,7 @@ fn decide_over(
 /// The most specific rule of `kind` that matches the call (for deny and ask: any part of it).
 fn best<'r>(
     sets: &'r [&'r [Rule]],
-    kind: Kind,
+    kind: Decision,
     call: &Call<'_>,
     place: &Place,
 ) -> Option<&'r Rule> {
@@ -537,7 +538,7 @@ fn catches(rule: &Rule, call: &Call<'_>, place: &Place) -> bool {
 /// path matched by one rule.
 fn allowed<'r>(sets: &'r [&'r [Rule]], call: &Call<'_>, place: &Place) -> Option<&'r Rule> {
     let tool = call.tool;
-    let allows = || each(sets).filter(|r| r.kind == Kind::Allow);
+    let allows = || each(sets).filter(|r| r.kind == Decision::Allow);
     if let Some(r) = allows()
         .filter(|r| r.pattern.arg.is_none() && r.pattern.names(tool.name, tool.server))
         .max_by_key(|r| r.pattern.specificity())
@@ -618,7 +619,7 @@ impl Verdict {
     ) -> String {
         let suggest = suggestion(tool, server);
         match &self.reason {
-            Reason::Rule(r) if r.kind == Kind::Deny => format!(
+            Reason::Rule(r) if r.kind == Decision::Deny => format!(
                 "the call of \"{tool}\" is refused by the user's {}; do not try it again: tell the user what you wanted to do, or find another way",
                 r.describe()
             ),
@@ -711,9 +712,9 @@ pub fn unmatched(rules: &[Rule], builtins: &[&str], servers: &[&str]) -> Vec<Str
             continue;
         }
         let effect = match r.kind {
-            Kind::Deny => "denies nothing",
-            Kind::Ask => "asks about nothing",
-            Kind::Allow => "allows nothing",
+            Decision::Deny => "denies nothing",
+            Decision::Ask => "asks about nothing",
+            Decision::Allow => "allows nothing",
         };
         // Written with the sanitized name a server's tools are registered under: say the one
         // spelling that names it.
@@ -777,7 +778,7 @@ fn names_server(p: &Pattern, server: &str) -> bool {
 
 /// Rules from a comma-separated flag value (`--allowed-tools 'bash(git status:*),read_file'`):
 /// commas inside parentheses belong to the pattern.
-pub fn parse_flag(value: &str, kind: Kind, flag: &'static str) -> Result<Vec<Rule>, String> {
+pub fn parse_flag(value: &str, kind: Decision, flag: &'static str) -> Result<Vec<Rule>, String> {
     let mut out = Vec::new();
     let mut depth = 0usize;
     let mut start = 0;

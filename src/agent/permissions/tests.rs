@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::*;
 
-fn rules(list: &[(Kind, &str)]) -> Vec<Rule> {
+fn rules(list: &[(Decision, &str)]) -> Vec<Rule> {
     list.iter()
         .enumerate()
         .map(|(i, (k, t))| {
@@ -54,7 +54,12 @@ const READ: ToolFacts<'static> = ToolFacts {
     read_only: true,
 };
 
-fn action(tool: ToolFacts<'_>, args: serde_json::Value, r: &[(Kind, &str)], mode: Mode) -> Action {
+fn action(
+    tool: ToolFacts<'_>,
+    args: serde_json::Value,
+    r: &[(Decision, &str)],
+    mode: Mode,
+) -> Action {
     decide(tool, &args, &rules(r), mode, &place()).action
 }
 
@@ -64,7 +69,7 @@ fn cmd(c: &str) -> serde_json::Value {
 
 #[test]
 fn row_1_deny_beats_everything_even_bypass() {
-    use Kind::*;
+    use Decision::*;
     let r = [
         (Allow, "mcp__git__*"),
         (Ask, "mcp__git__git_commit"),
@@ -102,7 +107,12 @@ fn row_1_deny_beats_everything_even_bypass() {
 #[test]
 fn row_2_bypass_runs_what_no_deny_names() {
     assert_eq!(
-        action(MCP, json!({}), &[(Kind::Ask, "mcp__git__*")], Mode::Bypass),
+        action(
+            MCP,
+            json!({}),
+            &[(Decision::Ask, "mcp__git__*")],
+            Mode::Bypass
+        ),
         Action::Run
     );
     assert_eq!(
@@ -113,7 +123,7 @@ fn row_2_bypass_runs_what_no_deny_names() {
 
 #[test]
 fn row_3_read_only_mode_refuses_what_is_not_read_only_even_allowed() {
-    let r = [(Kind::Allow, "bash")];
+    let r = [(Decision::Allow, "bash")];
     assert_eq!(action(BASH, cmd("ls"), &r, Mode::ReadOnly), Action::Refuse);
     assert_eq!(action(MCP_RO, json!({}), &[], Mode::ReadOnly), Action::Run);
     assert_eq!(
@@ -124,7 +134,7 @@ fn row_3_read_only_mode_refuses_what_is_not_read_only_even_allowed() {
 
 #[test]
 fn row_4_ask_beats_allow_and_read_only() {
-    use Kind::*;
+    use Decision::*;
     let r = [(Allow, "mcp__git__*"), (Ask, "mcp__git__git_status")];
     assert_eq!(action(MCP_RO, json!({}), &r, Mode::Default), Action::Ask);
     assert_eq!(action(MCP, json!({}), &r, Mode::Default), Action::Run);
@@ -179,7 +189,7 @@ fn row_4_ask_beats_allow_and_read_only() {
 
 #[test]
 fn row_5_allow_by_tool_by_server_by_command_and_by_path() {
-    use Kind::*;
+    use Decision::*;
     assert_eq!(
         action(
             MCP,
@@ -346,8 +356,8 @@ fn deny_path_rules_follow_symlinks_and_cover_every_read_tool() {
         home: Some(dir.join("home")),
     };
     let r = rules(&[
-        (Kind::Deny, "read_file(~/.ssh/**)"),
-        (Kind::Allow, "write_file(**)"),
+        (Decision::Deny, "read_file(~/.ssh/**)"),
+        (Decision::Allow, "write_file(**)"),
     ]);
     let d = |t, p: &str| decide(t, &json!({"path": p}), &r, Mode::Default, &place).action;
     assert_eq!(d(READ, "link/id_rsa"), Action::Refuse);
@@ -361,7 +371,7 @@ fn deny_path_rules_follow_symlinks_and_cover_every_read_tool() {
     assert_eq!(d(READ, "a.txt"), Action::Run);
     // An allow must hold for the path behind the link too.
     assert_eq!(d(WRITE, "x.rs"), Action::Run);
-    let r2 = rules(&[(Kind::Allow, "write_file(*.rs)")]);
+    let r2 = rules(&[(Decision::Allow, "write_file(*.rs)")]);
     let w = |p: &str| decide(WRITE, &json!({"path": p}), &r2, Mode::Default, &place).action;
     assert_eq!(w("x.rs"), Action::Run);
     assert_eq!(w("link/x.rs"), Action::Ask);
@@ -370,7 +380,7 @@ fn deny_path_rules_follow_symlinks_and_cover_every_read_tool() {
 
 #[test]
 fn the_most_specific_rule_is_the_one_shown() {
-    use Kind::*;
+    use Decision::*;
     let r = rules(&[
         (Deny, "mcp__*"),
         (Deny, "mcp__git__*"),
@@ -395,7 +405,7 @@ fn malformed_rules_say_what_is_wrong() {
     assert!(bad(&"a".repeat(2000)).contains("at most"));
     let e = parse_flag(
         "bash(git status:*),read_file,oops(",
-        Kind::Allow,
+        Decision::Allow,
         "--allowed-tools",
     )
     .unwrap_err();
@@ -405,7 +415,7 @@ fn malformed_rules_say_what_is_wrong() {
     );
     let ok = parse_flag(
         "bash(git status:*, x),read_file",
-        Kind::Allow,
+        Decision::Allow,
         "--allowed-tools",
     )
     .unwrap();
@@ -486,7 +496,7 @@ fn commands_split_at_operators_outside_quotes() {
 /// piece names is refused by the deny rule; the plain command still runs.
 #[test]
 fn an_allowed_prefix_never_vouches_for_a_hidden_second_command() {
-    use Kind::*;
+    use Decision::*;
     let r = [(Allow, "bash(git status:*)"), (Deny, "bash(rm:*)")];
     let run = |c: &str| action(BASH, cmd(c), &r, Mode::Default);
     assert_eq!(run("git status"), Action::Run);
@@ -633,7 +643,7 @@ fn always_answers_name_the_tool_or_a_command_prefix() {
 
 #[test]
 fn refusal_texts_name_the_rule_or_the_flag() {
-    let r = rules(&[(Kind::Deny, "mcp__git__git_commit")]);
+    let r = rules(&[(Decision::Deny, "mcp__git__git_commit")]);
     let v = decide(MCP, &json!({}), &r, Mode::Bypass, &place());
     assert_eq!(
         v.refusal("mcp__git__git_commit", Some("git"), true),
@@ -645,7 +655,7 @@ fn refusal_texts_name_the_rule_or_the_flag() {
         v.refusal("bash", None, true),
         "the call of \"bash\" needs the user's permission and this run cannot ask (run -p): no rule allows it, so it did not run. The user can allow it with --allowed-tools 'bash', with allow = [\"bash\"] under [permissions] in your own settings file (a project's harness9.toml may not allow), or with --permission-mode bypass; tell the user what you wanted to do, or find another way"
     );
-    let r = rules(&[(Kind::Ask, "bash(git push:*)")]);
+    let r = rules(&[(Decision::Ask, "bash(git push:*)")]);
     let v = decide(BASH, &cmd("git push"), &r, Mode::Default, &place()).headless();
     assert!(v
         .refusal("bash", None, true)
@@ -659,15 +669,15 @@ fn refusal_texts_name_the_rule_or_the_flag() {
 #[test]
 fn remembered_rules_are_learned_once_and_forgotten() {
     let rs = Rules::new(vec![], vec![]);
-    let r = Rule::parse(Kind::Allow, "mcp__git__*", Source::Saved).unwrap();
+    let r = Rule::parse(Decision::Allow, "mcp__git__*", Source::Saved).unwrap();
     assert!(rs.learn(r.clone()));
     assert!(!rs.learn(r));
     assert_eq!(
         decide(MCP, &json!({}), &rs.all(), Mode::Default, &place()).action,
         Action::Run
     );
-    assert!(rs.forget(Kind::Allow, "mcp__git__*"));
-    assert!(!rs.forget(Kind::Allow, "mcp__git__*"));
+    assert!(rs.forget(Decision::Allow, "mcp__git__*"));
+    assert!(!rs.forget(Decision::Allow, "mcp__git__*"));
     assert_eq!(
         decide(MCP, &json!({}), &rs.all(), Mode::Default, &place()).action,
         Action::Ask
@@ -678,10 +688,10 @@ fn remembered_rules_are_learned_once_and_forgotten() {
 /// of the same reply, waiting unseen, are asked again; later calls run.
 #[test]
 fn an_always_answer_covers_later_calls_not_those_already_waiting() {
-    let saved = Rule::parse(Kind::Allow, "bash(ls:*)", Source::Saved).unwrap();
+    let saved = Rule::parse(Decision::Allow, "bash(ls:*)", Source::Saved).unwrap();
     let policy = Policy::new(Rules::new(vec![], vec![saved]), Mode::Default, place());
     let waiting = policy.rules.moment();
-    let r = Rule::parse(Kind::Allow, "mcp__git__*", Source::Saved).unwrap();
+    let r = Rule::parse(Decision::Allow, "mcp__git__*", Source::Saved).unwrap();
     assert!(policy.rules.learn(r));
     let later = policy.rules.moment();
     assert!(later > waiting);
@@ -709,7 +719,7 @@ fn a_server_rule_covers_that_servers_tools_only() {
         server: Some("git__evil"),
         read_only: false,
     };
-    let r = [(Kind::Allow, "mcp__git__*")];
+    let r = [(Decision::Allow, "mcp__git__*")];
     assert_eq!(action(evil, json!({}), &r, Mode::Default), Action::Ask);
     assert_eq!(action(MCP, json!({}), &r, Mode::Default), Action::Run);
     // A built-in named like it is no server's.
@@ -727,7 +737,7 @@ fn a_server_rule_covers_that_servers_tools_only() {
         read_only: false,
     };
     for r in ["mcp__my_git__*", "mcp__my_git__t"] {
-        for kind in [Kind::Deny, Kind::Allow] {
+        for kind in [Decision::Deny, Decision::Allow] {
             assert_eq!(
                 action(dotted, json!({}), &[(kind, r)], Mode::Default),
                 Action::Ask,
@@ -737,12 +747,12 @@ fn a_server_rule_covers_that_servers_tools_only() {
     }
     for r in ["mcp__my.git__*", "mcp__my.git__t", "mcp__my*"] {
         assert_eq!(
-            action(dotted, json!({}), &[(Kind::Deny, r)], Mode::Default),
+            action(dotted, json!({}), &[(Decision::Deny, r)], Mode::Default),
             Action::Refuse,
             "{r}"
         );
         assert_eq!(
-            action(dotted, json!({}), &[(Kind::Allow, r)], Mode::Default),
+            action(dotted, json!({}), &[(Decision::Allow, r)], Mode::Default),
             Action::Run,
             "{r}"
         );
@@ -754,7 +764,12 @@ fn a_server_rule_covers_that_servers_tools_only() {
         .contains("--allowed-tools 'mcp__my.git__t'"));
     // Other globs stay globs.
     assert_eq!(
-        action(evil, json!({}), &[(Kind::Deny, "mcp__git*")], Mode::Default),
+        action(
+            evil,
+            json!({}),
+            &[(Decision::Deny, "mcp__git*")],
+            Mode::Default
+        ),
         Action::Refuse
     );
 }
@@ -762,7 +777,7 @@ fn a_server_rule_covers_that_servers_tools_only() {
 /// C9: Claude Code's spellings mean what they mean there.
 #[test]
 fn claude_code_spellings_map_to_the_built_ins() {
-    use Kind::*;
+    use Decision::*;
     let deny = |rule: &str, tool: ToolFacts<'_>, args: serde_json::Value| {
         action(tool, args, &[(Deny, rule)], Mode::Bypass)
     };
@@ -835,7 +850,7 @@ fn claude_code_spellings_map_to_the_built_ins() {
 /// rule and where it is written.
 #[test]
 fn rules_that_match_nothing_are_named() {
-    use Kind::*;
+    use Decision::*;
     let builtins = ["bash", "read_file", "write_file", "list_dir", "grep"];
     let list = rules(&[
         (Deny, "bash_exec"),
@@ -915,8 +930,11 @@ fn paths_resolve_as_the_os_opens_them() {
         path_forms("dir/link/../secret", &project),
         [project.join("dir/secret"), outside.join("secret")]
     );
-    let deny = [(Kind::Deny, format!("read_file({}/**)", outside.display()))];
-    let deny: Vec<(Kind, &str)> = deny.iter().map(|(k, t)| (*k, t.as_str())).collect();
+    let deny = [(
+        Decision::Deny,
+        format!("read_file({}/**)", outside.display()),
+    )];
+    let deny: Vec<(Decision, &str)> = deny.iter().map(|(k, t)| (*k, t.as_str())).collect();
     let place = Place {
         root: project.clone(),
         home: None,
@@ -947,7 +965,7 @@ fn paths_resolve_as_the_os_opens_them() {
 /// recursion, and the deny rule still finds the command.
 #[test]
 fn a_pathological_line_is_decided_quickly() {
-    use Kind::*;
+    use Decision::*;
     let r = [(Allow, "bash(env:*)"), (Deny, "bash(rm:*)")];
     let started = std::time::Instant::now();
     let line = format!("{}rm x", "env ".repeat(50_000));
@@ -991,7 +1009,7 @@ fn patch(body: &str) -> serde_json::Value {
 /// a patch (a Move's target too), however the path is spelled.
 #[test]
 fn a_write_file_deny_stops_edit_file_and_apply_patch_on_every_path_of_a_patch() {
-    use Kind::*;
+    use Decision::*;
     for deny in [
         "write_file(secrets/**)",
         "Edit(secrets/**)",
@@ -1099,7 +1117,7 @@ fn a_write_deny_follows_symlinks_for_the_edit_tools() {
         root: project.clone(),
         home: None,
     };
-    let r = rules(&[(Kind::Deny, "write_file(secrets/**)")]);
+    let r = rules(&[(Decision::Deny, "write_file(secrets/**)")]);
     let d = |tool, args: serde_json::Value| decide(tool, &args, &r, Mode::Bypass, &place).action;
     assert_eq!(d(EDIT, edit("link/k")), Action::Refuse);
     assert_eq!(

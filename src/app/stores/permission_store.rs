@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use harness9_agent::permissions::{Kind, Rule, Source};
+use harness9_agent::permissions::{Decision, Rule, Source};
 
 /// The most the file may hold (it is ours; this bounds a planted or runaway one).
 const MAX_BYTES: u64 = 1 << 20;
@@ -87,7 +87,7 @@ pub fn load(file: &Path, root: &Path) -> (Vec<Rule>, Vec<String>) {
         .unwrap_or_default()
         .iter()
         .take(MAX_RULES)
-        .filter_map(|t| match Rule::parse(Kind::Allow, t, Source::Saved) {
+        .filter_map(|t| match Rule::parse(Decision::Allow, t, Source::Saved) {
             Ok(r) => Some(r),
             Err(e) => {
                 warnings.push(format!(

@@ -171,9 +171,9 @@ impl Tui {
 
     /// Forgets an allow rule, for the session and in the project's file; the list again.
     fn forget_rule(&mut self, text: String, ctx: &mut Context<Self>) {
-        use harness9_agent::permissions::Kind;
+        use harness9_agent::permissions::Decision;
         use harness9_app::stores::permission_store as store;
-        self.policy.rules.forget(Kind::Allow, &text);
+        self.policy.rules.forget(Decision::Allow, &text);
         let note = match store::forget(&store::path(), &self.policy.place.root, &text) {
             Ok(()) => Event::Notice {
                 error: false,

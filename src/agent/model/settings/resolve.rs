@@ -10,7 +10,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::super::config::{url_host, MaxTokensField, ProviderConfig, ProviderKind};
-use super::file::{key_line, parse_file, FileProvider, FileSettings};
+use super::file::{key_line, parse_file, FileProvider, FileSettings, Section};
 use super::layers::read_layers;
 use super::{ModelFlags, Settings, SettingsError, DEFAULTS, DEFAULTS_NAME};
 
@@ -161,22 +161,56 @@ fn resolve_parsed(
     user_file: FileSettings,
     user_path: Option<PathBuf>,
 ) -> Result<Settings, SettingsError> {
-    let env = |k: &str| {
-        env(k)
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-    };
-    let flag = |v: &Option<String>| {
-        v.as_deref()
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .map(str::to_owned)
-    };
+    let given = Given { flags, env };
     let defaults = parse_file(DEFAULTS_NAME, DEFAULTS)?;
     let user_name = user_path
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
+    let chosen = choose_provider(&given, &user_file, &user_name)?;
+    let mut settings = general(&defaults, &user_file, user_path);
+    let Some((kind, origin)) = chosen else {
+        return Ok(settings);
+    };
+    let (base, top) = match kind {
+        ProviderKind::Anthropic => (defaults.anthropic, user_file.anthropic),
+        ProviderKind::OpenAi => (defaults.openai, user_file.openai),
+    };
+    let section = base.overlay(top);
+    let sampling_models = section.sampling_models.clone().unwrap_or_default();
+    settings.provider = Some(provider_config(&given, kind, origin, section)?);
+    settings.sampling_models = sampling_models;
+    Ok(settings)
+}
+
+/// What the flags and the environment give, each value trimmed (an empty one is absent).
+struct Given<'a> {
+    flags: &'a ModelFlags,
+    env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Given<'_> {
+    fn env(&self, k: &str) -> Option<String> {
+        (self.env)(k)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    }
+
+    fn flag(v: &Option<String>) -> Option<String> {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    }
+}
+
+/// Every setting but the provider's: the user's over the defaults (the user's prices and
+/// context windows replace the shipped ones model by model).
+fn general(
+    defaults: &FileSettings,
+    user_file: &FileSettings,
+    user_path: Option<PathBuf>,
+) -> Settings {
     let max_steps = user_file
         .max_steps
         .or(defaults.max_steps)
@@ -185,55 +219,6 @@ fn resolve_parsed(
         .tool_output_budget_tokens
         .or(defaults.tool_output_budget_tokens)
         .map_or(25_000, NonZeroUsize::get);
-
-    let flag_base_url = flag(&flags.base_url);
-    let named = |value: String, origin: &str| {
-        ProviderKind::parse(&value).ok_or(SettingsError::UnknownProvider {
-            value,
-            origin: origin.to_owned(),
-        })
-    };
-    let chosen: Option<(ProviderKind, String)> = if let Some(p) = flag(&flags.provider) {
-        Some((named(p, "--provider")?, "by --provider".to_owned()))
-    } else if let Some(p) = env("HARNESS9_PROVIDER") {
-        Some((
-            named(p, "HARNESS9_PROVIDER")?,
-            "by HARNESS9_PROVIDER".to_owned(),
-        ))
-    } else if let Some(p) = user_file.provider {
-        let kind = match p {
-            FileProvider::Anthropic => ProviderKind::Anthropic,
-            FileProvider::Openai => ProviderKind::OpenAi,
-        };
-        Some((kind, format!("by provider in {user_name}")))
-    } else {
-        // Nothing names a provider: pick by key, then by an overridden base URL.
-        let by = |kind: ProviderKind, why: String| Some((kind, why));
-        if env("ANTHROPIC_API_KEY").is_some() {
-            by(ProviderKind::Anthropic, "ANTHROPIC_API_KEY is set".into())
-        } else if env("OPENAI_API_KEY").is_some() {
-            by(ProviderKind::OpenAi, "OPENAI_API_KEY is set".into())
-        } else if env("OPENAI_BASE_URL").is_some() {
-            by(ProviderKind::OpenAi, "OPENAI_BASE_URL is set".into())
-        } else if env("ANTHROPIC_BASE_URL").is_some() {
-            by(ProviderKind::Anthropic, "ANTHROPIC_BASE_URL is set".into())
-        } else if flag_base_url.is_some() {
-            by(ProviderKind::OpenAi, "--base-url is given".into())
-        } else if user_file.openai.base_url.is_some() {
-            by(
-                ProviderKind::OpenAi,
-                format!("[openai] base_url in {user_name}"),
-            )
-        } else if user_file.anthropic.base_url.is_some() {
-            by(
-                ProviderKind::Anthropic,
-                format!("[anthropic] base_url in {user_name}"),
-            )
-        } else {
-            None
-        }
-    };
-    // The user's prices replace the shipped ones model by model.
     let mut prices = defaults.prices.clone();
     prices.extend(user_file.prices.clone());
     let mut context_windows = defaults.context_windows.clone();
@@ -247,50 +232,106 @@ fn resolve_parsed(
         Some(super::file::FileStart::Lazy) => harness9_actors::tool_cache::StartMode::Lazy,
         _ => harness9_actors::tool_cache::StartMode::Eager,
     };
-    let tool_search = {
-        let t = defaults
-            .tool_search
-            .clone()
-            .overlay(user_file.tool_search.clone());
-        let d = crate::toolsearch::ToolSearchSettings::default();
-        crate::toolsearch::ToolSearchSettings {
-            mode: t.mode.unwrap_or(d.mode),
-            share: t.share.map_or(d.share, Spanned::into_inner),
-            pinned: t.pinned.unwrap_or_default(),
-        }
+    let t = defaults
+        .tool_search
+        .clone()
+        .overlay(user_file.tool_search.clone());
+    let d = crate::toolsearch::ToolSearchSettings::default();
+    let tool_search = crate::toolsearch::ToolSearchSettings {
+        mode: t.mode.unwrap_or(d.mode),
+        share: t.share.map_or(d.share, Spanned::into_inner),
+        pinned: t.pinned.unwrap_or_default(),
     };
-    let settings = |provider| Settings {
-        provider,
+    Settings {
+        provider: None,
         max_steps,
         tool_output_budget_tokens,
-        config_file: user_path.clone(),
-        prices: prices.clone(),
-        context_windows: context_windows.clone(),
+        config_file: user_path,
+        prices,
+        context_windows,
         compact_at,
         sampling_models: Vec::new(),
         mcp_start,
-        tool_search: tool_search.clone(),
-    };
-    let Some((kind, origin)) = chosen else {
-        return Ok(settings(None));
-    };
+        tool_search,
+    }
+}
 
-    let (base, top) = match kind {
-        ProviderKind::Anthropic => (defaults.anthropic, user_file.anthropic),
-        ProviderKind::OpenAi => (defaults.openai, user_file.openai),
+/// The provider and why it is the one: `--provider`, `HARNESS9_PROVIDER`, the file's
+/// `provider`, else a key, then an overridden base URL; `None` when nothing names one.
+fn choose_provider(
+    given: &Given<'_>,
+    user_file: &FileSettings,
+    user_name: &str,
+) -> Result<Option<(ProviderKind, String)>, SettingsError> {
+    let named = |value: String, origin: &str| {
+        ProviderKind::parse(&value).ok_or(SettingsError::UnknownProvider {
+            value,
+            origin: origin.to_owned(),
+        })
     };
-    let section = base.overlay(top);
-    let model = flag(&flags.model)
-        .or_else(|| env("HARNESS9_MODEL"))
+    if let Some(p) = Given::flag(&given.flags.provider) {
+        return Ok(Some((named(p, "--provider")?, "by --provider".to_owned())));
+    }
+    if let Some(p) = given.env("HARNESS9_PROVIDER") {
+        return Ok(Some((
+            named(p, "HARNESS9_PROVIDER")?,
+            "by HARNESS9_PROVIDER".to_owned(),
+        )));
+    }
+    if let Some(p) = user_file.provider {
+        let kind = match p {
+            FileProvider::Anthropic => ProviderKind::Anthropic,
+            FileProvider::Openai => ProviderKind::OpenAi,
+        };
+        return Ok(Some((kind, format!("by provider in {user_name}"))));
+    }
+    // Nothing names a provider: pick by key, then by an overridden base URL.
+    let by = |kind: ProviderKind, why: String| Some((kind, why));
+    Ok(if given.env("ANTHROPIC_API_KEY").is_some() {
+        by(ProviderKind::Anthropic, "ANTHROPIC_API_KEY is set".into())
+    } else if given.env("OPENAI_API_KEY").is_some() {
+        by(ProviderKind::OpenAi, "OPENAI_API_KEY is set".into())
+    } else if given.env("OPENAI_BASE_URL").is_some() {
+        by(ProviderKind::OpenAi, "OPENAI_BASE_URL is set".into())
+    } else if given.env("ANTHROPIC_BASE_URL").is_some() {
+        by(ProviderKind::Anthropic, "ANTHROPIC_BASE_URL is set".into())
+    } else if Given::flag(&given.flags.base_url).is_some() {
+        by(ProviderKind::OpenAi, "--base-url is given".into())
+    } else if user_file.openai.base_url.is_some() {
+        by(
+            ProviderKind::OpenAi,
+            format!("[openai] base_url in {user_name}"),
+        )
+    } else if user_file.anthropic.base_url.is_some() {
+        by(
+            ProviderKind::Anthropic,
+            format!("[anthropic] base_url in {user_name}"),
+        )
+    } else {
+        None
+    })
+}
+
+/// The chosen provider's configuration from its `section` (the defaults' and the files'
+/// merged), the flags and the environment: the model, the base URL (checked), the key (the
+/// official endpoints need one).
+fn provider_config(
+    given: &Given<'_>,
+    kind: ProviderKind,
+    origin: String,
+    section: Section,
+) -> Result<ProviderConfig, SettingsError> {
+    let model = Given::flag(&given.flags.model)
+        .or_else(|| given.env("HARNESS9_MODEL"))
         .or(section.model)
         .ok_or_else(|| {
             SettingsError::Invalid(format!(
                 "no model is set for {kind}; pass --model, set HARNESS9_MODEL, or write model under [{kind}] in harness9.toml"
             ))
         })?;
-    let (base_url, url_origin) = if let Some(u) = flag_base_url {
+    let (base_url, url_origin) = if let Some(u) = Given::flag(&given.flags.base_url) {
         (u, "--base-url".to_owned())
-    } else if let Some(u) = env(kind.base_url_var()) {
+    } else if let Some(u) = given.env(kind.base_url_var()) {
         (u, kind.base_url_var().to_owned())
     } else if let Some(u) = section.base_url {
         (u, format!("[{kind}] base_url"))
@@ -303,7 +344,7 @@ fn resolve_parsed(
             "the base URL \"{base_url}\" (from {url_origin}) must start with http:// or https://; fix {url_origin}"
         )));
     }
-    let api_key = env(kind.key_var());
+    let api_key = given.env(kind.key_var());
     if api_key.is_none() && is_official(kind, &base_url) {
         return Err(SettingsError::MissingKey {
             provider: kind.name(),
@@ -313,8 +354,7 @@ fn resolve_parsed(
         });
     }
     let secs = |v: Option<NonZeroU64>, d: u64| Duration::from_secs(v.map_or(d, NonZeroU64::get));
-    let sampling_models = section.sampling_models.clone().unwrap_or_default();
-    let mut out = settings(Some(ProviderConfig {
+    Ok(ProviderConfig {
         kind,
         base_url,
         api_key,
@@ -328,9 +368,7 @@ fn resolve_parsed(
             .max_tokens_field
             .map_or(MaxTokensField::Auto, Spanned::into_inner),
         tool_images: section.tool_images.map(Spanned::into_inner),
-    }));
-    out.sampling_models = sampling_models;
-    Ok(out)
+    })
 }
 
 /// Whether `url` is the provider's own endpoint (which needs a key).

@@ -12,7 +12,7 @@ use super::file::{line_col, parse_file, FileSettings};
 use super::layers::{own_settings, read_layers, user_settings_file};
 use super::sandbox::push_warning;
 use super::{ModelFlags, SettingsError};
-use crate::permissions::{Kind, Rule, Source};
+use crate::permissions::{Decision, Rule, Source};
 
 /// The rules of the settings files (the user's, then the project's); what was ignored is
 /// added to `warnings`.
@@ -54,13 +54,13 @@ pub(super) fn rules_of(
     let p = &file.permissions;
     let mut out = Vec::new();
     for (kind, list) in [
-        (Kind::Deny, &p.deny),
-        (Kind::Ask, &p.ask),
-        (Kind::Allow, &p.allow),
+        (Decision::Deny, &p.deny),
+        (Decision::Ask, &p.ask),
+        (Decision::Allow, &p.allow),
     ] {
         for item in list.iter().flatten() {
             let (line, column) = line_col(text, item.span().start);
-            if let (Kind::Allow, Some(own)) = (kind, project) {
+            if let (Decision::Allow, Some(own)) = (kind, project) {
                 push_warning(
                     warnings,
                     Some(format!(
@@ -84,7 +84,7 @@ pub(super) fn rules_of(
     Ok(out)
 }
 
-fn rule(kind: Kind, item: &Spanned<String>, path: &Path, text: &str) -> Result<Rule, String> {
+fn rule(kind: Decision, item: &Spanned<String>, path: &Path, text: &str) -> Result<Rule, String> {
     let (line, _) = line_col(text, item.span().start);
     Rule::parse(
         kind,
@@ -135,7 +135,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(project.len(), 1);
-        assert_eq!(project[0].kind, Kind::Deny);
+        assert_eq!(project[0].kind, Decision::Deny);
         assert!(warnings.iter().any(|w| w.starts_with(
             "/p/harness9.toml:4: [permissions] allow rule \"bash(git status:*)\" is ignored"
         ) && w
