@@ -36,6 +36,7 @@ pub mod trace_file;
 pub mod trace_replay;
 pub mod trace_stats;
 pub mod trust;
+pub mod user_call;
 pub mod watcher;
 
 pub use runtime::{spawn_event_printer, Runtime};

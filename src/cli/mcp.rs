@@ -10,7 +10,7 @@ use harness9_actors::messages::{
     CallTool, CompletionRef, ListTools, ProgressSink, ServerState, ServerStatus, StatusSnapshot,
     ToolEntry, ToolProgress,
 };
-use harness9_actors::{ServerSpec, ToolRegistry};
+use harness9_actors::ServerSpec;
 use serde_json::{json, Value};
 
 use super::args::TaskAction;
@@ -19,7 +19,7 @@ use super::login::oauth_command;
 use super::manage::{add_entry, edit_config, import};
 use super::{interrupted, McpCommand, UsageError};
 use crate::app::config::{self, Config};
-use crate::app::{spawn_event_printer, Runtime, Session, SessionOptions, Start};
+use crate::app::{spawn_event_printer, user_call, Runtime, Session, SessionOptions, Start};
 use crate::sanitize::{clean_line, clean_text, to_json};
 
 /// Runs a `mcp` subcommand; every child is gone when this returns.
@@ -473,25 +473,7 @@ async fn call(
         .into());
     };
     // The user's own call: it runs unless a deny rule of theirs names it.
-    let facts = crate::agent::permissions::ToolFacts::of(
-        &entry.name,
-        Some(server),
-        entry.tool.annotations.as_ref().map(|a| a.get()),
-    );
-    let verdict = policy.decide_explicit(
-        facts,
-        arguments.as_ref().unwrap_or(&serde_json::Value::Null),
-    );
-    if verdict.action != crate::agent::permissions::Action::Run {
-        let crate::agent::permissions::Reason::Rule(rule) = &verdict.reason else {
-            anyhow::bail!("the call of \"{}\" is refused", entry.name);
-        };
-        anyhow::bail!(
-            "the call of \"{}\" is refused by your {}; remove that rule to call it",
-            entry.name,
-            rule.describe()
-        );
-    }
+    user_call::check(policy, &entry.name, Some(entry), arguments.as_ref())?;
     let mut msg = CallTool::new(entry.name.clone(), arguments);
     msg.timeout = timeout;
     msg.detach = how.no_wait;
@@ -501,7 +483,7 @@ async fn call(
         let _ = progress.try_send(p);
     }));
     let started = std::time::Instant::now();
-    let mut result = std::pin::pin!(ToolRegistry::send(&rt.registry, msg));
+    let mut result = std::pin::pin!(user_call::call_tool(&rt.registry, msg));
     let result = loop {
         tokio::select! {
             r = &mut result => break r,

@@ -9,12 +9,12 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use harness9_actors::messages::{
     Complete, CompletionRef, GetPrompt, ListPrompts, ListResourceTemplates, ListResources,
-    ReadResource, ServerStatus, StatusSnapshot,
+    ServerStatus, StatusSnapshot,
 };
 use serde_json::{json, Value};
 
 use crate::agent::builtins::resources::{block_text, contents_text};
-use crate::app::Runtime;
+use crate::app::{user_call, Runtime};
 use crate::sanitize::{clean_line, clean_text, to_json};
 
 use super::UsageError;
@@ -89,13 +89,8 @@ pub async fn read(
     watch: usize,
 ) -> anyhow::Result<ExitCode> {
     let read_once = || async {
-        rt.registry
-            .send(ReadResource {
-                server: server.to_owned(),
-                uri: uri.to_owned(),
-            })
+        user_call::read_resource(&rt.registry, server, uri)
             .await
-            .context("the tool registry stopped")?
             .map_err(anyhow::Error::from)
     };
     let result = read_once().await?;
@@ -315,15 +310,12 @@ pub async fn prompt(
     as_json: bool,
 ) -> anyhow::Result<ExitCode> {
     let arguments = prompt_args(args)?;
-    let result = rt
-        .registry
-        .send(GetPrompt {
-            server: server.to_owned(),
-            name: name.to_owned(),
-            arguments,
-        })
-        .await
-        .context("the tool registry stopped")??;
+    let msg = GetPrompt {
+        server: server.to_owned(),
+        name: name.to_owned(),
+        arguments,
+    };
+    let result = user_call::get_prompt(&rt.registry, msg).await?;
     if as_json {
         say!("{}", to_json(&result, true)?);
         return Ok(ExitCode::SUCCESS);
@@ -386,17 +378,14 @@ pub async fn complete(
             clean_line(server)
         );
     }
-    let completion = rt
-        .registry
-        .send(Complete {
-            server: server.to_owned(),
-            reference: ask.reference,
-            argument: ask.argument.to_owned(),
-            value: ask.value.to_owned(),
-            context,
-        })
-        .await
-        .context("the tool registry stopped")??;
+    let msg = Complete {
+        server: server.to_owned(),
+        reference: ask.reference,
+        argument: ask.argument.to_owned(),
+        value: ask.value.to_owned(),
+        context,
+    };
+    let completion = user_call::complete(&rt.registry, msg).await?;
     if as_json {
         say!("{}", to_json(&json!({ "completion": completion }), true)?);
         return Ok(ExitCode::SUCCESS);

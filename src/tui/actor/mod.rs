@@ -14,8 +14,8 @@ use crossterm::event::{Event as TermEvent, EventStream};
 use futures_util::StreamExt as _;
 use harness9_actors::messages::{
     CallTool, Complete, CompletionRef, GetPrompt, ListPrompts, ListResourceTemplates,
-    ListResources, ListTools, Login, ProgressSink, ReadResource, Restart, ServerNotice,
-    StatusChanged, SubscribeResource, ToolEntry, ToolProgress,
+    ListResources, ListTools, Login, ProgressSink, Restart, ServerNotice, StatusChanged,
+    SubscribeResource, ToolEntry, ToolProgress,
 };
 use harness9_actors::trace::WireRecord;
 use harness9_actors::{ServerSupervisor, ToolRegistry};

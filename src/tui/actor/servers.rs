@@ -3,6 +3,7 @@
 //! `/tasks`' cancel.
 
 use super::*;
+use harness9_app::user_call;
 
 impl Tui {
     /// The effects that talk to the servers: calls, resources, prompts, completions,
@@ -15,33 +16,14 @@ impl Tui {
                 arguments,
             } => {
                 // The user's own call: it runs unless a deny rule of theirs names it.
-                let entry = self
-                    .state
-                    .servers
-                    .tools
-                    .iter()
-                    .find(|t| t.name == name)
-                    .cloned();
-                let facts = harness9_agent::permissions::ToolFacts::of(
-                    &name,
-                    entry.as_ref().and_then(|e| e.server.as_deref()),
-                    entry
-                        .as_ref()
-                        .and_then(|e| e.tool.annotations.as_ref().map(|a| a.get())),
-                );
-                let verdict = self.policy.decide_explicit(
-                    facts,
-                    arguments.as_ref().unwrap_or(&serde_json::Value::Null),
-                );
-                if verdict.action != harness9_agent::permissions::Action::Run {
-                    let why = match &verdict.reason {
-                        harness9_agent::permissions::Reason::Rule(r) => r.describe(),
-                        _ => "the permissions".to_owned(),
-                    };
+                let entry = self.state.servers.tools.iter().find(|t| t.name == name);
+                if let Err(refused) =
+                    user_call::check(&self.policy, &name, entry, arguments.as_ref())
+                {
                     self.apply(
                         Event::CallDone {
                             id,
-                            output: format!("refused by your {why}; remove that rule to call it"),
+                            output: refused.to_string(),
                             is_error: true,
                             elapsed: Duration::ZERO,
                         },
@@ -65,7 +47,7 @@ impl Tui {
                 let registry = self.registry.clone();
                 let started = Instant::now();
                 ctx.spawn(
-                    async move { ToolRegistry::send(&registry, msg).await }
+                    async move { user_call::call_tool(&registry, msg).await }
                         .into_actor(self)
                         .map(move |r, act, ctx| {
                             act.calls.retain(|(c, _)| *c != id);
@@ -90,14 +72,9 @@ impl Tui {
                 let reads = async move {
                     let mut out = Vec::new();
                     for (server, uri) in mentions {
-                        let read = registry
-                            .send(ReadResource {
-                                server: server.clone(),
-                                uri: uri.clone(),
-                            })
+                        let read = user_call::read_resource(&registry, &server, &uri)
                             .await
-                            .map_err(|_| "the tool registry stopped".to_owned())
-                            .and_then(|r| r.map_err(|e| e.to_string()));
+                            .map_err(|e| e.to_string());
                         out.push((server, uri, read));
                     }
                     out
@@ -139,13 +116,15 @@ impl Tui {
                 value,
                 context,
             } => {
-                let ask = self.registry.send(Complete {
+                let registry = self.registry.clone();
+                let msg = Complete {
                     server,
                     reference: CompletionRef::Prompt(prompt),
                     argument: argument.clone(),
                     value,
                     context,
-                });
+                };
+                let ask = async move { user_call::complete(&registry, msg).await };
                 ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
                     let values = completion_values(r);
                     act.apply(
@@ -167,13 +146,15 @@ impl Tui {
                 head,
                 tail,
             } => {
-                let ask = self.registry.send(Complete {
+                let registry = self.registry.clone();
+                let msg = Complete {
                     server,
                     reference: CompletionRef::Resource(template),
                     argument: variable,
                     value,
                     context: Default::default(),
-                });
+                };
+                let ask = async move { user_call::complete(&registry, msg).await };
                 ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
                     let values = completion_values(r);
                     act.apply(
@@ -192,16 +173,15 @@ impl Tui {
                 name,
                 arguments,
             } => {
-                let ask = self.registry.send(GetPrompt {
+                let registry = self.registry.clone();
+                let msg = GetPrompt {
                     server,
                     name: name.clone(),
                     arguments,
-                });
+                };
+                let ask = async move { user_call::get_prompt(&registry, msg).await };
                 ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
-                    let result = match r {
-                        Ok(r) => r.map_err(|e| e.to_string()),
-                        Err(_) => Err("the tool registry stopped".to_owned()),
-                    };
+                    let result = r.map_err(|e| e.to_string());
                     act.apply(Event::PromptGot { name, result }, ctx);
                 }));
             }
@@ -311,15 +291,15 @@ impl StreamHandler<CallProgressItem> for Tui {
 }
 
 /// The values of a `completion/complete` answer (none when the server failed or is gone).
-pub(super) fn completion_values<E: std::fmt::Display>(
-    r: Result<Result<harness9_actors::protocol::types::Completion, E>, MailboxError>,
+pub(super) fn completion_values(
+    r: Result<harness9_actors::protocol::types::Completion, user_call::SendError>,
 ) -> Vec<String> {
     match r {
-        Ok(Ok(c)) => c.values,
-        Ok(Err(e)) => {
+        Ok(c) => c.values,
+        Err(user_call::SendError::Failed(e)) => {
             tracing::debug!("completion/complete: {e}");
             Vec::new()
         }
-        Err(_) => Vec::new(),
+        Err(user_call::SendError::Stopped(_)) => Vec::new(),
     }
 }
