@@ -88,43 +88,9 @@ pub async fn read(
     as_json: bool,
     watch: usize,
 ) -> anyhow::Result<ExitCode> {
-    let read_once = || async {
-        user_call::read_resource(&rt.registry, server, uri)
-            .await
-            .map_err(anyhow::Error::from)
-    };
-    let result = read_once().await?;
+    let result = read_once(rt, server, uri).await?;
     if let Some(path) = out {
-        use std::io::Write as _;
-        // Written piece by piece (a blob decoded as it goes) to a new private temp file, then
-        // renamed over `path`: nothing is written through a symlink there.
-        let mut problem = None;
-        let mut written = 0u64;
-        crate::app::private_fs::replace_with(path, 0o600, |f| {
-            let mut w = std::io::BufWriter::new(&mut *f);
-            for c in &result.contents {
-                match (&c.text, &c.blob) {
-                    (Some(t), _) => w.write_all(t.as_bytes())?,
-                    (None, Some(b)) => {
-                        if let Err(e) =
-                            crate::agent::builtins::resources::decode_base64_into(b.trim(), &mut w)
-                        {
-                            problem = Some(e.clone());
-                            return Err(std::io::Error::other(e));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            w.flush()?;
-            drop(w);
-            written = f.metadata()?.len();
-            Ok(())
-        })
-        .map_err(|e| match problem.take() {
-            Some(p) => anyhow::anyhow!("the blob of {uri}: {p}"),
-            None => anyhow::anyhow!("cannot write {}: {e}", path.display()),
-        })?;
+        let written = write_contents(&result, uri, path)?;
         say!("wrote {written} bytes to {}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
@@ -132,15 +98,94 @@ pub async fn read(
         print_read(&result, uri, as_json, false)?;
         return Ok(ExitCode::SUCCESS);
     }
-    // `--watch N`: subscribe, and read and print again on each of the next N changes (each
-    // result one JSON line with --json). Notices come through a bounded channel.
+    let what = Watch {
+        server,
+        uri,
+        as_json,
+        times: watch,
+    };
+    watch_changes(rt, what, &result).await
+}
+
+/// One `resources/read` of `uri` on `server`.
+async fn read_once(
+    rt: &Runtime,
+    server: &str,
+    uri: &str,
+) -> anyhow::Result<harness9_actors::protocol::types::ReadResourceResult> {
+    user_call::read_resource(&rt.registry, server, uri)
+        .await
+        .map_err(anyhow::Error::from)
+}
+
+/// `--out`: every part of `result` written to `path` (text as is, blobs decoded) piece by
+/// piece to a new private temp file, then renamed over `path`: nothing is written through a
+/// symlink there. The bytes written.
+fn write_contents(
+    result: &harness9_actors::protocol::types::ReadResourceResult,
+    uri: &str,
+    path: &Path,
+) -> anyhow::Result<u64> {
+    use std::io::Write as _;
+    let mut problem = None;
+    let mut written = 0u64;
+    crate::app::private_fs::replace_with(path, 0o600, |f| {
+        let mut w = std::io::BufWriter::new(&mut *f);
+        for c in &result.contents {
+            match (&c.text, &c.blob) {
+                (Some(t), _) => w.write_all(t.as_bytes())?,
+                (None, Some(b)) => {
+                    if let Err(e) =
+                        crate::agent::builtins::resources::decode_base64_into(b.trim(), &mut w)
+                    {
+                        problem = Some(e.clone());
+                        return Err(std::io::Error::other(e));
+                    }
+                }
+                _ => {}
+            }
+        }
+        w.flush()?;
+        drop(w);
+        written = f.metadata()?.len();
+        Ok(())
+    })
+    .map_err(|e| match problem.take() {
+        Some(p) => anyhow::anyhow!("the blob of {uri}: {p}"),
+        None => anyhow::anyhow!("cannot write {}: {e}", path.display()),
+    })?;
+    Ok(written)
+}
+
+/// What `mcp read --watch N` watches.
+struct Watch<'a> {
+    server: &'a str,
+    uri: &'a str,
+    as_json: bool,
+    /// How many changes to print.
+    times: usize,
+}
+
+/// `--watch N`: subscribe, and read and print again on each of the next N changes (each
+/// result one JSON line with --json). Notices come through a bounded channel.
+async fn watch_changes(
+    rt: &Runtime,
+    what: Watch<'_>,
+    first: &harness9_actors::protocol::types::ReadResourceResult,
+) -> anyhow::Result<ExitCode> {
+    let Watch {
+        server,
+        uri,
+        as_json,
+        times: watch,
+    } = what;
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let tap = actix::Actor::start(NoticeTap(tx));
     rt.supervisor
         .send(harness9_actors::messages::SubscribeNotices(tap.recipient()))
         .await
         .context("the supervisor stopped")?;
-    print_read(&result, uri, as_json, true)?;
+    print_read(first, uri, as_json, true)?;
     rt.registry
         .send(harness9_actors::messages::SubscribeResource {
             server: server.to_owned(),
@@ -185,7 +230,7 @@ pub async fn read(
         if !as_json {
             say!("--- changed ({seen} of {watch})");
         }
-        print_read(&read_once().await?, uri, as_json, true)?;
+        print_read(&read_once(rt, server, uri).await?, uri, as_json, true)?;
     }
     Ok(ExitCode::SUCCESS)
 }
