@@ -714,35 +714,11 @@ async fn model_checks(opts: &SessionOptions, client: &awc::Client) -> Vec<Check>
         ),
     });
     let (url, req) = models_request(client, &p);
-    let answer = tokio::time::timeout(PROBE_TIMEOUT, async {
-        let mut resp = req.send().await.map_err(|e| e.to_string())?;
-        let status = resp.status().as_u16();
-        let body = if status == 200 {
-            resp.body().limit(MAX_MODEL_LIST).await.ok()
-        } else {
-            None
-        };
-        Ok::<_, String>((status, body))
-    })
-    .await;
+    let answer = tokio::time::timeout(PROBE_TIMEOUT, list_models(req)).await;
     let (status, body) = match answer {
         Ok(Ok(a)) => a,
-        Ok(Err(e)) => {
-            out.push(unreachable_check(&p, Some(&e)));
-            out.push(Check::warn(
-                "model",
-                "cannot check: the provider is not reachable",
-            ));
-            return out;
-        }
-        Err(_) => {
-            out.push(unreachable_check(&p, None));
-            out.push(Check::warn(
-                "model",
-                "cannot check: the provider is not reachable",
-            ));
-            return out;
-        }
+        Ok(Err(e)) => return unreachable(out, unreachable_check(&p, Some(&e))),
+        Err(_) => return unreachable(out, unreachable_check(&p, None)),
     };
     out.push(Check::ok(
         "reachable",
@@ -769,6 +745,33 @@ async fn model_checks(opts: &SessionOptions, client: &awc::Client) -> Vec<Check>
             ),
         ),
     });
+    out
+}
+
+/// The provider's answer to `req`: its status, and the body of a `200` (at most
+/// [`MAX_MODEL_LIST`]).
+async fn list_models(req: awc::ClientRequest) -> Result<(u16, Option<Vec<u8>>), String> {
+    let mut resp = req.send().await.map_err(|e| e.to_string())?;
+    let status = resp.status().as_u16();
+    let body = if status == 200 {
+        resp.body()
+            .limit(MAX_MODEL_LIST)
+            .await
+            .ok()
+            .map(|b| b.to_vec())
+    } else {
+        None
+    };
+    Ok((status, body))
+}
+
+/// The model checks so far, ended by the failed `reachable` check and an unchecked model.
+fn unreachable(mut out: Vec<Check>, reachable: Check) -> Vec<Check> {
+    out.push(reachable);
+    out.push(Check::warn(
+        "model",
+        "cannot check: the provider is not reachable",
+    ));
     out
 }
 

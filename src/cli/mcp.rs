@@ -493,6 +493,8 @@ struct CallHow {
     cancel: tokio_util::sync::CancellationToken,
 }
 
+/// `mcp call SERVER TOOL [--args JSON]`: the tool found by any of its names, the user's own
+/// call checked ([`user_call::check`]) and sent, its progress on stderr, its result on stdout.
 async fn call(
     policy: &crate::agent::permissions::Policy,
     rt: &Runtime,
@@ -515,23 +517,7 @@ async fn call(
     ensure_connected(snap, server)?;
     let tools = server_tools(rt, server).await?;
     let Some(entry) = find_tool(&tools, server, tool) else {
-        let why = harness9_actors::messages::WhyFiltered {
-            server: server.to_owned(),
-            tool: tool.to_owned(),
-        };
-        if let Ok(Some(e)) = rt.registry.send(why).await {
-            return Err(UsageError(e.to_string()).into());
-        }
-        let names: Vec<&str> = tools.iter().map(|t| t.tool.name.as_str()).collect();
-        let hint = nearest(&names, tool)
-            .map(|n| format!("; did you mean \"{}\"?", clean_line(n)))
-            .unwrap_or_default();
-        return Err(UsageError(format!(
-            "server \"{server}\" has no tool \"{}\"{hint} (tools: {})",
-            clean_line(tool),
-            names.join(", ")
-        ))
-        .into());
+        return Err(no_such_tool(rt, &tools, server, tool).await);
     };
     // The user's own call: it runs unless a deny rule of theirs names it.
     user_call::check(policy, &entry.name, Some(entry), arguments.as_ref())?;
@@ -575,6 +561,33 @@ async fn call(
         // With --json, `main` prints it as JSON too.
         Err(e) => Err(anyhow::Error::new(e)),
     }
+}
+
+/// The usage error of a call of a tool `server` does not have: why the registry filtered it
+/// out, else the nearest name and every tool's.
+async fn no_such_tool(
+    rt: &Runtime,
+    tools: &[ToolEntry],
+    server: &str,
+    tool: &str,
+) -> anyhow::Error {
+    let why = harness9_actors::messages::WhyFiltered {
+        server: server.to_owned(),
+        tool: tool.to_owned(),
+    };
+    if let Ok(Some(e)) = rt.registry.send(why).await {
+        return UsageError(e.to_string()).into();
+    }
+    let names: Vec<&str> = tools.iter().map(|t| t.tool.name.as_str()).collect();
+    let hint = nearest(&names, tool)
+        .map(|n| format!("; did you mean \"{}\"?", clean_line(n)))
+        .unwrap_or_default();
+    UsageError(format!(
+        "server \"{server}\" has no tool \"{}\"{hint} (tools: {})",
+        clean_line(tool),
+        names.join(", ")
+    ))
+    .into()
 }
 
 /// The tool `name` names on `server`: its name on the server, else the registered name the
