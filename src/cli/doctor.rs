@@ -223,51 +223,14 @@ async fn before_start(
     client: &awc::Client,
 ) -> ServerReport {
     let name = spec.name.as_str();
-    let quoted = shell_quote(name);
     let mut r = ServerReport::new(name, spec.transport.kind());
     let c = &mut r.checks;
-    // Where its entry comes from.
-    let shown = |p: &std::path::Path| {
-        std::fs::canonicalize(p)
-            .unwrap_or_else(|_| p.to_path_buf())
-            .display()
-            .to_string()
-    };
-    let source = match config.sources.iter().find(|(n, _)| n == name) {
-        Some((_, p)) => format!("from the user config {}", shown(p)),
-        None if opts.config_must_exist => format!("from the --config file {}", shown(&config.path)),
-        None => format!("from the project config {}", shown(&config.path)),
-    };
-    c.push(Check::ok("source", source));
-    // Approval.
-    let unapproved = spec.hold == Some(Hold::Unapproved);
-    c.push(if unapproved {
-        Check::fail("approval", "not approved: a session does not start it").hint(format!(
-            "approve it with `harness9 mcp approve {quoted}` (or run with --approve-project)"
-        ))
-    } else if !from_project(opts, config, spec) {
-        Check::ok(
-            "approval",
-            if opts.config_must_exist {
-                "not needed: a --config file is trusted as given"
-            } else {
-                "not needed: the user config is yours"
-            },
-        )
-    } else if matches!(spec.hold, Some(Hold::Invalid(_)))
-        // An entry held only for a value of the user's (an unset variable) is approved
-        // as written, or it would wait for approval instead.
-        && config.written(name).is_none_or(|w| w.transport.is_none())
-    {
-        Check::ok("approval", "not checked until the entry is valid")
-    } else if opts.approve_project {
-        Check::ok("approval", "approved (--approve-project)")
-    } else {
-        Check::ok("approval", "approved as it is now")
-    });
+    c.push(source_check(opts, config, name));
+    c.push(approval_check(opts, config, spec));
     if let Some(Hold::Invalid(why)) = &spec.hold {
         c.push(Check::fail("entry", why).hint("a session does not start it until this is fixed"));
     }
+    let unapproved = spec.hold == Some(Hold::Unapproved);
     match &spec.transport {
         TransportSpec::Stdio {
             command, env, cwd, ..
@@ -283,34 +246,85 @@ async fn before_start(
         }
         _ => {}
     }
-    // Each `${VAR}` the entry uses, by name.
-    if let Some(w) = config.written(name) {
-        let store = crate::app::input_vars::store_path();
-        let file = config
-            .sources
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(config.path.clone(), |(_, p)| p.clone());
-        let is_set = |var: &str| std::env::var_os(var).is_some();
-        let input_var = |id: &str| crate::app::config::input_var(id);
-        let refs = var_refs(&w.entry);
-        for (check, r) in var_checks(&refs, &is_set, &input_var)
-            .into_iter()
-            .zip(&refs)
-        {
-            // A VS Code input may also have a value saved from the interactive session.
-            let saved = r
-                .name
-                .strip_prefix("input:")
-                .is_some_and(|id| crate::app::input_vars::get(&store, &file, id).is_some());
-            c.push(if saved && check.status != crate::app::doctor::Status::Ok {
-                Check::ok("env", format!("${{{}}} has a saved value", r.name))
-            } else {
-                check
-            });
-        }
-    }
+    env_checks(config, name, c);
     r
+}
+
+/// Where server `name`'s entry comes from.
+fn source_check(opts: &SessionOptions, config: &Config, name: &str) -> Check {
+    let shown = |p: &std::path::Path| {
+        std::fs::canonicalize(p)
+            .unwrap_or_else(|_| p.to_path_buf())
+            .display()
+            .to_string()
+    };
+    let source = match config.sources.iter().find(|(n, _)| n == name) {
+        Some((_, p)) => format!("from the user config {}", shown(p)),
+        None if opts.config_must_exist => format!("from the --config file {}", shown(&config.path)),
+        None => format!("from the project config {}", shown(&config.path)),
+    };
+    Check::ok("source", source)
+}
+
+/// Whether server `spec` is approved, or needs no approval.
+fn approval_check(opts: &SessionOptions, config: &Config, spec: &ServerSpec) -> Check {
+    let quoted = shell_quote(&spec.name);
+    if spec.hold == Some(Hold::Unapproved) {
+        Check::fail("approval", "not approved: a session does not start it").hint(format!(
+            "approve it with `harness9 mcp approve {quoted}` (or run with --approve-project)"
+        ))
+    } else if !from_project(opts, config, spec) {
+        Check::ok(
+            "approval",
+            if opts.config_must_exist {
+                "not needed: a --config file is trusted as given"
+            } else {
+                "not needed: the user config is yours"
+            },
+        )
+    } else if matches!(spec.hold, Some(Hold::Invalid(_)))
+        // An entry held only for a value of the user's (an unset variable) is approved
+        // as written, or it would wait for approval instead.
+        && config.written(&spec.name).is_none_or(|w| w.transport.is_none())
+    {
+        Check::ok("approval", "not checked until the entry is valid")
+    } else if opts.approve_project {
+        Check::ok("approval", "approved (--approve-project)")
+    } else {
+        Check::ok("approval", "approved as it is now")
+    }
+}
+
+/// Each `${VAR}` server `name`'s entry uses, by name (a VS Code input with a saved value is
+/// fine).
+fn env_checks(config: &Config, name: &str, c: &mut Vec<Check>) {
+    let Some(w) = config.written(name) else {
+        return;
+    };
+    let store = crate::app::input_vars::store_path();
+    let file = config
+        .sources
+        .iter()
+        .find(|(n, _)| n == name)
+        .map_or(config.path.clone(), |(_, p)| p.clone());
+    let is_set = |var: &str| std::env::var_os(var).is_some();
+    let input_var = |id: &str| crate::app::config::input_var(id);
+    let refs = var_refs(&w.entry);
+    for (check, r) in var_checks(&refs, &is_set, &input_var)
+        .into_iter()
+        .zip(&refs)
+    {
+        // A VS Code input may also have a value saved from the interactive session.
+        let saved = r
+            .name
+            .strip_prefix("input:")
+            .is_some_and(|id| crate::app::input_vars::get(&store, &file, id).is_some());
+        c.push(if saved && check.status != crate::app::doctor::Status::Ok {
+            Check::ok("env", format!("${{{}}} has a saved value", r.name))
+        } else {
+            check
+        });
+    }
 }
 
 /// What sandbox a stdio server runs under, or none.

@@ -161,61 +161,95 @@ pub(super) fn import(
             path.display()
         )));
     }
-    let mut target = read_target(&path, true)?;
-    let shown = path.display().to_string();
-    let (mut imported, mut skipped) = (Vec::new(), Vec::new());
-    // Each field left out: (field, why) -> the servers that had it.
-    let mut dropped: Vec<((String, String), Vec<String>)> = Vec::new();
-    for f in found {
-        // An entry that would not load here (a field we cannot read) is skipped; variables
-        // are left for load time. Each is checked alone, so a warning is said once.
-        let added = crate::app::edit::add_server("", &f.name, &f.entry)
-            .and_then(|alone| entry_loads(&alone, &path, &f.name, &|_| Some(String::new()), opts))
-            .and_then(|off| {
-                crate::app::edit::add_server(&target, &f.name, &f.entry).map(|t| (t, off))
-            });
-        match added {
-            Ok((next, off)) => {
-                target = next;
-                imported.push((f.name.clone(), off));
-                for field in f.dropped {
-                    match dropped.iter_mut().find(|(k, _)| *k == field) {
-                        Some((_, names)) => names.push(f.name.clone()),
-                        None => dropped.push((field, vec![f.name.clone()])),
-                    }
-                }
-            }
-            Err(why) => skipped.push((f.name, why)),
-        }
-    }
-    if !imported.is_empty() {
+    let merged = Merged::of(found, read_target(&path, true)?, &path, opts);
+    if !merged.imported.is_empty() {
         // The whole file once more: it must still load as a config.
-        check_file(&target, &path, opts)?;
+        check_file(&merged.target, &path, opts)?;
         let note = shadow_note(opts, scope, &path);
-        save_target(opts, scope, &path, &target, &imported)?;
+        save_target(opts, scope, &path, &merged.target, &merged.imported)?;
         if let Some(note) = note {
             say!("{note}");
         }
     }
-    for (name, off) in &imported {
-        let off = if *off { " (disabled)" } else { "" };
-        say!("imported {}{off} into {shown}", clean_line(name));
-    }
-    for ((field, why), names) in &dropped {
-        let names: Vec<String> = names.iter().map(|n| clean_line(n).into_owned()).collect();
-        say!(
-            "left out \"{}\" of {} server{} ({}): {}",
-            clean_line(field),
-            names.len(),
-            if names.len() == 1 { "" } else { "s" },
-            names.join(", "),
-            clean_line(why)
-        );
-    }
-    for (name, why) in &skipped {
-        say!("skipped {}: {}", clean_line(name), clean_line(why));
-    }
+    merged.report(&path.display().to_string())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The servers `mcp import` found, merged into the target file's text one by one.
+struct Merged {
+    /// The target file's text with every imported server.
+    target: String,
+    /// Each server imported, and whether it is disabled.
+    imported: Vec<(String, bool)>,
+    /// Each server skipped, and why.
+    skipped: Vec<(String, String)>,
+    /// Each field left out: (field, why) -> the servers that had it.
+    dropped: Vec<((String, String), Vec<String>)>,
+}
+
+impl Merged {
+    /// `found` merged into `target`, the text of the file at `path`. An entry that would not
+    /// load here (a field we cannot read) is skipped; variables are left for load time. Each
+    /// is checked alone, so a warning is said once.
+    fn of(
+        found: Vec<crate::app::import::Found>,
+        target: String,
+        path: &std::path::Path,
+        opts: &SessionOptions,
+    ) -> Merged {
+        let mut m = Merged {
+            target,
+            imported: Vec::new(),
+            skipped: Vec::new(),
+            dropped: Vec::new(),
+        };
+        for f in found {
+            let added = crate::app::edit::add_server("", &f.name, &f.entry)
+                .and_then(|alone| {
+                    entry_loads(&alone, path, &f.name, &|_| Some(String::new()), opts)
+                })
+                .and_then(|off| {
+                    crate::app::edit::add_server(&m.target, &f.name, &f.entry).map(|t| (t, off))
+                });
+            match added {
+                Ok((next, off)) => {
+                    m.target = next;
+                    m.imported.push((f.name.clone(), off));
+                    for field in f.dropped {
+                        match m.dropped.iter_mut().find(|(k, _)| *k == field) {
+                            Some((_, names)) => names.push(f.name.clone()),
+                            None => m.dropped.push((field, vec![f.name.clone()])),
+                        }
+                    }
+                }
+                Err(why) => m.skipped.push((f.name, why)),
+            }
+        }
+        m
+    }
+
+    /// Says what was imported into `shown`, the fields left out, the servers skipped.
+    fn report(&self, shown: &str) -> anyhow::Result<()> {
+        for (name, off) in &self.imported {
+            let off = if *off { " (disabled)" } else { "" };
+            say!("imported {}{off} into {shown}", clean_line(name));
+        }
+        for ((field, why), names) in &self.dropped {
+            let names: Vec<String> = names.iter().map(|n| clean_line(n).into_owned()).collect();
+            say!(
+                "left out \"{}\" of {} server{} ({}): {}",
+                clean_line(field),
+                names.len(),
+                if names.len() == 1 { "" } else { "s" },
+                names.join(", "),
+                clean_line(why)
+            );
+        }
+        for (name, why) in &self.skipped {
+            say!("skipped {}: {}", clean_line(name), clean_line(why));
+        }
+        Ok(())
+    }
 }
 
 /// Adds (`Some(entry)`) or removes (`None`) server `name` in the scope's file, keeping the rest
