@@ -3,6 +3,8 @@
 //! tool call passes (it runs unless a deny rule of the user's names it), with the one wording
 //! of its refusal, and the sending of each kind of call through the runtime's registry.
 
+use std::future::Future;
+
 use actix::{Addr, Handler, MailboxError};
 use harness9_actors::error::{CallError, RequestError};
 use harness9_actors::messages::{
@@ -81,42 +83,47 @@ pub enum SendError {
     Failed(#[from] RequestError),
 }
 
-/// Sends one request to a server through the registry.
-async fn request<M>(registry: &Addr<ToolRegistry>, msg: M) -> Result<M::Output, SendError>
+/// Sends one request to a server through the registry: into the registry's mailbox now, the
+/// answer awaited by the future returned.
+fn request<M>(
+    registry: &Addr<ToolRegistry>,
+    msg: M,
+) -> impl Future<Output = Result<M::Output, SendError>> + 'static
 where
     M: ServerRequest + 'static,
     ToolRegistry: Handler<M>,
 {
-    Ok(registry.send(msg).await.map_err(SendError::Stopped)??)
+    let sent = registry.send(msg);
+    async move { Ok(sent.await.map_err(SendError::Stopped)??) }
 }
 
 /// `resources/read` of `uri` on `server`.
-pub async fn read_resource(
+pub fn read_resource(
     registry: &Addr<ToolRegistry>,
     server: &str,
     uri: &str,
-) -> Result<ReadResourceResult, SendError> {
+) -> impl Future<Output = Result<ReadResourceResult, SendError>> + 'static {
     let msg = ReadResource {
         server: server.to_owned(),
         uri: uri.to_owned(),
     };
-    request(registry, msg).await
+    request(registry, msg)
 }
 
 /// `prompts/get` of a prompt with its arguments.
-pub async fn get_prompt(
+pub fn get_prompt(
     registry: &Addr<ToolRegistry>,
     msg: GetPrompt,
-) -> Result<GetPromptResult, SendError> {
-    request(registry, msg).await
+) -> impl Future<Output = Result<GetPromptResult, SendError>> + 'static {
+    request(registry, msg)
 }
 
 /// `completion/complete` of one argument's value.
-pub async fn complete(
+pub fn complete(
     registry: &Addr<ToolRegistry>,
     msg: Complete,
-) -> Result<Completion, SendError> {
-    request(registry, msg).await
+) -> impl Future<Output = Result<Completion, SendError>> + 'static {
+    request(registry, msg)
 }
 
 #[cfg(test)]

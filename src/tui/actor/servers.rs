@@ -116,15 +116,16 @@ impl Tui {
                 value,
                 context,
             } => {
-                let registry = self.registry.clone();
-                let msg = Complete {
-                    server,
-                    reference: CompletionRef::Prompt(prompt),
-                    argument: argument.clone(),
-                    value,
-                    context,
-                };
-                let ask = async move { user_call::complete(&registry, msg).await };
+                let ask = user_call::complete(
+                    &self.registry,
+                    Complete {
+                        server,
+                        reference: CompletionRef::Prompt(prompt),
+                        argument: argument.clone(),
+                        value,
+                        context,
+                    },
+                );
                 ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
                     let values = completion_values(r);
                     act.apply(
@@ -146,15 +147,16 @@ impl Tui {
                 head,
                 tail,
             } => {
-                let registry = self.registry.clone();
-                let msg = Complete {
-                    server,
-                    reference: CompletionRef::Resource(template),
-                    argument: variable,
-                    value,
-                    context: Default::default(),
-                };
-                let ask = async move { user_call::complete(&registry, msg).await };
+                let ask = user_call::complete(
+                    &self.registry,
+                    Complete {
+                        server,
+                        reference: CompletionRef::Resource(template),
+                        argument: variable,
+                        value,
+                        context: Default::default(),
+                    },
+                );
                 ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
                     let values = completion_values(r);
                     act.apply(
@@ -173,13 +175,14 @@ impl Tui {
                 name,
                 arguments,
             } => {
-                let registry = self.registry.clone();
-                let msg = GetPrompt {
-                    server,
-                    name: name.clone(),
-                    arguments,
-                };
-                let ask = async move { user_call::get_prompt(&registry, msg).await };
+                let ask = user_call::get_prompt(
+                    &self.registry,
+                    GetPrompt {
+                        server,
+                        name: name.clone(),
+                        arguments,
+                    },
+                );
                 ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
                     let result = r.map_err(|e| e.to_string());
                     act.apply(Event::PromptGot { name, result }, ctx);
