@@ -206,7 +206,9 @@ fn main() -> ExitCode {
         Err(e) => return fail(json, &e, 2, started),
     };
     install_panic_hook();
-    let code = run_command(&cli, &opts, json, started);
+    // The system lives to the end of `main`: its runtime is dropped after the exit paths.
+    let sys = actix::System::new();
+    let code = sys.block_on(run_command(&cli, &opts, json, started));
     harness9::tui::restore_terminal();
     end_children();
     if let Some(t) = telemetry {
@@ -383,37 +385,32 @@ fn install_panic_hook() {
 }
 
 /// Runs the command (a front end) on the actix system; its exit code.
-fn run_command(
+async fn run_command(
     cli: &Cli,
     opts: &harness9::app::SessionOptions,
     json: JsonErrors,
     started: Instant,
 ) -> ExitCode {
-    let sys = actix::System::new();
-    sys.block_on(async {
-        let result = match &cli.command {
-            Some(Command::Mcp(cmd)) => run_mcp(opts, cmd).await,
-            Some(Command::Run(args)) => harness9::cli::run::run(opts, args, started).await,
-            Some(Command::Doctor(args)) => harness9::cli::doctor::doctor(opts, args).await,
-            Some(Command::Conformance(args)) => harness9::cli::conformance::run(opts, args).await,
-            // Answered before the runtime starts.
-            Some(Command::Completions { .. } | Command::Trace(_) | Command::Permissions(_)) => {
-                Ok(ExitCode::SUCCESS)
-            }
-            Some(Command::ConformanceBrowser { url }) => {
-                harness9::cli::conformance::browser(url).await
-            }
-            None => harness9::tui::run(opts, started).await,
-        };
-        match result {
-            Ok(code) => code,
-            Err(e) if is_broken_pipe(&e) => ExitCode::from(1),
-            Err(e) => {
-                harness9::tui::restore_terminal();
-                // Usage and config mistakes: 2; failures: 1. Error chains carry server text
-                // (a CallError embeds the server's message): `fail` cleans it for stderr.
-                fail(json, &format!("{e:#}"), exit_code(&e), started)
-            }
+    let result = match &cli.command {
+        Some(Command::Mcp(cmd)) => run_mcp(opts, cmd).await,
+        Some(Command::Run(args)) => harness9::cli::run::run(opts, args, started).await,
+        Some(Command::Doctor(args)) => harness9::cli::doctor::doctor(opts, args).await,
+        Some(Command::Conformance(args)) => harness9::cli::conformance::run(opts, args).await,
+        // Answered before the runtime starts.
+        Some(Command::Completions { .. } | Command::Trace(_) | Command::Permissions(_)) => {
+            Ok(ExitCode::SUCCESS)
         }
-    })
+        Some(Command::ConformanceBrowser { url }) => harness9::cli::conformance::browser(url).await,
+        None => harness9::tui::run(opts, started).await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::from(1),
+        Err(e) => {
+            harness9::tui::restore_terminal();
+            // Usage and config mistakes: 2; failures: 1. Error chains carry server text
+            // (a CallError embeds the server's message): `fail` cleans it for stderr.
+            fail(json, &format!("{e:#}"), exit_code(&e), started)
+        }
+    }
 }
