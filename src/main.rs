@@ -160,106 +160,24 @@ fn fail(json: JsonErrors, message: &str, code: u8, started: Instant) -> ExitCode
 
 fn main() -> ExitCode {
     let started = Instant::now();
-    let cli = match Cli::try_parse() {
+    let cli = match parse(started) {
         Ok(cli) => cli,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            let json = JsonErrors::of_raw_args(&std::env::args_os().collect::<Vec<_>>());
-            let shown = matches!(
-                e.kind(),
-                ErrorKind::DisplayHelp
-                    | ErrorKind::DisplayVersion
-                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-            );
-            if shown || json == JsonErrors::No {
-                e.exit();
-            }
-            // clap's own usage errors: its text on stderr, and with --json the first line as
-            // JSON on stdout.
-            let text = e.render().to_string();
-            // The message is what comes before the usage line, on one line.
-            let message: Vec<&str> = text
-                .lines()
-                .take_while(|l| !l.trim().is_empty())
-                .map(str::trim)
-                .collect();
-            let message = message.join(" ");
-            let message = message.strip_prefix("error: ").unwrap_or(&message);
-            if let Some(line) = json.line(message, 2, started.elapsed()) {
-                println!("{line}");
-            }
-            let _ = e.print();
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let json = cli.json_errors();
     let flags = match cli.flags() {
         Ok(f) => f,
         Err(e) => return fail(json, &e.0, 2, started),
     };
-    if let Some(Command::Completions { shell }) = &cli.command {
-        use clap::CommandFactory as _;
-        clap_complete::generate(
-            *shell,
-            &mut Cli::command(),
-            "harness9",
-            &mut std::io::stdout(),
-        );
-        return ExitCode::SUCCESS;
-    }
-    // A trace file's table: no runtime, no servers.
-    // A trace file's table, or the file served as a stdio server: no runtime, no servers.
-    if let Some(Command::Trace(t)) = &cli.command {
-        let result = match t {
-            TraceCommand::Stats { file, server, json } => {
-                harness9::cli::trace::stats(file, server.as_deref(), *json)
-            }
-            TraceCommand::Replay { file, server } => {
-                harness9::cli::trace::replay(file, server.as_deref())
-            }
-        };
-        return result.unwrap_or_else(|e| fail(json, &format!("{e:#}"), 1, started));
-    }
-    // Another agent's permission settings into the user's file: no runtime, no servers.
-    if let Some(Command::Permissions(harness9::cli::PermissionsCommand::Import {
-        from,
-        file,
-        dry_run,
-        settings,
-    })) = &cli.command
-    {
-        let settings = settings.clone().or_else(|| flags.model_flags().config_path);
-        return harness9::cli::permissions::import(
-            *from,
-            file.as_deref(),
-            settings.as_deref(),
-            *dry_run,
-        )
-        .unwrap_or_else(|e| {
-            let code = exit_code(&e);
-            fail(json, &format!("{e:#}"), code, started)
-        });
+    if let Some(code) = without_runtime(&cli, &flags, json, started) {
+        return code;
     }
     let interactive = cli.command.is_none();
     // Telemetry: the OTEL_* environment, else the user's [telemetry]; off by default.
     let mut early_warnings = Vec::new();
-    // A settings file that does not parse is a config error (as it is for every setting); an
-    // OTEL_* value harness9 cannot honour is a warning, and the session runs without telemetry
-    // (a variable meant for another program must not stop this one).
-    let telemetry = match harness9::agent::model::settings::telemetry(
-        &flags.model_flags(),
-        &mut early_warnings,
-    ) {
-        Err(e) => return fail(json, &e.to_string(), 2, started),
-        Ok(t) => match harness9::app::telemetry::plan(|k| std::env::var(k).ok(), &t)
-            .and_then(|p| harness9::app::telemetry::start(&p))
-        {
-            Ok(t) => t,
-            Err(e) => {
-                early_warnings.push(format!("telemetry is off: {e}"));
-                None
-            }
-        },
+    let telemetry = match telemetry(&flags, &mut early_warnings) {
+        Ok(t) => t,
+        Err(e) => return fail(json, &e, 2, started),
     };
     // The model's keys and the OTLP credentials never leave in a span, a trace record or a
     // log line, whatever text carries them.
@@ -275,16 +193,7 @@ fn main() -> ExitCode {
     if let Some(t) = &telemetry {
         // A collector that is down is known (and said once) before the first export.
         t.probe();
-    }
-    if telemetry.is_some() {
-        let name = cli
-            .command
-            .as_ref()
-            .map_or_else(|| "tui".to_owned(), Command::name);
-        harness9_actors::telemetry::set_root(tracing::info_span!(
-            target: harness9_actors::telemetry::TARGET, "session",
-            otel.name = %format_args!("harness9 {name}"), otel.kind = "internal",
-            harness9.command = %name));
+        harness9_actors::telemetry::set_root(session_span(&cli));
     }
     // Before any child exists: a server's double-forked daemon is reparented to us, not init,
     // so it is found and ended at exit.
@@ -295,79 +204,14 @@ fn main() -> ExitCode {
     }
     spawn_orphan_reaper();
     // The command line, resolved once: every front end runs on these options.
-    let mut opts = match flags.session_options() {
+    let opts = match session_options(&flags, early_warnings) {
         Ok(o) => o,
-        Err(e) => return fail(json, &e.to_string(), 2, started),
+        Err(e) => return fail(json, &e, 2, started),
     };
-    opts.runtime.warnings.append(&mut early_warnings);
-    // The settings' runtime choices, read once and carried in the options (no globals).
-    match harness9::agent::model::settings::mcp_sandbox_default(
-        &opts.model,
-        &mut opts.runtime.warnings,
-    ) {
-        Ok(default) => opts.runtime.entries.sandbox = default,
-        // A settings file that does not parse: a config error.
-        Err(e) => return fail(json, &e.to_string(), 2, started),
-    }
-    match harness9::agent::model::settings::shell_sandbox(&opts.model, &mut opts.runtime.warnings) {
-        Ok(mode) => opts.runtime.shell = mode,
-        Err(e) => return fail(json, &e.to_string(), 2, started),
-    }
-    // A settings file that does not parse is a config error; an IdP whose secret's variable is
-    // not set fails only the servers of the enterprise grant (said once here).
-    match harness9::agent::model::settings::enterprise_idp(&opts.model, &mut opts.runtime.warnings)
-    {
-        Err(e) => return fail(json, &e.to_string(), 2, started),
-        Ok(s) => match s.map(harness9::app::config::enterprise_idp).transpose() {
-            Ok(idp) => opts.runtime.entries.enterprise_idp = idp,
-            Err(e) => {
-                opts.runtime.warnings.push(e.clone());
-                opts.runtime.entries.enterprise_idp_error = Some(e);
-            }
-        },
-    }
-    // A project's `provider` and `base_url`s are ignored (`settings::resolve`): said here.
-    if let Err(e) =
-        harness9::agent::model::settings::project_endpoint(&opts.model, &mut opts.runtime.warnings)
-    {
-        return fail(json, &e.to_string(), 2, started);
-    }
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        // Terminal first, so the message below is readable; then no child outlives us.
-        harness9::tui::restore_terminal();
-        end_children();
-        tracing::error!("panic: {info}");
-        default_hook(info);
-        std::process::exit(101);
-    }));
+    install_panic_hook();
+    // The system lives to the end of `main`: its runtime is dropped after the exit paths.
     let sys = actix::System::new();
-    let code = sys.block_on(async {
-        let result = match &cli.command {
-            Some(Command::Mcp(cmd)) => run_mcp(&opts, cmd).await,
-            Some(Command::Run(args)) => harness9::cli::run::run(&opts, args, started).await,
-            Some(Command::Doctor(args)) => harness9::cli::doctor::doctor(&opts, args).await,
-            Some(Command::Conformance(args)) => harness9::cli::conformance::run(&opts, args).await,
-            // Answered before the runtime starts.
-            Some(Command::Completions { .. } | Command::Trace(_) | Command::Permissions(_)) => {
-                Ok(ExitCode::SUCCESS)
-            }
-            Some(Command::ConformanceBrowser { url }) => {
-                harness9::cli::conformance::browser(url).await
-            }
-            None => harness9::tui::run(&opts, started).await,
-        };
-        match result {
-            Ok(code) => code,
-            Err(e) if is_broken_pipe(&e) => ExitCode::from(1),
-            Err(e) => {
-                harness9::tui::restore_terminal();
-                // Usage and config mistakes: 2; failures: 1. Error chains carry server text
-                // (a CallError embeds the server's message): `fail` cleans it for stderr.
-                fail(json, &format!("{e:#}"), exit_code(&e), started)
-            }
-        }
-    });
+    let code = sys.block_on(run_command(&cli, &opts, json, started));
     harness9::tui::restore_terminal();
     end_children();
     if let Some(t) = telemetry {
@@ -376,4 +220,200 @@ fn main() -> ExitCode {
         t.shutdown();
     }
     code
+}
+
+/// The command line, or the exit code of one clap would not take: help and version shown,
+/// a usage error on stderr (and with `--json` its first line as JSON on stdout).
+fn parse(started: Instant) -> Result<Cli, ExitCode> {
+    let e = match Cli::try_parse() {
+        Ok(cli) => return Ok(cli),
+        Err(e) => e,
+    };
+    use clap::error::ErrorKind;
+    let json = JsonErrors::of_raw_args(&std::env::args_os().collect::<Vec<_>>());
+    let shown = matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if shown || json == JsonErrors::No {
+        e.exit();
+    }
+    // clap's own usage errors: its text on stderr, and with --json the first line as
+    // JSON on stdout.
+    let text = e.render().to_string();
+    // The message is what comes before the usage line, on one line.
+    let message: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let message = message.join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    if let Some(line) = json.line(message, 2, started.elapsed()) {
+        println!("{line}");
+    }
+    let _ = e.print();
+    Err(ExitCode::from(2))
+}
+
+/// The commands answered with no runtime and no servers (shell completions, a trace file's
+/// table or its replay, another agent's permissions imported); `None` for the others.
+fn without_runtime(
+    cli: &Cli,
+    flags: &harness9::cli::Flags,
+    json: JsonErrors,
+    started: Instant,
+) -> Option<ExitCode> {
+    match &cli.command {
+        Some(Command::Completions { shell }) => {
+            use clap::CommandFactory as _;
+            clap_complete::generate(
+                *shell,
+                &mut Cli::command(),
+                "harness9",
+                &mut std::io::stdout(),
+            );
+            Some(ExitCode::SUCCESS)
+        }
+        // A trace file's table, or the file served as a stdio server.
+        Some(Command::Trace(t)) => {
+            let result = match t {
+                TraceCommand::Stats { file, server, json } => {
+                    harness9::cli::trace::stats(file, server.as_deref(), *json)
+                }
+                TraceCommand::Replay { file, server } => {
+                    harness9::cli::trace::replay(file, server.as_deref())
+                }
+            };
+            Some(result.unwrap_or_else(|e| fail(json, &format!("{e:#}"), 1, started)))
+        }
+        // Another agent's permission settings into the user's file.
+        Some(Command::Permissions(harness9::cli::PermissionsCommand::Import {
+            from,
+            file,
+            dry_run,
+            settings,
+        })) => {
+            let settings = settings.clone().or_else(|| flags.model_flags().config_path);
+            let result = harness9::cli::permissions::import(
+                *from,
+                file.as_deref(),
+                settings.as_deref(),
+                *dry_run,
+            );
+            Some(result.unwrap_or_else(|e| {
+                let code = exit_code(&e);
+                fail(json, &format!("{e:#}"), code, started)
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// Telemetry as the settings and the environment ask for it. A settings file that does not
+/// parse is a config error (as it is for every setting); an OTEL_* value harness9 cannot
+/// honour is a warning, and the session runs without telemetry (a variable meant for another
+/// program must not stop this one).
+fn telemetry(
+    flags: &harness9::cli::Flags,
+    warnings: &mut Vec<String>,
+) -> Result<Option<harness9::app::telemetry::Telemetry>, String> {
+    let settings = harness9::agent::model::settings::telemetry(&flags.model_flags(), warnings)
+        .map_err(|e| e.to_string())?;
+    match harness9::app::telemetry::plan(|k| std::env::var(k).ok(), &settings)
+        .and_then(|p| harness9::app::telemetry::start(&p))
+    {
+        Ok(t) => Ok(t),
+        Err(e) => {
+            warnings.push(format!("telemetry is off: {e}"));
+            Ok(None)
+        }
+    }
+}
+
+/// The session's root span: `harness9 {command}`.
+fn session_span(cli: &Cli) -> tracing::Span {
+    let name = cli
+        .command
+        .as_ref()
+        .map_or_else(|| "tui".to_owned(), Command::name);
+    tracing::info_span!(
+        target: harness9_actors::telemetry::TARGET, "session",
+        otel.name = %format_args!("harness9 {name}"), otel.kind = "internal",
+        harness9.command = %name)
+}
+
+/// The options every front end runs on, with the settings' runtime choices read once and
+/// carried in them (no globals); a settings file that does not parse is a config error.
+fn session_options(
+    flags: &harness9::cli::Flags,
+    mut early_warnings: Vec<String>,
+) -> Result<harness9::app::SessionOptions, String> {
+    use harness9::agent::model::settings;
+    let mut opts = flags.session_options().map_err(|e| e.to_string())?;
+    opts.runtime.warnings.append(&mut early_warnings);
+    let warnings = &mut opts.runtime.warnings;
+    opts.runtime.entries.sandbox =
+        settings::mcp_sandbox_default(&opts.model, warnings).map_err(|e| e.to_string())?;
+    opts.runtime.shell =
+        settings::shell_sandbox(&opts.model, warnings).map_err(|e| e.to_string())?;
+    // An IdP whose secret's variable is not set fails only the servers of the enterprise
+    // grant (said once here).
+    let idp = settings::enterprise_idp(&opts.model, warnings).map_err(|e| e.to_string())?;
+    match idp.map(harness9::app::config::enterprise_idp).transpose() {
+        Ok(idp) => opts.runtime.entries.enterprise_idp = idp,
+        Err(e) => {
+            warnings.push(e.clone());
+            opts.runtime.entries.enterprise_idp_error = Some(e);
+        }
+    }
+    // A project's `provider` and `base_url`s are ignored (`settings::resolve`): said here.
+    settings::project_endpoint(&opts.model, warnings).map_err(|e| e.to_string())?;
+    Ok(opts)
+}
+
+/// A panic anywhere: the terminal restored first, so the message is readable; then no child
+/// outlives us; exit code 101.
+fn install_panic_hook() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        harness9::tui::restore_terminal();
+        end_children();
+        tracing::error!("panic: {info}");
+        default_hook(info);
+        std::process::exit(101);
+    }));
+}
+
+/// Runs the command (a front end) on the actix system; its exit code.
+async fn run_command(
+    cli: &Cli,
+    opts: &harness9::app::SessionOptions,
+    json: JsonErrors,
+    started: Instant,
+) -> ExitCode {
+    let result = match &cli.command {
+        Some(Command::Mcp(cmd)) => run_mcp(opts, cmd).await,
+        Some(Command::Run(args)) => harness9::cli::run::run(opts, args, started).await,
+        Some(Command::Doctor(args)) => harness9::cli::doctor::doctor(opts, args).await,
+        Some(Command::Conformance(args)) => harness9::cli::conformance::run(opts, args).await,
+        // Answered before the runtime starts.
+        Some(Command::Completions { .. } | Command::Trace(_) | Command::Permissions(_)) => {
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::ConformanceBrowser { url }) => harness9::cli::conformance::browser(url).await,
+        None => harness9::tui::run(opts, started).await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::from(1),
+        Err(e) => {
+            harness9::tui::restore_terminal();
+            // Usage and config mistakes: 2; failures: 1. Error chains carry server text
+            // (a CallError embeds the server's message): `fail` cleans it for stderr.
+            fail(json, &format!("{e:#}"), exit_code(&e), started)
+        }
+    }
 }

@@ -20,6 +20,7 @@ pub mod sampler;
 mod session;
 pub mod stores;
 pub mod telemetry;
+pub mod user_call;
 pub mod watcher;
 
 pub use runtime::{spawn_status_lines, Runtime};

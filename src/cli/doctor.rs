@@ -33,21 +33,7 @@ const MAX_MODEL_LIST: usize = 4 * 1024 * 1024;
 pub async fn doctor(opts: &SessionOptions, args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let config = opts.load_config()?;
     let only = args.server.as_deref();
-    let disabled: Vec<&String> = match only {
-        Some(name) => config.disabled.iter().filter(|d| *d == name).collect(),
-        None => config.disabled.iter().collect(),
-    };
-    let specs: Vec<&ServerSpec> = match only {
-        Some(name) => {
-            let found: Vec<&ServerSpec> =
-                config.servers.iter().filter(|s| s.name == name).collect();
-            if found.is_empty() && disabled.is_empty() {
-                return Err(unknown_server(&config, name).into());
-            }
-            found
-        }
-        None => config.servers.iter().collect(),
-    };
+    let (specs, disabled) = chosen(&config, only)?;
     let client = probe_client();
     // What a session would start: the approved, valid servers, each given longer than its
     // startupTimeoutSec so that one just over it is still timed.
@@ -67,52 +53,8 @@ pub async fn doctor(opts: &SessionOptions, args: &DoctorArgs) -> anyhow::Result<
     let started = if runnable.is_empty() {
         None
     } else {
-        let start = Start {
-            shutdown_grace: Some(HEADLESS_GRACE),
-            ..Start::default()
-        };
-        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-            let longest = runnable
-                .iter()
-                .map(|s| s.startup_timeout)
-                .max()
-                .unwrap_or_default();
-            eprintln!(
-                "[doctor] starting {} server{} (at most {})...",
-                runnable.len(),
-                if runnable.len() == 1 { "" } else { "s" },
-                fmt_secs(longest)
-            );
-        }
-        let mut session = Session::start(opts, &config, runnable, start)?;
-        let rt = &mut session.runtime;
-        let bound = rt.max_startup + Duration::from_secs(5);
-        let later = rt.status.clone();
-        let outcome = tokio::select! {
-            snap = rt.settled(bound) => Some((snap, tool_sizes(rt).await)),
-            _ = interrupted() => None,
-        };
-        session.close().await;
-        match outcome {
-            Some((mut snap, sizes)) => {
-                // A start that timed out is failed before its process is stopped; what it
-                // wrote to stderr arrives with its exit, which the close waited for.
-                let after = later.borrow().clone();
-                for (name, st) in std::sync::Arc::make_mut(&mut snap).iter_mut() {
-                    if let (
-                        ServerStatus::Failed { stderr_tail, .. },
-                        Some(ServerStatus::Failed {
-                            stderr_tail: last, ..
-                        }),
-                    ) = (&mut st.status, after.get(name).map(|s| &s.status))
-                    {
-                        if stderr_tail.is_empty() {
-                            stderr_tail.clone_from(last);
-                        }
-                    }
-                }
-                Some((snap, sizes))
-            }
+        match cold_start(opts, &config, runnable).await? {
+            Some(started) => Some(started),
             None => {
                 eprintln!("[doctor] interrupted; servers stopped");
                 return Ok(ExitCode::from(130));
@@ -123,17 +65,7 @@ pub async fn doctor(opts: &SessionOptions, args: &DoctorArgs) -> anyhow::Result<
     for (spec, report) in specs.iter().zip(reports.iter_mut()) {
         after_start(spec, &snap, &sizes, report);
     }
-    for name in disabled {
-        let mut r = ServerReport::new(name, "-");
-        r.checks.push(
-            Check::ok(
-                "source",
-                "disabled in its entry (\"disabled\": true): not started",
-            )
-            .hint("remove \"disabled\": true to use it"),
-        );
-        reports.push(r);
-    }
+    reports.extend(disabled.into_iter().map(|name| disabled_report(name)));
     let model = if only.is_none() {
         tokio::select! {
             m = async {
@@ -146,12 +78,114 @@ pub async fn doctor(opts: &SessionOptions, args: &DoctorArgs) -> anyhow::Result<
     } else {
         Vec::new()
     };
-    let report = Report::new(reports, model);
-    if args.json.json {
-        say!("{}", crate::sanitize::to_json(&report, true)?);
+    print_report(&Report::new(reports, model), args.json.json)
+}
+
+/// The servers `doctor` checks (every configured one, or `only`) and the disabled entries it
+/// names; a name the config does not have is a usage error.
+fn chosen<'a>(
+    config: &'a Config,
+    only: Option<&str>,
+) -> anyhow::Result<(Vec<&'a ServerSpec>, Vec<&'a String>)> {
+    let disabled: Vec<&String> = match only {
+        Some(name) => config.disabled.iter().filter(|d| *d == name).collect(),
+        None => config.disabled.iter().collect(),
+    };
+    let specs: Vec<&ServerSpec> = match only {
+        Some(name) => {
+            let found: Vec<&ServerSpec> =
+                config.servers.iter().filter(|s| s.name == name).collect();
+            if found.is_empty() && disabled.is_empty() {
+                return Err(unknown_server(config, name).into());
+            }
+            found
+        }
+        None => config.servers.iter().collect(),
+    };
+    Ok((specs, disabled))
+}
+
+/// What a cold start of the servers showed: their statuses and the bytes of their tool
+/// definitions.
+type Started = (StatusSnapshot, std::collections::BTreeMap<String, usize>);
+
+/// Starts `runnable` on the real runtime and waits for them to settle (bounded), then stops
+/// them; `None` when interrupted.
+async fn cold_start(
+    opts: &SessionOptions,
+    config: &Config,
+    runnable: Vec<ServerSpec>,
+) -> anyhow::Result<Option<Started>> {
+    let start = Start {
+        shutdown_grace: Some(HEADLESS_GRACE),
+        ..Start::default()
+    };
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        let longest = runnable
+            .iter()
+            .map(|s| s.startup_timeout)
+            .max()
+            .unwrap_or_default();
+        eprintln!(
+            "[doctor] starting {} server{} (at most {})...",
+            runnable.len(),
+            if runnable.len() == 1 { "" } else { "s" },
+            fmt_secs(longest)
+        );
+    }
+    let mut session = Session::start(opts, config, runnable, start)?;
+    let rt = &mut session.runtime;
+    let bound = rt.max_startup + Duration::from_secs(5);
+    let later = rt.status.clone();
+    let outcome = tokio::select! {
+        snap = rt.settled(bound) => Some((snap, tool_sizes(rt).await)),
+        _ = interrupted() => None,
+    };
+    session.close().await;
+    Ok(outcome.map(|(mut snap, sizes)| {
+        with_late_stderr(&mut snap, &later.borrow());
+        (snap, sizes)
+    }))
+}
+
+/// A start that timed out is failed before its process is stopped; what it wrote to stderr
+/// arrives with its exit, which the close waited for: `after`'s tail fills an empty one.
+fn with_late_stderr(snap: &mut StatusSnapshot, after: &StatusSnapshot) {
+    for (name, st) in std::sync::Arc::make_mut(snap).iter_mut() {
+        if let (
+            ServerStatus::Failed { stderr_tail, .. },
+            Some(ServerStatus::Failed {
+                stderr_tail: last, ..
+            }),
+        ) = (&mut st.status, after.get(name).map(|s| &s.status))
+        {
+            if stderr_tail.is_empty() {
+                stderr_tail.clone_from(last);
+            }
+        }
+    }
+}
+
+/// The report of an entry disabled in the config: not started.
+fn disabled_report(name: &str) -> ServerReport {
+    let mut r = ServerReport::new(name, "-");
+    r.checks.push(
+        Check::ok(
+            "source",
+            "disabled in its entry (\"disabled\": true): not started",
+        )
+        .hint("remove \"disabled\": true to use it"),
+    );
+    r
+}
+
+/// Prints the report (text, or JSON with `--json`); exit code 1 when a check failed.
+fn print_report(report: &Report, as_json: bool) -> anyhow::Result<ExitCode> {
+    if as_json {
+        say!("{}", crate::sanitize::to_json(report, true)?);
     } else {
         use std::io::Write as _;
-        write!(std::io::stdout().lock(), "{}", render(&report))?;
+        write!(std::io::stdout().lock(), "{}", render(report))?;
     }
     Ok(if report.failed > 0 {
         ExitCode::from(1)
@@ -189,51 +223,14 @@ async fn before_start(
     client: &awc::Client,
 ) -> ServerReport {
     let name = spec.name.as_str();
-    let quoted = shell_quote(name);
     let mut r = ServerReport::new(name, spec.transport.kind());
     let c = &mut r.checks;
-    // Where its entry comes from.
-    let shown = |p: &std::path::Path| {
-        std::fs::canonicalize(p)
-            .unwrap_or_else(|_| p.to_path_buf())
-            .display()
-            .to_string()
-    };
-    let source = match config.sources.iter().find(|(n, _)| n == name) {
-        Some((_, p)) => format!("from the user config {}", shown(p)),
-        None if opts.config_must_exist => format!("from the --config file {}", shown(&config.path)),
-        None => format!("from the project config {}", shown(&config.path)),
-    };
-    c.push(Check::ok("source", source));
-    // Approval.
-    let unapproved = spec.hold == Some(Hold::Unapproved);
-    c.push(if unapproved {
-        Check::fail("approval", "not approved: a session does not start it").hint(format!(
-            "approve it with `harness9 mcp approve {quoted}` (or run with --approve-project)"
-        ))
-    } else if !from_project(opts, config, spec) {
-        Check::ok(
-            "approval",
-            if opts.config_must_exist {
-                "not needed: a --config file is trusted as given"
-            } else {
-                "not needed: the user config is yours"
-            },
-        )
-    } else if matches!(spec.hold, Some(Hold::Invalid(_)))
-        // An entry held only for a value of the user's (an unset variable) is approved
-        // as written, or it would wait for approval instead.
-        && config.written(name).is_none_or(|w| w.transport.is_none())
-    {
-        Check::ok("approval", "not checked until the entry is valid")
-    } else if opts.approve_project {
-        Check::ok("approval", "approved (--approve-project)")
-    } else {
-        Check::ok("approval", "approved as it is now")
-    });
+    c.push(source_check(opts, config, name));
+    c.push(approval_check(opts, config, spec));
     if let Some(Hold::Invalid(why)) = &spec.hold {
         c.push(Check::fail("entry", why).hint("a session does not start it until this is fixed"));
     }
+    let unapproved = spec.hold == Some(Hold::Unapproved);
     match &spec.transport {
         TransportSpec::Stdio {
             command, env, cwd, ..
@@ -249,36 +246,87 @@ async fn before_start(
         }
         _ => {}
     }
-    // Each `${VAR}` the entry uses, by name.
-    if let Some(w) = config.written(name) {
-        let store = crate::app::config::input_vars::store_path();
-        let file = config
-            .sources
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(config.path.clone(), |(_, p)| p.clone());
-        let is_set = |var: &str| std::env::var_os(var).is_some();
-        let input_var = |id: &str| crate::app::config::input_var(id);
-        let refs = var_refs(&w.entry);
-        for (check, r) in var_checks(&refs, &is_set, &input_var)
-            .into_iter()
-            .zip(&refs)
-        {
-            // A VS Code input may also have a value saved from the interactive session.
-            let saved = r
-                .name
-                .strip_prefix("input:")
-                .is_some_and(|id| crate::app::config::input_vars::get(&store, &file, id).is_some());
-            c.push(
-                if saved && check.status != crate::app::diagnostics::doctor::Status::Ok {
-                    Check::ok("env", format!("${{{}}} has a saved value", r.name))
-                } else {
-                    check
-                },
-            );
-        }
-    }
+    env_checks(config, name, c);
     r
+}
+
+/// Where server `name`'s entry comes from.
+fn source_check(opts: &SessionOptions, config: &Config, name: &str) -> Check {
+    let shown = |p: &std::path::Path| {
+        std::fs::canonicalize(p)
+            .unwrap_or_else(|_| p.to_path_buf())
+            .display()
+            .to_string()
+    };
+    let source = match config.sources.iter().find(|(n, _)| n == name) {
+        Some((_, p)) => format!("from the user config {}", shown(p)),
+        None if opts.config_must_exist => format!("from the --config file {}", shown(&config.path)),
+        None => format!("from the project config {}", shown(&config.path)),
+    };
+    Check::ok("source", source)
+}
+
+/// Whether server `spec` is approved, or needs no approval.
+fn approval_check(opts: &SessionOptions, config: &Config, spec: &ServerSpec) -> Check {
+    let quoted = shell_quote(&spec.name);
+    if spec.hold == Some(Hold::Unapproved) {
+        Check::fail("approval", "not approved: a session does not start it").hint(format!(
+            "approve it with `harness9 mcp approve {quoted}` (or run with --approve-project)"
+        ))
+    } else if !from_project(opts, config, spec) {
+        Check::ok(
+            "approval",
+            if opts.config_must_exist {
+                "not needed: a --config file is trusted as given"
+            } else {
+                "not needed: the user config is yours"
+            },
+        )
+    } else if matches!(spec.hold, Some(Hold::Invalid(_)))
+        // An entry held only for a value of the user's (an unset variable) is approved
+        // as written, or it would wait for approval instead.
+        && config.written(&spec.name).is_none_or(|w| w.transport.is_none())
+    {
+        Check::ok("approval", "not checked until the entry is valid")
+    } else if opts.approve_project {
+        Check::ok("approval", "approved (--approve-project)")
+    } else {
+        Check::ok("approval", "approved as it is now")
+    }
+}
+
+/// Each `${VAR}` server `name`'s entry uses, by name (a VS Code input with a saved value is
+/// fine).
+fn env_checks(config: &Config, name: &str, c: &mut Vec<Check>) {
+    let Some(w) = config.written(name) else {
+        return;
+    };
+    let store = crate::app::config::input_vars::store_path();
+    let file = config
+        .sources
+        .iter()
+        .find(|(n, _)| n == name)
+        .map_or(config.path.clone(), |(_, p)| p.clone());
+    let is_set = |var: &str| std::env::var_os(var).is_some();
+    let input_var = |id: &str| crate::app::config::input_var(id);
+    let refs = var_refs(&w.entry);
+    for (check, r) in var_checks(&refs, &is_set, &input_var)
+        .into_iter()
+        .zip(&refs)
+    {
+        // A VS Code input may also have a value saved from the interactive session.
+        let saved = r
+            .name
+            .strip_prefix("input:")
+            .is_some_and(|id| crate::app::config::input_vars::get(&store, &file, id).is_some());
+        c.push(
+            if saved && check.status != crate::app::diagnostics::doctor::Status::Ok {
+                Check::ok("env", format!("${{{}}} has a saved value", r.name))
+            } else {
+                check
+            },
+        );
+    }
 }
 
 /// What sandbox a stdio server runs under, or none.
@@ -435,10 +483,29 @@ fn after_start(
     r: &mut ServerReport,
 ) {
     let name = spec.name.as_str();
+    let status = snap.get(name).map(|s| &s.status);
+    start_checks(spec, status, sizes, &mut r.checks);
+    if let (TransportSpec::Http { url, .. }, Some(oauth), false) = (
+        &spec.transport,
+        &spec.oauth,
+        spec.hold == Some(Hold::Unapproved),
+    ) {
+        let needs = matches!(status, Some(ServerStatus::NeedsLogin { .. }));
+        r.checks.push(oauth_check(name, url, oauth, needs));
+    }
+}
+
+/// The start's checks of server `spec` by its `status` after the cold start.
+fn start_checks(
+    spec: &ServerSpec,
+    status: Option<&ServerStatus>,
+    sizes: &std::collections::BTreeMap<String, usize>,
+    c: &mut Vec<Check>,
+) {
+    let name = spec.name.as_str();
     let quoted = shell_quote(name);
-    let c = &mut r.checks;
     let timeout = spec.startup_timeout;
-    match (&spec.hold, snap.get(name).map(|s| &s.status)) {
+    match (&spec.hold, status) {
         (Some(Hold::Unapproved), _) => c.push(
             Check::warn("start", "not started: it is not approved").hint(format!(
                 "approve it with `harness9 mcp approve {quoted}`, then run `harness9 doctor {quoted}` again"
@@ -449,65 +516,11 @@ fn after_start(
             "not started: its entry is invalid (see above)",
         )),
         (None, Some(ServerStatus::Connected { tools, info })) => {
-            c.push(start_check(info.connect_time, timeout));
-            c.push(Check::ok(
-                "era",
-                format!(
-                    "protocol {} ({} era), server {}",
-                    info.protocol_version,
-                    info.era.label(),
-                    info.server_info.label()
-                ),
-            ));
             let bytes = sizes.get(name).copied().unwrap_or(0);
-            let detail = format!(
-                "{tools} tool{}, {bytes} bytes of tool definitions (~{} tokens)",
-                if *tools == 1 { "" } else { "s" },
-                crate::agent::toolsearch::tokens(bytes)
-            );
-            c.push(if *tools == 0 {
-                Check::warn("tools", detail).hint("it lists no tools; check its enabledTools/disabledTools and the server")
-            } else {
-                Check::ok("tools", detail)
-            });
+            connected_checks(info, *tools, bytes, timeout, c);
         }
         (None, Some(ServerStatus::Failed { error, stderr_tail })) => {
-            if error.starts_with(harness9_actors::supervisor::STARTUP_TIMED_OUT) {
-                c.push(
-                    Check::fail(
-                        "start",
-                        format!(
-                            "no tools listed within {}, well past its startupTimeoutSec of {}: it hangs or needs far longer",
-                            fmt_secs(measure_bound(timeout)),
-                            fmt_secs(timeout)
-                        ),
-                    )
-                    .hint("check that it speaks MCP on stdout; if it is only slow, raise \"startupTimeoutSec\""),
-                );
-            } else {
-                c.push(
-                    Check::fail("start", format!("did not start: {error}")).hint(
-                        if stderr_tail.is_empty() {
-                            "run its command by hand to see why"
-                        } else {
-                            "see its stderr below; run its command by hand to see more"
-                        },
-                    ),
-                );
-            }
-            if !stderr_tail.is_empty() {
-                c.push(
-                    Check::warn(
-                        "stderr",
-                        format!(
-                            "the last {} line{} it wrote to stderr:",
-                            stderr_tail.len().min(crate::app::diagnostics::doctor::MAX_LINES),
-                            if stderr_tail.len() == 1 { "" } else { "s" }
-                        ),
-                    )
-                    .lines(stderr_tail),
-                );
-            }
+            failed_checks(error, stderr_tail, timeout, c)
         }
         (None, Some(ServerStatus::NeedsLogin { .. })) => c.push(Check::warn(
             "start",
@@ -529,98 +542,171 @@ fn after_start(
         ),
         (None, None) => c.push(Check::fail("start", "the runtime did not report it")),
     }
-    if let (TransportSpec::Http { url, .. }, Some(oauth), false) = (
-        &spec.transport,
-        &spec.oauth,
-        spec.hold == Some(Hold::Unapproved),
-    ) {
-        let needs = matches!(
-            snap.get(name).map(|s| &s.status),
-            Some(ServerStatus::NeedsLogin { .. })
-        );
-        let kind = oauth.config.grant;
-        if let (harness9_actors::oauth::GrantKind::Enterprise, Some(idp)) =
-            (kind, &oauth.config.idp)
-        {
-            // One SSO login at the user's IdP, then tokens by the runtime.
-            let issuer = crate::sanitize::clean_line(&idp.issuer);
-            let login = format!("run `harness9 mcp login {}`", shell_quote(name));
-            let stored =
-                idp.id_token_file.is_some() || oauth.store.load(&idp.store_key()).is_some();
-            c.push(match (needs, stored) {
-                (_, false) => Check::fail(
-                    "oauth",
-                    format!("grant enterprise: no SSO login at the identity provider {issuer}"),
-                )
-                .hint(login),
-                (true, true) => Check::fail(
-                    "oauth",
-                    format!("grant enterprise (identity provider {issuer}): the server refused its token"),
-                )
-                .hint(format!("{login} again; if it is still refused, check the server's oauth entry and [enterprise_idp]")),
-                (false, true) => Check::ok(
-                    "oauth",
-                    format!("grant enterprise (identity provider {issuer}): SSO login kept, tokens got and renewed by the runtime"),
+}
+
+/// The checks of a server that connected: its start time, its era, its tools and their size
+/// (`bytes` of definitions).
+fn connected_checks(
+    info: &harness9_actors::messages::ConnectionInfo,
+    tools: usize,
+    bytes: usize,
+    timeout: Duration,
+    c: &mut Vec<Check>,
+) {
+    c.push(start_check(info.connect_time, timeout));
+    c.push(Check::ok(
+        "era",
+        format!(
+            "protocol {} ({} era), server {}",
+            info.protocol_version,
+            info.era.label(),
+            info.server_info.label()
+        ),
+    ));
+    let detail = format!(
+        "{tools} tool{}, {bytes} bytes of tool definitions (~{} tokens)",
+        if tools == 1 { "" } else { "s" },
+        crate::agent::toolsearch::tokens(bytes)
+    );
+    c.push(if tools == 0 {
+        Check::warn("tools", detail)
+            .hint("it lists no tools; check its enabledTools/disabledTools and the server")
+    } else {
+        Check::ok("tools", detail)
+    });
+}
+
+/// The checks of a server whose start failed (`error`): a timeout or another failure, and
+/// the last lines it wrote to stderr.
+fn failed_checks(error: &str, stderr_tail: &[String], timeout: Duration, c: &mut Vec<Check>) {
+    if error.starts_with(harness9_actors::supervisor::STARTUP_TIMED_OUT) {
+        c.push(
+            Check::fail(
+                "start",
+                format!(
+                    "no tools listed within {}, well past its startupTimeoutSec of {}: it hangs or needs far longer",
+                    fmt_secs(measure_bound(timeout)),
+                    fmt_secs(timeout)
                 ),
-            });
-            return;
-        }
-        if kind.unattended() {
-            // Tokens from the client's credentials or the workload's token: no login to check.
-            let client = oauth.config.client_id.as_deref().unwrap_or("-");
-            c.push(if needs {
-                Check::fail(
-                    "oauth",
-                    format!("grant {}: the server refused its token", kind.name()),
-                )
-                .hint("check the server's oauth entry (client id, credentials, scopes)")
-            } else {
-                Check::ok(
-                    "oauth",
-                    format!(
-                        "grant {} (client {}): tokens got and renewed by the runtime, no login",
-                        kind.name(),
-                        crate::sanitize::clean_line(client)
-                    ),
-                )
-            });
-            return;
-        }
-        let grant = oauth.store.load(url);
-        let needs = matches!(
-            snap.get(name).map(|s| &s.status),
-            Some(ServerStatus::NeedsLogin { .. })
+            )
+            .hint("check that it speaks MCP on stdout; if it is only slow, raise \"startupTimeoutSec\""),
         );
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let login = format!("run `harness9 mcp login {quoted}`");
-        c.push(match (grant, needs) {
-            (Some(_), true) => {
-                Check::fail("oauth", "needs login: the server refused the stored login").hint(login)
-            }
-            (None, true) => {
-                Check::fail("oauth", "needs login: the server answered 401").hint(login)
-            }
-            (Some(g), false) => grant_check(
-                &g.issuer,
-                &g.scopes,
-                g.expires_at,
-                g.refresh_token.is_some(),
-                now,
+    } else {
+        c.push(
+            Check::fail("start", format!("did not start: {error}")).hint(
+                if stderr_tail.is_empty() {
+                    "run its command by hand to see why"
+                } else {
+                    "see its stderr below; run its command by hand to see more"
+                },
             ),
-            (None, false) => Check::ok(
+        );
+    }
+    if !stderr_tail.is_empty() {
+        c.push(
+            Check::warn(
+                "stderr",
+                format!(
+                    "the last {} line{} it wrote to stderr:",
+                    stderr_tail
+                        .len()
+                        .min(crate::app::diagnostics::doctor::MAX_LINES),
+                    if stderr_tail.len() == 1 { "" } else { "s" }
+                ),
+            )
+            .lines(stderr_tail),
+        );
+    }
+}
+
+/// The OAuth check of HTTP server `name` at `url`, by its grant; `needs` when it is waiting
+/// for a login.
+fn oauth_check(
+    name: &str,
+    url: &str,
+    oauth: &harness9_actors::oauth::OAuthSpec,
+    needs: bool,
+) -> Check {
+    let kind = oauth.config.grant;
+    if let (harness9_actors::oauth::GrantKind::Enterprise, Some(idp)) = (kind, &oauth.config.idp) {
+        return enterprise_check(name, idp, oauth, needs);
+    }
+    if kind.unattended() {
+        // Tokens from the client's credentials or the workload's token: no login to check.
+        let client = oauth.config.client_id.as_deref().unwrap_or("-");
+        return if needs {
+            Check::fail(
                 "oauth",
-                "not logged in (the server did not ask for a login)",
-            ),
-        });
+                format!("grant {}: the server refused its token", kind.name()),
+            )
+            .hint("check the server's oauth entry (client id, credentials, scopes)")
+        } else {
+            Check::ok(
+                "oauth",
+                format!(
+                    "grant {} (client {}): tokens got and renewed by the runtime, no login",
+                    kind.name(),
+                    crate::sanitize::clean_line(client)
+                ),
+            )
+        };
+    }
+    let grant = oauth.store.load(url);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let login = format!("run `harness9 mcp login {}`", shell_quote(name));
+    match (grant, needs) {
+        (Some(_), true) => {
+            Check::fail("oauth", "needs login: the server refused the stored login").hint(login)
+        }
+        (None, true) => Check::fail("oauth", "needs login: the server answered 401").hint(login),
+        (Some(g), false) => grant_check(
+            &g.issuer,
+            &g.scopes,
+            g.expires_at,
+            g.refresh_token.is_some(),
+            now,
+        ),
+        (None, false) => Check::ok(
+            "oauth",
+            "not logged in (the server did not ask for a login)",
+        ),
+    }
+}
+
+/// The OAuth check of the enterprise grant: one SSO login at the user's IdP, then tokens by
+/// the runtime.
+fn enterprise_check(
+    name: &str,
+    idp: &harness9_actors::oauth::IdpConfig,
+    oauth: &harness9_actors::oauth::OAuthSpec,
+    needs: bool,
+) -> Check {
+    let issuer = crate::sanitize::clean_line(&idp.issuer);
+    let login = format!("run `harness9 mcp login {}`", shell_quote(name));
+    let stored = idp.id_token_file.is_some() || oauth.store.load(&idp.store_key()).is_some();
+    match (needs, stored) {
+        (_, false) => Check::fail(
+            "oauth",
+            format!("grant enterprise: no SSO login at the identity provider {issuer}"),
+        )
+        .hint(login),
+        (true, true) => Check::fail(
+            "oauth",
+            format!("grant enterprise (identity provider {issuer}): the server refused its token"),
+        )
+        .hint(format!("{login} again; if it is still refused, check the server's oauth entry and [enterprise_idp]")),
+        (false, true) => Check::ok(
+            "oauth",
+            format!("grant enterprise (identity provider {issuer}): SSO login kept, tokens got and renewed by the runtime"),
+        ),
     }
 }
 
 /// The model settings: which provider and model, the key's variable (its name only), a
 /// bounded request to the provider's model list (reachable, key accepted, model known).
 async fn model_checks(opts: &SessionOptions, client: &awc::Client) -> Vec<Check> {
-    use crate::agent::model::ProviderKind;
     let settings = match opts.model_settings() {
         Ok(s) => s,
         Err(e) => {
@@ -645,71 +731,12 @@ async fn model_checks(opts: &SessionOptions, client: &awc::Client) -> Vec<Check>
             format!("{key_var} is not set: no key is sent (a local server needs none)"),
         ),
     });
-    let url = match p.kind {
-        ProviderKind::Anthropic => format!("{}/v1/models", p.base_url),
-        ProviderKind::OpenAi => format!("{}/models", p.base_url),
-    };
-    let mut req = client.get(&url);
-    match p.kind {
-        ProviderKind::Anthropic => {
-            req = req.insert_header(("anthropic-version", "2023-06-01"));
-            if let Some(k) = &p.api_key {
-                req = req.insert_header(("x-api-key", k.as_str()));
-            }
-        }
-        ProviderKind::OpenAi => {
-            if let Some(k) = &p.api_key {
-                req = req.insert_header(("authorization", format!("Bearer {k}")));
-            }
-        }
-    }
-    let answer = tokio::time::timeout(PROBE_TIMEOUT, async {
-        let mut resp = req.send().await.map_err(|e| e.to_string())?;
-        let status = resp.status().as_u16();
-        let body = if status == 200 {
-            resp.body().limit(MAX_MODEL_LIST).await.ok()
-        } else {
-            None
-        };
-        Ok::<_, String>((status, body))
-    })
-    .await;
-    let url_var = p.kind.base_url_var();
+    let (url, req) = models_request(client, &p);
+    let answer = tokio::time::timeout(PROBE_TIMEOUT, list_models(req)).await;
     let (status, body) = match answer {
         Ok(Ok(a)) => a,
-        Ok(Err(e)) => {
-            let hint = harness9_actors::net::certificate_hint(&e);
-            out.push(
-                Check::fail("reachable", format!("cannot reach {}: {e}{hint}", p.base_url)).hint(
-                    format!("check the base URL (--base-url, {url_var} or base_url in harness9.toml) and that the server runs"),
-                ),
-            );
-            out.push(Check::warn(
-                "model",
-                "cannot check: the provider is not reachable",
-            ));
-            return out;
-        }
-        Err(_) => {
-            out.push(
-                Check::fail(
-                    "reachable",
-                    format!(
-                        "{} did not answer within {}",
-                        p.base_url,
-                        fmt_secs(PROBE_TIMEOUT)
-                    ),
-                )
-                .hint(format!(
-                    "check the base URL ({url_var}) and that the server runs"
-                )),
-            );
-            out.push(Check::warn(
-                "model",
-                "cannot check: the provider is not reachable",
-            ));
-            return out;
-        }
+        Ok(Err(e)) => return unreachable(out, unreachable_check(&p, Some(&e))),
+        Err(_) => return unreachable(out, unreachable_check(&p, None)),
     };
     out.push(Check::ok(
         "reachable",
@@ -737,4 +764,83 @@ async fn model_checks(opts: &SessionOptions, client: &awc::Client) -> Vec<Check>
         ),
     });
     out
+}
+
+/// The provider's answer to `req`: its status, and the body of a `200` (at most
+/// [`MAX_MODEL_LIST`]).
+async fn list_models(req: awc::ClientRequest) -> Result<(u16, Option<Vec<u8>>), String> {
+    let mut resp = req.send().await.map_err(|e| e.to_string())?;
+    let status = resp.status().as_u16();
+    let body = if status == 200 {
+        resp.body()
+            .limit(MAX_MODEL_LIST)
+            .await
+            .ok()
+            .map(|b| b.to_vec())
+    } else {
+        None
+    };
+    Ok((status, body))
+}
+
+/// The model checks so far, ended by the failed `reachable` check and an unchecked model.
+fn unreachable(mut out: Vec<Check>, reachable: Check) -> Vec<Check> {
+    out.push(reachable);
+    out.push(Check::warn(
+        "model",
+        "cannot check: the provider is not reachable",
+    ));
+    out
+}
+
+/// The request for the provider's model list, with its key; its URL.
+fn models_request(
+    client: &awc::Client,
+    p: &crate::agent::model::ProviderConfig,
+) -> (String, awc::ClientRequest) {
+    use crate::agent::model::ProviderKind;
+    let url = match p.kind {
+        ProviderKind::Anthropic => format!("{}/v1/models", p.base_url),
+        ProviderKind::OpenAi => format!("{}/models", p.base_url),
+    };
+    let mut req = client.get(&url);
+    match p.kind {
+        ProviderKind::Anthropic => {
+            req = req.insert_header(("anthropic-version", "2023-06-01"));
+            if let Some(k) = &p.api_key {
+                req = req.insert_header(("x-api-key", k.as_str()));
+            }
+        }
+        ProviderKind::OpenAi => {
+            if let Some(k) = &p.api_key {
+                req = req.insert_header(("authorization", format!("Bearer {k}")));
+            }
+        }
+    }
+    (url, req)
+}
+
+/// The failed `reachable` check of a provider that could not be reached (`error`), or did not
+/// answer within [`PROBE_TIMEOUT`] (`None`).
+fn unreachable_check(p: &crate::agent::model::ProviderConfig, error: Option<&str>) -> Check {
+    let url_var = p.kind.base_url_var();
+    match error {
+        Some(e) => {
+            let hint = harness9_actors::net::certificate_hint(e);
+            Check::fail("reachable", format!("cannot reach {}: {e}{hint}", p.base_url)).hint(
+                format!("check the base URL (--base-url, {url_var} or base_url in harness9.toml) and that the server runs"),
+            )
+        }
+        None => Check::fail(
+            "reachable",
+            format!(
+                "{} did not answer within {}",
+                p.base_url,
+                fmt_secs(PROBE_TIMEOUT)
+            ),
+        )
+        .hint(format!(
+            "check the base URL ({url_var}) and that the server runs"
+        )),
+    }
 }

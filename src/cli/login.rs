@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 use harness9_actors::oauth;
 use harness9_actors::spec::Hold;
-use harness9_actors::TransportSpec;
+use harness9_actors::{ServerSpec, TransportSpec};
 
 use super::interrupted;
 use super::mcp::unknown_server;
@@ -27,41 +27,8 @@ pub(super) async fn oauth_command(
     let (TransportSpec::Http { url, .. }, Some(oauth)) = (&spec.transport, &spec.oauth) else {
         bail!("server \"{name}\" is not an HTTP server: OAuth is for HTTP servers only");
     };
-    if let (false, Some(idp)) = (login, &oauth.config.idp) {
-        // The SSO login serves every server of the enterprise grant: logging out ends it.
-        let had = oauth
-            .store
-            .forget(&idp.store_key())
-            .map_err(anyhow::Error::msg)?;
-        say!(
-            "{}",
-            if had {
-                format!(
-                    "Logged out of the enterprise identity provider {}: every server of the enterprise grant needs `harness9 mcp login` again.",
-                    clean_line(&idp.issuer)
-                )
-            } else {
-                format!(
-                    "No SSO login at the enterprise identity provider {} was stored.",
-                    clean_line(&idp.issuer)
-                )
-            }
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
     if !login {
-        let had = oauth.store.forget(url).map_err(anyhow::Error::msg)?;
-        say!(
-            "{}",
-            if had {
-                format!(
-                    "Logged out of server \"{name}\": its tokens and registration are forgotten."
-                )
-            } else {
-                format!("Server \"{name}\" had no stored login.")
-            }
-        );
-        return Ok(ExitCode::SUCCESS);
+        return logout(name, url, oauth);
     }
     // An unapproved project server is not contacted at all (no probe, no registration, no
     // browser): its address is the repository's word until the user approves it.
@@ -86,6 +53,54 @@ pub(super) async fn oauth_command(
             config.path.display()
         );
     }
+    browser_login(spec, url, oauth).await
+}
+
+/// `mcp logout <server>`: forgets the server's grants, or the SSO login of the enterprise
+/// grant, which serves every server of that grant.
+fn logout(name: &str, url: &str, oauth: &oauth::OAuthSpec) -> anyhow::Result<ExitCode> {
+    if let Some(idp) = &oauth.config.idp {
+        // The SSO login serves every server of the enterprise grant: logging out ends it.
+        let had = oauth
+            .store
+            .forget(&idp.store_key())
+            .map_err(anyhow::Error::msg)?;
+        say!(
+            "{}",
+            if had {
+                format!(
+                    "Logged out of the enterprise identity provider {}: every server of the enterprise grant needs `harness9 mcp login` again.",
+                    clean_line(&idp.issuer)
+                )
+            } else {
+                format!(
+                    "No SSO login at the enterprise identity provider {} was stored.",
+                    clean_line(&idp.issuer)
+                )
+            }
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let had = oauth.store.forget(url).map_err(anyhow::Error::msg)?;
+    say!(
+        "{}",
+        if had {
+            format!("Logged out of server \"{name}\": its tokens and registration are forgotten.")
+        } else {
+            format!("Server \"{name}\" had no stored login.")
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mcp login <server>` with a user: the server probed for its challenge, then the flow in
+/// the browser (its redirect by the loopback listener, or pasted on stdin).
+async fn browser_login(
+    spec: &ServerSpec,
+    url: &str,
+    oauth: &oauth::OAuthSpec,
+) -> anyhow::Result<ExitCode> {
+    let name = spec.name.as_str();
     let challenge = match oauth::flow::probe_outcome(url, spec.protocol).await {
         oauth::flow::Probed::Challenge(c) => Some(c),
         // Every request answered without a login, and no OAuth metadata to log in with: the

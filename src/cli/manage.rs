@@ -161,61 +161,95 @@ pub(super) fn import(
             path.display()
         )));
     }
-    let mut target = read_target(&path, true)?;
-    let shown = path.display().to_string();
-    let (mut imported, mut skipped) = (Vec::new(), Vec::new());
-    // Each field left out: (field, why) -> the servers that had it.
-    let mut dropped: Vec<((String, String), Vec<String>)> = Vec::new();
-    for f in found {
-        // An entry that would not load here (a field we cannot read) is skipped; variables
-        // are left for load time. Each is checked alone, so a warning is said once.
-        let added = crate::app::edit::add_server("", &f.name, &f.entry)
-            .and_then(|alone| entry_loads(&alone, &path, &f.name, &|_| Some(String::new()), opts))
-            .and_then(|off| {
-                crate::app::edit::add_server(&target, &f.name, &f.entry).map(|t| (t, off))
-            });
-        match added {
-            Ok((next, off)) => {
-                target = next;
-                imported.push((f.name.clone(), off));
-                for field in f.dropped {
-                    match dropped.iter_mut().find(|(k, _)| *k == field) {
-                        Some((_, names)) => names.push(f.name.clone()),
-                        None => dropped.push((field, vec![f.name.clone()])),
-                    }
-                }
-            }
-            Err(why) => skipped.push((f.name, why)),
-        }
-    }
-    if !imported.is_empty() {
+    let merged = Merged::of(found, read_target(&path, true)?, &path, opts);
+    if !merged.imported.is_empty() {
         // The whole file once more: it must still load as a config.
-        check_file(&target, &path, opts)?;
+        check_file(&merged.target, &path, opts)?;
         let note = shadow_note(opts, scope, &path);
-        save_target(opts, scope, &path, &target, &imported)?;
+        save_target(opts, scope, &path, &merged.target, &merged.imported)?;
         if let Some(note) = note {
             say!("{note}");
         }
     }
-    for (name, off) in &imported {
-        let off = if *off { " (disabled)" } else { "" };
-        say!("imported {}{off} into {shown}", clean_line(name));
-    }
-    for ((field, why), names) in &dropped {
-        let names: Vec<String> = names.iter().map(|n| clean_line(n).into_owned()).collect();
-        say!(
-            "left out \"{}\" of {} server{} ({}): {}",
-            clean_line(field),
-            names.len(),
-            if names.len() == 1 { "" } else { "s" },
-            names.join(", "),
-            clean_line(why)
-        );
-    }
-    for (name, why) in &skipped {
-        say!("skipped {}: {}", clean_line(name), clean_line(why));
-    }
+    merged.report(&path.display().to_string())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The servers `mcp import` found, merged into the target file's text one by one.
+struct Merged {
+    /// The target file's text with every imported server.
+    target: String,
+    /// Each server imported, and whether it is disabled.
+    imported: Vec<(String, bool)>,
+    /// Each server skipped, and why.
+    skipped: Vec<(String, String)>,
+    /// Each field left out: (field, why) -> the servers that had it.
+    dropped: Vec<((String, String), Vec<String>)>,
+}
+
+impl Merged {
+    /// `found` merged into `target`, the text of the file at `path`. An entry that would not
+    /// load here (a field we cannot read) is skipped; variables are left for load time. Each
+    /// is checked alone, so a warning is said once.
+    fn of(
+        found: Vec<crate::app::import::Found>,
+        target: String,
+        path: &std::path::Path,
+        opts: &SessionOptions,
+    ) -> Merged {
+        let mut m = Merged {
+            target,
+            imported: Vec::new(),
+            skipped: Vec::new(),
+            dropped: Vec::new(),
+        };
+        for f in found {
+            let added = crate::app::edit::add_server("", &f.name, &f.entry)
+                .and_then(|alone| {
+                    entry_loads(&alone, path, &f.name, &|_| Some(String::new()), opts)
+                })
+                .and_then(|off| {
+                    crate::app::edit::add_server(&m.target, &f.name, &f.entry).map(|t| (t, off))
+                });
+            match added {
+                Ok((next, off)) => {
+                    m.target = next;
+                    m.imported.push((f.name.clone(), off));
+                    for field in f.dropped {
+                        match m.dropped.iter_mut().find(|(k, _)| *k == field) {
+                            Some((_, names)) => names.push(f.name.clone()),
+                            None => m.dropped.push((field, vec![f.name.clone()])),
+                        }
+                    }
+                }
+                Err(why) => m.skipped.push((f.name, why)),
+            }
+        }
+        m
+    }
+
+    /// Says what was imported into `shown`, the fields left out, the servers skipped.
+    fn report(&self, shown: &str) -> anyhow::Result<()> {
+        for (name, off) in &self.imported {
+            let off = if *off { " (disabled)" } else { "" };
+            say!("imported {}{off} into {shown}", clean_line(name));
+        }
+        for ((field, why), names) in &self.dropped {
+            let names: Vec<String> = names.iter().map(|n| clean_line(n).into_owned()).collect();
+            say!(
+                "left out \"{}\" of {} server{} ({}): {}",
+                clean_line(field),
+                names.len(),
+                if names.len() == 1 { "" } else { "s" },
+                names.join(", "),
+                clean_line(why)
+            );
+        }
+        for (name, why) in &self.skipped {
+            say!("skipped {}: {}", clean_line(name), clean_line(why));
+        }
+        Ok(())
+    }
 }
 
 /// Adds (`Some(entry)`) or removes (`None`) server `name` in the scope's file, keeping the rest
@@ -239,18 +273,7 @@ pub(super) fn edit_config(
         return Err(usage(message));
     }
     if let Some(Value::Object(m)) = &entry {
-        // Kept as written, but not silently: a field this version does not read.
-        for field in m.keys() {
-            let known = crate::app::import::ENTRY_FIELDS.contains(&field.as_str())
-                || crate::app::config::foreign_reason(field).is_some();
-            if !known {
-                tracing::warn!(
-                    "server \"{}\": \"{}\" is not a field harness9 reads; it is written as given and ignored",
-                    clean_line(name),
-                    clean_line(field)
-                );
-            }
-        }
+        warn_unknown_fields(name, m);
     }
     let text = read_target(&path, entry.is_some())?;
     let edited = match &entry {
@@ -269,61 +292,14 @@ pub(super) fn edit_config(
     })?;
     let shown = path.display().to_string();
     match entry {
-        Some(_) => {
-            // Only a file that still loads is written (an entry with a bad field holds its
-            // server: said here, before it is saved).
-            // A `${VAR}` is checked for its syntax, not its value: saving a config never
-            // needs the secret. One not set here loads as empty for the check, and is named.
-            let unset = std::cell::RefCell::new(Vec::<String>::new());
-            let lookup = |v: &str| {
-                std::env::var(v).ok().or_else(|| {
-                    let mut unset = unset.borrow_mut();
-                    if !unset.iter().any(|u| u == v) {
-                        unset.push(v.to_owned());
-                    }
-                    Some(String::new())
-                })
+        Some(e) => {
+            let target = Target {
+                opts,
+                scope,
+                path: &path,
+                name,
             };
-            let off = entry_loads(&edited, &path, name, &lookup, opts);
-            // The file's other servers are looked up too: only this entry's are said.
-            let entry_text = entry.as_ref().map(Value::to_string).unwrap_or_default();
-            unset.borrow_mut().retain(|v| {
-                entry_text.contains(&format!("${{{v}}}"))
-                    || entry_text.contains(&format!("${{{v}:-"))
-            });
-            let off = off.map_err(|why| {
-                let unset = unset.borrow();
-                if unset.is_empty() {
-                    return usage(why);
-                }
-                let names: Vec<String> = unset.iter().map(|v| format!("${{{v}}}")).collect();
-                usage(format!(
-                    "{why} (checked with {} empty: not set here)",
-                    names.join(", ")
-                ))
-            })?;
-            let note = shadow_note(opts, scope, &path);
-            save_target(opts, scope, &path, &edited, &[(name.to_owned(), off)])?;
-            if let Some(note) = note {
-                say!("{note}");
-            }
-            let off = if off {
-                format!(
-                    " (disabled: once you remove \"disabled\", approve it with `harness9 mcp approve {}`)",
-                    clean_line(name)
-                )
-            } else {
-                String::new()
-            };
-            say!("added server \"{}\" to {shown}{off}", clean_line(name));
-            // `${input:ID}`s are asked for by the interactive session: no warning.
-            for var in unset.borrow().iter().filter(|v| !v.starts_with("input:")) {
-                eprintln!(
-                    "warning: server \"{}\" refers to ${{{v}}}, which is not set in this shell; set {v} before the server starts (saved as written)",
-                    clean_line(name),
-                    v = clean_line(var),
-                );
-            }
+            save_added(&target, &e, &edited)?;
         }
         None => {
             check_file(&edited, &path, opts)?;
@@ -333,6 +309,95 @@ pub(super) fn edit_config(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Kept as written, but not silently: a field of a new entry this version does not read.
+fn warn_unknown_fields(name: &str, entry: &serde_json::Map<String, Value>) {
+    for field in entry.keys() {
+        let known = crate::app::import::ENTRY_FIELDS.contains(&field.as_str())
+            || crate::app::config::foreign_reason(field).is_some();
+        if !known {
+            tracing::warn!(
+                "server \"{}\": \"{}\" is not a field harness9 reads; it is written as given and ignored",
+                clean_line(name),
+                clean_line(field)
+            );
+        }
+    }
+}
+
+/// The file `mcp add` writes a server into.
+struct Target<'a> {
+    opts: &'a SessionOptions,
+    scope: Scope,
+    path: &'a std::path::Path,
+    /// The server's name.
+    name: &'a str,
+}
+
+/// `mcp add`'s write: the `edited` file with the new `entry`, checked first, saved, and said
+/// (disabled or not, with the variables it names that are not set here).
+fn save_added(t: &Target<'_>, entry: &Value, edited: &str) -> anyhow::Result<()> {
+    let (off, unset) = check_added(t, entry, edited)?;
+    let note = shadow_note(t.opts, t.scope, t.path);
+    save_target(t.opts, t.scope, t.path, edited, &[(t.name.to_owned(), off)])?;
+    if let Some(note) = note {
+        say!("{note}");
+    }
+    let off = if off {
+        format!(
+            " (disabled: once you remove \"disabled\", approve it with `harness9 mcp approve {}`)",
+            clean_line(t.name)
+        )
+    } else {
+        String::new()
+    };
+    let shown = t.path.display().to_string();
+    say!("added server \"{}\" to {shown}{off}", clean_line(t.name));
+    // `${input:ID}`s are asked for by the interactive session: no warning.
+    for var in unset.iter().filter(|v| !v.starts_with("input:")) {
+        eprintln!(
+            "warning: server \"{}\" refers to ${{{v}}}, which is not set in this shell; set {v} before the server starts (saved as written)",
+            clean_line(t.name),
+            v = clean_line(var),
+        );
+    }
+    Ok(())
+}
+
+/// Only a file that still loads is written (an entry with a bad field holds its server: said
+/// here, before it is saved). A `${VAR}` is checked for its syntax, not its value: saving a
+/// config never needs the secret. One not set here loads as empty for the check, and is
+/// named. Whether the entry is disabled, and the entry's variables not set here.
+fn check_added(t: &Target<'_>, entry: &Value, edited: &str) -> anyhow::Result<(bool, Vec<String>)> {
+    let unset = std::cell::RefCell::new(Vec::<String>::new());
+    let lookup = |v: &str| {
+        std::env::var(v).ok().or_else(|| {
+            let mut unset = unset.borrow_mut();
+            if !unset.iter().any(|u| u == v) {
+                unset.push(v.to_owned());
+            }
+            Some(String::new())
+        })
+    };
+    let off = entry_loads(edited, t.path, t.name, &lookup, t.opts);
+    // The file's other servers are looked up too: only this entry's are said.
+    let entry_text = entry.to_string();
+    let mut unset = unset.into_inner();
+    unset.retain(|v| {
+        entry_text.contains(&format!("${{{v}}}")) || entry_text.contains(&format!("${{{v}:-"))
+    });
+    let off = off.map_err(|why| {
+        if unset.is_empty() {
+            return usage(why);
+        }
+        let names: Vec<String> = unset.iter().map(|v| format!("${{{v}}}")).collect();
+        usage(format!(
+            "{why} (checked with {} empty: not set here)",
+            names.join(", ")
+        ))
+    })?;
+    Ok((off, unset))
 }
 
 /// The text of the config file `mcp add`/`remove`/`import` edit; a missing one is empty when

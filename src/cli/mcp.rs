@@ -10,7 +10,7 @@ use harness9_actors::messages::{
     CallTool, CompletionRef, ListTools, ProgressSink, ServerState, ServerStatus, StatusSnapshot,
     ToolEntry, ToolProgress,
 };
-use harness9_actors::{ServerSpec, ToolRegistry};
+use harness9_actors::ServerSpec;
 use serde_json::{json, Value};
 
 use super::args::TaskAction;
@@ -19,54 +19,13 @@ use super::login::oauth_command;
 use super::manage::{add_entry, edit_config, import};
 use super::{interrupted, McpCommand, UsageError};
 use crate::app::config::{self, Config};
-use crate::app::{spawn_status_lines, Runtime, Session, SessionOptions, Start};
+use crate::app::{spawn_status_lines, user_call, Runtime, Session, SessionOptions, Start};
 use crate::sanitize::{clean_line, clean_text, to_json};
 
 /// Runs a `mcp` subcommand; every child is gone when this returns.
 pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<ExitCode> {
-    match cmd {
-        McpCommand::Approve { servers, .. } => {
-            for line in crate::app::config::trust::approve(
-                &opts.config_path,
-                servers,
-                &opts.runtime.entries,
-            )? {
-                say!("{line}");
-            }
-            return Ok(ExitCode::SUCCESS);
-        }
-        McpCommand::Add {
-            name,
-            scope,
-            env,
-            headers,
-            transport,
-            command,
-            ..
-        } => {
-            let entry = add_entry(env, headers, *transport, command)
-                .map_err(|e| UsageError(format!("{e:#}")))?;
-            return edit_config(opts, *scope, name, Some(entry));
-        }
-        McpCommand::AddJson {
-            name, json, scope, ..
-        } => {
-            let entry: Value = serde_json::from_str(json).map_err(|e| {
-                UsageError(format!(
-                    "the entry is not valid JSON ({e}): {}",
-                    clean_line(&format!("{json:.200}"))
-                ))
-            })?;
-            if !entry.is_object() {
-                return Err(UsageError("the entry must be a JSON object, like '{\"command\": \"npx\", \"args\": [\"-y\", \"pkg\"]}'".to_owned()).into());
-            }
-            return edit_config(opts, *scope, name, Some(entry));
-        }
-        McpCommand::Remove { name, scope, .. } => return edit_config(opts, *scope, name, None),
-        McpCommand::Import {
-            from, file, scope, ..
-        } => return import(opts, *from, file.as_deref(), *scope),
-        _ => {}
+    if let Some(done) = edit_command(opts, cmd) {
+        return done;
     }
     let config = opts.load_config()?;
     if let McpCommand::Login { server, .. } | McpCommand::Logout { server, .. } = cmd {
@@ -85,34 +44,8 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         }
         return super::tasks::list(server, json.json);
     }
-    let only = match cmd {
-        McpCommand::Get { server, .. }
-        | McpCommand::Call { server, .. }
-        | McpCommand::Tasks { server, .. }
-        | McpCommand::Resources { server, .. }
-        | McpCommand::Skills { server, .. }
-        | McpCommand::Read { server, .. }
-        | McpCommand::Prompts { server, .. }
-        | McpCommand::Prompt { server, .. }
-        | McpCommand::Complete { server, .. } => Some(server.as_str()),
-        _ => None,
-    };
-    let specs: Vec<ServerSpec> = match only {
-        None => config.servers.clone(),
-        Some(name) => {
-            if config.disabled.iter().any(|d| d == name) {
-                return Err(UsageError(format!(
-                    "server \"{name}\" is disabled in {}",
-                    config.path.display()
-                ))
-                .into());
-            }
-            let Some(s) = config.servers.iter().find(|s| s.name == name) else {
-                return Err(unknown_server(&config, name).into());
-            };
-            vec![s.clone()]
-        }
-    };
+    let only = one_server(cmd);
+    let specs = specs_for(&config, only)?;
     let start = Start {
         shutdown_grace: Some(crate::app::HEADLESS_GRACE),
         // `mcp list` shows what the model would be offered (a lazy server's cached list);
@@ -129,21 +62,141 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
         opts.verbose > 0,
         opts.lines.clone(),
     );
-    let rt = &mut session.runtime;
     // Cancelled at Ctrl+C: a call that became a task sends `tasks/cancel` before the servers
     // stop (the wait for it is bounded).
-    let stop = tokio_util::sync::CancellationToken::new();
-    let result = async {
+    let on = OnServers {
+        opts,
+        config: &config,
+        cmd,
+        only,
+        stop: tokio_util::sync::CancellationToken::new(),
+    };
+    let out = {
+        let mut result = std::pin::pin!(on.run(&mut session.runtime));
+        tokio::select! {
+            r = &mut result => r,
+            _ = interrupted() => on.interrupted(result).await,
+        }
+    };
+    session.close().await;
+    out
+}
+
+/// The commands that edit the config or the approvals (`approve`, `add`, `add-json`,
+/// `remove`, `import`): no server is started. `None` for every other command.
+fn edit_command(opts: &SessionOptions, cmd: &McpCommand) -> Option<anyhow::Result<ExitCode>> {
+    Some(match cmd {
+        McpCommand::Approve { servers, .. } => approve(opts, servers),
+        McpCommand::Add {
+            name,
+            scope,
+            env,
+            headers,
+            transport,
+            command,
+            ..
+        } => add_entry(env, headers, *transport, command)
+            .map_err(|e| UsageError(format!("{e:#}")).into())
+            .and_then(|entry| edit_config(opts, *scope, name, Some(entry))),
+        McpCommand::AddJson {
+            name, json, scope, ..
+        } => add_json(opts, *scope, name, json),
+        McpCommand::Remove { name, scope, .. } => edit_config(opts, *scope, name, None),
+        McpCommand::Import {
+            from, file, scope, ..
+        } => import(opts, *from, file.as_deref(), *scope),
+        _ => return None,
+    })
+}
+
+/// `mcp approve SERVER...`: the approvals written, a line each.
+fn approve(opts: &SessionOptions, servers: &[String]) -> anyhow::Result<ExitCode> {
+    for line in
+        crate::app::config::trust::approve(&opts.config_path, servers, &opts.runtime.entries)?
+    {
+        say!("{line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mcp add-json NAME JSON`: the entry as given, which must be a JSON object.
+fn add_json(
+    opts: &SessionOptions,
+    scope: super::args::Scope,
+    name: &str,
+    json: &str,
+) -> anyhow::Result<ExitCode> {
+    let entry: Value = serde_json::from_str(json).map_err(|e| {
+        UsageError(format!(
+            "the entry is not valid JSON ({e}): {}",
+            clean_line(&format!("{json:.200}"))
+        ))
+    })?;
+    if !entry.is_object() {
+        return Err(UsageError("the entry must be a JSON object, like '{\"command\": \"npx\", \"args\": [\"-y\", \"pkg\"]}'".to_owned()).into());
+    }
+    edit_config(opts, scope, name, Some(entry))
+}
+
+/// The one server a command is about, if it names one.
+fn one_server(cmd: &McpCommand) -> Option<&str> {
+    match cmd {
+        McpCommand::Get { server, .. }
+        | McpCommand::Call { server, .. }
+        | McpCommand::Tasks { server, .. }
+        | McpCommand::Resources { server, .. }
+        | McpCommand::Skills { server, .. }
+        | McpCommand::Read { server, .. }
+        | McpCommand::Prompts { server, .. }
+        | McpCommand::Prompt { server, .. }
+        | McpCommand::Complete { server, .. } => Some(server.as_str()),
+        _ => None,
+    }
+}
+
+/// The servers to start: every configured one, or `only` (a disabled or unknown name is a
+/// usage error).
+fn specs_for(config: &Config, only: Option<&str>) -> anyhow::Result<Vec<ServerSpec>> {
+    let Some(name) = only else {
+        return Ok(config.servers.clone());
+    };
+    if config.disabled.iter().any(|d| d == name) {
+        return Err(UsageError(format!(
+            "server \"{name}\" is disabled in {}",
+            config.path.display()
+        ))
+        .into());
+    }
+    let Some(s) = config.servers.iter().find(|s| s.name == name) else {
+        return Err(unknown_server(config, name).into());
+    };
+    Ok(vec![s.clone()])
+}
+
+/// A `mcp` command that talks to the servers, run in its session.
+struct OnServers<'a> {
+    opts: &'a SessionOptions,
+    config: &'a Config,
+    cmd: &'a McpCommand,
+    /// The one server started, when the command names one.
+    only: Option<&'a str>,
+    /// Cancelled at Ctrl+C: a call that became a task sends `tasks/cancel`.
+    stop: tokio_util::sync::CancellationToken,
+}
+
+impl OnServers<'_> {
+    /// Waits for the servers to settle (bounded), then runs the command.
+    async fn run(&self, rt: &mut Runtime) -> anyhow::Result<ExitCode> {
         let bound = rt.max_startup + Duration::from_secs(5);
-        let snap = if config.servers.is_empty() && only.is_none() {
+        let snap = if self.config.servers.is_empty() && self.only.is_none() {
             StatusSnapshot::default()
         } else {
             rt.settled(bound).await
         };
-        match cmd {
+        match self.cmd {
             McpCommand::List(f) => {
                 let sizes = tool_sizes(rt).await;
-                list(&config, &snap, &sizes, f.json.json)
+                list(self.config, &snap, &sizes, f.json.json)
             }
             McpCommand::Get { server, json, .. } => get(rt, &snap, server, json.json).await,
             McpCommand::Call {
@@ -156,13 +209,13 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
                 ..
             } => {
                 let cwd = std::env::current_dir().context("cannot read the working directory")?;
-                let (policy, _logged) = opts.policy(&cwd)?;
-                SessionOptions::unmatched_rules(&policy, &config);
+                let (policy, _logged) = self.opts.policy(&cwd)?;
+                SessionOptions::unmatched_rules(&policy, self.config);
                 let how = CallHow {
                     timeout: *timeout,
                     no_wait: *no_wait,
                     json: json.json,
-                    cancel: stop.clone(),
+                    cancel: self.stop.clone(),
                 };
                 call(&policy, rt, &snap, server, tool, args.as_deref(), how).await
             }
@@ -185,107 +238,115 @@ pub async fn run_mcp(opts: &SessionOptions, cmd: &McpCommand) -> anyhow::Result<
                     id,
                     wait: *wait,
                     json: json.json,
-                    cancel: stop.clone(),
+                    cancel: self.stop.clone(),
                 };
                 super::tasks::run(rt, *action, ask).await
             }
-            McpCommand::Skills {
-                action,
-                server,
-                skill,
-                file,
-                json,
-                ..
-            } => {
-                ensure_connected(&snap, server)?;
-                let ask = super::skills::Ask {
-                    action: *action,
-                    skill: skill.as_deref(),
-                    file: file.as_deref(),
-                    as_json: json.json,
-                };
-                super::skills::skills(rt, server, ask).await
+            cmd => features(rt, &snap, cmd).await,
+        }
+    }
+
+    /// Ctrl+C: a task in flight is cancelled on the server first (`tasks/cancel`, bounded),
+    /// then the servers stop; exit code 130.
+    async fn interrupted<F>(&self, mut result: std::pin::Pin<&mut F>) -> anyhow::Result<ExitCode>
+    where
+        F: std::future::Future<Output = anyhow::Result<ExitCode>>,
+    {
+        if matches!(self.cmd, McpCommand::Call { .. } | McpCommand::Tasks { .. }) {
+            self.stop.cancel();
+            let _ = tokio::time::timeout(TASK_CANCEL_WAIT, &mut result).await;
+        }
+        eprintln!("[mcp] interrupted; stopping servers");
+        if self.cmd.json() {
+            // No `?` here: the session is closed on every path.
+            if let Ok(line) = to_json(&json!({"error": "interrupted", "code": 130}), false) {
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stdout().lock(), "{line}");
             }
-            McpCommand::Resources { server, json, .. } => {
-                ensure_connected(&snap, server)?;
-                super::resources::resources(rt, server, json.json).await
-            }
-            McpCommand::Read {
-                server,
-                uri,
-                out,
-                json,
-                watch,
-                ..
-            } => {
-                ensure_connected(&snap, server)?;
-                super::resources::read(rt, server, uri, out.as_deref(), json.json, *watch).await
-            }
-            McpCommand::Prompts { server, json, .. } => {
-                ensure_connected(&snap, server)?;
-                super::resources::prompts(rt, server, json.json).await
-            }
-            McpCommand::Prompt {
-                server,
-                name,
-                args,
-                json,
-                ..
-            } => {
-                ensure_connected(&snap, server)?;
-                super::resources::prompt(rt, server, name, args.as_deref(), json.json).await
-            }
-            McpCommand::Complete {
-                server,
-                prompt,
-                resource,
-                arg,
+        }
+        Ok(ExitCode::from(130))
+    }
+}
+
+/// The commands on a server's other features: skills, resources, prompts, completion.
+async fn features(
+    rt: &Runtime,
+    snap: &StatusSnapshot,
+    cmd: &McpCommand,
+) -> anyhow::Result<ExitCode> {
+    match cmd {
+        McpCommand::Skills {
+            action,
+            server,
+            skill,
+            file,
+            json,
+            ..
+        } => {
+            ensure_connected(snap, server)?;
+            let ask = super::skills::Ask {
+                action: *action,
+                skill: skill.as_deref(),
+                file: file.as_deref(),
+                as_json: json.json,
+            };
+            super::skills::skills(rt, server, ask).await
+        }
+        McpCommand::Resources { server, json, .. } => {
+            ensure_connected(snap, server)?;
+            super::resources::resources(rt, server, json.json).await
+        }
+        McpCommand::Read {
+            server,
+            uri,
+            out,
+            json,
+            watch,
+            ..
+        } => {
+            ensure_connected(snap, server)?;
+            super::resources::read(rt, server, uri, out.as_deref(), json.json, *watch).await
+        }
+        McpCommand::Prompts { server, json, .. } => {
+            ensure_connected(snap, server)?;
+            super::resources::prompts(rt, server, json.json).await
+        }
+        McpCommand::Prompt {
+            server,
+            name,
+            args,
+            json,
+            ..
+        } => {
+            ensure_connected(snap, server)?;
+            super::resources::prompt(rt, server, name, args.as_deref(), json.json).await
+        }
+        McpCommand::Complete {
+            server,
+            prompt,
+            resource,
+            arg,
+            value,
+            context,
+            json,
+            ..
+        } => {
+            ensure_connected(snap, server)?;
+            let reference = match (prompt, resource) {
+                (Some(p), _) => CompletionRef::Prompt(p.clone()),
+                (None, Some(r)) => CompletionRef::Resource(r.clone()),
+                (None, None) => bail!(UsageError("give --prompt or --resource".into())),
+            };
+            let ask = super::resources::Ask {
+                reference,
+                argument: arg,
                 value,
-                context,
-                json,
-                ..
-            } => {
-                ensure_connected(&snap, server)?;
-                let reference = match (prompt, resource) {
-                    (Some(p), _) => CompletionRef::Prompt(p.clone()),
-                    (None, Some(r)) => CompletionRef::Resource(r.clone()),
-                    (None, None) => bail!(UsageError("give --prompt or --resource".into())),
-                };
-                let ask = super::resources::Ask {
-                    reference,
-                    argument: arg,
-                    value,
-                    context: context.as_deref(),
-                };
-                super::resources::complete(rt, &snap, server, ask, json.json).await
-            }
-            _ => Ok(ExitCode::SUCCESS),
+                context: context.as_deref(),
+            };
+            super::resources::complete(rt, snap, server, ask, json.json).await
         }
-    };
-    let out = {
-        let mut result = std::pin::pin!(result);
-        tokio::select! {
-            r = &mut result => r,
-            _ = interrupted() => {
-                if matches!(cmd, McpCommand::Call { .. } | McpCommand::Tasks { .. }) {
-                    // A task in flight is cancelled on the server first (`tasks/cancel`, bounded).
-                    stop.cancel();
-                    let _ = tokio::time::timeout(TASK_CANCEL_WAIT, &mut result).await;
-                }
-                eprintln!("[mcp] interrupted; stopping servers");
-                if cmd.json() {
-                    // No `?` here: the session below is closed on every path.
-                    if let Ok(line) = to_json(&json!({"error": "interrupted", "code": 130}), false) {
-                        use std::io::Write as _;
-                        let _ = writeln!(std::io::stdout().lock(), "{line}");
-                    }
-                }
-                Ok(ExitCode::from(130))
-            }
-        }
-    };
-    session.close().await;
-    out
+        _ => Ok(ExitCode::SUCCESS),
+    }
 }
 
 /// The usage error of a command naming a server the config does not have.
@@ -440,6 +501,8 @@ struct CallHow {
     cancel: tokio_util::sync::CancellationToken,
 }
 
+/// `mcp call SERVER TOOL [--args JSON]`: the tool found by any of its names, the user's own
+/// call checked ([`user_call::check`]) and sent, its progress on stderr, its result on stdout.
 async fn call(
     policy: &crate::agent::permissions::Policy,
     rt: &Runtime,
@@ -462,44 +525,10 @@ async fn call(
     ensure_connected(snap, server)?;
     let tools = server_tools(rt, server).await?;
     let Some(entry) = find_tool(&tools, server, tool) else {
-        let why = harness9_actors::messages::WhyFiltered {
-            server: server.to_owned(),
-            tool: tool.to_owned(),
-        };
-        if let Ok(Some(e)) = rt.registry.send(why).await {
-            return Err(UsageError(e.to_string()).into());
-        }
-        let names: Vec<&str> = tools.iter().map(|t| t.tool.name.as_str()).collect();
-        let hint = nearest(&names, tool)
-            .map(|n| format!("; did you mean \"{}\"?", clean_line(n)))
-            .unwrap_or_default();
-        return Err(UsageError(format!(
-            "server \"{server}\" has no tool \"{}\"{hint} (tools: {})",
-            clean_line(tool),
-            names.join(", ")
-        ))
-        .into());
+        return Err(no_such_tool(rt, &tools, server, tool).await);
     };
     // The user's own call: it runs unless a deny rule of theirs names it.
-    let facts = crate::agent::permissions::ToolFacts::of(
-        &entry.name,
-        Some(server),
-        entry.tool.annotations.as_ref().map(|a| a.get()),
-    );
-    let verdict = policy.decide_explicit(
-        facts,
-        arguments.as_ref().unwrap_or(&serde_json::Value::Null),
-    );
-    if verdict.action != crate::agent::permissions::Action::Run {
-        let crate::agent::permissions::Reason::Rule(rule) = &verdict.reason else {
-            anyhow::bail!("the call of \"{}\" is refused", entry.name);
-        };
-        anyhow::bail!(
-            "the call of \"{}\" is refused by your {}; remove that rule to call it",
-            entry.name,
-            rule.describe()
-        );
-    }
+    user_call::check(policy, &entry.name, Some(entry), arguments.as_ref())?;
     let mut msg = CallTool::new(entry.name.clone(), arguments);
     msg.timeout = timeout;
     msg.detach = how.no_wait;
@@ -509,7 +538,7 @@ async fn call(
         let _ = progress.try_send(p);
     }));
     let started = std::time::Instant::now();
-    let mut result = std::pin::pin!(ToolRegistry::send(&rt.registry, msg));
+    let mut result = std::pin::pin!(user_call::call_tool(&rt.registry, msg));
     let result = loop {
         tokio::select! {
             r = &mut result => break r,
@@ -540,6 +569,33 @@ async fn call(
         // With --json, `main` prints it as JSON too.
         Err(e) => Err(anyhow::Error::new(e)),
     }
+}
+
+/// The usage error of a call of a tool `server` does not have: why the registry filtered it
+/// out, else the nearest name and every tool's.
+async fn no_such_tool(
+    rt: &Runtime,
+    tools: &[ToolEntry],
+    server: &str,
+    tool: &str,
+) -> anyhow::Error {
+    let why = harness9_actors::messages::WhyFiltered {
+        server: server.to_owned(),
+        tool: tool.to_owned(),
+    };
+    if let Ok(Some(e)) = rt.registry.send(why).await {
+        return UsageError(e.to_string()).into();
+    }
+    let names: Vec<&str> = tools.iter().map(|t| t.tool.name.as_str()).collect();
+    let hint = nearest(&names, tool)
+        .map(|n| format!("; did you mean \"{}\"?", clean_line(n)))
+        .unwrap_or_default();
+    UsageError(format!(
+        "server \"{server}\" has no tool \"{}\"{hint} (tools: {})",
+        clean_line(tool),
+        names.join(", ")
+    ))
+    .into()
 }
 
 /// The tool `name` names on `server`: its name on the server, else the registered name the

@@ -9,12 +9,12 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use harness9_actors::messages::{
     Complete, CompletionRef, GetPrompt, ListPrompts, ListResourceTemplates, ListResources,
-    ReadResource, ServerStatus, StatusSnapshot,
+    ServerStatus, StatusSnapshot,
 };
 use serde_json::{json, Value};
 
 use crate::agent::builtins::resources::{block_text, contents_text};
-use crate::app::Runtime;
+use crate::app::{user_call, Runtime};
 use crate::sanitize::{clean_line, clean_text, to_json};
 
 use super::UsageError;
@@ -88,48 +88,9 @@ pub async fn read(
     as_json: bool,
     watch: usize,
 ) -> anyhow::Result<ExitCode> {
-    let read_once = || async {
-        rt.registry
-            .send(ReadResource {
-                server: server.to_owned(),
-                uri: uri.to_owned(),
-            })
-            .await
-            .context("the tool registry stopped")?
-            .map_err(anyhow::Error::from)
-    };
-    let result = read_once().await?;
+    let result = read_once(rt, server, uri).await?;
     if let Some(path) = out {
-        use std::io::Write as _;
-        // Written piece by piece (a blob decoded as it goes) to a new private temp file, then
-        // renamed over `path`: nothing is written through a symlink there.
-        let mut problem = None;
-        let mut written = 0u64;
-        crate::app::private_fs::replace_with(path, 0o600, |f| {
-            let mut w = std::io::BufWriter::new(&mut *f);
-            for c in &result.contents {
-                match (&c.text, &c.blob) {
-                    (Some(t), _) => w.write_all(t.as_bytes())?,
-                    (None, Some(b)) => {
-                        if let Err(e) =
-                            crate::agent::builtins::resources::decode_base64_into(b.trim(), &mut w)
-                        {
-                            problem = Some(e.clone());
-                            return Err(std::io::Error::other(e));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            w.flush()?;
-            drop(w);
-            written = f.metadata()?.len();
-            Ok(())
-        })
-        .map_err(|e| match problem.take() {
-            Some(p) => anyhow::anyhow!("the blob of {uri}: {p}"),
-            None => anyhow::anyhow!("cannot write {}: {e}", path.display()),
-        })?;
+        let written = write_contents(&result, uri, path)?;
         say!("wrote {written} bytes to {}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
@@ -137,15 +98,94 @@ pub async fn read(
         print_read(&result, uri, as_json, false)?;
         return Ok(ExitCode::SUCCESS);
     }
-    // `--watch N`: subscribe, and read and print again on each of the next N changes (each
-    // result one JSON line with --json). Notices come through a bounded channel.
+    let what = Watch {
+        server,
+        uri,
+        as_json,
+        times: watch,
+    };
+    watch_changes(rt, what, &result).await
+}
+
+/// One `resources/read` of `uri` on `server`.
+async fn read_once(
+    rt: &Runtime,
+    server: &str,
+    uri: &str,
+) -> anyhow::Result<harness9_actors::protocol::types::ReadResourceResult> {
+    user_call::read_resource(&rt.registry, server, uri)
+        .await
+        .map_err(anyhow::Error::from)
+}
+
+/// `--out`: every part of `result` written to `path` (text as is, blobs decoded) piece by
+/// piece to a new private temp file, then renamed over `path`: nothing is written through a
+/// symlink there. The bytes written.
+fn write_contents(
+    result: &harness9_actors::protocol::types::ReadResourceResult,
+    uri: &str,
+    path: &Path,
+) -> anyhow::Result<u64> {
+    use std::io::Write as _;
+    let mut problem = None;
+    let mut written = 0u64;
+    crate::app::private_fs::replace_with(path, 0o600, |f| {
+        let mut w = std::io::BufWriter::new(&mut *f);
+        for c in &result.contents {
+            match (&c.text, &c.blob) {
+                (Some(t), _) => w.write_all(t.as_bytes())?,
+                (None, Some(b)) => {
+                    if let Err(e) =
+                        crate::agent::builtins::resources::decode_base64_into(b.trim(), &mut w)
+                    {
+                        problem = Some(e.clone());
+                        return Err(std::io::Error::other(e));
+                    }
+                }
+                _ => {}
+            }
+        }
+        w.flush()?;
+        drop(w);
+        written = f.metadata()?.len();
+        Ok(())
+    })
+    .map_err(|e| match problem.take() {
+        Some(p) => anyhow::anyhow!("the blob of {uri}: {p}"),
+        None => anyhow::anyhow!("cannot write {}: {e}", path.display()),
+    })?;
+    Ok(written)
+}
+
+/// What `mcp read --watch N` watches.
+struct Watch<'a> {
+    server: &'a str,
+    uri: &'a str,
+    as_json: bool,
+    /// How many changes to print.
+    times: usize,
+}
+
+/// `--watch N`: subscribe, and read and print again on each of the next N changes (each
+/// result one JSON line with --json). Notices come through a bounded channel.
+async fn watch_changes(
+    rt: &Runtime,
+    what: Watch<'_>,
+    first: &harness9_actors::protocol::types::ReadResourceResult,
+) -> anyhow::Result<ExitCode> {
+    let Watch {
+        server,
+        uri,
+        as_json,
+        times: watch,
+    } = what;
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let tap = actix::Actor::start(NoticeTap(tx));
     rt.supervisor
         .send(harness9_actors::messages::SubscribeNotices(tap.recipient()))
         .await
         .context("the supervisor stopped")?;
-    print_read(&result, uri, as_json, true)?;
+    print_read(first, uri, as_json, true)?;
     rt.registry
         .send(harness9_actors::messages::SubscribeResource {
             server: server.to_owned(),
@@ -190,7 +230,7 @@ pub async fn read(
         if !as_json {
             say!("--- changed ({seen} of {watch})");
         }
-        print_read(&read_once().await?, uri, as_json, true)?;
+        print_read(&read_once(rt, server, uri).await?, uri, as_json, true)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -315,15 +355,12 @@ pub async fn prompt(
     as_json: bool,
 ) -> anyhow::Result<ExitCode> {
     let arguments = prompt_args(args)?;
-    let result = rt
-        .registry
-        .send(GetPrompt {
-            server: server.to_owned(),
-            name: name.to_owned(),
-            arguments,
-        })
-        .await
-        .context("the tool registry stopped")??;
+    let msg = GetPrompt {
+        server: server.to_owned(),
+        name: name.to_owned(),
+        arguments,
+    };
+    let result = user_call::get_prompt(&rt.registry, msg).await?;
     if as_json {
         say!("{}", to_json(&result, true)?);
         return Ok(ExitCode::SUCCESS);
@@ -386,17 +423,14 @@ pub async fn complete(
             clean_line(server)
         );
     }
-    let completion = rt
-        .registry
-        .send(Complete {
-            server: server.to_owned(),
-            reference: ask.reference,
-            argument: ask.argument.to_owned(),
-            value: ask.value.to_owned(),
-            context,
-        })
-        .await
-        .context("the tool registry stopped")??;
+    let msg = Complete {
+        server: server.to_owned(),
+        reference: ask.reference,
+        argument: ask.argument.to_owned(),
+        value: ask.value.to_owned(),
+        context,
+    };
+    let completion = user_call::complete(&rt.registry, msg).await?;
     if as_json {
         say!("{}", to_json(&json!({ "completion": completion }), true)?);
         return Ok(ExitCode::SUCCESS);

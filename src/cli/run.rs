@@ -11,10 +11,14 @@ use anyhow::Context as _;
 use harness9_actors::messages::StatusSnapshot;
 use serde_json::{json, Value};
 
+use crate::agent::engine::EngineConfig;
 use crate::agent::engine::{
     turn_stream, CancelTurn, Engine, EngineError, EngineEvent, RunTurn, TurnEvent, TurnOutcome,
 };
 use crate::agent::model::settings;
+use crate::agent::model::ProviderConfig;
+use crate::app::config::Config;
+use crate::app::stores::conversations::Opened;
 use crate::app::{spawn_status_lines, Session, SessionOptions, Start};
 use crate::cli::{interrupted, RunArgs};
 use crate::sanitize::{clean_line, clean_text, to_json};
@@ -59,63 +63,23 @@ fn json_line(v: &Value) {
 }
 
 impl Printer {
+    /// Prints one event of the turn: a JSON line with `--json`, else the text line it has.
     fn print(&self, e: EngineEvent) {
-        let t = ms(self.started.elapsed());
         if !self.json {
-            match e {
-                EngineEvent::ToolStarted { name, .. } => {
-                    eprintln!("[tool] {} …", clean_line(&name))
-                }
-                EngineEvent::ToolFinished {
-                    name,
-                    is_error,
-                    elapsed,
-                    output,
-                    ..
-                } => {
-                    eprintln!(
-                        "[tool] {} {} {} ms",
-                        clean_line(&name),
-                        if is_error { "✗" } else { "✓" },
-                        ms(elapsed)
-                    );
-                    // What the edit tools changed, a line per file, with the answer on stdout.
-                    let changed = crate::agent::builtins::edit::changes(&name, &output, is_error);
-                    if !changed.is_empty() {
-                        let mut out = std::io::stdout().lock();
-                        for line in changed {
-                            let _ = writeln!(out, "{}", clean_line(line));
-                        }
-                        let _ = out.flush();
-                    }
-                }
-                EngineEvent::ToolRefused { name, reason, .. } => {
-                    eprintln!(
-                        "[permission] {} refused: {}",
-                        clean_line(&name),
-                        clean_line(&reason)
-                    )
-                }
-                EngineEvent::ModelRetrying { reason, after, .. } => {
-                    let reason = clean_line(&reason);
-                    eprintln!("[model] {reason}; retrying in {} ms", after.as_millis())
-                }
-                EngineEvent::Compacted { reason, compacted } => eprintln!(
-                    "[model] compacted {} earlier messages (~{} -> ~{} tokens): {}",
-                    compacted.replaced,
-                    compacted.tokens_before,
-                    compacted.tokens_after,
-                    clean_line(&reason)
-                ),
-                _ => {}
-            }
-            return;
+            print_text(e);
+        } else if let Some(v) = self.json_event(e) {
+            json_line(&v);
         }
+    }
+
+    /// The JSON line of an event (`None` for one `--json` does not show).
+    fn json_event(&self, e: EngineEvent) -> Option<Value> {
+        let t = ms(self.started.elapsed());
         let v = match e {
             EngineEvent::TextDelta(delta) if self.stream => {
                 json!({"event": "text", "t_ms": t, "delta": delta})
             }
-            EngineEvent::TextDelta(_) => return,
+            EngineEvent::TextDelta(_) => return None,
             EngineEvent::ModelRetrying {
                 attempt,
                 after,
@@ -184,9 +148,61 @@ impl Printer {
             // The TUI's task list; `run` prints the task's handle and result as tool results.
             EngineEvent::TaskStarted { .. }
             | EngineEvent::TaskStatus { .. }
-            | EngineEvent::TaskEnded { .. } => return,
+            | EngineEvent::TaskEnded { .. } => return None,
         };
-        json_line(&v);
+        Some(v)
+    }
+}
+
+/// Prints an event of the turn as text: a line per tool call, retry and compaction on
+/// stderr; what the edit tools changed on stdout, with the answer.
+fn print_text(e: EngineEvent) {
+    match e {
+        EngineEvent::ToolStarted { name, .. } => {
+            eprintln!("[tool] {} …", clean_line(&name))
+        }
+        EngineEvent::ToolFinished {
+            name,
+            is_error,
+            elapsed,
+            output,
+            ..
+        } => {
+            eprintln!(
+                "[tool] {} {} {} ms",
+                clean_line(&name),
+                if is_error { "✗" } else { "✓" },
+                ms(elapsed)
+            );
+            // What the edit tools changed, a line per file, with the answer on stdout.
+            let changed = crate::agent::builtins::edit::changes(&name, &output, is_error);
+            if !changed.is_empty() {
+                let mut out = std::io::stdout().lock();
+                for line in changed {
+                    let _ = writeln!(out, "{}", clean_line(line));
+                }
+                let _ = out.flush();
+            }
+        }
+        EngineEvent::ToolRefused { name, reason, .. } => {
+            eprintln!(
+                "[permission] {} refused: {}",
+                clean_line(&name),
+                clean_line(&reason)
+            )
+        }
+        EngineEvent::ModelRetrying { reason, after, .. } => {
+            let reason = clean_line(&reason);
+            eprintln!("[model] {reason}; retrying in {} ms", after.as_millis())
+        }
+        EngineEvent::Compacted { reason, compacted } => eprintln!(
+            "[model] compacted {} earlier messages (~{} -> ~{} tokens): {}",
+            compacted.replaced,
+            compacted.tokens_before,
+            compacted.tokens_after,
+            clean_line(&reason)
+        ),
+        _ => {}
     }
 }
 
@@ -201,6 +217,51 @@ pub async fn run(
     launched: Instant,
 ) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
+    check_task(args)?;
+    let settings = opts.model_settings()?;
+    let Some(provider) = settings.provider.clone() else {
+        return Err(super::UsageError(settings::how_to_configure().to_owned()).into());
+    };
+    let model = RunModel { settings, provider };
+    let prompt = task_prompt(args)?;
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let (policy, _logged) = opts.policy(&cwd)?;
+    if let Some(warning) = crate::app::Session::bypass_warning(&policy) {
+        eprintln!("{warning}");
+    }
+    let config = opts.load_config()?;
+    crate::app::SessionOptions::unmatched_rules(&policy, &config);
+    for line in crate::app::config::trust::hint_lines(&config, None) {
+        eprintln!("{line}");
+    }
+    let start = Start {
+        shutdown_grace: Some(crate::app::HEADLESS_GRACE),
+        builtins: true,
+        offer_cached: true,
+        policy: Some(policy.clone()),
+        ..Start::default()
+    };
+    let mut session = Session::start(opts, &config, config.servers.clone(), start)?;
+    let this = Run {
+        opts,
+        args,
+        config: &config,
+        started,
+        launched,
+    };
+    // Every way out of the session closes it: an early return would leave its actors to be
+    // dropped with the runtime.
+    let result = this.turn(&mut session, model, policy, prompt).await;
+    let answered = matches!(&result, Ok(c) if *c == ExitCode::SUCCESS);
+    if answered {
+        cache_at_exit(&mut session, &config).await;
+    }
+    session.close().await;
+    result
+}
+
+/// Refuses what cannot start a run: an empty task, `--continue` with nothing to continue.
+fn check_task(args: &RunArgs) -> anyhow::Result<()> {
     if args.prompt.trim().is_empty() {
         return Err(super::UsageError(
             "-p needs a task: `harness9 run -p \"...\"`, or `-p -` to read it from stdin"
@@ -224,248 +285,312 @@ pub async fn run(
             .into());
         }
     }
-    let settings = opts.model_settings()?;
-    let Some(provider_cfg) = settings.provider.clone() else {
-        return Err(super::UsageError(settings::how_to_configure().to_owned()).into());
-    };
-    let prompt = if args.prompt == "-" {
-        read_stdin()?
-    } else if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-        args.prompt.clone()
-    } else {
-        // `cat notes.md | harness9 run -p "summarize"`: what is piped in follows the task. A
-        // stdin that is open but silent (a CI runner's, a parent's pipe) is not waited on.
-        match read_piped(STDIN_FIRST_BYTE, STDIN_TOTAL)? {
-            Some(piped) if !piped.trim().is_empty() => format!("{}\n\n{piped}", args.prompt),
-            _ => args.prompt.clone(),
-        }
-    };
-    let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    let (policy, _logged) = opts.policy(&cwd)?;
-    if let Some(warning) = crate::app::Session::bypass_warning(&policy) {
-        eprintln!("{warning}");
+    Ok(())
+}
+
+/// The task: `-p`'s text, stdin's with `-p -`, or `-p`'s followed by what is piped in.
+fn task_prompt(args: &RunArgs) -> anyhow::Result<String> {
+    if args.prompt == "-" {
+        return read_stdin();
     }
-    let config = opts.load_config()?;
-    crate::app::SessionOptions::unmatched_rules(&policy, &config);
-    for line in crate::app::config::trust::hint_lines(&config, None) {
-        eprintln!("{line}");
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return Ok(args.prompt.clone());
     }
-    let start = Start {
-        shutdown_grace: Some(crate::app::HEADLESS_GRACE),
-        builtins: true,
-        offer_cached: true,
-        policy: Some(policy.clone()),
-        ..Start::default()
-    };
-    let mut session = Session::start(opts, &config, config.servers.clone(), start)?;
-    // Every way out of the session closes it: an early return would leave its actors to be
-    // dropped with the runtime.
-    let result: anyhow::Result<ExitCode> = async {
-    spawn_status_lines(
-        session.runtime.status.clone(),
-        opts.verbose > 0,
-        opts.lines.clone(),
-    );
-    let mut engine_cfg = session.engine_config(
-        args.max_steps.unwrap_or(settings.max_steps),
-        settings.tool_output_budget_tokens,
-    );
-    if let Some(dir) = &args.spill_dir {
-        engine_cfg.spill_dir = dir.clone();
+    // `cat notes.md | harness9 run -p "summarize"`: what is piped in follows the task. A
+    // stdin that is open but silent (a CI runner's, a parent's pipe) is not waited on.
+    Ok(match read_piped(STDIN_FIRST_BYTE, STDIN_TOTAL)? {
+        Some(piped) if !piped.trim().is_empty() => format!("{}\n\n{piped}", args.prompt),
+        _ => args.prompt.clone(),
+    })
+}
+
+/// The model a run talks to: the settings it was resolved from and their provider.
+struct RunModel {
+    settings: settings::Settings,
+    provider: ProviderConfig,
+}
+
+impl RunModel {
+    /// `anthropic claude-...`: the model as the `start` event names it.
+    fn name(&self) -> String {
+        format!("{} {}", self.provider.kind, self.provider.model)
     }
-    engine_cfg.context_window = settings.context_window(&provider_cfg.model);
-    engine_cfg.compact_at = settings.compact_at;
-    engine_cfg.policy = policy;
-    engine_cfg.tool_search = settings.tool_search.clone();
-    let model_name = format!("{} {}", provider_cfg.kind, provider_cfg.model);
-    let model_id = provider_cfg.model.clone();
-    let resume = super::resume_of(args.continue_, args.resume.as_deref());
-    let saved = match session.conversation(&resume, &model_id) {
-        Ok(o) => Some(o),
-        Err(e) if resume != crate::app::stores::conversations::Resume::New => {
-            return Err(super::UsageError(e).into())
-        }
-        Err(e) => {
-            tracing::warn!("{e}; this run is not saved");
-            None
-        }
-    };
-    let session_id = saved
-        .as_ref()
-        .map_or_else(session_id, |o| o.file.id.clone());
-    // A resumed conversation goes on with the model it was saved with, unless the command line
-    // named one (or that model cannot be set up here: then the current one, with a warning).
-    let saved_model = saved.as_ref().and_then(|o| o.model.clone()).filter(|m| {
-        opts.model.model.is_none()
-            && opts.model.provider.is_none()
-            && *m != model_id
-            && *m != format!("{}/{}", provider_cfg.kind, provider_cfg.model)
-    });
-    let (mut settings, mut provider_cfg, mut model_name, mut model_id) =
-        (settings, provider_cfg, model_name, model_id);
-    if let Some(spec) = saved_model {
+
+    /// The model's id, as conversations and prices know it.
+    fn id(&self) -> &str {
+        &self.provider.model
+    }
+
+    /// A resumed conversation goes on with the model it was saved with, unless the command
+    /// line named one (or that model cannot be set up here: then this one, with a warning);
+    /// the engine's window follows the model.
+    fn resumed(
+        self,
+        opts: &SessionOptions,
+        saved: Option<&Opened>,
+        cfg: &mut EngineConfig,
+    ) -> Self {
+        let saved_model = saved.and_then(|o| o.model.clone()).filter(|m| {
+            opts.model.model.is_none()
+                && opts.model.provider.is_none()
+                && m != self.id()
+                && *m != format!("{}/{}", self.provider.kind, self.provider.model)
+        });
+        let Some(spec) = saved_model else {
+            return self;
+        };
         match settings::resolve(&opts.model.with_model(&spec)) {
             Ok(s) if s.provider.is_some() => {
                 if let Some(p) = s.provider.clone() {
-                    engine_cfg.context_window = s.context_window(&p.model);
-                    model_name = format!("{} {}", p.kind, p.model);
-                    model_id = p.model.clone();
-                    provider_cfg = p;
-                    settings = s;
+                    cfg.context_window = s.context_window(&p.model);
+                    return RunModel {
+                        settings: s,
+                        provider: p,
+                    };
                 }
             }
-            Ok(_) => {
-                tracing::warn!("the session's model {spec} is not set up here; using {model_name}")
-            }
-            Err(e) => tracing::warn!("the session's model {spec}: {e}; using {model_name}"),
+            Ok(_) => tracing::warn!(
+                "the session's model {spec} is not set up here; using {}",
+                self.name()
+            ),
+            Err(e) => tracing::warn!("the session's model {spec}: {e}; using {}", self.name()),
         }
+        self
     }
-    let engine = session.engine(provider_cfg, engine_cfg, saved).start();
-    let printer = Printer {
-        json: args.json_events(),
-        stream: args.stream,
-        started,
-    };
-    let rt = &mut session.runtime;
+}
 
-    // The bound counts from the process's start (loading the config and starting the servers
-    // are part of it), less a moment to send the request, so the first model request reaches
-    // the model within it.
-    let wait = startup_wait(args.startup_wait)?
-        .min(rt.max_startup + Duration::from_secs(5))
-        .saturating_sub(launched.elapsed() + SEND_MARGIN);
-    let settle = async {
-        let snap = if config.servers.is_empty() {
+/// One `harness9 run`: what the command line and the config asked for, and when it started.
+struct Run<'a> {
+    opts: &'a SessionOptions,
+    args: &'a RunArgs,
+    config: &'a Config,
+    /// When `run` began (the events' `t_ms` count from it).
+    started: Instant,
+    /// When the process started (the startup wait counts from it).
+    launched: Instant,
+}
+
+impl Run<'_> {
+    /// The run inside its session: the engine set up (a saved conversation resumed), the
+    /// servers settled, the turn run and its outcome reported; the exit code.
+    async fn turn(
+        &self,
+        session: &mut Session,
+        model: RunModel,
+        policy: std::sync::Arc<crate::agent::permissions::Policy>,
+        prompt: String,
+    ) -> anyhow::Result<ExitCode> {
+        spawn_status_lines(
+            session.runtime.status.clone(),
+            self.opts.verbose > 0,
+            self.opts.lines.clone(),
+        );
+        let mut engine_cfg = self.engine_config(session, &model, policy);
+        let resume = super::resume_of(self.args.continue_, self.args.resume.as_deref());
+        let saved = match session.conversation(&resume, model.id()) {
+            Ok(o) => Some(o),
+            Err(e) if resume != crate::app::stores::conversations::Resume::New => {
+                return Err(super::UsageError(e).into())
+            }
+            Err(e) => {
+                tracing::warn!("{e}; this run is not saved");
+                None
+            }
+        };
+        let session_id = saved
+            .as_ref()
+            .map_or_else(session_id, |o| o.file.id.clone());
+        let model = model.resumed(self.opts, saved.as_ref(), &mut engine_cfg);
+        let engine = session
+            .engine(model.provider.clone(), engine_cfg, saved)
+            .start();
+        let printer = Printer {
+            json: self.args.json_events(),
+            stream: self.args.stream,
+            started: self.started,
+        };
+        let rt = &mut session.runtime;
+        // The bound counts from the process's start (loading the config and starting the
+        // servers are part of it), less a moment to send the request, so the first model
+        // request reaches the model within it.
+        let wait = startup_wait(self.args.startup_wait)?
+            .min(rt.max_startup + Duration::from_secs(5))
+            .saturating_sub(self.launched.elapsed() + SEND_MARGIN);
+        let model_name = model.name();
+        let settle = self.settle(rt, &engine, wait, &session_id, &model_name);
+        let interrupted_early = tokio::select! {
+            _ = settle => false,
+            _ = interrupted() => true,
+        };
+        let outcome = if interrupted_early {
+            None
+        } else {
+            let (events, rx) = turn_stream();
+            engine.do_send(RunTurn {
+                attachments: Vec::new(),
+                prompt,
+                events,
+                // Headless: a call that would ask is refused, naming what would allow it.
+                can_ask: false,
+            });
+            read_turn(rx, &printer, &engine).await
+        };
+        Ok(self.report(outcome, &model, &session_id))
+    }
+
+    /// The engine's configuration from the settings and the flags.
+    fn engine_config(
+        &self,
+        session: &Session,
+        model: &RunModel,
+        policy: std::sync::Arc<crate::agent::permissions::Policy>,
+    ) -> EngineConfig {
+        let settings = &model.settings;
+        let mut cfg = session.engine_config(
+            self.args.max_steps.unwrap_or(settings.max_steps),
+            settings.tool_output_budget_tokens,
+        );
+        if let Some(dir) = &self.args.spill_dir {
+            cfg.spill_dir = dir.clone();
+        }
+        cfg.context_window = settings.context_window(&model.provider.model);
+        cfg.compact_at = settings.compact_at;
+        cfg.policy = policy;
+        cfg.tool_search = settings.tool_search.clone();
+        cfg
+    }
+
+    /// Waits for the servers, at most `wait` (a server offering its tools from the cache is
+    /// ready at once); with `--json`, then says the `start` event.
+    async fn settle(
+        &self,
+        rt: &mut crate::app::Runtime,
+        engine: &Addr<Engine>,
+        wait: Duration,
+        session_id: &str,
+        model_name: &str,
+    ) {
+        let snap = if self.config.servers.is_empty() {
             StatusSnapshot::default()
         } else {
-            // A server offering its tools from the cache is ready: nothing is waited for.
             rt.ready(wait).await
         };
-        if args.json_events() {
-            let servers: serde_json::Map<String, Value> = snap
-                .iter()
-                .map(|(n, s)| (n.clone(), json!(s.status.label())))
-                .collect();
-            // What the first request offers (tool search may defer some, then `tool_search`
-            // is offered), and every tool in the table.
-            let tools = engine
-                .send(crate::agent::engine::ListOffered)
-                .await
-                .unwrap_or_default();
-            json_line(&json!({
-                "event": "start", "t_ms": ms(started.elapsed()), "session_id": session_id,
-                "model": model_name, "servers": servers, "tools": tools.offered,
-                "tools_all": tools.all,
-            }));
+        if !self.args.json_events() {
+            return;
         }
-    };
-    let interrupted_early = tokio::select! {
-        _ = settle => false,
-        _ = interrupted() => true,
-    };
-    let outcome = if interrupted_early {
-        None
-    } else {
-        let (events, rx) = turn_stream();
-        engine.do_send(RunTurn {
-            attachments: Vec::new(),
-            prompt,
-            events,
-            // Headless: a call that would ask is refused, naming what would allow it.
-            can_ask: false,
-        });
-        read_turn(rx, &printer, &engine).await
-    };
-    let report = |v: Value| json_line(&v);
-    let code = match outcome {
-        None => {
-            eprintln!("harness9: interrupted; stopping servers");
-            if args.json_events() {
-                report(
-                    json!({"event": "error", "t_ms": ms(started.elapsed()), "message": "interrupted", "code": 130}),
-                );
-            }
-            ExitCode::from(130)
-        }
-        Some(Err(EngineGone)) => {
-            let message = "the engine stopped before the turn ended";
-            if args.json_events() {
-                report(
-                    json!({"event": "error", "t_ms": ms(started.elapsed()), "message": message, "code": 1}),
-                );
-            }
-            eprintln!("harness9: {message}");
-            ExitCode::from(1)
-        }
-        Some(Ok(Err(e))) => {
-            if args.json_events() {
-                report(
-                    json!({"event": "error", "t_ms": ms(started.elapsed()), "message": e.to_string(), "code": 1}),
-                );
-            }
-            eprintln!("harness9: {}", clean_text(&e.to_string()));
-            ExitCode::from(1)
-        }
-        Some(Ok(Ok(done))) => {
-            if args.json_events() {
-                let u = &done.usage;
-                let cost = settings.cost(
-                    &model_id,
-                    u.input_tokens,
-                    u.cached_input_tokens,
-                    u.output_tokens,
-                );
-                report(json!({
-                    "event": "done", "t_ms": ms(started.elapsed()), "session_id": session_id,
-                    "text": done.text, "steps": done.steps, "ms": ms(done.elapsed),
-                    "input_tokens": u.input_tokens, "cached_input_tokens": u.cached_input_tokens,
-                    "output_tokens": u.output_tokens,
-                    "cost_usd": cost.map(|c| (c * 1e6).round() / 1e6),
-                }));
-            } else {
-                let mut out = std::io::stdout().lock();
-                // The model may repeat what a tool said: the answer is server text too.
-                let _ = writeln!(out, "{}", clean_text(&done.text));
-                let _ = out.flush();
-            }
-            ExitCode::SUCCESS
-        }
-    };
-    Ok(code)
+        let servers: serde_json::Map<String, Value> = snap
+            .iter()
+            .map(|(n, s)| (n.clone(), json!(s.status.label())))
+            .collect();
+        // What the first request offers (tool search may defer some, then `tool_search` is
+        // offered), and every tool in the table.
+        let tools = engine
+            .send(crate::agent::engine::ListOffered)
+            .await
+            .unwrap_or_default();
+        json_line(&json!({
+            "event": "start", "t_ms": ms(self.started.elapsed()), "session_id": session_id,
+            "model": model_name, "servers": servers, "tools": tools.offered,
+            "tools_all": tools.all,
+        }));
     }
-    .await;
-    // A run that answered, with a server slower than it and not cached yet: its list is cached
-    // anyway, within a bound, so the next run offers its tools at once (once per spec; Ctrl+C
-    // skips it). A failed or interrupted run ends at once.
-    let answered = matches!(&result, Ok(c) if *c == ExitCode::SUCCESS);
-    if let (Some(cache), true) = (session.tool_cache.clone(), answered) {
-        let bound = crate::app::stores::tool_cache::CACHE_AT_EXIT;
-        let note = |names: &[&str]| {
-            let names: Vec<String> = names
-                .iter()
-                .map(|n| format!("\"{}\"", clean_line(n)))
-                .collect();
-            eprintln!(
-                "harness9: waiting up to {} s for {} to finish starting, so the next run offers its tools at once (once; Ctrl+C skips)",
-                bound.as_secs(),
-                names.join(", ")
+
+    /// With `--json`, the `error` event of a run that ends with `message` and `code`.
+    fn error_event(&self, message: &str, code: u8) {
+        if self.args.json_events() {
+            json_line(
+                &json!({"event": "error", "t_ms": ms(self.started.elapsed()), "message": message, "code": code}),
             );
-        };
-        let wait = crate::app::stores::tool_cache::wait_to_cache(
-            &mut session.runtime.status,
-            &config.servers,
-            &cache,
-            bound,
-            note,
-        );
-        tokio::select! {
-            () = wait => {}
-            () = interrupted() => {}
         }
     }
-    session.close().await;
-    result
+
+    /// Says how the turn ended (the answer on stdout, or the `done` event; else the error on
+    /// stderr and as an `error` event); the exit code.
+    fn report(&self, outcome: Option<TurnEnd>, model: &RunModel, session_id: &str) -> ExitCode {
+        match outcome {
+            None => {
+                eprintln!("harness9: interrupted; stopping servers");
+                self.error_event("interrupted", 130);
+                ExitCode::from(130)
+            }
+            Some(Err(EngineGone)) => {
+                let message = "the engine stopped before the turn ended";
+                self.error_event(message, 1);
+                eprintln!("harness9: {message}");
+                ExitCode::from(1)
+            }
+            Some(Ok(Err(e))) => {
+                self.error_event(&e.to_string(), 1);
+                eprintln!("harness9: {}", clean_text(&e.to_string()));
+                ExitCode::from(1)
+            }
+            Some(Ok(Ok(done))) => {
+                self.answer(&done, model, session_id);
+                ExitCode::SUCCESS
+            }
+        }
+    }
+
+    /// The model's answer: on stdout, or the `done` event with the usage and its cost.
+    fn answer(&self, done: &TurnOutcome, model: &RunModel, session_id: &str) {
+        if self.args.json_events() {
+            let u = &done.usage;
+            let cost = model.settings.cost(
+                model.id(),
+                u.input_tokens,
+                u.cached_input_tokens,
+                u.output_tokens,
+            );
+            json_line(&json!({
+                "event": "done", "t_ms": ms(self.started.elapsed()), "session_id": session_id,
+                "text": done.text, "steps": done.steps, "ms": ms(done.elapsed),
+                "input_tokens": u.input_tokens, "cached_input_tokens": u.cached_input_tokens,
+                "output_tokens": u.output_tokens,
+                "cost_usd": cost.map(|c| (c * 1e6).round() / 1e6),
+            }));
+        } else {
+            let mut out = std::io::stdout().lock();
+            // The model may repeat what a tool said: the answer is server text too.
+            let _ = writeln!(out, "{}", clean_text(&done.text));
+            let _ = out.flush();
+        }
+    }
 }
+
+/// A run that answered, with a server slower than it and not cached yet: its list is cached
+/// anyway, within a bound, so the next run offers its tools at once (once per spec; Ctrl+C
+/// skips it). A failed or interrupted run does not come here: it ends at once.
+async fn cache_at_exit(session: &mut Session, config: &Config) {
+    let Some(cache) = session.tool_cache.clone() else {
+        return;
+    };
+    let bound = crate::app::stores::tool_cache::CACHE_AT_EXIT;
+    let note = |names: &[&str]| {
+        let names: Vec<String> = names
+            .iter()
+            .map(|n| format!("\"{}\"", clean_line(n)))
+            .collect();
+        eprintln!(
+            "harness9: waiting up to {} s for {} to finish starting, so the next run offers its tools at once (once; Ctrl+C skips)",
+            bound.as_secs(),
+            names.join(", ")
+        );
+    };
+    let wait = crate::app::stores::tool_cache::wait_to_cache(
+        &mut session.runtime.status,
+        &config.servers,
+        &cache,
+        bound,
+        note,
+    );
+    tokio::select! {
+        () = wait => {}
+        () = interrupted() => {}
+    }
+}
+
+/// How a turn read to its end came out: its outcome, or the engine gone without one.
+type TurnEnd = Result<Result<TurnOutcome, EngineError>, EngineGone>;
 
 /// The engine ended the turn's stream without an outcome.
 struct EngineGone;
@@ -480,7 +605,7 @@ async fn read_turn(
     mut rx: tokio::sync::mpsc::Receiver<TurnEvent>,
     printer: &Printer,
     engine: &Addr<Engine>,
-) -> Option<Result<Result<TurnOutcome, EngineError>, EngineGone>> {
+) -> Option<TurnEnd> {
     let mut interrupt = std::pin::pin!(interrupted());
     let mut deadline: Option<tokio::time::Instant> = None;
     loop {

@@ -84,116 +84,128 @@ pub(super) async fn run(
     action: TaskAction,
     ask: TaskAsk<'_>,
 ) -> anyhow::Result<ExitCode> {
-    let store = task_store::path();
-    let forget = |server: &str, id: &str| {
-        if let Err(e) = task_store::remove(&store, server, id) {
-            eprintln!("[mcp] {}", clean_line(&format!("{e:#}")));
-        }
-    };
     match action {
         TaskAction::List => list(ask.server, ask.json),
-        TaskAction::Cancel => {
-            rt.registry
-                .send(CancelServerTask {
-                    server: ask.server.to_owned(),
-                    task_id: ask.id.to_owned(),
-                })
-                .await
-                .context("the tool registry stopped")??;
-            forget(ask.server, ask.id);
-            if ask.json {
-                say!(
-                    "{}",
-                    to_json(&json!({"taskId": ask.id, "cancelRequested": true}), true)?
-                );
-            } else {
-                say!(
-                    "asked server \"{}\" to cancel task {}",
-                    clean_line(ask.server),
-                    clean_line(ask.id)
-                );
-            }
-            Ok(ExitCode::SUCCESS)
+        TaskAction::Cancel => cancel(rt, &ask).await,
+        TaskAction::Get if ask.wait => await_result(rt, &ask).await,
+        TaskAction::Get => status(rt, &ask).await,
+    }
+}
+
+/// No longer tracks task `id` on `server` (a failure is said, and the command goes on).
+fn forget(server: &str, id: &str) {
+    if let Err(e) = task_store::remove(&task_store::path(), server, id) {
+        eprintln!("[mcp] {}", clean_line(&format!("{e:#}")));
+    }
+}
+
+/// `mcp tasks cancel SERVER ID`: `tasks/cancel`, and the task no longer tracked.
+async fn cancel(rt: &Runtime, ask: &TaskAsk<'_>) -> anyhow::Result<ExitCode> {
+    rt.registry
+        .send(CancelServerTask {
+            server: ask.server.to_owned(),
+            task_id: ask.id.to_owned(),
+        })
+        .await
+        .context("the tool registry stopped")??;
+    forget(ask.server, ask.id);
+    if ask.json {
+        say!(
+            "{}",
+            to_json(&json!({"taskId": ask.id, "cancelRequested": true}), true)?
+        );
+    } else {
+        say!(
+            "asked server \"{}\" to cancel task {}",
+            clean_line(ask.server),
+            clean_line(ask.id)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mcp tasks get --wait SERVER ID`: the task followed to its end (its progress on stderr),
+/// then its result.
+async fn await_result(rt: &Runtime, ask: &TaskAsk<'_>) -> anyhow::Result<ExitCode> {
+    let tracked = task_store::load(&task_store::path()).unwrap_or_default();
+    let tool = tracked
+        .iter()
+        .find(|t| t.server == ask.server && t.task_id == ask.id)
+        .map(|t| t.tool.clone())
+        .unwrap_or_else(|| "?".to_owned());
+    let (tx, mut notices) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);
+    let msg = AwaitTask {
+        server: ask.server.to_owned(),
+        tool,
+        task_id: ask.id.to_owned(),
+        cancel: ask.cancel.clone(),
+        progress: Some(ProgressSink::new(move |p| {
+            let _ = tx.try_send(p);
+        })),
+    };
+    let mut result = std::pin::pin!(rt.registry.send(msg));
+    let result = loop {
+        tokio::select! {
+            r = &mut result => break r,
+            Some(p) = notices.recv() => print_progress(p),
         }
-        TaskAction::Get if ask.wait => {
-            let tracked = task_store::load(&store).unwrap_or_default();
-            let tool = tracked
-                .iter()
-                .find(|t| t.server == ask.server && t.task_id == ask.id)
-                .map(|t| t.tool.clone())
-                .unwrap_or_else(|| "?".to_owned());
-            let (tx, mut notices) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);
-            let msg = AwaitTask {
-                server: ask.server.to_owned(),
-                tool,
-                task_id: ask.id.to_owned(),
-                cancel: ask.cancel.clone(),
-                progress: Some(ProgressSink::new(move |p| {
-                    let _ = tx.try_send(p);
-                })),
-            };
-            let mut result = std::pin::pin!(rt.registry.send(msg));
-            let result = loop {
-                tokio::select! {
-                    r = &mut result => break r,
-                    Some(p) = notices.recv() => print_progress(p),
-                }
-            };
-            while let Ok(p) = notices.try_recv() {
-                print_progress(p);
-            }
-            let r = result.context("the tool registry stopped")?;
-            forget(ask.server, ask.id);
-            let r = r?;
-            print_result(&r, ask.json)
+    };
+    while let Ok(p) = notices.try_recv() {
+        print_progress(p);
+    }
+    let r = result.context("the tool registry stopped")?;
+    forget(ask.server, ask.id);
+    let r = r?;
+    print_result(&r, ask.json)
+}
+
+/// `mcp tasks get SERVER ID`: one `tasks/get`, its status on stderr and what it carries
+/// (a result, an error) on stdout; an ended task is no longer tracked.
+async fn status(rt: &Runtime, ask: &TaskAsk<'_>) -> anyhow::Result<ExitCode> {
+    let st = rt
+        .registry
+        .send(GetTaskStatus {
+            server: ask.server.to_owned(),
+            task_id: ask.id.to_owned(),
+        })
+        .await
+        .context("the tool registry stopped")??;
+    let ended = matches!(st.status.as_str(), "completed" | "failed" | "cancelled");
+    if ended {
+        forget(ask.server, ask.id);
+    }
+    if ask.json {
+        let v = json!({
+            "taskId": ask.id,
+            "status": st.status,
+            "statusMessage": st.status_message,
+            "result": st.result,
+            "error": st.error,
+        });
+        say!("{}", to_json(&v, true)?);
+    } else {
+        let msg = st
+            .status_message
+            .as_deref()
+            .map(|m| format!(": {}", clean_line(m)))
+            .unwrap_or_default();
+        eprintln!(
+            "[mcp] task {} {}{msg}",
+            clean_line(ask.id),
+            clean_line(&st.status)
+        );
+        if let Some(r) = &st.result {
+            say!("{}", clean_text(&r.text()));
         }
-        TaskAction::Get => {
-            let st = rt
-                .registry
-                .send(GetTaskStatus {
-                    server: ask.server.to_owned(),
-                    task_id: ask.id.to_owned(),
-                })
-                .await
-                .context("the tool registry stopped")??;
-            let ended = matches!(st.status.as_str(), "completed" | "failed" | "cancelled");
-            if ended {
-                forget(ask.server, ask.id);
-            }
-            if ask.json {
-                let v = json!({
-                    "taskId": ask.id,
-                    "status": st.status,
-                    "statusMessage": st.status_message,
-                    "result": st.result,
-                    "error": st.error,
-                });
-                say!("{}", to_json(&v, true)?);
-            } else {
-                let msg = st
-                    .status_message
-                    .as_deref()
-                    .map(|m| format!(": {}", clean_line(m)))
-                    .unwrap_or_default();
-                eprintln!(
-                    "[mcp] task {} {}{msg}",
-                    clean_line(ask.id),
-                    clean_line(&st.status)
-                );
-                if let Some(r) = &st.result {
-                    say!("{}", clean_text(&r.text()));
-                }
-                if let Some(e) = &st.error {
-                    say!("failed: {}", clean_line(e));
-                }
-            }
-            Ok(match (st.status.as_str(), &st.result) {
-                ("completed", Some(r)) if !r.is_error => ExitCode::SUCCESS,
-                ("working" | "input_required", _) => ExitCode::SUCCESS,
-                _ => ExitCode::from(1),
-            })
+        if let Some(e) = &st.error {
+            say!("failed: {}", clean_line(e));
         }
     }
+    Ok(match (st.status.as_str(), &st.result) {
+        ("completed", Some(r)) if !r.is_error => ExitCode::SUCCESS,
+        ("working" | "input_required", _) => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
+    })
 }
 
 fn print_result(r: &CallToolResult, as_json: bool) -> anyhow::Result<ExitCode> {

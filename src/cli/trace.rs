@@ -87,39 +87,7 @@ pub fn replay(path: &Path, server: Option<&str>) -> anyhow::Result<ExitCode> {
     let mut replayer = loader
         .finish()
         .map_err(|e| anyhow::anyhow!("trace file {}: {e}", path.display()))?;
-    let s = replayer.stats().clone();
-    let mut note = format!(
-        "trace replay: {} recorded requests of server {:?} from {}",
-        s.recordings,
-        replayer.server(),
-        path.display()
-    );
-    if s.unanswered > 0 {
-        note.push_str(&format!(
-            "; {} never answered in the trace (held open unless answered elsewhere)",
-            s.unanswered
-        ));
-    }
-    if s.dropped > 0 {
-        note.push_str(&format!(
-            "; {} more not held (over {} recordings or {} MiB)",
-            s.dropped,
-            crate::app::diagnostics::trace_replay::MAX_RECORDINGS,
-            crate::app::diagnostics::trace_replay::MAX_HELD_BYTES / (1024 * 1024)
-        ));
-    }
-    if s.server_requests > 0 {
-        note.push_str(&format!(
-            "; {} requests the server sent (sampling, elicitation, roots) are not replayed",
-            s.server_requests
-        ));
-    }
-    if let Some(line) = s.first_skipped_line {
-        note.push_str(&format!(
-            "; {} lines were not trace records (the first at line {line})",
-            s.skipped
-        ));
-    }
+    let note = serving_note(replayer.stats(), replayer.server(), path);
     eprintln_clean(&note);
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
@@ -166,6 +134,48 @@ pub fn replay(path: &Path, server: Option<&str>) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
     }
+}
+
+/// What `trace replay` serves: the recordings of `server` from `path`, and what it holds
+/// back (unanswered, over its bounds, the server's own requests, lines that were no records).
+fn serving_note(
+    s: &crate::app::diagnostics::trace_replay::LoadStats,
+    server: &str,
+    path: &Path,
+) -> String {
+    let mut note = format!(
+        "trace replay: {} recorded requests of server {:?} from {}",
+        s.recordings,
+        server,
+        path.display()
+    );
+    if s.unanswered > 0 {
+        note.push_str(&format!(
+            "; {} never answered in the trace (held open unless answered elsewhere)",
+            s.unanswered
+        ));
+    }
+    if s.dropped > 0 {
+        note.push_str(&format!(
+            "; {} more not held (over {} recordings or {} MiB)",
+            s.dropped,
+            crate::app::diagnostics::trace_replay::MAX_RECORDINGS,
+            crate::app::diagnostics::trace_replay::MAX_HELD_BYTES / (1024 * 1024)
+        ));
+    }
+    if s.server_requests > 0 {
+        note.push_str(&format!(
+            "; {} requests the server sent (sampling, elicitation, roots) are not replayed",
+            s.server_requests
+        ));
+    }
+    if let Some(line) = s.first_skipped_line {
+        note.push_str(&format!(
+            "; {} lines were not trace records (the first at line {line})",
+            s.skipped
+        ));
+    }
+    note
 }
 
 /// One line to stderr, without escape sequences or control characters (a trace's text is the

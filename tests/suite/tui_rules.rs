@@ -3,7 +3,8 @@
 
 use serde_json::json;
 
-use super::tui::{project, settled, tmux_required, Tmux, BOUND};
+use super::common::{fixture, harness9_in, output_within, stdio_json, without_user_env};
+use super::tui::{bar, project, settled, tmux_required, Tmux, BOUND};
 
 /// The model's reply calls `mkdir -p d1` and `mkdir -p d2` at once; both wait. "Always"
 /// (`bash(mkdir:*)`) on the first runs it alone: the second, which the rule would cover, is
@@ -73,6 +74,50 @@ fn a_deny_rule_that_denies_nothing_is_shown_at_start() {
     });
     // `Bash(rm:*)` is bash's rule: nothing to warn about.
     assert!(!s.contains("Bash(rm:*)"), "{s}");
+    t.send_keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+}
+
+/// The user's own call of a tool a deny rule names is refused in the same words by both front
+/// ends: `mcp call` on stderr, the TUI's `/call` in its tool entry (`app::user_call`).
+#[test]
+fn a_denied_call_by_hand_is_refused_in_the_same_words_by_both_front_ends() {
+    tmux_required();
+    let dir = project(
+        "tui-denied-call",
+        |_| json!({"f": stdio_json(fixture("f", &[]))}),
+    );
+    std::fs::write(
+        dir.join("harness9.toml"),
+        "[permissions]\ndeny = [\"mcp__f__write\"]\n",
+    )
+    .unwrap();
+    let written = dir.join("written");
+    let args = json!({"path": written.display().to_string(), "text": "x"}).to_string();
+    let mut cli = harness9_in(&dir);
+    without_user_env(&mut cli).args(["mcp", "call", "f", "write", "--args", &args]);
+    let out = output_within(cli, None, BOUND);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let words = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("harness9: "))
+        .unwrap_or_else(|| panic!("no error line: {stderr}"));
+    assert!(
+        words.starts_with("the call of \"mcp__f__write\" is refused by your deny rule")
+            && words.ends_with("; remove that rule to call it"),
+        "{words}"
+    );
+    let t = Tmux::start_with(&dir, &[], None, &[]);
+    t.wait_for("f connected", BOUND, |s| bar(s).contains("f ●"));
+    t.send_keys(&[&format!("/call mcp__f__write {args}"), "Enter"]);
+    // The entry wraps the words over lines: compared without the whitespace.
+    let bare = |s: &str| s.split_whitespace().collect::<String>();
+    let want = bare(words);
+    t.wait_for("the same words in the TUI", BOUND, |s| {
+        bare(s).contains(&want)
+    });
+    assert!(!written.exists(), "the denied call ran");
     t.send_keys(&["C-c"]);
     assert_eq!(t.exit_code(), 0);
 }

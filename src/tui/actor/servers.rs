@@ -8,9 +8,9 @@ use actix::prelude::*;
 use futures_util::StreamExt as _;
 use harness9_actors::messages::{
     CallTool, Complete, CompletionRef, GetPrompt, ListPrompts, ListResourceTemplates,
-    ListResources, ProgressSink, ReadResource, SubscribeResource, ToolProgress,
+    ListResources, ProgressSink, SubscribeResource, ToolProgress,
 };
-use harness9_actors::ToolRegistry;
+use harness9_app::user_call;
 use tokio::sync::mpsc;
 
 use super::Tui;
@@ -88,33 +88,12 @@ impl Tui {
         ctx: &mut Context<Self>,
     ) {
         // The user's own call: it runs unless a deny rule of theirs names it.
-        let entry = self
-            .state
-            .servers
-            .tools
-            .iter()
-            .find(|t| t.name == name)
-            .cloned();
-        let facts = harness9_agent::permissions::ToolFacts::of(
-            &name,
-            entry.as_ref().and_then(|e| e.server.as_deref()),
-            entry
-                .as_ref()
-                .and_then(|e| e.tool.annotations.as_ref().map(|a| a.get())),
-        );
-        let verdict = self.policy.decide_explicit(
-            facts,
-            arguments.as_ref().unwrap_or(&serde_json::Value::Null),
-        );
-        if verdict.action != harness9_agent::permissions::Action::Run {
-            let why = match &verdict.reason {
-                harness9_agent::permissions::Reason::Rule(r) => r.describe(),
-                _ => "the permissions".to_owned(),
-            };
+        let entry = self.state.servers.tools.iter().find(|t| t.name == name);
+        if let Err(refused) = user_call::check(&self.policy, &name, entry, arguments.as_ref()) {
             self.apply(
                 Event::CallDone {
                     id,
-                    output: format!("refused by your {why}; remove that rule to call it"),
+                    output: refused.to_string(),
                     is_error: true,
                     elapsed: Duration::ZERO,
                 },
@@ -138,7 +117,7 @@ impl Tui {
         let registry = self.registry.clone();
         let started = Instant::now();
         ctx.spawn(
-            async move { ToolRegistry::send(&registry, msg).await }
+            async move { user_call::call_tool(&registry, msg).await }
                 .into_actor(self)
                 .map(move |r, act, ctx| {
                     act.calls.retain(|(c, _)| *c != id);
@@ -171,14 +150,9 @@ impl Tui {
         let reads = async move {
             let mut out = Vec::new();
             for (server, uri) in mentions {
-                let read = registry
-                    .send(ReadResource {
-                        server: server.clone(),
-                        uri: uri.clone(),
-                    })
+                let read = user_call::read_resource(&registry, &server, &uri)
                     .await
-                    .map_err(|_| REGISTRY_STOPPED.to_owned())
-                    .and_then(|r| r.map_err(|e| e.to_string()));
+                    .map_err(|e| e.to_string());
                 out.push((server, uri, read));
             }
             out
@@ -220,7 +194,7 @@ impl Tui {
         ask: Complete,
         ctx: &mut Context<Self>,
     ) {
-        let ask = self.registry.send(ask);
+        let ask = user_call::complete(&self.registry, ask);
         ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
             let values = completion_values(r);
             act.apply(
@@ -243,7 +217,7 @@ impl Tui {
         ask: Complete,
         ctx: &mut Context<Self>,
     ) {
-        let ask = self.registry.send(ask);
+        let ask = user_call::complete(&self.registry, ask);
         ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
             let values = completion_values(r);
             act.apply(
@@ -266,13 +240,16 @@ impl Tui {
         arguments: std::collections::BTreeMap<String, String>,
         ctx: &mut Context<Self>,
     ) {
-        let ask = self.registry.send(GetPrompt {
-            server,
-            name: name.clone(),
-            arguments,
-        });
+        let ask = user_call::get_prompt(
+            &self.registry,
+            GetPrompt {
+                server,
+                name: name.clone(),
+                arguments,
+            },
+        );
         ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
-            let result = registry_reply(r);
+            let result = r.map_err(|e| e.to_string());
             act.apply(Event::PromptGot { name, result }, ctx);
         }));
     }
@@ -383,16 +360,16 @@ impl StreamHandler<CallProgressItem> for Tui {
 }
 
 /// The values of a `completion/complete` answer (none when the server failed or is gone).
-pub(super) fn completion_values<E: std::fmt::Display>(
-    r: Result<Result<harness9_actors::protocol::types::Completion, E>, MailboxError>,
+pub(super) fn completion_values(
+    r: Result<harness9_actors::protocol::types::Completion, user_call::SendError>,
 ) -> Vec<String> {
     match r {
-        Ok(Ok(c)) => c.values,
-        Ok(Err(e)) => {
+        Ok(c) => c.values,
+        Err(user_call::SendError::Failed(e)) => {
             tracing::debug!("completion/complete: {e}");
             Vec::new()
         }
-        Err(_) => Vec::new(),
+        Err(user_call::SendError::Stopped(_)) => Vec::new(),
     }
 }
 
