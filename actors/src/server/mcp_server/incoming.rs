@@ -50,7 +50,7 @@ const MAX_NOTICE_TEXT: usize = 4096;
 impl McpServer {
     pub(super) fn on_line(&mut self, line: Bytes, ctx: &mut Context<Self>) {
         if let Some(n) = fast_response_id(&line) {
-            if let Some(p) = self.pending.remove(&n) {
+            if let Some(p) = self.out.take(n) {
                 let id = Some(RequestId::Number(n));
                 self.trace(
                     Direction::Recv,
@@ -59,7 +59,6 @@ impl McpServer {
                     Some(p.method),
                     Some(p.sent.elapsed()),
                 );
-                self.progress.remove(&n);
                 p.settle(Ok(Payload::Line(line)));
                 return;
             }
@@ -75,10 +74,10 @@ impl McpServer {
         match msg {
             Incoming::Response { id, outcome } => {
                 let pending = match id {
-                    RequestId::Number(n) => self.pending.remove(&n).map(|p| (n, p)),
+                    RequestId::Number(n) => self.out.take(n),
                     RequestId::String(_) => None,
                 };
-                let Some((n, p)) = pending else {
+                let Some(p) = pending else {
                     self.trace(Direction::Recv, &line, Some(id), None, None);
                     tracing::debug!(target: "mcp", server = %self.name, "reply to no pending request (late or cancelled)");
                     return;
@@ -90,7 +89,6 @@ impl McpServer {
                     Some(p.method),
                     Some(p.sent.elapsed()),
                 );
-                self.progress.remove(&n);
                 let reply = match outcome {
                     Ok(raw) => Ok(Payload::Raw(raw.to_owned())),
                     Err(e) => Err(ReplyError::Rpc(e)),
@@ -108,7 +106,12 @@ impl McpServer {
                 let params: Option<Value> = params.and_then(|p| serde_json::from_str(p.get()).ok());
                 let method = method.into_owned();
                 // Its span, under the trace context its `_meta` carries.
-                let op = Op::incoming(&method, params.as_ref(), Some(id.to_string()), &self.otel);
+                let op = Op::incoming(
+                    &method,
+                    params.as_ref(),
+                    Some(id.to_string()),
+                    &self.session.otel,
+                );
                 if ask::is_ask(&method) {
                     self.ask(id, method, params, op, ctx);
                     return;
@@ -135,7 +138,7 @@ impl McpServer {
         op: Op,
         ctx: &mut Context<Self>,
     ) {
-        if self.asks.len() >= ask::MAX_OPEN_ASKS || self.asks.contains_key(&id) {
+        if !self.questions.has_room_for(&id) {
             let e = ErrorObject {
                 code: jsonrpc::INTERNAL_ERROR,
                 message: format!(
@@ -147,11 +150,11 @@ impl McpServer {
             self.write(reply_line(&id, &Err(e), op), Some(id), &method);
             return;
         }
-        let handler = self.input.clone();
+        let handler = self.questions.input.clone();
         let server = self.spec.name.clone();
         let cwd = self.cwd.clone();
         let m = method.clone();
-        let open = ask::OpenAsk::new(&self.ask_clock);
+        let open = ask::OpenAsk::new(&self.questions.clock);
         let parent = crate::telemetry::Parent::of(&op.span());
         let fut = async move {
             let _open = open;
@@ -159,11 +162,11 @@ impl McpServer {
         };
         let key = id.clone();
         let handle = ctx.spawn(fut.into_actor(self).map(move |answer, act, _| {
-            act.asks.remove(&key);
+            act.questions.asks.remove(&key);
             // Withdrawn (the future dropped): the span ends as `cancelled`.
             act.write(reply_line(&key, &answer, op), Some(key), &method);
         }));
-        self.asks.insert(id, handle);
+        self.questions.asks.insert(id, handle);
     }
 
     /// The server gave up on one of its requests: a question still open is withdrawn (the
@@ -177,7 +180,7 @@ impl McpServer {
             Some(Value::String(s)) => Some(RequestId::String(s.clone())),
             _ => None,
         };
-        if let Some(handle) = id.and_then(|id| self.asks.remove(&id)) {
+        if let Some(handle) = id.and_then(|id| self.questions.asks.remove(&id)) {
             tracing::debug!(target: "mcp", server = %self.name, "the server withdrew its question");
             ctx.cancel_future(handle);
         }
@@ -203,14 +206,7 @@ impl McpServer {
                         .ok()
                     })
                     .unwrap_or_default();
-                let waiters = std::mem::take(&mut self.ack_waiters);
-                for (uri, on, tx) in waiters {
-                    if honored.contains(&uri) == on {
-                        let _ = tx.send(());
-                    } else {
-                        self.ack_waiters.push((uri, on, tx));
-                    }
-                }
+                self.subs.acknowledged(&honored);
             }
             PromptListChanged::METHOD => self.notice(NoticeKind::PromptsChanged),
             ResourceUpdated::METHOD => {
@@ -237,7 +233,7 @@ impl McpServer {
                 if let Some(sink) = p
                     .progress_token
                     .as_i64()
-                    .and_then(|t| self.progress.get(&t))
+                    .and_then(|t| self.out.progress.get(&t))
                 {
                     sink.send(ToolProgress {
                         server: self.spec.name.clone(),
@@ -307,14 +303,14 @@ impl McpServer {
     }
 
     pub(super) fn relist(&mut self, ctx: &mut Context<Self>) {
-        if !self.connected || self.closing {
+        if !self.session.connected || self.life.closing {
             return;
         }
-        if self.listing {
-            self.relist_pending = true;
+        if self.tools.listing {
+            self.tools.relist_pending = true;
             return;
         }
-        self.listing = true;
+        self.tools.listing = true;
         // A re-list is bounded like the handshake.
         let bound = self.spec.startup_timeout;
         let list = list_tools(ctx.address(), self.spec.max_tools);
@@ -327,19 +323,19 @@ impl McpServer {
             })
         };
         ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
-            act.listing = false;
+            act.tools.listing = false;
             match res {
                 Ok(tools) => act.events.do_send(ServerEvent {
                     server: act.spec.name.clone(),
                     generation: act.generation,
                     kind: ServerEventKind::ToolsChanged {
                         tools,
-                        ttl_ms: act.tools_ttl,
+                        ttl_ms: act.tools.ttl,
                     },
                 }),
                 Err(e) => tracing::warn!(target: "mcp", server = %act.name, "tools/list after list_changed failed: {e}"),
             }
-            if std::mem::take(&mut act.relist_pending) {
+            if std::mem::take(&mut act.tools.relist_pending) {
                 act.relist(ctx);
             }
         }));
@@ -351,8 +347,7 @@ impl McpServer {
         let error = crate::server::transport::budget::over_budget(&self.name);
         tracing::warn!(target: "mcp", server = %self.name, id = ?id, "{error}");
         if let Some(RequestId::Number(n)) = id {
-            if let Some(p) = self.pending.remove(&n) {
-                self.progress.remove(&n);
+            if let Some(p) = self.out.take(n) {
                 p.settle(Err(ReplyError::Transport(error)));
             }
         }
@@ -362,8 +357,7 @@ impl McpServer {
         let id = sniff_id(&prefix);
         tracing::warn!(target: "mcp", server = %self.name, id = ?id, max, "discarded a message over the maximum message size");
         if let Some(RequestId::Number(n)) = id {
-            if let Some(p) = self.pending.remove(&n) {
-                self.progress.remove(&n);
+            if let Some(p) = self.out.take(n) {
                 p.settle(Err(ReplyError::TooLarge(max)));
             }
         }

@@ -65,7 +65,7 @@ impl Handler<TaskRpc> for McpServer {
     type Result = MessageResult<TaskRpc>;
 
     fn handle(&mut self, msg: TaskRpc, _ctx: &mut Context<Self>) -> Self::Result {
-        if self.closing || self.writer.is_none() {
+        if !self.accepting() {
             return MessageResult(None);
         }
         let id = self.alloc_id();

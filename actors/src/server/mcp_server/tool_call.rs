@@ -63,7 +63,7 @@ impl Handler<NextRound> for McpServer {
     type Result = MessageResult<NextRound>;
 
     fn handle(&mut self, msg: NextRound, _ctx: &mut Context<Self>) -> Self::Result {
-        if self.closing || self.writer.is_none() {
+        if !self.accepting() {
             return MessageResult(None);
         }
         MessageResult(Some(self.call_round(
@@ -185,8 +185,14 @@ async fn open_pages(error: &crate::protocol::jsonrpc::ErrorObject, by: &Answerer
 impl McpServer {
     /// The calls' answerer, built once (until the roots or the input handler change).
     pub(super) fn answerer(&mut self) -> std::sync::Arc<Answerer> {
-        let (handler, server, roots, cwd) = (&self.input, &self.spec.name, &self.roots, &self.cwd);
-        self.answerer
+        let (handler, server, roots, cwd) = (
+            &self.questions.input,
+            &self.spec.name,
+            &self.roots,
+            &self.cwd,
+        );
+        self.questions
+            .answerer
             .get_or_insert_with(|| {
                 std::sync::Arc::new(Answerer {
                     handler: handler.clone(),
@@ -202,8 +208,8 @@ impl McpServer {
     /// tool calls as tasks, a tool that runs only as one.
     fn as_task(&self, tool: &str) -> bool {
         self.stateless().is_none()
-            && self.server_caps.tool_call_tasks()
-            && self.task_required.contains(tool)
+            && self.session.server_caps.tool_call_tasks()
+            && self.tools.task_required.contains(tool)
     }
 
     /// Sends one round of `tools/call`: progress registered under its id, the stateless `_meta`
@@ -218,7 +224,7 @@ impl McpServer {
     ) -> Round {
         let id = self.alloc_id();
         let token = progress.map(|sink| {
-            self.progress.insert(id, sink);
+            self.out.progress.insert(id, sink);
             id
         });
         // Serialized straight from the call's parts: the arguments are never copied.
@@ -241,7 +247,8 @@ impl McpServer {
         };
         // A tool's `x-mcp-header` params travel with its call (empty, unallocated, for most).
         let headers = self
-            .tool_headers
+            .tools
+            .headers
             .get(tool)
             .map(|p| param_headers(p, arguments))
             .unwrap_or_default();
@@ -387,9 +394,9 @@ impl Handler<CallServerTool> for McpServer {
     fn handle(&mut self, mut msg: CallServerTool, ctx: &mut Context<Self>) -> Self::Result {
         let server = self.spec.name.clone();
         let tool = msg.tool;
-        if !self.connected || self.closing || self.writer.is_none() {
-            let reason = if self.connected {
-                self.gone_reason()
+        if !self.session.connected || !self.accepting() {
+            let reason = if self.session.connected {
+                self.life.gone_reason()
             } else {
                 "still starting".to_owned()
             };
@@ -413,7 +420,7 @@ impl Handler<CallServerTool> for McpServer {
             Some(&tool),
             None,
             &msg.parent.span(),
-            &self.otel,
+            &self.session.otel,
         );
         let trace = op.trace_context();
         let mut round = self.call_round(
@@ -425,7 +432,7 @@ impl Handler<CallServerTool> for McpServer {
         );
         op.set_request_id(round.id);
         let arguments = msg.arguments;
-        let writer = self.writer.clone();
+        let writer = self.out.sender();
         // At the timeout, a full queue means the server stopped reading: say so.
         let stuck = move || writer.as_ref().is_some_and(|w| w.capacity() == 0);
         let addr = ctx.address();
@@ -436,7 +443,7 @@ impl Handler<CallServerTool> for McpServer {
         };
         let (timeout, cancel, detach) = (msg.timeout, msg.cancel, msg.detach);
         let follower = self.follower(ctx, tool.clone(), cancel.clone(), progress.clone());
-        let clock = self.ask_clock.clone();
+        let clock = self.questions.clock.clone();
         let call = async move {
             let mut deadline = tokio::time::Instant::now() + timeout;
             // The time the server's questions stay open does not count (see `AskClock`).
