@@ -13,7 +13,7 @@ use actix::prelude::*;
 use super::{McpServer, ReplyError};
 use crate::protocol::jsonrpc::RequestId;
 use crate::server::process::{signal_group, unregister_group, Signal};
-use crate::server::transport::{self, HttpStatus, TransportEvent, TransportFailed};
+use crate::server::transport::{self, Attach, Events, HttpStatus, TransportEvent, TransportFailed};
 use crate::trace::{Direction, HttpExchange, WireRecord};
 
 /// stderr lines kept for the exit report (`Exited { stderr_tail }`).
@@ -233,6 +233,18 @@ impl McpServer {
                 }
             });
         });
+    }
+}
+
+/// The actor's side of the transport seam: a transport's streams are polled by the actor, its
+/// task's messages come to its mailbox.
+impl Attach for Context<McpServer> {
+    fn attach<S: Stream<Item = TransportEvent> + 'static>(&mut self, events: S) {
+        self.add_stream(events);
+    }
+
+    fn mailbox(&self) -> Events {
+        self.address().recipient()
     }
 }
 

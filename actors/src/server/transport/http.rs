@@ -41,7 +41,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::dev::SendError;
-use actix::prelude::*;
 use awc::http::StatusCode;
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -49,8 +48,8 @@ use tokio::sync::{mpsc, Mutex, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    budget, Events, HttpStatus, Opened, Outgoing, Transport, TransportEvent, TransportFailed,
-    WRITE_QUEUE,
+    budget, Attach, Events, HttpStatus, Opened, Outgoing, Transport, TransportEvent,
+    TransportFailed, WRITE_QUEUE,
 };
 use crate::net::{install_crypto, snippet};
 use crate::protocol::jsonrpc::{self, Incoming, RequestId};
@@ -58,7 +57,6 @@ use crate::protocol::methods::{
     Cancelled, Discover, Initialize, Initialized, Notification, Request,
 };
 use crate::protocol::sse::SseParser;
-use crate::server::mcp_server::McpServer;
 use crate::spec::{ServerSpec, TransportSpec};
 use meta::{header_list, request_headers, Peek};
 
@@ -66,7 +64,7 @@ use meta::{header_list, request_headers, Peek};
 pub(in crate::server) struct Http;
 
 impl Transport for Http {
-    fn open(spec: &ServerSpec, ctx: &mut Context<McpServer>) -> Result<Opened, String> {
+    fn open(spec: &ServerSpec, to: &mut impl Attach) -> Result<Opened, String> {
         let TransportSpec::Http { url, headers, sse } = &spec.transport else {
             return Err("not an HTTP server".to_owned());
         };
@@ -81,7 +79,7 @@ impl Transport for Http {
             oauth: spec.oauth.clone(),
         };
         let (tx, rx) = mpsc::channel(WRITE_QUEUE);
-        actix_rt::spawn(run(target, rx, ctx.address().recipient()));
+        actix_rt::spawn(run(target, rx, to.mailbox()));
         Ok(Opened {
             writer: tx,
             process: None,
