@@ -3,17 +3,18 @@
 //! `stopped()`). Its other concerns live in the submodules, each an `impl McpServer` of its own:
 //! [`link`] the actor's end of its transport (`server/transport/`: what it opens and every event
 //! it reports), [`handshake`] connecting and paginated lists (futures over the actor's address),
-//! [`ask`] the server's questions for a person, [`incoming`] what the server sends,
-//! [`requests`] the pending map and the write queue, [`tool_call`] tool calls with their timeout
+//! [`ask`] the server's questions for a person, [`inbound`] what the server sends us (replies,
+//! its requests, notifications), [`outbound`] what we send it (the pending map, the write
+//! queue, cancellation), [`tool_call`] tool calls with their timeout
 //! and cancellation, [`tool_list`] what it keeps of a tool listing and how the list stays fresh,
 //! [`features`] resources, prompts, completion, roots and the log level.
 
 pub mod ask;
 mod features;
 pub(super) mod handshake;
-mod incoming;
+mod inbound;
 mod link;
-mod requests;
+mod outbound;
 mod skills;
 mod task;
 mod tool_call;
@@ -38,8 +39,8 @@ use ask::Questions;
 use features::Subscriptions;
 use handshake::{connect, Connected, EraChoice, Session};
 use link::StderrLog;
-use requests::Outbound;
-pub(super) use requests::{ClientSide, Notify, Payload, ReplyError, Rpc, SetEra};
+use outbound::Outbound;
+pub(super) use outbound::{ClientSide, Notify, Payload, ReplyError, Rpc, SetEra};
 use tool_list::ToolListState;
 pub(super) use tool_list::ToolsListed;
 

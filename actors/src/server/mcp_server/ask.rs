@@ -2,7 +2,7 @@
 //! `sampling/createMessage` go to the front end's handler (an [`InputRequest`] recipient the
 //! runtime gives every [`McpServer`](super::McpServer)) and their answers come back on a
 //! oneshot, awaited in a spawned future so the actor's mailbox never waits on a person. Both
-//! eras come through here: a handshake-era request (`incoming.rs`) and a stateless
+//! eras come through here: a handshake-era request (`inbound.rs`) and a stateless
 //! `input_required` round (`tool_call.rs`). Every wait is bounded ([`ASK_TIMEOUT`], and a
 //! call's own deadline); without a handler the synchronous policy of [`crate::server::server_requests`] answers.
 

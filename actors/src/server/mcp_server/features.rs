@@ -21,7 +21,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::handshake::{check_result_type, list_all};
-use super::requests::{CancelRequest, Reply};
+use super::outbound::{CancelRequest, Reply};
 use super::{McpServer, ReplyError};
 use crate::error::RequestError;
 use crate::messages::{

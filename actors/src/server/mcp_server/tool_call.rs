@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
 use super::ask;
-use super::requests::{Backlog, CancelRequest, Reply};
+use super::outbound::{Backlog, CancelRequest, Reply};
 use super::task;
 use super::{McpServer, ReplyError};
 use crate::error::CallError;

@@ -182,7 +182,7 @@ impl McpServer {
     /// opened with the new filter.
     pub(super) fn listen_again(&mut self, ctx: &mut Context<Self>) {
         if let Some(id) = self.subs.listen_id.take() {
-            ctx.notify(super::requests::CancelRequest {
+            ctx.notify(super::outbound::CancelRequest {
                 id,
                 reason: "the subscriptions changed",
             });

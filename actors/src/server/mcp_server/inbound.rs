@@ -1,5 +1,6 @@
-//! What a server sends: replies routed to their pending request (the fast path first), the
-//! server's own requests answered through the server-requests seam (`ping` and `roots/list` at once;
+//! Inbound, server to client: what a server sends us: replies routed to their pending request
+//! (the fast path first), the server's own requests answered through the server-requests seam
+//! (`server_requests.rs`: `ping` and `roots/list` at once;
 //! elicitation and sampling asked of the front end in a spawned future, withdrawn on the
 //! server's `notifications/cancelled`; else an error), notifications
 //! (list_changed starts a bounded re-list, progress goes to the call's sink, logging to

@@ -1,7 +1,8 @@
-//! What the actor sends: the pending map's entries (inserted before their request is written),
-//! the bounded write queue of [`Outgoing`] messages (our requests wait for room, answers and notifications are dropped
-//! and counted when it is full), the internal messages that send a request or a notification
-//! from a future (the handshake, a re-list), and cancellation.
+//! Outbound, client to server: what the actor sends and waits for ([`Outbound`]): the pending
+//! map's entries (inserted before their request is written), the bounded write queue of
+//! [`Outgoing`] messages (our requests wait for room, answers and notifications are dropped and
+//! counted when it is full), the internal messages that send a request or a notification from
+//! a future (the handshake, a re-list), and cancellation.
 
 use std::collections::HashMap;
 use std::time::Instant;
