@@ -187,6 +187,7 @@ impl McpServer {
         }
     }
 
+    /// A notification from the server, by its method.
     fn on_notification(
         &mut self,
         method: &str,
@@ -196,93 +197,99 @@ impl McpServer {
         match method {
             ToolListChanged::METHOD => self.relist(ctx),
             ResourceListChanged::METHOD => self.notice(NoticeKind::ResourcesChanged),
-            SubscriptionsAcknowledged::METHOD => {
-                // The filter the server honours: a subscription change is done once it shows.
-                let honored: Vec<String> = params
-                    .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-                    .and_then(|v| {
-                        serde_json::from_value(
-                            v.pointer("/notifications/resourceSubscriptions")?.clone(),
-                        )
-                        .ok()
-                    })
-                    .unwrap_or_default();
-                self.subs.acknowledged(&honored);
-            }
+            SubscriptionsAcknowledged::METHOD => self.on_acknowledged(params),
             PromptListChanged::METHOD => self.notice(NoticeKind::PromptsChanged),
-            ResourceUpdated::METHOD => {
-                let uri = params
-                    .and_then(|p| {
-                        serde_json::from_str::<<ResourceUpdated as Notification>::Params<'_>>(
-                            p.get(),
-                        )
-                        .ok()
-                    })
-                    .and_then(|v| v.get("uri").and_then(Value::as_str).map(str::to_owned));
-                if let Some(uri) = uri {
-                    self.notice(NoticeKind::ResourceUpdated { uri });
-                }
-            }
+            ResourceUpdated::METHOD => self.on_resource_updated(params),
             Cancelled::METHOD => self.on_cancelled(params, ctx),
-            Progress::METHOD => {
-                let Some(p) = params.and_then(|p| {
-                    serde_json::from_str::<<Progress as Notification>::Params<'_>>(p.get()).ok()
-                }) else {
-                    return;
-                };
-                tracing::info!(target: "mcp::progress", server = %self.name, progress = p.progress, total = ?p.total, message = ?p.message);
-                if let Some(sink) = p
-                    .progress_token
-                    .as_i64()
-                    .and_then(|t| self.out.progress.get(&t))
-                {
-                    sink.send(ToolProgress {
-                        server: self.spec.name.clone(),
-                        progress: p.progress,
-                        total: p.total,
-                        message: p.message,
-                    });
-                }
-            }
-            LoggingMessage::METHOD => {
-                let Some(m) = params.and_then(|p| {
-                    serde_json::from_str::<<LoggingMessage as Notification>::Params<'_>>(p.get())
-                        .ok()
-                }) else {
-                    return;
-                };
-                let data = match &m.data {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                let logger = m.logger.as_deref().unwrap_or("");
-                // A log line is kept whole in the trace; a notice carries at most 4 KiB of it.
-                let mut end = data.len().min(MAX_NOTICE_TEXT);
-                while !data.is_char_boundary(end) {
-                    end -= 1;
-                }
-                self.notice(NoticeKind::Log {
-                    level: m.level.chars().take(16).collect(),
-                    logger: m.logger.as_ref().map(|l| l.chars().take(64).collect()),
-                    text: data[..end].to_owned(),
-                });
-                match m.level.as_str() {
-                    "debug" => {
-                        tracing::debug!(target: "mcp::server", server = %self.name, logger, "{data}")
-                    }
-                    "info" | "notice" => {
-                        tracing::info!(target: "mcp::server", server = %self.name, logger, "{data}")
-                    }
-                    "warning" => {
-                        tracing::warn!(target: "mcp::server", server = %self.name, logger, "{data}")
-                    }
-                    _ => {
-                        tracing::error!(target: "mcp::server", server = %self.name, logger, level = %m.level, "{data}")
-                    }
-                }
-            }
+            Progress::METHOD => self.on_progress(params),
+            LoggingMessage::METHOD => self.on_log(params),
             _ => {
                 tracing::debug!(target: "mcp", server = %self.name, method, "notification ignored")
+            }
+        }
+    }
+
+    /// The filter the server honours: a subscription change is done once it shows.
+    fn on_acknowledged(&mut self, params: Option<&RawValue>) {
+        let honored: Vec<String> = params
+            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .and_then(|v| {
+                serde_json::from_value(v.pointer("/notifications/resourceSubscriptions")?.clone())
+                    .ok()
+            })
+            .unwrap_or_default();
+        self.subs.acknowledged(&honored);
+    }
+
+    /// A subscribed resource changed: a notice naming it.
+    fn on_resource_updated(&mut self, params: Option<&RawValue>) {
+        let uri = params
+            .and_then(|p| {
+                serde_json::from_str::<<ResourceUpdated as Notification>::Params<'_>>(p.get()).ok()
+            })
+            .and_then(|v| v.get("uri").and_then(Value::as_str).map(str::to_owned));
+        if let Some(uri) = uri {
+            self.notice(NoticeKind::ResourceUpdated { uri });
+        }
+    }
+
+    /// Progress of one of our requests: to its call's sink.
+    fn on_progress(&mut self, params: Option<&RawValue>) {
+        let Some(p) = params.and_then(|p| {
+            serde_json::from_str::<<Progress as Notification>::Params<'_>>(p.get()).ok()
+        }) else {
+            return;
+        };
+        tracing::info!(target: "mcp::progress", server = %self.name, progress = p.progress, total = ?p.total, message = ?p.message);
+        if let Some(sink) = p
+            .progress_token
+            .as_i64()
+            .and_then(|t| self.out.progress.get(&t))
+        {
+            sink.send(ToolProgress {
+                server: self.spec.name.clone(),
+                progress: p.progress,
+                total: p.total,
+                message: p.message,
+            });
+        }
+    }
+
+    /// A log line of the server's: a notice (at most [`MAX_NOTICE_TEXT`] bytes of it) and
+    /// tracing at its level (whole).
+    fn on_log(&mut self, params: Option<&RawValue>) {
+        let Some(m) = params.and_then(|p| {
+            serde_json::from_str::<<LoggingMessage as Notification>::Params<'_>>(p.get()).ok()
+        }) else {
+            return;
+        };
+        let data = match &m.data {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let logger = m.logger.as_deref().unwrap_or("");
+        // A log line is kept whole in the trace; a notice carries at most 4 KiB of it.
+        let mut end = data.len().min(MAX_NOTICE_TEXT);
+        while !data.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.notice(NoticeKind::Log {
+            level: m.level.chars().take(16).collect(),
+            logger: m.logger.as_ref().map(|l| l.chars().take(64).collect()),
+            text: data[..end].to_owned(),
+        });
+        match m.level.as_str() {
+            "debug" => {
+                tracing::debug!(target: "mcp::server", server = %self.name, logger, "{data}")
+            }
+            "info" | "notice" => {
+                tracing::info!(target: "mcp::server", server = %self.name, logger, "{data}")
+            }
+            "warning" => {
+                tracing::warn!(target: "mcp::server", server = %self.name, logger, "{data}")
+            }
+            _ => {
+                tracing::error!(target: "mcp::server", server = %self.name, logger, level = %m.level, "{data}")
             }
         }
     }
