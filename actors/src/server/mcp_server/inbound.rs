@@ -310,15 +310,15 @@ impl McpServer {
         }
     }
 
+    /// Lists the tools again (bounded like the handshake) and reports the new list; one
+    /// re-list at a time, a change meanwhile lists once more after it.
     pub(super) fn relist(&mut self, ctx: &mut Context<Self>) {
         if !self.session.connected || self.life.closing {
             return;
         }
-        if self.tools.listing {
-            self.tools.relist_pending = true;
+        if !self.tools.start_relist() {
             return;
         }
-        self.tools.listing = true;
         // A re-list is bounded like the handshake.
         let bound = self.spec.startup_timeout;
         let list = list_tools(ctx.address(), self.spec.max_tools);
@@ -331,7 +331,7 @@ impl McpServer {
             })
         };
         ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
-            act.tools.listing = false;
+            let again = act.tools.relist_done();
             match res {
                 Ok(tools) => act.events.do_send(ServerEvent {
                     server: act.spec.name.clone(),
@@ -343,7 +343,7 @@ impl McpServer {
                 }),
                 Err(e) => tracing::warn!(target: "mcp", server = %act.name, "tools/list after list_changed failed: {e}"),
             }
-            if std::mem::take(&mut act.tools.relist_pending) {
+            if again {
                 act.relist(ctx);
             }
         }));

@@ -35,9 +35,9 @@ const MAX_TTL: Duration = Duration::from_secs(86_400);
 #[derive(Default)]
 pub(super) struct ToolListState {
     /// A re-list is running.
-    pub(super) listing: bool,
+    listing: bool,
     /// The list changed again while it ran: list once more after it.
-    pub(super) relist_pending: bool,
+    relist_pending: bool,
     /// The re-list a tool list's `ttlMs` asked for.
     ttl_timer: Option<SpawnHandle>,
     /// The last tool list's `ttlMs` (reported with it, for the tool-list cache).
@@ -49,6 +49,25 @@ pub(super) struct ToolListState {
     pub(super) headers: HashMap<String, Vec<HeaderParam>>,
     /// The tools of the latest list that run only as tasks (2025-11-25).
     pub(super) task_required: HashSet<String>,
+}
+
+impl ToolListState {
+    /// A re-list is wanted: whether to start it now (`false` while one runs: one more is
+    /// then listed after it).
+    pub(super) fn start_relist(&mut self) -> bool {
+        if self.listing {
+            self.relist_pending = true;
+            return false;
+        }
+        self.listing = true;
+        true
+    }
+
+    /// The running re-list ended: whether another is wanted.
+    pub(super) fn relist_done(&mut self) -> bool {
+        self.listing = false;
+        std::mem::take(&mut self.relist_pending)
+    }
 }
 
 /// A `tools/list` walk finished: the actor keeps each tool's `x-mcp-header` params (HTTP) and
