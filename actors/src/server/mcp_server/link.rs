@@ -266,3 +266,21 @@ impl StreamHandler<TransportEvent> for McpServer {
     /// Each stream tells of its own end (`OutputClosed`, `LogClosed`, `Exited`).
     fn finished(&mut self, _ctx: &mut Context<Self>) {}
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{StderrLog, STDERR_TAIL};
+
+    /// The tail keeps the last lines, at most `STDERR_TAIL` of them, and is taken once.
+    #[test]
+    fn the_stderr_tail_keeps_the_last_lines() {
+        let mut log = StderrLog::default();
+        for n in 0..STDERR_TAIL + 5 {
+            log.push("s", format!("line {n}"));
+        }
+        let tail = log.take_tail();
+        assert_eq!(tail.len(), STDERR_TAIL);
+        assert_eq!(tail[0], "line 5");
+        assert!(log.take_tail().is_empty());
+    }
+}

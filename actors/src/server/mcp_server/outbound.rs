@@ -533,6 +533,38 @@ mod tests {
     use super::*;
     use crate::protocol::jsonrpc::fast_response_id;
 
+    /// A pending request and its progress sink leave together; ids are never reused; failing
+    /// all of them says whether the discovery probe was among them.
+    #[test]
+    fn outbound_keeps_pending_and_progress_in_step() {
+        let mut out = Outbound::default();
+        let (a, b) = (out.alloc_id(), out.alloc_id());
+        assert_ne!(a, b);
+        let mut waiting = Vec::new();
+        for (id, method) in [(a, Discover::METHOD), (b, "tools/call")] {
+            let (tx, rx) = oneshot::channel();
+            waiting.push(rx);
+            let sent = Instant::now();
+            let op = Op::default();
+            out.pending.insert(
+                id,
+                Pending {
+                    tx,
+                    method,
+                    sent,
+                    op,
+                },
+            );
+            out.progress.insert(id, ProgressSink::new(|_| {}));
+        }
+        assert!(out.take(b).is_some());
+        assert!(!out.progress.contains_key(&b));
+        assert!(out.take(b).is_none());
+        assert!(out.fail_all("gone"));
+        assert!(out.progress.is_empty() && out.abandoned().is_empty());
+        assert!(!out.is_open());
+    }
+
     #[test]
     fn fast_path_takes_only_the_exact_prefix() {
         assert_eq!(

@@ -230,3 +230,20 @@ impl McpServer {
         }));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ToolListState;
+
+    /// One re-list at a time: changes while it runs ask for exactly one more.
+    #[test]
+    fn a_change_during_a_relist_lists_once_more() {
+        let mut t = ToolListState::default();
+        assert!(t.start_relist());
+        assert!(!t.start_relist());
+        assert!(!t.start_relist());
+        assert!(t.relist_done());
+        assert!(t.start_relist());
+        assert!(!t.relist_done());
+    }
+}
