@@ -204,9 +204,16 @@ async fn slot(
     }
 }
 
-async fn soak(a: &Args) -> Result<Value, String> {
-    let fds_start = fd_count();
-    let rss_start = rss_kib();
+/// The runtime under soak: the registry, the supervisor of the one server, and the server's
+/// status as the forwarder reports it.
+struct Runtime {
+    registry: Addr<ToolRegistry>,
+    supervisor: Addr<ServerSupervisor>,
+    status: mpsc::UnboundedReceiver<ServerStatus>,
+}
+
+/// Starts the registry and the supervisor of the soak server, restarts allowed for every kill.
+fn start_runtime(a: &Args) -> Runtime {
     let registry = ToolRegistry::new().start();
     let mut spec = ServerSpec::stdio(SERVER, a.server_cmd[0].clone(), a.server_cmd[1..].to_vec());
     spec.tool_timeout = a.call_timeout;
@@ -218,54 +225,63 @@ async fn soak(a: &Args) -> Result<Value, String> {
         window: Duration::from_secs(60),
     };
     let supervisor = ServerSupervisor::new(vec![spec], registry.clone(), policy, None).start();
-    let (tx, mut status) = mpsc::unbounded_channel();
+    let (tx, status) = mpsc::unbounded_channel();
     supervisor.do_send(Subscribe(
         StatusForward::new(SERVER, tx).start().recipient(),
     ));
-    let mut pid = connected(&mut status, None).await?;
-
-    let tally = Rc::new(Tally::default());
-    let stop = Rc::new(Cell::new(false));
-    let mut slots = Vec::new();
-    for n in 0..a.inflight {
-        slots.push(actix_rt::spawn(slot(
-            registry.clone(),
-            tally.clone(),
-            stop.clone(),
-            n,
-            a.call_timeout,
-        )));
+    Runtime {
+        registry,
+        supervisor,
+        status,
     }
-    // Warm up: the calls reach a steady state before the baseline is taken.
-    answers(&tally, a.inflight as u64 * 4, "warm-up").await?;
-    let fds_before = fd_count();
-    let rss_before = rss_kib();
+}
+
+/// What the kill phase saw: how long it took, the restarts, the calls in flight at each kill.
+struct KillPhase {
+    secs: f64,
+    restarts: usize,
+    in_flight_at_kill: Vec<u64>,
+}
+
+/// Kills the server `a.kills` times, each time with calls in flight after it took some, and
+/// waits for each restart to connect.
+async fn kill_phase(
+    a: &Args,
+    tally: &Tally,
+    status: &mut mpsc::UnboundedReceiver<ServerStatus>,
+    mut pid: u32,
+) -> Result<KillPhase, String> {
     let t0 = Instant::now();
     let mut in_flight_at_kill = Vec::with_capacity(a.kills);
     let mut restarts = 0usize;
     for k in 0..a.kills {
         // Let the new server take some calls, then kill it with them in flight.
-        answers(&tally, a.inflight as u64, &format!("before kill {}", k + 1)).await?;
+        answers(tally, a.inflight as u64, &format!("before kill {}", k + 1)).await?;
         in_flight_at_kill.push(tally.in_flight.get());
         let Ok(target) = i32::try_from(pid) else {
             return Err(format!("pid {pid} out of range"));
         };
         harness9_platform::process::signal(target, harness9_platform::process::Signal::Kill);
-        pid = connected(&mut status, Some(pid))
+        pid = connected(status, Some(pid))
             .await
             .map_err(|e| format!("after kill {}: {e}", k + 1))?;
         restarts += 1;
     }
-    let kill_secs = t0.elapsed().as_secs_f64();
-    // Let the last server answer a round of calls, then stop and drain.
-    answers(&tally, a.inflight as u64, "after the last kill").await?;
-    stop.set(true);
-    for s in slots {
-        let _ = s.await;
-    }
-    let fds_after = fd_count();
-    let rss_after = rss_kib();
-    let children_connected = children().len();
+    Ok(KillPhase {
+        secs: t0.elapsed().as_secs_f64(),
+        restarts,
+        in_flight_at_kill,
+    })
+}
+
+/// Shuts every server down (bounded) and waits for the status channel to close once the
+/// supervisor is freed.
+async fn shut_down(rt: Runtime) {
+    let Runtime {
+        registry,
+        supervisor,
+        mut status,
+    } = rt;
     match tokio::time::timeout(SHUTDOWN_BOUND, supervisor.send(ShutdownAll::default())).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => eprintln!("mcp-soak: ShutdownAll: {e}"),
@@ -277,21 +293,50 @@ async fn soak(a: &Args) -> Result<Value, String> {
         while status.recv().await.is_some() {}
     })
     .await;
+}
+
+/// The process's file descriptors and resident memory at one moment.
+#[derive(Clone, Copy)]
+struct Usage {
+    fds: usize,
+    rss_kib: u64,
+}
+
+impl Usage {
+    fn now() -> Self {
+        Self {
+            fds: fd_count(),
+            rss_kib: rss_kib(),
+        }
+    }
+}
+
+/// What the soak measured around the kill phase.
+struct Measured {
+    /// At the start, before the kill phase, after it (calls drained).
+    usage: [Usage; 3],
+    kills: KillPhase,
+    children_connected: usize,
+}
+
+/// The report: the calls' fates, the kill phase, and what was left after shutdown (measured
+/// now).
+fn report(a: &Args, t: &Tally, m: &Measured) -> Value {
     let left = children();
-    let max_in_flight = in_flight_at_kill.iter().copied().max().unwrap_or(0);
-    let mean_in_flight =
-        in_flight_at_kill.iter().sum::<u64>() as f64 / in_flight_at_kill.len().max(1) as f64;
-    let t = &tally;
+    let in_flight = &m.kills.in_flight_at_kill;
+    let max_in_flight = in_flight.iter().copied().max().unwrap_or(0);
+    let mean_in_flight = in_flight.iter().sum::<u64>() as f64 / in_flight.len().max(1) as f64;
     let answered = t.ok.get()
         + t.wrong.get()
         + t.exited.get()
         + t.unavailable.get()
         + t.timed_out.get()
         + t.other_error.get();
-    Ok(json!({
+    let [start, before, after] = m.usage;
+    json!({
         "kills": a.kills,
-        "restarts": restarts,
-        "kill_phase_secs": kill_secs,
+        "restarts": m.kills.restarts,
+        "kill_phase_secs": m.kills.secs,
         "inflight_slots": a.inflight,
         "calls_in_flight_at_kill": {"mean": mean_in_flight, "max": max_in_flight},
         "calls_issued": t.issued.get(),
@@ -305,13 +350,52 @@ async fn soak(a: &Args) -> Result<Value, String> {
             "other": t.other_error.get(),
         },
         "calls_lost": t.lost.get(),
-        "fds": {"start": fds_start, "before": fds_before, "after": fds_after, "after_shutdown": fd_count()},
-        "rss_kib": {"start": rss_start, "before": rss_before, "after": rss_after, "after_shutdown": rss_kib()},
-        "children_while_connected": children_connected,
+        "fds": {"start": start.fds, "before": before.fds, "after": after.fds, "after_shutdown": fd_count()},
+        "rss_kib": {"start": start.rss_kib, "before": before.rss_kib, "after": after.rss_kib, "after_shutdown": rss_kib()},
+        "children_while_connected": m.children_connected,
         "children_left_after_shutdown": left.len(),
         "zombies_left": left.iter().filter(|(_, zombie)| *zombie).count(),
         "live_process_groups_after_shutdown": harness9_actors::server::live_group_count(),
-    }))
+    })
+}
+
+/// The soak: calls in flight from every slot while the server is killed again and again;
+/// then shutdown, and the report.
+async fn soak(a: &Args) -> Result<Value, String> {
+    let start = Usage::now();
+    let mut rt = start_runtime(a);
+    let pid = connected(&mut rt.status, None).await?;
+    let tally = Rc::new(Tally::default());
+    let stop = Rc::new(Cell::new(false));
+    let mut slots = Vec::new();
+    for n in 0..a.inflight {
+        slots.push(actix_rt::spawn(slot(
+            rt.registry.clone(),
+            tally.clone(),
+            stop.clone(),
+            n,
+            a.call_timeout,
+        )));
+    }
+    // Warm up: the calls reach a steady state before the baseline is taken.
+    answers(&tally, a.inflight as u64 * 4, "warm-up").await?;
+    let before = Usage::now();
+    let kills = kill_phase(a, &tally, &mut rt.status, pid).await?;
+    // Let the last server answer a round of calls, then stop and drain.
+    answers(&tally, a.inflight as u64, "after the last kill").await?;
+    stop.set(true);
+    for s in slots {
+        let _ = s.await;
+    }
+    let after = Usage::now();
+    let children_connected = children().len();
+    shut_down(rt).await;
+    let measured = Measured {
+        usage: [start, before, after],
+        kills,
+        children_connected,
+    };
+    Ok(report(a, &tally, &measured))
 }
 
 fn main() {

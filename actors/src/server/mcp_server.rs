@@ -3,44 +3,45 @@
 //! `stopped()`). Its other concerns live in the submodules, each an `impl McpServer` of its own:
 //! [`link`] the actor's end of its transport (`server/transport/`: what it opens and every event
 //! it reports), [`handshake`] connecting and paginated lists (futures over the actor's address),
-//! [`ask`] the server's questions for a person, [`incoming`] what the server sends,
-//! [`requests`] the pending map and the write queue, [`tool_call`] tool calls with their timeout
+//! [`ask`] the server's questions for a person, [`inbound`] what the server sends us (replies,
+//! its requests, notifications), [`outbound`] what we send it (the pending map, the write
+//! queue, cancellation), [`tool_call`] tool calls with their timeout
 //! and cancellation, [`tool_list`] what it keeps of a tool listing and how the list stays fresh,
 //! [`features`] resources, prompts, completion, roots and the log level.
 
 pub mod ask;
 mod features;
 pub(super) mod handshake;
-mod incoming;
+mod inbound;
 mod link;
-mod requests;
+mod outbound;
 mod skills;
 mod task;
 mod tool_call;
 mod tool_list;
 
-use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use actix::prelude::*;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::process::{signal_group, unregister_group, Signal};
-use super::transport::{Process, Writer};
-use crate::messages::{
-    ConnectionInfo, InputRequest, ProgressSink, ServerEvent, ServerEventKind, Shutdown,
-};
+use super::transport::Process;
+use crate::messages::{ConnectionInfo, InputRequest, ServerEvent, ServerEventKind, Shutdown};
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::version::Era;
 use crate::spec::{ServerSpec, TransportSpec};
 use crate::trace::{Direction, WireRecord, WireTap};
-use handshake::{connect, Connected, EraChoice};
-use link::STDERR_BURST;
-use requests::Pending;
-pub(super) use requests::{ClientSide, Notify, Payload, ReplyError, Rpc, SetEra};
+use ask::Questions;
+use features::Subscriptions;
+use handshake::{connect, Connected, EraChoice, Session};
+use link::StderrLog;
+use outbound::Outbound;
+pub(super) use outbound::{ClientSide, Notify, Payload, ReplyError, Rpc, SetEra};
+use tool_list::ToolListState;
 pub(super) use tool_list::ToolsListed;
 
 /// How long the `server/discover` probe may go unanswered before `initialize` is sent beside
@@ -53,91 +54,88 @@ const DISCOVER_PROBE: Duration = Duration::from_secs(2);
 /// and is waited for this long (at most half the startup timeout).
 const HTTP_DISCOVER_PROBE: Duration = Duration::from_secs(10);
 
-/// One MCP server (one generation of it), over stdio or HTTP.
+/// One MCP server (one generation of it), over stdio or HTTP: a few owned parts, each with its
+/// own invariants ([`Outbound`] the pending map and the write queue, [`StderrLog`] the server's
+/// log, [`Session`] what connecting found, [`ToolListState`] the tool list's freshness,
+/// [`Subscriptions`] resource subscriptions and the listen, [`Questions`] the server's open
+/// questions, [`Lifecycle`] how the actor ends, [`Wire`] the trace tap).
 pub struct McpServer {
     spec: Arc<ServerSpec>,
     name: Arc<str>,
     generation: u64,
     events: Recipient<ServerEvent>,
-    tap: Option<WireTap>,
-    /// The transport's write queue (`None` once closed: that ends the transport).
-    writer: Option<Writer>,
-    /// Answers and notifications dropped because the write queue was full.
-    dropped: u64,
-    /// Wire records the tap's sink was too slow to take.
-    dropped_records: std::cell::Cell<u64>,
-    stderr_budget: f64,
-    stderr_refilled: Instant,
-    stderr_suppressed: u64,
+    /// Notices (log lines, changes) the supervisor's mailbox had no room for.
+    dropped_notices: u64,
+    wire: Wire,
+    out: Outbound,
     /// The server's process, when the transport runs one (stdio).
     process: Option<Process>,
-    pending: HashMap<i64, Pending>,
-    progress: HashMap<i64, ProgressSink>,
-    next_id: i64,
-    stderr_tail: VecDeque<String>,
-    stderr_done: bool,
-    connected: bool,
-    closing: bool,
-    listing: bool,
-    relist_pending: bool,
-    era: Option<Era>,
-    /// The era an earlier generation found (the supervisor's per-process cache).
-    era_hint: Option<Era>,
-    /// The child went away with our `server/discover` probe unanswered.
-    died_probing: bool,
-    /// A request failed for want of an OAuth login (reported with the exit).
-    needs_login: bool,
-    /// The wait before the next listen, doubled after each one that ends.
-    listen_wait: Duration,
-    /// The re-list a tool list's `ttlMs` asked for.
-    ttl_timer: Option<SpawnHandle>,
-    /// The last tool list's `ttlMs` (reported with it, for the tool-list cache).
-    tools_ttl: Option<u64>,
-    exit_reason: Option<String>,
-    cwd: PathBuf,
-    started: Instant,
-    /// `stdio`, `http` or `sse` (after a fallback).
-    kind: &'static str,
-    /// The transport sends headers with each message (HTTP): tools' `x-mcp-header` params
-    /// are mirrored.
-    headers: bool,
-    /// With `headers`: each listed tool's `x-mcp-header` params, by tool name.
-    tool_headers: HashMap<String, Vec<crate::protocol::headers::HeaderParam>>,
-    /// The tools of the latest list that run only as tasks (2025-11-25).
-    task_required: std::collections::HashSet<String>,
+    stderr: StderrLog,
+    life: Lifecycle,
+    session: Session,
+    tools: ToolListState,
+    subs: Subscriptions,
+    questions: Questions,
     /// Our capabilities for this server and the log level it is asked for.
     client: Arc<ClientSide>,
     /// The roots it is offered (changed by `SetRoots`).
     roots: crate::spec::Roots,
-    /// What the server said it supports.
-    server_caps: crate::protocol::types::ServerCapabilities,
-    /// Resources subscribed to (at most [`features::MAX_SUBSCRIPTIONS`]).
-    subscriptions: std::collections::BTreeSet<String>,
-    /// Stateless era: the id of the open `subscriptions/listen`.
-    listen_id: Option<i64>,
-    /// Stateless era: subscription changes waiting for the server to acknowledge the new
-    /// listen filter (`notifications/subscriptions/acknowledged`).
-    /// Each waits for a filter that has (`true`) or lacks (`false`) its URI.
-    ack_waiters: Vec<(String, bool, tokio::sync::oneshot::Sender<()>)>,
+    cwd: PathBuf,
     /// The last skills listing and until when its `ttlMs` lets it be used.
     skills: skills::Cached,
-    /// Notices (log lines, changes) the supervisor's mailbox had no room for.
-    dropped_notices: u64,
-    /// Where the server's elicitation and sampling requests go (the front end's handler);
-    /// `None` answers them by the headless policy.
-    input: Option<Recipient<InputRequest>>,
-    /// Who answers questions in the middle of a call (built once, shared by every call; dropped
-    /// when the roots or the input handler change).
-    answerer: Option<std::sync::Arc<tool_call::Answerer>>,
-    /// The server's questions waiting for an answer, by its request id (cancelled when it
-    /// cancels the request; dropped with the actor).
-    asks: HashMap<RequestId, SpawnHandle>,
-    /// How long questions have been open: calls' timeouts do not run meanwhile.
-    ask_clock: std::rc::Rc<ask::AskClock>,
-    /// What this connection's spans and metrics carry (telemetry).
-    otel: crate::telemetry::Conn,
-    /// The connection's lifetime, for `mcp.client.session.duration`.
-    session_clock: crate::telemetry::SessionClock,
+}
+
+/// The wire trace's tap and what it could not take. Invariant: a record is never waited for:
+/// a full sink drops it, counted (warned at each power of two).
+struct Wire {
+    tap: Option<WireTap>,
+    /// Wire records the tap's sink was too slow to take.
+    dropped_records: std::cell::Cell<u64>,
+}
+
+impl Wire {
+    /// Hands `record` to the tap, if there is one; a full sink drops it (counted).
+    fn send(&self, server: &str, record: impl FnOnce() -> WireRecord) {
+        let Some(tap) = &self.tap else {
+            return;
+        };
+        if let Err(mpsc::error::TrySendError::Full(_)) = tap.try_send(record()) {
+            let n = self.dropped_records.get() + 1;
+            self.dropped_records.set(n);
+            if n.is_power_of_two() {
+                tracing::warn!(target: "mcp", server = %server, dropped = n,
+                    "the trace sink is behind; wire records dropped");
+            }
+        }
+    }
+}
+
+/// How the actor's life ends. Invariants: once `closing` no new work starts (calls, re-lists,
+/// listens are refused); `exit_reason`, once set, is what `Exited` and every failed request
+/// report (later causes only fill it when it is empty).
+#[derive(Default)]
+struct Lifecycle {
+    /// The actor is shutting down (by us, or after a fatal failure).
+    closing: bool,
+    exit_reason: Option<String>,
+    /// A request failed for want of an OAuth login (reported with the exit).
+    needs_login: bool,
+    /// The child went away with our `server/discover` probe unanswered.
+    died_probing: bool,
+}
+
+impl Lifecycle {
+    /// What a request that finds the server gone is told.
+    fn gone_reason(&self) -> String {
+        self.exit_reason
+            .clone()
+            .unwrap_or_else(|| "is shutting down".to_owned())
+    }
+
+    /// Records `reason` unless an earlier one is kept.
+    fn note_exit(&mut self, reason: impl FnOnce() -> String) {
+        self.exit_reason.get_or_insert_with(reason);
+    }
 }
 
 impl McpServer {
@@ -152,8 +150,6 @@ impl McpServer {
             TransportSpec::Stdio { cwd: Some(c), .. } => c.clone(),
             _ => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         };
-        let kind = spec.transport.kind();
-        let otel = otel_conn(&spec);
         let client = Arc::new(ClientSide::new(
             super::server_requests::client_capabilities(
                 &spec,
@@ -164,53 +160,25 @@ impl McpServer {
         Self {
             client,
             roots: spec.roots.clone(),
-            server_caps: Default::default(),
-            subscriptions: Default::default(),
-            listen_id: None,
-            ack_waiters: Vec::new(),
+            subs: Subscriptions::default(),
             skills: Default::default(),
             dropped_notices: 0,
             name: Arc::from(spec.name.as_str()),
+            session: Session::new(&spec),
             spec,
             generation,
             events,
-            tap,
-            writer: None,
-            dropped: 0,
-            dropped_records: std::cell::Cell::new(0),
-            stderr_budget: STDERR_BURST,
-            stderr_refilled: Instant::now(),
-            stderr_suppressed: 0,
+            wire: Wire {
+                tap,
+                dropped_records: std::cell::Cell::new(0),
+            },
+            out: Outbound::default(),
+            stderr: StderrLog::default(),
             process: None,
-            pending: HashMap::new(),
-            progress: HashMap::new(),
-            next_id: 0,
-            stderr_tail: VecDeque::new(),
-            stderr_done: true,
-            connected: false,
-            closing: false,
-            listing: false,
-            relist_pending: false,
-            era: None,
-            era_hint: None,
-            died_probing: false,
-            needs_login: false,
-            listen_wait: Duration::from_secs(1),
-            ttl_timer: None,
-            tools_ttl: None,
-            exit_reason: None,
+            life: Lifecycle::default(),
+            tools: ToolListState::default(),
             cwd,
-            started: Instant::now(),
-            kind,
-            headers: false,
-            tool_headers: HashMap::new(),
-            task_required: Default::default(),
-            input: None,
-            asks: HashMap::new(),
-            ask_clock: Default::default(),
-            answerer: None,
-            otel,
-            session_clock: Default::default(),
+            questions: Questions::default(),
         }
     }
 
@@ -221,8 +189,8 @@ impl McpServer {
         input: Option<Recipient<InputRequest>>,
         caps: super::server_requests::InputCaps,
     ) -> Self {
-        self.input = input;
-        self.answerer = None;
+        self.questions.input = input;
+        self.questions.answerer = None;
         self.client = Arc::new(ClientSide::new(
             super::server_requests::client_capabilities(&self.spec, caps),
             self.spec.log_level.clone(),
@@ -232,7 +200,7 @@ impl McpServer {
 
     /// Starts in the era an earlier generation of this server found, without probing.
     pub fn with_era_hint(mut self, era: Option<Era>) -> Self {
-        self.era_hint = era;
+        self.session.era_hint = era;
         self
     }
 
@@ -254,49 +222,25 @@ impl McpServer {
             bytes = line.len(),
             latency_us = ?latency_us,
         );
-        if let Some(tap) = &self.tap {
-            let body = line.strip_suffix(b"\n").unwrap_or(line);
-            self.tapped(tap.try_send(WireRecord {
-                ts: SystemTime::now(),
-                server: self.name.clone(),
-                dir,
-                id,
-                method: method.map(str::to_owned),
-                latency_us,
-                message: Bytes::copy_from_slice(body),
-                http_status: None,
-                session: None,
-                http: None,
-                era: self.era.map(|e| e.label()),
-            }));
-        }
-    }
-
-    fn tapped(&self, sent: Result<(), mpsc::error::TrySendError<WireRecord>>) {
-        if let Err(mpsc::error::TrySendError::Full(_)) = sent {
-            let n = self.dropped_records.get() + 1;
-            self.dropped_records.set(n);
-            if n.is_power_of_two() {
-                tracing::warn!(target: "mcp", server = %self.name, dropped = n,
-                    "the trace sink is behind; wire records dropped");
-            }
-        }
-    }
-
-    fn gone_reason(&self) -> String {
-        self.exit_reason
-            .clone()
-            .unwrap_or_else(|| "is shutting down".to_owned())
+        self.wire.send(&self.name, || WireRecord {
+            ts: SystemTime::now(),
+            server: self.name.clone(),
+            dir,
+            id,
+            method: method.map(str::to_owned),
+            latency_us,
+            message: Bytes::copy_from_slice(line.strip_suffix(b"\n").unwrap_or(line)),
+            http_status: None,
+            session: None,
+            http: None,
+            era: self.session.era.map(|e| e.label()),
+        });
     }
 
     fn on_handshake(&mut self, res: Result<Connected, String>, ctx: &mut Context<Self>) {
         match res {
             Ok(Connected { init, era, tools }) => {
-                self.connected = true;
-                self.era = Some(era);
-                self.otel.version = Some(era.version_str());
-                self.session_clock = crate::telemetry::SessionClock::start();
-                self.server_caps = init.capabilities.clone();
+                self.session.connect(era, init.capabilities.clone());
                 if era.is_stateless() {
                     self.listen(ctx);
                 } else {
@@ -308,9 +252,9 @@ impl McpServer {
                     server_info: init.server_info,
                     instructions: init.instructions,
                     capabilities: Arc::new(init.capabilities),
-                    connect_time: self.started.elapsed(),
-                    transport: self.kind,
-                    tools_ttl_ms: self.tools_ttl,
+                    connect_time: self.session.started.elapsed(),
+                    transport: self.session.kind,
+                    tools_ttl_ms: self.tools.ttl,
                     cache_written: None,
                     pid: self
                         .process
@@ -327,17 +271,20 @@ impl McpServer {
                 });
             }
             Err(e) => {
-                if self.exit_reason.is_none() {
-                    self.exit_reason = Some(e);
-                }
+                self.life.note_exit(|| e);
                 self.kill_now(ctx);
             }
         }
     }
 
+    /// Whether the actor takes new work: it is not closing and its write queue is open.
+    fn accepting(&self) -> bool {
+        !self.life.closing && self.out.is_open()
+    }
+
     fn kill_now(&mut self, ctx: &mut Context<Self>) {
-        self.closing = true;
-        self.writer = None;
+        self.life.closing = true;
+        self.out.close();
         if let Some(pgid) = self.live_group() {
             signal_group(pgid, Signal::Kill);
         } else {
@@ -353,19 +300,19 @@ impl Actor for McpServer {
         ctx.set_mailbox_capacity(crate::MAILBOX);
         if crate::runtime_gone() {
             // Started while being dropped at exit: nothing may be spawned any more.
-            self.exit_reason = Some("was stopped before it started".to_owned());
+            self.life.exit_reason = Some("was stopped before it started".to_owned());
             ctx.stop();
             return;
         }
         if let Err(e) = self.open_transport(ctx) {
             tracing::info!(target: "mcp", server = %self.name, "{e}");
-            self.exit_reason = Some(e);
+            self.life.exit_reason = Some(e);
             ctx.stop();
             return;
         }
         let choice = EraChoice {
             pinned: self.spec.protocol,
-            hint: self.era_hint,
+            hint: self.session.era_hint,
             probe: match self.spec.transport {
                 TransportSpec::Http { sse: false, .. } => HTTP_DISCOVER_PROBE,
                 _ => DISCOVER_PROBE,
@@ -385,11 +332,11 @@ impl Actor for McpServer {
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
-        let reason = self.gone_reason();
+        let reason = self.life.gone_reason();
         self.fail_all(&reason);
         // Ended by us (a shutdown), or by the server (an exit, a broken transport).
-        let error = (!self.closing).then_some("server_exited");
-        self.session_clock.end(&self.otel, error);
+        let error = (!self.life.closing).then_some("server_exited");
+        self.session.clock.end(&self.session.otel, error);
         // Only a child that was spawned and has not exited: a pgid of 0 (HTTP, or a failed
         // spawn) would signal our own process group.
         if let Some(pgid) = self.live_group() {
@@ -400,14 +347,16 @@ impl Actor for McpServer {
             server: self.spec.name.clone(),
             generation: self.generation,
             kind: ServerEventKind::Exited {
-                connected: self.connected,
+                connected: self.session.connected,
                 reason,
-                stderr_tail: self.stderr_tail.drain(..).collect(),
+                stderr_tail: self.stderr.take_tail(),
                 // Some servers exit on a method they do not know: a stdio server that died on
                 // the probe is started again for the handshake.
-                retry_in: (self.died_probing && !self.connected && self.process.is_some())
-                    .then_some(Era::Handshake(crate::protocol::version::LATEST)),
-                needs_login: self.needs_login,
+                retry_in: (self.life.died_probing
+                    && !self.session.connected
+                    && self.process.is_some())
+                .then_some(Era::Handshake(crate::protocol::version::LATEST)),
+                needs_login: self.life.needs_login,
             },
         });
     }
@@ -420,8 +369,7 @@ impl Handler<Shutdown> for McpServer {
         // Without a process of ours, closing the write queue ends the transport, which then
         // reports `Closed`.
         if self.process.is_none() {
-            self.exit_reason
-                .get_or_insert_with(|| "was stopped".to_owned());
+            self.life.note_exit(|| "was stopped".to_owned());
             if msg.graceful {
                 self.cancel_all("is shutting down");
             } else {
@@ -429,8 +377,8 @@ impl Handler<Shutdown> for McpServer {
             }
             // Dropping the sender ends the transport (HTTP: DELETE of the session), which
             // reports its end.
-            self.writer = None;
-            self.closing = true;
+            self.out.close();
+            self.life.closing = true;
             if msg.graceful {
                 let grace = msg.grace.unwrap_or(self.spec.shutdown_grace);
                 ctx.run_later(grace * 2, |_, ctx| ctx.stop());
@@ -444,21 +392,19 @@ impl Handler<Shutdown> for McpServer {
             return;
         }
         if !msg.graceful {
-            self.exit_reason
-                .get_or_insert_with(|| "was stopped".to_owned());
+            self.life.note_exit(|| "was stopped".to_owned());
             self.fail_all("was stopped");
             self.kill_now(ctx);
             return;
         }
-        if self.closing {
+        if self.life.closing {
             return;
         }
-        self.closing = true;
-        self.exit_reason
-            .get_or_insert_with(|| "was stopped".to_owned());
+        self.life.closing = true;
+        self.life.note_exit(|| "was stopped".to_owned());
         self.cancel_all("is shutting down");
         // Dropping the sender lets the writer flush and close stdin.
-        self.writer = None;
+        self.out.close();
         let grace = msg.grace.unwrap_or(self.spec.shutdown_grace);
         let Some(pgid) = self.live_group() else {
             return;
@@ -476,25 +422,5 @@ impl Handler<Shutdown> for McpServer {
                 }
             });
         });
-    }
-}
-
-/// The attributes every span and metric of `spec`'s connection carries.
-fn otel_conn(spec: &ServerSpec) -> crate::telemetry::Conn {
-    let (transport, address) = match &spec.transport {
-        TransportSpec::Stdio { .. } => ("pipe", None),
-        TransportSpec::Http { url, .. } => (
-            "tcp",
-            url::Url::parse(url)
-                .ok()
-                .and_then(|u| Some((u.host_str()?.to_owned(), u.port_or_known_default()?))),
-        ),
-    };
-    crate::telemetry::Conn {
-        server: spec.name.clone(),
-        transport,
-        address,
-        version: None,
-        session: None,
     }
 }

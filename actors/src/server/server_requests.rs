@@ -1,5 +1,5 @@
-//! Server requests: the one seam for what a server asks of the client in the middle of its
-//! work: roots, elicitation and sampling. A handshake-era server sends them as requests of its
+//! Server requests (server to client, answered by us): the one seam for what a server asks of
+//! the client in the middle of its work: roots, elicitation and sampling. A handshake-era server sends them as requests of its
 //! own; a stateless-era server puts them in an `input_required` result's `inputRequests`. Both
 //! are answered here, by the same function, so the two eras cannot drift apart.
 //!

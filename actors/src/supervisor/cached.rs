@@ -12,7 +12,17 @@
 //! its waiters too). Every live listing (connect, `ToolsChanged`) is written through the store
 //! with its `ttlMs`.
 
-use super::*;
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+use super::ServerSupervisor;
+use crate::messages::{AwaitServer, ServerStatus, ServerTools};
+use crate::server::McpServer;
+use crate::spec::ServerSpec;
+use crate::tool_cache::{CacheUse, CachedList, StartMode};
 
 impl ServerSupervisor {
     /// Keeps every live tool list in `cache` and, when it offers them, gives the model a

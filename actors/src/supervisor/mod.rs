@@ -19,15 +19,16 @@ use tokio::sync::oneshot;
 
 use crate::error::fmt_duration;
 use crate::messages::{
-    AwaitServer, GetStatus, Restart, ServerEvent, ServerEventKind, ServerGone, ServerNotice,
+    ConnectionInfo, GetStatus, Restart, ServerEvent, ServerEventKind, ServerGone, ServerNotice,
     ServerState, ServerStatus, ServerTools, Shutdown, ShutdownAll, StatusChanged, StatusSnapshot,
     Stop, Subscribe, SubscribeNotices,
 };
+use crate::protocol::types::Tool;
 use crate::protocol::version::Era;
 use crate::registry::ToolRegistry;
 use crate::server::McpServer;
 use crate::spec::{Hold, RestartPolicy, ServerSpec};
-use crate::tool_cache::{CacheUse, CachedList, StartMode};
+use crate::tool_cache::CacheUse;
 use crate::trace::WireTap;
 
 mod cached;
@@ -81,6 +82,24 @@ impl Managed {
             era: None,
             waiters: Vec::new(),
             cache_written: None,
+        }
+    }
+}
+
+impl Managed {
+    /// Stops the entry's actor, if it has one, gracefully (within `grace`, else its spec's
+    /// `shutdown_grace`), and cancels its timer (a startup timeout, a planned restart). The one
+    /// way the supervisor stops a server it keeps or forgets (`Stop`, `Restart`, a reload,
+    /// `ShutdownAll`).
+    fn stop(&mut self, grace: Option<Duration>, ctx: &mut Context<ServerSupervisor>) {
+        if let Some(t) = self.timer.take() {
+            ctx.cancel_future(t);
+        }
+        if let Some(addr) = self.addr.take() {
+            addr.do_send(Shutdown {
+                graceful: true,
+                grace,
+            });
         }
     }
 }
@@ -370,12 +389,7 @@ impl ServerSupervisor {
         let Some(entry) = self.entries.get_mut(name) else {
             return;
         };
-        if let Some(addr) = entry.addr.take() {
-            addr.do_send(Shutdown {
-                graceful: true,
-                grace: None,
-            });
-        }
+        entry.stop(None, ctx);
         entry.exits.clear();
         entry.cache_written = None;
         entry.status = ServerStatus::Starting {
@@ -419,77 +433,26 @@ impl Handler<ServerEvent> for ServerSupervisor {
         if let ServerEventKind::Exited { .. } = ev.kind {
             self.live.remove(&ev.generation);
         }
-        let Some(entry) = self.entries.get_mut(&ev.server) else {
+        let Some(entry) = self.entries.get(&ev.server) else {
             return;
         };
         if entry.generation != ev.generation {
             self.check_shutdown();
             return;
         }
-        match ev.kind {
-            ServerEventKind::Notice(kind) => self.send_notice(ServerNotice {
-                server: ev.server,
-                kind,
-            }),
-            ServerEventKind::Connected { info, tools } => {
-                if let Some(t) = entry.timer.take() {
-                    ctx.cancel_future(t);
-                }
-                let Some(addr) = entry.addr.clone() else {
-                    return;
-                };
-                entry.ever_connected = true;
-                entry.era = Some(info.era);
-                let mut info = info;
-                info.cache_written = entry.cache_written.take();
-                info.notes = filter_notes(&entry.spec, &tools);
-                for n in &info.notes {
-                    tracing::warn!(target: "mcp", server = %ev.server, "{n}");
-                }
-                let count = tools
-                    .iter()
-                    .filter(|t| entry.spec.tool_enabled(&t.name))
-                    .count();
-                let instructions = info.instructions.as_deref().map(Arc::from);
-                let ttl = info.tools_ttl_ms;
-                let spec = entry.spec.clone();
-                self.registry.do_send(ServerTools {
-                    spec: spec.clone(),
-                    addr: Some(addr.clone()),
-                    starter: None,
-                    tools: tools.clone(),
-                    instructions,
+        let handled = match ev.kind {
+            ServerEventKind::Notice(kind) => {
+                self.send_notice(ServerNotice {
+                    server: ev.server,
+                    kind,
                 });
-                // After the live table is on its way: a waiting call is routed on it.
-                for w in entry.waiters.drain(..) {
-                    let _ = w.send(Ok(addr.clone()));
-                }
-                self.remember(&spec, &info, tools, ttl);
-                if let Some(e) = self.entries.get_mut(&ev.server) {
-                    e.status = ServerStatus::Connected { tools: count, info };
-                }
-                self.publish(ctx);
+                Some(())
+            }
+            ServerEventKind::Connected { info, tools } => {
+                self.on_connected(&ev.server, info, tools, ctx)
             }
             ServerEventKind::ToolsChanged { tools, ttl_ms } => {
-                let (ServerStatus::Connected { tools: count, info }, Some(addr)) =
-                    (&mut entry.status, entry.addr.clone())
-                else {
-                    return;
-                };
-                *count = tools
-                    .iter()
-                    .filter(|t| entry.spec.tool_enabled(&t.name))
-                    .count();
-                self.registry.do_send(ServerTools {
-                    spec: entry.spec.clone(),
-                    addr: Some(addr),
-                    starter: None,
-                    tools: tools.clone(),
-                    instructions: info.instructions.as_deref().map(Arc::from),
-                });
-                let (spec, info) = (entry.spec.clone(), info.clone());
-                self.remember(&spec, &info, tools, ttl_ms);
-                self.publish(ctx);
+                self.on_tools_changed(&ev.server, tools, ttl_ms, ctx)
             }
             ServerEventKind::Exited {
                 connected: _,
@@ -498,80 +461,206 @@ impl Handler<ServerEvent> for ServerSupervisor {
                 retry_in,
                 needs_login,
             } => {
-                // The startup timeout stopped this actor and counted its exit already (a server
-                // that connected once): this is its last word, not a second exit, and the
-                // restart planned then stands.
-                let counted =
-                    entry.addr.is_none() && matches!(entry.status, ServerStatus::Restarting { .. });
-                if !counted {
-                    if let Some(t) = entry.timer.take() {
-                        ctx.cancel_future(t);
-                    }
-                }
-                match &mut entry.status {
-                    _ if counted => {}
-                    ServerStatus::Stopped => {}
-                    ServerStatus::Failed {
-                        stderr_tail: tail, ..
-                    } => {
-                        if tail.is_empty() {
-                            *tail = stderr_tail;
-                        }
-                        self.publish(ctx);
-                    }
-                    _ if self.shutting_down => {
-                        entry.status = ServerStatus::Stopped;
-                        entry.addr = None;
-                        self.publish(ctx);
-                    }
-                    // A server that wants a login is not restarted: nothing would change.
-                    _ if entry.ever_connected && !needs_login => {
-                        tracing::info!(target: "mcp", server = %ev.server, "{reason}");
-                        let name = ev.server.clone();
-                        self.exited(&name, reason, stderr_tail, ctx);
-                    }
-                    _ if retry_in.is_some() && entry.era.is_none() => {
-                        // Once per spec: the era is remembered, so the next start does not probe.
-                        tracing::info!(target: "mcp", server = %ev.server,
-                            "exited on the server/discover probe ({reason}); starting it again for the handshake");
-                        entry.era = retry_in;
-                        entry.addr = None;
-                        let name = ev.server.clone();
-                        self.launch(&name, ctx);
-                        self.publish(ctx);
-                    }
-                    _ => {
-                        entry.addr = None;
-                        let (gone, status) = if needs_login {
-                            tracing::info!(target: "mcp", server = %ev.server, "{reason}");
-                            let gone = reason.clone();
-                            (
-                                gone,
-                                ServerStatus::NeedsLogin {
-                                    error: reason,
-                                    login_page: None,
-                                },
-                            )
-                        } else {
-                            tracing::info!(target: "mcp", server = %ev.server, "connect failed: {reason}");
-                            let gone = format!("failed: {reason}");
-                            (
-                                gone,
-                                ServerStatus::Failed {
-                                    error: reason,
-                                    stderr_tail,
-                                },
-                            )
-                        };
-                        entry.status = status;
-                        let name = ev.server.clone();
-                        self.gone(&name, gone);
-                        self.publish(ctx);
-                    }
-                }
+                let last = LastWords {
+                    reason,
+                    stderr_tail,
+                    retry_in,
+                    needs_login,
+                };
+                self.on_exited(&ev.server, last, ctx);
+                Some(())
+            }
+        };
+        // An event of an actor this entry no longer has is dropped whole.
+        if handled.is_some() {
+            self.check_shutdown();
+        }
+    }
+}
+
+/// What a server actor said as it exited (`ServerEventKind::Exited`).
+struct LastWords {
+    reason: String,
+    stderr_tail: Vec<String>,
+    /// Start it again at once in this era (it died on the `server/discover` probe).
+    retry_in: Option<Era>,
+    needs_login: bool,
+}
+
+impl ServerSupervisor {
+    /// The current actor connected: its tools go to the registry, calls waiting for it are
+    /// routed to it, its listing is cached; `None` when the entry has no actor any more.
+    fn on_connected(
+        &mut self,
+        name: &str,
+        mut info: ConnectionInfo,
+        tools: Arc<[Arc<Tool>]>,
+        ctx: &mut Context<Self>,
+    ) -> Option<()> {
+        let entry = self.entries.get_mut(name)?;
+        if let Some(t) = entry.timer.take() {
+            ctx.cancel_future(t);
+        }
+        let addr = entry.addr.clone()?;
+        entry.ever_connected = true;
+        entry.era = Some(info.era);
+        info.cache_written = entry.cache_written.take();
+        info.notes = filter_notes(&entry.spec, &tools);
+        for n in &info.notes {
+            tracing::warn!(target: "mcp", server = %name, "{n}");
+        }
+        let count = tools
+            .iter()
+            .filter(|t| entry.spec.tool_enabled(&t.name))
+            .count();
+        let instructions = info.instructions.as_deref().map(Arc::from);
+        let ttl = info.tools_ttl_ms;
+        let spec = entry.spec.clone();
+        self.registry.do_send(ServerTools {
+            spec: spec.clone(),
+            addr: Some(addr.clone()),
+            starter: None,
+            tools: tools.clone(),
+            instructions,
+        });
+        // After the live table is on its way: a waiting call is routed on it.
+        for w in entry.waiters.drain(..) {
+            let _ = w.send(Ok(addr.clone()));
+        }
+        self.remember(&spec, &info, tools, ttl);
+        if let Some(e) = self.entries.get_mut(name) {
+            e.status = ServerStatus::Connected { tools: count, info };
+        }
+        self.publish(ctx);
+        Some(())
+    }
+
+    /// A connected server listed its tools again: the registry and the cache get the new
+    /// list; `None` when it is not connected (or has no actor any more).
+    fn on_tools_changed(
+        &mut self,
+        name: &str,
+        tools: Arc<[Arc<Tool>]>,
+        ttl_ms: Option<u64>,
+        ctx: &mut Context<Self>,
+    ) -> Option<()> {
+        let entry = self.entries.get_mut(name)?;
+        let (ServerStatus::Connected { tools: count, info }, Some(addr)) =
+            (&mut entry.status, entry.addr.clone())
+        else {
+            return None;
+        };
+        *count = tools
+            .iter()
+            .filter(|t| entry.spec.tool_enabled(&t.name))
+            .count();
+        self.registry.do_send(ServerTools {
+            spec: entry.spec.clone(),
+            addr: Some(addr),
+            starter: None,
+            tools: tools.clone(),
+            instructions: info.instructions.as_deref().map(Arc::from),
+        });
+        let (spec, info) = (entry.spec.clone(), info.clone());
+        self.remember(&spec, &info, tools, ttl_ms);
+        self.publish(ctx);
+        Some(())
+    }
+
+    /// The current actor exited: restarted (it had connected), started again for the
+    /// handshake (it died on the probe), or failed (or waiting for a login).
+    fn on_exited(&mut self, name: &str, last: LastWords, ctx: &mut Context<Self>) {
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        // The startup timeout stopped this actor and counted its exit already (a server that
+        // connected once): this is its last word, not a second exit, and the restart planned
+        // then stands.
+        let counted =
+            entry.addr.is_none() && matches!(entry.status, ServerStatus::Restarting { .. });
+        if !counted {
+            if let Some(t) = entry.timer.take() {
+                ctx.cancel_future(t);
             }
         }
-        self.check_shutdown();
+        let LastWords {
+            reason,
+            stderr_tail,
+            retry_in,
+            needs_login,
+        } = last;
+        match &mut entry.status {
+            _ if counted => {}
+            ServerStatus::Stopped => {}
+            ServerStatus::Failed {
+                stderr_tail: tail, ..
+            } => {
+                if tail.is_empty() {
+                    *tail = stderr_tail;
+                }
+                self.publish(ctx);
+            }
+            _ if self.shutting_down => {
+                entry.status = ServerStatus::Stopped;
+                entry.addr = None;
+                self.publish(ctx);
+            }
+            // A server that wants a login is not restarted: nothing would change.
+            _ if entry.ever_connected && !needs_login => {
+                tracing::info!(target: "mcp", server = %name, "{reason}");
+                self.exited(name, reason, stderr_tail, ctx);
+            }
+            _ if retry_in.is_some() && entry.era.is_none() => {
+                // Once per spec: the era is remembered, so the next start does not probe.
+                tracing::info!(target: "mcp", server = %name,
+                    "exited on the server/discover probe ({reason}); starting it again for the handshake");
+                entry.era = retry_in;
+                entry.addr = None;
+                self.launch(name, ctx);
+                self.publish(ctx);
+            }
+            _ => {
+                entry.addr = None;
+                self.never_connected(name, reason, stderr_tail, needs_login, ctx);
+            }
+        }
+    }
+
+    /// A start that did not connect: `Failed` (or `NeedsLogin`), its tools out of the table.
+    fn never_connected(
+        &mut self,
+        name: &str,
+        reason: String,
+        stderr_tail: Vec<String>,
+        needs_login: bool,
+        ctx: &mut Context<Self>,
+    ) {
+        let (gone, status) = if needs_login {
+            tracing::info!(target: "mcp", server = %name, "{reason}");
+            let gone = reason.clone();
+            (
+                gone,
+                ServerStatus::NeedsLogin {
+                    error: reason,
+                    login_page: None,
+                },
+            )
+        } else {
+            tracing::info!(target: "mcp", server = %name, "connect failed: {reason}");
+            let gone = format!("failed: {reason}");
+            (
+                gone,
+                ServerStatus::Failed {
+                    error: reason,
+                    stderr_tail,
+                },
+            )
+        };
+        if let Some(entry) = self.entries.get_mut(name) {
+            entry.status = status;
+        }
+        self.gone(name, gone);
+        self.publish(ctx);
     }
 }
 
@@ -624,15 +713,7 @@ impl Handler<Stop> for ServerSupervisor {
             .entries
             .get_mut(&msg.0)
             .ok_or_else(|| format!("no server named \"{}\"", msg.0))?;
-        if let Some(t) = entry.timer.take() {
-            ctx.cancel_future(t);
-        }
-        if let Some(addr) = entry.addr.take() {
-            addr.do_send(Shutdown {
-                graceful: true,
-                grace: None,
-            });
-        }
+        entry.stop(None, ctx);
         entry.status = ServerStatus::Stopped;
         self.gone(&msg.0, "stopped".to_owned());
         self.publish(ctx);
@@ -646,15 +727,7 @@ impl Handler<ShutdownAll> for ServerSupervisor {
     fn handle(&mut self, msg: ShutdownAll, ctx: &mut Context<Self>) -> Self::Result {
         self.shutting_down = true;
         for entry in self.entries.values_mut() {
-            if let Some(t) = entry.timer.take() {
-                ctx.cancel_future(t);
-            }
-            if let Some(addr) = entry.addr.take() {
-                addr.do_send(Shutdown {
-                    graceful: true,
-                    grace: msg.grace,
-                });
-            }
+            entry.stop(msg.grace, ctx);
             if !matches!(entry.status, ServerStatus::Failed { .. }) {
                 entry.status = ServerStatus::Stopped;
             }

@@ -12,7 +12,7 @@ use actix::prelude::*;
 
 use super::{Managed, ServerSupervisor};
 
-use crate::messages::{Reconcile, ReconcileReport, ServerGone, SetRoots, Shutdown};
+use crate::messages::{Reconcile, ReconcileReport, ServerGone, SetRoots};
 
 impl Handler<Reconcile> for ServerSupervisor {
     type Result = MessageResult<Reconcile>;
@@ -29,15 +29,7 @@ impl Handler<Reconcile> for ServerSupervisor {
             .collect();
         for name in gone {
             if let Some(mut entry) = self.entries.remove(&name) {
-                if let Some(t) = entry.timer.take() {
-                    ctx.cancel_future(t);
-                }
-                if let Some(addr) = entry.addr.take() {
-                    addr.do_send(Shutdown {
-                        graceful: true,
-                        grace: None,
-                    });
-                }
+                entry.stop(None, ctx);
             }
             self.registry.do_send(ServerGone {
                 server: name.clone(),

@@ -2,11 +2,12 @@
 //! `sampling/createMessage` go to the front end's handler (an [`InputRequest`] recipient the
 //! runtime gives every [`McpServer`](super::McpServer)) and their answers come back on a
 //! oneshot, awaited in a spawned future so the actor's mailbox never waits on a person. Both
-//! eras come through here: a handshake-era request (`incoming.rs`) and a stateless
+//! eras come through here: a handshake-era request (`inbound.rs`) and a stateless
 //! `input_required` round (`tool_call.rs`). Every wait is bounded ([`ASK_TIMEOUT`], and a
 //! call's own deadline); without a handler the synchronous policy of [`crate::server::server_requests`] answers.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
@@ -18,7 +19,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use crate::messages::InputRequest;
-use crate::protocol::jsonrpc::{ErrorObject, INTERNAL_ERROR};
+use crate::protocol::jsonrpc::{ErrorObject, RequestId, INTERNAL_ERROR};
 use crate::protocol::methods::{CreateMessage, Elicit, Request};
 use crate::server::server_requests;
 
@@ -83,6 +84,31 @@ impl OpenAsk {
 impl Drop for OpenAsk {
     fn drop(&mut self) {
         self.0.close();
+    }
+}
+
+/// The server's questions for a person and who answers them. Invariants: at most
+/// [`MAX_OPEN_ASKS`] questions wait at once, one per request id; `clock` runs while any is
+/// open; `answerer` is built once and dropped whenever the roots or the handler change.
+#[derive(Default)]
+pub(super) struct Questions {
+    /// Where the server's elicitation and sampling requests go (the front end's handler);
+    /// `None` answers them by the headless policy.
+    pub(super) input: Option<Recipient<InputRequest>>,
+    /// Who answers questions in the middle of a call (built once, shared by every call; dropped
+    /// when the roots or the input handler change).
+    pub(super) answerer: Option<std::sync::Arc<super::tool_call::Answerer>>,
+    /// The server's questions waiting for an answer, by its request id (cancelled when it
+    /// cancels the request; dropped with the actor).
+    pub(super) asks: HashMap<RequestId, SpawnHandle>,
+    /// How long questions have been open: calls' timeouts do not run meanwhile.
+    pub(super) clock: Rc<AskClock>,
+}
+
+impl Questions {
+    /// Whether another question from request `id` may open now.
+    pub(super) fn has_room_for(&self, id: &RequestId) -> bool {
+        self.asks.len() < MAX_OPEN_ASKS && !self.asks.contains_key(id)
     }
 }
 

@@ -11,13 +11,17 @@
 //! offers and the subscribed resources: a subscription change opens it again and is answered
 //! when the server acknowledges the new filter.
 
+use std::collections::BTreeSet;
+use std::time::Duration;
+
 use actix::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
+use tokio::sync::oneshot;
 
 use super::handshake::{check_result_type, list_all};
-use super::requests::{CancelRequest, Reply};
+use super::outbound::{CancelRequest, Reply};
 use super::{McpServer, ReplyError};
 use crate::error::RequestError;
 use crate::messages::{
@@ -38,6 +42,58 @@ use crate::protocol::types::{
 pub(super) const MAX_SUBSCRIPTIONS: usize = 256;
 /// The most completion values kept (the spec's own cap).
 const MAX_COMPLETIONS: usize = 100;
+
+/// Resource subscriptions and, in the stateless era, the `subscriptions/listen` that carries
+/// them. Invariants: at most [`MAX_SUBSCRIPTIONS`] URIs and as many waiters; at most one listen
+/// is open (`listen_id`); a waiter is answered once the server acknowledges a filter that has
+/// (or lacks) its URI.
+pub(super) struct Subscriptions {
+    /// Resources subscribed to.
+    pub(super) uris: BTreeSet<String>,
+    /// Stateless era: the id of the open `subscriptions/listen`.
+    pub(super) listen_id: Option<i64>,
+    /// Stateless era: subscription changes waiting for the server to acknowledge the new
+    /// listen filter (`notifications/subscriptions/acknowledged`).
+    /// Each waits for a filter that has (`true`) or lacks (`false`) its URI.
+    ack_waiters: Vec<(String, bool, oneshot::Sender<()>)>,
+    /// The wait before the next listen, doubled after each one that ends.
+    pub(super) listen_wait: Duration,
+}
+
+impl Default for Subscriptions {
+    fn default() -> Self {
+        Self {
+            uris: BTreeSet::new(),
+            listen_id: None,
+            ack_waiters: Vec::new(),
+            listen_wait: Duration::from_secs(1),
+        }
+    }
+}
+
+impl Subscriptions {
+    /// The server acknowledged a listen filter whose subscriptions are `honored`: the changes
+    /// it settles are answered, the others wait on.
+    pub(super) fn acknowledged(&mut self, honored: &[String]) {
+        let waiters = std::mem::take(&mut self.ack_waiters);
+        for (uri, on, tx) in waiters {
+            if honored.contains(&uri) == on {
+                let _ = tx.send(());
+            } else {
+                self.ack_waiters.push((uri, on, tx));
+            }
+        }
+    }
+
+    /// Waits for the filter that has (`on`) or lacks `uri` on `tx`; when
+    /// [`MAX_SUBSCRIPTIONS`] changes already wait, `tx` is dropped (its receiver fails).
+    fn wait_for(&mut self, uri: String, on: bool, tx: oneshot::Sender<()>) {
+        self.ack_waiters.retain(|(_, _, w)| !w.is_closed());
+        if self.ack_waiters.len() < MAX_SUBSCRIPTIONS {
+            self.ack_waiters.push((uri, on, tx));
+        }
+    }
+}
 
 pub(super) type Answer<T> = ResponseFuture<Result<T, RequestError>>;
 
@@ -78,13 +134,13 @@ impl Drop for CancelGuard {
 impl McpServer {
     /// `Ok` when the server can take a request now.
     pub(super) fn ready(&self) -> Result<(), RequestError> {
-        if self.connected && !self.closing && self.writer.is_some() {
+        if self.session.connected && self.accepting() {
             return Ok(());
         }
         Err(RequestError::Unavailable {
             server: self.spec.name.clone(),
-            reason: if self.connected {
-                self.gone_reason()
+            reason: if self.session.connected {
+                self.life.gone_reason()
             } else {
                 "still starting".to_owned()
             },
@@ -94,7 +150,7 @@ impl McpServer {
     /// `Ok` when the server declared the capability `method` needs (in either era): no
     /// request goes to a server that did not say it answers it.
     pub(super) fn offers(&self, method: &str) -> Result<(), RequestError> {
-        let caps = &self.server_caps;
+        let caps = &self.session.server_caps;
         let (missing, what, capability) = match method {
             m::ListResources::METHOD
             | m::ListResourceTemplates::METHOD
@@ -256,7 +312,7 @@ impl McpServer {
         let Some(level) = self.spec.log_level.clone() else {
             return;
         };
-        if self.server_caps.logging.is_none() {
+        if self.session.server_caps.logging.is_none() {
             tracing::debug!(target: "mcp", server = %self.name, "logLevel set, but the server offers no logging");
             return;
         }
@@ -366,8 +422,8 @@ impl Handler<SubscribeResource> for McpServer {
             return fail(e);
         }
         let server = self.spec.name.clone();
-        let had = self.subscriptions.contains(&msg.uri);
-        if msg.on && !had && self.subscriptions.len() >= MAX_SUBSCRIPTIONS {
+        let had = self.subs.uris.contains(&msg.uri);
+        if msg.on && !had && self.subs.uris.len() >= MAX_SUBSCRIPTIONS {
             return fail(failed(
                 &server,
                 Subscribe::METHOD,
@@ -381,14 +437,11 @@ impl Handler<SubscribeResource> for McpServer {
                 return Box::pin(async { Ok(()) });
             }
             let (tx, rx) = tokio::sync::oneshot::channel();
-            self.ack_waiters.retain(|(_, _, w)| !w.is_closed());
-            if self.ack_waiters.len() < MAX_SUBSCRIPTIONS {
-                self.ack_waiters.push((msg.uri.clone(), msg.on, tx));
-            }
+            self.subs.wait_for(msg.uri.clone(), msg.on, tx);
             if msg.on {
-                self.subscriptions.insert(msg.uri);
+                self.subs.uris.insert(msg.uri);
             } else {
-                self.subscriptions.remove(&msg.uri);
+                self.subs.uris.remove(&msg.uri);
             }
             self.listen_again(ctx);
             let after = self.spec.tool_timeout;
@@ -415,9 +468,9 @@ impl Handler<SubscribeResource> for McpServer {
             self.request_for::<Unsubscribe>(&params, ctx)
         };
         if msg.on {
-            self.subscriptions.insert(msg.uri);
+            self.subs.uris.insert(msg.uri);
         } else {
-            self.subscriptions.remove(&msg.uri);
+            self.subs.uris.remove(&msg.uri);
         }
         Box::pin(async move { ask.await.map(|_| ()) })
     }
@@ -431,13 +484,13 @@ impl Handler<SetRoots> for McpServer {
             return;
         }
         self.roots = msg.0;
-        self.answerer = None;
+        self.questions.answerer = None;
         // The stateless era asks for roots with each request that needs them: nothing to say.
-        if self.connected && self.stateless().is_none() {
+        if self.session.connected && self.stateless().is_none() {
             let line = match crate::telemetry::Op::notification(
                 RootsListChanged::METHOD,
                 &tracing::Span::none(),
-                &self.otel,
+                &self.session.otel,
             ) {
                 None => jsonrpc::notification::<RootsListChanged>(None),
                 Some(tc) => {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{ClientSide, McpServer, Notify, Payload, ReplyError, Rpc, SetEra, ToolsListed};
 use crate::protocol::jsonrpc::UNSUPPORTED_PROTOCOL_VERSION;
@@ -23,6 +23,76 @@ use crate::protocol::methods::{Discover, Initialize, Initialized, ListTools, Req
 use crate::protocol::types::{InitializeParams, InitializeResult, Page, PaginatedParams, Tool};
 use crate::protocol::version::{negotiate, Era, ProtocolVersion, LATEST, MODERN};
 use crate::server::server_requests;
+use crate::spec::{ServerSpec, TransportSpec};
+
+/// What connecting found and this connection's telemetry. Invariants: `era` is set (by
+/// `SetEra`) before any request that depends on it, and once `connected` the era and the
+/// server's capabilities no longer change for this generation.
+pub(in crate::server) struct Session {
+    pub(super) connected: bool,
+    pub(super) era: Option<Era>,
+    /// The era an earlier generation found (the supervisor's per-process cache).
+    pub(super) era_hint: Option<Era>,
+    /// What the server said it supports.
+    pub(super) server_caps: crate::protocol::types::ServerCapabilities,
+    pub(super) started: Instant,
+    /// `stdio`, `http` or `sse` (after a fallback).
+    pub(super) kind: &'static str,
+    /// What this connection's spans and metrics carry (telemetry).
+    pub(super) otel: crate::telemetry::Conn,
+    /// The connection's lifetime, for `mcp.client.session.duration`.
+    pub(super) clock: crate::telemetry::SessionClock,
+}
+
+impl Session {
+    /// Not connected yet, to `spec`'s server.
+    pub(super) fn new(spec: &ServerSpec) -> Self {
+        Self {
+            connected: false,
+            era: None,
+            era_hint: None,
+            server_caps: Default::default(),
+            started: Instant::now(),
+            kind: spec.transport.kind(),
+            otel: otel_conn(spec),
+            clock: Default::default(),
+        }
+    }
+
+    /// The handshake (or discovery) succeeded in `era` with the server's `caps`.
+    pub(super) fn connect(&mut self, era: Era, caps: crate::protocol::types::ServerCapabilities) {
+        self.connected = true;
+        self.era = Some(era);
+        self.otel.version = Some(era.version_str());
+        self.clock = crate::telemetry::SessionClock::start();
+        self.server_caps = caps;
+    }
+
+    /// The stateless revision requests carry in `_meta`, when the connection speaks one.
+    pub(super) fn stateless(&self) -> Option<ProtocolVersion> {
+        self.era.filter(Era::is_stateless).map(|e| e.version())
+    }
+}
+
+/// The attributes every span and metric of `spec`'s connection carries.
+fn otel_conn(spec: &ServerSpec) -> crate::telemetry::Conn {
+    let (transport, address) = match &spec.transport {
+        TransportSpec::Stdio { .. } => ("pipe", None),
+        TransportSpec::Http { url, .. } => (
+            "tcp",
+            url::Url::parse(url)
+                .ok()
+                .and_then(|u| Some((u.host_str()?.to_owned(), u.port_or_known_default()?))),
+        ),
+    };
+    crate::telemetry::Conn {
+        server: spec.name.clone(),
+        transport,
+        address,
+        version: None,
+        session: None,
+    }
+}
 
 /// What connecting yields: the server's initialize result (or the stateless era's discovery
 /// result in its shape), the era the connection speaks, and its first tool list.

@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::requests::{Backlog, CancelRequest, Reply};
+use super::outbound::{Backlog, CancelRequest, Reply};
 use super::tool_call::{answer_requests, Answerer};
 use super::{McpServer, Payload, ReplyError};
 use crate::error::{fmt_duration, CallError, RequestError};
@@ -65,7 +65,7 @@ impl Handler<TaskRpc> for McpServer {
     type Result = MessageResult<TaskRpc>;
 
     fn handle(&mut self, msg: TaskRpc, _ctx: &mut Context<Self>) -> Self::Result {
-        if self.closing || self.writer.is_none() {
+        if !self.accepting() {
             return MessageResult(None);
         }
         let id = self.alloc_id();

@@ -11,41 +11,46 @@
 //! its own `elicitation/create` gets the `protocolVersion` pin named in the error the user and
 //! the model see.
 
-use std::path::PathBuf;
+//!
+//! The submodules: [`round`] one round (sent, waited for within the bounds, withdrawn when it
+//! ends early), [`answers`] who answers the server's questions in the middle of a call,
+//! [`hints`] what a call's failures mean for the user.
 
-use crate::spec::Roots;
+mod answers;
+mod hints;
+mod round;
+
+use std::future::Future;
+use std::sync::Arc;
+
 use actix::prelude::*;
 use serde_json::{Map, Value};
-use tokio::sync::oneshot;
 
-use super::ask;
-use super::requests::{Backlog, CancelRequest, Reply};
-use super::task;
-use super::{McpServer, ReplyError};
+use super::task::{self, Follower};
+use super::{McpServer, Payload, ReplyError};
 use crate::error::CallError;
-use crate::messages::{CallServerTool, InputRequest, ProgressSink};
+use crate::messages::{CallServerTool, ProgressSink};
 use crate::protocol::headers::param_headers;
-use crate::protocol::jsonrpc::{self, LineError};
-use crate::protocol::methods::{CallTool, Elicit, Request};
+use crate::protocol::jsonrpc::{self, ErrorObject, LineError};
+use crate::protocol::methods::{CallTool, Request};
 use crate::protocol::types::{
-    CallParams, CallToolParams, CallToolResult, ContentBlock, RequestMeta, StatelessCallParams,
-    TaskAugment,
+    CallParams, CallToolParams, CallToolResult, ContentBlock, DetailedTask, RequestMeta,
+    StatelessCallParams, TaskAugment,
 };
-use crate::server::server_requests;
+use crate::server::transport::Writer;
 use crate::telemetry::{Op, Outcome, TraceContext};
+pub(super) use answers::{answer_requests, Answerer};
+use answers::{answers, open_pages, Interim, URL_ELICITATION_REQUIRED};
+use hints::{
+    is_old_task, missing_capability_hint, old_task_id, pin_hint, refuses_server_requests,
+    result_refuses_server_requests, undeclared_task, MISSING_CAPABILITY, MISSING_CAPABILITY_OLD,
+};
+use round::{next_round, stopped, wait_round, CancelOnDrop, Deadline, Idle, Round, RoundError};
 
 /// How many `input_required` rounds one call may take before it is given up.
 const MAX_INPUT_ROUNDS: usize = 8;
 /// How many times a stateless call whose response stream broke is sent again.
 const MAX_REISSUES: usize = 2;
-
-/// One round of a call in flight: its id, where its reply comes, and its line if the write
-/// queue was full.
-struct Round {
-    id: i64,
-    rx: oneshot::Receiver<Reply>,
-    backlog: Option<Backlog>,
-}
 
 /// Send the next round of an `input_required` call.
 #[derive(Message)]
@@ -63,7 +68,7 @@ impl Handler<NextRound> for McpServer {
     type Result = MessageResult<NextRound>;
 
     fn handle(&mut self, msg: NextRound, _ctx: &mut Context<Self>) -> Self::Result {
-        if self.closing || self.writer.is_none() {
+        if !self.accepting() {
             return MessageResult(None);
         }
         MessageResult(Some(self.call_round(
@@ -76,117 +81,17 @@ impl Handler<NextRound> for McpServer {
     }
 }
 
-/// The parts of an `input_required` result the retry needs.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Interim {
-    #[serde(default)]
-    input_requests: Option<Map<String, Value>>,
-    #[serde(default)]
-    request_state: Option<Value>,
-}
-
-/// Who answers a stateless call's input requests: the front end's handler (elicitation,
-/// sampling), and the server's roots (its configured ones, else the working directory).
-pub(super) struct Answerer {
-    handler: Option<Recipient<InputRequest>>,
-    server: String,
-    roots: Roots,
-    cwd: PathBuf,
-}
-
-/// The retry's extra params: an answer for every input request the seam can answer (a
-/// question for a person through the same handler as a handshake-era request, one at a time),
-/// and the `requestState` exactly as it came (left out when none came). The caller bounds it
-/// by the call's deadline and cancellation.
-async fn answers(interim: Interim, by: &Answerer) -> Map<String, Value> {
-    let responses = answer_requests(interim.input_requests.unwrap_or_default(), by).await;
-    let mut extra = Map::new();
-    extra.insert("inputResponses".to_owned(), Value::Object(responses));
-    if let Some(state) = interim.request_state {
-        extra.insert("requestState".to_owned(), state);
-    }
-    extra
-}
-
-/// An answer for every input request (by key) the seam can answer: a question for a person
-/// through the front end's handler, one at a time; a call's round and a task's
-/// `input_required` share it.
-pub(super) async fn answer_requests(
-    requests: Map<String, Value>,
-    by: &Answerer,
-) -> Map<String, Value> {
-    let mut responses = Map::new();
-    for (key, req) in requests {
-        let method = req.get("method").and_then(Value::as_str).unwrap_or("");
-        let answer = if ask::is_ask(method) {
-            ask::ask(
-                by.handler.clone(),
-                by.server.clone(),
-                method.to_owned(),
-                req.get("params").cloned(),
-                &by.cwd,
-                ask::ASK_TIMEOUT,
-                crate::telemetry::Parent::default(),
-            )
-            .await
-        } else {
-            server_requests::answer(method, req.get("params"), &by.roots, &by.cwd)
-        };
-        if let Ok(v) = answer {
-            responses.insert(key, v);
-        }
-    }
-    responses
-}
-
-/// The JSON-RPC error a server answers a call with when the user must first open a page
-/// (URL-mode elicitation on the error path, 2025-11-25).
-const URL_ELICITATION_REQUIRED: i64 = -32042;
-
-/// Asks the user about each URL elicitation in a `-32042` error's `data.elicitations`; `true`
-/// when there was at least one and every one was accepted.
-async fn open_pages(error: &crate::protocol::jsonrpc::ErrorObject, by: &Answerer) -> bool {
-    let pages: Vec<Value> = error
-        .data
-        .as_ref()
-        .and_then(|d| d.get("elicitations"))
-        .and_then(Value::as_array)
-        .map(|a| a.iter().take(4).cloned().collect())
-        .unwrap_or_default();
-    if pages.is_empty() {
-        return false;
-    }
-    for mut page in pages {
-        if let Some(o) = page.as_object_mut() {
-            o.entry("mode").or_insert_with(|| Value::from("url"));
-        }
-        let answer = ask::ask(
-            by.handler.clone(),
-            by.server.clone(),
-            Elicit::METHOD.to_owned(),
-            Some(page),
-            &by.cwd,
-            ask::ASK_TIMEOUT,
-            crate::telemetry::Parent::default(),
-        )
-        .await;
-        let accepted = answer
-            .ok()
-            .and_then(|v| v.get("action").and_then(Value::as_str).map(str::to_owned))
-            .is_some_and(|a| a == "accept");
-        if !accepted {
-            return false;
-        }
-    }
-    true
-}
-
 impl McpServer {
     /// The calls' answerer, built once (until the roots or the input handler change).
     pub(super) fn answerer(&mut self) -> std::sync::Arc<Answerer> {
-        let (handler, server, roots, cwd) = (&self.input, &self.spec.name, &self.roots, &self.cwd);
-        self.answerer
+        let (handler, server, roots, cwd) = (
+            &self.questions.input,
+            &self.spec.name,
+            &self.roots,
+            &self.cwd,
+        );
+        self.questions
+            .answerer
             .get_or_insert_with(|| {
                 std::sync::Arc::new(Answerer {
                     handler: handler.clone(),
@@ -202,8 +107,8 @@ impl McpServer {
     /// tool calls as tasks, a tool that runs only as one.
     fn as_task(&self, tool: &str) -> bool {
         self.stateless().is_none()
-            && self.server_caps.tool_call_tasks()
-            && self.task_required.contains(tool)
+            && self.session.server_caps.tool_call_tasks()
+            && self.tools.task_required.contains(tool)
     }
 
     /// Sends one round of `tools/call`: progress registered under its id, the stateless `_meta`
@@ -218,7 +123,7 @@ impl McpServer {
     ) -> Round {
         let id = self.alloc_id();
         let token = progress.map(|sink| {
-            self.progress.insert(id, sink);
+            self.out.progress.insert(id, sink);
             id
         });
         // Serialized straight from the call's parts: the arguments are never copied.
@@ -241,7 +146,8 @@ impl McpServer {
         };
         // A tool's `x-mcp-header` params travel with its call (empty, unallocated, for most).
         let headers = self
-            .tool_headers
+            .tools
+            .headers
             .get(tool)
             .map(|p| param_headers(p, arguments))
             .unwrap_or_default();
@@ -252,144 +158,15 @@ impl McpServer {
     }
 }
 
-/// Sends `notifications/cancelled` if the call future is dropped before its reply.
-struct CancelOnDrop {
-    addr: Addr<McpServer>,
-    id: i64,
-    armed: bool,
-}
-
-impl CancelOnDrop {
-    fn fire(&mut self, reason: &'static str) {
-        if std::mem::take(&mut self.armed) {
-            self.addr.do_send(CancelRequest {
-                id: self.id,
-                reason,
-            });
-        }
-    }
-}
-
-impl CancelOnDrop {
-    fn disarm(&mut self) {
-        self.armed = false;
-    }
-}
-
-/// Whether a server's error text says it cannot send a server-initiated request (an
-/// elicitation, a sampling request) on this connection: SDKs that implement the stateless era
-/// without the input-request flow refuse `ctx.elicit()` so ("elicitation via server-initiated
-/// requests is unavailable", "no back-channel for server-initiated requests").
-fn refuses_server_requests(text: &str) -> bool {
-    let t = text.to_ascii_lowercase();
-    t.contains("server-initiated request")
-        && (t.contains("unavailable")
-            || t.contains("back-channel")
-            || t.contains("not supported")
-            || t.contains("cannot send"))
-}
-
-/// [`refuses_server_requests`] for the text of a tool result marked `isError`.
-fn result_refuses_server_requests(result: &CallToolResult) -> bool {
-    result.content.iter().any(|c| match c {
-        ContentBlock::Text { text } => refuses_server_requests(text),
-        _ => false,
-    })
-}
-
-/// The JSON-RPC error of a request that lacks a client capability the server requires.
-const MISSING_CAPABILITY: i64 = -32021;
-/// The same error's code in earlier drafts of the extensions.
-const MISSING_CAPABILITY_OLD: i64 = -32003;
-
-/// Why a task on this request is invalid: we did not declare the extension.
-fn undeclared_task() -> String {
-    format!(
-        "it answered with a task (resultType \"task\") though harness9 did not declare {} on this request (only a 2026-07-28 connection carries it); the server must not send a task here",
-        server_requests::TASKS_EXTENSION
-    )
-}
-
-/// Whether a result is a 2025-11-25 `CreateTaskResult` (a `task` object with a `taskId`).
-fn is_old_task(raw: &super::Payload) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Old {
-        #[serde(default)]
-        task: Option<Value>,
-    }
-    raw.parse::<Old>()
-        .ok()
-        .and_then(|o| o.task)
-        .is_some_and(|t| t.get("taskId").is_some())
-}
-
-/// The `taskId` of a 2025-11-25 `CreateTaskResult`.
-fn old_task_id(raw: &super::Payload) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Id {
-        task_id: String,
-    }
-    #[derive(serde::Deserialize)]
-    struct Old {
-        task: Id,
-    }
-    raw.parse::<Old>().ok().map(|o| o.task.task_id)
-}
-
-/// What a `-32021` error means for the user: the capabilities the server named, and what to do.
-fn missing_capability_hint(server: &str, data: Option<&Value>, stateless: bool) -> String {
-    let required = data.and_then(|d| d.get("requiredCapabilities"));
-    let mut names: Vec<String> = Vec::new();
-    if let Some(Value::Object(caps)) = required {
-        for (k, v) in caps.iter().take(8) {
-            match (k.as_str(), v) {
-                ("extensions", Value::Object(ext)) => {
-                    names.extend(ext.keys().take(8).map(|e| format!("extension {e}")))
-                }
-                _ => names.push(format!("capability {k}")),
-            }
-        }
-    }
-    let what = if names.is_empty() {
-        "a client capability harness9 did not declare".to_owned()
-    } else {
-        names.join(", ")
-    };
-    let tasks = names
-        .iter()
-        .any(|n| n.ends_with(server_requests::TASKS_EXTENSION));
-    if tasks && !stateless {
-        format!(
-            "server \"{server}\" requires {what}, which harness9 declares only on a 2026-07-28 connection; this connection speaks an older revision (remove a \"protocolVersion\" pin from its entry, or update the server)"
-        )
-    } else {
-        format!("server \"{server}\" requires {what}, which harness9 does not support on this connection")
-    }
-}
-
-/// What to do when a stateless server cannot ask its own questions.
-fn pin_hint(server: &str) -> String {
-    format!(
-        "server \"{server}\" cannot send its own requests (elicitation, sampling) on a 2026-07-28 connection; pin \"protocolVersion\": \"2025-11-25\" in its config entry to use this tool"
-    )
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.fire("caller went away");
-    }
-}
-
 impl Handler<CallServerTool> for McpServer {
     type Result = ResponseFuture<Result<CallToolResult, CallError>>;
 
     fn handle(&mut self, mut msg: CallServerTool, ctx: &mut Context<Self>) -> Self::Result {
         let server = self.spec.name.clone();
         let tool = msg.tool;
-        if !self.connected || self.closing || self.writer.is_none() {
-            let reason = if self.connected {
-                self.gone_reason()
+        if !self.session.connected || !self.accepting() {
+            let reason = if self.session.connected {
+                self.life.gone_reason()
             } else {
                 "still starting".to_owned()
             };
@@ -408,15 +185,15 @@ impl Handler<CallServerTool> for McpServer {
         let by = self.answerer();
         // Kept for a retry (an `input_required` round, a re-issue, a URL elicitation's).
         let progress = msg.progress.clone();
-        let mut op = Op::client(
+        let op = Op::client(
             CallTool::METHOD,
             Some(&tool),
             None,
             &msg.parent.span(),
-            &self.otel,
+            &self.session.otel,
         );
         let trace = op.trace_context();
-        let mut round = self.call_round(
+        let round = self.call_round(
             &tool,
             msg.arguments.as_ref(),
             msg.progress,
@@ -424,527 +201,356 @@ impl Handler<CallServerTool> for McpServer {
             trace.clone(),
         );
         op.set_request_id(round.id);
-        let arguments = msg.arguments;
-        let writer = self.writer.clone();
-        // At the timeout, a full queue means the server stopped reading: say so.
-        let stuck = move || writer.as_ref().is_some_and(|w| w.capacity() == 0);
         let addr = ctx.address();
-        let mut guard = CancelOnDrop {
+        let guard = CancelOnDrop {
             addr: addr.clone(),
             id: round.id,
             armed: true,
         };
-        let (timeout, cancel, detach) = (msg.timeout, msg.cancel, msg.detach);
-        let follower = self.follower(ctx, tool.clone(), cancel.clone(), progress.clone());
-        let clock = self.ask_clock.clone();
-        let call = async move {
-            let mut deadline = tokio::time::Instant::now() + timeout;
-            // The time the server's questions stay open does not count (see `AskClock`).
-            let mut asked = clock.spent();
-            let paused = move || clock.spent();
-            let mut rounds = 0;
-            let mut reissues = 0;
-            let mut url_retries = 0;
-            // The answers the current round carries: a re-issued round carries them again.
-            let mut carried: Option<Map<String, Value>> = None;
-            loop {
-                let raw = match wait_round(
-                    round,
-                    &mut guard,
-                    (&mut deadline, &mut asked, &paused),
-                    (&cancel, idle.as_ref()),
-                    &stuck,
-                )
-                .await
-                {
-                    Ok(raw) => raw,
-                    // Stateless era: a response stream that broke loses the request; it is
-                    // sent again under a new id (a few times, within the call's timeout).
-                    Err(RoundError::Reply(ReplyError::StreamBroken(why)))
-                        if stateless && reissues < MAX_REISSUES =>
-                    {
-                        reissues += 1;
-                        tracing::debug!(target: "mcp", server = %server, tool = %tool, "{why}; sending the call again");
-                        let next = NextRound {
-                            tool: tool.clone(),
-                            arguments: arguments.clone(),
-                            progress: progress.clone(),
-                            answers: carried.clone(),
-                            trace: trace.clone(),
-                        };
-                        round = next_round(&addr, next, &mut guard, deadline)
-                            .await
-                            .ok_or_else(|| stopped(&server, &tool))?;
-                        continue;
-                    }
-                    // The server needs the user to open a page first (`-32042`, URL elicitation
-                    // on the error path): the user is asked for each page (the same question as
-                    // a URL `elicitation/create`); when every one is accepted the call is sent
-                    // again, once.
-                    Err(RoundError::Reply(ReplyError::Rpc(obj)))
-                        if obj.code == URL_ELICITATION_REQUIRED && url_retries == 0 =>
-                    {
-                        url_retries += 1;
-                        let started = tokio::time::Instant::now();
-                        let accepted = tokio::select! {
-                            biased;
-                            _ = cancel.cancelled() => {
-                                return Err(CallError::Cancelled { server, tool });
-                            }
-                            ok = open_pages(&obj, &by) => ok,
-                        };
-                        deadline += started.elapsed();
-                        if !accepted {
-                            let e = RoundError::Reply(ReplyError::Rpc(obj));
-                            return Err(e.into_call_error(server, tool, timeout));
-                        }
-                        let next = NextRound {
-                            tool: tool.clone(),
-                            arguments: arguments.clone(),
-                            progress: progress.clone(),
-                            answers: None,
-                            trace: trace.clone(),
-                        };
-                        round = next_round(&addr, next, &mut guard, deadline)
-                            .await
-                            .ok_or_else(|| stopped(&server, &tool))?;
-                        continue;
-                    }
-                    // A capability we did not declare is required (`-32021`, and `-32003`
-                    // in earlier drafts): the error names it and what to do.
-                    Err(RoundError::Reply(ReplyError::Rpc(mut obj)))
-                        if obj.code == MISSING_CAPABILITY || obj.code == MISSING_CAPABILITY_OLD =>
-                    {
-                        obj.message = format!(
-                            "{}; {}",
-                            obj.message.trim_end_matches('.'),
-                            missing_capability_hint(&server, obj.data.as_ref(), stateless)
-                        );
-                        let e = RoundError::Reply(ReplyError::Rpc(obj));
-                        return Err(e.into_call_error(server, tool, timeout));
-                    }
-                    // A stateless server that cannot send its own requests (PyPI `mcp` 2.x
-                    // and FastMCP's `ctx.elicit()`): the error says so and names the pin.
-                    Err(RoundError::Reply(ReplyError::Rpc(mut obj)))
-                        if stateless && refuses_server_requests(&obj.message) =>
-                    {
-                        obj.message = format!(
-                            "{}; {}",
-                            obj.message.trim_end_matches('.'),
-                            pin_hint(&server)
-                        );
-                        let e = RoundError::Reply(ReplyError::Rpc(obj));
-                        return Err(e.into_call_error(server, tool, timeout));
-                    }
-                    Err(e) => return Err(e.into_call_error(server, tool, timeout)),
-                };
-                // One parse of the result; an `input_required` one is read again for its
-                // requests (the rare path).
-                let result = match raw.parse::<<CallTool as Request>::Result>() {
-                    Ok(r) => r,
-                    Err(LineError::Both) => {
-                        return Err(CallError::Rpc {
-                            server,
-                            tool,
-                            error: jsonrpc::both_result_and_error(),
-                        })
-                    }
-                    Err(e) => {
-                        return Err(CallError::InvalidResult {
-                            server,
-                            tool,
-                            detail: e.to_string(),
-                        })
-                    }
-                };
-                let mut result = result;
-                if stateless && result.is_error && result_refuses_server_requests(&result) {
-                    result.content.push(ContentBlock::Text {
-                        text: pin_hint(&server),
-                    });
-                }
-                match result.result_type.as_deref() {
-                    // A task for a request that did not declare the tasks extension (a
-                    // handshake-era connection never does): an invalid result, never an
-                    // empty success.
-                    Some("task") if !stateless => {
-                        return Err(CallError::InvalidResult {
-                            server,
-                            tool,
-                            detail: undeclared_task(),
-                        })
-                    }
-                    // The 2025-11-25 task form, asked for: followed to its result (bound by
-                    // `taskTimeoutSec`, not the tool timeout).
-                    _ if as_task && result.content.is_empty() && is_old_task(&raw) => {
-                        let task_id = old_task_id(&raw).unwrap_or_default();
-                        guard.disarm();
-                        return follower.follow_old(task_id).await;
-                    }
-                    // The 2025-11-25 task form (`{"task": {...}}`), never asked for: not an
-                    // empty success either.
-                    _ if !stateless && result.content.is_empty() && is_old_task(&raw) => {
-                        return Err(CallError::InvalidResult {
-                            server,
-                            tool,
-                            detail: undeclared_task(),
-                        })
-                    }
-                    // The handshake era has no `resultType`: whatever a server put there.
-                    _ if !stateless => return Ok(result),
-                    None | Some("complete") => return Ok(result),
-                    // The call became a task (`io.modelcontextprotocol/tasks`): the caller
-                    // gets its handle at once, or waits for its end (not bound by the tool
-                    // timeout: by `taskTimeoutSec`).
-                    Some("task") => {
-                        let seed = task::seed(&raw).map_err(|detail| CallError::InvalidResult {
-                            server: server.clone(),
-                            tool: tool.clone(),
-                            detail,
-                        })?;
-                        // The call's request is answered: nothing to withdraw.
-                        guard.disarm();
-                        if detach {
-                            return Ok(task::handle_result(&server, &tool, &seed));
-                        }
-                        return follower.follow(seed.task_id.clone(), Some(seed)).await;
-                    }
-                    Some("input_required") if rounds < MAX_INPUT_ROUNDS => {
-                        rounds += 1;
-                        let interim: Interim =
-                            raw.parse().map_err(|e| CallError::InvalidResult {
-                                server: server.clone(),
-                                tool: tool.clone(),
-                                detail: e.to_string(),
-                            })?;
-                        // A person may be asked: each question is bounded by `ASK_TIMEOUT`,
-                        // the whole by the call's cancellation, and the time it took does not
-                        // count toward the call's timeout.
-                        let started = tokio::time::Instant::now();
-                        let extra = tokio::select! {
-                            biased;
-                            _ = cancel.cancelled() => {
-                                return Err(CallError::Cancelled { server, tool });
-                            }
-                            extra = answers(interim, &by) => extra,
-                        };
-                        deadline += started.elapsed();
-                        carried = Some(extra.clone());
-                        let next = NextRound {
-                            tool: tool.clone(),
-                            arguments: arguments.clone(),
-                            progress: progress.clone(),
-                            answers: Some(extra),
-                            trace: trace.clone(),
-                        };
-                        round = next_round(&addr, next, &mut guard, deadline)
-                            .await
-                            .ok_or_else(|| stopped(&server, &tool))?;
-                    }
-                    Some("input_required") => {
-                        return Err(CallError::InvalidResult {
-                            server,
-                            tool,
-                            detail: format!(
-                                "the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
-                            ),
-                        })
-                    }
-                    Some(other) => {
-                        return Err(CallError::InvalidResult {
-                            server,
-                            tool,
-                            detail: format!("unknown resultType {other:?}"),
-                        })
-                    }
-                }
-            }
-        };
-        if op.is_inert() {
-            // Nothing exported: the call's future as it is (one move into its box, the hot path).
-            return Box::pin(call);
+        let follower = self.follower(ctx, tool.clone(), msg.cancel.clone(), progress.clone());
+        let call = Call {
+            again: Again {
+                tool,
+                arguments: msg.arguments,
+                progress,
+                trace,
+            },
+            server,
+            stateless,
+            as_task,
+            detach: msg.detach,
+            timeout: msg.timeout,
+            cancel: msg.cancel,
+            idle,
+            by,
+            addr,
+            guard,
+            follower,
+            writer: self.out.sender(),
+            clock: self.questions.clock.clone(),
+            tries: Tries::default(),
         }
-        Box::pin(async move {
-            let result = call.await;
-            op.end(match &result {
-                Ok(r) if r.is_error => Outcome::ToolError,
-                Ok(_) => Outcome::Ok,
-                Err(CallError::Rpc { error, .. }) => Outcome::Rpc {
-                    code: error.code,
-                    message: &error.message,
+        .run(round);
+        traced(call, op)
+    }
+}
+
+/// The call's future; when spans are exported, its span (`op`) ended with its outcome.
+fn traced(
+    call: impl Future<Output = Result<CallToolResult, CallError>> + 'static,
+    mut op: Op,
+) -> ResponseFuture<Result<CallToolResult, CallError>> {
+    if op.is_inert() {
+        // Nothing exported: the call's future as it is (one move into its box, the hot path).
+        return Box::pin(call);
+    }
+    Box::pin(async move {
+        let result = call.await;
+        op.end(match &result {
+            Ok(r) if r.is_error => Outcome::ToolError,
+            Ok(_) => Outcome::Ok,
+            Err(CallError::Rpc { error, .. }) => Outcome::Rpc {
+                code: error.code,
+                message: &error.message,
+            },
+            Err(e) => Outcome::Failed(e.kind()),
+        });
+        result
+    })
+}
+
+/// What a call sends again in a later round (an `input_required` round, a re-issue, a URL
+/// elicitation's retry): the same tool, arguments, progress sink and trace context.
+struct Again {
+    tool: String,
+    arguments: Option<Value>,
+    progress: Option<ProgressSink>,
+    /// The call's trace context: every round carries the call span's.
+    trace: Option<TraceContext>,
+}
+
+/// The retries a call has taken, each bounded on its own.
+#[derive(Default)]
+struct Tries {
+    /// `input_required` rounds (at most [`MAX_INPUT_ROUNDS`]).
+    rounds: usize,
+    /// Re-issues of a stateless call whose stream broke (at most [`MAX_REISSUES`]).
+    reissues: usize,
+    /// Retries after a `-32042` URL elicitation (at most one).
+    url_retries: usize,
+    /// The answers the current round carries: a re-issued round carries them again.
+    carried: Option<Map<String, Value>>,
+}
+
+/// What became of one round's result.
+enum Step {
+    /// The call's answer.
+    Done(CallToolResult),
+    /// The call goes on with this round.
+    Next(Round),
+    /// The call became a 2025-11-25 task, asked for: followed to its result.
+    FollowOld(String),
+    /// The call became a task (`io.modelcontextprotocol/tasks`): followed to its end.
+    Follow(DetailedTask),
+}
+
+/// One tool call in flight across its rounds, as a future's state: what a retry sends again,
+/// the bounds every round runs under, who answers the server's questions, the guard that
+/// withdraws the round in flight, and the task follower for a call that became a task.
+struct Call {
+    again: Again,
+    server: String,
+    stateless: bool,
+    /// The call goes as a 2025-11-25 task.
+    as_task: bool,
+    /// A call that becomes a task answers with its handle at once.
+    detach: bool,
+    timeout: std::time::Duration,
+    cancel: tokio_util::sync::CancellationToken,
+    idle: Option<Idle>,
+    by: Arc<Answerer>,
+    addr: Addr<McpServer>,
+    guard: CancelOnDrop,
+    follower: Follower,
+    /// At the timeout, a full queue means the server stopped reading: say so.
+    writer: Option<Writer>,
+    clock: std::rc::Rc<super::ask::AskClock>,
+    tries: Tries,
+}
+
+impl Call {
+    /// Runs the call from its first round to its end.
+    async fn run(mut self, mut round: Round) -> Result<CallToolResult, CallError> {
+        // The time the server's questions stay open does not count (see `AskClock`).
+        let mut deadline = Deadline::start(self.timeout, self.clock.clone());
+        loop {
+            let writer = &self.writer;
+            let stuck = move || writer.as_ref().is_some_and(|w| w.capacity() == 0);
+            let waited = wait_round(
+                round,
+                &mut self.guard,
+                &mut deadline,
+                (&self.cancel, self.idle.as_ref()),
+                &stuck,
+            )
+            .await;
+            round = match waited {
+                Ok(raw) => match self.on_result(raw, &mut deadline).await? {
+                    Step::Done(result) => return Ok(result),
+                    Step::Next(round) => round,
+                    Step::FollowOld(task_id) => return self.follower.follow_old(task_id).await,
+                    Step::Follow(seed) => {
+                        return self.follower.follow(seed.task_id.clone(), Some(seed)).await
+                    }
                 },
-                Err(e) => Outcome::Failed(e.kind()),
+                Err(e) => self.recover(e, &mut deadline).await?,
+            };
+        }
+    }
+
+    /// A round that ended without a result: sent again when that may help (a stateless
+    /// stream that broke, a URL elicitation the user accepted), else the call's error, the
+    /// server's errors explained.
+    async fn recover(
+        &mut self,
+        e: RoundError,
+        deadline: &mut Deadline,
+    ) -> Result<Round, CallError> {
+        match e {
+            // Stateless era: a response stream that broke loses the request; it is sent again
+            // under a new id (a few times, within the call's timeout).
+            RoundError::Reply(ReplyError::StreamBroken(why))
+                if self.stateless && self.tries.reissues < MAX_REISSUES =>
+            {
+                self.tries.reissues += 1;
+                tracing::debug!(target: "mcp", server = %self.server, tool = %self.again.tool, "{why}; sending the call again");
+                let answers = self.tries.carried.clone();
+                self.resend(answers, deadline).await
+            }
+            // The server needs the user to open a page first (`-32042`, URL elicitation on the
+            // error path): the user is asked for each page (the same question as a URL
+            // `elicitation/create`); when every one is accepted the call is sent again, once.
+            RoundError::Reply(ReplyError::Rpc(obj))
+                if obj.code == URL_ELICITATION_REQUIRED && self.tries.url_retries == 0 =>
+            {
+                self.tries.url_retries += 1;
+                let by = self.by.clone();
+                if !self.asking(open_pages(&obj, &by), deadline).await? {
+                    let e = RoundError::Reply(ReplyError::Rpc(obj));
+                    return Err(self.error(e));
+                }
+                self.resend(None, deadline).await
+            }
+            // A capability we did not declare is required (`-32021`, and `-32003` in earlier
+            // drafts): the error names it and what to do.
+            RoundError::Reply(ReplyError::Rpc(obj))
+                if obj.code == MISSING_CAPABILITY || obj.code == MISSING_CAPABILITY_OLD =>
+            {
+                let hint = missing_capability_hint(&self.server, obj.data.as_ref(), self.stateless);
+                Err(self.explained(obj, &hint))
+            }
+            // A stateless server that cannot send its own requests (PyPI `mcp` 2.x and
+            // FastMCP's `ctx.elicit()`): the error says so and names the pin.
+            RoundError::Reply(ReplyError::Rpc(obj))
+                if self.stateless && refuses_server_requests(&obj.message) =>
+            {
+                let hint = pin_hint(&self.server);
+                Err(self.explained(obj, &hint))
+            }
+            e => Err(self.error(e)),
+        }
+    }
+
+    /// The server's error `obj` with `hint` after its message.
+    fn explained(&self, mut obj: ErrorObject, hint: &str) -> CallError {
+        obj.message = format!("{}; {hint}", obj.message.trim_end_matches('.'));
+        self.error(RoundError::Reply(ReplyError::Rpc(obj)))
+    }
+
+    /// The call's error for a round that ended with `e`.
+    fn error(&self, e: RoundError) -> CallError {
+        e.into_call_error(self.server.clone(), self.again.tool.clone(), self.timeout)
+    }
+
+    /// The call's error for a result that is not valid.
+    fn invalid(&self, detail: String) -> CallError {
+        CallError::InvalidResult {
+            server: self.server.clone(),
+            tool: self.again.tool.clone(),
+            detail,
+        }
+    }
+
+    /// Waits for `ask` (a person answering), bounded by the call's cancellation; the time it
+    /// took does not count toward the call's timeout.
+    async fn asking<T>(
+        &self,
+        ask: impl Future<Output = T>,
+        deadline: &mut Deadline,
+    ) -> Result<T, CallError> {
+        let started = tokio::time::Instant::now();
+        let answer = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => {
+                return Err(CallError::Cancelled {
+                    server: self.server.clone(),
+                    tool: self.again.tool.clone(),
+                });
+            }
+            answer = ask => answer,
+        };
+        deadline.at += started.elapsed();
+        Ok(answer)
+    }
+
+    /// Sends the call again, carrying `answers`, as its next round.
+    async fn resend(
+        &mut self,
+        answers: Option<Map<String, Value>>,
+        deadline: &Deadline,
+    ) -> Result<Round, CallError> {
+        let next = NextRound {
+            tool: self.again.tool.clone(),
+            arguments: self.again.arguments.clone(),
+            progress: self.again.progress.clone(),
+            answers,
+            trace: self.again.trace.clone(),
+        };
+        next_round(&self.addr, next, &mut self.guard, deadline.at)
+            .await
+            .ok_or_else(|| stopped(&self.server, &self.again.tool))
+    }
+
+    /// One parse of a round's result; a stateless server's refusal to ask its own questions
+    /// gets the pin named.
+    fn parse(&self, raw: &Payload) -> Result<CallToolResult, CallError> {
+        let mut result = match raw.parse::<<CallTool as Request>::Result>() {
+            Ok(r) => r,
+            Err(LineError::Both) => {
+                return Err(CallError::Rpc {
+                    server: self.server.clone(),
+                    tool: self.again.tool.clone(),
+                    error: jsonrpc::both_result_and_error(),
+                })
+            }
+            Err(e) => return Err(self.invalid(e.to_string())),
+        };
+        if self.stateless && result.is_error && result_refuses_server_requests(&result) {
+            result.content.push(ContentBlock::Text {
+                text: pin_hint(&self.server),
             });
-            result
-        })
-    }
-}
-
-/// Sends the next round of a call and points the cancel guard at its id; `None` when the
-/// actor has stopped (or did not take the round before the call's deadline).
-async fn next_round(
-    addr: &Addr<McpServer>,
-    next: NextRound,
-    guard: &mut CancelOnDrop,
-    deadline: tokio::time::Instant,
-) -> Option<Round> {
-    let r = tokio::time::timeout_at(deadline, addr.send(next))
-        .await
-        .ok()?
-        .ok()
-        .flatten()?;
-    *guard = CancelOnDrop {
-        addr: addr.clone(),
-        id: r.id,
-        armed: true,
-    };
-    Some(r)
-}
-
-/// The error of a call whose server actor stopped between two rounds.
-fn stopped(server: &str, tool: &str) -> CallError {
-    CallError::ServerExited {
-        server: server.to_owned(),
-        tool: tool.to_owned(),
-        status: "stopped".to_owned(),
-    }
-}
-
-/// Why a round ended without a reply.
-enum RoundError {
-    Cancelled,
-    NotReading,
-    Timeout,
-    /// No progress within the idle timeout.
-    Idle(std::time::Duration),
-    Reply(ReplyError),
-    Dropped,
-}
-
-impl RoundError {
-    fn into_call_error(
-        self,
-        server: String,
-        tool: String,
-        after: std::time::Duration,
-    ) -> CallError {
-        match self {
-            RoundError::Cancelled => CallError::Cancelled { server, tool },
-            RoundError::NotReading => CallError::NotReading {
-                server,
-                tool,
-                after,
-            },
-            RoundError::Idle(after) => CallError::Idle {
-                server,
-                tool,
-                after,
-            },
-            RoundError::Timeout => CallError::Timeout {
-                server,
-                tool,
-                after,
-            },
-            RoundError::Reply(ReplyError::Rpc(error)) => CallError::Rpc {
-                server,
-                tool,
-                error,
-            },
-            RoundError::Reply(ReplyError::Gone(status)) => CallError::ServerExited {
-                server,
-                tool,
-                status,
-            },
-            RoundError::Reply(ReplyError::TooLarge(max)) => {
-                CallError::TooLarge { server, tool, max }
-            }
-            RoundError::Reply(ReplyError::Transport(detail) | ReplyError::StreamBroken(detail)) => {
-                CallError::Transport {
-                    server,
-                    tool,
-                    detail,
-                }
-            }
-            RoundError::Dropped => CallError::ServerExited {
-                server,
-                tool,
-                status: "stopped".to_owned(),
-            },
         }
+        Ok(result)
     }
-}
 
-/// A call's idle bound (`toolIdleTimeoutSec`): the moment of its last sign of life (a progress
-/// notice, a new round), shared with the progress sink the server actor calls.
-#[derive(Clone)]
-struct Idle {
-    after: std::time::Duration,
-    base: std::time::Instant,
-    /// Milliseconds after `base` of the last sign of life.
-    last: std::sync::Arc<std::sync::atomic::AtomicU64>,
-}
-
-impl Idle {
-    fn new(after: std::time::Duration) -> Self {
-        Self {
-            after,
-            base: std::time::Instant::now(),
-            last: Default::default(),
+    /// What a round's result means: the answer, a task followed (or its handle), or another
+    /// `input_required` round.
+    async fn on_result(
+        &mut self,
+        raw: Payload,
+        deadline: &mut Deadline,
+    ) -> Result<Step, CallError> {
+        let result = self.parse(&raw)?;
+        let stateless = self.stateless;
+        match result.result_type.as_deref() {
+            // A task for a request that did not declare the tasks extension (a handshake-era
+            // connection never does): an invalid result, never an empty success.
+            Some("task") if !stateless => Err(self.invalid(undeclared_task())),
+            // The 2025-11-25 task form, asked for: followed to its result (bound by
+            // `taskTimeoutSec`, not the tool timeout).
+            _ if self.as_task && result.content.is_empty() && is_old_task(&raw) => {
+                let task_id = old_task_id(&raw).unwrap_or_default();
+                self.guard.disarm();
+                Ok(Step::FollowOld(task_id))
+            }
+            // The 2025-11-25 task form (`{"task": {...}}`), never asked for: not an empty
+            // success either.
+            _ if !stateless && result.content.is_empty() && is_old_task(&raw) => {
+                Err(self.invalid(undeclared_task()))
+            }
+            // The handshake era has no `resultType`: whatever a server put there.
+            _ if !stateless => Ok(Step::Done(result)),
+            None | Some("complete") => Ok(Step::Done(result)),
+            Some("task") => self.became_task(&raw),
+            Some("input_required") if self.tries.rounds < MAX_INPUT_ROUNDS => {
+                self.tries.rounds += 1;
+                self.input_round(&raw, deadline).await.map(Step::Next)
+            }
+            Some("input_required") => Err(self.invalid(format!(
+                "the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
+            ))),
+            Some(other) => Err(self.invalid(format!("unknown resultType {other:?}"))),
         }
     }
 
-    fn touch(&self) {
-        let ms = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last.store(ms, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// When the call is idle for too long, as of the last sign of life.
-    fn deadline(&self) -> tokio::time::Instant {
-        let ms = self.last.load(std::sync::atomic::Ordering::Relaxed);
-        tokio::time::Instant::from_std(self.base + std::time::Duration::from_millis(ms))
-            + self.after
-    }
-
-    /// Sleeps until the idle deadline; forever without an idle bound.
-    async fn sleep(idle: Option<&Idle>) {
-        match idle {
-            Some(i) => tokio::time::sleep_until(i.deadline()).await,
-            None => std::future::pending().await,
+    /// The call became a task (`io.modelcontextprotocol/tasks`): the caller gets its handle at
+    /// once, or waits for its end (not bound by the tool timeout: by `taskTimeoutSec`).
+    fn became_task(&mut self, raw: &Payload) -> Result<Step, CallError> {
+        let seed = task::seed(raw).map_err(|detail| self.invalid(detail))?;
+        // The call's request is answered: nothing to withdraw.
+        self.guard.disarm();
+        if self.detach {
+            return Ok(Step::Done(task::handle_result(
+                &self.server,
+                &self.again.tool,
+                &seed,
+            )));
         }
+        Ok(Step::Follow(seed))
     }
 
-    /// A progress sink that marks each notice as a sign of life and hands it on to `inner`.
-    fn sink(&self, inner: Option<ProgressSink>) -> ProgressSink {
-        let me = self.clone();
-        ProgressSink::new(move |p| {
-            me.touch();
-            if let Some(s) = &inner {
-                s.send(p);
-            }
-        })
-    }
-}
-
-/// A call's deadline, the question time it has accounted for, and the server's question clock:
-/// when the deadline comes while questions were open, it moves by their time.
-type Deadline<'a> = (
-    &'a mut tokio::time::Instant,
-    &'a mut std::time::Duration,
-    &'a dyn Fn() -> std::time::Duration,
-);
-
-/// Moves the deadline by the question time not yet accounted for; whether it moved.
-fn extend(d: &mut Deadline<'_>) -> bool {
-    let spent = (d.2)();
-    let more = spent.saturating_sub(*d.1);
-    *d.1 = spent;
-    if more.is_zero() {
-        return false;
-    }
-    *d.0 += more;
-    true
-}
-
-/// Waits for one round's reply: room in the write queue first, then the reply, both within
-/// the call's deadline (moved by the time the server's questions were open) and its
-/// cancellation; an early end tells the server (the guard).
-async fn wait_round(
-    round: Round,
-    guard: &mut CancelOnDrop,
-    mut dl: Deadline<'_>,
-    (cancel, idle): (&tokio_util::sync::CancellationToken, Option<&Idle>),
-    stuck: &impl Fn() -> bool,
-) -> Result<super::Payload, RoundError> {
-    if let Some(i) = idle {
-        i.touch();
-    }
-    if let Some(b) = round.backlog {
-        // The server is not reading: wait for room, within the call's own timeout.
-        tokio::select! {
-            biased;
-            _ = b.send() => {}
-            _ = cancel.cancelled() => {
-                guard.fire("cancelled by the user");
-                return Err(RoundError::Cancelled);
-            }
-            _ = tokio::time::sleep_until(*dl.0) => {
-                guard.fire("timed out");
-                return Err(RoundError::NotReading);
-            }
-        }
-    }
-    if tokio::time::Instant::now() >= *dl.0 {
-        // Out of time before the first look at the reply: a timeout, whatever may have
-        // arrived meanwhile (so a tiny timeout times out on any machine).
-        guard.fire("timed out");
-        return Err(RoundError::Timeout);
-    }
-    let mut rx = round.rx;
-    let outcome = loop {
-        tokio::select! {
-            biased;
-            r = &mut rx => break r,
-            _ = cancel.cancelled() => {
-                guard.fire("cancelled by the user");
-                return Err(RoundError::Cancelled);
-            }
-            _ = tokio::time::sleep_until(*dl.0) => {
-                if extend(&mut dl) {
-                    continue;
-                }
-                guard.fire("timed out");
-                if stuck() {
-                    return Err(RoundError::NotReading);
-                }
-                return Err(RoundError::Timeout);
-            }
-            _ = Idle::sleep(idle) => {
-                let Some(i) = idle else { continue };
-                // Progress came meanwhile, or a question was open: the wait starts again.
-                if tokio::time::Instant::now() < i.deadline() {
-                    continue;
-                }
-                if extend(&mut dl) {
-                    i.touch();
-                    continue;
-                }
-                guard.fire("no progress within the idle timeout");
-                return Err(RoundError::Idle(i.after));
-            }
-        }
-    };
-    guard.disarm();
-    match outcome {
-        Ok(Ok(raw)) => Ok(raw),
-        Ok(Err(e)) => Err(RoundError::Reply(e)),
-        Err(_) => Err(RoundError::Dropped),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn missing_capability_names_it_and_what_to_do() {
-        let data =
-            json!({"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
-        let old = missing_capability_hint("jobs", Some(&data), false);
-        assert!(
-            old.contains("extension io.modelcontextprotocol/tasks")
-                && old.contains("only on a 2026-07-28 connection")
-                && old.contains("protocolVersion"),
-            "{old}"
-        );
-        let new = missing_capability_hint("jobs", Some(&data), true);
-        assert!(new.contains("does not support"), "{new}");
-        let none = missing_capability_hint("jobs", None, true);
-        assert!(
-            none.contains("a client capability harness9 did not declare"),
-            "{none}"
-        );
-        let other = json!({"requiredCapabilities": {"sampling": {}}});
-        assert!(missing_capability_hint("jobs", Some(&other), true).contains("capability sampling"));
+    /// An `input_required` result: its requests answered (a person may be asked: each
+    /// question is bounded by `ASK_TIMEOUT`, the whole by the call's cancellation, and the time
+    /// it took does not count toward the call's timeout), then the call sent again with them.
+    async fn input_round(
+        &mut self,
+        raw: &Payload,
+        deadline: &mut Deadline,
+    ) -> Result<Round, CallError> {
+        let interim: Interim = raw.parse().map_err(|e| self.invalid(e.to_string()))?;
+        let by = self.by.clone();
+        let extra = self.asking(answers(interim, &by), deadline).await?;
+        self.tries.carried = Some(extra.clone());
+        self.resend(Some(extra), deadline).await
     }
 }

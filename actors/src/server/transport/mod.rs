@@ -1,6 +1,7 @@
 //! The transport seam under a server actor, one type each way: the actor hands its transport
 //! [`Outgoing`] messages through a bounded write queue, and gets back [`TransportEvent`]s (as a
-//! stream the actor polls, or in its mailbox). Every JSON-RPC rule lives in the actor; a
+//! stream the actor attaches, or in its mailbox; the transport hands them to the actor's
+//! [`Attach`], never to its context). Every JSON-RPC rule lives in the actor; a
 //! transport only carries lines, and tells of its own failures and end. [`stdio`] (a child
 //! process, NDJSON on its stdin and stdout) and [`http`] (Streamable HTTP, with the legacy
 //! HTTP+SSE fallback) are its two implementations of [`Transport`]; another one (HTTP over
@@ -19,7 +20,6 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
 
-use super::mcp_server::McpServer;
 use super::sandbox::Scratch;
 use crate::framing::LineDecoder;
 use crate::protocol::codec::{Frame, PREFIX_BYTES};
@@ -145,25 +145,36 @@ pub(in crate::server) struct Opened {
     pub(in crate::server) headers: bool,
 }
 
-/// A way to reach a server. `open` starts it on the actor's context: its events reach the actor
-/// as a stream (`ctx.add_stream`) or as messages (`ctx.address()`), never through a shared
+/// Where a transport's events go: the actor's side of the seam, which attaches each stream to
+/// itself and takes messages in its bounded mailbox. A transport names no actor and never holds
+/// the actor's context; the actor implements this for its own context (`mcp_server/link.rs`).
+/// Generic rather than a list of boxed streams handed back, so a stdio line costs no virtual
+/// call.
+pub(in crate::server) trait Attach {
+    /// Polls `events` as one of the transport's streams (stdio: stdout, stderr, the exit);
+    /// each tells of its own end with an event, and its end does not stop the actor.
+    fn attach<S: Stream<Item = TransportEvent> + 'static>(&mut self, events: S);
+    /// The mailbox a transport's task sends its events to (HTTP): `try_send`, then `send`,
+    /// never past its capacity.
+    fn mailbox(&self) -> Events;
+}
+
+/// A way to reach a server. `open` starts it and hands its events to `to` (the actor's
+/// [`Attach`]): as streams it attaches, or as messages to its mailbox, never through a shared
 /// table. A static trait, not a trait object or an enum of transports: the actor keeps only
 /// what `open` gives back (the writer, the process), so writing a line or handling an event
 /// goes through no virtual call and no match on the transport, and a new transport adds no
 /// variant for the actor's code to handle.
 pub(in crate::server) trait Transport {
     /// Opens the connection to `spec`'s server; an error says what failed, in words.
-    fn open(spec: &ServerSpec, ctx: &mut Context<McpServer>) -> Result<Opened, String>;
+    fn open(spec: &ServerSpec, to: &mut impl Attach) -> Result<Opened, String>;
 }
 
 /// Opens the transport `spec` names.
-pub(in crate::server) fn open(
-    spec: &ServerSpec,
-    ctx: &mut Context<McpServer>,
-) -> Result<Opened, String> {
+pub(in crate::server) fn open(spec: &ServerSpec, to: &mut impl Attach) -> Result<Opened, String> {
     match &spec.transport {
-        TransportSpec::Stdio { .. } => stdio::Stdio::open(spec, ctx),
-        TransportSpec::Http { .. } => http::Http::open(spec, ctx),
+        TransportSpec::Stdio { .. } => stdio::Stdio::open(spec, to),
+        TransportSpec::Http { .. } => http::Http::open(spec, to),
     }
 }
 

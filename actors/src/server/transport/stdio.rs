@@ -5,15 +5,14 @@
 
 use std::process::Stdio as Piped;
 
-use actix::prelude::*;
 use futures_util::stream;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
 
 use super::{
-    read_lines, read_log, write_lines, Opened, Process, Transport, TransportEvent, WRITE_QUEUE,
+    read_lines, read_log, write_lines, Attach, Opened, Process, Transport, TransportEvent,
+    WRITE_QUEUE,
 };
-use crate::server::mcp_server::McpServer;
 use crate::server::process::{describe_exit, plain_io_error, register_group};
 use crate::server::sandbox::Scratch;
 use crate::spec::{ServerSpec, TransportSpec};
@@ -44,7 +43,7 @@ fn inherited(key: &std::ffi::OsStr) -> bool {
 pub(in crate::server) struct Stdio;
 
 impl Transport for Stdio {
-    fn open(spec: &ServerSpec, ctx: &mut Context<McpServer>) -> Result<Opened, String> {
+    fn open(spec: &ServerSpec, to: &mut impl Attach) -> Result<Opened, String> {
         let Spawned {
             mut child,
             process,
@@ -54,15 +53,15 @@ impl Transport for Stdio {
         } = spawn(spec)?;
         let (tx, rx) = mpsc::channel(WRITE_QUEUE);
         actix_rt::spawn(write_lines(stdin, rx));
-        ctx.add_stream(read_lines(stdout, spec.max_message_bytes));
-        ctx.add_stream(read_log(stderr, STDERR_LINE_MAX));
+        to.attach(read_lines(stdout, spec.max_message_bytes));
+        to.attach(read_log(stderr, STDERR_LINE_MAX));
         let exit = stream::once(async move {
             TransportEvent::Exited(match child.wait().await {
                 Ok(s) => describe_exit(&s),
                 Err(e) => format!("could not be waited for: {e}"),
             })
         });
-        ctx.add_stream(exit);
+        to.attach(exit);
         Ok(Opened {
             writer: tx,
             process: Some(process),

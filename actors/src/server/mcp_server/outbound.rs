@@ -1,8 +1,10 @@
-//! What the actor sends: the pending map's entries (inserted before their request is written),
-//! the bounded write queue of [`Outgoing`] messages (our requests wait for room, answers and notifications are dropped
-//! and counted when it is full), the internal messages that send a request or a notification
-//! from a future (the handshake, a re-list), and cancellation.
+//! Outbound, client to server: what the actor sends and waits for ([`Outbound`]): the pending
+//! map's entries (inserted before their request is written), the bounded write queue of
+//! [`Outgoing`] messages (our requests wait for room, answers and notifications are dropped and
+//! counted when it is full), the internal messages that send a request or a notification from
+//! a future (the handshake, a re-list), and cancellation.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use actix::prelude::*;
@@ -12,6 +14,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use super::McpServer;
+use crate::messages::ProgressSink;
 use crate::protocol::jsonrpc::{self, ErrorObject, LineError, RequestId};
 use crate::protocol::methods::{Cancelled, Discover, Initialize, Notification, Request};
 use crate::protocol::types::{CancelledParams, StatelessMeta};
@@ -231,16 +234,76 @@ enum Queued {
     Closed,
 }
 
-impl McpServer {
-    /// The stateless revision requests carry in `_meta`, when the connection speaks one.
-    pub(super) fn stateless(&self) -> Option<ProtocolVersion> {
-        self.era.filter(Era::is_stateless).map(|e| e.version())
+/// What the actor sends and waits for. Invariants: a request is in `pending` before its line
+/// is queued (a reply can never come first); `progress` holds a sink only for a request still
+/// pending (both leave together, [`Outbound::take`]); ids are never reused; once the writer is
+/// closed nothing is queued again (the transport has ended or is ending).
+#[derive(Default)]
+pub(in crate::server) struct Outbound {
+    /// The transport's write queue (`None` once closed: that ends the transport).
+    writer: Option<Writer>,
+    /// Answers and notifications dropped because the write queue was full.
+    dropped: u64,
+    pending: HashMap<i64, Pending>,
+    pub(super) progress: HashMap<i64, ProgressSink>,
+    next_id: i64,
+}
+
+impl Outbound {
+    /// Whether the write queue is open.
+    pub(super) fn is_open(&self) -> bool {
+        self.writer.is_some()
     }
 
-    pub(super) fn alloc_id(&mut self) -> i64 {
+    /// The write queue of the transport just opened.
+    pub(super) fn open(&mut self, writer: Writer) {
+        self.writer = Some(writer);
+    }
+
+    /// A sender on the write queue while it is open (a call's future waits for room on it).
+    pub(super) fn sender(&self) -> Option<Writer> {
+        self.writer.clone()
+    }
+
+    /// Closes the write queue: that ends the transport once it has written what is queued.
+    pub(super) fn close(&mut self) {
+        self.writer = None;
+    }
+
+    /// The next request id (never reused).
+    fn alloc_id(&mut self) -> i64 {
         let id = self.next_id;
         self.next_id += 1;
         id
+    }
+
+    /// The pending request `id`, taken out with its progress sink.
+    pub(super) fn take(&mut self, id: i64) -> Option<Pending> {
+        let p = self.pending.remove(&id)?;
+        self.progress.remove(&id);
+        Some(p)
+    }
+
+    /// Fails every pending request with `reason`; whether our `server/discover` probe was
+    /// among them.
+    fn fail_all(&mut self, reason: &str) -> bool {
+        let mut probing = false;
+        for (_, p) in self.pending.drain() {
+            probing |= p.method == Discover::METHOD;
+            p.settle(Err(ReplyError::Gone(reason.to_owned())));
+        }
+        self.progress.clear();
+        probing
+    }
+
+    /// The ids of the requests in flight that a shutdown tells the server it abandons (all but
+    /// `initialize`).
+    fn abandoned(&self) -> Vec<i64> {
+        self.pending
+            .iter()
+            .filter(|(_, p)| p.method != Initialize::METHOD)
+            .map(|(id, _)| *id)
+            .collect()
     }
 
     /// Queues one message for the writer. A full queue hands it back (`Full`).
@@ -255,16 +318,42 @@ impl McpServer {
         }
     }
 
+    /// Counts an answer or notification dropped for a full queue; whether to say so (at each
+    /// power of two).
+    fn count_dropped(&mut self) -> bool {
+        self.dropped += 1;
+        self.dropped.is_power_of_two()
+    }
+
+    /// Queues `msg`; a full queue hands it back with the writer, to wait for room on.
+    fn backlog(&self, msg: Outgoing) -> Option<Backlog> {
+        match self.enqueue(msg) {
+            Queued::Full(msg) => self.writer.clone().map(|writer| Backlog { writer, msg }),
+            Queued::Sent | Queued::Closed => None,
+        }
+    }
+}
+
+impl McpServer {
+    /// The stateless revision requests carry in `_meta`, when the connection speaks one.
+    pub(super) fn stateless(&self) -> Option<ProtocolVersion> {
+        self.session.stateless()
+    }
+
+    /// The next request id.
+    pub(super) fn alloc_id(&mut self) -> i64 {
+        self.out.alloc_id()
+    }
+
     /// Writes an answer or a notification, or drops it (counted) when the queue is full.
     pub(super) fn write(&mut self, line: Vec<u8>, id: Option<RequestId>, method: &str) -> bool {
         self.trace(Direction::Send, &line, id.clone(), Some(method), None);
-        match self.enqueue(Outgoing::line(line)) {
+        match self.out.enqueue(Outgoing::line(line)) {
             Queued::Sent => true,
             Queued::Closed => false,
             Queued::Full(_) => {
-                self.dropped += 1;
-                if self.dropped.is_power_of_two() {
-                    tracing::warn!(target: "mcp", server = %self.name, dropped = self.dropped, method,
+                if self.out.count_dropped() {
+                    tracing::warn!(target: "mcp", server = %self.name, dropped = self.out.dropped, method,
                         "the server is not reading its input: its write queue ({WRITE_QUEUE} messages) is full; answers and notifications are dropped");
                 }
                 false
@@ -291,11 +380,11 @@ impl McpServer {
             sent: Instant::now(),
             op,
         };
-        if self.writer.is_none() {
-            pending.settle(Err(ReplyError::Gone(self.gone_reason())));
+        if !self.out.is_open() {
+            pending.settle(Err(ReplyError::Gone(self.life.gone_reason())));
             return (rx, None);
         }
-        self.pending.insert(id, pending);
+        self.out.pending.insert(id, pending);
         self.trace(
             Direction::Send,
             &line,
@@ -308,7 +397,7 @@ impl McpServer {
             line,
             headers,
         };
-        (rx, self.backlog(msg))
+        (rx, self.out.backlog(msg))
     }
 
     /// [`request`](Self::request) of `R`, its line built from the type (the params serialized
@@ -340,7 +429,7 @@ impl McpServer {
     where
         N::Params<'p>: serde::Serialize,
     {
-        match Op::notification(N::METHOD, &tracing::Span::none(), &self.otel) {
+        match Op::notification(N::METHOD, &tracing::Span::none(), &self.session.otel) {
             None => jsonrpc::notification::<N>(Some(params)),
             Some(tc) => {
                 let value = serde_json::to_value(params).ok();
@@ -357,28 +446,14 @@ impl McpServer {
         id: i64,
         parent: &tracing::Span,
     ) -> (Option<TraceContext>, Op) {
-        let op = Op::client(method, target, Some(id), parent, &self.otel);
+        let op = Op::client(method, target, Some(id), parent, &self.session.otel);
         (op.trace_context(), op)
-    }
-
-    /// Queues `msg`; a full queue hands it back with the writer, to wait for room on.
-    fn backlog(&self, msg: Outgoing) -> Option<Backlog> {
-        match self.enqueue(msg) {
-            Queued::Full(msg) => self.writer.clone().map(|writer| Backlog { writer, msg }),
-            Queued::Sent | Queued::Closed => None,
-        }
     }
 
     /// Tells the server that every request still in flight is abandoned (graceful shutdown:
     /// a server may be in the middle of long work it can stop), then fails them.
     pub(super) fn cancel_all(&mut self, reason: &str) {
-        let ids: Vec<i64> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.method != Initialize::METHOD)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
+        for id in self.out.abandoned() {
             let params = CancelledParams {
                 request_id: id,
                 reason: "the client is shutting down",
@@ -390,11 +465,7 @@ impl McpServer {
     }
 
     pub(super) fn fail_all(&mut self, reason: &str) {
-        for (_, p) in self.pending.drain() {
-            self.died_probing |= p.method == Discover::METHOD;
-            p.settle(Err(ReplyError::Gone(reason.to_owned())));
-        }
-        self.progress.clear();
+        self.life.died_probing |= self.out.fail_all(reason);
     }
 }
 
@@ -422,7 +493,7 @@ impl Handler<SetEra> for McpServer {
     type Result = ();
 
     fn handle(&mut self, msg: SetEra, _ctx: &mut Context<Self>) {
-        self.era = Some(msg.0);
+        self.session.era = Some(msg.0);
     }
 }
 
@@ -430,13 +501,13 @@ impl Handler<Notify> for McpServer {
     type Result = Option<Backlog>;
 
     fn handle(&mut self, msg: Notify, _ctx: &mut Context<Self>) -> Option<Backlog> {
-        let line = match Op::notification(msg.method, &tracing::Span::none(), &self.otel) {
+        let line = match Op::notification(msg.method, &tracing::Span::none(), &self.session.otel) {
             None => msg.line,
             // Exported: the notification (it has no params) carries its span's context.
             Some(tc) => jsonrpc::notification_line(msg.method, tc.stamp(None).as_ref()),
         };
         self.trace(Direction::Send, &line, None, Some(msg.method), None);
-        self.backlog(Outgoing::line(line))
+        self.out.backlog(Outgoing::line(line))
     }
 }
 
@@ -444,11 +515,10 @@ impl Handler<CancelRequest> for McpServer {
     type Result = ();
 
     fn handle(&mut self, msg: CancelRequest, _ctx: &mut Context<Self>) {
-        let Some(mut p) = self.pending.remove(&msg.id) else {
+        let Some(mut p) = self.out.take(msg.id) else {
             return;
         };
         p.op.end(Outcome::Failed("cancelled"));
-        self.progress.remove(&msg.id);
         let params = CancelledParams {
             request_id: msg.id,
             reason: msg.reason,
@@ -462,6 +532,38 @@ impl Handler<CancelRequest> for McpServer {
 mod tests {
     use super::*;
     use crate::protocol::jsonrpc::fast_response_id;
+
+    /// A pending request and its progress sink leave together; ids are never reused; failing
+    /// all of them says whether the discovery probe was among them.
+    #[test]
+    fn outbound_keeps_pending_and_progress_in_step() {
+        let mut out = Outbound::default();
+        let (a, b) = (out.alloc_id(), out.alloc_id());
+        assert_ne!(a, b);
+        let mut waiting = Vec::new();
+        for (id, method) in [(a, Discover::METHOD), (b, "tools/call")] {
+            let (tx, rx) = oneshot::channel();
+            waiting.push(rx);
+            let sent = Instant::now();
+            let op = Op::default();
+            out.pending.insert(
+                id,
+                Pending {
+                    tx,
+                    method,
+                    sent,
+                    op,
+                },
+            );
+            out.progress.insert(id, ProgressSink::new(|_| {}));
+        }
+        assert!(out.take(b).is_some());
+        assert!(!out.progress.contains_key(&b));
+        assert!(out.take(b).is_none());
+        assert!(out.fail_all("gone"));
+        assert!(out.progress.is_empty() && out.abandoned().is_empty());
+        assert!(!out.is_open());
+    }
 
     #[test]
     fn fast_path_takes_only_the_exact_prefix() {

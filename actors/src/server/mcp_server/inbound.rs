@@ -1,5 +1,6 @@
-//! What a server sends: replies routed to their pending request (the fast path first), the
-//! server's own requests answered through the server-requests seam (`ping` and `roots/list` at once;
+//! Inbound, server to client: what a server sends us: replies routed to their pending request
+//! (the fast path first), the server's own requests answered through the server-requests seam
+//! (`server_requests.rs`: `ping` and `roots/list` at once;
 //! elicitation and sampling asked of the front end in a spawned future, withdrawn on the
 //! server's `notifications/cancelled`; else an error), notifications
 //! (list_changed starts a bounded re-list, progress goes to the call's sink, logging to
@@ -50,7 +51,7 @@ const MAX_NOTICE_TEXT: usize = 4096;
 impl McpServer {
     pub(super) fn on_line(&mut self, line: Bytes, ctx: &mut Context<Self>) {
         if let Some(n) = fast_response_id(&line) {
-            if let Some(p) = self.pending.remove(&n) {
+            if let Some(p) = self.out.take(n) {
                 let id = Some(RequestId::Number(n));
                 self.trace(
                     Direction::Recv,
@@ -59,7 +60,6 @@ impl McpServer {
                     Some(p.method),
                     Some(p.sent.elapsed()),
                 );
-                self.progress.remove(&n);
                 p.settle(Ok(Payload::Line(line)));
                 return;
             }
@@ -75,10 +75,10 @@ impl McpServer {
         match msg {
             Incoming::Response { id, outcome } => {
                 let pending = match id {
-                    RequestId::Number(n) => self.pending.remove(&n).map(|p| (n, p)),
+                    RequestId::Number(n) => self.out.take(n),
                     RequestId::String(_) => None,
                 };
-                let Some((n, p)) = pending else {
+                let Some(p) = pending else {
                     self.trace(Direction::Recv, &line, Some(id), None, None);
                     tracing::debug!(target: "mcp", server = %self.name, "reply to no pending request (late or cancelled)");
                     return;
@@ -90,7 +90,6 @@ impl McpServer {
                     Some(p.method),
                     Some(p.sent.elapsed()),
                 );
-                self.progress.remove(&n);
                 let reply = match outcome {
                     Ok(raw) => Ok(Payload::Raw(raw.to_owned())),
                     Err(e) => Err(ReplyError::Rpc(e)),
@@ -108,7 +107,12 @@ impl McpServer {
                 let params: Option<Value> = params.and_then(|p| serde_json::from_str(p.get()).ok());
                 let method = method.into_owned();
                 // Its span, under the trace context its `_meta` carries.
-                let op = Op::incoming(&method, params.as_ref(), Some(id.to_string()), &self.otel);
+                let op = Op::incoming(
+                    &method,
+                    params.as_ref(),
+                    Some(id.to_string()),
+                    &self.session.otel,
+                );
                 if ask::is_ask(&method) {
                     self.ask(id, method, params, op, ctx);
                     return;
@@ -135,7 +139,7 @@ impl McpServer {
         op: Op,
         ctx: &mut Context<Self>,
     ) {
-        if self.asks.len() >= ask::MAX_OPEN_ASKS || self.asks.contains_key(&id) {
+        if !self.questions.has_room_for(&id) {
             let e = ErrorObject {
                 code: jsonrpc::INTERNAL_ERROR,
                 message: format!(
@@ -147,11 +151,11 @@ impl McpServer {
             self.write(reply_line(&id, &Err(e), op), Some(id), &method);
             return;
         }
-        let handler = self.input.clone();
+        let handler = self.questions.input.clone();
         let server = self.spec.name.clone();
         let cwd = self.cwd.clone();
         let m = method.clone();
-        let open = ask::OpenAsk::new(&self.ask_clock);
+        let open = ask::OpenAsk::new(&self.questions.clock);
         let parent = crate::telemetry::Parent::of(&op.span());
         let fut = async move {
             let _open = open;
@@ -159,11 +163,11 @@ impl McpServer {
         };
         let key = id.clone();
         let handle = ctx.spawn(fut.into_actor(self).map(move |answer, act, _| {
-            act.asks.remove(&key);
+            act.questions.asks.remove(&key);
             // Withdrawn (the future dropped): the span ends as `cancelled`.
             act.write(reply_line(&key, &answer, op), Some(key), &method);
         }));
-        self.asks.insert(id, handle);
+        self.questions.asks.insert(id, handle);
     }
 
     /// The server gave up on one of its requests: a question still open is withdrawn (the
@@ -177,12 +181,13 @@ impl McpServer {
             Some(Value::String(s)) => Some(RequestId::String(s.clone())),
             _ => None,
         };
-        if let Some(handle) = id.and_then(|id| self.asks.remove(&id)) {
+        if let Some(handle) = id.and_then(|id| self.questions.asks.remove(&id)) {
             tracing::debug!(target: "mcp", server = %self.name, "the server withdrew its question");
             ctx.cancel_future(handle);
         }
     }
 
+    /// A notification from the server, by its method.
     fn on_notification(
         &mut self,
         method: &str,
@@ -192,100 +197,99 @@ impl McpServer {
         match method {
             ToolListChanged::METHOD => self.relist(ctx),
             ResourceListChanged::METHOD => self.notice(NoticeKind::ResourcesChanged),
-            SubscriptionsAcknowledged::METHOD => {
-                // The filter the server honours: a subscription change is done once it shows.
-                let honored: Vec<String> = params
-                    .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-                    .and_then(|v| {
-                        serde_json::from_value(
-                            v.pointer("/notifications/resourceSubscriptions")?.clone(),
-                        )
-                        .ok()
-                    })
-                    .unwrap_or_default();
-                let waiters = std::mem::take(&mut self.ack_waiters);
-                for (uri, on, tx) in waiters {
-                    if honored.contains(&uri) == on {
-                        let _ = tx.send(());
-                    } else {
-                        self.ack_waiters.push((uri, on, tx));
-                    }
-                }
-            }
+            SubscriptionsAcknowledged::METHOD => self.on_acknowledged(params),
             PromptListChanged::METHOD => self.notice(NoticeKind::PromptsChanged),
-            ResourceUpdated::METHOD => {
-                let uri = params
-                    .and_then(|p| {
-                        serde_json::from_str::<<ResourceUpdated as Notification>::Params<'_>>(
-                            p.get(),
-                        )
-                        .ok()
-                    })
-                    .and_then(|v| v.get("uri").and_then(Value::as_str).map(str::to_owned));
-                if let Some(uri) = uri {
-                    self.notice(NoticeKind::ResourceUpdated { uri });
-                }
-            }
+            ResourceUpdated::METHOD => self.on_resource_updated(params),
             Cancelled::METHOD => self.on_cancelled(params, ctx),
-            Progress::METHOD => {
-                let Some(p) = params.and_then(|p| {
-                    serde_json::from_str::<<Progress as Notification>::Params<'_>>(p.get()).ok()
-                }) else {
-                    return;
-                };
-                tracing::info!(target: "mcp::progress", server = %self.name, progress = p.progress, total = ?p.total, message = ?p.message);
-                if let Some(sink) = p
-                    .progress_token
-                    .as_i64()
-                    .and_then(|t| self.progress.get(&t))
-                {
-                    sink.send(ToolProgress {
-                        server: self.spec.name.clone(),
-                        progress: p.progress,
-                        total: p.total,
-                        message: p.message,
-                    });
-                }
-            }
-            LoggingMessage::METHOD => {
-                let Some(m) = params.and_then(|p| {
-                    serde_json::from_str::<<LoggingMessage as Notification>::Params<'_>>(p.get())
-                        .ok()
-                }) else {
-                    return;
-                };
-                let data = match &m.data {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                let logger = m.logger.as_deref().unwrap_or("");
-                // A log line is kept whole in the trace; a notice carries at most 4 KiB of it.
-                let mut end = data.len().min(MAX_NOTICE_TEXT);
-                while !data.is_char_boundary(end) {
-                    end -= 1;
-                }
-                self.notice(NoticeKind::Log {
-                    level: m.level.chars().take(16).collect(),
-                    logger: m.logger.as_ref().map(|l| l.chars().take(64).collect()),
-                    text: data[..end].to_owned(),
-                });
-                match m.level.as_str() {
-                    "debug" => {
-                        tracing::debug!(target: "mcp::server", server = %self.name, logger, "{data}")
-                    }
-                    "info" | "notice" => {
-                        tracing::info!(target: "mcp::server", server = %self.name, logger, "{data}")
-                    }
-                    "warning" => {
-                        tracing::warn!(target: "mcp::server", server = %self.name, logger, "{data}")
-                    }
-                    _ => {
-                        tracing::error!(target: "mcp::server", server = %self.name, logger, level = %m.level, "{data}")
-                    }
-                }
-            }
+            Progress::METHOD => self.on_progress(params),
+            LoggingMessage::METHOD => self.on_log(params),
             _ => {
                 tracing::debug!(target: "mcp", server = %self.name, method, "notification ignored")
+            }
+        }
+    }
+
+    /// The filter the server honours: a subscription change is done once it shows.
+    fn on_acknowledged(&mut self, params: Option<&RawValue>) {
+        let honored: Vec<String> = params
+            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .and_then(|v| {
+                serde_json::from_value(v.pointer("/notifications/resourceSubscriptions")?.clone())
+                    .ok()
+            })
+            .unwrap_or_default();
+        self.subs.acknowledged(&honored);
+    }
+
+    /// A subscribed resource changed: a notice naming it.
+    fn on_resource_updated(&mut self, params: Option<&RawValue>) {
+        let uri = params
+            .and_then(|p| {
+                serde_json::from_str::<<ResourceUpdated as Notification>::Params<'_>>(p.get()).ok()
+            })
+            .and_then(|v| v.get("uri").and_then(Value::as_str).map(str::to_owned));
+        if let Some(uri) = uri {
+            self.notice(NoticeKind::ResourceUpdated { uri });
+        }
+    }
+
+    /// Progress of one of our requests: to its call's sink.
+    fn on_progress(&mut self, params: Option<&RawValue>) {
+        let Some(p) = params.and_then(|p| {
+            serde_json::from_str::<<Progress as Notification>::Params<'_>>(p.get()).ok()
+        }) else {
+            return;
+        };
+        tracing::info!(target: "mcp::progress", server = %self.name, progress = p.progress, total = ?p.total, message = ?p.message);
+        if let Some(sink) = p
+            .progress_token
+            .as_i64()
+            .and_then(|t| self.out.progress.get(&t))
+        {
+            sink.send(ToolProgress {
+                server: self.spec.name.clone(),
+                progress: p.progress,
+                total: p.total,
+                message: p.message,
+            });
+        }
+    }
+
+    /// A log line of the server's: a notice (at most [`MAX_NOTICE_TEXT`] bytes of it) and
+    /// tracing at its level (whole).
+    fn on_log(&mut self, params: Option<&RawValue>) {
+        let Some(m) = params.and_then(|p| {
+            serde_json::from_str::<<LoggingMessage as Notification>::Params<'_>>(p.get()).ok()
+        }) else {
+            return;
+        };
+        let data = match &m.data {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let logger = m.logger.as_deref().unwrap_or("");
+        // A log line is kept whole in the trace; a notice carries at most 4 KiB of it.
+        let mut end = data.len().min(MAX_NOTICE_TEXT);
+        while !data.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.notice(NoticeKind::Log {
+            level: m.level.chars().take(16).collect(),
+            logger: m.logger.as_ref().map(|l| l.chars().take(64).collect()),
+            text: data[..end].to_owned(),
+        });
+        match m.level.as_str() {
+            "debug" => {
+                tracing::debug!(target: "mcp::server", server = %self.name, logger, "{data}")
+            }
+            "info" | "notice" => {
+                tracing::info!(target: "mcp::server", server = %self.name, logger, "{data}")
+            }
+            "warning" => {
+                tracing::warn!(target: "mcp::server", server = %self.name, logger, "{data}")
+            }
+            _ => {
+                tracing::error!(target: "mcp::server", server = %self.name, logger, level = %m.level, "{data}")
             }
         }
     }
@@ -306,15 +310,15 @@ impl McpServer {
         }
     }
 
+    /// Lists the tools again (bounded like the handshake) and reports the new list; one
+    /// re-list at a time, a change meanwhile lists once more after it.
     pub(super) fn relist(&mut self, ctx: &mut Context<Self>) {
-        if !self.connected || self.closing {
+        if !self.session.connected || self.life.closing {
             return;
         }
-        if self.listing {
-            self.relist_pending = true;
+        if !self.tools.start_relist() {
             return;
         }
-        self.listing = true;
         // A re-list is bounded like the handshake.
         let bound = self.spec.startup_timeout;
         let list = list_tools(ctx.address(), self.spec.max_tools);
@@ -327,19 +331,19 @@ impl McpServer {
             })
         };
         ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
-            act.listing = false;
+            let again = act.tools.relist_done();
             match res {
                 Ok(tools) => act.events.do_send(ServerEvent {
                     server: act.spec.name.clone(),
                     generation: act.generation,
                     kind: ServerEventKind::ToolsChanged {
                         tools,
-                        ttl_ms: act.tools_ttl,
+                        ttl_ms: act.tools.ttl,
                     },
                 }),
                 Err(e) => tracing::warn!(target: "mcp", server = %act.name, "tools/list after list_changed failed: {e}"),
             }
-            if std::mem::take(&mut act.relist_pending) {
+            if again {
                 act.relist(ctx);
             }
         }));
@@ -351,8 +355,7 @@ impl McpServer {
         let error = crate::server::transport::budget::over_budget(&self.name);
         tracing::warn!(target: "mcp", server = %self.name, id = ?id, "{error}");
         if let Some(RequestId::Number(n)) = id {
-            if let Some(p) = self.pending.remove(&n) {
-                self.progress.remove(&n);
+            if let Some(p) = self.out.take(n) {
                 p.settle(Err(ReplyError::Transport(error)));
             }
         }
@@ -362,8 +365,7 @@ impl McpServer {
         let id = sniff_id(&prefix);
         tracing::warn!(target: "mcp", server = %self.name, id = ?id, max, "discarded a message over the maximum message size");
         if let Some(RequestId::Number(n)) = id {
-            if let Some(p) = self.pending.remove(&n) {
-                self.progress.remove(&n);
+            if let Some(p) = self.out.take(n) {
                 p.settle(Err(ReplyError::TooLarge(max)));
             }
         }
