@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# CI: type-checks the workspace (every target kind) for macOS and Windows with `cargo clippy
-# -D warnings`, using a Rust toolchain taken from Debian's packages at the pinned
+# Type-checks the workspace (every target kind) for macOS and Windows with `cargo clippy
+# -D warnings` (CI runs the aarch64-apple-darwin leg; .ci/run says why not the others), using a Rust toolchain taken from Debian's packages at the pinned
 # versions below and unpacked into .cross/ of the checkout. The machine's own Rust is never used or
 # changed; the build goes to target/cross, so the Linux build cache is untouched.
 #

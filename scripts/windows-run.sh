@@ -131,6 +131,16 @@ export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
 # No debug info for this build (a failure under Wine is read from the output, not a debugger):
 # the cold build took 444 s instead of about 16 minutes with it (on a busier machine).
 export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-0}"
+# Clippy's lints (`-D warnings`) on the workspace's code as it is compiled for Windows:
+# clippy-driver as cargo's workspace wrapper, as `cargo clippy` runs it, so the build that runs
+# is the build that is linted (the dependencies and the standard library get plain rustc). This
+# is CI's lint of the Windows code; the type-check of every target kind for
+# x86_64-pc-windows-msvc is `scripts/cross-check.sh x86_64-pc-windows-msvc`, on demand.
+export RUSTC_WORKSPACE_WRAPPER="$rust/usr/bin/clippy-driver"
+# One lint is off: for this target, `thread_local!` expands so that clippy asks for a `const`
+# initializer that the code already writes (`const { ... }` in src/agent/model/client.rs; the
+# macOS and MSVC checks do not flag it).
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__-A__CLIPPY_HACKERY__clippy::missing_const_for_thread_local__CLIPPY_HACKERY__"
 cargo="$rust/usr/bin/cargo"
 out="$CARGO_TARGET_DIR/$TARGET/debug"
 # `test` in the standard library's crates for the binary too: `cargo test` adds it, and the
@@ -139,8 +149,9 @@ out="$CARGO_TARGET_DIR/$TARGET/debug"
 build_args=(-Zbuild-std=std,panic_abort,test --target "$TARGET" --locked)
 
 # The unit tests that run under Wine: crates whose tests drive no Unix process (the others'
-# spawn sh, bash or the Linux fixture server).
-UNIT_CRATES=(harness9-platform harness9-base)
+# spawn sh, bash or the Linux fixture server): the platform seam, the pure protocol layer, base,
+# and the runtime's floor (the HTTP client rules, telemetry, OAuth).
+UNIT_CRATES=(harness9-platform harness9-protocol harness9-base harness9-net harness9-telemetry harness9-oauth)
 # Tests Wine cannot run, each with why (and what checks the same instead).
 SKIP=(
     # Wine 8's CreateSymbolicLinkW makes no link (and says it did), so the planted link this
@@ -149,8 +160,8 @@ SKIP=(
     private_fs::tests::files_are_exclusive_private_and_never_through_a_symlink
 )
 
-step "build harness9.exe and the test binaries"
-"$cargo" build "${build_args[@]}" -p harness9 --bin harness9
+step "build (and lint) the binaries and the test binaries"
+"$cargo" build "${build_args[@]}" --workspace --bins
 tests=()
 test_args=("${build_args[@]}")
 for c in "${UNIT_CRATES[@]}"; do
