@@ -216,5 +216,35 @@ check "a server killed mid-call is restarted" \
     "the server's exit during a call fails that call with the exit, the supervisor restarts it (a new cmd.exe > node.exe in a new job) and the next call is answered" \
     "nothing more"
 
+# 9. The environment a server gets: harness9's allowlist and what Windows programs need to start,
+# never the rest of harness9's environment (a variable named like a key is set for harness9).
+status=0
+H9_SMOKE_API_KEY=not-for-servers h9 env --config "$config_w" mcp call tree env --args '{}' || status=$?
+[[ $status == 0 ]] || fail "mcp call tree env exited $status"
+tr -d '\r' <"$work/env.out" >"$work/env.txt"
+for name in SystemRoot PATHEXT APPDATA PATH TREE_PIDFILE; do
+    grep -qix "$name" "$work/env.txt" || fail "the server's environment lacks $name"
+done
+if grep -qi 'H9_SMOKE_API_KEY' "$work/env.txt"; then fail "harness9's own H9_SMOKE_API_KEY reached the server"; fi
+check "a server's environment is the allowlist" \
+    "the server started with SystemRoot, PATHEXT, APPDATA and PATH (what Windows programs need), its entry's env (TREE_PIDFILE), and without a variable of harness9's own (H9_SMOKE_API_KEY)" \
+    "nothing more (Wine adds its own WINE* variables to every process it starts, which the check ignores; Windows compares names ignoring case, and so does the check)"
+
+# 10. No sandbox on Windows: a server whose entry asks for one is not started, and says why.
+boxed="$work/boxed.json"
+cat >"$boxed" <<EOF
+{ "mcpServers": {
+    "boxed": { "command": $(jstr "$node_w"), "args": [$(jstr "$tree_w")], "sandbox": true } } }
+EOF
+status=0
+h9 boxed --config "$(winpath "$boxed")" mcp list || status=$?
+[[ $status != 0 ]] || fail "mcp list of a sandboxed server exited 0"
+cat "$work/boxed.out" "$work/boxed.err" >"$work/boxed.txt"
+grep -q 'the sandbox is not available on Windows' "$work/boxed.txt" || fail "the sandboxed server's refusal does not say why"
+if grep -qi 'connected' "$work/boxed.out"; then fail "the sandboxed server was started"; fi
+check "a server that asks for a sandbox is not started" \
+    "\"sandbox\": true on Windows fails the server with \"the sandbox is not available on Windows ...\" and mcp list exits non-zero; it never runs unconfined" \
+    "nothing more: Windows has no sandbox of ours to prove"
+
 echo "smoke: $passed checks passed under Wine"
 echo "smoke: not run under Wine: the agent's shell (PowerShell is not part of Wine: its command line and encoding are unit-tested, and it is off by default on Windows), the Credential Manager (Wine's is not Windows'; the file fallback is what the trace check exercises), the console's control events from a real console"

@@ -4,7 +4,7 @@
 //! Tools: echo {text}; pid (its own pid); spawn {hold} (starts a grandchild node.exe that runs
 //! until it is killed, writes its pid to the file TREE_PIDFILE names and answers "PID alive", or
 //! with `hold` never answers); crash (exits 1 before answering, so the call in flight fails with
-//! the server's exit).
+//! the server's exit); env (the names of the variables it was started with, one a line).
 "use strict";
 
 const { spawn } = require("child_process");
@@ -20,6 +20,7 @@ const tools = [
     inputSchema: { type: "object", properties: { hold: { type: "boolean" } } },
   },
   { name: "crash", description: "exits 1 before answering", inputSchema: { type: "object" } },
+  { name: "env", description: "the names of its environment variables", inputSchema: { type: "object" } },
 ];
 
 function send(msg) {
@@ -53,6 +54,8 @@ function call(id, name, args) {
         return text(id, child.pid + " " + e.code);
       }
     }
+    case "env":
+      return text(id, Object.keys(process.env).sort().join("\n"));
     case "crash":
       process.stderr.write("tree-server: crashing on purpose\n");
       return process.exit(1);
