@@ -5,17 +5,26 @@
 /// The longest name models accept.
 pub const MAX_NAME: usize = 64;
 
+/// Whether `c` is kept as it is in a registered name.
+fn kept(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
 /// Every character outside `[A-Za-z0-9_]` becomes `_`.
 pub fn sanitize(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    let mut out = String::with_capacity(s.len());
+    push_sanitized(&mut out, s);
+    out
+}
+
+/// Appends `s` sanitized to `out`: as one copy when it is already clean (most names are),
+/// character by character only when it is not.
+fn push_sanitized(out: &mut String, s: &str) {
+    if s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        out.push_str(s);
+    } else {
+        out.extend(s.chars().map(|c| if kept(c) { c } else { '_' }));
+    }
 }
 
 /// FNV-1a, 32 bits: stable across builds and platforms.
@@ -42,13 +51,7 @@ pub fn full_name(server: &str, tool: &str) -> String {
 pub fn full_name_prefixed(prefix: &str, tool: &str) -> String {
     let mut name = String::with_capacity(prefix.len() + tool.len());
     name.push_str(prefix);
-    name.extend(tool.chars().map(|c| {
-        if c.is_ascii_alphanumeric() || c == '_' {
-            c
-        } else {
-            '_'
-        }
-    }));
+    push_sanitized(&mut name, tool);
     if name.len() <= MAX_NAME {
         return name;
     }

@@ -16,7 +16,7 @@
 //! is kept by name (`vanished`), so its call fails as `CallError::ToolVanished` naming the
 //! server, not as an unknown tool.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,7 +40,7 @@ enum Route {
     Builtin,
     Mcp {
         server: String,
-        tool: String,
+        /// The tool as listed (its name on its server is `def.name`).
         def: Arc<Tool>,
     },
 }
@@ -165,8 +165,8 @@ impl ToolRegistry {
                         if changed == Some(server.as_str()) {
                             let by = match owner.get() {
                                 Route::Builtin => "a built-in tool".to_owned(),
-                                Route::Mcp { server, tool, .. } => {
-                                    format!("tool \"{tool}\" of server \"{server}\"")
+                                Route::Mcp { server, def } => {
+                                    format!("tool \"{}\" of server \"{server}\"", def.name)
                                 }
                             };
                             tracing::warn!(target: "mcp", server = %server, tool = %t.name,
@@ -177,7 +177,6 @@ impl ToolRegistry {
                         let name = slot.key().clone();
                         slot.insert(Route::Mcp {
                             server: server.clone(),
-                            tool: t.name.clone(),
                             def: t.clone(),
                         });
                         entries.push(ToolEntry {
@@ -432,8 +431,10 @@ impl Handler<ServerTools> for ToolRegistry {
         // list_changed cannot grow this map past its own list.
         self.vanished.retain(|_, (server, _)| *server != name);
         if let Some(old) = self.servers.get(&name) {
+            // A set of the new names: a re-list of n tools costs n lookups, not n * n.
+            let listed: HashSet<&str> = msg.tools.iter().map(|t| t.name.as_str()).collect();
             for t in old.tools.iter() {
-                if !msg.tools.iter().any(|n| n.name == t.name) {
+                if !listed.contains(t.name.as_str()) {
                     self.vanished.insert(
                         full_name_prefixed(&prefix, &t.name),
                         (name.clone(), t.name.clone()),
@@ -441,8 +442,11 @@ impl Handler<ServerTools> for ToolRegistry {
                 }
             }
         }
-        for t in msg.tools.iter() {
-            self.vanished.remove(&full_name_prefixed(&prefix, &t.name));
+        // Another server's vanished tool may be listed again under this one's name.
+        if !self.vanished.is_empty() {
+            for t in msg.tools.iter() {
+                self.vanished.remove(&full_name_prefixed(&prefix, &t.name));
+            }
         }
         self.servers.insert(
             name.clone(),
@@ -718,7 +722,8 @@ impl ToolRegistry {
     ) -> ResponseFuture<Result<CallToolResult, CallError>> {
         let validator = self.validator(&msg.name);
         match self.routes.get(&msg.name) {
-            Some(Route::Mcp { server, tool, .. }) => {
+            Some(Route::Mcp { server, def }) => {
+                let tool = &def.name;
                 let Some(table) = self.servers.get(server) else {
                     let server = server.clone();
                     return Box::pin(async move {

@@ -252,9 +252,15 @@ impl Session {
 /// One echo call through the registry; checks the reply and returns its latency.
 async fn echo(registry: &Addr<ToolRegistry>, i: usize) -> Result<Duration, String> {
     // BENCH_ECHO_KEY / BENCH_ECHO_PREFIX adapt the check to another server's echo tool
-    // (server-everything: `message`, `Echo: `), for transport comparisons.
-    let key = std::env::var("BENCH_ECHO_KEY").unwrap_or_else(|_| "text".to_owned());
-    let prefix = std::env::var("BENCH_ECHO_PREFIX").unwrap_or_default();
+    // (server-everything: `message`, `Echo: `), for transport comparisons; read once, so a
+    // call's instruction count is the runtime's, not the environment's lookup.
+    static ECHO_CHECK: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+    let (key, prefix) = ECHO_CHECK.get_or_init(|| {
+        (
+            std::env::var("BENCH_ECHO_KEY").unwrap_or_else(|_| "text".to_owned()),
+            std::env::var("BENCH_ECHO_PREFIX").unwrap_or_default(),
+        )
+    });
     let arg = format!("m{i}");
     let want = format!("{prefix}{arg}");
     let t = Instant::now();
