@@ -406,37 +406,29 @@ impl Lexer {
                 }
                 self.i += 2;
             }
-            '$' | '`' => {
-                // An expansion or substitution: its text is split for deny rules.
-                self.not_understood();
-                self.end_command(None);
-                self.i += if c == '$' && matches!(next, Some('(' | '{')) {
-                    2
-                } else {
-                    1
-                };
-            }
-            '#' if !self.word.started => {
-                // A comment: bash ignores the rest of the line; deny rules still see it.
-                self.not_understood();
-                self.end_command(None);
-                self.i += 1;
-            }
-            '(' | ')' | '{' | '}' => {
-                self.not_understood();
-                self.end_command(None);
-                self.i += 1;
-            }
-            c if c.is_control() => {
-                self.not_understood();
-                self.end_command(None);
-                self.i += 1;
-            }
+            // An expansion or substitution: its text is split for deny rules.
+            '$' | '`' => self.cut(if c == '$' && matches!(next, Some('(' | '{')) {
+                2
+            } else {
+                1
+            }),
+            // A comment: bash ignores the rest of the line; deny rules still see it.
+            '#' if !self.word.started => self.cut(1),
+            '(' | ')' | '{' | '}' => self.cut(1),
+            c if c.is_control() => self.cut(1),
             c => {
                 self.add(c, false);
                 self.i += 1;
             }
         }
+    }
+
+    /// Something outside the understood subset at the cursor, `width` characters long: the
+    /// line is not understood, and the command is cut there for deny rules.
+    fn cut(&mut self, width: usize) {
+        self.not_understood();
+        self.end_command(None);
+        self.i += width;
     }
 
     fn single_quoted(&mut self) {
@@ -465,9 +457,7 @@ impl Lexer {
                 }
                 '$' | '`' => {
                     // An expansion inside the quotes: cut here for deny rules.
-                    self.not_understood();
-                    self.end_command(None);
-                    self.i += if self.peek(1) == Some('(') { 2 } else { 1 };
+                    self.cut(if self.peek(1) == Some('(') { 2 } else { 1 });
                     return;
                 }
                 '\\' => match self.peek(1) {

@@ -194,17 +194,24 @@ impl Tui {
         ask: Complete,
         ctx: &mut Context<Self>,
     ) {
+        self.complete_then(ask, ctx, move |values| Event::Completion {
+            input,
+            argument,
+            values,
+        });
+    }
+
+    /// Asks for completion values and applies the event `done` makes of them.
+    fn complete_then(
+        &mut self,
+        ask: Complete,
+        ctx: &mut Context<Self>,
+        done: impl FnOnce(Vec<String>) -> Event + 'static,
+    ) {
         let ask = user_call::complete(&self.registry, ask);
         ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
-            let values = completion_values(r);
-            act.apply(
-                Event::Completion {
-                    input,
-                    argument,
-                    values,
-                },
-                ctx,
-            );
+            let event = done(completion_values(r));
+            act.apply(event, ctx);
         }));
     }
 
@@ -217,19 +224,12 @@ impl Tui {
         ask: Complete,
         ctx: &mut Context<Self>,
     ) {
-        let ask = user_call::complete(&self.registry, ask);
-        ctx.spawn(ask.into_actor(self).map(move |r, act, ctx| {
-            let values = completion_values(r);
-            act.apply(
-                Event::MentionCompleted {
-                    input,
-                    head,
-                    tail,
-                    values,
-                },
-                ctx,
-            );
-        }));
+        self.complete_then(ask, ctx, move |values| Event::MentionCompleted {
+            input,
+            head,
+            tail,
+            values,
+        });
     }
 
     /// A prompt's messages (`prompts/get`) with the user's arguments.
