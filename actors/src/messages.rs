@@ -31,8 +31,10 @@ use crate::server::McpServer;
 // ---- tool calls -------------------------------------------------------------------------------
 
 /// Call a registered tool by its full name (`mcp__{server}__{tool}` or a built-in's name).
+/// The registry answers with the call, [`Routed`], which the caller awaits
+/// ([`ToolRegistry::send`](crate::ToolRegistry::send) does both).
 #[derive(Debug, Message)]
-#[rtype(result = "Result<CallToolResult, CallError>")]
+#[rtype(result = "Routed")]
 pub struct CallTool {
     /// The name the registry knows the tool by (what the model sees).
     pub name: String,
@@ -67,9 +69,39 @@ impl CallTool {
     }
 }
 
-/// Call a tool on one server actor (sent by the registry).
+/// A call the registry has routed (or a server actor has sent): the future that makes it (sent
+/// to its server, or its built-in, or waiting for a server offered from the cache), awaited in
+/// the caller's own task.
+/// The registry hands it over rather than running it as a task of its own: a call then costs one
+/// task and one wake-up less. Dropping it withdraws the call as dropping the caller always did
+/// (the call's cancellation token, which [`ToolRegistry::send`](crate::ToolRegistry::send)
+/// cancels when its future is dropped).
+#[must_use = "a routed call does nothing until it is awaited"]
+pub struct Routed(
+    pub(crate) futures_util::future::BoxFuture<'static, Result<CallToolResult, CallError>>,
+);
+
+impl std::future::IntoFuture for Routed {
+    type Output = Result<CallToolResult, CallError>;
+    type IntoFuture = futures_util::future::BoxFuture<'static, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        self.0
+    }
+}
+
+impl Routed {
+    /// A call that ends at once with `result` (an unknown tool, a server gone).
+    pub(crate) fn ready(result: Result<CallToolResult, CallError>) -> Self {
+        Self(Box::pin(std::future::ready(result)))
+    }
+}
+
+/// Call a tool on one server actor (sent by the registry). The actor sends the call's first
+/// round and answers with the rest of the call, [`Routed`], which the registry's routed call
+/// awaits in its caller's task: the reply's wake-up is the caller's own.
 #[derive(Debug, Message)]
-#[rtype(result = "Result<CallToolResult, CallError>")]
+#[rtype(result = "Routed")]
 pub struct CallServerTool {
     /// The tool's name on the server.
     pub tool: String,

@@ -27,9 +27,9 @@ use crate::error::{CallError, RequestError};
 use crate::messages::{
     AwaitServer, AwaitTask, CallBuiltin, CallServerTool, CallTool, CancelServerTask, Complete,
     GetInstructions, GetPrompt, GetSkill, GetTaskStatus, ListPrompts, ListResourceTemplates,
-    ListResources, ListServers, ListSkills, ListTools, LookupTool, ReadResource, ServerGone,
-    ServerRequest, ServerTools, SetBuiltins, SubscribeResource, ToolEntry, ToolProgress,
-    WhyFiltered,
+    ListResources, ListServers, ListSkills, ListTools, LookupTool, ReadResource, Routed,
+    ServerGone, ServerRequest, ServerTools, SetBuiltins, SubscribeResource, ToolEntry,
+    ToolProgress, WhyFiltered,
 };
 use crate::naming::{full_name_prefixed, sanitize, server_prefix};
 use crate::protocol::types::{CallToolResult, Tool};
@@ -39,7 +39,8 @@ use crate::spec::ServerSpec;
 enum Route {
     Builtin,
     Mcp {
-        server: String,
+        /// One copy per server, shared by its routes.
+        server: Arc<str>,
         /// The tool as listed (its name on its server is `def.name`).
         def: Arc<Tool>,
     },
@@ -56,7 +57,7 @@ struct ServerTable {
 /// A call routed again once its server connected (its tools were offered from the cache):
 /// the table is the live one now, so a tool the live list lacks is named as vanished.
 #[derive(Message)]
-#[rtype(result = "Result<CallToolResult, CallError>")]
+#[rtype(result = "Routed")]
 struct Rerouted(CallTool);
 
 /// How long past its startup timeout a call waits for a server offered from the cache (the
@@ -120,10 +121,11 @@ impl ToolRegistry {
         addr: &Addr<ToolRegistry>,
         msg: CallTool,
     ) -> Result<CallToolResult, CallError> {
-        let name = msg.name.clone();
         let _guard = msg.cancel.clone().drop_guard();
+        let name = msg.name.clone();
         match addr.send(msg).await {
-            Ok(r) => r,
+            // The call runs here, in the caller's task (see `Routed`).
+            Ok(routed) => routed.await,
             Err(_) => Err(CallError::ServerUnavailable {
                 server: name,
                 reason: "unreachable: the tool registry has stopped".to_owned(),
@@ -153,13 +155,14 @@ impl ToolRegistry {
                 continue;
             };
             let prefix = server_prefix(server);
+            let shared: Arc<str> = Arc::from(server.as_str());
             for t in table.tools.iter() {
                 if !table.spec.tool_enabled(&t.name) {
                     continue;
                 }
                 match routes.entry(full_name_prefixed(&prefix, &t.name)) {
                     Entry::Occupied(owner) => {
-                        if matches!(owner.get(), Route::Mcp { server: s, .. } if s != server) {
+                        if matches!(owner.get(), Route::Mcp { server: s, .. } if **s != **server) {
                             contested.push(owner.key().clone());
                         }
                         if changed == Some(server.as_str()) {
@@ -176,7 +179,7 @@ impl ToolRegistry {
                     Entry::Vacant(slot) => {
                         let name = slot.key().clone();
                         slot.insert(Route::Mcp {
-                            server: server.clone(),
+                            server: shared.clone(),
                             def: t.clone(),
                         });
                         entries.push(ToolEntry {
@@ -633,18 +636,18 @@ fn check_output(
 }
 
 impl Handler<CallTool> for ToolRegistry {
-    type Result = ResponseFuture<Result<CallToolResult, CallError>>;
+    type Result = MessageResult<CallTool>;
 
     fn handle(&mut self, msg: CallTool, ctx: &mut Context<Self>) -> Self::Result {
-        self.route(msg, Some(ctx.address()))
+        MessageResult(self.route(msg, Some(ctx.address())))
     }
 }
 
 impl Handler<Rerouted> for ToolRegistry {
-    type Result = ResponseFuture<Result<CallToolResult, CallError>>;
+    type Result = MessageResult<Rerouted>;
 
     fn handle(&mut self, msg: Rerouted, _ctx: &mut Context<Self>) -> Self::Result {
-        self.route(msg.0, None)
+        MessageResult(self.route(msg.0, None))
     }
 }
 
@@ -657,14 +660,12 @@ impl ToolRegistry {
         server: String,
         table: &ServerTable,
         me: Addr<ToolRegistry>,
-    ) -> ResponseFuture<Result<CallToolResult, CallError>> {
+    ) -> Routed {
         let Some(starter) = table.starter.clone() else {
-            return Box::pin(async move {
-                Err(CallError::ServerUnavailable {
-                    server,
-                    reason: "not connected".to_owned(),
-                })
-            });
+            return Routed::ready(Err(CallError::ServerUnavailable {
+                server,
+                reason: "not connected".to_owned(),
+            }));
         };
         let startup = table.spec.startup_timeout;
         if let Some(p) = &msg.progress {
@@ -678,7 +679,7 @@ impl ToolRegistry {
                 )),
             });
         }
-        Box::pin(async move {
+        Routed(Box::pin(async move {
             let cancel = msg.cancel.clone();
             let wait = starter.send(AwaitServer {
                 server: server.clone(),
@@ -691,12 +692,13 @@ impl ToolRegistry {
                 }
             };
             match got {
-                Ok(Ok(Ok(_))) => me.send(Rerouted(msg)).await.unwrap_or_else(|_| {
-                    Err(CallError::ServerUnavailable {
+                Ok(Ok(Ok(_))) => match me.send(Rerouted(msg)).await {
+                    Ok(routed) => routed.await,
+                    Err(_) => Err(CallError::ServerUnavailable {
                         server,
                         reason: "unreachable: the tool registry has stopped".to_owned(),
-                    })
-                }),
+                    }),
+                },
                 Ok(Ok(Err(reason))) => Err(CallError::ServerUnavailable { server, reason }),
                 Ok(Err(_)) => Err(CallError::ServerUnavailable {
                     server,
@@ -710,42 +712,32 @@ impl ToolRegistry {
                     ),
                 }),
             }
-        })
+        }))
     }
 
     /// Routes a call; `me` is set on its first routing (a call of a tool offered from the cache
     /// may then wait for its server and be routed again, once).
-    fn route(
-        &mut self,
-        msg: CallTool,
-        me: Option<Addr<ToolRegistry>>,
-    ) -> ResponseFuture<Result<CallToolResult, CallError>> {
+    fn route(&mut self, msg: CallTool, me: Option<Addr<ToolRegistry>>) -> Routed {
         let validator = self.validator(&msg.name);
         match self.routes.get(&msg.name) {
             Some(Route::Mcp { server, def }) => {
                 let tool = &def.name;
-                let Some(table) = self.servers.get(server) else {
-                    let server = server.clone();
-                    return Box::pin(async move {
-                        Err(CallError::ServerUnavailable {
-                            server,
-                            reason: "gone".to_owned(),
-                        })
-                    });
+                let Some(table) = self.servers.get(&**server) else {
+                    return Routed::ready(Err(CallError::ServerUnavailable {
+                        server: server.to_string(),
+                        reason: "gone".to_owned(),
+                    }));
                 };
                 let addr = match (&table.addr, me) {
                     (Some(a), _) => a,
                     (None, Some(me)) => {
-                        return self.await_then_route(msg, server.clone(), table, me)
+                        return self.await_then_route(msg, server.to_string(), table, me)
                     }
                     (None, None) => {
-                        let server = server.clone();
-                        return Box::pin(async move {
-                            Err(CallError::ServerUnavailable {
-                                server,
-                                reason: "not connected".to_owned(),
-                            })
-                        });
+                        return Routed::ready(Err(CallError::ServerUnavailable {
+                            server: server.to_string(),
+                            reason: "not connected".to_owned(),
+                        }))
                     }
                 };
                 let call = addr.send(CallServerTool {
@@ -758,23 +750,26 @@ impl ToolRegistry {
                     detach: msg.detach,
                 });
                 let server = server.clone();
-                Box::pin(async move {
-                    let mut result = call.await.unwrap_or_else(|_| {
-                        Err(CallError::ServerUnavailable {
-                            server,
-                            reason: "stopped".to_owned(),
-                        })
-                    })?;
+                Routed(Box::pin(async move {
+                    let mut result = match call.await {
+                        Ok(sent) => sent.await?,
+                        Err(_) => {
+                            return Err(CallError::ServerUnavailable {
+                                server: server.to_string(),
+                                reason: "stopped".to_owned(),
+                            })
+                        }
+                    };
                     if let Some(v) = validator {
                         result.schema_error = check_output(&result, &v);
                     }
                     Ok(result)
-                })
+                }))
             }
             Some(Route::Builtin) => {
                 let Some(exec) = self.executor.clone() else {
                     let name = msg.name;
-                    return Box::pin(async move { Err(CallError::UnknownTool { name }) });
+                    return Routed::ready(Err(CallError::UnknownTool { name }));
                 };
                 let name = msg.name.clone();
                 let call = exec.send(CallBuiltin {
@@ -782,7 +777,7 @@ impl ToolRegistry {
                     arguments: msg.arguments,
                     cancel: msg.cancel,
                 });
-                Box::pin(async move {
+                Routed(Box::pin(async move {
                     call.await.unwrap_or_else(|_| {
                         Err(CallError::ServerUnavailable {
                             server: "built-in".to_owned(),
@@ -791,12 +786,9 @@ impl ToolRegistry {
                             ),
                         })
                     })
-                })
+                }))
             }
-            None => {
-                let err = self.absent(msg.name);
-                Box::pin(async move { Err(err) })
-            }
+            None => Routed::ready(Err(self.absent(msg.name))),
         }
     }
 }

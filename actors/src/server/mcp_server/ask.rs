@@ -6,10 +6,9 @@
 //! `input_required` round (`tool_call.rs`). Every wait is bounded ([`ASK_TIMEOUT`], and a
 //! call's own deadline); without a handler the synchronous policy of [`crate::server::server_requests`] answers.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::path::Path;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -35,47 +34,59 @@ pub const USER_REJECTED: i64 = -1;
 
 /// How long one server has had a question open, all told: a tool call's timeout does not run
 /// while the user answers (the call, and the model's turn, wait on the user as they do on a
-/// tool approval). Shared by the server actor and its calls' futures, all on the actor's
-/// thread.
+/// tool approval). Shared by the server actor and its calls' futures (which run in their
+/// callers' tasks, so it is `Sync`; nobody holds its lock across anything but arithmetic).
 #[derive(Debug, Default)]
-pub(crate) struct AskClock {
-    open: Cell<usize>,
-    since: Cell<Option<Instant>>,
-    total: Cell<Duration>,
+pub(crate) struct AskClock(Mutex<Clock>);
+
+#[derive(Debug, Default)]
+struct Clock {
+    open: usize,
+    since: Option<Instant>,
+    total: Duration,
 }
 
 impl AskClock {
+    fn lock(&self) -> MutexGuard<'_, Clock> {
+        // Only arithmetic runs under the lock: a poisoned one still holds whole values.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// A question opened.
     pub(crate) fn open(&self) {
-        if self.open.get() == 0 {
-            self.since.set(Some(Instant::now()));
+        let mut c = self.lock();
+        if c.open == 0 {
+            c.since = Some(Instant::now());
         }
-        self.open.set(self.open.get() + 1);
+        c.open += 1;
     }
 
     /// A question was answered or withdrawn.
     pub(crate) fn close(&self) {
-        let n = self.open.get().saturating_sub(1);
-        self.open.set(n);
-        if n == 0 {
-            if let Some(t) = self.since.take() {
-                self.total.set(self.total.get() + t.elapsed());
+        let mut c = self.lock();
+        c.open = c.open.saturating_sub(1);
+        if c.open == 0 {
+            if let Some(t) = c.since.take() {
+                c.total += t.elapsed();
             }
         }
     }
 
     /// The time questions have been open so far, the running one included.
     pub(crate) fn spent(&self) -> Duration {
-        self.total.get() + self.since.get().map_or(Duration::ZERO, |t| t.elapsed())
+        let c = self.lock();
+        c.total + c.since.map_or(Duration::ZERO, |t| t.elapsed())
     }
 }
 
 /// Closes its question on the clock when dropped (answered, withdrawn, or the actor gone).
-pub(crate) struct OpenAsk(pub(crate) Rc<AskClock>);
+pub(crate) struct OpenAsk(pub(crate) Arc<AskClock>);
 
 impl OpenAsk {
     /// Opens a question on `clock`.
-    pub(crate) fn new(clock: &Rc<AskClock>) -> Self {
+    pub(crate) fn new(clock: &Arc<AskClock>) -> Self {
         clock.open();
         Self(clock.clone())
     }
@@ -102,7 +113,7 @@ pub(super) struct Questions {
     /// cancels the request; dropped with the actor).
     pub(super) asks: HashMap<RequestId, SpawnHandle>,
     /// How long questions have been open: calls' timeouts do not run meanwhile.
-    pub(super) clock: Rc<AskClock>,
+    pub(super) clock: Arc<AskClock>,
 }
 
 impl Questions {

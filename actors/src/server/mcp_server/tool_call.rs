@@ -1,4 +1,6 @@
-//! A tool call (`CallServerTool`), the hot path: a `ResponseFuture` that waits for room in the
+//! A tool call (`CallServerTool`), the hot path: the actor sends the first round and answers
+//! with the rest of the call as a future ([`Routed`]) that the caller awaits in its own task (no
+//! task of the actor's: the reply wakes the caller directly). It waits for room in the
 //! write queue and for the reply within the call's timeout, or its cancellation; a call that
 //! ends early (timeout, cancel, the caller gone) tells the server with `notifications/cancelled`.
 //! In the stateless era a result may be `input_required`: its `inputRequests` are answered
@@ -29,7 +31,7 @@ use serde_json::{Map, Value};
 use super::task::{self, Follower};
 use super::{McpServer, Payload, ReplyError};
 use crate::error::CallError;
-use crate::messages::{CallServerTool, ProgressSink};
+use crate::messages::{CallServerTool, ProgressSink, Routed};
 use crate::protocol::headers::param_headers;
 use crate::protocol::jsonrpc::{self, ErrorObject, LineError};
 use crate::protocol::methods::{CallTool, Request};
@@ -41,6 +43,7 @@ use crate::server::transport::Writer;
 use crate::telemetry::{Op, Outcome, TraceContext};
 pub(super) use answers::{answer_requests, Answerer};
 use answers::{answers, open_pages, Interim, URL_ELICITATION_REQUIRED};
+use futures_util::future::BoxFuture;
 use hints::{
     is_old_task, missing_capability_hint, old_task_id, pin_hint, refuses_server_requests,
     result_refuses_server_requests, undeclared_task, MISSING_CAPABILITY, MISSING_CAPABILITY_OLD,
@@ -159,7 +162,7 @@ impl McpServer {
 }
 
 impl Handler<CallServerTool> for McpServer {
-    type Result = ResponseFuture<Result<CallToolResult, CallError>>;
+    type Result = MessageResult<CallServerTool>;
 
     fn handle(&mut self, mut msg: CallServerTool, ctx: &mut Context<Self>) -> Self::Result {
         let server = self.spec.name.clone();
@@ -170,7 +173,10 @@ impl Handler<CallServerTool> for McpServer {
             } else {
                 "still starting".to_owned()
             };
-            return Box::pin(async move { Err(CallError::ServerUnavailable { server, reason }) });
+            return MessageResult(Routed::ready(Err(CallError::ServerUnavailable {
+                server,
+                reason,
+            })));
         }
         let stateless = self.stateless().is_some();
         let as_task = self.as_task(&tool);
@@ -201,13 +207,11 @@ impl Handler<CallServerTool> for McpServer {
             trace.clone(),
         );
         op.set_request_id(round.id);
-        let addr = ctx.address();
         let guard = CancelOnDrop {
-            addr: addr.clone(),
+            addr: ctx.address(),
             id: round.id,
             armed: true,
         };
-        let follower = self.follower(ctx, tool.clone(), msg.cancel.clone(), progress.clone());
         let call = Call {
             again: Again {
                 tool,
@@ -223,23 +227,22 @@ impl Handler<CallServerTool> for McpServer {
             cancel: msg.cancel,
             idle,
             by,
-            addr,
             guard,
-            follower,
+            task_bounds: (self.spec.tool_timeout, self.spec.task_timeout),
             writer: self.out.sender(),
             clock: self.questions.clock.clone(),
             tries: Tries::default(),
         }
         .run(round);
-        traced(call, op)
+        MessageResult(Routed(traced(call, op)))
     }
 }
 
 /// The call's future; when spans are exported, its span (`op`) ended with its outcome.
 fn traced(
-    call: impl Future<Output = Result<CallToolResult, CallError>> + 'static,
+    call: impl Future<Output = Result<CallToolResult, CallError>> + Send + 'static,
     mut op: Op,
-) -> ResponseFuture<Result<CallToolResult, CallError>> {
+) -> BoxFuture<'static, Result<CallToolResult, CallError>> {
     if op.is_inert() {
         // Nothing exported: the call's future as it is (one move into its box, the hot path).
         return Box::pin(call);
@@ -309,16 +312,32 @@ struct Call {
     cancel: tokio_util::sync::CancellationToken,
     idle: Option<Idle>,
     by: Arc<Answerer>,
-    addr: Addr<McpServer>,
+    /// Withdraws the round in flight; its address is the server actor's.
     guard: CancelOnDrop,
-    follower: Follower,
+    /// A task's bounds, should the call become one: each `tasks/*` request's (the server's
+    /// tool timeout) and the task's own (`taskTimeoutSec`).
+    task_bounds: (std::time::Duration, std::time::Duration),
     /// At the timeout, a full queue means the server stopped reading: say so.
     writer: Option<Writer>,
-    clock: std::rc::Rc<super::ask::AskClock>,
+    clock: std::sync::Arc<super::ask::AskClock>,
     tries: Tries,
 }
 
 impl Call {
+    /// The follower of the task the call became (built only then: most calls never do).
+    fn follower(&self) -> Follower {
+        Follower {
+            addr: self.guard.addr.clone(),
+            server: self.server.clone(),
+            tool: self.again.tool.clone(),
+            by: self.by.clone(),
+            request_timeout: self.task_bounds.0,
+            bound: self.task_bounds.1,
+            cancel: self.cancel.clone(),
+            progress: self.again.progress.clone(),
+        }
+    }
+
     /// Runs the call from its first round to its end.
     async fn run(mut self, mut round: Round) -> Result<CallToolResult, CallError> {
         // The time the server's questions stay open does not count (see `AskClock`).
@@ -338,9 +357,12 @@ impl Call {
                 Ok(raw) => match self.on_result(raw, &mut deadline).await? {
                     Step::Done(result) => return Ok(result),
                     Step::Next(round) => round,
-                    Step::FollowOld(task_id) => return self.follower.follow_old(task_id).await,
+                    Step::FollowOld(task_id) => return self.follower().follow_old(task_id).await,
                     Step::Follow(seed) => {
-                        return self.follower.follow(seed.task_id.clone(), Some(seed)).await
+                        return self
+                            .follower()
+                            .follow(seed.task_id.clone(), Some(seed))
+                            .await
                     }
                 },
                 Err(e) => self.recover(e, &mut deadline).await?,
@@ -456,7 +478,7 @@ impl Call {
             answers,
             trace: self.again.trace.clone(),
         };
-        next_round(&self.addr, next, &mut self.guard, deadline.at)
+        next_round(next, &mut self.guard, deadline.at)
             .await
             .ok_or_else(|| stopped(&self.server, &self.again.tool))
     }

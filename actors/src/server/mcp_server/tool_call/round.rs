@@ -3,7 +3,6 @@
 //! ([`Idle`]) and its cancellation ([`wait_round`]), and withdrawn with
 //! `notifications/cancelled` when it ends early ([`CancelOnDrop`]).
 
-use std::rc::Rc;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -58,21 +57,20 @@ impl Drop for CancelOnDrop {
 /// Sends the next round of a call and points the cancel guard at its id; `None` when the
 /// actor has stopped (or did not take the round before the call's deadline).
 pub(super) async fn next_round(
-    addr: &Addr<McpServer>,
     next: NextRound,
     guard: &mut CancelOnDrop,
     deadline: tokio::time::Instant,
 ) -> Option<Round> {
-    let r = tokio::time::timeout_at(deadline, addr.send(next))
+    let r = tokio::time::timeout_at(deadline, guard.addr.send(next))
         .await
         .ok()?
         .ok()
         .flatten()?;
-    *guard = CancelOnDrop {
-        addr: addr.clone(),
-        id: r.id,
-        armed: true,
-    };
+    // The round before it was answered or withdrawn (the guard disarmed or fired); one still
+    // armed is withdrawn now, as dropping its guard did.
+    guard.fire("caller went away");
+    guard.id = r.id;
+    guard.armed = true;
     Some(r)
 }
 
@@ -207,12 +205,12 @@ pub(super) struct Deadline {
     pub(super) at: tokio::time::Instant,
     /// The question time already accounted for.
     asked: Duration,
-    clock: Rc<AskClock>,
+    clock: std::sync::Arc<AskClock>,
 }
 
 impl Deadline {
     /// `timeout` from now; the question time so far is not the call's.
-    pub(super) fn start(timeout: Duration, clock: Rc<AskClock>) -> Self {
+    pub(super) fn start(timeout: Duration, clock: std::sync::Arc<AskClock>) -> Self {
         Self {
             at: tokio::time::Instant::now() + timeout,
             asked: clock.spent(),
