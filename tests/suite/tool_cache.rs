@@ -565,3 +565,92 @@ fn a_changed_file_the_server_runs_is_a_new_entry_never_offered_the_old_list() {
         "the changed server's old tools were offered"
     );
 }
+
+fn discovers(record: &Path) -> usize {
+    std::fs::read_to_string(record)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("\"server/discover\""))
+        .count()
+}
+
+#[test]
+fn a_server_starts_in_the_era_its_cached_list_was_listed_in() {
+    let dir = temp_path("cache-era");
+    std::fs::create_dir_all(dir.join("home")).unwrap();
+    // Outside the project, as in the lazy test: the record is not part of the cache key.
+    let outside = temp_path("cache-era-record");
+    std::fs::create_dir_all(&outside).unwrap();
+    let record = outside.join("fx.jsonl");
+    let rec = record.to_string_lossy().into_owned();
+    write_config(&dir, fixture_entry(&["--record", &rec], json!({})));
+    let model = Model::start(
+        "cache-era",
+        json!({"steps": [
+            {"text": "cold"},
+            {"tool_calls": [{"id": "c1", "name": "mcp__fx__echo", "input": {"text": "warm hello"}}]},
+            {"text": "done", "expect": {"last_tool_result_contains": "warm hello"}}
+        ]}),
+    );
+    let cold = run_p(&dir, &model);
+    assert_eq!(cold.code, Some(0), "{cold}");
+    assert_eq!(
+        (discovers(&record), initializes(&record)),
+        (1, 1),
+        "a server never seen is probed"
+    );
+
+    // Warm: the cached list says the handshake era, so `initialize` goes first, no probe.
+    let warm = run_p(&dir, &model);
+    assert_eq!(warm.code, Some(0), "{warm}");
+    assert_eq!(event(&warm, "start")["servers"]["fx"], "cached", "{warm}");
+    assert_eq!(event(&warm, "tool_result")["is_error"], false, "{warm}");
+    assert_eq!(
+        (discovers(&record), initializes(&record)),
+        (1, 2),
+        "the second session sends initialize at once"
+    );
+}
+
+#[test]
+fn a_server_that_left_the_era_of_its_cached_list_is_probed_and_connects() {
+    use super::http::spawn_server;
+    let port = super::http::free_port();
+    let server = |mode: &str| {
+        let mut c = Command::new(repo().join(".deps/venv/bin/python"));
+        c.arg(repo().join("tests/python/misbehaving_http.py"))
+            .args(["--port", &port.to_string(), "--mode", mode]);
+        spawn_server(c, port, "READY")
+    };
+    let dir = project(
+        "cache-era-changed",
+        json!({"url": format!("http://127.0.0.1:{port}/mcp")}),
+    );
+    let model = Model::start(
+        "cache-era-changed",
+        json!({"steps": [
+            {"text": "cold"},
+            {"tool_calls": [{"id": "c1", "name": "mcp__fx__echo", "input": {"text": "after the update"}}]},
+            {"text": "done"}
+        ]}),
+    );
+    // A handshake-era server: its list is cached with its era.
+    let old = server("ok");
+    let cold = run_p(&dir, &model);
+    assert_eq!(cold.code, Some(0), "{cold}");
+    assert_eq!(
+        event(&cold, "start")["servers"]["fx"],
+        "connected",
+        "{cold}"
+    );
+    drop(old);
+    // The same URL now speaks only 2026-07-28 and refuses `initialize` (-32601): the
+    // remembered era is tried, refused, and the server probed and reached.
+    let _new = server("stateless-only");
+    let warm = run_p(&dir, &model);
+    assert_eq!(warm.code, Some(0), "{warm}");
+    let result = event(&warm, "tool_result");
+    assert_eq!(result["is_error"], false, "{warm}");
+    let (row, out) = list_row(&dir);
+    assert_eq!(row["era"], "stateless", "{out}");
+}

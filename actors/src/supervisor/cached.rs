@@ -50,6 +50,9 @@ impl ServerSupervisor {
         let Some((list, mode)) = cached else {
             return self.launch(name, ctx);
         };
+        // The era it spoke last time: the connection starts in it rather than probing (over
+        // HTTP a round trip less); a server that changed era since is probed after all.
+        entry.era = entry.era.or(Some(list.era));
         let count = list
             .tools
             .iter()

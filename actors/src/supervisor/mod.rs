@@ -60,8 +60,9 @@ struct Managed {
     exits: VecDeque<Instant>,
     ever_connected: bool,
     timer: Option<SpawnHandle>,
-    /// The era the server spoke when it last connected: the next generation starts in it
-    /// without probing (forgotten when the spec changes).
+    /// The era the server spoke when it last connected (or, before that, when its cached list
+    /// was listed): the next generation starts in it without probing (forgotten when the spec
+    /// changes).
     era: Option<Era>,
     /// Calls waiting for this server to connect (its tools were offered from the cache).
     waiters: Vec<Waiter>,

@@ -5,7 +5,9 @@
 //! handler, and the caller bounds each one (the startup timeout, the re-list's bound).
 //!
 //! The era: a `protocolVersion` in the server's entry pins it; else the era the supervisor
-//! remembered from an earlier generation is used; else `server/discover` probes it. A probe
+//! remembered from an earlier generation, or the tool-list cache from an earlier session, is
+//! tried (a remembered handshake era whose `initialize` is refused is probed after all); else
+//! `server/discover` probes it. A probe
 //! unanswered for `DISCOVER_PROBE` gets `initialize` sent beside it and the first success
 //! decides (never a timer alone); a refused `initialize` waits for the probe's answer; a
 //! `-32022` naming another stateless revision we speak is probed once more with it, one naming
@@ -162,10 +164,26 @@ pub(super) async fn connect(
     client: Arc<ClientSide>,
 ) -> Result<Connected, String> {
     let want = choice.pinned.map(Era::of).or(choice.hint);
-    if let Some(Era::Handshake(v)) = want {
-        return handshake(addr, max_tools, v, &client).await;
+    match want {
+        Some(Era::Handshake(v)) if choice.pinned.is_some() => {
+            return handshake(addr, max_tools, v, &client).await
+        }
+        Some(Era::Handshake(v)) => {
+            match initialize(addr.clone(), max_tools, v, None, &client).await {
+                // Remembered, not pinned: a server that refuses `initialize` now (updated to the
+                // stateless era since) is probed like one never seen.
+                Err(InitFailed::Refused(e)) => {
+                    tracing::debug!(target: "mcp", "initialize refused ({e}) in the era remembered; probing");
+                }
+                done => return done.map_err(|e| e.to_string()),
+            }
+        }
+        _ => {}
     }
-    let version = want.map_or(MODERN, |e| e.version());
+    let version = match want {
+        Some(e @ Era::Stateless(_)) => e.version(),
+        _ => MODERN,
+    };
     if choice.pinned.is_some() {
         // A pinned revision waits for its answer like any request.
         return match discover(&addr, version).await {
