@@ -718,11 +718,16 @@ impl ToolRegistry {
     /// Routes a call; `me` is set on its first routing (a call of a tool offered from the cache
     /// may then wait for its server and be routed again, once).
     fn route(&mut self, msg: CallTool, me: Option<Addr<ToolRegistry>>) -> Routed {
-        let validator = self.validator(&msg.name);
         match self.routes.get(&msg.name) {
             Some(Route::Mcp { server, def }) => {
+                let (server, def) = (server.clone(), def.clone());
+                // Most tools declare no `outputSchema`: their calls look nothing more up.
+                let validator = match def.output_schema {
+                    Some(_) => self.validator(&msg.name),
+                    None => None,
+                };
                 let tool = &def.name;
-                let Some(table) = self.servers.get(&**server) else {
+                let Some(table) = self.servers.get(&*server) else {
                     return Routed::ready(Err(CallError::ServerUnavailable {
                         server: server.to_string(),
                         reason: "gone".to_owned(),
@@ -749,7 +754,6 @@ impl ToolRegistry {
                     parent: msg.parent,
                     detach: msg.detach,
                 });
-                let server = server.clone();
                 Routed(Box::pin(async move {
                     let mut result = match call.await {
                         Ok(sent) => sent.await?,

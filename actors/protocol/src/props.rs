@@ -9,7 +9,10 @@ use proptest::test_runner::Config;
 use serde_json::Value;
 
 use super::codec::{Frame, NdjsonCodec, PREFIX_BYTES};
-use super::jsonrpc::{fast_response_id, line_result, sniff_id, Incoming, RequestId};
+use super::jsonrpc::{
+    derived_request_line, fast_response_id, line_result, request_line, sniff_id, Incoming,
+    RequestId,
+};
 use super::sse::{Event, SseError, SseParser};
 
 /// `PROPTEST_CASES` if set, else `default`; failures are shrunk and printed, not saved to files.
@@ -546,6 +549,21 @@ proptest! {
         let mut line = format!(r#"{{"jsonrpc":"2.0","id":{n},"result":"#).into_bytes();
         line.extend_from_slice(&tail);
         check_paths_agree(&line)?;
+    }
+
+    /// A request line written by hand is the derived envelope's, byte for byte: any id, any
+    /// method (quotes, backslashes and control characters included), params or none.
+    #[test]
+    fn request_lines_are_the_derived_envelope(
+        id in any::<i64>(),
+        method in "[a-z/\"\\\u{0}-\u{1f}\u{e9}\u{1f600}]{0,16}",
+        params in proptest::option::of((any::<String>(), any::<i64>())),
+    ) {
+        let params = params.map(|(s, n)| serde_json::json!({"name": s, "n": n, "a": [s, null]}));
+        prop_assert_eq!(
+            request_line(id, &method, params.as_ref()),
+            derived_request_line(id, &method, params.as_ref())
+        );
     }
 
     /// Near-valid objects (random key order, extra and duplicate keys, result and/or error,
