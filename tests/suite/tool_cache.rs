@@ -123,12 +123,32 @@ fn cache_file(dir: &Path) -> PathBuf {
     files.into_iter().next().unwrap()
 }
 
-fn initializes(record: &Path) -> usize {
+/// A project dir (with its HOME) and the path of the fixture server's `--record` file, the
+/// path also as an argument. The record is outside the project: a file of the repository the
+/// server is given is pinned, and its content is part of the cache key (a record that grows
+/// would be a new server each time).
+fn project_and_record(tag: &str) -> (PathBuf, PathBuf, String) {
+    let dir = temp_path(tag);
+    std::fs::create_dir_all(dir.join("home")).unwrap();
+    let outside = temp_path(&format!("{tag}-record"));
+    std::fs::create_dir_all(&outside).unwrap();
+    let record = outside.join("fx.jsonl");
+    let rec = record.to_string_lossy().into_owned();
+    (dir, record, rec)
+}
+
+/// How many requests of `method` the fixture server recorded.
+fn sent(record: &Path, method: &str) -> usize {
+    let quoted = format!("\"{method}\"");
     std::fs::read_to_string(record)
         .unwrap_or_default()
         .lines()
-        .filter(|l| l.contains("\"initialize\""))
+        .filter(|l| l.contains(&quoted))
         .count()
+}
+
+fn initializes(record: &Path) -> usize {
+    sent(record, "initialize")
 }
 
 #[test]
@@ -190,14 +210,7 @@ fn a_warm_cache_gives_the_first_request_every_tool_before_the_server_is_up() {
 
 #[test]
 fn a_lazy_server_starts_on_its_first_call_which_waits_with_a_progress_line() {
-    let dir = temp_path("cache-lazy");
-    std::fs::create_dir_all(dir.join("home")).unwrap();
-    // Outside the project: a file of the repository the server is given is pinned, and its
-    // content is part of the cache key (a record that grows would be a new server each time).
-    let outside = temp_path("cache-lazy-record");
-    std::fs::create_dir_all(&outside).unwrap();
-    let record = outside.join("fx.jsonl");
-    let rec = record.to_string_lossy().into_owned();
+    let (dir, record, rec) = project_and_record("cache-lazy");
     write_config(
         &dir,
         fixture_entry(
@@ -566,23 +579,9 @@ fn a_changed_file_the_server_runs_is_a_new_entry_never_offered_the_old_list() {
     );
 }
 
-fn discovers(record: &Path) -> usize {
-    std::fs::read_to_string(record)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.contains("\"server/discover\""))
-        .count()
-}
-
 #[test]
 fn a_server_starts_in_the_era_its_cached_list_was_listed_in() {
-    let dir = temp_path("cache-era");
-    std::fs::create_dir_all(dir.join("home")).unwrap();
-    // Outside the project, as in the lazy test: the record is not part of the cache key.
-    let outside = temp_path("cache-era-record");
-    std::fs::create_dir_all(&outside).unwrap();
-    let record = outside.join("fx.jsonl");
-    let rec = record.to_string_lossy().into_owned();
+    let (dir, record, rec) = project_and_record("cache-era");
     write_config(&dir, fixture_entry(&["--record", &rec], json!({})));
     let model = Model::start(
         "cache-era",
@@ -595,7 +594,7 @@ fn a_server_starts_in_the_era_its_cached_list_was_listed_in() {
     let cold = run_p(&dir, &model);
     assert_eq!(cold.code, Some(0), "{cold}");
     assert_eq!(
-        (discovers(&record), initializes(&record)),
+        (sent(&record, "server/discover"), initializes(&record)),
         (1, 1),
         "a server never seen is probed"
     );
@@ -606,7 +605,7 @@ fn a_server_starts_in_the_era_its_cached_list_was_listed_in() {
     assert_eq!(event(&warm, "start")["servers"]["fx"], "cached", "{warm}");
     assert_eq!(event(&warm, "tool_result")["is_error"], false, "{warm}");
     assert_eq!(
-        (discovers(&record), initializes(&record)),
+        (sent(&record, "server/discover"), initializes(&record)),
         (1, 2),
         "the second session sends initialize at once"
     );
