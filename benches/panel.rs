@@ -16,8 +16,10 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
 fn tools(n: usize) -> Arc<Vec<ToolEntry>> {
-    let schema =
-        serde_json::value::to_raw_value(&serde_json::json!({"type": "object"})).expect("schema");
+    let schema = harness9_actors::protocol::rawjson::RawJson::from_value(
+        &serde_json::json!({"type": "object"}),
+    )
+    .expect("schema");
     Arc::new(
         (0..n)
             .map(|i| ToolEntry {

@@ -15,8 +15,10 @@ pub mod jsonrpc;
 pub mod methods;
 #[cfg(test)]
 mod props;
+pub mod rawjson;
 pub mod render;
 pub mod skills;
 pub mod sse;
+pub mod tools_page;
 pub mod types;
 pub mod version;

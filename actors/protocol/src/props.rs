@@ -648,3 +648,245 @@ fn sse_found_inputs() {
     let evs = p.feed(b"data: 0123456789abcdef\n\n");
     assert_eq!(evs.map(|e| e.len()), Ok(1));
 }
+
+// ---------------------------------------------------------------- raw JSON and the tools page
+
+/// Pieces of JSON text, valid and not: containers, strings with every kind of escape, control
+/// characters and non-ASCII, numbers at the grammar's edges, literals and their typos.
+const JSON_PIECES: &[&[u8]] = &[
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b",",
+    b":",
+    b" ",
+    b"\n",
+    b"\t",
+    b"\"a\"",
+    b"\"k\":",
+    b"\"\\u00e9\"",
+    b"\"\\uD800\"",
+    b"\"\\ug000\"",
+    b"\"\\x\"",
+    b"\"\\\\\"",
+    b"\"\\\"",
+    b"\"",
+    b"\\",
+    b"\"\x01\"",
+    b"\"\t\"",
+    "\"é😀\"".as_bytes(),
+    b"\"abcdefghij\\\"klmnopqr\"",
+    b"\"abcdefghijklmnopqrstu\"",
+    b"0",
+    b"-0",
+    b"01",
+    b"-",
+    b"1.5e-3",
+    b"1.",
+    b".5",
+    b"1e",
+    b"1E+9",
+    b"12",
+    b"true",
+    b"tru",
+    b"null",
+    b"nul",
+    b"false",
+    b"truex",
+];
+
+/// JSON text: a valid value as serde_json writes it, then maybe one piece put in or swapped in
+/// somewhere; or pieces alone.
+fn json_text() -> impl Strategy<Value = String> {
+    let piece =
+        proptest::sample::select(JSON_PIECES).prop_map(|p| String::from_utf8_lossy(p).into_owned());
+    prop_oneof![
+        2 => json_value().prop_map(|v| v.to_string()),
+        3 => (json_value(), any::<usize>(), piece.clone(), any::<bool>()).prop_map(|(v, at, p, swap)| {
+            let text = v.to_string();
+            let mut at = at % (text.len() + 1);
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            let mut rest = &text[at..];
+            if swap {
+                let mut cut = 1.min(rest.len());
+                while !rest.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                rest = &rest[cut..];
+            }
+            format!("{}{p}{rest}", &text[..at])
+        }),
+        2 => proptest::collection::vec(piece, 1..12).prop_map(|v| v.concat()),
+    ]
+}
+
+/// One member of a tool object: good ones, and each way a member can be wrong or unusual.
+const TOOL_MEMBERS: &[&str] = &[
+    r#""name":"t1""#,
+    r#""name":"a\u0062 \"q\"""#,
+    r#""name":null"#,
+    r#""name":"\ud800""#,
+    r#""name":3"#,
+    r#""title":"T""#,
+    r#""title":null"#,
+    r#""description":"d e\n""#,
+    r#""description":7"#,
+    r#""inputSchema":{"type":"object","properties":{"q":{"type":"string","maxLength":1e3}}}"#,
+    r#""inputSchema":null"#,
+    r#""inputSchema": [1, 2.5e3, "x", {}] "#,
+    r#""inputSchema":{"a":}"#,
+    r#""inputSchema":{"a":01}"#,
+    r#""outputSchema":null"#,
+    r#""outputSchema":{"type":"object"}"#,
+    r#""annotations":{"readOnlyHint":true}"#,
+    r#""annotations":null"#,
+    r#""annotations":nul"#,
+    r#""execution":{"taskSupport":"required"}"#,
+    r#""execution":null"#,
+    r#""execution":{"taskSupport":1}"#,
+    r#""execution":{"x":1}"#,
+    r#""_meta":{"k":[true,false,null]}"#,
+    r#""icons":[]"#,
+    r#""n\u0061me":"x""#,
+    r#""inputSchema":{"type":"object"},"inputSchema":{}"#,
+];
+
+/// The good members of a tool, each key at most once.
+const GOOD_TOOL_MEMBERS: &[&str] = &[
+    r#""name":"t1""#,
+    r#""title":"T""#,
+    r#""description":"d e\n\u00e9""#,
+    r#""inputSchema":{"type":"object","properties":{"q":{"type":"string","maxLength":1e3}}}"#,
+    r#""outputSchema":null"#,
+    r#""annotations":{"readOnlyHint":true}"#,
+    r#""execution":{"taskSupport":"required"}"#,
+    r#""_meta":{"k":[true,false,null]}"#,
+];
+
+/// A `{...}` of `members` joined by commas with some whitespace.
+fn object(members: &[String], ws: &[&str]) -> String {
+    let mut s = String::from("{");
+    for (i, m) in members.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(ws[i % ws.len()]);
+        s.push_str(m);
+    }
+    s.push('}');
+    s
+}
+
+fn spacing() -> impl Strategy<Value = Vec<&'static str>> {
+    proptest::collection::vec(prop_oneof![Just(""), Just(" "), Just("\n\t")], 1..4)
+}
+
+/// A near-valid `tools/list` result: tools of any members (repeats included), and the page's
+/// own members, good and bad, in any order.
+fn tools_page_text() -> impl Strategy<Value = String> {
+    let member = prop_oneof![
+        2 => proptest::sample::select(GOOD_TOOL_MEMBERS),
+        1 => proptest::sample::select(TOOL_MEMBERS),
+    ];
+    let tool = (proptest::collection::vec(member, 0..6), spacing())
+        .prop_map(|(m, ws)| object(&m.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(), &ws));
+    let page_member = prop_oneof![
+        4 => proptest::collection::vec(tool, 0..4).prop_map(|t| format!(r#""tools":[{}]"#, t.join(","))),
+        1 => proptest::sample::select(&[
+            r#""nextCursor":"c2""#, r#""nextCursor":null"#, r#""nextCursor":5"#,
+            r#""ttlMs":60000"#, r#""ttlMs":0"#, r#""ttlMs":01"#, r#""ttlMs":1.5"#,
+            r#""ttlMs":-1"#, r#""ttlMs":null"#, r#""ttlMs":18446744073709551616"#,
+            r#""resultType":"complete""#, r#""_meta":{}"#, r#""tools":null"#,
+        ][..]).prop_map(str::to_owned),
+    ];
+    (proptest::collection::vec(page_member, 0..5), spacing()).prop_map(|(m, ws)| object(&m, &ws))
+}
+
+/// A well-formed `tools/list` result: every tool named, its other members unique.
+fn good_tools_page_text() -> impl Strategy<Value = String> {
+    let tool = (
+        "[a-z_]{1,12}",
+        proptest::sample::subsequence(GOOD_TOOL_MEMBERS, 0..GOOD_TOOL_MEMBERS.len()),
+        spacing(),
+    )
+        .prop_map(|(name, m, ws)| {
+            let mut members = vec![format!(r#""name":"{name}""#)];
+            let others = m.iter().filter(|s| !s.starts_with(r#""name""#));
+            members.extend(others.map(|s| (*s).to_owned()));
+            object(&members, &ws)
+        });
+    (
+        proptest::collection::vec(tool, 0..6),
+        proptest::option::of("[a-z0-9]{1,8}"),
+        spacing(),
+    )
+        .prop_map(|(tools, cursor, ws)| {
+            let mut members = vec![format!(r#""tools":[{}]"#, tools.join(","))];
+            if let Some(c) = cursor {
+                members.push(format!(r#""nextCursor":"{c}""#));
+            }
+            object(&members, &ws)
+        })
+}
+
+proptest! {
+    #![proptest_config(config(2048))]
+
+    /// The validator accepts exactly what serde_json accepts as a raw value.
+    #[test]
+    fn raw_json_is_what_serde_json_accepts(text in json_text()) {
+        let serde_ok = serde_json::from_str::<&serde_json::value::RawValue>(&text).is_ok();
+        let ours = crate::rawjson::RawJson::parse(&text);
+        prop_assert_eq!(ours.is_some(), serde_ok);
+        if let Some(raw) = ours {
+            prop_assert_eq!(raw.get(), text.trim_matches([' ', '\n', '\t', '\r']));
+        }
+    }
+
+    /// Whatever page the fast path reads, serde_json reads the same; where serde_json fails,
+    /// the fast path declines.
+    #[test]
+    fn the_fast_tools_page_is_serde_json(text in tools_page_text()) {
+        let ours = crate::tools_page::tools_page(&text.as_str().into());
+        let theirs = serde_json::from_str::<crate::types::ListToolsResult>(&text);
+        match (ours, theirs) {
+            (Some(o), Ok(t)) => prop_assert_eq!(format!("{o:?}"), format!("{t:?}")),
+            (Some(o), Err(e)) => {
+                return Err(TestCaseError::fail(format!("read {o:?} where serde_json failed: {e}")))
+            }
+            (None, _) => {}
+        }
+    }
+
+    /// A well-formed page is read by the fast path (it does not decline its way to agreement),
+    /// as serde_json reads it.
+    #[test]
+    fn the_fast_path_reads_well_formed_pages(text in good_tools_page_text()) {
+        let ours = crate::tools_page::tools_page(&text.as_str().into());
+        let theirs = serde_json::from_str::<crate::types::ListToolsResult>(&text);
+        prop_assert!(ours.is_some(), "declined {}", text);
+        prop_assert!(theirs.is_ok(), "serde_json failed on {}", text);
+        prop_assert_eq!(format!("{ours:?}"), format!("{:?}", theirs.ok()));
+    }
+
+    /// The result the fast path finds in a line is the one serde_json's line parse gives.
+    #[test]
+    fn a_plain_result_is_the_line_result(line in rpc_line()) {
+        let raw = |text: &bytestring::ByteString, i: usize| {
+            let s: &str = text;
+            let end = crate::rawjson::value_end(s.as_bytes(), i, crate::rawjson::MAX_DEPTH)?;
+            Some((s[i..end].to_owned(), end))
+        };
+        if let Some(text) = crate::tools_page::plain_result(&Bytes::copy_from_slice(&line), raw) {
+            match line_result::<Box<serde_json::value::RawValue>>(&line) {
+                Ok(raw) => prop_assert_eq!(raw.get(), text.as_str()),
+                Err(e) => {
+                    return Err(TestCaseError::fail(format!("found {text} where the line fails: {e}")))
+                }
+            }
+        }
+    }
+}

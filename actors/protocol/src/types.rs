@@ -1,5 +1,6 @@
 //! MCP payload types, named as in the spec (`CallToolResult`, `ListToolsResult`, ...).
 
+use crate::rawjson::RawJson;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -118,7 +119,8 @@ pub struct InitializeResult {
     pub instructions: Option<String>,
 }
 
-/// One tool definition as the server lists it; schemas stay raw JSON (never re-parsed).
+/// One tool definition as the server lists it; schemas and annotations stay the JSON text the
+/// server sent ([`RawJson`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
@@ -132,13 +134,13 @@ pub struct Tool {
     pub description: Option<String>,
     /// JSON Schema of the arguments.
     #[serde(default = "empty_object_schema")]
-    pub input_schema: Box<RawValue>,
+    pub input_schema: RawJson,
     /// JSON Schema of `structuredContent`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Box<RawValue>>,
+    pub output_schema: Option<RawJson>,
     /// Hints (read-only, destructive, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Box<RawValue>>,
+    pub annotations: Option<RawJson>,
     /// How it may be called (2025-11-25: `taskSupport`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<ToolExecution>,
@@ -163,8 +165,13 @@ impl Tool {
     }
 }
 
-fn empty_object_schema() -> Box<RawValue> {
-    RawValue::from_string(r#"{"type":"object"}"#.to_owned()).unwrap_or_else(|_| unreachable!())
+/// `{"type":"object"}`: the schema of a tool that lists none.
+pub(crate) fn empty_object_schema() -> RawJson {
+    RawJson::accepted(
+        &bytestring::ByteString::from_static(r#"{"type":"object"}"#),
+        0,
+        17,
+    )
 }
 
 /// The params of a paginated list request (`tools/list`, `resources/list`, ...): the page to
@@ -187,6 +194,16 @@ pub trait Page {
     fn result_type(&self) -> Option<&str>;
     /// Stateless era: how long the list may be cached, where the result has it.
     fn ttl_ms(&self) -> Option<u64> {
+        None
+    }
+    /// Whether [`skim`](Self::skim) ever reads a page (else a reply line is not offered to it).
+    const SKIMS: bool = false;
+    /// The page at `text[at..]` and the index past it, read by a fast path of its own where it
+    /// has one and is sure of the text; `None` leaves it to serde_json.
+    fn skim(_text: &bytestring::ByteString, _at: usize) -> Option<(Self, usize)>
+    where
+        Self: Sized,
+    {
         None
     }
 }
@@ -248,6 +265,10 @@ macro_rules! page {
     (@ttl [required ttl]) => {
         fn ttl_ms(&self) -> Option<u64> {
             self.ttl_ms
+        }
+        const SKIMS: bool = true;
+        fn skim(text: &bytestring::ByteString, at: usize) -> Option<(Self, usize)> {
+            crate::tools_page::tools_page_at(text, at)
         }
     };
     (@ttl []) => {};

@@ -384,8 +384,9 @@ fn tool(name: &str, effects: Effects, description: String, schema: Value) -> Too
 
 /// A JSON value as raw JSON text (a `serde_json::Value` always serializes: its keys are strings).
 #[allow(clippy::expect_used)]
-fn raw(v: &Value) -> Box<serde_json::value::RawValue> {
-    serde_json::value::to_raw_value(v).expect("a serde_json::Value always serializes")
+fn raw(v: &Value) -> harness9_actors::protocol::rawjson::RawJson {
+    harness9_actors::protocol::rawjson::RawJson::from_value(v)
+        .expect("a serde_json::Value always serializes")
 }
 
 // ---- dispatch -----------------------------------------------------------------------------------

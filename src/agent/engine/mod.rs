@@ -630,11 +630,13 @@ mod tests {
                 name: name.into(),
                 title: None,
                 description: None,
-                input_schema: serde_json::value::to_raw_value(&serde_json::json!({}))
-                    .expect("schema"),
+                input_schema: harness9_actors::protocol::rawjson::RawJson::from_value(
+                    &serde_json::json!({}),
+                )
+                .expect("schema"),
                 output_schema: None,
                 annotations: hints
-                    .map(|h| serde_json::value::RawValue::from_string(h.into()).expect("json")),
+                    .map(|h| harness9_actors::protocol::rawjson::RawJson::parse(h).expect("json")),
                 execution: None,
             }),
         };

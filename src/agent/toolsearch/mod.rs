@@ -471,7 +471,7 @@ mod tests {
                 name: name.into(),
                 title: None,
                 description: None,
-                input_schema: serde_json::value::to_raw_value(&json!({}))
+                input_schema: harness9_actors::protocol::rawjson::RawJson::from_value(&json!({}))
                     .unwrap_or_else(|_| unreachable!()),
                 output_schema: None,
                 annotations: None,

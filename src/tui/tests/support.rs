@@ -92,7 +92,10 @@ pub(crate) fn tool(server: &str, name: &str, desc: &str) -> ToolEntry {
             name: name.to_owned(),
             title: None,
             description: Some(desc.to_owned()),
-            input_schema: serde_json::value::to_raw_value(&serde_json::json!({})).expect("schema"),
+            input_schema: harness9_actors::protocol::rawjson::RawJson::from_value(
+                &serde_json::json!({}),
+            )
+            .expect("schema"),
             output_schema: None,
             annotations: None,
             execution: None,

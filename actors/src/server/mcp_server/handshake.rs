@@ -559,7 +559,7 @@ where
         let request = Rpc::new::<R>(params.as_ref(), None).map_err(|e| e.to_string())?;
         let raw = rpc(addr, request).await?;
         let page: R::Result = raw
-            .parse()
+            .parse_page()
             .map_err(|e| format!("invalid {method} result: {e}"))?;
         drop(raw);
         check_result_type(page.result_type(), method)?;

@@ -52,6 +52,26 @@ impl Payload {
             Payload::Line(l) => jsonrpc::line_result(l),
         }
     }
+
+    /// A list page: through the page type's own fast path where it has one and is sure of the
+    /// text (`tools/list`), else (and for every error) as [`parse`](Self::parse) does.
+    pub(in crate::server) fn parse_page<P>(&self) -> Result<P, LineError>
+    where
+        P: crate::protocol::types::Page + serde::de::DeserializeOwned,
+    {
+        let fast = match self {
+            _ if !P::SKIMS => None,
+            Payload::Raw(r) => {
+                let text = crate::protocol::rawjson::ByteString::from(r.get());
+                P::skim(&text, 0).and_then(|(page, end)| (end == text.len()).then_some(page))
+            }
+            Payload::Line(l) => crate::protocol::tools_page::plain_result(l, P::skim),
+        };
+        match fast {
+            Some(page) => Ok(page),
+            None => self.parse(),
+        }
+    }
 }
 
 /// A request of ours waiting for its reply: who waits, its method (for the trace) and when it
