@@ -117,7 +117,7 @@ const fn lanes(byte: u8) -> u64 {
 /// whether it holds an escape; `None` if it is not a valid JSON string (an unescaped control
 /// character, a bad escape, no closing quote). `b` must be valid UTF-8 (bytes of 0x80 and up
 /// are taken as they are).
-#[inline]
+#[inline(always)]
 pub fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
     let mut i = i + 1;
     let mut escaped = false;
@@ -125,8 +125,9 @@ pub fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
         // Eight bytes at a time to the first quote, backslash or control character (the lowest
         // flagged lane is exact: a borrow only flags lanes above a true hit).
         while let Some(chunk) = b.get(i..i + 8) {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(chunk);
+            let Ok(w) = <[u8; 8]>::try_from(chunk) else {
+                break;
+            };
             let v = u64::from_le_bytes(w);
             let quote = v ^ lanes(b'"');
             let backslash = v ^ lanes(b'\\');

@@ -11,6 +11,8 @@
 //! or error stands. The property tests in `props` hold it to that: whatever it reads, serde_json
 //! reads the same.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use bytestring::ByteString;
 
@@ -73,11 +75,14 @@ pub fn tools_page_at(text: &ByteString, i: usize) -> Option<(ListToolsResult, us
         b"ttlMs" => once(&mut ttl_ms, opt_u64(b, v)?),
         _ => value_end(b, v, MAX_DEPTH - 2),
     })?;
-    let mut tools: Vec<Tool> = tools?;
-    let kept: usize = tools.iter().map(raw_len).sum();
+    let mut tools: Vec<Arc<Tool>> = tools?;
+    let kept: usize = tools.iter().map(|t| raw_len(t)).sum();
     if kept * 2 < end - i {
         for t in &mut tools {
-            detach(t);
+            // Each tool was just made here: the only owner of its `Arc`.
+            if let Some(t) = Arc::get_mut(t) {
+                detach(t);
+            }
         }
     }
     let page = ListToolsResult {
@@ -201,7 +206,7 @@ fn opt_raw(text: &ByteString, i: usize, depth: usize) -> Option<(Option<RawJson>
 }
 
 /// The array of tools at `b[i]`.
-fn tool_array(text: &ByteString, i: usize) -> Option<(Vec<Tool>, usize)> {
+fn tool_array(text: &ByteString, i: usize) -> Option<(Vec<Arc<Tool>>, usize)> {
     let b = bytes_of(text);
     if b.get(i) != Some(&b'[') {
         return None;
@@ -213,7 +218,7 @@ fn tool_array(text: &ByteString, i: usize) -> Option<(Vec<Tool>, usize)> {
     }
     loop {
         let (tool, end) = tool(text, i)?;
-        tools.push(tool);
+        tools.push(Arc::new(tool));
         i = ws(b, end);
         match b.get(i)? {
             b',' => i = ws(b, i + 1),

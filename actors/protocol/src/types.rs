@@ -276,7 +276,7 @@ macro_rules! page {
 
 page! {
     /// `tools/list` result.
-    ListToolsResult { "tools" tools: Tool, required, ttl }
+    ListToolsResult { "tools" tools: std::sync::Arc<Tool>, required, ttl }
 }
 
 /// `_meta` of a request that asks for progress.

@@ -523,7 +523,6 @@ pub(super) async fn list_tools(
         }
     })
     .await?;
-    let tools: Vec<Arc<Tool>> = tools.into_iter().map(Arc::new).collect();
     // The actor keeps what it needs of the list (x-mcp-header params, its freshness) and
     // drops what it must.
     addr.send(ToolsListed(tools, ttl))
