@@ -85,6 +85,7 @@ const PROTOCOL_MAY_USE: &[&str] = &[
     "hashbrown",
     "equivalent",
     "bytes",
+    "bytestring",
     "thiserror",
     "thiserror-impl",
     "proc-macro2",

@@ -16,6 +16,11 @@ pub(super) fn signal_group(_pgid: i32, _sig: Signal) {}
 
 pub(super) fn signal(_pid: i32, _sig: Signal) {}
 
+/// No pipe settings here.
+pub fn widen_pipe(_stdout: &tokio::process::ChildStdout) -> Option<usize> {
+    None
+}
+
 /// The signal that ended a process: there are none here.
 pub fn exit_signal(_status: &std::process::ExitStatus) -> Option<i32> {
     None

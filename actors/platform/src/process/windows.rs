@@ -191,6 +191,11 @@ pub(super) fn signal(pid: i32, _sig: Signal) {
     }
 }
 
+/// Windows sizes a pipe when it creates it (the runtime's, for a child's stdio): nothing to do.
+pub fn widen_pipe(_stdout: &tokio::process::ChildStdout) -> Option<usize> {
+    None
+}
+
 /// The signal that ended a process: Windows has none (an exit code always).
 pub fn exit_signal(_status: &std::process::ExitStatus) -> Option<i32> {
     None

@@ -161,6 +161,8 @@ pub(in crate::server) fn spawn(spec: &ServerSpec) -> Result<Spawned, String> {
     else {
         return Err(format!("spawn {command}: stdio pipes missing"));
     };
+    // Large messages (a 10k-tool listing) arrive in fewer, larger reads; best effort.
+    let _ = harness9_platform::process::widen_pipe(&stdout);
     Ok(Spawned {
         child,
         process,
