@@ -9,7 +9,8 @@
 //! "<what> is not available on <OS> yet" rather than doing something silently different.
 //!
 //! - [`process`]: a child in a process group of its own, signals to a group or a process, the
-//!   process-wide list of live groups the panic hook and exit paths kill, exit statuses.
+//!   process-wide list of live groups the panic hook and exit paths kill, exit statuses, the
+//!   pipe buffer behind a child's stdout.
 //! - [`command`]: how a program and the agent's shell are started (on Windows: `PATH` with
 //!   `PATHEXT`, `.cmd` shims through `cmd.exe`, PowerShell).
 //! - [`dirs`]: where the configuration and the state are kept (XDG, `~/Library`, `%APPDATA%`).
