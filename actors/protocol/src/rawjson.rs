@@ -10,7 +10,6 @@
 use std::fmt;
 
 pub use bytestring::ByteString;
-use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
@@ -93,9 +92,7 @@ impl Serialize for RawJson {
 
 impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RawJson, D::Error> {
-        Box::<RawValue>::deserialize(d)
-            .map(RawJson::from)
-            .map_err(D::Error::custom)
+        Box::<RawValue>::deserialize(d).map(RawJson::from)
     }
 }
 

@@ -46,8 +46,9 @@ pub fn plain_result<T>(
 }
 
 /// The whole of `text` as one `tools/list` result object, or `None` where serde_json must
-/// decide.
-pub fn tools_page(text: &ByteString) -> Option<ListToolsResult> {
+/// decide (the tests' entry; the runtime reads a page inside its line, [`tools_page_at`]).
+#[cfg(test)]
+pub(crate) fn tools_page(text: &ByteString) -> Option<ListToolsResult> {
     let b = bytes_of(text);
     let (page, end) = tools_page_at(text, ws(b, 0))?;
     (ws(b, end) == b.len()).then_some(page)
