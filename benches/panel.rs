@@ -23,14 +23,15 @@ fn tools(n: usize) -> Arc<Vec<ToolEntry>> {
     Arc::new(
         (0..n)
             .map(|i| ToolEntry {
-                name: format!("mcp__big__tool_{i:05}"),
+                name: format!("mcp__big__tool_{i:05}").into(),
                 server: Some("big".into()),
                 tool: Arc::new(Tool {
                     name: format!("tool_{i:05}"),
                     title: None,
-                    description: Some(format!(
-                        "Tool number {i}: does one thing well.\nIt takes no arguments."
-                    )),
+                    description: Some(
+                        format!("Tool number {i}: does one thing well.\nIt takes no arguments.")
+                            .into(),
+                    ),
                     input_schema: schema.clone(),
                     output_schema: None,
                     annotations: None,

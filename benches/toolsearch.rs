@@ -34,8 +34,8 @@ fn table(dir: &Path) -> Vec<ToolEntry> {
         for t in v["tools"].as_array().expect("tools") {
             let tool: Tool = serde_json::from_value(t.clone()).expect("a tool");
             out.push(ToolEntry {
-                name: format!("mcp__{prefix}__{}", tool.name),
-                server: Some(server.clone()),
+                name: format!("mcp__{prefix}__{}", tool.name).into(),
+                server: Some(server.as_str().into()),
                 tool: Arc::new(tool),
             });
         }
@@ -65,7 +65,7 @@ fn first_request_bytes(entries: &[ToolEntry]) {
         .iter()
         .map(|t| ToolDef {
             name: t.name.clone(),
-            description: t.description.clone().unwrap_or_default(),
+            description: t.description.as_deref().unwrap_or_default().to_owned(),
             input_schema: schema_object(t.input_schema.get()).expect("schema"),
         })
         .collect();
@@ -142,10 +142,10 @@ fn recall(dir: &Path, entries: &[ToolEntry], index: &Index) {
             .map(|i| index.docs()[i].name.as_str())
             .collect();
         n += 1;
-        if got.first() == Some(&want.as_str()) {
+        if got.first() == Some(&&*want) {
             hit1 += 1;
         }
-        if got.contains(&want.as_str()) {
+        if got.contains(&&*want) {
             hit5 += 1;
         } else {
             misses.push(format!("  {q:?} wants {want}; got {got:?}"));
@@ -170,7 +170,7 @@ fn reachability(entries: &[ToolEntry], index: &Index) {
         let purpose = e.tool.description.as_deref().unwrap_or("");
         let purpose = purpose.split(['.', '\n']).next().unwrap_or(purpose);
         let by_purpose = index.search(purpose, None, 5);
-        let found = |hits: &[usize]| hits.iter().any(|i| index.docs()[*i].name == e.name);
+        let found = |hits: &[usize]| hits.iter().any(|i| *index.docs()[*i].name == *e.name);
         if !found(&by_name) || !found(&by_purpose) {
             unreachable.push(format!(
                 "  {} (by name: {}, by purpose {purpose:?}: {})",

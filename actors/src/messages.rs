@@ -176,10 +176,10 @@ pub struct CallBuiltin {
 /// One registered tool.
 #[derive(Debug, Clone)]
 pub struct ToolEntry {
-    /// The registered name (what the model sees).
-    pub name: String,
-    /// The owning server; `None` for a built-in.
-    pub server: Option<String>,
+    /// The registered name (what the model sees); shared with the registry's route.
+    pub name: Arc<str>,
+    /// The owning server; `None` for a built-in. One copy per server, shared by its tools.
+    pub server: Option<Arc<str>>,
     /// The definition as the server listed it.
     pub tool: Arc<Tool>,
 }

@@ -50,13 +50,21 @@ pub fn full_name(server: &str, tool: &str) -> String {
 /// `full_name` with the server's prefix given.
 pub fn full_name_prefixed(prefix: &str, tool: &str) -> String {
     let mut name = String::with_capacity(prefix.len() + tool.len());
+    write_full_name(&mut name, prefix, tool);
+    name
+}
+
+/// `full_name_prefixed` written into `name` (cleared first), so a table of many tools can
+/// build each name in one scratch buffer.
+pub fn write_full_name(name: &mut String, prefix: &str, tool: &str) {
+    name.clear();
     name.push_str(prefix);
-    push_sanitized(&mut name, tool);
-    if name.len() <= MAX_NAME {
-        return name;
+    push_sanitized(name, tool);
+    if name.len() > MAX_NAME {
+        let hash = fnv1a32(name.as_bytes());
+        name.truncate(MAX_NAME - 9);
+        name.push_str(&format!("_{hash:08x}"));
     }
-    let hash = fnv1a32(name.as_bytes());
-    format!("{}_{hash:08x}", &name[..MAX_NAME - 9])
 }
 
 /// A tool's name as permission rules spell it: `mcp__{server}__{tool}` with the server's

@@ -31,7 +31,7 @@ use crate::messages::{
     ServerGone, ServerRequest, ServerTools, SetBuiltins, SubscribeResource, ToolEntry,
     ToolProgress, WhyFiltered,
 };
-use crate::naming::{full_name_prefixed, sanitize, server_prefix};
+use crate::naming::{full_name_prefixed, sanitize, server_prefix, write_full_name};
 use crate::protocol::types::{CallToolResult, Tool};
 use crate::server::McpServer;
 use crate::spec::ServerSpec;
@@ -77,7 +77,7 @@ pub struct ToolRegistry {
     order: Vec<String>,
     /// Servers whose tools left, with why.
     unavailable: BTreeMap<String, String>,
-    routes: HashMap<String, Route>,
+    routes: HashMap<Arc<str>, Route>,
     entries: Arc<Vec<ToolEntry>>,
     /// Each connected server's `instructions`, by name.
     instructions: BTreeMap<String, Arc<str>>,
@@ -140,11 +140,13 @@ impl ToolRegistry {
             self.builtins.len() + self.servers.values().map(|t| t.tools.len()).sum::<usize>();
         let mut routes = HashMap::with_capacity(total);
         let mut entries = Vec::with_capacity(total);
-        let mut contested: Vec<String> = Vec::new();
+        let mut contested: Vec<Arc<str>> = Vec::new();
+        let mut scratch = String::new();
         for t in &self.builtins {
-            if routes.insert(t.name.clone(), Route::Builtin).is_none() {
+            let name: Arc<str> = Arc::from(t.name.as_str());
+            if routes.insert(name.clone(), Route::Builtin).is_none() {
                 entries.push(ToolEntry {
-                    name: t.name.clone(),
+                    name,
                     server: None,
                     tool: t.clone(),
                 });
@@ -160,7 +162,8 @@ impl ToolRegistry {
                 if !table.spec.tool_enabled(&t.name) {
                     continue;
                 }
-                match routes.entry(full_name_prefixed(&prefix, &t.name)) {
+                write_full_name(&mut scratch, &prefix, &t.name);
+                match routes.entry(Arc::from(scratch.as_str())) {
                     Entry::Occupied(owner) => {
                         if matches!(owner.get(), Route::Mcp { server: s, .. } if **s != **server) {
                             contested.push(owner.key().clone());
@@ -184,7 +187,7 @@ impl ToolRegistry {
                         });
                         entries.push(ToolEntry {
                             name,
-                            server: Some(server.clone()),
+                            server: Some(shared.clone()),
                             tool: t.clone(),
                         });
                     }
@@ -194,7 +197,7 @@ impl ToolRegistry {
         // A name two servers' tools would take is neither's, whichever connected first (the
         // config holds such servers; this keeps routing from depending on who came first).
         for name in &contested {
-            if let Some(Route::Mcp { server, .. }) = routes.remove(name) {
+            if let Some(Route::Mcp { server, .. }) = routes.remove(&**name) {
                 tracing::warn!(target: "mcp", server = %server, "tool {name} left out: another server's tool takes the same name");
             }
         }
@@ -490,7 +493,7 @@ impl Handler<LookupTool> for ToolRegistry {
     type Result = Result<ToolEntry, CallError>;
 
     fn handle(&mut self, msg: LookupTool, _ctx: &mut Context<Self>) -> Self::Result {
-        match self.entries.iter().find(|e| e.name == msg.name) {
+        match self.entries.iter().find(|e| *e.name == *msg.name) {
             Some(e) => Ok(e.clone()),
             None => Err(self.absent(msg.name)),
         }
@@ -718,7 +721,7 @@ impl ToolRegistry {
     /// Routes a call; `me` is set on its first routing (a call of a tool offered from the cache
     /// may then wait for its server and be routed again, once).
     fn route(&mut self, msg: CallTool, me: Option<Addr<ToolRegistry>>) -> Routed {
-        match self.routes.get(&msg.name) {
+        match self.routes.get(msg.name.as_str()) {
             Some(Route::Mcp { server, def }) => {
                 let (server, def) = (server.clone(), def.clone());
                 // Most tools declare no `outputSchema`: their calls look nothing more up.

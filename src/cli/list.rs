@@ -72,7 +72,7 @@ pub(super) async fn tool_sizes(rt: &Runtime) -> std::collections::BTreeMap<Strin
     };
     for e in all.iter() {
         let Some(server) = &e.server else { continue };
-        *out.entry(server.clone()).or_default() += definition_bytes(e);
+        *out.entry(server.to_string()).or_default() += definition_bytes(e);
     }
     out
 }

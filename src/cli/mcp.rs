@@ -529,7 +529,7 @@ async fn call(
     };
     // The user's own call: it runs unless a deny rule of theirs names it.
     user_call::check(policy, &entry.name, Some(entry), arguments.as_ref())?;
-    let mut msg = CallTool::new(entry.name.clone(), arguments);
+    let mut msg = CallTool::new(&*entry.name, arguments);
     msg.timeout = timeout;
     msg.detach = how.no_wait;
     msg.cancel = how.cancel;
@@ -609,10 +609,10 @@ pub(super) fn find_tool<'a>(
     tools
         .iter()
         .find(|t| t.tool.name == name)
-        .or_else(|| tools.iter().find(|t| t.name == name))
+        .or_else(|| tools.iter().find(|t| &*t.name == name))
         .or_else(|| {
             let registered = harness9_actors::naming::full_name(server, name);
-            tools.iter().find(|t| t.name == registered)
+            tools.iter().find(|t| *t.name == *registered)
         })
 }
 

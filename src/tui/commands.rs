@@ -262,7 +262,7 @@ fn call_command(state: &mut State, rest: &str) -> Vec<Effect> {
             }
         }
     };
-    if !state.servers.tools.iter().any(|t| t.name == name) {
+    if !state.servers.tools.iter().any(|t| &*t.name == name) {
         // Names are sanitized (`get-sum` is registered as `get_sum`): suggest by that form.
         let want: String = name
             .chars()
@@ -273,7 +273,7 @@ fn call_command(state: &mut State, rest: &str) -> Vec<Effect> {
             .servers
             .tools
             .iter()
-            .map(|t| t.name.as_str())
+            .map(|t| &*t.name)
             .filter(|n| *n == want || (!tail.is_empty() && n.ends_with(&tail)))
             .take(5)
             .collect();
@@ -562,7 +562,7 @@ fn tools_command(state: &mut State, rest: &str) -> Vec<Effect> {
                         "{}  {}{}",
                         t.name,
                         t.server.as_deref().unwrap_or("built-in"),
-                        if state.model.disabled_tools.contains(&t.name) {
+                        if state.model.disabled_tools.contains(&*t.name) {
                             "  (off)"
                         } else {
                             ""
@@ -588,7 +588,7 @@ fn tools_command(state: &mut State, rest: &str) -> Vec<Effect> {
             ));
             Vec::new()
         }
-        "off" | "on" if !state.servers.tools.iter().any(|t| t.name == name) => {
+        "off" | "on" if !state.servers.tools.iter().any(|t| &*t.name == name) => {
             state.note(Entry::Error(format!(
                 "no tool named \"{name}\"; /tools lists them"
             )));

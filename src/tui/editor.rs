@@ -205,8 +205,8 @@ fn complete(state: &mut State) -> Vec<Effect> {
                     .iter()
                     .filter(|t| t.name.starts_with(rest))
                     .map(|t| {
-                        let server = t.server.clone().unwrap_or_else(|| "built-in".to_owned());
-                        (t.name.clone(), server)
+                        let server = t.server.as_deref().unwrap_or("built-in").to_owned();
+                        (t.name.to_string(), server)
                     })
                     .collect(),
             )

@@ -93,7 +93,7 @@ impl State {
         let mut layout: BTreeMap<String, ToolLayout> = BTreeMap::new();
         for (i, t) in tools.iter().enumerate() {
             let Some(server) = &t.server else { continue };
-            let l = layout.entry(server.clone()).or_default();
+            let l = layout.entry(server.to_string()).or_default();
             if l.starts.is_empty() {
                 l.starts.push(0);
             }

@@ -46,12 +46,12 @@ pub(super) fn per_server(state: &State) -> String {
     for e in state.servers.tools.iter() {
         let bytes = toolsearch::entry_def(e).map_or(0, |d| toolsearch::def_bytes(&d));
         match &e.server {
-            Some(s) => match rows.iter_mut().find(|r| r.0 == *s) {
+            Some(s) => match rows.iter_mut().find(|r| *r.0 == **s) {
                 Some(r) => {
                     r.1 += 1;
                     r.2 += bytes;
                 }
-                None => rows.push((s.clone(), 1, bytes)),
+                None => rows.push((s.to_string(), 1, bytes)),
             },
             None => {
                 builtin.0 += 1;

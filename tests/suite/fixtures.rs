@@ -309,10 +309,10 @@ fn a_30_mb_tools_list_line_is_accepted() {
         let tools = rt.registry.send(ListTools).await.unwrap();
         let padded = tools
             .iter()
-            .find(|t| t.name == "mcp__big__padded")
+            .find(|t| &*t.name == "mcp__big__padded")
             .expect("padded tool");
         assert_eq!(
-            padded.tool.description.as_ref().map(String::len),
+            padded.tool.description.as_deref().map(str::len),
             Some(30_000_000)
         );
         assert_eq!(echo(&rt, "big", "still fine").await.unwrap(), "still fine");
@@ -508,8 +508,8 @@ fn paginated_tools_list_is_followed_to_the_end() {
         };
         let all = rt.registry.send(ListTools).await.unwrap();
         assert_eq!(all.len(), tools);
-        assert!(all.iter().any(|t| t.name == "mcp__p__tool_00024"));
-        assert!(all.iter().any(|t| t.name == "mcp__p__echo"));
+        assert!(all.iter().any(|t| &*t.name == "mcp__p__tool_00024"));
+        assert!(all.iter().any(|t| &*t.name == "mcp__p__echo"));
         shutdown(rt, &[]).await;
     });
 }
@@ -633,7 +633,7 @@ fn tool_filters_and_builtin_clashes() {
             .await
             .unwrap();
         let all = rt.registry.send(ListTools).await.unwrap();
-        let names: Vec<&str> = all.iter().map(|t| t.name.as_str()).collect();
+        let names: Vec<&str> = all.iter().map(|t| &*t.name).collect();
         assert_eq!(names[0], "mcp__f__echo");
         assert!(all[0].server.is_none());
         assert_eq!(names.iter().filter(|n| **n == "mcp__f__echo").count(), 1);

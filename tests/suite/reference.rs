@@ -28,7 +28,7 @@ fn everything_handshake_lists_its_tools() {
         );
         assert!(*tools >= 10, "{tools}");
         let list = rt.registry.send(ListTools).await.unwrap();
-        let names: Vec<&str> = list.iter().map(|t| t.name.as_str()).collect();
+        let names: Vec<&str> = list.iter().map(|t| &*t.name).collect();
         for n in [
             "mcp__everything__echo",
             "mcp__everything__get_sum",
@@ -40,7 +40,7 @@ fn everything_handshake_lists_its_tools() {
         }
         let echo = list
             .iter()
-            .find(|t| t.name == "mcp__everything__echo")
+            .find(|t| &*t.name == "mcp__everything__echo")
             .unwrap();
         assert_eq!(echo.tool.name, "echo");
         assert!(echo.tool.input_schema.get().contains("message"));

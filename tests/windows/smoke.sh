@@ -179,6 +179,18 @@ for _ in $(seq 1 30); do
     fi
 done
 [[ $gone == 1 ]] || fail "grandchild $gpid outlived the killed harness9.exe"
+# The next check starts the same programs again: wait until Wine has ended every process of the
+# killed tree (the shim's cmd.exe and the server's node.exe too, not only the grandchild), as
+# the Linux processes Wine runs them in. Once, a server started right after this check exited
+# at its start with cmd.exe's 9009 while Wine was still tearing the old tree down.
+tree_left() {
+    grep -lsaE 'tree-s(hi|er)|harness9\.exe' /proc/[0-9]*/cmdline >/dev/null 2>&1
+}
+for _ in $(seq 1 300); do
+    tree_left || break
+    sleep 0.1
+done
+tree_left && fail "processes of the killed tree were still running 30 s after harness9.exe's kill"
 check "the tree ends when harness9 is killed" \
     "harness9.exe killed outright, the system closes its handles, the last one of the job with them, and kill-on-close ends the grandchild (alive before the kill, gone after)" \
     "a logoff or a closed console window (CTRL_CLOSE_EVENT): Wine has no interactive session here; the console events' handler (signal/windows.rs) is type-checked only"

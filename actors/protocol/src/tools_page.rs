@@ -1,9 +1,10 @@
-//! A `tools/list` page read in one pass over its text: each tool's strings copied, its schemas
-//! and annotations kept as the [`RawJson`] slices [`value_end`] accepted, nothing else built.
-//! The slices share the page's buffer: a 10k-tool page's schemas are most of it, and copying
-//! them into fresh memory cost more than reading them. A page whose kept slices are less than
-//! half of it (a large `_meta`, long descriptions) has them copied out instead, so that a tool
-//! never keeps much more than itself alive.
+//! A `tools/list` page read in one pass over its text: each tool's name and title copied, its
+//! description (when it has no escape) kept as a slice of the text, its schemas and annotations
+//! as the [`RawJson`] slices [`value_end`] accepted, nothing else built. The slices share the
+//! page's buffer: a 10k-tool page's schemas and descriptions are most of it, and copying them
+//! into fresh memory (each page of it a fault) cost more than reading them. A page whose kept
+//! slices are less than half of it (a large `_meta`) has them copied out instead, so that a
+//! tool never keeps much more than itself alive.
 //!
 //! It is a fast path, never the judge: it reads only pages it is sure of and declines
 //! (`None`) anything else (an escape in a key, a duplicate member, a `null` name, nesting past
@@ -101,14 +102,21 @@ fn bytes_of(text: &ByteString) -> &[u8] {
     s.as_bytes()
 }
 
-/// The bytes of a tool's raw members.
+/// The bytes of a tool's members kept as slices (an escaped description was copied: counting
+/// it too only makes a page likelier to be kept, and it is small).
 fn raw_len(t: &Tool) -> usize {
     let len = |r: &Option<RawJson>| r.as_ref().map_or(0, |r| r.get().len());
-    t.input_schema.get().len() + len(&t.output_schema) + len(&t.annotations)
+    t.input_schema.get().len()
+        + len(&t.output_schema)
+        + len(&t.annotations)
+        + t.description.as_ref().map_or(0, |d| d.len())
 }
 
-/// Copies a tool's raw members out of the page.
+/// Copies a tool's sliced members out of the page.
 fn detach(t: &mut Tool) {
+    if let Some(d) = &mut t.description {
+        *d = ByteString::from(&**d);
+    }
     t.input_schema = t.input_schema.detached();
     for r in [&mut t.output_schema, &mut t.annotations]
         .into_iter()
@@ -170,6 +178,25 @@ fn string(text: &ByteString, i: usize) -> Option<(String, usize)> {
         text[i + 1..end - 1].to_owned()
     };
     Some((s, end))
+}
+
+/// `null` or a string, as a slice of `text` when it has no escape.
+fn opt_text(text: &ByteString, i: usize) -> Option<(Option<ByteString>, usize)> {
+    let b = bytes_of(text);
+    if b.get(i..i + 4) == Some(b"null") {
+        return Some((None, i + 4));
+    }
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let (end, escaped) = string_end(b, i)?;
+    let s = if escaped {
+        // Rare: serde_json unescapes it (and declines a lone surrogate, as it would).
+        ByteString::from(serde_json::from_str::<String>(&text[i..end]).ok()?)
+    } else {
+        text.slice_ref(&text[i + 1..end - 1])
+    };
+    Some((Some(s), end))
 }
 
 /// `null` or a string.
@@ -244,7 +271,7 @@ fn tool(text: &ByteString, i: usize) -> Option<(Tool, usize)> {
     let end = members(b, i, |key, v| match key {
         b"name" => once(&mut name, string(text, v)?),
         b"title" => once(&mut title, opt_string(text, v)?),
-        b"description" => once(&mut description, opt_string(text, v)?),
+        b"description" => once(&mut description, opt_text(text, v)?),
         b"inputSchema" => {
             let end = value_end(b, v, DEPTH)?;
             once(&mut input_schema, (RawJson::accepted(text, v, end), end))
@@ -295,24 +322,46 @@ mod tests {
     }
 
     #[test]
-    fn schemas_share_the_page_unless_they_are_a_small_part_of_it() {
-        let inside = |text: &ByteString, t: &Tool| {
-            let range = bytes_of(text).as_ptr_range();
-            range.contains(&t.input_schema.get().as_ptr())
-        };
+    fn schemas_and_descriptions_share_the_page_unless_they_are_a_small_part_of_it() {
+        let inside =
+            |text: &ByteString, s: &str| bytes_of(text).as_ptr_range().contains(&s.as_ptr());
+        let described = |t: &Tool| t.description.as_deref().unwrap_or_default().to_owned();
         let schema = r#"{"type":"object","properties":{"q":{"type":"string"}}}"#;
         let lean = ByteString::from(format!(
-            r#"{{"tools":[{{"name":"a","inputSchema":{schema}}}]}}"#
+            r#"{{"tools":[{{"name":"a","description":"finds things","inputSchema":{schema}}},{{"name":"b","description":"tab\there","inputSchema":{schema}}}]}}"#
         ));
         let page = tools_page(&lean).expect("read");
-        assert!(inside(&lean, &page.tools[0]), "most of the page: shared");
+        let (a, b) = (&page.tools[0], &page.tools[1]);
+        assert!(
+            inside(&lean, a.input_schema.get()),
+            "most of the page: shared"
+        );
+        assert!(
+            inside(&lean, a.description.as_deref().unwrap_or_default()),
+            "a plain description: shared"
+        );
+        assert_eq!(described(a), "finds things");
+        assert!(
+            !inside(&lean, b.description.as_deref().unwrap_or_default()),
+            "an escaped one: unescaped into its own"
+        );
+        assert_eq!(described(b), "tab\there");
         let padded = ByteString::from(format!(
-            r#"{{"tools":[{{"name":"a","inputSchema":{schema}}}],"_meta":{{"pad":"{}"}}}}"#,
+            r#"{{"tools":[{{"name":"a","description":"finds things","inputSchema":{schema}}}],"_meta":{{"pad":"{}"}}}}"#,
             "x".repeat(4096)
         ));
         let page = tools_page(&padded).expect("read");
-        assert!(!inside(&padded, &page.tools[0]), "a small part: copied out");
-        assert_eq!(page.tools[0].input_schema.get(), schema);
+        let a = &page.tools[0];
+        assert!(
+            !inside(&padded, a.input_schema.get()),
+            "a small part: copied out"
+        );
+        assert!(
+            !inside(&padded, a.description.as_deref().unwrap_or_default()),
+            "the description too"
+        );
+        assert_eq!(a.input_schema.get(), schema);
+        assert_eq!(described(a), "finds things");
     }
 
     #[test]

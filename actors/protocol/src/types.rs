@@ -1,6 +1,7 @@
 //! MCP payload types, named as in the spec (`CallToolResult`, `ListToolsResult`, ...).
 
 use crate::rawjson::RawJson;
+use bytestring::ByteString;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -129,9 +130,10 @@ pub struct Tool {
     /// Display name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    /// What the tool does, for the model.
+    /// What the tool does, for the model. From a `tools/list` page, a slice sharing the page's
+    /// buffer like the schemas (see `tools_page`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
+    pub description: Option<ByteString>,
     /// JSON Schema of the arguments.
     #[serde(default = "empty_object_schema")]
     pub input_schema: RawJson,

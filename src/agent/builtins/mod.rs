@@ -374,7 +374,7 @@ fn tool(name: &str, effects: Effects, description: String, schema: Value) -> Too
     Tool {
         name: name.to_owned(),
         title: None,
-        description: Some(description),
+        description: Some(description.into()),
         input_schema: raw(&schema),
         output_schema: None,
         annotations: Some(raw(&hints)),

@@ -43,7 +43,7 @@ pub(super) struct ToolOffer {
 }
 
 /// Each registered tool's server and whether it says it is read-only (`readOnlyHint: true`).
-pub(super) type Facts = std::collections::HashMap<String, (Option<String>, bool)>;
+pub(super) type Facts = std::collections::HashMap<Arc<str>, (Option<Arc<str>>, bool)>;
 
 /// The facts of a tool table for [`crate::permissions::decide`].
 pub(super) fn facts_of(table: &[ToolEntry]) -> Facts {
@@ -85,7 +85,7 @@ impl ToolOffer {
         self.facts = Arc::new(facts_of(&table));
         let defs: Vec<ToolDef> = table
             .iter()
-            .filter(|e| !self.disabled.contains(&e.name))
+            .filter(|e| !self.disabled.contains(&*e.name))
             .filter_map(|e| {
                 let def = crate::toolsearch::entry_def(e);
                 if def.is_none() {
@@ -164,8 +164,8 @@ pub(super) fn unknown_tool(ctx: &CallCtx, name: &str) -> String {
     let usable = ctx
         .facts
         .keys()
-        .filter(|n| !ctx.disabled.contains(n.as_str()))
-        .map(String::as_str);
+        .map(|n| &**n)
+        .filter(|n| !ctx.disabled.contains(*n));
     unknown_tool_text(name, usable, ctx.search.is_some())
 }
 
@@ -281,8 +281,8 @@ async fn facts(ctx: &CallCtx, name: &str) -> Result<(Option<String>, bool), Stri
         // The engine's own search over the tool table: it reads only.
         return Ok((None, true));
     }
-    if let Some(f) = ctx.facts.get(name) {
-        return Ok(f.clone());
+    if let Some((server, read_only)) = ctx.facts.get(name) {
+        return Ok((server.as_deref().map(str::to_owned), *read_only));
     }
     // Not in the table this step was offered: look it up now. A tool that appeared since
     // is judged by its own facts; one that is absent gets the registry's reason (it
@@ -297,7 +297,7 @@ async fn facts(ctx: &CallCtx, name: &str) -> Result<(Option<String>, bool), Stri
                 entry.server.as_deref(),
                 entry.tool.annotations.as_ref().map(|a| a.get()),
             );
-            Ok((entry.server.clone(), f.read_only))
+            Ok((entry.server.as_deref().map(str::to_owned), f.read_only))
         }
         Ok(Err(CallError::UnknownTool { .. })) => Err(unknown_tool(ctx, name)),
         Ok(Err(e)) => Err(e.to_string()),

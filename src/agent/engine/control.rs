@@ -204,7 +204,7 @@ impl Handler<ListOffered> for Engine {
         Box::pin(
             fut.into_actor(self)
                 .map(move |(table, instructions), act, _| {
-                    let all = table.iter().map(|e| e.name.clone()).collect();
+                    let all = table.iter().map(|e| e.name.to_string()).collect();
                     // The offer the next turn takes, so what it offers is the one listed (and not built
                     // twice); a turn that started meanwhile has its own.
                     let mut offer = act.take_offer();

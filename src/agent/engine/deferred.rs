@@ -153,7 +153,7 @@ impl ToolOffer {
             .source
             .iter()
             .flat_map(|t| t.iter())
-            .map(|e| (e.name.as_str(), e))
+            .map(|e| (&*e.name, e))
             .collect();
         let meta: Vec<(&ToolDef, Option<&str>, bool)> = all
             .iter()

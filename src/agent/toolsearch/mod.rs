@@ -89,7 +89,7 @@ pub fn def_bytes(d: &ToolDef) -> usize {
 /// Whether `e` is pinned by `pins`.
 pub fn is_pinned(pins: &[String], e: &ToolEntry) -> bool {
     pins.iter()
-        .any(|p| *p == e.name || e.server.as_deref() == Some(p.as_str()))
+        .any(|p| **p == *e.name || e.server.as_deref() == Some(p.as_str()))
 }
 
 /// What one model request was offered of the MCP tools: loaded (their definitions sent) and
@@ -125,13 +125,14 @@ impl From<&Plan> for ToolsOffered {
 pub fn entry_def(e: &ToolEntry) -> Option<ToolDef> {
     let input_schema = crate::engine::schema_object(e.tool.input_schema.get()).ok()?;
     Some(ToolDef {
-        name: e.name.clone(),
+        name: e.name.to_string(),
         description: e
             .tool
             .description
-            .clone()
-            .or_else(|| e.tool.title.clone())
-            .unwrap_or_default(),
+            .as_deref()
+            .or(e.tool.title.as_deref())
+            .unwrap_or_default()
+            .to_owned(),
         input_schema,
     })
 }
@@ -285,7 +286,7 @@ pub fn search_def() -> ToolDef {
 
 /// The searchable form of a table entry (`None` for a built-in).
 pub fn doc(e: &ToolEntry) -> Option<rank::Doc> {
-    let server = e.server.clone()?;
+    let server = e.server.as_deref()?.to_owned();
     let schema: Value = serde_json::from_str(e.tool.input_schema.get()).unwrap_or(Value::Null);
     let mut params = Vec::new();
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
@@ -297,11 +298,11 @@ pub fn doc(e: &ToolEntry) -> Option<rank::Doc> {
         }
     }
     Some(rank::Doc {
-        name: e.name.clone(),
+        name: e.name.to_string(),
         server,
         tool: e.tool.name.clone(),
         title: e.tool.title.clone().unwrap_or_default(),
-        description: e.tool.description.clone().unwrap_or_default(),
+        description: e.tool.description.as_deref().unwrap_or_default().to_owned(),
         params,
     })
 }

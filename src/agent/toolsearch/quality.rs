@@ -34,8 +34,8 @@ fn entries() -> Vec<ToolEntry> {
                 continue;
             };
             out.push(ToolEntry {
-                name: format!("mcp__{prefix}__{}", tool.name),
-                server: Some(server.clone()),
+                name: format!("mcp__{prefix}__{}", tool.name).into(),
+                server: Some(server.as_str().into()),
                 tool: Arc::new(tool),
             });
         }
@@ -84,7 +84,7 @@ fn recall_at_5_over_the_recorded_servers_is_at_least_95_percent() {
         let hit = index.search(&e.name, None, 1);
         assert_eq!(
             hit.first().map(|i| index.docs()[*i].name.as_str()),
-            Some(e.name.as_str())
+            Some(&*e.name)
         );
     }
 }

@@ -88,7 +88,7 @@ impl Tui {
         ctx: &mut Context<Self>,
     ) {
         // The user's own call: it runs unless a deny rule of theirs names it.
-        let entry = self.state.servers.tools.iter().find(|t| t.name == name);
+        let entry = self.state.servers.tools.iter().find(|t| *t.name == *name);
         if let Err(refused) = user_call::check(&self.policy, &name, entry, arguments.as_ref()) {
             self.apply(
                 Event::CallDone {

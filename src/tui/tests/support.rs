@@ -86,12 +86,12 @@ pub(crate) fn restarting(attempt: usize) -> ServerState {
 
 pub(crate) fn tool(server: &str, name: &str, desc: &str) -> ToolEntry {
     ToolEntry {
-        name: format!("mcp__{server}__{name}"),
-        server: Some(server.to_owned()),
+        name: format!("mcp__{server}__{name}").into(),
+        server: Some(server.into()),
         tool: Arc::new(Tool {
             name: name.to_owned(),
             title: None,
-            description: Some(desc.to_owned()),
+            description: Some(desc.into()),
             input_schema: harness9_actors::protocol::rawjson::RawJson::from_value(
                 &serde_json::json!({}),
             )

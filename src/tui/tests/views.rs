@@ -217,7 +217,7 @@ fn tools_lists_each_tool_with_its_source_and_marks_the_one_off() {
         harness9_agent::builtins::definitions()
             .into_iter()
             .map(|t| ToolEntry {
-                name: t.name.clone(),
+                name: t.name.as_str().into(),
                 server: None,
                 tool: Arc::new(t),
             }),

@@ -310,13 +310,13 @@ fn the_registry_gives_a_contested_tool_name_to_neither_server() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let tools = rt.registry.send(ListTools).await.unwrap();
-        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let names: Vec<&str> = tools.iter().map(|t| &*t.name).collect();
         assert!(!names.contains(&"mcp__x_y__echo"), "{names:?}");
         // What only one of them has is its own; another server is untouched.
         let own = tools
             .iter()
-            .find(|t| t.name == "mcp__x_y__tool_00000")
-            .map(|t| t.server.clone());
+            .find(|t| &*t.name == "mcp__x_y__tool_00000")
+            .map(|t| t.server.as_deref().map(str::to_owned));
         assert_eq!(own, Some(Some("x.y".to_owned())), "{names:?}");
         assert!(names.contains(&"mcp__z__echo"), "{names:?}");
         let err = harness9_actors::ToolRegistry::call(&rt.registry, "mcp__x_y__echo", None, None)
