@@ -642,7 +642,7 @@ impl Handler<CallTool> for ToolRegistry {
     type Result = MessageResult<CallTool>;
 
     fn handle(&mut self, msg: CallTool, ctx: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.route(msg, Some(ctx.address())))
+        MessageResult(self.route(msg, Some(ctx)))
     }
 }
 
@@ -719,8 +719,9 @@ impl ToolRegistry {
     }
 
     /// Routes a call; `me` is set on its first routing (a call of a tool offered from the cache
-    /// may then wait for its server and be routed again, once).
-    fn route(&mut self, msg: CallTool, me: Option<Addr<ToolRegistry>>) -> Routed {
+    /// may then wait for its server and be routed again, once). Its address is made only then:
+    /// an actix address is two allocations, and a routed call needs none.
+    fn route(&mut self, msg: CallTool, me: Option<&Context<ToolRegistry>>) -> Routed {
         match self.routes.get(msg.name.as_str()) {
             Some(Route::Mcp { server, def }) => {
                 let (server, def) = (server.clone(), def.clone());
@@ -739,7 +740,7 @@ impl ToolRegistry {
                 let addr = match (&table.addr, me) {
                     (Some(a), _) => a,
                     (None, Some(me)) => {
-                        return self.await_then_route(msg, server.to_string(), table, me)
+                        return self.await_then_route(msg, server.to_string(), table, me.address())
                     }
                     (None, None) => {
                         return Routed::ready(Err(CallError::ServerUnavailable {
