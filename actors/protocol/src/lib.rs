@@ -10,6 +10,7 @@
 //! read of a `tools/list` page (serde_json stays the judge of anything it declines).
 #![warn(missing_docs)]
 
+pub mod call_result;
 pub mod chars;
 pub mod codec;
 pub mod headers;

@@ -832,6 +832,85 @@ fn good_tools_page_text() -> impl Strategy<Value = String> {
         })
 }
 
+/// One member of a content block: good ones, and each way one can be wrong or unusual.
+const BLOCK_MEMBERS: &[&str] = &[
+    r#""type":"text""#,
+    r#""type":"t\u0065xt""#,
+    r#""type":"image""#,
+    r#""type":null"#,
+    r#""text":"m1""#,
+    r#""text":"a\n\"b\" \u00e9""#,
+    r#""text":null"#,
+    r#""text":7"#,
+    r#""text":"\ud800""#,
+    r#""data":"AA==""#,
+    r#""data":5"#,
+    r#""mimeType":"text/plain""#,
+    r#""uri":null"#,
+    r#""annotations":{"audience":["user"],"priority":0.5}"#,
+    r#""_meta":{"k":[true,null]}"#,
+    r#""t\u0065xt":"x""#,
+];
+
+/// A near-valid `tools/call` result: blocks of any members (repeats included), and the
+/// result's own members, good and bad, in any order.
+fn call_result_text() -> impl Strategy<Value = String> {
+    let block = (
+        proptest::collection::vec(proptest::sample::select(BLOCK_MEMBERS), 0..5),
+        spacing(),
+    )
+        .prop_map(|(m, ws)| object(&m.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(), &ws));
+    let good_block = ("[a-z ]{0,12}", spacing()).prop_map(|(t, ws)| {
+        object(
+            &[
+                r#""type":"text""#.to_owned(),
+                format!(r#""text":"{t}\n{t}""#),
+            ],
+            &ws,
+        )
+    });
+    let blocks = prop_oneof![1 => good_block, 2 => block];
+    let member = prop_oneof![
+        4 => proptest::collection::vec(blocks, 0..4).prop_map(|b| format!(r#""content":[{}]"#, b.join(","))),
+        1 => proptest::sample::select(&[
+            r#""isError":true"#, r#""isError":false"#, r#""isError":null"#, r#""isError":1"#,
+            r#""structuredContent":{"n":[1,2.5e3,"x"]}"#, r#""structuredContent":null"#,
+            r#""structuredContent":[01]"#, r#""resultType":"complete""#, r#""resultType":null"#,
+            r#""resultType":3"#, r#""content":null"#, r#""content":{}"#, r#""_meta":{}"#,
+            r#""task":{"taskId":"t"}"#, r#""structuredContentMismatch":"x""#,
+        ][..]).prop_map(str::to_owned),
+    ];
+    (proptest::collection::vec(member, 0..5), spacing()).prop_map(|(m, ws)| object(&m, &ws))
+}
+
+/// A well-formed common result: text blocks, maybe `isError`, maybe `structuredContent`.
+fn good_call_result_text() -> impl Strategy<Value = String> {
+    let block = ("[a-z ]{0,12}", any::<bool>(), spacing()).prop_map(|(t, escaped, ws)| {
+        let text = if escaped {
+            format!(r#""text":"{t}\n\u00e9""#)
+        } else {
+            format!(r#""text":"{t}""#)
+        };
+        object(&[r#""type":"text""#.to_owned(), text], &ws)
+    });
+    (
+        proptest::collection::vec(block, 0..4),
+        proptest::option::of(any::<bool>()),
+        any::<bool>(),
+        spacing(),
+    )
+        .prop_map(|(blocks, is_error, structured, ws)| {
+            let mut members = vec![format!(r#""content":[{}]"#, blocks.join(","))];
+            if let Some(e) = is_error {
+                members.push(format!(r#""isError":{e}"#));
+            }
+            if structured {
+                members.push(r#""structuredContent":{"n":[1,{"k":null}]}"#.to_owned());
+            }
+            object(&members, &ws)
+        })
+}
+
 proptest! {
     #![proptest_config(config(2048))]
 
@@ -870,6 +949,35 @@ proptest! {
         prop_assert!(ours.is_some(), "declined {}", text);
         prop_assert!(theirs.is_ok(), "serde_json failed on {}", text);
         prop_assert_eq!(format!("{ours:?}"), format!("{:?}", theirs.ok()));
+    }
+
+    /// Whatever call result the fast path reads, serde_json reads the same; where serde_json
+    /// fails, the fast path declines.
+    #[test]
+    fn the_fast_call_result_is_serde_json(text in call_result_text()) {
+        let text_b: bytestring::ByteString = text.as_str().into();
+        let ours = crate::call_result::call_result_at(&text_b, 0)
+            .and_then(|(r, end)| (end == text.len()).then_some(r));
+        let theirs = serde_json::from_str::<crate::types::CallToolResult>(&text);
+        match (ours, theirs) {
+            (Some(o), Ok(t)) => prop_assert_eq!(o, t),
+            (Some(o), Err(e)) => {
+                return Err(TestCaseError::fail(format!("read {o:?} where serde_json failed: {e}")))
+            }
+            (None, _) => {}
+        }
+    }
+
+    /// A well-formed common result is read by the fast path, as serde_json reads it.
+    #[test]
+    fn the_fast_path_reads_common_call_results(text in good_call_result_text()) {
+        let text_b: bytestring::ByteString = text.as_str().into();
+        let ours = crate::call_result::call_result_at(&text_b, 0)
+            .and_then(|(r, end)| (end == text.len()).then_some(r));
+        let theirs = serde_json::from_str::<crate::types::CallToolResult>(&text);
+        prop_assert!(ours.is_some(), "declined {}", text);
+        prop_assert!(theirs.is_ok(), "serde_json failed on {}", text);
+        prop_assert_eq!(ours, theirs.ok());
     }
 
     /// The result the fast path finds in a line is the one serde_json's line parse gives.

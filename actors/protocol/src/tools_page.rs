@@ -97,7 +97,7 @@ pub fn tools_page_at(text: &ByteString, i: usize) -> Option<(ListToolsResult, us
 }
 
 /// The text's bytes.
-fn bytes_of(text: &ByteString) -> &[u8] {
+pub(crate) fn bytes_of(text: &ByteString) -> &[u8] {
     let s: &str = text;
     s.as_bytes()
 }
@@ -127,14 +127,18 @@ fn detach(t: &mut Tool) {
 }
 
 /// Stores a member's value the first time; a second one declines.
-fn once<T>(slot: &mut Option<T>, (value, end): (T, usize)) -> Option<usize> {
+pub(crate) fn once<T>(slot: &mut Option<T>, (value, end): (T, usize)) -> Option<usize> {
     slot.replace(value).is_none().then_some(end)
 }
 
 /// Walks the object at `b[i]`: `f(key, value_start)` returns the value's end, or `None` to
 /// decline. Keys with an escape decline (serde_json would match them unescaped). Returns the
 /// index past the closing brace.
-fn members(b: &[u8], i: usize, mut f: impl FnMut(&[u8], usize) -> Option<usize>) -> Option<usize> {
+pub(crate) fn members(
+    b: &[u8],
+    i: usize,
+    mut f: impl FnMut(&[u8], usize) -> Option<usize>,
+) -> Option<usize> {
     if b.get(i) != Some(&b'{') {
         return None;
     }
@@ -165,7 +169,7 @@ fn members(b: &[u8], i: usize, mut f: impl FnMut(&[u8], usize) -> Option<usize>)
 }
 
 /// The string at `b[i]`, unescaped, and the index past it.
-fn string(text: &ByteString, i: usize) -> Option<(String, usize)> {
+pub(crate) fn string(text: &ByteString, i: usize) -> Option<(String, usize)> {
     let b = bytes_of(text);
     if b.get(i) != Some(&b'"') {
         return None;
@@ -200,7 +204,7 @@ fn opt_text(text: &ByteString, i: usize) -> Option<(Option<ByteString>, usize)> 
 }
 
 /// `null` or a string.
-fn opt_string(text: &ByteString, i: usize) -> Option<(Option<String>, usize)> {
+pub(crate) fn opt_string(text: &ByteString, i: usize) -> Option<(Option<String>, usize)> {
     if bytes_of(text).get(i..i + 4) == Some(b"null") {
         return Some((None, i + 4));
     }

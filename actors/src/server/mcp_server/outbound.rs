@@ -53,6 +53,25 @@ impl Payload {
         }
     }
 
+    /// A `tools/call` result: through its fast path where the text is a common result it is
+    /// sure of (text blocks), else (and for every error) as [`parse`](Self::parse) does.
+    pub(in crate::server) fn parse_call(
+        &self,
+    ) -> Result<crate::protocol::types::CallToolResult, LineError> {
+        use crate::protocol::call_result::call_result_at;
+        let fast = match self {
+            Payload::Raw(r) => {
+                let text = crate::protocol::rawjson::ByteString::from(r.get());
+                call_result_at(&text, 0).and_then(|(r, end)| (end == text.len()).then_some(r))
+            }
+            Payload::Line(l) => crate::protocol::tools_page::plain_result(l, call_result_at),
+        };
+        match fast {
+            Some(result) => Ok(result),
+            None => self.parse(),
+        }
+    }
+
     /// A list page: through the page type's own fast path where it has one and is sure of the
     /// text (`tools/list`), else (and for every error) as [`parse`](Self::parse) does.
     pub(in crate::server) fn parse_page<P>(&self) -> Result<P, LineError>

@@ -486,7 +486,7 @@ impl Call {
     /// One parse of a round's result; a stateless server's refusal to ask its own questions
     /// gets the pin named.
     fn parse(&self, raw: &Payload) -> Result<CallToolResult, CallError> {
-        let mut result = match raw.parse::<<CallTool as Request>::Result>() {
+        let mut result = match raw.parse_call() {
             Ok(r) => r,
             Err(LineError::Both) => {
                 return Err(CallError::Rpc {
