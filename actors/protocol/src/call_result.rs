@@ -8,7 +8,7 @@
 
 use bytestring::ByteString;
 
-use crate::rawjson::{value_end, ws, MAX_DEPTH};
+use crate::rawjson::{string_end, value_end, ws, MAX_DEPTH};
 use crate::tools_page::{bytes_of, members, once, opt_string, string};
 use crate::types::{CallToolResult, ContentBlock};
 
@@ -83,15 +83,27 @@ fn text_block(text: &ByteString, i: usize) -> Option<(ContentBlock, usize)> {
     let mut kind = None;
     let mut body = None;
     let end = members(b, i, |key, v| match key {
-        b"type" => once(&mut kind, string(text, v)?),
+        b"type" => once(&mut kind, is_text(text, v)?),
         b"text" => once(&mut body, string(text, v)?),
         b"data" | b"mimeType" | b"resource" | b"uri" | b"name" | b"description" => None,
         _ => value_end(b, v, DEPTH),
     })?;
-    if kind? != "text" {
+    if !kind? {
         return None;
     }
     Some((ContentBlock::Text { text: body? }, end))
+}
+
+/// Whether the string at `b[i]` is `text` (compared in place unless it has an escape).
+fn is_text(text: &ByteString, i: usize) -> Option<(bool, usize)> {
+    let b = bytes_of(text);
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    match string_end(b, i)? {
+        (end, false) => Some((&b[i + 1..end - 1] == b"text", end)),
+        (_, true) => string(text, i).map(|(s, end)| (s == "text", end)),
+    }
 }
 
 #[cfg(test)]
