@@ -93,7 +93,13 @@ impl State {
         let mut layout: BTreeMap<String, ToolLayout> = BTreeMap::new();
         for (i, t) in tools.iter().enumerate() {
             let Some(server) = &t.server else { continue };
-            let l = layout.entry(server.to_string()).or_default();
+            // A server's tools come together: its entry is made once, not a key per tool.
+            if !layout.contains_key(&**server) {
+                layout.insert(server.to_string(), ToolLayout::default());
+            }
+            let Some(l) = layout.get_mut(&**server) else {
+                continue;
+            };
             if l.starts.is_empty() {
                 l.starts.push(0);
             }
