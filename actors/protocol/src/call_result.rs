@@ -8,8 +8,8 @@
 
 use bytestring::ByteString;
 
-use crate::rawjson::{string_end, value_end, ws, MAX_DEPTH};
-use crate::tools_page::{bytes_of, members, once, opt_string, string};
+use crate::rawjson::{string_end, value_end, MAX_DEPTH};
+use crate::tools_page::{array, bytes_of, members, once, opt_string, string};
 use crate::types::{CallToolResult, ContentBlock};
 
 /// The `tools/call` result object at `text[i..]` and the index past it, or `None` where
@@ -23,7 +23,7 @@ pub fn call_result_at(text: &ByteString, i: usize) -> Option<(CallToolResult, us
     let mut is_error = None;
     let mut result_type = None;
     let end = members(b, i, |key, v| match key {
-        b"content" => once(&mut content, blocks(text, v)?),
+        b"content" => once(&mut content, array(text, v, text_block)?),
         b"structuredContent" => {
             let end = value_end(b, v, DEPTH)?;
             let value = match &text[v..end] {
@@ -49,29 +49,6 @@ pub fn call_result_at(text: &ByteString, i: usize) -> Option<(CallToolResult, us
         task: None,
     };
     Some((result, end))
-}
-
-/// The array of content blocks at `b[i]`: text blocks only.
-fn blocks(text: &ByteString, i: usize) -> Option<(Vec<ContentBlock>, usize)> {
-    let b = bytes_of(text);
-    if b.get(i) != Some(&b'[') {
-        return None;
-    }
-    let mut out = Vec::new();
-    let mut i = ws(b, i + 1);
-    if b.get(i) == Some(&b']') {
-        return Some((out, i + 1));
-    }
-    loop {
-        let (block, end) = text_block(text, i)?;
-        out.push(block);
-        i = ws(b, end);
-        match b.get(i)? {
-            b',' => i = ws(b, i + 1),
-            b']' => return Some((out, i + 1)),
-            _ => return None,
-        }
-    }
 }
 
 /// One `{"type":"text","text":...}` block at `b[i]` (other members skipped, as serde_json

@@ -883,6 +883,12 @@ fn call_result_text() -> impl Strategy<Value = String> {
     (proptest::collection::vec(member, 0..5), spacing()).prop_map(|(m, ws)| object(&m, &ws))
 }
 
+/// The whole of `text` read by the fast `tools/call` result reader, or `None`.
+fn fast_call_result(text: &str) -> Option<crate::types::CallToolResult> {
+    let (r, end) = crate::call_result::call_result_at(&text.into(), 0)?;
+    (end == text.len()).then_some(r)
+}
+
 /// A well-formed common result: text blocks, maybe `isError`, maybe `structuredContent`.
 fn good_call_result_text() -> impl Strategy<Value = String> {
     let block = ("[a-z ]{0,12}", any::<bool>(), spacing()).prop_map(|(t, escaped, ws)| {
@@ -955,9 +961,7 @@ proptest! {
     /// fails, the fast path declines.
     #[test]
     fn the_fast_call_result_is_serde_json(text in call_result_text()) {
-        let text_b: bytestring::ByteString = text.as_str().into();
-        let ours = crate::call_result::call_result_at(&text_b, 0)
-            .and_then(|(r, end)| (end == text.len()).then_some(r));
+        let ours = fast_call_result(&text);
         let theirs = serde_json::from_str::<crate::types::CallToolResult>(&text);
         match (ours, theirs) {
             (Some(o), Ok(t)) => prop_assert_eq!(o, t),
@@ -971,9 +975,7 @@ proptest! {
     /// A well-formed common result is read by the fast path, as serde_json reads it.
     #[test]
     fn the_fast_path_reads_common_call_results(text in good_call_result_text()) {
-        let text_b: bytestring::ByteString = text.as_str().into();
-        let ours = crate::call_result::call_result_at(&text_b, 0)
-            .and_then(|(r, end)| (end == text.len()).then_some(r));
+        let ours = fast_call_result(&text);
         let theirs = serde_json::from_str::<crate::types::CallToolResult>(&text);
         prop_assert!(ours.is_some(), "declined {}", text);
         prop_assert!(theirs.is_ok(), "serde_json failed on {}", text);

@@ -239,22 +239,34 @@ fn opt_raw(text: &ByteString, i: usize, depth: usize) -> Option<(Option<RawJson>
 
 /// The array of tools at `b[i]`.
 fn tool_array(text: &ByteString, i: usize) -> Option<(Vec<Arc<Tool>>, usize)> {
+    array(text, i, |text, i| {
+        tool(text, i).map(|(t, end)| (Arc::new(t), end))
+    })
+}
+
+/// The array at `b[i]`, each element read by `item` (given the text and where the element
+/// starts, it returns it and the index past it, or `None` to decline).
+pub(crate) fn array<T>(
+    text: &ByteString,
+    i: usize,
+    mut item: impl FnMut(&ByteString, usize) -> Option<(T, usize)>,
+) -> Option<(Vec<T>, usize)> {
     let b = bytes_of(text);
     if b.get(i) != Some(&b'[') {
         return None;
     }
-    let mut tools = Vec::new();
+    let mut items = Vec::new();
     let mut i = ws(b, i + 1);
     if b.get(i) == Some(&b']') {
-        return Some((tools, i + 1));
+        return Some((items, i + 1));
     }
     loop {
-        let (tool, end) = tool(text, i)?;
-        tools.push(Arc::new(tool));
+        let (value, end) = item(text, i)?;
+        items.push(value);
         i = ws(b, end);
         match b.get(i)? {
             b',' => i = ws(b, i + 1),
-            b']' => return Some((tools, i + 1)),
+            b']' => return Some((items, i + 1)),
             _ => return None,
         }
     }
