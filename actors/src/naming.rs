@@ -61,9 +61,10 @@ pub fn write_full_name(name: &mut String, prefix: &str, tool: &str) {
     name.push_str(prefix);
     push_sanitized(name, tool);
     if name.len() > MAX_NAME {
+        use std::fmt::Write as _;
         let hash = fnv1a32(name.as_bytes());
         name.truncate(MAX_NAME - 9);
-        name.push_str(&format!("_{hash:08x}"));
+        let _ = write!(name, "_{hash:08x}");
     }
 }
 

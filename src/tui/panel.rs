@@ -90,16 +90,11 @@ impl State {
 
     /// Takes in a new tool table and lays out each server's tools for the panel.
     pub(super) fn set_tools(&mut self, tools: Arc<Vec<ToolEntry>>) {
-        let mut layout: BTreeMap<String, ToolLayout> = BTreeMap::new();
+        let mut layout: BTreeMap<Arc<str>, ToolLayout> = BTreeMap::new();
         for (i, t) in tools.iter().enumerate() {
             let Some(server) = &t.server else { continue };
-            // A server's tools come together: its entry is made once, not a key per tool.
-            if !layout.contains_key(&**server) {
-                layout.insert(server.to_string(), ToolLayout::default());
-            }
-            let Some(l) = layout.get_mut(&**server) else {
-                continue;
-            };
+            // The key is the table's own shared name: no allocation per tool.
+            let l = layout.entry(server.clone()).or_default();
             if l.starts.is_empty() {
                 l.starts.push(0);
             }

@@ -22,7 +22,7 @@ pub struct ServersState {
     /// Latest tool table.
     pub tools: std::sync::Arc<Vec<harness9_actors::messages::ToolEntry>>,
     /// Per-server layout of `tools` for the panel.
-    pub layout: std::collections::BTreeMap<String, super::panel::ToolLayout>,
+    pub layout: std::collections::BTreeMap<std::sync::Arc<str>, super::panel::ToolLayout>,
     /// Servers the config marks `"disabled": true`: not running, shown dim in the bar.
     pub disabled: Vec<String>,
     /// The config file's display path.

@@ -8,8 +8,8 @@
 
 use bytestring::ByteString;
 
-use crate::rawjson::{string_end, value_end, MAX_DEPTH};
-use crate::tools_page::{array, bytes_of, members, once, opt_string, string};
+use crate::rawjson::{value_end, MAX_DEPTH};
+use crate::tools_page::{array, bytes_of, members, once, opt_string, string, string_at};
 use crate::types::{CallToolResult, ContentBlock};
 
 /// The `tools/call` result object at `text[i..]` and the index past it, or `None` where
@@ -73,14 +73,7 @@ fn text_block(text: &ByteString, i: usize) -> Option<(ContentBlock, usize)> {
 
 /// Whether the string at `b[i]` is `text` (compared in place unless it has an escape).
 fn is_text(text: &ByteString, i: usize) -> Option<(bool, usize)> {
-    let b = bytes_of(text);
-    if b.get(i) != Some(&b'"') {
-        return None;
-    }
-    match string_end(b, i)? {
-        (end, false) => Some((&b[i + 1..end - 1] == b"text", end)),
-        (_, true) => string(text, i).map(|(s, end)| (s == "text", end)),
-    }
+    string_at(text, i).map(|(s, end)| (s == "text", end))
 }
 
 #[cfg(test)]

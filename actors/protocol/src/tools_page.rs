@@ -12,6 +12,7 @@
 //! or error stands. The property tests in `props` hold it to that: whatever it reads, serde_json
 //! reads the same.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -168,37 +169,37 @@ pub(crate) fn members(
     }
 }
 
-/// The string at `b[i]`, unescaped, and the index past it.
-pub(crate) fn string(text: &ByteString, i: usize) -> Option<(String, usize)> {
+/// The string at `b[i]` and the index past it: borrowed from `text` when it has no escape,
+/// unescaped by serde_json when it has one (rare; a lone surrogate declines, as serde_json
+/// would).
+pub(crate) fn string_at(text: &ByteString, i: usize) -> Option<(Cow<'_, str>, usize)> {
     let b = bytes_of(text);
     if b.get(i) != Some(&b'"') {
         return None;
     }
     let (end, escaped) = string_end(b, i)?;
     let s = if escaped {
-        // Rare: serde_json unescapes it (and declines a lone surrogate, as it would).
-        serde_json::from_str(&text[i..end]).ok()?
+        Cow::Owned(serde_json::from_str(&text[i..end]).ok()?)
     } else {
-        text[i + 1..end - 1].to_owned()
+        Cow::Borrowed(&text[i + 1..end - 1])
     };
     Some((s, end))
 }
 
+/// The string at `b[i]`, unescaped, and the index past it.
+pub(crate) fn string(text: &ByteString, i: usize) -> Option<(String, usize)> {
+    string_at(text, i).map(|(s, end)| (s.into_owned(), end))
+}
+
 /// `null` or a string, as a slice of `text` when it has no escape.
 fn opt_text(text: &ByteString, i: usize) -> Option<(Option<ByteString>, usize)> {
-    let b = bytes_of(text);
-    if b.get(i..i + 4) == Some(b"null") {
+    if bytes_of(text).get(i..i + 4) == Some(b"null") {
         return Some((None, i + 4));
     }
-    if b.get(i) != Some(&b'"') {
-        return None;
-    }
-    let (end, escaped) = string_end(b, i)?;
-    let s = if escaped {
-        // Rare: serde_json unescapes it (and declines a lone surrogate, as it would).
-        ByteString::from(serde_json::from_str::<String>(&text[i..end]).ok()?)
-    } else {
-        text.slice_ref(&text[i + 1..end - 1])
+    let (s, end) = string_at(text, i)?;
+    let s = match s {
+        Cow::Borrowed(s) => text.slice_ref(s),
+        Cow::Owned(s) => ByteString::from(s),
     };
     Some((Some(s), end))
 }

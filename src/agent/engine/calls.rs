@@ -276,13 +276,13 @@ fn unusable(ctx: &CallCtx, name: &str, input: &Value, cut: bool) -> Option<Strin
 /// What the permissions know of tool `name`: its server and whether it is read-only. A tool
 /// not in the table (gone since the model saw it) is judged as an unannotated one; the
 /// registry then says it is unknown. `Err`: the call's error result (no such tool).
-async fn facts(ctx: &CallCtx, name: &str) -> Result<(Option<String>, bool), String> {
+async fn facts(ctx: &CallCtx, name: &str) -> Result<(Option<Arc<str>>, bool), String> {
     if super::deferred::is_search(ctx, name) {
         // The engine's own search over the tool table: it reads only.
         return Ok((None, true));
     }
-    if let Some((server, read_only)) = ctx.facts.get(name) {
-        return Ok((server.as_deref().map(str::to_owned), *read_only));
+    if let Some(f) = ctx.facts.get(name) {
+        return Ok(f.clone());
     }
     // Not in the table this step was offered: look it up now. A tool that appeared since
     // is judged by its own facts; one that is absent gets the registry's reason (it
@@ -297,7 +297,7 @@ async fn facts(ctx: &CallCtx, name: &str) -> Result<(Option<String>, bool), Stri
                 entry.server.as_deref(),
                 entry.tool.annotations.as_ref().map(|a| a.get()),
             );
-            Ok((entry.server.as_deref().map(str::to_owned), f.read_only))
+            Ok((entry.server.clone(), f.read_only))
         }
         Ok(Err(CallError::UnknownTool { .. })) => Err(unknown_tool(ctx, name)),
         Ok(Err(e)) => Err(e.to_string()),
@@ -310,7 +310,7 @@ struct Judged<'a> {
     ctx: &'a CallCtx,
     id: &'a str,
     name: &'a str,
-    server: Option<String>,
+    server: Option<Arc<str>>,
     verdict: Verdict,
     cancel: &'a CancellationToken,
 }
@@ -346,7 +346,7 @@ impl Judged<'_> {
         let question = TurnEvent::Ask(PermissionQuestion {
             id: self.id.to_owned(),
             name: self.name.to_owned(),
-            server: self.server.clone(),
+            server: self.server.as_deref().map(str::to_owned),
             arguments: input.clone(),
             rule: match &self.verdict.reason {
                 Reason::Rule(r) => Some(r.describe()),

@@ -53,23 +53,12 @@ impl Payload {
         }
     }
 
-    /// A `tools/call` result: through its fast path where the text is a common result it is
+    /// A `tools/call` result: through its fast reader where the text is a common result it is
     /// sure of (text blocks), else (and for every error) as [`parse`](Self::parse) does.
     pub(in crate::server) fn parse_call(
         &self,
     ) -> Result<crate::protocol::types::CallToolResult, LineError> {
-        use crate::protocol::call_result::call_result_at;
-        let fast = match self {
-            Payload::Raw(r) => {
-                let text = crate::protocol::rawjson::ByteString::from(r.get());
-                call_result_at(&text, 0).and_then(|(r, end)| (end == text.len()).then_some(r))
-            }
-            Payload::Line(l) => crate::protocol::tools_page::plain_result(l, call_result_at),
-        };
-        match fast {
-            Some(result) => Ok(result),
-            None => self.parse(),
-        }
+        self.read_or_parse(crate::protocol::call_result::call_result_at)
     }
 
     /// A list page: through the page type's own fast path where it has one and is sure of the
@@ -78,16 +67,27 @@ impl Payload {
     where
         P: crate::protocol::types::Page + serde::de::DeserializeOwned,
     {
+        if !P::SKIMS {
+            return self.parse();
+        }
+        self.read_or_parse(P::skim)
+    }
+
+    /// The result read by `read` (a fast reader: given the text and where the result starts,
+    /// what it read and where it ends, or `None` to decline), else parsed by serde_json.
+    fn read_or_parse<T: serde::de::DeserializeOwned>(
+        &self,
+        read: fn(&crate::protocol::rawjson::ByteString, usize) -> Option<(T, usize)>,
+    ) -> Result<T, LineError> {
         let fast = match self {
-            _ if !P::SKIMS => None,
             Payload::Raw(r) => {
                 let text = crate::protocol::rawjson::ByteString::from(r.get());
-                P::skim(&text, 0).and_then(|(page, end)| (end == text.len()).then_some(page))
+                read(&text, 0).and_then(|(value, end)| (end == text.len()).then_some(value))
             }
-            Payload::Line(l) => crate::protocol::tools_page::plain_result(l, P::skim),
+            Payload::Line(l) => crate::protocol::tools_page::plain_result(l, read),
         };
         match fast {
-            Some(page) => Ok(page),
+            Some(value) => Ok(value),
             None => self.parse(),
         }
     }
