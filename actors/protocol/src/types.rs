@@ -37,7 +37,7 @@ pub struct InitializeParams<'a> {
     /// The revision we offer.
     pub protocol_version: &'a str,
     /// What this client supports.
-    pub capabilities: &'a Value,
+    pub capabilities: &'a serde_json::value::RawValue,
     /// Who we are.
     pub client_info: &'a Implementation,
 }
@@ -311,7 +311,7 @@ pub struct StatelessMeta<'a> {
     pub version: &'static str,
     /// What this client supports.
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
-    pub capabilities: &'a Value,
+    pub capabilities: &'a serde_json::value::RawValue,
     /// Who we are.
     #[serde(rename = "io.modelcontextprotocol/clientInfo")]
     pub info: &'static Implementation,

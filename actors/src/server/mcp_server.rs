@@ -83,6 +83,9 @@ pub struct McpServer {
     cwd: PathBuf,
     /// The last skills listing and until when its `ttlMs` lets it be used.
     skills: skills::Cached,
+    /// Its own address, weak, made once: each call's cancel guard holds a copy (a count, no
+    /// allocation; an `Addr` costs two) and upgrades it only to tell the server.
+    me: Option<actix::WeakAddr<McpServer>>,
 }
 
 /// The wire trace's tap and what it could not take. Invariant: a record is never waited for:
@@ -151,10 +154,7 @@ impl McpServer {
             _ => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         };
         let client = Arc::new(ClientSide::new(
-            super::server_requests::client_capabilities(
-                &spec,
-                super::server_requests::InputCaps::default(),
-            ),
+            super::server_requests::declared(&spec, super::server_requests::InputCaps::default()),
             spec.log_level.clone(),
         ));
         Self {
@@ -162,6 +162,7 @@ impl McpServer {
             roots: spec.roots.clone(),
             subs: Subscriptions::default(),
             skills: Default::default(),
+            me: None,
             dropped_notices: 0,
             name: Arc::from(spec.name.as_str()),
             session: Session::new(&spec),
@@ -192,7 +193,7 @@ impl McpServer {
         self.questions.input = input;
         self.questions.answerer = None;
         self.client = Arc::new(ClientSide::new(
-            super::server_requests::client_capabilities(&self.spec, caps),
+            super::server_requests::declared(&self.spec, caps),
             self.spec.log_level.clone(),
         ));
         self

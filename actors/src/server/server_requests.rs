@@ -99,6 +99,43 @@ pub fn client_capabilities(spec: &ServerSpec, caps: InputCaps) -> Value {
     Value::Object(all)
 }
 
+/// Our capabilities as sent, serialized once: what `initialize` declares and what every
+/// stateless request's `_meta` declares (the same and the extensions only that era carries).
+#[derive(Debug)]
+pub struct Declared {
+    /// `initialize`'s `capabilities`.
+    pub capabilities: Box<serde_json::value::RawValue>,
+    /// A stateless request's `_meta` `clientCapabilities`.
+    pub stateless: Box<serde_json::value::RawValue>,
+}
+
+/// The [`Declared`] capabilities for `spec` and `caps`, serialized once per process for each
+/// combination (they depend on nothing else): a server actor is started with them, not with a
+/// tree of JSON values to build, copy and serialize on every connection.
+pub fn declared(spec: &ServerSpec, caps: InputCaps) -> std::sync::Arc<Declared> {
+    static ALL: [OnceLock<std::sync::Arc<Declared>>; 16] = [const { OnceLock::new() }; 16];
+    // Every field named, so that a new one cannot be left out of the index.
+    let InputCaps {
+        elicitation_form,
+        elicitation_url,
+        sampling,
+    } = caps;
+    let i = usize::from(spec.roots != Roots::Off)
+        | usize::from(elicitation_form) << 1
+        | usize::from(elicitation_url) << 2
+        | usize::from(sampling) << 3;
+    let raw = |v: &Value| serde_json::value::to_raw_value(v).unwrap_or_default();
+    ALL[i]
+        .get_or_init(|| {
+            let capabilities = client_capabilities(spec, caps);
+            std::sync::Arc::new(Declared {
+                stateless: raw(&stateless_capabilities(&capabilities)),
+                capabilities: raw(&capabilities),
+            })
+        })
+        .clone()
+}
+
 /// The Tasks extension (SEP-2663): a `tools/call` may be answered with a task to poll.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
@@ -295,6 +332,34 @@ mod tests {
         assert!(client_capabilities(&spec, InputCaps::default())
             .get("roots")
             .is_none());
+    }
+
+    /// Each combination's serialized capabilities are its own, whatever order they are first
+    /// asked in (a shared slot would hand one server another's).
+    #[test]
+    fn declared_capabilities_are_each_combinations_own() {
+        let mut combos = Vec::new();
+        for bits in 0..16u8 {
+            let mut spec = ServerSpec::stdio("s", "x", vec![]);
+            if bits & 1 == 0 {
+                spec.roots = Roots::Off;
+            }
+            let caps = InputCaps {
+                elicitation_form: bits & 2 != 0,
+                elicitation_url: bits & 4 != 0,
+                sampling: bits & 8 != 0,
+            };
+            combos.push((spec, caps));
+        }
+        // Asked in two orders: the first fills each slot, the second reads it.
+        for (spec, caps) in combos.iter().rev().chain(combos.iter()) {
+            let d = declared(spec, *caps);
+            let want = client_capabilities(spec, *caps);
+            let got: Value = serde_json::from_str(d.capabilities.get()).unwrap();
+            assert_eq!(got, want, "{caps:?}, roots {:?}", spec.roots);
+            let got: Value = serde_json::from_str(d.stateless.get()).unwrap();
+            assert_eq!(got, stateless_capabilities(&want));
+        }
     }
 
     #[test]

@@ -456,7 +456,7 @@ async fn initialize(
 ) -> Result<Connected, InitFailed> {
     let params = InitializeParams {
         protocol_version: offer.as_str(),
-        capabilities: &client.capabilities,
+        capabilities: client.capabilities(),
         client_info: server_requests::client_info(),
     };
     let rpc = Rpc::new::<Initialize>(Some(&params), meta_of)

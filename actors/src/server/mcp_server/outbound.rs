@@ -5,6 +5,7 @@
 //! a future (the handshake, a re-list), and cancellation.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
@@ -171,24 +172,28 @@ impl Rpc {
 pub(in crate::server) struct SetEra(pub(in crate::server) Era);
 
 /// What a server actor says about itself in every stateless request: its capabilities (from
-/// its spec) and the log level it asks for.
+/// its spec and its front end, serialized once per process) and the log level it asks for.
 #[derive(Debug)]
 pub(in crate::server) struct ClientSide {
-    /// What `initialize` declares.
-    pub(in crate::server) capabilities: Value,
-    /// What every stateless request's `_meta` declares: the same and the extensions.
-    stateless: Value,
+    declared: Arc<server_requests::Declared>,
     pub(in crate::server) log_level: Option<String>,
 }
 
 impl ClientSide {
-    /// Our side for a server: `capabilities` as `initialize` declares them.
-    pub(in crate::server) fn new(capabilities: Value, log_level: Option<String>) -> Self {
+    /// Our side for a server: what it is declared, the log level it asks for.
+    pub(in crate::server) fn new(
+        declared: Arc<server_requests::Declared>,
+        log_level: Option<String>,
+    ) -> Self {
         Self {
-            stateless: server_requests::stateless_capabilities(&capabilities),
-            capabilities,
+            declared,
             log_level,
         }
+    }
+
+    /// What `initialize` declares.
+    pub(in crate::server) fn capabilities(&self) -> &serde_json::value::RawValue {
+        &self.declared.capabilities
     }
 
     /// The `_meta` of a request at `version`, with `progress_token` when the caller wants
@@ -201,7 +206,7 @@ impl ClientSide {
         StatelessMeta {
             progress_token,
             version: version.as_str(),
-            capabilities: &self.stateless,
+            capabilities: &self.declared.stateless,
             info: server_requests::client_info(),
             log_level: self.log_level.as_deref(),
         }

@@ -208,7 +208,10 @@ impl Handler<CallServerTool> for McpServer {
         );
         op.set_request_id(round.id);
         let guard = CancelOnDrop {
-            addr: ctx.address(),
+            addr: self
+                .me
+                .get_or_insert_with(|| ctx.address().downgrade())
+                .clone(),
             id: round.id,
             armed: true,
         };
@@ -285,16 +288,26 @@ struct Tries {
     carried: Option<Map<String, Value>>,
 }
 
-/// What became of one round's result.
+/// What became of one round.
 enum Step {
     /// The call's answer.
     Done(CallToolResult),
-    /// The call goes on with this round.
-    Next(Round),
+    /// An `input_required` result: its requests are answered, then the call is sent again.
+    Input(Payload),
+    /// The round ended without a result: sent again when that may help, else the error.
+    Recover(RoundError),
     /// The call became a 2025-11-25 task, asked for: followed to its result.
     FollowOld(String),
     /// The call became a task (`io.modelcontextprotocol/tasks`): followed to its end.
     Follow(DetailedTask),
+}
+
+/// Where a step off the common path leads.
+enum Then {
+    /// The call goes on with this round.
+    Again(Round),
+    /// The call's answer.
+    Done(CallToolResult),
 }
 
 /// One tool call in flight across its rounds, as a future's state: what a retry sends again,
@@ -324,10 +337,16 @@ struct Call {
 }
 
 impl Call {
-    /// The follower of the task the call became (built only then: most calls never do).
-    fn follower(&self) -> Follower {
-        Follower {
-            addr: self.guard.addr.clone(),
+    /// The follower of the task the call became (built only then: most calls never do);
+    /// the call's error if the server actor has stopped.
+    fn follower(&self) -> Result<Follower, CallError> {
+        let addr = self
+            .guard
+            .addr
+            .upgrade()
+            .ok_or_else(|| stopped(&self.server, &self.again.tool))?;
+        Ok(Follower {
+            addr,
             server: self.server.clone(),
             tool: self.again.tool.clone(),
             by: self.by.clone(),
@@ -335,38 +354,73 @@ impl Call {
             bound: self.task_bounds.1,
             cancel: self.cancel.clone(),
             progress: self.again.progress.clone(),
+        })
+    }
+
+    /// Runs the call from its first round to its end. What most calls never do (a task
+    /// followed, an `input_required` round, a recovery) runs in a box of its own
+    /// ([`Call::rare`]): the call's future, boxed and moved once per call, holds only the
+    /// common path's state (`a_call_future_is_small`).
+    ///
+    /// An `async move` block rather than an `async fn`: an `async fn` keeps its arguments twice
+    /// in its future (as passed and as its locals), the block once.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn would hold the call twice in its future"
+    )]
+    fn run(
+        mut self,
+        mut round: Round,
+    ) -> impl Future<Output = Result<CallToolResult, CallError>> + Send + 'static {
+        async move {
+            // The time the server's questions stay open does not count (see `AskClock`).
+            let mut deadline = Deadline::start(self.timeout, self.clock.clone());
+            loop {
+                // Scoped so that nothing of this round's result is held across the rare
+                // step's wait but that step's box.
+                let rare = {
+                    let writer = &self.writer;
+                    let stuck = move || writer.as_ref().is_some_and(|w| w.capacity() == 0);
+                    let step = match wait_round(
+                        round,
+                        &mut self.guard,
+                        &mut deadline,
+                        (&self.cancel, self.idle.as_ref()),
+                        &stuck,
+                    )
+                    .await
+                    {
+                        Ok(raw) => self.on_result(raw)?,
+                        Err(e) => Step::Recover(e),
+                    };
+                    match step {
+                        Step::Done(result) => return Ok(result),
+                        step => Box::pin(self.rare(step, &mut deadline)),
+                    }
+                };
+                round = match rare.await? {
+                    Then::Again(next) => next,
+                    Then::Done(result) => return Ok(result),
+                };
+            }
         }
     }
 
-    /// Runs the call from its first round to its end.
-    async fn run(mut self, mut round: Round) -> Result<CallToolResult, CallError> {
-        // The time the server's questions stay open does not count (see `AskClock`).
-        let mut deadline = Deadline::start(self.timeout, self.clock.clone());
-        loop {
-            let writer = &self.writer;
-            let stuck = move || writer.as_ref().is_some_and(|w| w.capacity() == 0);
-            let waited = wait_round(
-                round,
-                &mut self.guard,
-                &mut deadline,
-                (&self.cancel, self.idle.as_ref()),
-                &stuck,
-            )
-            .await;
-            round = match waited {
-                Ok(raw) => match self.on_result(raw, &mut deadline).await? {
-                    Step::Done(result) => return Ok(result),
-                    Step::Next(round) => round,
-                    Step::FollowOld(task_id) => return self.follower().follow_old(task_id).await,
-                    Step::Follow(seed) => {
-                        return self
-                            .follower()
-                            .follow(seed.task_id.clone(), Some(seed))
-                            .await
-                    }
-                },
-                Err(e) => self.recover(e, &mut deadline).await?,
-            };
+    /// A step off the common path: another round (an `input_required` round's answers, a
+    /// recovery), or a task followed to its end.
+    async fn rare(&mut self, step: Step, deadline: &mut Deadline) -> Result<Then, CallError> {
+        match step {
+            Step::Done(result) => Ok(Then::Done(result)),
+            Step::Input(raw) => self.input_round(&raw, deadline).await.map(Then::Again),
+            Step::Recover(e) => self.recover(e, deadline).await.map(Then::Again),
+            Step::FollowOld(task_id) => self.follower()?.follow_old(task_id).await.map(Then::Done),
+            Step::Follow(seed) => {
+                let id = seed.task_id.clone();
+                self.follower()?
+                    .follow(id, Some(seed))
+                    .await
+                    .map(Then::Done)
+            }
         }
     }
 
@@ -505,13 +559,9 @@ impl Call {
         Ok(result)
     }
 
-    /// What a round's result means: the answer, a task followed (or its handle), or another
-    /// `input_required` round.
-    async fn on_result(
-        &mut self,
-        raw: Payload,
-        deadline: &mut Deadline,
-    ) -> Result<Step, CallError> {
+    /// What a round's result means: the answer, a task to follow (or its handle), or an
+    /// `input_required` round to answer.
+    fn on_result(&mut self, raw: Payload) -> Result<Step, CallError> {
         let result = self.parse(&raw)?;
         let stateless = self.stateless;
         match result.result_type.as_deref() {
@@ -536,7 +586,7 @@ impl Call {
             Some("task") => self.became_task(&raw),
             Some("input_required") if self.tries.rounds < MAX_INPUT_ROUNDS => {
                 self.tries.rounds += 1;
-                self.input_round(&raw, deadline).await.map(Step::Next)
+                Ok(Step::Input(raw))
             }
             Some("input_required") => Err(self.invalid(format!(
                 "the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
@@ -574,5 +624,24 @@ impl Call {
         let extra = self.asking(answers(interim, &by), deadline).await?;
         self.tries.carried = Some(extra.clone());
         self.resend(Some(extra), deadline).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size of the future `f` returns, without building its arguments.
+    fn future_size<A, B, F: std::future::Future>(_: impl FnOnce(A, B) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// A call's future is boxed and moved once per call: it holds the common path's state
+    /// only (what few calls do is boxed apart), so it stays within the sizes an allocator
+    /// serves from its per-thread cache (glibc's: up to 1,032 bytes).
+    #[test]
+    fn a_call_future_is_small() {
+        let size = future_size(Call::run);
+        assert!(size <= 1024, "Call::run's future is {size} bytes");
     }
 }

@@ -39,6 +39,15 @@ fn inherited(key: &std::ffi::OsStr) -> bool {
         || harness9_platform::command::inherited_env(k, INHERITED_ENV)
 }
 
+/// The part of harness9's environment that passes to servers ([`inherited`]), read once:
+/// harness9 never changes its own environment, and each spawn would otherwise copy all of it
+/// to keep a few variables.
+fn inherited_env() -> &'static [(std::ffi::OsString, std::ffi::OsString)] {
+    static ENV: std::sync::OnceLock<Vec<(std::ffi::OsString, std::ffi::OsString)>> =
+        std::sync::OnceLock::new();
+    ENV.get_or_init(|| std::env::vars_os().filter(|(k, _)| inherited(k)).collect())
+}
+
 /// A child process speaking NDJSON on its stdin and stdout.
 pub(in crate::server) struct Stdio;
 
@@ -125,7 +134,7 @@ pub(in crate::server) fn spawn(spec: &ServerSpec) -> Result<Spawned, String> {
     };
     // Only the allowlisted part of harness9's environment (no API keys), then the entry's.
     cmd.env_clear()
-        .envs(std::env::vars_os().filter(|(k, _)| inherited(k)))
+        .envs(inherited_env().iter().map(|(k, v)| (k, v)))
         .stdin(Piped::piped())
         .stdout(Piped::piped())
         .stderr(Piped::piped())

@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use actix::prelude::*;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -26,7 +25,8 @@ pub(super) struct Round {
 
 /// Sends `notifications/cancelled` if the call future is dropped before its reply.
 pub(super) struct CancelOnDrop {
-    pub(super) addr: Addr<McpServer>,
+    /// The server actor's, weak: upgraded only to send (a call does not keep it alive).
+    pub(super) addr: actix::WeakAddr<McpServer>,
     pub(super) id: i64,
     pub(super) armed: bool,
 }
@@ -34,10 +34,12 @@ pub(super) struct CancelOnDrop {
 impl CancelOnDrop {
     pub(super) fn fire(&mut self, reason: &'static str) {
         if std::mem::take(&mut self.armed) {
-            self.addr.do_send(CancelRequest {
-                id: self.id,
-                reason,
-            });
+            if let Some(addr) = self.addr.upgrade() {
+                addr.do_send(CancelRequest {
+                    id: self.id,
+                    reason,
+                });
+            }
         }
     }
 }
@@ -61,7 +63,8 @@ pub(super) async fn next_round(
     guard: &mut CancelOnDrop,
     deadline: tokio::time::Instant,
 ) -> Option<Round> {
-    let r = tokio::time::timeout_at(deadline, guard.addr.send(next))
+    let addr = guard.addr.upgrade()?;
+    let r = tokio::time::timeout_at(deadline, addr.send(next))
         .await
         .ok()?
         .ok()
@@ -181,7 +184,8 @@ impl Idle {
     /// Sleeps until the idle deadline; forever without an idle bound.
     async fn sleep(idle: Option<&Idle>) {
         match idle {
-            Some(i) => tokio::time::sleep_until(i.deadline()).await,
+            // Boxed: few calls have an idle bound, and every call's future holds this one.
+            Some(i) => Box::pin(tokio::time::sleep_until(i.deadline())).await,
             None => std::future::pending().await,
         }
     }
@@ -231,78 +235,97 @@ impl Deadline {
     }
 }
 
+/// The server is not reading: waits for room in the write queue, within the call's own
+/// timeout and its cancellation.
+async fn wait_for_room(
+    b: Backlog,
+    guard: &mut CancelOnDrop,
+    dl: &Deadline,
+    cancel: &CancellationToken,
+) -> Result<(), RoundError> {
+    tokio::select! {
+        biased;
+        _ = b.send() => Ok(()),
+        _ = cancel.cancelled() => {
+            guard.fire("cancelled by the user");
+            Err(RoundError::Cancelled)
+        }
+        _ = tokio::time::sleep_until(dl.at) => {
+            guard.fire("timed out");
+            Err(RoundError::NotReading)
+        }
+    }
+}
+
 /// Waits for one round's reply: room in the write queue first, then the reply, both within
 /// the call's deadline (moved by the time the server's questions were open) and its
-/// cancellation; an early end tells the server (the guard).
-pub(super) async fn wait_round(
+/// cancellation; an early end tells the server (the guard). An `async move` block, not an
+/// `async fn`, so that the round is held once in the future (see `Call::run`).
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn would hold the round twice in its future"
+)]
+pub(super) fn wait_round<'a>(
     round: Round,
-    guard: &mut CancelOnDrop,
-    dl: &mut Deadline,
-    (cancel, idle): (&CancellationToken, Option<&Idle>),
-    stuck: &impl Fn() -> bool,
-) -> Result<Payload, RoundError> {
-    if let Some(i) = idle {
-        i.touch();
-    }
-    if let Some(b) = round.backlog {
-        // The server is not reading: wait for room, within the call's own timeout.
-        tokio::select! {
-            biased;
-            _ = b.send() => {}
-            _ = cancel.cancelled() => {
-                guard.fire("cancelled by the user");
-                return Err(RoundError::Cancelled);
-            }
-            _ = tokio::time::sleep_until(dl.at) => {
-                guard.fire("timed out");
-                return Err(RoundError::NotReading);
-            }
+    guard: &'a mut CancelOnDrop,
+    dl: &'a mut Deadline,
+    (cancel, idle): (&'a CancellationToken, Option<&'a Idle>),
+    stuck: &'a impl Fn() -> bool,
+) -> impl std::future::Future<Output = Result<Payload, RoundError>> + 'a {
+    async move {
+        if let Some(i) = idle {
+            i.touch();
         }
-    }
-    if tokio::time::Instant::now() >= dl.at {
-        // Out of time before the first look at the reply: a timeout, whatever may have
-        // arrived meanwhile (so a tiny timeout times out on any machine).
-        guard.fire("timed out");
-        return Err(RoundError::Timeout);
-    }
-    let mut rx = round.rx;
-    let outcome = loop {
-        tokio::select! {
-            biased;
-            r = &mut rx => break r,
-            _ = cancel.cancelled() => {
-                guard.fire("cancelled by the user");
-                return Err(RoundError::Cancelled);
-            }
-            _ = tokio::time::sleep_until(dl.at) => {
-                if dl.extend() {
-                    continue;
-                }
-                guard.fire("timed out");
-                if stuck() {
-                    return Err(RoundError::NotReading);
-                }
-                return Err(RoundError::Timeout);
-            }
-            _ = Idle::sleep(idle) => {
-                let Some(i) = idle else { continue };
-                // Progress came meanwhile, or a question was open: the wait starts again.
-                if tokio::time::Instant::now() < i.deadline() {
-                    continue;
-                }
-                if dl.extend() {
-                    i.touch();
-                    continue;
-                }
-                guard.fire("no progress within the idle timeout");
-                return Err(RoundError::Idle(i.after));
-            }
+        if let Some(b) = round.backlog {
+            // Rare (the server is not reading), so in a box of its own: the call's future holds
+            // the common path's state only.
+            Box::pin(wait_for_room(b, guard, dl, cancel)).await?;
         }
-    };
-    guard.disarm();
-    match outcome {
-        Ok(Ok(raw)) => Ok(raw),
-        Ok(Err(e)) => Err(RoundError::Reply(e)),
-        Err(_) => Err(RoundError::Dropped),
+        if tokio::time::Instant::now() >= dl.at {
+            // Out of time before the first look at the reply: a timeout, whatever may have
+            // arrived meanwhile (so a tiny timeout times out on any machine).
+            guard.fire("timed out");
+            return Err(RoundError::Timeout);
+        }
+        let mut rx = round.rx;
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                r = &mut rx => break r,
+                _ = cancel.cancelled() => {
+                    guard.fire("cancelled by the user");
+                    return Err(RoundError::Cancelled);
+                }
+                _ = tokio::time::sleep_until(dl.at) => {
+                    if dl.extend() {
+                        continue;
+                    }
+                    guard.fire("timed out");
+                    if stuck() {
+                        return Err(RoundError::NotReading);
+                    }
+                    return Err(RoundError::Timeout);
+                }
+                _ = Idle::sleep(idle) => {
+                    let Some(i) = idle else { continue };
+                    // Progress came meanwhile, or a question was open: the wait starts again.
+                    if tokio::time::Instant::now() < i.deadline() {
+                        continue;
+                    }
+                    if dl.extend() {
+                        i.touch();
+                        continue;
+                    }
+                    guard.fire("no progress within the idle timeout");
+                    return Err(RoundError::Idle(i.after));
+                }
+            }
+        };
+        guard.disarm();
+        match outcome {
+            Ok(Ok(raw)) => Ok(raw),
+            Ok(Err(e)) => Err(RoundError::Reply(e)),
+            Err(_) => Err(RoundError::Dropped),
+        }
     }
 }
