@@ -269,7 +269,7 @@ where
 
 /// One request line whose params were built as a JSON value (the stateless era's `_meta`
 /// merged in): `method` is a [`Request::METHOD`].
-pub fn request_line<P: Serialize>(id: i64, method: &str, params: Option<&P>) -> Vec<u8> {
+pub fn request_line<P: Serialize + ?Sized>(id: i64, method: &str, params: Option<&P>) -> Vec<u8> {
     // The envelope's members written as the derived `OutRequest` writes them (a unit test
     // holds the two byte for byte), without serializing its four constant keys each time.
     let mut buf = Vec::with_capacity(128);

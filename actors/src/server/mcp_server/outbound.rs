@@ -139,12 +139,13 @@ impl ReplyError {
 #[rtype(result = "(oneshot::Receiver<Reply>, Option<Backlog>)")]
 pub(in crate::server) struct Rpc {
     method: &'static str,
-    params: Option<Value>,
+    /// Serialized once, here: written into the line as it is unless a `_meta` is merged in.
+    params: Option<Box<RawValue>>,
     stateless: Option<ProtocolVersion>,
 }
 
 impl Rpc {
-    /// A request of `R` with `params` (as a JSON value, for the stateless `_meta`).
+    /// A request of `R` with `params` (serialized now; the stateless `_meta` goes in later).
     pub(in crate::server) fn new<'p, R: Request>(
         params: Option<&R::Params<'p>>,
         stateless: Option<ProtocolVersion>,
@@ -154,7 +155,7 @@ impl Rpc {
     {
         Ok(Self {
             method: R::METHOD,
-            params: params.map(serde_json::to_value).transpose()?,
+            params: params.map(serde_json::value::to_raw_value).transpose()?,
             stateless,
         })
     }
@@ -210,6 +211,31 @@ impl ClientSide {
             info: server_requests::client_info(),
             log_level: self.log_level.as_deref(),
         }
+    }
+
+    /// `params` (a serialized object, or none) with the stateless era's request `_meta`
+    /// written before its members, as text: what [`ClientSide::stamp`] gives, without a tree
+    /// of values. `None` when `params` is not an object or may hold a `_meta` of its own (left
+    /// to `stamp`, which replaces it).
+    pub(in crate::server) fn stamp_raw(
+        &self,
+        params: Option<&RawValue>,
+        version: ProtocolVersion,
+    ) -> Option<Box<RawValue>> {
+        let rest = match params.map(|p| p.get()) {
+            None => "",
+            Some(p) if p.contains("\"_meta\"") => return None,
+            Some(p) => p.strip_prefix('{')?.strip_suffix('}')?.trim(),
+        };
+        let mut out = String::with_capacity(256 + rest.len());
+        out.push_str("{\"_meta\":");
+        out.push_str(&serde_json::to_string(&self.meta(version, None)).ok()?);
+        if !rest.is_empty() {
+            out.push(',');
+            out.push_str(rest);
+        }
+        out.push('}');
+        RawValue::from_string(out).ok()
     }
 
     /// `params` (an object, or none) with the stateless era's request `_meta`.
@@ -557,17 +583,49 @@ impl Handler<Rpc> for McpServer {
     fn handle(&mut self, msg: Rpc, _ctx: &mut Context<Self>) -> Self::Result {
         let id = self.alloc_id();
         let stateless = msg.stateless.or_else(|| self.stateless());
-        let params = match stateless {
-            Some(v) => Some(self.client.stamp(msg.params, v)),
-            None => msg.params,
-        };
         let (trace, op) = self.op(msg.method, None, id, &tracing::Span::none());
+        let line = match (stateless, &trace) {
+            // The params as serialized (the handshake era, not exported: the common case).
+            (None, None) => jsonrpc::request_line(id, msg.method, msg.params.as_deref()),
+            // The stateless `_meta` written before the params' members.
+            (Some(v), None) => match self.client.stamp_raw(msg.params.as_deref(), v) {
+                Some(p) => jsonrpc::request_line(id, msg.method, Some(&*p)),
+                None => self.merged_line(id, &msg, Some(v), None),
+            },
+            // Exported: the span's context merged into the `_meta` too.
+            (_, Some(tc)) => {
+                let tc = tc.clone();
+                self.merged_line(id, &msg, stateless, Some(&tc))
+            }
+        };
+        MessageResult(self.request(msg.method, id, line, Vec::new(), op))
+    }
+}
+
+impl McpServer {
+    /// `msg`'s request line with its params as a tree of values, the stateless `_meta` (at
+    /// `stateless`) and the span's context (`trace`) merged in.
+    fn merged_line(
+        &self,
+        id: i64,
+        msg: &Rpc,
+        stateless: Option<ProtocolVersion>,
+        trace: Option<&TraceContext>,
+    ) -> Vec<u8> {
+        // Our own serialization: it parses.
+        let params: Option<Value> = msg
+            .params
+            .as_ref()
+            .and_then(|p| serde_json::from_str(p.get()).ok());
+        let params = match stateless {
+            Some(v) => Some(self.client.stamp(params, v)),
+            None => params,
+        };
         let params = match trace {
             Some(tc) => tc.stamp(params),
             None => params,
         };
-        let line = jsonrpc::request_line(id, msg.method, params.as_ref());
-        MessageResult(self.request(msg.method, id, line, Vec::new(), op))
+        jsonrpc::request_line(id, msg.method, params.as_ref())
     }
 }
 
@@ -614,6 +672,36 @@ impl Handler<CancelRequest> for McpServer {
 mod tests {
     use super::*;
     use crate::protocol::jsonrpc::fast_response_id;
+
+    /// The `_meta` written as text before a request's members is what merging it into the
+    /// params as values gives; params that may hold a `_meta` of their own are left to that.
+    #[test]
+    fn the_stateless_meta_written_as_text_is_the_merged_one() {
+        let spec = crate::spec::ServerSpec::stdio("s", "x", vec![]);
+        let caps = server_requests::InputCaps::default();
+        let client = ClientSide::new(server_requests::declared(&spec, caps), Some("info".into()));
+        let v = crate::protocol::version::MODERN;
+        let raw = |t: &str| RawValue::from_string(t.to_owned()).unwrap();
+        for params in [
+            None,
+            Some(raw("{}")),
+            Some(raw(" { } ")),
+            Some(raw(r#"{"cursor":"c2","a":{"b":[1,{"_m":2}]}}"#)),
+            Some(raw(
+                r#"{"protocolVersion":"2025-11-25","capabilities":{"x":{}}}"#,
+            )),
+        ] {
+            let text = client.stamp_raw(params.as_deref(), v).unwrap();
+            let got: Value = serde_json::from_str(text.get()).unwrap();
+            let value = params
+                .as_ref()
+                .map(|p| serde_json::from_str(p.get()).unwrap());
+            assert_eq!(got, client.stamp(value, v), "{params:?}");
+        }
+        let own = raw(r#"{"_meta":{"progressToken":1}}"#);
+        assert!(client.stamp_raw(Some(&own), v).is_none());
+        assert!(client.stamp_raw(Some(&raw("[1]")), v).is_none());
+    }
 
     /// A pending request and its progress sink leave together; ids are never reused; failing
     /// all of them says whether the discovery probe was among them.
