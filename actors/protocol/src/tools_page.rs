@@ -261,6 +261,8 @@ pub(crate) fn array<T>(
     if b.get(i) == Some(&b']') {
         return Some((items, i + 1));
     }
+    // Room for one first (a call's result is mostly one block); more grows as usual.
+    items.reserve_exact(1);
     loop {
         let (value, end) = item(text, i)?;
         items.push(value);
