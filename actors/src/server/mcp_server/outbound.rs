@@ -584,7 +584,7 @@ impl Handler<Rpc> for McpServer {
         let id = self.alloc_id();
         let stateless = msg.stateless.or_else(|| self.stateless());
         let (trace, op) = self.op(msg.method, None, id, &tracing::Span::none());
-        let line = match (stateless, &trace) {
+        let line = match (stateless, trace.as_ref()) {
             // The params as serialized (the handshake era, not exported: the common case).
             (None, None) => jsonrpc::request_line(id, msg.method, msg.params.as_deref()),
             // The stateless `_meta` written before the params' members.
@@ -593,10 +593,7 @@ impl Handler<Rpc> for McpServer {
                 None => self.merged_line(id, &msg, Some(v), None),
             },
             // Exported: the span's context merged into the `_meta` too.
-            (_, Some(tc)) => {
-                let tc = tc.clone();
-                self.merged_line(id, &msg, stateless, Some(&tc))
-            }
+            (_, Some(tc)) => self.merged_line(id, &msg, stateless, Some(tc)),
         };
         MessageResult(self.request(msg.method, id, line, Vec::new(), op))
     }

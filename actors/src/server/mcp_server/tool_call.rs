@@ -292,6 +292,12 @@ struct Tries {
 enum Step {
     /// The call's answer.
     Done(CallToolResult),
+    /// A step off the common path.
+    Rare(Rare),
+}
+
+/// What few calls do after a round, each run in a box of its own ([`Call::rare`]).
+enum Rare {
     /// An `input_required` result: its requests are answered, then the call is sent again.
     Input(Payload),
     /// The round ended without a result: sent again when that may help, else the error.
@@ -391,11 +397,11 @@ impl Call {
                     .await
                     {
                         Ok(raw) => self.on_result(raw)?,
-                        Err(e) => Step::Recover(e),
+                        Err(e) => Step::Rare(Rare::Recover(e)),
                     };
                     match step {
                         Step::Done(result) => return Ok(result),
-                        step => Box::pin(self.rare(step, &mut deadline)),
+                        Step::Rare(step) => Box::pin(self.rare(step, &mut deadline)),
                     }
                 };
                 round = match rare.await? {
@@ -408,13 +414,12 @@ impl Call {
 
     /// A step off the common path: another round (an `input_required` round's answers, a
     /// recovery), or a task followed to its end.
-    async fn rare(&mut self, step: Step, deadline: &mut Deadline) -> Result<Then, CallError> {
+    async fn rare(&mut self, step: Rare, deadline: &mut Deadline) -> Result<Then, CallError> {
         match step {
-            Step::Done(result) => Ok(Then::Done(result)),
-            Step::Input(raw) => self.input_round(&raw, deadline).await.map(Then::Again),
-            Step::Recover(e) => self.recover(e, deadline).await.map(Then::Again),
-            Step::FollowOld(task_id) => self.follower()?.follow_old(task_id).await.map(Then::Done),
-            Step::Follow(seed) => {
+            Rare::Input(raw) => self.input_round(&raw, deadline).await.map(Then::Again),
+            Rare::Recover(e) => self.recover(e, deadline).await.map(Then::Again),
+            Rare::FollowOld(task_id) => self.follower()?.follow_old(task_id).await.map(Then::Done),
+            Rare::Follow(seed) => {
                 let id = seed.task_id.clone();
                 self.follower()?
                     .follow(id, Some(seed))
@@ -573,7 +578,7 @@ impl Call {
             _ if self.as_task && result.content.is_empty() && is_old_task(&raw) => {
                 let task_id = old_task_id(&raw).unwrap_or_default();
                 self.guard.disarm();
-                Ok(Step::FollowOld(task_id))
+                Ok(Step::Rare(Rare::FollowOld(task_id)))
             }
             // The 2025-11-25 task form (`{"task": {...}}`), never asked for: not an empty
             // success either.
@@ -586,7 +591,7 @@ impl Call {
             Some("task") => self.became_task(&raw),
             Some("input_required") if self.tries.rounds < MAX_INPUT_ROUNDS => {
                 self.tries.rounds += 1;
-                Ok(Step::Input(raw))
+                Ok(Step::Rare(Rare::Input(raw)))
             }
             Some("input_required") => Err(self.invalid(format!(
                 "the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
@@ -608,7 +613,7 @@ impl Call {
                 &seed,
             )));
         }
-        Ok(Step::Follow(seed))
+        Ok(Step::Rare(Rare::Follow(seed)))
     }
 
     /// An `input_required` result: its requests answered (a person may be asked: each
